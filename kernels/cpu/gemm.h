@@ -1,0 +1,68 @@
+/*
+ * gemm.h: the deterministic CPU GEMM, C(M,N) = A(M,K) . B(N,K)^T.
+ *
+ * Both operands are row-major with K contiguous (the "NT" layout of a linear layer:
+ * y = x W^T with x (M,K) and W (N,K)). Operands are float32, BF16 or FP8; every operand
+ * element is first widened exactly to float32.
+ *
+ * The order of accumulation, the same on every ISA path and for every thread count:
+ *   acc = 0.0f;  for k = 0, 1, ..., K-1:  acc = fmaf(a[i][k], b[j][k], acc);
+ * one fp32 accumulator per output element, one fused multiply-add per k, k ascending.
+ * Blocking over K only stores and reloads acc as float32 between blocks, which does not
+ * change the chain. Threads split the output into disjoint blocks.
+ *
+ * Then the epilogue, per element:
+ *   s   = (1.0f / scale_a[i]) * (1.0f / scale_b[j])   (each factor 1.0f when unscaled)
+ *   c   = acc * s                                      (skipped when both are unscaled)
+ *   out = c, or lks_f32_to_bf16(c) for BF16 output.
+ * scale_* are quantization scales (q = satfinite(x * scale)), so 1/scale dequantizes;
+ * a tensorwise scale is one value, an axiswise one has a value per row of the operand
+ * (per row of A over K, per row of B over K = per column of C).
+ */
+#ifndef LKS_KERNELS_CPU_GEMM_H
+#define LKS_KERNELS_CPU_GEMM_H
+
+#include <stddef.h>
+
+#include "kernels/cpu/isa.h"
+#include "kernels/cpu/pool.h"
+
+typedef enum lks_dtype {
+	LKS_F32 = 0,
+	LKS_BF16 = 1,  /* uint16_t storage */
+	LKS_E4M3 = 2,  /* uint8_t storage */
+	LKS_E5M2 = 3,  /* uint8_t storage */
+} lks_dtype;
+
+typedef enum lks_scaling {
+	LKS_SCALE_NONE = 0,
+	LKS_SCALE_TENSOR = 1,  /* scale[0] */
+	LKS_SCALE_AXIS = 2,    /* scale[row], one per row of the operand */
+} lks_scaling;
+
+typedef struct lks_operand {
+	lks_dtype dtype;
+	const void *data;     /* (rows, K) row-major, element (r, k) at data[r*ld + k] */
+	size_t ld;            /* leading dimension in elements, >= K */
+	lks_scaling scaling;
+	const float *scale;   /* quantization scale(s); NULL when scaling is NONE */
+} lks_operand;
+
+typedef struct lks_gemm {
+	int M, N, K;          /* any sizes >= 0; K = 0 gives C = 0 */
+	lks_operand a;        /* (M, K) */
+	lks_operand b;        /* (N, K) */
+	lks_dtype out;        /* LKS_F32 (float) or LKS_BF16 (uint16_t) */
+	void *c;              /* (M, N) row-major */
+	size_t ldc;           /* leading dimension of C in elements, >= N */
+} lks_gemm;
+
+const char *lks_dtype_name(lks_dtype t);
+size_t lks_dtype_size(lks_dtype t);
+
+/* C = A . B^T on the active ISA path (isa.h), tasks spread over pool (NULL: caller only). */
+int lks_gemm_run(lks_pool *pool, const lks_gemm *g);
+/* The same on a given path; fails (lks_err) if the CPU cannot run it. */
+int lks_gemm_run_isa(lks_pool *pool, const lks_gemm *g, lks_isa isa);
+
+#endif
