@@ -67,10 +67,9 @@ static inline float lks_bits_f32(uint32_t u)
 	return x;
 }
 
-/* float32 -> FP8, round to nearest even; sat != 0 for satfinite. */
-static inline uint8_t lks_f32_to_fp8(float x, lks_fp8 fmt, int sat)
+/* float32 -> FP8 of the format s describes, round to nearest even; sat != 0: satfinite. */
+static inline uint8_t lks_fp8_encode(float x, const lks_fp8_spec *s, int sat)
 {
-	const lks_fp8_spec *s = &lks_fp8_specs[fmt];
 	uint32_t u = lks_f32_bits(x);
 	uint32_t sign = (u >> 24) & 0x80u;
 	uint32_t a = u & 0x7fffffffu;
@@ -86,6 +85,11 @@ static inline uint8_t lks_f32_to_fp8(float x, lks_fp8 fmt, int sat)
 	else  /* the float add rounds to a multiple of the subnormal step, ties to even */
 		code = lks_f32_bits(lks_bits_f32(a) + lks_bits_f32(s->submagic)) - s->submagic;
 	return (uint8_t)(code | sign);
+}
+
+static inline uint8_t lks_f32_to_fp8(float x, lks_fp8 fmt, int sat)
+{
+	return lks_fp8_encode(x, &lks_fp8_specs[fmt], sat);
 }
 
 static inline uint8_t lks_f32_to_e4m3(float x, int sat) { return lks_f32_to_fp8(x, LKS_E4M3, sat); }

@@ -58,7 +58,7 @@ lks_isa lks_isa_active(void)
 {
 	if (lks_isa_current < 0) {
 		const char *env = getenv("LKS_ISA");
-		lks_isa isa;
+		lks_isa isa = LKS_ISA_SCALAR;
 
 		/* An unknown or unsupported LKS_ISA falls back to the best path; 'lockstep env'
 		   shows which one is active, and main rejects a bad value before any work. */

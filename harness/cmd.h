@@ -1,0 +1,20 @@
+/*
+ * cmd.h: the subcommands of 'lockstep', one file each (harness/cmd_<name>.c), dispatched
+ * from the table in main.c. Each returns the process exit code (DESIGN.md, Interfaces):
+ * 0 pass, 1 a check failed, 2 bad usage or input, 3 infrastructure failure.
+ */
+#ifndef LKS_HARNESS_CMD_H
+#define LKS_HARNESS_CMD_H
+
+#include <stdio.h>
+
+enum { LKS_EXIT_OK = 0, LKS_EXIT_FAIL = 1, LKS_EXIT_USAGE = 2, LKS_EXIT_INFRA = 3 };
+
+/* argv[0] is the subcommand's name. */
+int cmd_env(int argc, char **argv);
+int cmd_bench(int argc, char **argv);
+
+/* Prints "lockstep: <msg>" to stderr and returns LKS_EXIT_USAGE, for 'return lks_usage(...)'. */
+int lks_usage(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+#endif

@@ -1,0 +1,29 @@
+/*
+ * fingerprint.h: the environment a result was produced in, as ordered key/value pairs
+ * (DESIGN.md, Trace): lockstep version and commit, compiler and flags, CPU and ISA path,
+ * library versions, and the CUDA side when built with it. Runs store it; 'lockstep env'
+ * prints it; bisect compares two of them.
+ */
+#ifndef LKS_HARNESS_FINGERPRINT_H
+#define LKS_HARNESS_FINGERPRINT_H
+
+#include <stdio.h>
+
+#define LKS_FP_MAX 48
+
+typedef struct lks_fingerprint {
+	int n;
+	struct {
+		char key[40];
+		char value[256];
+	} item[LKS_FP_MAX];
+} lks_fingerprint;
+
+void lks_fingerprint_collect(lks_fingerprint *fp);
+void lks_fingerprint_add(lks_fingerprint *fp, const char *key, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+/* NULL if absent. */
+const char *lks_fingerprint_get(const lks_fingerprint *fp, const char *key);
+void lks_fingerprint_print(const lks_fingerprint *fp, FILE *out, int json);
+
+#endif

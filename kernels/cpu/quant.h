@@ -1,0 +1,61 @@
+/*
+ * quant.h: FP8 quantization with torchao's semantics (DESIGN.md, Numerics).
+ *
+ *   amax  = max |x| over the tensor, a row or a column; NaN if any element is NaN
+ *   scale = (float)(fp8_max / max((double)amax, 1e-12))       (NaN amax: NaN scale)
+ *           with pow2: 2^floor(log2(scale)), i.e. the mantissa bits cleared
+ *   q     = satfinite(x * scale)      (the product rounded to float32, then the cast)
+ *   x'    = decode(q) * (1.0f / scale)                         (dequantize)
+ *
+ * Counts at each cast: underflow = non-zero x whose code is +-0; saturated = x * scale
+ * beyond what rounds to a finite FP8 value (+-inf included), clamped to +-max.
+ * amax and counts are exact whatever the reduction order, so every ISA path and thread
+ * count gives the same results.
+ */
+#ifndef LKS_KERNELS_CPU_QUANT_H
+#define LKS_KERNELS_CPU_QUANT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "kernels/cpu/convert.h"
+#include "kernels/cpu/pool.h"
+
+typedef enum lks_axis {
+	LKS_AXIS_TENSOR = 0,  /* one scale */
+	LKS_AXIS_ROW = 1,     /* a scale per row, amax over the columns */
+	LKS_AXIS_COL = 2,     /* a scale per column, amax over the rows */
+} lks_axis;
+
+typedef struct lks_quant {
+	/* in */
+	const float *x;       /* (rows, cols) row-major, element (r, c) at x[r*ldx + c] */
+	int rows, cols;
+	size_t ldx;
+	lks_fp8 fmt;
+	lks_axis axis;
+	int pow2;             /* round scales down to powers of two */
+	/* out */
+	uint8_t *q;           /* (rows, cols) codes, element (r, c) at q[r*ldq + c] */
+	size_t ldq;
+	float *scale;         /* 1, rows or cols values, by axis */
+	float *amax;          /* as scale; may be NULL */
+	uint64_t underflow;
+	uint64_t saturated;
+} lks_quant;
+
+/* The number of scales an axis needs: 1, rows or cols. */
+size_t lks_quant_nscales(const lks_quant *q);
+
+float lks_fp8_scale(float amax, lks_fp8 fmt, int pow2);
+
+/* amax of n contiguous values (NaN-propagating). */
+float lks_amax(const float *x, size_t n);
+
+/* amax -> scale -> satfinite cast, with counts; rows spread over pool. */
+int lks_quantize(lks_pool *pool, lks_quant *q);
+
+/* y(rows, cols) = decode(q) * (1.0f / scale) with the scales of q's axis. */
+void lks_dequantize(const lks_quant *q, float *y, size_t ldy);
+
+#endif
