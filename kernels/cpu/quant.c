@@ -175,26 +175,28 @@ int lks_quantize(lks_pool *pool, lks_quant *q)
 		return -1;
 	job.part = malloc(sizeof(float) * (size_t)(row_tasks + 1));
 	job.counts = malloc(sizeof(lks_cast_counts) * (size_t)(row_tasks + 1));
-	if (!q->amax && q->axis != LKS_AXIS_TENSOR)
+	if (!q->amax && q->axis != LKS_AXIS_TENSOR && !q->scale_given)
 		own_amax = malloc(sizeof(float) * (nscales + 1));
-	if (!job.part || !job.counts || (!q->amax && q->axis != LKS_AXIS_TENSOR && !own_amax)) {
+	if (!job.part || !job.counts
+	    || (!q->amax && q->axis != LKS_AXIS_TENSOR && !q->scale_given && !own_amax)) {
 		lks_err("quantize: out of memory");
 		goto out;
 	}
 	if (own_amax)
 		q->amax = own_amax;
 
-	lks_pool_run(pool, q->axis == LKS_AXIS_COL ? col_tasks : row_tasks, lks_amax_task, &job);
+	if (!q->scale_given || q->amax)
+		lks_pool_run(pool, q->axis == LKS_AXIS_COL ? col_tasks : row_tasks, lks_amax_task,
+		             &job);
 	if (q->axis == LKS_AXIS_TENSOR) {
 		for (int t = 0; t < row_tasks; t++)
 			tensor_amax = lks_nanmax(tensor_amax, job.part[t]);
-		q->scale[0] = lks_fp8_scale(tensor_amax, q->fmt, q->pow2);
 		if (q->amax)
 			q->amax[0] = tensor_amax;
-	} else {
-		for (size_t i = 0; i < nscales; i++)
-			q->scale[i] = lks_fp8_scale(q->amax[i], q->fmt, q->pow2);
 	}
+	for (size_t i = 0; i < nscales && !q->scale_given; i++)
+		q->scale[i] = lks_fp8_scale(q->axis == LKS_AXIS_TENSOR ? tensor_amax : q->amax[i],
+		                            q->fmt, q->pow2);
 
 	lks_pool_run(pool, row_tasks, lks_cast_task, &job);
 	q->underflow = q->saturated = 0;

@@ -35,10 +35,11 @@ typedef struct lks_quant {
 	lks_fp8 fmt;
 	lks_axis axis;
 	int pow2;             /* round scales down to powers of two */
+	int scale_given;      /* 1: *scale is an input (delayed scaling), not derived from amax */
 	/* out */
 	uint8_t *q;           /* (rows, cols) codes, element (r, c) at q[r*ldq + c] */
 	size_t ldq;
-	float *scale;         /* 1, rows or cols values, by axis */
+	float *scale;         /* 1, rows or cols values, by axis (an input if scale_given) */
 	float *amax;          /* as scale; may be NULL */
 	uint64_t underflow;
 	uint64_t saturated;
@@ -52,7 +53,8 @@ float lks_fp8_scale(float amax, lks_fp8 fmt, int pow2);
 /* amax of n contiguous values (NaN-propagating). */
 float lks_amax(const float *x, size_t n);
 
-/* amax -> scale -> satfinite cast, with counts; rows spread over pool. */
+/* amax -> scale -> satfinite cast, with counts; rows spread over pool. With scale_given
+   the amax is still computed (when q->amax is set) but the given scales are used. */
 int lks_quantize(lks_pool *pool, lks_quant *q);
 
 /* y(rows, cols) = decode(q) * (1.0f / scale) with the scales of q's axis. */
