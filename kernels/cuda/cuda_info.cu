@@ -26,7 +26,7 @@ extern "C" void lks_cuda_info_get(lks_cuda_info *info)
 		return;
 	}
 	if (info->device_count > 0 && cudaGetDeviceProperties(&prop, 0) == cudaSuccess)
-		std::snprintf(info->device0, sizeof(info->device0), "%s, %d SMs, sm_%d%d, ECC %s",
+		std::snprintf(info->device0, sizeof(info->device0), "%.200s, %d SMs, sm_%d%d, ECC %s",
 		              prop.name, prop.multiProcessorCount, prop.major, prop.minor,
 		              prop.ECCEnabled ? "on" : "off");
 }

@@ -1,0 +1,98 @@
+/*
+ * test_cli.c: the 'lockstep' program as a user meets it: help that lists the commands, the
+ * exit codes of DESIGN.md (2 for bad usage), and the fingerprint of 'lockstep env'.
+ * LKS_BIN is the path of the built program (set by tests/CMakeLists.txt).
+ */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+
+/* Runs 'env... LKS_BIN args' through the shell; returns the exit code and, if out is not
+   NULL, the first n-1 bytes of stdout and stderr together. */
+static int run(const char *env, const char *args, char *out, size_t n)
+{
+	char cmd[1024];
+	FILE *p;
+	size_t len = 0;
+	int status;
+
+	snprintf(cmd, sizeof(cmd), "%s '%s' %s 2>&1", env ? env : "", LKS_BIN, args);
+	p = popen(cmd, "r");
+	cr_assert_not_null(p);
+	if (out) {
+		while (len + 1 < n && fgets(out + len, (int)(n - len), p))
+			len = strlen(out);
+		out[len] = 0;
+	}
+	while (fgetc(p) != EOF)
+		;
+	status = pclose(p);
+	cr_assert(WIFEXITED(status), "'%s' did not exit normally", cmd);
+	return WEXITSTATUS(status);
+}
+
+Test(cli, help_lists_commands)
+{
+	char out[8192];
+
+	cr_assert_eq(run(NULL, "--help", out, sizeof(out)), 0);
+	cr_assert_not_null(strstr(out, "usage: lockstep"));
+	cr_assert_not_null(strstr(out, "  env "));
+	cr_assert_not_null(strstr(out, "  bench "));
+	cr_assert_not_null(strstr(out, "exit codes"));
+	cr_assert_eq(run(NULL, "bench --help", out, sizeof(out)), 0);
+	cr_assert_not_null(strstr(out, "gemm"));
+	cr_assert_not_null(strstr(out, "quant"));
+}
+
+Test(cli, bad_usage_exits_2)
+{
+	char out[8192];
+
+	cr_assert_eq(run(NULL, "", NULL, 0), 2, "no command");
+	cr_assert_eq(run(NULL, "frobnicate", out, sizeof(out)), 2);
+	cr_assert_not_null(strstr(out, "'frobnicate' is not a lockstep command"), "%s", out);
+	cr_assert_eq(run(NULL, "env --bogus", NULL, 0), 2);
+	cr_assert_eq(run(NULL, "bench", NULL, 0), 2, "bench without a subject");
+	cr_assert_eq(run(NULL, "bench nosuch", NULL, 0), 2);
+	cr_assert_eq(run(NULL, "bench quant --rows x", out, sizeof(out)), 2);
+	cr_assert_not_null(strstr(out, "--rows"), "%s", out);
+	cr_assert_eq(run(NULL, "bench quant --isa nosuch", NULL, 0), 2);
+	cr_assert_eq(run(NULL, "bench gemm --threads 0", NULL, 0), 2);
+	cr_assert_eq(run("LKS_ISA=bogus", "env", out, sizeof(out)), 2);
+	cr_assert_not_null(strstr(out, "bogus"), "%s", out);
+}
+
+Test(cli, env_fingerprint)
+{
+	char out[16384];
+
+	cr_assert_eq(run(NULL, "env", out, sizeof(out)), 0);
+	static const char *const keys[] = { "lockstep.version", "lockstep.commit", "compiler",
+		"compiler.flags", "cpu.model", "isa.active", "sqlite", "xxhash", "inih" };
+	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
+		cr_assert_not_null(strstr(out, keys[i]), "no '%s' in:\n%s", keys[i], out);
+	/* the numerics flags the build promises are the ones it records */
+	cr_assert_not_null(strstr(out, "-ffp-contract=off"), "%s", out);
+	cr_assert_null(strstr(out, "fast-math\n"), "%s", out);
+
+	cr_assert_eq(run("LKS_ISA=scalar", "env", out, sizeof(out)), 0);
+	cr_assert_not_null(strstr(out, "isa.active             scalar"), "%s", out);
+	cr_assert_not_null(strstr(out, "env.LKS_ISA            scalar"), "%s", out);
+
+	cr_assert_eq(run(NULL, "env --json", out, sizeof(out)), 0);
+	cr_assert_eq(out[0], '{');
+	cr_assert_not_null(strstr(out, "\"isa.active\": "), "%s", out);
+}
+
+Test(cli, bench_quant_runs_small)
+{
+	char out[8192];
+
+	cr_assert_eq(run(NULL, "bench quant --rows 64 --cols 100 --reps 1 --threads 2", out, sizeof(out)), 0,
+	             "%s", out);
+	cr_assert_not_null(strstr(out, "memcpy (peer)"), "%s", out);
+	cr_assert_not_null(strstr(out, "ratio"), "%s", out);
+}
