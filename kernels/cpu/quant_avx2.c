@@ -60,6 +60,18 @@ static float lks_avx2_amax(const float *x, size_t n)
 	return has_nan ? NAN : m;
 }
 
+/* Sum of the eight 32-bit lanes. */
+static uint64_t lks_avx2_lane_sum(__m256i v)
+{
+	int32_t l[8];
+	uint64_t s = 0;
+
+	_mm256_storeu_si256((__m256i *)l, v);
+	for (int i = 0; i < 8; i++)
+		s += (uint32_t)l[i];
+	return s;
+}
+
 static void lks_avx2_cast(const float *x, size_t n, const float *scale, int per_elem,
                           const lks_fp8_spec *s, uint8_t *q, lks_cast_counts *counts)
 {
@@ -67,8 +79,10 @@ static void lks_avx2_cast(const float *x, size_t n, const float *scale, int per_
 	const __m256i over = _mm256_set1_epi32((int)s->overflow - 1);
 	const __m256i inf = _mm256_set1_epi32(0x7f800000);
 	const __m256i low7 = _mm256_set1_epi32(0x7f);
+	const __m256i zero = _mm256_setzero_si256();
 	__m256 sc = _mm256_set1_ps(scale[0]);
-	uint64_t under = 0, sat = 0;
+	/* per-lane counts, as 0 - (number of all-ones masks); a lane sees at most n/8 < 2^31 */
+	__m256i under = zero, sat = zero;
 	size_t j = 0;
 
 	for (; j + 32 <= n; j += 32) {
@@ -76,7 +90,7 @@ static void lks_avx2_cast(const float *x, size_t n, const float *scale, int per_
 
 		for (int v = 0; v < 4; v++) {
 			__m256 xv = _mm256_loadu_ps(x + j + 8 * v);
-			__m256i u, a, zero_code, big;
+			__m256i u, a, nonzero_x, zero_code, big;
 
 			if (per_elem)
 				sc = _mm256_loadu_ps(scale + j + 8 * v);
@@ -84,18 +98,17 @@ static void lks_avx2_cast(const float *x, size_t n, const float *scale, int per_
 			c[v] = lks_avx2_fp8_encode(u, s, 1);
 			a = _mm256_and_si256(u, absmask);
 			/* underflow: x != 0 (NaN counts as non-zero) and the code is +-0 */
-			zero_code = _mm256_cmpeq_epi32(_mm256_and_si256(c[v], low7), _mm256_setzero_si256());
-			under += (uint64_t)__builtin_popcount((unsigned)_mm256_movemask_ps(_mm256_andnot_ps(
-				_mm256_cmp_ps(xv, _mm256_setzero_ps(), _CMP_EQ_OQ),
-				_mm256_castsi256_ps(zero_code))));
+			nonzero_x = _mm256_castps_si256(_mm256_cmp_ps(xv, _mm256_setzero_ps(), _CMP_NEQ_UQ));
+			zero_code = _mm256_cmpeq_epi32(_mm256_and_si256(c[v], low7), zero);
+			under = _mm256_sub_epi32(under, _mm256_and_si256(nonzero_x, zero_code));
 			/* saturated: overflow <= |x*scale| <= inf */
 			big = _mm256_andnot_si256(_mm256_cmpgt_epi32(a, inf), _mm256_cmpgt_epi32(a, over));
-			sat += (uint64_t)__builtin_popcount((unsigned)_mm256_movemask_ps(_mm256_castsi256_ps(big)));
+			sat = _mm256_sub_epi32(sat, big);
 		}
 		_mm256_storeu_si256((__m256i *)(q + j), lks_avx2_pack_bytes(c[0], c[1], c[2], c[3]));
 	}
-	counts->underflow += under;
-	counts->saturated += sat;
+	counts->underflow += lks_avx2_lane_sum(under);
+	counts->saturated += lks_avx2_lane_sum(sat);
 	for (; j < n; j++)
 		q[j] = lks_cast_one(x[j], scale[j * (size_t)per_elem], s, counts);
 }
