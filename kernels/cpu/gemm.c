@@ -7,8 +7,9 @@
  *   for each K block pc (kc wide), ascending:
  *       pack B rows [j0, j0+nt) x [pc, pc+kc) into the thread's B panel
  *       for each (mc) slab of the block's rows: pack it from A into the thread's A panel,
- *           then for every (mr, nr) tile: micro(kc, A sliver, B sliver, acc tile)
- *   epilogue (scales, output rounding) over the block
+ *           then for every (mr, nr) tile: micro(kc, A sliver, B sliver, acc tile),
+ *           and after the last K block, the epilogue (scales, output rounding) over each
+ *           (mc, nr) column of tiles as soon as it is done
  * The accumulator lives in C itself for float32 output and in a per-thread float32 block
  * for BF16 output. Operand conversion happens only while packing, and is exact.
  *
@@ -19,6 +20,7 @@
 #include "kernels/cpu/gemm.h"
 
 #include <math.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -173,6 +175,9 @@ static void lks_gemm_task(void *arg, int task, int thread)
 	float *bpanel = p->bpanel[thread];
 	float *acc;      /* (mb, nb) at acc[i*ldacc + j] */
 	size_t ldacc;
+	int bf16 = g->out == LKS_BF16, epilogue = p->scaled || bf16;
+	char *out = g->c;  /* C, element (i, j) at byte (i*ldc + j) * osz */
+	size_t osz = lks_dtype_size(g->out);
 
 	if (g->out == LKS_F32) {
 		acc = (float *)g->c + (size_t)i0 * g->ldc + j0;
@@ -184,7 +189,7 @@ static void lks_gemm_task(void *arg, int task, int thread)
 	/* K = 0 still runs one empty block, whose microkernels store +0.0f. */
 	for (int pc = 0; pc == 0 || pc < g->K; pc += kern->kc) {
 		int kc = g->K - pc < kern->kc ? g->K - pc : kern->kc;
-		int first = pc == 0;
+		int first = pc == 0, last = pc + kc >= g->K;
 
 		kern->pack((lks_gemm_elem)g->b.dtype, g->b.data, g->b.ld, j0, nb, pc, kc, kern->nr,
 		           bpanel);
@@ -204,13 +209,16 @@ static void lks_gemm_task(void *arg, int task, int thread)
 					lks_gemm_tile(kern, kc, a, b, acc + (size_t)(ic + ir) * ldacc + jr,
 					              ldacc, m, n, first);
 				}
+				/* the (mc, nr) column of tiles is finished and still in L1: the
+				   epilogue now costs no pass over C from memory */
+				if (last && epilogue)
+					kern->epilogue(mc, n, acc + (size_t)ic * ldacc + jr, ldacc, p->scaled,
+					               p->inva + i0 + ic, p->invb + j0 + jr, bf16,
+					               out + ((size_t)(i0 + ic) * g->ldc + (size_t)(j0 + jr)) * osz,
+					               g->ldc);
 			}
 		}
 	}
-	if (p->scaled || g->out != LKS_F32)
-		kern->epilogue(mb, nb, acc, ldacc, p->scaled, p->inva + i0, p->invb + j0,
-		               g->out == LKS_BF16, (char *)g->c
-		               + ((size_t)i0 * g->ldc + (size_t)j0) * lks_dtype_size(g->out), g->ldc);
 }
 
 /* Chooses the task grid: blocks of at most MT_MAX x NT_MAX, cut further (the longer side
@@ -218,27 +226,70 @@ static void lks_gemm_task(void *arg, int task, int thread)
 static void lks_gemm_grid(lks_gemm_plan *p, int M, int N, int nthreads)
 {
 	const lks_gemm_kernel *kern = p->kern;
-	int tm = (M + LKS_GEMM_MT_MAX - 1) / LKS_GEMM_MT_MAX;
-	int tn = (N + LKS_GEMM_NT_MAX - 1) / LKS_GEMM_NT_MAX;
+	int tm = (M - 1) / LKS_GEMM_MT_MAX + 1;  /* M, N > 0; no overflow near INT_MAX */
+	int tn = (N - 1) / LKS_GEMM_NT_MAX + 1;
 
 	while (tm * tn < nthreads) {
-		int can_m = (M + tm) / (tm + 1) >= kern->mr, can_n = (N + tn) / (tn + 1) >= kern->nr;
+		int can_m = M / (tm + 1) >= kern->mr, can_n = N / (tn + 1) >= kern->nr;
 
-		if (can_m && (!can_n || (M + tm - 1) / tm >= (N + tn - 1) / tn))
+		if (can_m && (!can_n || M / tm >= N / tn))
 			tm++;
 		else if (can_n)
 			tn++;
 		else
 			break;
 	}
-	p->mt = lks_round_up((M + tm - 1) / tm, kern->mr);
-	p->nt = lks_round_up((N + tn - 1) / tn, kern->nr);
-	p->tn = (N + p->nt - 1) / p->nt;
+	p->mt = lks_round_up((M - 1) / tm + 1, kern->mr);
+	p->nt = lks_round_up((N - 1) / tn + 1, kern->nr);
+	p->tn = (N - 1) / p->nt + 1;
 }
 
 static size_t lks_align64(size_t bytes)
 {
 	return (bytes + 63) / 64 * 64;
+}
+
+/*
+ * The packing buffers of the last call, kept for the next one. A few MiB allocated and
+ * freed per call go back to the kernel each time, and touching them again costs a page
+ * fault per 4 KiB, a few percent of a 1024^3 GEMM; a training step makes the same calls
+ * over and over. Concurrent calls each take the block or find none: whoever finds none
+ * allocates, and whoever returns a block while another is cached frees the smaller one.
+ * The last block is still reachable at exit.
+ */
+struct lks_gemm_ws {
+	size_t bytes;
+	_Alignas(64) char data[];
+};
+
+static _Atomic(struct lks_gemm_ws *) lks_gemm_ws_cache;
+
+static struct lks_gemm_ws *lks_gemm_ws_take(size_t bytes)
+{
+	struct lks_gemm_ws *ws = atomic_exchange(&lks_gemm_ws_cache, NULL);
+
+	if (ws && ws->bytes >= bytes)
+		return ws;
+	free(ws);
+	ws = aligned_alloc(64, lks_align64(sizeof(*ws) + bytes));
+	if (ws)
+		ws->bytes = bytes;
+	return ws;
+}
+
+static void lks_gemm_ws_give(struct lks_gemm_ws *ws)
+{
+	struct lks_gemm_ws *old;
+
+	if (!ws)
+		return;
+	old = atomic_exchange(&lks_gemm_ws_cache, ws);
+	if (old && old->bytes > ws->bytes) {  /* keep the larger one */
+		old = atomic_exchange(&lks_gemm_ws_cache, old);
+		free(old);  /* ws, or a block another call gave back meanwhile */
+	} else {
+		free(old);
+	}
 }
 
 int lks_gemm_run_isa(lks_pool *pool, const lks_gemm *g, lks_isa isa)
@@ -247,7 +298,8 @@ int lks_gemm_run_isa(lks_pool *pool, const lks_gemm *g, lks_isa isa)
 	int nthreads = lks_pool_threads(pool);
 	size_t asz, bsz, csz, per;  /* bytes per thread: A panel, B panel, accumulators */
 	float *inv = NULL;
-	char *buf = NULL;
+	struct lks_gemm_ws *ws = NULL;
+	char *buf;
 	float **ptrs = NULL;
 	int rc = -1, ntasks;
 
@@ -262,7 +314,7 @@ int lks_gemm_run_isa(lks_pool *pool, const lks_gemm *g, lks_isa isa)
 
 	p.kern = lks_gemm_kernels[isa];
 	lks_gemm_grid(&p, g->M, g->N, nthreads);
-	ntasks = (g->M + p.mt - 1) / p.mt * p.tn;
+	ntasks = ((g->M - 1) / p.mt + 1) * p.tn;
 
 	asz = lks_align64((size_t)lks_round_up(p.kern->mc, p.kern->mr) * p.kern->kc * sizeof(float));
 	bsz = lks_align64((size_t)p.nt * p.kern->kc * sizeof(float));
@@ -270,11 +322,12 @@ int lks_gemm_run_isa(lks_pool *pool, const lks_gemm *g, lks_isa isa)
 	per = asz + bsz + csz;
 	inv = malloc(((size_t)g->M + (size_t)g->N) * sizeof(float));
 	ptrs = malloc(3 * (size_t)nthreads * sizeof(*ptrs));
-	buf = aligned_alloc(64, per * (size_t)nthreads);
-	if (!inv || !ptrs || !buf) {
+	ws = lks_gemm_ws_take(per * (size_t)nthreads);
+	if (!inv || !ptrs || !ws) {
 		lks_err("out of memory for a %dx%dx%d gemm on %d threads", g->M, g->N, g->K, nthreads);
 		goto out;
 	}
+	buf = ws->data;
 	lks_inv_scales(&g->a, g->M, inv);
 	lks_inv_scales(&g->b, g->N, inv + g->M);
 	p.inva = inv;
@@ -293,7 +346,7 @@ int lks_gemm_run_isa(lks_pool *pool, const lks_gemm *g, lks_isa isa)
 	lks_pool_run(pool, ntasks, lks_gemm_task, &p);
 	rc = 0;
 out:
-	free(buf);
+	lks_gemm_ws_give(ws);
 	free(ptrs);
 	free(inv);
 	return rc;

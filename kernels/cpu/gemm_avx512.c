@@ -120,7 +120,7 @@ const lks_gemm_kernel lks_gemm_kernel_avx512 = {
 	.nr = LKS_AVX512_NR,
 	.mc = 144,
 	.kc = 256,
-	.pack = lks_gemm_pack_generic,
+	.pack = lks_gemm_pack_avx2,  /* AVX-512 machines have AVX2 */
 	.micro = lks_micro_avx512,
 	.epilogue = lks_epilogue_avx512,
 };

@@ -73,5 +73,8 @@ void lks_gemm_pack_generic(lks_gemm_elem elem, const void *data, size_t ld, int 
 void lks_gemm_epilogue_generic(int rows, int cols, const float *acc, size_t ldacc,
                                int scaled, const float *inva, const float *invb, int bf16,
                                void *out, size_t ldout);
+/* The AVX2 packer (gemm_avx2.c), which the AVX2 and AVX-512 paths share; any step. */
+void lks_gemm_pack_avx2(lks_gemm_elem elem, const void *data, size_t ld, int r0, int rows,
+                        int k0, int kc, int step, float *panel);
 
 #endif

@@ -1,0 +1,291 @@
+/*
+ * bench_gemm.c: 'lockstep bench gemm': the deterministic CPU GEMM against OpenBLAS sgemm.
+ *
+ * Two lockstep GEMMs per size, C = A . B^T with A (M,K), B (N,K), M = N = K = size:
+ *   fp8   E4M3 operands with a power-of-two scale per row of each (the fp8_rowwise
+ *         forward), float32 output (the BF16 rounding is timed by the other row);
+ *   bf16  BF16 operands, BF16 output (the bf16 recipe).
+ * The peer is cblas_sgemm on float32 operands of the same shape and layout (row-major,
+ * B transposed), with the same thread count, in the same run. Both sides widen nothing
+ * for free: lockstep converts its narrow operands while packing, sgemm copies float32.
+ * The ratio is sgemm time / lockstep time, so above 1.0 lockstep is faster.
+ */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "harness/bench.h"
+#include "harness/cmd.h"
+#include "kernels/cpu/gemm.h"
+#include "kernels/err.h"
+#include "kernels/philox.h"
+
+#ifdef LKS_HAVE_OPENBLAS
+#include <cblas.h>
+#endif
+
+#define LKS_BENCH_MAX_SIZES 16
+
+static const char lks_bench_gemm_help[] =
+	"usage: lockstep bench gemm [--threads T] [--sizes S1,S2,...] [--reps R]\n"
+	"                           [--isa scalar|avx2|avx512]\n"
+	"\n"
+	"Times C = A . B^T for square shapes M = N = K = S with T threads, best of R runs:\n"
+	"  fp8   lockstep, E4M3 operands, power-of-two scale per row of A and of B,\n"
+	"        float32 output (dequantized by the scales)\n"
+	"  bf16  lockstep, BF16 operands, BF16 output\n"
+	"  sgemm OpenBLAS cblas_sgemm on float32 operands, the peer (same threads)\n"
+	"and prints milliseconds, GFLOP/s (2*M*N*K / time) and the ratio of each row's GFLOP/s\n"
+	"to sgemm's. lockstep's GEMM accumulates each element in one fixed fp32 FMA chain, so\n"
+	"its results are bit-identical on every ISA path and thread count; --isa (or LKS_ISA)\n"
+	"picks the path to time. Defaults: 2 threads, sizes 1024,2048, 3 repetitions.\n";
+
+static int lks_parse_int(const char *opt, const char *val, int lo, int hi, int *out)
+{
+	char *end;
+	long v;
+
+	if (!val)
+		return lks_usage("bench gemm: %s needs a value", opt);
+	v = strtol(val, &end, 10);
+	if (end == val || *end || v < lo || v > hi)
+		return lks_usage("bench gemm: %s wants an integer in [%d, %d], not '%s'", opt, lo, hi,
+		                 val);
+	*out = (int)v;
+	return 0;
+}
+
+/* "1024,2048" -> sizes; returns the count, or -1 after a usage message. */
+static int lks_parse_sizes(const char *val, int *sizes)
+{
+	int n = 0;
+
+	if (!val)
+		return lks_usage("bench gemm: --sizes needs a value"), -1;
+	while (*val) {
+		char *end;
+		long v = strtol(val, &end, 10);
+
+		if (end == val || v < 1 || v > 16384 || (*end && *end != ',') || n == LKS_BENCH_MAX_SIZES)
+			return lks_usage("bench gemm: --sizes wants up to %d sizes in [1, 16384] "
+			                 "separated by commas, not '%s'", LKS_BENCH_MAX_SIZES, val), -1;
+		sizes[n++] = (int)v;
+		val = *end ? end + 1 : end;
+	}
+	return n ? n : (lks_usage("bench gemm: --sizes is empty"), -1);
+}
+
+/* The operands of one size, generated from (seed, index) like every lockstep input. */
+struct lks_gemm_inputs {
+	int n;
+	float *a32, *b32, *c32;      /* (n, n) float32: sgemm's operands and every f32 output */
+	uint8_t *a8, *b8;            /* (n, n) E4M3 codes */
+	uint16_t *a16, *b16, *c16;   /* (n, n) BF16 */
+	float *sa, *sb;              /* (n) rowwise scales */
+};
+
+static void lks_inputs_free(struct lks_gemm_inputs *in)
+{
+	free(in->a32); free(in->b32); free(in->c32);
+	free(in->a8); free(in->b8);
+	free(in->a16); free(in->b16); free(in->c16);
+	free(in->sa); free(in->sb);
+}
+
+static void *lks_alloc64(size_t bytes)
+{
+	return aligned_alloc(64, (bytes + 63) & ~(size_t)63);
+}
+
+static int lks_inputs_make(struct lks_gemm_inputs *in, int n)
+{
+	size_t nn = (size_t)n * n;
+
+	memset(in, 0, sizeof(*in));
+	in->n = n;
+	in->a32 = lks_alloc64(nn * 4); in->b32 = lks_alloc64(nn * 4); in->c32 = lks_alloc64(nn * 4);
+	in->a8 = lks_alloc64(nn); in->b8 = lks_alloc64(nn);
+	in->a16 = lks_alloc64(nn * 2); in->b16 = lks_alloc64(nn * 2); in->c16 = lks_alloc64(nn * 2);
+	in->sa = malloc((size_t)n * 4); in->sb = malloc((size_t)n * 4);
+	if (!in->a32 || !in->b32 || !in->c32 || !in->a8 || !in->b8 || !in->a16 || !in->b16
+	    || !in->c16 || !in->sa || !in->sb)
+		return lks_err("out of memory for %d x %d operands", n, n);
+	for (size_t i = 0; i < nn; i++) {
+		uint32_t ua = lks_philox_u32(11, 0, i), ub = lks_philox_u32(11, 1, i);
+		float xa = lks_philox_normal(11, 2, i), xb = lks_philox_normal(11, 3, i);
+		uint32_t ba, bb;
+
+		in->a32[i] = xa;
+		in->b32[i] = xb;
+		memcpy(&ba, &xa, 4);
+		memcpy(&bb, &xb, 4);
+		in->a16[i] = (uint16_t)(ba >> 16);  /* truncation is fine for timing data */
+		in->b16[i] = (uint16_t)(bb >> 16);
+		in->a8[i] = (ua & 0x7f) == 0x7f ? 0 : (uint8_t)ua;  /* any E4M3 code but NaN */
+		in->b8[i] = (ub & 0x7f) == 0x7f ? 0 : (uint8_t)ub;
+	}
+	for (int i = 0; i < n; i++) {  /* 2^-8 .. 2^7, as power-of-two rowwise scales are */
+		in->sa[i] = (float)(1u << (lks_philox_u32(11, 4, (uint64_t)i) % 16)) / 256.0f;
+		in->sb[i] = (float)(1u << (lks_philox_u32(11, 5, (uint64_t)i) % 16)) / 256.0f;
+	}
+	return 0;
+}
+
+enum { LKS_ROW_SGEMM, LKS_ROW_FP8, LKS_ROW_BF16, LKS_ROWS };
+
+/* One timed run of a row; returns seconds, or a negative value on failure. */
+static double lks_bench_once(int row, lks_pool *pool, struct lks_gemm_inputs *in)
+{
+	int n = in->n;
+	double t0 = lks_now();
+
+	if (row == LKS_ROW_SGEMM) {
+#ifdef LKS_HAVE_OPENBLAS
+		cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n, n, n, 1.0f, in->a32, n,
+		            in->b32, n, 0.0f, in->c32, n);
+#endif
+	} else {
+		int fp8 = row == LKS_ROW_FP8;
+		lks_gemm g = {
+			.M = n, .N = n, .K = n,
+			.a = { fp8 ? LKS_E4M3 : LKS_BF16, fp8 ? (const void *)in->a8 : in->a16,
+			       (size_t)n, fp8 ? LKS_SCALE_AXIS : LKS_SCALE_NONE, fp8 ? in->sa : NULL },
+			.b = { fp8 ? LKS_E4M3 : LKS_BF16, fp8 ? (const void *)in->b8 : in->b16,
+			       (size_t)n, fp8 ? LKS_SCALE_AXIS : LKS_SCALE_NONE, fp8 ? in->sb : NULL },
+			.out = fp8 ? LKS_F32 : LKS_BF16,
+			.c = fp8 ? (void *)in->c32 : (void *)in->c16,
+			.ldc = (size_t)n,
+		};
+
+		if (lks_gemm_run(pool, &g))
+			return -1.0;
+	}
+	return lks_now() - t0;
+}
+
+/* Runs a row once as repetition r (-1: the warm-up) and keeps the best time. */
+static int lks_bench_keep(int row, int r, lks_pool *pool, struct lks_gemm_inputs *in,
+                          double *best)
+{
+	double t = lks_bench_once(row, pool, in);
+
+	if (t < 0)
+		return -1;
+	if (r <= 0 || t < best[row])
+		best[row] = t;
+	return 0;
+}
+
+static const char *const lks_row_names[LKS_ROWS] = {
+	"sgemm f32 (OpenBLAS)", "lockstep fp8 e4m3 rowwise", "lockstep bf16",
+};
+
+int lks_bench_gemm(int argc, char **argv)
+{
+	int threads = 2, reps = 3, nsizes = 2, sizes[LKS_BENCH_MAX_SIZES] = { 1024, 2048 };
+	int have_peer = 0;
+	lks_pool *pool = NULL;
+	int rc = LKS_EXIT_INFRA;
+
+#ifdef LKS_HAVE_OPENBLAS
+	have_peer = 1;
+#endif
+	for (int i = 1; i < argc; i++) {
+		const char *o = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+		lks_isa isa;
+
+		if (!strcmp(o, "--help") || !strcmp(o, "-h")) {
+			fputs(lks_bench_gemm_help, stdout);
+			return LKS_EXIT_OK;
+		} else if (!strcmp(o, "--threads")) {
+			if (lks_parse_int(o, v, 1, 1024, &threads))
+				goto usage;
+			i++;
+		} else if (!strcmp(o, "--reps")) {
+			if (lks_parse_int(o, v, 1, 1000, &reps))
+				goto usage;
+			i++;
+		} else if (!strcmp(o, "--sizes")) {
+			if ((nsizes = lks_parse_sizes(v, sizes)) < 0)
+				goto usage;
+			i++;
+		} else if (!strcmp(o, "--isa")) {
+			if (!v) {
+				lks_usage("bench gemm: --isa needs a value");
+				goto usage;
+			}
+			if (lks_isa_parse(v, &isa) || lks_isa_force(isa)) {
+				lks_usage("bench gemm: %s", lks_errmsg());
+				goto usage;
+			}
+			i++;
+		} else {
+			lks_usage("bench gemm: bad option '%s'", o);
+			goto usage;
+		}
+	}
+
+	if (lks_pool_create(threads, &pool)) {
+		fprintf(stderr, "lockstep: bench gemm: %s\n", lks_errmsg());
+		return LKS_EXIT_INFRA;
+	}
+#ifdef LKS_HAVE_OPENBLAS
+	openblas_set_num_threads(threads);
+#endif
+	printf("bench gemm: C = A.B^T, %d thread%s, ISA %s, best of %d; fp8 = E4M3 with rowwise "
+	       "scales on both operands and fp32 output, bf16 = BF16 in and out\n", threads,
+	       threads > 1 ? "s" : "", lks_isa_name(lks_isa_active()), reps);
+	if (!have_peer)
+		printf("peer missing: this build has no OpenBLAS, so sgemm is not timed and there "
+		       "are no ratios\n");
+	printf("%-16s %-26s %10s %10s %10s\n", "shape", "kernel", "ms", "GFLOP/s", "vs sgemm");
+	for (int s = 0; s < nsizes; s++) {
+		struct lks_gemm_inputs in;
+		double best[LKS_ROWS] = { 0 };
+		double flop = 2.0 * sizes[s] * (double)sizes[s] * sizes[s];
+		char shape[32];
+
+		if (lks_inputs_make(&in, sizes[s])) {
+			fprintf(stderr, "lockstep: bench gemm: %s\n", lks_errmsg());
+			lks_inputs_free(&in);
+			goto out;
+		}
+		/* sgemm first, then a pause: OpenBLAS's idle workers spin (sched_yield) for
+		   about 2^28 cycles after each call, and would take the cores from whatever ran
+		   next. Then the lockstep rows, interleaved so that both see the same machine
+		   state. One warm-up run of each row, then the best of reps. */
+		if (have_peer) {
+			for (int r = -1; r < reps; r++)
+				if (lks_bench_keep(LKS_ROW_SGEMM, r, pool, &in, best))
+					goto fail;
+			nanosleep(&(struct timespec){ .tv_sec = 0, .tv_nsec = 300000000 }, NULL);
+		}
+		for (int r = -1; r < reps; r++)
+			for (int row = LKS_ROW_FP8; row < LKS_ROWS; row++)
+				if (lks_bench_keep(row, r, pool, &in, best))
+					goto fail;
+		snprintf(shape, sizeof(shape), "%dx%dx%d", sizes[s], sizes[s], sizes[s]);
+		for (int row = have_peer ? 0 : 1; row < LKS_ROWS; row++) {
+			printf("%-16s %-26s %10.2f %10.1f", shape, lks_row_names[row], best[row] * 1e3,
+			       flop / best[row] / 1e9);
+			if (have_peer)
+				printf(" %9.2fx\n", best[LKS_ROW_SGEMM] / best[row]);
+			else
+				printf(" %10s\n", "-");
+		}
+		lks_inputs_free(&in);
+		continue;
+fail:
+		fprintf(stderr, "lockstep: bench gemm: %s\n", lks_errmsg());
+		lks_inputs_free(&in);
+		goto out;
+	}
+	rc = LKS_EXIT_OK;
+out:
+	lks_pool_free(pool);
+	return rc;
+usage:
+	fputs(lks_bench_gemm_help, stderr);
+	return LKS_EXIT_USAGE;
+}
