@@ -59,7 +59,7 @@ static int lks_parse_int(const char *opt, const char *val, int lo, int *out)
 int lks_bench_quant(int argc, char **argv)
 {
 	int rows = 4096, cols = 4096, threads = 1, reps = 7;
-	lks_fp8 fmt = LKS_E4M3;
+	lks_fp8 fmt = LKS_FP8_E4M3;
 	double best_q = 1e30, best_c = 1e30;
 	float *x = NULL, *scale = NULL;
 	uint8_t *q = NULL;
@@ -83,7 +83,7 @@ int lks_bench_quant(int argc, char **argv)
 				return LKS_EXIT_USAGE;
 			i++;
 		} else if (!strcmp(o, "--format") && v && (!strcmp(v, "e4m3") || !strcmp(v, "e5m2"))) {
-			fmt = !strcmp(v, "e4m3") ? LKS_E4M3 : LKS_E5M2;
+			fmt = !strcmp(v, "e4m3") ? LKS_FP8_E4M3 : LKS_FP8_E5M2;
 			i++;
 		} else if (!strcmp(o, "--isa") && v) {
 			if (lks_isa_parse(v, &isa) || lks_isa_force(isa))

@@ -31,20 +31,20 @@
  */
 static double ref_fp8_value(unsigned c, lks_fp8 fmt, int *nan)
 {
-	int mbits = fmt == LKS_E4M3 ? 3 : 2;
-	int ebits = fmt == LKS_E4M3 ? 4 : 5;
-	int bias = fmt == LKS_E4M3 ? 7 : 15;
+	int mbits = fmt == LKS_FP8_E4M3 ? 3 : 2;
+	int ebits = fmt == LKS_FP8_E4M3 ? 4 : 5;
+	int bias = fmt == LKS_FP8_E4M3 ? 7 : 15;
 	unsigned e = (c >> mbits) & ((1u << ebits) - 1);
 	unsigned m = c & ((1u << mbits) - 1);
 	double sign = (c & 0x80) ? -1.0 : 1.0;
 	double v;
 
 	*nan = 0;
-	if (fmt == LKS_E4M3 && e == 15 && m == 7) {  /* "fn": S.1111.111 only */
+	if (fmt == LKS_FP8_E4M3 && e == 15 && m == 7) {  /* "fn": S.1111.111 only */
 		*nan = 1;
 		return 0.0;
 	}
-	if (fmt == LKS_E5M2 && e == 31) {  /* IEEE-like: inf or NaN */
+	if (fmt == LKS_FP8_E5M2 && e == 31) {  /* IEEE-like: inf or NaN */
 		*nan = m != 0;
 		return sign * HUGE_VAL;
 	}
@@ -121,13 +121,13 @@ Test(convert, fp8_table_is_the_format)
 			cr_expect_eq(lks_f32_bits(lks_fp8_to_f32((uint8_t)c, fmt)), lks_f32_bits(want));
 		}
 		/* E4M3: 0x7f, 0xff; E5M2: 0x7d..0x7f and 0xfd..0xff; infinities 0x7c, 0xfc */
-		cr_expect_eq(nans, f == LKS_E4M3 ? 2 : 6, "%s: %d NaN codes", lks_fp8_specs[f].name, nans);
-		cr_expect_eq(infs, f == LKS_E4M3 ? 0 : 2, "%s: %d inf codes", lks_fp8_specs[f].name, infs);
+		cr_expect_eq(nans, f == LKS_FP8_E4M3 ? 2 : 6, "%s: %d NaN codes", lks_fp8_specs[f].name, nans);
+		cr_expect_eq(infs, f == LKS_FP8_E4M3 ? 0 : 2, "%s: %d inf codes", lks_fp8_specs[f].name, infs);
 	}
-	cr_expect_eq(lks_fp8_table(LKS_E4M3)[0x7e], LKS_E4M3_MAX);
-	cr_expect_eq(lks_fp8_table(LKS_E5M2)[0x7b], LKS_E5M2_MAX);
-	cr_expect(isinf(lks_fp8_table(LKS_E5M2)[0x7c]) && lks_fp8_table(LKS_E5M2)[0x7c] > 0);
-	cr_expect(isinf(lks_fp8_table(LKS_E5M2)[0xfc]) && lks_fp8_table(LKS_E5M2)[0xfc] < 0);
+	cr_expect_eq(lks_fp8_table(LKS_FP8_E4M3)[0x7e], LKS_E4M3_MAX);
+	cr_expect_eq(lks_fp8_table(LKS_FP8_E5M2)[0x7b], LKS_E5M2_MAX);
+	cr_expect(isinf(lks_fp8_table(LKS_FP8_E5M2)[0x7c]) && lks_fp8_table(LKS_FP8_E5M2)[0x7c] > 0);
+	cr_expect(isinf(lks_fp8_table(LKS_FP8_E5M2)[0xfc]) && lks_fp8_table(LKS_FP8_E5M2)[0xfc] < 0);
 }
 
 Test(convert, bf16_decode_is_the_format)
@@ -151,7 +151,7 @@ static unsigned fp8_roundtrip_code(unsigned c, lks_fp8 fmt, int sat, int nan)
 {
 	if (nan)
 		return LKS_FP8_NAN;  /* any NaN encodes to the canonical positive NaN */
-	if (fmt == LKS_E5M2 && (c & 0x7f) == 0x7c && sat)
+	if (fmt == LKS_FP8_E5M2 && (c & 0x7f) == 0x7c && sat)
 		return (c & 0x80) | 0x7b;  /* satfinite clamps +-inf to +-max */
 	return c;
 }
@@ -264,91 +264,91 @@ struct fp8_case {
  */
 static const struct fp8_case fp8_cases[] = {
 	/* 1.0 = 2^0: e = 7, m = 0 */
-	{ LKS_E4M3, 0x3f800000, 0x38, 0x38 },
+	{ LKS_FP8_E4M3, 0x3f800000, 0x38, 0x38 },
 	/* 1.0625 = 1 + 2^-4, halfway between 1.000b (0x38) and 1.001b (0x39): even 0x38 */
-	{ LKS_E4M3, 0x3f880000, 0x38, 0x38 },
+	{ LKS_FP8_E4M3, 0x3f880000, 0x38, 0x38 },
 	/* one float ulp above that halfway point: up to 0x39 */
-	{ LKS_E4M3, 0x3f880001, 0x39, 0x39 },
+	{ LKS_FP8_E4M3, 0x3f880001, 0x39, 0x39 },
 	/* 1.1875, halfway between 1.001b (0x39, odd) and 1.010b (0x3a): even 0x3a */
-	{ LKS_E4M3, 0x3f980000, 0x3a, 0x3a },
+	{ LKS_FP8_E4M3, 0x3f980000, 0x3a, 0x3a },
 	/* 248, halfway between 240 = 1.111b 2^7 (0x77) and 256 (0x78): the carry into the
 	   exponent gives even 0x78 */
-	{ LKS_E4M3, 0x43780000, 0x78, 0x78 },
+	{ LKS_FP8_E4M3, 0x43780000, 0x78, 0x78 },
 	/* 448 = max: 0x7e */
-	{ LKS_E4M3, 0x43e00000, 0x7e, 0x7e },
+	{ LKS_FP8_E4M3, 0x43e00000, 0x7e, 0x7e },
 	/* 464 = 448 + half an ulp (16), halfway to 480 = 1.111b 2^8, whose code is NaN: ties
 	   to even keep 1.110b, 448 (0x7e), not an overflow in either mode */
-	{ LKS_E4M3, 0x43e80000, 0x7e, 0x7e },
-	{ LKS_E4M3, 0xc3e80000, 0xfe, 0xfe },
+	{ LKS_FP8_E4M3, 0x43e80000, 0x7e, 0x7e },
+	{ LKS_FP8_E4M3, 0xc3e80000, 0xfe, 0xfe },
 	/* the float after 464 overflows: NaN (0x7f | sign) without saturation, +-max with */
-	{ LKS_E4M3, 0x43e80001, 0x7f, 0x7e },
-	{ LKS_E4M3, 0xc3e80001, 0xff, 0xfe },
+	{ LKS_FP8_E4M3, 0x43e80001, 0x7f, 0x7e },
+	{ LKS_FP8_E4M3, 0xc3e80001, 0xff, 0xfe },
 	/* +-inf: overflow as above */
-	{ LKS_E4M3, 0x7f800000, 0x7f, 0x7e },
-	{ LKS_E4M3, 0xff800000, 0xff, 0xfe },
+	{ LKS_FP8_E4M3, 0x7f800000, 0x7f, 0x7e },
+	{ LKS_FP8_E4M3, 0xff800000, 0xff, 0xfe },
 	/* FLT_MAX: overflow */
-	{ LKS_E4M3, 0x7f7fffff, 0x7f, 0x7e },
+	{ LKS_FP8_E4M3, 0x7f7fffff, 0x7f, 0x7e },
 	/* NaNs of any sign or payload, quiet or signalling: the canonical 0x7f */
-	{ LKS_E4M3, 0x7fc00000, 0x7f, 0x7f },
-	{ LKS_E4M3, 0xffc00000, 0x7f, 0x7f },
-	{ LKS_E4M3, 0x7f800001, 0x7f, 0x7f },
-	{ LKS_E4M3, 0xffffffff, 0x7f, 0x7f },
+	{ LKS_FP8_E4M3, 0x7fc00000, 0x7f, 0x7f },
+	{ LKS_FP8_E4M3, 0xffc00000, 0x7f, 0x7f },
+	{ LKS_FP8_E4M3, 0x7f800001, 0x7f, 0x7f },
+	{ LKS_FP8_E4M3, 0xffffffff, 0x7f, 0x7f },
 	/* 2^-6, the smallest normal: e = 1, m = 0 */
-	{ LKS_E4M3, 0x3c800000, 0x08, 0x08 },
+	{ LKS_FP8_E4M3, 0x3c800000, 0x08, 0x08 },
 	/* 15 2^-10, halfway between the largest subnormal 7 2^-9 (0x07, odd) and 2^-6
 	   (0x08): even 0x08 */
-	{ LKS_E4M3, 0x3c700000, 0x08, 0x08 },
+	{ LKS_FP8_E4M3, 0x3c700000, 0x08, 0x08 },
 	/* 2^-9, the smallest subnormal: 0x01 */
-	{ LKS_E4M3, 0x3b000000, 0x01, 0x01 },
+	{ LKS_FP8_E4M3, 0x3b000000, 0x01, 0x01 },
 	/* 2^-10, half the smallest subnormal: halfway between 0 and 0x01, even 0 */
-	{ LKS_E4M3, 0x3a800000, 0x00, 0x00 },
+	{ LKS_FP8_E4M3, 0x3a800000, 0x00, 0x00 },
 	/* ... and its negative keeps the sign: 0x80 */
-	{ LKS_E4M3, 0xba800000, 0x80, 0x80 },
+	{ LKS_FP8_E4M3, 0xba800000, 0x80, 0x80 },
 	/* the float after 2^-10 rounds up to 0x01 */
-	{ LKS_E4M3, 0x3a800001, 0x01, 0x01 },
+	{ LKS_FP8_E4M3, 0x3a800001, 0x01, 0x01 },
 	/* 3 2^-10 = 1.1b 2^-9, halfway between 0x01 (odd) and 0x02: even 0x02 */
-	{ LKS_E4M3, 0x3b400000, 0x02, 0x02 },
+	{ LKS_FP8_E4M3, 0x3b400000, 0x02, 0x02 },
 	/* 3 2^-11 = 1.1b 2^-10, three quarters of the smallest subnormal: up to 0x01 */
-	{ LKS_E4M3, 0x3ac00000, 0x01, 0x01 },
+	{ LKS_FP8_E4M3, 0x3ac00000, 0x01, 0x01 },
 	/* -FLT_TRUE_MIN (a float subnormal) rounds to -0: 0x80; and +-0 stay */
-	{ LKS_E4M3, 0x80000001, 0x80, 0x80 },
-	{ LKS_E4M3, 0x00000000, 0x00, 0x00 },
-	{ LKS_E4M3, 0x80000000, 0x80, 0x80 },
+	{ LKS_FP8_E4M3, 0x80000001, 0x80, 0x80 },
+	{ LKS_FP8_E4M3, 0x00000000, 0x00, 0x00 },
+	{ LKS_FP8_E4M3, 0x80000000, 0x80, 0x80 },
 
 	/* 1.0 = 2^0: e = 15, m = 0 */
-	{ LKS_E5M2, 0x3f800000, 0x3c, 0x3c },
+	{ LKS_FP8_E5M2, 0x3f800000, 0x3c, 0x3c },
 	/* 1.125, halfway between 1.00b (0x3c) and 1.01b (0x3d): even 0x3c */
-	{ LKS_E5M2, 0x3f900000, 0x3c, 0x3c },
+	{ LKS_FP8_E5M2, 0x3f900000, 0x3c, 0x3c },
 	/* 1.375, halfway between 1.01b (0x3d, odd) and 1.10b (0x3e): even 0x3e */
-	{ LKS_E5M2, 0x3fb00000, 0x3e, 0x3e },
+	{ LKS_FP8_E5M2, 0x3fb00000, 0x3e, 0x3e },
 	/* 57344 = max: 0x7b */
-	{ LKS_E5M2, 0x47600000, 0x7b, 0x7b },
+	{ LKS_FP8_E5M2, 0x47600000, 0x7b, 0x7b },
 	/* the float below 61440 is below the halfway point: 0x7b */
-	{ LKS_E5M2, 0x476fffff, 0x7b, 0x7b },
+	{ LKS_FP8_E5M2, 0x476fffff, 0x7b, 0x7b },
 	/* 61440 = 57344 + half an ulp (4096), halfway between 1.11b 2^15 (odd) and 2^16,
 	   the inf code: ties to even go up, so inf without saturation and max with */
-	{ LKS_E5M2, 0x47700000, 0x7c, 0x7b },
-	{ LKS_E5M2, 0xc7700000, 0xfc, 0xfb },
+	{ LKS_FP8_E5M2, 0x47700000, 0x7c, 0x7b },
+	{ LKS_FP8_E5M2, 0xc7700000, 0xfc, 0xfb },
 	/* +-inf: inf without saturation, +-max with */
-	{ LKS_E5M2, 0x7f800000, 0x7c, 0x7b },
-	{ LKS_E5M2, 0xff800000, 0xfc, 0xfb },
+	{ LKS_FP8_E5M2, 0x7f800000, 0x7c, 0x7b },
+	{ LKS_FP8_E5M2, 0xff800000, 0xfc, 0xfb },
 	/* NaNs: the canonical 0x7f in both modes, whatever the sign */
-	{ LKS_E5M2, 0x7fc00000, 0x7f, 0x7f },
-	{ LKS_E5M2, 0xffc00000, 0x7f, 0x7f },
-	{ LKS_E5M2, 0x7f800001, 0x7f, 0x7f },
+	{ LKS_FP8_E5M2, 0x7fc00000, 0x7f, 0x7f },
+	{ LKS_FP8_E5M2, 0xffc00000, 0x7f, 0x7f },
+	{ LKS_FP8_E5M2, 0x7f800001, 0x7f, 0x7f },
 	/* 2^-14, the smallest normal: e = 1, m = 0 */
-	{ LKS_E5M2, 0x38800000, 0x04, 0x04 },
+	{ LKS_FP8_E5M2, 0x38800000, 0x04, 0x04 },
 	/* 2^-16, the smallest subnormal: 0x01 */
-	{ LKS_E5M2, 0x37800000, 0x01, 0x01 },
+	{ LKS_FP8_E5M2, 0x37800000, 0x01, 0x01 },
 	/* 2^-17, half of it: halfway between 0 and 0x01, even 0; negative keeps the sign */
-	{ LKS_E5M2, 0x37000000, 0x00, 0x00 },
-	{ LKS_E5M2, 0xb7000000, 0x80, 0x80 },
+	{ LKS_FP8_E5M2, 0x37000000, 0x00, 0x00 },
+	{ LKS_FP8_E5M2, 0xb7000000, 0x80, 0x80 },
 	/* the float after 2^-17: up to 0x01 */
-	{ LKS_E5M2, 0x37000001, 0x01, 0x01 },
+	{ LKS_FP8_E5M2, 0x37000001, 0x01, 0x01 },
 	/* 3 2^-17 = 1.1b 2^-16, halfway between 0x01 (odd) and 0x02: even 0x02 */
-	{ LKS_E5M2, 0x37c00000, 0x02, 0x02 },
+	{ LKS_FP8_E5M2, 0x37c00000, 0x02, 0x02 },
 	/* -FLT_TRUE_MIN: -0 */
-	{ LKS_E5M2, 0x80000001, 0x80, 0x80 },
+	{ LKS_FP8_E5M2, 0x80000001, 0x80, 0x80 },
 };
 
 struct bf16_case {
@@ -396,7 +396,7 @@ Test(convert, fp8_edge_cases)
 
 			cr_expect_eq(got, want, "%s sat=%d: 0x%08x (%a) gives 0x%02x, expected 0x%02x",
 				lks_fp8_specs[k->fmt].name, sat, k->x, x, got, want);
-			got = (k->fmt == LKS_E4M3 ? lks_f32_to_e4m3 : lks_f32_to_e5m2)(x, sat);
+			got = (k->fmt == LKS_FP8_E4M3 ? lks_f32_to_e4m3 : lks_f32_to_e5m2)(x, sat);
 			cr_expect_eq(got, want, "lks_f32_to_%s sat=%d: 0x%08x gives 0x%02x",
 				lks_fp8_specs[k->fmt].name, sat, k->x, got);
 		}

@@ -136,8 +136,8 @@ _Static_assert(SLICES == 16, "SLICE_TESTS below lists 16 slices");
 
 /* One Test() per (format, slice), so that --jobs runs them side by side. */
 #define SLICE_TESTS(i) \
-	Test(convert_exhaustive, e4m3_##i) { check_fp8_slice(LKS_E4M3, 1##i - 100); } \
-	Test(convert_exhaustive, e5m2_##i) { check_fp8_slice(LKS_E5M2, 1##i - 100); } \
+	Test(convert_exhaustive, e4m3_##i) { check_fp8_slice(LKS_FP8_E4M3, 1##i - 100); } \
+	Test(convert_exhaustive, e5m2_##i) { check_fp8_slice(LKS_FP8_E5M2, 1##i - 100); } \
 	Test(convert_exhaustive, bf16_##i) { check_bf16_slice(1##i - 100); }
 
 SLICE_TESTS(00)

@@ -65,8 +65,8 @@ static void patterns_build(struct patterns *p)
 		for (size_t j = 0; j < sizeof(lows) / sizeof(lows[0]); j++)
 			patterns_add(p, hi << 16 | lows[j]);
 	for (int f = 0; f < 2; f++) {
-		int mbits = f == LKS_E4M3 ? 3 : 2;
-		int bias = f == LKS_E4M3 ? 7 : 15;
+		int mbits = f == LKS_FP8_E4M3 ? 3 : 2;
+		int bias = f == LKS_FP8_E4M3 ? 7 : 15;
 
 		/* every finite positive code c: its value v, and the boundary v + step / 2 with
 		   the next value (for the largest code, the overflow threshold); the step is that

@@ -22,7 +22,7 @@ static double fmax_clamp(double a)
    pow2: exp2(floor(log2(scale))). */
 static float ref_scale(float amax, lks_fp8 fmt, int pow2)
 {
-	double fmax = fmt == LKS_E4M3 ? 448.0 : 57344.0;
+	double fmax = fmt == LKS_FP8_E4M3 ? 448.0 : 57344.0;
 	float s;
 
 	if (isnan(amax))
@@ -62,7 +62,7 @@ static void ref_quantize(const lks_quant *q, struct ref *out)
 {
 	size_t ns = q->axis == LKS_AXIS_ROW ? (size_t)q->rows
 	          : q->axis == LKS_AXIS_COL ? (size_t)q->cols : 1;
-	float maxv = q->fmt == LKS_E4M3 ? 448.0f : 57344.0f;
+	float maxv = q->fmt == LKS_FP8_E4M3 ? 448.0f : 57344.0f;
 
 	for (size_t i = 0; i < ns && !q->scale_given; i++)
 		out->scale[i] = ref_scale(ref_amax(q->x, q->rows, q->cols, q->ldx, q->axis, (int)i),
@@ -146,9 +146,9 @@ Test(quant, scale_follows_torchao)
 			}
 		}
 	}
-	cr_assert(isnan(lks_fp8_scale(NAN, LKS_E4M3, 1)));
+	cr_assert(isnan(lks_fp8_scale(NAN, LKS_FP8_E4M3, 1)));
 	/* the clamp: amax 0 gives 448 / 1e-12 computed in double, then rounded once */
-	cr_assert_eq(lks_fp8_scale(0.0f, LKS_E4M3, 0), (float)(448.0 / 1e-12));
+	cr_assert_eq(lks_fp8_scale(0.0f, LKS_FP8_E4M3, 0), (float)(448.0 / 1e-12));
 }
 
 Test(quant, every_path_and_thread_count_matches_reference)
@@ -209,7 +209,7 @@ Test(quant, given_scales_saturate_and_underflow)
 	float scale = 1.0f;
 
 	for (int isa = 0; isa < LKS_ISA_COUNT; isa++) {
-		lks_quant qt = { .x = x, .rows = 1, .cols = 9, .ldx = 9, .fmt = LKS_E4M3,
+		lks_quant qt = { .x = x, .rows = 1, .cols = 9, .ldx = 9, .fmt = LKS_FP8_E4M3,
 		                 .axis = LKS_AXIS_TENSOR, .scale_given = 1, .q = q, .ldq = 9,
 		                 .scale = &scale };
 

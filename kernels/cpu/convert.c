@@ -49,7 +49,7 @@ static void lks_tables_init(void)
 const float *lks_fp8_table(lks_fp8 fmt)
 {
 	pthread_once(&lks_tables_once, lks_tables_init);
-	return fmt == LKS_E4M3 ? lks_e4m3_values : lks_e5m2_values;
+	return fmt == LKS_FP8_E4M3 ? lks_e4m3_values : lks_e5m2_values;
 }
 
 void lks_f32_to_bf16_n(const float *x, uint16_t *y, size_t n)

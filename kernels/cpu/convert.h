@@ -23,7 +23,7 @@
 #include <stdint.h>
 #include <string.h>
 
-typedef enum lks_fp8 { LKS_E4M3 = 0, LKS_E5M2 = 1 } lks_fp8;
+typedef enum lks_fp8 { LKS_FP8_E4M3 = 0, LKS_FP8_E5M2 = 1 } lks_fp8;
 
 #define LKS_E4M3_MAX 448.0f
 #define LKS_E5M2_MAX 57344.0f
@@ -92,8 +92,8 @@ static inline uint8_t lks_f32_to_fp8(float x, lks_fp8 fmt, int sat)
 	return lks_fp8_encode(x, &lks_fp8_specs[fmt], sat);
 }
 
-static inline uint8_t lks_f32_to_e4m3(float x, int sat) { return lks_f32_to_fp8(x, LKS_E4M3, sat); }
-static inline uint8_t lks_f32_to_e5m2(float x, int sat) { return lks_f32_to_fp8(x, LKS_E5M2, sat); }
+static inline uint8_t lks_f32_to_e4m3(float x, int sat) { return lks_f32_to_fp8(x, LKS_FP8_E4M3, sat); }
+static inline uint8_t lks_f32_to_e5m2(float x, int sat) { return lks_f32_to_fp8(x, LKS_FP8_E5M2, sat); }
 
 /* The 256 float32 values of a format, indexed by code (NaN codes hold a quiet NaN). */
 const float *lks_fp8_table(lks_fp8 fmt);

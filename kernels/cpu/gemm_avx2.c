@@ -130,15 +130,15 @@ static void lks_micro_avx2(int kc, const float *a, const float *b, float *c, siz
 /* Eight consecutive elements of an operand row widened to float32; a NULL row is a
    padding row of zeros. FP8 goes through the library's decode table, so the vector path
    widens exactly as the scalar one. */
-static inline __m256 lks_avx2_load8(lks_gemm_elem elem, const void *row, int k,
+static inline __m256 lks_avx2_load8(lks_dtype elem, const void *row, int k,
                                     const float *tab)
 {
 	if (!row)
 		return _mm256_setzero_ps();
 	switch (elem) {
-	case LKS_GEMM_ELEM_F32:
+	case LKS_F32:
 		return _mm256_loadu_ps((const float *)row + k);
-	case LKS_GEMM_ELEM_BF16: {
+	case LKS_BF16: {
 		__m128i h = _mm_loadu_si128((const __m128i *)((const uint16_t *)row + k));
 		return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
 	}
@@ -149,14 +149,14 @@ static inline __m256 lks_avx2_load8(lks_gemm_elem elem, const void *row, int k,
 	}
 }
 
-static inline float lks_avx2_load1(lks_gemm_elem elem, const void *row, int k,
+static inline float lks_avx2_load1(lks_dtype elem, const void *row, int k,
                                    const float *tab)
 {
 	if (!row)
 		return 0.0f;
 	switch (elem) {
-	case LKS_GEMM_ELEM_F32: return ((const float *)row)[k];
-	case LKS_GEMM_ELEM_BF16: return lks_bf16_to_f32(((const uint16_t *)row)[k]);
+	case LKS_F32: return ((const float *)row)[k];
+	case LKS_BF16: return lks_bf16_to_f32(((const uint16_t *)row)[k]);
 	default: return tab[((const uint8_t *)row)[k]];
 	}
 }
@@ -185,10 +185,10 @@ static inline void lks_avx2_transpose8(__m256 v[8])
 /* The packer of gemm_kernel.h for slivers of 6 rows or of a multiple of 8 (the AVX2 and
    AVX-512 tiles): eight rows by eight k at a time, widened, transposed and stored as eight
    k-rows of the sliver. It only moves exact values, so any packer gives the same panel. */
-void lks_gemm_pack_avx2(lks_gemm_elem elem, const void *data, size_t ld, int r0, int rows,
+void lks_gemm_pack_avx2(lks_dtype elem, const void *data, size_t ld, int r0, int rows,
                           int k0, int kc, int step, float *panel)
 {
-	size_t esz = elem == LKS_GEMM_ELEM_F32 ? 4 : elem == LKS_GEMM_ELEM_BF16 ? 2 : 1;
+	size_t esz = elem == LKS_F32 ? 4 : elem == LKS_BF16 ? 2 : 1;
 	const float *tab = NULL;
 	__m256i mask6 = _mm256_setr_epi32(-1, -1, -1, -1, -1, -1, 0, 0);
 
@@ -196,8 +196,8 @@ void lks_gemm_pack_avx2(lks_gemm_elem elem, const void *data, size_t ld, int r0,
 		lks_gemm_pack_generic(elem, data, ld, r0, rows, k0, kc, step, panel);
 		return;
 	}
-	if (elem == LKS_GEMM_ELEM_E4M3 || elem == LKS_GEMM_ELEM_E5M2)
-		tab = lks_fp8_table(elem == LKS_GEMM_ELEM_E4M3 ? LKS_E4M3 : LKS_E5M2);
+	if (elem == LKS_E4M3 || elem == LKS_E5M2)
+		tab = lks_fp8_table(elem == LKS_E4M3 ? LKS_FP8_E4M3 : LKS_FP8_E5M2);
 	for (int s = 0; s * step < rows; s++) {
 		float *sliver = panel + (size_t)s * kc * step;  /* (kc, step) */
 

@@ -19,23 +19,13 @@
  * the driver runs the K blocks in ascending order and stores acc as float32 between
  * them, which is exactly the chain of gemm.h. Padded rows only feed padded tile elements,
  * which are never written back.
- *
- * This header does not include gemm.h: gemm.h (lks_dtype) and convert.h (lks_fp8) both
- * name an enumerator LKS_E4M3, so one translation unit cannot include both. The driver
- * sees gemm.h, the kernels see convert.h, and element types cross this interface as
- * lks_gemm_elem, whose values gemm.c checks against lks_dtype at compile time.
  */
 #ifndef LKS_KERNELS_CPU_GEMM_KERNEL_H
 #define LKS_KERNELS_CPU_GEMM_KERNEL_H
 
 #include <stddef.h>
 
-typedef enum lks_gemm_elem {
-	LKS_GEMM_ELEM_F32 = 0,
-	LKS_GEMM_ELEM_BF16 = 1,
-	LKS_GEMM_ELEM_E4M3 = 2,
-	LKS_GEMM_ELEM_E5M2 = 3,
-} lks_gemm_elem;
+#include "kernels/cpu/gemm.h"
 
 /* The largest MR * NR of any kernel: the driver's scratch tile for edge tiles. */
 #define LKS_GEMM_TILE_MAX 256
@@ -47,7 +37,7 @@ typedef struct lks_gemm_kernel {
 
 	/* panel (see above) <- rows [r0, r0+rows) and columns [k0, k0+kc) of an operand
 	   whose element (r, k) is at data[r*ld + k], widened exactly to float32. */
-	void (*pack)(lks_gemm_elem elem, const void *data, size_t ld, int r0, int rows,
+	void (*pack)(lks_dtype elem, const void *data, size_t ld, int r0, int rows,
 	             int k0, int kc, int step, float *panel);
 
 	/* c (mr, nr), element (i, j) at c[i*ldc + j]: the chain of kc steps over one A sliver
@@ -68,13 +58,13 @@ extern const lks_gemm_kernel lks_gemm_kernel_avx2;
 extern const lks_gemm_kernel lks_gemm_kernel_avx512;
 
 /* The portable packer and epilogue (gemm_scalar.c), which any path may use. */
-void lks_gemm_pack_generic(lks_gemm_elem elem, const void *data, size_t ld, int r0,
+void lks_gemm_pack_generic(lks_dtype elem, const void *data, size_t ld, int r0,
                            int rows, int k0, int kc, int step, float *panel);
 void lks_gemm_epilogue_generic(int rows, int cols, const float *acc, size_t ldacc,
                                int scaled, const float *inva, const float *invb, int bf16,
                                void *out, size_t ldout);
 /* The AVX2 packer (gemm_avx2.c), which the AVX2 and AVX-512 paths share; any step. */
-void lks_gemm_pack_avx2(lks_gemm_elem elem, const void *data, size_t ld, int r0, int rows,
+void lks_gemm_pack_avx2(lks_dtype elem, const void *data, size_t ld, int r0, int rows,
                         int k0, int kc, int step, float *panel);
 
 #endif

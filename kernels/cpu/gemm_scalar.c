@@ -16,28 +16,28 @@
 #define LKS_SCALAR_NR 4
 
 /* Widens row r, columns [k0, k0+kc), into panel positions dst[k*step]. */
-static void lks_pack_row(lks_gemm_elem elem, const void *data, size_t ld, size_t r, int k0,
+static void lks_pack_row(lks_dtype elem, const void *data, size_t ld, size_t r, int k0,
                          int kc, int step, float *dst)
 {
 	size_t off = r * ld + (size_t)k0;
 
 	switch (elem) {
-	case LKS_GEMM_ELEM_F32: {
+	case LKS_F32: {
 		const float *src = (const float *)data + off;
 		for (int k = 0; k < kc; k++)
 			dst[(size_t)k * step] = src[k];
 		break;
 	}
-	case LKS_GEMM_ELEM_BF16: {
+	case LKS_BF16: {
 		const uint16_t *src = (const uint16_t *)data + off;
 		for (int k = 0; k < kc; k++)
 			dst[(size_t)k * step] = lks_bf16_to_f32(src[k]);
 		break;
 	}
-	case LKS_GEMM_ELEM_E4M3:
-	case LKS_GEMM_ELEM_E5M2: {
+	case LKS_E4M3:
+	case LKS_E5M2: {
 		const uint8_t *src = (const uint8_t *)data + off;
-		const float *tab = lks_fp8_table(elem == LKS_GEMM_ELEM_E4M3 ? LKS_E4M3 : LKS_E5M2);
+		const float *tab = lks_fp8_table(elem == LKS_E4M3 ? LKS_FP8_E4M3 : LKS_FP8_E5M2);
 		for (int k = 0; k < kc; k++)
 			dst[(size_t)k * step] = tab[src[k]];
 		break;
@@ -45,7 +45,7 @@ static void lks_pack_row(lks_gemm_elem elem, const void *data, size_t ld, size_t
 	}
 }
 
-void lks_gemm_pack_generic(lks_gemm_elem elem, const void *data, size_t ld, int r0,
+void lks_gemm_pack_generic(lks_dtype elem, const void *data, size_t ld, int r0,
                            int rows, int k0, int kc, int step, float *panel)
 {
 	for (int s = 0; s * step < rows; s++) {

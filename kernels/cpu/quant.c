@@ -153,7 +153,7 @@ static int lks_quant_check(const lks_quant *q)
 		return lks_err("quantize: bad shape %d x %d", q->rows, q->cols);
 	if (q->ldx < (size_t)q->cols || q->ldq < (size_t)q->cols)
 		return lks_err("quantize: leading dimension below %d columns", q->cols);
-	if ((unsigned)q->fmt > LKS_E5M2 || (unsigned)q->axis > LKS_AXIS_COL)
+	if ((unsigned)q->fmt > LKS_FP8_E5M2 || (unsigned)q->axis > LKS_AXIS_COL)
 		return lks_err("quantize: bad format or axis");
 	if (q->rows && q->cols && (!q->x || !q->q))
 		return lks_err("quantize: missing input or output");
