@@ -41,21 +41,6 @@ static const char lks_bench_gemm_help[] =
 	"its results are bit-identical on every ISA path and thread count; --isa (or LKS_ISA)\n"
 	"picks the path to time. Defaults: 2 threads, sizes 1024,2048, 3 repetitions.\n";
 
-static int lks_parse_int(const char *opt, const char *val, int lo, int hi, int *out)
-{
-	char *end;
-	long v;
-
-	if (!val)
-		return lks_usage("bench gemm: %s needs a value", opt);
-	v = strtol(val, &end, 10);
-	if (end == val || *end || v < lo || v > hi)
-		return lks_usage("bench gemm: %s wants an integer in [%d, %d], not '%s'", opt, lo, hi,
-		                 val);
-	*out = (int)v;
-	return 0;
-}
-
 /* "1024,2048" -> sizes; returns the count, or -1 after a usage message. */
 static int lks_parse_sizes(const char *val, int *sizes)
 {
@@ -193,17 +178,16 @@ int lks_bench_gemm(int argc, char **argv)
 #endif
 	for (int i = 1; i < argc; i++) {
 		const char *o = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-		lks_isa isa;
 
 		if (!strcmp(o, "--help") || !strcmp(o, "-h")) {
 			fputs(lks_bench_gemm_help, stdout);
 			return LKS_EXIT_OK;
 		} else if (!strcmp(o, "--threads")) {
-			if (lks_parse_int(o, v, 1, 1024, &threads))
+			if (lks_opt_int("bench gemm", o, v, 1, 1024, &threads))
 				goto usage;
 			i++;
 		} else if (!strcmp(o, "--reps")) {
-			if (lks_parse_int(o, v, 1, 1000, &reps))
+			if (lks_opt_int("bench gemm", o, v, 1, 1000, &reps))
 				goto usage;
 			i++;
 		} else if (!strcmp(o, "--sizes")) {
@@ -211,14 +195,8 @@ int lks_bench_gemm(int argc, char **argv)
 				goto usage;
 			i++;
 		} else if (!strcmp(o, "--isa")) {
-			if (!v) {
-				lks_usage("bench gemm: --isa needs a value");
+			if (lks_opt_isa("bench gemm", v))
 				goto usage;
-			}
-			if (lks_isa_parse(v, &isa) || lks_isa_force(isa)) {
-				lks_usage("bench gemm: %s", lks_errmsg());
-				goto usage;
-			}
 			i++;
 		} else {
 			lks_usage("bench gemm: bad option '%s'", o);

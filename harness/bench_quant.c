@@ -42,20 +42,6 @@ static void lks_copy_task(void *arg, int task, int thread)
 		memcpy(job->dst + off, job->src + off, job->bytes - off < chunk ? job->bytes - off : chunk);
 }
 
-static int lks_parse_int(const char *opt, const char *val, int lo, int *out)
-{
-	char *end;
-	long v;
-
-	if (!val)
-		return lks_usage("bench quant: %s needs a value", opt);
-	v = strtol(val, &end, 10);
-	if (*end || v < lo || v > 1 << 20)
-		return lks_usage("bench quant: %s wants an integer >= %d, not '%s'", opt, lo, val);
-	*out = (int)v;
-	return 0;
-}
-
 int lks_bench_quant(int argc, char **argv)
 {
 	int rows = 4096, cols = 4096, threads = 1, reps = 7;
@@ -69,7 +55,6 @@ int lks_bench_quant(int argc, char **argv)
 
 	for (int i = 1; i < argc; i++) {
 		const char *o = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-		lks_isa isa;
 
 		if (!strcmp(o, "--help") || !strcmp(o, "-h")) {
 			fputs(lks_bench_quant_help, stdout);
@@ -79,15 +64,15 @@ int lks_bench_quant(int argc, char **argv)
 			int *dst = !strcmp(o, "--rows") ? &rows : !strcmp(o, "--cols") ? &cols
 			         : !strcmp(o, "--threads") ? &threads : &reps;
 
-			if (lks_parse_int(o, v, 1, dst))
+			if (lks_opt_int("bench quant", o, v, 1, 1 << 20, dst))
 				return LKS_EXIT_USAGE;
 			i++;
 		} else if (!strcmp(o, "--format") && v && (!strcmp(v, "e4m3") || !strcmp(v, "e5m2"))) {
 			fmt = !strcmp(v, "e4m3") ? LKS_FP8_E4M3 : LKS_FP8_E5M2;
 			i++;
-		} else if (!strcmp(o, "--isa") && v) {
-			if (lks_isa_parse(v, &isa) || lks_isa_force(isa))
-				return lks_usage("bench quant: %s", lks_errmsg());
+		} else if (!strcmp(o, "--isa")) {
+			if (lks_opt_isa("bench quant", v))
+				return LKS_EXIT_USAGE;
 			i++;
 		} else {
 			lks_usage("bench quant: bad option '%s'", o);
