@@ -1,0 +1,41 @@
+/* rng.cu: Philox values on the GPU (see rng.h). */
+extern "C" {
+#include "kernels/cuda/rng.h"
+#include "kernels/err.h"
+}
+
+#include <cuda_runtime.h>
+
+#include "kernels/philox.h"
+
+__global__ static void lks_philox_fill_kernel(uint64_t seed, uint32_t stream, uint64_t offset,
+                                              size_t n, int normal, float *out)
+{
+	size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+
+	if (i < n)
+		out[i] = normal ? lks_philox_normal(seed, stream, offset + i)
+		                : lks_philox_uniform(seed, stream, offset + i);
+}
+
+extern "C" int lks_cuda_philox_fill(uint64_t seed, uint32_t stream, uint64_t offset, size_t n,
+                                    lks_rng_dist dist, float *out)
+{
+	float *d = NULL;
+	cudaError_t rc;
+	int ret = -1;
+
+	if (n == 0)
+		return 0;
+	if ((rc = cudaMalloc(&d, n * sizeof(float))) != cudaSuccess)
+		return lks_err("cuda: cannot allocate %zu floats: %s", n, cudaGetErrorString(rc));
+	lks_philox_fill_kernel<<<(unsigned)((n + 255) / 256), 256>>>(seed, stream, offset, n,
+	                                                             dist == LKS_RNG_NORMAL, d);
+	if ((rc = cudaGetLastError()) != cudaSuccess
+	    || (rc = cudaMemcpy(out, d, n * sizeof(float), cudaMemcpyDeviceToHost)) != cudaSuccess)
+		lks_err("cuda: philox fill: %s", cudaGetErrorString(rc));
+	else
+		ret = 0;
+	cudaFree(d);
+	return ret;
+}
