@@ -1,0 +1,111 @@
+/*
+ * case.h: a declared case, parsed from an INI file in cases/ (DESIGN.md, A case file).
+ *
+ *   [case]   description, steps, seed, world_size
+ *   [model]  vocab, hidden, ffn, layers, seq, batch (per rank at the case's world_size)
+ *   [optim]  lr, min_lr, warmup, beta1, beta2, eps, weight_decay, clip (0: no clipping)
+ *   [run NAME]    recipe, checkpoint = none|blocks, world_size (keeps the global batch),
+ *                 amax_history, amax_algo = max|most_recent (fp8_delayed), margin
+ *   [check NAME]  kind, a, b, metric, rtol, atol, floor_db, expect = pass|fail,
+ *                 step, rank, tensor (the divergence a failing check is expected to name)
+ *
+ * The global batch of a step is model.batch x case.world_size sequences; a run with its own
+ * world_size takes global / world_size per rank (it must divide), so runs of one case see
+ * the same data whatever their world size.
+ */
+#ifndef LKS_HARNESS_CASE_H
+#define LKS_HARNESS_CASE_H
+
+#include <stdint.h>
+
+#define LKS_NAME_MAX 64
+
+typedef enum lks_recipe {
+	LKS_RECIPE_BF16 = 0,
+	LKS_RECIPE_FP8_TENSORWISE,
+	LKS_RECIPE_FP8_ROWWISE,
+	LKS_RECIPE_FP8_ROWWISE_GW_HP,
+	LKS_RECIPE_FP8_DELAYED,
+	LKS_RECIPE_COUNT
+} lks_recipe;
+
+typedef enum lks_check_kind {
+	LKS_CHECK_BITWISE = 0,
+	LKS_CHECK_CLOSE,
+	LKS_CHECK_SQNR,
+	LKS_CHECK_GOLDEN,
+	LKS_CHECK_FINITE,
+	LKS_CHECK_RANKS_AGREE,
+	LKS_CHECK_RECOMPUTE,
+	LKS_CHECK_COUNT
+} lks_check_kind;
+
+const char *lks_recipe_name(lks_recipe r);
+int lks_recipe_parse(const char *s, lks_recipe *out);
+const char *lks_check_kind_name(lks_check_kind k);
+
+typedef struct lks_model_cfg {
+	int vocab, hidden, ffn, layers, seq;
+	int batch;              /* sequences per rank at the case's world_size */
+} lks_model_cfg;
+
+typedef struct lks_optim_cfg {
+	float lr;               /* peak learning rate */
+	float min_lr;           /* the cosine schedule ends here */
+	int warmup;             /* steps of linear warmup */
+	float beta1, beta2, eps, weight_decay;
+	float clip;             /* global grad-norm clip; 0 = none */
+} lks_optim_cfg;
+
+typedef struct lks_run_cfg {
+	char name[LKS_NAME_MAX];
+	lks_recipe recipe;
+	int checkpoint;         /* 0 none, 1 blocks */
+	int world_size;         /* ranks of this run */
+	int amax_history;       /* fp8_delayed: history length */
+	int amax_most_recent;   /* fp8_delayed: 1 most_recent, 0 max */
+	int margin;             /* fp8_delayed: scale = fp8_max * 2^-margin / amax */
+	int line;               /* line of the [run NAME] header */
+} lks_run_cfg;
+
+typedef struct lks_check_cfg {
+	char name[LKS_NAME_MAX];
+	lks_check_kind kind;
+	char a[LKS_NAME_MAX], b[LKS_NAME_MAX];  /* run names; b empty for one-run kinds */
+	char metric[LKS_NAME_MAX];              /* close: loss, grad_norm, or a tensor stat */
+	double rtol, atol, floor_db;
+	int expect_fail;
+	int exp_step, exp_rank;                 /* -1: not given */
+	char exp_tensor[128];
+	int line;
+} lks_check_cfg;
+
+typedef struct lks_case {
+	char path[512];
+	char name[LKS_NAME_MAX];  /* the file name without directory and .ini */
+	char *text;               /* the whole file, stored with every run */
+	char description[256];
+	int steps;
+	uint64_t seed;
+	int world_size;
+	lks_model_cfg model;
+	lks_optim_cfg optim;
+	lks_run_cfg *runs;
+	int nruns;
+	lks_check_cfg *checks;
+	int nchecks;
+} lks_case;
+
+/*
+ * Parses and validates the case at path, then applies the overrides sets[0..nsets) of the
+ * form "section.key=value" ("model.hidden=512", "run.fp8.recipe=fp8_tensorwise",
+ * "case.steps=10"). Errors (lks_err) name the file and line: "cases/x.ini:12: unknown key
+ * 'hiden' in [model]"; an override's error names the override.
+ */
+int lks_case_load(const char *path, const char *const *sets, int nsets, lks_case *out);
+void lks_case_release(lks_case *c);
+
+/* The run called name, or NULL. */
+const lks_run_cfg *lks_case_run(const lks_case *c, const char *name);
+
+#endif
