@@ -1,0 +1,460 @@
+/*
+ * model.c: forward and backward of the model on one rank (see model.h).
+ *
+ * Every GEMM goes through lks_linear(), which prepares both operands by the recipe's rule
+ * (round to BF16, or quantize to FP8 with the rule's scaling along the GEMM's reduction
+ * dimension, transposing codes where the GEMM needs the transpose) and calls the backend.
+ * With checkpointing, blocks keep only their input; backward recomputes h, u, a with the
+ * same code and the same scales, records them as the RECOMPUTE phase and leaves the amax
+ * history alone, so the run must equal the run without checkpointing bit for bit.
+ */
+#include "harness/model.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernels/cpu/convert.h"
+#include "kernels/cpu/ops.h"
+#include "kernels/err.h"
+#include "kernels/philox.h"
+
+static void lks_ptensor_set(lks_ptensor *p, size_t *off, const char *name, int rows, int cols,
+                            int decay)
+{
+	snprintf(p->name, sizeof(p->name), "%s", name);
+	p->off = *off;
+	p->rows = rows;
+	p->cols = cols;
+	p->n = (size_t)rows * (size_t)cols;
+	p->decay = decay;
+	*off += (p->n + 15) & ~(size_t)15;  /* 64-byte aligned tensors inside the flat vector */
+}
+
+int lks_model_init(lks_model *m, const lks_model_cfg *cfg)
+{
+	int L = cfg->layers, H = cfg->hidden, F = cfg->ffn, V = cfg->vocab;
+	size_t off = 0;
+	char name[48];
+
+	memset(m, 0, sizeof(*m));
+	m->cfg = *cfg;
+	m->nt = 3 + 3 * L;
+	if (!(m->t = calloc((size_t)m->nt, sizeof(*m->t))))
+		return lks_err("out of memory");
+	lks_ptensor_set(&m->t[LKS_P_EMBED], &off, "embed.weight", V, H, 1);
+	for (int l = 0; l < L; l++) {
+		snprintf(name, sizeof(name), "blocks.%d.norm.weight", l);
+		lks_ptensor_set(&m->t[LKS_P_NORM(l)], &off, name, 1, H, 0);
+		snprintf(name, sizeof(name), "blocks.%d.mlp.up.weight", l);
+		lks_ptensor_set(&m->t[LKS_P_UP(l)], &off, name, F, H, 1);
+		snprintf(name, sizeof(name), "blocks.%d.mlp.down.weight", l);
+		lks_ptensor_set(&m->t[LKS_P_DOWN(l)], &off, name, H, F, 1);
+	}
+	lks_ptensor_set(&m->t[LKS_P_FINAL_NORM(L)], &off, "final_norm.weight", 1, H, 0);
+	lks_ptensor_set(&m->t[LKS_P_HEAD(L)], &off, "head.weight", V, H, 1);
+	m->nparams = off;
+	return 0;
+}
+
+void lks_model_release(lks_model *m)
+{
+	free(m->t);
+	memset(m, 0, sizeof(*m));
+}
+
+void lks_model_init_params(const lks_model *m, uint64_t seed, float *params)
+{
+	int L = m->cfg.layers;
+
+	memset(params, 0, m->nparams * sizeof(float));
+	for (int i = 0; i < m->nt; i++) {
+		const lks_ptensor *p = &m->t[i];
+		/* GPT-2 style: std 0.02, the residual projections scaled by 1/sqrt(2L) */
+		float std = 0.02f;
+
+		if (p->rows == 1) {  /* norm gains start at 1 */
+			for (size_t k = 0; k < p->n; k++)
+				params[p->off + k] = 1.0f;
+			continue;
+		}
+		for (int l = 0; l < L; l++)
+			if (i == LKS_P_DOWN(l))
+				std = 0.02f / sqrtf(2.0f * (float)L);
+		for (size_t k = 0; k < p->n; k++)
+			params[p->off + k] = lks_philox_normal(seed, (uint32_t)i + 1, k) * std;
+	}
+}
+
+/* ---- delayed scaling ---- */
+
+void lks_amax_slot_roll(lks_amax_slot *s, lks_dtype fmt, int most_recent, int margin)
+{
+	float ref = 0.0f, fmax = fmt == LKS_E5M2 ? LKS_E5M2_MAX : LKS_E4M3_MAX;
+
+	memmove(s->hist + 1, s->hist, sizeof(float) * (size_t)(s->len - 1));
+	s->hist[0] = s->cur;
+	s->filled += s->filled < s->len;
+	s->cur = 0.0f;
+	if (most_recent) {
+		ref = s->hist[0];
+	} else {
+		for (int i = 0; i < s->filled; i++)
+			ref = isnan(s->hist[i]) || s->hist[i] > ref ? s->hist[i] : ref;
+	}
+	/* TE: a finite positive amax gives fp8_max 2^-margin / amax, else the scale stays */
+	if (isfinite(ref) && ref > 0.0f)
+		s->scale = ldexpf(fmax / ref, -margin);
+}
+
+/* ---- GEMM operands ---- */
+
+static void *lks_arena_take(lks_rank *r, size_t *used, size_t bytes)
+{
+	void *p = r->arena + *used;
+
+	*used += (bytes + 63) & ~(size_t)63;
+	return *used <= r->arena_size ? p : NULL;
+}
+
+/* The operand (rows', K) from src (rows, cols) float: src itself or its transpose. */
+static int lks_prep_operand(lks_rank *r, const lks_operand_rule *rule, const float *src,
+                            int rows, int cols, int transposed, lks_amax_slot *slot, int record,
+                            size_t *used, lks_operand *op, const char *tname)
+{
+	int orows = transposed ? cols : rows, ocols = transposed ? rows : cols;
+	size_t n = (size_t)rows * (size_t)cols;
+	lks_phase ph = r->recomputing ? LKS_PHASE_RECOMPUTE
+	             : strstr(tname, ".fwd.") ? LKS_PHASE_FORWARD : LKS_PHASE_BACKWARD;
+
+	memset(op, 0, sizeof(*op));
+	op->ld = (size_t)ocols;
+	op->dtype = rule->dtype;
+	if (rule->dtype == LKS_BF16) {
+		uint16_t *d = lks_arena_take(r, used, n * 2);
+
+		if (!d)
+			return lks_err("gemm operand arena too small");
+		for (int i = 0; i < orows; i++)
+			for (int k = 0; k < ocols; k++)
+				d[(size_t)i * ocols + k] = lks_f32_to_bf16(transposed
+					? src[(size_t)k * cols + i] : src[(size_t)i * cols + k]);
+		op->data = d;
+		return 0;
+	}
+
+	int nscales = rule->scaling == LKS_SCALE_AXIS ? orows : 1;
+	uint8_t *codes = lks_arena_take(r, used, n);
+	float *scale = lks_arena_take(r, used, sizeof(float) * (size_t)nscales);
+	float *amax = lks_arena_take(r, used, sizeof(float) * (size_t)nscales);
+	lks_quant q = {
+		.x = src, .rows = rows, .cols = cols, .ldx = (size_t)cols,
+		.fmt = rule->dtype == LKS_E4M3 ? LKS_FP8_E4M3 : LKS_FP8_E5M2,
+		.axis = rule->scaling != LKS_SCALE_AXIS ? LKS_AXIS_TENSOR
+		      : transposed ? LKS_AXIS_COL : LKS_AXIS_ROW,
+		.pow2 = rule->pow2, .scale_given = rule->delayed,
+		.q = codes, .ldq = (size_t)cols, .scale = scale, .amax = amax,
+	};
+
+	if (!codes || !scale || !amax)
+		return lks_err("gemm operand arena too small");
+	if (rule->delayed)
+		scale[0] = slot->scale;
+	if (r->be->quantize(r->bectx, &q))
+		return -1;
+	if (rule->delayed && record)
+		slot->cur = isnan(amax[0]) || amax[0] > slot->cur ? amax[0] : slot->cur;
+	lks_trace_quant(&r->tr, ph, &q, "%s", tname);
+	if (transposed) {  /* codes (rows, cols) -> (cols, rows); exact */
+		uint8_t *t = lks_arena_take(r, used, n);
+
+		if (!t)
+			return lks_err("gemm operand arena too small");
+		for (int i = 0; i < rows; i++)
+			for (int k = 0; k < cols; k++)
+				t[(size_t)k * rows + i] = codes[(size_t)i * cols + k];
+		codes = t;
+	}
+	op->data = codes;
+	op->scaling = rule->scaling;
+	op->scale = scale;
+	return 0;
+}
+
+/*
+ * One GEMM of linear layer li (0 .. 2L-1; up layers even, down odd) in a role (recipe.h):
+ * a (arows, acols) and b (brows, bcols) are the stored tensors (x, W or dy) before any
+ * transpose; out gets (M, N) as float or BF16-rounded float per role.
+ */
+static int lks_linear(lks_rank *r, int li, lks_role role, const float *a, int arows, int acols,
+                      const float *b, int brows, int bcols, float *out)
+{
+	const lks_operand_rule *rules = r->rules->op[role];
+	const float *src[2] = { a, b };
+	int rows[2] = { arows, brows }, cols[2] = { acols, bcols };
+	lks_operand ops[2];
+	size_t used = 0;
+	char tname[96];
+
+	for (int ab = 0; ab < 2; ab++) {
+		lks_src s = lks_role_src(role, ab);
+		int record = !r->recomputing && (role == LKS_ROLE_FWD
+		             || (role == LKS_ROLE_DGRAD && s == LKS_SRC_DY));
+
+		snprintf(tname, sizeof(tname), "blocks.%d.mlp.%s.%s.%s", li / 2, li % 2 ? "down" : "up",
+		         lks_role_name(role), lks_src_name(s));
+		if (lks_prep_operand(r, &rules[ab], src[ab], rows[ab], cols[ab],
+		                     lks_role_transposed(role, ab), &r->slots[li * 3 + s], record,
+		                     &used, &ops[ab], tname))
+			return -1;
+	}
+
+	int tr_a = lks_role_transposed(role, 0), tr_b = lks_role_transposed(role, 1);
+	lks_gemm g = {
+		.M = tr_a ? acols : arows, .N = tr_b ? bcols : brows, .K = tr_a ? arows : acols,
+		.a = ops[0], .b = ops[1], .out = LKS_F32, .c = out,
+	};
+	g.ldc = (size_t)g.N;
+	if (r->be->gemm(r->bectx, &g))
+		return -1;
+	/* activations and activation gradients are stored as BF16; weight gradients fp32 */
+	if (role != LKS_ROLE_WGRAD)
+		lks_round_bf16(out, (size_t)g.M * (size_t)g.N);
+	return 0;
+}
+
+/* The LM head's GEMMs: BF16 operands, fp32 result (no recipe, no trace of operands). */
+static int lks_head_gemm(lks_rank *r, const float *a, int arows, int acols, int tr_a,
+                         const float *b, int brows, int bcols, int tr_b, float *out)
+{
+	static const lks_operand_rule bf16 = { LKS_BF16, LKS_SCALE_NONE, 0, 0 };
+	lks_operand ops[2];
+	size_t used = 0;
+
+	if (lks_prep_operand(r, &bf16, a, arows, acols, tr_a, NULL, 0, &used, &ops[0], "head")
+	    || lks_prep_operand(r, &bf16, b, brows, bcols, tr_b, NULL, 0, &used, &ops[1], "head"))
+		return -1;
+	lks_gemm g = {
+		.M = tr_a ? acols : arows, .N = tr_b ? bcols : brows, .K = tr_a ? arows : acols,
+		.a = ops[0], .b = ops[1], .out = LKS_F32, .c = out,
+	};
+	g.ldc = (size_t)g.N;
+	return r->be->gemm(r->bectx, &g);
+}
+
+/* ---- the rank ---- */
+
+int lks_rank_init(lks_rank *r, int rank, const lks_model *m, const lks_run_cfg *run,
+                  int tokens_per_rank, int global_tokens, const lks_backend *be, void *bectx)
+{
+	const lks_model_cfg *c = &m->cfg;
+	int L = c->layers, H = c->hidden, F = c->ffn, V = c->vocab, T = tokens_per_rank;
+	int nact = run->checkpoint ? 1 : L;
+	size_t big = (size_t)T * F, maxdim;
+
+	memset(r, 0, sizeof(*r));
+	r->rank = rank;
+	r->m = m;
+	r->be = be;
+	r->bectx = bectx;
+	r->rules = lks_recipe_rules_of(run->recipe);
+	r->checkpoint = run->checkpoint;
+	r->T = T;
+	r->grad_scale = 1.0f / (float)global_tokens;
+	lks_tracer_init(&r->tr, rank);
+
+	/* the largest operand of any GEMM, and its dimensions, size the arena */
+	if ((size_t)F * H > big) big = (size_t)F * H;
+	if ((size_t)V * H > big) big = (size_t)V * H;
+	if ((size_t)T * V > big) big = (size_t)T * V;
+	maxdim = (size_t)(T > F ? T : F);
+	maxdim = maxdim > (size_t)V ? maxdim : (size_t)V;
+	r->arena_size = 2 * (2 * big + 8 * maxdim + 256);
+
+	r->params = aligned_alloc(64, m->nparams * sizeof(float));
+	r->grads = aligned_alloc(64, m->nparams * sizeof(float));
+	r->slots = calloc((size_t)(2 * L * 3), sizeof(*r->slots));
+	r->tok = malloc(sizeof(int32_t) * (size_t)T);
+	r->tgt = malloc(sizeof(int32_t) * (size_t)T);
+	r->xs = malloc(sizeof(float) * (size_t)(L + 1) * T * H);
+	r->rstd = malloc(sizeof(float) * (size_t)(L + 1) * T);
+	r->h = malloc(sizeof(float) * (size_t)nact * T * H);
+	r->u = malloc(sizeof(float) * (size_t)nact * T * F);
+	r->a = malloc(sizeof(float) * (size_t)nact * T * F);
+	r->hf = malloc(sizeof(float) * (size_t)T * H);
+	r->logits = malloc(sizeof(float) * (size_t)T * V);
+	r->dz = malloc(sizeof(float) * (size_t)T * V);
+	r->gx = malloc(sizeof(float) * (size_t)T * H);
+	r->gh = malloc(sizeof(float) * (size_t)T * H);
+	r->gtmp = malloc(sizeof(float) * (size_t)T * H);
+	r->ga = malloc(sizeof(float) * (size_t)T * F);
+	r->gu = malloc(sizeof(float) * (size_t)T * F);
+	r->arena = aligned_alloc(64, r->arena_size);
+	if (!r->params || !r->grads || !r->slots || !r->tok || !r->tgt || !r->xs || !r->rstd
+	    || !r->h || !r->u || !r->a || !r->hf || !r->logits || !r->dz || !r->gx || !r->gh
+	    || !r->gtmp || !r->ga || !r->gu || !r->arena)
+		goto oom;
+	for (int i = 0; i < 2 * L * 3; i++) {
+		lks_amax_slot *s = &r->slots[i];
+
+		s->len = run->amax_history > 0 ? run->amax_history : 1;
+		s->scale = 1.0f;  /* TE's initial scale, before any amax is known */
+		if (!(s->hist = calloc((size_t)s->len, sizeof(float))))
+			goto oom;
+	}
+	return 0;
+oom:
+	lks_rank_release(r);
+	return lks_err("out of memory for rank %d", rank);
+}
+
+void lks_rank_release(lks_rank *r)
+{
+	if (r->slots)
+		for (int i = 0; i < 2 * r->m->cfg.layers * 3; i++)
+			free(r->slots[i].hist);
+	free(r->slots);
+	free(r->params); free(r->grads); free(r->tok); free(r->tgt); free(r->xs); free(r->rstd);
+	free(r->h); free(r->u); free(r->a); free(r->hf); free(r->logits); free(r->dz);
+	free(r->gx); free(r->gh); free(r->gtmp); free(r->ga); free(r->gu); free(r->arena);
+	lks_tracer_release(&r->tr);
+	memset(r, 0, sizeof(*r));
+}
+
+/* h, u, a of block l from x_l (forward, or recompute in backward). */
+static int lks_block_inner(lks_rank *r, int l)
+{
+	const lks_model_cfg *c = &r->m->cfg;
+	int T = r->T, H = c->hidden, F = c->ffn, b = r->checkpoint ? 0 : l;
+	const float *x = r->xs + (size_t)l * T * H;
+	float *h = r->h + (size_t)b * T * H, *u = r->u + (size_t)b * T * F, *a = r->a + (size_t)b * T * F;
+	const float *p = r->params;
+	lks_phase ph = r->recomputing ? LKS_PHASE_RECOMPUTE : LKS_PHASE_FORWARD;
+
+	lks_rmsnorm_fwd(x, p + r->m->t[LKS_P_NORM(l)].off, T, H, h, r->rstd + (size_t)l * T);
+	lks_trace_f32(&r->tr, ph, h, (size_t)T * H, "blocks.%d.norm.out", l);
+	if (lks_linear(r, 2 * l, LKS_ROLE_FWD, h, T, H, p + r->m->t[LKS_P_UP(l)].off, F, H, u))
+		return -1;
+	lks_trace_f32(&r->tr, ph, u, (size_t)T * F, "blocks.%d.mlp.up.out", l);
+	lks_relu2_fwd(u, (size_t)T * F, a);
+	lks_trace_f32(&r->tr, ph, a, (size_t)T * F, "blocks.%d.mlp.act.out", l);
+	return 0;
+}
+
+static int lks_forward(lks_rank *r)
+{
+	const lks_model *m = r->m;
+	const lks_model_cfg *c = &m->cfg;
+	int T = r->T, H = c->hidden, F = c->ffn, V = c->vocab, L = c->layers;
+	const float *p = r->params;
+
+	for (int t = 0; t < T; t++)
+		for (int i = 0; i < H; i++)
+			r->xs[(size_t)t * H + i] = lks_bf16_to_f32(lks_f32_to_bf16(
+				p[m->t[LKS_P_EMBED].off + (size_t)r->tok[t] * H + i]));
+	lks_trace_f32(&r->tr, LKS_PHASE_FORWARD, r->xs, (size_t)T * H, "embed.out");
+	for (int l = 0; l < L; l++) {
+		int b = r->checkpoint ? 0 : l;
+		const float *x = r->xs + (size_t)l * T * H;
+		float *xn = r->xs + (size_t)(l + 1) * T * H;
+
+		if (lks_block_inner(r, l))
+			return -1;
+		if (lks_linear(r, 2 * l + 1, LKS_ROLE_FWD, r->a + (size_t)b * T * F, T, F,
+		               p + m->t[LKS_P_DOWN(l)].off, H, F, r->gtmp))
+			return -1;
+		lks_trace_f32(&r->tr, LKS_PHASE_FORWARD, r->gtmp, (size_t)T * H, "blocks.%d.mlp.down.out", l);
+		for (size_t i = 0; i < (size_t)T * H; i++)
+			xn[i] = x[i] + r->gtmp[i];
+		lks_round_bf16(xn, (size_t)T * H);
+		lks_trace_f32(&r->tr, LKS_PHASE_FORWARD, xn, (size_t)T * H, "blocks.%d.out", l);
+	}
+	lks_rmsnorm_fwd(r->xs + (size_t)L * T * H, p + m->t[LKS_P_FINAL_NORM(L)].off, T, H, r->hf,
+	                r->rstd + (size_t)L * T);
+	lks_trace_f32(&r->tr, LKS_PHASE_FORWARD, r->hf, (size_t)T * H, "final_norm.out");
+	if (lks_head_gemm(r, r->hf, T, H, 0, p + m->t[LKS_P_HEAD(L)].off, V, H, 0, r->logits))
+		return -1;
+	lks_trace_f32(&r->tr, LKS_PHASE_FORWARD, r->logits, (size_t)T * V, "head.logits");
+	r->loss = lks_cross_entropy(r->logits, r->tgt, T, V, r->grad_scale, r->dz);
+	return 0;
+}
+
+static int lks_backward(lks_rank *r)
+{
+	const lks_model *m = r->m;
+	const lks_model_cfg *c = &m->cfg;
+	int T = r->T, H = c->hidden, F = c->ffn, V = c->vocab, L = c->layers;
+	const float *p = r->params;
+	float *g = r->grads;
+	const lks_ptensor *pt = m->t;
+	lks_phase bw = LKS_PHASE_BACKWARD;
+
+	lks_trace_f32(&r->tr, bw, r->dz, (size_t)T * V, "head.logits.grad");
+	/* head: dWh (V, H) = dz^T . hf;  dhf (T, H) = dz . Wh, both BF16 operands */
+	if (lks_head_gemm(r, r->dz, T, V, 1, r->hf, T, H, 1, g + pt[LKS_P_HEAD(L)].off)
+	    || lks_head_gemm(r, r->dz, T, V, 0, p + pt[LKS_P_HEAD(L)].off, V, H, 1, r->gtmp))
+		return -1;
+	lks_round_bf16(r->gtmp, (size_t)T * H);
+	lks_trace_f32(&r->tr, bw, g + pt[LKS_P_HEAD(L)].off, pt[LKS_P_HEAD(L)].n, "head.weight.grad");
+	lks_rmsnorm_bwd(r->gtmp, r->xs + (size_t)L * T * H, p + pt[LKS_P_FINAL_NORM(L)].off,
+	                r->rstd + (size_t)L * T, T, H, r->gx, g + pt[LKS_P_FINAL_NORM(L)].off);
+	lks_trace_f32(&r->tr, bw, g + pt[LKS_P_FINAL_NORM(L)].off, (size_t)H, "final_norm.weight.grad");
+	lks_trace_f32(&r->tr, bw, r->gx, (size_t)T * H, "final_norm.in.grad");
+
+	for (int l = L - 1; l >= 0; l--) {
+		int b = r->checkpoint ? 0 : l;
+		const float *x = r->xs + (size_t)l * T * H;
+		float *h = r->h + (size_t)b * T * H, *u = r->u + (size_t)b * T * F;
+		float *a = r->a + (size_t)b * T * F;
+
+		if (r->checkpoint) {
+			r->recomputing = 1;
+			if (lks_block_inner(r, l))
+				return -1;
+			r->recomputing = 0;
+		}
+		/* down: ga (T, F) = gx . W2;  dW2 (H, F) = gx^T . a */
+		if (lks_linear(r, 2 * l + 1, LKS_ROLE_DGRAD, r->gx, T, H, p + pt[LKS_P_DOWN(l)].off, H, F, r->ga)
+		    || lks_linear(r, 2 * l + 1, LKS_ROLE_WGRAD, r->gx, T, H, a, T, F, g + pt[LKS_P_DOWN(l)].off))
+			return -1;
+		lks_trace_f32(&r->tr, bw, g + pt[LKS_P_DOWN(l)].off, pt[LKS_P_DOWN(l)].n,
+		              "blocks.%d.mlp.down.weight.grad", l);
+		lks_trace_f32(&r->tr, bw, r->ga, (size_t)T * F, "blocks.%d.mlp.down.in.grad", l);
+		lks_relu2_bwd(u, r->ga, (size_t)T * F, r->gu);
+		lks_trace_f32(&r->tr, bw, r->gu, (size_t)T * F, "blocks.%d.mlp.up.out.grad", l);
+		/* up: gh (T, H) = gu . W1;  dW1 (F, H) = gu^T . h */
+		if (lks_linear(r, 2 * l, LKS_ROLE_DGRAD, r->gu, T, F, p + pt[LKS_P_UP(l)].off, F, H, r->gh)
+		    || lks_linear(r, 2 * l, LKS_ROLE_WGRAD, r->gu, T, F, h, T, H, g + pt[LKS_P_UP(l)].off))
+			return -1;
+		lks_trace_f32(&r->tr, bw, g + pt[LKS_P_UP(l)].off, pt[LKS_P_UP(l)].n,
+		              "blocks.%d.mlp.up.weight.grad", l);
+		lks_trace_f32(&r->tr, bw, r->gh, (size_t)T * H, "blocks.%d.mlp.up.in.grad", l);
+		lks_rmsnorm_bwd(r->gh, x, p + pt[LKS_P_NORM(l)].off, r->rstd + (size_t)l * T, T, H,
+		                r->gtmp, g + pt[LKS_P_NORM(l)].off);
+		lks_trace_f32(&r->tr, bw, g + pt[LKS_P_NORM(l)].off, (size_t)H, "blocks.%d.norm.weight.grad", l);
+		for (size_t i = 0; i < (size_t)T * H; i++)  /* the residual adds the branch */
+			r->gx[i] += r->gtmp[i];
+		lks_round_bf16(r->gx, (size_t)T * H);
+		lks_trace_f32(&r->tr, bw, r->gx, (size_t)T * H, "blocks.%d.in.grad", l);
+	}
+	/* the embedding: rows of the gradient added in token order */
+	for (int t = 0; t < T; t++) {
+		float *ge = g + pt[LKS_P_EMBED].off + (size_t)r->tok[t] * H;
+
+		for (int i = 0; i < H; i++)
+			ge[i] += r->gx[(size_t)t * H + i];
+	}
+	lks_trace_f32(&r->tr, bw, g + pt[LKS_P_EMBED].off, pt[LKS_P_EMBED].n, "embed.weight.grad");
+	return 0;
+}
+
+int lks_rank_step(lks_rank *r)
+{
+	memset(r->grads, 0, r->m->nparams * sizeof(float));
+	if (lks_forward(r) || lks_backward(r))
+		return -1;
+	if (r->tr.broken)
+		return lks_err("rank %d step %d traced other tensors than step 0", r->rank, r->tr.step);
+	return 0;
+}

@@ -1,0 +1,378 @@
+/*
+ * runner.c: ranks as threads in lockstep (see runner.h).
+ *
+ * A step: every rank takes its slice of the global batch, runs forward and backward
+ * (model.c) with its own trace; then, with all ranks done, each rank's gradients are
+ * checked for NaN/Inf (the first offending tensor in execution order becomes an event, the
+ * run goes on), summed element by element in rank order 0, 1, ..., W-1 (fixed, so the sum
+ * is the same bits every time), clipped by the global norm, and every rank applies AdamW to
+ * its own replica. Replicas must stay bitwise equal: the update rows of the trace show it.
+ */
+#include "harness/runner.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "harness/data.h"
+#include "harness/model.h"
+#include "kernels/cpu/ops.h"
+#include "kernels/cpu/pool.h"
+#include "kernels/err.h"
+#include "kernels/mathf.h"
+
+#define LKS_REDUCE_CHUNK 65536  /* elements per all-reduce task */
+
+struct lks_runner {
+	const lks_case *c;
+	const lks_run_cfg *run;
+	lks_model m;
+	lks_data data;
+	int W, batch, steps;    /* ranks, sequences per rank, steps */
+	lks_rank *ranks;        /* (W) */
+	lks_pool *rank_pool;    /* W threads, one per rank; NULL for one rank */
+	lks_pool *gemm_pool;    /* the GEMM threads of a single-rank run */
+	float *gsum;            /* (nparams) the all-reduced gradient */
+	float *m1, *m2;         /* (W, nparams) AdamW moments per replica */
+	double *rank_time;      /* (W) seconds of the rank's forward + backward */
+	int *rank_failed;       /* (W) */
+	int *nan_seen;          /* (W) a rank's first NaN event was recorded */
+	float lr, clip_coef, bc1, bc2, b1pow, b2pow;
+};
+
+static double lks_clock(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static void lks_rank_task(void *arg, int task, int thread)
+{
+	struct lks_runner *R = arg;
+	lks_rank *r = &R->ranks[task];
+	double t0 = lks_clock();
+
+	R->rank_failed[task] = lks_rank_step(r);
+	R->rank_time[task] = lks_clock() - t0;
+}
+
+/* gsum[i] = ((g_0[i] + g_1[i]) + g_2[i]) + ... over a chunk of elements */
+static void lks_reduce_task(void *arg, int task, int thread)
+{
+	struct lks_runner *R = arg;
+	size_t i0 = (size_t)task * LKS_REDUCE_CHUNK, n = R->m.nparams;
+	size_t i1 = i0 + LKS_REDUCE_CHUNK < n ? i0 + LKS_REDUCE_CHUNK : n;
+
+	memcpy(R->gsum + i0, R->ranks[0].grads + i0, (i1 - i0) * sizeof(float));
+	for (int r = 1; r < R->W; r++) {
+		const float *g = R->ranks[r].grads;
+
+		for (size_t i = i0; i < i1; i++)
+			R->gsum[i] += g[i];
+	}
+}
+
+static void lks_update_task(void *arg, int task, int thread)
+{
+	struct lks_runner *R = arg;
+	lks_rank *r = &R->ranks[task];
+	const lks_optim_cfg *o = &R->c->optim;
+	size_t np = R->m.nparams;
+
+	for (int i = 0; i < R->m.nt; i++) {
+		const lks_ptensor *p = &R->m.t[i];
+
+		lks_adamw(r->params + p->off, R->gsum + p->off, R->m1 + (size_t)task * np + p->off,
+		          R->m2 + (size_t)task * np + p->off, p->n, R->lr, o->beta1, o->beta2, o->eps,
+		          p->decay ? o->weight_decay : 0.0f, R->bc1, R->bc2);
+	}
+	for (int i = 0; i < R->m.nt; i++)
+		lks_trace_f32(&r->tr, LKS_PHASE_UPDATE, r->params + R->m.t[i].off, R->m.t[i].n, "%s",
+		              R->m.t[i].name);
+}
+
+/* Warmup then cosine from lr to min_lr; step counts from 0. */
+static float lks_schedule(const lks_optim_cfg *o, int step, int steps)
+{
+	double p;
+
+	if (step < o->warmup)
+		return (float)((double)o->lr * (step + 1) / o->warmup);
+	p = steps - o->warmup > 1 ? (double)(step - o->warmup) / (steps - o->warmup - 1) : 1.0;
+	return (float)(o->min_lr + 0.5 * ((double)o->lr - o->min_lr) * (1.0 + lks_cospi(p)));
+}
+
+static void lks_runner_release(struct lks_runner *R)
+{
+	if (R->ranks)
+		for (int r = 0; r < R->W; r++)
+			if (R->ranks[r].params)
+				lks_rank_release(&R->ranks[r]);
+	free(R->ranks);
+	lks_pool_free(R->rank_pool);
+	lks_pool_free(R->gemm_pool);
+	free(R->gsum);
+	free(R->m1);
+	free(R->m2);
+	free(R->rank_time);
+	free(R->rank_failed);
+	free(R->nan_seen);
+	lks_data_release(&R->data);
+	lks_model_release(&R->m);
+}
+
+static int lks_runner_init(struct lks_runner *R, const lks_case *c, const lks_run_cfg *run,
+                           const lks_runner_opts *o)
+{
+	int global = c->model.batch * c->world_size;
+	int threads = o->threads > 0 ? o->threads : (int)sysconf(_SC_NPROCESSORS_ONLN);
+
+	memset(R, 0, sizeof(*R));
+	R->c = c;
+	R->run = run;
+	R->W = run->world_size;
+	R->batch = global / R->W;
+	R->steps = o->steps > 0 ? o->steps : c->steps;
+	if (global % R->W)
+		return lks_err("run '%s': world size %d does not divide the global batch %d",
+		               run->name, R->W, global);
+	if (lks_model_init(&R->m, &c->model) || lks_data_init(&R->data, c->seed, c->model.vocab, c->model.seq))
+		return -1;
+	if ((R->W > 1 && lks_pool_create(R->W, &R->rank_pool))
+	    || (R->W == 1 && threads > 1 && lks_pool_create(threads, &R->gemm_pool)))
+		return -1;
+	R->ranks = calloc((size_t)R->W, sizeof(*R->ranks));
+	R->gsum = aligned_alloc(64, R->m.nparams * sizeof(float));
+	R->m1 = calloc((size_t)R->W * R->m.nparams, sizeof(float));
+	R->m2 = calloc((size_t)R->W * R->m.nparams, sizeof(float));
+	R->rank_time = calloc((size_t)R->W, sizeof(double));
+	R->rank_failed = calloc((size_t)R->W, sizeof(int));
+	R->nan_seen = calloc((size_t)R->W, sizeof(int));
+	if (!R->ranks || !R->gsum || !R->m1 || !R->m2 || !R->rank_time || !R->rank_failed || !R->nan_seen)
+		return lks_err("out of memory");
+	for (int r = 0; r < R->W; r++) {
+		/* ranks run as threads, each with a single-threaded GEMM: W threads in all */
+		if (lks_rank_init(&R->ranks[r], r, &R->m, run, R->batch * c->model.seq,
+		                  global * c->model.seq, &lks_backend_cpu, R->gemm_pool))
+			return -1;
+		lks_model_init_params(&R->m, c->seed, R->ranks[r].params);
+	}
+	R->b1pow = R->b2pow = 1.0f;
+	return 0;
+}
+
+/* NaN/Inf in a rank's gradients before the all-reduce: the first weight-gradient row of
+   its trace in execution order with a non-finite count names the tensor. */
+static void lks_check_grads(struct lks_runner *R, lks_store *store, int64_t run_id, int step,
+                            lks_run_result *res)
+{
+	for (int r = 0; r < R->W; r++) {
+		lks_tracer *tr = &R->ranks[r].tr;
+
+		for (size_t i = 0; i < tr->nrows && !R->nan_seen[r]; i++) {
+			const char *name = R->ranks[0].tr.names[tr->rows[i].seq];
+			size_t len = strlen(name);
+
+			if (tr->rows[i].nonfinite == 0 || len < 12 || strcmp(name + len - 12, ".weight.grad"))
+				continue;
+			R->nan_seen[r] = 1;
+			res->nonfinite_events++;
+			if (store) {
+				char msg[128];
+
+				snprintf(msg, sizeof(msg), "%lld non-finite values before the all-reduce",
+				         (long long)tr->rows[i].nonfinite);
+				lks_store_event(store, run_id, step, r, name, "nonfinite_grad", msg);
+			}
+		}
+	}
+}
+
+static void lks_step_delayed(struct lks_runner *R)
+{
+	const lks_recipe_rules *rules = lks_recipe_rules_of(R->run->recipe);
+	int nslots = 2 * R->m.cfg.layers * 3;
+
+	for (int s = 0; s < nslots; s++) {
+		lks_src src = (lks_src)(s % 3);
+		lks_dtype fmt = src == LKS_SRC_DY ? rules->op[LKS_ROLE_DGRAD][0].dtype
+		              : rules->op[LKS_ROLE_FWD][src].dtype;
+		float amax = 0.0f;
+
+		if (!rules->op[LKS_ROLE_FWD][0].delayed)
+			return;
+		for (int r = 0; r < R->W; r++) {  /* amax all-reduced (max) as TE does */
+			float a = R->ranks[r].slots[s].cur;
+
+			amax = isnan(a) || a > amax ? a : amax;
+		}
+		for (int r = 0; r < R->W; r++) {
+			R->ranks[r].slots[s].cur = amax;
+			lks_amax_slot_roll(&R->ranks[r].slots[s], fmt, R->run->amax_most_recent,
+			                   R->run->margin);
+		}
+	}
+}
+
+static void lks_progress(const lks_runner_opts *o, const struct lks_runner *R, int step,
+                         double loss, double t_start)
+{
+	double el = lks_clock() - t_start, eta = el / (step + 1) * (R->steps - step - 1);
+
+	if (!o->progress)
+		return;
+	if (o->progress_tty)
+		fprintf(o->progress, "\r\033[K%s / %s: step %d/%d loss %.4f ETA %.0fs", R->c->name,
+		        R->run->name, step + 1, R->steps, loss, eta);
+	else if (step == 0 || (step + 1) % 10 == 0 || step + 1 == R->steps)
+		fprintf(o->progress, "%s / %s: step %d/%d loss %.4f (%.1fs)\n", R->c->name, R->run->name,
+		        step + 1, R->steps, loss, el);
+	fflush(o->progress);
+}
+
+static int lks_run_step(struct lks_runner *R, int step, lks_store *store, int64_t run_id,
+                        const lks_runner_opts *o, lks_run_result *res, double *loss)
+{
+	const lks_optim_cfg *opt = &R->c->optim;
+	int ntasks = (int)((R->m.nparams + LKS_REDUCE_CHUNK - 1) / LKS_REDUCE_CHUNK);
+	lks_step_row *rows = NULL;
+	lks_stat_row *stats = NULL;
+	size_t nstats = 0;
+	double ss = 0.0, lsum = 0.0, gnorm;
+	int rc = -1;
+
+	for (int r = 0; r < R->W; r++) {
+		lks_rank *rk = &R->ranks[r];
+
+		for (int b = 0; b < R->batch; b++)
+			lks_data_sequence(&R->data, (uint64_t)step * R->batch * R->W + (uint64_t)r * R->batch + b,
+			                  rk->tok + (size_t)b * R->m.cfg.seq, rk->tgt + (size_t)b * R->m.cfg.seq);
+		lks_tracer_begin_step(&rk->tr, step);
+	}
+	lks_pool_run(R->rank_pool, R->W, lks_rank_task, R);
+	for (int r = 0; r < R->W; r++)
+		if (R->rank_failed[r])
+			return -1;
+	lks_check_grads(R, store, run_id, step, res);
+	lks_pool_run(R->rank_pool, ntasks, lks_reduce_task, R);
+
+	/* global norm in double, index order; the clip scales the summed gradient once */
+	for (size_t i = 0; i < R->m.nparams; i++)
+		ss += (double)R->gsum[i] * R->gsum[i];
+	gnorm = sqrt(ss);
+	if (opt->clip > 0.0f && gnorm > opt->clip) {
+		float coef = (float)(opt->clip / (gnorm + 1e-6));
+
+		for (size_t i = 0; i < R->m.nparams; i++)
+			R->gsum[i] *= coef;
+	}
+	R->lr = lks_schedule(opt, step, R->steps);
+	R->b1pow *= opt->beta1;
+	R->b2pow *= opt->beta2;
+	R->bc1 = 1.0f - R->b1pow;
+	R->bc2 = 1.0f - R->b2pow;
+	lks_pool_run(R->rank_pool, R->W, lks_update_task, R);
+	lks_step_delayed(R);
+
+	rows = calloc((size_t)R->W, sizeof(*rows));
+	for (int r = 0; r < R->W; r++)
+		nstats += R->ranks[r].tr.nrows;
+	stats = malloc(sizeof(*stats) * (nstats + 1));
+	if (!rows || !stats) {
+		lks_err("out of memory");
+		goto out;
+	}
+	nstats = 0;
+	for (int r = 0; r < R->W; r++) {
+		lks_tracer *tr = &R->ranks[r].tr;
+		int64_t bad = 0;
+
+		for (size_t i = 0; i < tr->nrows; i++)
+			bad += tr->rows[i].nonfinite;
+		memcpy(stats + nstats, tr->rows, tr->nrows * sizeof(*stats));
+		nstats += tr->nrows;
+		rows[r] = (lks_step_row){ step, r, R->ranks[r].loss / R->ranks[r].T, gnorm, R->lr,
+		                          R->rank_time[r], bad };
+		lsum += R->ranks[r].loss;
+	}
+	*loss = lsum / ((double)R->W * R->ranks[0].T);
+	if (step == 0 && store
+	    && lks_store_tensors(store, run_id, (const char *const *)R->ranks[0].tr.names,
+	                         R->ranks[0].tr.phases, R->ranks[0].tr.nnames))
+		goto out;
+	if (store && lks_store_step(store, run_id, rows, R->W, stats, nstats))
+		goto out;
+	if (o->on_step)
+		o->on_step(o->on_step_arg, rows, R->W, stats, nstats, R->ranks[0].tr.names,
+		           R->ranks[0].tr.nnames);
+	rc = 0;
+out:
+	free(rows);
+	free(stats);
+	return rc;
+}
+
+static char *lks_run_options(const lks_run_cfg *run)
+{
+	char *s = malloc(160);
+
+	if (s)
+		snprintf(s, 160, "checkpoint=%s amax_history=%d amax_algo=%s margin=%d",
+		         run->checkpoint ? "blocks" : "none", run->amax_history,
+		         run->amax_most_recent ? "most_recent" : "max", run->margin);
+	return s;
+}
+
+int lks_run(const lks_case *c, const lks_run_cfg *run, lks_store *store,
+            const lks_runner_opts *o, lks_run_result *res)
+{
+	struct lks_runner R;
+	int64_t run_id = 0;
+	char *options = NULL;
+	double t_start = lks_clock(), loss = 0.0;
+	int rc = -1, step;
+
+	memset(res, 0, sizeof(*res));
+	if (lks_runner_init(&R, c, run, o))
+		goto out;
+	if (store) {
+		lks_run_info info = {
+			.suite_id = o->suite_id, .case_name = c->name, .case_path = c->path,
+			.case_text = c->text, .run_name = run->name, .recipe = lks_recipe_name(run->recipe),
+			.options = options = lks_run_options(run), .backend = "cpu",
+			.world_size = R.W, .steps = R.steps, .seed = c->seed, .combo = o->combo,
+			.fingerprint = o->fingerprint ? o->fingerprint : "{}",
+		};
+		if (lks_store_begin_run(store, &info, &run_id))
+			goto out;
+	}
+	res->run_id = run_id;
+	for (step = 0; step < R.steps; step++) {
+		if (lks_run_step(&R, step, store, run_id, o, res, &loss))
+			break;
+		if (step == 0)
+			res->first_loss = loss;
+		res->last_loss = loss;
+		res->steps = step + 1;
+		lks_progress(o, &R, step, loss, t_start);
+	}
+	if (o->progress && o->progress_tty)
+		fputc('\n', o->progress);
+	if (step < R.steps) {
+		if (store)
+			lks_store_end_run(store, run_id, "failed");
+		goto out;
+	}
+	if (store && lks_store_end_run(store, run_id, "complete"))
+		goto out;
+	rc = 0;
+out:
+	res->seconds = lks_clock() - t_start;
+	free(options);
+	lks_runner_release(&R);
+	return rc;
+}

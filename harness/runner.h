@@ -1,0 +1,42 @@
+/*
+ * runner.h: one run of a case: W data-parallel ranks (threads) trained step by step in
+ * lockstep, gradients all-reduced in fixed rank order, AdamW on every replica, every step
+ * traced into the store (DESIGN.md, Ranks and the distributed engine).
+ */
+#ifndef LKS_HARNESS_RUNNER_H
+#define LKS_HARNESS_RUNNER_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "harness/case.h"
+#include "harness/trace_store.h"
+
+typedef struct lks_runner_opts {
+	int steps;              /* 0: the case's */
+	int threads;            /* CPU threads for the GEMMs of a single-rank run; 0: cores */
+	FILE *progress;         /* NULL: silent */
+	int progress_tty;       /* rewrite one line instead of printing lines */
+	int64_t suite_id;
+	const char *fingerprint;  /* JSON, stored with the run */
+	const char *combo;
+	/* called after every step with all ranks' rows (names: the run's tensors by seq) */
+	void (*on_step)(void *arg, const lks_step_row *steps, int nsteps,
+	                const lks_stat_row *stats, size_t nstats, char *const *names, int nnames);
+	void *on_step_arg;
+} lks_runner_opts;
+
+typedef struct lks_run_result {
+	int64_t run_id;         /* 0 without a store */
+	int steps;
+	double first_loss, last_loss;  /* global mean loss per token */
+	int nonfinite_events;   /* ranks that met NaN/Inf before an all-reduce */
+	double seconds;
+} lks_run_result;
+
+/* Runs one run of case c; store may be NULL (nothing recorded). A numerical problem is a
+   result (events, status), never an error; errors are infrastructure failures. */
+int lks_run(const lks_case *c, const lks_run_cfg *run, lks_store *store,
+            const lks_runner_opts *opts, lks_run_result *res);
+
+#endif

@@ -1,0 +1,157 @@
+/* trace.c: per-rank tensor statistics and hashes (see trace.h). */
+#include "harness/trace.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define XXH_STATIC_LINKING_ONLY  /* XXH3_state_t on the stack */
+#include <xxhash.h>
+
+void lks_tracer_init(lks_tracer *t, int rank)
+{
+	memset(t, 0, sizeof(*t));
+	t->rank = rank;
+}
+
+void lks_tracer_release(lks_tracer *t)
+{
+	for (int i = 0; i < t->nnames; i++)
+		free(t->names[i]);
+	free(t->names);
+	free(t->phases);
+	free(t->rows);
+	memset(t, 0, sizeof(*t));
+}
+
+void lks_tracer_begin_step(lks_tracer *t, int step)
+{
+	t->step = step;
+	t->seq = 0;
+	t->nrows = 0;
+	t->registering = t->nnames == 0;
+}
+
+void lks_tensor_stats(const float *x, size_t n, double *l2, float *amax, int64_t *nonfinite,
+                      uint64_t *hash)
+{
+	double ss = 0.0;
+	float m = 0.0f;
+	int64_t bad = 0;
+	int nan = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		float a = fabsf(x[i]);
+
+		ss += (double)x[i] * x[i];
+		bad += !isfinite(x[i]);
+		nan |= isnan(a);
+		m = a > m ? a : m;
+	}
+	*l2 = sqrt(ss);
+	*amax = nan ? NAN : m;
+	*nonfinite = bad;
+	*hash = XXH3_64bits(x, n * sizeof(float));
+}
+
+/* The next row, with its name registered in the first step; NULL when out of memory or
+   when this step strays from the first step's order. */
+static lks_stat_row *lks_trace_row(lks_tracer *t, lks_phase ph, const char *fmt, va_list ap)
+{
+	lks_stat_row *row;
+
+	if (t->registering) {
+		char name[160];
+
+		if (t->nnames == t->capnames) {
+			int cap = t->capnames ? 2 * t->capnames : 64;
+			char **nn = realloc(t->names, sizeof(*nn) * (size_t)cap);
+			lks_phase *np = nn ? realloc(t->phases, sizeof(*np) * (size_t)cap) : NULL;
+
+			if (nn)
+				t->names = nn;
+			if (!np)
+				return NULL;
+			t->phases = np;
+			t->capnames = cap;
+		}
+		vsnprintf(name, sizeof(name), fmt, ap);
+		if (!(t->names[t->nnames] = strdup(name)))
+			return NULL;
+		t->phases[t->nnames++] = ph;
+	} else if (t->seq >= t->nnames || t->phases[t->seq] != ph) {
+		t->broken = 1;
+		return NULL;
+	}
+	if (t->nrows == t->caprows) {
+		size_t cap = t->caprows ? 2 * t->caprows : 256;
+		lks_stat_row *nr = realloc(t->rows, sizeof(*nr) * cap);
+
+		if (!nr)
+			return NULL;
+		t->rows = nr;
+		t->caprows = cap;
+	}
+	row = &t->rows[t->nrows++];
+	memset(row, 0, sizeof(*row));
+	row->step = t->step;
+	row->rank = t->rank;
+	row->seq = t->seq++;
+	row->scale = NAN;
+	return row;
+}
+
+void lks_trace_f32(lks_tracer *t, lks_phase ph, const float *x, size_t n, const char *fmt, ...)
+{
+	va_list ap;
+	lks_stat_row *row;
+
+	va_start(ap, fmt);
+	row = lks_trace_row(t, ph, fmt, ap);
+	va_end(ap);
+	if (row)
+		lks_tensor_stats(x, n, &row->l2, &row->amax, &row->nonfinite, &row->hash);
+}
+
+void lks_trace_quant(lks_tracer *t, lks_phase ph, const lks_quant *q, const char *fmt, ...)
+{
+	const float *tab = lks_fp8_table(q->fmt);
+	size_t ns = lks_quant_nscales(q);
+	double ss = 0.0;
+	float m = 0.0f, smin = INFINITY;
+	int64_t bad = 0;
+	XXH3_state_t st;
+	lks_stat_row *row;
+	va_list ap;
+
+	va_start(ap, fmt);
+	row = lks_trace_row(t, ph, fmt, ap);
+	va_end(ap);
+	if (!row)
+		return;
+	XXH3_64bits_reset(&st);
+	for (int r = 0; r < q->rows; r++) {
+		const uint8_t *c = q->q + (size_t)r * q->ldq;
+
+		XXH3_64bits_update(&st, c, (size_t)q->cols);
+		for (int i = 0; i < q->cols; i++) {
+			float v = tab[c[i]], a = fabsf(v);
+
+			ss += (double)v * v;
+			bad += !isfinite(v);
+			m = a > m || isnan(a) ? a : m;
+		}
+	}
+	XXH3_64bits_update(&st, q->scale, ns * sizeof(float));
+	for (size_t i = 0; i < ns; i++)
+		smin = q->scale[i] < smin || isnan(q->scale[i]) ? q->scale[i] : smin;
+	row->l2 = sqrt(ss);
+	row->amax = m;
+	row->nonfinite = bad;
+	row->scale = smin;
+	row->underflow = (int64_t)q->underflow;
+	row->saturated = (int64_t)q->saturated;
+	row->hash = XXH3_64bits_digest(&st);
+}

@@ -1,0 +1,44 @@
+/*
+ * trace.h: what one rank records of a step: per tensor, in execution order, L2 norm, amax,
+ * non-finite count, FP8 scale, underflow and saturation counts and an XXH3-64 hash of the
+ * bits (DESIGN.md, Trace). Names are formatted and kept only in the first step; later steps
+ * must visit the same tensors in the same order, which the tracer checks.
+ */
+#ifndef LKS_HARNESS_TRACE_H
+#define LKS_HARNESS_TRACE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "harness/trace_store.h"
+#include "kernels/cpu/quant.h"
+
+typedef struct lks_tracer {
+	int rank, step;
+	int seq;                /* position of the next tensor in this step */
+	int registering;        /* first step: names are being recorded */
+	char **names;           /* (nnames) */
+	lks_phase *phases;      /* (nnames) */
+	int nnames, capnames;
+	lks_stat_row *rows;     /* (nrows) this step's rows */
+	size_t nrows, caprows;
+	int broken;             /* a later step visited other tensors than the first */
+} lks_tracer;
+
+void lks_tracer_init(lks_tracer *t, int rank);
+void lks_tracer_release(lks_tracer *t);
+void lks_tracer_begin_step(lks_tracer *t, int step);
+
+/* The stats of n float32 values; name is a printf format (used in the first step only). */
+void lks_trace_f32(lks_tracer *t, lks_phase ph, const float *x, size_t n, const char *fmt, ...)
+	__attribute__((format(printf, 5, 6)));
+/* The stats of a quantized tensor: l2 and amax of the decoded codes (in scaled units), the
+   smallest scale, the cast's counts, a hash of codes and scales. */
+void lks_trace_quant(lks_tracer *t, lks_phase ph, const lks_quant *q, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+
+/* L2 norm (double, index order), amax (NaN if any NaN), non-finite count and XXH3-64. */
+void lks_tensor_stats(const float *x, size_t n, double *l2, float *amax, int64_t *nonfinite,
+                      uint64_t *hash);
+
+#endif

@@ -1,0 +1,110 @@
+/* ops.c: element-wise and row-wise model kernels in fixed order (see ops.h). */
+#include "kernels/cpu/ops.h"
+
+#include <math.h>
+
+#include "kernels/cpu/convert.h"
+#include "kernels/mathf.h"
+
+static float lks_bf16r(float x)
+{
+	return lks_bf16_to_f32(lks_f32_to_bf16(x));
+}
+
+void lks_round_bf16(float *x, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		x[i] = lks_bf16r(x[i]);
+}
+
+void lks_rmsnorm_fwd(const float *x, const float *g, int T, int H, float *y, float *rstd)
+{
+	for (int t = 0; t < T; t++) {
+		const float *xr = x + (size_t)t * H;
+		float ss = 0.0f, r;
+
+		for (int i = 0; i < H; i++)
+			ss = fmaf(xr[i], xr[i], ss);
+		/* sqrtf and the division are correctly rounded IEEE operations */
+		r = 1.0f / sqrtf(ss / (float)H + LKS_RMSNORM_EPS);
+		rstd[t] = r;
+		for (int i = 0; i < H; i++)
+			y[(size_t)t * H + i] = lks_bf16r(xr[i] * r * g[i]);
+	}
+}
+
+void lks_rmsnorm_bwd(const float *dy, const float *x, const float *g, const float *rstd,
+                     int T, int H, float *dx, float *dg)
+{
+	for (int t = 0; t < T; t++) {
+		const float *xr = x + (size_t)t * H, *dyr = dy + (size_t)t * H;
+		float r = rstd[t], dot = 0.0f, c;
+
+		/* y = x r g with r = (mean x^2 + eps)^-1/2:
+		   dx = r (g dy) - x r^3 / H * sum(g dy x) */
+		for (int i = 0; i < H; i++)
+			dot = fmaf(g[i] * dyr[i], xr[i], dot);
+		c = dot * r * r * r / (float)H;
+		for (int i = 0; i < H; i++)
+			dx[(size_t)t * H + i] = lks_bf16r(r * g[i] * dyr[i] - xr[i] * c);
+	}
+	for (int t = 0; t < T; t++)
+		for (int i = 0; i < H; i++)
+			dg[i] = fmaf(dy[(size_t)t * H + i], x[(size_t)t * H + i] * rstd[t], dg[i]);
+}
+
+void lks_relu2_fwd(const float *u, size_t n, float *y)
+{
+	for (size_t i = 0; i < n; i++) {
+		float r = u[i] > 0.0f ? u[i] : 0.0f;
+
+		y[i] = lks_bf16r(r * r);
+	}
+}
+
+void lks_relu2_bwd(const float *u, const float *dy, size_t n, float *du)
+{
+	for (size_t i = 0; i < n; i++) {
+		float r = u[i] > 0.0f ? u[i] : 0.0f;
+
+		du[i] = lks_bf16r(2.0f * r * dy[i]);
+	}
+}
+
+double lks_cross_entropy(const float *z, const int32_t *target, int T, int V, float grad_scale,
+                         float *dz)
+{
+	double total = 0.0;
+
+	for (int t = 0; t < T; t++) {
+		const float *zr = z + (size_t)t * V;
+		float *dr = dz + (size_t)t * V;
+		float m = zr[0];
+		double sum = 0.0;
+
+		for (int v = 1; v < V; v++)
+			m = zr[v] > m ? zr[v] : m;
+		for (int v = 0; v < V; v++)
+			sum += lks_exp((double)zr[v] - m);
+		total += lks_log(sum) + m - zr[target[t]];
+		for (int v = 0; v < V; v++) {
+			double p = lks_exp((double)zr[v] - m) / sum;
+
+			dr[v] = (float)((p - (v == target[t])) * grad_scale);
+		}
+	}
+	return total;
+}
+
+void lks_adamw(float *p, const float *g, float *m, float *v, size_t n, float lr, float b1,
+               float b2, float eps, float wd, float bc1, float bc2)
+{
+	for (size_t i = 0; i < n; i++) {
+		float mi = b1 * m[i] + (1.0f - b1) * g[i];
+		float vi = b2 * v[i] + (1.0f - b2) * (g[i] * g[i]);
+
+		m[i] = mi;
+		v[i] = vi;
+		p[i] = p[i] - lr * (wd * p[i] + (mi / bc1) / (sqrtf(vi / bc2) + eps));
+	}
+}

@@ -1,0 +1,48 @@
+/*
+ * ops.h: the model's element-wise and row-wise kernels on the CPU, in one fixed order.
+ *
+ * Each reduction (the sum of squares of an RMSNorm row, the softmax sum of a row, the
+ * gradient of a gain over tokens) runs sequentially in index order, so results are the same
+ * bits on every machine. Activations are float32 arrays holding BF16 values (rounded with
+ * lks_f32_to_bf16) as a framework stores them; gradients of weights stay float32.
+ */
+#ifndef LKS_KERNELS_CPU_OPS_H
+#define LKS_KERNELS_CPU_OPS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define LKS_RMSNORM_EPS 1e-6f
+
+/* x[i] <- bf16(x[i]) for i < n. */
+void lks_round_bf16(float *x, size_t n);
+
+/* y (T, H) = bf16(x / rms(x) * g), rstd (T) = 1 / sqrt(mean(x^2) + eps) per row. */
+void lks_rmsnorm_fwd(const float *x, const float *g, int T, int H, float *y, float *rstd);
+/* dx (T, H) = d/dx of the above for dy (T, H), rounded to bf16; dg (H) += sum over rows
+   (in row order) of dy * x * rstd. */
+void lks_rmsnorm_bwd(const float *dy, const float *x, const float *g, const float *rstd,
+                     int T, int H, float *dx, float *dg);
+
+/* Squared ReLU: y = bf16(max(u, 0)^2); its gradient du = bf16(2 max(u, 0) dy). */
+void lks_relu2_fwd(const float *u, size_t n, float *y);
+void lks_relu2_bwd(const float *u, const float *dy, size_t n, float *du);
+
+/*
+ * Softmax cross-entropy over logits (T, V) with targets (T). Returns the sum over rows of
+ * -log softmax(z)[target] (in double, row order), and writes dz (T, V) =
+ * (softmax(z) - onehot(target)) * grad_scale (grad_scale = 1 / tokens of the global batch).
+ */
+double lks_cross_entropy(const float *z, const int32_t *target, int T, int V, float grad_scale,
+                         float *dz);
+
+/*
+ * AdamW, decoupled weight decay, bias-corrected with bc1 = 1 - beta1^t, bc2 = 1 - beta2^t
+ * given by the caller (kept as running products, no powf):
+ *   m = b1 m + (1 - b1) g;  v = b2 v + (1 - b2) g^2
+ *   p = p - lr (wd p + (m / bc1) / (sqrt(v / bc2) + eps))      (wd = 0 for gains)
+ */
+void lks_adamw(float *p, const float *g, float *m, float *v, size_t n, float lr, float b1,
+               float b2, float eps, float wd, float bc1, float bc2);
+
+#endif
