@@ -11,6 +11,7 @@
 /* argv[0] is the subject name ("gemm", "quant"). */
 int lks_bench_gemm(int argc, char **argv);
 int lks_bench_quant(int argc, char **argv);
+int lks_bench_store(int argc, char **argv);
 
 /* Monotonic seconds. */
 static inline double lks_now(void)

@@ -26,6 +26,7 @@ typedef enum lks_recipe {
 	LKS_RECIPE_FP8_ROWWISE,
 	LKS_RECIPE_FP8_ROWWISE_GW_HP,
 	LKS_RECIPE_FP8_DELAYED,
+	LKS_RECIPE_FP32,        /* no quantization, no BF16 rounding: the exact reference */
 	LKS_RECIPE_COUNT
 } lks_recipe;
 
@@ -43,6 +44,9 @@ typedef enum lks_check_kind {
 const char *lks_recipe_name(lks_recipe r);
 int lks_recipe_parse(const char *s, lks_recipe *out);
 const char *lks_check_kind_name(lks_check_kind k);
+int lks_check_kind_parse(const char *s, lks_check_kind *out);
+/* 2 for the kinds that compare two runs (bitwise, close, sqnr: a and b), else 1 (a). */
+int lks_check_kind_nruns(lks_check_kind k);
 
 typedef struct lks_model_cfg {
 	int vocab, hidden, ffn, layers, seq;
@@ -107,5 +111,14 @@ void lks_case_release(lks_case *c);
 
 /* The run called name, or NULL. */
 const lks_run_cfg *lks_case_run(const lks_case *c, const char *name);
+
+/*
+ * Expands the arguments of 'lockstep list|run CASE|DIR...' into case paths: a file stays
+ * as given, a directory gives its *.ini files sorted by name ("dir/a.ini"). A missing
+ * path or a directory without cases is an error. Free the result with
+ * lks_case_paths_free (also safe on NULL, 0).
+ */
+int lks_case_paths(const char *const *args, int nargs, char ***paths, int *npaths);
+void lks_case_paths_free(char **paths, int npaths);
 
 #endif

@@ -18,8 +18,10 @@ struct lks_cmd {
 };
 
 static const struct lks_cmd lks_cmds[] = {
+	{ "run", cmd_run, "train every run of cases step by step and store the traces" },
 	{ "env", cmd_env, "print the environment fingerprint stored with every run" },
 	{ "bench", cmd_bench, "measure kernels against a peer in the same run (gemm, quant)" },
+	{ "list", cmd_list, "show cases with their runs and checks" },
 };
 
 static const char lks_help[] =

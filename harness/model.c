@@ -131,6 +131,18 @@ static int lks_prep_operand(lks_rank *r, const lks_operand_rule *rule, const flo
 	memset(op, 0, sizeof(*op));
 	op->ld = (size_t)ocols;
 	op->dtype = rule->dtype;
+	if (rule->dtype == LKS_F32) {
+		float *d = lks_arena_take(r, used, n * sizeof(float));
+
+		if (!d)
+			return lks_err("gemm operand arena too small");
+		for (int i = 0; i < orows; i++)
+			for (int k = 0; k < ocols; k++)
+				d[(size_t)i * ocols + k] = transposed ? src[(size_t)k * cols + i]
+				                                      : src[(size_t)i * cols + k];
+		op->data = d;
+		return 0;
+	}
 	if (rule->dtype == LKS_BF16) {
 		uint16_t *d = lks_arena_take(r, used, n * 2);
 
@@ -219,7 +231,7 @@ static int lks_linear(lks_rank *r, int li, lks_role role, const float *a, int ar
 	if (r->be->gemm(r->bectx, &g))
 		return -1;
 	/* activations and activation gradients are stored as BF16; weight gradients fp32 */
-	if (role != LKS_ROLE_WGRAD)
+	if (role != LKS_ROLE_WGRAD && r->bf16)
 		lks_round_bf16(out, (size_t)g.M * (size_t)g.N);
 	return 0;
 }
@@ -229,11 +241,13 @@ static int lks_head_gemm(lks_rank *r, const float *a, int arows, int acols, int 
                          const float *b, int brows, int bcols, int tr_b, float *out)
 {
 	static const lks_operand_rule bf16 = { LKS_BF16, LKS_SCALE_NONE, 0, 0 };
+	static const lks_operand_rule f32 = { LKS_F32, LKS_SCALE_NONE, 0, 0 };
+	const lks_operand_rule *rule = r->bf16 ? &bf16 : &f32;
 	lks_operand ops[2];
 	size_t used = 0;
 
-	if (lks_prep_operand(r, &bf16, a, arows, acols, tr_a, NULL, 0, &used, &ops[0], "head")
-	    || lks_prep_operand(r, &bf16, b, brows, bcols, tr_b, NULL, 0, &used, &ops[1], "head"))
+	if (lks_prep_operand(r, rule, a, arows, acols, tr_a, NULL, 0, &used, &ops[0], "head")
+	    || lks_prep_operand(r, rule, b, brows, bcols, tr_b, NULL, 0, &used, &ops[1], "head"))
 		return -1;
 	lks_gemm g = {
 		.M = tr_a ? acols : arows, .N = tr_b ? bcols : brows, .K = tr_a ? arows : acols,
@@ -260,6 +274,7 @@ int lks_rank_init(lks_rank *r, int rank, const lks_model *m, const lks_run_cfg *
 	r->bectx = bectx;
 	r->rules = lks_recipe_rules_of(run->recipe);
 	r->checkpoint = run->checkpoint;
+	r->bf16 = !r->rules->f32_activations;
 	r->T = T;
 	r->grad_scale = 1.0f / (float)global_tokens;
 	lks_tracer_init(&r->tr, rank);
@@ -332,12 +347,13 @@ static int lks_block_inner(lks_rank *r, int l)
 	const float *p = r->params;
 	lks_phase ph = r->recomputing ? LKS_PHASE_RECOMPUTE : LKS_PHASE_FORWARD;
 
-	lks_rmsnorm_fwd(x, p + r->m->t[LKS_P_NORM(l)].off, T, H, h, r->rstd + (size_t)l * T);
+	lks_rmsnorm_fwd(x, p + r->m->t[LKS_P_NORM(l)].off, T, H, h, r->rstd + (size_t)l * T,
+	                r->bf16);
 	lks_trace_f32(&r->tr, ph, h, (size_t)T * H, "blocks.%d.norm.out", l);
 	if (lks_linear(r, 2 * l, LKS_ROLE_FWD, h, T, H, p + r->m->t[LKS_P_UP(l)].off, F, H, u))
 		return -1;
 	lks_trace_f32(&r->tr, ph, u, (size_t)T * F, "blocks.%d.mlp.up.out", l);
-	lks_relu2_fwd(u, (size_t)T * F, a);
+	lks_relu2_fwd(u, (size_t)T * F, a, r->bf16);
 	lks_trace_f32(&r->tr, ph, a, (size_t)T * F, "blocks.%d.mlp.act.out", l);
 	return 0;
 }
@@ -351,8 +367,9 @@ static int lks_forward(lks_rank *r)
 
 	for (int t = 0; t < T; t++)
 		for (int i = 0; i < H; i++)
-			r->xs[(size_t)t * H + i] = lks_bf16_to_f32(lks_f32_to_bf16(
-				p[m->t[LKS_P_EMBED].off + (size_t)r->tok[t] * H + i]));
+			r->xs[(size_t)t * H + i] = p[m->t[LKS_P_EMBED].off + (size_t)r->tok[t] * H + i];
+	if (r->bf16)
+		lks_round_bf16(r->xs, (size_t)T * H);
 	lks_trace_f32(&r->tr, LKS_PHASE_FORWARD, r->xs, (size_t)T * H, "embed.out");
 	for (int l = 0; l < L; l++) {
 		int b = r->checkpoint ? 0 : l;
@@ -367,11 +384,12 @@ static int lks_forward(lks_rank *r)
 		lks_trace_f32(&r->tr, LKS_PHASE_FORWARD, r->gtmp, (size_t)T * H, "blocks.%d.mlp.down.out", l);
 		for (size_t i = 0; i < (size_t)T * H; i++)
 			xn[i] = x[i] + r->gtmp[i];
-		lks_round_bf16(xn, (size_t)T * H);
+		if (r->bf16)
+			lks_round_bf16(xn, (size_t)T * H);
 		lks_trace_f32(&r->tr, LKS_PHASE_FORWARD, xn, (size_t)T * H, "blocks.%d.out", l);
 	}
 	lks_rmsnorm_fwd(r->xs + (size_t)L * T * H, p + m->t[LKS_P_FINAL_NORM(L)].off, T, H, r->hf,
-	                r->rstd + (size_t)L * T);
+	                r->rstd + (size_t)L * T, r->bf16);
 	lks_trace_f32(&r->tr, LKS_PHASE_FORWARD, r->hf, (size_t)T * H, "final_norm.out");
 	if (lks_head_gemm(r, r->hf, T, H, 0, p + m->t[LKS_P_HEAD(L)].off, V, H, 0, r->logits))
 		return -1;
@@ -395,10 +413,11 @@ static int lks_backward(lks_rank *r)
 	if (lks_head_gemm(r, r->dz, T, V, 1, r->hf, T, H, 1, g + pt[LKS_P_HEAD(L)].off)
 	    || lks_head_gemm(r, r->dz, T, V, 0, p + pt[LKS_P_HEAD(L)].off, V, H, 1, r->gtmp))
 		return -1;
-	lks_round_bf16(r->gtmp, (size_t)T * H);
+	if (r->bf16)
+		lks_round_bf16(r->gtmp, (size_t)T * H);
 	lks_trace_f32(&r->tr, bw, g + pt[LKS_P_HEAD(L)].off, pt[LKS_P_HEAD(L)].n, "head.weight.grad");
 	lks_rmsnorm_bwd(r->gtmp, r->xs + (size_t)L * T * H, p + pt[LKS_P_FINAL_NORM(L)].off,
-	                r->rstd + (size_t)L * T, T, H, r->gx, g + pt[LKS_P_FINAL_NORM(L)].off);
+	                r->rstd + (size_t)L * T, T, H, r->gx, g + pt[LKS_P_FINAL_NORM(L)].off, r->bf16);
 	lks_trace_f32(&r->tr, bw, g + pt[LKS_P_FINAL_NORM(L)].off, (size_t)H, "final_norm.weight.grad");
 	lks_trace_f32(&r->tr, bw, r->gx, (size_t)T * H, "final_norm.in.grad");
 
@@ -421,7 +440,7 @@ static int lks_backward(lks_rank *r)
 		lks_trace_f32(&r->tr, bw, g + pt[LKS_P_DOWN(l)].off, pt[LKS_P_DOWN(l)].n,
 		              "blocks.%d.mlp.down.weight.grad", l);
 		lks_trace_f32(&r->tr, bw, r->ga, (size_t)T * F, "blocks.%d.mlp.down.in.grad", l);
-		lks_relu2_bwd(u, r->ga, (size_t)T * F, r->gu);
+		lks_relu2_bwd(u, r->ga, (size_t)T * F, r->gu, r->bf16);
 		lks_trace_f32(&r->tr, bw, r->gu, (size_t)T * F, "blocks.%d.mlp.up.out.grad", l);
 		/* up: gh (T, H) = gu . W1;  dW1 (F, H) = gu^T . h */
 		if (lks_linear(r, 2 * l, LKS_ROLE_DGRAD, r->gu, T, F, p + pt[LKS_P_UP(l)].off, F, H, r->gh)
@@ -431,11 +450,12 @@ static int lks_backward(lks_rank *r)
 		              "blocks.%d.mlp.up.weight.grad", l);
 		lks_trace_f32(&r->tr, bw, r->gh, (size_t)T * H, "blocks.%d.mlp.up.in.grad", l);
 		lks_rmsnorm_bwd(r->gh, x, p + pt[LKS_P_NORM(l)].off, r->rstd + (size_t)l * T, T, H,
-		                r->gtmp, g + pt[LKS_P_NORM(l)].off);
+		                r->gtmp, g + pt[LKS_P_NORM(l)].off, r->bf16);
 		lks_trace_f32(&r->tr, bw, g + pt[LKS_P_NORM(l)].off, (size_t)H, "blocks.%d.norm.weight.grad", l);
 		for (size_t i = 0; i < (size_t)T * H; i++)  /* the residual adds the branch */
 			r->gx[i] += r->gtmp[i];
-		lks_round_bf16(r->gx, (size_t)T * H);
+		if (r->bf16)
+			lks_round_bf16(r->gx, (size_t)T * H);
 		lks_trace_f32(&r->tr, bw, r->gx, (size_t)T * H, "blocks.%d.in.grad", l);
 	}
 	/* the embedding: rows of the gradient added in token order */

@@ -1,6 +1,7 @@
 /* recipe.c: the recipe table (see recipe.h). Adding a recipe is one row here. */
 #include "harness/recipe.h"
 
+#define F32 { LKS_F32, LKS_SCALE_NONE, 0, 0 }
 #define BF16 { LKS_BF16, LKS_SCALE_NONE, 0, 0 }
 #define E4M3_T { LKS_E4M3, LKS_SCALE_TENSOR, 0, 0 }
 #define E5M2_T { LKS_E5M2, LKS_SCALE_TENSOR, 0, 0 }
@@ -22,6 +23,9 @@ static const lks_recipe_rules lks_recipes[LKS_RECIPE_COUNT] = {
 	[LKS_RECIPE_FP8_DELAYED] = { { { E4M3_DELAYED, E4M3_DELAYED },
 	                               { E5M2_DELAYED, E4M3_DELAYED },
 	                               { E5M2_DELAYED, E4M3_DELAYED } } },
+	/* not a training recipe: the float32 model whose gradients the tests compare with
+	   finite differences */
+	[LKS_RECIPE_FP32] = { { { F32, F32 }, { F32, F32 }, { F32, F32 } }, 1 },
 };
 
 const lks_recipe_rules *lks_recipe_rules_of(lks_recipe r)

@@ -22,7 +22,7 @@ typedef enum lks_role { LKS_ROLE_FWD = 0, LKS_ROLE_DGRAD = 1, LKS_ROLE_WGRAD = 2
 typedef enum lks_src { LKS_SRC_X = 0, LKS_SRC_W = 1, LKS_SRC_DY = 2 } lks_src;
 
 typedef struct lks_operand_rule {
-	lks_dtype dtype;        /* LKS_BF16, LKS_E4M3 or LKS_E5M2 */
+	lks_dtype dtype;        /* LKS_F32, LKS_BF16, LKS_E4M3 or LKS_E5M2 */
 	lks_scaling scaling;    /* NONE for BF16; TENSOR; AXIS along the reduction dimension */
 	int pow2;               /* power-of-two scales */
 	int delayed;            /* scale from the tensor's amax history */
@@ -30,6 +30,7 @@ typedef struct lks_operand_rule {
 
 typedef struct lks_recipe_rules {
 	lks_operand_rule op[3][2];  /* [role][0: A, 1: B] */
+	int f32_activations;        /* 1: activations and the LM head stay float32 (no BF16) */
 } lks_recipe_rules;
 
 const lks_recipe_rules *lks_recipe_rules_of(lks_recipe r);

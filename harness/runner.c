@@ -39,6 +39,7 @@ struct lks_runner {
 	double *rank_time;      /* (W) seconds of the rank's forward + backward */
 	int *rank_failed;       /* (W) */
 	int *nan_seen;          /* (W) a rank's first NaN event was recorded */
+	lks_step_row *rows;     /* (W) this step's step rows */
 	float lr, clip_coef, bc1, bc2, b1pow, b2pow;
 };
 
@@ -121,6 +122,7 @@ static void lks_runner_release(struct lks_runner *R)
 	free(R->rank_time);
 	free(R->rank_failed);
 	free(R->nan_seen);
+	free(R->rows);
 	lks_data_release(&R->data);
 	lks_model_release(&R->m);
 }
@@ -152,7 +154,9 @@ static int lks_runner_init(struct lks_runner *R, const lks_case *c, const lks_ru
 	R->rank_time = calloc((size_t)R->W, sizeof(double));
 	R->rank_failed = calloc((size_t)R->W, sizeof(int));
 	R->nan_seen = calloc((size_t)R->W, sizeof(int));
-	if (!R->ranks || !R->gsum || !R->m1 || !R->m2 || !R->rank_time || !R->rank_failed || !R->nan_seen)
+	R->rows = calloc((size_t)R->W, sizeof(*R->rows));
+	if (!R->ranks || !R->gsum || !R->m1 || !R->m2 || !R->rank_time || !R->rank_failed
+	    || !R->nan_seen || !R->rows)
 		return lks_err("out of memory");
 	for (int r = 0; r < R->W; r++) {
 		/* ranks run as threads, each with a single-threaded GEMM: W threads in all */
@@ -239,7 +243,7 @@ static int lks_run_step(struct lks_runner *R, int step, lks_store *store, int64_
 {
 	const lks_optim_cfg *opt = &R->c->optim;
 	int ntasks = (int)((R->m.nparams + LKS_REDUCE_CHUNK - 1) / LKS_REDUCE_CHUNK);
-	lks_step_row *rows = NULL;
+	lks_step_row *rows = R->rows;
 	lks_stat_row *stats = NULL;
 	size_t nstats = 0;
 	double ss = 0.0, lsum = 0.0, gnorm;
@@ -278,11 +282,10 @@ static int lks_run_step(struct lks_runner *R, int step, lks_store *store, int64_
 	lks_pool_run(R->rank_pool, R->W, lks_update_task, R);
 	lks_step_delayed(R);
 
-	rows = calloc((size_t)R->W, sizeof(*rows));
 	for (int r = 0; r < R->W; r++)
 		nstats += R->ranks[r].tr.nrows;
 	stats = malloc(sizeof(*stats) * (nstats + 1));
-	if (!rows || !stats) {
+	if (!stats) {
 		lks_err("out of memory");
 		goto out;
 	}
@@ -311,7 +314,6 @@ static int lks_run_step(struct lks_runner *R, int step, lks_store *store, int64_
 		           R->ranks[0].tr.nnames);
 	rc = 0;
 out:
-	free(rows);
 	free(stats);
 	return rc;
 }

@@ -55,7 +55,9 @@ typedef struct lks_stat_row {
 } lks_stat_row;
 
 /* Creates the file and schema if needed; refuses (lks_err) a database of another schema
-   version or a file that is not a lockstep database, touching nothing. */
+   version or a file that is not a lockstep database, touching nothing. A store is used by
+   one thread at a time (it runs a checkpoint thread of its own) and must not be carried
+   across fork(): open one in the child. */
 int lks_store_open(const char *path, lks_store **out);
 void lks_store_close(lks_store *s);
 
@@ -71,5 +73,65 @@ int lks_store_event(lks_store *s, int64_t run_id, int step, int rank, const char
                     const char *kind, const char *message);
 /* status: "complete" or "failed". */
 int lks_store_end_run(lks_store *s, int64_t run_id, const char *status);
+
+/* ---- read-back (added with the implementation; checks, diff, list and report use these) ----
+ * Stored values come back exactly: doubles and floats bit for bit, uint64 seeds and hashes
+ * through an int64 cast. NaN is stored as SQL NULL (SQLite has no NaN) and read back as a
+ * quiet NaN: the sign and payload of a NaN are not kept. step or rank < 0 in an event is
+ * stored as NULL and read back as -1. Strings handed to a callback are valid only during
+ * that call; a callback must not write to the store, and returns 0 to go on or any other
+ * value to stop the walk, which then returns that value. */
+
+/* The schema version this build reads and writes (PRAGMA user_version). */
+#define LKS_STORE_SCHEMA_VERSION 1
+
+typedef struct lks_run_rec {
+	int64_t run_id;
+	lks_run_info info;                /* info.suite_id: 0 when the run has no suite */
+	const char *status;               /* "incomplete", "complete", "failed" */
+	const char *started, *finished;   /* ISO 8601 UTC; finished NULL while incomplete */
+} lks_run_rec;
+
+typedef struct lks_event_rec {
+	int64_t event_id;
+	int step, rank;                   /* -1: none */
+	const char *tensor, *kind, *message;  /* tensor, message may be NULL */
+	const char *time;                 /* ISO 8601 UTC */
+} lks_event_rec;
+
+typedef enum lks_store_table {
+	LKS_TABLE_TENSORS = 0,
+	LKS_TABLE_STEPS,
+	LKS_TABLE_STATS,
+	LKS_TABLE_EVENTS,
+} lks_store_table;
+
+/* "forward", "backward", "update", "recompute"; NULL for a value out of range. */
+const char *lks_phase_name(lks_phase p);
+
+/* The run's status into buf ("incomplete", "complete", "failed"); fails if there is none. */
+int lks_store_run_status(lks_store *s, int64_t run_id, char *buf, size_t size);
+/* One run (fails if there is none), or all runs in the order they began. */
+int lks_store_get_run(lks_store *s, int64_t run_id,
+                      int (*fn)(void *arg, const lks_run_rec *run), void *arg);
+int lks_store_get_runs(lks_store *s, int (*fn)(void *arg, const lks_run_rec *run), void *arg);
+/* Rows of one run in a table. */
+int lks_store_count(lks_store *s, int64_t run_id, lks_store_table table, int64_t *n);
+/* The run's tensors by seq. */
+int lks_store_get_tensors(lks_store *s, int64_t run_id,
+                          int (*fn)(void *arg, int seq, const char *name, lks_phase phase),
+                          void *arg);
+/* Step rows of one step (all ranks), or of every step when step < 0, by (step, rank).
+   Fills at most cap rows; *n is the number of rows stored, which may be more than cap. */
+int lks_store_get_steps(lks_store *s, int64_t run_id, int step, lks_step_row *rows, int cap,
+                        int *n);
+/* Stat rows of (run, step, rank) by seq; at most cap filled, *n as above. */
+int lks_store_get_stats(lks_store *s, int64_t run_id, int step, int rank, lks_stat_row *rows,
+                        size_t cap, size_t *n);
+/* The run's events in the order they were stored. */
+int lks_store_get_events(lks_store *s, int64_t run_id,
+                         int (*fn)(void *arg, const lks_event_rec *ev), void *arg);
+/* The connection, for ad-hoc read-only SQL (reports, tests); owned by the store. */
+struct sqlite3 *lks_store_db(lks_store *s);
 
 #endif

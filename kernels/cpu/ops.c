@@ -11,13 +11,19 @@ static float lks_bf16r(float x)
 	return lks_bf16_to_f32(lks_f32_to_bf16(x));
 }
 
+static float lks_maybe_bf16(float x, int bf16)
+{
+	return bf16 ? lks_bf16r(x) : x;
+}
+
 void lks_round_bf16(float *x, size_t n)
 {
 	for (size_t i = 0; i < n; i++)
 		x[i] = lks_bf16r(x[i]);
 }
 
-void lks_rmsnorm_fwd(const float *x, const float *g, int T, int H, float *y, float *rstd)
+void lks_rmsnorm_fwd(const float *x, const float *g, int T, int H, float *y, float *rstd,
+                     int bf16)
 {
 	for (int t = 0; t < T; t++) {
 		const float *xr = x + (size_t)t * H;
@@ -29,12 +35,12 @@ void lks_rmsnorm_fwd(const float *x, const float *g, int T, int H, float *y, flo
 		r = 1.0f / sqrtf(ss / (float)H + LKS_RMSNORM_EPS);
 		rstd[t] = r;
 		for (int i = 0; i < H; i++)
-			y[(size_t)t * H + i] = lks_bf16r(xr[i] * r * g[i]);
+			y[(size_t)t * H + i] = lks_maybe_bf16(xr[i] * r * g[i], bf16);
 	}
 }
 
 void lks_rmsnorm_bwd(const float *dy, const float *x, const float *g, const float *rstd,
-                     int T, int H, float *dx, float *dg)
+                     int T, int H, float *dx, float *dg, int bf16)
 {
 	for (int t = 0; t < T; t++) {
 		const float *xr = x + (size_t)t * H, *dyr = dy + (size_t)t * H;
@@ -46,28 +52,28 @@ void lks_rmsnorm_bwd(const float *dy, const float *x, const float *g, const floa
 			dot = fmaf(g[i] * dyr[i], xr[i], dot);
 		c = dot * r * r * r / (float)H;
 		for (int i = 0; i < H; i++)
-			dx[(size_t)t * H + i] = lks_bf16r(r * g[i] * dyr[i] - xr[i] * c);
+			dx[(size_t)t * H + i] = lks_maybe_bf16(r * g[i] * dyr[i] - xr[i] * c, bf16);
 	}
 	for (int t = 0; t < T; t++)
 		for (int i = 0; i < H; i++)
 			dg[i] = fmaf(dy[(size_t)t * H + i], x[(size_t)t * H + i] * rstd[t], dg[i]);
 }
 
-void lks_relu2_fwd(const float *u, size_t n, float *y)
+void lks_relu2_fwd(const float *u, size_t n, float *y, int bf16)
 {
 	for (size_t i = 0; i < n; i++) {
 		float r = u[i] > 0.0f ? u[i] : 0.0f;
 
-		y[i] = lks_bf16r(r * r);
+		y[i] = lks_maybe_bf16(r * r, bf16);
 	}
 }
 
-void lks_relu2_bwd(const float *u, const float *dy, size_t n, float *du)
+void lks_relu2_bwd(const float *u, const float *dy, size_t n, float *du, int bf16)
 {
 	for (size_t i = 0; i < n; i++) {
 		float r = u[i] > 0.0f ? u[i] : 0.0f;
 
-		du[i] = lks_bf16r(2.0f * r * dy[i]);
+		du[i] = lks_maybe_bf16(2.0f * r * dy[i], bf16);
 	}
 }
 

@@ -17,16 +17,20 @@
 /* x[i] <- bf16(x[i]) for i < n. */
 void lks_round_bf16(float *x, size_t n);
 
+/* Below, bf16 = 1 rounds outputs to BF16 as stated; bf16 = 0 keeps them float32 (the exact
+   reference model of the gradient tests). */
+
 /* y (T, H) = bf16(x / rms(x) * g), rstd (T) = 1 / sqrt(mean(x^2) + eps) per row. */
-void lks_rmsnorm_fwd(const float *x, const float *g, int T, int H, float *y, float *rstd);
+void lks_rmsnorm_fwd(const float *x, const float *g, int T, int H, float *y, float *rstd,
+                     int bf16);
 /* dx (T, H) = d/dx of the above for dy (T, H), rounded to bf16; dg (H) += sum over rows
    (in row order) of dy * x * rstd. */
 void lks_rmsnorm_bwd(const float *dy, const float *x, const float *g, const float *rstd,
-                     int T, int H, float *dx, float *dg);
+                     int T, int H, float *dx, float *dg, int bf16);
 
 /* Squared ReLU: y = bf16(max(u, 0)^2); its gradient du = bf16(2 max(u, 0) dy). */
-void lks_relu2_fwd(const float *u, size_t n, float *y);
-void lks_relu2_bwd(const float *u, const float *dy, size_t n, float *du);
+void lks_relu2_fwd(const float *u, size_t n, float *y, int bf16);
+void lks_relu2_bwd(const float *u, const float *dy, size_t n, float *du, int bf16);
 
 /*
  * Softmax cross-entropy over logits (T, V) with targets (T). Returns the sum over rows of

@@ -1,0 +1,209 @@
+/*
+ * cmd_run.c: 'lockstep run': run every run of each case and store the traces.
+ *
+ * All case files are parsed and validated before the database is opened, so a bad case
+ * file stops the command (exit 2, file:line) with nothing written. Checks are parsed here
+ * and evaluated by a later stage; this command reports what it ran.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "harness/case.h"
+#include "harness/cmd.h"
+#include "harness/fingerprint.h"
+#include "harness/runner.h"
+#include "harness/trace_store.h"
+#include "kernels/err.h"
+
+static const char lks_run_help[] =
+	"usage: lockstep run [options] CASE|DIR...\n"
+	"\n"
+	"Trains every run of each case (a DIR means all its *.ini) step by step and stores\n"
+	"loss, gradient norm, learning rate and per-tensor statistics and hashes of every step\n"
+	"and rank in an SQLite database. A run is stored as 'incomplete' until its last step is\n"
+	"in, so an interrupted run never passes for a finished one.\n"
+	"\n"
+	"options:\n"
+	"  --db FILE        the database (default lockstep.db; created if missing)\n"
+	"  --backend cpu    where to run (cpu: the bit-exact reference; cuda: not built yet)\n"
+	"  --steps N        override the case's steps\n"
+	"  --set S.K=V      override a case key, e.g. --set model.hidden=512,\n"
+	"                   --set run.fp8.recipe=fp8_tensorwise (repeatable)\n"
+	"  --run NAME       only the runs with this name (repeatable)\n"
+	"  --threads N      GEMM threads of single-rank runs (default: all cores)\n"
+	"  --quiet          no progress\n"
+	"\n"
+	"example:\n"
+	"  lockstep run cases/ --db nightly.db\n"
+	"  lockstep run cases/ac_neutral.ini --steps 5 --set model.layers=1\n"
+	"\n"
+	"exit codes: 0 every run finished, 2 bad usage or a bad case file (nothing is written),\n"
+	"            3 infrastructure failure (database, memory)\n";
+
+struct lks_run_args {
+	const char *db;
+	int steps, threads, quiet;
+	const char **sets, **only, **inputs;
+	int nsets, nonly, ninputs;
+};
+
+/* 0: go on; -1: help was printed; else an exit code */
+static int lks_run_parse(int argc, char **argv, struct lks_run_args *a)
+{
+	a->db = "lockstep.db";
+	a->sets = calloc((size_t)argc, sizeof(char *));
+	a->only = calloc((size_t)argc, sizeof(char *));
+	a->inputs = calloc((size_t)argc, sizeof(char *));
+	if (!a->sets || !a->only || !a->inputs)
+		return lks_usage("run: out of memory");
+	for (int i = 1; i < argc; i++) {
+		const char *o = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+
+		if (!strcmp(o, "--help") || !strcmp(o, "-h")) {
+			fputs(lks_run_help, stdout);
+			return -1;  /* done: help asked for */
+		} else if (!strcmp(o, "--db") && v) {
+			a->db = argv[++i];
+		} else if (!strcmp(o, "--backend") && v) {
+			if (strcmp(v, "cpu") != 0)
+				return lks_usage("run: backend '%s' is not available (this build has: cpu)", v);
+			i++;
+		} else if (!strcmp(o, "--steps")) {
+			if (lks_opt_int("run", o, v, 1, 1 << 30, &a->steps))
+				return LKS_EXIT_USAGE;
+			i++;
+		} else if (!strcmp(o, "--threads")) {
+			if (lks_opt_int("run", o, v, 1, 1024, &a->threads))
+				return LKS_EXIT_USAGE;
+			i++;
+		} else if (!strcmp(o, "--set") && v) {
+			a->sets[a->nsets++] = argv[++i];
+		} else if (!strcmp(o, "--run") && v) {
+			a->only[a->nonly++] = argv[++i];
+		} else if (!strcmp(o, "--quiet")) {
+			a->quiet = 1;
+		} else if (o[0] == '-' && o[1]) {
+			return lks_usage("run: bad option '%s' (or it lacks its value)", o);
+		} else {
+			a->inputs[a->ninputs++] = o;
+		}
+	}
+	if (a->ninputs == 0)
+		return lks_usage("run: which cases? (a case file or a directory of them)");
+	return 0;
+}
+
+static int lks_selected(const struct lks_run_args *a, const char *run)
+{
+	for (int i = 0; i < a->nonly; i++)
+		if (!strcmp(a->only[i], run))
+			return 1;
+	return a->nonly == 0;
+}
+
+static char *lks_fingerprint_json(void)
+{
+	lks_fingerprint fp;
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+
+	if (!f)
+		return NULL;
+	lks_fingerprint_collect(&fp);
+	lks_fingerprint_print(&fp, f, 1);
+	fclose(f);
+	return buf;
+}
+
+static char *lks_command_line(int argc, char **argv)
+{
+	size_t n = 16;
+	char *s;
+
+	for (int i = 0; i < argc; i++)
+		n += strlen(argv[i]) + 1;
+	if (!(s = malloc(n)))
+		return NULL;
+	strcpy(s, "lockstep");
+	for (int i = 0; i < argc; i++) {
+		strcat(s, " ");
+		strcat(s, argv[i]);
+	}
+	return s;
+}
+
+int cmd_run(int argc, char **argv)
+{
+	struct lks_run_args a = { 0 };
+	char **paths = NULL, *fingerprint = NULL, *command = NULL;
+	int npaths = 0, ncases = 0, rc;
+	lks_case *cases = NULL;
+	lks_store *store = NULL;
+	int64_t suite_id = 0;
+
+	if ((rc = lks_run_parse(argc, argv, &a)) != 0) {
+		rc = rc < 0 ? LKS_EXIT_OK : rc;
+		goto out;
+	}
+	rc = LKS_EXIT_USAGE;
+	if (lks_case_paths(a.inputs, a.ninputs, &paths, &npaths)) {
+		fprintf(stderr, "lockstep: %s\n", lks_errmsg());
+		goto out;
+	}
+	if (!(cases = calloc((size_t)npaths + 1, sizeof(*cases))))
+		goto out;
+	/* every case is valid before anything is written */
+	for (int i = 0; i < npaths; i++, ncases++) {
+		if (lks_case_load(paths[i], a.sets, a.nsets, &cases[i])) {
+			fprintf(stderr, "lockstep: %s\n", lks_errmsg());
+			goto out;
+		}
+	}
+	rc = LKS_EXIT_INFRA;
+	fingerprint = lks_fingerprint_json();
+	command = lks_command_line(argc, argv);
+	if (lks_store_open(a.db, &store) || lks_store_begin_suite(store, command, &suite_id)) {
+		fprintf(stderr, "lockstep: %s\n", lks_errmsg());
+		goto out;
+	}
+	for (int i = 0; i < ncases; i++) {
+		for (int j = 0; j < cases[i].nruns; j++) {
+			const lks_run_cfg *run = &cases[i].runs[j];
+			lks_runner_opts o = {
+				.steps = a.steps, .threads = a.threads, .suite_id = suite_id,
+				.progress = a.quiet ? NULL : stderr, .progress_tty = isatty(2),
+				.fingerprint = fingerprint,
+			};
+			lks_run_result res;
+
+			if (!lks_selected(&a, run->name))
+				continue;
+			if (lks_run(&cases[i], run, store, &o, &res)) {
+				fprintf(stderr, "lockstep: %s / %s: %s\n", cases[i].name, run->name, lks_errmsg());
+				goto out;
+			}
+			printf("%-20s %-16s %-18s ws %d  %4d steps  loss %.4f -> %.4f  %6.2fs%s\n",
+			       cases[i].name, run->name, lks_recipe_name(run->recipe), run->world_size,
+			       res.steps, res.first_loss, res.last_loss, res.seconds,
+			       res.nonfinite_events ? "  NON-FINITE gradients (see events)" : "");
+			fflush(stdout);
+		}
+	}
+	printf("suite %lld stored in '%s'\n", (long long)suite_id, a.db);
+	rc = LKS_EXIT_OK;
+out:
+	for (int i = 0; i < ncases; i++)
+		lks_case_release(&cases[i]);
+	free(cases);
+	lks_case_paths_free(paths, npaths);
+	lks_store_close(store);
+	free(fingerprint);
+	free(command);
+	free(a.sets);
+	free(a.only);
+	free(a.inputs);
+	return rc;
+}
