@@ -354,7 +354,7 @@ Test(case, errors_name_file_and_line, .init = setup, .fini = teardown)
 		/* names of things */
 		{ BASE "[run c]\nrecipe = fp9\n",
 		  ":16: unknown recipe 'fp9' in [run c] (bf16, fp8_tensorwise, fp8_rowwise, "
-		  "fp8_rowwise_gw_hp, fp8_delayed)" },
+		  "fp8_rowwise_gw_hp, fp8_delayed, fp32)" },
 		{ BASE "[check c]\nkind = near\n",
 		  ":16: unknown check kind 'near' in [check c] (bitwise, close, sqnr, golden, finite, "
 		  "ranks_agree, recompute)" },
@@ -463,7 +463,7 @@ Test(case, bad_overrides, .init = setup, .fini = teardown)
 		{ "model.hidden=abc", "--set 'model.hidden=abc': bad value 'abc' for 'hidden' in "
 		  "[model]: want an integer in [1, 1048576]" },
 		{ "run.b.recipe=fp9", "--set 'run.b.recipe=fp9': unknown recipe 'fp9' in [run b] "
-		  "(bf16, fp8_tensorwise, fp8_rowwise, fp8_rowwise_gw_hp, fp8_delayed)" },
+		  "(bf16, fp8_tensorwise, fp8_rowwise, fp8_rowwise_gw_hp, fp8_delayed, fp32)" },
 		{ "modelhidden=3", "--set 'modelhidden=3': want section.key=value (model.hidden=512, "
 		  "run.NAME.recipe=bf16)" },
 		{ "model.hidden", "--set 'model.hidden': want section.key=value (model.hidden=512, "
