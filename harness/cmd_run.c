@@ -118,27 +118,39 @@ static char *lks_fingerprint_json(void)
 	return buf;
 }
 
-static char *lks_command_line(int argc, char **argv)
+/* The strings joined by spaces, after prefix. */
+static char *lks_join_after(const char *prefix, const char *const *v, int n)
 {
-	size_t n = 16;
+	size_t len = strlen(prefix) + 1;
 	char *s;
 
-	for (int i = 0; i < argc; i++)
-		n += strlen(argv[i]) + 1;
-	if (!(s = malloc(n)))
+	for (int i = 0; i < n; i++)
+		len += strlen(v[i]) + 1;
+	if (!(s = malloc(len)))
 		return NULL;
-	strcpy(s, "lockstep");
-	for (int i = 0; i < argc; i++) {
-		strcat(s, " ");
-		strcat(s, argv[i]);
+	strcpy(s, prefix);
+	for (int i = 0; i < n; i++) {
+		if (*s)
+			strcat(s, " ");
+		strcat(s, v[i]);
 	}
 	return s;
+}
+
+static char *lks_command_line(int argc, char **argv)
+{
+	return lks_join_after("lockstep", (const char *const *)argv, argc);
+}
+
+static char *lks_join(const char **v, int n)
+{
+	return lks_join_after("", v, n);
 }
 
 int cmd_run(int argc, char **argv)
 {
 	struct lks_run_args a = { 0 };
-	char **paths = NULL, *fingerprint = NULL, *command = NULL;
+	char **paths = NULL, *fingerprint = NULL, *command = NULL, *overrides = NULL;
 	int npaths = 0, ncases = 0, rc;
 	lks_case *cases = NULL;
 	lks_store *store = NULL;
@@ -165,6 +177,7 @@ int cmd_run(int argc, char **argv)
 	rc = LKS_EXIT_INFRA;
 	fingerprint = lks_fingerprint_json();
 	command = lks_command_line(argc, argv);
+	overrides = lks_join(a.sets, a.nsets);
 	if (lks_store_open(a.db, &store) || lks_store_begin_suite(store, command, &suite_id)) {
 		fprintf(stderr, "lockstep: %s\n", lks_errmsg());
 		goto out;
@@ -175,7 +188,7 @@ int cmd_run(int argc, char **argv)
 			lks_runner_opts o = {
 				.steps = a.steps, .threads = a.threads, .suite_id = suite_id,
 				.progress = a.quiet ? NULL : stderr, .progress_tty = isatty(2),
-				.fingerprint = fingerprint,
+				.fingerprint = fingerprint, .overrides = overrides,
 			};
 			lks_run_result res;
 
@@ -202,6 +215,7 @@ out:
 	lks_store_close(store);
 	free(fingerprint);
 	free(command);
+	free(overrides);
 	free(a.sets);
 	free(a.only);
 	free(a.inputs);

@@ -161,8 +161,10 @@ static int lks_runner_init(struct lks_runner *R, const lks_case *c, const lks_ru
 	for (int r = 0; r < R->W; r++) {
 		/* ranks run as threads, each with a single-threaded GEMM: W threads in all */
 		if (lks_rank_init(&R->ranks[r], r, &R->m, run, R->batch * c->model.seq,
-		                  global * c->model.seq, &lks_backend_cpu, R->gemm_pool))
+		                  global * c->model.seq, o->backend ? o->backend : &lks_backend_cpu,
+		                  o->backend ? o->backend_ctx : R->gemm_pool))
 			return -1;
+		R->ranks[r].tr.off = o->no_trace;
 		lks_model_init_params(&R->m, c->seed, R->ranks[r].params);
 	}
 	R->b1pow = R->b2pow = 1.0f;
@@ -318,14 +320,16 @@ out:
 	return rc;
 }
 
-static char *lks_run_options(const lks_run_cfg *run)
+static char *lks_run_options(const lks_run_cfg *run, const char *overrides)
 {
-	char *s = malloc(160);
+	size_t n = 160 + (overrides ? strlen(overrides) : 0);
+	char *s = malloc(n);
 
 	if (s)
-		snprintf(s, 160, "checkpoint=%s amax_history=%d amax_algo=%s margin=%d",
+		snprintf(s, n, "checkpoint=%s amax_history=%d amax_algo=%s margin=%d%s%s",
 		         run->checkpoint ? "blocks" : "none", run->amax_history,
-		         run->amax_most_recent ? "most_recent" : "max", run->margin);
+		         run->amax_most_recent ? "most_recent" : "max", run->margin,
+		         overrides && *overrides ? " set: " : "", overrides ? overrides : "");
 	return s;
 }
 
@@ -345,7 +349,7 @@ int lks_run(const lks_case *c, const lks_run_cfg *run, lks_store *store,
 		lks_run_info info = {
 			.suite_id = o->suite_id, .case_name = c->name, .case_path = c->path,
 			.case_text = c->text, .run_name = run->name, .recipe = lks_recipe_name(run->recipe),
-			.options = options = lks_run_options(run), .backend = "cpu",
+			.options = options = lks_run_options(run, o->overrides), .backend = "cpu",
 			.world_size = R.W, .steps = R.steps, .seed = c->seed, .combo = o->combo,
 			.fingerprint = o->fingerprint ? o->fingerprint : "{}",
 		};

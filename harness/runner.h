@@ -24,6 +24,12 @@ typedef struct lks_runner_opts {
 	void (*on_step)(void *arg, const lks_step_row *steps, int nsteps,
 	                const lks_stat_row *stats, size_t nstats, char *const *names, int nnames);
 	void *on_step_arg;
+	/* the backend of the ranks (NULL: lks_backend_cpu) and its context (NULL: the runner
+	   passes its GEMM thread pool); a wrapper can time or record every kernel call */
+	const struct lks_backend *backend;
+	void *backend_ctx;
+	int no_trace;           /* skip per-tensor stats and hashes (benchmarks only) */
+	const char *overrides;  /* the --set overrides, stored with the run's options */
 } lks_runner_opts;
 
 typedef struct lks_run_result {

@@ -62,6 +62,8 @@ static lks_stat_row *lks_trace_row(lks_tracer *t, lks_phase ph, const char *fmt,
 {
 	lks_stat_row *row;
 
+	if (t->off)
+		return NULL;
 	if (t->registering) {
 		char name[160];
 

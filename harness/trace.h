@@ -23,6 +23,7 @@ typedef struct lks_tracer {
 	lks_stat_row *rows;     /* (nrows) this step's rows */
 	size_t nrows, caprows;
 	int broken;             /* a later step visited other tensors than the first */
+	int off;                /* record nothing (to measure what tracing costs) */
 } lks_tracer;
 
 void lks_tracer_init(lks_tracer *t, int rank);
