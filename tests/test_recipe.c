@@ -1,0 +1,172 @@
+/*
+ * test_recipe.c: each recipe quantizes the operands DESIGN.md names, along the named axes,
+ * into the named formats. A recording backend wraps the CPU backend and keeps every
+ * quantize and GEMM call of one training step of a one-block model; the expectations
+ * below restate DESIGN.md's recipe table in terms of the stored tensors
+ * (x (T, in), W (out, in), dy (T, out)), independently of harness/recipe.c's table.
+ */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "harness/case.h"
+#include "harness/runner.h"
+#include "kernels/backend.h"
+#include "kernels/err.h"
+
+#define MAXCALLS 64
+
+struct rec_q { int rows, cols; lks_fp8 fmt; lks_axis axis; int pow2, given; };
+struct rec_g { int M, N, K; lks_dtype a, b; lks_scaling as, bs; int nq_before; };
+
+static struct {
+	int nq, ng;
+	struct rec_q q[MAXCALLS];
+	struct rec_g g[MAXCALLS];
+} rec;
+
+static int rec_quantize(void *ctx, lks_quant *q)
+{
+	if (rec.nq < MAXCALLS)
+		rec.q[rec.nq] = (struct rec_q){ q->rows, q->cols, q->fmt, q->axis, q->pow2, q->scale_given };
+	rec.nq++;
+	return lks_backend_cpu.quantize(ctx, q);
+}
+
+static int rec_gemm(void *ctx, const lks_gemm *g)
+{
+	if (rec.ng < MAXCALLS)
+		rec.g[rec.ng] = (struct rec_g){ g->M, g->N, g->K, g->a.dtype, g->b.dtype,
+			g->a.scaling, g->b.scaling, rec.nq };
+	rec.ng++;
+	return lks_backend_cpu.gemm(ctx, g);
+}
+
+static const lks_backend rec_backend = { "recording", rec_gemm, rec_quantize };
+
+/* What DESIGN.md says an operand is: BF16 (no scale), or FP8 with a scale per tensor, per
+   row or per column of the stored tensor. */
+typedef struct want_op {
+	lks_dtype dtype;
+	lks_axis axis;          /* of the stored tensor; ignored for BF16 */
+	int pow2, delayed;
+} want_op;
+
+#define BF16 { LKS_BF16, LKS_AXIS_TENSOR, 0, 0 }
+
+static const struct {
+	const char *recipe;
+	want_op op[3][2];       /* fwd (x, W), dgrad (dy, W), wgrad (dy, x) */
+} design[] = {
+	{ "bf16", { { BF16, BF16 }, { BF16, BF16 }, { BF16, BF16 } } },
+	/* one scale per tensor; e4m3 forward, e5m2 gradients */
+	{ "fp8_tensorwise", {
+		{ { LKS_E4M3, LKS_AXIS_TENSOR, 0, 0 }, { LKS_E4M3, LKS_AXIS_TENSOR, 0, 0 } },
+		{ { LKS_E5M2, LKS_AXIS_TENSOR, 0, 0 }, { LKS_E4M3, LKS_AXIS_TENSOR, 0, 0 } },
+		{ { LKS_E5M2, LKS_AXIS_TENSOR, 0, 0 }, { LKS_E4M3, LKS_AXIS_TENSOR, 0, 0 } } } },
+	/* e4m3 everywhere, pow2 scales: x per row (over K), W per row (over K); dy per row
+	   (over N), W per column (over N); dy per column (over M), x per column (over M) */
+	{ "fp8_rowwise", {
+		{ { LKS_E4M3, LKS_AXIS_ROW, 1, 0 }, { LKS_E4M3, LKS_AXIS_ROW, 1, 0 } },
+		{ { LKS_E4M3, LKS_AXIS_ROW, 1, 0 }, { LKS_E4M3, LKS_AXIS_COL, 1, 0 } },
+		{ { LKS_E4M3, LKS_AXIS_COL, 1, 0 }, { LKS_E4M3, LKS_AXIS_COL, 1, 0 } } } },
+	/* as rowwise forward; grad_x: dy axiswise e4m3 x W tensorwise e4m3; grad_W in bf16 */
+	{ "fp8_rowwise_gw_hp", {
+		{ { LKS_E4M3, LKS_AXIS_ROW, 1, 0 }, { LKS_E4M3, LKS_AXIS_ROW, 1, 0 } },
+		{ { LKS_E4M3, LKS_AXIS_ROW, 1, 0 }, { LKS_E4M3, LKS_AXIS_TENSOR, 1, 0 } },
+		{ BF16, BF16 } } },
+	/* per-tensor scales from the amax history; e4m3 forward, e5m2 dy */
+	{ "fp8_delayed", {
+		{ { LKS_E4M3, LKS_AXIS_TENSOR, 0, 1 }, { LKS_E4M3, LKS_AXIS_TENSOR, 0, 1 } },
+		{ { LKS_E5M2, LKS_AXIS_TENSOR, 0, 1 }, { LKS_E4M3, LKS_AXIS_TENSOR, 0, 1 } },
+		{ { LKS_E5M2, LKS_AXIS_TENSOR, 0, 1 }, { LKS_E4M3, LKS_AXIS_TENSOR, 0, 1 } } } },
+};
+
+enum { T = 2 * 8, H = 16, F = 32, V = 24 };  /* tokens, hidden, ffn, vocab of the case */
+
+/* The GEMMs of one step in execution order: which linear layer and role, or the head. */
+static const struct {
+	int layer;              /* 0 up, 1 down, -1 LM head (always BF16) */
+	int role;               /* 0 fwd, 1 dgrad, 2 wgrad */
+	int M, N, K;
+	int rows[2], cols[2];   /* the stored tensors quantized for A and B */
+} step_gemms[] = {
+	{ 0, 0, T, F, H, { T, F }, { H, H } },    /* up fwd: x = h (T, H), W1 (F, H) */
+	{ 1, 0, T, H, F, { T, H }, { F, F } },    /* down fwd: x = a (T, F), W2 (H, F) */
+	{ -1, 0, T, V, H, { 0, 0 }, { 0, 0 } },   /* head fwd */
+	{ -1, 2, V, H, T, { 0, 0 }, { 0, 0 } },   /* head grad_W */
+	{ -1, 1, T, H, V, { 0, 0 }, { 0, 0 } },   /* head grad_x */
+	{ 1, 1, T, F, H, { T, H }, { H, F } },    /* down dgrad: dy (T, H), W2 (H, F) */
+	{ 1, 2, H, F, T, { T, T }, { H, F } },    /* down wgrad: dy (T, H), x = a (T, F) */
+	{ 0, 1, T, H, F, { T, F }, { F, H } },    /* up dgrad: dy (T, F), W1 (F, H) */
+	{ 0, 2, F, H, T, { T, T }, { F, H } },    /* up wgrad: dy (T, F), x = h (T, H) */
+};
+
+static void load_case(const char *recipe, lks_case *c)
+{
+	char path[] = "/tmp/lks_test_recipe_XXXXXX", text[512];
+	int fd = mkstemp(path);
+	FILE *f = fdopen(fd, "w");
+
+	snprintf(text, sizeof(text), "[case]\nsteps = 1\n[model]\nvocab = %d\nhidden = %d\n"
+	         "ffn = %d\nlayers = 1\nseq = 8\nbatch = 2\n[run r]\nrecipe = %s\n", V, H, F, recipe);
+	fputs(text, f);
+	fclose(f);
+	cr_assert_eq(lks_case_load(path, NULL, 0, c), 0, "%s", lks_errmsg());
+	unlink(path);
+}
+
+Test(recipe, quantizes_the_operands_design_names)
+{
+	for (size_t d = 0; d < sizeof(design) / sizeof(design[0]); d++) {
+		lks_case c;
+		lks_runner_opts o = { .threads = 1, .backend = &rec_backend };
+		lks_run_result res;
+		int q = 0;
+
+		load_case(design[d].recipe, &c);
+		memset(&rec, 0, sizeof(rec));
+		cr_assert_eq(lks_run(&c, &c.runs[0], NULL, &o, &res), 0, "%s", lks_errmsg());
+		cr_assert_eq(rec.ng, (int)(sizeof(step_gemms) / sizeof(step_gemms[0])), "%s: %d GEMMs",
+		             design[d].recipe, rec.ng);
+		for (int i = 0; i < rec.ng; i++) {
+			const char *what = design[d].recipe;
+
+			cr_assert_eq(rec.g[i].M, step_gemms[i].M, "%s gemm %d M", what, i);
+			cr_assert_eq(rec.g[i].N, step_gemms[i].N, "%s gemm %d N", what, i);
+			cr_assert_eq(rec.g[i].K, step_gemms[i].K, "%s gemm %d K", what, i);
+			for (int ab = 0; ab < 2; ab++) {
+				lks_dtype dt = ab ? rec.g[i].b : rec.g[i].a;
+				lks_scaling sc = ab ? rec.g[i].bs : rec.g[i].as;
+				want_op w = step_gemms[i].layer < 0 ? (want_op)BF16
+				          : design[d].op[step_gemms[i].role][ab];
+
+				cr_assert_eq(dt, w.dtype, "%s gemm %d operand %d: dtype %d, want %d", what, i,
+				             ab, dt, w.dtype);
+				if (w.dtype == LKS_BF16) {
+					cr_assert_eq(sc, LKS_SCALE_NONE);
+					continue;
+				}
+				cr_assert_eq(sc, w.axis == LKS_AXIS_TENSOR ? LKS_SCALE_TENSOR : LKS_SCALE_AXIS,
+				             "%s gemm %d operand %d scaling", what, i, ab);
+				/* the quantization that made this operand, in call order */
+				cr_assert_lt(q, rec.nq);
+				cr_assert_eq(rec.q[q].rows, step_gemms[i].rows[ab], "%s gemm %d op %d rows", what, i, ab);
+				cr_assert_eq(rec.q[q].cols, step_gemms[i].cols[ab], "%s gemm %d op %d cols", what, i, ab);
+				cr_assert_eq(rec.q[q].fmt, w.dtype == LKS_E4M3 ? LKS_FP8_E4M3 : LKS_FP8_E5M2,
+				             "%s gemm %d op %d format", what, i, ab);
+				cr_assert_eq(rec.q[q].axis, w.axis, "%s gemm %d op %d axis %d, want %d", what, i,
+				             ab, rec.q[q].axis, w.axis);
+				cr_assert_eq(rec.q[q].pow2, w.pow2, "%s gemm %d op %d pow2", what, i, ab);
+				cr_assert_eq(rec.q[q].given, w.delayed, "%s gemm %d op %d delayed", what, i, ab);
+				q++;
+			}
+			cr_assert_eq(rec.g[i].nq_before, q, "%s gemm %d: quantized %d operands before it, want %d",
+			             what, i, rec.g[i].nq_before, q);
+		}
+		cr_assert_eq(rec.nq, q, "%s: %d quantize calls, want %d", design[d].recipe, rec.nq, q);
+		lks_case_release(&c);
+	}
+}
