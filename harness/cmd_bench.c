@@ -18,6 +18,7 @@ static const struct lks_bench_subject lks_bench_subjects[] = {
 	{ "gemm", lks_bench_gemm, "FP8 (E4M3, rowwise scales) and BF16 GEMM vs OpenBLAS sgemm" },
 	{ "quant", lks_bench_quant, "rowwise amax + scale + FP8 cast vs memcpy of the same bytes" },
 	{ "store", lks_bench_store, "SQLite ingest of tensor-stat rows (target >= 1M rows/s)" },
+	{ "step", lks_bench_step, "training step: tracing cost, GEMM share, FP8 vs BF16 loss gap" },
 };
 
 static void lks_bench_help(FILE *out)

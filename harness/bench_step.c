@@ -1,0 +1,721 @@
+/*
+ * bench_step.c: 'lockstep bench step': the training step as a whole, in one invocation.
+ *
+ *   1. tracing cost: one run of the case untraced (no stats, no hashes, no store), with
+ *      stats + hashes but no store, and fully traced into a temporary SQLite database;
+ *      the overhead is traced / untraced - 1 (target <= 5%).
+ *   2. SQLite ingest: the rows the traced run stores per step, and the rate at which
+ *      lks_store_step() takes them, timed directly by replaying the real rows.
+ *   3. GEMM share: the same run widened (hidden 512, ffn 2048) on one rank, through a
+ *      backend wrapper that times every gemm() and quantize() call (target gemm >= 70%).
+ *   4. FP8 vs BF16 loss gap: every run of the case, per-step loss against the bf16 run.
+ *
+ * Step times are taken between successive on_step callbacks, so they cover the whole
+ * step (forward, backward, all-reduce, update, stats, store) and nothing of the run's
+ * setup; step 0 is left out of every time (first touch of the buffers, the tensor list).
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "harness/bench.h"
+#include "harness/case.h"
+#include "harness/cmd.h"
+#include "harness/runner.h"
+#include "harness/trace_store.h"
+#include "kernels/backend.h"
+#include "kernels/cpu/isa.h"
+#include "kernels/cpu/pool.h"
+#include "kernels/err.h"
+
+#define LKS_STEP_TRACE_TARGET 0.05  /* tracing overhead (the target) */
+#define LKS_STEP_GEMM_TARGET 0.70   /* GEMM share of a step at hidden >= 512 (ditto) */
+#define LKS_STEP_GEMM_HIDDEN 512    /* wide enough that the GEMMs should dominate ... */
+#define LKS_STEP_GEMM_FFN 2048      /* ... with the usual 4x MLP */
+#define LKS_STEP_GEMM_MAX_STEPS 10  /* a wide step is ~10x the default's; keep part 3 short */
+
+static const char lks_bench_step_help[] =
+	"usage: lockstep bench step [--case FILE] [--set S.K=V]... [--run NAME] [--steps N]\n"
+	"                           [--reps N] [--threads T] [--isa scalar|avx2|avx512]\n"
+	"                           [--dir DIR] [--keep]\n"
+	"\n"
+	"Times whole training steps of a case (default cases/fp8_recipes.ini) and prints:\n"
+	"  1. tracing cost: one run untraced, with per-tensor stats + hashes only, and with\n"
+	"     stats + hashes + SQLite writes into a temporary database; the overhead of each\n"
+	"     over the untraced step (target <= 5%). Best of N repetitions, interleaved.\n"
+	"  2. SQLite ingest: stat + step rows stored per step, and rows/s of lks_store_step\n"
+	"     timed directly on a replay of the traced run's own rows.\n"
+	"  3. GEMM share: the same run with model.hidden=512 model.ffn=2048 on one rank, time\n"
+	"     inside the backend's gemm() and quantize() calls over step time (target >= 70%).\n"
+	"  4. FP8 vs BF16 loss gap: every run of the case, per-step loss against the run whose\n"
+	"     recipe is bf16: final loss, mean and max |loss - bf16| / bf16, the step of the max.\n"
+	"\n"
+	"options:\n"
+	"  --case FILE   the case (default cases/fp8_recipes.ini)\n"
+	"  --set S.K=V   override a case key, as in 'lockstep run' (repeatable)\n"
+	"  --run NAME    the run of parts 1-3 (default: the first with recipe fp8_rowwise,\n"
+	"                else the first run)\n"
+	"  --steps N     steps of the timed runs (default 20, at least 2; part 3 takes at most\n"
+	"                10); if given, also of part 4 (default: the case's steps)\n"
+	"  --reps N      repetitions of each timed configuration (default 3)\n"
+	"  --threads T   GEMM threads of single-rank runs (default: all cores)\n"
+	"  --isa P       force an ISA path (as LKS_ISA does)\n"
+	"  --dir DIR     where the temporary database goes (default $TMPDIR or /tmp)\n"
+	"  --keep        leave the database in place\n"
+	"\n"
+	"example (a quick smoke run):\n"
+	"  lockstep bench step --steps 2 --reps 1\n"
+	"\n"
+	"exit codes: 0 measured, 2 bad usage or a bad case file, 3 failure\n";
+
+struct lks_step_args {
+	const char *case_path, *run_name, *base;
+	const char **sets;      /* (argc) the --set overrides */
+	int nsets, steps, steps_given, reps, threads, keep;
+};
+
+/* The backend wrapper of part 3: the CPU backend, with the time of every call summed.
+   Nanoseconds in atomics, so ranks running as threads could share it (part 3 uses one). */
+struct lks_step_timer {
+	void *inner_ctx;        /* the lks_pool of the GEMM threads, or NULL */
+	int64_t gemm_ns, quant_ns;
+};
+
+static int64_t lks_step_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static int lks_step_timed_gemm(void *ctx, const lks_gemm *g)
+{
+	struct lks_step_timer *t = ctx;
+	int64_t t0 = lks_step_ns();
+	int rc = lks_backend_cpu.gemm(t->inner_ctx, g);
+
+	__atomic_fetch_add(&t->gemm_ns, lks_step_ns() - t0, __ATOMIC_RELAXED);
+	return rc;
+}
+
+static int lks_step_timed_quantize(void *ctx, lks_quant *q)
+{
+	struct lks_step_timer *t = ctx;
+	int64_t t0 = lks_step_ns();
+	int rc = lks_backend_cpu.quantize(t->inner_ctx, q);
+
+	__atomic_fetch_add(&t->quant_ns, lks_step_ns() - t0, __ATOMIC_RELAXED);
+	return rc;
+}
+
+static const lks_backend lks_step_timed_backend = {
+	"cpu", lks_step_timed_gemm, lks_step_timed_quantize
+};
+
+/* What on_step sees of one run: per-step wall time and loss, the kernel time of each step
+   when a timer is attached, and (when capture is set) every stat and step row. */
+struct lks_step_rec {
+	int cap, n;             /* steps allotted, steps seen */
+	double t_prev;          /* lks_now() at the previous on_step, or before lks_run */
+	double *dt, *loss;      /* (cap) seconds of the step, mean loss over ranks */
+	double *gemm, *quant;   /* (cap) seconds inside gemm() / quantize() during the step */
+	struct lks_step_timer *timer;
+	int64_t gemm_prev, quant_prev;
+	size_t nstat_rows;      /* stat rows of the last step */
+	int nranks;
+	int capture;
+	lks_stat_row *stats;    /* captured rows, steps one after another */
+	lks_step_row *steps;
+	size_t nstats, stats_cap;
+	size_t *stat_off;       /* (cap + 1) start of each step's rows in stats */
+};
+
+static int lks_step_rec_init(struct lks_step_rec *r, int steps, int capture)
+{
+	memset(r, 0, sizeof(*r));
+	r->cap = steps;
+	r->capture = capture;
+	r->dt = calloc((size_t)steps, sizeof(double));
+	r->loss = calloc((size_t)steps, sizeof(double));
+	r->gemm = calloc((size_t)steps, sizeof(double));
+	r->quant = calloc((size_t)steps, sizeof(double));
+	r->stat_off = calloc((size_t)steps + 1, sizeof(size_t));
+	if (!r->dt || !r->loss || !r->gemm || !r->quant || !r->stat_off)
+		return lks_err("out of memory");
+	return 0;
+}
+
+static void lks_step_rec_release(struct lks_step_rec *r)
+{
+	free(r->dt);
+	free(r->loss);
+	free(r->gemm);
+	free(r->quant);
+	free(r->stat_off);
+	free(r->stats);
+	free(r->steps);
+	memset(r, 0, sizeof(*r));
+}
+
+/* Ready for another run into the same buffers; captured rows stay unless this run
+   captures anew. */
+static void lks_step_rec_reset(struct lks_step_rec *r)
+{
+	r->n = 0;
+	if (r->capture > 0)
+		r->nstats = 0;
+	r->gemm_prev = r->timer ? r->timer->gemm_ns : 0;
+	r->quant_prev = r->timer ? r->timer->quant_ns : 0;
+	r->t_prev = lks_now();
+}
+
+/* on_step cannot fail, so a capture that runs out of memory stops capturing (capture = -1)
+   and the replay reports it. */
+static void lks_step_capture(struct lks_step_rec *r, const lks_step_row *steps, int nsteps,
+                             const lks_stat_row *stats, size_t nstats)
+{
+	if (!r->steps && !(r->steps = calloc((size_t)r->cap * (size_t)nsteps, sizeof(*r->steps)))) {
+		r->capture = -1;
+		return;
+	}
+	if (r->nstats + nstats > r->stats_cap) {
+		size_t cap = 2 * (r->nstats + nstats);
+		lks_stat_row *p = realloc(r->stats, cap * sizeof(*p));
+
+		if (!p) {
+			r->capture = -1;
+			return;
+		}
+		r->stats = p;
+		r->stats_cap = cap;
+	}
+	memcpy(r->steps + (size_t)r->n * (size_t)nsteps, steps, (size_t)nsteps * sizeof(*steps));
+	memcpy(r->stats + r->nstats, stats, nstats * sizeof(*stats));
+	r->stat_off[r->n] = r->nstats;
+	r->nstats += nstats;
+	r->stat_off[r->n + 1] = r->nstats;
+}
+
+static void lks_step_on_step(void *arg, const lks_step_row *steps, int nsteps,
+                             const lks_stat_row *stats, size_t nstats, char *const *names,
+                             int nnames)
+{
+	struct lks_step_rec *r = arg;
+	double now = lks_now(), loss = 0.0;
+
+	(void)names;
+	(void)nnames;
+	if (r->n >= r->cap)
+		return;
+	for (int k = 0; k < nsteps; k++)
+		loss += steps[k].loss;
+	r->loss[r->n] = loss / nsteps;
+	r->dt[r->n] = now - r->t_prev;
+	if (r->timer) {
+		int64_t g = __atomic_load_n(&r->timer->gemm_ns, __ATOMIC_RELAXED);
+		int64_t q = __atomic_load_n(&r->timer->quant_ns, __ATOMIC_RELAXED);
+
+		r->gemm[r->n] = 1e-9 * (double)(g - r->gemm_prev);
+		r->quant[r->n] = 1e-9 * (double)(q - r->quant_prev);
+		r->gemm_prev = g;
+		r->quant_prev = q;
+	}
+	r->nstat_rows = nstats;
+	r->nranks = nsteps;
+	if (r->capture > 0)
+		lks_step_capture(r, steps, nsteps, stats, nstats);
+	r->n++;
+	/* the callback's own work (the capture) is charged to no step */
+	r->t_prev = lks_now();
+}
+
+/* Mean of v[1..n): step 0 is the warm-up. */
+static double lks_step_mean(const double *v, int n)
+{
+	double s = 0.0;
+
+	for (int i = 1; i < n; i++)
+		s += v[i];
+	return n > 1 ? s / (n - 1) : NAN;
+}
+
+static int lks_step_cmp(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* Median of v[1..n), sorting a copy; NaN when there is nothing or no memory. */
+static double lks_step_median(const double *v, int n)
+{
+	size_t m = n > 1 ? (size_t)(n - 1) : 0;
+	double *tmp = m ? malloc(sizeof(double) * m) : NULL, med;
+
+	if (!tmp)
+		return NAN;
+	memcpy(tmp, v + 1, sizeof(double) * m);
+	qsort(tmp, m, sizeof(double), lks_step_cmp);
+	med = m % 2 ? tmp[m / 2] : 0.5 * (tmp[m / 2 - 1] + tmp[m / 2]);
+	free(tmp);
+	return med;
+}
+
+/* One run of c, recorded in rec; fails if it stopped early. */
+static int lks_step_run(const lks_case *c, const lks_run_cfg *run, lks_store *store,
+                        lks_runner_opts o, struct lks_step_rec *rec, lks_run_result *res)
+{
+	o.on_step = lks_step_on_step;
+	o.on_step_arg = rec;
+	lks_step_rec_reset(rec);
+	if (lks_run(c, run, store, &o, res))
+		return lks_err("run '%s': %s", run->name, lks_errmsg());
+	return 0;
+}
+
+/* ---- 1 + 2: tracing cost and SQLite ingest ---- */
+
+enum { LKS_CFG_OFF, LKS_CFG_STATS, LKS_CFG_SQL, LKS_CFG_COUNT };
+
+static const char *const lks_cfg_names[LKS_CFG_COUNT] = {
+	"untraced (no stats, no store)",
+	"stats + hashes (no store)",
+	"stats + hashes + SQLite",
+};
+
+struct lks_trace_result {
+	double mean[LKS_CFG_COUNT];    /* best over reps of the mean step time, s */
+	double median[LKS_CFG_COUNT];  /* median step time of that best rep, s */
+	double final_loss[LKS_CFG_COUNT];
+	size_t stat_rows;              /* per step */
+	int ranks;
+	double replay;                 /* s per step inside lks_store_step, replayed */
+};
+
+/* Replays the captured rows through lks_store_step as a new run, timed call by call. */
+static int lks_step_replay(lks_store *store, const lks_case *c, const lks_run_cfg *run,
+                           const struct lks_step_rec *rec, double *per_step)
+{
+	lks_run_info info = { .case_name = c->name, .case_path = c->path, .run_name = run->name,
+	                      .recipe = lks_recipe_name(run->recipe), .options = "bench step replay",
+	                      .backend = "cpu", .world_size = rec->nranks, .steps = rec->n,
+	                      .seed = c->seed, .fingerprint = "{}" };
+	int64_t run_id;
+	double t = 0.0;
+
+	if (rec->capture < 0)
+		return lks_err("out of memory capturing the traced rows");
+	if (lks_store_begin_run(store, &info, &run_id))
+		return -1;
+	for (int i = 0; i < rec->n; i++) {
+		double t0 = lks_now();
+
+		if (lks_store_step(store, run_id, rec->steps + (size_t)i * (size_t)rec->nranks,
+		                   rec->nranks, rec->stats + rec->stat_off[i],
+		                   rec->stat_off[i + 1] - rec->stat_off[i]))
+			return -1;
+		if (i > 0)  /* as in the runs: step 0 is the warm-up */
+			t += lks_now() - t0;
+	}
+	*per_step = rec->n > 1 ? t / (rec->n - 1) : NAN;
+	return lks_store_end_run(store, run_id, "complete");
+}
+
+static int lks_step_tracing(const struct lks_step_args *a, const lks_case *c,
+                            const lks_run_cfg *run, lks_store *store,
+                            struct lks_trace_result *out)
+{
+	struct lks_step_rec rec[LKS_CFG_COUNT];
+	lks_runner_opts o = { .steps = a->steps, .threads = a->threads, .overrides = "bench step" };
+	lks_run_result res;
+	int rc = -1;
+
+	memset(rec, 0, sizeof(rec));
+	for (int k = 0; k < LKS_CFG_COUNT; k++) {
+		out->mean[k] = out->median[k] = INFINITY;
+		/* the stats-only run keeps its rows for the replay: the same rows the store got */
+		if (lks_step_rec_init(&rec[k], a->steps, k == LKS_CFG_STATS))
+			goto out;
+	}
+	/* warm-up: page cache, CPU clocks, the allocator's arenas */
+	o.no_trace = 1;
+	if (lks_step_run(c, run, NULL, o, &rec[LKS_CFG_OFF], &res))
+		goto out;
+	/* interleaved, so every configuration sees the same machine state */
+	for (int rep = 0; rep < a->reps; rep++) {
+		for (int k = 0; k < LKS_CFG_COUNT; k++) {
+			double mean;
+
+			o.no_trace = k == LKS_CFG_OFF;
+			if (rep > 0 && rec[k].capture > 0)  /* the first repetition's rows suffice */
+				rec[k].capture = 0;
+			if (lks_step_run(c, run, k == LKS_CFG_SQL ? store : NULL, o, &rec[k], &res))
+				goto out;
+			mean = lks_step_mean(rec[k].dt, rec[k].n);
+			if (mean < out->mean[k]) {
+				out->mean[k] = mean;
+				out->median[k] = lks_step_median(rec[k].dt, rec[k].n);
+			}
+			out->final_loss[k] = res.last_loss;
+			if (k == LKS_CFG_SQL) {
+				out->stat_rows = rec[k].nstat_rows;
+				out->ranks = rec[k].nranks;
+			}
+		}
+	}
+	rc = lks_step_replay(store, c, run, &rec[LKS_CFG_STATS], &out->replay);
+out:
+	for (int k = 0; k < LKS_CFG_COUNT; k++)
+		lks_step_rec_release(&rec[k]);
+	return rc;
+}
+
+static void lks_step_print_tracing(const struct lks_step_args *a, const lks_case *c,
+                                   const lks_run_cfg *run, const struct lks_trace_result *t)
+{
+	double off = t->mean[LKS_CFG_OFF], ov = t->mean[LKS_CFG_SQL] / off - 1.0;
+	double rows = (double)t->stat_rows + t->ranks;
+	double in_run = t->mean[LKS_CFG_SQL] - t->mean[LKS_CFG_STATS];
+	int same = t->final_loss[LKS_CFG_OFF] == t->final_loss[LKS_CFG_STATS]
+	           && t->final_loss[LKS_CFG_OFF] == t->final_loss[LKS_CFG_SQL];
+
+	printf("\n1. tracing cost: run '%s' (%s, %d rank%s), hidden %d, ffn %d, %d layers, "
+	       "%d tokens/step\n", run->name, lks_recipe_name(run->recipe), run->world_size,
+	       run->world_size > 1 ? "s" : "", c->model.hidden, c->model.ffn, c->model.layers,
+	       c->model.batch * c->world_size * c->model.seq);
+	printf("   %d steps per run, step 0 left out, best of %d (by mean)\n", a->steps, a->reps);
+	printf("   %-34s %12s %12s %10s\n", "configuration", "mean ms/step", "median ms", "overhead");
+	for (int k = 0; k < LKS_CFG_COUNT; k++)
+		printf("   %-34s %12.3f %12.3f %9.1f%%\n", lks_cfg_names[k], 1e3 * t->mean[k],
+		       1e3 * t->median[k], 100.0 * (t->mean[k] / off - 1.0));
+	printf("   of which stats + hashes %.3f ms/step (%.1f%%), SQLite %.3f ms/step (%.1f%%)\n",
+	       1e3 * (t->mean[LKS_CFG_STATS] - off), 100.0 * (t->mean[LKS_CFG_STATS] / off - 1.0),
+	       1e3 * in_run, 100.0 * in_run / off);
+	printf("   final loss equal bit for bit traced and untraced: %s\n", same ? "yes" : "NO");
+	printf("   target overhead <= %.0f%%: %s (%.1f%%)\n", 100 * LKS_STEP_TRACE_TARGET,
+	       ov <= LKS_STEP_TRACE_TARGET ? "met" : "NOT met", 100.0 * ov);
+
+	printf("\n2. SQLite ingest of the traced run\n");
+	printf("   rows per step: %zu stat + %d step = %.0f\n", t->stat_rows, t->ranks, rows);
+	printf("   %-46s %10s %12s\n", "measurement", "ms/step", "rows/s");
+	printf("   %-46s %10.3f %12.0f\n", "lks_store_step, timed, replaying the run's rows",
+	       1e3 * t->replay, rows / t->replay);
+	if (in_run > 0)
+		printf("   %-46s %10.3f %12.0f\n", "in the run (traced - stats-only step time)",
+		       1e3 * in_run, rows / in_run);
+	else
+		printf("   %-46s %10.3f %12s\n", "in the run (traced - stats-only step time)",
+		       1e3 * in_run, "(noise)");
+	printf("   (compare 'lockstep bench store': the same writer on synthetic rows)\n");
+}
+
+/* ---- 3: GEMM share ---- */
+
+struct lks_gemm_result {
+	int steps;
+	double step[2], gemm[2], quant[2];  /* s per step: untraced, traced without store */
+};
+
+static int lks_step_gemm(const struct lks_step_args *a, const lks_case *c,
+                         const lks_run_cfg *run, struct lks_gemm_result *out)
+{
+	struct lks_step_timer timer = { 0 };
+	struct lks_step_rec rec;
+	lks_pool *pool = NULL;
+	int threads = a->threads > 0 ? a->threads : (int)sysconf(_SC_NPROCESSORS_ONLN);
+	lks_runner_opts o = { .threads = a->threads, .overrides = "bench step",
+	                      .backend = &lks_step_timed_backend, .backend_ctx = &timer };
+	lks_run_result res;
+	int rc = -1;
+
+	out->steps = o.steps = a->steps < LKS_STEP_GEMM_MAX_STEPS ? a->steps : LKS_STEP_GEMM_MAX_STEPS;
+	/* the runner gives a single rank its GEMM pool only when no backend is passed, so the
+	   wrapper brings its own with the same thread count */
+	if (threads > 1 && lks_pool_create(threads, &pool))
+		return -1;
+	timer.inner_ctx = pool;
+	if (lks_step_rec_init(&rec, o.steps, 0))
+		goto out;
+	rec.timer = &timer;
+	for (int k = 0; k < 2; k++) {
+		out->step[k] = out->gemm[k] = out->quant[k] = INFINITY;
+		o.no_trace = k == 0;
+		for (int rep = 0; rep < a->reps; rep++) {
+			double mean;
+
+			if (lks_step_run(c, run, NULL, o, &rec, &res))
+				goto out;
+			mean = lks_step_mean(rec.dt, rec.n);
+			if (mean < out->step[k]) {
+				out->step[k] = mean;
+				out->gemm[k] = lks_step_mean(rec.gemm, rec.n);
+				out->quant[k] = lks_step_mean(rec.quant, rec.n);
+			}
+		}
+	}
+	rc = 0;
+out:
+	lks_step_rec_release(&rec);
+	lks_pool_free(pool);
+	return rc;
+}
+
+static void lks_step_print_gemm(const struct lks_step_args *a, const lks_case *c,
+                                const lks_run_cfg *run, const struct lks_gemm_result *g)
+{
+	static const char *const cfg[2] = { "untraced", "stats + hashes (no store)" };
+	int threads = a->threads > 0 ? a->threads : (int)sysconf(_SC_NPROCESSORS_ONLN);
+	double share = g->gemm[0] / g->step[0];
+
+	printf("\n3. GEMM share: run '%s' (%s) with model.hidden=%d model.ffn=%d "
+	       "run.%s.world_size=1, %d layers, %d tokens/step\n", run->name,
+	       lks_recipe_name(run->recipe), c->model.hidden, c->model.ffn, run->name,
+	       c->model.layers, c->model.batch * c->world_size * c->model.seq);
+	printf("   one rank, so kernel calls never overlap: wall time inside the backend's gemm()\n"
+	       "   and quantize() (each spread over %d thread%s) / step wall time; %d steps, step 0\n"
+	       "   left out, best of %d\n", threads, threads > 1 ? "s" : "", g->steps, a->reps);
+	printf("   %-26s %9s %9s %7s %10s %7s %9s %7s\n", "configuration", "ms/step", "gemm ms",
+	       "gemm", "quant ms", "quant", "other ms", "other");
+	for (int k = 0; k < 2; k++) {
+		double other = g->step[k] - g->gemm[k] - g->quant[k];
+
+		printf("   %-26s %9.2f %9.2f %6.1f%% %10.2f %6.1f%% %9.2f %6.1f%%\n", cfg[k],
+		       1e3 * g->step[k], 1e3 * g->gemm[k], 100.0 * g->gemm[k] / g->step[k],
+		       1e3 * g->quant[k], 100.0 * g->quant[k] / g->step[k], 1e3 * other,
+		       100.0 * other / g->step[k]);
+	}
+	printf("   target gemm >= %.0f%% of the untraced step: %s (%.1f%%; gemm + quantize %.1f%%)\n",
+	       100 * LKS_STEP_GEMM_TARGET, share >= LKS_STEP_GEMM_TARGET ? "met" : "NOT met",
+	       100.0 * share, 100.0 * (g->gemm[0] + g->quant[0]) / g->step[0]);
+}
+
+/* ---- 4: loss gap ---- */
+
+static int lks_step_gap(const struct lks_step_args *a, const lks_case *c)
+{
+	int steps = a->steps_given ? a->steps : c->steps, ref = -1;
+	struct lks_step_rec *rec = calloc((size_t)c->nruns, sizeof(*rec));
+	lks_runner_opts o = { .steps = steps, .threads = a->threads, .no_trace = 1,
+	                      .overrides = "bench step" };
+	lks_run_result res;
+	int rc = -1;
+
+	if (!rec)
+		return lks_err("out of memory");
+	for (int i = 0; i < c->nruns; i++) {
+		if (lks_step_rec_init(&rec[i], steps, 0) || lks_step_run(c, &c->runs[i], NULL, o, &rec[i], &res))
+			goto out;
+		if (ref < 0 && c->runs[i].recipe == LKS_RECIPE_BF16)
+			ref = i;
+	}
+
+	printf("\n4. FP8 vs BF16 loss gap: %s, %d steps, every run untraced; gap = |loss - "
+	       "loss_bf16| / loss_bf16 per step\n", c->name, steps);
+	if (ref < 0)
+		printf("   no run of the case has recipe bf16: gaps not computed\n");
+	else
+		printf("   reference: run '%s'\n", c->runs[ref].name);
+	printf("   %-16s %-18s %3s %11s %10s %10s %9s\n", "run", "recipe", "ws", "final loss",
+	       "mean gap", "max gap", "max at");
+	for (int i = 0; i < c->nruns; i++) {
+		const struct lks_step_rec *r = &rec[i];
+		double sum = 0.0, max = -1.0;
+		int at = -1;
+
+		printf("   %-16s %-18s %3d %11.4f", c->runs[i].name, lks_recipe_name(c->runs[i].recipe),
+		       c->runs[i].world_size, r->n ? r->loss[r->n - 1] : NAN);
+		if (ref < 0 || i == ref) {
+			printf(" %10s %10s %9s\n", "-", "-", "-");
+			continue;
+		}
+		for (int s = 0; s < r->n && s < rec[ref].n; s++) {
+			double gap = fabs(r->loss[s] - rec[ref].loss[s]) / rec[ref].loss[s];
+
+			sum += gap;
+			if (!(gap <= max)) {  /* a NaN gap is the max and stays it */
+				max = gap;
+				at = s;
+			}
+		}
+		printf(" %9.3f%% %9.3f%% %9d\n", 100.0 * sum / r->n, 100.0 * max, at);
+	}
+	rc = 0;
+out:
+	for (int i = 0; i < c->nruns; i++)
+		lks_step_rec_release(&rec[i]);
+	free(rec);
+	return rc;
+}
+
+/* ---- the command ---- */
+
+/* 0: go on; -1: help was printed; else an exit code */
+static int lks_step_parse(int argc, char **argv, struct lks_step_args *a)
+{
+	a->case_path = "cases/fp8_recipes.ini";
+	a->steps = 20;
+	a->reps = 3;
+	a->base = getenv("TMPDIR");
+	if (!a->base || !*a->base)
+		a->base = "/tmp";
+	if (!(a->sets = calloc((size_t)argc + 3, sizeof(char *))))
+		return lks_usage("bench step: out of memory");
+	for (int i = 1; i < argc; i++) {
+		const char *o = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+
+		if (!strcmp(o, "--help") || !strcmp(o, "-h")) {
+			fputs(lks_bench_step_help, stdout);
+			return -1;
+		} else if (!strcmp(o, "--steps") || !strcmp(o, "--reps") || !strcmp(o, "--threads")) {
+			int lo = !strcmp(o, "--steps") ? 2 : 1;  /* step 0 is never timed */
+			int *dst = !strcmp(o, "--steps") ? &a->steps : !strcmp(o, "--reps") ? &a->reps
+			         : &a->threads;
+
+			if (lks_opt_int("bench step", o, v, lo, 1 << 20, dst))
+				return LKS_EXIT_USAGE;
+			a->steps_given |= !strcmp(o, "--steps");
+			i++;
+		} else if (!strcmp(o, "--isa")) {
+			if (lks_opt_isa("bench step", v))
+				return LKS_EXIT_USAGE;
+			i++;
+		} else if (!strcmp(o, "--case") && v) {
+			a->case_path = argv[++i];
+		} else if (!strcmp(o, "--set") && v) {
+			a->sets[a->nsets++] = argv[++i];
+		} else if (!strcmp(o, "--run") && v) {
+			a->run_name = argv[++i];
+		} else if (!strcmp(o, "--dir") && v) {
+			a->base = argv[++i];
+		} else if (!strcmp(o, "--keep")) {
+			a->keep = 1;
+		} else {
+			lks_usage("bench step: bad option '%s' (or it lacks its value)", o);
+			fputs(lks_bench_step_help, stderr);
+			return LKS_EXIT_USAGE;
+		}
+	}
+	return 0;
+}
+
+/* The run of parts 1-3: --run, else the first fp8_rowwise run, else the first. */
+static const lks_run_cfg *lks_step_pick(const struct lks_step_args *a, const lks_case *c)
+{
+	if (a->run_name)
+		return lks_case_run(c, a->run_name);
+	for (int i = 0; i < c->nruns; i++)
+		if (c->runs[i].recipe == LKS_RECIPE_FP8_ROWWISE)
+			return &c->runs[i];
+	return c->nruns ? &c->runs[0] : NULL;
+}
+
+static void lks_step_unlink(const char *dir)
+{
+	static const char *const files[] = { "step.db", "step.db-wal", "step.db-shm" };
+	char p[4096];
+
+	for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
+		snprintf(p, sizeof(p), "%s/%s", dir, files[i]);
+		unlink(p);
+	}
+	rmdir(dir);
+}
+
+int lks_bench_step(int argc, char **argv)
+{
+	struct lks_step_args a = { 0 };
+	lks_case c = { 0 }, wide = { 0 };
+	int have_c = 0, have_wide = 0, made_dir = 0, rc;
+	const lks_run_cfg *run, *wrun;
+	char dir[2048], db[4096], over[3][LKS_NAME_MAX + 64];
+	lks_store *store = NULL;
+	struct lks_trace_result tr;
+	struct lks_gemm_result gr;
+
+	if ((rc = lks_step_parse(argc, argv, &a)) != 0) {
+		rc = rc < 0 ? LKS_EXIT_OK : rc;
+		goto out;
+	}
+	rc = LKS_EXIT_USAGE;
+	if (lks_case_load(a.case_path, a.sets, a.nsets, &c)) {
+		fprintf(stderr, "lockstep: bench step: %s\n", lks_errmsg());
+		goto out;
+	}
+	have_c = 1;
+	if (!(run = lks_step_pick(&a, &c))) {
+		lks_usage("bench step: '%s' has no run '%s'", a.case_path, a.run_name ? a.run_name : "");
+		goto out;
+	}
+	/* part 3's case: the user's overrides, then ours (the last one of a key wins) */
+	snprintf(over[0], sizeof(over[0]), "model.hidden=%d", LKS_STEP_GEMM_HIDDEN);
+	snprintf(over[1], sizeof(over[1]), "model.ffn=%d", LKS_STEP_GEMM_FFN);
+	snprintf(over[2], sizeof(over[2]), "run.%s.world_size=1", run->name);
+	for (int i = 0; i < 3; i++)
+		a.sets[a.nsets + i] = over[i];
+	if (lks_case_load(a.case_path, a.sets, a.nsets + 3, &wide)) {
+		fprintf(stderr, "lockstep: bench step: widened for part 3: %s\n", lks_errmsg());
+		goto out;
+	}
+	have_wide = 1;
+	wrun = lks_case_run(&wide, run->name);
+
+	rc = LKS_EXIT_INFRA;
+	if ((size_t)snprintf(dir, sizeof(dir), "%s/lks-bench-step-XXXXXX", a.base) >= sizeof(dir)) {
+		rc = lks_usage("bench step: --dir '%s' is too long", a.base);
+		goto out;
+	}
+	if (!mkdtemp(dir)) {
+		fprintf(stderr, "lockstep: bench step: cannot create a folder in '%s': %s\n", a.base,
+		        strerror(errno));
+		goto out;
+	}
+	made_dir = 1;
+	snprintf(db, sizeof(db), "%s/step.db", dir);
+	if (lks_store_open(db, &store)) {
+		fprintf(stderr, "lockstep: bench step: %s\n", lks_errmsg());
+		goto out;
+	}
+
+	int cores = (int)sysconf(_SC_NPROCESSORS_ONLN);
+	printf("bench step: %s, %d GEMM thread%s (%d cores online), ISA %s\n", a.case_path,
+	       a.threads > 0 ? a.threads : cores, (a.threads > 0 ? a.threads : cores) > 1 ? "s" : "",
+	       cores, lks_isa_name(lks_isa_active()));
+	printf("times are wall clock between the ends of successive steps; a rank's GEMMs use the\n"
+	       "threads only in single-rank runs (ranks of a multi-rank run are one thread each)\n");
+	fflush(stdout);
+
+	if (lks_step_tracing(&a, &c, run, store, &tr)) {
+		fprintf(stderr, "lockstep: bench step: tracing: %s\n", lks_errmsg());
+		goto out;
+	}
+	lks_step_print_tracing(&a, &c, run, &tr);
+	fflush(stdout);
+	if (lks_step_gemm(&a, &wide, wrun, &gr)) {
+		fprintf(stderr, "lockstep: bench step: gemm share: %s\n", lks_errmsg());
+		goto out;
+	}
+	lks_step_print_gemm(&a, &wide, wrun, &gr);
+	fflush(stdout);
+	if (lks_step_gap(&a, &c)) {
+		fprintf(stderr, "lockstep: bench step: loss gap: %s\n", lks_errmsg());
+		goto out;
+	}
+	if (a.keep)
+		printf("\ntraces kept in '%s'\n", db);
+	rc = LKS_EXIT_OK;
+out:
+	lks_store_close(store);
+	if (made_dir && !a.keep)
+		lks_step_unlink(dir);
+	if (have_c)
+		lks_case_release(&c);
+	if (have_wide)
+		lks_case_release(&wide);
+	free(a.sets);
+	return rc;
+}
