@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 /* Runs 'env... LKS_BIN args' through the shell; returns the exit code and, if out is not
    NULL, the first n-1 bytes of stdout and stderr together. */
@@ -95,4 +96,71 @@ Test(cli, bench_quant_runs_small)
 	             "%s", out);
 	cr_assert_not_null(strstr(out, "memcpy (peer)"), "%s", out);
 	cr_assert_not_null(strstr(out, "ratio"), "%s", out);
+}
+
+/* Writes text to path. */
+static void put_file(const char *path, const char *text)
+{
+	FILE *f = fopen(path, "w");
+
+	cr_assert_not_null(f, "cannot write '%s'", path);
+	fputs(text, f);
+	fclose(f);
+}
+
+/* The whole file, for comparing before and after. */
+static char *slurp(const char *path, size_t *n)
+{
+	FILE *f = fopen(path, "rb");
+	char *buf;
+
+	cr_assert_not_null(f, "cannot read '%s'", path);
+	fseek(f, 0, SEEK_END);
+	*n = (size_t)ftell(f);
+	fseek(f, 0, SEEK_SET);
+	buf = malloc(*n + 1);
+	cr_assert_eq(fread(buf, 1, *n, f), *n);
+	fclose(f);
+	return buf;
+}
+
+Test(cli, run_stores_and_bad_case_touches_nothing)
+{
+	char dir[] = "/tmp/lks_test_cli_XXXXXX", good[600], bad[600], db[600], args[2048], out[8192];
+	char *before, *after;
+	size_t nb, na;
+
+	cr_assert_not_null(mkdtemp(dir));
+	snprintf(good, sizeof(good), "%s/good.ini", dir);
+	snprintf(bad, sizeof(bad), "%s/bad.ini", dir);
+	snprintf(db, sizeof(db), "%s/x.db", dir);
+	put_file(good, "[case]\nsteps = 2\n[model]\nvocab = 32\nhidden = 16\nffn = 32\nlayers = 1\n"
+	               "seq = 4\nbatch = 2\n[run a]\nrecipe = fp8_rowwise\n");
+	put_file(bad, "[case]\nsteps = 2\n[model]\nvocab = 32\nhidden = 16\nffn = 32\nlayers = 1\n"
+	              "seq = 4\nbatch = 2\n[run a]\nrecipe = fp8_rowwise\ncheckpoint = sometimes\n");
+	snprintf(args, sizeof(args), "run --quiet --db '%s' '%s'", db, good);
+	cr_assert_eq(run(NULL, args, out, sizeof(out)), 0, "%s", out);
+	cr_assert_not_null(strstr(out, "suite 1 stored"), "%s", out);
+	before = slurp(db, &nb);
+
+	/* a bad case among good ones: exit 2, the message names file and line, and the
+	   database is not opened at all */
+	snprintf(args, sizeof(args), "run --quiet --db '%s' '%s' '%s'", db, good, bad);
+	cr_assert_eq(run(NULL, args, out, sizeof(out)), 2, "%s", out);
+	snprintf(args, sizeof(args), "%s:12:", bad);  /* the checkpoint line */
+	cr_assert_not_null(strstr(out, args), "no '%s' in: %s", args, out);
+	cr_assert_not_null(strstr(out, "sometimes"), "%s", out);
+	after = slurp(db, &na);
+	cr_assert(nb == na && memcmp(before, after, nb) == 0, "the database changed");
+	free(before);
+	free(after);
+
+	snprintf(args, sizeof(args), "run --quiet --db '%s' --set model.hiden=3 '%s'", db, good);
+	cr_assert_eq(run(NULL, args, out, sizeof(out)), 2, "%s", out);
+	cr_assert_not_null(strstr(out, "hiden"), "%s", out);
+	snprintf(args, sizeof(args), "list '%s'", good);
+	cr_assert_eq(run(NULL, args, out, sizeof(out)), 0, "%s", out);
+	cr_assert_not_null(strstr(out, "fp8_rowwise"), "%s", out);
+	snprintf(args, sizeof(args), "rm -rf '%s'", dir);
+	cr_assert_eq(system(args), 0);
 }
