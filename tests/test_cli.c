@@ -7,8 +7,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
+
+#include <sqlite3.h>
+
+#include "harness/trace_store.h"
+#include "kernels/err.h"
 
 /* Runs 'env... LKS_BIN args' through the shell; returns the exit code and, if out is not
    NULL, the first n-1 bytes of stdout and stderr together. */
@@ -161,6 +167,99 @@ Test(cli, run_stores_and_bad_case_touches_nothing)
 	snprintf(args, sizeof(args), "list '%s'", good);
 	cr_assert_eq(run(NULL, args, out, sizeof(out)), 0, "%s", out);
 	cr_assert_not_null(strstr(out, "fp8_rowwise"), "%s", out);
+	snprintf(args, sizeof(args), "rm -rf '%s'", dir);
+	cr_assert_eq(system(args), 0);
+}
+
+/* ---- kill -9 in the middle of 'lockstep run' ---- */
+
+struct seen_runs {
+	int n;
+	int64_t id[8];
+	char status[8][16];
+};
+
+static int collect_run(void *arg, const lks_run_rec *run)
+{
+	struct seen_runs *s = arg;
+
+	if (s->n < 8) {
+		s->id[s->n] = run->run_id;
+		snprintf(s->status[s->n], sizeof(s->status[0]), "%s", run->status);
+		s->n++;
+	}
+	return 0;
+}
+
+static int64_t count_rows(const char *db, lks_store_table table, int64_t run_id)
+{
+	lks_store *s;
+	int64_t n = -1;
+
+	if (lks_store_open(db, &s) == 0) {
+		lks_store_count(s, run_id, table, &n);
+		lks_store_close(s);
+	}
+	return n;
+}
+
+Test(cli, kill_9_leaves_an_incomplete_run_and_the_rest_intact)
+{
+	char dir[] = "/tmp/lks_test_kill_XXXXXX", quick[600], slow[600], db[600], args[2048], out[4096];
+	struct seen_runs runs = { 0 };
+	int64_t steps_before, stats_before, steps;
+	lks_store *s;
+	pid_t pid;
+	int status;
+
+	cr_assert_not_null(mkdtemp(dir));
+	snprintf(quick, sizeof(quick), "%s/quick.ini", dir);
+	snprintf(slow, sizeof(slow), "%s/slow.ini", dir);
+	snprintf(db, sizeof(db), "%s/k.db", dir);
+	put_file(quick, "[case]\nsteps = 3\n[model]\nvocab = 32\nhidden = 16\nffn = 32\nlayers = 1\n"
+	                "seq = 4\nbatch = 2\n[run a]\nrecipe = bf16\n");
+	put_file(slow, "[case]\nsteps = 100000\nworld_size = 2\n[model]\nvocab = 32\nhidden = 16\n"
+	               "ffn = 32\nlayers = 1\nseq = 4\nbatch = 2\n[run b]\nrecipe = fp8_delayed\n");
+	snprintf(args, sizeof(args), "run --quiet --db '%s' '%s'", db, quick);
+	cr_assert_eq(run(NULL, args, out, sizeof(out)), 0, "%s", out);
+	steps_before = count_rows(db, LKS_TABLE_STEPS, 1);
+	stats_before = count_rows(db, LKS_TABLE_STATS, 1);
+	cr_assert_eq(steps_before, 3);
+
+	pid = fork();
+	cr_assert_neq(pid, -1);
+	if (pid == 0) {
+		freopen("/dev/null", "w", stdout);
+		execl(LKS_BIN, LKS_BIN, "run", "--quiet", "--db", db, slow, (char *)NULL);
+		_exit(127);
+	}
+	/* wait until the second run has stored some steps, then kill it mid-flight */
+	for (int i = 0; i < 400 && count_rows(db, LKS_TABLE_STEPS, 2) < 2 * 20; i++)
+		usleep(25000);
+	kill(pid, SIGKILL);
+	cr_assert_eq(waitpid(pid, &status, 0), pid);
+	cr_assert(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL, "the run ended before the kill");
+
+	cr_assert_eq(lks_store_open(db, &s), 0, "%s", lks_errmsg());
+	cr_assert_eq(lks_store_get_runs(s, collect_run, &runs), 0);
+	cr_assert_eq(runs.n, 2);
+	cr_assert_str_eq(runs.status[0], "complete");
+	cr_assert_str_eq(runs.status[1], "incomplete");
+	cr_assert_eq(lks_store_count(s, 2, LKS_TABLE_STEPS, &steps), 0);
+	cr_assert_geq(steps, 40);
+	cr_assert_eq(steps % 2, 0, "a step is stored with both ranks or not at all");
+	{
+		sqlite3_stmt *st;
+
+		cr_assert_eq(sqlite3_prepare_v2(lks_store_db(s), "PRAGMA integrity_check", -1, &st, NULL),
+		             SQLITE_OK);
+		cr_assert_eq(sqlite3_step(st), SQLITE_ROW);
+		cr_assert_str_eq((const char *)sqlite3_column_text(st, 0), "ok");
+		sqlite3_finalize(st);
+	}
+	lks_store_close(s);
+	cr_assert_eq(count_rows(db, LKS_TABLE_STEPS, 1), steps_before);
+	cr_assert_eq(count_rows(db, LKS_TABLE_STATS, 1), stats_before);
 	snprintf(args, sizeof(args), "rm -rf '%s'", dir);
 	cr_assert_eq(system(args), 0);
 }
