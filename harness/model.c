@@ -110,6 +110,37 @@ void lks_amax_slot_roll(lks_amax_slot *s, lks_dtype fmt, int most_recent, int ma
 
 /* ---- GEMM operands ---- */
 
+#define LKS_TILE 32  /* transposes go tile by tile, so both sides stay in cache */
+
+/* d (cols, rows) = s (rows, cols)^T for bytes. */
+static void lks_transpose_u8(const uint8_t *s, int rows, int cols, uint8_t *d)
+{
+	for (int i0 = 0; i0 < rows; i0 += LKS_TILE)
+		for (int k0 = 0; k0 < cols; k0 += LKS_TILE)
+			for (int i = i0; i < i0 + LKS_TILE && i < rows; i++)
+				for (int k = k0; k < k0 + LKS_TILE && k < cols; k++)
+					d[(size_t)k * rows + i] = s[(size_t)i * cols + k];
+}
+
+/* d (cols, rows) = s (rows, cols)^T for floats; below, rounded to BF16 on the way. */
+static void lks_transpose_f32(const float *s, int rows, int cols, float *d)
+{
+	for (int i0 = 0; i0 < rows; i0 += LKS_TILE)
+		for (int k0 = 0; k0 < cols; k0 += LKS_TILE)
+			for (int i = i0; i < i0 + LKS_TILE && i < rows; i++)
+				for (int k = k0; k < k0 + LKS_TILE && k < cols; k++)
+					d[(size_t)k * rows + i] = s[(size_t)i * cols + k];
+}
+
+static void lks_transpose_bf16(const float *s, int rows, int cols, uint16_t *d)
+{
+	for (int i0 = 0; i0 < rows; i0 += LKS_TILE)
+		for (int k0 = 0; k0 < cols; k0 += LKS_TILE)
+			for (int i = i0; i < i0 + LKS_TILE && i < rows; i++)
+				for (int k = k0; k < k0 + LKS_TILE && k < cols; k++)
+					d[(size_t)k * rows + i] = lks_f32_to_bf16(s[(size_t)i * cols + k]);
+}
+
 static void *lks_arena_take(lks_rank *r, size_t *used, size_t bytes)
 {
 	void *p = r->arena + *used;
@@ -136,10 +167,10 @@ static int lks_prep_operand(lks_rank *r, const lks_operand_rule *rule, const flo
 
 		if (!d)
 			return lks_err("gemm operand arena too small");
-		for (int i = 0; i < orows; i++)
-			for (int k = 0; k < ocols; k++)
-				d[(size_t)i * ocols + k] = transposed ? src[(size_t)k * cols + i]
-				                                      : src[(size_t)i * cols + k];
+		if (transposed)
+			lks_transpose_f32(src, rows, cols, d);
+		else
+			memcpy(d, src, n * sizeof(float));
 		op->data = d;
 		return 0;
 	}
@@ -148,10 +179,10 @@ static int lks_prep_operand(lks_rank *r, const lks_operand_rule *rule, const flo
 
 		if (!d)
 			return lks_err("gemm operand arena too small");
-		for (int i = 0; i < orows; i++)
-			for (int k = 0; k < ocols; k++)
-				d[(size_t)i * ocols + k] = lks_f32_to_bf16(transposed
-					? src[(size_t)k * cols + i] : src[(size_t)i * cols + k]);
+		if (transposed)
+			lks_transpose_bf16(src, rows, cols, d);
+		else
+			lks_f32_to_bf16_n(src, d, n);
 		op->data = d;
 		return 0;
 	}
@@ -183,9 +214,7 @@ static int lks_prep_operand(lks_rank *r, const lks_operand_rule *rule, const flo
 
 		if (!t)
 			return lks_err("gemm operand arena too small");
-		for (int i = 0; i < rows; i++)
-			for (int k = 0; k < cols; k++)
-				t[(size_t)k * rows + i] = codes[(size_t)i * cols + k];
+		lks_transpose_u8(codes, rows, cols, t);
 		codes = t;
 	}
 	op->data = codes;

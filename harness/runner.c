@@ -20,6 +20,7 @@
 #include "harness/model.h"
 #include "kernels/cpu/ops.h"
 #include "kernels/cpu/pool.h"
+#include "kernels/cpu/stats.h"
 #include "kernels/err.h"
 #include "kernels/mathf.h"
 
@@ -77,20 +78,33 @@ static void lks_reduce_task(void *arg, int task, int thread)
 	}
 }
 
+/* AdamW on one chunk of one replica: task = rank * nchunks + chunk. Elements are
+   independent, so chunks may run on any thread in any order. */
 static void lks_update_task(void *arg, int task, int thread)
 {
 	struct lks_runner *R = arg;
-	lks_rank *r = &R->ranks[task];
+	int nchunks = (int)((R->m.nparams + LKS_REDUCE_CHUNK - 1) / LKS_REDUCE_CHUNK);
+	lks_rank *r = &R->ranks[task / nchunks];
 	const lks_optim_cfg *o = &R->c->optim;
-	size_t np = R->m.nparams;
+	size_t np = R->m.nparams, c0 = (size_t)(task % nchunks) * LKS_REDUCE_CHUNK;
+	size_t c1 = c0 + LKS_REDUCE_CHUNK < np ? c0 + LKS_REDUCE_CHUNK : np;
+	float *m1 = R->m1 + (size_t)(task / nchunks) * np, *m2 = R->m2 + (size_t)(task / nchunks) * np;
 
 	for (int i = 0; i < R->m.nt; i++) {
 		const lks_ptensor *p = &R->m.t[i];
+		size_t a = p->off > c0 ? p->off : c0, b = p->off + p->n < c1 ? p->off + p->n : c1;
 
-		lks_adamw(r->params + p->off, R->gsum + p->off, R->m1 + (size_t)task * np + p->off,
-		          R->m2 + (size_t)task * np + p->off, p->n, R->lr, o->beta1, o->beta2, o->eps,
-		          p->decay ? o->weight_decay : 0.0f, R->bc1, R->bc2);
+		if (a < b)
+			lks_adamw(r->params + a, R->gsum + a, m1 + a, m2 + a, b - a, R->lr, o->beta1,
+			          o->beta2, o->eps, p->decay ? o->weight_decay : 0.0f, R->bc1, R->bc2);
 	}
+}
+
+static void lks_trace_update_task(void *arg, int task, int thread)
+{
+	struct lks_runner *R = arg;
+	lks_rank *r = &R->ranks[task];
+
 	for (int i = 0; i < R->m.nt; i++)
 		lks_trace_f32(&r->tr, LKS_PHASE_UPDATE, r->params + R->m.t[i].off, R->m.t[i].n, "%s",
 		              R->m.t[i].name);
@@ -248,7 +262,7 @@ static int lks_run_step(struct lks_runner *R, int step, lks_store *store, int64_
 	lks_step_row *rows = R->rows;
 	lks_stat_row *stats = NULL;
 	size_t nstats = 0;
-	double ss = 0.0, lsum = 0.0, gnorm;
+	double lsum = 0.0, gnorm;
 	int rc = -1;
 
 	for (int r = 0; r < R->W; r++) {
@@ -266,10 +280,9 @@ static int lks_run_step(struct lks_runner *R, int step, lks_store *store, int64_
 	lks_check_grads(R, store, run_id, step, res);
 	lks_pool_run(R->rank_pool, ntasks, lks_reduce_task, R);
 
-	/* global norm in double, index order; the clip scales the summed gradient once */
-	for (size_t i = 0; i < R->m.nparams; i++)
-		ss += (double)R->gsum[i] * R->gsum[i];
-	gnorm = sqrt(ss);
+	/* global norm in double (lks_sumsq's fixed order); the clip scales the summed
+	   gradient once, so every replica sees the same clipped values */
+	gnorm = sqrt(lks_sumsq(R->gsum, R->m.nparams));
 	if (opt->clip > 0.0f && gnorm > opt->clip) {
 		float coef = (float)(opt->clip / (gnorm + 1e-6));
 
@@ -281,7 +294,9 @@ static int lks_run_step(struct lks_runner *R, int step, lks_store *store, int64_
 	R->b2pow *= opt->beta2;
 	R->bc1 = 1.0f - R->b1pow;
 	R->bc2 = 1.0f - R->b2pow;
-	lks_pool_run(R->rank_pool, R->W, lks_update_task, R);
+	/* one rank: its GEMM threads share the update; many: each rank thread updates */
+	lks_pool_run(R->W > 1 ? R->rank_pool : R->gemm_pool, R->W * ntasks, lks_update_task, R);
+	lks_pool_run(R->rank_pool, R->W, lks_trace_update_task, R);
 	lks_step_delayed(R);
 
 	for (int r = 0; r < R->W; r++)

@@ -10,6 +10,8 @@
 #define XXH_STATIC_LINKING_ONLY  /* XXH3_state_t on the stack */
 #include <xxhash.h>
 
+#include "kernels/cpu/stats.h"
+
 void lks_tracer_init(lks_tracer *t, int rank)
 {
 	memset(t, 0, sizeof(*t));
@@ -37,22 +39,8 @@ void lks_tracer_begin_step(lks_tracer *t, int step)
 void lks_tensor_stats(const float *x, size_t n, double *l2, float *amax, int64_t *nonfinite,
                       uint64_t *hash)
 {
-	double ss = 0.0;
-	float m = 0.0f;
-	int64_t bad = 0;
-	int nan = 0;
-
-	for (size_t i = 0; i < n; i++) {
-		float a = fabsf(x[i]);
-
-		ss += (double)x[i] * x[i];
-		bad += !isfinite(x[i]);
-		nan |= isnan(a);
-		m = a > m ? a : m;
-	}
-	*l2 = sqrt(ss);
-	*amax = nan ? NAN : m;
-	*nonfinite = bad;
+	lks_amax_nonfinite(x, n, amax, nonfinite);
+	*l2 = sqrt(lks_sumsq(x, n));
 	*hash = XXH3_64bits(x, n * sizeof(float));
 }
 
@@ -121,6 +109,7 @@ void lks_trace_quant(lks_tracer *t, lks_phase ph, const lks_quant *q, const char
 {
 	const float *tab = lks_fp8_table(q->fmt);
 	size_t ns = lks_quant_nscales(q);
+	uint64_t count[4][256] = { { 0 } };  /* four histograms: no store-to-load stalls */
 	double ss = 0.0;
 	float m = 0.0f, smin = INFINITY;
 	int64_t bad = 0;
@@ -136,15 +125,29 @@ void lks_trace_quant(lks_tracer *t, lks_phase ph, const lks_quant *q, const char
 	XXH3_64bits_reset(&st);
 	for (int r = 0; r < q->rows; r++) {
 		const uint8_t *c = q->q + (size_t)r * q->ldq;
+		int i = 0;
 
 		XXH3_64bits_update(&st, c, (size_t)q->cols);
-		for (int i = 0; i < q->cols; i++) {
-			float v = tab[c[i]], a = fabsf(v);
-
-			ss += (double)v * v;
-			bad += !isfinite(v);
-			m = a > m || isnan(a) ? a : m;
+		for (; i + 4 <= q->cols; i += 4) {
+			count[0][c[i]]++;
+			count[1][c[i + 1]]++;
+			count[2][c[i + 2]]++;
+			count[3][c[i + 3]]++;
 		}
+		for (; i < q->cols; i++)
+			count[0][c[i]]++;
+	}
+	/* statistics of the decoded codes from the histogram, in code order: exact counts,
+	   so the sum has one fixed order whatever the tensor's shape */
+	for (int v = 0; v < 256; v++) {
+		uint64_t k = count[0][v] + count[1][v] + count[2][v] + count[3][v];
+		float a = fabsf(tab[v]);
+
+		if (!k)
+			continue;
+		ss += (double)k * ((double)tab[v] * tab[v]);
+		bad += isfinite(tab[v]) ? 0 : (int64_t)k;
+		m = a > m || isnan(a) ? a : m;
 	}
 	XXH3_64bits_update(&st, q->scale, ns * sizeof(float));
 	for (size_t i = 0; i < ns; i++)

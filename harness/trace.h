@@ -38,7 +38,8 @@ void lks_trace_f32(lks_tracer *t, lks_phase ph, const float *x, size_t n, const 
 void lks_trace_quant(lks_tracer *t, lks_phase ph, const lks_quant *q, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));
 
-/* L2 norm (double, index order), amax (NaN if any NaN), non-finite count and XXH3-64. */
+/* L2 norm (double, lks_sumsq's fixed order), amax (NaN if any NaN), non-finite count and
+   XXH3-64 of the float32 bytes. */
 void lks_tensor_stats(const float *x, size_t n, double *l2, float *amax, int64_t *nonfinite,
                       uint64_t *hash);
 

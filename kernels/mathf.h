@@ -13,6 +13,7 @@
 #define LKS_KERNELS_MATHF_H
 
 #include <math.h>
+#include <stdint.h>
 
 #if defined(__CUDACC__)
 #define LKS_MATH_HD __host__ __device__
@@ -46,7 +47,10 @@ static inline LKS_MATH_HD double lks_exp(double x)
 	p = p * r + 0.5;
 	p = p * r + 1.0;
 	p = p * r + 1.0;
-	return ldexp(p, (int)n);  /* scaling by 2^n is exact */
+	/* times 2^n, built from its bits (n >= -1010, so 2^n is normal): a correctly rounded
+	   multiply, exact unless the result is subnormal, and then rounded as ldexp would */
+	union { uint64_t u; double d; } two_n = { (uint64_t)((int64_t)n + 1023) << 52 };
+	return p * two_n.d;
 }
 
 /* ln x for finite x > 0. */

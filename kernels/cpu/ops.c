@@ -2,6 +2,7 @@
 #include "kernels/cpu/ops.h"
 
 #include <math.h>
+#include <stdlib.h>
 
 #include "kernels/cpu/convert.h"
 #include "kernels/mathf.h"
@@ -18,8 +19,15 @@ static float lks_maybe_bf16(float x, int bf16)
 
 void lks_round_bf16(float *x, size_t n)
 {
-	for (size_t i = 0; i < n; i++)
-		x[i] = lks_bf16r(x[i]);
+	uint16_t h[512];
+
+	/* through the bulk conversions, vectorized on the active ISA path (same bits) */
+	for (size_t i = 0; i < n; i += 512) {
+		size_t k = n - i < 512 ? n - i : 512;
+
+		lks_f32_to_bf16_n(x + i, h, k);
+		lks_bf16_to_f32_n(h, x + i, k);
+	}
 }
 
 void lks_rmsnorm_fwd(const float *x, const float *g, int T, int H, float *y, float *rstd,
@@ -59,13 +67,16 @@ void lks_rmsnorm_bwd(const float *dy, const float *x, const float *g, const floa
 			dg[i] = fmaf(dy[(size_t)t * H + i], x[(size_t)t * H + i] * rstd[t], dg[i]);
 }
 
+/* The element-wise loops below vectorize; the BF16 rounding then goes in bulk. */
 void lks_relu2_fwd(const float *u, size_t n, float *y, int bf16)
 {
 	for (size_t i = 0; i < n; i++) {
 		float r = u[i] > 0.0f ? u[i] : 0.0f;
 
-		y[i] = lks_maybe_bf16(r * r, bf16);
+		y[i] = r * r;
 	}
+	if (bf16)
+		lks_round_bf16(y, n);
 }
 
 void lks_relu2_bwd(const float *u, const float *dy, size_t n, float *du, int bf16)
@@ -73,15 +84,19 @@ void lks_relu2_bwd(const float *u, const float *dy, size_t n, float *du, int bf1
 	for (size_t i = 0; i < n; i++) {
 		float r = u[i] > 0.0f ? u[i] : 0.0f;
 
-		du[i] = lks_maybe_bf16(2.0f * r * dy[i], bf16);
+		du[i] = 2.0f * r * dy[i];
 	}
+	if (bf16)
+		lks_round_bf16(du, n);
 }
 
 double lks_cross_entropy(const float *z, const int32_t *target, int T, int V, float grad_scale,
                          float *dz)
 {
-	double total = 0.0;
+	double total = 0.0, *e = malloc(sizeof(double) * (size_t)V);
 
+	if (!e)  /* a few KiB; without them there is no loss to report */
+		return NAN;
 	for (int t = 0; t < T; t++) {
 		const float *zr = z + (size_t)t * V;
 		float *dr = dz + (size_t)t * V;
@@ -90,15 +105,15 @@ double lks_cross_entropy(const float *z, const int32_t *target, int T, int V, fl
 
 		for (int v = 1; v < V; v++)
 			m = zr[v] > m ? zr[v] : m;
-		for (int v = 0; v < V; v++)
-			sum += lks_exp((double)zr[v] - m);
-		total += lks_log(sum) + m - zr[target[t]];
 		for (int v = 0; v < V; v++) {
-			double p = lks_exp((double)zr[v] - m) / sum;
-
-			dr[v] = (float)((p - (v == target[t])) * grad_scale);
+			e[v] = lks_exp((double)zr[v] - m);
+			sum += e[v];
 		}
+		total += lks_log(sum) + m - zr[target[t]];
+		for (int v = 0; v < V; v++)
+			dr[v] = (float)((e[v] / sum - (v == target[t])) * grad_scale);
 	}
+	free(e);
 	return total;
 }
 

@@ -17,6 +17,7 @@
 /* x[i] <- bf16(x[i]) for i < n. */
 void lks_round_bf16(float *x, size_t n);
 
+
 /* Below, bf16 = 1 rounds outputs to BF16 as stated; bf16 = 0 keeps them float32 (the exact
    reference model of the gradient tests). */
 

@@ -1,0 +1,47 @@
+/* stats.c: tensor statistics, scalar path and dispatch (see stats.h). */
+#include "kernels/cpu/stats.h"
+
+#include <math.h>
+
+#include "kernels/cpu/convert.h"
+#include "kernels/cpu/isa.h"
+
+double lks_avx2_sumsq(const float *x, size_t n);
+void lks_avx2_amax_nonfinite(const float *x, size_t n, uint32_t *maxbits, uint32_t *nan,
+                             int64_t *nonfinite);
+
+double lks_sumsq(const float *x, size_t n)
+{
+	double lane[8] = { 0 };
+	size_t i = 0;
+
+	if (lks_isa_active() != LKS_ISA_SCALAR)
+		return lks_avx2_sumsq(x, n);
+	for (; i + 8 <= n; i += 8)
+		for (int l = 0; l < 8; l++)
+			lane[l] += (double)x[i + l] * (double)x[i + l];
+	for (int l = 0; i < n; i++, l++)
+		lane[l] += (double)x[i] * (double)x[i];
+	return ((lane[0] + lane[1]) + (lane[2] + lane[3])) + ((lane[4] + lane[5]) + (lane[6] + lane[7]));
+}
+
+void lks_amax_nonfinite(const float *x, size_t n, float *amax, int64_t *nonfinite)
+{
+	uint32_t m = 0, nan = 0;
+	int64_t bad = 0;
+
+	if (lks_isa_active() != LKS_ISA_SCALAR) {
+		lks_avx2_amax_nonfinite(x, n, &m, &nan, &bad);
+	} else {
+		for (size_t i = 0; i < n; i++) {
+			uint32_t a = lks_f32_bits(x[i]) & 0x7fffffffu;
+
+			/* as integers, finite magnitudes and inf order as their values */
+			m = a > m && a <= 0x7f800000u ? a : m;
+			nan |= a > 0x7f800000u;
+			bad += a >= 0x7f800000u;
+		}
+	}
+	*amax = nan ? NAN : lks_bits_f32(m);
+	*nonfinite = bad;
+}

@@ -1,0 +1,21 @@
+/*
+ * stats.h: what the tracer measures of a float32 tensor, on the active ISA path.
+ *
+ * Sum of squares in double in one fixed order that vectorizes: eight lanes, element i
+ * into lane i mod 8 in index order, then the lanes as ((0+1)+(2+3))+((4+5)+(6+7)); the
+ * AVX2 path keeps lanes 0-3 and 4-7 in two registers, so every path gives the same bits
+ * (a single sequential chain would be latency-bound). amax and the non-finite count work
+ * on the bits and are exact whatever the order.
+ */
+#ifndef LKS_KERNELS_CPU_STATS_H
+#define LKS_KERNELS_CPU_STATS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+double lks_sumsq(const float *x, size_t n);
+
+/* max |x| (NaN if any element is NaN) and the number of non-finite elements. */
+void lks_amax_nonfinite(const float *x, size_t n, float *amax, int64_t *nonfinite);
+
+#endif
