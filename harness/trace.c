@@ -39,9 +39,30 @@ void lks_tracer_begin_step(lks_tracer *t, int step)
 void lks_tensor_stats(const float *x, size_t n, double *l2, float *amax, int64_t *nonfinite,
                       uint64_t *hash)
 {
-	lks_amax_nonfinite(x, n, amax, nonfinite);
-	*l2 = sqrt(lks_sumsq(x, n));
-	*hash = XXH3_64bits(x, n * sizeof(float));
+	/* one pass over memory: each block is measured and hashed while it is in L1 */
+	enum { BLOCK = 4096 };  /* floats; a multiple of 8 keeps lks_sumsq's lane order */
+	double lane[8] = { 0 };
+	XXH3_state_t st;
+	float m = 0.0f;
+	int64_t bad = 0;
+
+	XXH3_64bits_reset(&st);
+	for (size_t i = 0; i < n; i += BLOCK) {
+		size_t k = n - i < BLOCK ? n - i : BLOCK;
+		float bm;
+		int64_t bb;
+
+		lks_amax_nonfinite(x + i, k, &bm, &bb);
+		if (!isnan(m) && (isnan(bm) || bm > m))  /* a NaN, once seen, stays */
+			m = bm;
+		bad += bb;
+		lks_sumsq_lanes(x + i, k, lane);
+		XXH3_64bits_update(&st, x + i, k * sizeof(float));
+	}
+	*l2 = sqrt(lks_sumsq_lanes_total(lane));
+	*amax = m;
+	*nonfinite = bad;
+	*hash = XXH3_64bits_digest(&st);
 }
 
 /* The next row, with its name registered in the first step; NULL when out of memory or

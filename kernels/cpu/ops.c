@@ -68,10 +68,11 @@ void lks_rmsnorm_bwd(const float *dy, const float *x, const float *g, const floa
 }
 
 /* The element-wise loops below vectorize; the BF16 rounding then goes in bulk. */
-void lks_relu2_fwd(const float *u, size_t n, float *y, int bf16)
+void lks_relu2_fwd(const float *restrict u, size_t n, float *restrict y, int bf16)
 {
+	/* u < 0 ? 0 : u lets a NaN through, as torch.relu does, so a NaN is not hidden */
 	for (size_t i = 0; i < n; i++) {
-		float r = u[i] > 0.0f ? u[i] : 0.0f;
+		float r = u[i] < 0.0f ? 0.0f : u[i];
 
 		y[i] = r * r;
 	}
@@ -79,10 +80,11 @@ void lks_relu2_fwd(const float *u, size_t n, float *y, int bf16)
 		lks_round_bf16(y, n);
 }
 
-void lks_relu2_bwd(const float *u, const float *dy, size_t n, float *du, int bf16)
+void lks_relu2_bwd(const float *restrict u, const float *restrict dy, size_t n,
+                   float *restrict du, int bf16)
 {
 	for (size_t i = 0; i < n; i++) {
-		float r = u[i] > 0.0f ? u[i] : 0.0f;
+		float r = u[i] < 0.0f ? 0.0f : u[i];
 
 		du[i] = 2.0f * r * dy[i];
 	}

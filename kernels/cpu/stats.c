@@ -6,23 +6,36 @@
 #include "kernels/cpu/convert.h"
 #include "kernels/cpu/isa.h"
 
-double lks_avx2_sumsq(const float *x, size_t n);
+void lks_avx2_sumsq_lanes(const float *x, size_t n, double lane[8]);
 void lks_avx2_amax_nonfinite(const float *x, size_t n, uint32_t *maxbits, uint32_t *nan,
                              int64_t *nonfinite);
 
-double lks_sumsq(const float *x, size_t n)
+void lks_sumsq_lanes(const float *x, size_t n, double lane[8])
 {
-	double lane[8] = { 0 };
 	size_t i = 0;
 
-	if (lks_isa_active() != LKS_ISA_SCALAR)
-		return lks_avx2_sumsq(x, n);
+	if (lks_isa_active() != LKS_ISA_SCALAR) {
+		lks_avx2_sumsq_lanes(x, n, lane);
+		return;
+	}
 	for (; i + 8 <= n; i += 8)
 		for (int l = 0; l < 8; l++)
 			lane[l] += (double)x[i + l] * (double)x[i + l];
 	for (int l = 0; i < n; i++, l++)
 		lane[l] += (double)x[i] * (double)x[i];
+}
+
+double lks_sumsq_lanes_total(const double lane[8])
+{
 	return ((lane[0] + lane[1]) + (lane[2] + lane[3])) + ((lane[4] + lane[5]) + (lane[6] + lane[7]));
+}
+
+double lks_sumsq(const float *x, size_t n)
+{
+	double lane[8] = { 0 };
+
+	lks_sumsq_lanes(x, n, lane);
+	return lks_sumsq_lanes_total(lane);
 }
 
 void lks_amax_nonfinite(const float *x, size_t n, float *amax, int64_t *nonfinite)

@@ -15,6 +15,12 @@
 
 double lks_sumsq(const float *x, size_t n);
 
+/* The same in pieces: lane (8 doubles, zero at the start) accumulates x (n a multiple of 8,
+   except for the last piece); lks_sumsq_lanes_total() then gives what lks_sumsq() gives
+   for the whole. For one pass over memory with other per-block work. */
+void lks_sumsq_lanes(const float *x, size_t n, double lane[8]);
+double lks_sumsq_lanes_total(const double lane[8]);
+
 /* max |x| (NaN if any element is NaN) and the number of non-finite elements. */
 void lks_amax_nonfinite(const float *x, size_t n, float *amax, int64_t *nonfinite);
 

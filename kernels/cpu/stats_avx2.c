@@ -3,14 +3,13 @@
 #include <stdint.h>
 #include <string.h>
 
-double lks_avx2_sumsq(const float *x, size_t n);
+void lks_avx2_sumsq_lanes(const float *x, size_t n, double lane[8]);
 void lks_avx2_amax_nonfinite(const float *x, size_t n, uint32_t *maxbits, uint32_t *nan,
                              int64_t *nonfinite);
 
-double lks_avx2_sumsq(const float *x, size_t n)
+void lks_avx2_sumsq_lanes(const float *x, size_t n, double lane[8])
 {
-	__m256d lo = _mm256_setzero_pd(), hi = _mm256_setzero_pd();  /* lanes 0-3, 4-7 */
-	double lane[8];
+	__m256d lo = _mm256_loadu_pd(lane), hi = _mm256_loadu_pd(lane + 4);  /* lanes 0-3, 4-7 */
 	size_t i = 0;
 
 	for (; i + 8 <= n; i += 8) {
@@ -26,7 +25,6 @@ double lks_avx2_sumsq(const float *x, size_t n)
 	_mm256_storeu_pd(lane + 4, hi);
 	for (int l = 0; i < n; i++, l++)
 		lane[l] += (double)x[i] * (double)x[i];
-	return ((lane[0] + lane[1]) + (lane[2] + lane[3])) + ((lane[4] + lane[5]) + (lane[6] + lane[7]));
 }
 
 void lks_avx2_amax_nonfinite(const float *x, size_t n, uint32_t *maxbits, uint32_t *nan,
