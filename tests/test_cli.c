@@ -263,3 +263,17 @@ Test(cli, kill_9_leaves_an_incomplete_run_and_the_rest_intact)
 	snprintf(args, sizeof(args), "rm -rf '%s'", dir);
 	cr_assert_eq(system(args), 0);
 }
+
+Test(cli, bench_step_smoke_and_tracing_changes_no_bit)
+{
+	char out[16384], args[1024];
+
+	snprintf(args, sizeof(args), "bench step --case '%s/cases/fp8_recipes.ini' --steps 2 --reps 1",
+	         LKS_SRC);
+	cr_assert_eq(run(NULL, args, out, sizeof(out)), 0, "%s", out);
+	/* the bench compares a traced and an untraced run of the same case */
+	cr_assert_not_null(strstr(out, "final loss equal bit for bit traced and untraced: yes"), "%s", out);
+	cr_assert_not_null(strstr(out, "reference: run 'bf16'"), "%s", out);
+	snprintf(args, sizeof(args), "bench step --case '%s/cases/fp8_recipes.ini' --steps 1", LKS_SRC);
+	cr_assert_eq(run(NULL, args, NULL, 0), 2);
+}
