@@ -67,12 +67,24 @@ void lks_rmsnorm_bwd(const float *dy, const float *x, const float *g, const floa
 			dg[i] = fmaf(dy[(size_t)t * H + i], x[(size_t)t * H + i] * rstd[t], dg[i]);
 }
 
+/*
+ * max(u, 0) that lets a NaN through, as torch.relu does, so a NaN is not hidden; -0 gives
+ * +0. On the bits: a float compare in the loop would keep the compiler from vectorizing
+ * (it may trap), an integer select does not.
+ */
+static inline float lks_relu(float u)
+{
+	uint32_t b = lks_f32_bits(u);
+	uint32_t keep = (b >> 31 == 0) | ((b & 0x7fffffffu) > 0x7f800000u);
+
+	return lks_bits_f32(b & (0u - keep));  /* all ones or zero: no branch */
+}
+
 /* The element-wise loops below vectorize; the BF16 rounding then goes in bulk. */
 void lks_relu2_fwd(const float *restrict u, size_t n, float *restrict y, int bf16)
 {
-	/* u < 0 ? 0 : u lets a NaN through, as torch.relu does, so a NaN is not hidden */
 	for (size_t i = 0; i < n; i++) {
-		float r = u[i] < 0.0f ? 0.0f : u[i];
+		float r = lks_relu(u[i]);
 
 		y[i] = r * r;
 	}
@@ -83,11 +95,8 @@ void lks_relu2_fwd(const float *restrict u, size_t n, float *restrict y, int bf1
 void lks_relu2_bwd(const float *restrict u, const float *restrict dy, size_t n,
                    float *restrict du, int bf16)
 {
-	for (size_t i = 0; i < n; i++) {
-		float r = u[i] < 0.0f ? 0.0f : u[i];
-
-		du[i] = 2.0f * r * dy[i];
-	}
+	for (size_t i = 0; i < n; i++)
+		du[i] = 2.0f * lks_relu(u[i]) * dy[i];
 	if (bf16)
 		lks_round_bf16(du, n);
 }
