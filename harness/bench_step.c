@@ -479,7 +479,6 @@ static void lks_step_print_gemm(const struct lks_step_args *a, const struct lks_
 	const lks_case *c = rows[0].c;
 	const lks_run_cfg *run = rows[0].run;
 	int threads = a->threads > 0 ? a->threads : (int)sysconf(_SC_NPROCESSORS_ONLN);
-	double share = rows[0].gemm / rows[0].step;
 
 	printf("\n3. GEMM share: run '%s' (%s) with model.hidden=%d model.ffn=%d "
 	       "run.%s.world_size=1, %d layers\n", run->name, lks_recipe_name(run->recipe),
@@ -498,10 +497,18 @@ static void lks_step_print_gemm(const struct lks_step_args *a, const struct lks_
 		       1e3 * r->gemm, 100.0 * r->gemm / r->step, 1e3 * r->quant,
 		       100.0 * r->quant / r->step, 1e3 * other, 100.0 * other / r->step);
 	}
-	printf("   target gemm >= %.0f%% of the untraced step (first row): %s (%.1f%%; gemm + "
-	       "quantize %.1f%%)\n", 100 * LKS_STEP_GEMM_TARGET,
-	       share >= LKS_STEP_GEMM_TARGET ? "met" : "NOT met", 100.0 * share,
-	       100.0 * (rows[0].gemm + rows[0].quant) / rows[0].step);
+	/* the verdict for both untraced rows: 128 tokens per step is the case as written,
+	   the 4x batch is closer to how the model would be trained */
+	for (int k = 0; k < nrows; k += nrows - 1 > 0 ? nrows - 1 : 1) {
+		double g = rows[k].gemm / rows[k].step, gq = (rows[k].gemm + rows[k].quant) / rows[k].step;
+
+		printf("   target gemm >= %.0f%% of the step, '%s': gemm %s (%.1f%%), gemm + FP8 casts "
+		       "%s (%.1f%%)\n", 100 * LKS_STEP_GEMM_TARGET, rows[k].label,
+		       g >= LKS_STEP_GEMM_TARGET ? "met" : "NOT met", 100.0 * g,
+		       gq >= LKS_STEP_GEMM_TARGET ? "met" : "NOT met", 100.0 * gq);
+		if (nrows == 1)
+			break;
+	}
 	printf("   'other' is the rest of the step: optimizer, operand preparation, activations,\n"
 	       "   loss, all-reduce and grad norm; the last row shows how the share moves with\n"
 	       "   tokens per step\n");
