@@ -36,35 +36,6 @@ void lks_tracer_begin_step(lks_tracer *t, int step)
 	t->registering = t->nnames == 0;
 }
 
-void lks_tensor_stats(const float *x, size_t n, double *l2, float *amax, int64_t *nonfinite,
-                      uint64_t *hash)
-{
-	/* one pass over memory: each block is measured and hashed while it is in L1 */
-	enum { BLOCK = 4096 };  /* floats; a multiple of 8 keeps lks_sumsq's lane order */
-	double lane[8] = { 0 };
-	XXH3_state_t st;
-	float m = 0.0f;
-	int64_t bad = 0;
-
-	XXH3_64bits_reset(&st);
-	for (size_t i = 0; i < n; i += BLOCK) {
-		size_t k = n - i < BLOCK ? n - i : BLOCK;
-		float bm;
-		int64_t bb;
-
-		lks_amax_nonfinite(x + i, k, &bm, &bb);
-		if (!isnan(m) && (isnan(bm) || bm > m))  /* a NaN, once seen, stays */
-			m = bm;
-		bad += bb;
-		lks_sumsq_lanes(x + i, k, lane);
-		XXH3_64bits_update(&st, x + i, k * sizeof(float));
-	}
-	*l2 = sqrt(lks_sumsq_lanes_total(lane));
-	*amax = m;
-	*nonfinite = bad;
-	*hash = XXH3_64bits_digest(&st);
-}
-
 /* The next row, with its name registered in the first step; NULL when out of memory or
    when this step strays from the first step's order. */
 static lks_stat_row *lks_trace_row(lks_tracer *t, lks_phase ph, const char *fmt, va_list ap)
@@ -123,7 +94,7 @@ void lks_trace_f32(lks_tracer *t, lks_phase ph, const float *x, size_t n, const 
 	row = lks_trace_row(t, ph, fmt, ap);
 	va_end(ap);
 	if (row)
-		lks_tensor_stats(x, n, &row->l2, &row->amax, &row->nonfinite, &row->hash);
+		lks_stats_f32(x, n, &row->l2, &row->amax, &row->nonfinite, &row->hash);
 }
 
 void lks_trace_quant(lks_tracer *t, lks_phase ph, const lks_quant *q, const char *fmt, ...)

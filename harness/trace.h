@@ -30,17 +30,13 @@ void lks_tracer_init(lks_tracer *t, int rank);
 void lks_tracer_release(lks_tracer *t);
 void lks_tracer_begin_step(lks_tracer *t, int step);
 
-/* The stats of n float32 values; name is a printf format (used in the first step only). */
+/* The stats of n float32 values (lks_stats_f32); name is a printf format (used in the
+   first step only). */
 void lks_trace_f32(lks_tracer *t, lks_phase ph, const float *x, size_t n, const char *fmt, ...)
 	__attribute__((format(printf, 5, 6)));
 /* The stats of a quantized tensor: l2 and amax of the decoded codes (in scaled units), the
    smallest scale, the cast's counts, a hash of codes and scales. */
 void lks_trace_quant(lks_tracer *t, lks_phase ph, const lks_quant *q, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));
-
-/* L2 norm (double, lks_sumsq's fixed order), amax (NaN if any NaN), non-finite count and
-   XXH3-64 of the float32 bytes. */
-void lks_tensor_stats(const float *x, size_t n, double *l2, float *amax, int64_t *nonfinite,
-                      uint64_t *hash);
 
 #endif

@@ -3,12 +3,17 @@
 
 #include <math.h>
 
+#define XXH_STATIC_LINKING_ONLY  /* XXH3_state_t on the stack */
+#include <xxhash.h>
+
 #include "kernels/cpu/convert.h"
 #include "kernels/cpu/isa.h"
 
 void lks_avx2_sumsq_lanes(const float *x, size_t n, double lane[8]);
 void lks_avx2_amax_nonfinite(const float *x, size_t n, uint32_t *maxbits, uint32_t *nan,
                              int64_t *nonfinite);
+void lks_avx2_stats_f32(const float *x, size_t n, double *l2, float *amax, int64_t *nonfinite,
+                        uint64_t *hash);
 
 void lks_sumsq_lanes(const float *x, size_t n, double lane[8])
 {
@@ -57,4 +62,36 @@ void lks_amax_nonfinite(const float *x, size_t n, float *amax, int64_t *nonfinit
 	}
 	*amax = nan ? NAN : lks_bits_f32(m);
 	*nonfinite = bad;
+}
+
+void lks_stats_f32(const float *x, size_t n, double *l2, float *amax, int64_t *nonfinite,
+                   uint64_t *hash)
+{
+	enum { BLOCK = 4096 };  /* floats; a multiple of 8 keeps lks_sumsq's lane order */
+	double lane[8] = { 0 };
+	XXH3_state_t st;
+	float m = 0.0f;
+	int64_t bad = 0;
+
+	if (lks_isa_active() != LKS_ISA_SCALAR) {
+		lks_avx2_stats_f32(x, n, l2, amax, nonfinite, hash);
+		return;
+	}
+	XXH3_64bits_reset(&st);
+	for (size_t i = 0; i < n; i += BLOCK) {
+		size_t k = n - i < BLOCK ? n - i : BLOCK;
+		float bm;
+		int64_t bb;
+
+		lks_amax_nonfinite(x + i, k, &bm, &bb);
+		if (!isnan(m) && (isnan(bm) || bm > m))  /* a NaN, once seen, stays */
+			m = bm;
+		bad += bb;
+		lks_sumsq_lanes(x + i, k, lane);
+		XXH3_64bits_update(&st, x + i, k * sizeof(float));
+	}
+	*l2 = sqrt(lks_sumsq_lanes_total(lane));
+	*amax = m;
+	*nonfinite = bad;
+	*hash = XXH3_64bits_digest(&st);
 }

@@ -21,6 +21,15 @@ double lks_sumsq(const float *x, size_t n);
 void lks_sumsq_lanes(const float *x, size_t n, double lane[8]);
 double lks_sumsq_lanes_total(const double lane[8]);
 
+/*
+ * All of it in one pass over memory, block by block while each block is in L1: L2 norm
+ * (sqrt of lks_sumsq), amax (NaN if any NaN), non-finite count, and XXH3-64 of the float32
+ * bytes (the same hash on every path: XXH3 is defined by its output, and the AVX2 path
+ * only computes it with wider instructions).
+ */
+void lks_stats_f32(const float *x, size_t n, double *l2, float *amax, int64_t *nonfinite,
+                   uint64_t *hash);
+
 /* max |x| (NaN if any element is NaN) and the number of non-finite elements. */
 void lks_amax_nonfinite(const float *x, size_t n, float *amax, int64_t *nonfinite);
 

@@ -1,0 +1,72 @@
+/*
+ * test_stats.c: the tracer's tensor statistics are the same bits on every ISA path, the
+ * hash is XXH3-64 of the bytes as libxxhash computes it, and the sum of squares follows
+ * its documented lane order.
+ */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <xxhash.h>
+
+#include "kernels/cpu/isa.h"
+#include "kernels/cpu/stats.h"
+#include "kernels/philox.h"
+
+/* stats.h's order written out: lane i mod 8, then ((0+1)+(2+3))+((4+5)+(6+7)) */
+static double ref_sumsq(const float *x, size_t n)
+{
+	double lane[8] = { 0 };
+
+	for (size_t i = 0; i < n; i++)
+		lane[i % 8] += (double)x[i] * (double)x[i];
+	return ((lane[0] + lane[1]) + (lane[2] + lane[3])) + ((lane[4] + lane[5]) + (lane[6] + lane[7]));
+}
+
+Test(stats, every_path_agrees_with_the_definition)
+{
+	static const size_t sizes[] = { 0, 1, 7, 8, 9, 4095, 4096, 4097, 12345, 100003 };
+	float *x = malloc(100003 * sizeof(float));
+
+	for (size_t i = 0; i < 100003; i++)
+		x[i] = lks_philox_normal(1, 0, i) * ldexpf(1.0f, (int)(i % 50) - 25);
+	for (int special = 0; special < 3; special++) {
+		if (special == 1)
+			x[5000] = INFINITY, x[77] = -INFINITY;
+		if (special == 2)
+			x[9000] = NAN;
+		for (size_t s = 0; s < sizeof(sizes) / sizeof(sizes[0]); s++) {
+			size_t n = sizes[s];
+			double want_l2 = sqrt(ref_sumsq(x, n));
+			uint64_t want_hash = XXH3_64bits(x, n * sizeof(float));
+			float want_amax = 0.0f;
+			int64_t want_bad = 0;
+
+			for (size_t i = 0; i < n; i++) {
+				want_bad += !isfinite(x[i]);
+				if (!isnan(want_amax) && (isnan(x[i]) || fabsf(x[i]) > want_amax))
+					want_amax = fabsf(x[i]);
+			}
+			for (int isa = 0; isa < LKS_ISA_COUNT; isa++) {
+				double l2;
+				float amax;
+				int64_t bad;
+				uint64_t hash;
+
+				if (lks_isa_force((lks_isa)isa) != 0)
+					continue;
+				lks_stats_f32(x, n, &l2, &amax, &bad, &hash);
+				cr_assert(memcmp(&l2, &want_l2, sizeof(l2)) == 0 || (isnan(l2) && isnan(want_l2)),
+				          "%s n %zu special %d: l2 %a, want %a", lks_isa_name((lks_isa)isa), n,
+				          special, l2, want_l2);
+				cr_assert(amax == want_amax || (isnan(amax) && isnan(want_amax)),
+				          "%s n %zu: amax %g, want %g", lks_isa_name((lks_isa)isa), n, amax, want_amax);
+				cr_assert_eq(bad, want_bad, "%s n %zu", lks_isa_name((lks_isa)isa), n);
+				cr_assert_eq(hash, want_hash, "%s n %zu: hash", lks_isa_name((lks_isa)isa), n);
+			}
+		}
+	}
+	free(x);
+}
