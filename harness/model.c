@@ -152,12 +152,10 @@ static void *lks_arena_take(lks_rank *r, size_t *used, size_t bytes)
 /* The operand (rows', K) from src (rows, cols) float: src itself or its transpose. */
 static int lks_prep_operand(lks_rank *r, const lks_operand_rule *rule, const float *src,
                             int rows, int cols, int transposed, lks_amax_slot *slot, int record,
-                            size_t *used, lks_operand *op, const char *tname)
+                            size_t *used, lks_operand *op, lks_phase ph, const char *tname)
 {
 	int orows = transposed ? cols : rows, ocols = transposed ? rows : cols;
 	size_t n = (size_t)rows * (size_t)cols;
-	lks_phase ph = r->recomputing ? LKS_PHASE_RECOMPUTE
-	             : strstr(tname, ".fwd.") ? LKS_PHASE_FORWARD : LKS_PHASE_BACKWARD;
 
 	memset(op, 0, sizeof(*op));
 	op->ld = (size_t)ocols;
@@ -237,6 +235,8 @@ static int lks_linear(lks_rank *r, int li, lks_role role, const float *a, int ar
 	lks_operand ops[2];
 	size_t used = 0;
 	char tname[96];
+	lks_phase ph = r->recomputing ? LKS_PHASE_RECOMPUTE
+	             : role == LKS_ROLE_FWD ? LKS_PHASE_FORWARD : LKS_PHASE_BACKWARD;
 
 	for (int ab = 0; ab < 2; ab++) {
 		lks_src s = lks_role_src(role, ab);
@@ -247,7 +247,7 @@ static int lks_linear(lks_rank *r, int li, lks_role role, const float *a, int ar
 		         lks_role_name(role), lks_src_name(s));
 		if (lks_prep_operand(r, &rules[ab], src[ab], rows[ab], cols[ab],
 		                     lks_role_transposed(role, ab), &r->slots[li * 3 + s], record,
-		                     &used, &ops[ab], tname))
+		                     &used, &ops[ab], ph, tname))
 			return -1;
 	}
 
@@ -275,8 +275,11 @@ static int lks_head_gemm(lks_rank *r, const float *a, int arows, int acols, int 
 	lks_operand ops[2];
 	size_t used = 0;
 
-	if (lks_prep_operand(r, rule, a, arows, acols, tr_a, NULL, 0, &used, &ops[0], "head")
-	    || lks_prep_operand(r, rule, b, brows, bcols, tr_b, NULL, 0, &used, &ops[1], "head"))
+	/* BF16 or F32 operands are not traced: the phase and name go unused */
+	if (lks_prep_operand(r, rule, a, arows, acols, tr_a, NULL, 0, &used, &ops[0],
+	                     LKS_PHASE_FORWARD, "head")
+	    || lks_prep_operand(r, rule, b, brows, bcols, tr_b, NULL, 0, &used, &ops[1],
+	                        LKS_PHASE_FORWARD, "head"))
 		return -1;
 	lks_gemm g = {
 		.M = tr_a ? acols : arows, .N = tr_b ? bcols : brows, .K = tr_a ? arows : acols,

@@ -217,14 +217,14 @@ static void lks_step_delayed(struct lks_runner *R)
 	const lks_recipe_rules *rules = lks_recipe_rules_of(R->run->recipe);
 	int nslots = 2 * R->m.cfg.layers * 3;
 
+	if (!rules->op[LKS_ROLE_FWD][0].delayed)
+		return;
 	for (int s = 0; s < nslots; s++) {
 		lks_src src = (lks_src)(s % 3);
 		lks_dtype fmt = src == LKS_SRC_DY ? rules->op[LKS_ROLE_DGRAD][0].dtype
 		              : rules->op[LKS_ROLE_FWD][src].dtype;
 		float amax = 0.0f;
 
-		if (!rules->op[LKS_ROLE_FWD][0].delayed)
-			return;
 		for (int r = 0; r < R->W; r++) {  /* amax all-reduced (max) as TE does */
 			float a = R->ranks[r].slots[s].cur;
 
