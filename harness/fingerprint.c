@@ -18,9 +18,6 @@
 #ifdef LKS_HAVE_CUDA
 #include "kernels/cuda/cuda_info.h"
 #endif
-#ifdef LKS_HAVE_OPENBLAS
-#include <cblas.h>
-#endif
 
 /* Environment variables that change numerics or the path taken; recorded when set. */
 static const char *const lks_numerics_env[] = {
@@ -117,10 +114,6 @@ void lks_fingerprint_collect(lks_fingerprint *fp)
 	                    XXH_versionNumber() / 100 % 100, XXH_versionNumber() % 100);
 	lks_fingerprint_add(fp, "inih", "%s", LKS_INIH_VERSION);
 	lks_fingerprint_add(fp, "random123", "philox4x32-10 (header-only)");
-#ifdef LKS_HAVE_OPENBLAS
-	lks_fingerprint_add(fp, "openblas", "%s (%s; benchmarks only)", LKS_OPENBLAS_VERSION,
-	                    openblas_get_config());
-#endif
 	lks_fingerprint_cuda(fp);
 	for (size_t i = 0; i < sizeof(lks_numerics_env) / sizeof(lks_numerics_env[0]); i++) {
 		const char *v = getenv(lks_numerics_env[i]);
