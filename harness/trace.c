@@ -7,9 +7,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define XXH_STATIC_LINKING_ONLY  /* XXH3_state_t on the stack */
-#include <xxhash.h>
-
 #include "kernels/cpu/stats.h"
 
 void lks_tracer_init(lks_tracer *t, int rank)
@@ -105,7 +102,6 @@ void lks_trace_quant(lks_tracer *t, lks_phase ph, const lks_quant *q, const char
 	double ss = 0.0;
 	float m = 0.0f, smin = INFINITY;
 	int64_t bad = 0;
-	XXH3_state_t st;
 	lks_stat_row *row;
 	va_list ap;
 
@@ -114,12 +110,10 @@ void lks_trace_quant(lks_tracer *t, lks_phase ph, const lks_quant *q, const char
 	va_end(ap);
 	if (!row)
 		return;
-	XXH3_64bits_reset(&st);
 	for (int r = 0; r < q->rows; r++) {
 		const uint8_t *c = q->q + (size_t)r * q->ldq;
 		int i = 0;
 
-		XXH3_64bits_update(&st, c, (size_t)q->cols);
 		for (; i + 4 <= q->cols; i += 4) {
 			count[0][c[i]]++;
 			count[1][c[i + 1]]++;
@@ -141,7 +135,6 @@ void lks_trace_quant(lks_tracer *t, lks_phase ph, const lks_quant *q, const char
 		bad += isfinite(tab[v]) ? 0 : (int64_t)k;
 		m = a > m || isnan(a) ? a : m;
 	}
-	XXH3_64bits_update(&st, q->scale, ns * sizeof(float));
 	for (size_t i = 0; i < ns; i++)
 		smin = q->scale[i] < smin || isnan(q->scale[i]) ? q->scale[i] : smin;
 	row->l2 = sqrt(ss);
@@ -150,5 +143,5 @@ void lks_trace_quant(lks_tracer *t, lks_phase ph, const lks_quant *q, const char
 	row->scale = smin;
 	row->underflow = (int64_t)q->underflow;
 	row->saturated = (int64_t)q->saturated;
-	row->hash = XXH3_64bits_digest(&st);
+	row->hash = lks_hash_rows(q->q, q->rows, q->cols, q->ldq, q->scale, ns * sizeof(float));
 }

@@ -70,3 +70,24 @@ Test(stats, every_path_agrees_with_the_definition)
 	}
 	free(x);
 }
+
+Test(stats, hash_rows_is_xxh3_of_the_rows_then_the_tail)
+{
+	enum { ROWS = 37, COLS = 301, LD = 320 };
+	static uint8_t q[ROWS * LD], flat[ROWS * COLS + 4 * ROWS];
+	float scales[ROWS];
+
+	for (int i = 0; i < ROWS * LD; i++)
+		q[i] = (uint8_t)lks_philox_u32(2, 0, (uint64_t)i);
+	for (int r = 0; r < ROWS; r++) {
+		scales[r] = lks_philox_uniform(2, 1, (uint64_t)r);
+		memcpy(flat + r * COLS, q + r * LD, COLS);  /* the padding past COLS is left out */
+	}
+	memcpy(flat + ROWS * COLS, scales, sizeof(scales));
+	for (int isa = 0; isa < LKS_ISA_COUNT; isa++) {
+		if (lks_isa_force((lks_isa)isa) != 0)
+			continue;
+		cr_assert_eq(lks_hash_rows(q, ROWS, COLS, LD, scales, sizeof(scales)),
+		             XXH3_64bits(flat, sizeof(flat)), "%s", lks_isa_name((lks_isa)isa));
+	}
+}

@@ -14,6 +14,22 @@ void lks_avx2_amax_nonfinite(const float *x, size_t n, uint32_t *maxbits, uint32
                              int64_t *nonfinite);
 void lks_avx2_stats_f32(const float *x, size_t n, double *l2, float *amax, int64_t *nonfinite,
                         uint64_t *hash);
+uint64_t lks_avx2_hash_rows(const uint8_t *rows, int nrows, int cols, size_t ld,
+                            const void *tail, size_t ntail);
+
+uint64_t lks_hash_rows(const uint8_t *rows, int nrows, int cols, size_t ld, const void *tail,
+                       size_t ntail)
+{
+	XXH3_state_t st;
+
+	if (lks_isa_active() != LKS_ISA_SCALAR)
+		return lks_avx2_hash_rows(rows, nrows, cols, ld, tail, ntail);
+	XXH3_64bits_reset(&st);
+	for (int r = 0; r < nrows; r++)
+		XXH3_64bits_update(&st, rows + (size_t)r * ld, (size_t)cols);
+	XXH3_64bits_update(&st, tail, ntail);
+	return XXH3_64bits_digest(&st);
+}
 
 void lks_sumsq_lanes(const float *x, size_t n, double lane[8])
 {

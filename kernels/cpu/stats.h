@@ -30,6 +30,11 @@ double lks_sumsq_lanes_total(const double lane[8]);
 void lks_stats_f32(const float *x, size_t n, double *l2, float *amax, int64_t *nonfinite,
                    uint64_t *hash);
 
+/* XXH3-64 of the bytes of rows (rows, cols) with leading dimension ld, row after row,
+   followed by the bytes of tail (ntail bytes): a quantized tensor's codes and scales. */
+uint64_t lks_hash_rows(const uint8_t *rows, int nrows, int cols, size_t ld, const void *tail,
+                       size_t ntail);
+
 /* max |x| (NaN if any element is NaN) and the number of non-finite elements. */
 void lks_amax_nonfinite(const float *x, size_t n, float *amax, int64_t *nonfinite);
 
