@@ -1,9 +1,10 @@
 /*
- * cmd_run.c: 'lockstep run': run every run of each case and store the traces.
+ * cmd_run.c: 'lockstep run': run every run of each case, store the traces, then evaluate
+ * the case's checks on them and store their verdicts (harness/check.h).
  *
  * All case files are parsed and validated before the database is opened, so a bad case
- * file stops the command (exit 2, file:line) with nothing written. Checks are parsed here
- * and evaluated by a later stage; this command reports what it ran.
+ * file stops the command (exit 2, file:line) with nothing written. A failing check is a
+ * verdict: the command goes on with the next case and exits 1 at the end.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,6 +12,7 @@
 #include <unistd.h>
 
 #include "harness/case.h"
+#include "harness/check.h"
 #include "harness/cmd.h"
 #include "harness/fingerprint.h"
 #include "harness/runner.h"
@@ -23,7 +25,10 @@ static const char lks_run_help[] =
 	"Trains every run of each case (a DIR means all its *.ini) step by step and stores\n"
 	"loss, gradient norm, learning rate and per-tensor statistics and hashes of every step\n"
 	"and rank in an SQLite database. A run is stored as 'incomplete' until its last step is\n"
-	"in, so an interrupted run never passes for a finished one.\n"
+	"in, so an interrupted run never passes for a finished one. After the runs of a case,\n"
+	"its checks are evaluated and their verdicts stored; a failure names the first step,\n"
+	"tensor and rank where the runs diverge. A check whose runs were left out by --run is\n"
+	"skipped; sqnr and golden checks are reported as unsupported (not a failure) for now.\n"
 	"\n"
 	"options:\n"
 	"  --db FILE        the database (default lockstep.db; created if missing)\n"
@@ -39,7 +44,9 @@ static const char lks_run_help[] =
 	"  lockstep run cases/ --db nightly.db\n"
 	"  lockstep run cases/ac_neutral.ini --steps 5 --set model.layers=1\n"
 	"\n"
-	"exit codes: 0 every run finished, 2 bad usage or a bad case file (nothing is written),\n"
+	"exit codes: 0 every run finished and every check passed (or failed as expected),\n"
+	"            1 a check failed (or passed where it was expected to fail),\n"
+	"            2 bad usage or a bad case file (nothing is written),\n"
 	"            3 infrastructure failure (database, memory)\n";
 
 struct lks_run_args {
@@ -151,10 +158,11 @@ int cmd_run(int argc, char **argv)
 {
 	struct lks_run_args a = { 0 };
 	char **paths = NULL, *fingerprint = NULL, *command = NULL, *overrides = NULL;
-	int npaths = 0, ncases = 0, rc;
+	int npaths = 0, ncases = 0, rc, open_rc = 0;
 	lks_case *cases = NULL;
 	lks_store *store = NULL;
-	int64_t suite_id = 0;
+	int64_t suite_id = 0, *run_ids = NULL;
+	lks_check_tally tally = { 0 };
 
 	if ((rc = lks_run_parse(argc, argv, &a)) != 0) {
 		rc = rc < 0 ? LKS_EXIT_OK : rc;
@@ -178,11 +186,19 @@ int cmd_run(int argc, char **argv)
 	fingerprint = lks_fingerprint_json();
 	command = lks_command_line(argc, argv);
 	overrides = lks_join(a.sets, a.nsets);
-	if (lks_store_open(a.db, &store) || lks_store_begin_suite(store, command, &suite_id)) {
+	if ((open_rc = lks_store_open(a.db, &store)) != 0
+	    || lks_store_begin_suite(store, command, &suite_id)) {
 		fprintf(stderr, "lockstep: %s\n", lks_errmsg());
+		if (open_rc == LKS_STORE_BAD_FILE)
+			rc = LKS_EXIT_USAGE;  /* a file that is not ours: bad input */
 		goto out;
 	}
 	for (int i = 0; i < ncases; i++) {
+		free(run_ids);
+		if (!(run_ids = calloc((size_t)cases[i].nruns + 1, sizeof(*run_ids)))) {
+			fprintf(stderr, "lockstep: out of memory\n");
+			goto out;
+		}
 		for (int j = 0; j < cases[i].nruns; j++) {
 			const lks_run_cfg *run = &cases[i].runs[j];
 			lks_runner_opts o = {
@@ -203,16 +219,26 @@ int cmd_run(int argc, char **argv)
 			       res.steps, res.first_loss, res.last_loss, res.seconds,
 			       res.nonfinite_events ? "  NON-FINITE gradients (see events)" : "");
 			fflush(stdout);
+			run_ids[j] = res.run_id;
+		}
+		if (lks_check_case(store, suite_id, &cases[i], run_ids, stdout, &tally)) {
+			fprintf(stderr, "lockstep: %s\n", lks_errmsg());
+			goto out;
 		}
 	}
-	printf("suite %lld stored in '%s'\n", (long long)suite_id, a.db);
-	rc = LKS_EXIT_OK;
+	printf("%d checks: %d passed, %d failed, %d expected failures, %d unsupported",
+	       tally.total, tally.passed, tally.failed, tally.expected_fail, tally.unsupported);
+	if (tally.skipped)
+		printf(", %d skipped", tally.skipped);
+	printf("\nsuite %lld stored in '%s'\n", (long long)suite_id, a.db);
+	rc = tally.failed ? LKS_EXIT_FAIL : LKS_EXIT_OK;
 out:
 	for (int i = 0; i < ncases; i++)
 		lks_case_release(&cases[i]);
 	free(cases);
 	lks_case_paths_free(paths, npaths);
 	lks_store_close(store);
+	free(run_ids);
 	free(fingerprint);
 	free(command);
 	free(overrides);

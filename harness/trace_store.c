@@ -139,7 +139,30 @@ static const char lks_store_schema[] =
 	"	message TEXT,\n"
 	"	time TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ', 'now'))\n"
 	");\n"
-	"CREATE INDEX events_by_run ON events (run_id);\n";
+	"CREATE INDEX events_by_run ON events (run_id);\n"
+	"CREATE TABLE checks (\n"
+	"	check_id INTEGER PRIMARY KEY,\n"
+	"	suite_id INTEGER REFERENCES suites (suite_id),\n"
+	"	case_name TEXT NOT NULL,\n"
+	"	check_name TEXT NOT NULL,\n"
+	"	kind TEXT NOT NULL,\n"
+	"	run_a INTEGER REFERENCES runs (run_id),  -- NULL: not run (skipped)\n"
+	"	run_b INTEGER REFERENCES runs (run_id),  -- NULL: a one-run kind, or not run\n"
+	"	verdict TEXT NOT NULL CHECK (verdict IN ('pass', 'fail', 'expected_fail',\n"
+	"		'unexpected_pass', 'unsupported', 'skipped')),\n"
+	"	step INTEGER,                   -- the divergence; NULL: none or not per step\n"
+	"	rank INTEGER,\n"
+	"	tensor TEXT,\n"
+	"	field TEXT,                     -- l2, amax, scale, nonfinite, ..., hash, loss\n"
+	"	value_a,                        -- REAL for float fields, INTEGER for counts and\n"
+	"	value_b,                        -- hashes (uint64 cast to int64); NULL: none or NaN\n"
+	"	abs_err REAL,\n"
+	"	rel_err REAL,                   -- |a - b| / |b|\n"
+	"	ulp INTEGER,                    -- float fields only; NULL: none or a NaN side\n"
+	"	message TEXT,\n"
+	"	time TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ', 'now'))\n"
+	");\n"
+	"CREATE INDEX checks_by_suite ON checks (suite_id);\n";
 
 enum lks_q {
 	LKS_Q_BEGIN,
@@ -164,12 +187,17 @@ enum lks_q {
 	LKS_Q_GET_STEPS,
 	LKS_Q_GET_STATS,
 	LKS_Q_GET_EVENTS,
+	LKS_Q_CHECK,
+	LKS_Q_GET_CHECKS,
+	LKS_Q_GET_ALL_CHECKS,
 	LKS_Q_COUNT
 };
 
 #define LKS_RUN_COLS "run_id, suite_id, case_name, case_path, case_text, run_name, recipe, " \
 	"options, backend, world_size, seed, steps, combo, fingerprint, status, started, finished"
 #define LKS_STEP_COLS "step, rank, loss, grad_norm, lr, step_time, nonfinite"
+#define LKS_CHECK_COLS "suite_id, case_name, check_name, kind, run_a, run_b, verdict, step, " \
+	"rank, tensor, field, value_a, value_b, abs_err, rel_err, ulp, message"
 
 static const char *const lks_sql[LKS_Q_COUNT] = {
 	[LKS_Q_BEGIN] = "BEGIN IMMEDIATE",
@@ -207,6 +235,12 @@ static const char *const lks_sql[LKS_Q_COUNT] = {
 	                    "WHERE run_id = ?1 AND step = ?2 AND rank = ?3 ORDER BY seq",
 	[LKS_Q_GET_EVENTS] = "SELECT event_id, step, rank, tensor, kind, message, time "
 	                     "FROM events WHERE run_id = ?1 ORDER BY event_id",
+	[LKS_Q_CHECK] = "INSERT INTO checks (" LKS_CHECK_COLS ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, "
+	                "?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17)",
+	[LKS_Q_GET_CHECKS] = "SELECT check_id, " LKS_CHECK_COLS " FROM checks WHERE suite_id = ?1 "
+	                     "ORDER BY check_id",
+	[LKS_Q_GET_ALL_CHECKS] = "SELECT check_id, " LKS_CHECK_COLS " FROM checks "
+	                         "ORDER BY check_id",
 };
 
 struct lks_store {
@@ -345,7 +379,8 @@ static int lks_store_inspect(sqlite3 *db, const char *path, enum lks_store_kind 
 
 	rc = lks_store_header(db, &app, &version, &tables);
 	if (rc == SQLITE_NOTADB)
-		return lks_err("'%s' is not a lockstep database (not an SQLite file)", path);
+		return lks_err("'%s' is not a lockstep database (not an SQLite file)", path),
+		       LKS_STORE_BAD_FILE;
 	if (rc)
 		return lks_err("cannot read '%s': %s", path, sqlite3_errstr(rc));
 	if (app == 0 && version == 0 && tables == 0) {
@@ -355,10 +390,10 @@ static int lks_store_inspect(sqlite3 *db, const char *path, enum lks_store_kind 
 	if (app != LKS_STORE_APP_ID)
 		return lks_err("'%s' is not a lockstep database (an SQLite database of another "
 		               "program: application_id %lld, %lld schema entries)", path, (long long)app,
-		               (long long)tables);
+		               (long long)tables), LKS_STORE_BAD_FILE;
 	if (version != LKS_STORE_SCHEMA_VERSION)
 		return lks_err("'%s' has trace schema version %lld; this lockstep reads version %d",
-		               path, (long long)version, LKS_STORE_SCHEMA_VERSION);
+		               path, (long long)version, LKS_STORE_SCHEMA_VERSION), LKS_STORE_BAD_FILE;
 	*kind = LKS_FILE_OURS;
 	return 0;
 }
@@ -552,8 +587,9 @@ int lks_store_open(const char *path, lks_store **out)
 	sqlite3_extended_result_codes(db, 0);
 	sqlite3_busy_timeout(db, LKS_STORE_BUSY_MS);
 	/* read first: nothing may be written to a file we will refuse */
-	if (lks_store_inspect(db, path, &kind))
+	if ((rc = lks_store_inspect(db, path, &kind)) != 0)
 		goto out;
+	rc = -1;
 	if (kind == LKS_FILE_NEW && lks_store_create(db, path))
 		goto out;
 	if (lks_store_configure(db, path))
@@ -1106,6 +1142,124 @@ int lks_store_get_events(lks_store *s, int64_t run_id,
 		};
 
 		rc = fn(arg, &ev);
+	}
+	if (rc == 0 && r < 0)
+		rc = -1;
+	sqlite3_reset(st);
+	return rc;
+}
+
+/* ---- check verdicts ---- */
+
+static inline void lks_bind_id(sqlite3_stmt *st, int i, int64_t id)
+{
+	if (id > 0)
+		sqlite3_bind_int64(st, i, id);
+	else
+		sqlite3_bind_null(st, i);
+}
+
+static inline void lks_bind_index(sqlite3_stmt *st, int i, int v)
+{
+	if (v >= 0)
+		sqlite3_bind_int(st, i, v);
+	else
+		sqlite3_bind_null(st, i);
+}
+
+int lks_store_check(lks_store *s, const lks_check_rec *r)
+{
+	sqlite3_stmt *st;
+	int rc;
+
+	if (!r->case_name || !r->check_name || !r->kind || !r->verdict)
+		return lks_err("'%s': a check verdict needs a case, a check name, a kind and a verdict",
+		               lks_store_path(s));
+	if (lks_store_stmt(s, LKS_Q_CHECK, &st))
+		return -1;
+	lks_bind_id(st, 1, r->suite_id);
+	lks_bind_text(st, 2, r->case_name);
+	lks_bind_text(st, 3, r->check_name);
+	lks_bind_text(st, 4, r->kind);
+	lks_bind_id(st, 5, r->run_a);
+	lks_bind_id(st, 6, r->run_b);
+	lks_bind_text(st, 7, r->verdict);
+	lks_bind_index(st, 8, r->step);
+	lks_bind_index(st, 9, r->rank);
+	lks_bind_text(st, 10, r->tensor);
+	lks_bind_text(st, 11, r->field);
+	if (r->type == LKS_VALUE_REAL) {
+		lks_bind_real(st, 12, r->value_a);
+		lks_bind_real(st, 13, r->value_b);
+	} else if (r->type == LKS_VALUE_INT) {
+		sqlite3_bind_int64(st, 12, r->ivalue_a);
+		sqlite3_bind_int64(st, 13, r->ivalue_b);
+	} else {
+		sqlite3_bind_null(st, 12);
+		sqlite3_bind_null(st, 13);
+	}
+	lks_bind_real(st, 14, r->abs_err);
+	lks_bind_real(st, 15, r->rel_err);
+	if (r->ulp >= 0)
+		sqlite3_bind_int64(st, 16, r->ulp);
+	else
+		sqlite3_bind_null(st, 16);
+	lks_bind_text(st, 17, r->message);
+	rc = lks_store_done(s, st);
+	/* the strings are SQLITE_STATIC: drop them before the caller's memory goes */
+	sqlite3_clear_bindings(st);
+	return rc;
+}
+
+static int lks_column_index(sqlite3_stmt *st, int i)
+{
+	return sqlite3_column_type(st, i) == SQLITE_NULL ? -1 : sqlite3_column_int(st, i);
+}
+
+int lks_store_get_checks(lks_store *s, int64_t suite_id,
+                         int (*fn)(void *arg, const lks_check_rec *rec), void *arg)
+{
+	sqlite3_stmt *st;
+	int rc = 0, r;
+
+	if (lks_store_stmt(s, suite_id > 0 ? LKS_Q_GET_CHECKS : LKS_Q_GET_ALL_CHECKS, &st))
+		return -1;
+	if (suite_id > 0)
+		sqlite3_bind_int64(st, 1, suite_id);
+	while (rc == 0 && (r = LKS_SQL(s->db, sqlite3_step(st))) == SQLITE_ROW) {
+		int ta = sqlite3_column_type(st, 12), tb = sqlite3_column_type(st, 13);
+		lks_check_rec c = {
+			.check_id = sqlite3_column_int64(st, 0),
+			.suite_id = sqlite3_column_int64(st, 1),
+			.case_name = lks_column_text(st, 2),
+			.check_name = lks_column_text(st, 3),
+			.kind = lks_column_text(st, 4),
+			.run_a = sqlite3_column_int64(st, 5),
+			.run_b = sqlite3_column_int64(st, 6),
+			.verdict = lks_column_text(st, 7),
+			.step = lks_column_index(st, 8),
+			.rank = lks_column_index(st, 9),
+			.tensor = lks_column_text(st, 10),
+			.field = lks_column_text(st, 11),
+			.abs_err = lks_column_real(st, 14),
+			.rel_err = lks_column_real(st, 15),
+			.ulp = sqlite3_column_type(st, 16) == SQLITE_NULL ? -1
+			     : sqlite3_column_int64(st, 16),
+			.message = lks_column_text(st, 17),
+		};
+
+		if (ta == SQLITE_INTEGER && tb == SQLITE_INTEGER) {
+			c.type = LKS_VALUE_INT;
+			c.ivalue_a = sqlite3_column_int64(st, 12);
+			c.ivalue_b = sqlite3_column_int64(st, 13);
+		} else if (ta != SQLITE_NULL || tb != SQLITE_NULL) {
+			c.type = LKS_VALUE_REAL;
+			c.value_a = lks_column_real(st, 12);
+			c.value_b = lks_column_real(st, 13);
+		} else {
+			c.value_a = c.value_b = NAN;
+		}
+		rc = fn(arg, &c);
 	}
 	if (rc == 0 && r < 0)
 		rc = -1;

@@ -11,6 +11,8 @@
  *            underflow and saturation counts, XXH3-64 hash
  *   events   per run: notable happenings, e.g. the first non-finite value before an
  *            all-reduce (step, rank, tensor)
+ *   checks   per suite and case: each check's verdict and, for a failure, its divergence
+ *            (step, rank, tensor, field, values on both sides, errors); harness/check.h
  * A run is inserted with status 'incomplete' and set to 'complete' only when its last step
  * is stored, so a run killed at any moment stays 'incomplete' and earlier runs are intact.
  */
@@ -57,7 +59,9 @@ typedef struct lks_stat_row {
 /* Creates the file and schema if needed; refuses (lks_err) a database of another schema
    version or a file that is not a lockstep database, touching nothing. A store is used by
    one thread at a time (it runs a checkpoint thread of its own) and must not be carried
-   across fork(): open one in the child. */
+   across fork(): open one in the child. A refused file gives LKS_STORE_BAD_FILE (bad input,
+   exit 2 to a user); other failures -1. */
+#define LKS_STORE_BAD_FILE (-2)
 int lks_store_open(const char *path, lks_store **out);
 void lks_store_close(lks_store *s);
 
@@ -83,7 +87,8 @@ int lks_store_end_run(lks_store *s, int64_t run_id, const char *status);
  * value to stop the walk, which then returns that value. */
 
 /* The schema version this build reads and writes (PRAGMA user_version). */
-#define LKS_STORE_SCHEMA_VERSION 1
+/* 2: the checks table. */
+#define LKS_STORE_SCHEMA_VERSION 2
 
 typedef struct lks_run_rec {
 	int64_t run_id;
@@ -131,6 +136,39 @@ int lks_store_get_stats(lks_store *s, int64_t run_id, int step, int rank, lks_st
 /* The run's events in the order they were stored. */
 int lks_store_get_events(lks_store *s, int64_t run_id,
                          int (*fn)(void *arg, const lks_event_rec *ev), void *arg);
+/* ---- check verdicts (harness/check.c writes them; report and tests read them) ---- */
+
+typedef enum lks_value_type {
+	LKS_VALUE_NONE = 0,       /* the verdict has no values */
+	LKS_VALUE_REAL,           /* value_a, value_b: floats and doubles (floats exactly) */
+	LKS_VALUE_INT,            /* ivalue_a, ivalue_b: counts, or hashes as their bits */
+} lks_value_type;
+
+typedef struct lks_check_rec {
+	int64_t check_id;         /* read-back only */
+	int64_t suite_id;         /* 0: none */
+	const char *case_name, *check_name, *kind;
+	int64_t run_a, run_b;     /* 0: none (one-run kind, or not run) */
+	const char *verdict;      /* pass, fail, expected_fail, unexpected_pass, unsupported,
+	                             skipped */
+	int step, rank;           /* the divergence; -1: none */
+	const char *tensor, *field;  /* NULL: none */
+	lks_value_type type;
+	double value_a, value_b;  /* LKS_VALUE_REAL; a NaN is stored as NULL */
+	int64_t ivalue_a, ivalue_b;  /* LKS_VALUE_INT */
+	double abs_err, rel_err;  /* NaN: none */
+	int64_t ulp;              /* -1: none */
+	const char *message;      /* may be NULL */
+} lks_check_rec;
+
+/* Stores one check's verdict (check_id is ignored). */
+int lks_store_check(lks_store *s, const lks_check_rec *rec);
+/* The verdicts of a suite (all suites when suite_id <= 0) in the order they were stored.
+   A read-back LKS_VALUE_REAL value that was NaN comes back as NaN; both values NULL read
+   back as LKS_VALUE_NONE. */
+int lks_store_get_checks(lks_store *s, int64_t suite_id,
+                         int (*fn)(void *arg, const lks_check_rec *rec), void *arg);
+
 /* The connection, for ad-hoc read-only SQL (reports, tests); owned by the store. */
 struct sqlite3 *lks_store_db(lks_store *s);
 

@@ -277,3 +277,25 @@ Test(cli, bench_step_smoke_and_tracing_changes_no_bit)
 	snprintf(args, sizeof(args), "bench step --case '%s/cases/fp8_recipes.ini' --steps 1", LKS_SRC);
 	cr_assert_eq(run(NULL, args, NULL, 0), 2);
 }
+
+Test(cli, a_file_that_is_not_a_lockstep_database_is_bad_input)
+{
+	char dir[] = "/tmp/lks_test_notdb_XXXXXX", db[600], good[600], args[2048], out[4096];
+	char *after;
+	size_t n;
+
+	cr_assert_not_null(mkdtemp(dir));
+	snprintf(db, sizeof(db), "%s/notes.db", dir);
+	snprintf(good, sizeof(good), "%s/good.ini", dir);
+	put_file(db, "my notes, not a database\n");
+	put_file(good, "[case]\nsteps = 1\n[model]\nvocab = 32\nhidden = 16\nffn = 32\nlayers = 1\n"
+	               "seq = 4\nbatch = 2\n[run a]\nrecipe = bf16\n");
+	snprintf(args, sizeof(args), "run --quiet --db '%s' '%s'", db, good);
+	cr_assert_eq(run(NULL, args, out, sizeof(out)), 2, "%s", out);
+	cr_assert_not_null(strstr(out, "is not a lockstep database"), "%s", out);
+	after = slurp(db, &n);
+	cr_assert(n == 25 && memcmp(after, "my notes, not a database\n", n) == 0, "the file changed");
+	free(after);
+	snprintf(args, sizeof(args), "rm -rf '%s'", dir);
+	cr_assert_eq(system(args), 0);
+}

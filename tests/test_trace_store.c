@@ -278,7 +278,8 @@ static void raw_exec(const char *path, const char *sql)
 
 Test(trace_store, creates_schema_with_version)
 {
-	static const char *const tables[] = { "suites", "runs", "tensors", "steps", "stats", "events" };
+	static const char *const tables[] = { "suites", "runs", "tensors", "steps", "stats", "events",
+	                                      "checks" };
 	char path[512], mode[16], sql[128];
 	lks_store *s;
 
@@ -286,7 +287,7 @@ Test(trace_store, creates_schema_with_version)
 	path_in_tmp(path, sizeof(path), "new.db");
 	cr_assert_eq(lks_store_open(path, &s), 0, "%s", lks_errmsg());
 	cr_assert_eq(sql_int(s, "PRAGMA user_version"), LKS_STORE_SCHEMA_VERSION);
-	cr_assert_eq(LKS_STORE_SCHEMA_VERSION, 1);
+	cr_assert_eq(LKS_STORE_SCHEMA_VERSION, 2);
 	cr_assert_neq(sql_int(s, "PRAGMA application_id"), 0);
 	for (size_t i = 0; i < sizeof(tables) / sizeof(tables[0]); i++) {
 		snprintf(sql, sizeof(sql), "SELECT count(*) FROM sqlite_master WHERE type = 'table' "
@@ -307,7 +308,7 @@ Test(trace_store, creates_schema_with_version)
 
 	/* opening again neither fails nor adds anything */
 	cr_assert_eq(lks_store_open(path, &s), 0, "%s", lks_errmsg());
-	cr_assert_eq(sql_int(s, "SELECT count(*) FROM sqlite_master WHERE type = 'table'"), 6);
+	cr_assert_eq(sql_int(s, "SELECT count(*) FROM sqlite_master WHERE type = 'table'"), 7);
 	lks_store_close(s);
 	rm_tmp();
 }
@@ -411,10 +412,10 @@ Test(trace_store, refuses_other_schema_version)
 	cr_assert_eq(lks_store_begin_run(s, &info, &run), 0, "%s", lks_errmsg());
 	lks_store_close(s);
 	/* as a later lockstep would leave it */
-	raw_exec(path, "PRAGMA user_version = 2");
+	raw_exec(path, "PRAGMA user_version = 3");
 	before = take(path);
 	cr_assert_eq(lks_store_open(path, &s), -1);
-	cr_assert(strstr(lks_errmsg(), path) && strstr(lks_errmsg(), "version 2"), "%s",
+	cr_assert(strstr(lks_errmsg(), path) && strstr(lks_errmsg(), "version 3"), "%s",
 	          lks_errmsg());
 	expect_unchanged(path, before);
 	rm_tmp();

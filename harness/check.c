@@ -1,0 +1,817 @@
+/*
+ * check.c: the checks of a case, evaluated on stored traces (check.h, DESIGN.md Checks).
+ *
+ * Each kind is one row of lks_check_kinds: a function that walks the traces in the order
+ * of a divergence (step, then tensor seq, then rank) and stops at the first difference,
+ * filling the location and values of the result. lks_check_eval then turns "failed or
+ * not" into a verdict against what the case expects, and words the message. A trace is
+ * read back per check: runs hold tens of steps of a few hundred rows, read in
+ * milliseconds, and no check has to share state with another.
+ */
+#include "harness/check.h"
+
+#include <inttypes.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernels/err.h"
+
+/* ---- ULP distance ---- */
+
+/* Positive values order by their bits; a negative value goes as far below zero as its
+   magnitude is above it, so -0 and +0 both map to 0. */
+static int64_t lks_ord64(double x)
+{
+	uint64_t u;
+
+	memcpy(&u, &x, sizeof(u));
+	return u >> 63 ? -(int64_t)(u & 0x7fffffffffffffffull) : (int64_t)u;
+}
+
+static int64_t lks_ord32(float x)
+{
+	uint32_t u;
+
+	memcpy(&u, &x, sizeof(u));
+	return u >> 31 ? -(int64_t)(u & 0x7fffffffu) : (int64_t)u;
+}
+
+/* |x - y| of two ordinals: at most 2 * 0x7ff0000000000000 < 2^64, so the unsigned
+   difference is exact. */
+static uint64_t lks_ord_dist(int64_t x, int64_t y)
+{
+	return x >= y ? (uint64_t)x - (uint64_t)y : (uint64_t)y - (uint64_t)x;
+}
+
+uint64_t lks_ulp_f64(double a, double b)
+{
+	if (isnan(a) || isnan(b))
+		return isnan(a) && isnan(b) ? 0 : LKS_ULP_NAN;
+	return lks_ord_dist(lks_ord64(a), lks_ord64(b));
+}
+
+uint64_t lks_ulp_f32(float a, float b)
+{
+	if (isnan(a) || isnan(b))
+		return isnan(a) && isnan(b) ? 0 : LKS_ULP_NAN;
+	return lks_ord_dist(lks_ord32(a), lks_ord32(b));
+}
+
+static const char *const lks_verdict_names[] = {
+	[LKS_VERDICT_PASS] = "pass",
+	[LKS_VERDICT_FAIL] = "fail",
+	[LKS_VERDICT_EXPECTED_FAIL] = "expected_fail",
+	[LKS_VERDICT_UNEXPECTED_PASS] = "unexpected_pass",
+	[LKS_VERDICT_UNSUPPORTED] = "unsupported",
+	[LKS_VERDICT_SKIPPED] = "skipped",
+};
+
+const char *lks_verdict_name(lks_verdict v)
+{
+	return (int)v >= 0 && (int)v <= LKS_VERDICT_SKIPPED ? lks_verdict_names[v] : "?";
+}
+
+/* ---- a run's trace, as the checks read it ---- */
+
+typedef struct lks_trace {
+	int64_t run_id;
+	int nt;                   /* tensors, by seq */
+	int cap;
+	char **names;             /* (nt) */
+	lks_phase *phases;        /* (nt) */
+	int *occ;                 /* (nt) earlier tensors of the same name and phase */
+	int nsteps, W;            /* steps stored (the last + 1); ranks of the run */
+	lks_step_row *steps;      /* (nsteps, W) */
+	unsigned char *have_step; /* (nsteps, W) */
+	int cur;                  /* the step whose stats are loaded; -1: none */
+	lks_stat_row *stats;      /* (W, nt) of step cur */
+	unsigned char *have;      /* (W, nt) */
+	lks_stat_row *buf;        /* (nt + 1) what one read returns */
+} lks_trace;
+
+static void lks_trace_release(lks_trace *t)
+{
+	for (int i = 0; i < t->nt; i++)
+		free(t->names[i]);
+	free(t->names);
+	free(t->phases);
+	free(t->occ);
+	free(t->steps);
+	free(t->have_step);
+	free(t->stats);
+	free(t->have);
+	free(t->buf);
+	memset(t, 0, sizeof(*t));
+}
+
+static int lks_trace_add_tensor(void *arg, int seq, const char *name, lks_phase phase)
+{
+	lks_trace *t = arg;
+
+	if (seq != t->nt)
+		return lks_err("run %lld: tensor seq %d out of order (expected %d)",
+		               (long long)t->run_id, seq, t->nt);
+	if (t->nt == t->cap) {
+		int cap = t->cap ? 2 * t->cap : 64;
+		char **n = realloc(t->names, (size_t)cap * sizeof(*n));
+		lks_phase *p;
+
+		if (n)
+			t->names = n;
+		p = n ? realloc(t->phases, (size_t)cap * sizeof(*p)) : NULL;
+		if (!p)
+			return lks_err("out of memory");
+		t->phases = p;
+		t->cap = cap;
+	}
+	if (!(t->names[t->nt] = strdup(name)))
+		return lks_err("out of memory");
+	t->phases[t->nt++] = phase;
+	return 0;
+}
+
+static int lks_trace_world(void *arg, const lks_run_rec *run)
+{
+	((lks_trace *)arg)->W = run->info.world_size;
+	return 0;
+}
+
+static int lks_trace_load_steps(lks_store *s, lks_trace *t)
+{
+	lks_step_row *rows;
+	int n = 0, got;
+
+	if (lks_store_get_steps(s, t->run_id, -1, NULL, 0, &n))
+		return -1;
+	if (!(rows = malloc(sizeof(*rows) * ((size_t)n + 1))))
+		return lks_err("out of memory");
+	if (lks_store_get_steps(s, t->run_id, -1, rows, n, &got)) {
+		free(rows);
+		return -1;
+	}
+	n = got < n ? got : n;
+	for (int i = 0; i < n; i++)
+		if (rows[i].step + 1 > t->nsteps)
+			t->nsteps = rows[i].step + 1;
+	t->steps = calloc((size_t)t->nsteps * t->W + 1, sizeof(*t->steps));
+	t->have_step = calloc((size_t)t->nsteps * t->W + 1, 1);
+	if (!t->steps || !t->have_step) {
+		free(rows);
+		return lks_err("out of memory");
+	}
+	for (int i = 0; i < n; i++)
+		if (rows[i].step >= 0 && rows[i].rank >= 0 && rows[i].rank < t->W) {
+			size_t at = (size_t)rows[i].step * t->W + rows[i].rank;
+
+			t->steps[at] = rows[i];
+			t->have_step[at] = 1;
+		}
+	free(rows);
+	return 0;
+}
+
+static int lks_trace_load(lks_store *s, int64_t run_id, lks_trace *t)
+{
+	memset(t, 0, sizeof(*t));
+	t->run_id = run_id;
+	t->cur = -1;
+	if (lks_store_get_run(s, run_id, lks_trace_world, t)
+	    || lks_store_get_tensors(s, run_id, lks_trace_add_tensor, t)
+	    || lks_trace_load_steps(s, t))
+		return -1;
+	t->occ = calloc((size_t)t->nt + 1, sizeof(*t->occ));
+	t->stats = calloc((size_t)t->nt * t->W + 1, sizeof(*t->stats));
+	t->have = calloc((size_t)t->nt * t->W + 1, 1);
+	t->buf = calloc((size_t)t->nt + 1, sizeof(*t->buf));
+	if (!t->occ || !t->stats || !t->have || !t->buf)
+		return lks_err("out of memory");
+	for (int i = 0; i < t->nt; i++)
+		for (int j = 0; j < i; j++)
+			t->occ[i] += t->phases[j] == t->phases[i] && !strcmp(t->names[j], t->names[i]);
+	return 0;
+}
+
+/* The stats of every rank at step (rows by seq; have says which were stored). */
+static int lks_trace_step(lks_store *s, lks_trace *t, int step)
+{
+	if (t->cur == step)
+		return 0;
+	memset(t->have, 0, (size_t)t->nt * t->W);
+	for (int r = 0; r < t->W; r++) {
+		size_t n;
+
+		if (lks_store_get_stats(s, t->run_id, step, r, t->buf, (size_t)t->nt, &n))
+			return -1;
+		for (size_t i = 0; i < n && i < (size_t)t->nt; i++) {
+			int seq = t->buf[i].seq;
+
+			if (seq >= 0 && seq < t->nt) {
+				t->stats[(size_t)r * t->nt + seq] = t->buf[i];
+				t->have[(size_t)r * t->nt + seq] = 1;
+			}
+		}
+	}
+	t->cur = step;
+	return 0;
+}
+
+static const lks_stat_row *lks_trace_row(const lks_trace *t, int rank, int seq)
+{
+	size_t at = (size_t)rank * t->nt + seq;
+
+	return t->have[at] ? &t->stats[at] : NULL;
+}
+
+static const lks_step_row *lks_trace_step_row(const lks_trace *t, int step, int rank)
+{
+	size_t at = (size_t)step * t->W + rank;
+
+	return step < t->nsteps && rank < t->W && t->have_step[at] ? &t->steps[at] : NULL;
+}
+
+/* The seq in t of the tensor called name in phase with occurrence occ; -1 if none. */
+static int lks_trace_find(const lks_trace *t, const char *name, lks_phase phase, int occ)
+{
+	for (int i = 0; i < t->nt; i++)
+		if (t->phases[i] == phase && t->occ[i] == occ && !strcmp(t->names[i], name))
+			return i;
+	return -1;
+}
+
+/* ---- divergences ---- */
+
+struct lks_check_ctx {
+	lks_store *s;
+	const lks_check_cfg *k;
+	lks_trace *a, *b;         /* b: NULL for one-run kinds */
+	lks_check_result *res;
+	const char *label_a, *label_b;  /* what the values are: run names, ranks, phases */
+	char note[256];           /* said after the values */
+};
+
+static void lks_div_at(struct lks_check_ctx *x, int step, int rank, int seq)
+{
+	lks_check_result *res = x->res;
+
+	res->failed = 1;
+	res->step = step;
+	res->rank = rank;
+	if (seq >= 0) {
+		snprintf(res->tensor, sizeof(res->tensor), "%s", x->a->names[seq]);
+		res->phase = (int)x->a->phases[seq];
+	}
+}
+
+static void lks_div_real(lks_check_result *res, const char *field, double a, double b, int f32)
+{
+	res->field = field;
+	res->value_type = LKS_VALUE_REAL;
+	res->value_f32 = f32;
+	res->a = a;
+	res->b = b;
+	res->abs_err = fabs(a - b);
+	res->rel_err = a == b ? 0.0 : res->abs_err / fabs(b);
+	if (!isnan(a) && !isnan(b)) {
+		uint64_t u = f32 ? lks_ulp_f32((float)a, (float)b) : lks_ulp_f64(a, b);
+
+		res->ulp = u > (uint64_t)INT64_MAX ? INT64_MAX : (int64_t)u;
+	}
+}
+
+static void lks_div_int(lks_check_result *res, const char *field, int64_t a, int64_t b,
+                        int is_hash)
+{
+	res->field = field;
+	res->value_type = LKS_VALUE_INT;
+	res->ia = a;
+	res->ib = b;
+	if (!is_hash) {
+		res->abs_err = fabs((double)a - (double)b);
+		res->rel_err = a == b ? 0.0 : res->abs_err / fabs((double)b);
+	}
+}
+
+/* Bits equal, or both NaN: the store keeps no NaN payload, so all NaNs read back alike. */
+static int lks_same_f64(double a, double b)
+{
+	return (isnan(a) && isnan(b)) || memcmp(&a, &b, sizeof(a)) == 0;
+}
+
+static int lks_same_f32(float a, float b)
+{
+	return (isnan(a) && isnan(b)) || memcmp(&a, &b, sizeof(a)) == 0;
+}
+
+/* The first field in which two stat rows differ, into res; 0 when they are equal. */
+static int lks_row_diff(const lks_stat_row *a, const lks_stat_row *b, lks_check_result *res)
+{
+	if (!lks_same_f64(a->l2, b->l2))
+		lks_div_real(res, "l2", a->l2, b->l2, 0);
+	else if (!lks_same_f32(a->amax, b->amax))
+		lks_div_real(res, "amax", a->amax, b->amax, 1);
+	else if (!lks_same_f32(a->scale, b->scale))
+		lks_div_real(res, "scale", a->scale, b->scale, 1);
+	else if (a->nonfinite != b->nonfinite)
+		lks_div_int(res, "nonfinite", a->nonfinite, b->nonfinite, 0);
+	else if (a->underflow != b->underflow)
+		lks_div_int(res, "underflow", a->underflow, b->underflow, 0);
+	else if (a->saturated != b->saturated)
+		lks_div_int(res, "saturated", a->saturated, b->saturated, 0);
+	else if (a->hash != b->hash)
+		lks_div_int(res, "hash", (int64_t)a->hash, (int64_t)b->hash, 1);
+	else
+		return 0;
+	return 1;
+}
+
+/* Two rows that should be equal, either possibly missing: 1 (and the divergence at
+   step, rank, seq of trace a) when they differ or one is missing. */
+static int lks_rows_differ(struct lks_check_ctx *x, const lks_stat_row *ra,
+                           const lks_stat_row *rb, int step, int rank, int seq)
+{
+	if (ra && rb && !lks_row_diff(ra, rb, x->res))
+		return 0;
+	lks_div_at(x, step, rank, seq);
+	if (!ra || !rb) {
+		x->res->field = "row";
+		snprintf(x->note, sizeof(x->note), "no stats row in %s", !ra ? x->label_a : x->label_b);
+	}
+	return 1;
+}
+
+/* Different step counts: the divergence is the first step one of them lacks. */
+static int lks_steps_differ(struct lks_check_ctx *x, const lks_trace *a, const lks_trace *b)
+{
+	if (a->nsteps == b->nsteps)
+		return 0;
+	lks_div_at(x, a->nsteps < b->nsteps ? a->nsteps : b->nsteps, -1, -1);
+	lks_div_int(x->res, "steps", a->nsteps, b->nsteps, 0);
+	snprintf(x->note, sizeof(x->note), "the runs stored different numbers of steps");
+	return 1;
+}
+
+/* ---- the kinds ---- */
+
+/* The step rows of both runs, rank by rank: loss and grad norm as bits. */
+static int lks_step_rows_differ(struct lks_check_ctx *x, int step)
+{
+	for (int r = 0; r < x->a->W; r++) {
+		const lks_step_row *ra = lks_trace_step_row(x->a, step, r);
+		const lks_step_row *rb = lks_trace_step_row(x->b, step, r);
+
+		if (!ra || !rb) {
+			lks_div_at(x, step, r, -1);
+			x->res->field = "row";
+			snprintf(x->note, sizeof(x->note), "no step row in %s", !ra ? x->label_a : x->label_b);
+			return 1;
+		}
+		if (!lks_same_f64(ra->loss, rb->loss) || !lks_same_f64(ra->grad_norm, rb->grad_norm)) {
+			int loss = !lks_same_f64(ra->loss, rb->loss);
+
+			lks_div_at(x, step, r, -1);
+			lks_div_real(x->res, loss ? "loss" : "grad_norm", loss ? ra->loss : ra->grad_norm,
+			             loss ? rb->loss : rb->grad_norm, 0);
+			return 1;
+		}
+	}
+	return 0;
+}
+
+/* Within a step the tensors come first (in run a's execution order), then the step rows:
+   a loss that differs while every tensor is equal is a bug in the trace itself. */
+static int lks_check_bitwise(struct lks_check_ctx *x)
+{
+	lks_trace *a = x->a, *b = x->b;
+	int *map, nshared = 0, nsteps = a->nsteps < b->nsteps ? a->nsteps : b->nsteps, rc = -1;
+
+	if (a->W != b->W) {
+		lks_div_at(x, -1, -1, -1);
+		lks_div_int(x->res, "world_size", a->W, b->W, 0);
+		snprintf(x->note, sizeof(x->note), "runs on different numbers of ranks cannot agree bitwise");
+		return 0;
+	}
+	if (!(map = malloc(sizeof(int) * ((size_t)a->nt + 1))))
+		return lks_err("out of memory");
+	for (int i = 0; i < a->nt; i++)
+		nshared += (map[i] = lks_trace_find(b, a->names[i], a->phases[i], a->occ[i])) >= 0;
+	if (nshared == 0) {
+		lks_div_at(x, -1, -1, -1);
+		snprintf(x->note, sizeof(x->note), "the runs share no traced tensor");
+		rc = 0;
+		goto out;
+	}
+	for (int step = 0; step < nsteps; step++) {
+		if (lks_trace_step(x->s, a, step) || lks_trace_step(x->s, b, step))
+			goto out;
+		for (int i = 0; i < a->nt; i++)
+			for (int r = 0; map[i] >= 0 && r < a->W; r++)
+				if (lks_rows_differ(x, lks_trace_row(a, r, i), lks_trace_row(b, r, map[i]),
+				                    step, r, i)) {
+					rc = 0;
+					goto out;
+				}
+		if (lks_step_rows_differ(x, step)) {
+			rc = 0;
+			goto out;
+		}
+	}
+	lks_steps_differ(x, a, b);
+	rc = 0;
+out:
+	free(map);
+	return rc;
+}
+
+/* The metric of a step: the loss is the mean over the ranks (each rank's loss is the mean
+   over its tokens, and every rank has as many); the grad norm is global, the same on
+   every rank, so the lowest rank's. NaN when the step has no row. */
+static double lks_step_metric(const lks_trace *t, int step, int is_loss)
+{
+	double sum = 0.0;
+	int n = 0;
+
+	for (int r = 0; r < t->W; r++) {
+		const lks_step_row *row = lks_trace_step_row(t, step, r);
+
+		if (!row)
+			continue;
+		if (!is_loss)
+			return row->grad_norm;
+		sum += row->loss;
+		n++;
+	}
+	return n ? sum / n : NAN;
+}
+
+static int lks_check_close(struct lks_check_ctx *x)
+{
+	const lks_check_cfg *k = x->k;
+	int is_loss = !strcmp(k->metric, "loss");
+	int nsteps = x->a->nsteps < x->b->nsteps ? x->a->nsteps : x->b->nsteps;
+
+	if (!is_loss && strcmp(k->metric, "grad_norm")) {
+		x->res->verdict = LKS_VERDICT_UNSUPPORTED;
+		snprintf(x->res->message, sizeof(x->res->message), "metric '%s' is not supported yet "
+		         "(close compares loss or grad_norm); not counted as a failure", k->metric);
+		return 0;
+	}
+	for (int step = 0; step < nsteps; step++) {
+		double va = lks_step_metric(x->a, step, is_loss), vb = lks_step_metric(x->b, step, is_loss);
+		double bound = k->atol + k->rtol * fabs(vb);
+
+		/* written so that NaN on either side fails */
+		if (fabs(va - vb) <= bound)
+			continue;
+		lks_div_at(x, step, -1, -1);
+		lks_div_real(x->res, k->metric, va, vb, 0);
+		snprintf(x->note, sizeof(x->note), "|a - b| > atol %g + rtol %g * |b| = %.6g", k->atol,
+		         k->rtol, bound);
+		return 0;
+	}
+	lks_steps_differ(x, x->a, x->b);
+	return 0;
+}
+
+static int lks_check_finite(struct lks_check_ctx *x)
+{
+	lks_trace *a = x->a;
+
+	for (int step = 0; step < a->nsteps; step++) {
+		if (lks_trace_step(x->s, a, step))
+			return -1;
+		for (int i = 0; i < a->nt; i++)
+			for (int r = 0; r < a->W; r++) {
+				const lks_stat_row *row = lks_trace_row(a, r, i);
+
+				if (row && row->nonfinite > 0) {
+					lks_div_at(x, step, r, i);
+					lks_div_int(x->res, "nonfinite", row->nonfinite, 0, 0);
+					x->res->abs_err = x->res->rel_err = NAN;  /* one run: no error */
+					return 0;
+				}
+			}
+		for (int r = 0; r < a->W; r++) {
+			const lks_step_row *row = lks_trace_step_row(a, step, r);
+
+			if (row && (!isfinite(row->loss) || !isfinite(row->grad_norm))) {
+				int loss = !isfinite(row->loss);
+
+				lks_div_at(x, step, r, -1);
+				lks_div_real(x->res, loss ? "loss" : "grad_norm", loss ? row->loss : row->grad_norm,
+				             NAN, 0);
+				return 0;
+			}
+		}
+	}
+	return 0;
+}
+
+/* Every rank applies the same update to the same all-reduced gradient, so the parameters
+   after it are the same bits on every rank; all fields are compared, the hash last. */
+static int lks_check_ranks_agree(struct lks_check_ctx *x)
+{
+	lks_trace *a = x->a;
+	int nupdate = 0;
+
+	for (int i = 0; i < a->nt; i++)
+		nupdate += a->phases[i] == LKS_PHASE_UPDATE;
+	if (nupdate == 0) {
+		lks_div_at(x, -1, -1, -1);
+		snprintf(x->note, sizeof(x->note), "the run traced no parameters (update phase)");
+		return 0;
+	}
+	for (int step = 0; step < a->nsteps && a->W > 1; step++) {
+		if (lks_trace_step(x->s, a, step))
+			return -1;
+		for (int i = 0; i < a->nt; i++)
+			for (int r = 1; a->phases[i] == LKS_PHASE_UPDATE && r < a->W; r++)
+				if (lks_rows_differ(x, lks_trace_row(a, r, i), lks_trace_row(a, 0, i), step, r, i))
+					return 0;
+	}
+	return 0;
+}
+
+/* The k-th recompute of a name against the k-th forward of it, at the same step and
+   rank; in the recompute's execution order. */
+static int lks_check_recompute(struct lks_check_ctx *x)
+{
+	lks_trace *a = x->a;
+	int nrecomputed = 0;
+
+	for (int i = 0; i < a->nt; i++)
+		nrecomputed += a->phases[i] == LKS_PHASE_RECOMPUTE;
+	if (nrecomputed == 0) {
+		lks_div_at(x, -1, -1, -1);
+		snprintf(x->note, sizeof(x->note), "nothing was recomputed (no recompute-phase tensors)");
+		return 0;
+	}
+	for (int step = 0; step < a->nsteps; step++) {
+		if (lks_trace_step(x->s, a, step))
+			return -1;
+		for (int i = 0; i < a->nt; i++) {
+			int f;
+
+			if (a->phases[i] != LKS_PHASE_RECOMPUTE)
+				continue;
+			if ((f = lks_trace_find(a, a->names[i], LKS_PHASE_FORWARD, a->occ[i])) < 0) {
+				lks_div_at(x, step, -1, i);
+				snprintf(x->note, sizeof(x->note), "recomputed, but no forward tensor of that name");
+				return 0;
+			}
+			for (int r = 0; r < a->W; r++)
+				if (lks_rows_differ(x, lks_trace_row(a, r, i), lks_trace_row(a, r, f), step, r, i))
+					return 0;
+		}
+	}
+	return 0;
+}
+
+static int lks_check_unsupported(struct lks_check_ctx *x)
+{
+	x->res->verdict = LKS_VERDICT_UNSUPPORTED;
+	snprintf(x->res->message, sizeof(x->res->message), "%s",
+	         x->k->kind == LKS_CHECK_SQNR
+	         ? "sqnr needs tensor values, which the trace does not keep yet; not counted as a failure"
+	         : "golden files are not implemented yet; not counted as a failure");
+	return 0;
+}
+
+static const struct lks_check_kind_row {
+	lks_check_kind kind;
+	int (*fn)(struct lks_check_ctx *x);
+	int reads;                /* 0: reads no trace (unsupported) */
+} lks_check_kinds[] = {
+	{ LKS_CHECK_BITWISE, lks_check_bitwise, 1 },
+	{ LKS_CHECK_CLOSE, lks_check_close, 1 },
+	{ LKS_CHECK_SQNR, lks_check_unsupported, 0 },
+	{ LKS_CHECK_GOLDEN, lks_check_unsupported, 0 },
+	{ LKS_CHECK_FINITE, lks_check_finite, 1 },
+	{ LKS_CHECK_RANKS_AGREE, lks_check_ranks_agree, 1 },
+	{ LKS_CHECK_RECOMPUTE, lks_check_recompute, 1 },
+};
+
+/* ---- verdicts and their words ---- */
+
+static void lks_fmt_value(char *buf, size_t n, const lks_check_result *r, int b)
+{
+	double v = b ? r->b : r->a;
+	int64_t iv = b ? r->ib : r->ia;
+
+	if (r->value_type == LKS_VALUE_REAL)
+		snprintf(buf, n, r->value_f32 ? "%.9g" : "%.17g", v);
+	else if (r->field && !strcmp(r->field, "hash"))
+		snprintf(buf, n, "0x%016" PRIx64, (uint64_t)iv);
+	else
+		snprintf(buf, n, "%" PRId64, iv);
+}
+
+/* "step 3, tensor 'x' (backward), rank 1: l2 fp8_ac=... fp8=... (abs .., rel .., 2 ulp)" */
+static void lks_describe(struct lks_check_ctx *x, char *buf, size_t n)
+{
+	const lks_check_result *r = x->res;
+	const char *phase = r->phase >= 0 ? lks_phase_name((lks_phase)r->phase) : NULL;
+	char va[64], vb[64];
+	size_t len = 0;
+
+#define LKS_ADD(...) (len += (size_t)snprintf(buf + len, len < n ? n - len : 0, __VA_ARGS__))
+	buf[0] = 0;
+	if (r->step >= 0)
+		LKS_ADD("step %d", r->step);
+	if (r->tensor[0])
+		LKS_ADD("%stensor '%s' (%s)", len ? ", " : "", r->tensor, phase ? phase : "?");
+	if (r->rank >= 0)
+		LKS_ADD("%srank %d", len ? ", " : "", r->rank);
+	if (r->field && r->value_type != LKS_VALUE_NONE) {
+		lks_fmt_value(va, sizeof(va), r, 0);
+		lks_fmt_value(vb, sizeof(vb), r, 1);
+		if (x->label_b)
+			LKS_ADD("%s%s %s=%s %s=%s", len ? ": " : "", r->field, x->label_a, va, x->label_b, vb);
+		else
+			LKS_ADD("%s%s %s", len ? ": " : "", r->field, va);
+		if (!isnan(r->abs_err) && x->label_b) {
+			LKS_ADD(" (abs %.3g, rel %.3g", r->abs_err, r->rel_err);
+			if (r->ulp >= 0)
+				LKS_ADD(", %" PRId64 " ulp", r->ulp);
+			LKS_ADD(")");
+		}
+	} else if (r->field) {
+		LKS_ADD("%s%s", len ? ": " : "", r->field);
+	}
+	if (x->note[0])
+		LKS_ADD("%s%s", len ? "; " : "", x->note);
+#undef LKS_ADD
+}
+
+static int lks_expected_here(const lks_check_cfg *k, const lks_check_result *r)
+{
+	return (k->exp_step < 0 || k->exp_step == r->step)
+	    && (k->exp_rank < 0 || k->exp_rank == r->rank)
+	    && (!k->exp_tensor[0] || !strcmp(k->exp_tensor, r->tensor));
+}
+
+static void lks_expected_where(const lks_check_cfg *k, char *buf, size_t n)
+{
+	size_t len = 0;
+
+	buf[0] = 0;
+	if (k->exp_step >= 0)
+		len += (size_t)snprintf(buf + len, n - len, "step %d", k->exp_step);
+	if (k->exp_tensor[0] && len < n)
+		len += (size_t)snprintf(buf + len, n - len, "%stensor '%s'", len ? ", " : "", k->exp_tensor);
+	if (k->exp_rank >= 0 && len < n)
+		snprintf(buf + len, n - len, "%srank %d", len ? ", " : "", k->exp_rank);
+}
+
+/* From "failed or not" and what the case expects to the verdict, and its message. */
+static void lks_check_judge(struct lks_check_ctx *x)
+{
+	const lks_check_cfg *k = x->k;
+	lks_check_result *r = x->res;
+	char found[400], where[200];
+
+	lks_describe(x, found, sizeof(found));
+	lks_expected_where(k, where, sizeof(where));
+	if (!k->expect_fail) {
+		r->verdict = r->failed ? LKS_VERDICT_FAIL : LKS_VERDICT_PASS;
+		snprintf(r->message, sizeof(r->message), "%s", r->failed ? found : "");
+	} else if (!r->failed) {
+		r->verdict = LKS_VERDICT_UNEXPECTED_PASS;
+		snprintf(r->message, sizeof(r->message), "expected to fail%s%s, but passed",
+		         where[0] ? " at " : "", where);
+	} else if (lks_expected_here(k, r)) {
+		r->verdict = LKS_VERDICT_EXPECTED_FAIL;
+		snprintf(r->message, sizeof(r->message), "%s", found);
+	} else {
+		r->verdict = LKS_VERDICT_FAIL;
+		snprintf(r->message, sizeof(r->message), "expected to fail at %s, but failed at %s", where,
+		         found);
+	}
+}
+
+static void lks_result_init(lks_check_result *res)
+{
+	memset(res, 0, sizeof(*res));
+	res->step = res->rank = res->phase = -1;
+	res->abs_err = res->rel_err = NAN;
+	res->a = res->b = NAN;
+	res->ulp = -1;
+}
+
+int lks_check_eval(lks_store *s, const lks_check_cfg *k, int64_t run_a, int64_t run_b,
+                   lks_check_result *res)
+{
+	const struct lks_check_kind_row *row = NULL;
+	lks_trace ta = { 0 }, tb = { 0 };
+	struct lks_check_ctx x = { .s = s, .k = k, .res = res, .label_a = k->a, .label_b = k->b };
+	int two = lks_check_kind_nruns(k->kind) == 2, rc = -1;
+
+	lks_result_init(res);
+	for (size_t i = 0; i < sizeof(lks_check_kinds) / sizeof(lks_check_kinds[0]); i++)
+		if (lks_check_kinds[i].kind == k->kind)
+			row = &lks_check_kinds[i];
+	if (!row)
+		return lks_err("check '%s': no evaluation for kind %d", k->name, (int)k->kind);
+	if (!run_a || (two && !run_b)) {
+		res->verdict = LKS_VERDICT_SKIPPED;
+		snprintf(res->message, sizeof(res->message), "run '%s' was not run",
+		         !run_a ? k->a : k->b);
+		return 0;
+	}
+	if (row->reads && (lks_trace_load(s, run_a, &ta) || (two && lks_trace_load(s, run_b, &tb))))
+		goto out;
+	x.a = &ta;
+	x.b = two ? &tb : NULL;
+	if (k->kind == LKS_CHECK_RANKS_AGREE) {
+		x.label_a = "rank";  /* overwritten below with the rank that differs */
+		x.label_b = "rank 0";
+	} else if (k->kind == LKS_CHECK_RECOMPUTE) {
+		x.label_a = "recompute";
+		x.label_b = "forward";
+	} else if (!two) {
+		x.label_b = NULL;
+	}
+	if (row->fn(&x))
+		goto out;
+	if (res->verdict != LKS_VERDICT_UNSUPPORTED) {
+		char rank[32];
+
+		if (k->kind == LKS_CHECK_RANKS_AGREE) {
+			snprintf(rank, sizeof(rank), "rank %d", res->rank);
+			x.label_a = rank;
+		}
+		lks_check_judge(&x);
+	}
+	rc = 0;
+out:
+	lks_trace_release(&ta);
+	lks_trace_release(&tb);
+	return rc;
+}
+
+/* ---- a case ---- */
+
+static int64_t lks_run_id_of(const lks_case *c, const int64_t *run_ids, const char *name)
+{
+	const lks_run_cfg *r = name[0] ? lks_case_run(c, name) : NULL;
+
+	return r ? run_ids[r - c->runs] : 0;
+}
+
+static void lks_tally_add(lks_check_tally *t, lks_verdict v)
+{
+	t->total++;
+	t->passed += v == LKS_VERDICT_PASS;
+	t->failed += v == LKS_VERDICT_FAIL || v == LKS_VERDICT_UNEXPECTED_PASS;
+	t->expected_fail += v == LKS_VERDICT_EXPECTED_FAIL;
+	t->unsupported += v == LKS_VERDICT_UNSUPPORTED;
+	t->skipped += v == LKS_VERDICT_SKIPPED;
+}
+
+static void lks_check_print(FILE *out, const lks_case *c, const lks_check_cfg *k,
+                            const lks_check_result *r)
+{
+	static const char *const words[] = {
+		[LKS_VERDICT_PASS] = "pass",
+		[LKS_VERDICT_FAIL] = "FAIL",
+		[LKS_VERDICT_EXPECTED_FAIL] = "expected failure",
+		[LKS_VERDICT_UNEXPECTED_PASS] = "FAIL (unexpected pass)",
+		[LKS_VERDICT_UNSUPPORTED] = "unsupported",
+		[LKS_VERDICT_SKIPPED] = "skipped",
+	};
+
+	if (!out)
+		return;
+	fprintf(out, "%-20s %-26s %-11s %s%s%s\n", c->name, k->name, lks_check_kind_name(k->kind),
+	        words[r->verdict], r->message[0] ? ": " : "", r->message);
+}
+
+int lks_check_case(lks_store *s, int64_t suite_id, const lks_case *c, const int64_t *run_ids,
+                   FILE *out, lks_check_tally *tally)
+{
+	for (int i = 0; i < c->nchecks; i++) {
+		const lks_check_cfg *k = &c->checks[i];
+		int64_t ra = lks_run_id_of(c, run_ids, k->a), rb = lks_run_id_of(c, run_ids, k->b);
+		lks_check_result r;
+		lks_check_rec rec;
+
+		if (lks_check_eval(s, k, ra, rb, &r))
+			return lks_err("case '%s', check '%s': %s", c->name, k->name, lks_errmsg());
+		lks_check_print(out, c, k, &r);
+		rec = (lks_check_rec){
+			.suite_id = suite_id, .case_name = c->name, .check_name = k->name,
+			.kind = lks_check_kind_name(k->kind), .run_a = ra, .run_b = rb,
+			.verdict = lks_verdict_name(r.verdict), .step = r.step, .rank = r.rank,
+			.tensor = r.tensor[0] ? r.tensor : NULL, .field = r.field, .type = r.value_type,
+			.value_a = r.a, .value_b = r.b, .ivalue_a = r.ia, .ivalue_b = r.ib,
+			.abs_err = r.abs_err, .rel_err = r.rel_err, .ulp = r.ulp,
+			.message = r.message[0] ? r.message : NULL,
+		};
+		if (lks_store_check(s, &rec))
+			return -1;
+		lks_tally_add(tally, r.verdict);
+	}
+	if (out)
+		fflush(out);
+	return 0;
+}
