@@ -351,7 +351,7 @@ Test(trace_store, refuses_other_sqlite_database)
 	path_in_tmp(path, sizeof(path), "other.db");
 	raw_exec(path, "CREATE TABLE notes (t TEXT); INSERT INTO notes VALUES ('keep me');");
 	before = take(path);
-	cr_assert_eq(lks_store_open(path, &s), -1);
+	cr_assert_eq(lks_store_open(path, &s), LKS_STORE_BAD_FILE);
 	cr_assert(strstr(lks_errmsg(), path) && strstr(lks_errmsg(), "not a lockstep database"),
 	          "%s", lks_errmsg());
 	expect_unchanged(path, before);
@@ -369,7 +369,7 @@ Test(trace_store, refuses_empty_sqlite_database_of_another_program)
 	path_in_tmp(path, sizeof(path), "other.db");
 	raw_exec(path, "PRAGMA application_id = 1234; CREATE TABLE t (x); DROP TABLE t;");
 	before = take(path);
-	cr_assert_eq(lks_store_open(path, &s), -1);
+	cr_assert_eq(lks_store_open(path, &s), LKS_STORE_BAD_FILE);
 	cr_assert(strstr(lks_errmsg(), "not a lockstep database"), "%s", lks_errmsg());
 	expect_unchanged(path, before);
 	rm_tmp();
@@ -391,7 +391,7 @@ Test(trace_store, refuses_text_file)
 	fputs(text, f);
 	fclose(f);
 	before = take(path);
-	cr_assert_eq(lks_store_open(path, &s), -1);
+	cr_assert_eq(lks_store_open(path, &s), LKS_STORE_BAD_FILE);
 	cr_assert(strstr(lks_errmsg(), path) && strstr(lks_errmsg(), "not a lockstep database"),
 	          "%s", lks_errmsg());
 	expect_unchanged(path, before);
@@ -414,7 +414,7 @@ Test(trace_store, refuses_other_schema_version)
 	/* as a later lockstep would leave it */
 	raw_exec(path, "PRAGMA user_version = 3");
 	before = take(path);
-	cr_assert_eq(lks_store_open(path, &s), -1);
+	cr_assert_eq(lks_store_open(path, &s), LKS_STORE_BAD_FILE);
 	cr_assert(strstr(lks_errmsg(), path) && strstr(lks_errmsg(), "version 3"), "%s",
 	          lks_errmsg());
 	expect_unchanged(path, before);
