@@ -15,14 +15,20 @@
 #include "kernels/cpu/stats.h"
 #include "kernels/philox.h"
 
-/* stats.h's order written out: lane i mod 8, then ((0+1)+(2+3))+((4+5)+(6+7)) */
+/* stats.h's order written out: lane i mod 32, then the lanes as a balanced binary tree */
 static double ref_sumsq(const float *x, size_t n)
 {
-	double lane[8] = { 0 };
+	double lane[32] = { 0 }, l2[16], l3[8], l4[4];
 
 	for (size_t i = 0; i < n; i++)
-		lane[i % 8] += (double)x[i] * (double)x[i];
-	return ((lane[0] + lane[1]) + (lane[2] + lane[3])) + ((lane[4] + lane[5]) + (lane[6] + lane[7]));
+		lane[i % 32] += (double)x[i] * (double)x[i];
+	for (int l = 0; l < 16; l++)
+		l2[l] = lane[2 * l] + lane[2 * l + 1];
+	for (int l = 0; l < 8; l++)
+		l3[l] = l2[2 * l] + l2[2 * l + 1];
+	for (int l = 0; l < 4; l++)
+		l4[l] = l3[2 * l] + l3[2 * l + 1];
+	return (l4[0] + l4[1]) + (l4[2] + l4[3]);
 }
 
 Test(stats, every_path_agrees_with_the_definition)

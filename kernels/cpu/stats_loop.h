@@ -1,0 +1,57 @@
+/*
+ * stats_loop.h: the block loops of stats.h, written once and compiled twice: by stats.c
+ * (scalar block, libxxhash) and by stats_avx2.c (AVX2 block, xxHash compiled for AVX2).
+ * The includer defines LKS_STATS_PREFIX, provides
+ *   static void <prefix>_block(const float *x, size_t n, struct lks_stats_acc *a);
+ * (n a multiple of LKS_SUMSQ_LANES except for the last piece) and includes <xxhash.h> and
+ * stats_acc.h first. Private to kernels/cpu.
+ */
+#define LKS_CAT2(a, b) a##b
+#define LKS_CAT(a, b) LKS_CAT2(a, b)
+#define LKS_BLOCK LKS_CAT(LKS_STATS_PREFIX, _block)
+
+/* floats per block: a multiple of the lane count keeps the lane order; 16 KiB stay in L1
+   between the statistics and the hash */
+#define LKS_STATS_BLOCK 4096
+
+static double LKS_CAT(LKS_STATS_PREFIX, _sumsq)(const float *x, size_t n)
+{
+	struct lks_stats_acc a;
+
+	lks_stats_acc_init(&a);
+	LKS_BLOCK(x, n, &a);
+	return lks_stats_acc_sumsq(&a);
+}
+
+static void LKS_CAT(LKS_STATS_PREFIX, _stats_f32)(const float *x, size_t n, double *l2,
+                                                   float *amax, int64_t *nonfinite,
+                                                   uint64_t *hash)
+{
+	struct lks_stats_acc a;
+	XXH3_state_t st;
+
+	lks_stats_acc_init(&a);
+	XXH3_64bits_reset(&st);
+	for (size_t i = 0; i < n; i += LKS_STATS_BLOCK) {
+		size_t k = n - i < LKS_STATS_BLOCK ? n - i : LKS_STATS_BLOCK;
+
+		LKS_BLOCK(x + i, k, &a);
+		XXH3_64bits_update(&st, x + i, k * sizeof(float));
+	}
+	*l2 = sqrt(lks_stats_acc_sumsq(&a));
+	*amax = lks_stats_acc_amax(&a);
+	*nonfinite = a.bad;
+	*hash = XXH3_64bits_digest(&st);
+}
+
+static uint64_t LKS_CAT(LKS_STATS_PREFIX, _hash_rows)(const uint8_t *rows, int nrows, int cols,
+                                                      size_t ld, const void *tail, size_t ntail)
+{
+	XXH3_state_t st;
+
+	XXH3_64bits_reset(&st);
+	for (int r = 0; r < nrows; r++)
+		XXH3_64bits_update(&st, rows + (size_t)r * ld, (size_t)cols);
+	XXH3_64bits_update(&st, tail, ntail);
+	return XXH3_64bits_digest(&st);
+}
