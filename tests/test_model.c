@@ -20,6 +20,7 @@
 #include "harness/data.h"
 #include "harness/model.h"
 #include "harness/runner.h"
+#include "kernels/cpu/isa.h"
 #include "kernels/err.h"
 
 /* ---- cases and captured traces ---- */
@@ -385,4 +386,43 @@ Test(model, nonfinite_gradient_is_recorded_and_the_run_goes_on)
 	lks_case_release(&c);
 	snprintf(db, sizeof(db), "rm -rf '%s'", dir);
 	cr_assert_eq(system(db), 0);
+}
+
+/* The whole training, not only each kernel, is the same bits on every ISA path. */
+Test(model, every_isa_path_trains_the_same_bits)
+{
+	static const char *const runs[] = { "rowwise", "delayed", "gw_hp" };
+	lks_case c;
+
+	load_case(small_case, NULL, 0, &c);
+	for (size_t k = 0; k < sizeof(runs) / sizeof(runs[0]); k++) {
+		capture ref = { 0 };
+		int have_ref = 0;
+
+		for (int isa = 0; isa < LKS_ISA_COUNT; isa++) {
+			capture a;
+
+			if (lks_isa_force((lks_isa)isa) != 0) {
+				printf("model: the %s path is not on this CPU, skipped\n", lks_isa_name((lks_isa)isa));
+				continue;
+			}
+			run_capture(&c, runs[k], NULL, &a);
+			if (!have_ref) {
+				ref = a;
+				have_ref = 1;
+				continue;
+			}
+			cr_assert_eq(a.n, ref.n);
+			for (size_t i = 0; i < a.n; i++)
+				cr_assert(same_row(&a.rows[i], &ref.rows[i]), "%s on %s: '%s' step %d rank %d differs",
+				          runs[k], lks_isa_name((lks_isa)isa), a.names[a.rows[i].seq], a.rows[i].step,
+				          a.rows[i].rank);
+			for (int st = 0; st < a.steps; st++)
+				cr_assert(memcmp(&a.loss[st], &ref.loss[st], sizeof(double)) == 0);
+			capture_free(&a);
+		}
+		capture_free(&ref);
+	}
+	lks_isa_force(lks_isa_best());
+	lks_case_release(&c);
 }
