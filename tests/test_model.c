@@ -82,10 +82,13 @@ static void capture_free(capture *c)
 	memset(c, 0, sizeof(*c));
 }
 
+static int capture_threads = 2;  /* GEMM threads of single-rank runs */
+
 static void run_capture(const lks_case *c, const char *run, const lks_backend *be, capture *cap)
 {
 	const lks_run_cfg *rc = lks_case_run(c, run);
-	lks_runner_opts o = { .threads = 2, .on_step = on_step, .on_step_arg = cap, .backend = be };
+	lks_runner_opts o = { .threads = capture_threads, .on_step = on_step, .on_step_arg = cap,
+	                      .backend = be };
 	lks_run_result res;
 
 	cr_assert_not_null(rc, "no run '%s'", run);
@@ -424,5 +427,32 @@ Test(model, every_isa_path_trains_the_same_bits)
 		capture_free(&ref);
 	}
 	lks_isa_force(lks_isa_best());
+	lks_case_release(&c);
+}
+
+/* A single-rank run spreads its GEMMs and optimizer over threads: any count, same bits. */
+Test(model, thread_count_changes_no_bit)
+{
+	const char *sets[] = { "case.world_size=1", "model.batch=4" };
+	static const int threads[] = { 1, 3 };
+	lks_case c;
+	capture ref;
+
+	load_case(small_case, sets, 2, &c);
+	capture_threads = 2;
+	run_capture(&c, "rowwise", NULL, &ref);
+	for (int t = 0; t < 2; t++) {
+		capture a;
+
+		capture_threads = threads[t];
+		run_capture(&c, "rowwise", NULL, &a);
+		cr_assert_eq(a.n, ref.n);
+		for (size_t i = 0; i < a.n; i++)
+			cr_assert(same_row(&a.rows[i], &ref.rows[i]), "%d threads: '%s' step %d differs",
+			          threads[t], a.names[a.rows[i].seq], a.rows[i].step);
+		capture_free(&a);
+	}
+	capture_threads = 2;
+	capture_free(&ref);
 	lks_case_release(&c);
 }
