@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "harness/golden.h"
 #include "kernels/err.h"
 
 /* ---- ULP distance ---- */
@@ -245,6 +246,7 @@ struct lks_check_ctx {
 	lks_store *s;
 	const lks_check_cfg *k;
 	lks_trace *a, *b;         /* b: NULL for one-run kinds */
+	int64_t run_a;            /* the stored run a (kinds that read no lks_trace) */
 	lks_check_result *res;
 	const char *label_a, *label_b;  /* what the values are: run names, ranks, phases */
 	char note[256];           /* said after the values */
@@ -323,6 +325,22 @@ static int lks_row_diff(const lks_stat_row *a, const lks_stat_row *b, lks_check_
 	else
 		return 0;
 	return 1;
+}
+
+void lks_check_set_real(lks_check_result *res, const char *field, double a, double b, int f32)
+{
+	lks_div_real(res, field, a, b, f32);
+}
+
+void lks_check_set_int(lks_check_result *res, const char *field, int64_t a, int64_t b,
+                       int is_hash)
+{
+	lks_div_int(res, field, a, b, is_hash);
+}
+
+int lks_check_row_diff(const lks_stat_row *a, const lks_stat_row *b, lks_check_result *res)
+{
+	return lks_row_diff(a, b, res);
 }
 
 /* Two rows that should be equal, either possibly missing: 1 (and the divergence at
@@ -567,13 +585,59 @@ static int lks_check_recompute(struct lks_check_ctx *x)
 	return 0;
 }
 
+/* "lockstep golden update CASE --run RUN [--golden DIR]": how a missing golden is made. */
+static void lks_golden_howto(const lks_golden *run, char *buf, size_t n)
+{
+	const char *dir = lks_golden_dir();
+	int other_dir = strcmp(dir, "golden") != 0;
+
+	snprintf(buf, n, "lockstep golden update %s --run %s%s%s",
+	         run->case_path && *run->case_path ? run->case_path : run->case_name, run->run_name,
+	         other_dir ? " --golden " : "", other_dir ? dir : "");
+}
+
+/* A missing golden fails whatever the case expects (nothing was compared); a bad one fails
+   with bad_input, which 'lockstep run' turns into exit 2. Both give the verdict here, so
+   lks_check_eval does not judge them. */
+static int lks_check_golden(struct lks_check_ctx *x)
+{
+	lks_check_result *res = x->res;
+	lks_golden run, gold = { 0 };
+	char path[1024], howto[256];
+	int rc;
+
+	if ((rc = lks_golden_from_run(x->s, x->run_a, 0, &run)) != 0)
+		goto out;
+	lks_golden_howto(&run, howto, sizeof(howto));
+	if ((rc = lks_golden_path(lks_golden_dir(), run.backend, run.case_name, run.run_name, path,
+	                          sizeof(path))) != 0)
+		goto out;
+	rc = lks_golden_read(path, &gold);
+	if (rc == LKS_GOLDEN_MISSING || rc == LKS_GOLDEN_BAD) {
+		res->verdict = LKS_VERDICT_FAIL;
+		res->failed = 1;
+		res->bad_input = rc == LKS_GOLDEN_BAD;
+		snprintf(res->message, sizeof(res->message), "%s; %s it with '%s'", lks_errmsg(),
+		         rc == LKS_GOLDEN_BAD ? "fix or rewrite" : "create", howto);
+		rc = 0;
+		goto out;
+	}
+	if (rc)
+		goto out;
+	/* cpu: the bit-exact reference, so its golden is met bit for bit */
+	rc = lks_golden_compare(&run, &gold, !strcmp(lks_golden_class(run.backend), "cpu"),
+	                        x->k->rtol, x->k->atol, res, x->note, sizeof(x->note));
+out:
+	lks_golden_release(&run);
+	lks_golden_release(&gold);
+	return rc ? -1 : 0;
+}
+
 static int lks_check_unsupported(struct lks_check_ctx *x)
 {
 	x->res->verdict = LKS_VERDICT_UNSUPPORTED;
 	snprintf(x->res->message, sizeof(x->res->message), "%s",
-	         x->k->kind == LKS_CHECK_SQNR
-	         ? "sqnr needs tensor values, which the trace does not keep yet; not counted as a failure"
-	         : "golden files are not implemented yet; not counted as a failure");
+	         "sqnr needs tensor values, which the trace does not keep yet; not counted as a failure");
 	return 0;
 }
 
@@ -585,7 +649,7 @@ static const struct lks_check_kind_row {
 	{ LKS_CHECK_BITWISE, lks_check_bitwise, 1 },
 	{ LKS_CHECK_CLOSE, lks_check_close, 1 },
 	{ LKS_CHECK_SQNR, lks_check_unsupported, 0 },
-	{ LKS_CHECK_GOLDEN, lks_check_unsupported, 0 },
+	{ LKS_CHECK_GOLDEN, lks_check_golden, 0 },
 	{ LKS_CHECK_FINITE, lks_check_finite, 1 },
 	{ LKS_CHECK_RANKS_AGREE, lks_check_ranks_agree, 1 },
 	{ LKS_CHECK_RECOMPUTE, lks_check_recompute, 1 },
@@ -689,7 +753,7 @@ static void lks_check_judge(struct lks_check_ctx *x)
 	}
 }
 
-static void lks_result_init(lks_check_result *res)
+void lks_check_result_init(lks_check_result *res)
 {
 	memset(res, 0, sizeof(*res));
 	res->step = res->rank = res->phase = -1;
@@ -703,10 +767,11 @@ int lks_check_eval(lks_store *s, const lks_check_cfg *k, int64_t run_a, int64_t 
 {
 	const struct lks_check_kind_row *row = NULL;
 	lks_trace ta = { 0 }, tb = { 0 };
-	struct lks_check_ctx x = { .s = s, .k = k, .res = res, .label_a = k->a, .label_b = k->b };
+	struct lks_check_ctx x = { .s = s, .k = k, .res = res, .run_a = run_a, .label_a = k->a,
+	                           .label_b = k->b };
 	int two = lks_check_kind_nruns(k->kind) == 2, rc = -1;
 
-	lks_result_init(res);
+	lks_check_result_init(res);
 	for (size_t i = 0; i < sizeof(lks_check_kinds) / sizeof(lks_check_kinds[0]); i++)
 		if (lks_check_kinds[i].kind == k->kind)
 			row = &lks_check_kinds[i];
@@ -728,12 +793,14 @@ int lks_check_eval(lks_store *s, const lks_check_cfg *k, int64_t run_a, int64_t 
 	} else if (k->kind == LKS_CHECK_RECOMPUTE) {
 		x.label_a = "recompute";
 		x.label_b = "forward";
+	} else if (k->kind == LKS_CHECK_GOLDEN) {
+		x.label_b = "golden";
 	} else if (!two) {
 		x.label_b = NULL;
 	}
 	if (row->fn(&x))
 		goto out;
-	if (res->verdict != LKS_VERDICT_UNSUPPORTED) {
+	if (!res->message[0]) {  /* else the kind gave its verdict itself (unsupported, ...) */
 		char rank[32];
 
 		if (k->kind == LKS_CHECK_RANKS_AGREE) {
@@ -810,6 +877,7 @@ int lks_check_case(lks_store *s, int64_t suite_id, const lks_case *c, const int6
 		if (lks_store_check(s, &rec))
 			return -1;
 		lks_tally_add(tally, r.verdict);
+		tally->bad_input += r.bad_input;
 	}
 	if (out)
 		fflush(out);

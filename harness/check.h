@@ -21,8 +21,13 @@
  *                rank 0's at every step
  *   recompute    every RECOMPUTE row equals the FORWARD row of the same name (and
  *                occurrence) at the same step and rank
- *   sqnr, golden unsupported for now (sqnr needs tensor values, golden files come later):
- *                reported, stored, and not counted as failures
+ *   golden       run a against its golden file <golden dir>/<class>/<case>/<run>.tsv
+ *                (harness/golden.h): bit for bit, hashes included, for class cpu; within
+ *                rtol/atol, hashes ignored, for other classes. A missing golden file fails,
+ *                naming the command that writes it; a bad one fails with bad_input set and
+ *                "file:line: ..." as the message ('lockstep run' then exits 2)
+ *   sqnr         unsupported for now (it needs tensor values): reported, stored, and not
+ *                counted as a failure
  */
 #ifndef LKS_HARNESS_CHECK_H
 #define LKS_HARNESS_CHECK_H
@@ -62,11 +67,14 @@ typedef struct lks_check_result {
 	double abs_err, rel_err;      /* NaN: none; rel_err = |a - b| / |b| */
 	int64_t ulp;                  /* -1: none */
 	char message[512];            /* what failed, in words; for every verdict but pass */
+	int bad_input;                /* an input of the check (a golden file) is bad: the
+	                                 verdict is fail, message says file:line; exit 2 */
 } lks_check_result;
 
 /* Verdicts of many checks (one suite). failed counts fail and unexpected_pass. */
 typedef struct lks_check_tally {
 	int total, passed, failed, expected_fail, unsupported, skipped;
+	int bad_input;            /* of the failed: checks whose input was bad (exit 2) */
 } lks_check_tally;
 
 /*
@@ -95,6 +103,17 @@ int lks_check_case(lks_store *s, int64_t suite_id, const lks_case *c, const int6
  * distance is the sum of both magnitudes' distances from zero (-min_subnormal vs
  * +min_subnormal: 2). Both NaN: 0; one NaN: LKS_ULP_NAN.
  */
+/* For other comparisons of traces (golden.c) in the same terms: a result as
+   lks_check_eval starts it (no divergence), a divergence's field and values into it (f32:
+   float values, ULP counted in float; is_hash: no error), and the first field in which two
+   stat rows differ bit for bit (l2, amax, scale, nonfinite, underflow, saturated, hash;
+   both NaN count as equal), 0 when none does. */
+void lks_check_result_init(lks_check_result *res);
+void lks_check_set_real(lks_check_result *res, const char *field, double a, double b, int f32);
+void lks_check_set_int(lks_check_result *res, const char *field, int64_t a, int64_t b,
+                       int is_hash);
+int lks_check_row_diff(const lks_stat_row *a, const lks_stat_row *b, lks_check_result *res);
+
 #define LKS_ULP_NAN UINT64_MAX
 uint64_t lks_ulp_f64(double a, double b);
 uint64_t lks_ulp_f32(float a, float b);

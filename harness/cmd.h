@@ -15,6 +15,7 @@ int cmd_env(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
 int cmd_list(int argc, char **argv);
 int cmd_run(int argc, char **argv);
+int cmd_golden(int argc, char **argv);
 
 /* Prints "lockstep: <msg>" to stderr and returns LKS_EXIT_USAGE, for 'return lks_usage(...)'. */
 int lks_usage(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

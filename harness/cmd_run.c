@@ -15,6 +15,7 @@
 #include "harness/check.h"
 #include "harness/cmd.h"
 #include "harness/fingerprint.h"
+#include "harness/golden.h"
 #include "harness/runner.h"
 #include "harness/trace_store.h"
 #include "kernels/err.h"
@@ -28,7 +29,9 @@ static const char lks_run_help[] =
 	"in, so an interrupted run never passes for a finished one. After the runs of a case,\n"
 	"its checks are evaluated and their verdicts stored; a failure names the first step,\n"
 	"tensor and rank where the runs diverge. A check whose runs were left out by --run is\n"
-	"skipped; sqnr and golden checks are reported as unsupported (not a failure) for now.\n"
+	"skipped; sqnr checks are reported as unsupported (not a failure) for now. A golden\n"
+	"check compares a run with its golden file, GOLDEN/<backend>/<case>/<run>.tsv, made by\n"
+	"'lockstep golden update'; a corrupt golden file is bad input (exit 2).\n"
 	"\n"
 	"options:\n"
 	"  --db FILE        the database (default lockstep.db; created if missing)\n"
@@ -38,6 +41,7 @@ static const char lks_run_help[] =
 	"                   --set run.fp8.recipe=fp8_tensorwise (repeatable)\n"
 	"  --run NAME       only the runs with this name (repeatable)\n"
 	"  --threads N      GEMM threads of single-rank runs (default: all cores)\n"
+	"  --golden DIR     where golden files are (default: $LKS_GOLDEN_DIR, else golden)\n"
 	"  --quiet          no progress\n"
 	"\n"
 	"example:\n"
@@ -46,7 +50,8 @@ static const char lks_run_help[] =
 	"\n"
 	"exit codes: 0 every run finished and every check passed (or failed as expected),\n"
 	"            1 a check failed (or passed where it was expected to fail),\n"
-	"            2 bad usage or a bad case file (nothing is written),\n"
+	"            2 bad usage or a bad case file (nothing is written), or a bad golden\n"
+	"              file (the runs and verdicts are stored),\n"
 	"            3 infrastructure failure (database, memory)\n";
 
 struct lks_run_args {
@@ -89,6 +94,8 @@ static int lks_run_parse(int argc, char **argv, struct lks_run_args *a)
 			a->sets[a->nsets++] = argv[++i];
 		} else if (!strcmp(o, "--run") && v) {
 			a->only[a->nonly++] = argv[++i];
+		} else if (!strcmp(o, "--golden") && v) {
+			lks_golden_set_dir(argv[++i]);
 		} else if (!strcmp(o, "--quiet")) {
 			a->quiet = 1;
 		} else if (o[0] == '-' && o[1]) {
@@ -232,6 +239,11 @@ int cmd_run(int argc, char **argv)
 		printf(", %d skipped", tally.skipped);
 	printf("\nsuite %lld stored in '%s'\n", (long long)suite_id, a.db);
 	rc = tally.failed ? LKS_EXIT_FAIL : LKS_EXIT_OK;
+	if (tally.bad_input) {
+		fprintf(stderr, "lockstep: %d golden file%s could not be read (see above)\n",
+		        tally.bad_input, tally.bad_input > 1 ? "s" : "");
+		rc = LKS_EXIT_USAGE;
+	}
 out:
 	for (int i = 0; i < ncases; i++)
 		lks_case_release(&cases[i]);

@@ -22,6 +22,7 @@ static const struct lks_cmd lks_cmds[] = {
 	{ "env", cmd_env, "print the environment fingerprint stored with every run" },
 	{ "bench", cmd_bench, "measure kernels against a peer in the same run (gemm, quant)" },
 	{ "list", cmd_list, "show cases with their runs and checks" },
+	{ "golden", cmd_golden, "write golden files from the latest stored runs" },
 };
 
 static const char lks_help[] =
@@ -40,6 +41,7 @@ static const char lks_help_tail[] =
 	"environment:\n"
 	"  LKS_ISA=scalar|avx2|avx512   force the CPU kernels' instruction-set path; every path\n"
 	"                               gives the same bits, only the speed differs\n"
+	"  LKS_GOLDEN_DIR=DIR           where golden files are (default: golden)\n"
 	"\n"
 	"exit codes: 0 all checks pass, 1 a check failed, 2 bad usage or input,\n"
 	"            3 infrastructure failure\n";

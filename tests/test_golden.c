@@ -1,0 +1,745 @@
+/*
+ * test_golden.c: golden files (harness/golden.h) and the golden check. A tiny case is
+ * trained into a store in a temporary folder; its runs are written as golden files, read
+ * back and compared: every field must come back bit for bit (NaN scales, hashes with the
+ * top bit set, and in a synthetic trace -0, infinities, subnormals). Then the text file is
+ * edited as a person would: one changed value must fail the check at exactly that step,
+ * rank, tensor and field; a missing file fails naming the command that writes it; a bad
+ * file (bad number, missing column, wrong header, cut short, rows out of order) is an error
+ * naming file:line and makes 'lockstep run' exit 2; an incomplete run is refused. The
+ * program is run as a user would for 'golden update' and 'run --golden'.
+ */
+#include <criterion/criterion.h>
+#include <float.h>
+#include <math.h>
+#include <sqlite3.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "harness/case.h"
+#include "harness/check.h"
+#include "harness/golden.h"
+#include "harness/runner.h"
+#include "harness/trace_store.h"
+#include "kernels/err.h"
+
+/* FP8 rowwise (a) and BF16 (bf: no tensor quantized, every scale NaN); 2 ranks, 3 steps. */
+static const char case_text[] =
+	"[case]\nsteps = 3\nseed = 7\nworld_size = 2\n"
+	"[model]\nvocab = 32\nhidden = 16\nffn = 32\nlayers = 1\nseq = 4\nbatch = 2\n"
+	"[run a]\nrecipe = fp8_rowwise\n"
+	"[run bf]\nrecipe = bf16\n"
+	"[check gold]\nkind = golden\na = a\n"
+	"[check gold_bf]\nkind = golden\na = bf\n";
+
+struct fx {
+	char dir[64], path[160], golden[128];
+	lks_case c;
+	lks_store *s;
+	int64_t ids[4];
+};
+
+static void fx_setup(struct fx *f)
+{
+	FILE *cf;
+
+	memset(f, 0, sizeof(*f));
+	snprintf(f->dir, sizeof(f->dir), "/tmp/lks-test-golden-XXXXXX");
+	cr_assert_not_null(mkdtemp(f->dir));
+	snprintf(f->path, sizeof(f->path), "%s/tiny.ini", f->dir);
+	cr_assert_not_null(cf = fopen(f->path, "w"));
+	fputs(case_text, cf);
+	fclose(cf);
+	cr_assert_eq(lks_case_load(f->path, NULL, 0, &f->c), 0, "%s", lks_errmsg());
+	snprintf(f->path, sizeof(f->path), "%s/t.db", f->dir);
+	cr_assert_eq(lks_store_open(f->path, &f->s), 0, "%s", lks_errmsg());
+	for (int i = 0; i < f->c.nruns; i++) {
+		lks_runner_opts o = { .threads = 1, .fingerprint = "{\"lockstep.version\": \"0.1.0\", "
+		                      "\"lockstep.commit\": \"abc\", \"compiler\": \"GNU 12\", "
+		                      "\"isa.active\": \"avx2\"}" };
+		lks_run_result res;
+
+		cr_assert_eq(lks_run(&f->c, &f->c.runs[i], f->s, &o, &res), 0, "%s", lks_errmsg());
+		f->ids[i] = res.run_id;
+	}
+	snprintf(f->golden, sizeof(f->golden), "%s/golden", f->dir);
+	lks_golden_set_dir(f->golden);
+}
+
+static void fx_teardown(struct fx *f)
+{
+	char cmd[128];
+
+	lks_golden_set_dir(NULL);
+	lks_store_close(f->s);
+	lks_case_release(&f->c);
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", f->dir);
+	cr_assert_eq(system(cmd), 0);
+}
+
+static int64_t id_of(const struct fx *f, const char *run)
+{
+	const lks_run_cfg *r = lks_case_run(&f->c, run);
+
+	cr_assert_not_null(r, "no run '%s'", run);
+	return f->ids[r - f->c.runs];
+}
+
+static const lks_check_cfg *check_of(const struct fx *f, const char *name)
+{
+	for (int i = 0; i < f->c.nchecks; i++)
+		if (!strcmp(f->c.checks[i].name, name))
+			return &f->c.checks[i];
+	cr_assert_fail("no check '%s'", name);
+	return NULL;
+}
+
+/* The golden file of run into path (its path in f->golden). */
+static void write_golden(struct fx *f, const char *run, char *path, size_t n)
+{
+	lks_golden g;
+
+	cr_assert_eq(lks_golden_from_run(f->s, id_of(f, run), 1, &g), 0, "%s", lks_errmsg());
+	cr_assert_eq(lks_golden_path(f->golden, g.backend, g.case_name, g.run_name, path, n), 0);
+	cr_assert_eq(lks_golden_write(&g, path), 0, "%s", lks_errmsg());
+	lks_golden_release(&g);
+}
+
+static lks_check_result eval(struct fx *f, const char *check)
+{
+	const lks_check_cfg *k = check_of(f, check);
+	lks_check_result r;
+
+	cr_assert_eq(lks_check_eval(f->s, k, id_of(f, k->a), 0, &r), 0, "%s", lks_errmsg());
+	return r;
+}
+
+static int same_bits(const void *a, const void *b, size_t n)
+{
+	return memcmp(a, b, n) == 0;
+}
+
+/* a and b equal field by field, doubles and floats bit for bit (NaN: both NaN). */
+static void expect_equal(const lks_golden *a, const lks_golden *b)
+{
+	cr_assert_str_eq(a->case_name, b->case_name);
+	cr_assert_str_eq(a->run_name, b->run_name);
+	cr_assert_str_eq(a->recipe, b->recipe);
+	cr_assert_str_eq(a->backend, b->backend);
+	cr_assert_str_eq(a->options, b->options);
+	cr_assert_eq(a->world_size, b->world_size);
+	cr_assert_eq(a->steps, b->steps);
+	cr_assert_eq(a->seed, b->seed);
+	cr_assert_str_eq(a->version, b->version);
+	cr_assert_str_eq(a->compiler, b->compiler);
+	cr_assert_str_eq(a->isa, b->isa);
+	cr_assert_eq(a->nt, b->nt);
+	for (int i = 0; i < a->nt; i++) {
+		cr_assert_str_eq(a->names[i], b->names[i]);
+		cr_assert_eq(a->phases[i], b->phases[i]);
+	}
+	cr_assert_eq(a->nsteprows, b->nsteprows);
+	for (int i = 0; i < a->nsteprows; i++) {
+		const lks_step_row *x = &a->steprows[i], *y = &b->steprows[i];
+
+		cr_assert(x->step == y->step && x->rank == y->rank);
+		cr_assert(same_bits(&x->loss, &y->loss, 8) || (isnan(x->loss) && isnan(y->loss)));
+		cr_assert(same_bits(&x->grad_norm, &y->grad_norm, 8)
+		          || (isnan(x->grad_norm) && isnan(y->grad_norm)));
+		cr_assert(same_bits(&x->lr, &y->lr, 8) || (isnan(x->lr) && isnan(y->lr)));
+	}
+	cr_assert_eq(a->nstats, b->nstats);
+	for (size_t i = 0; i < a->nstats; i++) {
+		const lks_stat_row *x = &a->stats[i], *y = &b->stats[i];
+
+		cr_assert(x->step == y->step && x->rank == y->rank && x->seq == y->seq);
+		cr_assert(same_bits(&x->l2, &y->l2, 8) || (isnan(x->l2) && isnan(y->l2)), "row %zu l2 %a %a",
+		          i, x->l2, y->l2);
+		cr_assert(same_bits(&x->amax, &y->amax, 4) || (isnan(x->amax) && isnan(y->amax)),
+		          "row %zu amax %a %a", i, (double)x->amax, (double)y->amax);
+		cr_assert(same_bits(&x->scale, &y->scale, 4) || (isnan(x->scale) && isnan(y->scale)),
+		          "row %zu scale %a %a", i, (double)x->scale, (double)y->scale);
+		cr_assert(x->nonfinite == y->nonfinite && x->underflow == y->underflow
+		          && x->saturated == y->saturated);
+		cr_assert_eq(x->hash, y->hash, "row %zu hash %016llx %016llx", i,
+		             (unsigned long long)x->hash, (unsigned long long)y->hash);
+	}
+}
+
+static void expect_pass(const lks_golden *run, const lks_golden *gold)
+{
+	lks_check_result r;
+	char note[256];
+
+	lks_check_result_init(&r);
+	cr_assert_eq(lks_golden_compare(run, gold, 1, 0, 0, &r, note, sizeof(note)), 0);
+	cr_assert(!r.failed, "golden compare failed: field %s, step %d: %s", r.field ? r.field : "-",
+	          r.step, note);
+}
+
+/* ---- round trip ---- */
+
+Test(golden, stored_runs_round_trip_exactly)
+{
+	struct fx f;
+	char path[256];
+	int nan_scales = 0, top_bit = 0;
+
+	fx_setup(&f);
+	for (int i = 0; i < f.c.nruns; i++) {
+		lks_golden run, back;
+
+		write_golden(&f, f.c.runs[i].name, path, sizeof(path));
+		cr_assert_eq(lks_golden_from_run(f.s, f.ids[i], 1, &run), 0, "%s", lks_errmsg());
+		cr_assert_eq(lks_golden_read(path, &back), 0, "%s", lks_errmsg());
+		cr_assert_gt(run.nstats, 0);
+		cr_assert_eq(run.nsteprows, 3 * 2);
+		for (size_t j = 0; j < run.nstats; j++) {
+			nan_scales += isnan(run.stats[j].scale);
+			top_bit += run.stats[j].hash >> 63 != 0;
+		}
+		expect_equal(&run, &back);
+		expect_pass(&run, &back);
+		cr_assert_str_eq(back.version, "0.1.0 abc");
+		cr_assert_str_eq(back.isa, "avx2");
+		lks_golden_release(&run);
+		lks_golden_release(&back);
+	}
+	cr_assert_gt(nan_scales, 0, "no NaN scale was exercised");
+	cr_assert_gt(top_bit, 0, "no hash with the top bit set was exercised");
+	fx_teardown(&f);
+}
+
+/* Values a stored run does not give (norms and scales are >= 0 and finite in healthy runs),
+   but that the format must carry: -0, infinities, subnormals, extremes, NaN, all-ones hash. */
+Test(golden, extreme_values_round_trip_exactly)
+{
+	char dir[] = "/tmp/lks-test-golden-x-XXXXXX", path[128], cmd[160];
+	char *names[] = { "w", "w.grad" };
+	lks_phase phases[] = { LKS_PHASE_FORWARD, LKS_PHASE_BACKWARD };
+	double d[] = { -0.0, 0.0, INFINITY, -INFINITY, NAN, DBL_MIN / 4, DBL_MAX, 0.1, -1e-300 };
+	float fl[] = { -0.0f, FLT_TRUE_MIN, FLT_MAX, INFINITY, NAN, 0.1f, 448.0f, 3e-41f, 1.0f };
+	enum { N = sizeof(d) / sizeof(d[0]) };
+	lks_step_row steps[N];
+	lks_stat_row stats[2 * N];
+	lks_golden g = {
+		.case_name = "c", .run_name = "r", .recipe = "bf16", .backend = "cpu", .options = "",
+		.world_size = 1, .steps = N, .seed = UINT64_MAX, .nt = 2, .names = names,
+		.phases = phases, .nsteprows = N, .steprows = steps, .nstats = 2 * N, .stats = stats,
+	}, back;
+
+	cr_assert_not_null(mkdtemp(dir));
+	for (int i = 0; i < N; i++) {
+		steps[i] = (lks_step_row){ .step = i, .loss = d[i], .grad_norm = d[(i + 1) % N],
+		                           .lr = d[(i + 2) % N] };
+		for (int s = 0; s < 2; s++)
+			stats[2 * i + s] = (lks_stat_row){
+				.step = i, .seq = s, .l2 = d[(i + s) % N], .amax = fl[i], .scale = fl[(i + 4) % N],
+				.nonfinite = i, .underflow = INT64_MAX - i, .saturated = s,
+				.hash = s ? UINT64_MAX - (uint64_t)i : (uint64_t)i << 60 };
+	}
+	snprintf(path, sizeof(path), "%s/cpu/c/r.tsv", dir);
+	cr_assert_eq(lks_golden_write(&g, path), 0, "%s", lks_errmsg());
+	cr_assert_eq(lks_golden_read(path, &back), 0, "%s", lks_errmsg());
+	expect_equal(&g, &back);
+	expect_pass(&g, &back);
+	cr_assert(signbit(back.steprows[0].loss) && back.steprows[0].loss == 0, "-0 lost");
+	cr_assert(signbit(back.stats[0].amax), "-0f lost");
+	lks_golden_release(&back);
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+	cr_assert_eq(system(cmd), 0);
+}
+
+/* What the store gives back for -0 decides whether it can reach a golden file: SQLite
+   (3.40) keeps a REAL with no fraction as an integer, so -0 comes back +0. Whatever it gives,
+   the golden of that run must read back equal. */
+Test(golden, negative_zero_from_the_store)
+{
+	struct fx f;
+	char path[256];
+	lks_golden run, back;
+	sqlite3_stmt *st;
+
+	fx_setup(&f);
+	cr_assert_eq(sqlite3_prepare_v2(lks_store_db(f.s), "UPDATE steps SET lr = ?1 WHERE run_id = ?2 "
+	                                "AND step = 1 AND rank = 0", -1, &st, NULL), SQLITE_OK);
+	sqlite3_bind_double(st, 1, -0.0);
+	sqlite3_bind_int64(st, 2, id_of(&f, "a"));
+	cr_assert_eq(sqlite3_step(st), SQLITE_DONE);
+	sqlite3_finalize(st);
+	write_golden(&f, "a", path, sizeof(path));
+	cr_assert_eq(lks_golden_from_run(f.s, id_of(&f, "a"), 1, &run), 0);
+	cr_assert_eq(lks_golden_read(path, &back), 0, "%s", lks_errmsg());
+	cr_assert_eq(run.steprows[2].lr, 0.0);  /* step 1, rank 0 */
+	cr_assert_eq(!!signbit(back.steprows[2].lr), !!signbit(run.steprows[2].lr));
+	expect_equal(&run, &back);
+	lks_golden_release(&run);
+	lks_golden_release(&back);
+	fx_teardown(&f);
+}
+
+/* ---- the check ---- */
+
+/* Lines of a file, to edit as a person would. */
+struct text {
+	char *line[4096];
+	int n;
+};
+
+static void text_read(struct text *t, const char *path)
+{
+	FILE *f = fopen(path, "r");
+	char buf[4096];
+
+	cr_assert_not_null(f);
+	t->n = 0;
+	while (fgets(buf, sizeof(buf), f)) {
+		cr_assert_lt(t->n, 4096);
+		t->line[t->n++] = strdup(buf);
+	}
+	fclose(f);
+}
+
+static void text_write(struct text *t, const char *path, int nlines, int cut_last_at)
+{
+	FILE *f = fopen(path, "w");
+
+	cr_assert_not_null(f);
+	for (int i = 0; i < nlines; i++)
+		if (i == nlines - 1 && cut_last_at >= 0)
+			fwrite(t->line[i], 1, (size_t)cut_last_at, f);
+		else
+			fputs(t->line[i], f);
+	fclose(f);
+}
+
+static void text_free(struct text *t)
+{
+	for (int i = 0; i < t->n; i++)
+		free(t->line[i]);
+	t->n = 0;
+}
+
+/* The index of the line that starts with prefix. */
+static int text_find(const struct text *t, const char *prefix)
+{
+	for (int i = 0; i < t->n; i++)
+		if (!strncmp(t->line[i], prefix, strlen(prefix)))
+			return i;
+	cr_assert_fail("no line '%s'", prefix);
+	return -1;
+}
+
+/* Replaces tab-separated column col (from 0) of line i with v. */
+static void text_set(struct text *t, int i, int col, const char *v)
+{
+	char out[4096] = "", *save, *tok, *copy = strdup(t->line[i]);
+	int c = 0;
+
+	copy[strcspn(copy, "\n")] = 0;
+	for (tok = strtok_r(copy, "\t", &save); tok; tok = strtok_r(NULL, "\t", &save), c++) {
+		if (c)
+			strcat(out, "\t");
+		strcat(out, c == col ? v : tok);
+	}
+	strcat(out, "\n");
+	free(copy);
+	free(t->line[i]);
+	t->line[i] = strdup(out);
+}
+
+static char *text_col(const struct text *t, int i, int col, char *buf, size_t n)
+{
+	const char *p = t->line[i];
+
+	for (int c = 0; c < col; c++)
+		p = strchr(p, '\t') + 1;
+	snprintf(buf, n, "%.*s", (int)strcspn(p, "\t\n"), p);
+	return buf;
+}
+
+Test(golden, check_passes_on_its_own_run)
+{
+	struct fx f;
+	char path[256];
+	lks_check_result r;
+
+	fx_setup(&f);
+	write_golden(&f, "a", path, sizeof(path));
+	write_golden(&f, "bf", path, sizeof(path));
+	r = eval(&f, "gold");
+	cr_assert_eq(r.verdict, LKS_VERDICT_PASS, "%s", r.message);
+	r = eval(&f, "gold_bf");
+	cr_assert_eq(r.verdict, LKS_VERDICT_PASS, "%s", r.message);
+	fx_teardown(&f);
+}
+
+/* One value changed in the text: the check fails there, with both values and the field. */
+Test(golden, an_edited_value_fails_at_exactly_that_place)
+{
+	struct fx f;
+	char path[256], prefix[64], buf[64], name[128];
+	struct text t;
+	lks_check_result r;
+	lks_golden run;
+	int seq = 3, i;
+	float amax;
+
+	fx_setup(&f);
+	write_golden(&f, "a", path, sizeof(path));
+	cr_assert_eq(lks_golden_from_run(f.s, id_of(&f, "a"), 1, &run), 0);
+	cr_assert_gt(run.nt, seq);
+	snprintf(name, sizeof(name), "%s", run.names[seq]);
+	text_read(&t, path);
+
+	/* amax of step 1, rank 1, seq 3: one ULP up */
+	snprintf(prefix, sizeof(prefix), "1\t1\t%d\t", seq);
+	i = text_find(&t, prefix);
+	amax = strtof(text_col(&t, i, 6, buf, sizeof(buf)), NULL);
+	snprintf(buf, sizeof(buf), "%.9g", (double)nextafterf(amax, INFINITY));
+	text_set(&t, i, 6, buf);
+	text_write(&t, path, t.n, -1);
+	r = eval(&f, "gold");
+	cr_assert_eq(r.verdict, LKS_VERDICT_FAIL);
+	cr_assert_eq(r.step, 1, "%s", r.message);
+	cr_assert_eq(r.rank, 1, "%s", r.message);
+	cr_assert_str_eq(r.tensor, name, "%s", r.message);
+	cr_assert_str_eq(r.field, "amax", "%s", r.message);
+	cr_assert_eq((float)r.a, amax);
+	cr_assert_eq((float)r.b, nextafterf(amax, INFINITY));
+	cr_assert_eq(r.ulp, 1, "%s", r.message);
+	cr_assert_not_null(strstr(r.message, "golden="), "%s", r.message);
+
+	/* also the loss of step 0, rank 1: an earlier step wins */
+	i = text_find(&t, "0\t1\t");
+	text_set(&t, i, 2, "1.5");
+	text_write(&t, path, t.n, -1);
+	r = eval(&f, "gold");
+	cr_assert_eq(r.step, 0, "%s", r.message);
+	cr_assert_eq(r.rank, 1, "%s", r.message);
+	cr_assert_str_eq(r.tensor, "", "%s", r.message);
+	cr_assert_str_eq(r.field, "loss", "%s", r.message);
+	cr_assert_eq(r.b, 1.5);
+	text_free(&t);
+
+	/* a hash alone, at step 2, rank 0, the last tensor */
+	write_golden(&f, "a", path, sizeof(path));
+	text_read(&t, path);
+	snprintf(prefix, sizeof(prefix), "2\t0\t%d\t", run.nt - 1);
+	i = text_find(&t, prefix);
+	text_set(&t, i, 11, "ffffffffffffffff");
+	text_write(&t, path, t.n, -1);
+	r = eval(&f, "gold");
+	cr_assert_eq(r.step, 2, "%s", r.message);
+	cr_assert_eq(r.rank, 0, "%s", r.message);
+	cr_assert_str_eq(r.tensor, run.names[run.nt - 1], "%s", r.message);
+	cr_assert_str_eq(r.field, "hash", "%s", r.message);
+	cr_assert_eq((uint64_t)r.ib, UINT64_MAX);
+	text_free(&t);
+	lks_golden_release(&run);
+	fx_teardown(&f);
+}
+
+/* On a class other than cpu the values are compared within rtol/atol, hashes not. */
+Test(golden, tolerance_on_other_classes)
+{
+	struct fx f;
+	lks_golden run, gold;
+	lks_check_result r;
+	char note[256];
+
+	fx_setup(&f);
+	cr_assert_eq(lks_golden_from_run(f.s, id_of(&f, "a"), 1, &run), 0);
+	cr_assert_eq(lks_golden_from_run(f.s, id_of(&f, "a"), 1, &gold), 0);
+	gold.stats[5].hash ^= 1;
+	gold.stats[5].l2 *= 1 + 1e-6;
+	lks_check_result_init(&r);
+	lks_golden_compare(&run, &gold, 0, 1e-5, 0, &r, note, sizeof(note));
+	cr_assert(!r.failed, "%s %s", r.field, note);
+	lks_check_result_init(&r);
+	lks_golden_compare(&run, &gold, 0, 1e-7, 0, &r, note, sizeof(note));
+	cr_assert(r.failed);
+	cr_assert_str_eq(r.field, "l2");
+	cr_assert_eq(r.step, gold.stats[5].step);
+	cr_assert_not_null(strstr(note, "rtol"), "%s", note);
+	lks_check_result_init(&r);
+	lks_golden_compare(&run, &gold, 1, 0, 0, &r, note, sizeof(note));
+	cr_assert_str_eq(r.field, "l2");  /* bit for bit, l2 comes before hash */
+	lks_golden_release(&run);
+	lks_golden_release(&gold);
+	fx_teardown(&f);
+}
+
+Test(golden, missing_golden_fails_with_the_update_command)
+{
+	struct fx f;
+	lks_check_result r;
+
+	fx_setup(&f);
+	r = eval(&f, "gold");
+	cr_assert_eq(r.verdict, LKS_VERDICT_FAIL);
+	cr_assert(!r.bad_input);
+	cr_assert_not_null(strstr(r.message, "golden/cpu/tiny/a.tsv"), "%s", r.message);
+	cr_assert_not_null(strstr(r.message, "lockstep golden update "), "%s", r.message);
+	cr_assert_not_null(strstr(r.message, "tiny.ini --run a"), "%s", r.message);
+	fx_teardown(&f);
+}
+
+/* Rewrites the golden of run a with one defect; expects the error at file:line. */
+static void expect_corrupt(struct fx *f, const char *what, void (*edit)(struct text *, int *),
+                           int want_line)
+{
+	char path[256], want[300];
+	struct text t;
+	lks_golden g;
+	lks_check_result r;
+	int nlines;
+
+	write_golden(f, "a", path, sizeof(path));
+	text_read(&t, path);
+	nlines = t.n;
+	edit(&t, &nlines);
+	if (want_line < 0)
+		want_line = nlines + want_line + 1;  /* counted from the end */
+	text_write(&t, path, nlines, -1);
+	text_free(&t);
+	snprintf(want, sizeof(want), "%s:%d: ", path, want_line);
+	cr_assert_eq(lks_golden_read(path, &g), LKS_GOLDEN_BAD, "%s: read passed", what);
+	cr_assert(!strncmp(lks_errmsg(), want, strlen(want)), "%s: '%s' does not start with '%s'",
+	          what, lks_errmsg(), want);
+	lks_golden_release(&g);
+	r = eval(f, "gold");
+	cr_assert_eq(r.verdict, LKS_VERDICT_FAIL, "%s", what);
+	cr_assert(r.bad_input, "%s", what);
+	cr_assert_not_null(strstr(r.message, want), "%s: %s", what, r.message);
+}
+
+static int first_stat_line(struct text *t)
+{
+	return text_find(t, "step\trank\tseq") + 1;
+}
+
+static void bad_number(struct text *t, int *n)
+{
+	text_set(t, first_stat_line(t) + 2, 5, "0.1x");
+}
+
+static void missing_column(struct text *t, int *n)
+{
+	int i = text_find(t, "step\trank\tloss") + 2;
+	char *tab = strrchr(t->line[i], '\t');
+
+	strcpy(tab, "\n");
+}
+
+static void wrong_header(struct text *t, int *n)
+{
+	free(t->line[0]);
+	t->line[0] = strdup("# lockstep golden 2\n");
+}
+
+static void not_golden(struct text *t, int *n)
+{
+	free(t->line[0]);
+	t->line[0] = strdup("step\trank\tloss\n");
+}
+
+static void truncated_mid_line(struct text *t, int *n)
+{
+	*n = first_stat_line(t) + 10;
+	t->line[*n - 1][5] = 0;  /* the last line cut after 5 characters, no newline */
+}
+
+static void truncated_at_line(struct text *t, int *n)
+{
+	*n = first_stat_line(t) + 10;  /* whole lines, but no end line */
+}
+
+/* the last two stats rows swapped (the tensor table is complete by then) */
+static void out_of_order(struct text *t, int *n)
+{
+	int i = t->n - 3;
+	char *tmp = t->line[i];
+
+	t->line[i] = t->line[i + 1];
+	t->line[i + 1] = tmp;
+}
+
+static void no_seed(struct text *t, int *n)
+{
+	int i = text_find(t, "# seed: ");
+
+	free(t->line[i]);
+	t->line[i] = strdup("# sed: 7\n");
+}
+
+static void bad_count(struct text *t, int *n)
+{
+	int i = text_find(t, "# end\t");
+
+	free(t->line[i]);
+	t->line[i] = strdup("# end\t6\t1\n");
+}
+
+Test(golden, corrupt_golden_names_file_and_line)
+{
+	struct fx f;
+	struct text t;
+	char path[256];
+	int stat0, step0, steph, endl;
+
+	fx_setup(&f);
+	write_golden(&f, "a", path, sizeof(path));
+	text_read(&t, path);
+	stat0 = first_stat_line(&t) + 1;  /* line numbers from 1 */
+	step0 = text_find(&t, "step\trank\tloss") + 2;
+	steph = step0 - 1;
+	endl = t.n;
+	text_free(&t);
+	expect_corrupt(&f, "bad number", bad_number, stat0 + 2);
+	expect_corrupt(&f, "missing column", missing_column, step0 + 1);
+	expect_corrupt(&f, "wrong version", wrong_header, 1);
+	expect_corrupt(&f, "not a golden file", not_golden, 1);
+	expect_corrupt(&f, "cut mid-line", truncated_mid_line, stat0 + 9);
+	expect_corrupt(&f, "cut at a line", truncated_at_line, stat0 + 10);
+	expect_corrupt(&f, "rows out of order", out_of_order, -2);
+	expect_corrupt(&f, "a required key missing", no_seed, steph);
+	expect_corrupt(&f, "end line counts", bad_count, endl);
+	fx_teardown(&f);
+}
+
+/* A bad golden is bad input for the whole suite: counted in the tally. */
+Test(golden, corrupt_golden_is_counted_as_bad_input)
+{
+	struct fx f;
+	char path[256];
+	struct text t;
+	lks_check_tally tally = { 0 };
+	int64_t suite;
+
+	fx_setup(&f);
+	write_golden(&f, "a", path, sizeof(path));
+	write_golden(&f, "bf", path, sizeof(path));
+	text_read(&t, path);
+	text_set(&t, first_stat_line(&t), 6, "zz");
+	text_write(&t, path, t.n, -1);
+	text_free(&t);
+	cr_assert_eq(lks_store_begin_suite(f.s, "test", &suite), 0);
+	cr_assert_eq(lks_check_case(f.s, suite, &f.c, f.ids, NULL, &tally), 0, "%s", lks_errmsg());
+	cr_assert_eq(tally.total, 2);
+	cr_assert_eq(tally.passed, 1);
+	cr_assert_eq(tally.failed, 1);
+	cr_assert_eq(tally.bad_input, 1);
+	fx_teardown(&f);
+}
+
+Test(golden, incomplete_run_is_refused)
+{
+	struct fx f;
+	lks_golden g;
+	char q[128];
+
+	fx_setup(&f);
+	snprintf(q, sizeof(q), "UPDATE runs SET status = 'incomplete' WHERE run_id = %lld",
+	         (long long)id_of(&f, "a"));
+	cr_assert_eq(sqlite3_exec(lks_store_db(f.s), q, NULL, NULL, NULL), SQLITE_OK);
+	cr_assert_eq(lks_golden_from_run(f.s, id_of(&f, "a"), 1, &g), LKS_GOLDEN_BAD);
+	cr_assert_not_null(strstr(lks_errmsg(), "incomplete"), "%s", lks_errmsg());
+	lks_golden_release(&g);
+	/* comparing may read it: the missing steps would be the divergence */
+	cr_assert_eq(lks_golden_from_run(f.s, id_of(&f, "a"), 0, &g), 0);
+	lks_golden_release(&g);
+	fx_teardown(&f);
+}
+
+/* ---- the program ---- */
+
+/* Runs "cd dir && lockstep ARGS" with stdout and stderr into dir/out; the exit code. */
+static int lockstep(const char *dir, const char *fmt, ...)
+{
+	char args[512], cmd[1024];
+	va_list ap;
+	int st;
+
+	va_start(ap, fmt);
+	vsnprintf(args, sizeof(args), fmt, ap);
+	va_end(ap);
+	snprintf(cmd, sizeof(cmd), "cd '%s' && env -u LKS_GOLDEN_DIR '%s' %s >out 2>&1", dir, LKS_BIN,
+	         args);
+	st = system(cmd);
+	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+static int out_has(const char *dir, const char *s)
+{
+	char path[128], buf[65536];
+	FILE *f;
+	size_t n;
+
+	snprintf(path, sizeof(path), "%s/out", dir);
+	if (!(f = fopen(path, "r")))
+		return 0;
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	buf[n] = 0;
+	fclose(f);
+	return strstr(buf, s) != NULL;
+}
+
+Test(golden, cli_update_run_and_corrupt)
+{
+	char dir[] = "/tmp/lks-test-golden-cli-XXXXXX", path[160], cmd[256];
+	FILE *cf;
+	struct text t;
+	lks_store *s;
+
+	cr_assert_not_null(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/tiny.ini", dir);
+	cr_assert_not_null(cf = fopen(path, "w"));
+	fputs(case_text, cf);
+	fclose(cf);
+	cr_assert_eq(lockstep(dir, "golden --help"), 0);
+	cr_assert(out_has(dir, "golden update"));
+	cr_assert_eq(lockstep(dir, "golden update tiny.ini --db t.db"), 2);
+	cr_assert(out_has(dir, "lockstep run"), "no database: says to run first");
+	/* no golden yet: the golden checks fail, naming the command */
+	cr_assert_eq(lockstep(dir, "run tiny.ini --db t.db --quiet"), 1);
+	cr_assert(out_has(dir, "lockstep golden update tiny.ini --run a"));
+	cr_assert_eq(lockstep(dir, "golden update tiny.ini --db t.db --run nosuch"), 2);
+	cr_assert_eq(lockstep(dir, "golden update nosuch.ini --db t.db"), 2);
+	cr_assert_eq(lockstep(dir, "golden update tiny.ini --db t.db"), 0);
+	cr_assert(out_has(dir, "wrote golden/cpu/tiny/a.tsv"));
+	cr_assert(out_has(dir, "wrote golden/cpu/tiny/bf.tsv"));
+	cr_assert_eq(lockstep(dir, "run tiny.ini --db t.db --quiet"), 0);
+	cr_assert(out_has(dir, "2 checks: 2 passed, 0 failed"));
+	/* --golden elsewhere: missing there, and the hint names the folder */
+	cr_assert_eq(lockstep(dir, "run tiny.ini --db t.db --quiet --golden elsewhere"), 1);
+	cr_assert(out_has(dir, "--golden elsewhere"));
+	/* a corrupt golden: exit 2 with file:line */
+	snprintf(path, sizeof(path), "%s/golden/cpu/tiny/a.tsv", dir);
+	text_read(&t, path);
+	text_set(&t, 14, 2, "1.5.5");
+	text_write(&t, path, t.n, -1);
+	text_free(&t);
+	cr_assert_eq(lockstep(dir, "run tiny.ini --db t.db --quiet"), 2);
+	cr_assert(out_has(dir, "golden/cpu/tiny/a.tsv:15: bad number '1.5.5'"));
+	/* a run made with --steps is passed over (its golden check fails on steps, and a.tsv is
+	   still corrupt: exit 2); only incomplete ones: refused */
+	cr_assert_eq(lockstep(dir, "run tiny.ini --db s.db --quiet --steps 2"), 2);
+	cr_assert(out_has(dir, "steps bf=2 golden=3"));
+	cr_assert_eq(lockstep(dir, "golden update tiny.ini --db s.db"), 2);
+	cr_assert(out_has(dir, "--steps or --set"));
+	snprintf(path, sizeof(path), "%s/t.db", dir);
+	cr_assert_eq(lks_store_open(path, &s), 0);
+	cr_assert_eq(sqlite3_exec(lks_store_db(s), "UPDATE runs SET status = 'incomplete'", NULL, NULL,
+	                          NULL), SQLITE_OK);
+	lks_store_close(s);
+	cr_assert_eq(lockstep(dir, "golden update tiny.ini --db t.db"), 2);
+	cr_assert(out_has(dir, "incomplete"));
+	cr_assert(out_has(dir, "refusing"));
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+	cr_assert_eq(system(cmd), 0);
+}
