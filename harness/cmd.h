@@ -8,13 +8,15 @@
 
 #include <stdio.h>
 
-enum { LKS_EXIT_OK = 0, LKS_EXIT_FAIL = 1, LKS_EXIT_USAGE = 2, LKS_EXIT_INFRA = 3 };
+enum { LKS_EXIT_OK = 0, LKS_EXIT_FAIL = 1, LKS_EXIT_USAGE = 2, LKS_EXIT_INFRA = 3,
+       LKS_EXIT_CANNOT_TEST = 125 /* 'lockstep check': git bisect skips the commit */ };
 
 /* argv[0] is the subcommand's name. */
 int cmd_env(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
 int cmd_list(int argc, char **argv);
 int cmd_run(int argc, char **argv);
+int cmd_check(int argc, char **argv);
 int cmd_golden(int argc, char **argv);
 
 /* Prints "lockstep: <msg>" to stderr and returns LKS_EXIT_USAGE, for 'return lks_usage(...)'. */

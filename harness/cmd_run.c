@@ -15,6 +15,7 @@
 #include "harness/check.h"
 #include "harness/cmd.h"
 #include "harness/fingerprint.h"
+#include "harness/junit.h"
 #include "harness/golden.h"
 #include "harness/runner.h"
 #include "harness/trace_store.h"
@@ -42,6 +43,7 @@ static const char lks_run_help[] =
 	"  --run NAME       only the runs with this name (repeatable)\n"
 	"  --threads N      GEMM threads of single-rank runs (default: all cores)\n"
 	"  --golden DIR     where golden files are (default: $LKS_GOLDEN_DIR, else golden)\n"
+	"  --junit FILE     also write the verdicts as JUnit XML (a testcase per check)\n"
 	"  --quiet          no progress\n"
 	"\n"
 	"example:\n"
@@ -55,7 +57,7 @@ static const char lks_run_help[] =
 	"            3 infrastructure failure (database, memory)\n";
 
 struct lks_run_args {
-	const char *db;
+	const char *db, *junit;
 	int steps, threads, quiet;
 	const char **sets, **only, **inputs;
 	int nsets, nonly, ninputs;
@@ -96,6 +98,8 @@ static int lks_run_parse(int argc, char **argv, struct lks_run_args *a)
 			a->only[a->nonly++] = argv[++i];
 		} else if (!strcmp(o, "--golden") && v) {
 			lks_golden_set_dir(argv[++i]);
+		} else if (!strcmp(o, "--junit") && v) {
+			a->junit = argv[++i];
 		} else if (!strcmp(o, "--quiet")) {
 			a->quiet = 1;
 		} else if (o[0] == '-' && o[1]) {
@@ -238,6 +242,11 @@ int cmd_run(int argc, char **argv)
 	if (tally.skipped)
 		printf(", %d skipped", tally.skipped);
 	printf("\nsuite %lld stored in '%s'\n", (long long)suite_id, a.db);
+	if (a.junit && lks_junit_write(store, suite_id, a.junit)) {
+		fprintf(stderr, "lockstep: %s\n", lks_errmsg());
+		rc = LKS_EXIT_INFRA;
+		goto out;
+	}
 	rc = tally.failed ? LKS_EXIT_FAIL : LKS_EXIT_OK;
 	if (tally.bad_input) {
 		fprintf(stderr, "lockstep: %d golden file%s could not be read (see above)\n",

@@ -19,8 +19,9 @@ struct lks_cmd {
 
 static const struct lks_cmd lks_cmds[] = {
 	{ "run", cmd_run, "train every run of cases step by step and store the traces" },
+	{ "check", cmd_check, "run, with exit codes for git bisect run (0 good, 1 bad, 125 skip)" },
 	{ "env", cmd_env, "print the environment fingerprint stored with every run" },
-	{ "bench", cmd_bench, "measure kernels against a peer in the same run (gemm, quant)" },
+	{ "bench", cmd_bench, "measure against a peer in the same run (gemm, quant, store, step)" },
 	{ "list", cmd_list, "show cases with their runs and checks" },
 	{ "golden", cmd_golden, "write golden files from the latest stored runs" },
 };

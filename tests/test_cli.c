@@ -299,3 +299,49 @@ Test(cli, a_file_that_is_not_a_lockstep_database_is_bad_input)
 	snprintf(args, sizeof(args), "rm -rf '%s'", dir);
 	cr_assert_eq(system(args), 0);
 }
+
+Test(cli, check_exit_codes_for_bisect_and_junit)
+{
+	char dir[] = "/tmp/lks_test_check_XXXXXX", good[600], bad[600], broken[600], db[600];
+	char junit[600], args[4096], out[8192];
+	const char *model = "[model]\nvocab = 32\nhidden = 16\nffn = 32\nlayers = 1\nseq = 4\nbatch = 2\n";
+	char *xml;
+	size_t n;
+
+	cr_assert_not_null(mkdtemp(dir));
+	snprintf(good, sizeof(good), "%s/good.ini", dir);
+	snprintf(bad, sizeof(bad), "%s/bad.ini", dir);
+	snprintf(broken, sizeof(broken), "%s/broken.ini", dir);
+	snprintf(db, sizeof(db), "%s/c.db", dir);
+	snprintf(junit, sizeof(junit), "%s/junit.xml", dir);
+	snprintf(args, sizeof(args), "[case]\nsteps = 2\n%s[run a]\nrecipe = bf16\n[run b]\nrecipe = bf16\n"
+	         "[check same]\nkind = bitwise\na = a\nb = b\n", model);
+	put_file(good, args);
+	/* FP8 and BF16 differ from step 0 on: rtol 0 must fail, and name step 0 */
+	snprintf(args, sizeof(args), "[case]\nsteps = 2\n%s[run a]\nrecipe = bf16\n[run f]\n"
+	         "recipe = fp8_rowwise\n[check exact]\nkind = close\na = f\nb = a\nrtol = 0\n"
+	         "[check same]\nkind = bitwise\na = a\nb = a_again\n[run a_again]\nrecipe = bf16\n", model);
+	put_file(bad, args);
+	put_file(broken, "[case]\nsteps = two\n");
+
+	snprintf(args, sizeof(args), "check --quiet --db '%s' '%s'", db, good);
+	cr_assert_eq(run(NULL, args, out, sizeof(out)), 0, "%s", out);
+	snprintf(args, sizeof(args), "check --quiet --db '%s' --junit '%s' '%s'", db, junit, bad);
+	cr_assert_eq(run(NULL, args, out, sizeof(out)), 1, "%s", out);
+	cr_assert_not_null(strstr(out, "step 0"), "the divergence names step 0: %s", out);
+	snprintf(args, sizeof(args), "check --quiet --db '%s' '%s'", db, broken);
+	cr_assert_eq(run(NULL, args, out, sizeof(out)), 125, "%s", out);
+	snprintf(args, sizeof(args), "run --quiet --db '%s' '%s'", db, broken);
+	cr_assert_eq(run(NULL, args, out, sizeof(out)), 2, "%s", out);
+
+	xml = slurp(junit, &n);
+	xml[n - 1] = 0;
+	cr_assert_not_null(strstr(xml, "tests=\"2\" failures=\"1\""), "%s", xml);
+	cr_assert_not_null(strstr(xml, "<testcase classname=\"bad\" name=\"exact\">"), "%s", xml);
+	cr_assert_not_null(strstr(xml, "<failure type=\"close\""), "%s", xml);
+	cr_assert_not_null(strstr(xml, "<testcase classname=\"bad\" name=\"same\">\n    </testcase>"),
+	                   "the passing check has no failure: %s", xml);
+	free(xml);
+	snprintf(args, sizeof(args), "rm -rf '%s'", dir);
+	cr_assert_eq(system(args), 0);
+}
