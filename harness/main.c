@@ -24,6 +24,8 @@ static const struct lks_cmd lks_cmds[] = {
 	{ "bench", cmd_bench, "measure against a peer in the same run (gemm, quant, store, step)" },
 	{ "list", cmd_list, "show cases with their runs and checks" },
 	{ "golden", cmd_golden, "write golden files from the latest stored runs" },
+	{ "report", cmd_report, "write the HTML and Markdown report of a suite" },
+	{ "diff", cmd_diff, "first divergence and per-step maximum errors of two stored runs" },
 };
 
 static const char lks_help[] =

@@ -1,0 +1,591 @@
+/*
+ * cmd_diff.c: 'lockstep diff RUN_A RUN_B': two stored runs side by side, like diff(1) for
+ * traces. Prints what each run was (case, run, recipe, options, world size, steps,
+ * backend, and the fingerprint keys in which they differ), the first divergence exactly
+ * as the bitwise check reports it (check.c does the comparison), and a table per step:
+ * the loss of both, its relative error, and over every tensor both runs share the largest
+ * relative error of the L2 norm (with the tensor where it occurs) and how many tensors
+ * have a different hash.
+ *
+ * Exit 0 when the runs are bitwise identical, 1 when they differ, 2 for bad usage, an
+ * unknown run or a bad database, 3 when the database cannot be read.
+ */
+#include <ctype.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "harness/case.h"
+#include "harness/check.h"
+#include "harness/cmd.h"
+#include "harness/trace_store.h"
+#include "kernels/err.h"
+
+static const char lks_diff_help[] =
+	"usage: lockstep diff [options] RUN_A RUN_B\n"
+	"\n"
+	"Compares two stored runs. A run is its id in the database (as 'lockstep run' and the\n"
+	"report show it) or CASE/RUN: the latest stored run of that case and run name. Prints\n"
+	"  - both runs: case, run, recipe, options, world size, steps, backend, status, and\n"
+	"    the fingerprint keys that differ (versions, GPU, host, numerics env vars, ...)\n"
+	"  - the first divergence, as the bitwise check reports it: step, tensor (execution\n"
+	"    order), rank, field, the values of a and b and the error between them\n"
+	"  - per step: loss of a and b and their relative error |a - b| / |b|; over the tensors\n"
+	"    both runs share (by name and phase; ranks compared pairwise) the largest relative\n"
+	"    error of the L2 norm and the tensor where it occurs, and how many tensors have a\n"
+	"    different hash (any rank)\n"
+	"\n"
+	"options:\n"
+	"  --db FILE        the database (default lockstep.db)\n"
+	"  --max-rows N     at most N rows in the per-step table (default 100; 0: all)\n"
+	"\n"
+	"example:\n"
+	"  lockstep run cases/fp8_recipes.ini --db nightly.db\n"
+	"  lockstep diff fp8_recipes/bf16 fp8_recipes/rowwise --db nightly.db\n"
+	"  lockstep diff 12 31 --db nightly.db        # the same run, last week and tonight\n"
+	"\n"
+	"exit codes: 0 the runs are bitwise identical, 1 they differ,\n"
+	"            2 bad usage, an unknown run or a file that is not a lockstep database,\n"
+	"            3 the database cannot be read\n";
+
+/* What the header shows of a run; strings owned. */
+struct lks_diff_run {
+	int64_t id;
+	char *case_name, *run_name, *recipe, *options, *backend, *status, *started, *fingerprint;
+	int world_size, steps;
+};
+
+/* A run's trace as the per-step table reads it. */
+struct lks_diff_trace {
+	int nt, cap;
+	char **names;             /* (nt) */
+	lks_phase *phases;        /* (nt) */
+	int *occ;                 /* (nt) earlier tensors of the same name and phase */
+	int nsteps, W;
+	lks_step_row *steps;      /* (nsteps, W); have_step says which were stored */
+	unsigned char *have_step;
+	lks_stat_row *stats;      /* (W, nt) of one step */
+	unsigned char *have;      /* (W, nt) */
+	lks_stat_row *buf;        /* (nt + 1) */
+};
+
+static char *lks_dup(const char *s)
+{
+	return strdup(s ? s : "");
+}
+
+static void lks_diff_run_release(struct lks_diff_run *r)
+{
+	free(r->case_name);
+	free(r->run_name);
+	free(r->recipe);
+	free(r->options);
+	free(r->backend);
+	free(r->status);
+	free(r->started);
+	free(r->fingerprint);
+	memset(r, 0, sizeof(*r));
+}
+
+static int lks_diff_run_set(struct lks_diff_run *r, const lks_run_rec *rec)
+{
+	lks_diff_run_release(r);
+	r->id = rec->run_id;
+	r->world_size = rec->info.world_size;
+	r->steps = rec->info.steps;
+	r->case_name = lks_dup(rec->info.case_name);
+	r->run_name = lks_dup(rec->info.run_name);
+	r->recipe = lks_dup(rec->info.recipe);
+	r->options = lks_dup(rec->info.options);
+	r->backend = lks_dup(rec->info.backend);
+	r->status = lks_dup(rec->status);
+	r->started = lks_dup(rec->started);
+	r->fingerprint = lks_dup(rec->info.fingerprint);
+	if (!r->case_name || !r->run_name || !r->recipe || !r->options || !r->backend
+	    || !r->status || !r->started || !r->fingerprint)
+		return lks_err("out of memory");
+	return 0;
+}
+
+/* ---- resolving RUN_A / RUN_B ---- */
+
+struct lks_diff_find {
+	const char *case_name, *run_name;  /* CASE/RUN */
+	struct lks_diff_run *out;
+	int found;
+};
+
+static int lks_diff_find_one(void *arg, const lks_run_rec *rec)
+{
+	struct lks_diff_find *f = arg;
+
+	if (f->case_name && (strcmp(rec->info.case_name, f->case_name)
+	                     || strcmp(rec->info.run_name, f->run_name)))
+		return 0;
+	f->found = 1;
+	return lks_diff_run_set(f->out, rec);  /* runs come in the order they began: last wins */
+}
+
+static int lks_is_id(const char *s)
+{
+	if (!*s)
+		return 0;
+	for (; *s; s++)
+		if (!isdigit((unsigned char)*s))
+			return 0;
+	return 1;
+}
+
+/* 0 found; LKS_EXIT_USAGE (message printed) unknown or malformed; -1 store error. */
+static int lks_diff_resolve(lks_store *s, const char *db, const char *arg, struct lks_diff_run *out)
+{
+	struct lks_diff_find f = { .out = out };
+	char buf[2 * LKS_NAME_MAX + 2];
+	const char *slash = strchr(arg, '/');
+
+	if (lks_is_id(arg)) {
+		int64_t id = strtoll(arg, NULL, 10);
+		char status[32];
+
+		/* lks_store_get_run fails alike for a missing run and a failing store: ask first */
+		if (id <= 0 || lks_store_run_status(s, id, status, sizeof(status)))
+			return lks_usage("diff: no run %s in '%s' (a run is an id or CASE/RUN)", arg, db);
+		return lks_store_get_run(s, id, lks_diff_find_one, &f) ? -1 : 0;
+	}
+	if (!slash || slash == arg || !slash[1] || strchr(slash + 1, '/')
+	    || strlen(arg) >= sizeof(buf))
+		return lks_usage("diff: '%s' is neither a run id nor CASE/RUN", arg);
+	memcpy(buf, arg, strlen(arg) + 1);
+	buf[slash - arg] = 0;
+	f.case_name = buf;
+	f.run_name = buf + (slash - arg) + 1;
+	if (lks_store_get_runs(s, lks_diff_find_one, &f))
+		return -1;
+	if (!f.found)
+		return lks_usage("diff: no stored run '%s' in '%s' (run its case first: 'lockstep run "
+		                 "cases/%s.ini --db %s')", arg, db, f.case_name, db);
+	return 0;
+}
+
+/* ---- the header ---- */
+
+/* The next "key": "value" pair of a flat JSON object of strings, from *p; 0 at the end.
+   Escapes are kept as they are written: two values compare equal iff their texts do. */
+static int lks_json_next(const char **p, char *key, size_t nk, char *val, size_t nv)
+{
+	char *dst[2] = { key, val };
+	size_t cap[2] = { nk, nv };
+
+	for (int k = 0; k < 2; k++) {
+		const char *s = strchr(*p, '"');
+		size_t len = 0;
+
+		if (!s)
+			return 0;
+		for (s++; *s && *s != '"'; s++) {
+			if (*s == '\\' && s[1]) {
+				if (len + 1 < cap[k])
+					dst[k][len++] = *s;
+				s++;
+			}
+			if (len + 1 < cap[k])
+				dst[k][len++] = *s;
+		}
+		dst[k][len] = 0;
+		if (!*s)
+			return 0;
+		*p = s + 1;
+	}
+	return 1;
+}
+
+/* The value of key in the flat JSON object json into val; 0 when absent. */
+static int lks_json_get(const char *json, const char *key, char *val, size_t nv)
+{
+	char k[128];
+
+	while (lks_json_next(&json, k, sizeof(k), val, nv))
+		if (!strcmp(k, key))
+			return 1;
+	return 0;
+}
+
+/* Keys whose value differs, or that one side lacks; a's keys in order, then b's extra. */
+static void lks_diff_fingerprints(const char *fa, const char *fb)
+{
+	char key[128], va[512], vb[512];
+	const char *p;
+	int ndiff = 0;
+
+	for (p = fa; lks_json_next(&p, key, sizeof(key), va, sizeof(va));) {
+		int in_b = lks_json_get(fb, key, vb, sizeof(vb));
+
+		if (in_b && !strcmp(va, vb))
+			continue;
+		if (!ndiff++)
+			printf("fingerprint keys that differ:\n");
+		printf("  %-22s a: %s\n  %-22s b: %s\n", key, va, "", in_b ? vb : "(absent)");
+	}
+	for (p = fb; lks_json_next(&p, key, sizeof(key), vb, sizeof(vb));) {
+		if (lks_json_get(fa, key, va, sizeof(va)))
+			continue;
+		if (!ndiff++)
+			printf("fingerprint keys that differ:\n");
+		printf("  %-22s a: (absent)\n  %-22s b: %s\n", key, "", vb);
+	}
+	if (!ndiff)
+		printf("fingerprints: the same in every key\n");
+}
+
+static void lks_diff_header(const char *label, const struct lks_diff_run *r)
+{
+	printf("%s: run %lld  %s/%s  recipe %s%s%s  world size %d  %d steps  backend %s  %s  %s\n",
+	       label, (long long)r->id, r->case_name, r->run_name, r->recipe,
+	       r->options[0] ? "  options " : "", r->options, r->world_size, r->steps, r->backend,
+	       r->status, r->started);
+}
+
+/* ---- traces for the per-step table ---- */
+
+static void lks_diff_trace_release(struct lks_diff_trace *t)
+{
+	for (int i = 0; i < t->nt; i++)
+		free(t->names[i]);
+	free(t->names);
+	free(t->phases);
+	free(t->occ);
+	free(t->steps);
+	free(t->have_step);
+	free(t->stats);
+	free(t->have);
+	free(t->buf);
+	memset(t, 0, sizeof(*t));
+}
+
+static int lks_diff_add_tensor(void *arg, int seq, const char *name, lks_phase phase)
+{
+	struct lks_diff_trace *t = arg;
+
+	if (seq != t->nt)
+		return lks_err("tensor seq %d out of order (expected %d)", seq, t->nt);
+	if (t->nt == t->cap) {
+		int cap = t->cap ? 2 * t->cap : 64;
+		char **n = realloc(t->names, (size_t)cap * sizeof(*n));
+		lks_phase *p;
+
+		if (n)
+			t->names = n;
+		p = n ? realloc(t->phases, (size_t)cap * sizeof(*p)) : NULL;
+		if (!p)
+			return lks_err("out of memory");
+		t->phases = p;
+		t->cap = cap;
+	}
+	if (!(t->names[t->nt] = strdup(name)))
+		return lks_err("out of memory");
+	t->phases[t->nt++] = phase;
+	return 0;
+}
+
+static int lks_diff_trace_load(lks_store *s, const struct lks_diff_run *r, struct lks_diff_trace *t)
+{
+	lks_step_row *rows = NULL;
+	int n = 0, got = 0, rc = -1;
+
+	memset(t, 0, sizeof(*t));
+	t->W = r->world_size > 0 ? r->world_size : 1;
+	if (lks_store_get_tensors(s, r->id, lks_diff_add_tensor, t)
+	    || lks_store_get_steps(s, r->id, -1, NULL, 0, &n))
+		return -1;
+	if (!(rows = malloc(sizeof(*rows) * ((size_t)n + 1))))
+		return lks_err("out of memory");
+	if (lks_store_get_steps(s, r->id, -1, rows, n, &got))
+		goto out;
+	n = got < n ? got : n;
+	for (int i = 0; i < n; i++)
+		if (rows[i].step + 1 > t->nsteps)
+			t->nsteps = rows[i].step + 1;
+	t->steps = calloc((size_t)t->nsteps * t->W + 1, sizeof(*t->steps));
+	t->have_step = calloc((size_t)t->nsteps * t->W + 1, 1);
+	t->occ = calloc((size_t)t->nt + 1, sizeof(*t->occ));
+	t->stats = calloc((size_t)t->nt * t->W + 1, sizeof(*t->stats));
+	t->have = calloc((size_t)t->nt * t->W + 1, 1);
+	t->buf = calloc((size_t)t->nt + 1, sizeof(*t->buf));
+	if (!t->steps || !t->have_step || !t->occ || !t->stats || !t->have || !t->buf) {
+		lks_err("out of memory");
+		goto out;
+	}
+	for (int i = 0; i < n; i++)
+		if (rows[i].step >= 0 && rows[i].rank >= 0 && rows[i].rank < t->W) {
+			size_t at = (size_t)rows[i].step * t->W + rows[i].rank;
+
+			t->steps[at] = rows[i];
+			t->have_step[at] = 1;
+		}
+	for (int i = 0; i < t->nt; i++)
+		for (int j = 0; j < i; j++)
+			t->occ[i] += t->phases[j] == t->phases[i] && !strcmp(t->names[j], t->names[i]);
+	rc = 0;
+out:
+	free(rows);
+	return rc;
+}
+
+static int lks_diff_trace_step(lks_store *s, int64_t run_id, struct lks_diff_trace *t, int step)
+{
+	memset(t->have, 0, (size_t)t->nt * t->W);
+	for (int r = 0; r < t->W; r++) {
+		size_t n;
+
+		if (lks_store_get_stats(s, run_id, step, r, t->buf, (size_t)t->nt, &n))
+			return -1;
+		for (size_t i = 0; i < n && i < (size_t)t->nt; i++)
+			if (t->buf[i].seq >= 0 && t->buf[i].seq < t->nt) {
+				size_t at = (size_t)r * t->nt + t->buf[i].seq;
+
+				t->stats[at] = t->buf[i];
+				t->have[at] = 1;
+			}
+	}
+	return 0;
+}
+
+static const lks_stat_row *lks_diff_row(const struct lks_diff_trace *t, int rank, int seq)
+{
+	size_t at = (size_t)rank * t->nt + seq;
+
+	return t->have[at] ? &t->stats[at] : NULL;
+}
+
+/* The loss of a step: the mean over the ranks that stored one, as the close check takes
+   it; NaN when none did. */
+static double lks_diff_loss(const struct lks_diff_trace *t, int step)
+{
+	double sum = 0.0;
+	int n = 0;
+
+	for (int r = 0; r < t->W && step < t->nsteps; r++)
+		if (t->have_step[(size_t)step * t->W + r]) {
+			sum += t->steps[(size_t)step * t->W + r].loss;
+			n++;
+		}
+	return n ? sum / n : NAN;
+}
+
+/* |a - b| / |b|; 0 for equal values (0 and 0 included), inf when b is 0 and a is not,
+   NaN when either is NaN. */
+static double lks_rel(double a, double b)
+{
+	if (a == b)
+		return 0.0;
+	return fabs(a - b) / fabs(b);
+}
+
+/* One row of the per-step table. */
+struct lks_diff_step {
+	double loss_a, loss_b, loss_rel;
+	double l2_rel;            /* the largest over shared tensors and ranks; -1: none */
+	int l2_seq;               /* its tensor in a; -1: none */
+	int nhash;                /* shared tensors whose hash differs on some rank */
+	int l2_nan;               /* a NaN L2 error was seen (it outranks every number) */
+};
+
+static void lks_diff_step_eval(const struct lks_diff_trace *a, const struct lks_diff_trace *b,
+                               const int *map, int step, struct lks_diff_step *d)
+{
+	int W = a->W < b->W ? a->W : b->W;
+
+	d->loss_a = lks_diff_loss(a, step);
+	d->loss_b = lks_diff_loss(b, step);
+	d->loss_rel = lks_rel(d->loss_a, d->loss_b);
+	d->l2_rel = -1.0;
+	d->l2_seq = -1;
+	d->nhash = 0;
+	d->l2_nan = 0;
+	for (int i = 0; i < a->nt; i++) {
+		int hash_differs = 0;
+
+		for (int r = 0; map[i] >= 0 && r < W; r++) {
+			const lks_stat_row *ra = lks_diff_row(a, r, i), *rb = lks_diff_row(b, r, map[i]);
+			double e;
+
+			if (!ra || !rb)
+				continue;
+			hash_differs |= ra->hash != rb->hash;
+			e = lks_rel(ra->l2, rb->l2);
+			if (d->l2_nan)
+				continue;
+			if (isnan(e)) {
+				d->l2_nan = 1;
+				d->l2_seq = i;
+			} else if (e > d->l2_rel) {
+				d->l2_rel = e;
+				d->l2_seq = i;
+			}
+		}
+		d->nhash += hash_differs;
+	}
+}
+
+static void lks_fmt_num(char *buf, size_t n, double v, const char *fmt)
+{
+	if (isnan(v))
+		snprintf(buf, n, "-");
+	else
+		snprintf(buf, n, fmt, v);
+}
+
+static int lks_diff_table(lks_store *s, const struct lks_diff_run *ra, const struct lks_diff_run *rb,
+                          int max_rows)
+{
+	struct lks_diff_trace a, b;
+	int *map = NULL, nshared = 0, nsteps, rc = -1;
+
+	memset(&b, 0, sizeof(b));
+	if (lks_diff_trace_load(s, ra, &a) || lks_diff_trace_load(s, rb, &b))
+		goto out;
+	if (!(map = malloc(sizeof(int) * ((size_t)a.nt + 1)))) {
+		lks_err("out of memory");
+		goto out;
+	}
+	for (int i = 0; i < a.nt; i++) {
+		map[i] = -1;
+		for (int j = 0; j < b.nt && map[i] < 0; j++)
+			if (b.phases[j] == a.phases[i] && b.occ[j] == a.occ[i]
+			    && !strcmp(b.names[j], a.names[i]))
+				map[i] = j;
+		nshared += map[i] >= 0;
+	}
+	nsteps = a.nsteps > b.nsteps ? a.nsteps : b.nsteps;
+	printf("\nper step (%d tensors shared of %d in a, %d in b; ranks 0..%d compared pairwise; "
+	       "rel = |a - b| / |b|):\n", nshared, a.nt, b.nt, (a.W < b.W ? a.W : b.W) - 1);
+	printf("%5s  %-12s %-12s %-10s %-10s %-44s %s\n", "step", "loss a", "loss b", "loss rel",
+	       "l2 rel max", "at tensor", "hash differs");
+	for (int step = 0; step < nsteps; step++) {
+		struct lks_diff_step d;
+		char la[32], lb[32], lr[32], l2[32], at[160];
+
+		if (max_rows > 0 && step >= max_rows) {
+			printf("... %d more step%s (--max-rows 0 shows all)\n", nsteps - step,
+			       nsteps - step > 1 ? "s" : "");
+			break;
+		}
+		if ((step < a.nsteps && lks_diff_trace_step(s, ra->id, &a, step))
+		    || (step < b.nsteps && lks_diff_trace_step(s, rb->id, &b, step)))
+			goto out;
+		if (step >= a.nsteps)
+			memset(a.have, 0, (size_t)a.nt * a.W);
+		if (step >= b.nsteps)
+			memset(b.have, 0, (size_t)b.nt * b.W);
+		lks_diff_step_eval(&a, &b, map, step, &d);
+		lks_fmt_num(la, sizeof(la), d.loss_a, "%.6f");
+		lks_fmt_num(lb, sizeof(lb), d.loss_b, "%.6f");
+		lks_fmt_num(lr, sizeof(lr), d.loss_rel, "%.3g");
+		if (d.l2_nan)
+			snprintf(l2, sizeof(l2), "nan");
+		else
+			lks_fmt_num(l2, sizeof(l2), d.l2_seq < 0 ? NAN : d.l2_rel, "%.3g");
+		if (d.l2_seq >= 0 && (d.l2_rel > 0 || d.l2_nan))
+			snprintf(at, sizeof(at), "%s (%s)", a.names[d.l2_seq],
+			         lks_phase_name(a.phases[d.l2_seq]));
+		else
+			snprintf(at, sizeof(at), "-");
+		printf("%5d  %-12s %-12s %-10s %-10s %-44s %d\n", step, la, lb, lr, l2, at, d.nhash);
+	}
+	rc = 0;
+out:
+	free(map);
+	lks_diff_trace_release(&a);
+	lks_diff_trace_release(&b);
+	return rc;
+}
+
+/* ---- the command ---- */
+
+struct lks_diff_args {
+	const char *db, *run[2];
+	int max_rows, nruns;
+};
+
+/* 0: go on; -1: help was printed; else an exit code */
+static int lks_diff_parse(int argc, char **argv, struct lks_diff_args *a)
+{
+	a->db = "lockstep.db";
+	a->max_rows = 100;
+	for (int i = 1; i < argc; i++) {
+		const char *o = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+
+		if (!strcmp(o, "--help") || !strcmp(o, "-h")) {
+			fputs(lks_diff_help, stdout);
+			return -1;
+		} else if (!strcmp(o, "--db") && v) {
+			a->db = argv[++i];
+		} else if (!strcmp(o, "--max-rows")) {
+			if (lks_opt_int("diff", o, v, 0, 1 << 30, &a->max_rows))
+				return LKS_EXIT_USAGE;
+			i++;
+		} else if (o[0] == '-' && o[1]) {
+			return lks_usage("diff: bad option '%s' (or it lacks its value)", o);
+		} else if (a->nruns == 2) {
+			return lks_usage("diff: two runs, not more ('%s')", o);
+		} else {
+			a->run[a->nruns++] = o;
+		}
+	}
+	if (a->nruns != 2)
+		return lks_usage("diff: which two runs? (ids or CASE/RUN; 'lockstep diff --help')");
+	return 0;
+}
+
+int cmd_diff(int argc, char **argv)
+{
+	struct lks_diff_args a = { 0 };
+	struct lks_diff_run ra = { 0 }, rb = { 0 };
+	lks_check_cfg k = { .name = "diff", .kind = LKS_CHECK_BITWISE, .a = "a", .b = "b",
+	                    .exp_step = -1, .exp_rank = -1 };
+	lks_check_result res;
+	lks_store *store = NULL;
+	int rc, open_rc;
+
+	if ((rc = lks_diff_parse(argc, argv, &a)) != 0)
+		return rc < 0 ? LKS_EXIT_OK : rc;
+	/* lks_store_open would create a missing database */
+	if (access(a.db, F_OK))
+		return lks_usage("diff: no database '%s'", a.db);
+	if ((open_rc = lks_store_open(a.db, &store)) != 0) {
+		fprintf(stderr, "lockstep: %s\n", lks_errmsg());
+		return open_rc == LKS_STORE_BAD_FILE ? LKS_EXIT_USAGE : LKS_EXIT_INFRA;
+	}
+	rc = LKS_EXIT_INFRA;
+	if ((open_rc = lks_diff_resolve(store, a.db, a.run[0], &ra)) != 0
+	    || (open_rc = lks_diff_resolve(store, a.db, a.run[1], &rb)) != 0) {
+		if (open_rc < 0)
+			fprintf(stderr, "lockstep: %s\n", lks_errmsg());
+		else
+			rc = open_rc;
+		goto out;
+	}
+	lks_diff_header("a", &ra);
+	lks_diff_header("b", &rb);
+	lks_diff_fingerprints(ra.fingerprint, rb.fingerprint);
+	if (lks_check_eval(store, &k, ra.id, rb.id, &res)) {
+		fprintf(stderr, "lockstep: %s\n", lks_errmsg());
+		goto out;
+	}
+	if (res.verdict == LKS_VERDICT_PASS)
+		printf("\nidentical: bit for bit in every shared tensor, loss and grad norm\n");
+	else
+		printf("\nfirst divergence: %s\n", res.message);
+	if (lks_diff_table(store, &ra, &rb, a.max_rows)) {
+		fprintf(stderr, "lockstep: %s\n", lks_errmsg());
+		goto out;
+	}
+	rc = res.verdict == LKS_VERDICT_PASS ? LKS_EXIT_OK : LKS_EXIT_FAIL;
+out:
+	lks_diff_run_release(&ra);
+	lks_diff_run_release(&rb);
+	lks_store_close(store);
+	return rc;
+}

@@ -1,0 +1,1117 @@
+/*
+ * report.c: 'lockstep report' writes index.html and report.md of one suite (report.h).
+ *
+ * Everything is read back from the store: the runs of the suite and their per-step rows,
+ * the check verdicts, and for the trend the runs of earlier suites. Plots: for each one a
+ * data file (one block per run) and a script (terminal, output and variables, then the
+ * template from reports/) go to a temporary folder, gnuplot runs as a child process with
+ * terminal svg, and the SVG is inlined in the page and kept beside report.md.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "harness/case.h"
+#include "harness/report.h"
+#include "kernels/err.h"
+
+/* A run of the suite with its per-step means over ranks (loss, grad norm, step time). */
+struct lks_rrun {
+	int64_t id;
+	char *case_name, *run_name, *recipe, *options, *status, *fingerprint, *case_text;
+	int world_size;
+	int nsteps;
+	double *loss, *gnorm, *time;
+};
+
+struct lks_rcheck {
+	lks_check_rec rec;        /* strings owned */
+	double rtol;              /* from the case text; NaN: unknown or not a close check */
+	char metric[64];
+};
+
+struct lks_report {
+	lks_store *s;
+	int64_t suite;
+	const char *dir;
+	const lks_report_opts *o;
+	char tmp[256];
+	FILE *html, *md;
+	struct lks_rrun *runs;
+	int nruns;
+	struct lks_rcheck *checks;
+	int nchecks;
+	lks_report_info *info;
+};
+
+static char *lks_dup(const char *s)
+{
+	return s ? strdup(s) : NULL;
+}
+
+/* ---- escaping ---- */
+
+static void lks_html(FILE *f, const char *s)
+{
+	for (; s && *s; s++) {
+		switch (*s) {
+		case '&': fputs("&amp;", f); break;
+		case '<': fputs("&lt;", f); break;
+		case '>': fputs("&gt;", f); break;
+		case '"': fputs("&quot;", f); break;
+		case '\'': fputs("&#39;", f); break;
+		default: fputc(*s, f);
+		}
+	}
+}
+
+/* A Markdown table cell: '|' escaped, line breaks as spaces. */
+static void lks_md(FILE *f, const char *s)
+{
+	for (; s && *s; s++) {
+		if (*s == '|')
+			fputs("\\|", f);
+		else if (*s == '\n' || *s == '\r')
+			fputc(' ', f);
+		else
+			fputc(*s, f);
+	}
+}
+
+/* A name safe in a file name and inside a gnuplot string: other characters become '_'. */
+static void lks_safe_name(char *out, size_t size, const char *s)
+{
+	size_t i = 0;
+
+	for (; s && *s && i + 1 < size; s++)
+		out[i++] = (strchr("-_.", *s) || (*s >= '0' && *s <= '9') || (*s >= 'a' && *s <= 'z')
+		            || (*s >= 'A' && *s <= 'Z')) ? *s : '_';
+	out[i] = 0;
+}
+
+/* One row of a table in both outputs: cells[0..n), cls: a CSS class per cell or NULL. */
+static void lks_row(struct lks_report *r, const char *tr_class, const char *const *cells,
+                    const char *const *cls, int n)
+{
+	fprintf(r->html, tr_class ? "<tr class=\"%s\">" : "<tr>", tr_class);
+	fputs("|", r->md);
+	for (int i = 0; i < n; i++) {
+		if (cls && cls[i])
+			fprintf(r->html, "<td class=\"%s\">", cls[i]);
+		else
+			fputs("<td>", r->html);
+		lks_html(r->html, cells[i]);
+		fputs("</td>", r->html);
+		fputc(' ', r->md);
+		lks_md(r->md, cells[i]);
+		fputs(" |", r->md);
+	}
+	fputs("</tr>\n", r->html);
+	fputs("\n", r->md);
+}
+
+static void lks_table_head(struct lks_report *r, const char *const *heads, int n)
+{
+	fputs("<table>\n<tr>", r->html);
+	fputs("\n|", r->md);
+	for (int i = 0; i < n; i++) {
+		fputs("<th>", r->html);
+		lks_html(r->html, heads[i]);
+		fputs("</th>", r->html);
+		fprintf(r->md, " %s |", heads[i]);
+	}
+	fputs("</tr>\n", r->html);
+	fputs("\n|", r->md);
+	for (int i = 0; i < n; i++)
+		fputs("---|", r->md);
+	fputs("\n", r->md);
+}
+
+static void lks_table_end(struct lks_report *r)
+{
+	fputs("</table>\n", r->html);
+	fputs("\n", r->md);
+}
+
+static void lks_heading(struct lks_report *r, int level, const char *text)
+{
+	fprintf(r->html, "<h%d>", level);
+	lks_html(r->html, text);
+	fprintf(r->html, "</h%d>\n", level);
+	fprintf(r->md, "\n%.*s %s\n\n", level, "####", text);
+}
+
+/* A paragraph in both outputs; note: in the muted style. */
+static void lks_para(struct lks_report *r, int note, const char *text)
+{
+	fputs(note ? "<p class=\"note\">" : "<p>", r->html);
+	lks_html(r->html, text);
+	fputs("</p>\n", r->html);
+	fprintf(r->md, note ? "_%s_\n\n" : "%s\n\n", text);
+}
+
+/* ---- reading the suite ---- */
+
+static int lks_collect_run(void *arg, const lks_run_rec *rec)
+{
+	struct lks_report *r = arg;
+	struct lks_rrun *run, *more;
+
+	if (rec->info.suite_id != r->suite)
+		return 0;
+	if (!(more = realloc(r->runs, (size_t)(r->nruns + 1) * sizeof(*more))))
+		return lks_err("out of memory");
+	r->runs = more;
+	run = &r->runs[r->nruns++];
+	memset(run, 0, sizeof(*run));
+	run->id = rec->run_id;
+	run->world_size = rec->info.world_size;
+	run->case_name = lks_dup(rec->info.case_name);
+	run->run_name = lks_dup(rec->info.run_name);
+	run->recipe = lks_dup(rec->info.recipe);
+	run->options = lks_dup(rec->info.options);
+	run->status = lks_dup(rec->status);
+	run->fingerprint = lks_dup(rec->info.fingerprint);
+	run->case_text = lks_dup(rec->info.case_text);
+	if (!run->case_name || !run->run_name || !run->recipe || !run->status)
+		return lks_err("out of memory");
+	return 0;
+}
+
+/* The run's loss and step time as means over its ranks, its grad norm the lowest rank's
+   (it is global: the same on every rank), per step; NaN where a step has no row. */
+static int lks_load_steps(struct lks_report *r, struct lks_rrun *run)
+{
+	lks_step_row *rows = NULL;
+	int n = 0, cap, *cnt = NULL, rc = -1;
+
+	if (lks_store_get_steps(r->s, run->id, -1, NULL, 0, &n))
+		return -1;
+	cap = n;
+	if (n == 0)
+		return 0;
+	if (!(rows = malloc((size_t)cap * sizeof(*rows))))
+		return lks_err("out of memory");
+	if (lks_store_get_steps(r->s, run->id, -1, rows, cap, &n))
+		goto out;
+	run->nsteps = rows[n - 1].step + 1;  /* rows come by (step, rank) */
+	run->loss = calloc((size_t)run->nsteps, sizeof(double));
+	run->gnorm = calloc((size_t)run->nsteps, sizeof(double));
+	run->time = calloc((size_t)run->nsteps, sizeof(double));
+	cnt = calloc((size_t)run->nsteps, sizeof(int));
+	if (!run->loss || !run->gnorm || !run->time || !cnt) {
+		lks_err("out of memory");
+		goto out;
+	}
+	for (int i = 0; i < n; i++) {
+		int s = rows[i].step;
+
+		if (s < 0 || s >= run->nsteps)
+			continue;
+		if (cnt[s]++ == 0)
+			run->gnorm[s] = rows[i].grad_norm;
+		run->loss[s] += rows[i].loss;
+		run->time[s] += rows[i].step_time;
+	}
+	for (int s = 0; s < run->nsteps; s++) {
+		if (cnt[s]) {
+			run->loss[s] /= cnt[s];
+			run->time[s] /= cnt[s];
+		} else {
+			run->loss[s] = run->gnorm[s] = run->time[s] = NAN;
+		}
+	}
+	rc = 0;
+out:
+	free(rows);
+	free(cnt);
+	return rc;
+}
+
+static int lks_collect_check(void *arg, const lks_check_rec *rec)
+{
+	struct lks_report *r = arg;
+	struct lks_rcheck *c, *more;
+
+	if (!(more = realloc(r->checks, (size_t)(r->nchecks + 1) * sizeof(*more))))
+		return lks_err("out of memory");
+	r->checks = more;
+	c = &r->checks[r->nchecks++];
+	memset(c, 0, sizeof(*c));
+	c->rec = *rec;
+	c->rec.case_name = lks_dup(rec->case_name);
+	c->rec.check_name = lks_dup(rec->check_name);
+	c->rec.kind = lks_dup(rec->kind);
+	c->rec.verdict = lks_dup(rec->verdict);
+	c->rec.tensor = lks_dup(rec->tensor);
+	c->rec.field = lks_dup(rec->field);
+	c->rec.message = lks_dup(rec->message);
+	c->rtol = NAN;
+	if (!c->rec.case_name || !c->rec.check_name || !c->rec.kind || !c->rec.verdict)
+		return lks_err("out of memory");
+	return 0;
+}
+
+/* The rtol and metric of the case's close checks: the checks table keeps verdicts, the
+   tolerances are in the case text stored with every run. A text that no longer parses
+   (an older case format) leaves them unknown: the band is then not drawn. */
+static void lks_check_tolerances(struct lks_report *r, const struct lks_rrun *run)
+{
+	char safe[128], path[512];
+	lks_case c;
+	FILE *f;
+
+	if (!run->case_text)
+		return;
+	lks_safe_name(safe, sizeof(safe), run->case_name);
+	snprintf(path, sizeof(path), "%s/%s.ini", r->tmp, safe);
+	if (!(f = fopen(path, "w")))
+		return;
+	fputs(run->case_text, f);
+	fclose(f);
+	if (lks_case_load(path, NULL, 0, &c) == 0) {
+		for (int i = 0; i < r->nchecks; i++) {
+			struct lks_rcheck *k = &r->checks[i];
+
+			if (strcmp(k->rec.case_name, run->case_name) != 0)
+				continue;
+			for (int j = 0; j < c.nchecks; j++) {
+				if (strcmp(c.checks[j].name, k->rec.check_name) == 0
+				    && c.checks[j].kind == LKS_CHECK_CLOSE) {
+					k->rtol = c.checks[j].rtol;
+					snprintf(k->metric, sizeof(k->metric), "%s", c.checks[j].metric);
+				}
+			}
+		}
+		lks_case_release(&c);
+	}
+	unlink(path);
+}
+
+/* ---- gnuplot ---- */
+
+/* Runs the gnuplot program with args; its output goes to tmp/gnuplot.log. The exit
+   status, 127 when it could not be started, -1 when fork failed. */
+static int lks_gnuplot(struct lks_report *r, const char *arg)
+{
+	const char *prog = r->o->gnuplot ? r->o->gnuplot : "gnuplot";
+	char log[300];
+	pid_t pid;
+	int st;
+
+	snprintf(log, sizeof(log), "%s/gnuplot.log", r->tmp);
+	if ((pid = fork()) < 0)
+		return -1;
+	if (pid == 0) {
+		int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+
+		if (fd >= 0) {
+			dup2(fd, 1);
+			dup2(fd, 2);
+		}
+		execlp(prog, prog, arg, (char *)NULL);
+		_exit(127);
+	}
+	if (waitpid(pid, &st, 0) < 0)
+		return -1;
+	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+/* The first line of gnuplot's output with a message, for the page. */
+static void lks_gnuplot_error(struct lks_report *r, char *buf, size_t size)
+{
+	char log[300], line[256];
+	FILE *f;
+
+	snprintf(buf, size, "gnuplot failed");
+	snprintf(log, sizeof(log), "%s/gnuplot.log", r->tmp);
+	if (!(f = fopen(log, "r")))
+		return;
+	while (fgets(line, sizeof(line), f)) {
+		line[strcspn(line, "\n")] = 0;
+		if (strstr(line, "rror") || strstr(line, "line ")) {
+			snprintf(buf, size, "gnuplot: %s", line);
+			break;
+		}
+	}
+	fclose(f);
+}
+
+static char *lks_slurp(const char *path, size_t *len)
+{
+	FILE *f = fopen(path, "rb");
+	char *buf = NULL;
+	long n;
+
+	if (!f)
+		return NULL;
+	if (fseek(f, 0, SEEK_END) == 0 && (n = ftell(f)) >= 0 && fseek(f, 0, SEEK_SET) == 0
+	    && (buf = malloc((size_t)n + 1))) {
+		*len = fread(buf, 1, (size_t)n, f);
+		buf[*len] = 0;
+	}
+	fclose(f);
+	return buf;
+}
+
+static int lks_write_file(const char *path, const char *data, size_t len)
+{
+	FILE *f = fopen(path, "wb");
+	int ok;
+
+	if (!f)
+		return lks_err("cannot write '%s': %s", path, strerror(errno));
+	ok = fwrite(data, 1, len, f) == len;
+	ok &= fclose(f) == 0;
+	return ok ? 0 : lks_err("cannot write '%s'", path);
+}
+
+/*
+ * One plot: data (blocks of "step value" lines, one per series) and vars (gnuplot
+ * assignments) for the template kind.gp; the SVG goes inline into the page and to
+ * dir/<case>_<kind>.svg for report.md. A plot that fails is said in the page.
+ */
+static int lks_plot(struct lks_report *r, const char *case_name, const char *kind,
+                    const char *caption, const char *data, const char *vars)
+{
+	char safe[128], dat[400], gp[400], svg[400], out[600], tmpl[600], common[600], err[300];
+	char *text = NULL, *start;
+	size_t len = 0;
+	FILE *f;
+	int st;
+
+	lks_safe_name(safe, sizeof(safe), case_name);
+	snprintf(dat, sizeof(dat), "%s/%s_%s.dat", r->tmp, safe, kind);
+	snprintf(gp, sizeof(gp), "%s/%s_%s.gp", r->tmp, safe, kind);
+	snprintf(svg, sizeof(svg), "%s/%s_%s.svg", r->tmp, safe, kind);
+	snprintf(out, sizeof(out), "%s/%s_%s.svg", r->dir, safe, kind);
+	snprintf(tmpl, sizeof(tmpl), "%s/%s.gp", r->o->templates, kind);
+	snprintf(common, sizeof(common), "%s/common.gp", r->o->templates);
+	if (strchr(r->tmp, '\'') || strchr(r->o->templates, '\''))
+		return lks_err("a quote in '%s' or '%s': not for gnuplot", r->tmp, r->o->templates);
+	if (lks_write_file(dat, data, strlen(data)))
+		return -1;
+	if (!(f = fopen(gp, "w")))
+		return lks_err("cannot write '%s': %s", gp, strerror(errno));
+	/* noenhanced: run names such as fp8_ac are text, not subscripts */
+	fprintf(f, "set terminal svg size 900,380 dynamic noenhanced font 'sans,12' "
+	           "background rgb 'white'\n");
+	fprintf(f, "set output '%s'\ndatafile = '%s'\ncommon_gp = '%s'\n%s", svg, dat, common, vars);
+	fprintf(f, "load '%s'\n", tmpl);
+	if (fclose(f) != 0)
+		return lks_err("cannot write '%s'", gp);
+
+	fprintf(r->html, "<div class=\"plot\">\n<h3>");
+	lks_html(r->html, caption);
+	fprintf(r->html, "</h3>\n");
+	fprintf(r->md, "\n**%s**\n\n", caption);
+	if ((st = lks_gnuplot(r, gp)) != 0 || !(text = lks_slurp(svg, &len))
+	    || !(start = strstr(text, "<svg"))) {
+		lks_gnuplot_error(r, err, sizeof(err));
+		lks_para(r, 1, err);
+		fputs("</div>\n", r->html);
+		free(text);
+		return 0;
+	}
+	/* the XML prolog and DOCTYPE belong to a file, not to an element inside HTML */
+	fputs(start, r->html);
+	fputs("</div>\n", r->html);
+	fprintf(r->md, "![%s](%s_%s.svg)\n\n", caption, safe, kind);
+	st = lks_write_file(out, text, len);
+	free(text);
+	if (st == 0)
+		r->info->nplots++;
+	return st;
+}
+
+/* ---- one case ---- */
+
+static const char *lks_fmt(char *buf, size_t size, const char *fmt, double v)
+{
+	if (isnan(v))
+		return "";
+	snprintf(buf, size, fmt, v);
+	return buf;
+}
+
+static void lks_case_runs(struct lks_report *r, const char *case_name)
+{
+	static const char *const heads[] = { "run", "recipe", "options", "ranks", "steps",
+	                                     "status", "first loss", "final loss" };
+	static const char *const cls[] = { NULL, NULL, NULL, "num", "num", NULL, "num", "num" };
+
+	lks_table_head(r, heads, 8);
+	for (int i = 0; i < r->nruns; i++) {
+		const struct lks_rrun *run = &r->runs[i];
+		char ws[16], ns[16], l0[32], l1[32];
+		const char *cells[8];
+
+		if (strcmp(run->case_name, case_name) != 0)
+			continue;
+		snprintf(ws, sizeof(ws), "%d", run->world_size);
+		snprintf(ns, sizeof(ns), "%d", run->nsteps);
+		cells[0] = run->run_name;
+		cells[1] = run->recipe;
+		cells[2] = run->options ? run->options : "";
+		cells[3] = ws;
+		cells[4] = ns;
+		cells[5] = run->status;
+		cells[6] = run->nsteps ? lks_fmt(l0, sizeof(l0), "%.6f", run->loss[0]) : "";
+		cells[7] = run->nsteps ? lks_fmt(l1, sizeof(l1), "%.6f", run->loss[run->nsteps - 1]) : "";
+		lks_row(r, NULL, cells, cls, 8);
+	}
+	lks_table_end(r);
+}
+
+static const char *lks_run_name(const struct lks_report *r, int64_t id)
+{
+	for (int i = 0; i < r->nruns; i++)
+		if (r->runs[i].id == id)
+			return r->runs[i].run_name;
+	return "";
+}
+
+static void lks_value(char *buf, size_t size, const lks_check_rec *c, int b)
+{
+	buf[0] = 0;
+	if (c->type == LKS_VALUE_REAL)
+		snprintf(buf, size, "%.9g", b ? c->value_b : c->value_a);
+	else if (c->type == LKS_VALUE_INT && c->field && !strcmp(c->field, "hash"))
+		snprintf(buf, size, "%016llx", (unsigned long long)(b ? c->ivalue_b : c->ivalue_a));
+	else if (c->type == LKS_VALUE_INT)
+		snprintf(buf, size, "%lld", (long long)(b ? c->ivalue_b : c->ivalue_a));
+}
+
+static void lks_case_checks(struct lks_report *r, const char *case_name)
+{
+	static const char *const heads[] = { "check", "kind", "runs", "verdict", "step", "rank",
+	                                     "tensor", "field", "a", "b", "abs err", "rel err",
+	                                     "ulp", "message" };
+	static const char *const cls[] = { NULL, NULL, NULL, NULL, "num", "num", "mono", NULL,
+	                                   "num", "num", "num", "num", "num", NULL };
+	int any = 0;
+
+	for (int i = 0; i < r->nchecks; i++) {
+		const lks_check_rec *c = &r->checks[i].rec;
+		char runs[160], step[16], rank[16], va[48], vb[48], ae[32], re[32], ulp[24];
+		const char *cells[14], *vcls[14];
+		int bad = !strcmp(c->verdict, "fail") || !strcmp(c->verdict, "unexpected_pass");
+
+		if (strcmp(c->case_name, case_name) != 0)
+			continue;
+		if (!any++)
+			lks_table_head(r, heads, 14);
+		snprintf(runs, sizeof(runs), "%s%s%s", lks_run_name(r, c->run_a), c->run_b ? " vs " : "",
+		         c->run_b ? lks_run_name(r, c->run_b) : "");
+		snprintf(step, sizeof(step), c->step >= 0 ? "%d" : "", c->step);
+		snprintf(rank, sizeof(rank), c->rank >= 0 ? "%d" : "", c->rank);
+		lks_value(va, sizeof(va), c, 0);
+		lks_value(vb, sizeof(vb), c, 1);
+		snprintf(ulp, sizeof(ulp), c->ulp >= 0 ? "%lld" : "", (long long)c->ulp);
+		cells[0] = c->check_name;
+		cells[1] = c->kind;
+		cells[2] = runs;
+		cells[3] = c->verdict;
+		cells[4] = step;
+		cells[5] = rank;
+		cells[6] = c->tensor ? c->tensor : "";
+		cells[7] = c->field ? c->field : "";
+		cells[8] = va;
+		cells[9] = vb;
+		cells[10] = lks_fmt(ae, sizeof(ae), "%.3g", c->abs_err);
+		cells[11] = lks_fmt(re, sizeof(re), "%.3g", c->rel_err);
+		cells[12] = ulp;
+		cells[13] = !strcmp(c->verdict, "pass") ? "" : c->message ? c->message : "";
+		memcpy(vcls, cls, sizeof(vcls));
+		vcls[3] = c->verdict;  /* the verdict's colour */
+		lks_row(r, bad ? "bad" : NULL, cells, vcls, 14);
+	}
+	if (any)
+		lks_table_end(r);
+	else
+		lks_para(r, 1, "no check verdicts stored for this case");
+}
+
+/* The reference of the relative-difference plot: the first bf16 run, else the first. */
+static int lks_reference(const struct lks_report *r, const char *case_name)
+{
+	int first = -1;
+
+	for (int i = 0; i < r->nruns; i++) {
+		if (strcmp(r->runs[i].case_name, case_name) != 0)
+			continue;
+		if (!strcmp(r->runs[i].recipe, "bf16"))
+			return i;
+		if (first < 0)
+			first = i;
+	}
+	return first;
+}
+
+/* Adds the series of one run to data and its name to names. */
+static void lks_series(FILE *data, FILE *names, const struct lks_rrun *run, const double *v,
+                       int n, int *nseries)
+{
+	char safe[128];
+
+	lks_safe_name(safe, sizeof(safe), run->run_name);
+	fprintf(names, "%s%s", *nseries ? " " : "", safe);
+	fprintf(data, "# %s\n", safe);
+	for (int s = 0; s < n; s++) {
+		if (isfinite(v[s]))
+			fprintf(data, "%d %.17g\n", s, v[s]);
+		else
+			fprintf(data, "%d NaN\n", s);
+	}
+	fputs("\n\n", data);  /* two blank lines: the next gnuplot index */
+	(*nseries)++;
+}
+
+/* Where an exact agreement is drawn on the log scale, which has no 0; far below any
+   tolerance a check uses and above the double rounding of a loss near 1 (1e-16). */
+#define LKS_REPORT_FLOOR 1e-12
+
+static int lks_case_plots(struct lks_report *r, const char *case_name)
+{
+	char *bufs[2][2] = { { 0 } };
+	size_t lens[2][2];
+	int ref = lks_reference(r, case_name), rc = 0;
+	const char *kinds[] = { "loss", "gradnorm" };
+	const char *captions[] = { "loss per step (mean over ranks)", "grad norm per step" };
+
+	/* (1) loss and (3) grad norm: every run */
+	for (int p = 0; p < 2 && rc == 0; p++) {
+		FILE *data = open_memstream(&bufs[0][0], &lens[0][0]);
+		FILE *names = open_memstream(&bufs[0][1], &lens[0][1]);
+		char vars[4096], title[300];
+		int n = 0;
+
+		if (!data || !names)
+			return lks_err("out of memory");
+		for (int i = 0; i < r->nruns; i++)
+			if (!strcmp(r->runs[i].case_name, case_name) && r->runs[i].nsteps)
+				lks_series(data, names, &r->runs[i], p ? r->runs[i].gnorm : r->runs[i].loss,
+				           r->runs[i].nsteps, &n);
+		fclose(data);
+		fclose(names);
+		lks_safe_name(title, sizeof(title), case_name);
+		snprintf(vars, sizeof(vars), "n = %d\nnames = \"%s\"\ntitle_text = '%s: %s'\n", n,
+		         bufs[0][1], title, captions[p]);
+		if (n)
+			rc = lks_plot(r, case_name, kinds[p], captions[p], bufs[0][0], vars);
+		free(bufs[0][0]);
+		free(bufs[0][1]);
+		bufs[0][0] = bufs[0][1] = NULL;
+		if (p == 0 && rc == 0 && ref >= 0) {
+			/* (2) relative loss difference against the reference */
+			const struct lks_rrun *b = &r->runs[ref];
+			FILE *d = open_memstream(&bufs[1][0], &lens[1][0]);
+			FILE *nm = open_memstream(&bufs[1][1], &lens[1][1]);
+			char tols[256] = "", caption[300], tcase[128];
+			int ntol = 0, m = 0;
+
+			if (!d || !nm)
+				return lks_err("out of memory");
+			for (int i = 0; i < r->nruns; i++) {
+				const struct lks_rrun *a = &r->runs[i];
+				int ns = a->nsteps < b->nsteps ? a->nsteps : b->nsteps;
+				double *rel;
+
+				if (i == ref || strcmp(a->case_name, case_name) != 0 || ns == 0)
+					continue;
+				if (!(rel = malloc((size_t)ns * sizeof(double))))
+					return lks_err("out of memory");
+				for (int s = 0; s < ns; s++) {
+					rel[s] = fabs(a->loss[s] - b->loss[s]) / fabs(b->loss[s]);
+					if (rel[s] < LKS_REPORT_FLOOR)
+						rel[s] = LKS_REPORT_FLOOR;
+				}
+				lks_series(d, nm, a, rel, ns, &m);
+				free(rel);
+			}
+			fclose(d);
+			fclose(nm);
+			/* the rtol of the close checks on the loss against the reference, each once */
+			for (int i = 0; i < r->nchecks; i++) {
+				const struct lks_rcheck *k = &r->checks[i];
+				char t[32];
+
+				if (strcmp(k->rec.case_name, case_name) || !(k->rtol > 0)
+				    || strcmp(k->metric, "loss")
+				    || (k->rec.run_a != b->id && k->rec.run_b != b->id))
+					continue;
+				snprintf(t, sizeof(t), "%.17g", k->rtol);
+				if (!strstr(tols, t) && strlen(tols) + strlen(t) + 2 < sizeof(tols)) {
+					if (ntol++)
+						strcat(tols, ", ");
+					strcat(tols, t);
+				}
+			}
+			snprintf(caption, sizeof(caption),
+			         "relative loss difference against '%s' (an exact agreement is drawn at %g)",
+			         b->run_name, LKS_REPORT_FLOOR);
+			lks_safe_name(tcase, sizeof(tcase), case_name);
+			snprintf(vars, sizeof(vars), "n = %d\nnames = \"%s\"\nntol = %d\n%s%d] = [%s]\n"
+			         "title_text = '%s: |loss - loss(%s)| / |loss(%s)|'\n", m, bufs[1][1], ntol,
+			         ntol ? "array tols[" : "# tols[", ntol, tols, tcase, b->run_name, b->run_name);
+			if (m)
+				rc = lks_plot(r, case_name, "reldiff", caption, bufs[1][0], vars);
+			else
+				lks_para(r, 1, "one run only: no relative difference to plot");
+			free(bufs[1][0]);
+			free(bufs[1][1]);
+			bufs[1][0] = bufs[1][1] = NULL;
+		}
+	}
+	return rc;
+}
+
+/* ---- fingerprints: flat JSON objects of string values ---- */
+
+/* The next "key": "value" pair from *p into key and val; 0 at the end. Escapes are kept
+   as written: keys and values are compared, not interpreted. */
+static int lks_json_next(const char **p, char *key, size_t ksize, char *val, size_t vsize)
+{
+	char *outs[2] = { key, val };
+	size_t sizes[2] = { ksize, vsize };
+
+	for (int k = 0; k < 2; k++) {
+		const char *s = strchr(*p, '"');
+		size_t n = 0;
+
+		if (!s)
+			return 0;
+		for (s++; *s && *s != '"'; s++) {
+			if (*s == '\\' && s[1])
+				s++;
+			if (n + 1 < sizes[k])
+				outs[k][n++] = *s;
+		}
+		outs[k][n] = 0;
+		if (!*s)
+			return 0;
+		*p = s + 1;
+	}
+	return 1;
+}
+
+/* The value of key in a flat JSON object, into val; 0 when absent. */
+static int lks_json_get(const char *json, const char *key, char *val, size_t size)
+{
+	char k[128];
+
+	while (json && lks_json_next(&json, k, sizeof(k), val, size))
+		if (!strcmp(k, key))
+			return 1;
+	return 0;
+}
+
+static void lks_case_fingerprints(struct lks_report *r, const char *case_name)
+{
+	static const char *const heads[] = { "key", "run", "value" };
+	const struct lks_rrun *first = NULL;
+	int any = 0;
+
+	/* keys of every run, compared with the first run's value of the same key */
+	for (int i = 0; i < r->nruns; i++) {
+		const struct lks_rrun *run = &r->runs[i];
+		const char *p = run->fingerprint;
+		char key[128], val[512], other[512];
+
+		if (strcmp(run->case_name, case_name) || !run->fingerprint)
+			continue;
+		if (!first) {
+			first = run;
+			continue;
+		}
+		while (p && lks_json_next(&p, key, sizeof(key), val, sizeof(val))) {
+			int has = lks_json_get(first->fingerprint, key, other, sizeof(other));
+			const char *cells[3];
+
+			if (has && !strcmp(val, other))
+				continue;
+			if (!any++)
+				lks_table_head(r, heads, 3);
+			cells[0] = key;
+			cells[1] = first->run_name;
+			cells[2] = has ? other : "(absent)";
+			lks_row(r, NULL, cells, NULL, 3);
+			cells[1] = run->run_name;
+			cells[2] = val;
+			lks_row(r, "bad", cells, NULL, 3);
+		}
+	}
+	if (any)
+		lks_table_end(r);
+	else
+		lks_para(r, 1, first ? "every run of this case has the same fingerprint"
+		                     : "no fingerprint stored");
+}
+
+/* ---- trend: final loss and mean step time of each run name over recent suites ---- */
+
+static const char lks_trend_sql[] =
+	"SELECT r.run_name, r.suite_id, r.status,"
+	" (SELECT avg(s.loss) FROM steps s WHERE s.run_id = r.run_id"
+	"   AND s.step = (SELECT max(step) FROM steps WHERE run_id = r.run_id)),"
+	" (SELECT max(step) + 1 FROM steps WHERE run_id = r.run_id),"
+	" (SELECT avg(step_time) FROM steps WHERE run_id = r.run_id)"
+	" FROM runs r WHERE r.case_name = ?1 AND r.suite_id IN"
+	" (SELECT DISTINCT suite_id FROM runs WHERE case_name = ?1 AND suite_id <= ?2"
+	"  ORDER BY suite_id DESC LIMIT ?3)"
+	" ORDER BY r.run_name, r.suite_id, r.run_id";
+
+static int lks_case_trend(struct lks_report *r, const char *case_name)
+{
+	static const char *const heads[] = { "run", "suite", "status", "steps", "final loss",
+	                                     "mean step time (ms)" };
+	static const char *const cls[] = { NULL, "num", NULL, "num", "num", "num" };
+	sqlite3 *db = lks_store_db(r->s);
+	sqlite3_stmt *st = NULL;
+	int rc, any = 0;
+
+	if (sqlite3_prepare_v2(db, lks_trend_sql, -1, &st, NULL) != SQLITE_OK)
+		return lks_err("cannot read the trend: %s", sqlite3_errmsg(db));
+	sqlite3_bind_text(st, 1, case_name, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 2, r->suite);
+	sqlite3_bind_int(st, 3, r->o->trend_suites > 0 ? r->o->trend_suites : 5);
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		char suite[24], steps[16], loss[32], ms[32];
+		const char *cells[6];
+
+		if (!any++)
+			lks_table_head(r, heads, 6);
+		snprintf(suite, sizeof(suite), "%lld", (long long)sqlite3_column_int64(st, 1));
+		snprintf(steps, sizeof(steps), "%d", sqlite3_column_int(st, 4));
+		cells[0] = (const char *)sqlite3_column_text(st, 0);
+		cells[1] = suite;
+		cells[2] = (const char *)sqlite3_column_text(st, 2);
+		cells[3] = steps;
+		cells[4] = sqlite3_column_type(st, 3) == SQLITE_NULL ? "NaN"
+		           : lks_fmt(loss, sizeof(loss), "%.6f", sqlite3_column_double(st, 3));
+		cells[5] = sqlite3_column_type(st, 5) == SQLITE_NULL ? ""
+		           : lks_fmt(ms, sizeof(ms), "%.2f", 1e3 * sqlite3_column_double(st, 5));
+		lks_row(r, NULL, cells, cls, 6);
+	}
+	sqlite3_finalize(st);
+	if (rc != SQLITE_DONE)
+		return lks_err("cannot read the trend: %s", sqlite3_errmsg(db));
+	if (any)
+		lks_table_end(r);
+	return 0;
+}
+
+static int lks_case_section(struct lks_report *r, const char *case_name, int have_gnuplot)
+{
+	char title[200];
+
+	snprintf(title, sizeof(title), "case %s", case_name);
+	fprintf(r->html, "<section id=\"case-");
+	lks_html(r->html, case_name);
+	fprintf(r->html, "\">\n");
+	lks_heading(r, 2, title);
+	lks_heading(r, 3, "runs");
+	lks_case_runs(r, case_name);
+	lks_heading(r, 3, "checks");
+	lks_case_checks(r, case_name);
+	if (have_gnuplot) {
+		if (lks_case_plots(r, case_name))
+			return -1;
+	} else {
+		lks_para(r, 1, "plots need gnuplot, which was not found (Debian: apt-get install "
+		               "gnuplot-nox); the tables are complete without it");
+	}
+	lks_heading(r, 3, "fingerprint keys that differ between runs");
+	lks_case_fingerprints(r, case_name);
+	lks_heading(r, 3, "trend over recent suites");
+	if (lks_case_trend(r, case_name))
+		return -1;
+	fputs("</section>\n", r->html);
+	return 0;
+}
+
+/* ---- the page ---- */
+
+/* The HTML template before (tail 0) or after (tail 1) its line @BODY@, with @TITLE@
+   replaced by the escaped title. */
+static int lks_template(struct lks_report *r, const char *title, int tail)
+{
+	char path[600];
+	size_t len;
+	char *t, *body, *mark;
+
+	snprintf(path, sizeof(path), "%s/report.html", r->o->templates);
+	if (!(t = lks_slurp(path, &len)))
+		return lks_err("cannot read the template '%s'", path);
+	/* the marker alone on its line, so that a comment may name it */
+	if (!(body = strstr(t, "\n@BODY@\n"))) {
+		free(t);
+		return lks_err("'%s' has no line '@BODY@'", path);
+	}
+	body[1] = 0;
+	if (tail) {
+		fputs(body + strlen("\n@BODY@\n"), r->html);
+	} else {
+		char *p = t;
+
+		while ((mark = strstr(p, "@TITLE@"))) {
+			fwrite(p, 1, (size_t)(mark - p), r->html);
+			lks_html(r->html, title);
+			p = mark + strlen("@TITLE@");
+		}
+		fputs(p, r->html);
+	}
+	free(t);
+	return 0;
+}
+
+static int lks_suite_header(struct lks_report *r, char *title, size_t size)
+{
+	sqlite3 *db = lks_store_db(r->s);
+	sqlite3_stmt *st = NULL;
+	char cmd[1024] = "", started[64] = "", line[1200];
+
+	if (sqlite3_prepare_v2(db, "SELECT command, started FROM suites WHERE suite_id = ?1", -1,
+	                       &st, NULL) != SQLITE_OK)
+		return lks_err("cannot read suite %lld: %s", (long long)r->suite, sqlite3_errmsg(db));
+	sqlite3_bind_int64(st, 1, r->suite);
+	if (sqlite3_step(st) == SQLITE_ROW) {
+		snprintf(cmd, sizeof(cmd), "%s", (const char *)sqlite3_column_text(st, 0));
+		snprintf(started, sizeof(started), "%s", (const char *)sqlite3_column_text(st, 1));
+	}
+	sqlite3_finalize(st);
+	snprintf(title, size, "lockstep report: suite %lld", (long long)r->suite);
+	if (lks_template(r, title, 0))
+		return -1;
+	fprintf(r->md, "# %s\n\n", title);
+	fputs("<h1>", r->html);
+	lks_html(r->html, title);
+	fputs("</h1>\n", r->html);
+	snprintf(line, sizeof(line), "command: %s — started %s", cmd, started);
+	lks_para(r, 0, line);
+	return 0;
+}
+
+/* The cases of the suite, in the order their first run or check was stored. */
+static int lks_case_names(struct lks_report *r, const char ***out, int *n)
+{
+	const char **names = calloc((size_t)(r->nruns + r->nchecks + 1), sizeof(char *));
+
+	*n = 0;
+	if (!names)
+		return lks_err("out of memory");
+	for (int i = 0; i < r->nruns + r->nchecks; i++) {
+		const char *c = i < r->nruns ? r->runs[i].case_name : r->checks[i - r->nruns].rec.case_name;
+		int seen = 0;
+
+		for (int j = 0; j < *n && !seen; j++)
+			seen = !strcmp(names[j], c);
+		if (!seen)
+			names[(*n)++] = c;
+	}
+	*out = names;
+	return 0;
+}
+
+static void lks_overview(struct lks_report *r, const char **cases, int ncases)
+{
+	static const char *const heads[] = { "case", "runs", "checks", "failed", "verdict" };
+	static const char *const cls[] = { NULL, "num", "num", "num", NULL };
+
+	lks_heading(r, 2, "summary");
+	lks_table_head(r, heads, 5);
+	for (int c = 0; c < ncases; c++) {
+		int nr = 0, nk = 0, nf = 0;
+		char a[16], b[16], f[16];
+		const char *cells[5], *vcls[5];
+
+		for (int i = 0; i < r->nruns; i++)
+			nr += !strcmp(r->runs[i].case_name, cases[c]);
+		for (int i = 0; i < r->nchecks; i++) {
+			const char *v = r->checks[i].rec.verdict;
+
+			if (strcmp(r->checks[i].rec.case_name, cases[c]))
+				continue;
+			nk++;
+			nf += !strcmp(v, "fail") || !strcmp(v, "unexpected_pass");
+		}
+		r->info->nchecks += nk;
+		r->info->nfailed += nf;
+		snprintf(a, sizeof(a), "%d", nr);
+		snprintf(b, sizeof(b), "%d", nk);
+		snprintf(f, sizeof(f), "%d", nf);
+		cells[0] = cases[c];
+		cells[1] = a;
+		cells[2] = b;
+		cells[3] = f;
+		cells[4] = nf ? "fail" : "pass";
+		memcpy(vcls, cls, sizeof(vcls));
+		vcls[4] = cells[4];
+		lks_row(r, nf ? "bad" : NULL, cells, vcls, 5);
+	}
+	lks_table_end(r);
+}
+
+int lks_report_suite(lks_store *s, const char *which, int64_t *suite_id)
+{
+	sqlite3 *db = lks_store_db(s);
+	sqlite3_stmt *st = NULL;
+	int64_t want = 0;
+	int rc;
+
+	if (strcmp(which, "latest") != 0) {
+		char *end;
+		long long v = strtoll(which, &end, 10);
+
+		if (end == which || *end || v <= 0) {
+			lks_err("suite '%s' is neither 'latest' nor a suite id", which);
+			return LKS_REPORT_NO_SUITE;
+		}
+		want = v;
+	}
+	if (sqlite3_prepare_v2(db, want ? "SELECT suite_id FROM suites WHERE suite_id = ?1"
+	                                : "SELECT max(suite_id) FROM suites", -1, &st, NULL) != SQLITE_OK)
+		return lks_err("cannot read the suites: %s", sqlite3_errmsg(db));
+	if (want)
+		sqlite3_bind_int64(st, 1, want);
+	rc = sqlite3_step(st);
+	if (rc == SQLITE_ROW && sqlite3_column_type(st, 0) != SQLITE_NULL) {
+		*suite_id = sqlite3_column_int64(st, 0);
+		rc = 0;
+	} else if (rc == SQLITE_ROW || rc == SQLITE_DONE) {
+		rc = want ? lks_err("no suite %lld", (long long)want)
+		          : lks_err("no suite");
+		rc = LKS_REPORT_NO_SUITE;
+	} else {
+		rc = lks_err("cannot read the suites: %s", sqlite3_errmsg(db));
+	}
+	sqlite3_finalize(st);
+	return rc;
+}
+
+static int lks_report_body(struct lks_report *r, int have_gnuplot)
+{
+	const char **cases = NULL;
+	char title[1200];
+	int ncases = 0, rc = -1;
+
+	if (lks_store_get_runs(r->s, lks_collect_run, r)
+	    || lks_store_get_checks(r->s, r->suite, lks_collect_check, r))
+		return -1;
+	for (int i = 0; i < r->nruns; i++) {
+		if (lks_load_steps(r, &r->runs[i]))
+			return -1;
+		/* one parse per case: the tolerances of its close checks */
+		if (i == 0 || strcmp(r->runs[i].case_name, r->runs[i - 1].case_name) != 0)
+			lks_check_tolerances(r, &r->runs[i]);
+	}
+	if (lks_case_names(r, &cases, &ncases) || lks_suite_header(r, title, sizeof(title)))
+		goto out;
+	r->info->ncases = ncases;
+	if (!have_gnuplot)
+		lks_para(r, 1, "plots need gnuplot, which was not found: this report has the tables only");
+	lks_overview(r, cases, ncases);
+	for (int c = 0; c < ncases; c++)
+		if (lks_case_section(r, cases[c], have_gnuplot))
+			goto out;
+	rc = lks_template(r, title, 1);
+out:
+	free(cases);
+	return rc;
+}
+
+static void lks_report_free(struct lks_report *r)
+{
+	for (int i = 0; i < r->nruns; i++) {
+		struct lks_rrun *run = &r->runs[i];
+
+		free(run->case_name);
+		free(run->run_name);
+		free(run->recipe);
+		free(run->options);
+		free(run->status);
+		free(run->fingerprint);
+		free(run->case_text);
+		free(run->loss);
+		free(run->gnorm);
+		free(run->time);
+	}
+	free(r->runs);
+	for (int i = 0; i < r->nchecks; i++) {
+		lks_check_rec *c = &r->checks[i].rec;
+
+		free((char *)c->case_name);
+		free((char *)c->check_name);
+		free((char *)c->kind);
+		free((char *)c->verdict);
+		free((char *)c->tensor);
+		free((char *)c->field);
+		free((char *)c->message);
+	}
+	free(r->checks);
+}
+
+/* Removes the temporary folder and the files in it (it holds no folders). */
+static void lks_rm_tmp(const char *dir)
+{
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	char path[600];
+
+	while (d && (e = readdir(d))) {
+		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
+		unlink(path);
+	}
+	if (d)
+		closedir(d);
+	if (rmdir(dir) != 0)
+		fprintf(stderr, "lockstep: could not remove '%s'\n", dir);
+}
+
+int lks_report_write(lks_store *s, int64_t suite_id, const char *dir,
+                     const lks_report_opts *o, lks_report_info *info)
+{
+	struct lks_report r = { .s = s, .suite = suite_id, .dir = dir, .o = o, .info = info };
+	const char *tmpdir = getenv("TMPDIR");
+	char path[600];
+	int have, rc = -1;
+
+	memset(info, 0, sizeof(*info));
+	if (mkdir(dir, 0777) != 0 && errno != EEXIST)
+		return lks_err("cannot make the folder '%s': %s", dir, strerror(errno));
+	snprintf(r.tmp, sizeof(r.tmp), "%s/lks-report-XXXXXX", tmpdir && *tmpdir ? tmpdir : "/tmp");
+	if (!mkdtemp(r.tmp))
+		return lks_err("cannot make a temporary folder '%s': %s", r.tmp, strerror(errno));
+	/* 'gnuplot --version' exits 0 where gnuplot is; 127: it could not be started */
+	have = lks_gnuplot(&r, "--version") == 0;
+	info->have_gnuplot = have;
+	snprintf(path, sizeof(path), "%s/index.html", dir);
+	if (!(r.html = fopen(path, "w"))) {
+		lks_err("cannot write '%s': %s", path, strerror(errno));
+		goto out;
+	}
+	snprintf(path, sizeof(path), "%s/report.md", dir);
+	if (!(r.md = fopen(path, "w"))) {
+		lks_err("cannot write '%s': %s", path, strerror(errno));
+		goto out;
+	}
+	rc = lks_report_body(&r, have);
+out:
+	if (r.html && fclose(r.html) != 0 && rc == 0)
+		rc = lks_err("cannot write '%s/index.html'", dir);
+	if (r.md && fclose(r.md) != 0 && rc == 0)
+		rc = lks_err("cannot write '%s/report.md'", dir);
+	lks_rm_tmp(r.tmp);
+	lks_report_free(&r);
+	return rc;
+}

@@ -1,0 +1,237 @@
+/*
+ * test_report.c: 'lockstep report' end to end, run as a user would. A tiny case (2 ranks,
+ * 3 steps, bf16 and fp8_rowwise, a close check with rtol 0 that fails on purpose) is run
+ * into a database in a temporary folder; the report of it must hold the three plots as
+ * inline SVG, the failing check's row with its divergence, and the same table in
+ * report.md. The page is rendered in headless Chromium: the screenshot must be well
+ * above the size of a blank page's screenshot of the same size, and the console must show
+ * no message (the detector is shown to catch one on a page that logs an error). Without
+ * gnuplot the tables are still written. Tests that need gnuplot or Chromium skip with the
+ * reason when it is not installed (Debian: gnuplot-nox, chromium).
+ */
+#include <criterion/criterion.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static const char case_text[] =
+	"[case]\nsteps = 3\nseed = 7\nworld_size = 2\n"
+	"[model]\nvocab = 32\nhidden = 16\nffn = 32\nlayers = 1\nseq = 4\nbatch = 2\n"
+	"[run bf16]\nrecipe = bf16\n"
+	"[run fp8]\nrecipe = fp8_rowwise\n"
+	"[check tracks]\nkind = close\na = fp8\nb = bf16\nmetric = loss\n"
+	"rtol = 0              ; fails on purpose: FP8 never equals BF16 exactly\n";
+
+/* The exit status of a shell command line. */
+static int sh(const char *fmt, ...)
+{
+	char cmd[2048];
+	va_list ap;
+	int st;
+
+	va_start(ap, fmt);
+	vsnprintf(cmd, sizeof(cmd), fmt, ap);
+	va_end(ap);
+	st = system(cmd);
+	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+static char *slurp(const char *path)
+{
+	FILE *f = fopen(path, "rb");
+	char *buf;
+	long n;
+
+	cr_assert_not_null(f, "cannot open '%s'", path);
+	fseek(f, 0, SEEK_END);
+	n = ftell(f);
+	fseek(f, 0, SEEK_SET);
+	cr_assert_not_null(buf = calloc((size_t)n + 1, 1));
+	cr_assert_eq(fread(buf, 1, (size_t)n, f), (size_t)n);
+	fclose(f);
+	return buf;
+}
+
+static long file_size(const char *path)
+{
+	struct stat st;
+
+	return stat(path, &st) == 0 ? (long)st.st_size : -1;
+}
+
+static int have(const char *prog)
+{
+	return sh("command -v %s >/dev/null 2>&1", prog) == 0;
+}
+
+/* A temporary folder with the case run into t.db (exit 1: the rtol 0 check fails). */
+static void setup(char *dir, size_t size)
+{
+	FILE *f;
+	char path[300];
+
+	snprintf(dir, size, "/tmp/lks-test-report-XXXXXX");
+	cr_assert_not_null(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/tiny.ini", dir);
+	cr_assert_not_null(f = fopen(path, "w"));
+	fputs(case_text, f);
+	fclose(f);
+	cr_assert_eq(sh("'%s' run '%s/tiny.ini' --db '%s/t.db' --quiet --threads 1 >/dev/null",
+	                LKS_BIN, dir, dir), 1, "the run must store a failing check");
+}
+
+static void teardown(const char *dir)
+{
+	sh("rm -rf '%s'", dir);
+}
+
+Test(report, tables_and_plots)
+{
+	char dir[64], path[300], *html, *md;
+
+	if (!have("gnuplot"))
+		cr_skip_test("gnuplot is not installed (Debian: gnuplot-nox)");
+	setup(dir, sizeof(dir));
+	cr_assert_eq(sh("'%s' report --db '%s/t.db' -o '%s/r' >/dev/null", LKS_BIN, dir, dir), 0);
+	snprintf(path, sizeof(path), "%s/r/index.html", dir);
+	html = slurp(path);
+	/* each plot: its caption, then the inline SVG that gnuplot drew */
+	cr_expect_not_null(strstr(html, "loss per step (mean over ranks)</h3>\n<svg"));
+	cr_expect_not_null(strstr(html, "relative loss difference against &#39;bf16&#39; "));
+	cr_expect(strstr(html, "1e-12)</h3>\n<svg") != NULL, "no SVG for the relative difference");
+	cr_expect_not_null(strstr(html, "grad norm per step</h3>\n<svg"));
+	cr_expect_null(strstr(html, "<?xml"), "an XML prolog inside the page");
+	cr_expect_null(strstr(html, "<script"), "the page must need no script");
+	/* the failing check: verdict and divergence at step 0 on the loss */
+	cr_expect_not_null(strstr(html, "<tr class=\"bad\"><td>tracks</td><td>close</td>"
+	                                "<td>fp8 vs bf16</td><td class=\"fail\">fail</td>"
+	                                "<td class=\"num\">0</td>"));
+	cr_expect_not_null(strstr(html, "<td>loss</td>"));
+	snprintf(path, sizeof(path), "%s/r/report.md", dir);
+	md = slurp(path);
+	cr_expect_not_null(strstr(md, "| check | kind | runs | verdict | step |"));
+	cr_expect_not_null(strstr(md, "| tracks | close | fp8 vs bf16 | fail | 0 |"));
+	cr_expect_not_null(strstr(md, "![grad norm per step](tiny_gradnorm.svg)"));
+	snprintf(path, sizeof(path), "%s/r/tiny_reldiff.svg", dir);
+	cr_expect_gt(file_size(path), 1000);
+	free(html);
+	free(md);
+	teardown(dir);
+}
+
+/* Renders file:// url into png; returns the console lines Chromium logged (malloc'd). */
+static char *render(const char *dir, const char *page, const char *png)
+{
+	char log[300];
+
+	snprintf(log, sizeof(log), "%s/chromium.log", dir);
+	cr_assert_eq(sh("timeout 120 chromium --headless --no-sandbox --disable-gpu "
+	                "--screenshot='%s' --window-size=1200,2000 --enable-logging=stderr --v=0 "
+	                "'file://%s' >'%s' 2>&1", png, page, log), 0, "chromium failed on '%s'", page);
+	cr_assert_gt(file_size(png), 0, "no screenshot of '%s'", page);
+	/* console messages: "[pid:tid:time:INFO:CONSOLE:line] "text", source: ..." */
+	sh("grep ':CONSOLE' '%s' > '%s.console' || true", log, log);
+	snprintf(log, sizeof(log), "%s/chromium.log.console", dir);
+	return slurp(log);
+}
+
+Test(report, renders_in_chromium, .timeout = 300)
+{
+	char dir[64], page[300], png[300], blank_png[300], *console;
+	long size, blank;
+	FILE *f;
+
+	if (!have("gnuplot"))
+		cr_skip_test("gnuplot is not installed (Debian: gnuplot-nox)");
+	if (!have("chromium"))
+		cr_skip_test("chromium is not installed (Debian: chromium)");
+	setup(dir, sizeof(dir));
+	cr_assert_eq(sh("'%s' report --db '%s/t.db' -o '%s/r' >/dev/null", LKS_BIN, dir, dir), 0);
+
+	/* the detector sees a console error where there is one */
+	snprintf(page, sizeof(page), "%s/error.html", dir);
+	cr_assert_not_null(f = fopen(page, "w"));
+	fputs("<!DOCTYPE html><html><body><p>x</p>"
+	      "<script>console.error('planted')</script></body></html>\n", f);
+	fclose(f);
+	snprintf(png, sizeof(png), "%s/error.png", dir);
+	console = render(dir, page, png);
+	cr_assert_not_null(strstr(console, "planted"), "the console detector missed an error");
+	free(console);
+
+	/* a blank page of the same size: what 'nothing rendered' weighs as a PNG */
+	snprintf(page, sizeof(page), "%s/blank.html", dir);
+	cr_assert_not_null(f = fopen(page, "w"));
+	fputs("<!DOCTYPE html><html><head><meta charset=\"utf-8\"><title>blank</title></head>"
+	      "<body></body></html>\n", f);
+	fclose(f);
+	snprintf(blank_png, sizeof(blank_png), "%s/blank.png", dir);
+	free(render(dir, page, blank_png));
+	blank = file_size(blank_png);
+
+	snprintf(page, sizeof(page), "%s/r/index.html", dir);
+	snprintf(png, sizeof(png), "%s/report.png", dir);
+	console = render(dir, page, png);
+	size = file_size(png);
+	/* tables and three plots make a PNG many times a blank one (about 170 KB against
+	   11 KB measured); a page that shows only a line of text stays near 1.1x */
+	cr_expect_gt(size, 4 * blank, "screenshot %ld bytes, blank page %ld: nothing drawn?",
+	             size, blank);
+	cr_expect_eq(strlen(console), 0, "console messages: %s", console);
+	free(console);
+	teardown(dir);
+}
+
+Test(report, tables_without_gnuplot)
+{
+	char dir[64], path[300], *html, *md;
+
+	setup(dir, sizeof(dir));
+	/* no gnuplot on this PATH: the tables, a note, and exit 0 */
+	cr_assert_eq(sh("PATH=/nonexistent '%s' report --db '%s/t.db' -o '%s/r' >/dev/null",
+	                LKS_BIN, dir, dir), 0);
+	snprintf(path, sizeof(path), "%s/r/index.html", dir);
+	html = slurp(path);
+	cr_expect_null(strstr(html, "<svg"));
+	cr_expect_not_null(strstr(html, "plots need gnuplot"));
+	cr_expect_not_null(strstr(html, "<td>tracks</td><td>close</td>"));
+	snprintf(path, sizeof(path), "%s/r/report.md", dir);
+	md = slurp(path);
+	cr_expect_not_null(strstr(md, "| tracks | close | fp8 vs bf16 | fail | 0 |"));
+	free(html);
+	free(md);
+	teardown(dir);
+}
+
+Test(report, bad_input)
+{
+	char dir[64], path[300];
+	FILE *f;
+
+	setup(dir, sizeof(dir));
+	cr_expect_eq(sh("'%s' report --help >/dev/null", LKS_BIN), 0);
+	cr_expect_eq(sh("'%s' report --db '%s/t.db' 2>/dev/null", LKS_BIN, dir), 2, "no -o");
+	cr_expect_eq(sh("'%s' report --db '%s/none.db' -o '%s/r' 2>/dev/null", LKS_BIN, dir, dir),
+	             2, "a missing database");
+	snprintf(path, sizeof(path), "%s/none.db", dir);
+	cr_expect_eq(file_size(path), -1, "a report must not create a database");
+	cr_expect_eq(sh("'%s' report --db '%s/t.db' --suite 99 -o '%s/r' 2>/dev/null", LKS_BIN,
+	                dir, dir), 2, "an unknown suite");
+	cr_expect_eq(sh("'%s' report --db '%s/t.db' --suite x -o '%s/r' 2>/dev/null", LKS_BIN,
+	                dir, dir), 2, "a bad suite id");
+	snprintf(path, sizeof(path), "%s/tiny.ini", dir);
+	cr_expect_eq(sh("'%s' report --db '%s' -o '%s/r' 2>/dev/null", LKS_BIN, path, dir), 2,
+	             "not a lockstep database");
+	snprintf(path, sizeof(path), "%s/empty.db", dir);
+	cr_assert_not_null(f = fopen(path, "w"));
+	fclose(f);
+	cr_expect_eq(sh("'%s' report --db '%s' -o '%s/r' 2>/dev/null", LKS_BIN, path, dir), 2,
+	             "a database without suites");
+	cr_expect_eq(sh("'%s' report --db '%s/t.db' --suite 1 -o '%s/r' >/dev/null", LKS_BIN,
+	                dir, dir), 0, "suite 1 by its id");
+	teardown(dir);
+}
