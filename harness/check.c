@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "harness/golden.h"
+#include "harness/run_trace.h"
 #include "kernels/err.h"
 
 /* ---- ULP distance ---- */
@@ -73,180 +74,13 @@ const char *lks_verdict_name(lks_verdict v)
 	return (int)v >= 0 && (int)v <= LKS_VERDICT_SKIPPED ? lks_verdict_names[v] : "?";
 }
 
-/* ---- a run's trace, as the checks read it ---- */
-
-typedef struct lks_trace {
-	int64_t run_id;
-	int nt;                   /* tensors, by seq */
-	int cap;
-	char **names;             /* (nt) */
-	lks_phase *phases;        /* (nt) */
-	int *occ;                 /* (nt) earlier tensors of the same name and phase */
-	int nsteps, W;            /* steps stored (the last + 1); ranks of the run */
-	lks_step_row *steps;      /* (nsteps, W) */
-	unsigned char *have_step; /* (nsteps, W) */
-	int cur;                  /* the step whose stats are loaded; -1: none */
-	lks_stat_row *stats;      /* (W, nt) of step cur */
-	unsigned char *have;      /* (W, nt) */
-	lks_stat_row *buf;        /* (nt + 1) what one read returns */
-} lks_trace;
-
-static void lks_trace_release(lks_trace *t)
-{
-	for (int i = 0; i < t->nt; i++)
-		free(t->names[i]);
-	free(t->names);
-	free(t->phases);
-	free(t->occ);
-	free(t->steps);
-	free(t->have_step);
-	free(t->stats);
-	free(t->have);
-	free(t->buf);
-	memset(t, 0, sizeof(*t));
-}
-
-static int lks_trace_add_tensor(void *arg, int seq, const char *name, lks_phase phase)
-{
-	lks_trace *t = arg;
-
-	if (seq != t->nt)
-		return lks_err("run %lld: tensor seq %d out of order (expected %d)",
-		               (long long)t->run_id, seq, t->nt);
-	if (t->nt == t->cap) {
-		int cap = t->cap ? 2 * t->cap : 64;
-		char **n = realloc(t->names, (size_t)cap * sizeof(*n));
-		lks_phase *p;
-
-		if (n)
-			t->names = n;
-		p = n ? realloc(t->phases, (size_t)cap * sizeof(*p)) : NULL;
-		if (!p)
-			return lks_err("out of memory");
-		t->phases = p;
-		t->cap = cap;
-	}
-	if (!(t->names[t->nt] = strdup(name)))
-		return lks_err("out of memory");
-	t->phases[t->nt++] = phase;
-	return 0;
-}
-
-static int lks_trace_world(void *arg, const lks_run_rec *run)
-{
-	((lks_trace *)arg)->W = run->info.world_size;
-	return 0;
-}
-
-static int lks_trace_load_steps(lks_store *s, lks_trace *t)
-{
-	lks_step_row *rows;
-	int n = 0, got;
-
-	if (lks_store_get_steps(s, t->run_id, -1, NULL, 0, &n))
-		return -1;
-	if (!(rows = malloc(sizeof(*rows) * ((size_t)n + 1))))
-		return lks_err("out of memory");
-	if (lks_store_get_steps(s, t->run_id, -1, rows, n, &got)) {
-		free(rows);
-		return -1;
-	}
-	n = got < n ? got : n;
-	for (int i = 0; i < n; i++)
-		if (rows[i].step + 1 > t->nsteps)
-			t->nsteps = rows[i].step + 1;
-	t->steps = calloc((size_t)t->nsteps * t->W + 1, sizeof(*t->steps));
-	t->have_step = calloc((size_t)t->nsteps * t->W + 1, 1);
-	if (!t->steps || !t->have_step) {
-		free(rows);
-		return lks_err("out of memory");
-	}
-	for (int i = 0; i < n; i++)
-		if (rows[i].step >= 0 && rows[i].rank >= 0 && rows[i].rank < t->W) {
-			size_t at = (size_t)rows[i].step * t->W + rows[i].rank;
-
-			t->steps[at] = rows[i];
-			t->have_step[at] = 1;
-		}
-	free(rows);
-	return 0;
-}
-
-static int lks_trace_load(lks_store *s, int64_t run_id, lks_trace *t)
-{
-	memset(t, 0, sizeof(*t));
-	t->run_id = run_id;
-	t->cur = -1;
-	if (lks_store_get_run(s, run_id, lks_trace_world, t)
-	    || lks_store_get_tensors(s, run_id, lks_trace_add_tensor, t)
-	    || lks_trace_load_steps(s, t))
-		return -1;
-	t->occ = calloc((size_t)t->nt + 1, sizeof(*t->occ));
-	t->stats = calloc((size_t)t->nt * t->W + 1, sizeof(*t->stats));
-	t->have = calloc((size_t)t->nt * t->W + 1, 1);
-	t->buf = calloc((size_t)t->nt + 1, sizeof(*t->buf));
-	if (!t->occ || !t->stats || !t->have || !t->buf)
-		return lks_err("out of memory");
-	for (int i = 0; i < t->nt; i++)
-		for (int j = 0; j < i; j++)
-			t->occ[i] += t->phases[j] == t->phases[i] && !strcmp(t->names[j], t->names[i]);
-	return 0;
-}
-
-/* The stats of every rank at step (rows by seq; have says which were stored). */
-static int lks_trace_step(lks_store *s, lks_trace *t, int step)
-{
-	if (t->cur == step)
-		return 0;
-	memset(t->have, 0, (size_t)t->nt * t->W);
-	for (int r = 0; r < t->W; r++) {
-		size_t n;
-
-		if (lks_store_get_stats(s, t->run_id, step, r, t->buf, (size_t)t->nt, &n))
-			return -1;
-		for (size_t i = 0; i < n && i < (size_t)t->nt; i++) {
-			int seq = t->buf[i].seq;
-
-			if (seq >= 0 && seq < t->nt) {
-				t->stats[(size_t)r * t->nt + seq] = t->buf[i];
-				t->have[(size_t)r * t->nt + seq] = 1;
-			}
-		}
-	}
-	t->cur = step;
-	return 0;
-}
-
-static const lks_stat_row *lks_trace_row(const lks_trace *t, int rank, int seq)
-{
-	size_t at = (size_t)rank * t->nt + seq;
-
-	return t->have[at] ? &t->stats[at] : NULL;
-}
-
-static const lks_step_row *lks_trace_step_row(const lks_trace *t, int step, int rank)
-{
-	size_t at = (size_t)step * t->W + rank;
-
-	return step < t->nsteps && rank < t->W && t->have_step[at] ? &t->steps[at] : NULL;
-}
-
-/* The seq in t of the tensor called name in phase with occurrence occ; -1 if none. */
-static int lks_trace_find(const lks_trace *t, const char *name, lks_phase phase, int occ)
-{
-	for (int i = 0; i < t->nt; i++)
-		if (t->phases[i] == phase && t->occ[i] == occ && !strcmp(t->names[i], name))
-			return i;
-	return -1;
-}
-
 /* ---- divergences ---- */
 
 struct lks_check_ctx {
 	lks_store *s;
 	const lks_check_cfg *k;
-	lks_trace *a, *b;         /* b: NULL for one-run kinds */
-	int64_t run_a;            /* the stored run a (kinds that read no lks_trace) */
+	lks_run_trace *a, *b;         /* b: NULL for one-run kinds */
+	int64_t run_a;            /* the stored run a (kinds that read no lks_run_trace) */
 	lks_check_result *res;
 	const char *label_a, *label_b;  /* what the values are: run names, ranks, phases */
 	char note[256];           /* said after the values */
@@ -359,7 +193,7 @@ static int lks_rows_differ(struct lks_check_ctx *x, const lks_stat_row *ra,
 }
 
 /* Different step counts: the divergence is the first step one of them lacks. */
-static int lks_steps_differ(struct lks_check_ctx *x, const lks_trace *a, const lks_trace *b)
+static int lks_steps_differ(struct lks_check_ctx *x, const lks_run_trace *a, const lks_run_trace *b)
 {
 	if (a->nsteps == b->nsteps)
 		return 0;
@@ -375,8 +209,8 @@ static int lks_steps_differ(struct lks_check_ctx *x, const lks_trace *a, const l
 static int lks_step_rows_differ(struct lks_check_ctx *x, int step)
 {
 	for (int r = 0; r < x->a->W; r++) {
-		const lks_step_row *ra = lks_trace_step_row(x->a, step, r);
-		const lks_step_row *rb = lks_trace_step_row(x->b, step, r);
+		const lks_step_row *ra = lks_run_trace_step_row(x->a, step, r);
+		const lks_step_row *rb = lks_run_trace_step_row(x->b, step, r);
 
 		if (!ra || !rb) {
 			lks_div_at(x, step, r, -1);
@@ -400,7 +234,7 @@ static int lks_step_rows_differ(struct lks_check_ctx *x, int step)
    a loss that differs while every tensor is equal is a bug in the trace itself. */
 static int lks_check_bitwise(struct lks_check_ctx *x)
 {
-	lks_trace *a = x->a, *b = x->b;
+	lks_run_trace *a = x->a, *b = x->b;
 	int *map, nshared = 0, nsteps = a->nsteps < b->nsteps ? a->nsteps : b->nsteps, rc = -1;
 
 	if (a->W != b->W) {
@@ -412,7 +246,7 @@ static int lks_check_bitwise(struct lks_check_ctx *x)
 	if (!(map = malloc(sizeof(int) * ((size_t)a->nt + 1))))
 		return lks_err("out of memory");
 	for (int i = 0; i < a->nt; i++)
-		nshared += (map[i] = lks_trace_find(b, a->names[i], a->phases[i], a->occ[i])) >= 0;
+		nshared += (map[i] = lks_run_trace_find(b, a->names[i], a->phases[i], a->occ[i])) >= 0;
 	if (nshared == 0) {
 		lks_div_at(x, -1, -1, -1);
 		snprintf(x->note, sizeof(x->note), "the runs share no traced tensor");
@@ -420,11 +254,11 @@ static int lks_check_bitwise(struct lks_check_ctx *x)
 		goto out;
 	}
 	for (int step = 0; step < nsteps; step++) {
-		if (lks_trace_step(x->s, a, step) || lks_trace_step(x->s, b, step))
+		if (lks_run_trace_step(x->s, a, step) || lks_run_trace_step(x->s, b, step))
 			goto out;
 		for (int i = 0; i < a->nt; i++)
 			for (int r = 0; map[i] >= 0 && r < a->W; r++)
-				if (lks_rows_differ(x, lks_trace_row(a, r, i), lks_trace_row(b, r, map[i]),
+				if (lks_rows_differ(x, lks_run_trace_row(a, r, i), lks_run_trace_row(b, r, map[i]),
 				                    step, r, i)) {
 					rc = 0;
 					goto out;
@@ -444,13 +278,13 @@ out:
 /* The metric of a step: the loss is the mean over the ranks (each rank's loss is the mean
    over its tokens, and every rank has as many); the grad norm is global, the same on
    every rank, so the lowest rank's. NaN when the step has no row. */
-static double lks_step_metric(const lks_trace *t, int step, int is_loss)
+static double lks_step_metric(const lks_run_trace *t, int step, int is_loss)
 {
 	double sum = 0.0;
 	int n = 0;
 
 	for (int r = 0; r < t->W; r++) {
-		const lks_step_row *row = lks_trace_step_row(t, step, r);
+		const lks_step_row *row = lks_run_trace_step_row(t, step, r);
 
 		if (!row)
 			continue;
@@ -493,14 +327,14 @@ static int lks_check_close(struct lks_check_ctx *x)
 
 static int lks_check_finite(struct lks_check_ctx *x)
 {
-	lks_trace *a = x->a;
+	lks_run_trace *a = x->a;
 
 	for (int step = 0; step < a->nsteps; step++) {
-		if (lks_trace_step(x->s, a, step))
+		if (lks_run_trace_step(x->s, a, step))
 			return -1;
 		for (int i = 0; i < a->nt; i++)
 			for (int r = 0; r < a->W; r++) {
-				const lks_stat_row *row = lks_trace_row(a, r, i);
+				const lks_stat_row *row = lks_run_trace_row(a, r, i);
 
 				if (row && row->nonfinite > 0) {
 					lks_div_at(x, step, r, i);
@@ -510,7 +344,7 @@ static int lks_check_finite(struct lks_check_ctx *x)
 				}
 			}
 		for (int r = 0; r < a->W; r++) {
-			const lks_step_row *row = lks_trace_step_row(a, step, r);
+			const lks_step_row *row = lks_run_trace_step_row(a, step, r);
 
 			if (row && (!isfinite(row->loss) || !isfinite(row->grad_norm))) {
 				int loss = !isfinite(row->loss);
@@ -529,7 +363,7 @@ static int lks_check_finite(struct lks_check_ctx *x)
    after it are the same bits on every rank; all fields are compared, the hash last. */
 static int lks_check_ranks_agree(struct lks_check_ctx *x)
 {
-	lks_trace *a = x->a;
+	lks_run_trace *a = x->a;
 	int nupdate = 0;
 
 	for (int i = 0; i < a->nt; i++)
@@ -540,11 +374,11 @@ static int lks_check_ranks_agree(struct lks_check_ctx *x)
 		return 0;
 	}
 	for (int step = 0; step < a->nsteps && a->W > 1; step++) {
-		if (lks_trace_step(x->s, a, step))
+		if (lks_run_trace_step(x->s, a, step))
 			return -1;
 		for (int i = 0; i < a->nt; i++)
 			for (int r = 1; a->phases[i] == LKS_PHASE_UPDATE && r < a->W; r++)
-				if (lks_rows_differ(x, lks_trace_row(a, r, i), lks_trace_row(a, 0, i), step, r, i))
+				if (lks_rows_differ(x, lks_run_trace_row(a, r, i), lks_run_trace_row(a, 0, i), step, r, i))
 					return 0;
 	}
 	return 0;
@@ -554,7 +388,7 @@ static int lks_check_ranks_agree(struct lks_check_ctx *x)
    rank; in the recompute's execution order. */
 static int lks_check_recompute(struct lks_check_ctx *x)
 {
-	lks_trace *a = x->a;
+	lks_run_trace *a = x->a;
 	int nrecomputed = 0;
 
 	for (int i = 0; i < a->nt; i++)
@@ -565,20 +399,20 @@ static int lks_check_recompute(struct lks_check_ctx *x)
 		return 0;
 	}
 	for (int step = 0; step < a->nsteps; step++) {
-		if (lks_trace_step(x->s, a, step))
+		if (lks_run_trace_step(x->s, a, step))
 			return -1;
 		for (int i = 0; i < a->nt; i++) {
 			int f;
 
 			if (a->phases[i] != LKS_PHASE_RECOMPUTE)
 				continue;
-			if ((f = lks_trace_find(a, a->names[i], LKS_PHASE_FORWARD, a->occ[i])) < 0) {
+			if ((f = lks_run_trace_find(a, a->names[i], LKS_PHASE_FORWARD, a->occ[i])) < 0) {
 				lks_div_at(x, step, -1, i);
 				snprintf(x->note, sizeof(x->note), "recomputed, but no forward tensor of that name");
 				return 0;
 			}
 			for (int r = 0; r < a->W; r++)
-				if (lks_rows_differ(x, lks_trace_row(a, r, i), lks_trace_row(a, r, f), step, r, i))
+				if (lks_rows_differ(x, lks_run_trace_row(a, r, i), lks_run_trace_row(a, r, f), step, r, i))
 					return 0;
 		}
 	}
@@ -766,7 +600,7 @@ int lks_check_eval(lks_store *s, const lks_check_cfg *k, int64_t run_a, int64_t 
                    lks_check_result *res)
 {
 	const struct lks_check_kind_row *row = NULL;
-	lks_trace ta = { 0 }, tb = { 0 };
+	lks_run_trace ta = { 0 }, tb = { 0 };
 	struct lks_check_ctx x = { .s = s, .k = k, .res = res, .run_a = run_a, .label_a = k->a,
 	                           .label_b = k->b };
 	int two = lks_check_kind_nruns(k->kind) == 2, rc = -1;
@@ -783,7 +617,7 @@ int lks_check_eval(lks_store *s, const lks_check_cfg *k, int64_t run_a, int64_t 
 		         !run_a ? k->a : k->b);
 		return 0;
 	}
-	if (row->reads && (lks_trace_load(s, run_a, &ta) || (two && lks_trace_load(s, run_b, &tb))))
+	if (row->reads && (lks_run_trace_load(s, run_a, &ta) || (two && lks_run_trace_load(s, run_b, &tb))))
 		goto out;
 	x.a = &ta;
 	x.b = two ? &tb : NULL;
@@ -811,8 +645,8 @@ int lks_check_eval(lks_store *s, const lks_check_cfg *k, int64_t run_a, int64_t 
 	}
 	rc = 0;
 out:
-	lks_trace_release(&ta);
-	lks_trace_release(&tb);
+	lks_run_trace_release(&ta);
+	lks_run_trace_release(&tb);
 	return rc;
 }
 
