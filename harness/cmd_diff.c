@@ -20,6 +20,7 @@
 #include "harness/case.h"
 #include "harness/check.h"
 #include "harness/cmd.h"
+#include "harness/run_trace.h"
 #include "harness/trace_store.h"
 #include "kernels/err.h"
 
@@ -58,18 +59,6 @@ struct lks_diff_run {
 };
 
 /* A run's trace as the per-step table reads it. */
-struct lks_diff_trace {
-	int nt, cap;
-	char **names;             /* (nt) */
-	lks_phase *phases;        /* (nt) */
-	int *occ;                 /* (nt) earlier tensors of the same name and phase */
-	int nsteps, W;
-	lks_step_row *steps;      /* (nsteps, W); have_step says which were stored */
-	unsigned char *have_step;
-	lks_stat_row *stats;      /* (W, nt) of one step */
-	unsigned char *have;      /* (W, nt) */
-	lks_stat_row *buf;        /* (nt + 1) */
-};
 
 static char *lks_dup(const char *s)
 {
@@ -249,119 +238,9 @@ static void lks_diff_header(const char *label, const struct lks_diff_run *r)
 
 /* ---- traces for the per-step table ---- */
 
-static void lks_diff_trace_release(struct lks_diff_trace *t)
-{
-	for (int i = 0; i < t->nt; i++)
-		free(t->names[i]);
-	free(t->names);
-	free(t->phases);
-	free(t->occ);
-	free(t->steps);
-	free(t->have_step);
-	free(t->stats);
-	free(t->have);
-	free(t->buf);
-	memset(t, 0, sizeof(*t));
-}
-
-static int lks_diff_add_tensor(void *arg, int seq, const char *name, lks_phase phase)
-{
-	struct lks_diff_trace *t = arg;
-
-	if (seq != t->nt)
-		return lks_err("tensor seq %d out of order (expected %d)", seq, t->nt);
-	if (t->nt == t->cap) {
-		int cap = t->cap ? 2 * t->cap : 64;
-		char **n = realloc(t->names, (size_t)cap * sizeof(*n));
-		lks_phase *p;
-
-		if (n)
-			t->names = n;
-		p = n ? realloc(t->phases, (size_t)cap * sizeof(*p)) : NULL;
-		if (!p)
-			return lks_err("out of memory");
-		t->phases = p;
-		t->cap = cap;
-	}
-	if (!(t->names[t->nt] = strdup(name)))
-		return lks_err("out of memory");
-	t->phases[t->nt++] = phase;
-	return 0;
-}
-
-static int lks_diff_trace_load(lks_store *s, const struct lks_diff_run *r, struct lks_diff_trace *t)
-{
-	lks_step_row *rows = NULL;
-	int n = 0, got = 0, rc = -1;
-
-	memset(t, 0, sizeof(*t));
-	t->W = r->world_size > 0 ? r->world_size : 1;
-	if (lks_store_get_tensors(s, r->id, lks_diff_add_tensor, t)
-	    || lks_store_get_steps(s, r->id, -1, NULL, 0, &n))
-		return -1;
-	if (!(rows = malloc(sizeof(*rows) * ((size_t)n + 1))))
-		return lks_err("out of memory");
-	if (lks_store_get_steps(s, r->id, -1, rows, n, &got))
-		goto out;
-	n = got < n ? got : n;
-	for (int i = 0; i < n; i++)
-		if (rows[i].step + 1 > t->nsteps)
-			t->nsteps = rows[i].step + 1;
-	t->steps = calloc((size_t)t->nsteps * t->W + 1, sizeof(*t->steps));
-	t->have_step = calloc((size_t)t->nsteps * t->W + 1, 1);
-	t->occ = calloc((size_t)t->nt + 1, sizeof(*t->occ));
-	t->stats = calloc((size_t)t->nt * t->W + 1, sizeof(*t->stats));
-	t->have = calloc((size_t)t->nt * t->W + 1, 1);
-	t->buf = calloc((size_t)t->nt + 1, sizeof(*t->buf));
-	if (!t->steps || !t->have_step || !t->occ || !t->stats || !t->have || !t->buf) {
-		lks_err("out of memory");
-		goto out;
-	}
-	for (int i = 0; i < n; i++)
-		if (rows[i].step >= 0 && rows[i].rank >= 0 && rows[i].rank < t->W) {
-			size_t at = (size_t)rows[i].step * t->W + rows[i].rank;
-
-			t->steps[at] = rows[i];
-			t->have_step[at] = 1;
-		}
-	for (int i = 0; i < t->nt; i++)
-		for (int j = 0; j < i; j++)
-			t->occ[i] += t->phases[j] == t->phases[i] && !strcmp(t->names[j], t->names[i]);
-	rc = 0;
-out:
-	free(rows);
-	return rc;
-}
-
-static int lks_diff_trace_step(lks_store *s, int64_t run_id, struct lks_diff_trace *t, int step)
-{
-	memset(t->have, 0, (size_t)t->nt * t->W);
-	for (int r = 0; r < t->W; r++) {
-		size_t n;
-
-		if (lks_store_get_stats(s, run_id, step, r, t->buf, (size_t)t->nt, &n))
-			return -1;
-		for (size_t i = 0; i < n && i < (size_t)t->nt; i++)
-			if (t->buf[i].seq >= 0 && t->buf[i].seq < t->nt) {
-				size_t at = (size_t)r * t->nt + t->buf[i].seq;
-
-				t->stats[at] = t->buf[i];
-				t->have[at] = 1;
-			}
-	}
-	return 0;
-}
-
-static const lks_stat_row *lks_diff_row(const struct lks_diff_trace *t, int rank, int seq)
-{
-	size_t at = (size_t)rank * t->nt + seq;
-
-	return t->have[at] ? &t->stats[at] : NULL;
-}
-
 /* The loss of a step: the mean over the ranks that stored one, as the close check takes
    it; NaN when none did. */
-static double lks_diff_loss(const struct lks_diff_trace *t, int step)
+static double lks_diff_loss(const lks_run_trace *t, int step)
 {
 	double sum = 0.0;
 	int n = 0;
@@ -392,7 +271,7 @@ struct lks_diff_step {
 	int l2_nan;               /* a NaN L2 error was seen (it outranks every number) */
 };
 
-static void lks_diff_step_eval(const struct lks_diff_trace *a, const struct lks_diff_trace *b,
+static void lks_diff_step_eval(const lks_run_trace *a, const lks_run_trace *b,
                                const int *map, int step, struct lks_diff_step *d)
 {
 	int W = a->W < b->W ? a->W : b->W;
@@ -408,7 +287,7 @@ static void lks_diff_step_eval(const struct lks_diff_trace *a, const struct lks_
 		int hash_differs = 0;
 
 		for (int r = 0; map[i] >= 0 && r < W; r++) {
-			const lks_stat_row *ra = lks_diff_row(a, r, i), *rb = lks_diff_row(b, r, map[i]);
+			const lks_stat_row *ra = lks_run_trace_row(a, r, i), *rb = lks_run_trace_row(b, r, map[i]);
 			double e;
 
 			if (!ra || !rb)
@@ -440,11 +319,11 @@ static void lks_fmt_num(char *buf, size_t n, double v, const char *fmt)
 static int lks_diff_table(lks_store *s, const struct lks_diff_run *ra, const struct lks_diff_run *rb,
                           int max_rows)
 {
-	struct lks_diff_trace a, b;
+	lks_run_trace a, b;
 	int *map = NULL, nshared = 0, nsteps, rc = -1;
 
 	memset(&b, 0, sizeof(b));
-	if (lks_diff_trace_load(s, ra, &a) || lks_diff_trace_load(s, rb, &b))
+	if (lks_run_trace_load(s, ra->id, &a) || lks_run_trace_load(s, rb->id, &b))
 		goto out;
 	if (!(map = malloc(sizeof(int) * ((size_t)a.nt + 1)))) {
 		lks_err("out of memory");
@@ -472,8 +351,8 @@ static int lks_diff_table(lks_store *s, const struct lks_diff_run *ra, const str
 			       nsteps - step > 1 ? "s" : "");
 			break;
 		}
-		if ((step < a.nsteps && lks_diff_trace_step(s, ra->id, &a, step))
-		    || (step < b.nsteps && lks_diff_trace_step(s, rb->id, &b, step)))
+		if ((step < a.nsteps && lks_run_trace_step(s, &a, step))
+		    || (step < b.nsteps && lks_run_trace_step(s, &b, step)))
 			goto out;
 		if (step >= a.nsteps)
 			memset(a.have, 0, (size_t)a.nt * a.W);
@@ -497,8 +376,8 @@ static int lks_diff_table(lks_store *s, const struct lks_diff_run *ra, const str
 	rc = 0;
 out:
 	free(map);
-	lks_diff_trace_release(&a);
-	lks_diff_trace_release(&b);
+	lks_run_trace_release(&a);
+	lks_run_trace_release(&b);
 	return rc;
 }
 
