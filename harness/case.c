@@ -1030,3 +1030,33 @@ void lks_case_paths_free(char **paths, int npaths)
 		free(paths[i]);
 	free(paths);
 }
+
+int lks_cases_load(const char *const *args, int nargs, const char *const *sets, int nsets,
+                   lks_case **cases, int *ncases)
+{
+	char **paths = NULL;
+	int npaths = 0, rc = -1;
+
+	*cases = NULL;
+	*ncases = 0;
+	if (lks_case_paths(args, nargs, &paths, &npaths))
+		return -1;
+	if (!(*cases = calloc((size_t)npaths + 1, sizeof(**cases)))) {
+		lks_err("out of memory");
+		goto out;
+	}
+	for (int i = 0; i < npaths; i++, (*ncases)++)
+		if (lks_case_load(paths[i], sets, nsets, &(*cases)[i]))
+			goto out;
+	rc = 0;
+out:
+	lks_case_paths_free(paths, npaths);
+	return rc;
+}
+
+void lks_cases_release(lks_case *cases, int ncases)
+{
+	for (int i = 0; i < ncases; i++)
+		lks_case_release(&cases[i]);
+	free(cases);
+}

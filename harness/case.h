@@ -121,4 +121,11 @@ const lks_run_cfg *lks_case_run(const lks_case *c, const char *name);
 int lks_case_paths(const char *const *args, int nargs, char ***paths, int *npaths);
 void lks_case_paths_free(char **paths, int npaths);
 
+/* Every case of args (files and directories, as lks_case_paths), each loaded with the
+   overrides sets; stops at the first bad one (lks_err names file and line). *cases has
+   *ncases loaded cases also after a failure; release with lks_cases_release. */
+int lks_cases_load(const char *const *args, int nargs, const char *const *sets, int nsets,
+                   lks_case **cases, int *ncases);
+void lks_cases_release(lks_case *cases, int ncases);
+
 #endif

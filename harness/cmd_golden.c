@@ -237,8 +237,7 @@ int cmd_golden(int argc, char **argv)
 {
 	struct lks_golden_args a = { 0 };
 	struct lks_stored_list stored = { 0 };
-	char **paths = NULL;
-	int npaths = 0, ncases = 0, nids = 0, rc, open_rc;
+	int ncases = 0, nids = 0, rc, open_rc;
 	lks_case *cases = NULL;
 	lks_store *store = NULL;
 	int64_t *ids = NULL;
@@ -248,17 +247,10 @@ int cmd_golden(int argc, char **argv)
 		goto out;
 	}
 	rc = LKS_EXIT_USAGE;
-	if (lks_case_paths(a.inputs, a.ninputs, &paths, &npaths)) {
+	if (lks_cases_load(a.inputs, a.ninputs, NULL, 0, &cases, &ncases)) {
 		fprintf(stderr, "lockstep: %s\n", lks_errmsg());
 		goto out;
 	}
-	if (!(cases = calloc((size_t)npaths + 1, sizeof(*cases))))
-		goto out;
-	for (int i = 0; i < npaths; i++, ncases++)
-		if (lks_case_load(paths[i], NULL, 0, &cases[i])) {
-			fprintf(stderr, "lockstep: %s\n", lks_errmsg());
-			goto out;
-		}
 	if (lks_golden_check_only(&a, cases, ncases))
 		goto out;
 	/* lks_store_open would create a missing database: an empty one holds no run anyway */
@@ -299,10 +291,7 @@ int cmd_golden(int argc, char **argv)
 	printf("%d golden file%s written under '%s'\n", nids, nids == 1 ? "" : "s", lks_golden_dir());
 	rc = LKS_EXIT_OK;
 out:
-	for (int i = 0; i < ncases; i++)
-		lks_case_release(&cases[i]);
-	free(cases);
-	lks_case_paths_free(paths, npaths);
+	lks_cases_release(cases, ncases);
 	lks_store_close(store);
 	lks_stored_free(&stored);
 	free(ids);

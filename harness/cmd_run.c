@@ -168,8 +168,8 @@ static char *lks_join(const char **v, int n)
 int cmd_run(int argc, char **argv)
 {
 	struct lks_run_args a = { 0 };
-	char **paths = NULL, *fingerprint = NULL, *command = NULL, *overrides = NULL;
-	int npaths = 0, ncases = 0, rc, open_rc = 0;
+	char *fingerprint = NULL, *command = NULL, *overrides = NULL;
+	int ncases = 0, rc, open_rc = 0;
 	lks_case *cases = NULL;
 	lks_store *store = NULL;
 	int64_t suite_id = 0, *run_ids = NULL;
@@ -180,18 +180,10 @@ int cmd_run(int argc, char **argv)
 		goto out;
 	}
 	rc = LKS_EXIT_USAGE;
-	if (lks_case_paths(a.inputs, a.ninputs, &paths, &npaths)) {
+	/* every case is valid before anything is written */
+	if (lks_cases_load(a.inputs, a.ninputs, a.sets, a.nsets, &cases, &ncases)) {
 		fprintf(stderr, "lockstep: %s\n", lks_errmsg());
 		goto out;
-	}
-	if (!(cases = calloc((size_t)npaths + 1, sizeof(*cases))))
-		goto out;
-	/* every case is valid before anything is written */
-	for (int i = 0; i < npaths; i++, ncases++) {
-		if (lks_case_load(paths[i], a.sets, a.nsets, &cases[i])) {
-			fprintf(stderr, "lockstep: %s\n", lks_errmsg());
-			goto out;
-		}
 	}
 	rc = LKS_EXIT_INFRA;
 	fingerprint = lks_fingerprint_json();
@@ -254,10 +246,7 @@ int cmd_run(int argc, char **argv)
 		rc = LKS_EXIT_USAGE;
 	}
 out:
-	for (int i = 0; i < ncases; i++)
-		lks_case_release(&cases[i]);
-	free(cases);
-	lks_case_paths_free(paths, npaths);
+	lks_cases_release(cases, ncases);
 	lks_store_close(store);
 	free(run_ids);
 	free(fingerprint);
