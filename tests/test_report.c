@@ -129,7 +129,8 @@ static char *render(const char *dir, const char *page, const char *png)
 	char log[300];
 
 	snprintf(log, sizeof(log), "%s/chromium.log", dir);
-	cr_assert_eq(sh("timeout 120 chromium --headless --no-sandbox --disable-gpu "
+	/* --disable-dev-shm-usage: containers often give /dev/shm 64 MiB, too little for it */
+	cr_assert_eq(sh("timeout 120 chromium --headless --no-sandbox --disable-gpu --disable-dev-shm-usage "
 	                "--screenshot='%s' --window-size=1200,2000 --enable-logging=stderr --v=0 "
 	                "'file://%s' >'%s' 2>&1", png, page, log), 0, "chromium failed on '%s'", page);
 	cr_assert_gt(file_size(png), 0, "no screenshot of '%s'", page);
