@@ -20,6 +20,7 @@
 #include "harness/case.h"
 #include "harness/check.h"
 #include "harness/cmd.h"
+#include "harness/fingerprint.h"
 #include "harness/run_trace.h"
 #include "harness/trace_store.h"
 #include "kernels/err.h"
@@ -160,47 +161,6 @@ static int lks_diff_resolve(lks_store *s, const char *db, const char *arg, struc
 
 /* ---- the header ---- */
 
-/* The next "key": "value" pair of a flat JSON object of strings, from *p; 0 at the end.
-   Escapes are kept as they are written: two values compare equal iff their texts do. */
-static int lks_json_next(const char **p, char *key, size_t nk, char *val, size_t nv)
-{
-	char *dst[2] = { key, val };
-	size_t cap[2] = { nk, nv };
-
-	for (int k = 0; k < 2; k++) {
-		const char *s = strchr(*p, '"');
-		size_t len = 0;
-
-		if (!s)
-			return 0;
-		for (s++; *s && *s != '"'; s++) {
-			if (*s == '\\' && s[1]) {
-				if (len + 1 < cap[k])
-					dst[k][len++] = *s;
-				s++;
-			}
-			if (len + 1 < cap[k])
-				dst[k][len++] = *s;
-		}
-		dst[k][len] = 0;
-		if (!*s)
-			return 0;
-		*p = s + 1;
-	}
-	return 1;
-}
-
-/* The value of key in the flat JSON object json into val; 0 when absent. */
-static int lks_json_get(const char *json, const char *key, char *val, size_t nv)
-{
-	char k[128];
-
-	while (lks_json_next(&json, k, sizeof(k), val, nv))
-		if (!strcmp(k, key))
-			return 1;
-	return 0;
-}
-
 /* Keys whose value differs, or that one side lacks; a's keys in order, then b's extra. */
 static void lks_diff_fingerprints(const char *fa, const char *fb)
 {
@@ -208,8 +168,8 @@ static void lks_diff_fingerprints(const char *fa, const char *fb)
 	const char *p;
 	int ndiff = 0;
 
-	for (p = fa; lks_json_next(&p, key, sizeof(key), va, sizeof(va));) {
-		int in_b = lks_json_get(fb, key, vb, sizeof(vb));
+	for (p = fa; lks_fingerprint_json_next(&p, key, sizeof(key), va, sizeof(va));) {
+		int in_b = lks_fingerprint_json_get(fb, key, vb, sizeof(vb));
 
 		if (in_b && !strcmp(va, vb))
 			continue;
@@ -217,8 +177,8 @@ static void lks_diff_fingerprints(const char *fa, const char *fb)
 			printf("fingerprint keys that differ:\n");
 		printf("  %-22s a: %s\n  %-22s b: %s\n", key, va, "", in_b ? vb : "(absent)");
 	}
-	for (p = fb; lks_json_next(&p, key, sizeof(key), vb, sizeof(vb));) {
-		if (lks_json_get(fa, key, va, sizeof(va)))
+	for (p = fb; lks_fingerprint_json_next(&p, key, sizeof(key), vb, sizeof(vb));) {
+		if (lks_fingerprint_json_get(fa, key, va, sizeof(va)))
 			continue;
 		if (!ndiff++)
 			printf("fingerprint keys that differ:\n");

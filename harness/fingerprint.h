@@ -26,4 +26,10 @@ void lks_fingerprint_add(lks_fingerprint *fp, const char *key, const char *fmt, 
 const char *lks_fingerprint_get(const lks_fingerprint *fp, const char *key);
 void lks_fingerprint_print(const lks_fingerprint *fp, FILE *out, int json);
 
+/* Reading a stored fingerprint (fingerprint_json.c): the next "key": "value" pair of the flat
+   JSON object at *p, 0 at the end; escapes are kept as written, so two values compare equal
+   iff their texts do. And the value of key, 0 when absent. */
+int lks_fingerprint_json_next(const char **p, char *key, size_t nk, char *val, size_t nv);
+int lks_fingerprint_json_get(const char *json, const char *key, char *val, size_t nv);
+
 #endif

@@ -19,6 +19,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "harness/fingerprint.h"
 #include "harness/case.h"
 #include "harness/report.h"
 #include "kernels/err.h"
@@ -676,44 +677,6 @@ static int lks_case_plots(struct lks_report *r, const char *case_name)
 
 /* ---- fingerprints: flat JSON objects of string values ---- */
 
-/* The next "key": "value" pair from *p into key and val; 0 at the end. Escapes are kept
-   as written: keys and values are compared, not interpreted. */
-static int lks_json_next(const char **p, char *key, size_t ksize, char *val, size_t vsize)
-{
-	char *outs[2] = { key, val };
-	size_t sizes[2] = { ksize, vsize };
-
-	for (int k = 0; k < 2; k++) {
-		const char *s = strchr(*p, '"');
-		size_t n = 0;
-
-		if (!s)
-			return 0;
-		for (s++; *s && *s != '"'; s++) {
-			if (*s == '\\' && s[1])
-				s++;
-			if (n + 1 < sizes[k])
-				outs[k][n++] = *s;
-		}
-		outs[k][n] = 0;
-		if (!*s)
-			return 0;
-		*p = s + 1;
-	}
-	return 1;
-}
-
-/* The value of key in a flat JSON object, into val; 0 when absent. */
-static int lks_json_get(const char *json, const char *key, char *val, size_t size)
-{
-	char k[128];
-
-	while (json && lks_json_next(&json, k, sizeof(k), val, size))
-		if (!strcmp(k, key))
-			return 1;
-	return 0;
-}
-
 static void lks_case_fingerprints(struct lks_report *r, const char *case_name)
 {
 	static const char *const heads[] = { "key", "run", "value" };
@@ -732,8 +695,8 @@ static void lks_case_fingerprints(struct lks_report *r, const char *case_name)
 			first = run;
 			continue;
 		}
-		while (p && lks_json_next(&p, key, sizeof(key), val, sizeof(val))) {
-			int has = lks_json_get(first->fingerprint, key, other, sizeof(other));
+		while (p && lks_fingerprint_json_next(&p, key, sizeof(key), val, sizeof(val))) {
+			int has = lks_fingerprint_json_get(first->fingerprint, key, other, sizeof(other));
 			const char *cells[3];
 
 			if (has && !strcmp(val, other))
