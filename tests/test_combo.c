@@ -9,12 +9,15 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <sqlite3.h>
 
 #include "harness/combo.h"
+#include "harness/probe.h"
+#include "harness/search.h"
 #include "kernels/err.h"
 
 #define FIXTURES LKS_SRC "/tests/combo"
@@ -266,6 +269,198 @@ Test(combo, apply_subset_and_environment)
 	free(ch);
 	lks_combos_release(&cs);
 	rm_tmp();
+}
+
+/* ---- one probe: outcomes from exit codes, signals and the clock ---- */
+
+/* A probe of 'sh -c script' in the environment env. */
+static lks_probe_result sh_probe(const char *script, double timeout, char *const *env)
+{
+	char *argv[] = { "sh", "-c", (char *)script, NULL };
+	lks_probe_result res;
+
+	cr_assert_eq(lks_probe_exec("/bin/sh", argv, env, timeout, NULL, &res), 0, "%s",
+	             lks_errmsg());
+	return res;
+}
+
+Test(combo, probe_outcomes_from_exit_status)
+{
+	char *env[] = { "FOO=from the combo", NULL };
+	lks_probe_result r;
+
+	r = sh_probe("echo \"$FOO\"; echo to stderr >&2; exit 0", 10, env);
+	cr_assert(r.outcome == LKS_OUTCOME_GOOD && r.exit_code == 0 && r.signal == 0);
+	cr_assert_str_eq(r.output, "from the combo\nto stderr\n");
+	cr_assert(strlen(r.started) >= 20 && r.started[10] == 'T', "%s", r.started);
+	r = sh_probe("exit 1", 10, env);
+	cr_assert(r.outcome == LKS_OUTCOME_BAD && r.exit_code == 1);
+	r = sh_probe("exit 125", 10, env);
+	cr_assert_eq(r.outcome, LKS_OUTCOME_SKIP);
+	r = sh_probe("exit 7", 10, env);
+	cr_assert(r.outcome == LKS_OUTCOME_CRASH && r.exit_code == 7);
+	r = sh_probe("kill -SEGV $$", 10, env);
+	cr_assert(r.outcome == LKS_OUTCOME_CRASH && r.exit_code == -1 && r.signal == SIGSEGV,
+	          "exit %d signal %d", r.exit_code, r.signal);
+	/* only the end of a long output is kept, up to its last byte */
+	r = sh_probe("i=0; while [ $i -lt 2000 ]; do echo line $i; i=$((i+1)); done", 10, env);
+	cr_assert_eq(strlen(r.output), LKS_PROBE_TAIL - 1);
+	cr_assert_not_null(strstr(r.output, "line 1999\n"));
+	cr_assert_null(strstr(r.output, "line 10\n"));
+}
+
+Test(combo, probe_killed_at_its_timeout, .timeout = 60)
+{
+	lks_probe_result r;
+
+	/* SIGTERM ends it at the timeout; the clock says it did not wait for sleep */
+	r = sh_probe("sleep 30", 0.5, NULL);
+	cr_assert(r.outcome == LKS_OUTCOME_TIMEOUT && r.signal == SIGTERM, "outcome %s signal %d",
+	          lks_outcome_name(r.outcome), r.signal);
+	cr_assert(r.seconds >= 0.5 && r.seconds < 0.5 + LKS_PROBE_GRACE, "%.2f s", r.seconds);
+	/* one that ignores SIGTERM gets SIGKILL after the grace */
+	r = sh_probe("trap '' TERM; echo started; while :; do sleep 1; done", 0.5, NULL);
+	cr_assert(r.outcome == LKS_OUTCOME_TIMEOUT && r.signal == SIGKILL, "signal %d", r.signal);
+	cr_assert(r.seconds >= 0.5 + LKS_PROBE_GRACE && r.seconds < 0.5 + LKS_PROBE_GRACE + 2,
+	          "%.2f s", r.seconds);
+	cr_assert_str_eq(r.output, "started\n");
+}
+
+/* ---- the searches, with a predicate for probes ---- */
+
+/* Combos 0..n-1, bad from 'first_bad' on; 'skip' (a bit per index) cannot be tested. */
+struct line_of_combos {
+	int n, first_bad;
+	uint64_t skip, asked;     /* asked: each index once */
+	int twice;
+};
+
+static int probe_index(void *arg, int i, lks_mark *mark)
+{
+	struct line_of_combos *l = arg;
+
+	l->twice |= (l->asked >> i) & 1;
+	l->asked |= 1ull << i;
+	*mark = (l->skip >> i & 1) ? LKS_MARK_SKIP : i >= l->first_bad ? LKS_MARK_BAD : LKS_MARK_GOOD;
+	return 0;
+}
+
+static int ceil_log2(int x)
+{
+	int k = 0;
+
+	while ((1 << k) < x)
+		k++;
+	return k;
+}
+
+Test(combo, bisect_finds_the_first_bad_in_few_probes)
+{
+	lks_search_result r;
+
+	/* the acceptance case: 8 combos, bad from the 6th (index 5), in at most 4 probes */
+	struct line_of_combos l = { .n = 8, .first_bad = 5 };
+	cr_assert_eq(lks_search_bisect(l.n, probe_index, &l, &r), 0);
+	cr_assert_eq(r.status, LKS_SEARCH_FOUND);
+	cr_assert(r.first_bad == 5 && r.last_good == 4);
+	cr_assert_leq(r.nprobes, 4, "%d probes", r.nprobes);
+	cr_assert(l.asked & 1, "the first combo is probed");
+
+	/* every length and turning point: right, no probe twice, and 1 + ceil(log2(n - 1))
+	   probes at most (the first, then a binary search over n - 1 candidates), plus one
+	   when the answer is the last combo, which is probed only then */
+	for (int n = 2; n <= 20; n++)
+		for (int t = 1; t < n; t++) {
+			l = (struct line_of_combos){ .n = n, .first_bad = t };
+			cr_assert_eq(lks_search_bisect(n, probe_index, &l, &r), 0);
+			cr_assert(r.status == LKS_SEARCH_FOUND && r.first_bad == t && r.last_good == t - 1,
+			          "n %d, bad from %d: status %d, first bad %d", n, t, r.status, r.first_bad);
+			cr_assert_not(l.twice, "n %d t %d: a combo probed twice", n, t);
+			cr_assert_leq(r.nprobes, 1 + ceil_log2(n - 1) + (t == n - 1), "n %d t %d: %d probes",
+			              n, t, r.nprobes);
+		}
+}
+
+Test(combo, bisect_refuses_a_line_that_does_not_turn_and_steps_around_skips)
+{
+	lks_search_result r;
+	struct line_of_combos l = { .n = 8, .first_bad = 0 };
+
+	/* bad from the start: one probe says so */
+	cr_assert_eq(lks_search_bisect(l.n, probe_index, &l, &r), 0);
+	cr_assert(r.status == LKS_SEARCH_START_NOT_GOOD && r.start == LKS_MARK_BAD && r.nprobes == 1);
+	/* never bad: the last combo is probed, and found good */
+	l = (struct line_of_combos){ .n = 8, .first_bad = 8 };
+	cr_assert_eq(lks_search_bisect(l.n, probe_index, &l, &r), 0);
+	cr_assert(r.status == LKS_SEARCH_END_NOT_BAD && r.end == LKS_MARK_GOOD, "status %d", r.status);
+	cr_assert(l.asked >> 7 & 1);
+	/* the middle cannot be tested: a neighbour is, and the answer is still exact */
+	l = (struct line_of_combos){ .n = 8, .first_bad = 5, .skip = 1u << 3 };
+	cr_assert_eq(lks_search_bisect(l.n, probe_index, &l, &r), 0);
+	cr_assert(r.status == LKS_SEARCH_FOUND && r.first_bad == 5, "status %d first bad %d",
+	          r.status, r.first_bad);
+	/* the one before the first bad cannot be tested: the answer is a range, as git says */
+	l = (struct line_of_combos){ .n = 8, .first_bad = 5, .skip = 1u << 4 };
+	cr_assert_eq(lks_search_bisect(l.n, probe_index, &l, &r), 0);
+	cr_assert(r.status == LKS_SEARCH_SKIPPED && r.last_good == 3 && r.first_bad == 5,
+	          "status %d: %d..%d", r.status, r.last_good, r.first_bad);
+}
+
+/* Differences 0..n-1; a subset is bad when it holds all of 'cause'. */
+struct set_of_changes {
+	uint64_t cause, skip;     /* skip: subsets that cannot be tested */
+	int probes;
+};
+
+static int probe_subset(void *arg, uint64_t subset, lks_mark *mark)
+{
+	struct set_of_changes *c = arg;
+
+	c->probes++;
+	*mark = subset == c->skip && subset ? LKS_MARK_SKIP
+	      : (subset & c->cause) == c->cause ? LKS_MARK_BAD : LKS_MARK_GOOD;
+	return 0;
+}
+
+Test(combo, ddmin_isolates_the_cause)
+{
+	struct set_of_changes c = { .cause = 1u << 4 };
+	lks_search_result r;
+
+	/* five differences, the fifth the cause: good A and bad B, then two halves at each of
+	   5 -> {2,3,4} -> {3,4} -> {4}: 2 + 3 x 2 probes */
+	cr_assert_eq(lks_search_ddmin(5, probe_subset, &c, &r), 0);
+	cr_assert_eq(r.status, LKS_SEARCH_FOUND);
+	cr_assert_eq(r.minimal, 1u << 4);
+	cr_assert_eq(r.nprobes, 8, "%d probes", r.nprobes);
+	cr_assert_eq(c.probes, r.nprobes, "a subset probed twice");
+
+	/* a cause of any shape among 6: the only 1-minimal bad subset is the cause itself */
+	for (uint64_t cause = 1; cause < 64; cause++) {
+		c = (struct set_of_changes){ .cause = cause };
+		cr_assert_eq(lks_search_ddmin(6, probe_subset, &c, &r), 0);
+		cr_assert(r.status == LKS_SEARCH_FOUND && r.minimal == cause,
+		          "cause %#llx: found %#llx", (unsigned long long)cause,
+		          (unsigned long long)r.minimal);
+		cr_assert_eq(c.probes, r.nprobes);
+	}
+
+	/* a subset that cannot be tested counts as not bad: the cause is still found */
+	c = (struct set_of_changes){ .cause = 1u << 4, .skip = 0x7 };
+	cr_assert_eq(lks_search_ddmin(5, probe_subset, &c, &r), 0);
+	cr_assert(r.status == LKS_SEARCH_FOUND && r.minimal == 1u << 4);
+}
+
+Test(combo, ddmin_needs_a_good_start_and_a_bad_end)
+{
+	struct set_of_changes c = { .cause = 0 };  /* everything bad, the empty set too */
+	lks_search_result r;
+
+	cr_assert_eq(lks_search_ddmin(3, probe_subset, &c, &r), 0);
+	cr_assert(r.status == LKS_SEARCH_START_NOT_GOOD && r.nprobes == 1);
+	c = (struct set_of_changes){ .cause = 1u << 5 };  /* a cause outside the 3: never bad */
+	cr_assert_eq(lks_search_ddmin(3, probe_subset, &c, &r), 0);
+	cr_assert(r.status == LKS_SEARCH_END_NOT_BAD && r.end == LKS_MARK_GOOD && r.nprobes == 2);
 }
 
 /* ---- run and check: --check and --combo, as a probe calls them ---- */
