@@ -339,3 +339,29 @@ Test(fault, clean_cases_pass_three_reruns, .timeout = 600)
 	remove_db(db);
 	rmdir(dir);
 }
+
+/* The detection table: what each check catches on the same faulty and clean runs. The
+   rows follow from what each fault does: a flipped mantissa bit moves no loss by 5% and
+   makes no NaN; a NaN in a weight gradient is what a NaN check of collective inputs sees,
+   and the loss only turns NaN a step later; a rank that skips the all-reduce is a replica
+   that drifts; stale backward scales leave the recompute equal to the forward. */
+Test(fault, detection_table, .timeout = 300)
+{
+	static const char *const rows[] = {
+		"| bitflip | step 3 | - | - | n/a | - | - |",
+		"| nan | step 2 | step 2 | - | n/a | step 3 | step 2 |",
+		"| scale_round_up | step 0 | - | - | n/a | - | - |",
+		"| skip_allreduce | step 3 | - | step 3 | n/a | - | - |",
+		"| stale_bwd_scale | step 1 | - | - | - | - | - |",
+	};
+	char args[1200], out[16384];
+
+	snprintf(args, sizeof(args), "bench detect '%s/cases/faults'", LKS_SRC);
+	cr_assert_eq(lks_run_bin(NULL, args, out, sizeof(out)), 0, "%s", out);
+	cr_assert_not_null(strstr(out, "| fault | bitwise/golden | finite | ranks_agree | recompute | "
+	                               "loss rtol 5% | NaN collective |"), "%s", out);
+	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++)
+		cr_assert_not_null(strstr(out, rows[i]), "missing row %s in\n%s", rows[i], out);
+	cr_assert_not_null(strstr(out, "bitflip          bitwise/golden  step 3, rank 1, "
+	                               "blocks.0.mlp.up.out"), "%s", out);
+}
