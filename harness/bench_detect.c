@@ -23,6 +23,7 @@
 #include "harness/check.h"
 #include "harness/cmd.h"
 #include "harness/runner.h"
+#include "harness/sqnr.h"
 #include "harness/trace_store.h"
 #include "kernels/err.h"
 
@@ -38,10 +39,12 @@ static const char lks_detect_help[] =
 	"  --dir DIR   where the temporary database goes (default $TMPDIR or /tmp)\n";
 
 /* The columns: a check kind on (faulty, clean), or the NaN event. */
-enum { COL_BITWISE, COL_FINITE, COL_RANKS, COL_RECOMPUTE, COL_LOSS5, COL_NANCOLL, COL_COUNT };
+enum { COL_BITWISE, COL_FINITE, COL_RANKS, COL_RECOMPUTE, COL_SQNR, COL_LOSS5, COL_NANCOLL,
+	COL_COUNT };
 
 static const char *const lks_col_names[COL_COUNT] = {
-	"bitwise/golden", "finite", "ranks_agree", "recompute", "loss rtol 5%", "NaN collective",
+	"bitwise/golden", "finite", "ranks_agree", "recompute", "sqnr 20 dB", "loss rtol 5%",
+	"NaN collective",
 };
 
 struct lks_catch {
@@ -68,10 +71,11 @@ static int lks_first_event(void *arg, const lks_event_rec *ev)
 }
 
 static int lks_detect_check(lks_store *s, lks_check_kind kind, const char *metric, double rtol,
-                            const lks_run_cfg *bad, const lks_run_cfg *clean,
+                            double floor_db, const lks_run_cfg *bad, const lks_run_cfg *clean,
                             int64_t id_bad, int64_t id_clean, struct lks_catch *c)
 {
-	lks_check_cfg k = { .kind = kind, .rtol = rtol, .exp_step = -1, .exp_rank = -1 };
+	lks_check_cfg k = { .kind = kind, .rtol = rtol, .floor_db = floor_db, .exp_step = -1,
+	                    .exp_rank = -1 };
 	lks_check_result res;
 	int two = lks_check_kind_nruns(kind) == 2;
 
@@ -117,33 +121,46 @@ static int lks_detect_case(lks_store *s, int64_t suite, const lks_case *c,
 	int64_t id_bad = 0, id_clean = 0;
 	lks_runner_opts o = { .suite_id = suite, .threads = 1 };
 	lks_run_result res;
+	lks_sqnr_pairs *pairs = NULL;
+	int rc = -1;
 
 	if (lks_detect_pick(c, &bad, &clean))
 		return -1;
 	memset(row, 0, sizeof(*row));
 	snprintf(row->fault, sizeof(row->fault), "%s", lks_fault_kind_name(bad->inject.kind));
 	snprintf(row->case_name, sizeof(row->case_name), "%s", c->name);
-	if (lks_run(c, clean, s, &o, &res))
+	/* the clean run is made first and its gradients kept for the faulty run's sqnr */
+	if (lks_sqnr_begin_pair(1, 0, &pairs))
 		return -1;
+	lks_sqnr_hook(pairs, 0, &o);
+	if (lks_run(c, clean, s, &o, &res) || lks_sqnr_end_run(pairs, 0, res.run_id, s))
+		goto out;
 	id_clean = res.run_id;
-	if (lks_run(c, bad, s, &o, &res))
-		return -1;
+	lks_sqnr_hook(pairs, 1, &o);
+	if (lks_run(c, bad, s, &o, &res) || lks_sqnr_end_run(pairs, 1, res.run_id, s))
+		goto out;
 	id_bad = res.run_id;
 
-	/* loss at rtol 5%: the loose check that loss curves get (sqnr is not evaluated yet) */
-	if (lks_detect_check(s, LKS_CHECK_BITWISE, NULL, 0, bad, clean, id_bad, id_clean,
+	/* sqnr at 20 dB: a gradient error a tenth of the gradient; loss at rtol 5%: the loose
+	   check that loss curves get */
+	if (lks_detect_check(s, LKS_CHECK_BITWISE, NULL, 0, 0, bad, clean, id_bad, id_clean,
 	                     &row->col[COL_BITWISE])
-	    || lks_detect_check(s, LKS_CHECK_FINITE, NULL, 0, bad, clean, id_bad, id_clean,
+	    || lks_detect_check(s, LKS_CHECK_FINITE, NULL, 0, 0, bad, clean, id_bad, id_clean,
 	                        &row->col[COL_FINITE])
-	    || lks_detect_check(s, LKS_CHECK_RANKS_AGREE, NULL, 0, bad, clean, id_bad, id_clean,
+	    || lks_detect_check(s, LKS_CHECK_RANKS_AGREE, NULL, 0, 0, bad, clean, id_bad, id_clean,
 	                        &row->col[COL_RANKS])
-	    || lks_detect_check(s, LKS_CHECK_RECOMPUTE, NULL, 0, bad, clean, id_bad, id_clean,
+	    || lks_detect_check(s, LKS_CHECK_RECOMPUTE, NULL, 0, 0, bad, clean, id_bad, id_clean,
 	                        &row->col[COL_RECOMPUTE])
-	    || lks_detect_check(s, LKS_CHECK_CLOSE, "loss", 0.05, bad, clean, id_bad, id_clean,
+	    || lks_detect_check(s, LKS_CHECK_SQNR, NULL, 0, 20.0, bad, clean, id_bad, id_clean,
+	                        &row->col[COL_SQNR])
+	    || lks_detect_check(s, LKS_CHECK_CLOSE, "loss", 0.05, 0, bad, clean, id_bad, id_clean,
 	                        &row->col[COL_LOSS5]))
-		return -1;
+		goto out;
 	row->col[COL_NANCOLL].applies = 1;
-	return lks_store_get_events(s, id_bad, lks_first_event, &row->col[COL_NANCOLL]);
+	rc = lks_store_get_events(s, id_bad, lks_first_event, &row->col[COL_NANCOLL]);
+out:
+	lks_sqnr_free(pairs);
+	return rc;
 }
 
 static void lks_detect_print(const struct lks_detect_row *rows, int n)

@@ -289,6 +289,8 @@ static int lks_run_step(struct lks_runner *R, int step, lks_store *store, int64_
 			return -1;
 	lks_check_grads(R, store, run_id, step, res);
 	lks_pool_run(R->rank_pool, ntasks, lks_reduce_task, R);
+	if (o->on_grads)
+		o->on_grads(o->on_grads_arg, step, R->gsum, &R->m);
 
 	/* global norm in double (lks_sumsq's fixed order); the clip scales the summed
 	   gradient once, so every replica sees the same clipped values */

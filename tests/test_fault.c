@@ -20,6 +20,7 @@
 #include "run_bin.h"
 #include "harness/case.h"
 #include "harness/fault.h"
+#include "harness/sqnr.h"
 #include "harness/trace_store.h"
 #include "kernels/cpu/quant.h"
 #include "kernels/err.h"
@@ -344,24 +345,40 @@ Test(fault, clean_cases_pass_three_reruns, .timeout = 600)
    rows follow from what each fault does: a flipped mantissa bit moves no loss by 5% and
    makes no NaN; a NaN in a weight gradient is what a NaN check of collective inputs sees,
    and the loss only turns NaN a step later; a rank that skips the all-reduce is a replica
-   that drifts; stale backward scales leave the recompute equal to the forward. */
+   that drifts, while the all-reduced gradient of that step is still right (sqnr misses
+   it); stale backward scales leave the recompute equal to the forward. */
 Test(fault, detection_table, .timeout = 300)
 {
 	static const char *const rows[] = {
-		"| bitflip | step 3 | - | - | n/a | - | - |",
-		"| nan | step 2 | step 2 | - | n/a | step 3 | step 2 |",
-		"| scale_round_up | step 0 | - | - | n/a | - | - |",
-		"| skip_allreduce | step 3 | - | step 3 | n/a | - | - |",
-		"| stale_bwd_scale | step 1 | - | - | - | - | - |",
+		"| bitflip | step 3 | - | - | n/a | - | - | - |",
+		"| nan | step 2 | step 2 | - | n/a | step 2 | step 3 | step 2 |",
+		"| scale_round_up | step 0 | - | - | n/a | step 0 | - | - |",
+		"| skip_allreduce | step 3 | - | step 3 | n/a | - | - | - |",
+		"| stale_bwd_scale | step 1 | - | - | - | step 1 | - | - |",
 	};
 	char args[1200], out[16384];
 
 	snprintf(args, sizeof(args), "bench detect '%s/cases/faults'", LKS_SRC);
 	cr_assert_eq(lks_run_bin(NULL, args, out, sizeof(out)), 0, "%s", out);
 	cr_assert_not_null(strstr(out, "| fault | bitwise/golden | finite | ranks_agree | recompute | "
-	                               "loss rtol 5% | NaN collective |"), "%s", out);
+	                               "sqnr 20 dB | loss rtol 5% | NaN collective |"), "%s", out);
 	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++)
 		cr_assert_not_null(strstr(out, rows[i]), "missing row %s in\n%s", rows[i], out);
 	cr_assert_not_null(strstr(out, "bitflip          bitwise/golden  step 3, rank 1, "
 	                               "blocks.0.mlp.up.out"), "%s", out);
+}
+
+/* The SQNR of a gradient: b the reference, a = b (1 + e) everywhere gives -20 log10 |e|. */
+Test(fault, sqnr_db_of_a_known_error)
+{
+	float a[257], b[257];
+
+	for (int i = 0; i < 257; i++) {
+		b[i] = (float)(i - 128) / 64.0f;
+		a[i] = b[i] * (1.0f + 0x1p-7f);  /* exact: b has few significant bits */
+	}
+	cr_assert_float_eq(lks_sqnr_db(a, b, 257), -20.0 * log10(0x1p-7), 1e-9);
+	cr_assert(isinf(lks_sqnr_db(b, b, 257)) && lks_sqnr_db(b, b, 257) > 0, "equal: +inf");
+	memset(b, 0, sizeof(b));
+	cr_assert(isinf(lks_sqnr_db(a, b, 257)) && lks_sqnr_db(a, b, 257) < 0, "zero reference");
 }
