@@ -13,6 +13,7 @@ int lks_bench_gemm(int argc, char **argv);
 int lks_bench_quant(int argc, char **argv);
 int lks_bench_store(int argc, char **argv);
 int lks_bench_step(int argc, char **argv);
+int lks_bench_detect(int argc, char **argv);
 
 /* Monotonic seconds. */
 static inline double lks_now(void)

@@ -110,6 +110,7 @@ enum lks_key_type {
 	LKS_KEY_RECIPE,  /* lks_recipe */
 	LKS_KEY_KIND,    /* lks_check_kind */
 	LKS_KEY_CHOICE,  /* int: index into choices */
+	LKS_KEY_FAULT,   /* lks_fault (fault.h) */
 };
 
 struct lks_key {
@@ -173,6 +174,7 @@ static const struct lks_key lks_run_keys[] = {
 	  lks_amax_algo_names },
 	/* 2^-64 is far past any useful margin; an int shift stays defined below that */
 	KEY_INT(lks_run_cfg, margin, 0, 64, 0),
+	{ "inject", LKS_KEY_FAULT, offsetof(lks_run_cfg, inject), 0, 0, 0, 0, 0, 0, NULL },
 };
 
 #define KEY_STR(f, key, size) \
@@ -439,6 +441,8 @@ static int lks_key_store(const struct lks_key *k, void *base, const char *val, c
 				return 0;
 			}
 		return lks_bad_value(k, val, label);
+	case LKS_KEY_FAULT:
+		return lks_fault_parse(val, 0, (lks_fault *)field);
 	}
 	return lks_err("internal error: key type %d", (int)k->type);
 }
@@ -510,6 +514,7 @@ static int lks_case_add_run(struct lks_parse *st, const char *name)
 	snprintf(r->name, sizeof(r->name), "%s", name);
 	r->recipe = LKS_RECIPE_BF16;
 	r->amax_history = 16;
+	r->inject.step = r->inject.rank = -1;
 	r->line = st->line;
 	st->run_seen[c->nruns] = 0;
 	st->idx = c->nruns++;
@@ -766,6 +771,16 @@ static int lks_case_validate(struct lks_parse *st)
 				c->runs[i].world_size, global, c->model.batch, c->world_size);
 			return lks_case_at(st, c->runs[i].line);
 		}
+	for (int i = 0; i < c->nruns; i++) {
+		const lks_run_cfg *r = &c->runs[i];
+		char who[LKS_NAME_MAX + 8];
+
+		if (lks_fault_fits(&r->inject, r->recipe, r->checkpoint, r->world_size, c->steps)) {
+			snprintf(who, sizeof(who), "run '%s'", r->name);
+			lks_err_prefix(who);
+			return lks_case_at(st, r->line);
+		}
+	}
 	for (int i = 0; i < c->nchecks; i++)
 		if (lks_check_runs(st, &c->checks[i]))
 			return lks_case_at(st, c->checks[i].line);
@@ -1048,10 +1063,42 @@ int lks_cases_load(const char *const *args, int nargs, const char *const *sets, 
 	for (int i = 0; i < npaths; i++, (*ncases)++)
 		if (lks_case_load(paths[i], sets, nsets, &(*cases)[i]))
 			goto out;
-	rc = 0;
+	rc = lks_cases_inject_env(*cases, *ncases);
 out:
 	lks_case_paths_free(paths, npaths);
 	return rc;
+}
+
+/* LOCKSTEP_INJECT: the fault goes to the run it names, or to every run it fits. */
+int lks_cases_inject_env(lks_case *cases, int ncases)
+{
+	const char *spec = getenv(LKS_INJECT_ENV);
+	lks_fault f;
+	int planted = 0;
+
+	if (!spec || !*spec)
+		return 0;
+	if (lks_fault_parse(spec, 1, &f))
+		return lks_err_prefix(LKS_INJECT_ENV);
+	for (int i = 0; i < ncases; i++)
+		for (int j = 0; j < cases[i].nruns; j++) {
+			lks_run_cfg *r = &cases[i].runs[j];
+
+			if (f.run[0] && strcmp(f.run, r->name))
+				continue;
+			if (lks_fault_fits(&f, r->recipe, r->checkpoint, r->world_size, cases[i].steps)) {
+				if (!f.run[0])
+					continue;
+				lks_err_prefix(r->name);
+				return lks_err_prefix(LKS_INJECT_ENV);
+			}
+			r->inject = f;
+			planted++;
+		}
+	if (!planted)
+		return lks_err("%s: no run %s%s%s", LKS_INJECT_ENV, f.run[0] ? "is called '" : "fits ",
+		               f.run[0] ? f.run : spec, f.run[0] ? "'" : "");
+	return 0;
 }
 
 void lks_cases_release(lks_case *cases, int ncases)

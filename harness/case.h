@@ -5,7 +5,8 @@
  *   [model]  vocab, hidden, ffn, layers, seq, batch (per rank at the case's world_size)
  *   [optim]  lr, min_lr, warmup, beta1, beta2, eps, weight_decay, clip (0: no clipping)
  *   [run NAME]    recipe, checkpoint = none|blocks, world_size (keeps the global batch),
- *                 amax_history, amax_algo = max|most_recent (fp8_delayed), margin
+ *                 amax_history, amax_algo = max|most_recent (fp8_delayed), margin,
+ *                 inject (a planted fault, fault.h)
  *   [check NAME]  kind, a, b, metric, rtol, atol, floor_db, expect = pass|fail,
  *                 step, rank, tensor (the divergence a failing check is expected to name)
  *
@@ -17,6 +18,8 @@
 #define LKS_HARNESS_CASE_H
 
 #include <stdint.h>
+
+#include "harness/fault.h"
 
 #define LKS_NAME_MAX 64
 
@@ -69,6 +72,7 @@ typedef struct lks_run_cfg {
 	int amax_history;       /* fp8_delayed: history length */
 	int amax_most_recent;   /* fp8_delayed: 1 most_recent, 0 max */
 	int margin;             /* fp8_delayed: scale = fp8_max * 2^-margin / amax */
+	lks_fault inject;       /* a planted fault; kind LKS_FAULT_NONE: none */
 	int line;               /* line of the [run NAME] header */
 } lks_run_cfg;
 
@@ -127,5 +131,10 @@ void lks_case_paths_free(char **paths, int npaths);
 int lks_cases_load(const char *const *args, int nargs, const char *const *sets, int nsets,
                    lks_case **cases, int *ncases);
 void lks_cases_release(lks_case *cases, int ncases);
+
+/* Plants the fault of the environment variable LOCKSTEP_INJECT (fault.h), if set, into the
+   run it names with run=NAME, else into every run it fits (its recipe, checkpointing, ranks
+   and steps); an error when it is malformed or fits no run. lks_cases_load calls it. */
+int lks_cases_inject_env(lks_case *cases, int ncases);
 
 #endif

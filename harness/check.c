@@ -80,7 +80,7 @@ struct lks_check_ctx {
 	lks_store *s;
 	const lks_check_cfg *k;
 	lks_run_trace *a, *b;         /* b: NULL for one-run kinds */
-	int64_t run_a;            /* the stored run a (kinds that read no lks_run_trace) */
+	int64_t run_a, run_b;     /* the stored runs (kinds that read no lks_run_trace) */
 	lks_check_result *res;
 	const char *label_a, *label_b;  /* what the values are: run names, ranks, phases */
 	char note[256];           /* said after the values */
@@ -467,22 +467,54 @@ out:
 	return rc ? -1 : 0;
 }
 
-static int lks_check_unsupported(struct lks_check_ctx *x)
+struct lks_sqnr_scan {
+	struct lks_check_ctx *x;
+	int nrows;
+};
+
+/* The first (step, gradient) whose SQNR is below the floor (NaN included). */
+static int lks_sqnr_scan_row(void *arg, const lks_sqnr_row *row)
 {
-	x->res->verdict = LKS_VERDICT_UNSUPPORTED;
-	snprintf(x->res->message, sizeof(x->res->message), "%s",
-	         "sqnr needs tensor values, which the trace does not keep yet; not counted as a failure");
+	struct lks_sqnr_scan *sc = arg;
+	lks_check_result *res = sc->x->res;
+
+	sc->nrows++;
+	if (res->failed || row->db >= sc->x->k->floor_db)
+		return 0;
+	res->failed = 1;
+	res->step = row->step;
+	res->rank = 0;  /* the all-reduced gradient: the same on every rank */
+	res->phase = LKS_PHASE_BACKWARD;
+	snprintf(res->tensor, sizeof(res->tensor), "%s", row->tensor);
+	lks_div_real(res, "sqnr_db", row->db, sc->x->k->floor_db, 0);
+	snprintf(sc->x->note, sizeof(sc->x->note), "SQNR %.2f dB is below the floor of %g dB",
+	         row->db, sc->x->k->floor_db);
+	return 0;
+}
+
+static int lks_check_sqnr(struct lks_check_ctx *x)
+{
+	struct lks_sqnr_scan sc = { x, 0 };
+
+	if (lks_store_sqnr_get(x->s, x->run_a, x->run_b, lks_sqnr_scan_row, &sc))
+		return -1;
+	if (sc.nrows == 0) {
+		x->res->verdict = LKS_VERDICT_UNSUPPORTED;
+		snprintf(x->res->message, sizeof(x->res->message), "no SQNR rows for these runs: their "
+		         "gradients are compared while both are made by one 'lockstep run'; not "
+		         "counted as a failure");
+	}
 	return 0;
 }
 
 static const struct lks_check_kind_row {
 	lks_check_kind kind;
 	int (*fn)(struct lks_check_ctx *x);
-	int reads;                /* 0: reads no trace (unsupported) */
+	int reads;                /* 0: reads no lks_run_trace (golden, sqnr) */
 } lks_check_kinds[] = {
 	{ LKS_CHECK_BITWISE, lks_check_bitwise, 1 },
 	{ LKS_CHECK_CLOSE, lks_check_close, 1 },
-	{ LKS_CHECK_SQNR, lks_check_unsupported, 0 },
+	{ LKS_CHECK_SQNR, lks_check_sqnr, 0 },
 	{ LKS_CHECK_GOLDEN, lks_check_golden, 0 },
 	{ LKS_CHECK_FINITE, lks_check_finite, 1 },
 	{ LKS_CHECK_RANKS_AGREE, lks_check_ranks_agree, 1 },
@@ -601,7 +633,8 @@ int lks_check_eval(lks_store *s, const lks_check_cfg *k, int64_t run_a, int64_t 
 {
 	const struct lks_check_kind_row *row = NULL;
 	lks_run_trace ta = { 0 }, tb = { 0 };
-	struct lks_check_ctx x = { .s = s, .k = k, .res = res, .run_a = run_a, .label_a = k->a,
+	struct lks_check_ctx x = { .s = s, .k = k, .res = res, .run_a = run_a,
+	                           .run_b = run_b, .label_a = k->a,
 	                           .label_b = k->b };
 	int two = lks_check_kind_nruns(k->kind) == 2, rc = -1;
 

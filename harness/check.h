@@ -26,8 +26,10 @@
  *                rtol/atol, hashes ignored, for other classes. A missing golden file fails,
  *                naming the command that writes it; a bad one fails with bad_input set and
  *                "file:line: ..." as the message ('lockstep run' then exits 2)
- *   sqnr         unsupported for now (it needs tensor values): reported, stored, and not
- *                counted as a failure
+ *   sqnr         per step and weight gradient, in the backward's order, the SQNR of a's
+ *                gradient against b's (harness/sqnr.h) is at least floor_db; the values
+ *                are compared while 'lockstep run' makes both runs. Runs stored without
+ *                SQNR rows give "unsupported", not a failure
  */
 #ifndef LKS_HARNESS_CHECK_H
 #define LKS_HARNESS_CHECK_H

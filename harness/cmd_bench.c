@@ -19,6 +19,7 @@ static const struct lks_bench_subject lks_bench_subjects[] = {
 	{ "quant", lks_bench_quant, "rowwise amax + scale + FP8 cast vs memcpy of the same bytes" },
 	{ "store", lks_bench_store, "SQLite ingest of tensor-stat rows (target >= 1M rows/s)" },
 	{ "step", lks_bench_step, "training step: tracing cost, GEMM share, FP8 vs BF16 loss gap" },
+	{ "detect", lks_bench_detect, "which checks catch each planted fault, and at which step" },
 };
 
 static void lks_bench_help(FILE *out)

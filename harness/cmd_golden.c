@@ -216,8 +216,15 @@ static int lks_golden_write_one(lks_store *s, int64_t id, const char *db)
 	struct stat st;
 	int rc;
 
-	if ((rc = lks_golden_from_run(s, id, 1, &g)) != 0
-	    || (rc = lks_golden_path(lks_golden_dir(), g.backend, g.case_name, g.run_name, path,
+	if ((rc = lks_golden_from_run(s, id, 1, &g)) != 0)
+		return rc;
+	if (strstr(g.options, " inject: ")) {  /* a golden is what a clean run computes */
+		rc = lks_err("run %lld of '%s' has a planted fault (%s): goldens come from clean runs",
+		             (long long)id, db, strstr(g.options, " inject: ") + 9);
+		lks_golden_release(&g);
+		return rc;
+	}
+	if ((rc = lks_golden_path(lks_golden_dir(), g.backend, g.case_name, g.run_name, path,
 	                             sizeof(path))) != 0
 	    || (rc = lks_golden_write(&g, path)) != 0) {
 		lks_golden_release(&g);

@@ -78,6 +78,12 @@ static void lks_list_run(const lks_run_cfg *r, int namew)
 	if (r->recipe == LKS_RECIPE_FP8_DELAYED)
 		printf(", amax history %d (%s), margin %d", r->amax_history,
 		       r->amax_most_recent ? "most_recent" : "max", r->margin);
+	if (r->inject.kind != LKS_FAULT_NONE) {
+		char spec[256];
+
+		lks_fault_format(&r->inject, spec, sizeof(spec));
+		printf(", inject %s", spec);
+	}
 	putchar('\n');
 }
 

@@ -18,6 +18,7 @@
 #include "harness/junit.h"
 #include "harness/golden.h"
 #include "harness/runner.h"
+#include "harness/sqnr.h"
 #include "harness/trace_store.h"
 #include "kernels/err.h"
 
@@ -30,7 +31,7 @@ static const char lks_run_help[] =
 	"in, so an interrupted run never passes for a finished one. After the runs of a case,\n"
 	"its checks are evaluated and their verdicts stored; a failure names the first step,\n"
 	"tensor and rank where the runs diverge. A check whose runs were left out by --run is\n"
-	"skipped; sqnr checks are reported as unsupported (not a failure) for now. A golden\n"
+	"skipped; an sqnr check compares the gradients of its two runs while both are made. A golden\n"
 	"check compares a run with its golden file, GOLDEN/<backend>/<case>/<run>.tsv, made by\n"
 	"'lockstep golden update'; a corrupt golden file is bad input (exit 2).\n"
 	"\n"
@@ -53,6 +54,10 @@ static const char lks_run_help[] =
 	"example:\n"
 	"  lockstep run cases/ --db nightly.db\n"
 	"  lockstep run cases/ac_neutral.ini --steps 5 --set model.layers=1\n"
+	"\n"
+	"environment: LOCKSTEP_INJECT='SPEC' plants a fault in the runs it fits, as a run's\n"
+	"  'inject = SPEC' does (cases/README.md, Faults), e.g.\n"
+	"  LOCKSTEP_INJECT='nan step=2 rank=0 tensor=blocks.0.mlp.up.out run=fp8'\n"
 	"\n"
 	"exit codes: 0 every run finished and every check passed (or failed as expected),\n"
 	"            1 a check failed (or passed where it was expected to fail),\n"
@@ -222,6 +227,8 @@ int cmd_run(int argc, char **argv)
 	lks_case *cases = NULL;
 	lks_store *store = NULL;
 	int64_t suite_id = 0, *run_ids = NULL;
+	int *selected = NULL;
+	lks_sqnr_pairs *pairs = NULL;
 	lks_check_tally tally = { 0 };
 
 	if ((rc = lks_run_parse(argc, argv, &a)) != 0) {
@@ -249,8 +256,19 @@ int cmd_run(int argc, char **argv)
 	}
 	for (int i = 0; i < ncases; i++) {
 		free(run_ids);
-		if (!(run_ids = calloc((size_t)cases[i].nruns + 1, sizeof(*run_ids)))) {
+		free(selected);
+		lks_sqnr_free(pairs);
+		pairs = NULL;
+		run_ids = calloc((size_t)cases[i].nruns + 1, sizeof(*run_ids));
+		selected = calloc((size_t)cases[i].nruns + 1, sizeof(*selected));
+		if (!run_ids || !selected) {
 			fprintf(stderr, "lockstep: out of memory\n");
+			goto out;
+		}
+		for (int j = 0; j < cases[i].nruns; j++)
+			selected[j] = lks_selected(&a, &cases[i], cases[i].runs[j].name);
+		if (lks_sqnr_begin(&cases[i], selected, &pairs)) {
+			fprintf(stderr, "lockstep: %s\n", lks_errmsg());
 			goto out;
 		}
 		for (int j = 0; j < cases[i].nruns; j++) {
@@ -262,9 +280,11 @@ int cmd_run(int argc, char **argv)
 			};
 			lks_run_result res;
 
-			if (!lks_selected(&a, &cases[i], run->name))
+			if (!selected[j])
 				continue;
-			if (lks_run(&cases[i], run, store, &o, &res)) {
+			lks_sqnr_hook(pairs, j, &o);
+			if (lks_run(&cases[i], run, store, &o, &res)
+			    || lks_sqnr_end_run(pairs, j, res.run_id, store)) {
 				fprintf(stderr, "lockstep: %s / %s: %s\n", cases[i].name, run->name, lks_errmsg());
 				goto out;
 			}
@@ -300,6 +320,8 @@ out:
 	lks_cases_release(cases, ncases);
 	lks_store_close(store);
 	free(run_ids);
+	free(selected);
+	lks_sqnr_free(pairs);
 	free(fingerprint);
 	free(command);
 	free(overrides);

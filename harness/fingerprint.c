@@ -23,7 +23,7 @@
 static const char *const lks_numerics_env[] = {
 	"LKS_ISA", "OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "CUDA_VISIBLE_DEVICES",
 	"NCCL_ALGO", "NCCL_PROTO", "CUBLAS_WORKSPACE_CONFIG", "CUBLASLT_LOG_LEVEL",
-	"NVIDIA_TF32_OVERRIDE", "TORCH_NCCL_NAN_CHECK",
+	"NVIDIA_TF32_OVERRIDE", "TORCH_NCCL_NAN_CHECK", "LOCKSTEP_INJECT",
 };
 
 void lks_fingerprint_add(lks_fingerprint *fp, const char *key, const char *fmt, ...)

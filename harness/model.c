@@ -194,7 +194,9 @@ static int lks_prep_operand(lks_rank *r, const lks_operand_rule *rule, const flo
 		.fmt = rule->dtype == LKS_E4M3 ? LKS_FP8_E4M3 : LKS_FP8_E5M2,
 		.axis = rule->scaling != LKS_SCALE_AXIS ? LKS_AXIS_TENSOR
 		      : transposed ? LKS_AXIS_COL : LKS_AXIS_ROW,
-		.pow2 = rule->pow2, .scale_given = rule->delayed,
+		.pow2 = rule->pow2 && lks_fault_here(r->fault, LKS_FAULT_SCALE_ROUND_UP, r->tr.step, r->rank)
+		      ? LKS_POW2_UP : rule->pow2,
+		.scale_given = rule->delayed,
 		.q = codes, .ldq = (size_t)cols, .scale = scale, .amax = amax,
 	};
 
@@ -310,6 +312,9 @@ int lks_rank_init(lks_rank *r, int rank, const lks_model *m, const lks_run_cfg *
 	r->T = T;
 	r->grad_scale = 1.0f / (float)global_tokens;
 	lks_tracer_init(&r->tr, rank);
+	r->fault = &run->inject;
+	if (run->inject.kind == LKS_FAULT_BITFLIP || run->inject.kind == LKS_FAULT_NAN)
+		r->tr.fault = &run->inject;
 
 	/* the largest operand of any GEMM, and its dimensions, size the arena */
 	if ((size_t)F * H > big) big = (size_t)F * H;

@@ -66,6 +66,7 @@ typedef struct lks_rank {
 	void *bectx;
 	const lks_recipe_rules *rules;
 	int checkpoint;
+	const lks_fault *fault; /* the run's planted fault (fault.h) */
 	int bf16;               /* activations rounded to BF16 (all recipes but fp32) */
 	int T;                  /* tokens of this rank per step: batch x seq */
 	float grad_scale;       /* 1 / tokens of the global batch */

@@ -89,13 +89,16 @@ static void lks_update_task(void *arg, int task, int thread)
 	size_t np = R->m.nparams, c0 = (size_t)(task % nchunks) * LKS_REDUCE_CHUNK;
 	size_t c1 = c0 + LKS_REDUCE_CHUNK < np ? c0 + LKS_REDUCE_CHUNK : np;
 	float *m1 = R->m1 + (size_t)(task / nchunks) * np, *m2 = R->m2 + (size_t)(task / nchunks) * np;
+	/* a planted skip_allreduce: this rank goes on with its own gradient, as behind a bad link */
+	const float *g = lks_fault_here(&R->run->inject, LKS_FAULT_SKIP_ALLREDUCE, r->tr.step, r->rank)
+	               ? r->grads : R->gsum;
 
 	for (int i = 0; i < R->m.nt; i++) {
 		const lks_ptensor *p = &R->m.t[i];
 		size_t a = p->off > c0 ? p->off : c0, b = p->off + p->n < c1 ? p->off + p->n : c1;
 
 		if (a < b)
-			lks_adamw(r->params + a, R->gsum + a, m1 + a, m2 + a, b - a, R->lr, o->beta1,
+			lks_adamw(r->params + a, g + a, m1 + a, m2 + a, b - a, R->lr, o->beta1,
 			          o->beta2, o->eps, p->decay ? o->weight_decay : 0.0f, R->bc1, R->bc2);
 	}
 }
@@ -216,6 +219,7 @@ static void lks_step_delayed(struct lks_runner *R)
 {
 	const lks_recipe_rules *rules = lks_recipe_rules_of(R->run->recipe);
 	int nslots = 2 * R->m.cfg.layers * 3;
+	int stale = R->run->inject.kind == LKS_FAULT_STALE_BWD_SCALE && R->run->checkpoint;
 
 	if (!rules->op[LKS_ROLE_FWD][0].delayed)
 		return;
@@ -231,9 +235,15 @@ static void lks_step_delayed(struct lks_runner *R)
 			amax = isnan(a) || a > amax ? a : amax;
 		}
 		for (int r = 0; r < R->W; r++) {
-			R->ranks[r].slots[s].cur = amax;
-			lks_amax_slot_roll(&R->ranks[r].slots[s], fmt, R->run->amax_most_recent,
-			                   R->run->margin);
+			lks_amax_slot *slot = &R->ranks[r].slots[s];
+			float kept = slot->scale;
+
+			slot->cur = amax;
+			lks_amax_slot_roll(slot, fmt, R->run->amax_most_recent, R->run->margin);
+			/* a planted stale_bwd_scale: the dy amax enters the history, but its scale is
+			   never updated, as when TE skipped the update during the recompute */
+			if (src == LKS_SRC_DY && stale)
+				slot->scale = kept;
 		}
 	}
 }
@@ -275,10 +285,12 @@ static int lks_run_step(struct lks_runner *R, int step, lks_store *store, int64_
 	}
 	lks_pool_run(R->rank_pool, R->W, lks_rank_task, R);
 	for (int r = 0; r < R->W; r++)
-		if (R->rank_failed[r])
+		if (R->rank_failed[r] || R->ranks[r].tr.fault_failed)
 			return -1;
 	lks_check_grads(R, store, run_id, step, res);
 	lks_pool_run(R->rank_pool, ntasks, lks_reduce_task, R);
+	if (o->on_grads)
+		o->on_grads(o->on_grads_arg, step, R->gsum, &R->m);
 
 	/* global norm in double (lks_sumsq's fixed order); the clip scales the summed
 	   gradient once, so every replica sees the same clipped values */
@@ -337,15 +349,32 @@ out:
 
 static char *lks_run_options(const lks_run_cfg *run, const char *overrides)
 {
-	size_t n = 160 + (overrides ? strlen(overrides) : 0);
-	char *s = malloc(n);
+	size_t n = 800 + (overrides ? strlen(overrides) : 0);
+	char *s = malloc(n), fault[600] = "";
 
+	if (run->inject.kind != LKS_FAULT_NONE) {
+		strcpy(fault, " inject: ");
+		lks_fault_format(&run->inject, fault + strlen(fault), sizeof(fault) - strlen(fault));
+	}
 	if (s)
-		snprintf(s, n, "checkpoint=%s amax_history=%d amax_algo=%s margin=%d%s%s",
+		snprintf(s, n, "checkpoint=%s amax_history=%d amax_algo=%s margin=%d%s%s%s",
 		         run->checkpoint ? "blocks" : "none", run->amax_history,
-		         run->amax_most_recent ? "most_recent" : "max", run->margin,
+		         run->amax_most_recent ? "most_recent" : "max", run->margin, fault,
 		         overrides && *overrides ? " set: " : "", overrides ? overrides : "");
 	return s;
+}
+
+/* A planted bitflip or nan that never met its tensor names none the run has. */
+static int lks_fault_missed(const struct lks_runner *R)
+{
+	const lks_fault *f = &R->run->inject;
+
+	if (!R->ranks[0].tr.fault || f->step >= R->steps || f->rank >= R->W
+	    || R->ranks[f->rank].tr.fault_hits || R->ranks[0].tr.off)
+		return 0;
+	return lks_err("run '%s': inject: no tensor '%s' is traced (float tensors only, not "
+	               "FP8 operands; lockstep diff or the report lists them)", R->run->name,
+	               f->tensor);
 }
 
 int lks_run(const lks_case *c, const lks_run_cfg *run, lks_store *store,
@@ -383,7 +412,7 @@ int lks_run(const lks_case *c, const lks_run_cfg *run, lks_store *store,
 	}
 	if (o->progress && o->progress_tty)
 		fputc('\n', o->progress);
-	if (step < R.steps) {
+	if (step < R.steps || lks_fault_missed(&R)) {
 		if (store)
 			lks_store_end_run(store, run_id, "failed");
 		goto out;

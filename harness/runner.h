@@ -12,6 +12,8 @@
 #include "harness/case.h"
 #include "harness/trace_store.h"
 
+struct lks_model;
+
 typedef struct lks_runner_opts {
 	int steps;              /* 0: the case's */
 	int threads;            /* CPU threads for the GEMMs of a single-rank run; 0: cores */
@@ -24,6 +26,10 @@ typedef struct lks_runner_opts {
 	void (*on_step)(void *arg, const lks_step_row *steps, int nsteps,
 	                const lks_stat_row *stats, size_t nstats, char *const *names, int nnames);
 	void *on_step_arg;
+	/* called after every step's all-reduce, before clipping, with the summed gradient
+	   (m->nparams floats, laid out as m->t) */
+	void (*on_grads)(void *arg, int step, const float *g, const struct lks_model *m);
+	void *on_grads_arg;
 	/* the backend of the ranks (NULL: lks_backend_cpu) and its context (NULL: the runner
 	   passes its GEMM thread pool); a wrapper can time or record every kernel call */
 	const struct lks_backend *backend;

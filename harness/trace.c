@@ -82,7 +82,7 @@ static lks_stat_row *lks_trace_row(lks_tracer *t, lks_phase ph, const char *fmt,
 	return row;
 }
 
-void lks_trace_f32(lks_tracer *t, lks_phase ph, const float *x, size_t n, const char *fmt, ...)
+void lks_trace_f32(lks_tracer *t, lks_phase ph, float *x, size_t n, const char *fmt, ...)
 {
 	va_list ap;
 	lks_stat_row *row;
@@ -90,8 +90,16 @@ void lks_trace_f32(lks_tracer *t, lks_phase ph, const float *x, size_t n, const 
 	va_start(ap, fmt);
 	row = lks_trace_row(t, ph, fmt, ap);
 	va_end(ap);
-	if (row)
-		lks_stats_f32(x, n, &row->l2, &row->amax, &row->nonfinite, &row->hash);
+	if (!row)
+		return;
+	/* the recompute repeats the forward's names; the fault struck the forward only */
+	if (t->fault && ph != LKS_PHASE_RECOMPUTE) {
+		int hit = lks_fault_tensor(t->fault, t->step, t->rank, t->names[row->seq], x, n);
+
+		t->fault_hits += hit > 0;
+		t->fault_failed |= hit < 0;
+	}
+	lks_stats_f32(x, n, &row->l2, &row->amax, &row->nonfinite, &row->hash);
 }
 
 void lks_trace_quant(lks_tracer *t, lks_phase ph, const lks_quant *q, const char *fmt, ...)

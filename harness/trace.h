@@ -10,6 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "harness/fault.h"
 #include "harness/trace_store.h"
 #include "kernels/cpu/quant.h"
 
@@ -24,6 +25,9 @@ typedef struct lks_tracer {
 	size_t nrows, caprows;
 	int broken;             /* a later step visited other tensors than the first */
 	int off;                /* record nothing (to measure what tracing costs) */
+	const lks_fault *fault; /* a planted bitflip or nan acts where its tensor is traced */
+	int fault_hits;         /* times it acted */
+	int fault_failed;       /* it could not (lks_err has why) */
 } lks_tracer;
 
 void lks_tracer_init(lks_tracer *t, int rank);
@@ -31,8 +35,9 @@ void lks_tracer_release(lks_tracer *t);
 void lks_tracer_begin_step(lks_tracer *t, int step);
 
 /* The stats of n float32 values (lks_stats_f32); name is a printf format (used in the
-   first step only). */
-void lks_trace_f32(lks_tracer *t, lks_phase ph, const float *x, size_t n, const char *fmt, ...)
+   first step only). A planted fault aimed at this tensor (t->fault) changes x first, so
+   the model goes on with the faulty values: x is the tensor the model uses next. */
+void lks_trace_f32(lks_tracer *t, lks_phase ph, float *x, size_t n, const char *fmt, ...)
 	__attribute__((format(printf, 5, 6)));
 /* The stats of a quantized tensor: l2 and amax of the decoded codes (in scaled units), the
    smallest scale, the cast's counts, a hash of codes and scales. */

@@ -1476,3 +1476,83 @@ int lks_store_combo_suite(lks_store *s, const char *combo, int64_t after, int64_
 	sqlite3_clear_bindings(st);
 	return rc;
 }
+
+/* ---- gradient SQNR between two runs (harness/sqnr.h) ----
+ * The table is created when first written: it holds rows only for cases with sqnr
+ * checks, and a database without it simply has no SQNR rows. Adding a table changes
+ * nothing a reader of the same schema version relies on. */
+
+static const char lks_sqnr_schema[] =
+	"CREATE TABLE IF NOT EXISTS grad_sqnr (\n"
+	"	run_a INTEGER NOT NULL,\n"
+	"	run_b INTEGER NOT NULL,\n"
+	"	step INTEGER NOT NULL,\n"
+	"	seq INTEGER NOT NULL,     -- the gradient's place in the backward\n"
+	"	tensor TEXT NOT NULL,\n"
+	"	sqnr_db REAL,             -- 10 log10(sum b^2 / sum (a-b)^2); +-inf kept, NaN NULL\n"
+	"	PRIMARY KEY (run_a, run_b, step, seq)\n"
+	") WITHOUT ROWID";
+
+int lks_store_sqnr_put(lks_store *s, int64_t run_a, int64_t run_b, const lks_sqnr_row *rows,
+                       size_t n)
+{
+	sqlite3_stmt *st = NULL;
+	int rc = -1;
+
+	if (LKS_SQL(s->db, sqlite3_exec(s->db, "BEGIN IMMEDIATE", NULL, NULL, NULL)) < 0)
+		return -1;
+	if (LKS_SQL(s->db, sqlite3_exec(s->db, lks_sqnr_schema, NULL, NULL, NULL)) < 0
+	    || LKS_SQL(s->db, sqlite3_prepare_v2(s->db, "INSERT INTO grad_sqnr VALUES (?1, ?2, ?3, "
+	                                         "?4, ?5, ?6)", -1, &st, NULL)) < 0)
+		goto out;
+	for (size_t i = 0; i < n; i++) {
+		sqlite3_bind_int64(st, 1, run_a);
+		sqlite3_bind_int64(st, 2, run_b);
+		sqlite3_bind_int(st, 3, rows[i].step);
+		sqlite3_bind_int(st, 4, rows[i].seq);
+		sqlite3_bind_text(st, 5, rows[i].tensor, -1, SQLITE_STATIC);
+		if (isnan(rows[i].db))
+			sqlite3_bind_null(st, 6);
+		else
+			sqlite3_bind_double(st, 6, rows[i].db);
+		if (LKS_SQL(s->db, sqlite3_step(st)) < 0)
+			goto out;
+		sqlite3_reset(st);
+	}
+	rc = LKS_SQL(s->db, sqlite3_exec(s->db, "COMMIT", NULL, NULL, NULL)) < 0 ? -1 : 0;
+out:
+	sqlite3_finalize(st);
+	if (rc && !sqlite3_get_autocommit(s->db))
+		sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
+	return rc;
+}
+
+int lks_store_sqnr_get(lks_store *s, int64_t run_a, int64_t run_b,
+                       int (*fn)(void *arg, const lks_sqnr_row *row), void *arg)
+{
+	sqlite3_stmt *st = NULL;
+	int rc = 0, r;
+
+	if (sqlite3_prepare_v2(s->db, "SELECT step, seq, tensor, sqnr_db FROM grad_sqnr WHERE "
+	                       "run_a = ?1 AND run_b = ?2 ORDER BY step, seq", -1, &st, NULL)
+	    != SQLITE_OK) {
+		sqlite3_finalize(st);
+		return 0;  /* no table: no SQNR rows were ever stored here */
+	}
+	sqlite3_bind_int64(st, 1, run_a);
+	sqlite3_bind_int64(st, 2, run_b);
+	while (rc == 0 && (r = sqlite3_step(st)) == SQLITE_ROW) {
+		lks_sqnr_row row = {
+			.step = sqlite3_column_int(st, 0),
+			.seq = sqlite3_column_int(st, 1),
+			.db = sqlite3_column_type(st, 3) == SQLITE_NULL ? NAN : sqlite3_column_double(st, 3),
+		};
+
+		snprintf(row.tensor, sizeof(row.tensor), "%s", (const char *)sqlite3_column_text(st, 2));
+		rc = fn(arg, &row);
+	}
+	if (rc == 0 && r != SQLITE_DONE)
+		rc = lks_err("'%s': reading grad_sqnr: %s", lks_store_path(s), sqlite3_errmsg(s->db));
+	sqlite3_finalize(st);
+	return rc;
+}

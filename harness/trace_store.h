@@ -210,4 +210,19 @@ int lks_store_combo_suite(lks_store *s, const char *combo, int64_t after, int64_
 /* The connection, for ad-hoc read-only SQL (reports, tests); owned by the store. */
 struct sqlite3 *lks_store_db(lks_store *s);
 
+/* The SQNR (dB) of run a's gradient of one tensor against run b's at one step
+   (harness/sqnr.h); seq orders the gradients as the backward produces them. */
+typedef struct lks_sqnr_row {
+	int step, seq;
+	char tensor[64];
+	double db;
+} lks_sqnr_row;
+
+/* Stores the rows of the pair (run_a, run_b) in one transaction. */
+int lks_store_sqnr_put(lks_store *s, int64_t run_a, int64_t run_b, const lks_sqnr_row *rows,
+                       size_t n);
+/* The pair's rows in (step, seq) order; none when none were stored. */
+int lks_store_sqnr_get(lks_store *s, int64_t run_a, int64_t run_b,
+                       int (*fn)(void *arg, const lks_sqnr_row *row), void *arg);
+
 #endif

@@ -13,43 +13,20 @@
 
 #include <sqlite3.h>
 
+#include "run_bin.h"
 #include "harness/trace_store.h"
 #include "kernels/err.h"
-
-/* Runs 'env... LKS_BIN args' through the shell; returns the exit code and, if out is not
-   NULL, the first n-1 bytes of stdout and stderr together. */
-static int run(const char *env, const char *args, char *out, size_t n)
-{
-	char cmd[1024];
-	FILE *p;
-	size_t len = 0;
-	int status;
-
-	snprintf(cmd, sizeof(cmd), "%s '%s' %s 2>&1", env ? env : "", LKS_BIN, args);
-	p = popen(cmd, "r");
-	cr_assert_not_null(p);
-	if (out) {
-		while (len + 1 < n && fgets(out + len, (int)(n - len), p))
-			len = strlen(out);
-		out[len] = 0;
-	}
-	while (fgetc(p) != EOF)
-		;
-	status = pclose(p);
-	cr_assert(WIFEXITED(status), "'%s' did not exit normally", cmd);
-	return WEXITSTATUS(status);
-}
 
 Test(cli, help_lists_commands)
 {
 	char out[8192];
 
-	cr_assert_eq(run(NULL, "--help", out, sizeof(out)), 0);
+	cr_assert_eq(lks_run_bin(NULL, "--help", out, sizeof(out)), 0);
 	cr_assert_not_null(strstr(out, "usage: lockstep"));
 	cr_assert_not_null(strstr(out, "  env "));
 	cr_assert_not_null(strstr(out, "  bench "));
 	cr_assert_not_null(strstr(out, "exit codes"));
-	cr_assert_eq(run(NULL, "bench --help", out, sizeof(out)), 0);
+	cr_assert_eq(lks_run_bin(NULL, "bench --help", out, sizeof(out)), 0);
 	cr_assert_not_null(strstr(out, "gemm"));
 	cr_assert_not_null(strstr(out, "quant"));
 }
@@ -58,17 +35,17 @@ Test(cli, bad_usage_exits_2)
 {
 	char out[8192];
 
-	cr_assert_eq(run(NULL, "", NULL, 0), 2, "no command");
-	cr_assert_eq(run(NULL, "frobnicate", out, sizeof(out)), 2);
+	cr_assert_eq(lks_run_bin(NULL, "", NULL, 0), 2, "no command");
+	cr_assert_eq(lks_run_bin(NULL, "frobnicate", out, sizeof(out)), 2);
 	cr_assert_not_null(strstr(out, "'frobnicate' is not a lockstep command"), "%s", out);
-	cr_assert_eq(run(NULL, "env --bogus", NULL, 0), 2);
-	cr_assert_eq(run(NULL, "bench", NULL, 0), 2, "bench without a subject");
-	cr_assert_eq(run(NULL, "bench nosuch", NULL, 0), 2);
-	cr_assert_eq(run(NULL, "bench quant --rows x", out, sizeof(out)), 2);
+	cr_assert_eq(lks_run_bin(NULL, "env --bogus", NULL, 0), 2);
+	cr_assert_eq(lks_run_bin(NULL, "bench", NULL, 0), 2, "bench without a subject");
+	cr_assert_eq(lks_run_bin(NULL, "bench nosuch", NULL, 0), 2);
+	cr_assert_eq(lks_run_bin(NULL, "bench quant --rows x", out, sizeof(out)), 2);
 	cr_assert_not_null(strstr(out, "--rows"), "%s", out);
-	cr_assert_eq(run(NULL, "bench quant --isa nosuch", NULL, 0), 2);
-	cr_assert_eq(run(NULL, "bench gemm --threads 0", NULL, 0), 2);
-	cr_assert_eq(run("LKS_ISA=bogus", "env", out, sizeof(out)), 2);
+	cr_assert_eq(lks_run_bin(NULL, "bench quant --isa nosuch", NULL, 0), 2);
+	cr_assert_eq(lks_run_bin(NULL, "bench gemm --threads 0", NULL, 0), 2);
+	cr_assert_eq(lks_run_bin("LKS_ISA=bogus", "env", out, sizeof(out)), 2);
 	cr_assert_not_null(strstr(out, "bogus"), "%s", out);
 }
 
@@ -76,7 +53,7 @@ Test(cli, env_fingerprint)
 {
 	char out[16384];
 
-	cr_assert_eq(run(NULL, "env", out, sizeof(out)), 0);
+	cr_assert_eq(lks_run_bin(NULL, "env", out, sizeof(out)), 0);
 	static const char *const keys[] = { "lockstep.version", "lockstep.commit", "compiler",
 		"compiler.flags", "cpu.model", "isa.active", "sqlite", "xxhash", "inih" };
 	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
@@ -85,11 +62,11 @@ Test(cli, env_fingerprint)
 	cr_assert_not_null(strstr(out, "-ffp-contract=off"), "%s", out);
 	cr_assert_null(strstr(out, "fast-math\n"), "%s", out);
 
-	cr_assert_eq(run("LKS_ISA=scalar", "env", out, sizeof(out)), 0);
+	cr_assert_eq(lks_run_bin("LKS_ISA=scalar", "env", out, sizeof(out)), 0);
 	cr_assert_not_null(strstr(out, "isa.active             scalar"), "%s", out);
 	cr_assert_not_null(strstr(out, "env.LKS_ISA            scalar"), "%s", out);
 
-	cr_assert_eq(run(NULL, "env --json", out, sizeof(out)), 0);
+	cr_assert_eq(lks_run_bin(NULL, "env --json", out, sizeof(out)), 0);
 	cr_assert_eq(out[0], '{');
 	cr_assert_not_null(strstr(out, "\"isa.active\": "), "%s", out);
 }
@@ -98,7 +75,7 @@ Test(cli, bench_quant_runs_small)
 {
 	char out[8192];
 
-	cr_assert_eq(run(NULL, "bench quant --rows 64 --cols 100 --reps 1 --threads 2", out, sizeof(out)), 0,
+	cr_assert_eq(lks_run_bin(NULL, "bench quant --rows 64 --cols 100 --reps 1 --threads 2", out, sizeof(out)), 0,
 	             "%s", out);
 	cr_assert_not_null(strstr(out, "memcpy (peer)"), "%s", out);
 	cr_assert_not_null(strstr(out, "ratio"), "%s", out);
@@ -145,14 +122,14 @@ Test(cli, run_stores_and_bad_case_touches_nothing)
 	put_file(bad, "[case]\nsteps = 2\n[model]\nvocab = 32\nhidden = 16\nffn = 32\nlayers = 1\n"
 	              "seq = 4\nbatch = 2\n[run a]\nrecipe = fp8_rowwise\ncheckpoint = sometimes\n");
 	snprintf(args, sizeof(args), "run --quiet --db '%s' '%s'", db, good);
-	cr_assert_eq(run(NULL, args, out, sizeof(out)), 0, "%s", out);
+	cr_assert_eq(lks_run_bin(NULL, args, out, sizeof(out)), 0, "%s", out);
 	cr_assert_not_null(strstr(out, "suite 1 stored"), "%s", out);
 	before = slurp(db, &nb);
 
 	/* a bad case among good ones: exit 2, the message names file and line, and the
 	   database is not opened at all */
 	snprintf(args, sizeof(args), "run --quiet --db '%s' '%s' '%s'", db, good, bad);
-	cr_assert_eq(run(NULL, args, out, sizeof(out)), 2, "%s", out);
+	cr_assert_eq(lks_run_bin(NULL, args, out, sizeof(out)), 2, "%s", out);
 	snprintf(args, sizeof(args), "%s:12:", bad);  /* the checkpoint line */
 	cr_assert_not_null(strstr(out, args), "no '%s' in: %s", args, out);
 	cr_assert_not_null(strstr(out, "sometimes"), "%s", out);
@@ -162,10 +139,10 @@ Test(cli, run_stores_and_bad_case_touches_nothing)
 	free(after);
 
 	snprintf(args, sizeof(args), "run --quiet --db '%s' --set model.hiden=3 '%s'", db, good);
-	cr_assert_eq(run(NULL, args, out, sizeof(out)), 2, "%s", out);
+	cr_assert_eq(lks_run_bin(NULL, args, out, sizeof(out)), 2, "%s", out);
 	cr_assert_not_null(strstr(out, "hiden"), "%s", out);
 	snprintf(args, sizeof(args), "list '%s'", good);
-	cr_assert_eq(run(NULL, args, out, sizeof(out)), 0, "%s", out);
+	cr_assert_eq(lks_run_bin(NULL, args, out, sizeof(out)), 0, "%s", out);
 	cr_assert_not_null(strstr(out, "fp8_rowwise"), "%s", out);
 	snprintf(args, sizeof(args), "rm -rf '%s'", dir);
 	cr_assert_eq(system(args), 0);
@@ -221,7 +198,7 @@ Test(cli, kill_9_leaves_an_incomplete_run_and_the_rest_intact)
 	put_file(slow, "[case]\nsteps = 100000\nworld_size = 2\n[model]\nvocab = 32\nhidden = 16\n"
 	               "ffn = 32\nlayers = 1\nseq = 4\nbatch = 2\n[run b]\nrecipe = fp8_delayed\n");
 	snprintf(args, sizeof(args), "run --quiet --db '%s' '%s'", db, quick);
-	cr_assert_eq(run(NULL, args, out, sizeof(out)), 0, "%s", out);
+	cr_assert_eq(lks_run_bin(NULL, args, out, sizeof(out)), 0, "%s", out);
 	steps_before = count_rows(db, LKS_TABLE_STEPS, 1);
 	stats_before = count_rows(db, LKS_TABLE_STATS, 1);
 	cr_assert_eq(steps_before, 3);
@@ -270,12 +247,12 @@ Test(cli, bench_step_smoke_and_tracing_changes_no_bit)
 
 	snprintf(args, sizeof(args), "bench step --case '%s/cases/fp8_recipes.ini' --steps 2 --reps 1",
 	         LKS_SRC);
-	cr_assert_eq(run(NULL, args, out, sizeof(out)), 0, "%s", out);
+	cr_assert_eq(lks_run_bin(NULL, args, out, sizeof(out)), 0, "%s", out);
 	/* the bench compares a traced and an untraced run of the same case */
 	cr_assert_not_null(strstr(out, "final loss equal bit for bit traced and untraced: yes"), "%s", out);
 	cr_assert_not_null(strstr(out, "reference: run 'bf16'"), "%s", out);
 	snprintf(args, sizeof(args), "bench step --case '%s/cases/fp8_recipes.ini' --steps 1", LKS_SRC);
-	cr_assert_eq(run(NULL, args, NULL, 0), 2);
+	cr_assert_eq(lks_run_bin(NULL, args, NULL, 0), 2);
 }
 
 Test(cli, a_file_that_is_not_a_lockstep_database_is_bad_input)
@@ -291,7 +268,7 @@ Test(cli, a_file_that_is_not_a_lockstep_database_is_bad_input)
 	put_file(good, "[case]\nsteps = 1\n[model]\nvocab = 32\nhidden = 16\nffn = 32\nlayers = 1\n"
 	               "seq = 4\nbatch = 2\n[run a]\nrecipe = bf16\n");
 	snprintf(args, sizeof(args), "run --quiet --db '%s' '%s'", db, good);
-	cr_assert_eq(run(NULL, args, out, sizeof(out)), 2, "%s", out);
+	cr_assert_eq(lks_run_bin(NULL, args, out, sizeof(out)), 2, "%s", out);
 	cr_assert_not_null(strstr(out, "is not a lockstep database"), "%s", out);
 	after = slurp(db, &n);
 	cr_assert(n == 25 && memcmp(after, "my notes, not a database\n", n) == 0, "the file changed");
@@ -325,14 +302,14 @@ Test(cli, check_exit_codes_for_bisect_and_junit)
 	put_file(broken, "[case]\nsteps = two\n");
 
 	snprintf(args, sizeof(args), "check --quiet --db '%s' '%s'", db, good);
-	cr_assert_eq(run(NULL, args, out, sizeof(out)), 0, "%s", out);
+	cr_assert_eq(lks_run_bin(NULL, args, out, sizeof(out)), 0, "%s", out);
 	snprintf(args, sizeof(args), "check --quiet --db '%s' --junit '%s' '%s'", db, junit, bad);
-	cr_assert_eq(run(NULL, args, out, sizeof(out)), 1, "%s", out);
+	cr_assert_eq(lks_run_bin(NULL, args, out, sizeof(out)), 1, "%s", out);
 	cr_assert_not_null(strstr(out, "step 0"), "the divergence names step 0: %s", out);
 	snprintf(args, sizeof(args), "check --quiet --db '%s' '%s'", db, broken);
-	cr_assert_eq(run(NULL, args, out, sizeof(out)), 125, "%s", out);
+	cr_assert_eq(lks_run_bin(NULL, args, out, sizeof(out)), 125, "%s", out);
 	snprintf(args, sizeof(args), "run --quiet --db '%s' '%s'", db, broken);
-	cr_assert_eq(run(NULL, args, out, sizeof(out)), 2, "%s", out);
+	cr_assert_eq(lks_run_bin(NULL, args, out, sizeof(out)), 2, "%s", out);
 
 	xml = slurp(junit, &n);
 	xml[n - 1] = 0;

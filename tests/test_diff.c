@@ -11,6 +11,7 @@
 #include <string.h>
 #include <sys/wait.h>
 
+#include "run_bin.h"
 #include "harness/case.h"
 #include "harness/runner.h"
 #include "harness/trace_store.h"
@@ -63,28 +64,6 @@ static void cleanup(struct fixture *f)
 	cr_assert_eq(system(cmd), 0);
 }
 
-/* Runs 'LKS_BIN args' through the shell; returns the exit code and the first n-1 bytes of
-   stdout and stderr together. */
-static int run(const char *args, char *out, size_t n)
-{
-	char cmd[2048];
-	FILE *p;
-	size_t len = 0;
-	int status;
-
-	snprintf(cmd, sizeof(cmd), "'%s' %s 2>&1", LKS_BIN, args);
-	cr_assert_not_null(p = popen(cmd, "r"));
-	out[0] = 0;
-	while (len + 1 < n && fgets(out + len, (int)(n - len), p))
-		len = strlen(out);
-	out[len] = 0;
-	while (fgetc(p) != EOF)
-		;
-	status = pclose(p);
-	cr_assert(WIFEXITED(status), "'%s' did not exit normally", cmd);
-	return WEXITSTATUS(status);
-}
-
 /* The tiny case's three runs stored as runs 1, 2, 3 (bf16, bf16_again, rowwise). */
 static void setup_runs(struct fixture *f)
 {
@@ -92,7 +71,7 @@ static void setup_runs(struct fixture *f)
 
 	setup_dir(f);
 	snprintf(args, sizeof(args), "run '%s' --db '%s' --quiet", f->ini, f->db);
-	cr_assert_eq(run(args, out, sizeof(out)), 0, "%s", out);
+	cr_assert_eq(lks_run_bin(NULL, args, out, sizeof(out)), 0, "%s", out);
 }
 
 static int diff(const struct fixture *f, const char *runs, char *out, size_t n)
@@ -100,7 +79,7 @@ static int diff(const struct fixture *f, const char *runs, char *out, size_t n)
 	char args[512];
 
 	snprintf(args, sizeof(args), "diff %s --db '%s'", runs, f->db);
-	return run(args, out, n);
+	return lks_run_bin(NULL, args, out, n);
 }
 
 /* Rows of the per-step table: lines "<spaces><step>  <loss>". */
@@ -168,7 +147,7 @@ Test(diff, case_slash_run_is_the_latest)
 	setup_runs(&f);
 	/* a second suite: runs 4, 5, 6 */
 	snprintf(args, sizeof(args), "run '%s' --db '%s' --quiet", f.ini, f.db);
-	cr_assert_eq(run(args, out, sizeof(out)), 0, "%s", out);
+	cr_assert_eq(lks_run_bin(NULL, args, out, sizeof(out)), 0, "%s", out);
 	cr_assert_eq(diff(&f, "tiny/bf16 tiny/rowwise", out, sizeof(out)), 1, "%s", out);
 	cr_assert_not_null(strstr(out, "a: run 4  tiny/bf16 "), "%s", out);
 	cr_assert_not_null(strstr(out, "b: run 6  tiny/rowwise "), "%s", out);
@@ -225,12 +204,12 @@ Test(diff, unknown_run_and_bad_usage_exit_2)
 	cr_assert_eq(diff(&f, "1 2 3", out, sizeof(out)), 2, "%s", out);
 	cr_assert_eq(diff(&f, "1 2 --max-rows x", out, sizeof(out)), 2, "%s", out);
 	snprintf(args, sizeof(args), "diff 1 2 --db '%s/nosuch.db'", f.dir);
-	cr_assert_eq(run(args, out, sizeof(out)), 2, "%s", out);
+	cr_assert_eq(lks_run_bin(NULL, args, out, sizeof(out)), 2, "%s", out);
 	cr_assert_not_null(strstr(out, "no database"), "%s", out);
 	/* a file that is not a lockstep database */
 	snprintf(args, sizeof(args), "diff 1 2 --db '%s'", f.ini);
-	cr_assert_eq(run(args, out, sizeof(out)), 2, "%s", out);
-	cr_assert_eq(run("diff --help", out, sizeof(out)), 0, "%s", out);
+	cr_assert_eq(lks_run_bin(NULL, args, out, sizeof(out)), 2, "%s", out);
+	cr_assert_eq(lks_run_bin(NULL, "diff --help", out, sizeof(out)), 0, "%s", out);
 	cr_assert_not_null(strstr(out, "example:"), "%s", out);
 	cr_assert_not_null(strstr(out, "lockstep diff"), "%s", out);
 	cleanup(&f);

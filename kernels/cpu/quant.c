@@ -76,6 +76,8 @@ float lks_fp8_scale(float amax, lks_fp8 fmt, int pow2)
 	scale = (float)((double)lks_fp8_specs[fmt].max / den);
 	/* scale is finite (<= 57344 / 1e-12) and either 0 (amax = inf) or a normal float
 	   (>= 448 / FLT_MAX), so clearing the mantissa is exactly 2^floor(log2(scale)) */
+	if (pow2 == LKS_POW2_UP && (lks_f32_bits(scale) & 0x007fffffu))
+		return lks_bits_f32((lks_f32_bits(scale) & 0xff800000u) + 0x00800000u);
 	if (pow2)
 		scale = lks_bits_f32(lks_f32_bits(scale) & 0xff800000u);
 	return scale;

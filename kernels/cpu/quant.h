@@ -34,7 +34,7 @@ typedef struct lks_quant {
 	size_t ldx;
 	lks_fp8 fmt;
 	lks_axis axis;
-	int pow2;             /* round scales down to powers of two */
+	int pow2;             /* round scales down to powers of two; LKS_POW2_UP: up */
 	int scale_given;      /* 1: *scale is an input (delayed scaling), not derived from amax */
 	/* out */
 	uint8_t *q;           /* (rows, cols) codes, element (r, c) at q[r*ldq + c] */
@@ -47,6 +47,10 @@ typedef struct lks_quant {
 
 /* The number of scales an axis needs: 1, rows or cols. */
 size_t lks_quant_nscales(const lks_quant *q);
+
+/* A planted fault (harness/fault.h, scale_round_up): power-of-two scales rounded up, so
+   amax x scale can pass fp8_max and saturate. Never used by a recipe. */
+#define LKS_POW2_UP 2
 
 float lks_fp8_scale(float amax, lks_fp8 fmt, int pow2);
 

@@ -1,0 +1,72 @@
+/*
+ * fault.h: faults planted on purpose, to prove that lockstep's checks catch and locate the
+ * failures FP8 training meets in the field (issue 5). A fault acts on the data of a run,
+ * never on the checks: the trace records what the faulty run really computed.
+ *
+ *   bitflip step=S rank=R tensor=NAME element=I bit=B   a faulty device: bit B of element I
+ *                                                       of the tensor flips on one rank
+ *   nan step=S rank=R tensor=NAME [element=I]           element I (default 0) becomes NaN
+ *   stale_bwd_scale                                     under checkpointing the backward (dy)
+ *                                                       scales of fp8_delayed are never
+ *                                                       updated (TransformerEngine's bug)
+ *   skip_allreduce step=S rank=R                        rank R applies its local gradient
+ *                                                       instead of the all-reduced sum
+ *   scale_round_up [step=S] [rank=R]                    power-of-two scales rounded up
+ *                                                       instead of down (from step S on)
+ *
+ * A run takes one, as its key 'inject = ...' or from the environment variable
+ * LOCKSTEP_INJECT (same syntax, with an optional run=NAME to aim at one run), so that a
+ * bisect combo can plant one. Tensors are named as in the trace (lockstep list shows a
+ * case; the run's tensors table has them all); bitflip and nan act where the tensor is
+ * traced, before the model goes on with it, and in the forward, not the recompute.
+ */
+#ifndef LKS_HARNESS_FAULT_H
+#define LKS_HARNESS_FAULT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef enum lks_fault_kind {
+	LKS_FAULT_NONE = 0,
+	LKS_FAULT_BITFLIP,
+	LKS_FAULT_NAN,
+	LKS_FAULT_STALE_BWD_SCALE,
+	LKS_FAULT_SKIP_ALLREDUCE,
+	LKS_FAULT_SCALE_ROUND_UP,
+	LKS_FAULT_COUNT
+} lks_fault_kind;
+
+typedef struct lks_fault {
+	lks_fault_kind kind;
+	int step, rank;         /* -1: any (scale_round_up only) */
+	char tensor[128];
+	int64_t element;
+	int bit;
+	char run[64];           /* LOCKSTEP_INJECT's run=NAME; empty: every run */
+} lks_fault;
+
+#define LKS_INJECT_ENV "LOCKSTEP_INJECT"
+
+const char *lks_fault_kind_name(lks_fault_kind k);
+
+/* Parses a spec ("bitflip step=3 rank=1 tensor=blocks.0.mlp.up.out element=17 bit=30");
+   errors (lks_err) say what is wrong. run=NAME is accepted only when allow_run. */
+int lks_fault_parse(const char *spec, int allow_run, lks_fault *out);
+
+/* Writes the spec back in the parsed syntax (stored with the run's options). */
+void lks_fault_format(const lks_fault *f, char *buf, size_t size);
+
+/* Whether the fault can act on a run with this recipe (an lks_recipe) and checkpointing;
+   an error (lks_err) says why not. */
+int lks_fault_fits(const lks_fault *f, int recipe, int checkpoint, int world_size, int steps);
+
+/* bitflip and nan: applied to x (n floats, traced as name) when the fault aims at this
+   step, rank and tensor; returns 1 when applied, 0 when not aimed here, -1 (lks_err) when
+   the element is out of range. */
+int lks_fault_tensor(const lks_fault *f, int step, int rank, const char *name, float *x,
+                     size_t n);
+
+/* Whether the fault acts on this step and rank (skip_allreduce, scale_round_up). */
+int lks_fault_here(const lks_fault *f, lks_fault_kind kind, int step, int rank);
+
+#endif

@@ -1,0 +1,384 @@
+/*
+ * test_fault.c: planted faults (harness/fault.h) are caught and located exactly.
+ *
+ * The specs parse and refuse what is wrong; each fault changes the data exactly as it
+ * says; the fault cases in cases/faults each find their fault at the declared step, rank
+ * and tensor (and fail when the declared place is off by one step); LOCKSTEP_INJECT plants
+ * a fault from the environment; the clean nightly cases pass three reruns.
+ * LKS_BIN is the built program, LKS_SRC the source tree (tests/CMakeLists.txt).
+ */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <sqlite3.h>
+
+#include "run_bin.h"
+#include "harness/case.h"
+#include "harness/fault.h"
+#include "harness/sqnr.h"
+#include "harness/trace_store.h"
+#include "kernels/cpu/quant.h"
+#include "kernels/err.h"
+
+/* ---- the spec ---- */
+
+Test(fault, parse_and_format_round_trip)
+{
+	static const char *const specs[] = {
+		"bitflip step=3 rank=1 tensor=blocks.0.mlp.up.out element=100 bit=22",
+		"nan step=2 rank=0 tensor=head.logits",
+		"nan step=2 rank=0 tensor=head.logits element=9",
+		"stale_bwd_scale",
+		"skip_allreduce step=4 rank=3",
+		"scale_round_up",
+		"scale_round_up step=2 rank=1",
+	};
+
+	for (size_t i = 0; i < sizeof(specs) / sizeof(specs[0]); i++) {
+		lks_fault f, g;
+		char buf[256];
+
+		cr_assert_eq(lks_fault_parse(specs[i], 0, &f), 0, "%s: %s", specs[i], lks_errmsg());
+		lks_fault_format(&f, buf, sizeof(buf));
+		cr_assert_str_eq(buf, specs[i]);
+		cr_assert_eq(lks_fault_parse(buf, 0, &g), 0);
+		cr_assert_eq(memcmp(&f, &g, sizeof(f)), 0, "%s", specs[i]);
+	}
+}
+
+Test(fault, bad_specs_say_why)
+{
+	static const struct { const char *spec, *why; } bad[] = {
+		{ "", "empty" },
+		{ "flip step=1", "unknown fault 'flip'" },
+		{ "bitflip step=1 rank=0 tensor=x element=0", "needs bit=" },
+		{ "bitflip step=1 rank=0 tensor=x element=0 bit=32", "bad bit '32'" },
+		{ "nan step=1 rank=0", "needs tensor=" },
+		{ "nan step=-1 rank=0 tensor=x", "bad step '-1'" },
+		{ "skip_allreduce step=1 rank=0 tensor=x", "takes no tensor=" },
+		{ "stale_bwd_scale step=2", "takes no step=" },
+		{ "skip_allreduce step=1 step=2 rank=0", "given twice" },
+		{ "skip_allreduce step=1 rank", "not key=value" },
+		{ "skip_allreduce step=1 rank=0 run=a", "unknown key 'run'" },  /* env only */
+	};
+	lks_fault f;
+
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		cr_assert_eq(lks_fault_parse(bad[i].spec, 0, &f), -1, "'%s' parsed", bad[i].spec);
+		cr_assert_not_null(strstr(lks_errmsg(), bad[i].why), "'%s': %s", bad[i].spec,
+		                   lks_errmsg());
+	}
+	cr_assert_eq(lks_fault_parse("skip_allreduce step=1 rank=0 run=a", 1, &f), 0);
+	cr_assert_str_eq(f.run, "a");
+}
+
+Test(fault, fits_only_where_it_can_act)
+{
+	lks_fault f;
+
+	cr_assert_eq(lks_fault_parse("stale_bwd_scale", 0, &f), 0);
+	cr_assert_eq(lks_fault_fits(&f, LKS_RECIPE_FP8_DELAYED, 1, 1, 5), 0);
+	cr_assert_eq(lks_fault_fits(&f, LKS_RECIPE_FP8_DELAYED, 0, 1, 5), -1);
+	cr_assert_eq(lks_fault_fits(&f, LKS_RECIPE_FP8_ROWWISE, 1, 1, 5), -1);
+	cr_assert_eq(lks_fault_parse("skip_allreduce step=4 rank=1", 0, &f), 0);
+	cr_assert_eq(lks_fault_fits(&f, LKS_RECIPE_BF16, 0, 2, 5), 0);
+	cr_assert_eq(lks_fault_fits(&f, LKS_RECIPE_BF16, 0, 1, 5), -1, "one rank");
+	cr_assert_eq(lks_fault_fits(&f, LKS_RECIPE_BF16, 0, 2, 4), -1, "step 4 of 4");
+	cr_assert_eq(lks_fault_parse("scale_round_up", 0, &f), 0);
+	cr_assert_eq(lks_fault_fits(&f, LKS_RECIPE_FP8_ROWWISE, 0, 1, 5), 0);
+	cr_assert_eq(lks_fault_fits(&f, LKS_RECIPE_FP8_TENSORWISE, 0, 1, 5), -1,
+	             "tensorwise scales are not powers of two");
+}
+
+/* ---- what each fault does to the data ---- */
+
+Test(fault, bitflip_and_nan_change_one_element)
+{
+	float x[64], y[64];
+	lks_fault f;
+
+	for (int i = 0; i < 64; i++)
+		x[i] = y[i] = 0.25f * (float)(i + 1);
+	cr_assert_eq(lks_fault_parse("bitflip step=3 rank=1 tensor=t element=17 bit=22", 0, &f), 0);
+	cr_assert_eq(lks_fault_tensor(&f, 2, 1, "t", x, 64), 0, "other step");
+	cr_assert_eq(lks_fault_tensor(&f, 3, 0, "t", x, 64), 0, "other rank");
+	cr_assert_eq(lks_fault_tensor(&f, 3, 1, "u", x, 64), 0, "other tensor");
+	cr_assert_eq(memcmp(x, y, sizeof(x)), 0);
+	cr_assert_eq(lks_fault_tensor(&f, 3, 1, "t", x, 64), 1);
+	for (int i = 0; i < 64; i++) {
+		uint32_t a, b;
+
+		memcpy(&a, &x[i], 4);
+		memcpy(&b, &y[i], 4);
+		cr_assert_eq(a ^ b, i == 17 ? 1u << 22 : 0u, "element %d", i);
+	}
+	cr_assert_eq(lks_fault_tensor(&f, 3, 1, "t", x, 17), -1, "element 17 of 17");
+
+	cr_assert_eq(lks_fault_parse("nan step=0 rank=0 tensor=t element=5", 0, &f), 0);
+	memcpy(x, y, sizeof(x));
+	cr_assert_eq(lks_fault_tensor(&f, 0, 0, "t", x, 64), 1);
+	for (int i = 0; i < 64; i++)
+		cr_assert(i == 5 ? isnan(x[i]) : x[i] == y[i], "element %d", i);
+}
+
+Test(fault, scale_round_up_is_the_next_power_of_two)
+{
+	/* amax 448 / 2^k gives an exact power-of-two scale, which rounding leaves alone */
+	for (int k = -10; k <= 10; k++) {
+		float amax = ldexpf(448.0f, k);
+
+		cr_assert_eq(lks_fp8_scale(amax, LKS_FP8_E4M3, LKS_POW2_UP),
+		             lks_fp8_scale(amax, LKS_FP8_E4M3, 1), "amax %g", amax);
+	}
+	/* any other amax: up is exactly twice down, and the exact scale lies between */
+	for (float amax = 1e-3f; amax < 1e4f; amax *= 1.37f) {
+		float down = lks_fp8_scale(amax, LKS_FP8_E4M3, 1);
+		float up = lks_fp8_scale(amax, LKS_FP8_E4M3, LKS_POW2_UP);
+		float exact = lks_fp8_scale(amax, LKS_FP8_E4M3, 0);
+
+		if (exact == down)
+			continue;
+		cr_assert_eq(up, 2.0f * down, "amax %g", amax);
+		cr_assert(down < exact && exact < up, "amax %g", amax);
+	}
+}
+
+/* ---- case files ---- */
+
+static void write_file(const char *path, const char *text)
+{
+	FILE *f = fopen(path, "w");
+
+	cr_assert_not_null(f);
+	fputs(text, f);
+	fclose(f);
+}
+
+Test(fault, case_file_errors_name_the_run_line)
+{
+	char path[] = "/tmp/lks_fault_case_XXXXXX";
+	int fd = mkstemp(path);
+	lks_case c;
+
+	cr_assert_geq(fd, 0);
+	close(fd);
+	write_file(path, "[case]\nsteps = 4\n[model]\nvocab = 16\nhidden = 8\nffn = 16\n"
+	                 "layers = 1\nseq = 4\nbatch = 1\n\n[run a]\nrecipe = bf16\n"
+	                 "inject = stale_bwd_scale\n");
+	cr_assert_eq(lks_case_load(path, NULL, 0, &c), -1);
+	cr_assert_not_null(strstr(lks_errmsg(), ":11: run 'a': inject: stale_bwd_scale needs"),
+	                   "%s", lks_errmsg());
+	write_file(path, "[case]\nsteps = 4\n[model]\nvocab = 16\nhidden = 8\nffn = 16\n"
+	                 "layers = 1\nseq = 4\nbatch = 1\n\n[run a]\nrecipe = bf16\n"
+	                 "inject = bitflip step=1\n");
+	cr_assert_eq(lks_case_load(path, NULL, 0, &c), -1);
+	cr_assert_not_null(strstr(lks_errmsg(), ":13: inject: bitflip needs rank="), "%s",
+	                   lks_errmsg());
+	unlink(path);
+}
+
+/* ---- the program ---- */
+
+struct verdicts {
+	int n, expected_fail, pass;
+	char seen[16][LKS_NAME_MAX];
+	int step[16], rank[16];
+	char tensor[16][128];
+};
+
+static int collect(void *arg, const lks_check_rec *r)
+{
+	struct verdicts *v = arg;
+
+	if (v->n < 16 && !strcmp(r->check_name, "caught")) {
+		snprintf(v->seen[v->n], LKS_NAME_MAX, "%s", r->case_name);
+		v->step[v->n] = r->step;
+		v->rank[v->n] = r->rank;
+		snprintf(v->tensor[v->n], 128, "%s", r->tensor ? r->tensor : "");
+		v->n++;
+	}
+	v->expected_fail += !strcmp(r->verdict, "expected_fail");
+	v->pass += !strcmp(r->verdict, "pass");
+	return 0;
+}
+
+static void read_verdicts(const char *db, struct verdicts *v)
+{
+	lks_store *s;
+
+	memset(v, 0, sizeof(*v));
+	cr_assert_eq(lks_store_open(db, &s), 0, "%s", lks_errmsg());
+	cr_assert_eq(lks_store_get_checks(s, 0, collect, v), 0, "%s", lks_errmsg());
+	lks_store_close(s);
+}
+
+static void remove_db(const char *db)
+{
+	char p[700];
+
+	unlink(db);
+	snprintf(p, sizeof(p), "%s-wal", db);
+	unlink(p);
+	snprintf(p, sizeof(p), "%s-shm", db);
+	unlink(p);
+}
+
+/* Every fault case: its 'caught' check fails exactly where the case file says. */
+Test(fault, every_fault_case_is_caught_where_declared, .timeout = 300)
+{
+	static const struct { const char *name, *tensor; int step, rank; } want[] = {
+		{ "bitflip", "blocks.0.mlp.up.out", 3, 1 },
+		{ "nan", "blocks.1.mlp.down.weight.grad", 2, 1 },
+		{ "scale_round_up", "blocks.0.mlp.up.fwd.x", 0, 0 },
+		{ "skip_allreduce", "embed.weight", 3, 2 },
+		{ "stale_bwd_scale", "blocks.1.mlp.down.dgrad.dy", 1, 0 },
+	};
+	char dir[] = "/tmp/lks_fault_XXXXXX", db[600], args[1600], out[16384];
+	struct verdicts v;
+
+	cr_assert_not_null(mkdtemp(dir));
+	snprintf(db, sizeof(db), "%s/f.db", dir);
+	snprintf(args, sizeof(args), "run '%s/cases/faults' --db '%s' --quiet", LKS_SRC, db);
+	cr_assert_eq(lks_run_bin(NULL, args, out, sizeof(out)), 0, "%s", out);
+	read_verdicts(db, &v);
+	cr_assert_eq(v.n, 5, "one caught check per fault class");
+	cr_assert_eq(v.expected_fail, 5, "%s", out);
+	for (int i = 0; i < 5; i++) {
+		cr_assert_str_eq(v.seen[i], want[i].name);
+		cr_assert_eq(v.step[i], want[i].step, "%s", want[i].name);
+		cr_assert_eq(v.rank[i], want[i].rank, "%s", want[i].name);
+		cr_assert_str_eq(v.tensor[i], want[i].tensor, "%s", want[i].name);
+	}
+
+	/* the declared place is held to exactly: one step later is a failure */
+	snprintf(args, sizeof(args), "run '%s/cases/faults/bitflip.ini' --db '%s' --quiet "
+	         "--set check.caught.step=4", LKS_SRC, db);
+	cr_assert_eq(lks_run_bin(NULL, args, out, sizeof(out)), 1, "%s", out);
+	cr_assert_not_null(strstr(out, "expected to fail at step 4"), "%s", out);
+	remove_db(db);
+	rmdir(dir);
+}
+
+Test(fault, environment_plants_a_fault, .timeout = 120)
+{
+	char dir[] = "/tmp/lks_fault_env_XXXXXX", db[600], args[1600], out[16384];
+	struct verdicts v;
+	lks_store *s;
+	sqlite3_stmt *st;
+	int n = 0;
+
+	cr_assert_not_null(mkdtemp(dir));
+	snprintf(db, sizeof(db), "%s/e.db", dir);
+	/* the NaN aimed at run 'clean' only, at step 5: its finite check fails there; the case's
+	   own fault, at step 3, is still caught first by the bitwise check */
+	snprintf(args, sizeof(args), "run '%s/cases/faults/bitflip.ini' --db '%s' --quiet", LKS_SRC, db);
+	cr_assert_eq(lks_run_bin("LOCKSTEP_INJECT='nan step=5 rank=0 tensor=blocks.0.mlp.act.out run=clean'",
+	                 args, out, sizeof(out)), 1, "%s", out);
+	cr_assert_not_null(strstr(out, "clean_finite"), "%s", out);
+	cr_assert_not_null(strstr(out, "FAIL: step 5, tensor 'blocks.0.mlp.act.out' (forward), rank 0"),
+	                   "%s", out);
+	read_verdicts(db, &v);
+	cr_assert_eq(v.expected_fail, 1, "the case's own fault is still caught");
+
+	/* the run records what was planted: in its options and in its fingerprint */
+	cr_assert_eq(lks_store_open(db, &s), 0);
+	cr_assert_eq(sqlite3_prepare_v2(lks_store_db(s),
+	             "SELECT run_name, options, fingerprint FROM runs ORDER BY run_id", -1, &st, NULL),
+	             SQLITE_OK);
+	while (sqlite3_step(st) == SQLITE_ROW) {
+		const char *name = (const char *)sqlite3_column_text(st, 0);
+		const char *opt = (const char *)sqlite3_column_text(st, 1);
+		const char *fp = (const char *)sqlite3_column_text(st, 2);
+
+		if (!strcmp(name, "clean"))
+			cr_assert_not_null(strstr(opt, "inject: nan step=5 rank=0 tensor=blocks.0.mlp.act.out"),
+			                   "%s", opt);
+		else
+			cr_assert_not_null(strstr(opt, "inject: bitflip step=3"), "%s", opt);
+		cr_assert_not_null(strstr(fp, "\"env.LOCKSTEP_INJECT\""), "%s", fp);
+		n++;
+	}
+	sqlite3_finalize(st);
+	lks_store_close(s);
+	cr_assert_eq(n, 2);
+
+	/* bad or misaimed specs are bad input: exit 2, nothing run */
+	cr_assert_eq(lks_run_bin("LOCKSTEP_INJECT='nan step=1'", args, out, sizeof(out)), 2, "%s", out);
+	cr_assert_not_null(strstr(out, "LOCKSTEP_INJECT: inject: nan needs rank="), "%s", out);
+	cr_assert_eq(lks_run_bin("LOCKSTEP_INJECT='stale_bwd_scale'", args, out, sizeof(out)), 2, "%s", out);
+	cr_assert_not_null(strstr(out, "no run fits"), "%s", out);
+	cr_assert_eq(lks_run_bin("LOCKSTEP_INJECT='skip_allreduce step=1 rank=0 run=nosuch'", args, out,
+	                 sizeof(out)), 2, "%s", out);
+	/* a tensor the run does not trace is an error, not a fault that silently never acts */
+	cr_assert_neq(lks_run_bin("LOCKSTEP_INJECT='nan step=1 rank=0 tensor=blocks.0.mlp.up.fwd.x'", args,
+	                  out, sizeof(out)), 0, "%s", out);
+	cr_assert_not_null(strstr(out, "no tensor 'blocks.0.mlp.up.fwd.x' is traced"), "%s", out);
+	remove_db(db);
+	rmdir(dir);
+}
+
+/* No false alarm: the clean nightly cases pass three reruns into one database. */
+Test(fault, clean_cases_pass_three_reruns, .timeout = 600)
+{
+	char dir[] = "/tmp/lks_fault_clean_XXXXXX", db[600], args[1600], out[16384];
+	struct verdicts v;
+
+	cr_assert_not_null(mkdtemp(dir));
+	snprintf(db, sizeof(db), "%s/c.db", dir);
+	snprintf(args, sizeof(args), "run '%s/cases' --db '%s' --quiet --golden '%s/golden'",
+	         LKS_SRC, db, LKS_SRC);
+	for (int i = 0; i < 3; i++)
+		cr_assert_eq(lks_run_bin(NULL, args, out, sizeof(out)), 0, "rerun %d: %s", i + 1, out);
+	read_verdicts(db, &v);
+	cr_assert_eq(v.expected_fail, 0);
+	cr_assert_gt(v.pass, 3 * 40, "every check of three suites, %d", v.pass);
+	remove_db(db);
+	rmdir(dir);
+}
+
+/* The detection table: what each check catches on the same faulty and clean runs. The
+   rows follow from what each fault does: a flipped mantissa bit moves no loss by 5% and
+   makes no NaN; a NaN in a weight gradient is what a NaN check of collective inputs sees,
+   and the loss only turns NaN a step later; a rank that skips the all-reduce is a replica
+   that drifts, while the all-reduced gradient of that step is still right (sqnr misses
+   it); stale backward scales leave the recompute equal to the forward. */
+Test(fault, detection_table, .timeout = 300)
+{
+	static const char *const rows[] = {
+		"| bitflip | step 3 | - | - | n/a | - | - | - |",
+		"| nan | step 2 | step 2 | - | n/a | step 2 | step 3 | step 2 |",
+		"| scale_round_up | step 0 | - | - | n/a | step 0 | - | - |",
+		"| skip_allreduce | step 3 | - | step 3 | n/a | - | - | - |",
+		"| stale_bwd_scale | step 1 | - | - | - | step 1 | - | - |",
+	};
+	char args[1200], out[16384];
+
+	snprintf(args, sizeof(args), "bench detect '%s/cases/faults'", LKS_SRC);
+	cr_assert_eq(lks_run_bin(NULL, args, out, sizeof(out)), 0, "%s", out);
+	cr_assert_not_null(strstr(out, "| fault | bitwise/golden | finite | ranks_agree | recompute | "
+	                               "sqnr 20 dB | loss rtol 5% | NaN collective |"), "%s", out);
+	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++)
+		cr_assert_not_null(strstr(out, rows[i]), "missing row %s in\n%s", rows[i], out);
+	cr_assert_not_null(strstr(out, "bitflip          bitwise/golden  step 3, rank 1, "
+	                               "blocks.0.mlp.up.out"), "%s", out);
+}
+
+/* The SQNR of a gradient: b the reference, a = b (1 + e) everywhere gives -20 log10 |e|. */
+Test(fault, sqnr_db_of_a_known_error)
+{
+	float a[257], b[257];
+
+	for (int i = 0; i < 257; i++) {
+		b[i] = (float)(i - 128) / 64.0f;
+		a[i] = b[i] * (1.0f + 0x1p-7f);  /* exact: b has few significant bits */
+	}
+	cr_assert_float_eq(lks_sqnr_db(a, b, 257), -20.0 * log10(0x1p-7), 1e-9);
+	cr_assert(isinf(lks_sqnr_db(b, b, 257)) && lks_sqnr_db(b, b, 257) > 0, "equal: +inf");
+	memset(b, 0, sizeof(b));
+	cr_assert(isinf(lks_sqnr_db(a, b, 257)) && lks_sqnr_db(a, b, 257) < 0, "zero reference");
+}
