@@ -275,51 +275,54 @@ void lks_probe_cfg_release(lks_probe_cfg *cfg)
 /* Options the probes get as they are: 'lockstep run' checks their values. */
 static const char *const lks_pass_opts[] = { "--steps", "--run", "--threads", "--golden" };
 
-static int lks_probe_timeout(lks_probe_cfg *cfg, const char *v)
+/* An option with a value: 0 taken, 1 not one of these, -1 a bad value. */
+static int lks_probe_valued(lks_probe_cfg *cfg, const char *o, const char *v)
 {
 	char *end;
-	double t = strtod(v, &end);
 
-	if (end == v || *end || !isfinite(t) || t <= 0)
-		return lks_err("--timeout wants seconds > 0, not '%s'", v);
-	cfg->timeout = t;
+	if (!strcmp(o, "--combos")) {
+		cfg->combos_path = v;
+	} else if (!strcmp(o, "--db")) {
+		cfg->db = v;
+	} else if (!strcmp(o, "--check")) {
+		cfg->checks[cfg->nchecks++] = v;
+	} else if (!strcmp(o, "--timeout")) {
+		cfg->timeout = strtod(v, &end);
+		if (end == v || *end || !isfinite(cfg->timeout) || cfg->timeout <= 0)
+			return lks_err("--timeout wants seconds > 0, not '%s'", v);
+	} else if (!strcmp(o, "--on-crash")) {
+		if (strcmp(v, "skip") && strcmp(v, "bad"))
+			return lks_err("--on-crash wants skip or bad, not '%s'", v);
+		cfg->on_crash_bad = !strcmp(v, "bad");
+	} else {
+		return 1;
+	}
 	return 0;
 }
 
 int lks_probe_opt(lks_probe_cfg *cfg, int argc, char **argv, int *i)
 {
 	const char *o = argv[*i], *v = *i + 1 < argc ? argv[*i + 1] : NULL;
+	int r;
 
 	if (o[0] != '-' || !o[1]) {
 		cfg->cases[cfg->ncases++] = o;
 		return 1;
 	}
-	for (size_t k = 0; k < sizeof(lks_pass_opts) / sizeof(lks_pass_opts[0]); k++)
-		if (!strcmp(o, lks_pass_opts[k]) && v) {
-			cfg->pass[cfg->npass++] = o;
-			cfg->pass[cfg->npass++] = argv[++*i];
-			return 1;
-		}
 	if (!strcmp(o, "--verbose")) {
 		cfg->verbose = 1;
 		return 1;
 	}
 	if (!v)
 		return 0;
-	if (!strcmp(o, "--combos"))
-		cfg->combos_path = v;
-	else if (!strcmp(o, "--db"))
-		cfg->db = v;
-	else if (!strcmp(o, "--check"))
-		cfg->checks[cfg->nchecks++] = v;
-	else if (!strcmp(o, "--timeout") && lks_probe_timeout(cfg, v))
-		return -1;
-	else if (!strcmp(o, "--on-crash") && strcmp(v, "skip") && strcmp(v, "bad"))
-		return lks_err("--on-crash wants skip or bad, not '%s'", v);
-	else if (!strcmp(o, "--on-crash"))
-		cfg->on_crash_bad = !strcmp(v, "bad");
-	else if (strcmp(o, "--timeout"))
-		return 0;
+	for (size_t k = 0; k < sizeof(lks_pass_opts) / sizeof(lks_pass_opts[0]); k++)
+		if (!strcmp(o, lks_pass_opts[k])) {
+			cfg->pass[cfg->npass++] = o;
+			cfg->pass[cfg->npass++] = argv[++*i];
+			return 1;
+		}
+	if ((r = lks_probe_valued(cfg, o, v)) != 0)
+		return r < 0 ? -1 : 0;
 	++*i;
 	return 1;
 }
@@ -337,7 +340,26 @@ lks_mark lks_probe_mark(const lks_probe_cfg *cfg, lks_outcome o)
 
 /* ---- the session ---- */
 
-static char *lks_join(const char *const *v, int n);
+/* The strings joined by blanks; NULL for none. */
+static char *lks_join(const char *const *v, int n)
+{
+	size_t len = 1;
+	char *s;
+
+	if (n == 0)
+		return NULL;
+	for (int i = 0; i < n; i++)
+		len += strlen(v[i]) + 1;
+	if (!(s = malloc(len)))
+		return NULL;
+	s[0] = 0;
+	for (int i = 0; i < n; i++) {
+		if (i)
+			strcat(s, " ");
+		strcat(s, v[i]);
+	}
+	return s;
+}
 
 int lks_probe_session_open(lks_probe_session *ps, const lks_probe_cfg *cfg, const char *kind,
                            int argc, char **argv, FILE *out)
@@ -442,27 +464,6 @@ int lks_probe_session_validate(lks_probe_session *ps, const lks_combo *c)
 	lks_cases_release(cases, ncases);
 	lks_strv_free(sets);
 	return rc ? LKS_PROBE_BAD_INPUT : 0;
-}
-
-/* The strings joined by blanks; NULL for none. */
-static char *lks_join(const char *const *v, int n)
-{
-	size_t len = 1;
-	char *s;
-
-	if (n == 0)
-		return NULL;
-	for (int i = 0; i < n; i++)
-		len += strlen(v[i]) + 1;
-	if (!(s = malloc(len)))
-		return NULL;
-	s[0] = 0;
-	for (int i = 0; i < n; i++) {
-		if (i)
-			strcat(s, " ");
-		strcat(s, v[i]);
-	}
-	return s;
 }
 
 /* exe check CASE... --db DB --quiet --combo NAME [--set S.K=V]... [--check N]... [pass]... */

@@ -604,6 +604,36 @@ Test(combo, matrix_table_of_verdicts, .timeout = 120)
 	rm_tmp();
 }
 
+Test(combo, bad_usage_exits_2)
+{
+	static const struct { const char *args, *says; } bad[] = {
+		{ "matrix tiny.ini", "which combos? (--combos FILE)" },
+		{ "bisect --combos c.ini", "which cases?" },
+		{ "reduce --combos c.ini --good a tiny.ini", "--bad is required" },
+		{ "matrix --combos c.ini --timeout 0 tiny.ini", "--timeout wants seconds > 0, not '0'" },
+		{ "bisect --combos c.ini --on-crash maybe tiny.ini", "--on-crash wants skip or bad" },
+		{ "matrix --combos c.ini --frobnicate tiny.ini", "bad option '--frobnicate'" },
+		{ "reduce --combos c.ini tiny.ini --good", "--good needs a value" },
+	};
+	static const char *const cmds[] = { "matrix", "bisect", "reduce" };
+	char out[8192];
+
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		cr_assert_eq(lockstep(out, sizeof(out), "%s", bad[i].args), 2, "%s:\n%s", bad[i].args,
+		             out);
+		cr_assert_not_null(strstr(out, bad[i].says), "%s:\n%s", bad[i].args, out);
+	}
+	for (size_t i = 0; i < 3; i++) {
+		cr_assert_eq(lockstep(out, sizeof(out), "%s --help", cmds[i]), 0);
+		cr_assert_not_null(strstr(out, "usage: lockstep "), "%s", out);
+		cr_assert_not_null(strstr(out, "--on-crash skip|bad"), "%s", out);
+		cr_assert_not_null(strstr(out, "exit codes:"), "%s", out);
+	}
+	cr_assert_eq(lockstep(out, sizeof(out), "--help"), 0);
+	cr_assert(strstr(out, "  matrix ") && strstr(out, "  bisect ") && strstr(out, "  reduce "),
+	          "%s", out);
+}
+
 Test(combo, bad_input_stops_before_any_probe, .timeout = 120)
 {
 	char out[8192], combos[512], path[600];
@@ -680,6 +710,34 @@ Test(combo, hanging_probe_is_killed_at_its_timeout_and_recorded, .timeout = 120)
 	cr_assert_eq(sql_int("h.db", "SELECT count(*) FROM runs WHERE combo = 'ok' AND "
 	                             "status = 'complete'"), 1);
 	cr_assert_eq(sql_int("h.db", "SELECT count(*) FROM runs WHERE combo = 'hangs'"), 0);
+	rm_tmp();
+}
+
+Test(combo, on_crash_decides_what_a_crash_is, .timeout = 120)
+{
+	char out[16384], text[1024], combos[512];
+
+	mkdir_tmp();
+	/* good, then a combo whose probe dies of SIGSEGV, then a bad one */
+	snprintf(text, sizeof(text), "[combo good]\n[combo crashes]\nenv.LD_PRELOAD = %s\n"
+	         "env.LKS_TEST_PRELOAD = segv\n[combo bad]\n"
+	         "env.LOCKSTEP_INJECT = nan step=2 rank=0 tensor=blocks.0.mlp.up.weight.grad\n",
+	         LKS_HANG_LIB);
+	put_file("crash.ini", text, combos, sizeof(combos));
+	/* a crash says nothing about numerics: the first bad is 'crashes' or 'bad', no more */
+	cr_assert_eq(lockstep(out, sizeof(out), "bisect --combos %s %s/tiny.ini --check finite "
+	                      "--db %s/c.db", combos, FIXTURES, tmpdir), 3, "%s", out);
+	cr_assert_not_null(strstr(out, "crashes                  crash"), "%s", out);
+	cr_assert_not_null(strstr(out, "(signal 11: "), "%s", out);
+	cr_assert_not_null(strstr(out, "it is one of:\n  crashes  (could not test)\n  bad\n"),
+	                   "%s", out);
+	cr_assert_eq(sql_int("c.db", "SELECT count(*) FROM probes WHERE combo = 'crashes' AND "
+	                             "outcome = 'crash' AND signal = 11"), 1);
+	/* with --on-crash bad the crash is the first bad */
+	cr_assert_eq(lockstep(out, sizeof(out), "bisect --combos %s %s/tiny.ini --check finite "
+	                      "--on-crash bad --db %s/c.db", combos, FIXTURES, tmpdir), 0, "%s", out);
+	cr_assert_not_null(strstr(out, "first bad combo: crashes ("), "%s", out);
+	cr_assert_not_null(strstr(out, "the probe of 'crashes' stored no run"), "%s", out);
 	rm_tmp();
 }
 
