@@ -375,58 +375,124 @@ static int lks_write_file(const char *path, const char *data, size_t len)
 	return ok ? 0 : lks_err("cannot write '%s'", path);
 }
 
-/*
- * One plot: data (blocks of "step value" lines, one per series) and vars (gnuplot
- * assignments) for the template kind.gp; the SVG goes inline into the page and to
- * dir/<case>_<kind>.svg for report.md. A plot that fails is said in the page.
- */
-static int lks_plot(struct lks_report *r, const char *case_name, const char *kind,
-                    const char *caption, const char *data, const char *vars)
-{
-	char safe[128], dat[400], gp[400], svg[400], out[600], tmpl[600], common[600], err[300];
-	char *text = NULL, *start;
-	size_t len = 0;
-	FILE *f;
-	int st;
+/* What one plot is: its template, where it goes, and the words around it. */
+struct lks_plot_spec {
+	const char *kind;         /* the template reports/<kind>.gp */
+	const char *tag;          /* NULL, or what tells plots of one kind in a case apart */
+	const char *title;        /* the heading above the plot */
+	const char *caption;      /* NULL, or a paragraph below it (a line in report.md) */
+	int height;               /* of the SVG in pixels; 0: 380 */
+};
 
-	lks_safe_name(safe, sizeof(safe), case_name);
-	snprintf(dat, sizeof(dat), "%s/%s_%s.dat", r->tmp, safe, kind);
-	snprintf(gp, sizeof(gp), "%s/%s_%s.gp", r->tmp, safe, kind);
-	snprintf(svg, sizeof(svg), "%s/%s_%s.svg", r->tmp, safe, kind);
-	snprintf(out, sizeof(out), "%s/%s_%s.svg", r->dir, safe, kind);
-	snprintf(tmpl, sizeof(tmpl), "%s/%s.gp", r->o->templates, kind);
+/* gnuplot's SVG terminal embeds 'with image' as a PNG of one pixel per cell, which a
+   viewer scaling it smooths into a blur: the cells of a heatmap must stay sharp, in the
+   page and in the SVG files beside report.md. */
+static char *lks_svg_sharp(const char *svg)
+{
+	static const char attr[] = "<image style='image-rendering:pixelated' ";
+	const char *p = svg, *q;
+	size_t n = 0;
+	char *out, *o;
+
+	for (q = svg; (q = strstr(q, "<image ")); q++)
+		n++;
+	if (!(out = o = malloc(strlen(svg) + n * sizeof(attr) + 1)))
+		return NULL;
+	while ((q = strstr(p, "<image "))) {
+		memcpy(o, p, (size_t)(q - p));
+		o += q - p;
+		memcpy(o, attr, sizeof(attr) - 1);
+		o += sizeof(attr) - 1;
+		p = q + strlen("<image ");
+	}
+	strcpy(o, p);
+	return out;
+}
+
+/* The plot's heading in both outputs and its anchor, plot-<case>-<kind>[-<tag>], by which
+   a reader (or a test) finds it. */
+static void lks_plot_head(struct lks_report *r, const char *name, const struct lks_plot_spec *p)
+{
+	fprintf(r->html, "<div class=\"plot\" id=\"plot-%s\">\n<h3>", name);
+	lks_html(r->html, p->title);
+	fprintf(r->html, "</h3>\n");
+	fprintf(r->md, "\n**%s**\n\n", p->title);
+}
+
+static void lks_plot_tail(struct lks_report *r, const struct lks_plot_spec *p)
+{
+	if (p->caption) {
+		fputs("<p class=\"caption\">", r->html);
+		lks_html(r->html, p->caption);
+		fputs("</p>\n", r->html);
+		fprintf(r->md, "%s\n\n", p->caption);
+	}
+	fputs("</div>\n", r->html);
+}
+
+/* The script: terminal, output and variables, then the template. */
+static int lks_plot_script(struct lks_report *r, const char *gp, const char *svg,
+                           const char *dat, const struct lks_plot_spec *p, const char *vars)
+{
+	char tmpl[600], common[600];
+	FILE *f;
+
+	snprintf(tmpl, sizeof(tmpl), "%s/%s.gp", r->o->templates, p->kind);
 	snprintf(common, sizeof(common), "%s/common.gp", r->o->templates);
 	if (strchr(r->tmp, '\'') || strchr(r->o->templates, '\''))
 		return lks_err("a quote in '%s' or '%s': not for gnuplot", r->tmp, r->o->templates);
-	if (lks_write_file(dat, data, strlen(data)))
-		return -1;
 	if (!(f = fopen(gp, "w")))
 		return lks_err("cannot write '%s': %s", gp, strerror(errno));
 	/* noenhanced: run names such as fp8_ac are text, not subscripts */
-	fprintf(f, "set terminal svg size 900,380 dynamic noenhanced font 'sans,12' "
-	           "background rgb 'white'\n");
+	fprintf(f, "set terminal svg size 900,%d dynamic noenhanced font 'sans,12' "
+	           "background rgb 'white'\n", p->height > 0 ? p->height : 380);
 	fprintf(f, "set output '%s'\ndatafile = '%s'\ncommon_gp = '%s'\n%s", svg, dat, common, vars);
 	fprintf(f, "load '%s'\n", tmpl);
-	if (fclose(f) != 0)
-		return lks_err("cannot write '%s'", gp);
+	return fclose(f) == 0 ? 0 : lks_err("cannot write '%s'", gp);
+}
 
-	fprintf(r->html, "<div class=\"plot\">\n<h3>");
-	lks_html(r->html, caption);
-	fprintf(r->html, "</h3>\n");
-	fprintf(r->md, "\n**%s**\n\n", caption);
+/*
+ * One plot: data (blocks of lines, one per series) and vars (gnuplot assignments) for the
+ * template p->kind; the SVG goes inline into the page and to dir/<name>.svg for report.md,
+ * name being <case>_<kind>[_<tag>]. A plot that fails is said in the page.
+ */
+static int lks_plot(struct lks_report *r, const char *case_name, const struct lks_plot_spec *p,
+                    const char *data, const char *vars)
+{
+	char safe[128], tag[128], name[300], dat[600], gp[600], svg[600], out[600], err[300];
+	char *text = NULL, *sharp = NULL;
+	size_t len = 0;
+	int st;
+
+	lks_safe_name(safe, sizeof(safe), case_name);
+	lks_safe_name(tag, sizeof(tag), p->tag);
+	snprintf(name, sizeof(name), "%s_%s%s%s", safe, p->kind, p->tag ? "_" : "", tag);
+	snprintf(dat, sizeof(dat), "%s/%s.dat", r->tmp, name);
+	snprintf(gp, sizeof(gp), "%s/%s.gp", r->tmp, name);
+	snprintf(svg, sizeof(svg), "%s/%s.svg", r->tmp, name);
+	snprintf(out, sizeof(out), "%s/%s.svg", r->dir, name);
+	if (lks_write_file(dat, data, strlen(data)) || lks_plot_script(r, gp, svg, dat, p, vars))
+		return -1;
+
+	lks_plot_head(r, name, p);
 	if ((st = lks_gnuplot(r, gp)) != 0 || !(text = lks_slurp(svg, &len))
-	    || !(start = strstr(text, "<svg"))) {
+	    || !strstr(text, "<svg")) {
 		lks_gnuplot_error(r, err, sizeof(err));
 		lks_para(r, 1, err);
-		fputs("</div>\n", r->html);
+		lks_plot_tail(r, p);
 		free(text);
 		return 0;
 	}
+	if (!(sharp = lks_svg_sharp(text))) {
+		free(text);
+		return lks_err("out of memory");
+	}
 	/* the XML prolog and DOCTYPE belong to a file, not to an element inside HTML */
-	fputs(start, r->html);
-	fputs("</div>\n", r->html);
-	fprintf(r->md, "![%s](%s_%s.svg)\n\n", caption, safe, kind);
-	st = lks_write_file(out, text, len);
+	fputs(strstr(sharp, "<svg"), r->html);
+	fprintf(r->md, "![%s](%s.svg)\n\n", p->title, name);
+	lks_plot_tail(r, p);
+	st = lks_write_file(out, sharp, strlen(sharp));
+	free(sharp);
 	free(text);
 	if (st == 0)
 		r->info->nplots++;
@@ -606,8 +672,11 @@ static int lks_case_plots(struct lks_report *r, const char *case_name)
 		lks_safe_name(title, sizeof(title), case_name);
 		snprintf(vars, sizeof(vars), "n = %d\nnames = \"%s\"\ntitle_text = '%s: %s'\n", n,
 		         bufs[0][1], title, captions[p]);
-		if (n)
-			rc = lks_plot(r, case_name, kinds[p], captions[p], bufs[0][0], vars);
+		if (n) {
+			struct lks_plot_spec spec = { .kind = kinds[p], .title = captions[p] };
+
+			rc = lks_plot(r, case_name, &spec, bufs[0][0], vars);
+		}
 		free(bufs[0][0]);
 		free(bufs[0][1]);
 		bufs[0][0] = bufs[0][1] = NULL;
@@ -663,10 +732,13 @@ static int lks_case_plots(struct lks_report *r, const char *case_name)
 			snprintf(vars, sizeof(vars), "n = %d\nnames = \"%s\"\nntol = %d\n%s%d] = [%s]\n"
 			         "title_text = '%s: |loss - loss(%s)| / |loss(%s)|'\n", m, bufs[1][1], ntol,
 			         ntol ? "array tols[" : "# tols[", ntol, tols, tcase, b->run_name, b->run_name);
-			if (m)
-				rc = lks_plot(r, case_name, "reldiff", caption, bufs[1][0], vars);
-			else
+			if (m) {
+				struct lks_plot_spec spec = { .kind = "reldiff", .title = caption };
+
+				rc = lks_plot(r, case_name, &spec, bufs[1][0], vars);
+			} else {
 				lks_para(r, 1, "one run only: no relative difference to plot");
+			}
 			free(bufs[1][0]);
 			free(bufs[1][1]);
 			bufs[1][0] = bufs[1][1] = NULL;

@@ -104,6 +104,10 @@ Test(report, tables_and_plots)
 	cr_expect_not_null(strstr(html, "relative loss difference against &#39;bf16&#39; "));
 	cr_expect(strstr(html, "1e-12)</h3>\n<svg") != NULL, "no SVG for the relative difference");
 	cr_expect_not_null(strstr(html, "grad norm per step</h3>\n<svg"));
+	/* each plot has an anchor: <case>_<kind> */
+	cr_expect_not_null(strstr(html, "<div class=\"plot\" id=\"plot-tiny_loss\">"));
+	cr_expect_not_null(strstr(html, "<div class=\"plot\" id=\"plot-tiny_reldiff\">"));
+	cr_expect_not_null(strstr(html, "<div class=\"plot\" id=\"plot-tiny_gradnorm\">"));
 	cr_expect_null(strstr(html, "<?xml"), "an XML prolog inside the page");
 	cr_expect_null(strstr(html, "<script"), "the page must need no script");
 	/* the failing check: verdict and divergence at step 0 on the loss */
