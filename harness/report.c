@@ -22,6 +22,7 @@
 #include "harness/fingerprint.h"
 #include "harness/case.h"
 #include "harness/report.h"
+#include "harness/run_trace.h"
 #include "kernels/err.h"
 
 /* A run of the suite with its per-step means over ranks (loss, grad norm, step time). */
@@ -56,6 +57,37 @@ struct lks_report {
 static char *lks_dup(const char *s)
 {
 	return s ? strdup(s) : NULL;
+}
+
+/* A text built with stdio (open_memstream), read once it is done. */
+struct lks_text {
+	char *buf;
+	size_t len;
+	FILE *f;
+};
+
+static int lks_text_open(struct lks_text *t)
+{
+	t->buf = NULL;
+	t->f = open_memstream(&t->buf, &t->len);
+	return t->f ? 0 : lks_err("out of memory");
+}
+
+/* The text; NULL when it could not be kept (out of memory). */
+static const char *lks_text_done(struct lks_text *t)
+{
+	int bad = t->f && fclose(t->f) != 0;
+
+	t->f = NULL;
+	return bad || !t->buf ? NULL : t->buf;
+}
+
+static void lks_text_free(struct lks_text *t)
+{
+	if (t->f)
+		fclose(t->f);
+	free(t->buf);
+	memset(t, 0, sizeof(*t));
 }
 
 /* ---- escaping ---- */
@@ -375,58 +407,124 @@ static int lks_write_file(const char *path, const char *data, size_t len)
 	return ok ? 0 : lks_err("cannot write '%s'", path);
 }
 
-/*
- * One plot: data (blocks of "step value" lines, one per series) and vars (gnuplot
- * assignments) for the template kind.gp; the SVG goes inline into the page and to
- * dir/<case>_<kind>.svg for report.md. A plot that fails is said in the page.
- */
-static int lks_plot(struct lks_report *r, const char *case_name, const char *kind,
-                    const char *caption, const char *data, const char *vars)
-{
-	char safe[128], dat[400], gp[400], svg[400], out[600], tmpl[600], common[600], err[300];
-	char *text = NULL, *start;
-	size_t len = 0;
-	FILE *f;
-	int st;
+/* What one plot is: its template, where it goes, and the words around it. */
+struct lks_plot_spec {
+	const char *kind;         /* the template reports/<kind>.gp */
+	const char *tag;          /* NULL, or what tells plots of one kind in a case apart */
+	const char *title;        /* the heading above the plot */
+	const char *caption;      /* NULL, or a paragraph below it (a line in report.md) */
+	int height;               /* of the SVG in pixels; 0: 380 */
+};
 
-	lks_safe_name(safe, sizeof(safe), case_name);
-	snprintf(dat, sizeof(dat), "%s/%s_%s.dat", r->tmp, safe, kind);
-	snprintf(gp, sizeof(gp), "%s/%s_%s.gp", r->tmp, safe, kind);
-	snprintf(svg, sizeof(svg), "%s/%s_%s.svg", r->tmp, safe, kind);
-	snprintf(out, sizeof(out), "%s/%s_%s.svg", r->dir, safe, kind);
-	snprintf(tmpl, sizeof(tmpl), "%s/%s.gp", r->o->templates, kind);
+/* gnuplot's SVG terminal embeds 'with image' as a PNG of one pixel per cell, which a
+   viewer scaling it smooths into a blur: the cells of a heatmap must stay sharp, in the
+   page and in the SVG files beside report.md. */
+static char *lks_svg_sharp(const char *svg)
+{
+	static const char attr[] = "<image style='image-rendering:pixelated' ";
+	const char *p = svg, *q;
+	size_t n = 0;
+	char *out, *o;
+
+	for (q = svg; (q = strstr(q, "<image ")); q++)
+		n++;
+	if (!(out = o = malloc(strlen(svg) + n * sizeof(attr) + 1)))
+		return NULL;
+	while ((q = strstr(p, "<image "))) {
+		memcpy(o, p, (size_t)(q - p));
+		o += q - p;
+		memcpy(o, attr, sizeof(attr) - 1);
+		o += sizeof(attr) - 1;
+		p = q + strlen("<image ");
+	}
+	strcpy(o, p);
+	return out;
+}
+
+/* The plot's heading in both outputs and its anchor, plot-<case>-<kind>[-<tag>], by which
+   a reader (or a test) finds it. */
+static void lks_plot_head(struct lks_report *r, const char *name, const struct lks_plot_spec *p)
+{
+	fprintf(r->html, "<div class=\"plot\" id=\"plot-%s\">\n<h3>", name);
+	lks_html(r->html, p->title);
+	fprintf(r->html, "</h3>\n");
+	fprintf(r->md, "\n**%s**\n\n", p->title);
+}
+
+static void lks_plot_tail(struct lks_report *r, const struct lks_plot_spec *p)
+{
+	if (p->caption) {
+		fputs("<p class=\"caption\">", r->html);
+		lks_html(r->html, p->caption);
+		fputs("</p>\n", r->html);
+		fprintf(r->md, "%s\n\n", p->caption);
+	}
+	fputs("</div>\n", r->html);
+}
+
+/* The script: terminal, output and variables, then the template. */
+static int lks_plot_script(struct lks_report *r, const char *gp, const char *svg,
+                           const char *dat, const struct lks_plot_spec *p, const char *vars)
+{
+	char tmpl[600], common[600];
+	FILE *f;
+
+	snprintf(tmpl, sizeof(tmpl), "%s/%s.gp", r->o->templates, p->kind);
 	snprintf(common, sizeof(common), "%s/common.gp", r->o->templates);
 	if (strchr(r->tmp, '\'') || strchr(r->o->templates, '\''))
 		return lks_err("a quote in '%s' or '%s': not for gnuplot", r->tmp, r->o->templates);
-	if (lks_write_file(dat, data, strlen(data)))
-		return -1;
 	if (!(f = fopen(gp, "w")))
 		return lks_err("cannot write '%s': %s", gp, strerror(errno));
 	/* noenhanced: run names such as fp8_ac are text, not subscripts */
-	fprintf(f, "set terminal svg size 900,380 dynamic noenhanced font 'sans,12' "
-	           "background rgb 'white'\n");
+	fprintf(f, "set terminal svg size 900,%d dynamic noenhanced font 'sans,12' "
+	           "background rgb 'white'\n", p->height > 0 ? p->height : 380);
 	fprintf(f, "set output '%s'\ndatafile = '%s'\ncommon_gp = '%s'\n%s", svg, dat, common, vars);
 	fprintf(f, "load '%s'\n", tmpl);
-	if (fclose(f) != 0)
-		return lks_err("cannot write '%s'", gp);
+	return fclose(f) == 0 ? 0 : lks_err("cannot write '%s'", gp);
+}
 
-	fprintf(r->html, "<div class=\"plot\">\n<h3>");
-	lks_html(r->html, caption);
-	fprintf(r->html, "</h3>\n");
-	fprintf(r->md, "\n**%s**\n\n", caption);
+/*
+ * One plot: data (blocks of lines, one per series) and vars (gnuplot assignments) for the
+ * template p->kind; the SVG goes inline into the page and to dir/<name>.svg for report.md,
+ * name being <case>_<kind>[_<tag>]. A plot that fails is said in the page.
+ */
+static int lks_plot(struct lks_report *r, const char *case_name, const struct lks_plot_spec *p,
+                    const char *data, const char *vars)
+{
+	char safe[128], tag[128], name[300], dat[600], gp[600], svg[600], out[600], err[300];
+	char *text = NULL, *sharp = NULL;
+	size_t len = 0;
+	int st;
+
+	lks_safe_name(safe, sizeof(safe), case_name);
+	lks_safe_name(tag, sizeof(tag), p->tag);
+	snprintf(name, sizeof(name), "%s_%s%s%s", safe, p->kind, p->tag ? "_" : "", tag);
+	snprintf(dat, sizeof(dat), "%s/%s.dat", r->tmp, name);
+	snprintf(gp, sizeof(gp), "%s/%s.gp", r->tmp, name);
+	snprintf(svg, sizeof(svg), "%s/%s.svg", r->tmp, name);
+	snprintf(out, sizeof(out), "%s/%s.svg", r->dir, name);
+	if (lks_write_file(dat, data, strlen(data)) || lks_plot_script(r, gp, svg, dat, p, vars))
+		return -1;
+
+	lks_plot_head(r, name, p);
 	if ((st = lks_gnuplot(r, gp)) != 0 || !(text = lks_slurp(svg, &len))
-	    || !(start = strstr(text, "<svg"))) {
+	    || !strstr(text, "<svg")) {
 		lks_gnuplot_error(r, err, sizeof(err));
 		lks_para(r, 1, err);
-		fputs("</div>\n", r->html);
+		lks_plot_tail(r, p);
 		free(text);
 		return 0;
 	}
+	if (!(sharp = lks_svg_sharp(text))) {
+		free(text);
+		return lks_err("out of memory");
+	}
 	/* the XML prolog and DOCTYPE belong to a file, not to an element inside HTML */
-	fputs(start, r->html);
-	fputs("</div>\n", r->html);
-	fprintf(r->md, "![%s](%s_%s.svg)\n\n", caption, safe, kind);
-	st = lks_write_file(out, text, len);
+	fputs(strstr(sharp, "<svg"), r->html);
+	fprintf(r->md, "![%s](%s.svg)\n\n", p->title, name);
+	lks_plot_tail(r, p);
+	st = lks_write_file(out, sharp, strlen(sharp));
+	free(sharp);
 	free(text);
 	if (st == 0)
 		r->info->nplots++;
@@ -606,8 +704,11 @@ static int lks_case_plots(struct lks_report *r, const char *case_name)
 		lks_safe_name(title, sizeof(title), case_name);
 		snprintf(vars, sizeof(vars), "n = %d\nnames = \"%s\"\ntitle_text = '%s: %s'\n", n,
 		         bufs[0][1], title, captions[p]);
-		if (n)
-			rc = lks_plot(r, case_name, kinds[p], captions[p], bufs[0][0], vars);
+		if (n) {
+			struct lks_plot_spec spec = { .kind = kinds[p], .title = captions[p] };
+
+			rc = lks_plot(r, case_name, &spec, bufs[0][0], vars);
+		}
 		free(bufs[0][0]);
 		free(bufs[0][1]);
 		bufs[0][0] = bufs[0][1] = NULL;
@@ -663,16 +764,229 @@ static int lks_case_plots(struct lks_report *r, const char *case_name)
 			snprintf(vars, sizeof(vars), "n = %d\nnames = \"%s\"\nntol = %d\n%s%d] = [%s]\n"
 			         "title_text = '%s: |loss - loss(%s)| / |loss(%s)|'\n", m, bufs[1][1], ntol,
 			         ntol ? "array tols[" : "# tols[", ntol, tols, tcase, b->run_name, b->run_name);
-			if (m)
-				rc = lks_plot(r, case_name, "reldiff", caption, bufs[1][0], vars);
-			else
+			if (m) {
+				struct lks_plot_spec spec = { .kind = "reldiff", .title = caption };
+
+				rc = lks_plot(r, case_name, &spec, bufs[1][0], vars);
+			} else {
 				lks_para(r, 1, "one run only: no relative difference to plot");
+			}
 			free(bufs[1][0]);
 			free(bufs[1][1]);
 			bufs[1][0] = bufs[1][1] = NULL;
 		}
 	}
 	return rc;
+}
+
+/* ---- FP8 amax and scale history ---- */
+
+/* Lines in one amax/scale plot at most: the key beside the panels holds about 32 names at
+   8 points, and 8 colours times 4 dash types tell 32 lines apart. */
+#define LKS_REPORT_MAX_LINES 32
+
+/* A run whose GEMM operands are quantized: every recipe but the two without FP8. */
+static int lks_is_fp8(const char *recipe)
+{
+	return strcmp(recipe, "bf16") != 0 && strcmp(recipe, "fp32") != 0;
+}
+
+/* Rank 0's amax and scale of every tensor of a run per step. */
+struct lks_scales {
+	lks_run_trace t;
+	float *amax, *scale;      /* (nt, nsteps) NaN where no row was stored */
+	int *same;                /* (nt) the earlier tensor drawn in its place; -1: drawn
+	                             itself; -2: no scale at any step, not drawn */
+};
+
+static void lks_scales_release(struct lks_scales *x)
+{
+	lks_run_trace_release(&x->t);
+	free(x->amax);
+	free(x->scale);
+	free(x->same);
+}
+
+/* A tensor whose amax and scale are the bits of an earlier one's at every step is drawn
+   once: with tensorwise scales the weight of dgrad is the forward's weight, and a
+   recompute reuses the forward's scales, so half the lines would hide the other half. */
+static void lks_scales_dedupe(struct lks_scales *x)
+{
+	size_t ns = (size_t)x->t.nsteps;
+
+	for (int i = 0; i < x->t.nt; i++) {
+		const float *sc = x->scale + i * ns, *am = x->amax + i * ns;
+
+		x->same[i] = -2;
+		for (size_t s = 0; s < ns && x->same[i] == -2; s++)
+			if (!isnan(sc[s]))
+				x->same[i] = -1;
+		for (int j = 0; j < i && x->same[i] == -1; j++)
+			if (x->same[j] == -1 && !memcmp(x->scale + j * ns, sc, ns * sizeof(float))
+			    && !memcmp(x->amax + j * ns, am, ns * sizeof(float)))
+				x->same[i] = j;
+	}
+}
+
+static int lks_scales_load(lks_store *s, int64_t run_id, struct lks_scales *x)
+{
+	lks_run_trace *t = &x->t;
+	size_t n;
+
+	if (lks_run_trace_load(s, run_id, t))
+		return -1;
+	n = (size_t)t->nt * t->nsteps + 1;
+	x->amax = malloc(n * sizeof(float));
+	x->scale = malloc(n * sizeof(float));
+	x->same = malloc(((size_t)t->nt + 1) * sizeof(int));
+	if (!x->amax || !x->scale || !x->same)
+		return lks_err("out of memory");
+	for (int step = 0; step < t->nsteps; step++) {
+		if (lks_run_trace_step(s, t, step))
+			return -1;
+		for (int i = 0; i < t->nt; i++) {
+			const lks_stat_row *row = lks_run_trace_row(t, 0, i);
+			size_t at = (size_t)i * t->nsteps + step;
+
+			x->amax[at] = row ? row->amax : NAN;
+			x->scale[at] = row ? row->scale : NAN;
+		}
+	}
+	lks_scales_dedupe(x);
+	return 0;
+}
+
+/* A tensor's name as a word of the key; a recomputed activation has the forward's name. */
+static void lks_tensor_word(char *out, size_t size, const lks_run_trace *t, int i)
+{
+	char safe[128];
+
+	lks_safe_name(safe, sizeof(safe), t->names[i]);
+	snprintf(out, size, "%s%s", safe, t->phases[i] == LKS_PHASE_RECOMPUTE ? "-recompute" : "");
+}
+
+/* Log scale: a value that is not positive is drawn as missing. */
+static void lks_log_value(FILE *f, float v)
+{
+	if (v > 0 && isfinite(v))
+		fprintf(f, " %.9g", v);
+	else
+		fputs(" NaN", f);
+}
+
+/* The data (one block per drawn tensor: step, amax, scale) and their names; counts the
+   tensors with a scale, those drawn and those left out past LKS_REPORT_MAX_LINES; the
+   tensors drawn in another's place are listed in same ("a as b, ..."). */
+static void lks_scales_data(const struct lks_scales *x, FILE *data, FILE *names, FILE *same,
+                            int *nscaled, int *ndrawn, int *nmore)
+{
+	const lks_run_trace *t = &x->t;
+	int nsame = 0;
+
+	*nscaled = *ndrawn = *nmore = 0;
+	for (int i = 0; i < t->nt; i++) {
+		char w[160], v[160];
+
+		if (x->same[i] == -2)
+			continue;
+		(*nscaled)++;
+		lks_tensor_word(w, sizeof(w), t, i);
+		if (x->same[i] >= 0) {
+			lks_tensor_word(v, sizeof(v), t, x->same[i]);
+			fprintf(same, "%s%s as %s", nsame++ ? ", " : "", w, v);
+			continue;
+		}
+		if (*ndrawn == LKS_REPORT_MAX_LINES) {
+			(*nmore)++;
+			continue;
+		}
+		fprintf(names, "%s%s", (*ndrawn)++ ? " " : "", w);
+		fprintf(data, "# %s\n", w);
+		for (int s = 0; s < t->nsteps; s++) {
+			fprintf(data, "%d", s);
+			lks_log_value(data, x->amax[(size_t)i * t->nsteps + s]);
+			lks_log_value(data, x->scale[(size_t)i * t->nsteps + s]);
+			fputc('\n', data);
+		}
+		fputs("\n\n", data);
+	}
+}
+
+/* What the plot shows, in words: the reader needs to know what amax means for a
+   quantized tensor and which lines are missing, and why. */
+static void lks_scales_caption(FILE *f, const struct lks_rrun *run, const struct lks_scales *x,
+                               int nscaled, int ndrawn, int nmore, const char *same)
+{
+	fprintf(f, "Run '%s' (%s), rank 0: amax (top) and FP8 scale (bottom) per step of the %d "
+	        "tensors with a scale, of %d traced. The amax of a quantized tensor is that of its "
+	        "codes, in scaled units: at the format's largest value (dashed) the range is used to "
+	        "its top; an axiswise scale is drawn as its smallest.", run->run_name, run->recipe,
+	        nscaled, x->t.nt);
+	if (*same)
+		fprintf(f, " Drawn once, as their amax and scale equal an earlier tensor's at every "
+		        "step: %s.", same);
+	if (nmore)
+		fprintf(f, " Only the first %d in execution order are drawn; %d more are not.", ndrawn,
+		        nmore);
+}
+
+static int lks_fp8_plot(struct lks_report *r, const struct lks_rrun *run)
+{
+	struct lks_scales x = { 0 };
+	struct lks_text data = { 0 }, names = { 0 }, same = { 0 }, caption = { 0 }, vars = { 0 };
+	const char *nm, *sm, *cap, *vs, *dat;
+	char title[300], tcase[128];
+	int nscaled, ndrawn, nmore, rc = -1;
+
+	if (lks_text_open(&data) || lks_text_open(&names) || lks_text_open(&same)
+	    || lks_text_open(&caption) || lks_text_open(&vars) || lks_scales_load(r->s, run->id, &x))
+		goto out;
+	lks_scales_data(&x, data.f, names.f, same.f, &nscaled, &ndrawn, &nmore);
+	if (!(nm = lks_text_done(&names)) || !(sm = lks_text_done(&same)))
+		goto oom;
+	lks_scales_caption(caption.f, run, &x, nscaled, ndrawn, nmore, sm);
+	lks_safe_name(tcase, sizeof(tcase), run->case_name);
+	fprintf(vars.f, "n = %d\nnames = \"%s\"\ntitle_text = '%s: %s (%s), rank 0'\n", ndrawn, nm,
+	        tcase, run->run_name, run->recipe);
+	if (!(cap = lks_text_done(&caption)) || !(vs = lks_text_done(&vars))
+	    || !(dat = lks_text_done(&data)))
+		goto oom;
+	if (ndrawn) {
+		struct lks_plot_spec spec = { .kind = "fp8scale", .tag = run->run_name, .title = title,
+		                              .caption = cap, .height = 640 };
+
+		snprintf(title, sizeof(title), "FP8 amax and scale of run '%s' (rank 0)", run->run_name);
+		rc = lks_plot(r, run->case_name, &spec, dat, vs);
+	} else {
+		snprintf(title, sizeof(title), "FP8 run '%s' (%s) recorded no FP8 scale: no amax and "
+		         "scale plot", run->run_name, run->recipe);
+		lks_para(r, 1, title);
+		rc = 0;
+	}
+	goto out;
+oom:
+	lks_err("out of memory");
+out:
+	lks_text_free(&data);
+	lks_text_free(&names);
+	lks_text_free(&same);
+	lks_text_free(&caption);
+	lks_text_free(&vars);
+	lks_scales_release(&x);
+	return rc;
+}
+
+/* Each FP8 run of the case: its amax and scale history. A case without one has none. */
+static int lks_case_fp8_plots(struct lks_report *r, const char *case_name)
+{
+	for (int i = 0; i < r->nruns; i++) {
+		const struct lks_rrun *run = &r->runs[i];
+
+		if (!strcmp(run->case_name, case_name) && run->nsteps && lks_is_fp8(run->recipe)
+		    && lks_fp8_plot(r, run))
+			return -1;
+	}
+	return 0;
 }
 
 /* ---- fingerprints: flat JSON objects of string values ---- */
@@ -792,6 +1106,8 @@ static int lks_case_section(struct lks_report *r, const char *case_name, int hav
 		lks_para(r, 1, "plots need gnuplot, which was not found (Debian: apt-get install "
 		               "gnuplot-nox); the tables are complete without it");
 	}
+	if (have_gnuplot && lks_case_fp8_plots(r, case_name))
+		return -1;
 	lks_heading(r, 3, "fingerprint keys that differ between runs");
 	lks_case_fingerprints(r, case_name);
 	lks_heading(r, 3, "trend over recent suites");

@@ -1,9 +1,10 @@
 /*
  * test_report.c: 'lockstep report' end to end, run as a user would. A tiny case (2 ranks,
- * 3 steps, bf16 and fp8_rowwise, a close check with rtol 0 that fails on purpose) is run
- * into a database in a temporary folder; the report of it must hold the three plots as
- * inline SVG, the failing check's row with its divergence, and the same table in
- * report.md. The page is rendered in headless Chromium: the screenshot must be well
+ * 3 steps, bf16, fp8_rowwise with and without checkpointing, a close check with rtol 0
+ * that fails on purpose) and a plain one (one bf16 run) are run into a database in a
+ * temporary folder; the report of it must hold every plot as inline SVG, each under its
+ * anchor and heading, and no other (none of FP8 for the plain case), the failing check's
+ * row with its divergence, and the same table in report.md. The page is rendered in headless Chromium: the screenshot must be well
  * above the size of a blank page's screenshot of the same size, and the console must show
  * no message (the detector is shown to catch one on a page that logs an error). Without
  * gnuplot the tables are still written. Tests that need gnuplot or Chromium skip with the
@@ -23,8 +24,30 @@ static const char case_text[] =
 	"[model]\nvocab = 32\nhidden = 16\nffn = 32\nlayers = 1\nseq = 4\nbatch = 2\n"
 	"[run bf16]\nrecipe = bf16\n"
 	"[run fp8]\nrecipe = fp8_rowwise\n"
+	"[run fp8_ac]\nrecipe = fp8_rowwise\ncheckpoint = blocks\n"
 	"[check tracks]\nkind = close\na = fp8\nb = bf16\nmetric = loss\n"
-	"rtol = 0              ; fails on purpose: FP8 never equals BF16 exactly\n";
+	"rtol = 0              ; fails on purpose: FP8 never equals BF16 exactly\n"
+	"[check ac_neutral]\nkind = bitwise\na = fp8_ac\nb = fp8\n";
+
+/* A second case of the same suite: one BF16 run, so no FP8 plot and no pair to compare. */
+static const char plain_text[] =
+	"[case]\nsteps = 2\nseed = 7\nworld_size = 1\n"
+	"[model]\nvocab = 32\nhidden = 16\nffn = 32\nlayers = 1\nseq = 4\nbatch = 2\n"
+	"[run bf16]\nrecipe = bf16\n";
+
+/* Every plot of the report of both cases: its anchor and its heading as the page has them. */
+static const struct {
+	const char *id, *title;
+} plots[] = {
+	{ "tiny_loss", "loss per step (mean over ranks)" },
+	{ "tiny_reldiff", "relative loss difference against &#39;bf16&#39; (an exact agreement is "
+	                  "drawn at 1e-12)" },
+	{ "tiny_gradnorm", "grad norm per step" },
+	{ "tiny_fp8scale_fp8", "FP8 amax and scale of run &#39;fp8&#39; (rank 0)" },
+	{ "tiny_fp8scale_fp8_ac", "FP8 amax and scale of run &#39;fp8_ac&#39; (rank 0)" },
+	{ "plain_loss", "loss per step (mean over ranks)" },
+	{ "plain_gradnorm", "grad norm per step" },
+};
 
 /* The exit status of a shell command line. */
 static int sh(const char *fmt, ...)
@@ -68,20 +91,50 @@ static int have(const char *prog)
 	return sh("command -v %s >/dev/null 2>&1", prog) == 0;
 }
 
-/* A temporary folder with the case run into t.db (exit 1: the rtol 0 check fails). */
+static void write_text(const char *dir, const char *name, const char *text)
+{
+	char path[300];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	cr_assert_not_null(f = fopen(path, "w"));
+	fputs(text, f);
+	fclose(f);
+}
+
+/* A temporary folder with both cases run into t.db, one suite (exit 1: the rtol 0 check
+   fails). */
 static void setup(char *dir, size_t size)
 {
-	FILE *f;
-	char path[300];
-
 	snprintf(dir, size, "/tmp/lks-test-report-XXXXXX");
 	cr_assert_not_null(mkdtemp(dir));
-	snprintf(path, sizeof(path), "%s/tiny.ini", dir);
-	cr_assert_not_null(f = fopen(path, "w"));
-	fputs(case_text, f);
-	fclose(f);
-	cr_assert_eq(sh("'%s' run '%s/tiny.ini' --db '%s/t.db' --quiet --threads 1 >/dev/null",
-	                LKS_BIN, dir, dir), 1, "the run must store a failing check");
+	write_text(dir, "tiny.ini", case_text);
+	write_text(dir, "plain.ini", plain_text);
+	cr_assert_eq(sh("'%s' run '%s/tiny.ini' '%s/plain.ini' --db '%s/t.db' --quiet --threads 1 "
+	                ">/dev/null", LKS_BIN, dir, dir, dir), 1, "the run must store a failing check");
+}
+
+/* How often needle occurs in s. */
+static int count(const char *s, const char *needle)
+{
+	int n = 0;
+
+	for (; (s = strstr(s, needle)); s += strlen(needle))
+		n++;
+	return n;
+}
+
+/* The section of the page about one case (malloc'd). */
+static char *section(const char *html, const char *case_name)
+{
+	char open[128], *out;
+	const char *a, *b;
+
+	snprintf(open, sizeof(open), "<section id=\"case-%s\">", case_name);
+	cr_assert_not_null(a = strstr(html, open), "no section for case '%s'", case_name);
+	cr_assert_not_null(b = strstr(a, "</section>"));
+	cr_assert_not_null(out = strndup(a, (size_t)(b - a)));
+	return out;
 }
 
 static void teardown(const char *dir)
@@ -91,7 +144,7 @@ static void teardown(const char *dir)
 
 Test(report, tables_and_plots)
 {
-	char dir[64], path[300], *html, *md;
+	char dir[64], path[300], *html, *md, *plain;
 
 	if (!have("gnuplot"))
 		cr_skip_test("gnuplot is not installed (Debian: gnuplot-nox)");
@@ -99,11 +152,25 @@ Test(report, tables_and_plots)
 	cr_assert_eq(sh("'%s' report --db '%s/t.db' -o '%s/r' >/dev/null", LKS_BIN, dir, dir), 0);
 	snprintf(path, sizeof(path), "%s/r/index.html", dir);
 	html = slurp(path);
-	/* each plot: its caption, then the inline SVG that gnuplot drew */
-	cr_expect_not_null(strstr(html, "loss per step (mean over ranks)</h3>\n<svg"));
-	cr_expect_not_null(strstr(html, "relative loss difference against &#39;bf16&#39; "));
-	cr_expect(strstr(html, "1e-12)</h3>\n<svg") != NULL, "no SVG for the relative difference");
-	cr_expect_not_null(strstr(html, "grad norm per step</h3>\n<svg"));
+	/* each plot: its anchor, its heading, then the inline SVG that gnuplot drew; and no
+	   other SVG (an empty plot for a case without FP8 runs would be one) */
+	for (size_t i = 0; i < sizeof(plots) / sizeof(plots[0]); i++) {
+		char want[400];
+
+		snprintf(want, sizeof(want), "<div class=\"plot\" id=\"plot-%s\">\n<h3>%s</h3>\n<svg",
+		         plots[i].id, plots[i].title);
+		cr_expect_not_null(strstr(html, want), "no plot '%s' as '%s'", plots[i].id, want);
+	}
+	cr_expect_eq(count(html, "<svg"), (int)(sizeof(plots) / sizeof(plots[0])));
+	cr_expect_eq(count(html, "<div class=\"plot\""), (int)(sizeof(plots) / sizeof(plots[0])));
+	/* FP8 history: the recompute reuses the forward's scales (DESIGN.md), so its lines
+	   are drawn once, and the caption says so; no plot for the BF16 run or the plain case */
+	cr_expect_not_null(strstr(html, "blocks.0.mlp.up.fwd.x-recompute as blocks.0.mlp.up.fwd.x"));
+	cr_expect_null(strstr(html, "plot-tiny_fp8scale_bf16"));
+	plain = section(html, "plain");
+	cr_expect_null(strstr(plain, "fp8scale"), "an FP8 plot for a case without FP8 runs");
+	cr_expect_null(strstr(plain, "FP8"));
+	free(plain);
 	cr_expect_null(strstr(html, "<?xml"), "an XML prolog inside the page");
 	cr_expect_null(strstr(html, "<script"), "the page must need no script");
 	/* the failing check: verdict and divergence at step 0 on the loss */
