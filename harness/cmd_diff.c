@@ -161,33 +161,6 @@ static int lks_diff_resolve(lks_store *s, const char *db, const char *arg, struc
 
 /* ---- the header ---- */
 
-/* Keys whose value differs, or that one side lacks; a's keys in order, then b's extra. */
-static void lks_diff_fingerprints(const char *fa, const char *fb)
-{
-	char key[128], va[512], vb[512];
-	const char *p;
-	int ndiff = 0;
-
-	for (p = fa; lks_fingerprint_json_next(&p, key, sizeof(key), va, sizeof(va));) {
-		int in_b = lks_fingerprint_json_get(fb, key, vb, sizeof(vb));
-
-		if (in_b && !strcmp(va, vb))
-			continue;
-		if (!ndiff++)
-			printf("fingerprint keys that differ:\n");
-		printf("  %-22s a: %s\n  %-22s b: %s\n", key, va, "", in_b ? vb : "(absent)");
-	}
-	for (p = fb; lks_fingerprint_json_next(&p, key, sizeof(key), vb, sizeof(vb));) {
-		if (lks_fingerprint_json_get(fa, key, va, sizeof(va)))
-			continue;
-		if (!ndiff++)
-			printf("fingerprint keys that differ:\n");
-		printf("  %-22s a: (absent)\n  %-22s b: %s\n", key, "", vb);
-	}
-	if (!ndiff)
-		printf("fingerprints: the same in every key\n");
-}
-
 static void lks_diff_header(const char *label, const struct lks_diff_run *r)
 {
 	printf("%s: run %lld  %s/%s  recipe %s%s%s  world size %d  %d steps  backend %s  %s  %s\n",
@@ -408,7 +381,7 @@ int cmd_diff(int argc, char **argv)
 	}
 	lks_diff_header("a", &ra);
 	lks_diff_header("b", &rb);
-	lks_diff_fingerprints(ra.fingerprint, rb.fingerprint);
+	lks_fingerprint_json_diff(stdout, ra.fingerprint, rb.fingerprint, "a", "b");
 	if (lks_check_eval(store, &k, ra.id, rb.id, &res)) {
 		fprintf(stderr, "lockstep: %s\n", lks_errmsg());
 		goto out;

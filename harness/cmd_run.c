@@ -42,6 +42,10 @@ static const char lks_run_help[] =
 	"  --set S.K=V      override a case key, e.g. --set model.hidden=512,\n"
 	"                   --set run.fp8.recipe=fp8_tensorwise (repeatable)\n"
 	"  --run NAME       only the runs with this name (repeatable)\n"
+	"  --check NAME     only the checks with this name (repeatable): a case without one\n"
+	"                   is left out, and without --run only the runs they compare train\n"
+	"  --combo NAME     store the runs under this combo name (matrix, bisect and reduce\n"
+	"                   give it to each probe)\n"
 	"  --threads N      GEMM threads of single-rank runs (default: all cores)\n"
 	"  --golden DIR     where golden files are (default: $LKS_GOLDEN_DIR, else golden)\n"
 	"  --junit FILE     also write the verdicts as JUnit XML (a testcase per check)\n"
@@ -62,10 +66,10 @@ static const char lks_run_help[] =
 	"            3 infrastructure failure (database, memory)\n";
 
 struct lks_run_args {
-	const char *db, *junit;
+	const char *db, *junit, *combo;
 	int steps, threads, quiet;
-	const char **sets, **only, **inputs;
-	int nsets, nonly, ninputs;
+	const char **sets, **only, **inputs, **checks;
+	int nsets, nonly, ninputs, nchecks;
 };
 
 /* 0: go on; -1: help was printed; else an exit code */
@@ -75,7 +79,8 @@ static int lks_run_parse(int argc, char **argv, struct lks_run_args *a)
 	a->sets = calloc((size_t)argc, sizeof(char *));
 	a->only = calloc((size_t)argc, sizeof(char *));
 	a->inputs = calloc((size_t)argc, sizeof(char *));
-	if (!a->sets || !a->only || !a->inputs)
+	a->checks = calloc((size_t)argc, sizeof(char *));
+	if (!a->sets || !a->only || !a->inputs || !a->checks)
 		return lks_usage("run: out of memory");
 	for (int i = 1; i < argc; i++) {
 		const char *o = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -101,6 +106,10 @@ static int lks_run_parse(int argc, char **argv, struct lks_run_args *a)
 			a->sets[a->nsets++] = argv[++i];
 		} else if (!strcmp(o, "--run") && v) {
 			a->only[a->nonly++] = argv[++i];
+		} else if (!strcmp(o, "--check") && v) {
+			a->checks[a->nchecks++] = argv[++i];
+		} else if (!strcmp(o, "--combo") && v) {
+			a->combo = argv[++i];
 		} else if (!strcmp(o, "--golden") && v) {
 			lks_golden_set_dir(argv[++i]);
 		} else if (!strcmp(o, "--junit") && v) {
@@ -118,12 +127,52 @@ static int lks_run_parse(int argc, char **argv, struct lks_run_args *a)
 	return 0;
 }
 
-static int lks_selected(const struct lks_run_args *a, const char *run)
+static int lks_listed(const char *const *names, int n, const char *name)
 {
-	for (int i = 0; i < a->nonly; i++)
-		if (!strcmp(a->only[i], run))
+	for (int i = 0; i < n; i++)
+		if (!strcmp(names[i], name))
 			return 1;
-	return a->nonly == 0;
+	return 0;
+}
+
+/* --run names the runs; else --check names them through the checks kept; else all run. */
+static int lks_selected(const struct lks_run_args *a, const lks_case *c, const char *run)
+{
+	if (a->nonly)
+		return lks_listed(a->only, a->nonly, run);
+	for (int i = 0; a->nchecks && i < c->nchecks; i++)
+		if (!strcmp(c->checks[i].a, run) || !strcmp(c->checks[i].b, run))
+			return 1;
+	return a->nchecks == 0;
+}
+
+/* Keeps the checks --check names (all without it); a case left with none is dropped. A name
+   no case has is bad usage: the verdict asked for would be a silent pass. */
+static int lks_keep_checks(const struct lks_run_args *a, lks_case *cases, int *ncases)
+{
+	int kept = 0, n = 0;
+
+	if (!a->nchecks)
+		return 0;
+	for (int i = 0; i < *ncases; i++) {
+		lks_case *c = &cases[i];
+		int m = 0;
+
+		for (int j = 0; j < c->nchecks; j++)
+			if (lks_listed(a->checks, a->nchecks, c->checks[j].name))
+				c->checks[m++] = c->checks[j];
+		c->nchecks = m;
+		kept += m;
+		if (m)
+			cases[n++] = *c;
+		else
+			lks_case_release(c);
+	}
+	*ncases = n;
+	if (!kept)
+		return lks_usage("run: no case has a check named %s%s", a->checks[0],
+		                 a->nchecks > 1 ? " (nor the other --check names)" : "");
+	return 0;
 }
 
 static char *lks_fingerprint_json(void)
@@ -192,6 +241,8 @@ int cmd_run(int argc, char **argv)
 		fprintf(stderr, "lockstep: %s\n", lks_errmsg());
 		goto out;
 	}
+	if (lks_keep_checks(&a, cases, &ncases))
+		goto out;
 	rc = LKS_EXIT_INFRA;
 	fingerprint = lks_fingerprint_json();
 	command = lks_command_line(argc, argv);
@@ -215,7 +266,7 @@ int cmd_run(int argc, char **argv)
 			goto out;
 		}
 		for (int j = 0; j < cases[i].nruns; j++)
-			selected[j] = lks_selected(&a, cases[i].runs[j].name);
+			selected[j] = lks_selected(&a, &cases[i], cases[i].runs[j].name);
 		if (lks_sqnr_begin(&cases[i], selected, &pairs)) {
 			fprintf(stderr, "lockstep: %s\n", lks_errmsg());
 			goto out;
@@ -225,7 +276,7 @@ int cmd_run(int argc, char **argv)
 			lks_runner_opts o = {
 				.steps = a.steps, .threads = a.threads, .suite_id = suite_id,
 				.progress = a.quiet ? NULL : stderr, .progress_tty = isatty(2),
-				.fingerprint = fingerprint, .overrides = overrides,
+				.fingerprint = fingerprint, .overrides = overrides, .combo = a.combo,
 			};
 			lks_run_result res;
 
@@ -277,5 +328,6 @@ out:
 	free(a.sets);
 	free(a.only);
 	free(a.inputs);
+	free(a.checks);
 	return rc;
 }

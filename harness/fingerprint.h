@@ -31,5 +31,10 @@ void lks_fingerprint_print(const lks_fingerprint *fp, FILE *out, int json);
    iff their texts do. And the value of key, 0 when absent. */
 int lks_fingerprint_json_next(const char **p, char *key, size_t nk, char *val, size_t nv);
 int lks_fingerprint_json_get(const char *json, const char *key, char *val, size_t nv);
+/* Prints the keys in which two stored fingerprints differ or that one lacks (a's keys in
+   order, then b's extra), each with both values labelled la and lb, or a line saying they
+   are the same; 'lockstep diff' and 'lockstep bisect' show them so. Returns how many. */
+int lks_fingerprint_json_diff(FILE *out, const char *fa, const char *fb, const char *la,
+                              const char *lb);
 
 #endif

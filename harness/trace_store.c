@@ -10,8 +10,10 @@
  *
  * A file is recognised by PRAGMA application_id (LKS_STORE_APP_ID) and its schema version
  * by PRAGMA user_version. Both are read before anything is written, so a file that is not
- * ours, or ours in another version, is refused untouched. Only a database with no tables
- * and both header fields zero (a missing or empty file) gets the schema.
+ * ours, or ours in a later version, is refused untouched. Only a database with no tables
+ * and both header fields zero (a missing or empty file) gets the schema; a file of an
+ * earlier version gets the tables added since, and keeps everything it holds (an older
+ * lockstep then refuses it, as it refuses any later version).
  *
  * Statements are prepared on first use and kept for the life of the store. Stat rows are
  * the bulk of the data (steps x ranks x tensors): their table is WITHOUT ROWID keyed
@@ -70,7 +72,11 @@ static int lks_sql_check(sqlite3 *db, int rc, const char *file, int line)
 	               db ? sqlite3_errmsg(db) : sqlite3_errstr(rc), file, line);
 }
 
-static const char lks_store_schema[] =
+/* The schema, one part per version: part v is what version v added to version v - 1. A new
+   file gets every part; a file of an earlier version gets the parts after its own, in one
+   transaction, so that upgrading adds tables and never changes or drops what is stored.
+   A part never changes once released. */
+static const char lks_schema_v1[] =
 	"CREATE TABLE suites (\n"
 	"	suite_id INTEGER PRIMARY KEY,\n"
 	"	command TEXT NOT NULL,\n"
@@ -139,7 +145,10 @@ static const char lks_store_schema[] =
 	"	message TEXT,\n"
 	"	time TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ', 'now'))\n"
 	");\n"
-	"CREATE INDEX events_by_run ON events (run_id);\n"
+	"CREATE INDEX events_by_run ON events (run_id);\n";
+
+/* 2: check verdicts */
+static const char lks_schema_v2[] =
 	"CREATE TABLE checks (\n"
 	"	check_id INTEGER PRIMARY KEY,\n"
 	"	suite_id INTEGER REFERENCES suites (suite_id),\n"
@@ -163,6 +172,37 @@ static const char lks_store_schema[] =
 	"	time TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ', 'now'))\n"
 	");\n"
 	"CREATE INDEX checks_by_suite ON checks (suite_id);\n";
+
+/* 3: probes of 'lockstep matrix|bisect|reduce', each a child 'lockstep check' under a combo */
+static const char lks_schema_v3[] =
+	"CREATE TABLE probe_sessions (\n"
+	"	session_id INTEGER PRIMARY KEY,\n"
+	"	kind TEXT NOT NULL CHECK (kind IN ('matrix', 'bisect', 'reduce')),\n"
+	"	command TEXT NOT NULL,          -- the command line\n"
+	"	combos TEXT,                    -- the combos file\n"
+	"	result TEXT,                    -- in words; NULL: none (yet)\n"
+	"	started TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ', 'now')),\n"
+	"	finished TEXT\n"
+	");\n"
+	"CREATE TABLE probes (\n"
+	"	probe_id INTEGER PRIMARY KEY,\n"
+	"	session_id INTEGER NOT NULL REFERENCES probe_sessions (session_id),\n"
+	"	combo TEXT NOT NULL,            -- a combo's name, or what reduce applied\n"
+	"	cases TEXT NOT NULL,            -- the case arguments, blank-separated\n"
+	"	check_name TEXT,                -- NULL: every check of the cases\n"
+	"	outcome TEXT NOT NULL CHECK (outcome IN ('good', 'bad', 'skip', 'crash', 'timeout')),\n"
+	"	exit_code INTEGER,              -- NULL: ended by a signal\n"
+	"	signal INTEGER,                 -- NULL: it exited\n"
+	"	seconds REAL NOT NULL,\n"
+	"	suite_id INTEGER REFERENCES suites (suite_id),  -- what it stored; NULL: nothing\n"
+	"	output TEXT,                    -- the end of what it printed\n"
+	"	started TEXT NOT NULL\n"
+	");\n"
+	"CREATE INDEX probes_by_session ON probes (session_id);\n";
+
+static const char *const lks_store_schema[LKS_STORE_SCHEMA_VERSION + 1] = {
+	[1] = lks_schema_v1, [2] = lks_schema_v2, [3] = lks_schema_v3,
+};
 
 enum lks_q {
 	LKS_Q_BEGIN,
@@ -190,6 +230,13 @@ enum lks_q {
 	LKS_Q_CHECK,
 	LKS_Q_GET_CHECKS,
 	LKS_Q_GET_ALL_CHECKS,
+	LKS_Q_SESSION,
+	LKS_Q_END_SESSION,
+	LKS_Q_PROBE,
+	LKS_Q_GET_PROBES,
+	LKS_Q_GET_ALL_PROBES,
+	LKS_Q_LAST_SUITE,
+	LKS_Q_COMBO_SUITE,
 	LKS_Q_COUNT
 };
 
@@ -198,6 +245,8 @@ enum lks_q {
 #define LKS_STEP_COLS "step, rank, loss, grad_norm, lr, step_time, nonfinite"
 #define LKS_CHECK_COLS "suite_id, case_name, check_name, kind, run_a, run_b, verdict, step, " \
 	"rank, tensor, field, value_a, value_b, abs_err, rel_err, ulp, message"
+#define LKS_PROBE_COLS "session_id, combo, cases, check_name, outcome, exit_code, signal, " \
+	"seconds, suite_id, output, started"
 
 static const char *const lks_sql[LKS_Q_COUNT] = {
 	[LKS_Q_BEGIN] = "BEGIN IMMEDIATE",
@@ -241,6 +290,18 @@ static const char *const lks_sql[LKS_Q_COUNT] = {
 	                     "ORDER BY check_id",
 	[LKS_Q_GET_ALL_CHECKS] = "SELECT check_id, " LKS_CHECK_COLS " FROM checks "
 	                         "ORDER BY check_id",
+	[LKS_Q_SESSION] = "INSERT INTO probe_sessions (kind, command, combos) VALUES (?1, ?2, ?3)",
+	[LKS_Q_END_SESSION] = "UPDATE probe_sessions SET result = ?2, "
+	                      "finished = strftime('%Y-%m-%dT%H:%M:%fZ', 'now') "
+	                      "WHERE session_id = ?1",
+	[LKS_Q_PROBE] = "INSERT INTO probes (" LKS_PROBE_COLS ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, "
+	                "?7, ?8, ?9, ?10, ?11)",
+	[LKS_Q_GET_PROBES] = "SELECT probe_id, " LKS_PROBE_COLS " FROM probes WHERE session_id = ?1 "
+	                     "ORDER BY probe_id",
+	[LKS_Q_GET_ALL_PROBES] = "SELECT probe_id, " LKS_PROBE_COLS " FROM probes ORDER BY probe_id",
+	[LKS_Q_LAST_SUITE] = "SELECT coalesce(max(suite_id), 0) FROM suites",
+	[LKS_Q_COMBO_SUITE] = "SELECT coalesce(max(suite_id), 0) FROM runs "
+	                      "WHERE combo = ?1 AND suite_id > ?2",
 };
 
 struct lks_store {
@@ -369,21 +430,25 @@ static int lks_store_header(sqlite3 *db, int64_t *app, int64_t *version, int64_t
 	return rc;
 }
 
-enum lks_store_kind { LKS_FILE_NEW, LKS_FILE_OURS };
+/* NEW: a missing or empty file; OLD: ours, of an earlier schema version; OURS: current. */
+enum lks_store_kind { LKS_FILE_NEW, LKS_FILE_OLD, LKS_FILE_OURS };
 
-/* What the file holds, read without writing; refuses what is not ours or not this version. */
-static int lks_store_inspect(sqlite3 *db, const char *path, enum lks_store_kind *kind)
+/* What the file holds, read without writing; refuses what is not ours or of a later
+   version. *version: the file's schema version (0 for a new file). */
+static int lks_store_inspect(sqlite3 *db, const char *path, enum lks_store_kind *kind,
+                             int64_t *version)
 {
-	int64_t app = 0, version = 0, tables = 0;
+	int64_t app = 0, tables = 0;
 	int rc;
 
-	rc = lks_store_header(db, &app, &version, &tables);
+	*version = 0;
+	rc = lks_store_header(db, &app, version, &tables);
 	if (rc == SQLITE_NOTADB)
 		return lks_err("'%s' is not a lockstep database (not an SQLite file)", path),
 		       LKS_STORE_BAD_FILE;
 	if (rc)
 		return lks_err("cannot read '%s': %s", path, sqlite3_errstr(rc));
-	if (app == 0 && version == 0 && tables == 0) {
+	if (app == 0 && *version == 0 && tables == 0) {
 		*kind = LKS_FILE_NEW;
 		return 0;
 	}
@@ -391,40 +456,51 @@ static int lks_store_inspect(sqlite3 *db, const char *path, enum lks_store_kind 
 		return lks_err("'%s' is not a lockstep database (an SQLite database of another "
 		               "program: application_id %lld, %lld schema entries)", path, (long long)app,
 		               (long long)tables), LKS_STORE_BAD_FILE;
-	if (version != LKS_STORE_SCHEMA_VERSION)
-		return lks_err("'%s' has trace schema version %lld; this lockstep reads version %d",
-		               path, (long long)version, LKS_STORE_SCHEMA_VERSION), LKS_STORE_BAD_FILE;
-	*kind = LKS_FILE_OURS;
+	if (*version < 1 || *version > LKS_STORE_SCHEMA_VERSION)
+		return lks_err("'%s' has trace schema version %lld; this lockstep reads versions 1 to "
+		               "%d (a later lockstep wrote it?)", path, (long long)*version,
+		               LKS_STORE_SCHEMA_VERSION), LKS_STORE_BAD_FILE;
+	*kind = *version < LKS_STORE_SCHEMA_VERSION ? LKS_FILE_OLD : LKS_FILE_OURS;
 	return 0;
 }
 
-/* Creates the schema of a new file, unless another process did it first: the check is
-   repeated under the write lock. */
+/* The schema parts after version 'from', and the header fields saying so. */
+static int lks_store_upgrade(sqlite3 *db, const char *path, int64_t from)
+{
+	char pragmas[128], *msg = NULL;
+	int rc = 0;
+
+	snprintf(pragmas, sizeof(pragmas), "PRAGMA application_id = %d; PRAGMA user_version = %d;",
+	         LKS_STORE_APP_ID, LKS_STORE_SCHEMA_VERSION);
+	for (int64_t v = from + 1; !rc && v <= LKS_STORE_SCHEMA_VERSION; v++)
+		if (sqlite3_exec(db, lks_store_schema[v], NULL, NULL, &msg) != SQLITE_OK)
+			rc = lks_err("cannot add schema version %lld to '%s': %s", (long long)v, path,
+			             msg ? msg : "?");
+	if (!rc && sqlite3_exec(db, pragmas, NULL, NULL, &msg) != SQLITE_OK)
+		rc = lks_err("cannot set the schema version of '%s': %s", path, msg ? msg : "?");
+	sqlite3_free(msg);
+	return rc;
+}
+
+/* Creates the schema of a new file, or adds what a file of an earlier version lacks,
+   unless another process did it first: the file is inspected again under the write lock. */
 static int lks_store_create(sqlite3 *db, const char *path)
 {
 	enum lks_store_kind kind;
-	char *msg = NULL;
-	char pragmas[128];
+	int64_t version;
 	int rc = -1;
 
 	if (LKS_SQL(db, sqlite3_exec(db, "BEGIN IMMEDIATE", NULL, NULL, NULL)) < 0)
 		return -1;
-	if (lks_store_inspect(db, path, &kind))
+	if ((rc = lks_store_inspect(db, path, &kind, &version)) != 0)
 		goto out;
-	if (kind == LKS_FILE_NEW) {
-		snprintf(pragmas, sizeof(pragmas), "PRAGMA application_id = %d; PRAGMA user_version = %d;",
-		         LKS_STORE_APP_ID, LKS_STORE_SCHEMA_VERSION);
-		if (sqlite3_exec(db, lks_store_schema, NULL, NULL, &msg) != SQLITE_OK
-		    || sqlite3_exec(db, pragmas, NULL, NULL, &msg) != SQLITE_OK) {
-			lks_err("cannot create the schema in '%s': %s", path, msg ? msg : "?");
-			goto out;
-		}
-	}
+	rc = -1;
+	if (kind != LKS_FILE_OURS && lks_store_upgrade(db, path, version))
+		goto out;
 	if (LKS_SQL(db, sqlite3_exec(db, "COMMIT", NULL, NULL, NULL)) < 0)
 		goto out;
 	rc = 0;
 out:
-	sqlite3_free(msg);
 	if (rc && !sqlite3_get_autocommit(db))
 		sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
 	return rc;
@@ -576,6 +652,7 @@ int lks_store_open(const char *path, lks_store **out)
 	lks_store *s = NULL;
 	sqlite3 *db = NULL;
 	enum lks_store_kind kind;
+	int64_t version;
 	int rc = -1;
 
 	*out = NULL;
@@ -587,11 +664,11 @@ int lks_store_open(const char *path, lks_store **out)
 	sqlite3_extended_result_codes(db, 0);
 	sqlite3_busy_timeout(db, LKS_STORE_BUSY_MS);
 	/* read first: nothing may be written to a file we will refuse */
-	if ((rc = lks_store_inspect(db, path, &kind)) != 0)
+	if ((rc = lks_store_inspect(db, path, &kind, &version)) != 0)
+		goto out;
+	if (kind != LKS_FILE_OURS && (rc = lks_store_create(db, path)) != 0)
 		goto out;
 	rc = -1;
-	if (kind == LKS_FILE_NEW && lks_store_create(db, path))
-		goto out;
 	if (lks_store_configure(db, path))
 		goto out;
 	s = calloc(1, sizeof(*s));
@@ -1264,6 +1341,139 @@ int lks_store_get_checks(lks_store *s, int64_t suite_id,
 	if (rc == 0 && r < 0)
 		rc = -1;
 	sqlite3_reset(st);
+	return rc;
+}
+
+/* ---- probes of matrix, bisect and reduce ---- */
+
+int lks_store_begin_session(lks_store *s, const char *kind, const char *command,
+                            const char *combos, int64_t *session_id)
+{
+	sqlite3_stmt *st;
+	int rc;
+
+	if (lks_store_stmt(s, LKS_Q_SESSION, &st))
+		return -1;
+	lks_bind_text(st, 1, kind);
+	lks_bind_text(st, 2, command ? command : "");
+	lks_bind_text(st, 3, combos);
+	rc = lks_store_done(s, st);
+	sqlite3_clear_bindings(st);
+	if (rc)
+		return -1;
+	*session_id = sqlite3_last_insert_rowid(s->db);
+	return 0;
+}
+
+int lks_store_end_session(lks_store *s, int64_t session_id, const char *result)
+{
+	sqlite3_stmt *st;
+	int rc;
+
+	if (lks_store_stmt(s, LKS_Q_END_SESSION, &st))
+		return -1;
+	sqlite3_bind_int64(st, 1, session_id);
+	lks_bind_text(st, 2, result);
+	rc = lks_store_done(s, st);
+	sqlite3_clear_bindings(st);
+	return rc;
+}
+
+int lks_store_probe(lks_store *s, const lks_probe_rec *r, int64_t *probe_id)
+{
+	sqlite3_stmt *st;
+	int rc;
+
+	if (!r->combo || !r->cases || !r->outcome || !r->started)
+		return lks_err("'%s': a probe needs a combo, cases, an outcome and a start time",
+		               lks_store_path(s));
+	if (lks_store_stmt(s, LKS_Q_PROBE, &st))
+		return -1;
+	sqlite3_bind_int64(st, 1, r->session_id);
+	lks_bind_text(st, 2, r->combo);
+	lks_bind_text(st, 3, r->cases);
+	lks_bind_text(st, 4, r->check_name);
+	lks_bind_text(st, 5, r->outcome);
+	lks_bind_index(st, 6, r->exit_code);
+	if (r->signal > 0)
+		sqlite3_bind_int(st, 7, r->signal);
+	else
+		sqlite3_bind_null(st, 7);
+	lks_bind_real(st, 8, r->seconds);
+	lks_bind_id(st, 9, r->suite_id);
+	lks_bind_text(st, 10, r->output);
+	lks_bind_text(st, 11, r->started);
+	rc = lks_store_done(s, st);
+	/* the strings are SQLITE_STATIC: drop them before the caller's memory goes */
+	sqlite3_clear_bindings(st);
+	if (!rc && probe_id)
+		*probe_id = sqlite3_last_insert_rowid(s->db);
+	return rc;
+}
+
+int lks_store_get_probes(lks_store *s, int64_t session_id,
+                         int (*fn)(void *arg, const lks_probe_rec *rec), void *arg)
+{
+	sqlite3_stmt *st;
+	int rc = 0, r;
+
+	if (lks_store_stmt(s, session_id > 0 ? LKS_Q_GET_PROBES : LKS_Q_GET_ALL_PROBES, &st))
+		return -1;
+	if (session_id > 0)
+		sqlite3_bind_int64(st, 1, session_id);
+	while (rc == 0 && (r = LKS_SQL(s->db, sqlite3_step(st))) == SQLITE_ROW) {
+		lks_probe_rec p = {
+			.probe_id = sqlite3_column_int64(st, 0),
+			.session_id = sqlite3_column_int64(st, 1),
+			.combo = lks_column_text(st, 2),
+			.cases = lks_column_text(st, 3),
+			.check_name = lks_column_text(st, 4),
+			.outcome = lks_column_text(st, 5),
+			.exit_code = lks_column_index(st, 6),
+			.signal = sqlite3_column_int(st, 7),
+			.seconds = lks_column_real(st, 8),
+			.suite_id = sqlite3_column_int64(st, 9),
+			.output = lks_column_text(st, 10),
+			.started = lks_column_text(st, 11),
+		};
+
+		rc = fn(arg, &p);
+	}
+	if (rc == 0 && r < 0)
+		rc = -1;
+	sqlite3_reset(st);
+	return rc;
+}
+
+/* The one integer a query returns. */
+static int lks_store_scalar(lks_store *s, sqlite3_stmt *st, int64_t *out)
+{
+	int r = LKS_SQL(s->db, sqlite3_step(st));
+
+	if (r == SQLITE_ROW)
+		*out = sqlite3_column_int64(st, 0);
+	sqlite3_reset(st);
+	return r == SQLITE_ROW ? 0 : -1;
+}
+
+int lks_store_last_suite(lks_store *s, int64_t *suite_id)
+{
+	sqlite3_stmt *st;
+
+	return lks_store_stmt(s, LKS_Q_LAST_SUITE, &st) ? -1 : lks_store_scalar(s, st, suite_id);
+}
+
+int lks_store_combo_suite(lks_store *s, const char *combo, int64_t after, int64_t *suite_id)
+{
+	sqlite3_stmt *st;
+	int rc;
+
+	if (lks_store_stmt(s, LKS_Q_COMBO_SUITE, &st))
+		return -1;
+	lks_bind_text(st, 1, combo);
+	sqlite3_bind_int64(st, 2, after);
+	rc = lks_store_scalar(s, st, suite_id);
+	sqlite3_clear_bindings(st);
 	return rc;
 }
 

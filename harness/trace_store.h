@@ -13,6 +13,11 @@
  *            all-reduce (step, rank, tensor)
  *   checks   per suite and case: each check's verdict and, for a failure, its divergence
  *            (step, rank, tensor, field, values on both sides, errors); harness/check.h
+ *   probe_sessions  one 'lockstep matrix|bisect|reduce': kind, command line, combos file,
+ *            the result in words
+ *   probes   per session: each child 'lockstep check' under a combo (harness/probe.h): the
+ *            combo, cases, outcome (good, bad, skip, crash, timeout), exit code or signal,
+ *            seconds, the suite it stored, the end of its output
  * A run is inserted with status 'incomplete' and set to 'complete' only when its last step
  * is stored, so a run killed at any moment stays 'incomplete' and earlier runs are intact.
  */
@@ -87,8 +92,9 @@ int lks_store_end_run(lks_store *s, int64_t run_id, const char *status);
  * value to stop the walk, which then returns that value. */
 
 /* The schema version this build reads and writes (PRAGMA user_version). */
-/* 2: the checks table. */
-#define LKS_STORE_SCHEMA_VERSION 2
+/* 2: the checks table. 3: probe_sessions and probes. A file of an earlier version is
+   upgraded when opened: the tables added since are created, nothing else changes. */
+#define LKS_STORE_SCHEMA_VERSION 3
 
 typedef struct lks_run_rec {
 	int64_t run_id;
@@ -168,6 +174,38 @@ int lks_store_check(lks_store *s, const lks_check_rec *rec);
    back as LKS_VALUE_NONE. */
 int lks_store_get_checks(lks_store *s, int64_t suite_id,
                          int (*fn)(void *arg, const lks_check_rec *rec), void *arg);
+
+/* ---- probes (lockstep matrix, bisect, reduce; harness/probe.h) ---- */
+
+typedef struct lks_probe_rec {
+	int64_t probe_id;         /* read-back only */
+	int64_t session_id;
+	const char *combo;        /* a combo's name, or what reduce applied to one */
+	const char *cases;        /* the case arguments, blank-separated */
+	const char *check_name;   /* NULL: every check */
+	const char *outcome;      /* good, bad, skip, crash, timeout */
+	int exit_code;            /* -1: none (ended by a signal) */
+	int signal;               /* 0: none (it exited) */
+	double seconds;
+	int64_t suite_id;         /* the suite the probe stored; 0: none */
+	const char *output;       /* the end of what it printed; may be NULL */
+	const char *started;      /* ISO 8601 UTC */
+} lks_probe_rec;
+
+/* kind: "matrix", "bisect" or "reduce"; command: the command line; combos: the file. */
+int lks_store_begin_session(lks_store *s, const char *kind, const char *command,
+                            const char *combos, int64_t *session_id);
+/* The session's result in words (NULL: none) and its end time. */
+int lks_store_end_session(lks_store *s, int64_t session_id, const char *result);
+/* Stores one probe (probe_id is ignored); *probe_id may be NULL. */
+int lks_store_probe(lks_store *s, const lks_probe_rec *rec, int64_t *probe_id);
+/* The probes of a session (all sessions when session_id <= 0) in the order they were stored. */
+int lks_store_get_probes(lks_store *s, int64_t session_id,
+                         int (*fn)(void *arg, const lks_probe_rec *rec), void *arg);
+/* The latest suite (0: none), and the latest suite after 'after' with a run of combo (0:
+   none): the suite a probe stored, as the probe's process does not say. */
+int lks_store_last_suite(lks_store *s, int64_t *suite_id);
+int lks_store_combo_suite(lks_store *s, const char *combo, int64_t after, int64_t *suite_id);
 
 /* The connection, for ad-hoc read-only SQL (reports, tests); owned by the store. */
 struct sqlite3 *lks_store_db(lks_store *s);

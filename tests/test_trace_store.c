@@ -279,7 +279,7 @@ static void raw_exec(const char *path, const char *sql)
 Test(trace_store, creates_schema_with_version)
 {
 	static const char *const tables[] = { "suites", "runs", "tensors", "steps", "stats", "events",
-	                                      "checks" };
+	                                      "checks", "probe_sessions", "probes" };
 	char path[512], mode[16], sql[128];
 	lks_store *s;
 
@@ -287,7 +287,7 @@ Test(trace_store, creates_schema_with_version)
 	path_in_tmp(path, sizeof(path), "new.db");
 	cr_assert_eq(lks_store_open(path, &s), 0, "%s", lks_errmsg());
 	cr_assert_eq(sql_int(s, "PRAGMA user_version"), LKS_STORE_SCHEMA_VERSION);
-	cr_assert_eq(LKS_STORE_SCHEMA_VERSION, 2);
+	cr_assert_eq(LKS_STORE_SCHEMA_VERSION, 3);
 	cr_assert_neq(sql_int(s, "PRAGMA application_id"), 0);
 	for (size_t i = 0; i < sizeof(tables) / sizeof(tables[0]); i++) {
 		snprintf(sql, sizeof(sql), "SELECT count(*) FROM sqlite_master WHERE type = 'table' "
@@ -308,7 +308,7 @@ Test(trace_store, creates_schema_with_version)
 
 	/* opening again neither fails nor adds anything */
 	cr_assert_eq(lks_store_open(path, &s), 0, "%s", lks_errmsg());
-	cr_assert_eq(sql_int(s, "SELECT count(*) FROM sqlite_master WHERE type = 'table'"), 7);
+	cr_assert_eq(sql_int(s, "SELECT count(*) FROM sqlite_master WHERE type = 'table'"), 9);
 	lks_store_close(s);
 	rm_tmp();
 }
@@ -412,12 +412,144 @@ Test(trace_store, refuses_other_schema_version)
 	cr_assert_eq(lks_store_begin_run(s, &info, &run), 0, "%s", lks_errmsg());
 	lks_store_close(s);
 	/* as a later lockstep would leave it */
-	raw_exec(path, "PRAGMA user_version = 3");
+	raw_exec(path, "PRAGMA user_version = 4");
+	cr_assert_eq(LKS_STORE_SCHEMA_VERSION, 3, "make the version above a later one");
 	before = take(path);
 	cr_assert_eq(lks_store_open(path, &s), LKS_STORE_BAD_FILE);
-	cr_assert(strstr(lks_errmsg(), path) && strstr(lks_errmsg(), "version 3"), "%s",
+	cr_assert(strstr(lks_errmsg(), path) && strstr(lks_errmsg(), "version 4"), "%s",
 	          lks_errmsg());
 	expect_unchanged(path, before);
+	rm_tmp();
+}
+
+/* ---- upgrading a file of an earlier version ---- */
+
+/* A database as version 'version' of lockstep left it, holding one complete run of 2 steps:
+   written by this build, then the tables of later versions dropped. */
+static void make_old_db(const char *path, int version, int64_t *run)
+{
+	lks_run_info info = run_info("bf16", 2);
+	lks_store *s;
+
+	cr_assert_eq(lks_store_open(path, &s), 0, "%s", lks_errmsg());
+	cr_assert_eq(lks_store_begin_run(s, &info, run), 0, "%s", lks_errmsg());
+	put_tensors(s, *run, 10);
+	put_steps(s, *run, 0, 2, 10);
+	cr_assert_eq(lks_store_end_run(s, *run, "complete"), 0, "%s", lks_errmsg());
+	lks_store_close(s);
+	raw_exec(path, "DROP TABLE probes; DROP TABLE probe_sessions;");
+	if (version < 2)
+		raw_exec(path, "DROP TABLE checks;");
+	raw_exec(path, version < 2 ? "PRAGMA user_version = 1" : "PRAGMA user_version = 2");
+}
+
+Test(trace_store, earlier_version_is_upgraded_keeping_everything)
+{
+	for (int version = 1; version <= 2; version++) {
+		char path[512];
+		lks_store *s;
+		int64_t run;
+
+		mkdir_tmp();
+		path_in_tmp(path, sizeof(path), "old.db");
+		make_old_db(path, version, &run);
+		cr_assert_eq(lks_store_open(path, &s), 0, "version %d: %s", version, lks_errmsg());
+		cr_assert_eq(sql_int(s, "PRAGMA user_version"), LKS_STORE_SCHEMA_VERSION);
+		cr_assert_eq(sql_int(s, "SELECT count(*) FROM sqlite_master WHERE type = 'table' "
+		                        "AND name IN ('checks', 'probe_sessions', 'probes')"), 3);
+		expect_status(s, run, "complete");
+		check_steps(s, run, 0, 2, 10);
+		cr_assert_eq(count(s, run, LKS_TABLE_TENSORS), 10);
+		/* and the new tables take rows */
+		int64_t session;
+		cr_assert_eq(lks_store_begin_session(s, "bisect", "lockstep bisect", "c.ini", &session),
+		             0, "%s", lks_errmsg());
+		lks_store_close(s);
+		rm_tmp();
+	}
+}
+
+struct probes_seen {
+	int n;
+	lks_probe_rec rec[3];
+	char combo[3][32], outcome[3][16], output[3][32];
+};
+
+static int see_probe(void *arg, const lks_probe_rec *p)
+{
+	struct probes_seen *seen = arg;
+	int i = seen->n++;
+
+	if (i >= 3)
+		return 0;
+	seen->rec[i] = *p;
+	snprintf(seen->combo[i], 32, "%s", p->combo);
+	snprintf(seen->outcome[i], 16, "%s", p->outcome);
+	snprintf(seen->output[i], 32, "%s", p->output ? p->output : "(null)");
+	seen->rec[i].check_name = p->check_name ? "set" : NULL;  /* the text goes with the row */
+	return 0;
+}
+
+Test(trace_store, probes_read_back_per_session)
+{
+	char path[512];
+	lks_store *s;
+	int64_t s1, s2, suite, id, last, found;
+	lks_probe_rec good = { .combo = "cuda-12.4", .cases = "cases/a.ini", .outcome = "good",
+		.exit_code = 0, .seconds = 1.25, .output = "ok", .started = "2024-05-01T00:00:00Z" };
+	lks_probe_rec hung = { .combo = "cuda-12.5", .cases = "cases/a.ini", .check_name = "finite",
+		.outcome = "timeout", .exit_code = -1, .signal = SIGKILL, .seconds = 600.5,
+		.started = "2024-05-01T00:00:02Z" };
+
+	mkdir_tmp();
+	path_in_tmp(path, sizeof(path), "probes.db");
+	cr_assert_eq(lks_store_open(path, &s), 0, "%s", lks_errmsg());
+	cr_assert_eq(lks_store_begin_session(s, "matrix", "lockstep matrix", "c.ini", &s1), 0, "%s",
+	             lks_errmsg());
+	cr_assert_eq(lks_store_begin_session(s, "bisect", "lockstep bisect", "c.ini", &s2), 0, "%s",
+	             lks_errmsg());
+	cr_assert_eq(lks_store_last_suite(s, &last), 0, "%s", lks_errmsg());
+	cr_assert_eq(last, 0, "no suite yet");
+	cr_assert_eq(lks_store_begin_suite(s, "lockstep check", &suite), 0, "%s", lks_errmsg());
+	lks_run_info info = run_info("bf16", 2);
+	info.suite_id = suite;
+	info.combo = "cuda-12.4";
+	cr_assert_eq(lks_store_begin_run(s, &info, &id), 0, "%s", lks_errmsg());
+	cr_assert_eq(lks_store_combo_suite(s, "cuda-12.4", 0, &found), 0, "%s", lks_errmsg());
+	cr_assert_eq(found, suite);
+	cr_assert_eq(lks_store_combo_suite(s, "cuda-12.4", suite, &found), 0, "%s", lks_errmsg());
+	cr_assert_eq(found, 0, "nothing after the suite");
+	cr_assert_eq(lks_store_combo_suite(s, "cuda-12.5", 0, &found), 0, "%s", lks_errmsg());
+	cr_assert_eq(found, 0, "no run of that combo");
+
+	good.session_id = s1;
+	good.suite_id = suite;
+	hung.session_id = s2;
+	cr_assert_eq(lks_store_probe(s, &good, &id), 0, "%s", lks_errmsg());
+	cr_assert_eq(lks_store_probe(s, &hung, NULL), 0, "%s", lks_errmsg());
+	good.outcome = "rotten";  /* not an outcome: the table refuses it */
+	cr_assert_neq(lks_store_probe(s, &good, NULL), 0);
+	cr_assert_eq(lks_store_end_session(s, s2, "first bad: cuda-12.5"), 0, "%s", lks_errmsg());
+	lks_store_close(s);
+
+	cr_assert_eq(lks_store_open(path, &s), 0, "%s", lks_errmsg());
+	struct probes_seen one = { 0 }, all = { 0 };
+	cr_assert_eq(lks_store_get_probes(s, s2, see_probe, &one), 0, "%s", lks_errmsg());
+	cr_assert_eq(one.n, 1);
+	cr_assert_str_eq(one.combo[0], "cuda-12.5");
+	cr_assert_str_eq(one.outcome[0], "timeout");
+	cr_assert(one.rec[0].exit_code == -1 && one.rec[0].signal == SIGKILL
+	          && one.rec[0].seconds == 600.5 && one.rec[0].suite_id == 0
+	          && one.rec[0].check_name != NULL);
+	cr_assert_str_eq(one.output[0], "(null)");
+	cr_assert_eq(lks_store_get_probes(s, 0, see_probe, &all), 0, "%s", lks_errmsg());
+	cr_assert_eq(all.n, 2);
+	cr_assert(all.rec[0].probe_id == id && all.rec[0].exit_code == 0 && all.rec[0].signal == 0
+	          && all.rec[0].suite_id == suite && all.rec[0].check_name == NULL);
+	cr_assert_str_eq(all.output[0], "ok");
+	cr_assert_eq(sql_int(s, "SELECT count(*) FROM probe_sessions WHERE finished IS NOT NULL "
+	                        "AND result = 'first bad: cuda-12.5'"), 1);
+	lks_store_close(s);
 	rm_tmp();
 }
 

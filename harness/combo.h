@@ -1,0 +1,93 @@
+/*
+ * combo.h: combos (DESIGN.md, Concepts): named environments in which 'lockstep matrix',
+ * 'bisect' and 'reduce' probe cases. A combos file is INI:
+ *
+ *   [combo cuda-12.4]                     ; sections in the order they are to be bisected
+ *   description = the driver of the fleet ; for people, never compared
+ *   env.NCCL_ALGO = Ring                  ; set in the probe's environment
+ *   unset.CUBLAS_WORKSPACE_CONFIG =       ; removed from it (the value must be empty)
+ *   library_path = /opt/cuda-12.4/lib64   ; DIR[:DIR], prepended to LD_LIBRARY_PATH
+ *   set.run.fp8.recipe = fp8_tensorwise   ; a case override: --set run.fp8.recipe=...
+ *
+ * A probe's environment is lockstep's own, then each unset.VAR removed, each env.VAR set,
+ * and library_path put in front of LD_LIBRARY_PATH (after env.LD_LIBRARY_PATH, if the
+ * combo sets that too). Each combo stands alone: nothing is inherited from the one above.
+ *
+ * What a combo says about one thing is an item, and the thing is its target: "env.VAR" (set
+ * or unset alike: one variable), "library_path", or "set.SECTION.KEY". Two combos differ in
+ * the targets one of them lacks or where their items differ; reduce applies a subset of
+ * such differences to one combo (lks_combo_apply).
+ */
+#ifndef LKS_HARNESS_COMBO_H
+#define LKS_HARNESS_COMBO_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define LKS_COMBO_NAME_MAX 64
+
+typedef enum lks_combo_kind {
+	LKS_COMBO_ENV = 0,        /* env.VAR = value */
+	LKS_COMBO_UNSET,          /* unset.VAR = */
+	LKS_COMBO_LIBRARY_PATH,   /* library_path = DIR[:DIR] */
+	LKS_COMBO_SET,            /* set.SECTION.KEY = value */
+} lks_combo_kind;
+
+typedef struct lks_combo_item {
+	lks_combo_kind kind;
+	char *target;             /* "env.VAR" (env and unset alike), "library_path", "set.S.K" */
+	char *value;              /* "" for unset */
+	int line;                 /* in the combos file; 0: made by lks_combo_apply */
+} lks_combo_item;
+
+typedef struct lks_combo {
+	char *name;
+	lks_combo_item *items;    /* in file order */
+	int nitems;
+	int line;                 /* of the [combo NAME] header; 0: made by lks_combo_apply */
+} lks_combo;
+
+typedef struct lks_combos {
+	char *path;
+	lks_combo *combos;        /* in file order */
+	int n;
+} lks_combos;
+
+/* Reads a combos file. Every mistake is an error (lks_err) naming "file:line": unknown
+   keys, a key given twice in one combo, a repeated combo name, a bad variable name, a value
+   given to unset; a file without combos is one too. On error *out is empty. */
+int lks_combos_load(const char *path, lks_combos *out);
+void lks_combos_release(lks_combos *c);
+/* The combo called name, or NULL. */
+const lks_combo *lks_combos_find(const lks_combos *c, const char *name);
+
+void lks_combo_release(lks_combo *c);
+
+/* The item as a line of the file would say it: "env.X = 1", "unset.X", "library_path = D",
+   "set.s.k = v"; truncated to n bytes. */
+void lks_combo_item_str(const lks_combo_item *it, char *buf, size_t n);
+
+/* One target in which two combos differ: the item of each side, NULL where it lacks one. */
+typedef struct lks_combo_change {
+	const char *target;
+	const lks_combo_item *a, *b;
+} lks_combo_change;
+
+/* The targets in which a and b differ: a's in its order, then those only b has. At most
+   LKS_COMBO_CHANGES_MAX (a subset is a bit mask); more is an error. The changes point into
+   a and b. Free *out. */
+#define LKS_COMBO_CHANGES_MAX 64
+int lks_combo_diff(const lks_combo *a, const lks_combo *b, lks_combo_change **out, int *n);
+
+/* a with the changes whose bit is set in mask applied: each such target takes b's item, or
+   is dropped where b has none. name: the new combo's name (copied). */
+int lks_combo_apply(const lks_combo *a, const lks_combo_change *ch, int n, uint64_t mask,
+                    const char *name, lks_combo *out);
+
+/* The environment of a probe under c: base (NULL-terminated "VAR=value" strings, e.g.
+   environ) with c's items applied as this header's comment says. *out is NULL-terminated,
+   every string and the array malloc'd; free with lks_strv_free. */
+int lks_combo_environ(const lks_combo *c, char *const *base, char ***out);
+void lks_strv_free(char **v);
+
+#endif
