@@ -321,6 +321,20 @@ int lks_combo_diff(const lks_combo *a, const lks_combo *b, lks_combo_change **ou
 	return 0;
 }
 
+static const char *lks_side(const lks_combo_item *it)
+{
+	return !it ? "(absent)" : it->kind == LKS_COMBO_UNSET ? "(unset)" : it->value;
+}
+
+void lks_combo_print_changes(FILE *out, const lks_combo_change *ch, int n, uint64_t mask,
+                             const char *la, const char *lb)
+{
+	for (int i = 0; i < n; i++)
+		if (mask >> i & 1)
+			fprintf(out, "  %-22s %s: %s\n  %-22s %s: %s\n", ch[i].target, la,
+			        lks_side(ch[i].a), "", lb, lks_side(ch[i].b));
+}
+
 /* The change of target in ch[0..n) whose bit is set in mask, or NULL. */
 static const lks_combo_change *lks_change_in(const lks_combo_change *ch, int n, uint64_t mask,
                                              const char *target)

@@ -23,6 +23,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #define LKS_COMBO_NAME_MAX 64
 
@@ -78,6 +79,12 @@ typedef struct lks_combo_change {
    a and b. Free *out. */
 #define LKS_COMBO_CHANGES_MAX 64
 int lks_combo_diff(const lks_combo *a, const lks_combo *b, lks_combo_change **out, int *n);
+
+/* Prints the changes whose bit is set in mask, each with both sides labelled la and lb
+   ("(absent)" where a combo does not say, "(unset)" for unset.VAR), in the layout of the
+   fingerprint differences (lks_fingerprint_json_diff). */
+void lks_combo_print_changes(FILE *out, const lks_combo_change *ch, int n, uint64_t mask,
+                             const char *la, const char *lb);
 
 /* a with the changes whose bit is set in mask applied: each such target takes b's item, or
    is dropped where b has none. name: the new combo's name (copied). */

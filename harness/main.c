@@ -26,6 +26,9 @@ static const struct lks_cmd lks_cmds[] = {
 	{ "golden", cmd_golden, "write golden files from the latest stored runs" },
 	{ "report", cmd_report, "write the HTML and Markdown report of a suite" },
 	{ "diff", cmd_diff, "first divergence and per-step maximum errors of two stored runs" },
+	{ "matrix", cmd_matrix, "every case under every combo of a combos file: a table of verdicts" },
+	{ "bisect", cmd_bisect, "the first bad combo of an ordered list, by binary search" },
+	{ "reduce", cmd_reduce, "the fewest differences between a good and a bad combo that fail" },
 };
 
 static const char lks_help[] =

@@ -337,9 +337,12 @@ lks_mark lks_probe_mark(const lks_probe_cfg *cfg, lks_outcome o)
 
 /* ---- the session ---- */
 
+static char *lks_join(const char *const *v, int n);
+
 int lks_probe_session_open(lks_probe_session *ps, const lks_probe_cfg *cfg, const char *kind,
-                           const char *command, FILE *out)
+                           int argc, char **argv, FILE *out)
 {
+	char *args, *command;
 	ssize_t n;
 	int rc;
 
@@ -354,7 +357,17 @@ int lks_probe_session_open(lks_probe_session *ps, const lks_probe_cfg *cfg, cons
 	ps->exe[n] = 0;
 	if ((rc = lks_store_open(cfg->db, &ps->store)) != 0)
 		return rc == LKS_STORE_BAD_FILE ? LKS_PROBE_BAD_INPUT : -1;
-	return lks_store_begin_session(ps->store, kind, command, cfg->combos_path, &ps->session_id);
+	args = lks_join((const char *const *)argv, argc);
+	command = malloc(strlen(args ? args : "") + 10);
+	if (!command) {
+		free(args);
+		return lks_err("out of memory");
+	}
+	sprintf(command, "lockstep %s", args ? args : "");
+	rc = lks_store_begin_session(ps->store, kind, command, cfg->combos_path, &ps->session_id);
+	free(args);
+	free(command);
+	return rc;
 }
 
 void lks_probe_session_close(lks_probe_session *ps, const char *result)

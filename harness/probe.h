@@ -102,10 +102,10 @@ typedef struct lks_probe_session {
 } lks_probe_session;
 
 /* Loads the combos file, finds this program, opens the database and begins a session of
-   kind ("matrix", "bisect", "reduce") for command (the command line). Fails with
-   LKS_PROBE_BAD_INPUT for a bad combos file or database, else -1. */
+   kind ("matrix", "bisect", "reduce") for the command argv (stored as its command line).
+   Fails with LKS_PROBE_BAD_INPUT for a bad combos file or database, else -1. */
 int lks_probe_session_open(lks_probe_session *ps, const lks_probe_cfg *cfg, const char *kind,
-                           const char *command, FILE *out);
+                           int argc, char **argv, FILE *out);
 /* Every case loads under c's overrides, and each --check names a check of some case:
    else LKS_PROBE_BAD_INPUT naming the combo's file:line. */
 int lks_probe_session_validate(lks_probe_session *ps, const lks_combo *c);
