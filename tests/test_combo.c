@@ -682,3 +682,76 @@ Test(combo, hanging_probe_is_killed_at_its_timeout_and_recorded, .timeout = 120)
 	cr_assert_eq(sql_int("h.db", "SELECT count(*) FROM runs WHERE combo = 'hangs'"), 0);
 	rm_tmp();
 }
+
+/* ---- ci/bisect-step: git bisect run's exit codes, over a stand-in project ---- */
+
+static const char stand_in_cmake[] =
+	"cmake_minimum_required(VERSION 3.22)\n"
+	"project(stand_in C)\n"
+	"add_executable(lockstep lockstep.c)\n";
+
+/* A lockstep whose 'check' prints its arguments and exits with $RC, or dies of SIGSEGV. */
+static const char stand_in_main[] =
+	"#include <signal.h>\n#include <stdio.h>\n#include <stdlib.h>\n#include <string.h>\n"
+	"int main(int argc, char **argv)\n{\n"
+	"	if (argc < 2 || strcmp(argv[1], \"check\"))\n		return 2;\n"
+	"	for (int i = 1; i < argc; i++)\n		printf(\"%s%s\", argv[i], i + 1 < argc ? \" \" : \"\\n\");\n"
+	"	if (!strcmp(getenv(\"RC\"), \"segv\"))\n		raise(SIGSEGV);\n"
+	"	return atoi(getenv(\"RC\"));\n}\n";
+
+/* Runs ci/bisect-step in tmpdir/repo with env; its exit code, and its output in out. */
+static int bisect_step(const char *env, char *out, size_t n)
+{
+	char cmd[2048], path[512];
+	FILE *f;
+	int status;
+	size_t len;
+
+	snprintf(cmd, sizeof(cmd), "cd '%s/repo' && env %s LKS_BISECT_BUILD=b bash '%s/ci/bisect-step' "
+	         "cases/x.ini --check finite > '%s/out.txt' 2>&1", tmpdir, env, LKS_SRC, tmpdir);
+	status = system(cmd);
+	cr_assert(WIFEXITED(status), "%s", cmd);
+	snprintf(path, sizeof(path), "%s/out.txt", tmpdir);
+	f = fopen(path, "r");
+	cr_assert_not_null(f);
+	len = fread(out, 1, n - 1, f);
+	out[len] = 0;
+	fclose(f);
+	return WEXITSTATUS(status);
+}
+
+Test(combo, bisect_step_exit_codes_for_git_bisect_run, .timeout = 300)
+{
+	static const struct { const char *env; int want; const char *says; } cases[] = {
+		{ "RC=0", 0, "good" },
+		{ "RC=1", 1, "bad" },
+		{ "RC=125", 125, "cannot test" },
+		{ "RC=2", 125, "lockstep exited 2" },    /* an old commit: no 'check' command */
+		{ "RC=segv", 125, "lockstep exited 139" },
+		{ "RC=segv LKS_ON_CRASH=bad", 1, "crashed (signal 11): bad" },
+	};
+	char out[8192], path[512], cmd[1024];
+
+	mkdir_tmp();
+	snprintf(cmd, sizeof(cmd), "mkdir '%s/repo' && cd '%s/repo' && git init -q", tmpdir, tmpdir);
+	cr_assert_eq(system(cmd), 0);
+	put_file("repo/CMakeLists.txt", stand_in_cmake, path, sizeof(path));
+	put_file("repo/lockstep.c", stand_in_main, path, sizeof(path));
+	snprintf(cmd, sizeof(cmd), "cd '%s/repo' && git add . && git -c user.name=t -c user.email=t@t "
+	         "commit -qm stand-in", tmpdir);
+	cr_assert_eq(system(cmd), 0);
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		cr_assert_eq(bisect_step(cases[i].env, out, sizeof(out)), cases[i].want, "%s:\n%s",
+		             cases[i].env, out);
+		cr_assert_not_null(strstr(out, cases[i].says), "%s:\n%s", cases[i].env, out);
+		/* the cases and options reach 'lockstep check', after a database of the step's own
+		   (a crashed stand-in never flushes what it printed) */
+		cr_assert(strstr(out, "check --db b/bisect-step.db --quiet cases/x.ini --check finite\n")
+		          || strstr(cases[i].env, "segv"), "%s:\n%s", cases[i].env, out);
+	}
+	/* a commit that does not build is skipped */
+	put_file("repo/lockstep.c", "this is not C\n", path, sizeof(path));
+	cr_assert_eq(bisect_step("RC=0", out, sizeof(out)), 125, "%s", out);
+	cr_assert_not_null(strstr(out, "the build failed"), "%s", out);
+	rm_tmp();
+}
