@@ -2,10 +2,11 @@
  * report.c: 'lockstep report' writes index.html and report.md of one suite (report.h).
  *
  * Everything is read back from the store: the runs of the suite and their per-step rows,
- * the check verdicts, and for the trend the runs of earlier suites. Plots: for each one a
- * data file (one block per run) and a script (terminal, output and variables, then the
- * template from reports/) go to a temporary folder, gnuplot runs as a child process with
- * terminal svg, and the SVG is inlined in the page and kept beside report.md.
+ * the check verdicts, per-tensor stats for the FP8 and heatmap plots (through run_trace,
+ * as the checks read them), and for the trend the runs of earlier suites. Plots: for each
+ * one a data file and a script (terminal, output and variables, then the template from
+ * reports/) go to a temporary folder, gnuplot runs as a child process with terminal svg,
+ * and the SVG is inlined in the page and kept beside report.md.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -21,7 +22,9 @@
 
 #include "harness/fingerprint.h"
 #include "harness/case.h"
+#include "harness/check.h"
 #include "harness/report.h"
+#include "harness/run_trace.h"
 #include "kernels/err.h"
 
 /* A run of the suite with its per-step means over ranks (loss, grad norm, step time). */
@@ -56,6 +59,37 @@ struct lks_report {
 static char *lks_dup(const char *s)
 {
 	return s ? strdup(s) : NULL;
+}
+
+/* A text built with stdio (open_memstream), read once it is done. */
+struct lks_text {
+	char *buf;
+	size_t len;
+	FILE *f;
+};
+
+static int lks_text_open(struct lks_text *t)
+{
+	t->buf = NULL;
+	t->f = open_memstream(&t->buf, &t->len);
+	return t->f ? 0 : lks_err("out of memory");
+}
+
+/* The text; NULL when it could not be kept (out of memory). */
+static const char *lks_text_done(struct lks_text *t)
+{
+	int bad = t->f && fclose(t->f) != 0;
+
+	t->f = NULL;
+	return bad || !t->buf ? NULL : t->buf;
+}
+
+static void lks_text_free(struct lks_text *t)
+{
+	if (t->f)
+		fclose(t->f);
+	free(t->buf);
+	memset(t, 0, sizeof(*t));
 }
 
 /* ---- escaping ---- */
@@ -375,58 +409,124 @@ static int lks_write_file(const char *path, const char *data, size_t len)
 	return ok ? 0 : lks_err("cannot write '%s'", path);
 }
 
-/*
- * One plot: data (blocks of "step value" lines, one per series) and vars (gnuplot
- * assignments) for the template kind.gp; the SVG goes inline into the page and to
- * dir/<case>_<kind>.svg for report.md. A plot that fails is said in the page.
- */
-static int lks_plot(struct lks_report *r, const char *case_name, const char *kind,
-                    const char *caption, const char *data, const char *vars)
-{
-	char safe[128], dat[400], gp[400], svg[400], out[600], tmpl[600], common[600], err[300];
-	char *text = NULL, *start;
-	size_t len = 0;
-	FILE *f;
-	int st;
+/* What one plot is: its template, where it goes, and the words around it. */
+struct lks_plot_spec {
+	const char *kind;         /* the template reports/<kind>.gp */
+	const char *tag;          /* NULL, or what tells plots of one kind in a case apart */
+	const char *title;        /* the heading above the plot */
+	const char *caption;      /* NULL, or a paragraph below it (a line in report.md) */
+	int height;               /* of the SVG in pixels; 0: 380 */
+};
 
-	lks_safe_name(safe, sizeof(safe), case_name);
-	snprintf(dat, sizeof(dat), "%s/%s_%s.dat", r->tmp, safe, kind);
-	snprintf(gp, sizeof(gp), "%s/%s_%s.gp", r->tmp, safe, kind);
-	snprintf(svg, sizeof(svg), "%s/%s_%s.svg", r->tmp, safe, kind);
-	snprintf(out, sizeof(out), "%s/%s_%s.svg", r->dir, safe, kind);
-	snprintf(tmpl, sizeof(tmpl), "%s/%s.gp", r->o->templates, kind);
+/* gnuplot's SVG terminal embeds 'with image' as a PNG of one pixel per cell, which a
+   viewer scaling it smooths into a blur: the cells of a heatmap must stay sharp, in the
+   page and in the SVG files beside report.md. */
+static char *lks_svg_sharp(const char *svg)
+{
+	static const char attr[] = "<image style='image-rendering:pixelated' ";
+	const char *p = svg, *q;
+	size_t n = 0;
+	char *out, *o;
+
+	for (q = svg; (q = strstr(q, "<image ")); q++)
+		n++;
+	if (!(out = o = malloc(strlen(svg) + n * sizeof(attr) + 1)))
+		return NULL;
+	while ((q = strstr(p, "<image "))) {
+		memcpy(o, p, (size_t)(q - p));
+		o += q - p;
+		memcpy(o, attr, sizeof(attr) - 1);
+		o += sizeof(attr) - 1;
+		p = q + strlen("<image ");
+	}
+	strcpy(o, p);
+	return out;
+}
+
+/* The plot's heading in both outputs and its anchor, plot-<case>-<kind>[-<tag>], by which
+   a reader (or a test) finds it. */
+static void lks_plot_head(struct lks_report *r, const char *name, const struct lks_plot_spec *p)
+{
+	fprintf(r->html, "<div class=\"plot\" id=\"plot-%s\">\n<h3>", name);
+	lks_html(r->html, p->title);
+	fprintf(r->html, "</h3>\n");
+	fprintf(r->md, "\n**%s**\n\n", p->title);
+}
+
+static void lks_plot_tail(struct lks_report *r, const struct lks_plot_spec *p)
+{
+	if (p->caption) {
+		fputs("<p class=\"caption\">", r->html);
+		lks_html(r->html, p->caption);
+		fputs("</p>\n", r->html);
+		fprintf(r->md, "%s\n\n", p->caption);
+	}
+	fputs("</div>\n", r->html);
+}
+
+/* The script: terminal, output and variables, then the template. */
+static int lks_plot_script(struct lks_report *r, const char *gp, const char *svg,
+                           const char *dat, const struct lks_plot_spec *p, const char *vars)
+{
+	char tmpl[600], common[600];
+	FILE *f;
+
+	snprintf(tmpl, sizeof(tmpl), "%s/%s.gp", r->o->templates, p->kind);
 	snprintf(common, sizeof(common), "%s/common.gp", r->o->templates);
 	if (strchr(r->tmp, '\'') || strchr(r->o->templates, '\''))
 		return lks_err("a quote in '%s' or '%s': not for gnuplot", r->tmp, r->o->templates);
-	if (lks_write_file(dat, data, strlen(data)))
-		return -1;
 	if (!(f = fopen(gp, "w")))
 		return lks_err("cannot write '%s': %s", gp, strerror(errno));
 	/* noenhanced: run names such as fp8_ac are text, not subscripts */
-	fprintf(f, "set terminal svg size 900,380 dynamic noenhanced font 'sans,12' "
-	           "background rgb 'white'\n");
+	fprintf(f, "set terminal svg size 900,%d dynamic noenhanced font 'sans,12' "
+	           "background rgb 'white'\n", p->height > 0 ? p->height : 380);
 	fprintf(f, "set output '%s'\ndatafile = '%s'\ncommon_gp = '%s'\n%s", svg, dat, common, vars);
 	fprintf(f, "load '%s'\n", tmpl);
-	if (fclose(f) != 0)
-		return lks_err("cannot write '%s'", gp);
+	return fclose(f) == 0 ? 0 : lks_err("cannot write '%s'", gp);
+}
 
-	fprintf(r->html, "<div class=\"plot\">\n<h3>");
-	lks_html(r->html, caption);
-	fprintf(r->html, "</h3>\n");
-	fprintf(r->md, "\n**%s**\n\n", caption);
+/*
+ * One plot: data (blocks of lines, one per series) and vars (gnuplot assignments) for the
+ * template p->kind; the SVG goes inline into the page and to dir/<name>.svg for report.md,
+ * name being <case>_<kind>[_<tag>]. A plot that fails is said in the page.
+ */
+static int lks_plot(struct lks_report *r, const char *case_name, const struct lks_plot_spec *p,
+                    const char *data, const char *vars)
+{
+	char safe[128], tag[128], name[300], dat[600], gp[600], svg[600], out[600], err[300];
+	char *text = NULL, *sharp = NULL;
+	size_t len = 0;
+	int st;
+
+	lks_safe_name(safe, sizeof(safe), case_name);
+	lks_safe_name(tag, sizeof(tag), p->tag);
+	snprintf(name, sizeof(name), "%s_%s%s%s", safe, p->kind, p->tag ? "_" : "", tag);
+	snprintf(dat, sizeof(dat), "%s/%s.dat", r->tmp, name);
+	snprintf(gp, sizeof(gp), "%s/%s.gp", r->tmp, name);
+	snprintf(svg, sizeof(svg), "%s/%s.svg", r->tmp, name);
+	snprintf(out, sizeof(out), "%s/%s.svg", r->dir, name);
+	if (lks_write_file(dat, data, strlen(data)) || lks_plot_script(r, gp, svg, dat, p, vars))
+		return -1;
+
+	lks_plot_head(r, name, p);
 	if ((st = lks_gnuplot(r, gp)) != 0 || !(text = lks_slurp(svg, &len))
-	    || !(start = strstr(text, "<svg"))) {
+	    || !strstr(text, "<svg")) {
 		lks_gnuplot_error(r, err, sizeof(err));
 		lks_para(r, 1, err);
-		fputs("</div>\n", r->html);
+		lks_plot_tail(r, p);
 		free(text);
 		return 0;
 	}
+	if (!(sharp = lks_svg_sharp(text))) {
+		free(text);
+		return lks_err("out of memory");
+	}
 	/* the XML prolog and DOCTYPE belong to a file, not to an element inside HTML */
-	fputs(start, r->html);
-	fputs("</div>\n", r->html);
-	fprintf(r->md, "![%s](%s_%s.svg)\n\n", caption, safe, kind);
-	st = lks_write_file(out, text, len);
+	fputs(strstr(sharp, "<svg"), r->html);
+	fprintf(r->md, "![%s](%s.svg)\n\n", p->title, name);
+	lks_plot_tail(r, p);
+	st = lks_write_file(out, sharp, strlen(sharp));
+	free(sharp);
 	free(text);
 	if (st == 0)
 		r->info->nplots++;
@@ -472,12 +572,19 @@ static void lks_case_runs(struct lks_report *r, const char *case_name)
 	lks_table_end(r);
 }
 
-static const char *lks_run_name(const struct lks_report *r, int64_t id)
+static const struct lks_rrun *lks_run_by_id(const struct lks_report *r, int64_t id)
 {
 	for (int i = 0; i < r->nruns; i++)
 		if (r->runs[i].id == id)
-			return r->runs[i].run_name;
-	return "";
+			return &r->runs[i];
+	return NULL;
+}
+
+static const char *lks_run_name(const struct lks_report *r, int64_t id)
+{
+	const struct lks_rrun *run = lks_run_by_id(r, id);
+
+	return run ? run->run_name : "";
 }
 
 static void lks_value(char *buf, size_t size, const lks_check_rec *c, int b)
@@ -606,8 +713,11 @@ static int lks_case_plots(struct lks_report *r, const char *case_name)
 		lks_safe_name(title, sizeof(title), case_name);
 		snprintf(vars, sizeof(vars), "n = %d\nnames = \"%s\"\ntitle_text = '%s: %s'\n", n,
 		         bufs[0][1], title, captions[p]);
-		if (n)
-			rc = lks_plot(r, case_name, kinds[p], captions[p], bufs[0][0], vars);
+		if (n) {
+			struct lks_plot_spec spec = { .kind = kinds[p], .title = captions[p] };
+
+			rc = lks_plot(r, case_name, &spec, bufs[0][0], vars);
+		}
 		free(bufs[0][0]);
 		free(bufs[0][1]);
 		bufs[0][0] = bufs[0][1] = NULL;
@@ -663,16 +773,545 @@ static int lks_case_plots(struct lks_report *r, const char *case_name)
 			snprintf(vars, sizeof(vars), "n = %d\nnames = \"%s\"\nntol = %d\n%s%d] = [%s]\n"
 			         "title_text = '%s: |loss - loss(%s)| / |loss(%s)|'\n", m, bufs[1][1], ntol,
 			         ntol ? "array tols[" : "# tols[", ntol, tols, tcase, b->run_name, b->run_name);
-			if (m)
-				rc = lks_plot(r, case_name, "reldiff", caption, bufs[1][0], vars);
-			else
+			if (m) {
+				struct lks_plot_spec spec = { .kind = "reldiff", .title = caption };
+
+				rc = lks_plot(r, case_name, &spec, bufs[1][0], vars);
+			} else {
 				lks_para(r, 1, "one run only: no relative difference to plot");
+			}
 			free(bufs[1][0]);
 			free(bufs[1][1]);
 			bufs[1][0] = bufs[1][1] = NULL;
 		}
 	}
 	return rc;
+}
+
+/* ---- FP8 amax and scale history ---- */
+
+/* Lines in one amax/scale plot at most: the key beside the panels holds about 32 names at
+   8 points, and 8 colours times 4 dash types tell 32 lines apart. */
+#define LKS_REPORT_MAX_LINES 32
+/* Points a line at most: 64 lines of 200 points are about 150 KB of SVG inline in the page;
+   a longer run's steps are binned, keeping each bin's extremes (largest amax, smallest
+   scale: the side where a cast saturates). */
+#define LKS_REPORT_MAX_POINTS 120
+
+/* A run whose GEMM operands are quantized: every recipe but the two without FP8. */
+static int lks_is_fp8(const char *recipe)
+{
+	return strcmp(recipe, "bf16") != 0 && strcmp(recipe, "fp32") != 0;
+}
+
+/* Rank 0's amax and scale of every tensor of a run per step. */
+struct lks_scales {
+	lks_run_trace t;
+	float *amax, *scale;      /* (nt, nsteps) NaN where no row was stored */
+	int *same;                /* (nt) the earlier tensor drawn in its place; -1: drawn
+	                             itself; -2: no scale at any step, not drawn */
+	int xbin;                 /* steps a point */
+};
+
+static void lks_scales_release(struct lks_scales *x)
+{
+	lks_run_trace_release(&x->t);
+	free(x->amax);
+	free(x->scale);
+	free(x->same);
+}
+
+/* A tensor whose amax and scale are the bits of an earlier one's at every step is drawn
+   once: with tensorwise scales the weight of dgrad is the forward's weight, and a
+   recompute reuses the forward's scales, so half the lines would hide the other half. */
+static void lks_scales_dedupe(struct lks_scales *x)
+{
+	size_t ns = (size_t)x->t.nsteps;
+
+	for (int i = 0; i < x->t.nt; i++) {
+		const float *sc = x->scale + i * ns, *am = x->amax + i * ns;
+
+		x->same[i] = -2;
+		for (size_t s = 0; s < ns && x->same[i] == -2; s++)
+			if (!isnan(sc[s]))
+				x->same[i] = -1;
+		for (int j = 0; j < i && x->same[i] == -1; j++)
+			if (x->same[j] == -1 && !memcmp(x->scale + j * ns, sc, ns * sizeof(float))
+			    && !memcmp(x->amax + j * ns, am, ns * sizeof(float)))
+				x->same[i] = j;
+	}
+}
+
+static int lks_scales_load(lks_store *s, int64_t run_id, struct lks_scales *x)
+{
+	lks_run_trace *t = &x->t;
+	size_t n;
+
+	if (lks_run_trace_load(s, run_id, t))
+		return -1;
+	n = (size_t)t->nt * t->nsteps + 1;
+	x->amax = malloc(n * sizeof(float));
+	x->scale = malloc(n * sizeof(float));
+	x->same = malloc(((size_t)t->nt + 1) * sizeof(int));
+	if (!x->amax || !x->scale || !x->same)
+		return lks_err("out of memory");
+	for (int step = 0; step < t->nsteps; step++) {
+		if (lks_run_trace_step(s, t, step))
+			return -1;
+		for (int i = 0; i < t->nt; i++) {
+			const lks_stat_row *row = lks_run_trace_row(t, 0, i);
+			size_t at = (size_t)i * t->nsteps + step;
+
+			x->amax[at] = row ? row->amax : NAN;
+			x->scale[at] = row ? row->scale : NAN;
+		}
+	}
+	lks_scales_dedupe(x);
+	x->xbin = (t->nsteps + LKS_REPORT_MAX_POINTS - 1) / LKS_REPORT_MAX_POINTS;
+	return 0;
+}
+
+/* A tensor's name as a word of the key; a recomputed activation has the forward's name. */
+static void lks_tensor_word(char *out, size_t size, const lks_run_trace *t, int i)
+{
+	char safe[128];
+
+	lks_safe_name(safe, sizeof(safe), t->names[i]);
+	snprintf(out, size, "%s%s", safe, t->phases[i] == LKS_PHASE_RECOMPUTE ? "-recompute" : "");
+}
+
+/* Log scale: a value that is not positive is drawn as missing. */
+static void lks_log_value(FILE *f, float v)
+{
+	if (v > 0 && isfinite(v))
+		fprintf(f, " %.9g", v);
+	else
+		fputs(" NaN", f);
+}
+
+/* Tensor i's points: step (the middle of its bin), amax (the bin's largest), scale (the
+   bin's smallest). */
+static void lks_scales_line(const struct lks_scales *x, int i, FILE *data)
+{
+	int ns = x->t.nsteps;
+	const float *am = x->amax + (size_t)i * ns, *sc = x->scale + (size_t)i * ns;
+
+	for (int s0 = 0; s0 < ns; s0 += x->xbin) {
+		int s1 = s0 + x->xbin < ns ? s0 + x->xbin : ns;
+		float a = NAN, c = NAN;
+
+		for (int s = s0; s < s1; s++) {
+			a = fmaxf(a, am[s]);  /* a NaN (no row) gives way to a value */
+			c = fminf(c, sc[s]);
+		}
+		fprintf(data, "%g", (s0 + s1 - 1) / 2.0);
+		lks_log_value(data, a);
+		lks_log_value(data, c);
+		fputc('\n', data);
+	}
+}
+
+/* The data (one block per drawn tensor: step, amax, scale) and their names; counts the
+   tensors with a scale, those drawn and those left out past LKS_REPORT_MAX_LINES; the
+   tensors drawn in another's place are listed in same ("a as b, ..."). */
+static void lks_scales_data(const struct lks_scales *x, FILE *data, FILE *names, FILE *same,
+                            int *nscaled, int *ndrawn, int *nmore)
+{
+	const lks_run_trace *t = &x->t;
+	int nsame = 0;
+
+	*nscaled = *ndrawn = *nmore = 0;
+	for (int i = 0; i < t->nt; i++) {
+		char w[160], v[160];
+
+		if (x->same[i] == -2)
+			continue;
+		(*nscaled)++;
+		lks_tensor_word(w, sizeof(w), t, i);
+		if (x->same[i] >= 0) {
+			lks_tensor_word(v, sizeof(v), t, x->same[i]);
+			fprintf(same, "%s%s as %s", nsame++ ? ", " : "", w, v);
+			continue;
+		}
+		if (*ndrawn == LKS_REPORT_MAX_LINES) {
+			(*nmore)++;
+			continue;
+		}
+		fprintf(names, "%s%s", (*ndrawn)++ ? " " : "", w);
+		fprintf(data, "# %s\n", w);
+		lks_scales_line(x, i, data);
+		fputs("\n\n", data);
+	}
+}
+
+/* What the plot shows, in words: the reader needs to know what amax means for a
+   quantized tensor and which lines are missing, and why. */
+static void lks_scales_caption(FILE *f, const struct lks_rrun *run, const struct lks_scales *x,
+                               int nscaled, int ndrawn, int nmore, const char *same)
+{
+	fprintf(f, "Run '%s' (%s), rank 0: amax (top) and FP8 scale (bottom) per step of the %d "
+	        "tensors with a scale, of %d traced. The amax of a quantized tensor is that of its "
+	        "codes, in scaled units: at the format's largest value (dashed) the range is used to "
+	        "its top; an axiswise scale is drawn as its smallest.", run->run_name, run->recipe,
+	        nscaled, x->t.nt);
+	if (*same)
+		fprintf(f, " Drawn once, as their amax and scale equal an earlier tensor's at every "
+		        "step: %s.", same);
+	if (nmore)
+		fprintf(f, " Only the first %d in execution order are drawn; %d more are not.", ndrawn,
+		        nmore);
+	if (x->xbin > 1)
+		fprintf(f, " Downsampled to keep the plot small: a point is %d steps, the largest amax "
+		        "and the smallest scale among them.", x->xbin);
+}
+
+static int lks_fp8_plot(struct lks_report *r, const struct lks_rrun *run)
+{
+	struct lks_scales x = { 0 };
+	struct lks_text data = { 0 }, names = { 0 }, same = { 0 }, caption = { 0 }, vars = { 0 };
+	const char *nm, *sm, *cap, *vs, *dat;
+	char title[300], tcase[128];
+	int nscaled, ndrawn, nmore, rc = -1;
+
+	if (lks_text_open(&data) || lks_text_open(&names) || lks_text_open(&same)
+	    || lks_text_open(&caption) || lks_text_open(&vars) || lks_scales_load(r->s, run->id, &x))
+		goto out;
+	lks_scales_data(&x, data.f, names.f, same.f, &nscaled, &ndrawn, &nmore);
+	if (!(nm = lks_text_done(&names)) || !(sm = lks_text_done(&same)))
+		goto oom;
+	lks_scales_caption(caption.f, run, &x, nscaled, ndrawn, nmore, sm);
+	lks_safe_name(tcase, sizeof(tcase), run->case_name);
+	fprintf(vars.f, "n = %d\nnames = \"%s\"\ntitle_text = '%s: %s (%s), rank 0'\n", ndrawn, nm,
+	        tcase, run->run_name, run->recipe);
+	if (!(cap = lks_text_done(&caption)) || !(vs = lks_text_done(&vars))
+	    || !(dat = lks_text_done(&data)))
+		goto oom;
+	if (ndrawn) {
+		struct lks_plot_spec spec = { .kind = "fp8scale", .tag = run->run_name, .title = title,
+		                              .caption = cap, .height = 640 };
+
+		snprintf(title, sizeof(title), "FP8 amax and scale of run '%s' (rank 0)", run->run_name);
+		rc = lks_plot(r, run->case_name, &spec, dat, vs);
+	} else {
+		snprintf(title, sizeof(title), "FP8 run '%s' (%s) recorded no FP8 scale: no amax and "
+		         "scale plot", run->run_name, run->recipe);
+		lks_para(r, 1, title);
+		rc = 0;
+	}
+	goto out;
+oom:
+	lks_err("out of memory");
+out:
+	lks_text_free(&data);
+	lks_text_free(&names);
+	lks_text_free(&same);
+	lks_text_free(&caption);
+	lks_text_free(&vars);
+	lks_scales_release(&x);
+	return rc;
+}
+
+/* Each FP8 run of the case: its amax and scale history. A case without one has none. */
+static int lks_case_fp8_plots(struct lks_report *r, const char *case_name)
+{
+	for (int i = 0; i < r->nruns; i++) {
+		const struct lks_rrun *run = &r->runs[i];
+
+		if (!strcmp(run->case_name, case_name) && run->nsteps && lks_is_fp8(run->recipe)
+		    && lks_fp8_plot(r, run))
+			return -1;
+	}
+	return 0;
+}
+
+/* ---- step x tensor heatmap of two runs ---- */
+
+/* The most cells a heatmap draws: 96 tensor rows keep their names legible (8 points, 10
+   pixels a row), 400 step columns keep the PNG gnuplot embeds at a few tens of KB. Beyond,
+   consecutive tensors (steps) share a cell, which shows the largest error among them. */
+#define LKS_HEAT_MAX_ROWS 96
+#define LKS_HEAT_MAX_COLS 400
+/* The values of the palette's two bands below 1e-12 (heatmap.gp): 'equal' below 'no row'
+   below any difference, so that the largest value is what a shared cell shows. */
+#define LKS_HEAT_EQUAL (-13.5)
+#define LKS_HEAT_NO_ROW (-12.5)
+
+/* Two runs' stats compared per step and tensor. */
+struct lks_heat {
+	lks_run_trace a, b;
+	int *map;                 /* (a.nt) the seq in b of a's tensor (name, phase,
+	                             occurrence); -1: b has none */
+	int *rows;                /* (nrows) the seqs in a of the tensors both trace */
+	int nrows, nsteps, W;     /* W: the ranks both runs have, compared rank by rank */
+	int ybin, xbin, ny, nx;   /* tensors per row, steps per column; rows, columns */
+	double *v;                /* (ny, nx) log10 relative difference, or a band */
+	int div_step, div_row, div_rank;  /* the first divergence; div_step -1: none */
+	const char *div_field;
+};
+
+static void lks_heat_release(struct lks_heat *h)
+{
+	lks_run_trace_release(&h->a);
+	lks_run_trace_release(&h->b);
+	free(h->map);
+	free(h->rows);
+	free(h->v);
+}
+
+static int lks_ceil_div(int a, int b)
+{
+	return (a + b - 1) / b;
+}
+
+/* The tensors both runs trace, paired as the bitwise check pairs them, and the grid. */
+static int lks_heat_load(lks_store *s, int64_t run_a, int64_t run_b, struct lks_heat *h)
+{
+	lks_run_trace *a = &h->a;
+
+	h->div_step = -1;
+	if (lks_run_trace_load(s, run_a, a) || lks_run_trace_load(s, run_b, &h->b))
+		return -1;
+	h->map = malloc(((size_t)a->nt + 1) * sizeof(int));
+	h->rows = malloc(((size_t)a->nt + 1) * sizeof(int));
+	if (!h->map || !h->rows)
+		return lks_err("out of memory");
+	for (int i = 0; i < a->nt; i++)
+		if ((h->map[i] = lks_run_trace_find(&h->b, a->names[i], a->phases[i], a->occ[i])) >= 0)
+			h->rows[h->nrows++] = i;
+	h->nsteps = a->nsteps < h->b.nsteps ? a->nsteps : h->b.nsteps;
+	h->W = a->W < h->b.W ? a->W : h->b.W;
+	if (h->nrows == 0 || h->nsteps == 0)
+		return 0;
+	h->ybin = lks_ceil_div(h->nrows, LKS_HEAT_MAX_ROWS);
+	h->xbin = lks_ceil_div(h->nsteps, LKS_HEAT_MAX_COLS);
+	h->ny = lks_ceil_div(h->nrows, h->ybin);
+	h->nx = lks_ceil_div(h->nsteps, h->xbin);
+	if (!(h->v = malloc((size_t)h->ny * h->nx * sizeof(double))))
+		return lks_err("out of memory");
+	for (size_t i = 0; i < (size_t)h->ny * h->nx; i++)
+		h->v[i] = LKS_HEAT_EQUAL;
+	return 0;
+}
+
+/* log10 of |a - b| / max(|a|, |b|) of two L2 norms that belong to rows that differ: at
+   least the floor (rows may differ in another field only, or below it), 1 where one side is
+   not finite and the other is or they are NaN. */
+static double lks_heat_error(double a, double b)
+{
+	double m = fmax(fabs(a), fabs(b)), d;
+
+	if (!isfinite(a) || !isfinite(b))
+		d = a == b ? LKS_REPORT_FLOOR : 1.0;
+	else
+		d = m > 0 ? fabs(a - b) / m : 0.0;
+	return log10(d > LKS_REPORT_FLOOR ? d : LKS_REPORT_FLOOR);
+}
+
+/* One tensor (row k) at the loaded step: the largest difference over ranks into its cell;
+   the first (step, tensor, rank) that differs, in the order of the bitwise check, is the
+   divergence. */
+static void lks_heat_cell(struct lks_heat *h, int step, int k)
+{
+	double *cell = &h->v[(size_t)(k / h->ybin) * h->nx + step / h->xbin];
+	int i = h->rows[k];
+	lks_check_result res;
+
+	lks_check_result_init(&res);
+	for (int r = 0; r < h->W; r++) {
+		const lks_stat_row *ra = lks_run_trace_row(&h->a, r, i);
+		const lks_stat_row *rb = lks_run_trace_row(&h->b, r, h->map[i]);
+		double v;
+
+		if (ra && rb && !lks_check_row_diff(ra, rb, &res))
+			continue;
+		v = ra && rb ? lks_heat_error(ra->l2, rb->l2) : LKS_HEAT_NO_ROW;
+		*cell = v > *cell ? v : *cell;
+		if (h->div_step < 0) {
+			h->div_step = step;
+			h->div_row = k;
+			h->div_rank = r;
+			h->div_field = ra && rb ? res.field : "row";
+		}
+	}
+}
+
+static int lks_heat_fill(lks_store *s, struct lks_heat *h)
+{
+	for (int step = 0; step < h->nsteps; step++) {
+		if (lks_run_trace_step(s, &h->a, step) || lks_run_trace_step(s, &h->b, step))
+			return -1;
+		for (int k = 0; k < h->nrows; k++)
+			lks_heat_cell(h, step, k);
+	}
+	return 0;
+}
+
+/* The name of a tensor of a, for a label. */
+static void lks_heat_name(char *out, size_t size, const struct lks_heat *h, int k)
+{
+	lks_tensor_word(out, size, &h->a, h->rows[k]);
+}
+
+/* The cells ('x y value', x the middle of the column's steps) and the variables of
+   heatmap.gp: grid, row names, and where the divergence is circled. */
+static void lks_heat_data(const struct lks_heat *h, FILE *data, FILE *vars)
+{
+	char name[160];
+
+	for (int y = 0; y < h->ny; y++) {
+		for (int x = 0; x < h->nx; x++)
+			fprintf(data, "%.1f %d %.4f\n", x * h->xbin + (h->xbin - 1) / 2.0, y,
+			        h->v[(size_t)y * h->nx + x]);
+		fputc('\n', data);
+	}
+	fprintf(vars, "nx = %d\nny = %d\nxbin = %d\narray ylab[%d]\n", h->nx, h->ny, h->xbin, h->ny);
+	for (int y = 0; y < h->ny; y++) {
+		int n = h->nrows - y * h->ybin < h->ybin ? h->nrows - y * h->ybin : h->ybin;
+
+		lks_heat_name(name, sizeof(name), h, y * h->ybin);
+		fprintf(vars, n > 1 ? "ylab[%d] = '%s +%d'\n" : "ylab[%d] = '%s'\n", y + 1, name, n - 1);
+	}
+	fprintf(vars, "mark = %d\n", h->div_step >= 0);
+	if (h->div_step < 0)
+		return;
+	lks_heat_name(name, sizeof(name), h, h->div_row);
+	fprintf(vars, "mark_x = %.1f\nmark_y = %d\n"
+	        "mark_text = 'first divergence: step %d, %s, rank %d (%s)'\n",
+	        (h->div_step / h->xbin) * h->xbin + (h->xbin - 1) / 2.0, h->div_row / h->ybin,
+	        h->div_step, name, h->div_rank, h->div_field);
+}
+
+/* What the heatmap shows, in words, and the first divergence as the checks word it. */
+static void lks_heat_caption(FILE *f, const struct lks_heat *h, const char *name_a,
+                             const char *name_b, const char *checks)
+{
+	char name[160], ranks[64] = "on rank 0";
+
+	if (h->W > 1)
+		snprintf(ranks, sizeof(ranks), "the largest over ranks 0 to %d", h->W - 1);
+	fprintf(f, "Step (x) against tensor (y: the %d tensors both runs trace, in the execution "
+	        "order of '%s'); colour: log10 of |L2 a - L2 b| / max(L2 a, L2 b) of '%s' (a) and "
+	        "'%s' (b), %s. 'equal': every traced value, hash included, is the same on every "
+	        "rank; rows that differ with L2 norms closer than %g are drawn at %g; 'no row': a "
+	        "run stored no stats there.", h->nrows, name_a, name_a, name_b, ranks,
+	        LKS_REPORT_FLOOR, LKS_REPORT_FLOOR);
+	if (h->a.W != h->b.W)
+		fprintf(f, " The runs have %d and %d ranks: rank against rank, the first %d; a rank's "
+		        "activations and gradients cover other samples in each.", h->a.W, h->b.W, h->W);
+	if (h->ybin > 1 || h->xbin > 1)
+		fprintf(f, " Downsampled to stay legible: %d tensors share a row, %d steps a column, "
+		        "each cell the largest error among them.", h->ybin, h->xbin);
+	if (h->div_step >= 0) {
+		lks_heat_name(name, sizeof(name), h, h->div_row);
+		fprintf(f, " First divergence (circled; step, then tensor in execution order, then "
+		        "rank, as the bitwise check finds it): step %d, tensor %s, rank %d, field %s.",
+		        h->div_step, name, h->div_rank, h->div_field);
+	} else {
+		fprintf(f, " No divergence: the runs agree in every traced value of the tensors they "
+		        "share.");
+	}
+	if (*checks)
+		fprintf(f, " Checks of this pair: %s.", checks);
+}
+
+static int lks_heat_plot(struct lks_report *r, const struct lks_rrun *a, const struct lks_rrun *b,
+                         const char *checks)
+{
+	struct lks_heat h = { 0 };
+	struct lks_text data = { 0 }, vars = { 0 }, caption = { 0 };
+	struct lks_plot_spec spec = { .kind = "heatmap" };
+	const char *dat, *vs;
+	char title[300], tag[300], tcase[128];
+	int rc = -1;
+
+	if (lks_heat_load(r->s, a->id, b->id, &h) || lks_heat_fill(r->s, &h))
+		goto out;
+	snprintf(title, sizeof(title), "tensor error heatmap: '%s' vs '%s'", a->run_name, b->run_name);
+	if (h.nrows == 0 || h.nsteps == 0) {
+		snprintf(title, sizeof(title), "'%s' and '%s' share no traced tensor and step: no "
+		         "heatmap", a->run_name, b->run_name);
+		lks_para(r, 1, title);
+		rc = 0;
+		goto out;
+	}
+	if (lks_text_open(&data) || lks_text_open(&vars) || lks_text_open(&caption))
+		goto out;
+	lks_heat_data(&h, data.f, vars.f);
+	lks_safe_name(tcase, sizeof(tcase), a->case_name);
+	fprintf(vars.f, "title_text = '%s: %s vs %s, relative L2 difference per step and tensor'\n",
+	        tcase, a->run_name, b->run_name);
+	lks_heat_caption(caption.f, &h, a->run_name, b->run_name, checks);
+	if (!(dat = lks_text_done(&data)) || !(vs = lks_text_done(&vars))
+	    || !(spec.caption = lks_text_done(&caption))) {
+		lks_err("out of memory");
+		goto out;
+	}
+	snprintf(tag, sizeof(tag), "%s-vs-%s", a->run_name, b->run_name);
+	spec.tag = tag;
+	spec.title = title;
+	/* 10 pixels a row of tensor names, and room for title, axis and colour box */
+	spec.height = 140 + 10 * h.ny < 320 ? 320 : 140 + 10 * h.ny;
+	rc = lks_plot(r, a->case_name, &spec, dat, vs);
+out:
+	lks_text_free(&data);
+	lks_text_free(&vars);
+	lks_text_free(&caption);
+	lks_heat_release(&h);
+	return rc;
+}
+
+/* The checks of the case that compare runs a and b (either way round) as "name (kind),
+   ..." into out, and the index of the first of them into first_at. */
+static void lks_pair_checks(const struct lks_report *r, const char *case_name, int64_t a,
+                            int64_t b, char *out, size_t size, int *first_at)
+{
+	size_t n = 0;
+
+	out[0] = 0;
+	*first_at = -1;
+	for (int i = 0; i < r->nchecks; i++) {
+		const lks_check_rec *c = &r->checks[i].rec;
+
+		if (strcmp(c->case_name, case_name) || !((c->run_a == a && c->run_b == b)
+		                                         || (c->run_a == b && c->run_b == a)))
+			continue;
+		if (*first_at < 0)
+			*first_at = i;
+		if (n < size)
+			n += (size_t)snprintf(out + n, size - n, "%s%s (%s)", n ? ", " : "", c->check_name,
+			                      c->kind);
+	}
+}
+
+/* A heatmap for each pair of runs a check of the case compares (once per pair, in the
+   order of the checks); a case whose checks compare no two runs gets one of each run
+   against the reference run instead. */
+static int lks_case_heatmaps(struct lks_report *r, const char *case_name)
+{
+	int ref = lks_reference(r, case_name), npairs = 0;
+	char checks[1024];
+
+	for (int i = 0; i < r->nchecks; i++) {
+		const lks_check_rec *c = &r->checks[i].rec;
+		const struct lks_rrun *a = lks_run_by_id(r, c->run_a), *b = lks_run_by_id(r, c->run_b);
+		int first;
+
+		if (strcmp(c->case_name, case_name) || !a || !b || a == b)
+			continue;
+		lks_pair_checks(r, case_name, c->run_a, c->run_b, checks, sizeof(checks), &first);
+		if (first != i)
+			continue;  /* the pair was drawn at its first check */
+		npairs++;
+		if (lks_heat_plot(r, a, b, checks))
+			return -1;
+	}
+	for (int i = 0; i < r->nruns && npairs == 0 && ref >= 0; i++) {
+		if (i == ref || strcmp(r->runs[i].case_name, case_name))
+			continue;
+		if (lks_heat_plot(r, &r->runs[i], &r->runs[ref], ""))
+			return -1;
+	}
+	return 0;
 }
 
 /* ---- fingerprints: flat JSON objects of string values ---- */
@@ -792,6 +1431,8 @@ static int lks_case_section(struct lks_report *r, const char *case_name, int hav
 		lks_para(r, 1, "plots need gnuplot, which was not found (Debian: apt-get install "
 		               "gnuplot-nox); the tables are complete without it");
 	}
+	if (have_gnuplot && (lks_case_fp8_plots(r, case_name) || lks_case_heatmaps(r, case_name)))
+		return -1;
 	lks_heading(r, 3, "fingerprint keys that differ between runs");
 	lks_case_fingerprints(r, case_name);
 	lks_heading(r, 3, "trend over recent suites");

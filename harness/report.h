@@ -6,8 +6,11 @@
  * Per case of the suite: its runs; the verdict of every check with its divergence (step,
  * rank, tensor, field, values, errors); plots made by gnuplot from the scripts in
  * reports/ (loss of every run, relative loss difference against the case's reference
- * run with the rtol of the close checks against it, grad norm); the fingerprint keys that
- * differ between its runs; and a trend of final loss and step time over recent suites.
+ * run with the rtol of the close checks against it, grad norm; for each FP8 run the amax
+ * and scale of its quantized tensors per step on rank 0; for each pair of runs a check
+ * compares, a step x tensor heatmap of the relative L2 difference with the first
+ * divergence circled); the fingerprint keys that differ between its runs; and a trend of
+ * final loss and step time over recent suites.
  * Without gnuplot the tables are still written and the report says the plots need it.
  */
 #ifndef LKS_HARNESS_REPORT_H

@@ -1,15 +1,22 @@
 /*
  * test_report.c: 'lockstep report' end to end, run as a user would. A tiny case (2 ranks,
- * 3 steps, bf16 and fp8_rowwise, a close check with rtol 0 that fails on purpose) is run
- * into a database in a temporary folder; the report of it must hold the three plots as
- * inline SVG, the failing check's row with its divergence, and the same table in
- * report.md. The page is rendered in headless Chromium: the screenshot must be well
- * above the size of a blank page's screenshot of the same size, and the console must show
- * no message (the detector is shown to catch one on a page that logs an error). Without
- * gnuplot the tables are still written. Tests that need gnuplot or Chromium skip with the
- * reason when it is not installed (Debian: gnuplot-nox, chromium).
+ * 3 steps, bf16, fp8_rowwise with and without checkpointing, a close check with rtol 0
+ * that fails on purpose, a bitwise check that checkpointing is neutral) and a plain one
+ * (one bf16 run) are run into a database in a temporary folder; the report of it must hold
+ * every plot as inline SVG, each under its anchor and heading, and no other (none of FP8
+ * and no heatmap for the plain case), the failing check's row with its divergence, and the
+ * same table in report.md. A divergence planted in the stored trace (as a faulty device
+ * would make one) must be named by the heatmap of that pair and circled at its step and
+ * tensor, also when a large case is drawn downsampled. The page is rendered in headless
+ * Chromium: the screenshot must be well above the size of a blank page's screenshot of the
+ * same size, and the console must show no message (the detector is shown to catch one on a
+ * page that logs an error). Without gnuplot the tables are still written. Tests that need
+ * gnuplot or Chromium skip with the reason when it is not installed (Debian: gnuplot-nox,
+ * chromium).
  */
 #include <criterion/criterion.h>
+#include <math.h>
+#include <sqlite3.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,8 +30,32 @@ static const char case_text[] =
 	"[model]\nvocab = 32\nhidden = 16\nffn = 32\nlayers = 1\nseq = 4\nbatch = 2\n"
 	"[run bf16]\nrecipe = bf16\n"
 	"[run fp8]\nrecipe = fp8_rowwise\n"
+	"[run fp8_ac]\nrecipe = fp8_rowwise\ncheckpoint = blocks\n"
 	"[check tracks]\nkind = close\na = fp8\nb = bf16\nmetric = loss\n"
-	"rtol = 0              ; fails on purpose: FP8 never equals BF16 exactly\n";
+	"rtol = 0              ; fails on purpose: FP8 never equals BF16 exactly\n"
+	"[check ac_neutral]\nkind = bitwise\na = fp8_ac\nb = fp8\n";
+
+/* A second case of the same suite: one BF16 run, so no FP8 plot and no pair to compare. */
+static const char plain_text[] =
+	"[case]\nsteps = 2\nseed = 7\nworld_size = 1\n"
+	"[model]\nvocab = 32\nhidden = 16\nffn = 32\nlayers = 1\nseq = 4\nbatch = 2\n"
+	"[run bf16]\nrecipe = bf16\n";
+
+/* Every plot of the report of both cases: its anchor and its heading as the page has them. */
+static const struct {
+	const char *id, *title;
+} plots[] = {
+	{ "tiny_loss", "loss per step (mean over ranks)" },
+	{ "tiny_reldiff", "relative loss difference against &#39;bf16&#39; (an exact agreement is "
+	                  "drawn at 1e-12)" },
+	{ "tiny_gradnorm", "grad norm per step" },
+	{ "tiny_fp8scale_fp8", "FP8 amax and scale of run &#39;fp8&#39; (rank 0)" },
+	{ "tiny_fp8scale_fp8_ac", "FP8 amax and scale of run &#39;fp8_ac&#39; (rank 0)" },
+	{ "tiny_heatmap_fp8-vs-bf16", "tensor error heatmap: &#39;fp8&#39; vs &#39;bf16&#39;" },
+	{ "tiny_heatmap_fp8_ac-vs-fp8", "tensor error heatmap: &#39;fp8_ac&#39; vs &#39;fp8&#39;" },
+	{ "plain_loss", "loss per step (mean over ranks)" },
+	{ "plain_gradnorm", "grad norm per step" },
+};
 
 /* The exit status of a shell command line. */
 static int sh(const char *fmt, ...)
@@ -68,20 +99,50 @@ static int have(const char *prog)
 	return sh("command -v %s >/dev/null 2>&1", prog) == 0;
 }
 
-/* A temporary folder with the case run into t.db (exit 1: the rtol 0 check fails). */
+static void write_text(const char *dir, const char *name, const char *text)
+{
+	char path[300];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	cr_assert_not_null(f = fopen(path, "w"));
+	fputs(text, f);
+	fclose(f);
+}
+
+/* A temporary folder with both cases run into t.db, one suite (exit 1: the rtol 0 check
+   fails). */
 static void setup(char *dir, size_t size)
 {
-	FILE *f;
-	char path[300];
-
 	snprintf(dir, size, "/tmp/lks-test-report-XXXXXX");
 	cr_assert_not_null(mkdtemp(dir));
-	snprintf(path, sizeof(path), "%s/tiny.ini", dir);
-	cr_assert_not_null(f = fopen(path, "w"));
-	fputs(case_text, f);
-	fclose(f);
-	cr_assert_eq(sh("'%s' run '%s/tiny.ini' --db '%s/t.db' --quiet --threads 1 >/dev/null",
-	                LKS_BIN, dir, dir), 1, "the run must store a failing check");
+	write_text(dir, "tiny.ini", case_text);
+	write_text(dir, "plain.ini", plain_text);
+	cr_assert_eq(sh("'%s' run '%s/tiny.ini' '%s/plain.ini' --db '%s/t.db' --quiet --threads 1 "
+	                ">/dev/null", LKS_BIN, dir, dir, dir), 1, "the run must store a failing check");
+}
+
+/* How often needle occurs in s. */
+static int count(const char *s, const char *needle)
+{
+	int n = 0;
+
+	for (; (s = strstr(s, needle)); s += strlen(needle))
+		n++;
+	return n;
+}
+
+/* The section of the page about one case (malloc'd). */
+static char *section(const char *html, const char *case_name)
+{
+	char open[128], *out;
+	const char *a, *b;
+
+	snprintf(open, sizeof(open), "<section id=\"case-%s\">", case_name);
+	cr_assert_not_null(a = strstr(html, open), "no section for case '%s'", case_name);
+	cr_assert_not_null(b = strstr(a, "</section>"));
+	cr_assert_not_null(out = strndup(a, (size_t)(b - a)));
+	return out;
 }
 
 static void teardown(const char *dir)
@@ -89,21 +150,44 @@ static void teardown(const char *dir)
 	sh("rm -rf '%s'", dir);
 }
 
+/* Writes the report of dir/t.db into dir/r; its page (malloc'd). */
+static char *report_page(const char *dir)
+{
+	char path[300];
+
+	cr_assert_eq(sh("'%s' report --db '%s/t.db' -o '%s/r' >/dev/null", LKS_BIN, dir, dir), 0);
+	snprintf(path, sizeof(path), "%s/r/index.html", dir);
+	return slurp(path);
+}
+
 Test(report, tables_and_plots)
 {
-	char dir[64], path[300], *html, *md;
+	char dir[64], path[300], *html, *md, *plain;
 
 	if (!have("gnuplot"))
 		cr_skip_test("gnuplot is not installed (Debian: gnuplot-nox)");
 	setup(dir, sizeof(dir));
-	cr_assert_eq(sh("'%s' report --db '%s/t.db' -o '%s/r' >/dev/null", LKS_BIN, dir, dir), 0);
-	snprintf(path, sizeof(path), "%s/r/index.html", dir);
-	html = slurp(path);
-	/* each plot: its caption, then the inline SVG that gnuplot drew */
-	cr_expect_not_null(strstr(html, "loss per step (mean over ranks)</h3>\n<svg"));
-	cr_expect_not_null(strstr(html, "relative loss difference against &#39;bf16&#39; "));
-	cr_expect(strstr(html, "1e-12)</h3>\n<svg") != NULL, "no SVG for the relative difference");
-	cr_expect_not_null(strstr(html, "grad norm per step</h3>\n<svg"));
+	html = report_page(dir);
+	/* each plot: its anchor, its heading, then the inline SVG that gnuplot drew; and no
+	   other SVG (an empty plot for a case without FP8 runs would be one) */
+	for (size_t i = 0; i < sizeof(plots) / sizeof(plots[0]); i++) {
+		char want[400];
+
+		snprintf(want, sizeof(want), "<div class=\"plot\" id=\"plot-%s\">\n<h3>%s</h3>\n<svg",
+		         plots[i].id, plots[i].title);
+		cr_expect_not_null(strstr(html, want), "no plot '%s' as '%s'", plots[i].id, want);
+	}
+	cr_expect_eq(count(html, "<svg"), (int)(sizeof(plots) / sizeof(plots[0])));
+	cr_expect_eq(count(html, "<div class=\"plot\""), (int)(sizeof(plots) / sizeof(plots[0])));
+	/* FP8 history: the recompute reuses the forward's scales (DESIGN.md), so its lines
+	   are drawn once, and the caption says so; no plot for the BF16 run or the plain case */
+	cr_expect_not_null(strstr(html, "blocks.0.mlp.up.fwd.x-recompute as blocks.0.mlp.up.fwd.x"));
+	cr_expect_null(strstr(html, "plot-tiny_fp8scale_bf16"));
+	plain = section(html, "plain");
+	cr_expect_null(strstr(plain, "fp8scale"), "an FP8 plot for a case without FP8 runs");
+	cr_expect_null(strstr(plain, "FP8"));
+	cr_expect_null(strstr(plain, "heatmap"), "a heatmap for a case with one run");
+	free(plain);
 	cr_expect_null(strstr(html, "<?xml"), "an XML prolog inside the page");
 	cr_expect_null(strstr(html, "<script"), "the page must need no script");
 	/* the failing check: verdict and divergence at step 0 on the loss */
@@ -116,10 +200,210 @@ Test(report, tables_and_plots)
 	cr_expect_not_null(strstr(md, "| check | kind | runs | verdict | step |"));
 	cr_expect_not_null(strstr(md, "| tracks | close | fp8 vs bf16 | fail | 0 |"));
 	cr_expect_not_null(strstr(md, "![grad norm per step](tiny_gradnorm.svg)"));
+	cr_expect_not_null(strstr(md, "![tensor error heatmap: 'fp8_ac' vs 'fp8']"
+	                              "(tiny_heatmap_fp8_ac-vs-fp8.svg)\n\nStep (x) against tensor"));
 	snprintf(path, sizeof(path), "%s/r/tiny_reldiff.svg", dir);
 	cr_expect_gt(file_size(path), 1000);
 	free(html);
 	free(md);
+	teardown(dir);
+}
+
+static sqlite3 *open_db(const char *dir)
+{
+	char path[300];
+	sqlite3 *db;
+
+	snprintf(path, sizeof(path), "%s/t.db", dir);
+	cr_assert_eq(sqlite3_open(path, &db), SQLITE_OK);
+	return db;
+}
+
+/* Changes the L2 norm and hash of one tensor of run case_name/run at (step, rank), as a
+   faulty device would: a divergence from a run it agrees with bit for bit. */
+static void plant(const char *dir, const char *case_name, const char *run, const char *tensor,
+                  const char *phase, int step, int rank)
+{
+	sqlite3 *db = open_db(dir);
+	char *q, *err = NULL;
+
+	q = sqlite3_mprintf("UPDATE stats SET l2 = l2 * 1.5, hash = hash + 1 WHERE run_id = "
+	                    "(SELECT run_id FROM runs WHERE case_name = %Q AND run_name = %Q) AND "
+	                    "step = %d AND rank = %d AND seq = (SELECT t.seq FROM tensors t JOIN runs r "
+	                    "USING (run_id) WHERE r.case_name = %Q AND r.run_name = %Q AND t.name = %Q "
+	                    "AND t.phase = %Q)", case_name, run, step, rank, case_name, run, tensor,
+	                    phase);
+	cr_assert_eq(sqlite3_exec(db, q, NULL, NULL, &err), SQLITE_OK, "%s: %s", q, err);
+	cr_assert_eq(sqlite3_changes(db), 1, "no row planted: %s", q);
+	sqlite3_free(q);
+	sqlite3_close(db);
+}
+
+/* The name and phase of the tensor at seq of run case_name/run. */
+static void tensor_at(const char *dir, const char *case_name, const char *run, int seq,
+                      char *name, size_t size, char *phase, size_t psize)
+{
+	sqlite3 *db = open_db(dir);
+	sqlite3_stmt *st;
+
+	cr_assert_eq(sqlite3_prepare_v2(db, "SELECT t.name, t.phase FROM tensors t JOIN runs r "
+	                                "USING (run_id) WHERE r.case_name = ?1 AND r.run_name = ?2 "
+	                                "AND t.seq = ?3", -1, &st, NULL), SQLITE_OK);
+	sqlite3_bind_text(st, 1, case_name, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 2, run, -1, SQLITE_STATIC);
+	sqlite3_bind_int(st, 3, seq);
+	cr_assert_eq(sqlite3_step(st), SQLITE_ROW, "no tensor %d in '%s/%s'", seq, case_name, run);
+	snprintf(name, size, "%s", (const char *)sqlite3_column_text(st, 0));
+	snprintf(phase, psize, "%s", (const char *)sqlite3_column_text(st, 1));
+	sqlite3_finalize(st);
+	sqlite3_close(db);
+}
+
+/* The page's plot of anchor id: its div, heading, SVG and caption (malloc'd). */
+static char *plot_of(const char *html, const char *id)
+{
+	char open[200], *out;
+	const char *a, *b;
+
+	snprintf(open, sizeof(open), "<div class=\"plot\" id=\"plot-%s\">", id);
+	cr_assert_not_null(a = strstr(html, open), "no plot '%s'", id);
+	cr_assert_not_null(b = strstr(a, "</div>"), "plot '%s' does not end", id);
+	cr_assert_not_null(out = strndup(a, (size_t)(b - a)));
+	return out;
+}
+
+/* Where gnuplot put the point symbol (the circle of the divergence): its centre. */
+static void marker_at(const char *svg, double *x, double *y)
+{
+	for (const char *p = svg; (p = strstr(p, "<use xlink:href='#gpPt")); p++)
+		if (sscanf(p, "<use xlink:href='#gpPt%*d' transform='translate(%lf,%lf)", x, y) == 2)
+			return;
+	cr_assert_fail("no point symbol in the heatmap");
+}
+
+/* The text at the left of x (a y tic label) whose position is nearest to height y. */
+static void label_near(const char *svg, double x, double y, char *out, size_t size)
+{
+	double best = INFINITY;
+
+	out[0] = 0;
+	for (const char *p = svg; (p = strstr(p, "<g transform=\"translate(")); p++) {
+		double lx, ly;
+		const char *t = strstr(p, "<text>"), *e;
+
+		if (sscanf(p, "<g transform=\"translate(%lf,%lf)", &lx, &ly) != 2 || !t
+		    || !(e = strstr(t, "</text>")) || lx >= x || fabs(ly - y) >= best)
+			continue;
+		best = fabs(ly - y);
+		snprintf(out, size, "%.*s", (int)(e - t - 6), t + 6);
+	}
+}
+
+/* The circle of a heatmap: that it is in the column of step col of ncols (the image spans
+   the columns), and the name of the row it is on. */
+static void circled(const char *plot, int col, int ncols, char *name, size_t size)
+{
+	double mx, my, ix, iy, iw, ih;
+	const char *img;
+
+	cr_assert_not_null(img = strstr(plot, "<image "));
+	cr_assert_eq(sscanf(img, "<image style='image-rendering:pixelated' x='%lf' y='%lf' "
+	                    "width='%lf' height='%lf'", &ix, &iy, &iw, &ih), 4);
+	marker_at(plot, &mx, &my);
+	cr_expect_lt(fabs(mx - (ix + iw * (col + 0.5) / ncols)), iw / ncols / 2, "circle at x %g: "
+	             "not in column %d of %d (image from %g, %g wide)", mx, col, ncols, ix, iw);
+	label_near(plot, ix, my, name, size);
+}
+
+Test(report, heatmap_marks_divergence)
+{
+	char dir[64], name[128], *html, *plot;
+
+	if (!have("gnuplot"))
+		cr_skip_test("gnuplot is not installed (Debian: gnuplot-nox)");
+	setup(dir, sizeof(dir));
+	/* checkpointing is neutral: fp8_ac and fp8 agree, and the heatmap says so */
+	html = report_page(dir);
+	plot = plot_of(html, "tiny_heatmap_fp8_ac-vs-fp8");
+	cr_expect_not_null(strstr(plot, "No divergence"));
+	cr_expect_not_null(strstr(plot, "<text>no divergence: equal in every traced value</text>"));
+	cr_expect_null(strstr(plot, "first divergence"));
+	free(plot);
+	/* FP8 and BF16 agree until the output of the first quantized GEMM, at the first step */
+	plot = plot_of(html, "tiny_heatmap_fp8-vs-bf16");
+	cr_expect_not_null(strstr(plot, "<text>first divergence: step 0, blocks.0.mlp.up.out, rank 0 "
+	                                "(l2) (circled)</text>"));
+	free(plot);
+	free(html);
+
+	/* a divergence planted at step 1, rank 1, in a weight gradient: named and circled there */
+	plant(dir, "tiny", "fp8_ac", "blocks.0.mlp.down.weight.grad", "backward", 1, 1);
+	html = report_page(dir);
+	plot = plot_of(html, "tiny_heatmap_fp8_ac-vs-fp8");
+	cr_expect_not_null(strstr(plot, "step 1, tensor blocks.0.mlp.down.weight.grad, rank 1, field "
+	                                "l2."), "the caption names another divergence");
+	cr_expect_not_null(strstr(plot, "<text>first divergence: step 1, blocks.0.mlp.down.weight.grad, "
+	                                "rank 1 (l2) (circled)</text>"));
+	/* the circle: in the column of step 1 of 3 and on the row of the planted tensor */
+	circled(plot, 1, 3, name, sizeof(name));
+	cr_expect_str_eq(name, "blocks.0.mlp.down.weight.grad", "the circle is on the row of '%s'", name);
+	free(plot);
+	free(html);
+	teardown(dir);
+}
+
+/* A case too large to draw cell by cell (more tensors and steps than the heatmap has rows
+   and columns): bins of tensors and steps, said in the caption, the planted divergence
+   circled in its bin, and a plot that stays small. Two runs of one recipe agree bit for
+   bit, and the bitwise check says so. */
+Test(report, heatmap_downsamples, .timeout = 120)
+{
+	static const char deep_text[] =
+		"[case]\nsteps = 401\nseed = 7\nworld_size = 1\n"
+		"[model]\nvocab = 32\nhidden = 16\nffn = 32\nlayers = 4\nseq = 4\nbatch = 2\n"
+		"[run fp8]\nrecipe = fp8_rowwise\n[run again]\nrecipe = fp8_rowwise\n"
+		"[check deterministic]\nkind = bitwise\na = again\nb = fp8\n";
+	char dir[64], name[128], phase[16], want[300], row[160], *html, *plot;
+	const char *p;
+	int ybin = 0, xbin = 0, seq;
+
+	if (!have("gnuplot"))
+		cr_skip_test("gnuplot is not installed (Debian: gnuplot-nox)");
+	snprintf(dir, sizeof(dir), "/tmp/lks-test-report-XXXXXX");
+	cr_assert_not_null(mkdtemp(dir));
+	write_text(dir, "deep.ini", deep_text);
+	cr_assert_eq(sh("'%s' run '%s/deep.ini' --db '%s/t.db' --quiet --threads 1 >/dev/null",
+	                LKS_BIN, dir, dir), 0);
+	html = report_page(dir);
+	plot = plot_of(html, "deep_heatmap_again-vs-fp8");
+	cr_assert_not_null(p = strstr(plot, "Downsampled to stay legible: "));
+	cr_assert_eq(sscanf(p, "Downsampled to stay legible: %d tensors share a row, %d steps a column",
+	                    &ybin, &xbin), 2);
+	cr_expect_gt(ybin, 1);
+	cr_expect_gt(xbin, 1);
+	free(plot);
+	free(html);
+
+	/* the first tensor of a bin in the middle, at a step in the last third */
+	seq = 20 * ybin;
+	tensor_at(dir, "deep", "again", seq, name, sizeof(name), phase, sizeof(phase));
+	plant(dir, "deep", "again", name, phase, 301, 0);
+	html = report_page(dir);
+	plot = plot_of(html, "deep_heatmap_again-vs-fp8");
+	snprintf(want, sizeof(want), "step 301, tensor %s, rank 0, field l2.", name);
+	cr_expect_not_null(strstr(plot, want), "the caption does not say '%s'", want);
+	circled(plot, 301 / xbin, (401 + xbin - 1) / xbin, row, sizeof(row));
+	snprintf(want, sizeof(want), "%s +%d", name, ybin - 1);
+	cr_expect_str_eq(row, want, "the circle is on the row of '%s'", row);
+	/* inline in the page: a few tens of KB, not a rectangle per cell (about 1 MB) */
+	cr_expect_lt(strlen(plot), 150000, "the heatmap is %zu bytes", strlen(plot));
+	/* the FP8 plot of a long run is binned too, and says so */
+	free(plot);
+	plot = plot_of(html, "deep_fp8scale_fp8");
+	cr_expect_not_null(strstr(plot, "Downsampled to keep the plot small: a point is "));
+	cr_expect_lt(strlen(plot), 250000, "the FP8 plot is %zu bytes", strlen(plot));
+	free(plot);
+	free(html);
 	teardown(dir);
 }
 
@@ -129,9 +413,10 @@ static char *render(const char *dir, const char *page, const char *png)
 	char log[300];
 
 	snprintf(log, sizeof(log), "%s/chromium.log", dir);
-	/* --disable-dev-shm-usage: containers often give /dev/shm 64 MiB, too little for it */
+	/* --disable-dev-shm-usage: containers often give /dev/shm 64 MiB, too little for it;
+	   7000 pixels: the whole page of the test, its last plot included (about 6400) */
 	cr_assert_eq(sh("timeout 120 chromium --headless --no-sandbox --disable-gpu --disable-dev-shm-usage "
-	                "--screenshot='%s' --window-size=1200,2000 --enable-logging=stderr --v=0 "
+	                "--screenshot='%s' --window-size=1200,7000 --enable-logging=stderr --v=0 "
 	                "'file://%s' >'%s' 2>&1", png, page, log), 0, "chromium failed on '%s'", page);
 	cr_assert_gt(file_size(png), 0, "no screenshot of '%s'", page);
 	/* console messages: "[pid:tid:time:INFO:CONSOLE:line] "text", source: ..." */
@@ -178,8 +463,8 @@ Test(report, renders_in_chromium, .timeout = 300)
 	snprintf(png, sizeof(png), "%s/report.png", dir);
 	console = render(dir, page, png);
 	size = file_size(png);
-	/* tables and three plots make a PNG many times a blank one (about 170 KB against
-	   11 KB measured); a page that shows only a line of text stays near 1.1x */
+	/* tables and nine plots make a PNG many times a blank one (about 610 KB against
+	   39 KB measured); a page that shows only a line of text stays near 1.01x */
 	cr_expect_gt(size, 4 * blank, "screenshot %ld bytes, blank page %ld: nothing drawn?",
 	             size, blank);
 	cr_expect_eq(strlen(console), 0, "console messages: %s", console);
