@@ -41,18 +41,24 @@ static inline float lks_stats_acc_amax(const struct lks_stats_acc *a)
 	return a->nan ? NAN : f;
 }
 
-/* One element, as the scalar path and every path's tail take it. */
-static inline void lks_stats_acc_one(struct lks_stats_acc *a, float x)
+/* amax, NaN and the non-finite count of one element, all but its square. */
+static inline void lks_stats_acc_bits(struct lks_stats_acc *a, float x)
 {
 	uint32_t b;
 
 	memcpy(&b, &x, sizeof(b));
 	b &= 0x7fffffffu;
-	a->lane[a->seen++ % LKS_SUMSQ_LANES] += (double)x * (double)x;
 	/* as integers, finite magnitudes and inf order as their values */
 	a->maxbits = b > a->maxbits && b <= 0x7f800000u ? b : a->maxbits;
 	a->nan |= b > 0x7f800000u;
 	a->bad += b >= 0x7f800000u;
+}
+
+/* One element, as the scalar path and every path's tail take it. */
+static inline void lks_stats_acc_one(struct lks_stats_acc *a, float x)
+{
+	a->lane[a->seen++ % LKS_SUMSQ_LANES] += (double)x * (double)x;
+	lks_stats_acc_bits(a, x);
 }
 
 #endif

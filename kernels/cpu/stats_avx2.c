@@ -21,12 +21,10 @@ uint64_t lks_avx2_hash_rows(const uint8_t *rows, int nrows, int cols, size_t ld,
 
 static void lks_avx2_s_block(const float *x, size_t n, struct lks_stats_acc *a)
 {
-	const __m256i abs = _mm256_set1_epi32(0x7fffffff), inf = _mm256_set1_epi32(0x7f800000);
-	const __m256i below_inf = _mm256_set1_epi32(0x7f7fffff);
-	__m256i m = _mm256_setzero_si256(), nan = _mm256_setzero_si256(), bad = _mm256_setzero_si256();
+	const __m256i abs = _mm256_set1_epi32(0x7fffffff);
+	__m256i m = _mm256_setzero_si256();
 	__m256d acc[8];
-	uint32_t lm[8], ln[8];
-	int32_t lb[8];
+	uint32_t lm[8], top = 0;
 	size_t i = 0;
 
 	/* the fast loop needs the next element to fall in lane 0; blocks keep it so */
@@ -37,34 +35,35 @@ static void lks_avx2_s_block(const float *x, size_t n, struct lks_stats_acc *a)
 	}
 	for (int r = 0; r < 8; r++)
 		acc[r] = _mm256_loadu_pd(a->lane + 4 * r);
-	/* a lane counter grows by at most n/8: below 2^31 for any tensor under 16 G elements */
+	/* The loop keeps only the largest magnitude as bits (NaN and inf included: as
+	   integers they order above every finite value) and the squares; a block whose
+	   largest bits reach inf holds a non-finite value, and only such a block is read again
+	   for the exact NaN / non-finite bookkeeping. */
 	for (; i + LKS_SUMSQ_LANES <= n; i += LKS_SUMSQ_LANES) {
 		for (int v = 0; v < 4; v++) {
-			__m256 f = _mm256_loadu_ps(x + i + 8 * v);
-			__m256i b = _mm256_and_si256(_mm256_castps_si256(f), abs);
-			__m256i isnan = _mm256_cmpgt_epi32(b, inf);
-			__m256d lo = _mm256_cvtps_pd(_mm256_castps256_ps128(f));
-			__m256d hi = _mm256_cvtps_pd(_mm256_extractf128_ps(f, 1));
+			__m256i b = _mm256_and_si256(_mm256_loadu_si256((const __m256i *)(x + i + 8 * v)), abs);
+			__m256d lo = _mm256_cvtps_pd(_mm_loadu_ps(x + i + 8 * v));
+			__m256d hi = _mm256_cvtps_pd(_mm_loadu_ps(x + i + 8 * v + 4));
 
-			m = _mm256_max_epi32(m, _mm256_andnot_si256(isnan, b));  /* magnitudes < 2^31 */
-			nan = _mm256_or_si256(nan, isnan);
-			bad = _mm256_sub_epi32(bad, _mm256_cmpgt_epi32(b, below_inf));
-			/* a product then a sum, two roundings, as the scalar path: no FMA here */
-			acc[2 * v] = _mm256_add_pd(acc[2 * v], _mm256_mul_pd(lo, lo));
-			acc[2 * v + 1] = _mm256_add_pd(acc[2 * v + 1], _mm256_mul_pd(hi, hi));
+			m = _mm256_max_epi32(m, b);  /* magnitudes < 2^31: signed order is right */
+			/* the square of a float is exact in double (48 significant bits), so the
+			   scalar path's product-then-sum rounds once, at the sum, as an FMA does */
+			acc[2 * v] = _mm256_fmadd_pd(lo, lo, acc[2 * v]);
+			acc[2 * v + 1] = _mm256_fmadd_pd(hi, hi, acc[2 * v + 1]);
 		}
 	}
 	for (int r = 0; r < 8; r++)
 		_mm256_storeu_pd(a->lane + 4 * r, acc[r]);
-	a->seen += i;
 	_mm256_storeu_si256((__m256i *)lm, m);
-	_mm256_storeu_si256((__m256i *)ln, nan);
-	_mm256_storeu_si256((__m256i *)lb, bad);
-	for (int l = 0; l < 8; l++) {
-		a->maxbits = lm[l] > a->maxbits ? lm[l] : a->maxbits;
-		a->nan |= ln[l] != 0;
-		a->bad += lb[l];
+	for (int l = 0; l < 8; l++)
+		top = lm[l] > top ? lm[l] : top;
+	if (top < 0x7f800000u) {  /* all finite: the largest magnitude is the amax */
+		a->maxbits = top > a->maxbits ? top : a->maxbits;
+	} else {
+		for (size_t k = 0; k < i; k++)
+			lks_stats_acc_bits(a, x[k]);
 	}
+	a->seen += i;
 	for (; i < n; i++)
 		lks_stats_acc_one(a, x[i]);
 }
