@@ -104,12 +104,9 @@ void lks_trace_f32(lks_tracer *t, lks_phase ph, float *x, size_t n, const char *
 
 void lks_trace_quant(lks_tracer *t, lks_phase ph, const lks_quant *q, const char *fmt, ...)
 {
-	const float *tab = lks_fp8_table(q->fmt);
 	size_t ns = lks_quant_nscales(q);
-	uint64_t count[4][256] = { { 0 } };  /* four histograms: no store-to-load stalls */
-	double ss = 0.0;
-	float m = 0.0f, smin = INFINITY;
-	int64_t bad = 0;
+	lks_fp8_stats st = { 0 };
+	float smin = INFINITY;
 	lks_stat_row *row;
 	va_list ap;
 
@@ -118,36 +115,15 @@ void lks_trace_quant(lks_tracer *t, lks_phase ph, const lks_quant *q, const char
 	va_end(ap);
 	if (!row)
 		return;
-	for (int r = 0; r < q->rows; r++) {
-		const uint8_t *c = q->q + (size_t)r * q->ldq;
-		int i = 0;
-
-		for (; i + 4 <= q->cols; i += 4) {
-			count[0][c[i]]++;
-			count[1][c[i + 1]]++;
-			count[2][c[i + 2]]++;
-			count[3][c[i + 3]]++;
-		}
-		for (; i < q->cols; i++)
-			count[0][c[i]]++;
-	}
-	/* statistics of the decoded codes from the histogram, in code order: exact counts,
-	   so the sum has one fixed order whatever the tensor's shape */
-	for (int v = 0; v < 256; v++) {
-		uint64_t k = count[0][v] + count[1][v] + count[2][v] + count[3][v];
-		float a = fabsf(tab[v]);
-
-		if (!k)
-			continue;
-		ss += (double)k * ((double)tab[v] * tab[v]);
-		bad += isfinite(tab[v]) ? 0 : (int64_t)k;
-		m = a > m || isnan(a) ? a : m;
-	}
+	/* the statistics of the decoded codes: exact, so the same whatever the shape */
+	if (q->ldq == (size_t)q->cols)
+		lks_fp8_stats_add(&st, q->q, (size_t)q->rows * (size_t)q->cols, q->fmt);
+	else
+		for (int r = 0; r < q->rows; r++)
+			lks_fp8_stats_add(&st, q->q + (size_t)r * q->ldq, (size_t)q->cols, q->fmt);
+	lks_fp8_stats_result(&st, q->fmt, &row->l2, &row->amax, &row->nonfinite);
 	for (size_t i = 0; i < ns; i++)
 		smin = q->scale[i] < smin || isnan(q->scale[i]) ? q->scale[i] : smin;
-	row->l2 = sqrt(ss);
-	row->amax = m;
-	row->nonfinite = bad;
 	row->scale = smin;
 	row->underflow = (int64_t)q->underflow;
 	row->saturated = (int64_t)q->saturated;

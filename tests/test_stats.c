@@ -11,6 +11,7 @@
 
 #include <xxhash.h>
 
+#include "kernels/cpu/convert.h"
 #include "kernels/cpu/isa.h"
 #include "kernels/cpu/stats.h"
 #include "kernels/philox.h"
@@ -96,4 +97,85 @@ Test(stats, hash_rows_is_xxh3_of_the_rows_then_the_tail)
 		cr_assert_eq(lks_hash_rows(q, ROWS, COLS, LD, scales, sizeof(scales)),
 		             XXH3_64bits(flat, sizeof(flat)), "%s", lks_isa_name((lks_isa)isa));
 	}
+}
+
+/* The FP8 statistics by their definition, from the decode table: each finite square is
+   an integer in units of 2^-18 (E4M3) or 2^-32 (E5M2), summed exactly, rounded once. */
+static void ref_fp8(const uint8_t *q, size_t n, lks_fp8 fmt, double *l2, float *amax,
+                    int64_t *bad)
+{
+	const float *tab = lks_fp8_table(fmt);
+	unsigned __int128 sum = 0;
+	int units = fmt == LKS_FP8_E4M3 ? 18 : 32, nan = 0, inf = 0;
+
+	*amax = 0.0f;
+	*bad = 0;
+	for (size_t i = 0; i < n; i++) {
+		float v = tab[q[i]];
+
+		if (isnan(v))
+			nan = 1;
+		else if (isinf(v))
+			inf = 1;
+		else
+			sum += (unsigned __int128)ldexp((double)v * v, units);
+		*bad += !isfinite(v);
+		if (!isnan(*amax) && (isnan(v) || fabsf(v) > *amax))
+			*amax = fabsf(v);
+	}
+	*l2 = nan ? NAN : inf ? INFINITY : sqrt(ldexp((double)sum, -units));
+}
+
+Test(stats, fp8_every_path_agrees_with_the_exact_sum)
+{
+	static const size_t sizes[] = { 0, 1, 31, 32, 33, 4095, 65536, 100003 };
+	uint8_t *q = malloc(100003);
+
+	for (int fmt = 0; fmt < 2; fmt++) {
+		for (int special = 0; special < 4; special++) {
+			for (size_t i = 0; i < 100003; i++) {
+				uint32_t u = lks_philox_u32(3, (uint32_t)special, i);
+				/* mostly small codes, as scaled tensors give, and every code now and then */
+				q[i] = (uint8_t)(u % 7 ? (u >> 8) % 0x78 | (u & 0x80) : u >> 8);
+				if (special == 0 || (special == 1 && fmt == 0))  /* finite only */
+					while ((q[i] & 0x7f) >= (fmt ? 0x7c : 0x7f))
+						q[i] -= 8;
+			}
+			if (special == 2)  /* the largest finite codes: the sum needs every bit */
+				for (size_t i = 0; i < 100003; i += 2)
+					q[i] = fmt ? 0x7b : 0xfe;
+			if (special == 3)
+				q[40000] = 0xff, q[77] = fmt ? 0x7c : 0x7f;
+			for (size_t s = 0; s < sizeof(sizes) / sizeof(sizes[0]); s++) {
+				size_t n = sizes[s];
+				double want_l2, l2;
+				float want_amax, amax;
+				int64_t want_bad, bad;
+
+				ref_fp8(q, n, (lks_fp8)fmt, &want_l2, &want_amax, &want_bad);
+				for (int isa = 0; isa < LKS_ISA_COUNT; isa++) {
+					lks_fp8_stats st = { 0 }, split = { 0 };
+
+					if (lks_isa_force((lks_isa)isa) != 0)
+						continue;
+					lks_fp8_stats_add(&st, q, n, fmt);
+					/* any split into calls gives the same sums */
+					lks_fp8_stats_add(&split, q, n / 3, fmt);
+					lks_fp8_stats_add(&split, q + n / 3, n - n / 3, fmt);
+					cr_assert(st.sq == split.sq && st.nonfinite == split.nonfinite
+					          && st.maxmag == split.maxmag, "%s fmt %d n %zu: split",
+					          lks_isa_name((lks_isa)isa), fmt, n);
+					lks_fp8_stats_result(&st, fmt, &l2, &amax, &bad);
+					cr_assert(memcmp(&l2, &want_l2, sizeof(l2)) == 0 || (isnan(l2) && isnan(want_l2)),
+					          "%s fmt %d special %d n %zu: l2 %a, want %a",
+					          lks_isa_name((lks_isa)isa), fmt, special, n, l2, want_l2);
+					cr_assert(amax == want_amax || (isnan(amax) && isnan(want_amax)),
+					          "%s fmt %d special %d n %zu: amax %g, want %g",
+					          lks_isa_name((lks_isa)isa), fmt, special, n, amax, want_amax);
+					cr_assert_eq(bad, want_bad, "%s fmt %d n %zu", lks_isa_name((lks_isa)isa), fmt, n);
+				}
+			}
+		}
+	}
+	free(q);
 }

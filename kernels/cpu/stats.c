@@ -4,6 +4,7 @@
 #define XXH_STATIC_LINKING_ONLY  /* XXH3_state_t on the stack */
 #include <xxhash.h>
 
+#include "kernels/cpu/convert.h"
 #include "kernels/cpu/isa.h"
 #include "kernels/cpu/stats_acc.h"
 
@@ -12,6 +13,8 @@ void lks_avx2_stats_f32(const float *x, size_t n, double *l2, float *amax, int64
                         uint64_t *hash);
 uint64_t lks_avx2_hash_rows(const uint8_t *rows, int nrows, int cols, size_t ld,
                             const void *tail, size_t ntail);
+
+void lks_avx2_fp8_stats_add(lks_fp8_stats *s, const uint8_t *q, size_t n, int fmt);
 
 static void lks_scalar_block(const float *x, size_t n, struct lks_stats_acc *a)
 {
@@ -42,4 +45,34 @@ uint64_t lks_hash_rows(const uint8_t *rows, int nrows, int cols, size_t ld, cons
 	if (lks_isa_active() != LKS_ISA_SCALAR)
 		return lks_avx2_hash_rows(rows, nrows, cols, ld, tail, ntail);
 	return lks_scalar_hash_rows(rows, nrows, cols, ld, tail, ntail);
+}
+
+void lks_fp8_stats_add(lks_fp8_stats *s, const uint8_t *q, size_t n, int fmt)
+{
+	uint32_t first = lks_fp8_first_nonfinite(fmt);
+
+	if (lks_isa_active() != LKS_ISA_SCALAR) {
+		lks_avx2_fp8_stats_add(s, q, n, fmt);
+		return;
+	}
+	for (size_t i = 0; i < n; i++) {
+		uint32_t mag = q[i] & 0x7fu;
+
+		s->maxmag = mag > s->maxmag ? mag : s->maxmag;
+		if (mag >= first)
+			s->nonfinite++;
+		else
+			s->sq += lks_fp8_sq_units(mag, fmt);
+	}
+}
+
+void lks_fp8_stats_result(const lks_fp8_stats *s, int fmt, double *l2, float *amax,
+                          int64_t *nonfinite)
+{
+	*amax = fabsf(lks_fp8_table((lks_fp8)fmt)[s->maxmag]);
+	*nonfinite = s->nonfinite;
+	if (s->nonfinite)
+		*l2 = isnan(*amax) ? NAN : INFINITY;  /* a NaN code has the largest magnitude */
+	else  /* one rounding, in the conversion; the power of two is exact */
+		*l2 = sqrt(ldexp((double)s->sq, fmt ? -32 : -18));
 }

@@ -27,6 +27,26 @@ double lks_sumsq(const float *x, size_t n);
 void lks_stats_f32(const float *x, size_t n, double *l2, float *amax, int64_t *nonfinite,
                    uint64_t *hash);
 
+/*
+ * Statistics of FP8 codes as the values they decode to: amax, non-finite count and the L2
+ * norm with an exact sum of squares. The square of every finite E4M3 value is an integer
+ * multiple of 2^-18 below 2^36 of them, of every E5M2 value one of 2^-32 below 2^64, so the
+ * squares are summed as 128-bit integers in those units and rounded to double once, at the
+ * end: the result is the correctly rounded sum, whatever the order, ISA path or split of
+ * the codes into calls. With a non-finite code the L2 norm is NaN (a NaN code) or inf.
+ */
+typedef struct lks_fp8_stats {
+	unsigned __int128 sq;  /* squares of the finite values, in units of 2^-18 or 2^-32 */
+	uint32_t maxmag;       /* the largest code & 0x7f: magnitudes order as their codes */
+	int64_t nonfinite;
+} lks_fp8_stats;
+
+/* Adds n contiguous codes of format fmt (0 = E4M3, 1 = E5M2, as lks_fp8) to s, which
+   starts zeroed. */
+void lks_fp8_stats_add(lks_fp8_stats *s, const uint8_t *q, size_t n, int fmt);
+void lks_fp8_stats_result(const lks_fp8_stats *s, int fmt, double *l2, float *amax,
+                          int64_t *nonfinite);
+
 /* XXH3-64 of the bytes of rows (rows, cols) with leading dimension ld, row after row,
    followed by the bytes of tail (ntail bytes): a quantized tensor's codes and scales. */
 uint64_t lks_hash_rows(const uint8_t *rows, int nrows, int cols, size_t ld, const void *tail,

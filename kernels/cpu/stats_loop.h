@@ -50,8 +50,11 @@ static uint64_t LKS_CAT(LKS_STATS_PREFIX, _hash_rows)(const uint8_t *rows, int n
 	XXH3_state_t st;
 
 	XXH3_64bits_reset(&st);
-	for (int r = 0; r < nrows; r++)
-		XXH3_64bits_update(&st, rows + (size_t)r * ld, (size_t)cols);
+	if (ld == (size_t)cols)  /* contiguous: one update, the same bytes */
+		XXH3_64bits_update(&st, rows, (size_t)nrows * (size_t)cols);
+	else
+		for (int r = 0; r < nrows; r++)
+			XXH3_64bits_update(&st, rows + (size_t)r * ld, (size_t)cols);
 	XXH3_64bits_update(&st, tail, ntail);
 	return XXH3_64bits_digest(&st);
 }
