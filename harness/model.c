@@ -141,12 +141,13 @@ static void lks_transpose_bf16(const float *s, int rows, int cols, uint16_t *d)
 					d[(size_t)k * rows + i] = lks_f32_to_bf16(s[(size_t)i * cols + k]);
 }
 
-static void *lks_arena_take(lks_rank *r, size_t *used, size_t bytes)
+/* bytes from the GEMM call's arena, or (step) from the step's */
+static void *lks_arena_take(lks_rank *r, int step, size_t *used, size_t bytes)
 {
-	void *p = r->arena + *used;
+	void *p = (step ? r->qarena : r->arena) + *used;
 
 	*used += (bytes + 63) & ~(size_t)63;
-	return *used <= r->arena_size ? p : NULL;
+	return *used <= (step ? r->qarena_size : r->arena_size) ? p : NULL;
 }
 
 /* The operand (rows', K) from src (rows, cols) float: src itself or its transpose. */
@@ -161,7 +162,7 @@ static int lks_prep_operand(lks_rank *r, const lks_operand_rule *rule, const flo
 	op->ld = (size_t)ocols;
 	op->dtype = rule->dtype;
 	if (rule->dtype == LKS_F32) {
-		float *d = lks_arena_take(r, used, n * sizeof(float));
+		float *d = lks_arena_take(r, 0, used, n * sizeof(float));
 
 		if (!d)
 			return lks_err("gemm operand arena too small");
@@ -173,7 +174,7 @@ static int lks_prep_operand(lks_rank *r, const lks_operand_rule *rule, const flo
 		return 0;
 	}
 	if (rule->dtype == LKS_BF16) {
-		uint16_t *d = lks_arena_take(r, used, n * 2);
+		uint16_t *d = lks_arena_take(r, 0, used, n * 2);
 
 		if (!d)
 			return lks_err("gemm operand arena too small");
@@ -186,9 +187,12 @@ static int lks_prep_operand(lks_rank *r, const lks_operand_rule *rule, const flo
 	}
 
 	int nscales = rule->scaling == LKS_SCALE_AXIS ? orows : 1;
-	uint8_t *codes = lks_arena_take(r, used, n);
-	float *scale = lks_arena_take(r, used, sizeof(float) * (size_t)nscales);
-	float *amax = lks_arena_take(r, used, sizeof(float) * (size_t)nscales);
+	/* the tracer may read codes and scales until the step ends: from the step's arena */
+	int kept = r->qarena != NULL;
+	size_t *qu = kept ? &r->qused : used;
+	uint8_t *codes = lks_arena_take(r, kept, qu, n);
+	float *scale = lks_arena_take(r, kept, qu, sizeof(float) * (size_t)nscales);
+	float *amax = lks_arena_take(r, kept, qu, sizeof(float) * (size_t)nscales);
 	lks_quant q = {
 		.x = src, .rows = rows, .cols = cols, .ldx = (size_t)cols,
 		.fmt = rule->dtype == LKS_E4M3 ? LKS_FP8_E4M3 : LKS_FP8_E5M2,
@@ -210,7 +214,7 @@ static int lks_prep_operand(lks_rank *r, const lks_operand_rule *rule, const flo
 		slot->cur = isnan(amax[0]) || amax[0] > slot->cur ? amax[0] : slot->cur;
 	lks_trace_quant(&r->tr, ph, &q, "%s", tname);
 	if (transposed) {  /* codes (rows, cols) -> (cols, rows); exact */
-		uint8_t *t = lks_arena_take(r, used, n);
+		uint8_t *t = lks_arena_take(r, 0, used, n);
 
 		if (!t)
 			return lks_err("gemm operand arena too small");
@@ -361,8 +365,25 @@ oom:
 	return lks_err("out of memory for rank %d", rank);
 }
 
+int lks_rank_trace_on(lks_rank *r, lks_pool *pool)
+{
+	const lks_model_cfg *c = &r->m->cfg;
+	size_t T = (size_t)r->T, H = (size_t)c->hidden, F = (size_t)c->ffn;
+	size_t big = T * F > F * H ? T * F : F * H, maxdim = T > F ? T : F;
+
+	/* a step quantizes at most 16 operands per block (2 per GEMM; forward, dgrad, wgrad
+	   and the recompute), each at most the largest operand, its scales and amaxes */
+	r->qarena_size = (size_t)16 * (size_t)c->layers * (big + 8 * maxdim + 3 * 64);
+	if (!(r->qarena = aligned_alloc(64, r->qarena_size)))
+		return lks_err("out of memory for rank %d's traced operands", r->rank);
+	r->tr.pool = pool;
+	return 0;
+}
+
 void lks_rank_release(lks_rank *r)
 {
+	lks_tracer_sync(&r->tr);  /* no job may outlive the buffers it reads */
+	free(r->qarena);
 	if (r->slots)
 		for (int i = 0; i < 2 * r->m->cfg.layers * 3; i++)
 			free(r->slots[i].hist);
@@ -373,6 +394,11 @@ void lks_rank_release(lks_rank *r)
 	lks_tracer_release(&r->tr);
 	memset(r, 0, sizeof(*r));
 }
+
+/* Tensors the step keeps go to the tracer as kept (trace.h); h, u, a are kept only
+   without checkpointing, where every block has its own. */
+#define LKS_TRACE_ACT(r, ...) ((r)->checkpoint ? lks_trace_f32(&(r)->tr, __VA_ARGS__) \
+                                               : lks_trace_f32_kept(&(r)->tr, __VA_ARGS__))
 
 /* h, u, a of block l from x_l (forward, or recompute in backward). */
 static int lks_block_inner(lks_rank *r, int l)
@@ -386,12 +412,12 @@ static int lks_block_inner(lks_rank *r, int l)
 
 	lks_rmsnorm_fwd(x, p + r->m->t[LKS_P_NORM(l)].off, T, H, h, r->rstd + (size_t)l * T,
 	                r->bf16);
-	lks_trace_f32(&r->tr, ph, h, (size_t)T * H, "blocks.%d.norm.out", l);
+	LKS_TRACE_ACT(r, ph, h, (size_t)T * H, "blocks.%d.norm.out", l);
 	if (lks_linear(r, 2 * l, LKS_ROLE_FWD, h, T, H, p + r->m->t[LKS_P_UP(l)].off, F, H, u))
 		return -1;
-	lks_trace_f32(&r->tr, ph, u, (size_t)T * F, "blocks.%d.mlp.up.out", l);
+	LKS_TRACE_ACT(r, ph, u, (size_t)T * F, "blocks.%d.mlp.up.out", l);
 	lks_relu2_fwd(u, (size_t)T * F, a, r->bf16);
-	lks_trace_f32(&r->tr, ph, a, (size_t)T * F, "blocks.%d.mlp.act.out", l);
+	LKS_TRACE_ACT(r, ph, a, (size_t)T * F, "blocks.%d.mlp.act.out", l);
 	return 0;
 }
 
@@ -407,7 +433,7 @@ static int lks_forward(lks_rank *r)
 			r->xs[(size_t)t * H + i] = p[m->t[LKS_P_EMBED].off + (size_t)r->tok[t] * H + i];
 	if (r->bf16)
 		lks_round_bf16(r->xs, (size_t)T * H);
-	lks_trace_f32(&r->tr, LKS_PHASE_FORWARD, r->xs, (size_t)T * H, "embed.out");
+	lks_trace_f32_kept(&r->tr, LKS_PHASE_FORWARD, r->xs, (size_t)T * H, "embed.out");
 	for (int l = 0; l < L; l++) {
 		int b = r->checkpoint ? 0 : l;
 		const float *x = r->xs + (size_t)l * T * H;
@@ -423,14 +449,14 @@ static int lks_forward(lks_rank *r)
 			xn[i] = x[i] + r->gtmp[i];
 		if (r->bf16)
 			lks_round_bf16(xn, (size_t)T * H);
-		lks_trace_f32(&r->tr, LKS_PHASE_FORWARD, xn, (size_t)T * H, "blocks.%d.out", l);
+		lks_trace_f32_kept(&r->tr, LKS_PHASE_FORWARD, xn, (size_t)T * H, "blocks.%d.out", l);
 	}
 	lks_rmsnorm_fwd(r->xs + (size_t)L * T * H, p + m->t[LKS_P_FINAL_NORM(L)].off, T, H, r->hf,
 	                r->rstd + (size_t)L * T, r->bf16);
-	lks_trace_f32(&r->tr, LKS_PHASE_FORWARD, r->hf, (size_t)T * H, "final_norm.out");
+	lks_trace_f32_kept(&r->tr, LKS_PHASE_FORWARD, r->hf, (size_t)T * H, "final_norm.out");
 	if (lks_head_gemm(r, r->hf, T, H, 0, p + m->t[LKS_P_HEAD(L)].off, V, H, 0, r->logits))
 		return -1;
-	lks_trace_f32(&r->tr, LKS_PHASE_FORWARD, r->logits, (size_t)T * V, "head.logits");
+	lks_trace_f32_kept(&r->tr, LKS_PHASE_FORWARD, r->logits, (size_t)T * V, "head.logits");
 	r->loss = lks_cross_entropy(r->logits, r->tgt, T, V, r->grad_scale, r->dz);
 	return 0;
 }
@@ -445,17 +471,17 @@ static int lks_backward(lks_rank *r)
 	const lks_ptensor *pt = m->t;
 	lks_phase bw = LKS_PHASE_BACKWARD;
 
-	lks_trace_f32(&r->tr, bw, r->dz, (size_t)T * V, "head.logits.grad");
+	lks_trace_f32_kept(&r->tr, bw, r->dz, (size_t)T * V, "head.logits.grad");
 	/* head: dWh (V, H) = dz^T . hf;  dhf (T, H) = dz . Wh, both BF16 operands */
 	if (lks_head_gemm(r, r->dz, T, V, 1, r->hf, T, H, 1, g + pt[LKS_P_HEAD(L)].off)
 	    || lks_head_gemm(r, r->dz, T, V, 0, p + pt[LKS_P_HEAD(L)].off, V, H, 1, r->gtmp))
 		return -1;
 	if (r->bf16)
 		lks_round_bf16(r->gtmp, (size_t)T * H);
-	lks_trace_f32(&r->tr, bw, g + pt[LKS_P_HEAD(L)].off, pt[LKS_P_HEAD(L)].n, "head.weight.grad");
+	lks_trace_f32_kept(&r->tr, bw, g + pt[LKS_P_HEAD(L)].off, pt[LKS_P_HEAD(L)].n, "head.weight.grad");
 	lks_rmsnorm_bwd(r->gtmp, r->xs + (size_t)L * T * H, p + pt[LKS_P_FINAL_NORM(L)].off,
 	                r->rstd + (size_t)L * T, T, H, r->gx, g + pt[LKS_P_FINAL_NORM(L)].off, r->bf16);
-	lks_trace_f32(&r->tr, bw, g + pt[LKS_P_FINAL_NORM(L)].off, (size_t)H, "final_norm.weight.grad");
+	lks_trace_f32_kept(&r->tr, bw, g + pt[LKS_P_FINAL_NORM(L)].off, (size_t)H, "final_norm.weight.grad");
 	lks_trace_f32(&r->tr, bw, r->gx, (size_t)T * H, "final_norm.in.grad");
 
 	for (int l = L - 1; l >= 0; l--) {
@@ -474,8 +500,8 @@ static int lks_backward(lks_rank *r)
 		if (lks_linear(r, 2 * l + 1, LKS_ROLE_DGRAD, r->gx, T, H, p + pt[LKS_P_DOWN(l)].off, H, F, r->ga)
 		    || lks_linear(r, 2 * l + 1, LKS_ROLE_WGRAD, r->gx, T, H, a, T, F, g + pt[LKS_P_DOWN(l)].off))
 			return -1;
-		lks_trace_f32(&r->tr, bw, g + pt[LKS_P_DOWN(l)].off, pt[LKS_P_DOWN(l)].n,
-		              "blocks.%d.mlp.down.weight.grad", l);
+		lks_trace_f32_kept(&r->tr, bw, g + pt[LKS_P_DOWN(l)].off, pt[LKS_P_DOWN(l)].n,
+		                   "blocks.%d.mlp.down.weight.grad", l);
 		lks_trace_f32(&r->tr, bw, r->ga, (size_t)T * F, "blocks.%d.mlp.down.in.grad", l);
 		lks_relu2_bwd(u, r->ga, (size_t)T * F, r->gu, r->bf16);
 		lks_trace_f32(&r->tr, bw, r->gu, (size_t)T * F, "blocks.%d.mlp.up.out.grad", l);
@@ -483,12 +509,12 @@ static int lks_backward(lks_rank *r)
 		if (lks_linear(r, 2 * l, LKS_ROLE_DGRAD, r->gu, T, F, p + pt[LKS_P_UP(l)].off, F, H, r->gh)
 		    || lks_linear(r, 2 * l, LKS_ROLE_WGRAD, r->gu, T, F, h, T, H, g + pt[LKS_P_UP(l)].off))
 			return -1;
-		lks_trace_f32(&r->tr, bw, g + pt[LKS_P_UP(l)].off, pt[LKS_P_UP(l)].n,
-		              "blocks.%d.mlp.up.weight.grad", l);
+		lks_trace_f32_kept(&r->tr, bw, g + pt[LKS_P_UP(l)].off, pt[LKS_P_UP(l)].n,
+		                   "blocks.%d.mlp.up.weight.grad", l);
 		lks_trace_f32(&r->tr, bw, r->gh, (size_t)T * H, "blocks.%d.mlp.up.in.grad", l);
 		lks_rmsnorm_bwd(r->gh, x, p + pt[LKS_P_NORM(l)].off, r->rstd + (size_t)l * T, T, H,
 		                r->gtmp, g + pt[LKS_P_NORM(l)].off, r->bf16);
-		lks_trace_f32(&r->tr, bw, g + pt[LKS_P_NORM(l)].off, (size_t)H, "blocks.%d.norm.weight.grad", l);
+		lks_trace_f32_kept(&r->tr, bw, g + pt[LKS_P_NORM(l)].off, (size_t)H, "blocks.%d.norm.weight.grad", l);
 		for (size_t i = 0; i < (size_t)T * H; i++)  /* the residual adds the branch */
 			r->gx[i] += r->gtmp[i];
 		if (r->bf16)
@@ -502,12 +528,14 @@ static int lks_backward(lks_rank *r)
 		for (int i = 0; i < H; i++)
 			ge[i] += r->gx[(size_t)t * H + i];
 	}
-	lks_trace_f32(&r->tr, bw, g + pt[LKS_P_EMBED].off, pt[LKS_P_EMBED].n, "embed.weight.grad");
+	lks_trace_f32_kept(&r->tr, bw, g + pt[LKS_P_EMBED].off, pt[LKS_P_EMBED].n, "embed.weight.grad");
 	return 0;
 }
 
 int lks_rank_step(lks_rank *r)
 {
+	lks_tracer_sync(&r->tr);  /* the last step's jobs read nothing of this one's */
+	r->qused = 0;
 	memset(r->grads, 0, r->m->nparams * sizeof(float));
 	if (lks_forward(r) || lks_backward(r))
 		return -1;

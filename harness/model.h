@@ -83,6 +83,8 @@ typedef struct lks_rank {
 	float *ga, *gu;         /* (T, F) */
 	unsigned char *arena;   /* GEMM operands of one call */
 	size_t arena_size;
+	unsigned char *qarena;  /* FP8 operands of the whole step, kept for background tracing */
+	size_t qarena_size, qused;
 	int recomputing;
 	double loss;            /* sum of this rank's token losses in the step */
 	lks_tracer tr;
@@ -91,6 +93,9 @@ typedef struct lks_rank {
 int lks_rank_init(lks_rank *r, int rank, const lks_model *m, const lks_run_cfg *run,
                   int tokens_per_rank, int global_tokens, const lks_backend *be, void *bectx);
 void lks_rank_release(lks_rank *r);
+/* Traces go to background jobs on pool (trace.h): tensors the step keeps are measured
+   there while the step goes on, FP8 operands kept for the whole step to that end. */
+int lks_rank_trace_on(lks_rank *r, lks_pool *pool);
 
 /* Forward and backward of one step on r->tok / r->tgt: r->grads, r->loss, trace rows. */
 int lks_rank_step(lks_rank *r);

@@ -109,8 +109,9 @@ static void lks_trace_update_task(void *arg, int task, int thread)
 	lks_rank *r = &R->ranks[task];
 
 	for (int i = 0; i < R->m.nt; i++)
-		lks_trace_f32(&r->tr, LKS_PHASE_UPDATE, r->params + R->m.t[i].off, R->m.t[i].n, "%s",
-		              R->m.t[i].name);
+		lks_trace_f32_kept(&r->tr, LKS_PHASE_UPDATE, r->params + R->m.t[i].off, R->m.t[i].n,
+		                   "%s", R->m.t[i].name);
+	lks_tracer_sync(&r->tr);
 }
 
 /* Warmup then cosine from lr to min_lr; step counts from 0. */
@@ -183,6 +184,14 @@ static int lks_runner_init(struct lks_runner *R, const lks_case *c, const lks_ru
 			return -1;
 		R->ranks[r].tr.off = o->no_trace;
 		lks_model_init_params(&R->m, c->seed, R->ranks[r].params);
+	}
+	/* one rank: the GEMM threads measure kept tensors while they would wait; many ranks
+	   keep every core busy already, each tracing in its own thread */
+	if (R->W == 1 && !o->no_trace) {
+		lks_pool *tp = o->backend ? o->trace_pool : R->gemm_pool;
+
+		if (tp && lks_rank_trace_on(&R->ranks[0], tp))
+			return -1;
 	}
 	R->b1pow = R->b2pow = 1.0f;
 	return 0;
@@ -284,9 +293,11 @@ static int lks_run_step(struct lks_runner *R, int step, lks_store *store, int64_
 		lks_tracer_begin_step(&rk->tr, step);
 	}
 	lks_pool_run(R->rank_pool, R->W, lks_rank_task, R);
-	for (int r = 0; r < R->W; r++)
+	for (int r = 0; r < R->W; r++) {
+		lks_tracer_sync(&R->ranks[r].tr);  /* the rows are read from here on */
 		if (R->rank_failed[r] || R->ranks[r].tr.fault_failed)
 			return -1;
+	}
 	lks_check_grads(R, store, run_id, step, res);
 	lks_pool_run(R->rank_pool, ntasks, lks_reduce_task, R);
 	if (o->on_grads)

@@ -34,6 +34,9 @@ typedef struct lks_runner_opts {
 	   passes its GEMM thread pool); a wrapper can time or record every kernel call */
 	const struct lks_backend *backend;
 	void *backend_ctx;
+	/* with a backend: the threads of a single rank's background tracing, which should be
+	   the backend's own (NULL: tracing stays in the rank's thread) */
+	struct lks_pool *trace_pool;
 	int no_trace;           /* skip per-tensor stats and hashes (benchmarks only) */
 	const char *overrides;  /* the --set overrides, stored with the run's options */
 } lks_runner_opts;

@@ -12,7 +12,10 @@
 
 #include "harness/fault.h"
 #include "harness/trace_store.h"
+#include "kernels/cpu/pool.h"
 #include "kernels/cpu/quant.h"
+
+struct lks_trace_job;
 
 typedef struct lks_tracer {
 	int rank, step;
@@ -28,6 +31,9 @@ typedef struct lks_tracer {
 	const lks_fault *fault; /* a planted bitflip or nan acts where its tensor is traced */
 	int fault_hits;         /* times it acted */
 	int fault_failed;       /* it could not (lks_err has why) */
+	lks_pool *pool;         /* set: kept tensors are measured as background jobs on it */
+	struct lks_trace_job *jobs;  /* (capjobs) posted and not yet collected */
+	int njobs, capjobs;
 } lks_tracer;
 
 void lks_tracer_init(lks_tracer *t, int rank);
@@ -39,8 +45,16 @@ void lks_tracer_begin_step(lks_tracer *t, int step);
    the model goes on with the faulty values: x is the tensor the model uses next. */
 void lks_trace_f32(lks_tracer *t, lks_phase ph, float *x, size_t n, const char *fmt, ...)
 	__attribute__((format(printf, 5, 6)));
+/* As lks_trace_f32, for a tensor the caller keeps unchanged until lks_tracer_sync: with a
+   pool, it is measured there in the background (the row is complete after the sync). */
+void lks_trace_f32_kept(lks_tracer *t, lks_phase ph, float *x, size_t n, const char *fmt, ...)
+	__attribute__((format(printf, 5, 6)));
+/* Waits for the background jobs and completes their rows: before anything reads the rows
+   or changes a kept tensor. */
+void lks_tracer_sync(lks_tracer *t);
 /* The stats of a quantized tensor: l2 and amax of the decoded codes (in scaled units), the
-   smallest scale, the cast's counts, a hash of codes and scales. */
+   smallest scale, the cast's counts, a hash of codes and scales. q's codes and scales are
+   kept, as with lks_trace_f32_kept, until lks_tracer_sync. */
 void lks_trace_quant(lks_tracer *t, lks_phase ph, const lks_quant *q, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));
 
