@@ -338,17 +338,18 @@ int lks_rank_init(lks_rank *r, int rank, const lks_model *m, const lks_run_cfg *
 	r->h = malloc(sizeof(float) * (size_t)nact * T * H);
 	r->u = malloc(sizeof(float) * (size_t)nact * T * F);
 	r->a = malloc(sizeof(float) * (size_t)nact * T * F);
+	r->dn = malloc(sizeof(float) * (size_t)L * T * H);
 	r->hf = malloc(sizeof(float) * (size_t)T * H);
 	r->logits = malloc(sizeof(float) * (size_t)T * V);
 	r->dz = malloc(sizeof(float) * (size_t)T * V);
-	r->gx = malloc(sizeof(float) * (size_t)T * H);
-	r->gh = malloc(sizeof(float) * (size_t)T * H);
+	r->gx = malloc(sizeof(float) * (size_t)(L + 1) * T * H);
+	r->gh = malloc(sizeof(float) * (size_t)L * T * H);
 	r->gtmp = malloc(sizeof(float) * (size_t)T * H);
-	r->ga = malloc(sizeof(float) * (size_t)T * F);
-	r->gu = malloc(sizeof(float) * (size_t)T * F);
+	r->ga = malloc(sizeof(float) * (size_t)L * T * F);
+	r->gu = malloc(sizeof(float) * (size_t)L * T * F);
 	r->arena = aligned_alloc(64, r->arena_size);
 	if (!r->params || !r->grads || !r->slots || !r->tok || !r->tgt || !r->xs || !r->rstd
-	    || !r->h || !r->u || !r->a || !r->hf || !r->logits || !r->dz || !r->gx || !r->gh
+	    || !r->h || !r->u || !r->a || !r->dn || !r->hf || !r->logits || !r->dz || !r->gx || !r->gh
 	    || !r->gtmp || !r->ga || !r->gu || !r->arena)
 		goto oom;
 	for (int i = 0; i < 2 * L * 3; i++) {
@@ -389,7 +390,7 @@ void lks_rank_release(lks_rank *r)
 			free(r->slots[i].hist);
 	free(r->slots);
 	free(r->params); free(r->grads); free(r->tok); free(r->tgt); free(r->xs); free(r->rstd);
-	free(r->h); free(r->u); free(r->a); free(r->hf); free(r->logits); free(r->dz);
+	free(r->h); free(r->u); free(r->a); free(r->dn); free(r->hf); free(r->logits); free(r->dz);
 	free(r->gx); free(r->gh); free(r->gtmp); free(r->ga); free(r->gu); free(r->arena);
 	lks_tracer_release(&r->tr);
 	memset(r, 0, sizeof(*r));
@@ -437,16 +438,16 @@ static int lks_forward(lks_rank *r)
 	for (int l = 0; l < L; l++) {
 		int b = r->checkpoint ? 0 : l;
 		const float *x = r->xs + (size_t)l * T * H;
-		float *xn = r->xs + (size_t)(l + 1) * T * H;
+		float *xn = r->xs + (size_t)(l + 1) * T * H, *dn = r->dn + (size_t)l * T * H;
 
 		if (lks_block_inner(r, l))
 			return -1;
 		if (lks_linear(r, 2 * l + 1, LKS_ROLE_FWD, r->a + (size_t)b * T * F, T, F,
-		               p + m->t[LKS_P_DOWN(l)].off, H, F, r->gtmp))
+		               p + m->t[LKS_P_DOWN(l)].off, H, F, dn))
 			return -1;
-		lks_trace_f32(&r->tr, LKS_PHASE_FORWARD, r->gtmp, (size_t)T * H, "blocks.%d.mlp.down.out", l);
+		lks_trace_f32_kept(&r->tr, LKS_PHASE_FORWARD, dn, (size_t)T * H, "blocks.%d.mlp.down.out", l);
 		for (size_t i = 0; i < (size_t)T * H; i++)
-			xn[i] = x[i] + r->gtmp[i];
+			xn[i] = x[i] + dn[i];
 		if (r->bf16)
 			lks_round_bf16(xn, (size_t)T * H);
 		lks_trace_f32_kept(&r->tr, LKS_PHASE_FORWARD, xn, (size_t)T * H, "blocks.%d.out", l);
@@ -480,15 +481,20 @@ static int lks_backward(lks_rank *r)
 		lks_round_bf16(r->gtmp, (size_t)T * H);
 	lks_trace_f32_kept(&r->tr, bw, g + pt[LKS_P_HEAD(L)].off, pt[LKS_P_HEAD(L)].n, "head.weight.grad");
 	lks_rmsnorm_bwd(r->gtmp, r->xs + (size_t)L * T * H, p + pt[LKS_P_FINAL_NORM(L)].off,
-	                r->rstd + (size_t)L * T, T, H, r->gx, g + pt[LKS_P_FINAL_NORM(L)].off, r->bf16);
+	                r->rstd + (size_t)L * T, T, H, r->gx + (size_t)L * T * H,
+	                g + pt[LKS_P_FINAL_NORM(L)].off, r->bf16);
 	lks_trace_f32_kept(&r->tr, bw, g + pt[LKS_P_FINAL_NORM(L)].off, (size_t)H, "final_norm.weight.grad");
-	lks_trace_f32(&r->tr, bw, r->gx, (size_t)T * H, "final_norm.in.grad");
+	lks_trace_f32_kept(&r->tr, bw, r->gx + (size_t)L * T * H, (size_t)T * H, "final_norm.in.grad");
 
 	for (int l = L - 1; l >= 0; l--) {
 		int b = r->checkpoint ? 0 : l;
 		const float *x = r->xs + (size_t)l * T * H;
 		float *h = r->h + (size_t)b * T * H, *u = r->u + (size_t)b * T * F;
 		float *a = r->a + (size_t)b * T * F;
+		/* the gradient at the block's output (gy) and input (gx), and inside it */
+		const float *gy = r->gx + (size_t)(l + 1) * T * H;
+		float *gx = r->gx + (size_t)l * T * H, *gh = r->gh + (size_t)l * T * H;
+		float *ga = r->ga + (size_t)l * T * F, *gu = r->gu + (size_t)l * T * F;
 
 		if (r->checkpoint) {
 			r->recomputing = 1;
@@ -496,30 +502,30 @@ static int lks_backward(lks_rank *r)
 				return -1;
 			r->recomputing = 0;
 		}
-		/* down: ga (T, F) = gx . W2;  dW2 (H, F) = gx^T . a */
-		if (lks_linear(r, 2 * l + 1, LKS_ROLE_DGRAD, r->gx, T, H, p + pt[LKS_P_DOWN(l)].off, H, F, r->ga)
-		    || lks_linear(r, 2 * l + 1, LKS_ROLE_WGRAD, r->gx, T, H, a, T, F, g + pt[LKS_P_DOWN(l)].off))
+		/* down: ga (T, F) = gy . W2;  dW2 (H, F) = gy^T . a */
+		if (lks_linear(r, 2 * l + 1, LKS_ROLE_DGRAD, gy, T, H, p + pt[LKS_P_DOWN(l)].off, H, F, ga)
+		    || lks_linear(r, 2 * l + 1, LKS_ROLE_WGRAD, gy, T, H, a, T, F, g + pt[LKS_P_DOWN(l)].off))
 			return -1;
 		lks_trace_f32_kept(&r->tr, bw, g + pt[LKS_P_DOWN(l)].off, pt[LKS_P_DOWN(l)].n,
 		                   "blocks.%d.mlp.down.weight.grad", l);
-		lks_trace_f32(&r->tr, bw, r->ga, (size_t)T * F, "blocks.%d.mlp.down.in.grad", l);
-		lks_relu2_bwd(u, r->ga, (size_t)T * F, r->gu, r->bf16);
-		lks_trace_f32(&r->tr, bw, r->gu, (size_t)T * F, "blocks.%d.mlp.up.out.grad", l);
+		lks_trace_f32_kept(&r->tr, bw, ga, (size_t)T * F, "blocks.%d.mlp.down.in.grad", l);
+		lks_relu2_bwd(u, ga, (size_t)T * F, gu, r->bf16);
+		lks_trace_f32_kept(&r->tr, bw, gu, (size_t)T * F, "blocks.%d.mlp.up.out.grad", l);
 		/* up: gh (T, H) = gu . W1;  dW1 (F, H) = gu^T . h */
-		if (lks_linear(r, 2 * l, LKS_ROLE_DGRAD, r->gu, T, F, p + pt[LKS_P_UP(l)].off, F, H, r->gh)
-		    || lks_linear(r, 2 * l, LKS_ROLE_WGRAD, r->gu, T, F, h, T, H, g + pt[LKS_P_UP(l)].off))
+		if (lks_linear(r, 2 * l, LKS_ROLE_DGRAD, gu, T, F, p + pt[LKS_P_UP(l)].off, F, H, gh)
+		    || lks_linear(r, 2 * l, LKS_ROLE_WGRAD, gu, T, F, h, T, H, g + pt[LKS_P_UP(l)].off))
 			return -1;
 		lks_trace_f32_kept(&r->tr, bw, g + pt[LKS_P_UP(l)].off, pt[LKS_P_UP(l)].n,
 		                   "blocks.%d.mlp.up.weight.grad", l);
-		lks_trace_f32(&r->tr, bw, r->gh, (size_t)T * H, "blocks.%d.mlp.up.in.grad", l);
-		lks_rmsnorm_bwd(r->gh, x, p + pt[LKS_P_NORM(l)].off, r->rstd + (size_t)l * T, T, H,
+		lks_trace_f32_kept(&r->tr, bw, gh, (size_t)T * H, "blocks.%d.mlp.up.in.grad", l);
+		lks_rmsnorm_bwd(gh, x, p + pt[LKS_P_NORM(l)].off, r->rstd + (size_t)l * T, T, H,
 		                r->gtmp, g + pt[LKS_P_NORM(l)].off, r->bf16);
 		lks_trace_f32_kept(&r->tr, bw, g + pt[LKS_P_NORM(l)].off, (size_t)H, "blocks.%d.norm.weight.grad", l);
 		for (size_t i = 0; i < (size_t)T * H; i++)  /* the residual adds the branch */
-			r->gx[i] += r->gtmp[i];
+			gx[i] = gy[i] + r->gtmp[i];
 		if (r->bf16)
-			lks_round_bf16(r->gx, (size_t)T * H);
-		lks_trace_f32(&r->tr, bw, r->gx, (size_t)T * H, "blocks.%d.in.grad", l);
+			lks_round_bf16(gx, (size_t)T * H);
+		lks_trace_f32_kept(&r->tr, bw, gx, (size_t)T * H, "blocks.%d.in.grad", l);
 	}
 	/* the embedding: rows of the gradient added in token order */
 	for (int t = 0; t < T; t++) {

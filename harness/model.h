@@ -77,10 +77,14 @@ typedef struct lks_rank {
 	float *xs;              /* (L+1, T, H) block inputs and the last block's output */
 	float *rstd;            /* (L+1, T) */
 	float *h, *u, *a;       /* per block, or one set when checkpointing: (T,H), (T,F), (T,F) */
+	float *dn;              /* (L, T, H) the down projections' outputs */
 	float *hf, *logits;     /* (T, H), (T, V) */
 	float *dz;              /* (T, V) */
-	float *gx, *gh, *gtmp;  /* (T, H) */
-	float *ga, *gu;         /* (T, F) */
+	float *gtmp;            /* (T, H) scratch */
+	/* activation gradients, one set per block, so that each stays as it was traced until
+	   the step ends (background tracing): gx (L+1, T, H) at each block's input and the
+	   final norm's; gh (L, T, H); ga, gu (L, T, F) */
+	float *gx, *gh, *ga, *gu;
 	unsigned char *arena;   /* GEMM operands of one call */
 	size_t arena_size;
 	unsigned char *qarena;  /* FP8 operands of the whole step, kept for background tracing */

@@ -7,6 +7,11 @@
  * run goes on), summed element by element in rank order 0, 1, ..., W-1 (fixed, so the sum
  * is the same bits every time), clipped by the global norm, and every rank applies AdamW to
  * its own replica. Replicas must stay bitwise equal: the update rows of the trace show it.
+ *
+ * A single rank keeps its GEMM threads busy only inside GEMMs and casts; between them the
+ * workers measure the traced tensors (trace.h, kept tensors) and write the last step's rows
+ * to SQLite, so that tracing costs the step little wall time. Rows are collected before
+ * they are read; the next write waits for the last, so steps land in order.
  */
 #include "harness/runner.h"
 
@@ -42,6 +47,18 @@ struct lks_runner {
 	int *nan_seen;          /* (W) a rank's first NaN event was recorded */
 	lks_step_row *rows;     /* (W) this step's step rows */
 	float lr, clip_coef, bc1, bc2, b1pow, b2pow;
+	lks_pool *bg;           /* a single rank's background threads (tracing, the store) */
+	struct lks_store_job {  /* the last step's rows on their way into SQLite */
+		lks_store *store;
+		int64_t run_id;
+		lks_step_row *rows;
+		int nrows;
+		lks_stat_row *stats;  /* owned: freed once written */
+		size_t nstats;
+		int rc;
+		char err[512];
+	} sj;
+	lks_jobs store_jobs;
 };
 
 static double lks_clock(void)
@@ -114,6 +131,47 @@ static void lks_trace_update_task(void *arg, int task, int thread)
 	lks_tracer_sync(&r->tr);
 }
 
+static void lks_store_job_run(void *arg)
+{
+	struct lks_store_job *j = arg;
+
+	if ((j->rc = lks_store_step(j->store, j->run_id, j->rows, j->nrows, j->stats, j->nstats)))
+		snprintf(j->err, sizeof(j->err), "%s", lks_errmsg());
+}
+
+/* Waits for the last step's write; its error, if any, becomes this thread's. */
+static int lks_store_wait(struct lks_runner *R)
+{
+	struct lks_store_job *j = &R->sj;
+
+	lks_pool_wait_jobs(R->bg, &R->store_jobs);
+	free(j->stats);
+	j->stats = NULL;
+	if (j->rc) {
+		j->rc = 0;
+		return lks_err("%s", j->err);
+	}
+	return 0;
+}
+
+/* Writes a step's rows (taking stats): in the background with a pool, where the
+   transaction overlaps the next step (one step at a time, so steps land in order and the
+   connection is never used by two threads at once), else at once. */
+static int lks_store_post(struct lks_runner *R, lks_store *store, int64_t run_id,
+                          lks_stat_row *stats, size_t nstats)
+{
+	struct lks_store_job *j = &R->sj;
+
+	if (lks_store_wait(R)) {
+		free(stats);
+		return -1;
+	}
+	*j = (struct lks_store_job){ store, run_id, j->rows, R->W, stats, nstats, 0, "" };
+	memcpy(j->rows, R->rows, sizeof(*j->rows) * (size_t)R->W);
+	lks_pool_post(R->bg, &R->store_jobs, lks_store_job_run, j);
+	return R->bg ? 0 : lks_store_wait(R);
+}
+
 /* Warmup then cosine from lr to min_lr; step counts from 0. */
 static float lks_schedule(const lks_optim_cfg *o, int step, int steps)
 {
@@ -127,6 +185,8 @@ static float lks_schedule(const lks_optim_cfg *o, int step, int steps)
 
 static void lks_runner_release(struct lks_runner *R)
 {
+	lks_store_wait(R);  /* a failed run's last write still lands */
+	free(R->sj.rows);
 	if (R->ranks)
 		for (int r = 0; r < R->W; r++)
 			if (R->ranks[r].params)
@@ -173,8 +233,9 @@ static int lks_runner_init(struct lks_runner *R, const lks_case *c, const lks_ru
 	R->rank_failed = calloc((size_t)R->W, sizeof(int));
 	R->nan_seen = calloc((size_t)R->W, sizeof(int));
 	R->rows = calloc((size_t)R->W, sizeof(*R->rows));
+	R->sj.rows = calloc((size_t)R->W, sizeof(*R->rows));
 	if (!R->ranks || !R->gsum || !R->m1 || !R->m2 || !R->rank_time || !R->rank_failed
-	    || !R->nan_seen || !R->rows)
+	    || !R->nan_seen || !R->rows || !R->sj.rows)
 		return lks_err("out of memory");
 	for (int r = 0; r < R->W; r++) {
 		/* ranks run as threads, each with a single-threaded GEMM: W threads in all */
@@ -187,12 +248,10 @@ static int lks_runner_init(struct lks_runner *R, const lks_case *c, const lks_ru
 	}
 	/* one rank: the GEMM threads measure kept tensors while they would wait; many ranks
 	   keep every core busy already, each tracing in its own thread */
-	if (R->W == 1 && !o->no_trace) {
-		lks_pool *tp = o->backend ? o->trace_pool : R->gemm_pool;
-
-		if (tp && lks_rank_trace_on(&R->ranks[0], tp))
-			return -1;
-	}
+	if (R->W == 1)
+		R->bg = o->backend ? o->trace_pool : R->gemm_pool;
+	if (R->bg && !o->no_trace && lks_rank_trace_on(&R->ranks[0], R->bg))
+		return -1;
 	R->b1pow = R->b2pow = 1.0f;
 	return 0;
 }
@@ -298,6 +357,8 @@ static int lks_run_step(struct lks_runner *R, int step, lks_store *store, int64_
 		if (R->rank_failed[r] || R->ranks[r].tr.fault_failed)
 			return -1;
 	}
+	if (lks_store_wait(R))  /* the last step is written: the store is free for events */
+		return -1;
 	lks_check_grads(R, store, run_id, step, res);
 	lks_pool_run(R->rank_pool, ntasks, lks_reduce_task, R);
 	if (o->on_grads)
@@ -347,12 +408,15 @@ static int lks_run_step(struct lks_runner *R, int step, lks_store *store, int64_
 	    && lks_store_tensors(store, run_id, (const char *const *)R->ranks[0].tr.names,
 	                         R->ranks[0].tr.phases, R->ranks[0].tr.nnames))
 		goto out;
-	if (store && lks_store_step(store, run_id, rows, R->W, stats, nstats))
-		goto out;
 	if (o->on_step)
 		o->on_step(o->on_step_arg, rows, R->W, stats, nstats, R->ranks[0].tr.names,
 		           R->ranks[0].tr.nnames);
-	rc = 0;
+	if (store) {
+		rc = lks_store_post(R, store, run_id, stats, nstats);
+		stats = NULL;
+	} else {
+		rc = 0;
+	}
 out:
 	free(stats);
 	return rc;
@@ -423,7 +487,8 @@ int lks_run(const lks_case *c, const lks_run_cfg *run, lks_store *store,
 	}
 	if (o->progress && o->progress_tty)
 		fputc('\n', o->progress);
-	if (step < R.steps || lks_fault_missed(&R)) {
+	/* the last step's rows land before the run's status does */
+	if (lks_store_wait(&R) || step < R.steps || lks_fault_missed(&R)) {
 		if (store)
 			lks_store_end_run(store, run_id, "failed");
 		goto out;

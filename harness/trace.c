@@ -148,7 +148,7 @@ void lks_tracer_sync(lks_tracer *t)
 {
 	if (!t->njobs)
 		return;
-	lks_pool_wait_jobs(t->pool);
+	lks_pool_wait_jobs(t->pool, &t->group);
 	for (int i = 0; i < t->njobs; i++) {
 		const struct lks_trace_job *j = &t->jobs[i];
 		lks_stat_row *row = &t->rows[j->row];
@@ -179,7 +179,7 @@ static void lks_trace_vf32(lks_tracer *t, lks_phase ph, float *x, size_t n, int 
 	if (kept && (j = lks_trace_job_new(t, row, n))) {
 		j->x = x;
 		j->n = n;
-		lks_pool_post(t->pool, lks_trace_job_run, j);
+		lks_pool_post(t->pool, &t->group, lks_trace_job_run, j);
 		return;
 	}
 	lks_stats_f32(x, n, &row->l2, &row->amax, &row->nonfinite, &row->hash);
@@ -223,7 +223,7 @@ void lks_trace_quant(lks_tracer *t, lks_phase ph, const lks_quant *q, const char
 	row->saturated = (int64_t)q->saturated;
 	if ((j = lks_trace_job_new(t, row, (size_t)q->rows * (size_t)q->cols))) {
 		j->q = *q;
-		lks_pool_post(t->pool, lks_trace_job_run, j);
+		lks_pool_post(t->pool, &t->group, lks_trace_job_run, j);
 		return;
 	}
 	lks_quant_stats(q, &row->l2, &row->amax, &row->nonfinite, &row->hash);

@@ -32,6 +32,7 @@ typedef struct lks_tracer {
 	int fault_hits;         /* times it acted */
 	int fault_failed;       /* it could not (lks_err has why) */
 	lks_pool *pool;         /* set: kept tensors are measured as background jobs on it */
+	lks_jobs group;         /* those jobs */
 	struct lks_trace_job *jobs;  /* (capjobs) posted and not yet collected */
 	int njobs, capjobs;
 } lks_tracer;

@@ -29,10 +29,10 @@ struct lks_pool {
 	void *arg;
 	int ntasks;
 	atomic_int next;            /* next task number to take */
-	struct lks_job { lks_job_fn fn; void *arg; } *jobs;  /* ring of queued jobs */
+	struct lks_job { lks_job_fn fn; void *arg; lks_jobs *group; } *jobs;  /* queued */
 	int jhead, jcount, jcap;    /* first queued, how many, ring size */
 	int jrunning;               /* jobs taken from the queue and not yet finished */
-	pthread_cond_t jobs_done;   /* the queue ran empty and no job is running */
+	pthread_cond_t jobs_done;   /* a job finished */
 };
 
 struct lks_worker_arg {
@@ -48,19 +48,22 @@ static void lks_pool_drain(lks_pool *p, int thread)
 		p->fn(p->arg, t, thread);
 }
 
-/* Runs the first queued job; called and returns with the lock held. */
-static void lks_pool_job(lks_pool *p)
+/* Runs queued job i (0: the first) and removes it; called and returns with the lock held. */
+static void lks_pool_job(lks_pool *p, int i)
 {
-	struct lks_job j = p->jobs[p->jhead];
+	struct lks_job j = p->jobs[(p->jhead + i) % p->jcap];
 
+	for (; i > 0; i--)  /* close the gap: the ones before it move up one */
+		p->jobs[(p->jhead + i) % p->jcap] = p->jobs[(p->jhead + i - 1) % p->jcap];
 	p->jhead = (p->jhead + 1) % p->jcap;
 	p->jcount--;
 	p->jrunning++;
 	pthread_mutex_unlock(&p->lock);
 	j.fn(j.arg);
 	pthread_mutex_lock(&p->lock);
-	if (--p->jrunning == 0 && p->jcount == 0)
-		pthread_cond_broadcast(&p->jobs_done);
+	p->jrunning--;
+	j.group->pending--;
+	pthread_cond_broadcast(&p->jobs_done);
 }
 
 static void *lks_pool_worker(void *v)
@@ -77,7 +80,7 @@ static void *lks_pool_worker(void *v)
 		if (p->shutdown)
 			break;
 		if (p->generation == seen) {  /* no run published: a background job */
-			lks_pool_job(p);
+			lks_pool_job(p, 0);
 			continue;
 		}
 		seen = p->generation;
@@ -132,7 +135,12 @@ void lks_pool_free(lks_pool *p)
 {
 	if (!p)
 		return;
-	lks_pool_wait_jobs(p);
+	pthread_mutex_lock(&p->lock);  /* the queued jobs run, and the running ones end */
+	while (p->jcount)
+		lks_pool_job(p, 0);
+	while (p->jrunning)
+		pthread_cond_wait(&p->jobs_done, &p->lock);
+	pthread_mutex_unlock(&p->lock);
 	pthread_mutex_lock(&p->lock);
 	p->shutdown = 1;
 	pthread_cond_broadcast(&p->wake);
@@ -178,7 +186,7 @@ void lks_pool_run(lks_pool *p, int ntasks, lks_task_fn fn, void *arg)
 	pthread_mutex_unlock(&p->lock);
 }
 
-int lks_pool_post(lks_pool *p, lks_job_fn fn, void *arg)
+int lks_pool_post(lks_pool *p, lks_jobs *group, lks_job_fn fn, void *arg)
 {
 	if (!p || p->nthreads == 1) {
 		fn(arg);
@@ -201,20 +209,27 @@ int lks_pool_post(lks_pool *p, lks_job_fn fn, void *arg)
 		p->jhead = 0;
 		p->jcap = cap;
 	}
-	p->jobs[(p->jhead + p->jcount++) % p->jcap] = (struct lks_job){ fn, arg };
+	p->jobs[(p->jhead + p->jcount++) % p->jcap] = (struct lks_job){ fn, arg, group };
+	group->pending++;
 	pthread_cond_signal(&p->wake);
 	pthread_mutex_unlock(&p->lock);
 	return 0;
 }
 
-void lks_pool_wait_jobs(lks_pool *p)
+void lks_pool_wait_jobs(lks_pool *p, lks_jobs *group)
 {
 	if (!p || p->nthreads == 1)
 		return;
 	pthread_mutex_lock(&p->lock);
-	while (p->jcount)
-		lks_pool_job(p);
-	while (p->jrunning)
-		pthread_cond_wait(&p->jobs_done, &p->lock);
+	while (group->pending) {
+		int i = 0;
+
+		while (i < p->jcount && p->jobs[(p->jhead + i) % p->jcap].group != group)
+			i++;
+		if (i < p->jcount)  /* one of ours still queued: run it here */
+			lks_pool_job(p, i);
+		else                /* ours are running elsewhere */
+			pthread_cond_wait(&p->jobs_done, &p->lock);
+	}
 	pthread_mutex_unlock(&p->lock);
 }
