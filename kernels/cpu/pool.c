@@ -140,8 +140,6 @@ void lks_pool_free(lks_pool *p)
 		lks_pool_job(p, 0);
 	while (p->jrunning)
 		pthread_cond_wait(&p->jobs_done, &p->lock);
-	pthread_mutex_unlock(&p->lock);
-	pthread_mutex_lock(&p->lock);
 	p->shutdown = 1;
 	pthread_cond_broadcast(&p->wake);
 	pthread_mutex_unlock(&p->lock);
