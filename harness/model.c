@@ -110,37 +110,6 @@ void lks_amax_slot_roll(lks_amax_slot *s, lks_dtype fmt, int most_recent, int ma
 
 /* ---- GEMM operands ---- */
 
-#define LKS_TILE 32  /* transposes go tile by tile, so both sides stay in cache */
-
-/* d (cols, rows) = s (rows, cols)^T for bytes. */
-static void lks_transpose_u8(const uint8_t *s, int rows, int cols, uint8_t *d)
-{
-	for (int i0 = 0; i0 < rows; i0 += LKS_TILE)
-		for (int k0 = 0; k0 < cols; k0 += LKS_TILE)
-			for (int i = i0; i < i0 + LKS_TILE && i < rows; i++)
-				for (int k = k0; k < k0 + LKS_TILE && k < cols; k++)
-					d[(size_t)k * rows + i] = s[(size_t)i * cols + k];
-}
-
-/* d (cols, rows) = s (rows, cols)^T for floats; below, rounded to BF16 on the way. */
-static void lks_transpose_f32(const float *s, int rows, int cols, float *d)
-{
-	for (int i0 = 0; i0 < rows; i0 += LKS_TILE)
-		for (int k0 = 0; k0 < cols; k0 += LKS_TILE)
-			for (int i = i0; i < i0 + LKS_TILE && i < rows; i++)
-				for (int k = k0; k < k0 + LKS_TILE && k < cols; k++)
-					d[(size_t)k * rows + i] = s[(size_t)i * cols + k];
-}
-
-static void lks_transpose_bf16(const float *s, int rows, int cols, uint16_t *d)
-{
-	for (int i0 = 0; i0 < rows; i0 += LKS_TILE)
-		for (int k0 = 0; k0 < cols; k0 += LKS_TILE)
-			for (int i = i0; i < i0 + LKS_TILE && i < rows; i++)
-				for (int k = k0; k < k0 + LKS_TILE && k < cols; k++)
-					d[(size_t)k * rows + i] = lks_f32_to_bf16(s[(size_t)i * cols + k]);
-}
-
 /* bytes from the GEMM call's arena, or (step) from the step's */
 static void *lks_arena_take(lks_rank *r, int step, size_t *used, size_t bytes)
 {

@@ -3,6 +3,9 @@
 
 #include <math.h>
 #include <stdlib.h>
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
 
 #include "kernels/cpu/convert.h"
 #include "kernels/mathf.h"
@@ -139,4 +142,111 @@ void lks_adamw(float *p, const float *g, float *m, float *v, size_t n, float lr,
 		v[i] = vi;
 		p[i] = p[i] - lr * (wd * p[i] + (mi / bc1) / (sqrtf(vi / bc2) + eps));
 	}
+}
+
+/* ---- transposes ---- */
+
+#define LKS_TILE 32  /* tile by tile, so that both sides stay in L1 */
+
+/* The scalar transpose of the block [r0, r1) x [c0, c1). */
+#define LKS_TRANSPOSE_EDGE(s, d, rows, cols, r0, r1, c0, c1)                  \
+	for (int i_ = (r0); i_ < (r1); i_++)                                      \
+		for (int k_ = (c0); k_ < (c1); k_++)                                  \
+			(d)[(size_t)k_ * (rows) + i_] = (s)[(size_t)i_ * (cols) + k_]
+
+#ifdef __SSE2__
+/* 16 x 16 bytes: four rounds of interleaving row k with row k + 8 (a perfect shuffle of
+   the 8 index bits each round; after four, rows and columns have traded places). */
+static void lks_transpose_u8_16(const uint8_t *s, size_t lds, uint8_t *d, size_t ldd)
+{
+	__m128i r[16], n[16];
+
+	for (int i = 0; i < 16; i++)
+		r[i] = _mm_loadu_si128((const __m128i *)(s + (size_t)i * lds));
+	for (int round = 0; round < 4; round++) {
+		for (int k = 0; k < 8; k++) {
+			n[2 * k] = _mm_unpacklo_epi8(r[k], r[k + 8]);
+			n[2 * k + 1] = _mm_unpackhi_epi8(r[k], r[k + 8]);
+		}
+		for (int i = 0; i < 16; i++)
+			r[i] = n[i];
+	}
+	for (int i = 0; i < 16; i++)
+		_mm_storeu_si128((__m128i *)(d + (size_t)i * ldd), r[i]);
+}
+
+/* 4 x 4 floats. */
+static void lks_transpose_f32_4(const float *s, size_t lds, float *d, size_t ldd)
+{
+	__m128 a = _mm_loadu_ps(s), b = _mm_loadu_ps(s + lds);
+	__m128 c = _mm_loadu_ps(s + 2 * lds), e = _mm_loadu_ps(s + 3 * lds);
+
+	_MM_TRANSPOSE4_PS(a, b, c, e);
+	_mm_storeu_ps(d, a);
+	_mm_storeu_ps(d + ldd, b);
+	_mm_storeu_ps(d + 2 * ldd, c);
+	_mm_storeu_ps(d + 3 * ldd, e);
+}
+#define LKS_U8_BLOCK 16
+#define LKS_F32_BLOCK 4
+#else  /* element by element: "blocks" of one */
+#define LKS_U8_BLOCK 1
+#define LKS_F32_BLOCK 1
+static void lks_transpose_u8_16(const uint8_t *s, size_t lds, uint8_t *d, size_t ldd)
+{
+	*d = *s;
+}
+static void lks_transpose_f32_4(const float *s, size_t lds, float *d, size_t ldd)
+{
+	*d = *s;
+}
+#endif
+
+void lks_transpose_u8(const uint8_t *s, int rows, int cols, uint8_t *d)
+{
+	const int B = LKS_U8_BLOCK;
+	int rb = rows / B * B, cb = cols / B * B;
+
+	for (int i0 = 0; i0 < rb; i0 += LKS_TILE)
+		for (int k0 = 0; k0 < cb; k0 += LKS_TILE)
+			for (int i = i0; i < i0 + LKS_TILE && i < rb; i += B)
+				for (int k = k0; k < k0 + LKS_TILE && k < cb; k += B)
+					lks_transpose_u8_16(s + (size_t)i * cols + k, (size_t)cols,
+					                    d + (size_t)k * rows + i, (size_t)rows);
+	LKS_TRANSPOSE_EDGE(s, d, rows, cols, 0, rows, cb, cols);
+	LKS_TRANSPOSE_EDGE(s, d, rows, cols, rb, rows, 0, cb);
+}
+
+void lks_transpose_f32(const float *s, int rows, int cols, float *d)
+{
+	const int B = LKS_F32_BLOCK;
+	int rb = rows / B * B, cb = cols / B * B;
+
+	for (int i0 = 0; i0 < rb; i0 += LKS_TILE)
+		for (int k0 = 0; k0 < cb; k0 += LKS_TILE)
+			for (int i = i0; i < i0 + LKS_TILE && i < rb; i += B)
+				for (int k = k0; k < k0 + LKS_TILE && k < cb; k += B)
+					lks_transpose_f32_4(s + (size_t)i * cols + k, (size_t)cols,
+					                    d + (size_t)k * rows + i, (size_t)rows);
+	LKS_TRANSPOSE_EDGE(s, d, rows, cols, 0, rows, cb, cols);
+	LKS_TRANSPOSE_EDGE(s, d, rows, cols, rb, rows, 0, cb);
+}
+
+void lks_transpose_bf16(const float *s, int rows, int cols, uint16_t *d)
+{
+	float tile[LKS_TILE * LKS_TILE];
+
+	/* a tile transposed as floats into L1, then each of its rows rounded in bulk */
+	for (int i0 = 0; i0 < rows; i0 += LKS_TILE)
+		for (int k0 = 0; k0 < cols; k0 += LKS_TILE) {
+			int ni = rows - i0 < LKS_TILE ? rows - i0 : LKS_TILE;
+			int nk = cols - k0 < LKS_TILE ? cols - k0 : LKS_TILE;
+
+			for (int i = 0; i < ni; i++)
+				for (int k = 0; k < nk; k++)
+					tile[k * LKS_TILE + i] = s[(size_t)(i0 + i) * cols + k0 + k];
+			for (int k = 0; k < nk; k++)
+				lks_f32_to_bf16_n(tile + k * LKS_TILE, d + (size_t)(k0 + k) * rows + i0,
+				                  (size_t)ni);
+		}
 }

@@ -17,6 +17,13 @@
 /* x[i] <- bf16(x[i]) for i < n. */
 void lks_round_bf16(float *x, size_t n);
 
+/* d (cols, rows) = s (rows, cols)^T, both contiguous: bytes (FP8 codes), floats, and floats
+   rounded to BF16 on the way. Data movement only (the BF16 rounding as lks_f32_to_bf16),
+   so any blocking gives the same bytes; SSE2 blocks where the CPU has SSE2. */
+void lks_transpose_u8(const uint8_t *s, int rows, int cols, uint8_t *d);
+void lks_transpose_f32(const float *s, int rows, int cols, float *d);
+void lks_transpose_bf16(const float *s, int rows, int cols, uint16_t *d);
+
 
 /* Below, bf16 = 1 rounds outputs to BF16 as stated; bf16 = 0 keeps them float32 (the exact
    reference model of the gradient tests). */

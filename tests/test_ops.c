@@ -1,0 +1,63 @@
+/* test_ops.c: the transposes move every element to its transposed place, on any shape. */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernels/cpu/convert.h"
+#include "kernels/cpu/isa.h"
+#include "kernels/cpu/ops.h"
+#include "kernels/philox.h"
+
+/* shapes around the 16 x 16 and 4 x 4 blocks and the 32 x 32 tiles, and degenerate ones */
+static const int dims[] = { 1, 3, 4, 15, 16, 17, 31, 32, 33, 64, 100 };
+#define NDIMS (sizeof(dims) / sizeof(dims[0]))
+
+Test(ops, transposes_match_the_definition)
+{
+	float *x = malloc(sizeof(float) * 100 * 100), *y = malloc(sizeof(float) * 100 * 100);
+	uint8_t *q = malloc(100 * 100), *qt = malloc(100 * 100 + 1);
+	uint16_t *b = malloc(2 * 100 * 100);
+
+	for (int i = 0; i < 100 * 100; i++) {
+		x[i] = lks_philox_normal(5, 0, (uint64_t)i) * 100.0f;
+		q[i] = (uint8_t)lks_philox_u32(5, 1, (uint64_t)i);
+	}
+	x[7] = NAN;  /* a NaN and a value that rounds up to inf in BF16 go through the rounding */
+	x[150] = 3.4e38f;
+	for (size_t ri = 0; ri < NDIMS; ri++)
+		for (size_t ci = 0; ci < NDIMS; ci++) {
+			int rows = dims[ri], cols = dims[ci];
+
+			memset(qt, 0xaa, 100 * 100 + 1);
+			memset(y, 0xff, sizeof(float) * 100 * 100);
+			memset(b, 0xff, 2 * 100 * 100);
+			lks_transpose_u8(q, rows, cols, qt);
+			lks_transpose_f32(x, rows, cols, y);
+			for (int isa = 0; isa < LKS_ISA_COUNT; isa++) {  /* the BF16 bulk rounding */
+				if (lks_isa_force((lks_isa)isa) != 0)
+					continue;
+				lks_transpose_bf16(x, rows, cols, b);
+				for (int i = 0; i < rows; i++)
+					for (int k = 0; k < cols; k++)
+						cr_assert_eq(b[(size_t)k * rows + i], lks_f32_to_bf16(x[(size_t)i * cols + k]),
+						             "bf16 %dx%d (%d, %d) %s", rows, cols, i, k,
+						             lks_isa_name((lks_isa)isa));
+			}
+			lks_isa_force(lks_isa_best());
+			for (int i = 0; i < rows; i++)
+				for (int k = 0; k < cols; k++) {
+					cr_assert_eq(qt[(size_t)k * rows + i], q[(size_t)i * cols + k],
+					             "u8 %dx%d (%d, %d)", rows, cols, i, k);
+					cr_assert(memcmp(&y[(size_t)k * rows + i], &x[(size_t)i * cols + k], 4) == 0,
+					          "f32 %dx%d (%d, %d)", rows, cols, i, k);
+				}
+			/* nothing past the result is written */
+			cr_assert_eq(qt[rows * cols], 0xaa, "u8 %dx%d wrote past the end", rows, cols);
+		}
+	free(x);
+	free(y);
+	free(q);
+	free(qt);
+	free(b);
+}
