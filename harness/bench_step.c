@@ -445,7 +445,7 @@ static int lks_step_gemm(const struct lks_step_args *a, struct lks_gemm_row *row
 	if (threads > 1 && lks_pool_create(threads, &pool))
 		return -1;
 	timer.inner_ctx = pool;
-	o.trace_pool = pool;
+	o.pool = pool;
 	if (lks_step_rec_init(&rec, steps, 0))
 		goto out;
 	rec.timer = &timer;

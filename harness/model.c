@@ -317,6 +317,8 @@ int lks_rank_init(lks_rank *r, int rank, const lks_model *m, const lks_run_cfg *
 	r->ga = malloc(sizeof(float) * (size_t)L * T * F);
 	r->gu = malloc(sizeof(float) * (size_t)L * T * F);
 	r->arena = aligned_alloc(64, r->arena_size);
+	if (r->grads)
+		memset(r->grads, 0, m->nparams * sizeof(float));
 	if (!r->params || !r->grads || !r->slots || !r->tok || !r->tgt || !r->xs || !r->rstd
 	    || !r->h || !r->u || !r->a || !r->dn || !r->hf || !r->logits || !r->dz || !r->gx || !r->gh
 	    || !r->gtmp || !r->ga || !r->gu || !r->arena)
@@ -511,7 +513,14 @@ int lks_rank_step(lks_rank *r)
 {
 	lks_tracer_sync(&r->tr);  /* the last step's jobs read nothing of this one's */
 	r->qused = 0;
-	memset(r->grads, 0, r->m->nparams * sizeof(float));
+	/* the GEMMs write their weight gradients whole; the embedding's and the norm gains'
+	   are sums, started here (the padding between tensors stays the zeros of init) */
+	for (int i = 0; i < r->m->nt; i++) {
+		const lks_ptensor *p = &r->m->t[i];
+
+		if (i == LKS_P_EMBED || p->rows == 1)
+			memset(r->grads + p->off, 0, p->n * sizeof(float));
+	}
 	if (lks_forward(r) || lks_backward(r))
 		return -1;
 	if (r->tr.broken)

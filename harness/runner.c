@@ -40,14 +40,14 @@ struct lks_runner {
 	lks_rank *ranks;        /* (W) */
 	lks_pool *rank_pool;    /* W threads, one per rank; NULL for one rank */
 	lks_pool *gemm_pool;    /* the GEMM threads of a single-rank run */
-	float *gsum;            /* (nparams) the all-reduced gradient */
+	float *gsum;            /* (nparams) the all-reduced gradient (one rank: its own) */
 	float *m1, *m2;         /* (W, nparams) AdamW moments per replica */
 	double *rank_time;      /* (W) seconds of the rank's forward + backward */
 	int *rank_failed;       /* (W) */
 	int *nan_seen;          /* (W) a rank's first NaN event was recorded */
 	lks_step_row *rows;     /* (W) this step's step rows */
 	float lr, clip_coef, bc1, bc2, b1pow, b2pow;
-	lks_pool *bg;           /* a single rank's background threads (tracing, the store) */
+	lks_pool *bg;           /* a single rank's threads: optimizer, tracing, the store */
 	struct lks_store_job {  /* the last step's rows on their way into SQLite */
 		lks_store *store;
 		int64_t run_id;
@@ -194,7 +194,8 @@ static void lks_runner_release(struct lks_runner *R)
 	free(R->ranks);
 	lks_pool_free(R->rank_pool);
 	lks_pool_free(R->gemm_pool);
-	free(R->gsum);
+	if (R->W > 1)
+		free(R->gsum);
 	free(R->m1);
 	free(R->m2);
 	free(R->rank_time);
@@ -226,7 +227,7 @@ static int lks_runner_init(struct lks_runner *R, const lks_case *c, const lks_ru
 	    || (R->W == 1 && threads > 1 && lks_pool_create(threads, &R->gemm_pool)))
 		return -1;
 	R->ranks = calloc((size_t)R->W, sizeof(*R->ranks));
-	R->gsum = aligned_alloc(64, R->m.nparams * sizeof(float));
+	R->gsum = R->W > 1 ? aligned_alloc(64, R->m.nparams * sizeof(float)) : NULL;
 	R->m1 = calloc((size_t)R->W * R->m.nparams, sizeof(float));
 	R->m2 = calloc((size_t)R->W * R->m.nparams, sizeof(float));
 	R->rank_time = calloc((size_t)R->W, sizeof(double));
@@ -234,7 +235,7 @@ static int lks_runner_init(struct lks_runner *R, const lks_case *c, const lks_ru
 	R->nan_seen = calloc((size_t)R->W, sizeof(int));
 	R->rows = calloc((size_t)R->W, sizeof(*R->rows));
 	R->sj.rows = calloc((size_t)R->W, sizeof(*R->rows));
-	if (!R->ranks || !R->gsum || !R->m1 || !R->m2 || !R->rank_time || !R->rank_failed
+	if (!R->ranks || (R->W > 1 && !R->gsum) || !R->m1 || !R->m2 || !R->rank_time || !R->rank_failed
 	    || !R->nan_seen || !R->rows || !R->sj.rows)
 		return lks_err("out of memory");
 	for (int r = 0; r < R->W; r++) {
@@ -248,8 +249,10 @@ static int lks_runner_init(struct lks_runner *R, const lks_case *c, const lks_ru
 	}
 	/* one rank: the GEMM threads measure kept tensors while they would wait; many ranks
 	   keep every core busy already, each tracing in its own thread */
-	if (R->W == 1)
-		R->bg = o->backend ? o->trace_pool : R->gemm_pool;
+	if (R->W == 1) {
+		R->bg = o->backend ? o->pool : R->gemm_pool;
+		R->gsum = R->ranks[0].grads;  /* the sum of one: its own, nothing to copy */
+	}
 	if (R->bg && !o->no_trace && lks_rank_trace_on(&R->ranks[0], R->bg))
 		return -1;
 	R->b1pow = R->b2pow = 1.0f;
@@ -360,7 +363,8 @@ static int lks_run_step(struct lks_runner *R, int step, lks_store *store, int64_
 	if (lks_store_wait(R))  /* the last step is written: the store is free for events */
 		return -1;
 	lks_check_grads(R, store, run_id, step, res);
-	lks_pool_run(R->rank_pool, ntasks, lks_reduce_task, R);
+	if (R->W > 1)
+		lks_pool_run(R->rank_pool, ntasks, lks_reduce_task, R);
 	if (o->on_grads)
 		o->on_grads(o->on_grads_arg, step, R->gsum, &R->m);
 
@@ -379,7 +383,7 @@ static int lks_run_step(struct lks_runner *R, int step, lks_store *store, int64_
 	R->bc1 = 1.0f - R->b1pow;
 	R->bc2 = 1.0f - R->b2pow;
 	/* one rank: its GEMM threads share the update; many: each rank thread updates */
-	lks_pool_run(R->W > 1 ? R->rank_pool : R->gemm_pool, R->W * ntasks, lks_update_task, R);
+	lks_pool_run(R->W > 1 ? R->rank_pool : R->bg, R->W * ntasks, lks_update_task, R);
 	lks_pool_run(R->rank_pool, R->W, lks_trace_update_task, R);
 	lks_step_delayed(R);
 

@@ -34,9 +34,10 @@ typedef struct lks_runner_opts {
 	   passes its GEMM thread pool); a wrapper can time or record every kernel call */
 	const struct lks_backend *backend;
 	void *backend_ctx;
-	/* with a backend: the threads of a single rank's background tracing, which should be
-	   the backend's own (NULL: tracing stays in the rank's thread) */
-	struct lks_pool *trace_pool;
+	/* with a backend: a single rank's threads for the optimizer, tracing and the store,
+	   best the backend's own, so that no more threads run than cores (NULL: the rank's
+	   thread does all of it) */
+	struct lks_pool *pool;
 	int no_trace;           /* skip per-tensor stats and hashes (benchmarks only) */
 	const char *overrides;  /* the --set overrides, stored with the run's options */
 } lks_runner_opts;
