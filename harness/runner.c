@@ -95,6 +95,17 @@ static void lks_reduce_task(void *arg, int task, int thread)
 	}
 }
 
+/* The clip of the summed gradient, chunk by chunk (element-wise: any thread, any order). */
+static void lks_clip_task(void *arg, int task, int thread)
+{
+	struct lks_runner *R = arg;
+	size_t i0 = (size_t)task * LKS_REDUCE_CHUNK, n = R->m.nparams;
+	size_t i1 = i0 + LKS_REDUCE_CHUNK < n ? i0 + LKS_REDUCE_CHUNK : n;
+
+	for (size_t i = i0; i < i1; i++)
+		R->gsum[i] *= R->clip_coef;
+}
+
 /* AdamW on one chunk of one replica: task = rank * nchunks + chunk. Elements are
    independent, so chunks may run on any thread in any order. */
 static void lks_update_task(void *arg, int task, int thread)
@@ -372,10 +383,8 @@ static int lks_run_step(struct lks_runner *R, int step, lks_store *store, int64_
 	   gradient once, so every replica sees the same clipped values */
 	gnorm = sqrt(lks_sumsq(R->gsum, R->m.nparams));
 	if (opt->clip > 0.0f && gnorm > opt->clip) {
-		float coef = (float)(opt->clip / (gnorm + 1e-6));
-
-		for (size_t i = 0; i < R->m.nparams; i++)
-			R->gsum[i] *= coef;
+		R->clip_coef = (float)(opt->clip / (gnorm + 1e-6));
+		lks_pool_run(R->W > 1 ? R->rank_pool : R->bg, ntasks, lks_clip_task, R);
 	}
 	R->lr = lks_schedule(opt, step, R->steps);
 	R->b1pow *= opt->beta1;

@@ -61,3 +61,34 @@ Test(ops, transposes_match_the_definition)
 	free(qt);
 	free(b);
 }
+
+/* AdamW is element-wise: every ISA path gives every element the scalar path's bits. */
+Test(ops, adamw_same_bits_on_every_path)
+{
+	enum { N = 1003 };  /* not a multiple of 8: the vector path leaves a tail */
+	static float p0[N], g[N], m0[N], v0[N], p[LKS_ISA_COUNT][N], m[LKS_ISA_COUNT][N],
+	             v[LKS_ISA_COUNT][N];
+
+	for (int i = 0; i < N; i++) {
+		p0[i] = lks_philox_normal(6, 0, (uint64_t)i) * 0.02f;
+		g[i] = lks_philox_normal(6, 1, (uint64_t)i) * ldexpf(1.0f, (int)(i % 40) - 30);
+		m0[i] = lks_philox_normal(6, 2, (uint64_t)i) * 1e-3f;
+		v0[i] = fabsf(lks_philox_normal(6, 3, (uint64_t)i)) * 1e-6f;
+	}
+	g[5] = 0.0f;
+	for (int isa = 0; isa < LKS_ISA_COUNT; isa++) {
+		if (lks_isa_force((lks_isa)isa) != 0)
+			continue;
+		memcpy(p[isa], p0, sizeof(p0));
+		memcpy(m[isa], m0, sizeof(m0));
+		memcpy(v[isa], v0, sizeof(v0));
+		for (int step = 1; step <= 3; step++)  /* a few steps, so m and v feed back */
+			lks_adamw(p[isa], g, m[isa], v[isa], N, 1e-3f, 0.9f, 0.95f, 1e-8f, 0.1f,
+			          1.0f - powf(0.9f, (float)step), 1.0f - powf(0.95f, (float)step));
+		cr_assert(memcmp(p[isa], p[0], sizeof(p0)) == 0 && memcmp(m[isa], m[0], sizeof(m0)) == 0
+		          && memcmp(v[isa], v[0], sizeof(v0)) == 0, "%s differs from scalar",
+		          lks_isa_name((lks_isa)isa));
+		cr_assert(memcmp(p[isa], p0, sizeof(p0)) != 0);  /* it did update */
+	}
+	lks_isa_force(lks_isa_best());
+}

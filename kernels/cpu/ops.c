@@ -8,6 +8,7 @@
 #endif
 
 #include "kernels/cpu/convert.h"
+#include "kernels/cpu/isa.h"
 #include "kernels/mathf.h"
 
 static float lks_bf16r(float x)
@@ -131,10 +132,16 @@ double lks_cross_entropy(const float *z, const int32_t *target, int T, int V, fl
 	return total;
 }
 
+size_t lks_avx2_adamw(float *p, const float *g, float *m, float *v, size_t n, float lr,
+                      float b1, float b2, float eps, float wd, float bc1, float bc2);
+
 void lks_adamw(float *p, const float *g, float *m, float *v, size_t n, float lr, float b1,
                float b2, float eps, float wd, float bc1, float bc2)
 {
-	for (size_t i = 0; i < n; i++) {
+	size_t i = lks_isa_active() != LKS_ISA_SCALAR
+	         ? lks_avx2_adamw(p, g, m, v, n, lr, b1, b2, eps, wd, bc1, bc2) : 0;
+
+	for (; i < n; i++) {
 		float mi = b1 * m[i] + (1.0f - b1) * g[i];
 		float vi = b2 * v[i] + (1.0f - b2) * (g[i] * g[i]);
 
