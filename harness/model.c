@@ -337,7 +337,7 @@ oom:
 	return lks_err("out of memory for rank %d", rank);
 }
 
-int lks_rank_trace_on(lks_rank *r, lks_pool *pool)
+int lks_rank_trace_on(lks_rank *r, lks_bg *bg)
 {
 	const lks_model_cfg *c = &r->m->cfg;
 	size_t T = (size_t)r->T, H = (size_t)c->hidden, F = (size_t)c->ffn;
@@ -348,7 +348,7 @@ int lks_rank_trace_on(lks_rank *r, lks_pool *pool)
 	r->qarena_size = (size_t)16 * (size_t)c->layers * (big + 8 * maxdim + 3 * 64);
 	if (!(r->qarena = aligned_alloc(64, r->qarena_size)))
 		return lks_err("out of memory for rank %d's traced operands", r->rank);
-	r->tr.pool = pool;
+	r->tr.bg = bg;
 	return 0;
 }
 

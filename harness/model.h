@@ -97,9 +97,9 @@ typedef struct lks_rank {
 int lks_rank_init(lks_rank *r, int rank, const lks_model *m, const lks_run_cfg *run,
                   int tokens_per_rank, int global_tokens, const lks_backend *be, void *bectx);
 void lks_rank_release(lks_rank *r);
-/* Traces go to background jobs on pool (trace.h): tensors the step keeps are measured
+/* Traces go to the background thread bg (trace.h): tensors the step keeps are measured
    there while the step goes on, FP8 operands kept for the whole step to that end. */
-int lks_rank_trace_on(lks_rank *r, lks_pool *pool);
+int lks_rank_trace_on(lks_rank *r, lks_bg *bg);
 
 /* Forward and backward of one step on r->tok / r->tgt: r->grads, r->loss, trace rows. */
 int lks_rank_step(lks_rank *r);

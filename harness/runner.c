@@ -8,9 +8,9 @@
  * is the same bits every time), clipped by the global norm, and every rank applies AdamW to
  * its own replica. Replicas must stay bitwise equal: the update rows of the trace show it.
  *
- * A single rank keeps its GEMM threads busy only inside GEMMs and casts; between them the
- * workers measure the traced tensors (trace.h, kept tensors) and write the last step's rows
- * to SQLite, so that tracing costs the step little wall time. Rows are collected before
+ * A single rank keeps its GEMM threads busy only inside GEMMs and casts; in the gaps an
+ * idle-priority thread (bg.h) measures the traced tensors (trace.h, kept tensors) and
+ * writes the last step's rows to SQLite, so that tracing costs the step little wall time. Rows are collected before
  * they are read; the next write waits for the last, so steps land in order.
  */
 #include "harness/runner.h"
@@ -24,6 +24,7 @@
 #include "harness/data.h"
 #include "harness/model.h"
 #include "kernels/cpu/ops.h"
+#include "kernels/cpu/bg.h"
 #include "kernels/cpu/pool.h"
 #include "kernels/cpu/stats.h"
 #include "kernels/err.h"
@@ -47,7 +48,8 @@ struct lks_runner {
 	int *nan_seen;          /* (W) a rank's first NaN event was recorded */
 	lks_step_row *rows;     /* (W) this step's step rows */
 	float lr, clip_coef, bc1, bc2, b1pow, b2pow;
-	lks_pool *bg;           /* a single rank's threads: optimizer, tracing, the store */
+	lks_pool *pool1;        /* a single rank's threads for the optimizer */
+	lks_bg *bg;             /* a single rank's background thread: tracing, the store */
 	struct lks_store_job {  /* the last step's rows on their way into SQLite */
 		lks_store *store;
 		int64_t run_id;
@@ -155,7 +157,7 @@ static int lks_store_wait(struct lks_runner *R)
 {
 	struct lks_store_job *j = &R->sj;
 
-	lks_pool_wait_jobs(R->bg, &R->store_jobs);
+	lks_bg_wait(R->bg, &R->store_jobs);
 	free(j->stats);
 	j->stats = NULL;
 	if (j->rc) {
@@ -179,7 +181,7 @@ static int lks_store_post(struct lks_runner *R, lks_store *store, int64_t run_id
 	}
 	*j = (struct lks_store_job){ store, run_id, j->rows, R->W, stats, nstats, 0, "" };
 	memcpy(j->rows, R->rows, sizeof(*j->rows) * (size_t)R->W);
-	lks_pool_post(R->bg, &R->store_jobs, lks_store_job_run, j);
+	lks_bg_post(R->bg, &R->store_jobs, lks_store_job_run, j);
 	return R->bg ? 0 : lks_store_wait(R);
 }
 
@@ -203,6 +205,7 @@ static void lks_runner_release(struct lks_runner *R)
 			if (R->ranks[r].params)
 				lks_rank_release(&R->ranks[r]);
 	free(R->ranks);
+	lks_bg_free(R->bg);
 	lks_pool_free(R->rank_pool);
 	lks_pool_free(R->gemm_pool);
 	if (R->W > 1)
@@ -258,11 +261,14 @@ static int lks_runner_init(struct lks_runner *R, const lks_case *c, const lks_ru
 		R->ranks[r].tr.off = o->no_trace;
 		lks_model_init_params(&R->m, c->seed, R->ranks[r].params);
 	}
-	/* one rank: the GEMM threads measure kept tensors while they would wait; many ranks
-	   keep every core busy already, each tracing in its own thread */
+	/* one rank: an idle-priority thread measures kept tensors and writes the store in the
+	   gaps the GEMM threads leave; many ranks keep every core busy already, each tracing
+	   in its own thread */
 	if (R->W == 1) {
-		R->bg = o->backend ? o->pool : R->gemm_pool;
+		R->pool1 = o->backend ? o->pool : R->gemm_pool;
 		R->gsum = R->ranks[0].grads;  /* the sum of one: its own, nothing to copy */
+		if (threads > 1 && lks_bg_create(&R->bg))
+			return -1;
 	}
 	if (R->bg && !o->no_trace && lks_rank_trace_on(&R->ranks[0], R->bg))
 		return -1;
@@ -384,7 +390,7 @@ static int lks_run_step(struct lks_runner *R, int step, lks_store *store, int64_
 	gnorm = sqrt(lks_sumsq(R->gsum, R->m.nparams));
 	if (opt->clip > 0.0f && gnorm > opt->clip) {
 		R->clip_coef = (float)(opt->clip / (gnorm + 1e-6));
-		lks_pool_run(R->W > 1 ? R->rank_pool : R->bg, ntasks, lks_clip_task, R);
+		lks_pool_run(R->W > 1 ? R->rank_pool : R->pool1, ntasks, lks_clip_task, R);
 	}
 	R->lr = lks_schedule(opt, step, R->steps);
 	R->b1pow *= opt->beta1;
@@ -392,7 +398,7 @@ static int lks_run_step(struct lks_runner *R, int step, lks_store *store, int64_
 	R->bc1 = 1.0f - R->b1pow;
 	R->bc2 = 1.0f - R->b2pow;
 	/* one rank: its GEMM threads share the update; many: each rank thread updates */
-	lks_pool_run(R->W > 1 ? R->rank_pool : R->bg, R->W * ntasks, lks_update_task, R);
+	lks_pool_run(R->W > 1 ? R->rank_pool : R->pool1, R->W * ntasks, lks_update_task, R);
 	lks_pool_run(R->rank_pool, R->W, lks_trace_update_task, R);
 	lks_step_delayed(R);
 

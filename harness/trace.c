@@ -9,9 +9,6 @@
 
 #include "kernels/cpu/stats.h"
 
-/* Tensors up to this many elements go to the background; larger ones are measured at
-   once, so that no job holds up the pool's next run for long (2^18 floats: ~60 us). */
-#define LKS_TRACE_JOB_MAX ((size_t)1 << 18)
 #define LKS_TRACE_JOBS 256  /* jobs in flight before the tracer waits for them */
 
 /* One background measurement; the results wait here, as the rows may move meanwhile. */
@@ -129,10 +126,10 @@ static void lks_trace_job_run(void *arg)
 		lks_quant_stats(&j->q, &j->l2, &j->amax, &j->nonfinite, &j->hash);
 }
 
-/* A background job for row, or NULL: measure it now (no pool, too big, no memory). */
-static struct lks_trace_job *lks_trace_job_new(lks_tracer *t, const lks_stat_row *row, size_t n)
+/* A background job for row, or NULL: measure it now (no thread, no memory). */
+static struct lks_trace_job *lks_trace_job_new(lks_tracer *t, const lks_stat_row *row)
 {
-	if (!t->pool || n > LKS_TRACE_JOB_MAX)
+	if (!t->bg)
 		return NULL;
 	if (!t->jobs && !(t->jobs = malloc(sizeof(*t->jobs) * LKS_TRACE_JOBS)))
 		return NULL;
@@ -148,7 +145,7 @@ void lks_tracer_sync(lks_tracer *t)
 {
 	if (!t->njobs)
 		return;
-	lks_pool_wait_jobs(t->pool, &t->group);
+	lks_bg_wait(t->bg, &t->group);
 	for (int i = 0; i < t->njobs; i++) {
 		const struct lks_trace_job *j = &t->jobs[i];
 		lks_stat_row *row = &t->rows[j->row];
@@ -176,10 +173,10 @@ static void lks_trace_vf32(lks_tracer *t, lks_phase ph, float *x, size_t n, int 
 		t->fault_hits += hit > 0;
 		t->fault_failed |= hit < 0;
 	}
-	if (kept && (j = lks_trace_job_new(t, row, n))) {
+	if (kept && (j = lks_trace_job_new(t, row))) {
 		j->x = x;
 		j->n = n;
-		lks_pool_post(t->pool, &t->group, lks_trace_job_run, j);
+		lks_bg_post(t->bg, &t->group, lks_trace_job_run, j);
 		return;
 	}
 	lks_stats_f32(x, n, &row->l2, &row->amax, &row->nonfinite, &row->hash);
@@ -221,9 +218,9 @@ void lks_trace_quant(lks_tracer *t, lks_phase ph, const lks_quant *q, const char
 	row->scale = smin;
 	row->underflow = (int64_t)q->underflow;
 	row->saturated = (int64_t)q->saturated;
-	if ((j = lks_trace_job_new(t, row, (size_t)q->rows * (size_t)q->cols))) {
+	if ((j = lks_trace_job_new(t, row))) {
 		j->q = *q;
-		lks_pool_post(t->pool, &t->group, lks_trace_job_run, j);
+		lks_bg_post(t->bg, &t->group, lks_trace_job_run, j);
 		return;
 	}
 	lks_quant_stats(q, &row->l2, &row->amax, &row->nonfinite, &row->hash);

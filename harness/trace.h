@@ -12,7 +12,7 @@
 
 #include "harness/fault.h"
 #include "harness/trace_store.h"
-#include "kernels/cpu/pool.h"
+#include "kernels/cpu/bg.h"
 #include "kernels/cpu/quant.h"
 
 struct lks_trace_job;
@@ -31,7 +31,7 @@ typedef struct lks_tracer {
 	const lks_fault *fault; /* a planted bitflip or nan acts where its tensor is traced */
 	int fault_hits;         /* times it acted */
 	int fault_failed;       /* it could not (lks_err has why) */
-	lks_pool *pool;         /* set: kept tensors are measured as background jobs on it */
+	lks_bg *bg;             /* set: kept tensors are measured there, in the background */
 	lks_jobs group;         /* those jobs */
 	struct lks_trace_job *jobs;  /* (capjobs) posted and not yet collected */
 	int njobs, capjobs;
@@ -47,7 +47,7 @@ void lks_tracer_begin_step(lks_tracer *t, int step);
 void lks_trace_f32(lks_tracer *t, lks_phase ph, float *x, size_t n, const char *fmt, ...)
 	__attribute__((format(printf, 5, 6)));
 /* As lks_trace_f32, for a tensor the caller keeps unchanged until lks_tracer_sync: with a
-   pool, it is measured there in the background (the row is complete after the sync). */
+   background thread (t->bg), it is measured there (the row is complete after the sync). */
 void lks_trace_f32_kept(lks_tracer *t, lks_phase ph, float *x, size_t n, const char *fmt, ...)
 	__attribute__((format(printf, 5, 6)));
 /* Waits for the background jobs and completes their rows: before anything reads the rows

@@ -4,9 +4,6 @@
  * A run publishes (fn, arg, ntasks) under the lock and bumps a generation number; workers
  * and the caller take task numbers from an atomic counter until none are left. The caller
  * waits until every worker has finished the generation before it returns.
- *
- * Between runs, idle workers take background jobs from a FIFO queue under the same lock;
- * a published run always goes first, so a job delays a run by at most its own length.
  */
 #include "kernels/cpu/pool.h"
 
@@ -29,10 +26,6 @@ struct lks_pool {
 	void *arg;
 	int ntasks;
 	atomic_int next;            /* next task number to take */
-	struct lks_job { lks_job_fn fn; void *arg; lks_jobs *group; } *jobs;  /* queued */
-	int jhead, jcount, jcap;    /* first queued, how many, ring size */
-	int jrunning;               /* jobs taken from the queue and not yet finished */
-	pthread_cond_t jobs_done;   /* a job finished */
 };
 
 struct lks_worker_arg {
@@ -48,24 +41,6 @@ static void lks_pool_drain(lks_pool *p, int thread)
 		p->fn(p->arg, t, thread);
 }
 
-/* Runs queued job i (0: the first) and removes it; called and returns with the lock held. */
-static void lks_pool_job(lks_pool *p, int i)
-{
-	struct lks_job j = p->jobs[(p->jhead + i) % p->jcap];
-
-	for (; i > 0; i--)  /* close the gap: the ones before it move up one */
-		p->jobs[(p->jhead + i) % p->jcap] = p->jobs[(p->jhead + i - 1) % p->jcap];
-	p->jhead = (p->jhead + 1) % p->jcap;
-	p->jcount--;
-	p->jrunning++;
-	pthread_mutex_unlock(&p->lock);
-	j.fn(j.arg);
-	pthread_mutex_lock(&p->lock);
-	p->jrunning--;
-	j.group->pending--;
-	pthread_cond_broadcast(&p->jobs_done);
-}
-
 static void *lks_pool_worker(void *v)
 {
 	struct lks_worker_arg wa = *(struct lks_worker_arg *)v;
@@ -75,14 +50,10 @@ static void *lks_pool_worker(void *v)
 	free(v);
 	pthread_mutex_lock(&p->lock);
 	for (;;) {
-		while (p->generation == seen && !p->shutdown && !p->jcount)
+		while (p->generation == seen && !p->shutdown)
 			pthread_cond_wait(&p->wake, &p->lock);
 		if (p->shutdown)
 			break;
-		if (p->generation == seen) {  /* no run published: a background job */
-			lks_pool_job(p, 0);
-			continue;
-		}
 		seen = p->generation;
 		pthread_mutex_unlock(&p->lock);
 		lks_pool_drain(p, wa.thread);
@@ -110,7 +81,6 @@ int lks_pool_create(int nthreads, lks_pool **out)
 	pthread_mutex_init(&p->lock, NULL);
 	pthread_cond_init(&p->wake, NULL);
 	pthread_cond_init(&p->done, NULL);
-	pthread_cond_init(&p->jobs_done, NULL);
 	for (int i = 1; i < nthreads; i++) {
 		struct lks_worker_arg *wa = malloc(sizeof(*wa));
 
@@ -135,11 +105,7 @@ void lks_pool_free(lks_pool *p)
 {
 	if (!p)
 		return;
-	pthread_mutex_lock(&p->lock);  /* the queued jobs run, and the running ones end */
-	while (p->jcount)
-		lks_pool_job(p, 0);
-	while (p->jrunning)
-		pthread_cond_wait(&p->jobs_done, &p->lock);
+	pthread_mutex_lock(&p->lock);
 	p->shutdown = 1;
 	pthread_cond_broadcast(&p->wake);
 	pthread_mutex_unlock(&p->lock);
@@ -148,8 +114,6 @@ void lks_pool_free(lks_pool *p)
 	pthread_mutex_destroy(&p->lock);
 	pthread_cond_destroy(&p->wake);
 	pthread_cond_destroy(&p->done);
-	pthread_cond_destroy(&p->jobs_done);
-	free(p->jobs);
 	free(p->workers);
 	free(p);
 }
@@ -181,53 +145,5 @@ void lks_pool_run(lks_pool *p, int ntasks, lks_task_fn fn, void *arg)
 	pthread_mutex_lock(&p->lock);
 	while (p->busy > 0)
 		pthread_cond_wait(&p->done, &p->lock);
-	pthread_mutex_unlock(&p->lock);
-}
-
-int lks_pool_post(lks_pool *p, lks_jobs *group, lks_job_fn fn, void *arg)
-{
-	if (!p || p->nthreads == 1) {
-		fn(arg);
-		return 0;
-	}
-	pthread_mutex_lock(&p->lock);
-	if (p->jcount == p->jcap) {  /* grow the ring, unrolled into the new array */
-		int cap = p->jcap ? 2 * p->jcap : 64;
-		struct lks_job *nj = malloc(sizeof(*nj) * (size_t)cap);
-
-		if (!nj) {
-			pthread_mutex_unlock(&p->lock);
-			fn(arg);
-			return lks_err("out of memory queueing a background job");
-		}
-		for (int i = 0; i < p->jcount; i++)
-			nj[i] = p->jobs[(p->jhead + i) % p->jcap];
-		free(p->jobs);
-		p->jobs = nj;
-		p->jhead = 0;
-		p->jcap = cap;
-	}
-	p->jobs[(p->jhead + p->jcount++) % p->jcap] = (struct lks_job){ fn, arg, group };
-	group->pending++;
-	pthread_cond_signal(&p->wake);
-	pthread_mutex_unlock(&p->lock);
-	return 0;
-}
-
-void lks_pool_wait_jobs(lks_pool *p, lks_jobs *group)
-{
-	if (!p || p->nthreads == 1)
-		return;
-	pthread_mutex_lock(&p->lock);
-	while (group->pending) {
-		int i = 0;
-
-		while (i < p->jcount && p->jobs[(p->jhead + i) % p->jcap].group != group)
-			i++;
-		if (i < p->jcount)  /* one of ours still queued: run it here */
-			lks_pool_job(p, i);
-		else                /* ours are running elsewhere */
-			pthread_cond_wait(&p->jobs_done, &p->lock);
-	}
 	pthread_mutex_unlock(&p->lock);
 }

@@ -21,19 +21,4 @@ int lks_pool_threads(const lks_pool *pool);
 /* Runs all tasks and returns when they are done. A NULL pool runs them in the caller. */
 void lks_pool_run(lks_pool *pool, int ntasks, lks_task_fn fn, void *arg);
 
-/*
- * Background jobs: work the caller hands off and collects later, run by workers while no
- * tasks are published (a worker in a job finishes it before it joins the next run, so keep
- * jobs short: tens of microseconds) and by the caller while it waits for them. A job must
- * not touch what the caller changes before that wait. Jobs belong to a group (zeroed by
- * the caller), so that one waits for its own jobs only. A NULL or one-thread pool runs
- * the job at once, in the caller. Fails only without memory (then the job ran at once).
- */
-typedef void (*lks_job_fn)(void *arg);
-typedef struct lks_jobs { int pending; } lks_jobs;  /* posted and not finished */
-int lks_pool_post(lks_pool *pool, lks_jobs *group, lks_job_fn fn, void *arg);
-/* Returns when every job of the group posted so far has run; the caller runs the group's
-   queued jobs itself. */
-void lks_pool_wait_jobs(lks_pool *pool, lks_jobs *group);
-
 #endif
