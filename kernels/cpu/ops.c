@@ -209,34 +209,29 @@ static void lks_transpose_f32_4(const float *s, size_t lds, float *d, size_t ldd
 }
 #endif
 
+/* A transpose in B x B blocks of blockfn, tile by tile, the edges element by element. */
+#define LKS_TRANSPOSE_BLOCKED(s, rows, cols, d, B, blockfn)                            \
+	do {                                                                             \
+		int rb_ = (rows) / (B) * (B), cb_ = (cols) / (B) * (B);                      \
+                                                                                     \
+		for (int i0 = 0; i0 < rb_; i0 += LKS_TILE)                                   \
+			for (int k0 = 0; k0 < cb_; k0 += LKS_TILE)                               \
+				for (int i = i0; i < i0 + LKS_TILE && i < rb_; i += (B))             \
+					for (int k = k0; k < k0 + LKS_TILE && k < cb_; k += (B))         \
+						blockfn((s) + (size_t)i * (cols) + k, (size_t)(cols),        \
+						        (d) + (size_t)k * (rows) + i, (size_t)(rows));       \
+		LKS_TRANSPOSE_EDGE(s, d, rows, cols, 0, rows, cb_, cols);                    \
+		LKS_TRANSPOSE_EDGE(s, d, rows, cols, rb_, rows, 0, cb_);                     \
+	} while (0)
+
 void lks_transpose_u8(const uint8_t *s, int rows, int cols, uint8_t *d)
 {
-	const int B = LKS_U8_BLOCK;
-	int rb = rows / B * B, cb = cols / B * B;
-
-	for (int i0 = 0; i0 < rb; i0 += LKS_TILE)
-		for (int k0 = 0; k0 < cb; k0 += LKS_TILE)
-			for (int i = i0; i < i0 + LKS_TILE && i < rb; i += B)
-				for (int k = k0; k < k0 + LKS_TILE && k < cb; k += B)
-					lks_transpose_u8_16(s + (size_t)i * cols + k, (size_t)cols,
-					                    d + (size_t)k * rows + i, (size_t)rows);
-	LKS_TRANSPOSE_EDGE(s, d, rows, cols, 0, rows, cb, cols);
-	LKS_TRANSPOSE_EDGE(s, d, rows, cols, rb, rows, 0, cb);
+	LKS_TRANSPOSE_BLOCKED(s, rows, cols, d, LKS_U8_BLOCK, lks_transpose_u8_16);
 }
 
 void lks_transpose_f32(const float *s, int rows, int cols, float *d)
 {
-	const int B = LKS_F32_BLOCK;
-	int rb = rows / B * B, cb = cols / B * B;
-
-	for (int i0 = 0; i0 < rb; i0 += LKS_TILE)
-		for (int k0 = 0; k0 < cb; k0 += LKS_TILE)
-			for (int i = i0; i < i0 + LKS_TILE && i < rb; i += B)
-				for (int k = k0; k < k0 + LKS_TILE && k < cb; k += B)
-					lks_transpose_f32_4(s + (size_t)i * cols + k, (size_t)cols,
-					                    d + (size_t)k * rows + i, (size_t)rows);
-	LKS_TRANSPOSE_EDGE(s, d, rows, cols, 0, rows, cb, cols);
-	LKS_TRANSPOSE_EDGE(s, d, rows, cols, rb, rows, 0, cb);
+	LKS_TRANSPOSE_BLOCKED(s, rows, cols, d, LKS_F32_BLOCK, lks_transpose_f32_4);
 }
 
 void lks_transpose_bf16(const float *s, int rows, int cols, uint16_t *d)
