@@ -92,3 +92,33 @@ Test(ops, adamw_same_bits_on_every_path)
 	}
 	lks_isa_force(lks_isa_best());
 }
+
+/* RMSNorm forward and backward: every ISA path the scalar path's bits (the AVX2 build
+   turns fmaf into one instruction and vectorizes the gain's gradient). */
+Test(ops, rmsnorm_same_bits_on_every_path)
+{
+	enum { T = 7, H = 77 };
+	static float x[T * H], g[H], dy[T * H], y[LKS_ISA_COUNT][T * H], rstd[LKS_ISA_COUNT][T],
+	             dx[LKS_ISA_COUNT][T * H], dg[LKS_ISA_COUNT][H];
+
+	for (int i = 0; i < T * H; i++) {
+		x[i] = lks_philox_normal(7, 0, (uint64_t)i) * ldexpf(1.0f, i % 9 - 4);
+		dy[i] = lks_philox_normal(7, 1, (uint64_t)i) * 1e-3f;
+	}
+	for (int i = 0; i < H; i++)
+		g[i] = 1.0f + 0.1f * lks_philox_normal(7, 2, (uint64_t)i);
+	for (int bf16 = 0; bf16 < 2; bf16++)
+		for (int isa = 0; isa < LKS_ISA_COUNT; isa++) {
+			if (lks_isa_force((lks_isa)isa) != 0)
+				continue;
+			memset(dg[isa], 0, sizeof(dg[isa]));
+			lks_rmsnorm_fwd(x, g, T, H, y[isa], rstd[isa], bf16);
+			lks_rmsnorm_bwd(dy, x, g, rstd[isa], T, H, dx[isa], dg[isa], bf16);
+			cr_assert(memcmp(y[isa], y[0], sizeof(y[0])) == 0
+			          && memcmp(rstd[isa], rstd[0], sizeof(rstd[0])) == 0
+			          && memcmp(dx[isa], dx[0], sizeof(dx[0])) == 0
+			          && memcmp(dg[isa], dg[0], sizeof(dg[0])) == 0,
+			          "%s bf16 %d differs from scalar", lks_isa_name((lks_isa)isa), bf16);
+		}
+	lks_isa_force(lks_isa_best());
+}

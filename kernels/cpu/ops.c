@@ -11,16 +11,6 @@
 #include "kernels/cpu/isa.h"
 #include "kernels/mathf.h"
 
-static float lks_bf16r(float x)
-{
-	return lks_bf16_to_f32(lks_f32_to_bf16(x));
-}
-
-static float lks_maybe_bf16(float x, int bf16)
-{
-	return bf16 ? lks_bf16r(x) : x;
-}
-
 void lks_round_bf16(float *x, size_t n)
 {
 	uint16_t h[512];
@@ -34,41 +24,30 @@ void lks_round_bf16(float *x, size_t n)
 	}
 }
 
+#define LKS_RMS_PREFIX lks_scalar
+#include "kernels/cpu/ops_rms.h"
+
+void lks_avx2_rmsnorm_fwd(const float *x, const float *g, int T, int H, float *y, float *rstd,
+                          int bf16);
+void lks_avx2_rmsnorm_bwd(const float *dy, const float *x, const float *g, const float *rstd,
+                          int T, int H, float *dx, float *dg, int bf16);
+
 void lks_rmsnorm_fwd(const float *x, const float *g, int T, int H, float *y, float *rstd,
                      int bf16)
 {
-	for (int t = 0; t < T; t++) {
-		const float *xr = x + (size_t)t * H;
-		float ss = 0.0f, r;
-
-		for (int i = 0; i < H; i++)
-			ss = fmaf(xr[i], xr[i], ss);
-		/* sqrtf and the division are correctly rounded IEEE operations */
-		r = 1.0f / sqrtf(ss / (float)H + LKS_RMSNORM_EPS);
-		rstd[t] = r;
-		for (int i = 0; i < H; i++)
-			y[(size_t)t * H + i] = lks_maybe_bf16(xr[i] * r * g[i], bf16);
-	}
+	if (lks_isa_active() != LKS_ISA_SCALAR)
+		lks_avx2_rmsnorm_fwd(x, g, T, H, y, rstd, bf16);
+	else
+		lks_scalar_rmsnorm_fwd(x, g, T, H, y, rstd, bf16);
 }
 
 void lks_rmsnorm_bwd(const float *dy, const float *x, const float *g, const float *rstd,
                      int T, int H, float *dx, float *dg, int bf16)
 {
-	for (int t = 0; t < T; t++) {
-		const float *xr = x + (size_t)t * H, *dyr = dy + (size_t)t * H;
-		float r = rstd[t], dot = 0.0f, c;
-
-		/* y = x r g with r = (mean x^2 + eps)^-1/2:
-		   dx = r (g dy) - x r^3 / H * sum(g dy x) */
-		for (int i = 0; i < H; i++)
-			dot = fmaf(g[i] * dyr[i], xr[i], dot);
-		c = dot * r * r * r / (float)H;
-		for (int i = 0; i < H; i++)
-			dx[(size_t)t * H + i] = lks_maybe_bf16(r * g[i] * dyr[i] - xr[i] * c, bf16);
-	}
-	for (int t = 0; t < T; t++)
-		for (int i = 0; i < H; i++)
-			dg[i] = fmaf(dy[(size_t)t * H + i], x[(size_t)t * H + i] * rstd[t], dg[i]);
+	if (lks_isa_active() != LKS_ISA_SCALAR)
+		lks_avx2_rmsnorm_bwd(dy, x, g, rstd, T, H, dx, dg, bf16);
+	else
+		lks_scalar_rmsnorm_bwd(dy, x, g, rstd, T, H, dx, dg, bf16);
 }
 
 /*

@@ -1,10 +1,33 @@
 /*
- * ops_avx2.c: the optimizer on the AVX2 path, eight lanes of the scalar arithmetic: the
- * same multiplies, adds, divides and square roots (each correctly rounded in both), no
- * FMA, so every element gets the scalar path's bits.
+ * ops_avx2.c: RMSNorm (ops_rms.h, compiled here with hardware FMA) and the optimizer on
+ * the AVX2 path: AdamW is eight lanes of the scalar arithmetic, the same multiplies, adds,
+ * divides and square roots (each correctly rounded in both), no FMA, so every element gets
+ * the scalar path's bits.
  */
 #include <immintrin.h>
 #include <stddef.h>
+
+#include "kernels/cpu/ops.h"
+
+#define LKS_RMS_PREFIX lks_avx2_s
+#include "kernels/cpu/ops_rms.h"
+
+void lks_avx2_rmsnorm_fwd(const float *x, const float *g, int T, int H, float *y, float *rstd,
+                          int bf16);
+void lks_avx2_rmsnorm_bwd(const float *dy, const float *x, const float *g, const float *rstd,
+                          int T, int H, float *dx, float *dg, int bf16);
+
+void lks_avx2_rmsnorm_fwd(const float *x, const float *g, int T, int H, float *y, float *rstd,
+                          int bf16)
+{
+	lks_avx2_s_rmsnorm_fwd(x, g, T, H, y, rstd, bf16);
+}
+
+void lks_avx2_rmsnorm_bwd(const float *dy, const float *x, const float *g, const float *rstd,
+                          int T, int H, float *dx, float *dg, int bf16)
+{
+	lks_avx2_s_rmsnorm_bwd(dy, x, g, rstd, T, H, dx, dg, bf16);
+}
 
 size_t lks_avx2_adamw(float *p, const float *g, float *m, float *v, size_t n, float lr,
                       float b1, float b2, float eps, float wd, float bc1, float bc2);
