@@ -7,8 +7,11 @@
 
 #include <pthread.h>
 #include <sched.h>
+#include <stdatomic.h>
 #include <stdlib.h>
+#include <time.h>
 #include <sys/resource.h>
+#include <stdint.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -28,7 +31,14 @@ struct lks_bg {
 	struct lks_job *jobs;       /* ring of queued jobs */
 	int head, count, cap;
 	int shutdown;
+	int sleeping;               /* the thread waits on wake: a post must signal */
+	atomic_int queued;          /* count, for the thread to watch without the lock */
 };
+
+/* After the queue runs empty the thread watches it this long before it sleeps: jobs come
+   tens of microseconds apart in a step, and a wake-up costs the poster a system call. At
+   idle priority the watching takes only cycles nobody else wants. */
+#define LKS_BG_SPIN_NS 200000
 
 /* Runs queued job i (0: the first) and removes it; called and returns with the lock held. */
 static void lks_bg_run(lks_bg *bg, int i)
@@ -39,11 +49,34 @@ static void lks_bg_run(lks_bg *bg, int i)
 		bg->jobs[(bg->head + i) % bg->cap] = bg->jobs[(bg->head + i - 1) % bg->cap];
 	bg->head = (bg->head + 1) % bg->cap;
 	bg->count--;
+	atomic_store_explicit(&bg->queued, bg->count, memory_order_relaxed);
 	pthread_mutex_unlock(&bg->lock);
 	j.fn(j.arg);
 	pthread_mutex_lock(&bg->lock);
 	j.group->pending--;
 	pthread_cond_broadcast(&bg->done);
+}
+
+static int64_t lks_bg_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* Watches the queue for LKS_BG_SPIN_NS, or until a job comes. */
+static void lks_bg_watch(lks_bg *bg)
+{
+	int64_t t0 = lks_bg_ns();
+
+	for (int i = 1; !atomic_load_explicit(&bg->queued, memory_order_relaxed); i++) {
+#if defined(__x86_64__) || defined(__i386__)
+		__builtin_ia32_pause();
+#endif
+		if (i % 64 == 0 && lks_bg_ns() - t0 > LKS_BG_SPIN_NS)
+			break;
+	}
 }
 
 static void *lks_bg_main(void *arg)
@@ -56,11 +89,20 @@ static void *lks_bg_main(void *arg)
 		(void)setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), 19);
 	pthread_mutex_lock(&bg->lock);
 	for (;;) {
-		while (!bg->count && !bg->shutdown)
-			pthread_cond_wait(&bg->wake, &bg->lock);
-		if (!bg->count)
+		if (bg->count) {
+			lks_bg_run(bg, 0);
+			continue;
+		}
+		if (bg->shutdown)
 			break;
-		lks_bg_run(bg, 0);
+		pthread_mutex_unlock(&bg->lock);
+		lks_bg_watch(bg);
+		pthread_mutex_lock(&bg->lock);
+		if (bg->count || bg->shutdown)
+			continue;
+		bg->sleeping = 1;
+		pthread_cond_wait(&bg->wake, &bg->lock);
+		bg->sleeping = 0;
 	}
 	pthread_mutex_unlock(&bg->lock);
 	return NULL;
@@ -93,6 +135,7 @@ void lks_bg_free(lks_bg *bg)
 		return;
 	pthread_mutex_lock(&bg->lock);
 	bg->shutdown = 1;
+	atomic_store(&bg->queued, 1);  /* ends a watch */
 	pthread_cond_signal(&bg->wake);
 	while (bg->count)  /* what is queued runs, here or there, before the thread ends */
 		lks_bg_run(bg, 0);
@@ -129,8 +172,10 @@ int lks_bg_post(lks_bg *bg, lks_jobs *group, lks_job_fn fn, void *arg)
 		bg->cap = cap;
 	}
 	bg->jobs[(bg->head + bg->count++) % bg->cap] = (struct lks_job){ fn, arg, group };
+	atomic_store_explicit(&bg->queued, bg->count, memory_order_relaxed);
 	group->pending++;
-	pthread_cond_signal(&bg->wake);
+	if (bg->sleeping)
+		pthread_cond_signal(&bg->wake);
 	pthread_mutex_unlock(&bg->lock);
 	return 0;
 }
