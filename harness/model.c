@@ -343,6 +343,10 @@ int lks_rank_trace_on(lks_rank *r, lks_bg *bg)
 	size_t T = (size_t)r->T, H = (size_t)c->hidden, F = (size_t)c->ffn;
 	size_t big = T * F > F * H ? T * F : F * H, maxdim = T > F ? T : F;
 
+	/* the operands are x (T, H), a and dy (T, F) or (T, H), W (F, H) or (H, F) */
+	big = T * H > big ? T * H : big;
+	maxdim = H > maxdim ? H : maxdim;
+
 	/* a step quantizes at most 16 operands per block (2 per GEMM; forward, dgrad, wgrad
 	   and the recompute), each at most the largest operand, its scales and amaxes */
 	r->qarena_size = (size_t)16 * (size_t)c->layers * (big + 8 * maxdim + 3 * 64);

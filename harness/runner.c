@@ -10,8 +10,9 @@
  *
  * A single rank keeps its GEMM threads busy only inside GEMMs and casts; in the gaps an
  * idle-priority thread (bg.h) measures the traced tensors (trace.h, kept tensors) and
- * writes the last step's rows to SQLite, so that tracing costs the step little wall time. Rows are collected before
- * they are read; the next write waits for the last, so steps land in order.
+ * writes the last step's rows to SQLite, so that tracing costs the step little wall time.
+ * Rows are collected before they are read; the next write waits for the last, so steps
+ * land in order.
  */
 #include "harness/runner.h"
 
@@ -23,8 +24,8 @@
 
 #include "harness/data.h"
 #include "harness/model.h"
-#include "kernels/cpu/ops.h"
 #include "kernels/cpu/bg.h"
+#include "kernels/cpu/ops.h"
 #include "kernels/cpu/pool.h"
 #include "kernels/cpu/stats.h"
 #include "kernels/err.h"
@@ -167,7 +168,7 @@ static int lks_store_wait(struct lks_runner *R)
 	return 0;
 }
 
-/* Writes a step's rows (taking stats): in the background with a pool, where the
+/* Writes a step's rows (taking stats): on the background thread if there is one, where the
    transaction overlaps the next step (one step at a time, so steps land in order and the
    connection is never used by two threads at once), else at once. */
 static int lks_store_post(struct lks_runner *R, lks_store *store, int64_t run_id,
