@@ -25,6 +25,7 @@ void lks_round_bf16(float *x, size_t n)
 }
 
 #define LKS_RMS_PREFIX lks_scalar
+#define LKS_RMS_API static
 #include "kernels/cpu/ops_rms.h"
 
 void lks_avx2_rmsnorm_fwd(const float *x, const float *g, int T, int H, float *y, float *rstd,

@@ -9,25 +9,10 @@
 
 #include "kernels/cpu/ops.h"
 
-#define LKS_RMS_PREFIX lks_avx2_s
+/* lks_avx2_rmsnorm_fwd and _bwd, called by ops.c on the AVX2 path */
+#define LKS_RMS_PREFIX lks_avx2
+#define LKS_RMS_API
 #include "kernels/cpu/ops_rms.h"
-
-void lks_avx2_rmsnorm_fwd(const float *x, const float *g, int T, int H, float *y, float *rstd,
-                          int bf16);
-void lks_avx2_rmsnorm_bwd(const float *dy, const float *x, const float *g, const float *rstd,
-                          int T, int H, float *dx, float *dg, int bf16);
-
-void lks_avx2_rmsnorm_fwd(const float *x, const float *g, int T, int H, float *y, float *rstd,
-                          int bf16)
-{
-	lks_avx2_s_rmsnorm_fwd(x, g, T, H, y, rstd, bf16);
-}
-
-void lks_avx2_rmsnorm_bwd(const float *dy, const float *x, const float *g, const float *rstd,
-                          int T, int H, float *dx, float *dg, int bf16)
-{
-	lks_avx2_s_rmsnorm_bwd(dy, x, g, rstd, T, H, dx, dg, bf16);
-}
 
 size_t lks_avx2_adamw(float *p, const float *g, float *m, float *v, size_t n, float lr,
                       float b1, float b2, float eps, float wd, float bc1, float bc2);

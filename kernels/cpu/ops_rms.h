@@ -3,7 +3,8 @@
  * (baseline: fmaf is a libm call) and by ops_avx2.c (-mfma: fmaf is one instruction and
  * the gain's gradient, independent per column, vectorizes). fmaf is exact-then-rounded in
  * both, and -ffp-contract=off keeps every other product and sum as written, so both give
- * the same bits. The includer defines LKS_RMS_PREFIX. Private to kernels/cpu.
+ * the same bits. The includer defines LKS_RMS_PREFIX and LKS_RMS_API (static, or empty for
+ * functions the other file calls). Private to kernels/cpu.
  */
 #include <math.h>
 #include <stdint.h>
@@ -19,7 +20,7 @@ static inline float LKS_RMS(_maybe_bf16)(float x, int bf16)
 	return bf16 ? lks_bf16_to_f32(lks_f32_to_bf16(x)) : x;
 }
 
-static void LKS_RMS(_rmsnorm_fwd)(const float *x, const float *g, int T, int H, float *y,
+LKS_RMS_API void LKS_RMS(_rmsnorm_fwd)(const float *x, const float *g, int T, int H, float *y,
                                    float *rstd, int bf16)
 {
 	for (int t = 0; t < T; t++) {
@@ -36,7 +37,7 @@ static void LKS_RMS(_rmsnorm_fwd)(const float *x, const float *g, int T, int H, 
 	}
 }
 
-static void LKS_RMS(_rmsnorm_bwd)(const float *dy, const float *x, const float *g,
+LKS_RMS_API void LKS_RMS(_rmsnorm_bwd)(const float *dy, const float *x, const float *g,
                                    const float *rstd, int T, int H, float *dx, float *dg,
                                    int bf16)
 {

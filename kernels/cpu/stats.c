@@ -49,21 +49,12 @@ uint64_t lks_hash_rows(const uint8_t *rows, int nrows, int cols, size_t ld, cons
 
 void lks_fp8_stats_add(lks_fp8_stats *s, const uint8_t *q, size_t n, int fmt)
 {
-	uint32_t first = lks_fp8_first_nonfinite(fmt);
-
 	if (lks_isa_active() != LKS_ISA_SCALAR) {
 		lks_avx2_fp8_stats_add(s, q, n, fmt);
 		return;
 	}
-	for (size_t i = 0; i < n; i++) {
-		uint32_t mag = q[i] & 0x7fu;
-
-		s->maxmag = mag > s->maxmag ? mag : s->maxmag;
-		if (mag >= first)
-			s->nonfinite++;
-		else
-			s->sq += lks_fp8_sq_units(mag, fmt);
-	}
+	for (size_t i = 0; i < n; i++)
+		lks_fp8_stats_one(s, q[i], fmt);
 }
 
 void lks_fp8_stats_result(const lks_fp8_stats *s, int fmt, double *l2, float *amax,

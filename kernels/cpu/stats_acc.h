@@ -79,4 +79,16 @@ static inline uint64_t lks_fp8_sq_units(uint32_t mag, int fmt)
 	return N * N;
 }
 
+/* One code, as the scalar path and every path's tail take it. */
+static inline void lks_fp8_stats_one(lks_fp8_stats *s, uint8_t code, int fmt)
+{
+	uint32_t mag = code & 0x7fu;
+
+	s->maxmag = mag > s->maxmag ? mag : s->maxmag;
+	if (mag >= lks_fp8_first_nonfinite(fmt))
+		s->nonfinite++;
+	else
+		s->sq += lks_fp8_sq_units(mag, fmt);
+}
+
 #endif

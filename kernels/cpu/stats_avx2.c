@@ -157,15 +157,8 @@ lks_avx2_fp8_chunk(lks_fp8_stats *s, const uint8_t *q, size_t n, int e5)
 	} else {  /* a non-finite code (rare) made garbage of its lane: the chunk once more */
 		i = 0;
 	}
-	for (; i < n; i++) {
-		uint32_t mag = q[i] & 0x7fu;
-
-		s->maxmag = mag > s->maxmag ? mag : s->maxmag;
-		if (mag >= lks_fp8_first_nonfinite(e5))
-			s->nonfinite++;
-		else
-			s->sq += lks_fp8_sq_units(mag, e5);
-	}
+	for (; i < n; i++)
+		lks_fp8_stats_one(s, q[i], e5);
 }
 
 void lks_avx2_fp8_stats_add(lks_fp8_stats *s, const uint8_t *q, size_t n, int fmt)
