@@ -377,8 +377,8 @@ static double lks_step_metric(const lks_run_trace *t, int step, const lks_metric
 	return n ? sum / n : NAN;
 }
 
-/* |a - b| <= atol + rtol |b|, written so that NaN on either side is never close; else the
-   divergence's values and the bound, at (step, rank, seq) already set. */
+/* |a - b| <= atol + rtol |b|, written so that NaN on either side is never close: 0; else 1,
+   with the divergence's field, values and bound set (the caller says where). */
 static int lks_close_fails(struct lks_check_ctx *x, const lks_metric *m, double va, double vb)
 {
 	const lks_check_cfg *k = x->k;
@@ -540,10 +540,11 @@ static void lks_rank_list(struct lks_rank_rows *rr, int W, int ref, char *buf, s
 		snprintf(buf + len, size - len, " and %d more", *n - 8);
 }
 
-/* Tensor seq at the loaded step: 0 when every rank holds the same row; else the divergence.
-   With three ranks or more, a rank that disagrees with the majority is the faulty one (the
-   rank, alone, when it is one); two ranks, or no majority, name no single rank: each is
-   suspect, and a golden or a clean run decides. */
+/* Tensor seq at the loaded step: 0 when every rank holds the same row; else 1 and the
+   divergence. With a majority (three ranks or more), the ranks that disagree with it are
+   named, and the divergence's rank is the one when only one does; two ranks, or no
+   majority, name no single rank (rank -1): each is suspect, a golden or a clean run
+   decides. */
 static int lks_ranks_vote(struct lks_check_ctx *x, int step, int seq)
 {
 	lks_run_trace *a = x->a;
