@@ -196,8 +196,10 @@ static void lks_detect_print(const struct lks_detect_row *rows, int n)
 			if (!c->applies || !c->caught)
 				continue;
 			printf("  %-16s %-15s step %d, ", rows[i].fault, lks_col_names[j], c->step);
-			if (c->rank < 0)
+			if (c->rank < 0 && !c->tensor[0])
 				printf("every rank (the step's mean loss)\n");
+			else if (c->rank < 0)
+				printf("no single rank (the replicas have no majority), %s\n", c->tensor);
 			else
 				printf("rank %d, %s\n", c->rank, c->tensor);
 		}

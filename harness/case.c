@@ -22,6 +22,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "harness/trace_store.h"
 #include "kernels/err.h"
 
 static const char *const lks_recipe_names[LKS_RECIPE_COUNT] = {
@@ -32,6 +33,45 @@ static const char *const lks_recipe_names[LKS_RECIPE_COUNT] = {
 static const char *const lks_check_kind_names[LKS_CHECK_COUNT] = {
 	"bitwise", "close", "sqnr", "golden", "finite", "ranks_agree", "recompute",
 };
+
+static const lks_metric lks_metrics[] = {
+	{ "loss", LKS_METRIC_STEP_MEAN, offsetof(lks_step_row, loss), 0, 0,
+	  "the step's loss, the mean over ranks" },
+	{ "grad_norm", LKS_METRIC_STEP_GLOBAL, offsetof(lks_step_row, grad_norm), 0, 0,
+	  "the global gradient norm before clipping" },
+	{ "l2", LKS_METRIC_TENSOR, offsetof(lks_stat_row, l2), 0, 0,
+	  "each tensor's L2 norm, per rank" },
+	{ "amax", LKS_METRIC_TENSOR, offsetof(lks_stat_row, amax), 1, 0,
+	  "each tensor's largest magnitude, per rank" },
+	{ "scale", LKS_METRIC_TENSOR, offsetof(lks_stat_row, scale), 1, 1,
+	  "each FP8 operand's smallest scale, per rank" },
+};
+
+#define LKS_NMETRICS ((int)(sizeof(lks_metrics) / sizeof(lks_metrics[0])))
+
+const lks_metric *lks_metric_at(int i)
+{
+	return i >= 0 && i < LKS_NMETRICS ? &lks_metrics[i] : NULL;
+}
+
+const lks_metric *lks_metric_find(const char *name)
+{
+	for (int i = 0; i < LKS_NMETRICS; i++)
+		if (strcmp(name, lks_metrics[i].name) == 0)
+			return &lks_metrics[i];
+	return NULL;
+}
+
+const char *lks_metric_names(char *buf, size_t size)
+{
+	size_t len = 0;
+
+	buf[0] = 0;
+	for (int i = 0; i < LKS_NMETRICS; i++)
+		len += (size_t)snprintf(buf + len, len < size ? size - len : 0, "%s%s", i ? ", " : "",
+					lks_metrics[i].name);
+	return buf;
+}
 
 /* values of the keys that choose among names; the index is the stored value */
 static const char *const lks_checkpoint_names[] = { "none", "blocks", NULL };
@@ -99,6 +139,22 @@ const lks_run_cfg *lks_case_run(const lks_case *c, const char *name)
 	return NULL;
 }
 
+const char *lks_cases_unknown(const lks_case *cases, int ncases, const char *const *names,
+			      int n, int checks)
+{
+	for (int i = 0; i < n; i++) {
+		int known = 0;
+
+		for (int j = 0; j < ncases && !known; j++)
+			for (int k = 0; k < (checks ? cases[j].nchecks : cases[j].nruns) && !known; k++)
+				known = !strcmp(names[i], checks ? cases[j].checks[k].name
+								 : cases[j].runs[k].name);
+		if (!known)
+			return names[i];
+	}
+	return NULL;
+}
+
 /* ---- the keys of each section ---- */
 
 enum lks_key_type {
@@ -111,6 +167,7 @@ enum lks_key_type {
 	LKS_KEY_KIND,    /* lks_check_kind */
 	LKS_KEY_CHOICE,  /* int: index into choices */
 	LKS_KEY_FAULT,   /* lks_fault (fault.h) */
+	LKS_KEY_METRIC,  /* char[size]: a name of the metric table */
 };
 
 struct lks_key {
@@ -186,7 +243,9 @@ static const struct lks_key lks_check_keys[] = {
 	{ "kind", LKS_KEY_KIND, offsetof(lks_check_cfg, kind), 0, 0, 0, 0, 0, 1, NULL },
 	KEY_STR(a, "a", LKS_NAME_MAX),
 	KEY_STR(b, "b", LKS_NAME_MAX),
-	KEY_STR(metric, "metric", LKS_NAME_MAX),
+	{ "metric", LKS_KEY_METRIC, offsetof(lks_check_cfg, metric), LKS_NAME_MAX, 0, 0, 0, 0, 0,
+	  NULL },
+	KEY_STR(tensors, "tensors", sizeof(((lks_check_cfg *)0)->tensors)),
 	KEY_F64(rtol, 0),
 	KEY_F64(atol, 0),
 	KEY_F64(floor_db, -DBL_MAX),
@@ -369,6 +428,9 @@ static int lks_bad_value(const struct lks_key *k, const char *val, const char *l
 		return lks_err("unknown check kind '%s' in %s (%s)", val, label,
 			       lks_names_list(lks_check_kind_names, LKS_CHECK_COUNT, list,
 					      sizeof(list)));
+	case LKS_KEY_METRIC:
+		return lks_err("unknown metric '%s' in %s (%s)", val, label,
+			       lks_metric_names(list, sizeof(list)));
 	default:
 		break;
 	}
@@ -443,6 +505,11 @@ static int lks_key_store(const struct lks_key *k, void *base, const char *val, c
 		return lks_bad_value(k, val, label);
 	case LKS_KEY_FAULT:
 		return lks_fault_parse(val, 0, (lks_fault *)field);
+	case LKS_KEY_METRIC:
+		if (!lks_metric_find(val))
+			return lks_bad_value(k, val, label);
+		snprintf(field, k->size, "%s", val);
+		return 0;
 	}
 	return lks_err("internal error: key type %d", (int)k->type);
 }
@@ -717,6 +784,12 @@ static int lks_check_runs(struct lks_parse *st, const lks_check_cfg *k)
 		return lks_err("check '%s' compares run '%s' with itself", k->name, k->a);
 	if (k->kind == LKS_CHECK_CLOSE && !k->metric[0])
 		return lks_err("check '%s' (close) has an empty metric", k->name);
+	if (k->tensors[0] && (k->kind != LKS_CHECK_CLOSE
+			      || lks_metric_find(k->metric)->scope != LKS_METRIC_TENSOR))
+		return lks_err("check '%s': tensors = %s chooses the tensors of a close check on a "
+			       "tensor statistic, not of %s%s%s", k->name, k->tensors, kind,
+			       k->kind == LKS_CHECK_CLOSE ? " on " : "",
+			       k->kind == LKS_CHECK_CLOSE ? k->metric : "");
 	/* without checkpointing there is no recompute to hold against the forward */
 	if (k->kind == LKS_CHECK_RECOMPUTE && !a->checkpoint)
 		return lks_err("check '%s' (recompute) needs a run with checkpoint = blocks; "
@@ -730,6 +803,11 @@ static int lks_check_runs(struct lks_parse *st, const lks_check_cfg *k)
 	if (k->exp_rank >= a->world_size && (!b || k->exp_rank >= b->world_size))
 		return lks_err("check '%s': rank %d is past the run's %d ranks", k->name,
 			       k->exp_rank, a->world_size);
+	/* two replicas that differ have no majority: the check names both, never one */
+	if (k->kind == LKS_CHECK_RANKS_AGREE && k->exp_rank >= 0 && a->world_size == 2)
+		return lks_err("check '%s': ranks_agree on 2 ranks names no single rank (the pair "
+			       "disagrees; a golden or a clean run decides which is wrong): leave "
+			       "out rank", k->name);
 	return 0;
 }
 

@@ -7,7 +7,7 @@
  *   [run NAME]    recipe, checkpoint = none|blocks, world_size (keeps the global batch),
  *                 amax_history, amax_algo = max|most_recent (fp8_delayed), margin,
  *                 inject (a planted fault, fault.h)
- *   [check NAME]  kind, a, b, metric, rtol, atol, floor_db, expect = pass|fail,
+ *   [check NAME]  kind, a, b, metric, tensors, rtol, atol, floor_db, expect = pass|fail,
  *                 step, rank, tensor (the divergence a failing check is expected to name)
  *
  * The global batch of a step is model.batch x case.world_size sequences; a run with its own
@@ -17,6 +17,7 @@
 #ifndef LKS_HARNESS_CASE_H
 #define LKS_HARNESS_CASE_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "harness/fault.h"
@@ -51,6 +52,30 @@ int lks_check_kind_parse(const char *s, lks_check_kind *out);
 /* 2 for the kinds that compare two runs (bitwise, close, sqnr: a and b), else 1 (a). */
 int lks_check_kind_nruns(lks_check_kind k);
 
+/* The metrics a close check compares, one row each in the table of case.c: the case's
+   validation, 'lockstep list' and the check (check.c) all read it. */
+typedef enum lks_metric_scope {
+	LKS_METRIC_STEP_MEAN,     /* one value per step: the mean over ranks (the loss) */
+	LKS_METRIC_STEP_GLOBAL,   /* one value per step, the same on every rank (grad norm) */
+	LKS_METRIC_TENSOR,        /* per step, rank and tensor: a statistic of the trace */
+} lks_metric_scope;
+
+typedef struct lks_metric {
+	const char *name;
+	lks_metric_scope scope;
+	size_t off;               /* of the value in lks_step_row or lks_stat_row (trace_store.h) */
+	int f32;                  /* the value is a float there, else a double */
+	int nan_absent;           /* NaN with every value finite: the tensor has none (the
+	                             scale of a tensor that was not quantized) */
+	const char *what;         /* in words, for 'lockstep list' */
+} lks_metric;
+
+/* The metric called name, or NULL; the i-th row of the table, NULL past its end; the names
+   of all, "loss, grad_norm, ...", into buf. */
+const lks_metric *lks_metric_find(const char *name);
+const lks_metric *lks_metric_at(int i);
+const char *lks_metric_names(char *buf, size_t size);
+
 typedef struct lks_model_cfg {
 	int vocab, hidden, ffn, layers, seq;
 	int batch;              /* sequences per rank at the case's world_size */
@@ -80,7 +105,9 @@ typedef struct lks_check_cfg {
 	char name[LKS_NAME_MAX];
 	lks_check_kind kind;
 	char a[LKS_NAME_MAX], b[LKS_NAME_MAX];  /* run names; b empty for one-run kinds */
-	char metric[LKS_NAME_MAX];              /* close: loss, grad_norm, or a tensor stat */
+	char metric[LKS_NAME_MAX];              /* close: a name of the metric table */
+	char tensors[128];                      /* close on a tensor statistic: an fnmatch
+	                                           pattern of the names compared; "": all */
 	double rtol, atol, floor_db;
 	int expect_fail;
 	int exp_step, exp_rank;                 /* -1: not given */
@@ -115,6 +142,12 @@ void lks_case_release(lks_case *c);
 
 /* The run called name, or NULL. */
 const lks_run_cfg *lks_case_run(const lks_case *c, const char *name);
+
+/* The first of names[0..n) that no case of cases[0..ncases) has as a run (checks 0) or as
+   a check (checks 1), or NULL: what --run and --check are checked with, since a name that
+   selects nothing would run nothing and pass. */
+const char *lks_cases_unknown(const lks_case *cases, int ncases, const char *const *names,
+                              int n, int checks);
 
 /*
  * Expands the arguments of 'lockstep list|run CASE|DIR...' into case paths: a file stays

@@ -10,8 +10,10 @@
  */
 #include "harness/check.h"
 
+#include <fnmatch.h>
 #include <inttypes.h>
 #include <math.h>
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -83,6 +85,9 @@ struct lks_check_ctx {
 	int64_t run_a, run_b;     /* the stored runs (kinds that read no lks_run_trace) */
 	lks_check_result *res;
 	const char *label_a, *label_b;  /* what the values are: run names, ranks, phases */
+	char label_buf[2][32];    /* labels made by a kind (ranks) */
+	const lks_metric *metric; /* close: what it compares */
+	int ncompared;            /* close: pairs of values compared */
 	char note[256];           /* said after the values */
 };
 
@@ -230,26 +235,82 @@ static int lks_step_rows_differ(struct lks_check_ctx *x, int step)
 	return 0;
 }
 
-/* Within a step the tensors come first (in run a's execution order), then the step rows:
-   a loss that differs while every tensor is equal is a bug in the trace itself. */
-static int lks_check_bitwise(struct lks_check_ctx *x)
+/* The case asks for a comparison the runs cannot give (a filter that names no tensor they
+   share): a failure whatever was expected, and bad input (exit 2) at the check's line. */
+static void lks_check_bad(struct lks_check_ctx *x, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+static void lks_check_bad(struct lks_check_ctx *x, const char *fmt, ...)
+{
+	va_list ap;
+
+	x->res->verdict = LKS_VERDICT_FAIL;
+	x->res->failed = 1;
+	x->res->bad_input = LKS_BAD_CASE;
+	va_start(ap, fmt);
+	vsnprintf(x->res->message, sizeof(x->res->message), fmt, ap);
+	va_end(ap);
+}
+
+/* How two rows of the walk pair up: 1 (the divergence set) when they part. */
+typedef int (*lks_pair_fn)(struct lks_check_ctx *x, const lks_stat_row *ra,
+                           const lks_stat_row *rb, int step, int rank, int seq);
+
+/* The tensors of a that b traced too (by name, phase and occurrence), those whose names
+   match pattern when one is given: map[seq of a] = seq of b, or -1; how many match into
+   *nmatch, how many of those are shared into *nshared. */
+static void lks_shared_map(const lks_run_trace *a, const lks_run_trace *b, const char *pattern,
+                           int *map, int *nmatch, int *nshared)
+{
+	*nmatch = *nshared = 0;
+	for (int i = 0; i < a->nt; i++) {
+		map[i] = -1;
+		if (pattern && fnmatch(pattern, a->names[i], 0) != 0)
+			continue;
+		(*nmatch)++;
+		map[i] = lks_run_trace_find(b, a->names[i], a->phases[i], a->occ[i]);
+		*nshared += map[i] >= 0;
+	}
+}
+
+/* Nothing shared to compare: a failure; with a pattern (the case's tensors key), bad input
+   as well, since the case asks for what the runs cannot give. */
+static void lks_nothing_shared(struct lks_check_ctx *x, const char *pattern, int nmatch)
+{
+	if (!pattern) {
+		lks_div_at(x, -1, -1, -1);
+		snprintf(x->note, sizeof(x->note), "the runs share no traced tensor");
+	} else if (!nmatch) {
+		lks_check_bad(x, "tensors = %s names none of the %d tensors run '%s' traced "
+		              "('lockstep diff' lists them)", pattern, x->a->nt, x->k->a);
+	} else {
+		lks_check_bad(x, "tensors = %s names %d tensors of run '%s', none of which run '%s' "
+		              "traced", pattern, nmatch, x->k->a, x->k->b);
+	}
+}
+
+/* The one walk of two runs in the order of a divergence: per step, the shared tensors (see
+   lks_shared_map) in a's execution order, each rank; then, with step_rows, the step rows
+   (a loss that differs while every tensor is equal is a bug in the trace itself). Stops
+   at the first pair that parts. Rows are compared rank by rank, so the world sizes must
+   be equal. */
+static int lks_walk_runs(struct lks_check_ctx *x, const char *pattern, lks_pair_fn pair,
+                         int step_rows)
 {
 	lks_run_trace *a = x->a, *b = x->b;
-	int *map, nshared = 0, nsteps = a->nsteps < b->nsteps ? a->nsteps : b->nsteps, rc = -1;
+	int *map, nmatch, nshared, nsteps = a->nsteps < b->nsteps ? a->nsteps : b->nsteps, rc = -1;
 
 	if (a->W != b->W) {
 		lks_div_at(x, -1, -1, -1);
 		lks_div_int(x->res, "world_size", a->W, b->W, 0);
-		snprintf(x->note, sizeof(x->note), "runs on different numbers of ranks cannot agree bitwise");
+		snprintf(x->note, sizeof(x->note), "runs on different numbers of ranks are compared "
+		         "rank by rank: they cannot agree");
 		return 0;
 	}
 	if (!(map = malloc(sizeof(int) * ((size_t)a->nt + 1))))
 		return lks_err("out of memory");
-	for (int i = 0; i < a->nt; i++)
-		nshared += (map[i] = lks_run_trace_find(b, a->names[i], a->phases[i], a->occ[i])) >= 0;
+	lks_shared_map(a, b, pattern, map, &nmatch, &nshared);
 	if (nshared == 0) {
-		lks_div_at(x, -1, -1, -1);
-		snprintf(x->note, sizeof(x->note), "the runs share no traced tensor");
+		lks_nothing_shared(x, pattern, nmatch);
 		rc = 0;
 		goto out;
 	}
@@ -258,12 +319,12 @@ static int lks_check_bitwise(struct lks_check_ctx *x)
 			goto out;
 		for (int i = 0; i < a->nt; i++)
 			for (int r = 0; map[i] >= 0 && r < a->W; r++)
-				if (lks_rows_differ(x, lks_run_trace_row(a, r, i), lks_run_trace_row(b, r, map[i]),
-				                    step, r, i)) {
+				if (pair(x, lks_run_trace_row(a, r, i), lks_run_trace_row(b, r, map[i]), step, r,
+				         i)) {
 					rc = 0;
 					goto out;
 				}
-		if (lks_step_rows_differ(x, step)) {
+		if (step_rows && lks_step_rows_differ(x, step)) {
 			rc = 0;
 			goto out;
 		}
@@ -275,10 +336,30 @@ out:
 	return rc;
 }
 
+static int lks_check_bitwise(struct lks_check_ctx *x)
+{
+	return lks_walk_runs(x, NULL, lks_rows_differ, 1);
+}
+
+/* A metric's value in a step row or a stats row (the metric table says where). */
+static double lks_metric_value(const lks_metric *m, const void *row)
+{
+	const char *p = (const char *)row + m->off;
+	float f;
+	double d;
+
+	if (m->f32) {
+		memcpy(&f, p, sizeof(f));
+		return f;
+	}
+	memcpy(&d, p, sizeof(d));
+	return d;
+}
+
 /* The metric of a step: the loss is the mean over the ranks (each rank's loss is the mean
    over its tokens, and every rank has as many); the grad norm is global, the same on
    every rank, so the lowest rank's. NaN when the step has no row. */
-static double lks_step_metric(const lks_run_trace *t, int step, int is_loss)
+static double lks_step_metric(const lks_run_trace *t, int step, const lks_metric *m)
 {
 	double sum = 0.0;
 	int n = 0;
@@ -288,39 +369,85 @@ static double lks_step_metric(const lks_run_trace *t, int step, int is_loss)
 
 		if (!row)
 			continue;
-		if (!is_loss)
-			return row->grad_norm;
-		sum += row->loss;
+		if (m->scope == LKS_METRIC_STEP_GLOBAL)
+			return lks_metric_value(m, row);
+		sum += lks_metric_value(m, row);
 		n++;
 	}
 	return n ? sum / n : NAN;
 }
 
-static int lks_check_close(struct lks_check_ctx *x)
+/* |a - b| <= atol + rtol |b|, written so that NaN on either side is never close: 0; else 1,
+   with the divergence's field, values and bound set (the caller says where). */
+static int lks_close_fails(struct lks_check_ctx *x, const lks_metric *m, double va, double vb)
 {
 	const lks_check_cfg *k = x->k;
-	int is_loss = !strcmp(k->metric, "loss");
+	double bound = k->atol + k->rtol * fabs(vb);
+
+	if (fabs(va - vb) <= bound)
+		return 0;
+	lks_div_real(x->res, m->name, va, vb, m->f32);
+	snprintf(x->note, sizeof(x->note), "|a - b| > atol %g + rtol %g * |b| = %.6g", k->atol,
+	         k->rtol, bound);
+	return 1;
+}
+
+/* The tensor has no such value: a NaN that is not numerical, as the scale of a tensor that
+   was not quantized (a quantized tensor's scale is NaN only when its amax is, and then the
+   tensor holds a NaN). */
+static int lks_metric_absent(const lks_metric *m, const lks_stat_row *r)
+{
+	return m->nan_absent && isnan(lks_metric_value(m, r)) && r->nonfinite == 0;
+}
+
+/* A pair of rows of a tensor statistic: left out when neither has the value, else close
+   or the divergence. */
+static int lks_close_rows(struct lks_check_ctx *x, const lks_stat_row *ra,
+                          const lks_stat_row *rb, int step, int rank, int seq)
+{
+	const lks_metric *m = x->metric;
+
+	if (!ra || !rb)
+		return lks_rows_differ(x, ra, rb, step, rank, seq);
+	if (lks_metric_absent(m, ra) && lks_metric_absent(m, rb))
+		return 0;
+	x->ncompared++;
+	if (!lks_close_fails(x, m, lks_metric_value(m, ra), lks_metric_value(m, rb)))
+		return 0;
+	lks_div_at(x, step, rank, seq);
+	return 1;
+}
+
+/* A tensor statistic per step, then tensor (in a's execution order: those the filter names
+   that b traced too), then rank. A tensor without the value in both runs (a scale where
+   neither quantized it) is left out; a filter that leaves nothing is bad input. */
+static int lks_close_tensors(struct lks_check_ctx *x, const lks_metric *m)
+{
+	const char *pat = x->k->tensors[0] ? x->k->tensors : "*";
+
+	x->metric = m;
+	if (lks_walk_runs(x, pat, lks_close_rows, 0))
+		return -1;
+	if (!x->res->failed && !x->ncompared && x->a->nsteps)
+		lks_check_bad(x, "tensors = %s names no tensor with a %s in either run: nothing to "
+		              "compare", pat, m->name);
+	return 0;
+}
+
+static int lks_check_close(struct lks_check_ctx *x)
+{
+	const lks_metric *m = lks_metric_find(x->k->metric);
 	int nsteps = x->a->nsteps < x->b->nsteps ? x->a->nsteps : x->b->nsteps;
 
-	if (!is_loss && strcmp(k->metric, "grad_norm")) {
-		x->res->verdict = LKS_VERDICT_UNSUPPORTED;
-		snprintf(x->res->message, sizeof(x->res->message), "metric '%s' is not supported yet "
-		         "(close compares loss or grad_norm); not counted as a failure", k->metric);
-		return 0;
-	}
-	for (int step = 0; step < nsteps; step++) {
-		double va = lks_step_metric(x->a, step, is_loss), vb = lks_step_metric(x->b, step, is_loss);
-		double bound = k->atol + k->rtol * fabs(vb);
-
-		/* written so that NaN on either side fails */
-		if (fabs(va - vb) <= bound)
-			continue;
-		lks_div_at(x, step, -1, -1);
-		lks_div_real(x->res, k->metric, va, vb, 0);
-		snprintf(x->note, sizeof(x->note), "|a - b| > atol %g + rtol %g * |b| = %.6g", k->atol,
-		         k->rtol, bound);
-		return 0;
-	}
+	if (!m)  /* the case's validation lets none through */
+		return lks_err("check '%s': unknown metric '%s'", x->k->name, x->k->metric);
+	if (m->scope == LKS_METRIC_TENSOR)
+		return lks_close_tensors(x, m);
+	for (int step = 0; step < nsteps; step++)
+		if (lks_close_fails(x, m, lks_step_metric(x->a, step, m), lks_step_metric(x->b, step, m))) {
+			lks_div_at(x, step, -1, -1);
+			return 0;
+		}
 	lks_steps_differ(x, x->a, x->b);
 	return 0;
 }
@@ -359,6 +486,106 @@ static int lks_check_finite(struct lks_check_ctx *x)
 	return 0;
 }
 
+/* ---- majorities ---- */
+
+int lks_majority(int n, int (*same)(void *arg, int i, int j), void *arg)
+{
+	int cand = 0, votes = 0, held = 0;
+
+	/* Boyer and Moore's vote: pairing off unequal values leaves the majority's, if any */
+	for (int i = 0; i < n; i++) {
+		if (votes == 0) {
+			cand = i;
+			votes = 1;
+		} else {
+			votes += same(arg, cand, i) ? 1 : -1;
+		}
+	}
+	for (int i = 0; i < n; i++)
+		held += i == cand || same(arg, cand, i);
+	return 2 * held > n ? cand : -1;
+}
+
+struct lks_rank_rows {
+	const lks_run_trace *t;
+	int seq;
+};
+
+/* Ranks i and j hold the same stats row of tensor seq (or neither has one). */
+static int lks_same_rank_row(void *arg, int i, int j)
+{
+	const struct lks_rank_rows *rr = arg;
+	const lks_stat_row *a = lks_run_trace_row(rr->t, i, rr->seq);
+	const lks_stat_row *b = lks_run_trace_row(rr->t, j, rr->seq);
+	lks_check_result scratch;
+
+	return a && b ? !lks_row_diff(a, b, &scratch) : !a && !b;
+}
+
+/* "rank 2", "ranks 1, 3": the ranks whose row of rr's tensor differs from rank ref's, at
+   most eight of them and how many more; *n: how many in all. */
+static void lks_rank_list(struct lks_rank_rows *rr, int W, int ref, char *buf, size_t size,
+                          int *n)
+{
+	size_t len;
+
+	*n = 0;
+	for (int r = 0; r < W; r++)
+		*n += !lks_same_rank_row(rr, ref, r);
+	len = (size_t)snprintf(buf, size, "rank%s", *n > 1 ? "s" : "");
+	for (int r = 0, k = 0; r < W && k < 8 && len < size; r++)
+		if (!lks_same_rank_row(rr, ref, r))
+			len += (size_t)snprintf(buf + len, size - len, "%s %d", k++ ? "," : "", r);
+	if (*n > 8 && len < size)
+		snprintf(buf + len, size - len, " and %d more", *n - 8);
+}
+
+/* Tensor seq at the loaded step: 0 when every rank holds the same row; else 1 and the
+   divergence. With a majority (three ranks or more), the ranks that disagree with it are
+   named, and the divergence's rank is the one when only one does; two ranks, or no
+   majority, name no single rank (rank -1): each is suspect, a golden or a clean run
+   decides. */
+static int lks_ranks_vote(struct lks_check_ctx *x, int step, int seq)
+{
+	lks_run_trace *a = x->a;
+	struct lks_rank_rows rr = { a, seq };
+	int W = a->W, first = 0, m, nout, out = -1;
+	char list[160];
+	size_t len;
+
+	for (int r = 1; r < W && !first; r++)
+		first = lks_same_rank_row(&rr, 0, r) ? 0 : r;
+	if (!first)
+		return 0;
+	if ((m = lks_majority(W, lks_same_rank_row, &rr)) >= 0) {
+		lks_rank_list(&rr, W, m, list, sizeof(list), &nout);
+		for (int r = W - 1; r >= 0; r--)
+			out = lks_same_rank_row(&rr, m, r) ? out : r;  /* the first who disagrees */
+		snprintf(x->label_buf[0], sizeof(x->label_buf[0]), "rank %d", out);
+		snprintf(x->label_buf[1], sizeof(x->label_buf[1]), "majority");
+		lks_rows_differ(x, lks_run_trace_row(a, out, seq), lks_run_trace_row(a, m, seq), step,
+		                nout == 1 ? out : -1, seq);
+	} else {
+		snprintf(x->label_buf[0], sizeof(x->label_buf[0]), "rank 0");
+		snprintf(x->label_buf[1], sizeof(x->label_buf[1]), "rank %d", first);
+		lks_rows_differ(x, lks_run_trace_row(a, 0, seq), lks_run_trace_row(a, first, seq), step,
+		                -1, seq);
+	}
+	len = strlen(x->note);
+	if (len)
+		len += (size_t)snprintf(x->note + len, sizeof(x->note) - len, "; ");
+	if (m >= 0)
+		snprintf(x->note + len, sizeof(x->note) - len, "%s %s with the other %d of %d ranks",
+		         list, nout > 1 ? "disagree" : "disagrees", W - nout, W);
+	else if (W == 2)
+		snprintf(x->note + len, sizeof(x->note) - len, "ranks 0 and 1 disagree: two ranks have "
+		         "no majority, a golden or a clean run decides which is wrong");
+	else
+		snprintf(x->note + len, sizeof(x->note) - len, "no majority among ranks 0 to %d: each "
+		         "is suspect, a golden or a clean run decides", W - 1);
+	return 1;
+}
+
 /* Every rank applies the same update to the same all-reduced gradient, so the parameters
    after it are the same bits on every rank; all fields are compared, the hash last. */
 static int lks_check_ranks_agree(struct lks_check_ctx *x)
@@ -366,6 +593,8 @@ static int lks_check_ranks_agree(struct lks_check_ctx *x)
 	lks_run_trace *a = x->a;
 	int nupdate = 0;
 
+	x->label_a = x->label_buf[0];
+	x->label_b = x->label_buf[1];
 	for (int i = 0; i < a->nt; i++)
 		nupdate += a->phases[i] == LKS_PHASE_UPDATE;
 	if (nupdate == 0) {
@@ -377,9 +606,8 @@ static int lks_check_ranks_agree(struct lks_check_ctx *x)
 		if (lks_run_trace_step(x->s, a, step))
 			return -1;
 		for (int i = 0; i < a->nt; i++)
-			for (int r = 1; a->phases[i] == LKS_PHASE_UPDATE && r < a->W; r++)
-				if (lks_rows_differ(x, lks_run_trace_row(a, r, i), lks_run_trace_row(a, 0, i), step, r, i))
-					return 0;
+			if (a->phases[i] == LKS_PHASE_UPDATE && lks_ranks_vote(x, step, i))
+				return 0;
 	}
 	return 0;
 }
@@ -450,7 +678,7 @@ static int lks_check_golden(struct lks_check_ctx *x)
 	if (rc == LKS_GOLDEN_MISSING || rc == LKS_GOLDEN_BAD) {
 		res->verdict = LKS_VERDICT_FAIL;
 		res->failed = 1;
-		res->bad_input = rc == LKS_GOLDEN_BAD;
+		res->bad_input = rc == LKS_GOLDEN_BAD ? LKS_BAD_GOLDEN : 0;
 		snprintf(res->message, sizeof(res->message), "%s; %s it with '%s'", lks_errmsg(),
 		         rc == LKS_GOLDEN_BAD ? "fix or rewrite" : "create", howto);
 		rc = 0;
@@ -654,10 +882,7 @@ int lks_check_eval(lks_store *s, const lks_check_cfg *k, int64_t run_a, int64_t 
 		goto out;
 	x.a = &ta;
 	x.b = two ? &tb : NULL;
-	if (k->kind == LKS_CHECK_RANKS_AGREE) {
-		x.label_a = "rank";  /* overwritten below with the rank that differs */
-		x.label_b = "rank 0";
-	} else if (k->kind == LKS_CHECK_RECOMPUTE) {
+	if (k->kind == LKS_CHECK_RECOMPUTE) {
 		x.label_a = "recompute";
 		x.label_b = "forward";
 	} else if (k->kind == LKS_CHECK_GOLDEN) {
@@ -667,15 +892,8 @@ int lks_check_eval(lks_store *s, const lks_check_cfg *k, int64_t run_a, int64_t 
 	}
 	if (row->fn(&x))
 		goto out;
-	if (!res->message[0]) {  /* else the kind gave its verdict itself (unsupported, ...) */
-		char rank[32];
-
-		if (k->kind == LKS_CHECK_RANKS_AGREE) {
-			snprintf(rank, sizeof(rank), "rank %d", res->rank);
-			x.label_a = rank;
-		}
+	if (!res->message[0])  /* else the kind gave its verdict itself (unsupported, ...) */
 		lks_check_judge(&x);
-	}
 	rc = 0;
 out:
 	lks_run_trace_release(&ta);
@@ -700,6 +918,15 @@ static void lks_tally_add(lks_check_tally *t, lks_verdict v)
 	t->expected_fail += v == LKS_VERDICT_EXPECTED_FAIL;
 	t->unsupported += v == LKS_VERDICT_UNSUPPORTED;
 	t->skipped += v == LKS_VERDICT_SKIPPED;
+}
+
+/* "cases/x.ini:12: " before the message of a check whose keys are bad. */
+static void lks_check_at_line(lks_check_result *r, const char *path, int line)
+{
+	char buf[sizeof(r->message) + 600];
+
+	snprintf(buf, sizeof(buf), "%s:%d: %s", path, line, r->message);
+	snprintf(r->message, sizeof(r->message), "%.*s", (int)sizeof(r->message) - 1, buf);
 }
 
 static void lks_check_print(FILE *out, const lks_case *c, const lks_check_cfg *k,
@@ -731,6 +958,8 @@ int lks_check_case(lks_store *s, int64_t suite_id, const lks_case *c, const int6
 
 		if (lks_check_eval(s, k, ra, rb, &r))
 			return lks_err("case '%s', check '%s': %s", c->name, k->name, lks_errmsg());
+		if (r.bad_input == LKS_BAD_CASE)
+			lks_check_at_line(&r, c->path, k->line);
 		lks_check_print(out, c, k, &r);
 		rec = (lks_check_rec){
 			.suite_id = suite_id, .case_name = c->name, .check_name = k->name,
@@ -744,7 +973,7 @@ int lks_check_case(lks_store *s, int64_t suite_id, const lks_case *c, const int6
 		if (lks_store_check(s, &rec))
 			return -1;
 		lks_tally_add(tally, r.verdict);
-		tally->bad_input += r.bad_input;
+		tally->bad_input += r.bad_input != 0;
 	}
 	if (out)
 		fflush(out);

@@ -13,12 +13,19 @@
  *   bitwise      two runs equal in every stats field of every tensor they share by
  *                (name, phase, occurrence) and in the bits of each step's loss and grad
  *                norm; a checkpointed run's extra RECOMPUTE rows are not compared
- *   close        metric (loss, grad_norm) per step: |a - b| <= atol + rtol * |b|, the loss
- *                of a step being the mean over its ranks
+ *   close        a metric of the table in case.c within |a - b| <= atol + rtol * |b| (a
+ *                NaN on either side is never close): loss (the mean over ranks) or
+ *                grad_norm per step; or a tensor statistic (l2, amax, scale) per step,
+ *                tensor and rank, of the tensors both runs traced whose names match the
+ *                check's fnmatch pattern (tensors; all when empty). A pattern that leaves
+ *                nothing to compare fails with bad_input (LKS_BAD_CASE)
  *   finite       no non-finite value: the first (step, tensor, rank) with nonfinite > 0,
  *                or a step whose loss or grad norm is not finite
- *   ranks_agree  the UPDATE rows (parameters after the optimizer step) of every rank equal
- *                rank 0's at every step
+ *   ranks_agree  the UPDATE rows (parameters after the optimizer step) of all ranks equal
+ *                at every step. Where they differ, with three ranks or more, the ranks
+ *                that disagree with the majority are named (rank: the one, when it is one);
+ *                two ranks, or no majority, name no single rank (rank -1, the message
+ *                names them): a golden or a clean run decides
  *   recompute    every RECOMPUTE row equals the FORWARD row of the same name (and
  *                occurrence) at the same step and rank
  *   golden       run a against its golden file <golden dir>/<class>/<case>/<run>.tsv
@@ -69,9 +76,13 @@ typedef struct lks_check_result {
 	double abs_err, rel_err;      /* NaN: none; rel_err = |a - b| / |b| */
 	int64_t ulp;                  /* -1: none */
 	char message[512];            /* what failed, in words; for every verdict but pass */
-	int bad_input;                /* an input of the check (a golden file) is bad: the
-	                                 verdict is fail, message says file:line; exit 2 */
+	int bad_input;                /* an input of the check is bad: the verdict is fail,
+	                                 message says file:line; exit 2. LKS_BAD_GOLDEN: a
+	                                 golden file; LKS_BAD_CASE: the check's keys in the
+	                                 case file (lks_check_case adds its file and line) */
 } lks_check_result;
+
+enum { LKS_BAD_GOLDEN = 1, LKS_BAD_CASE = 2 };
 
 /* Verdicts of many checks (one suite). failed counts fail and unexpected_pass. */
 typedef struct lks_check_tally {
@@ -115,6 +126,11 @@ void lks_check_set_real(lks_check_result *res, const char *field, double a, doub
 void lks_check_set_int(lks_check_result *res, const char *field, int64_t a, int64_t b,
                        int is_hash);
 int lks_check_row_diff(const lks_stat_row *a, const lks_stat_row *b, lks_check_result *res);
+
+/* A majority among n values: the index of one that more than half of them equal (same(arg,
+   i, j): values i and j are equal, an equivalence), or -1 when none is: two that differ,
+   a tie, all different. Boyer and Moore's vote, 2n calls of same. */
+int lks_majority(int n, int (*same)(void *arg, int i, int j), void *arg);
 
 #define LKS_ULP_NAN UINT64_MAX
 uint64_t lks_ulp_f64(double a, double b);

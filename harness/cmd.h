@@ -17,6 +17,10 @@ int cmd_bench(int argc, char **argv);
 int cmd_list(int argc, char **argv);
 int cmd_run(int argc, char **argv);
 int cmd_check(int argc, char **argv);
+/* 'lockstep run' with the verdicts counted into *tally (also after a failure: what was
+   counted so far). */
+struct lks_check_tally;
+int lks_run_cases(int argc, char **argv, struct lks_check_tally *tally);
 int cmd_golden(int argc, char **argv);
 int cmd_report(int argc, char **argv);
 int cmd_diff(int argc, char **argv);

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "harness/check.h"
 #include "harness/cmd.h"
 
 static const char lks_check_help[] =
@@ -15,8 +16,10 @@ static const char lks_check_help[] =
 	"see 'lockstep run --help'), and exits for 'git bisect run':\n"
 	"  0    every check passed (or failed where it was expected to)\n"
 	"  1    a check failed: this version is bad\n"
-	"  125  this version cannot be tested (bad case file, bad database, a failure of the\n"
-	"       machine): bisect skips it\n"
+	"  125  this version cannot be tested (bad usage such as a --run or --check name no\n"
+	"       case has, a bad case file, bad database, a failure of the machine, or no check\n"
+	"       evaluated: all skipped or unsupported): bisect skips it; never 0, which\n"
+	"       bisect would take for good\n"
 	"\n"
 	"example:\n"
 	"  git bisect run sh -c 'ci/setup >/dev/null && build/lockstep check cases/fp8_recipes.ini \\\n"
@@ -24,6 +27,7 @@ static const char lks_check_help[] =
 
 int cmd_check(int argc, char **argv)
 {
+	lks_check_tally t;
 	int rc;
 
 	for (int i = 1; i < argc; i++) {
@@ -32,6 +36,12 @@ int cmd_check(int argc, char **argv)
 			return LKS_EXIT_OK;
 		}
 	}
-	rc = cmd_run(argc, argv);
+	rc = lks_run_cases(argc, argv, &t);
+	/* every check skipped (--run left out their runs) or unsupported: nothing was tested */
+	if (rc == LKS_EXIT_OK && t.passed + t.expected_fail == 0) {
+		fprintf(stderr, "lockstep: check: no check was evaluated (%d skipped, %d unsupported): "
+		        "this version is not tested\n", t.skipped, t.unsupported);
+		return LKS_EXIT_CANNOT_TEST;
+	}
 	return rc == LKS_EXIT_OK || rc == LKS_EXIT_FAIL ? rc : LKS_EXIT_CANNOT_TEST;
 }

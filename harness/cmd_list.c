@@ -59,7 +59,10 @@ static const char lks_list_help[] =
 	"\n"
 	"recipes: bf16, fp8_tensorwise, fp8_rowwise, fp8_rowwise_gw_hp, fp8_delayed\n"
 	"checks:  bitwise, close, sqnr (two runs: a, b); golden, finite, ranks_agree,\n"
-	"         recompute (one run: a)\n"
+	"         recompute (one run: a)\n";
+
+/* after the metrics of the table (case.h) */
+static const char lks_list_help_tail[] =
 	"cases/README.md lists every key and its default.\n"
 	"\n"
 	"  --set section.key=value   change a key after the file is read, for every case listed:\n"
@@ -68,6 +71,18 @@ static const char lks_list_help[] =
 	"\n"
 	"exit codes: 0 every case is valid, 2 bad usage or a bad case file (each is named with\n"
 	"its line on stderr; the others are still listed)\n";
+
+static void lks_list_help_print(FILE *f)
+{
+	const lks_metric *m;
+
+	fputs(lks_list_help, f);
+	fputs("metrics of close (metric = NAME; per tensor: tensors = PATTERN chooses the tensors\n"
+	      "by name, fnmatch globs such as blocks.*.mlp.up.weight.grad, default all):\n", f);
+	for (int i = 0; (m = lks_metric_at(i)); i++)
+		fprintf(f, "  %-10s %s\n", m->name, m->what);
+	fputs(lks_list_help_tail, f);
+}
 
 static void lks_list_run(const lks_run_cfg *r, int namew)
 {
@@ -89,13 +104,16 @@ static void lks_list_run(const lks_run_cfg *r, int namew)
 
 static void lks_list_check(const lks_check_cfg *k, int namew)
 {
-	char runs[2 * LKS_NAME_MAX + 8], tol[LKS_NAME_MAX + 64] = "";
+	char runs[2 * LKS_NAME_MAX + 8], tol[LKS_NAME_MAX + 200] = "";
 
 	if (lks_check_kind_nruns(k->kind) == 2)
 		snprintf(runs, sizeof(runs), "%s vs %s", k->a, k->b);
 	else
 		snprintf(runs, sizeof(runs), "%s", k->a);
-	if (k->kind == LKS_CHECK_CLOSE)
+	if (k->kind == LKS_CHECK_CLOSE && k->tensors[0])
+		snprintf(tol, sizeof(tol), "%s of %s rtol %g atol %g", k->metric, k->tensors, k->rtol,
+		         k->atol);
+	else if (k->kind == LKS_CHECK_CLOSE)
 		snprintf(tol, sizeof(tol), "%s rtol %g atol %g", k->metric, k->rtol, k->atol);
 	else if (k->kind == LKS_CHECK_SQNR)
 		snprintf(tol, sizeof(tol), "SQNR >= %g dB", k->floor_db);
@@ -179,7 +197,7 @@ int cmd_list(int argc, char **argv)
 		const char *o = argv[i];
 
 		if (opts && (!strcmp(o, "--help") || !strcmp(o, "-h"))) {
-			fputs(lks_list_help, stdout);
+			lks_list_help_print(stdout);
 			goto out;
 		} else if (opts && !strcmp(o, "--set")) {
 			if (i + 1 >= argc) {
@@ -193,7 +211,7 @@ int cmd_list(int argc, char **argv)
 			opts = 0;
 		} else if (opts && o[0] == '-' && o[1]) {
 			rc = lks_usage("list: unknown option '%s'", o);
-			fputs(lks_list_help, stderr);
+			lks_list_help_print(stderr);
 			goto out;
 		} else {
 			args[nargs++] = o;

@@ -41,7 +41,8 @@ static const char lks_run_help[] =
 	"  --steps N        override the case's steps\n"
 	"  --set S.K=V      override a case key, e.g. --set model.hidden=512,\n"
 	"                   --set run.fp8.recipe=fp8_tensorwise (repeatable)\n"
-	"  --run NAME       only the runs with this name (repeatable)\n"
+	"  --run NAME       only the runs with this name (repeatable; a name no case has\n"
+	"                   is bad usage)\n"
 	"  --check NAME     only the checks with this name (repeatable): a case without one\n"
 	"                   is left out, and without --run only the runs they compare train\n"
 	"  --combo NAME     store the runs under this combo name (matrix, bisect and reduce\n"
@@ -146,15 +147,17 @@ static int lks_selected(const struct lks_run_args *a, const lks_case *c, const c
 	return a->nchecks == 0;
 }
 
-/* Keeps the checks --check names (all without it); a case left with none is dropped. A name
-   no case has is bad usage: the verdict asked for would be a silent pass. */
+/* Keeps the checks --check names (all without it); a case left with none is dropped. A
+   --check or --run name that no (kept) case has is bad usage: it selects nothing, and the
+   verdict asked for would be a silent pass. */
 static int lks_keep_checks(const struct lks_run_args *a, lks_case *cases, int *ncases)
 {
-	int kept = 0, n = 0;
+	const char *unknown;
+	int n = 0;
 
-	if (!a->nchecks)
-		return 0;
-	for (int i = 0; i < *ncases; i++) {
+	if ((unknown = lks_cases_unknown(cases, *ncases, a->checks, a->nchecks, 1)))
+		return lks_usage("run: no case has a check named %s", unknown);
+	for (int i = 0; a->nchecks && i < *ncases; i++) {
 		lks_case *c = &cases[i];
 		int m = 0;
 
@@ -162,16 +165,15 @@ static int lks_keep_checks(const struct lks_run_args *a, lks_case *cases, int *n
 			if (lks_listed(a->checks, a->nchecks, c->checks[j].name))
 				c->checks[m++] = c->checks[j];
 		c->nchecks = m;
-		kept += m;
 		if (m)
 			cases[n++] = *c;
 		else
 			lks_case_release(c);
 	}
-	*ncases = n;
-	if (!kept)
-		return lks_usage("run: no case has a check named %s%s", a->checks[0],
-		                 a->nchecks > 1 ? " (nor the other --check names)" : "");
+	*ncases = a->nchecks ? n : *ncases;
+	if ((unknown = lks_cases_unknown(cases, *ncases, a->only, a->nonly, 0)))
+		return lks_usage("run: no case%s has a run named %s", a->nchecks ? " that --check kept" : "",
+		                 unknown);
 	return 0;
 }
 
@@ -219,7 +221,7 @@ static char *lks_join(const char **v, int n)
 	return lks_join_after("", v, n);
 }
 
-int cmd_run(int argc, char **argv)
+int lks_run_cases(int argc, char **argv, lks_check_tally *t)
 {
 	struct lks_run_args a = { 0 };
 	char *fingerprint = NULL, *command = NULL, *overrides = NULL;
@@ -312,11 +314,12 @@ int cmd_run(int argc, char **argv)
 	}
 	rc = tally.failed ? LKS_EXIT_FAIL : LKS_EXIT_OK;
 	if (tally.bad_input) {
-		fprintf(stderr, "lockstep: %d golden file%s could not be read (see above)\n",
-		        tally.bad_input, tally.bad_input > 1 ? "s" : "");
+		fprintf(stderr, "lockstep: %d check%s had bad input: a golden file or the check's "
+		        "keys (see above)\n", tally.bad_input, tally.bad_input > 1 ? "s" : "");
 		rc = LKS_EXIT_USAGE;
 	}
 out:
+	*t = tally;
 	lks_cases_release(cases, ncases);
 	lks_store_close(store);
 	free(run_ids);
@@ -330,4 +333,11 @@ out:
 	free(a.inputs);
 	free(a.checks);
 	return rc;
+}
+
+int cmd_run(int argc, char **argv)
+{
+	lks_check_tally t;
+
+	return lks_run_cases(argc, argv, &t);
 }

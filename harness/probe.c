@@ -424,15 +424,6 @@ static char **lks_combo_sets(const lks_combo *c, int *n)
 	return sets;
 }
 
-static int lks_has_check(const lks_case *cases, int ncases, const char *name)
-{
-	for (int i = 0; i < ncases; i++)
-		for (int j = 0; j < cases[i].nchecks; j++)
-			if (!strcmp(cases[i].checks[j].name, name))
-				return 1;
-	return 0;
-}
-
 /* "file:line: combo 'NAME'" for messages about a combo. */
 static void lks_combo_where(const lks_probe_session *ps, const lks_combo *c, char *buf, size_t n)
 {
@@ -446,6 +437,7 @@ int lks_probe_session_validate(lks_probe_session *ps, const lks_combo *c)
 {
 	const lks_probe_cfg *cfg = ps->cfg;
 	char where[600], msg[1024];
+	const char *unknown;
 	lks_case *cases = NULL;
 	int nsets, ncases = 0, rc = 0;
 	char **sets = lks_combo_sets(c, &nsets);
@@ -458,9 +450,13 @@ int lks_probe_session_validate(lks_probe_session *ps, const lks_combo *c)
 		snprintf(msg, sizeof(msg), "%s", lks_errmsg());
 		rc = lks_err("%s: %s", where, msg);
 	}
-	for (int i = 0; !rc && i < cfg->nchecks; i++)
-		if (!lks_has_check(cases, ncases, cfg->checks[i]))
-			rc = lks_err("no case has a check named '%s'", cfg->checks[i]);
+	/* a name that selects nothing would make every probe pass (or skip) */
+	if (!rc && (unknown = lks_cases_unknown(cases, ncases, cfg->checks, cfg->nchecks, 1)))
+		rc = lks_err("no case has a check named '%s'", unknown);
+	for (int i = 0; !rc && i + 1 < cfg->npass; i += 2)
+		if (!strcmp(cfg->pass[i], "--run")
+		    && lks_cases_unknown(cases, ncases, &cfg->pass[i + 1], 1, 0))
+			rc = lks_err("no case has a run named '%s'", cfg->pass[i + 1]);
 	lks_cases_release(cases, ncases);
 	lks_strv_free(sets);
 	return rc ? LKS_PROBE_BAD_INPUT : 0;

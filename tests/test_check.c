@@ -48,7 +48,15 @@ struct fx {
 	int64_t ids[8];           /* by c.runs index */
 };
 
-static void fx_setup(struct fx *f)
+/* Three replicas of one run, so that a majority can name the rank that differs. */
+static const char three_ranks_text[] =
+	"[case]\nsteps = 3\nseed = 7\nworld_size = 3\n"
+	"[model]\nvocab = 32\nhidden = 16\nffn = 32\nlayers = 1\nseq = 4\nbatch = 1\n"
+	"[run a]\nrecipe = bf16\n"
+	"[check replicas]\nkind = ranks_agree\na = a\n";
+
+/* The case text trained into a fresh store. */
+static void fx_setup_text(struct fx *f, const char *text)
 {
 	FILE *cf;
 
@@ -58,7 +66,7 @@ static void fx_setup(struct fx *f)
 	snprintf(f->path, sizeof(f->path), "%s/tiny.ini", f->dir);
 	cf = fopen(f->path, "w");
 	cr_assert_not_null(cf);
-	fputs(case_text, cf);
+	fputs(text, cf);
 	fclose(cf);
 	cr_assert_eq(lks_case_load(f->path, NULL, 0, &f->c), 0, "%s", lks_errmsg());
 	snprintf(f->path, sizeof(f->path), "%s/t.db", f->dir);
@@ -71,6 +79,11 @@ static void fx_setup(struct fx *f)
 		cr_assert_eq(lks_run(&f->c, &f->c.runs[i], f->s, &o, &res), 0, "%s", lks_errmsg());
 		f->ids[i] = res.run_id;
 	}
+}
+
+static void fx_setup(struct fx *f)
+{
+	fx_setup_text(f, case_text);
 }
 
 static void fx_teardown(struct fx *f)
@@ -412,7 +425,9 @@ Test(check, bitwise_first_divergence_wins)
 
 /* ---- ranks_agree, recompute ---- */
 
-Test(check, ranks_agree_names_the_rank)
+/* Two replicas that differ: neither is named alone, both are, whichever was changed; and
+   an expected rank cannot be matched by a pair. */
+Test(check, ranks_agree_two_ranks_name_the_pair)
 {
 	struct fx f;
 	lks_check_cfg k;
@@ -434,12 +449,145 @@ Test(check, ranks_agree_names_the_rank)
 	bump_hash(&f, "a", 0, 1, seq_of(&f, "a", "head.weight.grad", "backward"));
 	r = eval(&f, &k);
 	cr_assert_eq(r.verdict, LKS_VERDICT_FAIL);
-	expect_at(&r, 1, 1, tname, LKS_PHASE_UPDATE);
+	expect_at(&r, 1, -1, tname, LKS_PHASE_UPDATE);
 	cr_assert_str_eq(r.field, "hash");
-	cr_assert_eq((uint64_t)r.ia, h0 + 1);
-	cr_assert_eq((uint64_t)r.ib, h0);
-	cr_assert(strstr(r.message, "rank 1=") && strstr(r.message, "rank 0="), "%s", r.message);
+	cr_assert_eq((uint64_t)r.ia, h0);
+	cr_assert_eq((uint64_t)r.ib, h0 + 1);
+	cr_assert(strstr(r.message, "rank 0=") && strstr(r.message, "rank 1="), "%s", r.message);
+	cr_assert_not_null(strstr(r.message, "ranks 0 and 1 disagree"), "%s", r.message);
+	cr_assert_not_null(strstr(r.message, "a golden or a clean run decides"), "%s", r.message);
+
+	/* rank 0 changed instead: the same words, no rank blamed */
+	sql(&f, "UPDATE stats SET hash = (SELECT hash FROM stats WHERE run_id = %lld AND step = 1 "
+	    "AND rank = 0 AND seq = %d) WHERE run_id = %lld AND step = 1 AND rank = 1 AND seq = %d",
+	    (long long)id_of(&f, "a"), seq, (long long)id_of(&f, "a"), seq);
+	bump_hash(&f, "a", 1, 0, seq);
+	r = eval(&f, &k);
+	expect_at(&r, 1, -1, tname, LKS_PHASE_UPDATE);
+	cr_assert_not_null(strstr(r.message, "ranks 0 and 1 disagree"), "%s", r.message);
+
+	/* expect = fail: at the step and tensor it is found; a rank it cannot be */
+	k.expect_fail = 1;
+	k.exp_step = 1;
+	snprintf(k.exp_tensor, sizeof(k.exp_tensor), "%s", tname);
+	cr_assert_eq(eval(&f, &k).verdict, LKS_VERDICT_EXPECTED_FAIL);
+	k.exp_rank = 0;
+	r = eval(&f, &k);
+	cr_assert_eq(r.verdict, LKS_VERDICT_FAIL, "%s", r.message);
+	cr_assert_not_null(strstr(r.message, "expected to fail at step 1"), "%s", r.message);
 	fx_teardown(&f);
+}
+
+/* Three replicas: the one that disagrees with the other two is named, rank 0 as well as
+   any other; three different values have no majority. Stored as found. */
+Test(check, ranks_agree_names_the_rank_against_the_majority)
+{
+	struct fx f;
+	lks_check_cfg k;
+	lks_check_result r;
+	lks_check_tally t = { 0 };
+	struct seen_checks seen = { 0 };
+	const char *tname = "blocks.0.mlp.down.weight";
+	int seq, i;
+	double l2;
+
+	fx_setup_text(&f, three_ranks_text);
+	k = check_of(&f, "replicas");
+	r = eval(&f, &k);
+	cr_assert_eq(r.verdict, LKS_VERDICT_PASS, "%s", r.message);
+	seq = seq_of(&f, "a", tname, "update");
+	l2 = stat_of(&f, "a", 1, 0, seq).l2;
+
+	/* rank 0 is the faulty one: comparing with rank 0 would blame rank 1 */
+	set_stat(&f, "a", 1, 0, seq, "l2", 2.0 * l2);
+	r = eval(&f, &k);
+	cr_assert_eq(r.verdict, LKS_VERDICT_FAIL);
+	expect_at(&r, 1, 0, tname, LKS_PHASE_UPDATE);
+	cr_assert_str_eq(r.field, "l2");
+	cr_assert(r.a == 2.0 * l2 && r.b == l2, "%.17g %.17g", r.a, r.b);
+	cr_assert(strstr(r.message, "rank 0=") && strstr(r.message, "majority="), "%s", r.message);
+	cr_assert_not_null(strstr(r.message, "rank 0 disagrees with the other 2 of 3 ranks"), "%s",
+	                   r.message);
+	k.expect_fail = 1;
+	k.exp_step = 1;
+	k.exp_rank = 0;
+	snprintf(k.exp_tensor, sizeof(k.exp_tensor), "%s", tname);
+	cr_assert_eq(eval(&f, &k).verdict, LKS_VERDICT_EXPECTED_FAIL, "%s", eval(&f, &k).message);
+	k.exp_rank = 1;
+	cr_assert_eq(eval(&f, &k).verdict, LKS_VERDICT_FAIL);
+
+	/* stored with its rank: rank 0, not "none" */
+	cr_assert_eq(lks_check_case(f.s, f.suite, &f.c, f.ids, NULL, &t), 0, "%s", lks_errmsg());
+	cr_assert_eq(t.failed, 1);
+	cr_assert_eq(lks_store_get_checks(f.s, f.suite, collect_check, &seen), 0, "%s", lks_errmsg());
+	i = find_seen(&seen, "replicas");
+	cr_assert_str_eq(seen.verdict[i], "fail");
+	cr_assert_eq(seen.step[i], 1);
+	cr_assert_eq(seen.rank[i], 0);
+	cr_assert_str_eq(seen.tensor[i], tname);
+
+	/* rank 2 alone */
+	set_stat(&f, "a", 1, 0, seq, "l2", l2);
+	set_stat(&f, "a", 1, 2, seq, "l2", 3.0 * l2);
+	k.exp_rank = -1;
+	r = eval(&f, &k);
+	expect_at(&r, 1, 2, tname, LKS_PHASE_UPDATE);
+	cr_assert(r.a == 3.0 * l2 && r.b == l2);
+
+	/* three different values: no majority, no rank, all three named */
+	set_stat(&f, "a", 1, 1, seq, "l2", 2.0 * l2);
+	r = eval(&f, &k);
+	expect_at(&r, 1, -1, tname, LKS_PHASE_UPDATE);
+	cr_assert_not_null(strstr(r.message, "no majority among ranks 0 to 2"), "%s", r.message);
+	cr_assert(strstr(r.message, "rank 0=") && strstr(r.message, "rank 1="), "%s", r.message);
+	fx_teardown(&f);
+}
+
+struct ints {
+	const int *v;
+	int calls;
+};
+
+static int same_int(void *arg, int i, int j)
+{
+	struct ints *x = arg;
+
+	x->calls++;
+	return x->v[i] == x->v[j];
+}
+
+/* The vote on its own: a value held by more than half, wherever it stands, else -1. */
+Test(check, majority_vote)
+{
+	static const struct { int n, v[7], winner; } cases[] = {
+		{ 1, { 5 }, 5 },
+		{ 2, { 4, 4 }, 4 },
+		{ 2, { 1, 2 }, -1 },              /* a pair that differs has no majority */
+		{ 3, { 9, 2, 2 }, 2 },            /* the first is the odd one */
+		{ 3, { 2, 9, 2 }, 2 },
+		{ 3, { 2, 2, 9 }, 2 },
+		{ 3, { 1, 2, 3 }, -1 },
+		{ 4, { 1, 1, 2, 2 }, -1 },        /* a tie */
+		{ 4, { 1, 2, 2, 2 }, 2 },
+		{ 5, { 3, 1, 3, 2, 3 }, 3 },      /* the most common, and more than half */
+		{ 5, { 1, 2, 1, 2, 3 }, -1 },     /* the most common, but not more than half */
+		{ 7, { 8, 8, 8, 1, 2, 3, 4 }, -1 },
+		{ 7, { 1, 8, 2, 8, 3, 8, 8 }, 8 },
+	};
+
+	cr_assert_eq(lks_majority(0, same_int, &(struct ints){ NULL, 0 }), -1);
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct ints x = { cases[i].v, 0 };
+		int m = lks_majority(cases[i].n, same_int, &x);
+
+		if (cases[i].winner < 0) {
+			cr_assert_eq(m, -1, "case %zu: %d", i, m);
+		} else {
+			cr_assert(m >= 0 && m < cases[i].n, "case %zu: %d", i, m);
+			cr_assert_eq(cases[i].v[m], cases[i].winner, "case %zu", i);
+		}
+		cr_assert_leq(x.calls, 2 * cases[i].n, "case %zu: %d comparisons", i, x.calls);
+	}
 }
 
 Test(check, recompute_names_the_row)
@@ -552,10 +700,215 @@ Test(check, close_tolerances)
 	k.rtol = 0.011;
 	cr_assert_eq(eval(&f, &k).verdict, LKS_VERDICT_PASS);
 
-	/* a metric close cannot evaluate yet is reported, not failed */
-	snprintf(k.metric, sizeof(k.metric), "amax");
-	cr_assert_eq(eval(&f, &k).verdict, LKS_VERDICT_UNSUPPORTED);
 	fx_teardown(&f);
+}
+
+/* close on a tensor statistic: per step, tensor and rank, of the tensors the filter names;
+   the divergence as bitwise names it, with the tolerance's bound. */
+Test(check, close_on_a_tensor_statistic)
+{
+	struct fx f;
+	lks_check_cfg k;
+	lks_check_result r;
+	const char *tname = "blocks.0.mlp.up.weight.grad";
+	int seq, early;
+	double l2;
+
+	fx_setup(&f);
+	k = check_of(&f, "tracks");
+	snprintf(k.b, sizeof(k.b), "b");
+	snprintf(k.metric, sizeof(k.metric), "l2");
+	snprintf(k.tensors, sizeof(k.tensors), "blocks.*.mlp.up.weight.grad");
+	k.rtol = 0.05;
+	r = eval(&f, &k);
+	cr_assert_eq(r.verdict, LKS_VERDICT_PASS, "identical runs: %s", r.message);
+
+	seq = seq_of(&f, "b", tname, "backward");
+	l2 = stat_of(&f, "b", 1, 1, seq).l2;
+	set_stat(&f, "b", 1, 1, seq, "l2", 1.1 * l2);
+	r = eval(&f, &k);
+	cr_assert_eq(r.verdict, LKS_VERDICT_FAIL);
+	expect_at(&r, 1, 1, tname, LKS_PHASE_BACKWARD);
+	cr_assert_str_eq(r.field, "l2");
+	cr_assert(r.a == l2 && r.b == 1.1 * l2, "%.17g %.17g", r.a, r.b);
+	/* |l2 - 1.1 l2| / 1.1 l2 = 0.1 / 1.1, to the rounding of three products (~1e-16) */
+	cr_assert_float_eq(r.rel_err, 0.1 / 1.1, 1e-12);
+	cr_assert(strstr(r.message, "step 1") && strstr(r.message, tname) && strstr(r.message, "rank 1")
+	          && strstr(r.message, "a=") && strstr(r.message, "b=")
+	          && strstr(r.message, "rtol 0.05"), "%s", r.message);
+	k.rtol = 0.1;  /* 0.1 l2 <= 0.1 * 1.1 l2 */
+	cr_assert_eq(eval(&f, &k).verdict, LKS_VERDICT_PASS);
+
+	/* a tensor the filter leaves out is not compared; all tensors without a filter, the
+	   first (step, tensor, rank) first */
+	early = seq_of(&f, "a", "blocks.0.norm.out", "forward");
+	cr_assert_lt(early, seq);
+	set_stat(&f, "a", 1, 1, early, "l2", 2.0 * stat_of(&f, "a", 1, 1, early).l2);
+	cr_assert_eq(eval(&f, &k).verdict, LKS_VERDICT_PASS, "filtered out");
+	k.tensors[0] = 0;
+	r = eval(&f, &k);
+	expect_at(&r, 1, 1, "blocks.0.norm.out", LKS_PHASE_FORWARD);
+
+	/* amax: a float, ULPs counted in float */
+	snprintf(k.metric, sizeof(k.metric), "amax");
+	k.rtol = 0.0;
+	r = eval(&f, &k);
+	cr_assert_eq(r.verdict, LKS_VERDICT_PASS, "amax untouched: %s", r.message);
+	set_stat(&f, "a", 2, 0, seq, "amax", nextafterf(stat_of(&f, "a", 2, 0, seq).amax, INFINITY));
+	r = eval(&f, &k);
+	expect_at(&r, 2, 0, tname, LKS_PHASE_BACKWARD);
+	cr_assert_str_eq(r.field, "amax");
+	cr_assert_eq(r.value_f32, 1);
+	cr_assert_eq(r.ulp, 1);
+	fx_teardown(&f);
+}
+
+/* A NaN on either side is never close, however wide the tolerance: a run full of NaN fails
+   every tensor statistic (it was "unsupported", a pass in effect). */
+Test(check, close_nan_is_never_close)
+{
+	static const char *const metrics[] = { "l2", "amax", "scale" };
+	struct fx f;
+	lks_check_cfg k;
+	lks_check_result r;
+	int seq;
+
+	fx_setup(&f);
+	k = check_of(&f, "tracks");
+	snprintf(k.b, sizeof(k.b), "b");
+	k.rtol = 1e30;
+	k.atol = 1e30;
+	sql(&f, "UPDATE stats SET l2 = NULL, amax = NULL, scale = NULL, nonfinite = 1 WHERE run_id = %lld",
+	    (long long)id_of(&f, "a"));
+	for (size_t i = 0; i < 3; i++) {
+		snprintf(k.metric, sizeof(k.metric), "%s", metrics[i]);
+		r = eval(&f, &k);
+		cr_assert_eq(r.verdict, LKS_VERDICT_FAIL, "%s: %s", metrics[i], r.message);
+		cr_assert_eq(r.step, 0, "%s", metrics[i]);
+		cr_assert(isnan(r.a), "%s: %g", metrics[i], r.a);
+	}
+	/* one NaN, on b's side, at a late step */
+	sql(&f, "UPDATE stats SET l2 = (SELECT s.l2 FROM stats s WHERE s.run_id = %lld AND s.step = "
+	    "stats.step AND s.rank = stats.rank AND s.seq = stats.seq), nonfinite = 0 WHERE run_id = %lld",
+	    (long long)id_of(&f, "b"), (long long)id_of(&f, "a"));
+	snprintf(k.metric, sizeof(k.metric), "l2");
+	cr_assert_eq(eval(&f, &k).verdict, LKS_VERDICT_PASS, "%s", eval(&f, &k).message);
+	seq = seq_of(&f, "a", "head.weight", "update");
+	sql(&f, "UPDATE stats SET l2 = NULL WHERE run_id = %lld AND step = 2 AND rank = 1 AND seq = %d",
+	    (long long)id_of(&f, "b"), seq);
+	r = eval(&f, &k);
+	expect_at(&r, 2, 1, "head.weight", LKS_PHASE_UPDATE);
+	cr_assert(isnan(r.b));
+	fx_teardown(&f);
+}
+
+/* scale: only tensors that were quantized have one; a filter that leaves nothing to compare
+   is bad input of the case, never a pass. */
+Test(check, close_scale_and_filters_that_compare_nothing)
+{
+	struct fx f;
+	lks_check_cfg k;
+	lks_check_result r;
+	const char *tname = "blocks.0.mlp.up.fwd.x";
+	int seq;
+	float sc;
+
+	fx_setup(&f);
+	k = check_of(&f, "tracks");
+	snprintf(k.b, sizeof(k.b), "b");
+	snprintf(k.metric, sizeof(k.metric), "scale");
+	r = eval(&f, &k);
+	cr_assert_eq(r.verdict, LKS_VERDICT_PASS, "tensors without a scale are left out: %s",
+	             r.message);
+	seq = seq_of(&f, "a", tname, "forward");
+	sc = stat_of(&f, "a", 0, 1, seq).scale;
+	cr_assert(isfinite(sc) && sc > 0.0f, "%g", sc);
+	set_stat(&f, "b", 0, 1, seq, "scale", 2.0 * sc);
+	r = eval(&f, &k);
+	expect_at(&r, 0, 1, tname, LKS_PHASE_FORWARD);
+	cr_assert_str_eq(r.field, "scale");
+	cr_assert(r.a == sc && r.b == 2.0f * sc);
+	/* a scale lost on one side (NaN where the other run quantized) is a divergence */
+	set_stat(&f, "b", 0, 1, seq, "scale", sc);
+	sql(&f, "UPDATE stats SET scale = NULL WHERE run_id = %lld AND step = 1 AND rank = 0 AND seq = %d",
+	    (long long)id_of(&f, "a"), seq);
+	r = eval(&f, &k);
+	expect_at(&r, 1, 0, tname, LKS_PHASE_FORWARD);
+
+	/* weight gradients have no scale: nothing to compare */
+	snprintf(k.tensors, sizeof(k.tensors), "*.weight.grad");
+	r = eval(&f, &k);
+	cr_assert_eq(r.verdict, LKS_VERDICT_FAIL);
+	cr_assert_eq(r.bad_input, LKS_BAD_CASE);
+	cr_assert_not_null(strstr(r.message, "no tensor with a scale"), "%s", r.message);
+
+	/* a pattern that names no tensor, or only tensors b does not have */
+	snprintf(k.metric, sizeof(k.metric), "l2");
+	snprintf(k.tensors, sizeof(k.tensors), "blocks.9.*");
+	r = eval(&f, &k);
+	cr_assert_eq(r.verdict, LKS_VERDICT_FAIL);
+	cr_assert_eq(r.bad_input, LKS_BAD_CASE);
+	cr_assert_not_null(strstr(r.message, "tensors = blocks.9.* names none of the"), "%s", r.message);
+	k.expect_fail = 1;  /* whatever is expected: nothing was compared */
+	cr_assert_eq(eval(&f, &k).verdict, LKS_VERDICT_FAIL);
+	k.expect_fail = 0;
+	snprintf(k.b, sizeof(k.b), "bf");
+	snprintf(k.tensors, sizeof(k.tensors), "*.fwd.x");
+	r = eval(&f, &k);
+	cr_assert_eq(r.bad_input, LKS_BAD_CASE);
+	cr_assert_not_null(strstr(r.message, "none of which run 'bf' traced"), "%s", r.message);
+	fx_teardown(&f);
+}
+
+/* The metric's name is checked where it is written; the filter only where it can act. */
+Test(check, close_metric_and_filter_validated_at_parse_time)
+{
+	static const struct { const char *keys, *says; } bad[] = {
+		{ "metric = lsos\n", ":17: unknown metric 'lsos' in [check c] (loss, grad_norm, l2, "
+		  "amax, scale)" },
+		{ "metric = loss\ntensors = blocks.*\n", ":13: check 'c': tensors = blocks.* chooses the "
+		  "tensors of a close check on a tensor statistic, not of close on loss" },
+	};
+	static const char head[] =
+		"[case]\nsteps = 2\nworld_size = 2\n"
+		"[model]\nvocab = 32\nhidden = 16\nffn = 32\nlayers = 1\nseq = 4\nbatch = 1\n";
+	char dir[] = "/tmp/lks-test-metric-XXXXXX", path[128], text[1024];
+	const char *sets[1];
+	lks_case c;
+	FILE *cf;
+
+	cr_assert_not_null(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/m.ini", dir);
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		snprintf(text, sizeof(text), "%s[run a]\nrecipe = bf16\n[check c]\nkind = close\n"
+		         "a = a\nb = a2\n%s[run a2]\nrecipe = bf16\n", head, bad[i].keys);
+		cf = fopen(path, "w");
+		cr_assert_not_null(cf);
+		fputs(text, cf);
+		fclose(cf);
+		cr_assert_eq(lks_case_load(path, NULL, 0, &c), -1, "%s", bad[i].keys);
+		cr_assert_not_null(strstr(lks_errmsg(), bad[i].says), "%s", lks_errmsg());
+	}
+	/* a good file, then a misspelt metric by --set, and rank on a 2-rank ranks_agree */
+	snprintf(text, sizeof(text), "%s[run a]\nrecipe = bf16\n[run a2]\nrecipe = bf16\n"
+	         "[check c]\nkind = close\na = a\nb = a2\nmetric = amax\ntensors = *.weight\n"
+	         "[check r]\nkind = ranks_agree\na = a\nexpect = fail\n", head);
+	cf = fopen(path, "w");
+	cr_assert_not_null(cf);
+	fputs(text, cf);
+	fclose(cf);
+	cr_assert_eq(lks_case_load(path, NULL, 0, &c), 0, "%s", lks_errmsg());
+	cr_assert_str_eq(c.checks[0].tensors, "*.weight");
+	lks_case_release(&c);
+	sets[0] = "check.c.metric=l2x";
+	cr_assert_eq(lks_case_load(path, sets, 1, &c), -1);
+	cr_assert_not_null(strstr(lks_errmsg(), "unknown metric 'l2x'"), "%s", lks_errmsg());
+	sets[0] = "check.r.rank=0";
+	cr_assert_eq(lks_case_load(path, sets, 1, &c), -1);
+	cr_assert_not_null(strstr(lks_errmsg(), "ranks_agree on 2 ranks names no single rank"), "%s",
+	                   lks_errmsg());
+	unlink(path);
+	rmdir(dir);
 }
 
 /* ---- finite ---- */

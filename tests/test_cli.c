@@ -322,3 +322,61 @@ Test(cli, check_exit_codes_for_bisect_and_junit)
 	snprintf(args, sizeof(args), "rm -rf '%s'", dir);
 	cr_assert_eq(system(args), 0);
 }
+
+/* A --run or --check name that selects nothing would train nothing, skip every check and
+   pass: 'run' exits 2 before the database is opened, 'check' 125 (bisect skips, never
+   "good"); 'check' also exits 125 when every check it kept was skipped. A misspelt metric
+   is bad input at its line. */
+Test(cli, unknown_names_are_bad_usage_and_never_good)
+{
+	char dir[] = "/tmp/lks_test_names_XXXXXX", good[600], typo[600], db[600], args[4096];
+	char out[8192];
+	const char *text = "[case]\nsteps = 2\n[model]\nvocab = 32\nhidden = 16\nffn = 32\n"
+	                   "layers = 1\nseq = 4\nbatch = 2\n[run a]\nrecipe = bf16\n[run b]\n"
+	                   "recipe = bf16\n[check same]\nkind = bitwise\na = a\nb = b\n"
+	                   "[check fin]\nkind = finite\na = a\n";
+
+	cr_assert_not_null(mkdtemp(dir));
+	snprintf(good, sizeof(good), "%s/good.ini", dir);
+	snprintf(typo, sizeof(typo), "%s/typo.ini", dir);
+	snprintf(db, sizeof(db), "%s/n.db", dir);
+	put_file(good, text);
+	snprintf(args, sizeof(args), "%s[check tracks]\nkind = close\na = a\nb = b\nmetric = lsos\n", text);
+	put_file(typo, args);
+
+	snprintf(args, sizeof(args), "run --quiet --db '%s' '%s' --run nosuch", db, good);
+	cr_assert_eq(lks_run_bin(NULL, args, out, sizeof(out)), 2, "%s", out);
+	cr_assert_not_null(strstr(out, "no case has a run named nosuch"), "%s", out);
+	cr_assert_neq(access(db, F_OK), 0, "the database was created");
+	snprintf(args, sizeof(args), "check --quiet --db '%s' '%s' --run nosuch", db, good);
+	cr_assert_eq(lks_run_bin(NULL, args, out, sizeof(out)), 125, "%s", out);
+	/* every --check name counts, not only the first */
+	snprintf(args, sizeof(args), "run --quiet --db '%s' '%s' --check same --check nosuch", db, good);
+	cr_assert_eq(lks_run_bin(NULL, args, out, sizeof(out)), 2, "%s", out);
+	cr_assert_not_null(strstr(out, "no case has a check named nosuch"), "%s", out);
+	/* a run of the case, but not of the case --check kept */
+	snprintf(args, sizeof(args), "run --quiet --db '%s' '%s' --check same --run nosuch", db, good);
+	cr_assert_eq(lks_run_bin(NULL, args, out, sizeof(out)), 2, "%s", out);
+
+	/* known names: run a alone; 'same' needs b and is skipped, 'fin' is evaluated */
+	snprintf(args, sizeof(args), "check --quiet --db '%s' '%s' --run a", db, good);
+	cr_assert_eq(lks_run_bin(NULL, args, out, sizeof(out)), 0, "%s", out);
+	cr_assert_not_null(strstr(out, "1 passed"), "%s", out);
+	cr_assert_not_null(strstr(out, "1 skipped"), "%s", out);
+	/* nothing evaluated: run says so and passes, check cannot call it good */
+	snprintf(args, sizeof(args), "run --quiet --db '%s' '%s' --run a --check same", db, good);
+	cr_assert_eq(lks_run_bin(NULL, args, out, sizeof(out)), 0, "%s", out);
+	cr_assert_not_null(strstr(out, "1 skipped"), "%s", out);
+	snprintf(args, sizeof(args), "check --quiet --db '%s' '%s' --run a --check same", db, good);
+	cr_assert_eq(lks_run_bin(NULL, args, out, sizeof(out)), 125, "%s", out);
+	cr_assert_not_null(strstr(out, "no check was evaluated (1 skipped, 0 unsupported)"), "%s", out);
+
+	snprintf(args, sizeof(args), "run --quiet --db '%s' '%s'", db, typo);
+	cr_assert_eq(lks_run_bin(NULL, args, out, sizeof(out)), 2, "%s", out);
+	snprintf(args, sizeof(args), "%s:25: unknown metric 'lsos' in [check tracks]", typo);
+	cr_assert_not_null(strstr(out, args), "no '%s' in: %s", args, out);
+	snprintf(args, sizeof(args), "list '%s'", typo);
+	cr_assert_eq(lks_run_bin(NULL, args, out, sizeof(out)), 2, "%s", out);
+	snprintf(args, sizeof(args), "rm -rf '%s'", dir);
+	cr_assert_eq(system(args), 0);
+}

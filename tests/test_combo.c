@@ -653,6 +653,11 @@ Test(combo, bad_input_stops_before_any_probe, .timeout = 120)
 	cr_assert_not_null(strstr(out, "over.ini:2: combo 'b': "), "%s", out);
 	cr_assert_not_null(strstr(out, "hidn"), "%s", out);
 	cr_assert_eq(sql_int("x.db", "SELECT count(*) FROM probes"), 0);
+	/* a run no case has: every probe would train nothing and pass */
+	cr_assert_eq(lockstep(out, sizeof(out), "matrix --combos %s/eight.ini %s/tiny.ini --run nosuch "
+	                      "--db %s/x.db", FIXTURES, FIXTURES, tmpdir), 2, "%s", out);
+	cr_assert_not_null(strstr(out, "no case has a run named 'nosuch'"), "%s", out);
+	cr_assert_eq(sql_int("x.db", "SELECT count(*) FROM probes"), 0);
 	/* a list that is bad from the start cannot be bisected: one probe says so */
 	cr_assert_eq(lockstep(out, sizeof(out), "reduce --good c6 --bad c8 --combos %s/eight.ini "
 	                      "%s/tiny.ini --check finite --db %s/x.db", FIXTURES, FIXTURES, tmpdir),

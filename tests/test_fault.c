@@ -322,6 +322,128 @@ Test(fault, environment_plants_a_fault, .timeout = 120)
 	rmdir(dir);
 }
 
+/* A faulty rank 0 of three: a flipped bit in one of its parameters, and rank 0 keeping its
+   own gradient, are each found on rank 0 by the majority of the replicas (comparing every
+   rank with rank 0 blamed rank 1). The verdict is stored, and written to JUnit, so. */
+Test(fault, faulty_rank_0_of_3_is_named, .timeout = 120)
+{
+	static const char text[] =
+		"[case]\nsteps = 5\nworld_size = 3\n"
+		"[model]\nvocab = 64\nhidden = 16\nffn = 32\nlayers = 1\nseq = 8\nbatch = 1\n"
+		"[run flipped]\nrecipe = bf16\n"
+		"inject = bitflip step=2 rank=0 tensor=blocks.0.mlp.up.weight element=5 bit=22\n"
+		"[run lost]\nrecipe = bf16\ninject = skip_allreduce step=1 rank=0\n"
+		"[check caught]\nkind = ranks_agree\na = flipped\nexpect = fail\nstep = 2\nrank = 0\n"
+		"tensor = blocks.0.mlp.up.weight\n"
+		"[check lost]\nkind = ranks_agree\na = lost\nexpect = fail\nstep = 1\nrank = 0\n"
+		"tensor = embed.weight\n";
+	char dir[] = "/tmp/lks_fault_rank0_XXXXXX", path[600], db[600], xml[600], args[2000];
+	char out[16384], *junit;
+	struct verdicts v;
+	size_t n;
+	FILE *f;
+
+	cr_assert_not_null(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/rank0.ini", dir);
+	snprintf(db, sizeof(db), "%s/r.db", dir);
+	snprintf(xml, sizeof(xml), "%s/j.xml", dir);
+	write_file(path, text);
+	snprintf(args, sizeof(args), "run '%s' --db '%s' --junit '%s' --quiet", path, db, xml);
+	cr_assert_eq(lks_run_bin(NULL, args, out, sizeof(out)), 0, "%s", out);
+	cr_assert_not_null(strstr(out, "rank 0 disagrees with the other 2 of 3 ranks"), "%s", out);
+	read_verdicts(db, &v);
+	cr_assert_eq(v.expected_fail, 2, "%s", out);
+	cr_assert_eq(v.n, 1);
+	cr_assert_eq(v.step[0], 2);
+	cr_assert_eq(v.rank[0], 0, "stored as rank %d", v.rank[0]);
+	cr_assert_str_eq(v.tensor[0], "blocks.0.mlp.up.weight");
+	f = fopen(xml, "r");
+	cr_assert_not_null(f);
+	junit = calloc(1, 65536);
+	n = fread(junit, 1, 65535, f);
+	fclose(f);
+	cr_assert_gt(n, 0);
+	cr_assert_not_null(strstr(junit, "expected failure: step 2, tensor &apos;blocks.0.mlp.up.weight"
+	                                 "&apos; (update), rank 0: "), "%s", junit);
+	free(junit);
+	unlink(xml);
+	unlink(path);
+	remove_db(db);
+	rmdir(dir);
+}
+
+/* Two replicas that differ: the pair is named, no single rank is stored (a golden or a
+   clean run decides), and a case that expects one rank of a 2-rank ranks_agree is refused
+   before anything runs. */
+Test(fault, two_ranks_name_the_pair, .timeout = 120)
+{
+	static const char text[] =
+		"[case]\nsteps = 5\nworld_size = 2\n"
+		"[model]\nvocab = 64\nhidden = 16\nffn = 32\nlayers = 1\nseq = 8\nbatch = 1\n"
+		"[run lost]\nrecipe = bf16\ninject = skip_allreduce step=3 rank=1\n"
+		"[check caught]\nkind = ranks_agree\na = lost\nexpect = fail\nstep = 3\n"
+		"tensor = embed.weight\n";
+	char dir[] = "/tmp/lks_fault_pair_XXXXXX", path[600], db[600], args[2000], out[16384];
+	struct verdicts v;
+
+	cr_assert_not_null(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/pair.ini", dir);
+	snprintf(db, sizeof(db), "%s/p.db", dir);
+	write_file(path, text);
+	snprintf(args, sizeof(args), "run '%s' --db '%s' --quiet", path, db);
+	cr_assert_eq(lks_run_bin(NULL, args, out, sizeof(out)), 0, "%s", out);
+	cr_assert_not_null(strstr(out, "expected failure: step 3, tensor 'embed.weight' (update): "),
+	                   "no rank named: %s", out);
+	cr_assert_not_null(strstr(out, "ranks 0 and 1 disagree: two ranks have no majority, a golden "
+	                               "or a clean run decides which is wrong"), "%s", out);
+	read_verdicts(db, &v);
+	cr_assert_eq(v.expected_fail, 1);
+	cr_assert_eq(v.rank[0], -1, "stored as rank %d", v.rank[0]);
+	strcat(args, " --set check.caught.rank=1");
+	cr_assert_eq(lks_run_bin(NULL, args, out, sizeof(out)), 2, "%s", out);
+	cr_assert_not_null(strstr(out, "pair.ini:14: check 'caught': ranks_agree on 2 ranks names no "
+	                               "single rank"), "%s", out);
+	unlink(path);
+	remove_db(db);
+	rmdir(dir);
+}
+
+/* close on a tensor statistic against a run that a planted NaN fills with NaN: it fails
+   (it was "unsupported", and the command exited 0), first where the NaN appears among the
+   tensors the filter names, however loose the tolerance. */
+Test(fault, close_on_tensor_stats_catches_a_nan_run, .timeout = 120)
+{
+	static const char text[] =
+		"[case]\nsteps = 4\nworld_size = 2\n"
+		"[model]\nvocab = 64\nhidden = 16\nffn = 32\nlayers = 2\nseq = 8\nbatch = 1\n"
+		"[run clean]\nrecipe = fp8_rowwise\n"
+		"[run poisoned]\nrecipe = fp8_rowwise\n"
+		"inject = nan step=2 rank=1 tensor=blocks.1.mlp.down.weight.grad element=3\n"
+		/* loose on purpose: the runs are bit for bit equal before the NaN, so any tolerance
+		   passes there; what must fail is the NaN */
+		"[check grads]\nkind = close\na = poisoned\nb = clean\nmetric = l2\n"
+		"tensors = *.weight.grad\nrtol = 0.5\natol = 1\n"
+		"[check amax]\nkind = close\na = poisoned\nb = clean\nmetric = amax\nrtol = 1e6\n";
+	char dir[] = "/tmp/lks_fault_close_XXXXXX", path[600], db[600], args[2000], out[16384];
+
+	cr_assert_not_null(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/nan_close.ini", dir);
+	snprintf(db, sizeof(db), "%s/c.db", dir);
+	write_file(path, text);
+	snprintf(args, sizeof(args), "run '%s' --db '%s' --quiet", path, db);
+	cr_assert_eq(lks_run_bin(NULL, args, out, sizeof(out)), 1, "%s", out);
+	cr_assert_not_null(strstr(out, "grads                      close       FAIL: step 2, tensor "
+	                               "'blocks.1.mlp.down.weight.grad' (backward), rank 1: l2 "
+	                               "poisoned=nan clean="), "%s", out);
+	cr_assert_not_null(strstr(out, "amax                       close       FAIL: step 2, tensor "
+	                               "'blocks.1.mlp.down.weight.grad' (backward), rank 1: amax "
+	                               "poisoned=nan clean="), "%s", out);
+	cr_assert_not_null(strstr(out, "2 checks: 0 passed, 2 failed"), "%s", out);
+	unlink(path);
+	remove_db(db);
+	rmdir(dir);
+}
+
 /* No false alarm: the clean nightly cases pass three reruns into one database. */
 Test(fault, clean_cases_pass_three_reruns, .timeout = 600)
 {
