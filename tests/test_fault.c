@@ -411,7 +411,8 @@ Test(fault, clean_cases_pass_three_reruns, .timeout = 600)
 
 /* The detection table: what each check catches on the same faulty and clean runs. The
    rows follow from what each fault does: a flipped mantissa bit moves no loss by 5% and
-   makes no NaN; a NaN in a weight gradient is what a NaN check of collective inputs sees,
+   makes no NaN (nor does one in a weight on rank 0, which only the comparison with a clean
+   run and of the replicas see); a NaN in a weight gradient is what a NaN check of collective inputs sees,
    and the loss only turns NaN a step later; a rank that skips the all-reduce is a replica
    that drifts, while the all-reduced gradient of that step is still right (sqnr misses
    it); stale backward scales leave the recompute equal to the forward. */
@@ -419,7 +420,9 @@ Test(fault, detection_table, .timeout = 300)
 {
 	static const char *const rows[] = {
 		"| bitflip | step 3 | - | - | n/a | - | - | - |",
+		"| faulty_rank0 | step 2 | - | step 2 | n/a | - | - | - |",
 		"| nan | step 2 | step 2 | - | n/a | step 2 | step 3 | step 2 |",
+		"| nan_step1 | step 1 | step 1 | - | n/a | step 1 | step 2 | step 1 |",
 		"| scale_round_up | step 0 | - | - | n/a | step 0 | - | - |",
 		"| skip_allreduce | step 3 | - | step 3 | n/a | - | - | - |",
 		"| stale_bwd_scale | step 1 | - | - | - | step 1 | - | - |",
@@ -434,6 +437,9 @@ Test(fault, detection_table, .timeout = 300)
 		cr_assert_not_null(strstr(out, rows[i]), "missing row %s in\n%s", rows[i], out);
 	cr_assert_not_null(strstr(out, "bitflip          bitwise/golden  step 3, rank 1, "
 	                               "blocks.0.mlp.up.out"), "%s", out);
+	/* a faulty rank 0 is blamed on rank 0 by the comparison of replicas too */
+	cr_assert_not_null(strstr(out, "faulty_rank0     ranks_agree     step 2, rank 0, "
+	                               "blocks.1.mlp.down.weight"), "%s", out);
 }
 
 /* The SQNR of a gradient: b the reference, a = b (1 + e) everywhere gives -20 log10 |e|. */
