@@ -53,7 +53,7 @@ struct lks_catch {
 };
 
 struct lks_detect_row {
-	char fault[32], case_name[LKS_NAME_MAX];
+	char case_name[LKS_NAME_MAX];  /* the fault case: one row each */
 	struct lks_catch col[COL_COUNT];
 };
 
@@ -127,7 +127,6 @@ static int lks_detect_case(lks_store *s, int64_t suite, const lks_case *c,
 	if (lks_detect_pick(c, &bad, &clean))
 		return -1;
 	memset(row, 0, sizeof(*row));
-	snprintf(row->fault, sizeof(row->fault), "%s", lks_fault_kind_name(bad->inject.kind));
 	snprintf(row->case_name, sizeof(row->case_name), "%s", c->name);
 	/* the clean run is made first and its gradients kept for the faulty run's sqnr */
 	if (lks_sqnr_begin_pair(1, 0, &pairs))
@@ -173,7 +172,7 @@ static void lks_detect_print(const struct lks_detect_row *rows, int n)
 		printf("---|");
 	printf("\n");
 	for (int i = 0; i < n; i++) {
-		printf("| %s |", rows[i].fault);
+		printf("| %s |", rows[i].case_name);
 		for (int j = 0; j < COL_COUNT; j++) {
 			const struct lks_catch *c = &rows[i].col[j];
 
@@ -195,7 +194,7 @@ static void lks_detect_print(const struct lks_detect_row *rows, int n)
 
 			if (!c->applies || !c->caught)
 				continue;
-			printf("  %-16s %-15s step %d, ", rows[i].fault, lks_col_names[j], c->step);
+			printf("  %-16s %-15s step %d, ", rows[i].case_name, lks_col_names[j], c->step);
 			if (c->rank < 0 && !c->tensor[0])
 				printf("every rank (the step's mean loss)\n");
 			else if (c->rank < 0)

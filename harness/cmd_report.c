@@ -111,6 +111,9 @@ int cmd_report(int argc, char **argv)
 		printf("suite %lld: %d cases, %d checks, %d failed; %d plots%s\n", (long long)suite_id,
 		       info.ncases, info.nchecks, info.nfailed, info.nplots,
 		       info.have_gnuplot ? "" : " (gnuplot not found: tables only)");
+		if (info.nplanted)
+			printf("planted faults: %d of %d caught exactly where planted\n", info.ncaught,
+			       info.nplanted);
 		printf("wrote '%s/index.html' and '%s/report.md'\n", out, out);
 		rc = LKS_EXIT_OK;
 	}

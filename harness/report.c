@@ -40,6 +40,8 @@ struct lks_rcheck {
 	lks_check_rec rec;        /* strings owned */
 	double rtol;              /* from the case text; NaN: unknown or not a close check */
 	char metric[64];
+	int expect_fail;          /* from the case text: a planted fault's check */
+	char planted[200];        /* where the case says it must fail, in words */
 };
 
 struct lks_report {
@@ -295,12 +297,53 @@ static int lks_collect_check(void *arg, const lks_check_rec *rec)
 	return 0;
 }
 
-/* The rtol and metric of the case's close checks: the checks table keeps verdicts, the
-   tolerances are in the case text stored with every run. A text that no longer parses
-   (an older case format) leaves them unknown: the band is then not drawn. */
+/* A place (step, rank, tensor; -1 or NULL: not given) in words, "" when none is given. */
+static void lks_place(char *buf, size_t size, int step, int rank, const char *tensor)
+{
+	int n = 0;
+
+	buf[0] = 0;
+	if (step >= 0)
+		n += snprintf(buf + n, size - (size_t)n, "step %d", step);
+	if (rank >= 0 && (size_t)n < size)
+		n += snprintf(buf + n, size - (size_t)n, "%srank %d", n ? ", " : "", rank);
+	if (tensor && (size_t)n < size)
+		snprintf(buf + n, size - (size_t)n, "%s%s", n ? ", " : "", tensor);
+}
+
+/* The --set overrides a run was made with, from its stored options (the runner appends
+   " set: " and the overrides joined by blanks). A value may hold blanks ("inject=bitflip
+   step=3 ..."), so a word begins a new override only where it names a section. Cuts
+   *text (owned by the caller) into sets[0..*n), at most max. */
+static void lks_stored_sets(char *text, const char **sets, int max, int *n)
+{
+	static const char *const sections[] = { "case.", "model.", "optim.", "run.", "check." };
+	char *p = strstr(text, " set: "), *w, *save;
+
+	*n = 0;
+	if (!p)
+		return;
+	for (w = strtok_r(p + 6, " ", &save); w; w = strtok_r(NULL, " ", &save)) {
+		int starts = 0;
+
+		for (size_t i = 0; i < sizeof(sections) / sizeof(sections[0]); i++)
+			starts |= !strncmp(w, sections[i], strlen(sections[i]));
+		if (starts && *n < max)
+			sets[(*n)++] = w;
+		else if (*n)
+			w[-1] = ' ';  /* the blank strtok cut belongs to the value */
+	}
+}
+
+/* The rtol and metric of the case's close checks, and which checks prove a planted fault:
+   the checks table keeps verdicts; the tolerances and expectations are in the case text
+   stored with every run, with the --set overrides it was run with. A text that no longer
+   parses (an older case format) leaves them unknown: the band is then not drawn. */
 static void lks_check_tolerances(struct lks_report *r, const struct lks_rrun *run)
 {
-	char safe[128], path[512];
+	char safe[128], path[512], *options;
+	const char *sets[64];
+	int nsets = 0;
 	lks_case c;
 	FILE *f;
 
@@ -312,22 +355,34 @@ static void lks_check_tolerances(struct lks_report *r, const struct lks_rrun *ru
 		return;
 	fputs(run->case_text, f);
 	fclose(f);
-	if (lks_case_load(path, NULL, 0, &c) == 0) {
+	options = lks_dup(run->options);
+	if (options)
+		lks_stored_sets(options, sets, 64, &nsets);
+	if (lks_case_load(path, sets, nsets, &c) == 0) {
 		for (int i = 0; i < r->nchecks; i++) {
 			struct lks_rcheck *k = &r->checks[i];
 
 			if (strcmp(k->rec.case_name, run->case_name) != 0)
 				continue;
 			for (int j = 0; j < c.nchecks; j++) {
-				if (strcmp(c.checks[j].name, k->rec.check_name) == 0
-				    && c.checks[j].kind == LKS_CHECK_CLOSE) {
-					k->rtol = c.checks[j].rtol;
-					snprintf(k->metric, sizeof(k->metric), "%s", c.checks[j].metric);
+				const lks_check_cfg *cc = &c.checks[j];
+
+				if (strcmp(cc->name, k->rec.check_name) != 0)
+					continue;
+				if (cc->kind == LKS_CHECK_CLOSE) {
+					k->rtol = cc->rtol;
+					snprintf(k->metric, sizeof(k->metric), "%s", cc->metric);
+				}
+				if (cc->expect_fail) {
+					k->expect_fail = 1;
+					lks_place(k->planted, sizeof(k->planted), cc->exp_step, cc->exp_rank,
+					          cc->exp_tensor[0] ? cc->exp_tensor : NULL);
 				}
 			}
 		}
 		lks_case_release(&c);
 	}
+	free(options);
 	unlink(path);
 }
 
@@ -1564,6 +1619,53 @@ static void lks_overview(struct lks_report *r, const char **cases, int ncases)
 	lks_table_end(r);
 }
 
+/* Whether detection still works on this runner: every check that proves a planted fault
+   (expect = fail), where the case planted it and where the check found it. A fault found
+   elsewhere, or not found, is a failed check like any other; this table puts them side by
+   side so that a reader sees the suite's power next to its verdicts. */
+static void lks_planted(struct lks_report *r)
+{
+	static const char *const heads[] = { "case", "check", "kind", "planted at", "found at",
+	                                     "verdict" };
+	static const char *const cls[] = { NULL, NULL, NULL, "mono", "mono", NULL };
+	char line[160];
+	int n = 0, caught = 0;
+
+	for (int i = 0; i < r->nchecks; i++) {
+		n += r->checks[i].expect_fail;
+		caught += r->checks[i].expect_fail && !strcmp(r->checks[i].rec.verdict, "expected_fail");
+	}
+	if (!n)
+		return;
+	r->info->nplanted = n;
+	r->info->ncaught = caught;
+	lks_heading(r, 2, "planted faults: detection on this runner");
+	snprintf(line, sizeof(line), "%d of %d planted faults caught exactly where planted", caught, n);
+	lks_para(r, 0, line);
+	lks_table_head(r, heads, 6);
+	for (int i = 0; i < r->nchecks; i++) {
+		const struct lks_rcheck *k = &r->checks[i];
+		const char *v = k->rec.verdict, *cells[6], *vcls[6];
+		int ok = !strcmp(v, "expected_fail");
+		char found[200];
+
+		if (!k->expect_fail)
+			continue;
+		lks_place(found, sizeof(found), k->rec.step, k->rec.rank, k->rec.tensor);
+		cells[0] = k->rec.case_name;
+		cells[1] = k->rec.check_name;
+		cells[2] = k->rec.kind;
+		cells[3] = k->planted[0] ? k->planted : "anywhere";
+		cells[4] = found[0] ? found : "not found";
+		cells[5] = ok ? "caught" : !strcmp(v, "unexpected_pass") ? "missed"
+		         : !strcmp(v, "fail") ? "found elsewhere" : v;
+		memcpy(vcls, cls, sizeof(vcls));
+		vcls[5] = ok ? "pass" : "fail";
+		lks_row(r, ok ? NULL : "bad", cells, vcls, 6);
+	}
+	lks_table_end(r);
+}
+
 int lks_report_suite(lks_store *s, const char *which, int64_t *suite_id)
 {
 	sqlite3 *db = lks_store_db(s);
@@ -1623,6 +1725,7 @@ static int lks_report_body(struct lks_report *r, int have_gnuplot)
 	if (!have_gnuplot)
 		lks_para(r, 1, "plots need gnuplot, which was not found: this report has the tables only");
 	lks_overview(r, cases, ncases);
+	lks_planted(r);
 	for (int c = 0; c < ncases; c++)
 		if (lks_case_section(r, cases[c], have_gnuplot))
 			goto out;

@@ -3,6 +3,8 @@
  * self-contained page (inline CSS, inline SVG plots, no script, nothing fetched), and
  * report.md with the same tables and the plots as SVG files beside it.
  *
+ * After the summary, when the suite holds checks that prove planted faults (expect = fail,
+ * cases/faults), a table of each: where it was planted, where it was found, caught or not.
  * Per case of the suite: its runs; the verdict of every check with its divergence (step,
  * rank, tensor, field, values, errors); plots made by gnuplot from the scripts in
  * reports/ (loss of every run, relative loss difference against the case's reference
@@ -29,6 +31,8 @@ typedef struct lks_report_opts {
 /* What a report holds, for the caller to print. */
 typedef struct lks_report_info {
 	int ncases, nchecks, nfailed;
+	int nplanted, ncaught;    /* checks proving a planted fault (expect = fail); caught
+	                             exactly where planted */
 	int nplots;               /* plots made */
 	int have_gnuplot;         /* 0: none made, the report says why */
 } lks_report_info;

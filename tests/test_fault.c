@@ -228,40 +228,108 @@ static void remove_db(const char *db)
 	unlink(p);
 }
 
-/* Every fault case: its 'caught' check fails exactly where the case file says. */
+struct event {
+	int step, rank;
+	char tensor[128], message[256];
+};
+
+/* The first event the runner stored for the case's runs. */
+static void first_event(const char *db, const char *case_name, struct event *ev)
+{
+	sqlite3 *h;
+	sqlite3_stmt *st;
+
+	cr_assert_eq(sqlite3_open_v2(db, &h, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
+	cr_assert_eq(sqlite3_prepare_v2(h, "SELECT e.step, e.rank, e.tensor, e.message FROM events e "
+	             "JOIN runs r USING (run_id) WHERE r.case_name = ?1 ORDER BY e.event_id LIMIT 1",
+	             -1, &st, NULL), SQLITE_OK, "%s", sqlite3_errmsg(h));
+	sqlite3_bind_text(st, 1, case_name, -1, SQLITE_STATIC);
+	cr_assert_eq(sqlite3_step(st), SQLITE_ROW, "no event for '%s'", case_name);
+	ev->step = sqlite3_column_int(st, 0);
+	ev->rank = sqlite3_column_int(st, 1);
+	snprintf(ev->tensor, sizeof(ev->tensor), "%s", (const char *)sqlite3_column_text(st, 2));
+	snprintf(ev->message, sizeof(ev->message), "%s", (const char *)sqlite3_column_text(st, 3));
+	sqlite3_finalize(st);
+	sqlite3_close(h);
+}
+
+/* Whether dir/name holds the text (a line of it); NULL when not. */
+static const char *lks_grep_file(const char *dir, const char *name, const char *text)
+{
+	static char buf[1 << 16];
+	char path[700];
+	FILE *f;
+	size_t n;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	if (!(f = fopen(path, "r")))
+		return NULL;
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	buf[n] = 0;
+	fclose(f);
+	return strstr(buf, text);
+}
+
+/* Every fault case: its 'caught' check fails exactly where the case file says. The two
+   seed scenarios of DESIGN are among them: a NaN at step 1 located before the all-reduce
+   (nan_step1) and a faulty rank 0 (faulty_rank0). */
 Test(fault, every_fault_case_is_caught_where_declared, .timeout = 300)
 {
 	static const struct { const char *name, *tensor; int step, rank; } want[] = {
 		{ "bitflip", "blocks.0.mlp.up.out", 3, 1 },
+		{ "faulty_rank0", "blocks.1.mlp.down.weight", 2, 0 },
 		{ "nan", "blocks.1.mlp.down.weight.grad", 2, 1 },
+		{ "nan_step1", "blocks.0.mlp.up.weight.grad", 1, 3 },
 		{ "scale_round_up", "blocks.0.mlp.up.fwd.x", 0, 0 },
 		{ "skip_allreduce", "embed.weight", 3, 2 },
 		{ "stale_bwd_scale", "blocks.1.mlp.down.dgrad.dy", 1, 0 },
 	};
 	char dir[] = "/tmp/lks_fault_XXXXXX", db[600], args[1600], out[16384];
 	struct verdicts v;
+	struct event ev;
 
 	cr_assert_not_null(mkdtemp(dir));
 	snprintf(db, sizeof(db), "%s/f.db", dir);
 	snprintf(args, sizeof(args), "run '%s/cases/faults' --db '%s' --quiet", LKS_SRC, db);
 	cr_assert_eq(lks_run_bin(NULL, args, out, sizeof(out)), 0, "%s", out);
 	read_verdicts(db, &v);
-	cr_assert_eq(v.n, 5, "one caught check per fault class");
-	cr_assert_eq(v.expected_fail, 5, "%s", out);
-	for (int i = 0; i < 5; i++) {
+	cr_assert_eq(v.n, 7, "one caught check per fault case");
+	cr_assert_eq(v.expected_fail, 7, "%s", out);
+	for (int i = 0; i < 7; i++) {
 		cr_assert_str_eq(v.seen[i], want[i].name);
 		cr_assert_eq(v.step[i], want[i].step, "%s", want[i].name);
 		cr_assert_eq(v.rank[i], want[i].rank, "%s", want[i].name);
 		cr_assert_str_eq(v.tensor[i], want[i].tensor, "%s", want[i].name);
 	}
 
+	/* the NaN at step 1 is located before the all-reduce: the runner's first event is
+	   rank 3's own gradient, before any replica holds the all-reduced NaN */
+	first_event(db, "nan_step1", &ev);
+	cr_assert_eq(ev.step, 1);
+	cr_assert_eq(ev.rank, 3);
+	cr_assert_str_eq(ev.tensor, "blocks.0.mlp.up.weight.grad");
+	cr_assert_not_null(strstr(ev.message, "before the all-reduce"), "%s", ev.message);
+
+	/* the report puts the planted faults beside the verdicts: every one caught */
+	snprintf(args, sizeof(args), "report --db '%s' -o '%s/report'", db, dir);
+	cr_assert_eq(lks_run_bin(NULL, args, out, sizeof(out)), 0, "%s", out);
+	cr_assert_not_null(strstr(out, "planted faults: 7 of 7 caught exactly where planted"), "%s", out);
+
 	/* the declared place is held to exactly: one step later is a failure */
 	snprintf(args, sizeof(args), "run '%s/cases/faults/bitflip.ini' --db '%s' --quiet "
 	         "--set check.caught.step=4", LKS_SRC, db);
 	cr_assert_eq(lks_run_bin(NULL, args, out, sizeof(out)), 1, "%s", out);
 	cr_assert_not_null(strstr(out, "expected to fail at step 4"), "%s", out);
+	/* and the report of that suite says so: caught, but not where planted */
+	snprintf(args, sizeof(args), "report --db '%s' -o '%s/report'", db, dir);
+	cr_assert_eq(lks_run_bin(NULL, args, out, sizeof(out)), 0, "%s", out);
+	cr_assert_not_null(strstr(out, "planted faults: 0 of 1 caught exactly where planted"), "%s", out);
+	cr_assert_not_null(lks_grep_file(dir, "report/report.md",
+	                   "| bitflip | caught | bitwise | step 4, rank 1, blocks.0.mlp.up.out | "
+	                   "step 3, rank 1, blocks.0.mlp.up.out | found elsewhere |"));
 	remove_db(db);
-	rmdir(dir);
+	snprintf(args, sizeof(args), "rm -rf '%s'", dir);
+	cr_assert_eq(system(args), 0);
 }
 
 Test(fault, environment_plants_a_fault, .timeout = 120)
@@ -465,7 +533,8 @@ Test(fault, clean_cases_pass_three_reruns, .timeout = 600)
 
 /* The detection table: what each check catches on the same faulty and clean runs. The
    rows follow from what each fault does: a flipped mantissa bit moves no loss by 5% and
-   makes no NaN; a NaN in a weight gradient is what a NaN check of collective inputs sees,
+   makes no NaN (nor does one in a weight on rank 0, which only the comparison with a clean
+   run and of the replicas see); a NaN in a weight gradient is what a NaN check of collective inputs sees,
    and the loss only turns NaN a step later; a rank that skips the all-reduce is a replica
    that drifts, while the all-reduced gradient of that step is still right (sqnr misses
    it); stale backward scales leave the recompute equal to the forward. */
@@ -473,7 +542,9 @@ Test(fault, detection_table, .timeout = 300)
 {
 	static const char *const rows[] = {
 		"| bitflip | step 3 | - | - | n/a | - | - | - |",
+		"| faulty_rank0 | step 2 | - | step 2 | n/a | - | - | - |",
 		"| nan | step 2 | step 2 | - | n/a | step 2 | step 3 | step 2 |",
+		"| nan_step1 | step 1 | step 1 | - | n/a | step 1 | step 2 | step 1 |",
 		"| scale_round_up | step 0 | - | - | n/a | step 0 | - | - |",
 		"| skip_allreduce | step 3 | - | step 3 | n/a | - | - | - |",
 		"| stale_bwd_scale | step 1 | - | - | - | step 1 | - | - |",
@@ -488,6 +559,9 @@ Test(fault, detection_table, .timeout = 300)
 		cr_assert_not_null(strstr(out, rows[i]), "missing row %s in\n%s", rows[i], out);
 	cr_assert_not_null(strstr(out, "bitflip          bitwise/golden  step 3, rank 1, "
 	                               "blocks.0.mlp.up.out"), "%s", out);
+	/* a faulty rank 0 is blamed on rank 0 by the comparison of replicas too */
+	cr_assert_not_null(strstr(out, "faulty_rank0     ranks_agree     step 2, rank 0, "
+	                               "blocks.1.mlp.down.weight"), "%s", out);
 }
 
 /* The SQNR of a gradient: b the reference, a = b (1 + e) everywhere gives -20 log10 |e|. */
