@@ -44,7 +44,8 @@ static const char lks_report_help[] =
 	"  --db FILE          the database (default lockstep.db); never created\n"
 	"  --suite latest|ID  which suite (default latest: the highest id; 'lockstep run'\n"
 	"                     prints the id of the suite it stored)\n"
-	"  -o, --out DIR      the report folder (made if missing; files in it are replaced)\n"
+	"  -o, --out DIR      the report folder: missing, empty or holding a report; the\n"
+	"                     report is written beside it and swapped in whole when done\n"
 	"  --trend N          suites in the trend table (default 5)\n"
 	"  --templates DIR    the gnuplot scripts and report.html (default: $LKS_REPORT_DIR,\n"
 	"                     else the reports/ folder of the source tree)\n"
@@ -55,6 +56,7 @@ static const char lks_report_help[] =
 	"\n"
 	"exit codes: 0 written (whatever the verdicts in it),\n"
 	"            2 bad usage, an unknown suite, a missing file or not a lockstep database,\n"
+	"              an -o DIR that holds more than a report\n"
 	"            3 infrastructure failure (cannot read the database, write DIR, templates)\n";
 
 int cmd_report(int argc, char **argv)
@@ -104,9 +106,9 @@ int cmd_report(int argc, char **argv)
 	if ((rc = lks_report_suite(store, suite, &suite_id)) != 0) {
 		fprintf(stderr, "lockstep: report: %s in '%s'\n", lks_errmsg(), db);
 		rc = rc == LKS_REPORT_NO_SUITE ? LKS_EXIT_USAGE : LKS_EXIT_INFRA;
-	} else if (lks_report_write(store, suite_id, out, &o, &info) != 0) {
+	} else if ((rc = lks_report_write(store, suite_id, out, &o, &info)) != 0) {
 		fprintf(stderr, "lockstep: report: %s\n", lks_errmsg());
-		rc = LKS_EXIT_INFRA;
+		rc = rc == LKS_REPORT_BAD_DIR ? LKS_EXIT_USAGE : LKS_EXIT_INFRA;
 	} else {
 		printf("suite %lld: %d cases, %d checks, %d failed; %d plots%s\n", (long long)suite_id,
 		       info.ncases, info.nchecks, info.nfailed, info.nplots,
