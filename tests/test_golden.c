@@ -27,6 +27,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "run_bin.h"
 #include "harness/case.h"
 #include "harness/check.h"
 #include "harness/golden.h"
@@ -850,4 +851,44 @@ Test(golden, update_never_follows_a_symlink)
 	cr_expect_neq(lstat(path, &st), 0, "the link at a temporary's name is still there");
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
 	cr_assert_eq(system(cmd), 0);
+}
+
+/* 'golden update' reads the database read-only: on read-only media (a folder and file made
+   read-only, and for root a run as nobody) it writes the golden, and nothing in the
+   database's folder changes or appears; an empty file is not a database and stays empty. */
+Test(golden, update_reads_a_read_only_database)
+{
+	char dir[] = "/tmp/lks-test-golden-ro-XXXXXX", gold[] = "/tmp/lks-test-golden-out-XXXXXX";
+	char path[300], args[512], out[4096], *before, *after;
+	const char *who;
+	lks_golden g;
+
+	cr_assert_not_null(mkdtemp(dir));
+	cr_assert_not_null(mkdtemp(gold));
+	cr_assert_eq(chmod(gold, 0777), 0);
+	snprintf(path, sizeof(path), "%s/tiny.ini", dir);
+	put_file(path, case_text);
+	cr_assert_eq(lockstep(dir, "run tiny.ini --db t.db --quiet"), 1);
+	snprintf(path, sizeof(path), "%s/empty.db", dir);
+	put_file(path, "");
+	before = lks_dir_state(dir);
+	who = lks_read_only(dir);
+	snprintf(args, sizeof(args), "golden update '%s/tiny.ini' --db '%s/t.db' --golden '%s'",
+	         dir, dir, gold);
+	cr_expect_eq(lks_run_bin(who, args, out, sizeof(out)), 0, "%s", out);
+	snprintf(args, sizeof(args), "golden update '%s/tiny.ini' --db '%s' --golden '%s'", dir,
+	         path, gold);
+	cr_expect_eq(lks_run_bin(who, args, out, sizeof(out)), 2, "%s", out);
+	cr_expect_not_null(strstr(out, "not a lockstep database (an empty file)"), "%s", out);
+	snprintf(args, sizeof(args), "chmod -R u+w '%s'", dir);
+	cr_assert_eq(system(args), 0);
+	after = lks_dir_state(dir);
+	cr_expect_str_eq(after, before, "the database's folder changed");
+	snprintf(path, sizeof(path), "%s/cpu/tiny/a.tsv", gold);
+	cr_expect_eq(lks_golden_read(path, &g), 0, "%s", lks_errmsg());
+	lks_golden_release(&g);
+	free(before);
+	free(after);
+	snprintf(args, sizeof(args), "rm -rf '%s' '%s'", dir, gold);
+	cr_assert_eq(system(args), 0);
 }

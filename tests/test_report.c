@@ -33,6 +33,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "run_bin.h"
+
 static const char case_text[] =
 	"[case]\nsteps = 3\nseed = 7\nworld_size = 2\n"
 	"[model]\nvocab = 32\nhidden = 16\nffn = 32\nlayers = 1\nseq = 4\nbatch = 2\n"
@@ -619,6 +621,32 @@ Test(report, replaces_only_a_report_folder)
 	teardown(dir);
 }
 
+/* On read-only media (here: a folder and file made read-only, and for root a run as
+   nobody) the report is written from the database, and nothing in its folder changes or
+   appears. */
+Test(report, reads_a_read_only_database)
+{
+	char dir[64], out[] = "/tmp/lks-test-report-out-XXXXXX", args[512], text[4096];
+	char *before, *after;
+	const char *who;
+
+	setup(dir, sizeof(dir));
+	cr_assert_not_null(mkdtemp(out));
+	cr_assert_eq(chmod(out, 0777), 0);
+	before = lks_dir_state(dir);
+	who = lks_read_only(dir);
+	snprintf(args, sizeof(args), "report --db '%s/t.db' -o '%s/r'", dir, out);
+	cr_expect_eq(lks_run_bin(who, args, text, sizeof(text)), 0, "%s", text);
+	cr_expect_not_null(strstr(text, "suite 1: 2 cases, 2 checks, 1 failed"), "%s", text);
+	sh("chmod -R u+w '%s'", dir);
+	after = lks_dir_state(dir);
+	cr_expect_str_eq(after, before, "the database's folder changed");
+	free(before);
+	free(after);
+	teardown(out);
+	teardown(dir);
+}
+
 /* Renders file:// url into png; returns the console lines Chromium logged (malloc'd). */
 static char *render(const char *dir, const char *page, const char *png)
 {
@@ -728,7 +756,9 @@ Test(report, bad_input)
 	cr_assert_not_null(f = fopen(path, "w"));
 	fclose(f);
 	cr_expect_eq(sh("'%s' report --db '%s' -o '%s/r' 2>/dev/null", LKS_BIN, path, dir), 2,
-	             "a database without suites");
+	             "an empty file");
+	cr_expect_eq(file_size(path), 0, "the empty file was made a database");
+	cr_expect_eq(sh("ls '%s' | grep -q empty.db-", dir), 1, "files appeared beside it");
 	cr_expect_eq(sh("'%s' report --db '%s/t.db' --suite 1 -o '%s/r' >/dev/null", LKS_BIN,
 	                dir, dir), 0, "suite 1 by its id");
 	teardown(dir);
