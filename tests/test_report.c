@@ -14,7 +14,9 @@
  * would be markup come out as text in report.md and index.html. The report is swapped in
  * whole: killed with SIGKILL at 20 random moments, it leaves the previous report whole
  * every time and the next report removes what the killed ones left; a folder holding more
- * than a report is not replaced. Tests that need gnuplot or Chromium skip with the reason
+ * than a report is not replaced; where renameat2 cannot exchange (a preloaded library
+ * makes it fail) the swap takes two renames, and a report left aside between them is put
+ * back by the next report. Tests that need gnuplot or Chromium skip with the reason
  * when it is not installed (Debian: gnuplot-nox, chromium).
  */
 #include <criterion/criterion.h>
@@ -644,6 +646,40 @@ Test(report, reads_a_read_only_database)
 	free(before);
 	free(after);
 	teardown(out);
+	teardown(dir);
+}
+
+/* Where the file system cannot exchange two names (renameat2 made to fail by a preloaded
+   library), the old report is renamed aside and the new one into place. A writer that died
+   between those two renames left the old report aside and none in place: the next report
+   puts it back first, so that it is there even when that report fails. */
+Test(report, swaps_without_rename_exchange)
+{
+	char dir[64], path[300], args[512], out[4096], *html0, *html;
+
+	setup(dir, sizeof(dir));
+	cr_assert_eq(sh("'%s' report --db '%s/t.db' -o '%s/r' >/dev/null", LKS_BIN, dir, dir), 0);
+	/* tables only this time: a page that differs from the one it replaces */
+	snprintf(args, sizeof(args), "report --db '%s/t.db' -o '%s/r'", dir, dir);
+	snprintf(path, sizeof(path), "PATH=/nonexistent LD_PRELOAD='%s'", LKS_NOEXCHANGE_LIB);
+	cr_assert_eq(lks_run_bin(path, args, out, sizeof(out)), 0, "%s", out);
+	cr_assert_not_null(strstr(out, "noexchange: renameat2 refused"), "the other way was not "
+	                   "taken: %s", out);
+	snprintf(path, sizeof(path), "%s/r/index.html", dir);
+	html0 = slurp(path);
+	cr_expect_not_null(strstr(html0, "plots need gnuplot"), "the report was not replaced");
+	cr_expect_eq(sh("ls -a '%s' | grep -q '^\\.r\\.'", dir), 1, "a folder left beside it");
+	cr_expect_eq(sh("ls '%s/r' | grep -q svg", dir), 1, "the old report's plots are still in it");
+
+	/* killed between the renames; then a report that fails (no templates) */
+	cr_assert_eq(sh("mv '%s/r' '%s/.r.old-0123abcd'", dir, dir), 0);
+	cr_expect_eq(sh("'%s' report --db '%s/t.db' -o '%s/r' --templates '%s/none' 2>/dev/null",
+	                LKS_BIN, dir, dir, dir), 3);
+	html = slurp(path);
+	cr_expect_str_eq(html, html0, "the report aside was not put back");
+	cr_expect_eq(sh("ls -a '%s' | grep -q '^\\.r\\.'", dir), 1, "a folder left beside it");
+	free(html0);
+	free(html);
 	teardown(dir);
 }
 
