@@ -128,14 +128,19 @@ static void lks_atomic_sweep(const char *dir, const char *base, const char *cons
 			;
 		if (!kinds[k])
 			continue;
-		/* O_NONBLOCK: a FIFO planted at such a name must not hang the sweep */
+		/* O_NONBLOCK: a FIFO planted at such a name must not hang the sweep. A symlink
+		   there (ELOOP) is removed, not followed; what cannot be opened to try its lock
+		   (another user's) is left alone. */
 		fd = openat(dirfd, e->d_name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+		if (fd < 0 && errno != ELOOP)
+			continue;
 		if (fd >= 0 && flock(fd, LOCK_EX | LOCK_NB) != 0) {
 			close(fd);  /* a live writer's */
 			continue;
 		}
-		if (!strcmp(kinds[k], "old") && fstatat(dirfd, base, &st, AT_SYMLINK_NOFOLLOW) != 0
-		    && errno == ENOENT && renameat(dirfd, e->d_name, dirfd, base) == 0) {
+		if (fd >= 0 && !strcmp(kinds[k], "old") && fstat(fd, &st) == 0 && S_ISDIR(st.st_mode)
+		    && fstatat(dirfd, base, &st, AT_SYMLINK_NOFOLLOW) != 0 && errno == ENOENT
+		    && renameat(dirfd, e->d_name, dirfd, base) == 0) {
 			close(fd);
 			continue;
 		}
@@ -158,7 +163,7 @@ static void lks_atomic_sync_dir(const char *dir)
 	}
 }
 
-/* Takes the writer's lock on fd, the temporary at tmp; 1 when a sweep removed tmp before
+/* Takes the writer's lock on fd, a temporary just made; 1 when a sweep removed it before
    the lock was taken (make another), 0 when held. */
 static int lks_atomic_lock(int fd)
 {
