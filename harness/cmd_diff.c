@@ -39,7 +39,7 @@ static const char lks_diff_help[] =
 	"    different hash (any rank)\n"
 	"\n"
 	"options:\n"
-	"  --db FILE        the database (default lockstep.db)\n"
+	"  --db FILE        the database (default lockstep.db), opened read-only\n"
 	"  --max-rows N     at most N rows in the per-step table (default 100; 0: all)\n"
 	"\n"
 	"example:\n"

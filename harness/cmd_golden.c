@@ -36,7 +36,7 @@ static const char lks_golden_help[] =
 	"\n"
 	"options:\n"
 	"  --run NAME       the runs with this name (repeatable; default: see above)\n"
-	"  --db FILE        the database (default lockstep.db)\n"
+	"  --db FILE        the database (default lockstep.db), opened read-only\n"
 	"  --golden DIR     where golden files go (default: $LKS_GOLDEN_DIR, else golden)\n"
 	"\n"
 	"example:\n"

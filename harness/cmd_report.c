@@ -39,7 +39,7 @@ static const char lks_report_help[] =
 	"plots need it.\n"
 	"\n"
 	"options:\n"
-	"  --db FILE          the database (default lockstep.db); never created\n"
+	"  --db FILE          the database (default lockstep.db), opened read-only\n"
 	"  --suite latest|ID  which suite (default latest: the highest id; 'lockstep run'\n"
 	"                     prints the id of the suite it stored)\n"
 	"  -o, --out DIR      the report folder: missing, empty or holding a report; the\n"
