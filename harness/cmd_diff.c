@@ -15,7 +15,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "harness/case.h"
 #include "harness/check.h"
@@ -40,7 +39,7 @@ static const char lks_diff_help[] =
 	"    different hash (any rank)\n"
 	"\n"
 	"options:\n"
-	"  --db FILE        the database (default lockstep.db)\n"
+	"  --db FILE        the database (default lockstep.db), opened read-only\n"
 	"  --max-rows N     at most N rows in the per-step table (default 100; 0: all)\n"
 	"\n"
 	"example:\n"
@@ -363,10 +362,7 @@ int cmd_diff(int argc, char **argv)
 
 	if ((rc = lks_diff_parse(argc, argv, &a)) != 0)
 		return rc < 0 ? LKS_EXIT_OK : rc;
-	/* lks_store_open would create a missing database */
-	if (access(a.db, F_OK))
-		return lks_usage("diff: no database '%s'", a.db);
-	if ((open_rc = lks_store_open(a.db, &store)) != 0) {
+	if ((open_rc = lks_store_open_readonly(a.db, &store)) != 0) {
 		fprintf(stderr, "lockstep: %s\n", lks_errmsg());
 		return open_rc == LKS_STORE_BAD_FILE ? LKS_EXIT_USAGE : LKS_EXIT_INFRA;
 	}

@@ -36,7 +36,7 @@ static const char lks_golden_help[] =
 	"\n"
 	"options:\n"
 	"  --run NAME       the runs with this name (repeatable; default: see above)\n"
-	"  --db FILE        the database (default lockstep.db)\n"
+	"  --db FILE        the database (default lockstep.db), opened read-only\n"
 	"  --golden DIR     where golden files go (default: $LKS_GOLDEN_DIR, else golden)\n"
 	"\n"
 	"example:\n"
@@ -260,13 +260,13 @@ int cmd_golden(int argc, char **argv)
 	}
 	if (lks_golden_check_only(&a, cases, ncases))
 		goto out;
-	/* lks_store_open would create a missing database: an empty one holds no run anyway */
+	/* said here with the command to make it; the store refuses it too */
 	if (access(a.db, F_OK)) {
 		lks_usage("golden update: no database '%s': run the cases first with 'lockstep run "
 		          "CASE --db %s'", a.db, a.db);
 		goto out;
 	}
-	if ((open_rc = lks_store_open(a.db, &store)) != 0
+	if ((open_rc = lks_store_open_readonly(a.db, &store)) != 0
 	    || lks_store_get_runs(store, lks_stored_add, &stored)) {
 		fprintf(stderr, "lockstep: %s\n", lks_errmsg());
 		rc = open_rc == LKS_STORE_BAD_FILE ? LKS_EXIT_USAGE : LKS_EXIT_INFRA;

@@ -1,13 +1,11 @@
 /*
  * cmd_report.c: 'lockstep report': write the HTML and Markdown report of a suite
- * (harness/report.h). Reads the database only; a missing file or one that is not a
- * lockstep database is bad input, and nothing is created in its place.
+ * (harness/report.h). Reads the database only, opened read-only: a missing file or one
+ * that is not a lockstep database is bad input, and nothing is created in its place.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include "harness/cmd.h"
 #include "harness/report.h"
@@ -41,10 +39,11 @@ static const char lks_report_help[] =
 	"plots need it.\n"
 	"\n"
 	"options:\n"
-	"  --db FILE          the database (default lockstep.db); never created\n"
+	"  --db FILE          the database (default lockstep.db), opened read-only\n"
 	"  --suite latest|ID  which suite (default latest: the highest id; 'lockstep run'\n"
 	"                     prints the id of the suite it stored)\n"
-	"  -o, --out DIR      the report folder (made if missing; files in it are replaced)\n"
+	"  -o, --out DIR      the report folder: missing, empty or holding a report; the\n"
+	"                     report is written beside it and swapped in whole when done\n"
 	"  --trend N          suites in the trend table (default 5)\n"
 	"  --templates DIR    the gnuplot scripts and report.html (default: $LKS_REPORT_DIR,\n"
 	"                     else the reports/ folder of the source tree)\n"
@@ -55,6 +54,7 @@ static const char lks_report_help[] =
 	"\n"
 	"exit codes: 0 written (whatever the verdicts in it),\n"
 	"            2 bad usage, an unknown suite, a missing file or not a lockstep database,\n"
+	"              an -o DIR that holds more than a report\n"
 	"            3 infrastructure failure (cannot read the database, write DIR, templates)\n";
 
 int cmd_report(int argc, char **argv)
@@ -64,7 +64,6 @@ int cmd_report(int argc, char **argv)
 	lks_report_info info;
 	lks_store *store = NULL;
 	int64_t suite_id = 0;
-	struct stat st;
 	int rc;
 
 	for (int i = 1; i < argc; i++) {
@@ -94,19 +93,16 @@ int cmd_report(int argc, char **argv)
 		return lks_usage("report: where to? (-o DIR)");
 	if (!o.templates || !*o.templates)
 		o.templates = LKS_REPORTS_DIR;
-	/* lks_store_open would create a missing file: a report never makes a database */
-	if (stat(db, &st) != 0 || !S_ISREG(st.st_mode))
-		return lks_usage("report: no database '%s'", db);
-	if ((rc = lks_store_open(db, &store)) != 0) {
+	if ((rc = lks_store_open_readonly(db, &store)) != 0) {
 		fprintf(stderr, "lockstep: %s\n", lks_errmsg());
 		return rc == LKS_STORE_BAD_FILE ? LKS_EXIT_USAGE : LKS_EXIT_INFRA;
 	}
 	if ((rc = lks_report_suite(store, suite, &suite_id)) != 0) {
 		fprintf(stderr, "lockstep: report: %s in '%s'\n", lks_errmsg(), db);
 		rc = rc == LKS_REPORT_NO_SUITE ? LKS_EXIT_USAGE : LKS_EXIT_INFRA;
-	} else if (lks_report_write(store, suite_id, out, &o, &info) != 0) {
+	} else if ((rc = lks_report_write(store, suite_id, out, &o, &info)) != 0) {
 		fprintf(stderr, "lockstep: report: %s\n", lks_errmsg());
-		rc = LKS_EXIT_INFRA;
+		rc = rc == LKS_REPORT_BAD_DIR ? LKS_EXIT_USAGE : LKS_EXIT_INFRA;
 	} else {
 		printf("suite %lld: %d cases, %d checks, %d failed; %d plots%s\n", (long long)suite_id,
 		       info.ncases, info.nchecks, info.nfailed, info.nplots,

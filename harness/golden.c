@@ -18,6 +18,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "harness/atomic_file.h"
 #include "kernels/err.h"
 
 static const char lks_golden_magic[] = "# lockstep golden";
@@ -306,31 +307,15 @@ static int lks_mkdirs_for(const char *path)
 
 int lks_golden_write(const lks_golden *g, const char *path)
 {
-	char tmp[1100];
-	FILE *f;
-	int bad;
+	lks_atomic a;
 
 	for (size_t i = 0; i < g->nstats; i++)
 		if (g->stats[i].seq < 0 || g->stats[i].seq >= g->nt)
 			return lks_err("stats row with seq %d outside the %d tensors", g->stats[i].seq, g->nt);
-	if (lks_mkdirs_for(path))
+	if (lks_mkdirs_for(path) || lks_atomic_open(&a, path))
 		return -1;
-	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
-	if (!(f = fopen(tmp, "w")))
-		return lks_err("cannot write '%s': %s", tmp, strerror(errno));
-	lks_golden_print(g, f);
-	bad = ferror(f);
-	if (fclose(f) || bad) {
-		remove(tmp);
-		return lks_err("cannot write '%s'", tmp);
-	}
-	if (rename(tmp, path)) {
-		int e = errno;
-
-		remove(tmp);
-		return lks_err("cannot rename '%s' to '%s': %s", tmp, path, strerror(e));
-	}
-	return 0;
+	lks_golden_print(g, a.f);
+	return lks_atomic_commit(&a);
 }
 
 /* ---- reading ---- */

@@ -86,8 +86,9 @@ int lks_golden_path(const char *dir, const char *backend, const char *case_name,
    'complete' is refused (LKS_GOLDEN_BAD, lks_err): its trace may stop anywhere; without,
    any run is read (to compare: the missing steps then show as the divergence). */
 int lks_golden_from_run(lks_store *s, int64_t run_id, int complete_only, lks_golden *g);
-/* g into path, creating its directories; written to path.tmp and renamed over path, so an
-   earlier golden is replaced whole or not at all. */
+/* g into path, creating its directories; written to a temporary file beside it and
+   renamed over path (harness/atomic_file.h), so an earlier golden is replaced whole or
+   not at all, and a symlink at any other name is never followed. */
 int lks_golden_write(const lks_golden *g, const char *path);
 /* The file at path into g, every line checked: LKS_GOLDEN_MISSING when there is no file,
    LKS_GOLDEN_BAD with "path:line: what" for a bad one, -1 for other failures. */

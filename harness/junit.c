@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "harness/atomic_file.h"
 #include "kernels/err.h"
 
 struct lks_junit {
@@ -62,39 +63,28 @@ static int lks_junit_case(void *arg, const lks_check_rec *r)
 int lks_junit_write(lks_store *s, int64_t suite_id, const char *path)
 {
 	struct lks_junit j = { 0 };
-	char *tmp = malloc(strlen(path) + 8);
 	FILE *body = tmpfile();
+	lks_atomic a;
 	int rc = -1, c;
 
-	if (!tmp || !body) {
-		lks_err("cannot write '%s': out of memory or no temporary file", path);
+	if (!body) {
+		lks_err("cannot write '%s': no temporary file", path);
 		goto out;
 	}
-	sprintf(tmp, "%s.tmp", path);
 	/* the counts go in the opening tag, so the test cases are written aside first */
 	j.f = body;
-	if (lks_store_get_checks(s, suite_id, lks_junit_case, &j))
+	if (lks_store_get_checks(s, suite_id, lks_junit_case, &j) || lks_atomic_open(&a, path))
 		goto out;
-	if (!(j.f = fopen(tmp, "w"))) {
-		lks_err("cannot write '%s'", tmp);
-		goto out;
-	}
-	fprintf(j.f, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites>\n"
+	fprintf(a.f, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites>\n"
 	        "  <testsuite name=\"lockstep suite %lld\" tests=\"%d\" failures=\"%d\" "
 	        "errors=\"0\" skipped=\"%d\">\n", (long long)suite_id, j.tests, j.failures, j.skipped);
 	rewind(body);
 	while ((c = fgetc(body)) != EOF)
-		fputc(c, j.f);
-	fputs("  </testsuite>\n</testsuites>\n", j.f);
-	if (fclose(j.f) != 0 || rename(tmp, path) != 0) {
-		lks_err("cannot write '%s'", path);
-		remove(tmp);
-		goto out;
-	}
-	rc = 0;
+		fputc(c, a.f);
+	fputs("  </testsuite>\n</testsuites>\n", a.f);
+	rc = lks_atomic_commit(&a);
 out:
 	if (body)
 		fclose(body);
-	free(tmp);
 	return rc;
 }

@@ -10,7 +10,7 @@
 
 #include "harness/trace_store.h"
 
-/* Writes the checks of suite suite_id to path (through a temporary file and a rename). */
+/* Writes the checks of suite suite_id to path (through a temporary file and a rename: harness/atomic_file.h). */
 int lks_junit_write(lks_store *s, int64_t suite_id, const char *path);
 
 #endif

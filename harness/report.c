@@ -5,27 +5,44 @@
  * the check verdicts, per-tensor stats for the FP8 and heatmap plots (through run_trace,
  * as the checks read them), and for the trend the runs of earlier suites. Plots: for each
  * one a data file and a script (terminal, output and variables, then the template from
- * reports/) go to a temporary folder, gnuplot runs as a child process with terminal svg,
+ * reports/) go to a scratch folder, gnuplot runs as a child process with terminal svg,
  * and the SVG is inlined in the page and kept beside report.md.
+ *
+ * The whole report is written into a new folder beside the one asked for, with the scratch
+ * folder inside it, and swapped in when complete (harness/atomic_file.h): the report path
+ * holds the previous report or the new one at every instant, and a killed writer's folder
+ * is removed by the next report of that path. Only a folder that holds a report and
+ * nothing else is replaced.
  */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <math.h>
 #include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <signal.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#ifdef __linux__
+#include <sys/prctl.h>
+#endif
 
+#include "harness/atomic_file.h"
 #include "harness/fingerprint.h"
 #include "harness/case.h"
 #include "harness/check.h"
 #include "harness/report.h"
 #include "harness/run_trace.h"
 #include "kernels/err.h"
+
+/* Room for the scratch folder's path, and for a path of a file in it or beside it (the
+   folder's, a name of up to 300 bytes). */
+#define LKS_REPORT_DIR_MAX 1200
+#define LKS_REPORT_PATH 1600
 
 /* A run of the suite with its per-step means over ranks (loss, grad norm, step time). */
 struct lks_rrun {
@@ -47,9 +64,9 @@ struct lks_rcheck {
 struct lks_report {
 	lks_store *s;
 	int64_t suite;
-	const char *dir;
+	const char *dir;          /* the new report folder, swapped in when complete */
 	const lks_report_opts *o;
-	char tmp[256];
+	char tmp[LKS_REPORT_DIR_MAX];  /* scratch: data, scripts, gnuplot's output; inside dir */
 	FILE *html, *md;
 	struct lks_rrun *runs;
 	int nruns;
@@ -110,16 +127,28 @@ static void lks_html(FILE *f, const char *s)
 	}
 }
 
-/* A Markdown table cell: '|' escaped, line breaks as spaces. */
-static void lks_md(FILE *f, const char *s)
+/* Text as Markdown (CommonMark, GitHub's tables) that a viewer shows as this text and
+   nothing else: what would start HTML or an entity as an entity; after a backslash, what
+   has a meaning inline (code, emphasis, links, strikethrough, the end of a table cell or
+   a heading) and, in text that starts a block (block: a paragraph), what would make it a
+   list or a setext line; line breaks and other control characters as spaces. */
+static void lks_md(FILE *f, const char *s, int block)
 {
-	for (; s && *s; s++) {
-		if (*s == '|')
-			fputs("\\|", f);
-		else if (*s == '\n' || *s == '\r')
+	int digits = block;       /* only digits so far: "1." would start a list */
+
+	for (const char *p = s; p && *p; p++) {
+		char c = *p;
+
+		if (c == '<' || c == '>' || c == '&')
+			fputs(c == '<' ? "&lt;" : c == '>' ? "&gt;" : "&amp;", f);
+		else if ((unsigned char)c < 0x20 || c == 0x7f)
 			fputc(' ', f);
+		else if (strchr("\\`*_[]|~#", c) || (block && p == s && strchr("-+=", c))
+		         || (digits && p > s && (c == '.' || c == ')')))
+			fprintf(f, "\\%c", c);
 		else
-			fputc(*s, f);
+			fputc(c, f);
+		digits = digits && c >= '0' && c <= '9';
 	}
 }
 
@@ -148,7 +177,7 @@ static void lks_row(struct lks_report *r, const char *tr_class, const char *cons
 		lks_html(r->html, cells[i]);
 		fputs("</td>", r->html);
 		fputc(' ', r->md);
-		lks_md(r->md, cells[i]);
+		lks_md(r->md, cells[i], 0);
 		fputs(" |", r->md);
 	}
 	fputs("</tr>\n", r->html);
@@ -163,7 +192,9 @@ static void lks_table_head(struct lks_report *r, const char *const *heads, int n
 		fputs("<th>", r->html);
 		lks_html(r->html, heads[i]);
 		fputs("</th>", r->html);
-		fprintf(r->md, " %s |", heads[i]);
+		fputc(' ', r->md);
+		lks_md(r->md, heads[i], 0);
+		fputs(" |", r->md);
 	}
 	fputs("</tr>\n", r->html);
 	fputs("\n|", r->md);
@@ -183,7 +214,9 @@ static void lks_heading(struct lks_report *r, int level, const char *text)
 	fprintf(r->html, "<h%d>", level);
 	lks_html(r->html, text);
 	fprintf(r->html, "</h%d>\n", level);
-	fprintf(r->md, "\n%.*s %s\n\n", level, "####", text);
+	fprintf(r->md, "\n%.*s ", level, "####");
+	lks_md(r->md, text, 0);
+	fputs("\n\n", r->md);
 }
 
 /* A paragraph in both outputs; note: in the muted style. */
@@ -192,7 +225,9 @@ static void lks_para(struct lks_report *r, int note, const char *text)
 	fputs(note ? "<p class=\"note\">" : "<p>", r->html);
 	lks_html(r->html, text);
 	fputs("</p>\n", r->html);
-	fprintf(r->md, note ? "_%s_\n\n" : "%s\n\n", text);
+	fputs(note ? "_" : "", r->md);
+	lks_md(r->md, text, 1);
+	fputs(note ? "_\n\n" : "\n\n", r->md);
 }
 
 /* ---- reading the suite ---- */
@@ -341,7 +376,7 @@ static void lks_stored_sets(char *text, const char **sets, int max, int *n)
    parses (an older case format) leaves them unknown: the band is then not drawn. */
 static void lks_check_tolerances(struct lks_report *r, const struct lks_rrun *run)
 {
-	char safe[128], path[512], *options;
+	char safe[128], path[LKS_REPORT_PATH], *options;
 	const char *sets[64];
 	int nsets = 0;
 	lks_case c;
@@ -389,12 +424,13 @@ static void lks_check_tolerances(struct lks_report *r, const struct lks_rrun *ru
 /* ---- gnuplot ---- */
 
 /* Runs the gnuplot program with args; its output goes to tmp/gnuplot.log. The exit
-   status, 127 when it could not be started, -1 when fork failed. */
+   status, 127 when it could not be started, -1 when fork failed. On Linux gnuplot dies
+   with this process, so that a killed report leaves nobody writing into its folder. */
 static int lks_gnuplot(struct lks_report *r, const char *arg)
 {
 	const char *prog = r->o->gnuplot ? r->o->gnuplot : "gnuplot";
-	char log[300];
-	pid_t pid;
+	char log[LKS_REPORT_PATH];
+	pid_t pid, parent = getpid();
 	int st;
 
 	snprintf(log, sizeof(log), "%s/gnuplot.log", r->tmp);
@@ -403,6 +439,10 @@ static int lks_gnuplot(struct lks_report *r, const char *arg)
 	if (pid == 0) {
 		int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0644);
 
+#ifdef __linux__
+		if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() != parent)
+			_exit(127);
+#endif
 		if (fd >= 0) {
 			dup2(fd, 1);
 			dup2(fd, 2);
@@ -418,7 +458,7 @@ static int lks_gnuplot(struct lks_report *r, const char *arg)
 /* The first line of gnuplot's output with a message, for the page. */
 static void lks_gnuplot_error(struct lks_report *r, char *buf, size_t size)
 {
-	char log[300], line[256];
+	char log[LKS_REPORT_PATH], line[256];
 	FILE *f;
 
 	snprintf(buf, size, "gnuplot failed");
@@ -505,7 +545,9 @@ static void lks_plot_head(struct lks_report *r, const char *name, const struct l
 	fprintf(r->html, "<div class=\"plot\" id=\"plot-%s\">\n<h3>", name);
 	lks_html(r->html, p->title);
 	fprintf(r->html, "</h3>\n");
-	fprintf(r->md, "\n**%s**\n\n", p->title);
+	fputs("\n**", r->md);
+	lks_md(r->md, p->title, 0);
+	fputs("**\n\n", r->md);
 }
 
 static void lks_plot_tail(struct lks_report *r, const struct lks_plot_spec *p)
@@ -514,29 +556,43 @@ static void lks_plot_tail(struct lks_report *r, const struct lks_plot_spec *p)
 		fputs("<p class=\"caption\">", r->html);
 		lks_html(r->html, p->caption);
 		fputs("</p>\n", r->html);
-		fprintf(r->md, "%s\n\n", p->caption);
+		lks_md(r->md, p->caption, 1);
+		fputs("\n\n", r->md);
 	}
 	fputs("</div>\n", r->html);
+}
+
+/* A line "what 'path'": a path in a gnuplot string, in which a quote is written twice. */
+static void lks_gp_string(FILE *f, const char *what, const char *path)
+{
+	fprintf(f, "%s'", what);
+	for (; *path; path++) {
+		if (*path == '\'')
+			fputc('\'', f);
+		fputc(*path, f);
+	}
+	fputs("'\n", f);
 }
 
 /* The script: terminal, output and variables, then the template. */
 static int lks_plot_script(struct lks_report *r, const char *gp, const char *svg,
                            const char *dat, const struct lks_plot_spec *p, const char *vars)
 {
-	char tmpl[600], common[600];
+	char tmpl[LKS_REPORT_PATH], common[LKS_REPORT_PATH];
 	FILE *f;
 
 	snprintf(tmpl, sizeof(tmpl), "%s/%s.gp", r->o->templates, p->kind);
 	snprintf(common, sizeof(common), "%s/common.gp", r->o->templates);
-	if (strchr(r->tmp, '\'') || strchr(r->o->templates, '\''))
-		return lks_err("a quote in '%s' or '%s': not for gnuplot", r->tmp, r->o->templates);
 	if (!(f = fopen(gp, "w")))
 		return lks_err("cannot write '%s': %s", gp, strerror(errno));
 	/* noenhanced: run names such as fp8_ac are text, not subscripts */
 	fprintf(f, "set terminal svg size 900,%d dynamic noenhanced font 'sans,12' "
 	           "background rgb 'white'\n", p->height > 0 ? p->height : 380);
-	fprintf(f, "set output '%s'\ndatafile = '%s'\ncommon_gp = '%s'\n%s", svg, dat, common, vars);
-	fprintf(f, "load '%s'\n", tmpl);
+	lks_gp_string(f, "set output ", svg);
+	lks_gp_string(f, "datafile = ", dat);
+	lks_gp_string(f, "common_gp = ", common);
+	fputs(vars, f);
+	lks_gp_string(f, "load ", tmpl);
 	return fclose(f) == 0 ? 0 : lks_err("cannot write '%s'", gp);
 }
 
@@ -548,7 +604,8 @@ static int lks_plot_script(struct lks_report *r, const char *gp, const char *svg
 static int lks_plot(struct lks_report *r, const char *case_name, const struct lks_plot_spec *p,
                     const char *data, const char *vars)
 {
-	char safe[128], tag[128], name[300], dat[600], gp[600], svg[600], out[600], err[300];
+	char safe[128], tag[128], name[300], err[300];
+	char dat[LKS_REPORT_PATH], gp[LKS_REPORT_PATH], svg[LKS_REPORT_PATH], out[LKS_REPORT_PATH];
 	char *text = NULL, *sharp = NULL;
 	size_t len = 0;
 	int st;
@@ -578,7 +635,9 @@ static int lks_plot(struct lks_report *r, const char *case_name, const struct lk
 	}
 	/* the XML prolog and DOCTYPE belong to a file, not to an element inside HTML */
 	fputs(strstr(sharp, "<svg"), r->html);
-	fprintf(r->md, "![%s](%s.svg)\n\n", p->title, name);
+	fputs("![", r->md);
+	lks_md(r->md, p->title, 0);
+	fprintf(r->md, "](%s.svg)\n\n", name);
 	lks_plot_tail(r, p);
 	st = lks_write_file(out, sharp, strlen(sharp));
 	free(sharp);
@@ -1503,7 +1562,7 @@ static int lks_case_section(struct lks_report *r, const char *case_name, int hav
    replaced by the escaped title. */
 static int lks_template(struct lks_report *r, const char *title, int tail)
 {
-	char path[600];
+	char path[LKS_REPORT_PATH];
 	size_t len;
 	char *t, *body, *mark;
 
@@ -1550,7 +1609,9 @@ static int lks_suite_header(struct lks_report *r, char *title, size_t size)
 	snprintf(title, size, "lockstep report: suite %lld", (long long)r->suite);
 	if (lks_template(r, title, 0))
 		return -1;
-	fprintf(r->md, "# %s\n\n", title);
+	fputs("# ", r->md);
+	lks_md(r->md, title, 0);
+	fputs("\n\n", r->md);
 	fputs("<h1>", r->html);
 	lks_html(r->html, title);
 	fputs("</h1>\n", r->html);
@@ -1766,12 +1827,12 @@ static void lks_report_free(struct lks_report *r)
 	free(r->checks);
 }
 
-/* Removes the temporary folder and the files in it (it holds no folders). */
+/* Removes the scratch folder and the files in it (it holds no folders). */
 static void lks_rm_tmp(const char *dir)
 {
 	DIR *d = opendir(dir);
 	struct dirent *e;
-	char path[600];
+	char path[LKS_REPORT_PATH];
 
 	while (d && (e = readdir(d))) {
 		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
@@ -1781,33 +1842,81 @@ static void lks_rm_tmp(const char *dir)
 	}
 	if (d)
 		closedir(d);
-	if (rmdir(dir) != 0)
-		fprintf(stderr, "lockstep: could not remove '%s'\n", dir);
+	rmdir(dir);
+}
+
+/* A file a report folder holds: index.html, report.md, a plot's SVG. */
+static int lks_report_file(const char *name)
+{
+	size_t n = strlen(name);
+
+	return !strcmp(name, "index.html") || !strcmp(name, "report.md")
+	       || (n > 4 && !strcmp(name + n - 4, ".svg") && name[0] != '.');
+}
+
+/* Where the report goes: dir, or where it leads when it exists (a symlink, "."); refuses
+   (LKS_REPORT_BAD_DIR) what is not a folder or holds more than a report, as replacing it
+   would lose that. */
+static int lks_report_target(const char *dir, char *out, size_t size)
+{
+	struct stat st;
+	DIR *d;
+	struct dirent *e;
+	int rc = 0;
+
+	if (stat(dir, &st) != 0) {
+		if (errno != ENOENT)
+			return lks_err("cannot write the report to '%s': %s", dir, strerror(errno));
+		if ((size_t)snprintf(out, size, "%s", dir) >= size)
+			return lks_err("path too long: '%s'", dir);
+		return 0;
+	}
+	if (!S_ISDIR(st.st_mode))
+		return lks_err("'%s' is not a folder: the report goes into a folder of its own",
+		               dir), LKS_REPORT_BAD_DIR;
+	if (size < PATH_MAX || !realpath(dir, out))
+		return lks_err("cannot write the report to '%s': %s", dir, strerror(errno));
+	if (!(d = opendir(out)))
+		return lks_err("cannot read the folder '%s': %s", dir, strerror(errno));
+	while (rc == 0 && (e = readdir(d)))
+		if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..") && !lks_report_file(e->d_name)) {
+			lks_err("'%s' holds '%s', which no report writes: a report replaces its folder "
+			        "whole, so it goes into an empty folder or one holding a report", dir,
+			        e->d_name);
+			rc = LKS_REPORT_BAD_DIR;
+		}
+	closedir(d);
+	return rc;
 }
 
 int lks_report_write(lks_store *s, int64_t suite_id, const char *dir,
                      const lks_report_opts *o, lks_report_info *info)
 {
-	struct lks_report r = { .s = s, .suite = suite_id, .dir = dir, .o = o, .info = info };
-	const char *tmpdir = getenv("TMPDIR");
-	char path[600];
-	int have, rc = -1;
+	struct lks_report r = { .s = s, .suite = suite_id, .o = o, .info = info };
+	char target[PATH_MAX], path[LKS_REPORT_PATH];
+	lks_atomic a;
+	int have, rc;
 
 	memset(info, 0, sizeof(*info));
-	if (mkdir(dir, 0777) != 0 && errno != EEXIST)
-		return lks_err("cannot make the folder '%s': %s", dir, strerror(errno));
-	snprintf(r.tmp, sizeof(r.tmp), "%s/lks-report-XXXXXX", tmpdir && *tmpdir ? tmpdir : "/tmp");
-	if (!mkdtemp(r.tmp))
-		return lks_err("cannot make a temporary folder '%s': %s", r.tmp, strerror(errno));
+	if ((rc = lks_report_target(dir, target, sizeof(target))) != 0
+	    || (rc = lks_atomic_dir_open(&a, target)) != 0)
+		return rc;
+	rc = -1;
+	r.dir = a.tmp;
+	snprintf(r.tmp, sizeof(r.tmp), "%s/.scratch", a.tmp);
+	if (mkdir(r.tmp, 0777) != 0) {
+		lks_err("cannot make the folder '%s': %s", r.tmp, strerror(errno));
+		goto out;
+	}
 	/* 'gnuplot --version' exits 0 where gnuplot is; 127: it could not be started */
 	have = lks_gnuplot(&r, "--version") == 0;
 	info->have_gnuplot = have;
-	snprintf(path, sizeof(path), "%s/index.html", dir);
+	snprintf(path, sizeof(path), "%s/index.html", r.dir);
 	if (!(r.html = fopen(path, "w"))) {
 		lks_err("cannot write '%s': %s", path, strerror(errno));
 		goto out;
 	}
-	snprintf(path, sizeof(path), "%s/report.md", dir);
+	snprintf(path, sizeof(path), "%s/report.md", r.dir);
 	if (!(r.md = fopen(path, "w"))) {
 		lks_err("cannot write '%s': %s", path, strerror(errno));
 		goto out;
@@ -1820,5 +1929,8 @@ out:
 		rc = lks_err("cannot write '%s/report.md'", dir);
 	lks_rm_tmp(r.tmp);
 	lks_report_free(&r);
+	if (rc == 0)
+		return lks_atomic_dir_commit(&a);
+	lks_atomic_dir_abort(&a);
 	return rc;
 }

@@ -44,9 +44,16 @@ typedef struct lks_report_info {
    no such suite, -1 when the store cannot be read. */
 int lks_report_suite(lks_store *s, const char *which, int64_t *suite_id);
 
-/* Writes dir/index.html, dir/report.md and the plots' SVG files into dir (made if
-   missing). Fails (-1, lks_err) when the store cannot be read, a template is missing, or
-   the folder cannot be written; a failing plot is reported in the page, not an error. */
+/* A report folder that must not be replaced (bad input, exit 2): a file, or a folder that
+   holds more than a report. */
+#define LKS_REPORT_BAD_DIR (-3)
+
+/* Writes index.html, report.md and the plots' SVG files into a new folder beside dir and
+   swaps it in whole (harness/atomic_file.h): dir holds the previous report or the new
+   one at every instant. dir may be missing (its parent must exist), empty, or hold a
+   report: anything else is LKS_REPORT_BAD_DIR. Fails (-1, lks_err) when the store cannot
+   be read, a template is missing, or the folder cannot be written, leaving dir as it was;
+   a failing plot is reported in the page, not an error. */
 int lks_report_write(lks_store *s, int64_t suite_id, const char *dir,
                      const lks_report_opts *o, lks_report_info *info);
 

@@ -30,12 +30,14 @@
  */
 #include "harness/trace_store.h"
 
+#include <errno.h>
 #include <math.h>
 #include <pthread.h>
 #include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "kernels/err.h"
 
@@ -679,6 +681,117 @@ int lks_store_open(const char *path, lks_store **out)
 	s->db = db;
 	db = NULL;
 	lks_store_ckpt_start(s, path);
+	*out = s;
+	rc = 0;
+out:
+	sqlite3_close_v2(db);
+	return rc;
+}
+
+/* ---- opening to read only ---- */
+
+/* "file:PATH?mode=ro[&immutable=1]": the URI of a file, '?', '#', '%' and control
+   characters percent-encoded (sqlite3_free). An absolute path gets an empty authority. */
+static char *lks_store_uri(const char *path, int immutable)
+{
+	sqlite3_str *u = sqlite3_str_new(NULL);
+
+	sqlite3_str_appendall(u, path[0] == '/' ? "file://" : "file:");
+	for (const unsigned char *p = (const unsigned char *)path; *p; p++)
+		if (*p == '?' || *p == '#' || *p == '%' || *p < 0x20 || *p == 0x7f)
+			sqlite3_str_appendf(u, "%%%02X", *p);
+		else
+			sqlite3_str_appendchar(u, 1, (char)*p);
+	sqlite3_str_appendall(u, immutable ? "?mode=ro&immutable=1" : "?mode=ro");
+	return sqlite3_str_finish(u);
+}
+
+/* Opens path read-only and reads its header (lks_store_inspect). *db is set whatever
+   happens; the SQLite code of a read that failed (SQLITE_READONLY where the -shm of a WAL
+   database cannot be made) comes back in *sql_rc, with rc -1. */
+static int lks_store_open_ro_db(const char *path, int immutable, sqlite3 **db, int *sql_rc)
+{
+	char *uri = lks_store_uri(path, immutable);
+	enum lks_store_kind kind;
+	int64_t version;
+	int rc;
+
+	*db = NULL;
+	*sql_rc = SQLITE_NOMEM;
+	if (!uri)
+		return lks_err("cannot open '%s': out of memory", path);
+	*sql_rc = sqlite3_open_v2(uri, db, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI
+	                          | SQLITE_OPEN_NOMUTEX, NULL);
+	sqlite3_free(uri);
+	if (*sql_rc != SQLITE_OK)
+		return lks_err("cannot open '%s': %s", path, *db ? sqlite3_errmsg(*db) : "out of memory");
+	sqlite3_extended_result_codes(*db, 0);
+	sqlite3_busy_timeout(*db, LKS_STORE_BUSY_MS);
+	if ((rc = lks_store_inspect(*db, path, &kind, &version)) != 0) {
+		*sql_rc = sqlite3_errcode(*db);
+		return rc;
+	}
+	*sql_rc = SQLITE_OK;
+	if (kind == LKS_FILE_NEW)
+		return lks_err("'%s' is not a lockstep database (an SQLite database without tables)",
+		               path), LKS_STORE_BAD_FILE;
+	return 0;
+}
+
+/* The size of path's write-ahead log, 0 when there is none. */
+static off_t lks_store_wal_size(const char *path)
+{
+	char *wal = sqlite3_mprintf("%s-wal", path);
+	struct stat st;
+	off_t n = wal && stat(wal, &st) == 0 ? st.st_size : 0;
+
+	sqlite3_free(wal);
+	return n;
+}
+
+int lks_store_open_readonly(const char *path, lks_store **out)
+{
+	lks_store *s = NULL;
+	sqlite3 *db = NULL;
+	struct stat st;
+	int rc, sql_rc;
+
+	*out = NULL;
+	if (stat(path, &st) != 0)
+		return errno == ENOENT ? (lks_err("no database '%s'", path), LKS_STORE_BAD_FILE)
+		                       : lks_err("cannot open '%s': %s", path, strerror(errno));
+	if (!S_ISREG(st.st_mode) || st.st_size == 0)
+		return lks_err("'%s' is not a lockstep database (%s)", path, S_ISREG(st.st_mode)
+		               ? "an empty file" : "not a regular file"), LKS_STORE_BAD_FILE;
+	rc = lks_store_open_ro_db(path, 0, &db, &sql_rc);
+	/* A WAL database needs its -shm (the WAL index), which a reader makes where it can.
+	   Where it cannot (a read-only folder or medium), a database without a WAL to read is
+	   opened immutable: no locks, no -shm; nobody can be writing it there. */
+	if (rc == -1 && (sql_rc == SQLITE_READONLY || sql_rc == SQLITE_CANTOPEN)) {
+		if (lks_store_wal_size(path) > 0) {
+			lks_err("cannot read '%s': its write-ahead log '%s-wal' needs the index '%s-shm', "
+			        "which cannot be made here (a read-only folder?): open it once with write "
+			        "access to fold the log in", path, path, path);
+			goto out;
+		}
+		sqlite3_close_v2(db);
+		rc = lks_store_open_ro_db(path, 1, &db, &sql_rc);
+	}
+	if (rc)
+		goto out;
+	rc = -1;
+	if (!(s = calloc(1, sizeof(*s)))) {
+		lks_err("cannot open '%s': out of memory", path);
+		goto out;
+	}
+	/* per-connection settings only: the file's journal mode is left as it is */
+	if (LKS_SQL(db, sqlite3_exec(db, "PRAGMA foreign_keys = ON; PRAGMA cache_size = -65536; "
+	                                 "PRAGMA temp_store = MEMORY;", NULL, NULL, NULL)) < 0) {
+		free(s);
+		goto out;
+	}
+	s->db = db;
+	db = NULL;
 	*out = s;
 	rc = 0;
 out:

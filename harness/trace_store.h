@@ -68,6 +68,15 @@ typedef struct lks_stat_row {
    exit 2 to a user); other failures -1. */
 #define LKS_STORE_BAD_FILE (-2)
 int lks_store_open(const char *path, lks_store **out);
+/* Opens an existing database to read (diff, report, golden update): creates nothing and
+   writes nothing, so it also reads a file on read-only media (where a WAL database with
+   no log to fold in is opened immutable). A missing file, an empty one, one that is not a
+   regular file or not a lockstep database, or a later schema version: LKS_STORE_BAD_FILE,
+   and the file stays as it was. An earlier version is read as it is, not upgraded.
+   Writing through the store fails. Where the folder can be written, SQLite's reader may
+   leave the -wal and -shm files of a WAL database beside it (the next writer removes
+   them); the database file itself is never written. */
+int lks_store_open_readonly(const char *path, lks_store **out);
 void lks_store_close(lks_store *s);
 
 int lks_store_begin_suite(lks_store *s, const char *command, int64_t *suite_id);

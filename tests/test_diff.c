@@ -3,9 +3,13 @@
  * say so; a BF16 and an FP8 run of one tiny case exit 1 with the first divergence at step
  * 0 naming a tensor and one table row per step; CASE/RUN means the latest stored run of
  * that name; fingerprint keys that differ are named; an unknown run, a missing database
- * and bad usage exit 2. LKS_BIN is the path of the built program (tests/CMakeLists.txt).
+ * and bad usage exit 2. The database is opened read-only: diff reads one in a read-only
+ * folder, and leaves a file that is not a lockstep database (empty, text, another
+ * program's) as it was, exit 2. LKS_BIN is the path of the built program
+ * (tests/CMakeLists.txt).
  */
 #include <criterion/criterion.h>
+#include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -212,5 +216,70 @@ Test(diff, unknown_run_and_bad_usage_exit_2)
 	cr_assert_eq(lks_run_bin(NULL, "diff --help", out, sizeof(out)), 0, "%s", out);
 	cr_assert_not_null(strstr(out, "example:"), "%s", out);
 	cr_assert_not_null(strstr(out, "lockstep diff"), "%s", out);
+	cleanup(&f);
+}
+
+/* On read-only media (here: a folder and file made read-only, and for root a run as
+   nobody) diff reads the database, and nothing in the folder changes or appears. */
+Test(diff, reads_a_read_only_database)
+{
+	struct fixture f;
+	char out[16384], args[512], *before, *after;
+	const char *who;
+
+	setup_runs(&f);
+	before = lks_dir_state(f.dir);
+	who = lks_read_only(f.dir);
+	snprintf(args, sizeof(args), "diff 1 3 --db '%s'", f.db);
+	cr_expect_eq(lks_run_bin(who, args, out, sizeof(out)), 1, "%s", out);
+	cr_expect_not_null(strstr(out, "first divergence: step 0"), "%s", out);
+	snprintf(args, sizeof(args), "chmod -R u+w '%s'", f.dir);
+	cr_assert_eq(system(args), 0);
+	after = lks_dir_state(f.dir);
+	cr_expect_str_eq(after, before, "the folder changed");
+	free(before);
+	free(after);
+	cleanup(&f);
+}
+
+/* Files that are not a lockstep database (empty, text, another program's database): exit 2
+   naming the file, and each left byte for byte as it was, with nothing beside it (an
+   empty file once became a database). */
+Test(diff, refuses_a_file_that_is_not_a_database_untouched)
+{
+	static const char *const files[][2] = {
+		{ "empty.db", "" },
+		{ "notes.db", "step,loss\n0,10.5\n" },
+	};
+	struct fixture f;
+	char out[16384], args[512], path[256], *before, *after;
+	sqlite3 *db;
+	FILE *w;
+
+	setup_dir(&f);
+	for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
+		snprintf(path, sizeof(path), "%s/%s", f.dir, files[i][0]);
+		cr_assert_not_null(w = fopen(path, "w"));
+		fputs(files[i][1], w);
+		fclose(w);
+	}
+	snprintf(path, sizeof(path), "%s/other.db", f.dir);
+	cr_assert_eq(sqlite3_open(path, &db), SQLITE_OK);
+	cr_assert_eq(sqlite3_exec(db, "CREATE TABLE t (x); INSERT INTO t VALUES (1)", NULL, NULL,
+	                          NULL), SQLITE_OK);
+	sqlite3_close(db);
+	before = lks_dir_state(f.dir);
+	for (size_t i = 0; i < 3; i++) {
+		const char *name = i < 2 ? files[i][0] : "other.db";
+
+		snprintf(path, sizeof(path), "%s/%s", f.dir, name);
+		snprintf(args, sizeof(args), "diff 1 2 --db '%s'", path);
+		cr_expect_eq(lks_run_bin(NULL, args, out, sizeof(out)), 2, "%s: %s", name, out);
+		cr_expect_not_null(strstr(out, "not a lockstep database"), "%s: %s", name, out);
+	}
+	after = lks_dir_state(f.dir);
+	cr_expect_str_eq(after, before, "a file changed or a new one appeared");
+	free(before);
+	free(after);
 	cleanup(&f);
 }

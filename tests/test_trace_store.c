@@ -248,20 +248,28 @@ static struct snapshot take(const char *path)
 	return sn;
 }
 
-static void expect_unchanged(const char *path, struct snapshot before)
+/* The file's bytes and time as before: it was not written. */
+static void expect_same_bytes(const char *path, struct snapshot before)
 {
 	struct snapshot after = take(path);
-	char side[512];
 
 	cr_assert_eq(after.size, before.size, "'%s' changed size", path);
 	cr_assert_eq(memcmp(after.bytes, before.bytes, before.size), 0, "'%s' changed", path);
 	cr_assert(after.mtime.tv_sec == before.mtime.tv_sec
 	          && after.mtime.tv_nsec == before.mtime.tv_nsec, "'%s' was written", path);
+	free(after.bytes);
+}
+
+/* Not written, and nothing left beside it. Frees before. */
+static void expect_unchanged(const char *path, struct snapshot before)
+{
+	char side[512];
+
+	expect_same_bytes(path, before);
 	snprintf(side, sizeof(side), "%s-wal", path);
 	cr_assert(!exists(side), "'%s' left behind", side);
 	snprintf(side, sizeof(side), "%s-journal", path);
 	cr_assert(!exists(side), "'%s' left behind", side);
-	free(after.bytes);
 	free(before.bytes);
 }
 
@@ -467,6 +475,231 @@ Test(trace_store, earlier_version_is_upgraded_keeping_everything)
 		lks_store_close(s);
 		rm_tmp();
 	}
+}
+
+/* ---- opening to read only ---- */
+
+/* A complete run of 2 steps of 10 tensors in a new database at path. */
+static int64_t make_db(const char *path)
+{
+	lks_run_info info = run_info("bf16", 2);
+	lks_store *s;
+	int64_t run;
+
+	cr_assert_eq(lks_store_open(path, &s), 0, "%s", lks_errmsg());
+	cr_assert_eq(lks_store_begin_run(s, &info, &run), 0, "%s", lks_errmsg());
+	put_tensors(s, run, 10);
+	put_steps(s, run, 0, 2, 10);
+	cr_assert_eq(lks_store_end_run(s, run, "complete"), 0, "%s", lks_errmsg());
+	lks_store_close(s);
+	return run;
+}
+
+Test(trace_store, readonly_reads_and_never_writes)
+{
+	char path[512];
+	lks_store *s;
+	int64_t run, suite;
+	struct snapshot before;
+
+	mkdir_tmp();
+	path_in_tmp(path, sizeof(path), "ro.db");
+	run = make_db(path);
+	before = take(path);
+	cr_assert_eq(lks_store_open_readonly(path, &s), 0, "%s", lks_errmsg());
+	expect_status(s, run, "complete");
+	check_steps(s, run, 0, 2, 10);
+	cr_assert_neq(lks_store_begin_suite(s, "lockstep run", &suite), 0, "a read-only store wrote");
+	lks_store_close(s);
+	/* SQLite's reader may leave the -wal and -shm of a WAL database beside it, not more */
+	expect_same_bytes(path, before);
+	free(before.bytes);
+
+	/* an earlier version is read as it is: not upgraded */
+	path_in_tmp(path, sizeof(path), "old.db");
+	make_old_db(path, 1, &run);
+	before = take(path);
+	cr_assert_eq(lks_store_open_readonly(path, &s), 0, "%s", lks_errmsg());
+	cr_assert_eq(sql_int(s, "PRAGMA user_version"), 1);
+	expect_status(s, run, "complete");
+	lks_store_close(s);
+	expect_same_bytes(path, before);
+	free(before.bytes);
+	rm_tmp();
+}
+
+/* Refused, LKS_STORE_BAD_FILE with the reason, and left as it was. */
+static void expect_refused(const char *path, const char *why)
+{
+	lks_store *s = (lks_store *)1;
+
+	cr_assert_eq(lks_store_open_readonly(path, &s), LKS_STORE_BAD_FILE, "'%s': %s", path,
+	             lks_errmsg());
+	cr_assert_null(s);
+	cr_assert(strstr(lks_errmsg(), path) && strstr(lks_errmsg(), why), "%s", lks_errmsg());
+}
+
+Test(trace_store, readonly_refuses_what_is_not_ours_untouched)
+{
+	static const struct {
+		const char *name, *sql, *text, *why;
+	} files[] = {
+		{ "empty.db", NULL, "", "an empty file" },
+		{ "notes.csv", NULL, "step,loss\n0,10.5\n", "not an SQLite file" },
+		{ "other.db", "CREATE TABLE notes (t TEXT); INSERT INTO notes VALUES ('keep me');", NULL,
+		  "another program" },
+		{ "bare.db", "CREATE TABLE t (x); DROP TABLE t;", NULL, "without tables" },
+	};
+	char path[512];
+	struct snapshot before;
+	FILE *f;
+
+	mkdir_tmp();
+	for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
+		path_in_tmp(path, sizeof(path), files[i].name);
+		if (files[i].sql) {
+			raw_exec(path, files[i].sql);
+		} else {
+			cr_assert_not_null(f = fopen(path, "wb"));
+			fputs(files[i].text, f);
+			fclose(f);
+		}
+		before = take(path);
+		expect_refused(path, files[i].why);
+		expect_unchanged(path, before);
+	}
+	/* missing: not created */
+	path_in_tmp(path, sizeof(path), "none.db");
+	expect_refused(path, "no database");
+	cr_assert(!exists(path), "a missing database was created");
+	/* not a regular file: a folder, and a FIFO (opening it would wait for a writer) */
+	path_in_tmp(path, sizeof(path), "dir.db");
+	cr_assert_eq(mkdir(path, 0777), 0);
+	expect_refused(path, "not a regular file");
+	rmdir(path);
+	path_in_tmp(path, sizeof(path), "fifo.db");
+	cr_assert_eq(mkfifo(path, 0666), 0);
+	expect_refused(path, "not a regular file");
+	/* ours, but of a later version */
+	path_in_tmp(path, sizeof(path), "future.db");
+	make_db(path);
+	raw_exec(path, "PRAGMA user_version = 4");
+	before = take(path);
+	expect_refused(path, "version 4");
+	expect_same_bytes(path, before);
+	free(before.bytes);
+	rm_tmp();
+}
+
+/* In a child that cannot write to the folder (chmod a-w; root, whom that does not stop,
+   becomes nobody), opens path read-only and counts its suites; the count, or -1 with the
+   message in msg, or -2 when the child could not give up root. */
+static int count_suites_read_only(const char *path, char *msg, size_t size)
+{
+	int fds[2], st;
+	pid_t pid;
+	ssize_t n;
+
+	cr_assert_eq(pipe(fds), 0);
+	cr_assert_geq(pid = fork(), 0);
+	if (pid == 0) {
+		lks_store *s;
+		int rc;
+
+		close(fds[0]);
+		if (geteuid() == 0 && (setgid(65534) != 0 || setuid(65534) != 0))
+			_exit(102);
+		if (access(tmpdir, W_OK) == 0)
+			_exit(102);
+		if ((rc = lks_store_open_readonly(path, &s)) != 0) {
+			if (write(fds[1], lks_errmsg(), strlen(lks_errmsg())) < 0)
+				_exit(103);
+			_exit(101);
+		}
+		rc = (int)sql_int(s, "SELECT count(*) FROM suites");
+		lks_store_close(s);
+		_exit(rc < 100 ? rc : 100);
+	}
+	close(fds[1]);
+	n = read(fds[0], msg, size - 1);
+	msg[n > 0 ? n : 0] = 0;
+	close(fds[0]);
+	cr_assert_eq(waitpid(pid, &st, 0), pid);
+	cr_assert(WIFEXITED(st), "the reader died");
+	return WEXITSTATUS(st) == 101 ? -1 : WEXITSTATUS(st) == 102 ? -2 : WEXITSTATUS(st);
+}
+
+/* A database with one suite in the write-ahead log of a writer killed before it folded the
+   log in; without its -shm when shm is 0. */
+static void killed_writer(const char *path, int shm)
+{
+	char side[600];
+	pid_t pid;
+	int st;
+
+	make_db(path);
+	cr_assert_geq(pid = fork(), 0);
+	if (pid == 0) {
+		lks_store *s;
+		int64_t suite;
+
+		if (lks_store_open(path, &s) || lks_store_begin_suite(s, "killed", &suite))
+			_exit(1);
+		_exit(0);  /* no close: the log stays */
+	}
+	cr_assert_eq(waitpid(pid, &st, 0), pid);
+	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	snprintf(side, sizeof(side), "%s-wal", path);
+	cr_assert(exists(side));
+	snprintf(side, sizeof(side), "%s-shm", path);
+	if (!shm)
+		cr_assert_eq(unlink(side), 0);
+}
+
+/* Read-only media: a WAL database whose folder cannot be written has no -shm to make. One
+   without a log is read immutable; one with a log and its -shm is read whole; a log
+   without its index cannot be read, and the message says why. */
+Test(trace_store, readonly_on_a_read_only_folder)
+{
+	char path[512], msg[1024], cmd[600];
+	struct snapshot before[3];
+	static const char *const names[] = { "clean.db", "log.db", "lost.db" };
+
+	mkdir_tmp();
+	path_in_tmp(path, sizeof(path), names[0]);
+	make_db(path);
+	path_in_tmp(path, sizeof(path), names[1]);
+	killed_writer(path, 1);
+	path_in_tmp(path, sizeof(path), names[2]);
+	killed_writer(path, 0);
+	for (int i = 0; i < 3; i++) {
+		path_in_tmp(path, sizeof(path), names[i]);
+		before[i] = take(path);
+	}
+	snprintf(cmd, sizeof(cmd), "chmod -R a-w,a+rX '%s'", tmpdir);
+	cr_assert_eq(system(cmd), 0);
+
+	path_in_tmp(path, sizeof(path), names[0]);
+	if (count_suites_read_only(path, msg, sizeof(msg)) == -2)
+		cr_skip_test("cannot open '%s' as a user who cannot write there", path);
+	cr_expect_eq(count_suites_read_only(path, msg, sizeof(msg)), 0, "%s", msg);
+	path_in_tmp(path, sizeof(path), names[1]);
+	cr_expect_eq(count_suites_read_only(path, msg, sizeof(msg)), 1, "the suite in the log: %s",
+	             msg);
+	path_in_tmp(path, sizeof(path), names[2]);
+	cr_expect_eq(count_suites_read_only(path, msg, sizeof(msg)), -1);
+	cr_expect(strstr(msg, "lost.db-wal") && strstr(msg, "lost.db-shm"), "%s", msg);
+
+	snprintf(cmd, sizeof(cmd), "chmod -R u+w '%s'", tmpdir);
+	cr_assert_eq(system(cmd), 0);
+	for (int i = 0; i < 3; i++) {
+		path_in_tmp(path, sizeof(path), names[i]);
+		expect_same_bytes(path, before[i]);
+		free(before[i].bytes);
+	}
+	path_in_tmp(path, sizeof(path), "clean.db-shm");
+	cr_expect(!exists(path), "a -shm appeared");
+	rm_tmp();
 }
 
 struct probes_seen {
