@@ -18,6 +18,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "harness/file.h"
 #include "kernels/err.h"
 
 static const char lks_golden_magic[] = "# lockstep golden";
@@ -670,35 +671,31 @@ static int lks_read_line(struct lks_rd *r, int *state, char *line, size_t *cap_s
 int lks_golden_read(const char *path, lks_golden *g)
 {
 	struct lks_rd r = { .path = path, .g = g };
-	FILE *f;
-	char *line = NULL;
-	size_t size = 0, cap_steps = 0, cap_stats = 0;
-	ssize_t len;
-	int state = LKS_RD_MAGIC, rc = 0;
+	char *text = NULL, *line, *next;
+	size_t len, cap_steps = 0, cap_stats = 0;
+	int state = LKS_RD_MAGIC, rc;
 
 	memset(g, 0, sizeof(*g));
-	if (!(f = fopen(path, "r"))) {
-		if (errno == ENOENT) {
+	if ((rc = lks_file_read(path, LKS_GOLDEN_FILE_MAX, "a golden file", &text, &len))) {
+		if (rc == LKS_FILE_MISSING) {
 			lks_err("no golden file '%s'", path);
 			return LKS_GOLDEN_MISSING;
 		}
-		lks_err("cannot open '%s': %s", path, strerror(errno));
 		return LKS_GOLDEN_BAD;
 	}
-	while (rc == 0 && (len = getline(&line, &size, f)) >= 0) {
+	for (line = text; rc == 0 && line < text + len; line = next) {
+		size_t n = (size_t)(text + len - line);
+
+		next = memchr(line, '\n', n);
 		r.line++;
-		if ((size_t)len != strlen(line))
+		if (memchr(line, 0, next ? (size_t)(next - line) : n))
 			rc = lks_bad(&r, "a NUL byte in the line");
-		else if (len == 0 || line[len - 1] != '\n')
+		else if (!next)
 			rc = lks_bad(&r, "the last line has no newline: the file is cut short");
 		else {
-			line[len - 1] = 0;
+			*next++ = 0;
 			rc = lks_read_line(&r, &state, line, &cap_steps, &cap_stats);
 		}
-	}
-	if (rc == 0 && ferror(f)) {
-		lks_err("cannot read '%s'", path);
-		rc = LKS_GOLDEN_BAD;
 	}
 	if (rc == 0 && state != LKS_RD_DONE) {
 		static const char *const what[] = { "is empty", "ends in its header",
@@ -707,8 +704,7 @@ int lks_golden_read(const char *path, lks_golden *g)
 		r.line++;
 		rc = lks_bad(&r, "the file %s, before its '# end' line: it is cut short", what[state]);
 	}
-	free(line);
-	fclose(f);
+	free(text);
 	return rc;
 }
 
