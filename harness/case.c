@@ -1106,6 +1106,7 @@ out:
 int lks_cases_inject_env(lks_case *cases, int ncases)
 {
 	const char *spec = getenv(LKS_INJECT_ENV);
+	char why[600] = "";  /* why the first run it did not fit refused it */
 	lks_fault f;
 	int planted = 0;
 
@@ -1120,6 +1121,8 @@ int lks_cases_inject_env(lks_case *cases, int ncases)
 			if (f.run[0] && strcmp(f.run, r->name))
 				continue;
 			if (lks_run_fault_fits(&cases[i], r, &f)) {
+				if (!why[0])
+					snprintf(why, sizeof(why), "; run '%s': %s", r->name, lks_errmsg());
 				if (!f.run[0])
 					continue;
 				lks_err_prefix(r->name);
@@ -1129,8 +1132,8 @@ int lks_cases_inject_env(lks_case *cases, int ncases)
 			planted++;
 		}
 	if (!planted)
-		return lks_err("%s: no run %s%s%s", LKS_INJECT_ENV, f.run[0] ? "is called '" : "fits ",
-		               f.run[0] ? f.run : spec, f.run[0] ? "'" : "");
+		return lks_err("%s: no run %s '%s'%s", LKS_INJECT_ENV, f.run[0] ? "is called" : "fits",
+		               f.run[0] ? f.run : spec, why);
 	return 0;
 }
 
