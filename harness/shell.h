@@ -13,7 +13,9 @@
  * s as one shell word into buf (size bytes), returned for use in printf: s itself when
  * it holds only letters, digits and _ - . / , : = + @ % (and is not empty); else in single
  * quotes, a ' inside written '\''; a word with control characters in $'...' with \xNN
- * escapes (bash, zsh, ksh and dash 0.5.12 read it), so that the command stays on one line.
+ * escapes, so that the command stays on one line and sends no control character to the
+ * terminal (bash, zsh, ksh and busybox sh read it; dash before 0.5.13 does not, and no
+ * POSIX quoting holds a control character on one line).
  * A word that does not fit is cut with its quotes closed.
  */
 const char *lks_shell_quote(const char *s, char *buf, size_t size);
