@@ -19,6 +19,7 @@
 #include <sys/stat.h>
 
 #include "harness/file.h"
+#include "harness/name.h"
 #include "kernels/err.h"
 
 static const char lks_golden_magic[] = "# lockstep golden";
@@ -65,9 +66,16 @@ const char *lks_golden_class(const char *backend)
 int lks_golden_path(const char *dir, const char *backend, const char *case_name,
                     const char *run_name, char *buf, size_t size)
 {
-	int n = snprintf(buf, size, "%s/%s/%s/%s.tsv", dir, lks_golden_class(backend), case_name,
-	                 run_name);
+	int n;
 
+	/* names read from a database an older lockstep wrote may not keep the rule: one such
+	   as '..' must not lead the file out of its folder */
+	if (lks_name_check("case", case_name, strlen(case_name))
+	    || lks_name_check("run", run_name, strlen(run_name))
+	    || lks_name_check("backend", lks_golden_class(backend), strlen(lks_golden_class(backend))))
+		return -1;
+	n = snprintf(buf, size, "%s/%s/%s/%s.tsv", dir, lks_golden_class(backend), case_name,
+	             run_name);
 	if (n < 0 || (size_t)n >= size)
 		return lks_err("golden path too long for case '%s', run '%s'", case_name, run_name);
 	return 0;

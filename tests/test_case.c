@@ -15,6 +15,7 @@
 #include <sys/stat.h>
 
 #include "harness/case.h"
+#include "harness/golden.h"
 #include "harness/runner.h"
 #include "kernels/err.h"
 
@@ -699,6 +700,20 @@ Test(case, one_name_rule_for_cases_runs_and_checks, .init = setup, .fini = teard
 	         "digits, '_', '-', '.' or '+', starting with a letter, a digit or '_'");
 	load_err(BASE "[check ..]\n", NULL, 0, ":15: bad check name '..': want 1 to 63 letters, "
 	         "digits, '_', '-', '.' or '+', starting with a letter, a digit or '_'");
+}
+
+/* Names read back from a database become paths only when they keep the rule. */
+Test(case, golden_paths_keep_the_name_rule)
+{
+	char path[256];
+
+	cr_assert_eq(lks_golden_path("golden", "cpu", "fp8.w2", "a", path, sizeof(path)), 0);
+	cr_assert_str_eq(path, "golden/cpu/fp8.w2/a.tsv");
+	cr_assert_neq(lks_golden_path("golden", "cpu", "..", "a", path, sizeof(path)), 0,
+	              "golden/cpu/../a.tsv");
+	cr_assert_not_null(strstr(lks_errmsg(), "bad case name '..'"), "%s", lks_errmsg());
+	cr_assert_neq(lks_golden_path("golden", "cpu", "x", "../../etc/a", path, sizeof(path)), 0);
+	cr_assert_neq(lks_golden_path("golden", "../x", "x", "a", path, sizeof(path)), 0);
 }
 
 /* Writes a case of exactly size bytes: BASE, then comment lines. */
