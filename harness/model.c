@@ -491,8 +491,9 @@ double lks_rank_bytes(const lks_model *m, const lks_run_cfg *run, long long toke
 	              + 6 * L * (run->amax_history > 0 ? run->amax_history : 1);
 	double bytes = floats * f + 6 * L * sizeof(lks_amax_slot);
 
-	/* the arena sizes as size_t: the caller has checked that T x (H, F or V) elements fit */
-	if (T * (H + F + V) * 64 < 1e18) {
+	/* the arenas are sized in size_t: only where that cannot overflow (beyond, the rest
+	   is already far past any machine's memory) */
+	if (T * (H + F + V) * L * 64 < 1e18) {
 		bytes += (double)lks_arena_size(c, (size_t)T);
 		if (traced)
 			bytes += (double)lks_qarena_size(c, (size_t)T);
