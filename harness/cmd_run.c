@@ -17,7 +17,6 @@
 #include "harness/fingerprint.h"
 #include "harness/junit.h"
 #include "harness/golden.h"
-#include "harness/name.h"
 #include "harness/runner.h"
 #include "harness/sqnr.h"
 #include "harness/trace_store.h"
@@ -110,8 +109,6 @@ static int lks_run_parse(int argc, char **argv, struct lks_run_args *a)
 		} else if (!strcmp(o, "--check") && v) {
 			a->checks[a->nchecks++] = argv[++i];
 		} else if (!strcmp(o, "--combo") && v) {
-			if (lks_name_check("combo", v, strlen(v)))
-				return lks_usage("run: --combo: %s", lks_errmsg());
 			a->combo = argv[++i];
 		} else if (!strcmp(o, "--golden") && v) {
 			lks_golden_set_dir(argv[++i]);
