@@ -15,13 +15,19 @@
 #include <errno.h>
 #include <float.h>
 #include <ini.h>
+#include <limits.h>
 #include <math.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
+#include "harness/file.h"
+#include "harness/model.h"
+#include "harness/name.h"
+#include "harness/runner.h"
 #include "harness/trace_store.h"
 #include "kernels/err.h"
 
@@ -182,10 +188,12 @@ struct lks_key {
 };
 
 /* Sizes are capped well below INT_MAX so that the products a runner forms (tokens x
-   hidden, batch x world size) stay in range. */
+   hidden, batch x world size) stay in range. Ranks are threads of one process (one thread
+   and one model replica each): 1024 of them is four times the 256-GPU jobs lockstep is
+   meant to mirror, and far below the thread limits of a Linux machine. */
 #define LKS_SIZE_CAP (1 << 20)
 #define LKS_STEPS_CAP 10000000
-#define LKS_WORLD_CAP 65536
+#define LKS_WORLD_CAP 1024
 
 #define KEY_INT(s, f, lo, hi, req) \
 	{ #f, LKS_KEY_INT, offsetof(s, f), 0, lo, hi, 0, 0, req, NULL }
@@ -535,17 +543,7 @@ static int lks_case_key(struct lks_parse *st, enum lks_sec sec, int idx, const c
 
 /* ---- sections ---- */
 
-/* Run and check names appear in --set run.NAME.key=value, in SQL and in file names. */
-static int lks_name_ok(const char *s, size_t len)
-{
-	if (!len || len >= LKS_NAME_MAX)
-		return 0;
-	for (size_t i = 0; i < len; i++)
-		if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= 'A' && s[i] <= 'Z')
-		      || (s[i] >= '0' && s[i] <= '9') || s[i] == '_' || s[i] == '-'))
-			return 0;
-	return 1;
-}
+_Static_assert(LKS_NAME_RULE_MAX < LKS_NAME_MAX, "a good name fits lks_case's buffers");
 
 /* Room for one more run (or check) and its bits in seen. */
 static int lks_grow(void **items, size_t size, unsigned **seen, int n, int *cap)
@@ -664,9 +662,8 @@ static int lks_case_section(struct lks_parse *st, const char *line)
 			       (int)(end - w), w);
 	if (n == end)
 		return lks_err("[%.*s] needs a name: [%.*s NAME]", (int)wlen, w, (int)wlen, w);
-	if (!lks_name_ok(n, (size_t)(ne - n)))
-		return lks_err("bad %.*s name '%.*s': want letters, digits, '_' or '-', at most %d",
-			       (int)wlen, w, (int)(ne - n), n, LKS_NAME_MAX - 1);
+	if (lks_name_check(wlen == 3 ? "run" : "check", n, (size_t)(ne - n)))
+		return -1;
 	snprintf(name, sizeof(name), "%.*s", (int)(ne - n), n);
 	st->sec = wlen == 3 ? LKS_SEC_RUN : LKS_SEC_CHECK;
 	return st->sec == LKS_SEC_RUN ? lks_case_add_run(st, name) : lks_case_add_check(st, name);
@@ -811,6 +808,43 @@ static int lks_check_runs(struct lks_parse *st, const lks_check_cfg *k)
 	return 0;
 }
 
+/* Tokens a rank of run r takes per step: its share of the global batch, in tokens. */
+static long long lks_run_tokens(const lks_case *c, const lks_run_cfg *r)
+{
+	return (long long)c->model.batch * c->world_size / r->world_size * c->model.seq;
+}
+
+/* Whether fault f can act on run r: its recipe, ranks and steps, and the tensor it names. */
+static int lks_run_fault_fits(const lks_case *c, const lks_run_cfg *r, const lks_fault *f)
+{
+	if (lks_fault_fits(f, r->recipe, r->checkpoint, r->world_size, c->steps))
+		return -1;
+	return lks_fault_fits_model(f, &c->model, lks_run_tokens(c, r));
+}
+
+/* The machine's memory in bytes; 0 when it cannot be told. */
+static double lks_phys_bytes(void)
+{
+	long pages = sysconf(_SC_PHYS_PAGES), size = sysconf(_SC_PAGESIZE);
+
+	return pages > 0 && size > 0 ? (double)pages * (double)size : 0.0;
+}
+
+/* A run whose model does not fit the machine fails now, not after the runs before it. */
+static int lks_run_fits_memory(const lks_case *c, const lks_run_cfg *r)
+{
+	double need = lks_run_bytes(c, r), have = lks_phys_bytes(), gib = 1024.0 * 1024 * 1024;
+
+	if (need < 0)
+		return -1;
+	if (have > 0 && need > have)
+		return lks_err("run '%s' needs about %.1f GiB of memory (%d rank%s, estimated from "
+		               "the model's sizes, the recipe and checkpointing), more than the %.1f "
+		               "GiB of this machine", r->name, need / gib, r->world_size,
+		               r->world_size > 1 ? "s" : "", have / gib);
+	return 0;
+}
+
 static int lks_case_validate(struct lks_parse *st)
 {
 	lks_case *c = st->c;
@@ -849,15 +883,23 @@ static int lks_case_validate(struct lks_parse *st)
 				c->runs[i].world_size, global, c->model.batch, c->world_size);
 			return lks_case_at(st, c->runs[i].line);
 		}
+	/* the runner's token counts are ints */
+	if (global * c->model.seq > INT_MAX) {
+		lks_err("the global batch of %lld tokens (model.batch x world_size x seq) is over "
+		        "the %d a step can take", global * c->model.seq, INT_MAX);
+		return lks_case_at(st, st->sec_line[LKS_SEC_MODEL]);
+	}
 	for (int i = 0; i < c->nruns; i++) {
 		const lks_run_cfg *r = &c->runs[i];
 		char who[LKS_NAME_MAX + 8];
 
-		if (lks_fault_fits(&r->inject, r->recipe, r->checkpoint, r->world_size, c->steps)) {
+		if (lks_run_fault_fits(c, r, &r->inject)) {
 			snprintf(who, sizeof(who), "run '%s'", r->name);
 			lks_err_prefix(who);
 			return lks_case_at(st, r->line);
 		}
+		if (lks_run_fits_memory(c, r))
+			return lks_case_at(st, r->line);
 	}
 	for (int i = 0; i < c->nchecks; i++)
 		if (lks_check_runs(st, &c->checks[i]))
@@ -920,43 +962,33 @@ static int lks_case_set(struct lks_parse *st, const char *set)
 	return lks_case_key(st, sec, idx, key, eq + 1, 1);
 }
 
+int lks_case_override(lks_case *c, const char *set)
+{
+	struct lks_parse st = { .c = c, .sec = LKS_SEC_NONE };
+	int rc;
+
+	/* no key counts as given: an override may replace any */
+	st.run_seen = calloc((size_t)c->nruns + 1, sizeof(*st.run_seen));
+	st.check_seen = calloc((size_t)c->nchecks + 1, sizeof(*st.check_seen));
+	rc = st.run_seen && st.check_seen ? lks_case_set(&st, set) : lks_err("out of memory");
+	free(st.run_seen);
+	free(st.check_seen);
+	return rc;
+}
+
 /* ---- load ---- */
 
 static int lks_read_text(const char *path, char **out)
 {
-	FILE *f = fopen(path, "rb");
-	size_t len = 0, cap = 4096, n;
-	char *buf = NULL, *grown;
-	int rc = 0;
+	size_t len;
+	int rc = lks_file_read(path, LKS_CASE_FILE_MAX, "a case file", out, &len);
 
-	*out = NULL;
-	if (!f)
-		return lks_err("cannot open '%s': %s", path, strerror(errno));
-	do {
-		if (!(grown = realloc(buf, cap + 1))) {
-			rc = lks_err("out of memory reading '%s'", path);
-			goto out;
-		}
-		buf = grown;
-		n = fread(buf + len, 1, cap - len, f);
-		len += n;
-		if (len == cap)
-			cap *= 2;
-	} while (n > 0);
-	if (ferror(f)) {
-		rc = lks_err("cannot read '%s': %s", path, strerror(errno));
-		goto out;
-	}
-	buf[len] = 0;
-	if (strlen(buf) != len)
+	if (rc == 0 && strlen(*out) != len) {
+		free(*out);
+		*out = NULL;
 		rc = lks_err("'%s' contains a NUL byte: not a case file", path);
-out:
-	fclose(f);
-	if (rc)
-		free(buf);
-	else
-		*out = buf;
-	return rc;
+	}
+	return rc ? -1 : 0;
 }
 
 static int lks_case_init(lks_case *c, const char *path)
@@ -971,8 +1003,9 @@ static int lks_case_init(lks_case *c, const char *path)
 		len -= 4;
 	if (strlen(path) >= sizeof(c->path))
 		return lks_err("path '%s' is too long", path);
-	if (len >= LKS_NAME_MAX)
-		return lks_err("%s: case name longer than %d characters", path, LKS_NAME_MAX - 1);
+	/* the name makes golden/<class>/<case>/: "...ini" would put it beside <class> */
+	if (lks_name_check("case", base, len))
+		return lks_err_prefix(path);
 	strcpy(c->path, path);
 	memcpy(c->name, base, len);
 	c->seed = 1234;
@@ -1151,6 +1184,7 @@ out:
 int lks_cases_inject_env(lks_case *cases, int ncases)
 {
 	const char *spec = getenv(LKS_INJECT_ENV);
+	char why[600] = "";  /* why the first run it did not fit refused it */
 	lks_fault f;
 	int planted = 0;
 
@@ -1164,7 +1198,9 @@ int lks_cases_inject_env(lks_case *cases, int ncases)
 
 			if (f.run[0] && strcmp(f.run, r->name))
 				continue;
-			if (lks_fault_fits(&f, r->recipe, r->checkpoint, r->world_size, cases[i].steps)) {
+			if (lks_run_fault_fits(&cases[i], r, &f)) {
+				if (!why[0])
+					snprintf(why, sizeof(why), "; run '%s': %s", r->name, lks_errmsg());
 				if (!f.run[0])
 					continue;
 				lks_err_prefix(r->name);
@@ -1174,8 +1210,8 @@ int lks_cases_inject_env(lks_case *cases, int ncases)
 			planted++;
 		}
 	if (!planted)
-		return lks_err("%s: no run %s%s%s", LKS_INJECT_ENV, f.run[0] ? "is called '" : "fits ",
-		               f.run[0] ? f.run : spec, f.run[0] ? "'" : "");
+		return lks_err("%s: no run %s '%s'%s", LKS_INJECT_ENV, f.run[0] ? "is called" : "fits",
+		               f.run[0] ? f.run : spec, why);
 	return 0;
 }
 

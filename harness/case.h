@@ -140,6 +140,11 @@ typedef struct lks_case {
 int lks_case_load(const char *path, const char *const *sets, int nsets, lks_case *out);
 void lks_case_release(lks_case *c);
 
+/* Applies one override ("section.key=value", as lks_case_load takes them) to a loaded case
+   without validating the whole case again: to tell which of several overrides a case
+   refuses (an unknown key, a bad value), each on its own. Errors as lks_case_load's. */
+int lks_case_override(lks_case *c, const char *set);
+
 /* The run called name, or NULL. */
 const lks_run_cfg *lks_case_run(const lks_case *c, const char *name);
 

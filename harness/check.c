@@ -19,6 +19,7 @@
 
 #include "harness/golden.h"
 #include "harness/run_trace.h"
+#include "harness/shell.h"
 #include "kernels/err.h"
 
 /* ---- ULP distance ---- */
@@ -647,15 +648,19 @@ static int lks_check_recompute(struct lks_check_ctx *x)
 	return 0;
 }
 
-/* "lockstep golden update CASE --run RUN [--golden DIR]": how a missing golden is made. */
+/* "lockstep golden update CASE --run RUN [--golden DIR]": how a missing golden is made,
+   each word quoted for the shell. */
 static void lks_golden_howto(const lks_golden *run, char *buf, size_t n)
 {
 	const char *dir = lks_golden_dir();
 	int other_dir = strcmp(dir, "golden") != 0;
+	char qcase[224], qrun[72], qdir[128];  /* the command fits in howto below */
 
 	snprintf(buf, n, "lockstep golden update %s --run %s%s%s",
-	         run->case_path && *run->case_path ? run->case_path : run->case_name, run->run_name,
-	         other_dir ? " --golden " : "", other_dir ? dir : "");
+	         lks_shell_quote(run->case_path && *run->case_path ? run->case_path : run->case_name,
+	                         qcase, sizeof(qcase)),
+	         lks_shell_quote(run->run_name, qrun, sizeof(qrun)), other_dir ? " --golden " : "",
+	         other_dir ? lks_shell_quote(dir, qdir, sizeof(qdir)) : "");
 }
 
 /* A missing golden fails whatever the case expects (nothing was compared); a bad one fails
@@ -665,7 +670,7 @@ static int lks_check_golden(struct lks_check_ctx *x)
 {
 	lks_check_result *res = x->res;
 	lks_golden run, gold = { 0 };
-	char path[1024], howto[256];
+	char path[1024], howto[480];  /* with the error, it fits lks_check_result.message */
 	int rc;
 
 	if ((rc = lks_golden_from_run(x->s, x->run_a, 0, &run)) != 0)
@@ -679,7 +684,7 @@ static int lks_check_golden(struct lks_check_ctx *x)
 		res->verdict = LKS_VERDICT_FAIL;
 		res->failed = 1;
 		res->bad_input = rc == LKS_GOLDEN_BAD ? LKS_BAD_GOLDEN : 0;
-		snprintf(res->message, sizeof(res->message), "%s; %s it with '%s'", lks_errmsg(),
+		snprintf(res->message, sizeof(res->message), "%s; %s it with: %s", lks_errmsg(),
 		         rc == LKS_GOLDEN_BAD ? "fix or rewrite" : "create", howto);
 		rc = 0;
 		goto out;

@@ -11,6 +11,7 @@
 #include "harness/cmd.h"
 #include "harness/fingerprint.h"
 #include "harness/probe.h"
+#include "harness/shell.h"
 #include "kernels/err.h"
 
 static const char lks_bisect_help[] =
@@ -80,6 +81,7 @@ static int lks_bisect_fingerprints(struct lks_bisect_state *b, int good, int bad
 {
 	struct lks_first_run g = { .suite_id = b->suites[good] }, x = { .suite_id = b->suites[bad] };
 	const char *gname = b->ps.combos.combos[good].name, *bname = b->ps.combos.combos[bad].name;
+	char qdb[1024];
 	int rc = 0;
 
 	if (!g.suite_id || !x.suite_id) {
@@ -96,7 +98,8 @@ static int lks_bisect_fingerprints(struct lks_bisect_state *b, int good, int bad
 		       bname);
 		lks_fingerprint_json_diff(stdout, g.fingerprint, x.fingerprint, gname, bname);
 		printf("the traces side by side: lockstep diff %lld %lld --db %s\n",
-		       (long long)g.run_id, (long long)x.run_id, b->ps.cfg->db);
+		       (long long)g.run_id, (long long)x.run_id,
+		       lks_shell_quote(b->ps.cfg->db, qdb, sizeof(qdb)));
 	}
 	free(g.fingerprint);
 	free(x.fingerprint);

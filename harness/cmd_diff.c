@@ -21,6 +21,7 @@
 #include "harness/cmd.h"
 #include "harness/fingerprint.h"
 #include "harness/run_trace.h"
+#include "harness/shell.h"
 #include "harness/trace_store.h"
 #include "kernels/err.h"
 
@@ -131,7 +132,7 @@ static int lks_is_id(const char *s)
 static int lks_diff_resolve(lks_store *s, const char *db, const char *arg, struct lks_diff_run *out)
 {
 	struct lks_diff_find f = { .out = out };
-	char buf[2 * LKS_NAME_MAX + 2];
+	char buf[2 * LKS_NAME_MAX + 2], path[LKS_NAME_MAX + 16], qpath[4 * sizeof(path)], qdb[1024];
 	const char *slash = strchr(arg, '/');
 
 	if (lks_is_id(arg)) {
@@ -152,9 +153,12 @@ static int lks_diff_resolve(lks_store *s, const char *db, const char *arg, struc
 	f.run_name = buf + (slash - arg) + 1;
 	if (lks_store_get_runs(s, lks_diff_find_one, &f))
 		return -1;
-	if (!f.found)
-		return lks_usage("diff: no stored run '%s' in '%s' (run its case first: 'lockstep run "
-		                 "cases/%s.ini --db %s')", arg, db, f.case_name, db);
+	if (!f.found) {
+		snprintf(path, sizeof(path), "cases/%s.ini", f.case_name);
+		return lks_usage("diff: no stored run '%s' in '%s' (run its case first: lockstep run "
+		                 "%s --db %s)", arg, db, lks_shell_quote(path, qpath, sizeof(qpath)),
+		                 lks_shell_quote(db, qdb, sizeof(qdb)));
+	}
 	return 0;
 }
 

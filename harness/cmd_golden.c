@@ -17,6 +17,7 @@
 #include "harness/case.h"
 #include "harness/cmd.h"
 #include "harness/golden.h"
+#include "harness/shell.h"
 #include "harness/trace_store.h"
 #include "kernels/err.h"
 
@@ -150,6 +151,7 @@ static int64_t lks_golden_pick(const struct lks_stored_list *l, const lks_case *
                                const char *run, const char *db)
 {
 	const struct lks_stored *latest = NULL;
+	char qcase[1024], qdb[1024], cmd[2100];
 
 	for (int i = l->n - 1; i >= 0; i--) {
 		const struct lks_stored *e = &l->v[i];
@@ -161,17 +163,20 @@ static int64_t lks_golden_pick(const struct lks_stored_list *l, const lks_case *
 		if (!strcmp(e->status, "complete") && !e->overridden && e->steps == c->steps)
 			return e->id;
 	}
+	/* the command to paste, each word quoted for the shell */
+	snprintf(cmd, sizeof(cmd), "lockstep run %s --db %s",
+	         lks_shell_quote(c->path, qcase, sizeof(qcase)), lks_shell_quote(db, qdb, sizeof(qdb)));
 	if (!latest)
-		lks_err("no stored run '%s' of case '%s' in '%s': run it first with 'lockstep run %s "
-		        "--db %s'", run, c->name, db, c->path, db);
+		lks_err("no stored run '%s' of case '%s' in '%s': run it first with: %s", run, c->name,
+		        db, cmd);
 	else if (strcmp(latest->status, "complete"))
 		lks_err("run '%s' of case '%s': the latest stored run (%lld) is %s, and no earlier one "
-		        "is complete and as declared; refusing it: run it again with 'lockstep run %s "
-		        "--db %s'", run, c->name, (long long)latest->id, latest->status, c->path, db);
+		        "is complete and as declared; refusing it: run it again with: %s", run,
+		        c->name, (long long)latest->id, latest->status, cmd);
 	else
 		lks_err("run '%s' of case '%s': every stored run was made with --steps or --set (run "
-		        "%lld: %d steps, the case has %d); run it as declared with 'lockstep run %s --db "
-		        "%s'", run, c->name, (long long)latest->id, latest->steps, c->steps, c->path, db);
+		        "%lld: %d steps, the case has %d); run it as declared with: %s", run, c->name,
+		        (long long)latest->id, latest->steps, c->steps, cmd);
 	return 0;
 }
 
@@ -248,6 +253,7 @@ int cmd_golden(int argc, char **argv)
 	lks_case *cases = NULL;
 	lks_store *store = NULL;
 	int64_t *ids = NULL;
+	char qdb[1024];
 
 	if ((rc = lks_golden_parse(argc, argv, &a)) != 0) {
 		rc = rc < 0 ? LKS_EXIT_OK : rc;
@@ -262,8 +268,8 @@ int cmd_golden(int argc, char **argv)
 		goto out;
 	/* said here with the command to make it; the store refuses it too */
 	if (access(a.db, F_OK)) {
-		lks_usage("golden update: no database '%s': run the cases first with 'lockstep run "
-		          "CASE --db %s'", a.db, a.db);
+		lks_usage("golden update: no database '%s': run the cases first with: lockstep run "
+		          "CASE --db %s", a.db, lks_shell_quote(a.db, qdb, sizeof(qdb)));
 		goto out;
 	}
 	if ((open_rc = lks_store_open_readonly(a.db, &store)) != 0

@@ -177,6 +177,21 @@ static int lks_keep_checks(const struct lks_run_args *a, lks_case *cases, int *n
 	return 0;
 }
 
+/* A planted fault at a step that --steps leaves out would pass unseen: say so. */
+static void lks_warn_unplanted(const struct lks_run_args *a, const lks_case *cases, int ncases)
+{
+	for (int i = 0; a->steps && i < ncases; i++)
+		for (int j = 0; j < cases[i].nruns; j++) {
+			const lks_run_cfg *r = &cases[i].runs[j];
+
+			if (r->inject.kind != LKS_FAULT_NONE && r->inject.step >= a->steps
+			    && lks_selected(a, &cases[i], r->name))
+				fprintf(stderr, "lockstep: warning: %s / %s: the fault at step %d will not "
+				        "be planted: --steps %d stops before it\n", cases[i].name, r->name,
+				        r->inject.step, a->steps);
+		}
+}
+
 static char *lks_fingerprint_json(void)
 {
 	lks_fingerprint fp;
@@ -245,6 +260,7 @@ int lks_run_cases(int argc, char **argv, lks_check_tally *t)
 	}
 	if (lks_keep_checks(&a, cases, &ncases))
 		goto out;
+	lks_warn_unplanted(&a, cases, ncases);
 	rc = LKS_EXIT_INFRA;
 	fingerprint = lks_fingerprint_json();
 	command = lks_command_line(argc, argv);

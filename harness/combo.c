@@ -15,6 +15,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "harness/file.h"
+#include "harness/name.h"
 #include "kernels/err.h"
 
 /* ---- parsing ---- */
@@ -43,16 +45,6 @@ static int lks_rest_empty(const char *p)
 	while (*p == ' ' || *p == '\t')
 		p++;
 	return !*p || *p == ';' || *p == '#';
-}
-
-static int lks_combo_name_ok(const char *s, size_t n)
-{
-	if (n == 0 || n >= LKS_COMBO_NAME_MAX)
-		return 0;
-	for (size_t i = 0; i < n; i++)
-		if (!isalnum((unsigned char)s[i]) && !strchr("_.+-", s[i]))
-			return 0;
-	return 1;
 }
 
 static int lks_var_name_ok(const char *s)
@@ -90,9 +82,8 @@ static int lks_combo_section(struct lks_cparse *st, char *p)
 	if (strncmp(p, "combo", 5) || (p[5] != ' ' && p[5] != '\t'))
 		return lks_err("unknown section [%s] (want [combo NAME])", p);
 	name = lks_trim(p + 5);
-	if (!lks_combo_name_ok(name, strlen(name)))
-		return lks_err("bad combo name '%s': want letters, digits, '_', '.', '+' or '-', at "
-		               "most %d", name, LKS_COMBO_NAME_MAX - 1);
+	if (lks_name_check("combo", name, strlen(name)))
+		return -1;
 	for (int i = 0; i < cs->n; i++)
 		if (!strcmp(cs->combos[i].name, name))
 			return lks_err("duplicate combo '%s' (first at line %d)", name, cs->combos[i].line);
@@ -145,6 +136,9 @@ static int lks_combo_key(struct lks_cparse *st, const char *key, const char *val
 		return 0;
 	if (strlen(key) >= sizeof(target))
 		return lks_err("key '%.40s...' is too long", key);
+	if (strlen(value) > LKS_COMBO_VALUE_MAX)
+		return lks_err("the value of '%.40s' is %zu bytes, over the limit of %d", key,
+		               strlen(value), LKS_COMBO_VALUE_MAX);
 	if (!strcmp(key, "library_path")) {
 		kind = LKS_COMBO_LIBRARY_PATH;
 		snprintf(target, sizeof(target), "library_path");
@@ -222,29 +216,30 @@ static int lks_combo_line(struct lks_cparse *st, char *line)
 int lks_combos_load(const char *path, lks_combos *out)
 {
 	struct lks_cparse st = { .out = out, .cur = -1 };
-	char *line = NULL, msg[1024];
-	size_t cap = 0;
-	int rc = 0;
-	FILE *f;
+	char *text = NULL, *line, *next, msg[1024];
+	size_t len;
+	int rc;
 
 	memset(out, 0, sizeof(*out));
-	if (!(f = fopen(path, "r")))
-		return lks_err("cannot open '%s'", path);
+	if ((rc = lks_file_read(path, LKS_COMBOS_FILE_MAX, "a combos file", &text, &len)))
+		return -1;
 	if (!(out->path = strdup(path)))
 		rc = lks_err("out of memory");
-	while (!rc && getline(&line, &cap, f) >= 0) {
+	if (!rc && strlen(text) != len)
+		rc = lks_err("'%s' contains a NUL byte: not a combos file", path);
+	for (line = text; !rc && *line; line = next) {
+		next = line + strcspn(line, "\n");
+		if (*next)
+			*next++ = 0;
 		st.line++;
 		if (lks_combo_line(&st, line)) {
 			snprintf(msg, sizeof(msg), "%s", lks_errmsg());
 			rc = lks_err("%s:%d: %s", path, st.line, msg);
 		}
 	}
-	if (!rc && ferror(f))
-		rc = lks_err("cannot read '%s'", path);
 	if (!rc && out->n == 0)
 		rc = lks_err("%s: no combos (want sections [combo NAME])", path);
-	free(line);
-	fclose(f);
+	free(text);
 	if (rc)
 		lks_combos_release(out);
 	return rc;

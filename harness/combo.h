@@ -26,6 +26,10 @@
 #include <stdio.h>
 
 #define LKS_COMBO_NAME_MAX 64
+/* The longest value: a probe's environment string "VAR=value" must pass execve, which
+   refuses one over 128 KiB (MAX_ARG_STRLEN) and all of them together over a quarter of the
+   stack limit; 32 KiB holds any library path a person writes. */
+#define LKS_COMBO_VALUE_MAX 32768
 
 typedef enum lks_combo_kind {
 	LKS_COMBO_ENV = 0,        /* env.VAR = value */

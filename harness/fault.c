@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "harness/case.h"
+#include "harness/model.h"
 #include "kernels/err.h"
 
 static const char *const lks_fault_names[LKS_FAULT_COUNT] = {
@@ -169,6 +170,37 @@ int lks_fault_fits(const lks_fault *f, int recipe, int checkpoint, int world_siz
 	    && recipe != LKS_RECIPE_FP8_ROWWISE_GW_HP)
 		return lks_err("inject: %s needs a recipe with power-of-two scales (fp8_rowwise, "
 		               "fp8_rowwise_gw_hp)", name);
+	return 0;
+}
+
+int lks_fault_fits_model(const lks_fault *f, const lks_model_cfg *m, long long tokens)
+{
+	const char *name = lks_fault_kind_name(f->kind);
+	size_t n = 0;
+	int kind;
+
+	if (f->kind != LKS_FAULT_BITFLIP && f->kind != LKS_FAULT_NAN)
+		return 0;
+	if ((kind = lks_model_tensor(m, tokens, f->tensor, &n)) < 0)
+		return -1;
+	if (kind == LKS_TENSOR_FP8) {
+		/* blocks.0.mlp.up.fwd.x: the layer's output is blocks.0.mlp.up.out */
+		int layer = (int)(strrchr(f->tensor, '.') - f->tensor);
+
+		while (layer > 0 && f->tensor[--layer] != '.')
+			;
+		return lks_err("inject: '%s' is an FP8 operand (codes and scales): %s acts on float "
+		               "tensors, such as the layer's output '%.*s.out'", f->tensor, name, layer,
+		               f->tensor);
+	}
+	if (kind == LKS_TENSOR_NONE)
+		return lks_err("inject: the model has no tensor '%s' (float tensors are named as "
+		               "the trace names them: embed.out, blocks.0.mlp.up.out, head.logits, "
+		               "blocks.0.mlp.up.weight.grad, ...; blocks 0 to %d)", f->tensor,
+		               m->layers - 1);
+	if ((uint64_t)f->element >= n)
+		return lks_err("inject: element %lld is out of range: '%s' has %zu elements on a rank",
+		               (long long)f->element, f->tensor, n);
 	return 0;
 }
 

@@ -60,6 +60,12 @@ void lks_fault_format(const lks_fault *f, char *buf, size_t size);
    an error (lks_err) says why not. */
 int lks_fault_fits(const lks_fault *f, int recipe, int checkpoint, int world_size, int steps);
 
+/* bitflip and nan: whether the tensor is one that a rank of model m traces as floats, and
+   the element inside it (tokens: a rank's batch x seq); an error (lks_err) says why not: an
+   FP8 operand, a name the model does not have, an element past the end. */
+struct lks_model_cfg;
+int lks_fault_fits_model(const lks_fault *f, const struct lks_model_cfg *m, long long tokens);
+
 /* bitflip and nan: applied to x (n floats, traced as name) when the fault aims at this
    step, rank and tensor; returns 1 when applied, 0 when not aimed here, -1 (lks_err) when
    the element is out of range. */

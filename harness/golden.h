@@ -78,7 +78,8 @@ void lks_golden_set_dir(const char *dir);
 const char *lks_golden_dir(void);
 /* The class of golden data of a backend: "cpu" for the CPU backend, else the backend name. */
 const char *lks_golden_class(const char *backend);
-/* "<dir>/<class>/<case>/<run>.tsv" into buf. */
+/* "<dir>/<class>/<case>/<run>.tsv" into buf; an error (lks_err) for a class, case or run
+   name that breaks the name rule (name.h). */
 int lks_golden_path(const char *dir, const char *backend, const char *case_name,
                     const char *run_name, char *buf, size_t size);
 

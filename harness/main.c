@@ -54,13 +54,14 @@ static const char lks_help_tail[] =
 
 int lks_usage(const char *fmt, ...)
 {
+	char raw[2048], msg[2048];
 	va_list ap;
 
-	fputs("lockstep: ", stderr);
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	vsnprintf(raw, sizeof(raw), fmt, ap);
 	va_end(ap);
-	fputc('\n', stderr);
+	lks_escape(msg, sizeof(msg), raw);  /* as lks_err: no raw control characters */
+	fprintf(stderr, "lockstep: %s\n", msg);
 	return LKS_EXIT_USAGE;
 }
 

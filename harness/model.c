@@ -64,6 +64,99 @@ void lks_model_release(lks_model *m)
 	memset(m, 0, sizeof(*m));
 }
 
+/* ---- the tensors a rank traces ---- */
+
+/* Activations and their gradients, beside the parameters and their gradients (lks_model.t,
+   "<name>" in the update and "<name>.grad" in backward). dims: 'T'okens, 'H'idden, 'F'fn,
+   'V'ocab. Kept in step with lks_forward / lks_backward by test_fault. */
+struct lks_act_tensor {
+	const char *name;
+	char rows, cols;
+};
+
+static const struct lks_act_tensor lks_act_tensors[] = {
+	{ "embed.out", 'T', 'H' }, { "final_norm.out", 'T', 'H' }, { "head.logits", 'T', 'V' },
+	{ "head.logits.grad", 'T', 'V' }, { "final_norm.in.grad", 'T', 'H' }, { NULL, 0, 0 },
+}, lks_block_tensors[] = {  /* "blocks.<l>.<name>" */
+	{ "norm.out", 'T', 'H' }, { "mlp.up.out", 'T', 'F' }, { "mlp.act.out", 'T', 'F' },
+	{ "mlp.down.out", 'T', 'H' }, { "out", 'T', 'H' }, { "mlp.down.in.grad", 'T', 'F' },
+	{ "mlp.up.out.grad", 'T', 'F' }, { "mlp.up.in.grad", 'T', 'H' }, { "in.grad", 'T', 'H' },
+	{ NULL, 0, 0 },
+};
+
+static size_t lks_dim(const lks_model_cfg *c, long long tokens, char d)
+{
+	return d == 'T' ? (size_t)tokens : (size_t)(d == 'H' ? c->hidden : d == 'F' ? c->ffn : c->vocab);
+}
+
+/* name in table: 1 with its element count in *n, else 0 */
+static int lks_act_find(const struct lks_act_tensor *t, const lks_model_cfg *c, long long tokens,
+                        const char *name, size_t *n)
+{
+	for (; t->name; t++)
+		if (!strcmp(name, t->name)) {
+			*n = lks_dim(c, tokens, t->rows) * lks_dim(c, tokens, t->cols);
+			return 1;
+		}
+	return 0;
+}
+
+/* The length of "blocks.<l>." at the start of name, l as %d writes it and below layers;
+   0 when name does not start so. */
+static size_t lks_block_prefix(const lks_model_cfg *c, const char *name)
+{
+	const char *p = name + 7;
+	long l = 0;
+
+	if (strncmp(name, "blocks.", 7) || !(*p >= '0' && *p <= '9') || (p[0] == '0' && p[1] != '.'))
+		return 0;
+	for (; *p >= '0' && *p <= '9' && l <= c->layers; p++)
+		l = l * 10 + (*p - '0');
+	return *p == '.' && l < c->layers ? (size_t)(p + 1 - name) : 0;
+}
+
+/* "mlp.up.fwd.x" and the other operands lks_linear names */
+static int lks_fp8_operand(const char *rest)
+{
+	char buf[64];
+
+	for (int li = 0; li < 2; li++)
+		for (int role = 0; role < 3; role++)
+			for (int ab = 0; ab < 2; ab++) {
+				snprintf(buf, sizeof(buf), "mlp.%s.%s.%s", li ? "down" : "up",
+				         lks_role_name((lks_role)role),
+				         lks_src_name(lks_role_src((lks_role)role, ab)));
+				if (!strcmp(rest, buf))
+					return 1;
+			}
+	return 0;
+}
+
+int lks_model_tensor(const lks_model_cfg *cfg, long long tokens, const char *name, size_t *n)
+{
+	size_t pre = lks_block_prefix(cfg, name), len = strlen(name);
+	int kind = LKS_TENSOR_NONE;
+	lks_model m;
+
+	if (lks_act_find(lks_act_tensors, cfg, tokens, name, n)
+	    || (pre && lks_act_find(lks_block_tensors, cfg, tokens, name + pre, n)))
+		return LKS_TENSOR_FLOAT;
+	if (pre && lks_fp8_operand(name + pre))
+		return LKS_TENSOR_FP8;
+	if (lks_model_init(&m, cfg))
+		return -1;
+	for (int i = 0; i < m.nt && !kind; i++) {
+		size_t plen = strlen(m.t[i].name);
+
+		if (!strncmp(name, m.t[i].name, plen) && (len == plen || !strcmp(name + plen, ".grad"))) {
+			*n = m.t[i].n;
+			kind = LKS_TENSOR_FLOAT;
+		}
+	}
+	lks_model_release(&m);
+	return kind;
+}
+
 void lks_model_init_params(const lks_model *m, uint64_t seed, float *params)
 {
 	int L = m->cfg.layers;
@@ -266,13 +359,42 @@ static int lks_head_gemm(lks_rank *r, const float *a, int arows, int acols, int 
 
 /* ---- the rank ---- */
 
+/* The GEMM arena of one call: the largest operand of any GEMM, and its dimensions, size
+   it. */
+static size_t lks_arena_size(const lks_model_cfg *c, size_t T)
+{
+	size_t H = (size_t)c->hidden, F = (size_t)c->ffn, V = (size_t)c->vocab;
+	size_t big = T * F, maxdim;
+
+	if (F * H > big) big = F * H;
+	if (V * H > big) big = V * H;
+	if (T * V > big) big = T * V;
+	maxdim = T > F ? T : F;
+	maxdim = maxdim > V ? maxdim : V;
+	return 2 * (2 * big + 8 * maxdim + 256);
+}
+
+/* The traced FP8 operands of a whole step (lks_rank_trace_on). */
+static size_t lks_qarena_size(const lks_model_cfg *c, size_t T)
+{
+	size_t H = (size_t)c->hidden, F = (size_t)c->ffn;
+	size_t big = T * F > F * H ? T * F : F * H, maxdim = T > F ? T : F;
+
+	/* the operands are x (T, H), a and dy (T, F) or (T, H), W (F, H) or (H, F) */
+	big = T * H > big ? T * H : big;
+	maxdim = H > maxdim ? H : maxdim;
+
+	/* a step quantizes at most 16 operands per block (2 per GEMM; forward, dgrad, wgrad
+	   and the recompute), each at most the largest operand, its scales and amaxes */
+	return (size_t)16 * (size_t)c->layers * (big + 8 * maxdim + 3 * 64);
+}
+
 int lks_rank_init(lks_rank *r, int rank, const lks_model *m, const lks_run_cfg *run,
                   int tokens_per_rank, int global_tokens, const lks_backend *be, void *bectx)
 {
 	const lks_model_cfg *c = &m->cfg;
 	int L = c->layers, H = c->hidden, F = c->ffn, V = c->vocab, T = tokens_per_rank;
 	int nact = run->checkpoint ? 1 : L;
-	size_t big = (size_t)T * F, maxdim;
 
 	memset(r, 0, sizeof(*r));
 	r->rank = rank;
@@ -289,13 +411,7 @@ int lks_rank_init(lks_rank *r, int rank, const lks_model *m, const lks_run_cfg *
 	if (run->inject.kind == LKS_FAULT_BITFLIP || run->inject.kind == LKS_FAULT_NAN)
 		r->tr.fault = &run->inject;
 
-	/* the largest operand of any GEMM, and its dimensions, size the arena */
-	if ((size_t)F * H > big) big = (size_t)F * H;
-	if ((size_t)V * H > big) big = (size_t)V * H;
-	if ((size_t)T * V > big) big = (size_t)T * V;
-	maxdim = (size_t)(T > F ? T : F);
-	maxdim = maxdim > (size_t)V ? maxdim : (size_t)V;
-	r->arena_size = 2 * (2 * big + 8 * maxdim + 256);
+	r->arena_size = lks_arena_size(c, (size_t)T);
 
 	r->params = aligned_alloc(64, m->nparams * sizeof(float));
 	r->grads = aligned_alloc(64, m->nparams * sizeof(float));
@@ -339,17 +455,7 @@ oom:
 
 int lks_rank_trace_on(lks_rank *r, lks_bg *bg)
 {
-	const lks_model_cfg *c = &r->m->cfg;
-	size_t T = (size_t)r->T, H = (size_t)c->hidden, F = (size_t)c->ffn;
-	size_t big = T * F > F * H ? T * F : F * H, maxdim = T > F ? T : F;
-
-	/* the operands are x (T, H), a and dy (T, F) or (T, H), W (F, H) or (H, F) */
-	big = T * H > big ? T * H : big;
-	maxdim = H > maxdim ? H : maxdim;
-
-	/* a step quantizes at most 16 operands per block (2 per GEMM; forward, dgrad, wgrad
-	   and the recompute), each at most the largest operand, its scales and amaxes */
-	r->qarena_size = (size_t)16 * (size_t)c->layers * (big + 8 * maxdim + 3 * 64);
+	r->qarena_size = lks_qarena_size(&r->m->cfg, (size_t)r->T);
 	if (!(r->qarena = aligned_alloc(64, r->qarena_size)))
 		return lks_err("out of memory for rank %d's traced operands", r->rank);
 	r->tr.bg = bg;
@@ -369,6 +475,30 @@ void lks_rank_release(lks_rank *r)
 	free(r->gx); free(r->gh); free(r->gtmp); free(r->ga); free(r->gu); free(r->arena);
 	lks_tracer_release(&r->tr);
 	memset(r, 0, sizeof(*r));
+}
+
+double lks_rank_bytes(const lks_model *m, const lks_run_cfg *run, long long tokens_per_rank,
+                      int traced)
+{
+	const lks_model_cfg *c = &m->cfg;
+	double L = c->layers, H = c->hidden, F = c->ffn, V = c->vocab, T = (double)tokens_per_rank;
+	double nact = run->checkpoint ? 1 : L, f = sizeof(float);
+	/* as lks_rank_init allocates them: params and grads; xs, gx (L+1, T, H); dn, gh
+	   (L, T, H); h (nact, T, H); u, a (nact, T, F); ga, gu (L, T, F); hf, gtmp (T, H);
+	   logits, dz (T, V); rstd (L+1, T); tok, tgt (T); the slots' histories */
+	double floats = 2.0 * (double)m->nparams + T * H * (2 * (L + 1) + 2 * L + nact + 2)
+	              + T * F * (2 * nact + 2 * L) + 2 * T * V + (L + 1) * T + 2 * T
+	              + 6 * L * (run->amax_history > 0 ? run->amax_history : 1);
+	double bytes = floats * f + 6 * L * sizeof(lks_amax_slot);
+
+	/* the arenas are sized in size_t: only where that cannot overflow (beyond, the rest
+	   is already far past any machine's memory) */
+	if (T * (H + F + V) * L * 64 < 1e18) {
+		bytes += (double)lks_arena_size(c, (size_t)T);
+		if (traced)
+			bytes += (double)lks_qarena_size(c, (size_t)T);
+	}
+	return bytes;
 }
 
 /* Tensors the step keeps go to the tracer as kept (trace.h); h, u, a are kept only

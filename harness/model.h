@@ -47,6 +47,14 @@ typedef struct lks_model {
 
 int lks_model_init(lks_model *m, const lks_model_cfg *cfg);
 void lks_model_release(lks_model *m);
+
+/* What a rank's trace calls name, for a model of cfg with tokens (batch x seq) per rank:
+   LKS_TENSOR_FLOAT with its element count in *n (bitflip and nan can strike it), or
+   LKS_TENSOR_FP8 for an FP8 operand of a linear layer (codes and scales, beyond their
+   reach); LKS_TENSOR_NONE when the model has no tensor of that name; -1 (lks_err) out of
+   memory. */
+enum { LKS_TENSOR_NONE = 0, LKS_TENSOR_FLOAT, LKS_TENSOR_FP8 };
+int lks_model_tensor(const lks_model_cfg *cfg, long long tokens, const char *name, size_t *n);
 /* Initial weights from Philox (seed, stream = tensor index + 1, index): the same on every
    rank and device. */
 void lks_model_init_params(const lks_model *m, uint64_t seed, float *params);
@@ -96,6 +104,10 @@ typedef struct lks_rank {
 
 int lks_rank_init(lks_rank *r, int rank, const lks_model *m, const lks_run_cfg *run,
                   int tokens_per_rank, int global_tokens, const lks_backend *be, void *bectx);
+/* The bytes lks_rank_init and lks_rank_trace_on (traced) allocate for one rank, as a
+   double: an estimate made before anything is allocated, of sizes that may not fit. */
+double lks_rank_bytes(const lks_model *m, const lks_run_cfg *run, long long tokens_per_rank,
+                      int traced);
 void lks_rank_release(lks_rank *r);
 /* Traces go to the background thread bg (trace.h): tensors the step keeps are measured
    there while the step goes on, FP8 operands kept for the whole step to that end. */

@@ -433,6 +433,32 @@ static void lks_combo_where(const lks_probe_session *ps, const lks_combo *c, cha
 		snprintf(buf, n, "combo '%s'", c->name);
 }
 
+/* Each set. item of c (sets: lks_combo_sets's, in item order) on its own against the cases
+   as their files say: one the cases refuse (an unknown key, a bad value) is named at its
+   own line. */
+static int lks_probe_sets_each(lks_probe_session *ps, const lks_combo *c, char **sets)
+{
+	const lks_probe_cfg *cfg = ps->cfg;
+	char msg[1024];
+	lks_case *cases = NULL;
+	int ncases = 0, rc, j = 0;
+
+	rc = lks_cases_load(cfg->cases, cfg->ncases, NULL, 0, &cases, &ncases);
+	for (int i = 0; !rc && i < c->nitems; i++) {
+		if (c->items[i].kind != LKS_COMBO_SET)
+			continue;
+		for (int k = 0; !rc && k < ncases; k++)
+			if ((rc = lks_case_override(&cases[k], sets[j]))) {
+				snprintf(msg, sizeof(msg), "%s", lks_errmsg());
+				rc = lks_err("%s:%d: combo '%s': %s", ps->combos.path, c->items[i].line,
+				             c->name, msg);
+			}
+		j++;
+	}
+	lks_cases_release(cases, ncases);
+	return rc;
+}
+
 int lks_probe_session_validate(lks_probe_session *ps, const lks_combo *c)
 {
 	const lks_probe_cfg *cfg = ps->cfg;
@@ -445,8 +471,11 @@ int lks_probe_session_validate(lks_probe_session *ps, const lks_combo *c)
 	if (!sets)
 		return -1;
 	lks_combo_where(ps, c, where, sizeof(where));
-	if (lks_cases_load(cfg->cases, cfg->ncases, (const char *const *)sets, nsets, &cases,
-	                   &ncases)) {
+	/* an item the cases refuse is named at its line; what is left is the items together */
+	if (c->line > 0 && lks_probe_sets_each(ps, c, sets)) {
+		rc = -1;
+	} else if (lks_cases_load(cfg->cases, cfg->ncases, (const char *const *)sets, nsets, &cases,
+	                          &ncases)) {
 		snprintf(msg, sizeof(msg), "%s", lks_errmsg());
 		rc = lks_err("%s: %s", where, msg);
 	}

@@ -472,6 +472,29 @@ static int lks_fault_missed(const struct lks_runner *R)
 	               f->tensor);
 }
 
+double lks_run_bytes(const lks_case *c, const lks_run_cfg *run)
+{
+	double W = run->world_size, T, np, bytes;
+	/* tensors a rank traces in a step, at most: per block 5 forward, 7 backward and 3
+	   recomputed float tensors, 3 parameters, 14 FP8 operands; 11 outside the blocks */
+	double rows = 32.0 * c->model.layers + 11;
+	lks_model m;
+
+	T = (double)((long long)c->model.batch * c->world_size / run->world_size) * c->model.seq;
+	if (lks_model_init(&m, &c->model))
+		return -1;
+	np = (double)m.nparams;
+	/* the ranks (one traces its FP8 operands for the background thread); AdamW's two
+	   moments per replica and the all-reduced sum; a step's trace rows in the tracers, the
+	   runner's copy and the step being stored, and the tensors' names */
+	bytes = W * lks_rank_bytes(&m, run, (long long)T, run->world_size == 1)
+	      + (2 * W + (W > 1)) * np * sizeof(float)
+	      + W * rows * (3 * sizeof(lks_stat_row) + 64)
+	      + W * sizeof(lks_rank) + (double)c->model.vocab * sizeof(int32_t);
+	lks_model_release(&m);
+	return bytes;
+}
+
 int lks_run(const lks_case *c, const lks_run_cfg *run, lks_store *store,
             const lks_runner_opts *o, lks_run_result *res)
 {

@@ -55,4 +55,10 @@ typedef struct lks_run_result {
 int lks_run(const lks_case *c, const lks_run_cfg *run, lks_store *store,
             const lks_runner_opts *opts, lks_run_result *res);
 
+/* The memory lks_run takes for run of case c (every rank's replica, activations and
+   operands, the optimizer state, a step's trace rows), estimated from the sizes before
+   anything is allocated: a double, since sizes that do not fit are what it is for; -1
+   (lks_err) when out of memory. */
+double lks_run_bytes(const lks_case *c, const lks_run_cfg *run);
+
 #endif

@@ -1,6 +1,7 @@
 /*
  * test_cli.c: the 'lockstep' program as a user meets it: help that lists the commands, the
- * exit codes of DESIGN.md (2 for bad usage), and the fingerprint of 'lockstep env'.
+ * exit codes of DESIGN.md (2 for bad usage), and the fingerprint of 'lockstep env'; input
+ * files that are not regular files, and printed commands that paste into a shell.
  * LKS_BIN is the path of the built program (set by tests/CMakeLists.txt).
  */
 #include <criterion/criterion.h>
@@ -8,12 +9,14 @@
 #include <stdlib.h>
 #include <string.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <sqlite3.h>
 
 #include "run_bin.h"
+#include "harness/shell.h"
 #include "harness/trace_store.h"
 #include "kernels/err.h"
 
@@ -379,4 +382,145 @@ Test(cli, unknown_names_are_bad_usage_and_never_good)
 	cr_assert_eq(lks_run_bin(NULL, args, out, sizeof(out)), 2, "%s", out);
 	snprintf(args, sizeof(args), "rm -rf '%s'", dir);
 	cr_assert_eq(system(args), 0);
+}
+
+/* ---- input files and printed commands ---- */
+
+static const char tiny_case[] =
+	"[case]\nsteps = 2\n[model]\nvocab = 16\nhidden = 8\nffn = 16\nlayers = 1\nseq = 4\n"
+	"batch = 1\n[run a]\nrecipe = bf16\n[check g]\nkind = golden\na = a\n";
+
+/* /dev/zero never ends and a FIFO blocks its reader: both are refused at once (exit 2).
+   Before, 'list /dev/zero' grew until memory ran out: the address space is capped at 2 GiB
+   here, so that a regression fails instead of taking the machine's memory. */
+Test(cli, special_files_are_refused_at_once, .timeout = 120)
+{
+	char dir[] = "/tmp/lks_test_special_XXXXXX", path[600], args[2048], out[8192];
+
+	cr_assert_not_null(mkdtemp(dir));
+	cr_assert_eq(lks_run_bin("ulimit -v 2097152; timeout 20", "list /dev/zero", out, sizeof(out)),
+	             2, "%s", out);
+	cr_assert_not_null(strstr(out, "'/dev/zero' is not a regular file (a device): want a case "
+	                          "file"), "%s", out);
+	snprintf(path, sizeof(path), "%s/pipe.ini", dir);
+	cr_assert_eq(mkfifo(path, 0600), 0);
+	snprintf(args, sizeof(args), "run --quiet --db '%s/x.db' '%s'", dir, path);
+	cr_assert_eq(lks_run_bin("timeout 20", args, out, sizeof(out)), 2, "%s", out);
+	cr_assert_not_null(strstr(out, "is not a regular file (a FIFO): want a case file"), "%s", out);
+	/* a golden file that is a FIFO: bad input, exit 2, named */
+	snprintf(path, sizeof(path), "%s/tiny.ini", dir);
+	put_file(path, tiny_case);
+	snprintf(path, sizeof(path), "%s/golden/cpu/tiny", dir);
+	snprintf(args, sizeof(args), "mkdir -p '%s' && mkfifo '%s/a.tsv'", path, path);
+	cr_assert_eq(system(args), 0);
+	snprintf(args, sizeof(args), "run --quiet --db '%s/x.db' --golden '%s/golden' '%s/tiny.ini'",
+	         dir, dir, dir);
+	cr_assert_eq(lks_run_bin("timeout 20", args, out, sizeof(out)), 2, "%s", out);
+	cr_assert_not_null(strstr(out, "/golden/cpu/tiny/a.tsv' is not a regular file (a FIFO): "
+	                          "want a golden file"), "%s", out);
+	snprintf(args, sizeof(args), "rm -rf '%s'", dir);
+	cr_assert_eq(system(args), 0);
+}
+
+/* Runs cmd through the shell in dir; the exit code and the output. */
+static int sh_in(const char *dir, const char *cmd, char *out, size_t n)
+{
+	char full[4096];
+	FILE *p;
+	size_t len = 0;
+	int status;
+
+	snprintf(full, sizeof(full), "cd '%s' && %s 2>&1", dir, cmd);
+	cr_assert_not_null(p = popen(full, "r"));
+	while (len + 1 < n && fgets(out + len, (int)(n - len), p))
+		len = strlen(out);
+	out[len] = 0;
+	while (fgetc(p) != EOF)
+		;
+	status = pclose(p);
+	cr_assert(WIFEXITED(status), "'%s' did not exit", full);
+	return WEXITSTATUS(status);
+}
+
+/* The command a failed golden check prints for a case whose path has a blank, a quote and
+   a '$' pastes into a shell as it is, and makes the golden; then the check passes. */
+Test(cli, printed_golden_command_pastes_into_a_shell, .timeout = 120)
+{
+	char dir[] = "/tmp/lks_test_paste_XXXXXX", path[700], cmd[4096], out[8192], *p, *eol;
+
+	cr_assert_not_null(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/it's a $dir", dir);
+	cr_assert_eq(mkdir(path, 0700), 0);
+	snprintf(path, sizeof(path), "%s/it's a $dir/tiny.ini", dir);
+	put_file(path, tiny_case);
+	snprintf(cmd, sizeof(cmd), "'%s' run --quiet \"it's a \\$dir/tiny.ini\"", LKS_BIN);
+	cr_assert_eq(sh_in(dir, cmd, out, sizeof(out)), 1, "%s", out);
+	cr_assert_not_null(p = strstr(out, "create it with: lockstep golden update "), "%s", out);
+	p += strlen("create it with: lockstep");
+	eol = strchr(p, '\n');
+	*eol = 0;
+	snprintf(cmd, sizeof(cmd), "'%s'%s", LKS_BIN, p);
+	cr_assert_eq(sh_in(dir, cmd, out, sizeof(out)), 0, "'%s':\n%s", cmd, out);
+	cr_assert_not_null(strstr(out, "wrote golden/cpu/tiny/a.tsv"), "%s", out);
+	snprintf(cmd, sizeof(cmd), "'%s' run --quiet \"it's a \\$dir/tiny.ini\"", LKS_BIN);
+	cr_assert_eq(sh_in(dir, cmd, out, sizeof(out)), 0, "%s", out);
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+	cr_assert_eq(system(cmd), 0);
+}
+
+/* Runs 'shell -c script' (no other shell between) and returns its stdout in out. */
+static void shell_run(const char *shell, const char *script, char *out, size_t n)
+{
+	int fd[2], status;
+	size_t len = 0;
+	ssize_t got;
+	pid_t pid;
+
+	cr_assert_eq(pipe(fd), 0);
+	cr_assert_geq(pid = fork(), 0);
+	if (pid == 0) {
+		dup2(fd[1], 1);
+		close(fd[0]);
+		execlp(shell, shell, "-c", script, (char *)NULL);
+		_exit(127);
+	}
+	close(fd[1]);
+	while (len + 1 < n && (got = read(fd[0], out + len, n - 1 - len)) > 0)
+		len += (size_t)got;
+	out[len] = 0;
+	close(fd[0]);
+	cr_assert_eq(waitpid(pid, &status, 0), pid);
+	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "%s -c %s", shell, script);
+}
+
+/* Every word lks_shell_quote makes reads back through bash as the word it was, and through
+   /bin/sh too when it has no control characters (its $'...' is not POSIX). */
+Test(cli, shell_quote_round_trips_through_sh)
+{
+	static const char *const words[] = {
+		"plain", "cases/x.ini", "a b", "it's", "$HOME", "`id`", "a\"b", "back\\slash",
+		"semi;colon", "new\nline", "tab\there", "esc\x1b[0m", "", "-", "*", "~", "'",
+		"\\'", "x\x7fy", "end\n",
+	};
+
+	for (size_t i = 0; i < sizeof(words) / sizeof(words[0]); i++) {
+		char q[256], script[400], out[256];
+
+		lks_shell_quote(words[i], q, sizeof(q));
+		for (const char *c = q; *c; c++)
+			cr_assert((unsigned char)*c >= 0x20 && *c != 0x7f, "raw control byte in %s", q);
+		snprintf(script, sizeof(script), "printf '%%s|' %s", q);
+		for (int sh = 0; sh < 2; sh++) {
+			if (sh && q[0] == '$')
+				continue;
+			shell_run(sh ? "sh" : "bash", script, out, sizeof(out));
+			cr_assert(strlen(out) > 0 && out[strlen(out) - 1] == '|', "%s gave '%s'", script,
+			          out);
+			out[strlen(out) - 1] = 0;
+			cr_assert_str_eq(out, words[i], "%s", script);
+		}
+	}
+	/* a word too long for the buffer is cut with its quote closed */
+	char q[8];
+	cr_assert_str_eq(lks_shell_quote("a b c d e f", q, sizeof(q)), "'a b c'");
 }

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -159,6 +160,11 @@ Test(combo, file_mistakes_name_file_and_line)
 		{ "[combo a]\n[run x]\n", ":2:", "unknown section [run x]" },
 		{ "[combo a]\nenv.X = 1\n[combo a]\n", ":3:", "duplicate combo 'a' (first at line 1)" },
 		{ "[combo a b]\n", ":1:", "bad combo name 'a b'" },
+		{ "[combo ..]\n", ":1:", "bad combo name '..': want 1 to 63 letters, digits, '_', '-', "
+		  "'.' or '+', starting with a letter, a digit or '_'" },
+		{ "[combo a/b]\n", ":1:", "bad combo name 'a/b'" },
+		{ "[combo -x]\n", ":1:", "bad combo name '-x'" },
+		{ "[combo a]\nenv.X\x1b[2J = 1\n", ":2:", "bad environment variable name 'X\\x1b[2J'" },
 		{ "[combo]\n", ":1:", "[combo] needs a name" },
 		{ "[combo a\n", ":1:", "without ']'" },
 		{ "[combo a]\nenv.X = 1\nunset.X =\n", ":3:", "'env.X' again in combo 'a' (first at line 2)" },
@@ -183,6 +189,50 @@ Test(combo, file_mistakes_name_file_and_line)
 	}
 	cr_assert_eq(lks_combos_load("/nonexistent-lks/c.ini", &cs), -1);
 	cr_assert_not_null(strstr(lks_errmsg(), "cannot open '/nonexistent-lks/c.ini'"));
+	rm_tmp();
+}
+
+/* A combos file is a regular file of at most 1 MiB, and a value at most 32 KiB: a value
+   execve would refuse (over 128 KiB) fails at its line, before any probe, not at the
+   probe's start after others have run. */
+Test(combo, file_and_value_limits, .timeout = 30)
+{
+	char path[512], fifo[512], *text;
+	size_t big = (size_t)1 << 20, head = strlen("[combo a]\nenv.X = ");
+	lks_combos cs;
+
+	mkdir_tmp();
+	snprintf(fifo, sizeof(fifo), "%s/pipe.ini", tmpdir);
+	cr_assert_eq(mkfifo(fifo, 0600), 0);
+	cr_assert_eq(lks_combos_load(fifo, &cs), -1, "a FIFO loaded");
+	cr_assert_not_null(strstr(lks_errmsg(), "is not a regular file (a FIFO): want a combos file"),
+	                   "%s", lks_errmsg());
+
+	cr_assert_not_null(text = malloc(big + 2));
+	/* a 1 MB value: the file is within its limit, the value is not */
+	strcpy(text, "[combo a]\nenv.X = ");
+	memset(text + head, 'a', 1000000);
+	text[head + 1000000] = 0;
+	put_file("c.ini", text, path, sizeof(path));
+	cr_assert_eq(lks_combos_load(path, &cs), -1, "a 1 MB value loaded");
+	cr_assert_not_null(strstr(lks_errmsg(), "c.ini:2: the value of 'env.X' is 1000000 bytes, "
+	                          "over the limit of 32768"), "%s", lks_errmsg());
+	/* 32 KiB is fine */
+	text[head + 32768] = '\n';
+	text[head + 32769] = 0;
+	put_file("c.ini", text, path, sizeof(path));
+	cr_assert_eq(lks_combos_load(path, &cs), 0, "%s", lks_errmsg());
+	cr_assert_eq(strlen(cs.combos[0].items[0].value), 32768);
+	lks_combos_release(&cs);
+	/* the file: 1 MiB and a byte more */
+	memset(text, '#', big + 1);
+	memcpy(text, "[combo a]\n", 10);
+	text[big + 1] = 0;
+	put_file("c.ini", text, path, sizeof(path));
+	cr_assert_eq(lks_combos_load(path, &cs), -1, "a file of 1 MiB + 1 loaded");
+	cr_assert_not_null(strstr(lks_errmsg(), "is 1048577 bytes, over the limit of 1048576 bytes "
+	                          "for a combos file"), "%s", lks_errmsg());
+	free(text);
 	rm_tmp();
 }
 
@@ -646,12 +696,25 @@ Test(combo, bad_input_stops_before_any_probe, .timeout = 120)
 	cr_assert_not_null(strstr(out, "typo.ini:4: unknown key 'envX'"), "%s", out);
 	snprintf(path, sizeof(path), "%s/x.db", tmpdir);
 	cr_assert_neq(access(path, F_OK), 0, "the database was created");
-	/* an override the case refuses names the combo's line, before any probe */
-	put_file("over.ini", "[combo a]\n[combo b]\nset.model.hidn = 3\n", combos, sizeof(combos));
+	/* an override the case refuses names its own line, before any probe */
+	put_file("over.ini", "[combo a]\n[combo b]\nenv.X = 1\nset.model.hidn = 3\n", combos,
+	         sizeof(combos));
 	cr_assert_eq(lockstep(out, sizeof(out), "bisect --combos %s %s/tiny.ini --db %s/x.db", combos,
 	                      FIXTURES, tmpdir), 2, "%s", out);
-	cr_assert_not_null(strstr(out, "over.ini:2: combo 'b': "), "%s", out);
+	cr_assert_not_null(strstr(out, "over.ini:4: combo 'b': "), "%s", out);
 	cr_assert_not_null(strstr(out, "hidn"), "%s", out);
+	put_file("over.ini", "[combo a]\n[combo b]\nset.model.hidden = 16\n"
+	         "set.run.fp8.recipe = fp9\n", combos, sizeof(combos));
+	cr_assert_eq(lockstep(out, sizeof(out), "matrix --combos %s %s/tiny.ini --db %s/x.db", combos,
+	                      FIXTURES, tmpdir), 2, "%s", out);
+	cr_assert_not_null(strstr(out, "over.ini:4: combo 'b': unknown recipe 'fp9'"), "%s", out);
+	/* overrides each good alone, but not together: the combo's line */
+	put_file("over.ini", "[combo a]\n[combo b]\nset.optim.warmup = 3\nset.case.steps = 2\n",
+	         combos, sizeof(combos));
+	cr_assert_eq(lockstep(out, sizeof(out), "matrix --combos %s %s/tiny.ini --db %s/x.db", combos,
+	                      FIXTURES, tmpdir), 2, "%s", out);
+	cr_assert_not_null(strstr(out, "over.ini:2: combo 'b': "), "%s", out);
+	cr_assert_not_null(strstr(out, "warmup 3 is longer than the case's 2 steps"), "%s", out);
 	cr_assert_eq(sql_int("x.db", "SELECT count(*) FROM probes"), 0);
 	/* a run no case has: every probe would train nothing and pass */
 	cr_assert_eq(lockstep(out, sizeof(out), "matrix --combos %s/eight.ini %s/tiny.ini --run nosuch "

@@ -20,6 +20,8 @@
 #include "run_bin.h"
 #include "harness/case.h"
 #include "harness/fault.h"
+#include "harness/model.h"
+#include "harness/runner.h"
 #include "harness/sqnr.h"
 #include "harness/trace_store.h"
 #include "kernels/cpu/quant.h"
@@ -179,6 +181,179 @@ Test(fault, case_file_errors_name_the_run_line)
 	cr_assert_eq(lks_case_load(path, NULL, 0, &c), -1);
 	cr_assert_not_null(strstr(lks_errmsg(), ":13: inject: bitflip needs rank="), "%s",
 	                   lks_errmsg());
+	unlink(path);
+}
+
+/* The fault in the run of a small case: "" when it loads, else the message. */
+static const char *load_fault(const char *path, const char *run_keys, const char *inject)
+{
+	static char msg[1024];
+	char text[1024];
+	lks_case c;
+
+	snprintf(text, sizeof(text), "[case]\nsteps = 4\nworld_size = 2\n[model]\nvocab = 16\n"
+	         "hidden = 8\nffn = 16\nlayers = 1\nseq = 4\nbatch = 1\n\n[run a]\n%sinject = %s\n",
+	         run_keys, inject);
+	write_file(path, text);
+	if (lks_case_load(path, NULL, 0, &c))
+		return snprintf(msg, sizeof(msg), "%s", lks_errmsg()), msg;
+	lks_case_release(&c);
+	return "";
+}
+
+/* A bitflip or NaN aimed where it cannot act is bad input when the case is read (exit 2,
+   file:line), not an infrastructure failure after the other runs have trained. */
+Test(fault, tensor_and_element_checked_when_the_case_is_read)
+{
+	static const struct { const char *keys, *inject, *why; } t[] = {
+		/* FP8 operands are codes and scales: no float to flip */
+		{ "recipe = fp8_rowwise\n", "bitflip step=1 rank=0 tensor=blocks.0.mlp.up.fwd.x element=0 bit=3",
+		  ":12: run 'a': inject: 'blocks.0.mlp.up.fwd.x' is an FP8 operand (codes and scales): "
+		  "bitflip acts on float tensors, such as the layer's output 'blocks.0.mlp.up.out'" },
+		{ "recipe = fp8_delayed\n", "nan step=1 rank=1 tensor=blocks.0.mlp.down.wgrad.dy",
+		  ":12: run 'a': inject: 'blocks.0.mlp.down.wgrad.dy' is an FP8 operand" },
+		/* names the model does not have: a typo, a layer past the last */
+		{ "recipe = bf16\n", "nan step=1 rank=0 tensor=blocks.0.mlp.upp.out",
+		  ":12: run 'a': inject: the model has no tensor 'blocks.0.mlp.upp.out'" },
+		{ "recipe = bf16\n", "nan step=1 rank=0 tensor=blocks.1.mlp.up.out",
+		  ":12: run 'a': inject: the model has no tensor 'blocks.1.mlp.up.out'" },
+		{ "recipe = bf16\n", "nan step=1 rank=0 tensor=blocks.01.mlp.up.out",
+		  ":12: run 'a': inject: the model has no tensor 'blocks.01.mlp.up.out'" },
+		/* a rank takes 1 sequence of 4 tokens: up.out is (4, 16), 64 elements */
+		{ "recipe = bf16\n", "bitflip step=1 rank=0 tensor=blocks.0.mlp.up.out element=64 bit=3",
+		  ":12: run 'a': inject: element 64 is out of range: 'blocks.0.mlp.up.out' has 64 "
+		  "elements on a rank" },
+		/* one rank takes the whole batch: 128 */
+		{ "recipe = bf16\nworld_size = 1\n", "nan step=1 rank=0 tensor=blocks.0.mlp.up.out "
+		  "element=128", ":12: run 'a': inject: element 128 is out of range: "
+		  "'blocks.0.mlp.up.out' has 128 elements on a rank" },
+		/* parameters and their gradients: head (16, 8), a norm's gain (8) */
+		{ "recipe = bf16\n", "nan step=1 rank=0 tensor=head.weight.grad element=128",
+		  ":12: run 'a': inject: element 128 is out of range: 'head.weight.grad' has 128" },
+		{ "recipe = bf16\n", "nan step=1 rank=0 tensor=blocks.0.norm.weight element=8",
+		  ":12: run 'a': inject: element 8 is out of range: 'blocks.0.norm.weight' has 8" },
+	};
+	static const struct { const char *keys, *inject; } ok[] = {
+		{ "recipe = bf16\n", "bitflip step=1 rank=0 tensor=blocks.0.mlp.up.out element=63 bit=3" },
+		{ "recipe = bf16\nworld_size = 1\n", "nan step=1 rank=0 tensor=blocks.0.mlp.up.out element=127" },
+		{ "recipe = bf16\n", "nan step=1 rank=0 tensor=head.weight.grad element=127" },
+		{ "recipe = bf16\n", "nan step=1 rank=0 tensor=blocks.0.norm.weight element=7" },
+		{ "recipe = fp8_rowwise\ncheckpoint = blocks\n", "nan step=1 rank=1 tensor=head.logits.grad" },
+		{ "recipe = fp8_rowwise\n", "skip_allreduce step=1 rank=1" },
+	};
+	char path[] = "/tmp/lks_fault_model_XXXXXX";
+	int fd = mkstemp(path);
+
+	cr_assert_geq(fd, 0);
+	close(fd);
+	for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
+		const char *msg = load_fault(path, t[i].keys, t[i].inject);
+
+		cr_assert(msg[0] && !strncmp(msg, path, strlen(path))
+		          && !strncmp(msg + strlen(path), t[i].why, strlen(t[i].why)),
+		          "%s: want '%s', got '%s'", t[i].inject, t[i].why, msg);
+	}
+	for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++)
+		cr_assert_str_eq(load_fault(path, ok[i].keys, ok[i].inject), "", "%s", ok[i].inject);
+	unlink(path);
+}
+
+struct traced {
+	char names[256][128];
+	int n, nonfinite[256];
+};
+
+/* the names of step 0's tensors, and which had a non-finite value on rank 0 */
+static void traced_on_step(void *arg, const lks_step_row *steps, int nsteps,
+                           const lks_stat_row *stats, size_t nstats, char *const *names, int nnames)
+{
+	struct traced *t = arg;
+
+	(void)steps, (void)nsteps;
+	cr_assert_leq(nnames, 256);
+	t->n = nnames;
+	for (int i = 0; i < nnames; i++)
+		snprintf(t->names[i], sizeof(t->names[i]), "%s", names[i]);
+	for (size_t i = 0; i < nstats; i++)
+		if (stats[i].step == 0 && stats[i].rank == 0)
+			t->nonfinite[stats[i].seq] += stats[i].nonfinite > 0;
+}
+
+static int seen_before(const struct traced *t, int i)
+{
+	for (int j = 0; j < i; j++)
+		if (!strcmp(t->names[j], t->names[i]))
+			return 1;
+	return 0;
+}
+
+/* One step of run with fault f planted (none: kind NONE); its tensors into t. */
+static int run_traced(lks_case *c, lks_run_cfg *run, const lks_fault *f, struct traced *t)
+{
+	lks_runner_opts o = { .steps = 1, .threads = 1, .on_step = traced_on_step, .on_step_arg = t };
+	lks_run_result res;
+
+	memset(t, 0, sizeof(*t));
+	run->inject = *f;
+	return lks_run(c, run, NULL, &o, &res);
+}
+
+/* The model's table of tensors (lks_model_tensor, which the case check reads) is what a
+   rank really traces: every traced name is in it, as float tensor or FP8 operand, and each
+   float tensor has exactly the elements the table says: a NaN at the last one shows in
+   that tensor's row, one past it is refused by the running model itself. */
+Test(fault, tensor_table_is_what_the_model_traces, .timeout = 120)
+{
+	static const char *const runs[] = {
+		"[run a]\nrecipe = fp8_rowwise\nworld_size = 2\n",
+		"[run a]\nrecipe = fp8_delayed\ncheckpoint = blocks\nworld_size = 1\n",
+	};
+	char path[] = "/tmp/lks_fault_table_XXXXXX", text[1024];
+	int fd = mkstemp(path);
+
+	cr_assert_geq(fd, 0);
+	close(fd);
+	for (size_t k = 0; k < sizeof(runs) / sizeof(runs[0]); k++) {
+		struct traced clean, hit;
+		lks_fault none = { .kind = LKS_FAULT_NONE, .step = -1, .rank = -1 };
+		long long tokens;
+		lks_case c;
+		int nfloat = 0, nfp8 = 0;
+
+		/* sizes all different, so that a wrong dimension shows */
+		snprintf(text, sizeof(text), "[case]\nsteps = 2\nworld_size = 2\n[model]\nvocab = 24\n"
+		         "hidden = 8\nffn = 12\nlayers = 2\nseq = 5\nbatch = 1\n%s", runs[k]);
+		write_file(path, text);
+		cr_assert_eq(lks_case_load(path, NULL, 0, &c), 0, "%s", lks_errmsg());
+		tokens = 2LL * 5 / c.runs[0].world_size;
+		cr_assert_eq(run_traced(&c, &c.runs[0], &none, &clean), 0, "%s", lks_errmsg());
+		for (int i = 0; i < clean.n; i++) {
+			const char *name = clean.names[i];
+			lks_fault f = { .kind = LKS_FAULT_NAN, .step = 0, .rank = 0 };
+			size_t n = 0;
+			int kind = lks_model_tensor(&c.model, tokens, name, &n);
+
+			cr_assert(kind == LKS_TENSOR_FLOAT || kind == LKS_TENSOR_FP8, "%s: not in the table",
+			          name);
+			nfp8 += kind == LKS_TENSOR_FP8;
+			if (kind != LKS_TENSOR_FLOAT || seen_before(&clean, i))
+				continue;  /* the recompute repeats the forward's names; the fault strikes
+				              the forward */
+			nfloat++;
+			snprintf(f.tensor, sizeof(f.tensor), "%s", name);
+			f.element = (int64_t)n - 1;
+			cr_assert_eq(run_traced(&c, &c.runs[0], &f, &hit), 0, "%s: %s", name, lks_errmsg());
+			cr_assert_geq(hit.nonfinite[i], 1, "%s: a NaN at element %zu did not show", name,
+			              n - 1);
+			f.element = (int64_t)n;
+			cr_assert_neq(run_traced(&c, &c.runs[0], &f, &hit), 0, "%s: element %zu exists", name, n);
+		}
+		/* 2 layers: per block 5 forward and 7 backward float tensors, 3 parameters, 12 FP8
+		   operands (2 per GEMM); outside them 8 float tensors and 3 parameters */
+		cr_assert_eq(nfloat, 2 * (5 + 7 + 3) + 8 + 3, "%s", runs[k]);
+		cr_assert_geq(nfp8, 2 * 12, "%s", runs[k]);
+		lks_case_release(&c);
+	}
 	unlink(path);
 }
 
@@ -382,10 +557,38 @@ Test(fault, environment_plants_a_fault, .timeout = 120)
 	cr_assert_not_null(strstr(out, "no run fits"), "%s", out);
 	cr_assert_eq(lks_run_bin("LOCKSTEP_INJECT='skip_allreduce step=1 rank=0 run=nosuch'", args, out,
 	                 sizeof(out)), 2, "%s", out);
-	/* a tensor the run does not trace is an error, not a fault that silently never acts */
-	cr_assert_neq(lks_run_bin("LOCKSTEP_INJECT='nan step=1 rank=0 tensor=blocks.0.mlp.up.fwd.x'", args,
-	                  out, sizeof(out)), 0, "%s", out);
-	cr_assert_not_null(strstr(out, "no tensor 'blocks.0.mlp.up.fwd.x' is traced"), "%s", out);
+	/* a tensor the run does not trace is bad input, found before anything trains, not a
+	   fault that silently never acts */
+	cr_assert_eq(lks_run_bin("LOCKSTEP_INJECT='nan step=1 rank=0 tensor=blocks.0.mlp.up.fwd.x'", args,
+	                 out, sizeof(out)), 2, "%s", out);
+	cr_assert_not_null(strstr(out, "run 'clean': inject: 'blocks.0.mlp.up.fwd.x' is an FP8 operand"),
+	                   "%s", out);
+	cr_assert_null(strstr(out, "loss"), "a run trained: %s", out);
+	cr_assert_eq(lks_run_bin("LOCKSTEP_INJECT='nan step=1 rank=0 tensor=head.logits element=8192 "
+	                 "run=flipped'", args, out, sizeof(out)), 2, "%s", out);
+	cr_assert_not_null(strstr(out, "element 8192 is out of range: 'head.logits' has 8192 elements"),
+	                   "%s", out);
+	remove_db(db);
+	rmdir(dir);
+}
+
+/* --steps that stop before the planted fault say so: the run is clean, and its checks
+   say nothing about the fault. */
+Test(fault, steps_before_the_fault_warn, .timeout = 120)
+{
+	char dir[] = "/tmp/lks_fault_steps_XXXXXX", db[600], args[1600], out[16384];
+
+	cr_assert_not_null(mkdtemp(dir));
+	snprintf(db, sizeof(db), "%s/s.db", dir);
+	snprintf(args, sizeof(args), "run '%s/cases/faults/bitflip.ini' --db '%s' --quiet --steps 3",
+	         LKS_SRC, db);
+	cr_assert_eq(lks_run_bin(NULL, args, out, sizeof(out)), 1, "%s", out);
+	cr_assert_not_null(strstr(out, "lockstep: warning: bitflip / flipped: the fault at step 3 "
+	                          "will not be planted: --steps 3 stops before it"), "%s", out);
+	snprintf(args, sizeof(args), "run '%s/cases/faults/bitflip.ini' --db '%s' --quiet --steps 4",
+	         LKS_SRC, db);
+	cr_assert_eq(lks_run_bin(NULL, args, out, sizeof(out)), 0, "%s", out);
+	cr_assert_null(strstr(out, "warning"), "step 3 of 4 is planted: %s", out);
 	remove_db(db);
 	rmdir(dir);
 }

@@ -1,0 +1,29 @@
+/*
+ * file.h: reading an input file (a case, a combos file, a golden file) whole, within a
+ * limit. Only a regular file is read: a FIFO would block forever and /dev/zero never ends,
+ * so anything else is refused before a byte is read, as is a file over the limit.
+ */
+#ifndef LKS_HARNESS_FILE_H
+#define LKS_HARNESS_FILE_H
+
+#include <stddef.h>
+
+/* The limits, stated in README.md: a case or combos file is text a person writes (the
+   largest shipped case is 3 KB); a golden file holds a row per step, rank and tensor (the
+   largest shipped one is 0.4 MB; 256 MiB is a 1000-step, 8-rank trace of 300 tensors). */
+#define LKS_CASE_FILE_MAX ((size_t)1 << 20)
+#define LKS_COMBOS_FILE_MAX ((size_t)1 << 20)
+#define LKS_GOLDEN_FILE_MAX ((size_t)256 << 20)
+
+/* lks_file_read of a path that does not exist (lks_err says so). */
+#define LKS_FILE_MISSING (-2)
+
+/*
+ * The file at path into *text (malloc'd, NUL-terminated; free it) and its length into *len
+ * (it may hold NUL bytes: the caller decides). what names the kind of file in messages ("a
+ * case file"). Errors (lks_err, -1): not a regular file, larger than max bytes, cannot be
+ * read; LKS_FILE_MISSING when there is no such file.
+ */
+int lks_file_read(const char *path, size_t max, const char *what, char **text, size_t *len);
+
+#endif
