@@ -266,6 +266,23 @@ static int lks_head_gemm(lks_rank *r, const float *a, int arows, int acols, int 
 
 /* ---- the rank ---- */
 
+/* The most bytes per element one operand of this rank's GEMMs takes in the call's arena:
+   its float32 or BF16 copy, or for FP8 its codes and their transpose (lks_prep_operand);
+   the LM head's operands are BF16, or float32 where activations are. */
+static size_t lks_operand_width(const lks_rank *r)
+{
+	size_t w = r->bf16 ? 2 : 4;
+
+	for (int role = 0; role < 3; role++)
+		for (int ab = 0; ab < 2; ab++) {
+			lks_dtype t = r->rules->op[role][ab].dtype;
+			size_t ow = t == LKS_E4M3 || t == LKS_E5M2 ? 2 : lks_dtype_size(t);
+
+			w = ow > w ? ow : w;
+		}
+	return w;
+}
+
 int lks_rank_init(lks_rank *r, int rank, const lks_model *m, const lks_run_cfg *run,
                   int tokens_per_rank, int global_tokens, const lks_backend *be, void *bectx)
 {
@@ -289,13 +306,16 @@ int lks_rank_init(lks_rank *r, int rank, const lks_model *m, const lks_run_cfg *
 	if (run->inject.kind == LKS_FAULT_BITFLIP || run->inject.kind == LKS_FAULT_NAN)
 		r->tr.fault = &run->inject;
 
-	/* the largest operand of any GEMM, and its dimensions, size the arena */
+	/* the largest operand of any GEMM (x, dy, hf (T, H), a, dy (T, F), W (F, H), Wh (V, H),
+	   dz (T, V)), its dimensions and the widest operand's bytes per element size the arena */
+	if ((size_t)T * H > big) big = (size_t)T * H;
 	if ((size_t)F * H > big) big = (size_t)F * H;
 	if ((size_t)V * H > big) big = (size_t)V * H;
 	if ((size_t)T * V > big) big = (size_t)T * V;
 	maxdim = (size_t)(T > F ? T : F);
 	maxdim = maxdim > (size_t)V ? maxdim : (size_t)V;
-	r->arena_size = 2 * (2 * big + 8 * maxdim + 256);
+	maxdim = maxdim > (size_t)H ? maxdim : (size_t)H;
+	r->arena_size = 2 * (lks_operand_width(r) * big + 8 * maxdim + 256);
 
 	r->params = aligned_alloc(64, m->nparams * sizeof(float));
 	r->grads = aligned_alloc(64, m->nparams * sizeof(float));

@@ -3,16 +3,21 @@
 
 #include <stdarg.h>
 #include <stdio.h>
+#include <string.h>
 
 static _Thread_local char lks_errbuf[1024];
 
 int lks_err(const char *fmt, ...)
 {
+	char msg[sizeof(lks_errbuf)];
 	va_list ap;
 
+	/* formatted aside first: an argument may be lks_errmsg() itself, which wraps a
+	   message ("run 'x': %s") */
 	va_start(ap, fmt);
-	vsnprintf(lks_errbuf, sizeof(lks_errbuf), fmt, ap);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
+	memcpy(lks_errbuf, msg, sizeof(msg));
 	return -1;
 }
 
