@@ -415,9 +415,14 @@ static int lks_run_step(struct lks_runner *R, int step, lks_store *store, int64_
 		o->on_grads(o->on_grads_arg, step, R->gsum, &R->m);
 
 	/* global norm in double (lks_sumsq's fixed order); the clip scales the summed
-	   gradient once, so every replica sees the same clipped values */
+	   gradient once, so every replica sees the same clipped values. As PyTorch's
+	   clip_grad_norm_: coefficient clip / (norm + 1e-6), at most 1; a NaN norm gives a NaN
+	   coefficient and an infinite one 0, both applied, so a NaN gradient makes every
+	   gradient NaN (and 0 * inf is NaN). A finite norm at most clip leaves the gradient
+	   as it is, as before (PyTorch scales a norm less than 1e-6 below clip by a hair under
+	   1; the goldens keep their bits) */
 	gnorm = sqrt(lks_sumsq(R->gsum, R->m.nparams));
-	if (opt->clip > 0.0f && gnorm > opt->clip) {
+	if (opt->clip > 0.0f && !(gnorm <= opt->clip)) {
 		R->clip_coef = (float)(opt->clip / (gnorm + 1e-6));
 		lks_pool_run(R->W > 1 ? R->rank_pool : R->pool1, ntasks, lks_clip_task, R);
 	}

@@ -392,6 +392,53 @@ Test(model, nonfinite_gradient_is_recorded_and_the_run_goes_on)
 	cr_assert_eq(system(db), 0);
 }
 
+/*
+ * PyTorch's clip_grad_norm_ multiplies every gradient by max_norm / (norm + 1e-6), clamped
+ * to at most 1, so a NaN norm makes every gradient NaN, and AdamW every parameter (issue 11,
+ * item 4). `gnorm > clip` is false for NaN: the clip was skipped and only the parameter
+ * under the NaN gradient became NaN.
+ */
+Test(model, nan_gradient_makes_every_parameter_nan_as_clip_grad_norm_does)
+{
+	static const char text[] =
+		"[case]\nsteps = 4\n"
+		"[model]\nvocab = 24\nhidden = 16\nffn = 32\nlayers = 1\nseq = 8\nbatch = 2\n"
+		"[run r]\nrecipe = bf16\n";
+	lks_backend be = nan_backend;
+	lks_case c;
+	lks_model m;
+	capture a;
+	int checked = 0;
+
+	be.quantize = lks_backend_cpu.quantize;
+	load_case(text, NULL, 0, &c);
+	cr_assert_eq(lks_model_init(&m, &c.model), 0);
+	/* the ninth GEMM of step 2 is grad_W of the up projection (see above) */
+	nan_call = 2 * 9 + 8;
+	gemm_calls = 0;
+	run_capture(&c, "r", &be, &a);
+	for (size_t i = 0; i < a.n; i++) {
+		const lks_stat_row *row = &a.rows[i];
+
+		for (int t = 0; t < m.nt; t++) {
+			if (strcmp(a.names[row->seq], m.t[t].name) != 0)  /* the updated parameters */
+				continue;
+			if (row->step < 2) {
+				cr_expect_eq(row->nonfinite, 0, "step %d: %s", row->step, m.t[t].name);
+			} else {
+				cr_expect_eq(row->nonfinite, (int64_t)m.t[t].n, "step %d: %s has %lld of %zu "
+				             "elements NaN", row->step, m.t[t].name, (long long)row->nonfinite,
+				             m.t[t].n);
+				checked++;
+			}
+		}
+	}
+	cr_assert_eq(checked, 2 * m.nt, "the updates of steps 2 and 3 are traced");
+	capture_free(&a);
+	lks_model_release(&m);
+	lks_case_release(&c);
+}
+
 /* ---- the fp32 recipe, and errors raised on rank threads ---- */
 
 /*
