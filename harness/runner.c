@@ -450,7 +450,8 @@ static int lks_run_step(struct lks_runner *R, int step, lks_store *store, int64_
 
 		for (size_t i = 0; i < tr->nrows; i++)
 			bad += tr->rows[i].nonfinite;
-		memcpy(stats + nstats, tr->rows, tr->nrows * sizeof(*stats));
+		if (tr->nrows)  /* an untraced run's tracer has no rows at all (rows NULL) */
+			memcpy(stats + nstats, tr->rows, tr->nrows * sizeof(*stats));
 		nstats += tr->nrows;
 		rows[r] = (lks_step_row){ step, r, R->ranks[r].loss / R->ranks[r].T, gnorm, R->lr,
 		                          R->rank_time[r], bad };

@@ -59,7 +59,8 @@ static void on_step(void *arg, const lks_step_row *steps, int nsteps, const lks_
 		c->cap = 2 * (c->n + nstats);
 		c->rows = realloc(c->rows, c->cap * sizeof(*c->rows));
 	}
-	memcpy(c->rows + c->n, stats, nstats * sizeof(*stats));
+	if (nstats)  /* an untraced run has none, and rows may still be NULL */
+		memcpy(c->rows + c->n, stats, nstats * sizeof(*stats));
 	c->n += nstats;
 	for (int r = 0; r < nsteps; r++)
 		l += steps[r].loss;
@@ -437,6 +438,36 @@ Test(model, nan_gradient_makes_every_parameter_nan_as_clip_grad_norm_does)
 	capture_free(&a);
 	lks_model_release(&m);
 	lks_case_release(&c);
+}
+
+/* Without tracing (benchmarks) a run trains the same bits and records no tensor; its
+   tracers hold no rows, which the step copies (zero bytes from NULL: undefined behaviour
+   that UndefinedBehaviorSanitizer reports, issue 11 item 9). */
+Test(model, untraced_run_trains_the_same_bits)
+{
+	const char *one_rank[] = { "case.world_size=1", "model.batch=4" };
+
+	for (int w = 1; w <= 2; w++) {
+		lks_runner_opts o = { .threads = 2, .on_step = on_step, .no_trace = 1 };
+		lks_run_result res;
+		capture traced, plain = { 0 };
+		lks_case c;
+
+		load_case(small_case, w == 1 ? one_rank : NULL, w == 1 ? 2 : 0, &c);
+		run_capture(&c, "rowwise", NULL, &traced);
+		o.on_step_arg = &plain;
+		cr_assert_eq(lks_run(&c, lks_case_run(&c, "rowwise"), NULL, &o, &res), 0, "%s",
+		             lks_errmsg());
+		cr_assert_eq(plain.steps, c.steps);
+		cr_expect_eq(plain.n, 0, "%d ranks: %zu tensors traced", w, plain.n);
+		for (int s = 0; s < c.steps; s++)
+			cr_expect(memcmp(&plain.loss[s], &traced.loss[s], sizeof(double)) == 0,
+			          "%d ranks, step %d: loss %.17g traced, %.17g not", w, s, traced.loss[s],
+			          plain.loss[s]);
+		capture_free(&traced);
+		capture_free(&plain);
+		lks_case_release(&c);
+	}
 }
 
 /* ---- the fp32 recipe, and errors raised on rank threads ---- */
