@@ -359,19 +359,39 @@ static int lks_head_gemm(lks_rank *r, const float *a, int arows, int acols, int 
 
 /* ---- the rank ---- */
 
-/* The GEMM arena of one call: the largest operand of any GEMM, and its dimensions, size
-   it. */
-static size_t lks_arena_size(const lks_model_cfg *c, size_t T)
+/* The most bytes per element one operand of a GEMM of this recipe takes in the call's
+   arena: its float32 or BF16 copy, or for FP8 its codes and their transpose
+   (lks_prep_operand); the LM head's operands are BF16, or float32 where activations are. */
+static size_t lks_operand_width(const lks_recipe_rules *rules)
+{
+	size_t w = rules->f32_activations ? 4 : 2;
+
+	for (int role = 0; role < 3; role++)
+		for (int ab = 0; ab < 2; ab++) {
+			lks_dtype t = rules->op[role][ab].dtype;
+			size_t ow = t == LKS_E4M3 || t == LKS_E5M2 ? 2 : lks_dtype_size(t);
+
+			w = ow > w ? ow : w;
+		}
+	return w;
+}
+
+/* The GEMM arena of one call: the largest operand of any GEMM (x, dy, hf (T, H), a, dy
+   (T, F), W (F, H), Wh (V, H), dz (T, V)), its dimensions and the widest operand's bytes
+   per element (width) size it. */
+static size_t lks_arena_size(const lks_model_cfg *c, size_t T, size_t width)
 {
 	size_t H = (size_t)c->hidden, F = (size_t)c->ffn, V = (size_t)c->vocab;
-	size_t big = T * F, maxdim;
+	size_t big = T * H, maxdim;
 
+	if (T * F > big) big = T * F;
 	if (F * H > big) big = F * H;
 	if (V * H > big) big = V * H;
 	if (T * V > big) big = T * V;
 	maxdim = T > F ? T : F;
 	maxdim = maxdim > V ? maxdim : V;
-	return 2 * (2 * big + 8 * maxdim + 256);
+	maxdim = maxdim > H ? maxdim : H;
+	return 2 * (width * big + 8 * maxdim + 256);
 }
 
 /* The traced FP8 operands of a whole step (lks_rank_trace_on). */
@@ -411,7 +431,7 @@ int lks_rank_init(lks_rank *r, int rank, const lks_model *m, const lks_run_cfg *
 	if (run->inject.kind == LKS_FAULT_BITFLIP || run->inject.kind == LKS_FAULT_NAN)
 		r->tr.fault = &run->inject;
 
-	r->arena_size = lks_arena_size(c, (size_t)T);
+	r->arena_size = lks_arena_size(c, (size_t)T, lks_operand_width(r->rules));
 
 	r->params = aligned_alloc(64, m->nparams * sizeof(float));
 	r->grads = aligned_alloc(64, m->nparams * sizeof(float));
@@ -494,7 +514,9 @@ double lks_rank_bytes(const lks_model *m, const lks_run_cfg *run, long long toke
 	/* the arenas are sized in size_t: only where that cannot overflow (beyond, the rest
 	   is already far past any machine's memory) */
 	if (T * (H + F + V) * L * 64 < 1e18) {
-		bytes += (double)lks_arena_size(c, (size_t)T);
+		size_t width = lks_operand_width(lks_recipe_rules_of(run->recipe));
+
+		bytes += (double)lks_arena_size(c, (size_t)T, width);
 		if (traced)
 			bytes += (double)lks_qarena_size(c, (size_t)T);
 	}

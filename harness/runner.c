@@ -46,6 +46,7 @@ struct lks_runner {
 	float *m1, *m2;         /* (W, nparams) AdamW moments per replica */
 	double *rank_time;      /* (W) seconds of the rank's forward + backward */
 	int *rank_failed;       /* (W) */
+	char (*rank_err)[512];  /* (W) a failed rank's error, recorded by its own thread */
 	int *nan_seen;          /* (W) a rank's first NaN event was recorded */
 	lks_step_row *rows;     /* (W) this step's step rows */
 	float lr, clip_coef, bc1, bc2, b1pow, b2pow;
@@ -78,8 +79,34 @@ static void lks_rank_task(void *arg, int task, int thread)
 	lks_rank *r = &R->ranks[task];
 	double t0 = lks_clock();
 
-	R->rank_failed[task] = lks_rank_step(r);
+	R->rank_failed[task] = lks_rank_step(r) || r->tr.fault_failed;
 	R->rank_time[task] = lks_clock() - t0;
+	if (R->rank_failed[task])  /* the message is this thread's (err.h): keep it */
+		snprintf(R->rank_err[task], sizeof(R->rank_err[task]), "%s", lks_errmsg());
+}
+
+/* Every failed rank's error becomes the caller's, with its rank ("rank 1: ..."); ranks in a
+   row with the same message share it ("ranks 0-3: ..."). */
+static int lks_rank_errors(const struct lks_runner *R)
+{
+	char msg[1024] = "", who[32];
+	size_t len = 0;
+
+	for (int r = 0, last = 0; r < R->W; r = last + 1) {
+		last = r;
+		if (!R->rank_failed[r] || len >= sizeof(msg))
+			continue;
+		while (last + 1 < R->W && R->rank_failed[last + 1]
+		       && strcmp(R->rank_err[last + 1], R->rank_err[r]) == 0)
+			last++;
+		if (last > r)
+			snprintf(who, sizeof(who), "ranks %d-%d", r, last);
+		else
+			snprintf(who, sizeof(who), "rank %d", r);
+		len += (size_t)snprintf(msg + len, sizeof(msg) - len, "%s%s: %s", len ? "; " : "", who,
+		                        R->rank_err[r]);
+	}
+	return len ? lks_err("%s", msg) : 0;
 }
 
 /* gsum[i] = ((g_0[i] + g_1[i]) + g_2[i]) + ... over a chunk of elements */
@@ -215,6 +242,7 @@ static void lks_runner_release(struct lks_runner *R)
 	free(R->m2);
 	free(R->rank_time);
 	free(R->rank_failed);
+	free(R->rank_err);
 	free(R->nan_seen);
 	free(R->rows);
 	lks_data_release(&R->data);
@@ -247,11 +275,12 @@ static int lks_runner_init(struct lks_runner *R, const lks_case *c, const lks_ru
 	R->m2 = calloc((size_t)R->W * R->m.nparams, sizeof(float));
 	R->rank_time = calloc((size_t)R->W, sizeof(double));
 	R->rank_failed = calloc((size_t)R->W, sizeof(int));
+	R->rank_err = calloc((size_t)R->W, sizeof(*R->rank_err));
 	R->nan_seen = calloc((size_t)R->W, sizeof(int));
 	R->rows = calloc((size_t)R->W, sizeof(*R->rows));
 	R->sj.rows = calloc((size_t)R->W, sizeof(*R->rows));
 	if (!R->ranks || (R->W > 1 && !R->gsum) || !R->m1 || !R->m2 || !R->rank_time || !R->rank_failed
-	    || !R->nan_seen || !R->rows || !R->sj.rows)
+	    || !R->rank_err || !R->nan_seen || !R->rows || !R->sj.rows)
 		return lks_err("out of memory");
 	for (int r = 0; r < R->W; r++) {
 		/* ranks run as threads, each with a single-threaded GEMM: W threads in all */
@@ -373,11 +402,10 @@ static int lks_run_step(struct lks_runner *R, int step, lks_store *store, int64_
 		lks_tracer_begin_step(&rk->tr, step);
 	}
 	lks_pool_run(R->rank_pool, R->W, lks_rank_task, R);
-	for (int r = 0; r < R->W; r++) {
+	for (int r = 0; r < R->W; r++)
 		lks_tracer_sync(&R->ranks[r].tr);  /* the rows are read from here on */
-		if (R->rank_failed[r] || R->ranks[r].tr.fault_failed)
-			return -1;
-	}
+	if (lks_rank_errors(R))
+		return -1;
 	if (lks_store_wait(R))  /* the last step is written: the store is free for events */
 		return -1;
 	lks_check_grads(R, store, run_id, step, res);
@@ -387,9 +415,14 @@ static int lks_run_step(struct lks_runner *R, int step, lks_store *store, int64_
 		o->on_grads(o->on_grads_arg, step, R->gsum, &R->m);
 
 	/* global norm in double (lks_sumsq's fixed order); the clip scales the summed
-	   gradient once, so every replica sees the same clipped values */
+	   gradient once, so every replica sees the same clipped values. As PyTorch's
+	   clip_grad_norm_: coefficient clip / (norm + 1e-6), at most 1; a NaN norm gives a NaN
+	   coefficient and an infinite one 0, both applied, so a NaN gradient makes every
+	   gradient NaN (and 0 * inf is NaN). A finite norm at most clip leaves the gradient
+	   as it is, as before (PyTorch scales a norm less than 1e-6 below clip by a hair under
+	   1; the goldens keep their bits) */
 	gnorm = sqrt(lks_sumsq(R->gsum, R->m.nparams));
-	if (opt->clip > 0.0f && gnorm > opt->clip) {
+	if (opt->clip > 0.0f && !(gnorm <= opt->clip)) {
 		R->clip_coef = (float)(opt->clip / (gnorm + 1e-6));
 		lks_pool_run(R->W > 1 ? R->rank_pool : R->pool1, ntasks, lks_clip_task, R);
 	}
@@ -417,7 +450,8 @@ static int lks_run_step(struct lks_runner *R, int step, lks_store *store, int64_
 
 		for (size_t i = 0; i < tr->nrows; i++)
 			bad += tr->rows[i].nonfinite;
-		memcpy(stats + nstats, tr->rows, tr->nrows * sizeof(*stats));
+		if (tr->nrows)  /* an untraced run's tracer has no rows at all (rows NULL) */
+			memcpy(stats + nstats, tr->rows, tr->nrows * sizeof(*stats));
 		nstats += tr->nrows;
 		rows[r] = (lks_step_row){ step, r, R->ranks[r].loss / R->ranks[r].T, gnorm, R->lr,
 		                          R->rank_time[r], bad };

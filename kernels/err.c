@@ -3,6 +3,7 @@
 
 #include <stdarg.h>
 #include <stdio.h>
+#include <string.h>
 
 static _Thread_local char lks_errbuf[1024];
 
@@ -35,6 +36,8 @@ int lks_err(const char *fmt, ...)
 	char raw[sizeof(lks_errbuf)];
 	va_list ap;
 
+	/* formatted aside first: an argument may be lks_errmsg() itself, which wraps a
+	   message ("run 'x': %s") */
 	va_start(ap, fmt);
 	vsnprintf(raw, sizeof(raw), fmt, ap);
 	va_end(ap);

@@ -246,6 +246,7 @@ static size_t lks_align64(size_t bytes)
  * fault per 4 KiB, a few percent of a 1024^3 GEMM; a training step makes the same calls
  * over and over. Concurrent calls each take the block or find none: whoever finds none
  * allocates, and whoever returns a block while another is cached frees the smaller one.
+ * A block is read only by the call that holds it: out of the cache, it is nobody else's.
  * The last block is still reachable at exit.
  */
 struct lks_gemm_ws {
@@ -271,11 +272,15 @@ static struct lks_gemm_ws *lks_gemm_ws_take(size_t bytes)
 static void lks_gemm_ws_give(struct lks_gemm_ws *ws)
 {
 	struct lks_gemm_ws *old;
+	size_t bytes;
 
 	if (!ws)
 		return;
+	/* once in the cache, ws belongs to whoever takes it next, who may free it at once:
+	   its size is read before, and only blocks taken out of the cache are read after */
+	bytes = ws->bytes;
 	old = atomic_exchange(&lks_gemm_ws_cache, ws);
-	if (old && old->bytes > ws->bytes) {  /* keep the larger one */
+	if (old && old->bytes > bytes) {  /* keep the larger one */
 		old = atomic_exchange(&lks_gemm_ws_cache, old);
 		free(old);  /* ws, or a block another call gave back meanwhile */
 	} else {

@@ -1,6 +1,7 @@
 /* isa.c: run-time choice of the CPU kernels' instruction-set path (see isa.h). */
 #include "kernels/cpu/isa.h"
 
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -8,9 +9,10 @@
 
 static const char *const lks_isa_names[LKS_ISA_COUNT] = { "scalar", "avx2", "avx512" };
 
-/* -1: not chosen yet. Written by lks_isa_force() and at first use; reading an int is atomic
-   enough here since every writer stores a valid path. */
-static int lks_isa_current = -1;
+/* -1: not chosen yet. Chosen at first use, by whichever thread comes first (ranks start
+   their GEMMs at the same time), or set by lks_isa_force(); atomic, so that every thread
+   sees one valid path. */
+static atomic_int lks_isa_current = -1;
 
 const char *lks_isa_name(lks_isa isa)
 {
@@ -56,24 +58,28 @@ lks_isa lks_isa_best(void)
 
 lks_isa lks_isa_active(void)
 {
-	if (lks_isa_current < 0) {
+	int cur = atomic_load(&lks_isa_current);
+
+	if (cur < 0) {
 		const char *env = getenv("LKS_ISA");
 		lks_isa isa = LKS_ISA_SCALAR;
+		int unset = -1;
 
 		/* An unknown or unsupported LKS_ISA falls back to the best path; 'lockstep env'
 		   shows which one is active, and main rejects a bad value before any work. */
-		if (env && *env && lks_isa_parse(env, &isa) == 0 && lks_isa_supported(isa))
-			lks_isa_current = isa;
-		else
-			lks_isa_current = lks_isa_best();
+		if (!(env && *env && lks_isa_parse(env, &isa) == 0 && lks_isa_supported(isa)))
+			isa = lks_isa_best();
+		/* threads that meet here choose the same path; a forced one stays */
+		cur = atomic_compare_exchange_strong(&lks_isa_current, &unset, (int)isa) ? (int)isa
+		                                                                         : unset;
 	}
-	return (lks_isa)lks_isa_current;
+	return (lks_isa)cur;
 }
 
 int lks_isa_force(lks_isa isa)
 {
 	if (!lks_isa_supported(isa))
 		return lks_err("this CPU cannot run the '%s' path", lks_isa_name(isa));
-	lks_isa_current = isa;
+	atomic_store(&lks_isa_current, (int)isa);
 	return 0;
 }
