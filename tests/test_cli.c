@@ -398,8 +398,14 @@ Test(cli, special_files_are_refused_at_once, .timeout = 120)
 	char dir[] = "/tmp/lks_test_special_XXXXXX", path[600], args[2048], out[8192];
 
 	cr_assert_not_null(mkdtemp(dir));
+	/* a cap on memory, so that a reader that grows on /dev/zero fails fast; AddressSanitizer
+	   reserves terabytes of address space for its shadow and cannot start under one */
+#if defined(__SANITIZE_ADDRESS__)
+	cr_assert_eq(lks_run_bin("timeout 20", "list /dev/zero", out, sizeof(out)), 2, "%s", out);
+#else
 	cr_assert_eq(lks_run_bin("ulimit -v 2097152; timeout 20", "list /dev/zero", out, sizeof(out)),
 	             2, "%s", out);
+#endif
 	cr_assert_not_null(strstr(out, "'/dev/zero' is not a regular file (a device): want a case "
 	                          "file"), "%s", out);
 	snprintf(path, sizeof(path), "%s/pipe.ini", dir);
