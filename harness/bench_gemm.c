@@ -249,10 +249,10 @@ int lks_bench_gemm(int argc, char **argv)
 	have_peer = lks_openblas_load(threads, blas, sizeof(blas)) == 0;
 	if (have_peer)
 		printf("peer: %s\n", blas);
-	printf("bench gemm: C = A.B^T, %d thread%s, ISA %s, %d rounds after a warm-up, the rows "
+	printf("bench gemm: C = A.B^T, %d thread%s, ISA %s, %d round%s after a warm-up, the rows "
 	       "back to back in each; fp8 = E4M3 with rowwise scales on both operands and fp32 "
 	       "output, bf16 = BF16 in and out\n", threads, threads > 1 ? "s" : "",
-	       lks_isa_name(lks_isa_active()), reps);
+	       lks_isa_name(lks_isa_active()), reps, reps > 1 ? "s" : "");
 	if (!have_peer)
 		printf("peer missing: OpenBLAS (libopenblas.so.0) could not be loaded, so sgemm is "
 		       "not timed and there are no ratios\n");

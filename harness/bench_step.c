@@ -530,10 +530,10 @@ static void lks_step_print_tracing(const struct lks_step_args *a, const lks_case
 	       "%d tokens/step\n", run->name, lks_recipe_name(run->recipe), run->world_size,
 	       run->world_size > 1 ? "s" : "", c->model.hidden, c->model.ffn, c->model.layers,
 	       c->model.batch * c->world_size * c->model.seq);
-	printf("   %d steps per run, step 0 left out; %d rounds after a warm-up round, the three\n"
+	printf("   %d steps per run, step 0 left out; %d round%s after a warm-up round, the three\n"
 	       "   runs back to back in each. ms/step: the median over rounds of a run's mean step\n"
 	       "   time; overhead: per round, traced / untraced - 1: the median, interquartile range\n"
-	       "   and min-max over the rounds\n", a->steps, S->rounds);
+	       "   and min-max over the rounds\n", a->steps, S->rounds, S->rounds > 1 ? "s" : "");
 	lks_step_print_head(30, "overhead");
 	for (int k = 0; k < LKS_CFG_COUNT; k++)
 		lks_step_print_side(S, k, LKS_CFG_OFF, 30);
@@ -575,8 +575,8 @@ static void lks_step_print_gemm(const struct lks_step_args *a, const struct lks_
 	       c->model.hidden, c->model.ffn, run->name, c->model.layers);
 	printf("   one rank, so kernel calls never overlap: wall time inside the backend's gemm()\n"
 	       "   and quantize() (each spread over %d thread%s) / step wall time; %d steps, step 0\n"
-	       "   left out; medians over %d rounds, the configurations back to back in each\n",
-	       threads, threads > 1 ? "s" : "", S->steps, S->rounds);
+	       "   left out; medians over %d round%s, the configurations back to back in each\n",
+	       threads, threads > 1 ? "s" : "", S->steps, S->rounds, S->rounds > 1 ? "s" : "");
 	printf("   %-28s %6s %8s %8s %6s %8s %6s %8s %6s\n", "configuration", "tokens", "ms/step",
 	       "gemm ms", "gemm", "quant ms", "quant", "other ms", "other");
 	for (int k = 0; k < S->n; k++) {
@@ -632,9 +632,9 @@ static int lks_step_bg(const struct lks_step_args *a, const lks_case *c, const l
 static void lks_step_print_bg_part(const struct lks_step_sides *S)
 {
 	printf("\n5. the background thread against the GEMM threads: run '%s' on one rank, the GEMM\n"
-	       "   pool on every core and on one fewer; %d steps, step 0 left out, %d rounds with the\n"
-	       "   four runs back to back in each; overhead: per round, traced / untraced - 1\n",
-	       S->side[0].run->name, S->steps, S->rounds);
+	       "   pool on every core and on one fewer; %d steps, step 0 left out, %d round%s with\n"
+	       "   the four runs back to back in each; overhead: per round, traced / untraced - 1\n",
+	       S->side[0].run->name, S->steps, S->rounds, S->rounds > 1 ? "s" : "");
 	for (int p = 0; p < 2; p++) {
 		printf("   %d GEMM thread%s, a background thread beside them:\n",
 		       S->side[2 * p].gemm_threads, S->side[2 * p].gemm_threads > 1 ? "s" : "");
