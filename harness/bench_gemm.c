@@ -8,7 +8,9 @@
  * The peer is cblas_sgemm on float32 operands of the same shape and layout (row-major,
  * B transposed), with the same thread count, in the same run. Both sides widen nothing
  * for free: lockstep converts its narrow operands while packing, sgemm copies float32.
- * The ratio is sgemm time / lockstep time, so above 1.0 lockstep is faster.
+ * The ratio is sgemm time / lockstep time, so above 1.0 lockstep is faster. The rows run in
+ * rounds, sgemm then fp8 then bf16 back to back in each (bench_stats.c), and a row's ratio
+ * is the median over rounds of the round's ratio, printed with its spread.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -44,6 +46,11 @@ static int lks_openblas_load(int threads, char *config, size_t size)
 	char *(*get_config)(void) = NULL;
 	void *lib = NULL;
 
+	/* After a call OpenBLAS's workers spin in sched_yield for 2^28 cycles (its default)
+	   before they sleep, and would take the cores from the lockstep GEMM timed right after
+	   sgemm in each round. 2^4 cycles, the least it takes, puts them to sleep at once, as
+	   lockstep's own workers do; read when the library loads, and a user's value stays. */
+	setenv("OPENBLAS_THREAD_TIMEOUT", "4", 0);
 	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]) && !lib; i++)
 		lib = dlopen(names[i], RTLD_NOW | RTLD_LOCAL);
 	if (!lib || !(lks_sgemm = (lks_sgemm_fn)dlsym(lib, "cblas_sgemm")))
@@ -60,15 +67,18 @@ static const char lks_bench_gemm_help[] =
 	"usage: lockstep bench gemm [--threads T] [--sizes S1,S2,...] [--reps R]\n"
 	"                           [--isa scalar|avx2|avx512]\n"
 	"\n"
-	"Times C = A . B^T for square shapes M = N = K = S with T threads, best of R runs:\n"
+	"Times C = A . B^T for square shapes M = N = K = S with T threads:\n"
 	"  fp8   lockstep, E4M3 operands, power-of-two scale per row of A and of B,\n"
 	"        float32 output (dequantized by the scales)\n"
 	"  bf16  lockstep, BF16 operands, BF16 output\n"
 	"  sgemm OpenBLAS cblas_sgemm on float32 operands, the peer (same threads)\n"
-	"and prints milliseconds, GFLOP/s (2*M*N*K / time) and the ratio of each row's GFLOP/s\n"
-	"to sgemm's. lockstep's GEMM accumulates each element in one fixed fp32 FMA chain, so\n"
-	"its results are bit-identical on every ISA path and thread count; --isa (or LKS_ISA)\n"
-	"picks the path to time. Defaults: 2 threads, sizes 1024,2048, 3 repetitions.\n";
+	"in R rounds after a warm-up, each round running sgemm, fp8 and bf16 back to back, so\n"
+	"that the rows compared share the machine's load of the moment. Prints each row's median\n"
+	"milliseconds and GFLOP/s (2*M*N*K / time), and its ratio to sgemm (sgemm time / its\n"
+	"time, above 1 faster): the median of the R per-round ratios, their interquartile\n"
+	"range, min-max and count. lockstep's GEMM accumulates each element in one fixed fp32\n"
+	"FMA chain, so its results are bit-identical on every ISA path and thread count; --isa\n"
+	"(or LKS_ISA) picks the path to time. Defaults: 2 threads, sizes 1024,2048, 9 rounds.\n";
 
 /* "1024,2048" -> sizes; returns the count, or -1 after a usage message. */
 static int lks_parse_sizes(const char *val, int *sizes)
@@ -176,17 +186,19 @@ static double lks_bench_once(int row, lks_pool *pool, struct lks_gemm_inputs *in
 	return lks_now() - t0;
 }
 
-/* Runs a row once as repetition r (-1: the warm-up) and keeps the best time. */
-static int lks_bench_keep(int row, int r, lks_pool *pool, struct lks_gemm_inputs *in,
-                          double *best)
-{
-	double t = lks_bench_once(row, pool, in);
+/* The rows of one size, for lks_bench_rounds: side s is row first + s. */
+struct lks_gemm_sides {
+	int first;                   /* LKS_ROW_SGEMM with the peer, else LKS_ROW_FP8 */
+	lks_pool *pool;
+	struct lks_gemm_inputs *in;
+};
 
-	if (t < 0)
-		return -1;
-	if (r <= 0 || t < best[row])
-		best[row] = t;
-	return 0;
+static double lks_gemm_side(void *arg, int side, int round)
+{
+	struct lks_gemm_sides *g = arg;
+
+	(void)round;
+	return lks_bench_once(g->first + side, g->pool, g->in);
 }
 
 static const char *const lks_row_names[LKS_ROWS] = {
@@ -195,10 +207,11 @@ static const char *const lks_row_names[LKS_ROWS] = {
 
 int lks_bench_gemm(int argc, char **argv)
 {
-	int threads = 2, reps = 3, nsizes = 2, sizes[LKS_BENCH_MAX_SIZES] = { 1024, 2048 };
+	int threads = 2, reps = 9, nsizes = 2, sizes[LKS_BENCH_MAX_SIZES] = { 1024, 2048 };
 	int have_peer;
 	char blas[256] = "";
 	lks_pool *pool = NULL;
+	double *t = NULL;            /* (reps, rows) seconds */
 	int rc = LKS_EXIT_INFRA;
 
 	for (int i = 1; i < argc; i++) {
@@ -236,16 +249,27 @@ int lks_bench_gemm(int argc, char **argv)
 	have_peer = lks_openblas_load(threads, blas, sizeof(blas)) == 0;
 	if (have_peer)
 		printf("peer: %s\n", blas);
-	printf("bench gemm: C = A.B^T, %d thread%s, ISA %s, best of %d; fp8 = E4M3 with rowwise "
-	       "scales on both operands and fp32 output, bf16 = BF16 in and out\n", threads,
-	       threads > 1 ? "s" : "", lks_isa_name(lks_isa_active()), reps);
+	printf("bench gemm: C = A.B^T, %d thread%s, ISA %s, %d round%s after a warm-up, the rows "
+	       "back to back in each; fp8 = E4M3 with rowwise scales on both operands and fp32 "
+	       "output, bf16 = BF16 in and out\n", threads, threads > 1 ? "s" : "",
+	       lks_isa_name(lks_isa_active()), reps, reps > 1 ? "s" : "");
 	if (!have_peer)
 		printf("peer missing: OpenBLAS (libopenblas.so.0) could not be loaded, so sgemm is "
 		       "not timed and there are no ratios\n");
-	printf("%-16s %-26s %10s %10s %10s\n", "shape", "kernel", "ms", "GFLOP/s", "vs sgemm");
+	else
+		printf("vs sgemm: per round, sgemm time / the row's time (above 1: faster); the "
+		       "median over rounds, the\ninterquartile range and min-max of the rounds' "
+		       "ratios, and how many rounds\n");
+	printf("%-16s %-26s %9s %9s %9s %13s %13s %6s\n", "shape", "kernel", "median ms",
+	       "GFLOP/s", "vs sgemm", "IQR", "min-max", "rounds");
+	if (!(t = malloc(sizeof(double) * LKS_ROWS * (size_t)reps))) {
+		fprintf(stderr, "lockstep: bench gemm: out of memory\n");
+		goto out;
+	}
 	for (int s = 0; s < nsizes; s++) {
 		struct lks_gemm_inputs in;
-		double best[LKS_ROWS] = { 0 };
+		struct lks_gemm_sides sides = { have_peer ? LKS_ROW_SGEMM : LKS_ROW_FP8, pool, &in };
+		int nsides = LKS_ROWS - sides.first;
 		double flop = 2.0 * sizes[s] * (double)sizes[s] * sizes[s];
 		char shape[32];
 
@@ -254,38 +278,40 @@ int lks_bench_gemm(int argc, char **argv)
 			lks_inputs_free(&in);
 			goto out;
 		}
-		/* sgemm first, then a pause: OpenBLAS's idle workers spin (sched_yield) for
-		   about 2^28 cycles after each call, and would take the cores from whatever ran
-		   next. Then the lockstep rows, interleaved so that both see the same machine
-		   state. One warm-up run of each row, then the best of reps. */
-		if (have_peer) {
-			for (int r = -1; r < reps; r++)
-				if (lks_bench_keep(LKS_ROW_SGEMM, r, pool, &in, best))
-					goto fail;
-			nanosleep(&(struct timespec){ .tv_sec = 0, .tv_nsec = 300000000 }, NULL);
+		if (lks_bench_rounds(lks_gemm_side, &sides, nsides, 1, reps, t)) {
+			fprintf(stderr, "lockstep: bench gemm: %s\n", lks_errmsg());
+			lks_inputs_free(&in);
+			goto out;
 		}
-		for (int r = -1; r < reps; r++)
-			for (int row = LKS_ROW_FP8; row < LKS_ROWS; row++)
-				if (lks_bench_keep(row, r, pool, &in, best))
-					goto fail;
 		snprintf(shape, sizeof(shape), "%dx%dx%d", sizes[s], sizes[s], sizes[s]);
-		for (int row = have_peer ? 0 : 1; row < LKS_ROWS; row++) {
-			printf("%-16s %-26s %10.2f %10.1f", shape, lks_row_names[row], best[row] * 1e3,
-			       flop / best[row] / 1e9);
-			if (have_peer)
-				printf(" %9.2fx\n", best[LKS_ROW_SGEMM] / best[row]);
-			else
-				printf(" %10s\n", "-");
+		for (int side = 0; side < nsides; side++) {
+			lks_bench_spread ms, ratio;
+
+			if (lks_bench_per_round(t, nsides, reps, side, -1, &ms)
+			    || (have_peer && lks_bench_per_round(t, nsides, reps, 0, side, &ratio))) {
+				fprintf(stderr, "lockstep: bench gemm: %s\n", lks_errmsg());
+				lks_inputs_free(&in);
+				goto out;
+			}
+			printf("%-16s %-26s %9.2f %9.1f", shape, lks_row_names[sides.first + side],
+			       ms.median * 1e3, flop / ms.median / 1e9);
+			if (!have_peer)
+				printf(" %9s\n", "-");
+			else if (side == 0)
+				printf(" %8.2fx\n", 1.0);
+			else {
+				char iqr[32], range[32];
+
+				snprintf(iqr, sizeof(iqr), "%.2f-%.2fx", ratio.q1, ratio.q3);
+				snprintf(range, sizeof(range), "%.2f-%.2fx", ratio.min, ratio.max);
+				printf(" %8.2fx %13s %13s %6d\n", ratio.median, iqr, range, ratio.n);
+			}
 		}
 		lks_inputs_free(&in);
-		continue;
-fail:
-		fprintf(stderr, "lockstep: bench gemm: %s\n", lks_errmsg());
-		lks_inputs_free(&in);
-		goto out;
 	}
 	rc = LKS_EXIT_OK;
 out:
+	free(t);
 	lks_pool_free(pool);
 	return rc;
 usage:

@@ -11,6 +11,13 @@
  *      once more with 4x the batch, since GEMM work grows with tokens per step and the
  *      optimizer's does not.
  *   4. FP8 vs BF16 loss gap: every run of the case, per-step loss against the bf16 run.
+ *   5. the background thread: the run untraced and traced with the GEMM pool on every core
+ *      and on one fewer; the CPU time the idle-priority thread that measures traced
+ *      tensors got, and how long the step waited for its jobs.
+ *
+ * Whatever is compared runs in rounds, the configurations back to back in each
+ * (bench_stats.c): an overhead is the median over rounds of the round's ratio, printed
+ * with its interquartile range, min-max and the number of rounds.
  *
  * Step times are taken between successive on_step callbacks, so they cover the whole
  * step (forward, backward, all-reduce, update, stats, store) and nothing of the run's
@@ -30,6 +37,7 @@
 #include "harness/runner.h"
 #include "harness/trace_store.h"
 #include "kernels/backend.h"
+#include "kernels/cpu/bg.h"
 #include "kernels/cpu/isa.h"
 #include "kernels/cpu/pool.h"
 #include "kernels/err.h"
@@ -48,14 +56,20 @@ static const char lks_bench_step_help[] =
 	"Times whole training steps of a case (default cases/fp8_recipes.ini) and prints:\n"
 	"  1. tracing cost: one run untraced, with per-tensor stats + hashes only, and with\n"
 	"     stats + hashes + SQLite writes into a temporary database; the overhead of each\n"
-	"     over the untraced step (target <= 5%). Best of N repetitions, interleaved.\n"
+	"     over the untraced step (target <= 5%): in N rounds, the three runs back to back\n"
+	"     in each, the median of the per-round overheads, their interquartile range,\n"
+	"     min-max and count; and the CPU time the background thread got.\n"
 	"  2. SQLite ingest: stat + step rows stored per step, and rows/s of lks_store_step\n"
 	"     timed directly on a replay of the traced run's own rows.\n"
 	"  3. GEMM share: the same run with model.hidden=512 model.ffn=2048 on one rank, time\n"
 	"     inside the backend's gemm() and quantize() calls over step time (target >= 70%),\n"
-	"     untraced, with stats + hashes, and untraced with 4x model.batch.\n"
+	"     untraced, with stats + hashes, and untraced with 4x model.batch (medians over\n"
+	"     rounds).\n"
 	"  4. FP8 vs BF16 loss gap: every run of the case, per-step loss against the run whose\n"
 	"     recipe is bf16: final loss, mean and max |loss - bf16| / bf16, the step of the max.\n"
+	"  5. the background thread against the GEMM threads: the run of part 1 untraced and\n"
+	"     traced with the GEMM pool on every core, then on one fewer; the overhead, the\n"
+	"     background thread's CPU time and how long steps waited for its jobs.\n"
 	"\n"
 	"options:\n"
 	"  --case FILE   the case (default cases/fp8_recipes.ini)\n"
@@ -64,8 +78,8 @@ static const char lks_bench_step_help[] =
 	"                else the first run)\n"
 	"  --steps N     steps of the timed runs (default 20, at least 2; part 3 takes at most\n"
 	"                10); if given, also of part 4 (default: the case's steps)\n"
-	"  --reps N      repetitions of each timed configuration (default 12 in part 1,\n"
-	"                3 in part 3)\n"
+	"  --reps N      rounds of each comparison (default 12 in part 1, 3 in part 3,\n"
+	"                6 in part 5)\n"
 	"  --threads T   GEMM threads of single-rank runs (default: all cores)\n"
 	"  --isa P       force an ISA path (as LKS_ISA does)\n"
 	"  --dir DIR     where the temporary database goes (default $TMPDIR or /tmp)\n"
@@ -80,7 +94,7 @@ struct lks_step_args {
 	const char *case_path, *run_name, *base;
 	const char **sets;      /* (argc) the --set overrides */
 	int nsets, steps, steps_given, reps, threads, keep;
-	int reps1, reps3;       /* repetitions of parts 1 and 3 */
+	int reps1, reps3, reps5; /* rounds of parts 1, 3 and 5 */
 };
 
 /* The backend wrapper of part 3: the CPU backend, with the time of every call summed.
@@ -249,28 +263,6 @@ static double lks_step_mean(const double *v, int n)
 	return n > 1 ? s / (n - 1) : NAN;
 }
 
-static int lks_step_cmp(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return x < y ? -1 : x > y;
-}
-
-/* Median of v[1..n), sorting a copy; NaN when there is nothing or no memory. */
-static double lks_step_median(const double *v, int n)
-{
-	size_t m = n > 1 ? (size_t)(n - 1) : 0;
-	double *tmp = m ? malloc(sizeof(double) * m) : NULL, med;
-
-	if (!tmp)
-		return NAN;
-	memcpy(tmp, v + 1, sizeof(double) * m);
-	qsort(tmp, m, sizeof(double), lks_step_cmp);
-	med = m % 2 ? tmp[m / 2] : 0.5 * (tmp[m / 2 - 1] + tmp[m / 2]);
-	free(tmp);
-	return med;
-}
-
 /* One run of c, recorded in rec; fails if it stopped early. */
 static int lks_step_run(const lks_case *c, const lks_run_cfg *run, lks_store *store,
                         lks_runner_opts o, struct lks_step_rec *rec, lks_run_result *res)
@@ -283,24 +275,189 @@ static int lks_step_run(const lks_case *c, const lks_run_cfg *run, lks_store *st
 	return 0;
 }
 
+/* ---- the sides of a comparison, timed in rounds (bench_stats.c) ---- */
+
+/* One side: a run of a case in one configuration, and what its timed rounds measured. */
+struct lks_step_side {
+	const char *label;
+	const lks_case *c;
+	const lks_run_cfg *run;
+	int no_trace;
+	lks_store *store;           /* NULL: nothing stored */
+	int threads;                /* the runner's threads option (0: cores); more than one
+	                               gives a single rank its background thread */
+	int wrap;                   /* through the timing backend with its own pool ... */
+	int gemm_threads;           /* ... of this many GEMM threads */
+	lks_pool *pool;
+	struct lks_step_timer timer;
+	struct lks_step_rec rec;
+	lks_bg_counts bg;           /* the background threads' work, summed over timed rounds */
+	double wall;                /* s: every step's time (step 0 too), summed likewise */
+	int steps;                  /* steps in wall */
+	double final_loss;
+};
+
+struct lks_step_sides {
+	struct lks_step_side *side;
+	int n, steps, rounds;
+	double *t;                  /* (rounds, n) s: mean step time of a run */
+	double *gemm, *quant;       /* (rounds, n) s per step inside gemm() / quantize() */
+};
+
+static int lks_step_sides_init(struct lks_step_sides *S, struct lks_step_side *side, int n,
+                               int steps, int rounds, int capture)
+{
+	size_t cells = (size_t)n * (size_t)(rounds > 0 ? rounds : 1);
+
+	memset(S, 0, sizeof(*S));
+	S->side = side;
+	S->n = n;
+	S->steps = steps;
+	S->rounds = rounds;
+	S->t = calloc(cells, sizeof(double));
+	S->gemm = calloc(cells, sizeof(double));
+	S->quant = calloc(cells, sizeof(double));
+	if (!S->t || !S->gemm || !S->quant)
+		return lks_err("out of memory");
+	for (int k = 0; k < n; k++) {
+		struct lks_step_side *s = &side[k];
+
+		if (lks_step_rec_init(&s->rec, steps, capture == k))
+			return -1;
+		if (s->wrap && s->gemm_threads > 1 && lks_pool_create(s->gemm_threads, &s->pool))
+			return -1;
+		s->timer.inner_ctx = s->pool;
+		s->rec.timer = s->wrap ? &s->timer : NULL;
+	}
+	return 0;
+}
+
+static void lks_step_sides_release(struct lks_step_sides *S)
+{
+	for (int k = 0; S->side && k < S->n; k++) {
+		lks_step_rec_release(&S->side[k].rec);
+		lks_pool_free(S->side[k].pool);
+		S->side[k].pool = NULL;
+	}
+	free(S->t);
+	free(S->gemm);
+	free(S->quant);
+	memset(S, 0, sizeof(*S));
+}
+
+/* lks_bench_rep_fn: one run of side k; its mean step time (step 0 left out). */
+static double lks_step_side_run(void *arg, int k, int round)
+{
+	struct lks_step_sides *S = arg;
+	struct lks_step_side *s = &S->side[k];
+	lks_runner_opts o = { .steps = S->steps, .threads = s->threads, .no_trace = s->no_trace,
+	                      .overrides = "bench step" };
+	lks_bg_counts b0, b1;
+	lks_run_result res;
+	double mean;
+
+	if (s->wrap) {
+		/* the runner gives a single rank its GEMM pool only when no backend is passed,
+		   so the wrapper brings its own */
+		o.backend = &lks_step_timed_backend;
+		o.backend_ctx = &s->timer;
+		o.pool = s->pool;
+	}
+	if (round >= 0 && s->rec.capture > 0)  /* the warm-up's rows suffice */
+		s->rec.capture = 0;
+	lks_bg_counts_get(&b0);
+	if (lks_step_run(s->c, s->run, s->store, o, &s->rec, &res))
+		return -1.0;
+	lks_bg_counts_get(&b1);
+	mean = lks_step_mean(s->rec.dt, s->rec.n);
+	s->final_loss = res.last_loss;
+	if (round < 0)
+		return mean;
+	s->bg.cpu_ns += b1.cpu_ns - b0.cpu_ns;
+	s->bg.jobs_thread += b1.jobs_thread - b0.jobs_thread;
+	s->bg.jobs_waiter += b1.jobs_waiter - b0.jobs_waiter;
+	s->bg.wait_ns += b1.wait_ns - b0.wait_ns;
+	for (int i = 0; i < s->rec.n; i++)
+		s->wall += s->rec.dt[i];
+	s->steps += s->rec.n;
+	S->gemm[(size_t)round * S->n + k] = lks_step_mean(s->rec.gemm, s->rec.n);
+	S->quant[(size_t)round * S->n + k] = lks_step_mean(s->rec.quant, s->rec.n);
+	return mean;
+}
+
+static int lks_step_sides_time(struct lks_step_sides *S, int warmup)
+{
+	return lks_bench_rounds(lks_step_side_run, S, S->n, warmup, S->rounds, S->t);
+}
+
+/* The median over rounds of num / den of side k, both (rounds, n). */
+static double lks_step_share(const struct lks_step_sides *S, const double *num, int k)
+{
+	double *v = malloc(sizeof(double) * (size_t)(S->rounds > 0 ? S->rounds : 1));
+	lks_bench_spread sp = { .median = NAN };
+
+	if (v) {
+		for (int r = 0; r < S->rounds; r++)
+			v[r] = num[(size_t)r * S->n + k] / S->t[(size_t)r * S->n + k];
+		lks_bench_spread_of(v, S->rounds, &sp);
+		free(v);
+	}
+	return sp.median;
+}
+
+/* "+4.1%" style: a ratio r as a change in percent. */
+static void lks_step_pct(char *buf, size_t size, double r)
+{
+	snprintf(buf, size, "%+.1f%%", 100.0 * (r - 1.0));
+}
+
+/* Prints the median step time of side k and, for k > 0 against side base, the change per
+   round: its median, interquartile range, min-max and the number of rounds. */
+static void lks_step_print_side(const struct lks_step_sides *S, int k, int base, int width)
+{
+	lks_bench_spread ms, d;
+	char med[32], lo[32], hi[32], iqr[80], range[80];
+
+	lks_bench_per_round(S->t, S->n, S->rounds, k, -1, &ms);
+	printf("   %-*s %9.3f", width, S->side[k].label, 1e3 * ms.median);
+	if (k == base || lks_bench_per_round(S->t, S->n, S->rounds, k, base, &d)) {
+		printf("\n");
+		return;
+	}
+	lks_step_pct(med, sizeof(med), d.median);
+	lks_step_pct(lo, sizeof(lo), d.q1);
+	lks_step_pct(hi, sizeof(hi), d.q3);
+	snprintf(iqr, sizeof(iqr), "%s..%s", lo, hi);
+	lks_step_pct(lo, sizeof(lo), d.min);
+	lks_step_pct(hi, sizeof(hi), d.max);
+	snprintf(range, sizeof(range), "%s..%s", lo, hi);
+	printf(" %9s %17s %17s %6d\n", med, iqr, range, d.n);
+}
+
+static void lks_step_print_head(int width, const char *vs)
+{
+	printf("   %-*s %9s %9s %17s %17s %6s\n", width, "configuration", "ms/step", vs, "IQR",
+	       "min-max", "rounds");
+}
+
+/* What the background thread did in side k's timed runs, in one line. */
+static void lks_step_print_bg(const struct lks_step_side *s)
+{
+	int64_t jobs = s->bg.jobs_thread + s->bg.jobs_waiter;
+
+	if (!s->steps)
+		return;
+	printf("   background thread (idle priority): %.3f ms CPU/step = %.1f%% of the step's wall "
+	       "time;\n   the step waited %.3f ms/step for its jobs, %.1f%% of which the waiting "
+	       "thread ran itself\n", 1e3 * 1e-9 * (double)s->bg.cpu_ns / s->steps,
+	       100.0 * 1e-9 * (double)s->bg.cpu_ns / s->wall,
+	       1e3 * 1e-9 * (double)s->bg.wait_ns / s->steps,
+	       jobs ? 100.0 * (double)s->bg.jobs_waiter / (double)jobs : 0.0);
+}
+
 /* ---- 1 + 2: tracing cost and SQLite ingest ---- */
 
 enum { LKS_CFG_OFF, LKS_CFG_STATS, LKS_CFG_SQL, LKS_CFG_COUNT };
-
-static const char *const lks_cfg_names[LKS_CFG_COUNT] = {
-	"untraced (no stats, no store)",
-	"stats + hashes (no store)",
-	"stats + hashes + SQLite",
-};
-
-struct lks_trace_result {
-	double mean[LKS_CFG_COUNT];    /* best over reps of the mean step time, s */
-	double median[LKS_CFG_COUNT];  /* median step time of that best rep, s */
-	double final_loss[LKS_CFG_COUNT];
-	size_t stat_rows;              /* per step */
-	int ranks;
-	double replay;                 /* s per step inside lks_store_step, replayed */
-};
 
 /* Replays the captured rows through lks_store_step as a new run, timed call by call. */
 static int lks_step_replay(lks_store *store, const lks_case *c, const lks_run_cfg *run,
@@ -331,190 +488,161 @@ static int lks_step_replay(lks_store *store, const lks_case *c, const lks_run_cf
 	return lks_store_end_run(store, run_id, "complete");
 }
 
+/* Part 1: the three configurations of the run, in rounds after a warm-up round (page
+   cache, CPU clocks, the allocator's arenas); the stats-only run's rows of the warm-up are
+   kept for the replay of part 2. */
 static int lks_step_tracing(const struct lks_step_args *a, const lks_case *c,
                             const lks_run_cfg *run, lks_store *store,
-                            struct lks_trace_result *out)
+                            struct lks_step_side *side, struct lks_step_sides *S,
+                            double *replay)
 {
-	struct lks_step_rec rec[LKS_CFG_COUNT];
-	lks_runner_opts o = { .steps = a->steps, .threads = a->threads, .overrides = "bench step" };
-	lks_run_result res;
-	int rc = -1;
+	static const char *const names[LKS_CFG_COUNT] = {
+		"untraced (no stats, no store)", "stats + hashes (no store)", "stats + hashes + SQLite",
+	};
 
-	memset(rec, 0, sizeof(rec));
-	for (int k = 0; k < LKS_CFG_COUNT; k++) {
-		out->mean[k] = out->median[k] = INFINITY;
-		/* the stats-only run keeps its rows for the replay: the same rows the store got */
-		if (lks_step_rec_init(&rec[k], a->steps, k == LKS_CFG_STATS))
-			goto out;
-	}
-	/* warm-up: page cache, CPU clocks, the allocator's arenas */
-	o.no_trace = 1;
-	if (lks_step_run(c, run, NULL, o, &rec[LKS_CFG_OFF], &res))
-		goto out;
-	/* interleaved, so every configuration sees the same machine state */
-	for (int rep = 0; rep < a->reps1; rep++) {
-		for (int k = 0; k < LKS_CFG_COUNT; k++) {
-			double mean;
-
-			o.no_trace = k == LKS_CFG_OFF;
-			if (rep > 0 && rec[k].capture > 0)  /* the first repetition's rows suffice */
-				rec[k].capture = 0;
-			if (lks_step_run(c, run, k == LKS_CFG_SQL ? store : NULL, o, &rec[k], &res))
-				goto out;
-			mean = lks_step_mean(rec[k].dt, rec[k].n);
-			if (mean < out->mean[k]) {
-				out->mean[k] = mean;
-				out->median[k] = lks_step_median(rec[k].dt, rec[k].n);
-			}
-			out->final_loss[k] = res.last_loss;
-			if (k == LKS_CFG_SQL) {
-				out->stat_rows = rec[k].nstat_rows;
-				out->ranks = rec[k].nranks;
-			}
-		}
-	}
-	rc = lks_step_replay(store, c, run, &rec[LKS_CFG_STATS], &out->replay);
-out:
 	for (int k = 0; k < LKS_CFG_COUNT; k++)
-		lks_step_rec_release(&rec[k]);
-	return rc;
+		side[k] = (struct lks_step_side){ .label = names[k], .c = c, .run = run,
+		                                  .no_trace = k == LKS_CFG_OFF,
+		                                  .store = k == LKS_CFG_SQL ? store : NULL,
+		                                  .threads = a->threads };
+	if (lks_step_sides_init(S, side, LKS_CFG_COUNT, a->steps, a->reps1, LKS_CFG_STATS)
+	    || lks_step_sides_time(S, 1))
+		return -1;
+	return lks_step_replay(store, c, run, &side[LKS_CFG_STATS].rec, replay);
 }
 
 static void lks_step_print_tracing(const struct lks_step_args *a, const lks_case *c,
-                                   const lks_run_cfg *run, const struct lks_trace_result *t)
+                                   const lks_run_cfg *run, const struct lks_step_sides *S,
+                                   double replay)
 {
-	double off = t->mean[LKS_CFG_OFF], ov = t->mean[LKS_CFG_SQL] / off - 1.0;
-	double rows = (double)t->stat_rows + t->ranks;
-	double in_run = t->mean[LKS_CFG_SQL] - t->mean[LKS_CFG_STATS];
-	int same = t->final_loss[LKS_CFG_OFF] == t->final_loss[LKS_CFG_STATS]
-	           && t->final_loss[LKS_CFG_OFF] == t->final_loss[LKS_CFG_SQL];
+	const struct lks_step_side *side = S->side;
+	const struct lks_step_rec *sql = &side[LKS_CFG_SQL].rec;
+	lks_bench_spread over, stats, in;
+	double rows = (double)sql->nstat_rows + sql->nranks, in_run;
+	int same = side[LKS_CFG_OFF].final_loss == side[LKS_CFG_STATS].final_loss
+	           && side[LKS_CFG_OFF].final_loss == side[LKS_CFG_SQL].final_loss;
 
+	lks_bench_per_round(S->t, S->n, S->rounds, LKS_CFG_SQL, LKS_CFG_OFF, &over);
+	lks_bench_per_round(S->t, S->n, S->rounds, LKS_CFG_STATS, -1, &stats);
+	lks_bench_per_round(S->t, S->n, S->rounds, LKS_CFG_SQL, LKS_CFG_STATS, &in);
+	in_run = (in.median - 1.0) * stats.median;  /* the store's share of a step */
 	printf("\n1. tracing cost: run '%s' (%s, %d rank%s), hidden %d, ffn %d, %d layers, "
 	       "%d tokens/step\n", run->name, lks_recipe_name(run->recipe), run->world_size,
 	       run->world_size > 1 ? "s" : "", c->model.hidden, c->model.ffn, c->model.layers,
 	       c->model.batch * c->world_size * c->model.seq);
-	printf("   %d steps per run, step 0 left out, best of %d (by mean)\n", a->steps, a->reps1);
-	printf("   %-34s %12s %12s %10s\n", "configuration", "mean ms/step", "median ms", "overhead");
+	printf("   %d steps per run, step 0 left out; %d round%s after a warm-up round, the three\n"
+	       "   runs back to back in each. ms/step: the median over rounds of a run's mean step\n"
+	       "   time; overhead: per round, traced / untraced - 1: the median, interquartile range\n"
+	       "   and min-max over the rounds\n", a->steps, S->rounds, S->rounds > 1 ? "s" : "");
+	lks_step_print_head(30, "overhead");
 	for (int k = 0; k < LKS_CFG_COUNT; k++)
-		printf("   %-34s %12.3f %12.3f %9.1f%%\n", lks_cfg_names[k], 1e3 * t->mean[k],
-		       1e3 * t->median[k], 100.0 * (t->mean[k] / off - 1.0));
-	printf("   of which stats + hashes %.3f ms/step (%.1f%%), SQLite %.3f ms/step (%.1f%%)\n",
-	       1e3 * (t->mean[LKS_CFG_STATS] - off), 100.0 * (t->mean[LKS_CFG_STATS] / off - 1.0),
-	       1e3 * in_run, 100.0 * in_run / off);
+		lks_step_print_side(S, k, LKS_CFG_OFF, 30);
+	printf("   of which SQLite %+.1f%% over the stats-only run (median per round, IQR %+.1f%% "
+	       "to %+.1f%%)\n", 100.0 * (in.median - 1.0), 100.0 * (in.q1 - 1.0),
+	       100.0 * (in.q3 - 1.0));
+	lks_step_print_bg(&side[LKS_CFG_SQL]);
 	printf("   final loss equal bit for bit traced and untraced: %s\n", same ? "yes" : "NO");
-	printf("   target overhead <= %.0f%%: %s (%.1f%%)\n", 100 * LKS_STEP_TRACE_TARGET,
-	       ov <= LKS_STEP_TRACE_TARGET ? "met" : "NOT met", 100.0 * ov);
+	printf("   target overhead <= %.0f%%: %s (median %.1f%%)\n", 100 * LKS_STEP_TRACE_TARGET,
+	       over.median - 1.0 <= LKS_STEP_TRACE_TARGET ? "met" : "NOT met",
+	       100.0 * (over.median - 1.0));
 
 	printf("\n2. SQLite ingest of the traced run\n");
-	printf("   rows per step: %zu stat + %d step = %.0f\n", t->stat_rows, t->ranks, rows);
+	printf("   rows per step: %zu stat + %d step = %.0f\n", sql->nstat_rows, sql->nranks, rows);
 	printf("   %-46s %10s %12s\n", "measurement", "ms/step", "rows/s");
 	printf("   %-46s %10.3f %12.0f\n", "lks_store_step, timed, replaying the run's rows",
-	       1e3 * t->replay, rows / t->replay);
+	       1e3 * replay, rows / replay);
 	if (in_run > 0)
-		printf("   %-46s %10.3f %12.0f\n", "in the run (traced - stats-only step time)",
+		printf("   %-46s %10.3f %12.0f\n", "in the run (traced - stats-only, median)",
 		       1e3 * in_run, rows / in_run);
 	else
-		printf("   %-46s %10.3f %12s\n", "in the run (traced - stats-only step time)",
+		printf("   %-46s %10.3f %12s\n", "in the run (traced - stats-only, median)",
 		       1e3 * in_run, "(noise)");
 	printf("   (compare 'lockstep bench store': the same writer on synthetic rows)\n");
 }
 
 /* ---- 3: GEMM share ---- */
 
-/* One row of part 3: a widened case on one rank, untraced or with stats + hashes. */
-struct lks_gemm_row {
-	const char *label;
-	const lks_case *c;
-	const lks_run_cfg *run;
-	int no_trace;
-	double step, gemm, quant;  /* s per step, of the best repetition */
-};
-
-static int lks_step_gemm(const struct lks_step_args *a, struct lks_gemm_row *rows, int nrows,
-                         int steps)
+static void lks_step_print_gemm(const struct lks_step_args *a, const struct lks_step_sides *S)
 {
-	struct lks_step_timer timer = { 0 };
-	struct lks_step_rec rec;
-	lks_pool *pool = NULL;
+	const struct lks_step_side *side = S->side;
+	const lks_case *c = side[0].c;
+	const lks_run_cfg *run = side[0].run;
 	int threads = a->threads > 0 ? a->threads : (int)sysconf(_SC_NPROCESSORS_ONLN);
-	lks_runner_opts o = { .steps = steps, .threads = a->threads, .overrides = "bench step",
-	                      .backend = &lks_step_timed_backend, .backend_ctx = &timer };
-	lks_run_result res;
-	int rc = -1;
-
-	/* the runner gives a single rank its GEMM pool only when no backend is passed, so the
-	   wrapper brings its own with the same thread count */
-	if (threads > 1 && lks_pool_create(threads, &pool))
-		return -1;
-	timer.inner_ctx = pool;
-	o.pool = pool;
-	if (lks_step_rec_init(&rec, steps, 0))
-		goto out;
-	rec.timer = &timer;
-	for (int k = 0; k < nrows; k++)
-		rows[k].step = rows[k].gemm = rows[k].quant = INFINITY;
-	/* interleaved, as in part 1 */
-	for (int rep = 0; rep < a->reps3; rep++) {
-		for (int k = 0; k < nrows; k++) {
-			double mean;
-
-			o.no_trace = rows[k].no_trace;
-			if (lks_step_run(rows[k].c, rows[k].run, NULL, o, &rec, &res))
-				goto out;
-			mean = lks_step_mean(rec.dt, rec.n);
-			if (mean < rows[k].step) {
-				rows[k].step = mean;
-				rows[k].gemm = lks_step_mean(rec.gemm, rec.n);
-				rows[k].quant = lks_step_mean(rec.quant, rec.n);
-			}
-		}
-	}
-	rc = 0;
-out:
-	lks_step_rec_release(&rec);
-	lks_pool_free(pool);
-	return rc;
-}
-
-static void lks_step_print_gemm(const struct lks_step_args *a, const struct lks_gemm_row *rows,
-                                int nrows, int steps)
-{
-	const lks_case *c = rows[0].c;
-	const lks_run_cfg *run = rows[0].run;
-	int threads = a->threads > 0 ? a->threads : (int)sysconf(_SC_NPROCESSORS_ONLN);
+	lks_bench_spread tr;
 
 	printf("\n3. GEMM share: run '%s' (%s) with model.hidden=%d model.ffn=%d "
 	       "run.%s.world_size=1, %d layers\n", run->name, lks_recipe_name(run->recipe),
 	       c->model.hidden, c->model.ffn, run->name, c->model.layers);
 	printf("   one rank, so kernel calls never overlap: wall time inside the backend's gemm()\n"
 	       "   and quantize() (each spread over %d thread%s) / step wall time; %d steps, step 0\n"
-	       "   left out, best of %d\n", threads, threads > 1 ? "s" : "", steps, a->reps3);
+	       "   left out; medians over %d round%s, the configurations back to back in each\n",
+	       threads, threads > 1 ? "s" : "", S->steps, S->rounds, S->rounds > 1 ? "s" : "");
 	printf("   %-28s %6s %8s %8s %6s %8s %6s %8s %6s\n", "configuration", "tokens", "ms/step",
 	       "gemm ms", "gemm", "quant ms", "quant", "other ms", "other");
-	for (int k = 0; k < nrows; k++) {
-		const struct lks_gemm_row *r = &rows[k];
-		double other = r->step - r->gemm - r->quant;
+	for (int k = 0; k < S->n; k++) {
+		lks_bench_spread step, gemm, quant;
+		double gs = lks_step_share(S, S->gemm, k), qs = lks_step_share(S, S->quant, k);
 
-		printf("   %-28s %6d %8.2f %8.2f %5.1f%% %8.2f %5.1f%% %8.2f %5.1f%%\n", r->label,
-		       r->c->model.batch * r->c->world_size * r->c->model.seq, 1e3 * r->step,
-		       1e3 * r->gemm, 100.0 * r->gemm / r->step, 1e3 * r->quant,
-		       100.0 * r->quant / r->step, 1e3 * other, 100.0 * other / r->step);
+		lks_bench_per_round(S->t, S->n, S->rounds, k, -1, &step);
+		lks_bench_per_round(S->gemm, S->n, S->rounds, k, -1, &gemm);
+		lks_bench_per_round(S->quant, S->n, S->rounds, k, -1, &quant);
+		printf("   %-28s %6d %8.2f %8.2f %5.1f%% %8.2f %5.1f%% %8.2f %5.1f%%\n", side[k].label,
+		       side[k].c->model.batch * side[k].c->world_size * side[k].c->model.seq,
+		       1e3 * step.median, 1e3 * gemm.median, 100.0 * gs, 1e3 * quant.median,
+		       100.0 * qs, 1e3 * (step.median - gemm.median - quant.median),
+		       100.0 * (1.0 - gs - qs));
 	}
 	/* the verdict for both untraced rows: 128 tokens per step is the case as written,
 	   the 4x batch is closer to how the model would be trained */
-	for (int k = 0; k < nrows; k += nrows - 1 > 0 ? nrows - 1 : 1) {
-		double g = rows[k].gemm / rows[k].step, gq = (rows[k].gemm + rows[k].quant) / rows[k].step;
+	for (int k = 0; k < S->n; k += S->n - 1) {
+		double g = lks_step_share(S, S->gemm, k), q = lks_step_share(S, S->quant, k);
 
 		printf("   target gemm >= %.0f%% of the step, '%s': gemm %s (%.1f%%), gemm + FP8 casts "
-		       "%s (%.1f%%)\n", 100 * LKS_STEP_GEMM_TARGET, rows[k].label,
+		       "%s (%.1f%%)\n", 100 * LKS_STEP_GEMM_TARGET, side[k].label,
 		       g >= LKS_STEP_GEMM_TARGET ? "met" : "NOT met", 100.0 * g,
-		       gq >= LKS_STEP_GEMM_TARGET ? "met" : "NOT met", 100.0 * gq);
-		if (nrows == 1)
-			break;
+		       g + q >= LKS_STEP_GEMM_TARGET ? "met" : "NOT met", 100.0 * (g + q));
 	}
+	if (!lks_bench_per_round(S->t, S->n, S->rounds, 1, 0, &tr))
+		printf("   tracing at this width: %+.1f%% (median per round of traced / untraced - 1, "
+		       "min %+.1f%%, max %+.1f%%)\n", 100.0 * (tr.median - 1.0),
+		       100.0 * (tr.min - 1.0), 100.0 * (tr.max - 1.0));
 	printf("   'other' is the rest of the step: optimizer, operand preparation, activations,\n"
 	       "   loss, all-reduce and grad norm; the last row shows how the share moves with\n"
 	       "   tokens per step\n");
+}
+
+/* ---- 5: the background thread against the GEMM threads ---- */
+
+/* Part 5: the run untraced and traced with the GEMM pool on every core, and on one fewer,
+   so that the background thread has a core of its own (the runner starts it when it has
+   more than one thread to give: --threads, or the cores). */
+static int lks_step_bg(const struct lks_step_args *a, const lks_case *c, const lks_run_cfg *run,
+                       struct lks_step_side *side, struct lks_step_sides *S)
+{
+	int cores = a->threads > 0 ? a->threads : (int)sysconf(_SC_NPROCESSORS_ONLN);
+
+	for (int k = 0; k < 4; k++)
+		side[k] = (struct lks_step_side){
+			.label = k % 2 ? "traced (stats + hashes)" : "untraced",
+			.c = c, .run = run, .no_trace = k % 2 == 0, .threads = cores, .wrap = 1,
+			.gemm_threads = k < 2 ? cores : cores - 1 };
+	return lks_step_sides_init(S, side, 4, a->steps, a->reps5, -1) || lks_step_sides_time(S, 0);
+}
+
+static void lks_step_print_bg_part(const struct lks_step_sides *S)
+{
+	printf("\n5. the background thread against the GEMM threads: run '%s' on one rank, the GEMM\n"
+	       "   pool on every core and on one fewer; %d steps, step 0 left out, %d round%s with\n"
+	       "   the four runs back to back in each; overhead: per round, traced / untraced - 1\n",
+	       S->side[0].run->name, S->steps, S->rounds, S->rounds > 1 ? "s" : "");
+	for (int p = 0; p < 2; p++) {
+		printf("   %d GEMM thread%s, a background thread beside them:\n",
+		       S->side[2 * p].gemm_threads, S->side[2 * p].gemm_threads > 1 ? "s" : "");
+		lks_step_print_head(30, "overhead");
+		lks_step_print_side(S, 2 * p, 2 * p, 30);
+		lks_step_print_side(S, 2 * p + 1, 2 * p, 30);
+		lks_step_print_bg(&S->side[2 * p + 1]);
+	}
 }
 
 /* ---- 4: loss gap ---- */
@@ -624,9 +752,11 @@ static int lks_step_parse(int argc, char **argv, struct lks_step_args *a)
 		}
 	}
 	/* part 1 compares a few percent between runs of ~0.1 s, where a virtual machine's
-	   noise is as large: more repetitions there; part 3's shares are coarser */
+	   noise is as large: more rounds there; part 3's shares are coarser, and its runs ten
+	   times longer; part 5 has four runs to a round */
 	a->reps1 = a->reps ? a->reps : 12;
 	a->reps3 = a->reps ? a->reps : 3;
+	a->reps5 = a->reps ? a->reps : 6;
 	return 0;
 }
 
@@ -661,9 +791,10 @@ int lks_bench_step(int argc, char **argv)
 	const lks_run_cfg *run;
 	char dir[2048], db[4096], over[4][LKS_NAME_MAX + 64];
 	lks_store *store = NULL;
-	struct lks_trace_result tr;
-	struct lks_gemm_row gr[3];
-	int gsteps;
+	struct lks_step_side side1[LKS_CFG_COUNT], side3[3], side5[4];
+	struct lks_step_sides S1 = { 0 }, S3 = { 0 }, S5 = { 0 };
+	double replay = NAN;
+	int gsteps, cores = (int)sysconf(_SC_NPROCESSORS_ONLN), threads;
 
 	if ((rc = lks_step_parse(argc, argv, &a)) != 0) {
 		rc = rc < 0 ? LKS_EXIT_OK : rc;
@@ -699,12 +830,13 @@ int lks_bench_step(int argc, char **argv)
 		goto out;
 	}
 	have_big = 1;
-	gr[0] = (struct lks_gemm_row){ .label = "untraced", .c = &wide,
-	                               .run = lks_case_run(&wide, run->name), .no_trace = 1 };
-	gr[1] = (struct lks_gemm_row){ .label = "stats + hashes (no store)", .c = &wide,
-	                               .run = lks_case_run(&wide, run->name), .no_trace = 0 };
-	gr[2] = (struct lks_gemm_row){ .label = "untraced, 4x batch", .c = &big,
-	                               .run = lks_case_run(&big, run->name), .no_trace = 1 };
+	threads = a.threads > 0 ? a.threads : cores;
+	for (int k = 0; k < 3; k++)
+		side3[k] = (struct lks_step_side){
+			.label = k == 0 ? "untraced" : k == 1 ? "stats + hashes (no store)"
+			       : "untraced, 4x batch",
+			.c = k < 2 ? &wide : &big, .run = lks_case_run(k < 2 ? &wide : &big, run->name),
+			.no_trace = k != 1, .threads = a.threads, .wrap = 1, .gemm_threads = threads };
 
 	rc = LKS_EXIT_INFRA;
 	if ((size_t)snprintf(dir, sizeof(dir), "%s/lks-bench-step-XXXXXX", a.base) >= sizeof(dir)) {
@@ -723,34 +855,46 @@ int lks_bench_step(int argc, char **argv)
 		goto out;
 	}
 
-	int cores = (int)sysconf(_SC_NPROCESSORS_ONLN);
 	printf("bench step: %s, %d GEMM thread%s (%d cores online), ISA %s\n", a.case_path,
-	       a.threads > 0 ? a.threads : cores, (a.threads > 0 ? a.threads : cores) > 1 ? "s" : "",
-	       cores, lks_isa_name(lks_isa_active()));
+	       threads, threads > 1 ? "s" : "", cores, lks_isa_name(lks_isa_active()));
 	printf("times are wall clock between the ends of successive steps; a rank's GEMMs use the\n"
 	       "threads only in single-rank runs (ranks of a multi-rank run are one thread each)\n");
 	fflush(stdout);
 
-	if (lks_step_tracing(&a, &c, run, store, &tr)) {
+	if (lks_step_tracing(&a, &c, run, store, side1, &S1, &replay)) {
 		fprintf(stderr, "lockstep: bench step: tracing: %s\n", lks_errmsg());
 		goto out;
 	}
-	lks_step_print_tracing(&a, &c, run, &tr);
+	lks_step_print_tracing(&a, &c, run, &S1, replay);
 	fflush(stdout);
-	if (lks_step_gemm(&a, gr, 3, gsteps)) {
+	if (lks_step_sides_init(&S3, side3, 3, gsteps, a.reps3, -1) || lks_step_sides_time(&S3, 0)) {
 		fprintf(stderr, "lockstep: bench step: gemm share: %s\n", lks_errmsg());
 		goto out;
 	}
-	lks_step_print_gemm(&a, gr, 3, gsteps);
+	lks_step_print_gemm(&a, &S3);
 	fflush(stdout);
 	if (lks_step_gap(&a, &c)) {
 		fprintf(stderr, "lockstep: bench step: loss gap: %s\n", lks_errmsg());
 		goto out;
 	}
+	fflush(stdout);
+	if (threads < 2) {
+		printf("\n5. the background thread against the GEMM threads: not measured with one "
+		       "thread\n   (a single rank then traces on its own thread, with no background "
+		       "thread)\n");
+	} else if (lks_step_bg(&a, &c, run, side5, &S5)) {
+		fprintf(stderr, "lockstep: bench step: background thread: %s\n", lks_errmsg());
+		goto out;
+	} else {
+		lks_step_print_bg_part(&S5);
+	}
 	if (a.keep)
 		printf("\ntraces kept in '%s'\n", db);
 	rc = LKS_EXIT_OK;
 out:
+	lks_step_sides_release(&S1);
+	lks_step_sides_release(&S3);
+	lks_step_sides_release(&S5);
 	lks_store_close(store);
 	if (made_dir && !a.keep)
 		lks_step_unlink(dir);

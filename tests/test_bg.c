@@ -85,3 +85,29 @@ Test(bg, null_runs_jobs_at_once)
 	cr_assert(pthread_equal(job.who, pthread_self()));
 	lks_bg_wait(NULL, &group);
 }
+
+/* The counts 'bench step' reads: every job is counted once, on the thread or on the waiter
+   that ran it (whichever did: that depends on scheduling), and the thread's CPU time is
+   added when it ends. */
+Test(bg, counts_every_job_once_and_the_threads_cpu_time)
+{
+	static struct bg_job jobs[100];
+	lks_jobs group = { 0 };
+	lks_bg_counts a, b;
+	lks_bg *bg;
+	int on_waiter = 0;
+
+	lks_bg_counts_get(&a);
+	cr_assert_eq(lks_bg_create(&bg), 0);
+	for (int i = 0; i < 100; i++)
+		cr_assert_eq(lks_bg_post(bg, &group, bg_run, &jobs[i]), 0);
+	lks_bg_wait(bg, &group);
+	for (int i = 0; i < 100; i++)
+		on_waiter += pthread_equal(jobs[i].who, pthread_self()) != 0;
+	lks_bg_free(bg);
+	lks_bg_counts_get(&b);
+	cr_assert_eq(b.jobs_thread - a.jobs_thread, 100 - on_waiter);
+	cr_assert_eq(b.jobs_waiter - a.jobs_waiter, on_waiter);
+	cr_assert_gt(b.cpu_ns, a.cpu_ns, "a thread that ran has used some CPU time");
+	cr_assert_geq(b.wait_ns, a.wait_ns);
+}

@@ -84,6 +84,29 @@ Test(cli, bench_quant_runs_small)
 	cr_assert_not_null(strstr(out, "ratio"), "%s", out);
 }
 
+/* The peer and lockstep in interleaved rounds: each lockstep row shows the median of the
+   per-round ratios, their interquartile range and min-max, and the number of rounds. The
+   numbers themselves are not checked: they are timings. */
+Test(cli, bench_gemm_prints_median_ratio_spread_and_rounds)
+{
+	char out[8192], *row;
+	double med, q1, q3, lo, hi;
+	int n;
+
+	cr_assert_eq(lks_run_bin(NULL, "bench gemm --sizes 8,24 --reps 5 --threads 2", out,
+	                         sizeof(out)), 0, "%s", out);
+	if (strstr(out, "peer missing"))
+		cr_skip_test("OpenBLAS is not installed: no ratios to print");
+	cr_assert_not_null(strstr(out, "5 rounds"), "%s", out);
+	cr_assert_not_null(strstr(out, "IQR"), "%s", out);
+	cr_assert_not_null(row = strstr(out, "24x24x24         lockstep bf16"), "%s", out);
+	cr_assert_eq(sscanf(row + strlen("24x24x24         lockstep bf16"), "%*f %*f %lfx %lf-%lfx %lf-%lfx %d", &med, &q1, &q3, &lo, &hi,
+	                    &n), 6, "%s", row);
+	cr_assert_eq(n, 5);
+	cr_assert(lo <= q1 && q1 <= med && med <= q3 && q3 <= hi, "%s", row);
+	cr_assert_eq(lks_run_bin(NULL, "bench gemm --sizes 8 --reps 0", NULL, 0), 2);
+}
+
 /* Writes text to path. */
 static void put_file(const char *path, const char *text)
 {
@@ -246,14 +269,27 @@ Test(cli, kill_9_leaves_an_incomplete_run_and_the_rest_intact)
 
 Test(cli, bench_step_smoke_and_tracing_changes_no_bit)
 {
-	char out[16384], args[1024];
+	char out[16384], args[1024], over[32], iqr[64], range[64], *row;
+	double ms;
+	int n;
 
-	snprintf(args, sizeof(args), "bench step --case '%s/cases/fp8_recipes.ini' --steps 2 --reps 1",
+	snprintf(args, sizeof(args), "bench step --case '%s/cases/fp8_recipes.ini' --steps 2 --reps 2",
 	         LKS_SRC);
 	cr_assert_eq(lks_run_bin(NULL, args, out, sizeof(out)), 0, "%s", out);
 	/* the bench compares a traced and an untraced run of the same case */
 	cr_assert_not_null(strstr(out, "final loss equal bit for bit traced and untraced: yes"), "%s", out);
 	cr_assert_not_null(strstr(out, "reference: run 'bf16'"), "%s", out);
+	/* in rounds: the overhead is the median of per-round ratios, with its spread and the
+	   number of rounds; what the background thread got is reported */
+	cr_assert_not_null(row = strstr(out, "   stats + hashes + SQLite "), "%s", out);
+	cr_assert_eq(sscanf(row + strlen("   stats + hashes + SQLite "), "%lf %31s %63s %63s %d", &ms,
+	                    over, iqr, range, &n), 5, "%s", row);
+	cr_assert_eq(n, 2, "%s", row);
+	cr_assert(strchr(over, '%') && strstr(iqr, "..") && strstr(range, ".."), "%s", row);
+	cr_assert_not_null(strstr(out, "background thread (idle priority): "), "%s", out);
+	cr_assert_not_null(strstr(out, "ms CPU/step = "), "%s", out);
+	cr_assert_not_null(strstr(out, "5. the background thread against the GEMM threads"), "%s",
+	                   out);
 	snprintf(args, sizeof(args), "bench step --case '%s/cases/fp8_recipes.ini' --steps 1", LKS_SRC);
 	cr_assert_eq(lks_run_bin(NULL, args, NULL, 0), 2);
 }

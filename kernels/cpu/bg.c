@@ -35,6 +35,12 @@ struct lks_bg {
 	atomic_int queued;          /* count, for the thread to watch without the lock */
 };
 
+/* What every background thread of the process did (lks_bg_counts_get). */
+static _Atomic int64_t lks_bg_cpu_ns;        /* CPU time of the threads that have ended */
+static _Atomic int64_t lks_bg_jobs_thread;   /* jobs run on a background thread */
+static _Atomic int64_t lks_bg_jobs_waiter;   /* jobs run by a waiter instead */
+static _Atomic int64_t lks_bg_wait_ns;       /* wall time callers spent in lks_bg_wait */
+
 /* After the queue runs empty the thread watches it this long before it sleeps: jobs come
    tens of microseconds apart in a step, and a wake-up costs the poster a system call. At
    idle priority the watching takes only cycles nobody else wants. */
@@ -83,6 +89,7 @@ static void *lks_bg_main(void *arg)
 {
 	lks_bg *bg = arg;
 	struct sched_param sp = { 0 };
+	struct timespec cpu;
 
 	/* idle priority where the OS has it; else the lowest nice value of this thread */
 	if (pthread_setschedparam(pthread_self(), SCHED_IDLE, &sp) != 0)
@@ -91,6 +98,7 @@ static void *lks_bg_main(void *arg)
 	for (;;) {
 		if (bg->count) {
 			lks_bg_run(bg, 0);
+			atomic_fetch_add_explicit(&lks_bg_jobs_thread, 1, memory_order_relaxed);
 			continue;
 		}
 		if (bg->shutdown)
@@ -105,6 +113,9 @@ static void *lks_bg_main(void *arg)
 		bg->sleeping = 0;
 	}
 	pthread_mutex_unlock(&bg->lock);
+	if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &cpu) == 0)
+		atomic_fetch_add_explicit(&lks_bg_cpu_ns, (int64_t)cpu.tv_sec * 1000000000 + cpu.tv_nsec,
+		                          memory_order_relaxed);
 	return NULL;
 }
 
@@ -182,18 +193,32 @@ int lks_bg_post(lks_bg *bg, lks_jobs *group, lks_job_fn fn, void *arg)
 
 void lks_bg_wait(lks_bg *bg, lks_jobs *group)
 {
+	int64_t t0;
+
 	if (!bg)
 		return;
+	t0 = lks_bg_ns();
 	pthread_mutex_lock(&bg->lock);
 	while (group->pending) {
 		int i = 0;
 
 		while (i < bg->count && bg->jobs[(bg->head + i) % bg->cap].group != group)
 			i++;
-		if (i < bg->count)  /* one of ours still queued: run it here */
+		if (i < bg->count) {  /* one of ours still queued: run it here */
 			lks_bg_run(bg, i);
-		else                /* ours is running on the thread */
+			atomic_fetch_add_explicit(&lks_bg_jobs_waiter, 1, memory_order_relaxed);
+		} else {              /* ours is running on the thread */
 			pthread_cond_wait(&bg->done, &bg->lock);
+		}
 	}
 	pthread_mutex_unlock(&bg->lock);
+	atomic_fetch_add_explicit(&lks_bg_wait_ns, lks_bg_ns() - t0, memory_order_relaxed);
+}
+
+void lks_bg_counts_get(lks_bg_counts *out)
+{
+	out->cpu_ns = atomic_load(&lks_bg_cpu_ns);
+	out->jobs_thread = atomic_load(&lks_bg_jobs_thread);
+	out->jobs_waiter = atomic_load(&lks_bg_jobs_waiter);
+	out->wait_ns = atomic_load(&lks_bg_wait_ns);
 }

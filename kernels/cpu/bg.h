@@ -12,6 +12,8 @@
 #ifndef LKS_KERNELS_CPU_BG_H
 #define LKS_KERNELS_CPU_BG_H
 
+#include <stdint.h>
+
 typedef struct lks_bg lks_bg;
 typedef void (*lks_job_fn)(void *arg);
 typedef struct lks_jobs { int pending; } lks_jobs;  /* a group: posted, not yet finished */
@@ -24,5 +26,14 @@ void lks_bg_free(lks_bg *bg);
 int lks_bg_post(lks_bg *bg, lks_jobs *group, lks_job_fn fn, void *arg);
 /* Returns when every job of the group posted so far has run. */
 void lks_bg_wait(lks_bg *bg, lks_jobs *group);
+
+/* What the background threads of this process did so far, for benchmarks ('bench step'):
+   the CPU time the threads that have ended got (lks_bg_free ends one), the jobs they ran,
+   the jobs waiters ran themselves because no thread had got to them, and the wall time
+   callers spent in lks_bg_wait. Differences between two readings give one run's. */
+typedef struct lks_bg_counts {
+	int64_t cpu_ns, jobs_thread, jobs_waiter, wait_ns;
+} lks_bg_counts;
+void lks_bg_counts_get(lks_bg_counts *out);
 
 #endif

@@ -1,0 +1,95 @@
+/*
+ * fuzz.c: the fuzz driver of every parser of lockstep's input files (ci/fuzz runs AFL++ on
+ * it): 'lks_fuzz TARGET FILE' parses FILE as TARGET says and exits 0 when the parser
+ * accepts it, 2 when it rejects it as bad input (the message on stderr), 3 on any other
+ * failure; a crash or a hang is the parser's bug. 'lks_fuzz --list' prints the targets, one
+ * line each: the name, then the name the input file must have (a case takes its name from
+ * its file's), for ci/fuzz to read.
+ *
+ * A later parser is one row in lks_fuzz_targets and a folder of seeds,
+ * tests/fuzz/seeds/<target>/, whose files named ok_* the parser must accept and bad_* reject
+ * (test_fuzz checks that with this driver built by the ordinary compiler).
+ *
+ * Built by afl-clang-fast (the LOCKSTEP_FUZZ build), the parser runs in AFL++'s persistent
+ * mode: one process parses thousands of inputs, each written by afl-fuzz to the same FILE.
+ * So a parser must leave no state behind; what it leaks is found by ci/fuzz replaying the
+ * corpus one input per process with LeakSanitizer. Built otherwise, it parses FILE once.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "harness/case.h"
+#include "harness/cmd.h"
+#include "harness/combo.h"
+#include "harness/golden.h"
+#include "kernels/err.h"
+
+/* Each returns an exit code: LKS_EXIT_OK accepted, LKS_EXIT_USAGE rejected, else failed. */
+
+static int lks_fuzz_case(const char *path)
+{
+	lks_case c;
+	int rc = lks_case_load(path, NULL, 0, &c);
+
+	if (rc == 0)
+		lks_case_release(&c);
+	return rc ? LKS_EXIT_USAGE : LKS_EXIT_OK;
+}
+
+static int lks_fuzz_combo(const char *path)
+{
+	lks_combos cs;
+	int rc = lks_combos_load(path, &cs);
+
+	if (rc == 0)
+		lks_combos_release(&cs);
+	return rc ? LKS_EXIT_USAGE : LKS_EXIT_OK;
+}
+
+static int lks_fuzz_golden(const char *path)
+{
+	lks_golden g;
+	int rc = lks_golden_read(path, &g);
+
+	lks_golden_release(&g);  /* also after an error: a half-read file is freed the same way */
+	return rc == 0 ? LKS_EXIT_OK : rc == LKS_GOLDEN_BAD ? LKS_EXIT_USAGE : LKS_EXIT_INFRA;
+}
+
+static const struct lks_fuzz_target {
+	const char *name;
+	const char *file;       /* the input's file name: a case file's is its case name */
+	int (*parse)(const char *path);
+} lks_fuzz_targets[] = {
+	{ "case", "fuzz.ini", lks_fuzz_case },        /* harness/case.c */
+	{ "combo", "combos.ini", lks_fuzz_combo },    /* harness/combo.c */
+	{ "golden", "run.tsv", lks_fuzz_golden },     /* harness/golden.c */
+};
+
+#define LKS_FUZZ_NTARGETS (sizeof(lks_fuzz_targets) / sizeof(lks_fuzz_targets[0]))
+
+int main(int argc, char **argv)
+{
+	const struct lks_fuzz_target *t = NULL;
+	int rc = LKS_EXIT_INFRA;
+
+	if (argc == 2 && !strcmp(argv[1], "--list")) {
+		for (size_t i = 0; i < LKS_FUZZ_NTARGETS; i++)
+			printf("%s %s\n", lks_fuzz_targets[i].name, lks_fuzz_targets[i].file);
+		return LKS_EXIT_OK;
+	}
+	for (size_t i = 0; argc == 3 && i < LKS_FUZZ_NTARGETS; i++)
+		if (!strcmp(argv[1], lks_fuzz_targets[i].name))
+			t = &lks_fuzz_targets[i];
+	if (!t) {
+		fprintf(stderr, "usage: lks_fuzz TARGET FILE | lks_fuzz --list\n");
+		return LKS_EXIT_USAGE;
+	}
+#ifdef __AFL_HAVE_MANUAL_CONTROL
+	__AFL_INIT();
+	while (__AFL_LOOP(10000))
+#endif
+		rc = t->parse(argv[2]);
+	if (rc != LKS_EXIT_OK)
+		fprintf(stderr, "lks_fuzz: %s: %s\n", t->name, lks_errmsg());
+	return rc;
+}
