@@ -95,6 +95,11 @@ static void lks_atomic_rm(int dirfd, const char *name, int depth)
 	unlinkat(dirfd, name, AT_REMOVEDIR);
 }
 
+void lks_atomic_remove(const char *path)
+{
+	lks_atomic_rm(AT_FDCWD, path, 0);
+}
+
 /* 0 when name is a temporary of base of this kind: .base.kind-XXXXXXXX */
 static int lks_atomic_ours(const char *name, const char *base, const char *kind)
 {
@@ -194,11 +199,19 @@ static int lks_atomic_create(lks_atomic *a, const char *path, int folder)
 	for (int i = 0; fd < 0 && i < LKS_ATOMIC_TRIES; i++) {
 		if (lks_atomic_name(a->tmp, sizeof(a->tmp), dir, base, folder ? "new" : "tmp"))
 			return -1;
-		if (!folder)
+		if (!folder) {
 			fd = open(a->tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
-		else if (mkdir(a->tmp, 0777) == 0
-		         && (fd = open(a->tmp, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0)
+		} else if (mkdir(a->tmp, 0777) == 0
+		           && (fd = open(a->tmp, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0) {
+			int e = errno;
+
+			/* ENOENT: another writer's sweep removed the folder, not yet locked: make
+			   another */
+			if (e == ENOENT)
+				continue;
 			rmdir(a->tmp);
+			errno = e;
+		}
 		if (fd < 0 && errno != EEXIST)
 			break;
 		if (fd >= 0 && lks_atomic_lock(fd)) {

@@ -41,4 +41,8 @@ int lks_atomic_dir_commit(lks_atomic *a);
 /* Removes the temporary folder and what it holds; path stays as it was. */
 void lks_atomic_dir_abort(lks_atomic *a);
 
+/* Removes path, a file or a folder with what it holds (symlinks removed, never followed;
+   16 levels deep at most); what cannot be removed is left. */
+void lks_atomic_remove(const char *path);
+
 #endif

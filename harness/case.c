@@ -809,7 +809,7 @@ static int lks_check_runs(struct lks_parse *st, const lks_check_cfg *k)
 }
 
 /* Tokens a rank of run r takes per step: its share of the global batch, in tokens. */
-static long long lks_run_tokens(const lks_case *c, const lks_run_cfg *r)
+long long lks_case_run_tokens(const lks_case *c, const lks_run_cfg *r)
 {
 	return (long long)c->model.batch * c->world_size / r->world_size * c->model.seq;
 }
@@ -819,7 +819,7 @@ static int lks_run_fault_fits(const lks_case *c, const lks_run_cfg *r, const lks
 {
 	if (lks_fault_fits(f, r->recipe, r->checkpoint, r->world_size, c->steps))
 		return -1;
-	return lks_fault_fits_model(f, &c->model, lks_run_tokens(c, r));
+	return lks_fault_fits_model(f, &c->model, lks_case_run_tokens(c, r));
 }
 
 /* The machine's memory in bytes; 0 when it cannot be told. */

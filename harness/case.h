@@ -138,6 +138,10 @@ typedef struct lks_case {
  * 'hiden' in [model]"; an override's error names the override.
  */
 int lks_case_load(const char *path, const char *const *sets, int nsets, lks_case *out);
+
+/* The tokens one rank of run r trains on per step (its slice of the case's global batch:
+   batch x world_size sequences of seq tokens, over the run's ranks). */
+long long lks_case_run_tokens(const lks_case *c, const lks_run_cfg *r);
 void lks_case_release(lks_case *c);
 
 /* Applies one override ("section.key=value", as lks_case_load takes them) to a loaded case

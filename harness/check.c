@@ -242,14 +242,17 @@ static void lks_check_bad(struct lks_check_ctx *x, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 static void lks_check_bad(struct lks_check_ctx *x, const char *fmt, ...)
 {
+	char raw[sizeof(x->res->message)];
 	va_list ap;
 
 	x->res->verdict = LKS_VERDICT_FAIL;
 	x->res->failed = 1;
 	x->res->bad_input = LKS_BAD_CASE;
 	va_start(ap, fmt);
-	vsnprintf(x->res->message, sizeof(x->res->message), fmt, ap);
+	vsnprintf(raw, sizeof(raw), fmt, ap);
 	va_end(ap);
+	/* it quotes the case file: its control characters are shown, not sent */
+	lks_escape(x->res->message, sizeof(x->res->message), raw);
 }
 
 /* How two rows of the walk pair up: 1 (the divergence set) when they part. */
@@ -424,14 +427,17 @@ static int lks_close_rows(struct lks_check_ctx *x, const lks_stat_row *ra,
    neither quantized it) is left out; a filter that leaves nothing is bad input. */
 static int lks_close_tensors(struct lks_check_ctx *x, const lks_metric *m)
 {
-	const char *pat = x->k->tensors[0] ? x->k->tensors : "*";
+	const char *pat = x->k->tensors[0] ? x->k->tensors : NULL;  /* NULL: every tensor */
 
 	x->metric = m;
 	if (lks_walk_runs(x, pat, lks_close_rows, 0))
 		return -1;
-	if (!x->res->failed && !x->ncompared && x->a->nsteps)
+	if (!x->res->failed && !x->ncompared && x->a->nsteps && pat)
 		lks_check_bad(x, "tensors = %s names no tensor with a %s in either run: nothing to "
 		              "compare", pat, m->name);
+	else if (!x->res->failed && !x->ncompared && x->a->nsteps)
+		lks_check_bad(x, "metric = %s: no tensor has a %s in either run (a scale needs a "
+		              "quantized tensor): nothing to compare", m->name, m->name);
 	return 0;
 }
 

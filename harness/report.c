@@ -348,25 +348,34 @@ static void lks_place(char *buf, size_t size, int step, int rank, const char *te
 
 /* The --set overrides a run was made with, from its stored options (the runner appends
    " set: " and the overrides joined by blanks). A value may hold blanks ("inject=bitflip
-   step=3 ..."), so a word begins a new override only where it names a section. Cuts
-   *text (owned by the caller) into sets[0..*n), at most max. */
+   step=3 ..."), so the text is cut only at a blank followed by a section's name ("run.",
+   "check.", ...); a value with such a word in it cannot be told apart. Cuts *text (owned by
+   the caller) into sets[0..*n), at most max (later ones are left out). */
 static void lks_stored_sets(char *text, const char **sets, int max, int *n)
 {
 	static const char *const sections[] = { "case.", "model.", "optim.", "run.", "check." };
-	char *p = strstr(text, " set: "), *w, *save;
+	char *p = strstr(text, " set: ");
 
 	*n = 0;
 	if (!p)
 		return;
-	for (w = strtok_r(p + 6, " ", &save); w; w = strtok_r(NULL, " ", &save)) {
-		int starts = 0;
+	for (p += 6; *p && *n < max;) {
+		char *cut = p;
 
-		for (size_t i = 0; i < sizeof(sections) / sizeof(sections[0]); i++)
-			starts |= !strncmp(w, sections[i], strlen(sections[i]));
-		if (starts && *n < max)
-			sets[(*n)++] = w;
-		else if (*n)
-			w[-1] = ' ';  /* the blank strtok cut belongs to the value */
+		sets[(*n)++] = p;
+		for (cut = strchr(p, ' '); cut; cut = strchr(cut + 1, ' ')) {
+			size_t i = 0;
+
+			while (i < sizeof(sections) / sizeof(sections[0])
+			       && strncmp(cut + 1, sections[i], strlen(sections[i])))
+				i++;
+			if (i < sizeof(sections) / sizeof(sections[0]))
+				break;
+		}
+		if (!cut)
+			break;
+		*cut = 0;
+		p = cut + 1;
 	}
 }
 
@@ -1827,24 +1836,6 @@ static void lks_report_free(struct lks_report *r)
 	free(r->checks);
 }
 
-/* Removes the scratch folder and the files in it (it holds no folders). */
-static void lks_rm_tmp(const char *dir)
-{
-	DIR *d = opendir(dir);
-	struct dirent *e;
-	char path[LKS_REPORT_PATH];
-
-	while (d && (e = readdir(d))) {
-		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
-			continue;
-		snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
-		unlink(path);
-	}
-	if (d)
-		closedir(d);
-	rmdir(dir);
-}
-
 /* A file a report folder holds: index.html, report.md, a plot's SVG. */
 static int lks_report_file(const char *name)
 {
@@ -1927,7 +1918,7 @@ out:
 		rc = lks_err("cannot write '%s/index.html'", dir);
 	if (r.md && fclose(r.md) != 0 && rc == 0)
 		rc = lks_err("cannot write '%s/report.md'", dir);
-	lks_rm_tmp(r.tmp);
+	lks_atomic_remove(r.tmp);
 	lks_report_free(&r);
 	if (rc == 0)
 		return lks_atomic_dir_commit(&a);

@@ -514,7 +514,7 @@ double lks_run_bytes(const lks_case *c, const lks_run_cfg *run)
 	double rows = 32.0 * c->model.layers + 11;
 	lks_model m;
 
-	T = (double)((long long)c->model.batch * c->world_size / run->world_size) * c->model.seq;
+	T = (double)lks_case_run_tokens(c, run);
 	if (lks_model_init(&m, &c->model))
 		return -1;
 	np = (double)m.nparams;

@@ -709,6 +709,34 @@ static char *lks_store_uri(const char *path, int immutable)
 /* Opens path read-only and reads its header (lks_store_inspect). *db is set whatever
    happens; the SQLite code of a read that failed (SQLITE_READONLY where the -shm of a WAL
    database cannot be made) comes back in *sql_rc, with rc -1. */
+/* A database of an earlier schema version read without being upgraded: the tables added
+   since are made empty in the connection's TEMP schema, which lives in memory, so every
+   read finds them (as the upgrade would make them: empty) and the file is not touched. */
+static int lks_store_temp_tables(sqlite3 *db, const char *path, int64_t version)
+{
+	for (int64_t v = version + 1; v <= LKS_STORE_SCHEMA_VERSION; v++) {
+		sqlite3_str *q = sqlite3_str_new(db);
+		const char *p = lks_store_schema[v], *t;
+		char *sql;
+		int rc;
+
+		while ((t = strstr(p, "CREATE TABLE "))) {
+			sqlite3_str_append(q, p, (int)(t - p));
+			sqlite3_str_appendall(q, "CREATE TEMP TABLE ");
+			p = t + strlen("CREATE TABLE ");
+		}
+		sqlite3_str_appendall(q, p);
+		if (!(sql = sqlite3_str_finish(q)))
+			return lks_err("cannot read '%s': out of memory", path);
+		rc = sqlite3_exec(db, sql, NULL, NULL, NULL);
+		sqlite3_free(sql);
+		if (rc != SQLITE_OK)
+			return lks_err("cannot read '%s' (schema version %lld): %s", path,
+			               (long long)version, sqlite3_errmsg(db));
+	}
+	return 0;
+}
+
 static int lks_store_open_ro_db(const char *path, int immutable, sqlite3 **db, int *sql_rc)
 {
 	char *uri = lks_store_uri(path, immutable);
@@ -735,7 +763,10 @@ static int lks_store_open_ro_db(const char *path, int immutable, sqlite3 **db, i
 	if (kind == LKS_FILE_NEW)
 		return lks_err("'%s' is not a lockstep database (an SQLite database without tables)",
 		               path), LKS_STORE_BAD_FILE;
-	return 0;
+	/* before the TEMP tables: changing temp_store drops every TEMP table there is */
+	if (LKS_SQL(*db, sqlite3_exec(*db, "PRAGMA temp_store = MEMORY;", NULL, NULL, NULL)) < 0)
+		return -1;
+	return lks_store_temp_tables(*db, path, version);
 }
 
 /* The size of path's write-ahead log, 0 when there is none. */
@@ -785,8 +816,8 @@ int lks_store_open_readonly(const char *path, lks_store **out)
 		goto out;
 	}
 	/* per-connection settings only: the file's journal mode is left as it is */
-	if (LKS_SQL(db, sqlite3_exec(db, "PRAGMA foreign_keys = ON; PRAGMA cache_size = -65536; "
-	                                 "PRAGMA temp_store = MEMORY;", NULL, NULL, NULL)) < 0) {
+	if (LKS_SQL(db, sqlite3_exec(db, "PRAGMA foreign_keys = ON; PRAGMA cache_size = -65536;",
+	                             NULL, NULL, NULL)) < 0) {
 		free(s);
 		goto out;
 	}
