@@ -14,6 +14,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <float.h>
+#include <fnmatch.h>
 #include <ini.h>
 #include <limits.h>
 #include <math.h>
@@ -758,6 +759,33 @@ static int lks_case_required(struct lks_parse *st, enum lks_sec sec, int idx)
 	return 0;
 }
 
+/* lks_model_tensor_each's callback: 1 when name matches the pattern arg */
+static int lks_tensor_matches(void *arg, const char *name)
+{
+	return fnmatch((const char *)arg, name, 0) == 0;
+}
+
+/* The tensor names a check gives (its filter, its expected tensor) name tensors the model
+   traces: a typo is bad input at the check's line, before anything trains. Whether the runs
+   compared trace them (an FP8 operand of a BF16 run) is told when the check runs. */
+static int lks_check_tensors(const lks_case *c, const lks_run_cfg *a, const lks_check_cfg *k)
+{
+	size_t n;
+	int rc;
+
+	if (k->tensors[0] && (rc = lks_model_tensor_each(&c->model, lks_tensor_matches,
+	                                                 (void *)k->tensors)) <= 0)
+		return rc < 0 ? -1 : lks_err("check '%s': tensors = %s names no tensor the model "
+		                             "traces (the report and 'lockstep diff' show a run's)",
+		                             k->name, k->tensors);
+	if (k->exp_tensor[0]
+	    && (rc = lks_model_tensor(&c->model, lks_case_run_tokens(c, a), k->exp_tensor, &n))
+	       == LKS_TENSOR_NONE)
+		return lks_err("check '%s': tensor = %s is no tensor the model traces", k->name,
+		               k->exp_tensor);
+	return rc < 0 ? -1 : 0;
+}
+
 static int lks_check_runs(struct lks_parse *st, const lks_check_cfg *k)
 {
 	const char *kind = lks_check_kind_name(k->kind);
@@ -805,7 +833,7 @@ static int lks_check_runs(struct lks_parse *st, const lks_check_cfg *k)
 		return lks_err("check '%s': ranks_agree on 2 ranks names no single rank (the pair "
 			       "disagrees; a golden or a clean run decides which is wrong): leave "
 			       "out rank", k->name);
-	return 0;
+	return lks_check_tensors(st->c, a, k);
 }
 
 /* Tokens a rank of run r takes per step: its share of the global batch, in tokens. */

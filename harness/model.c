@@ -115,21 +115,60 @@ static size_t lks_block_prefix(const lks_model_cfg *c, const char *name)
 	return *p == '.' && l < c->layers ? (size_t)(p + 1 - name) : 0;
 }
 
-/* "mlp.up.fwd.x" and the other operands lks_linear names */
+/* The FP8 operands lks_linear names in a block: "mlp.up.fwd.x" and the other 11, k in
+   [0, 12): layer (up, down), role (fwd, dgrad, wgrad), operand (a, b). */
+#define LKS_FP8_OPERANDS 12
+static void lks_fp8_operand_name(char *buf, size_t size, int k)
+{
+	int li = k / 6, role = k / 2 % 3, ab = k % 2;
+
+	snprintf(buf, size, "mlp.%s.%s.%s", li ? "down" : "up", lks_role_name((lks_role)role),
+	         lks_src_name(lks_role_src((lks_role)role, ab)));
+}
+
 static int lks_fp8_operand(const char *rest)
 {
 	char buf[64];
 
-	for (int li = 0; li < 2; li++)
-		for (int role = 0; role < 3; role++)
-			for (int ab = 0; ab < 2; ab++) {
-				snprintf(buf, sizeof(buf), "mlp.%s.%s.%s", li ? "down" : "up",
-				         lks_role_name((lks_role)role),
-				         lks_src_name(lks_role_src((lks_role)role, ab)));
-				if (!strcmp(rest, buf))
-					return 1;
-			}
+	for (int k = 0; k < LKS_FP8_OPERANDS; k++) {
+		lks_fp8_operand_name(buf, sizeof(buf), k);
+		if (!strcmp(rest, buf))
+			return 1;
+	}
 	return 0;
+}
+
+int lks_model_tensor_each(const lks_model_cfg *cfg, int (*fn)(void *arg, const char *name),
+                          void *arg)
+{
+	char buf[192], rest[64];
+	lks_model m;
+	int rc = 0;
+
+	for (const struct lks_act_tensor *t = lks_act_tensors; t->name && !rc; t++)
+		rc = fn(arg, t->name);
+	for (int l = 0; l < cfg->layers && !rc; l++) {
+		for (const struct lks_act_tensor *t = lks_block_tensors; t->name && !rc; t++) {
+			snprintf(buf, sizeof(buf), "blocks.%d.%s", l, t->name);
+			rc = fn(arg, buf);
+		}
+		for (int k = 0; k < LKS_FP8_OPERANDS && !rc; k++) {
+			lks_fp8_operand_name(rest, sizeof(rest), k);
+			snprintf(buf, sizeof(buf), "blocks.%d.%s", l, rest);
+			rc = fn(arg, buf);
+		}
+	}
+	if (rc)
+		return rc;
+	if (lks_model_init(&m, cfg))
+		return -1;
+	for (int i = 0; i < m.nt && !rc; i++) {
+		snprintf(buf, sizeof(buf), "%s.grad", m.t[i].name);
+		rc = fn(arg, m.t[i].name);
+		rc = rc ? rc : fn(arg, buf);
+	}
+	lks_model_release(&m);
+	return rc;
 }
 
 int lks_model_tensor(const lks_model_cfg *cfg, long long tokens, const char *name, size_t *n)

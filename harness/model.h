@@ -55,6 +55,11 @@ void lks_model_release(lks_model *m);
    memory. */
 enum { LKS_TENSOR_NONE = 0, LKS_TENSOR_FLOAT, LKS_TENSOR_FP8 };
 int lks_model_tensor(const lks_model_cfg *cfg, long long tokens, const char *name, size_t *n);
+/* Calls fn with every name a rank of a model of cfg may trace (whatever the recipe and
+   checkpointing: FP8 operands, recomputed activations and all), until fn returns non-zero;
+   that value, 0 when fn never stopped it, -1 (lks_err) out of memory. */
+int lks_model_tensor_each(const lks_model_cfg *cfg, int (*fn)(void *arg, const char *name),
+                          void *arg);
 /* Initial weights from Philox (seed, stream = tensor index + 1, index): the same on every
    rank and device. */
 void lks_model_init_params(const lks_model *m, uint64_t seed, float *params);

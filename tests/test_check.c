@@ -868,6 +868,14 @@ Test(check, close_metric_and_filter_validated_at_parse_time)
 		  "amax, scale)" },
 		{ "metric = loss\ntensors = blocks.*\n", ":13: check 'c': tensors = blocks.* chooses the "
 		  "tensors of a close check on a tensor statistic, not of close on loss" },
+		/* a filter that no name of the model matches (up, not upp; one layer, block 0) */
+		{ "metric = l2\ntensors = blocks.*.mlp.upp.*\n", ":13: check 'c': tensors = "
+		  "blocks.*.mlp.upp.* names no tensor the model traces" },
+		{ "metric = l2\ntensors = blocks.1.*\n", ":13: check 'c': tensors = blocks.1.* names "
+		  "no tensor the model traces" },
+		/* an expected divergence at a tensor the model does not have */
+		{ "metric = l2\nexpect = fail\ntensor = blocks.0.mlp.up.outt\n", ":13: check 'c': "
+		  "tensor = blocks.0.mlp.up.outt is no tensor the model traces" },
 	};
 	static const char head[] =
 		"[case]\nsteps = 2\nworld_size = 2\n"
@@ -890,6 +898,22 @@ Test(check, close_metric_and_filter_validated_at_parse_time)
 		cr_assert_not_null(strstr(lks_errmsg(), bad[i].says), "%s", lks_errmsg());
 	}
 	/* a good file, then a misspelt metric by --set, and rank on a 2-rank ranks_agree */
+	/* filters that name what the model traces: parameters, FP8 operands (traced by FP8
+	   runs), gradients */
+	for (size_t i = 0; i < 3; i++) {
+		static const char *const good[] = { "*.weight", "blocks.0.mlp.down.fwd.?",
+		                                    "blocks.0.mlp.up.weight.grad" };
+
+		snprintf(text, sizeof(text), "%s[run a]\nrecipe = bf16\n[check c]\nkind = close\n"
+		         "a = a\nb = a2\nmetric = l2\ntensors = %s\n[run a2]\nrecipe = fp8_rowwise\n",
+		         head, good[i]);
+		cf = fopen(path, "w");
+		cr_assert_not_null(cf);
+		fputs(text, cf);
+		fclose(cf);
+		cr_assert_eq(lks_case_load(path, NULL, 0, &c), 0, "%s: %s", good[i], lks_errmsg());
+		lks_case_release(&c);
+	}
 	snprintf(text, sizeof(text), "%s[run a]\nrecipe = bf16\n[run a2]\nrecipe = bf16\n"
 	         "[check c]\nkind = close\na = a\nb = a2\nmetric = amax\ntensors = *.weight\n"
 	         "[check r]\nkind = ranks_agree\na = a\nexpect = fail\n", head);
