@@ -13,20 +13,15 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-/* Runs 'env LKS_BIN args' through the shell (env: assignments such as "LKS_ISA=scalar",
-   or NULL); returns the exit code and, if out is not NULL, the first n-1 bytes of stdout
-   and stderr together. A program killed by a signal fails the test. */
-static inline int lks_run_bin(const char *env, const char *args, char *out, size_t n)
+/* Runs the shell command cmd (its stderr joined to stdout by the caller or not); returns
+   the exit code and, if out is not NULL, the first n-1 bytes of what it printed. A command
+   killed by a signal fails the test. */
+static inline int lks_run_sh(const char *cmd, char *out, size_t n)
 {
-	char cmd[4096];
-	FILE *p;
+	FILE *p = popen(cmd, "r");
 	size_t len = 0;
 	int status;
 
-	if ((size_t)snprintf(cmd, sizeof(cmd), "%s '%s' %s 2>&1", env ? env : "", LKS_BIN, args)
-	    >= sizeof(cmd))
-		cr_assert_fail("command longer than %zu bytes", sizeof(cmd));
-	p = popen(cmd, "r");
 	cr_assert_not_null(p);
 	if (out) {
 		while (len + 1 < n && fgets(out + len, (int)(n - len), p))
@@ -38,6 +33,19 @@ static inline int lks_run_bin(const char *env, const char *args, char *out, size
 	status = pclose(p);
 	cr_assert(WIFEXITED(status), "'%s' did not exit normally", cmd);
 	return WEXITSTATUS(status);
+}
+
+/* Runs 'env LKS_BIN args' through the shell (env: assignments such as "LKS_ISA=scalar",
+   or NULL); returns the exit code and, if out is not NULL, the first n-1 bytes of stdout
+   and stderr together. A program killed by a signal fails the test. */
+static inline int lks_run_bin(const char *env, const char *args, char *out, size_t n)
+{
+	char cmd[4096];
+
+	if ((size_t)snprintf(cmd, sizeof(cmd), "%s '%s' %s 2>&1", env ? env : "", LKS_BIN, args)
+	    >= sizeof(cmd))
+		cr_assert_fail("command longer than %zu bytes", sizeof(cmd));
+	return lks_run_sh(cmd, out, n);
 }
 
 /* Makes the folder dir and what it holds read-only (chmod a-w, readable by all) and

@@ -467,21 +467,11 @@ Test(cli, special_files_are_refused_at_once, .timeout = 120)
 /* Runs cmd through the shell in dir; the exit code and the output. */
 static int sh_in(const char *dir, const char *cmd, char *out, size_t n)
 {
-	char full[4096];
-	FILE *p;
-	size_t len = 0;
-	int status;
+	char full[8192];
 
-	snprintf(full, sizeof(full), "cd '%s' && %s 2>&1", dir, cmd);
-	cr_assert_not_null(p = popen(full, "r"));
-	while (len + 1 < n && fgets(out + len, (int)(n - len), p))
-		len = strlen(out);
-	out[len] = 0;
-	while (fgetc(p) != EOF)
-		;
-	status = pclose(p);
-	cr_assert(WIFEXITED(status), "'%s' did not exit", full);
-	return WEXITSTATUS(status);
+	if ((size_t)snprintf(full, sizeof(full), "cd '%s' && %s 2>&1", dir, cmd) >= sizeof(full))
+		cr_assert_fail("command longer than %zu bytes", sizeof(full));
+	return lks_run_sh(full, out, n);
 }
 
 /* The command a failed golden check prints for a case whose path has a blank, a quote and
