@@ -1,4 +1,4 @@
-# common.gp: settings shared by every plot of 'lockstep report' (harness/report.c).
+# common.gp: settings shared by every plot of 'lockstep report' (harness/report/report.c).
 # report.c writes before this file: the terminal and output, then the variables
 #   datafile    the data: one block per series (index i-1), columns step, value
 #   n           the number of series

@@ -1,12 +1,12 @@
 /*
- * test_bench.c: what the benchmarks share (harness/bench_stats.c), on given numbers and a
+ * test_bench.c: what the benchmarks share (harness/bench/bench_stats.c), on given numbers and a
  * stand-in for the timed sides: the median and spread of a sample, the order in which
  * interleaved rounds run the sides, and the per-round ratios. Nothing here is timed.
  */
 #include <criterion/criterion.h>
 #include <math.h>
 
-#include "harness/bench.h"
+#include "harness/bench/bench.h"
 
 Test(bench, spread_of_odd_and_even_samples)
 {

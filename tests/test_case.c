@@ -1,5 +1,5 @@
 /*
- * test_case.c: case files (harness/case.c): every key read into its field, the defaults,
+ * test_case.c: case files (harness/engine/case.c): every key read into its field, the defaults,
  * each mistake reported with its file and line, --set overrides, the expansion of
  * directories, the example of DESIGN.md, and the nightly cases in cases/; the one name rule,
  * the limits on what a case may ask for (file size, ranks, memory) and escaped messages.
@@ -14,9 +14,9 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "harness/case.h"
-#include "harness/golden.h"
-#include "harness/runner.h"
+#include "harness/engine/case.h"
+#include "harness/store/golden.h"
+#include "harness/engine/runner.h"
 #include "kernels/err.h"
 
 static char tmpdir[] = "/tmp/lks_test_case_XXXXXX";

@@ -1,5 +1,5 @@
 /*
- * test_check.c: the checks (harness/check.h) on real traces. A tiny case is trained into
+ * test_check.c: the checks (harness/verify/check.h) on real traces. A tiny case is trained into
  * a store in a temporary folder; then single stored values are altered with SQL (a hash,
  * an l2, a loss, a non-finite count) and each check must name exactly that step, rank and
  * tensor, the field, the values on both sides and the errors; where two places differ,
@@ -17,10 +17,10 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "harness/case.h"
-#include "harness/check.h"
-#include "harness/runner.h"
-#include "harness/trace_store.h"
+#include "harness/engine/case.h"
+#include "harness/verify/check.h"
+#include "harness/engine/runner.h"
+#include "harness/store/trace_store.h"
 #include "kernels/err.h"
 
 /* Two identical runs (a, b), the same with checkpointing (ac), and BF16 (bf); 2 ranks,

@@ -16,8 +16,8 @@
 #include <sqlite3.h>
 
 #include "run_bin.h"
-#include "harness/shell.h"
-#include "harness/trace_store.h"
+#include "harness/base/shell.h"
+#include "harness/store/trace_store.h"
 #include "kernels/err.h"
 
 Test(cli, help_lists_commands)

@@ -17,9 +17,9 @@
 
 #include <sqlite3.h>
 
-#include "harness/combo.h"
-#include "harness/probe.h"
-#include "harness/search.h"
+#include "harness/probe/combo.h"
+#include "harness/probe/probe.h"
+#include "harness/probe/search.h"
 #include "kernels/err.h"
 #include "run_bin.h"
 

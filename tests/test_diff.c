@@ -16,9 +16,9 @@
 #include <sys/wait.h>
 
 #include "run_bin.h"
-#include "harness/case.h"
-#include "harness/runner.h"
-#include "harness/trace_store.h"
+#include "harness/engine/case.h"
+#include "harness/engine/runner.h"
+#include "harness/store/trace_store.h"
 #include "kernels/err.h"
 
 /* Two ranks so that ranks are compared pairwise; three steps so the table has rows to

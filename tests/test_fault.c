@@ -1,5 +1,5 @@
 /*
- * test_fault.c: planted faults (harness/fault.h) are caught and located exactly.
+ * test_fault.c: planted faults (harness/engine/fault.h) are caught and located exactly.
  *
  * The specs parse and refuse what is wrong; each fault changes the data exactly as it
  * says; the fault cases in cases/faults each find their fault at the declared step, rank
@@ -18,12 +18,12 @@
 #include <sqlite3.h>
 
 #include "run_bin.h"
-#include "harness/case.h"
-#include "harness/fault.h"
-#include "harness/model.h"
-#include "harness/runner.h"
-#include "harness/sqnr.h"
-#include "harness/trace_store.h"
+#include "harness/engine/case.h"
+#include "harness/engine/fault.h"
+#include "harness/engine/model.h"
+#include "harness/engine/runner.h"
+#include "harness/verify/sqnr.h"
+#include "harness/store/trace_store.h"
 #include "kernels/cpu/quant.h"
 #include "kernels/err.h"
 

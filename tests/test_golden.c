@@ -1,5 +1,5 @@
 /*
- * test_golden.c: golden files (harness/golden.h) and the golden check. A tiny case is
+ * test_golden.c: golden files (harness/store/golden.h) and the golden check. A tiny case is
  * trained into a store in a temporary folder; its runs are written as golden files, read
  * back and compared: every field must come back bit for bit (NaN scales, hashes with the
  * top bit set, and in a synthetic trace -0, infinities, subnormals). Then the text file is
@@ -7,7 +7,7 @@
  * rank, tensor and field; a missing file fails naming the command that writes it; a bad
  * file (bad number, missing column, wrong header, cut short, rows out of order) is an error
  * naming file:line and makes 'lockstep run' exit 2; an incomplete run is refused. A file
- * is written aside and renamed in (harness/atomic_file.h): a symlink at the old temporary
+ * is written aside and renamed in (harness/base/atomic_file.h): a symlink at the old temporary
  * name or at a temporary's name is never followed, the temporary of a killed writer is
  * removed by the next write, and a failed write leaves no temporary. The program is run
  * as a user would for 'golden update' and 'run --golden'.
@@ -28,11 +28,12 @@
 #include <unistd.h>
 
 #include "run_bin.h"
-#include "harness/case.h"
-#include "harness/check.h"
-#include "harness/golden.h"
-#include "harness/runner.h"
-#include "harness/trace_store.h"
+#include "harness/engine/case.h"
+#include "harness/verify/check.h"
+#include "harness/store/golden.h"
+#include "harness/verify/golden_compare.h"
+#include "harness/engine/runner.h"
+#include "harness/store/trace_store.h"
 #include "kernels/err.h"
 
 /* FP8 rowwise (a) and BF16 (bf: no tensor quantized, every scale NaN); 2 ranks, 3 steps. */

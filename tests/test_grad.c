@@ -10,8 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "harness/data.h"
-#include "harness/model.h"
+#include "harness/engine/data.h"
+#include "harness/engine/model.h"
 #include "kernels/cpu/ops.h"
 #include "kernels/err.h"
 #include "kernels/philox.h"

@@ -17,10 +17,10 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "harness/case.h"
-#include "harness/data.h"
-#include "harness/model.h"
-#include "harness/runner.h"
+#include "harness/engine/case.h"
+#include "harness/engine/data.h"
+#include "harness/engine/model.h"
+#include "harness/engine/runner.h"
 #include "kernels/cpu/isa.h"
 #include "kernels/err.h"
 

@@ -3,7 +3,7 @@
  * into the named formats. A recording backend wraps the CPU backend and keeps every
  * quantize and GEMM call of one training step of a one-block model; the expectations
  * below restate DESIGN.md's recipe table in terms of the stored tensors
- * (x (T, in), W (out, in), dy (T, out)), independently of harness/recipe.c's table.
+ * (x (T, in), W (out, in), dy (T, out)), independently of harness/engine/recipe.c's table.
  */
 #include <criterion/criterion.h>
 #include <stdio.h>
@@ -11,8 +11,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "harness/case.h"
-#include "harness/runner.h"
+#include "harness/engine/case.h"
+#include "harness/engine/runner.h"
 #include "kernels/backend.h"
 #include "kernels/err.h"
 

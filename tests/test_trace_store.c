@@ -19,7 +19,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "harness/trace_store.h"
+#include "harness/store/trace_store.h"
 #include "kernels/err.h"
 
 #define RANKS 4

@@ -48,7 +48,7 @@ typedef struct lks_quant {
 /* The number of scales an axis needs: 1, rows or cols. */
 size_t lks_quant_nscales(const lks_quant *q);
 
-/* A planted fault (harness/fault.h, scale_round_up): power-of-two scales rounded up, so
+/* A planted fault (harness/engine/fault.h, scale_round_up): power-of-two scales rounded up, so
    amax x scale can pass fp8_max and saturate. Never used by a recipe. */
 #define LKS_POW2_UP 2
 

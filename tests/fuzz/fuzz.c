@@ -18,10 +18,10 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "harness/case.h"
-#include "harness/cmd.h"
-#include "harness/combo.h"
-#include "harness/golden.h"
+#include "harness/engine/case.h"
+#include "harness/cli/cmd.h"
+#include "harness/probe/combo.h"
+#include "harness/store/golden.h"
 #include "kernels/err.h"
 
 /* Each returns an exit code: LKS_EXIT_OK accepted, LKS_EXIT_USAGE rejected, else failed. */
@@ -60,9 +60,9 @@ static const struct lks_fuzz_target {
 	const char *file;       /* the input's file name: a case file's is its case name */
 	int (*parse)(const char *path);
 } lks_fuzz_targets[] = {
-	{ "case", "fuzz.ini", lks_fuzz_case },        /* harness/case.c */
-	{ "combo", "combos.ini", lks_fuzz_combo },    /* harness/combo.c */
-	{ "golden", "run.tsv", lks_fuzz_golden },     /* harness/golden.c */
+	{ "case", "fuzz.ini", lks_fuzz_case },        /* harness/engine/case.c */
+	{ "combo", "combos.ini", lks_fuzz_combo },    /* harness/probe/combo.c */
+	{ "golden", "run.tsv", lks_fuzz_golden },     /* harness/store/golden.c */
 };
 
 #define LKS_FUZZ_NTARGETS (sizeof(lks_fuzz_targets) / sizeof(lks_fuzz_targets[0]))

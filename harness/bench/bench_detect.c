@@ -1,0 +1,287 @@
+/*
+ * bench_detect.c: 'lockstep bench detect': which checks catch each planted fault, and at
+ * which step, beside the two checks users often rely on alone (issue 5):
+ *   - a loss-only golden check at rtol 5%: the faulty run's loss against the clean run's,
+ *   - a NaN-only check of the collective inputs (what TORCH_NCCL_NAN_CHECK does): the
+ *     runner's event for NaN/Inf in a rank's gradients before the all-reduce.
+ *
+ * Every fault case (cases/faults) is run once; in each, the first run with a planted
+ * fault is the faulty run and the first run without one the clean run. Every check kind
+ * is then evaluated on those same two stored runs, so the table compares checks, not
+ * runs. On the cpu backend the golden check is bitwise against a golden made from the
+ * clean run, so the bitwise column stands for it.
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "harness/bench/bench.h"
+#include "harness/engine/case.h"
+#include "harness/verify/check.h"
+#include "harness/base/opt.h"
+#include "harness/engine/runner.h"
+#include "harness/verify/sqnr.h"
+#include "harness/store/trace_store.h"
+#include "kernels/err.h"
+
+static const char lks_detect_help[] =
+	"usage: lockstep bench detect [--dir DIR] [CASE|DIR...]\n"
+	"\n"
+	"Runs the fault cases (default cases/faults) and evaluates every check kind on each\n"
+	"case's faulty and clean run, beside a loss-only check at rtol 5% and a NaN-only check\n"
+	"of the collective inputs. Prints, per fault, the step at which each check catches it\n"
+	"('-': missed; 'n/a': the check does not apply), then where each catch points.\n"
+	"\n"
+	"options:\n"
+	"  --dir DIR   where the temporary database goes (default $TMPDIR or /tmp)\n";
+
+/* The columns: a check kind on (faulty, clean), or the NaN event. */
+enum { COL_BITWISE, COL_FINITE, COL_RANKS, COL_RECOMPUTE, COL_SQNR, COL_LOSS5, COL_NANCOLL,
+	COL_COUNT };
+
+static const char *const lks_col_names[COL_COUNT] = {
+	"bitwise/golden", "finite", "ranks_agree", "recompute", "sqnr 20 dB", "loss rtol 5%",
+	"NaN collective",
+};
+
+struct lks_catch {
+	int applies, caught, step, rank;
+	char tensor[128];
+};
+
+struct lks_detect_row {
+	char case_name[LKS_NAME_MAX];  /* the fault case: one row each */
+	struct lks_catch col[COL_COUNT];
+};
+
+static int lks_first_event(void *arg, const lks_event_rec *ev)
+{
+	struct lks_catch *c = arg;
+
+	if (c->caught || strcmp(ev->kind, "nonfinite_grad"))
+		return 0;
+	c->caught = 1;
+	c->step = ev->step;
+	c->rank = ev->rank;
+	snprintf(c->tensor, sizeof(c->tensor), "%s", ev->tensor ? ev->tensor : "");
+	return 0;
+}
+
+static int lks_detect_check(lks_store *s, lks_check_kind kind, const char *metric, double rtol,
+                            double floor_db, const lks_run_cfg *bad, const lks_run_cfg *clean,
+                            int64_t id_bad, int64_t id_clean, struct lks_catch *c)
+{
+	lks_check_cfg k = { .kind = kind, .rtol = rtol, .floor_db = floor_db, .exp_step = -1,
+	                    .exp_rank = -1 };
+	lks_check_result res;
+	int two = lks_check_kind_nruns(kind) == 2;
+
+	snprintf(k.name, sizeof(k.name), "detect_%s", lks_check_kind_name(kind));
+	snprintf(k.a, sizeof(k.a), "%s", bad->name);
+	if (two)
+		snprintf(k.b, sizeof(k.b), "%s", clean->name);
+	snprintf(k.metric, sizeof(k.metric), "%s", metric ? metric : "");
+	c->applies = kind != LKS_CHECK_RECOMPUTE || bad->checkpoint;
+	if (!c->applies)
+		return 0;
+	if (lks_check_eval(s, &k, id_bad, two ? id_clean : 0, &res))
+		return -1;
+	c->caught = res.failed;
+	c->step = res.step;
+	c->rank = res.rank;
+	snprintf(c->tensor, sizeof(c->tensor), "%s", res.tensor);
+	return 0;
+}
+
+/* The first run of c with a planted fault and the first without; an error without both. */
+static int lks_detect_pick(const lks_case *c, const lks_run_cfg **bad, const lks_run_cfg **clean)
+{
+	*bad = *clean = NULL;
+	for (int i = 0; i < c->nruns; i++) {
+		const lks_run_cfg *r = &c->runs[i];
+
+		if (r->inject.kind != LKS_FAULT_NONE && !*bad)
+			*bad = r;
+		else if (r->inject.kind == LKS_FAULT_NONE && !*clean)
+			*clean = r;
+	}
+	if (!*bad || !*clean)
+		return lks_err("%s: a fault case needs a run with inject and one without", c->path);
+	return 0;
+}
+
+/* Runs the faulty and the clean run of case c and fills row. */
+static int lks_detect_case(lks_store *s, int64_t suite, const lks_case *c,
+                           struct lks_detect_row *row)
+{
+	const lks_run_cfg *bad, *clean;
+	int64_t id_bad = 0, id_clean = 0;
+	lks_runner_opts o = { .suite_id = suite, .threads = 1 };
+	lks_run_result res;
+	lks_sqnr_pairs *pairs = NULL;
+	int rc = -1;
+
+	if (lks_detect_pick(c, &bad, &clean))
+		return -1;
+	memset(row, 0, sizeof(*row));
+	snprintf(row->case_name, sizeof(row->case_name), "%s", c->name);
+	/* the clean run is made first and its gradients kept for the faulty run's sqnr */
+	if (lks_sqnr_begin_pair(1, 0, &pairs))
+		return -1;
+	lks_sqnr_hook(pairs, 0, &o);
+	if (lks_run(c, clean, s, &o, &res) || lks_sqnr_end_run(pairs, 0, res.run_id, s))
+		goto out;
+	id_clean = res.run_id;
+	lks_sqnr_hook(pairs, 1, &o);
+	if (lks_run(c, bad, s, &o, &res) || lks_sqnr_end_run(pairs, 1, res.run_id, s))
+		goto out;
+	id_bad = res.run_id;
+
+	/* sqnr at 20 dB: a gradient error a tenth of the gradient; loss at rtol 5%: the loose
+	   check that loss curves get */
+	if (lks_detect_check(s, LKS_CHECK_BITWISE, NULL, 0, 0, bad, clean, id_bad, id_clean,
+	                     &row->col[COL_BITWISE])
+	    || lks_detect_check(s, LKS_CHECK_FINITE, NULL, 0, 0, bad, clean, id_bad, id_clean,
+	                        &row->col[COL_FINITE])
+	    || lks_detect_check(s, LKS_CHECK_RANKS_AGREE, NULL, 0, 0, bad, clean, id_bad, id_clean,
+	                        &row->col[COL_RANKS])
+	    || lks_detect_check(s, LKS_CHECK_RECOMPUTE, NULL, 0, 0, bad, clean, id_bad, id_clean,
+	                        &row->col[COL_RECOMPUTE])
+	    || lks_detect_check(s, LKS_CHECK_SQNR, NULL, 0, 20.0, bad, clean, id_bad, id_clean,
+	                        &row->col[COL_SQNR])
+	    || lks_detect_check(s, LKS_CHECK_CLOSE, "loss", 0.05, 0, bad, clean, id_bad, id_clean,
+	                        &row->col[COL_LOSS5]))
+		goto out;
+	row->col[COL_NANCOLL].applies = 1;
+	rc = lks_store_get_events(s, id_bad, lks_first_event, &row->col[COL_NANCOLL]);
+out:
+	lks_sqnr_free(pairs);
+	return rc;
+}
+
+static void lks_detect_print(const struct lks_detect_row *rows, int n)
+{
+	printf("\n| fault |");
+	for (int j = 0; j < COL_COUNT; j++)
+		printf(" %s |", lks_col_names[j]);
+	printf("\n|---|");
+	for (int j = 0; j < COL_COUNT; j++)
+		printf("---|");
+	printf("\n");
+	for (int i = 0; i < n; i++) {
+		printf("| %s |", rows[i].case_name);
+		for (int j = 0; j < COL_COUNT; j++) {
+			const struct lks_catch *c = &rows[i].col[j];
+
+			if (!c->applies)
+				printf(" n/a |");
+			else if (!c->caught)
+				printf(" - |");
+			else if (c->step < 0)
+				printf(" caught |");
+			else
+				printf(" step %d |", c->step);
+		}
+		printf("\n");
+	}
+	printf("\nwhere each catch points (step, rank, tensor):\n");
+	for (int i = 0; i < n; i++)
+		for (int j = 0; j < COL_COUNT; j++) {
+			const struct lks_catch *c = &rows[i].col[j];
+
+			if (!c->applies || !c->caught)
+				continue;
+			printf("  %-16s %-15s step %d, ", rows[i].case_name, lks_col_names[j], c->step);
+			if (c->rank < 0 && !c->tensor[0])
+				printf("every rank (the step's mean loss)\n");
+			else if (c->rank < 0)
+				printf("no single rank (the replicas have no majority), %s\n", c->tensor);
+			else
+				printf("rank %d, %s\n", c->rank, c->tensor);
+		}
+}
+
+int lks_bench_detect(int argc, char **argv)
+{
+	const char *base = getenv("TMPDIR"), *def[] = { "cases/faults" };
+	const char **inputs = calloc((size_t)argc + 1, sizeof(*inputs));
+	int ninputs = 0, ncases = 0, rc = LKS_EXIT_USAGE;
+	lks_case *cases = NULL;
+	struct lks_detect_row *rows = NULL;
+	char dir[2048] = "", db[2200];
+	lks_store *store = NULL;
+	int64_t suite;
+
+	if (!inputs)
+		return LKS_EXIT_INFRA;
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+			fputs(lks_detect_help, stdout);
+			rc = LKS_EXIT_OK;
+			goto out;
+		} else if (!strcmp(argv[i], "--dir") && i + 1 < argc) {
+			base = argv[++i];
+		} else if (argv[i][0] == '-') {
+			lks_usage("bench detect: unknown option '%s'", argv[i]);
+			goto out;
+		} else {
+			inputs[ninputs++] = argv[i];
+		}
+	}
+	if (lks_cases_load(ninputs ? inputs : def, ninputs ? ninputs : 1, NULL, 0, &cases, &ncases)) {
+		fprintf(stderr, "lockstep: bench detect: %s\n", lks_errmsg());
+		goto out;
+	}
+	for (int i = 0; i < ncases; i++) {
+		const lks_run_cfg *bad, *clean;
+
+		if (lks_detect_pick(&cases[i], &bad, &clean)) {
+			fprintf(stderr, "lockstep: bench detect: %s\n", lks_errmsg());
+			goto out;
+		}
+	}
+	rc = LKS_EXIT_INFRA;
+	if (!base || !*base)
+		base = "/tmp";
+	if ((size_t)snprintf(dir, sizeof(dir), "%s/lks-bench-detect-XXXXXX", base) >= sizeof(dir)
+	    || !mkdtemp(dir)) {
+		fprintf(stderr, "lockstep: bench detect: cannot create a folder in '%s': %s\n", base,
+		        strerror(errno));
+		dir[0] = 0;
+		goto out;
+	}
+	snprintf(db, sizeof(db), "%s/detect.db", dir);
+	if (!(rows = calloc((size_t)ncases + 1, sizeof(*rows))) || lks_store_open(db, &store)
+	    || lks_store_begin_suite(store, "bench detect", &suite)) {
+		fprintf(stderr, "lockstep: bench detect: %s\n", rows ? lks_errmsg() : "out of memory");
+		goto out;
+	}
+	printf("bench detect: %d fault case%s, each check on the same faulty and clean run\n",
+	       ncases, ncases == 1 ? "" : "s");
+	for (int i = 0; i < ncases; i++)
+		if (lks_detect_case(store, suite, &cases[i], &rows[i])) {
+			fprintf(stderr, "lockstep: bench detect: %s: %s\n", cases[i].name, lks_errmsg());
+			goto out;
+		}
+	lks_detect_print(rows, ncases);
+	rc = LKS_EXIT_OK;
+out:
+	if (store)
+		lks_store_close(store);
+	if (dir[0]) {
+		static const char *const files[] = { "detect.db", "detect.db-wal", "detect.db-shm" };
+
+		for (int i = 0; i < 3; i++) {
+			snprintf(db, sizeof(db), "%s/%s", dir, files[i]);
+			unlink(db);
+		}
+		rmdir(dir);
+	}
+	free(rows);
+	lks_cases_release(cases, ncases);
+	free(inputs);
+	return rc;
+}

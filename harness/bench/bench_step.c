@@ -1,0 +1,909 @@
+/*
+ * bench_step.c: 'lockstep bench step': the training step as a whole, in one invocation.
+ *
+ *   1. tracing cost: one run of the case untraced (no stats, no hashes, no store), with
+ *      stats + hashes but no store, and fully traced into a temporary SQLite database;
+ *      the overhead is traced / untraced - 1 (target <= 5%).
+ *   2. SQLite ingest: the rows the traced run stores per step, and the rate at which
+ *      lks_store_step() takes them, timed directly by replaying the real rows.
+ *   3. GEMM share: the same run widened (hidden 512, ffn 2048) on one rank, through a
+ *      backend wrapper that times every gemm() and quantize() call (target gemm >= 70%);
+ *      once more with 4x the batch, since GEMM work grows with tokens per step and the
+ *      optimizer's does not.
+ *   4. FP8 vs BF16 loss gap: every run of the case, per-step loss against the bf16 run.
+ *   5. the background thread: the run untraced and traced with the GEMM pool on every core
+ *      and on one fewer; the CPU time the idle-priority thread that measures traced
+ *      tensors got, and how long the step waited for its jobs.
+ *
+ * Whatever is compared runs in rounds, the configurations back to back in each
+ * (bench_stats.c): an overhead is the median over rounds of the round's ratio, printed
+ * with its interquartile range, min-max and the number of rounds.
+ *
+ * Step times are taken between successive on_step callbacks, so they cover the whole
+ * step (forward, backward, all-reduce, update, stats, store) and nothing of the run's
+ * setup; step 0 is left out of every time (first touch of the buffers, the tensor list).
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "harness/bench/bench.h"
+#include "harness/engine/case.h"
+#include "harness/base/opt.h"
+#include "harness/engine/runner.h"
+#include "harness/store/trace_store.h"
+#include "kernels/backend.h"
+#include "kernels/cpu/bg.h"
+#include "kernels/cpu/isa.h"
+#include "kernels/cpu/pool.h"
+#include "kernels/err.h"
+
+#define LKS_STEP_TRACE_TARGET 0.05  /* tracing overhead (the target) */
+#define LKS_STEP_GEMM_TARGET 0.70   /* GEMM share of a step at hidden >= 512 (ditto) */
+#define LKS_STEP_GEMM_HIDDEN 512    /* wide enough that the GEMMs should dominate ... */
+#define LKS_STEP_GEMM_FFN 2048      /* ... with the usual 4x MLP */
+#define LKS_STEP_GEMM_MAX_STEPS 10  /* a wide step is ~10x the default's; keep part 3 short */
+
+static const char lks_bench_step_help[] =
+	"usage: lockstep bench step [--case FILE] [--set S.K=V]... [--run NAME] [--steps N]\n"
+	"                           [--reps N] [--threads T] [--isa scalar|avx2|avx512]\n"
+	"                           [--dir DIR] [--keep]\n"
+	"\n"
+	"Times whole training steps of a case (default cases/fp8_recipes.ini) and prints:\n"
+	"  1. tracing cost: one run untraced, with per-tensor stats + hashes only, and with\n"
+	"     stats + hashes + SQLite writes into a temporary database; the overhead of each\n"
+	"     over the untraced step (target <= 5%): in N rounds, the three runs back to back\n"
+	"     in each, the median of the per-round overheads, their interquartile range,\n"
+	"     min-max and count; and the CPU time the background thread got.\n"
+	"  2. SQLite ingest: stat + step rows stored per step, and rows/s of lks_store_step\n"
+	"     timed directly on a replay of the traced run's own rows.\n"
+	"  3. GEMM share: the same run with model.hidden=512 model.ffn=2048 on one rank, time\n"
+	"     inside the backend's gemm() and quantize() calls over step time (target >= 70%),\n"
+	"     untraced, with stats + hashes, and untraced with 4x model.batch (medians over\n"
+	"     rounds).\n"
+	"  4. FP8 vs BF16 loss gap: every run of the case, per-step loss against the run whose\n"
+	"     recipe is bf16: final loss, mean and max |loss - bf16| / bf16, the step of the max.\n"
+	"  5. the background thread against the GEMM threads: the run of part 1 untraced and\n"
+	"     traced with the GEMM pool on every core, then on one fewer; the overhead, the\n"
+	"     background thread's CPU time and how long steps waited for its jobs.\n"
+	"\n"
+	"options:\n"
+	"  --case FILE   the case (default cases/fp8_recipes.ini)\n"
+	"  --set S.K=V   override a case key, as in 'lockstep run' (repeatable)\n"
+	"  --run NAME    the run of parts 1-3 (default: the first with recipe fp8_rowwise,\n"
+	"                else the first run)\n"
+	"  --steps N     steps of the timed runs (default 20, at least 2; part 3 takes at most\n"
+	"                10); if given, also of part 4 (default: the case's steps)\n"
+	"  --reps N      rounds of each comparison (default 12 in part 1, 3 in part 3,\n"
+	"                6 in part 5)\n"
+	"  --threads T   GEMM threads of single-rank runs (default: all cores)\n"
+	"  --isa P       force an ISA path (as LKS_ISA does)\n"
+	"  --dir DIR     where the temporary database goes (default $TMPDIR or /tmp)\n"
+	"  --keep        leave the database in place\n"
+	"\n"
+	"example (a quick smoke run):\n"
+	"  lockstep bench step --steps 2 --reps 1\n"
+	"\n"
+	"exit codes: 0 measured, 2 bad usage or a bad case file, 3 failure\n";
+
+struct lks_step_args {
+	const char *case_path, *run_name, *base;
+	const char **sets;      /* (argc) the --set overrides */
+	int nsets, steps, steps_given, reps, threads, keep;
+	int reps1, reps3, reps5; /* rounds of parts 1, 3 and 5 */
+};
+
+/* The backend wrapper of part 3: the CPU backend, with the time of every call summed.
+   Nanoseconds in atomics, so ranks running as threads could share it (part 3 uses one). */
+struct lks_step_timer {
+	void *inner_ctx;        /* the lks_pool of the GEMM threads, or NULL */
+	int64_t gemm_ns, quant_ns;
+};
+
+static int64_t lks_step_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static int lks_step_timed_gemm(void *ctx, const lks_gemm *g)
+{
+	struct lks_step_timer *t = ctx;
+	int64_t t0 = lks_step_ns();
+	int rc = lks_backend_cpu.gemm(t->inner_ctx, g);
+
+	__atomic_fetch_add(&t->gemm_ns, lks_step_ns() - t0, __ATOMIC_RELAXED);
+	return rc;
+}
+
+static int lks_step_timed_quantize(void *ctx, lks_quant *q)
+{
+	struct lks_step_timer *t = ctx;
+	int64_t t0 = lks_step_ns();
+	int rc = lks_backend_cpu.quantize(t->inner_ctx, q);
+
+	__atomic_fetch_add(&t->quant_ns, lks_step_ns() - t0, __ATOMIC_RELAXED);
+	return rc;
+}
+
+static const lks_backend lks_step_timed_backend = {
+	"cpu", lks_step_timed_gemm, lks_step_timed_quantize
+};
+
+/* What on_step sees of one run: per-step wall time and loss, the kernel time of each step
+   when a timer is attached, and (when capture is set) every stat and step row. */
+struct lks_step_rec {
+	int cap, n;             /* steps allotted, steps seen */
+	double t_prev;          /* lks_now() at the previous on_step, or before lks_run */
+	double *dt, *loss;      /* (cap) seconds of the step, mean loss over ranks */
+	double *gemm, *quant;   /* (cap) seconds inside gemm() / quantize() during the step */
+	struct lks_step_timer *timer;
+	int64_t gemm_prev, quant_prev;
+	size_t nstat_rows;      /* stat rows of the last step */
+	int nranks;
+	int capture;
+	lks_stat_row *stats;    /* captured rows, steps one after another */
+	lks_step_row *steps;
+	size_t nstats, stats_cap;
+	size_t *stat_off;       /* (cap + 1) start of each step's rows in stats */
+};
+
+static int lks_step_rec_init(struct lks_step_rec *r, int steps, int capture)
+{
+	memset(r, 0, sizeof(*r));
+	r->cap = steps;
+	r->capture = capture;
+	r->dt = calloc((size_t)steps, sizeof(double));
+	r->loss = calloc((size_t)steps, sizeof(double));
+	r->gemm = calloc((size_t)steps, sizeof(double));
+	r->quant = calloc((size_t)steps, sizeof(double));
+	r->stat_off = calloc((size_t)steps + 1, sizeof(size_t));
+	if (!r->dt || !r->loss || !r->gemm || !r->quant || !r->stat_off)
+		return lks_err("out of memory");
+	return 0;
+}
+
+static void lks_step_rec_release(struct lks_step_rec *r)
+{
+	free(r->dt);
+	free(r->loss);
+	free(r->gemm);
+	free(r->quant);
+	free(r->stat_off);
+	free(r->stats);
+	free(r->steps);
+	memset(r, 0, sizeof(*r));
+}
+
+/* Ready for another run into the same buffers; captured rows stay unless this run
+   captures anew. */
+static void lks_step_rec_reset(struct lks_step_rec *r)
+{
+	r->n = 0;
+	if (r->capture > 0)
+		r->nstats = 0;
+	r->gemm_prev = r->timer ? r->timer->gemm_ns : 0;
+	r->quant_prev = r->timer ? r->timer->quant_ns : 0;
+	r->t_prev = lks_now();
+}
+
+/* on_step cannot fail, so a capture that runs out of memory stops capturing (capture = -1)
+   and the replay reports it. */
+static void lks_step_capture(struct lks_step_rec *r, const lks_step_row *steps, int nsteps,
+                             const lks_stat_row *stats, size_t nstats)
+{
+	if (!r->steps && !(r->steps = calloc((size_t)r->cap * (size_t)nsteps, sizeof(*r->steps)))) {
+		r->capture = -1;
+		return;
+	}
+	if (r->nstats + nstats > r->stats_cap) {
+		size_t cap = 2 * (r->nstats + nstats);
+		lks_stat_row *p = realloc(r->stats, cap * sizeof(*p));
+
+		if (!p) {
+			r->capture = -1;
+			return;
+		}
+		r->stats = p;
+		r->stats_cap = cap;
+	}
+	memcpy(r->steps + (size_t)r->n * (size_t)nsteps, steps, (size_t)nsteps * sizeof(*steps));
+	memcpy(r->stats + r->nstats, stats, nstats * sizeof(*stats));
+	r->stat_off[r->n] = r->nstats;
+	r->nstats += nstats;
+	r->stat_off[r->n + 1] = r->nstats;
+}
+
+static void lks_step_on_step(void *arg, const lks_step_row *steps, int nsteps,
+                             const lks_stat_row *stats, size_t nstats, char *const *names,
+                             int nnames)
+{
+	struct lks_step_rec *r = arg;
+	double now = lks_now(), loss = 0.0;
+
+	(void)names;
+	(void)nnames;
+	if (r->n >= r->cap)
+		return;
+	for (int k = 0; k < nsteps; k++)
+		loss += steps[k].loss;
+	r->loss[r->n] = loss / nsteps;
+	r->dt[r->n] = now - r->t_prev;
+	if (r->timer) {
+		int64_t g = __atomic_load_n(&r->timer->gemm_ns, __ATOMIC_RELAXED);
+		int64_t q = __atomic_load_n(&r->timer->quant_ns, __ATOMIC_RELAXED);
+
+		r->gemm[r->n] = 1e-9 * (double)(g - r->gemm_prev);
+		r->quant[r->n] = 1e-9 * (double)(q - r->quant_prev);
+		r->gemm_prev = g;
+		r->quant_prev = q;
+	}
+	r->nstat_rows = nstats;
+	r->nranks = nsteps;
+	if (r->capture > 0)
+		lks_step_capture(r, steps, nsteps, stats, nstats);
+	r->n++;
+	/* the callback's own work (the capture) is charged to no step */
+	r->t_prev = lks_now();
+}
+
+/* Mean of v[1..n): step 0 is the warm-up. */
+static double lks_step_mean(const double *v, int n)
+{
+	double s = 0.0;
+
+	for (int i = 1; i < n; i++)
+		s += v[i];
+	return n > 1 ? s / (n - 1) : NAN;
+}
+
+/* One run of c, recorded in rec; fails if it stopped early. */
+static int lks_step_run(const lks_case *c, const lks_run_cfg *run, lks_store *store,
+                        lks_runner_opts o, struct lks_step_rec *rec, lks_run_result *res)
+{
+	o.on_step = lks_step_on_step;
+	o.on_step_arg = rec;
+	lks_step_rec_reset(rec);
+	if (lks_run(c, run, store, &o, res))
+		return lks_err("run '%s': %s", run->name, lks_errmsg());
+	return 0;
+}
+
+/* ---- the sides of a comparison, timed in rounds (bench_stats.c) ---- */
+
+/* One side: a run of a case in one configuration, and what its timed rounds measured. */
+struct lks_step_side {
+	const char *label;
+	const lks_case *c;
+	const lks_run_cfg *run;
+	int no_trace;
+	lks_store *store;           /* NULL: nothing stored */
+	int threads;                /* the runner's threads option (0: cores); more than one
+	                               gives a single rank its background thread */
+	int wrap;                   /* through the timing backend with its own pool ... */
+	int gemm_threads;           /* ... of this many GEMM threads */
+	lks_pool *pool;
+	struct lks_step_timer timer;
+	struct lks_step_rec rec;
+	lks_bg_counts bg;           /* the background threads' work, summed over timed rounds */
+	double wall;                /* s: every step's time (step 0 too), summed likewise */
+	int steps;                  /* steps in wall */
+	double final_loss;
+};
+
+struct lks_step_sides {
+	struct lks_step_side *side;
+	int n, steps, rounds;
+	double *t;                  /* (rounds, n) s: mean step time of a run */
+	double *gemm, *quant;       /* (rounds, n) s per step inside gemm() / quantize() */
+};
+
+static int lks_step_sides_init(struct lks_step_sides *S, struct lks_step_side *side, int n,
+                               int steps, int rounds, int capture)
+{
+	size_t cells = (size_t)n * (size_t)(rounds > 0 ? rounds : 1);
+
+	memset(S, 0, sizeof(*S));
+	S->side = side;
+	S->n = n;
+	S->steps = steps;
+	S->rounds = rounds;
+	S->t = calloc(cells, sizeof(double));
+	S->gemm = calloc(cells, sizeof(double));
+	S->quant = calloc(cells, sizeof(double));
+	if (!S->t || !S->gemm || !S->quant)
+		return lks_err("out of memory");
+	for (int k = 0; k < n; k++) {
+		struct lks_step_side *s = &side[k];
+
+		if (lks_step_rec_init(&s->rec, steps, capture == k))
+			return -1;
+		if (s->wrap && s->gemm_threads > 1 && lks_pool_create(s->gemm_threads, &s->pool))
+			return -1;
+		s->timer.inner_ctx = s->pool;
+		s->rec.timer = s->wrap ? &s->timer : NULL;
+	}
+	return 0;
+}
+
+static void lks_step_sides_release(struct lks_step_sides *S)
+{
+	for (int k = 0; S->side && k < S->n; k++) {
+		lks_step_rec_release(&S->side[k].rec);
+		lks_pool_free(S->side[k].pool);
+		S->side[k].pool = NULL;
+	}
+	free(S->t);
+	free(S->gemm);
+	free(S->quant);
+	memset(S, 0, sizeof(*S));
+}
+
+/* lks_bench_rep_fn: one run of side k; its mean step time (step 0 left out). */
+static double lks_step_side_run(void *arg, int k, int round)
+{
+	struct lks_step_sides *S = arg;
+	struct lks_step_side *s = &S->side[k];
+	lks_runner_opts o = { .steps = S->steps, .threads = s->threads, .no_trace = s->no_trace,
+	                      .overrides = "bench step" };
+	lks_bg_counts b0, b1;
+	lks_run_result res;
+	double mean;
+
+	if (s->wrap) {
+		/* the runner gives a single rank its GEMM pool only when no backend is passed,
+		   so the wrapper brings its own */
+		o.backend = &lks_step_timed_backend;
+		o.backend_ctx = &s->timer;
+		o.pool = s->pool;
+	}
+	if (round >= 0 && s->rec.capture > 0)  /* the warm-up's rows suffice */
+		s->rec.capture = 0;
+	lks_bg_counts_get(&b0);
+	if (lks_step_run(s->c, s->run, s->store, o, &s->rec, &res))
+		return -1.0;
+	lks_bg_counts_get(&b1);
+	mean = lks_step_mean(s->rec.dt, s->rec.n);
+	s->final_loss = res.last_loss;
+	if (round < 0)
+		return mean;
+	s->bg.cpu_ns += b1.cpu_ns - b0.cpu_ns;
+	s->bg.jobs_thread += b1.jobs_thread - b0.jobs_thread;
+	s->bg.jobs_waiter += b1.jobs_waiter - b0.jobs_waiter;
+	s->bg.wait_ns += b1.wait_ns - b0.wait_ns;
+	for (int i = 0; i < s->rec.n; i++)
+		s->wall += s->rec.dt[i];
+	s->steps += s->rec.n;
+	S->gemm[(size_t)round * S->n + k] = lks_step_mean(s->rec.gemm, s->rec.n);
+	S->quant[(size_t)round * S->n + k] = lks_step_mean(s->rec.quant, s->rec.n);
+	return mean;
+}
+
+static int lks_step_sides_time(struct lks_step_sides *S, int warmup)
+{
+	return lks_bench_rounds(lks_step_side_run, S, S->n, warmup, S->rounds, S->t);
+}
+
+/* The median over rounds of num / den of side k, both (rounds, n). */
+static double lks_step_share(const struct lks_step_sides *S, const double *num, int k)
+{
+	double *v = malloc(sizeof(double) * (size_t)(S->rounds > 0 ? S->rounds : 1));
+	lks_bench_spread sp = { .median = NAN };
+
+	if (v) {
+		for (int r = 0; r < S->rounds; r++)
+			v[r] = num[(size_t)r * S->n + k] / S->t[(size_t)r * S->n + k];
+		lks_bench_spread_of(v, S->rounds, &sp);
+		free(v);
+	}
+	return sp.median;
+}
+
+/* "+4.1%" style: a ratio r as a change in percent. */
+static void lks_step_pct(char *buf, size_t size, double r)
+{
+	snprintf(buf, size, "%+.1f%%", 100.0 * (r - 1.0));
+}
+
+/* Prints the median step time of side k and, for k > 0 against side base, the change per
+   round: its median, interquartile range, min-max and the number of rounds. */
+static void lks_step_print_side(const struct lks_step_sides *S, int k, int base, int width)
+{
+	lks_bench_spread ms, d;
+	char med[32], lo[32], hi[32], iqr[80], range[80];
+
+	lks_bench_per_round(S->t, S->n, S->rounds, k, -1, &ms);
+	printf("   %-*s %9.3f", width, S->side[k].label, 1e3 * ms.median);
+	if (k == base || lks_bench_per_round(S->t, S->n, S->rounds, k, base, &d)) {
+		printf("\n");
+		return;
+	}
+	lks_step_pct(med, sizeof(med), d.median);
+	lks_step_pct(lo, sizeof(lo), d.q1);
+	lks_step_pct(hi, sizeof(hi), d.q3);
+	snprintf(iqr, sizeof(iqr), "%s..%s", lo, hi);
+	lks_step_pct(lo, sizeof(lo), d.min);
+	lks_step_pct(hi, sizeof(hi), d.max);
+	snprintf(range, sizeof(range), "%s..%s", lo, hi);
+	printf(" %9s %17s %17s %6d\n", med, iqr, range, d.n);
+}
+
+static void lks_step_print_head(int width, const char *vs)
+{
+	printf("   %-*s %9s %9s %17s %17s %6s\n", width, "configuration", "ms/step", vs, "IQR",
+	       "min-max", "rounds");
+}
+
+/* What the background thread did in side k's timed runs, in one line. */
+static void lks_step_print_bg(const struct lks_step_side *s)
+{
+	int64_t jobs = s->bg.jobs_thread + s->bg.jobs_waiter;
+
+	if (!s->steps)
+		return;
+	printf("   background thread (idle priority): %.3f ms CPU/step = %.1f%% of the step's wall "
+	       "time;\n   the step waited %.3f ms/step for its jobs, %.1f%% of which the waiting "
+	       "thread ran itself\n", 1e3 * 1e-9 * (double)s->bg.cpu_ns / s->steps,
+	       100.0 * 1e-9 * (double)s->bg.cpu_ns / s->wall,
+	       1e3 * 1e-9 * (double)s->bg.wait_ns / s->steps,
+	       jobs ? 100.0 * (double)s->bg.jobs_waiter / (double)jobs : 0.0);
+}
+
+/* ---- 1 + 2: tracing cost and SQLite ingest ---- */
+
+enum { LKS_CFG_OFF, LKS_CFG_STATS, LKS_CFG_SQL, LKS_CFG_COUNT };
+
+/* Replays the captured rows through lks_store_step as a new run, timed call by call. */
+static int lks_step_replay(lks_store *store, const lks_case *c, const lks_run_cfg *run,
+                           const struct lks_step_rec *rec, double *per_step)
+{
+	lks_run_info info = { .case_name = c->name, .case_path = c->path, .run_name = run->name,
+	                      .recipe = lks_recipe_name(run->recipe), .options = "bench step replay",
+	                      .backend = "cpu", .world_size = rec->nranks, .steps = rec->n,
+	                      .seed = c->seed, .fingerprint = "{}" };
+	int64_t run_id;
+	double t = 0.0;
+
+	if (rec->capture < 0)
+		return lks_err("out of memory capturing the traced rows");
+	if (lks_store_begin_run(store, &info, &run_id))
+		return -1;
+	for (int i = 0; i < rec->n; i++) {
+		double t0 = lks_now();
+
+		if (lks_store_step(store, run_id, rec->steps + (size_t)i * (size_t)rec->nranks,
+		                   rec->nranks, rec->stats + rec->stat_off[i],
+		                   rec->stat_off[i + 1] - rec->stat_off[i]))
+			return -1;
+		if (i > 0)  /* as in the runs: step 0 is the warm-up */
+			t += lks_now() - t0;
+	}
+	*per_step = rec->n > 1 ? t / (rec->n - 1) : NAN;
+	return lks_store_end_run(store, run_id, "complete");
+}
+
+/* Part 1: the three configurations of the run, in rounds after a warm-up round (page
+   cache, CPU clocks, the allocator's arenas); the stats-only run's rows of the warm-up are
+   kept for the replay of part 2. */
+static int lks_step_tracing(const struct lks_step_args *a, const lks_case *c,
+                            const lks_run_cfg *run, lks_store *store,
+                            struct lks_step_side *side, struct lks_step_sides *S,
+                            double *replay)
+{
+	static const char *const names[LKS_CFG_COUNT] = {
+		"untraced (no stats, no store)", "stats + hashes (no store)", "stats + hashes + SQLite",
+	};
+
+	for (int k = 0; k < LKS_CFG_COUNT; k++)
+		side[k] = (struct lks_step_side){ .label = names[k], .c = c, .run = run,
+		                                  .no_trace = k == LKS_CFG_OFF,
+		                                  .store = k == LKS_CFG_SQL ? store : NULL,
+		                                  .threads = a->threads };
+	if (lks_step_sides_init(S, side, LKS_CFG_COUNT, a->steps, a->reps1, LKS_CFG_STATS)
+	    || lks_step_sides_time(S, 1))
+		return -1;
+	return lks_step_replay(store, c, run, &side[LKS_CFG_STATS].rec, replay);
+}
+
+static void lks_step_print_tracing(const struct lks_step_args *a, const lks_case *c,
+                                   const lks_run_cfg *run, const struct lks_step_sides *S,
+                                   double replay)
+{
+	const struct lks_step_side *side = S->side;
+	const struct lks_step_rec *sql = &side[LKS_CFG_SQL].rec;
+	lks_bench_spread over, stats, in;
+	double rows = (double)sql->nstat_rows + sql->nranks, in_run;
+	int same = side[LKS_CFG_OFF].final_loss == side[LKS_CFG_STATS].final_loss
+	           && side[LKS_CFG_OFF].final_loss == side[LKS_CFG_SQL].final_loss;
+
+	lks_bench_per_round(S->t, S->n, S->rounds, LKS_CFG_SQL, LKS_CFG_OFF, &over);
+	lks_bench_per_round(S->t, S->n, S->rounds, LKS_CFG_STATS, -1, &stats);
+	lks_bench_per_round(S->t, S->n, S->rounds, LKS_CFG_SQL, LKS_CFG_STATS, &in);
+	in_run = (in.median - 1.0) * stats.median;  /* the store's share of a step */
+	printf("\n1. tracing cost: run '%s' (%s, %d rank%s), hidden %d, ffn %d, %d layers, "
+	       "%d tokens/step\n", run->name, lks_recipe_name(run->recipe), run->world_size,
+	       run->world_size > 1 ? "s" : "", c->model.hidden, c->model.ffn, c->model.layers,
+	       c->model.batch * c->world_size * c->model.seq);
+	printf("   %d steps per run, step 0 left out; %d round%s after a warm-up round, the three\n"
+	       "   runs back to back in each. ms/step: the median over rounds of a run's mean step\n"
+	       "   time; overhead: per round, traced / untraced - 1: the median, interquartile range\n"
+	       "   and min-max over the rounds\n", a->steps, S->rounds, S->rounds > 1 ? "s" : "");
+	lks_step_print_head(30, "overhead");
+	for (int k = 0; k < LKS_CFG_COUNT; k++)
+		lks_step_print_side(S, k, LKS_CFG_OFF, 30);
+	printf("   of which SQLite %+.1f%% over the stats-only run (median per round, IQR %+.1f%% "
+	       "to %+.1f%%)\n", 100.0 * (in.median - 1.0), 100.0 * (in.q1 - 1.0),
+	       100.0 * (in.q3 - 1.0));
+	lks_step_print_bg(&side[LKS_CFG_SQL]);
+	printf("   final loss equal bit for bit traced and untraced: %s\n", same ? "yes" : "NO");
+	printf("   target overhead <= %.0f%%: %s (median %.1f%%)\n", 100 * LKS_STEP_TRACE_TARGET,
+	       over.median - 1.0 <= LKS_STEP_TRACE_TARGET ? "met" : "NOT met",
+	       100.0 * (over.median - 1.0));
+
+	printf("\n2. SQLite ingest of the traced run\n");
+	printf("   rows per step: %zu stat + %d step = %.0f\n", sql->nstat_rows, sql->nranks, rows);
+	printf("   %-46s %10s %12s\n", "measurement", "ms/step", "rows/s");
+	printf("   %-46s %10.3f %12.0f\n", "lks_store_step, timed, replaying the run's rows",
+	       1e3 * replay, rows / replay);
+	if (in_run > 0)
+		printf("   %-46s %10.3f %12.0f\n", "in the run (traced - stats-only, median)",
+		       1e3 * in_run, rows / in_run);
+	else
+		printf("   %-46s %10.3f %12s\n", "in the run (traced - stats-only, median)",
+		       1e3 * in_run, "(noise)");
+	printf("   (compare 'lockstep bench store': the same writer on synthetic rows)\n");
+}
+
+/* ---- 3: GEMM share ---- */
+
+static void lks_step_print_gemm(const struct lks_step_args *a, const struct lks_step_sides *S)
+{
+	const struct lks_step_side *side = S->side;
+	const lks_case *c = side[0].c;
+	const lks_run_cfg *run = side[0].run;
+	int threads = a->threads > 0 ? a->threads : (int)sysconf(_SC_NPROCESSORS_ONLN);
+	lks_bench_spread tr;
+
+	printf("\n3. GEMM share: run '%s' (%s) with model.hidden=%d model.ffn=%d "
+	       "run.%s.world_size=1, %d layers\n", run->name, lks_recipe_name(run->recipe),
+	       c->model.hidden, c->model.ffn, run->name, c->model.layers);
+	printf("   one rank, so kernel calls never overlap: wall time inside the backend's gemm()\n"
+	       "   and quantize() (each spread over %d thread%s) / step wall time; %d steps, step 0\n"
+	       "   left out; medians over %d round%s, the configurations back to back in each\n",
+	       threads, threads > 1 ? "s" : "", S->steps, S->rounds, S->rounds > 1 ? "s" : "");
+	printf("   %-28s %6s %8s %8s %6s %8s %6s %8s %6s\n", "configuration", "tokens", "ms/step",
+	       "gemm ms", "gemm", "quant ms", "quant", "other ms", "other");
+	for (int k = 0; k < S->n; k++) {
+		lks_bench_spread step, gemm, quant;
+		double gs = lks_step_share(S, S->gemm, k), qs = lks_step_share(S, S->quant, k);
+
+		lks_bench_per_round(S->t, S->n, S->rounds, k, -1, &step);
+		lks_bench_per_round(S->gemm, S->n, S->rounds, k, -1, &gemm);
+		lks_bench_per_round(S->quant, S->n, S->rounds, k, -1, &quant);
+		printf("   %-28s %6d %8.2f %8.2f %5.1f%% %8.2f %5.1f%% %8.2f %5.1f%%\n", side[k].label,
+		       side[k].c->model.batch * side[k].c->world_size * side[k].c->model.seq,
+		       1e3 * step.median, 1e3 * gemm.median, 100.0 * gs, 1e3 * quant.median,
+		       100.0 * qs, 1e3 * (step.median - gemm.median - quant.median),
+		       100.0 * (1.0 - gs - qs));
+	}
+	/* the verdict for both untraced rows: 128 tokens per step is the case as written,
+	   the 4x batch is closer to how the model would be trained */
+	for (int k = 0; k < S->n; k += S->n - 1) {
+		double g = lks_step_share(S, S->gemm, k), q = lks_step_share(S, S->quant, k);
+
+		printf("   target gemm >= %.0f%% of the step, '%s': gemm %s (%.1f%%), gemm + FP8 casts "
+		       "%s (%.1f%%)\n", 100 * LKS_STEP_GEMM_TARGET, side[k].label,
+		       g >= LKS_STEP_GEMM_TARGET ? "met" : "NOT met", 100.0 * g,
+		       g + q >= LKS_STEP_GEMM_TARGET ? "met" : "NOT met", 100.0 * (g + q));
+	}
+	if (!lks_bench_per_round(S->t, S->n, S->rounds, 1, 0, &tr))
+		printf("   tracing at this width: %+.1f%% (median per round of traced / untraced - 1, "
+		       "min %+.1f%%, max %+.1f%%)\n", 100.0 * (tr.median - 1.0),
+		       100.0 * (tr.min - 1.0), 100.0 * (tr.max - 1.0));
+	printf("   'other' is the rest of the step: optimizer, operand preparation, activations,\n"
+	       "   loss, all-reduce and grad norm; the last row shows how the share moves with\n"
+	       "   tokens per step\n");
+}
+
+/* ---- 5: the background thread against the GEMM threads ---- */
+
+/* Part 5: the run untraced and traced with the GEMM pool on every core, and on one fewer,
+   so that the background thread has a core of its own (the runner starts it when it has
+   more than one thread to give: --threads, or the cores). */
+static int lks_step_bg(const struct lks_step_args *a, const lks_case *c, const lks_run_cfg *run,
+                       struct lks_step_side *side, struct lks_step_sides *S)
+{
+	int cores = a->threads > 0 ? a->threads : (int)sysconf(_SC_NPROCESSORS_ONLN);
+
+	for (int k = 0; k < 4; k++)
+		side[k] = (struct lks_step_side){
+			.label = k % 2 ? "traced (stats + hashes)" : "untraced",
+			.c = c, .run = run, .no_trace = k % 2 == 0, .threads = cores, .wrap = 1,
+			.gemm_threads = k < 2 ? cores : cores - 1 };
+	return lks_step_sides_init(S, side, 4, a->steps, a->reps5, -1) || lks_step_sides_time(S, 0);
+}
+
+static void lks_step_print_bg_part(const struct lks_step_sides *S)
+{
+	printf("\n5. the background thread against the GEMM threads: run '%s' on one rank, the GEMM\n"
+	       "   pool on every core and on one fewer; %d steps, step 0 left out, %d round%s with\n"
+	       "   the four runs back to back in each; overhead: per round, traced / untraced - 1\n",
+	       S->side[0].run->name, S->steps, S->rounds, S->rounds > 1 ? "s" : "");
+	for (int p = 0; p < 2; p++) {
+		printf("   %d GEMM thread%s, a background thread beside them:\n",
+		       S->side[2 * p].gemm_threads, S->side[2 * p].gemm_threads > 1 ? "s" : "");
+		lks_step_print_head(30, "overhead");
+		lks_step_print_side(S, 2 * p, 2 * p, 30);
+		lks_step_print_side(S, 2 * p + 1, 2 * p, 30);
+		lks_step_print_bg(&S->side[2 * p + 1]);
+	}
+}
+
+/* ---- 4: loss gap ---- */
+
+static int lks_step_gap(const struct lks_step_args *a, const lks_case *c)
+{
+	int steps = a->steps_given ? a->steps : c->steps, ref = -1;
+	struct lks_step_rec *rec = calloc((size_t)c->nruns, sizeof(*rec));
+	lks_runner_opts o = { .steps = steps, .threads = a->threads, .no_trace = 1,
+	                      .overrides = "bench step" };
+	lks_run_result res;
+	int rc = -1;
+
+	if (!rec)
+		return lks_err("out of memory");
+	for (int i = 0; i < c->nruns; i++) {
+		if (lks_step_rec_init(&rec[i], steps, 0) || lks_step_run(c, &c->runs[i], NULL, o, &rec[i], &res))
+			goto out;
+		if (ref < 0 && c->runs[i].recipe == LKS_RECIPE_BF16)
+			ref = i;
+	}
+
+	printf("\n4. FP8 vs BF16 loss gap: %s, %d steps, every run untraced; gap = |loss - "
+	       "loss_bf16| / loss_bf16 per step\n", c->name, steps);
+	if (ref < 0)
+		printf("   no run of the case has recipe bf16: gaps not computed\n");
+	else
+		printf("   reference: run '%s'\n", c->runs[ref].name);
+	printf("   %-16s %-18s %3s %11s %10s %10s %9s\n", "run", "recipe", "ws", "final loss",
+	       "mean gap", "max gap", "max at");
+	for (int i = 0; i < c->nruns; i++) {
+		const struct lks_step_rec *r = &rec[i];
+		double sum = 0.0, max = -1.0;
+		int at = -1;
+
+		printf("   %-16s %-18s %3d %11.4f", c->runs[i].name, lks_recipe_name(c->runs[i].recipe),
+		       c->runs[i].world_size, r->n ? r->loss[r->n - 1] : NAN);
+		if (ref < 0 || i == ref) {
+			printf(" %10s %10s %9s\n", "-", "-", "-");
+			continue;
+		}
+		for (int s = 0; s < r->n && s < rec[ref].n; s++) {
+			double gap = fabs(r->loss[s] - rec[ref].loss[s]) / rec[ref].loss[s];
+
+			sum += gap;
+			if (!(gap <= max)) {  /* a NaN gap is the max and stays it */
+				max = gap;
+				at = s;
+			}
+		}
+		printf(" %9.3f%% %9.3f%% %9d\n", 100.0 * sum / r->n, 100.0 * max, at);
+	}
+	rc = 0;
+out:
+	for (int i = 0; i < c->nruns; i++)
+		lks_step_rec_release(&rec[i]);
+	free(rec);
+	return rc;
+}
+
+/* ---- the command ---- */
+
+/* 0: go on; -1: help was printed; else an exit code */
+static int lks_step_parse(int argc, char **argv, struct lks_step_args *a)
+{
+	a->case_path = "cases/fp8_recipes.ini";
+	a->steps = 20;
+	a->reps = 0;
+	a->base = getenv("TMPDIR");
+	if (!a->base || !*a->base)
+		a->base = "/tmp";
+	if (!(a->sets = calloc((size_t)argc + 4, sizeof(char *))))
+		return lks_usage("bench step: out of memory");
+	for (int i = 1; i < argc; i++) {
+		const char *o = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+
+		if (!strcmp(o, "--help") || !strcmp(o, "-h")) {
+			fputs(lks_bench_step_help, stdout);
+			return -1;
+		} else if (!strcmp(o, "--steps") || !strcmp(o, "--reps") || !strcmp(o, "--threads")) {
+			int lo = !strcmp(o, "--steps") ? 2 : 1;  /* step 0 is never timed */
+			int *dst = !strcmp(o, "--steps") ? &a->steps : !strcmp(o, "--reps") ? &a->reps
+			         : &a->threads;
+
+			if (lks_opt_int("bench step", o, v, lo, 1 << 20, dst))
+				return LKS_EXIT_USAGE;
+			a->steps_given |= !strcmp(o, "--steps");
+			i++;
+		} else if (!strcmp(o, "--isa")) {
+			if (lks_opt_isa("bench step", v))
+				return LKS_EXIT_USAGE;
+			i++;
+		} else if (!strcmp(o, "--case") && v) {
+			a->case_path = argv[++i];
+		} else if (!strcmp(o, "--set") && v) {
+			a->sets[a->nsets++] = argv[++i];
+		} else if (!strcmp(o, "--run") && v) {
+			a->run_name = argv[++i];
+		} else if (!strcmp(o, "--dir") && v) {
+			a->base = argv[++i];
+		} else if (!strcmp(o, "--keep")) {
+			a->keep = 1;
+		} else {
+			lks_usage("bench step: bad option '%s' (or it lacks its value)", o);
+			fputs(lks_bench_step_help, stderr);
+			return LKS_EXIT_USAGE;
+		}
+	}
+	/* part 1 compares a few percent between runs of ~0.1 s, where a virtual machine's
+	   noise is as large: more rounds there; part 3's shares are coarser, and its runs ten
+	   times longer; part 5 has four runs to a round */
+	a->reps1 = a->reps ? a->reps : 12;
+	a->reps3 = a->reps ? a->reps : 3;
+	a->reps5 = a->reps ? a->reps : 6;
+	return 0;
+}
+
+/* The run of parts 1-3: --run, else the first fp8_rowwise run, else the first. */
+static const lks_run_cfg *lks_step_pick(const struct lks_step_args *a, const lks_case *c)
+{
+	if (a->run_name)
+		return lks_case_run(c, a->run_name);
+	for (int i = 0; i < c->nruns; i++)
+		if (c->runs[i].recipe == LKS_RECIPE_FP8_ROWWISE)
+			return &c->runs[i];
+	return c->nruns ? &c->runs[0] : NULL;
+}
+
+static void lks_step_unlink(const char *dir)
+{
+	static const char *const files[] = { "step.db", "step.db-wal", "step.db-shm" };
+	char p[4096];
+
+	for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
+		snprintf(p, sizeof(p), "%s/%s", dir, files[i]);
+		unlink(p);
+	}
+	rmdir(dir);
+}
+
+int lks_bench_step(int argc, char **argv)
+{
+	struct lks_step_args a = { 0 };
+	lks_case c = { 0 }, wide = { 0 }, big = { 0 };
+	int have_c = 0, have_wide = 0, have_big = 0, made_dir = 0, rc;
+	const lks_run_cfg *run;
+	char dir[2048], db[4096], over[4][LKS_NAME_MAX + 64];
+	lks_store *store = NULL;
+	struct lks_step_side side1[LKS_CFG_COUNT], side3[3], side5[4];
+	struct lks_step_sides S1 = { 0 }, S3 = { 0 }, S5 = { 0 };
+	double replay = NAN;
+	int gsteps, cores = (int)sysconf(_SC_NPROCESSORS_ONLN), threads;
+
+	if ((rc = lks_step_parse(argc, argv, &a)) != 0) {
+		rc = rc < 0 ? LKS_EXIT_OK : rc;
+		goto out;
+	}
+	gsteps = a.steps < LKS_STEP_GEMM_MAX_STEPS ? a.steps : LKS_STEP_GEMM_MAX_STEPS;
+	rc = LKS_EXIT_USAGE;
+	if (lks_case_load(a.case_path, a.sets, a.nsets, &c)) {
+		fprintf(stderr, "lockstep: bench step: %s\n", lks_errmsg());
+		goto out;
+	}
+	have_c = 1;
+	if (!(run = lks_step_pick(&a, &c))) {
+		lks_usage("bench step: '%s' has no run '%s'", a.case_path, a.run_name ? a.run_name : "");
+		goto out;
+	}
+	/* part 3's case: the user's overrides, then ours (the last one of a key wins) */
+	snprintf(over[0], sizeof(over[0]), "model.hidden=%d", LKS_STEP_GEMM_HIDDEN);
+	snprintf(over[1], sizeof(over[1]), "model.ffn=%d", LKS_STEP_GEMM_FFN);
+	snprintf(over[2], sizeof(over[2]), "run.%s.world_size=1", run->name);
+	for (int i = 0; i < 3; i++)
+		a.sets[a.nsets + i] = over[i];
+	if (lks_case_load(a.case_path, a.sets, a.nsets + 3, &wide)) {
+		fprintf(stderr, "lockstep: bench step: widened for part 3: %s\n", lks_errmsg());
+		goto out;
+	}
+	have_wide = 1;
+	/* and with 4x the tokens per step: GEMM work grows with tokens, the optimizer's not */
+	snprintf(over[3], sizeof(over[3]), "model.batch=%d", 4 * c.model.batch);
+	a.sets[a.nsets + 3] = over[3];
+	if (lks_case_load(a.case_path, a.sets, a.nsets + 4, &big)) {
+		fprintf(stderr, "lockstep: bench step: 4x batch for part 3: %s\n", lks_errmsg());
+		goto out;
+	}
+	have_big = 1;
+	threads = a.threads > 0 ? a.threads : cores;
+	for (int k = 0; k < 3; k++)
+		side3[k] = (struct lks_step_side){
+			.label = k == 0 ? "untraced" : k == 1 ? "stats + hashes (no store)"
+			       : "untraced, 4x batch",
+			.c = k < 2 ? &wide : &big, .run = lks_case_run(k < 2 ? &wide : &big, run->name),
+			.no_trace = k != 1, .threads = a.threads, .wrap = 1, .gemm_threads = threads };
+
+	rc = LKS_EXIT_INFRA;
+	if ((size_t)snprintf(dir, sizeof(dir), "%s/lks-bench-step-XXXXXX", a.base) >= sizeof(dir)) {
+		rc = lks_usage("bench step: --dir '%s' is too long", a.base);
+		goto out;
+	}
+	if (!mkdtemp(dir)) {
+		fprintf(stderr, "lockstep: bench step: cannot create a folder in '%s': %s\n", a.base,
+		        strerror(errno));
+		goto out;
+	}
+	made_dir = 1;
+	snprintf(db, sizeof(db), "%s/step.db", dir);
+	if (lks_store_open(db, &store)) {
+		fprintf(stderr, "lockstep: bench step: %s\n", lks_errmsg());
+		goto out;
+	}
+
+	printf("bench step: %s, %d GEMM thread%s (%d cores online), ISA %s\n", a.case_path,
+	       threads, threads > 1 ? "s" : "", cores, lks_isa_name(lks_isa_active()));
+	printf("times are wall clock between the ends of successive steps; a rank's GEMMs use the\n"
+	       "threads only in single-rank runs (ranks of a multi-rank run are one thread each)\n");
+	fflush(stdout);
+
+	if (lks_step_tracing(&a, &c, run, store, side1, &S1, &replay)) {
+		fprintf(stderr, "lockstep: bench step: tracing: %s\n", lks_errmsg());
+		goto out;
+	}
+	lks_step_print_tracing(&a, &c, run, &S1, replay);
+	fflush(stdout);
+	if (lks_step_sides_init(&S3, side3, 3, gsteps, a.reps3, -1) || lks_step_sides_time(&S3, 0)) {
+		fprintf(stderr, "lockstep: bench step: gemm share: %s\n", lks_errmsg());
+		goto out;
+	}
+	lks_step_print_gemm(&a, &S3);
+	fflush(stdout);
+	if (lks_step_gap(&a, &c)) {
+		fprintf(stderr, "lockstep: bench step: loss gap: %s\n", lks_errmsg());
+		goto out;
+	}
+	fflush(stdout);
+	if (threads < 2) {
+		printf("\n5. the background thread against the GEMM threads: not measured with one "
+		       "thread\n   (a single rank then traces on its own thread, with no background "
+		       "thread)\n");
+	} else if (lks_step_bg(&a, &c, run, side5, &S5)) {
+		fprintf(stderr, "lockstep: bench step: background thread: %s\n", lks_errmsg());
+		goto out;
+	} else {
+		lks_step_print_bg_part(&S5);
+	}
+	if (a.keep)
+		printf("\ntraces kept in '%s'\n", db);
+	rc = LKS_EXIT_OK;
+out:
+	lks_step_sides_release(&S1);
+	lks_step_sides_release(&S3);
+	lks_step_sides_release(&S5);
+	lks_store_close(store);
+	if (made_dir && !a.keep)
+		lks_step_unlink(dir);
+	if (have_c)
+		lks_case_release(&c);
+	if (have_wide)
+		lks_case_release(&wide);
+	if (have_big)
+		lks_case_release(&big);
+	free(a.sets);
+	return rc;
+}

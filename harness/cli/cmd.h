@@ -1,0 +1,72 @@
+/*
+ * cmd.h: the subcommands of 'lockstep', one file each (harness/cmd_<name>.c), dispatched
+ * from the table in main.c. Each returns the process exit code (DESIGN.md, Interfaces):
+ * 0 pass, 1 a check failed, 2 bad usage or input, 3 infrastructure failure.
+ */
+#ifndef LKS_HARNESS_CMD_H
+#define LKS_HARNESS_CMD_H
+
+#include <stdio.h>
+
+#include "harness/base/opt.h"
+
+/* argv[0] is the subcommand's name. */
+int cmd_env(int argc, char **argv);
+int cmd_bench(int argc, char **argv);
+int cmd_list(int argc, char **argv);
+int cmd_run(int argc, char **argv);
+int cmd_check(int argc, char **argv);
+/* 'lockstep run' with the verdicts counted into *tally (also after a failure: what was
+   counted so far). */
+struct lks_check_tally;
+int lks_run_cases(int argc, char **argv, struct lks_check_tally *tally);
+int cmd_golden(int argc, char **argv);
+int cmd_report(int argc, char **argv);
+int cmd_diff(int argc, char **argv);
+int cmd_matrix(int argc, char **argv);
+int cmd_bisect(int argc, char **argv);
+int cmd_reduce(int argc, char **argv);
+
+/* ---- what matrix, bisect and reduce share (cmd_probe.c; harness/probe/probe.h) ---- */
+struct lks_probe_cfg;
+struct lks_probe_session;
+
+/* The options all three take, for their --help. */
+#define LKS_PROBE_HELP_OPTIONS \
+	"  --combos FILE      the combos: [combo NAME] sections with env.VAR = value,\n" \
+	"                     unset.VAR =, library_path = DIR[:DIR], set.SECTION.KEY = value\n" \
+	"  --db FILE          the database the probes store in (default lockstep.db)\n" \
+	"  --timeout SECONDS  a probe still running then gets SIGTERM, SIGKILL 2 s later, and\n" \
+	"                     is recorded as a timeout (default 600)\n" \
+	"  --on-crash skip|bad  a probe that crashes or times out counts as skip (default: it\n" \
+	"                     says nothing about numerics) or as bad\n" \
+	"  --check NAME       the verdict of this check alone (repeatable)\n" \
+	"  --steps N, --run NAME, --threads N, --golden DIR   given to every probe\n" \
+	"  --verbose          every probe's output as it comes (else the end of it is shown\n" \
+	"                     for a probe that crashed, timed out or could not test)\n"
+
+/* What a probe is, for their --help. */
+#define LKS_PROBE_HELP_PROBE \
+	"A probe is a child process 'lockstep check CASE... --db DB --combo NAME [--set ...]'\n" \
+	"(no shell) in lockstep's environment with the combo's applied, in a process group of\n" \
+	"its own, with a timeout; its outcome is good (exit 0), bad (1), skip (125: it could\n" \
+	"not test), crash (a signal or another exit code) or timeout. Every probe is stored in\n" \
+	"the probes table of the database, and its runs carry the combo's name.\n"
+
+/* An option of one command alone: --good A sets *val. */
+struct lks_probe_extra {
+	const char *opt;
+	const char **val;
+};
+
+/* Their start: options into cfg (init'ed here; release with lks_probe_cfg_release): the
+   common ones, the command's extra (NULL-terminated, may be NULL), CASE|DIR arguments,
+   with --combos and a case required; then the session of kind who opened in ps. Returns 0
+   to go on, else 1 with the exit code in *rc (0 after --help). */
+int lks_probe_start(const char *who, int argc, char **argv, const char *help,
+                    const struct lks_probe_extra *extra, struct lks_probe_cfg *cfg,
+                    struct lks_probe_session *ps, int *rc);
+/* The exit code for a failure of a probe command: 2 bad input, 3 otherwise; prints why. */
+int lks_probe_fail(int rc);
+
+#endif

@@ -1,0 +1,202 @@
+/*
+ * cmd_bisect.c: 'lockstep bisect --combos F CASE...': the first bad combo of the ordered
+ * list in F, by binary search over probes (harness/probe/search.h, harness/probe/probe.h); then what
+ * changed from the last good to it: the keys of the two combos, and the fingerprints their
+ * probes' runs stored.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "harness/cli/cmd.h"
+#include "harness/store/fingerprint.h"
+#include "harness/probe/probe.h"
+#include "harness/base/shell.h"
+#include "kernels/err.h"
+
+static const char lks_bisect_help[] =
+	"usage: lockstep bisect --combos FILE [options] CASE|DIR...\n"
+	"\n"
+	"Finds the first bad combo of FILE, whose combos are in order from good to bad (e.g.\n"
+	"versions, oldest first). The first combo is probed first and must be good. The last\n"
+	"is taken to be bad, as git bisect takes the commit it is told is bad, and is probed\n"
+	"when the search reaches it (every combo before it good): so a list that never turns\n"
+	"bad is found out, and a search that met a bad combo earlier spends no probe on the\n"
+	"last. In between, binary search; a combo that could not be tested (exit 125, or a\n"
+	"crash or timeout with --on-crash skip) is stepped around, like 'git bisect skip'.\n"
+	"8 combos take at most 5 probes. Prints each probe as it goes, then the first bad\n"
+	"combo, the number of probes, the keys in which the last good and the first bad combo\n"
+	"differ, and the fingerprint keys in which their stored runs differ.\n"
+	LKS_PROBE_HELP_PROBE
+	"\n"
+	"options:\n"
+	LKS_PROBE_HELP_OPTIONS
+	"\n"
+	"example:\n"
+	"  lockstep bisect --combos ci/cuda-versions.ini cases/fp8_recipes.ini --check tracks_bf16\n"
+	"\n"
+	"exit codes: 0 the first bad combo was found,\n"
+	"            2 bad usage or input, or the first combo is bad, or the last is good,\n"
+	"            3 it could not be narrowed to one combo (the ones that could not be\n"
+	"              tested are listed), the first or last could not be tested, or an\n"
+	"              infrastructure failure\n";
+
+struct lks_bisect_state {
+	lks_probe_session ps;
+	int64_t *suites;          /* (combos) the suite each probe stored; 0: none */
+	lks_outcome *outcomes;    /* (combos) of those probed */
+};
+
+static int lks_bisect_probe(void *arg, int i, lks_mark *mark)
+{
+	struct lks_bisect_state *b = arg;
+	lks_probe_result res;
+
+	if (lks_probe_session_run(&b->ps, &b->ps.combos.combos[i], NULL, 0, &res, &b->suites[i]))
+		return -1;
+	b->outcomes[i] = res.outcome;
+	*mark = lks_probe_mark(b->ps.cfg, res.outcome);
+	return 0;
+}
+
+/* The first run a suite stored: its id and fingerprint (malloc'd). */
+struct lks_first_run {
+	int64_t suite_id, run_id;
+	char *fingerprint;
+};
+
+static int lks_first_run_of(void *arg, const lks_run_rec *run)
+{
+	struct lks_first_run *f = arg;
+
+	if (run->info.suite_id != f->suite_id)
+		return 0;
+	f->run_id = run->run_id;
+	f->fingerprint = strdup(run->info.fingerprint ? run->info.fingerprint : "{}");
+	return 1;  /* runs come in the order they began: this is the first */
+}
+
+/* The fingerprint keys in which the runs of the last good and first bad probe differ. */
+static int lks_bisect_fingerprints(struct lks_bisect_state *b, int good, int bad)
+{
+	struct lks_first_run g = { .suite_id = b->suites[good] }, x = { .suite_id = b->suites[bad] };
+	const char *gname = b->ps.combos.combos[good].name, *bname = b->ps.combos.combos[bad].name;
+	char qdb[1024];
+	int rc = 0;
+
+	if (!g.suite_id || !x.suite_id) {
+		printf("fingerprints: the probe of '%s' stored no run\n", g.suite_id ? bname : gname);
+		return 0;
+	}
+	if (lks_store_get_runs(b->ps.store, lks_first_run_of, &g) < 0
+	    || lks_store_get_runs(b->ps.store, lks_first_run_of, &x) < 0)
+		rc = -1;
+	else if (!g.fingerprint || !x.fingerprint)
+		rc = lks_err("out of memory");
+	if (!rc) {
+		printf("runs: %lld (%s), %lld (%s)\n", (long long)g.run_id, gname, (long long)x.run_id,
+		       bname);
+		lks_fingerprint_json_diff(stdout, g.fingerprint, x.fingerprint, gname, bname);
+		printf("the traces side by side: lockstep diff %lld %lld --db %s\n",
+		       (long long)g.run_id, (long long)x.run_id,
+		       lks_shell_quote(b->ps.cfg->db, qdb, sizeof(qdb)));
+	}
+	free(g.fingerprint);
+	free(x.fingerprint);
+	return rc;
+}
+
+static int lks_bisect_found(struct lks_bisect_state *b, const lks_search_result *r, char *result,
+                            size_t n)
+{
+	const lks_combo *good = &b->ps.combos.combos[r->last_good];
+	const lks_combo *bad = &b->ps.combos.combos[r->first_bad];
+	lks_combo_change *ch;
+	int nch;
+
+	printf("\nfirst bad combo: %s (%s:%d)\nlast good combo: %s\n%d probes\n", bad->name,
+	       b->ps.combos.path, bad->line, good->name, r->nprobes);
+	snprintf(result, n, "first bad: %s, after %s (%d probes)", bad->name, good->name,
+	         r->nprobes);
+	if (lks_combo_diff(good, bad, &ch, &nch))
+		return -1;
+	if (nch) {
+		printf("combo keys that differ:\n");
+		lks_combo_print_changes(stdout, ch, nch, ~0ull, good->name, bad->name);
+	} else {
+		printf("combos: the same in every key\n");
+	}
+	free(ch);
+	return lks_bisect_fingerprints(b, r->last_good, r->first_bad);
+}
+
+/* Neither end as it must be, or no single answer: why, and the exit code. */
+static int lks_bisect_unfound(struct lks_bisect_state *b, const lks_search_result *r,
+                              char *result, size_t n)
+{
+	const lks_combos *cs = &b->ps.combos;
+	int end = r->status == LKS_SEARCH_START_NOT_GOOD ? 0 : cs->n - 1;
+	lks_mark m = r->status == LKS_SEARCH_START_NOT_GOOD ? r->start : r->end;
+
+	if (r->status == LKS_SEARCH_SKIPPED) {
+		printf("\ncannot tell which is the first bad combo (%d probes); it is one of:\n",
+		       r->nprobes);
+		for (int i = r->last_good + 1; i <= r->first_bad; i++)
+			printf("  %s%s\n", cs->combos[i].name, i < r->first_bad ? "  (could not test)" : "");
+		snprintf(result, n, "first bad: one of %s..%s", cs->combos[r->last_good + 1].name,
+		         cs->combos[r->first_bad].name);
+		return LKS_EXIT_INFRA;
+	}
+	if (m == LKS_MARK_SKIP) {
+		snprintf(result, n, "the %s combo '%s' could not be tested (%s)", end ? "last" : "first",
+		         cs->combos[end].name, lks_outcome_name(b->outcomes[end]));
+	} else {
+		snprintf(result, n, "the %s combo '%s' is %s: bisect needs a %s first combo and a %s "
+		         "last one", end ? "last" : "first", cs->combos[end].name, lks_mark_name(m),
+		         "good", "bad");
+	}
+	fprintf(stderr, "lockstep: bisect: %s\n", result);
+	return m == LKS_MARK_SKIP ? LKS_EXIT_INFRA : LKS_EXIT_USAGE;
+}
+
+static int lks_bisect_setup(struct lks_bisect_state *b)
+{
+	int n = b->ps.combos.n, rc;
+
+	if (n < 2)
+		return lks_err("%s: bisect needs at least two combos", b->ps.combos.path),
+		       LKS_PROBE_BAD_INPUT;
+	for (int i = 0; i < n; i++)
+		if ((rc = lks_probe_session_validate(&b->ps, &b->ps.combos.combos[i])))
+			return rc;
+	b->suites = calloc((size_t)n, sizeof(*b->suites));
+	b->outcomes = calloc((size_t)n, sizeof(*b->outcomes));
+	return b->suites && b->outcomes ? 0 : lks_err("out of memory");
+}
+
+int cmd_bisect(int argc, char **argv)
+{
+	struct lks_bisect_state b = { 0 };
+	lks_search_result r;
+	lks_probe_cfg cfg;
+	char result[512] = "";
+	int rc;
+
+	if (lks_probe_start("bisect", argc, argv, lks_bisect_help, NULL, &cfg, &b.ps, &rc))
+		goto out;
+	if ((rc = lks_bisect_setup(&b))
+	    || (rc = lks_search_bisect(b.ps.combos.n, lks_bisect_probe, &b, &r))) {
+		rc = lks_probe_fail(rc);
+		goto out;
+	}
+	if (r.status != LKS_SEARCH_FOUND)
+		rc = lks_bisect_unfound(&b, &r, result, sizeof(result));
+	else if (lks_bisect_found(&b, &r, result, sizeof(result)))
+		rc = lks_probe_fail(-1);
+out:
+	lks_probe_session_close(&b.ps, result[0] ? result : NULL);
+	free(b.suites);
+	free(b.outcomes);
+	lks_probe_cfg_release(&cfg);
+	return rc;
+}

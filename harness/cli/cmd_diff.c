@@ -1,0 +1,403 @@
+/*
+ * cmd_diff.c: 'lockstep diff RUN_A RUN_B': two stored runs side by side, like diff(1) for
+ * traces. Prints what each run was (case, run, recipe, options, world size, steps,
+ * backend, and the fingerprint keys in which they differ), the first divergence exactly
+ * as the bitwise check reports it (check.c does the comparison), and a table per step:
+ * the loss of both, its relative error, and over every tensor both runs share the largest
+ * relative error of the L2 norm (with the tensor where it occurs) and how many tensors
+ * have a different hash.
+ *
+ * Exit 0 when the runs are bitwise identical, 1 when they differ, 2 for bad usage, an
+ * unknown run or a bad database, 3 when the database cannot be read.
+ */
+#include <ctype.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "harness/engine/case.h"
+#include "harness/verify/check.h"
+#include "harness/cli/cmd.h"
+#include "harness/store/fingerprint.h"
+#include "harness/store/run_trace.h"
+#include "harness/base/shell.h"
+#include "harness/store/trace_store.h"
+#include "kernels/err.h"
+
+static const char lks_diff_help[] =
+	"usage: lockstep diff [options] RUN_A RUN_B\n"
+	"\n"
+	"Compares two stored runs. A run is its id in the database (as 'lockstep run' and the\n"
+	"report show it) or CASE/RUN: the latest stored run of that case and run name. Prints\n"
+	"  - both runs: case, run, recipe, options, world size, steps, backend, status, and\n"
+	"    the fingerprint keys that differ (versions, GPU, host, numerics env vars, ...)\n"
+	"  - the first divergence, as the bitwise check reports it: step, tensor (execution\n"
+	"    order), rank, field, the values of a and b and the error between them\n"
+	"  - per step: loss of a and b and their relative error |a - b| / |b|; over the tensors\n"
+	"    both runs share (by name and phase; ranks compared pairwise) the largest relative\n"
+	"    error of the L2 norm and the tensor where it occurs, and how many tensors have a\n"
+	"    different hash (any rank)\n"
+	"\n"
+	"options:\n"
+	"  --db FILE        the database (default lockstep.db), opened read-only\n"
+	"  --max-rows N     at most N rows in the per-step table (default 100; 0: all)\n"
+	"\n"
+	"example:\n"
+	"  lockstep run cases/fp8_recipes.ini --db nightly.db\n"
+	"  lockstep diff fp8_recipes/bf16 fp8_recipes/rowwise --db nightly.db\n"
+	"  lockstep diff 12 31 --db nightly.db        # the same run, last week and tonight\n"
+	"\n"
+	"exit codes: 0 the runs are bitwise identical, 1 they differ,\n"
+	"            2 bad usage, an unknown run or a file that is not a lockstep database,\n"
+	"            3 the database cannot be read\n";
+
+/* What the header shows of a run; strings owned. */
+struct lks_diff_run {
+	int64_t id;
+	char *case_name, *run_name, *recipe, *options, *backend, *status, *started, *fingerprint;
+	int world_size, steps;
+};
+
+/* A run's trace as the per-step table reads it. */
+
+static char *lks_dup(const char *s)
+{
+	return strdup(s ? s : "");
+}
+
+static void lks_diff_run_release(struct lks_diff_run *r)
+{
+	free(r->case_name);
+	free(r->run_name);
+	free(r->recipe);
+	free(r->options);
+	free(r->backend);
+	free(r->status);
+	free(r->started);
+	free(r->fingerprint);
+	memset(r, 0, sizeof(*r));
+}
+
+static int lks_diff_run_set(struct lks_diff_run *r, const lks_run_rec *rec)
+{
+	lks_diff_run_release(r);
+	r->id = rec->run_id;
+	r->world_size = rec->info.world_size;
+	r->steps = rec->info.steps;
+	r->case_name = lks_dup(rec->info.case_name);
+	r->run_name = lks_dup(rec->info.run_name);
+	r->recipe = lks_dup(rec->info.recipe);
+	r->options = lks_dup(rec->info.options);
+	r->backend = lks_dup(rec->info.backend);
+	r->status = lks_dup(rec->status);
+	r->started = lks_dup(rec->started);
+	r->fingerprint = lks_dup(rec->info.fingerprint);
+	if (!r->case_name || !r->run_name || !r->recipe || !r->options || !r->backend
+	    || !r->status || !r->started || !r->fingerprint)
+		return lks_err("out of memory");
+	return 0;
+}
+
+/* ---- resolving RUN_A / RUN_B ---- */
+
+struct lks_diff_find {
+	const char *case_name, *run_name;  /* CASE/RUN */
+	struct lks_diff_run *out;
+	int found;
+};
+
+static int lks_diff_find_one(void *arg, const lks_run_rec *rec)
+{
+	struct lks_diff_find *f = arg;
+
+	if (f->case_name && (strcmp(rec->info.case_name, f->case_name)
+	                     || strcmp(rec->info.run_name, f->run_name)))
+		return 0;
+	f->found = 1;
+	return lks_diff_run_set(f->out, rec);  /* runs come in the order they began: last wins */
+}
+
+static int lks_is_id(const char *s)
+{
+	if (!*s)
+		return 0;
+	for (; *s; s++)
+		if (!isdigit((unsigned char)*s))
+			return 0;
+	return 1;
+}
+
+/* 0 found; LKS_EXIT_USAGE (message printed) unknown or malformed; -1 store error. */
+static int lks_diff_resolve(lks_store *s, const char *db, const char *arg, struct lks_diff_run *out)
+{
+	struct lks_diff_find f = { .out = out };
+	char buf[2 * LKS_NAME_MAX + 2], path[LKS_NAME_MAX + 16], qpath[4 * sizeof(path)], qdb[1024];
+	const char *slash = strchr(arg, '/');
+
+	if (lks_is_id(arg)) {
+		int64_t id = strtoll(arg, NULL, 10);
+		char status[32];
+
+		/* lks_store_get_run fails alike for a missing run and a failing store: ask first */
+		if (id <= 0 || lks_store_run_status(s, id, status, sizeof(status)))
+			return lks_usage("diff: no run %s in '%s' (a run is an id or CASE/RUN)", arg, db);
+		return lks_store_get_run(s, id, lks_diff_find_one, &f) ? -1 : 0;
+	}
+	if (!slash || slash == arg || !slash[1] || strchr(slash + 1, '/')
+	    || strlen(arg) >= sizeof(buf))
+		return lks_usage("diff: '%s' is neither a run id nor CASE/RUN", arg);
+	memcpy(buf, arg, strlen(arg) + 1);
+	buf[slash - arg] = 0;
+	f.case_name = buf;
+	f.run_name = buf + (slash - arg) + 1;
+	if (lks_store_get_runs(s, lks_diff_find_one, &f))
+		return -1;
+	if (!f.found) {
+		snprintf(path, sizeof(path), "cases/%s.ini", f.case_name);
+		return lks_usage("diff: no stored run '%s' in '%s' (run its case first: lockstep run "
+		                 "%s --db %s)", arg, db, lks_shell_quote(path, qpath, sizeof(qpath)),
+		                 lks_shell_quote(db, qdb, sizeof(qdb)));
+	}
+	return 0;
+}
+
+/* ---- the header ---- */
+
+static void lks_diff_header(const char *label, const struct lks_diff_run *r)
+{
+	printf("%s: run %lld  %s/%s  recipe %s%s%s  world size %d  %d steps  backend %s  %s  %s\n",
+	       label, (long long)r->id, r->case_name, r->run_name, r->recipe,
+	       r->options[0] ? "  options " : "", r->options, r->world_size, r->steps, r->backend,
+	       r->status, r->started);
+}
+
+/* ---- traces for the per-step table ---- */
+
+/* The loss of a step: the mean over the ranks that stored one, as the close check takes
+   it; NaN when none did. */
+static double lks_diff_loss(const lks_run_trace *t, int step)
+{
+	double sum = 0.0;
+	int n = 0;
+
+	for (int r = 0; r < t->W && step < t->nsteps; r++)
+		if (t->have_step[(size_t)step * t->W + r]) {
+			sum += t->steps[(size_t)step * t->W + r].loss;
+			n++;
+		}
+	return n ? sum / n : NAN;
+}
+
+/* |a - b| / |b|; 0 for equal values (0 and 0 included), inf when b is 0 and a is not,
+   NaN when either is NaN. */
+static double lks_rel(double a, double b)
+{
+	if (a == b)
+		return 0.0;
+	return fabs(a - b) / fabs(b);
+}
+
+/* One row of the per-step table. */
+struct lks_diff_step {
+	double loss_a, loss_b, loss_rel;
+	double l2_rel;            /* the largest over shared tensors and ranks; -1: none */
+	int l2_seq;               /* its tensor in a; -1: none */
+	int nhash;                /* shared tensors whose hash differs on some rank */
+	int l2_nan;               /* a NaN L2 error was seen (it outranks every number) */
+};
+
+static void lks_diff_step_eval(const lks_run_trace *a, const lks_run_trace *b,
+                               const int *map, int step, struct lks_diff_step *d)
+{
+	int W = a->W < b->W ? a->W : b->W;
+
+	d->loss_a = lks_diff_loss(a, step);
+	d->loss_b = lks_diff_loss(b, step);
+	d->loss_rel = lks_rel(d->loss_a, d->loss_b);
+	d->l2_rel = -1.0;
+	d->l2_seq = -1;
+	d->nhash = 0;
+	d->l2_nan = 0;
+	for (int i = 0; i < a->nt; i++) {
+		int hash_differs = 0;
+
+		for (int r = 0; map[i] >= 0 && r < W; r++) {
+			const lks_stat_row *ra = lks_run_trace_row(a, r, i), *rb = lks_run_trace_row(b, r, map[i]);
+			double e;
+
+			if (!ra || !rb)
+				continue;
+			hash_differs |= ra->hash != rb->hash;
+			e = lks_rel(ra->l2, rb->l2);
+			if (d->l2_nan)
+				continue;
+			if (isnan(e)) {
+				d->l2_nan = 1;
+				d->l2_seq = i;
+			} else if (e > d->l2_rel) {
+				d->l2_rel = e;
+				d->l2_seq = i;
+			}
+		}
+		d->nhash += hash_differs;
+	}
+}
+
+static void lks_fmt_num(char *buf, size_t n, double v, const char *fmt)
+{
+	if (isnan(v))
+		snprintf(buf, n, "-");
+	else
+		snprintf(buf, n, fmt, v);
+}
+
+static int lks_diff_table(lks_store *s, const struct lks_diff_run *ra, const struct lks_diff_run *rb,
+                          int max_rows)
+{
+	lks_run_trace a, b;
+	int *map = NULL, nshared = 0, nsteps, rc = -1;
+
+	memset(&b, 0, sizeof(b));
+	if (lks_run_trace_load(s, ra->id, &a) || lks_run_trace_load(s, rb->id, &b))
+		goto out;
+	if (!(map = malloc(sizeof(int) * ((size_t)a.nt + 1)))) {
+		lks_err("out of memory");
+		goto out;
+	}
+	for (int i = 0; i < a.nt; i++) {
+		map[i] = -1;
+		for (int j = 0; j < b.nt && map[i] < 0; j++)
+			if (b.phases[j] == a.phases[i] && b.occ[j] == a.occ[i]
+			    && !strcmp(b.names[j], a.names[i]))
+				map[i] = j;
+		nshared += map[i] >= 0;
+	}
+	nsteps = a.nsteps > b.nsteps ? a.nsteps : b.nsteps;
+	printf("\nper step (%d tensors shared of %d in a, %d in b; ranks 0..%d compared pairwise; "
+	       "rel = |a - b| / |b|):\n", nshared, a.nt, b.nt, (a.W < b.W ? a.W : b.W) - 1);
+	printf("%5s  %-12s %-12s %-10s %-10s %-44s %s\n", "step", "loss a", "loss b", "loss rel",
+	       "l2 rel max", "at tensor", "hash differs");
+	for (int step = 0; step < nsteps; step++) {
+		struct lks_diff_step d;
+		char la[32], lb[32], lr[32], l2[32], at[160];
+
+		if (max_rows > 0 && step >= max_rows) {
+			printf("... %d more step%s (--max-rows 0 shows all)\n", nsteps - step,
+			       nsteps - step > 1 ? "s" : "");
+			break;
+		}
+		if ((step < a.nsteps && lks_run_trace_step(s, &a, step))
+		    || (step < b.nsteps && lks_run_trace_step(s, &b, step)))
+			goto out;
+		if (step >= a.nsteps)
+			memset(a.have, 0, (size_t)a.nt * a.W);
+		if (step >= b.nsteps)
+			memset(b.have, 0, (size_t)b.nt * b.W);
+		lks_diff_step_eval(&a, &b, map, step, &d);
+		lks_fmt_num(la, sizeof(la), d.loss_a, "%.6f");
+		lks_fmt_num(lb, sizeof(lb), d.loss_b, "%.6f");
+		lks_fmt_num(lr, sizeof(lr), d.loss_rel, "%.3g");
+		if (d.l2_nan)
+			snprintf(l2, sizeof(l2), "nan");
+		else
+			lks_fmt_num(l2, sizeof(l2), d.l2_seq < 0 ? NAN : d.l2_rel, "%.3g");
+		if (d.l2_seq >= 0 && (d.l2_rel > 0 || d.l2_nan))
+			snprintf(at, sizeof(at), "%s (%s)", a.names[d.l2_seq],
+			         lks_phase_name(a.phases[d.l2_seq]));
+		else
+			snprintf(at, sizeof(at), "-");
+		printf("%5d  %-12s %-12s %-10s %-10s %-44s %d\n", step, la, lb, lr, l2, at, d.nhash);
+	}
+	rc = 0;
+out:
+	free(map);
+	lks_run_trace_release(&a);
+	lks_run_trace_release(&b);
+	return rc;
+}
+
+/* ---- the command ---- */
+
+struct lks_diff_args {
+	const char *db, *run[2];
+	int max_rows, nruns;
+};
+
+/* 0: go on; -1: help was printed; else an exit code */
+static int lks_diff_parse(int argc, char **argv, struct lks_diff_args *a)
+{
+	a->db = "lockstep.db";
+	a->max_rows = 100;
+	for (int i = 1; i < argc; i++) {
+		const char *o = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+
+		if (!strcmp(o, "--help") || !strcmp(o, "-h")) {
+			fputs(lks_diff_help, stdout);
+			return -1;
+		} else if (!strcmp(o, "--db") && v) {
+			a->db = argv[++i];
+		} else if (!strcmp(o, "--max-rows")) {
+			if (lks_opt_int("diff", o, v, 0, 1 << 30, &a->max_rows))
+				return LKS_EXIT_USAGE;
+			i++;
+		} else if (o[0] == '-' && o[1]) {
+			return lks_usage("diff: bad option '%s' (or it lacks its value)", o);
+		} else if (a->nruns == 2) {
+			return lks_usage("diff: two runs, not more ('%s')", o);
+		} else {
+			a->run[a->nruns++] = o;
+		}
+	}
+	if (a->nruns != 2)
+		return lks_usage("diff: which two runs? (ids or CASE/RUN; 'lockstep diff --help')");
+	return 0;
+}
+
+int cmd_diff(int argc, char **argv)
+{
+	struct lks_diff_args a = { 0 };
+	struct lks_diff_run ra = { 0 }, rb = { 0 };
+	lks_check_cfg k = { .name = "diff", .kind = LKS_CHECK_BITWISE, .a = "a", .b = "b",
+	                    .exp_step = -1, .exp_rank = -1 };
+	lks_check_result res;
+	lks_store *store = NULL;
+	int rc, open_rc;
+
+	if ((rc = lks_diff_parse(argc, argv, &a)) != 0)
+		return rc < 0 ? LKS_EXIT_OK : rc;
+	if ((open_rc = lks_store_open_readonly(a.db, &store)) != 0) {
+		fprintf(stderr, "lockstep: %s\n", lks_errmsg());
+		return open_rc == LKS_STORE_BAD_FILE ? LKS_EXIT_USAGE : LKS_EXIT_INFRA;
+	}
+	rc = LKS_EXIT_INFRA;
+	if ((open_rc = lks_diff_resolve(store, a.db, a.run[0], &ra)) != 0
+	    || (open_rc = lks_diff_resolve(store, a.db, a.run[1], &rb)) != 0) {
+		if (open_rc < 0)
+			fprintf(stderr, "lockstep: %s\n", lks_errmsg());
+		else
+			rc = open_rc;
+		goto out;
+	}
+	lks_diff_header("a", &ra);
+	lks_diff_header("b", &rb);
+	lks_fingerprint_json_diff(stdout, ra.fingerprint, rb.fingerprint, "a", "b");
+	if (lks_check_eval(store, &k, ra.id, rb.id, &res)) {
+		fprintf(stderr, "lockstep: %s\n", lks_errmsg());
+		goto out;
+	}
+	if (res.verdict == LKS_VERDICT_PASS)
+		printf("\nidentical: bit for bit in every shared tensor, loss and grad norm\n");
+	else
+		printf("\nfirst divergence: %s\n", res.message);
+	if (lks_diff_table(store, &ra, &rb, a.max_rows)) {
+		fprintf(stderr, "lockstep: %s\n", lks_errmsg());
+		goto out;
+	}
+	rc = res.verdict == LKS_VERDICT_PASS ? LKS_EXIT_OK : LKS_EXIT_FAIL;
+out:
+	lks_diff_run_release(&ra);
+	lks_diff_run_release(&rb);
+	lks_store_close(store);
+	return rc;
+}

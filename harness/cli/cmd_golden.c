@@ -1,0 +1,314 @@
+/*
+ * cmd_golden.c: 'lockstep golden update': write golden files (harness/store/golden.h) from the
+ * latest complete stored run of runs of the given cases: those named with --run, else
+ * those the cases' golden checks compare, else (a case without golden checks) every run.
+ *
+ * Every case and every run is resolved to a stored run before anything is written, so a
+ * missing or unusable run stops the command (exit 2) with every golden file as it was. A
+ * run made with --steps or --set is not the case's run and is passed over, as is one that
+ * did not complete.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "harness/engine/case.h"
+#include "harness/cli/cmd.h"
+#include "harness/store/golden.h"
+#include "harness/base/shell.h"
+#include "harness/store/trace_store.h"
+#include "kernels/err.h"
+
+static const char lks_golden_help[] =
+	"usage: lockstep golden update [options] CASE|DIR...\n"
+	"\n"
+	"Writes the golden file of runs of each case (a DIR means all its *.ini) from the\n"
+	"latest complete run of it in the database: GOLDEN/<backend>/<case>/<run>.tsv, a text\n"
+	"file of the run's settings, its step rows (loss, grad norm, lr) and its per-tensor\n"
+	"statistics and hashes, meant to be reviewed in a diff and committed. A case's golden\n"
+	"checks compare later runs with it ('lockstep run'): bit for bit on the cpu backend.\n"
+	"Which runs: those named by --run; else those the case's golden checks compare; else,\n"
+	"in a case without golden checks, every run.\n"
+	"Runs made with --steps or --set are not the case's runs and are passed over; an\n"
+	"incomplete run is refused. Nothing is written unless every run asked for has a\n"
+	"stored run to write.\n"
+	"\n"
+	"options:\n"
+	"  --run NAME       the runs with this name (repeatable; default: see above)\n"
+	"  --db FILE        the database (default lockstep.db), opened read-only\n"
+	"  --golden DIR     where golden files go (default: $LKS_GOLDEN_DIR, else golden)\n"
+	"\n"
+	"example:\n"
+	"  lockstep run cases/ --db nightly.db\n"
+	"  lockstep golden update cases/*.ini --db nightly.db\n"
+	"  lockstep golden update cases/fp8_recipes.ini --run bf16   # after an intended change\n"
+	"  git diff golden/\n"
+	"\n"
+	"exit codes: 0 written, 2 bad usage, an unknown case or run, or no stored run to write\n"
+	"            (run it first with 'lockstep run'), 3 infrastructure failure\n";
+
+struct lks_golden_args {
+	const char *db;
+	const char **only, **inputs;
+	int nonly, ninputs;
+};
+
+/* The stored runs, as read once. */
+struct lks_stored {
+	int64_t id;
+	char *case_name, *run_name, *status;
+	int steps, overridden;
+};
+
+struct lks_stored_list {
+	struct lks_stored *v;
+	int n, cap;
+};
+
+/* 0: go on; -1: help was printed; else an exit code */
+static int lks_golden_parse(int argc, char **argv, struct lks_golden_args *a)
+{
+	a->db = "lockstep.db";
+	a->only = calloc((size_t)argc, sizeof(char *));
+	a->inputs = calloc((size_t)argc, sizeof(char *));
+	if (!a->only || !a->inputs)
+		return lks_usage("golden: out of memory");
+	if (argc < 2)
+		return lks_usage("golden: which subcommand? ('lockstep golden update CASE...'; --help)");
+	if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
+		fputs(lks_golden_help, stdout);
+		return -1;
+	}
+	if (strcmp(argv[1], "update"))
+		return lks_usage("golden: unknown subcommand '%s' (golden update CASE...; --help)",
+		                 argv[1]);
+	for (int i = 2; i < argc; i++) {
+		const char *o = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+
+		if (!strcmp(o, "--help") || !strcmp(o, "-h")) {
+			fputs(lks_golden_help, stdout);
+			return -1;
+		} else if (!strcmp(o, "--db") && v) {
+			a->db = argv[++i];
+		} else if (!strcmp(o, "--golden") && v) {
+			lks_golden_set_dir(argv[++i]);
+		} else if (!strcmp(o, "--run") && v) {
+			a->only[a->nonly++] = argv[++i];
+		} else if (o[0] == '-' && o[1]) {
+			return lks_usage("golden update: bad option '%s' (or it lacks its value)", o);
+		} else {
+			a->inputs[a->ninputs++] = o;
+		}
+	}
+	if (a->ninputs == 0)
+		return lks_usage("golden update: which cases? (a case file or a directory of them)");
+	return 0;
+}
+
+static int lks_stored_add(void *arg, const lks_run_rec *run)
+{
+	struct lks_stored_list *l = arg;
+	struct lks_stored *e;
+
+	if (l->n == l->cap) {
+		int cap = l->cap ? 2 * l->cap : 64;
+		struct lks_stored *v = realloc(l->v, sizeof(*v) * (size_t)cap);
+
+		if (!v)
+			return lks_err("out of memory");
+		l->v = v;
+		l->cap = cap;
+	}
+	e = &l->v[l->n];
+	e->id = run->run_id;
+	e->steps = run->info.steps;
+	/* the runner appends " set: ..." to the options of a run made with --set */
+	e->overridden = run->info.options && strstr(run->info.options, " set: ") != NULL;
+	e->case_name = strdup(run->info.case_name ? run->info.case_name : "");
+	e->run_name = strdup(run->info.run_name ? run->info.run_name : "");
+	e->status = strdup(run->status ? run->status : "");
+	l->n++;
+	if (!e->case_name || !e->run_name || !e->status)
+		return lks_err("out of memory");
+	return 0;
+}
+
+static void lks_stored_free(struct lks_stored_list *l)
+{
+	for (int i = 0; i < l->n; i++) {
+		free(l->v[i].case_name);
+		free(l->v[i].run_name);
+		free(l->v[i].status);
+	}
+	free(l->v);
+}
+
+/* The latest stored run that is this case's run as declared and complete; 0 and a message
+   (lks_err) when there is none. */
+static int64_t lks_golden_pick(const struct lks_stored_list *l, const lks_case *c,
+                               const char *run, const char *db)
+{
+	const struct lks_stored *latest = NULL;
+	char qcase[1024], qdb[1024], cmd[2100];
+
+	for (int i = l->n - 1; i >= 0; i--) {
+		const struct lks_stored *e = &l->v[i];
+
+		if (strcmp(e->case_name, c->name) || strcmp(e->run_name, run))
+			continue;
+		if (!latest)
+			latest = e;
+		if (!strcmp(e->status, "complete") && !e->overridden && e->steps == c->steps)
+			return e->id;
+	}
+	/* the command to paste, each word quoted for the shell */
+	snprintf(cmd, sizeof(cmd), "lockstep run %s --db %s",
+	         lks_shell_quote(c->path, qcase, sizeof(qcase)), lks_shell_quote(db, qdb, sizeof(qdb)));
+	if (!latest)
+		lks_err("no stored run '%s' of case '%s' in '%s': run it first with: %s", run, c->name,
+		        db, cmd);
+	else if (strcmp(latest->status, "complete"))
+		lks_err("run '%s' of case '%s': the latest stored run (%lld) is %s, and no earlier one "
+		        "is complete and as declared; refusing it: run it again with: %s", run,
+		        c->name, (long long)latest->id, latest->status, cmd);
+	else
+		lks_err("run '%s' of case '%s': every stored run was made with --steps or --set (run "
+		        "%lld: %d steps, the case has %d); run it as declared with: %s", run, c->name,
+		        (long long)latest->id, latest->steps, c->steps, cmd);
+	return 0;
+}
+
+/* The runs named with --run; without, the runs the case's golden checks compare, or every
+   run of a case that has none (so no golden lands in the repository that nothing reads). */
+static int lks_selected_run(const struct lks_golden_args *a, const lks_case *c, const char *run)
+{
+	int ngolden = 0;
+
+	for (int i = 0; i < a->nonly; i++)
+		if (!strcmp(a->only[i], run))
+			return 1;
+	if (a->nonly)
+		return 0;
+	for (int i = 0; i < c->nchecks; i++)
+		if (c->checks[i].kind == LKS_CHECK_GOLDEN) {
+			ngolden++;
+			if (!strcmp(c->checks[i].a, run))
+				return 1;
+		}
+	return ngolden == 0;
+}
+
+/* Each --run names a run of at least one case. */
+static int lks_golden_check_only(const struct lks_golden_args *a, const lks_case *cases, int n)
+{
+	for (int i = 0; i < a->nonly; i++) {
+		int found = 0;
+
+		for (int j = 0; j < n && !found; j++)
+			found = lks_case_run(&cases[j], a->only[i]) != NULL;
+		if (!found)
+			return lks_usage("golden update: no run '%s' in the cases given", a->only[i]);
+	}
+	return 0;
+}
+
+static int lks_golden_write_one(lks_store *s, int64_t id, const char *db)
+{
+	lks_golden g;
+	char path[1024];
+	struct stat st;
+	int rc;
+
+	if ((rc = lks_golden_from_run(s, id, 1, &g)) != 0)
+		return rc;
+	if (strstr(g.options, " inject: ")) {  /* a golden is what a clean run computes */
+		rc = lks_err("run %lld of '%s' has a planted fault (%s): goldens come from clean runs",
+		             (long long)id, db, strstr(g.options, " inject: ") + 9);
+		lks_golden_release(&g);
+		return rc;
+	}
+	if ((rc = lks_golden_path(lks_golden_dir(), g.backend, g.case_name, g.run_name, path,
+	                             sizeof(path))) != 0
+	    || (rc = lks_golden_write(&g, path)) != 0) {
+		lks_golden_release(&g);
+		return rc;
+	}
+	printf("wrote %s: run %lld of '%s', %d steps x %d rank%s, %d tensors, %zu stats rows",
+	       path, (long long)id, db, g.steps, g.world_size, g.world_size > 1 ? "s" : "", g.nt,
+	       g.nstats);
+	if (!stat(path, &st))
+		printf(", %lld KiB", (long long)(st.st_size + 1023) / 1024);
+	printf("\n");
+	lks_golden_release(&g);
+	return 0;
+}
+
+int cmd_golden(int argc, char **argv)
+{
+	struct lks_golden_args a = { 0 };
+	struct lks_stored_list stored = { 0 };
+	int ncases = 0, nids = 0, rc, open_rc;
+	lks_case *cases = NULL;
+	lks_store *store = NULL;
+	int64_t *ids = NULL;
+	char qdb[1024];
+
+	if ((rc = lks_golden_parse(argc, argv, &a)) != 0) {
+		rc = rc < 0 ? LKS_EXIT_OK : rc;
+		goto out;
+	}
+	rc = LKS_EXIT_USAGE;
+	if (lks_cases_load(a.inputs, a.ninputs, NULL, 0, &cases, &ncases)) {
+		fprintf(stderr, "lockstep: %s\n", lks_errmsg());
+		goto out;
+	}
+	if (lks_golden_check_only(&a, cases, ncases))
+		goto out;
+	/* said here with the command to make it; the store refuses it too */
+	if (access(a.db, F_OK)) {
+		lks_usage("golden update: no database '%s': run the cases first with: lockstep run "
+		          "CASE --db %s", a.db, lks_shell_quote(a.db, qdb, sizeof(qdb)));
+		goto out;
+	}
+	if ((open_rc = lks_store_open_readonly(a.db, &store)) != 0
+	    || lks_store_get_runs(store, lks_stored_add, &stored)) {
+		fprintf(stderr, "lockstep: %s\n", lks_errmsg());
+		rc = open_rc == LKS_STORE_BAD_FILE ? LKS_EXIT_USAGE : LKS_EXIT_INFRA;
+		goto out;
+	}
+	/* every run resolved before anything is written */
+	for (int i = 0; i < ncases; i++)
+		nids += cases[i].nruns;
+	if (!(ids = calloc((size_t)nids + 1, sizeof(*ids)))) {
+		rc = LKS_EXIT_INFRA;
+		goto out;
+	}
+	nids = 0;
+	for (int i = 0; i < ncases; i++)
+		for (int j = 0; j < cases[i].nruns; j++) {
+			if (!lks_selected_run(&a, &cases[i], cases[i].runs[j].name))
+				continue;
+			if (!(ids[nids++] = lks_golden_pick(&stored, &cases[i], cases[i].runs[j].name, a.db))) {
+				fprintf(stderr, "lockstep: %s\n", lks_errmsg());
+				goto out;
+			}
+		}
+	for (int i = 0; i < nids; i++)
+		if ((open_rc = lks_golden_write_one(store, ids[i], a.db)) != 0) {
+			fprintf(stderr, "lockstep: %s\n", lks_errmsg());
+			rc = open_rc == LKS_GOLDEN_BAD ? LKS_EXIT_USAGE : LKS_EXIT_INFRA;
+			goto out;
+		}
+	printf("%d golden file%s written under '%s'\n", nids, nids == 1 ? "" : "s", lks_golden_dir());
+	rc = LKS_EXIT_OK;
+out:
+	lks_cases_release(cases, ncases);
+	lks_store_close(store);
+	lks_stored_free(&stored);
+	free(ids);
+	free(a.only);
+	free(a.inputs);
+	return rc;
+}

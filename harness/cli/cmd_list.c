@@ -1,0 +1,229 @@
+/*
+ * cmd_list.c: 'lockstep list': parse cases and show what they would run and check, without
+ * running anything. A bad case file is reported and the others are still listed, so one
+ * typo does not hide the rest of a suite.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "harness/engine/case.h"
+#include "harness/cli/cmd.h"
+#include "kernels/err.h"
+
+static const char lks_list_help[] =
+	"usage: lockstep list [--set section.key=value]... [CASE|DIR]...\n"
+	"\n"
+	"Shows each case with its model, its runs and the checks between them. DIR stands for\n"
+	"the *.ini files in it, sorted by name; the default is 'cases'. Nothing is run.\n"
+	"\n"
+	"A case is an INI file: a small language model ([model]), a number of steps, a seed and\n"
+	"a world size ([case]), the same training done several ways ([run NAME]: a recipe such\n"
+	"as bf16 or fp8_rowwise, activation checkpointing, its own world size), and checks that\n"
+	"compare the runs step by step ([check NAME]). For example:\n"
+	"\n"
+	"  [case]\n"
+	"  description = FP8 rowwise with checkpointing equals FP8 rowwise and tracks BF16\n"
+	"  steps = 60\n"
+	"  world_size = 2\n"
+	"\n"
+	"  [model]\n"
+	"  vocab = 256\n"
+	"  hidden = 128\n"
+	"  ffn = 512\n"
+	"  layers = 2\n"
+	"  seq = 32\n"
+	"  batch = 2            ; sequences per rank\n"
+	"\n"
+	"  [run bf16]\n"
+	"  recipe = bf16\n"
+	"\n"
+	"  [run fp8]\n"
+	"  recipe = fp8_rowwise\n"
+	"\n"
+	"  [run fp8_ac]\n"
+	"  recipe = fp8_rowwise\n"
+	"  checkpoint = blocks\n"
+	"\n"
+	"  [check ac_neutral]\n"
+	"  kind = bitwise        ; checkpointing must not change a bit\n"
+	"  a = fp8_ac\n"
+	"  b = fp8\n"
+	"\n"
+	"  [check tracks_bf16]\n"
+	"  kind = close\n"
+	"  a = fp8\n"
+	"  b = bf16\n"
+	"  metric = loss\n"
+	"  rtol = 0.05\n"
+	"\n"
+	"recipes: bf16, fp8_tensorwise, fp8_rowwise, fp8_rowwise_gw_hp, fp8_delayed\n"
+	"checks:  bitwise, close, sqnr (two runs: a, b); golden, finite, ranks_agree,\n"
+	"         recompute (one run: a)\n";
+
+/* after the metrics of the table (case.h) */
+static const char lks_list_help_tail[] =
+	"cases/README.md lists every key and its default.\n"
+	"\n"
+	"  --set section.key=value   change a key after the file is read, for every case listed:\n"
+	"                            case.steps=10, model.hidden=64, run.fp8.recipe=fp8_delayed,\n"
+	"                            check.tracks_bf16.rtol=0.1 (repeatable)\n"
+	"\n"
+	"exit codes: 0 every case is valid, 2 bad usage or a bad case file (each is named with\n"
+	"its line on stderr; the others are still listed)\n";
+
+static void lks_list_help_print(FILE *f)
+{
+	const lks_metric *m;
+
+	fputs(lks_list_help, f);
+	fputs("metrics of close (metric = NAME; per tensor: tensors = PATTERN chooses the tensors\n"
+	      "by name, fnmatch globs such as blocks.*.mlp.up.weight.grad, default all):\n", f);
+	for (int i = 0; (m = lks_metric_at(i)); i++)
+		fprintf(f, "  %-10s %s\n", m->name, m->what);
+	fputs(lks_list_help_tail, f);
+}
+
+static void lks_list_run(const lks_run_cfg *r, int namew)
+{
+	printf("    %-*s  %-17s  %d rank%s", namew, r->name, lks_recipe_name(r->recipe),
+	       r->world_size, r->world_size == 1 ? "" : "s");
+	if (r->checkpoint)
+		printf(", checkpoint blocks");
+	if (r->recipe == LKS_RECIPE_FP8_DELAYED)
+		printf(", amax history %d (%s), margin %d", r->amax_history,
+		       r->amax_most_recent ? "most_recent" : "max", r->margin);
+	if (r->inject.kind != LKS_FAULT_NONE) {
+		char spec[256];
+
+		lks_fault_format(&r->inject, spec, sizeof(spec));
+		printf(", inject %s", spec);
+	}
+	putchar('\n');
+}
+
+static void lks_list_check(const lks_check_cfg *k, int namew)
+{
+	char runs[2 * LKS_NAME_MAX + 8], tol[LKS_NAME_MAX + 200] = "";
+
+	if (lks_check_kind_nruns(k->kind) == 2)
+		snprintf(runs, sizeof(runs), "%s vs %s", k->a, k->b);
+	else
+		snprintf(runs, sizeof(runs), "%s", k->a);
+	if (k->kind == LKS_CHECK_CLOSE && k->tensors[0])
+		snprintf(tol, sizeof(tol), "%s of %s rtol %g atol %g", k->metric, k->tensors, k->rtol,
+		         k->atol);
+	else if (k->kind == LKS_CHECK_CLOSE)
+		snprintf(tol, sizeof(tol), "%s rtol %g atol %g", k->metric, k->rtol, k->atol);
+	else if (k->kind == LKS_CHECK_SQNR)
+		snprintf(tol, sizeof(tol), "SQNR >= %g dB", k->floor_db);
+	else if (k->kind != LKS_CHECK_FINITE && k->kind != LKS_CHECK_GOLDEN)
+		snprintf(tol, sizeof(tol), "bit for bit");
+	printf("    %-*s  %-11s  %-24s  %-22s  expect %s", namew, k->name,
+	       lks_check_kind_name(k->kind), runs, tol, k->expect_fail ? "fail" : "pass");
+	if (k->exp_step >= 0)
+		printf(" at step %d", k->exp_step);
+	if (k->exp_rank >= 0)
+		printf(" rank %d", k->exp_rank);
+	if (k->exp_tensor[0])
+		printf(" tensor '%s'", k->exp_tensor);
+	putchar('\n');
+}
+
+static void lks_list_case(const lks_case *c)
+{
+	const lks_model_cfg *m = &c->model;
+	const lks_optim_cfg *o = &c->optim;
+	int namew = 4;
+
+	for (int i = 0; i < c->nruns; i++)
+		if ((int)strlen(c->runs[i].name) > namew)
+			namew = (int)strlen(c->runs[i].name);
+	for (int i = 0; i < c->nchecks; i++)
+		if ((int)strlen(c->checks[i].name) > namew)
+			namew = (int)strlen(c->checks[i].name);
+	printf("%s (%s)\n", c->name, c->path);
+	if (c->description[0])
+		printf("  %s\n", c->description);
+	printf("  steps %d, world size %d, seed %llu, global batch %d sequences\n", c->steps,
+	       c->world_size, (unsigned long long)c->seed, m->batch * c->world_size);
+	printf("  model: vocab %d, hidden %d, ffn %d, layers %d, seq %d, batch %d per rank\n",
+	       m->vocab, m->hidden, m->ffn, m->layers, m->seq, m->batch);
+	printf("  optim: lr %g to %g, warmup %d, betas %g %g, eps %g, weight decay %g, clip %g\n",
+	       o->lr, o->min_lr, o->warmup, o->beta1, o->beta2, o->eps, o->weight_decay, o->clip);
+	printf("  runs:\n");
+	for (int i = 0; i < c->nruns; i++)
+		lks_list_run(&c->runs[i], namew);
+	printf("  checks:%s\n", c->nchecks ? "" : " none");
+	for (int i = 0; i < c->nchecks; i++)
+		lks_list_check(&c->checks[i], namew);
+}
+
+/* Lists the cases of one argument; returns 0, or LKS_EXIT_USAGE if any was bad. */
+static int lks_list_arg(const char *arg, const char *const *sets, int nsets, int *shown)
+{
+	char **paths;
+	int npaths, rc = 0;
+	lks_case c;
+
+	if (lks_case_paths(&arg, 1, &paths, &npaths))
+		return lks_usage("%s", lks_errmsg());
+	for (int i = 0; i < npaths; i++) {
+		if (lks_case_load(paths[i], sets, nsets, &c)) {
+			rc = lks_usage("%s", lks_errmsg());
+			continue;
+		}
+		if ((*shown)++)
+			putchar('\n');
+		lks_list_case(&c);
+		lks_case_release(&c);
+	}
+	lks_case_paths_free(paths, npaths);
+	return rc;
+}
+
+int cmd_list(int argc, char **argv)
+{
+	const char **sets = calloc((size_t)argc, sizeof(*sets));
+	const char **args = calloc((size_t)argc + 1, sizeof(*args));
+	int nsets = 0, nargs = 0, shown = 0, rc = LKS_EXIT_OK, opts = 1;
+
+	if (!sets || !args) {
+		free(sets);
+		free(args);
+		return lks_usage("list: out of memory");
+	}
+	for (int i = 1; i < argc; i++) {
+		const char *o = argv[i];
+
+		if (opts && (!strcmp(o, "--help") || !strcmp(o, "-h"))) {
+			lks_list_help_print(stdout);
+			goto out;
+		} else if (opts && !strcmp(o, "--set")) {
+			if (i + 1 >= argc) {
+				rc = lks_usage("list: --set needs section.key=value");
+				goto out;
+			}
+			sets[nsets++] = argv[++i];
+		} else if (opts && !strncmp(o, "--set=", 6)) {
+			sets[nsets++] = o + 6;
+		} else if (opts && !strcmp(o, "--")) {
+			opts = 0;
+		} else if (opts && o[0] == '-' && o[1]) {
+			rc = lks_usage("list: unknown option '%s'", o);
+			lks_list_help_print(stderr);
+			goto out;
+		} else {
+			args[nargs++] = o;
+		}
+	}
+	if (!nargs)
+		args[nargs++] = "cases";
+	for (int i = 0; i < nargs; i++)
+		if (lks_list_arg(args[i], sets, nsets, &shown))
+			rc = LKS_EXIT_USAGE;
+out:
+	free(sets);
+	free(args);
+	return rc;
+}

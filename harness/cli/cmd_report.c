@@ -1,0 +1,118 @@
+/*
+ * cmd_report.c: 'lockstep report': write the HTML and Markdown report of a suite
+ * (harness/report/report.h). Reads the database only, opened read-only: a missing file or one
+ * that is not a lockstep database is bad input, and nothing is created in its place.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "harness/cli/cmd.h"
+#include "harness/report/report.h"
+#include "harness/store/trace_store.h"
+#include "kernels/err.h"
+
+/* Where the gnuplot scripts and the HTML template are when neither --templates nor
+   LKS_REPORT_DIR says: the source tree this program was built from. */
+#ifndef LKS_REPORTS_DIR
+#define LKS_REPORTS_DIR "reports"
+#endif
+
+static const char lks_report_help[] =
+	"usage: lockstep report [--db FILE] [--suite latest|ID] -o DIR\n"
+	"\n"
+	"Writes the report of one suite (one 'lockstep run') into DIR: index.html, a single\n"
+	"self-contained page (inline CSS and SVG plots, no script, nothing fetched), and\n"
+	"report.md with the same tables and the plots as SVG files beside it. Per case:\n"
+	"  - its runs, and every check's verdict; a failure with its divergence: step, rank,\n"
+	"    tensor, field, the values of both runs, absolute and relative error, ULPs\n"
+	"  - plots (gnuplot): the loss of every run per step (mean over ranks); the relative\n"
+	"    loss difference of each run against the reference run (the first bf16 run), log\n"
+	"    scale, with the rtol of the close checks against it as a dashed line; grad norm;\n"
+	"    for each FP8 run, the amax and scale of its quantized tensors per step (rank 0);\n"
+	"    for each pair of runs a check compares (else each run against the reference), a\n"
+	"    heatmap of step x tensor, colour the relative L2 difference, with the first\n"
+	"    divergence (step, tensor, rank) circled\n"
+	"  - the environment fingerprint keys that differ between its runs\n"
+	"  - a trend: final loss and mean step time of each run over the last suites\n"
+	"Without gnuplot (Debian: gnuplot-nox) the tables are written and the page says the\n"
+	"plots need it.\n"
+	"\n"
+	"options:\n"
+	"  --db FILE          the database (default lockstep.db), opened read-only\n"
+	"  --suite latest|ID  which suite (default latest: the highest id; 'lockstep run'\n"
+	"                     prints the id of the suite it stored)\n"
+	"  -o, --out DIR      the report folder: missing, empty or holding a report; the\n"
+	"                     report is written beside it and swapped in whole when done\n"
+	"  --trend N          suites in the trend table (default 5)\n"
+	"  --templates DIR    the gnuplot scripts and report.html (default: $LKS_REPORT_DIR,\n"
+	"                     else the reports/ folder of the source tree)\n"
+	"\n"
+	"example:\n"
+	"  lockstep run cases/ --db nightly.db\n"
+	"  lockstep report --db nightly.db -o report && chromium report/index.html\n"
+	"\n"
+	"exit codes: 0 written (whatever the verdicts in it),\n"
+	"            2 bad usage, an unknown suite, a missing file or not a lockstep database,\n"
+	"              an -o DIR that holds more than a report\n"
+	"            3 infrastructure failure (cannot read the database, write DIR, templates)\n";
+
+int cmd_report(int argc, char **argv)
+{
+	const char *db = "lockstep.db", *suite = "latest", *out = NULL;
+	lks_report_opts o = { .templates = getenv("LKS_REPORT_DIR") };
+	lks_report_info info;
+	lks_store *store = NULL;
+	int64_t suite_id = 0;
+	int rc;
+
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+
+		if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+			fputs(lks_report_help, stdout);
+			return LKS_EXIT_OK;
+		} else if (!strcmp(a, "--db") && v) {
+			db = argv[++i];
+		} else if (!strcmp(a, "--suite") && v) {
+			suite = argv[++i];
+		} else if ((!strcmp(a, "-o") || !strcmp(a, "--out")) && v) {
+			out = argv[++i];
+		} else if (!strcmp(a, "--templates") && v) {
+			o.templates = argv[++i];
+		} else if (!strcmp(a, "--trend")) {
+			if (lks_opt_int("report", a, v, 1, 1000, &o.trend_suites))
+				return LKS_EXIT_USAGE;
+			i++;
+		} else {
+			return lks_usage("report: bad argument '%s' (or it lacks its value); "
+			                 "see 'lockstep report --help'", a);
+		}
+	}
+	if (!out)
+		return lks_usage("report: where to? (-o DIR)");
+	if (!o.templates || !*o.templates)
+		o.templates = LKS_REPORTS_DIR;
+	if ((rc = lks_store_open_readonly(db, &store)) != 0) {
+		fprintf(stderr, "lockstep: %s\n", lks_errmsg());
+		return rc == LKS_STORE_BAD_FILE ? LKS_EXIT_USAGE : LKS_EXIT_INFRA;
+	}
+	if ((rc = lks_report_suite(store, suite, &suite_id)) != 0) {
+		fprintf(stderr, "lockstep: report: %s in '%s'\n", lks_errmsg(), db);
+		rc = rc == LKS_REPORT_NO_SUITE ? LKS_EXIT_USAGE : LKS_EXIT_INFRA;
+	} else if ((rc = lks_report_write(store, suite_id, out, &o, &info)) != 0) {
+		fprintf(stderr, "lockstep: report: %s\n", lks_errmsg());
+		rc = rc == LKS_REPORT_BAD_DIR ? LKS_EXIT_USAGE : LKS_EXIT_INFRA;
+	} else {
+		printf("suite %lld: %d cases, %d checks, %d failed; %d plots%s\n", (long long)suite_id,
+		       info.ncases, info.nchecks, info.nfailed, info.nplots,
+		       info.have_gnuplot ? "" : " (gnuplot not found: tables only)");
+		if (info.nplanted)
+			printf("planted faults: %d of %d caught exactly where planted\n", info.ncaught,
+			       info.nplanted);
+		printf("wrote '%s/index.html' and '%s/report.md'\n", out, out);
+		rc = LKS_EXIT_OK;
+	}
+	lks_store_close(store);
+	return rc;
+}

@@ -1,0 +1,359 @@
+/*
+ * cmd_run.c: 'lockstep run': run every run of each case, store the traces, then evaluate
+ * the case's checks on them and store their verdicts (harness/verify/check.h).
+ *
+ * All case files are parsed and validated before the database is opened, so a bad case
+ * file stops the command (exit 2, file:line) with nothing written. A failing check is a
+ * verdict: the command goes on with the next case and exits 1 at the end.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "harness/engine/case.h"
+#include "harness/verify/check.h"
+#include "harness/cli/cmd.h"
+#include "harness/store/fingerprint.h"
+#include "harness/report/junit.h"
+#include "harness/store/golden.h"
+#include "harness/engine/runner.h"
+#include "harness/verify/sqnr.h"
+#include "harness/store/trace_store.h"
+#include "kernels/err.h"
+
+static const char lks_run_help[] =
+	"usage: lockstep run [options] CASE|DIR...\n"
+	"\n"
+	"Trains every run of each case (a DIR means all its *.ini) step by step and stores\n"
+	"loss, gradient norm, learning rate and per-tensor statistics and hashes of every step\n"
+	"and rank in an SQLite database. A run is stored as 'incomplete' until its last step is\n"
+	"in, so an interrupted run never passes for a finished one. After the runs of a case,\n"
+	"its checks are evaluated and their verdicts stored; a failure names the first step,\n"
+	"tensor and rank where the runs diverge. A check whose runs were left out by --run is\n"
+	"skipped; an sqnr check compares the gradients of its two runs while both are made. A golden\n"
+	"check compares a run with its golden file, GOLDEN/<backend>/<case>/<run>.tsv, made by\n"
+	"'lockstep golden update'; a corrupt golden file is bad input (exit 2).\n"
+	"\n"
+	"options:\n"
+	"  --db FILE        the database (default lockstep.db; created if missing)\n"
+	"  --backend cpu    where to run (cpu: the bit-exact reference; cuda: not built yet)\n"
+	"  --steps N        override the case's steps\n"
+	"  --set S.K=V      override a case key, e.g. --set model.hidden=512,\n"
+	"                   --set run.fp8.recipe=fp8_tensorwise (repeatable)\n"
+	"  --run NAME       only the runs with this name (repeatable; a name no case has\n"
+	"                   is bad usage)\n"
+	"  --check NAME     only the checks with this name (repeatable): a case without one\n"
+	"                   is left out, and without --run only the runs they compare train\n"
+	"  --combo NAME     store the runs under this combo name (matrix, bisect and reduce\n"
+	"                   give it to each probe)\n"
+	"  --threads N      GEMM threads of single-rank runs (default: all cores)\n"
+	"  --golden DIR     where golden files are (default: $LKS_GOLDEN_DIR, else golden)\n"
+	"  --junit FILE     also write the verdicts as JUnit XML (a testcase per check)\n"
+	"  --quiet          no progress\n"
+	"\n"
+	"example:\n"
+	"  lockstep run cases/ --db nightly.db\n"
+	"  lockstep run cases/ac_neutral.ini --steps 5 --set model.layers=1\n"
+	"\n"
+	"environment: LOCKSTEP_INJECT='SPEC' plants a fault in the runs it fits, as a run's\n"
+	"  'inject = SPEC' does (cases/README.md, Faults), e.g.\n"
+	"  LOCKSTEP_INJECT='nan step=2 rank=0 tensor=blocks.0.mlp.up.out run=fp8'\n"
+	"\n"
+	"exit codes: 0 every run finished and every check passed (or failed as expected),\n"
+	"            1 a check failed (or passed where it was expected to fail),\n"
+	"            2 bad usage or a bad case file (nothing is written), or a bad golden\n"
+	"              file (the runs and verdicts are stored),\n"
+	"            3 infrastructure failure (database, memory)\n";
+
+struct lks_run_args {
+	const char *db, *junit, *combo;
+	int steps, threads, quiet;
+	const char **sets, **only, **inputs, **checks;
+	int nsets, nonly, ninputs, nchecks;
+};
+
+/* 0: go on; -1: help was printed; else an exit code */
+static int lks_run_parse(int argc, char **argv, struct lks_run_args *a)
+{
+	a->db = "lockstep.db";
+	a->sets = calloc((size_t)argc, sizeof(char *));
+	a->only = calloc((size_t)argc, sizeof(char *));
+	a->inputs = calloc((size_t)argc, sizeof(char *));
+	a->checks = calloc((size_t)argc, sizeof(char *));
+	if (!a->sets || !a->only || !a->inputs || !a->checks)
+		return lks_usage("run: out of memory");
+	for (int i = 1; i < argc; i++) {
+		const char *o = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+
+		if (!strcmp(o, "--help") || !strcmp(o, "-h")) {
+			fputs(lks_run_help, stdout);
+			return -1;  /* done: help asked for */
+		} else if (!strcmp(o, "--db") && v) {
+			a->db = argv[++i];
+		} else if (!strcmp(o, "--backend") && v) {
+			if (strcmp(v, "cpu") != 0)
+				return lks_usage("run: backend '%s' is not available (this build has: cpu)", v);
+			i++;
+		} else if (!strcmp(o, "--steps")) {
+			if (lks_opt_int("run", o, v, 1, 1 << 30, &a->steps))
+				return LKS_EXIT_USAGE;
+			i++;
+		} else if (!strcmp(o, "--threads")) {
+			if (lks_opt_int("run", o, v, 1, 1024, &a->threads))
+				return LKS_EXIT_USAGE;
+			i++;
+		} else if (!strcmp(o, "--set") && v) {
+			a->sets[a->nsets++] = argv[++i];
+		} else if (!strcmp(o, "--run") && v) {
+			a->only[a->nonly++] = argv[++i];
+		} else if (!strcmp(o, "--check") && v) {
+			a->checks[a->nchecks++] = argv[++i];
+		} else if (!strcmp(o, "--combo") && v) {
+			a->combo = argv[++i];
+		} else if (!strcmp(o, "--golden") && v) {
+			lks_golden_set_dir(argv[++i]);
+		} else if (!strcmp(o, "--junit") && v) {
+			a->junit = argv[++i];
+		} else if (!strcmp(o, "--quiet")) {
+			a->quiet = 1;
+		} else if (o[0] == '-' && o[1]) {
+			return lks_usage("run: bad option '%s' (or it lacks its value)", o);
+		} else {
+			a->inputs[a->ninputs++] = o;
+		}
+	}
+	if (a->ninputs == 0)
+		return lks_usage("run: which cases? (a case file or a directory of them)");
+	return 0;
+}
+
+static int lks_listed(const char *const *names, int n, const char *name)
+{
+	for (int i = 0; i < n; i++)
+		if (!strcmp(names[i], name))
+			return 1;
+	return 0;
+}
+
+/* --run names the runs; else --check names them through the checks kept; else all run. */
+static int lks_selected(const struct lks_run_args *a, const lks_case *c, const char *run)
+{
+	if (a->nonly)
+		return lks_listed(a->only, a->nonly, run);
+	for (int i = 0; a->nchecks && i < c->nchecks; i++)
+		if (!strcmp(c->checks[i].a, run) || !strcmp(c->checks[i].b, run))
+			return 1;
+	return a->nchecks == 0;
+}
+
+/* Keeps the checks --check names (all without it); a case left with none is dropped. A
+   --check or --run name that no (kept) case has is bad usage: it selects nothing, and the
+   verdict asked for would be a silent pass. */
+static int lks_keep_checks(const struct lks_run_args *a, lks_case *cases, int *ncases)
+{
+	const char *unknown;
+	int n = 0;
+
+	if ((unknown = lks_cases_unknown(cases, *ncases, a->checks, a->nchecks, 1)))
+		return lks_usage("run: no case has a check named %s", unknown);
+	for (int i = 0; a->nchecks && i < *ncases; i++) {
+		lks_case *c = &cases[i];
+		int m = 0;
+
+		for (int j = 0; j < c->nchecks; j++)
+			if (lks_listed(a->checks, a->nchecks, c->checks[j].name))
+				c->checks[m++] = c->checks[j];
+		c->nchecks = m;
+		if (m)
+			cases[n++] = *c;
+		else
+			lks_case_release(c);
+	}
+	*ncases = a->nchecks ? n : *ncases;
+	if ((unknown = lks_cases_unknown(cases, *ncases, a->only, a->nonly, 0)))
+		return lks_usage("run: no case%s has a run named %s", a->nchecks ? " that --check kept" : "",
+		                 unknown);
+	return 0;
+}
+
+/* A planted fault at a step that --steps leaves out would pass unseen: say so. */
+static void lks_warn_unplanted(const struct lks_run_args *a, const lks_case *cases, int ncases)
+{
+	for (int i = 0; a->steps && i < ncases; i++)
+		for (int j = 0; j < cases[i].nruns; j++) {
+			const lks_run_cfg *r = &cases[i].runs[j];
+
+			if (r->inject.kind != LKS_FAULT_NONE && r->inject.step >= a->steps
+			    && lks_selected(a, &cases[i], r->name))
+				fprintf(stderr, "lockstep: warning: %s / %s: the fault at step %d will not "
+				        "be planted: --steps %d stops before it\n", cases[i].name, r->name,
+				        r->inject.step, a->steps);
+		}
+}
+
+static char *lks_fingerprint_json(void)
+{
+	lks_fingerprint fp;
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+
+	if (!f)
+		return NULL;
+	lks_fingerprint_collect(&fp);
+	lks_fingerprint_print(&fp, f, 1);
+	fclose(f);
+	return buf;
+}
+
+/* The strings joined by spaces, after prefix. */
+static char *lks_join_after(const char *prefix, const char *const *v, int n)
+{
+	size_t len = strlen(prefix) + 1;
+	char *s;
+
+	for (int i = 0; i < n; i++)
+		len += strlen(v[i]) + 1;
+	if (!(s = malloc(len)))
+		return NULL;
+	strcpy(s, prefix);
+	for (int i = 0; i < n; i++) {
+		if (*s)
+			strcat(s, " ");
+		strcat(s, v[i]);
+	}
+	return s;
+}
+
+static char *lks_command_line(int argc, char **argv)
+{
+	return lks_join_after("lockstep", (const char *const *)argv, argc);
+}
+
+static char *lks_join(const char **v, int n)
+{
+	return lks_join_after("", v, n);
+}
+
+int lks_run_cases(int argc, char **argv, lks_check_tally *t)
+{
+	struct lks_run_args a = { 0 };
+	char *fingerprint = NULL, *command = NULL, *overrides = NULL;
+	int ncases = 0, rc, open_rc = 0;
+	lks_case *cases = NULL;
+	lks_store *store = NULL;
+	int64_t suite_id = 0, *run_ids = NULL;
+	int *selected = NULL;
+	lks_sqnr_pairs *pairs = NULL;
+	lks_check_tally tally = { 0 };
+
+	if ((rc = lks_run_parse(argc, argv, &a)) != 0) {
+		rc = rc < 0 ? LKS_EXIT_OK : rc;
+		goto out;
+	}
+	rc = LKS_EXIT_USAGE;
+	/* every case is valid before anything is written */
+	if (lks_cases_load(a.inputs, a.ninputs, a.sets, a.nsets, &cases, &ncases)) {
+		fprintf(stderr, "lockstep: %s\n", lks_errmsg());
+		goto out;
+	}
+	if (lks_keep_checks(&a, cases, &ncases))
+		goto out;
+	lks_warn_unplanted(&a, cases, ncases);
+	rc = LKS_EXIT_INFRA;
+	fingerprint = lks_fingerprint_json();
+	command = lks_command_line(argc, argv);
+	overrides = lks_join(a.sets, a.nsets);
+	if ((open_rc = lks_store_open(a.db, &store)) != 0
+	    || lks_store_begin_suite(store, command, &suite_id)) {
+		fprintf(stderr, "lockstep: %s\n", lks_errmsg());
+		if (open_rc == LKS_STORE_BAD_FILE)
+			rc = LKS_EXIT_USAGE;  /* a file that is not ours: bad input */
+		goto out;
+	}
+	for (int i = 0; i < ncases; i++) {
+		free(run_ids);
+		free(selected);
+		lks_sqnr_free(pairs);
+		pairs = NULL;
+		run_ids = calloc((size_t)cases[i].nruns + 1, sizeof(*run_ids));
+		selected = calloc((size_t)cases[i].nruns + 1, sizeof(*selected));
+		if (!run_ids || !selected) {
+			fprintf(stderr, "lockstep: out of memory\n");
+			goto out;
+		}
+		for (int j = 0; j < cases[i].nruns; j++)
+			selected[j] = lks_selected(&a, &cases[i], cases[i].runs[j].name);
+		if (lks_sqnr_begin(&cases[i], selected, &pairs)) {
+			fprintf(stderr, "lockstep: %s\n", lks_errmsg());
+			goto out;
+		}
+		for (int j = 0; j < cases[i].nruns; j++) {
+			const lks_run_cfg *run = &cases[i].runs[j];
+			lks_runner_opts o = {
+				.steps = a.steps, .threads = a.threads, .suite_id = suite_id,
+				.progress = a.quiet ? NULL : stderr, .progress_tty = isatty(2),
+				.fingerprint = fingerprint, .overrides = overrides, .combo = a.combo,
+			};
+			lks_run_result res;
+
+			if (!selected[j])
+				continue;
+			lks_sqnr_hook(pairs, j, &o);
+			if (lks_run(&cases[i], run, store, &o, &res)
+			    || lks_sqnr_end_run(pairs, j, res.run_id, store)) {
+				fprintf(stderr, "lockstep: %s / %s: %s\n", cases[i].name, run->name, lks_errmsg());
+				goto out;
+			}
+			printf("%-20s %-16s %-18s ws %d  %4d steps  loss %.4f -> %.4f  %6.2fs%s\n",
+			       cases[i].name, run->name, lks_recipe_name(run->recipe), run->world_size,
+			       res.steps, res.first_loss, res.last_loss, res.seconds,
+			       res.nonfinite_events ? "  NON-FINITE gradients (see events)" : "");
+			fflush(stdout);
+			run_ids[j] = res.run_id;
+		}
+		if (lks_check_case(store, suite_id, &cases[i], run_ids, stdout, &tally)) {
+			fprintf(stderr, "lockstep: %s\n", lks_errmsg());
+			goto out;
+		}
+	}
+	printf("%d checks: %d passed, %d failed, %d expected failures, %d unsupported",
+	       tally.total, tally.passed, tally.failed, tally.expected_fail, tally.unsupported);
+	if (tally.skipped)
+		printf(", %d skipped", tally.skipped);
+	printf("\nsuite %lld stored in '%s'\n", (long long)suite_id, a.db);
+	if (a.junit && lks_junit_write(store, suite_id, a.junit)) {
+		fprintf(stderr, "lockstep: %s\n", lks_errmsg());
+		rc = LKS_EXIT_INFRA;
+		goto out;
+	}
+	rc = tally.failed ? LKS_EXIT_FAIL : LKS_EXIT_OK;
+	if (tally.bad_input) {
+		fprintf(stderr, "lockstep: %d check%s had bad input: a golden file or the check's "
+		        "keys (see above)\n", tally.bad_input, tally.bad_input > 1 ? "s" : "");
+		rc = LKS_EXIT_USAGE;
+	}
+out:
+	*t = tally;
+	lks_cases_release(cases, ncases);
+	lks_store_close(store);
+	free(run_ids);
+	free(selected);
+	lks_sqnr_free(pairs);
+	free(fingerprint);
+	free(command);
+	free(overrides);
+	free(a.sets);
+	free(a.only);
+	free(a.inputs);
+	free(a.checks);
+	return rc;
+}
+
+int cmd_run(int argc, char **argv)
+{
+	lks_check_tally t;
+
+	return lks_run_cases(argc, argv, &t);
+}

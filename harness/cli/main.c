@@ -1,0 +1,95 @@
+/*
+ * main.c: the 'lockstep' program: global options, the table of subcommands, and the only
+ * place that turns results into an exit status.
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "harness/cli/cmd.h"
+#include "kernels/cpu/isa.h"
+#include "kernels/err.h"
+
+struct lks_cmd {
+	const char *name;
+	int (*fn)(int argc, char **argv);
+	const char *summary;
+};
+
+static const struct lks_cmd lks_cmds[] = {
+	{ "run", cmd_run, "train every run of cases step by step and store the traces" },
+	{ "check", cmd_check, "run, with exit codes for git bisect run (0 good, 1 bad, 125 skip)" },
+	{ "env", cmd_env, "print the environment fingerprint stored with every run" },
+	{ "bench", cmd_bench, "measure against a peer in the same run (gemm, quant, store, step)" },
+	{ "list", cmd_list, "show cases with their runs and checks" },
+	{ "golden", cmd_golden, "write golden files from the latest stored runs" },
+	{ "report", cmd_report, "write the HTML and Markdown report of a suite" },
+	{ "diff", cmd_diff, "first divergence and per-step maximum errors of two stored runs" },
+	{ "matrix", cmd_matrix, "every case under every combo of a combos file: a table of verdicts" },
+	{ "bisect", cmd_bisect, "the first bad combo of an ordered list, by binary search" },
+	{ "reduce", cmd_reduce, "the fewest differences between a good and a bad combo that fail" },
+};
+
+static const char lks_help[] =
+	"usage: lockstep [--version] [--help] <command> [<args>]\n"
+	"\n"
+	"lockstep trains a small model several times side by side (BF16 reference, FP8 recipes,\n"
+	"activation checkpointing, many ranks), records traces in SQLite and says where numerics\n"
+	"first went wrong. See README.md and DESIGN.md.\n"
+	"\n"
+	"commands:\n";
+
+static const char lks_help_tail[] =
+	"\n"
+	"'lockstep <command> --help' explains a command.\n"
+	"\n"
+	"environment:\n"
+	"  LKS_ISA=scalar|avx2|avx512   force the CPU kernels' instruction-set path; every path\n"
+	"                               gives the same bits, only the speed differs\n"
+	"  LKS_GOLDEN_DIR=DIR           where golden files are (default: golden)\n"
+	"\n"
+	"exit codes: 0 all checks pass, 1 a check failed, 2 bad usage or input,\n"
+	"            3 infrastructure failure\n";
+
+static void lks_print_help(FILE *out)
+{
+	fputs(lks_help, out);
+	for (size_t i = 0; i < sizeof(lks_cmds) / sizeof(lks_cmds[0]); i++)
+		fprintf(out, "  %-8s %s\n", lks_cmds[i].name, lks_cmds[i].summary);
+	fputs(lks_help_tail, out);
+}
+
+int main(int argc, char **argv)
+{
+	const char *isa_env = getenv("LKS_ISA");
+	lks_isa isa;
+
+	if (argc < 2) {
+		lks_print_help(stderr);
+		return LKS_EXIT_USAGE;
+	}
+	if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0
+	    || strcmp(argv[1], "help") == 0) {
+		lks_print_help(stdout);
+		return LKS_EXIT_OK;
+	}
+	if (strcmp(argv[1], "--version") == 0) {
+		char *env_argv[] = { "env", "--version", NULL };
+
+		return cmd_env(2, env_argv);
+	}
+	/* a bad LKS_ISA is bad input, not something to ignore silently */
+	if (isa_env && *isa_env) {
+		if (lks_isa_parse(isa_env, &isa) != 0)
+			return lks_usage("LKS_ISA: %s", lks_errmsg());
+		if (lks_isa_force(isa) != 0)
+			return lks_usage("LKS_ISA: %s", lks_errmsg());
+	}
+	for (size_t i = 0; i < sizeof(lks_cmds) / sizeof(lks_cmds[0]); i++)
+		if (strcmp(argv[1], lks_cmds[i].name) == 0)
+			return lks_cmds[i].fn(argc - 1, argv + 1);
+	lks_usage("'%s' is not a lockstep command", argv[1]);
+	lks_print_help(stderr);
+	return LKS_EXIT_USAGE;
+}

@@ -1,0 +1,182 @@
+/*
+ * case.h: a declared case, parsed from an INI file in cases/ (DESIGN.md, A case file).
+ *
+ *   [case]   description, steps, seed, world_size
+ *   [model]  vocab, hidden, ffn, layers, seq, batch (per rank at the case's world_size)
+ *   [optim]  lr, min_lr, warmup, beta1, beta2, eps, weight_decay, clip (0: no clipping)
+ *   [run NAME]    recipe, checkpoint = none|blocks, world_size (keeps the global batch),
+ *                 amax_history, amax_algo = max|most_recent (fp8_delayed), margin,
+ *                 inject (a planted fault, fault.h)
+ *   [check NAME]  kind, a, b, metric, tensors, rtol, atol, floor_db, expect = pass|fail,
+ *                 step, rank, tensor (the divergence a failing check is expected to name)
+ *
+ * The global batch of a step is model.batch x case.world_size sequences; a run with its own
+ * world_size takes global / world_size per rank (it must divide), so runs of one case see
+ * the same data whatever their world size.
+ */
+#ifndef LKS_HARNESS_CASE_H
+#define LKS_HARNESS_CASE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "harness/engine/fault.h"
+
+#define LKS_NAME_MAX 64
+
+typedef enum lks_recipe {
+	LKS_RECIPE_BF16 = 0,
+	LKS_RECIPE_FP8_TENSORWISE,
+	LKS_RECIPE_FP8_ROWWISE,
+	LKS_RECIPE_FP8_ROWWISE_GW_HP,
+	LKS_RECIPE_FP8_DELAYED,
+	LKS_RECIPE_FP32,        /* no quantization, no BF16 rounding: the exact reference */
+	LKS_RECIPE_COUNT
+} lks_recipe;
+
+typedef enum lks_check_kind {
+	LKS_CHECK_BITWISE = 0,
+	LKS_CHECK_CLOSE,
+	LKS_CHECK_SQNR,
+	LKS_CHECK_GOLDEN,
+	LKS_CHECK_FINITE,
+	LKS_CHECK_RANKS_AGREE,
+	LKS_CHECK_RECOMPUTE,
+	LKS_CHECK_COUNT
+} lks_check_kind;
+
+const char *lks_recipe_name(lks_recipe r);
+int lks_recipe_parse(const char *s, lks_recipe *out);
+const char *lks_check_kind_name(lks_check_kind k);
+int lks_check_kind_parse(const char *s, lks_check_kind *out);
+/* 2 for the kinds that compare two runs (bitwise, close, sqnr: a and b), else 1 (a). */
+int lks_check_kind_nruns(lks_check_kind k);
+
+/* The metrics a close check compares, one row each in the table of case.c: the case's
+   validation, 'lockstep list' and the check (check.c) all read it. */
+typedef enum lks_metric_scope {
+	LKS_METRIC_STEP_MEAN,     /* one value per step: the mean over ranks (the loss) */
+	LKS_METRIC_STEP_GLOBAL,   /* one value per step, the same on every rank (grad norm) */
+	LKS_METRIC_TENSOR,        /* per step, rank and tensor: a statistic of the trace */
+} lks_metric_scope;
+
+typedef struct lks_metric {
+	const char *name;
+	lks_metric_scope scope;
+	size_t off;               /* of the value in lks_step_row or lks_stat_row (trace_store.h) */
+	int f32;                  /* the value is a float there, else a double */
+	int nan_absent;           /* NaN with every value finite: the tensor has none (the
+	                             scale of a tensor that was not quantized) */
+	const char *what;         /* in words, for 'lockstep list' */
+} lks_metric;
+
+/* The metric called name, or NULL; the i-th row of the table, NULL past its end; the names
+   of all, "loss, grad_norm, ...", into buf. */
+const lks_metric *lks_metric_find(const char *name);
+const lks_metric *lks_metric_at(int i);
+const char *lks_metric_names(char *buf, size_t size);
+
+typedef struct lks_model_cfg {
+	int vocab, hidden, ffn, layers, seq;
+	int batch;              /* sequences per rank at the case's world_size */
+} lks_model_cfg;
+
+typedef struct lks_optim_cfg {
+	float lr;               /* peak learning rate */
+	float min_lr;           /* the cosine schedule ends here */
+	int warmup;             /* steps of linear warmup */
+	float beta1, beta2, eps, weight_decay;
+	float clip;             /* global grad-norm clip; 0 = none */
+} lks_optim_cfg;
+
+typedef struct lks_run_cfg {
+	char name[LKS_NAME_MAX];
+	lks_recipe recipe;
+	int checkpoint;         /* 0 none, 1 blocks */
+	int world_size;         /* ranks of this run */
+	int amax_history;       /* fp8_delayed: history length */
+	int amax_most_recent;   /* fp8_delayed: 1 most_recent, 0 max */
+	int margin;             /* fp8_delayed: scale = fp8_max * 2^-margin / amax */
+	lks_fault inject;       /* a planted fault; kind LKS_FAULT_NONE: none */
+	int line;               /* line of the [run NAME] header */
+} lks_run_cfg;
+
+typedef struct lks_check_cfg {
+	char name[LKS_NAME_MAX];
+	lks_check_kind kind;
+	char a[LKS_NAME_MAX], b[LKS_NAME_MAX];  /* run names; b empty for one-run kinds */
+	char metric[LKS_NAME_MAX];              /* close: a name of the metric table */
+	char tensors[128];                      /* close on a tensor statistic: an fnmatch
+	                                           pattern of the names compared; "": all */
+	double rtol, atol, floor_db;
+	int expect_fail;
+	int exp_step, exp_rank;                 /* -1: not given */
+	char exp_tensor[128];
+	int line;
+} lks_check_cfg;
+
+typedef struct lks_case {
+	char path[512];
+	char name[LKS_NAME_MAX];  /* the file name without directory and .ini */
+	char *text;               /* the whole file, stored with every run */
+	char description[256];
+	int steps;
+	uint64_t seed;
+	int world_size;
+	lks_model_cfg model;
+	lks_optim_cfg optim;
+	lks_run_cfg *runs;
+	int nruns;
+	lks_check_cfg *checks;
+	int nchecks;
+} lks_case;
+
+/*
+ * Parses and validates the case at path, then applies the overrides sets[0..nsets) of the
+ * form "section.key=value" ("model.hidden=512", "run.fp8.recipe=fp8_tensorwise",
+ * "case.steps=10"). Errors (lks_err) name the file and line: "cases/x.ini:12: unknown key
+ * 'hiden' in [model]"; an override's error names the override.
+ */
+int lks_case_load(const char *path, const char *const *sets, int nsets, lks_case *out);
+
+/* The tokens one rank of run r trains on per step (its slice of the case's global batch:
+   batch x world_size sequences of seq tokens, over the run's ranks). */
+long long lks_case_run_tokens(const lks_case *c, const lks_run_cfg *r);
+void lks_case_release(lks_case *c);
+
+/* Applies one override ("section.key=value", as lks_case_load takes them) to a loaded case
+   without validating the whole case again: to tell which of several overrides a case
+   refuses (an unknown key, a bad value), each on its own. Errors as lks_case_load's. */
+int lks_case_override(lks_case *c, const char *set);
+
+/* The run called name, or NULL. */
+const lks_run_cfg *lks_case_run(const lks_case *c, const char *name);
+
+/* The first of names[0..n) that no case of cases[0..ncases) has as a run (checks 0) or as
+   a check (checks 1), or NULL: what --run and --check are checked with, since a name that
+   selects nothing would run nothing and pass. */
+const char *lks_cases_unknown(const lks_case *cases, int ncases, const char *const *names,
+                              int n, int checks);
+
+/*
+ * Expands the arguments of 'lockstep list|run CASE|DIR...' into case paths: a file stays
+ * as given, a directory gives its *.ini files sorted by name ("dir/a.ini"). A missing
+ * path or a directory without cases is an error. Free the result with
+ * lks_case_paths_free (also safe on NULL, 0).
+ */
+int lks_case_paths(const char *const *args, int nargs, char ***paths, int *npaths);
+void lks_case_paths_free(char **paths, int npaths);
+
+/* Every case of args (files and directories, as lks_case_paths), each loaded with the
+   overrides sets; stops at the first bad one (lks_err names file and line). *cases has
+   *ncases loaded cases also after a failure; release with lks_cases_release. */
+int lks_cases_load(const char *const *args, int nargs, const char *const *sets, int nsets,
+                   lks_case **cases, int *ncases);
+void lks_cases_release(lks_case *cases, int ncases);
+
+/* Plants the fault of the environment variable LOCKSTEP_INJECT (fault.h), if set, into the
+   run it names with run=NAME, else into every run it fits (its recipe, checkpointing, ranks
+   and steps); an error when it is malformed or fits no run. lks_cases_load calls it. */
+int lks_cases_inject_env(lks_case *cases, int ncases);
+
+#endif

@@ -1,0 +1,235 @@
+/* fault.c: planted faults (see fault.h). */
+#include "harness/engine/fault.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "harness/engine/case.h"
+#include "harness/engine/model.h"
+#include "kernels/err.h"
+
+static const char *const lks_fault_names[LKS_FAULT_COUNT] = {
+	[LKS_FAULT_NONE] = "none",
+	[LKS_FAULT_BITFLIP] = "bitflip",
+	[LKS_FAULT_NAN] = "nan",
+	[LKS_FAULT_STALE_BWD_SCALE] = "stale_bwd_scale",
+	[LKS_FAULT_SKIP_ALLREDUCE] = "skip_allreduce",
+	[LKS_FAULT_SCALE_ROUND_UP] = "scale_round_up",
+};
+
+/* The keys each kind requires and accepts, one bit per key of lks_fault_keys. */
+enum { K_STEP = 1, K_RANK = 2, K_TENSOR = 4, K_ELEMENT = 8, K_BIT = 16, K_RUN = 32 };
+
+static const char *const lks_fault_keys[] = { "step", "rank", "tensor", "element", "bit", "run" };
+
+static const struct { unsigned need, allow; } lks_fault_keyset[LKS_FAULT_COUNT] = {
+	[LKS_FAULT_BITFLIP] = { K_STEP | K_RANK | K_TENSOR | K_ELEMENT | K_BIT, 0 },
+	[LKS_FAULT_NAN] = { K_STEP | K_RANK | K_TENSOR, K_ELEMENT },
+	[LKS_FAULT_STALE_BWD_SCALE] = { 0, 0 },
+	[LKS_FAULT_SKIP_ALLREDUCE] = { K_STEP | K_RANK, 0 },
+	[LKS_FAULT_SCALE_ROUND_UP] = { 0, K_STEP | K_RANK },
+};
+
+const char *lks_fault_kind_name(lks_fault_kind k)
+{
+	return k >= 0 && k < LKS_FAULT_COUNT ? lks_fault_names[k] : "?";
+}
+
+static int lks_fault_int(const char *key, const char *val, long long hi, long long *out)
+{
+	char *end;
+
+	errno = 0;
+	*out = strtoll(val, &end, 10);
+	if (!(*val >= '0' && *val <= '9') || *end || errno || *out > hi)
+		return lks_err("inject: bad %s '%s': want an integer in [0, %lld]", key, val, hi);
+	return 0;
+}
+
+/* One "key=value" token into f; seen collects the keys given. */
+static int lks_fault_key(lks_fault *f, char *tok, int allow_run, unsigned *seen)
+{
+	char *eq = strchr(tok, '=');
+	long long v;
+	int k;
+
+	if (!eq)
+		return lks_err("inject: '%s' is not key=value", tok);
+	*eq = 0;
+	for (k = 0; k < 6 && strcmp(tok, lks_fault_keys[k]); k++)
+		;
+	if (k == 6 || (k == 5 && !allow_run))
+		return lks_err("inject: unknown key '%s' (step, rank, tensor, element, bit%s)", tok,
+		               allow_run ? ", run" : "");
+	if (*seen & (1u << k))
+		return lks_err("inject: key '%s' given twice", tok);
+	*seen |= 1u << k;
+	switch (k) {
+	case 2:
+	case 5:
+		if (!eq[1] || strlen(eq + 1) >= (k == 2 ? sizeof(f->tensor) : sizeof(f->run)))
+			return lks_err("inject: empty or too long %s '%s'", tok, eq + 1);
+		strcpy(k == 2 ? f->tensor : f->run, eq + 1);
+		return 0;
+	case 4:
+		if (lks_fault_int(tok, eq + 1, 31, &v))
+			return -1;
+		f->bit = (int)v;
+		return 0;
+	default:
+		if (lks_fault_int(tok, eq + 1, k == 3 ? INT64_MAX : 1 << 30, &v))
+			return -1;
+		if (k == 0)
+			f->step = (int)v;
+		else if (k == 1)
+			f->rank = (int)v;
+		else
+			f->element = v;
+		return 0;
+	}
+}
+
+int lks_fault_parse(const char *spec, int allow_run, lks_fault *out)
+{
+	char buf[512], *save = NULL, *tok;
+	unsigned seen = 0, need, allow;
+	lks_fault f = { .step = -1, .rank = -1 };
+	int k;
+
+	if (strlen(spec) >= sizeof(buf))
+		return lks_err("inject: longer than %zu characters", sizeof(buf) - 1);
+	strcpy(buf, spec);
+	if (!(tok = strtok_r(buf, " \t", &save)))
+		return lks_err("inject: empty (want bitflip, nan, stale_bwd_scale, skip_allreduce "
+		               "or scale_round_up, then key=value ...)");
+	for (k = 1; k < LKS_FAULT_COUNT && strcmp(tok, lks_fault_names[k]); k++)
+		;
+	if (k == LKS_FAULT_COUNT)
+		return lks_err("inject: unknown fault '%s' (bitflip, nan, stale_bwd_scale, "
+		               "skip_allreduce, scale_round_up)", tok);
+	f.kind = (lks_fault_kind)k;
+	while ((tok = strtok_r(NULL, " \t", &save)))
+		if (lks_fault_key(&f, tok, allow_run, &seen))
+			return -1;
+	need = lks_fault_keyset[k].need;
+	allow = need | lks_fault_keyset[k].allow | K_RUN;
+	for (int i = 0; i < 6; i++) {
+		if ((need & (1u << i)) && !(seen & (1u << i)))
+			return lks_err("inject: %s needs %s=", lks_fault_names[k], lks_fault_keys[i]);
+		if ((seen & (1u << i)) && !(allow & (1u << i)))
+			return lks_err("inject: %s takes no %s=", lks_fault_names[k], lks_fault_keys[i]);
+	}
+	*out = f;
+	return 0;
+}
+
+void lks_fault_format(const lks_fault *f, char *buf, size_t size)
+{
+	int n = snprintf(buf, size, "%s", lks_fault_kind_name(f->kind));
+
+#define LKS_APPEND(...) \
+	do { \
+		if (n >= 0 && (size_t)n < size) \
+			n += snprintf(buf + n, size - (size_t)n, __VA_ARGS__); \
+	} while (0)
+	if (f->step >= 0)
+		LKS_APPEND(" step=%d", f->step);
+	if (f->rank >= 0)
+		LKS_APPEND(" rank=%d", f->rank);
+	if (f->tensor[0])
+		LKS_APPEND(" tensor=%s", f->tensor);
+	if (f->kind == LKS_FAULT_BITFLIP || f->element)
+		LKS_APPEND(" element=%lld", (long long)f->element);
+	if (f->kind == LKS_FAULT_BITFLIP)
+		LKS_APPEND(" bit=%d", f->bit);
+	if (f->run[0])
+		LKS_APPEND(" run=%s", f->run);
+#undef LKS_APPEND
+}
+
+int lks_fault_fits(const lks_fault *f, int recipe, int checkpoint, int world_size, int steps)
+{
+	const char *name = lks_fault_kind_name(f->kind);
+
+	if (f->kind == LKS_FAULT_NONE)
+		return 0;
+	if (f->step >= steps)
+		return lks_err("inject: step %d is past the run's %d steps", f->step, steps);
+	if (f->rank >= world_size)
+		return lks_err("inject: rank %d is past the run's %d ranks", f->rank, world_size);
+	if (f->kind == LKS_FAULT_STALE_BWD_SCALE && (recipe != LKS_RECIPE_FP8_DELAYED || !checkpoint))
+		return lks_err("inject: %s needs recipe fp8_delayed with checkpoint = blocks "
+		               "(the scales it leaves stale exist only there)", name);
+	if (f->kind == LKS_FAULT_SKIP_ALLREDUCE && world_size < 2)
+		return lks_err("inject: %s needs world_size >= 2 (one rank has no all-reduce to "
+		               "skip)", name);
+	if (f->kind == LKS_FAULT_SCALE_ROUND_UP && recipe != LKS_RECIPE_FP8_ROWWISE
+	    && recipe != LKS_RECIPE_FP8_ROWWISE_GW_HP)
+		return lks_err("inject: %s needs a recipe with power-of-two scales (fp8_rowwise, "
+		               "fp8_rowwise_gw_hp)", name);
+	return 0;
+}
+
+int lks_fault_fits_model(const lks_fault *f, const lks_model_cfg *m, long long tokens)
+{
+	const char *name = lks_fault_kind_name(f->kind);
+	size_t n = 0;
+	int kind;
+
+	if (f->kind != LKS_FAULT_BITFLIP && f->kind != LKS_FAULT_NAN)
+		return 0;
+	if ((kind = lks_model_tensor(m, tokens, f->tensor, &n)) < 0)
+		return -1;
+	if (kind == LKS_TENSOR_FP8) {
+		/* blocks.0.mlp.up.fwd.x: the layer's output is blocks.0.mlp.up.out */
+		int layer = (int)(strrchr(f->tensor, '.') - f->tensor);
+
+		while (layer > 0 && f->tensor[--layer] != '.')
+			;
+		return lks_err("inject: '%s' is an FP8 operand (codes and scales): %s acts on float "
+		               "tensors, such as the layer's output '%.*s.out'", f->tensor, name, layer,
+		               f->tensor);
+	}
+	if (kind == LKS_TENSOR_NONE)
+		return lks_err("inject: the model has no tensor '%s' (float tensors are named as "
+		               "the trace names them: embed.out, blocks.0.mlp.up.out, head.logits, "
+		               "blocks.0.mlp.up.weight.grad, ...; blocks 0 to %d)", f->tensor,
+		               m->layers - 1);
+	if ((uint64_t)f->element >= n)
+		return lks_err("inject: element %lld is out of range: '%s' has %zu elements on a rank",
+		               (long long)f->element, f->tensor, n);
+	return 0;
+}
+
+int lks_fault_here(const lks_fault *f, lks_fault_kind kind, int step, int rank)
+{
+	if (f->kind != kind)
+		return 0;
+	if (kind == LKS_FAULT_SCALE_ROUND_UP)  /* from step on, on every rank or one */
+		return step >= f->step && (f->rank < 0 || rank == f->rank);
+	return step == f->step && rank == f->rank;
+}
+
+int lks_fault_tensor(const lks_fault *f, int step, int rank, const char *name, float *x,
+                     size_t n)
+{
+	uint32_t bits;
+
+	if ((f->kind != LKS_FAULT_BITFLIP && f->kind != LKS_FAULT_NAN)
+	    || !lks_fault_here(f, f->kind, step, rank) || strcmp(name, f->tensor))
+		return 0;
+	if (f->element < 0 || (uint64_t)f->element >= n)
+		return lks_err("inject: element %lld is past tensor %s's %zu elements",
+		               (long long)f->element, name, n);
+	if (f->kind == LKS_FAULT_NAN) {
+		x[f->element] = NAN;
+		return 1;
+	}
+	memcpy(&bits, &x[f->element], sizeof(bits));
+	bits ^= 1u << f->bit;
+	memcpy(&x[f->element], &bits, sizeof(bits));
+	return 1;
+}

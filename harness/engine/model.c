@@ -1,0 +1,724 @@
+/*
+ * model.c: forward and backward of the model on one rank (see model.h).
+ *
+ * Every GEMM goes through lks_linear(), which prepares both operands by the recipe's rule
+ * (round to BF16, or quantize to FP8 with the rule's scaling along the GEMM's reduction
+ * dimension, transposing codes where the GEMM needs the transpose) and calls the backend.
+ * With checkpointing, blocks keep only their input; backward recomputes h, u, a with the
+ * same code and the same scales, records them as the RECOMPUTE phase and leaves the amax
+ * history alone, so the run must equal the run without checkpointing bit for bit.
+ */
+#include "harness/engine/model.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernels/cpu/convert.h"
+#include "kernels/cpu/ops.h"
+#include "kernels/err.h"
+#include "kernels/philox.h"
+
+static void lks_ptensor_set(lks_ptensor *p, size_t *off, const char *name, int rows, int cols,
+                            int decay)
+{
+	snprintf(p->name, sizeof(p->name), "%s", name);
+	p->off = *off;
+	p->rows = rows;
+	p->cols = cols;
+	p->n = (size_t)rows * (size_t)cols;
+	p->decay = decay;
+	*off += (p->n + 15) & ~(size_t)15;  /* 64-byte aligned tensors inside the flat vector */
+}
+
+int lks_model_init(lks_model *m, const lks_model_cfg *cfg)
+{
+	int L = cfg->layers, H = cfg->hidden, F = cfg->ffn, V = cfg->vocab;
+	size_t off = 0;
+	char name[48];
+
+	memset(m, 0, sizeof(*m));
+	m->cfg = *cfg;
+	m->nt = 3 + 3 * L;
+	if (!(m->t = calloc((size_t)m->nt, sizeof(*m->t))))
+		return lks_err("out of memory");
+	lks_ptensor_set(&m->t[LKS_P_EMBED], &off, "embed.weight", V, H, 1);
+	for (int l = 0; l < L; l++) {
+		snprintf(name, sizeof(name), "blocks.%d.norm.weight", l);
+		lks_ptensor_set(&m->t[LKS_P_NORM(l)], &off, name, 1, H, 0);
+		snprintf(name, sizeof(name), "blocks.%d.mlp.up.weight", l);
+		lks_ptensor_set(&m->t[LKS_P_UP(l)], &off, name, F, H, 1);
+		snprintf(name, sizeof(name), "blocks.%d.mlp.down.weight", l);
+		lks_ptensor_set(&m->t[LKS_P_DOWN(l)], &off, name, H, F, 1);
+	}
+	lks_ptensor_set(&m->t[LKS_P_FINAL_NORM(L)], &off, "final_norm.weight", 1, H, 0);
+	lks_ptensor_set(&m->t[LKS_P_HEAD(L)], &off, "head.weight", V, H, 1);
+	m->nparams = off;
+	return 0;
+}
+
+void lks_model_release(lks_model *m)
+{
+	free(m->t);
+	memset(m, 0, sizeof(*m));
+}
+
+/* ---- the tensors a rank traces ---- */
+
+/* Activations and their gradients, beside the parameters and their gradients (lks_model.t,
+   "<name>" in the update and "<name>.grad" in backward). dims: 'T'okens, 'H'idden, 'F'fn,
+   'V'ocab. Kept in step with lks_forward / lks_backward by test_fault. */
+struct lks_act_tensor {
+	const char *name;
+	char rows, cols;
+};
+
+static const struct lks_act_tensor lks_act_tensors[] = {
+	{ "embed.out", 'T', 'H' }, { "final_norm.out", 'T', 'H' }, { "head.logits", 'T', 'V' },
+	{ "head.logits.grad", 'T', 'V' }, { "final_norm.in.grad", 'T', 'H' }, { NULL, 0, 0 },
+}, lks_block_tensors[] = {  /* "blocks.<l>.<name>" */
+	{ "norm.out", 'T', 'H' }, { "mlp.up.out", 'T', 'F' }, { "mlp.act.out", 'T', 'F' },
+	{ "mlp.down.out", 'T', 'H' }, { "out", 'T', 'H' }, { "mlp.down.in.grad", 'T', 'F' },
+	{ "mlp.up.out.grad", 'T', 'F' }, { "mlp.up.in.grad", 'T', 'H' }, { "in.grad", 'T', 'H' },
+	{ NULL, 0, 0 },
+};
+
+static size_t lks_dim(const lks_model_cfg *c, long long tokens, char d)
+{
+	return d == 'T' ? (size_t)tokens : (size_t)(d == 'H' ? c->hidden : d == 'F' ? c->ffn : c->vocab);
+}
+
+/* name in table: 1 with its element count in *n, else 0 */
+static int lks_act_find(const struct lks_act_tensor *t, const lks_model_cfg *c, long long tokens,
+                        const char *name, size_t *n)
+{
+	for (; t->name; t++)
+		if (!strcmp(name, t->name)) {
+			*n = lks_dim(c, tokens, t->rows) * lks_dim(c, tokens, t->cols);
+			return 1;
+		}
+	return 0;
+}
+
+/* The length of "blocks.<l>." at the start of name, l as %d writes it and below layers;
+   0 when name does not start so. */
+static size_t lks_block_prefix(const lks_model_cfg *c, const char *name)
+{
+	const char *p = name + 7;
+	long l = 0;
+
+	if (strncmp(name, "blocks.", 7) || !(*p >= '0' && *p <= '9') || (p[0] == '0' && p[1] != '.'))
+		return 0;
+	for (; *p >= '0' && *p <= '9' && l <= c->layers; p++)
+		l = l * 10 + (*p - '0');
+	return *p == '.' && l < c->layers ? (size_t)(p + 1 - name) : 0;
+}
+
+/* The FP8 operands lks_linear names in a block: "mlp.up.fwd.x" and the other 11, k in
+   [0, 12): layer (up, down), role (fwd, dgrad, wgrad), operand (a, b). */
+#define LKS_FP8_OPERANDS 12
+static void lks_fp8_operand_name(char *buf, size_t size, int k)
+{
+	int li = k / 6, role = k / 2 % 3, ab = k % 2;
+
+	snprintf(buf, size, "mlp.%s.%s.%s", li ? "down" : "up", lks_role_name((lks_role)role),
+	         lks_src_name(lks_role_src((lks_role)role, ab)));
+}
+
+static int lks_fp8_operand(const char *rest)
+{
+	char buf[64];
+
+	for (int k = 0; k < LKS_FP8_OPERANDS; k++) {
+		lks_fp8_operand_name(buf, sizeof(buf), k);
+		if (!strcmp(rest, buf))
+			return 1;
+	}
+	return 0;
+}
+
+int lks_model_tensor_each(const lks_model_cfg *cfg, int (*fn)(void *arg, const char *name),
+                          void *arg)
+{
+	char buf[192], rest[64];
+	lks_model m;
+	int rc = 0;
+
+	for (const struct lks_act_tensor *t = lks_act_tensors; t->name && !rc; t++)
+		rc = fn(arg, t->name);
+	for (int l = 0; l < cfg->layers && !rc; l++) {
+		for (const struct lks_act_tensor *t = lks_block_tensors; t->name && !rc; t++) {
+			snprintf(buf, sizeof(buf), "blocks.%d.%s", l, t->name);
+			rc = fn(arg, buf);
+		}
+		for (int k = 0; k < LKS_FP8_OPERANDS && !rc; k++) {
+			lks_fp8_operand_name(rest, sizeof(rest), k);
+			snprintf(buf, sizeof(buf), "blocks.%d.%s", l, rest);
+			rc = fn(arg, buf);
+		}
+	}
+	if (rc)
+		return rc;
+	if (lks_model_init(&m, cfg))
+		return -1;
+	for (int i = 0; i < m.nt && !rc; i++) {
+		snprintf(buf, sizeof(buf), "%s.grad", m.t[i].name);
+		rc = fn(arg, m.t[i].name);
+		rc = rc ? rc : fn(arg, buf);
+	}
+	lks_model_release(&m);
+	return rc;
+}
+
+int lks_model_tensor(const lks_model_cfg *cfg, long long tokens, const char *name, size_t *n)
+{
+	size_t pre = lks_block_prefix(cfg, name), len = strlen(name);
+	int kind = LKS_TENSOR_NONE;
+	lks_model m;
+
+	if (lks_act_find(lks_act_tensors, cfg, tokens, name, n)
+	    || (pre && lks_act_find(lks_block_tensors, cfg, tokens, name + pre, n)))
+		return LKS_TENSOR_FLOAT;
+	if (pre && lks_fp8_operand(name + pre))
+		return LKS_TENSOR_FP8;
+	if (lks_model_init(&m, cfg))
+		return -1;
+	for (int i = 0; i < m.nt && !kind; i++) {
+		size_t plen = strlen(m.t[i].name);
+
+		if (!strncmp(name, m.t[i].name, plen) && (len == plen || !strcmp(name + plen, ".grad"))) {
+			*n = m.t[i].n;
+			kind = LKS_TENSOR_FLOAT;
+		}
+	}
+	lks_model_release(&m);
+	return kind;
+}
+
+void lks_model_init_params(const lks_model *m, uint64_t seed, float *params)
+{
+	int L = m->cfg.layers;
+
+	memset(params, 0, m->nparams * sizeof(float));
+	for (int i = 0; i < m->nt; i++) {
+		const lks_ptensor *p = &m->t[i];
+		/* GPT-2 style: std 0.02, the residual projections scaled by 1/sqrt(2L) */
+		float std = 0.02f;
+
+		if (p->rows == 1) {  /* norm gains start at 1 */
+			for (size_t k = 0; k < p->n; k++)
+				params[p->off + k] = 1.0f;
+			continue;
+		}
+		for (int l = 0; l < L; l++)
+			if (i == LKS_P_DOWN(l))
+				std = 0.02f / sqrtf(2.0f * (float)L);
+		for (size_t k = 0; k < p->n; k++)
+			params[p->off + k] = lks_philox_normal(seed, (uint32_t)i + 1, k) * std;
+	}
+}
+
+/* ---- delayed scaling ---- */
+
+void lks_amax_slot_roll(lks_amax_slot *s, lks_dtype fmt, int most_recent, int margin)
+{
+	float ref = 0.0f, fmax = fmt == LKS_E5M2 ? LKS_E5M2_MAX : LKS_E4M3_MAX;
+
+	memmove(s->hist + 1, s->hist, sizeof(float) * (size_t)(s->len - 1));
+	s->hist[0] = s->cur;
+	s->filled += s->filled < s->len;
+	s->cur = 0.0f;
+	if (most_recent) {
+		ref = s->hist[0];
+	} else {
+		for (int i = 0; i < s->filled; i++)
+			ref = isnan(s->hist[i]) || s->hist[i] > ref ? s->hist[i] : ref;
+	}
+	/* TE: a finite positive amax gives fp8_max 2^-margin / amax, else the scale stays */
+	if (isfinite(ref) && ref > 0.0f)
+		s->scale = ldexpf(fmax / ref, -margin);
+}
+
+/* ---- GEMM operands ---- */
+
+/* bytes from the GEMM call's arena, or (step) from the step's */
+static void *lks_arena_take(lks_rank *r, int step, size_t *used, size_t bytes)
+{
+	void *p = (step ? r->qarena : r->arena) + *used;
+
+	*used += (bytes + 63) & ~(size_t)63;
+	return *used <= (step ? r->qarena_size : r->arena_size) ? p : NULL;
+}
+
+/* The operand (rows', K) from src (rows, cols) float: src itself or its transpose. */
+static int lks_prep_operand(lks_rank *r, const lks_operand_rule *rule, const float *src,
+                            int rows, int cols, int transposed, lks_amax_slot *slot, int record,
+                            size_t *used, lks_operand *op, lks_phase ph, const char *tname)
+{
+	int orows = transposed ? cols : rows, ocols = transposed ? rows : cols;
+	size_t n = (size_t)rows * (size_t)cols;
+
+	memset(op, 0, sizeof(*op));
+	op->ld = (size_t)ocols;
+	op->dtype = rule->dtype;
+	if (rule->dtype == LKS_F32) {
+		float *d = lks_arena_take(r, 0, used, n * sizeof(float));
+
+		if (!d)
+			return lks_err("gemm operand arena too small");
+		if (transposed)
+			lks_transpose_f32(src, rows, cols, d);
+		else
+			memcpy(d, src, n * sizeof(float));
+		op->data = d;
+		return 0;
+	}
+	if (rule->dtype == LKS_BF16) {
+		uint16_t *d = lks_arena_take(r, 0, used, n * 2);
+
+		if (!d)
+			return lks_err("gemm operand arena too small");
+		if (transposed)
+			lks_transpose_bf16(src, rows, cols, d);
+		else
+			lks_f32_to_bf16_n(src, d, n);
+		op->data = d;
+		return 0;
+	}
+
+	int nscales = rule->scaling == LKS_SCALE_AXIS ? orows : 1;
+	/* the tracer may read codes and scales until the step ends: from the step's arena */
+	int kept = r->qarena != NULL;
+	size_t *qu = kept ? &r->qused : used;
+	uint8_t *codes = lks_arena_take(r, kept, qu, n);
+	float *scale = lks_arena_take(r, kept, qu, sizeof(float) * (size_t)nscales);
+	float *amax = lks_arena_take(r, kept, qu, sizeof(float) * (size_t)nscales);
+	lks_quant q = {
+		.x = src, .rows = rows, .cols = cols, .ldx = (size_t)cols,
+		.fmt = rule->dtype == LKS_E4M3 ? LKS_FP8_E4M3 : LKS_FP8_E5M2,
+		.axis = rule->scaling != LKS_SCALE_AXIS ? LKS_AXIS_TENSOR
+		      : transposed ? LKS_AXIS_COL : LKS_AXIS_ROW,
+		.pow2 = rule->pow2 && lks_fault_here(r->fault, LKS_FAULT_SCALE_ROUND_UP, r->tr.step, r->rank)
+		      ? LKS_POW2_UP : rule->pow2,
+		.scale_given = rule->delayed,
+		.q = codes, .ldq = (size_t)cols, .scale = scale, .amax = amax,
+	};
+
+	if (!codes || !scale || !amax)
+		return lks_err("gemm operand arena too small");
+	if (rule->delayed)
+		scale[0] = slot->scale;
+	if (r->be->quantize(r->bectx, &q))
+		return -1;
+	if (rule->delayed && record)
+		slot->cur = isnan(amax[0]) || amax[0] > slot->cur ? amax[0] : slot->cur;
+	lks_trace_quant(&r->tr, ph, &q, "%s", tname);
+	if (transposed) {  /* codes (rows, cols) -> (cols, rows); exact */
+		uint8_t *t = lks_arena_take(r, 0, used, n);
+
+		if (!t)
+			return lks_err("gemm operand arena too small");
+		lks_transpose_u8(codes, rows, cols, t);
+		codes = t;
+	}
+	op->data = codes;
+	op->scaling = rule->scaling;
+	op->scale = scale;
+	return 0;
+}
+
+/*
+ * One GEMM of linear layer li (0 .. 2L-1; up layers even, down odd) in a role (recipe.h):
+ * a (arows, acols) and b (brows, bcols) are the stored tensors (x, W or dy) before any
+ * transpose; out gets (M, N) as float or BF16-rounded float per role.
+ */
+static int lks_linear(lks_rank *r, int li, lks_role role, const float *a, int arows, int acols,
+                      const float *b, int brows, int bcols, float *out)
+{
+	const lks_operand_rule *rules = r->rules->op[role];
+	const float *src[2] = { a, b };
+	int rows[2] = { arows, brows }, cols[2] = { acols, bcols };
+	lks_operand ops[2];
+	size_t used = 0;
+	char tname[96];
+	lks_phase ph = r->recomputing ? LKS_PHASE_RECOMPUTE
+	             : role == LKS_ROLE_FWD ? LKS_PHASE_FORWARD : LKS_PHASE_BACKWARD;
+
+	for (int ab = 0; ab < 2; ab++) {
+		lks_src s = lks_role_src(role, ab);
+		int record = !r->recomputing && (role == LKS_ROLE_FWD
+		             || (role == LKS_ROLE_DGRAD && s == LKS_SRC_DY));
+
+		snprintf(tname, sizeof(tname), "blocks.%d.mlp.%s.%s.%s", li / 2, li % 2 ? "down" : "up",
+		         lks_role_name(role), lks_src_name(s));
+		if (lks_prep_operand(r, &rules[ab], src[ab], rows[ab], cols[ab],
+		                     lks_role_transposed(role, ab), &r->slots[li * 3 + s], record,
+		                     &used, &ops[ab], ph, tname))
+			return -1;
+	}
+
+	int tr_a = lks_role_transposed(role, 0), tr_b = lks_role_transposed(role, 1);
+	lks_gemm g = {
+		.M = tr_a ? acols : arows, .N = tr_b ? bcols : brows, .K = tr_a ? arows : acols,
+		.a = ops[0], .b = ops[1], .out = LKS_F32, .c = out,
+	};
+	g.ldc = (size_t)g.N;
+	if (r->be->gemm(r->bectx, &g))
+		return -1;
+	/* activations and activation gradients are stored as BF16; weight gradients fp32 */
+	if (role != LKS_ROLE_WGRAD && r->bf16)
+		lks_round_bf16(out, (size_t)g.M * (size_t)g.N);
+	return 0;
+}
+
+/* The LM head's GEMMs: BF16 operands, fp32 result (no recipe, no trace of operands). */
+static int lks_head_gemm(lks_rank *r, const float *a, int arows, int acols, int tr_a,
+                         const float *b, int brows, int bcols, int tr_b, float *out)
+{
+	static const lks_operand_rule bf16 = { LKS_BF16, LKS_SCALE_NONE, 0, 0 };
+	static const lks_operand_rule f32 = { LKS_F32, LKS_SCALE_NONE, 0, 0 };
+	const lks_operand_rule *rule = r->bf16 ? &bf16 : &f32;
+	lks_operand ops[2];
+	size_t used = 0;
+
+	/* BF16 or F32 operands are not traced: the phase and name go unused */
+	if (lks_prep_operand(r, rule, a, arows, acols, tr_a, NULL, 0, &used, &ops[0],
+	                     LKS_PHASE_FORWARD, "head")
+	    || lks_prep_operand(r, rule, b, brows, bcols, tr_b, NULL, 0, &used, &ops[1],
+	                        LKS_PHASE_FORWARD, "head"))
+		return -1;
+	lks_gemm g = {
+		.M = tr_a ? acols : arows, .N = tr_b ? bcols : brows, .K = tr_a ? arows : acols,
+		.a = ops[0], .b = ops[1], .out = LKS_F32, .c = out,
+	};
+	g.ldc = (size_t)g.N;
+	return r->be->gemm(r->bectx, &g);
+}
+
+/* ---- the rank ---- */
+
+/* The most bytes per element one operand of a GEMM of this recipe takes in the call's
+   arena: its float32 or BF16 copy, or for FP8 its codes and their transpose
+   (lks_prep_operand); the LM head's operands are BF16, or float32 where activations are. */
+static size_t lks_operand_width(const lks_recipe_rules *rules)
+{
+	size_t w = rules->f32_activations ? 4 : 2;
+
+	for (int role = 0; role < 3; role++)
+		for (int ab = 0; ab < 2; ab++) {
+			lks_dtype t = rules->op[role][ab].dtype;
+			size_t ow = t == LKS_E4M3 || t == LKS_E5M2 ? 2 : lks_dtype_size(t);
+
+			w = ow > w ? ow : w;
+		}
+	return w;
+}
+
+/* The GEMM arena of one call: the largest operand of any GEMM (x, dy, hf (T, H), a, dy
+   (T, F), W (F, H), Wh (V, H), dz (T, V)), its dimensions and the widest operand's bytes
+   per element (width) size it. */
+static size_t lks_arena_size(const lks_model_cfg *c, size_t T, size_t width)
+{
+	size_t H = (size_t)c->hidden, F = (size_t)c->ffn, V = (size_t)c->vocab;
+	size_t big = T * H, maxdim;
+
+	if (T * F > big) big = T * F;
+	if (F * H > big) big = F * H;
+	if (V * H > big) big = V * H;
+	if (T * V > big) big = T * V;
+	maxdim = T > F ? T : F;
+	maxdim = maxdim > V ? maxdim : V;
+	maxdim = maxdim > H ? maxdim : H;
+	return 2 * (width * big + 8 * maxdim + 256);
+}
+
+/* The traced FP8 operands of a whole step (lks_rank_trace_on). */
+static size_t lks_qarena_size(const lks_model_cfg *c, size_t T)
+{
+	size_t H = (size_t)c->hidden, F = (size_t)c->ffn;
+	size_t big = T * F > F * H ? T * F : F * H, maxdim = T > F ? T : F;
+
+	/* the operands are x (T, H), a and dy (T, F) or (T, H), W (F, H) or (H, F) */
+	big = T * H > big ? T * H : big;
+	maxdim = H > maxdim ? H : maxdim;
+
+	/* a step quantizes at most 16 operands per block (2 per GEMM; forward, dgrad, wgrad
+	   and the recompute), each at most the largest operand, its scales and amaxes */
+	return (size_t)16 * (size_t)c->layers * (big + 8 * maxdim + 3 * 64);
+}
+
+int lks_rank_init(lks_rank *r, int rank, const lks_model *m, const lks_run_cfg *run,
+                  int tokens_per_rank, int global_tokens, const lks_backend *be, void *bectx)
+{
+	const lks_model_cfg *c = &m->cfg;
+	int L = c->layers, H = c->hidden, F = c->ffn, V = c->vocab, T = tokens_per_rank;
+	int nact = run->checkpoint ? 1 : L;
+
+	memset(r, 0, sizeof(*r));
+	r->rank = rank;
+	r->m = m;
+	r->be = be;
+	r->bectx = bectx;
+	r->rules = lks_recipe_rules_of(run->recipe);
+	r->checkpoint = run->checkpoint;
+	r->bf16 = !r->rules->f32_activations;
+	r->T = T;
+	r->grad_scale = 1.0f / (float)global_tokens;
+	lks_tracer_init(&r->tr, rank);
+	r->fault = &run->inject;
+	if (run->inject.kind == LKS_FAULT_BITFLIP || run->inject.kind == LKS_FAULT_NAN)
+		r->tr.fault = &run->inject;
+
+	r->arena_size = lks_arena_size(c, (size_t)T, lks_operand_width(r->rules));
+
+	r->params = aligned_alloc(64, m->nparams * sizeof(float));
+	r->grads = aligned_alloc(64, m->nparams * sizeof(float));
+	r->slots = calloc((size_t)(2 * L * 3), sizeof(*r->slots));
+	r->tok = malloc(sizeof(int32_t) * (size_t)T);
+	r->tgt = malloc(sizeof(int32_t) * (size_t)T);
+	r->xs = malloc(sizeof(float) * (size_t)(L + 1) * T * H);
+	r->rstd = malloc(sizeof(float) * (size_t)(L + 1) * T);
+	r->h = malloc(sizeof(float) * (size_t)nact * T * H);
+	r->u = malloc(sizeof(float) * (size_t)nact * T * F);
+	r->a = malloc(sizeof(float) * (size_t)nact * T * F);
+	r->dn = malloc(sizeof(float) * (size_t)L * T * H);
+	r->hf = malloc(sizeof(float) * (size_t)T * H);
+	r->logits = malloc(sizeof(float) * (size_t)T * V);
+	r->dz = malloc(sizeof(float) * (size_t)T * V);
+	r->gx = malloc(sizeof(float) * (size_t)(L + 1) * T * H);
+	r->gh = malloc(sizeof(float) * (size_t)L * T * H);
+	r->gtmp = malloc(sizeof(float) * (size_t)T * H);
+	r->ga = malloc(sizeof(float) * (size_t)L * T * F);
+	r->gu = malloc(sizeof(float) * (size_t)L * T * F);
+	r->arena = aligned_alloc(64, r->arena_size);
+	if (r->grads)
+		memset(r->grads, 0, m->nparams * sizeof(float));
+	if (!r->params || !r->grads || !r->slots || !r->tok || !r->tgt || !r->xs || !r->rstd
+	    || !r->h || !r->u || !r->a || !r->dn || !r->hf || !r->logits || !r->dz || !r->gx || !r->gh
+	    || !r->gtmp || !r->ga || !r->gu || !r->arena)
+		goto oom;
+	for (int i = 0; i < 2 * L * 3; i++) {
+		lks_amax_slot *s = &r->slots[i];
+
+		s->len = run->amax_history > 0 ? run->amax_history : 1;
+		s->scale = 1.0f;  /* TE's initial scale, before any amax is known */
+		if (!(s->hist = calloc((size_t)s->len, sizeof(float))))
+			goto oom;
+	}
+	return 0;
+oom:
+	lks_rank_release(r);
+	return lks_err("out of memory for rank %d", rank);
+}
+
+int lks_rank_trace_on(lks_rank *r, lks_bg *bg)
+{
+	r->qarena_size = lks_qarena_size(&r->m->cfg, (size_t)r->T);
+	if (!(r->qarena = aligned_alloc(64, r->qarena_size)))
+		return lks_err("out of memory for rank %d's traced operands", r->rank);
+	r->tr.bg = bg;
+	return 0;
+}
+
+void lks_rank_release(lks_rank *r)
+{
+	lks_tracer_sync(&r->tr);  /* no job may outlive the buffers it reads */
+	free(r->qarena);
+	if (r->slots)
+		for (int i = 0; i < 2 * r->m->cfg.layers * 3; i++)
+			free(r->slots[i].hist);
+	free(r->slots);
+	free(r->params); free(r->grads); free(r->tok); free(r->tgt); free(r->xs); free(r->rstd);
+	free(r->h); free(r->u); free(r->a); free(r->dn); free(r->hf); free(r->logits); free(r->dz);
+	free(r->gx); free(r->gh); free(r->gtmp); free(r->ga); free(r->gu); free(r->arena);
+	lks_tracer_release(&r->tr);
+	memset(r, 0, sizeof(*r));
+}
+
+double lks_rank_bytes(const lks_model *m, const lks_run_cfg *run, long long tokens_per_rank,
+                      int traced)
+{
+	const lks_model_cfg *c = &m->cfg;
+	double L = c->layers, H = c->hidden, F = c->ffn, V = c->vocab, T = (double)tokens_per_rank;
+	double nact = run->checkpoint ? 1 : L, f = sizeof(float);
+	/* as lks_rank_init allocates them: params and grads; xs, gx (L+1, T, H); dn, gh
+	   (L, T, H); h (nact, T, H); u, a (nact, T, F); ga, gu (L, T, F); hf, gtmp (T, H);
+	   logits, dz (T, V); rstd (L+1, T); tok, tgt (T); the slots' histories */
+	double floats = 2.0 * (double)m->nparams + T * H * (2 * (L + 1) + 2 * L + nact + 2)
+	              + T * F * (2 * nact + 2 * L) + 2 * T * V + (L + 1) * T + 2 * T
+	              + 6 * L * (run->amax_history > 0 ? run->amax_history : 1);
+	double bytes = floats * f + 6 * L * sizeof(lks_amax_slot);
+
+	/* the arenas are sized in size_t: only where that cannot overflow (beyond, the rest
+	   is already far past any machine's memory) */
+	if (T * (H + F + V) * L * 64 < 1e18) {
+		size_t width = lks_operand_width(lks_recipe_rules_of(run->recipe));
+
+		bytes += (double)lks_arena_size(c, (size_t)T, width);
+		if (traced)
+			bytes += (double)lks_qarena_size(c, (size_t)T);
+	}
+	return bytes;
+}
+
+/* Tensors the step keeps go to the tracer as kept (trace.h); h, u, a are kept only
+   without checkpointing, where every block has its own. */
+#define LKS_TRACE_ACT(r, ...) ((r)->checkpoint ? lks_trace_f32(&(r)->tr, __VA_ARGS__) \
+                                               : lks_trace_f32_kept(&(r)->tr, __VA_ARGS__))
+
+/* h, u, a of block l from x_l (forward, or recompute in backward). */
+static int lks_block_inner(lks_rank *r, int l)
+{
+	const lks_model_cfg *c = &r->m->cfg;
+	int T = r->T, H = c->hidden, F = c->ffn, b = r->checkpoint ? 0 : l;
+	const float *x = r->xs + (size_t)l * T * H;
+	float *h = r->h + (size_t)b * T * H, *u = r->u + (size_t)b * T * F, *a = r->a + (size_t)b * T * F;
+	const float *p = r->params;
+	lks_phase ph = r->recomputing ? LKS_PHASE_RECOMPUTE : LKS_PHASE_FORWARD;
+
+	lks_rmsnorm_fwd(x, p + r->m->t[LKS_P_NORM(l)].off, T, H, h, r->rstd + (size_t)l * T,
+	                r->bf16);
+	LKS_TRACE_ACT(r, ph, h, (size_t)T * H, "blocks.%d.norm.out", l);
+	if (lks_linear(r, 2 * l, LKS_ROLE_FWD, h, T, H, p + r->m->t[LKS_P_UP(l)].off, F, H, u))
+		return -1;
+	LKS_TRACE_ACT(r, ph, u, (size_t)T * F, "blocks.%d.mlp.up.out", l);
+	lks_relu2_fwd(u, (size_t)T * F, a, r->bf16);
+	LKS_TRACE_ACT(r, ph, a, (size_t)T * F, "blocks.%d.mlp.act.out", l);
+	return 0;
+}
+
+static int lks_forward(lks_rank *r)
+{
+	const lks_model *m = r->m;
+	const lks_model_cfg *c = &m->cfg;
+	int T = r->T, H = c->hidden, F = c->ffn, V = c->vocab, L = c->layers;
+	const float *p = r->params;
+
+	for (int t = 0; t < T; t++)
+		for (int i = 0; i < H; i++)
+			r->xs[(size_t)t * H + i] = p[m->t[LKS_P_EMBED].off + (size_t)r->tok[t] * H + i];
+	if (r->bf16)
+		lks_round_bf16(r->xs, (size_t)T * H);
+	lks_trace_f32_kept(&r->tr, LKS_PHASE_FORWARD, r->xs, (size_t)T * H, "embed.out");
+	for (int l = 0; l < L; l++) {
+		int b = r->checkpoint ? 0 : l;
+		const float *x = r->xs + (size_t)l * T * H;
+		float *xn = r->xs + (size_t)(l + 1) * T * H, *dn = r->dn + (size_t)l * T * H;
+
+		if (lks_block_inner(r, l))
+			return -1;
+		if (lks_linear(r, 2 * l + 1, LKS_ROLE_FWD, r->a + (size_t)b * T * F, T, F,
+		               p + m->t[LKS_P_DOWN(l)].off, H, F, dn))
+			return -1;
+		lks_trace_f32_kept(&r->tr, LKS_PHASE_FORWARD, dn, (size_t)T * H, "blocks.%d.mlp.down.out", l);
+		for (size_t i = 0; i < (size_t)T * H; i++)
+			xn[i] = x[i] + dn[i];
+		if (r->bf16)
+			lks_round_bf16(xn, (size_t)T * H);
+		lks_trace_f32_kept(&r->tr, LKS_PHASE_FORWARD, xn, (size_t)T * H, "blocks.%d.out", l);
+	}
+	lks_rmsnorm_fwd(r->xs + (size_t)L * T * H, p + m->t[LKS_P_FINAL_NORM(L)].off, T, H, r->hf,
+	                r->rstd + (size_t)L * T, r->bf16);
+	lks_trace_f32_kept(&r->tr, LKS_PHASE_FORWARD, r->hf, (size_t)T * H, "final_norm.out");
+	if (lks_head_gemm(r, r->hf, T, H, 0, p + m->t[LKS_P_HEAD(L)].off, V, H, 0, r->logits))
+		return -1;
+	lks_trace_f32_kept(&r->tr, LKS_PHASE_FORWARD, r->logits, (size_t)T * V, "head.logits");
+	r->loss = lks_cross_entropy(r->logits, r->tgt, T, V, r->grad_scale, r->dz);
+	return 0;
+}
+
+static int lks_backward(lks_rank *r)
+{
+	const lks_model *m = r->m;
+	const lks_model_cfg *c = &m->cfg;
+	int T = r->T, H = c->hidden, F = c->ffn, V = c->vocab, L = c->layers;
+	const float *p = r->params;
+	float *g = r->grads;
+	const lks_ptensor *pt = m->t;
+	lks_phase bw = LKS_PHASE_BACKWARD;
+
+	lks_trace_f32_kept(&r->tr, bw, r->dz, (size_t)T * V, "head.logits.grad");
+	/* head: dWh (V, H) = dz^T . hf;  dhf (T, H) = dz . Wh, both BF16 operands */
+	if (lks_head_gemm(r, r->dz, T, V, 1, r->hf, T, H, 1, g + pt[LKS_P_HEAD(L)].off)
+	    || lks_head_gemm(r, r->dz, T, V, 0, p + pt[LKS_P_HEAD(L)].off, V, H, 1, r->gtmp))
+		return -1;
+	if (r->bf16)
+		lks_round_bf16(r->gtmp, (size_t)T * H);
+	lks_trace_f32_kept(&r->tr, bw, g + pt[LKS_P_HEAD(L)].off, pt[LKS_P_HEAD(L)].n, "head.weight.grad");
+	lks_rmsnorm_bwd(r->gtmp, r->xs + (size_t)L * T * H, p + pt[LKS_P_FINAL_NORM(L)].off,
+	                r->rstd + (size_t)L * T, T, H, r->gx + (size_t)L * T * H,
+	                g + pt[LKS_P_FINAL_NORM(L)].off, r->bf16);
+	lks_trace_f32_kept(&r->tr, bw, g + pt[LKS_P_FINAL_NORM(L)].off, (size_t)H, "final_norm.weight.grad");
+	lks_trace_f32_kept(&r->tr, bw, r->gx + (size_t)L * T * H, (size_t)T * H, "final_norm.in.grad");
+
+	for (int l = L - 1; l >= 0; l--) {
+		int b = r->checkpoint ? 0 : l;
+		const float *x = r->xs + (size_t)l * T * H;
+		float *h = r->h + (size_t)b * T * H, *u = r->u + (size_t)b * T * F;
+		float *a = r->a + (size_t)b * T * F;
+		/* the gradient at the block's output (gy) and input (gx), and inside it */
+		const float *gy = r->gx + (size_t)(l + 1) * T * H;
+		float *gx = r->gx + (size_t)l * T * H, *gh = r->gh + (size_t)l * T * H;
+		float *ga = r->ga + (size_t)l * T * F, *gu = r->gu + (size_t)l * T * F;
+
+		if (r->checkpoint) {
+			r->recomputing = 1;
+			if (lks_block_inner(r, l))
+				return -1;
+			r->recomputing = 0;
+		}
+		/* down: ga (T, F) = gy . W2;  dW2 (H, F) = gy^T . a */
+		if (lks_linear(r, 2 * l + 1, LKS_ROLE_DGRAD, gy, T, H, p + pt[LKS_P_DOWN(l)].off, H, F, ga)
+		    || lks_linear(r, 2 * l + 1, LKS_ROLE_WGRAD, gy, T, H, a, T, F, g + pt[LKS_P_DOWN(l)].off))
+			return -1;
+		lks_trace_f32_kept(&r->tr, bw, g + pt[LKS_P_DOWN(l)].off, pt[LKS_P_DOWN(l)].n,
+		                   "blocks.%d.mlp.down.weight.grad", l);
+		lks_trace_f32_kept(&r->tr, bw, ga, (size_t)T * F, "blocks.%d.mlp.down.in.grad", l);
+		lks_relu2_bwd(u, ga, (size_t)T * F, gu, r->bf16);
+		lks_trace_f32_kept(&r->tr, bw, gu, (size_t)T * F, "blocks.%d.mlp.up.out.grad", l);
+		/* up: gh (T, H) = gu . W1;  dW1 (F, H) = gu^T . h */
+		if (lks_linear(r, 2 * l, LKS_ROLE_DGRAD, gu, T, F, p + pt[LKS_P_UP(l)].off, F, H, gh)
+		    || lks_linear(r, 2 * l, LKS_ROLE_WGRAD, gu, T, F, h, T, H, g + pt[LKS_P_UP(l)].off))
+			return -1;
+		lks_trace_f32_kept(&r->tr, bw, g + pt[LKS_P_UP(l)].off, pt[LKS_P_UP(l)].n,
+		                   "blocks.%d.mlp.up.weight.grad", l);
+		lks_trace_f32_kept(&r->tr, bw, gh, (size_t)T * H, "blocks.%d.mlp.up.in.grad", l);
+		lks_rmsnorm_bwd(gh, x, p + pt[LKS_P_NORM(l)].off, r->rstd + (size_t)l * T, T, H,
+		                r->gtmp, g + pt[LKS_P_NORM(l)].off, r->bf16);
+		lks_trace_f32_kept(&r->tr, bw, g + pt[LKS_P_NORM(l)].off, (size_t)H, "blocks.%d.norm.weight.grad", l);
+		for (size_t i = 0; i < (size_t)T * H; i++)  /* the residual adds the branch */
+			gx[i] = gy[i] + r->gtmp[i];
+		if (r->bf16)
+			lks_round_bf16(gx, (size_t)T * H);
+		lks_trace_f32_kept(&r->tr, bw, gx, (size_t)T * H, "blocks.%d.in.grad", l);
+	}
+	/* the embedding: rows of the gradient added in token order */
+	for (int t = 0; t < T; t++) {
+		float *ge = g + pt[LKS_P_EMBED].off + (size_t)r->tok[t] * H;
+
+		for (int i = 0; i < H; i++)
+			ge[i] += r->gx[(size_t)t * H + i];
+	}
+	lks_trace_f32_kept(&r->tr, bw, g + pt[LKS_P_EMBED].off, pt[LKS_P_EMBED].n, "embed.weight.grad");
+	return 0;
+}
+
+int lks_rank_step(lks_rank *r)
+{
+	lks_tracer_sync(&r->tr);  /* the last step's jobs read nothing of this one's */
+	r->qused = 0;
+	/* the GEMMs write their weight gradients whole; the embedding's and the norm gains'
+	   are sums, started here (the padding between tensors stays the zeros of init) */
+	for (int i = 0; i < r->m->nt; i++) {
+		const lks_ptensor *p = &r->m->t[i];
+
+		if (i == LKS_P_EMBED || p->rows == 1)
+			memset(r->grads + p->off, 0, p->n * sizeof(float));
+	}
+	if (lks_forward(r) || lks_backward(r))
+		return -1;
+	if (r->tr.broken)
+		return lks_err("rank %d step %d traced other tensors than step 0", r->rank, r->tr.step);
+	return 0;
+}

@@ -1,0 +1,128 @@
+/*
+ * model.h: the small language model every run trains (DESIGN.md, The model and data).
+ *
+ *   x0 = bf16(embed[tokens])                                      (T, H)
+ *   block l:  h = rmsnorm(x_l) g_l;  u = h W1^T;  a = relu(u)^2;  x_{l+1} = x_l + a W2^T
+ *   logits = rmsnorm(x_L) gf . Wh^T (BF16 operands, fp32 out);  softmax cross-entropy
+ *
+ * W1 (F, H) and W2 (H, F) are the linear layers whose GEMMs follow the run's recipe
+ * (recipe.h); the LM head stays in BF16 with fp32 logits and the loss in fp32/double, as
+ * frameworks do. Activations are BF16 values, weight gradients fp32, master weights fp32.
+ * One lks_rank is one data-parallel replica: its parameters, gradients, activations and
+ * trace; the runner (runner.c) all-reduces gradients between ranks and steps AdamW.
+ */
+#ifndef LKS_HARNESS_MODEL_H
+#define LKS_HARNESS_MODEL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "harness/engine/case.h"
+#include "harness/engine/recipe.h"
+#include "harness/engine/trace.h"
+#include "kernels/backend.h"
+
+/* One parameter tensor inside the flat parameter vector. */
+typedef struct lks_ptensor {
+	char name[48];
+	size_t off, n;
+	int rows, cols;
+	int decay;              /* weight decay applies (matrices, not gains) */
+} lks_ptensor;
+
+typedef struct lks_model {
+	lks_model_cfg cfg;
+	int nt;                 /* parameter tensors: embed, 3 per block, final norm, head */
+	lks_ptensor *t;         /* (nt) in the order above */
+	size_t nparams;
+} lks_model;
+
+/* Index of parameter tensors in lks_model.t. */
+#define LKS_P_EMBED 0
+#define LKS_P_NORM(l) (1 + 3 * (l))
+#define LKS_P_UP(l) (2 + 3 * (l))
+#define LKS_P_DOWN(l) (3 + 3 * (l))
+#define LKS_P_FINAL_NORM(L) (1 + 3 * (L))
+#define LKS_P_HEAD(L) (2 + 3 * (L))
+
+int lks_model_init(lks_model *m, const lks_model_cfg *cfg);
+void lks_model_release(lks_model *m);
+
+/* What a rank's trace calls name, for a model of cfg with tokens (batch x seq) per rank:
+   LKS_TENSOR_FLOAT with its element count in *n (bitflip and nan can strike it), or
+   LKS_TENSOR_FP8 for an FP8 operand of a linear layer (codes and scales, beyond their
+   reach); LKS_TENSOR_NONE when the model has no tensor of that name; -1 (lks_err) out of
+   memory. */
+enum { LKS_TENSOR_NONE = 0, LKS_TENSOR_FLOAT, LKS_TENSOR_FP8 };
+int lks_model_tensor(const lks_model_cfg *cfg, long long tokens, const char *name, size_t *n);
+/* Calls fn with every name a rank of a model of cfg may trace (whatever the recipe and
+   checkpointing: FP8 operands, recomputed activations and all), until fn returns non-zero;
+   that value, 0 when fn never stopped it, -1 (lks_err) out of memory. */
+int lks_model_tensor_each(const lks_model_cfg *cfg, int (*fn)(void *arg, const char *name),
+                          void *arg);
+/* Initial weights from Philox (seed, stream = tensor index + 1, index): the same on every
+   rank and device. */
+void lks_model_init_params(const lks_model *m, uint64_t seed, float *params);
+
+/* Delayed scaling state of one quantized tensor (TE's amax history). */
+typedef struct lks_amax_slot {
+	float *hist;            /* (len) most recent first */
+	int len, filled;
+	float cur;              /* this step's amax, max-reduced over ranks at step end */
+	float scale;            /* the scale used this step */
+} lks_amax_slot;
+
+typedef struct lks_rank {
+	int rank;
+	const lks_model *m;
+	const lks_backend *be;
+	void *bectx;
+	const lks_recipe_rules *rules;
+	int checkpoint;
+	const lks_fault *fault; /* the run's planted fault (fault.h) */
+	int bf16;               /* activations rounded to BF16 (all recipes but fp32) */
+	int T;                  /* tokens of this rank per step: batch x seq */
+	float grad_scale;       /* 1 / tokens of the global batch */
+	float *params;          /* (nparams) this replica's master weights */
+	float *grads;           /* (nparams) this rank's gradients of the step */
+	lks_amax_slot *slots;   /* (2L linear layers x 3: x, w, dy) */
+	int32_t *tok, *tgt;     /* (T) inputs and targets */
+	float *xs;              /* (L+1, T, H) block inputs and the last block's output */
+	float *rstd;            /* (L+1, T) */
+	float *h, *u, *a;       /* per block, or one set when checkpointing: (T,H), (T,F), (T,F) */
+	float *dn;              /* (L, T, H) the down projections' outputs */
+	float *hf, *logits;     /* (T, H), (T, V) */
+	float *dz;              /* (T, V) */
+	float *gtmp;            /* (T, H) scratch */
+	/* activation gradients, one set per block, so that each stays as it was traced until
+	   the step ends (background tracing): gx (L+1, T, H) at each block's input and the
+	   final norm's; gh (L, T, H); ga, gu (L, T, F) */
+	float *gx, *gh, *ga, *gu;
+	unsigned char *arena;   /* GEMM operands of one call */
+	size_t arena_size;
+	unsigned char *qarena;  /* FP8 operands of the whole step, kept for background tracing */
+	size_t qarena_size, qused;
+	int recomputing;
+	double loss;            /* sum of this rank's token losses in the step */
+	lks_tracer tr;
+} lks_rank;
+
+int lks_rank_init(lks_rank *r, int rank, const lks_model *m, const lks_run_cfg *run,
+                  int tokens_per_rank, int global_tokens, const lks_backend *be, void *bectx);
+/* The bytes lks_rank_init and lks_rank_trace_on (traced) allocate for one rank, as a
+   double: an estimate made before anything is allocated, of sizes that may not fit. */
+double lks_rank_bytes(const lks_model *m, const lks_run_cfg *run, long long tokens_per_rank,
+                      int traced);
+void lks_rank_release(lks_rank *r);
+/* Traces go to the background thread bg (trace.h): tensors the step keeps are measured
+   there while the step goes on, FP8 operands kept for the whole step to that end. */
+int lks_rank_trace_on(lks_rank *r, lks_bg *bg);
+
+/* Forward and backward of one step on r->tok / r->tgt: r->grads, r->loss, trace rows. */
+int lks_rank_step(lks_rank *r);
+
+/* Ends a step of delayed scaling: slot amaxes (already max-reduced) enter the history and
+   the next step's scales are derived (margin: scale = fp8_max 2^-margin / amax). */
+void lks_amax_slot_roll(lks_amax_slot *s, lks_dtype fmt, int most_recent, int margin);
+
+#endif

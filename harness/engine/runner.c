@@ -1,0 +1,581 @@
+/*
+ * runner.c: ranks as threads in lockstep (see runner.h).
+ *
+ * A step: every rank takes its slice of the global batch, runs forward and backward
+ * (model.c) with its own trace; then, with all ranks done, each rank's gradients are
+ * checked for NaN/Inf (the first offending tensor in execution order becomes an event, the
+ * run goes on), summed element by element in rank order 0, 1, ..., W-1 (fixed, so the sum
+ * is the same bits every time), clipped by the global norm, and every rank applies AdamW to
+ * its own replica. Replicas must stay bitwise equal: the update rows of the trace show it.
+ *
+ * A single rank keeps its GEMM threads busy only inside GEMMs and casts; in the gaps an
+ * idle-priority thread (bg.h) measures the traced tensors (trace.h, kept tensors) and
+ * writes the last step's rows to SQLite, so that tracing costs the step little wall time.
+ * Rows are collected before they are read; the next write waits for the last, so steps
+ * land in order.
+ */
+#include "harness/engine/runner.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "harness/engine/data.h"
+#include "harness/engine/model.h"
+#include "kernels/cpu/bg.h"
+#include "kernels/cpu/ops.h"
+#include "kernels/cpu/pool.h"
+#include "kernels/cpu/stats.h"
+#include "kernels/err.h"
+#include "kernels/mathf.h"
+
+#define LKS_REDUCE_CHUNK 65536  /* elements per all-reduce task */
+
+struct lks_runner {
+	const lks_case *c;
+	const lks_run_cfg *run;
+	lks_model m;
+	lks_data data;
+	int W, batch, steps;    /* ranks, sequences per rank, steps */
+	lks_rank *ranks;        /* (W) */
+	lks_pool *rank_pool;    /* W threads, one per rank; NULL for one rank */
+	lks_pool *gemm_pool;    /* the GEMM threads of a single-rank run */
+	float *gsum;            /* (nparams) the all-reduced gradient (one rank: its own) */
+	float *m1, *m2;         /* (W, nparams) AdamW moments per replica */
+	double *rank_time;      /* (W) seconds of the rank's forward + backward */
+	int *rank_failed;       /* (W) */
+	char (*rank_err)[512];  /* (W) a failed rank's error, recorded by its own thread */
+	int *nan_seen;          /* (W) a rank's first NaN event was recorded */
+	lks_step_row *rows;     /* (W) this step's step rows */
+	float lr, clip_coef, bc1, bc2, b1pow, b2pow;
+	lks_pool *pool1;        /* a single rank's threads for the optimizer */
+	lks_bg *bg;             /* a single rank's background thread: tracing, the store */
+	struct lks_store_job {  /* the last step's rows on their way into SQLite */
+		lks_store *store;
+		int64_t run_id;
+		lks_step_row *rows;
+		int nrows;
+		lks_stat_row *stats;  /* owned: freed once written */
+		size_t nstats;
+		int rc;
+		char err[512];
+	} sj;
+	lks_jobs store_jobs;
+};
+
+static double lks_clock(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static void lks_rank_task(void *arg, int task, int thread)
+{
+	struct lks_runner *R = arg;
+	lks_rank *r = &R->ranks[task];
+	double t0 = lks_clock();
+
+	R->rank_failed[task] = lks_rank_step(r) || r->tr.fault_failed;
+	R->rank_time[task] = lks_clock() - t0;
+	if (R->rank_failed[task])  /* the message is this thread's (err.h): keep it */
+		snprintf(R->rank_err[task], sizeof(R->rank_err[task]), "%s", lks_errmsg());
+}
+
+/* Every failed rank's error becomes the caller's, with its rank ("rank 1: ..."); ranks in a
+   row with the same message share it ("ranks 0-3: ..."). */
+static int lks_rank_errors(const struct lks_runner *R)
+{
+	char msg[1024] = "", who[32];
+	size_t len = 0;
+
+	for (int r = 0, last = 0; r < R->W; r = last + 1) {
+		last = r;
+		if (!R->rank_failed[r] || len >= sizeof(msg))
+			continue;
+		while (last + 1 < R->W && R->rank_failed[last + 1]
+		       && strcmp(R->rank_err[last + 1], R->rank_err[r]) == 0)
+			last++;
+		if (last > r)
+			snprintf(who, sizeof(who), "ranks %d-%d", r, last);
+		else
+			snprintf(who, sizeof(who), "rank %d", r);
+		len += (size_t)snprintf(msg + len, sizeof(msg) - len, "%s%s: %s", len ? "; " : "", who,
+		                        R->rank_err[r]);
+	}
+	return len ? lks_err("%s", msg) : 0;
+}
+
+/* gsum[i] = ((g_0[i] + g_1[i]) + g_2[i]) + ... over a chunk of elements */
+static void lks_reduce_task(void *arg, int task, int thread)
+{
+	struct lks_runner *R = arg;
+	size_t i0 = (size_t)task * LKS_REDUCE_CHUNK, n = R->m.nparams;
+	size_t i1 = i0 + LKS_REDUCE_CHUNK < n ? i0 + LKS_REDUCE_CHUNK : n;
+
+	memcpy(R->gsum + i0, R->ranks[0].grads + i0, (i1 - i0) * sizeof(float));
+	for (int r = 1; r < R->W; r++) {
+		const float *g = R->ranks[r].grads;
+
+		for (size_t i = i0; i < i1; i++)
+			R->gsum[i] += g[i];
+	}
+}
+
+/* The clip of the summed gradient, chunk by chunk (element-wise: any thread, any order). */
+static void lks_clip_task(void *arg, int task, int thread)
+{
+	struct lks_runner *R = arg;
+	size_t i0 = (size_t)task * LKS_REDUCE_CHUNK, n = R->m.nparams;
+	size_t i1 = i0 + LKS_REDUCE_CHUNK < n ? i0 + LKS_REDUCE_CHUNK : n;
+
+	for (size_t i = i0; i < i1; i++)
+		R->gsum[i] *= R->clip_coef;
+}
+
+/* AdamW on one chunk of one replica: task = rank * nchunks + chunk. Elements are
+   independent, so chunks may run on any thread in any order. */
+static void lks_update_task(void *arg, int task, int thread)
+{
+	struct lks_runner *R = arg;
+	int nchunks = (int)((R->m.nparams + LKS_REDUCE_CHUNK - 1) / LKS_REDUCE_CHUNK);
+	lks_rank *r = &R->ranks[task / nchunks];
+	const lks_optim_cfg *o = &R->c->optim;
+	size_t np = R->m.nparams, c0 = (size_t)(task % nchunks) * LKS_REDUCE_CHUNK;
+	size_t c1 = c0 + LKS_REDUCE_CHUNK < np ? c0 + LKS_REDUCE_CHUNK : np;
+	float *m1 = R->m1 + (size_t)(task / nchunks) * np, *m2 = R->m2 + (size_t)(task / nchunks) * np;
+	/* a planted skip_allreduce: this rank goes on with its own gradient, as behind a bad link */
+	const float *g = lks_fault_here(&R->run->inject, LKS_FAULT_SKIP_ALLREDUCE, r->tr.step, r->rank)
+	               ? r->grads : R->gsum;
+
+	for (int i = 0; i < R->m.nt; i++) {
+		const lks_ptensor *p = &R->m.t[i];
+		size_t a = p->off > c0 ? p->off : c0, b = p->off + p->n < c1 ? p->off + p->n : c1;
+
+		if (a < b)
+			lks_adamw(r->params + a, g + a, m1 + a, m2 + a, b - a, R->lr, o->beta1,
+			          o->beta2, o->eps, p->decay ? o->weight_decay : 0.0f, R->bc1, R->bc2);
+	}
+}
+
+static void lks_trace_update_task(void *arg, int task, int thread)
+{
+	struct lks_runner *R = arg;
+	lks_rank *r = &R->ranks[task];
+
+	for (int i = 0; i < R->m.nt; i++)
+		lks_trace_f32_kept(&r->tr, LKS_PHASE_UPDATE, r->params + R->m.t[i].off, R->m.t[i].n,
+		                   "%s", R->m.t[i].name);
+	lks_tracer_sync(&r->tr);
+}
+
+static void lks_store_job_run(void *arg)
+{
+	struct lks_store_job *j = arg;
+
+	if ((j->rc = lks_store_step(j->store, j->run_id, j->rows, j->nrows, j->stats, j->nstats)))
+		snprintf(j->err, sizeof(j->err), "%s", lks_errmsg());
+}
+
+/* Waits for the last step's write; its error, if any, becomes this thread's. */
+static int lks_store_wait(struct lks_runner *R)
+{
+	struct lks_store_job *j = &R->sj;
+
+	lks_bg_wait(R->bg, &R->store_jobs);
+	free(j->stats);
+	j->stats = NULL;
+	if (j->rc) {
+		j->rc = 0;
+		return lks_err("%s", j->err);
+	}
+	return 0;
+}
+
+/* Writes a step's rows (taking stats): on the background thread if there is one, where the
+   transaction overlaps the next step (one step at a time, so steps land in order and the
+   connection is never used by two threads at once), else at once. */
+static int lks_store_post(struct lks_runner *R, lks_store *store, int64_t run_id,
+                          lks_stat_row *stats, size_t nstats)
+{
+	struct lks_store_job *j = &R->sj;
+
+	if (lks_store_wait(R)) {
+		free(stats);
+		return -1;
+	}
+	*j = (struct lks_store_job){ store, run_id, j->rows, R->W, stats, nstats, 0, "" };
+	memcpy(j->rows, R->rows, sizeof(*j->rows) * (size_t)R->W);
+	lks_bg_post(R->bg, &R->store_jobs, lks_store_job_run, j);
+	return R->bg ? 0 : lks_store_wait(R);
+}
+
+/* Warmup then cosine from lr to min_lr; step counts from 0. */
+static float lks_schedule(const lks_optim_cfg *o, int step, int steps)
+{
+	double p;
+
+	if (step < o->warmup)
+		return (float)((double)o->lr * (step + 1) / o->warmup);
+	p = steps - o->warmup > 1 ? (double)(step - o->warmup) / (steps - o->warmup - 1) : 1.0;
+	return (float)(o->min_lr + 0.5 * ((double)o->lr - o->min_lr) * (1.0 + lks_cospi(p)));
+}
+
+static void lks_runner_release(struct lks_runner *R)
+{
+	lks_store_wait(R);  /* a failed run's last write still lands */
+	free(R->sj.rows);
+	if (R->ranks)
+		for (int r = 0; r < R->W; r++)
+			if (R->ranks[r].params)
+				lks_rank_release(&R->ranks[r]);
+	free(R->ranks);
+	lks_bg_free(R->bg);
+	lks_pool_free(R->rank_pool);
+	lks_pool_free(R->gemm_pool);
+	if (R->W > 1)
+		free(R->gsum);
+	free(R->m1);
+	free(R->m2);
+	free(R->rank_time);
+	free(R->rank_failed);
+	free(R->rank_err);
+	free(R->nan_seen);
+	free(R->rows);
+	lks_data_release(&R->data);
+	lks_model_release(&R->m);
+}
+
+static int lks_runner_init(struct lks_runner *R, const lks_case *c, const lks_run_cfg *run,
+                           const lks_runner_opts *o)
+{
+	int global = c->model.batch * c->world_size;
+	int threads = o->threads > 0 ? o->threads : (int)sysconf(_SC_NPROCESSORS_ONLN);
+
+	memset(R, 0, sizeof(*R));
+	R->c = c;
+	R->run = run;
+	R->W = run->world_size;
+	R->batch = global / R->W;
+	R->steps = o->steps > 0 ? o->steps : c->steps;
+	if (global % R->W)
+		return lks_err("run '%s': world size %d does not divide the global batch %d",
+		               run->name, R->W, global);
+	if (lks_model_init(&R->m, &c->model) || lks_data_init(&R->data, c->seed, c->model.vocab, c->model.seq))
+		return -1;
+	if ((R->W > 1 && lks_pool_create(R->W, &R->rank_pool))
+	    || (R->W == 1 && threads > 1 && lks_pool_create(threads, &R->gemm_pool)))
+		return -1;
+	R->ranks = calloc((size_t)R->W, sizeof(*R->ranks));
+	R->gsum = R->W > 1 ? aligned_alloc(64, R->m.nparams * sizeof(float)) : NULL;
+	R->m1 = calloc((size_t)R->W * R->m.nparams, sizeof(float));
+	R->m2 = calloc((size_t)R->W * R->m.nparams, sizeof(float));
+	R->rank_time = calloc((size_t)R->W, sizeof(double));
+	R->rank_failed = calloc((size_t)R->W, sizeof(int));
+	R->rank_err = calloc((size_t)R->W, sizeof(*R->rank_err));
+	R->nan_seen = calloc((size_t)R->W, sizeof(int));
+	R->rows = calloc((size_t)R->W, sizeof(*R->rows));
+	R->sj.rows = calloc((size_t)R->W, sizeof(*R->rows));
+	if (!R->ranks || (R->W > 1 && !R->gsum) || !R->m1 || !R->m2 || !R->rank_time || !R->rank_failed
+	    || !R->rank_err || !R->nan_seen || !R->rows || !R->sj.rows)
+		return lks_err("out of memory");
+	for (int r = 0; r < R->W; r++) {
+		/* ranks run as threads, each with a single-threaded GEMM: W threads in all */
+		if (lks_rank_init(&R->ranks[r], r, &R->m, run, R->batch * c->model.seq,
+		                  global * c->model.seq, o->backend ? o->backend : &lks_backend_cpu,
+		                  o->backend ? o->backend_ctx : R->gemm_pool))
+			return -1;
+		R->ranks[r].tr.off = o->no_trace;
+		lks_model_init_params(&R->m, c->seed, R->ranks[r].params);
+	}
+	/* one rank: an idle-priority thread measures kept tensors and writes the store in the
+	   gaps the GEMM threads leave; many ranks keep every core busy already, each tracing
+	   in its own thread */
+	if (R->W == 1) {
+		R->pool1 = o->backend ? o->pool : R->gemm_pool;
+		R->gsum = R->ranks[0].grads;  /* the sum of one: its own, nothing to copy */
+		if (threads > 1 && lks_bg_create(&R->bg))
+			return -1;
+	}
+	if (R->bg && !o->no_trace && lks_rank_trace_on(&R->ranks[0], R->bg))
+		return -1;
+	R->b1pow = R->b2pow = 1.0f;
+	return 0;
+}
+
+/* NaN/Inf in a rank's gradients before the all-reduce: the first weight-gradient row of
+   its trace in execution order with a non-finite count names the tensor. */
+static void lks_check_grads(struct lks_runner *R, lks_store *store, int64_t run_id, int step,
+                            lks_run_result *res)
+{
+	for (int r = 0; r < R->W; r++) {
+		lks_tracer *tr = &R->ranks[r].tr;
+
+		for (size_t i = 0; i < tr->nrows && !R->nan_seen[r]; i++) {
+			const char *name = R->ranks[0].tr.names[tr->rows[i].seq];
+			size_t len = strlen(name);
+
+			if (tr->rows[i].nonfinite == 0 || len < 12 || strcmp(name + len - 12, ".weight.grad"))
+				continue;
+			R->nan_seen[r] = 1;
+			res->nonfinite_events++;
+			if (store) {
+				char msg[128];
+
+				snprintf(msg, sizeof(msg), "%lld non-finite values before the all-reduce",
+				         (long long)tr->rows[i].nonfinite);
+				lks_store_event(store, run_id, step, r, name, "nonfinite_grad", msg);
+			}
+		}
+	}
+}
+
+static void lks_step_delayed(struct lks_runner *R)
+{
+	const lks_recipe_rules *rules = lks_recipe_rules_of(R->run->recipe);
+	int nslots = 2 * R->m.cfg.layers * 3;
+	int stale = R->run->inject.kind == LKS_FAULT_STALE_BWD_SCALE && R->run->checkpoint;
+
+	if (!rules->op[LKS_ROLE_FWD][0].delayed)
+		return;
+	for (int s = 0; s < nslots; s++) {
+		lks_src src = (lks_src)(s % 3);
+		lks_dtype fmt = src == LKS_SRC_DY ? rules->op[LKS_ROLE_DGRAD][0].dtype
+		              : rules->op[LKS_ROLE_FWD][src].dtype;
+		float amax = 0.0f;
+
+		for (int r = 0; r < R->W; r++) {  /* amax all-reduced (max) as TE does */
+			float a = R->ranks[r].slots[s].cur;
+
+			amax = isnan(a) || a > amax ? a : amax;
+		}
+		for (int r = 0; r < R->W; r++) {
+			lks_amax_slot *slot = &R->ranks[r].slots[s];
+			float kept = slot->scale;
+
+			slot->cur = amax;
+			lks_amax_slot_roll(slot, fmt, R->run->amax_most_recent, R->run->margin);
+			/* a planted stale_bwd_scale: the dy amax enters the history, but its scale is
+			   never updated, as when TE skipped the update during the recompute */
+			if (src == LKS_SRC_DY && stale)
+				slot->scale = kept;
+		}
+	}
+}
+
+static void lks_progress(const lks_runner_opts *o, const struct lks_runner *R, int step,
+                         double loss, double t_start)
+{
+	double el = lks_clock() - t_start, eta = el / (step + 1) * (R->steps - step - 1);
+
+	if (!o->progress)
+		return;
+	if (o->progress_tty)
+		fprintf(o->progress, "\r\033[K%s / %s: step %d/%d loss %.4f ETA %.0fs", R->c->name,
+		        R->run->name, step + 1, R->steps, loss, eta);
+	else if (step == 0 || (step + 1) % 10 == 0 || step + 1 == R->steps)
+		fprintf(o->progress, "%s / %s: step %d/%d loss %.4f (%.1fs)\n", R->c->name, R->run->name,
+		        step + 1, R->steps, loss, el);
+	fflush(o->progress);
+}
+
+static int lks_run_step(struct lks_runner *R, int step, lks_store *store, int64_t run_id,
+                        const lks_runner_opts *o, lks_run_result *res, double *loss)
+{
+	const lks_optim_cfg *opt = &R->c->optim;
+	int ntasks = (int)((R->m.nparams + LKS_REDUCE_CHUNK - 1) / LKS_REDUCE_CHUNK);
+	lks_step_row *rows = R->rows;
+	lks_stat_row *stats = NULL;
+	size_t nstats = 0;
+	double lsum = 0.0, gnorm;
+	int rc = -1;
+
+	for (int r = 0; r < R->W; r++) {
+		lks_rank *rk = &R->ranks[r];
+
+		for (int b = 0; b < R->batch; b++)
+			lks_data_sequence(&R->data, (uint64_t)step * R->batch * R->W + (uint64_t)r * R->batch + b,
+			                  rk->tok + (size_t)b * R->m.cfg.seq, rk->tgt + (size_t)b * R->m.cfg.seq);
+		lks_tracer_begin_step(&rk->tr, step);
+	}
+	lks_pool_run(R->rank_pool, R->W, lks_rank_task, R);
+	for (int r = 0; r < R->W; r++)
+		lks_tracer_sync(&R->ranks[r].tr);  /* the rows are read from here on */
+	if (lks_rank_errors(R))
+		return -1;
+	if (lks_store_wait(R))  /* the last step is written: the store is free for events */
+		return -1;
+	lks_check_grads(R, store, run_id, step, res);
+	if (R->W > 1)
+		lks_pool_run(R->rank_pool, ntasks, lks_reduce_task, R);
+	if (o->on_grads)
+		o->on_grads(o->on_grads_arg, step, R->gsum, &R->m);
+
+	/* global norm in double (lks_sumsq's fixed order); the clip scales the summed
+	   gradient once, so every replica sees the same clipped values. As PyTorch's
+	   clip_grad_norm_: coefficient clip / (norm + 1e-6), at most 1; a NaN norm gives a NaN
+	   coefficient and an infinite one 0, both applied, so a NaN gradient makes every
+	   gradient NaN (and 0 * inf is NaN). A finite norm at most clip leaves the gradient
+	   as it is, as before (PyTorch scales a norm less than 1e-6 below clip by a hair under
+	   1; the goldens keep their bits) */
+	gnorm = sqrt(lks_sumsq(R->gsum, R->m.nparams));
+	if (opt->clip > 0.0f && !(gnorm <= opt->clip)) {
+		R->clip_coef = (float)(opt->clip / (gnorm + 1e-6));
+		lks_pool_run(R->W > 1 ? R->rank_pool : R->pool1, ntasks, lks_clip_task, R);
+	}
+	R->lr = lks_schedule(opt, step, R->steps);
+	R->b1pow *= opt->beta1;
+	R->b2pow *= opt->beta2;
+	R->bc1 = 1.0f - R->b1pow;
+	R->bc2 = 1.0f - R->b2pow;
+	/* one rank: its GEMM threads share the update; many: each rank thread updates */
+	lks_pool_run(R->W > 1 ? R->rank_pool : R->pool1, R->W * ntasks, lks_update_task, R);
+	lks_pool_run(R->rank_pool, R->W, lks_trace_update_task, R);
+	lks_step_delayed(R);
+
+	for (int r = 0; r < R->W; r++)
+		nstats += R->ranks[r].tr.nrows;
+	stats = malloc(sizeof(*stats) * (nstats + 1));
+	if (!stats) {
+		lks_err("out of memory");
+		goto out;
+	}
+	nstats = 0;
+	for (int r = 0; r < R->W; r++) {
+		lks_tracer *tr = &R->ranks[r].tr;
+		int64_t bad = 0;
+
+		for (size_t i = 0; i < tr->nrows; i++)
+			bad += tr->rows[i].nonfinite;
+		if (tr->nrows)  /* an untraced run's tracer has no rows at all (rows NULL) */
+			memcpy(stats + nstats, tr->rows, tr->nrows * sizeof(*stats));
+		nstats += tr->nrows;
+		rows[r] = (lks_step_row){ step, r, R->ranks[r].loss / R->ranks[r].T, gnorm, R->lr,
+		                          R->rank_time[r], bad };
+		lsum += R->ranks[r].loss;
+	}
+	*loss = lsum / ((double)R->W * R->ranks[0].T);
+	if (step == 0 && store
+	    && lks_store_tensors(store, run_id, (const char *const *)R->ranks[0].tr.names,
+	                         R->ranks[0].tr.phases, R->ranks[0].tr.nnames))
+		goto out;
+	if (o->on_step)
+		o->on_step(o->on_step_arg, rows, R->W, stats, nstats, R->ranks[0].tr.names,
+		           R->ranks[0].tr.nnames);
+	if (store) {
+		rc = lks_store_post(R, store, run_id, stats, nstats);
+		stats = NULL;
+	} else {
+		rc = 0;
+	}
+out:
+	free(stats);
+	return rc;
+}
+
+static char *lks_run_options(const lks_run_cfg *run, const char *overrides)
+{
+	size_t n = 800 + (overrides ? strlen(overrides) : 0);
+	char *s = malloc(n), fault[600] = "";
+
+	if (run->inject.kind != LKS_FAULT_NONE) {
+		strcpy(fault, " inject: ");
+		lks_fault_format(&run->inject, fault + strlen(fault), sizeof(fault) - strlen(fault));
+	}
+	if (s)
+		snprintf(s, n, "checkpoint=%s amax_history=%d amax_algo=%s margin=%d%s%s%s",
+		         run->checkpoint ? "blocks" : "none", run->amax_history,
+		         run->amax_most_recent ? "most_recent" : "max", run->margin, fault,
+		         overrides && *overrides ? " set: " : "", overrides ? overrides : "");
+	return s;
+}
+
+/* A planted bitflip or nan that never met its tensor names none the run has. */
+static int lks_fault_missed(const struct lks_runner *R)
+{
+	const lks_fault *f = &R->run->inject;
+
+	if (!R->ranks[0].tr.fault || f->step >= R->steps || f->rank >= R->W
+	    || R->ranks[f->rank].tr.fault_hits || R->ranks[0].tr.off)
+		return 0;
+	return lks_err("run '%s': inject: no tensor '%s' is traced (float tensors only, not "
+	               "FP8 operands; lockstep diff or the report lists them)", R->run->name,
+	               f->tensor);
+}
+
+double lks_run_bytes(const lks_case *c, const lks_run_cfg *run)
+{
+	double W = run->world_size, T, np, bytes;
+	/* tensors a rank traces in a step, at most: per block 5 forward, 7 backward and 3
+	   recomputed float tensors, 3 parameters, 14 FP8 operands; 11 outside the blocks */
+	double rows = 32.0 * c->model.layers + 11;
+	lks_model m;
+
+	T = (double)lks_case_run_tokens(c, run);
+	if (lks_model_init(&m, &c->model))
+		return -1;
+	np = (double)m.nparams;
+	/* the ranks (one traces its FP8 operands for the background thread); AdamW's two
+	   moments per replica and the all-reduced sum; a step's trace rows in the tracers, the
+	   runner's copy and the step being stored, and the tensors' names */
+	bytes = W * lks_rank_bytes(&m, run, (long long)T, run->world_size == 1)
+	      + (2 * W + (W > 1)) * np * sizeof(float)
+	      + W * rows * (3 * sizeof(lks_stat_row) + 64)
+	      + W * sizeof(lks_rank) + (double)c->model.vocab * sizeof(int32_t);
+	lks_model_release(&m);
+	return bytes;
+}
+
+int lks_run(const lks_case *c, const lks_run_cfg *run, lks_store *store,
+            const lks_runner_opts *o, lks_run_result *res)
+{
+	struct lks_runner R;
+	int64_t run_id = 0;
+	char *options = NULL;
+	double t_start = lks_clock(), loss = 0.0;
+	int rc = -1, step;
+
+	memset(res, 0, sizeof(*res));
+	if (lks_runner_init(&R, c, run, o))
+		goto out;
+	if (store) {
+		lks_run_info info = {
+			.suite_id = o->suite_id, .case_name = c->name, .case_path = c->path,
+			.case_text = c->text, .run_name = run->name, .recipe = lks_recipe_name(run->recipe),
+			.options = options = lks_run_options(run, o->overrides), .backend = "cpu",
+			.world_size = R.W, .steps = R.steps, .seed = c->seed, .combo = o->combo,
+			.fingerprint = o->fingerprint ? o->fingerprint : "{}",
+		};
+		if (lks_store_begin_run(store, &info, &run_id))
+			goto out;
+	}
+	res->run_id = run_id;
+	for (step = 0; step < R.steps; step++) {
+		if (lks_run_step(&R, step, store, run_id, o, res, &loss))
+			break;
+		if (step == 0)
+			res->first_loss = loss;
+		res->last_loss = loss;
+		res->steps = step + 1;
+		lks_progress(o, &R, step, loss, t_start);
+	}
+	if (o->progress && o->progress_tty)
+		fputc('\n', o->progress);
+	/* the last step's rows land before the run's status does */
+	if (lks_store_wait(&R) || step < R.steps || lks_fault_missed(&R)) {
+		if (store)
+			lks_store_end_run(store, run_id, "failed");
+		goto out;
+	}
+	if (store && lks_store_end_run(store, run_id, "complete"))
+		goto out;
+	rc = 0;
+out:
+	res->seconds = lks_clock() - t_start;
+	free(options);
+	lks_runner_release(&R);
+	return rc;
+}

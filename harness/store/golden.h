@@ -1,0 +1,100 @@
+/*
+ * golden.h: golden data (DESIGN.md, golden): the reviewed reference trace of one run of one
+ * case, kept as a text file golden/<class>/<case>/<run>.tsv and compared with new runs by the
+ * 'golden' check. The class is the backend's ("cpu": the bit-exact reference, compared bit
+ * for bit; any other class is compared with the check's rtol/atol, hashes ignored).
+ *
+ * The file (format version 1), meant to be read in a git diff:
+ *
+ *   # lockstep golden 1
+ *   # case: fp8_recipes                   header: '# key: value' lines; case, run, recipe,
+ *   # run: bf16                           options, backend, world_size, steps and seed are
+ *   # recipe: bf16                        required; the lockstep version and commit,
+ *   # options: checkpoint=none ...        compiler and ISA path of the run that wrote it
+ *   # backend: cpu                        are there to be read, not checked
+ *   # world_size: 1
+ *   # steps: 40
+ *   # seed: 1234
+ *   # lockstep: 0.1.0 1aaff7045500
+ *   # compiler: GNU 12.2.0
+ *   # isa: avx2
+ *   step<TAB>rank<TAB>loss<TAB>grad_norm<TAB>lr                          step rows
+ *   0<TAB>0<TAB>5.5451774597167969<TAB>...
+ *   step<TAB>rank<TAB>seq<TAB>name<TAB>phase<TAB>l2<TAB>amax<TAB>scale<TAB>nonfinite
+ *       <TAB>underflow<TAB>saturated<TAB>hash                         stat rows
+ *   0<TAB>0<TAB>0<TAB>embed.out<TAB>forward<TAB>...<TAB>3f0c9a0d12e4b7a1
+ *   # end<TAB>40<TAB>4480                                 step and stat rows: a cut file
+ *                                                         is told from a short run
+ *
+ * Rows are in (step, rank) and (step, rank, seq) order, each present once. Doubles (l2,
+ * loss, grad_norm, lr) are written "%.17g" and floats (amax, scale) "%.9g": the shortest
+ * fixed precisions that round-trip every value exactly through strtod/strtof, and decimal
+ * rather than C99 hex floats ("%a") because a reviewer reads "0.0123" in a diff, not
+ * "0x1.92a737p-7". NaN is "nan" (a scale of NaN: the tensor is not quantized), infinities
+ * "inf" / "-inf"; hashes are 16 lowercase hex digits. Step time is not kept (not
+ * reproducible), nor the step rows' non-finite count (the stat rows carry it per tensor).
+ *
+ * The golden directory: lks_golden_set_dir() (lockstep run --golden DIR), else the
+ * environment variable LKS_GOLDEN_DIR, else "golden" in the current directory.
+ */
+#ifndef LKS_HARNESS_GOLDEN_H
+#define LKS_HARNESS_GOLDEN_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "harness/store/trace_store.h"
+
+#define LKS_GOLDEN_VERSION 1
+
+/* lks_golden_read of a file that is not there: not bad input, the golden was never made. */
+#define LKS_GOLDEN_MISSING (-3)
+/* lks_golden_read of a bad file (error "path:line: ..."), or a run refused by
+   lks_golden_from_run (incomplete): bad input, exit 2. */
+#define LKS_GOLDEN_BAD (-2)
+
+/* One run's trace as a golden file holds it: from the file, or from a stored run. */
+typedef struct lks_golden {
+	char case_name[64], run_name[64], recipe[64], backend[32];
+	char *options;
+	char *case_path;           /* from a stored run: its case file; NULL from a file */
+	int world_size, steps;    /* as declared for the run */
+	uint64_t seed;
+	char version[64], compiler[128], isa[32];  /* the fingerprint, for people */
+	int nt;                   /* tensors, by seq */
+	char **names;             /* (nt) */
+	lks_phase *phases;        /* (nt) */
+	int nsteprows;
+	lks_step_row *steprows;   /* (nsteprows) by (step, rank); step_time and nonfinite 0 */
+	size_t nstats;
+	lks_stat_row *stats;      /* (nstats) by (step, rank, seq) */
+} lks_golden;
+
+void lks_golden_release(lks_golden *g);
+
+/* Whether stat row a comes after p in (step, rank, seq) order, the order of a golden's rows. */
+int lks_stat_after(const lks_stat_row *a, const lks_stat_row *p);
+
+/* The golden directory now in effect (see above); set_dir(NULL) goes back to the default. */
+void lks_golden_set_dir(const char *dir);
+const char *lks_golden_dir(void);
+/* The class of golden data of a backend: "cpu" for the CPU backend, else the backend name. */
+const char *lks_golden_class(const char *backend);
+/* "<dir>/<class>/<case>/<run>.tsv" into buf; an error (lks_err) for a class, case or run
+   name that breaks the name rule (name.h). */
+int lks_golden_path(const char *dir, const char *backend, const char *case_name,
+                    const char *run_name, char *buf, size_t size);
+
+/* A stored run into g. With complete_only (to write a golden), a run whose status is not
+   'complete' is refused (LKS_GOLDEN_BAD, lks_err): its trace may stop anywhere; without,
+   any run is read (to compare: the missing steps then show as the divergence). */
+int lks_golden_from_run(lks_store *s, int64_t run_id, int complete_only, lks_golden *g);
+/* g into path, creating its directories; written to a temporary file beside it and
+   renamed over path (harness/base/atomic_file.h), so an earlier golden is replaced whole or
+   not at all, and a symlink at any other name is never followed. */
+int lks_golden_write(const lks_golden *g, const char *path);
+/* The file at path into g, every line checked: LKS_GOLDEN_MISSING when there is no file,
+   LKS_GOLDEN_BAD with "path:line: what" for a bad one, -1 for other failures. */
+int lks_golden_read(const char *path, lks_golden *g);
+
+#endif

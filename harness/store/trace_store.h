@@ -1,0 +1,237 @@
+/*
+ * trace_store.h: the SQLite database of runs and their traces (DESIGN.md, Trace).
+ *
+ * Tables (schema version in PRAGMA user_version; WAL; writes batched in transactions):
+ *   suites   one invocation of lockstep over cases
+ *   runs     case, run, recipe and options, backend, world size, seed, steps, status,
+ *            the case text, suite, combo, fingerprint (JSON)
+ *   tensors  per run: the traced tensors in execution order (seq, name, phase)
+ *   steps    per run, step and rank: loss, grad norm, lr, step time, non-finite count
+ *   stats    per run, step, rank and tensor seq: L2 norm, amax, non-finite count, FP8 scale,
+ *            underflow and saturation counts, XXH3-64 hash
+ *   events   per run: notable happenings, e.g. the first non-finite value before an
+ *            all-reduce (step, rank, tensor)
+ *   checks   per suite and case: each check's verdict and, for a failure, its divergence
+ *            (step, rank, tensor, field, values on both sides, errors); harness/verify/check.h
+ *   probe_sessions  one 'lockstep matrix|bisect|reduce': kind, command line, combos file,
+ *            the result in words
+ *   probes   per session: each child 'lockstep check' under a combo (harness/probe/probe.h): the
+ *            combo, cases, outcome (good, bad, skip, crash, timeout), exit code or signal,
+ *            seconds, the suite it stored, the end of its output
+ * A run is inserted with status 'incomplete' and set to 'complete' only when its last step
+ * is stored, so a run killed at any moment stays 'incomplete' and earlier runs are intact.
+ */
+#ifndef LKS_HARNESS_TRACE_STORE_H
+#define LKS_HARNESS_TRACE_STORE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct lks_store lks_store;
+
+typedef enum lks_phase {
+	LKS_PHASE_FORWARD = 0,    /* activations in the forward pass */
+	LKS_PHASE_BACKWARD = 1,   /* gradients */
+	LKS_PHASE_UPDATE = 2,     /* parameters after the optimizer step */
+	LKS_PHASE_RECOMPUTE = 3,  /* activations recomputed in backward (checkpointing) */
+} lks_phase;
+
+typedef struct lks_run_info {
+	int64_t suite_id;
+	const char *case_name, *case_path, *case_text;
+	const char *run_name, *recipe, *options;  /* options: "checkpoint=blocks ..." */
+	const char *backend;
+	int world_size, steps;
+	uint64_t seed;
+	const char *combo;        /* may be NULL */
+	const char *fingerprint;  /* JSON object */
+} lks_run_info;
+
+typedef struct lks_step_row {
+	int step, rank;
+	double loss, grad_norm, lr, step_time;
+	int64_t nonfinite;
+} lks_step_row;
+
+typedef struct lks_stat_row {
+	int step, rank, seq;      /* seq: the tensor's position in execution order */
+	double l2;
+	float amax, scale;        /* scale: NaN when the tensor is not quantized */
+	int64_t nonfinite, underflow, saturated;
+	uint64_t hash;
+} lks_stat_row;
+
+/* Creates the file and schema if needed; refuses (lks_err) a database of another schema
+   version or a file that is not a lockstep database, touching nothing. A store is used by
+   one thread at a time (it runs a checkpoint thread of its own) and must not be carried
+   across fork(): open one in the child. A refused file gives LKS_STORE_BAD_FILE (bad input,
+   exit 2 to a user); other failures -1. */
+#define LKS_STORE_BAD_FILE (-2)
+int lks_store_open(const char *path, lks_store **out);
+/* Opens an existing database to read (diff, report, golden update): creates nothing and
+   writes nothing, so it also reads a file on read-only media (where a WAL database with
+   no log to fold in is opened immutable). A missing file, an empty one, one that is not a
+   regular file or not a lockstep database, or a later schema version: LKS_STORE_BAD_FILE,
+   and the file stays as it was. An earlier version is read as it is, not upgraded.
+   Writing through the store fails. Where the folder can be written, SQLite's reader may
+   leave the -wal and -shm files of a WAL database beside it (the next writer removes
+   them); the database file itself is never written. */
+int lks_store_open_readonly(const char *path, lks_store **out);
+void lks_store_close(lks_store *s);
+
+int lks_store_begin_suite(lks_store *s, const char *command, int64_t *suite_id);
+int lks_store_begin_run(lks_store *s, const lks_run_info *info, int64_t *run_id);
+/* The traced tensors of a run, in execution order: seq = index. */
+int lks_store_tensors(lks_store *s, int64_t run_id, const char *const *names,
+                      const lks_phase *phases, int n);
+/* One step of all ranks, in one transaction. */
+int lks_store_step(lks_store *s, int64_t run_id, const lks_step_row *steps, int nsteps,
+                   const lks_stat_row *stats, size_t nstats);
+int lks_store_event(lks_store *s, int64_t run_id, int step, int rank, const char *tensor,
+                    const char *kind, const char *message);
+/* status: "complete" or "failed". */
+int lks_store_end_run(lks_store *s, int64_t run_id, const char *status);
+
+/* ---- read-back (added with the implementation; checks, diff, list and report use these) ----
+ * Stored values come back exactly: doubles and floats bit for bit, uint64 seeds and hashes
+ * through an int64 cast. NaN is stored as SQL NULL (SQLite has no NaN) and read back as a
+ * quiet NaN: the sign and payload of a NaN are not kept. step or rank < 0 in an event is
+ * stored as NULL and read back as -1. Strings handed to a callback are valid only during
+ * that call; a callback must not write to the store, and returns 0 to go on or any other
+ * value to stop the walk, which then returns that value. */
+
+/* The schema version this build reads and writes (PRAGMA user_version). */
+/* 2: the checks table. 3: probe_sessions and probes. A file of an earlier version is
+   upgraded when opened: the tables added since are created, nothing else changes. */
+#define LKS_STORE_SCHEMA_VERSION 3
+
+typedef struct lks_run_rec {
+	int64_t run_id;
+	lks_run_info info;                /* info.suite_id: 0 when the run has no suite */
+	const char *status;               /* "incomplete", "complete", "failed" */
+	const char *started, *finished;   /* ISO 8601 UTC; finished NULL while incomplete */
+} lks_run_rec;
+
+typedef struct lks_event_rec {
+	int64_t event_id;
+	int step, rank;                   /* -1: none */
+	const char *tensor, *kind, *message;  /* tensor, message may be NULL */
+	const char *time;                 /* ISO 8601 UTC */
+} lks_event_rec;
+
+typedef enum lks_store_table {
+	LKS_TABLE_TENSORS = 0,
+	LKS_TABLE_STEPS,
+	LKS_TABLE_STATS,
+	LKS_TABLE_EVENTS,
+} lks_store_table;
+
+/* "forward", "backward", "update", "recompute"; NULL for a value out of range. */
+const char *lks_phase_name(lks_phase p);
+
+/* The run's status into buf ("incomplete", "complete", "failed"); fails if there is none. */
+int lks_store_run_status(lks_store *s, int64_t run_id, char *buf, size_t size);
+/* One run (fails if there is none), or all runs in the order they began. */
+int lks_store_get_run(lks_store *s, int64_t run_id,
+                      int (*fn)(void *arg, const lks_run_rec *run), void *arg);
+int lks_store_get_runs(lks_store *s, int (*fn)(void *arg, const lks_run_rec *run), void *arg);
+/* Rows of one run in a table. */
+int lks_store_count(lks_store *s, int64_t run_id, lks_store_table table, int64_t *n);
+/* The run's tensors by seq. */
+int lks_store_get_tensors(lks_store *s, int64_t run_id,
+                          int (*fn)(void *arg, int seq, const char *name, lks_phase phase),
+                          void *arg);
+/* Step rows of one step (all ranks), or of every step when step < 0, by (step, rank).
+   Fills at most cap rows; *n is the number of rows stored, which may be more than cap. */
+int lks_store_get_steps(lks_store *s, int64_t run_id, int step, lks_step_row *rows, int cap,
+                        int *n);
+/* Stat rows of (run, step, rank) by seq; at most cap filled, *n as above. */
+int lks_store_get_stats(lks_store *s, int64_t run_id, int step, int rank, lks_stat_row *rows,
+                        size_t cap, size_t *n);
+/* The run's events in the order they were stored. */
+int lks_store_get_events(lks_store *s, int64_t run_id,
+                         int (*fn)(void *arg, const lks_event_rec *ev), void *arg);
+/* ---- check verdicts (harness/verify/check.c writes them; report and tests read them) ---- */
+
+typedef enum lks_value_type {
+	LKS_VALUE_NONE = 0,       /* the verdict has no values */
+	LKS_VALUE_REAL,           /* value_a, value_b: floats and doubles (floats exactly) */
+	LKS_VALUE_INT,            /* ivalue_a, ivalue_b: counts, or hashes as their bits */
+} lks_value_type;
+
+typedef struct lks_check_rec {
+	int64_t check_id;         /* read-back only */
+	int64_t suite_id;         /* 0: none */
+	const char *case_name, *check_name, *kind;
+	int64_t run_a, run_b;     /* 0: none (one-run kind, or not run) */
+	const char *verdict;      /* pass, fail, expected_fail, unexpected_pass, unsupported,
+	                             skipped */
+	int step, rank;           /* the divergence; -1: none */
+	const char *tensor, *field;  /* NULL: none */
+	lks_value_type type;
+	double value_a, value_b;  /* LKS_VALUE_REAL; a NaN is stored as NULL */
+	int64_t ivalue_a, ivalue_b;  /* LKS_VALUE_INT */
+	double abs_err, rel_err;  /* NaN: none */
+	int64_t ulp;              /* -1: none */
+	const char *message;      /* may be NULL */
+} lks_check_rec;
+
+/* Stores one check's verdict (check_id is ignored). */
+int lks_store_check(lks_store *s, const lks_check_rec *rec);
+/* The verdicts of a suite (all suites when suite_id <= 0) in the order they were stored.
+   A read-back LKS_VALUE_REAL value that was NaN comes back as NaN; both values NULL read
+   back as LKS_VALUE_NONE. */
+int lks_store_get_checks(lks_store *s, int64_t suite_id,
+                         int (*fn)(void *arg, const lks_check_rec *rec), void *arg);
+
+/* ---- probes (lockstep matrix, bisect, reduce; harness/probe/probe.h) ---- */
+
+typedef struct lks_probe_rec {
+	int64_t probe_id;         /* read-back only */
+	int64_t session_id;
+	const char *combo;        /* a combo's name, or what reduce applied to one */
+	const char *cases;        /* the case arguments, blank-separated */
+	const char *check_name;   /* NULL: every check */
+	const char *outcome;      /* good, bad, skip, crash, timeout */
+	int exit_code;            /* -1: none (ended by a signal) */
+	int signal;               /* 0: none (it exited) */
+	double seconds;
+	int64_t suite_id;         /* the suite the probe stored; 0: none */
+	const char *output;       /* the end of what it printed; may be NULL */
+	const char *started;      /* ISO 8601 UTC */
+} lks_probe_rec;
+
+/* kind: "matrix", "bisect" or "reduce"; command: the command line; combos: the file. */
+int lks_store_begin_session(lks_store *s, const char *kind, const char *command,
+                            const char *combos, int64_t *session_id);
+/* The session's result in words (NULL: none) and its end time. */
+int lks_store_end_session(lks_store *s, int64_t session_id, const char *result);
+/* Stores one probe (probe_id is ignored); *probe_id may be NULL. */
+int lks_store_probe(lks_store *s, const lks_probe_rec *rec, int64_t *probe_id);
+/* The probes of a session (all sessions when session_id <= 0) in the order they were stored. */
+int lks_store_get_probes(lks_store *s, int64_t session_id,
+                         int (*fn)(void *arg, const lks_probe_rec *rec), void *arg);
+/* The latest suite (0: none), and the latest suite after 'after' with a run of combo (0:
+   none): the suite a probe stored, as the probe's process does not say. */
+int lks_store_last_suite(lks_store *s, int64_t *suite_id);
+int lks_store_combo_suite(lks_store *s, const char *combo, int64_t after, int64_t *suite_id);
+
+/* The connection, for ad-hoc read-only SQL (reports, tests); owned by the store. */
+struct sqlite3 *lks_store_db(lks_store *s);
+
+/* The SQNR (dB) of run a's gradient of one tensor against run b's at one step
+   (harness/verify/sqnr.h); seq orders the gradients as the backward produces them. */
+typedef struct lks_sqnr_row {
+	int step, seq;
+	char tensor[64];
+	double db;
+} lks_sqnr_row;
+
+/* Stores the rows of the pair (run_a, run_b) in one transaction. */
+int lks_store_sqnr_put(lks_store *s, int64_t run_a, int64_t run_b, const lks_sqnr_row *rows,
+                       size_t n);
+/* The pair's rows in (step, seq) order; none when none were stored. */
+int lks_store_sqnr_get(lks_store *s, int64_t run_a, int64_t run_b,
+                       int (*fn)(void *arg, const lks_sqnr_row *row), void *arg);
+
+#endif

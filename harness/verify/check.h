@@ -1,0 +1,139 @@
+/*
+ * check.h: the checks of a case, evaluated on the traces its runs stored (DESIGN.md,
+ * Checks). Each check gets a verdict, stored in the checks table of the trace store;
+ * a failing check names its divergence: the first step, then the first tensor in
+ * execution order (seq: forward activations, backward gradients, updated weights), then
+ * the lowest rank, with the first differing field, the values on both sides and the
+ * error between them.
+ *
+ * A numerical mismatch is a verdict, never an error: the functions here fail (-1,
+ * lks_err) only when the store cannot be read or written.
+ *
+ * Kinds (one row each in the table of check.c):
+ *   bitwise      two runs equal in every stats field of every tensor they share by
+ *                (name, phase, occurrence) and in the bits of each step's loss and grad
+ *                norm; a checkpointed run's extra RECOMPUTE rows are not compared
+ *   close        a metric of the table in case.c within |a - b| <= atol + rtol * |b| (a
+ *                NaN on either side is never close): loss (the mean over ranks) or
+ *                grad_norm per step; or a tensor statistic (l2, amax, scale) per step,
+ *                tensor and rank, of the tensors both runs traced whose names match the
+ *                check's fnmatch pattern (tensors; all when empty). A pattern that leaves
+ *                nothing to compare fails with bad_input (LKS_BAD_CASE)
+ *   finite       no non-finite value: the first (step, tensor, rank) with nonfinite > 0,
+ *                or a step whose loss or grad norm is not finite
+ *   ranks_agree  the UPDATE rows (parameters after the optimizer step) of all ranks equal
+ *                at every step. Where they differ, with three ranks or more, the ranks
+ *                that disagree with the majority are named (rank: the one, when it is one);
+ *                two ranks, or no majority, name no single rank (rank -1, the message
+ *                names them): a golden or a clean run decides
+ *   recompute    every RECOMPUTE row equals the FORWARD row of the same name (and
+ *                occurrence) at the same step and rank
+ *   golden       run a against its golden file <golden dir>/<class>/<case>/<run>.tsv
+ *                (harness/store/golden.h): bit for bit, hashes included, for class cpu; within
+ *                rtol/atol, hashes ignored, for other classes. A missing golden file fails,
+ *                naming the command that writes it; a bad one fails with bad_input set and
+ *                "file:line: ..." as the message ('lockstep run' then exits 2)
+ *   sqnr         per step and weight gradient, in the backward's order, the SQNR of a's
+ *                gradient against b's (harness/verify/sqnr.h) is at least floor_db; the values
+ *                are compared while 'lockstep run' makes both runs. Runs stored without
+ *                SQNR rows give "unsupported", not a failure
+ */
+#ifndef LKS_HARNESS_CHECK_H
+#define LKS_HARNESS_CHECK_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "harness/engine/case.h"
+#include "harness/store/trace_store.h"
+
+typedef enum lks_verdict {
+	LKS_VERDICT_PASS = 0,
+	LKS_VERDICT_FAIL,             /* failed, or failed elsewhere than expected */
+	LKS_VERDICT_EXPECTED_FAIL,    /* expect = fail, and it failed (where expected) */
+	LKS_VERDICT_UNEXPECTED_PASS,  /* expect = fail, and it passed: a failure */
+	LKS_VERDICT_UNSUPPORTED,      /* this kind cannot be evaluated yet: not a failure */
+	LKS_VERDICT_SKIPPED,          /* a run it needs was not run (run --run NAME) */
+} lks_verdict;
+
+/* "pass", "fail", "expected_fail", "unexpected_pass", "unsupported", "skipped" */
+const char *lks_verdict_name(lks_verdict v);
+
+/* One check's outcome. Where a divergence was found (also for an expected failure),
+   step, rank, tensor and field name it; value_type says which values are set. */
+typedef struct lks_check_result {
+	lks_verdict verdict;
+	int failed;                   /* the check itself failed, whatever was expected */
+	int step, rank;               /* -1: none (rank: a per-step value such as the loss) */
+	char tensor[128];             /* "": none */
+	int phase;                    /* lks_phase of the tensor; -1: none */
+	const char *field;            /* l2, amax, scale, nonfinite, underflow, saturated,
+	                                 hash, loss, grad_norm, ...; NULL: none */
+	lks_value_type value_type;
+	int value_f32;                /* LKS_VALUE_REAL values that are floats (ULP in float) */
+	double a, b;                  /* LKS_VALUE_REAL */
+	int64_t ia, ib;               /* LKS_VALUE_INT: counts, or hashes as their bits */
+	double abs_err, rel_err;      /* NaN: none; rel_err = |a - b| / |b| */
+	int64_t ulp;                  /* -1: none */
+	char message[512];            /* what failed, in words; for every verdict but pass */
+	int bad_input;                /* an input of the check is bad: the verdict is fail,
+	                                 message says file:line; exit 2. LKS_BAD_GOLDEN: a
+	                                 golden file; LKS_BAD_CASE: the check's keys in the
+	                                 case file (lks_check_case adds its file and line) */
+} lks_check_result;
+
+enum { LKS_BAD_GOLDEN = 1, LKS_BAD_CASE = 2 };
+
+/* Verdicts of many checks (one suite). failed counts fail and unexpected_pass. */
+typedef struct lks_check_tally {
+	int total, passed, failed, expected_fail, unsupported, skipped;
+	int bad_input;            /* of the failed: checks whose input was bad (exit 2) */
+} lks_check_tally;
+
+/*
+ * Evaluates check k on the stored runs run_a and run_b (0 for one-run kinds), applying
+ * k->expect_fail and the expected divergence (exp_step, exp_rank, exp_tensor, each only
+ * when given). A run id of 0 where the kind needs a run gives "skipped".
+ */
+int lks_check_eval(lks_store *s, const lks_check_cfg *k, int64_t run_a, int64_t run_b,
+                   lks_check_result *res);
+
+/*
+ * Evaluates every check of case c on the runs of suite suite_id: run_ids[i] is the stored
+ * run of c->runs[i], 0 if it was not run. Prints one line per check to out (NULL: none),
+ * stores each verdict in the checks table and adds it to *tally.
+ */
+int lks_check_case(lks_store *s, int64_t suite_id, const lks_case *c, const int64_t *run_ids,
+                   FILE *out, lks_check_tally *tally);
+
+/*
+ * ULP distance: how many representable values lie between a and b, counting one of
+ * them. Each value is mapped to an integer that orders it among all values of its
+ * format (positive: its bits; negative: minus the bits of its magnitude), and the
+ * distance is the difference of the two integers. So equal values give 0, +0 and -0
+ * give 0 (they are equal), neighbours give 1, the largest subnormal and the smallest
+ * normal give 1, a value and inf of the same sign are finite apart, and across signs the
+ * distance is the sum of both magnitudes' distances from zero (-min_subnormal vs
+ * +min_subnormal: 2). Both NaN: 0; one NaN: LKS_ULP_NAN.
+ */
+/* For other comparisons of traces (golden.c) in the same terms: a result as
+   lks_check_eval starts it (no divergence), a divergence's field and values into it (f32:
+   float values, ULP counted in float; is_hash: no error), and the first field in which two
+   stat rows differ bit for bit (l2, amax, scale, nonfinite, underflow, saturated, hash;
+   both NaN count as equal), 0 when none does. */
+void lks_check_result_init(lks_check_result *res);
+void lks_check_set_real(lks_check_result *res, const char *field, double a, double b, int f32);
+void lks_check_set_int(lks_check_result *res, const char *field, int64_t a, int64_t b,
+                       int is_hash);
+int lks_check_row_diff(const lks_stat_row *a, const lks_stat_row *b, lks_check_result *res);
+
+/* A majority among n values: the index of one that more than half of them equal (same(arg,
+   i, j): values i and j are equal, an equivalence), or -1 when none is: two that differ,
+   a tie, all different. Boyer and Moore's vote, 2n calls of same. */
+int lks_majority(int n, int (*same)(void *arg, int i, int j), void *arg);
+
+#define LKS_ULP_NAN UINT64_MAX
+uint64_t lks_ulp_f64(double a, double b);
+uint64_t lks_ulp_f32(float a, float b);
+
+#endif
