@@ -6,7 +6,6 @@
  * A file of its own because it is a stopgap: once the checks table keeps each check's
  * parameters (issue 12), they are read back instead and this parse goes.
  */
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
