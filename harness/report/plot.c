@@ -1,0 +1,344 @@
+/*
+ * plot.c: one plot of the report: a data file and a script (terminal, output and variables,
+ * then the template from reports/) go to the scratch folder, gnuplot runs as a child process
+ * with terminal svg, and the SVG is inlined in the page and kept beside report.md. And the
+ * plots of every case: loss, relative loss difference against the reference run with the
+ * rtol of the close checks against it, grad norm.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#ifdef __linux__
+#include <sys/prctl.h>
+#endif
+
+#include "harness/report/report_impl.h"
+#include "kernels/err.h"
+
+/* ---- gnuplot ---- */
+
+/* Runs the gnuplot program with args; its output goes to tmp/gnuplot.log. The exit
+   status, 127 when it could not be started, -1 when fork failed. On Linux gnuplot dies
+   with this process, so that a killed report leaves nobody writing into its folder. */
+int lks_gnuplot(struct lks_report *r, const char *arg)
+{
+	const char *prog = r->o->gnuplot ? r->o->gnuplot : "gnuplot";
+	char log[LKS_REPORT_PATH];
+	pid_t pid, parent = getpid();
+	int st;
+
+	snprintf(log, sizeof(log), "%s/gnuplot.log", r->tmp);
+	if ((pid = fork()) < 0)
+		return -1;
+	if (pid == 0) {
+		int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+
+#ifdef __linux__
+		if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() != parent)
+			_exit(127);
+#endif
+		if (fd >= 0) {
+			dup2(fd, 1);
+			dup2(fd, 2);
+		}
+		execlp(prog, prog, arg, (char *)NULL);
+		_exit(127);
+	}
+	if (waitpid(pid, &st, 0) < 0)
+		return -1;
+	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+/* The first line of gnuplot's output with a message, for the page. */
+static void lks_gnuplot_error(struct lks_report *r, char *buf, size_t size)
+{
+	char log[LKS_REPORT_PATH], line[256];
+	FILE *f;
+
+	snprintf(buf, size, "gnuplot failed");
+	snprintf(log, sizeof(log), "%s/gnuplot.log", r->tmp);
+	if (!(f = fopen(log, "r")))
+		return;
+	while (fgets(line, sizeof(line), f)) {
+		line[strcspn(line, "\n")] = 0;
+		if (strstr(line, "rror") || strstr(line, "line ")) {
+			snprintf(buf, size, "gnuplot: %s", line);
+			break;
+		}
+	}
+	fclose(f);
+}
+
+static int lks_write_file(const char *path, const char *data, size_t len)
+{
+	FILE *f = fopen(path, "wb");
+	int ok;
+
+	if (!f)
+		return lks_err("cannot write '%s': %s", path, strerror(errno));
+	ok = fwrite(data, 1, len, f) == len;
+	ok &= fclose(f) == 0;
+	return ok ? 0 : lks_err("cannot write '%s'", path);
+}
+
+/* gnuplot's SVG terminal embeds 'with image' as a PNG of one pixel per cell, which a
+   viewer scaling it smooths into a blur: the cells of a heatmap must stay sharp, in the
+   page and in the SVG files beside report.md. */
+static char *lks_svg_sharp(const char *svg)
+{
+	static const char attr[] = "<image style='image-rendering:pixelated' ";
+	const char *p = svg, *q;
+	size_t n = 0;
+	char *out, *o;
+
+	for (q = svg; (q = strstr(q, "<image ")); q++)
+		n++;
+	if (!(out = o = malloc(strlen(svg) + n * sizeof(attr) + 1)))
+		return NULL;
+	while ((q = strstr(p, "<image "))) {
+		memcpy(o, p, (size_t)(q - p));
+		o += q - p;
+		memcpy(o, attr, sizeof(attr) - 1);
+		o += sizeof(attr) - 1;
+		p = q + strlen("<image ");
+	}
+	strcpy(o, p);
+	return out;
+}
+
+/* The plot's heading in both outputs and its anchor, plot-<case>-<kind>[-<tag>], by which
+   a reader (or a test) finds it. */
+static void lks_plot_head(struct lks_report *r, const char *name, const struct lks_plot_spec *p)
+{
+	fprintf(r->html, "<div class=\"plot\" id=\"plot-%s\">\n<h3>", name);
+	lks_html(r->html, p->title);
+	fprintf(r->html, "</h3>\n");
+	fputs("\n**", r->md);
+	lks_md(r->md, p->title, 0);
+	fputs("**\n\n", r->md);
+}
+
+static void lks_plot_tail(struct lks_report *r, const struct lks_plot_spec *p)
+{
+	if (p->caption) {
+		fputs("<p class=\"caption\">", r->html);
+		lks_html(r->html, p->caption);
+		fputs("</p>\n", r->html);
+		lks_md(r->md, p->caption, 1);
+		fputs("\n\n", r->md);
+	}
+	fputs("</div>\n", r->html);
+}
+
+/* A line "what 'path'": a path in a gnuplot string, in which a quote is written twice. */
+static void lks_gp_string(FILE *f, const char *what, const char *path)
+{
+	fprintf(f, "%s'", what);
+	for (; *path; path++) {
+		if (*path == '\'')
+			fputc('\'', f);
+		fputc(*path, f);
+	}
+	fputs("'\n", f);
+}
+
+/* The script: terminal, output and variables, then the template. */
+static int lks_plot_script(struct lks_report *r, const char *gp, const char *svg,
+                           const char *dat, const struct lks_plot_spec *p, const char *vars)
+{
+	char tmpl[LKS_REPORT_PATH], common[LKS_REPORT_PATH];
+	FILE *f;
+
+	snprintf(tmpl, sizeof(tmpl), "%s/%s.gp", r->o->templates, p->kind);
+	snprintf(common, sizeof(common), "%s/common.gp", r->o->templates);
+	if (!(f = fopen(gp, "w")))
+		return lks_err("cannot write '%s': %s", gp, strerror(errno));
+	/* noenhanced: run names such as fp8_ac are text, not subscripts */
+	fprintf(f, "set terminal svg size 900,%d dynamic noenhanced font 'sans,12' "
+	           "background rgb 'white'\n", p->height > 0 ? p->height : 380);
+	lks_gp_string(f, "set output ", svg);
+	lks_gp_string(f, "datafile = ", dat);
+	lks_gp_string(f, "common_gp = ", common);
+	fputs(vars, f);
+	lks_gp_string(f, "load ", tmpl);
+	return fclose(f) == 0 ? 0 : lks_err("cannot write '%s'", gp);
+}
+
+/*
+ * One plot: data (blocks of lines, one per series) and vars (gnuplot assignments) for the
+ * template p->kind; the SVG goes inline into the page and to dir/<name>.svg for report.md,
+ * name being <case>_<kind>[_<tag>]. A plot that fails is said in the page.
+ */
+int lks_plot(struct lks_report *r, const char *case_name, const struct lks_plot_spec *p,
+             const char *data, const char *vars)
+{
+	char safe[128], tag[128], name[300], err[300];
+	char dat[LKS_REPORT_PATH], gp[LKS_REPORT_PATH], svg[LKS_REPORT_PATH], out[LKS_REPORT_PATH];
+	char *text = NULL, *sharp = NULL;
+	size_t len = 0;
+	int st;
+
+	lks_safe_name(safe, sizeof(safe), case_name);
+	lks_safe_name(tag, sizeof(tag), p->tag);
+	snprintf(name, sizeof(name), "%s_%s%s%s", safe, p->kind, p->tag ? "_" : "", tag);
+	snprintf(dat, sizeof(dat), "%s/%s.dat", r->tmp, name);
+	snprintf(gp, sizeof(gp), "%s/%s.gp", r->tmp, name);
+	snprintf(svg, sizeof(svg), "%s/%s.svg", r->tmp, name);
+	snprintf(out, sizeof(out), "%s/%s.svg", r->dir, name);
+	if (lks_write_file(dat, data, strlen(data)) || lks_plot_script(r, gp, svg, dat, p, vars))
+		return -1;
+
+	lks_plot_head(r, name, p);
+	if ((st = lks_gnuplot(r, gp)) != 0 || !(text = lks_slurp(svg, &len))
+	    || !strstr(text, "<svg")) {
+		lks_gnuplot_error(r, err, sizeof(err));
+		lks_para(r, 1, err);
+		lks_plot_tail(r, p);
+		free(text);
+		return 0;
+	}
+	if (!(sharp = lks_svg_sharp(text))) {
+		free(text);
+		return lks_err("out of memory");
+	}
+	/* the XML prolog and DOCTYPE belong to a file, not to an element inside HTML */
+	fputs(strstr(sharp, "<svg"), r->html);
+	fputs("![", r->md);
+	lks_md(r->md, p->title, 0);
+	fprintf(r->md, "](%s.svg)\n\n", name);
+	lks_plot_tail(r, p);
+	st = lks_write_file(out, sharp, strlen(sharp));
+	free(sharp);
+	free(text);
+	if (st == 0)
+		r->info->nplots++;
+	return st;
+}
+
+/* ---- the plots of every case: loss, relative loss difference, grad norm ---- */
+
+/* Adds the series of one run to data and its name to names. */
+static void lks_series(FILE *data, FILE *names, const struct lks_rrun *run, const double *v,
+                       int n, int *nseries)
+{
+	char safe[128];
+
+	lks_safe_name(safe, sizeof(safe), run->run_name);
+	fprintf(names, "%s%s", *nseries ? " " : "", safe);
+	fprintf(data, "# %s\n", safe);
+	for (int s = 0; s < n; s++) {
+		if (isfinite(v[s]))
+			fprintf(data, "%d %.17g\n", s, v[s]);
+		else
+			fprintf(data, "%d NaN\n", s);
+	}
+	fputs("\n\n", data);  /* two blank lines: the next gnuplot index */
+	(*nseries)++;
+}
+
+int lks_case_plots(struct lks_report *r, const char *case_name)
+{
+	char *bufs[2][2] = { { 0 } };
+	size_t lens[2][2];
+	int ref = lks_reference(r, case_name), rc = 0;
+	const char *kinds[] = { "loss", "gradnorm" };
+	const char *captions[] = { "loss per step (mean over ranks)", "grad norm per step" };
+
+	/* (1) loss and (3) grad norm: every run */
+	for (int p = 0; p < 2 && rc == 0; p++) {
+		FILE *data = open_memstream(&bufs[0][0], &lens[0][0]);
+		FILE *names = open_memstream(&bufs[0][1], &lens[0][1]);
+		char vars[4096], title[300];
+		int n = 0;
+
+		if (!data || !names)
+			return lks_err("out of memory");
+		for (int i = 0; i < r->nruns; i++)
+			if (!strcmp(r->runs[i].case_name, case_name) && r->runs[i].nsteps)
+				lks_series(data, names, &r->runs[i], p ? r->runs[i].gnorm : r->runs[i].loss,
+				           r->runs[i].nsteps, &n);
+		fclose(data);
+		fclose(names);
+		lks_safe_name(title, sizeof(title), case_name);
+		snprintf(vars, sizeof(vars), "n = %d\nnames = \"%s\"\ntitle_text = '%s: %s'\n", n,
+		         bufs[0][1], title, captions[p]);
+		if (n) {
+			struct lks_plot_spec spec = { .kind = kinds[p], .title = captions[p] };
+
+			rc = lks_plot(r, case_name, &spec, bufs[0][0], vars);
+		}
+		free(bufs[0][0]);
+		free(bufs[0][1]);
+		bufs[0][0] = bufs[0][1] = NULL;
+		if (p == 0 && rc == 0 && ref >= 0) {
+			/* (2) relative loss difference against the reference */
+			const struct lks_rrun *b = &r->runs[ref];
+			FILE *d = open_memstream(&bufs[1][0], &lens[1][0]);
+			FILE *nm = open_memstream(&bufs[1][1], &lens[1][1]);
+			char tols[256] = "", caption[300], tcase[128];
+			int ntol = 0, m = 0;
+
+			if (!d || !nm)
+				return lks_err("out of memory");
+			for (int i = 0; i < r->nruns; i++) {
+				const struct lks_rrun *a = &r->runs[i];
+				int ns = a->nsteps < b->nsteps ? a->nsteps : b->nsteps;
+				double *rel;
+
+				if (i == ref || strcmp(a->case_name, case_name) != 0 || ns == 0)
+					continue;
+				if (!(rel = malloc((size_t)ns * sizeof(double))))
+					return lks_err("out of memory");
+				for (int s = 0; s < ns; s++) {
+					rel[s] = fabs(a->loss[s] - b->loss[s]) / fabs(b->loss[s]);
+					if (rel[s] < LKS_REPORT_FLOOR)
+						rel[s] = LKS_REPORT_FLOOR;
+				}
+				lks_series(d, nm, a, rel, ns, &m);
+				free(rel);
+			}
+			fclose(d);
+			fclose(nm);
+			/* the rtol of the close checks on the loss against the reference, each once */
+			for (int i = 0; i < r->nchecks; i++) {
+				const struct lks_rcheck *k = &r->checks[i];
+				char t[32];
+
+				if (strcmp(k->rec.case_name, case_name) || !(k->rtol > 0)
+				    || strcmp(k->metric, "loss")
+				    || (k->rec.run_a != b->id && k->rec.run_b != b->id))
+					continue;
+				snprintf(t, sizeof(t), "%.17g", k->rtol);
+				if (!strstr(tols, t) && strlen(tols) + strlen(t) + 2 < sizeof(tols)) {
+					if (ntol++)
+						strcat(tols, ", ");
+					strcat(tols, t);
+				}
+			}
+			snprintf(caption, sizeof(caption),
+			         "relative loss difference against '%s' (an exact agreement is drawn at %g)",
+			         b->run_name, LKS_REPORT_FLOOR);
+			lks_safe_name(tcase, sizeof(tcase), case_name);
+			snprintf(vars, sizeof(vars), "n = %d\nnames = \"%s\"\nntol = %d\n%s%d] = [%s]\n"
+			         "title_text = '%s: |loss - loss(%s)| / |loss(%s)|'\n", m, bufs[1][1], ntol,
+			         ntol ? "array tols[" : "# tols[", ntol, tols, tcase, b->run_name, b->run_name);
+			if (m) {
+				struct lks_plot_spec spec = { .kind = "reldiff", .title = caption };
+
+				rc = lks_plot(r, case_name, &spec, bufs[1][0], vars);
+			} else {
+				lks_para(r, 1, "one run only: no relative difference to plot");
+			}
+			free(bufs[1][0]);
+			free(bufs[1][1]);
+			bufs[1][0] = bufs[1][1] = NULL;
+		}
+	}
+	return rc;
+}

@@ -1,0 +1,161 @@
+/*
+ * report_impl.h: what the files of the report room share, and nothing outside the room
+ * includes: the report being written, its suite as read back, and what each file offers
+ * the others.
+ *   report.c      the sections of the page (summary, planted faults, a case's tables) and
+ *                 the report folder swapped in whole (report.h)
+ *   suite.c       the suite read back through the store: its runs with per-step means over
+ *                 ranks, its check verdicts, its cases in order
+ *   tolerances.c  the close checks' rtol and metric and the planted faults' places, from the
+ *                 case text stored with the runs
+ *   page.c        the page in HTML and Markdown: all escaping, tables, headings, the template
+ *   plot.c        a plot: data and script to a scratch folder, gnuplot as a child, the SVG
+ *                 into the page; the loss, relative loss difference and grad norm plots
+ *   fp8_scales.c  the amax and scale history of an FP8 run's quantized tensors
+ *   heatmap.c     the step x tensor heatmap of two runs and their first divergence
+ */
+#ifndef LKS_HARNESS_REPORT_REPORT_IMPL_H
+#define LKS_HARNESS_REPORT_REPORT_IMPL_H
+
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "harness/report/report.h"
+#include "harness/store/run_trace.h"
+#include "harness/store/trace_store.h"
+
+/* Room for the scratch folder's path, and for a path of a file in it or beside it (the
+   folder's, a name of up to 300 bytes). */
+#define LKS_REPORT_DIR_MAX 1200
+#define LKS_REPORT_PATH 1600
+
+/* Where an exact agreement is drawn on the log scale, which has no 0; far below any
+   tolerance a check uses and above the double rounding of a loss near 1 (1e-16). */
+#define LKS_REPORT_FLOOR 1e-12
+
+/* A run of the suite with its per-step means over ranks (loss, grad norm, step time).
+   The report's own view of a stored run, used only through struct lks_report: the stored-run
+   model (harness/store/run.h) is to replace it, here alone. */
+struct lks_rrun {
+	int64_t id;
+	char *case_name, *run_name, *recipe, *options, *status, *fingerprint, *case_text;
+	int world_size;
+	int nsteps;
+	double *loss, *gnorm, *time;
+};
+
+struct lks_rcheck {
+	lks_check_rec rec;        /* strings owned */
+	double rtol;              /* from the case text; NaN: unknown or not a close check */
+	char metric[64];
+	int expect_fail;          /* from the case text: a planted fault's check */
+	char planted[200];        /* where the case says it must fail, in words */
+};
+
+struct lks_report {
+	lks_store *s;
+	int64_t suite;
+	const char *dir;          /* the new report folder, swapped in when complete */
+	const lks_report_opts *o;
+	char tmp[LKS_REPORT_DIR_MAX];  /* scratch: data, scripts, gnuplot's output; inside dir */
+	FILE *html, *md;
+	struct lks_rrun *runs;
+	int nruns;
+	struct lks_rcheck *checks;
+	int nchecks;
+	lks_report_info *info;
+};
+
+static inline char *lks_dup(const char *s)
+{
+	return s ? strdup(s) : NULL;
+}
+
+/* ---- suite.c ---- */
+
+/* The runs of r->suite with their steps, and its checks with their tolerances. */
+int lks_suite_load(struct lks_report *r);
+void lks_suite_release(struct lks_report *r);
+const struct lks_rrun *lks_run_by_id(const struct lks_report *r, int64_t id);
+/* The run's name, "" when the suite has no run id. */
+const char *lks_run_name(const struct lks_report *r, int64_t id);
+/* The reference of the relative-difference plot: the first bf16 run, else the first; -1:
+   the case has no run. */
+int lks_reference(const struct lks_report *r, const char *case_name);
+/* The cases of the suite, in the order their first run or check was stored (*out: free it;
+   the names belong to r). */
+int lks_case_names(struct lks_report *r, const char ***out, int *n);
+
+/* ---- tolerances.c ---- */
+
+/* Fills rtol, metric, expect_fail and planted of the checks of run's case. */
+void lks_check_tolerances(struct lks_report *r, const struct lks_rrun *run);
+
+/* ---- page.c ---- */
+
+/* A text built with stdio (open_memstream), read once it is done. */
+struct lks_text {
+	char *buf;
+	size_t len;
+	FILE *f;
+};
+
+int lks_text_open(struct lks_text *t);
+/* The text; NULL when it could not be kept (out of memory). */
+const char *lks_text_done(struct lks_text *t);
+void lks_text_free(struct lks_text *t);
+
+/* s as HTML text. */
+void lks_html(FILE *f, const char *s);
+/* s as Markdown text; block: s starts a paragraph. */
+void lks_md(FILE *f, const char *s, int block);
+/* A name safe in a file name and inside a gnuplot string: other characters become '_'. */
+void lks_safe_name(char *out, size_t size, const char *s);
+
+void lks_row(struct lks_report *r, const char *tr_class, const char *const *cells,
+             const char *const *cls, int n);
+void lks_table_head(struct lks_report *r, const char *const *heads, int n);
+void lks_table_end(struct lks_report *r);
+void lks_heading(struct lks_report *r, int level, const char *text);
+void lks_para(struct lks_report *r, int note, const char *text);
+/* The HTML template before (tail 0) or after (tail 1) its line @BODY@. */
+int lks_template(struct lks_report *r, const char *title, int tail);
+
+/* v formatted into buf, "" when v is NaN. */
+const char *lks_fmt(char *buf, size_t size, const char *fmt, double v);
+/* A place (step, rank, tensor; -1 or NULL: not given) in words, "" when none is given. */
+void lks_place(char *buf, size_t size, int step, int rank, const char *tensor);
+/* The file whole (malloc'd, NUL-terminated), NULL when it cannot be read. */
+char *lks_slurp(const char *path, size_t *len);
+
+/* ---- plot.c ---- */
+
+/* What one plot is: its template, where it goes, and the words around it. */
+struct lks_plot_spec {
+	const char *kind;         /* the template reports/<kind>.gp */
+	const char *tag;          /* NULL, or what tells plots of one kind in a case apart */
+	const char *title;        /* the heading above the plot */
+	const char *caption;      /* NULL, or a paragraph below it (a line in report.md) */
+	int height;               /* of the SVG in pixels; 0: 380 */
+};
+
+/* The gnuplot program run with arg: its exit status, 127 when it could not be started. */
+int lks_gnuplot(struct lks_report *r, const char *arg);
+int lks_plot(struct lks_report *r, const char *case_name, const struct lks_plot_spec *p,
+             const char *data, const char *vars);
+/* The loss, relative loss difference and grad norm plots of a case. */
+int lks_case_plots(struct lks_report *r, const char *case_name);
+
+/* ---- fp8_scales.c ---- */
+
+int lks_case_fp8_plots(struct lks_report *r, const char *case_name);
+/* Tensor i of t as a word of a key or label. */
+void lks_tensor_word(char *out, size_t size, const lks_run_trace *t, int i);
+
+/* ---- heatmap.c ---- */
+
+int lks_case_heatmaps(struct lks_report *r, const char *case_name);
+
+#endif
