@@ -32,111 +32,10 @@
 #include "harness/store/trace_store.h"
 #include "kernels/err.h"
 
-static const char *const lks_recipe_names[LKS_RECIPE_COUNT] = {
-	"bf16", "fp8_tensorwise", "fp8_rowwise", "fp8_rowwise_gw_hp", "fp8_delayed",
-	"fp32",
-};
-
-static const char *const lks_check_kind_names[LKS_CHECK_COUNT] = {
-	"bitwise", "close", "sqnr", "golden", "finite", "ranks_agree", "recompute",
-};
-
-static const lks_metric lks_metrics[] = {
-	{ "loss", LKS_METRIC_STEP_MEAN, offsetof(lks_step_row, loss), 0, 0,
-	  "the step's loss, the mean over ranks" },
-	{ "grad_norm", LKS_METRIC_STEP_GLOBAL, offsetof(lks_step_row, grad_norm), 0, 0,
-	  "the global gradient norm before clipping" },
-	{ "l2", LKS_METRIC_TENSOR, offsetof(lks_stat_row, l2), 0, 0,
-	  "each tensor's L2 norm, per rank" },
-	{ "amax", LKS_METRIC_TENSOR, offsetof(lks_stat_row, amax), 1, 0,
-	  "each tensor's largest magnitude, per rank" },
-	{ "scale", LKS_METRIC_TENSOR, offsetof(lks_stat_row, scale), 1, 1,
-	  "each FP8 operand's smallest scale, per rank" },
-};
-
-#define LKS_NMETRICS ((int)(sizeof(lks_metrics) / sizeof(lks_metrics[0])))
-
-const lks_metric *lks_metric_at(int i)
-{
-	return i >= 0 && i < LKS_NMETRICS ? &lks_metrics[i] : NULL;
-}
-
-const lks_metric *lks_metric_find(const char *name)
-{
-	for (int i = 0; i < LKS_NMETRICS; i++)
-		if (strcmp(name, lks_metrics[i].name) == 0)
-			return &lks_metrics[i];
-	return NULL;
-}
-
-const char *lks_metric_names(char *buf, size_t size)
-{
-	size_t len = 0;
-
-	buf[0] = 0;
-	for (int i = 0; i < LKS_NMETRICS; i++)
-		len += (size_t)snprintf(buf + len, len < size ? size - len : 0, "%s%s", i ? ", " : "",
-					lks_metrics[i].name);
-	return buf;
-}
-
 /* values of the keys that choose among names; the index is the stored value */
 static const char *const lks_checkpoint_names[] = { "none", "blocks", NULL };
 static const char *const lks_amax_algo_names[] = { "max", "most_recent", NULL };
 static const char *const lks_expect_names[] = { "pass", "fail", NULL };
-
-const char *lks_recipe_name(lks_recipe r)
-{
-	return (unsigned)r < LKS_RECIPE_COUNT ? lks_recipe_names[r] : "?";
-}
-
-const char *lks_check_kind_name(lks_check_kind k)
-{
-	return (unsigned)k < LKS_CHECK_COUNT ? lks_check_kind_names[k] : "?";
-}
-
-/* "a, b, c": the accepted names, for messages */
-static const char *lks_names_list(const char *const *names, int n, char *buf, size_t size)
-{
-	size_t len = 0;
-
-	buf[0] = 0;
-	for (int i = 0; i < n && names[i]; i++)
-		len += (size_t)snprintf(buf + len, len < size ? size - len : 0, "%s%s",
-					i ? ", " : "", names[i]);
-	return buf;
-}
-
-int lks_recipe_parse(const char *s, lks_recipe *out)
-{
-	char list[256];
-
-	for (int i = 0; i < LKS_RECIPE_COUNT; i++)
-		if (strcmp(s, lks_recipe_names[i]) == 0) {
-			*out = (lks_recipe)i;
-			return 0;
-		}
-	return lks_err("unknown recipe '%s' (%s)", s,
-		       lks_names_list(lks_recipe_names, LKS_RECIPE_COUNT, list, sizeof(list)));
-}
-
-int lks_check_kind_parse(const char *s, lks_check_kind *out)
-{
-	char list[256];
-
-	for (int i = 0; i < LKS_CHECK_COUNT; i++)
-		if (strcmp(s, lks_check_kind_names[i]) == 0) {
-			*out = (lks_check_kind)i;
-			return 0;
-		}
-	return lks_err("unknown check kind '%s' (%s)", s,
-		       lks_names_list(lks_check_kind_names, LKS_CHECK_COUNT, list, sizeof(list)));
-}
-
-int lks_check_kind_nruns(lks_check_kind k)
-{
-	return k == LKS_CHECK_BITWISE || k == LKS_CHECK_CLOSE || k == LKS_CHECK_SQNR ? 2 : 1;
-}
 
 const lks_run_cfg *lks_case_run(const lks_case *c, const char *name)
 {
@@ -428,15 +327,14 @@ static int lks_bad_value(const struct lks_key *k, const char *val, const char *l
 			       val, k->name, label);
 	case LKS_KEY_CHOICE:
 		return lks_err("bad value '%s' for '%s' in %s: want %s", val, k->name, label,
-			       lks_names_list(k->choices, 16, list, sizeof(list)));
+			       lks_names_join(k->choices, sizeof(k->choices[0]), 0, -1, list,
+					      sizeof(list)));
 	case LKS_KEY_RECIPE:
 		return lks_err("unknown recipe '%s' in %s (%s)", val, label,
-			       lks_names_list(lks_recipe_names, LKS_RECIPE_COUNT, list,
-					      sizeof(list)));
+			       lks_recipe_names(NULL, list, sizeof(list)));
 	case LKS_KEY_KIND:
 		return lks_err("unknown check kind '%s' in %s (%s)", val, label,
-			       lks_names_list(lks_check_kind_names, LKS_CHECK_COUNT, list,
-					      sizeof(list)));
+			       lks_check_kind_names(list, sizeof(list)));
 	case LKS_KEY_METRIC:
 		return lks_err("unknown metric '%s' in %s (%s)", val, label,
 			       lks_metric_names(list, sizeof(list)));
@@ -492,19 +390,10 @@ static int lks_key_store(const struct lks_key *k, void *base, const char *val, c
 		memcpy(field, val, strlen(val) + 1);
 		return 0;
 	case LKS_KEY_RECIPE:
-		for (int i = 0; i < LKS_RECIPE_COUNT; i++)
-			if (strcmp(val, lks_recipe_names[i]) == 0) {
-				*(lks_recipe *)field = (lks_recipe)i;
-				return 0;
-			}
-		return lks_bad_value(k, val, label);
+		return lks_recipe_parse(val, (lks_recipe *)field) ? lks_bad_value(k, val, label) : 0;
 	case LKS_KEY_KIND:
-		for (int i = 0; i < LKS_CHECK_COUNT; i++)
-			if (strcmp(val, lks_check_kind_names[i]) == 0) {
-				*(lks_check_kind *)field = (lks_check_kind)i;
-				return 0;
-			}
-		return lks_bad_value(k, val, label);
+		return lks_check_kind_parse(val, (lks_check_kind *)field)
+		       ? lks_bad_value(k, val, label) : 0;
 	case LKS_KEY_CHOICE:
 		for (int i = 0; k->choices[i]; i++)
 			if (strcmp(val, k->choices[i]) == 0) {
@@ -743,7 +632,7 @@ static void lks_case_defaults(struct lks_parse *st)
 	for (int i = 0; i < c->nchecks; i++)
 		if (!lks_seen(st, LKS_SEC_CHECK, i, "metric"))
 			strcpy(c->checks[i].metric,
-			       c->checks[i].kind == LKS_CHECK_CLOSE ? "loss" : "");
+			       lks_check_kind_of(c->checks[i].kind)->keys & LKS_CK_METRIC ? "loss" : "");
 }
 
 static int lks_case_required(struct lks_parse *st, enum lks_sec sec, int idx)
@@ -786,17 +675,20 @@ static int lks_check_tensors(const lks_case *c, const lks_run_cfg *a, const lks_
 	return rc < 0 ? -1 : 0;
 }
 
+/* A check against its kind's row (check_kind.c): its runs, and the keys the kind reads. */
 static int lks_check_runs(struct lks_parse *st, const lks_check_cfg *k)
 {
-	const char *kind = lks_check_kind_name(k->kind);
+	const lks_check_kind_info *row = lks_check_kind_of(k->kind);
+	const char *kind = row->name;
+	int metric = (row->keys & LKS_CK_METRIC) != 0;
 	const lks_run_cfg *a, *b = NULL;
 
 	if (!k->a[0])
 		return lks_err("check '%s' (%s) needs a run: a = NAME", k->name, kind);
-	if (lks_check_kind_nruns(k->kind) == 2 && !k->b[0])
+	if (row->nruns == 2 && !k->b[0])
 		return lks_err("check '%s' (%s) compares two runs: b = NAME is missing", k->name,
 			       kind);
-	if (lks_check_kind_nruns(k->kind) == 1 && k->b[0])
+	if (row->nruns == 1 && k->b[0])
 		return lks_err("check '%s' (%s) takes one run (a), not b = %s", k->name, kind,
 			       k->b);
 	if (!(a = lks_case_run(st->c, k->a)))
@@ -807,18 +699,16 @@ static int lks_check_runs(struct lks_parse *st, const lks_check_cfg *k)
 			       k->name, k->b);
 	if (b == a)
 		return lks_err("check '%s' compares run '%s' with itself", k->name, k->a);
-	if (k->kind == LKS_CHECK_CLOSE && !k->metric[0])
-		return lks_err("check '%s' (close) has an empty metric", k->name);
-	if (k->tensors[0] && (k->kind != LKS_CHECK_CLOSE
-			      || lks_metric_find(k->metric)->scope != LKS_METRIC_TENSOR))
+	if (metric && !k->metric[0])
+		return lks_err("check '%s' (%s) has an empty metric", k->name, kind);
+	if (k->tensors[0] && (!metric || lks_metric_find(k->metric)->scope != LKS_METRIC_TENSOR))
 		return lks_err("check '%s': tensors = %s chooses the tensors of a close check on a "
 			       "tensor statistic, not of %s%s%s", k->name, k->tensors, kind,
-			       k->kind == LKS_CHECK_CLOSE ? " on " : "",
-			       k->kind == LKS_CHECK_CLOSE ? k->metric : "");
+			       metric ? " on " : "", metric ? k->metric : "");
 	/* without checkpointing there is no recompute to hold against the forward */
-	if (k->kind == LKS_CHECK_RECOMPUTE && !a->checkpoint)
-		return lks_err("check '%s' (recompute) needs a run with checkpoint = blocks; "
-			       "run '%s' has none", k->name, a->name);
+	if ((row->needs & LKS_CK_CHECKPOINT) && !a->checkpoint)
+		return lks_err("check '%s' (%s) needs a run with checkpoint = blocks; "
+			       "run '%s' has none", k->name, kind, a->name);
 	if (!k->expect_fail && (k->exp_step >= 0 || k->exp_rank >= 0 || k->exp_tensor[0]))
 		return lks_err("check '%s': step, rank and tensor name an expected divergence "
 			       "and need expect = fail", k->name);
@@ -829,10 +719,10 @@ static int lks_check_runs(struct lks_parse *st, const lks_check_cfg *k)
 		return lks_err("check '%s': rank %d is past the run's %d ranks", k->name,
 			       k->exp_rank, a->world_size);
 	/* two replicas that differ have no majority: the check names both, never one */
-	if (k->kind == LKS_CHECK_RANKS_AGREE && k->exp_rank >= 0 && a->world_size == 2)
-		return lks_err("check '%s': ranks_agree on 2 ranks names no single rank (the pair "
+	if ((row->needs & LKS_CK_MAJORITY) && k->exp_rank >= 0 && a->world_size == 2)
+		return lks_err("check '%s': %s on 2 ranks names no single rank (the pair "
 			       "disagrees; a golden or a clean run decides which is wrong): leave "
-			       "out rank", k->name);
+			       "out rank", k->name, kind);
 	return lks_check_tensors(st->c, a, k);
 }
 
