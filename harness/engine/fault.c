@@ -162,10 +162,10 @@ int lks_fault_fits(const lks_fault *f, int recipe, int checkpoint, int world_siz
 		return lks_err("inject: step %d is past the run's %d steps", f->step, steps);
 	if (f->rank >= world_size)
 		return lks_err("inject: rank %d is past the run's %d ranks", f->rank, world_size);
-	if (f->kind == LKS_FAULT_STALE_BWD_SCALE && (!lks_recipe_delayed(recipe) || !checkpoint))
-		return lks_err("inject: %s needs a recipe with delayed scaling (%s) and checkpoint = "
-		               "blocks (the scales it leaves stale exist only there)", name,
-		               lks_recipe_names(lks_recipe_delayed, fit, sizeof(fit)));
+	if (f->kind == LKS_FAULT_STALE_BWD_SCALE && (!lks_recipe_delayed_dy(recipe) || !checkpoint))
+		return lks_err("inject: %s needs a recipe with delayed scaling of dy (%s) and "
+		               "checkpoint = blocks (the scales it leaves stale exist only there)", name,
+		               lks_recipe_names(lks_recipe_delayed_dy, fit, sizeof(fit)));
 	if (f->kind == LKS_FAULT_SKIP_ALLREDUCE && world_size < 2)
 		return lks_err("inject: %s needs world_size >= 2 (one rank has no all-reduce to "
 		               "skip)", name);

@@ -92,6 +92,11 @@ int lks_recipe_delayed(lks_recipe r)
 	return lks_recipe_rules_of(r) && lks_recipes[r].op[LKS_ROLE_FWD][0].delayed;
 }
 
+int lks_recipe_delayed_dy(lks_recipe r)
+{
+	return lks_recipe_delayed(r) && lks_recipes[r].op[LKS_ROLE_DGRAD][0].delayed;
+}
+
 int lks_recipe_pow2(lks_recipe r)
 {
 	for (int role = 0; lks_recipe_rules_of(r) && role < 3; role++)

@@ -60,9 +60,11 @@ const char *lks_recipe_name(lks_recipe r);
 int lks_recipe_parse(const char *s, lks_recipe *out);
 
 /* What follows from a recipe's rules. Delayed scaling: the runner keeps amax histories
-   (amax_history, amax_algo, margin) when the forward's x takes its scale from one. Power-
-   of-two scales: some operand rounds its scales to a power of two. */
+   (amax_history, amax_algo, margin) when the forward's x takes its scale from one; and the
+   backward's dy takes its scale from its history too (the scales stale_bwd_scale leaves
+   stale). Power-of-two scales: some operand rounds its scales to a power of two. */
 int lks_recipe_delayed(lks_recipe r);
+int lks_recipe_delayed_dy(lks_recipe r);
 int lks_recipe_pow2(lks_recipe r);
 
 /* The names of the recipes for which has(r) is true (has NULL: all), "a, b, c", into buf. */
