@@ -4,6 +4,10 @@
  * quantize and GEMM call of one training step of a one-block model; the expectations
  * below restate DESIGN.md's recipe table in terms of the stored tensors
  * (x (T, in), W (out, in), dy (T, out)), independently of harness/engine/recipe.c's table.
+ *
+ * And the table itself: every row is a recipe that the case parser takes, 'lockstep list'
+ * shows and the faults know, each told from the row, so that a recipe added as one row
+ * needs nothing else.
  */
 #include <criterion/criterion.h>
 #include <stdio.h>
@@ -11,10 +15,12 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "harness/base/name.h"
 #include "harness/engine/case.h"
 #include "harness/engine/runner.h"
 #include "kernels/backend.h"
 #include "kernels/err.h"
+#include "run_bin.h"
 
 #define MAXCALLS 64
 
@@ -169,4 +175,144 @@ Test(recipe, quantizes_the_operands_design_names)
 		cr_assert_eq(rec.nq, q, "%s: %d quantize calls, want %d", design[d].recipe, rec.nq, q);
 		lks_case_release(&c);
 	}
+}
+
+/* Whether some operand of row r has the property, told from the rules themselves. */
+static int has_pow2(const lks_recipe_rules *r)
+{
+	for (int role = 0; role < 3; role++)
+		for (int ab = 0; ab < 2; ab++)
+			if (r->op[role][ab].pow2)
+				return 1;
+	return 0;
+}
+
+/* The scales stale_bwd_scale leaves stale: dy's, from a history that the runner keeps
+   (when the forward's x has one). */
+static int has_delayed_dy(const lks_recipe_rules *r)
+{
+	return r->op[LKS_ROLE_FWD][0].delayed && r->op[LKS_ROLE_DGRAD][0].delayed;
+}
+
+/* The recipes, one run each, in one case file; its path. */
+static const char *write_all_recipes(char *path, size_t size)
+{
+	char dir[] = "/tmp/lks_test_recipe_XXXXXX";
+	FILE *f;
+
+	cr_assert_not_null(mkdtemp(dir));
+	snprintf(path, size, "%s/recipes.ini", dir);
+	cr_assert_not_null(f = fopen(path, "w"));
+	fprintf(f, "[case]\nsteps = 2\nworld_size = 2\n[model]\nvocab = %d\nhidden = %d\n"
+	        "ffn = %d\nlayers = 1\nseq = 8\nbatch = 1\n", V, H, F);
+	for (int i = 0; i < LKS_RECIPE_COUNT; i++)
+		fprintf(f, "[run r%d]\nrecipe = %s\n", i, lks_recipe_name((lks_recipe)i));
+	fclose(f);
+	return path;
+}
+
+Test(recipe, every_row_is_parsed_listed_and_known_to_the_faults)
+{
+	char path[128], out[16384], args[256], all[512], delayed[512], list[600], want[256], *dir;
+	lks_case c;
+
+	cr_assert_null(lks_recipe_rules_of(LKS_RECIPE_COUNT));
+	cr_assert_str_eq(lks_recipe_name(LKS_RECIPE_COUNT), "?");
+	for (int i = 0; i < LKS_RECIPE_COUNT; i++) {
+		const lks_recipe_rules *r = lks_recipe_rules_of((lks_recipe)i);
+
+		cr_assert_not_null(r);
+		cr_assert_not_null(r->name, "recipe %d has no row", i);
+		cr_assert_eq(lks_name_check("recipe", r->name, strlen(r->name)), 0, "%s", lks_errmsg());
+		cr_assert(r->what && r->what[0], "%s: no words for 'lockstep list --help'", r->name);
+		for (int j = 0; j < i; j++)
+			cr_assert_str_neq(r->name, lks_recipe_name((lks_recipe)j), "two rows called %s",
+			                  r->name);
+		for (int role = 0; role < 3; role++)
+			for (int ab = 0; ab < 2; ab++) {
+				const lks_operand_rule *o = &r->op[role][ab];
+				int fp8 = o->dtype == LKS_E4M3 || o->dtype == LKS_E5M2;
+
+				cr_assert(fp8 || o->dtype == LKS_BF16 || o->dtype == LKS_F32, "%s", r->name);
+				cr_assert(fp8 ? o->scaling != LKS_SCALE_NONE
+				              : o->scaling == LKS_SCALE_NONE && !o->pow2 && !o->delayed,
+				          "%s: %s operand %d has a scaling its format does not take", r->name,
+				          lks_role_name((lks_role)role), ab);
+			}
+	}
+
+	/* the case parser takes each name, and its message for a wrong one lists them all */
+	write_all_recipes(path, sizeof(path));
+	cr_assert_eq(lks_case_load(path, NULL, 0, &c), 0, "%s", lks_errmsg());
+	cr_assert_eq(c.nruns, LKS_RECIPE_COUNT);
+	for (int i = 0; i < LKS_RECIPE_COUNT; i++)
+		cr_assert_eq(c.runs[i].recipe, (lks_recipe)i, "run r%d", i);
+	cr_assert_neq(lks_case_override(&c, "run.r0.recipe=fp9"), 0);
+	for (int i = 0; i < LKS_RECIPE_COUNT; i++)
+		cr_assert_not_null(strstr(lks_errmsg(), lks_recipe_name((lks_recipe)i)), "%s",
+		                   lks_errmsg());
+
+	/* list shows each run's recipe, and the amax settings of those with delayed scaling;
+	   its help has a line per row */
+	snprintf(args, sizeof(args), "list '%s'", path);
+	cr_assert_eq(lks_run_bin(NULL, args, out, sizeof(out)), 0, "%s", out);
+	for (int i = 0; i < LKS_RECIPE_COUNT; i++) {
+		const lks_recipe_rules *r = lks_recipe_rules_of((lks_recipe)i);
+		char *line;
+
+		snprintf(want, sizeof(want), "r%d  ", i);
+		cr_assert_not_null(line = strstr(out, want), "no run r%d in\n%s", i, out);
+		*strchr(line, '\n') = 0;
+		cr_assert_not_null(strstr(line, r->name), "%s", line);
+		cr_assert_eq(strstr(line, "amax history") != NULL, r->op[LKS_ROLE_FWD][0].delayed != 0,
+		             "%s", line);
+		line[strlen(line)] = '\n';
+	}
+	cr_assert_eq(lks_run_bin(NULL, "list --help", out, sizeof(out)), 0, "%s", out);
+	for (int i = 0; i < LKS_RECIPE_COUNT; i++) {
+		const lks_recipe_rules *r = lks_recipe_rules_of((lks_recipe)i);
+
+		snprintf(want, sizeof(want), "  %-18s %s\n", r->name, r->what);
+		cr_assert_not_null(strstr(out, want), "no line '%s' in\n%s", want, out);
+	}
+
+	/* the faults that depend on a recipe fit the rows whose rules they act on, and a
+	   refusal names exactly those */
+	all[0] = delayed[0] = 0;
+	for (int i = 0; i < LKS_RECIPE_COUNT; i++) {
+		const lks_recipe_rules *r = lks_recipe_rules_of((lks_recipe)i);
+
+		if (has_pow2(r))
+			snprintf(all + strlen(all), sizeof(all) - strlen(all), "%s%s", all[0] ? ", " : "",
+			         r->name);
+		if (has_delayed_dy(r))
+			snprintf(delayed + strlen(delayed), sizeof(delayed) - strlen(delayed), "%s%s",
+			         delayed[0] ? ", " : "(", r->name);
+	}
+	strcat(delayed, ")");
+	for (int i = 0; i < LKS_RECIPE_COUNT; i++) {
+		const lks_recipe_rules *r = lks_recipe_rules_of((lks_recipe)i);
+		lks_fault f;
+
+		cr_assert_eq(lks_fault_parse("scale_round_up", 0, &f), 0);
+		cr_assert_eq(lks_fault_fits(&f, i, 0, 1, 5) == 0, has_pow2(r), "%s", r->name);
+		if (!has_pow2(r)) {
+			snprintf(list, sizeof(list), "power-of-two scales (%s)", all);
+			cr_assert_not_null(strstr(lks_errmsg(), list), "%s", lks_errmsg());
+		}
+		cr_assert_eq(lks_fault_parse("stale_bwd_scale", 0, &f), 0);
+		cr_assert_eq(lks_fault_fits(&f, i, 1, 1, 5) == 0, has_delayed_dy(r), "%s", r->name);
+		cr_assert_neq(lks_fault_fits(&f, i, 0, 1, 5), 0, "%s without checkpointing", r->name);
+		cr_assert_not_null(strstr(lks_errmsg(), delayed), "%s", lks_errmsg());
+		/* the others act on any recipe */
+		cr_assert_eq(lks_fault_parse("skip_allreduce step=1 rank=1", 0, &f), 0);
+		cr_assert_eq(lks_fault_fits(&f, i, 0, 2, 5), 0, "%s: %s", r->name, lks_errmsg());
+		cr_assert_eq(lks_fault_parse("nan step=1 rank=0 tensor=embed.out", 0, &f), 0);
+		cr_assert_eq(lks_fault_fits(&f, i, 0, 2, 5), 0, "%s: %s", r->name, lks_errmsg());
+	}
+	lks_case_release(&c);
+	unlink(path);
+	dir = strrchr(path, '/');
+	*dir = 0;
+	rmdir(path);
 }

@@ -21,4 +21,10 @@
    want ..." (what: "run", "check", "combo", "case"). */
 int lks_name_check(const char *what, const char *s, size_t len);
 
+/* "a, b, c": the names of the rows of a table (recipes, check kinds, choices of a key), for
+   messages and help. rows: n rows of stride bytes, each with its name as a const char * at
+   offset off (n < 0: the rows up to a NULL name), into buf. */
+const char *lks_names_join(const void *rows, size_t stride, size_t off, int n, char *buf,
+                           size_t size);
+
 #endif

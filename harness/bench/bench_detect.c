@@ -8,8 +8,9 @@
  * Every fault case (cases/faults) is run once; in each, the first run with a planted
  * fault is the faulty run and the first run without one the clean run. Every check kind
  * is then evaluated on those same two stored runs, so the table compares checks, not
- * runs. On the cpu backend the golden check is bitwise against a golden made from the
- * clean run, so the bitwise column stands for it.
+ * runs. The columns are the check-kind table's (check_kind.h): each kind with a column,
+ * in the table's order, with the settings its row gives (a kind without one says why:
+ * --help shows it), then the NaN event.
  */
 #include <errno.h>
 #include <math.h>
@@ -38,14 +39,43 @@ static const char lks_detect_help[] =
 	"options:\n"
 	"  --dir DIR   where the temporary database goes (default $TMPDIR or /tmp)\n";
 
-/* The columns: a check kind on (faulty, clean), or the NaN event. */
-enum { COL_BITWISE, COL_FINITE, COL_RANKS, COL_RECOMPUTE, COL_SQNR, COL_LOSS5, COL_NANCOLL,
-	COL_COUNT };
+/* The columns: check kinds on (faulty, clean), in the order of the check-kind table, then
+   the NaN event (kind LKS_CHECK_COUNT). */
+#define LKS_NCOLS (LKS_CHECK_COUNT + 1)
 
-static const char *const lks_col_names[COL_COUNT] = {
-	"bitwise/golden", "finite", "ranks_agree", "recompute", "sqnr 20 dB", "loss rtol 5%",
-	"NaN collective",
+struct lks_col {
+	lks_check_kind kind;
+	const char *title;
 };
+
+static int lks_detect_cols(struct lks_col *cols)
+{
+	const lks_check_kind_info *row;
+	int n = 0;
+
+	for (int i = 0; (row = lks_check_kind_of((lks_check_kind)i)); i++)
+		if (row->detect.title)
+			cols[n++] = (struct lks_col){ (lks_check_kind)i, row->detect.title };
+	cols[n++] = (struct lks_col){ LKS_CHECK_COUNT, "NaN collective" };
+	return n;
+}
+
+static void lks_detect_help_print(void)
+{
+	struct lks_col cols[LKS_NCOLS];
+	const lks_check_kind_info *row;
+	int n = lks_detect_cols(cols);
+
+	fputs(lks_detect_help, stdout);
+	printf("\ncolumns:\n");
+	for (int j = 0; j < n; j++)
+		printf("  %-16s %s\n", cols[j].title, cols[j].kind == LKS_CHECK_COUNT
+		       ? "the runner's event: NaN/Inf in gradients before the all-reduce"
+		       : lks_check_kind_name(cols[j].kind));
+	for (int i = 0; (row = lks_check_kind_of((lks_check_kind)i)); i++)
+		if (!row->detect.title)
+			printf("  %-16s none: %s\n", row->name, row->detect.none);
+}
 
 struct lks_catch {
 	int applies, caught, step, rank;
@@ -54,7 +84,7 @@ struct lks_catch {
 
 struct lks_detect_row {
 	char case_name[LKS_NAME_MAX];  /* the fault case: one row each */
-	struct lks_catch col[COL_COUNT];
+	struct lks_catch col[LKS_NCOLS];
 };
 
 static int lks_first_event(void *arg, const lks_event_rec *ev)
@@ -70,21 +100,23 @@ static int lks_first_event(void *arg, const lks_event_rec *ev)
 	return 0;
 }
 
-static int lks_detect_check(lks_store *s, lks_check_kind kind, const char *metric, double rtol,
-                            double floor_db, const lks_run_cfg *bad, const lks_run_cfg *clean,
-                            int64_t id_bad, int64_t id_clean, struct lks_catch *c)
+/* Check kind evaluated with the settings of its column on the faulty and the clean run. */
+static int lks_detect_check(lks_store *s, lks_check_kind kind, const lks_run_cfg *bad,
+                            const lks_run_cfg *clean, int64_t id_bad, int64_t id_clean,
+                            struct lks_catch *c)
 {
-	lks_check_cfg k = { .kind = kind, .rtol = rtol, .floor_db = floor_db, .exp_step = -1,
-	                    .exp_rank = -1 };
+	const lks_check_kind_info *row = lks_check_kind_of(kind);
+	lks_check_cfg k = { .kind = kind, .rtol = row->detect.rtol,
+	                    .floor_db = row->detect.floor_db, .exp_step = -1, .exp_rank = -1 };
 	lks_check_result res;
-	int two = lks_check_kind_nruns(kind) == 2;
+	int two = row->nruns == 2;
 
-	snprintf(k.name, sizeof(k.name), "detect_%s", lks_check_kind_name(kind));
+	snprintf(k.name, sizeof(k.name), "detect_%s", row->name);
 	snprintf(k.a, sizeof(k.a), "%s", bad->name);
 	if (two)
 		snprintf(k.b, sizeof(k.b), "%s", clean->name);
-	snprintf(k.metric, sizeof(k.metric), "%s", metric ? metric : "");
-	c->applies = kind != LKS_CHECK_RECOMPUTE || bad->checkpoint;
+	snprintf(k.metric, sizeof(k.metric), "%s", row->detect.metric ? row->detect.metric : "");
+	c->applies = !(row->needs & LKS_CK_CHECKPOINT) || bad->checkpoint;
 	if (!c->applies)
 		return 0;
 	if (lks_check_eval(s, &k, id_bad, two ? id_clean : 0, &res))
@@ -122,7 +154,8 @@ static int lks_detect_case(lks_store *s, int64_t suite, const lks_case *c,
 	lks_runner_opts o = { .suite_id = suite, .threads = 1 };
 	lks_run_result res;
 	lks_sqnr_pairs *pairs = NULL;
-	int rc = -1;
+	struct lks_col cols[LKS_NCOLS];
+	int ncols = lks_detect_cols(cols), rc = -1;
 
 	if (lks_detect_pick(c, &bad, &clean))
 		return -1;
@@ -140,23 +173,11 @@ static int lks_detect_case(lks_store *s, int64_t suite, const lks_case *c,
 		goto out;
 	id_bad = res.run_id;
 
-	/* sqnr at 20 dB: a gradient error a tenth of the gradient; loss at rtol 5%: the loose
-	   check that loss curves get */
-	if (lks_detect_check(s, LKS_CHECK_BITWISE, NULL, 0, 0, bad, clean, id_bad, id_clean,
-	                     &row->col[COL_BITWISE])
-	    || lks_detect_check(s, LKS_CHECK_FINITE, NULL, 0, 0, bad, clean, id_bad, id_clean,
-	                        &row->col[COL_FINITE])
-	    || lks_detect_check(s, LKS_CHECK_RANKS_AGREE, NULL, 0, 0, bad, clean, id_bad, id_clean,
-	                        &row->col[COL_RANKS])
-	    || lks_detect_check(s, LKS_CHECK_RECOMPUTE, NULL, 0, 0, bad, clean, id_bad, id_clean,
-	                        &row->col[COL_RECOMPUTE])
-	    || lks_detect_check(s, LKS_CHECK_SQNR, NULL, 0, 20.0, bad, clean, id_bad, id_clean,
-	                        &row->col[COL_SQNR])
-	    || lks_detect_check(s, LKS_CHECK_CLOSE, "loss", 0.05, 0, bad, clean, id_bad, id_clean,
-	                        &row->col[COL_LOSS5]))
-		goto out;
-	row->col[COL_NANCOLL].applies = 1;
-	rc = lks_store_get_events(s, id_bad, lks_first_event, &row->col[COL_NANCOLL]);
+	for (int j = 0; j < ncols - 1; j++)
+		if (lks_detect_check(s, cols[j].kind, bad, clean, id_bad, id_clean, &row->col[j]))
+			goto out;
+	row->col[ncols - 1].applies = 1;
+	rc = lks_store_get_events(s, id_bad, lks_first_event, &row->col[ncols - 1]);
 out:
 	lks_sqnr_free(pairs);
 	return rc;
@@ -164,16 +185,19 @@ out:
 
 static void lks_detect_print(const struct lks_detect_row *rows, int n)
 {
+	struct lks_col cols[LKS_NCOLS];
+	int ncols = lks_detect_cols(cols);
+
 	printf("\n| fault |");
-	for (int j = 0; j < COL_COUNT; j++)
-		printf(" %s |", lks_col_names[j]);
+	for (int j = 0; j < ncols; j++)
+		printf(" %s |", cols[j].title);
 	printf("\n|---|");
-	for (int j = 0; j < COL_COUNT; j++)
+	for (int j = 0; j < ncols; j++)
 		printf("---|");
 	printf("\n");
 	for (int i = 0; i < n; i++) {
 		printf("| %s |", rows[i].case_name);
-		for (int j = 0; j < COL_COUNT; j++) {
+		for (int j = 0; j < ncols; j++) {
 			const struct lks_catch *c = &rows[i].col[j];
 
 			if (!c->applies)
@@ -189,12 +213,12 @@ static void lks_detect_print(const struct lks_detect_row *rows, int n)
 	}
 	printf("\nwhere each catch points (step, rank, tensor):\n");
 	for (int i = 0; i < n; i++)
-		for (int j = 0; j < COL_COUNT; j++) {
+		for (int j = 0; j < ncols; j++) {
 			const struct lks_catch *c = &rows[i].col[j];
 
 			if (!c->applies || !c->caught)
 				continue;
-			printf("  %-16s %-15s step %d, ", rows[i].case_name, lks_col_names[j], c->step);
+			printf("  %-16s %-15s step %d, ", rows[i].case_name, cols[j].title, c->step);
 			if (c->rank < 0 && !c->tensor[0])
 				printf("every rank (the step's mean loss)\n");
 			else if (c->rank < 0)
@@ -219,7 +243,7 @@ int lks_bench_detect(int argc, char **argv)
 		return LKS_EXIT_INFRA;
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-			fputs(lks_detect_help, stdout);
+			lks_detect_help_print();
 			rc = LKS_EXIT_OK;
 			goto out;
 		} else if (!strcmp(argv[i], "--dir") && i + 1 < argc) {

@@ -55,13 +55,9 @@ static const char lks_list_help[] =
 	"  a = fp8\n"
 	"  b = bf16\n"
 	"  metric = loss\n"
-	"  rtol = 0.05\n"
-	"\n"
-	"recipes: bf16, fp8_tensorwise, fp8_rowwise, fp8_rowwise_gw_hp, fp8_delayed\n"
-	"checks:  bitwise, close, sqnr (two runs: a, b); golden, finite, ranks_agree,\n"
-	"         recompute (one run: a)\n";
+	"  rtol = 0.05\n";
 
-/* after the metrics of the table (case.h) */
+/* after the recipes, check kinds and metrics of their tables (recipe.h, check_kind.h) */
 static const char lks_list_help_tail[] =
 	"cases/README.md lists every key and its default.\n"
 	"\n"
@@ -74,9 +70,17 @@ static const char lks_list_help_tail[] =
 
 static void lks_list_help_print(FILE *f)
 {
+	const lks_recipe_rules *r;
+	const lks_check_kind_info *k;
 	const lks_metric *m;
 
 	fputs(lks_list_help, f);
+	fputs("\nrecipes (recipe = NAME):\n", f);
+	for (int i = 0; (r = lks_recipe_rules_of((lks_recipe)i)); i++)
+		fprintf(f, "  %-18s %s\n", r->name, r->what);
+	fputs("check kinds (kind = NAME; the runs compared: a, b):\n", f);
+	for (int i = 0; (k = lks_check_kind_of((lks_check_kind)i)); i++)
+		fprintf(f, "  %-12s %-5s %s\n", k->name, k->nruns == 2 ? "a, b" : "a", k->what);
 	fputs("metrics of close (metric = NAME; per tensor: tensors = PATTERN chooses the tensors\n"
 	      "by name, fnmatch globs such as blocks.*.mlp.up.weight.grad, default all):\n", f);
 	for (int i = 0; (m = lks_metric_at(i)); i++)
@@ -90,7 +94,7 @@ static void lks_list_run(const lks_run_cfg *r, int namew)
 	       r->world_size, r->world_size == 1 ? "" : "s");
 	if (r->checkpoint)
 		printf(", checkpoint blocks");
-	if (r->recipe == LKS_RECIPE_FP8_DELAYED)
+	if (lks_recipe_delayed(r->recipe))
 		printf(", amax history %d (%s), margin %d", r->amax_history,
 		       r->amax_most_recent ? "most_recent" : "max", r->margin);
 	if (r->inject.kind != LKS_FAULT_NONE) {
@@ -104,21 +108,13 @@ static void lks_list_run(const lks_run_cfg *r, int namew)
 
 static void lks_list_check(const lks_check_cfg *k, int namew)
 {
-	char runs[2 * LKS_NAME_MAX + 8], tol[LKS_NAME_MAX + 200] = "";
+	char runs[2 * LKS_NAME_MAX + 8], tol[LKS_NAME_MAX + 200];
 
 	if (lks_check_kind_nruns(k->kind) == 2)
 		snprintf(runs, sizeof(runs), "%s vs %s", k->a, k->b);
 	else
 		snprintf(runs, sizeof(runs), "%s", k->a);
-	if (k->kind == LKS_CHECK_CLOSE && k->tensors[0])
-		snprintf(tol, sizeof(tol), "%s of %s rtol %g atol %g", k->metric, k->tensors, k->rtol,
-		         k->atol);
-	else if (k->kind == LKS_CHECK_CLOSE)
-		snprintf(tol, sizeof(tol), "%s rtol %g atol %g", k->metric, k->rtol, k->atol);
-	else if (k->kind == LKS_CHECK_SQNR)
-		snprintf(tol, sizeof(tol), "SQNR >= %g dB", k->floor_db);
-	else if (k->kind != LKS_CHECK_FINITE && k->kind != LKS_CHECK_GOLDEN)
-		snprintf(tol, sizeof(tol), "bit for bit");
+	lks_check_kind_shown(k, tol, sizeof(tol));
 	printf("    %-*s  %-11s  %-24s  %-22s  expect %s", namew, k->name,
 	       lks_check_kind_name(k->kind), runs, tol, k->expect_fail ? "fail" : "pass");
 	if (k->exp_step >= 0)

@@ -1,7 +1,8 @@
 /*
  * case.c: case files (DESIGN.md, A case file): INI read with inih, every mistake reported
  * with its file and line, then --set overrides applied and the whole case validated once
- * more. Also the expansion of directories into sorted case paths, for 'list' and 'run'.
+ * more (case_validate.c). The keys of each section are a table (case_keys.c); a suite's
+ * paths and LOCKSTEP_INJECT are case_suite.c's.
  *
  * Debian's inih gives the handler no line number (INI_HANDLER_LINENO is 0) and does not
  * call it for a section without keys, so lines reach inih one at a time through our own
@@ -9,134 +10,16 @@
  * leading blanks, which turns off inih's multi-line values: an indented key would
  * otherwise be taken as the continuation of the previous value.
  */
-#include "harness/engine/case.h"
+#include "harness/engine/case_parse.h"
 
-#include <dirent.h>
-#include <errno.h>
-#include <float.h>
-#include <fnmatch.h>
 #include <ini.h>
-#include <limits.h>
-#include <math.h>
-#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include "harness/base/file.h"
-#include "harness/engine/model.h"
 #include "harness/base/name.h"
-#include "harness/engine/runner.h"
-#include "harness/store/trace_store.h"
 #include "kernels/err.h"
-
-static const char *const lks_recipe_names[LKS_RECIPE_COUNT] = {
-	"bf16", "fp8_tensorwise", "fp8_rowwise", "fp8_rowwise_gw_hp", "fp8_delayed",
-	"fp32",
-};
-
-static const char *const lks_check_kind_names[LKS_CHECK_COUNT] = {
-	"bitwise", "close", "sqnr", "golden", "finite", "ranks_agree", "recompute",
-};
-
-static const lks_metric lks_metrics[] = {
-	{ "loss", LKS_METRIC_STEP_MEAN, offsetof(lks_step_row, loss), 0, 0,
-	  "the step's loss, the mean over ranks" },
-	{ "grad_norm", LKS_METRIC_STEP_GLOBAL, offsetof(lks_step_row, grad_norm), 0, 0,
-	  "the global gradient norm before clipping" },
-	{ "l2", LKS_METRIC_TENSOR, offsetof(lks_stat_row, l2), 0, 0,
-	  "each tensor's L2 norm, per rank" },
-	{ "amax", LKS_METRIC_TENSOR, offsetof(lks_stat_row, amax), 1, 0,
-	  "each tensor's largest magnitude, per rank" },
-	{ "scale", LKS_METRIC_TENSOR, offsetof(lks_stat_row, scale), 1, 1,
-	  "each FP8 operand's smallest scale, per rank" },
-};
-
-#define LKS_NMETRICS ((int)(sizeof(lks_metrics) / sizeof(lks_metrics[0])))
-
-const lks_metric *lks_metric_at(int i)
-{
-	return i >= 0 && i < LKS_NMETRICS ? &lks_metrics[i] : NULL;
-}
-
-const lks_metric *lks_metric_find(const char *name)
-{
-	for (int i = 0; i < LKS_NMETRICS; i++)
-		if (strcmp(name, lks_metrics[i].name) == 0)
-			return &lks_metrics[i];
-	return NULL;
-}
-
-const char *lks_metric_names(char *buf, size_t size)
-{
-	size_t len = 0;
-
-	buf[0] = 0;
-	for (int i = 0; i < LKS_NMETRICS; i++)
-		len += (size_t)snprintf(buf + len, len < size ? size - len : 0, "%s%s", i ? ", " : "",
-					lks_metrics[i].name);
-	return buf;
-}
-
-/* values of the keys that choose among names; the index is the stored value */
-static const char *const lks_checkpoint_names[] = { "none", "blocks", NULL };
-static const char *const lks_amax_algo_names[] = { "max", "most_recent", NULL };
-static const char *const lks_expect_names[] = { "pass", "fail", NULL };
-
-const char *lks_recipe_name(lks_recipe r)
-{
-	return (unsigned)r < LKS_RECIPE_COUNT ? lks_recipe_names[r] : "?";
-}
-
-const char *lks_check_kind_name(lks_check_kind k)
-{
-	return (unsigned)k < LKS_CHECK_COUNT ? lks_check_kind_names[k] : "?";
-}
-
-/* "a, b, c": the accepted names, for messages */
-static const char *lks_names_list(const char *const *names, int n, char *buf, size_t size)
-{
-	size_t len = 0;
-
-	buf[0] = 0;
-	for (int i = 0; i < n && names[i]; i++)
-		len += (size_t)snprintf(buf + len, len < size ? size - len : 0, "%s%s",
-					i ? ", " : "", names[i]);
-	return buf;
-}
-
-int lks_recipe_parse(const char *s, lks_recipe *out)
-{
-	char list[256];
-
-	for (int i = 0; i < LKS_RECIPE_COUNT; i++)
-		if (strcmp(s, lks_recipe_names[i]) == 0) {
-			*out = (lks_recipe)i;
-			return 0;
-		}
-	return lks_err("unknown recipe '%s' (%s)", s,
-		       lks_names_list(lks_recipe_names, LKS_RECIPE_COUNT, list, sizeof(list)));
-}
-
-int lks_check_kind_parse(const char *s, lks_check_kind *out)
-{
-	char list[256];
-
-	for (int i = 0; i < LKS_CHECK_COUNT; i++)
-		if (strcmp(s, lks_check_kind_names[i]) == 0) {
-			*out = (lks_check_kind)i;
-			return 0;
-		}
-	return lks_err("unknown check kind '%s' (%s)", s,
-		       lks_names_list(lks_check_kind_names, LKS_CHECK_COUNT, list, sizeof(list)));
-}
-
-int lks_check_kind_nruns(lks_check_kind k)
-{
-	return k == LKS_CHECK_BITWISE || k == LKS_CHECK_CLOSE || k == LKS_CHECK_SQNR ? 2 : 1;
-}
 
 const lks_run_cfg *lks_case_run(const lks_case *c, const char *name)
 {
@@ -146,166 +29,15 @@ const lks_run_cfg *lks_case_run(const lks_case *c, const char *name)
 	return NULL;
 }
 
-const char *lks_cases_unknown(const lks_case *cases, int ncases, const char *const *names,
-			      int n, int checks)
+/* Tokens a rank of run r takes per step: its share of the global batch, in tokens. */
+long long lks_case_run_tokens(const lks_case *c, const lks_run_cfg *r)
 {
-	for (int i = 0; i < n; i++) {
-		int known = 0;
-
-		for (int j = 0; j < ncases && !known; j++)
-			for (int k = 0; k < (checks ? cases[j].nchecks : cases[j].nruns) && !known; k++)
-				known = !strcmp(names[i], checks ? cases[j].checks[k].name
-								 : cases[j].runs[k].name);
-		if (!known)
-			return names[i];
-	}
-	return NULL;
+	return (long long)c->model.batch * c->world_size / r->world_size * c->model.seq;
 }
-
-/* ---- the keys of each section ---- */
-
-enum lks_key_type {
-	LKS_KEY_INT,     /* int in [lo, hi] */
-	LKS_KEY_F32,     /* float, finite, in the range */
-	LKS_KEY_F64,     /* double, finite, in the range */
-	LKS_KEY_U64,     /* uint64_t, decimal or 0x hex */
-	LKS_KEY_STR,     /* char[size] */
-	LKS_KEY_RECIPE,  /* lks_recipe */
-	LKS_KEY_KIND,    /* lks_check_kind */
-	LKS_KEY_CHOICE,  /* int: index into choices */
-	LKS_KEY_FAULT,   /* lks_fault (fault.h) */
-	LKS_KEY_METRIC,  /* char[size]: a name of the metric table */
-};
-
-struct lks_key {
-	const char *name;
-	enum lks_key_type type;
-	size_t off;                 /* in the section's struct */
-	size_t size;                /* LKS_KEY_STR: the buffer */
-	double lo, hi;              /* accepted values ... */
-	int lo_open, hi_open;       /* ... with these ends excluded */
-	int required;
-	const char *const *choices;
-};
-
-/* Sizes are capped well below INT_MAX so that the products a runner forms (tokens x
-   hidden, batch x world size) stay in range. Ranks are threads of one process (one thread
-   and one model replica each): 1024 of them is four times the 256-GPU jobs lockstep is
-   meant to mirror, and far below the thread limits of a Linux machine. */
-#define LKS_SIZE_CAP (1 << 20)
-#define LKS_STEPS_CAP 10000000
-#define LKS_WORLD_CAP 1024
-
-#define KEY_INT(s, f, lo, hi, req) \
-	{ #f, LKS_KEY_INT, offsetof(s, f), 0, lo, hi, 0, 0, req, NULL }
-#define KEY_F32(s, f, lo, lo_open, hi, hi_open) \
-	{ #f, LKS_KEY_F32, offsetof(s, f), 0, lo, hi, lo_open, hi_open, 0, NULL }
-
-static const struct lks_key lks_case_keys[] = {
-	{ "description", LKS_KEY_STR, offsetof(lks_case, description),
-	  sizeof(((lks_case *)0)->description), 0, 0, 0, 0, 0, NULL },
-	KEY_INT(lks_case, steps, 1, LKS_STEPS_CAP, 1),
-	{ "seed", LKS_KEY_U64, offsetof(lks_case, seed), 0, 0, 0, 0, 0, 0, NULL },
-	KEY_INT(lks_case, world_size, 1, LKS_WORLD_CAP, 0),
-};
-
-static const struct lks_key lks_model_keys[] = {
-	KEY_INT(lks_model_cfg, vocab, 2, LKS_SIZE_CAP, 1),
-	KEY_INT(lks_model_cfg, hidden, 1, LKS_SIZE_CAP, 1),
-	KEY_INT(lks_model_cfg, ffn, 1, LKS_SIZE_CAP, 1),
-	KEY_INT(lks_model_cfg, layers, 1, 1024, 1),
-	KEY_INT(lks_model_cfg, seq, 1, LKS_SIZE_CAP, 1),
-	KEY_INT(lks_model_cfg, batch, 1, LKS_SIZE_CAP, 1),
-};
-
-static const struct lks_key lks_optim_keys[] = {
-	KEY_F32(lks_optim_cfg, lr, 0, 1, FLT_MAX, 0),
-	KEY_F32(lks_optim_cfg, min_lr, 0, 0, FLT_MAX, 0),
-	KEY_INT(lks_optim_cfg, warmup, 0, LKS_STEPS_CAP, 0),
-	/* Adam's betas must stay below 1 or the bias correction 1 - beta^t divides by zero */
-	KEY_F32(lks_optim_cfg, beta1, 0, 0, 1, 1),
-	KEY_F32(lks_optim_cfg, beta2, 0, 0, 1, 1),
-	KEY_F32(lks_optim_cfg, eps, 0, 1, FLT_MAX, 0),
-	KEY_F32(lks_optim_cfg, weight_decay, 0, 0, FLT_MAX, 0),
-	KEY_F32(lks_optim_cfg, clip, 0, 0, FLT_MAX, 0),
-};
-
-static const struct lks_key lks_run_keys[] = {
-	{ "recipe", LKS_KEY_RECIPE, offsetof(lks_run_cfg, recipe), 0, 0, 0, 0, 0, 1, NULL },
-	{ "checkpoint", LKS_KEY_CHOICE, offsetof(lks_run_cfg, checkpoint), 0, 0, 0, 0, 0, 0,
-	  lks_checkpoint_names },
-	KEY_INT(lks_run_cfg, world_size, 1, LKS_WORLD_CAP, 0),
-	KEY_INT(lks_run_cfg, amax_history, 1, 65536, 0),
-	{ "amax_algo", LKS_KEY_CHOICE, offsetof(lks_run_cfg, amax_most_recent), 0, 0, 0, 0, 0, 0,
-	  lks_amax_algo_names },
-	/* 2^-64 is far past any useful margin; an int shift stays defined below that */
-	KEY_INT(lks_run_cfg, margin, 0, 64, 0),
-	{ "inject", LKS_KEY_FAULT, offsetof(lks_run_cfg, inject), 0, 0, 0, 0, 0, 0, NULL },
-};
-
-#define KEY_STR(f, key, size) \
-	{ key, LKS_KEY_STR, offsetof(lks_check_cfg, f), size, 0, 0, 0, 0, 0, NULL }
-#define KEY_F64(f, lo) \
-	{ #f, LKS_KEY_F64, offsetof(lks_check_cfg, f), 0, lo, DBL_MAX, 0, 0, 0, NULL }
-
-static const struct lks_key lks_check_keys[] = {
-	{ "kind", LKS_KEY_KIND, offsetof(lks_check_cfg, kind), 0, 0, 0, 0, 0, 1, NULL },
-	KEY_STR(a, "a", LKS_NAME_MAX),
-	KEY_STR(b, "b", LKS_NAME_MAX),
-	{ "metric", LKS_KEY_METRIC, offsetof(lks_check_cfg, metric), LKS_NAME_MAX, 0, 0, 0, 0, 0,
-	  NULL },
-	KEY_STR(tensors, "tensors", sizeof(((lks_check_cfg *)0)->tensors)),
-	KEY_F64(rtol, 0),
-	KEY_F64(atol, 0),
-	KEY_F64(floor_db, -DBL_MAX),
-	{ "expect", LKS_KEY_CHOICE, offsetof(lks_check_cfg, expect_fail), 0, 0, 0, 0, 0, 0,
-	  lks_expect_names },
-	{ "step", LKS_KEY_INT, offsetof(lks_check_cfg, exp_step), 0, 0, LKS_STEPS_CAP, 0, 0, 0,
-	  NULL },
-	{ "rank", LKS_KEY_INT, offsetof(lks_check_cfg, exp_rank), 0, 0, LKS_WORLD_CAP - 1, 0, 0, 0,
-	  NULL },
-	KEY_STR(exp_tensor, "tensor", sizeof(((lks_check_cfg *)0)->exp_tensor)),
-};
-
-#undef KEY_STR
-#undef KEY_F64
-
-#undef KEY_INT
-#undef KEY_F32
-
-enum lks_sec { LKS_SEC_NONE = -1, LKS_SEC_CASE, LKS_SEC_MODEL, LKS_SEC_OPTIM, LKS_SEC_RUN,
-	LKS_SEC_CHECK, LKS_SEC_COUNT };
-
-static const struct {
-	const char *name;
-	const struct lks_key *keys;
-	int nkeys;
-} lks_secs[LKS_SEC_COUNT] = {
-	{ "case", lks_case_keys, sizeof(lks_case_keys) / sizeof(lks_case_keys[0]) },
-	{ "model", lks_model_keys, sizeof(lks_model_keys) / sizeof(lks_model_keys[0]) },
-	{ "optim", lks_optim_keys, sizeof(lks_optim_keys) / sizeof(lks_optim_keys[0]) },
-	{ "run", lks_run_keys, sizeof(lks_run_keys) / sizeof(lks_run_keys[0]) },
-	{ "check", lks_check_keys, sizeof(lks_check_keys) / sizeof(lks_check_keys[0]) },
-};
 
 /* ---- the state of one load ---- */
 
-struct lks_parse {
-	lks_case *c;
-	const char *next;       /* the reader's position in c->text */
-	int line;               /* the line inih is working on */
-	enum lks_sec sec;       /* the current section ... */
-	int idx;                /* ... and which run or check it is */
-	int sec_line[3];        /* header lines of [case], [model], [optim]; 0: absent */
-	unsigned seen[3];       /* their keys given, one bit per row of the key table */
-	unsigned *run_seen;     /* the same for each run ... */
-	unsigned *check_seen;   /* ... and each check */
-	int run_cap, check_cap;
-	int rc;                 /* the first error, already recorded with lks_err */
-};
-
-/* Re-records the last error after a prefix: "cases/x.ini:12: unknown key ...". */
-static int lks_err_prefix(const char *prefix)
+int lks_err_prefix(const char *prefix)
 {
 	char msg[1024];
 
@@ -313,8 +45,7 @@ static int lks_err_prefix(const char *prefix)
 	return lks_err("%s: %s", prefix, msg);
 }
 
-/* The last error happened at line of the case file (0: no line to point at). */
-static int lks_case_at(struct lks_parse *st, int line)
+int lks_case_at(struct lks_parse *st, int line)
 {
 	char where[600];
 
@@ -338,7 +69,7 @@ static void *lks_sec_base(struct lks_parse *st, enum lks_sec sec, int idx)
 	}
 }
 
-static unsigned *lks_sec_seen(struct lks_parse *st, enum lks_sec sec, int idx)
+unsigned *lks_sec_seen(struct lks_parse *st, enum lks_sec sec, int idx)
 {
 	if (sec == LKS_SEC_RUN)
 		return &st->run_seen[idx];
@@ -347,7 +78,7 @@ static unsigned *lks_sec_seen(struct lks_parse *st, enum lks_sec sec, int idx)
 	return &st->seen[sec];
 }
 
-static int lks_sec_line(struct lks_parse *st, enum lks_sec sec, int idx)
+int lks_sec_line(struct lks_parse *st, enum lks_sec sec, int idx)
 {
 	if (sec == LKS_SEC_RUN)
 		return st->c->runs[idx].line;
@@ -356,9 +87,8 @@ static int lks_sec_line(struct lks_parse *st, enum lks_sec sec, int idx)
 	return st->sec_line[sec];
 }
 
-/* "[model]", "[run fp8]" */
-static const char *lks_sec_label(struct lks_parse *st, enum lks_sec sec, int idx,
-				 char *buf, size_t size)
+const char *lks_sec_label(struct lks_parse *st, enum lks_sec sec, int idx, char *buf,
+			  size_t size)
 {
 	if (sec == LKS_SEC_RUN)
 		snprintf(buf, size, "[run %s]", st->c->runs[idx].name);
@@ -367,160 +97,6 @@ static const char *lks_sec_label(struct lks_parse *st, enum lks_sec sec, int idx
 	else
 		snprintf(buf, size, "[%s]", lks_secs[sec].name);
 	return buf;
-}
-
-static int lks_key_find(enum lks_sec sec, const char *name)
-{
-	for (int i = 0; i < lks_secs[sec].nkeys; i++)
-		if (strcmp(lks_secs[sec].keys[i].name, name) == 0)
-			return i;
-	return -1;
-}
-
-/* ---- values: the whole string must be the number ---- */
-
-static int lks_parse_long(const char *s, long *out)
-{
-	char *end;
-
-	errno = 0;
-	*out = strtol(s, &end, 10);
-	return end == s || *end || errno == ERANGE ? -1 : 0;
-}
-
-static int lks_parse_double(const char *s, double *out)
-{
-	char *end;
-
-	errno = 0;
-	*out = strtod(s, &end);
-	/* strtod takes "inf" and "nan"; no rate or tolerance is meant to be either */
-	return end == s || *end || errno == ERANGE || !isfinite(*out) ? -1 : 0;
-}
-
-static int lks_parse_u64(const char *s, uint64_t *out)
-{
-	int hex = s[0] == '0' && (s[1] == 'x' || s[1] == 'X');
-	unsigned long long v;
-	char *end;
-
-	/* strtoull wraps "-1" to 2^64-1; a seed written with a sign is a mistake */
-	if (!(*s >= '0' && *s <= '9'))
-		return -1;
-	errno = 0;
-	v = strtoull(s, &end, hex ? 16 : 10);
-	if (end == s || *end || errno == ERANGE)
-		return -1;
-	*out = (uint64_t)v;
-	return 0;
-}
-
-static int lks_bad_value(const struct lks_key *k, const char *val, const char *label)
-{
-	char list[256];
-
-	switch (k->type) {
-	case LKS_KEY_INT:
-		return lks_err("bad value '%s' for '%s' in %s: want an integer in [%.0f, %.0f]",
-			       val, k->name, label, k->lo, k->hi);
-	case LKS_KEY_U64:
-		return lks_err("bad value '%s' for '%s' in %s: want an unsigned 64-bit integer",
-			       val, k->name, label);
-	case LKS_KEY_CHOICE:
-		return lks_err("bad value '%s' for '%s' in %s: want %s", val, k->name, label,
-			       lks_names_list(k->choices, 16, list, sizeof(list)));
-	case LKS_KEY_RECIPE:
-		return lks_err("unknown recipe '%s' in %s (%s)", val, label,
-			       lks_names_list(lks_recipe_names, LKS_RECIPE_COUNT, list,
-					      sizeof(list)));
-	case LKS_KEY_KIND:
-		return lks_err("unknown check kind '%s' in %s (%s)", val, label,
-			       lks_names_list(lks_check_kind_names, LKS_CHECK_COUNT, list,
-					      sizeof(list)));
-	case LKS_KEY_METRIC:
-		return lks_err("unknown metric '%s' in %s (%s)", val, label,
-			       lks_metric_names(list, sizeof(list)));
-	default:
-		break;
-	}
-	if (k->hi < FLT_MAX)
-		return lks_err("bad value '%s' for '%s' in %s: want a number in %c%g, %g%c", val,
-			       k->name, label, k->lo_open ? '(' : '[', k->lo, k->hi,
-			       k->hi_open ? ')' : ']');
-	if (k->lo > -DBL_MAX)
-		return lks_err("bad value '%s' for '%s' in %s: want a number %s %g", val, k->name,
-			       label, k->lo_open ? ">" : ">=", k->lo);
-	return lks_err("bad value '%s' for '%s' in %s: want a number", val, k->name, label);
-}
-
-/* Stores val into the field k of the struct at base; errors name the key and section. */
-static int lks_key_store(const struct lks_key *k, void *base, const char *val, const char *label)
-{
-	char *field = (char *)base + k->off;
-	long l;
-	double d;
-
-	switch (k->type) {
-	case LKS_KEY_INT:
-		if (lks_parse_long(val, &l) || l < k->lo || l > k->hi)
-			return lks_bad_value(k, val, label);
-		*(int *)field = (int)l;
-		return 0;
-	case LKS_KEY_F32:
-	case LKS_KEY_F64:
-		if (lks_parse_double(val, &d))
-			return lks_bad_value(k, val, label);
-		/* the range is checked on the stored value: 1e-50 is 0 as a float */
-		if (k->type == LKS_KEY_F32)
-			d = (float)d;
-		if (d < k->lo || (k->lo_open && d == k->lo) || d > k->hi
-		    || (k->hi_open && d == k->hi))
-			return lks_bad_value(k, val, label);
-		if (k->type == LKS_KEY_F32)
-			*(float *)field = (float)d;
-		else
-			*(double *)field = d;
-		return 0;
-	case LKS_KEY_U64:
-		if (lks_parse_u64(val, (uint64_t *)field))
-			return lks_bad_value(k, val, label);
-		return 0;
-	case LKS_KEY_STR:
-		if (strlen(val) >= k->size)
-			return lks_err("value of '%s' in %s is longer than %zu characters", k->name,
-				       label, k->size - 1);
-		memcpy(field, val, strlen(val) + 1);
-		return 0;
-	case LKS_KEY_RECIPE:
-		for (int i = 0; i < LKS_RECIPE_COUNT; i++)
-			if (strcmp(val, lks_recipe_names[i]) == 0) {
-				*(lks_recipe *)field = (lks_recipe)i;
-				return 0;
-			}
-		return lks_bad_value(k, val, label);
-	case LKS_KEY_KIND:
-		for (int i = 0; i < LKS_CHECK_COUNT; i++)
-			if (strcmp(val, lks_check_kind_names[i]) == 0) {
-				*(lks_check_kind *)field = (lks_check_kind)i;
-				return 0;
-			}
-		return lks_bad_value(k, val, label);
-	case LKS_KEY_CHOICE:
-		for (int i = 0; k->choices[i]; i++)
-			if (strcmp(val, k->choices[i]) == 0) {
-				*(int *)field = i;
-				return 0;
-			}
-		return lks_bad_value(k, val, label);
-	case LKS_KEY_FAULT:
-		return lks_fault_parse(val, 0, (lks_fault *)field);
-	case LKS_KEY_METRIC:
-		if (!lks_metric_find(val))
-			return lks_bad_value(k, val, label);
-		snprintf(field, k->size, "%s", val);
-		return 0;
-	}
-	return lks_err("internal error: key type %d", (int)k->type);
 }
 
 /* One "name = value" of a section; override: a --set may replace a key the file gave. */
@@ -723,218 +299,6 @@ static int lks_case_handler(void *user, const char *section, const char *name, c
 	return 0;
 }
 
-/* ---- validation: defaults that depend on other keys, then rules that span keys ---- */
-
-static int lks_seen(struct lks_parse *st, enum lks_sec sec, int idx, const char *key)
-{
-	return (*lks_sec_seen(st, sec, idx) >> lks_key_find(sec, key)) & 1;
-}
-
-static void lks_case_defaults(struct lks_parse *st)
-{
-	lks_case *c = st->c;
-
-	/* 5% of the steps, but a schedule longer than one step starts below the peak */
-	if (!lks_seen(st, LKS_SEC_OPTIM, 0, "warmup"))
-		c->optim.warmup = c->steps == 1 ? 0 : c->steps / 20 ? c->steps / 20 : 1;
-	for (int i = 0; i < c->nruns; i++)
-		if (!lks_seen(st, LKS_SEC_RUN, i, "world_size"))
-			c->runs[i].world_size = c->world_size;
-	for (int i = 0; i < c->nchecks; i++)
-		if (!lks_seen(st, LKS_SEC_CHECK, i, "metric"))
-			strcpy(c->checks[i].metric,
-			       c->checks[i].kind == LKS_CHECK_CLOSE ? "loss" : "");
-}
-
-static int lks_case_required(struct lks_parse *st, enum lks_sec sec, int idx)
-{
-	char label[LKS_NAME_MAX + 16];
-
-	for (int k = 0; k < lks_secs[sec].nkeys; k++)
-		if (lks_secs[sec].keys[k].required && !((*lks_sec_seen(st, sec, idx) >> k) & 1)) {
-			lks_err("missing key '%s' in %s", lks_secs[sec].keys[k].name,
-				lks_sec_label(st, sec, idx, label, sizeof(label)));
-			return lks_case_at(st, lks_sec_line(st, sec, idx));
-		}
-	return 0;
-}
-
-/* lks_model_tensor_each's callback: 1 when name matches the pattern arg */
-static int lks_tensor_matches(void *arg, const char *name)
-{
-	return fnmatch((const char *)arg, name, 0) == 0;
-}
-
-/* The tensor names a check gives (its filter, its expected tensor) name tensors the model
-   traces: a typo is bad input at the check's line, before anything trains. Whether the runs
-   compared trace them (an FP8 operand of a BF16 run) is told when the check runs. */
-static int lks_check_tensors(const lks_case *c, const lks_run_cfg *a, const lks_check_cfg *k)
-{
-	size_t n;
-	int rc;
-
-	if (k->tensors[0] && (rc = lks_model_tensor_each(&c->model, lks_tensor_matches,
-	                                                 (void *)k->tensors)) <= 0)
-		return rc < 0 ? -1 : lks_err("check '%s': tensors = %s names no tensor the model "
-		                             "traces (the report and 'lockstep diff' show a run's)",
-		                             k->name, k->tensors);
-	if (k->exp_tensor[0]
-	    && (rc = lks_model_tensor(&c->model, lks_case_run_tokens(c, a), k->exp_tensor, &n))
-	       == LKS_TENSOR_NONE)
-		return lks_err("check '%s': tensor = %s is no tensor the model traces", k->name,
-		               k->exp_tensor);
-	return rc < 0 ? -1 : 0;
-}
-
-static int lks_check_runs(struct lks_parse *st, const lks_check_cfg *k)
-{
-	const char *kind = lks_check_kind_name(k->kind);
-	const lks_run_cfg *a, *b = NULL;
-
-	if (!k->a[0])
-		return lks_err("check '%s' (%s) needs a run: a = NAME", k->name, kind);
-	if (lks_check_kind_nruns(k->kind) == 2 && !k->b[0])
-		return lks_err("check '%s' (%s) compares two runs: b = NAME is missing", k->name,
-			       kind);
-	if (lks_check_kind_nruns(k->kind) == 1 && k->b[0])
-		return lks_err("check '%s' (%s) takes one run (a), not b = %s", k->name, kind,
-			       k->b);
-	if (!(a = lks_case_run(st->c, k->a)))
-		return lks_err("check '%s' names run '%s', which the case does not have",
-			       k->name, k->a);
-	if (k->b[0] && !(b = lks_case_run(st->c, k->b)))
-		return lks_err("check '%s' names run '%s', which the case does not have",
-			       k->name, k->b);
-	if (b == a)
-		return lks_err("check '%s' compares run '%s' with itself", k->name, k->a);
-	if (k->kind == LKS_CHECK_CLOSE && !k->metric[0])
-		return lks_err("check '%s' (close) has an empty metric", k->name);
-	if (k->tensors[0] && (k->kind != LKS_CHECK_CLOSE
-			      || lks_metric_find(k->metric)->scope != LKS_METRIC_TENSOR))
-		return lks_err("check '%s': tensors = %s chooses the tensors of a close check on a "
-			       "tensor statistic, not of %s%s%s", k->name, k->tensors, kind,
-			       k->kind == LKS_CHECK_CLOSE ? " on " : "",
-			       k->kind == LKS_CHECK_CLOSE ? k->metric : "");
-	/* without checkpointing there is no recompute to hold against the forward */
-	if (k->kind == LKS_CHECK_RECOMPUTE && !a->checkpoint)
-		return lks_err("check '%s' (recompute) needs a run with checkpoint = blocks; "
-			       "run '%s' has none", k->name, a->name);
-	if (!k->expect_fail && (k->exp_step >= 0 || k->exp_rank >= 0 || k->exp_tensor[0]))
-		return lks_err("check '%s': step, rank and tensor name an expected divergence "
-			       "and need expect = fail", k->name);
-	if (k->exp_step > st->c->steps)
-		return lks_err("check '%s': step %d is past the case's %d steps", k->name,
-			       k->exp_step, st->c->steps);
-	if (k->exp_rank >= a->world_size && (!b || k->exp_rank >= b->world_size))
-		return lks_err("check '%s': rank %d is past the run's %d ranks", k->name,
-			       k->exp_rank, a->world_size);
-	/* two replicas that differ have no majority: the check names both, never one */
-	if (k->kind == LKS_CHECK_RANKS_AGREE && k->exp_rank >= 0 && a->world_size == 2)
-		return lks_err("check '%s': ranks_agree on 2 ranks names no single rank (the pair "
-			       "disagrees; a golden or a clean run decides which is wrong): leave "
-			       "out rank", k->name);
-	return lks_check_tensors(st->c, a, k);
-}
-
-/* Tokens a rank of run r takes per step: its share of the global batch, in tokens. */
-long long lks_case_run_tokens(const lks_case *c, const lks_run_cfg *r)
-{
-	return (long long)c->model.batch * c->world_size / r->world_size * c->model.seq;
-}
-
-/* Whether fault f can act on run r: its recipe, ranks and steps, and the tensor it names. */
-static int lks_run_fault_fits(const lks_case *c, const lks_run_cfg *r, const lks_fault *f)
-{
-	if (lks_fault_fits(f, r->recipe, r->checkpoint, r->world_size, c->steps))
-		return -1;
-	return lks_fault_fits_model(f, &c->model, lks_case_run_tokens(c, r));
-}
-
-/* The machine's memory in bytes; 0 when it cannot be told. */
-static double lks_phys_bytes(void)
-{
-	long pages = sysconf(_SC_PHYS_PAGES), size = sysconf(_SC_PAGESIZE);
-
-	return pages > 0 && size > 0 ? (double)pages * (double)size : 0.0;
-}
-
-/* A run whose model does not fit the machine fails now, not after the runs before it. */
-static int lks_run_fits_memory(const lks_case *c, const lks_run_cfg *r)
-{
-	double need = lks_run_bytes(c, r), have = lks_phys_bytes(), gib = 1024.0 * 1024 * 1024;
-
-	if (need < 0)
-		return -1;
-	if (have > 0 && need > have)
-		return lks_err("run '%s' needs about %.1f GiB of memory (%d rank%s, estimated from "
-		               "the model's sizes, the recipe and checkpointing), more than the %.1f "
-		               "GiB of this machine", r->name, need / gib, r->world_size,
-		               r->world_size > 1 ? "s" : "", have / gib);
-	return 0;
-}
-
-static int lks_case_validate(struct lks_parse *st)
-{
-	lks_case *c = st->c;
-	long long global;
-
-	if (!st->sec_line[LKS_SEC_CASE] || !st->sec_line[LKS_SEC_MODEL]) {
-		lks_err("missing section [%s]", st->sec_line[LKS_SEC_CASE] ? "model" : "case");
-		return lks_case_at(st, 0);
-	}
-	if (lks_case_required(st, LKS_SEC_CASE, 0) || lks_case_required(st, LKS_SEC_MODEL, 0))
-		return st->rc;
-	for (int i = 0; i < c->nruns; i++)
-		if (lks_case_required(st, LKS_SEC_RUN, i))
-			return st->rc;
-	for (int i = 0; i < c->nchecks; i++)
-		if (lks_case_required(st, LKS_SEC_CHECK, i))
-			return st->rc;
-	if (c->nruns == 0) {
-		lks_err("no runs: a case needs at least one [run NAME]");
-		return lks_case_at(st, 0);
-	}
-	lks_case_defaults(st);
-	if (c->optim.min_lr > c->optim.lr) {
-		lks_err("min_lr %g is above lr %g", c->optim.min_lr, c->optim.lr);
-		return lks_case_at(st, st->sec_line[LKS_SEC_OPTIM]);
-	}
-	if (c->optim.warmup > c->steps) {
-		lks_err("warmup %d is longer than the case's %d steps", c->optim.warmup, c->steps);
-		return lks_case_at(st, st->sec_line[LKS_SEC_OPTIM]);
-	}
-	global = (long long)c->model.batch * c->world_size;
-	for (int i = 0; i < c->nruns; i++)
-		if (global % c->runs[i].world_size) {
-			lks_err("run '%s': world_size %d does not divide the global batch of %lld "
-				"sequences (model.batch %d x case world_size %d)", c->runs[i].name,
-				c->runs[i].world_size, global, c->model.batch, c->world_size);
-			return lks_case_at(st, c->runs[i].line);
-		}
-	/* the runner's token counts are ints */
-	if (global * c->model.seq > INT_MAX) {
-		lks_err("the global batch of %lld tokens (model.batch x world_size x seq) is over "
-		        "the %d a step can take", global * c->model.seq, INT_MAX);
-		return lks_case_at(st, st->sec_line[LKS_SEC_MODEL]);
-	}
-	for (int i = 0; i < c->nruns; i++) {
-		const lks_run_cfg *r = &c->runs[i];
-		char who[LKS_NAME_MAX + 8];
-
-		if (lks_run_fault_fits(c, r, &r->inject)) {
-			snprintf(who, sizeof(who), "run '%s'", r->name);
-			lks_err_prefix(who);
-			return lks_case_at(st, r->line);
-		}
-		if (lks_run_fits_memory(c, r))
-			return lks_case_at(st, r->line);
-	}
-	for (int i = 0; i < c->nchecks; i++)
-		if (lks_check_runs(st, &c->checks[i]))
-			return lks_case_at(st, c->checks[i].line);
-	return 0;
-}
-
 /* ---- overrides ---- */
 
 static void lks_trim(char *s)
@@ -1087,165 +451,4 @@ void lks_case_release(lks_case *c)
 	free(c->runs);
 	free(c->checks);
 	memset(c, 0, sizeof(*c));
-}
-
-/* ---- case paths ---- */
-
-static int lks_strcmp_p(const void *a, const void *b)
-{
-	return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
-static int lks_paths_add(char ***paths, int *n, int *cap, char *p)
-{
-	char **grown;
-
-	if (!p)
-		return lks_err("out of memory");
-	if (*n == *cap) {
-		if (!(grown = realloc(*paths, (size_t)(*cap ? *cap * 2 : 16) * sizeof(*grown)))) {
-			free(p);
-			return lks_err("out of memory");
-		}
-		*paths = grown;
-		*cap = *cap ? *cap * 2 : 16;
-	}
-	(*paths)[(*n)++] = p;
-	return 0;
-}
-
-/* The *.ini files of dir (not hidden ones, not subdirectories), sorted by name so that
-   a suite runs in the same order on every machine. */
-static int lks_paths_dir(const char *dir, char ***paths, int *n, int *cap)
-{
-	size_t dlen = strlen(dir);
-	const char *sep = dlen && dir[dlen - 1] == '/' ? "" : "/";
-	DIR *d = opendir(dir);
-	struct dirent *e;
-	int first = *n, rc = 0;
-
-	if (!d)
-		return lks_err("cannot open directory '%s': %s", dir, strerror(errno));
-	while (!rc && (e = readdir(d))) {
-		size_t len = strlen(e->d_name);
-		struct stat sb;
-		char *p;
-
-		if (e->d_name[0] == '.' || len < 5 || strcmp(e->d_name + len - 4, ".ini") != 0)
-			continue;
-		if (!(p = malloc(dlen + len + 2))) {
-			rc = lks_err("out of memory");
-			break;
-		}
-		sprintf(p, "%s%s%s", dir, sep, e->d_name);
-		if (stat(p, &sb) != 0 || !S_ISREG(sb.st_mode)) {
-			free(p);
-			continue;
-		}
-		rc = lks_paths_add(paths, n, cap, p);
-	}
-	closedir(d);
-	if (rc)
-		return rc;
-	if (*n == first)
-		return lks_err("no case files (*.ini) in '%s'", dir);
-	qsort(*paths + first, (size_t)(*n - first), sizeof(**paths), lks_strcmp_p);
-	return 0;
-}
-
-int lks_case_paths(const char *const *args, int nargs, char ***paths, int *npaths)
-{
-	int n = 0, cap = 0, rc = 0;
-	char **out = NULL;
-
-	for (int i = 0; i < nargs && !rc; i++) {
-		struct stat sb;
-
-		if (stat(args[i], &sb) != 0)
-			rc = lks_err("cannot open '%s': %s", args[i], strerror(errno));
-		else if (S_ISDIR(sb.st_mode))
-			rc = lks_paths_dir(args[i], &out, &n, &cap);
-		else
-			rc = lks_paths_add(&out, &n, &cap, strdup(args[i]));
-	}
-	if (rc) {
-		lks_case_paths_free(out, n);
-		out = NULL;
-		n = 0;
-	}
-	*paths = out;
-	*npaths = n;
-	return rc;
-}
-
-void lks_case_paths_free(char **paths, int npaths)
-{
-	for (int i = 0; i < npaths; i++)
-		free(paths[i]);
-	free(paths);
-}
-
-int lks_cases_load(const char *const *args, int nargs, const char *const *sets, int nsets,
-                   lks_case **cases, int *ncases)
-{
-	char **paths = NULL;
-	int npaths = 0, rc = -1;
-
-	*cases = NULL;
-	*ncases = 0;
-	if (lks_case_paths(args, nargs, &paths, &npaths))
-		return -1;
-	if (!(*cases = calloc((size_t)npaths + 1, sizeof(**cases)))) {
-		lks_err("out of memory");
-		goto out;
-	}
-	for (int i = 0; i < npaths; i++, (*ncases)++)
-		if (lks_case_load(paths[i], sets, nsets, &(*cases)[i]))
-			goto out;
-	rc = lks_cases_inject_env(*cases, *ncases);
-out:
-	lks_case_paths_free(paths, npaths);
-	return rc;
-}
-
-/* LOCKSTEP_INJECT: the fault goes to the run it names, or to every run it fits. */
-int lks_cases_inject_env(lks_case *cases, int ncases)
-{
-	const char *spec = getenv(LKS_INJECT_ENV);
-	char why[600] = "";  /* why the first run it did not fit refused it */
-	lks_fault f;
-	int planted = 0;
-
-	if (!spec || !*spec)
-		return 0;
-	if (lks_fault_parse(spec, 1, &f))
-		return lks_err_prefix(LKS_INJECT_ENV);
-	for (int i = 0; i < ncases; i++)
-		for (int j = 0; j < cases[i].nruns; j++) {
-			lks_run_cfg *r = &cases[i].runs[j];
-
-			if (f.run[0] && strcmp(f.run, r->name))
-				continue;
-			if (lks_run_fault_fits(&cases[i], r, &f)) {
-				if (!why[0])
-					snprintf(why, sizeof(why), "; run '%s': %s", r->name, lks_errmsg());
-				if (!f.run[0])
-					continue;
-				lks_err_prefix(r->name);
-				return lks_err_prefix(LKS_INJECT_ENV);
-			}
-			r->inject = f;
-			planted++;
-		}
-	if (!planted)
-		return lks_err("%s: no run %s '%s'%s", LKS_INJECT_ENV, f.run[0] ? "is called" : "fits",
-		               f.run[0] ? f.run : spec, why);
-	return 0;
-}
-
-void lks_cases_release(lks_case *cases, int ncases)
-{
-	for (int i = 0; i < ncases; i++)
-		lks_case_release(&cases[i]);
-	free(cases);
 }

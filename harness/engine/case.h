@@ -10,6 +10,9 @@
  *   [check NAME]  kind, a, b, metric, tensors, rtol, atol, floor_db, expect = pass|fail,
  *                 step, rank, tensor (the divergence a failing check is expected to name)
  *
+ * A run's recipe is a row of the recipe table (recipe.h), a check's kind a row of the
+ * check-kind table (check_kind.h): their names and what each takes come from there.
+ *
  * The global batch of a step is model.batch x case.world_size sequences; a run with its own
  * world_size takes global / world_size per rank (it must divide), so runs of one case see
  * the same data whatever their world size.
@@ -20,61 +23,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "harness/engine/check_kind.h"
 #include "harness/engine/fault.h"
+#include "harness/engine/recipe.h"
 
 #define LKS_NAME_MAX 64
-
-typedef enum lks_recipe {
-	LKS_RECIPE_BF16 = 0,
-	LKS_RECIPE_FP8_TENSORWISE,
-	LKS_RECIPE_FP8_ROWWISE,
-	LKS_RECIPE_FP8_ROWWISE_GW_HP,
-	LKS_RECIPE_FP8_DELAYED,
-	LKS_RECIPE_FP32,        /* no quantization, no BF16 rounding: the exact reference */
-	LKS_RECIPE_COUNT
-} lks_recipe;
-
-typedef enum lks_check_kind {
-	LKS_CHECK_BITWISE = 0,
-	LKS_CHECK_CLOSE,
-	LKS_CHECK_SQNR,
-	LKS_CHECK_GOLDEN,
-	LKS_CHECK_FINITE,
-	LKS_CHECK_RANKS_AGREE,
-	LKS_CHECK_RECOMPUTE,
-	LKS_CHECK_COUNT
-} lks_check_kind;
-
-const char *lks_recipe_name(lks_recipe r);
-int lks_recipe_parse(const char *s, lks_recipe *out);
-const char *lks_check_kind_name(lks_check_kind k);
-int lks_check_kind_parse(const char *s, lks_check_kind *out);
-/* 2 for the kinds that compare two runs (bitwise, close, sqnr: a and b), else 1 (a). */
-int lks_check_kind_nruns(lks_check_kind k);
-
-/* The metrics a close check compares, one row each in the table of case.c: the case's
-   validation, 'lockstep list' and the check (check.c) all read it. */
-typedef enum lks_metric_scope {
-	LKS_METRIC_STEP_MEAN,     /* one value per step: the mean over ranks (the loss) */
-	LKS_METRIC_STEP_GLOBAL,   /* one value per step, the same on every rank (grad norm) */
-	LKS_METRIC_TENSOR,        /* per step, rank and tensor: a statistic of the trace */
-} lks_metric_scope;
-
-typedef struct lks_metric {
-	const char *name;
-	lks_metric_scope scope;
-	size_t off;               /* of the value in lks_step_row or lks_stat_row (trace_store.h) */
-	int f32;                  /* the value is a float there, else a double */
-	int nan_absent;           /* NaN with every value finite: the tensor has none (the
-	                             scale of a tensor that was not quantized) */
-	const char *what;         /* in words, for 'lockstep list' */
-} lks_metric;
-
-/* The metric called name, or NULL; the i-th row of the table, NULL past its end; the names
-   of all, "loss, grad_norm, ...", into buf. */
-const lks_metric *lks_metric_find(const char *name);
-const lks_metric *lks_metric_at(int i);
-const char *lks_metric_names(char *buf, size_t size);
 
 typedef struct lks_model_cfg {
 	int vocab, hidden, ffn, layers, seq;

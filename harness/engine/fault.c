@@ -9,6 +9,7 @@
 
 #include "harness/engine/case.h"
 #include "harness/engine/model.h"
+#include "harness/engine/recipe.h"
 #include "kernels/err.h"
 
 static const char *const lks_fault_names[LKS_FAULT_COUNT] = {
@@ -153,6 +154,7 @@ void lks_fault_format(const lks_fault *f, char *buf, size_t size)
 int lks_fault_fits(const lks_fault *f, int recipe, int checkpoint, int world_size, int steps)
 {
 	const char *name = lks_fault_kind_name(f->kind);
+	char fit[256];  /* the recipes it fits: from the recipe table */
 
 	if (f->kind == LKS_FAULT_NONE)
 		return 0;
@@ -160,16 +162,16 @@ int lks_fault_fits(const lks_fault *f, int recipe, int checkpoint, int world_siz
 		return lks_err("inject: step %d is past the run's %d steps", f->step, steps);
 	if (f->rank >= world_size)
 		return lks_err("inject: rank %d is past the run's %d ranks", f->rank, world_size);
-	if (f->kind == LKS_FAULT_STALE_BWD_SCALE && (recipe != LKS_RECIPE_FP8_DELAYED || !checkpoint))
-		return lks_err("inject: %s needs recipe fp8_delayed with checkpoint = blocks "
-		               "(the scales it leaves stale exist only there)", name);
+	if (f->kind == LKS_FAULT_STALE_BWD_SCALE && (!lks_recipe_delayed_dy(recipe) || !checkpoint))
+		return lks_err("inject: %s needs a recipe with delayed scaling of dy (%s) and "
+		               "checkpoint = blocks (the scales it leaves stale exist only there)", name,
+		               lks_recipe_names(lks_recipe_delayed_dy, fit, sizeof(fit)));
 	if (f->kind == LKS_FAULT_SKIP_ALLREDUCE && world_size < 2)
 		return lks_err("inject: %s needs world_size >= 2 (one rank has no all-reduce to "
 		               "skip)", name);
-	if (f->kind == LKS_FAULT_SCALE_ROUND_UP && recipe != LKS_RECIPE_FP8_ROWWISE
-	    && recipe != LKS_RECIPE_FP8_ROWWISE_GW_HP)
-		return lks_err("inject: %s needs a recipe with power-of-two scales (fp8_rowwise, "
-		               "fp8_rowwise_gw_hp)", name);
+	if (f->kind == LKS_FAULT_SCALE_ROUND_UP && !lks_recipe_pow2(recipe))
+		return lks_err("inject: %s needs a recipe with power-of-two scales (%s)", name,
+		               lks_recipe_names(lks_recipe_pow2, fit, sizeof(fit)));
 	return 0;
 }
 

@@ -56,8 +56,9 @@ int lks_fault_parse(const char *spec, int allow_run, lks_fault *out);
 /* Writes the spec back in the parsed syntax (stored with the run's options). */
 void lks_fault_format(const lks_fault *f, char *buf, size_t size);
 
-/* Whether the fault can act on a run with this recipe (an lks_recipe) and checkpointing;
-   an error (lks_err) says why not. */
+/* Whether the fault can act on a run with this recipe (an lks_recipe: what a fault needs
+   of one is told from its rules in the recipe table) and checkpointing; an error (lks_err)
+   says why not, naming the recipes that fit. */
 int lks_fault_fits(const lks_fault *f, int recipe, int checkpoint, int world_size, int steps);
 
 /* bitflip and nan: whether the tensor is one that a rank of model m traces as floats, and

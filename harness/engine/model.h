@@ -48,11 +48,11 @@ typedef struct lks_model {
 int lks_model_init(lks_model *m, const lks_model_cfg *cfg);
 void lks_model_release(lks_model *m);
 
-/* What a rank's trace calls name, for a model of cfg with tokens (batch x seq) per rank:
-   LKS_TENSOR_FLOAT with its element count in *n (bitflip and nan can strike it), or
-   LKS_TENSOR_FP8 for an FP8 operand of a linear layer (codes and scales, beyond their
-   reach); LKS_TENSOR_NONE when the model has no tensor of that name; -1 (lks_err) out of
-   memory. */
+/* The names a rank traces (model_tensors.c). What a rank's trace calls name, for a model
+   of cfg with tokens (batch x seq) per rank: LKS_TENSOR_FLOAT with its element count in *n
+   (bitflip and nan can strike it), or LKS_TENSOR_FP8 for an FP8 operand of a linear layer
+   (codes and scales, beyond their reach); LKS_TENSOR_NONE when the model has no tensor of
+   that name; -1 (lks_err) out of memory. */
 enum { LKS_TENSOR_NONE = 0, LKS_TENSOR_FLOAT, LKS_TENSOR_FP8 };
 int lks_model_tensor(const lks_model_cfg *cfg, long long tokens, const char *name, size_t *n);
 /* Calls fn with every name a rank of a model of cfg may trace (whatever the recipe and

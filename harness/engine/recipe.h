@@ -11,12 +11,28 @@
  * dimension: per row of x for fwd, per column of W for dgrad, per column of dy and of x for
  * wgrad. The table below says, per recipe, role and operand: storage format, scaling, power-
  * of-two scales, and whether the scale comes from an amax history (delayed scaling).
+ *
+ * The table (recipe.c) is the one place a recipe is declared: its name in case files, its
+ * line in 'lockstep list --help', its rules, and what follows from them (the runs that
+ * list shows with an amax history, the faults that fit it: fault.c). Adding a recipe is a
+ * value of lks_recipe and its row.
  */
 #ifndef LKS_HARNESS_RECIPE_H
 #define LKS_HARNESS_RECIPE_H
 
-#include "harness/engine/case.h"
+#include <stddef.h>
+
 #include "kernels/cpu/gemm.h"
+
+typedef enum lks_recipe {
+	LKS_RECIPE_BF16 = 0,
+	LKS_RECIPE_FP8_TENSORWISE,
+	LKS_RECIPE_FP8_ROWWISE,
+	LKS_RECIPE_FP8_ROWWISE_GW_HP,
+	LKS_RECIPE_FP8_DELAYED,
+	LKS_RECIPE_FP32,        /* no quantization, no BF16 rounding: the exact reference */
+	LKS_RECIPE_COUNT
+} lks_recipe;
 
 typedef enum lks_role { LKS_ROLE_FWD = 0, LKS_ROLE_DGRAD = 1, LKS_ROLE_WGRAD = 2 } lks_role;
 typedef enum lks_src { LKS_SRC_X = 0, LKS_SRC_W = 1, LKS_SRC_DY = 2 } lks_src;
@@ -29,11 +45,30 @@ typedef struct lks_operand_rule {
 } lks_operand_rule;
 
 typedef struct lks_recipe_rules {
+	const char *name;           /* in case files: recipe = NAME */
+	const char *what;           /* in words, for 'lockstep list --help' */
 	lks_operand_rule op[3][2];  /* [role][0: A, 1: B] */
 	int f32_activations;        /* 1: activations and the LM head stay float32 (no BF16) */
 } lks_recipe_rules;
 
+/* The row of recipe r, NULL past the table's end. */
 const lks_recipe_rules *lks_recipe_rules_of(lks_recipe r);
+
+/* "fp8_rowwise", "?" past the table's end; the recipe called s, else an error (lks_err)
+   that lists the names. */
+const char *lks_recipe_name(lks_recipe r);
+int lks_recipe_parse(const char *s, lks_recipe *out);
+
+/* What follows from a recipe's rules. Delayed scaling: the runner keeps amax histories
+   (amax_history, amax_algo, margin) when the forward's x takes its scale from one; and the
+   backward's dy takes its scale from its history too (the scales stale_bwd_scale leaves
+   stale). Power-of-two scales: some operand rounds its scales to a power of two. */
+int lks_recipe_delayed(lks_recipe r);
+int lks_recipe_delayed_dy(lks_recipe r);
+int lks_recipe_pow2(lks_recipe r);
+
+/* The names of the recipes for which has(r) is true (has NULL: all), "a, b, c", into buf. */
+const char *lks_recipe_names(int (*has)(lks_recipe r), char *buf, size_t size);
 
 /* Which tensor feeds operand (role, ab), and whether the GEMM uses its transpose. */
 lks_src lks_role_src(lks_role role, int ab);

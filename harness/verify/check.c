@@ -747,19 +747,23 @@ static int lks_check_sqnr(struct lks_check_ctx *x)
 	return 0;
 }
 
+/* The evaluation of each kind, by its value; its name, runs, keys and list text are its row
+   of the check-kind table (engine/check_kind.c). */
 static const struct lks_check_kind_row {
-	lks_check_kind kind;
 	int (*fn)(struct lks_check_ctx *x);
 	int reads;                /* 0: reads no lks_run_trace (golden, sqnr) */
 } lks_check_kinds[] = {
-	{ LKS_CHECK_BITWISE, lks_check_bitwise, 1 },
-	{ LKS_CHECK_CLOSE, lks_check_close, 1 },
-	{ LKS_CHECK_SQNR, lks_check_sqnr, 0 },
-	{ LKS_CHECK_GOLDEN, lks_check_golden, 0 },
-	{ LKS_CHECK_FINITE, lks_check_finite, 1 },
-	{ LKS_CHECK_RANKS_AGREE, lks_check_ranks_agree, 1 },
-	{ LKS_CHECK_RECOMPUTE, lks_check_recompute, 1 },
+	[LKS_CHECK_BITWISE] = { lks_check_bitwise, 1 },
+	[LKS_CHECK_CLOSE] = { lks_check_close, 1 },
+	[LKS_CHECK_SQNR] = { lks_check_sqnr, 0 },
+	[LKS_CHECK_GOLDEN] = { lks_check_golden, 0 },
+	[LKS_CHECK_FINITE] = { lks_check_finite, 1 },
+	[LKS_CHECK_RANKS_AGREE] = { lks_check_ranks_agree, 1 },
+	[LKS_CHECK_RECOMPUTE] = { lks_check_recompute, 1 },
 };
+
+_Static_assert(sizeof(lks_check_kinds) / sizeof(lks_check_kinds[0]) == LKS_CHECK_COUNT,
+               "one evaluation per check kind");
 
 /* ---- verdicts and their words ---- */
 
@@ -879,9 +883,8 @@ int lks_check_eval(lks_store *s, const lks_check_cfg *k, int64_t run_a, int64_t 
 	int two = lks_check_kind_nruns(k->kind) == 2, rc = -1;
 
 	lks_check_result_init(res);
-	for (size_t i = 0; i < sizeof(lks_check_kinds) / sizeof(lks_check_kinds[0]); i++)
-		if (lks_check_kinds[i].kind == k->kind)
-			row = &lks_check_kinds[i];
+	if ((unsigned)k->kind < LKS_CHECK_COUNT && lks_check_kinds[k->kind].fn)
+		row = &lks_check_kinds[k->kind];
 	if (!row)
 		return lks_err("check '%s': no evaluation for kind %d", k->name, (int)k->kind);
 	if (!run_a || (two && !run_b)) {

@@ -9,12 +9,13 @@
  * A numerical mismatch is a verdict, never an error: the functions here fail (-1,
  * lks_err) only when the store cannot be read or written.
  *
- * Kinds (one row each in the table of check.c):
+ * Kinds (one row each in the check-kind table, engine/check_kind.c, and one function each
+ * in the table of check.c):
  *   bitwise      two runs equal in every stats field of every tensor they share by
  *                (name, phase, occurrence) and in the bits of each step's loss and grad
  *                norm; a checkpointed run's extra RECOMPUTE rows are not compared
- *   close        a metric of the table in case.c within |a - b| <= atol + rtol * |b| (a
- *                NaN on either side is never close): loss (the mean over ranks) or
+ *   close        a metric of the table in check_kind.c within |a - b| <= atol + rtol *
+ *                |b| (a NaN on either side is never close): loss (the mean over ranks) or
  *                grad_norm per step; or a tensor statistic (l2, amax, scale) per step,
  *                tensor and rank, of the tensors both runs traced whose names match the
  *                check's fnmatch pattern (tensors; all when empty). A pattern that leaves

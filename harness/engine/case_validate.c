@@ -1,0 +1,225 @@
+/*
+ * case_validate.c: a case as a whole, once its keys are read (and again after --set):
+ * the defaults that depend on other keys, the keys each section requires, then the rules
+ * that span keys and sections: the schedule, the global batch and each run's share of
+ * it, a run's planted fault and its memory, and each check against its kind's row of the
+ * check-kind table (its runs, the keys it reads, what it needs of its runs) and the
+ * tensors the model traces. Errors name the file and the line of the section at fault.
+ */
+#include "harness/engine/case_parse.h"
+
+#include <fnmatch.h>
+#include <limits.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "harness/engine/model.h"
+#include "harness/engine/runner.h"
+#include "kernels/err.h"
+
+/* ---- validation: defaults that depend on other keys, then rules that span keys ---- */
+
+static int lks_seen(struct lks_parse *st, enum lks_sec sec, int idx, const char *key)
+{
+	return (*lks_sec_seen(st, sec, idx) >> lks_key_find(sec, key)) & 1;
+}
+
+static void lks_case_defaults(struct lks_parse *st)
+{
+	lks_case *c = st->c;
+
+	/* 5% of the steps, but a schedule longer than one step starts below the peak */
+	if (!lks_seen(st, LKS_SEC_OPTIM, 0, "warmup"))
+		c->optim.warmup = c->steps == 1 ? 0 : c->steps / 20 ? c->steps / 20 : 1;
+	for (int i = 0; i < c->nruns; i++)
+		if (!lks_seen(st, LKS_SEC_RUN, i, "world_size"))
+			c->runs[i].world_size = c->world_size;
+	for (int i = 0; i < c->nchecks; i++)
+		if (!lks_seen(st, LKS_SEC_CHECK, i, "metric"))
+			strcpy(c->checks[i].metric,
+			       lks_check_kind_of(c->checks[i].kind)->keys & LKS_CK_METRIC ? "loss" : "");
+}
+
+static int lks_case_required(struct lks_parse *st, enum lks_sec sec, int idx)
+{
+	char label[LKS_NAME_MAX + 16];
+
+	for (int k = 0; k < lks_secs[sec].nkeys; k++)
+		if (lks_secs[sec].keys[k].required && !((*lks_sec_seen(st, sec, idx) >> k) & 1)) {
+			lks_err("missing key '%s' in %s", lks_secs[sec].keys[k].name,
+				lks_sec_label(st, sec, idx, label, sizeof(label)));
+			return lks_case_at(st, lks_sec_line(st, sec, idx));
+		}
+	return 0;
+}
+
+/* lks_model_tensor_each's callback: 1 when name matches the pattern arg */
+static int lks_tensor_matches(void *arg, const char *name)
+{
+	return fnmatch((const char *)arg, name, 0) == 0;
+}
+
+/* The tensor names a check gives (its filter, its expected tensor) name tensors the model
+   traces: a typo is bad input at the check's line, before anything trains. Whether the runs
+   compared trace them (an FP8 operand of a BF16 run) is told when the check runs. */
+static int lks_check_tensors(const lks_case *c, const lks_run_cfg *a, const lks_check_cfg *k)
+{
+	size_t n;
+	int rc;
+
+	if (k->tensors[0] && (rc = lks_model_tensor_each(&c->model, lks_tensor_matches,
+	                                                 (void *)k->tensors)) <= 0)
+		return rc < 0 ? -1 : lks_err("check '%s': tensors = %s names no tensor the model "
+		                             "traces (the report and 'lockstep diff' show a run's)",
+		                             k->name, k->tensors);
+	if (k->exp_tensor[0]
+	    && (rc = lks_model_tensor(&c->model, lks_case_run_tokens(c, a), k->exp_tensor, &n))
+	       == LKS_TENSOR_NONE)
+		return lks_err("check '%s': tensor = %s is no tensor the model traces", k->name,
+		               k->exp_tensor);
+	return rc < 0 ? -1 : 0;
+}
+
+/* A check against its kind's row (check_kind.c): its runs, and the keys the kind reads. */
+static int lks_check_runs(struct lks_parse *st, const lks_check_cfg *k)
+{
+	const lks_check_kind_info *row = lks_check_kind_of(k->kind);
+	const char *kind = row->name;
+	int metric = (row->keys & LKS_CK_METRIC) != 0;
+	const lks_run_cfg *a, *b = NULL;
+
+	if (!k->a[0])
+		return lks_err("check '%s' (%s) needs a run: a = NAME", k->name, kind);
+	if (row->nruns == 2 && !k->b[0])
+		return lks_err("check '%s' (%s) compares two runs: b = NAME is missing", k->name,
+			       kind);
+	if (row->nruns == 1 && k->b[0])
+		return lks_err("check '%s' (%s) takes one run (a), not b = %s", k->name, kind,
+			       k->b);
+	if (!(a = lks_case_run(st->c, k->a)))
+		return lks_err("check '%s' names run '%s', which the case does not have",
+			       k->name, k->a);
+	if (k->b[0] && !(b = lks_case_run(st->c, k->b)))
+		return lks_err("check '%s' names run '%s', which the case does not have",
+			       k->name, k->b);
+	if (b == a)
+		return lks_err("check '%s' compares run '%s' with itself", k->name, k->a);
+	if (metric && !k->metric[0])
+		return lks_err("check '%s' (%s) has an empty metric", k->name, kind);
+	if (k->tensors[0] && (!metric || lks_metric_find(k->metric)->scope != LKS_METRIC_TENSOR))
+		return lks_err("check '%s': tensors = %s chooses the tensors of a close check on a "
+			       "tensor statistic, not of %s%s%s", k->name, k->tensors, kind,
+			       metric ? " on " : "", metric ? k->metric : "");
+	/* without checkpointing there is no recompute to hold against the forward */
+	if ((row->needs & LKS_CK_CHECKPOINT) && !a->checkpoint)
+		return lks_err("check '%s' (%s) needs a run with checkpoint = blocks; "
+			       "run '%s' has none", k->name, kind, a->name);
+	if (!k->expect_fail && (k->exp_step >= 0 || k->exp_rank >= 0 || k->exp_tensor[0]))
+		return lks_err("check '%s': step, rank and tensor name an expected divergence "
+			       "and need expect = fail", k->name);
+	if (k->exp_step > st->c->steps)
+		return lks_err("check '%s': step %d is past the case's %d steps", k->name,
+			       k->exp_step, st->c->steps);
+	if (k->exp_rank >= a->world_size && (!b || k->exp_rank >= b->world_size))
+		return lks_err("check '%s': rank %d is past the run's %d ranks", k->name,
+			       k->exp_rank, a->world_size);
+	/* two replicas that differ have no majority: the check names both, never one */
+	if ((row->needs & LKS_CK_MAJORITY) && k->exp_rank >= 0 && a->world_size == 2)
+		return lks_err("check '%s': %s on 2 ranks names no single rank (the pair "
+			       "disagrees; a golden or a clean run decides which is wrong): leave "
+			       "out rank", k->name, kind);
+	return lks_check_tensors(st->c, a, k);
+}
+
+int lks_run_fault_fits(const lks_case *c, const lks_run_cfg *r, const lks_fault *f)
+{
+	if (lks_fault_fits(f, r->recipe, r->checkpoint, r->world_size, c->steps))
+		return -1;
+	return lks_fault_fits_model(f, &c->model, lks_case_run_tokens(c, r));
+}
+
+/* The machine's memory in bytes; 0 when it cannot be told. */
+static double lks_phys_bytes(void)
+{
+	long pages = sysconf(_SC_PHYS_PAGES), size = sysconf(_SC_PAGESIZE);
+
+	return pages > 0 && size > 0 ? (double)pages * (double)size : 0.0;
+}
+
+/* A run whose model does not fit the machine fails now, not after the runs before it. */
+static int lks_run_fits_memory(const lks_case *c, const lks_run_cfg *r)
+{
+	double need = lks_run_bytes(c, r), have = lks_phys_bytes(), gib = 1024.0 * 1024 * 1024;
+
+	if (need < 0)
+		return -1;
+	if (have > 0 && need > have)
+		return lks_err("run '%s' needs about %.1f GiB of memory (%d rank%s, estimated from "
+		               "the model's sizes, the recipe and checkpointing), more than the %.1f "
+		               "GiB of this machine", r->name, need / gib, r->world_size,
+		               r->world_size > 1 ? "s" : "", have / gib);
+	return 0;
+}
+
+int lks_case_validate(struct lks_parse *st)
+{
+	lks_case *c = st->c;
+	long long global;
+
+	if (!st->sec_line[LKS_SEC_CASE] || !st->sec_line[LKS_SEC_MODEL]) {
+		lks_err("missing section [%s]", st->sec_line[LKS_SEC_CASE] ? "model" : "case");
+		return lks_case_at(st, 0);
+	}
+	if (lks_case_required(st, LKS_SEC_CASE, 0) || lks_case_required(st, LKS_SEC_MODEL, 0))
+		return st->rc;
+	for (int i = 0; i < c->nruns; i++)
+		if (lks_case_required(st, LKS_SEC_RUN, i))
+			return st->rc;
+	for (int i = 0; i < c->nchecks; i++)
+		if (lks_case_required(st, LKS_SEC_CHECK, i))
+			return st->rc;
+	if (c->nruns == 0) {
+		lks_err("no runs: a case needs at least one [run NAME]");
+		return lks_case_at(st, 0);
+	}
+	lks_case_defaults(st);
+	if (c->optim.min_lr > c->optim.lr) {
+		lks_err("min_lr %g is above lr %g", c->optim.min_lr, c->optim.lr);
+		return lks_case_at(st, st->sec_line[LKS_SEC_OPTIM]);
+	}
+	if (c->optim.warmup > c->steps) {
+		lks_err("warmup %d is longer than the case's %d steps", c->optim.warmup, c->steps);
+		return lks_case_at(st, st->sec_line[LKS_SEC_OPTIM]);
+	}
+	global = (long long)c->model.batch * c->world_size;
+	for (int i = 0; i < c->nruns; i++)
+		if (global % c->runs[i].world_size) {
+			lks_err("run '%s': world_size %d does not divide the global batch of %lld "
+				"sequences (model.batch %d x case world_size %d)", c->runs[i].name,
+				c->runs[i].world_size, global, c->model.batch, c->world_size);
+			return lks_case_at(st, c->runs[i].line);
+		}
+	/* the runner's token counts are ints */
+	if (global * c->model.seq > INT_MAX) {
+		lks_err("the global batch of %lld tokens (model.batch x world_size x seq) is over "
+		        "the %d a step can take", global * c->model.seq, INT_MAX);
+		return lks_case_at(st, st->sec_line[LKS_SEC_MODEL]);
+	}
+	for (int i = 0; i < c->nruns; i++) {
+		const lks_run_cfg *r = &c->runs[i];
+		char who[LKS_NAME_MAX + 8];
+
+		if (lks_run_fault_fits(c, r, &r->inject)) {
+			snprintf(who, sizeof(who), "run '%s'", r->name);
+			lks_err_prefix(who);
+			return lks_case_at(st, r->line);
+		}
+		if (lks_run_fits_memory(c, r))
+			return lks_case_at(st, r->line);
+	}
+	for (int i = 0; i < c->nchecks; i++)
+		if (lks_check_runs(st, &c->checks[i]))
+			return lks_case_at(st, c->checks[i].line);
+	return 0;
+}

@@ -1,0 +1,140 @@
+/*
+ * model_tensors.c: the names of the tensors a rank of the model traces (see model.h,
+ * lks_model_tensor): activations and their gradients, the parameters and their gradients,
+ * and the FP8 operands of each block's GEMMs, with their sizes, so that a case's checks and
+ * planted faults are checked against them when the case is read, before anything trains.
+ */
+#include "harness/engine/model.h"
+
+#include <stdio.h>
+#include <string.h>
+
+/* Activations and their gradients, beside the parameters and their gradients (lks_model.t,
+   "<name>" in the update and "<name>.grad" in backward). dims: 'T'okens, 'H'idden, 'F'fn,
+   'V'ocab. Kept in step with lks_forward / lks_backward by test_fault. */
+struct lks_act_tensor {
+	const char *name;
+	char rows, cols;
+};
+
+static const struct lks_act_tensor lks_act_tensors[] = {
+	{ "embed.out", 'T', 'H' }, { "final_norm.out", 'T', 'H' }, { "head.logits", 'T', 'V' },
+	{ "head.logits.grad", 'T', 'V' }, { "final_norm.in.grad", 'T', 'H' }, { NULL, 0, 0 },
+}, lks_block_tensors[] = {  /* "blocks.<l>.<name>" */
+	{ "norm.out", 'T', 'H' }, { "mlp.up.out", 'T', 'F' }, { "mlp.act.out", 'T', 'F' },
+	{ "mlp.down.out", 'T', 'H' }, { "out", 'T', 'H' }, { "mlp.down.in.grad", 'T', 'F' },
+	{ "mlp.up.out.grad", 'T', 'F' }, { "mlp.up.in.grad", 'T', 'H' }, { "in.grad", 'T', 'H' },
+	{ NULL, 0, 0 },
+};
+
+static size_t lks_dim(const lks_model_cfg *c, long long tokens, char d)
+{
+	return d == 'T' ? (size_t)tokens : (size_t)(d == 'H' ? c->hidden : d == 'F' ? c->ffn : c->vocab);
+}
+
+/* name in table: 1 with its element count in *n, else 0 */
+static int lks_act_find(const struct lks_act_tensor *t, const lks_model_cfg *c, long long tokens,
+                        const char *name, size_t *n)
+{
+	for (; t->name; t++)
+		if (!strcmp(name, t->name)) {
+			*n = lks_dim(c, tokens, t->rows) * lks_dim(c, tokens, t->cols);
+			return 1;
+		}
+	return 0;
+}
+
+/* The length of "blocks.<l>." at the start of name, l as %d writes it and below layers;
+   0 when name does not start so. */
+static size_t lks_block_prefix(const lks_model_cfg *c, const char *name)
+{
+	const char *p = name + 7;
+	long l = 0;
+
+	if (strncmp(name, "blocks.", 7) || !(*p >= '0' && *p <= '9') || (p[0] == '0' && p[1] != '.'))
+		return 0;
+	for (; *p >= '0' && *p <= '9' && l <= c->layers; p++)
+		l = l * 10 + (*p - '0');
+	return *p == '.' && l < c->layers ? (size_t)(p + 1 - name) : 0;
+}
+
+/* The FP8 operands lks_linear names in a block: "mlp.up.fwd.x" and the other 11, k in
+   [0, 12): layer (up, down), role (fwd, dgrad, wgrad), operand (a, b). */
+#define LKS_FP8_OPERANDS 12
+static void lks_fp8_operand_name(char *buf, size_t size, int k)
+{
+	int li = k / 6, role = k / 2 % 3, ab = k % 2;
+
+	snprintf(buf, size, "mlp.%s.%s.%s", li ? "down" : "up", lks_role_name((lks_role)role),
+	         lks_src_name(lks_role_src((lks_role)role, ab)));
+}
+
+static int lks_fp8_operand(const char *rest)
+{
+	char buf[64];
+
+	for (int k = 0; k < LKS_FP8_OPERANDS; k++) {
+		lks_fp8_operand_name(buf, sizeof(buf), k);
+		if (!strcmp(rest, buf))
+			return 1;
+	}
+	return 0;
+}
+
+int lks_model_tensor_each(const lks_model_cfg *cfg, int (*fn)(void *arg, const char *name),
+                          void *arg)
+{
+	char buf[192], rest[64];
+	lks_model m;
+	int rc = 0;
+
+	for (const struct lks_act_tensor *t = lks_act_tensors; t->name && !rc; t++)
+		rc = fn(arg, t->name);
+	for (int l = 0; l < cfg->layers && !rc; l++) {
+		for (const struct lks_act_tensor *t = lks_block_tensors; t->name && !rc; t++) {
+			snprintf(buf, sizeof(buf), "blocks.%d.%s", l, t->name);
+			rc = fn(arg, buf);
+		}
+		for (int k = 0; k < LKS_FP8_OPERANDS && !rc; k++) {
+			lks_fp8_operand_name(rest, sizeof(rest), k);
+			snprintf(buf, sizeof(buf), "blocks.%d.%s", l, rest);
+			rc = fn(arg, buf);
+		}
+	}
+	if (rc)
+		return rc;
+	if (lks_model_init(&m, cfg))
+		return -1;
+	for (int i = 0; i < m.nt && !rc; i++) {
+		snprintf(buf, sizeof(buf), "%s.grad", m.t[i].name);
+		rc = fn(arg, m.t[i].name);
+		rc = rc ? rc : fn(arg, buf);
+	}
+	lks_model_release(&m);
+	return rc;
+}
+
+int lks_model_tensor(const lks_model_cfg *cfg, long long tokens, const char *name, size_t *n)
+{
+	size_t pre = lks_block_prefix(cfg, name), len = strlen(name);
+	int kind = LKS_TENSOR_NONE;
+	lks_model m;
+
+	if (lks_act_find(lks_act_tensors, cfg, tokens, name, n)
+	    || (pre && lks_act_find(lks_block_tensors, cfg, tokens, name + pre, n)))
+		return LKS_TENSOR_FLOAT;
+	if (pre && lks_fp8_operand(name + pre))
+		return LKS_TENSOR_FP8;
+	if (lks_model_init(&m, cfg))
+		return -1;
+	for (int i = 0; i < m.nt && !kind; i++) {
+		size_t plen = strlen(m.t[i].name);
+
+		if (!strncmp(name, m.t[i].name, plen) && (len == plen || !strcmp(name + plen, ".grad"))) {
+			*n = m.t[i].n;
+			kind = LKS_TENSOR_FLOAT;
+		}
+	}
+	lks_model_release(&m);
+	return kind;
+}
