@@ -10,22 +10,33 @@
 
 #include "harness/base/opt.h"
 
-/* argv[0] is the subcommand's name. */
-int cmd_env(int argc, char **argv);
-int cmd_bench(int argc, char **argv);
-int cmd_list(int argc, char **argv);
-int cmd_run(int argc, char **argv);
-int cmd_check(int argc, char **argv);
+/*
+ * The subcommands, in the order 'lockstep --help' lists them: X(name, summary) for each, with
+ * its function int cmd_<name>(int argc, char **argv) in cmd_<name>.c (argv[0] is the
+ * subcommand's name). Adding a subcommand is a row here and its file (and the file in
+ * CMakeLists.txt's list).
+ */
+#define LKS_COMMANDS(X) \
+	X(run, "train every run of cases step by step and store the traces") \
+	X(check, "run, with exit codes for git bisect run (0 good, 1 bad, 125 skip)") \
+	X(env, "print the environment fingerprint stored with every run") \
+	X(bench, "measure against a peer in the same run (gemm, quant, store, step)") \
+	X(list, "show cases with their runs and checks") \
+	X(golden, "write golden files from the latest stored runs") \
+	X(report, "write the HTML and Markdown report of a suite") \
+	X(diff, "first divergence and per-step maximum errors of two stored runs") \
+	X(matrix, "every case under every combo of a combos file: a table of verdicts") \
+	X(bisect, "the first bad combo of an ordered list, by binary search") \
+	X(reduce, "the fewest differences between a good and a bad combo that fail")
+
+#define LKS_COMMAND_DECL(name, summary) int cmd_##name(int argc, char **argv);
+LKS_COMMANDS(LKS_COMMAND_DECL)
+#undef LKS_COMMAND_DECL
+
 /* 'lockstep run' with the verdicts counted into *tally (also after a failure: what was
    counted so far). */
 struct lks_check_tally;
 int lks_run_cases(int argc, char **argv, struct lks_check_tally *tally);
-int cmd_golden(int argc, char **argv);
-int cmd_report(int argc, char **argv);
-int cmd_diff(int argc, char **argv);
-int cmd_matrix(int argc, char **argv);
-int cmd_bisect(int argc, char **argv);
-int cmd_reduce(int argc, char **argv);
 
 /* ---- what matrix, bisect and reduce share (cmd_probe.c; harness/probe/probe.h) ---- */
 struct lks_probe_cfg;

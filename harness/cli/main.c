@@ -17,19 +17,9 @@ struct lks_cmd {
 	const char *summary;
 };
 
-static const struct lks_cmd lks_cmds[] = {
-	{ "run", cmd_run, "train every run of cases step by step and store the traces" },
-	{ "check", cmd_check, "run, with exit codes for git bisect run (0 good, 1 bad, 125 skip)" },
-	{ "env", cmd_env, "print the environment fingerprint stored with every run" },
-	{ "bench", cmd_bench, "measure against a peer in the same run (gemm, quant, store, step)" },
-	{ "list", cmd_list, "show cases with their runs and checks" },
-	{ "golden", cmd_golden, "write golden files from the latest stored runs" },
-	{ "report", cmd_report, "write the HTML and Markdown report of a suite" },
-	{ "diff", cmd_diff, "first divergence and per-step maximum errors of two stored runs" },
-	{ "matrix", cmd_matrix, "every case under every combo of a combos file: a table of verdicts" },
-	{ "bisect", cmd_bisect, "the first bad combo of an ordered list, by binary search" },
-	{ "reduce", cmd_reduce, "the fewest differences between a good and a bad combo that fail" },
-};
+#define LKS_COMMAND_ROW(name, summary) { #name, cmd_##name, summary },
+static const struct lks_cmd lks_cmds[] = { LKS_COMMANDS(LKS_COMMAND_ROW) };
+#undef LKS_COMMAND_ROW
 
 static const char lks_help[] =
 	"usage: lockstep [--version] [--help] <command> [<args>]\n"
