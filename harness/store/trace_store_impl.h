@@ -199,6 +199,13 @@ int lks_store_put(lks_store *s, enum lks_q q, const lks_val *v, int n, int64_t *
 int lks_store_rows(lks_store *s, enum lks_q q, const lks_val *v, int n,
                    int (*row)(sqlite3_stmt *st, void *ctx), void *ctx);
 
+/* A verdict's parameters when none were stored (trace_store.h, lks_check_params). */
+static inline lks_check_params lks_check_params_none(void)
+{
+	return (lks_check_params){ .rtol = NAN, .atol = NAN, .floor_db = NAN, .exp_step = -1,
+	                           .exp_rank = -1 };
+}
+
 static inline double lks_column_real(sqlite3_stmt *st, int i)
 {
 	return sqlite3_column_type(st, i) == SQLITE_NULL ? NAN : sqlite3_column_double(st, i);

@@ -236,6 +236,29 @@ int lks_store_get_events(lks_store *s, int64_t run_id,
 
 /* ---- check verdicts ---- */
 
+/* A check's parameters from column i on (name_a, ..., expect_tensor); expect NULL: none
+   were stored, and none are read. */
+static void lks_column_params(sqlite3_stmt *st, int i, lks_check_params *p)
+{
+	if (sqlite3_column_type(st, i + 7) == SQLITE_NULL) {
+		*p = lks_check_params_none();
+		return;
+	}
+	*p = (lks_check_params){
+		.a = lks_column_text(st, i),
+		.b = lks_column_text(st, i + 1),
+		.metric = lks_column_text(st, i + 2),
+		.tensors = lks_column_text(st, i + 3),
+		.rtol = lks_column_real(st, i + 4),
+		.atol = lks_column_real(st, i + 5),
+		.floor_db = lks_column_real(st, i + 6),
+		.expect = lks_column_text(st, i + 7),
+		.exp_step = lks_column_index(st, i + 8),
+		.exp_rank = lks_column_index(st, i + 9),
+		.exp_tensor = lks_column_text(st, i + 10),
+	};
+}
+
 /* A row of "check_id, " LKS_CHECK_COLS. */
 static int lks_row_check(sqlite3_stmt *st, void *ctx)
 {
@@ -271,6 +294,7 @@ static int lks_row_check(sqlite3_stmt *st, void *ctx)
 	} else {
 		c.value_a = c.value_b = NAN;
 	}
+	lks_column_params(st, 18, &c.params);
 	return w->fn.check(w->arg, &c);
 }
 

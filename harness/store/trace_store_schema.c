@@ -148,8 +148,41 @@ static const char lks_schema_v3[] =
 	");\n"
 	"CREATE INDEX probes_by_session ON probes (session_id);\n";
 
-static const char *const lks_store_schema[LKS_STORE_SCHEMA_VERSION + 1] = {
-	[1] = lks_schema_v1, [2] = lks_schema_v2, [3] = lks_schema_v3,
+/* A column added to a table that an earlier version made (ALTER TABLE ADD COLUMN): the
+   rows already there read NULL in it. */
+typedef struct lks_schema_column {
+	const char *table, *name;
+	const char *decl;                 /* the type and constraints */
+} lks_schema_column;
+
+/* 4: a check's parameters, the keys of its [check NAME] section (harness/engine/case.h),
+   stored with its verdict so that a reader never parses the case again. A verdict of an
+   earlier version has NULL in each: expect NULL says they were not stored. */
+static const lks_schema_column lks_schema_v4[] = {
+	{ "checks", "name_a", "TEXT" },            /* the runs' names in the case */
+	{ "checks", "name_b", "TEXT" },            /* NULL: a one-run kind */
+	{ "checks", "metric", "TEXT" },            /* close: what it compares; NULL: none */
+	{ "checks", "tensors", "TEXT" },           /* close: an fnmatch pattern; NULL: all */
+	{ "checks", "rtol", "REAL" },
+	{ "checks", "atol", "REAL" },
+	{ "checks", "floor_db", "REAL" },          /* sqnr: the least SQNR that passes */
+	{ "checks", "expect", "TEXT CHECK (expect IN ('pass', 'fail'))" },
+	{ "checks", "expect_step", "INTEGER" },    /* the divergence a failing check expects; */
+	{ "checks", "expect_rank", "INTEGER" },    /* NULL: not given */
+	{ "checks", "expect_tensor", "TEXT" },
+};
+
+/* Part v of the schema: the tables (and their indexes) version v added, and the columns it
+   added to tables of earlier versions. A part never changes once released. */
+static const struct lks_schema_part {
+	const char *tables;               /* NULL: none */
+	const lks_schema_column *columns;
+	int ncolumns;
+} lks_store_schema[LKS_STORE_SCHEMA_VERSION + 1] = {
+	[1] = { lks_schema_v1, NULL, 0 },
+	[2] = { lks_schema_v2, NULL, 0 },
+	[3] = { lks_schema_v3, NULL, 0 },
+	[4] = { NULL, lks_schema_v4, (int)(sizeof(lks_schema_v4) / sizeof(lks_schema_v4[0])) },
 };
 
 /* Gradient SQNR between two runs (harness/verify/sqnr.h): the table is created when first
@@ -223,6 +256,37 @@ int lks_store_inspect(sqlite3 *db, const char *path, enum lks_store_kind *kind,
 	return 0;
 }
 
+/* Runs sql and frees it (sqlite3_free); NULL (out of memory) fails. The message recorded is
+   SQLite's, for the caller to place. */
+static int lks_store_run_sql(sqlite3 *db, char *sql)
+{
+	char *msg = NULL;
+	int rc = 0;
+
+	if (!sql)
+		return lks_err("out of memory");
+	if (sqlite3_exec(db, sql, NULL, NULL, &msg) != SQLITE_OK)
+		rc = lks_err("%s", msg ? msg : sqlite3_errmsg(db));
+	sqlite3_free(msg);
+	sqlite3_free(sql);
+	return rc;
+}
+
+/* The SQL of part v: its tables, then its columns. */
+static char *lks_store_part_sql(sqlite3 *db, int64_t v)
+{
+	const struct lks_schema_part *part = &lks_store_schema[v];
+	sqlite3_str *q = sqlite3_str_new(db);
+
+	if (part->tables)
+		sqlite3_str_appendall(q, part->tables);
+	for (int i = 0; i < part->ncolumns; i++)
+		sqlite3_str_appendf(q, "ALTER TABLE \"%w\" ADD COLUMN \"%w\" %s;\n",
+		                    part->columns[i].table, part->columns[i].name,
+		                    part->columns[i].decl);
+	return sqlite3_str_finish(q);
+}
+
 /* The schema parts after version 'from', and the header fields saying so. */
 static int lks_store_upgrade(sqlite3 *db, const char *path, int64_t from)
 {
@@ -232,9 +296,9 @@ static int lks_store_upgrade(sqlite3 *db, const char *path, int64_t from)
 	snprintf(pragmas, sizeof(pragmas), "PRAGMA application_id = %d; PRAGMA user_version = %d;",
 	         LKS_STORE_APP_ID, LKS_STORE_SCHEMA_VERSION);
 	for (int64_t v = from + 1; !rc && v <= LKS_STORE_SCHEMA_VERSION; v++)
-		if (sqlite3_exec(db, lks_store_schema[v], NULL, NULL, &msg) != SQLITE_OK)
+		if (lks_store_run_sql(db, lks_store_part_sql(db, v)))
 			rc = lks_err("cannot add schema version %lld to '%s': %s", (long long)v, path,
-			             msg ? msg : "?");
+			             lks_errmsg());
 	if (!rc && sqlite3_exec(db, pragmas, NULL, NULL, &msg) != SQLITE_OK)
 		rc = lks_err("cannot set the schema version of '%s': %s", path, msg ? msg : "?");
 	sqlite3_free(msg);
@@ -263,30 +327,79 @@ out:
 	return rc;
 }
 
+/* A part's tables, made in the TEMP schema. */
+static char *lks_store_temp_tables(sqlite3 *db, const char *tables)
+{
+	sqlite3_str *q = sqlite3_str_new(db);
+	const char *p = tables, *t;
+
+	while ((t = strstr(p, "CREATE TABLE "))) {
+		sqlite3_str_append(q, p, (int)(t - p));
+		sqlite3_str_appendall(q, "CREATE TEMP TABLE ");
+		p = t + strlen("CREATE TABLE ");
+	}
+	sqlite3_str_appendall(q, p);
+	return sqlite3_str_finish(q);
+}
+
+/* What name is in the TEMP schema: 't' a table, 'v' a view, 0 nothing. */
+static int lks_store_temp_type(sqlite3 *db, const char *name)
+{
+	sqlite3_stmt *st = NULL;
+	int type = 0;
+
+	if (sqlite3_prepare_v2(db, "SELECT type FROM temp.sqlite_master WHERE name = ?1", -1, &st,
+	                       NULL) == SQLITE_OK) {
+		sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC);
+		if (sqlite3_step(st) == SQLITE_ROW)
+			type = lks_column_text(st, 0)[0];
+	}
+	sqlite3_finalize(st);
+	return type;
+}
+
+/* A table of the file that versions after 'version' added columns to, read as an upgrade
+   would leave it: a TEMP VIEW of the same name (which a name without a schema finds
+   first), with NULL in each column added since. */
+static char *lks_store_temp_view(sqlite3 *db, const char *table, int64_t version)
+{
+	sqlite3_str *q = sqlite3_str_new(db);
+
+	sqlite3_str_appendf(q, "CREATE TEMP VIEW \"%w\" AS SELECT *", table);
+	for (int64_t v = version + 1; v <= LKS_STORE_SCHEMA_VERSION; v++)
+		for (int i = 0; i < lks_store_schema[v].ncolumns; i++)
+			if (strcmp(lks_store_schema[v].columns[i].table, table) == 0)
+				sqlite3_str_appendf(q, ", NULL AS \"%w\"", lks_store_schema[v].columns[i].name);
+	sqlite3_str_appendf(q, " FROM main.\"%w\"", table);
+	return sqlite3_str_finish(q);
+}
+
 /* A database of an earlier schema version read without being upgraded: the tables added
-   since are made empty in the connection's TEMP schema, which lives in memory, so every
-   read finds them (as the upgrade would make them: empty) and the file is not touched. */
+   since are made empty in the connection's TEMP schema, which lives in memory, and the
+   columns added since to tables the file has are NULL in a TEMP VIEW over each, so every
+   read finds them as the upgrade would make them and the file is not touched. */
 int lks_store_temp_schema(sqlite3 *db, const char *path, int64_t version)
 {
 	for (int64_t v = version + 1; v <= LKS_STORE_SCHEMA_VERSION; v++) {
-		sqlite3_str *q = sqlite3_str_new(db);
-		const char *p = lks_store_schema[v], *t;
-		char *sql;
-		int rc;
+		const struct lks_schema_part *part = &lks_store_schema[v];
+		int rc = 0;
 
-		while ((t = strstr(p, "CREATE TABLE "))) {
-			sqlite3_str_append(q, p, (int)(t - p));
-			sqlite3_str_appendall(q, "CREATE TEMP TABLE ");
-			p = t + strlen("CREATE TABLE ");
+		if (part->tables)
+			rc = lks_store_run_sql(db, lks_store_temp_tables(db, part->tables));
+		for (int i = 0; !rc && i < part->ncolumns; i++) {
+			const lks_schema_column *c = &part->columns[i];
+			int type = lks_store_temp_type(db, c->table);
+
+			if (type == 't')  /* made above, from a part after the file's version */
+				rc = lks_store_run_sql(db, sqlite3_mprintf(
+					"ALTER TABLE temp.\"%w\" ADD COLUMN \"%w\" %s", c->table, c->name,
+					c->decl));
+			else if (type == 0)  /* the file's own: every later column at once */
+				rc = lks_store_run_sql(db, lks_store_temp_view(db, c->table, version));
 		}
-		sqlite3_str_appendall(q, p);
-		if (!(sql = sqlite3_str_finish(q)))
-			return lks_err("cannot read '%s': out of memory", path);
-		rc = sqlite3_exec(db, sql, NULL, NULL, NULL);
-		sqlite3_free(sql);
-		if (rc != SQLITE_OK)
+		if (rc)
 			return lks_err("cannot read '%s' (schema version %lld): %s", path,
-			               (long long)version, sqlite3_errmsg(db));
+			               (long long)version, lks_errmsg());
 	}
 	return 0;
 }

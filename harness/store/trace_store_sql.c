@@ -29,7 +29,8 @@ int lks_sql_check(sqlite3 *db, int rc, const char *file, int line)
 	"options, backend, world_size, seed, steps, combo, fingerprint, status, started, finished"
 #define LKS_STEP_COLS "step, rank, loss, grad_norm, lr, step_time, nonfinite"
 #define LKS_CHECK_COLS "suite_id, case_name, check_name, kind, run_a, run_b, verdict, step, " \
-	"rank, tensor, field, value_a, value_b, abs_err, rel_err, ulp, message"
+	"rank, tensor, field, value_a, value_b, abs_err, rel_err, ulp, message, name_a, name_b, " \
+	"metric, tensors, rtol, atol, floor_db, expect, expect_step, expect_rank, expect_tensor"
 #define LKS_PROBE_COLS "session_id, combo, cases, check_name, outcome, exit_code, signal, " \
 	"seconds, suite_id, output, started"
 
@@ -70,7 +71,8 @@ static const char *const lks_store_sql[LKS_Q_COUNT] = {
 	[LKS_Q_GET_EVENTS] = "SELECT event_id, step, rank, tensor, kind, message, time "
 	                     "FROM events WHERE run_id = ?1 ORDER BY event_id",
 	[LKS_Q_CHECK] = "INSERT INTO checks (" LKS_CHECK_COLS ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, "
-	                "?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17)",
+	                "?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, "
+	                "?22, ?23, ?24, ?25, ?26, ?27, ?28)",
 	[LKS_Q_GET_CHECKS] = "SELECT check_id, " LKS_CHECK_COLS " FROM checks WHERE suite_id = ?1 "
 	                     "ORDER BY check_id",
 	[LKS_Q_GET_ALL_CHECKS] = "SELECT check_id, " LKS_CHECK_COLS " FROM checks "

@@ -278,6 +278,8 @@ static lks_val lks_check_value(const lks_check_rec *r, int which)
 
 int lks_store_check(lks_store *s, const lks_check_rec *r)
 {
+	/* stored whole or not at all */
+	const lks_check_params p = r->params.expect ? r->params : lks_check_params_none();
 	const lks_val v[] = {
 		lks_val_id(r->suite_id), lks_val_text(r->case_name), lks_val_text(r->check_name),
 		lks_val_text(r->kind), lks_val_id(r->run_a), lks_val_id(r->run_b),
@@ -285,11 +287,18 @@ int lks_store_check(lks_store *s, const lks_check_rec *r)
 		lks_val_text(r->tensor), lks_val_text(r->field), lks_check_value(r, 0),
 		lks_check_value(r, 1), lks_val_real(r->abs_err), lks_val_real(r->rel_err),
 		lks_val_index(r->ulp), lks_val_text(r->message),
+		lks_val_text(p.a), lks_val_text(p.b), lks_val_text(p.metric), lks_val_text(p.tensors),
+		lks_val_real(p.rtol), lks_val_real(p.atol), lks_val_real(p.floor_db),
+		lks_val_text(p.expect), lks_val_index(p.exp_step), lks_val_index(p.exp_rank),
+		lks_val_text(p.exp_tensor),
 	};
 
 	if (!r->case_name || !r->check_name || !r->kind || !r->verdict)
 		return lks_err("'%s': a check verdict needs a case, a check name, a kind and a verdict",
 		               lks_store_path(s));
+	if (p.expect && strcmp(p.expect, "pass") && strcmp(p.expect, "fail"))
+		return lks_err("'%s': check '%s' expects '%s' (pass or fail)", lks_store_path(s),
+		               r->check_name, p.expect);
 	return lks_store_put(s, LKS_Q_CHECK, v, LKS_NVALS(v), NULL);
 }
 
