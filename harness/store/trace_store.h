@@ -74,7 +74,8 @@ int lks_store_open(const char *path, lks_store **out);
    writes nothing, so it also reads a file on read-only media (where a WAL database with
    no log to fold in is opened immutable). A missing file, an empty one, one that is not a
    regular file or not a lockstep database, or a later schema version: LKS_STORE_BAD_FILE,
-   and the file stays as it was. An earlier version is read as it is, not upgraded.
+   and the file stays as it was. An earlier version is read as it is, not upgraded: the
+   tables it lacks read empty and the columns it lacks NULL, as an upgrade would leave them.
    Writing through the store fails. Where the folder can be written, SQLite's reader may
    leave the -wal and -shm files of a WAL database beside it (the next writer removes
    them); the database file itself is never written. */
