@@ -1053,3 +1053,107 @@ Test(check, expect_fail_verdicts)
 	cr_assert_eq(t.failed, 1, "the unexpected pass of 'replicas' again");
 	fx_teardown(&f);
 }
+
+/* A string read back into a check's field: NULL is none, which the case keeps as "";
+   "" itself is never stored. */
+static void put_text(char *dst, size_t size, const char *stored, const char *what)
+{
+	cr_assert(!stored || stored[0], "%s: \"\" stored for none", what);
+	snprintf(dst, size, "%s", stored ? stored : "");
+}
+
+struct params_seen {
+	int n;
+	lks_check_cfg k[8];       /* each verdict's parameters, put back into a check */
+};
+
+static int collect_params(void *arg, const lks_check_rec *r)
+{
+	struct params_seen *s = arg;
+	lks_check_cfg *k = &s->k[s->n++];
+
+	cr_assert_lt(s->n, 8);
+	cr_assert_not_null(r->params.expect, "'%s' stored without its parameters", r->check_name);
+	snprintf(k->name, sizeof(k->name), "%s", r->check_name);
+	cr_assert_eq(lks_check_kind_parse(r->kind, &k->kind), 0, "%s", r->kind);
+	put_text(k->a, sizeof(k->a), r->params.a, "a");
+	put_text(k->b, sizeof(k->b), r->params.b, "b");
+	put_text(k->metric, sizeof(k->metric), r->params.metric, "metric");
+	put_text(k->tensors, sizeof(k->tensors), r->params.tensors, "tensors");
+	put_text(k->exp_tensor, sizeof(k->exp_tensor), r->params.exp_tensor, "tensor");
+	k->rtol = r->params.rtol;
+	k->atol = r->params.atol;
+	k->floor_db = r->params.floor_db;
+	k->expect_fail = strcmp(r->params.expect, "fail") == 0;
+	k->exp_step = r->params.exp_step;
+	k->exp_rank = r->params.exp_rank;
+	return 0;
+}
+
+/* A check's parameters are stored with its verdict, as the case has them (its defaults
+   included), so that the report and diff read them back instead of parsing the case; a
+   check not run (skipped) keeps them too. */
+Test(check, verdicts_stored_with_their_parameters)
+{
+	static const char text[] =
+		"[case]\nsteps = 3\nseed = 7\nworld_size = 2\n"
+		"[model]\nvocab = 32\nhidden = 16\nffn = 32\nlayers = 1\nseq = 4\nbatch = 2\n"
+		"[run a]\nrecipe = fp8_rowwise\n"
+		"[run b]\nrecipe = bf16\n"
+		"[check tracks]\nkind = close\na = a\nb = b\nmetric = l2\n"
+		"tensors = blocks.*.mlp.up.weight.grad\nrtol = 0.05\natol = 1e-7\n"
+		"[check loss]\nkind = close\na = a\nb = b\n"
+		"[check same]\nkind = bitwise\na = a\nb = b\nexpect = fail\nstep = 1\nrank = 1\n"
+		"tensor = final_norm.in.grad\n"
+		"[check sq]\nkind = sqnr\na = a\nb = b\nfloor_db = 20.5\n"
+		"[check finite]\nkind = finite\na = a\n";
+	char dir[] = "/tmp/lks-test-check-XXXXXX", path[128], cmd[160];
+	int64_t ids[2] = { 0, 0 }, suite;
+	struct params_seen seen = { 0 };
+	lks_check_tally t = { 0 };
+	lks_store *s;
+	lks_case c;
+	FILE *f;
+
+	cr_assert_not_null(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/params.ini", dir);
+	cr_assert_not_null(f = fopen(path, "w"));
+	fputs(text, f);
+	fclose(f);
+	cr_assert_eq(lks_case_load(path, NULL, 0, &c), 0, "%s", lks_errmsg());
+	snprintf(path, sizeof(path), "%s/t.db", dir);
+	cr_assert_eq(lks_store_open(path, &s), 0, "%s", lks_errmsg());
+	cr_assert_eq(lks_store_begin_suite(s, "test", &suite), 0, "%s", lks_errmsg());
+	/* no run stored: every check is skipped, and stored with its parameters */
+	cr_assert_eq(lks_check_case(s, suite, &c, ids, NULL, &t), 0, "%s", lks_errmsg());
+	cr_assert_eq(t.skipped, c.nchecks);
+	cr_assert_eq(lks_store_get_checks(s, suite, collect_params, &seen), 0, "%s", lks_errmsg());
+	cr_assert_eq(seen.n, c.nchecks);
+	for (int i = 0; i < c.nchecks; i++) {
+		const lks_check_cfg *want = &c.checks[i], *got = &seen.k[i];
+
+		cr_assert_str_eq(got->name, want->name);
+		cr_assert_eq(got->kind, want->kind, "%s", want->name);
+		cr_assert_str_eq(got->a, want->a, "%s", want->name);
+		cr_assert_str_eq(got->b, want->b, "%s", want->name);
+		cr_assert_str_eq(got->metric, want->metric, "%s", want->name);
+		cr_assert_str_eq(got->tensors, want->tensors, "%s", want->name);
+		cr_assert_str_eq(got->exp_tensor, want->exp_tensor, "%s", want->name);
+		/* bit for bit: a tolerance read back is the one the check used */
+		cr_assert_eq(memcmp(&got->rtol, &want->rtol, sizeof(double)), 0, "%s", want->name);
+		cr_assert_eq(memcmp(&got->atol, &want->atol, sizeof(double)), 0, "%s", want->name);
+		cr_assert_eq(memcmp(&got->floor_db, &want->floor_db, sizeof(double)), 0, "%s",
+		             want->name);
+		cr_assert_eq(got->expect_fail, want->expect_fail, "%s", want->name);
+		cr_assert_eq(got->exp_step, want->exp_step, "%s", want->name);
+		cr_assert_eq(got->exp_rank, want->exp_rank, "%s", want->name);
+	}
+	/* what the case gave, seen through the comparison above: not all defaults */
+	cr_assert_str_eq(seen.k[1].metric, "loss", "the default metric of close");
+	cr_assert(seen.k[2].expect_fail && seen.k[2].exp_rank == 1 && seen.k[0].rtol == 0.05
+	          && seen.k[3].floor_db == 20.5);
+	lks_store_close(s);
+	lks_case_release(&c);
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+	cr_assert_eq(system(cmd), 0);
+}

@@ -8,6 +8,7 @@
  */
 #include <criterion/criterion.h>
 #include <dirent.h>
+#include <float.h>
 #include <math.h>
 #include <signal.h>
 #include <sqlite3.h>
@@ -295,7 +296,7 @@ Test(trace_store, creates_schema_with_version)
 	path_in_tmp(path, sizeof(path), "new.db");
 	cr_assert_eq(lks_store_open(path, &s), 0, "%s", lks_errmsg());
 	cr_assert_eq(sql_int(s, "PRAGMA user_version"), LKS_STORE_SCHEMA_VERSION);
-	cr_assert_eq(LKS_STORE_SCHEMA_VERSION, 3);
+	cr_assert_eq(LKS_STORE_SCHEMA_VERSION, 4);
 	cr_assert_neq(sql_int(s, "PRAGMA application_id"), 0);
 	for (size_t i = 0; i < sizeof(tables) / sizeof(tables[0]); i++) {
 		snprintf(sql, sizeof(sql), "SELECT count(*) FROM sqlite_master WHERE type = 'table' "
@@ -420,43 +421,186 @@ Test(trace_store, refuses_other_schema_version)
 	cr_assert_eq(lks_store_begin_run(s, &info, &run), 0, "%s", lks_errmsg());
 	lks_store_close(s);
 	/* as a later lockstep would leave it */
-	raw_exec(path, "PRAGMA user_version = 4");
-	cr_assert_eq(LKS_STORE_SCHEMA_VERSION, 3, "make the version above a later one");
+	raw_exec(path, "PRAGMA user_version = 5");
+	cr_assert_eq(LKS_STORE_SCHEMA_VERSION, 4, "make the version above a later one");
 	before = take(path);
 	cr_assert_eq(lks_store_open(path, &s), LKS_STORE_BAD_FILE);
-	cr_assert(strstr(lks_errmsg(), path) && strstr(lks_errmsg(), "version 4"), "%s",
+	cr_assert(strstr(lks_errmsg(), path) && strstr(lks_errmsg(), "version 5"), "%s",
 	          lks_errmsg());
 	expect_unchanged(path, before);
 	rm_tmp();
 }
 
+/* ---- check verdicts and their parameters ---- */
+
+/* A verdict of check 'name' in case "c" with every parameter given (doubles that a
+   decimal round trip would not keep, the least double as the floor, rank 0, which is not
+   "none"), or with none when expect is NULL. */
+static lks_check_rec verdict(const char *name, const char *expect)
+{
+	return (lks_check_rec){
+		.case_name = "c", .check_name = name, .kind = "close", .verdict = "fail",
+		.step = 2, .rank = 1, .tensor = "head.weight.grad", .field = "l2",
+		.type = LKS_VALUE_REAL, .value_a = 1.5, .value_b = 2.5, .abs_err = 1.0,
+		.rel_err = 0.4, .ulp = 7, .message = "beyond rtol",
+		.params = { .a = "a", .b = "bf", .metric = "l2", .tensors = "blocks.*.grad",
+		            .rtol = 0.1, .atol = 0x1.123456789abcdp-70, .floor_db = -DBL_MAX,
+		            .expect = expect, .exp_step = 3, .exp_rank = 0,
+		            .exp_tensor = "blocks.0.mlp.up.weight.grad" },
+	};
+}
+
+/* The parameters as they read back when none were stored. */
+static const lks_check_params no_params = { .rtol = NAN, .atol = NAN, .floor_db = NAN,
+                                            .exp_step = -1, .exp_rank = -1 };
+
+/* Parameters in words, NULL as "-", doubles exactly (%a), so that two sets are the same
+   when their words are. */
+static void params_text(const lks_check_params *p, char *buf, size_t n)
+{
+	const double d[] = { p->rtol, p->atol, p->floor_db };
+	char dt[3][40];
+
+	for (int i = 0; i < 3; i++)
+		snprintf(dt[i], sizeof(dt[i]), isnan(d[i]) ? "nan" : "%a", d[i]);
+	snprintf(buf, n, "a=%s b=%s metric=%s tensors=%s rtol=%s atol=%s floor=%s expect=%s "
+	         "step=%d rank=%d tensor=%s", p->a ? p->a : "-", p->b ? p->b : "-",
+	         p->metric ? p->metric : "-", p->tensors ? p->tensors : "-", dt[0], dt[1], dt[2],
+	         p->expect ? p->expect : "-", p->exp_step, p->exp_rank,
+	         p->exp_tensor ? p->exp_tensor : "-");
+}
+
+struct checks_seen {
+	int n;
+	char name[4][32], params[4][512], verdict[4][512];
+};
+
+/* Each verdict's name, its parameters in words, and the rest of it in words. */
+static int see_check(void *arg, const lks_check_rec *r)
+{
+	struct checks_seen *seen = arg;
+	int i = seen->n++;
+
+	if (i >= 4)
+		return 0;
+	snprintf(seen->name[i], sizeof(seen->name[i]), "%s", r->check_name);
+	params_text(&r->params, seen->params[i], sizeof(seen->params[i]));
+	snprintf(seen->verdict[i], sizeof(seen->verdict[i]), "%s %s %s %lld %lld %d %d %s %s "
+	         "%d %a %a %a %a %lld %s", r->case_name, r->kind, r->verdict, (long long)r->run_a,
+	         (long long)r->run_b, r->step, r->rank, r->tensor ? r->tensor : "-",
+	         r->field ? r->field : "-", (int)r->type, r->value_a, r->value_b, r->abs_err,
+	         r->rel_err, (long long)r->ulp, r->message ? r->message : "-");
+	return 0;
+}
+
+static void expect_params(const struct checks_seen *seen, int i, const lks_check_params *want)
+{
+	char text[512];
+
+	params_text(want, text, sizeof(text));
+	cr_assert_str_eq(seen->params[i], text, "verdict %d ('%s')", i, seen->name[i]);
+}
+
+Test(trace_store, check_parameters_read_back_exactly)
+{
+	lks_check_rec whole = verdict("whole", "fail"), one_run = verdict("one_run", "pass");
+	lks_check_rec bare = verdict("bare", NULL), bad = verdict("bad", "maybe");
+	struct checks_seen seen = { 0 }, ro = { 0 };
+	char path[512];
+	lks_store *s;
+	int64_t suite;
+
+	/* a one-run kind: no b, no metric, no filter, no expected place; zero tolerances */
+	one_run.kind = "finite";
+	one_run.params = (lks_check_params){ .a = "a", .expect = "pass", .exp_step = -1,
+	                                     .exp_rank = -1 };
+	mkdir_tmp();
+	path_in_tmp(path, sizeof(path), "checks.db");
+	cr_assert_eq(lks_store_open(path, &s), 0, "%s", lks_errmsg());
+	cr_assert_eq(lks_store_begin_suite(s, "lockstep check", &suite), 0, "%s", lks_errmsg());
+	whole.suite_id = one_run.suite_id = bare.suite_id = bad.suite_id = suite;
+	cr_assert_eq(lks_store_check(s, &whole), 0, "%s", lks_errmsg());
+	cr_assert_eq(lks_store_check(s, &one_run), 0, "%s", lks_errmsg());
+	cr_assert_eq(lks_store_check(s, &bare), 0, "%s", lks_errmsg());
+	cr_assert_neq(lks_store_check(s, &bad), 0, "expect = maybe was stored");
+	cr_assert(strstr(lks_errmsg(), "maybe"), "%s", lks_errmsg());
+	lks_store_close(s);
+
+	cr_assert_eq(lks_store_open(path, &s), 0, "%s", lks_errmsg());
+	cr_assert_eq(lks_store_get_checks(s, suite, see_check, &seen), 0, "%s", lks_errmsg());
+	/* whole or not at all in the file too */
+	cr_assert_eq(sql_int(s, "SELECT count(*) FROM checks WHERE check_name = 'bare' AND "
+	                        "coalesce(name_a, name_b, metric, tensors, rtol, atol, floor_db, "
+	                        "expect, expect_step, expect_rank, expect_tensor) IS NULL"), 1);
+	lks_store_close(s);
+	cr_assert_eq(seen.n, 3);
+	expect_params(&seen, 0, &whole.params);
+	expect_params(&seen, 1, &one_run.params);
+	/* no expect: none stored, whatever else the record held */
+	expect_params(&seen, 2, &no_params);
+	/* and the verdict beside them as it was */
+	cr_assert_str_eq(seen.verdict[0], seen.verdict[2]);
+	cr_assert(strstr(seen.verdict[0], "0x1.8p+0 0x1.4p+1") && strstr(seen.verdict[0], " 7 "),
+	          "%s", seen.verdict[0]);
+
+	/* the same through a read-only store */
+	cr_assert_eq(lks_store_open_readonly(path, &s), 0, "%s", lks_errmsg());
+	cr_assert_eq(lks_store_get_checks(s, 0, see_check, &ro), 0, "%s", lks_errmsg());
+	lks_store_close(s);
+	cr_assert_eq(ro.n, 3);
+	for (int i = 0; i < 3; i++)
+		cr_assert_str_eq(ro.params[i], seen.params[i]);
+	rm_tmp();
+}
+
 /* ---- upgrading a file of an earlier version ---- */
 
-/* A database as version 'version' of lockstep left it, holding one complete run of 2 steps:
-   written by this build, then the tables of later versions dropped. */
+/* What version 4 added: a check's parameters, columns of checks. */
+static const char drop_v4[] =
+	"ALTER TABLE checks DROP COLUMN name_a; ALTER TABLE checks DROP COLUMN name_b;"
+	"ALTER TABLE checks DROP COLUMN metric; ALTER TABLE checks DROP COLUMN tensors;"
+	"ALTER TABLE checks DROP COLUMN rtol; ALTER TABLE checks DROP COLUMN atol;"
+	"ALTER TABLE checks DROP COLUMN floor_db; ALTER TABLE checks DROP COLUMN expect;"
+	"ALTER TABLE checks DROP COLUMN expect_step; ALTER TABLE checks DROP COLUMN expect_rank;"
+	"ALTER TABLE checks DROP COLUMN expect_tensor;";
+
+/* A database as version 'version' of lockstep left it, holding one complete run of 2 steps
+   and, from version 2 on, a verdict "old" of it: written by this build, then what later
+   versions added dropped. */
 static void make_old_db(const char *path, int version, int64_t *run)
 {
 	lks_run_info info = run_info("bf16", 2);
+	lks_check_rec old = verdict("old", "fail");
 	lks_store *s;
+	char pragma[64];
 
 	cr_assert_eq(lks_store_open(path, &s), 0, "%s", lks_errmsg());
 	cr_assert_eq(lks_store_begin_run(s, &info, run), 0, "%s", lks_errmsg());
 	put_tensors(s, *run, 10);
 	put_steps(s, *run, 0, 2, 10);
 	cr_assert_eq(lks_store_end_run(s, *run, "complete"), 0, "%s", lks_errmsg());
+	old.run_a = *run;
+	if (version >= 2)
+		cr_assert_eq(lks_store_check(s, &old), 0, "%s", lks_errmsg());
 	lks_store_close(s);
-	raw_exec(path, "DROP TABLE probes; DROP TABLE probe_sessions;");
+	if (version < 4)
+		raw_exec(path, drop_v4);
+	if (version < 3)
+		raw_exec(path, "DROP TABLE probes; DROP TABLE probe_sessions;");
 	if (version < 2)
 		raw_exec(path, "DROP TABLE checks;");
-	raw_exec(path, version < 2 ? "PRAGMA user_version = 1" : "PRAGMA user_version = 2");
+	snprintf(pragma, sizeof(pragma), "PRAGMA user_version = %d", version);
+	raw_exec(path, pragma);
 }
 
 Test(trace_store, earlier_version_is_upgraded_keeping_everything)
 {
-	for (int version = 1; version <= 2; version++) {
+	for (int version = 1; version <= 3; version++) {
+		lks_check_rec now = verdict("now", "pass");
+		struct checks_seen seen = { 0 };
 		char path[512];
 		lks_store *s;
-		int64_t run;
+		int64_t run, session;
 
 		mkdir_tmp();
 		path_in_tmp(path, sizeof(path), "old.db");
@@ -465,13 +609,24 @@ Test(trace_store, earlier_version_is_upgraded_keeping_everything)
 		cr_assert_eq(sql_int(s, "PRAGMA user_version"), LKS_STORE_SCHEMA_VERSION);
 		cr_assert_eq(sql_int(s, "SELECT count(*) FROM sqlite_master WHERE type = 'table' "
 		                        "AND name IN ('checks', 'probe_sessions', 'probes')"), 3);
+		cr_assert_eq(sql_int(s, "SELECT count(*) FROM pragma_table_info('checks') "
+		                        "WHERE name IN ('name_a', 'rtol', 'expect', 'expect_tensor')"), 4);
 		expect_status(s, run, "complete");
 		check_steps(s, run, 0, 2, 10);
 		cr_assert_eq(count(s, run, LKS_TABLE_TENSORS), 10);
-		/* and the new tables take rows */
-		int64_t session;
+		/* and the new tables and columns take rows */
 		cr_assert_eq(lks_store_begin_session(s, "bisect", "lockstep bisect", "c.ini", &session),
 		             0, "%s", lks_errmsg());
+		cr_assert_eq(lks_store_check(s, &now), 0, "%s", lks_errmsg());
+		/* the verdict stored before: its parameters none, the rest as it was */
+		cr_assert_eq(lks_store_get_checks(s, 0, see_check, &seen), 0, "%s", lks_errmsg());
+		cr_assert_eq(seen.n, version >= 2 ? 2 : 1, "version %d", version);
+		if (version >= 2) {
+			cr_assert_str_eq(seen.name[0], "old");
+			expect_params(&seen, 0, &no_params);
+			cr_assert(strstr(seen.verdict[0], "head.weight.grad l2"), "%s", seen.verdict[0]);
+		}
+		expect_params(&seen, seen.n - 1, &now.params);
 		lks_store_close(s);
 		rm_tmp();
 	}
@@ -493,6 +648,13 @@ static int64_t make_db(const char *path)
 	cr_assert_eq(lks_store_end_run(s, run, "complete"), 0, "%s", lks_errmsg());
 	lks_store_close(s);
 	return run;
+}
+
+static int see_nothing_checked(void *arg, const lks_check_rec *r)
+{
+	(void)arg;
+	cr_assert_fail("a verdict '%s' in a file of version 1", r->check_name);
+	return 1;
 }
 
 Test(trace_store, readonly_reads_and_never_writes)
@@ -524,12 +686,51 @@ Test(trace_store, readonly_reads_and_never_writes)
 	cr_assert_eq(sql_int(s, "PRAGMA user_version"), 1);
 	expect_status(s, run, "complete");
 	cr_assert_eq(sql_int(s, "SELECT count(*) FROM checks"), 0);
+	cr_assert_eq(sql_int(s, "SELECT count(*) FROM checks WHERE expect IS NOT NULL"), 0,
+	             "the columns of version 4, on the TEMP table of version 2");
+	cr_assert_eq(lks_store_get_checks(s, 0, see_nothing_checked, NULL), 0, "%s", lks_errmsg());
 	cr_assert_eq(sql_int(s, "SELECT count(*) FROM probes"), 0);
 	cr_assert_eq(sql_int(s, "SELECT count(*) FROM main.sqlite_master WHERE name = 'checks'"), 0);
 	lks_store_close(s);
 	expect_same_bytes(path, before);
 	free(before.bytes);
 	rm_tmp();
+}
+
+/* A file of version 2 or 3 read as it is: its checks table lacks the parameters, which
+   read back as none (a TEMP VIEW in the store's connection), and the file is not touched;
+   the report and diff of an old database read its verdicts so. */
+Test(trace_store, readonly_reads_earlier_verdicts_without_parameters)
+{
+	for (int version = 2; version <= 3; version++) {
+		struct checks_seen seen = { 0 };
+		struct snapshot before;
+		char path[512];
+		lks_store *s;
+		int64_t run;
+
+		mkdir_tmp();
+		path_in_tmp(path, sizeof(path), "old.db");
+		make_old_db(path, version, &run);
+		before = take(path);
+		cr_assert_eq(lks_store_open_readonly(path, &s), 0, "version %d: %s", version,
+		             lks_errmsg());
+		cr_assert_eq(sql_int(s, "PRAGMA user_version"), version);
+		cr_assert_eq(sql_int(s, "SELECT count(*) FROM pragma_table_info('checks', 'main') "
+		                        "WHERE name = 'rtol'"), 0, "the file was upgraded");
+		cr_assert_eq(lks_store_get_checks(s, 0, see_check, &seen), 0, "version %d: %s",
+		             version, lks_errmsg());
+		cr_assert_eq(seen.n, 1);
+		cr_assert_str_eq(seen.name[0], "old");
+		expect_params(&seen, 0, &no_params);
+		cr_assert(strstr(seen.verdict[0], "fail") && strstr(seen.verdict[0], "beyond rtol"),
+		          "%s", seen.verdict[0]);
+		cr_assert_eq(sql_int(s, "SELECT count(*) FROM probes"), 0);
+		lks_store_close(s);
+		expect_same_bytes(path, before);
+		free(before.bytes);
+		rm_tmp();
+	}
 }
 
 /* Refused, LKS_STORE_BAD_FILE with the reason, and left as it was. */
@@ -587,9 +788,9 @@ Test(trace_store, readonly_refuses_what_is_not_ours_untouched)
 	/* ours, but of a later version */
 	path_in_tmp(path, sizeof(path), "future.db");
 	make_db(path);
-	raw_exec(path, "PRAGMA user_version = 4");
+	raw_exec(path, "PRAGMA user_version = 5");
 	before = take(path);
-	expect_refused(path, "version 4");
+	expect_refused(path, "version 5");
 	expect_same_bytes(path, before);
 	free(before.bytes);
 	rm_tmp();

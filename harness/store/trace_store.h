@@ -12,7 +12,9 @@
  *   events   per run: notable happenings, e.g. the first non-finite value before an
  *            all-reduce (step, rank, tensor)
  *   checks   per suite and case: each check's verdict and, for a failure, its divergence
- *            (step, rank, tensor, field, values on both sides, errors); harness/verify/check.h
+ *            (step, rank, tensor, field, values on both sides, errors); and its parameters
+ *            (the runs' names, metric, tensors, rtol, atol, floor_db, the expectation);
+ *            harness/verify/check.h
  *   probe_sessions  one 'lockstep matrix|bisect|reduce': kind, command line, combos file,
  *            the result in words
  *   probes   per session: each child 'lockstep check' under a combo (harness/probe/probe.h): the
@@ -72,7 +74,8 @@ int lks_store_open(const char *path, lks_store **out);
    writes nothing, so it also reads a file on read-only media (where a WAL database with
    no log to fold in is opened immutable). A missing file, an empty one, one that is not a
    regular file or not a lockstep database, or a later schema version: LKS_STORE_BAD_FILE,
-   and the file stays as it was. An earlier version is read as it is, not upgraded.
+   and the file stays as it was. An earlier version is read as it is, not upgraded: the
+   tables it lacks read empty and the columns it lacks NULL, as an upgrade would leave them.
    Writing through the store fails. Where the folder can be written, SQLite's reader may
    leave the -wal and -shm files of a WAL database beside it (the next writer removes
    them); the database file itself is never written. */
@@ -101,9 +104,11 @@ int lks_store_end_run(lks_store *s, int64_t run_id, const char *status);
  * value to stop the walk, which then returns that value. */
 
 /* The schema version this build reads and writes (PRAGMA user_version). */
-/* 2: the checks table. 3: probe_sessions and probes. A file of an earlier version is
-   upgraded when opened: the tables added since are created, nothing else changes. */
-#define LKS_STORE_SCHEMA_VERSION 3
+/* 2: the checks table. 3: probe_sessions and probes. 4: a check's parameters (columns of
+   checks). A file of an earlier version is upgraded when opened: the tables and columns
+   added since are created (a column NULL in the rows already there), nothing else
+   changes. */
+#define LKS_STORE_SCHEMA_VERSION 4
 
 typedef struct lks_run_rec {
 	int64_t run_id;
@@ -159,6 +164,22 @@ typedef enum lks_value_type {
 	LKS_VALUE_INT,            /* ivalue_a, ivalue_b: counts, or hashes as their bits */
 } lks_value_type;
 
+/* A check's parameters: the keys of its [check NAME] section (harness/engine/case.h,
+   lks_check_cfg), stored with its verdict so that a reader (report, diff) need not parse
+   the case again. Stored whole or not at all: expect NULL stores none of them, and a
+   verdict stored so, or by schema version 3 or earlier, reads back with expect, the names
+   and the tensors NULL, the doubles NaN and the expected step and rank -1. */
+typedef struct lks_check_params {
+	const char *a, *b;        /* the runs' names in the case; b NULL for a one-run kind */
+	const char *metric;       /* close: the metric compared; NULL: none */
+	const char *tensors;      /* close on a tensor statistic: an fnmatch pattern of the
+	                             names compared; NULL: all */
+	double rtol, atol, floor_db;  /* as the case has them, its defaults included */
+	const char *expect;       /* "pass" or "fail"; NULL: not stored */
+	int exp_step, exp_rank;   /* the divergence a failing check expects; -1: not given */
+	const char *exp_tensor;   /* NULL: not given */
+} lks_check_params;
+
 typedef struct lks_check_rec {
 	int64_t check_id;         /* read-back only */
 	int64_t suite_id;         /* 0: none */
@@ -174,9 +195,11 @@ typedef struct lks_check_rec {
 	double abs_err, rel_err;  /* NaN: none */
 	int64_t ulp;              /* -1: none */
 	const char *message;      /* may be NULL */
+	lks_check_params params;
 } lks_check_rec;
 
-/* Stores one check's verdict (check_id is ignored). */
+/* Stores one check's verdict (check_id is ignored), with its parameters when
+   params.expect is given ("pass" or "fail"). */
 int lks_store_check(lks_store *s, const lks_check_rec *rec);
 /* The verdicts of a suite (all suites when suite_id <= 0) in the order they were stored.
    A read-back LKS_VALUE_REAL value that was NaN comes back as NaN; both values NULL read

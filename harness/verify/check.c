@@ -984,6 +984,15 @@ int lks_check_case(lks_store *s, int64_t suite_id, const lks_case *c, const int6
 			.value_a = r.a, .value_b = r.b, .ivalue_a = r.ia, .ivalue_b = r.ib,
 			.abs_err = r.abs_err, .rel_err = r.rel_err, .ulp = r.ulp,
 			.message = r.message[0] ? r.message : NULL,
+			.params = {
+				.a = k->a[0] ? k->a : NULL, .b = k->b[0] ? k->b : NULL,
+				.metric = k->metric[0] ? k->metric : NULL,
+				.tensors = k->tensors[0] ? k->tensors : NULL,
+				.rtol = k->rtol, .atol = k->atol, .floor_db = k->floor_db,
+				.expect = k->expect_fail ? "fail" : "pass",
+				.exp_step = k->exp_step, .exp_rank = k->exp_rank,
+				.exp_tensor = k->exp_tensor[0] ? k->exp_tensor : NULL,
+			},
 		};
 		if (lks_store_check(s, &rec))
 			return -1;

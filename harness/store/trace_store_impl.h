@@ -1,0 +1,225 @@
+/*
+ * trace_store_impl.h: what the files of the trace store share, and nothing outside
+ * harness/store/ includes (trace_store.h is the store's interface).
+ *
+ *   trace_store_schema.c  the schema, one part per version; reading a file's header,
+ *                         upgrading an earlier version, and the later tables a read-only
+ *                         store of an earlier version finds in its TEMP schema
+ *   trace_store_open.c    opening (to write and to read), the WAL checkpointer, closing
+ *   trace_store_sql.c     every statement's SQL, prepared on first use; the one binder of
+ *                         values and the one walk over rows
+ *   trace_store_write.c   suites, runs, tensors, steps and stats, events, verdicts, probes,
+ *                         SQNR rows
+ *   trace_store_read.c    the same read back
+ */
+#ifndef LKS_HARNESS_STORE_TRACE_STORE_IMPL_H
+#define LKS_HARNESS_STORE_TRACE_STORE_IMPL_H
+
+#include <math.h>
+#include <pthread.h>
+#include <sqlite3.h>
+#include <stdint.h>
+
+#include "harness/store/trace_store.h"
+
+/* Writers wait this long for each other's transactions; a step transaction takes
+   milliseconds, so a minute only runs out when some process holds the lock wrongly. */
+#define LKS_STORE_BUSY_MS 60000
+
+/* Checks the result of an SQLite call: a negative value (-1, with the message recorded
+   naming the database, the error and the place in the store's files) on error, else the
+   SQLite code itself, so that SQLITE_ROW and SQLITE_DONE stay apart. */
+#define LKS_SQL(db, x) lks_sql_check((db), (x), __FILE__, __LINE__)
+int lks_sql_check(sqlite3 *db, int rc, const char *file, int line);
+
+/* The statements of the store, their SQL in lks_store_sql (trace_store_sql.c). */
+enum lks_q {
+	LKS_Q_BEGIN,
+	LKS_Q_COMMIT,
+	LKS_Q_ROLLBACK,
+	LKS_Q_SUITE,
+	LKS_Q_RUN,
+	LKS_Q_TENSOR,
+	LKS_Q_STEP,
+	LKS_Q_STAT,
+	LKS_Q_EVENT,
+	LKS_Q_END_RUN,
+	LKS_Q_STATUS,
+	LKS_Q_GET_RUN,
+	LKS_Q_GET_RUNS,
+	LKS_Q_COUNT_TENSORS,
+	LKS_Q_COUNT_STEPS,
+	LKS_Q_COUNT_STATS,
+	LKS_Q_COUNT_EVENTS,
+	LKS_Q_GET_TENSORS,
+	LKS_Q_GET_STEP,
+	LKS_Q_GET_STEPS,
+	LKS_Q_GET_STATS,
+	LKS_Q_GET_EVENTS,
+	LKS_Q_CHECK,
+	LKS_Q_GET_CHECKS,
+	LKS_Q_GET_ALL_CHECKS,
+	LKS_Q_SESSION,
+	LKS_Q_END_SESSION,
+	LKS_Q_PROBE,
+	LKS_Q_GET_PROBES,
+	LKS_Q_GET_ALL_PROBES,
+	LKS_Q_LAST_SUITE,
+	LKS_Q_COMBO_SUITE,
+	LKS_Q_COUNT
+};
+
+struct lks_store {
+	sqlite3 *db;
+	sqlite3_stmt *stmt[LKS_Q_COUNT];  /* prepared on first use */
+	sqlite3_stmt *stat_batch;         /* LKS_STAT_BATCH rows per INSERT */
+
+	/* the background checkpointer: its connection, and a wake-up from the WAL hook */
+	sqlite3 *ckpt_db;
+	pthread_t ckpt_thread;
+	pthread_mutex_t ckpt_mu;
+	pthread_cond_t ckpt_cv;
+	int ckpt_running, ckpt_pending, ckpt_stop;  /* under ckpt_mu, but ckpt_running */
+	int ckpt_frames;                  /* WAL frames at the last wake-up (writer thread only) */
+};
+
+/* ---- the schema (trace_store_schema.c) ---- */
+
+/* CREATE TABLE IF NOT EXISTS grad_sqnr: made by the first lks_store_sqnr_put. */
+extern const char lks_store_sqnr_schema[];
+
+/* NEW: a missing or empty file; OLD: ours, of an earlier schema version; OURS: current. */
+enum lks_store_kind { LKS_FILE_NEW, LKS_FILE_OLD, LKS_FILE_OURS };
+
+/* What the file holds, read without writing; refuses (LKS_STORE_BAD_FILE) what is not ours
+   or of a later version. *version: the file's schema version (0 for a new file). */
+int lks_store_inspect(sqlite3 *db, const char *path, enum lks_store_kind *kind,
+                      int64_t *version);
+/* Creates the schema of a new file, or adds what a file of an earlier version lacks,
+   unless another process did it first: the file is inspected again under the write lock. */
+int lks_store_create(sqlite3 *db, const char *path);
+/* What a file of schema 'version', read without being upgraded, lacks: made in the
+   connection's TEMP schema, empty, so that every read finds it as an upgrade would. */
+int lks_store_temp_schema(sqlite3 *db, const char *path, int64_t version);
+
+/* ---- statements and values (trace_store_sql.c) ---- */
+
+/* The file's path for messages; ":memory:" for none. */
+const char *lks_store_path(lks_store *s);
+/* The cached statement for q, reset with its bindings kept (a hot loop rebinds only what
+   changes). */
+int lks_store_stmt(lks_store *s, enum lks_q q, sqlite3_stmt **out);
+/* Runs a statement that returns no rows (or whose rows do not matter) and resets it. */
+int lks_store_done(lks_store *s, sqlite3_stmt *st);
+int lks_store_exec(lks_store *s, enum lks_q q);
+/* Undoes an open transaction after an error, keeping the error already recorded: a
+   failed step must leave the message that says why, not one about the rollback. */
+void lks_store_rollback(lks_store *s);
+
+/* One value bound to a statement's parameter: what a column gets, SQL NULL included.
+   Made by the lks_val_* functions below, which hold the rules of NULL in one place. */
+typedef struct lks_val {
+	enum { LKS_VAL_NULL, LKS_VAL_INT, LKS_VAL_REAL, LKS_VAL_TEXT } type;
+	union {
+		int64_t i;
+		double r;
+		const char *t;
+	} u;
+} lks_val;
+
+static inline lks_val lks_val_null(void)
+{
+	return (lks_val){ .type = LKS_VAL_NULL };
+}
+
+static inline lks_val lks_val_int(int64_t v)
+{
+	return (lks_val){ .type = LKS_VAL_INT, .u.i = v };
+}
+
+/* SQLite has no NaN: a NaN is stored as NULL. */
+static inline lks_val lks_val_real(double v)
+{
+	return isnan(v) ? lks_val_null() : (lks_val){ .type = LKS_VAL_REAL, .u.r = v };
+}
+
+/* The string is bound without a copy: it must live until the bindings are cleared. */
+static inline lks_val lks_val_text(const char *v)
+{
+	return v ? (lks_val){ .type = LKS_VAL_TEXT, .u.t = v } : lks_val_null();
+}
+
+/* An id (suite, run, session): NULL unless > 0. */
+static inline lks_val lks_val_id(int64_t v)
+{
+	return v > 0 ? lks_val_int(v) : lks_val_null();
+}
+
+/* A step, rank, exit code or ULP distance: NULL unless >= 0 (-1 says none). */
+static inline lks_val lks_val_index(int64_t v)
+{
+	return v >= 0 ? lks_val_int(v) : lks_val_null();
+}
+
+#define LKS_NVALS(v) ((int)(sizeof(v) / sizeof((v)[0])))
+
+/* Binds v to the parameter i of st. Inline: where the value is made in the same function
+   (a stat row), the compiler knows its type and the switch goes, so that the hot loop of
+   ingest costs what binding each value by hand did. */
+static inline void lks_store_bind1(sqlite3_stmt *st, int i, lks_val v)
+{
+	switch (v.type) {
+	case LKS_VAL_INT:
+		sqlite3_bind_int64(st, i, v.u.i);
+		break;
+	case LKS_VAL_REAL:
+		sqlite3_bind_double(st, i, v.u.r);
+		break;
+	case LKS_VAL_TEXT:
+		sqlite3_bind_text(st, i, v.u.t, -1, SQLITE_STATIC);
+		break;
+	default:
+		sqlite3_bind_null(st, i);
+		break;
+	}
+}
+
+/* Binds v[0..n) to the parameters first, first + 1, ... of st. */
+static inline void lks_store_bind(sqlite3_stmt *st, int first, const lks_val *v, int n)
+{
+	for (int i = 0; i < n; i++)
+		lks_store_bind1(st, first + i, v[i]);
+}
+
+/* Runs q with v[0..n) bound to ?1..?n, a statement that returns no rows, then clears the
+   bindings (the strings are the caller's). *rowid: the row inserted, when not NULL. */
+int lks_store_put(lks_store *s, enum lks_q q, const lks_val *v, int n, int64_t *rowid);
+/* Binds v[0..n) to ?1..?n of q and steps through its rows, calling row(st, ctx) on each
+   until it returns other than 0, which is then returned (-1 when a step fails). */
+int lks_store_rows(lks_store *s, enum lks_q q, const lks_val *v, int n,
+                   int (*row)(sqlite3_stmt *st, void *ctx), void *ctx);
+
+/* A verdict's parameters when none were stored (trace_store.h, lks_check_params). */
+static inline lks_check_params lks_check_params_none(void)
+{
+	return (lks_check_params){ .rtol = NAN, .atol = NAN, .floor_db = NAN, .exp_step = -1,
+	                           .exp_rank = -1 };
+}
+
+static inline double lks_column_real(sqlite3_stmt *st, int i)
+{
+	return sqlite3_column_type(st, i) == SQLITE_NULL ? NAN : sqlite3_column_double(st, i);
+}
+
+static inline const char *lks_column_text(sqlite3_stmt *st, int i)
+{
+	return (const char *)sqlite3_column_text(st, i);
+}
+
+/* An index stored as NULL for none (lks_val_index) read back: -1. */
+static inline int lks_column_index(sqlite3_stmt *st, int i)
+{
+	return sqlite3_column_type(st, i) == SQLITE_NULL ? -1 : sqlite3_column_int(st, i);
+}
+
+#endif

@@ -1,0 +1,339 @@
+/*
+ * trace_store_open.c: opening and closing the trace store (trace_store.h, DESIGN.md Trace).
+ *
+ * One connection per lks_store. The database is in WAL mode with synchronous=NORMAL: a
+ * commit is one append to the -wal file without fsync, and a crash (kill -9, power loss
+ * after the OS flushed) loses at most the last transactions, never consistency. Several
+ * processes may write one file (MPI ranks, parallel CI jobs): writers take the lock up
+ * front with BEGIN IMMEDIATE and wait for each other through the busy timeout. What a
+ * file holds is read before anything is written to it (trace_store_schema.c).
+ *
+ * Checkpoints (copying the WAL into the database file, with two fsyncs) run on a thread of
+ * the store with its own connection, woken every LKS_CKPT_FRAMES frames, so that a step
+ * never waits for the disk; the closing connection does the last one. A store is used by
+ * one thread at a time (the connection is opened without SQLite's mutex).
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "harness/store/trace_store_impl.h"
+#include "kernels/err.h"
+
+/* Wake the checkpointer when this many WAL frames (pages) were added since it last was:
+   SQLite's own default for wal_autocheckpoint, so the WAL stays near 4 MiB. */
+#define LKS_CKPT_FRAMES 1000
+
+/* WAL: readers (report, a polling test) never block the writer, and a commit is an
+   append. The mode is persistent in the file, so only the first opening after creation
+   switches; the switch needs an exclusive lock, which SQLite does not wait for through
+   the busy handler, hence the retries while another process reads the new file. */
+static int lks_store_wal(sqlite3 *db, const char *path)
+{
+	sqlite3_stmt *st = NULL;
+	const char *mode;
+	int rc = -1, r, waited = 0;
+
+	if (LKS_SQL(db, sqlite3_prepare_v2(db, "PRAGMA journal_mode", -1, &st, NULL)) < 0
+	    || LKS_SQL(db, sqlite3_step(st)) != SQLITE_ROW)
+		goto out;
+	if (strcmp((const char *)sqlite3_column_text(st, 0), "wal") == 0) {
+		rc = 0;
+		goto out;
+	}
+	sqlite3_finalize(st);
+	if (LKS_SQL(db, sqlite3_prepare_v2(db, "PRAGMA journal_mode = WAL", -1, &st, NULL)) < 0)
+		goto out;
+	while ((r = sqlite3_step(st)) == SQLITE_BUSY && waited < LKS_STORE_BUSY_MS) {
+		sqlite3_reset(st);
+		waited += sqlite3_sleep(5);
+	}
+	if (LKS_SQL(db, r) != SQLITE_ROW)
+		goto out;
+	mode = (const char *)sqlite3_column_text(st, 0);
+	if (strcmp(mode, "wal") != 0) {
+		lks_err("'%s': cannot use WAL journal mode (got '%s'); is it on a network file system?",
+		        path, mode);
+		goto out;
+	}
+	rc = 0;
+out:
+	sqlite3_finalize(st);
+	return rc;
+}
+
+/* Per-connection settings, applied once the file is known to be ours. */
+static int lks_store_configure(sqlite3 *db, const char *path)
+{
+	if (lks_store_wal(db, path))
+		return -1;
+	/* synchronous=NORMAL in WAL: commits are durable against a process crash, and
+	   consistent (not durable) against power loss; fsync only at checkpoints.
+	   cache_size: 64 MiB, so that ingest keeps the right edge of the stats b-tree and
+	   the WAL index pages in memory. */
+	if (LKS_SQL(db, sqlite3_exec(db, "PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON;"
+	                                 "PRAGMA cache_size = -65536; PRAGMA temp_store = MEMORY;",
+	                             NULL, NULL, NULL)) < 0)
+		return -1;
+	return 0;
+}
+
+/* ---- the background checkpointer ---- */
+
+static void *lks_store_ckpt_main(void *arg)
+{
+	lks_store *s = arg;
+
+	pthread_mutex_lock(&s->ckpt_mu);
+	for (;;) {
+		while (!s->ckpt_pending && !s->ckpt_stop)
+			pthread_cond_wait(&s->ckpt_cv, &s->ckpt_mu);
+		if (s->ckpt_stop)
+			break;
+		s->ckpt_pending = 0;
+		pthread_mutex_unlock(&s->ckpt_mu);
+		/* PASSIVE: copies what no reader needs, never blocks the writer; a failure only
+		   leaves the WAL longer, and the closing connection checkpoints anyway */
+		sqlite3_wal_checkpoint_v2(s->ckpt_db, NULL, SQLITE_CHECKPOINT_PASSIVE, NULL, NULL);
+		pthread_mutex_lock(&s->ckpt_mu);
+	}
+	pthread_mutex_unlock(&s->ckpt_mu);
+	return NULL;
+}
+
+/* Called by SQLite after each commit of the writer with the WAL's length in frames. */
+static int lks_store_wal_hook(void *arg, sqlite3 *db, const char *name, int frames)
+{
+	lks_store *s = arg;
+
+	if (frames < s->ckpt_frames)  /* the WAL restarted from its beginning */
+		s->ckpt_frames = 0;
+	if (frames - s->ckpt_frames >= LKS_CKPT_FRAMES) {
+		s->ckpt_frames = frames;
+		pthread_mutex_lock(&s->ckpt_mu);
+		s->ckpt_pending = 1;
+		pthread_cond_signal(&s->ckpt_cv);
+		pthread_mutex_unlock(&s->ckpt_mu);
+	}
+	return SQLITE_OK;
+}
+
+/* Starts the checkpointer; without it (no thread, no second connection) SQLite's own
+   automatic checkpoint in the writer's commits does the work, only slower. */
+static void lks_store_ckpt_start(lks_store *s, const char *path)
+{
+	if (sqlite3_open_v2(path, &s->ckpt_db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, NULL)
+	        != SQLITE_OK
+	    || sqlite3_exec(s->ckpt_db, "PRAGMA synchronous = NORMAL", NULL, NULL, NULL)
+	        != SQLITE_OK)
+		goto fallback;
+	if (pthread_mutex_init(&s->ckpt_mu, NULL))
+		goto fallback;
+	if (pthread_cond_init(&s->ckpt_cv, NULL)) {
+		pthread_mutex_destroy(&s->ckpt_mu);
+		goto fallback;
+	}
+	if (pthread_create(&s->ckpt_thread, NULL, lks_store_ckpt_main, s)) {
+		pthread_cond_destroy(&s->ckpt_cv);
+		pthread_mutex_destroy(&s->ckpt_mu);
+		goto fallback;
+	}
+	s->ckpt_running = 1;
+	/* replaces the automatic checkpoint, which is itself a WAL hook */
+	sqlite3_wal_hook(s->db, lks_store_wal_hook, s);
+	return;
+fallback:
+	sqlite3_close_v2(s->ckpt_db);
+	s->ckpt_db = NULL;
+	sqlite3_wal_autocheckpoint(s->db, LKS_CKPT_FRAMES);
+}
+
+static void lks_store_ckpt_stop(lks_store *s)
+{
+	if (!s->ckpt_running)
+		return;
+	sqlite3_wal_hook(s->db, NULL, NULL);
+	pthread_mutex_lock(&s->ckpt_mu);
+	s->ckpt_stop = 1;
+	pthread_cond_signal(&s->ckpt_cv);
+	pthread_mutex_unlock(&s->ckpt_mu);
+	pthread_join(s->ckpt_thread, NULL);
+	pthread_cond_destroy(&s->ckpt_cv);
+	pthread_mutex_destroy(&s->ckpt_mu);
+	sqlite3_close_v2(s->ckpt_db);
+	s->ckpt_db = NULL;
+	s->ckpt_running = 0;
+}
+
+int lks_store_open(const char *path, lks_store **out)
+{
+	lks_store *s = NULL;
+	sqlite3 *db = NULL;
+	enum lks_store_kind kind;
+	int64_t version;
+	int rc = -1;
+
+	*out = NULL;
+	if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE
+	                    | SQLITE_OPEN_NOMUTEX, NULL) != SQLITE_OK) {
+		lks_err("cannot open '%s': %s", path, db ? sqlite3_errmsg(db) : "out of memory");
+		goto out;
+	}
+	sqlite3_extended_result_codes(db, 0);
+	sqlite3_busy_timeout(db, LKS_STORE_BUSY_MS);
+	/* read first: nothing may be written to a file we will refuse */
+	if ((rc = lks_store_inspect(db, path, &kind, &version)) != 0)
+		goto out;
+	if (kind != LKS_FILE_OURS && (rc = lks_store_create(db, path)) != 0)
+		goto out;
+	rc = -1;
+	if (lks_store_configure(db, path))
+		goto out;
+	s = calloc(1, sizeof(*s));
+	if (!s) {
+		lks_err("cannot open '%s': out of memory", path);
+		goto out;
+	}
+	s->db = db;
+	db = NULL;
+	lks_store_ckpt_start(s, path);
+	*out = s;
+	rc = 0;
+out:
+	sqlite3_close_v2(db);
+	return rc;
+}
+
+/* ---- opening to read only ---- */
+
+/* "file:PATH?mode=ro[&immutable=1]": the URI of a file, '?', '#', '%' and control
+   characters percent-encoded (sqlite3_free). An absolute path gets an empty authority. */
+static char *lks_store_uri(const char *path, int immutable)
+{
+	sqlite3_str *u = sqlite3_str_new(NULL);
+
+	sqlite3_str_appendall(u, path[0] == '/' ? "file://" : "file:");
+	for (const unsigned char *p = (const unsigned char *)path; *p; p++)
+		if (*p == '?' || *p == '#' || *p == '%' || *p < 0x20 || *p == 0x7f)
+			sqlite3_str_appendf(u, "%%%02X", *p);
+		else
+			sqlite3_str_appendchar(u, 1, (char)*p);
+	sqlite3_str_appendall(u, immutable ? "?mode=ro&immutable=1" : "?mode=ro");
+	return sqlite3_str_finish(u);
+}
+
+/* Opens path read-only and reads its header (lks_store_inspect). *db is set whatever
+   happens; the SQLite code of a read that failed (SQLITE_READONLY where the -shm of a WAL
+   database cannot be made) comes back in *sql_rc, with rc -1. */
+static int lks_store_open_ro_db(const char *path, int immutable, sqlite3 **db, int *sql_rc)
+{
+	char *uri = lks_store_uri(path, immutable);
+	enum lks_store_kind kind;
+	int64_t version;
+	int rc;
+
+	*db = NULL;
+	*sql_rc = SQLITE_NOMEM;
+	if (!uri)
+		return lks_err("cannot open '%s': out of memory", path);
+	*sql_rc = sqlite3_open_v2(uri, db, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI
+	                          | SQLITE_OPEN_NOMUTEX, NULL);
+	sqlite3_free(uri);
+	if (*sql_rc != SQLITE_OK)
+		return lks_err("cannot open '%s': %s", path, *db ? sqlite3_errmsg(*db) : "out of memory");
+	sqlite3_extended_result_codes(*db, 0);
+	sqlite3_busy_timeout(*db, LKS_STORE_BUSY_MS);
+	if ((rc = lks_store_inspect(*db, path, &kind, &version)) != 0) {
+		*sql_rc = sqlite3_errcode(*db);
+		return rc;
+	}
+	*sql_rc = SQLITE_OK;
+	if (kind == LKS_FILE_NEW)
+		return lks_err("'%s' is not a lockstep database (an SQLite database without tables)",
+		               path), LKS_STORE_BAD_FILE;
+	/* before the TEMP tables: changing temp_store drops every TEMP table there is */
+	if (LKS_SQL(*db, sqlite3_exec(*db, "PRAGMA temp_store = MEMORY;", NULL, NULL, NULL)) < 0)
+		return -1;
+	return lks_store_temp_schema(*db, path, version);
+}
+
+/* The size of path's write-ahead log, 0 when there is none. */
+static off_t lks_store_wal_size(const char *path)
+{
+	char *wal = sqlite3_mprintf("%s-wal", path);
+	struct stat st;
+	off_t n = wal && stat(wal, &st) == 0 ? st.st_size : 0;
+
+	sqlite3_free(wal);
+	return n;
+}
+
+int lks_store_open_readonly(const char *path, lks_store **out)
+{
+	lks_store *s = NULL;
+	sqlite3 *db = NULL;
+	struct stat st;
+	int rc, sql_rc;
+
+	*out = NULL;
+	if (stat(path, &st) != 0)
+		return errno == ENOENT ? (lks_err("no database '%s'", path), LKS_STORE_BAD_FILE)
+		                       : lks_err("cannot open '%s': %s", path, strerror(errno));
+	if (!S_ISREG(st.st_mode) || st.st_size == 0)
+		return lks_err("'%s' is not a lockstep database (%s)", path, S_ISREG(st.st_mode)
+		               ? "an empty file" : "not a regular file"), LKS_STORE_BAD_FILE;
+	rc = lks_store_open_ro_db(path, 0, &db, &sql_rc);
+	/* A WAL database needs its -shm (the WAL index), which a reader makes where it can.
+	   Where it cannot (a read-only folder or medium), a database without a WAL to read is
+	   opened immutable: no locks, no -shm; nobody can be writing it there. */
+	if (rc == -1 && (sql_rc == SQLITE_READONLY || sql_rc == SQLITE_CANTOPEN)) {
+		if (lks_store_wal_size(path) > 0) {
+			lks_err("cannot read '%s': its write-ahead log '%s-wal' needs the index '%s-shm', "
+			        "which cannot be made here (a read-only folder?): open it once with write "
+			        "access to fold the log in", path, path, path);
+			goto out;
+		}
+		sqlite3_close_v2(db);
+		rc = lks_store_open_ro_db(path, 1, &db, &sql_rc);
+	}
+	if (rc)
+		goto out;
+	rc = -1;
+	if (!(s = calloc(1, sizeof(*s)))) {
+		lks_err("cannot open '%s': out of memory", path);
+		goto out;
+	}
+	/* per-connection settings only: the file's journal mode is left as it is */
+	if (LKS_SQL(db, sqlite3_exec(db, "PRAGMA foreign_keys = ON; PRAGMA cache_size = -65536;",
+	                             NULL, NULL, NULL)) < 0) {
+		free(s);
+		goto out;
+	}
+	s->db = db;
+	db = NULL;
+	*out = s;
+	rc = 0;
+out:
+	sqlite3_close_v2(db);
+	return rc;
+}
+
+void lks_store_close(lks_store *s)
+{
+	if (!s)
+		return;
+	lks_store_ckpt_stop(s);
+	for (int i = 0; i < LKS_Q_COUNT; i++)
+		sqlite3_finalize(s->stmt[i]);
+	sqlite3_finalize(s->stat_batch);
+	/* the last connection to close checkpoints the WAL into the database file */
+	sqlite3_close_v2(s->db);
+	free(s);
+}
+
+struct sqlite3 *lks_store_db(lks_store *s)
+{
+	return s->db;
+}

@@ -1,0 +1,183 @@
+/*
+ * trace_store_sql.c: the statements of the trace store and the values they take
+ * (trace_store_impl.h). Every statement's SQL is in one table, indexed by enum lks_q;
+ * statements are prepared on first use and kept for the life of the store. Every insert
+ * binds its values through lks_store_bind, and every query's rows come through
+ * lks_store_rows, so that the rules of NULL (a NaN, an id of 0, an index of -1, no string)
+ * are kept in one place.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "harness/store/trace_store_impl.h"
+#include "kernels/err.h"
+
+int lks_sql_check(sqlite3 *db, int rc, const char *file, int line)
+{
+	const char *path;
+
+	if (rc == SQLITE_OK || rc == SQLITE_ROW || rc == SQLITE_DONE)
+		return rc;
+	path = db ? sqlite3_db_filename(db, "main") : NULL;
+	if (strrchr(file, '/'))
+		file = strrchr(file, '/') + 1;
+	return lks_err("'%s': sqlite: %s (%s:%d)", path && *path ? path : "?",
+	               db ? sqlite3_errmsg(db) : sqlite3_errstr(rc), file, line);
+}
+
+#define LKS_RUN_COLS "run_id, suite_id, case_name, case_path, case_text, run_name, recipe, " \
+	"options, backend, world_size, seed, steps, combo, fingerprint, status, started, finished"
+#define LKS_STEP_COLS "step, rank, loss, grad_norm, lr, step_time, nonfinite"
+#define LKS_CHECK_COLS "suite_id, case_name, check_name, kind, run_a, run_b, verdict, step, " \
+	"rank, tensor, field, value_a, value_b, abs_err, rel_err, ulp, message, name_a, name_b, " \
+	"metric, tensors, rtol, atol, floor_db, expect, expect_step, expect_rank, expect_tensor"
+#define LKS_PROBE_COLS "session_id, combo, cases, check_name, outcome, exit_code, signal, " \
+	"seconds, suite_id, output, started"
+
+static const char *const lks_store_sql[LKS_Q_COUNT] = {
+	[LKS_Q_BEGIN] = "BEGIN IMMEDIATE",
+	[LKS_Q_COMMIT] = "COMMIT",
+	[LKS_Q_ROLLBACK] = "ROLLBACK",
+	[LKS_Q_SUITE] = "INSERT INTO suites (command) VALUES (?1)",
+	[LKS_Q_RUN] = "INSERT INTO runs (suite_id, case_name, case_path, case_text, run_name, "
+	              "recipe, options, backend, world_size, seed, steps, combo, fingerprint) "
+	              "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
+	[LKS_Q_TENSOR] = "INSERT INTO tensors (run_id, seq, name, phase) VALUES (?1, ?2, ?3, ?4)",
+	[LKS_Q_STEP] = "INSERT INTO steps (run_id, " LKS_STEP_COLS ") "
+	               "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+	[LKS_Q_STAT] = "INSERT OR ROLLBACK INTO stats (run_id, step, rank, seq, l2, amax, scale, "
+	               "nonfinite, underflow, saturated, hash) "
+	               "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
+	[LKS_Q_EVENT] = "INSERT INTO events (run_id, step, rank, tensor, kind, message) "
+	                "VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+	[LKS_Q_END_RUN] = "UPDATE runs SET status = ?2, "
+	                  "finished = strftime('%Y-%m-%dT%H:%M:%fZ', 'now') "
+	                  "WHERE run_id = ?1 AND status = 'incomplete'",
+	[LKS_Q_STATUS] = "SELECT status FROM runs WHERE run_id = ?1",
+	[LKS_Q_GET_RUN] = "SELECT " LKS_RUN_COLS " FROM runs WHERE run_id = ?1",
+	[LKS_Q_GET_RUNS] = "SELECT " LKS_RUN_COLS " FROM runs ORDER BY run_id",
+	[LKS_Q_COUNT_TENSORS] = "SELECT count(*) FROM tensors WHERE run_id = ?1",
+	[LKS_Q_COUNT_STEPS] = "SELECT count(*) FROM steps WHERE run_id = ?1",
+	[LKS_Q_COUNT_STATS] = "SELECT count(*) FROM stats WHERE run_id = ?1",
+	[LKS_Q_COUNT_EVENTS] = "SELECT count(*) FROM events WHERE run_id = ?1",
+	[LKS_Q_GET_TENSORS] = "SELECT seq, name, phase FROM tensors WHERE run_id = ?1 ORDER BY seq",
+	[LKS_Q_GET_STEP] = "SELECT " LKS_STEP_COLS " FROM steps WHERE run_id = ?1 AND step = ?2 "
+	                   "ORDER BY rank",
+	[LKS_Q_GET_STEPS] = "SELECT " LKS_STEP_COLS " FROM steps WHERE run_id = ?1 "
+	                    "ORDER BY step, rank",
+	[LKS_Q_GET_STATS] = "SELECT step, rank, seq, l2, amax, scale, nonfinite, underflow, "
+	                    "saturated, hash FROM stats "
+	                    "WHERE run_id = ?1 AND step = ?2 AND rank = ?3 ORDER BY seq",
+	[LKS_Q_GET_EVENTS] = "SELECT event_id, step, rank, tensor, kind, message, time "
+	                     "FROM events WHERE run_id = ?1 ORDER BY event_id",
+	[LKS_Q_CHECK] = "INSERT INTO checks (" LKS_CHECK_COLS ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, "
+	                "?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, "
+	                "?22, ?23, ?24, ?25, ?26, ?27, ?28)",
+	[LKS_Q_GET_CHECKS] = "SELECT check_id, " LKS_CHECK_COLS " FROM checks WHERE suite_id = ?1 "
+	                     "ORDER BY check_id",
+	[LKS_Q_GET_ALL_CHECKS] = "SELECT check_id, " LKS_CHECK_COLS " FROM checks "
+	                         "ORDER BY check_id",
+	[LKS_Q_SESSION] = "INSERT INTO probe_sessions (kind, command, combos) VALUES (?1, ?2, ?3)",
+	[LKS_Q_END_SESSION] = "UPDATE probe_sessions SET result = ?2, "
+	                      "finished = strftime('%Y-%m-%dT%H:%M:%fZ', 'now') "
+	                      "WHERE session_id = ?1",
+	[LKS_Q_PROBE] = "INSERT INTO probes (" LKS_PROBE_COLS ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, "
+	                "?7, ?8, ?9, ?10, ?11)",
+	[LKS_Q_GET_PROBES] = "SELECT probe_id, " LKS_PROBE_COLS " FROM probes WHERE session_id = ?1 "
+	                     "ORDER BY probe_id",
+	[LKS_Q_GET_ALL_PROBES] = "SELECT probe_id, " LKS_PROBE_COLS " FROM probes ORDER BY probe_id",
+	[LKS_Q_LAST_SUITE] = "SELECT coalesce(max(suite_id), 0) FROM suites",
+	[LKS_Q_COMBO_SUITE] = "SELECT coalesce(max(suite_id), 0) FROM runs "
+	                      "WHERE combo = ?1 AND suite_id > ?2",
+};
+
+static const char *const lks_phase_names[] = { "forward", "backward", "update", "recompute" };
+
+const char *lks_phase_name(lks_phase p)
+{
+	int n = (int)(sizeof(lks_phase_names) / sizeof(lks_phase_names[0]));
+
+	return (int)p >= 0 && (int)p < n ? lks_phase_names[p] : NULL;
+}
+
+const char *lks_store_path(lks_store *s)
+{
+	const char *p = sqlite3_db_filename(s->db, "main");
+
+	return p && *p ? p : ":memory:";
+}
+
+int lks_store_stmt(lks_store *s, enum lks_q q, sqlite3_stmt **out)
+{
+	if (!s->stmt[q] && LKS_SQL(s->db, sqlite3_prepare_v3(s->db, lks_store_sql[q], -1,
+	                                                     SQLITE_PREPARE_PERSISTENT,
+	                                                     &s->stmt[q], NULL)) < 0)
+		return -1;
+	*out = s->stmt[q];
+	return 0;
+}
+
+int lks_store_done(lks_store *s, sqlite3_stmt *st)
+{
+	int rc = LKS_SQL(s->db, sqlite3_step(st));
+
+	sqlite3_reset(st);
+	return rc < 0 ? -1 : 0;
+}
+
+int lks_store_exec(lks_store *s, enum lks_q q)
+{
+	sqlite3_stmt *st;
+
+	return lks_store_stmt(s, q, &st) ? -1 : lks_store_done(s, st);
+}
+
+void lks_store_rollback(lks_store *s)
+{
+	sqlite3_stmt *st;
+
+	/* some errors (SQLITE_FULL, SQLITE_IOERR, ...) have rolled back already */
+	if (sqlite3_get_autocommit(s->db))
+		return;
+	if (!s->stmt[LKS_Q_ROLLBACK] && sqlite3_prepare_v3(s->db, lks_store_sql[LKS_Q_ROLLBACK], -1,
+	                                                   SQLITE_PREPARE_PERSISTENT,
+	                                                   &s->stmt[LKS_Q_ROLLBACK], NULL))
+		return;
+	st = s->stmt[LKS_Q_ROLLBACK];
+	sqlite3_step(st);
+	sqlite3_reset(st);
+}
+
+int lks_store_put(lks_store *s, enum lks_q q, const lks_val *v, int n, int64_t *rowid)
+{
+	sqlite3_stmt *st;
+	int rc;
+
+	if (lks_store_stmt(s, q, &st))
+		return -1;
+	lks_store_bind(st, 1, v, n);
+	rc = lks_store_done(s, st);
+	/* the strings are SQLITE_STATIC: drop them before the caller's memory goes */
+	sqlite3_clear_bindings(st);
+	if (!rc && rowid)
+		*rowid = sqlite3_last_insert_rowid(s->db);
+	return rc;
+}
+
+int lks_store_rows(lks_store *s, enum lks_q q, const lks_val *v, int n,
+                   int (*row)(sqlite3_stmt *st, void *ctx), void *ctx)
+{
+	sqlite3_stmt *st;
+	int rc = 0, r;
+
+	if (lks_store_stmt(s, q, &st))
+		return -1;
+	lks_store_bind(st, 1, v, n);
+	while (rc == 0 && (r = LKS_SQL(s->db, sqlite3_step(st))) == SQLITE_ROW)
+		rc = row(st, ctx);
+	if (rc == 0 && r < 0)
+		rc = -1;
+	sqlite3_reset(st);
+	sqlite3_clear_bindings(st);
+	return rc;
+}
