@@ -5,9 +5,7 @@
  *   report.c      the sections of the page (summary, planted faults, a case's tables) and
  *                 the report folder swapped in whole (report.h)
  *   suite.c       the suite read back through the store: its runs with per-step means over
- *                 ranks, its check verdicts, its cases in order
- *   tolerances.c  the close checks' rtol and metric and the planted faults' places, from the
- *                 case text stored with the runs
+ *                 ranks, its check verdicts with their stored parameters, its cases in order
  *   page.c        the page in HTML and Markdown: all escaping, tables, headings, the template
  *   plot.c        a plot: data and script to a scratch folder, gnuplot as a child, the SVG
  *                 into the page; the loss, relative loss difference and grad norm plots
@@ -48,10 +46,10 @@ struct lks_rrun {
 
 struct lks_rcheck {
 	lks_check_rec rec;        /* strings owned */
-	double rtol;              /* from the case text; NaN: unknown or not a close check */
+	double rtol;              /* stored with the check; NaN: unknown or no metric compared */
 	char metric[64];
-	int expect_fail;          /* from the case text: a planted fault's check */
-	char planted[200];        /* where the case says it must fail, in words */
+	int expect_fail;          /* stored with the check: a planted fault's check */
+	char planted[200];        /* where the check expects it to fail, in words */
 };
 
 struct lks_report {
@@ -75,7 +73,7 @@ static inline char *lks_dup(const char *s)
 
 /* ---- suite.c ---- */
 
-/* The runs of r->suite with their steps, and its checks with their tolerances. */
+/* The runs of r->suite with their steps, and its checks with their parameters. */
 int lks_suite_load(struct lks_report *r);
 void lks_suite_release(struct lks_report *r);
 const struct lks_rrun *lks_run_by_id(const struct lks_report *r, int64_t id);
@@ -87,11 +85,6 @@ int lks_reference(const struct lks_report *r, const char *case_name);
 /* The cases of the suite, in the order their first run or check was stored (*out: free it;
    the names belong to r). */
 int lks_case_names(struct lks_report *r, const char ***out, int *n);
-
-/* ---- tolerances.c ---- */
-
-/* Fills rtol, metric, expect_fail and planted of the checks of run's case. */
-void lks_check_tolerances(struct lks_report *r, const struct lks_rrun *run);
 
 /* ---- page.c ---- */
 

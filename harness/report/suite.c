@@ -1,13 +1,13 @@
 /*
  * suite.c: the suite a report is of, read back through the store: its runs (each with its
  * loss, grad norm and step time per step, as means over ranks), its check verdicts with the
- * tolerances of the close checks (tolerances.c), the order of its cases, and the reference
- * run of a case.
+ * parameters stored with them, the order of its cases, and the reference run of a case.
  */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "harness/engine/check_kind.h"
 #include "harness/report/report_impl.h"
 #include "kernels/err.h"
 
@@ -87,6 +87,28 @@ out:
 	return rc;
 }
 
+/* What the report shows of a check's parameters, as the checks table keeps them (a suite
+   stored before schema 4 kept none: no band is drawn then, and no planted fault listed):
+   the metric and rtol of a kind that compares a metric (the band of the relative loss
+   difference plot), and where a check that proves a planted fault expects it. The pointers
+   of p are not kept. */
+static void lks_check_params_use(struct lks_rcheck *c, const lks_check_params *p)
+{
+	const lks_check_kind_info *info = NULL;
+	lks_check_kind kind;
+
+	if (lks_check_kind_parse(c->rec.kind, &kind) == 0)  /* else a kind of a later build */
+		info = lks_check_kind_of(kind);
+	if (info && (info->keys & LKS_CK_METRIC) && p->metric) {
+		c->rtol = p->rtol;
+		snprintf(c->metric, sizeof(c->metric), "%s", p->metric);
+	}
+	if (p->expect && strcmp(p->expect, "fail") == 0) {
+		c->expect_fail = 1;
+		lks_place(c->planted, sizeof(c->planted), p->exp_step, p->exp_rank, p->exp_tensor);
+	}
+}
+
 static int lks_collect_check(void *arg, const lks_check_rec *rec)
 {
 	struct lks_report *r = arg;
@@ -108,6 +130,7 @@ static int lks_collect_check(void *arg, const lks_check_rec *rec)
 	c->rtol = NAN;
 	if (!c->rec.case_name || !c->rec.check_name || !c->rec.kind || !c->rec.verdict)
 		return lks_err("out of memory");
+	lks_check_params_use(c, &rec->params);
 	return 0;
 }
 
@@ -169,13 +192,9 @@ int lks_suite_load(struct lks_report *r)
 	if (lks_store_get_runs(r->s, lks_collect_run, r)
 	    || lks_store_get_checks(r->s, r->suite, lks_collect_check, r))
 		return -1;
-	for (int i = 0; i < r->nruns; i++) {
+	for (int i = 0; i < r->nruns; i++)
 		if (lks_load_steps(r, &r->runs[i]))
 			return -1;
-		/* one parse per case: the tolerances of its close checks */
-		if (i == 0 || strcmp(r->runs[i].case_name, r->runs[i - 1].case_name) != 0)
-			lks_check_tolerances(r, &r->runs[i]);
-	}
 	return 0;
 }
 
