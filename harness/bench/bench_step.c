@@ -35,6 +35,7 @@
 #include "harness/engine/case.h"
 #include "harness/base/opt.h"
 #include "harness/engine/runner.h"
+#include "harness/store/run.h"
 #include "harness/store/trace_store.h"
 #include "kernels/backend.h"
 #include "kernels/cpu/bg.h"
@@ -147,11 +148,8 @@ struct lks_step_rec {
 	int64_t gemm_prev, quant_prev;
 	size_t nstat_rows;      /* stat rows of the last step */
 	int nranks;
-	int capture;
-	lks_stat_row *stats;    /* captured rows, steps one after another */
-	lks_step_row *steps;
-	size_t nstats, stats_cap;
-	size_t *stat_off;       /* (cap + 1) start of each step's rows in stats */
+	int capture;            /* 1: capture the rows; -1: out of memory capturing them */
+	lks_stored_run rows;    /* the captured rows, held whole (harness/store/run.h) */
 };
 
 static int lks_step_rec_init(struct lks_step_rec *r, int steps, int capture)
@@ -163,8 +161,8 @@ static int lks_step_rec_init(struct lks_step_rec *r, int steps, int capture)
 	r->loss = calloc((size_t)steps, sizeof(double));
 	r->gemm = calloc((size_t)steps, sizeof(double));
 	r->quant = calloc((size_t)steps, sizeof(double));
-	r->stat_off = calloc((size_t)steps + 1, sizeof(size_t));
-	if (!r->dt || !r->loss || !r->gemm || !r->quant || !r->stat_off)
+	lks_stored_run_init(&r->rows);
+	if (!r->dt || !r->loss || !r->gemm || !r->quant)
 		return lks_err("out of memory");
 	return 0;
 }
@@ -175,9 +173,7 @@ static void lks_step_rec_release(struct lks_step_rec *r)
 	free(r->loss);
 	free(r->gemm);
 	free(r->quant);
-	free(r->stat_off);
-	free(r->stats);
-	free(r->steps);
+	lks_stored_run_release(&r->rows);
 	memset(r, 0, sizeof(*r));
 }
 
@@ -187,7 +183,7 @@ static void lks_step_rec_reset(struct lks_step_rec *r)
 {
 	r->n = 0;
 	if (r->capture > 0)
-		r->nstats = 0;
+		lks_stored_run_release(&r->rows);
 	r->gemm_prev = r->timer ? r->timer->gemm_ns : 0;
 	r->quant_prev = r->timer ? r->timer->quant_ns : 0;
 	r->t_prev = lks_now();
@@ -198,26 +194,9 @@ static void lks_step_rec_reset(struct lks_step_rec *r)
 static void lks_step_capture(struct lks_step_rec *r, const lks_step_row *steps, int nsteps,
                              const lks_stat_row *stats, size_t nstats)
 {
-	if (!r->steps && !(r->steps = calloc((size_t)r->cap * (size_t)nsteps, sizeof(*r->steps)))) {
+	r->rows.W = nsteps;
+	if (lks_stored_run_add_step(&r->rows, steps, nsteps, stats, nstats))
 		r->capture = -1;
-		return;
-	}
-	if (r->nstats + nstats > r->stats_cap) {
-		size_t cap = 2 * (r->nstats + nstats);
-		lks_stat_row *p = realloc(r->stats, cap * sizeof(*p));
-
-		if (!p) {
-			r->capture = -1;
-			return;
-		}
-		r->stats = p;
-		r->stats_cap = cap;
-	}
-	memcpy(r->steps + (size_t)r->n * (size_t)nsteps, steps, (size_t)nsteps * sizeof(*steps));
-	memcpy(r->stats + r->nstats, stats, nstats * sizeof(*stats));
-	r->stat_off[r->n] = r->nstats;
-	r->nstats += nstats;
-	r->stat_off[r->n + 1] = r->nstats;
 }
 
 static void lks_step_on_step(void *arg, const lks_step_row *steps, int nsteps,
@@ -461,11 +440,12 @@ enum { LKS_CFG_OFF, LKS_CFG_STATS, LKS_CFG_SQL, LKS_CFG_COUNT };
 
 /* Replays the captured rows through lks_store_step as a new run, timed call by call. */
 static int lks_step_replay(lks_store *store, const lks_case *c, const lks_run_cfg *run,
-                           const struct lks_step_rec *rec, double *per_step)
+                           struct lks_step_rec *rec, double *per_step)
 {
+	lks_stored_run *rows = &rec->rows;
 	lks_run_info info = { .case_name = c->name, .case_path = c->path, .run_name = run->name,
 	                      .recipe = lks_recipe_name(run->recipe), .options = "bench step replay",
-	                      .backend = "cpu", .world_size = rec->nranks, .steps = rec->n,
+	                      .backend = "cpu", .world_size = rows->W, .steps = rows->nsteps,
 	                      .seed = c->seed, .fingerprint = "{}" };
 	int64_t run_id;
 	double t = 0.0;
@@ -474,17 +454,21 @@ static int lks_step_replay(lks_store *store, const lks_case *c, const lks_run_cf
 		return lks_err("out of memory capturing the traced rows");
 	if (lks_store_begin_run(store, &info, &run_id))
 		return -1;
-	for (int i = 0; i < rec->n; i++) {
-		double t0 = lks_now();
+	for (int i = 0; i < rows->nsteps; i++) {
+		const lks_step_row *steps = lks_stored_run_step_row(rows, i, 0);
+		const lks_stat_row *stats;
+		size_t nstats;
+		double t0;
 
-		if (lks_store_step(store, run_id, rec->steps + (size_t)i * (size_t)rec->nranks,
-		                   rec->nranks, rec->stats + rec->stat_off[i],
-		                   rec->stat_off[i + 1] - rec->stat_off[i]))
+		if (!steps || lks_stored_run_stats(rows, i, &stats, &nstats))
+			return lks_err("step %d was not captured", i);
+		t0 = lks_now();
+		if (lks_store_step(store, run_id, steps, rows->W, stats, nstats))
 			return -1;
 		if (i > 0)  /* as in the runs: step 0 is the warm-up */
 			t += lks_now() - t0;
 	}
-	*per_step = rec->n > 1 ? t / (rec->n - 1) : NAN;
+	*per_step = rows->nsteps > 1 ? t / (rows->nsteps - 1) : NAN;
 	return lks_store_end_run(store, run_id, "complete");
 }
 
