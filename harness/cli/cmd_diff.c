@@ -2,10 +2,10 @@
  * cmd_diff.c: 'lockstep diff RUN_A RUN_B': two stored runs side by side, like diff(1) for
  * traces. Prints what each run was (case, run, recipe, options, world size, steps,
  * backend, and the fingerprint keys in which they differ), the first divergence exactly
- * as the bitwise check reports it (check.c does the comparison), and a table per step:
- * the loss of both, its relative error, and over every tensor both runs share the largest
- * relative error of the L2 norm (with the tensor where it occurs) and how many tensors
- * have a different hash.
+ * as the bitwise check reports it (the check walks both runs with walk.h), and a table
+ * per step: the loss of both, its relative error, and over every tensor both runs share
+ * the largest relative error of the L2 norm (with the tensor where it occurs) and how many
+ * tensors have a different hash.
  *
  * Exit 0 when the runs are bitwise identical, 1 when they differ, 2 for bad usage, an
  * unknown run or a bad database, 3 when the database cannot be read.

@@ -31,7 +31,9 @@
 #include "harness/store/trace_store.h"
 
 typedef struct lks_stored_run {
-	/* what the run was: strings owned, "" where the source has none */
+	/* what the run was: strings owned; from the store every one ("" where the run has
+	   none), from a golden file case, run, recipe, options, backend and status (the
+	   others NULL) */
 	int64_t id;               /* in the store; 0: not from a store */
 	int64_t suite_id;         /* 0: none */
 	char *case_name, *case_path, *case_text, *run_name, *recipe, *options, *backend, *combo;
