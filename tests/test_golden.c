@@ -472,6 +472,46 @@ Test(golden, an_edited_value_fails_at_exactly_that_place)
 	fx_teardown(&f);
 }
 
+/* A golden that stored fewer steps than the run (its last step's rows cut, the counts
+   kept true): the walk parts at the first step the golden lacks, as two runs of different
+   lengths part, and says so. */
+Test(golden, a_shorter_golden_parts_at_the_step_it_lacks)
+{
+	struct fx f;
+	char path[256], end[64];
+	struct text t, u = { .n = 0 };
+	lks_check_result r;
+	int section = 0, rows[3] = { 0 };
+
+	fx_setup(&f);
+	write_golden(&f, "a", path, sizeof(path));
+	text_read(&t, path);
+	for (int i = 0; i < t.n; i++) {
+		section += !strncmp(t.line[i], "step\t", 5);  /* 1: step rows, 2: stats rows */
+		if (!strncmp(t.line[i], "2\t", 2))
+			continue;  /* a row of step 2 */
+		rows[section] += t.line[i][0] >= '0' && t.line[i][0] <= '9';
+		if (!strncmp(t.line[i], "# end\t", 6)) {
+			snprintf(end, sizeof(end), "# end\t%d\t%d\n", rows[1], rows[2]);
+			u.line[u.n++] = strdup(end);
+		} else {
+			u.line[u.n++] = strdup(t.line[i]);
+		}
+	}
+	text_write(&u, path, u.n, -1);
+	r = eval(&f, "gold");
+	cr_assert_eq(r.verdict, LKS_VERDICT_FAIL, "%s", r.message);
+	cr_assert_eq(r.step, 2, "%s", r.message);
+	cr_assert_eq(r.rank, -1, "%s", r.message);
+	cr_assert_str_eq(r.field, "steps", "%s", r.message);
+	cr_assert(r.ia == 3 && r.ib == 2, "%s", r.message);
+	cr_assert_not_null(strstr(r.message, "the runs stored different numbers of steps"), "%s",
+	                   r.message);
+	text_free(&t);
+	text_free(&u);
+	fx_teardown(&f);
+}
+
 /* On a class other than cpu the values are compared within rtol/atol, hashes not. */
 Test(golden, tolerance_on_other_classes)
 {
