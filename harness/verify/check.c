@@ -10,7 +10,6 @@
  */
 #include "harness/verify/check.h"
 
-#include <fnmatch.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdarg.h>
@@ -45,7 +44,7 @@ struct lks_check_ctx {
 	const lks_check_cfg *k;
 	const lks_check_opts *o;
 	lks_stored_run *a, *b;    /* b: NULL for one-run kinds */
-	int64_t run_a, run_b;     /* the stored runs (kinds that load no run themselves) */
+	int64_t run_a, run_b;     /* the stored runs (for kinds that read them their own way) */
 	lks_check_result *res;
 	const char *label_a, *label_b;  /* what the values are: run names, ranks, phases */
 	char label_buf[2][32];    /* labels made by a kind (ranks) */

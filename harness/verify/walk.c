@@ -170,6 +170,22 @@ static int lks_near(const lks_walk_opts *o, double a, double b)
 	return fabs(a - b) <= o->atol + o->rtol * fabs(b);
 }
 
+/* Field f of rows a and b agree under o (va, vb: their values as reals). */
+static int lks_field_agrees(const lks_walk_opts *o, const lks_field *f, const void *a,
+                            const void *b, double va, double vb)
+{
+	switch (f->type) {
+	case LKS_HASH:
+		return !o->exact || lks_int_at(a, f) == lks_int_at(b, f);
+	case LKS_COUNT_EXACT:
+		return lks_int_at(a, f) == lks_int_at(b, f);
+	case LKS_COUNT:
+		return o->exact ? lks_int_at(a, f) == lks_int_at(b, f) : lks_near(o, va, vb);
+	default:
+		return o->exact ? lks_same_bits(va, vb, f->type == LKS_F32) : lks_near(o, va, vb);
+	}
+}
+
 /* Field f of rows a and b: 0 when they agree under o, else 1 with the values (and, for a
    tolerance, its bound) in res. */
 static int lks_field_differs(const lks_walk_opts *o, const lks_field *f, const void *a,
@@ -180,9 +196,7 @@ static int lks_field_differs(const lks_walk_opts *o, const lks_field *f, const v
 	double vb = real ? lks_real_at(b, f) : (double)lks_int_at(b, f);
 	int tol = !o->exact && f->type != LKS_COUNT_EXACT;
 
-	if (f->type == LKS_HASH ? !o->exact || lks_int_at(a, f) == lks_int_at(b, f)
-	    : !real ? (tol ? lks_near(o, va, vb) : lks_int_at(a, f) == lks_int_at(b, f))
-	    : tol ? lks_near(o, va, vb) : lks_same_bits(va, vb, f->type == LKS_F32))
+	if (lks_field_agrees(o, f, a, b, va, vb))
 		return 0;
 	if (real)
 		lks_walk_real(res, f->name, va, vb, f->type == LKS_F32);
