@@ -541,6 +541,29 @@ Test(golden, tolerance_on_other_classes)
 	fx_teardown(&f);
 }
 
+/* The folder travels from the command line: --golden DIR, else $LKS_GOLDEN_DIR, else
+   "golden"; an empty value counts as not given. */
+Test(golden, the_folder_given_then_the_environment_then_golden)
+{
+	const char *old = getenv("LKS_GOLDEN_DIR");
+	char *keep = old ? strdup(old) : NULL;
+
+	cr_assert_eq(unsetenv("LKS_GOLDEN_DIR"), 0);
+	cr_assert_str_eq(lks_golden_dir(NULL), "golden");
+	cr_assert_str_eq(lks_golden_dir(""), "golden");
+	cr_assert_str_eq(lks_golden_dir("g2"), "g2");
+	cr_assert_eq(setenv("LKS_GOLDEN_DIR", "from-env", 1), 0);
+	cr_assert_str_eq(lks_golden_dir(NULL), "from-env");
+	cr_assert_str_eq(lks_golden_dir("g2"), "g2", "the command line wins");
+	cr_assert_eq(setenv("LKS_GOLDEN_DIR", "", 1), 0);
+	cr_assert_str_eq(lks_golden_dir(NULL), "golden");
+	if (keep)
+		setenv("LKS_GOLDEN_DIR", keep, 1);
+	else
+		unsetenv("LKS_GOLDEN_DIR");
+	free(keep);
+}
+
 Test(golden, missing_golden_fails_with_the_update_command)
 {
 	struct fx f;
