@@ -151,7 +151,7 @@ Test(check_kind, every_row_parses_and_has_an_evaluation, .init = setup, .fini = 
 		if (row->keys & LKS_CK_FLOOR)
 			cr_assert(cfg->floor_db == 17.5, "%s", row->name);
 		/* a kind without its function in check.c is an error, not a verdict */
-		cr_assert_eq(lks_check_eval(NULL, cfg, 0, 0, &res), 0, "%s: %s", row->name,
+		cr_assert_eq(lks_check_eval(NULL, cfg, NULL, 0, 0, &res), 0, "%s: %s", row->name,
 		             lks_errmsg());
 		cr_assert_eq(res.verdict, LKS_VERDICT_SKIPPED, "%s", row->name);
 	}

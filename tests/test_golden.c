@@ -47,6 +47,7 @@ static const char case_text[] =
 
 struct fx {
 	char dir[64], path[160], golden[128];
+	lks_check_opts opts;      /* the checks', with golden */
 	lks_case c;
 	lks_store *s;
 	int64_t ids[4];
@@ -76,14 +77,13 @@ static void fx_setup(struct fx *f)
 		f->ids[i] = res.run_id;
 	}
 	snprintf(f->golden, sizeof(f->golden), "%s/golden", f->dir);
-	lks_golden_set_dir(f->golden);
+	f->opts.golden_dir = f->golden;
 }
 
 static void fx_teardown(struct fx *f)
 {
 	char cmd[128];
 
-	lks_golden_set_dir(NULL);
 	lks_store_close(f->s);
 	lks_case_release(&f->c);
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", f->dir);
@@ -110,12 +110,19 @@ static const lks_check_cfg *check_of(const struct fx *f, const char *name)
 /* The golden file of run into path (its path in f->golden). */
 static void write_golden(struct fx *f, const char *run, char *path, size_t n)
 {
-	lks_golden g;
+	lks_stored_run g;
 
-	cr_assert_eq(lks_golden_from_run(f->s, id_of(f, run), 1, &g), 0, "%s", lks_errmsg());
+	cr_assert_eq(lks_stored_run_load(f->s, id_of(f, run), LKS_LOAD_TRACE, &g), 0, "%s",
+	             lks_errmsg());
 	cr_assert_eq(lks_golden_path(f->golden, g.backend, g.case_name, g.run_name, path, n), 0);
 	cr_assert_eq(lks_golden_write(&g, path), 0, "%s", lks_errmsg());
-	lks_golden_release(&g);
+	lks_stored_run_release(&g);
+}
+
+/* Run id of the store, every stat row in memory. */
+static void load_whole(struct fx *f, int64_t id, lks_stored_run *r)
+{
+	cr_assert_eq(lks_stored_run_load(f->s, id, LKS_LOAD_WHOLE, r), 0, "%s", lks_errmsg());
 }
 
 static lks_check_result eval(struct fx *f, const char *check)
@@ -123,7 +130,8 @@ static lks_check_result eval(struct fx *f, const char *check)
 	const lks_check_cfg *k = check_of(f, check);
 	lks_check_result r;
 
-	cr_assert_eq(lks_check_eval(f->s, k, id_of(f, k->a), 0, &r), 0, "%s", lks_errmsg());
+	cr_assert_eq(lks_check_eval(f->s, k, &f->opts, id_of(f, k->a), 0, &r), 0, "%s",
+	             lks_errmsg());
 	return r;
 }
 
@@ -133,14 +141,14 @@ static int same_bits(const void *a, const void *b, size_t n)
 }
 
 /* a and b equal field by field, doubles and floats bit for bit (NaN: both NaN). */
-static void expect_equal(const lks_golden *a, const lks_golden *b)
+static void expect_equal(const lks_stored_run *a, const lks_stored_run *b)
 {
 	cr_assert_str_eq(a->case_name, b->case_name);
 	cr_assert_str_eq(a->run_name, b->run_name);
 	cr_assert_str_eq(a->recipe, b->recipe);
 	cr_assert_str_eq(a->backend, b->backend);
 	cr_assert_str_eq(a->options, b->options);
-	cr_assert_eq(a->world_size, b->world_size);
+	cr_assert_eq(a->W, b->W);
 	cr_assert_eq(a->steps, b->steps);
 	cr_assert_eq(a->seed, b->seed);
 	cr_assert_str_eq(a->version, b->version);
@@ -179,15 +187,14 @@ static void expect_equal(const lks_golden *a, const lks_golden *b)
 	}
 }
 
-static void expect_pass(const lks_golden *run, const lks_golden *gold)
+static void expect_pass(lks_stored_run *run, lks_stored_run *gold)
 {
 	lks_check_result r;
-	char note[256];
 
 	lks_check_result_init(&r);
-	cr_assert_eq(lks_golden_compare(run, gold, 1, 0, 0, &r, note, sizeof(note)), 0);
+	cr_assert_eq(lks_golden_compare(run, gold, 1, 0, 0, &r), 0);
 	cr_assert(!r.failed, "golden compare failed: field %s, step %d: %s", r.field ? r.field : "-",
-	          r.step, note);
+	          r.step, r.note);
 }
 
 /* ---- round trip ---- */
@@ -200,10 +207,10 @@ Test(golden, stored_runs_round_trip_exactly)
 
 	fx_setup(&f);
 	for (int i = 0; i < f.c.nruns; i++) {
-		lks_golden run, back;
+		lks_stored_run run, back;
 
 		write_golden(&f, f.c.runs[i].name, path, sizeof(path));
-		cr_assert_eq(lks_golden_from_run(f.s, f.ids[i], 1, &run), 0, "%s", lks_errmsg());
+		load_whole(&f, f.ids[i], &run);
 		cr_assert_eq(lks_golden_read(path, &back), 0, "%s", lks_errmsg());
 		cr_assert_gt(run.nstats, 0);
 		cr_assert_eq(run.nsteprows, 3 * 2);
@@ -215,8 +222,8 @@ Test(golden, stored_runs_round_trip_exactly)
 		expect_pass(&run, &back);
 		cr_assert_str_eq(back.version, "0.1.0 abc");
 		cr_assert_str_eq(back.isa, "avx2");
-		lks_golden_release(&run);
-		lks_golden_release(&back);
+		lks_stored_run_release(&run);
+		lks_stored_run_release(&back);
 	}
 	cr_assert_gt(nan_scales, 0, "no NaN scale was exercised");
 	cr_assert_gt(top_bit, 0, "no hash with the top bit set was exercised");
@@ -233,23 +240,34 @@ Test(golden, extreme_values_round_trip_exactly)
 	double d[] = { -0.0, 0.0, INFINITY, -INFINITY, NAN, DBL_MIN / 4, DBL_MAX, 0.1, -1e-300 };
 	float fl[] = { -0.0f, FLT_TRUE_MIN, FLT_MAX, INFINITY, NAN, 0.1f, 448.0f, 3e-41f, 1.0f };
 	enum { N = sizeof(d) / sizeof(d[0]) };
-	lks_step_row steps[N];
-	lks_stat_row stats[2 * N];
-	lks_golden g = {
-		.case_name = "c", .run_name = "r", .recipe = "bf16", .backend = "cpu", .options = "",
-		.world_size = 1, .steps = N, .seed = UINT64_MAX, .nt = 2, .names = names,
-		.phases = phases, .nsteprows = N, .steprows = steps, .nstats = 2 * N, .stats = stats,
-	}, back;
+	lks_stored_run g, back;
 
 	cr_assert_not_null(mkdtemp(dir));
+	lks_stored_run_init(&g);
+	g.case_name = strdup("c");
+	g.run_name = strdup("r");
+	g.recipe = strdup("bf16");
+	g.backend = strdup("cpu");
+	g.options = strdup("");
+	g.status = strdup("complete");
+	g.W = 1;
+	g.steps = N;
+	g.seed = UINT64_MAX;
+	for (int s = 0; s < 2; s++)
+		cr_assert_eq(lks_stored_run_add_tensor(&g, s, names[s], phases[s]), 0);
 	for (int i = 0; i < N; i++) {
-		steps[i] = (lks_step_row){ .step = i, .loss = d[i], .grad_norm = d[(i + 1) % N],
-		                           .lr = d[(i + 2) % N] };
-		for (int s = 0; s < 2; s++)
-			stats[2 * i + s] = (lks_stat_row){
+		lks_step_row step = { .step = i, .loss = d[i], .grad_norm = d[(i + 1) % N],
+		                      .lr = d[(i + 2) % N] };
+
+		cr_assert_eq(lks_stored_run_push_steprow(&g, &step), 0);
+		for (int s = 0; s < 2; s++) {
+			lks_stat_row stat = {
 				.step = i, .seq = s, .l2 = d[(i + s) % N], .amax = fl[i], .scale = fl[(i + 4) % N],
 				.nonfinite = i, .underflow = INT64_MAX - i, .saturated = s,
 				.hash = s ? UINT64_MAX - (uint64_t)i : (uint64_t)i << 60 };
+
+			cr_assert_eq(lks_stored_run_push_stat(&g, &stat), 0);
+		}
 	}
 	snprintf(path, sizeof(path), "%s/cpu/c/r.tsv", dir);
 	cr_assert_eq(lks_golden_write(&g, path), 0, "%s", lks_errmsg());
@@ -258,7 +276,8 @@ Test(golden, extreme_values_round_trip_exactly)
 	expect_pass(&g, &back);
 	cr_assert(signbit(back.steprows[0].loss) && back.steprows[0].loss == 0, "-0 lost");
 	cr_assert(signbit(back.stats[0].amax), "-0f lost");
-	lks_golden_release(&back);
+	lks_stored_run_release(&back);
+	lks_stored_run_release(&g);
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
 	cr_assert_eq(system(cmd), 0);
 }
@@ -270,7 +289,7 @@ Test(golden, negative_zero_from_the_store)
 {
 	struct fx f;
 	char path[256];
-	lks_golden run, back;
+	lks_stored_run run, back;
 	sqlite3_stmt *st;
 
 	fx_setup(&f);
@@ -281,13 +300,13 @@ Test(golden, negative_zero_from_the_store)
 	cr_assert_eq(sqlite3_step(st), SQLITE_DONE);
 	sqlite3_finalize(st);
 	write_golden(&f, "a", path, sizeof(path));
-	cr_assert_eq(lks_golden_from_run(f.s, id_of(&f, "a"), 1, &run), 0);
+	load_whole(&f, id_of(&f, "a"), &run);
 	cr_assert_eq(lks_golden_read(path, &back), 0, "%s", lks_errmsg());
 	cr_assert_eq(run.steprows[2].lr, 0.0);  /* step 1, rank 0 */
 	cr_assert_eq(!!signbit(back.steprows[2].lr), !!signbit(run.steprows[2].lr));
 	expect_equal(&run, &back);
-	lks_golden_release(&run);
-	lks_golden_release(&back);
+	lks_stored_run_release(&run);
+	lks_stored_run_release(&back);
 	fx_teardown(&f);
 }
 
@@ -394,13 +413,13 @@ Test(golden, an_edited_value_fails_at_exactly_that_place)
 	char path[256], prefix[64], buf[64], name[128];
 	struct text t;
 	lks_check_result r;
-	lks_golden run;
+	lks_stored_run run;
 	int seq = 3, i;
 	float amax;
 
 	fx_setup(&f);
 	write_golden(&f, "a", path, sizeof(path));
-	cr_assert_eq(lks_golden_from_run(f.s, id_of(&f, "a"), 1, &run), 0);
+	load_whole(&f, id_of(&f, "a"), &run);
 	cr_assert_gt(run.nt, seq);
 	snprintf(name, sizeof(name), "%s", run.names[seq]);
 	text_read(&t, path);
@@ -449,7 +468,47 @@ Test(golden, an_edited_value_fails_at_exactly_that_place)
 	cr_assert_str_eq(r.field, "hash", "%s", r.message);
 	cr_assert_eq((uint64_t)r.ib, UINT64_MAX);
 	text_free(&t);
-	lks_golden_release(&run);
+	lks_stored_run_release(&run);
+	fx_teardown(&f);
+}
+
+/* A golden that stored fewer steps than the run (its last step's rows cut, the counts
+   kept true): the walk parts at the first step the golden lacks, as two runs of different
+   lengths part, and says so. */
+Test(golden, a_shorter_golden_parts_at_the_step_it_lacks)
+{
+	struct fx f;
+	char path[256], end[64];
+	struct text t, u = { .n = 0 };
+	lks_check_result r;
+	int section = 0, rows[3] = { 0 };
+
+	fx_setup(&f);
+	write_golden(&f, "a", path, sizeof(path));
+	text_read(&t, path);
+	for (int i = 0; i < t.n; i++) {
+		section += !strncmp(t.line[i], "step\t", 5);  /* 1: step rows, 2: stats rows */
+		if (!strncmp(t.line[i], "2\t", 2))
+			continue;  /* a row of step 2 */
+		rows[section] += t.line[i][0] >= '0' && t.line[i][0] <= '9';
+		if (!strncmp(t.line[i], "# end\t", 6)) {
+			snprintf(end, sizeof(end), "# end\t%d\t%d\n", rows[1], rows[2]);
+			u.line[u.n++] = strdup(end);
+		} else {
+			u.line[u.n++] = strdup(t.line[i]);
+		}
+	}
+	text_write(&u, path, u.n, -1);
+	r = eval(&f, "gold");
+	cr_assert_eq(r.verdict, LKS_VERDICT_FAIL, "%s", r.message);
+	cr_assert_eq(r.step, 2, "%s", r.message);
+	cr_assert_eq(r.rank, -1, "%s", r.message);
+	cr_assert_str_eq(r.field, "steps", "%s", r.message);
+	cr_assert(r.ia == 3 && r.ib == 2, "%s", r.message);
+	cr_assert_not_null(strstr(r.message, "the runs stored different numbers of steps"), "%s",
+	                   r.message);
+	text_free(&t);
+	text_free(&u);
 	fx_teardown(&f);
 }
 
@@ -457,30 +516,52 @@ Test(golden, an_edited_value_fails_at_exactly_that_place)
 Test(golden, tolerance_on_other_classes)
 {
 	struct fx f;
-	lks_golden run, gold;
+	lks_stored_run run, gold;
 	lks_check_result r;
-	char note[256];
 
 	fx_setup(&f);
-	cr_assert_eq(lks_golden_from_run(f.s, id_of(&f, "a"), 1, &run), 0);
-	cr_assert_eq(lks_golden_from_run(f.s, id_of(&f, "a"), 1, &gold), 0);
+	load_whole(&f, id_of(&f, "a"), &run);
+	load_whole(&f, id_of(&f, "a"), &gold);
 	gold.stats[5].hash ^= 1;
 	gold.stats[5].l2 *= 1 + 1e-6;
 	lks_check_result_init(&r);
-	lks_golden_compare(&run, &gold, 0, 1e-5, 0, &r, note, sizeof(note));
-	cr_assert(!r.failed, "%s %s", r.field, note);
+	lks_golden_compare(&run, &gold, 0, 1e-5, 0, &r);
+	cr_assert(!r.failed, "%s %s", r.field, r.note);
 	lks_check_result_init(&r);
-	lks_golden_compare(&run, &gold, 0, 1e-7, 0, &r, note, sizeof(note));
+	lks_golden_compare(&run, &gold, 0, 1e-7, 0, &r);
 	cr_assert(r.failed);
 	cr_assert_str_eq(r.field, "l2");
 	cr_assert_eq(r.step, gold.stats[5].step);
-	cr_assert_not_null(strstr(note, "rtol"), "%s", note);
+	cr_assert_not_null(strstr(r.note, "rtol"), "%s", r.note);
 	lks_check_result_init(&r);
-	lks_golden_compare(&run, &gold, 1, 0, 0, &r, note, sizeof(note));
+	lks_golden_compare(&run, &gold, 1, 0, 0, &r);
 	cr_assert_str_eq(r.field, "l2");  /* bit for bit, l2 comes before hash */
-	lks_golden_release(&run);
-	lks_golden_release(&gold);
+	lks_stored_run_release(&run);
+	lks_stored_run_release(&gold);
 	fx_teardown(&f);
+}
+
+/* The folder travels from the command line: --golden DIR, else $LKS_GOLDEN_DIR, else
+   "golden"; an empty value counts as not given. */
+Test(golden, the_folder_given_then_the_environment_then_golden)
+{
+	const char *old = getenv("LKS_GOLDEN_DIR");
+	char *keep = old ? strdup(old) : NULL;
+
+	cr_assert_eq(unsetenv("LKS_GOLDEN_DIR"), 0);
+	cr_assert_str_eq(lks_golden_dir(NULL), "golden");
+	cr_assert_str_eq(lks_golden_dir(""), "golden");
+	cr_assert_str_eq(lks_golden_dir("g2"), "g2");
+	cr_assert_eq(setenv("LKS_GOLDEN_DIR", "from-env", 1), 0);
+	cr_assert_str_eq(lks_golden_dir(NULL), "from-env");
+	cr_assert_str_eq(lks_golden_dir("g2"), "g2", "the command line wins");
+	cr_assert_eq(setenv("LKS_GOLDEN_DIR", "", 1), 0);
+	cr_assert_str_eq(lks_golden_dir(NULL), "golden");
+	if (keep)
+		setenv("LKS_GOLDEN_DIR", keep, 1);
+	else
+		unsetenv("LKS_GOLDEN_DIR");
+	free(keep);
 }
 
 Test(golden, missing_golden_fails_with_the_update_command)
@@ -504,7 +585,7 @@ static void expect_corrupt(struct fx *f, const char *what, void (*edit)(struct t
 {
 	char path[256], want[300];
 	struct text t;
-	lks_golden g;
+	lks_stored_run g;
 	lks_check_result r;
 	int nlines;
 
@@ -520,7 +601,7 @@ static void expect_corrupt(struct fx *f, const char *what, void (*edit)(struct t
 	cr_assert_eq(lks_golden_read(path, &g), LKS_GOLDEN_BAD, "%s: read passed", what);
 	cr_assert(!strncmp(lks_errmsg(), want, strlen(want)), "%s: '%s' does not start with '%s'",
 	          what, lks_errmsg(), want);
-	lks_golden_release(&g);
+	lks_stored_run_release(&g);
 	r = eval(f, "gold");
 	cr_assert_eq(r.verdict, LKS_VERDICT_FAIL, "%s", what);
 	cr_assert(r.bad_input, "%s", what);
@@ -638,7 +719,8 @@ Test(golden, corrupt_golden_is_counted_as_bad_input)
 	text_write(&t, path, t.n, -1);
 	text_free(&t);
 	cr_assert_eq(lks_store_begin_suite(f.s, "test", &suite), 0);
-	cr_assert_eq(lks_check_case(f.s, suite, &f.c, f.ids, NULL, &tally), 0, "%s", lks_errmsg());
+	cr_assert_eq(lks_check_case(f.s, suite, &f.c, f.ids, &f.opts, NULL, &tally), 0, "%s",
+	             lks_errmsg());
 	cr_assert_eq(tally.total, 2);
 	cr_assert_eq(tally.passed, 1);
 	cr_assert_eq(tally.failed, 1);
@@ -649,19 +731,21 @@ Test(golden, corrupt_golden_is_counted_as_bad_input)
 Test(golden, incomplete_run_is_refused)
 {
 	struct fx f;
-	lks_golden g;
-	char q[128];
+	lks_stored_run g;
+	char q[128], path[256];
 
 	fx_setup(&f);
 	snprintf(q, sizeof(q), "UPDATE runs SET status = 'incomplete' WHERE run_id = %lld",
 	         (long long)id_of(&f, "a"));
 	cr_assert_eq(sqlite3_exec(lks_store_db(f.s), q, NULL, NULL, NULL), SQLITE_OK);
-	cr_assert_eq(lks_golden_from_run(f.s, id_of(&f, "a"), 1, &g), LKS_GOLDEN_BAD);
-	cr_assert_not_null(strstr(lks_errmsg(), "incomplete"), "%s", lks_errmsg());
-	lks_golden_release(&g);
 	/* comparing may read it: the missing steps would be the divergence */
-	cr_assert_eq(lks_golden_from_run(f.s, id_of(&f, "a"), 0, &g), 0);
-	lks_golden_release(&g);
+	cr_assert_eq(lks_stored_run_load(f.s, id_of(&f, "a"), LKS_LOAD_TRACE, &g), 0);
+	cr_assert_eq(lks_golden_path(f.golden, g.backend, g.case_name, g.run_name, path,
+	                             sizeof(path)), 0);
+	cr_assert_eq(lks_golden_write(&g, path), LKS_GOLDEN_BAD);
+	cr_assert_not_null(strstr(lks_errmsg(), "incomplete"), "%s", lks_errmsg());
+	cr_assert_eq(access(path, F_OK), -1, "a golden was written from an incomplete run");
+	lks_stored_run_release(&g);
 	fx_teardown(&f);
 }
 
@@ -695,7 +779,7 @@ static void put_file(const char *path, const char *text)
 Test(golden, leftovers_of_a_killed_writer_are_removed)
 {
 	struct fx f;
-	lks_golden g, back;
+	lks_stored_run g, back;
 	char path[256], dead[300], live[256], folder[160];
 	int fd;
 
@@ -712,21 +796,21 @@ Test(golden, leftovers_of_a_killed_writer_are_removed)
 	cr_expect_eq(access(dead, F_OK), -1, "the leftover of a killed writer is still there");
 	cr_expect_eq(access(live, F_OK), 0, "a live writer's temporary was removed");
 	close(fd);
-	cr_assert_eq(lks_golden_from_run(f.s, id_of(&f, "a"), 1, &g), 0, "%s", lks_errmsg());
+	load_whole(&f, id_of(&f, "a"), &g);
 	cr_assert_eq(lks_golden_read(path, &back), 0, "%s", lks_errmsg());
 	expect_equal(&g, &back);
-	lks_golden_release(&back);
-	lks_golden_release(&g);
+	lks_stored_run_release(&back);
+	lks_stored_run_release(&g);
 
 	/* the rename fails (a folder holds the name): the temporary goes, nothing else changes */
 	snprintf(path, sizeof(path), "%s/bf.tsv", folder);
 	cr_assert_eq(mkdir(path, 0777), 0);
 	snprintf(dead, sizeof(dead), "%s/keep", path);
 	put_file(dead, "x");
-	cr_assert_eq(lks_golden_from_run(f.s, id_of(&f, "bf"), 1, &g), 0, "%s", lks_errmsg());
+	load_whole(&f, id_of(&f, "bf"), &g);
 	cr_assert_neq(lks_golden_write(&g, path), 0);
 	cr_expect(strstr(lks_errmsg(), "bf.tsv"), "%s", lks_errmsg());
-	lks_golden_release(&g);
+	lks_stored_run_release(&g);
 	cr_expect_eq(entries_with(folder, ".bf.tsv"), 0, "a temporary file was left behind");
 	cr_expect_eq(entries_with(folder, ".a.tsv"), 1, "only the live writer's temporary stays");
 	fx_teardown(&f);
@@ -824,7 +908,7 @@ Test(golden, update_never_follows_a_symlink)
 {
 	char dir[] = "/tmp/lks-test-golden-link-XXXXXX", path[300], cmd[512];
 	struct stat st;
-	lks_golden g;
+	lks_stored_run g;
 	struct text t;
 
 	cr_assert_not_null(mkdtemp(dir));
@@ -846,7 +930,7 @@ Test(golden, update_never_follows_a_symlink)
 	cr_assert_eq(lstat(path, &st), 0);
 	cr_expect(S_ISREG(st.st_mode), "a.tsv is not a regular file");
 	cr_expect_eq(lks_golden_read(path, &g), 0, "%s", lks_errmsg());
-	lks_golden_release(&g);
+	lks_stored_run_release(&g);
 	/* the link at a temporary's name was a leftover: removed, not followed */
 	snprintf(path, sizeof(path), "%s/golden/cpu/tiny/.a.tsv.tmp-0123abcd", dir);
 	cr_expect_neq(lstat(path, &st), 0, "the link at a temporary's name is still there");
@@ -862,7 +946,7 @@ Test(golden, update_reads_a_read_only_database)
 	char dir[] = "/tmp/lks-test-golden-ro-XXXXXX", gold[] = "/tmp/lks-test-golden-out-XXXXXX";
 	char path[300], args[512], out[4096], *before, *after;
 	const char *who;
-	lks_golden g;
+	lks_stored_run g;
 
 	cr_assert_not_null(mkdtemp(dir));
 	cr_assert_not_null(mkdtemp(gold));
@@ -887,7 +971,7 @@ Test(golden, update_reads_a_read_only_database)
 	cr_expect_str_eq(after, before, "the database's folder changed");
 	snprintf(path, sizeof(path), "%s/cpu/tiny/a.tsv", gold);
 	cr_expect_eq(lks_golden_read(path, &g), 0, "%s", lks_errmsg());
-	lks_golden_release(&g);
+	lks_stored_run_release(&g);
 	free(before);
 	free(after);
 	snprintf(args, sizeof(args), "rm -rf '%s' '%s'", dir, gold);

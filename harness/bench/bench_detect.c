@@ -119,7 +119,7 @@ static int lks_detect_check(lks_store *s, lks_check_kind kind, const lks_run_cfg
 	c->applies = !(row->needs & LKS_CK_CHECKPOINT) || bad->checkpoint;
 	if (!c->applies)
 		return 0;
-	if (lks_check_eval(s, &k, id_bad, two ? id_clean : 0, &res))
+	if (lks_check_eval(s, &k, NULL, id_bad, two ? id_clean : 0, &res))
 		return -1;
 	c->caught = res.failed;
 	c->step = res.step;

@@ -2,10 +2,10 @@
  * cmd_diff.c: 'lockstep diff RUN_A RUN_B': two stored runs side by side, like diff(1) for
  * traces. Prints what each run was (case, run, recipe, options, world size, steps,
  * backend, and the fingerprint keys in which they differ), the first divergence exactly
- * as the bitwise check reports it (check.c does the comparison), and a table per step:
- * the loss of both, its relative error, and over every tensor both runs share the largest
- * relative error of the L2 norm (with the tensor where it occurs) and how many tensors
- * have a different hash.
+ * as the bitwise check reports it (the check walks both runs with walk.h), and a table
+ * per step: the loss of both, its relative error, and over every tensor both runs share
+ * the largest relative error of the L2 norm (with the tensor where it occurs) and how many
+ * tensors have a different hash.
  *
  * Exit 0 when the runs are bitwise identical, 1 when they differ, 2 for bad usage, an
  * unknown run or a bad database, 3 when the database cannot be read.
@@ -18,9 +18,9 @@
 
 #include "harness/engine/case.h"
 #include "harness/verify/check.h"
+#include "harness/verify/walk.h"
 #include "harness/cli/cmd.h"
 #include "harness/store/fingerprint.h"
-#include "harness/store/run_trace.h"
 #include "harness/base/shell.h"
 #include "harness/store/trace_store.h"
 #include "kernels/err.h"
@@ -52,70 +52,20 @@ static const char lks_diff_help[] =
 	"            2 bad usage, an unknown run or a file that is not a lockstep database,\n"
 	"            3 the database cannot be read\n";
 
-/* What the header shows of a run; strings owned. */
-struct lks_diff_run {
-	int64_t id;
-	char *case_name, *run_name, *recipe, *options, *backend, *status, *started, *fingerprint;
-	int world_size, steps;
-};
-
-/* A run's trace as the per-step table reads it. */
-
-static char *lks_dup(const char *s)
-{
-	return strdup(s ? s : "");
-}
-
-static void lks_diff_run_release(struct lks_diff_run *r)
-{
-	free(r->case_name);
-	free(r->run_name);
-	free(r->recipe);
-	free(r->options);
-	free(r->backend);
-	free(r->status);
-	free(r->started);
-	free(r->fingerprint);
-	memset(r, 0, sizeof(*r));
-}
-
-static int lks_diff_run_set(struct lks_diff_run *r, const lks_run_rec *rec)
-{
-	lks_diff_run_release(r);
-	r->id = rec->run_id;
-	r->world_size = rec->info.world_size;
-	r->steps = rec->info.steps;
-	r->case_name = lks_dup(rec->info.case_name);
-	r->run_name = lks_dup(rec->info.run_name);
-	r->recipe = lks_dup(rec->info.recipe);
-	r->options = lks_dup(rec->info.options);
-	r->backend = lks_dup(rec->info.backend);
-	r->status = lks_dup(rec->status);
-	r->started = lks_dup(rec->started);
-	r->fingerprint = lks_dup(rec->info.fingerprint);
-	if (!r->case_name || !r->run_name || !r->recipe || !r->options || !r->backend
-	    || !r->status || !r->started || !r->fingerprint)
-		return lks_err("out of memory");
-	return 0;
-}
-
 /* ---- resolving RUN_A / RUN_B ---- */
 
 struct lks_diff_find {
 	const char *case_name, *run_name;  /* CASE/RUN */
-	struct lks_diff_run *out;
-	int found;
+	int64_t id;               /* the latest such run; 0: none */
 };
 
 static int lks_diff_find_one(void *arg, const lks_run_rec *rec)
 {
 	struct lks_diff_find *f = arg;
 
-	if (f->case_name && (strcmp(rec->info.case_name, f->case_name)
-	                     || strcmp(rec->info.run_name, f->run_name)))
-		return 0;
-	f->found = 1;
-	return lks_diff_run_set(f->out, rec);  /* runs come in the order they began: last wins */
+	if (!strcmp(rec->info.case_name, f->case_name) && !strcmp(rec->info.run_name, f->run_name))
+		f->id = rec->run_id;  /* runs come in the order they began: the last wins */
+	return 0;
 }
 
 static int lks_is_id(const char *s)
@@ -128,21 +78,22 @@ static int lks_is_id(const char *s)
 	return 1;
 }
 
-/* 0 found; LKS_EXIT_USAGE (message printed) unknown or malformed; -1 store error. */
-static int lks_diff_resolve(lks_store *s, const char *db, const char *arg, struct lks_diff_run *out)
+/* The run arg names, loaded with its trace: 0 found; LKS_EXIT_USAGE (message printed)
+   unknown or malformed; -1 store error. */
+static int lks_diff_resolve(lks_store *s, const char *db, const char *arg, lks_stored_run *out)
 {
-	struct lks_diff_find f = { .out = out };
+	struct lks_diff_find f = { 0 };
 	char buf[2 * LKS_NAME_MAX + 2], path[LKS_NAME_MAX + 16], qpath[4 * sizeof(path)], qdb[1024];
 	const char *slash = strchr(arg, '/');
 
 	if (lks_is_id(arg)) {
-		int64_t id = strtoll(arg, NULL, 10);
 		char status[32];
 
-		/* lks_store_get_run fails alike for a missing run and a failing store: ask first */
-		if (id <= 0 || lks_store_run_status(s, id, status, sizeof(status)))
+		f.id = strtoll(arg, NULL, 10);
+		/* a load fails alike for a missing run and a failing store: ask first */
+		if (f.id <= 0 || lks_store_run_status(s, f.id, status, sizeof(status)))
 			return lks_usage("diff: no run %s in '%s' (a run is an id or CASE/RUN)", arg, db);
-		return lks_store_get_run(s, id, lks_diff_find_one, &f) ? -1 : 0;
+		return lks_stored_run_load(s, f.id, LKS_LOAD_TRACE, out) ? -1 : 0;
 	}
 	if (!slash || slash == arg || !slash[1] || strchr(slash + 1, '/')
 	    || strlen(arg) >= sizeof(buf))
@@ -153,41 +104,26 @@ static int lks_diff_resolve(lks_store *s, const char *db, const char *arg, struc
 	f.run_name = buf + (slash - arg) + 1;
 	if (lks_store_get_runs(s, lks_diff_find_one, &f))
 		return -1;
-	if (!f.found) {
+	if (!f.id) {
 		snprintf(path, sizeof(path), "cases/%s.ini", f.case_name);
 		return lks_usage("diff: no stored run '%s' in '%s' (run its case first: lockstep run "
 		                 "%s --db %s)", arg, db, lks_shell_quote(path, qpath, sizeof(qpath)),
 		                 lks_shell_quote(db, qdb, sizeof(qdb)));
 	}
-	return 0;
+	return lks_stored_run_load(s, f.id, LKS_LOAD_TRACE, out) ? -1 : 0;
 }
 
 /* ---- the header ---- */
 
-static void lks_diff_header(const char *label, const struct lks_diff_run *r)
+static void lks_diff_header(const char *label, const lks_stored_run *r)
 {
 	printf("%s: run %lld  %s/%s  recipe %s%s%s  world size %d  %d steps  backend %s  %s  %s\n",
 	       label, (long long)r->id, r->case_name, r->run_name, r->recipe,
-	       r->options[0] ? "  options " : "", r->options, r->world_size, r->steps, r->backend,
+	       r->options[0] ? "  options " : "", r->options, r->W, r->steps, r->backend,
 	       r->status, r->started);
 }
 
 /* ---- traces for the per-step table ---- */
-
-/* The loss of a step: the mean over the ranks that stored one, as the close check takes
-   it; NaN when none did. */
-static double lks_diff_loss(const lks_run_trace *t, int step)
-{
-	double sum = 0.0;
-	int n = 0;
-
-	for (int r = 0; r < t->W && step < t->nsteps; r++)
-		if (t->have_step[(size_t)step * t->W + r]) {
-			sum += t->steps[(size_t)step * t->W + r].loss;
-			n++;
-		}
-	return n ? sum / n : NAN;
-}
 
 /* |a - b| / |b|; 0 for equal values (0 and 0 included), inf when b is 0 and a is not,
    NaN when either is NaN. */
@@ -207,13 +143,16 @@ struct lks_diff_step {
 	int l2_nan;               /* a NaN L2 error was seen (it outranks every number) */
 };
 
-static void lks_diff_step_eval(const lks_run_trace *a, const lks_run_trace *b,
+/* The loss of a step is the mean over the ranks that stored one, as the close check takes
+   it (NaN when none did). */
+static void lks_diff_step_eval(const lks_stored_run *a, const lks_stored_run *b,
                                const int *map, int step, struct lks_diff_step *d)
 {
+	const lks_metric *loss = lks_metric_find("loss");
 	int W = a->W < b->W ? a->W : b->W;
 
-	d->loss_a = lks_diff_loss(a, step);
-	d->loss_b = lks_diff_loss(b, step);
+	d->loss_a = lks_walk_step_value(a, step, loss);
+	d->loss_b = lks_walk_step_value(b, step, loss);
 	d->loss_rel = lks_rel(d->loss_a, d->loss_b);
 	d->l2_rel = -1.0;
 	d->l2_seq = -1;
@@ -223,7 +162,8 @@ static void lks_diff_step_eval(const lks_run_trace *a, const lks_run_trace *b,
 		int hash_differs = 0;
 
 		for (int r = 0; map[i] >= 0 && r < W; r++) {
-			const lks_stat_row *ra = lks_run_trace_row(a, r, i), *rb = lks_run_trace_row(b, r, map[i]);
+			const lks_stat_row *ra = lks_stored_run_row(a, r, i);
+			const lks_stat_row *rb = lks_stored_run_row(b, r, map[i]);
 			double e;
 
 			if (!ra || !rb)
@@ -252,30 +192,19 @@ static void lks_fmt_num(char *buf, size_t n, double v, const char *fmt)
 		snprintf(buf, n, fmt, v);
 }
 
-static int lks_diff_table(lks_store *s, const struct lks_diff_run *ra, const struct lks_diff_run *rb,
-                          int max_rows)
+/* The tensors are paired as the bitwise check pairs them (walk.h). */
+static int lks_diff_table(lks_stored_run *a, lks_stored_run *b, int max_rows)
 {
-	lks_run_trace a, b;
-	int *map = NULL, nshared = 0, nsteps, rc = -1;
+	static const lks_walk_opts shared = { .exact = 1 };
+	lks_walk_count n;
+	int *map, nsteps;
 
-	memset(&b, 0, sizeof(b));
-	if (lks_run_trace_load(s, ra->id, &a) || lks_run_trace_load(s, rb->id, &b))
-		goto out;
-	if (!(map = malloc(sizeof(int) * ((size_t)a.nt + 1)))) {
-		lks_err("out of memory");
-		goto out;
-	}
-	for (int i = 0; i < a.nt; i++) {
-		map[i] = -1;
-		for (int j = 0; j < b.nt && map[i] < 0; j++)
-			if (b.phases[j] == a.phases[i] && b.occ[j] == a.occ[i]
-			    && !strcmp(b.names[j], a.names[i]))
-				map[i] = j;
-		nshared += map[i] >= 0;
-	}
-	nsteps = a.nsteps > b.nsteps ? a.nsteps : b.nsteps;
+	if (!(map = malloc(sizeof(int) * ((size_t)a->nt + 1))))
+		return lks_err("out of memory");
+	lks_walk_pairs(&shared, a, b, map, &n);
+	nsteps = a->nsteps > b->nsteps ? a->nsteps : b->nsteps;
 	printf("\nper step (%d tensors shared of %d in a, %d in b; ranks 0..%d compared pairwise; "
-	       "rel = |a - b| / |b|):\n", nshared, a.nt, b.nt, (a.W < b.W ? a.W : b.W) - 1);
+	       "rel = |a - b| / |b|):\n", n.nshared, a->nt, b->nt, (a->W < b->W ? a->W : b->W) - 1);
 	printf("%5s  %-12s %-12s %-10s %-10s %-44s %s\n", "step", "loss a", "loss b", "loss rel",
 	       "l2 rel max", "at tensor", "hash differs");
 	for (int step = 0; step < nsteps; step++) {
@@ -287,14 +216,12 @@ static int lks_diff_table(lks_store *s, const struct lks_diff_run *ra, const str
 			       nsteps - step > 1 ? "s" : "");
 			break;
 		}
-		if ((step < a.nsteps && lks_run_trace_step(s, &a, step))
-		    || (step < b.nsteps && lks_run_trace_step(s, &b, step)))
-			goto out;
-		if (step >= a.nsteps)
-			memset(a.have, 0, (size_t)a.nt * a.W);
-		if (step >= b.nsteps)
-			memset(b.have, 0, (size_t)b.nt * b.W);
-		lks_diff_step_eval(&a, &b, map, step, &d);
+		/* a step one run lacks has no rows in it */
+		if (lks_stored_run_step(a, step) || lks_stored_run_step(b, step)) {
+			free(map);
+			return -1;
+		}
+		lks_diff_step_eval(a, b, map, step, &d);
 		lks_fmt_num(la, sizeof(la), d.loss_a, "%.6f");
 		lks_fmt_num(lb, sizeof(lb), d.loss_b, "%.6f");
 		lks_fmt_num(lr, sizeof(lr), d.loss_rel, "%.3g");
@@ -303,18 +230,14 @@ static int lks_diff_table(lks_store *s, const struct lks_diff_run *ra, const str
 		else
 			lks_fmt_num(l2, sizeof(l2), d.l2_seq < 0 ? NAN : d.l2_rel, "%.3g");
 		if (d.l2_seq >= 0 && (d.l2_rel > 0 || d.l2_nan))
-			snprintf(at, sizeof(at), "%s (%s)", a.names[d.l2_seq],
-			         lks_phase_name(a.phases[d.l2_seq]));
+			snprintf(at, sizeof(at), "%s (%s)", a->names[d.l2_seq],
+			         lks_phase_name(a->phases[d.l2_seq]));
 		else
 			snprintf(at, sizeof(at), "-");
 		printf("%5d  %-12s %-12s %-10s %-10s %-44s %d\n", step, la, lb, lr, l2, at, d.nhash);
 	}
-	rc = 0;
-out:
 	free(map);
-	lks_run_trace_release(&a);
-	lks_run_trace_release(&b);
-	return rc;
+	return 0;
 }
 
 /* ---- the command ---- */
@@ -357,13 +280,15 @@ static int lks_diff_parse(int argc, char **argv, struct lks_diff_args *a)
 int cmd_diff(int argc, char **argv)
 {
 	struct lks_diff_args a = { 0 };
-	struct lks_diff_run ra = { 0 }, rb = { 0 };
+	lks_stored_run ra, rb;
 	lks_check_cfg k = { .name = "diff", .kind = LKS_CHECK_BITWISE, .a = "a", .b = "b",
 	                    .exp_step = -1, .exp_rank = -1 };
 	lks_check_result res;
 	lks_store *store = NULL;
 	int rc, open_rc;
 
+	lks_stored_run_init(&ra);
+	lks_stored_run_init(&rb);
 	if ((rc = lks_diff_parse(argc, argv, &a)) != 0)
 		return rc < 0 ? LKS_EXIT_OK : rc;
 	if ((open_rc = lks_store_open_readonly(a.db, &store)) != 0) {
@@ -382,7 +307,7 @@ int cmd_diff(int argc, char **argv)
 	lks_diff_header("a", &ra);
 	lks_diff_header("b", &rb);
 	lks_fingerprint_json_diff(stdout, ra.fingerprint, rb.fingerprint, "a", "b");
-	if (lks_check_eval(store, &k, ra.id, rb.id, &res)) {
+	if (lks_check_eval(store, &k, NULL, ra.id, rb.id, &res)) {
 		fprintf(stderr, "lockstep: %s\n", lks_errmsg());
 		goto out;
 	}
@@ -390,14 +315,14 @@ int cmd_diff(int argc, char **argv)
 		printf("\nidentical: bit for bit in every shared tensor, loss and grad norm\n");
 	else
 		printf("\nfirst divergence: %s\n", res.message);
-	if (lks_diff_table(store, &ra, &rb, a.max_rows)) {
+	if (lks_diff_table(&ra, &rb, a.max_rows)) {
 		fprintf(stderr, "lockstep: %s\n", lks_errmsg());
 		goto out;
 	}
 	rc = res.verdict == LKS_VERDICT_PASS ? LKS_EXIT_OK : LKS_EXIT_FAIL;
 out:
-	lks_diff_run_release(&ra);
-	lks_diff_run_release(&rb);
+	lks_stored_run_release(&ra);
+	lks_stored_run_release(&rb);
 	lks_store_close(store);
 	return rc;
 }

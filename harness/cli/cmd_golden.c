@@ -51,6 +51,7 @@ static const char lks_golden_help[] =
 
 struct lks_golden_args {
 	const char *db;
+	const char *golden;       /* --golden DIR; NULL: not given */
 	const char **only, **inputs;
 	int nonly, ninputs;
 };
@@ -93,7 +94,7 @@ static int lks_golden_parse(int argc, char **argv, struct lks_golden_args *a)
 		} else if (!strcmp(o, "--db") && v) {
 			a->db = argv[++i];
 		} else if (!strcmp(o, "--golden") && v) {
-			lks_golden_set_dir(argv[++i]);
+			a->golden = argv[++i];
 		} else if (!strcmp(o, "--run") && v) {
 			a->only[a->nonly++] = argv[++i];
 		} else if (o[0] == '-' && o[1]) {
@@ -214,35 +215,32 @@ static int lks_golden_check_only(const struct lks_golden_args *a, const lks_case
 	return 0;
 }
 
-static int lks_golden_write_one(lks_store *s, int64_t id, const char *db)
+/* The golden file of stored run id, in folder dir; read whole: a golden is kept small. */
+static int lks_golden_write_one(lks_store *s, int64_t id, const char *db, const char *dir)
 {
-	lks_golden g;
+	lks_stored_run g;
 	char path[1024];
 	struct stat st;
 	int rc;
 
-	if ((rc = lks_golden_from_run(s, id, 1, &g)) != 0)
-		return rc;
+	if ((rc = lks_stored_run_load(s, id, LKS_LOAD_WHOLE, &g)) != 0)
+		goto out;
 	if (strstr(g.options, " inject: ")) {  /* a golden is what a clean run computes */
 		rc = lks_err("run %lld of '%s' has a planted fault (%s): goldens come from clean runs",
 		             (long long)id, db, strstr(g.options, " inject: ") + 9);
-		lks_golden_release(&g);
-		return rc;
+		goto out;
 	}
-	if ((rc = lks_golden_path(lks_golden_dir(), g.backend, g.case_name, g.run_name, path,
-	                             sizeof(path))) != 0
-	    || (rc = lks_golden_write(&g, path)) != 0) {
-		lks_golden_release(&g);
-		return rc;
-	}
+	if ((rc = lks_golden_path(dir, g.backend, g.case_name, g.run_name, path, sizeof(path))) != 0
+	    || (rc = lks_golden_write(&g, path)) != 0)
+		goto out;
 	printf("wrote %s: run %lld of '%s', %d steps x %d rank%s, %d tensors, %zu stats rows",
-	       path, (long long)id, db, g.steps, g.world_size, g.world_size > 1 ? "s" : "", g.nt,
-	       g.nstats);
+	       path, (long long)id, db, g.steps, g.W, g.W > 1 ? "s" : "", g.nt, g.nstats);
 	if (!stat(path, &st))
 		printf(", %lld KiB", (long long)(st.st_size + 1023) / 1024);
 	printf("\n");
-	lks_golden_release(&g);
-	return 0;
+out:
+	lks_stored_run_release(&g);
+	return rc;
 }
 
 int cmd_golden(int argc, char **argv)
@@ -296,12 +294,13 @@ int cmd_golden(int argc, char **argv)
 			}
 		}
 	for (int i = 0; i < nids; i++)
-		if ((open_rc = lks_golden_write_one(store, ids[i], a.db)) != 0) {
+		if ((open_rc = lks_golden_write_one(store, ids[i], a.db, lks_golden_dir(a.golden))) != 0) {
 			fprintf(stderr, "lockstep: %s\n", lks_errmsg());
 			rc = open_rc == LKS_GOLDEN_BAD ? LKS_EXIT_USAGE : LKS_EXIT_INFRA;
 			goto out;
 		}
-	printf("%d golden file%s written under '%s'\n", nids, nids == 1 ? "" : "s", lks_golden_dir());
+	printf("%d golden file%s written under '%s'\n", nids, nids == 1 ? "" : "s",
+	       lks_golden_dir(a.golden));
 	rc = LKS_EXIT_OK;
 out:
 	lks_cases_release(cases, ncases);

@@ -68,6 +68,7 @@ static const char lks_run_help[] =
 
 struct lks_run_args {
 	const char *db, *junit, *combo;
+	const char *golden;       /* --golden DIR; NULL: not given */
 	int steps, threads, quiet;
 	const char **sets, **only, **inputs, **checks;
 	int nsets, nonly, ninputs, nchecks;
@@ -112,7 +113,7 @@ static int lks_run_parse(int argc, char **argv, struct lks_run_args *a)
 		} else if (!strcmp(o, "--combo") && v) {
 			a->combo = argv[++i];
 		} else if (!strcmp(o, "--golden") && v) {
-			lks_golden_set_dir(argv[++i]);
+			a->golden = argv[++i];
 		} else if (!strcmp(o, "--junit") && v) {
 			a->junit = argv[++i];
 		} else if (!strcmp(o, "--quiet")) {
@@ -247,11 +248,13 @@ int lks_run_cases(int argc, char **argv, lks_check_tally *t)
 	int *selected = NULL;
 	lks_sqnr_pairs *pairs = NULL;
 	lks_check_tally tally = { 0 };
+	lks_check_opts copts;
 
 	if ((rc = lks_run_parse(argc, argv, &a)) != 0) {
 		rc = rc < 0 ? LKS_EXIT_OK : rc;
 		goto out;
 	}
+	copts = (lks_check_opts){ .golden_dir = lks_golden_dir(a.golden) };
 	rc = LKS_EXIT_USAGE;
 	/* every case is valid before anything is written */
 	if (lks_cases_load(a.inputs, a.ninputs, a.sets, a.nsets, &cases, &ncases)) {
@@ -313,7 +316,7 @@ int lks_run_cases(int argc, char **argv, lks_check_tally *t)
 			fflush(stdout);
 			run_ids[j] = res.run_id;
 		}
-		if (lks_check_case(store, suite_id, &cases[i], run_ids, stdout, &tally)) {
+		if (lks_check_case(store, suite_id, &cases[i], run_ids, &copts, stdout, &tally)) {
 			fprintf(stderr, "lockstep: %s\n", lks_errmsg());
 			goto out;
 		}

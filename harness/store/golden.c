@@ -1,6 +1,6 @@
 /*
- * golden.c: golden files (golden.h): a stored run into memory, memory into a text file and
- * back with every line checked.
+ * golden.c: golden files (golden.h): a stored run (run.h) into a text file, and back with
+ * every line checked.
  *
  * A stored run and a golden file become the same struct, so writing is "read the run, print
  * it", and comparing (verify/golden_compare.c) is "read both, walk both"; the test that a
@@ -27,34 +27,14 @@ static const char lks_golden_step_head[] = "step\trank\tloss\tgrad_norm\tlr";
 static const char lks_golden_stat_head[] =
 	"step\trank\tseq\tname\tphase\tl2\tamax\tscale\tnonfinite\tunderflow\tsaturated\thash";
 
-void lks_golden_release(lks_golden *g)
-{
-	for (int i = 0; i < g->nt; i++)
-		free(g->names[i]);
-	free(g->names);
-	free(g->phases);
-	free(g->steprows);
-	free(g->stats);
-	free(g->options);
-	free(g->case_path);
-	memset(g, 0, sizeof(*g));
-}
-
 /* ---- where ---- */
 
-static const char *lks_golden_dir_set;  /* lockstep run --golden DIR */
-
-void lks_golden_set_dir(const char *dir)
-{
-	lks_golden_dir_set = dir;
-}
-
-const char *lks_golden_dir(void)
+const char *lks_golden_dir(const char *given)
 {
 	const char *env = getenv("LKS_GOLDEN_DIR");
 
-	if (lks_golden_dir_set && *lks_golden_dir_set)
-		return lks_golden_dir_set;
+	if (given && *given)
+		return given;
 	return env && *env ? env : "golden";
 }
 
@@ -79,149 +59,6 @@ int lks_golden_path(const char *dir, const char *backend, const char *case_name,
 	if (n < 0 || (size_t)n >= size)
 		return lks_err("golden path too long for case '%s', run '%s'", case_name, run_name);
 	return 0;
-}
-
-/* ---- a stored run ---- */
-
-static void lks_copy(char *dst, size_t size, const char *src)
-{
-	snprintf(dst, size, "%s", src ? src : "");
-}
-
-/* The string value of "key" in a flat JSON object of strings (the fingerprint), escapes
-   undone for \" and \\ only (the others do not occur in the keys read here). */
-static void lks_json_get(const char *json, const char *key, char *buf, size_t size)
-{
-	char pat[80];
-	const char *p;
-	size_t n = 0;
-
-	buf[0] = 0;
-	snprintf(pat, sizeof(pat), "\"%s\"", key);
-	if (!json || !(p = strstr(json, pat)))
-		return;
-	p += strlen(pat);
-	while (*p == ' ' || *p == ':')
-		p++;
-	if (*p++ != '"')
-		return;
-	for (; *p && *p != '"' && n + 1 < size; p++) {
-		if (*p == '\\' && p[1])
-			p++;
-		buf[n++] = *p == '\t' || *p == '\n' ? ' ' : *p;
-	}
-	buf[n] = 0;
-}
-
-struct lks_golden_run_arg {
-	lks_golden *g;
-	int complete;
-	char status[32];
-};
-
-static int lks_golden_run_cb(void *arg, const lks_run_rec *run)
-{
-	struct lks_golden_run_arg *a = arg;
-	lks_golden *g = a->g;
-	char version[32], commit[32];
-
-	lks_copy(g->case_name, sizeof(g->case_name), run->info.case_name);
-	lks_copy(g->run_name, sizeof(g->run_name), run->info.run_name);
-	lks_copy(g->recipe, sizeof(g->recipe), run->info.recipe);
-	lks_copy(g->backend, sizeof(g->backend), run->info.backend);
-	lks_copy(a->status, sizeof(a->status), run->status);
-	g->world_size = run->info.world_size;
-	g->steps = run->info.steps;
-	g->seed = run->info.seed;
-	lks_json_get(run->info.fingerprint, "lockstep.version", version, sizeof(version));
-	lks_json_get(run->info.fingerprint, "lockstep.commit", commit, sizeof(commit));
-	snprintf(g->version, sizeof(g->version), "%s%s%s", version, *commit ? " " : "", commit);
-	lks_json_get(run->info.fingerprint, "compiler", g->compiler, sizeof(g->compiler));
-	lks_json_get(run->info.fingerprint, "isa.active", g->isa, sizeof(g->isa));
-	g->options = strdup(run->info.options ? run->info.options : "");
-	g->case_path = run->info.case_path ? strdup(run->info.case_path) : NULL;
-	a->complete = run->status && !strcmp(run->status, "complete");
-	return g->options ? 0 : lks_err("out of memory");
-}
-
-/* Adds tensor seq (name, phase) to g's table; seq must be the next one or a known one with
-   the same name and phase. Returns 1 for a mismatch (the caller words it), -1 on failure. */
-static int lks_golden_tensor(lks_golden *g, int seq, const char *name, lks_phase phase)
-{
-	char **n;
-	lks_phase *p;
-
-	if (seq < g->nt)
-		return g->phases[seq] != phase || strcmp(g->names[seq], name) != 0;
-	if (seq != g->nt)
-		return 1;
-	if (!(n = realloc(g->names, sizeof(*n) * ((size_t)g->nt + 1))))
-		return lks_err("out of memory");
-	g->names = n;
-	if (!(p = realloc(g->phases, sizeof(*p) * ((size_t)g->nt + 1))))
-		return lks_err("out of memory");
-	g->phases = p;
-	if (!(g->names[g->nt] = strdup(name)))
-		return lks_err("out of memory");
-	g->phases[g->nt++] = phase;
-	return 0;
-}
-
-static int lks_golden_tensor_cb(void *arg, int seq, const char *name, lks_phase phase)
-{
-	lks_golden *g = arg;
-	int rc = lks_golden_tensor(g, seq, name, phase);
-
-	return rc > 0 ? lks_err("tensor seq %d out of order in the store", seq) : rc;
-}
-
-static int lks_golden_load_stats(lks_store *s, int64_t run_id, lks_golden *g)
-{
-	int64_t total;
-	size_t filled = 0;
-
-	if (lks_store_count(s, run_id, LKS_TABLE_STATS, &total))
-		return -1;
-	if (!(g->stats = malloc(sizeof(*g->stats) * ((size_t)total + 1))))
-		return lks_err("out of memory");
-	for (int i = 0; i < g->nsteprows; i++) {
-		size_t n;
-
-		if (lks_store_get_stats(s, run_id, g->steprows[i].step, g->steprows[i].rank,
-		                        g->stats + filled, (size_t)total - filled, &n))
-			return -1;
-		if (n > (size_t)total - filled)
-			return lks_err("run %lld: more stats rows than counted", (long long)run_id);
-		filled += n;
-	}
-	g->nstats = filled;
-	return 0;
-}
-
-int lks_golden_from_run(lks_store *s, int64_t run_id, int complete_only, lks_golden *g)
-{
-	struct lks_golden_run_arg a = { .g = g };
-	int n = 0;
-
-	memset(g, 0, sizeof(*g));
-	if (lks_store_get_run(s, run_id, lks_golden_run_cb, &a))
-		return -1;
-	if (complete_only && !a.complete) {
-		lks_err("run %lld ('%s' of case '%s') is %s: only a complete run can become golden",
-		        (long long)run_id, g->run_name, g->case_name, a.status);
-		return LKS_GOLDEN_BAD;
-	}
-	if (lks_store_get_tensors(s, run_id, lks_golden_tensor_cb, g)
-	    || lks_store_get_steps(s, run_id, -1, NULL, 0, &n))
-		return -1;
-	if (!(g->steprows = calloc((size_t)n + 1, sizeof(*g->steprows))))
-		return lks_err("out of memory");
-	if (lks_store_get_steps(s, run_id, -1, g->steprows, n, &g->nsteprows))
-		return -1;
-	g->nsteprows = g->nsteprows < n ? g->nsteprows : n;
-	for (int i = 0; i < g->nsteprows; i++)
-		g->steprows[i].step_time = 0.0, g->steprows[i].nonfinite = 0;  /* not golden */
-	return lks_golden_load_stats(s, run_id, g);
 }
 
 /* ---- writing ---- */
@@ -252,16 +89,42 @@ static void lks_put_value(FILE *f, const char *key, const char *v)
 	fputc('\n', f);
 }
 
-static void lks_golden_print(const lks_golden *g, FILE *f)
+/* The stat rows of step, as lines; *n: how many. */
+static int lks_golden_print_stats(lks_stored_run *g, int step, FILE *f, size_t *n)
 {
+	const lks_stat_row *rows;
+
+	if (lks_stored_run_stats(g, step, &rows, n))
+		return -1;
+	for (size_t i = 0; i < *n; i++) {
+		const lks_stat_row *r = &rows[i];
+
+		if (r->seq < 0 || r->seq >= g->nt)
+			return lks_err("stats row with seq %d outside the %d tensors", r->seq, g->nt);
+		fprintf(f, "%d\t%d\t%d\t%s\t%s\t", r->step, r->rank, r->seq, g->names[r->seq],
+		        lks_phase_name(g->phases[r->seq]));
+		lks_put_f64(f, r->l2);
+		fputc('\t', f);
+		lks_put_f32(f, r->amax);
+		fputc('\t', f);
+		lks_put_f32(f, r->scale);
+		fprintf(f, "\t%" PRId64 "\t%" PRId64 "\t%" PRId64 "\t%016" PRIx64 "\n", r->nonfinite,
+		        r->underflow, r->saturated, r->hash);
+	}
+	return 0;
+}
+
+static int lks_golden_print(lks_stored_run *g, FILE *f)
+{
+	size_t nstats = 0;
+
 	fprintf(f, "%s %d\n", lks_golden_magic, LKS_GOLDEN_VERSION);
 	lks_put_value(f, "case", g->case_name);
 	lks_put_value(f, "run", g->run_name);
 	lks_put_value(f, "recipe", g->recipe);
 	lks_put_value(f, "options", g->options);
 	lks_put_value(f, "backend", g->backend);
-	fprintf(f, "# world_size: %d\n# steps: %d\n# seed: %" PRIu64 "\n", g->world_size, g->steps,
-	        g->seed);
+	fprintf(f, "# world_size: %d\n# steps: %d\n# seed: %" PRIu64 "\n", g->W, g->steps, g->seed);
 	lks_put_value(f, "lockstep", g->version);
 	lks_put_value(f, "compiler", g->compiler);
 	lks_put_value(f, "isa", g->isa);
@@ -278,21 +141,15 @@ static void lks_golden_print(const lks_golden *g, FILE *f)
 		fputc('\n', f);
 	}
 	fprintf(f, "%s\n", lks_golden_stat_head);
-	for (size_t i = 0; i < g->nstats; i++) {
-		const lks_stat_row *r = &g->stats[i];
-		int ok = r->seq >= 0 && r->seq < g->nt;
+	for (int step = 0; step < g->nsteps; step++) {
+		size_t n;
 
-		fprintf(f, "%d\t%d\t%d\t%s\t%s\t", r->step, r->rank, r->seq, ok ? g->names[r->seq] : "?",
-		        ok ? lks_phase_name(g->phases[r->seq]) : "?");
-		lks_put_f64(f, r->l2);
-		fputc('\t', f);
-		lks_put_f32(f, r->amax);
-		fputc('\t', f);
-		lks_put_f32(f, r->scale);
-		fprintf(f, "\t%" PRId64 "\t%" PRId64 "\t%" PRId64 "\t%016" PRIx64 "\n", r->nonfinite,
-		        r->underflow, r->saturated, r->hash);
+		if (lks_golden_print_stats(g, step, f, &n))
+			return -1;
+		nstats += n;
 	}
-	fprintf(f, "# end\t%d\t%zu\n", g->nsteprows, g->nstats);
+	fprintf(f, "# end\t%d\t%zu\n", g->nsteprows, nstats);
+	return 0;
 }
 
 /* mkdir -p of the directories above path. */
@@ -313,16 +170,22 @@ static int lks_mkdirs_for(const char *path)
 	return 0;
 }
 
-int lks_golden_write(const lks_golden *g, const char *path)
+int lks_golden_write(lks_stored_run *g, const char *path)
 {
 	lks_atomic a;
 
-	for (size_t i = 0; i < g->nstats; i++)
-		if (g->stats[i].seq < 0 || g->stats[i].seq >= g->nt)
-			return lks_err("stats row with seq %d outside the %d tensors", g->stats[i].seq, g->nt);
+	if (!g->status || strcmp(g->status, "complete")) {
+		lks_err("run %lld ('%s' of case '%s') is %s: only a complete run can become golden",
+		        (long long)g->id, g->run_name ? g->run_name : "", g->case_name ? g->case_name : "",
+		        g->status && *g->status ? g->status : "of no status");
+		return LKS_GOLDEN_BAD;
+	}
 	if (lks_mkdirs_for(path) || lks_atomic_open(&a, path))
 		return -1;
-	lks_golden_print(g, a.f);
+	if (lks_golden_print(g, a.f)) {
+		lks_atomic_abort(&a);
+		return -1;
+	}
 	return lks_atomic_commit(&a);
 }
 
@@ -331,7 +194,7 @@ int lks_golden_write(const lks_golden *g, const char *path)
 struct lks_rd {
 	const char *path;
 	int line;
-	lks_golden *g;
+	lks_stored_run *g;
 	unsigned have;            /* header keys seen, a bit each */
 };
 
@@ -440,9 +303,16 @@ static const char *const lks_header_keys[LKS_H_REQUIRED] = {
 
 /* "# key: value"; keys beyond the required ones are kept where known (lockstep, compiler,
    isa) and otherwise allowed, so a later writer may add some without a new version. */
+/* A header value into *dst (owned). */
+static int lks_set_string(char **dst, const char *v)
+{
+	free(*dst);
+	return (*dst = strdup(v)) ? 0 : lks_err("out of memory");
+}
+
 static int lks_read_header(struct lks_rd *r, char *line)
 {
-	lks_golden *g = r->g;
+	lks_stored_run *g = r->g;
 	char *key = line + 2, *colon = strstr(line, ": ");
 	const char *v;
 	int k;
@@ -460,16 +330,12 @@ static int lks_read_header(struct lks_rd *r, char *line)
 	if (k <= LKS_H_BACKEND && k != LKS_H_OPTIONS && !*v)
 		return lks_bad(r, "empty '%s' in the header", key);
 	switch (k) {
-	case LKS_H_CASE: lks_copy(g->case_name, sizeof(g->case_name), v); break;
-	case LKS_H_RUN: lks_copy(g->run_name, sizeof(g->run_name), v); break;
-	case LKS_H_RECIPE: lks_copy(g->recipe, sizeof(g->recipe), v); break;
-	case LKS_H_BACKEND: lks_copy(g->backend, sizeof(g->backend), v); break;
-	case LKS_H_OPTIONS:
-		free(g->options);
-		if (!(g->options = strdup(v)))
-			return lks_err("out of memory");
-		break;
-	case LKS_H_WORLD: return lks_parse_int(r, "world_size", v, 1, 1 << 20, &g->world_size);
+	case LKS_H_CASE: return lks_set_string(&g->case_name, v);
+	case LKS_H_RUN: return lks_set_string(&g->run_name, v);
+	case LKS_H_RECIPE: return lks_set_string(&g->recipe, v);
+	case LKS_H_BACKEND: return lks_set_string(&g->backend, v);
+	case LKS_H_OPTIONS: return lks_set_string(&g->options, v);
+	case LKS_H_WORLD: return lks_parse_int(r, "world_size", v, 1, 1 << 20, &g->W);
 	case LKS_H_STEPS: return lks_parse_int(r, "steps", v, 1, 1 << 30, &g->steps);
 	case LKS_H_SEED: {
 		char *end;
@@ -482,11 +348,11 @@ static int lks_read_header(struct lks_rd *r, char *line)
 	}
 	default:
 		if (!strcmp(key, "lockstep"))
-			lks_copy(g->version, sizeof(g->version), v);
+			snprintf(g->version, sizeof(g->version), "%s", v);
 		else if (!strcmp(key, "compiler"))
-			lks_copy(g->compiler, sizeof(g->compiler), v);
+			snprintf(g->compiler, sizeof(g->compiler), "%s", v);
 		else if (!strcmp(key, "isa"))
-			lks_copy(g->isa, sizeof(g->isa), v);
+			snprintf(g->isa, sizeof(g->isa), "%s", v);
 	}
 	return 0;
 }
@@ -499,22 +365,9 @@ static int lks_header_complete(struct lks_rd *r)
 	return 0;
 }
 
-static int lks_grow(void **p, size_t *cap, size_t n, size_t size)
+static int lks_read_step(struct lks_rd *r, char *line)
 {
-	void *q;
-
-	if (n < *cap)
-		return 0;
-	*cap = *cap ? 2 * *cap : 256;
-	if (!(q = realloc(*p, *cap * size)))
-		return lks_err("out of memory");
-	*p = q;
-	return 0;
-}
-
-static int lks_read_step(struct lks_rd *r, char *line, size_t *cap)
-{
-	lks_golden *g = r->g;
+	lks_stored_run *g = r->g;
 	char *f[6];
 	lks_step_row row = { 0 };
 	int n = lks_split(line, f, 5), rc;
@@ -523,7 +376,7 @@ static int lks_read_step(struct lks_rd *r, char *line, size_t *cap)
 		return lks_bad(r, "a step row has 5 tab-separated columns (step rank loss grad_norm lr), "
 		               "not %d", n);
 	if ((rc = lks_parse_int(r, "step", f[0], 0, g->steps - 1, &row.step))
-	    || (rc = lks_parse_int(r, "rank", f[1], 0, g->world_size - 1, &row.rank))
+	    || (rc = lks_parse_int(r, "rank", f[1], 0, g->W - 1, &row.rank))
 	    || (rc = lks_parse_f64(r, "loss", f[2], &row.loss))
 	    || (rc = lks_parse_f64(r, "grad_norm", f[3], &row.grad_norm))
 	    || (rc = lks_parse_f64(r, "lr", f[4], &row.lr)))
@@ -535,10 +388,7 @@ static int lks_read_step(struct lks_rd *r, char *line, size_t *cap)
 			return lks_bad(r, "step %d rank %d out of order (after step %d rank %d)", row.step,
 			               row.rank, p->step, p->rank);
 	}
-	if (lks_grow((void **)&g->steprows, cap, (size_t)g->nsteprows, sizeof(row)))
-		return -1;
-	g->steprows[g->nsteprows++] = row;
-	return 0;
+	return lks_stored_run_push_steprow(g, &row);
 }
 
 static int lks_phase_parse(const char *s, lks_phase *out)
@@ -551,7 +401,8 @@ static int lks_phase_parse(const char *s, lks_phase *out)
 	return -1;
 }
 
-int lks_stat_after(const lks_stat_row *a, const lks_stat_row *p)
+/* Whether stat row a comes after p in (step, rank, seq) order, the order of a golden's rows. */
+static int lks_stat_after(const lks_stat_row *a, const lks_stat_row *p)
 {
 	if (a->step != p->step)
 		return a->step > p->step;
@@ -560,9 +411,9 @@ int lks_stat_after(const lks_stat_row *a, const lks_stat_row *p)
 	return a->seq > p->seq;
 }
 
-static int lks_read_stat(struct lks_rd *r, char *line, size_t *cap)
+static int lks_read_stat(struct lks_rd *r, char *line)
 {
-	lks_golden *g = r->g;
+	lks_stored_run *g = r->g;
 	char *f[13];
 	lks_stat_row row = { 0 };
 	lks_phase phase;
@@ -571,14 +422,14 @@ static int lks_read_stat(struct lks_rd *r, char *line, size_t *cap)
 	if (n != 12)
 		return lks_bad(r, "a stats row has 12 tab-separated columns, not %d", n);
 	if ((rc = lks_parse_int(r, "step", f[0], 0, g->steps - 1, &row.step))
-	    || (rc = lks_parse_int(r, "rank", f[1], 0, g->world_size - 1, &row.rank))
+	    || (rc = lks_parse_int(r, "rank", f[1], 0, g->W - 1, &row.rank))
 	    || (rc = lks_parse_int(r, "seq", f[2], 0, 1 << 24, &row.seq)))
 		return rc;
 	if (!*f[3])
 		return lks_bad(r, "empty tensor name");
 	if (lks_phase_parse(f[4], &phase))
 		return lks_bad(r, "bad phase '%s' (forward, backward, update or recompute)", f[4]);
-	if ((rc = lks_golden_tensor(g, row.seq, f[3], phase)) < 0)
+	if ((rc = lks_stored_run_add_tensor(g, row.seq, f[3], phase)) < 0)
 		return rc;
 	if (rc > 0)
 		return row.seq > g->nt
@@ -596,10 +447,7 @@ static int lks_read_stat(struct lks_rd *r, char *line, size_t *cap)
 	if (g->nstats > 0 && !lks_stat_after(&row, &g->stats[g->nstats - 1]))
 		return lks_bad(r, "step %d rank %d seq %d out of order (rows go by step, rank, seq)",
 		               row.step, row.rank, row.seq);
-	if (lks_grow((void **)&g->stats, cap, g->nstats, sizeof(row)))
-		return -1;
-	g->stats[g->nstats++] = row;
-	return 0;
+	return lks_stored_run_push_stat(g, &row);
 }
 
 static int lks_read_end(struct lks_rd *r, char *line)
@@ -621,8 +469,7 @@ static int lks_read_end(struct lks_rd *r, char *line)
 
 enum { LKS_RD_MAGIC, LKS_RD_HEADER, LKS_RD_STEPS, LKS_RD_STATS, LKS_RD_DONE };
 
-static int lks_read_line(struct lks_rd *r, int *state, char *line, size_t *cap_steps,
-                         size_t *cap_stats)
+static int lks_read_line(struct lks_rd *r, int *state, char *line)
 {
 	int version, rc;
 
@@ -647,12 +494,12 @@ static int lks_read_line(struct lks_rd *r, int *state, char *line, size_t *cap_s
 		return lks_header_complete(r);
 	case LKS_RD_STEPS:
 		if (strcmp(line, lks_golden_stat_head))
-			return lks_read_step(r, line, cap_steps);
+			return lks_read_step(r, line);
 		*state = LKS_RD_STATS;
 		return 0;
 	case LKS_RD_STATS:
 		if (line[0] != '#')
-			return lks_read_stat(r, line, cap_stats);
+			return lks_read_stat(r, line);
 		*state = LKS_RD_DONE;
 		return lks_read_end(r, line);
 	default:
@@ -660,14 +507,16 @@ static int lks_read_line(struct lks_rd *r, int *state, char *line, size_t *cap_s
 	}
 }
 
-int lks_golden_read(const char *path, lks_golden *g)
+int lks_golden_read(const char *path, lks_stored_run *g)
 {
 	struct lks_rd r = { .path = path, .g = g };
 	char *text = NULL, *line, *next;
-	size_t len, cap_steps = 0, cap_stats = 0;
+	size_t len;
 	int state = LKS_RD_MAGIC, rc;
 
-	memset(g, 0, sizeof(*g));
+	lks_stored_run_init(g);
+	if (!(g->status = strdup("complete")))  /* only a complete run becomes golden */
+		return lks_err("out of memory");
 	if ((rc = lks_file_read(path, LKS_GOLDEN_FILE_MAX, "a golden file", &text, &len))) {
 		if (rc == LKS_FILE_MISSING) {
 			lks_err("no golden file '%s'", path);
@@ -686,7 +535,7 @@ int lks_golden_read(const char *path, lks_golden *g)
 			rc = lks_bad(&r, "the last line has no newline: the file is cut short");
 		else {
 			*next++ = 0;
-			rc = lks_read_line(&r, &state, line, &cap_steps, &cap_stats);
+			rc = lks_read_line(&r, &state, line);
 		}
 	}
 	if (rc == 0 && state != LKS_RD_DONE) {

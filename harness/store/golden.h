@@ -34,50 +34,28 @@
  * "inf" / "-inf"; hashes are 16 lowercase hex digits. Step time is not kept (not
  * reproducible), nor the step rows' non-finite count (the stat rows carry it per tensor).
  *
- * The golden directory: lks_golden_set_dir() (lockstep run --golden DIR), else the
- * environment variable LKS_GOLDEN_DIR, else "golden" in the current directory.
+ * The golden directory: the one given (lockstep run|golden --golden DIR), else the
+ * environment variable LKS_GOLDEN_DIR, else "golden" in the current directory
+ * (lks_golden_dir); the commands pass it on to the checks (check.h, lks_check_opts).
  */
 #ifndef LKS_HARNESS_GOLDEN_H
 #define LKS_HARNESS_GOLDEN_H
 
 #include <stddef.h>
-#include <stdint.h>
 
-#include "harness/store/trace_store.h"
+#include "harness/store/run.h"
 
 #define LKS_GOLDEN_VERSION 1
 
 /* lks_golden_read of a file that is not there: not bad input, the golden was never made. */
 #define LKS_GOLDEN_MISSING (-3)
 /* lks_golden_read of a bad file (error "path:line: ..."), or a run refused by
-   lks_golden_from_run (incomplete): bad input, exit 2. */
+   lks_golden_write (not complete): bad input, exit 2. */
 #define LKS_GOLDEN_BAD (-2)
 
-/* One run's trace as a golden file holds it: from the file, or from a stored run. */
-typedef struct lks_golden {
-	char case_name[64], run_name[64], recipe[64], backend[32];
-	char *options;
-	char *case_path;           /* from a stored run: its case file; NULL from a file */
-	int world_size, steps;    /* as declared for the run */
-	uint64_t seed;
-	char version[64], compiler[128], isa[32];  /* the fingerprint, for people */
-	int nt;                   /* tensors, by seq */
-	char **names;             /* (nt) */
-	lks_phase *phases;        /* (nt) */
-	int nsteprows;
-	lks_step_row *steprows;   /* (nsteprows) by (step, rank); step_time and nonfinite 0 */
-	size_t nstats;
-	lks_stat_row *stats;      /* (nstats) by (step, rank, seq) */
-} lks_golden;
-
-void lks_golden_release(lks_golden *g);
-
-/* Whether stat row a comes after p in (step, rank, seq) order, the order of a golden's rows. */
-int lks_stat_after(const lks_stat_row *a, const lks_stat_row *p);
-
-/* The golden directory now in effect (see above); set_dir(NULL) goes back to the default. */
-void lks_golden_set_dir(const char *dir);
-const char *lks_golden_dir(void);
+/* The golden directory: given when it is a non-empty string, else $LKS_GOLDEN_DIR when set
+   and not empty, else "golden". */
+const char *lks_golden_dir(const char *given);
 /* The class of golden data of a backend: "cpu" for the CPU backend, else the backend name. */
 const char *lks_golden_class(const char *backend);
 /* "<dir>/<class>/<case>/<run>.tsv" into buf; an error (lks_err) for a class, case or run
@@ -85,16 +63,16 @@ const char *lks_golden_class(const char *backend);
 int lks_golden_path(const char *dir, const char *backend, const char *case_name,
                     const char *run_name, char *buf, size_t size);
 
-/* A stored run into g. With complete_only (to write a golden), a run whose status is not
-   'complete' is refused (LKS_GOLDEN_BAD, lks_err): its trace may stop anywhere; without,
-   any run is read (to compare: the missing steps then show as the divergence). */
-int lks_golden_from_run(lks_store *s, int64_t run_id, int complete_only, lks_golden *g);
-/* g into path, creating its directories; written to a temporary file beside it and
-   renamed over path (harness/base/atomic_file.h), so an earlier golden is replaced whole or
-   not at all, and a symlink at any other name is never followed. */
-int lks_golden_write(const lks_golden *g, const char *path);
-/* The file at path into g, every line checked: LKS_GOLDEN_MISSING when there is no file,
-   LKS_GOLDEN_BAD with "path:line: what" for a bad one, -1 for other failures. */
-int lks_golden_read(const char *path, lks_golden *g);
+/* Run r (any source; stat rows read step by step when it has them so) into path, creating
+   its directories; written to a temporary file beside it and renamed over path
+   (harness/base/atomic_file.h), so an earlier golden is replaced whole or not at all, and a
+   symlink at any other name is never followed. A run whose status is not 'complete' is
+   refused (LKS_GOLDEN_BAD, lks_err): its trace may stop anywhere. */
+int lks_golden_write(lks_stored_run *r, const char *path);
+/* The file at path into r (held whole; status 'complete'), every line checked:
+   LKS_GOLDEN_MISSING when there is no file, LKS_GOLDEN_BAD with "path:line: what" for a
+   bad one, -1 for other failures. Release r with lks_stored_run_release, also after a
+   failure. */
+int lks_golden_read(const char *path, lks_stored_run *r);
 
 #endif

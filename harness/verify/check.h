@@ -4,7 +4,7 @@
  * a failing check names its divergence: the first step, then the first tensor in
  * execution order (seq: forward activations, backward gradients, updated weights), then
  * the lowest rank, with the first differing field, the values on both sides and the
- * error between them.
+ * error between them, as the walker finds it (walk.h) wherever two traces are compared.
  *
  * A numerical mismatch is a verdict, never an error: the functions here fail (-1,
  * lks_err) only when the store cannot be read or written.
@@ -30,6 +30,7 @@
  *   recompute    every RECOMPUTE row equals the FORWARD row of the same name (and
  *                occurrence) at the same step and rank
  *   golden       run a against its golden file <golden dir>/<class>/<case>/<run>.tsv
+ *                (the golden dir: lks_check_opts)
  *                (harness/store/golden.h): bit for bit, hashes included, for class cpu; within
  *                rtol/atol, hashes ignored, for other classes. A missing golden file fails,
  *                naming the command that writes it; a bad one fails with bad_input set and
@@ -76,6 +77,7 @@ typedef struct lks_check_result {
 	int64_t ia, ib;               /* LKS_VALUE_INT: counts, or hashes as their bits */
 	double abs_err, rel_err;      /* NaN: none; rel_err = |a - b| / |b| */
 	int64_t ulp;                  /* -1: none */
+	char note[256];               /* said after the values: a bound, a missing row, ... */
 	char message[512];            /* what failed, in words; for every verdict but pass */
 	int bad_input;                /* an input of the check is bad: the verdict is fail,
 	                                 message says file:line; exit 2. LKS_BAD_GOLDEN: a
@@ -91,13 +93,20 @@ typedef struct lks_check_tally {
 	int bad_input;            /* of the failed: checks whose input was bad (exit 2) */
 } lks_check_tally;
 
+/* What the checks need besides the case and the store, passed down from the command line. */
+typedef struct lks_check_opts {
+	const char *golden_dir;   /* where golden files are (golden.h, lks_golden_dir); NULL:
+	                             "golden" */
+} lks_check_opts;
+
 /*
  * Evaluates check k on the stored runs run_a and run_b (0 for one-run kinds), applying
  * k->expect_fail and the expected divergence (exp_step, exp_rank, exp_tensor, each only
- * when given). A run id of 0 where the kind needs a run gives "skipped".
+ * when given). A run id of 0 where the kind needs a run gives "skipped". o may be NULL
+ * (the defaults).
  */
-int lks_check_eval(lks_store *s, const lks_check_cfg *k, int64_t run_a, int64_t run_b,
-                   lks_check_result *res);
+int lks_check_eval(lks_store *s, const lks_check_cfg *k, const lks_check_opts *o,
+                   int64_t run_a, int64_t run_b, lks_check_result *res);
 
 /*
  * Evaluates every check of case c on the runs of suite suite_id: run_ids[i] is the stored
@@ -105,36 +114,18 @@ int lks_check_eval(lks_store *s, const lks_check_cfg *k, int64_t run_a, int64_t 
  * stores each verdict in the checks table and adds it to *tally.
  */
 int lks_check_case(lks_store *s, int64_t suite_id, const lks_case *c, const int64_t *run_ids,
-                   FILE *out, lks_check_tally *tally);
+                   const lks_check_opts *o, FILE *out, lks_check_tally *tally);
 
-/*
- * ULP distance: how many representable values lie between a and b, counting one of
- * them. Each value is mapped to an integer that orders it among all values of its
- * format (positive: its bits; negative: minus the bits of its magnitude), and the
- * distance is the difference of the two integers. So equal values give 0, +0 and -0
- * give 0 (they are equal), neighbours give 1, the largest subnormal and the smallest
- * normal give 1, a value and inf of the same sign are finite apart, and across signs the
- * distance is the sum of both magnitudes' distances from zero (-min_subnormal vs
- * +min_subnormal: 2). Both NaN: 0; one NaN: LKS_ULP_NAN.
- */
-/* For other comparisons of traces (golden.c) in the same terms: a result as
-   lks_check_eval starts it (no divergence), a divergence's field and values into it (f32:
-   float values, ULP counted in float; is_hash: no error), and the first field in which two
-   stat rows differ bit for bit (l2, amax, scale, nonfinite, underflow, saturated, hash;
-   both NaN count as equal), 0 when none does. */
+/* A result as lks_check_eval starts it: no verdict yet, no divergence. */
 void lks_check_result_init(lks_check_result *res);
-void lks_check_set_real(lks_check_result *res, const char *field, double a, double b, int f32);
-void lks_check_set_int(lks_check_result *res, const char *field, int64_t a, int64_t b,
-                       int is_hash);
+/* The first field in which two stat rows differ bit for bit (l2, amax, scale, nonfinite,
+   underflow, saturated, hash; both NaN count as equal) into res, 0 when none does: the
+   walker's comparison (walk.h, lks_walk_pair), kept for the report until it calls that. */
 int lks_check_row_diff(const lks_stat_row *a, const lks_stat_row *b, lks_check_result *res);
 
 /* A majority among n values: the index of one that more than half of them equal (same(arg,
    i, j): values i and j are equal, an equivalence), or -1 when none is: two that differ,
    a tie, all different. Boyer and Moore's vote, 2n calls of same. */
 int lks_majority(int n, int (*same)(void *arg, int i, int j), void *arg);
-
-#define LKS_ULP_NAN UINT64_MAX
-uint64_t lks_ulp_f64(double a, double b);
-uint64_t lks_ulp_f32(float a, float b);
 
 #endif

@@ -1,26 +1,25 @@
 /*
  * golden_compare.h: a run against its golden file (store/golden.h), as the 'golden' check
- * and 'lockstep golden' compare them.
+ * compares them.
  */
 #ifndef LKS_HARNESS_GOLDEN_COMPARE_H
 #define LKS_HARNESS_GOLDEN_COMPARE_H
 
-#include <stddef.h>
-
-#include "harness/store/golden.h"
+#include "harness/store/run.h"
 #include "harness/verify/check.h"
 
 /*
- * Compares run (a stored run read with lks_golden_from_run) with golden gold. exact: every
- * value bit for bit and every hash equal; else |run - golden| <= atol + rtol * |golden| for
- * loss, grad_norm, lr, l2, amax, scale, underflow and saturated (NaN equals only NaN),
- * non-finite counts equal, hashes ignored. The first divergence in check.h's order (step;
- * tensors by seq, then rank; then the step rows by rank) goes into res (failed, step, rank,
- * tensor, field, values with run as a, golden as b) and a sentence about it into note
- * ("" when the values say it all); header fields (world_size, steps, seed, ...) that differ
- * come first. res is only added to: pass it initialised.
+ * Compares run (a stored run, its stat rows read step by step) with golden gold (read with
+ * lks_golden_read). Header fields come first: a run of other settings (case, run, recipe,
+ * options but a planted fault, world size, steps, seed) or of other tensors is not the
+ * golden's run. Then the walk (walk.h) over every value of both traces: exact, every value
+ * bit for bit and every hash equal; else |run - golden| <= atol + rtol * |golden| for loss,
+ * grad_norm, lr, l2, amax, scale, underflow and saturated (NaN equals only NaN, an infinity
+ * only itself), non-finite counts equal, hashes ignored. The first divergence goes into res
+ * (failed, step, rank, tensor, field, values with run as a, golden as b, and res->note
+ * where the values do not say it all). res is only added to: pass it initialised.
  */
-int lks_golden_compare(const lks_golden *run, const lks_golden *gold, int exact, double rtol,
-                       double atol, lks_check_result *res, char *note, size_t note_size);
+int lks_golden_compare(lks_stored_run *run, lks_stored_run *gold, int exact, double rtol,
+                       double atol, lks_check_result *res);
 
 #endif

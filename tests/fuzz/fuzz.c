@@ -48,10 +48,10 @@ static int lks_fuzz_combo(const char *path)
 
 static int lks_fuzz_golden(const char *path)
 {
-	lks_golden g;
+	lks_stored_run g;
 	int rc = lks_golden_read(path, &g);
 
-	lks_golden_release(&g);  /* also after an error: a half-read file is freed the same way */
+	lks_stored_run_release(&g);  /* also after an error: a half-read file is freed the same way */
 	return rc == 0 ? LKS_EXIT_OK : rc == LKS_GOLDEN_BAD ? LKS_EXIT_USAGE : LKS_EXIT_INFRA;
 }
 

@@ -1,0 +1,110 @@
+/*
+ * run.h: one stored run in memory, whatever it was read from: the trace store
+ * (lks_stored_run_load), a golden file (lks_golden_read, golden.h), or the rows a run hands
+ * its on_step callback (lks_stored_run_add_step). Checks, the golden comparison, 'lockstep
+ * diff', 'lockstep golden update' and 'lockstep bench step' all read this one struct.
+ *
+ * What it holds:
+ *   - what the run was: case, run, recipe, options, backend, world size (W), steps and
+ *     seed as declared, status, and the fingerprint (the JSON, and the fields people read:
+ *     lockstep version and commit, compiler, ISA path);
+ *   - the tensors by seq, with the occurrence of each (name, phase): how many earlier
+ *     tensors have the same name and phase, so that a checkpointed run's k-th recompute of
+ *     an activation pairs with the k-th forward of it;
+ *   - every step row, by (step, rank);
+ *   - the stat rows, one step at a time (lks_stored_run_step, then lks_stored_run_row).
+ *
+ * Stat rows are the bulk of a trace: steps x ranks x tensors, millions for a long run. A
+ * run read from the store therefore holds one step's rows at a time, read when a walk
+ * reaches that step (W small queries, as many as the walk needs: a check that fails at
+ * step 3 reads 4 steps); LKS_LOAD_WHOLE reads them all instead, for what needs them all
+ * at once. A golden file and captured rows are held whole: they are in memory already,
+ * and golden files are kept small (tens of steps). The step rows are always held whole:
+ * one per step and rank.
+ */
+#ifndef LKS_HARNESS_RUN_H
+#define LKS_HARNESS_RUN_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "harness/store/trace_store.h"
+
+typedef struct lks_stored_run {
+	/* what the run was: strings owned; from the store every one ("" where the run has
+	   none), from a golden file case, run, recipe, options, backend and status (the
+	   others NULL) */
+	int64_t id;               /* in the store; 0: not from a store */
+	int64_t suite_id;         /* 0: none */
+	char *case_name, *case_path, *case_text, *run_name, *recipe, *options, *backend, *combo;
+	char *status;             /* "complete", "incomplete", "failed"; a golden's: complete */
+	char *started, *finished; /* ISO 8601 UTC */
+	char *fingerprint;        /* the JSON object */
+	int W, steps;             /* ranks (world size) and steps, as declared */
+	uint64_t seed;
+	char version[64], compiler[128], isa[32];  /* from the fingerprint, for people */
+
+	/* the trace */
+	int nt;                   /* tensors, by seq */
+	char **names;             /* (nt) */
+	lks_phase *phases;        /* (nt) */
+	int *occ;                 /* (nt) earlier tensors of the same name and phase */
+	int nsteps;               /* the last step stored + 1 */
+	int nsteprows;
+	lks_step_row *steprows;   /* (nsteprows) by (step, rank) */
+	size_t nstats;            /* held whole: every stat row by (step, rank, seq); */
+	lks_stat_row *stats;      /* else (from a store) 0 and NULL */
+
+	/* private: the stats of one step */
+	lks_store *src;           /* non-NULL: stat rows are read from here step by step */
+	int cur;                  /* the step lks_stored_run_row answers for; -1: none */
+	const lks_stat_row **at;  /* (W, nt) its rows; NULL: none stored */
+	lks_stat_row *buf;        /* (W * nt) rows read from src */
+	int at_cap;               /* entries of at */
+	size_t buf_cap, stats_cap;
+	int names_cap, steprows_cap;
+} lks_stored_run;
+
+typedef enum lks_run_load {
+	LKS_LOAD_INFO = 0,        /* what the run was, no trace */
+	LKS_LOAD_TRACE,           /* and tensors and step rows; stat rows step by step */
+	LKS_LOAD_WHOLE,           /* and every stat row at once (into stats) */
+} lks_run_load;
+
+/* An empty run (no info, no trace, cur -1), to fill by hand or with the add functions. */
+void lks_stored_run_init(lks_stored_run *r);
+/* Frees what r holds and empties it; also after a failed load. */
+void lks_stored_run_release(lks_stored_run *r);
+
+/* The run run_id of store s, as deep as how. With LKS_LOAD_TRACE, s must stay open while
+   r is read. Fails (-1, lks_err) when there is no such run. */
+int lks_stored_run_load(lks_store *s, int64_t run_id, lks_run_load how, lks_stored_run *r);
+/* What the run was, from a row of the runs table (lks_store_get_run(s)'s callback). */
+int lks_stored_run_set_info(lks_stored_run *r, const lks_run_rec *rec);
+
+/* Adds tensor seq (name, phase): seq must be nt (the next one), or a known seq of the same
+   name and phase (then nothing changes). 1 when it is neither (the caller words it), -1
+   when out of memory. */
+int lks_stored_run_add_tensor(lks_stored_run *r, int seq, const char *name, lks_phase phase);
+/* Appends a step row or a stat row to a run held whole; rows come in order ((step, rank),
+   (step, rank, seq)), which the caller has checked. */
+int lks_stored_run_push_steprow(lks_stored_run *r, const lks_step_row *row);
+int lks_stored_run_push_stat(lks_stored_run *r, const lks_stat_row *row);
+/* Appends one step of every rank as the runner hands it to on_step: nsteps step rows by
+   rank, nstats stat rows by (rank, seq). */
+int lks_stored_run_add_step(lks_stored_run *r, const lks_step_row *steps, int nsteps,
+                            const lks_stat_row *stats, size_t nstats);
+
+/* The stat rows of step, by (rank, seq): in stats for a run held whole, else read into a
+   buffer of r, valid until the next call for r. */
+int lks_stored_run_stats(lks_stored_run *r, int step, const lks_stat_row **rows, size_t *n);
+/* Makes step the one lks_stored_run_row answers for (nothing to do if it is already). */
+int lks_stored_run_step(lks_stored_run *r, int step);
+/* The stat row of (rank, seq) at that step, or NULL when none was stored. */
+const lks_stat_row *lks_stored_run_row(const lks_stored_run *r, int rank, int seq);
+/* The step row of (step, rank), or NULL. */
+const lks_step_row *lks_stored_run_step_row(const lks_stored_run *r, int step, int rank);
+/* The seq of the tensor called name in phase with occurrence occ; -1 if none. */
+int lks_stored_run_find(const lks_stored_run *r, const char *name, lks_phase phase, int occ);
+
+#endif

@@ -1,0 +1,411 @@
+/*
+ * walk.c: the divergence walker (walk.h): two stored runs in the order of a divergence,
+ * each pair of values compared bit for bit or within a tolerance, the first that parts
+ * named with its errors and ULP distance.
+ */
+#include "harness/verify/walk.h"
+
+#include <fnmatch.h>
+#include <math.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernels/err.h"
+
+/* ---- ULP distance ---- */
+
+/* Positive values order by their bits; a negative value goes as far below zero as its
+   magnitude is above it, so -0 and +0 both map to 0. */
+static int64_t lks_ord64(double x)
+{
+	uint64_t u;
+
+	memcpy(&u, &x, sizeof(u));
+	return u >> 63 ? -(int64_t)(u & 0x7fffffffffffffffull) : (int64_t)u;
+}
+
+static int64_t lks_ord32(float x)
+{
+	uint32_t u;
+
+	memcpy(&u, &x, sizeof(u));
+	return u >> 31 ? -(int64_t)(u & 0x7fffffffu) : (int64_t)u;
+}
+
+/* |x - y| of two ordinals: at most 2 * 0x7ff0000000000000 < 2^64, so the unsigned
+   difference is exact. */
+static uint64_t lks_ord_dist(int64_t x, int64_t y)
+{
+	return x >= y ? (uint64_t)x - (uint64_t)y : (uint64_t)y - (uint64_t)x;
+}
+
+uint64_t lks_ulp_f64(double a, double b)
+{
+	if (isnan(a) || isnan(b))
+		return isnan(a) && isnan(b) ? 0 : LKS_ULP_NAN;
+	return lks_ord_dist(lks_ord64(a), lks_ord64(b));
+}
+
+uint64_t lks_ulp_f32(float a, float b)
+{
+	if (isnan(a) || isnan(b))
+		return isnan(a) && isnan(b) ? 0 : LKS_ULP_NAN;
+	return lks_ord_dist(lks_ord32(a), lks_ord32(b));
+}
+
+/* ---- the divergence's place and values ---- */
+
+void lks_walk_at(lks_check_result *res, const lks_stored_run *a, int step, int rank, int seq)
+{
+	res->failed = 1;
+	res->step = step;
+	res->rank = rank;
+	if (seq >= 0) {
+		snprintf(res->tensor, sizeof(res->tensor), "%s", a->names[seq]);
+		res->phase = (int)a->phases[seq];
+	}
+}
+
+void lks_walk_real(lks_check_result *res, const char *field, double a, double b, int f32)
+{
+	res->field = field;
+	res->value_type = LKS_VALUE_REAL;
+	res->value_f32 = f32;
+	res->a = a;
+	res->b = b;
+	res->abs_err = fabs(a - b);
+	res->rel_err = a == b ? 0.0 : res->abs_err / fabs(b);
+	if (!isnan(a) && !isnan(b)) {
+		uint64_t u = f32 ? lks_ulp_f32((float)a, (float)b) : lks_ulp_f64(a, b);
+
+		res->ulp = u > (uint64_t)INT64_MAX ? INT64_MAX : (int64_t)u;
+	}
+}
+
+void lks_walk_int(lks_check_result *res, const char *field, int64_t a, int64_t b, int is_hash)
+{
+	res->field = field;
+	res->value_type = LKS_VALUE_INT;
+	res->ia = a;
+	res->ib = b;
+	if (!is_hash) {
+		res->abs_err = fabs((double)a - (double)b);
+		res->rel_err = a == b ? 0.0 : res->abs_err / fabs((double)b);
+	}
+}
+
+/* ---- two values ---- */
+
+/* What a field of a row is, and so how it compares. */
+enum { LKS_FIELD_F64, LKS_FIELD_F32, LKS_FIELD_COUNT, LKS_FIELD_COUNT_EXACT, LKS_FIELD_HASH };
+
+typedef struct lks_field {
+	const char *name;
+	size_t off;               /* in lks_stat_row or lks_step_row */
+	int type;
+} lks_field;
+
+/* The stat rows' fields in the order a divergence names the first that differs: the hash
+   last, since any difference changes it. */
+static const lks_field lks_stat_fields[] = {
+	{ "l2", offsetof(lks_stat_row, l2), LKS_FIELD_F64 },
+	{ "amax", offsetof(lks_stat_row, amax), LKS_FIELD_F32 },
+	{ "scale", offsetof(lks_stat_row, scale), LKS_FIELD_F32 },
+	/* a NaN or an infinity more is a new kind of failure, never within a tolerance */
+	{ "nonfinite", offsetof(lks_stat_row, nonfinite), LKS_FIELD_COUNT_EXACT },
+	{ "underflow", offsetof(lks_stat_row, underflow), LKS_FIELD_COUNT },
+	{ "saturated", offsetof(lks_stat_row, saturated), LKS_FIELD_COUNT },
+	{ "hash", offsetof(lks_stat_row, hash), LKS_FIELD_HASH },
+};
+
+/* The step rows' fields, a bit each in lks_walk_opts.step_fields. */
+static const lks_field lks_step_fields[] = {
+	{ "loss", offsetof(lks_step_row, loss), LKS_FIELD_F64 },
+	{ "grad_norm", offsetof(lks_step_row, grad_norm), LKS_FIELD_F64 },
+	{ "lr", offsetof(lks_step_row, lr), LKS_FIELD_F64 },
+};
+
+#define LKS_NFIELDS(t) ((int)(sizeof(t) / sizeof((t)[0])))
+
+static double lks_real_at(const void *row, const lks_field *f)
+{
+	const char *p = (const char *)row + f->off;
+	float v32;
+	double v64;
+
+	if (f->type == LKS_FIELD_F32) {
+		memcpy(&v32, p, sizeof(v32));
+		return v32;
+	}
+	memcpy(&v64, p, sizeof(v64));
+	return v64;
+}
+
+static int64_t lks_int_at(const void *row, const lks_field *f)
+{
+	int64_t v;
+
+	memcpy(&v, (const char *)row + f->off, sizeof(v));
+	return v;
+}
+
+/* Bits equal, or both NaN. */
+static int lks_same_bits(double a, double b, int f32)
+{
+	float fa = (float)a, fb = (float)b;
+
+	if (isnan(a) || isnan(b))
+		return isnan(a) && isnan(b);
+	return f32 ? memcmp(&fa, &fb, sizeof(fa)) == 0 : memcmp(&a, &b, sizeof(a)) == 0;
+}
+
+static int lks_near(const lks_walk_opts *o, double a, double b)
+{
+	if (o->nan_equal && (isnan(a) || isnan(b)))
+		return isnan(a) && isnan(b);
+	if (o->nan_equal && (isinf(a) || isinf(b)))
+		return a == b;
+	return fabs(a - b) <= o->atol + o->rtol * fabs(b);
+}
+
+/* Field f of rows a and b agree under o (va, vb: their values as reals). */
+static int lks_field_agrees(const lks_walk_opts *o, const lks_field *f, const void *a,
+                            const void *b, double va, double vb)
+{
+	switch (f->type) {
+	case LKS_FIELD_HASH:
+		return !o->exact || lks_int_at(a, f) == lks_int_at(b, f);
+	case LKS_FIELD_COUNT_EXACT:
+		return lks_int_at(a, f) == lks_int_at(b, f);
+	case LKS_FIELD_COUNT:
+		return o->exact ? lks_int_at(a, f) == lks_int_at(b, f) : lks_near(o, va, vb);
+	default:
+		return o->exact ? lks_same_bits(va, vb, f->type == LKS_FIELD_F32) : lks_near(o, va, vb);
+	}
+}
+
+/* Field f of rows a and b: 0 when they agree under o, else 1 with the values (and, for a
+   tolerance, its bound) in res. */
+static int lks_field_differs(const lks_walk_opts *o, const lks_field *f, const void *a,
+                             const void *b, lks_check_result *res)
+{
+	int real = f->type == LKS_FIELD_F64 || f->type == LKS_FIELD_F32;
+	double va = real ? lks_real_at(a, f) : (double)lks_int_at(a, f);
+	double vb = real ? lks_real_at(b, f) : (double)lks_int_at(b, f);
+	int tol = !o->exact && f->type != LKS_FIELD_COUNT_EXACT;
+
+	if (lks_field_agrees(o, f, a, b, va, vb))
+		return 0;
+	if (real)
+		lks_walk_real(res, f->name, va, vb, f->type == LKS_FIELD_F32);
+	else
+		lks_walk_int(res, f->name, lks_int_at(a, f), lks_int_at(b, f), f->type == LKS_FIELD_HASH);
+	if (tol)
+		snprintf(res->note, sizeof(res->note), "|a - b| > atol %g + rtol %g * |b| = %.6g",
+		         o->atol, o->rtol, o->atol + o->rtol * fabs(vb));
+	return 1;
+}
+
+/* The metric as a field of the rows it lives in. */
+static lks_field lks_metric_field(const lks_metric *m)
+{
+	return (lks_field){ m->name, m->off, m->f32 ? LKS_FIELD_F32 : LKS_FIELD_F64 };
+}
+
+/* The tensor has no such value: a NaN that is not numerical, as the scale of a tensor that
+   was not quantized (a quantized tensor's scale is NaN only when its amax is, and then the
+   tensor holds a NaN). */
+static int lks_metric_absent(const lks_metric *m, const lks_stat_row *r)
+{
+	lks_field f = lks_metric_field(m);
+
+	return m->nan_absent && isnan(lks_real_at(r, &f)) && r->nonfinite == 0;
+}
+
+/* ---- rows ---- */
+
+int lks_walk_pair(const lks_walk_opts *o, const lks_stored_run *a, const lks_stat_row *ra,
+                  const lks_stat_row *rb, int step, int rank, int seq, lks_check_result *res)
+{
+	const lks_metric *m = o->metric;
+
+	if (!ra && !rb)
+		return 0;
+	if (!ra || !rb) {
+		lks_walk_at(res, a, step, rank, seq);
+		res->field = "row";
+		snprintf(res->note, sizeof(res->note), "no stats row in %s",
+		         !ra ? o->label_a : o->label_b);
+		return 1;
+	}
+	if (m) {
+		lks_field f = lks_metric_field(m);
+
+		if ((lks_metric_absent(m, ra) && lks_metric_absent(m, rb))
+		    || !lks_field_differs(o, &f, ra, rb, res))
+			return 0;
+	} else {
+		int i = 0;
+
+		while (i < LKS_NFIELDS(lks_stat_fields)
+		       && !lks_field_differs(o, &lks_stat_fields[i], ra, rb, res))
+			i++;
+		if (i == LKS_NFIELDS(lks_stat_fields))
+			return 0;
+	}
+	lks_walk_at(res, a, step, rank, seq);
+	return 1;
+}
+
+/* The step rows of both runs at step, rank by rank, in the fields o asks for. */
+static int lks_walk_step_rows(const lks_walk_opts *o, const lks_stored_run *a,
+                              const lks_stored_run *b, int step, lks_check_result *res)
+{
+	for (int r = 0; o->step_fields && r < a->W; r++) {
+		const lks_step_row *ra = lks_stored_run_step_row(a, step, r);
+		const lks_step_row *rb = lks_stored_run_step_row(b, step, r);
+
+		if (!ra && !rb)
+			continue;
+		if (!ra || !rb) {
+			lks_walk_at(res, a, step, r, -1);
+			res->field = "row";
+			snprintf(res->note, sizeof(res->note), "no step row in %s",
+			         !ra ? o->label_a : o->label_b);
+			return 1;
+		}
+		for (int i = 0; i < LKS_NFIELDS(lks_step_fields); i++)
+			if ((o->step_fields & (1u << i))
+			    && lks_field_differs(o, &lks_step_fields[i], ra, rb, res)) {
+				lks_walk_at(res, a, step, r, -1);
+				return 1;
+			}
+	}
+	return 0;
+}
+
+/* ---- the walk ---- */
+
+void lks_walk_pairs(const lks_walk_opts *o, const lks_stored_run *a, const lks_stored_run *b,
+                    int *map, lks_walk_count *cnt)
+{
+	cnt->nmatch = cnt->nshared = 0;
+	for (int i = 0; i < a->nt; i++) {
+		map[i] = -1;
+		if (o->recompute ? a->phases[i] != LKS_PHASE_RECOMPUTE
+		    : o->pattern && fnmatch(o->pattern, a->names[i], 0) != 0)
+			continue;
+		cnt->nmatch++;
+		map[i] = lks_stored_run_find(b, a->names[i], o->recompute ? LKS_PHASE_FORWARD
+		                             : a->phases[i], a->occ[i]);
+		cnt->nshared += map[i] >= 0;
+	}
+}
+
+double lks_walk_step_value(const lks_stored_run *r, int step, const lks_metric *m)
+{
+	lks_field f = lks_metric_field(m);
+	double sum = 0.0;
+	int n = 0;
+
+	for (int rank = 0; rank < r->W; rank++) {
+		const lks_step_row *row = lks_stored_run_step_row(r, step, rank);
+
+		if (!row)
+			continue;
+		if (m->scope == LKS_METRIC_STEP_GLOBAL)
+			return lks_real_at(row, &f);
+		sum += lks_real_at(row, &f);
+		n++;
+	}
+	return n ? sum / n : NAN;
+}
+
+/* A per-step metric, step by step. */
+static int lks_walk_step_metric(const lks_walk_opts *o, const lks_stored_run *a,
+                                const lks_stored_run *b, int nsteps, lks_check_result *res)
+{
+	lks_field f = { o->metric->name, 0, LKS_FIELD_F64 };  /* the value itself */
+
+	for (int step = 0; step < nsteps; step++) {
+		double va = lks_walk_step_value(a, step, o->metric);
+		double vb = lks_walk_step_value(b, step, o->metric);
+
+		if (lks_field_differs(o, &f, &va, &vb, res)) {
+			lks_walk_at(res, a, step, -1, -1);
+			return 1;
+		}
+	}
+	return 0;
+}
+
+/* The tensors at one step: each paired tensor of a in execution order, over the ranks. */
+static int lks_walk_tensors(const lks_walk_opts *o, lks_stored_run *a, lks_stored_run *b,
+                            const int *map, int step, lks_check_result *res,
+                            lks_walk_count *cnt)
+{
+	if (lks_stored_run_step(a, step) || lks_stored_run_step(b, step))
+		return -1;
+	for (int i = 0; i < a->nt; i++) {
+		if (map[i] < 0 && o->recompute && a->phases[i] == LKS_PHASE_RECOMPUTE) {
+			lks_walk_at(res, a, step, -1, i);
+			snprintf(res->note, sizeof(res->note), "recomputed, but no forward tensor of that "
+			         "name");
+			return 1;
+		}
+		for (int r = 0; map[i] >= 0 && r < a->W; r++) {
+			const lks_stat_row *ra = lks_stored_run_row(a, r, i);
+			const lks_stat_row *rb = lks_stored_run_row(b, r, map[i]);
+
+			cnt->ncompared += ra && rb && !(o->metric && lks_metric_absent(o->metric, ra)
+			                                && lks_metric_absent(o->metric, rb));
+			if (lks_walk_pair(o, a, ra, rb, step, r, i, res))
+				return 1;
+		}
+	}
+	return 0;
+}
+
+int lks_walk(const lks_walk_opts *o, lks_stored_run *a, lks_stored_run *b,
+             lks_check_result *res, lks_walk_count *cnt)
+{
+	int nsteps = a->nsteps < b->nsteps ? a->nsteps : b->nsteps, *map, rc = 0;
+	lks_walk_count scratch;
+
+	cnt = cnt ? cnt : &scratch;
+	memset(cnt, 0, sizeof(*cnt));
+	if (o->metric && o->metric->scope != LKS_METRIC_TENSOR) {
+		if (lks_walk_step_metric(o, a, b, nsteps, res))
+			return 0;
+	} else {
+		if (a->W != b->W) {
+			lks_walk_at(res, a, -1, -1, -1);
+			lks_walk_int(res, "world_size", a->W, b->W, 0);
+			snprintf(res->note, sizeof(res->note), "runs on different numbers of ranks are "
+			         "compared rank by rank: they cannot agree");
+			return 0;
+		}
+		if (!(map = malloc(sizeof(int) * ((size_t)a->nt + 1))))
+			return lks_err("out of memory");
+		lks_walk_pairs(o, a, b, map, cnt);
+		if (cnt->nshared == 0 && !o->recompute) {
+			lks_walk_at(res, a, -1, -1, -1);
+			snprintf(res->note, sizeof(res->note), "the runs share no traced tensor");
+			rc = 1;
+		}
+		for (int step = 0; step < nsteps && !rc; step++)
+			if (!(rc = lks_walk_tensors(o, a, b, map, step, res, cnt)))
+				rc = lks_walk_step_rows(o, a, b, step, res);
+		free(map);
+		if (rc)
+			return rc < 0 ? -1 : 0;
+	}
+	if (a->nsteps != b->nsteps) {
+		lks_walk_at(res, a, nsteps, -1, -1);
+		lks_walk_int(res, "steps", a->nsteps, b->nsteps, 0);
+		snprintf(res->note, sizeof(res->note), "the runs stored different numbers of steps");
+	}
+	return 0;
+}
