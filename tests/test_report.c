@@ -20,7 +20,8 @@
  * when it is not installed (Debian: gnuplot-nox, chromium). The store's reads for the
  * report (report_query.h) return on real databases what the stored rows say: a suite's
  * command line and start, and the trend of a case over the latest suites that ran it, its
- * means recomputed here from the step rows.
+ * means recomputed here from the step rows; where they fail, they say so as every read of
+ * the store does.
  */
 #include <criterion/criterion.h>
 #include <criterion/logging.h>
@@ -877,6 +878,46 @@ Test(report, store_reads_a_suite)
 	cr_expect_eq(lks_report_suite(s, "latest", &id), LKS_REPORT_NO_SUITE, "a database with "
 	             "no suite");
 	cr_expect_str_eq(lks_errmsg(), "no suite");
+	lks_store_close(s);
+	teardown(dir);
+}
+
+/* A read of the store that fails: -1, and its message (kept in buf). */
+static const char *failed_read(int rc, char *buf, size_t size)
+{
+	cr_assert_eq(rc, -1, "the read did not fail");
+	snprintf(buf, size, "%s", lks_errmsg());
+	return buf;
+}
+
+/* The report's reads fail as every read of the store does, with the same message: the
+   database, SQLite's error and the place in the store's files (its one row loop). */
+Test(report, store_query_errors_as_the_store_reads)
+{
+	char dir[] = "/tmp/lks-test-report-XXXXXX", path[300], want[512], got[512];
+	struct suite_seen x = { 0 };
+	lks_step_row rows[4];
+	lks_store *s;
+	int64_t id;
+	int n;
+
+	cr_assert_not_null(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/e.db", dir);
+	cr_assert_eq(lks_store_open(path, &s), 0, "%s", lks_errmsg());
+	/* a new store's tables are empty: dropped without a foreign key refusing */
+	cr_assert_eq(sqlite3_exec(lks_store_db(s), "DROP TABLE suites; DROP TABLE steps", NULL, NULL,
+	                          NULL), SQLITE_OK, "%s", sqlite3_errmsg(lks_store_db(s)));
+
+	failed_read(lks_store_last_suite(s, &id), want, sizeof(want));
+	cr_expect(strstr(want, path) && strstr(want, "no such table: suites"), "%s", want);
+	cr_expect_str_eq(failed_read(lks_store_get_suite(s, 1, suite_seen, &x), got, sizeof(got)),
+	                 want);
+	cr_expect_eq(x.calls, 0);
+
+	failed_read(lks_store_get_steps(s, 1, -1, rows, 4, &n), want, sizeof(want));
+	cr_expect(strstr(want, path) && strstr(want, "no such table: steps"), "%s", want);
+	cr_expect_str_eq(failed_read(lks_store_get_trend(s, "tiny", 1, 5, NULL, NULL), got,
+	                             sizeof(got)), want);
 	lks_store_close(s);
 	teardown(dir);
 }

@@ -5,7 +5,8 @@
  * step rows), the tolerance as a parameter of one walk (bit for bit, rtol/atol, hashes and
  * non-finite counts), the values, errors and ULP distance it reports, NaN and infinities
  * under each tolerance, rows and steps one run lacks, tensors paired by name, phase and
- * occurrence (and a recompute with its forward). Also the ULP distance on known values.
+ * occurrence (and a recompute with its forward), a per-step value over the ranks in rank
+ * order. Also the ULP distance on known values.
  */
 #include <criterion/criterion.h>
 #include <float.h>
@@ -376,6 +377,37 @@ Test(walk, a_step_metric_per_step)
 	cr_assert(!walk(&o, &a, &b).failed);
 	lks_stored_run_release(&a);
 	lks_stored_run_release(&b);
+}
+
+/* A per-step value as the checks and the report's plots and tables take it: the loss
+   summed over the ranks that stored the step in rank order, then divided by their number
+   (an order that matters: 2^54 + 1 rounds to 2^54, so summed the other way round the mean
+   below is 0); the grad norm the lowest rank's; NaN where no rank stored the step. */
+Test(walk, step_value_in_rank_order)
+{
+	const double big = 0x1p54, loss[3] = { big, -big, 1.0 }, gn[3] = { 2.5, 3.5, 4.5 };
+	const lks_metric *ml = lks_metric_find("loss"), *mg = lks_metric_find("grad_norm");
+	lks_stored_run r;
+
+	cr_assert(ml && mg);
+	lks_stored_run_init(&r);
+	r.W = 3;
+	for (int s = 0; s < 3; s++)
+		for (int k = 0; k < 3; k++) {
+			lks_step_row row = { .step = s, .rank = k, .loss = loss[k], .grad_norm = gn[k] };
+
+			if (s == 2 && k == 0)
+				continue;  /* step 2: rank 0 stored none */
+			if (s != 1)
+				cr_assert_eq(lks_stored_run_push_steprow(&r, &row), 0);
+		}
+	cr_assert_eq(lks_walk_step_value(&r, 0, ml), 1.0 / 3, "summed out of rank order");
+	cr_assert_eq(lks_walk_step_value(&r, 0, mg), 2.5);
+	cr_assert(isnan(lks_walk_step_value(&r, 1, ml)) && isnan(lks_walk_step_value(&r, 1, mg)),
+	          "a step no rank stored");
+	cr_assert_eq(lks_walk_step_value(&r, 2, ml), (-big + 1.0) / 2);
+	cr_assert_eq(lks_walk_step_value(&r, 2, mg), 3.5, "the lowest rank that stored the step");
+	lks_stored_run_release(&r);
 }
 
 /* ---- what one run lacks ---- */

@@ -1,7 +1,8 @@
 /*
  * fp8_scales.c: the amax and scale history of an FP8 run: rank 0's amax and scale of every
- * quantized tensor per step, read through run_trace, a tensor that repeats an earlier one
- * drawn once, long runs binned, and the plot's caption saying what is drawn and what is not.
+ * quantized tensor per step, read from the stored run step by step (run.h), a tensor that
+ * repeats an earlier one drawn once, long runs binned, and the plot's caption saying what
+ * is drawn and what is not.
  */
 #include <math.h>
 #include <stdio.h>
@@ -29,7 +30,7 @@ static int lks_is_fp8(const char *recipe)
 
 /* Rank 0's amax and scale of every tensor of a run per step. */
 struct lks_scales {
-	lks_run_trace t;
+	lks_stored_run *t;        /* the run, one of the suite's */
 	float *amax, *scale;      /* (nt, nsteps) NaN where no row was stored */
 	int *same;                /* (nt) the earlier tensor drawn in its place; -1: drawn
 	                             itself; -2: no scale at any step, not drawn */
@@ -38,7 +39,6 @@ struct lks_scales {
 
 static void lks_scales_release(struct lks_scales *x)
 {
-	lks_run_trace_release(&x->t);
 	free(x->amax);
 	free(x->scale);
 	free(x->same);
@@ -49,9 +49,9 @@ static void lks_scales_release(struct lks_scales *x)
    recompute reuses the forward's scales, so half the lines would hide the other half. */
 static void lks_scales_dedupe(struct lks_scales *x)
 {
-	size_t ns = (size_t)x->t.nsteps;
+	size_t ns = (size_t)x->t->nsteps;
 
-	for (int i = 0; i < x->t.nt; i++) {
+	for (int i = 0; i < x->t->nt; i++) {
 		const float *sc = x->scale + i * ns, *am = x->amax + i * ns;
 
 		x->same[i] = -2;
@@ -65,24 +65,21 @@ static void lks_scales_dedupe(struct lks_scales *x)
 	}
 }
 
-static int lks_scales_load(lks_store *s, int64_t run_id, struct lks_scales *x)
+static int lks_scales_load(lks_stored_run *t, struct lks_scales *x)
 {
-	lks_run_trace *t = &x->t;
-	size_t n;
+	size_t n = (size_t)t->nt * t->nsteps + 1;
 
-	if (lks_run_trace_load(s, run_id, t))
-		return -1;
-	n = (size_t)t->nt * t->nsteps + 1;
+	x->t = t;
 	x->amax = malloc(n * sizeof(float));
 	x->scale = malloc(n * sizeof(float));
 	x->same = malloc(((size_t)t->nt + 1) * sizeof(int));
 	if (!x->amax || !x->scale || !x->same)
 		return lks_err("out of memory");
 	for (int step = 0; step < t->nsteps; step++) {
-		if (lks_run_trace_step(s, t, step))
+		if (lks_stored_run_step(t, step))
 			return -1;
 		for (int i = 0; i < t->nt; i++) {
-			const lks_stat_row *row = lks_run_trace_row(t, 0, i);
+			const lks_stat_row *row = lks_stored_run_row(t, 0, i);
 			size_t at = (size_t)i * t->nsteps + step;
 
 			x->amax[at] = row ? row->amax : NAN;
@@ -95,7 +92,7 @@ static int lks_scales_load(lks_store *s, int64_t run_id, struct lks_scales *x)
 }
 
 /* A tensor's name as a word of the key; a recomputed activation has the forward's name. */
-void lks_tensor_word(char *out, size_t size, const lks_run_trace *t, int i)
+void lks_tensor_word(char *out, size_t size, const lks_stored_run *t, int i)
 {
 	char safe[128];
 
@@ -116,7 +113,7 @@ static void lks_log_value(FILE *f, float v)
    bin's smallest). */
 static void lks_scales_line(const struct lks_scales *x, int i, FILE *data)
 {
-	int ns = x->t.nsteps;
+	int ns = x->t->nsteps;
 	const float *am = x->amax + (size_t)i * ns, *sc = x->scale + (size_t)i * ns;
 
 	for (int s0 = 0; s0 < ns; s0 += x->xbin) {
@@ -140,7 +137,7 @@ static void lks_scales_line(const struct lks_scales *x, int i, FILE *data)
 static void lks_scales_data(const struct lks_scales *x, FILE *data, FILE *names, FILE *same,
                             int *nscaled, int *ndrawn, int *nmore)
 {
-	const lks_run_trace *t = &x->t;
+	const lks_stored_run *t = x->t;
 	int nsame = 0;
 
 	*nscaled = *ndrawn = *nmore = 0;
@@ -169,14 +166,14 @@ static void lks_scales_data(const struct lks_scales *x, FILE *data, FILE *names,
 
 /* What the plot shows, in words: the reader needs to know what amax means for a
    quantized tensor and which lines are missing, and why. */
-static void lks_scales_caption(FILE *f, const struct lks_rrun *run, const struct lks_scales *x,
+static void lks_scales_caption(FILE *f, const lks_stored_run *run, const struct lks_scales *x,
                                int nscaled, int ndrawn, int nmore, const char *same)
 {
 	fprintf(f, "Run '%s' (%s), rank 0: amax (top) and FP8 scale (bottom) per step of the %d "
 	        "tensors with a scale, of %d traced. The amax of a quantized tensor is that of its "
 	        "codes, in scaled units: at the format's largest value (dashed) the range is used to "
 	        "its top; an axiswise scale is drawn as its smallest.", run->run_name, run->recipe,
-	        nscaled, x->t.nt);
+	        nscaled, x->t->nt);
 	if (*same)
 		fprintf(f, " Drawn once, as their amax and scale equal an earlier tensor's at every "
 		        "step: %s.", same);
@@ -188,7 +185,7 @@ static void lks_scales_caption(FILE *f, const struct lks_rrun *run, const struct
 		        "and the smallest scale among them.", x->xbin);
 }
 
-static int lks_fp8_plot(struct lks_report *r, const struct lks_rrun *run)
+static int lks_fp8_plot(struct lks_report *r, lks_stored_run *run)
 {
 	struct lks_scales x = { 0 };
 	struct lks_text data = { 0 }, names = { 0 }, same = { 0 }, caption = { 0 }, vars = { 0 };
@@ -197,7 +194,7 @@ static int lks_fp8_plot(struct lks_report *r, const struct lks_rrun *run)
 	int nscaled, ndrawn, nmore, rc = -1;
 
 	if (lks_text_open(&data) || lks_text_open(&names) || lks_text_open(&same)
-	    || lks_text_open(&caption) || lks_text_open(&vars) || lks_scales_load(r->s, run->id, &x))
+	    || lks_text_open(&caption) || lks_text_open(&vars) || lks_scales_load(run, &x))
 		goto out;
 	lks_scales_data(&x, data.f, names.f, same.f, &nscaled, &ndrawn, &nmore);
 	if (!(nm = lks_text_done(&names)) || !(sm = lks_text_done(&same)))
@@ -238,7 +235,7 @@ out:
 int lks_case_fp8_plots(struct lks_report *r, const char *case_name)
 {
 	for (int i = 0; i < r->nruns; i++) {
-		const struct lks_rrun *run = &r->runs[i];
+		lks_stored_run *run = &r->runs[i];
 
 		if (!strcmp(run->case_name, case_name) && run->nsteps && lks_is_fp8(run->recipe)
 		    && lks_fp8_plot(r, run))

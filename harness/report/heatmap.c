@@ -1,7 +1,8 @@
 /*
- * heatmap.c: two runs compared step by step and tensor by tensor (paired as the bitwise
- * check pairs them, rank against rank): the relative L2 difference per cell, downsampled to
- * stay legible, and the first divergence in the order of the bitwise check, circled.
+ * heatmap.c: two runs compared step by step and tensor by tensor, paired and compared row
+ * by row by the divergence walker as the bitwise check pairs and compares them (walk.h),
+ * rank against rank: the relative L2 difference per cell, downsampled to stay legible, and
+ * the first divergence in the order of the bitwise check, circled.
  */
 #include <math.h>
 #include <stdio.h>
@@ -9,7 +10,7 @@
 #include <string.h>
 
 #include "harness/report/report_impl.h"
-#include "harness/verify/check.h"
+#include "harness/verify/walk.h"
 #include "kernels/err.h"
 
 /* ---- step x tensor heatmap of two runs ---- */
@@ -26,7 +27,7 @@
 
 /* Two runs' stats compared per step and tensor. */
 struct lks_heat {
-	lks_run_trace a, b;
+	lks_stored_run *a, *b;    /* two of the suite's runs */
 	int *map;                 /* (a.nt) the seq in b of a's tensor (name, phase,
 	                             occurrence); -1: b has none */
 	int *rows;                /* (nrows) the seqs in a of the tensors both trace */
@@ -37,10 +38,11 @@ struct lks_heat {
 	const char *div_field;
 };
 
+/* The bitwise check's comparison: every field of the stat rows, bit for bit. */
+static const lks_walk_opts lks_heat_opts = { .exact = 1 };
+
 static void lks_heat_release(struct lks_heat *h)
 {
-	lks_run_trace_release(&h->a);
-	lks_run_trace_release(&h->b);
 	free(h->map);
 	free(h->rows);
 	free(h->v);
@@ -52,22 +54,23 @@ static int lks_ceil_div(int a, int b)
 }
 
 /* The tensors both runs trace, paired as the bitwise check pairs them, and the grid. */
-static int lks_heat_load(lks_store *s, int64_t run_a, int64_t run_b, struct lks_heat *h)
+static int lks_heat_load(lks_stored_run *a, lks_stored_run *b, struct lks_heat *h)
 {
-	lks_run_trace *a = &h->a;
+	lks_walk_count cnt;
 
+	h->a = a;
+	h->b = b;
 	h->div_step = -1;
-	if (lks_run_trace_load(s, run_a, a) || lks_run_trace_load(s, run_b, &h->b))
-		return -1;
 	h->map = malloc(((size_t)a->nt + 1) * sizeof(int));
 	h->rows = malloc(((size_t)a->nt + 1) * sizeof(int));
 	if (!h->map || !h->rows)
 		return lks_err("out of memory");
+	lks_walk_pairs(&lks_heat_opts, a, b, h->map, &cnt);
 	for (int i = 0; i < a->nt; i++)
-		if ((h->map[i] = lks_run_trace_find(&h->b, a->names[i], a->phases[i], a->occ[i])) >= 0)
+		if (h->map[i] >= 0)
 			h->rows[h->nrows++] = i;
-	h->nsteps = a->nsteps < h->b.nsteps ? a->nsteps : h->b.nsteps;
-	h->W = a->W < h->b.W ? a->W : h->b.W;
+	h->nsteps = a->nsteps < b->nsteps ? a->nsteps : b->nsteps;
+	h->W = a->W < b->W ? a->W : b->W;
 	if (h->nrows == 0 || h->nsteps == 0)
 		return 0;
 	h->ybin = lks_ceil_div(h->nrows, LKS_HEAT_MAX_ROWS);
@@ -97,7 +100,8 @@ static double lks_heat_error(double a, double b)
 
 /* One tensor (row k) at the loaded step: the largest difference over ranks into its cell;
    the first (step, tensor, rank) that differs, in the order of the bitwise check, is the
-   divergence. */
+   divergence. A row that neither run stored is drawn as 'no row' too: the cell shows
+   that the pair is not compared there. */
 static void lks_heat_cell(struct lks_heat *h, int step, int k)
 {
 	double *cell = &h->v[(size_t)(k / h->ybin) * h->nx + step / h->xbin];
@@ -106,11 +110,11 @@ static void lks_heat_cell(struct lks_heat *h, int step, int k)
 
 	lks_check_result_init(&res);
 	for (int r = 0; r < h->W; r++) {
-		const lks_stat_row *ra = lks_run_trace_row(&h->a, r, i);
-		const lks_stat_row *rb = lks_run_trace_row(&h->b, r, h->map[i]);
+		const lks_stat_row *ra = lks_stored_run_row(h->a, r, i);
+		const lks_stat_row *rb = lks_stored_run_row(h->b, r, h->map[i]);
 		double v;
 
-		if (ra && rb && !lks_check_row_diff(ra, rb, &res))
+		if (ra && rb && !lks_walk_pair(&lks_heat_opts, h->a, ra, rb, step, r, i, &res))
 			continue;
 		v = ra && rb ? lks_heat_error(ra->l2, rb->l2) : LKS_HEAT_NO_ROW;
 		*cell = v > *cell ? v : *cell;
@@ -123,10 +127,10 @@ static void lks_heat_cell(struct lks_heat *h, int step, int k)
 	}
 }
 
-static int lks_heat_fill(lks_store *s, struct lks_heat *h)
+static int lks_heat_fill(struct lks_heat *h)
 {
 	for (int step = 0; step < h->nsteps; step++) {
-		if (lks_run_trace_step(s, &h->a, step) || lks_run_trace_step(s, &h->b, step))
+		if (lks_stored_run_step(h->a, step) || lks_stored_run_step(h->b, step))
 			return -1;
 		for (int k = 0; k < h->nrows; k++)
 			lks_heat_cell(h, step, k);
@@ -137,7 +141,7 @@ static int lks_heat_fill(lks_store *s, struct lks_heat *h)
 /* The name of a tensor of a, for a label. */
 static void lks_heat_name(char *out, size_t size, const struct lks_heat *h, int k)
 {
-	lks_tensor_word(out, size, &h->a, h->rows[k]);
+	lks_tensor_word(out, size, h->a, h->rows[k]);
 }
 
 /* The cells ('x y value', x the middle of the column's steps) and the variables of
@@ -183,9 +187,10 @@ static void lks_heat_caption(FILE *f, const struct lks_heat *h, const char *name
 	        "rank; rows that differ with L2 norms closer than %g are drawn at %g; 'no row': a "
 	        "run stored no stats there.", h->nrows, name_a, name_a, name_b, ranks,
 	        LKS_REPORT_FLOOR, LKS_REPORT_FLOOR);
-	if (h->a.W != h->b.W)
+	if (h->a->W != h->b->W)
 		fprintf(f, " The runs have %d and %d ranks: rank against rank, the first %d; a rank's "
-		        "activations and gradients cover other samples in each.", h->a.W, h->b.W, h->W);
+		        "activations and gradients cover other samples in each.", h->a->W, h->b->W,
+		        h->W);
 	if (h->ybin > 1 || h->xbin > 1)
 		fprintf(f, " Downsampled to stay legible: %d tensors share a row, %d steps a column, "
 		        "each cell the largest error among them.", h->ybin, h->xbin);
@@ -202,7 +207,7 @@ static void lks_heat_caption(FILE *f, const struct lks_heat *h, const char *name
 		fprintf(f, " Checks of this pair: %s.", checks);
 }
 
-static int lks_heat_plot(struct lks_report *r, const struct lks_rrun *a, const struct lks_rrun *b,
+static int lks_heat_plot(struct lks_report *r, lks_stored_run *a, lks_stored_run *b,
                          const char *checks)
 {
 	struct lks_heat h = { 0 };
@@ -212,7 +217,7 @@ static int lks_heat_plot(struct lks_report *r, const struct lks_rrun *a, const s
 	char title[300], tag[300], tcase[128];
 	int rc = -1;
 
-	if (lks_heat_load(r->s, a->id, b->id, &h) || lks_heat_fill(r->s, &h))
+	if (lks_heat_load(a, b, &h) || lks_heat_fill(&h))
 		goto out;
 	snprintf(title, sizeof(title), "tensor error heatmap: '%s' vs '%s'", a->run_name, b->run_name);
 	if (h.nrows == 0 || h.nsteps == 0) {
@@ -281,7 +286,7 @@ int lks_case_heatmaps(struct lks_report *r, const char *case_name)
 
 	for (int i = 0; i < r->nchecks; i++) {
 		const lks_check_rec *c = &r->checks[i].rec;
-		const struct lks_rrun *a = lks_run_by_id(r, c->run_a), *b = lks_run_by_id(r, c->run_b);
+		lks_stored_run *a = lks_run_by_id(r, c->run_a), *b = lks_run_by_id(r, c->run_b);
 		int first;
 
 		if (strcmp(c->case_name, case_name) || !a || !b || a == b)

@@ -223,9 +223,29 @@ int lks_plot(struct lks_report *r, const char *case_name, const struct lks_plot_
 
 /* ---- the plots of every case: loss, relative loss difference, grad norm ---- */
 
-/* Adds the series of one run to data and its name to names. */
-static void lks_series(FILE *data, FILE *names, const struct lks_rrun *run, const double *v,
-                       int n, int *nseries)
+/* What a series shows per step. */
+enum lks_series_kind { LKS_SERIES_LOSS, LKS_SERIES_GRAD_NORM, LKS_SERIES_RELDIFF };
+
+/* The value of run's series at step s; LKS_SERIES_RELDIFF: |loss - loss(ref)| /
+   |loss(ref)|, an exact agreement drawn at the floor of the log scale. */
+static double lks_series_value(enum lks_series_kind kind, const lks_stored_run *run,
+                               const lks_stored_run *ref, int s)
+{
+	double v, b;
+
+	if (kind == LKS_SERIES_GRAD_NORM)
+		return lks_run_grad_norm(run, s);
+	v = lks_run_loss(run, s);
+	if (kind == LKS_SERIES_LOSS)
+		return v;
+	b = lks_run_loss(ref, s);
+	v = fabs(v - b) / fabs(b);
+	return v < LKS_REPORT_FLOOR ? LKS_REPORT_FLOOR : v;
+}
+
+/* Adds the series of one run over its first n steps to data and its name to names. */
+static void lks_series(FILE *data, FILE *names, enum lks_series_kind kind,
+                       const lks_stored_run *run, const lks_stored_run *ref, int n, int *nseries)
 {
 	char safe[128];
 
@@ -233,8 +253,10 @@ static void lks_series(FILE *data, FILE *names, const struct lks_rrun *run, cons
 	fprintf(names, "%s%s", *nseries ? " " : "", safe);
 	fprintf(data, "# %s\n", safe);
 	for (int s = 0; s < n; s++) {
-		if (isfinite(v[s]))
-			fprintf(data, "%d %.17g\n", s, v[s]);
+		double v = lks_series_value(kind, run, ref, s);
+
+		if (isfinite(v))
+			fprintf(data, "%d %.17g\n", s, v);
 		else
 			fprintf(data, "%d NaN\n", s);
 	}
@@ -242,103 +264,92 @@ static void lks_series(FILE *data, FILE *names, const struct lks_rrun *run, cons
 	(*nseries)++;
 }
 
-int lks_case_plots(struct lks_report *r, const char *case_name)
+/* The rtol of the close checks on the loss against run ref, each once, as a gnuplot list
+   ("a, b"); their number into *ntol. */
+static void lks_loss_tols(const struct lks_report *r, const char *case_name,
+                          const lks_stored_run *ref, char *tols, size_t size, int *ntol)
 {
-	char *bufs[2][2] = { { 0 } };
-	size_t lens[2][2];
-	int ref = lks_reference(r, case_name), rc = 0;
-	const char *kinds[] = { "loss", "gradnorm" };
-	const char *captions[] = { "loss per step (mean over ranks)", "grad norm per step" };
+	tols[0] = 0;
+	*ntol = 0;
+	for (int i = 0; i < r->nchecks; i++) {
+		const struct lks_rcheck *k = &r->checks[i];
+		char t[32];
 
-	/* (1) loss and (3) grad norm: every run */
-	for (int p = 0; p < 2 && rc == 0; p++) {
-		FILE *data = open_memstream(&bufs[0][0], &lens[0][0]);
-		FILE *names = open_memstream(&bufs[0][1], &lens[0][1]);
-		char vars[4096], title[300];
-		int n = 0;
-
-		if (!data || !names)
-			return lks_err("out of memory");
-		for (int i = 0; i < r->nruns; i++)
-			if (!strcmp(r->runs[i].case_name, case_name) && r->runs[i].nsteps)
-				lks_series(data, names, &r->runs[i], p ? r->runs[i].gnorm : r->runs[i].loss,
-				           r->runs[i].nsteps, &n);
-		fclose(data);
-		fclose(names);
-		lks_safe_name(title, sizeof(title), case_name);
-		snprintf(vars, sizeof(vars), "n = %d\nnames = \"%s\"\ntitle_text = '%s: %s'\n", n,
-		         bufs[0][1], title, captions[p]);
-		if (n) {
-			struct lks_plot_spec spec = { .kind = kinds[p], .title = captions[p] };
-
-			rc = lks_plot(r, case_name, &spec, bufs[0][0], vars);
-		}
-		free(bufs[0][0]);
-		free(bufs[0][1]);
-		bufs[0][0] = bufs[0][1] = NULL;
-		if (p == 0 && rc == 0 && ref >= 0) {
-			/* (2) relative loss difference against the reference */
-			const struct lks_rrun *b = &r->runs[ref];
-			FILE *d = open_memstream(&bufs[1][0], &lens[1][0]);
-			FILE *nm = open_memstream(&bufs[1][1], &lens[1][1]);
-			char tols[256] = "", caption[300], tcase[128];
-			int ntol = 0, m = 0;
-
-			if (!d || !nm)
-				return lks_err("out of memory");
-			for (int i = 0; i < r->nruns; i++) {
-				const struct lks_rrun *a = &r->runs[i];
-				int ns = a->nsteps < b->nsteps ? a->nsteps : b->nsteps;
-				double *rel;
-
-				if (i == ref || strcmp(a->case_name, case_name) != 0 || ns == 0)
-					continue;
-				if (!(rel = malloc((size_t)ns * sizeof(double))))
-					return lks_err("out of memory");
-				for (int s = 0; s < ns; s++) {
-					rel[s] = fabs(a->loss[s] - b->loss[s]) / fabs(b->loss[s]);
-					if (rel[s] < LKS_REPORT_FLOOR)
-						rel[s] = LKS_REPORT_FLOOR;
-				}
-				lks_series(d, nm, a, rel, ns, &m);
-				free(rel);
-			}
-			fclose(d);
-			fclose(nm);
-			/* the rtol of the close checks on the loss against the reference, each once */
-			for (int i = 0; i < r->nchecks; i++) {
-				const struct lks_rcheck *k = &r->checks[i];
-				char t[32];
-
-				if (strcmp(k->rec.case_name, case_name) || !(k->rtol > 0)
-				    || strcmp(k->metric, "loss")
-				    || (k->rec.run_a != b->id && k->rec.run_b != b->id))
-					continue;
-				snprintf(t, sizeof(t), "%.17g", k->rtol);
-				if (!strstr(tols, t) && strlen(tols) + strlen(t) + 2 < sizeof(tols)) {
-					if (ntol++)
-						strcat(tols, ", ");
-					strcat(tols, t);
-				}
-			}
-			snprintf(caption, sizeof(caption),
-			         "relative loss difference against '%s' (an exact agreement is drawn at %g)",
-			         b->run_name, LKS_REPORT_FLOOR);
-			lks_safe_name(tcase, sizeof(tcase), case_name);
-			snprintf(vars, sizeof(vars), "n = %d\nnames = \"%s\"\nntol = %d\n%s%d] = [%s]\n"
-			         "title_text = '%s: |loss - loss(%s)| / |loss(%s)|'\n", m, bufs[1][1], ntol,
-			         ntol ? "array tols[" : "# tols[", ntol, tols, tcase, b->run_name, b->run_name);
-			if (m) {
-				struct lks_plot_spec spec = { .kind = "reldiff", .title = caption };
-
-				rc = lks_plot(r, case_name, &spec, bufs[1][0], vars);
-			} else {
-				lks_para(r, 1, "one run only: no relative difference to plot");
-			}
-			free(bufs[1][0]);
-			free(bufs[1][1]);
-			bufs[1][0] = bufs[1][1] = NULL;
+		if (strcmp(k->rec.case_name, case_name) || !(k->rtol > 0) || strcmp(k->metric, "loss")
+		    || (k->rec.run_a != ref->id && k->rec.run_b != ref->id))
+			continue;
+		snprintf(t, sizeof(t), "%.17g", k->rtol);
+		if (!strstr(tols, t) && strlen(tols) + strlen(t) + 2 < size) {
+			if ((*ntol)++)
+				strcat(tols, ", ");
+			strcat(tols, t);
 		}
 	}
+}
+
+/* The loss or the grad norm of every run of the case, or (LKS_SERIES_RELDIFF) the relative
+   loss difference of every other run against the reference run ref, with the rtol of the
+   close checks against it. */
+static int lks_case_plot(struct lks_report *r, const char *case_name, enum lks_series_kind kind,
+                         int ref)
+{
+	static const char *const kinds[] = { "loss", "gradnorm", "reldiff" };
+	static const char *const captions[] = { "loss per step (mean over ranks)",
+	                                        "grad norm per step" };
+	const lks_stored_run *b = ref >= 0 ? &r->runs[ref] : NULL;
+	struct lks_text data = { 0 }, names = { 0 };
+	struct lks_plot_spec spec = { .kind = kinds[kind] };
+	char vars[4096], tcase[128], tols[256], caption[300];
+	const char *dat, *nm;
+	int n = 0, ntol, rc = 0;
+
+	if (lks_text_open(&data) || lks_text_open(&names))
+		goto oom;
+	for (int i = 0; i < r->nruns; i++) {
+		const lks_stored_run *a = &r->runs[i];
+		int ns = !b ? a->nsteps : a->nsteps < b->nsteps ? a->nsteps : b->nsteps;
+
+		if (strcmp(a->case_name, case_name) == 0 && ns && (!b || i != ref))
+			lks_series(data.f, names.f, kind, a, b, ns, &n);
+	}
+	if (!(dat = lks_text_done(&data)) || !(nm = lks_text_done(&names)))
+		goto oom;
+	lks_safe_name(tcase, sizeof(tcase), case_name);
+	if (kind != LKS_SERIES_RELDIFF) {
+		spec.title = captions[kind];
+		snprintf(vars, sizeof(vars), "n = %d\nnames = \"%s\"\ntitle_text = '%s: %s'\n", n, nm,
+		         tcase, captions[kind]);
+	} else {
+		lks_loss_tols(r, case_name, b, tols, sizeof(tols), &ntol);
+		snprintf(caption, sizeof(caption),
+		         "relative loss difference against '%s' (an exact agreement is drawn at %g)",
+		         b->run_name, LKS_REPORT_FLOOR);
+		spec.title = caption;
+		snprintf(vars, sizeof(vars), "n = %d\nnames = \"%s\"\nntol = %d\n%s%d] = [%s]\n"
+		         "title_text = '%s: |loss - loss(%s)| / |loss(%s)|'\n", n, nm, ntol,
+		         ntol ? "array tols[" : "# tols[", ntol, tols, tcase, b->run_name, b->run_name);
+		if (!n)
+			lks_para(r, 1, "one run only: no relative difference to plot");
+	}
+	if (n)
+		rc = lks_plot(r, case_name, &spec, dat, vars);
+	goto out;
+oom:
+	rc = lks_err("out of memory");
+out:
+	lks_text_free(&data);
+	lks_text_free(&names);
 	return rc;
+}
+
+/* The plots of every case: loss, relative loss difference against the reference run (when
+   the case has one), grad norm. */
+int lks_case_plots(struct lks_report *r, const char *case_name)
+{
+	int ref = lks_reference(r, case_name);
+
+	if (lks_case_plot(r, case_name, LKS_SERIES_LOSS, -1)
+	    || (ref >= 0 && lks_case_plot(r, case_name, LKS_SERIES_RELDIFF, ref)))
+		return -1;
+	return lks_case_plot(r, case_name, LKS_SERIES_GRAD_NORM, -1);
 }

@@ -3,11 +3,11 @@
  * summary, the planted faults, and per case its runs, checks, plots, fingerprint keys and
  * trend; the folder written beside the one asked for and swapped in whole.
  *
- * Everything is read back from the store: the runs of the suite and their per-step rows,
- * the check verdicts (suite.c), per-tensor stats for the FP8 and heatmap plots (through
- * run_trace, as the checks read them: fp8_scales.c, heatmap.c), and for the trend the runs
- * of earlier suites (harness/store/report_query.h). Plots are made by gnuplot (plot.c); the
- * page is written in HTML and Markdown at once (page.c).
+ * Everything is read back from the store: the runs of the suite as stored runs (run.h) and
+ * the check verdicts (suite.c), per-tensor stats for the FP8 and heatmap plots (stepped
+ * through as the checks step through them: fp8_scales.c, heatmap.c), and for the trend the
+ * runs of earlier suites (harness/store/report_query.h). Plots are made by gnuplot
+ * (plot.c); the page is written in HTML and Markdown at once (page.c).
  *
  * The whole report is written into a new folder beside the one asked for, with the scratch
  * folder inside it, and swapped in when complete (harness/base/atomic_file.h): the report path
@@ -40,22 +40,23 @@ static void lks_case_runs(struct lks_report *r, const char *case_name)
 
 	lks_table_head(r, heads, 8);
 	for (int i = 0; i < r->nruns; i++) {
-		const struct lks_rrun *run = &r->runs[i];
+		const lks_stored_run *run = &r->runs[i];
 		char ws[16], ns[16], l0[32], l1[32];
 		const char *cells[8];
 
 		if (strcmp(run->case_name, case_name) != 0)
 			continue;
-		snprintf(ws, sizeof(ws), "%d", run->world_size);
+		snprintf(ws, sizeof(ws), "%d", run->W);
 		snprintf(ns, sizeof(ns), "%d", run->nsteps);
 		cells[0] = run->run_name;
 		cells[1] = run->recipe;
-		cells[2] = run->options ? run->options : "";
+		cells[2] = run->options;
 		cells[3] = ws;
 		cells[4] = ns;
 		cells[5] = run->status;
-		cells[6] = run->nsteps ? lks_fmt(l0, sizeof(l0), "%.6f", run->loss[0]) : "";
-		cells[7] = run->nsteps ? lks_fmt(l1, sizeof(l1), "%.6f", run->loss[run->nsteps - 1]) : "";
+		cells[6] = run->nsteps ? lks_fmt(l0, sizeof(l0), "%.6f", lks_run_loss(run, 0)) : "";
+		cells[7] = run->nsteps ? lks_fmt(l1, sizeof(l1), "%.6f",
+		                                 lks_run_loss(run, run->nsteps - 1)) : "";
 		lks_row(r, NULL, cells, cls, 8);
 	}
 	lks_table_end(r);
@@ -127,16 +128,16 @@ static void lks_case_checks(struct lks_report *r, const char *case_name)
 static void lks_case_fingerprints(struct lks_report *r, const char *case_name)
 {
 	static const char *const heads[] = { "key", "run", "value" };
-	const struct lks_rrun *first = NULL;
+	const lks_stored_run *first = NULL;
 	int any = 0;
 
 	/* keys of every run, compared with the first run's value of the same key */
 	for (int i = 0; i < r->nruns; i++) {
-		const struct lks_rrun *run = &r->runs[i];
+		const lks_stored_run *run = &r->runs[i];
 		const char *p = run->fingerprint;
 		char key[128], val[512], other[512];
 
-		if (strcmp(run->case_name, case_name) || !run->fingerprint)
+		if (strcmp(run->case_name, case_name) || !*run->fingerprint)  /* "": none stored */
 			continue;
 		if (!first) {
 			first = run;

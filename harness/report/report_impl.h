@@ -4,8 +4,10 @@
  * the others.
  *   report.c      the sections of the page (summary, planted faults, a case's tables) and
  *                 the report folder swapped in whole (report.h)
- *   suite.c       the suite read back through the store: its runs with per-step means over
- *                 ranks, its check verdicts with their stored parameters, its cases in order
+ *   suite.c       the suite read back through the store: its runs as stored runs
+ *                 (store/run.h) with their per-step values as the checks compare them
+ *                 (verify/walk.h), its check verdicts with their stored parameters, its cases
+ *                 in order
  *   page.c        the page in HTML and Markdown: all escaping, tables, headings, the template
  *   plot.c        a plot: data and script to a scratch folder, gnuplot as a child, the SVG
  *                 into the page; the loss, relative loss difference and grad norm plots
@@ -21,7 +23,7 @@
 #include <string.h>
 
 #include "harness/report/report.h"
-#include "harness/store/run_trace.h"
+#include "harness/store/run.h"
 #include "harness/store/trace_store.h"
 
 /* Room for the scratch folder's path, and for a path of a file in it or beside it (the
@@ -32,17 +34,6 @@
 /* Where an exact agreement is drawn on the log scale, which has no 0; far below any
    tolerance a check uses and above the double rounding of a loss near 1 (1e-16). */
 #define LKS_REPORT_FLOOR 1e-12
-
-/* A run of the suite with its per-step means over ranks (loss, grad norm, step time).
-   The report's own view of a stored run, used only through struct lks_report: the stored-run
-   model (harness/store/run.h) is to replace it, here alone. */
-struct lks_rrun {
-	int64_t id;
-	char *case_name, *run_name, *recipe, *options, *status, *fingerprint, *case_text;
-	int world_size;
-	int nsteps;
-	double *loss, *gnorm, *time;
-};
 
 struct lks_rcheck {
 	lks_check_rec rec;        /* strings owned */
@@ -59,24 +50,21 @@ struct lks_report {
 	const lks_report_opts *o;
 	char tmp[LKS_REPORT_DIR_MAX];  /* scratch: data, scripts, gnuplot's output; inside dir */
 	FILE *html, *md;
-	struct lks_rrun *runs;
+	lks_stored_run *runs;     /* (nruns) the suite's runs by id, with their tensors and
+	                             step rows; stat rows read step by step (run.h) */
 	int nruns;
 	struct lks_rcheck *checks;
 	int nchecks;
 	lks_report_info *info;
 };
 
-static inline char *lks_dup(const char *s)
-{
-	return s ? strdup(s) : NULL;
-}
-
 /* ---- suite.c ---- */
 
 /* The runs of r->suite with their steps, and its checks with their parameters. */
 int lks_suite_load(struct lks_report *r);
 void lks_suite_release(struct lks_report *r);
-const struct lks_rrun *lks_run_by_id(const struct lks_report *r, int64_t id);
+/* The run of the suite with that id, NULL when none is. */
+lks_stored_run *lks_run_by_id(const struct lks_report *r, int64_t id);
 /* The run's name, "" when the suite has no run id. */
 const char *lks_run_name(const struct lks_report *r, int64_t id);
 /* The reference of the relative-difference plot: the first bf16 run, else the first; -1:
@@ -85,6 +73,11 @@ int lks_reference(const struct lks_report *r, const char *case_name);
 /* The cases of the suite, in the order their first run or check was stored (*out: free it;
    the names belong to r). */
 int lks_case_names(struct lks_report *r, const char ***out, int *n);
+/* The run's loss at step, the mean over the ranks that stored it; NaN when none did. */
+double lks_run_loss(const lks_stored_run *run, int step);
+/* The run's grad norm at step (the lowest rank's: it is the same on every rank); NaN when
+   no rank stored it. */
+double lks_run_grad_norm(const lks_stored_run *run, int step);
 
 /* ---- page.c ---- */
 
@@ -145,7 +138,7 @@ int lks_case_plots(struct lks_report *r, const char *case_name);
 
 int lks_case_fp8_plots(struct lks_report *r, const char *case_name);
 /* Tensor i of t as a word of a key or label. */
-void lks_tensor_word(char *out, size_t size, const lks_run_trace *t, int i);
+void lks_tensor_word(char *out, size_t size, const lks_stored_run *t, int i);
 
 /* ---- heatmap.c ---- */
 

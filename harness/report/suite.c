@@ -1,7 +1,8 @@
 /*
- * suite.c: the suite a report is of, read back through the store: its runs (each with its
- * loss, grad norm and step time per step, as means over ranks), its check verdicts with the
- * parameters stored with them, the order of its cases, and the reference run of a case.
+ * suite.c: the suite a report is of, read back through the store: its runs (stored runs,
+ * run.h, with their tensors and step rows; the loss and grad norm per step as the checks
+ * compare them, walk.h), its check verdicts with the parameters stored with them, the order
+ * of its cases, and the reference run of a case.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -9,82 +10,46 @@
 
 #include "harness/engine/check_kind.h"
 #include "harness/report/report_impl.h"
+#include "harness/verify/walk.h"
 #include "kernels/err.h"
 
+static char *lks_dup(const char *s)
+{
+	return s ? strdup(s) : NULL;
+}
+
+/* A run of the suite: a place for it in r->runs, its id kept until it is loaded. */
 static int lks_collect_run(void *arg, const lks_run_rec *rec)
 {
 	struct lks_report *r = arg;
-	struct lks_rrun *run, *more;
+	lks_stored_run *more;
 
 	if (rec->info.suite_id != r->suite)
 		return 0;
 	if (!(more = realloc(r->runs, (size_t)(r->nruns + 1) * sizeof(*more))))
 		return lks_err("out of memory");
 	r->runs = more;
-	run = &r->runs[r->nruns++];
-	memset(run, 0, sizeof(*run));
-	run->id = rec->run_id;
-	run->world_size = rec->info.world_size;
-	run->case_name = lks_dup(rec->info.case_name);
-	run->run_name = lks_dup(rec->info.run_name);
-	run->recipe = lks_dup(rec->info.recipe);
-	run->options = lks_dup(rec->info.options);
-	run->status = lks_dup(rec->status);
-	run->fingerprint = lks_dup(rec->info.fingerprint);
-	run->case_text = lks_dup(rec->info.case_text);
-	if (!run->case_name || !run->run_name || !run->recipe || !run->status)
-		return lks_err("out of memory");
+	lks_stored_run_init(&r->runs[r->nruns]);
+	r->runs[r->nruns++].id = rec->run_id;
 	return 0;
 }
 
-/* The run's loss and step time as means over its ranks, its grad norm the lowest rank's
-   (it is global: the same on every rank), per step; NaN where a step has no row. */
-static int lks_load_steps(struct lks_report *r, struct lks_rrun *run)
+/* A per-step value as the checks compare it (walk.h): the metric is one of the table's. */
+static double lks_run_step(const lks_stored_run *run, int step, const char *metric)
 {
-	lks_step_row *rows = NULL;
-	int n = 0, cap, *cnt = NULL, rc = -1;
+	const lks_metric *m = lks_metric_find(metric);
 
-	if (lks_store_get_steps(r->s, run->id, -1, NULL, 0, &n))
-		return -1;
-	cap = n;
-	if (n == 0)
-		return 0;
-	if (!(rows = malloc((size_t)cap * sizeof(*rows))))
-		return lks_err("out of memory");
-	if (lks_store_get_steps(r->s, run->id, -1, rows, cap, &n))
-		goto out;
-	run->nsteps = rows[n - 1].step + 1;  /* rows come by (step, rank) */
-	run->loss = calloc((size_t)run->nsteps, sizeof(double));
-	run->gnorm = calloc((size_t)run->nsteps, sizeof(double));
-	run->time = calloc((size_t)run->nsteps, sizeof(double));
-	cnt = calloc((size_t)run->nsteps, sizeof(int));
-	if (!run->loss || !run->gnorm || !run->time || !cnt) {
-		lks_err("out of memory");
-		goto out;
-	}
-	for (int i = 0; i < n; i++) {
-		int s = rows[i].step;
+	return m ? lks_walk_step_value(run, step, m) : NAN;
+}
 
-		if (s < 0 || s >= run->nsteps)
-			continue;
-		if (cnt[s]++ == 0)
-			run->gnorm[s] = rows[i].grad_norm;
-		run->loss[s] += rows[i].loss;
-		run->time[s] += rows[i].step_time;
-	}
-	for (int s = 0; s < run->nsteps; s++) {
-		if (cnt[s]) {
-			run->loss[s] /= cnt[s];
-			run->time[s] /= cnt[s];
-		} else {
-			run->loss[s] = run->gnorm[s] = run->time[s] = NAN;
-		}
-	}
-	rc = 0;
-out:
-	free(rows);
-	free(cnt);
-	return rc;
+double lks_run_loss(const lks_stored_run *run, int step)
+{
+	return lks_run_step(run, step, "loss");
+}
+
+double lks_run_grad_norm(const lks_stored_run *run, int step)
+{
+	return lks_run_step(run, step, "grad_norm");
 }
 
 /* What the report shows of a check's parameters, as the checks table keeps them (a suite
@@ -134,7 +99,7 @@ static int lks_collect_check(void *arg, const lks_check_rec *rec)
 	return 0;
 }
 
-const struct lks_rrun *lks_run_by_id(const struct lks_report *r, int64_t id)
+lks_stored_run *lks_run_by_id(const struct lks_report *r, int64_t id)
 {
 	for (int i = 0; i < r->nruns; i++)
 		if (r->runs[i].id == id)
@@ -144,7 +109,7 @@ const struct lks_rrun *lks_run_by_id(const struct lks_report *r, int64_t id)
 
 const char *lks_run_name(const struct lks_report *r, int64_t id)
 {
-	const struct lks_rrun *run = lks_run_by_id(r, id);
+	const lks_stored_run *run = lks_run_by_id(r, id);
 
 	return run ? run->run_name : "";
 }
@@ -187,34 +152,24 @@ int lks_case_names(struct lks_report *r, const char ***out, int *n)
 	return 0;
 }
 
+/* The runs are loaded once the runs table has been read, not from inside its walk, so
+   that no two reads of the store are open at once: each with its tensors and step rows,
+   its stat rows read when a plot steps to them. */
 int lks_suite_load(struct lks_report *r)
 {
 	if (lks_store_get_runs(r->s, lks_collect_run, r)
 	    || lks_store_get_checks(r->s, r->suite, lks_collect_check, r))
 		return -1;
 	for (int i = 0; i < r->nruns; i++)
-		if (lks_load_steps(r, &r->runs[i]))
+		if (lks_stored_run_load(r->s, r->runs[i].id, LKS_LOAD_TRACE, &r->runs[i]))
 			return -1;
 	return 0;
 }
 
-
 void lks_suite_release(struct lks_report *r)
 {
-	for (int i = 0; i < r->nruns; i++) {
-		struct lks_rrun *run = &r->runs[i];
-
-		free(run->case_name);
-		free(run->run_name);
-		free(run->recipe);
-		free(run->options);
-		free(run->status);
-		free(run->fingerprint);
-		free(run->case_text);
-		free(run->loss);
-		free(run->gnorm);
-		free(run->time);
-	}
+	for (int i = 0; i < r->nruns; i++)
+		lks_stored_run_release(&r->runs[i]);
 	free(r->runs);
 	for (int i = 0; i < r->nchecks; i++) {
 		lks_check_rec *c = &r->checks[i].rec;

@@ -2,7 +2,8 @@
  * run.h: one stored run in memory, whatever it was read from: the trace store
  * (lks_stored_run_load), a golden file (lks_golden_read, golden.h), or the rows a run hands
  * its on_step callback (lks_stored_run_add_step). Checks, the golden comparison, 'lockstep
- * diff', 'lockstep golden update' and 'lockstep bench step' all read this one struct.
+ * diff', 'lockstep golden update', 'lockstep bench step' and the report all read this one
+ * struct.
  *
  * What it holds:
  *   - what the run was: case, run, recipe, options, backend, world size (W), steps and

@@ -11,6 +11,7 @@
  *   trace_store_write.c   suites, runs, tensors, steps and stats, events, verdicts, probes,
  *                         SQNR rows
  *   trace_store_read.c    the same read back
+ *   report_query.c        the report's reads beside those: a suite, the trend of a case
  */
 #ifndef LKS_HARNESS_STORE_TRACE_STORE_IMPL_H
 #define LKS_HARNESS_STORE_TRACE_STORE_IMPL_H
@@ -66,6 +67,8 @@ enum lks_q {
 	LKS_Q_GET_ALL_PROBES,
 	LKS_Q_LAST_SUITE,
 	LKS_Q_COMBO_SUITE,
+	LKS_Q_GET_SUITE,
+	LKS_Q_GET_TREND,
 	LKS_Q_COUNT
 };
 

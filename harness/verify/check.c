@@ -56,14 +56,6 @@ static lks_walk_opts lks_check_walk_opts(const struct lks_check_ctx *x)
 	return (lks_walk_opts){ .exact = 1, .label_a = x->label_a, .label_b = x->label_b };
 }
 
-int lks_check_row_diff(const lks_stat_row *a, const lks_stat_row *b, lks_check_result *res)
-{
-	static const lks_walk_opts exact = { .exact = 1 };
-	static const lks_stored_run none;
-
-	return lks_walk_pair(&exact, &none, a, b, 0, 0, -1, res);
-}
-
 /* Every shared tensor bit for bit, then the loss and grad norm of each step's rows. */
 static int lks_check_bitwise(struct lks_check_ctx *x)
 {

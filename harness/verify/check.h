@@ -118,10 +118,6 @@ int lks_check_case(lks_store *s, int64_t suite_id, const lks_case *c, const int6
 
 /* A result as lks_check_eval starts it: no verdict yet, no divergence. */
 void lks_check_result_init(lks_check_result *res);
-/* The first field in which two stat rows differ bit for bit (l2, amax, scale, nonfinite,
-   underflow, saturated, hash; both NaN count as equal) into res, 0 when none does: the
-   walker's comparison (walk.h, lks_walk_pair), kept for the report until it calls that. */
-int lks_check_row_diff(const lks_stat_row *a, const lks_stat_row *b, lks_check_result *res);
 
 /* A majority among n values: the index of one that more than half of them equal (same(arg,
    i, j): values i and j are equal, an equivalence), or -1 when none is: two that differ,

@@ -10,7 +10,8 @@
  * for bit), close (one metric within rtol/atol), recompute (a run's recomputed
  * activations against its own forward ones), the golden comparison (golden_compare.h: bit
  * for bit, or within rtol/atol with hashes ignored) and 'lockstep diff'. ranks_agree
- * compares the ranks of one run pair by pair with lks_walk_pair.
+ * compares the ranks of one run pair by pair with lks_walk_pair, and the report's heatmap
+ * pairs two runs' tensors and compares their rows with lks_walk_pairs and lks_walk_pair.
  *
  * Tensors pair by (name, phase, occurrence) (run.h): the k-th tensor of a name and phase
  * in a with the k-th in b, so two runs that trace different sets (a checkpointed run's
