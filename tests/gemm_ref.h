@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kernels/cpu/convert.h"
 #include "kernels/cpu/gemm.h"
 
 /* ---- deterministic inputs ---- */
@@ -27,22 +28,6 @@ static inline uint64_t rng_next(uint64_t *s)  /* splitmix64 */
 	return z ^ (z >> 31);
 }
 
-static inline float bits_f32(uint32_t u)
-{
-	float x;
-
-	memcpy(&x, &u, sizeof(x));
-	return x;
-}
-
-static inline uint32_t f32_bits(float x)
-{
-	uint32_t u;
-
-	memcpy(&u, &x, sizeof(u));
-	return u;
-}
-
 /* A float32 of either sign over 2^-8 .. 2^8 with a full mantissa, or (1 in 10) an exact 0. */
 static inline float rand_f32(uint64_t *s)
 {
@@ -53,7 +38,7 @@ static inline float rand_f32(uint64_t *s)
 
 	if ((r >> 40) % 10 == 0)
 		return 0.0f;
-	return bits_f32(sign | exp << 23 | mant);
+	return lks_bits_f32(sign | exp << 23 | mant);
 }
 
 /* A random FP8 code, never NaN (nor inf for E5M2): NaN propagation is not tested here,
@@ -92,7 +77,7 @@ static inline float ref_elem(const lks_operand *op, int r, int k)
 
 	switch (op->dtype) {
 	case LKS_F32: return ((const float *)op->data)[i];
-	case LKS_BF16: return bits_f32((uint32_t)((const uint16_t *)op->data)[i] << 16);
+	case LKS_BF16: return lks_bits_f32((uint32_t)((const uint16_t *)op->data)[i] << 16);
 	case LKS_E4M3: return ref_fp8(((const uint8_t *)op->data)[i], 4, 3);
 	case LKS_E5M2: return ref_fp8(((const uint8_t *)op->data)[i], 5, 2);
 	}
@@ -102,7 +87,7 @@ static inline float ref_elem(const lks_operand *op, int r, int k)
 /* Round to nearest even by cases (not the library's add-and-shift). */
 static inline uint16_t ref_bf16(float x)
 {
-	uint32_t u = f32_bits(x), hi = u >> 16, lo = u & 0xffff;
+	uint32_t u = lks_f32_bits(x), hi = u >> 16, lo = u & 0xffff;
 
 	if (isnan(x))
 		return 0x7fff;
@@ -138,7 +123,7 @@ static inline uint32_t ref_out(const lks_gemm *g, const float *acc, int i, int j
 
 	if (g->a.scaling != LKS_SCALE_NONE || g->b.scaling != LKS_SCALE_NONE)
 		c = c * (ref_inv(&g->a, i) * ref_inv(&g->b, j));
-	return g->out == LKS_BF16 ? ref_bf16(c) : f32_bits(c);
+	return g->out == LKS_BF16 ? ref_bf16(c) : lks_f32_bits(c);
 }
 
 /* ---- fixtures ---- */
@@ -155,10 +140,10 @@ static inline void *make_operand(lks_dtype t, int rows, int K, size_t ld, uint64
 
 		switch (t) {
 		case LKS_F32:
-			((float *)p)[idx] = pad ? bits_f32(0x7fc0beefu) : rand_f32(s);
+			((float *)p)[idx] = pad ? lks_bits_f32(0x7fc0beefu) : rand_f32(s);
 			break;
 		case LKS_BF16:
-			((uint16_t *)p)[idx] = pad ? 0x7fc1 : (uint16_t)(f32_bits(rand_f32(s)) >> 16);
+			((uint16_t *)p)[idx] = pad ? 0x7fc1 : (uint16_t)(lks_f32_bits(rand_f32(s)) >> 16);
 			break;
 		default:
 			((uint8_t *)p)[idx] = pad ? 0x7f : rand_fp8(s, t);

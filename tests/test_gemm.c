@@ -218,9 +218,9 @@ Test(gemm, reference_order_is_observable)
 			}
 			for (int t = 0; t < 8; t++)
 				l += lanes[t];
-			rev += f32_bits(r) != f32_bits(asc[i * N + j]);
-			split += f32_bits(l) != f32_bits(asc[i * N + j]);
-			unfused += f32_bits(u) != f32_bits(asc[i * N + j]);
+			rev += lks_f32_bits(r) != lks_f32_bits(asc[i * N + j]);
+			split += lks_f32_bits(l) != lks_f32_bits(asc[i * N + j]);
+			unfused += lks_f32_bits(u) != lks_f32_bits(asc[i * N + j]);
 		}
 	cr_expect_gt(rev, M * N / 4, "reversed order differs in only %d of %d", rev, M * N);
 	cr_expect_gt(split, M * N / 4, "8 partial sums differ in only %d of %d", split, M * N);
@@ -239,7 +239,7 @@ Test(gemm, reference_order_is_observable)
 				continue;
 			z = -1.0f;
 			cr_assert_eq(lks_gemm_run_isa(NULL, &h, (lks_isa)isa), 0, "%s", lks_errmsg());
-			cr_expect_eq(f32_bits(z), 0u, "%s: 1 + 1e8 - 1e8 gave %g, want +0",
+			cr_expect_eq(lks_f32_bits(z), 0u, "%s: 1 + 1e8 - 1e8 gave %g, want +0",
 			             lks_isa_name((lks_isa)isa), (double)z);
 		}
 	}
@@ -268,8 +268,8 @@ Test(gemm, negative_zero_products)
 			continue;
 		z = 1.0f;
 		cr_assert_eq(lks_gemm_run_isa(NULL, &g, (lks_isa)isa), 0, "%s", lks_errmsg());
-		cr_expect_eq(f32_bits(z), 0u, "%s: got 0x%08x, want +0", lks_isa_name((lks_isa)isa),
-		             f32_bits(z));
+		cr_expect_eq(lks_f32_bits(z), 0u, "%s: got 0x%08x, want +0", lks_isa_name((lks_isa)isa),
+		             lks_f32_bits(z));
 	}
 }
 
@@ -358,13 +358,13 @@ Test(gemm, empty_sizes)
 		/* K = 0: C = 0 * s = +0 everywhere, the padding column untouched */
 		for (int t = 0; t < NTHREADS; t++) {
 			for (int i = 0; i < 15; i++)
-				c[i] = bits_f32(sentinel);
+				c[i] = lks_bits_f32(sentinel);
 			cr_assert_eq(lks_gemm_run_isa(pools[thread_counts[t]], &g, (lks_isa)isa), 0, "%s",
 			             lks_errmsg());
 			for (int i = 0; i < 15; i++)
-				cr_expect_eq(f32_bits(c[i]), i % 5 == 4 ? sentinel : 0u,
+				cr_expect_eq(lks_f32_bits(c[i]), i % 5 == 4 ? sentinel : 0u,
 				             "%s: K=0 C[%d] = 0x%08x", lks_isa_name((lks_isa)isa), i,
-				             f32_bits(c[i]));
+				             lks_f32_bits(c[i]));
 		}
 		g.out = LKS_BF16;
 		g.c = h;
@@ -375,7 +375,7 @@ Test(gemm, empty_sizes)
 			             lks_isa_name((lks_isa)isa), i, h[i]);
 
 		/* M = 0 or N = 0: nothing to do, nothing written, NULL pointers allowed */
-		c[0] = bits_f32(sentinel);
+		c[0] = lks_bits_f32(sentinel);
 		g = (lks_gemm){ .M = 0, .N = 4, .K = 2, .a = { LKS_F32, NULL, 2, LKS_SCALE_NONE, NULL },
 		                .b = { LKS_F32, a, 2, LKS_SCALE_NONE, NULL }, .out = LKS_F32,
 		                .c = NULL, .ldc = 4 };
@@ -384,7 +384,7 @@ Test(gemm, empty_sizes)
 		                .b = { LKS_F32, NULL, 2, LKS_SCALE_NONE, NULL }, .out = LKS_F32,
 		                .c = c, .ldc = 0 };
 		cr_expect_eq(lks_gemm_run_isa(pools[2], &g, (lks_isa)isa), 0, "%s", lks_errmsg());
-		cr_expect_eq(f32_bits(c[0]), sentinel, "N = 0 wrote to C");
+		cr_expect_eq(lks_f32_bits(c[0]), sentinel, "N = 0 wrote to C");
 	}
 }
 
@@ -423,7 +423,7 @@ Test(gemm, packers_agree)
 					float v = want[(size_t)(r / step) * KC * step + (size_t)k * step + r % step];
 					float e = r < rows ? ref_elem(&op, R0 + r, K0 + k) : 0.0f;
 
-					cr_assert_eq(f32_bits(v), f32_bits(e), "%s, step %d: panel (%d, %d)",
+					cr_assert_eq(lks_f32_bits(v), lks_f32_bits(e), "%s, step %d: panel (%d, %d)",
 					             lks_dtype_name(dts[d]), step, r, k);
 				}
 			free(want);

@@ -75,7 +75,7 @@ static void *hammer_thread(void *v)
 			continue;
 		}
 		for (int i = 0; i < g.M * g.N; i++)
-			h->wrong += (g.out == LKS_BF16 ? ((uint16_t *)c)[i] : f32_bits(c[i])) != hc->want[i];
+			h->wrong += (g.out == LKS_BF16 ? ((uint16_t *)c)[i] : lks_f32_bits(c[i])) != hc->want[i];
 	}
 	atomic_fetch_sub(&hammer_running, 1);
 	return NULL;
