@@ -1,6 +1,6 @@
 /*
  * hang_preload.c: a shared library that stops whatever loads it, for the tests of probes
- * that never end or crash (test_combo.c): a combo sets env.LD_PRELOAD to it, and the
+ * that never end or crash (test_combo_cli.c): a combo sets env.LD_PRELOAD to it, and the
  * probe's 'lockstep check' hangs before its main, as one stuck in a driver call would. It
  * ignores SIGTERM too, so that the probe's timeout has to end it with SIGKILL. With
  * LKS_TEST_PRELOAD=segv in the environment it dies of SIGSEGV instead, as a broken library

@@ -1,195 +1,23 @@
 /*
- * test_gemm.c: the CPU GEMM against a naive reference written here, bit for bit.
+ * test_gemm.c: the CPU GEMM against a naive reference (gemm_ref.h), bit for bit.
  *
- * The reference is gemm.h read literally: widen each operand element to float32 (with a
- * decoder written here, not the library's tables), acc = fmaf(a, b, acc) over k ascending
- * from +0.0f, then s = (1/sa) * (1/sb), c = acc * s, and round to BF16 if asked. Every ISA
- * path this CPU supports and several thread counts must give exactly those bits; paths the
- * CPU cannot run are skipped with a note. reference_order_is_observable shows that these
- * inputs tell one summation order from another, so bitwise agreement means something.
+ * Every ISA path this CPU supports and several thread counts must give exactly the bits of
+ * the reference; paths the CPU cannot run are skipped with a note.
+ * reference_order_is_observable shows that these inputs tell one summation order from
+ * another, so bitwise agreement means something. (Concurrent calls sharing the workspace
+ * cache: test_gemm_concurrent.c.)
  */
 #include <criterion/criterion.h>
 #include <math.h>
-#include <pthread.h>
-#include <signal.h>
-#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
+#include "gemm_ref.h"
 #include "kernels/cpu/gemm.h"
 #include "kernels/cpu/gemm_kernel.h"
 #include "kernels/err.h"
-
-/* ---- deterministic inputs ---- */
-
-static uint64_t rng_next(uint64_t *s)  /* splitmix64 */
-{
-	uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
-
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-	return z ^ (z >> 31);
-}
-
-static float bits_f32(uint32_t u)
-{
-	float x;
-
-	memcpy(&x, &u, sizeof(x));
-	return x;
-}
-
-static uint32_t f32_bits(float x)
-{
-	uint32_t u;
-
-	memcpy(&u, &x, sizeof(u));
-	return u;
-}
-
-/* A float32 of either sign over 2^-8 .. 2^8 with a full mantissa, or (1 in 10) an exact 0. */
-static float rand_f32(uint64_t *s)
-{
-	uint64_t r = rng_next(s);
-	uint32_t sign = (uint32_t)(r & 1) << 31;
-	uint32_t exp = 127 - 8 + (uint32_t)((r >> 1) % 17);
-	uint32_t mant = (uint32_t)(r >> 8) & 0x7fffff;
-
-	if ((r >> 40) % 10 == 0)
-		return 0.0f;
-	return bits_f32(sign | exp << 23 | mant);
-}
-
-/* A random FP8 code, never NaN (nor inf for E5M2): NaN propagation is not tested here,
-   its payload is not part of the contract. 1 in 10 is +-0. */
-static uint8_t rand_fp8(uint64_t *s, lks_dtype t)
-{
-	for (;;) {
-		uint64_t r = rng_next(s);
-		uint8_t c = (uint8_t)r;
-
-		if ((r >> 32) % 10 == 0)
-			return c & 0x80;
-		if (t == LKS_E4M3 && (c & 0x7f) != 0x7f)
-			return c;
-		if (t == LKS_E5M2 && (c & 0x7f) < 0x7c)
-			return c;
-	}
-}
-
-/* ---- the reference ---- */
-
-static float ref_fp8(uint8_t c, int ebits, int mbits)
-{
-	int bias = (1 << (ebits - 1)) - 1;
-	int e = (c >> mbits) & ((1 << ebits) - 1);
-	int m = c & ((1 << mbits) - 1);
-	float v = e == 0 ? ldexpf((float)m, 1 - bias - mbits)
-	                 : ldexpf((float)((1 << mbits) + m), e - bias - mbits);
-
-	return (c & 0x80) ? -v : v;
-}
-
-static float ref_elem(const lks_operand *op, int r, int k)
-{
-	size_t i = (size_t)r * op->ld + (size_t)k;
-
-	switch (op->dtype) {
-	case LKS_F32: return ((const float *)op->data)[i];
-	case LKS_BF16: return bits_f32((uint32_t)((const uint16_t *)op->data)[i] << 16);
-	case LKS_E4M3: return ref_fp8(((const uint8_t *)op->data)[i], 4, 3);
-	case LKS_E5M2: return ref_fp8(((const uint8_t *)op->data)[i], 5, 2);
-	}
-	return NAN;
-}
-
-/* Round to nearest even by cases (not the library's add-and-shift). */
-static uint16_t ref_bf16(float x)
-{
-	uint32_t u = f32_bits(x), hi = u >> 16, lo = u & 0xffff;
-
-	if (isnan(x))
-		return 0x7fff;
-	if (lo > 0x8000 || (lo == 0x8000 && (hi & 1)))
-		hi++;
-	return (uint16_t)hi;
-}
-
-/* acc (M, N): the chain of gemm.h. */
-static void ref_acc(const lks_gemm *g, float *acc)
-{
-	for (int i = 0; i < g->M; i++)
-		for (int j = 0; j < g->N; j++) {
-			float s = 0.0f;
-
-			for (int k = 0; k < g->K; k++)
-				s = fmaf(ref_elem(&g->a, i, k), ref_elem(&g->b, j, k), s);
-			acc[(size_t)i * g->N + j] = s;
-		}
-}
-
-static float ref_inv(const lks_operand *op, int r)
-{
-	if (op->scaling == LKS_SCALE_NONE)
-		return 1.0f;
-	return 1.0f / op->scale[op->scaling == LKS_SCALE_AXIS ? r : 0];
-}
-
-/* The expected bits of C(i, j), as uint32 (BF16 in the low half). */
-static uint32_t ref_out(const lks_gemm *g, const float *acc, int i, int j)
-{
-	float c = acc[(size_t)i * g->N + j];
-
-	if (g->a.scaling != LKS_SCALE_NONE || g->b.scaling != LKS_SCALE_NONE)
-		c = c * (ref_inv(&g->a, i) * ref_inv(&g->b, j));
-	return g->out == LKS_BF16 ? ref_bf16(c) : f32_bits(c);
-}
-
-/* ---- fixtures ---- */
-
-/* An operand (rows, K) with ld = K + pad; the padding holds NaN, so reading past K shows. */
-static void *make_operand(lks_dtype t, int rows, int K, size_t ld, uint64_t *s)
-{
-	size_t n = (size_t)rows * ld;
-	void *p = malloc(n * lks_dtype_size(t) + 1);
-
-	cr_assert_not_null(p);
-	for (size_t idx = 0; idx < n; idx++) {
-		int pad = (int)(idx % ld) >= K;
-
-		switch (t) {
-		case LKS_F32:
-			((float *)p)[idx] = pad ? bits_f32(0x7fc0beefu) : rand_f32(s);
-			break;
-		case LKS_BF16:
-			((uint16_t *)p)[idx] = pad ? 0x7fc1 : (uint16_t)(f32_bits(rand_f32(s)) >> 16);
-			break;
-		default:
-			((uint8_t *)p)[idx] = pad ? 0x7f : rand_fp8(s, t);
-			break;
-		}
-	}
-	return p;
-}
-
-/* Scales for `rows` rows: arbitrary positive values (their reciprocals round), and some
-   powers of two as the rowwise recipes use. */
-static float *make_scales(int rows, uint64_t *s)
-{
-	float *sc = malloc(((size_t)rows + 1) * sizeof(float));
-
-	cr_assert_not_null(sc);
-	for (int i = 0; i <= rows; i++) {
-		uint64_t r = rng_next(s);
-
-		sc[i] = r % 4 == 0 ? ldexpf(1.0f, (int)((r >> 8) % 15) - 7)
-		                   : 0.01f + (float)((r >> 16) % 100000) * 0.001f;
-	}
-	return sc;
-}
 
 static lks_pool *pools[8];  /* by thread count; NULL for 1 */
 static const int thread_counts[] = { 1, 2, 3, 7 };
@@ -390,9 +218,9 @@ Test(gemm, reference_order_is_observable)
 			}
 			for (int t = 0; t < 8; t++)
 				l += lanes[t];
-			rev += f32_bits(r) != f32_bits(asc[i * N + j]);
-			split += f32_bits(l) != f32_bits(asc[i * N + j]);
-			unfused += f32_bits(u) != f32_bits(asc[i * N + j]);
+			rev += lks_f32_bits(r) != lks_f32_bits(asc[i * N + j]);
+			split += lks_f32_bits(l) != lks_f32_bits(asc[i * N + j]);
+			unfused += lks_f32_bits(u) != lks_f32_bits(asc[i * N + j]);
 		}
 	cr_expect_gt(rev, M * N / 4, "reversed order differs in only %d of %d", rev, M * N);
 	cr_expect_gt(split, M * N / 4, "8 partial sums differ in only %d of %d", split, M * N);
@@ -411,7 +239,7 @@ Test(gemm, reference_order_is_observable)
 				continue;
 			z = -1.0f;
 			cr_assert_eq(lks_gemm_run_isa(NULL, &h, (lks_isa)isa), 0, "%s", lks_errmsg());
-			cr_expect_eq(f32_bits(z), 0u, "%s: 1 + 1e8 - 1e8 gave %g, want +0",
+			cr_expect_eq(lks_f32_bits(z), 0u, "%s: 1 + 1e8 - 1e8 gave %g, want +0",
 			             lks_isa_name((lks_isa)isa), (double)z);
 		}
 	}
@@ -440,8 +268,8 @@ Test(gemm, negative_zero_products)
 			continue;
 		z = 1.0f;
 		cr_assert_eq(lks_gemm_run_isa(NULL, &g, (lks_isa)isa), 0, "%s", lks_errmsg());
-		cr_expect_eq(f32_bits(z), 0u, "%s: got 0x%08x, want +0", lks_isa_name((lks_isa)isa),
-		             f32_bits(z));
+		cr_expect_eq(lks_f32_bits(z), 0u, "%s: got 0x%08x, want +0", lks_isa_name((lks_isa)isa),
+		             lks_f32_bits(z));
 	}
 }
 
@@ -530,13 +358,13 @@ Test(gemm, empty_sizes)
 		/* K = 0: C = 0 * s = +0 everywhere, the padding column untouched */
 		for (int t = 0; t < NTHREADS; t++) {
 			for (int i = 0; i < 15; i++)
-				c[i] = bits_f32(sentinel);
+				c[i] = lks_bits_f32(sentinel);
 			cr_assert_eq(lks_gemm_run_isa(pools[thread_counts[t]], &g, (lks_isa)isa), 0, "%s",
 			             lks_errmsg());
 			for (int i = 0; i < 15; i++)
-				cr_expect_eq(f32_bits(c[i]), i % 5 == 4 ? sentinel : 0u,
+				cr_expect_eq(lks_f32_bits(c[i]), i % 5 == 4 ? sentinel : 0u,
 				             "%s: K=0 C[%d] = 0x%08x", lks_isa_name((lks_isa)isa), i,
-				             f32_bits(c[i]));
+				             lks_f32_bits(c[i]));
 		}
 		g.out = LKS_BF16;
 		g.c = h;
@@ -547,7 +375,7 @@ Test(gemm, empty_sizes)
 			             lks_isa_name((lks_isa)isa), i, h[i]);
 
 		/* M = 0 or N = 0: nothing to do, nothing written, NULL pointers allowed */
-		c[0] = bits_f32(sentinel);
+		c[0] = lks_bits_f32(sentinel);
 		g = (lks_gemm){ .M = 0, .N = 4, .K = 2, .a = { LKS_F32, NULL, 2, LKS_SCALE_NONE, NULL },
 		                .b = { LKS_F32, a, 2, LKS_SCALE_NONE, NULL }, .out = LKS_F32,
 		                .c = NULL, .ldc = 4 };
@@ -556,7 +384,7 @@ Test(gemm, empty_sizes)
 		                .b = { LKS_F32, NULL, 2, LKS_SCALE_NONE, NULL }, .out = LKS_F32,
 		                .c = c, .ldc = 0 };
 		cr_expect_eq(lks_gemm_run_isa(pools[2], &g, (lks_isa)isa), 0, "%s", lks_errmsg());
-		cr_expect_eq(f32_bits(c[0]), sentinel, "N = 0 wrote to C");
+		cr_expect_eq(lks_f32_bits(c[0]), sentinel, "N = 0 wrote to C");
 	}
 }
 
@@ -595,7 +423,7 @@ Test(gemm, packers_agree)
 					float v = want[(size_t)(r / step) * KC * step + (size_t)k * step + r % step];
 					float e = r < rows ? ref_elem(&op, R0 + r, K0 + k) : 0.0f;
 
-					cr_assert_eq(f32_bits(v), f32_bits(e), "%s, step %d: panel (%d, %d)",
+					cr_assert_eq(lks_f32_bits(v), lks_f32_bits(e), "%s, step %d: panel (%d, %d)",
 					             lks_dtype_name(dts[d]), step, r, k);
 				}
 			free(want);
@@ -615,138 +443,4 @@ Test(gemm, dtype_names)
 	cr_expect_eq(lks_dtype_size(LKS_BF16), 2);
 	cr_expect_eq(lks_dtype_size(LKS_E4M3), 1);
 	cr_expect_eq(lks_dtype_size(LKS_E5M2), 1);
-}
-
-/* ---- concurrent calls share the workspace cache ---- */
-
-/*
- * A call that gives its workspace back must not read it once it is in the cache, where
- * another call may take it and free it at once (issue 11, item 7). Threads call
- * lks_gemm_run with shapes whose workspaces differ in size, so that blocks are swapped and
- * freed all the time, while this thread stalls them with signals at random points, which
- * widens every window between two steps of the cache; every result is checked bit for bit.
- * A read after free shows only under AddressSanitizer (ci/sanitize), which takes seconds
- * to meet the interleaving on 2 cores: the test runs 8 s there and 1 s in other builds.
- */
-#if defined(__SANITIZE_ADDRESS__)
-#define HAMMER_SECONDS 8
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define HAMMER_SECONDS 8
-#endif
-#endif
-#ifndef HAMMER_SECONDS
-#define HAMMER_SECONDS 1
-#endif
-
-enum { HAMMER_THREADS = 8, HAMMER_SHAPES = 4 };
-
-struct hammer_case {
-	lks_gemm g;             /* c unset: each thread has its own */
-	uint32_t *want;         /* (M, N) the expected bits, as ref_out gives them */
-};
-
-struct hammer_arg {
-	const struct hammer_case *cases;
-	int id;
-	long calls, failed, wrong;
-};
-
-static atomic_int hammer_running;  /* threads still calling */
-
-static double hammer_now(void)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
-
-static void *hammer_thread(void *v)
-{
-	struct hammer_arg *h = v;
-	double end = hammer_now() + HAMMER_SECONDS;
-
-	for (; hammer_now() < end; h->calls++) {
-		const struct hammer_case *hc = &h->cases[(h->calls + h->id) % HAMMER_SHAPES];
-		lks_gemm g = hc->g;
-		float c[2 * 700];
-
-		g.c = c;
-		if (lks_gemm_run(NULL, &g)) {
-			h->failed++;
-			continue;
-		}
-		for (int i = 0; i < g.M * g.N; i++)
-			h->wrong += (g.out == LKS_BF16 ? ((uint16_t *)c)[i] : f32_bits(c[i])) != hc->want[i];
-	}
-	atomic_fetch_sub(&hammer_running, 1);
-	return NULL;
-}
-
-/* Holds its thread up for 5 us wherever the signal struck: long enough for another
-   thread to take a block from the cache and free it. Async-signal-safe. */
-static void hammer_stall(int sig)
-{
-	double end = hammer_now() + 5e-6;
-
-	while (hammer_now() < end)
-		;
-}
-
-Test(gemm, concurrent_calls_share_the_workspace_safely, .timeout = 60)
-{
-	/* (M, N, K): short calls whose workspaces (B panels of N rows) differ in size */
-	static const int shapes[HAMMER_SHAPES][3] = { { 1, 3, 5 }, { 2, 700, 3 }, { 3, 20, 9 },
-	                                              { 1, 300, 2 } };
-	struct hammer_case cases[HAMMER_SHAPES];
-	struct hammer_arg args[HAMMER_THREADS];
-	pthread_t th[HAMMER_THREADS];
-	struct sigaction sa = { .sa_handler = hammer_stall, .sa_flags = SA_RESTART };
-	uint64_t seed = 77;
-	long calls = 0;
-
-	for (int s = 0; s < HAMMER_SHAPES; s++) {
-		lks_gemm *g = &cases[s].g;
-		int M = shapes[s][0], N = shapes[s][1], K = shapes[s][2];
-		float *acc = malloc((size_t)M * N * sizeof(float));
-
-		*g = (lks_gemm){
-			.M = M, .N = N, .K = K, .a = { LKS_BF16, NULL, (size_t)K, LKS_SCALE_NONE, NULL },
-			.b = { LKS_F32, NULL, (size_t)K, LKS_SCALE_NONE, NULL },
-			.out = s % 2 ? LKS_BF16 : LKS_F32, .ldc = (size_t)N,
-		};
-		g->a.data = make_operand(LKS_BF16, M, K, (size_t)K, &seed);
-		g->b.data = make_operand(LKS_F32, N, K, (size_t)K, &seed);
-		cases[s].want = malloc((size_t)M * N * sizeof(uint32_t));
-		cr_assert(acc && cases[s].want);
-		ref_acc(g, acc);
-		for (int i = 0; i < M; i++)
-			for (int j = 0; j < N; j++)
-				cases[s].want[i * N + j] = ref_out(g, acc, i, j);
-		free(acc);
-	}
-	cr_assert_eq(sigaction(SIGUSR1, &sa, NULL), 0);
-	atomic_store(&hammer_running, HAMMER_THREADS);
-	for (int t = 0; t < HAMMER_THREADS; t++) {
-		args[t] = (struct hammer_arg){ .cases = cases, .id = t };
-		cr_assert_eq(pthread_create(&th[t], NULL, hammer_thread, &args[t]), 0);
-	}
-	for (long k = 0; atomic_load(&hammer_running) > 0; k++)
-		pthread_kill(th[k % HAMMER_THREADS], SIGUSR1);
-	for (int t = 0; t < HAMMER_THREADS; t++) {
-		pthread_join(th[t], NULL);
-		calls += args[t].calls;
-		cr_expect_eq(args[t].failed, 0, "thread %d: %ld calls failed", t, args[t].failed);
-		cr_expect_eq(args[t].wrong, 0, "thread %d: %ld elements differ from the reference", t,
-		             args[t].wrong);
-	}
-	printf("gemm: %ld concurrent calls on %d threads in %d s\n", calls, HAMMER_THREADS,
-	       HAMMER_SECONDS);
-	cr_expect_gt(calls, 2 * HAMMER_THREADS * HAMMER_SHAPES, "too few calls to mean anything");
-	for (int s = 0; s < HAMMER_SHAPES; s++) {
-		free((void *)cases[s].g.a.data);
-		free((void *)cases[s].g.b.data);
-		free(cases[s].want);
-	}
 }

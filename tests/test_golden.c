@@ -6,97 +6,24 @@
  * edited as a person would: one changed value must fail the check at exactly that step,
  * rank, tensor and field; a missing file fails naming the command that writes it; a bad
  * file (bad number, missing column, wrong header, cut short, rows out of order) is an error
- * naming file:line and makes 'lockstep run' exit 2; an incomplete run is refused. A file
- * is written aside and renamed in (harness/base/atomic_file.h): a symlink at the old temporary
- * name or at a temporary's name is never followed, the temporary of a killed writer is
- * removed by the next write, and a failed write leaves no temporary. The program is run
- * as a user would for 'golden update' and 'run --golden'.
+ * naming file:line; an incomplete run is refused. (Writing a file safely, and the program
+ * run as a user would: test_golden_update.c; the fixture: golden_fixture.h.)
  */
 #include <criterion/criterion.h>
-#include <dirent.h>
-#include <fcntl.h>
 #include <float.h>
 #include <math.h>
 #include <sqlite3.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/file.h>
-#include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
-#include "run_bin.h"
-#include "harness/engine/case.h"
+#include "golden_fixture.h"
 #include "harness/verify/check.h"
 #include "harness/store/golden.h"
 #include "harness/verify/golden_compare.h"
-#include "harness/engine/runner.h"
 #include "harness/store/trace_store.h"
 #include "kernels/err.h"
-
-/* FP8 rowwise (a) and BF16 (bf: no tensor quantized, every scale NaN); 2 ranks, 3 steps. */
-static const char case_text[] =
-	"[case]\nsteps = 3\nseed = 7\nworld_size = 2\n"
-	"[model]\nvocab = 32\nhidden = 16\nffn = 32\nlayers = 1\nseq = 4\nbatch = 2\n"
-	"[run a]\nrecipe = fp8_rowwise\n"
-	"[run bf]\nrecipe = bf16\n"
-	"[check gold]\nkind = golden\na = a\n"
-	"[check gold_bf]\nkind = golden\na = bf\n";
-
-struct fx {
-	char dir[64], path[160], golden[128];
-	lks_check_opts opts;      /* the checks', with golden */
-	lks_case c;
-	lks_store *s;
-	int64_t ids[4];
-};
-
-static void fx_setup(struct fx *f)
-{
-	FILE *cf;
-
-	memset(f, 0, sizeof(*f));
-	snprintf(f->dir, sizeof(f->dir), "/tmp/lks-test-golden-XXXXXX");
-	cr_assert_not_null(mkdtemp(f->dir));
-	snprintf(f->path, sizeof(f->path), "%s/tiny.ini", f->dir);
-	cr_assert_not_null(cf = fopen(f->path, "w"));
-	fputs(case_text, cf);
-	fclose(cf);
-	cr_assert_eq(lks_case_load(f->path, NULL, 0, &f->c), 0, "%s", lks_errmsg());
-	snprintf(f->path, sizeof(f->path), "%s/t.db", f->dir);
-	cr_assert_eq(lks_store_open(f->path, &f->s), 0, "%s", lks_errmsg());
-	for (int i = 0; i < f->c.nruns; i++) {
-		lks_runner_opts o = { .threads = 1, .fingerprint = "{\"lockstep.version\": \"0.1.0\", "
-		                      "\"lockstep.commit\": \"abc\", \"compiler\": \"GNU 12\", "
-		                      "\"isa.active\": \"avx2\"}" };
-		lks_run_result res;
-
-		cr_assert_eq(lks_run(&f->c, &f->c.runs[i], f->s, &o, &res), 0, "%s", lks_errmsg());
-		f->ids[i] = res.run_id;
-	}
-	snprintf(f->golden, sizeof(f->golden), "%s/golden", f->dir);
-	f->opts.golden_dir = f->golden;
-}
-
-static void fx_teardown(struct fx *f)
-{
-	char cmd[128];
-
-	lks_store_close(f->s);
-	lks_case_release(&f->c);
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", f->dir);
-	cr_assert_eq(system(cmd), 0);
-}
-
-static int64_t id_of(const struct fx *f, const char *run)
-{
-	const lks_run_cfg *r = lks_case_run(&f->c, run);
-
-	cr_assert_not_null(r, "no run '%s'", run);
-	return f->ids[r - f->c.runs];
-}
 
 static const lks_check_cfg *check_of(const struct fx *f, const char *name)
 {
@@ -107,24 +34,6 @@ static const lks_check_cfg *check_of(const struct fx *f, const char *name)
 	return NULL;
 }
 
-/* The golden file of run into path (its path in f->golden). */
-static void write_golden(struct fx *f, const char *run, char *path, size_t n)
-{
-	lks_stored_run g;
-
-	cr_assert_eq(lks_stored_run_load(f->s, id_of(f, run), LKS_LOAD_TRACE, &g), 0, "%s",
-	             lks_errmsg());
-	cr_assert_eq(lks_golden_path(f->golden, g.backend, g.case_name, g.run_name, path, n), 0);
-	cr_assert_eq(lks_golden_write(&g, path), 0, "%s", lks_errmsg());
-	lks_stored_run_release(&g);
-}
-
-/* Run id of the store, every stat row in memory. */
-static void load_whole(struct fx *f, int64_t id, lks_stored_run *r)
-{
-	cr_assert_eq(lks_stored_run_load(f->s, id, LKS_LOAD_WHOLE, r), 0, "%s", lks_errmsg());
-}
-
 static lks_check_result eval(struct fx *f, const char *check)
 {
 	const lks_check_cfg *k = check_of(f, check);
@@ -133,58 +42,6 @@ static lks_check_result eval(struct fx *f, const char *check)
 	cr_assert_eq(lks_check_eval(f->s, k, &f->opts, id_of(f, k->a), 0, &r), 0, "%s",
 	             lks_errmsg());
 	return r;
-}
-
-static int same_bits(const void *a, const void *b, size_t n)
-{
-	return memcmp(a, b, n) == 0;
-}
-
-/* a and b equal field by field, doubles and floats bit for bit (NaN: both NaN). */
-static void expect_equal(const lks_stored_run *a, const lks_stored_run *b)
-{
-	cr_assert_str_eq(a->case_name, b->case_name);
-	cr_assert_str_eq(a->run_name, b->run_name);
-	cr_assert_str_eq(a->recipe, b->recipe);
-	cr_assert_str_eq(a->backend, b->backend);
-	cr_assert_str_eq(a->options, b->options);
-	cr_assert_eq(a->W, b->W);
-	cr_assert_eq(a->steps, b->steps);
-	cr_assert_eq(a->seed, b->seed);
-	cr_assert_str_eq(a->version, b->version);
-	cr_assert_str_eq(a->compiler, b->compiler);
-	cr_assert_str_eq(a->isa, b->isa);
-	cr_assert_eq(a->nt, b->nt);
-	for (int i = 0; i < a->nt; i++) {
-		cr_assert_str_eq(a->names[i], b->names[i]);
-		cr_assert_eq(a->phases[i], b->phases[i]);
-	}
-	cr_assert_eq(a->nsteprows, b->nsteprows);
-	for (int i = 0; i < a->nsteprows; i++) {
-		const lks_step_row *x = &a->steprows[i], *y = &b->steprows[i];
-
-		cr_assert(x->step == y->step && x->rank == y->rank);
-		cr_assert(same_bits(&x->loss, &y->loss, 8) || (isnan(x->loss) && isnan(y->loss)));
-		cr_assert(same_bits(&x->grad_norm, &y->grad_norm, 8)
-		          || (isnan(x->grad_norm) && isnan(y->grad_norm)));
-		cr_assert(same_bits(&x->lr, &y->lr, 8) || (isnan(x->lr) && isnan(y->lr)));
-	}
-	cr_assert_eq(a->nstats, b->nstats);
-	for (size_t i = 0; i < a->nstats; i++) {
-		const lks_stat_row *x = &a->stats[i], *y = &b->stats[i];
-
-		cr_assert(x->step == y->step && x->rank == y->rank && x->seq == y->seq);
-		cr_assert(same_bits(&x->l2, &y->l2, 8) || (isnan(x->l2) && isnan(y->l2)), "row %zu l2 %a %a",
-		          i, x->l2, y->l2);
-		cr_assert(same_bits(&x->amax, &y->amax, 4) || (isnan(x->amax) && isnan(y->amax)),
-		          "row %zu amax %a %a", i, (double)x->amax, (double)y->amax);
-		cr_assert(same_bits(&x->scale, &y->scale, 4) || (isnan(x->scale) && isnan(y->scale)),
-		          "row %zu scale %a %a", i, (double)x->scale, (double)y->scale);
-		cr_assert(x->nonfinite == y->nonfinite && x->underflow == y->underflow
-		          && x->saturated == y->saturated);
-		cr_assert_eq(x->hash, y->hash, "row %zu hash %016llx %016llx", i,
-		             (unsigned long long)x->hash, (unsigned long long)y->hash);
-	}
 }
 
 static void expect_pass(lks_stored_run *run, lks_stored_run *gold)
@@ -311,84 +168,6 @@ Test(golden, negative_zero_from_the_store)
 }
 
 /* ---- the check ---- */
-
-/* Lines of a file, to edit as a person would. */
-struct text {
-	char *line[4096];
-	int n;
-};
-
-static void text_read(struct text *t, const char *path)
-{
-	FILE *f = fopen(path, "r");
-	char buf[4096];
-
-	cr_assert_not_null(f);
-	t->n = 0;
-	while (fgets(buf, sizeof(buf), f)) {
-		cr_assert_lt(t->n, 4096);
-		t->line[t->n++] = strdup(buf);
-	}
-	fclose(f);
-}
-
-static void text_write(struct text *t, const char *path, int nlines, int cut_last_at)
-{
-	FILE *f = fopen(path, "w");
-
-	cr_assert_not_null(f);
-	for (int i = 0; i < nlines; i++)
-		if (i == nlines - 1 && cut_last_at >= 0)
-			fwrite(t->line[i], 1, (size_t)cut_last_at, f);
-		else
-			fputs(t->line[i], f);
-	fclose(f);
-}
-
-static void text_free(struct text *t)
-{
-	for (int i = 0; i < t->n; i++)
-		free(t->line[i]);
-	t->n = 0;
-}
-
-/* The index of the line that starts with prefix. */
-static int text_find(const struct text *t, const char *prefix)
-{
-	for (int i = 0; i < t->n; i++)
-		if (!strncmp(t->line[i], prefix, strlen(prefix)))
-			return i;
-	cr_assert_fail("no line '%s'", prefix);
-	return -1;
-}
-
-/* Replaces tab-separated column col (from 0) of line i with v. */
-static void text_set(struct text *t, int i, int col, const char *v)
-{
-	char out[4096] = "", *save, *tok, *copy = strdup(t->line[i]);
-	int c = 0;
-
-	copy[strcspn(copy, "\n")] = 0;
-	for (tok = strtok_r(copy, "\t", &save); tok; tok = strtok_r(NULL, "\t", &save), c++) {
-		if (c)
-			strcat(out, "\t");
-		strcat(out, c == col ? v : tok);
-	}
-	strcat(out, "\n");
-	free(copy);
-	free(t->line[i]);
-	t->line[i] = strdup(out);
-}
-
-static char *text_col(const struct text *t, int i, int col, char *buf, size_t n)
-{
-	const char *p = t->line[i];
-
-	for (int c = 0; c < col; c++)
-		p = strchr(p, '\t') + 1;
-	snprintf(buf, n, "%.*s", (int)strcspn(p, "\t\n"), p);
-	return buf;
-}
 
 Test(golden, check_passes_on_its_own_run)
 {
@@ -747,233 +526,4 @@ Test(golden, incomplete_run_is_refused)
 	cr_assert_eq(access(path, F_OK), -1, "a golden was written from an incomplete run");
 	lks_stored_run_release(&g);
 	fx_teardown(&f);
-}
-
-/* ---- written whole and safely ---- */
-
-/* How many entries of dir begin with prefix. */
-static int entries_with(const char *dir, const char *prefix)
-{
-	DIR *d = opendir(dir);
-	struct dirent *e;
-	int n = 0;
-
-	cr_assert_not_null(d, "cannot list '%s'", dir);
-	while ((e = readdir(d)))
-		n += !strncmp(e->d_name, prefix, strlen(prefix));
-	closedir(d);
-	return n;
-}
-
-static void put_file(const char *path, const char *text)
-{
-	FILE *f = fopen(path, "w");
-
-	cr_assert_not_null(f, "cannot write '%s'", path);
-	fputs(text, f);
-	fclose(f);
-}
-
-/* A killed writer's temporary (nobody holds it) is removed by the next write; a live
-   writer's (held: flock) is left alone; a write that fails removes its own. */
-Test(golden, leftovers_of_a_killed_writer_are_removed)
-{
-	struct fx f;
-	lks_stored_run g, back;
-	char path[256], dead[300], live[256], folder[160];
-	int fd;
-
-	fx_setup(&f);
-	write_golden(&f, "a", path, sizeof(path));
-	snprintf(folder, sizeof(folder), "%s/cpu/tiny", f.golden);
-	snprintf(dead, sizeof(dead), "%s/.a.tsv.tmp-deadbeef", folder);
-	snprintf(live, sizeof(live), "%s/.a.tsv.tmp-00c0ffee", folder);
-	put_file(dead, "# lockstep golden 1\n# case: cut short by kill -9\n");
-	put_file(live, "being written\n");
-	cr_assert_geq(fd = open(live, O_RDONLY), 0);
-	cr_assert_eq(flock(fd, LOCK_EX), 0);
-	write_golden(&f, "a", path, sizeof(path));
-	cr_expect_eq(access(dead, F_OK), -1, "the leftover of a killed writer is still there");
-	cr_expect_eq(access(live, F_OK), 0, "a live writer's temporary was removed");
-	close(fd);
-	load_whole(&f, id_of(&f, "a"), &g);
-	cr_assert_eq(lks_golden_read(path, &back), 0, "%s", lks_errmsg());
-	expect_equal(&g, &back);
-	lks_stored_run_release(&back);
-	lks_stored_run_release(&g);
-
-	/* the rename fails (a folder holds the name): the temporary goes, nothing else changes */
-	snprintf(path, sizeof(path), "%s/bf.tsv", folder);
-	cr_assert_eq(mkdir(path, 0777), 0);
-	snprintf(dead, sizeof(dead), "%s/keep", path);
-	put_file(dead, "x");
-	load_whole(&f, id_of(&f, "bf"), &g);
-	cr_assert_neq(lks_golden_write(&g, path), 0);
-	cr_expect(strstr(lks_errmsg(), "bf.tsv"), "%s", lks_errmsg());
-	lks_stored_run_release(&g);
-	cr_expect_eq(entries_with(folder, ".bf.tsv"), 0, "a temporary file was left behind");
-	cr_expect_eq(entries_with(folder, ".a.tsv"), 1, "only the live writer's temporary stays");
-	fx_teardown(&f);
-}
-
-/* ---- the program ---- */
-
-/* Runs "cd dir && lockstep ARGS" with stdout and stderr into dir/out; the exit code. */
-static int lockstep(const char *dir, const char *fmt, ...)
-{
-	char args[512], cmd[1024];
-	va_list ap;
-	int st;
-
-	va_start(ap, fmt);
-	vsnprintf(args, sizeof(args), fmt, ap);
-	va_end(ap);
-	snprintf(cmd, sizeof(cmd), "cd '%s' && env -u LKS_GOLDEN_DIR '%s' %s >out 2>&1", dir, LKS_BIN,
-	         args);
-	st = system(cmd);
-	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-}
-
-static int out_has(const char *dir, const char *s)
-{
-	char path[128], buf[65536];
-	FILE *f;
-	size_t n;
-
-	snprintf(path, sizeof(path), "%s/out", dir);
-	if (!(f = fopen(path, "r")))
-		return 0;
-	n = fread(buf, 1, sizeof(buf) - 1, f);
-	buf[n] = 0;
-	fclose(f);
-	return strstr(buf, s) != NULL;
-}
-
-Test(golden, cli_update_run_and_corrupt)
-{
-	char dir[] = "/tmp/lks-test-golden-cli-XXXXXX", path[160], cmd[256];
-	struct text t;
-	lks_store *s;
-
-	cr_assert_not_null(mkdtemp(dir));
-	snprintf(path, sizeof(path), "%s/tiny.ini", dir);
-	put_file(path, case_text);
-	cr_assert_eq(lockstep(dir, "golden --help"), 0);
-	cr_assert(out_has(dir, "golden update"));
-	cr_assert_eq(lockstep(dir, "golden update tiny.ini --db t.db"), 2);
-	cr_assert(out_has(dir, "lockstep run"), "no database: says to run first");
-	/* no golden yet: the golden checks fail, naming the command */
-	cr_assert_eq(lockstep(dir, "run tiny.ini --db t.db --quiet"), 1);
-	cr_assert(out_has(dir, "lockstep golden update tiny.ini --run a"));
-	cr_assert_eq(lockstep(dir, "golden update tiny.ini --db t.db --run nosuch"), 2);
-	cr_assert_eq(lockstep(dir, "golden update nosuch.ini --db t.db"), 2);
-	cr_assert_eq(lockstep(dir, "golden update tiny.ini --db t.db"), 0);
-	cr_assert(out_has(dir, "wrote golden/cpu/tiny/a.tsv"));
-	cr_assert(out_has(dir, "wrote golden/cpu/tiny/bf.tsv"));
-	cr_assert_eq(lockstep(dir, "run tiny.ini --db t.db --quiet"), 0);
-	cr_assert(out_has(dir, "2 checks: 2 passed, 0 failed"));
-	/* --golden elsewhere: missing there, and the hint names the folder */
-	cr_assert_eq(lockstep(dir, "run tiny.ini --db t.db --quiet --golden elsewhere"), 1);
-	cr_assert(out_has(dir, "--golden elsewhere"));
-	/* a corrupt golden: exit 2 with file:line */
-	snprintf(path, sizeof(path), "%s/golden/cpu/tiny/a.tsv", dir);
-	text_read(&t, path);
-	text_set(&t, 14, 2, "1.5.5");
-	text_write(&t, path, t.n, -1);
-	text_free(&t);
-	cr_assert_eq(lockstep(dir, "run tiny.ini --db t.db --quiet"), 2);
-	cr_assert(out_has(dir, "golden/cpu/tiny/a.tsv:15: bad number '1.5.5'"));
-	/* a run made with --steps is passed over (its golden check fails on steps, and a.tsv is
-	   still corrupt: exit 2); only incomplete ones: refused */
-	cr_assert_eq(lockstep(dir, "run tiny.ini --db s.db --quiet --steps 2"), 2);
-	cr_assert(out_has(dir, "steps bf=2 golden=3"));
-	cr_assert_eq(lockstep(dir, "golden update tiny.ini --db s.db"), 2);
-	cr_assert(out_has(dir, "--steps or --set"));
-	snprintf(path, sizeof(path), "%s/t.db", dir);
-	cr_assert_eq(lks_store_open(path, &s), 0);
-	cr_assert_eq(sqlite3_exec(lks_store_db(s), "UPDATE runs SET status = 'incomplete'", NULL, NULL,
-	                          NULL), SQLITE_OK);
-	lks_store_close(s);
-	cr_assert_eq(lockstep(dir, "golden update tiny.ini --db t.db"), 2);
-	cr_assert(out_has(dir, "incomplete"));
-	cr_assert(out_has(dir, "refusing"));
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
-	cr_assert_eq(system(cmd), 0);
-}
-
-/* A symlink committed at the name of the old temporary file (golden/.../a.tsv.tmp) or at
-   one of the new names: 'golden update' must follow neither, and must not write through
-   either into the file the link points to. */
-Test(golden, update_never_follows_a_symlink)
-{
-	char dir[] = "/tmp/lks-test-golden-link-XXXXXX", path[300], cmd[512];
-	struct stat st;
-	lks_stored_run g;
-	struct text t;
-
-	cr_assert_not_null(mkdtemp(dir));
-	snprintf(path, sizeof(path), "%s/tiny.ini", dir);
-	put_file(path, case_text);
-	cr_assert_eq(lockstep(dir, "run tiny.ini --db t.db --quiet"), 1);
-	snprintf(path, sizeof(path), "%s/victim", dir);
-	put_file(path, "precious\n");
-	snprintf(cmd, sizeof(cmd), "mkdir -p '%s/golden/cpu/tiny' && cd '%s/golden/cpu/tiny' && "
-	         "ln -s ../../../victim a.tsv.tmp && ln -s ../../../victim .a.tsv.tmp-0123abcd",
-	         dir, dir);
-	cr_assert_eq(system(cmd), 0);
-	cr_assert_eq(lockstep(dir, "golden update tiny.ini --db t.db --run a"), 0);
-	text_read(&t, path);
-	cr_expect_eq(t.n, 1, "the file behind the link was written: %d lines", t.n);
-	cr_expect_str_eq(t.line[0], "precious\n", "the file behind the link was written");
-	text_free(&t);
-	snprintf(path, sizeof(path), "%s/golden/cpu/tiny/a.tsv", dir);
-	cr_assert_eq(lstat(path, &st), 0);
-	cr_expect(S_ISREG(st.st_mode), "a.tsv is not a regular file");
-	cr_expect_eq(lks_golden_read(path, &g), 0, "%s", lks_errmsg());
-	lks_stored_run_release(&g);
-	/* the link at a temporary's name was a leftover: removed, not followed */
-	snprintf(path, sizeof(path), "%s/golden/cpu/tiny/.a.tsv.tmp-0123abcd", dir);
-	cr_expect_neq(lstat(path, &st), 0, "the link at a temporary's name is still there");
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
-	cr_assert_eq(system(cmd), 0);
-}
-
-/* 'golden update' reads the database read-only: on read-only media (a folder and file made
-   read-only, and for root a run as nobody) it writes the golden, and nothing in the
-   database's folder changes or appears; an empty file is not a database and stays empty. */
-Test(golden, update_reads_a_read_only_database)
-{
-	char dir[] = "/tmp/lks-test-golden-ro-XXXXXX", gold[] = "/tmp/lks-test-golden-out-XXXXXX";
-	char path[300], args[512], out[4096], *before, *after;
-	const char *who;
-	lks_stored_run g;
-
-	cr_assert_not_null(mkdtemp(dir));
-	cr_assert_not_null(mkdtemp(gold));
-	cr_assert_eq(chmod(gold, 0777), 0);
-	snprintf(path, sizeof(path), "%s/tiny.ini", dir);
-	put_file(path, case_text);
-	cr_assert_eq(lockstep(dir, "run tiny.ini --db t.db --quiet"), 1);
-	snprintf(path, sizeof(path), "%s/empty.db", dir);
-	put_file(path, "");
-	before = lks_dir_state(dir);
-	who = lks_read_only(dir);
-	snprintf(args, sizeof(args), "golden update '%s/tiny.ini' --db '%s/t.db' --golden '%s'",
-	         dir, dir, gold);
-	cr_expect_eq(lks_run_bin(who, args, out, sizeof(out)), 0, "%s", out);
-	snprintf(args, sizeof(args), "golden update '%s/tiny.ini' --db '%s' --golden '%s'", dir,
-	         path, gold);
-	cr_expect_eq(lks_run_bin(who, args, out, sizeof(out)), 2, "%s", out);
-	cr_expect_not_null(strstr(out, "not a lockstep database (an empty file)"), "%s", out);
-	snprintf(args, sizeof(args), "chmod -R u+w '%s'", dir);
-	cr_assert_eq(system(args), 0);
-	after = lks_dir_state(dir);
-	cr_expect_str_eq(after, before, "the database's folder changed");
-	snprintf(path, sizeof(path), "%s/cpu/tiny/a.tsv", gold);
-	cr_expect_eq(lks_golden_read(path, &g), 0, "%s", lks_errmsg());
-	lks_stored_run_release(&g);
-	free(before);
-	free(after);
-	snprintf(args, sizeof(args), "rm -rf '%s' '%s'", dir, gold);
-	cr_assert_eq(system(args), 0);
 }

@@ -1,0 +1,283 @@
+/*
+ * store_fixture.h: what the trace store's tests (test_trace_store.c, test_store_upgrade.c)
+ * share: a mkdtemp folder per test, runs and steps whose every row is derived from
+ * (step, rank, seq) and read back field by field, SQL on the store's connection or on a
+ * raw file, and a file's bytes and time to show that an open left it untouched.
+ */
+#ifndef LKS_TESTS_STORE_FIXTURE_H
+#define LKS_TESTS_STORE_FIXTURE_H
+
+#include <criterion/criterion.h>
+#include <dirent.h>
+#include <math.h>
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "harness/store/trace_store.h"
+#include "kernels/err.h"
+
+#define RANKS 4
+#define TENSORS 150  /* more than two of the store's 64-row batches, and a tail */
+
+static char tmpdir[256];
+
+static inline const char *mkdir_tmp(void)
+{
+	snprintf(tmpdir, sizeof(tmpdir), "/tmp/lks-test-store-XXXXXX");
+	cr_assert_not_null(mkdtemp(tmpdir));
+	return tmpdir;
+}
+
+static inline void rm_tmp(void)
+{
+	DIR *d = opendir(tmpdir);
+	struct dirent *e;
+	char p[512];
+
+	if (!d)
+		return;
+	while ((e = readdir(d)))
+		if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..")) {
+			snprintf(p, sizeof(p), "%s/%s", tmpdir, e->d_name);
+			unlink(p);
+		}
+	closedir(d);
+	rmdir(tmpdir);
+}
+
+static inline void path_in_tmp(char *buf, size_t n, const char *name)
+{
+	snprintf(buf, n, "%s/%s", tmpdir, name);
+}
+
+static inline int exists(const char *path)
+{
+	struct stat st;
+
+	return stat(path, &st) == 0;
+}
+
+/* Rows of one step, in key order, all values derived from (step, rank, seq): a hash with
+   the top bit set in half the rows, NaN scales (unquantized) in a third, subnormal and
+   inexact doubles. */
+static inline uint64_t mix(uint64_t x)
+{
+	x += 0x9e3779b97f4a7c15ull;
+	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+	x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+	return x ^ (x >> 31);
+}
+
+static inline void fill_step(int step, int ranks, int tensors, lks_step_row *steps,
+                             lks_stat_row *stats)
+{
+	for (int r = 0; r < ranks; r++) {
+		steps[r] = (lks_step_row){ .step = step, .rank = r, .loss = 0.1 * (step + 1) + r,
+		                           .grad_norm = 1.0 / 3.0 + step, .lr = 3e-4,
+		                           .step_time = 0.125 * r, .nonfinite = step % 5 ? 0 : r };
+		for (int t = 0; t < tensors; t++) {
+			uint64_t h = mix(((uint64_t)step << 32) | ((uint64_t)r << 16) | (uint64_t)t);
+			lks_stat_row *x = &stats[r * tensors + t];
+
+			*x = (lks_stat_row){ .step = step, .rank = r, .seq = t,
+			                     .l2 = t == 7 ? 4.9e-324 : (double)(h >> 11) * 0x1p-53 * 1e3,
+			                     .amax = (float)(h & 0xffffff) * 0x1p-20f,
+			                     .scale = t % 3 == 0 ? NAN : 0x1p-7f * (float)(1 + t % 5),
+			                     .nonfinite = t == 3 ? step : 0,
+			                     .underflow = (int64_t)(h >> 40),
+			                     .saturated = (int64_t)(h & 0xff), .hash = h };
+		}
+	}
+}
+
+static inline lks_run_info run_info(const char *run_name, int steps)
+{
+	return (lks_run_info){ .case_name = "tiny", .case_path = "cases/tiny.ini",
+	                       .case_text = "[case]\nsteps = 10\n", .run_name = run_name,
+	                       .recipe = "fp8_rowwise", .options = "checkpoint=blocks",
+	                       .backend = "cpu", .world_size = RANKS, .steps = steps,
+	                       .seed = 0xfedcba9876543210ull, .combo = NULL,
+	                       .fingerprint = "{\"version\":\"0.1.0\"}" };
+}
+
+static inline void put_tensors(lks_store *s, int64_t run, int tensors)
+{
+	static char names[TENSORS][48];
+	const char *np[TENSORS];
+	lks_phase ph[TENSORS];
+
+	cr_assert_leq(tensors, TENSORS);
+	for (int t = 0; t < tensors; t++) {
+		snprintf(names[t], sizeof(names[t]), "blocks.%d.mlp.up.weight%s", t / 4,
+		         t % 2 ? ".grad" : "");
+		np[t] = names[t];
+		ph[t] = (lks_phase)(t % 4);
+	}
+	cr_assert_eq(lks_store_tensors(s, run, np, ph, tensors), 0, "%s", lks_errmsg());
+}
+
+static inline void put_steps(lks_store *s, int64_t run, int from, int to, int tensors)
+{
+	lks_step_row steps[RANKS];
+	static lks_stat_row stats[RANKS * TENSORS];
+
+	for (int i = from; i < to; i++) {
+		fill_step(i, RANKS, tensors, steps, stats);
+		cr_assert_eq(lks_store_step(s, run, steps, RANKS, stats, (size_t)RANKS * tensors), 0,
+		             "step %d: %s", i, lks_errmsg());
+	}
+}
+
+static inline int same_double(double a, double b)
+{
+	return (isnan(a) && isnan(b)) || memcmp(&a, &b, sizeof(a)) == 0;
+}
+
+static inline int same_float(float a, float b)
+{
+	return (isnan(a) && isnan(b)) || memcmp(&a, &b, sizeof(a)) == 0;
+}
+
+/* Every step row and stat row of steps [from, to) of a run equals what fill_step made. */
+static inline void check_steps(lks_store *s, int64_t run, int from, int to, int tensors)
+{
+	lks_step_row want_steps[RANKS], got_steps[RANKS];
+	static lks_stat_row want[RANKS * TENSORS], got[TENSORS];
+
+	for (int i = from; i < to; i++) {
+		int n;
+
+		fill_step(i, RANKS, tensors, want_steps, want);
+		cr_assert_eq(lks_store_get_steps(s, run, i, got_steps, RANKS, &n), 0, "%s", lks_errmsg());
+		cr_assert_eq(n, RANKS, "step %d has %d step rows", i, n);
+		for (int r = 0; r < RANKS; r++) {
+			lks_step_row *a = &want_steps[r], *b = &got_steps[r];
+
+			cr_assert(a->step == b->step && a->rank == b->rank && same_double(a->loss, b->loss)
+			          && same_double(a->grad_norm, b->grad_norm) && same_double(a->lr, b->lr)
+			          && same_double(a->step_time, b->step_time) && a->nonfinite == b->nonfinite,
+			          "step row %d/%d differs", i, r);
+		}
+		for (int r = 0; r < RANKS; r++) {
+			size_t m;
+
+			cr_assert_eq(lks_store_get_stats(s, run, i, r, got, TENSORS, &m), 0, "%s",
+			             lks_errmsg());
+			cr_assert_eq(m, (size_t)tensors, "step %d rank %d has %zu stat rows", i, r, m);
+			for (int t = 0; t < tensors; t++) {
+				lks_stat_row *a = &want[r * tensors + t], *b = &got[t];
+
+				cr_assert(a->step == b->step && a->rank == b->rank && a->seq == b->seq
+				          && same_double(a->l2, b->l2) && same_float(a->amax, b->amax)
+				          && same_float(a->scale, b->scale) && a->nonfinite == b->nonfinite
+				          && a->underflow == b->underflow && a->saturated == b->saturated
+				          && a->hash == b->hash,
+				          "stat row %d/%d/%d differs (hash %016llx vs %016llx)", i, r, t,
+				          (unsigned long long)a->hash, (unsigned long long)b->hash);
+			}
+		}
+	}
+}
+
+static inline int64_t sql_int(lks_store *s, const char *sql)
+{
+	sqlite3_stmt *st;
+	int64_t v;
+
+	cr_assert_eq(sqlite3_prepare_v2(lks_store_db(s), sql, -1, &st, NULL), SQLITE_OK, "%s: %s",
+	             sql, sqlite3_errmsg(lks_store_db(s)));
+	cr_assert_eq(sqlite3_step(st), SQLITE_ROW, "%s", sql);
+	v = sqlite3_column_int64(st, 0);
+	sqlite3_finalize(st);
+	return v;
+}
+
+static inline void sql_text(lks_store *s, const char *sql, char *buf, size_t n)
+{
+	sqlite3_stmt *st;
+
+	cr_assert_eq(sqlite3_prepare_v2(lks_store_db(s), sql, -1, &st, NULL), SQLITE_OK, "%s", sql);
+	cr_assert_eq(sqlite3_step(st), SQLITE_ROW, "%s", sql);
+	snprintf(buf, n, "%s", (const char *)sqlite3_column_text(st, 0));
+	sqlite3_finalize(st);
+}
+
+static inline int64_t count(lks_store *s, int64_t run, lks_store_table t)
+{
+	int64_t n;
+
+	cr_assert_eq(lks_store_count(s, run, t, &n), 0, "%s", lks_errmsg());
+	return n;
+}
+
+static inline void expect_status(lks_store *s, int64_t run, const char *want)
+{
+	char st[32];
+
+	cr_assert_eq(lks_store_run_status(s, run, st, sizeof(st)), 0, "%s", lks_errmsg());
+	cr_assert_str_eq(st, want, "run %lld", (long long)run);
+}
+
+/* A file's bytes and modification time, to show that a refused open touched nothing. */
+struct snapshot {
+	char *bytes;
+	size_t size;
+	struct timespec mtime;
+};
+
+static inline struct snapshot take(const char *path)
+{
+	struct snapshot sn = { 0 };
+	struct stat st;
+	FILE *f = fopen(path, "rb");
+
+	cr_assert_not_null(f, "cannot open '%s'", path);
+	cr_assert_eq(stat(path, &st), 0);
+	sn.size = (size_t)st.st_size;
+	sn.mtime = st.st_mtim;
+	sn.bytes = malloc(sn.size + 1);
+	cr_assert_eq(fread(sn.bytes, 1, sn.size, f), sn.size);
+	fclose(f);
+	return sn;
+}
+
+/* The file's bytes and time as before: it was not written. */
+static inline void expect_same_bytes(const char *path, struct snapshot before)
+{
+	struct snapshot after = take(path);
+
+	cr_assert_eq(after.size, before.size, "'%s' changed size", path);
+	cr_assert_eq(memcmp(after.bytes, before.bytes, before.size), 0, "'%s' changed", path);
+	cr_assert(after.mtime.tv_sec == before.mtime.tv_sec
+	          && after.mtime.tv_nsec == before.mtime.tv_nsec, "'%s' was written", path);
+	free(after.bytes);
+}
+
+/* Not written, and nothing left beside it. Frees before. */
+static inline void expect_unchanged(const char *path, struct snapshot before)
+{
+	char side[600];  /* a path of 512 and "-journal" */
+
+	expect_same_bytes(path, before);
+	snprintf(side, sizeof(side), "%s-wal", path);
+	cr_assert(!exists(side), "'%s' left behind", side);
+	snprintf(side, sizeof(side), "%s-journal", path);
+	cr_assert(!exists(side), "'%s' left behind", side);
+	free(before.bytes);
+}
+
+static inline void raw_exec(const char *path, const char *sql)
+{
+	sqlite3 *db;
+
+	cr_assert_eq(sqlite3_open(path, &db), SQLITE_OK);
+	cr_assert_eq(sqlite3_exec(db, sql, NULL, NULL, NULL), SQLITE_OK, "%s", sqlite3_errmsg(db));
+	cr_assert_eq(sqlite3_close(db), SQLITE_OK);
+}
+
+#endif
