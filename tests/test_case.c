@@ -56,17 +56,23 @@ static const char full_text[] =
 	"  margin = 1\n"
 	"\n"
 	"[check planted]\n"
-	"kind = sqnr\n"                                    /* 40 */
+	"kind = close\n"                                   /* 40 */
 	"a = fp8d\n"
 	"b = ref\n"
 	"metric = grad_norm\n"
 	"rtol = 0.25\n"
 	"atol = 1e-4\n"                                    /* 45 */
-	"floor_db = -18.5\n"
+	"; floor_db: a key of sqnr, in [check floor]\n"
 	"expect = fail\n"
 	"step = 12\n"
 	"rank = 1\n"
-	"tensor = blocks.0.mlp.up.weight.grad\n";          /* 50 */
+	"tensor = blocks.0.mlp.up.weight.grad\n"           /* 50 */
+	"\n"
+	"[check floor]\n"
+	"kind = sqnr\n"
+	"a = fp8d\n"
+	"b = ref\n"                                        /* 55 */
+	"floor_db = -18.5\n";
 
 Test(case, every_key_read, .init = setup, .fini = teardown)
 {
@@ -116,21 +122,24 @@ Test(case, every_key_read, .init = setup, .fini = teardown)
 	cr_assert_eq(r->line, 31);
 	cr_assert_null(lks_case_run(&c, "nope"));
 
-	cr_assert_eq(c.nchecks, 1);
+	cr_assert_eq(c.nchecks, 2);
 	k = &c.checks[0];
 	cr_assert_str_eq(k->name, "planted");
-	cr_assert_eq(k->kind, LKS_CHECK_SQNR);
+	cr_assert_eq(k->kind, LKS_CHECK_CLOSE);
 	cr_assert_str_eq(k->a, "fp8d");
 	cr_assert_str_eq(k->b, "ref");
 	cr_assert_str_eq(k->metric, "grad_norm");
 	cr_assert_eq(k->rtol, 0.25);
 	cr_assert_eq(k->atol, 1e-4);
-	cr_assert_eq(k->floor_db, -18.5);
 	cr_assert_eq(k->expect_fail, 1);
 	cr_assert_eq(k->exp_step, 12);
 	cr_assert_eq(k->exp_rank, 1);
 	cr_assert_str_eq(k->exp_tensor, "blocks.0.mlp.up.weight.grad");
 	cr_assert_eq(k->line, 39);
+	k = &c.checks[1];
+	cr_assert_eq(k->kind, LKS_CHECK_SQNR);
+	cr_assert_eq(k->floor_db, -18.5);
+	cr_assert_eq(k->line, 52);
 	lks_case_release(&c);
 	cr_assert_null(c.text);
 	cr_assert_null(c.runs);
@@ -316,6 +325,13 @@ Test(case, errors_name_file_and_line, .init = setup, .fini = teardown)
 		{ BASE "[check c]\nkind = close\na = a\n",
 		  ":15: check 'c' (close) compares two runs: b = NAME is missing" },
 		{ BASE "[check c]\nkind = sqnr\nb = a\n", ":15: check 'c' (sqnr) needs a run: a = NAME" },
+		/* a key the kind does not read would be ignored without a word */
+		{ BASE "[check c]\nkind = bitwise\na = a\nb = b\nrtol = 0.1\n",
+		  ":15: check 'c': kind bitwise does not read 'rtol'" },
+		{ BASE "[check c]\nkind = close\na = a\nb = b\nfloor_db = 20\n",
+		  ":15: check 'c': kind close does not read 'floor_db'" },
+		{ BASE "[check c]\nkind = finite\na = a\nmetric = loss\n",
+		  ":15: check 'c': kind finite does not read 'metric'" },
 		{ BASE "[check c]\nkind = finite\n", ":15: check 'c' (finite) needs a run: a = NAME" },
 		{ BASE "[check c]\nkind = ranks_agree\na = a\nb = b\n",
 		  ":15: check 'c' (ranks_agree) takes one run (a), not b = b" },

@@ -81,14 +81,27 @@ static int lks_check_tensors(const lks_case *c, const lks_run_cfg *a, const lks_
 	return rc < 0 ? -1 : 0;
 }
 
+/* The keys of [check NAME] that only some kinds read, by the flag of the row that reads them:
+   one the kind does not read would be silently ignored, so it is refused. */
+static const struct { const char *key; unsigned flag; } lks_kind_keys[] = {
+	{ "metric", LKS_CK_METRIC }, { "tensors", LKS_CK_METRIC }, { "rtol", LKS_CK_TOL },
+	{ "atol", LKS_CK_TOL }, { "floor_db", LKS_CK_FLOOR },
+};
+
 /* A check against its kind's row (check_kind.c): its runs, and the keys the kind reads. */
-static int lks_check_runs(struct lks_parse *st, const lks_check_cfg *k)
+static int lks_check_runs(struct lks_parse *st, int idx)
 {
+	const lks_check_cfg *k = &st->c->checks[idx];
 	const lks_check_kind_info *row = lks_check_kind_of(k->kind);
 	const char *kind = row->name;
 	int metric = (row->keys & LKS_CK_METRIC) != 0;
 	const lks_run_cfg *a, *b = NULL;
 
+	for (size_t i = 0; i < sizeof(lks_kind_keys) / sizeof(lks_kind_keys[0]); i++)
+		if (!(row->keys & lks_kind_keys[i].flag)
+		    && lks_seen(st, LKS_SEC_CHECK, idx, lks_kind_keys[i].key))
+			return lks_err("check '%s': kind %s does not read '%s'", k->name, kind,
+				       lks_kind_keys[i].key);
 	if (!k->a[0])
 		return lks_err("check '%s' (%s) needs a run: a = NAME", k->name, kind);
 	if (row->nruns == 2 && !k->b[0])
@@ -219,7 +232,7 @@ int lks_case_validate(struct lks_parse *st)
 			return lks_case_at(st, r->line);
 	}
 	for (int i = 0; i < c->nchecks; i++)
-		if (lks_check_runs(st, &c->checks[i]))
+		if (lks_check_runs(st, i))
 			return lks_case_at(st, c->checks[i].line);
 	return 0;
 }
