@@ -1,10 +1,10 @@
 /*
  * noexchange_preload.c: a shared library that makes renameat2 fail with EINVAL, as it
- * does on a file system without RENAME_EXCHANGE (NFS, older kernels), so that test_report
- * can show 'lockstep report' swapping its folder in by its other way (two renames). The
- * program reaches renameat2 through syscall(2), which this library stands in for; every
- * other system call goes on to the C library's syscall. It says on stderr that it refused
- * one, so that a test knows the other way was taken.
+ * does on a file system without RENAME_EXCHANGE (NFS, older kernels), so that
+ * test_report_swap.c can show 'lockstep report' swapping its folder in by its other way
+ * (two renames). The program reaches renameat2 through syscall(2), which this library
+ * stands in for; every other system call goes on to the C library's syscall. It says on
+ * stderr that it refused one, so that a test knows the other way was taken.
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
