@@ -17,6 +17,7 @@
 #include "harness/verify/check.h"
 #include "harness/engine/runner.h"
 #include "harness/store/trace_store.h"
+#include "harness/store/trace_store_impl.h"
 #include "kernels/err.h"
 
 /* Two identical runs (a, b), the same with checkpointing (ac), and BF16 (bf); 2 ranks,

@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "harness/store/trace_store.h"
+#include "harness/store/trace_store_impl.h"
 #include "kernels/err.h"
 
 #define RANKS 4

@@ -18,6 +18,7 @@
 #include "run_bin.h"
 #include "harness/base/shell.h"
 #include "harness/store/trace_store.h"
+#include "harness/store/trace_store_impl.h"
 #include "kernels/err.h"
 
 Test(cli, help_lists_commands)

@@ -20,6 +20,7 @@
 #include "run_bin.h"
 #include "harness/engine/case.h"
 #include "harness/store/trace_store.h"
+#include "harness/store/trace_store_impl.h"
 #include "kernels/err.h"
 
 struct verdicts {

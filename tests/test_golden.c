@@ -23,6 +23,7 @@
 #include "harness/store/golden.h"
 #include "harness/verify/golden_compare.h"
 #include "harness/store/trace_store.h"
+#include "harness/store/trace_store_impl.h"
 #include "kernels/err.h"
 
 static const lks_check_cfg *check_of(const struct fx *f, const char *name)

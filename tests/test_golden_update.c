@@ -24,6 +24,7 @@
 #include "golden_fixture.h"
 #include "harness/store/golden.h"
 #include "harness/store/trace_store.h"
+#include "harness/store/trace_store_impl.h"
 #include "kernels/err.h"
 
 /* ---- written whole and safely ---- */

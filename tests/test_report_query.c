@@ -15,6 +15,7 @@
 
 #include "harness/report/report.h"
 #include "harness/store/report_query.h"
+#include "harness/store/trace_store_impl.h"
 #include "kernels/err.h"
 #include "report_fixture.h"
 

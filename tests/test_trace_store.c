@@ -20,6 +20,7 @@
 
 #include "store_fixture.h"
 #include "harness/store/trace_store.h"
+#include "harness/store/trace_store_impl.h"
 #include "kernels/err.h"
 
 /* ---- schema ---- */

@@ -239,9 +239,6 @@ int lks_store_get_probes(lks_store *s, int64_t session_id,
 int lks_store_last_suite(lks_store *s, int64_t *suite_id);
 int lks_store_combo_suite(lks_store *s, const char *combo, int64_t after, int64_t *suite_id);
 
-/* The connection, for ad-hoc read-only SQL (reports, tests); owned by the store. */
-struct sqlite3 *lks_store_db(lks_store *s);
-
 /* The SQNR (dB) of run a's gradient of one tensor against run b's at one step
    (harness/verify/sqnr.h); seq orders the gradients as the backward produces them. */
 typedef struct lks_sqnr_row {

@@ -225,4 +225,8 @@ static inline int lks_column_index(sqlite3_stmt *st, int i)
 	return sqlite3_column_type(st, i) == SQLITE_NULL ? -1 : sqlite3_column_int(st, i);
 }
 
+/* The connection, owned by the store: for the store's own files, and for tests that tamper
+   with a database by hand. No other room reaches the database but through trace_store.h. */
+sqlite3 *lks_store_db(lks_store *s);
+
 #endif
