@@ -23,18 +23,29 @@
 #include "harness/verify/walk.h"
 #include "kernels/err.h"
 
-static const char *const lks_verdict_names[] = {
-	[LKS_VERDICT_PASS] = "pass",
-	[LKS_VERDICT_FAIL] = "fail",
-	[LKS_VERDICT_EXPECTED_FAIL] = "expected_fail",
-	[LKS_VERDICT_UNEXPECTED_PASS] = "unexpected_pass",
-	[LKS_VERDICT_UNSUPPORTED] = "unsupported",
-	[LKS_VERDICT_SKIPPED] = "skipped",
+/* A verdict as stored (its name) and as 'lockstep run' prints it. */
+static const struct lks_verdict_row {
+	const char *name, *word;
+} lks_verdicts[] = {
+	[LKS_VERDICT_PASS] = { "pass", "pass" },
+	[LKS_VERDICT_FAIL] = { "fail", "FAIL" },
+	[LKS_VERDICT_EXPECTED_FAIL] = { "expected_fail", "expected failure" },
+	[LKS_VERDICT_UNEXPECTED_PASS] = { "unexpected_pass", "FAIL (unexpected pass)" },
+	[LKS_VERDICT_UNSUPPORTED] = { "unsupported", "unsupported" },
+	[LKS_VERDICT_SKIPPED] = { "skipped", "skipped" },
 };
+
+static const struct lks_verdict_row *lks_verdict_of(lks_verdict v)
+{
+	static const struct lks_verdict_row none = { "?", "?" };
+
+	return (int)v >= 0 && (size_t)v < sizeof(lks_verdicts) / sizeof(lks_verdicts[0])
+	       ? &lks_verdicts[v] : &none;
+}
 
 const char *lks_verdict_name(lks_verdict v)
 {
-	return (int)v >= 0 && (int)v <= LKS_VERDICT_SKIPPED ? lks_verdict_names[v] : "?";
+	return lks_verdict_of(v)->name;
 }
 
 /* ---- the kinds ---- */
@@ -597,19 +608,10 @@ static void lks_check_at_line(lks_check_result *r, const char *path, int line)
 static void lks_check_print(FILE *out, const lks_case *c, const lks_check_cfg *k,
                             const lks_check_result *r)
 {
-	static const char *const words[] = {
-		[LKS_VERDICT_PASS] = "pass",
-		[LKS_VERDICT_FAIL] = "FAIL",
-		[LKS_VERDICT_EXPECTED_FAIL] = "expected failure",
-		[LKS_VERDICT_UNEXPECTED_PASS] = "FAIL (unexpected pass)",
-		[LKS_VERDICT_UNSUPPORTED] = "unsupported",
-		[LKS_VERDICT_SKIPPED] = "skipped",
-	};
-
 	if (!out)
 		return;
 	fprintf(out, "%-20s %-26s %-11s %s%s%s\n", c->name, k->name, lks_check_kind_name(k->kind),
-	        words[r->verdict], r->message[0] ? ": " : "", r->message);
+	        lks_verdict_of(r->verdict)->word, r->message[0] ? ": " : "", r->message);
 }
 
 int lks_check_case(lks_store *s, int64_t suite_id, const lks_case *c, const int64_t *run_ids,
