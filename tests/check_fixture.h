@@ -18,6 +18,7 @@
 #include "harness/engine/runner.h"
 #include "harness/store/trace_store.h"
 #include "harness/store/trace_store_impl.h"
+#include "trained_fixture.h"
 #include "kernels/err.h"
 
 /* Two identical runs (a, b), the same with checkpointing (ac), and BF16 (bf); 2 ranks,
@@ -37,61 +38,15 @@ static const char case_text[] =
 	"[check finite]\nkind = finite\na = a\n"
 	"[check sq]\nkind = sqnr\na = a\nb = bf\n";
 
-struct fx {
-	char dir[64], path[128];
-	lks_case c;
-	lks_store *s;
-	int64_t suite;
-	int64_t ids[8];           /* by c.runs index */
-};
-
-/* The case text trained into a fresh store. */
+/* The case text trained into a fresh store, in a suite. */
 static inline void fx_setup_text(struct fx *f, const char *text)
 {
-	FILE *cf;
-
-	memset(f, 0, sizeof(*f));
-	snprintf(f->dir, sizeof(f->dir), "/tmp/lks-test-check-XXXXXX");
-	cr_assert_not_null(mkdtemp(f->dir));
-	snprintf(f->path, sizeof(f->path), "%s/tiny.ini", f->dir);
-	cf = fopen(f->path, "w");
-	cr_assert_not_null(cf);
-	fputs(text, cf);
-	fclose(cf);
-	cr_assert_eq(lks_case_load(f->path, NULL, 0, &f->c), 0, "%s", lks_errmsg());
-	snprintf(f->path, sizeof(f->path), "%s/t.db", f->dir);
-	cr_assert_eq(lks_store_open(f->path, &f->s), 0, "%s", lks_errmsg());
-	cr_assert_eq(lks_store_begin_suite(f->s, "test", &f->suite), 0, "%s", lks_errmsg());
-	for (int i = 0; i < f->c.nruns; i++) {
-		lks_runner_opts o = { .threads = 1, .suite_id = f->suite };
-		lks_run_result res;
-
-		cr_assert_eq(lks_run(&f->c, &f->c.runs[i], f->s, &o, &res), 0, "%s", lks_errmsg());
-		f->ids[i] = res.run_id;
-	}
+	fx_train(f, "check", text, NULL, 1);
 }
 
 static inline void fx_setup(struct fx *f)
 {
 	fx_setup_text(f, case_text);
-}
-
-static inline void fx_teardown(struct fx *f)
-{
-	char cmd[128];
-
-	lks_store_close(f->s);
-	lks_case_release(&f->c);
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", f->dir);
-	cr_assert_eq(system(cmd), 0);
-}
-
-static inline int64_t id_of(const struct fx *f, const char *run)
-{
-	const lks_run_cfg *r = lks_case_run(&f->c, run);
-
-	cr_assert_not_null(r, "no run '%s'", run);
-	return f->ids[r - f->c.runs];
 }
 
 static inline lks_check_cfg check_of(const struct fx *f, const char *name)

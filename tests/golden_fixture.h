@@ -18,6 +18,7 @@
 #include "harness/store/golden.h"
 #include "harness/engine/runner.h"
 #include "harness/store/trace_store.h"
+#include "trained_fixture.h"
 #include "kernels/err.h"
 
 /* FP8 rowwise (a) and BF16 (bf: no tensor quantized, every scale NaN); 2 ranks, 3 steps. */
@@ -29,57 +30,13 @@ static const char case_text[] =
 	"[check gold]\nkind = golden\na = a\n"
 	"[check gold_bf]\nkind = golden\na = bf\n";
 
-struct fx {
-	char dir[64], path[160], golden[128];
-	lks_check_opts opts;      /* the checks', with golden */
-	lks_case c;
-	lks_store *s;
-	int64_t ids[4];
-};
-
 static inline void fx_setup(struct fx *f)
 {
-	FILE *cf;
-
-	memset(f, 0, sizeof(*f));
-	snprintf(f->dir, sizeof(f->dir), "/tmp/lks-test-golden-XXXXXX");
-	cr_assert_not_null(mkdtemp(f->dir));
-	snprintf(f->path, sizeof(f->path), "%s/tiny.ini", f->dir);
-	cr_assert_not_null(cf = fopen(f->path, "w"));
-	fputs(case_text, cf);
-	fclose(cf);
-	cr_assert_eq(lks_case_load(f->path, NULL, 0, &f->c), 0, "%s", lks_errmsg());
-	snprintf(f->path, sizeof(f->path), "%s/t.db", f->dir);
-	cr_assert_eq(lks_store_open(f->path, &f->s), 0, "%s", lks_errmsg());
-	for (int i = 0; i < f->c.nruns; i++) {
-		lks_runner_opts o = { .threads = 1, .fingerprint = "{\"lockstep.version\": \"0.1.0\", "
-		                      "\"lockstep.commit\": \"abc\", \"compiler\": \"GNU 12\", "
-		                      "\"isa.active\": \"avx2\"}" };
-		lks_run_result res;
-
-		cr_assert_eq(lks_run(&f->c, &f->c.runs[i], f->s, &o, &res), 0, "%s", lks_errmsg());
-		f->ids[i] = res.run_id;
-	}
+	fx_train(f, "golden", case_text, "{\"lockstep.version\": \"0.1.0\", "
+	         "\"lockstep.commit\": \"abc\", \"compiler\": \"GNU 12\", "
+	         "\"isa.active\": \"avx2\"}", 0);
 	snprintf(f->golden, sizeof(f->golden), "%s/golden", f->dir);
 	f->opts.golden_dir = f->golden;
-}
-
-static inline void fx_teardown(struct fx *f)
-{
-	char cmd[128];
-
-	lks_store_close(f->s);
-	lks_case_release(&f->c);
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", f->dir);
-	cr_assert_eq(system(cmd), 0);
-}
-
-static inline int64_t id_of(const struct fx *f, const char *run)
-{
-	const lks_run_cfg *r = lks_case_run(&f->c, run);
-
-	cr_assert_not_null(r, "no run '%s'", run);
-	return f->ids[r - f->c.runs];
 }
 
 /* The golden file of run into path (its path in f->golden). */
