@@ -7,8 +7,7 @@
  * the same bits. The includer defines LKS_RMS_PREFIX and LKS_RMS_API (static, or empty for
  * functions the other file calls). Private to kernels/cpu.
  */
-#include <math.h>
-#include <stdint.h>
+#include <stddef.h>
 
 #include "kernels/element/ops.h"
 
