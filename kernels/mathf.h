@@ -15,14 +15,10 @@
 #include <math.h>
 #include <stdint.h>
 
-#if defined(__CUDACC__)
-#define LKS_MATH_HD __host__ __device__
-#else
-#define LKS_MATH_HD
-#endif
+#include "kernels/hd.h"
 
 /* e^x for |x| < 700; e^x rounds to 0 below -700 and the caller never goes above. */
-static inline LKS_MATH_HD double lks_exp(double x)
+static inline LKS_HD double lks_exp(double x)
 {
 	const double ln2_hi = 6.93147180369123816490e-01;  /* ln 2 with trailing zeros */
 	const double ln2_lo = 1.90821492927058770002e-10;
@@ -54,7 +50,7 @@ static inline LKS_MATH_HD double lks_exp(double x)
 }
 
 /* ln x for finite x > 0. */
-static inline LKS_MATH_HD double lks_log(double x)
+static inline LKS_HD double lks_log(double x)
 {
 	const double ln2 = 6.93147180559945286227e-01;
 	int e;
@@ -85,7 +81,7 @@ static inline LKS_MATH_HD double lks_log(double x)
 }
 
 /* cos(pi t) for t in [0, 1], for the cosine learning-rate schedule. */
-static inline LKS_MATH_HD double lks_cospi(double t)
+static inline LKS_HD double lks_cospi(double t)
 {
 	const double pi = 3.14159265358979311600;
 	double sign = 1.0, x, x2, p;

@@ -14,11 +14,7 @@
 
 #include <Random123/philox.h>
 
-#if defined(__CUDACC__)
-#define LKS_HD __host__ __device__
-#else
-#define LKS_HD
-#endif
+#include "kernels/hd.h"
 
 /* The four 32-bit outputs of block q, which holds indices 4q .. 4q+3. */
 static inline LKS_HD philox4x32_ctr_t lks_philox_block(uint64_t seed, uint32_t stream, uint64_t q)

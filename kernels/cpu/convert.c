@@ -1,13 +1,13 @@
 /*
  * convert.c: FP8 decode tables and the bulk conversions' dispatch (see convert.h).
  *
- * The decode tables are computed from the format definitions with ldexpf, which is exact
- * for every FP8 value; the vector bulk code lives in convert_avx2.c (AVX-512 machines run
- * it too: the conversions are memory-bound, a wider path would not pay).
+ * The decode tables are filled by the element decoder (kernels/element/cast.h: the format
+ * definitions through ldexpf, exact for every FP8 value); the vector bulk code lives in
+ * convert_avx2.c (AVX-512 machines run it too: the conversions are memory-bound, a wider
+ * path would not pay).
  */
 #include "kernels/cpu/convert.h"
 
-#include <math.h>
 #include <pthread.h>
 
 #include "kernels/cpu/isa.h"
@@ -20,29 +20,11 @@ static float lks_e4m3_values[256];
 static float lks_e5m2_values[256];
 static pthread_once_t lks_tables_once = PTHREAD_ONCE_INIT;
 
-/* The value of code c in a format with ebits exponent bits and mbits mantissa bits. */
-static float lks_fp8_decode(unsigned c, int ebits, int mbits, int has_inf)
-{
-	int bias = (1 << (ebits - 1)) - 1;
-	unsigned e = (c >> mbits) & ((1u << ebits) - 1);
-	unsigned m = c & ((1u << mbits) - 1);
-	float sign = (c & 0x80) ? -1.0f : 1.0f;
-	unsigned emax = (1u << ebits) - 1;
-
-	if (e == emax && has_inf)  /* IEEE-like top exponent: inf or NaN */
-		return m == 0 ? sign * INFINITY : copysignf(NAN, sign);
-	if (e == emax && m == (1u << mbits) - 1)  /* E4M3 "fn": only S.1111.111 is NaN */
-		return copysignf(NAN, sign);
-	if (e == 0)
-		return sign * ldexpf((float)m, 1 - bias - mbits);
-	return sign * ldexpf((float)((1u << mbits) | m), (int)e - bias - mbits);
-}
-
 static void lks_tables_init(void)
 {
 	for (unsigned c = 0; c < 256; c++) {
-		lks_e4m3_values[c] = lks_fp8_decode(c, 4, 3, 0);
-		lks_e5m2_values[c] = lks_fp8_decode(c, 5, 2, 1);
+		lks_e4m3_values[c] = lks_fp8_decode((uint8_t)c, LKS_FP8_E4M3);
+		lks_e5m2_values[c] = lks_fp8_decode((uint8_t)c, LKS_FP8_E5M2);
 	}
 }
 

@@ -51,27 +51,11 @@ void lks_rmsnorm_bwd(const float *dy, const float *x, const float *g, const floa
 		lks_scalar_rmsnorm_bwd(dy, x, g, rstd, T, H, dx, dg, bf16);
 }
 
-/*
- * max(u, 0) that lets a NaN through, as torch.relu does, so a NaN is not hidden; -0 gives
- * +0. On the bits: a float compare in the loop would keep the compiler from vectorizing
- * (it may trap), an integer select does not.
- */
-static inline float lks_relu(float u)
-{
-	uint32_t b = lks_f32_bits(u);
-	uint32_t keep = (b >> 31 == 0) | ((b & 0x7fffffffu) > 0x7f800000u);
-
-	return lks_bits_f32(b & (0u - keep));  /* all ones or zero: no branch */
-}
-
 /* The element-wise loops below vectorize; the BF16 rounding then goes in bulk. */
 void lks_relu2_fwd(const float *restrict u, size_t n, float *restrict y, int bf16)
 {
-	for (size_t i = 0; i < n; i++) {
-		float r = lks_relu(u[i]);
-
-		y[i] = r * r;
-	}
+	for (size_t i = 0; i < n; i++)
+		y[i] = lks_relu2(u[i]);
 	if (bf16)
 		lks_round_bf16(y, n);
 }
@@ -80,7 +64,7 @@ void lks_relu2_bwd(const float *restrict u, const float *restrict dy, size_t n,
                    float *restrict du, int bf16)
 {
 	for (size_t i = 0; i < n; i++)
-		du[i] = 2.0f * lks_relu(u[i]) * dy[i];
+		du[i] = lks_relu2_grad(u[i], dy[i]);
 	if (bf16)
 		lks_round_bf16(du, n);
 }
@@ -121,14 +105,8 @@ void lks_adamw(float *p, const float *g, float *m, float *v, size_t n, float lr,
 	size_t i = lks_isa_active() != LKS_ISA_SCALAR
 	         ? lks_avx2_adamw(p, g, m, v, n, lr, b1, b2, eps, wd, bc1, bc2) : 0;
 
-	for (; i < n; i++) {
-		float mi = b1 * m[i] + (1.0f - b1) * g[i];
-		float vi = b2 * v[i] + (1.0f - b2) * (g[i] * g[i]);
-
-		m[i] = mi;
-		v[i] = vi;
-		p[i] = p[i] - lr * (wd * p[i] + (mi / bc1) / (sqrtf(vi / bc2) + eps));
-	}
+	for (; i < n; i++)
+		lks_adamw_one(&p[i], g[i], &m[i], &v[i], lr, b1, b2, eps, wd, bc1, bc2);
 }
 
 /* ---- transposes ---- */

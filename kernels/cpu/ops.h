@@ -4,7 +4,9 @@
  * Each reduction (the sum of squares of an RMSNorm row, the softmax sum of a row, the
  * gradient of a gain over tokens) runs sequentially in index order, so results are the same
  * bits on every machine. Activations are float32 arrays holding BF16 values (rounded with
- * lks_f32_to_bf16) as a framework stores them; gradients of weights stay float32.
+ * lks_f32_to_bf16) as a framework stores them; gradients of weights stay float32. The
+ * arithmetic of one element or row is kernels/element/ops.h, shared with CUDA; these loop
+ * over tensors and pick the ISA path.
  */
 #ifndef LKS_KERNELS_CPU_OPS_H
 #define LKS_KERNELS_CPU_OPS_H
@@ -12,7 +14,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define LKS_RMSNORM_EPS 1e-6f
+#include "kernels/element/ops.h"  /* the per-element and per-row arithmetic; LKS_RMSNORM_EPS */
 
 /* x[i] <- bf16(x[i]) for i < n. */
 void lks_round_bf16(float *x, size_t n);

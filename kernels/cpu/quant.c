@@ -18,13 +18,6 @@
 #define LKS_QUANT_ROWS_PER_TASK 16
 #define LKS_QUANT_COLS_PER_TASK 256  /* a block of columns for the columnwise amax */
 
-static float lks_nanmax(float acc, float v)
-{
-	if (isnan(acc) || isnan(v))
-		return NAN;
-	return v > acc ? v : acc;
-}
-
 static void lks_scalar_amax_acc(const float *x, size_t n, float *acc)
 {
 	for (size_t j = 0; j < n; j++)
@@ -64,23 +57,6 @@ size_t lks_quant_nscales(const lks_quant *q)
 	case LKS_AXIS_COL: return (size_t)q->cols;
 	default: return 1;
 	}
-}
-
-float lks_fp8_scale(float amax, lks_fp8 fmt, int pow2)
-{
-	double den = (double)amax > 1e-12 ? (double)amax : 1e-12;
-	float scale;
-
-	if (isnan(amax))
-		return NAN;  /* as torch.clamp: a NaN amax stays NaN */
-	scale = (float)((double)lks_fp8_specs[fmt].max / den);
-	/* scale is finite (<= 57344 / 1e-12) and either 0 (amax = inf) or a normal float
-	   (>= 448 / FLT_MAX), so clearing the mantissa is exactly 2^floor(log2(scale)) */
-	if (pow2 == LKS_POW2_UP && (lks_f32_bits(scale) & 0x007fffffu))
-		return lks_bits_f32((lks_f32_bits(scale) & 0xff800000u) + 0x00800000u);
-	if (pow2)
-		scale = lks_bits_f32(lks_f32_bits(scale) & 0xff800000u);
-	return scale;
 }
 
 float lks_amax(const float *x, size_t n)

@@ -8,7 +8,9 @@
  *   x'    = decode(q) * (1.0f / scale)                         (dequantize)
  *
  * Counts at each cast: underflow = non-zero x whose code is +-0; saturated = x * scale
- * beyond what rounds to a finite FP8 value (+-inf included), clamped to +-max.
+ * beyond what rounds to a finite FP8 value (+-inf included), clamped to +-max. The element
+ * steps (lks_nanmax, lks_fp8_scale, lks_cast_one) are in kernels/element/cast.h, shared
+ * with CUDA.
  * amax and counts are exact whatever the reduction order, so every ISA path and thread
  * count gives the same results.
  */
@@ -48,11 +50,8 @@ typedef struct lks_quant {
 /* The number of scales an axis needs: 1, rows or cols. */
 size_t lks_quant_nscales(const lks_quant *q);
 
-/* A planted fault (harness/engine/fault.h, scale_round_up): power-of-two scales rounded up, so
-   amax x scale can pass fp8_max and saturate. Never used by a recipe. */
-#define LKS_POW2_UP 2
-
-float lks_fp8_scale(float amax, lks_fp8 fmt, int pow2);
+/* lks_fp8_scale (the scale of an amax), lks_nanmax and LKS_POW2_UP (a planted fault's
+   rounding) are element steps, in kernels/element/cast.h through convert.h. */
 
 /* amax of n contiguous values (NaN-propagating). */
 float lks_amax(const float *x, size_t n);

@@ -3,7 +3,8 @@
  *
  * quant.c walks tensors and threads; these loops touch the elements. Each ISA provides the
  * same three operations, and they give the same bits: amax is a max (no order to fix),
- * the cast is one float multiply and the encoder of convert.h lane for lane.
+ * the cast is one float multiply and the encoder of kernels/element/cast.h lane for lane
+ * (lks_cast_one there is the scalar cast, and every path's tail).
  */
 #ifndef LKS_KERNELS_CPU_QUANT_KERNEL_H
 #define LKS_KERNELS_CPU_QUANT_KERNEL_H
@@ -12,12 +13,6 @@
 #include <stdint.h>
 
 #include "kernels/cpu/convert.h"
-
-/* What one cast counted (see quant.h). */
-typedef struct lks_cast_counts {
-	uint64_t underflow;
-	uint64_t saturated;
-} lks_cast_counts;
 
 typedef struct lks_quant_ops {
 	/* acc[j] = max(acc[j], |x[j]|) for j < n; a NaN in either side makes acc[j] NaN */
@@ -31,18 +26,5 @@ typedef struct lks_quant_ops {
 
 extern const lks_quant_ops lks_quant_scalar_ops;
 extern const lks_quant_ops lks_quant_avx2_ops;
-
-/* The scalar cast of one element, shared by every path's tail. */
-static inline uint8_t lks_cast_one(float x, float scale, const lks_fp8_spec *s,
-                                   lks_cast_counts *counts)
-{
-	float y = x * scale;
-	uint32_t a = lks_f32_bits(y) & 0x7fffffffu;
-	uint8_t code = lks_fp8_encode(y, s, 1);
-
-	counts->underflow += (x != 0.0f) & ((code & 0x7f) == 0);
-	counts->saturated += (a >= s->overflow) & (a <= 0x7f800000u);
-	return code;
-}
 
 #endif
