@@ -7,6 +7,9 @@
  * With checkpointing, blocks keep only their input; backward recomputes h, u, a with the
  * same code and the same scales, records them as the RECOMPUTE phase and leaves the amax
  * history alone, so the run must equal the run without checkpointing bit for bit.
+ *
+ * Every op of the step goes through the rank's backend (kernels/backend.h), on tensors in
+ * its memory; the host reads back only a delayed-scaling amax and the loss.
  */
 #include "harness/engine/model.h"
 
@@ -15,8 +18,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "kernels/cpu/convert.h"
-#include "kernels/cpu/ops.h"
 #include "kernels/err.h"
 #include "kernels/philox.h"
 
@@ -108,6 +109,10 @@ void lks_amax_slot_roll(lks_amax_slot *s, lks_dtype fmt, int most_recent, int ma
 		s->scale = ldexpf(fmax / ref, -margin);
 }
 
+/* One op of rank r's backend, on its context: LKS_BE(r, gemm, &g) is
+   lks_be_gemm(r->be, r->bectx, &g). */
+#define LKS_BE(r, op, ...) lks_be_##op((r)->be, (r)->bectx, __VA_ARGS__)
+
 /* ---- GEMM operands ---- */
 
 /* bytes from the GEMM call's arena, or (step) from the step's */
@@ -135,10 +140,9 @@ static int lks_prep_operand(lks_rank *r, const lks_operand_rule *rule, const flo
 
 		if (!d)
 			return lks_err("gemm operand arena too small");
-		if (transposed)
-			lks_transpose_f32(src, rows, cols, d);
-		else
-			memcpy(d, src, n * sizeof(float));
+		if (transposed ? LKS_BE(r, transpose_f32, src, rows, cols, d)
+		               : LKS_BE(r, copy, d, src, n * sizeof(float)))
+			return -1;
 		op->data = d;
 		return 0;
 	}
@@ -147,10 +151,9 @@ static int lks_prep_operand(lks_rank *r, const lks_operand_rule *rule, const flo
 
 		if (!d)
 			return lks_err("gemm operand arena too small");
-		if (transposed)
-			lks_transpose_bf16(src, rows, cols, d);
-		else
-			lks_f32_to_bf16_n(src, d, n);
+		if (transposed ? LKS_BE(r, transpose_bf16, src, rows, cols, d)
+		               : LKS_BE(r, to_bf16, src, d, n))
+			return -1;
 		op->data = d;
 		return 0;
 	}
@@ -175,19 +178,25 @@ static int lks_prep_operand(lks_rank *r, const lks_operand_rule *rule, const flo
 
 	if (!codes || !scale || !amax)
 		return lks_err("gemm operand arena too small");
-	if (rule->delayed)
-		scale[0] = slot->scale;
-	if (r->be->quantize(r->bectx, &q))
+	if (rule->delayed && LKS_BE(r, upload, scale, &slot->scale, sizeof(float)))
 		return -1;
-	if (rule->delayed && record)
-		slot->cur = isnan(amax[0]) || amax[0] > slot->cur ? amax[0] : slot->cur;
+	if (LKS_BE(r, quantize, &q))
+		return -1;
+	if (rule->delayed && record) {  /* the history is the host's: one float comes back */
+		float am;
+
+		if (LKS_BE(r, download, &am, amax, sizeof(float)))
+			return -1;
+		slot->cur = isnan(am) || am > slot->cur ? am : slot->cur;
+	}
 	lks_trace_quant(&r->tr, ph, &q, "%s", tname);
 	if (transposed) {  /* codes (rows, cols) -> (cols, rows); exact */
 		uint8_t *t = lks_arena_take(r, 0, used, n);
 
 		if (!t)
 			return lks_err("gemm operand arena too small");
-		lks_transpose_u8(codes, rows, cols, t);
+		if (LKS_BE(r, transpose_u8, codes, rows, cols, t))
+			return -1;
 		codes = t;
 	}
 	op->data = codes;
@@ -232,11 +241,11 @@ static int lks_linear(lks_rank *r, int li, lks_role role, const float *a, int ar
 		.a = ops[0], .b = ops[1], .out = LKS_F32, .c = out,
 	};
 	g.ldc = (size_t)g.N;
-	if (r->be->gemm(r->bectx, &g))
+	if (LKS_BE(r, gemm, &g))
 		return -1;
 	/* activations and activation gradients are stored as BF16; weight gradients fp32 */
 	if (role != LKS_ROLE_WGRAD && r->bf16)
-		lks_round_bf16(out, (size_t)g.M * (size_t)g.N);
+		return LKS_BE(r, round_bf16, out, (size_t)g.M * (size_t)g.N);
 	return 0;
 }
 
@@ -261,7 +270,7 @@ static int lks_head_gemm(lks_rank *r, const float *a, int arows, int acols, int 
 		.a = ops[0], .b = ops[1], .out = LKS_F32, .c = out,
 	};
 	g.ldc = (size_t)g.N;
-	return r->be->gemm(r->bectx, &g);
+	return LKS_BE(r, gemm, &g);
 }
 
 /* ---- the rank ---- */
@@ -333,7 +342,7 @@ int lks_rank_init(lks_rank *r, int rank, const lks_model *m, const lks_run_cfg *
 	r->bf16 = !r->rules->f32_activations;
 	r->T = T;
 	r->grad_scale = 1.0f / (float)global_tokens;
-	lks_tracer_init(&r->tr, rank);
+	lks_tracer_init(&r->tr, rank, be, bectx);
 	r->fault = &run->inject;
 	if (run->inject.kind == LKS_FAULT_BITFLIP || run->inject.kind == LKS_FAULT_NAN)
 		r->tr.fault = &run->inject;
@@ -445,13 +454,15 @@ static int lks_block_inner(lks_rank *r, int l)
 	const float *p = r->params;
 	lks_phase ph = r->recomputing ? LKS_PHASE_RECOMPUTE : LKS_PHASE_FORWARD;
 
-	lks_rmsnorm_fwd(x, p + r->m->t[LKS_P_NORM(l)].off, T, H, h, r->rstd + (size_t)l * T,
-	                r->bf16);
+	if (LKS_BE(r, rmsnorm_fwd, x, p + r->m->t[LKS_P_NORM(l)].off, T, H, h,
+	           r->rstd + (size_t)l * T, r->bf16))
+		return -1;
 	LKS_TRACE_ACT(r, ph, h, (size_t)T * H, "blocks.%d.norm.out", l);
 	if (lks_linear(r, 2 * l, LKS_ROLE_FWD, h, T, H, p + r->m->t[LKS_P_UP(l)].off, F, H, u))
 		return -1;
 	LKS_TRACE_ACT(r, ph, u, (size_t)T * F, "blocks.%d.mlp.up.out", l);
-	lks_relu2_fwd(u, (size_t)T * F, a, r->bf16);
+	if (LKS_BE(r, relu2_fwd, u, (size_t)T * F, a, r->bf16))
+		return -1;
 	LKS_TRACE_ACT(r, ph, a, (size_t)T * F, "blocks.%d.mlp.act.out", l);
 	return 0;
 }
@@ -463,11 +474,9 @@ static int lks_forward(lks_rank *r)
 	int T = r->T, H = c->hidden, F = c->ffn, V = c->vocab, L = c->layers;
 	const float *p = r->params;
 
-	for (int t = 0; t < T; t++)
-		for (int i = 0; i < H; i++)
-			r->xs[(size_t)t * H + i] = p[m->t[LKS_P_EMBED].off + (size_t)r->tok[t] * H + i];
-	if (r->bf16)
-		lks_round_bf16(r->xs, (size_t)T * H);
+	if (LKS_BE(r, embed_gather, p + m->t[LKS_P_EMBED].off, r->tok, T, H, r->xs)
+	    || (r->bf16 && LKS_BE(r, round_bf16, r->xs, (size_t)T * H)))
+		return -1;
 	lks_trace_f32_kept(&r->tr, LKS_PHASE_FORWARD, r->xs, (size_t)T * H, "embed.out");
 	for (int l = 0; l < L; l++) {
 		int b = r->checkpoint ? 0 : l;
@@ -480,20 +489,18 @@ static int lks_forward(lks_rank *r)
 		               p + m->t[LKS_P_DOWN(l)].off, H, F, dn))
 			return -1;
 		lks_trace_f32_kept(&r->tr, LKS_PHASE_FORWARD, dn, (size_t)T * H, "blocks.%d.mlp.down.out", l);
-		for (size_t i = 0; i < (size_t)T * H; i++)
-			xn[i] = x[i] + dn[i];
-		if (r->bf16)
-			lks_round_bf16(xn, (size_t)T * H);
+		if (LKS_BE(r, add, x, dn, (size_t)T * H, xn, r->bf16))
+			return -1;
 		lks_trace_f32_kept(&r->tr, LKS_PHASE_FORWARD, xn, (size_t)T * H, "blocks.%d.out", l);
 	}
-	lks_rmsnorm_fwd(r->xs + (size_t)L * T * H, p + m->t[LKS_P_FINAL_NORM(L)].off, T, H, r->hf,
-	                r->rstd + (size_t)L * T, r->bf16);
+	if (LKS_BE(r, rmsnorm_fwd, r->xs + (size_t)L * T * H, p + m->t[LKS_P_FINAL_NORM(L)].off, T, H,
+	           r->hf, r->rstd + (size_t)L * T, r->bf16))
+		return -1;
 	lks_trace_f32_kept(&r->tr, LKS_PHASE_FORWARD, r->hf, (size_t)T * H, "final_norm.out");
 	if (lks_head_gemm(r, r->hf, T, H, 0, p + m->t[LKS_P_HEAD(L)].off, V, H, 0, r->logits))
 		return -1;
 	lks_trace_f32_kept(&r->tr, LKS_PHASE_FORWARD, r->logits, (size_t)T * V, "head.logits");
-	r->loss = lks_cross_entropy(r->logits, r->tgt, T, V, r->grad_scale, r->dz);
-	return 0;
+	return LKS_BE(r, cross_entropy, r->logits, r->tgt, T, V, r->grad_scale, r->dz, &r->loss);
 }
 
 static int lks_backward(lks_rank *r)
@@ -511,12 +518,13 @@ static int lks_backward(lks_rank *r)
 	if (lks_head_gemm(r, r->dz, T, V, 1, r->hf, T, H, 1, g + pt[LKS_P_HEAD(L)].off)
 	    || lks_head_gemm(r, r->dz, T, V, 0, p + pt[LKS_P_HEAD(L)].off, V, H, 1, r->gtmp))
 		return -1;
-	if (r->bf16)
-		lks_round_bf16(r->gtmp, (size_t)T * H);
+	if (r->bf16 && LKS_BE(r, round_bf16, r->gtmp, (size_t)T * H))
+		return -1;
 	lks_trace_f32_kept(&r->tr, bw, g + pt[LKS_P_HEAD(L)].off, pt[LKS_P_HEAD(L)].n, "head.weight.grad");
-	lks_rmsnorm_bwd(r->gtmp, r->xs + (size_t)L * T * H, p + pt[LKS_P_FINAL_NORM(L)].off,
-	                r->rstd + (size_t)L * T, T, H, r->gx + (size_t)L * T * H,
-	                g + pt[LKS_P_FINAL_NORM(L)].off, r->bf16);
+	if (LKS_BE(r, rmsnorm_bwd, r->gtmp, r->xs + (size_t)L * T * H, p + pt[LKS_P_FINAL_NORM(L)].off,
+	           r->rstd + (size_t)L * T, T, H, r->gx + (size_t)L * T * H,
+	           g + pt[LKS_P_FINAL_NORM(L)].off, r->bf16))
+		return -1;
 	lks_trace_f32_kept(&r->tr, bw, g + pt[LKS_P_FINAL_NORM(L)].off, (size_t)H, "final_norm.weight.grad");
 	lks_trace_f32_kept(&r->tr, bw, r->gx + (size_t)L * T * H, (size_t)T * H, "final_norm.in.grad");
 
@@ -543,7 +551,8 @@ static int lks_backward(lks_rank *r)
 		lks_trace_f32_kept(&r->tr, bw, g + pt[LKS_P_DOWN(l)].off, pt[LKS_P_DOWN(l)].n,
 		                   "blocks.%d.mlp.down.weight.grad", l);
 		lks_trace_f32_kept(&r->tr, bw, ga, (size_t)T * F, "blocks.%d.mlp.down.in.grad", l);
-		lks_relu2_bwd(u, ga, (size_t)T * F, gu, r->bf16);
+		if (LKS_BE(r, relu2_bwd, u, ga, (size_t)T * F, gu, r->bf16))
+			return -1;
 		lks_trace_f32_kept(&r->tr, bw, gu, (size_t)T * F, "blocks.%d.mlp.up.out.grad", l);
 		/* up: gh (T, H) = gu . W1;  dW1 (F, H) = gu^T . h */
 		if (lks_linear(r, 2 * l, LKS_ROLE_DGRAD, gu, T, F, p + pt[LKS_P_UP(l)].off, F, H, gh)
@@ -552,22 +561,17 @@ static int lks_backward(lks_rank *r)
 		lks_trace_f32_kept(&r->tr, bw, g + pt[LKS_P_UP(l)].off, pt[LKS_P_UP(l)].n,
 		                   "blocks.%d.mlp.up.weight.grad", l);
 		lks_trace_f32_kept(&r->tr, bw, gh, (size_t)T * H, "blocks.%d.mlp.up.in.grad", l);
-		lks_rmsnorm_bwd(gh, x, p + pt[LKS_P_NORM(l)].off, r->rstd + (size_t)l * T, T, H,
-		                r->gtmp, g + pt[LKS_P_NORM(l)].off, r->bf16);
+		if (LKS_BE(r, rmsnorm_bwd, gh, x, p + pt[LKS_P_NORM(l)].off, r->rstd + (size_t)l * T, T, H,
+		           r->gtmp, g + pt[LKS_P_NORM(l)].off, r->bf16))
+			return -1;
 		lks_trace_f32_kept(&r->tr, bw, g + pt[LKS_P_NORM(l)].off, (size_t)H, "blocks.%d.norm.weight.grad", l);
-		for (size_t i = 0; i < (size_t)T * H; i++)  /* the residual adds the branch */
-			gx[i] = gy[i] + r->gtmp[i];
-		if (r->bf16)
-			lks_round_bf16(gx, (size_t)T * H);
+		if (LKS_BE(r, add, gy, r->gtmp, (size_t)T * H, gx, r->bf16))  /* the residual adds the branch */
+			return -1;
 		lks_trace_f32_kept(&r->tr, bw, gx, (size_t)T * H, "blocks.%d.in.grad", l);
 	}
 	/* the embedding: rows of the gradient added in token order */
-	for (int t = 0; t < T; t++) {
-		float *ge = g + pt[LKS_P_EMBED].off + (size_t)r->tok[t] * H;
-
-		for (int i = 0; i < H; i++)
-			ge[i] += r->gx[(size_t)t * H + i];
-	}
+	if (LKS_BE(r, embed_scatter_add, r->gx, r->tok, T, H, g + pt[LKS_P_EMBED].off))
+		return -1;
 	lks_trace_f32_kept(&r->tr, bw, g + pt[LKS_P_EMBED].off, pt[LKS_P_EMBED].n, "embed.weight.grad");
 	return 0;
 }
@@ -581,10 +585,13 @@ int lks_rank_step(lks_rank *r)
 	for (int i = 0; i < r->m->nt; i++) {
 		const lks_ptensor *p = &r->m->t[i];
 
-		if (i == LKS_P_EMBED || p->rows == 1)
-			memset(r->grads + p->off, 0, p->n * sizeof(float));
+		if ((i == LKS_P_EMBED || p->rows == 1)
+		    && LKS_BE(r, zero, r->grads + p->off, p->n * sizeof(float)))
+			return -1;
 	}
 	if (lks_forward(r) || lks_backward(r))
+		return -1;
+	if (r->tr.failed)
 		return -1;
 	if (r->tr.broken)
 		return lks_err("rank %d step %d traced other tensors than step 0", r->rank, r->tr.step);

@@ -57,15 +57,6 @@ static const lks_quant_ops *lks_quant_ops_active(void)
 	return lks_isa_active() == LKS_ISA_SCALAR ? &lks_quant_scalar_ops : &lks_quant_avx2_ops;
 }
 
-size_t lks_quant_nscales(const lks_quant *q)
-{
-	switch (q->axis) {
-	case LKS_AXIS_ROW: return (size_t)q->rows;
-	case LKS_AXIS_COL: return (size_t)q->cols;
-	default: return 1;
-	}
-}
-
 float lks_fp8_scale(float amax, lks_fp8 fmt, int pow2)
 {
 	double den = (double)amax > 1e-12 ? (double)amax : 1e-12;
