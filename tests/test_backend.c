@@ -127,7 +127,7 @@ Test(backend, buffers_round_trip)
 /* ---- a step goes through the struct ---- */
 
 enum { C_RMS_FWD, C_RMS_BWD, C_RELU_FWD, C_RELU_BWD, C_XENT, C_GATHER, C_SCATTER, C_ADD,
-       C_STATS, C_STATS_Q, C_N };
+       C_STATS, C_STATS_Q, C_ALLOC, C_FREE, C_N };
 static atomic_int counts[C_N];
 
 static int count_rmsnorm_fwd(const lks_backend *be, void *ctx, const float *x, const float *g,
@@ -202,6 +202,18 @@ static int count_stats_quant(const lks_backend *be, void *ctx, const lks_quant *
 	return lks_backend_cpu.stats_quant(be, ctx, q, s);
 }
 
+static int count_alloc(const lks_backend *be, void *ctx, size_t bytes, void **out)
+{
+	atomic_fetch_add(&counts[C_ALLOC], 1);
+	return lks_backend_cpu.alloc(be, ctx, bytes, out);
+}
+
+static void count_free(const lks_backend *be, void *ctx, void *p)
+{
+	atomic_fetch_add(&counts[C_FREE], 1);
+	lks_backend_cpu.free(be, ctx, p);
+}
+
 static lks_backend counting_backend(void)
 {
 	lks_backend be = lks_backend_cpu;
@@ -217,6 +229,8 @@ static lks_backend counting_backend(void)
 	be.add = count_add;
 	be.stats_f32 = count_stats;
 	be.stats_quant = count_stats_quant;
+	be.alloc = count_alloc;
+	be.free = count_free;
 	return be;
 }
 
@@ -283,6 +297,10 @@ Test(backend, every_op_of_a_step_goes_through_the_struct)
 	cr_expect_eq(atomic_load(&counts[C_GATHER]), steps * W);
 	cr_expect_eq(atomic_load(&counts[C_SCATTER]), steps * W);
 	cr_expect_eq(atomic_load(&counts[C_ADD]), steps * W * 2 * L);
+	/* the rank's tensors are the backend's memory (parameters, gradients, tokens,
+	   targets, activations at least), every buffer given back */
+	cr_expect_geq(atomic_load(&counts[C_ALLOC]), W * 5);
+	cr_expect_eq(atomic_load(&counts[C_FREE]), atomic_load(&counts[C_ALLOC]));
 	/* every stat row was measured by the backend: float tensors and FP8 operands */
 	cr_expect_gt(atomic_load(&counts[C_STATS_Q]), 0);
 	cr_expect_eq(atomic_load(&counts[C_STATS]) + atomic_load(&counts[C_STATS_Q]), n_counted);

@@ -325,12 +325,23 @@ static size_t lks_qarena_size(const lks_model_cfg *c, size_t T)
 	return (size_t)16 * (size_t)c->layers * (big + 8 * maxdim + 3 * 64);
 }
 
+/* bytes of the rank's backend memory, or NULL (and *failed set) */
+static void *lks_rank_buf(lks_rank *r, size_t bytes, int *failed)
+{
+	void *p = NULL;
+
+	if (lks_be_alloc(r->be, r->bectx, bytes, &p))
+		*failed = 1;
+	return p;
+}
+
 int lks_rank_init(lks_rank *r, int rank, const lks_model *m, const lks_run_cfg *run,
                   int tokens_per_rank, int global_tokens, const lks_backend *be, void *bectx)
 {
 	const lks_model_cfg *c = &m->cfg;
 	int L = c->layers, H = c->hidden, F = c->ffn, V = c->vocab, T = tokens_per_rank;
-	int nact = run->checkpoint ? 1 : L;
+	int nact = run->checkpoint ? 1 : L, failed = 0;
+	size_t f = sizeof(float);
 
 	memset(r, 0, sizeof(*r));
 	r->rank = rank;
@@ -349,31 +360,28 @@ int lks_rank_init(lks_rank *r, int rank, const lks_model *m, const lks_run_cfg *
 
 	r->arena_size = lks_arena_size(c, (size_t)T, lks_operand_width(r->rules));
 
-	r->params = aligned_alloc(64, m->nparams * sizeof(float));
-	r->grads = aligned_alloc(64, m->nparams * sizeof(float));
+	/* the tensors live in the backend's memory; the amax histories are the host's */
 	r->slots = calloc((size_t)(2 * L * 3), sizeof(*r->slots));
-	r->tok = malloc(sizeof(int32_t) * (size_t)T);
-	r->tgt = malloc(sizeof(int32_t) * (size_t)T);
-	r->xs = malloc(sizeof(float) * (size_t)(L + 1) * T * H);
-	r->rstd = malloc(sizeof(float) * (size_t)(L + 1) * T);
-	r->h = malloc(sizeof(float) * (size_t)nact * T * H);
-	r->u = malloc(sizeof(float) * (size_t)nact * T * F);
-	r->a = malloc(sizeof(float) * (size_t)nact * T * F);
-	r->dn = malloc(sizeof(float) * (size_t)L * T * H);
-	r->hf = malloc(sizeof(float) * (size_t)T * H);
-	r->logits = malloc(sizeof(float) * (size_t)T * V);
-	r->dz = malloc(sizeof(float) * (size_t)T * V);
-	r->gx = malloc(sizeof(float) * (size_t)(L + 1) * T * H);
-	r->gh = malloc(sizeof(float) * (size_t)L * T * H);
-	r->gtmp = malloc(sizeof(float) * (size_t)T * H);
-	r->ga = malloc(sizeof(float) * (size_t)L * T * F);
-	r->gu = malloc(sizeof(float) * (size_t)L * T * F);
-	r->arena = aligned_alloc(64, r->arena_size);
-	if (r->grads)
-		memset(r->grads, 0, m->nparams * sizeof(float));
-	if (!r->params || !r->grads || !r->slots || !r->tok || !r->tgt || !r->xs || !r->rstd
-	    || !r->h || !r->u || !r->a || !r->dn || !r->hf || !r->logits || !r->dz || !r->gx || !r->gh
-	    || !r->gtmp || !r->ga || !r->gu || !r->arena)
+	r->params = lks_rank_buf(r, m->nparams * f, &failed);
+	r->grads = lks_rank_buf(r, m->nparams * f, &failed);
+	r->tok = lks_rank_buf(r, sizeof(int32_t) * (size_t)T, &failed);
+	r->tgt = lks_rank_buf(r, sizeof(int32_t) * (size_t)T, &failed);
+	r->xs = lks_rank_buf(r, f * (size_t)(L + 1) * T * H, &failed);
+	r->rstd = lks_rank_buf(r, f * (size_t)(L + 1) * T, &failed);
+	r->h = lks_rank_buf(r, f * (size_t)nact * T * H, &failed);
+	r->u = lks_rank_buf(r, f * (size_t)nact * T * F, &failed);
+	r->a = lks_rank_buf(r, f * (size_t)nact * T * F, &failed);
+	r->dn = lks_rank_buf(r, f * (size_t)L * T * H, &failed);
+	r->hf = lks_rank_buf(r, f * (size_t)T * H, &failed);
+	r->logits = lks_rank_buf(r, f * (size_t)T * V, &failed);
+	r->dz = lks_rank_buf(r, f * (size_t)T * V, &failed);
+	r->gx = lks_rank_buf(r, f * (size_t)(L + 1) * T * H, &failed);
+	r->gh = lks_rank_buf(r, f * (size_t)L * T * H, &failed);
+	r->gtmp = lks_rank_buf(r, f * (size_t)T * H, &failed);
+	r->ga = lks_rank_buf(r, f * (size_t)L * T * F, &failed);
+	r->gu = lks_rank_buf(r, f * (size_t)L * T * F, &failed);
+	r->arena = lks_rank_buf(r, r->arena_size, &failed);
+	if (failed || !r->slots || lks_be_zero(be, bectx, r->grads, m->nparams * f))
 		goto oom;
 	for (int i = 0; i < 2 * L * 3; i++) {
 		lks_amax_slot *s = &r->slots[i];
@@ -391,8 +399,10 @@ oom:
 
 int lks_rank_trace_on(lks_rank *r, lks_bg *bg)
 {
+	int failed = 0;
+
 	r->qarena_size = lks_qarena_size(&r->m->cfg, (size_t)r->T);
-	if (!(r->qarena = aligned_alloc(64, r->qarena_size)))
+	if (!(r->qarena = lks_rank_buf(r, r->qarena_size, &failed)))
 		return lks_err("out of memory for rank %d's traced operands", r->rank);
 	r->tr.bg = bg;
 	return 0;
@@ -401,14 +411,18 @@ int lks_rank_trace_on(lks_rank *r, lks_bg *bg)
 void lks_rank_release(lks_rank *r)
 {
 	lks_tracer_sync(&r->tr);  /* no job may outlive the buffers it reads */
-	free(r->qarena);
+	if (r->be) {
+		void *bufs[] = { r->qarena, r->params, r->grads, r->tok, r->tgt, r->xs, r->rstd, r->h,
+		                 r->u, r->a, r->dn, r->hf, r->logits, r->dz, r->gx, r->gh, r->gtmp,
+		                 r->ga, r->gu, r->arena };
+
+		for (size_t i = 0; i < sizeof(bufs) / sizeof(bufs[0]); i++)
+			lks_be_free(r->be, r->bectx, bufs[i]);
+	}
 	if (r->slots)
 		for (int i = 0; i < 2 * r->m->cfg.layers * 3; i++)
 			free(r->slots[i].hist);
 	free(r->slots);
-	free(r->params); free(r->grads); free(r->tok); free(r->tgt); free(r->xs); free(r->rstd);
-	free(r->h); free(r->u); free(r->a); free(r->dn); free(r->hf); free(r->logits); free(r->dz);
-	free(r->gx); free(r->gh); free(r->gtmp); free(r->ga); free(r->gu); free(r->arena);
 	lks_tracer_release(&r->tr);
 	memset(r, 0, sizeof(*r));
 }
