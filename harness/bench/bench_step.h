@@ -15,7 +15,7 @@
 #include "harness/store/run.h"
 #include "harness/store/trace_store.h"
 #include "kernels/backend.h"
-#include "kernels/cpu/bg.h"
+#include "kernels/bg.h"
 #include "kernels/cpu/pool.h"
 
 /* The backend wrapper of part 3: the CPU backend, with the time of every call summed.

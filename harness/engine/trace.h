@@ -13,7 +13,7 @@
 #include "harness/engine/fault.h"
 #include "harness/store/trace_store.h"
 #include "kernels/backend.h"
-#include "kernels/cpu/bg.h"
+#include "kernels/bg.h"
 
 struct lks_trace_job;
 
