@@ -142,13 +142,16 @@ static inline int lks_be_alloc(const lks_backend *be, void *ctx, size_t bytes, v
 { *out = NULL; return LKS_BE_CALL(be, alloc, ctx, bytes, out); }
 static inline void lks_be_free(const lks_backend *be, void *ctx, void *p)
 { if (p && LKS_BE_HAS(be, free)) be->free(be, ctx, p); }
-static inline int lks_be_upload(const lks_backend *be, void *ctx, void *dst, const void *src, size_t bytes)
+static inline int lks_be_upload(const lks_backend *be, void *ctx,
+                                void *dst, const void *src, size_t bytes)
 { return LKS_BE_CALL(be, upload, ctx, dst, src, bytes); }
-static inline int lks_be_download(const lks_backend *be, void *ctx, void *dst, const void *src, size_t bytes)
+static inline int lks_be_download(const lks_backend *be, void *ctx,
+                                  void *dst, const void *src, size_t bytes)
 { return LKS_BE_CALL(be, download, ctx, dst, src, bytes); }
 static inline int lks_be_sync(const lks_backend *be, void *ctx)
 { return LKS_BE_CALL(be, sync, ctx); }
-static inline int lks_be_copy(const lks_backend *be, void *ctx, void *dst, const void *src, size_t bytes)
+static inline int lks_be_copy(const lks_backend *be, void *ctx,
+                              void *dst, const void *src, size_t bytes)
 { return LKS_BE_CALL(be, copy, ctx, dst, src, bytes); }
 static inline int lks_be_zero(const lks_backend *be, void *ctx, void *p, size_t bytes)
 { return LKS_BE_CALL(be, zero, ctx, p, bytes); }
@@ -160,25 +163,33 @@ static inline int lks_be_quantize(const lks_backend *be, void *ctx, lks_quant *q
 
 static inline int lks_be_round_bf16(const lks_backend *be, void *ctx, float *x, size_t n)
 { return LKS_BE_CALL(be, round_bf16, ctx, x, n); }
-static inline int lks_be_to_bf16(const lks_backend *be, void *ctx, const float *x, uint16_t *y, size_t n)
+static inline int lks_be_to_bf16(const lks_backend *be, void *ctx,
+                                 const float *x, uint16_t *y, size_t n)
 { return LKS_BE_CALL(be, to_bf16, ctx, x, y, n); }
-static inline int lks_be_transpose_u8(const lks_backend *be, void *ctx, const uint8_t *s, int rows, int cols, uint8_t *d)
+static inline int lks_be_transpose_u8(const lks_backend *be, void *ctx,
+                                      const uint8_t *s, int rows, int cols, uint8_t *d)
 { return LKS_BE_CALL(be, transpose_u8, ctx, s, rows, cols, d); }
-static inline int lks_be_transpose_f32(const lks_backend *be, void *ctx, const float *s, int rows, int cols, float *d)
+static inline int lks_be_transpose_f32(const lks_backend *be, void *ctx,
+                                       const float *s, int rows, int cols, float *d)
 { return LKS_BE_CALL(be, transpose_f32, ctx, s, rows, cols, d); }
-static inline int lks_be_transpose_bf16(const lks_backend *be, void *ctx, const float *s, int rows, int cols, uint16_t *d)
+static inline int lks_be_transpose_bf16(const lks_backend *be, void *ctx,
+                                        const float *s, int rows, int cols, uint16_t *d)
 { return LKS_BE_CALL(be, transpose_bf16, ctx, s, rows, cols, d); }
 
-static inline int lks_be_rmsnorm_fwd(const lks_backend *be, void *ctx, const float *x, const float *g,
+static inline int lks_be_rmsnorm_fwd(const lks_backend *be, void *ctx,
+                                     const float *x, const float *g,
                                      int T, int H, float *y, float *rstd, int bf16)
 { return LKS_BE_CALL(be, rmsnorm_fwd, ctx, x, g, T, H, y, rstd, bf16); }
-static inline int lks_be_rmsnorm_bwd(const lks_backend *be, void *ctx, const float *dy, const float *x,
+static inline int lks_be_rmsnorm_bwd(const lks_backend *be, void *ctx,
+                                     const float *dy, const float *x,
                                      const float *g, const float *rstd, int T, int H, float *dx,
                                      float *dg, int bf16)
 { return LKS_BE_CALL(be, rmsnorm_bwd, ctx, dy, x, g, rstd, T, H, dx, dg, bf16); }
-static inline int lks_be_relu2_fwd(const lks_backend *be, void *ctx, const float *u, size_t n, float *y, int bf16)
+static inline int lks_be_relu2_fwd(const lks_backend *be, void *ctx,
+                                   const float *u, size_t n, float *y, int bf16)
 { return LKS_BE_CALL(be, relu2_fwd, ctx, u, n, y, bf16); }
-static inline int lks_be_relu2_bwd(const lks_backend *be, void *ctx, const float *u, const float *dy,
+static inline int lks_be_relu2_bwd(const lks_backend *be, void *ctx,
+                                   const float *u, const float *dy,
                                    size_t n, float *du, int bf16)
 { return LKS_BE_CALL(be, relu2_bwd, ctx, u, dy, n, du, bf16); }
 static inline int lks_be_cross_entropy(const lks_backend *be, void *ctx, const float *z,
@@ -199,7 +210,8 @@ static inline int lks_be_adamw(const lks_backend *be, void *ctx, float *p, const
                                float *v, size_t n, float lr, float b1, float b2, float eps,
                                float wd, float bc1, float bc2)
 { return LKS_BE_CALL(be, adamw, ctx, p, g, m, v, n, lr, b1, b2, eps, wd, bc1, bc2); }
-static inline int lks_be_sumsq(const lks_backend *be, void *ctx, const float *x, size_t n, double *out)
+static inline int lks_be_sumsq(const lks_backend *be, void *ctx,
+                               const float *x, size_t n, double *out)
 { return LKS_BE_CALL(be, sumsq, ctx, x, n, out); }
 static inline int lks_be_clip(const lks_backend *be, void *ctx, float *g, size_t n, float coef)
 { return LKS_BE_CALL(be, clip, ctx, g, n, coef); }

@@ -507,8 +507,8 @@ static int lks_forward(lks_rank *r)
 			return -1;
 		lks_trace_f32_kept(&r->tr, LKS_PHASE_FORWARD, xn, (size_t)T * H, "blocks.%d.out", l);
 	}
-	if (LKS_BE(r, rmsnorm_fwd, r->xs + (size_t)L * T * H, p + m->t[LKS_P_FINAL_NORM(L)].off, T, H,
-	           r->hf, r->rstd + (size_t)L * T, r->bf16))
+	if (LKS_BE(r, rmsnorm_fwd, r->xs + (size_t)L * T * H, p + m->t[LKS_P_FINAL_NORM(L)].off,
+	           T, H, r->hf, r->rstd + (size_t)L * T, r->bf16))
 		return -1;
 	lks_trace_f32_kept(&r->tr, LKS_PHASE_FORWARD, r->hf, (size_t)T * H, "final_norm.out");
 	if (lks_head_gemm(r, r->hf, T, H, 0, p + m->t[LKS_P_HEAD(L)].off, V, H, 0, r->logits))
@@ -535,9 +535,9 @@ static int lks_backward(lks_rank *r)
 	if (r->bf16 && LKS_BE(r, round_bf16, r->gtmp, (size_t)T * H))
 		return -1;
 	lks_trace_f32_kept(&r->tr, bw, g + pt[LKS_P_HEAD(L)].off, pt[LKS_P_HEAD(L)].n, "head.weight.grad");
-	if (LKS_BE(r, rmsnorm_bwd, r->gtmp, r->xs + (size_t)L * T * H, p + pt[LKS_P_FINAL_NORM(L)].off,
-	           r->rstd + (size_t)L * T, T, H, r->gx + (size_t)L * T * H,
-	           g + pt[LKS_P_FINAL_NORM(L)].off, r->bf16))
+	if (LKS_BE(r, rmsnorm_bwd, r->gtmp, r->xs + (size_t)L * T * H,
+	           p + pt[LKS_P_FINAL_NORM(L)].off, r->rstd + (size_t)L * T, T, H,
+	           r->gx + (size_t)L * T * H, g + pt[LKS_P_FINAL_NORM(L)].off, r->bf16))
 		return -1;
 	lks_trace_f32_kept(&r->tr, bw, g + pt[LKS_P_FINAL_NORM(L)].off, (size_t)H, "final_norm.weight.grad");
 	lks_trace_f32_kept(&r->tr, bw, r->gx + (size_t)L * T * H, (size_t)T * H, "final_norm.in.grad");
@@ -575,11 +575,12 @@ static int lks_backward(lks_rank *r)
 		lks_trace_f32_kept(&r->tr, bw, g + pt[LKS_P_UP(l)].off, pt[LKS_P_UP(l)].n,
 		                   "blocks.%d.mlp.up.weight.grad", l);
 		lks_trace_f32_kept(&r->tr, bw, gh, (size_t)T * H, "blocks.%d.mlp.up.in.grad", l);
-		if (LKS_BE(r, rmsnorm_bwd, gh, x, p + pt[LKS_P_NORM(l)].off, r->rstd + (size_t)l * T, T, H,
-		           r->gtmp, g + pt[LKS_P_NORM(l)].off, r->bf16))
+		if (LKS_BE(r, rmsnorm_bwd, gh, x, p + pt[LKS_P_NORM(l)].off, r->rstd + (size_t)l * T,
+		           T, H, r->gtmp, g + pt[LKS_P_NORM(l)].off, r->bf16))
 			return -1;
 		lks_trace_f32_kept(&r->tr, bw, g + pt[LKS_P_NORM(l)].off, (size_t)H, "blocks.%d.norm.weight.grad", l);
-		if (LKS_BE(r, add, gy, r->gtmp, (size_t)T * H, gx, r->bf16))  /* the residual adds the branch */
+		/* the residual adds the branch */
+		if (LKS_BE(r, add, gy, r->gtmp, (size_t)T * H, gx, r->bf16))
 			return -1;
 		lks_trace_f32_kept(&r->tr, bw, gx, (size_t)T * H, "blocks.%d.in.grad", l);
 	}
