@@ -5,7 +5,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "kernels/cpu/bg.h"
+#include "kernels/bg.h"
 
 struct bg_job {
 	atomic_int runs;

@@ -53,6 +53,17 @@ Test(cli, bad_usage_exits_2)
 	cr_assert_not_null(strstr(out, "bogus"), "%s", out);
 }
 
+/* --backend NAME is resolved by the backend registry, which names the ones this build has */
+Test(cli, run_backend_unknown_lists_the_known_ones)
+{
+	char out[8192];
+
+	cr_assert_eq(lks_run_bin(NULL, "run --backend tpu --db /nonexistent/x.db cases/world_sizes.ini",
+	                         out, sizeof(out)), 2);
+	cr_assert_not_null(strstr(out, "backend 'tpu' is not available (this build has: cpu)"), "%s",
+	                   out);
+}
+
 Test(cli, env_fingerprint)
 {
 	char out[16384];

@@ -21,23 +21,11 @@
 #include "harness/engine/data.h"
 #include "harness/engine/model.h"
 #include "harness/engine/runner.h"
+#include "case_text.h"
 #include "kernels/cpu/isa.h"
 #include "kernels/err.h"
 
 /* ---- cases and captured traces ---- */
-
-static void load_case(const char *text, const char *const *sets, int nsets, lks_case *c)
-{
-	char path[] = "/tmp/lks_test_model_XXXXXX";
-	int fd = mkstemp(path);
-	FILE *f = fdopen(fd, "w");
-
-	cr_assert_not_null(f);
-	fputs(text, f);
-	fclose(f);
-	cr_assert_eq(lks_case_load(path, sets, nsets, c), 0, "%s", lks_errmsg());
-	unlink(path);
-}
 
 typedef struct capture {
 	lks_stat_row *rows;
@@ -324,16 +312,24 @@ Test(model, loss_falls_far_below_ln_vocab)
 static int nan_call, gemm_calls;
 
 /* The CPU GEMM, with a NaN planted in the first output element of call number nan_call. */
-static int nan_gemm(void *ctx, const lks_gemm *g)
+static int nan_gemm(const lks_backend *be, void *ctx, const lks_gemm *g)
 {
-	int rc = lks_backend_cpu.gemm(ctx, g);
+	int rc = lks_backend_cpu.gemm(be, ctx, g);
 
 	if (gemm_calls++ == nan_call)
 		((float *)g->c)[0] = NAN;
 	return rc;
 }
 
-static const lks_backend nan_backend = { "nan", nan_gemm, NULL };
+/* The CPU backend with nan_gemm. */
+static lks_backend nan_backend_of(void)
+{
+	lks_backend be = lks_backend_cpu;
+
+	be.name = "nan";
+	be.gemm = nan_gemm;
+	return be;
+}
 
 struct first_event {
 	int n, step, rank;
@@ -360,13 +356,12 @@ Test(model, nonfinite_gradient_is_recorded_and_the_run_goes_on)
 		"[model]\nvocab = 24\nhidden = 16\nffn = 32\nlayers = 1\nseq = 8\nbatch = 2\n"
 		"[run r]\nrecipe = fp8_rowwise\n";
 	char dir[] = "/tmp/lks_test_nan_XXXXXX", db[600], status[32];
-	lks_backend be = nan_backend;
+	lks_backend be = nan_backend_of();
 	lks_store *s;
 	lks_case c;
 	lks_run_result res;
 	struct first_event ev = { 0 };
 
-	be.quantize = lks_backend_cpu.quantize;
 	load_case(text, NULL, 0, &c);
 	cr_assert_not_null(mkdtemp(dir));
 	snprintf(db, sizeof(db), "%s/nan.db", dir);
@@ -405,13 +400,12 @@ Test(model, nan_gradient_makes_every_parameter_nan_as_clip_grad_norm_does)
 		"[case]\nsteps = 4\n"
 		"[model]\nvocab = 24\nhidden = 16\nffn = 32\nlayers = 1\nseq = 8\nbatch = 2\n"
 		"[run r]\nrecipe = bf16\n";
-	lks_backend be = nan_backend;
+	lks_backend be = nan_backend_of();
 	lks_case c;
 	lks_model m;
 	capture a;
 	int checked = 0;
 
-	be.quantize = lks_backend_cpu.quantize;
 	load_case(text, NULL, 0, &c);
 	cr_assert_eq(lks_model_init(&m, &c.model), 0);
 	/* the ninth GEMM of step 2 is grad_W of the up projection (see above) */
@@ -511,13 +505,13 @@ Test(model, fp32_and_wide_models_train_on_one_and_two_ranks)
 static atomic_int failing_calls;
 
 /* Fails every GEMM; the message numbers the failure, so each rank's is its own. */
-static int failing_gemm(void *ctx, const lks_gemm *g)
+static int failing_gemm(const lks_backend *be, void *ctx, const lks_gemm *g)
 {
 	return lks_err("planted failure %d", atomic_fetch_add(&failing_calls, 1));
 }
 
 /* Fails every GEMM with one message. */
-static int failing_gemm_same(void *ctx, const lks_gemm *g)
+static int failing_gemm_same(const lks_backend *be, void *ctx, const lks_gemm *g)
 {
 	return lks_err("planted failure");
 }
@@ -526,12 +520,14 @@ static int failing_gemm_same(void *ctx, const lks_gemm *g)
    caller must still get every rank's, with its rank (issue 11, item 2). */
 Test(model, rank_errors_reach_the_caller_with_their_rank)
 {
-	lks_backend distinct = { "failing", failing_gemm, lks_backend_cpu.quantize };
-	lks_backend same = { "failing", failing_gemm_same, lks_backend_cpu.quantize };
+	lks_backend distinct = lks_backend_cpu, same = lks_backend_cpu;
 	lks_case c;
 	lks_run_result res;
 	const char *msg;
 
+	distinct.name = same.name = "failing";
+	distinct.gemm = failing_gemm;
+	same.gemm = failing_gemm_same;
 	load_case(small_case, NULL, 0, &c);
 	for (int rep = 0; rep < 20; rep++) {  /* whichever thread runs which rank */
 		lks_runner_opts o = { .threads = 1, .backend = &distinct };

@@ -33,24 +33,35 @@ static struct {
 	struct rec_g g[MAXCALLS];
 } rec;
 
-static int rec_quantize(void *ctx, lks_quant *q)
+static int rec_quantize(const lks_backend *be, void *ctx, lks_quant *q)
 {
 	if (rec.nq < MAXCALLS)
 		rec.q[rec.nq] = (struct rec_q){ q->rows, q->cols, q->fmt, q->axis, q->pow2, q->scale_given };
 	rec.nq++;
-	return lks_backend_cpu.quantize(ctx, q);
+	(void)be;
+	return lks_backend_cpu.quantize(&lks_backend_cpu, ctx, q);
 }
 
-static int rec_gemm(void *ctx, const lks_gemm *g)
+static int rec_gemm(const lks_backend *be, void *ctx, const lks_gemm *g)
 {
 	if (rec.ng < MAXCALLS)
 		rec.g[rec.ng] = (struct rec_g){ g->M, g->N, g->K, g->a.dtype, g->b.dtype,
 			g->a.scaling, g->b.scaling, rec.nq };
 	rec.ng++;
-	return lks_backend_cpu.gemm(ctx, g);
+	(void)be;
+	return lks_backend_cpu.gemm(&lks_backend_cpu, ctx, g);
 }
 
-static const lks_backend rec_backend = { "recording", rec_gemm, rec_quantize };
+/* The CPU backend with gemm and quantize recorded. */
+static lks_backend rec_backend_of(void)
+{
+	lks_backend be = lks_backend_cpu;
+
+	be.name = "recording";
+	be.gemm = rec_gemm;
+	be.quantize = rec_quantize;
+	return be;
+}
 
 /* What DESIGN.md says an operand is: BF16 (no scale), or FP8 with a scale per tensor, per
    row or per column of the stored tensor. */
@@ -128,6 +139,7 @@ Test(recipe, quantizes_the_operands_design_names)
 {
 	for (size_t d = 0; d < sizeof(design) / sizeof(design[0]); d++) {
 		lks_case c;
+		lks_backend rec_backend = rec_backend_of();
 		lks_runner_opts o = { .threads = 1, .backend = &rec_backend };
 		lks_run_result res;
 		int q = 0;

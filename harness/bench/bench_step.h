@@ -14,13 +14,14 @@
 #include "harness/engine/runner.h"
 #include "harness/store/run.h"
 #include "harness/store/trace_store.h"
-#include "kernels/cpu/bg.h"
+#include "kernels/backend.h"
+#include "kernels/bg.h"
 #include "kernels/cpu/pool.h"
 
 /* The backend wrapper of part 3: the CPU backend, with the time of every call summed.
    Nanoseconds in atomics, so ranks running as threads could share it (part 3 uses one). */
 struct lks_step_timer {
-	void *inner_ctx;        /* the lks_pool of the GEMM threads, or NULL */
+	lks_backend be;         /* the CPU backend's methods, gemm and quantize timed; app: this */
 	int64_t gemm_ns, quant_ns;
 };
 

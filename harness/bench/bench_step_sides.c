@@ -28,29 +28,25 @@ static int64_t lks_step_ns(void)
 	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
-static int lks_step_timed_gemm(void *ctx, const lks_gemm *g)
+static int lks_step_timed_gemm(const lks_backend *be, void *ctx, const lks_gemm *g)
 {
-	struct lks_step_timer *t = ctx;
+	struct lks_step_timer *t = be->app;
 	int64_t t0 = lks_step_ns();
-	int rc = lks_backend_cpu.gemm(t->inner_ctx, g);
+	int rc = lks_backend_cpu.gemm(&lks_backend_cpu, ctx, g);
 
 	__atomic_fetch_add(&t->gemm_ns, lks_step_ns() - t0, __ATOMIC_RELAXED);
 	return rc;
 }
 
-static int lks_step_timed_quantize(void *ctx, lks_quant *q)
+static int lks_step_timed_quantize(const lks_backend *be, void *ctx, lks_quant *q)
 {
-	struct lks_step_timer *t = ctx;
+	struct lks_step_timer *t = be->app;
 	int64_t t0 = lks_step_ns();
-	int rc = lks_backend_cpu.quantize(t->inner_ctx, q);
+	int rc = lks_backend_cpu.quantize(&lks_backend_cpu, ctx, q);
 
 	__atomic_fetch_add(&t->quant_ns, lks_step_ns() - t0, __ATOMIC_RELAXED);
 	return rc;
 }
-
-static const lks_backend lks_step_timed_backend = {
-	"cpu", lks_step_timed_gemm, lks_step_timed_quantize
-};
 
 int lks_step_rec_init(struct lks_step_rec *r, int steps, int capture)
 {
@@ -177,7 +173,10 @@ int lks_step_sides_init(struct lks_step_sides *S, struct lks_step_side *side, in
 			return -1;
 		if (s->wrap && s->gemm_threads > 1 && lks_pool_create(s->gemm_threads, &s->pool))
 			return -1;
-		s->timer.inner_ctx = s->pool;
+		s->timer.be = lks_backend_cpu;  /* every other method as the CPU's, on its pool */
+		s->timer.be.app = &s->timer;
+		s->timer.be.gemm = lks_step_timed_gemm;
+		s->timer.be.quantize = lks_step_timed_quantize;
 		s->rec.timer = s->wrap ? &s->timer : NULL;
 	}
 	return 0;
@@ -210,8 +209,8 @@ static double lks_step_side_run(void *arg, int k, int round)
 	if (s->wrap) {
 		/* the runner gives a single rank its GEMM pool only when no backend is passed,
 		   so the wrapper brings its own */
-		o.backend = &lks_step_timed_backend;
-		o.backend_ctx = &s->timer;
+		o.backend = &s->timer.be;
+		o.backend_ctx = s->pool;
 		o.pool = s->pool;
 	}
 	if (round >= 0 && s->rec.capture > 0)  /* the warm-up's rows suffice */

@@ -20,6 +20,7 @@
 #include "harness/engine/runner.h"
 #include "harness/verify/sqnr.h"
 #include "harness/store/trace_store.h"
+#include "kernels/backend.h"
 #include "kernels/err.h"
 
 static const char lks_run_help[] =
@@ -93,8 +94,8 @@ static int lks_run_parse(int argc, char **argv, struct lks_run_args *a)
 		} else if (!strcmp(o, "--db") && v) {
 			a->db = argv[++i];
 		} else if (!strcmp(o, "--backend") && v) {
-			if (strcmp(v, "cpu") != 0)
-				return lks_usage("run: backend '%s' is not available (this build has: cpu)", v);
+			if (!lks_backend_find(v))  /* the registry names the ones this build has */
+				return lks_usage("run: %s", lks_errmsg());
 			i++;
 		} else if (!strcmp(o, "--steps")) {
 			if (lks_opt_int("run", o, v, 1, 1 << 30, &a->steps))

@@ -7,6 +7,9 @@
  * With checkpointing, blocks keep only their input; backward recomputes h, u, a with the
  * same code and the same scales, records them as the RECOMPUTE phase and leaves the amax
  * history alone, so the run must equal the run without checkpointing bit for bit.
+ *
+ * Every op of the step goes through the rank's backend (kernels/backend.h), on tensors in
+ * its memory; the host reads back only a delayed-scaling amax and the loss.
  */
 #include "harness/engine/model.h"
 
@@ -15,8 +18,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "kernels/cpu/convert.h"
-#include "kernels/cpu/ops.h"
 #include "kernels/err.h"
 #include "kernels/philox.h"
 
@@ -108,6 +109,10 @@ void lks_amax_slot_roll(lks_amax_slot *s, lks_dtype fmt, int most_recent, int ma
 		s->scale = ldexpf(fmax / ref, -margin);
 }
 
+/* One op of rank r's backend, on its context: LKS_BE(r, gemm, &g) is
+   lks_be_gemm(r->be, r->bectx, &g). */
+#define LKS_BE(r, op, ...) lks_be_##op((r)->be, (r)->bectx, __VA_ARGS__)
+
 /* ---- GEMM operands ---- */
 
 /* bytes from the GEMM call's arena, or (step) from the step's */
@@ -135,10 +140,9 @@ static int lks_prep_operand(lks_rank *r, const lks_operand_rule *rule, const flo
 
 		if (!d)
 			return lks_err("gemm operand arena too small");
-		if (transposed)
-			lks_transpose_f32(src, rows, cols, d);
-		else
-			memcpy(d, src, n * sizeof(float));
+		if (transposed ? LKS_BE(r, transpose_f32, src, rows, cols, d)
+		               : LKS_BE(r, copy, d, src, n * sizeof(float)))
+			return -1;
 		op->data = d;
 		return 0;
 	}
@@ -147,10 +151,9 @@ static int lks_prep_operand(lks_rank *r, const lks_operand_rule *rule, const flo
 
 		if (!d)
 			return lks_err("gemm operand arena too small");
-		if (transposed)
-			lks_transpose_bf16(src, rows, cols, d);
-		else
-			lks_f32_to_bf16_n(src, d, n);
+		if (transposed ? LKS_BE(r, transpose_bf16, src, rows, cols, d)
+		               : LKS_BE(r, to_bf16, src, d, n))
+			return -1;
 		op->data = d;
 		return 0;
 	}
@@ -175,19 +178,25 @@ static int lks_prep_operand(lks_rank *r, const lks_operand_rule *rule, const flo
 
 	if (!codes || !scale || !amax)
 		return lks_err("gemm operand arena too small");
-	if (rule->delayed)
-		scale[0] = slot->scale;
-	if (r->be->quantize(r->bectx, &q))
+	if (rule->delayed && LKS_BE(r, upload, scale, &slot->scale, sizeof(float)))
 		return -1;
-	if (rule->delayed && record)
-		slot->cur = isnan(amax[0]) || amax[0] > slot->cur ? amax[0] : slot->cur;
+	if (LKS_BE(r, quantize, &q))
+		return -1;
+	if (rule->delayed && record) {  /* the history is the host's: one float comes back */
+		float am;
+
+		if (LKS_BE(r, download, &am, amax, sizeof(float)))
+			return -1;
+		slot->cur = isnan(am) || am > slot->cur ? am : slot->cur;
+	}
 	lks_trace_quant(&r->tr, ph, &q, "%s", tname);
 	if (transposed) {  /* codes (rows, cols) -> (cols, rows); exact */
 		uint8_t *t = lks_arena_take(r, 0, used, n);
 
 		if (!t)
 			return lks_err("gemm operand arena too small");
-		lks_transpose_u8(codes, rows, cols, t);
+		if (LKS_BE(r, transpose_u8, codes, rows, cols, t))
+			return -1;
 		codes = t;
 	}
 	op->data = codes;
@@ -232,11 +241,11 @@ static int lks_linear(lks_rank *r, int li, lks_role role, const float *a, int ar
 		.a = ops[0], .b = ops[1], .out = LKS_F32, .c = out,
 	};
 	g.ldc = (size_t)g.N;
-	if (r->be->gemm(r->bectx, &g))
+	if (LKS_BE(r, gemm, &g))
 		return -1;
 	/* activations and activation gradients are stored as BF16; weight gradients fp32 */
 	if (role != LKS_ROLE_WGRAD && r->bf16)
-		lks_round_bf16(out, (size_t)g.M * (size_t)g.N);
+		return LKS_BE(r, round_bf16, out, (size_t)g.M * (size_t)g.N);
 	return 0;
 }
 
@@ -261,7 +270,7 @@ static int lks_head_gemm(lks_rank *r, const float *a, int arows, int acols, int 
 		.a = ops[0], .b = ops[1], .out = LKS_F32, .c = out,
 	};
 	g.ldc = (size_t)g.N;
-	return r->be->gemm(r->bectx, &g);
+	return LKS_BE(r, gemm, &g);
 }
 
 /* ---- the rank ---- */
@@ -316,12 +325,23 @@ static size_t lks_qarena_size(const lks_model_cfg *c, size_t T)
 	return (size_t)16 * (size_t)c->layers * (big + 8 * maxdim + 3 * 64);
 }
 
+/* bytes of the rank's backend memory, or NULL (and *failed set) */
+static void *lks_rank_buf(lks_rank *r, size_t bytes, int *failed)
+{
+	void *p = NULL;
+
+	if (lks_be_alloc(r->be, r->bectx, bytes, &p))
+		*failed = 1;
+	return p;
+}
+
 int lks_rank_init(lks_rank *r, int rank, const lks_model *m, const lks_run_cfg *run,
                   int tokens_per_rank, int global_tokens, const lks_backend *be, void *bectx)
 {
 	const lks_model_cfg *c = &m->cfg;
 	int L = c->layers, H = c->hidden, F = c->ffn, V = c->vocab, T = tokens_per_rank;
-	int nact = run->checkpoint ? 1 : L;
+	int nact = run->checkpoint ? 1 : L, failed = 0;
+	size_t f = sizeof(float);
 
 	memset(r, 0, sizeof(*r));
 	r->rank = rank;
@@ -333,38 +353,35 @@ int lks_rank_init(lks_rank *r, int rank, const lks_model *m, const lks_run_cfg *
 	r->bf16 = !r->rules->f32_activations;
 	r->T = T;
 	r->grad_scale = 1.0f / (float)global_tokens;
-	lks_tracer_init(&r->tr, rank);
+	lks_tracer_init(&r->tr, rank, be, bectx);
 	r->fault = &run->inject;
 	if (run->inject.kind == LKS_FAULT_BITFLIP || run->inject.kind == LKS_FAULT_NAN)
 		r->tr.fault = &run->inject;
 
 	r->arena_size = lks_arena_size(c, (size_t)T, lks_operand_width(r->rules));
 
-	r->params = aligned_alloc(64, m->nparams * sizeof(float));
-	r->grads = aligned_alloc(64, m->nparams * sizeof(float));
+	/* the tensors live in the backend's memory; the amax histories are the host's */
 	r->slots = calloc((size_t)(2 * L * 3), sizeof(*r->slots));
-	r->tok = malloc(sizeof(int32_t) * (size_t)T);
-	r->tgt = malloc(sizeof(int32_t) * (size_t)T);
-	r->xs = malloc(sizeof(float) * (size_t)(L + 1) * T * H);
-	r->rstd = malloc(sizeof(float) * (size_t)(L + 1) * T);
-	r->h = malloc(sizeof(float) * (size_t)nact * T * H);
-	r->u = malloc(sizeof(float) * (size_t)nact * T * F);
-	r->a = malloc(sizeof(float) * (size_t)nact * T * F);
-	r->dn = malloc(sizeof(float) * (size_t)L * T * H);
-	r->hf = malloc(sizeof(float) * (size_t)T * H);
-	r->logits = malloc(sizeof(float) * (size_t)T * V);
-	r->dz = malloc(sizeof(float) * (size_t)T * V);
-	r->gx = malloc(sizeof(float) * (size_t)(L + 1) * T * H);
-	r->gh = malloc(sizeof(float) * (size_t)L * T * H);
-	r->gtmp = malloc(sizeof(float) * (size_t)T * H);
-	r->ga = malloc(sizeof(float) * (size_t)L * T * F);
-	r->gu = malloc(sizeof(float) * (size_t)L * T * F);
-	r->arena = aligned_alloc(64, r->arena_size);
-	if (r->grads)
-		memset(r->grads, 0, m->nparams * sizeof(float));
-	if (!r->params || !r->grads || !r->slots || !r->tok || !r->tgt || !r->xs || !r->rstd
-	    || !r->h || !r->u || !r->a || !r->dn || !r->hf || !r->logits || !r->dz || !r->gx || !r->gh
-	    || !r->gtmp || !r->ga || !r->gu || !r->arena)
+	r->params = lks_rank_buf(r, m->nparams * f, &failed);
+	r->grads = lks_rank_buf(r, m->nparams * f, &failed);
+	r->tok = lks_rank_buf(r, sizeof(int32_t) * (size_t)T, &failed);
+	r->tgt = lks_rank_buf(r, sizeof(int32_t) * (size_t)T, &failed);
+	r->xs = lks_rank_buf(r, f * (size_t)(L + 1) * T * H, &failed);
+	r->rstd = lks_rank_buf(r, f * (size_t)(L + 1) * T, &failed);
+	r->h = lks_rank_buf(r, f * (size_t)nact * T * H, &failed);
+	r->u = lks_rank_buf(r, f * (size_t)nact * T * F, &failed);
+	r->a = lks_rank_buf(r, f * (size_t)nact * T * F, &failed);
+	r->dn = lks_rank_buf(r, f * (size_t)L * T * H, &failed);
+	r->hf = lks_rank_buf(r, f * (size_t)T * H, &failed);
+	r->logits = lks_rank_buf(r, f * (size_t)T * V, &failed);
+	r->dz = lks_rank_buf(r, f * (size_t)T * V, &failed);
+	r->gx = lks_rank_buf(r, f * (size_t)(L + 1) * T * H, &failed);
+	r->gh = lks_rank_buf(r, f * (size_t)L * T * H, &failed);
+	r->gtmp = lks_rank_buf(r, f * (size_t)T * H, &failed);
+	r->ga = lks_rank_buf(r, f * (size_t)L * T * F, &failed);
+	r->gu = lks_rank_buf(r, f * (size_t)L * T * F, &failed);
+	r->arena = lks_rank_buf(r, r->arena_size, &failed);
+	if (failed || !r->slots || lks_be_zero(be, bectx, r->grads, m->nparams * f))
 		goto oom;
 	for (int i = 0; i < 2 * L * 3; i++) {
 		lks_amax_slot *s = &r->slots[i];
@@ -382,8 +399,10 @@ oom:
 
 int lks_rank_trace_on(lks_rank *r, lks_bg *bg)
 {
+	int failed = 0;
+
 	r->qarena_size = lks_qarena_size(&r->m->cfg, (size_t)r->T);
-	if (!(r->qarena = aligned_alloc(64, r->qarena_size)))
+	if (!(r->qarena = lks_rank_buf(r, r->qarena_size, &failed)))
 		return lks_err("out of memory for rank %d's traced operands", r->rank);
 	r->tr.bg = bg;
 	return 0;
@@ -392,14 +411,18 @@ int lks_rank_trace_on(lks_rank *r, lks_bg *bg)
 void lks_rank_release(lks_rank *r)
 {
 	lks_tracer_sync(&r->tr);  /* no job may outlive the buffers it reads */
-	free(r->qarena);
+	if (r->be) {
+		void *bufs[] = { r->qarena, r->params, r->grads, r->tok, r->tgt, r->xs, r->rstd, r->h,
+		                 r->u, r->a, r->dn, r->hf, r->logits, r->dz, r->gx, r->gh, r->gtmp,
+		                 r->ga, r->gu, r->arena };
+
+		for (size_t i = 0; i < sizeof(bufs) / sizeof(bufs[0]); i++)
+			lks_be_free(r->be, r->bectx, bufs[i]);
+	}
 	if (r->slots)
 		for (int i = 0; i < 2 * r->m->cfg.layers * 3; i++)
 			free(r->slots[i].hist);
 	free(r->slots);
-	free(r->params); free(r->grads); free(r->tok); free(r->tgt); free(r->xs); free(r->rstd);
-	free(r->h); free(r->u); free(r->a); free(r->dn); free(r->hf); free(r->logits); free(r->dz);
-	free(r->gx); free(r->gh); free(r->gtmp); free(r->ga); free(r->gu); free(r->arena);
 	lks_tracer_release(&r->tr);
 	memset(r, 0, sizeof(*r));
 }
@@ -445,13 +468,15 @@ static int lks_block_inner(lks_rank *r, int l)
 	const float *p = r->params;
 	lks_phase ph = r->recomputing ? LKS_PHASE_RECOMPUTE : LKS_PHASE_FORWARD;
 
-	lks_rmsnorm_fwd(x, p + r->m->t[LKS_P_NORM(l)].off, T, H, h, r->rstd + (size_t)l * T,
-	                r->bf16);
+	if (LKS_BE(r, rmsnorm_fwd, x, p + r->m->t[LKS_P_NORM(l)].off, T, H, h,
+	           r->rstd + (size_t)l * T, r->bf16))
+		return -1;
 	LKS_TRACE_ACT(r, ph, h, (size_t)T * H, "blocks.%d.norm.out", l);
 	if (lks_linear(r, 2 * l, LKS_ROLE_FWD, h, T, H, p + r->m->t[LKS_P_UP(l)].off, F, H, u))
 		return -1;
 	LKS_TRACE_ACT(r, ph, u, (size_t)T * F, "blocks.%d.mlp.up.out", l);
-	lks_relu2_fwd(u, (size_t)T * F, a, r->bf16);
+	if (LKS_BE(r, relu2_fwd, u, (size_t)T * F, a, r->bf16))
+		return -1;
 	LKS_TRACE_ACT(r, ph, a, (size_t)T * F, "blocks.%d.mlp.act.out", l);
 	return 0;
 }
@@ -463,11 +488,9 @@ static int lks_forward(lks_rank *r)
 	int T = r->T, H = c->hidden, F = c->ffn, V = c->vocab, L = c->layers;
 	const float *p = r->params;
 
-	for (int t = 0; t < T; t++)
-		for (int i = 0; i < H; i++)
-			r->xs[(size_t)t * H + i] = p[m->t[LKS_P_EMBED].off + (size_t)r->tok[t] * H + i];
-	if (r->bf16)
-		lks_round_bf16(r->xs, (size_t)T * H);
+	if (LKS_BE(r, embed_gather, p + m->t[LKS_P_EMBED].off, r->tok, T, H, r->xs)
+	    || (r->bf16 && LKS_BE(r, round_bf16, r->xs, (size_t)T * H)))
+		return -1;
 	lks_trace_f32_kept(&r->tr, LKS_PHASE_FORWARD, r->xs, (size_t)T * H, "embed.out");
 	for (int l = 0; l < L; l++) {
 		int b = r->checkpoint ? 0 : l;
@@ -480,20 +503,18 @@ static int lks_forward(lks_rank *r)
 		               p + m->t[LKS_P_DOWN(l)].off, H, F, dn))
 			return -1;
 		lks_trace_f32_kept(&r->tr, LKS_PHASE_FORWARD, dn, (size_t)T * H, "blocks.%d.mlp.down.out", l);
-		for (size_t i = 0; i < (size_t)T * H; i++)
-			xn[i] = x[i] + dn[i];
-		if (r->bf16)
-			lks_round_bf16(xn, (size_t)T * H);
+		if (LKS_BE(r, add, x, dn, (size_t)T * H, xn, r->bf16))
+			return -1;
 		lks_trace_f32_kept(&r->tr, LKS_PHASE_FORWARD, xn, (size_t)T * H, "blocks.%d.out", l);
 	}
-	lks_rmsnorm_fwd(r->xs + (size_t)L * T * H, p + m->t[LKS_P_FINAL_NORM(L)].off, T, H, r->hf,
-	                r->rstd + (size_t)L * T, r->bf16);
+	if (LKS_BE(r, rmsnorm_fwd, r->xs + (size_t)L * T * H, p + m->t[LKS_P_FINAL_NORM(L)].off,
+	           T, H, r->hf, r->rstd + (size_t)L * T, r->bf16))
+		return -1;
 	lks_trace_f32_kept(&r->tr, LKS_PHASE_FORWARD, r->hf, (size_t)T * H, "final_norm.out");
 	if (lks_head_gemm(r, r->hf, T, H, 0, p + m->t[LKS_P_HEAD(L)].off, V, H, 0, r->logits))
 		return -1;
 	lks_trace_f32_kept(&r->tr, LKS_PHASE_FORWARD, r->logits, (size_t)T * V, "head.logits");
-	r->loss = lks_cross_entropy(r->logits, r->tgt, T, V, r->grad_scale, r->dz);
-	return 0;
+	return LKS_BE(r, cross_entropy, r->logits, r->tgt, T, V, r->grad_scale, r->dz, &r->loss);
 }
 
 static int lks_backward(lks_rank *r)
@@ -511,12 +532,13 @@ static int lks_backward(lks_rank *r)
 	if (lks_head_gemm(r, r->dz, T, V, 1, r->hf, T, H, 1, g + pt[LKS_P_HEAD(L)].off)
 	    || lks_head_gemm(r, r->dz, T, V, 0, p + pt[LKS_P_HEAD(L)].off, V, H, 1, r->gtmp))
 		return -1;
-	if (r->bf16)
-		lks_round_bf16(r->gtmp, (size_t)T * H);
+	if (r->bf16 && LKS_BE(r, round_bf16, r->gtmp, (size_t)T * H))
+		return -1;
 	lks_trace_f32_kept(&r->tr, bw, g + pt[LKS_P_HEAD(L)].off, pt[LKS_P_HEAD(L)].n, "head.weight.grad");
-	lks_rmsnorm_bwd(r->gtmp, r->xs + (size_t)L * T * H, p + pt[LKS_P_FINAL_NORM(L)].off,
-	                r->rstd + (size_t)L * T, T, H, r->gx + (size_t)L * T * H,
-	                g + pt[LKS_P_FINAL_NORM(L)].off, r->bf16);
+	if (LKS_BE(r, rmsnorm_bwd, r->gtmp, r->xs + (size_t)L * T * H,
+	           p + pt[LKS_P_FINAL_NORM(L)].off, r->rstd + (size_t)L * T, T, H,
+	           r->gx + (size_t)L * T * H, g + pt[LKS_P_FINAL_NORM(L)].off, r->bf16))
+		return -1;
 	lks_trace_f32_kept(&r->tr, bw, g + pt[LKS_P_FINAL_NORM(L)].off, (size_t)H, "final_norm.weight.grad");
 	lks_trace_f32_kept(&r->tr, bw, r->gx + (size_t)L * T * H, (size_t)T * H, "final_norm.in.grad");
 
@@ -543,7 +565,8 @@ static int lks_backward(lks_rank *r)
 		lks_trace_f32_kept(&r->tr, bw, g + pt[LKS_P_DOWN(l)].off, pt[LKS_P_DOWN(l)].n,
 		                   "blocks.%d.mlp.down.weight.grad", l);
 		lks_trace_f32_kept(&r->tr, bw, ga, (size_t)T * F, "blocks.%d.mlp.down.in.grad", l);
-		lks_relu2_bwd(u, ga, (size_t)T * F, gu, r->bf16);
+		if (LKS_BE(r, relu2_bwd, u, ga, (size_t)T * F, gu, r->bf16))
+			return -1;
 		lks_trace_f32_kept(&r->tr, bw, gu, (size_t)T * F, "blocks.%d.mlp.up.out.grad", l);
 		/* up: gh (T, H) = gu . W1;  dW1 (F, H) = gu^T . h */
 		if (lks_linear(r, 2 * l, LKS_ROLE_DGRAD, gu, T, F, p + pt[LKS_P_UP(l)].off, F, H, gh)
@@ -552,22 +575,18 @@ static int lks_backward(lks_rank *r)
 		lks_trace_f32_kept(&r->tr, bw, g + pt[LKS_P_UP(l)].off, pt[LKS_P_UP(l)].n,
 		                   "blocks.%d.mlp.up.weight.grad", l);
 		lks_trace_f32_kept(&r->tr, bw, gh, (size_t)T * H, "blocks.%d.mlp.up.in.grad", l);
-		lks_rmsnorm_bwd(gh, x, p + pt[LKS_P_NORM(l)].off, r->rstd + (size_t)l * T, T, H,
-		                r->gtmp, g + pt[LKS_P_NORM(l)].off, r->bf16);
+		if (LKS_BE(r, rmsnorm_bwd, gh, x, p + pt[LKS_P_NORM(l)].off, r->rstd + (size_t)l * T,
+		           T, H, r->gtmp, g + pt[LKS_P_NORM(l)].off, r->bf16))
+			return -1;
 		lks_trace_f32_kept(&r->tr, bw, g + pt[LKS_P_NORM(l)].off, (size_t)H, "blocks.%d.norm.weight.grad", l);
-		for (size_t i = 0; i < (size_t)T * H; i++)  /* the residual adds the branch */
-			gx[i] = gy[i] + r->gtmp[i];
-		if (r->bf16)
-			lks_round_bf16(gx, (size_t)T * H);
+		/* the residual adds the branch */
+		if (LKS_BE(r, add, gy, r->gtmp, (size_t)T * H, gx, r->bf16))
+			return -1;
 		lks_trace_f32_kept(&r->tr, bw, gx, (size_t)T * H, "blocks.%d.in.grad", l);
 	}
 	/* the embedding: rows of the gradient added in token order */
-	for (int t = 0; t < T; t++) {
-		float *ge = g + pt[LKS_P_EMBED].off + (size_t)r->tok[t] * H;
-
-		for (int i = 0; i < H; i++)
-			ge[i] += r->gx[(size_t)t * H + i];
-	}
+	if (LKS_BE(r, embed_scatter_add, r->gx, r->tok, T, H, g + pt[LKS_P_EMBED].off))
+		return -1;
 	lks_trace_f32_kept(&r->tr, bw, g + pt[LKS_P_EMBED].off, pt[LKS_P_EMBED].n, "embed.weight.grad");
 	return 0;
 }
@@ -581,10 +600,13 @@ int lks_rank_step(lks_rank *r)
 	for (int i = 0; i < r->m->nt; i++) {
 		const lks_ptensor *p = &r->m->t[i];
 
-		if (i == LKS_P_EMBED || p->rows == 1)
-			memset(r->grads + p->off, 0, p->n * sizeof(float));
+		if ((i == LKS_P_EMBED || p->rows == 1)
+		    && LKS_BE(r, zero, r->grads + p->off, p->n * sizeof(float)))
+			return -1;
 	}
 	if (lks_forward(r) || lks_backward(r))
+		return -1;
+	if (r->tr.failed)
 		return -1;
 	if (r->tr.broken)
 		return lks_err("rank %d step %d traced other tensors than step 0", r->rank, r->tr.step);

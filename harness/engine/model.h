@@ -83,6 +83,7 @@ typedef struct lks_rank {
 	int bf16;               /* activations rounded to BF16 (all recipes but fp32) */
 	int T;                  /* tokens of this rank per step: batch x seq */
 	float grad_scale;       /* 1 / tokens of the global batch */
+	/* params to arena and qarena: the backend's memory (host memory on the CPU) */
 	float *params;          /* (nparams) this replica's master weights */
 	float *grads;           /* (nparams) this rank's gradients of the step */
 	lks_amax_slot *slots;   /* (2L linear layers x 3: x, w, dy) */

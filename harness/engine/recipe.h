@@ -3,7 +3,7 @@
  * Numerics: the recipe table).
  *
  * A linear layer y = x W^T, x (T, in), W (out, in), runs three GEMMs of the form
- * C = A . B^T (kernels/cpu/gemm.h):
+ * C = A . B^T (kernels/backend_types.h):
  *   fwd    y      = x  . W^T    A = x (T, in),      B = W (out, in)       K = in
  *   dgrad  grad_x = dy . W      A = dy (T, out),    B = W^T (in, out)     K = out
  *   wgrad  grad_W = dy^T . x    A = dy^T (out, T),  B = x^T (in, T)       K = T
@@ -22,7 +22,7 @@
 
 #include <stddef.h>
 
-#include "kernels/cpu/gemm.h"
+#include "kernels/backend_types.h"
 
 typedef enum lks_recipe {
 	LKS_RECIPE_BF16 = 0,

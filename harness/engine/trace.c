@@ -7,26 +7,27 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "kernels/cpu/stats.h"
+#include "kernels/err.h"
 
 #define LKS_TRACE_JOBS 256  /* jobs in flight before the tracer waits for them */
 
 /* One background measurement; the results wait here, as the rows may move meanwhile. */
 struct lks_trace_job {
+	const lks_tracer *t;
 	size_t row;             /* index in the tracer's rows */
 	const float *x;         /* a float tensor (n elements), or NULL for q */
 	size_t n;
 	lks_quant q;            /* a quantized tensor: codes, scales, shape, format */
-	double l2;
-	float amax;
-	int64_t nonfinite;
-	uint64_t hash;
+	lks_tensor_stats st;
+	int rc;
 };
 
-void lks_tracer_init(lks_tracer *t, int rank)
+void lks_tracer_init(lks_tracer *t, int rank, const lks_backend *be, void *bectx)
 {
 	memset(t, 0, sizeof(*t));
 	t->rank = rank;
+	t->be = be;
+	t->bectx = bectx;
 }
 
 void lks_tracer_release(lks_tracer *t)
@@ -99,31 +100,39 @@ static lks_stat_row *lks_trace_row(lks_tracer *t, lks_phase ph, const char *fmt,
 	return row;
 }
 
-/* The statistics of a quantized tensor's codes and scales. */
-static void lks_quant_stats(const lks_quant *q, double *l2, float *amax, int64_t *nonfinite,
-                            uint64_t *hash)
+/* The row's statistics from the backend: a float tensor's (stats_f32), else q's. */
+static int lks_trace_measure(const lks_tracer *t, const float *x, size_t n, const lks_quant *q,
+                             lks_tensor_stats *st)
 {
-	size_t ns = lks_quant_nscales(q);
-	lks_fp8_stats st = { 0 };
-
-	/* the statistics of the decoded codes: exact, so the same whatever the shape */
-	if (q->ldq == (size_t)q->cols)
-		lks_fp8_stats_add(&st, q->q, (size_t)q->rows * (size_t)q->cols, q->fmt);
-	else
-		for (int r = 0; r < q->rows; r++)
-			lks_fp8_stats_add(&st, q->q + (size_t)r * q->ldq, (size_t)q->cols, q->fmt);
-	lks_fp8_stats_result(&st, q->fmt, l2, amax, nonfinite);
-	*hash = lks_hash_rows(q->q, q->rows, q->cols, q->ldq, q->scale, ns * sizeof(float));
+	return x ? lks_be_stats_f32(t->be, t->bectx, x, n, st)
+	         : lks_be_stats_quant(t->be, t->bectx, q, st);
 }
 
 static void lks_trace_job_run(void *arg)
 {
 	struct lks_trace_job *j = arg;
 
-	if (j->x)
-		lks_stats_f32(j->x, j->n, &j->l2, &j->amax, &j->nonfinite, &j->hash);
-	else
-		lks_quant_stats(&j->q, &j->l2, &j->amax, &j->nonfinite, &j->hash);
+	j->rc = lks_trace_measure(j->t, j->x, j->n, &j->q, &j->st);
+}
+
+/* The row gets st, or, when the backend could not measure, stays zero and the tracer
+   failed. */
+static void lks_trace_fill(lks_tracer *t, lks_stat_row *row, int rc, const lks_tensor_stats *st,
+                           int quant)
+{
+	if (rc) {
+		t->failed = 1;
+		return;
+	}
+	row->l2 = st->l2;
+	row->amax = st->amax;
+	row->nonfinite = st->nonfinite;
+	row->hash = st->hash;
+	if (quant) {
+		row->scale = st->scale;
+		row->underflow = st->underflow;
+		row->saturated = st->saturated;
+	}
 }
 
 /* A background job for row, or NULL: measure it now (no thread, no memory). */
@@ -137,6 +146,7 @@ static struct lks_trace_job *lks_trace_job_new(lks_tracer *t, const lks_stat_row
 	if (t->njobs == t->capjobs)
 		lks_tracer_sync(t);
 	memset(&t->jobs[t->njobs], 0, sizeof(t->jobs[0]));
+	t->jobs[t->njobs].t = t;
 	t->jobs[t->njobs].row = (size_t)(row - t->rows);
 	return &t->jobs[t->njobs++];
 }
@@ -148,12 +158,11 @@ void lks_tracer_sync(lks_tracer *t)
 	lks_bg_wait(t->bg, &t->group);
 	for (int i = 0; i < t->njobs; i++) {
 		const struct lks_trace_job *j = &t->jobs[i];
-		lks_stat_row *row = &t->rows[j->row];
 
-		row->l2 = j->l2;
-		row->amax = j->amax;
-		row->nonfinite = j->nonfinite;
-		row->hash = j->hash;
+		if (j->rc)  /* the job's message stayed on the thread that ran it */
+			lks_err("backend '%s' could not measure '%s' of step %d", t->be->name,
+			        t->names[t->rows[j->row].seq], t->step);
+		lks_trace_fill(t, &t->rows[j->row], j->rc, &j->st, !j->x);
 	}
 	t->njobs = 0;
 }
@@ -163,6 +172,7 @@ static void lks_trace_vf32(lks_tracer *t, lks_phase ph, float *x, size_t n, int 
 {
 	lks_stat_row *row = lks_trace_row(t, ph, fmt, ap);
 	struct lks_trace_job *j;
+	lks_tensor_stats st;
 
 	if (!row)
 		return;
@@ -179,7 +189,7 @@ static void lks_trace_vf32(lks_tracer *t, lks_phase ph, float *x, size_t n, int 
 		lks_bg_post(t->bg, &t->group, lks_trace_job_run, j);
 		return;
 	}
-	lks_stats_f32(x, n, &row->l2, &row->amax, &row->nonfinite, &row->hash);
+	lks_trace_fill(t, row, lks_trace_measure(t, x, n, NULL, &st), &st, 0);
 }
 
 void lks_trace_f32(lks_tracer *t, lks_phase ph, float *x, size_t n, const char *fmt, ...)
@@ -202,10 +212,9 @@ void lks_trace_f32_kept(lks_tracer *t, lks_phase ph, float *x, size_t n, const c
 
 void lks_trace_quant(lks_tracer *t, lks_phase ph, const lks_quant *q, const char *fmt, ...)
 {
-	size_t ns = lks_quant_nscales(q);
-	float smin = INFINITY;
 	struct lks_trace_job *j;
 	lks_stat_row *row;
+	lks_tensor_stats st;
 	va_list ap;
 
 	va_start(ap, fmt);
@@ -213,15 +222,10 @@ void lks_trace_quant(lks_tracer *t, lks_phase ph, const lks_quant *q, const char
 	va_end(ap);
 	if (!row)
 		return;
-	for (size_t i = 0; i < ns; i++)
-		smin = q->scale[i] < smin || isnan(q->scale[i]) ? q->scale[i] : smin;
-	row->scale = smin;
-	row->underflow = (int64_t)q->underflow;
-	row->saturated = (int64_t)q->saturated;
 	if ((j = lks_trace_job_new(t, row))) {
 		j->q = *q;
 		lks_bg_post(t->bg, &t->group, lks_trace_job_run, j);
 		return;
 	}
-	lks_quant_stats(q, &row->l2, &row->amax, &row->nonfinite, &row->hash);
+	lks_trace_fill(t, row, lks_trace_measure(t, NULL, 0, q, &st), &st, 1);
 }

@@ -12,13 +12,15 @@
 
 #include "harness/engine/fault.h"
 #include "harness/store/trace_store.h"
-#include "kernels/cpu/bg.h"
-#include "kernels/cpu/quant.h"
+#include "kernels/backend.h"
+#include "kernels/bg.h"
 
 struct lks_trace_job;
 
 typedef struct lks_tracer {
 	int rank, step;
+	const lks_backend *be;  /* measures the tensors (stats_f32, stats_quant) */
+	void *bectx;
 	int seq;                /* position of the next tensor in this step */
 	int registering;        /* first step: names are being recorded */
 	char **names;           /* (nnames) */
@@ -31,18 +33,20 @@ typedef struct lks_tracer {
 	const lks_fault *fault; /* a planted bitflip or nan acts where its tensor is traced */
 	int fault_hits;         /* times it acted */
 	int fault_failed;       /* it could not (lks_err has why) */
+	int failed;             /* the backend could not measure a tensor (lks_err has why) */
 	lks_bg *bg;             /* set: kept tensors are measured there, in the background */
 	lks_jobs group;         /* those jobs */
 	struct lks_trace_job *jobs;  /* (capjobs) posted and not yet collected */
 	int njobs, capjobs;
 } lks_tracer;
 
-void lks_tracer_init(lks_tracer *t, int rank);
+void lks_tracer_init(lks_tracer *t, int rank, const lks_backend *be, void *bectx);
 void lks_tracer_release(lks_tracer *t);
 void lks_tracer_begin_step(lks_tracer *t, int step);
 
-/* The stats of n float32 values (lks_stats_f32); name is a printf format (used in the
-   first step only). A planted fault aimed at this tensor (t->fault) changes x first, so
+/* The stats of n float32 values (the backend's stats_f32); name is a printf format (used in the
+   first step only). A backend that cannot measure leaves the row's stats zero and sets
+   failed (lks_err has why). A planted fault aimed at this tensor (t->fault) changes x first, so
    the model goes on with the faulty values: x is the tensor the model uses next. */
 void lks_trace_f32(lks_tracer *t, lks_phase ph, float *x, size_t n, const char *fmt, ...)
 	__attribute__((format(printf, 5, 6)));

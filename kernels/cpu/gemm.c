@@ -53,28 +53,6 @@ typedef struct lks_gemm_plan {
 	float **accbuf;        /* per thread: (mt, nt) accumulators for BF16 output, else NULL */
 } lks_gemm_plan;
 
-const char *lks_dtype_name(lks_dtype t)
-{
-	switch (t) {
-	case LKS_F32: return "f32";
-	case LKS_BF16: return "bf16";
-	case LKS_E4M3: return "e4m3";
-	case LKS_E5M2: return "e5m2";
-	}
-	return "unknown";
-}
-
-size_t lks_dtype_size(lks_dtype t)
-{
-	switch (t) {
-	case LKS_F32: return 4;
-	case LKS_BF16: return 2;
-	case LKS_E4M3: return 1;
-	case LKS_E5M2: return 1;
-	}
-	return 0;
-}
-
 static int lks_round_up(int x, int m)
 {
 	return (x + m - 1) / m * m;

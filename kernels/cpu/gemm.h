@@ -24,41 +24,11 @@
 
 #include <stddef.h>
 
+#include "kernels/backend_types.h"
 #include "kernels/cpu/isa.h"
 #include "kernels/cpu/pool.h"
 
-typedef enum lks_dtype {
-	LKS_F32 = 0,
-	LKS_BF16 = 1,  /* uint16_t storage */
-	LKS_E4M3 = 2,  /* uint8_t storage */
-	LKS_E5M2 = 3,  /* uint8_t storage */
-} lks_dtype;
-
-typedef enum lks_scaling {
-	LKS_SCALE_NONE = 0,
-	LKS_SCALE_TENSOR = 1,  /* scale[0] */
-	LKS_SCALE_AXIS = 2,    /* scale[row], one per row of the operand */
-} lks_scaling;
-
-typedef struct lks_operand {
-	lks_dtype dtype;
-	const void *data;     /* (rows, K) row-major, element (r, k) at data[r*ld + k] */
-	size_t ld;            /* leading dimension in elements, >= K */
-	lks_scaling scaling;
-	const float *scale;   /* quantization scale(s); NULL when scaling is NONE */
-} lks_operand;
-
-typedef struct lks_gemm {
-	int M, N, K;          /* any sizes >= 0; K = 0 gives C = 0 */
-	lks_operand a;        /* (M, K) */
-	lks_operand b;        /* (N, K) */
-	lks_dtype out;        /* LKS_F32 (float) or LKS_BF16 (uint16_t) */
-	void *c;              /* (M, N) row-major */
-	size_t ldc;           /* leading dimension of C in elements, >= N */
-} lks_gemm;
-
-const char *lks_dtype_name(lks_dtype t);
-size_t lks_dtype_size(lks_dtype t);
+/* lks_dtype, lks_scaling, lks_operand, lks_gemm: kernels/backend_types.h */
 
 /* C = A . B^T on the active ISA path (isa.h), tasks spread over pool (NULL: caller only). */
 int lks_gemm_run(lks_pool *pool, const lks_gemm *g);

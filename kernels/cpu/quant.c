@@ -50,15 +50,6 @@ static const lks_quant_ops *lks_quant_ops_active(void)
 	return lks_isa_active() == LKS_ISA_SCALAR ? &lks_quant_scalar_ops : &lks_quant_avx2_ops;
 }
 
-size_t lks_quant_nscales(const lks_quant *q)
-{
-	switch (q->axis) {
-	case LKS_AXIS_ROW: return (size_t)q->rows;
-	case LKS_AXIS_COL: return (size_t)q->cols;
-	default: return 1;
-	}
-}
-
 float lks_amax(const float *x, size_t n)
 {
 	return lks_quant_ops_active()->amax(x, n);

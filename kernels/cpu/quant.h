@@ -20,38 +20,13 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "kernels/backend_types.h"
 #include "kernels/cpu/convert.h"
 #include "kernels/cpu/pool.h"
 
-typedef enum lks_axis {
-	LKS_AXIS_TENSOR = 0,  /* one scale */
-	LKS_AXIS_ROW = 1,     /* a scale per row, amax over the columns */
-	LKS_AXIS_COL = 2,     /* a scale per column, amax over the rows */
-} lks_axis;
-
-typedef struct lks_quant {
-	/* in */
-	const float *x;       /* (rows, cols) row-major, element (r, c) at x[r*ldx + c] */
-	int rows, cols;
-	size_t ldx;
-	lks_fp8 fmt;
-	lks_axis axis;
-	int pow2;             /* round scales down to powers of two; LKS_POW2_UP: up */
-	int scale_given;      /* 1: *scale is an input (delayed scaling), not derived from amax */
-	/* out */
-	uint8_t *q;           /* (rows, cols) codes, element (r, c) at q[r*ldq + c] */
-	size_t ldq;
-	float *scale;         /* 1, rows or cols values, by axis (an input if scale_given) */
-	float *amax;          /* as scale; may be NULL */
-	uint64_t underflow;
-	uint64_t saturated;
-} lks_quant;
-
-/* The number of scales an axis needs: 1, rows or cols. */
-size_t lks_quant_nscales(const lks_quant *q);
-
-/* lks_fp8_scale (the scale of an amax), lks_nanmax and LKS_POW2_UP (a planted fault's
-   rounding) are element steps, in kernels/element/cast.h through convert.h. */
+/* lks_fp8, lks_axis, lks_quant, lks_quant_nscales: kernels/backend_types.h. lks_fp8_scale (the
+   scale of an amax), lks_nanmax and LKS_POW2_UP (a planted fault's rounding) are element
+   steps, in kernels/element/cast.h through convert.h. */
 
 /* amax of n contiguous values (NaN-propagating). */
 float lks_amax(const float *x, size_t n);

@@ -29,12 +29,8 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "kernels/backend_types.h"  /* lks_fp8, LKS_E4M3_MAX, LKS_E5M2_MAX */
 #include "kernels/hd.h"
-
-typedef enum lks_fp8 { LKS_FP8_E4M3 = 0, LKS_FP8_E5M2 = 1 } lks_fp8;
-
-#define LKS_E4M3_MAX 448.0f
-#define LKS_E5M2_MAX 57344.0f
 #define LKS_FP8_NAN 0x7f          /* canonical NaN code of both formats */
 #define LKS_BF16_NAN 0x7fff
 

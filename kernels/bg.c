@@ -3,7 +3,7 @@
  * thread takes them from the front, a waiter takes its own group's from anywhere.
  */
 #define _GNU_SOURCE  /* SCHED_IDLE, syscall */
-#include "kernels/cpu/bg.h"
+#include "kernels/bg.h"
 
 #include <pthread.h>
 #include <sched.h>

@@ -1,0 +1,126 @@
+/*
+ * backend_types.h: the types a caller of a backend (backend.h) hands it, and nothing of
+ * how any backend runs them: element types, the GEMM and quantize descriptors, the
+ * statistics of a traced tensor. The CPU kernels' headers include this one; the harness
+ * needs no other to describe an op.
+ *
+ * Pointers inside a descriptor are backend memory (host memory for the CPU backend).
+ */
+#ifndef LKS_KERNELS_BACKEND_TYPES_H
+#define LKS_KERNELS_BACKEND_TYPES_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef enum lks_dtype {
+	LKS_F32 = 0,
+	LKS_BF16 = 1,  /* uint16_t storage */
+	LKS_E4M3 = 2,  /* uint8_t storage */
+	LKS_E5M2 = 3,  /* uint8_t storage */
+} lks_dtype;
+
+static inline const char *lks_dtype_name(lks_dtype t)
+{
+	switch (t) {
+	case LKS_F32: return "f32";
+	case LKS_BF16: return "bf16";
+	case LKS_E4M3: return "e4m3";
+	case LKS_E5M2: return "e5m2";
+	}
+	return "unknown";
+}
+
+static inline size_t lks_dtype_size(lks_dtype t)
+{
+	switch (t) {
+	case LKS_F32: return 4;
+	case LKS_BF16: return 2;
+	case LKS_E4M3: return 1;
+	case LKS_E5M2: return 1;
+	}
+	return 0;
+}
+
+/* ---- GEMM: C(M,N) = A(M,K) . B(N,K)^T (the contract: kernels/cpu/gemm.h) ---- */
+
+typedef enum lks_scaling {
+	LKS_SCALE_NONE = 0,
+	LKS_SCALE_TENSOR = 1,  /* scale[0] */
+	LKS_SCALE_AXIS = 2,    /* scale[row], one per row of the operand */
+} lks_scaling;
+
+typedef struct lks_operand {
+	lks_dtype dtype;
+	const void *data;     /* (rows, K) row-major, element (r, k) at data[r*ld + k] */
+	size_t ld;            /* leading dimension in elements, >= K */
+	lks_scaling scaling;
+	const float *scale;   /* quantization scale(s); NULL when scaling is NONE */
+} lks_operand;
+
+typedef struct lks_gemm {
+	int M, N, K;          /* any sizes >= 0; K = 0 gives C = 0 */
+	lks_operand a;        /* (M, K) */
+	lks_operand b;        /* (N, K) */
+	lks_dtype out;        /* LKS_F32 (float) or LKS_BF16 (uint16_t) */
+	void *c;              /* (M, N) row-major */
+	size_t ldc;           /* leading dimension of C in elements, >= N */
+} lks_gemm;
+
+/* ---- FP8 quantization (the contract: kernels/cpu/quant.h) ---- */
+
+typedef enum lks_fp8 { LKS_FP8_E4M3 = 0, LKS_FP8_E5M2 = 1 } lks_fp8;
+
+#define LKS_E4M3_MAX 448.0f
+#define LKS_E5M2_MAX 57344.0f
+
+typedef enum lks_axis {
+	LKS_AXIS_TENSOR = 0,  /* one scale */
+	LKS_AXIS_ROW = 1,     /* a scale per row, amax over the columns */
+	LKS_AXIS_COL = 2,     /* a scale per column, amax over the rows */
+} lks_axis;
+
+/* A planted fault (harness/engine/fault.h, scale_round_up): power-of-two scales rounded up, so
+   amax x scale can pass fp8_max and saturate. Never used by a recipe. */
+#define LKS_POW2_UP 2
+
+typedef struct lks_quant {
+	/* in */
+	const float *x;       /* (rows, cols) row-major, element (r, c) at x[r*ldx + c] */
+	int rows, cols;
+	size_t ldx;
+	lks_fp8 fmt;
+	lks_axis axis;
+	int pow2;             /* round scales down to powers of two; LKS_POW2_UP: up */
+	int scale_given;      /* 1: *scale is an input (delayed scaling), not derived from amax */
+	/* out */
+	uint8_t *q;           /* (rows, cols) codes, element (r, c) at q[r*ldq + c] */
+	size_t ldq;
+	float *scale;         /* 1, rows or cols values, by axis (an input if scale_given) */
+	float *amax;          /* as scale; may be NULL */
+	uint64_t underflow;
+	uint64_t saturated;
+} lks_quant;
+
+/* The number of scales an axis needs: 1, rows or cols. */
+static inline size_t lks_quant_nscales(const lks_quant *q)
+{
+	switch (q->axis) {
+	case LKS_AXIS_ROW: return (size_t)q->rows;
+	case LKS_AXIS_COL: return (size_t)q->cols;
+	default: return 1;
+	}
+}
+
+/* ---- what the tracer measures of one tensor (DESIGN.md, Trace) ---- */
+
+typedef struct lks_tensor_stats {
+	double l2;            /* L2 norm, the sum of squares in the fixed order (stats.h) */
+	float amax;           /* NaN if any element is NaN */
+	int64_t nonfinite;
+	uint64_t hash;        /* XXH3-64 of the bits (a quantized tensor: codes, then scales) */
+	/* a quantized tensor only (else NaN and 0): the smallest scale, the cast's counts */
+	float scale;
+	int64_t underflow, saturated;
+} lks_tensor_stats;
+
+#endif

@@ -1,0 +1,338 @@
+/*
+ * test_backend.c: the backend is a versioned struct of methods (kernels/backend.h). The
+ * CPU backend has every method; a method that is missing (NULL, or beyond the size of the
+ * struct a backend was built with) is an error naming the backend and the op, never a
+ * crash; the registry resolves names; and a training step reaches every op through the
+ * struct: a counting wrapper of the CPU backend sees each op of the model as often as the
+ * model makes it, and trains the same bits as the CPU backend itself.
+ */
+#include <criterion/criterion.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "harness/engine/case.h"
+#include "harness/engine/runner.h"
+#include "kernels/backend.h"
+#include "kernels/err.h"
+#include "case_text.h"
+
+/* ---- the struct ---- */
+
+Test(backend, cpu_has_every_method)
+{
+	const lks_backend *be = &lks_backend_cpu;
+	size_t first = offsetof(lks_backend, open);
+
+	cr_assert_eq(be->version, LKS_BACKEND_VERSION);
+	cr_assert_eq(be->size, (int)sizeof(lks_backend));
+	cr_assert_str_eq(be->name, "cpu");
+	/* every slot from open to the end is a method pointer; none is NULL */
+	for (size_t off = first; off + sizeof(void (*)(void)) <= sizeof(lks_backend);
+	     off += sizeof(void (*)(void))) {
+		void (*fn)(void);
+
+		memcpy(&fn, (const char *)be + off, sizeof(fn));
+		cr_expect_not_null(fn, "the method at byte %zu of lks_backend is missing", off);
+	}
+}
+
+Test(backend, a_missing_method_is_an_unsupported_error)
+{
+	lks_backend be = lks_backend_cpu;
+	float x[4] = { 1, 2, 3, 4 }, g[4] = { 1, 1, 1, 1 }, y[4], rstd[1];
+	lks_tensor_stats st;
+
+	be.name = "partial";
+	be.rmsnorm_fwd = NULL;
+	cr_assert_eq(lks_be_rmsnorm_fwd(&be, NULL, x, g, 1, 4, y, rstd, 1), -1);
+	cr_assert_str_eq(lks_errmsg(), "backend 'partial' does not support rmsnorm_fwd");
+	/* a backend built against an older, shorter struct has no method past its size, whatever
+	   lies there */
+	be.size = (int)offsetof(lks_backend, stats_f32);
+	cr_assert_eq(lks_be_stats_f32(&be, NULL, x, 4, &st), -1);
+	cr_assert_str_eq(lks_errmsg(), "backend 'partial' does not support stats_f32");
+	/* and what it has still works */
+	cr_assert_eq(lks_be_relu2_fwd(&be, NULL, x, 4, y, 1), 0, "%s", lks_errmsg());
+	cr_assert_eq(y[3], 16.0f);
+}
+
+Test(backend, registry_resolves_names_and_lists_them)
+{
+	char names[64];
+
+	cr_assert_eq(lks_backend_find("cpu"), &lks_backend_cpu);
+	cr_assert_null(lks_backend_find("tpu"));
+	cr_assert_str_eq(lks_errmsg(), "backend 'tpu' is not available (this build has: cpu)");
+	cr_assert_str_eq(lks_backend_names(names, sizeof(names)), "cpu");
+}
+
+struct described { char keys[8][32], values[8][32]; int n; };
+
+static void put(void *arg, const char *key, const char *value)
+{
+	struct described *d = arg;
+
+	if (d->n < 8) {
+		snprintf(d->keys[d->n], sizeof(d->keys[0]), "%s", key);
+		snprintf(d->values[d->n++], sizeof(d->values[0]), "%s", value);
+	}
+}
+
+static const char *described_value(const struct described *d, const char *key)
+{
+	for (int i = 0; i < d->n; i++)
+		if (!strcmp(d->keys[i], key))
+			return d->values[i];
+	return NULL;
+}
+
+Test(backend, open_describe_close)
+{
+	struct described d = { 0 };
+	void *ctx;
+
+	cr_assert_eq(lks_be_open(&lks_backend_cpu, 3, &ctx), 0, "%s", lks_errmsg());
+	cr_assert_not_null(ctx, "three threads: a pool");
+	cr_assert_eq(lks_be_describe(&lks_backend_cpu, ctx, put, &d), 0);
+	cr_assert_str_eq(described_value(&d, "backend"), "cpu");
+	cr_assert_str_eq(described_value(&d, "threads"), "3");
+	cr_assert_not_null(described_value(&d, "isa"));
+	lks_be_close(&lks_backend_cpu, ctx);
+}
+
+Test(backend, buffers_round_trip)
+{
+	const lks_backend *be = &lks_backend_cpu;
+	float host[37], back[37];
+	void *dev;
+
+	for (int i = 0; i < 37; i++)
+		host[i] = (float)i * 0.5f - 3.0f;
+	cr_assert_eq(lks_be_alloc(be, NULL, sizeof(host), &dev), 0);
+	cr_assert_eq((uintptr_t)dev % 64, 0, "64-byte aligned");
+	cr_assert_eq(lks_be_upload(be, NULL, dev, host, sizeof(host)), 0);
+	cr_assert_eq(lks_be_sync(be, NULL), 0);
+	cr_assert_eq(lks_be_download(be, NULL, back, dev, sizeof(back)), 0);
+	cr_assert_eq(memcmp(host, back, sizeof(host)), 0);
+	cr_assert_eq(lks_be_zero(be, NULL, dev, sizeof(host)), 0);
+	cr_assert_eq(lks_be_download(be, NULL, back, dev, sizeof(back)), 0);
+	for (int i = 0; i < 37; i++)
+		cr_assert_eq(back[i], 0.0f);
+	lks_be_free(be, NULL, dev);
+}
+
+/* ---- a step goes through the struct ---- */
+
+enum { C_RMS_FWD, C_RMS_BWD, C_RELU_FWD, C_RELU_BWD, C_XENT, C_GATHER, C_SCATTER, C_ADD,
+       C_STATS, C_STATS_Q, C_ALLOC, C_FREE, C_N };
+static atomic_int counts[C_N];
+
+static int count_rmsnorm_fwd(const lks_backend *be, void *ctx, const float *x, const float *g,
+                             int T, int H, float *y, float *rstd, int bf16)
+{
+	atomic_fetch_add(&counts[C_RMS_FWD], 1);
+	return lks_backend_cpu.rmsnorm_fwd(be, ctx, x, g, T, H, y, rstd, bf16);
+}
+
+static int count_rmsnorm_bwd(const lks_backend *be, void *ctx, const float *dy, const float *x,
+                             const float *g, const float *rstd, int T, int H, float *dx,
+                             float *dg, int bf16)
+{
+	atomic_fetch_add(&counts[C_RMS_BWD], 1);
+	return lks_backend_cpu.rmsnorm_bwd(be, ctx, dy, x, g, rstd, T, H, dx, dg, bf16);
+}
+
+static int count_relu2_fwd(const lks_backend *be, void *ctx, const float *u, size_t n, float *y,
+                           int bf16)
+{
+	atomic_fetch_add(&counts[C_RELU_FWD], 1);
+	return lks_backend_cpu.relu2_fwd(be, ctx, u, n, y, bf16);
+}
+
+static int count_relu2_bwd(const lks_backend *be, void *ctx, const float *u, const float *dy,
+                           size_t n, float *du, int bf16)
+{
+	atomic_fetch_add(&counts[C_RELU_BWD], 1);
+	return lks_backend_cpu.relu2_bwd(be, ctx, u, dy, n, du, bf16);
+}
+
+static int count_cross_entropy(const lks_backend *be, void *ctx, const float *z,
+                               const int32_t *target, int T, int V, float grad_scale, float *dz,
+                               double *loss)
+{
+	atomic_fetch_add(&counts[C_XENT], 1);
+	return lks_backend_cpu.cross_entropy(be, ctx, z, target, T, V, grad_scale, dz, loss);
+}
+
+static int count_gather(const lks_backend *be, void *ctx, const float *table, const int32_t *tok,
+                        int T, int H, float *y)
+{
+	atomic_fetch_add(&counts[C_GATHER], 1);
+	return lks_backend_cpu.embed_gather(be, ctx, table, tok, T, H, y);
+}
+
+static int count_scatter(const lks_backend *be, void *ctx, const float *dy, const int32_t *tok,
+                         int T, int H, float *table_grad)
+{
+	atomic_fetch_add(&counts[C_SCATTER], 1);
+	return lks_backend_cpu.embed_scatter_add(be, ctx, dy, tok, T, H, table_grad);
+}
+
+static int count_add(const lks_backend *be, void *ctx, const float *a, const float *b, size_t n,
+                     float *y, int bf16)
+{
+	atomic_fetch_add(&counts[C_ADD], 1);
+	return lks_backend_cpu.add(be, ctx, a, b, n, y, bf16);
+}
+
+static int count_stats(const lks_backend *be, void *ctx, const float *x, size_t n,
+                       lks_tensor_stats *s)
+{
+	atomic_fetch_add(&counts[C_STATS], 1);
+	return lks_backend_cpu.stats_f32(be, ctx, x, n, s);
+}
+
+static int count_stats_quant(const lks_backend *be, void *ctx, const lks_quant *q,
+                             lks_tensor_stats *s)
+{
+	atomic_fetch_add(&counts[C_STATS_Q], 1);
+	return lks_backend_cpu.stats_quant(be, ctx, q, s);
+}
+
+static int count_alloc(const lks_backend *be, void *ctx, size_t bytes, void **out)
+{
+	atomic_fetch_add(&counts[C_ALLOC], 1);
+	return lks_backend_cpu.alloc(be, ctx, bytes, out);
+}
+
+static void count_free(const lks_backend *be, void *ctx, void *p)
+{
+	atomic_fetch_add(&counts[C_FREE], 1);
+	lks_backend_cpu.free(be, ctx, p);
+}
+
+static lks_backend counting_backend(void)
+{
+	lks_backend be = lks_backend_cpu;
+
+	be.name = "counting";
+	be.rmsnorm_fwd = count_rmsnorm_fwd;
+	be.rmsnorm_bwd = count_rmsnorm_bwd;
+	be.relu2_fwd = count_relu2_fwd;
+	be.relu2_bwd = count_relu2_bwd;
+	be.cross_entropy = count_cross_entropy;
+	be.embed_gather = count_gather;
+	be.embed_scatter_add = count_scatter;
+	be.add = count_add;
+	be.stats_f32 = count_stats;
+	be.stats_quant = count_stats_quant;
+	be.alloc = count_alloc;
+	be.free = count_free;
+	return be;
+}
+
+/* 3 steps of a 2-block model on 2 ranks */
+static const char two_blocks[] =
+	"[case]\nsteps = 3\nseed = 7\nworld_size = 2\n"
+	"[model]\nvocab = 32\nhidden = 16\nffn = 32\nlayers = 2\nseq = 8\nbatch = 2\n"
+	"[run r]\nrecipe = fp8_rowwise\n";
+
+static int nstats;
+static uint64_t stats_hash;
+
+/* every stat row's hash, folded in order: the traces of two runs are the same bits when
+   these are (besides their count) */
+static void on_step(void *arg, const lks_step_row *steps, int nsteps, const lks_stat_row *stats,
+                    size_t n, char *const *names, int nnames)
+{
+	double *loss = arg;
+
+	(void)names; (void)nnames;
+	for (int r = 0; r < nsteps; r++)
+		loss[steps[r].step] += steps[r].loss;
+	for (size_t i = 0; i < n; i++) {
+		stats_hash = stats_hash * 0x100000001b3ull ^ stats[i].hash;
+		nstats++;
+	}
+}
+
+static void train(const lks_case *c, const lks_backend *be, double *loss, uint64_t *hash, int *n)
+{
+	lks_runner_opts o = { .threads = 1, .backend = be, .on_step = on_step, .on_step_arg = loss };
+	lks_run_result res;
+
+	nstats = 0;
+	stats_hash = 0;
+	cr_assert_eq(lks_run(c, &c->runs[0], NULL, &o, &res), 0, "%s", lks_errmsg());
+	cr_assert_eq(res.steps, 3);
+	*hash = stats_hash;
+	*n = nstats;
+}
+
+Test(backend, every_op_of_a_step_goes_through_the_struct)
+{
+	lks_backend be = counting_backend();
+	double loss_cpu[3] = { 0 }, loss_counted[3] = { 0 };
+	uint64_t hash_cpu, hash_counted;
+	int n_cpu, n_counted;
+	lks_case c;
+	int steps = 3, W = 2, L = 2;
+
+	load_case(two_blocks, NULL, 0, &c);
+	train(&c, &lks_backend_cpu, loss_cpu, &hash_cpu, &n_cpu);
+	for (int i = 0; i < C_N; i++)
+		atomic_store(&counts[i], 0);
+	train(&c, &be, loss_counted, &hash_counted, &n_counted);
+	/* per rank and step: a norm per block and the final one, forward and backward; an
+	   activation per block, forward and backward; one loss; the embedding gathered and
+	   its gradient scattered; a residual add per block forward and one backward */
+	cr_expect_eq(atomic_load(&counts[C_RMS_FWD]), steps * W * (L + 1));
+	cr_expect_eq(atomic_load(&counts[C_RMS_BWD]), steps * W * (L + 1));
+	cr_expect_eq(atomic_load(&counts[C_RELU_FWD]), steps * W * L);
+	cr_expect_eq(atomic_load(&counts[C_RELU_BWD]), steps * W * L);
+	cr_expect_eq(atomic_load(&counts[C_XENT]), steps * W);
+	cr_expect_eq(atomic_load(&counts[C_GATHER]), steps * W);
+	cr_expect_eq(atomic_load(&counts[C_SCATTER]), steps * W);
+	cr_expect_eq(atomic_load(&counts[C_ADD]), steps * W * 2 * L);
+	/* the rank's tensors are the backend's memory (parameters, gradients, tokens,
+	   targets, activations at least), every buffer given back */
+	cr_expect_geq(atomic_load(&counts[C_ALLOC]), W * 5);
+	cr_expect_eq(atomic_load(&counts[C_FREE]), atomic_load(&counts[C_ALLOC]));
+	/* every stat row was measured by the backend: float tensors and FP8 operands */
+	cr_expect_gt(atomic_load(&counts[C_STATS_Q]), 0);
+	cr_expect_eq(atomic_load(&counts[C_STATS]) + atomic_load(&counts[C_STATS_Q]), n_counted);
+	/* and the wrapper changes no bit */
+	cr_expect_eq(n_counted, n_cpu);
+	cr_expect_eq(hash_counted, hash_cpu);
+	cr_expect_eq(memcmp(loss_counted, loss_cpu, sizeof(loss_cpu)), 0);
+	lks_case_release(&c);
+}
+
+/* A backend without an op the model needs fails the run with the op's name. */
+Test(backend, a_run_on_a_backend_without_an_op_fails_naming_it)
+{
+	static const struct { size_t off; const char *op; } missing[] = {
+		{ offsetof(lks_backend, relu2_bwd), "relu2_bwd" },
+		{ offsetof(lks_backend, embed_gather), "embed_gather" },
+		{ offsetof(lks_backend, stats_f32), "stats_f32" },
+	};
+	lks_case c;
+
+	load_case(two_blocks, NULL, 0, &c);
+	for (size_t i = 0; i < sizeof(missing) / sizeof(missing[0]); i++) {
+		lks_backend be = lks_backend_cpu;
+		lks_runner_opts o = { .threads = 1, .backend = &be };
+		lks_run_result res;
+		char want[96];
+
+		be.name = "partial";
+		memset((char *)&be + missing[i].off, 0, sizeof(void (*)(void)));
+		snprintf(want, sizeof(want), "backend 'partial' does not support %s", missing[i].op);
+		cr_expect_neq(lks_run(&c, &c.runs[0], NULL, &o, &res), 0, "%s", missing[i].op);
+		cr_expect(strstr(lks_errmsg(), want), "'%s' lacks '%s'", lks_errmsg(), want);
+	}
+	lks_case_release(&c);
+}
