@@ -7,10 +7,13 @@
  * not) and all-reduces it in place through the communicator (kernels/comm.h): summed
  * element by element in rank order 0, 1, ..., W-1 (fixed, so the sum is the same bits every
  * time). Each rank clips its sum by the global norm and applies AdamW to its own replica.
- * Replicas must stay bitwise equal: the update rows of the trace show it. Every exchange
- * between ranks (the gradients, delayed scaling's amax, the trace rows gathered to rank 0,
- * an abort when a rank fails) goes through the communicator, from the rank's own thread;
- * the step loop itself is still the caller's, which reads the ranks' losses and times.
+ * Replicas must stay bitwise equal: the update rows of the trace show it. A rank's whole
+ * step runs in its own thread with its own optimizer state (lks_rank_task), and every
+ * exchange between ranks (the gradients, delayed scaling's amax, the step and trace rows
+ * gathered to rank 0, an abort when a rank fails) goes through the communicator. The
+ * caller then stores what rank 0 gathered: the events, the rows. Still shared, as threads
+ * allow: one rank pool runs the ranks' tasks, the step's failures are collected from every
+ * rank's slot, and a planted fault that never met its tensor is read from its rank.
  *
  * A single rank keeps its GEMM threads busy only inside GEMMs and casts; in the gaps an
  * idle-priority thread (bg.h) measures the traced tensors (trace.h, kept tensors) and
@@ -36,7 +39,7 @@
 #include "kernels/err.h"
 #include "kernels/mathf.h"
 
-#define LKS_REDUCE_CHUNK 65536  /* elements per all-reduce task */
+#define LKS_REDUCE_CHUNK 65536  /* elements per clip or update task */
 
 struct lks_runner {
 	const lks_case *c;
@@ -55,14 +58,24 @@ struct lks_runner {
 	char (*rank_err)[512];  /* (W) a failed rank's error, recorded by its own thread */
 	int *nan_seen;          /* (W) a rank's first NaN event was recorded */
 	float *amax;            /* (W, 2L x 3) delayed scaling's slots, all-reduced */
-	size_t *counts;         /* (W) the bytes of each rank's trace rows (rank 0) */
+	size_t *counts;         /* (2W) the bytes each rank sent of its two gathers (rank 0) */
 	int *nan_tensor;        /* (W) this step's first non-finite gradient tensor, or -1 */
 	int64_t *nan_count;     /* (W) its non-finite values */
-	int64_t *bad;           /* (W) non-finite values of the rank's trace rows */
 	lks_stat_row *gathered; /* every rank's trace rows of the step, in rank order (rank 0) */
 	size_t ngathered;
 	lks_step_row *rows;     /* (W) this step's step rows */
-	float lr, clip_coef, bc1, bc2, b1pow, b2pow;
+	float lr, bc1, bc2, b1pow, b2pow;
+	int step;               /* the step under way */
+	const lks_runner_opts *o;
+	struct lks_rank_job {   /* a rank's own pool tasks: its clip and update */
+		struct lks_runner *R;
+		int rank;
+		float clip_coef;
+	} *jobs;                /* (W) */
+	struct lks_rank_out {   /* what a rank sends rank 0 of its step */
+		lks_step_row row;
+		double loss;        /* the sum over its tokens */
+	} *outs;                /* (W) the step's, gathered in rank order (rank 0) */
 	lks_pool *pool1;        /* a single rank's threads for the optimizer */
 	lks_bg *bg;             /* a single rank's background thread: tracing, the store */
 	struct lks_store_job {  /* the last step's rows on their way into SQLite */
@@ -128,32 +141,6 @@ static void lks_rank_fail(struct lks_runner *R, int rank, int own)
 		lks_comm_abort(R->comm[rank], R->rank_err[rank]);
 }
 
-/* A rank's step up to its summed gradient: forward, backward, the NaN/Inf check, the
-   all-reduce. */
-static void lks_rank_task(void *arg, int task, int thread)
-{
-	struct lks_runner *R = arg;
-	lks_rank *r = &R->ranks[task];
-	double t0 = lks_clock();
-	int failed = lks_rank_step(r) || r->tr.fault_failed;
-
-	R->rank_time[task] = lks_clock() - t0;
-	R->rank_failed[task] = 0;
-	R->nan_tensor[task] = -1;
-	if (failed) {
-		lks_rank_fail(R, task, 1);
-		return;
-	}
-	lks_tracer_sync(&r->tr);  /* kept gradients are measured before the sum replaces them */
-	lks_scan_grads(R, task);
-	/* a planted skip_allreduce: this rank goes on with its own gradient, as behind a bad
-	   link (the others' sum still has it) */
-	if (lks_fault_here(&R->run->inject, LKS_FAULT_SKIP_ALLREDUCE, r->tr.step, r->rank))
-		memcpy(R->local, r->grads, R->m.nparams * sizeof(float));
-	if (lks_comm_allreduce_sum(R->comm[task], r->grads, R->m.nparams))
-		lks_rank_fail(R, task, 0);
-}
-
 /* Every failed rank's error becomes the caller's, with its rank ("rank 1: ..."); ranks in a
    row with the same message share it ("ranks 0-3: ..."). A rank that failed only because
    another aborted shows when no rank failed itself. */
@@ -180,31 +167,31 @@ static int lks_rank_errors(const struct lks_runner *R)
 	return len ? lks_err("%s", msg) : 0;
 }
 
-/* The clip of every rank's summed gradient, chunk by chunk: task = rank * nchunks + chunk
-   (element-wise: any thread, any order). */
+/* The clip of a rank's summed gradient, chunk by chunk (element-wise: any thread, any
+   order). */
 static void lks_clip_task(void *arg, int task, int thread)
 {
-	struct lks_runner *R = arg;
-	int nchunks = (int)((R->m.nparams + LKS_REDUCE_CHUNK - 1) / LKS_REDUCE_CHUNK);
-	float *g = R->ranks[task / nchunks].grads;
-	size_t i0 = (size_t)(task % nchunks) * LKS_REDUCE_CHUNK, n = R->m.nparams;
+	struct lks_rank_job *j = arg;
+	struct lks_runner *R = j->R;
+	float *g = R->ranks[j->rank].grads;
+	size_t i0 = (size_t)task * LKS_REDUCE_CHUNK, n = R->m.nparams;
 	size_t i1 = i0 + LKS_REDUCE_CHUNK < n ? i0 + LKS_REDUCE_CHUNK : n;
 
 	for (size_t i = i0; i < i1; i++)
-		g[i] *= R->clip_coef;
+		g[i] *= j->clip_coef;
 }
 
-/* AdamW on one chunk of one replica: task = rank * nchunks + chunk. Elements are
-   independent, so chunks may run on any thread in any order. */
+/* AdamW on one chunk of a rank's replica. Elements are independent, so chunks may run on
+   any thread in any order. */
 static void lks_update_task(void *arg, int task, int thread)
 {
-	struct lks_runner *R = arg;
-	int nchunks = (int)((R->m.nparams + LKS_REDUCE_CHUNK - 1) / LKS_REDUCE_CHUNK);
-	lks_rank *r = &R->ranks[task / nchunks];
+	struct lks_rank_job *j = arg;
+	struct lks_runner *R = j->R;
+	lks_rank *r = &R->ranks[j->rank];
 	const lks_optim_cfg *o = &R->c->optim;
-	size_t np = R->m.nparams, c0 = (size_t)(task % nchunks) * LKS_REDUCE_CHUNK;
+	size_t np = R->m.nparams, c0 = (size_t)task * LKS_REDUCE_CHUNK;
 	size_t c1 = c0 + LKS_REDUCE_CHUNK < np ? c0 + LKS_REDUCE_CHUNK : np;
-	float *m1 = R->m1 + (size_t)(task / nchunks) * np, *m2 = R->m2 + (size_t)(task / nchunks) * np;
+	float *m1 = R->m1 + (size_t)j->rank * np, *m2 = R->m2 + (size_t)j->rank * np;
 	/* a planted skip_allreduce: this rank's own gradient, unclipped, as before the sum */
 	const float *g = lks_fault_here(&R->run->inject, LKS_FAULT_SKIP_ALLREDUCE, r->tr.step, r->rank)
 	               ? R->local : r->grads;
@@ -251,36 +238,108 @@ static int lks_step_delayed(struct lks_runner *R, int rank)
 	return 0;
 }
 
-/* A rank's step after its update: the update's trace rows, delayed scaling, and the step's
-   trace rows gathered to rank 0 (R->gathered). */
-static void lks_rank_after_task(void *arg, int task, int thread)
+/* The clip by the global norm (each rank's of the sum it holds: the same bits on every
+   rank) and AdamW on rank's replica; one rank spreads them over its threads, many ranks
+   run each their own in their thread. As PyTorch's clip_grad_norm_: coefficient
+   clip / (norm + 1e-6), at most 1; a NaN norm gives a NaN coefficient and an infinite one 0,
+   both applied, so a NaN gradient makes every gradient NaN (and 0 * inf is NaN). A finite
+   norm at most clip leaves the gradient as it is, as before (PyTorch scales a norm less than
+   1e-6 below clip by a hair under 1; the goldens keep their bits). */
+static double lks_rank_update(struct lks_runner *R, int rank)
 {
-	struct lks_runner *R = arg;
-	lks_rank *r = &R->ranks[task];
+	const lks_optim_cfg *opt = &R->c->optim;
+	struct lks_rank_job *j = &R->jobs[rank];
+	int ntasks = (int)((R->m.nparams + LKS_REDUCE_CHUNK - 1) / LKS_REDUCE_CHUNK);
+	lks_pool *pool = R->W > 1 ? NULL : R->pool1;
+	double gnorm = sqrt(lks_sumsq(R->ranks[rank].grads, R->m.nparams));  /* fixed order */
+
+	if (opt->clip > 0.0f && !(gnorm <= opt->clip)) {
+		j->clip_coef = (float)(opt->clip / (gnorm + 1e-6));
+		lks_pool_run(pool, ntasks, lks_clip_task, j);
+	}
+	lks_pool_run(pool, ntasks, lks_update_task, j);
+	return gnorm;
+}
+
+/* A rank's step after its update: the update's trace rows, delayed scaling, and the step's
+   rows gathered to rank 0 (R->gathered, R->outs). */
+static int lks_rank_finish(struct lks_runner *R, int rank, double gnorm)
+{
+	lks_rank *r = &R->ranks[rank];
 	lks_tracer *tr = &r->tr;
-	int root = task == LKS_COMM_ROOT;
-	void *rows = NULL;
+	int root = rank == LKS_COMM_ROOT;
+	struct lks_rank_out out;
+	void *rows = NULL, *outs = NULL;
+	int64_t bad = 0;
 
 	for (int i = 0; i < R->m.nt; i++)
 		lks_trace_f32_kept(tr, LKS_PHASE_UPDATE, r->params + R->m.t[i].off, R->m.t[i].n,
 		                   "%s", R->m.t[i].name);
 	lks_tracer_sync(tr);
-	R->bad[task] = 0;
 	for (size_t i = 0; i < tr->nrows; i++)
-		R->bad[task] += tr->rows[i].nonfinite;
-	if (lks_step_delayed(R, task)
-	    || lks_comm_gather(R->comm[task], tr->rows, tr->nrows * sizeof(*tr->rows),
-	                       root ? &rows : NULL, root ? R->counts : NULL)) {
-		lks_rank_fail(R, task, 0);
-		return;
+		bad += tr->rows[i].nonfinite;
+	out.row = (lks_step_row){ R->step, rank, r->loss / r->T, gnorm, R->lr,
+	                          R->rank_time[rank], bad };
+	out.loss = r->loss;
+	if (lks_step_delayed(R, rank)
+	    || lks_comm_gather(R->comm[rank], tr->rows, tr->nrows * sizeof(*tr->rows),
+	                       root ? &rows : NULL, root ? R->counts : NULL)
+	    || lks_comm_gather(R->comm[rank], &out, sizeof(out), root ? &outs : NULL,
+	                       root ? R->counts + R->W : NULL)) {
+		free(rows);
+		return -1;
 	}
 	if (root) {
 		R->gathered = rows;
 		R->ngathered = 0;
 		for (int q = 0; q < R->W; q++)
 			R->ngathered += R->counts[q] / sizeof(lks_stat_row);
+		memcpy(R->outs, outs, sizeof(*R->outs) * (size_t)R->W);
+		free(outs);
 	}
+	return 0;
 }
+
+/* One rank's step, in its own thread, with its own replica and optimizer state: its slice
+   of the batch, forward and backward, the NaN/Inf check, the all-reduce, the clip and the
+   update, the trace of the update, delayed scaling; what rank 0 stores comes to it through
+   the communicator. */
+static void lks_rank_task(void *arg, int task, int thread)
+{
+	struct lks_runner *R = arg;
+	lks_rank *r = &R->ranks[task];
+	int B = R->batch, S = R->m.cfg.seq;
+	double t0;
+
+	for (int b = 0; b < B; b++)
+		lks_data_sequence(&R->data, (uint64_t)R->step * B * R->W + (uint64_t)task * B + b,
+		                  r->tok + (size_t)b * S, r->tgt + (size_t)b * S);
+	lks_tracer_begin_step(&r->tr, R->step);
+	R->rank_failed[task] = 0;
+	R->nan_tensor[task] = -1;
+	t0 = lks_clock();
+	if (lks_rank_step(r) || r->tr.fault_failed) {
+		R->rank_time[task] = lks_clock() - t0;
+		lks_rank_fail(R, task, 1);
+		return;
+	}
+	R->rank_time[task] = lks_clock() - t0;
+	lks_tracer_sync(&r->tr);  /* kept gradients are measured before the sum replaces them */
+	lks_scan_grads(R, task);
+	/* a planted skip_allreduce: this rank goes on with its own gradient, as behind a bad
+	   link (the others' sum still has it) */
+	if (lks_fault_here(&R->run->inject, LKS_FAULT_SKIP_ALLREDUCE, R->step, task))
+		memcpy(R->local, r->grads, R->m.nparams * sizeof(float));
+	if (lks_comm_allreduce_sum(R->comm[task], r->grads, R->m.nparams)) {
+		lks_rank_fail(R, task, 0);
+		return;
+	}
+	if (task == 0 && R->o->on_grads)
+		R->o->on_grads(R->o->on_grads_arg, R->step, r->grads, &R->m);
+	if (lks_rank_finish(R, task, lks_rank_update(R, task)))
+		lks_rank_fail(R, task, 0);
+}
+
 static void lks_store_job_run(void *arg)
 {
 	struct lks_store_job *j = arg;
@@ -358,10 +417,11 @@ static void lks_runner_release(struct lks_runner *R)
 	free(R->nan_seen);
 	free(R->nan_tensor);
 	free(R->nan_count);
-	free(R->bad);
 	free(R->counts);
 	free(R->amax);
 	free(R->gathered);
+	free(R->jobs);
+	free(R->outs);
 	free(R->rows);
 	lks_data_release(&R->data);
 	lks_model_release(&R->m);
@@ -402,15 +462,18 @@ static int lks_runner_init(struct lks_runner *R, const lks_case *c, const lks_ru
 	R->nan_seen = calloc((size_t)R->W, sizeof(int));
 	R->nan_tensor = calloc((size_t)R->W, sizeof(int));
 	R->nan_count = calloc((size_t)R->W, sizeof(int64_t));
-	R->bad = calloc((size_t)R->W, sizeof(int64_t));
-	R->counts = calloc((size_t)R->W, sizeof(size_t));
+	R->counts = calloc(2 * (size_t)R->W, sizeof(size_t));
+	R->jobs = calloc((size_t)R->W, sizeof(*R->jobs));
+	R->outs = calloc((size_t)R->W, sizeof(*R->outs));
 	R->amax = calloc((size_t)R->W * 6 * (size_t)c->model.layers, sizeof(float));
 	R->rows = calloc((size_t)R->W, sizeof(*R->rows));
 	R->sj.rows = calloc((size_t)R->W, sizeof(*R->rows));
 	if (!R->ranks || !R->m1 || !R->m2 || !R->rank_time || !R->rank_failed || !R->rank_err
-	    || !R->nan_seen || !R->nan_tensor || !R->nan_count || !R->bad || !R->counts || !R->amax
-	    || !R->rows || !R->sj.rows)
+	    || !R->nan_seen || !R->nan_tensor || !R->nan_count || !R->counts || !R->jobs || !R->outs
+	    || !R->amax || !R->rows || !R->sj.rows)
 		return lks_err("out of memory");
+	for (int r = 0; r < R->W; r++)
+		R->jobs[r] = (struct lks_rank_job){ R, r, 0.0f };
 	for (int r = 0; r < R->W; r++) {
 		/* ranks run as threads, each with a single-threaded GEMM: W threads in all */
 		if (lks_rank_init(&R->ranks[r], r, &R->m, run, R->batch * c->model.seq,
@@ -475,61 +538,33 @@ static int lks_run_step(struct lks_runner *R, int step, lks_store *store, int64_
                         const lks_runner_opts *o, lks_run_result *res, double *loss)
 {
 	const lks_optim_cfg *opt = &R->c->optim;
-	int ntasks = (int)((R->m.nparams + LKS_REDUCE_CHUNK - 1) / LKS_REDUCE_CHUNK);
 	lks_step_row *rows = R->rows;
 	lks_stat_row *stats = NULL;
 	size_t nstats = 0;
-	double lsum = 0.0, gnorm;
+	double lsum = 0.0;
 	int rc = -1;
 
-	for (int r = 0; r < R->W; r++) {
-		lks_rank *rk = &R->ranks[r];
-
-		for (int b = 0; b < R->batch; b++)
-			lks_data_sequence(&R->data, (uint64_t)step * R->batch * R->W + (uint64_t)r * R->batch + b,
-			                  rk->tok + (size_t)b * R->m.cfg.seq, rk->tgt + (size_t)b * R->m.cfg.seq);
-		lks_tracer_begin_step(&rk->tr, step);
-	}
-	lks_pool_run(R->rank_pool, R->W, lks_rank_task, R);
-	for (int r = 0; r < R->W; r++)
-		lks_tracer_sync(&R->ranks[r].tr);  /* the rows are read from here on */
-	if (lks_rank_errors(R))
-		return -1;
-	if (lks_store_wait(R))  /* the last step is written: the store is free for events */
-		return -1;
-	lks_check_grads(R, store, run_id, step, res);
-	if (o->on_grads)  /* every rank holds the sum: rank 0's */
-		o->on_grads(o->on_grads_arg, step, R->ranks[0].grads, &R->m);
-
-	/* global norm in double (lks_sumsq's fixed order) of the sum every rank holds; each
-	   rank's clip scales it alike, so every replica sees the same clipped values. As PyTorch's
-	   clip_grad_norm_: coefficient clip / (norm + 1e-6), at most 1; a NaN norm gives a NaN
-	   coefficient and an infinite one 0, both applied, so a NaN gradient makes every
-	   gradient NaN (and 0 * inf is NaN). A finite norm at most clip leaves the gradient
-	   as it is, as before (PyTorch scales a norm less than 1e-6 below clip by a hair under
-	   1; the goldens keep their bits) */
-	gnorm = sqrt(lks_sumsq(R->ranks[0].grads, R->m.nparams));
-	if (opt->clip > 0.0f && !(gnorm <= opt->clip)) {
-		R->clip_coef = (float)(opt->clip / (gnorm + 1e-6));
-		lks_pool_run(R->W > 1 ? R->rank_pool : R->pool1, R->W * ntasks, lks_clip_task, R);
-	}
+	R->step = step;
+	R->o = o;
 	R->lr = lks_schedule(opt, step, R->steps);
 	R->b1pow *= opt->beta1;
 	R->b2pow *= opt->beta2;
 	R->bc1 = 1.0f - R->b1pow;
 	R->bc2 = 1.0f - R->b2pow;
-	/* one rank: its GEMM threads share the update; many: each rank thread updates */
-	lks_pool_run(R->W > 1 ? R->rank_pool : R->pool1, R->W * ntasks, lks_update_task, R);
-	lks_pool_run(R->rank_pool, R->W, lks_rank_after_task, R);
+	lks_pool_run(R->rank_pool, R->W, lks_rank_task, R);
+	for (int r = 0; r < R->W; r++)
+		lks_tracer_sync(&R->ranks[r].tr);  /* a failed rank's jobs end before it goes */
 	if (lks_rank_errors(R))
 		return -1;
-	stats = R->gathered;  /* taken */
+	if (lks_store_wait(R))  /* the last step is written: the store is free for events */
+		return -1;
+	lks_check_grads(R, store, run_id, step, res);
+	stats = R->gathered;  /* taken; the rows of every rank, from rank 0 on */
 	nstats = R->ngathered;
 	R->gathered = NULL;
 	for (int r = 0; r < R->W; r++) {
-		rows[r] = (lks_step_row){ step, r, R->ranks[r].loss / R->ranks[r].T, gnorm, R->lr,
-		                          R->rank_time[r], R->bad[r] };
-		lsum += R->ranks[r].loss;
+		rows[r] = R->outs[r].row;
+		lsum += R->outs[r].loss;
 	}
 	*loss = lsum / ((double)R->W * R->ranks[0].T);
 	if (step == 0 && store
