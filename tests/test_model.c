@@ -567,6 +567,38 @@ Test(model, rank_errors_reach_the_caller_with_their_rank)
 	lks_case_release(&c);
 }
 
+/* Fails one GEMM call of the run, the 21st: one rank fails, the other does not. */
+static int failing_gemm_once(void *ctx, const lks_gemm *g)
+{
+	if (atomic_fetch_add(&failing_calls, 1) == 20)
+		return lks_err("planted failure once");
+	return lks_backend_cpu.gemm(ctx, g);
+}
+
+/* A rank that fails aborts the communicator: the other rank, waiting for it in the
+   all-reduce, is woken with an error instead of hanging, and the run's error is the failed
+   rank's alone (the abort it caused is no rank's own failure). */
+Test(model, a_failed_rank_wakes_the_others_in_the_all_reduce, .timeout = 60)
+{
+	lks_backend once = { "failing", failing_gemm_once, lks_backend_cpu.quantize };
+	lks_case c;
+	lks_run_result res;
+	const char *msg;
+
+	load_case(small_case, NULL, 0, &c);
+	for (int rep = 0; rep < 10; rep++) {  /* whichever rank meets the failure */
+		lks_runner_opts o = { .threads = 1, .backend = &once };
+
+		atomic_store(&failing_calls, 0);
+		cr_assert_neq(lks_run(&c, lks_case_run(&c, "rowwise"), NULL, &o, &res), 0);
+		msg = lks_errmsg();
+		cr_assert(!strcmp(msg, "rank 0: planted failure once")
+		          || !strcmp(msg, "rank 1: planted failure once"), "'%s'", msg);
+		cr_assert_lt(res.steps, c.steps, "the run stopped at the failure");
+	}
+	lks_case_release(&c);
+}
+
 /* The whole training, not only each kernel, is the same bits on every ISA path. */
 Test(model, every_isa_path_trains_the_same_bits)
 {
