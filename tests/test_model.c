@@ -535,33 +535,38 @@ static int failing_gemm_same(void *ctx, const lks_gemm *g)
 	return lks_err("planted failure");
 }
 
+/* Run run of c on a failing backend: the run fails; its message. */
+static const char *failing_run(lks_case *c, const char *run,
+                               int (*gemm)(void *, const lks_gemm *), lks_run_result *res)
+{
+	lks_backend be = { "failing", gemm, lks_backend_cpu.quantize };
+	lks_runner_opts o = { .threads = 1, .backend = &be };
+
+	cr_assert_neq(lks_run(c, lks_case_run(c, run), NULL, &o, res), 0);
+	return lks_errmsg();
+}
+
 /* The message of an error raised on a rank's thread stays in that thread (err.h); the
    caller must still get every rank's, with its rank (issue 11, item 2). */
 Test(model, rank_errors_reach_the_caller_with_their_rank)
 {
-	lks_backend distinct = { "failing", failing_gemm, lks_backend_cpu.quantize };
-	lks_backend same = { "failing", failing_gemm_same, lks_backend_cpu.quantize };
 	lks_case c;
 	lks_run_result res;
 	const char *msg;
 
 	load_case(small_case, NULL, 0, &c);
 	for (int rep = 0; rep < 20; rep++) {  /* whichever thread runs which rank */
-		lks_runner_opts o = { .threads = 1, .backend = &distinct };
-
-		cr_assert_neq(lks_run(&c, lks_case_run(&c, "bf16"), NULL, &o, &res), 0);
-		msg = lks_errmsg();
+		msg = failing_run(&c, "bf16", failing_gemm, &res);
 		cr_assert(strstr(msg, "rank 0: planted failure ") && strstr(msg, "rank 1: planted failure "),
 		          "'%s' lacks a rank's error", msg);
 	}
 	{
 		const char *sets[] = { "case.world_size=4", "model.batch=1" };
-		lks_runner_opts o = { .threads = 1, .backend = &same };
 		lks_case c4;
 
 		load_case(small_case, sets, 2, &c4);
-		cr_assert_neq(lks_run(&c4, lks_case_run(&c4, "rowwise"), NULL, &o, &res), 0);
-		cr_assert_str_eq(lks_errmsg(), "ranks 0-3: planted failure");
+		cr_assert_str_eq(failing_run(&c4, "rowwise", failing_gemm_same, &res),
+		                 "ranks 0-3: planted failure");
 		lks_case_release(&c4);
 	}
 	lks_case_release(&c);
@@ -580,18 +585,14 @@ static int failing_gemm_once(void *ctx, const lks_gemm *g)
    rank's alone (the abort it caused is no rank's own failure). */
 Test(model, a_failed_rank_wakes_the_others_in_the_all_reduce, .timeout = 60)
 {
-	lks_backend once = { "failing", failing_gemm_once, lks_backend_cpu.quantize };
 	lks_case c;
 	lks_run_result res;
 	const char *msg;
 
 	load_case(small_case, NULL, 0, &c);
 	for (int rep = 0; rep < 10; rep++) {  /* whichever rank meets the failure */
-		lks_runner_opts o = { .threads = 1, .backend = &once };
-
 		atomic_store(&failing_calls, 0);
-		cr_assert_neq(lks_run(&c, lks_case_run(&c, "rowwise"), NULL, &o, &res), 0);
-		msg = lks_errmsg();
+		msg = failing_run(&c, "rowwise", failing_gemm_once, &res);
 		cr_assert(!strcmp(msg, "rank 0: planted failure once")
 		          || !strcmp(msg, "rank 1: planted failure once"), "'%s'", msg);
 		cr_assert_lt(res.steps, c.steps, "the run stopped at the failure");
