@@ -349,7 +349,9 @@ static int on_event(void *arg, const lks_event_rec *ev)
 	return 0;
 }
 
-Test(model, nonfinite_gradient_is_recorded_and_the_run_goes_on)
+/* A NaN planted in rank 0's up-projection weight gradient at step 2 is one event that names
+   it, and the run goes on to its end, whether the run traces its tensors or not. */
+static void nan_gradient_run(int no_trace)
 {
 	static const char text[] =
 		"[case]\nsteps = 5\n"
@@ -370,7 +372,7 @@ Test(model, nonfinite_gradient_is_recorded_and_the_run_goes_on)
 	   ninth is grad_W of the up projection: plant the NaN there at step 2 */
 	nan_call = 2 * 9 + 8;
 	gemm_calls = 0;
-	lks_runner_opts o = { .threads = 1, .backend = &be };
+	lks_runner_opts o = { .threads = 1, .backend = &be, .no_trace = no_trace };
 	cr_assert_eq(lks_run(&c, &c.runs[0], s, &o, &res), 0, "%s", lks_errmsg());
 	cr_assert_eq(res.steps, 5, "the run went on to its last step");
 	cr_assert_eq(res.nonfinite_events, 1);
@@ -386,6 +388,17 @@ Test(model, nonfinite_gradient_is_recorded_and_the_run_goes_on)
 	lks_case_release(&c);
 	snprintf(db, sizeof(db), "rm -rf '%s'", dir);
 	cr_assert_eq(system(db), 0);
+}
+
+Test(model, nonfinite_gradient_is_recorded_and_the_run_goes_on)
+{
+	nan_gradient_run(0);
+}
+
+/* the check reads the gradient buffer before the all-reduce, not the trace's rows */
+Test(model, nonfinite_gradient_is_recorded_with_tracing_off)
+{
+	nan_gradient_run(1);
 }
 
 /*
@@ -516,36 +529,71 @@ static int failing_gemm_same(const lks_backend *be, void *ctx, const lks_gemm *g
 	return lks_err("planted failure");
 }
 
+/* Run run of c on a failing backend: the run fails; its message. */
+static const char *failing_run(lks_case *c, const char *run,
+                               int (*gemm)(const lks_backend *, void *, const lks_gemm *),
+                               lks_run_result *res)
+{
+	lks_backend be = lks_backend_cpu;
+	lks_runner_opts o = { .threads = 1, .backend = &be };
+
+	be.name = "failing";
+	be.gemm = gemm;
+
+	cr_assert_neq(lks_run(c, lks_case_run(c, run), NULL, &o, res), 0);
+	return lks_errmsg();
+}
+
 /* The message of an error raised on a rank's thread stays in that thread (err.h); the
    caller must still get every rank's, with its rank (issue 11, item 2). */
 Test(model, rank_errors_reach_the_caller_with_their_rank)
 {
-	lks_backend distinct = lks_backend_cpu, same = lks_backend_cpu;
 	lks_case c;
 	lks_run_result res;
 	const char *msg;
 
-	distinct.name = same.name = "failing";
-	distinct.gemm = failing_gemm;
-	same.gemm = failing_gemm_same;
 	load_case(small_case, NULL, 0, &c);
 	for (int rep = 0; rep < 20; rep++) {  /* whichever thread runs which rank */
-		lks_runner_opts o = { .threads = 1, .backend = &distinct };
-
-		cr_assert_neq(lks_run(&c, lks_case_run(&c, "bf16"), NULL, &o, &res), 0);
-		msg = lks_errmsg();
+		msg = failing_run(&c, "bf16", failing_gemm, &res);
 		cr_assert(strstr(msg, "rank 0: planted failure ") && strstr(msg, "rank 1: planted failure "),
 		          "'%s' lacks a rank's error", msg);
 	}
 	{
 		const char *sets[] = { "case.world_size=4", "model.batch=1" };
-		lks_runner_opts o = { .threads = 1, .backend = &same };
 		lks_case c4;
 
 		load_case(small_case, sets, 2, &c4);
-		cr_assert_neq(lks_run(&c4, lks_case_run(&c4, "rowwise"), NULL, &o, &res), 0);
-		cr_assert_str_eq(lks_errmsg(), "ranks 0-3: planted failure");
+		cr_assert_str_eq(failing_run(&c4, "rowwise", failing_gemm_same, &res),
+		                 "ranks 0-3: planted failure");
 		lks_case_release(&c4);
+	}
+	lks_case_release(&c);
+}
+
+/* Fails one GEMM call of the run, the 21st: one rank fails, the other does not. */
+static int failing_gemm_once(const lks_backend *be, void *ctx, const lks_gemm *g)
+{
+	if (atomic_fetch_add(&failing_calls, 1) == 20)
+		return lks_err("planted failure once");
+	return lks_backend_cpu.gemm(be, ctx, g);
+}
+
+/* A rank that fails aborts the communicator: the other rank, waiting for it in the
+   all-reduce, is woken with an error instead of hanging, and the run's error is the failed
+   rank's alone (the abort it caused is no rank's own failure). */
+Test(model, a_failed_rank_wakes_the_others_in_the_all_reduce, .timeout = 60)
+{
+	lks_case c;
+	lks_run_result res;
+	const char *msg;
+
+	load_case(small_case, NULL, 0, &c);
+	for (int rep = 0; rep < 10; rep++) {  /* whichever rank meets the failure */
+		atomic_store(&failing_calls, 0);
+		msg = failing_run(&c, "rowwise", failing_gemm_once, &res);
+		cr_assert(!strcmp(msg, "rank 0: planted failure once")
+		          || !strcmp(msg, "rank 1: planted failure once"), "'%s'", msg);
+		cr_assert_lt(res.steps, c.steps, "the run stopped at the failure");
 	}
 	lks_case_release(&c);
 }

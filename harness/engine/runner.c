@@ -2,11 +2,18 @@
  * runner.c: ranks as threads in lockstep (see runner.h).
  *
  * A step: every rank takes its slice of the global batch, runs forward and backward
- * (model.c) with its own trace; then, with all ranks done, each rank's gradients are
- * checked for NaN/Inf (the first offending tensor in execution order becomes an event, the
- * run goes on), summed element by element in rank order 0, 1, ..., W-1 (fixed, so the sum
- * is the same bits every time), clipped by the global norm, and every rank applies AdamW to
- * its own replica. Replicas must stay bitwise equal: the update rows of the trace show it.
+ * (model.c) with its own trace; then each rank checks its gradient buffer for NaN/Inf (the
+ * first offending tensor in execution order becomes an event, the run goes on, traced or
+ * not) and all-reduces it in place through the communicator (kernels/comm.h): summed
+ * element by element in rank order 0, 1, ..., W-1 (fixed, so the sum is the same bits every
+ * time). Each rank clips its sum by the global norm and applies AdamW to its own replica.
+ * Replicas must stay bitwise equal: the update rows of the trace show it. A rank's whole
+ * step runs in its own thread with its own optimizer state (lks_rank_task), and every
+ * exchange between ranks (the gradients, delayed scaling's amax, the step and trace rows
+ * gathered to rank 0, an abort when a rank fails) goes through the communicator. The
+ * caller then stores what rank 0 gathered: the events, the rows. Still shared, as threads
+ * allow: one rank pool runs the ranks' tasks, the step's failures are collected from every
+ * rank's slot, and a planted fault that never met its tensor is read from its rank.
  *
  * A single rank keeps its GEMM threads busy only inside GEMMs and casts; in the gaps an
  * idle-priority thread (bg.h) measures the traced tensors (trace.h, kept tensors) and
@@ -24,6 +31,7 @@
 
 #include "harness/engine/data.h"
 #include "harness/engine/model.h"
+#include "kernels/comm.h"
 #include "kernels/cpu/bg.h"
 #include "kernels/cpu/ops.h"
 #include "kernels/cpu/pool.h"
@@ -31,7 +39,7 @@
 #include "kernels/err.h"
 #include "kernels/mathf.h"
 
-#define LKS_REDUCE_CHUNK 65536  /* elements per all-reduce task */
+#define LKS_REDUCE_CHUNK 65536  /* elements per clip or update task */
 
 struct lks_runner {
 	const lks_case *c;
@@ -42,14 +50,32 @@ struct lks_runner {
 	lks_rank *ranks;        /* (W) */
 	lks_pool *rank_pool;    /* W threads, one per rank; NULL for one rank */
 	lks_pool *gemm_pool;    /* the GEMM threads of a single-rank run */
-	float *gsum;            /* (nparams) the all-reduced gradient (one rank: its own) */
+	lks_comm **comm;        /* (W) each rank's end of the communicator */
+	float *local;           /* (nparams) a planted skip_allreduce: its rank's own gradient */
 	float *m1, *m2;         /* (W, nparams) AdamW moments per replica */
 	double *rank_time;      /* (W) seconds of the rank's forward + backward */
-	int *rank_failed;       /* (W) */
+	int *rank_failed;       /* (W) failed itself (an abort of another is not its failure) */
 	char (*rank_err)[512];  /* (W) a failed rank's error, recorded by its own thread */
 	int *nan_seen;          /* (W) a rank's first NaN event was recorded */
+	float *amax;            /* (W, 2L x 3) delayed scaling's slots, all-reduced */
+	size_t *counts;         /* (2W) the bytes each rank sent of its two gathers (rank 0) */
+	int *nan_tensor;        /* (W) this step's first non-finite gradient tensor, or -1 */
+	int64_t *nan_count;     /* (W) its non-finite values */
+	lks_stat_row *gathered; /* every rank's trace rows of the step, in rank order (rank 0) */
+	size_t ngathered;
 	lks_step_row *rows;     /* (W) this step's step rows */
-	float lr, clip_coef, bc1, bc2, b1pow, b2pow;
+	float lr, bc1, bc2, b1pow, b2pow;
+	int step;               /* the step under way */
+	const lks_runner_opts *o;
+	struct lks_rank_job {   /* a rank's own pool tasks: its clip and update */
+		struct lks_runner *R;
+		int rank;
+		float clip_coef;
+	} *jobs;                /* (W) */
+	struct lks_rank_out {   /* what a rank sends rank 0 of its step */
+		lks_step_row row;
+		double loss;        /* the sum over its tokens */
+	} *outs;                /* (W) the step's, gathered in rank order (rank 0) */
 	lks_pool *pool1;        /* a single rank's threads for the optimizer */
 	lks_bg *bg;             /* a single rank's background thread: tracing, the store */
 	struct lks_store_job {  /* the last step's rows on their way into SQLite */
@@ -73,30 +99,62 @@ static double lks_clock(void)
 	return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-static void lks_rank_task(void *arg, int task, int thread)
+/* The non-finite values (NaN, Inf: every exponent bit set) of n floats. */
+static int64_t lks_nonfinite(const float *x, size_t n)
 {
-	struct lks_runner *R = arg;
-	lks_rank *r = &R->ranks[task];
-	double t0 = lks_clock();
+	int64_t bad = 0;
 
-	R->rank_failed[task] = lks_rank_step(r) || r->tr.fault_failed;
-	R->rank_time[task] = lks_clock() - t0;
-	if (R->rank_failed[task])  /* the message is this thread's (err.h): keep it */
-		snprintf(R->rank_err[task], sizeof(R->rank_err[task]), "%s", lks_errmsg());
+	for (size_t i = 0; i < n; i++) {
+		uint32_t b;
+
+		memcpy(&b, &x[i], sizeof(b));
+		bad += (b & 0x7f800000u) == 0x7f800000u;
+	}
+	return bad;
+}
+
+/* NaN/Inf in rank r's gradient buffer before the all-reduce, traced or not: the first
+   tensor with any in the backward's execution order, which is the parameters' reversed
+   (head, final norm, blocks from the last: down, up, norm; the embedding). */
+static void lks_scan_grads(struct lks_runner *R, int r)
+{
+	const float *g = R->ranks[r].grads;
+
+	for (int i = R->m.nt - 1; i >= 0 && !R->nan_seen[r]; i--) {
+		int64_t n = lks_nonfinite(g + R->m.t[i].off, R->m.t[i].n);
+
+		if (n) {
+			R->nan_tensor[r] = i;
+			R->nan_count[r] = n;
+			return;
+		}
+	}
+}
+
+/* A rank's own failure (own 1) or a collective's that another rank's abort ended (2): the
+   message is this thread's (err.h), kept; its own failure aborts the others' collectives. */
+static void lks_rank_fail(struct lks_runner *R, int rank, int own)
+{
+	R->rank_failed[rank] = own ? 1 : 2;
+	snprintf(R->rank_err[rank], sizeof(R->rank_err[rank]), "%s", lks_errmsg());
+	if (own)
+		lks_comm_abort(R->comm[rank], R->rank_err[rank]);
 }
 
 /* Every failed rank's error becomes the caller's, with its rank ("rank 1: ..."); ranks in a
-   row with the same message share it ("ranks 0-3: ..."). */
+   row with the same message share it ("ranks 0-3: ..."). A rank that failed only because
+   another aborted shows when no rank failed itself. */
 static int lks_rank_errors(const struct lks_runner *R)
 {
 	char msg[1024] = "", who[32];
 	size_t len = 0;
 
+	for (int own = 1; own <= 2 && !len; own++)
 	for (int r = 0, last = 0; r < R->W; r = last + 1) {
 		last = r;
-		if (!R->rank_failed[r] || len >= sizeof(msg))
+		if (R->rank_failed[r] != own || len >= sizeof(msg))
 			continue;
-		while (last + 1 < R->W && R->rank_failed[last + 1]
+		while (last + 1 < R->W && R->rank_failed[last + 1] == own
 		       && strcmp(R->rank_err[last + 1], R->rank_err[r]) == 0)
 			last++;
 		if (last > r)
@@ -109,47 +167,34 @@ static int lks_rank_errors(const struct lks_runner *R)
 	return len ? lks_err("%s", msg) : 0;
 }
 
-/* gsum[i] = ((g_0[i] + g_1[i]) + g_2[i]) + ... over a chunk of elements */
-static void lks_reduce_task(void *arg, int task, int thread)
-{
-	struct lks_runner *R = arg;
-	size_t i0 = (size_t)task * LKS_REDUCE_CHUNK, n = R->m.nparams;
-	size_t i1 = i0 + LKS_REDUCE_CHUNK < n ? i0 + LKS_REDUCE_CHUNK : n;
-
-	memcpy(R->gsum + i0, R->ranks[0].grads + i0, (i1 - i0) * sizeof(float));
-	for (int r = 1; r < R->W; r++) {
-		const float *g = R->ranks[r].grads;
-
-		for (size_t i = i0; i < i1; i++)
-			R->gsum[i] += g[i];
-	}
-}
-
-/* The clip of the summed gradient, chunk by chunk (element-wise: any thread, any order). */
+/* The clip of a rank's summed gradient, chunk by chunk (element-wise: any thread, any
+   order). */
 static void lks_clip_task(void *arg, int task, int thread)
 {
-	struct lks_runner *R = arg;
+	struct lks_rank_job *j = arg;
+	struct lks_runner *R = j->R;
+	float *g = R->ranks[j->rank].grads;
 	size_t i0 = (size_t)task * LKS_REDUCE_CHUNK, n = R->m.nparams;
 	size_t i1 = i0 + LKS_REDUCE_CHUNK < n ? i0 + LKS_REDUCE_CHUNK : n;
 
 	for (size_t i = i0; i < i1; i++)
-		R->gsum[i] *= R->clip_coef;
+		g[i] *= j->clip_coef;
 }
 
-/* AdamW on one chunk of one replica: task = rank * nchunks + chunk. Elements are
-   independent, so chunks may run on any thread in any order. */
+/* AdamW on one chunk of a rank's replica. Elements are independent, so chunks may run on
+   any thread in any order. */
 static void lks_update_task(void *arg, int task, int thread)
 {
-	struct lks_runner *R = arg;
-	int nchunks = (int)((R->m.nparams + LKS_REDUCE_CHUNK - 1) / LKS_REDUCE_CHUNK);
-	lks_rank *r = &R->ranks[task / nchunks];
+	struct lks_rank_job *j = arg;
+	struct lks_runner *R = j->R;
+	lks_rank *r = &R->ranks[j->rank];
 	const lks_optim_cfg *o = &R->c->optim;
-	size_t np = R->m.nparams, c0 = (size_t)(task % nchunks) * LKS_REDUCE_CHUNK;
+	size_t np = R->m.nparams, c0 = (size_t)task * LKS_REDUCE_CHUNK;
 	size_t c1 = c0 + LKS_REDUCE_CHUNK < np ? c0 + LKS_REDUCE_CHUNK : np;
-	float *m1 = R->m1 + (size_t)(task / nchunks) * np, *m2 = R->m2 + (size_t)(task / nchunks) * np;
-	/* a planted skip_allreduce: this rank goes on with its own gradient, as behind a bad link */
+	float *m1 = R->m1 + (size_t)j->rank * np, *m2 = R->m2 + (size_t)j->rank * np;
+	/* a planted skip_allreduce: this rank's own gradient, unclipped, as before the sum */
 	const float *g = lks_fault_here(&R->run->inject, LKS_FAULT_SKIP_ALLREDUCE, r->tr.step, r->rank)
-	               ? r->grads : R->gsum;
+	               ? R->local : r->grads;
 
 	for (int i = 0; i < R->m.nt; i++) {
 		const lks_ptensor *p = &R->m.t[i];
@@ -161,15 +206,138 @@ static void lks_update_task(void *arg, int task, int thread)
 	}
 }
 
-static void lks_trace_update_task(void *arg, int task, int thread)
+/* Delayed scaling: every slot's amax of this step all-reduced (max, NaN wins) as TE does,
+   then rolled into rank's history and scale. */
+static int lks_step_delayed(struct lks_runner *R, int rank)
+{
+	const lks_recipe_rules *rules = lks_recipe_rules_of(R->run->recipe);
+	int nslots = 2 * R->m.cfg.layers * 3;
+	int stale = R->run->inject.kind == LKS_FAULT_STALE_BWD_SCALE && R->run->checkpoint;
+	lks_amax_slot *slots = R->ranks[rank].slots;
+	float *amax = R->amax + (size_t)rank * nslots;
+
+	if (!rules->op[LKS_ROLE_FWD][0].delayed)
+		return 0;
+	for (int s = 0; s < nslots; s++)
+		amax[s] = slots[s].cur;
+	if (lks_comm_allreduce_max(R->comm[rank], amax, (size_t)nslots))
+		return -1;
+	for (int s = 0; s < nslots; s++) {
+		lks_src src = (lks_src)(s % 3);
+		lks_dtype fmt = src == LKS_SRC_DY ? rules->op[LKS_ROLE_DGRAD][0].dtype
+		              : rules->op[LKS_ROLE_FWD][src].dtype;
+		float kept = slots[s].scale;
+
+		slots[s].cur = amax[s];
+		lks_amax_slot_roll(&slots[s], fmt, R->run->amax_most_recent, R->run->margin);
+		/* a planted stale_bwd_scale: the dy amax enters the history, but its scale is
+		   never updated, as when TE skipped the update during the recompute */
+		if (src == LKS_SRC_DY && stale)
+			slots[s].scale = kept;
+	}
+	return 0;
+}
+
+/* The clip by the global norm (each rank's of the sum it holds: the same bits on every
+   rank) and AdamW on rank's replica; one rank spreads them over its threads, many ranks
+   run each their own in their thread. As PyTorch's clip_grad_norm_: coefficient
+   clip / (norm + 1e-6), at most 1; a NaN norm gives a NaN coefficient and an infinite one 0,
+   both applied, so a NaN gradient makes every gradient NaN (and 0 * inf is NaN). A finite
+   norm at most clip leaves the gradient as it is, as before (PyTorch scales a norm less than
+   1e-6 below clip by a hair under 1; the goldens keep their bits). */
+static double lks_rank_update(struct lks_runner *R, int rank)
+{
+	const lks_optim_cfg *opt = &R->c->optim;
+	struct lks_rank_job *j = &R->jobs[rank];
+	int ntasks = (int)((R->m.nparams + LKS_REDUCE_CHUNK - 1) / LKS_REDUCE_CHUNK);
+	lks_pool *pool = R->W > 1 ? NULL : R->pool1;
+	double gnorm = sqrt(lks_sumsq(R->ranks[rank].grads, R->m.nparams));  /* fixed order */
+
+	if (opt->clip > 0.0f && !(gnorm <= opt->clip)) {
+		j->clip_coef = (float)(opt->clip / (gnorm + 1e-6));
+		lks_pool_run(pool, ntasks, lks_clip_task, j);
+	}
+	lks_pool_run(pool, ntasks, lks_update_task, j);
+	return gnorm;
+}
+
+/* A rank's step after its update: the update's trace rows, delayed scaling, and the step's
+   rows gathered to rank 0 (R->gathered, R->outs). */
+static int lks_rank_finish(struct lks_runner *R, int rank, double gnorm)
+{
+	lks_rank *r = &R->ranks[rank];
+	lks_tracer *tr = &r->tr;
+	int root = rank == LKS_COMM_ROOT;
+	struct lks_rank_out out;
+	void *rows = NULL, *outs = NULL;
+	int64_t bad = 0;
+
+	for (int i = 0; i < R->m.nt; i++)
+		lks_trace_f32_kept(tr, LKS_PHASE_UPDATE, r->params + R->m.t[i].off, R->m.t[i].n,
+		                   "%s", R->m.t[i].name);
+	lks_tracer_sync(tr);
+	for (size_t i = 0; i < tr->nrows; i++)
+		bad += tr->rows[i].nonfinite;
+	out.row = (lks_step_row){ R->step, rank, r->loss / r->T, gnorm, R->lr,
+	                          R->rank_time[rank], bad };
+	out.loss = r->loss;
+	if (lks_step_delayed(R, rank)
+	    || lks_comm_gather(R->comm[rank], tr->rows, tr->nrows * sizeof(*tr->rows),
+	                       root ? &rows : NULL, root ? R->counts : NULL)
+	    || lks_comm_gather(R->comm[rank], &out, sizeof(out), root ? &outs : NULL,
+	                       root ? R->counts + R->W : NULL)) {
+		free(rows);
+		return -1;
+	}
+	if (root) {
+		R->gathered = rows;
+		R->ngathered = 0;
+		for (int q = 0; q < R->W; q++)
+			R->ngathered += R->counts[q] / sizeof(lks_stat_row);
+		memcpy(R->outs, outs, sizeof(*R->outs) * (size_t)R->W);
+		free(outs);
+	}
+	return 0;
+}
+
+/* One rank's step, in its own thread, with its own replica and optimizer state: its slice
+   of the batch, forward and backward, the NaN/Inf check, the all-reduce, the clip and the
+   update, the trace of the update, delayed scaling; what rank 0 stores comes to it through
+   the communicator. */
+static void lks_rank_task(void *arg, int task, int thread)
 {
 	struct lks_runner *R = arg;
 	lks_rank *r = &R->ranks[task];
+	int B = R->batch, S = R->m.cfg.seq;
+	double t0;
 
-	for (int i = 0; i < R->m.nt; i++)
-		lks_trace_f32_kept(&r->tr, LKS_PHASE_UPDATE, r->params + R->m.t[i].off, R->m.t[i].n,
-		                   "%s", R->m.t[i].name);
-	lks_tracer_sync(&r->tr);
+	for (int b = 0; b < B; b++)
+		lks_data_sequence(&R->data, (uint64_t)R->step * B * R->W + (uint64_t)task * B + b,
+		                  r->tok + (size_t)b * S, r->tgt + (size_t)b * S);
+	lks_tracer_begin_step(&r->tr, R->step);
+	R->rank_failed[task] = 0;
+	R->nan_tensor[task] = -1;
+	t0 = lks_clock();
+	if (lks_rank_step(r) || r->tr.fault_failed) {
+		R->rank_time[task] = lks_clock() - t0;
+		lks_rank_fail(R, task, 1);
+		return;
+	}
+	R->rank_time[task] = lks_clock() - t0;
+	lks_tracer_sync(&r->tr);  /* kept gradients are measured before the sum replaces them */
+	lks_scan_grads(R, task);
+	/* a planted skip_allreduce: this rank goes on with its own gradient, as behind a bad
+	   link (the others' sum still has it) */
+	if (lks_fault_here(&R->run->inject, LKS_FAULT_SKIP_ALLREDUCE, R->step, task))
+		memcpy(R->local, r->grads, R->m.nparams * sizeof(float));
+	if (lks_comm_allreduce_sum(R->comm[task], r->grads, R->m.nparams)) {
+		lks_rank_fail(R, task, 0);
+		return;
+	}
+	if (task == 0 && R->o->on_grads)
+		R->o->on_grads(R->o->on_grads_arg, R->step, r->grads, &R->m);
+	if (lks_rank_finish(R, task, lks_rank_update(R, task)))
+		lks_rank_fail(R, task, 0);
 }
 
 static void lks_store_job_run(void *arg)
@@ -236,14 +404,24 @@ static void lks_runner_release(struct lks_runner *R)
 	lks_bg_free(R->bg);
 	lks_pool_free(R->rank_pool);
 	lks_pool_free(R->gemm_pool);
-	if (R->W > 1)
-		free(R->gsum);
+	if (R->comm)
+		for (int r = 0; r < R->W; r++)
+			lks_comm_close(R->comm[r]);
+	free(R->comm);
+	free(R->local);
 	free(R->m1);
 	free(R->m2);
 	free(R->rank_time);
 	free(R->rank_failed);
 	free(R->rank_err);
 	free(R->nan_seen);
+	free(R->nan_tensor);
+	free(R->nan_count);
+	free(R->counts);
+	free(R->amax);
+	free(R->gathered);
+	free(R->jobs);
+	free(R->outs);
 	free(R->rows);
 	lks_data_release(&R->data);
 	lks_model_release(&R->m);
@@ -270,18 +448,32 @@ static int lks_runner_init(struct lks_runner *R, const lks_case *c, const lks_ru
 	    || (R->W == 1 && threads > 1 && lks_pool_create(threads, &R->gemm_pool)))
 		return -1;
 	R->ranks = calloc((size_t)R->W, sizeof(*R->ranks));
-	R->gsum = R->W > 1 ? aligned_alloc(64, R->m.nparams * sizeof(float)) : NULL;
+	R->comm = calloc((size_t)R->W, sizeof(*R->comm));
+	if (!R->comm || lks_comm_threads(R->W, R->comm))
+		return R->comm ? -1 : lks_err("out of memory");
+	if (run->inject.kind == LKS_FAULT_SKIP_ALLREDUCE
+	    && !(R->local = malloc(R->m.nparams * sizeof(float))))
+		return lks_err("out of memory");
 	R->m1 = calloc((size_t)R->W * R->m.nparams, sizeof(float));
 	R->m2 = calloc((size_t)R->W * R->m.nparams, sizeof(float));
 	R->rank_time = calloc((size_t)R->W, sizeof(double));
 	R->rank_failed = calloc((size_t)R->W, sizeof(int));
 	R->rank_err = calloc((size_t)R->W, sizeof(*R->rank_err));
 	R->nan_seen = calloc((size_t)R->W, sizeof(int));
+	R->nan_tensor = calloc((size_t)R->W, sizeof(int));
+	R->nan_count = calloc((size_t)R->W, sizeof(int64_t));
+	R->counts = calloc(2 * (size_t)R->W, sizeof(size_t));
+	R->jobs = calloc((size_t)R->W, sizeof(*R->jobs));
+	R->outs = calloc((size_t)R->W, sizeof(*R->outs));
+	R->amax = calloc((size_t)R->W * 6 * (size_t)c->model.layers, sizeof(float));
 	R->rows = calloc((size_t)R->W, sizeof(*R->rows));
 	R->sj.rows = calloc((size_t)R->W, sizeof(*R->rows));
-	if (!R->ranks || (R->W > 1 && !R->gsum) || !R->m1 || !R->m2 || !R->rank_time || !R->rank_failed
-	    || !R->rank_err || !R->nan_seen || !R->rows || !R->sj.rows)
+	if (!R->ranks || !R->m1 || !R->m2 || !R->rank_time || !R->rank_failed || !R->rank_err
+	    || !R->nan_seen || !R->nan_tensor || !R->nan_count || !R->counts || !R->jobs || !R->outs
+	    || !R->amax || !R->rows || !R->sj.rows)
 		return lks_err("out of memory");
+	for (int r = 0; r < R->W; r++)
+		R->jobs[r] = (struct lks_rank_job){ R, r, 0.0f };
 	for (int r = 0; r < R->W; r++) {
 		/* ranks run as threads, each with a single-threaded GEMM: W threads in all */
 		if (lks_rank_init(&R->ranks[r], r, &R->m, run, R->batch * c->model.seq,
@@ -296,7 +488,6 @@ static int lks_runner_init(struct lks_runner *R, const lks_case *c, const lks_ru
 	   in its own thread */
 	if (R->W == 1) {
 		R->pool1 = o->backend ? o->pool : R->gemm_pool;
-		R->gsum = R->ranks[0].grads;  /* the sum of one: its own, nothing to copy */
 		if (threads > 1 && lks_bg_create(&R->bg))
 			return -1;
 	}
@@ -306,63 +497,24 @@ static int lks_runner_init(struct lks_runner *R, const lks_case *c, const lks_ru
 	return 0;
 }
 
-/* NaN/Inf in a rank's gradients before the all-reduce: the first weight-gradient row of
-   its trace in execution order with a non-finite count names the tensor. */
+/* The ranks' NaN/Inf found before this step's all-reduce (lks_scan_grads): an event each,
+   in rank order, and only a rank's first. */
 static void lks_check_grads(struct lks_runner *R, lks_store *store, int64_t run_id, int step,
                             lks_run_result *res)
 {
 	for (int r = 0; r < R->W; r++) {
-		lks_tracer *tr = &R->ranks[r].tr;
+		char name[64], msg[128];
 
-		for (size_t i = 0; i < tr->nrows && !R->nan_seen[r]; i++) {
-			const char *name = R->ranks[0].tr.names[tr->rows[i].seq];
-			size_t len = strlen(name);
-
-			if (tr->rows[i].nonfinite == 0 || len < 12 || strcmp(name + len - 12, ".weight.grad"))
-				continue;
-			R->nan_seen[r] = 1;
-			res->nonfinite_events++;
-			if (store) {
-				char msg[128];
-
-				snprintf(msg, sizeof(msg), "%lld non-finite values before the all-reduce",
-				         (long long)tr->rows[i].nonfinite);
-				lks_store_event(store, run_id, step, r, name, "nonfinite_grad", msg);
-			}
-		}
-	}
-}
-
-static void lks_step_delayed(struct lks_runner *R)
-{
-	const lks_recipe_rules *rules = lks_recipe_rules_of(R->run->recipe);
-	int nslots = 2 * R->m.cfg.layers * 3;
-	int stale = R->run->inject.kind == LKS_FAULT_STALE_BWD_SCALE && R->run->checkpoint;
-
-	if (!rules->op[LKS_ROLE_FWD][0].delayed)
-		return;
-	for (int s = 0; s < nslots; s++) {
-		lks_src src = (lks_src)(s % 3);
-		lks_dtype fmt = src == LKS_SRC_DY ? rules->op[LKS_ROLE_DGRAD][0].dtype
-		              : rules->op[LKS_ROLE_FWD][src].dtype;
-		float amax = 0.0f;
-
-		for (int r = 0; r < R->W; r++) {  /* amax all-reduced (max) as TE does */
-			float a = R->ranks[r].slots[s].cur;
-
-			amax = isnan(a) || a > amax ? a : amax;
-		}
-		for (int r = 0; r < R->W; r++) {
-			lks_amax_slot *slot = &R->ranks[r].slots[s];
-			float kept = slot->scale;
-
-			slot->cur = amax;
-			lks_amax_slot_roll(slot, fmt, R->run->amax_most_recent, R->run->margin);
-			/* a planted stale_bwd_scale: the dy amax enters the history, but its scale is
-			   never updated, as when TE skipped the update during the recompute */
-			if (src == LKS_SRC_DY && stale)
-				slot->scale = kept;
-		}
+		if (R->nan_tensor[r] < 0 || R->nan_seen[r])
+			continue;
+		R->nan_seen[r] = 1;
+		res->nonfinite_events++;
+		if (!store)
+			continue;
+		snprintf(name, sizeof(name), "%s.grad", R->m.t[R->nan_tensor[r]].name);
+		snprintf(msg, sizeof(msg), "%lld non-finite values before the all-reduce",
+		         (long long)R->nan_count[r]);
+		lks_store_event(store, run_id, step, r, name, "nonfinite_grad", msg);
 	}
 }
 
@@ -386,76 +538,33 @@ static int lks_run_step(struct lks_runner *R, int step, lks_store *store, int64_
                         const lks_runner_opts *o, lks_run_result *res, double *loss)
 {
 	const lks_optim_cfg *opt = &R->c->optim;
-	int ntasks = (int)((R->m.nparams + LKS_REDUCE_CHUNK - 1) / LKS_REDUCE_CHUNK);
 	lks_step_row *rows = R->rows;
 	lks_stat_row *stats = NULL;
 	size_t nstats = 0;
-	double lsum = 0.0, gnorm;
+	double lsum = 0.0;
 	int rc = -1;
 
-	for (int r = 0; r < R->W; r++) {
-		lks_rank *rk = &R->ranks[r];
-
-		for (int b = 0; b < R->batch; b++)
-			lks_data_sequence(&R->data, (uint64_t)step * R->batch * R->W + (uint64_t)r * R->batch + b,
-			                  rk->tok + (size_t)b * R->m.cfg.seq, rk->tgt + (size_t)b * R->m.cfg.seq);
-		lks_tracer_begin_step(&rk->tr, step);
-	}
-	lks_pool_run(R->rank_pool, R->W, lks_rank_task, R);
-	for (int r = 0; r < R->W; r++)
-		lks_tracer_sync(&R->ranks[r].tr);  /* the rows are read from here on */
-	if (lks_rank_errors(R))
-		return -1;
-	if (lks_store_wait(R))  /* the last step is written: the store is free for events */
-		return -1;
-	lks_check_grads(R, store, run_id, step, res);
-	if (R->W > 1)
-		lks_pool_run(R->rank_pool, ntasks, lks_reduce_task, R);
-	if (o->on_grads)
-		o->on_grads(o->on_grads_arg, step, R->gsum, &R->m);
-
-	/* global norm in double (lks_sumsq's fixed order); the clip scales the summed
-	   gradient once, so every replica sees the same clipped values. As PyTorch's
-	   clip_grad_norm_: coefficient clip / (norm + 1e-6), at most 1; a NaN norm gives a NaN
-	   coefficient and an infinite one 0, both applied, so a NaN gradient makes every
-	   gradient NaN (and 0 * inf is NaN). A finite norm at most clip leaves the gradient
-	   as it is, as before (PyTorch scales a norm less than 1e-6 below clip by a hair under
-	   1; the goldens keep their bits) */
-	gnorm = sqrt(lks_sumsq(R->gsum, R->m.nparams));
-	if (opt->clip > 0.0f && !(gnorm <= opt->clip)) {
-		R->clip_coef = (float)(opt->clip / (gnorm + 1e-6));
-		lks_pool_run(R->W > 1 ? R->rank_pool : R->pool1, ntasks, lks_clip_task, R);
-	}
+	R->step = step;
+	R->o = o;
 	R->lr = lks_schedule(opt, step, R->steps);
 	R->b1pow *= opt->beta1;
 	R->b2pow *= opt->beta2;
 	R->bc1 = 1.0f - R->b1pow;
 	R->bc2 = 1.0f - R->b2pow;
-	/* one rank: its GEMM threads share the update; many: each rank thread updates */
-	lks_pool_run(R->W > 1 ? R->rank_pool : R->pool1, R->W * ntasks, lks_update_task, R);
-	lks_pool_run(R->rank_pool, R->W, lks_trace_update_task, R);
-	lks_step_delayed(R);
-
+	lks_pool_run(R->rank_pool, R->W, lks_rank_task, R);
 	for (int r = 0; r < R->W; r++)
-		nstats += R->ranks[r].tr.nrows;
-	stats = malloc(sizeof(*stats) * (nstats + 1));
-	if (!stats) {
-		lks_err("out of memory");
-		goto out;
-	}
-	nstats = 0;
+		lks_tracer_sync(&R->ranks[r].tr);  /* a failed rank's jobs end before it goes */
+	if (lks_rank_errors(R))
+		return -1;
+	if (lks_store_wait(R))  /* the last step is written: the store is free for events */
+		return -1;
+	lks_check_grads(R, store, run_id, step, res);
+	stats = R->gathered;  /* taken; the rows of every rank, from rank 0 on */
+	nstats = R->ngathered;
+	R->gathered = NULL;
 	for (int r = 0; r < R->W; r++) {
-		lks_tracer *tr = &R->ranks[r].tr;
-		int64_t bad = 0;
-
-		for (size_t i = 0; i < tr->nrows; i++)
-			bad += tr->rows[i].nonfinite;
-		if (tr->nrows)  /* an untraced run's tracer has no rows at all (rows NULL) */
-			memcpy(stats + nstats, tr->rows, tr->nrows * sizeof(*stats));
-		nstats += tr->nrows;
-		rows[r] = (lks_step_row){ step, r, R->ranks[r].loss / R->ranks[r].T, gnorm, R->lr,
-		                          R->rank_time[r], bad };
-		lsum += R->ranks[r].loss;
+		rows[r] = R->outs[r].row;
+		lsum += R->outs[r].loss;
 	}
 	*loss = lsum / ((double)R->W * R->ranks[0].T);
 	if (step == 0 && store
@@ -519,10 +628,11 @@ double lks_run_bytes(const lks_case *c, const lks_run_cfg *run)
 		return -1;
 	np = (double)m.nparams;
 	/* the ranks (one traces its FP8 operands for the background thread); AdamW's two
-	   moments per replica and the all-reduced sum; a step's trace rows in the tracers, the
+	   moments per replica (the sum is all-reduced in place) and a planted skip_allreduce's
+	   own gradient; a step's trace rows in the tracers, the
 	   runner's copy and the step being stored, and the tensors' names */
 	bytes = W * lks_rank_bytes(&m, run, (long long)T, run->world_size == 1)
-	      + (2 * W + (W > 1)) * np * sizeof(float)
+	      + (2 * W + (run->inject.kind == LKS_FAULT_SKIP_ALLREDUCE)) * np * sizeof(float)
 	      + W * rows * (3 * sizeof(lks_stat_row) + 64)
 	      + W * sizeof(lks_rank) + (double)c->model.vocab * sizeof(int32_t);
 	lks_model_release(&m);

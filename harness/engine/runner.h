@@ -1,7 +1,8 @@
 /*
  * runner.h: one run of a case: W data-parallel ranks (threads) trained step by step in
- * lockstep, gradients all-reduced in fixed rank order, AdamW on every replica, every step
- * traced into the store (DESIGN.md, Ranks and the distributed engine).
+ * lockstep, gradients all-reduced in fixed rank order through a communicator
+ * (kernels/comm.h), AdamW on every replica, every step traced into the store (DESIGN.md,
+ * Ranks and the distributed engine).
  */
 #ifndef LKS_HARNESS_RUNNER_H
 #define LKS_HARNESS_RUNNER_H
@@ -27,7 +28,7 @@ typedef struct lks_runner_opts {
 	                const lks_stat_row *stats, size_t nstats, char *const *names, int nnames);
 	void *on_step_arg;
 	/* called after every step's all-reduce, before clipping, with the summed gradient
-	   (m->nparams floats, laid out as m->t) */
+	   (m->nparams floats, laid out as m->t), in rank 0's thread */
 	void (*on_grads)(void *arg, int step, const float *g, const struct lks_model *m);
 	void *on_grads_arg;
 	/* the backend of the ranks (NULL: lks_backend_cpu) and its context (NULL: the runner

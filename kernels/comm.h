@@ -1,0 +1,98 @@
+/*
+ * comm.h: how the ranks of a run talk to one another (DESIGN.md, Ranks and the distributed
+ * engine). Ranks = processes x threads, as nccl-tests counts them; one lks_comm is one rank's
+ * end of a group. Every exchange between ranks goes through these methods, and none of them
+ * hands out another rank's memory: a rank passes its own buffers only, so that the same calls
+ * work between threads, between MPI processes and (next) between GPUs.
+ *
+ * It lives beside backend.h, among the kernels, because transports are implemented where
+ * their libraries are: threads here (comm_threads.c), NCCL beside the CUDA kernels, which
+ * cannot include a harness header. The harness reaches it only through this header.
+ *
+ * Like SQLite's VFS, an implementation embeds struct lks_comm first and points it at a
+ * versioned table of methods; callers use the inline wrappers below, which turn a missing
+ * method into a clear error (a method added later goes at the table's end, and its wrapper
+ * reads it only from tables whose version has it). Collectives are called by every rank of the group,
+ * in the same order; a rank that calls abort makes every collective of every rank, waiting
+ * or to come, return -1 (lks_err has why), never hang.
+ */
+#ifndef LKS_KERNELS_COMM_H
+#define LKS_KERNELS_COMM_H
+
+#include <stddef.h>
+
+#include "kernels/err.h"
+
+#define LKS_COMM_VERSION 1
+#define LKS_COMM_ROOT 0         /* the rank that gathers (the one that owns the database) */
+
+typedef struct lks_comm lks_comm;
+
+typedef struct lks_comm_methods {
+	int version;            /* LKS_COMM_VERSION the table was written for */
+	const char *name;       /* "threads", "mpi" */
+	/* x (n floats) becomes the sum of every rank's x, element by element in rank order
+	   ((x_0 + x_1) + x_2) + ...: the same bits whatever the transport */
+	int (*allreduce_sum)(lks_comm *c, float *x, size_t n);
+	/* x becomes the element-wise max of every rank's x in rank order; a NaN wins (the
+	   last one in rank order), as delayed scaling's amax must see it */
+	int (*allreduce_max)(lks_comm *c, float *x, size_t n);
+	/* Every rank's bytes to LKS_COMM_ROOT: there *out is a malloc'd block of them in rank
+	   order (free() it) and counts[r] the bytes of rank r (counts: size entries); elsewhere
+	   out and counts are not touched (may be NULL). */
+	int (*gather)(lks_comm *c, const void *x, size_t bytes, void **out, size_t *counts);
+	int (*barrier)(lks_comm *c);
+	/* Ends the group's collectives with an error (why: the message they return); any rank
+	   may call it, any number of times, while others wait in a collective. */
+	void (*abort)(lks_comm *c, const char *why);
+	/* Releases this rank's end; the last rank to close releases the group. */
+	void (*close)(lks_comm *c);
+} lks_comm_methods;
+
+struct lks_comm {
+	const lks_comm_methods *m;
+	int rank, size;
+};
+
+static inline int lks_comm_allreduce_sum(lks_comm *c, float *x, size_t n)
+{
+	return c->m->allreduce_sum ? c->m->allreduce_sum(c, x, n)
+	     : lks_err("communicator '%s' has no all-reduce sum", c->m->name);
+}
+
+static inline int lks_comm_allreduce_max(lks_comm *c, float *x, size_t n)
+{
+	return c->m->allreduce_max ? c->m->allreduce_max(c, x, n)
+	     : lks_err("communicator '%s' has no all-reduce max", c->m->name);
+}
+
+static inline int lks_comm_gather(lks_comm *c, const void *x, size_t bytes, void **out,
+                                  size_t *counts)
+{
+	return c->m->gather ? c->m->gather(c, x, bytes, out, counts)
+	     : lks_err("communicator '%s' has no gather", c->m->name);
+}
+
+static inline int lks_comm_barrier(lks_comm *c)
+{
+	return c->m->barrier ? c->m->barrier(c)
+	     : lks_err("communicator '%s' has no barrier", c->m->name);
+}
+
+static inline void lks_comm_abort(lks_comm *c, const char *why)
+{
+	if (c->m->abort)
+		c->m->abort(c, why);
+}
+
+static inline void lks_comm_close(lks_comm *c)
+{
+	if (c && c->m->close)
+		c->m->close(c);
+}
+
+/* A group of size ranks as threads of this process: out[r] is rank r's end, to be used by
+   one thread each (collectives block until every rank has called them). */
+int lks_comm_threads(int size, lks_comm **out);
+
+#endif

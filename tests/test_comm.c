@@ -1,0 +1,245 @@
+/*
+ * test_comm.c: the threads communicator (kernels/comm.h): the all-reduce sum is bit for bit
+ * the serial sum in rank order, the max lets a NaN through, the gather brings every rank's
+ * bytes to the root in rank order, the barrier holds every rank until all arrive, and an
+ * abort wakes ranks that wait in a collective with an error instead of a hang.
+ */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "kernels/comm.h"
+
+#define MAXW 8
+
+struct comm_case {
+	lks_comm *c[MAXW];
+	int W;
+	size_t n;
+	float *x[MAXW];         /* (W, n) each rank's buffer */
+	int rc[MAXW];
+	char err[MAXW][300];
+	void *out;              /* the root's gather */
+	size_t counts[MAXW];
+	atomic_int arrived;
+	int seen[MAXW];         /* ranks arrived when this rank left the barrier */
+	void (*fn)(struct comm_case *k, int rank);
+};
+
+struct comm_arg {
+	struct comm_case *k;
+	int rank;
+};
+
+static void *comm_thread(void *p)
+{
+	struct comm_arg *a = p;
+
+	a->k->fn(a->k, a->rank);
+	if (a->k->rc[a->rank])
+		snprintf(a->k->err[a->rank], sizeof(a->k->err[0]), "%s", lks_errmsg());
+	return NULL;
+}
+
+/* Runs fn on W threads, rank r on the r-th, and closes the group. */
+static void comm_run(struct comm_case *k, void (*fn)(struct comm_case *, int))
+{
+	pthread_t th[MAXW];
+	struct comm_arg a[MAXW];
+
+	k->fn = fn;
+	cr_assert_eq(lks_comm_threads(k->W, k->c), 0);
+	for (int r = 0; r < k->W; r++) {
+		cr_assert_eq(k->c[r]->rank, r);
+		cr_assert_eq(k->c[r]->size, k->W);
+		a[r] = (struct comm_arg){ k, r };
+		cr_assert_eq(pthread_create(&th[r], NULL, comm_thread, &a[r]), 0);
+	}
+	for (int r = 0; r < k->W; r++)
+		pthread_join(th[r], NULL);
+	for (int r = 0; r < k->W; r++)
+		lks_comm_close(k->c[r]);
+}
+
+/* Values over a wide range of exponents and signs, so that the order of a sum shows. */
+static float comm_value(int rank, size_t i)
+{
+	uint32_t h = (uint32_t)(i * 2654435761u) ^ (uint32_t)(rank * 40503u + 7u);
+
+	h ^= h >> 15;
+	h *= 2246822519u;
+	h ^= h >> 13;
+	return ldexpf((float)(h & 0xffff) / 65536.0f + 0.5f, (int)(h >> 16) % 40 - 20)
+	     * ((h >> 31) ? -1.0f : 1.0f);
+}
+
+static void comm_fill(struct comm_case *k)
+{
+	for (int r = 0; r < k->W; r++) {
+		k->x[r] = malloc(k->n * sizeof(float));
+		cr_assert_not_null(k->x[r]);
+		for (size_t i = 0; i < k->n; i++)
+			k->x[r][i] = comm_value(r, i);
+	}
+}
+
+static void comm_free(struct comm_case *k)
+{
+	for (int r = 0; r < k->W; r++)
+		free(k->x[r]);
+	free(k->out);
+}
+
+static void do_sum(struct comm_case *k, int r)
+{
+	k->rc[r] = lks_comm_allreduce_sum(k->c[r], k->x[r], k->n);
+}
+
+static void do_max(struct comm_case *k, int r)
+{
+	k->rc[r] = lks_comm_allreduce_max(k->c[r], k->x[r], k->n);
+}
+
+Test(comm, allreduce_sum_is_the_serial_sum_in_rank_order)
+{
+	for (int W = 1; W <= 5; W++) {
+		/* several chunks of 65536 and a part, so that every rank reduces some */
+		struct comm_case k = { .W = W, .n = 5 * 65536 + 1234 };
+		size_t differ = 0;
+
+		comm_fill(&k);
+		comm_run(&k, do_sum);
+		for (int r = 0; r < W; r++)
+			cr_assert_eq(k.rc[r], 0, "W %d rank %d: %s", W, r, k.err[r]);
+		for (size_t i = 0; i < k.n; i++) {
+			float s = comm_value(0, i), rev = comm_value(W - 1, i);
+
+			for (int r = 1; r < W; r++) {
+				s += comm_value(r, i);
+				rev += comm_value(W - 1 - r, i);
+			}
+			differ += memcmp(&s, &rev, sizeof(s)) != 0;
+			for (int r = 0; r < W; r++)
+				cr_assert(memcmp(&k.x[r][i], &s, sizeof(s)) == 0,
+				          "W %d rank %d element %zu: %a, the serial sum %a", W, r, i,
+				          (double)k.x[r][i], (double)s);
+		}
+		/* the check can fail: the other order gives other bits somewhere */
+		if (W >= 3)
+			cr_assert_gt(differ, 0, "W %d: the data does not tell the orders apart", W);
+		comm_free(&k);
+	}
+}
+
+Test(comm, allreduce_max_propagates_nan)
+{
+	struct comm_case k = { .W = 4, .n = 70000 };
+
+	comm_fill(&k);
+	k.x[2][5] = NAN;                  /* one rank's NaN reaches every rank */
+	k.x[1][69999] = NAN;              /* in the second chunk, reduced by rank 1 */
+	k.x[3][6] = INFINITY;             /* an infinity is a max like another */
+	k.x[0][7] = NAN;                  /* rank 0's NaN is kept against larger values */
+	k.x[1][7] = 1e30f;
+	comm_run(&k, do_max);
+	for (int r = 0; r < 4; r++) {
+		cr_assert_eq(k.rc[r], 0, "rank %d: %s", r, k.err[r]);
+		cr_assert(isnan(k.x[r][5]) && isnan(k.x[r][69999]) && isnan(k.x[r][7]),
+		          "rank %d lost a NaN", r);
+		cr_assert(isinf(k.x[r][6]) && k.x[r][6] > 0);
+		for (size_t i = 8; i < 69999; i += 997) {
+			float m = comm_value(0, i);
+
+			for (int q = 1; q < 4; q++)
+				m = fmaxf(m, comm_value(q, i));
+			cr_assert_eq(k.x[r][i], m, "rank %d element %zu", r, i);
+		}
+	}
+	comm_free(&k);
+}
+
+/* rank r sends r + 1 records of 3 bytes, (r, j, 0x5a) */
+static void do_gather(struct comm_case *k, int r)
+{
+	unsigned char rec[3 * MAXW];
+
+	for (int j = 0; j <= r; j++)
+		memcpy(rec + 3 * j, (unsigned char[]){ (unsigned char)r, (unsigned char)j, 0x5a }, 3);
+	k->rc[r] = lks_comm_gather(k->c[r], rec, 3 * (size_t)(r + 1),
+	                           r == LKS_COMM_ROOT ? &k->out : NULL,
+	                           r == LKS_COMM_ROOT ? k->counts : NULL);
+}
+
+Test(comm, gather_brings_every_rank_to_the_root_in_rank_order)
+{
+	struct comm_case k = { .W = 5 };
+	const unsigned char *p;
+
+	comm_run(&k, do_gather);
+	for (int r = 0; r < k.W; r++)
+		cr_assert_eq(k.rc[r], 0, "rank %d: %s", r, k.err[r]);
+	cr_assert_not_null(k.out);
+	p = k.out;
+	for (int r = 0; r < k.W; r++) {
+		cr_assert_eq(k.counts[r], 3 * (size_t)(r + 1));
+		for (int j = 0; j <= r; j++, p += 3)
+			cr_assert(p[0] == r && p[1] == j && p[2] == 0x5a, "rank %d record %d", r, j);
+	}
+	free(k.out);
+}
+
+static void do_barrier(struct comm_case *k, int r)
+{
+	usleep((useconds_t)(1000 * 20 * r));  /* the ranks arrive one after another */
+	atomic_fetch_add(&k->arrived, 1);
+	k->rc[r] = lks_comm_barrier(k->c[r]);
+	k->seen[r] = atomic_load(&k->arrived);
+}
+
+Test(comm, barrier_holds_every_rank_until_all_arrive, .timeout = 30)
+{
+	struct comm_case k = { .W = 4 };
+
+	comm_run(&k, do_barrier);
+	for (int r = 0; r < k.W; r++) {
+		cr_assert_eq(k.rc[r], 0, "rank %d: %s", r, k.err[r]);
+		cr_assert_eq(k.seen[r], 4, "rank %d left the barrier with %d arrived", r, k.seen[r]);
+	}
+}
+
+/* Ranks 0-2 wait in an all-reduce; rank 3 never joins it, it aborts. */
+static void do_abort(struct comm_case *k, int r)
+{
+	if (r == 3) {
+		usleep(100 * 1000);  /* the others are waiting by now (and if not, they still fail) */
+		lks_comm_abort(k->c[r], "lost its device");
+		k->rc[r] = 0;
+		return;
+	}
+	k->rc[r] = lks_comm_allreduce_sum(k->c[r], k->x[r], k->n);
+	/* and every collective after it fails at once */
+	k->seen[r] = lks_comm_barrier(k->c[r]);
+}
+
+Test(comm, abort_wakes_the_ranks_waiting_in_a_collective, .timeout = 30)
+{
+	struct comm_case k = { .W = 4, .n = 1000 };
+
+	comm_fill(&k);
+	comm_run(&k, do_abort);
+	for (int r = 0; r < 3; r++) {
+		cr_assert_eq(k.rc[r], -1, "rank %d: the all-reduce did not fail", r);
+		cr_assert(strstr(k.err[r], "rank 3 aborted: lost its device"), "rank %d: %s", r,
+		          k.err[r]);
+		cr_assert_eq(k.seen[r], -1, "rank %d: a barrier after the abort passed", r);
+		/* nothing was summed */
+		cr_assert_eq(k.x[r][0], comm_value(r, 0));
+	}
+	comm_free(&k);
+}
