@@ -12,9 +12,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "harness/engine/case.h"
 #include "harness/engine/runner.h"
+#include "harness/store/trace_store.h"
 #include "kernels/backend.h"
 #include "kernels/err.h"
 #include "case_text.h"
@@ -335,4 +337,34 @@ Test(backend, a_run_on_a_backend_without_an_op_fails_naming_it)
 		cr_expect(strstr(lks_errmsg(), want), "'%s' lacks '%s'", lks_errmsg(), want);
 	}
 	lks_case_release(&c);
+}
+
+static int backend_of(void *arg, const lks_run_rec *run)
+{
+	snprintf(arg, 32, "%s", run->info.backend);
+	return 0;
+}
+
+/* The run stores the name of the backend it ran on (the golden class follows from it),
+   not a fixed "cpu". */
+Test(backend, the_run_stores_its_backend_name)
+{
+	lks_backend be = counting_backend();
+	lks_runner_opts o = { .threads = 1, .backend = &be };
+	char dir[] = "/tmp/lks-test-backend-XXXXXX", path[64], stored[32] = "";
+	lks_run_result res;
+	lks_store *s;
+	lks_case c;
+
+	cr_assert_not_null(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/t.db", dir);
+	cr_assert_eq(lks_store_open(path, &s), 0, "%s", lks_errmsg());
+	load_case(two_blocks, NULL, 0, &c);
+	cr_assert_eq(lks_run(&c, &c.runs[0], s, &o, &res), 0, "%s", lks_errmsg());
+	cr_assert_eq(lks_store_get_runs(s, backend_of, stored), 0, "%s", lks_errmsg());
+	cr_assert_str_eq(stored, "counting");
+	lks_store_close(s);
+	lks_case_release(&c);
+	unlink(path);
+	rmdir(dir);
 }

@@ -655,7 +655,8 @@ int lks_run(const lks_case *c, const lks_run_cfg *run, lks_store *store,
 		lks_run_info info = {
 			.suite_id = o->suite_id, .case_name = c->name, .case_path = c->path,
 			.case_text = c->text, .run_name = run->name, .recipe = lks_recipe_name(run->recipe),
-			.options = options = lks_run_options(run, o->overrides), .backend = "cpu",
+			.options = options = lks_run_options(run, o->overrides),
+			.backend = (o->backend ? o->backend : &lks_backend_cpu)->name,
 			.world_size = R.W, .steps = R.steps, .seed = c->seed, .combo = o->combo,
 			.fingerprint = o->fingerprint ? o->fingerprint : "{}",
 		};
