@@ -24,6 +24,7 @@
 #include "harness/engine/runner.h"
 
 #include <math.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -33,7 +34,6 @@
 #include "harness/engine/model.h"
 #include "kernels/comm.h"
 #include "kernels/cpu/bg.h"
-#include "kernels/cpu/ops.h"
 #include "kernels/cpu/pool.h"
 #include "kernels/cpu/stats.h"
 #include "kernels/err.h"
@@ -71,6 +71,8 @@ struct lks_runner {
 		struct lks_runner *R;
 		int rank;
 		float clip_coef;
+		atomic_int failed;  /* a task's backend call failed: the first one's error in err */
+		char err[256];
 	} *jobs;                /* (W) */
 	struct lks_rank_out {   /* what a rank sends rank 0 of its step */
 		lks_step_row row;
@@ -167,18 +169,28 @@ static int lks_rank_errors(const struct lks_runner *R)
 	return len ? lks_err("%s", msg) : 0;
 }
 
+/* A task's backend call failed: the first failure's message (the error of that task's
+   thread, err.h) is kept for the rank. */
+static void lks_job_fail(struct lks_rank_job *j)
+{
+	int none = 0;
+
+	if (atomic_compare_exchange_strong(&j->failed, &none, 1))
+		snprintf(j->err, sizeof(j->err), "%s", lks_errmsg());
+}
+
 /* The clip of a rank's summed gradient, chunk by chunk (element-wise: any thread, any
    order). */
 static void lks_clip_task(void *arg, int task, int thread)
 {
 	struct lks_rank_job *j = arg;
 	struct lks_runner *R = j->R;
-	float *g = R->ranks[j->rank].grads;
+	lks_rank *r = &R->ranks[j->rank];
 	size_t i0 = (size_t)task * LKS_REDUCE_CHUNK, n = R->m.nparams;
 	size_t i1 = i0 + LKS_REDUCE_CHUNK < n ? i0 + LKS_REDUCE_CHUNK : n;
 
-	for (size_t i = i0; i < i1; i++)
-		g[i] *= j->clip_coef;
+	if (lks_be_clip(r->be, r->bectx, r->grads + i0, i1 - i0, j->clip_coef))
+		lks_job_fail(j);
 }
 
 /* AdamW on one chunk of a rank's replica. Elements are independent, so chunks may run on
@@ -200,9 +212,10 @@ static void lks_update_task(void *arg, int task, int thread)
 		const lks_ptensor *p = &R->m.t[i];
 		size_t a = p->off > c0 ? p->off : c0, b = p->off + p->n < c1 ? p->off + p->n : c1;
 
-		if (a < b)
-			lks_adamw(r->params + a, g + a, m1 + a, m2 + a, b - a, R->lr, o->beta1,
-			          o->beta2, o->eps, p->decay ? o->weight_decay : 0.0f, R->bc1, R->bc2);
+		if (a < b && lks_be_adamw(r->be, r->bectx, r->params + a, g + a, m1 + a, m2 + a, b - a,
+		                          R->lr, o->beta1, o->beta2, o->eps,
+		                          p->decay ? o->weight_decay : 0.0f, R->bc1, R->bc2))
+			lks_job_fail(j);
 	}
 }
 
@@ -245,20 +258,26 @@ static int lks_step_delayed(struct lks_runner *R, int rank)
    both applied, so a NaN gradient makes every gradient NaN (and 0 * inf is NaN). A finite
    norm at most clip leaves the gradient as it is, as before (PyTorch scales a norm less than
    1e-6 below clip by a hair under 1; the goldens keep their bits). */
-static double lks_rank_update(struct lks_runner *R, int rank)
+static int lks_rank_update(struct lks_runner *R, int rank, double *gnorm)
 {
 	const lks_optim_cfg *opt = &R->c->optim;
 	struct lks_rank_job *j = &R->jobs[rank];
+	lks_rank *r = &R->ranks[rank];
 	int ntasks = (int)((R->m.nparams + LKS_REDUCE_CHUNK - 1) / LKS_REDUCE_CHUNK);
 	lks_pool *pool = R->W > 1 ? NULL : R->pool1;
-	double gnorm = sqrt(lks_sumsq(R->ranks[rank].grads, R->m.nparams));  /* fixed order */
+	double ss;
 
-	if (opt->clip > 0.0f && !(gnorm <= opt->clip)) {
-		j->clip_coef = (float)(opt->clip / (gnorm + 1e-6));
+	if (lks_be_sumsq(r->be, r->bectx, r->grads, R->m.nparams, &ss))  /* fixed order */
+		return -1;
+	*gnorm = sqrt(ss);
+	atomic_store(&j->failed, 0);
+	if (opt->clip > 0.0f && !(*gnorm <= opt->clip)) {
+		j->clip_coef = (float)(opt->clip / (*gnorm + 1e-6));
 		lks_pool_run(pool, ntasks, lks_clip_task, j);
 	}
-	lks_pool_run(pool, ntasks, lks_update_task, j);
-	return gnorm;
+	if (!atomic_load(&j->failed))
+		lks_pool_run(pool, ntasks, lks_update_task, j);
+	return atomic_load(&j->failed) ? lks_err("%s", j->err) : 0;
 }
 
 /* A rank's step after its update: the update's trace rows, delayed scaling, and the step's
@@ -309,7 +328,7 @@ static void lks_rank_task(void *arg, int task, int thread)
 	struct lks_runner *R = arg;
 	lks_rank *r = &R->ranks[task];
 	int B = R->batch, S = R->m.cfg.seq;
-	double t0;
+	double t0, gnorm;
 
 	for (int b = 0; b < B; b++)
 		lks_data_sequence(&R->data, (uint64_t)R->step * B * R->W + (uint64_t)task * B + b,
@@ -336,7 +355,11 @@ static void lks_rank_task(void *arg, int task, int thread)
 	}
 	if (task == 0 && R->o->on_grads)
 		R->o->on_grads(R->o->on_grads_arg, R->step, r->grads, &R->m);
-	if (lks_rank_finish(R, task, lks_rank_update(R, task)))
+	if (lks_rank_update(R, task, &gnorm)) {
+		lks_rank_fail(R, task, 1);
+		return;
+	}
+	if (lks_rank_finish(R, task, gnorm))
 		lks_rank_fail(R, task, 0);
 }
 
@@ -473,7 +496,7 @@ static int lks_runner_init(struct lks_runner *R, const lks_case *c, const lks_ru
 	    || !R->amax || !R->rows || !R->sj.rows)
 		return lks_err("out of memory");
 	for (int r = 0; r < R->W; r++)
-		R->jobs[r] = (struct lks_rank_job){ R, r, 0.0f };
+		R->jobs[r] = (struct lks_rank_job){ .R = R, .rank = r };
 	for (int r = 0; r < R->W; r++) {
 		/* ranks run as threads, each with a single-threaded GEMM: W threads in all */
 		if (lks_rank_init(&R->ranks[r], r, &R->m, run, R->batch * c->model.seq,
