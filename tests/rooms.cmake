@@ -2,7 +2,8 @@
 # For every room, a probe file that includes one header of another room is compiled with the
 # flags that room's own sources are compiled with (from compile_commands.json): it must
 # compile when the other room is below, and fail with "No such file" when it is above or
-# beside. A change that let a room see the whole tree (a target_include_directories of the
+# beside. Of kernels/, the interfaces must compile everywhere and a CPU kernel's header only
+# in the rooms that may see them (the model, runner, checks and report use the backend). A change that let a room see the whole tree (a target_include_directories of the
 # source root, say) fails this test, as does one that cut a room off from what it may use.
 #   cmake -DCOMMANDS=build/compile_commands.json -DWORK=<scratch folder> -P tests/rooms.cmake
 cmake_minimum_required(VERSION 3.22)
@@ -26,6 +27,10 @@ set(below_report verify engine store base)
 set(below_probe verify engine store base)
 set(below_bench verify engine store base)
 set(below_cli bench probe report verify engine store base)
+# The rooms that see the CPU kernels' headers (kernels/cpu/); every room sees the kernels'
+# interfaces (kernels/backend.h, comm.h, element/, ...), and the others reach a CPU kernel
+# only through the backend.
+set(cpu_rooms base store bench cli)
 
 file(READ ${COMMANDS} json)
 string(JSON n LENGTH "${json}")
@@ -76,6 +81,24 @@ foreach(room ${rooms})
 			math(EXPR failures "${failures} + 1")
 		elseif(at EQUAL -1 AND (rc EQUAL 0 OR NOT out MATCHES "No such file"))
 			message(SEND_ERROR "${room} must not see ${other}, but including harness/${other}/${header_${other}} ${out}gave exit ${rc}")
+			math(EXPR failures "${failures} + 1")
+		endif()
+	endforeach()
+	# the kernels: the interfaces for every room, the CPU kernels for cpu_rooms alone
+	foreach(k "kernels/backend.h" "kernels/comm.h" "kernels/element/cast.h" "kernels/cpu/ops.h")
+		set(probe ${WORK}/${room}_includes_kernel.c)
+		file(WRITE ${probe} "#include \"${k}\"\n")
+		execute_process(COMMAND ${cc} ${flags} -fsyntax-only ${probe}
+			RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE out)
+		math(EXPR probes "${probes} + 1")
+		list(FIND cpu_rooms ${room} cpu)
+		if(k MATCHES "/cpu/" AND cpu EQUAL -1)
+			if(rc EQUAL 0 OR NOT out MATCHES "No such file")
+				message(SEND_ERROR "${room} must reach the CPU kernels only through the backend, but including ${k} ${out}gave exit ${rc}")
+				math(EXPR failures "${failures} + 1")
+			endif()
+		elseif(NOT rc EQUAL 0)
+			message(SEND_ERROR "${room} may include ${k}, but this fails:\n${out}")
 			math(EXPR failures "${failures} + 1")
 		endif()
 	endforeach()

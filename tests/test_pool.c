@@ -2,7 +2,7 @@
 #include <criterion/criterion.h>
 #include <stdatomic.h>
 
-#include "kernels/cpu/pool.h"
+#include "kernels/pool.h"
 
 struct count_job {
 	atomic_int runs[1000];

@@ -16,7 +16,7 @@
 #include "harness/store/trace_store.h"
 #include "kernels/backend.h"
 #include "kernels/bg.h"
-#include "kernels/cpu/pool.h"
+#include "kernels/pool.h"
 
 /* The backend wrapper of part 3: the CPU backend, with the time of every call summed.
    Nanoseconds in atomics, so ranks running as threads could share it (part 3 uses one). */

@@ -33,9 +33,8 @@
 #include "harness/engine/data.h"
 #include "harness/engine/model.h"
 #include "kernels/comm.h"
-#include "kernels/cpu/bg.h"
-#include "kernels/cpu/pool.h"
-#include "kernels/cpu/stats.h"
+#include "kernels/bg.h"
+#include "kernels/pool.h"
 #include "kernels/err.h"
 #include "kernels/mathf.h"
 

@@ -14,7 +14,7 @@
 #include "kernels/cpu/gemm.h"
 #include "kernels/cpu/isa.h"
 #include "kernels/cpu/ops.h"
-#include "kernels/cpu/pool.h"
+#include "kernels/pool.h"
 #include "kernels/cpu/quant.h"
 #include "kernels/cpu/stats.h"
 

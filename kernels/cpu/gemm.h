@@ -26,7 +26,7 @@
 
 #include "kernels/backend_types.h"
 #include "kernels/cpu/isa.h"
-#include "kernels/cpu/pool.h"
+#include "kernels/pool.h"
 
 /* lks_dtype, lks_scaling, lks_operand, lks_gemm: kernels/backend_types.h */
 

@@ -22,7 +22,7 @@
 
 #include "kernels/backend_types.h"
 #include "kernels/cpu/convert.h"
-#include "kernels/cpu/pool.h"
+#include "kernels/pool.h"
 
 /* lks_fp8, lks_axis, lks_quant, lks_quant_nscales: kernels/backend_types.h. lks_fp8_scale (the
    scale of an amax), lks_nanmax and LKS_POW2_UP (a planted fault's rounding) are element

@@ -5,7 +5,7 @@
  * and the caller take task numbers from an atomic counter until none are left. The caller
  * waits until every worker has finished the generation before it returns.
  */
-#include "kernels/cpu/pool.h"
+#include "kernels/pool.h"
 
 #include <pthread.h>
 #include <stdatomic.h>

@@ -1,12 +1,13 @@
 /*
- * pool.h: a fixed set of worker threads that run numbered tasks.
+ * pool.h: a fixed set of worker threads that run numbered tasks (host threads, not a CPU
+ * kernel: the CPU kernels and the runner use it whatever the backend).
  *
  * Kernels split their output into independent tasks; a task never shares an accumulator
  * with another, so which thread runs which task, and in which order, cannot change a bit
  * of the result. That is what makes results independent of the thread count.
  */
-#ifndef LKS_KERNELS_CPU_POOL_H
-#define LKS_KERNELS_CPU_POOL_H
+#ifndef LKS_KERNELS_POOL_H
+#define LKS_KERNELS_POOL_H
 
 typedef struct lks_pool lks_pool;
 
