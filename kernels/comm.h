@@ -23,7 +23,7 @@
 
 #include "kernels/err.h"
 
-#define LKS_COMM_VERSION 1
+#define LKS_COMM_VERSION 2
 #define LKS_COMM_ROOT 0         /* the rank that gathers (the one that owns the database) */
 
 typedef struct lks_comm lks_comm;
@@ -47,6 +47,15 @@ typedef struct lks_comm_methods {
 	void (*abort)(lks_comm *c, const char *why);
 	/* Releases this rank's end; the last rank to close releases the group. */
 	void (*close)(lks_comm *c);
+	/* -- version 2 -- */
+	/* The ranks of one run on the processes of a job, c being this process's end of the
+	   job (one end per process, rank = the process's): nranks ranks in contiguous blocks
+	   as lks_comm_layout lays them out, this process's as threads. *first and *count are
+	   its ranks, ends[0..*count) their ends (ends: room for nranks), each for one thread;
+	   rank and size of an end are the group's (first + i, nranks). A process with no
+	   rank gets *count = 0 and takes no part in the group's collectives. Called by every
+	   process of the job, in the same order; the ends are closed as any others. */
+	int (*group)(lks_comm *c, int nranks, int *first, int *count, lks_comm **ends);
 } lks_comm_methods;
 
 struct lks_comm {
@@ -89,6 +98,26 @@ static inline void lks_comm_close(lks_comm *c)
 {
 	if (c && c->m->close)
 		c->m->close(c);
+}
+
+static inline int lks_comm_group(lks_comm *c, int nranks, int *first, int *count,
+                                 lks_comm **ends)
+{
+	return c->m->version >= 2 && c->m->group ? c->m->group(c, nranks, first, count, ends)
+	     : lks_err("communicator '%s' cannot lay out ranks over processes", c->m->name);
+}
+
+/* Where nranks ranks go on procs processes: process p hosts the block [first, first +
+   count), first = ceil(p * nranks / procs). Rank 0 is on process 0 (the one that owns the
+   database), a process hosts ceil or floor of nranks / procs ranks, and when nranks < procs
+   some host none. */
+static inline void lks_comm_layout(int nranks, int procs, int p, int *first, int *count)
+{
+	long long lo = ((long long)p * nranks + procs - 1) / procs;
+	long long hi = ((long long)(p + 1) * nranks + procs - 1) / procs;
+
+	*first = (int)lo;
+	*count = (int)(hi - lo);
 }
 
 /* A group of size ranks as threads of this process: out[r] is rank r's end, to be used by

@@ -98,7 +98,7 @@ int main(void)
 	static const size_t lengths[] = { 0, 1, 3, 1000, 100003 };
 	lks_comm *c;
 
-	if (lks_comm_mpi(&c)) {
+	if (lks_comm_mpi(0, &c)) {
 		fprintf(stderr, "mpi_comm: %s\n", lks_errmsg());
 		return 1;
 	}

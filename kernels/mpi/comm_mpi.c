@@ -187,7 +187,18 @@ static const lks_comm_methods lks_comm_mpi_methods = {
 	.close = lks_mpi_close,
 };
 
-int lks_comm_mpi(lks_comm **out)
+void lks_comm_mpi_library(char *buf, size_t n)
+{
+	char v[MPI_MAX_LIBRARY_VERSION_STRING];
+	int len = 0;
+
+	if (MPI_Get_library_version(v, &len) != MPI_SUCCESS)
+		snprintf(v, sizeof(v), "unknown");
+	v[strcspn(v, "\r\n")] = 0;
+	snprintf(buf, n, "%s", v);
+}
+
+int lks_comm_mpi(double timeout_s, lks_comm **out)
 {
 	struct lks_comm_mpi *m = calloc(1, sizeof(*m));
 	int up = 0, rc, size;

@@ -12,8 +12,15 @@
 
 #include "kernels/comm.h"
 
-/* This process's end of the world: MPI is initialised here when it is not yet (and
-   finalised when the communicator is closed); -1 (lks_err) when MPI cannot start. */
-int lks_comm_mpi(lks_comm **out);
+/* This process's end of the job: rank and size are MPI_COMM_WORLD's, one end per process
+   (its group method lays the ranks of a run out over the processes, as threads). MPI is
+   initialised here when it is not yet (and finalised when the communicator is closed); -1
+   (lks_err) when MPI cannot start. A collective of the job or of its groups that has not
+   completed after timeout_s seconds (a process died or hangs) ends the job as abort does,
+   naming what it waited for; timeout_s <= 0: no limit. */
+int lks_comm_mpi(double timeout_s, lks_comm **out);
+
+/* The MPI library's version, its first line (MPI_Get_library_version), into buf. */
+void lks_comm_mpi_library(char *buf, size_t n);
 
 #endif
