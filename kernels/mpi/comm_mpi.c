@@ -51,8 +51,8 @@ struct lks_mpi_group {
 	int first, count;       /* this process's ranks */
 	int nranks;
 	int *pcount;            /* (procs) ranks per process */
-	int job;                /* the job's end: closing it finalises MPI if it started it */
-	int initialised;        /* this communicator started MPI */
+	int initialised;        /* the job's end, whose communicator started MPI: closing it
+	                           finalises MPI */
 	double timeout_s;       /* <= 0: no limit */
 	int process;            /* MPI_COMM_WORLD's rank of this process, for messages */
 	char host[64];
@@ -217,7 +217,7 @@ static int lks_mpi_allreduce_work(struct lks_mpi_group *g, int max)
 		for (int q = 0; q < g->procs; q++) {
 			size_t a = lks_slice_at(n, g->procs, q), b = lks_slice_at(n, g->procs, q + 1);
 
-			for (size_t i = 0; i < k; i++, p += b - a)
+			for (size_t i = 0; i < k && b > a; i++, p += b - a)
 				memcpy(p, g->x[i] + a, (b - a) * sizeof(float));
 		}
 		src = g->packed;
@@ -256,7 +256,7 @@ static int lks_mpi_allreduce_work(struct lks_mpi_group *g, int max)
 	}
 	rc = LKS_MPI_START_WAIT(g, MPI_Iallgatherv(MPI_IN_PLACE, 0, MPI_FLOAT, x, g->scounts,
 	                        g->sdispls, MPI_FLOAT, g->comm, &req), req, what, "all-gather");
-	for (size_t i = 1; !rc && i < k; i++)
+	for (size_t i = 1; !rc && n && i < k; i++)
 		memcpy(g->x[i], x, n * sizeof(float));
 	return rc;
 }
@@ -621,7 +621,6 @@ int lks_comm_mpi(double timeout_s, lks_comm **out)
 			MPI_Finalize();
 		return -1;
 	}
-	g->job = 1;
 	g->initialised = initialised;
 	g->timeout_s = timeout_s;
 	g->process = rank;
