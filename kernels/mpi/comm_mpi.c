@@ -16,8 +16,8 @@
  * ((x_0 + x_1) + x_2) + ...; an MPI_Iallgatherv gives every process every reduced slice.
  * MPI moves floats and never adds them: the bits are the threads communicator's.
  *
- * Every wait on another process is nonblocking MPI polled with MPI_Test and a short sleep
- * (up to 1 ms) until the job's timeout; past it the process says which collective had no
+ * Every wait on another process is nonblocking MPI polled with MPI_Test (at first without
+ * sleeping, then with sleeps of up to 1 ms) until the job's timeout; past it the process says which collective had no
  * answer and ends the job (MPI_Abort, exit 3): a job with a dead or stuck process must not
  * hang.
  */
@@ -34,7 +34,12 @@
 #include <time.h>
 #include <unistd.h>
 
-#define LKS_MPI_NAP_MAX_NS 1000000L  /* the longest sleep between two MPI_Tests: 1 ms */
+/* A wait polls without sleeping for its first LKS_MPI_SPIN_S (an exchange of a step is
+   usually done by then, and a sleep of Linux costs ~50 us at least), then sleeps between
+   two MPI_Tests, 10 us doubled up to 1 ms: a wait on a slow process costs little CPU and
+   ends at most 1 ms late. */
+#define LKS_MPI_SPIN_S 200e-6
+#define LKS_MPI_NAP_MAX_NS 1000000L
 
 struct lks_mpi_group;
 
@@ -121,7 +126,8 @@ static int lks_mpi_wait(struct lks_mpi_group *g, MPI_Request *req, const char *w
                         const char *step)
 {
 	double t0 = lks_mpi_now();
-	long nap = 1000;  /* ns, doubled up to LKS_MPI_NAP_MAX_NS */
+	long nap = 10000;  /* ns, doubled up to LKS_MPI_NAP_MAX_NS */
+	double waited;
 	char who[64];
 	int done = 0, rc;
 
@@ -133,8 +139,11 @@ static int lks_mpi_wait(struct lks_mpi_group *g, MPI_Request *req, const char *w
 			return lks_mpi_err(rc, step);
 		if (done)
 			return 0;
-		if (g->timeout_s > 0 && lks_mpi_now() - t0 > g->timeout_s)
+		waited = lks_mpi_now() - t0;
+		if (g->timeout_s > 0 && waited > g->timeout_s)
 			break;
+		if (waited < LKS_MPI_SPIN_S)
+			continue;
 		nanosleep(&(struct timespec){ 0, nap }, NULL);
 		nap = nap * 2 < LKS_MPI_NAP_MAX_NS ? nap * 2 : LKS_MPI_NAP_MAX_NS;
 	}
