@@ -513,7 +513,7 @@ static int lks_runner_init(struct lks_runner *R, const lks_case *c, const lks_ru
 	for (int r = 0; r < R->L; r++) {
 		/* ranks run as threads, each with a single-threaded GEMM: L threads in all */
 		if (lks_rank_init(&R->ranks[r], R->first + r, &R->m, run, R->batch * c->model.seq,
-		                  global * c->model.seq, o->backend ? o->backend : &lks_backend_cpu,
+		                  global * c->model.seq, o->backend ? o->backend : lks_backend_default(),
 		                  o->backend ? o->backend_ctx : R->gemm_pool))
 			return -1;
 		R->ranks[r].tr.off = o->no_trace;
@@ -698,7 +698,7 @@ int lks_run(const lks_case *c, const lks_run_cfg *run, lks_store *store,
 			.suite_id = o->suite_id, .case_name = c->name, .case_path = c->path,
 			.case_text = c->text, .run_name = run->name, .recipe = lks_recipe_name(run->recipe),
 			.options = options = lks_run_options(run, o->overrides),
-			.backend = (o->backend ? o->backend : &lks_backend_cpu)->name,
+			.backend = (o->backend ? o->backend : lks_backend_default())->name,
 			.world_size = R.W, .steps = R.steps, .seed = c->seed, .combo = o->combo,
 			.fingerprint = o->fingerprint ? o->fingerprint : "{}",
 		};

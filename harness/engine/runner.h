@@ -31,7 +31,7 @@ typedef struct lks_runner_opts {
 	   (m->nparams floats, laid out as m->t), in rank 0's thread */
 	void (*on_grads)(void *arg, int step, const float *g, const struct lks_model *m);
 	void *on_grads_arg;
-	/* the backend of the ranks (NULL: lks_backend_cpu) and its context (NULL: the runner
+	/* the backend of the ranks (NULL: the registry's default, cpu) and its context (NULL: the runner
 	   passes its GEMM thread pool); a wrapper can time or record every kernel call */
 	const struct lks_backend *backend;
 	void *backend_ctx;
