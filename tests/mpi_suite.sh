@@ -7,7 +7,8 @@
 # check. The suite's world sizes are 1 to 4, so -np 2 runs a world of 4 as 2 processes x 2
 # threads, a world of 3 as 2 + 1, and -np 4 leaves processes without a rank in the runs
 # of 1 to 3. It also checks that each run records the job in its fingerprint (launcher,
-# processes, MPI library, hosts), and that the exit codes agree.
+# processes, hosts, and the MPI library, which one process does not start), and that the
+# exit codes agree.
 set -euo pipefail
 bin=$1
 shift
@@ -46,7 +47,7 @@ for np in 1 2 4; do
 		json_extract(fingerprint, '\$.processes') IS NOT '$np'
 		OR json_extract(fingerprint, '\$.launcher') IS NULL
 		OR json_extract(fingerprint, '\$.launcher') = 'none'
-		OR json_extract(fingerprint, '\$.mpi_library') IS NULL
+		OR (json_extract(fingerprint, '\$.mpi_library') IS NULL) != ($np == 1)
 		OR json_extract(fingerprint, '\$.hosts') NOT LIKE '% x$np'")
 	((bad == 0)) || fail "-np $np: $bad runs lack the job in their fingerprint"
 	echo "mpi_suite: -np $np: the same traces, events and verdicts as threads ($(sqlite3 "$db" 'SELECT count(*) FROM stats') stat rows)"

@@ -20,7 +20,9 @@ int lks_job_start(double timeout_s, lks_job *j)
 	j->root = 1;
 	if (lks_launch_detect(getenv, &j->launch))
 		return lks_usage("%s", lks_errmsg());
-	if (!strcmp(j->launch.launcher, "none"))
+	/* one process needs no MPI (and a program that lockstep starts, a probe, inherits the
+	   launcher's variables: MPI must not start in it) */
+	if (j->launch.size == 1)
 		return 0;
 #ifdef LKS_HAVE_MPI
 	if (lks_comm_mpi(timeout_s, &j->comm)) {
@@ -38,8 +40,6 @@ int lks_job_start(double timeout_s, lks_job *j)
 	return 0;
 #else
 	(void)timeout_s;
-	if (j->launch.size == 1)
-		return 0;
 	return lks_usage("launched by %s as process %d of %d, but this lockstep was built "
 	                 "without MPI: its processes would not talk to each other (install an MPI "
 	                 "library, e.g. Debian's libopenmpi-dev, and rebuild)", j->launch.launcher,
@@ -100,17 +100,23 @@ out:
 
 int lks_job_fingerprint(const lks_job *j, lks_fingerprint *fp)
 {
-	char hosts[256];
+	char hosts[256] = "";
 
-	if (!j->comm)
+	if (!strcmp(j->launch.launcher, "none"))
 		return 0;
-	if (lks_job_hosts(j, hosts, sizeof(hosts)))
+	if (j->comm && lks_job_hosts(j, hosts, sizeof(hosts)))
 		return -1;
+	if (!j->comm) {  /* a launch of one process */
+		gethostname(hosts, sizeof(hosts) - 4);
+		strcat(hosts, " x1");
+	}
 	if (!j->root)
 		return 0;
 	lks_fingerprint_add(fp, "launcher", "%s", j->launch.launcher);
-	lks_fingerprint_add(fp, "processes", "%d", j->comm->size);
+	lks_fingerprint_add(fp, "processes", "%d", j->launch.size);
 	lks_fingerprint_add(fp, "hosts", "%s", hosts);
+	if (!j->comm)
+		return 0;
 #ifdef LKS_HAVE_MPI
 	{
 		char lib[256];

@@ -2,7 +2,8 @@
  * job.h: the processes one command runs as (DESIGN.md, Ranks and the distributed engine).
  * Started by mpirun or srun, lockstep reads its launcher from the environment
  * (harness/engine/launch.h) and joins the others through MPI (kernels/mpi/comm_mpi.h);
- * started by hand, it is a job of one process with no communicator at all. Every process
+ * started by hand, or as the only process of a launch, it is a job of one process with no
+ * communicator at all (MPI does not start). Every process
  * trains its share of every run; process 0 alone owns the database, the checks and the
  * report, and the others stay quiet.
  */
@@ -31,8 +32,9 @@ int lks_job_start(double timeout_s, lks_job *j);
    exchange fails. */
 int lks_job_agree(const lks_job *j, int *v, int n);
 
-/* The job in the fingerprint: launcher, processes, MPI library, hosts (collective: every
-   process calls it; only the root's fp is filled). */
+/* The job in the fingerprint: launcher, processes, hosts and the MPI library, when a
+   launcher started it (collective: every process calls it; only the root's fp is
+   filled). */
 int lks_job_fingerprint(const lks_job *j, lks_fingerprint *fp);
 
 void lks_job_end(lks_job *j);
