@@ -4,6 +4,8 @@
  */
 #include "kernels/backend.h"
 
+#include "kernels/cpu/backend_cpu.h"
+
 #include <stdio.h>
 #include <string.h>
 
@@ -22,6 +24,11 @@ const char *lks_backend_names(char *buf, size_t size)
 		len += (size_t)snprintf(buf + len, size - len, "%s%s", i ? ", " : "",
 		                        lks_backends[i]->name);
 	return buf;
+}
+
+const lks_backend *lks_backend_default(void)
+{
+	return lks_backends[0];
 }
 
 const lks_backend *lks_backend_find(const char *name)

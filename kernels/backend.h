@@ -108,12 +108,11 @@ struct lks_backend {
 	                   lks_tensor_stats *s);
 };
 
-/* The CPU backend; its ctx is an lks_pool * (NULL: the calling thread only). */
-extern const lks_backend lks_backend_cpu;
-
-/* The registry: the backend called name, or NULL (lks_err lists the known names); the
-   known names, "cpu, cuda", into buf. */
+/* The registry (backend.c, the one library that links the backends' kernels): the backend
+   called name, or NULL (lks_err lists the known names); the default, cpu (its ctx is an
+   lks_pool *, NULL: the calling thread only); the known names, "cpu, cuda", into buf. */
 const lks_backend *lks_backend_find(const char *name);
+const lks_backend *lks_backend_default(void);
 const char *lks_backend_names(char *buf, size_t size);
 
 /* ---- the wrappers: a missing method is an error, never a crash ---- */

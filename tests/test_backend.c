@@ -18,6 +18,7 @@
 #include "harness/engine/runner.h"
 #include "harness/store/trace_store.h"
 #include "kernels/backend.h"
+#include "kernels/cpu/backend_cpu.h"
 #include "kernels/err.h"
 #include "case_text.h"
 

@@ -15,6 +15,7 @@
 #include "kernels/cpu/ops.h"
 #include "kernels/err.h"
 #include "kernels/philox.h"
+#include "kernels/cpu/backend_cpu.h"
 
 enum { V = 16, H = 8, F = 16, L = 2, SEQ = 4, BATCH = 2, T = SEQ * BATCH };
 

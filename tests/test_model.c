@@ -24,6 +24,7 @@
 #include "case_text.h"
 #include "kernels/cpu/isa.h"
 #include "kernels/err.h"
+#include "kernels/cpu/backend_cpu.h"
 
 /* ---- cases and captured traces ---- */
 

@@ -19,6 +19,7 @@
 #include "harness/engine/case.h"
 #include "harness/engine/runner.h"
 #include "kernels/backend.h"
+#include "kernels/cpu/backend_cpu.h"
 #include "kernels/err.h"
 #include "run_bin.h"
 

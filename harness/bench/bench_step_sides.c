@@ -18,6 +18,7 @@
 
 #include "harness/bench/bench.h"
 #include "kernels/backend.h"
+#include "kernels/cpu/backend_cpu.h"
 #include "kernels/err.h"
 
 static int64_t lks_step_ns(void)

@@ -14,6 +14,7 @@
 #include "harness/engine/case.h"
 #include "harness/verify/check.h"
 #include "harness/cli/cmd.h"
+#include "harness/cli/job.h"
 #include "harness/store/fingerprint.h"
 #include "harness/report/junit.h"
 #include "harness/store/golden.h"
@@ -49,6 +50,8 @@ static const char lks_run_help[] =
 	"  --combo NAME     store the runs under this combo name (matrix, bisect and reduce\n"
 	"                   give it to each probe)\n"
 	"  --threads N      GEMM threads of single-rank runs (default: all cores)\n"
+	"  --timeout S      under mpirun or srun: how long a process waits for the others\n"
+	"                   before it ends the job, exit 3 (default 600 seconds)\n"
 	"  --golden DIR     where golden files are (default: $LKS_GOLDEN_DIR, else golden)\n"
 	"  --junit FILE     also write the verdicts as JUnit XML (a testcase per check)\n"
 	"  --quiet          no progress\n"
@@ -56,6 +59,13 @@ static const char lks_run_help[] =
 	"example:\n"
 	"  lockstep run cases/ --db nightly.db\n"
 	"  lockstep run cases/ac_neutral.ini --steps 5 --set model.layers=1\n"
+	"  mpirun -np 2 lockstep run cases/    (or srun -n 2 ...)\n"
+	"\n"
+	"processes: started by mpirun or srun (recognised from the environment), lockstep runs\n"
+	"  as a job of processes: a run of world size W has its ranks laid out over them in\n"
+	"  blocks, as threads of each (2 processes x 2 threads is world size 4), with the same\n"
+	"  bits as threads alone. Process 0 owns the database and prints; the others only\n"
+	"  train. A process that dies or hangs ends the job (exit 3, the run 'incomplete').\n"
 	"\n"
 	"environment: LOCKSTEP_INJECT='SPEC' plants a fault in the runs it fits, as a run's\n"
 	"  'inject = SPEC' does (cases/README.md, Faults), e.g.\n"
@@ -70,7 +80,7 @@ static const char lks_run_help[] =
 struct lks_run_args {
 	const char *db, *junit, *combo;
 	const char *golden;       /* --golden DIR; NULL: not given */
-	int steps, threads, quiet;
+	int steps, threads, quiet, timeout;
 	const char **sets, **only, **inputs, **checks;
 	int nsets, nonly, ninputs, nchecks;
 };
@@ -79,6 +89,7 @@ struct lks_run_args {
 static int lks_run_parse(int argc, char **argv, struct lks_run_args *a)
 {
 	a->db = "lockstep.db";
+	a->timeout = 600;
 	a->sets = calloc((size_t)argc, sizeof(char *));
 	a->only = calloc((size_t)argc, sizeof(char *));
 	a->inputs = calloc((size_t)argc, sizeof(char *));
@@ -103,6 +114,10 @@ static int lks_run_parse(int argc, char **argv, struct lks_run_args *a)
 			i++;
 		} else if (!strcmp(o, "--threads")) {
 			if (lks_opt_int("run", o, v, 1, 1024, &a->threads))
+				return LKS_EXIT_USAGE;
+			i++;
+		} else if (!strcmp(o, "--timeout")) {
+			if (lks_opt_int("run", o, v, 1, 1 << 30, &a->timeout))
 				return LKS_EXIT_USAGE;
 			i++;
 		} else if (!strcmp(o, "--set") && v) {
@@ -194,16 +209,18 @@ static void lks_warn_unplanted(const struct lks_run_args *a, const lks_case *cas
 		}
 }
 
-static char *lks_fingerprint_json(void)
+/* The fingerprint with the job's processes (collective: every process calls it; NULL but
+   on the root, or when out of memory). */
+static char *lks_fingerprint_json(const lks_job *job)
 {
 	lks_fingerprint fp;
 	char *buf = NULL;
 	size_t len = 0;
-	FILE *f = open_memstream(&buf, &len);
+	FILE *f;
 
-	if (!f)
-		return NULL;
 	lks_fingerprint_collect(&fp);
+	if (lks_job_fingerprint(job, &fp) || !job->root || !(f = open_memstream(&buf, &len)))
+		return NULL;
 	lks_fingerprint_print(&fp, f, 1);
 	fclose(f);
 	return buf;
@@ -238,9 +255,49 @@ static char *lks_join(const char **v, int n)
 	return lks_join_after("", v, n);
 }
 
+/* The exit code and the verdicts as process 0 has them, given to every process of the job
+   (a process that failed on its own makes it 3), so that mpirun or srun gets one status. */
+static int lks_agree(const lks_job *job, int rc, lks_check_tally *t)
+{
+	int v[] = { rc, t->total, t->passed, t->failed, t->expected_fail, t->unsupported,
+	            t->skipped, t->bad_input };
+
+	if (lks_job_agree(job, v, (int)(sizeof(v) / sizeof(v[0])))) {
+		fprintf(stderr, "lockstep: %s\n", lks_errmsg());
+		return LKS_EXIT_INFRA;
+	}
+	*t = (lks_check_tally){ v[1], v[2], v[3], v[4], v[5], v[6], v[7] };
+	return v[0];
+}
+
+/* The root's last words: the verdicts counted, the JUnit file, the exit code (the others,
+   tally NULL: 0, they wait for the root's). */
+static int lks_run_summary(const struct lks_run_args *a, lks_store *store, int64_t suite_id,
+                           const lks_check_tally *tally)
+{
+	if (!tally)
+		return LKS_EXIT_OK;
+	printf("%d checks: %d passed, %d failed, %d expected failures, %d unsupported",
+	       tally->total, tally->passed, tally->failed, tally->expected_fail, tally->unsupported);
+	if (tally->skipped)
+		printf(", %d skipped", tally->skipped);
+	printf("\nsuite %lld stored in '%s'\n", (long long)suite_id, a->db);
+	if (a->junit && lks_junit_write(store, suite_id, a->junit)) {
+		fprintf(stderr, "lockstep: %s\n", lks_errmsg());
+		return LKS_EXIT_INFRA;
+	}
+	if (tally->bad_input) {
+		fprintf(stderr, "lockstep: %d check%s had bad input: a golden file or the check's "
+		        "keys (see above)\n", tally->bad_input, tally->bad_input > 1 ? "s" : "");
+		return LKS_EXIT_USAGE;
+	}
+	return tally->failed ? LKS_EXIT_FAIL : LKS_EXIT_OK;
+}
+
 int lks_run_cases(int argc, char **argv, lks_check_tally *t)
 {
 	struct lks_run_args a = { 0 };
+	lks_job job = { .root = 1 };
 	char *fingerprint = NULL, *command = NULL, *overrides = NULL;
 	int ncases = 0, rc, open_rc = 0;
 	lks_case *cases = NULL;
@@ -251,31 +308,39 @@ int lks_run_cases(int argc, char **argv, lks_check_tally *t)
 	lks_check_tally tally = { 0 };
 	lks_check_opts copts;
 
+	memset(t, 0, sizeof(*t));
 	if ((rc = lks_run_parse(argc, argv, &a)) != 0) {
 		rc = rc < 0 ? LKS_EXIT_OK : rc;
 		goto out;
 	}
+	if ((rc = lks_job_start(a.timeout, &job)) != 0)
+		goto out;
 	copts = (lks_check_opts){ .golden_dir = lks_golden_dir(a.golden) };
-	rc = LKS_EXIT_USAGE;
-	/* every case is valid before anything is written */
+	fingerprint = lks_fingerprint_json(&job);
+	/* every case is valid before anything is written; every process loads them */
 	if (lks_cases_load(a.inputs, a.ninputs, a.sets, a.nsets, &cases, &ncases)) {
 		fprintf(stderr, "lockstep: %s\n", lks_errmsg());
-		goto out;
+		rc = LKS_EXIT_USAGE;
+	} else if (lks_keep_checks(&a, cases, &ncases)) {
+		rc = LKS_EXIT_USAGE;
+	} else if (job.root) {
+		lks_warn_unplanted(&a, cases, ncases);
+		command = lks_command_line(argc, argv);
+		if (!fingerprint || !command) {
+			fprintf(stderr, "lockstep: out of memory\n");
+			rc = LKS_EXIT_INFRA;
+		} else if ((open_rc = lks_store_open(a.db, &store)) != 0
+		           || lks_store_begin_suite(store, command, &suite_id)) {
+			fprintf(stderr, "lockstep: %s\n", lks_errmsg());
+			/* a file that is not ours: bad input */
+			rc = open_rc == LKS_STORE_BAD_FILE ? LKS_EXIT_USAGE : LKS_EXIT_INFRA;
+		}
 	}
-	if (lks_keep_checks(&a, cases, &ncases))
+	/* all go on, or none */
+	if ((rc = lks_agree(&job, rc, &tally)) != 0)
 		goto out;
-	lks_warn_unplanted(&a, cases, ncases);
 	rc = LKS_EXIT_INFRA;
-	fingerprint = lks_fingerprint_json();
-	command = lks_command_line(argc, argv);
 	overrides = lks_join(a.sets, a.nsets);
-	if ((open_rc = lks_store_open(a.db, &store)) != 0
-	    || lks_store_begin_suite(store, command, &suite_id)) {
-		fprintf(stderr, "lockstep: %s\n", lks_errmsg());
-		if (open_rc == LKS_STORE_BAD_FILE)
-			rc = LKS_EXIT_USAGE;  /* a file that is not ours: bad input */
-		goto out;
-	}
 	for (int i = 0; i < ncases; i++) {
 		free(run_ids);
 		free(selected);
@@ -289,7 +354,7 @@ int lks_run_cases(int argc, char **argv, lks_check_tally *t)
 		}
 		for (int j = 0; j < cases[i].nruns; j++)
 			selected[j] = lks_selected(&a, &cases[i], cases[i].runs[j].name);
-		if (lks_sqnr_begin(&cases[i], selected, &pairs)) {
+		if (job.root && lks_sqnr_begin(&cases[i], selected, &pairs)) {
 			fprintf(stderr, "lockstep: %s\n", lks_errmsg());
 			goto out;
 		}
@@ -297,8 +362,9 @@ int lks_run_cases(int argc, char **argv, lks_check_tally *t)
 			const lks_run_cfg *run = &cases[i].runs[j];
 			lks_runner_opts o = {
 				.steps = a.steps, .threads = a.threads, .suite_id = suite_id,
-				.progress = a.quiet ? NULL : stderr, .progress_tty = isatty(2),
+				.progress = a.quiet || !job.root ? NULL : stderr, .progress_tty = isatty(2),
 				.fingerprint = fingerprint, .overrides = overrides, .combo = a.combo,
+				.job = job.comm,
 			};
 			lks_run_result res;
 
@@ -310,6 +376,8 @@ int lks_run_cases(int argc, char **argv, lks_check_tally *t)
 				fprintf(stderr, "lockstep: %s / %s: %s\n", cases[i].name, run->name, lks_errmsg());
 				goto out;
 			}
+			if (!job.root)  /* it trained its ranks; process 0 stores and says */
+				continue;
 			printf("%-20s %-16s %-18s ws %d  %4d steps  loss %.4f -> %.4f  %6.2fs%s\n",
 			       cases[i].name, run->name, lks_recipe_name(run->recipe), run->world_size,
 			       res.steps, res.first_loss, res.last_loss, res.seconds,
@@ -317,29 +385,17 @@ int lks_run_cases(int argc, char **argv, lks_check_tally *t)
 			fflush(stdout);
 			run_ids[j] = res.run_id;
 		}
-		if (lks_check_case(store, suite_id, &cases[i], run_ids, &copts, stdout, &tally)) {
+		if (job.root
+		    && lks_check_case(store, suite_id, &cases[i], run_ids, &copts, stdout, &tally)) {
 			fprintf(stderr, "lockstep: %s\n", lks_errmsg());
 			goto out;
 		}
 	}
-	printf("%d checks: %d passed, %d failed, %d expected failures, %d unsupported",
-	       tally.total, tally.passed, tally.failed, tally.expected_fail, tally.unsupported);
-	if (tally.skipped)
-		printf(", %d skipped", tally.skipped);
-	printf("\nsuite %lld stored in '%s'\n", (long long)suite_id, a.db);
-	if (a.junit && lks_junit_write(store, suite_id, a.junit)) {
-		fprintf(stderr, "lockstep: %s\n", lks_errmsg());
-		rc = LKS_EXIT_INFRA;
-		goto out;
-	}
-	rc = tally.failed ? LKS_EXIT_FAIL : LKS_EXIT_OK;
-	if (tally.bad_input) {
-		fprintf(stderr, "lockstep: %d check%s had bad input: a golden file or the check's "
-		        "keys (see above)\n", tally.bad_input, tally.bad_input > 1 ? "s" : "");
-		rc = LKS_EXIT_USAGE;
-	}
+	rc = lks_run_summary(&a, store, suite_id, job.root ? &tally : NULL);
+	rc = lks_agree(&job, rc, &tally);
 out:
 	*t = tally;
+	lks_job_end(&job);
 	lks_cases_release(cases, ncases);
 	lks_store_close(store);
 	free(run_ids);

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "harness/cli/cmd.h"
+#include "harness/engine/launch.h"
 #include "kernels/cpu/isa.h"
 #include "kernels/err.h"
 
@@ -53,6 +54,7 @@ static void lks_print_help(FILE *out)
 int main(int argc, char **argv)
 {
 	const char *isa_env = getenv("LKS_ISA");
+	lks_launch launch;
 	lks_isa isa;
 
 	if (argc < 2) {
@@ -76,6 +78,11 @@ int main(int argc, char **argv)
 		if (lks_isa_force(isa) != 0)
 			return lks_usage("LKS_ISA: %s", lks_errmsg());
 	}
+	/* several processes of one launch would each write the same files */
+	if (strcmp(argv[1], "run") && strcmp(argv[1], "check")
+	    && lks_launch_detect(getenv, &launch) == 0 && launch.size > 1)
+		return lks_usage("'lockstep %s' runs as one process: only run and check run as the "
+		                 "%d processes %s started", argv[1], launch.size, launch.launcher);
 	for (size_t i = 0; i < sizeof(lks_cmds) / sizeof(lks_cmds[0]); i++)
 		if (strcmp(argv[1], lks_cmds[i].name) == 0)
 			return lks_cmds[i].fn(argc - 1, argv + 1);

@@ -11,9 +11,13 @@
  * step runs in its own thread with its own optimizer state (lks_rank_task), and every
  * exchange between ranks (the gradients, delayed scaling's amax, the step and trace rows
  * gathered to rank 0, an abort when a rank fails) goes through the communicator. The
- * caller then stores what rank 0 gathered: the events, the rows. Still shared, as threads
- * allow: one rank pool runs the ranks' tasks, the step's failures are collected from every
- * rank's slot, and a planted fault that never met its tensor is read from its rank.
+ * caller then stores what rank 0 gathered: the events, the rows, a planted fault's hits.
+ *
+ * Ranks = processes x threads: with a job (opts->job, one end per process, as MPI gives),
+ * the run's ranks are laid out over the job's processes (lks_comm_group) and this process
+ * runs its own block [first, first + L) as threads; without one, all W ranks are threads
+ * here. Arrays of ranks are this process's (index i: rank first + i), except what rank 0
+ * gathers (every rank's). The process of rank 0 owns the store; the others have none.
  *
  * A single rank keeps its GEMM threads busy only inside GEMMs and casts; in the gaps an
  * idle-priority thread (bg.h) measures the traced tensors (trace.h, kept tensors) and
@@ -46,29 +50,30 @@ struct lks_runner {
 	lks_model m;
 	lks_data data;
 	int W, batch, steps;    /* ranks, sequences per rank, steps */
-	lks_rank *ranks;        /* (W) */
-	lks_pool *rank_pool;    /* W threads, one per rank; NULL for one rank */
+	int first, L;           /* this process's ranks: first, first + 1, ..., first + L - 1 */
+	lks_rank *ranks;        /* (L) */
+	lks_pool *rank_pool;    /* L threads, one per rank; NULL for one rank */
 	lks_pool *gemm_pool;    /* the GEMM threads of a single-rank run */
-	lks_comm **comm;        /* (W) each rank's end of the communicator */
+	lks_comm **comm;        /* (W, L used) each rank's end of the communicator */
 	float *local;           /* (nparams) a planted skip_allreduce: its rank's own gradient */
-	float *m1, *m2;         /* (W, nparams) AdamW moments per replica */
-	double *rank_time;      /* (W) seconds of the rank's forward + backward */
-	int *rank_failed;       /* (W) failed itself (an abort of another is not its failure) */
-	char (*rank_err)[512];  /* (W) a failed rank's error, recorded by its own thread */
-	int *nan_seen;          /* (W) a rank's first NaN event was recorded */
-	float *amax;            /* (W, 2L x 3) delayed scaling's slots, all-reduced */
+	float *m1, *m2;         /* (L, nparams) AdamW moments per replica */
+	double *rank_time;      /* (L) seconds of the rank's forward + backward */
+	int *rank_failed;       /* (L) failed itself (an abort of another is not its failure) */
+	char (*rank_err)[512];  /* (L) a failed rank's error, recorded by its own thread */
+	int *nan_seen;          /* (L) the rank met NaN/Inf once: it scans no more */
+	float *amax;            /* (L, 2L x 3) delayed scaling's slots, all-reduced */
 	size_t *counts;         /* (2W) the bytes each rank sent of its two gathers (rank 0) */
-	int *nan_tensor;        /* (W) this step's first non-finite gradient tensor, or -1 */
-	int64_t *nan_count;     /* (W) its non-finite values */
+	int *nan_tensor;        /* (L) this step's first non-finite gradient tensor, or -1 */
+	int64_t *nan_count;     /* (L) its non-finite values */
 	lks_stat_row *gathered; /* every rank's trace rows of the step, in rank order (rank 0) */
 	size_t ngathered;
-	lks_step_row *rows;     /* (W) this step's step rows */
+	lks_step_row *rows;     /* (W) this step's step rows (rank 0) */
 	float lr, bc1, bc2, b1pow, b2pow;
 	int step;               /* the step under way */
 	const lks_runner_opts *o;
 	struct lks_rank_job {   /* a rank's own pool tasks: its clip and update */
 		struct lks_runner *R;
-		int rank;
+		int i;              /* the rank's index here */
 		float clip_coef;
 		atomic_int failed;  /* a task's backend call failed: the first one's error in err */
 		char err[256];
@@ -76,6 +81,9 @@ struct lks_runner {
 	struct lks_rank_out {   /* what a rank sends rank 0 of its step */
 		lks_step_row row;
 		double loss;        /* the sum over its tokens */
+		int nan_tensor;     /* the step's first non-finite gradient tensor, or -1 */
+		int fault_hits;     /* times a planted bitflip or nan acted on it, so far */
+		int64_t nan_count;  /* its non-finite values */
 	} *outs;                /* (W) the step's, gathered in rank order (rank 0) */
 	lks_pool *pool1;        /* a single rank's threads for the optimizer */
 	lks_bg *bg;             /* a single rank's background thread: tracing, the store */
@@ -114,7 +122,7 @@ static int64_t lks_nonfinite(const float *x, size_t n)
 	return bad;
 }
 
-/* NaN/Inf in rank r's gradient buffer before the all-reduce, traced or not: the first
+/* NaN/Inf in the gradient buffer of rank index r before the all-reduce, traced or not: the first
    tensor with any in the backward's execution order, which is the parameters' reversed
    (head, final norm, blocks from the last: down, up, norm; the embedding). */
 static void lks_scan_grads(struct lks_runner *R, int r)
@@ -127,6 +135,7 @@ static void lks_scan_grads(struct lks_runner *R, int r)
 		if (n) {
 			R->nan_tensor[r] = i;
 			R->nan_count[r] = n;
+			R->nan_seen[r] = 1;  /* a rank's first event only */
 			return;
 		}
 	}
@@ -151,17 +160,17 @@ static int lks_rank_errors(const struct lks_runner *R)
 	size_t len = 0;
 
 	for (int own = 1; own <= 2 && !len; own++)
-	for (int r = 0, last = 0; r < R->W; r = last + 1) {
+	for (int r = 0, last = 0; r < R->L; r = last + 1) {
 		last = r;
 		if (R->rank_failed[r] != own || len >= sizeof(msg))
 			continue;
-		while (last + 1 < R->W && R->rank_failed[last + 1] == own
+		while (last + 1 < R->L && R->rank_failed[last + 1] == own
 		       && strcmp(R->rank_err[last + 1], R->rank_err[r]) == 0)
 			last++;
 		if (last > r)
-			snprintf(who, sizeof(who), "ranks %d-%d", r, last);
+			snprintf(who, sizeof(who), "ranks %d-%d", R->first + r, R->first + last);
 		else
-			snprintf(who, sizeof(who), "rank %d", r);
+			snprintf(who, sizeof(who), "rank %d", R->first + r);
 		len += (size_t)snprintf(msg + len, sizeof(msg) - len, "%s%s: %s", len ? "; " : "", who,
 		                        R->rank_err[r]);
 	}
@@ -184,7 +193,7 @@ static void lks_clip_task(void *arg, int task, int thread)
 {
 	struct lks_rank_job *j = arg;
 	struct lks_runner *R = j->R;
-	lks_rank *r = &R->ranks[j->rank];
+	lks_rank *r = &R->ranks[j->i];
 	size_t i0 = (size_t)task * LKS_REDUCE_CHUNK, n = R->m.nparams;
 	size_t i1 = i0 + LKS_REDUCE_CHUNK < n ? i0 + LKS_REDUCE_CHUNK : n;
 
@@ -198,11 +207,11 @@ static void lks_update_task(void *arg, int task, int thread)
 {
 	struct lks_rank_job *j = arg;
 	struct lks_runner *R = j->R;
-	lks_rank *r = &R->ranks[j->rank];
+	lks_rank *r = &R->ranks[j->i];
 	const lks_optim_cfg *o = &R->c->optim;
 	size_t np = R->m.nparams, c0 = (size_t)task * LKS_REDUCE_CHUNK;
 	size_t c1 = c0 + LKS_REDUCE_CHUNK < np ? c0 + LKS_REDUCE_CHUNK : np;
-	float *m1 = R->m1 + (size_t)j->rank * np, *m2 = R->m2 + (size_t)j->rank * np;
+	float *m1 = R->m1 + (size_t)j->i * np, *m2 = R->m2 + (size_t)j->i * np;
 	/* a planted skip_allreduce: this rank's own gradient, unclipped, as before the sum */
 	const float *g = lks_fault_here(&R->run->inject, LKS_FAULT_SKIP_ALLREDUCE, r->tr.step, r->rank)
 	               ? R->local : r->grads;
@@ -219,7 +228,7 @@ static void lks_update_task(void *arg, int task, int thread)
 }
 
 /* Delayed scaling: every slot's amax of this step all-reduced (max, NaN wins) as TE does,
-   then rolled into rank's history and scale. */
+   then rolled into the history and scale of the rank at index rank. */
 static int lks_step_delayed(struct lks_runner *R, int rank)
 {
 	const lks_recipe_rules *rules = lks_recipe_rules_of(R->run->recipe);
@@ -280,12 +289,12 @@ static int lks_rank_update(struct lks_runner *R, int rank, double *gnorm)
 }
 
 /* A rank's step after its update: the update's trace rows, delayed scaling, and the step's
-   rows gathered to rank 0 (R->gathered, R->outs). */
+   rows gathered to rank 0 (R->gathered, R->outs). rank: its index here. */
 static int lks_rank_finish(struct lks_runner *R, int rank, double gnorm)
 {
 	lks_rank *r = &R->ranks[rank];
 	lks_tracer *tr = &r->tr;
-	int root = rank == LKS_COMM_ROOT;
+	int root = r->rank == LKS_COMM_ROOT;
 	struct lks_rank_out out;
 	void *rows = NULL, *outs = NULL;
 	int64_t bad = 0;
@@ -296,9 +305,11 @@ static int lks_rank_finish(struct lks_runner *R, int rank, double gnorm)
 	lks_tracer_sync(tr);
 	for (size_t i = 0; i < tr->nrows; i++)
 		bad += tr->rows[i].nonfinite;
-	out.row = (lks_step_row){ R->step, rank, r->loss / r->T, gnorm, R->lr,
-	                          R->rank_time[rank], bad };
-	out.loss = r->loss;
+	out = (struct lks_rank_out){
+		.row = { R->step, r->rank, r->loss / r->T, gnorm, R->lr, R->rank_time[rank], bad },
+		.loss = r->loss, .nan_tensor = R->nan_tensor[rank], .nan_count = R->nan_count[rank],
+		.fault_hits = tr->fault_hits,
+	};
 	if (lks_step_delayed(R, rank)
 	    || lks_comm_gather(R->comm[rank], tr->rows, tr->nrows * sizeof(*tr->rows),
 	                       root ? &rows : NULL, root ? R->counts : NULL)
@@ -321,7 +332,7 @@ static int lks_rank_finish(struct lks_runner *R, int rank, double gnorm)
 /* One rank's step, in its own thread, with its own replica and optimizer state: its slice
    of the batch, forward and backward, the NaN/Inf check, the all-reduce, the clip and the
    update, the trace of the update, delayed scaling; what rank 0 stores comes to it through
-   the communicator. */
+   the communicator. task: the rank's index here. */
 static void lks_rank_task(void *arg, int task, int thread)
 {
 	struct lks_runner *R = arg;
@@ -330,7 +341,7 @@ static void lks_rank_task(void *arg, int task, int thread)
 	double t0, gnorm;
 
 	for (int b = 0; b < B; b++)
-		lks_data_sequence(&R->data, (uint64_t)R->step * B * R->W + (uint64_t)task * B + b,
+		lks_data_sequence(&R->data, (uint64_t)R->step * B * R->W + (uint64_t)r->rank * B + b,
 		                  r->tok + (size_t)b * S, r->tgt + (size_t)b * S);
 	lks_tracer_begin_step(&r->tr, R->step);
 	R->rank_failed[task] = 0;
@@ -346,13 +357,13 @@ static void lks_rank_task(void *arg, int task, int thread)
 	lks_scan_grads(R, task);
 	/* a planted skip_allreduce: this rank goes on with its own gradient, as behind a bad
 	   link (the others' sum still has it) */
-	if (lks_fault_here(&R->run->inject, LKS_FAULT_SKIP_ALLREDUCE, R->step, task))
+	if (lks_fault_here(&R->run->inject, LKS_FAULT_SKIP_ALLREDUCE, R->step, r->rank))
 		memcpy(R->local, r->grads, R->m.nparams * sizeof(float));
 	if (lks_comm_allreduce_sum(R->comm[task], r->grads, R->m.nparams)) {
 		lks_rank_fail(R, task, 0);
 		return;
 	}
-	if (task == 0 && R->o->on_grads)
+	if (r->rank == 0 && R->o->on_grads)
 		R->o->on_grads(R->o->on_grads_arg, R->step, r->grads, &R->m);
 	if (lks_rank_update(R, task, &gnorm)) {
 		lks_rank_fail(R, task, 1);
@@ -419,7 +430,7 @@ static void lks_runner_release(struct lks_runner *R)
 	lks_store_wait(R);  /* a failed run's last write still lands */
 	free(R->sj.rows);
 	if (R->ranks)
-		for (int r = 0; r < R->W; r++)
+		for (int r = 0; r < R->L; r++)
 			if (R->ranks[r].params)
 				lks_rank_release(&R->ranks[r]);
 	free(R->ranks);
@@ -427,7 +438,7 @@ static void lks_runner_release(struct lks_runner *R)
 	lks_pool_free(R->rank_pool);
 	lks_pool_free(R->gemm_pool);
 	if (R->comm)
-		for (int r = 0; r < R->W; r++)
+		for (int r = 0; r < R->L; r++)
 			lks_comm_close(R->comm[r]);
 	free(R->comm);
 	free(R->local);
@@ -466,40 +477,43 @@ static int lks_runner_init(struct lks_runner *R, const lks_case *c, const lks_ru
 		               run->name, R->W, global);
 	if (lks_model_init(&R->m, &c->model) || lks_data_init(&R->data, c->seed, c->model.vocab, c->model.seq))
 		return -1;
-	if ((R->W > 1 && lks_pool_create(R->W, &R->rank_pool))
+	/* the ranks' ends: every process of a job lays the run out, even one that hosts none */
+	if (!(R->comm = calloc((size_t)R->W, sizeof(*R->comm))))
+		return lks_err("out of memory");
+	if (o->job ? lks_comm_group(o->job, R->W, &R->first, &R->L, R->comm)
+	           : lks_comm_threads(R->L = R->W, R->comm))
+		return -1;
+	if ((R->L > 1 && lks_pool_create(R->L, &R->rank_pool))
 	    || (R->W == 1 && threads > 1 && lks_pool_create(threads, &R->gemm_pool)))
 		return -1;
-	R->ranks = calloc((size_t)R->W, sizeof(*R->ranks));
-	R->comm = calloc((size_t)R->W, sizeof(*R->comm));
-	if (!R->comm || lks_comm_threads(R->W, R->comm))
-		return R->comm ? -1 : lks_err("out of memory");
+	R->ranks = calloc((size_t)R->L + 1, sizeof(*R->ranks));
 	if (run->inject.kind == LKS_FAULT_SKIP_ALLREDUCE
 	    && !(R->local = malloc(R->m.nparams * sizeof(float))))
 		return lks_err("out of memory");
-	R->m1 = calloc((size_t)R->W * R->m.nparams, sizeof(float));
-	R->m2 = calloc((size_t)R->W * R->m.nparams, sizeof(float));
-	R->rank_time = calloc((size_t)R->W, sizeof(double));
-	R->rank_failed = calloc((size_t)R->W, sizeof(int));
-	R->rank_err = calloc((size_t)R->W, sizeof(*R->rank_err));
-	R->nan_seen = calloc((size_t)R->W, sizeof(int));
-	R->nan_tensor = calloc((size_t)R->W, sizeof(int));
-	R->nan_count = calloc((size_t)R->W, sizeof(int64_t));
+	R->m1 = calloc((size_t)R->L * R->m.nparams + 1, sizeof(float));
+	R->m2 = calloc((size_t)R->L * R->m.nparams + 1, sizeof(float));
+	R->rank_time = calloc((size_t)R->L + 1, sizeof(double));
+	R->rank_failed = calloc((size_t)R->L + 1, sizeof(int));
+	R->rank_err = calloc((size_t)R->L + 1, sizeof(*R->rank_err));
+	R->nan_seen = calloc((size_t)R->L + 1, sizeof(int));
+	R->nan_tensor = calloc((size_t)R->L + 1, sizeof(int));
+	R->nan_count = calloc((size_t)R->L + 1, sizeof(int64_t));
 	R->counts = calloc(2 * (size_t)R->W, sizeof(size_t));
-	R->jobs = calloc((size_t)R->W, sizeof(*R->jobs));
+	R->jobs = calloc((size_t)R->L + 1, sizeof(*R->jobs));
 	R->outs = calloc((size_t)R->W, sizeof(*R->outs));
-	R->amax = calloc((size_t)R->W * 6 * (size_t)c->model.layers, sizeof(float));
+	R->amax = calloc((size_t)(R->L + 1) * 6 * (size_t)c->model.layers, sizeof(float));
 	R->rows = calloc((size_t)R->W, sizeof(*R->rows));
 	R->sj.rows = calloc((size_t)R->W, sizeof(*R->rows));
 	if (!R->ranks || !R->m1 || !R->m2 || !R->rank_time || !R->rank_failed || !R->rank_err
 	    || !R->nan_seen || !R->nan_tensor || !R->nan_count || !R->counts || !R->jobs || !R->outs
 	    || !R->amax || !R->rows || !R->sj.rows)
 		return lks_err("out of memory");
-	for (int r = 0; r < R->W; r++)
-		R->jobs[r] = (struct lks_rank_job){ .R = R, .rank = r };
-	for (int r = 0; r < R->W; r++) {
-		/* ranks run as threads, each with a single-threaded GEMM: W threads in all */
-		if (lks_rank_init(&R->ranks[r], r, &R->m, run, R->batch * c->model.seq,
-		                  global * c->model.seq, o->backend ? o->backend : &lks_backend_cpu,
+	for (int r = 0; r < R->L; r++)
+		R->jobs[r] = (struct lks_rank_job){ .R = R, .i = r };
+	for (int r = 0; r < R->L; r++) {
+		/* ranks run as threads, each with a single-threaded GEMM: L threads in all */
+		if (lks_rank_init(&R->ranks[r], R->first + r, &R->m, run, R->batch * c->model.seq,
+		                  global * c->model.seq, o->backend ? o->backend : lks_backend_default(),
 		                  o->backend ? o->backend_ctx : R->gemm_pool))
 			return -1;
 		R->ranks[r].tr.off = o->no_trace;
@@ -508,7 +522,7 @@ static int lks_runner_init(struct lks_runner *R, const lks_case *c, const lks_ru
 	/* one rank: an idle-priority thread measures kept tensors and writes the store in the
 	   gaps the GEMM threads leave; many ranks keep every core busy already, each tracing
 	   in its own thread */
-	if (R->W == 1) {
+	if (R->W == 1 && R->L == 1) {
 		R->pool1 = o->backend ? o->pool : R->gemm_pool;
 		if (threads > 1 && lks_bg_create(&R->bg))
 			return -1;
@@ -519,23 +533,23 @@ static int lks_runner_init(struct lks_runner *R, const lks_case *c, const lks_ru
 	return 0;
 }
 
-/* The ranks' NaN/Inf found before this step's all-reduce (lks_scan_grads): an event each,
-   in rank order, and only a rank's first. */
+/* The ranks' NaN/Inf found before this step's all-reduce (lks_scan_grads, a rank's first
+   only), as rank 0 gathered them: an event each, in rank order. */
 static void lks_check_grads(struct lks_runner *R, lks_store *store, int64_t run_id, int step,
                             lks_run_result *res)
 {
 	for (int r = 0; r < R->W; r++) {
+		const struct lks_rank_out *out = &R->outs[r];
 		char name[64], msg[128];
 
-		if (R->nan_tensor[r] < 0 || R->nan_seen[r])
+		if (out->nan_tensor < 0 || out->nan_tensor >= R->m.nt)
 			continue;
-		R->nan_seen[r] = 1;
 		res->nonfinite_events++;
 		if (!store)
 			continue;
-		snprintf(name, sizeof(name), "%s.grad", R->m.t[R->nan_tensor[r]].name);
+		snprintf(name, sizeof(name), "%s.grad", R->m.t[out->nan_tensor].name);
 		snprintf(msg, sizeof(msg), "%lld non-finite values before the all-reduce",
-		         (long long)R->nan_count[r]);
+		         (long long)out->nan_count);
 		lks_store_event(store, run_id, step, r, name, "nonfinite_grad", msg);
 	}
 }
@@ -573,11 +587,13 @@ static int lks_run_step(struct lks_runner *R, int step, lks_store *store, int64_
 	R->b2pow *= opt->beta2;
 	R->bc1 = 1.0f - R->b1pow;
 	R->bc2 = 1.0f - R->b2pow;
-	lks_pool_run(R->rank_pool, R->W, lks_rank_task, R);
-	for (int r = 0; r < R->W; r++)
+	lks_pool_run(R->rank_pool, R->L, lks_rank_task, R);
+	for (int r = 0; r < R->L; r++)
 		lks_tracer_sync(&R->ranks[r].tr);  /* a failed rank's jobs end before it goes */
 	if (lks_rank_errors(R))
 		return -1;
+	if (R->first != LKS_COMM_ROOT)  /* rank 0's process stores the step */
+		return 0;
 	if (lks_store_wait(R))  /* the last step is written: the store is free for events */
 		return -1;
 	lks_check_grads(R, store, run_id, step, res);
@@ -629,8 +645,8 @@ static int lks_fault_missed(const struct lks_runner *R)
 {
 	const lks_fault *f = &R->run->inject;
 
-	if (!R->ranks[0].tr.fault || f->step >= R->steps || f->rank >= R->W
-	    || R->ranks[f->rank].tr.fault_hits || R->ranks[0].tr.off)
+	if (R->first != LKS_COMM_ROOT || !R->ranks[0].tr.fault || f->step >= R->steps
+	    || f->rank >= R->W || R->outs[f->rank].fault_hits || R->ranks[0].tr.off)
 		return 0;
 	return lks_err("run '%s': inject: no tensor '%s' is traced (float tensors only, not "
 	               "FP8 operands; lockstep diff or the report lists them)", R->run->name,
@@ -673,12 +689,16 @@ int lks_run(const lks_case *c, const lks_run_cfg *run, lks_store *store,
 	memset(res, 0, sizeof(*res));
 	if (lks_runner_init(&R, c, run, o))
 		goto out;
+	if (R.L == 0) {  /* a process of the job that hosts none of this run's ranks */
+		rc = 0;
+		goto out;
+	}
 	if (store) {
 		lks_run_info info = {
 			.suite_id = o->suite_id, .case_name = c->name, .case_path = c->path,
 			.case_text = c->text, .run_name = run->name, .recipe = lks_recipe_name(run->recipe),
 			.options = options = lks_run_options(run, o->overrides),
-			.backend = (o->backend ? o->backend : &lks_backend_cpu)->name,
+			.backend = (o->backend ? o->backend : lks_backend_default())->name,
 			.world_size = R.W, .steps = R.steps, .seed = c->seed, .combo = o->combo,
 			.fingerprint = o->fingerprint ? o->fingerprint : "{}",
 		};
@@ -707,6 +727,9 @@ int lks_run(const lks_case *c, const lks_run_cfg *run, lks_store *store,
 		goto out;
 	rc = 0;
 out:
+	/* the other processes of a job would wait for this one's next collective: end them */
+	if (rc && o->job && o->job->size > 1)
+		lks_comm_abort(o->job, lks_errmsg());
 	res->seconds = lks_clock() - t_start;
 	free(options);
 	lks_runner_release(&R);

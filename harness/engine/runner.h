@@ -1,8 +1,8 @@
 /*
- * runner.h: one run of a case: W data-parallel ranks (threads) trained step by step in
- * lockstep, gradients all-reduced in fixed rank order through a communicator
- * (kernels/comm.h), AdamW on every replica, every step traced into the store (DESIGN.md,
- * Ranks and the distributed engine).
+ * runner.h: one run of a case: W data-parallel ranks (threads, or processes x threads)
+ * trained step by step in lockstep, gradients all-reduced in fixed rank order through a
+ * communicator (kernels/comm.h), AdamW on every replica, every step traced into the store
+ * (DESIGN.md, Ranks and the distributed engine).
  */
 #ifndef LKS_HARNESS_RUNNER_H
 #define LKS_HARNESS_RUNNER_H
@@ -31,7 +31,7 @@ typedef struct lks_runner_opts {
 	   (m->nparams floats, laid out as m->t), in rank 0's thread */
 	void (*on_grads)(void *arg, int step, const float *g, const struct lks_model *m);
 	void *on_grads_arg;
-	/* the backend of the ranks (NULL: lks_backend_cpu) and its context (NULL: the runner
+	/* the backend of the ranks (NULL: the registry's default, cpu) and its context (NULL: the runner
 	   passes its GEMM thread pool); a wrapper can time or record every kernel call */
 	const struct lks_backend *backend;
 	void *backend_ctx;
@@ -40,6 +40,11 @@ typedef struct lks_runner_opts {
 	   thread does all of it) */
 	struct lks_pool *pool;
 	int no_trace;           /* skip per-tensor stats and hashes (benchmarks only) */
+	/* this process's end of a job of processes (kernels/comm.h; NULL: this process alone):
+	   every process calls lks_run for the same runs in the same order, and the run's ranks
+	   are laid out over them (lks_comm_group); only rank 0's process gets a store, results
+	   and callbacks. A failure ends the job (lks_comm_abort). */
+	struct lks_comm *job;
 	const char *overrides;  /* the --set overrides, stored with the run's options */
 } lks_runner_opts;
 
