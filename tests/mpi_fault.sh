@@ -64,7 +64,7 @@ strike() {
 	t0=$(date +%s%N)
 	kill "-$signal" "$pid"
 	set +e
-	timeout -s KILL "$((bound + 30))" tail --pid="$job" -f /dev/null
+	timeout -s KILL "$((bound + 30))" tail -s 0.05 --pid="$job" -f /dev/null
 	wait "$job"
 	rc=$?
 	set -e

@@ -58,7 +58,8 @@ struct lks_mpi_group {
 	int *pcount;            /* (procs) ranks per process */
 	int initialised;        /* the job's end, whose communicator started MPI: closing it
 	                           finalises MPI */
-	double timeout_s;       /* <= 0: no limit */
+	double timeout_s;       /* this end's waits; <= 0: no limit */
+	double group_timeout_s; /* the job's end: its groups' timeout_s */
 	int process;            /* MPI_COMM_WORLD's rank of this process, for messages */
 	char host[64];
 	/* the rendezvous of the local threads */
@@ -569,7 +570,7 @@ static int lks_mpi_group(lks_comm *c, int nranks, int *first, int *count, lks_co
 		pthread_mutex_unlock(&lks_mpi_serial);
 		return -1;
 	}
-	g->timeout_s = job->timeout_s;
+	g->timeout_s = job->group_timeout_s;
 	g->process = job->process;
 	memcpy(g->host, job->host, sizeof(g->host));
 	for (int i = 0; i < *count; i++)
@@ -631,7 +632,10 @@ int lks_comm_mpi(double timeout_s, lks_comm **out)
 		return -1;
 	}
 	g->initialised = initialised;
-	g->timeout_s = timeout_s;
+	/* between runs the other processes wait for process 0 as long as it takes (its checks,
+	   a run they have no rank in); it waits for them only as they end the same run */
+	g->timeout_s = rank == 0 ? timeout_s : 0;
+	g->group_timeout_s = timeout_s;
 	g->process = rank;
 	if (gethostname(g->host, sizeof(g->host)) != 0)
 		snprintf(g->host, sizeof(g->host), "an unknown host");

@@ -1,6 +1,7 @@
 /*
- * comm_mpi.h: the communicator of ranks that are MPI processes (kernels/comm.h), one rank per
- * process: rank and size are MPI_COMM_WORLD's. The sums and maxes give the bits of the
+ * comm_mpi.h: the communicator of ranks that are MPI processes x threads (kernels/comm.h):
+ * the job's end, one per process (rank and size are MPI_COMM_WORLD's), lays out each run's
+ * ranks over the processes as threads (group). The sums and maxes give the bits of the
  * threads communicator (every element reduced over the ranks in rank order), whatever the
  * MPI library's own reduction order, since lockstep reduces and MPI only moves bytes.
  *
@@ -15,9 +16,12 @@
 /* This process's end of the job: rank and size are MPI_COMM_WORLD's, one end per process
    (its group method lays the ranks of a run out over the processes, as threads). MPI is
    initialised here when it is not yet (and finalised when the communicator is closed); -1
-   (lks_err) when MPI cannot start. A collective of the job or of its groups that has not
-   completed after timeout_s seconds (a process died or hangs) ends the job as abort does,
-   naming what it waited for; timeout_s <= 0: no limit. */
+   (lks_err) when MPI cannot start. A wait for another process that lasts timeout_s
+   seconds (it died or hangs) ends the job as abort does, naming what it waited for: every
+   wait of a group (the exchanges of a run's steps), and every wait of process 0. The other
+   processes wait for process 0 between runs without a limit, as long as its checks or a run
+   they have no rank in take; should it hang there, nothing ends the job. timeout_s <= 0:
+   no limit. */
 int lks_comm_mpi(double timeout_s, lks_comm **out);
 
 /* The MPI library's version, its first line (MPI_Get_library_version), into buf. */
