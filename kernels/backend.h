@@ -24,7 +24,7 @@
 #include "kernels/backend_types.h"
 #include "kernels/err.h"
 
-#define LKS_BACKEND_VERSION 1
+#define LKS_BACKEND_VERSION 2
 
 typedef struct lks_backend lks_backend;
 
@@ -106,6 +106,12 @@ struct lks_backend {
 	                 lks_tensor_stats *s);
 	int (*stats_quant)(const lks_backend *be, void *ctx, const lks_quant *q,
 	                   lks_tensor_stats *s);
+
+	/* -- version 2 -- */
+	/* *out (host) = the values of x that are NaN or Inf (every exponent bit set): the
+	   check of a gradient before its all-reduce, traced or not */
+	int (*nonfinite)(const lks_backend *be, void *ctx, const float *x, size_t n,
+	                 int64_t *out);
 };
 
 /* The registry (backend.c, the one library that links the backends' kernels): the backend
@@ -221,5 +227,8 @@ static inline int lks_be_stats_f32(const lks_backend *be, void *ctx, const float
 static inline int lks_be_stats_quant(const lks_backend *be, void *ctx, const lks_quant *q,
                                      lks_tensor_stats *s)
 { return LKS_BE_CALL(be, stats_quant, ctx, q, s); }
+static inline int lks_be_nonfinite(const lks_backend *be, void *ctx, const float *x, size_t n,
+                                   int64_t *out)
+{ return LKS_BE_CALL(be, nonfinite, ctx, x, n, out); }
 
 #endif

@@ -323,6 +323,8 @@ Test(backend, a_run_on_a_backend_without_an_op_fails_naming_it)
 		{ offsetof(lks_backend, stats_f32), "stats_f32" },
 		{ offsetof(lks_backend, sumsq), "sumsq" },  /* the optimizer's, in the runner */
 		{ offsetof(lks_backend, adamw), "adamw" },
+		{ offsetof(lks_backend, nonfinite), "nonfinite" },  /* the NaN check, untraced too */
+		{ offsetof(lks_backend, upload), "upload" },  /* the initial parameters */
 	};
 	lks_case c;
 
@@ -340,6 +342,46 @@ Test(backend, a_run_on_a_backend_without_an_op_fails_naming_it)
 		cr_expect(strstr(lks_errmsg(), want), "'%s' lacks '%s'", lks_errmsg(), want);
 	}
 	lks_case_release(&c);
+}
+
+/* A backend built against version 1 of the struct (its size ends before nonfinite) lacks the
+   method even where the bytes past its end are not zero. */
+Test(backend, an_older_backend_lacks_the_newer_methods)
+{
+	struct { lks_backend be; void *past; } old = { lks_backend_cpu, (void *)&old };
+	lks_case c;
+	lks_runner_opts o = { .threads = 1, .backend = &old.be };
+	lks_run_result res;
+
+	old.be.name = "v1";
+	old.be.version = 1;
+	old.be.size = (int)offsetof(lks_backend, nonfinite);
+	load_case(two_blocks, NULL, 0, &c);
+	cr_expect_neq(lks_run(&c, &c.runs[0], NULL, &o, &res), 0);
+	cr_expect(strstr(lks_errmsg(), "backend 'v1' does not support nonfinite"), "%s",
+	          lks_errmsg());
+	lks_case_release(&c);
+}
+
+/* The CPU's count of NaN and Inf: every exponent bit set, whatever the sign and payload;
+   the largest finite values, zeros and subnormals are not counted. */
+Test(backend, nonfinite_counts_nan_and_inf_only)
+{
+	static const uint32_t bits[] = {
+		0x7f800000u, 0xff800000u,              /* +-Inf */
+		0x7fc00000u, 0xffc00001u, 0x7f800001u,  /* NaNs: quiet, negative, signalling */
+		0x7f7fffffu, 0xff7fffffu,              /* +-FLT_MAX */
+		0x00000000u, 0x80000000u, 0x00000001u,  /* zeros, the least subnormal */
+		0x3f800000u,
+	};
+	float x[sizeof(bits) / sizeof(bits[0])];
+	int64_t n = -1;
+
+	memcpy(x, bits, sizeof(x));
+	cr_assert_eq(lks_be_nonfinite(&lks_backend_cpu, NULL, x, sizeof(bits) / sizeof(bits[0]), &n), 0);
+	cr_expect_eq(n, 5);
+	cr_assert_eq(lks_be_nonfinite(&lks_backend_cpu, NULL, x + 5, 6, &n), 0);
+	cr_expect_eq(n, 0);
 }
 
 static int backend_of(void *arg, const lks_run_rec *run)

@@ -1,5 +1,5 @@
 /*
- * runner.c: ranks as threads in lockstep (see runner.h).
+ * runner.c: ranks as threads, or processes x threads, in lockstep (see runner.h).
  *
  * A step: every rank takes its slice of the global batch, runs forward and backward
  * (model.c) with its own trace; then each rank checks its gradient buffer for NaN/Inf (the
@@ -12,6 +12,9 @@
  * exchange between ranks (the gradients, delayed scaling's amax, the step and trace rows
  * gathered to rank 0, an abort when a rank fails) goes through the communicator. The
  * caller then stores what rank 0 gathered: the events, the rows, a planted fault's hits.
+ * A rank's tensors and optimizer state are in its backend's memory; the runner reaches them
+ * only through the backend (the NaN/Inf count, the copy of a skip_allreduce, AdamW), and
+ * the host reads the loss and the trace rows.
  *
  * Ranks = processes x threads: with a job (opts->job, one end per process, as MPI gives),
  * the run's ranks are laid out over the job's processes (lks_comm_group) and this process
@@ -55,8 +58,10 @@ struct lks_runner {
 	lks_pool *rank_pool;    /* L threads, one per rank; NULL for one rank */
 	lks_pool *gemm_pool;    /* the GEMM threads of a single-rank run */
 	lks_comm **comm;        /* (W, L used) each rank's end of the communicator */
-	float *local;           /* (nparams) a planted skip_allreduce: its rank's own gradient */
-	float *m1, *m2;         /* (L, nparams) AdamW moments per replica */
+	float *local;           /* (nparams) a planted skip_allreduce: its rank's own gradient,
+	                           in the backend memory of rank index local_of */
+	int local_of;
+	float **m1, **m2;       /* (L) AdamW moments per replica (nparams, backend memory) */
 	double *rank_time;      /* (L) seconds of the rank's forward + backward */
 	int *rank_failed;       /* (L) failed itself (an abort of another is not its failure) */
 	char (*rank_err)[512];  /* (L) a failed rank's error, recorded by its own thread */
@@ -108,37 +113,27 @@ static double lks_clock(void)
 	return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-/* The non-finite values (NaN, Inf: every exponent bit set) of n floats. */
-static int64_t lks_nonfinite(const float *x, size_t n)
+/* NaN/Inf in the gradient buffer of rank index r before the all-reduce, traced or not,
+   counted by the backend: the first tensor with any in the backward's execution order,
+   which is the parameters' reversed (head, final norm, blocks from the last: down, up,
+   norm; the embedding). */
+static int lks_scan_grads(struct lks_runner *R, int r)
 {
-	int64_t bad = 0;
-
-	for (size_t i = 0; i < n; i++) {
-		uint32_t b;
-
-		memcpy(&b, &x[i], sizeof(b));
-		bad += (b & 0x7f800000u) == 0x7f800000u;
-	}
-	return bad;
-}
-
-/* NaN/Inf in the gradient buffer of rank index r before the all-reduce, traced or not: the first
-   tensor with any in the backward's execution order, which is the parameters' reversed
-   (head, final norm, blocks from the last: down, up, norm; the embedding). */
-static void lks_scan_grads(struct lks_runner *R, int r)
-{
-	const float *g = R->ranks[r].grads;
+	const lks_rank *k = &R->ranks[r];
 
 	for (int i = R->m.nt - 1; i >= 0 && !R->nan_seen[r]; i--) {
-		int64_t n = lks_nonfinite(g + R->m.t[i].off, R->m.t[i].n);
+		int64_t n;
 
+		if (lks_be_nonfinite(k->be, k->bectx, k->grads + R->m.t[i].off, R->m.t[i].n, &n))
+			return -1;
 		if (n) {
 			R->nan_tensor[r] = i;
 			R->nan_count[r] = n;
 			R->nan_seen[r] = 1;  /* a rank's first event only */
-			return;
+			return 0;
 		}
 	}
+	return 0;
 }
 
 /* A rank's own failure (own 1) or a collective's that another rank's abort ended (2): the
@@ -211,7 +206,7 @@ static void lks_update_task(void *arg, int task, int thread)
 	const lks_optim_cfg *o = &R->c->optim;
 	size_t np = R->m.nparams, c0 = (size_t)task * LKS_REDUCE_CHUNK;
 	size_t c1 = c0 + LKS_REDUCE_CHUNK < np ? c0 + LKS_REDUCE_CHUNK : np;
-	float *m1 = R->m1 + (size_t)j->i * np, *m2 = R->m2 + (size_t)j->i * np;
+	float *m1 = R->m1[j->i], *m2 = R->m2[j->i];
 	/* a planted skip_allreduce: this rank's own gradient, unclipped, as before the sum */
 	const float *g = lks_fault_here(&R->run->inject, LKS_FAULT_SKIP_ALLREDUCE, r->tr.step, r->rank)
 	               ? R->local : r->grads;
@@ -354,11 +349,14 @@ static void lks_rank_task(void *arg, int task, int thread)
 	}
 	R->rank_time[task] = lks_clock() - t0;
 	lks_tracer_sync(&r->tr);  /* kept gradients are measured before the sum replaces them */
-	lks_scan_grads(R, task);
 	/* a planted skip_allreduce: this rank goes on with its own gradient, as behind a bad
 	   link (the others' sum still has it) */
-	if (lks_fault_here(&R->run->inject, LKS_FAULT_SKIP_ALLREDUCE, R->step, r->rank))
-		memcpy(R->local, r->grads, R->m.nparams * sizeof(float));
+	if (lks_scan_grads(R, task)
+	    || (lks_fault_here(&R->run->inject, LKS_FAULT_SKIP_ALLREDUCE, R->step, r->rank)
+	        && lks_be_copy(r->be, r->bectx, R->local, r->grads, R->m.nparams * sizeof(float)))) {
+		lks_rank_fail(R, task, 1);
+		return;
+	}
 	if (lks_comm_allreduce_sum(R->comm[task], r->grads, R->m.nparams)) {
 		lks_rank_fail(R, task, 0);
 		return;
@@ -430,9 +428,21 @@ static void lks_runner_release(struct lks_runner *R)
 	lks_store_wait(R);  /* a failed run's last write still lands */
 	free(R->sj.rows);
 	if (R->ranks)
-		for (int r = 0; r < R->L; r++)
-			if (R->ranks[r].params)
-				lks_rank_release(&R->ranks[r]);
+		for (int r = 0; r < R->L; r++) {
+			lks_rank *k = &R->ranks[r];
+
+			if (!k->params)
+				continue;
+			if (R->m1 && R->m1[r])
+				lks_be_free(k->be, k->bectx, R->m1[r]);
+			if (R->m2 && R->m2[r])
+				lks_be_free(k->be, k->bectx, R->m2[r]);
+			if (R->local && R->local_of == r)
+				lks_be_free(k->be, k->bectx, R->local);
+			lks_rank_release(k);
+		}
+	free(R->m1);
+	free(R->m2);
 	free(R->ranks);
 	lks_bg_free(R->bg);
 	lks_pool_free(R->rank_pool);
@@ -441,9 +451,6 @@ static void lks_runner_release(struct lks_runner *R)
 		for (int r = 0; r < R->L; r++)
 			lks_comm_close(R->comm[r]);
 	free(R->comm);
-	free(R->local);
-	free(R->m1);
-	free(R->m2);
 	free(R->rank_time);
 	free(R->rank_failed);
 	free(R->rank_err);
@@ -460,11 +467,38 @@ static void lks_runner_release(struct lks_runner *R)
 	lks_model_release(&R->m);
 }
 
+/* The state of rank index r in its backend's memory: the initial parameters (made on the
+   host once, into *init, and uploaded), AdamW's moments, zero, and a planted
+   skip_allreduce's own gradient on the rank it strikes. */
+static int lks_runner_optim_init(struct lks_runner *R, int r, float **init)
+{
+	lks_rank *k = &R->ranks[r];
+	size_t bytes = R->m.nparams * sizeof(float);
+	const lks_fault *f = &R->run->inject;
+
+	if (!*init) {
+		if (!(*init = malloc(bytes)))
+			return lks_err("out of memory");
+		lks_model_init_params(&R->m, R->c->seed, *init);
+	}
+	if (lks_be_upload(k->be, k->bectx, k->params, *init, bytes)
+	    || lks_be_alloc(k->be, k->bectx, bytes, (void **)&R->m1[r])
+	    || lks_be_zero(k->be, k->bectx, R->m1[r], bytes)
+	    || lks_be_alloc(k->be, k->bectx, bytes, (void **)&R->m2[r])
+	    || lks_be_zero(k->be, k->bectx, R->m2[r], bytes))
+		return -1;
+	if (f->kind != LKS_FAULT_SKIP_ALLREDUCE || f->rank != k->rank)
+		return 0;
+	R->local_of = r;
+	return lks_be_alloc(k->be, k->bectx, bytes, (void **)&R->local);
+}
+
 static int lks_runner_init(struct lks_runner *R, const lks_case *c, const lks_run_cfg *run,
                            const lks_runner_opts *o)
 {
 	int global = c->model.batch * c->world_size;
 	int threads = o->threads > 0 ? o->threads : (int)sysconf(_SC_NPROCESSORS_ONLN);
+	float *init = NULL;  /* the initial parameters, on the host */
 
 	memset(R, 0, sizeof(*R));
 	R->c = c;
@@ -487,11 +521,8 @@ static int lks_runner_init(struct lks_runner *R, const lks_case *c, const lks_ru
 	    || (R->W == 1 && threads > 1 && lks_pool_create(threads, &R->gemm_pool)))
 		return -1;
 	R->ranks = calloc((size_t)R->L + 1, sizeof(*R->ranks));
-	if (run->inject.kind == LKS_FAULT_SKIP_ALLREDUCE
-	    && !(R->local = malloc(R->m.nparams * sizeof(float))))
-		return lks_err("out of memory");
-	R->m1 = calloc((size_t)R->L * R->m.nparams + 1, sizeof(float));
-	R->m2 = calloc((size_t)R->L * R->m.nparams + 1, sizeof(float));
+	R->m1 = calloc((size_t)R->L + 1, sizeof(*R->m1));
+	R->m2 = calloc((size_t)R->L + 1, sizeof(*R->m2));
 	R->rank_time = calloc((size_t)R->L + 1, sizeof(double));
 	R->rank_failed = calloc((size_t)R->L + 1, sizeof(int));
 	R->rank_err = calloc((size_t)R->L + 1, sizeof(*R->rank_err));
@@ -512,13 +543,19 @@ static int lks_runner_init(struct lks_runner *R, const lks_case *c, const lks_ru
 		R->jobs[r] = (struct lks_rank_job){ .R = R, .i = r };
 	for (int r = 0; r < R->L; r++) {
 		/* ranks run as threads, each with a single-threaded GEMM: L threads in all */
-		if (lks_rank_init(&R->ranks[r], R->first + r, &R->m, run, R->batch * c->model.seq,
-		                  global * c->model.seq, o->backend ? o->backend : lks_backend_default(),
-		                  o->backend ? o->backend_ctx : R->gemm_pool))
+		int rc = lks_rank_init(&R->ranks[r], R->first + r, &R->m, run, R->batch * c->model.seq,
+		                       global * c->model.seq,
+		                       o->backend ? o->backend : lks_backend_default(),
+		                       o->backend ? o->backend_ctx : R->gemm_pool);
+
+		if (rc == 0)
+			R->ranks[r].tr.off = o->no_trace;
+		if (rc || lks_runner_optim_init(R, r, &init)) {
+			free(init);
 			return -1;
-		R->ranks[r].tr.off = o->no_trace;
-		lks_model_init_params(&R->m, c->seed, R->ranks[r].params);
+		}
 	}
+	free(init);
 	/* one rank: an idle-priority thread measures kept tensors and writes the store in the
 	   gaps the GEMM threads leave; many ranks keep every core busy already, each tracing
 	   in its own thread */

@@ -226,6 +226,14 @@ static int lks_cpu_sumsq(const lks_backend *be, void *ctx, const float *x, size_
 	return 0;
 }
 
+static int lks_cpu_nonfinite(const lks_backend *be, void *ctx, const float *x, size_t n,
+                             int64_t *out)
+{
+	(void)be; (void)ctx;
+	*out = lks_nonfinite(x, n);
+	return 0;
+}
+
 static int lks_cpu_clip(const lks_backend *be, void *ctx, float *g, size_t n, float coef)
 {
 	(void)be; (void)ctx;
@@ -304,4 +312,5 @@ const lks_backend lks_backend_cpu = {
 	.clip = lks_cpu_clip,
 	.stats_f32 = lks_cpu_stats_f32,
 	.stats_quant = lks_cpu_stats_quant,
+	.nonfinite = lks_cpu_nonfinite,
 };

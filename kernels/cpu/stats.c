@@ -2,6 +2,7 @@
 #include "kernels/cpu/stats.h"
 
 #define XXH_STATIC_LINKING_ONLY  /* XXH3_state_t on the stack */
+#include <string.h>
 #include <xxhash.h>
 
 #include "kernels/cpu/convert.h"
@@ -28,6 +29,19 @@ static void lks_scalar_block(const float *x, size_t n, struct lks_stats_acc *a)
 double lks_sumsq(const float *x, size_t n)
 {
 	return lks_isa_active() != LKS_ISA_SCALAR ? lks_avx2_sumsq(x, n) : lks_scalar_sumsq(x, n);
+}
+
+int64_t lks_nonfinite(const float *x, size_t n)
+{
+	int64_t bad = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		uint32_t b;
+
+		memcpy(&b, &x[i], sizeof(b));
+		bad += (b & 0x7f800000u) == 0x7f800000u;
+	}
+	return bad;
 }
 
 void lks_stats_f32(const float *x, size_t n, double *l2, float *amax, int64_t *nonfinite,

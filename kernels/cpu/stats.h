@@ -18,6 +18,9 @@
 
 double lks_sumsq(const float *x, size_t n);
 
+/* The values of x that are NaN or Inf (every exponent bit set). */
+int64_t lks_nonfinite(const float *x, size_t n);
+
 /*
  * All of it in one pass over memory, block by block while each block is in L1: L2 norm
  * (the square root of lks_sumsq), amax (NaN if any element is NaN), non-finite count, and
