@@ -8,6 +8,7 @@
  */
 #include <criterion/criterion.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -359,4 +360,68 @@ Test(fault, sqnr_db_of_a_known_error)
 	cr_assert(isinf(lks_sqnr_db(b, b, 257)) && lks_sqnr_db(b, b, 257) > 0, "equal: +inf");
 	memset(b, 0, sizeof(b));
 	cr_assert(isinf(lks_sqnr_db(a, b, 257)) && lks_sqnr_db(a, b, 257) < 0, "zero reference");
+}
+
+/* ---- skip_allreduce as a communicator (fault_comm.c) ---- */
+
+struct skip_case {
+	lks_comm *c[3];
+	int step[3];
+	float x[3][4][2];       /* [rank][step] the two elements after the all-reduce */
+	int rc[3];
+};
+
+struct skip_arg {
+	struct skip_case *k;
+	int rank;
+};
+
+static void *skip_rank(void *p)
+{
+	struct skip_arg *a = p;
+	struct skip_case *k = a->k;
+
+	for (int s = 0; s < 4 && !k->rc[a->rank]; s++) {
+		float *x = k->x[a->rank][s];
+
+		k->step[a->rank] = s;
+		x[0] = (float)(a->rank + 1) + 10.0f * (float)s;
+		x[1] = -x[0];
+		k->rc[a->rank] = lks_comm_allreduce_sum(k->c[a->rank], x, 2);
+	}
+	return NULL;
+}
+
+/* Rank 1, struck at step 2, keeps its own gradient then; the others get the sum, its part
+   included; every other step is the sum everywhere. */
+Test(fault, skip_allreduce_wraps_the_struck_ranks_communicator)
+{
+	struct skip_case k = { 0 };
+	struct skip_arg a[3];
+	pthread_t th[3];
+	lks_fault f;
+
+	cr_assert_eq(lks_fault_parse("skip_allreduce step=2 rank=1", 0, &f), 0, "%s", lks_errmsg());
+	cr_assert_eq(lks_comm_threads(3, k.c), 0);
+	cr_assert_eq(lks_fault_comm(&f, &k.step[1], k.c[1], &k.c[1]), 0);
+	cr_assert_eq(k.c[1]->rank, 1);
+	cr_assert_eq(k.c[1]->size, 3);
+	for (int r = 0; r < 3; r++) {
+		a[r] = (struct skip_arg){ &k, r };
+		pthread_create(&th[r], NULL, skip_rank, &a[r]);
+	}
+	for (int r = 0; r < 3; r++)
+		pthread_join(th[r], NULL);
+	for (int r = 0; r < 3; r++) {
+		cr_assert_eq(k.rc[r], 0, "rank %d", r);
+		for (int s = 0; s < 4; s++) {
+			float sum = 6.0f + 30.0f * (float)s, own = 2.0f + 10.0f * (float)s;
+			float want = r == 1 && s == 2 ? own : sum;
+
+			cr_expect_eq(k.x[r][s][0], want, "rank %d step %d: %g, not %g", r, s, k.x[r][s][0], want);
+			cr_expect_eq(k.x[r][s][1], -want, "rank %d step %d", r, s);
+		}
+	}
+	for (int r = 0; r < 3; r++)
+		lks_comm_close(k.c[r]);
 }

@@ -26,6 +26,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "kernels/comm.h"
+
 typedef enum lks_fault_kind {
 	LKS_FAULT_NONE = 0,
 	LKS_FAULT_BITFLIP,
@@ -75,5 +77,11 @@ int lks_fault_tensor(const lks_fault *f, int step, int rank, const char *name, f
 
 /* Whether the fault acts on this step and rank (skip_allreduce, scale_round_up). */
 int lks_fault_here(const lks_fault *f, lks_fault_kind kind, int step, int rank);
+
+/* skip_allreduce (fault_comm.c): *out wraps inner, the end of the rank it strikes, so that
+   its all-reduce sum at the fault's step (while *step, the rank's step under way, is it)
+   gives the others the sum as usual and leaves this rank its own x. Closing *out closes
+   inner. */
+int lks_fault_comm(const lks_fault *f, const int *step, lks_comm *inner, lks_comm **out);
 
 #endif

@@ -13,8 +13,9 @@
  * gathered to rank 0, an abort when a rank fails) goes through the communicator. The
  * caller then stores what rank 0 gathered: the events, the rows, a planted fault's hits.
  * A rank's tensors and optimizer state are in its backend's memory; the runner reaches them
- * only through the backend (the NaN/Inf count, the copy of a skip_allreduce, AdamW), and
- * the host reads the loss and the trace rows.
+ * only through the backend (the NaN/Inf count, the clip, AdamW), and the host reads the loss
+ * and the trace rows. A planted skip_allreduce wraps its rank's communicator
+ * (lks_fault_comm): the step knows nothing of it.
  *
  * Ranks = processes x threads: with a job (opts->job, one end per process, as MPI gives),
  * the run's ranks are laid out over the job's processes (lks_comm_group) and this process
@@ -58,9 +59,6 @@ struct lks_runner {
 	lks_pool *rank_pool;    /* L threads, one per rank; NULL for one rank */
 	lks_pool *gemm_pool;    /* the GEMM threads of a single-rank run */
 	lks_comm **comm;        /* (W, L used) each rank's end of the communicator */
-	float *local;           /* (nparams) a planted skip_allreduce: its rank's own gradient,
-	                           in the backend memory of rank index local_of */
-	int local_of;
 	float **m1, **m2;       /* (L) AdamW moments per replica (nparams, backend memory) */
 	double *rank_time;      /* (L) seconds of the rank's forward + backward */
 	int *rank_failed;       /* (L) failed itself (an abort of another is not its failure) */
@@ -207,9 +205,7 @@ static void lks_update_task(void *arg, int task, int thread)
 	size_t np = R->m.nparams, c0 = (size_t)task * LKS_REDUCE_CHUNK;
 	size_t c1 = c0 + LKS_REDUCE_CHUNK < np ? c0 + LKS_REDUCE_CHUNK : np;
 	float *m1 = R->m1[j->i], *m2 = R->m2[j->i];
-	/* a planted skip_allreduce: this rank's own gradient, unclipped, as before the sum */
-	const float *g = lks_fault_here(&R->run->inject, LKS_FAULT_SKIP_ALLREDUCE, r->tr.step, r->rank)
-	               ? R->local : r->grads;
+	const float *g = r->grads;
 
 	for (int i = 0; i < R->m.nt; i++) {
 		const lks_ptensor *p = &R->m.t[i];
@@ -349,11 +345,7 @@ static void lks_rank_task(void *arg, int task, int thread)
 	}
 	R->rank_time[task] = lks_clock() - t0;
 	lks_tracer_sync(&r->tr);  /* kept gradients are measured before the sum replaces them */
-	/* a planted skip_allreduce: this rank goes on with its own gradient, as behind a bad
-	   link (the others' sum still has it) */
-	if (lks_scan_grads(R, task)
-	    || (lks_fault_here(&R->run->inject, LKS_FAULT_SKIP_ALLREDUCE, R->step, r->rank)
-	        && lks_be_copy(r->be, r->bectx, R->local, r->grads, R->m.nparams * sizeof(float)))) {
+	if (lks_scan_grads(R, task)) {
 		lks_rank_fail(R, task, 1);
 		return;
 	}
@@ -437,8 +429,6 @@ static void lks_runner_release(struct lks_runner *R)
 				lks_be_free(k->be, k->bectx, R->m1[r]);
 			if (R->m2 && R->m2[r])
 				lks_be_free(k->be, k->bectx, R->m2[r]);
-			if (R->local && R->local_of == r)
-				lks_be_free(k->be, k->bectx, R->local);
 			lks_rank_release(k);
 		}
 	free(R->m1);
@@ -468,8 +458,8 @@ static void lks_runner_release(struct lks_runner *R)
 }
 
 /* The state of rank index r in its backend's memory: the initial parameters (made on the
-   host once, into *init, and uploaded), AdamW's moments, zero, and a planted
-   skip_allreduce's own gradient on the rank it strikes. */
+   host once, into *init, and uploaded) and AdamW's moments, zero; a planted skip_allreduce
+   wraps the communicator of the rank it strikes. */
 static int lks_runner_optim_init(struct lks_runner *R, int r, float **init)
 {
 	lks_rank *k = &R->ranks[r];
@@ -489,8 +479,7 @@ static int lks_runner_optim_init(struct lks_runner *R, int r, float **init)
 		return -1;
 	if (f->kind != LKS_FAULT_SKIP_ALLREDUCE || f->rank != k->rank)
 		return 0;
-	R->local_of = r;
-	return lks_be_alloc(k->be, k->bectx, bytes, (void **)&R->local);
+	return lks_fault_comm(f, &k->tr.step, R->comm[r], &R->comm[r]);
 }
 
 static int lks_runner_init(struct lks_runner *R, const lks_case *c, const lks_run_cfg *run,
