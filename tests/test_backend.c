@@ -344,6 +344,49 @@ Test(backend, a_run_on_a_backend_without_an_op_fails_naming_it)
 	lks_case_release(&c);
 }
 
+struct opens { int open, close, threads; void *ctx; };
+
+static int counting_open(const lks_backend *be, int threads, void **ctx)
+{
+	struct opens *k = be->app;
+
+	k->open++;
+	k->threads = threads;
+	if (lks_backend_cpu.open(&lks_backend_cpu, threads, ctx))
+		return -1;
+	k->ctx = *ctx;
+	return 0;
+}
+
+static void counting_close(const lks_backend *be, void *ctx)
+{
+	struct opens *k = be->app;
+
+	k->close += ctx == k->ctx;
+	lks_backend_cpu.close(&lks_backend_cpu, ctx);
+}
+
+/* A backend given without a context is opened by the runner, once, with the threads of a
+   rank (a single rank: all of them), and closed once with what open gave. */
+Test(backend, the_runner_opens_a_backend_given_without_context)
+{
+	struct opens k = { 0 };
+	lks_backend be = lks_backend_cpu;
+	lks_runner_opts o = { .threads = 2, .backend = &be };
+	lks_run_result res;
+	lks_case c;
+
+	be.app = &k;
+	be.open = counting_open;
+	be.close = counting_close;
+	load_case(two_blocks, NULL, 0, &c);
+	cr_assert_eq(lks_run(&c, &c.runs[0], NULL, &o, &res), 0, "%s", lks_errmsg());
+	cr_expect_eq(k.open, 1);
+	cr_expect_eq(k.close, 1);
+	cr_expect_eq(k.threads, c.runs[0].world_size == 1 ? 2 : 1);
+	lks_case_release(&c);
+}
+
 /* A backend built against version 1 of the struct (its size ends before nonfinite) lacks the
    method even where the bytes past its end are not zero. */
 Test(backend, an_older_backend_lacks_the_newer_methods)

@@ -80,6 +80,7 @@ static const char lks_run_help[] =
 struct lks_run_args {
 	const char *db, *junit, *combo;
 	const char *golden;       /* --golden DIR; NULL: not given */
+	const lks_backend *backend;  /* --backend NAME; NULL: the default */
 	int steps, threads, quiet, timeout;
 	const char **sets, **only, **inputs, **checks;
 	int nsets, nonly, ninputs, nchecks;
@@ -105,9 +106,9 @@ static int lks_run_parse(int argc, char **argv, struct lks_run_args *a)
 		} else if (!strcmp(o, "--db") && v) {
 			a->db = argv[++i];
 		} else if (!strcmp(o, "--backend") && v) {
-			if (!lks_backend_find(v))  /* the registry names the ones this build has */
+			/* the registry names the ones this build has */
+			if (!(a->backend = lks_backend_find(argv[++i])))
 				return lks_usage("run: %s", lks_errmsg());
-			i++;
 		} else if (!strcmp(o, "--steps")) {
 			if (lks_opt_int("run", o, v, 1, 1 << 30, &a->steps))
 				return LKS_EXIT_USAGE;
@@ -365,6 +366,8 @@ int lks_run_cases(int argc, char **argv, lks_check_tally *t)
 				.progress = a.quiet || !job.root ? NULL : stderr, .progress_tty = isatty(2),
 				.fingerprint = fingerprint, .overrides = overrides, .combo = a.combo,
 				.job = job.comm,
+				/* the default on the runner's own threads */
+				.backend = a.backend == lks_backend_default() ? NULL : a.backend,
 			};
 			lks_run_result res;
 

@@ -58,6 +58,9 @@ struct lks_runner {
 	lks_rank *ranks;        /* (L) */
 	lks_pool *rank_pool;    /* L threads, one per rank; NULL for one rank */
 	lks_pool *gemm_pool;    /* the GEMM threads of a single-rank run */
+	const lks_backend *be;  /* the ranks' backend, and its context */
+	void *bectx;
+	int opened;             /* the runner opened bectx (and closes it) */
 	lks_comm **comm;        /* (W, L used) each rank's end of the communicator */
 	float **m1, **m2;       /* (L) AdamW moments per replica (nparams, backend memory) */
 	double *rank_time;      /* (L) seconds of the rank's forward + backward */
@@ -434,6 +437,8 @@ static void lks_runner_release(struct lks_runner *R)
 	free(R->m1);
 	free(R->m2);
 	free(R->ranks);
+	if (R->opened)
+		lks_be_close(R->be, R->bectx);
 	lks_bg_free(R->bg);
 	lks_pool_free(R->rank_pool);
 	lks_pool_free(R->gemm_pool);
@@ -530,12 +535,19 @@ static int lks_runner_init(struct lks_runner *R, const lks_case *c, const lks_ru
 		return lks_err("out of memory");
 	for (int r = 0; r < R->L; r++)
 		R->jobs[r] = (struct lks_rank_job){ .R = R, .i = r };
+	/* the default backend runs on the runner's GEMM pool; another, given no context, is
+	   opened here with the threads of a rank */
+	R->be = o->backend ? o->backend : lks_backend_default();
+	R->bectx = o->backend ? o->backend_ctx : R->gemm_pool;
+	if (o->backend && !o->backend_ctx) {
+		if (lks_be_open(R->be, R->W == 1 ? threads : 1, &R->bectx))
+			return -1;
+		R->opened = 1;
+	}
 	for (int r = 0; r < R->L; r++) {
 		/* ranks run as threads, each with a single-threaded GEMM: L threads in all */
 		int rc = lks_rank_init(&R->ranks[r], R->first + r, &R->m, run, R->batch * c->model.seq,
-		                       global * c->model.seq,
-		                       o->backend ? o->backend : lks_backend_default(),
-		                       o->backend ? o->backend_ctx : R->gemm_pool);
+		                       global * c->model.seq, R->be, R->bectx);
 
 		if (rc == 0)
 			R->ranks[r].tr.off = o->no_trace;

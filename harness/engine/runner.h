@@ -31,8 +31,9 @@ typedef struct lks_runner_opts {
 	   (m->nparams floats, laid out as m->t), in rank 0's thread */
 	void (*on_grads)(void *arg, int step, const float *g, const struct lks_model *m);
 	void *on_grads_arg;
-	/* the backend of the ranks (NULL: the registry's default, cpu) and its context (NULL: the runner
-	   passes its GEMM thread pool); a wrapper can time or record every kernel call */
+	/* the backend of the ranks (NULL: the registry's default, cpu, on the runner's GEMM
+	   pool) and its context (NULL: the runner opens the backend with a rank's threads, and
+	   closes it); a wrapper can time or record every kernel call */
 	const struct lks_backend *backend;
 	void *backend_ctx;
 	/* with a backend: a single rank's threads for the optimizer, tracing and the store,
