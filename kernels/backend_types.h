@@ -57,8 +57,18 @@ typedef struct lks_operand {
 	const float *scale;   /* quantization scale(s); NULL when scaling is NONE */
 } lks_operand;
 
+/* What a GEMM computes in training: a backend may choose by it (a production GEMM
+   accumulates fast in forward only, as torchao and TransformerEngine do); the CPU's bits
+   do not depend on it. */
+typedef enum lks_gemm_role {
+	LKS_GEMM_FWD = 0,     /* y = x . W^T */
+	LKS_GEMM_DGRAD = 1,   /* dx = dy . W */
+	LKS_GEMM_WGRAD = 2,   /* dW = dy^T . x */
+} lks_gemm_role;
+
 typedef struct lks_gemm {
 	int M, N, K;          /* any sizes >= 0; K = 0 gives C = 0 */
+	lks_gemm_role role;
 	lks_operand a;        /* (M, K) */
 	lks_operand b;        /* (N, K) */
 	lks_dtype out;        /* LKS_F32 (float) or LKS_BF16 (uint16_t) */

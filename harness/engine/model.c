@@ -238,7 +238,7 @@ static int lks_linear(lks_rank *r, int li, lks_role role, const float *a, int ar
 	int tr_a = lks_role_transposed(role, 0), tr_b = lks_role_transposed(role, 1);
 	lks_gemm g = {
 		.M = tr_a ? acols : arows, .N = tr_b ? bcols : brows, .K = tr_a ? arows : acols,
-		.a = ops[0], .b = ops[1], .out = LKS_F32, .c = out,
+		.role = (lks_gemm_role)role, .a = ops[0], .b = ops[1], .out = LKS_F32, .c = out,
 	};
 	g.ldc = (size_t)g.N;
 	if (LKS_BE(r, gemm, &g))
@@ -249,9 +249,13 @@ static int lks_linear(lks_rank *r, int li, lks_role role, const float *a, int ar
 	return 0;
 }
 
+_Static_assert((int)LKS_GEMM_FWD == LKS_ROLE_FWD && (int)LKS_GEMM_DGRAD == LKS_ROLE_DGRAD
+               && (int)LKS_GEMM_WGRAD == LKS_ROLE_WGRAD, "a recipe's role is its GEMM's");
+
 /* The LM head's GEMMs: BF16 operands, fp32 result (no recipe, no trace of operands). */
-static int lks_head_gemm(lks_rank *r, const float *a, int arows, int acols, int tr_a,
-                         const float *b, int brows, int bcols, int tr_b, float *out)
+static int lks_head_gemm(lks_rank *r, lks_gemm_role role, const float *a, int arows,
+                         int acols, int tr_a, const float *b, int brows, int bcols, int tr_b,
+                         float *out)
 {
 	static const lks_operand_rule bf16 = { LKS_BF16, LKS_SCALE_NONE, 0, 0 };
 	static const lks_operand_rule f32 = { LKS_F32, LKS_SCALE_NONE, 0, 0 };
@@ -267,7 +271,7 @@ static int lks_head_gemm(lks_rank *r, const float *a, int arows, int acols, int 
 		return -1;
 	lks_gemm g = {
 		.M = tr_a ? acols : arows, .N = tr_b ? bcols : brows, .K = tr_a ? arows : acols,
-		.a = ops[0], .b = ops[1], .out = LKS_F32, .c = out,
+		.role = role, .a = ops[0], .b = ops[1], .out = LKS_F32, .c = out,
 	};
 	g.ldc = (size_t)g.N;
 	return LKS_BE(r, gemm, &g);
@@ -511,7 +515,8 @@ static int lks_forward(lks_rank *r)
 	           T, H, r->hf, r->rstd + (size_t)L * T, r->bf16))
 		return -1;
 	lks_trace_f32_kept(&r->tr, LKS_PHASE_FORWARD, r->hf, (size_t)T * H, "final_norm.out");
-	if (lks_head_gemm(r, r->hf, T, H, 0, p + m->t[LKS_P_HEAD(L)].off, V, H, 0, r->logits))
+	if (lks_head_gemm(r, LKS_GEMM_FWD, r->hf, T, H, 0, p + m->t[LKS_P_HEAD(L)].off, V, H, 0,
+	                  r->logits))
 		return -1;
 	lks_trace_f32_kept(&r->tr, LKS_PHASE_FORWARD, r->logits, (size_t)T * V, "head.logits");
 	return LKS_BE(r, cross_entropy, r->logits, r->tgt, T, V, r->grad_scale, r->dz, &r->loss);
@@ -529,8 +534,10 @@ static int lks_backward(lks_rank *r)
 
 	lks_trace_f32_kept(&r->tr, bw, r->dz, (size_t)T * V, "head.logits.grad");
 	/* head: dWh (V, H) = dz^T . hf;  dhf (T, H) = dz . Wh, both BF16 operands */
-	if (lks_head_gemm(r, r->dz, T, V, 1, r->hf, T, H, 1, g + pt[LKS_P_HEAD(L)].off)
-	    || lks_head_gemm(r, r->dz, T, V, 0, p + pt[LKS_P_HEAD(L)].off, V, H, 1, r->gtmp))
+	if (lks_head_gemm(r, LKS_GEMM_WGRAD, r->dz, T, V, 1, r->hf, T, H, 1,
+	                  g + pt[LKS_P_HEAD(L)].off)
+	    || lks_head_gemm(r, LKS_GEMM_DGRAD, r->dz, T, V, 0, p + pt[LKS_P_HEAD(L)].off, V, H, 1,
+	                     r->gtmp))
 		return -1;
 	if (r->bf16 && LKS_BE(r, round_bf16, r->gtmp, (size_t)T * H))
 		return -1;
