@@ -63,6 +63,7 @@ struct lks_runner {
 	int opened;             /* the runner opened bectx (and closes it) */
 	lks_comm **comm;        /* (W, L used) each rank's end of the communicator */
 	float **m1, **m2;       /* (L) AdamW moments per replica (nparams, backend memory) */
+	int32_t *tokens;        /* (L, 2, batch x seq) each rank's inputs and targets, host */
 	double *rank_time;      /* (L) seconds of the rank's forward + backward */
 	int *rank_failed;       /* (L) failed itself (an abort of another is not its failure) */
 	char (*rank_err)[512];  /* (L) a failed rank's error, recorded by its own thread */
@@ -332,16 +333,21 @@ static void lks_rank_task(void *arg, int task, int thread)
 	struct lks_runner *R = arg;
 	lks_rank *r = &R->ranks[task];
 	int B = R->batch, S = R->m.cfg.seq;
+	size_t T = (size_t)B * S;
+	int32_t *tok = R->tokens + 2 * T * (size_t)task, *tgt = tok + T;
 	double t0, gnorm;
 
+	/* the rank's sequences, made on the host and uploaded */
 	for (int b = 0; b < B; b++)
 		lks_data_sequence(&R->data, (uint64_t)R->step * B * R->W + (uint64_t)r->rank * B + b,
-		                  r->tok + (size_t)b * S, r->tgt + (size_t)b * S);
+		                  tok + (size_t)b * S, tgt + (size_t)b * S);
 	lks_tracer_begin_step(&r->tr, R->step);
 	R->rank_failed[task] = 0;
 	R->nan_tensor[task] = -1;
 	t0 = lks_clock();
-	if (lks_rank_step(r) || r->tr.fault_failed) {
+	if (lks_be_upload(r->be, r->bectx, r->tok, tok, T * sizeof(int32_t))
+	    || lks_be_upload(r->be, r->bectx, r->tgt, tgt, T * sizeof(int32_t))
+	    || lks_rank_step(r) || r->tr.fault_failed) {
 		R->rank_time[task] = lks_clock() - t0;
 		lks_rank_fail(R, task, 1);
 		return;
@@ -436,6 +442,7 @@ static void lks_runner_release(struct lks_runner *R)
 		}
 	free(R->m1);
 	free(R->m2);
+	free(R->tokens);
 	free(R->ranks);
 	if (R->opened)
 		lks_be_close(R->be, R->bectx);
@@ -515,6 +522,8 @@ static int lks_runner_init(struct lks_runner *R, const lks_case *c, const lks_ru
 	    || (R->W == 1 && threads > 1 && lks_pool_create(threads, &R->gemm_pool)))
 		return -1;
 	R->ranks = calloc((size_t)R->L + 1, sizeof(*R->ranks));
+	R->tokens = calloc(2 * (size_t)R->L * (size_t)R->batch * (size_t)c->model.seq + 1,
+	                   sizeof(int32_t));
 	R->m1 = calloc((size_t)R->L + 1, sizeof(*R->m1));
 	R->m2 = calloc((size_t)R->L + 1, sizeof(*R->m2));
 	R->rank_time = calloc((size_t)R->L + 1, sizeof(double));
@@ -529,7 +538,7 @@ static int lks_runner_init(struct lks_runner *R, const lks_case *c, const lks_ru
 	R->amax = calloc((size_t)(R->L + 1) * 6 * (size_t)c->model.layers, sizeof(float));
 	R->rows = calloc((size_t)R->W, sizeof(*R->rows));
 	R->sj.rows = calloc((size_t)R->W, sizeof(*R->rows));
-	if (!R->ranks || !R->m1 || !R->m2 || !R->rank_time || !R->rank_failed || !R->rank_err
+	if (!R->ranks || !R->tokens || !R->m1 || !R->m2 || !R->rank_time || !R->rank_failed || !R->rank_err
 	    || !R->nan_seen || !R->nan_tensor || !R->nan_count || !R->counts || !R->jobs || !R->outs
 	    || !R->amax || !R->rows || !R->sj.rows)
 		return lks_err("out of memory");
@@ -706,10 +715,11 @@ double lks_run_bytes(const lks_case *c, const lks_run_cfg *run)
 	/* the ranks (one traces its FP8 operands for the background thread); AdamW's two
 	   moments per replica (the sum is all-reduced in place) and a planted skip_allreduce's
 	   own gradient; a step's trace rows in the tracers, the
-	   runner's copy and the step being stored, and the tensors' names */
+	   runner's copy and the step being stored, and the tensors' names; the host's copy of
+	   each rank's tokens and targets */
 	bytes = W * lks_rank_bytes(&m, run, (long long)T, run->world_size == 1)
 	      + (2 * W + (run->inject.kind == LKS_FAULT_SKIP_ALLREDUCE)) * np * sizeof(float)
-	      + W * rows * (3 * sizeof(lks_stat_row) + 64)
+	      + W * rows * (3 * sizeof(lks_stat_row) + 64) + W * 2 * T * sizeof(int32_t)
 	      + W * sizeof(lks_rank) + (double)c->model.vocab * sizeof(int32_t);
 	lks_model_release(&m);
 	return bytes;
