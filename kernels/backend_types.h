@@ -66,9 +66,18 @@ typedef enum lks_gemm_role {
 	LKS_GEMM_WGRAD = 2,   /* dW = dy^T . x */
 } lks_gemm_role;
 
+/* Which GEMM a run asks for (a run's 'gemm' key): the reference, the CPU's documented
+   order, which every backend has; or the library's (cuBLASLt on cuda), as frameworks run
+   it, compared within tolerances. */
+typedef enum lks_gemm_impl {
+	LKS_GEMM_REFERENCE = 0,
+	LKS_GEMM_LIBRARY = 1,
+} lks_gemm_impl;
+
 typedef struct lks_gemm {
 	int M, N, K;          /* any sizes >= 0; K = 0 gives C = 0 */
 	lks_gemm_role role;
+	lks_gemm_impl impl;
 	lks_operand a;        /* (M, K) */
 	lks_operand b;        /* (N, K) */
 	lks_dtype out;        /* LKS_F32 (float) or LKS_BF16 (uint16_t) */

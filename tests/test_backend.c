@@ -427,6 +427,37 @@ Test(backend, nonfinite_counts_nan_and_inf_only)
 	cr_expect_eq(n, 0);
 }
 
+/* A run's 'gemm' key reaches the backend in every GEMM descriptor: the CPU, which has only
+   the reference GEMM, refuses 'cublaslt' by name; 'reference' trains as before. */
+static int impl_seen = -1;
+
+static int impl_gemm(const lks_backend *be, void *ctx, const lks_gemm *g)
+{
+	impl_seen = (int)g->impl;
+	return lks_backend_cpu.gemm(&lks_backend_cpu, ctx, g);
+}
+
+Test(backend, the_runs_gemm_key_reaches_every_gemm)
+{
+	const char *lib[] = { "run.r.gemm=cublaslt" }, *ref[] = { "run.r.gemm=reference" };
+	lks_backend be = lks_backend_cpu;
+	lks_runner_opts o = { .threads = 1, .backend = &be };
+	lks_run_result res;
+	lks_case c;
+
+	be.gemm = impl_gemm;
+	load_case(two_blocks, ref, 1, &c);
+	cr_assert_eq(lks_run(&c, &c.runs[0], NULL, &o, &res), 0, "%s", lks_errmsg());
+	cr_expect_eq(impl_seen, LKS_GEMM_REFERENCE);
+	lks_case_release(&c);
+	load_case(two_blocks, lib, 1, &c);
+	cr_expect_neq(lks_run(&c, &c.runs[0], NULL, &o, &res), 0);
+	cr_expect_eq(impl_seen, LKS_GEMM_LIBRARY);
+	cr_expect(strstr(lks_errmsg(), "has only the reference GEMM (gemm = cublaslt needs "
+	                                "--backend cuda)"), "%s", lks_errmsg());
+	lks_case_release(&c);
+}
+
 static int backend_of(void *arg, const lks_run_rec *run)
 {
 	snprintf(arg, 32, "%s", run->info.backend);

@@ -19,13 +19,15 @@
 
 /* values of the keys that choose among names; the index is the stored value */
 static const char *const lks_checkpoint_names[] = { "none", "blocks", NULL };
+static const char *const lks_gemm_names[] = { "reference", "cublaslt", NULL };
 static const char *const lks_amax_algo_names[] = { "max", "most_recent", NULL };
 static const char *const lks_expect_names[] = { "pass", "fail", NULL };
 
 /* Sizes are capped well below INT_MAX so that the products a runner forms (tokens x
-   hidden, batch x world size) stay in range. Ranks are threads of one process (one thread
-   and one model replica each): 1024 of them is four times the 256-GPU jobs lockstep is
-   meant to mirror, and far below the thread limits of a Linux machine. */
+   hidden, batch x world size) stay in range. Ranks are threads of one process, or
+   processes x threads (one thread and one model replica each): 1024 of them is four times
+   the 256-GPU jobs lockstep is meant to mirror, and far below the thread limits of a Linux
+   machine. */
 #define LKS_SIZE_CAP (1 << 20)
 #define LKS_STEPS_CAP 10000000
 #define LKS_WORLD_CAP 1024
@@ -68,6 +70,7 @@ static const struct lks_key lks_run_keys[] = {
 	{ "recipe", LKS_KEY_RECIPE, offsetof(lks_run_cfg, recipe), 0, 0, 0, 0, 0, 1, NULL },
 	{ "checkpoint", LKS_KEY_CHOICE, offsetof(lks_run_cfg, checkpoint), 0, 0, 0, 0, 0, 0,
 	  lks_checkpoint_names },
+	{ "gemm", LKS_KEY_CHOICE, offsetof(lks_run_cfg, gemm), 0, 0, 0, 0, 0, 0, lks_gemm_names },
 	KEY_INT(lks_run_cfg, world_size, 1, LKS_WORLD_CAP, 0),
 	KEY_INT(lks_run_cfg, amax_history, 1, 65536, 0),
 	{ "amax_algo", LKS_KEY_CHOICE, offsetof(lks_run_cfg, amax_most_recent), 0, 0, 0, 0, 0, 0,

@@ -238,7 +238,8 @@ static int lks_linear(lks_rank *r, int li, lks_role role, const float *a, int ar
 	int tr_a = lks_role_transposed(role, 0), tr_b = lks_role_transposed(role, 1);
 	lks_gemm g = {
 		.M = tr_a ? acols : arows, .N = tr_b ? bcols : brows, .K = tr_a ? arows : acols,
-		.role = (lks_gemm_role)role, .a = ops[0], .b = ops[1], .out = LKS_F32, .c = out,
+		.role = (lks_gemm_role)role, .impl = r->gemm, .a = ops[0], .b = ops[1],
+		.out = LKS_F32, .c = out,
 	};
 	g.ldc = (size_t)g.N;
 	if (LKS_BE(r, gemm, &g))
@@ -271,7 +272,7 @@ static int lks_head_gemm(lks_rank *r, lks_gemm_role role, const float *a, int ar
 		return -1;
 	lks_gemm g = {
 		.M = tr_a ? acols : arows, .N = tr_b ? bcols : brows, .K = tr_a ? arows : acols,
-		.role = role, .a = ops[0], .b = ops[1], .out = LKS_F32, .c = out,
+		.role = role, .impl = r->gemm, .a = ops[0], .b = ops[1], .out = LKS_F32, .c = out,
 	};
 	g.ldc = (size_t)g.N;
 	return LKS_BE(r, gemm, &g);
@@ -354,6 +355,7 @@ int lks_rank_init(lks_rank *r, int rank, const lks_model *m, const lks_run_cfg *
 	r->bectx = bectx;
 	r->rules = lks_recipe_rules_of(run->recipe);
 	r->checkpoint = run->checkpoint;
+	r->gemm = (lks_gemm_impl)run->gemm;
 	r->bf16 = !r->rules->f32_activations;
 	r->T = T;
 	r->grad_scale = 1.0f / (float)global_tokens;

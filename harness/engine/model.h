@@ -79,6 +79,7 @@ typedef struct lks_rank {
 	void *bectx;
 	const lks_recipe_rules *rules;
 	int checkpoint;
+	lks_gemm_impl gemm;     /* the run's GEMM: reference or the library's */
 	const lks_fault *fault; /* the run's planted fault (fault.h) */
 	int bf16;               /* activations rounded to BF16 (all recipes but fp32) */
 	int T;                  /* tokens of this rank per step: batch x seq */

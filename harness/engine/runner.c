@@ -680,8 +680,9 @@ static char *lks_run_options(const lks_run_cfg *run, const char *overrides)
 		lks_fault_format(&run->inject, fault + strlen(fault), sizeof(fault) - strlen(fault));
 	}
 	if (s)
-		snprintf(s, n, "checkpoint=%s amax_history=%d amax_algo=%s margin=%d%s%s%s",
-		         run->checkpoint ? "blocks" : "none", run->amax_history,
+		snprintf(s, n, "checkpoint=%s%s amax_history=%d amax_algo=%s margin=%d%s%s%s",
+		         run->checkpoint ? "blocks" : "none",
+		         run->gemm == LKS_GEMM_LIBRARY ? " gemm=cublaslt" : "", run->amax_history,
 		         run->amax_most_recent ? "most_recent" : "max", run->margin, fault,
 		         overrides && *overrides ? " set: " : "", overrides ? overrides : "");
 	return s;

@@ -84,7 +84,9 @@ static int lks_cpu_zero(const lks_backend *be, void *ctx, void *p, size_t bytes)
 
 static int lks_cpu_gemm(const lks_backend *be, void *ctx, const lks_gemm *g)
 {
-	(void)be;
+	if (g->impl != LKS_GEMM_REFERENCE)
+		return lks_err("backend '%s' has only the reference GEMM (gemm = cublaslt needs "
+		               "--backend cuda)", be->name);
 	return lks_gemm_run(ctx, g);
 }
 
