@@ -24,7 +24,7 @@
 #include "kernels/backend_types.h"
 #include "kernels/err.h"
 
-#define LKS_BACKEND_VERSION 2
+#define LKS_BACKEND_VERSION 3
 
 typedef struct lks_backend lks_backend;
 
@@ -112,6 +112,11 @@ struct lks_backend {
 	   check of a gradient before its all-reduce, traced or not */
 	int (*nonfinite)(const lks_backend *be, void *ctx, const float *x, size_t n,
 	                 int64_t *out);
+
+	/* -- version 3 -- */
+	/* 1: the backend's memory is the host's, so a communicator (kernels/comm.h, host
+	   buffers) may work on it in place; missing or 0: the caller stages through the host */
+	int (*host_memory)(const lks_backend *be);
 };
 
 /* The registry (backend.c, the one library that links the backends' kernels): the backend
@@ -227,6 +232,8 @@ static inline int lks_be_stats_f32(const lks_backend *be, void *ctx, const float
 static inline int lks_be_stats_quant(const lks_backend *be, void *ctx, const lks_quant *q,
                                      lks_tensor_stats *s)
 { return LKS_BE_CALL(be, stats_quant, ctx, q, s); }
+static inline int lks_be_host_memory(const lks_backend *be)
+{ return LKS_BE_HAS(be, host_memory) && be->host_memory(be); }
 static inline int lks_be_nonfinite(const lks_backend *be, void *ctx, const float *x, size_t n,
                                    int64_t *out)
 { return LKS_BE_CALL(be, nonfinite, ctx, x, n, out); }

@@ -387,6 +387,40 @@ Test(backend, the_runner_opens_a_backend_given_without_context)
 	lks_case_release(&c);
 }
 
+static atomic_int downloads;
+
+static int counting_download(const lks_backend *be, void *ctx, void *dst, const void *src,
+                             size_t bytes)
+{
+	atomic_fetch_add(&downloads, 1);
+	return lks_backend_cpu.download(&lks_backend_cpu, ctx, dst, src, bytes);
+}
+
+/* A backend whose memory is not the host's (host_memory missing) has its gradients
+   staged through the host for the all-reduce: downloaded once per rank and step at least,
+   and the same bits as the CPU's in place. */
+Test(backend, a_device_backends_gradients_are_staged_for_the_all_reduce)
+{
+	lks_backend be = lks_backend_cpu;
+	double loss_cpu[3] = { 0 }, loss_staged[3] = { 0 };
+	uint64_t hash_cpu, hash_staged;
+	int n_cpu, n_staged;
+	lks_case c;
+
+	be.name = "device";
+	be.host_memory = NULL;
+	be.download = counting_download;
+	load_case(two_blocks, NULL, 0, &c);
+	train(&c, &lks_backend_cpu, loss_cpu, &hash_cpu, &n_cpu);
+	atomic_store(&downloads, 0);
+	train(&c, &be, loss_staged, &hash_staged, &n_staged);
+	cr_expect_geq(atomic_load(&downloads), 3 * c.runs[0].world_size);
+	cr_expect_eq(n_staged, n_cpu);
+	cr_expect_eq(hash_staged, hash_cpu, "the staged all-reduce changed the traces");
+	cr_expect_eq(memcmp(loss_staged, loss_cpu, sizeof(loss_cpu)), 0);
+	lks_case_release(&c);
+}
+
 /* A backend built against version 1 of the struct (its size ends before nonfinite) lacks the
    method even where the bytes past its end are not zero. */
 Test(backend, an_older_backend_lacks_the_newer_methods)

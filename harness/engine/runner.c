@@ -64,6 +64,8 @@ struct lks_runner {
 	lks_comm **comm;        /* (W, L used) each rank's end of the communicator */
 	float **m1, **m2;       /* (L) AdamW moments per replica (nparams, backend memory) */
 	int32_t *tokens;        /* (L, 2, batch x seq) each rank's inputs and targets, host */
+	float **staged;         /* (L) the host copy of a rank's gradient for the all-reduce,
+	                           where the backend's memory is not the host's; else NULL */
 	double *rank_time;      /* (L) seconds of the rank's forward + backward */
 	int *rank_failed;       /* (L) failed itself (an abort of another is not its failure) */
 	char (*rank_err)[512];  /* (L) a failed rank's error, recorded by its own thread */
@@ -324,6 +326,27 @@ static int lks_rank_finish(struct lks_runner *R, int rank, double gnorm)
 	return 0;
 }
 
+/* The all-reduce of rank index i's gradient, and the sum to on_grads (rank 0); the
+   communicator works on host buffers, so a backend whose memory is not the host's is
+   staged through R->staged[i]: download, all-reduce, upload (the same bits: lockstep
+   reduces on the host either way). */
+static int lks_rank_allreduce(struct lks_runner *R, int i)
+{
+	lks_rank *r = &R->ranks[i];
+	size_t bytes = R->m.nparams * sizeof(float);
+	float *g = R->staged[i] ? R->staged[i] : r->grads;
+
+	if (R->staged[i] && lks_be_download(r->be, r->bectx, g, r->grads, bytes))
+		return -1;
+	if (lks_comm_allreduce_sum(R->comm[i], g, R->m.nparams))
+		return -1;
+	if (R->staged[i] && lks_be_upload(r->be, r->bectx, r->grads, g, bytes))
+		return -1;
+	if (r->rank == 0 && R->o->on_grads)
+		R->o->on_grads(R->o->on_grads_arg, R->step, g, &R->m);
+	return 0;
+}
+
 /* One rank's step, in its own thread, with its own replica and optimizer state: its slice
    of the batch, forward and backward, the NaN/Inf check, the all-reduce, the clip and the
    update, the trace of the update, delayed scaling; what rank 0 stores comes to it through
@@ -358,12 +381,10 @@ static void lks_rank_task(void *arg, int task, int thread)
 		lks_rank_fail(R, task, 1);
 		return;
 	}
-	if (lks_comm_allreduce_sum(R->comm[task], r->grads, R->m.nparams)) {
+	if (lks_rank_allreduce(R, task)) {
 		lks_rank_fail(R, task, 0);
 		return;
 	}
-	if (r->rank == 0 && R->o->on_grads)
-		R->o->on_grads(R->o->on_grads_arg, R->step, r->grads, &R->m);
 	if (lks_rank_update(R, task, &gnorm)) {
 		lks_rank_fail(R, task, 1);
 		return;
@@ -443,6 +464,10 @@ static void lks_runner_release(struct lks_runner *R)
 	free(R->m1);
 	free(R->m2);
 	free(R->tokens);
+	if (R->staged)
+		for (int r = 0; r < R->L; r++)
+			free(R->staged[r]);
+	free(R->staged);
 	free(R->ranks);
 	if (R->opened)
 		lks_be_close(R->be, R->bectx);
@@ -483,6 +508,8 @@ static int lks_runner_optim_init(struct lks_runner *R, int r, float **init)
 			return lks_err("out of memory");
 		lks_model_init_params(&R->m, R->c->seed, *init);
 	}
+	if (!lks_be_host_memory(k->be) && !(R->staged[r] = malloc(bytes)))
+		return lks_err("out of memory");
 	if (lks_be_upload(k->be, k->bectx, k->params, *init, bytes)
 	    || lks_be_alloc(k->be, k->bectx, bytes, (void **)&R->m1[r])
 	    || lks_be_zero(k->be, k->bectx, R->m1[r], bytes)
@@ -524,6 +551,7 @@ static int lks_runner_init(struct lks_runner *R, const lks_case *c, const lks_ru
 	R->ranks = calloc((size_t)R->L + 1, sizeof(*R->ranks));
 	R->tokens = calloc(2 * (size_t)R->L * (size_t)R->batch * (size_t)c->model.seq + 1,
 	                   sizeof(int32_t));
+	R->staged = calloc((size_t)R->L + 1, sizeof(*R->staged));
 	R->m1 = calloc((size_t)R->L + 1, sizeof(*R->m1));
 	R->m2 = calloc((size_t)R->L + 1, sizeof(*R->m2));
 	R->rank_time = calloc((size_t)R->L + 1, sizeof(double));
@@ -538,7 +566,7 @@ static int lks_runner_init(struct lks_runner *R, const lks_case *c, const lks_ru
 	R->amax = calloc((size_t)(R->L + 1) * 6 * (size_t)c->model.layers, sizeof(float));
 	R->rows = calloc((size_t)R->W, sizeof(*R->rows));
 	R->sj.rows = calloc((size_t)R->W, sizeof(*R->rows));
-	if (!R->ranks || !R->tokens || !R->m1 || !R->m2 || !R->rank_time || !R->rank_failed || !R->rank_err
+	if (!R->ranks || !R->tokens || !R->staged || !R->m1 || !R->m2 || !R->rank_time || !R->rank_failed || !R->rank_err
 	    || !R->nan_seen || !R->nan_tensor || !R->nan_count || !R->counts || !R->jobs || !R->outs
 	    || !R->amax || !R->rows || !R->sj.rows)
 		return lks_err("out of memory");

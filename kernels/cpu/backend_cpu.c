@@ -236,6 +236,12 @@ static int lks_cpu_nonfinite(const lks_backend *be, void *ctx, const float *x, s
 	return 0;
 }
 
+static int lks_cpu_host_memory(const lks_backend *be)
+{
+	(void)be;
+	return 1;
+}
+
 static int lks_cpu_clip(const lks_backend *be, void *ctx, float *g, size_t n, float coef)
 {
 	(void)be; (void)ctx;
@@ -315,4 +321,5 @@ const lks_backend lks_backend_cpu = {
 	.stats_f32 = lks_cpu_stats_f32,
 	.stats_quant = lks_cpu_stats_quant,
 	.nonfinite = lks_cpu_nonfinite,
+	.host_memory = lks_cpu_host_memory,
 };
