@@ -7,8 +7,9 @@
  * and no event functions: a library older than the calls); with FAKE_NVML_NO_INIT (no
  * nvmlInit_v2: not an NVML at all).
  */
-#include <string.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "fake_nvml.h"
 
@@ -30,10 +31,41 @@ static fake_nvml_dev *fake_dev(void *handle)
 	return NULL;
 }
 
+static void fake_rise(fake_nvml_dev *d)
+{
+	fake_nvml_state *s = &fake_nvml;
+
+	if (!getenv("FAKE_NVML_RISE") || d != &s->dev[0] || s->ndev < 2
+	    || s->nevents == FAKE_NVML_EVENTS)
+		return;
+	s->dev[1].ecc_uncorrected++;
+	s->event_dev[s->nevents] = 1;
+	s->event_xid[s->nevents++] = 79;
+}
+
 #ifndef FAKE_NVML_NO_INIT
+/* In a program that does not set the state (lockstep run), the environment does:
+   FAKE_NVML_DEVICES=n devices, and with FAKE_NVML_RISE each snapshot (its memory reading
+   of device 0, the last it takes) raises device 1's uncorrected ECC count and queues
+   XID 79 on it, so that a run sees both happen between its two snapshots. */
+static void fake_from_env(void)
+{
+	const char *n = getenv("FAKE_NVML_DEVICES");
+
+	if (!n || fake_nvml.ndev)
+		return;
+	fake_nvml.ndev = (unsigned)atoi(n);
+	for (unsigned int i = 0; i < fake_nvml.ndev && i < FAKE_NVML_DEVICES; i++) {
+		fake_nvml.dev[i].mem_total = 80ULL << 30;
+		fake_nvml.dev[i].mem_used = 1ULL << 30;
+		fake_nvml.dev[i].temperature = 35;
+	}
+}
+
 int nvmlInit_v2(void)
 {
 	fake_nvml.inits++;
+	fake_from_env();
 	return fake_nvml.init_rc;
 }
 #endif
@@ -215,5 +247,6 @@ int nvmlDeviceGetMemoryInfo(void *handle, unsigned long long *mem)
 	mem[0] = d->mem_total;      /* nvmlMemory_t: total, free, used */
 	mem[1] = d->mem_total - d->mem_used;
 	mem[2] = d->mem_used;
+	fake_rise(d);
 	return 0;
 }

@@ -243,7 +243,7 @@ int lks_nvml_open(const char *path, lks_nvml **out)
 
 int lks_nvml_present(const lks_nvml *h)
 {
-	return h && h->ndev > 0;
+	return h ? h->ndev : 0;
 }
 
 const char *lks_nvml_reason(const lks_nvml *h)

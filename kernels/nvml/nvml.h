@@ -65,7 +65,7 @@ const char *lks_nvml_key_name(lks_nvml_key k);
    nvmlInit failed with NVML's error, no device). Returns 0 either way; -1 (lks_err) only
    when out of memory. */
 int lks_nvml_open(const char *path, lks_nvml **out);
-/* 1 when NVML and at least one device are there. */
+/* The number of GPUs NVML sees; 0 when absent. */
 int lks_nvml_present(const lks_nvml *h);
 /* Why it is absent ("" when present). */
 const char *lks_nvml_reason(const lks_nvml *h);
