@@ -161,7 +161,8 @@ static inline void check_steps(lks_store *s, int64_t run, int from, int to, int 
 
 			cr_assert(a->step == b->step && a->rank == b->rank && same_double(a->loss, b->loss)
 			          && same_double(a->grad_norm, b->grad_norm) && same_double(a->lr, b->lr)
-			          && same_double(a->step_time, b->step_time) && a->nonfinite == b->nonfinite,
+			          && same_double(a->step_time, b->step_time) && a->nonfinite == b->nonfinite
+			          && a->mem_peak == b->mem_peak,
 			          "step row %d/%d differs", i, r);
 		}
 		for (int r = 0; r < RANKS; r++) {

@@ -173,6 +173,8 @@ static void make_old_db(const char *path, int version, int64_t *run)
 	if (version >= 2)
 		cr_assert_eq(lks_store_check(s, &old), 0, "%s", lks_errmsg());
 	lks_store_close(s);
+	if (version < 5)
+		raw_exec(path, "DROP TABLE health; ALTER TABLE steps DROP COLUMN mem_peak;");
 	if (version < 4)
 		raw_exec(path, drop_v4);
 	if (version < 3)
@@ -185,7 +187,7 @@ static void make_old_db(const char *path, int version, int64_t *run)
 
 Test(trace_store, earlier_version_is_upgraded_keeping_everything)
 {
-	for (int version = 1; version <= 3; version++) {
+	for (int version = 1; version <= 4; version++) {
 		lks_check_rec now = verdict("now", "pass");
 		struct checks_seen seen = { 0 };
 		char path[512];
@@ -201,8 +203,17 @@ Test(trace_store, earlier_version_is_upgraded_keeping_everything)
 		                        "AND name IN ('checks', 'probe_sessions', 'probes')"), 3);
 		cr_assert_eq(sql_int(s, "SELECT count(*) FROM pragma_table_info('checks') "
 		                        "WHERE name IN ('name_a', 'rtol', 'expect', 'expect_tensor')"), 4);
+		/* version 5: the health table, and the steps' memory high-water mark, NULL (read
+		   0: not measured) in the steps stored before */
+		cr_assert_eq(sql_int(s, "SELECT count(*) FROM sqlite_master WHERE type = 'table' "
+		                        "AND name = 'health'"), 1);
+		cr_assert_eq(sql_int(s, "SELECT count(*) FROM steps WHERE mem_peak IS NULL"),
+		             2 * RANKS);
 		expect_status(s, run, "complete");
 		check_steps(s, run, 0, 2, 10);
+		cr_assert_eq(lks_store_health(s, run, &(lks_health_row){ .phase = "before",
+		             .device = 0, .key = "ecc_corrected", .value = 1 }, 1), 0, "%s",
+		             lks_errmsg());
 		cr_assert_eq(count(s, run, LKS_TABLE_TENSORS), 10);
 		/* and the new tables and columns take rows */
 		cr_assert_eq(lks_store_begin_session(s, "bisect", "lockstep bisect", "c.ini", &session),
@@ -212,8 +223,11 @@ Test(trace_store, earlier_version_is_upgraded_keeping_everything)
 		cr_assert_eq(lks_store_get_checks(s, 0, see_check, &seen), 0, "%s", lks_errmsg());
 		cr_assert_eq(seen.n, version >= 2 ? 2 : 1, "version %d", version);
 		if (version >= 2) {
+			lks_check_rec old = verdict("old", "fail");
+
 			cr_assert_str_eq(seen.name[0], "old");
-			expect_params(&seen, 0, &no_params);
+			/* stored with its parameters from version 4 on */
+			expect_params(&seen, 0, version >= 4 ? &old.params : &no_params);
 			cr_assert(strstr(seen.verdict[0], "head.weight.grad l2"), "%s", seen.verdict[0]);
 		}
 		expect_params(&seen, seen.n - 1, &now.params);
@@ -316,6 +330,11 @@ Test(trace_store, readonly_reads_earlier_verdicts_without_parameters)
 		cr_assert(strstr(seen.verdict[0], "fail") && strstr(seen.verdict[0], "beyond rtol"),
 		          "%s", seen.verdict[0]);
 		cr_assert_eq(sql_int(s, "SELECT count(*) FROM probes"), 0);
+		/* version 5's table empty, its column NULL, as an upgrade would make them */
+		cr_assert_eq(sql_int(s, "SELECT count(*) FROM health"), 0);
+		cr_assert_eq(sql_int(s, "SELECT count(*) FROM steps WHERE mem_peak IS NULL"),
+		             2 * RANKS);
+		check_steps(s, run, 0, 2, 10);
 		lks_store_close(s);
 		expect_same_bytes(path, before);
 		free(before.bytes);
@@ -378,9 +397,9 @@ Test(trace_store, readonly_refuses_what_is_not_ours_untouched)
 	/* ours, but of a later version */
 	path_in_tmp(path, sizeof(path), "future.db");
 	make_db(path);
-	raw_exec(path, "PRAGMA user_version = 5");
+	raw_exec(path, "PRAGMA user_version = 6");
 	before = take(path);
-	expect_refused(path, "version 5");
+	expect_refused(path, "version 6");
 	expect_same_bytes(path, before);
 	free(before.bytes);
 	rm_tmp();

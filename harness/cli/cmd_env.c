@@ -5,6 +5,8 @@
 #include "build_info.h"
 #include "harness/cli/cmd.h"
 #include "harness/store/fingerprint.h"
+#include "kernels/err.h"
+#include "kernels/nvml/nvml.h"
 
 static const char lks_env_help[] =
 	"usage: lockstep env [--json] [--version]\n"
@@ -13,7 +15,8 @@ static const char lks_env_help[] =
 	"flags, CPU model, the ISA path the CPU kernels take (LKS_ISA forces one), library\n"
 	"versions, CUDA runtime/driver/cuBLASLt and GPU when built with CUDA, and environment\n"
 	"variables that change numerics (NCCL_ALGO, ...). Two results that differ in bits should\n"
-	"first be compared by their fingerprints.\n"
+	"first be compared by their fingerprints. And whether NVML is there (GPU health, read\n"
+	"before and after each run; LKS_NVML_LIB names the library), and if not, why.\n"
 	"\n"
 	"  --json      one JSON object instead of aligned text\n"
 	"  --version   only 'lockstep <version> (<commit>)'\n";
@@ -21,6 +24,7 @@ static const char lks_env_help[] =
 int cmd_env(int argc, char **argv)
 {
 	lks_fingerprint fp;
+	lks_nvml *nvml;
 	int json = 0;
 
 	for (int i = 1; i < argc; i++) {
@@ -39,6 +43,16 @@ int cmd_env(int argc, char **argv)
 		}
 	}
 	lks_fingerprint_collect(&fp);
+	if (lks_nvml_open(NULL, &nvml)) {
+		fprintf(stderr, "lockstep: %s\n", lks_errmsg());
+		return LKS_EXIT_INFRA;
+	}
+	if (lks_nvml_present(nvml))
+		lks_fingerprint_add(&fp, "nvml", "present: %d GPU%s (%s)", lks_nvml_present(nvml),
+		                    lks_nvml_present(nvml) > 1 ? "s" : "", lks_nvml_path(nvml));
+	else
+		lks_fingerprint_add(&fp, "nvml", "absent: %s", lks_nvml_reason(nvml));
+	lks_nvml_close(nvml);
 	lks_fingerprint_print(&fp, stdout, json);
 	return LKS_EXIT_OK;
 }

@@ -18,6 +18,7 @@
 #include "harness/store/fingerprint.h"
 #include "harness/report/junit.h"
 #include "harness/store/golden.h"
+#include "harness/store/gpu_health.h"
 #include "harness/engine/runner.h"
 #include "harness/verify/sqnr.h"
 #include "harness/store/trace_store.h"
@@ -308,6 +309,7 @@ int lks_run_cases(int argc, char **argv, lks_check_tally *t)
 	lks_sqnr_pairs *pairs = NULL;
 	lks_check_tally tally = { 0 };
 	lks_check_opts copts;
+	lks_nvml *nvml = NULL;         /* GPU health around each run (process 0) */
 
 	memset(t, 0, sizeof(*t));
 	if ((rc = lks_run_parse(argc, argv, &a)) != 0) {
@@ -335,6 +337,9 @@ int lks_run_cases(int argc, char **argv, lks_check_tally *t)
 			fprintf(stderr, "lockstep: %s\n", lks_errmsg());
 			/* a file that is not ours: bad input */
 			rc = open_rc == LKS_STORE_BAD_FILE ? LKS_EXIT_USAGE : LKS_EXIT_INFRA;
+		} else if (lks_nvml_open(NULL, &nvml)) {  /* absent is no error */
+			fprintf(stderr, "lockstep: %s\n", lks_errmsg());
+			rc = LKS_EXIT_INFRA;
 		}
 	}
 	/* all go on, or none */
@@ -370,10 +375,14 @@ int lks_run_cases(int argc, char **argv, lks_check_tally *t)
 				.backend = a.backend == lks_backend_default() ? NULL : a.backend,
 			};
 			lks_run_result res;
+			lks_nvml_snap before;
+			char health[2048];
 
 			if (!selected[j])
 				continue;
 			lks_sqnr_hook(pairs, j, &o);
+			if (job.root)
+				lks_gpu_health_before(nvml, &before);
 			if (lks_run(&cases[i], run, store, &o, &res)
 			    || lks_sqnr_end_run(pairs, j, res.run_id, store)) {
 				fprintf(stderr, "lockstep: %s / %s: %s\n", cases[i].name, run->name, lks_errmsg());
@@ -387,6 +396,14 @@ int lks_run_cases(int argc, char **argv, lks_check_tally *t)
 			       res.nonfinite_events ? "  NON-FINITE gradients (see events)" : "");
 			fflush(stdout);
 			run_ids[j] = res.run_id;
+			if (lks_gpu_health_after(nvml, store, res.run_id, &before, health,
+			                         sizeof(health))) {
+				fprintf(stderr, "lockstep: %s\n", lks_errmsg());
+				goto out;
+			}
+			if (*health)
+				fprintf(stderr, "lockstep: %s / %s: GPU health:\n%s", cases[i].name,
+				        run->name, health);
 		}
 		if (job.root
 		    && lks_check_case(store, suite_id, &cases[i], run_ids, &copts, stdout, &tally)) {
@@ -401,6 +418,7 @@ out:
 	lks_job_end(&job);
 	lks_cases_release(cases, ncases);
 	lks_store_close(store);
+	lks_nvml_close(nvml);
 	free(run_ids);
 	free(selected);
 	lks_sqnr_free(pairs);

@@ -6,7 +6,8 @@
  *   runs     case, run, recipe and options, backend, world size, seed, steps, status,
  *            the case text, suite, combo, fingerprint (JSON)
  *   tensors  per run: the traced tensors in execution order (seq, name, phase)
- *   steps    per run, step and rank: loss, grad norm, lr, step time, non-finite count
+ *   steps    per run, step and rank: loss, grad norm, lr, step time, non-finite count,
+ *            GPU memory high-water mark (NULL without NVML)
  *   stats    per run, step, rank and tensor seq: L2 norm, amax, non-finite count, FP8 scale,
  *            underflow and saturation counts, XXH3-64 hash
  *   events   per run: notable happenings, e.g. the first non-finite value before an
@@ -17,6 +18,9 @@
  *            harness/verify/check.h
  *   probe_sessions  one 'lockstep matrix|bisect|reduce': kind, command line, combos file,
  *            the result in words
+ *   health   per run, 'before' and 'after' it, device and key: a GPU health reading
+ *            (NVML: ECC counts, retired pages, remapped rows, throttle reasons,
+ *            temperature, power, memory), or one 'absent' row saying why there is none
  *   probes   per session: each child 'lockstep check' under a combo (harness/probe/probe.h): the
  *            combo, cases, outcome (good, bad, skip, crash, timeout), exit code or signal,
  *            seconds, the suite it stored, the end of its output
@@ -53,6 +57,8 @@ typedef struct lks_step_row {
 	int step, rank;
 	double loss, grad_norm, lr, step_time;
 	int64_t nonfinite;
+	int64_t mem_peak;         /* bytes of GPU memory at most in the step; 0: not measured
+	                             (stored NULL: no NVML, a CPU run, or schema before 5) */
 } lks_step_row;
 
 typedef struct lks_stat_row {
@@ -92,6 +98,21 @@ int lks_store_step(lks_store *s, int64_t run_id, const lks_step_row *steps, int 
                    const lks_stat_row *stats, size_t nstats);
 int lks_store_event(lks_store *s, int64_t run_id, int step, int rank, const char *tensor,
                     const char *kind, const char *message);
+/* A GPU health reading (harness/store/trace_store_health.c): integer, or text when text
+   is not NULL. device -1: not of one device (the 'absent' row). */
+typedef struct lks_health_row {
+	const char *phase;        /* "before" or "after" */
+	int device;
+	const char *key;
+	int64_t value;
+	const char *text;
+} lks_health_row;
+
+/* The rows in one transaction. */
+int lks_store_health(lks_store *s, int64_t run_id, const lks_health_row *rows, int n);
+/* The run's health rows in the order they were stored. */
+int lks_store_get_health(lks_store *s, int64_t run_id,
+                         int (*fn)(void *arg, const lks_health_row *row), void *arg);
 /* status: "complete" or "failed". */
 int lks_store_end_run(lks_store *s, int64_t run_id, const char *status);
 
@@ -105,10 +126,10 @@ int lks_store_end_run(lks_store *s, int64_t run_id, const char *status);
 
 /* The schema version this build reads and writes (PRAGMA user_version). */
 /* 2: the checks table. 3: probe_sessions and probes. 4: a check's parameters (columns of
-   checks). A file of an earlier version is upgraded when opened: the tables and columns
+   checks). 5: the health table and steps.mem_peak (GPU health, NVML). A file of an earlier version is upgraded when opened: the tables and columns
    added since are created (a column NULL in the rows already there), nothing else
    changes. */
-#define LKS_STORE_SCHEMA_VERSION 4
+#define LKS_STORE_SCHEMA_VERSION 5
 
 typedef struct lks_run_rec {
 	int64_t run_id;

@@ -57,6 +57,8 @@ enum lks_q {
 	LKS_Q_GET_STEPS,
 	LKS_Q_GET_STATS,
 	LKS_Q_GET_EVENTS,
+	LKS_Q_HEALTH,
+	LKS_Q_GET_HEALTH,
 	LKS_Q_CHECK,
 	LKS_Q_GET_CHECKS,
 	LKS_Q_GET_ALL_CHECKS,
@@ -118,6 +120,9 @@ int lks_store_exec(lks_store *s, enum lks_q q);
 /* Undoes an open transaction after an error, keeping the error already recorded: a
    failed step must leave the message that says why, not one about the rollback. */
 void lks_store_rollback(lks_store *s);
+/* Ends rows inserted through st after LKS_Q_BEGIN: commits when rc is 0, else rolls back
+   (keeping the error); clears st's bindings either way. Returns 0 or -1. */
+int lks_store_batch_end(lks_store *s, sqlite3_stmt *st, int rc);
 
 /* One value bound to a statement's parameter: what a column gets, SQL NULL included.
    Made by the lks_val_* functions below, which hold the rules of NULL in one place. */

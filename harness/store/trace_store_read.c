@@ -159,6 +159,7 @@ static int lks_row_step(sqlite3_stmt *st, void *ctx)
 			.lr = lks_column_real(st, 4),
 			.step_time = lks_column_real(st, 5),
 			.nonfinite = sqlite3_column_int64(st, 6),
+			.mem_peak = sqlite3_column_int64(st, 7),  /* NULL reads 0 */
 		};
 	w->n++;
 	return 0;

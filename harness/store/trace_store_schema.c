@@ -172,6 +172,25 @@ static const lks_schema_column lks_schema_v4[] = {
 	{ "checks", "expect_tensor", "TEXT" },
 };
 
+/* 5: GPU health (kernels/nvml/nvml.h), read before and after each run: one row per
+   device and reading; NVML absent is one row per phase, device NULL, key 'absent', the
+   reason its value. And the step's memory high-water mark. */
+static const char lks_schema_v5[] =
+	"CREATE TABLE health (\n"
+	"	run_id INTEGER NOT NULL REFERENCES runs (run_id),\n"
+	"	phase TEXT NOT NULL CHECK (phase IN ('before', 'after')),\n"
+	"	device INTEGER,                 -- NVML's index; NULL: not of a device (absent)\n"
+	"	key TEXT NOT NULL,              -- ecc_corrected, ..., memory_total, name, uuid,\n"
+	"	                                -- errors, absent\n"
+	"	value                           -- INTEGER reading, or TEXT\n"
+	");\n"
+	"CREATE INDEX health_by_run ON health (run_id);\n";
+
+static const lks_schema_column lks_schema_v5_columns[] = {
+	/* bytes: the most GPU memory used in the step; NULL: not measured (no NVML) */
+	{ "steps", "mem_peak", "INTEGER" },
+};
+
 /* Part v of the schema: the tables (and their indexes) version v added, and the columns it
    added to tables of earlier versions. A part never changes once released. */
 static const struct lks_schema_part {
@@ -183,6 +202,7 @@ static const struct lks_schema_part {
 	[2] = { lks_schema_v2, NULL, 0 },
 	[3] = { lks_schema_v3, NULL, 0 },
 	[4] = { NULL, lks_schema_v4, (int)(sizeof(lks_schema_v4) / sizeof(lks_schema_v4[0])) },
+	[5] = { lks_schema_v5, lks_schema_v5_columns, 1 },
 };
 
 /* Gradient SQNR between two runs (harness/verify/sqnr.h): the table is created when first

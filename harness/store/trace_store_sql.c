@@ -27,7 +27,7 @@ int lks_sql_check(sqlite3 *db, int rc, const char *file, int line)
 
 #define LKS_RUN_COLS "run_id, suite_id, case_name, case_path, case_text, run_name, recipe, " \
 	"options, backend, world_size, seed, steps, combo, fingerprint, status, started, finished"
-#define LKS_STEP_COLS "step, rank, loss, grad_norm, lr, step_time, nonfinite"
+#define LKS_STEP_COLS "step, rank, loss, grad_norm, lr, step_time, nonfinite, mem_peak"
 #define LKS_CHECK_COLS "suite_id, case_name, check_name, kind, run_a, run_b, verdict, step, " \
 	"rank, tensor, field, value_a, value_b, abs_err, rel_err, ulp, message, name_a, name_b, " \
 	"metric, tensors, rtol, atol, floor_db, expect, expect_step, expect_rank, expect_tensor"
@@ -44,7 +44,7 @@ static const char *const lks_store_sql[LKS_Q_COUNT] = {
 	              "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
 	[LKS_Q_TENSOR] = "INSERT INTO tensors (run_id, seq, name, phase) VALUES (?1, ?2, ?3, ?4)",
 	[LKS_Q_STEP] = "INSERT INTO steps (run_id, " LKS_STEP_COLS ") "
-	               "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+	               "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
 	[LKS_Q_STAT] = "INSERT OR ROLLBACK INTO stats (run_id, step, rank, seq, l2, amax, scale, "
 	               "nonfinite, underflow, saturated, hash) "
 	               "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
@@ -70,6 +70,10 @@ static const char *const lks_store_sql[LKS_Q_COUNT] = {
 	                    "WHERE run_id = ?1 AND step = ?2 AND rank = ?3 ORDER BY seq",
 	[LKS_Q_GET_EVENTS] = "SELECT event_id, step, rank, tensor, kind, message, time "
 	                     "FROM events WHERE run_id = ?1 ORDER BY event_id",
+	[LKS_Q_HEALTH] = "INSERT INTO health (run_id, phase, device, key, value) "
+	                 "VALUES (?1, ?2, ?3, ?4, ?5)",
+	[LKS_Q_GET_HEALTH] = "SELECT phase, device, key, value FROM health WHERE run_id = ?1 "
+	                     "ORDER BY rowid",
 	[LKS_Q_CHECK] = "INSERT INTO checks (" LKS_CHECK_COLS ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, "
 	                "?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, "
 	                "?22, ?23, ?24, ?25, ?26, ?27, ?28)",

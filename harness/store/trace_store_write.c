@@ -49,6 +49,17 @@ int lks_store_begin_run(lks_store *s, const lks_run_info *info, int64_t *run_id)
 	return lks_store_put(s, LKS_Q_RUN, v, LKS_NVALS(v), run_id);
 }
 
+int lks_store_batch_end(lks_store *s, sqlite3_stmt *st, int rc)
+{
+	if (!rc && lks_store_exec(s, LKS_Q_COMMIT))
+		rc = -1;
+	/* the strings are SQLITE_STATIC: drop them before the caller's memory goes */
+	sqlite3_clear_bindings(st);
+	if (rc)
+		lks_store_rollback(s);
+	return rc;
+}
+
 int lks_store_tensors(lks_store *s, int64_t run_id, const char *const *names,
                       const lks_phase *phases, int n)
 {
@@ -71,15 +82,9 @@ int lks_store_tensors(lks_store *s, int64_t run_id, const char *const *names,
 		if (lks_store_done(s, st))
 			goto out;
 	}
-	if (lks_store_exec(s, LKS_Q_COMMIT))
-		goto out;
 	rc = 0;
 out:
-	/* the strings are SQLITE_STATIC: drop them before the caller's memory goes */
-	sqlite3_clear_bindings(st);
-	if (rc)
-		lks_store_rollback(s);
-	return rc;
+	return lks_store_batch_end(s, st, rc);
 }
 
 /* Steps go only to a run that exists and has not ended: a step after end_run is a bug in
@@ -125,7 +130,7 @@ static int lks_store_step_rows(lks_store *s, int64_t run_id, const lks_step_row 
 		const lks_val v[] = { lks_val_int(r->step), lks_val_int(r->rank),
 		                      lks_val_real(r->loss), lks_val_real(r->grad_norm),
 		                      lks_val_real(r->lr), lks_val_real(r->step_time),
-		                      lks_val_int(r->nonfinite) };
+		                      lks_val_int(r->nonfinite), lks_val_id(r->mem_peak) };
 
 		lks_store_bind(st, 2, v, LKS_NVALS(v));
 		if (lks_store_done(s, st))

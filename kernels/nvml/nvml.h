@@ -1,0 +1,87 @@
+/*
+ * nvml.h: GPU health through NVML, loaded at run time (issue 14, Build 4).
+ *
+ * libnvidia-ml.so.1 is opened with dlopen, never linked, and its functions are called
+ * through declarations of our own (kernels/nvml/nvml.c): no nvml.h is needed to build,
+ * and a machine without the library (or without a GPU) gets "absent" with the reason,
+ * which is not an error. A snapshot reads, per device, the ECC counts, retired pages,
+ * remapped rows, throttle reasons, temperature, power and memory; two snapshots and the
+ * XID events seen between them become findings in words (lks_nvml_findings).
+ *
+ * A reading the device does not support, or a function the library lacks, is left
+ * LKS_NVML_NONE; any other NVML error is kept with its code and NVML's string in the
+ * device's 'errors' text, and the other readings go on.
+ */
+#ifndef LKS_KERNELS_NVML_NVML_H
+#define LKS_KERNELS_NVML_NVML_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define LKS_NVML_MAX_DEVICES 16
+#define LKS_NVML_NONE INT64_MIN    /* a reading not available */
+
+/* The readings of one device, in the order of lks_nvml_key_name. */
+typedef enum lks_nvml_key {
+	LKS_NVML_ECC_CORRECTED = 0,    /* volatile (since the driver loaded) */
+	LKS_NVML_ECC_UNCORRECTED,
+	LKS_NVML_RETIRED_PAGES,        /* pages retired, both causes (before Ampere) */
+	LKS_NVML_REMAP_CORRECTED,      /* rows remapped for correctable errors (Ampere on) */
+	LKS_NVML_REMAP_UNCORRECTED,
+	LKS_NVML_REMAP_PENDING,        /* 1: a remapping waits for a reset */
+	LKS_NVML_REMAP_FAILED,         /* 1: a remapping has failed */
+	LKS_NVML_THROTTLE,             /* the clocks' throttle (event) reasons, a bitmask */
+	LKS_NVML_TEMPERATURE,          /* degrees C, the GPU die */
+	LKS_NVML_POWER,                /* milliwatts */
+	LKS_NVML_MEM_USED,             /* bytes */
+	LKS_NVML_MEM_TOTAL,
+	LKS_NVML_NKEYS
+} lks_nvml_key;
+
+typedef struct lks_nvml_device {
+	char name[96], uuid[96];
+	int64_t v[LKS_NVML_NKEYS];     /* LKS_NVML_NONE: not available */
+	char errors[256];              /* NVML errors of this snapshot, "" when none */
+} lks_nvml_device;
+
+typedef struct lks_nvml_snap {
+	int ndev;
+	lks_nvml_device dev[LKS_NVML_MAX_DEVICES];
+} lks_nvml_snap;
+
+typedef struct lks_nvml_xid {
+	int device;                    /* index; -1: a device NVML did not name */
+	uint64_t xid;
+} lks_nvml_xid;
+
+typedef struct lks_nvml lks_nvml;
+
+/* "ecc_corrected", ...: the key's name, as stored; NULL out of range. */
+const char *lks_nvml_key_name(lks_nvml_key k);
+
+/* Loads the library (path, or env LKS_NVML_LIB, or "libnvidia-ml.so.1" when NULL),
+   initialises NVML and registers every device for XID events. *out is always set: a
+   handle that is present, or absent with the reason (no library, a function it lacks,
+   nvmlInit failed with NVML's error, no device). Returns 0 either way; -1 (lks_err) only
+   when out of memory. */
+int lks_nvml_open(const char *path, lks_nvml **out);
+/* The number of GPUs NVML sees; 0 when absent. */
+int lks_nvml_present(const lks_nvml *h);
+/* Why it is absent ("" when present). */
+const char *lks_nvml_reason(const lks_nvml *h);
+/* The library's path as opened (or tried). */
+const char *lks_nvml_path(const lks_nvml *h);
+/* Reads every device. Absent: ndev 0, and 0 returned. */
+int lks_nvml_snapshot(lks_nvml *h, lks_nvml_snap *snap);
+/* The XID events waiting, without blocking: at most cap into out, *n the number read.
+   Absent, or events not supported: *n = 0. */
+int lks_nvml_poll_xid(lks_nvml *h, lks_nvml_xid *out, int cap, int *n);
+void lks_nvml_close(lks_nvml *h);
+
+/* What changed for the worse from 'before' to 'after', and the XIDs seen, one line each
+   ("gpu 0: uncorrected ECC errors rose from 0 to 2\n") into buf (always terminated, cut
+   if too small). Returns the number of findings. */
+int lks_nvml_findings(const lks_nvml_snap *before, const lks_nvml_snap *after,
+                      const lks_nvml_xid *xids, int nxid, char *buf, size_t size);
+
+#endif
