@@ -20,6 +20,12 @@
 #include "harness/store/trace_store.h"
 #include "harness/store/trace_store_impl.h"
 #include "kernels/err.h"
+#ifdef LKS_HAVE_CUDA
+#include "kernels/cuda/cuda_info.h"
+#define LKS_BACKENDS "cpu, cuda"
+#else
+#define LKS_BACKENDS "cpu"
+#endif
 
 Test(cli, help_lists_commands)
 {
@@ -60,9 +66,31 @@ Test(cli, run_backend_unknown_lists_the_known_ones)
 
 	cr_assert_eq(lks_run_bin(NULL, "run --backend tpu --db /nonexistent/x.db cases/world_sizes.ini",
 	                         out, sizeof(out)), 2);
-	cr_assert_not_null(strstr(out, "backend 'tpu' is not available (this build has: cpu)"), "%s",
-	                   out);
+	cr_assert_not_null(strstr(out, "backend 'tpu' is not available (this build has: "
+	                               LKS_BACKENDS ")"), "%s", out);
 }
+
+#ifdef LKS_HAVE_CUDA
+/* built with CUDA on a machine without a device: the run stops at open (an infrastructure
+   failure, 3), saying why */
+Test(cli, run_backend_cuda_without_a_device_says_why)
+{
+	char dir[] = "/tmp/lks_test_cuda_XXXXXX", args[2048], out[8192];
+	lks_cuda_info info;
+
+	lks_cuda_info_get(&info);
+	if (info.device_count > 0)
+		cr_skip_test("a CUDA device is here: tests/gpu_backend runs the backend");
+	cr_assert_not_null(mkdtemp(dir));
+	snprintf(args, sizeof(args), "run --quiet --backend cuda --db '%s/r.db' cases/world_sizes.ini",
+	         dir);
+	cr_assert_eq(lks_run_bin(NULL, args, out, sizeof(out)), 3, "%s", out);
+	cr_assert_not_null(strstr(out, "cuda: no usable CUDA device: "), "%s", out);
+	cr_assert_not_null(strstr(out, info.device_error), "%s", out);
+	snprintf(args, sizeof(args), "rm -rf '%s'", dir);
+	cr_assert_eq(system(args), 0);
+}
+#endif
 
 Test(cli, env_fingerprint)
 {

@@ -144,7 +144,7 @@ static void lks_cuda_describe(const lks_backend *be, void *ctx, lks_describe_fn 
 	int v = 0;
 
 	put(arg, "backend", be->name);
-	if (cudaGetDeviceProperties(&prop, c->device) == cudaSuccess) {
+	if (c && cudaGetDeviceProperties(&prop, c->device) == cudaSuccess) {
 		put(arg, "device", prop.name);
 		lks_cuda_uuid(&prop, buf, sizeof(buf));
 		put(arg, "uuid", buf);
