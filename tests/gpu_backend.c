@@ -377,6 +377,40 @@ static void check_stats(void)
 	free(x); free(scale); free(codes);
 }
 
+/* more elements than one grid covers (65535 blocks of 256: ops.cu's grid-stride loops) */
+static void check_grid_stride(void)
+{
+	const size_t n = (size_t)65535 * 256 * 2 + 1001;
+	float *a = values(n, 10.0f, 997), *b = values(n, 10.0f, 0), *y = malloc(n * 4);
+	float *da = up(a, n * 4), *db = up(b, n * 4);
+	int64_t ca, cb;
+
+	CHECK(y, "out of memory");
+	OK(lks_be_add(cpu, NULL, a, b, n, y, 1));
+	OK(lks_be_add(gpu, gctx, da, db, n, db, 1));  /* in place, as y = a + y */
+	same_f32("add over a strided grid", y, db, n);
+	OK(lks_be_nonfinite(cpu, NULL, a, n, &ca));
+	OK(lks_be_nonfinite(gpu, gctx, da, n, &cb));
+	CHECK(ca == cb && ca > 0, "nonfinite over a strided grid: cpu %lld, cuda %lld",
+	      (long long)ca, (long long)cb);
+	lks_be_free(gpu, gctx, da); lks_be_free(gpu, gctx, db);
+	free(a); free(b); free(y);
+}
+
+/* LKS_CUDA_DEVICE naming no device of this machine: open fails naming it */
+static void check_device_choice(void)
+{
+	void *other = NULL;
+
+	setenv("LKS_CUDA_DEVICE", "4096", 1);
+	CHECK(lks_be_open(gpu, 1, &other) != 0 && strstr(lks_errmsg(), "LKS_CUDA_DEVICE='4096'"),
+	      "open with LKS_CUDA_DEVICE=4096: %s", lks_errmsg());
+	setenv("LKS_CUDA_DEVICE", "0", 1);
+	OK(lks_be_open(gpu, 1, &other));
+	lks_be_close(gpu, other);
+	unsetenv("LKS_CUDA_DEVICE");
+}
+
 static void put(void *arg, const char *key, const char *value)
 {
 	int *seen = arg;
@@ -411,6 +445,8 @@ int main(void)
 	check_cross_entropy();
 	check_embedding();
 	check_stats();
+	check_grid_stride();
+	check_device_choice();
 	lks_be_close(gpu, gctx);
 	printf("gpu_backend: every method equals the cpu's bit for bit (%d NaN payloads differ, "
 	       "both NaN)\n", nan_payloads);
