@@ -1,16 +1,23 @@
 /*
  * backend.c: the registry of backends (backend.h): the names '--backend NAME' takes. A
- * backend added to this build is one row of the table.
+ * backend added to this build is one row of the table. 'cuda' is listed when the build has
+ * the CUDA Toolkit, device or not: on a machine without one its open fails, saying why.
  */
 #include "kernels/backend.h"
 
 #include "kernels/cpu/backend_cpu.h"
+#ifdef LKS_HAVE_CUDA
+#include "kernels/cuda/backend_cuda.h"
+#endif
 
 #include <stdio.h>
 #include <string.h>
 
 static const lks_backend *const lks_backends[] = {
 	&lks_backend_cpu,
+#ifdef LKS_HAVE_CUDA
+	&lks_backend_cuda,
+#endif
 };
 
 #define LKS_NBACKENDS (sizeof(lks_backends) / sizeof(lks_backends[0]))

@@ -20,6 +20,12 @@
 #include "harness/store/trace_store.h"
 #include "harness/store/trace_store_impl.h"
 #include "kernels/err.h"
+#ifdef LKS_HAVE_CUDA
+#include "kernels/cuda/cuda_info.h"
+#define LKS_BACKENDS "cpu, cuda"
+#else
+#define LKS_BACKENDS "cpu"
+#endif
 
 Test(cli, help_lists_commands)
 {
@@ -60,8 +66,8 @@ Test(cli, run_backend_unknown_lists_the_known_ones)
 
 	cr_assert_eq(lks_run_bin(NULL, "run --backend tpu --db /nonexistent/x.db cases/world_sizes.ini",
 	                         out, sizeof(out)), 2);
-	cr_assert_not_null(strstr(out, "backend 'tpu' is not available (this build has: cpu)"), "%s",
-	                   out);
+	cr_assert_not_null(strstr(out, "backend 'tpu' is not available (this build has: "
+	                               LKS_BACKENDS ")"), "%s", out);
 }
 
 Test(cli, env_fingerprint)
@@ -568,3 +574,27 @@ Test(cli, shell_quote_round_trips_through_sh)
 	char q[8];
 	cr_assert_str_eq(lks_shell_quote("a b c d e f", q, sizeof(q)), "'a b c'");
 }
+
+#ifdef LKS_HAVE_CUDA
+/* built with CUDA on a machine without a device: the run stops at open (an infrastructure
+   failure, 3), saying why */
+Test(cli, run_backend_cuda_without_a_device_says_why)
+{
+	char dir[] = "/tmp/lks_test_cuda_XXXXXX", good[600], args[2048], out[8192];
+	lks_cuda_info info;
+
+	lks_cuda_info_get(&info);
+	if (info.device_count > 0)
+		cr_skip_test("a CUDA device is here: tests/gpu_backend runs the backend");
+	cr_assert_not_null(mkdtemp(dir));
+	snprintf(good, sizeof(good), "%s/good.ini", dir);
+	put_file(good, "[case]\nsteps = 1\n[model]\nvocab = 32\nhidden = 16\nffn = 32\nlayers = 1\n"
+	               "seq = 4\nbatch = 2\n[run a]\nrecipe = bf16\n");
+	snprintf(args, sizeof(args), "run --quiet --backend cuda --db '%s/r.db' '%s'", dir, good);
+	cr_assert_eq(lks_run_bin(NULL, args, out, sizeof(out)), 3, "%s", out);
+	cr_assert_not_null(strstr(out, "cuda: no usable CUDA device: "), "%s", out);
+	cr_assert_not_null(strstr(out, info.device_error), "%s", out);
+	snprintf(args, sizeof(args), "rm -rf '%s'", dir);
+	cr_assert_eq(system(args), 0);
+}
+#endif

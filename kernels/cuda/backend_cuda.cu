@@ -1,0 +1,341 @@
+/*
+ * backend_cuda.cu: the CUDA backend's context, buffers, description and method table
+ * (backend_cuda.h); the ops' kernels are in ops.cu.
+ *
+ * The statistics (sumsq, stats_f32, stats_quant) download the tensor and run the CPU
+ * backend's own method on the host copy: the same code, so the same bits, as a backend may
+ * hash on the host after a download. A first version: device reductions in the CPU's lane
+ * order come later.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernels/cuda/ops_cuda.h"
+
+extern "C" {
+#include "kernels/cpu/backend_cpu.h"
+#include "kernels/err.h"
+}
+
+struct lks_cuda_ctx {
+	int device;
+	cudaStream_t stream;
+	void *scratch;         /* lks_cuda_scratch's device buffer */
+	size_t scratch_bytes;
+};
+
+int lks_cuda_check(cudaError_t rc, const char *what)
+{
+	if (rc == cudaSuccess)
+		return 0;
+	return lks_err("cuda: %s: %s", what, cudaGetErrorString(rc));
+}
+
+cudaStream_t lks_cuda_enter(void *ctx)
+{
+	lks_cuda_ctx *c = (lks_cuda_ctx *)ctx;
+
+	cudaSetDevice(c->device);  /* cannot fail for the device open set */
+	return c->stream;
+}
+
+int lks_cuda_scratch(void *ctx, size_t bytes, void **p)
+{
+	lks_cuda_ctx *c = (lks_cuda_ctx *)ctx;
+
+	if (bytes > c->scratch_bytes) {
+		/* the old buffer may still be read by queued work */
+		if (lks_cuda_check(cudaStreamSynchronize(c->stream), "scratch"))
+			return -1;
+		cudaFree(c->scratch);
+		c->scratch = NULL;
+		c->scratch_bytes = 0;
+		if (lks_cuda_check(cudaMalloc(&c->scratch, bytes), "scratch"))
+			return -1;
+		c->scratch_bytes = bytes;
+	}
+	*p = c->scratch;
+	return 0;
+}
+
+extern "C" int lks_cuda_ctx_device(const lks_cuda_ctx *ctx)
+{
+	return ctx->device;
+}
+
+extern "C" void *lks_cuda_ctx_stream(const lks_cuda_ctx *ctx)
+{
+	return (void *)ctx->stream;
+}
+
+/* LKS_CUDA_DEVICE, or 0 when unset; -1 (lks_err) when it is not a device number */
+static int lks_cuda_device_wanted(int count)
+{
+	const char *env = getenv("LKS_CUDA_DEVICE");
+	char *end;
+	long d;
+
+	if (!env || !*env)
+		return 0;
+	d = strtol(env, &end, 10);
+	if (*end || d < 0 || d >= count)
+		return lks_err("cuda: LKS_CUDA_DEVICE='%s' is not a device of this machine (it has %d)",
+		               env, count);
+	return (int)d;
+}
+
+static int lks_cuda_open(const lks_backend *be, int threads, void **ctx)
+{
+	lks_cuda_ctx *c;
+	int count = 0, dev;
+	cudaError_t rc;
+
+	(void)be; (void)threads;  /* the GPU's threads are its own */
+	if ((rc = cudaGetDeviceCount(&count)) != cudaSuccess)
+		return lks_err("cuda: no usable CUDA device: %s", cudaGetErrorString(rc));
+	if (count == 0)
+		return lks_err("cuda: no usable CUDA device: the driver reports none");
+	if ((dev = lks_cuda_device_wanted(count)) < 0)
+		return -1;
+	if (!(c = (lks_cuda_ctx *)calloc(1, sizeof(*c))))
+		return lks_err("out of memory for a cuda context");
+	c->device = dev;
+	if (lks_cuda_check(cudaSetDevice(dev), "cannot use the device")
+	    || lks_cuda_check(cudaStreamCreateWithFlags(&c->stream, cudaStreamNonBlocking),
+	                      "cannot create a stream")) {
+		free(c);
+		return -1;
+	}
+	*ctx = c;
+	return 0;
+}
+
+static void lks_cuda_close(const lks_backend *be, void *ctx)
+{
+	lks_cuda_ctx *c = (lks_cuda_ctx *)ctx;
+
+	(void)be;
+	if (!c)
+		return;
+	lks_cuda_enter(c);
+	cudaStreamSynchronize(c->stream);
+	cudaFree(c->scratch);
+	cudaStreamDestroy(c->stream);
+	free(c);
+}
+
+/* the device's UUID as nvidia-smi writes it: GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx */
+static void lks_cuda_uuid(const cudaDeviceProp *prop, char *buf, size_t size)
+{
+	const unsigned char *u = (const unsigned char *)prop->uuid.bytes;
+	size_t len = (size_t)snprintf(buf, size, "GPU-");
+
+	for (int i = 0; i < 16 && len < size; i++)
+		len += (size_t)snprintf(buf + len, size - len, "%s%02x",
+		                        i == 4 || i == 6 || i == 8 || i == 10 ? "-" : "", u[i]);
+}
+
+static void lks_cuda_describe(const lks_backend *be, void *ctx, lks_describe_fn put, void *arg)
+{
+	lks_cuda_ctx *c = (lks_cuda_ctx *)ctx;
+	cudaDeviceProp prop;
+	char buf[64];
+	int v = 0;
+
+	put(arg, "backend", be->name);
+	if (c && cudaGetDeviceProperties(&prop, c->device) == cudaSuccess) {
+		put(arg, "device", prop.name);
+		lks_cuda_uuid(&prop, buf, sizeof(buf));
+		put(arg, "uuid", buf);
+		snprintf(buf, sizeof(buf), "%d", prop.multiProcessorCount);
+		put(arg, "sm_count", buf);
+		snprintf(buf, sizeof(buf), "%d.%d", prop.major, prop.minor);
+		put(arg, "compute_capability", buf);
+	}
+	cudaDriverGetVersion(&v);
+	snprintf(buf, sizeof(buf), "%d.%d", v / 1000, v % 1000 / 10);
+	put(arg, "cuda_driver", buf);
+	cudaRuntimeGetVersion(&v);
+	snprintf(buf, sizeof(buf), "%d.%d", v / 1000, v % 1000 / 10);
+	put(arg, "cuda_runtime", buf);
+}
+
+/* ---- buffers ---- */
+
+static int lks_cuda_alloc(const lks_backend *be, void *ctx, size_t bytes, void **out)
+{
+	(void)be;
+	lks_cuda_enter(ctx);
+	/* cudaMalloc aligns to 256 bytes; a zero-byte buffer is still a pointer */
+	if (cudaMalloc(out, bytes ? bytes : 64) != cudaSuccess) {
+		*out = NULL;
+		return lks_err("cuda: out of device memory for %zu bytes", bytes);
+	}
+	return 0;
+}
+
+static void lks_cuda_free(const lks_backend *be, void *ctx, void *p)
+{
+	lks_cuda_ctx *c = (lks_cuda_ctx *)ctx;
+
+	(void)be;
+	lks_cuda_enter(c);
+	cudaStreamSynchronize(c->stream);  /* queued work may still read it */
+	cudaFree(p);
+}
+
+/* a copy of kind on ctx's stream, waited for when wait */
+static int lks_cuda_memcpy(void *ctx, void *dst, const void *src, size_t bytes,
+                           cudaMemcpyKind kind, int wait, const char *what)
+{
+	cudaStream_t st = lks_cuda_enter(ctx);
+
+	if (bytes == 0)
+		return 0;
+	if (lks_cuda_check(cudaMemcpyAsync(dst, src, bytes, kind, st), what))
+		return -1;
+	return wait ? lks_cuda_check(cudaStreamSynchronize(st), what) : 0;
+}
+
+static int lks_cuda_upload(const lks_backend *be, void *ctx, void *dst, const void *src,
+                           size_t bytes)
+{
+	(void)be;
+	return lks_cuda_memcpy(ctx, dst, src, bytes, cudaMemcpyHostToDevice, 1, "upload");
+}
+
+static int lks_cuda_download(const lks_backend *be, void *ctx, void *dst, const void *src,
+                             size_t bytes)
+{
+	(void)be;
+	return lks_cuda_memcpy(ctx, dst, src, bytes, cudaMemcpyDeviceToHost, 1, "download");
+}
+
+static int lks_cuda_copy(const lks_backend *be, void *ctx, void *dst, const void *src,
+                         size_t bytes)
+{
+	(void)be;
+	return lks_cuda_memcpy(ctx, dst, src, bytes, cudaMemcpyDeviceToDevice, 0, "copy");
+}
+
+static int lks_cuda_sync(const lks_backend *be, void *ctx)
+{
+	(void)be;
+	return lks_cuda_check(cudaStreamSynchronize(lks_cuda_enter(ctx)), "sync");
+}
+
+static int lks_cuda_zero(const lks_backend *be, void *ctx, void *p, size_t bytes)
+{
+	(void)be;
+	if (bytes == 0)
+		return 0;
+	return lks_cuda_check(cudaMemsetAsync(p, 0, bytes, lks_cuda_enter(ctx)), "zero");
+}
+
+/* ---- the statistics: downloaded, then the CPU backend's methods on the host copy ---- */
+
+/* *host <- a malloc'd copy of the n bytes at device src */
+static int lks_cuda_fetch(void *ctx, const void *src, size_t bytes, void **host)
+{
+	if (!(*host = malloc(bytes ? bytes : 1)))
+		return lks_err("out of memory for %zu bytes", bytes);
+	if (lks_cuda_download(&lks_backend_cuda, ctx, *host, src, bytes)) {
+		free(*host);
+		*host = NULL;
+		return -1;
+	}
+	return 0;
+}
+
+static int lks_cuda_sumsq(const lks_backend *be, void *ctx, const float *x, size_t n,
+                          double *out)
+{
+	void *h;
+	int rc;
+
+	(void)be;
+	if (lks_cuda_fetch(ctx, x, n * sizeof(float), &h))
+		return -1;
+	rc = lks_backend_cpu.sumsq(&lks_backend_cpu, NULL, (const float *)h, n, out);
+	free(h);
+	return rc;
+}
+
+static int lks_cuda_stats_f32(const lks_backend *be, void *ctx, const float *x, size_t n,
+                              lks_tensor_stats *s)
+{
+	void *h;
+	int rc;
+
+	(void)be;
+	if (lks_cuda_fetch(ctx, x, n * sizeof(float), &h))
+		return -1;
+	rc = lks_backend_cpu.stats_f32(&lks_backend_cpu, NULL, (const float *)h, n, s);
+	free(h);
+	return rc;
+}
+
+/* the codes (rows of ldq, the last one cols long) and the scales, then the CPU's method on
+   a descriptor of the host copies */
+static int lks_cuda_stats_quant(const lks_backend *be, void *ctx, const lks_quant *q,
+                                lks_tensor_stats *s)
+{
+	size_t ns = lks_quant_nscales(q);
+	size_t nq = q->rows > 0 && q->cols > 0 ? (size_t)(q->rows - 1) * q->ldq + (size_t)q->cols : 0;
+	void *codes = NULL, *scales = NULL;
+	lks_quant h = *q;
+	int rc = -1;
+
+	(void)be;
+	if (lks_cuda_fetch(ctx, q->q, nq, &codes) || lks_cuda_fetch(ctx, q->scale, ns * sizeof(float),
+	                                                            &scales))
+		goto out;
+	h.x = NULL;
+	h.amax = NULL;
+	h.q = (uint8_t *)codes;
+	h.scale = (float *)scales;
+	rc = lks_backend_cpu.stats_quant(&lks_backend_cpu, NULL, &h, s);
+out:
+	free(codes);
+	free(scales);
+	return rc;
+}
+
+const lks_backend lks_backend_cuda = {
+	/* .version = */ LKS_BACKEND_VERSION,
+	/* .size = */ (int)sizeof(lks_backend),
+	/* .name = */ "cuda",
+	/* .app = */ NULL,
+	/* .open = */ lks_cuda_open,
+	/* .close = */ lks_cuda_close,
+	/* .describe = */ lks_cuda_describe,
+	/* .alloc = */ lks_cuda_alloc,
+	/* .free = */ lks_cuda_free,
+	/* .upload = */ lks_cuda_upload,
+	/* .download = */ lks_cuda_download,
+	/* .sync = */ lks_cuda_sync,
+	/* .copy = */ lks_cuda_copy,
+	/* .zero = */ lks_cuda_zero,
+	/* .gemm = */ NULL,      /* lks_cuda_gemm_ref (quant_gemm.cu), wired by the next change */
+	/* .quantize = */ NULL,  /* lks_cuda_quantize (quant_gemm.cu), likewise */
+	/* .round_bf16 = */ lks_cuda_round_bf16,
+	/* .to_bf16 = */ lks_cuda_to_bf16,
+	/* .transpose_u8 = */ lks_cuda_transpose_u8,
+	/* .transpose_f32 = */ lks_cuda_transpose_f32,
+	/* .transpose_bf16 = */ lks_cuda_transpose_bf16,
+	/* .rmsnorm_fwd = */ lks_cuda_rmsnorm_fwd,
+	/* .rmsnorm_bwd = */ lks_cuda_rmsnorm_bwd,
+	/* .relu2_fwd = */ lks_cuda_relu2_fwd,
+	/* .relu2_bwd = */ lks_cuda_relu2_bwd,
+	/* .cross_entropy = */ lks_cuda_cross_entropy,
+	/* .embed_gather = */ lks_cuda_embed_gather,
+	/* .embed_scatter_add = */ lks_cuda_embed_scatter_add,
+	/* .add = */ lks_cuda_add,
+	/* .adamw = */ lks_cuda_adamw,
+	/* .sumsq = */ lks_cuda_sumsq,
+	/* .clip = */ lks_cuda_clip,
+	/* .stats_f32 = */ lks_cuda_stats_f32,
+	/* .stats_quant = */ lks_cuda_stats_quant,
+	/* .nonfinite = */ lks_cuda_nonfinite,
+};

@@ -1,0 +1,454 @@
+/*
+ * gpu_backend.c: every method of the cuda backend against the cpu backend, on the same
+ * inputs, bit for bit: NaN, +-Inf, -0 and subnormals included. A plain program (Criterion
+ * cannot say "skipped" from main): without a usable device it checks that the registry lists
+ * 'cuda' and that open fails naming why, prints "no CUDA device: ...", and exits with
+ * LKS_SKIP (ctest's SKIP_RETURN_CODE). Exit 1 at the first difference, naming the method,
+ * the index and both values.
+ *
+ * One difference is allowed and counted: where float arithmetic (not a cast) meets a NaN
+ * input, x86 keeps the input's payload and sign while the GPU gives its canonical NaN
+ * (0x7fffffff); both are NaN, and a BF16 or FP8 output is canonical on both.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernels/backend.h"
+#include "kernels/cpu/backend_cpu.h"
+#include "kernels/cuda/backend_cuda.h"
+
+#define LKS_SKIP 77
+
+static const lks_backend *cpu = &lks_backend_cpu, *gpu = &lks_backend_cuda;
+static void *gctx;
+static int nan_payloads;
+
+#define CHECK(cond, ...)                                                            \
+	do {                                                                            \
+		if (!(cond)) {                                                              \
+			fprintf(stderr, "gpu_backend: FAIL %s:%d: ", __FILE__, __LINE__);     \
+			fprintf(stderr, __VA_ARGS__);                                           \
+			fprintf(stderr, "\n");                                                  \
+			exit(1);                                                                \
+		}                                                                           \
+	} while (0)
+#define OK(call) CHECK((call) == 0, "%s: %s", #call, lks_errmsg())
+
+static uint64_t rng_state = 0x9e3779b97f4a7c15u;
+
+static uint64_t rng(void)
+{
+	rng_state ^= rng_state << 13;
+	rng_state ^= rng_state >> 7;
+	rng_state ^= rng_state << 17;
+	return rng_state;
+}
+
+static float bits_f32(uint32_t u)
+{
+	float f;
+
+	memcpy(&f, &u, sizeof(f));
+	return f;
+}
+
+static uint32_t f32_bits(float f)
+{
+	uint32_t u;
+
+	memcpy(&u, &f, sizeof(u));
+	return u;
+}
+
+/* NaNs of both signs and payloads, infinities, zeros, subnormals, extremes, BF16 ties */
+static const uint32_t specials[] = {
+	0x7fc00000u, 0xffc00000u, 0x7f800001u, 0xff812345u, 0x7f800000u, 0xff800000u,
+	0x00000000u, 0x80000000u, 0x00000001u, 0x807fffffu, 0x00400000u, 0x7f7fffffu,
+	0xff7fffffu, 0x3f808000u, 0x3f818000u, 0xbf808000u,
+};
+#define NSPECIALS (sizeof(specials) / sizeof(specials[0]))
+
+/* n values in [-scale, scale), and every special every 'every' elements (0: none) */
+static float *values(size_t n, float scale, size_t every)
+{
+	float *x = malloc(n * sizeof(float) + 1);
+
+	CHECK(x, "out of memory");
+	for (size_t i = 0; i < n; i++)
+		x[i] = every && i % every == 0 ? bits_f32(specials[(i / every) % NSPECIALS])
+		                              : ((float)(rng() >> 40) / 16777216.0f - 0.5f) * 2 * scale;
+	return x;
+}
+
+/* a device copy of host bytes */
+static void *up(const void *h, size_t bytes)
+{
+	void *d;
+
+	OK(lks_be_alloc(gpu, gctx, bytes, &d));
+	OK(lks_be_upload(gpu, gctx, d, h, bytes));
+	return d;
+}
+
+/* the device buffer d (bytes) equals host buffer want, 4-byte words as floats */
+static void same_f32(const char *what, const float *want, const void *d, size_t n)
+{
+	float *got = malloc(n * sizeof(float) + 1);
+
+	CHECK(got, "out of memory");
+	OK(lks_be_download(gpu, gctx, got, d, n * sizeof(float)));
+	for (size_t i = 0; i < n; i++) {
+		uint32_t a = f32_bits(want[i]), b = f32_bits(got[i]);
+
+		if (a != b && isnan(want[i]) && isnan(got[i])) {
+			nan_payloads++;
+			continue;
+		}
+		CHECK(a == b, "%s[%zu]: cpu %08x (%a), cuda %08x (%a)", what, i, a, want[i], b, got[i]);
+	}
+	free(got);
+}
+
+static void same_bytes(const char *what, const void *want, const void *d, size_t bytes)
+{
+	unsigned char *got = malloc(bytes + 1);
+
+	CHECK(got, "out of memory");
+	OK(lks_be_download(gpu, gctx, got, d, bytes));
+	for (size_t i = 0; i < bytes; i++)
+		CHECK(got[i] == ((const unsigned char *)want)[i], "%s: byte %zu: cpu %02x, cuda %02x",
+		      what, i, ((const unsigned char *)want)[i], got[i]);
+	free(got);
+}
+
+static void same_stats(const char *what, const lks_tensor_stats *a, const lks_tensor_stats *b)
+{
+	CHECK(!memcmp(&a->l2, &b->l2, sizeof(double)), "%s: l2 %a vs %a", what, a->l2, b->l2);
+	CHECK(f32_bits(a->amax) == f32_bits(b->amax), "%s: amax %a vs %a", what, a->amax, b->amax);
+	CHECK(f32_bits(a->scale) == f32_bits(b->scale), "%s: scale", what);
+	CHECK(a->nonfinite == b->nonfinite && a->hash == b->hash && a->underflow == b->underflow
+	      && a->saturated == b->saturated, "%s: counts or hash differ", what);
+}
+
+static void check_buffers(void)
+{
+	unsigned char h[300], back[300];
+	void *a, *b;
+
+	for (size_t i = 0; i < sizeof(h); i++)
+		h[i] = (unsigned char)rng();
+	a = up(h, sizeof(h));
+	OK(lks_be_alloc(gpu, gctx, sizeof(h), &b));
+	CHECK((uintptr_t)a % 64 == 0 && (uintptr_t)b % 64 == 0, "alloc: not 64-byte aligned");
+	OK(lks_be_copy(gpu, gctx, b, a, sizeof(h)));
+	OK(lks_be_sync(gpu, gctx));
+	OK(lks_be_download(gpu, gctx, back, b, sizeof(h)));
+	CHECK(!memcmp(h, back, sizeof(h)), "upload, copy, download: bytes differ");
+	OK(lks_be_zero(gpu, gctx, (char *)b + 7, 100));
+	memset(h + 7, 0, 100);
+	same_bytes("zero", h, b, sizeof(h));
+	lks_be_free(gpu, gctx, a);
+	lks_be_free(gpu, gctx, b);
+}
+
+/* bf16 rounding and transposes */
+static void check_casts(void)
+{
+	const int R = 37, C = 53;
+	size_t n = (size_t)R * C;
+	float *x = values(n, 1e3f, 7), *t = malloc(n * sizeof(float));
+	uint16_t *h16 = malloc(n * 2);
+	uint8_t *u8 = malloc(n), *t8 = malloc(n);
+	float *dx = up(x, n * 4);
+	void *dy;
+
+	CHECK(t && h16 && u8 && t8, "out of memory");
+	OK(lks_be_alloc(gpu, gctx, n * 4, &dy));
+	OK(lks_be_to_bf16(cpu, NULL, x, h16, n));
+	OK(lks_be_to_bf16(gpu, gctx, dx, dy, n));
+	same_bytes("to_bf16", h16, dy, n * 2);
+	OK(lks_be_transpose_bf16(cpu, NULL, x, R, C, h16));
+	OK(lks_be_transpose_bf16(gpu, gctx, dx, R, C, dy));
+	same_bytes("transpose_bf16", h16, dy, n * 2);
+	OK(lks_be_transpose_f32(cpu, NULL, x, R, C, t));
+	OK(lks_be_transpose_f32(gpu, gctx, dx, R, C, dy));
+	same_bytes("transpose_f32", t, dy, n * 4);  /* data movement: every bit, NaNs too */
+	memcpy(u8, x, n);
+	lks_be_free(gpu, gctx, dx);
+	dx = up(u8, n);
+	OK(lks_be_transpose_u8(cpu, NULL, u8, R, C, t8));
+	OK(lks_be_transpose_u8(gpu, gctx, (uint8_t *)dx, R, C, dy));
+	same_bytes("transpose_u8", t8, dy, n);
+	lks_be_free(gpu, gctx, dx);
+	dx = up(x, n * 4);
+	OK(lks_be_round_bf16(cpu, NULL, x, n));
+	OK(lks_be_round_bf16(gpu, gctx, dx, n));
+	same_bytes("round_bf16", x, dx, n * 4);
+	lks_be_free(gpu, gctx, dx);
+	lks_be_free(gpu, gctx, dy);
+	free(x); free(t); free(h16); free(u8); free(t8);
+}
+
+/* relu2 both ways, add, clip, AdamW: over n values with every special */
+static void check_elementwise(void)
+{
+	const size_t n = 1031;  /* not a multiple of 8: the CPU's AVX2 and scalar tails */
+	float *u = values(n, 4.0f, 5), *dy = values(n, 2.0f, 11), *y = malloc(n * 4);
+	float *p = values(n, 1.0f, 13), *m = values(n, 0.1f, 0), *v = values(n, 0.1f, 0);
+	float *du = up(u, n * 4), *ddy = up(dy, n * 4), *dout, *dp, *dm, *dv;
+
+	CHECK(y, "out of memory");
+	for (size_t i = 0; i < n; i++)
+		v[i] = fabsf(v[i]);
+	OK(lks_be_alloc(gpu, gctx, n * 4, (void **)&dout));
+	for (int bf16 = 0; bf16 < 2; bf16++) {
+		OK(lks_be_relu2_fwd(cpu, NULL, u, n, y, bf16));
+		OK(lks_be_relu2_fwd(gpu, gctx, du, n, dout, bf16));
+		same_f32(bf16 ? "relu2_fwd bf16" : "relu2_fwd", y, dout, n);
+		OK(lks_be_relu2_bwd(cpu, NULL, u, dy, n, y, bf16));
+		OK(lks_be_relu2_bwd(gpu, gctx, du, ddy, n, dout, bf16));
+		same_f32(bf16 ? "relu2_bwd bf16" : "relu2_bwd", y, dout, n);
+		OK(lks_be_add(cpu, NULL, u, dy, n, y, bf16));
+		OK(lks_be_add(gpu, gctx, du, ddy, n, dout, bf16));
+		same_f32(bf16 ? "add bf16" : "add", y, dout, n);
+	}
+	OK(lks_be_clip(cpu, NULL, u, n, 0.37f));
+	OK(lks_be_clip(gpu, gctx, du, n, 0.37f));
+	same_f32("clip", u, du, n);
+	dp = up(p, n * 4); dm = up(m, n * 4); dv = up(v, n * 4);
+	for (int step = 1; step <= 3; step++) {
+		float bc1 = 1.0f - powf(0.9f, (float)step), bc2 = 1.0f - powf(0.95f, (float)step);
+		float wd = step == 2 ? 0.0f : 0.1f;
+
+		OK(lks_be_adamw(cpu, NULL, p, dy, m, v, n, 1e-3f, 0.9f, 0.95f, 1e-8f, wd, bc1, bc2));
+		OK(lks_be_adamw(gpu, gctx, dp, ddy, dm, dv, n, 1e-3f, 0.9f, 0.95f, 1e-8f, wd, bc1, bc2));
+		same_f32("adamw p", p, dp, n);
+		same_f32("adamw m", m, dm, n);
+		same_f32("adamw v", v, dv, n);
+	}
+	lks_be_free(gpu, gctx, du); lks_be_free(gpu, gctx, ddy); lks_be_free(gpu, gctx, dout);
+	lks_be_free(gpu, gctx, dp); lks_be_free(gpu, gctx, dm); lks_be_free(gpu, gctx, dv);
+	free(u); free(dy); free(y); free(p); free(m); free(v);
+}
+
+/* RMSNorm forward and backward: T rows of odd H, one row of specials, one of subnormals */
+static void check_rmsnorm(void)
+{
+	const int T = 9, H = 129;
+	size_t n = (size_t)T * H;
+	float *x = values(n, 3.0f, 0), *g = values((size_t)H, 1.5f, 0), *dy = values(n, 1.0f, 0);
+	float *y = malloc(n * 4), *rstd = malloc((size_t)T * 4), *dg = values((size_t)H, 0.5f, 0);
+	float *dx_, *dg_gpu, *dy_, *dout, *drstd, *dgain;
+
+	CHECK(y && rstd, "out of memory");
+	for (int i = 0; i < H; i++) {
+		x[2 * H + i] = bits_f32(specials[i % NSPECIALS]);  /* row 2: specials */
+		x[5 * H + i] = bits_f32(0x00000100u * (uint32_t)(i + 1));  /* row 5: subnormals */
+		dy[7 * H + i] = i % 3 ? -0.0f : bits_f32(0x80000001u);
+	}
+	dx_ = up(x, n * 4); dgain = up(g, (size_t)H * 4); dy_ = up(dy, n * 4);
+	dg_gpu = up(dg, (size_t)H * 4);
+	OK(lks_be_alloc(gpu, gctx, n * 4, (void **)&dout));
+	OK(lks_be_alloc(gpu, gctx, (size_t)T * 4, (void **)&drstd));
+	for (int bf16 = 0; bf16 < 2; bf16++) {
+		OK(lks_be_rmsnorm_fwd(cpu, NULL, x, g, T, H, y, rstd, bf16));
+		OK(lks_be_rmsnorm_fwd(gpu, gctx, dx_, dgain, T, H, dout, drstd, bf16));
+		same_f32("rmsnorm_fwd y", y, dout, n);
+		same_f32("rmsnorm_fwd rstd", rstd, drstd, (size_t)T);
+		OK(lks_be_rmsnorm_bwd(cpu, NULL, dy, x, g, rstd, T, H, y, dg, bf16));
+		OK(lks_be_rmsnorm_bwd(gpu, gctx, dy_, dx_, dgain, drstd, T, H, dout, dg_gpu, bf16));
+		same_f32("rmsnorm_bwd dx", y, dout, n);
+		same_f32("rmsnorm_bwd dg", dg, dg_gpu, (size_t)H);
+	}
+	lks_be_free(gpu, gctx, dx_); lks_be_free(gpu, gctx, dgain); lks_be_free(gpu, gctx, dy_);
+	lks_be_free(gpu, gctx, dg_gpu); lks_be_free(gpu, gctx, dout); lks_be_free(gpu, gctx, drstd);
+	free(x); free(g); free(dy); free(y); free(rstd); free(dg);
+}
+
+/* cross-entropy over logits with a row of -inf but one, a row with a NaN, ties for the max */
+static void check_cross_entropy(void)
+{
+	const int T = 11, V = 257;
+	size_t n = (size_t)T * V;
+	float *z = values(n, 8.0f, 0), *dz = malloc(n * 4), *dz_gpu, *dz_d;
+	int32_t tgt[11];
+	double lc, lg;
+	void *dt;
+
+	CHECK(dz, "out of memory");
+	for (int t = 0; t < T; t++)
+		tgt[t] = (int32_t)(rng() % (uint64_t)V);
+	for (int v = 0; v < V; v++)
+		z[3 * V + v] = v == tgt[3] ? 1.0f : -INFINITY;
+	z[6 * V + 17] = NAN;
+	z[8 * V + 4] = z[8 * V + 200] = 30.0f;
+	dz_gpu = up(z, n * 4);
+	dt = up(tgt, sizeof(tgt));
+	OK(lks_be_alloc(gpu, gctx, n * 4, (void **)&dz_d));
+	OK(lks_be_cross_entropy(cpu, NULL, z, tgt, T, V, 1.0f / 4096, dz, &lc));
+	OK(lks_be_cross_entropy(gpu, gctx, dz_gpu, dt, T, V, 1.0f / 4096, dz_d, &lg));
+	CHECK(!memcmp(&lc, &lg, sizeof(lc)) || (isnan(lc) && isnan(lg)),
+	      "cross_entropy loss: cpu %a, cuda %a", lc, lg);
+	same_f32("cross_entropy dz", dz, dz_d, n);
+	/* and without the NaN row, the loss is a number to compare bit for bit */
+	z[6 * V + 17] = 0.5f;
+	OK(lks_be_upload(gpu, gctx, dz_gpu, z, n * 4));
+	OK(lks_be_cross_entropy(cpu, NULL, z, tgt, T, V, 1.0f / 4096, dz, &lc));
+	OK(lks_be_cross_entropy(gpu, gctx, dz_gpu, dt, T, V, 1.0f / 4096, dz_d, &lg));
+	CHECK(!isnan(lc) && !memcmp(&lc, &lg, sizeof(lc)), "cross_entropy loss: cpu %a, cuda %a",
+	      lc, lg);
+	same_f32("cross_entropy dz", dz, dz_d, n);
+	lks_be_free(gpu, gctx, dz_gpu); lks_be_free(gpu, gctx, dt); lks_be_free(gpu, gctx, dz_d);
+	free(z); free(dz);
+}
+
+/* the embedding: tokens repeated, so scatter-add's order within an element shows */
+static void check_embedding(void)
+{
+	const int V = 7, T = 40, H = 33;
+	float *table = values((size_t)V * H, 1.0f, 9), *y = malloc((size_t)T * H * 4);
+	float *dy = values((size_t)T * H, 1e4f, 0), *grad = values((size_t)V * H, 1.0f, 0);
+	float *dtable, *dyd, *dgrad, *dout;
+	int32_t tok[40];
+	void *dtok;
+
+	CHECK(y, "out of memory");
+	for (int t = 0; t < T; t++)
+		tok[t] = (int32_t)(rng() % 3);  /* rows 0..2 only, each many times */
+	tok[5] = V - 1;
+	dtable = up(table, (size_t)V * H * 4); dyd = up(dy, (size_t)T * H * 4);
+	dgrad = up(grad, (size_t)V * H * 4); dtok = up(tok, sizeof(tok));
+	OK(lks_be_alloc(gpu, gctx, (size_t)T * H * 4, (void **)&dout));
+	OK(lks_be_embed_gather(cpu, NULL, table, tok, T, H, y));
+	OK(lks_be_embed_gather(gpu, gctx, dtable, dtok, T, H, dout));
+	same_bytes("embed_gather", y, dout, (size_t)T * H * 4);
+	OK(lks_be_embed_scatter_add(cpu, NULL, dy, tok, T, H, grad));
+	OK(lks_be_embed_scatter_add(gpu, gctx, dyd, dtok, T, H, dgrad));
+	same_f32("embed_scatter_add", grad, dgrad, (size_t)V * H);
+	lks_be_free(gpu, gctx, dtable); lks_be_free(gpu, gctx, dyd); lks_be_free(gpu, gctx, dgrad);
+	lks_be_free(gpu, gctx, dtok); lks_be_free(gpu, gctx, dout);
+	free(table); free(y); free(dy); free(grad);
+}
+
+/* sumsq, stats_f32, nonfinite, and stats_quant of codes quantized on the host */
+static void check_stats(void)
+{
+	const int R = 19, C = 70;
+	size_t n = (size_t)R * C;
+	float *x = values(n, 100.0f, 0), *scale = malloc((size_t)R * 4), *dx, *dscale;
+	uint8_t *codes = malloc(n);
+	lks_tensor_stats a, b;
+	lks_quant q = { 0 };
+	int64_t ca, cb;
+	double sa, sb;
+	void *dcodes;
+
+	CHECK(scale && codes, "out of memory");
+	for (int pass = 0; pass < 2; pass++) {  /* finite, then with every special */
+		if (pass)
+			for (size_t i = 0; i < n; i += 29)
+				x[i] = bits_f32(specials[(i / 29) % NSPECIALS]);
+		dx = up(x, n * 4);
+		OK(lks_be_sumsq(cpu, NULL, x, n, &sa));
+		OK(lks_be_sumsq(gpu, gctx, dx, n, &sb));
+		CHECK(!memcmp(&sa, &sb, sizeof(sa)) || (isnan(sa) && isnan(sb)), "sumsq: %a vs %a",
+		      sa, sb);
+		OK(lks_be_nonfinite(cpu, NULL, x, n, &ca));
+		OK(lks_be_nonfinite(gpu, gctx, dx, n, &cb));
+		CHECK(ca == cb && (pass || ca == 0), "nonfinite: cpu %lld, cuda %lld", (long long)ca,
+		      (long long)cb);
+		OK(lks_be_stats_f32(cpu, NULL, x, n, &a));
+		OK(lks_be_stats_f32(gpu, gctx, dx, n, &b));
+		same_stats("stats_f32", &a, &b);
+		q.x = x; q.rows = R; q.cols = C; q.ldx = C; q.fmt = (lks_fp8)pass;
+		q.axis = LKS_AXIS_ROW; q.q = codes; q.ldq = C; q.scale = scale;
+		OK(lks_be_quantize(cpu, NULL, &q));
+		OK(lks_be_stats_quant(cpu, NULL, &q, &a));
+		dcodes = up(codes, n);
+		dscale = up(scale, (size_t)R * 4);
+		q.x = dx; q.q = dcodes; q.scale = dscale;
+		OK(lks_be_stats_quant(gpu, gctx, &q, &b));
+		same_stats("stats_quant", &a, &b);
+		lks_be_free(gpu, gctx, dx); lks_be_free(gpu, gctx, dcodes);
+		lks_be_free(gpu, gctx, dscale);
+	}
+	free(x); free(scale); free(codes);
+}
+
+/* more elements than one grid covers (65535 blocks of 256: ops.cu's grid-stride loops) */
+static void check_grid_stride(void)
+{
+	const size_t n = (size_t)65535 * 256 * 2 + 1001;
+	float *a = values(n, 10.0f, 997), *b = values(n, 10.0f, 0), *y = malloc(n * 4);
+	float *da = up(a, n * 4), *db = up(b, n * 4);
+	int64_t ca, cb;
+
+	CHECK(y, "out of memory");
+	OK(lks_be_add(cpu, NULL, a, b, n, y, 1));
+	OK(lks_be_add(gpu, gctx, da, db, n, db, 1));  /* in place, as y = a + y */
+	same_f32("add over a strided grid", y, db, n);
+	OK(lks_be_nonfinite(cpu, NULL, a, n, &ca));
+	OK(lks_be_nonfinite(gpu, gctx, da, n, &cb));
+	CHECK(ca == cb && ca > 0, "nonfinite over a strided grid: cpu %lld, cuda %lld",
+	      (long long)ca, (long long)cb);
+	lks_be_free(gpu, gctx, da); lks_be_free(gpu, gctx, db);
+	free(a); free(b); free(y);
+}
+
+/* LKS_CUDA_DEVICE naming no device of this machine: open fails naming it */
+static void check_device_choice(void)
+{
+	void *other = NULL;
+
+	setenv("LKS_CUDA_DEVICE", "4096", 1);
+	CHECK(lks_be_open(gpu, 1, &other) != 0 && strstr(lks_errmsg(), "LKS_CUDA_DEVICE='4096'"),
+	      "open with LKS_CUDA_DEVICE=4096: %s", lks_errmsg());
+	setenv("LKS_CUDA_DEVICE", "0", 1);
+	OK(lks_be_open(gpu, 1, &other));
+	lks_be_close(gpu, other);
+	unsetenv("LKS_CUDA_DEVICE");
+}
+
+static void put(void *arg, const char *key, const char *value)
+{
+	int *seen = arg;
+
+	printf("gpu_backend: describe %s = %s\n", key, value);
+	*seen |= !strcmp(key, "backend") && !strcmp(value, "cuda");
+	*seen |= (!strcmp(key, "device") && *value) << 1;
+	*seen |= (!strncmp(key, "uuid", 4) && !strncmp(value, "GPU-", 4)) << 2;
+}
+
+int main(void)
+{
+	char names[64];
+	int seen = 0;
+
+	CHECK(lks_backend_find("cuda") == gpu, "the registry has no 'cuda'");
+	CHECK(!strcmp(lks_backend_names(names, sizeof(names)), "cpu, cuda"), "names: %s", names);
+	if (lks_be_open(gpu, 1, &gctx)) {
+		/* the reason, from the driver, after what failed */
+		CHECK(!strncmp(lks_errmsg(), "cuda: no usable CUDA device: ", 29)
+		      && strlen(lks_errmsg()) > 29, "open: %s", lks_errmsg());
+		printf("no CUDA device: %s\n", lks_errmsg());
+		return LKS_SKIP;
+	}
+	CHECK(gpu->gemm == NULL && gpu->quantize == NULL, "gemm and quantize: update this test");
+	OK(lks_be_describe(gpu, gctx, put, &seen));
+	CHECK(seen == 7, "describe: backend, device or uuid missing (%d)", seen);
+	check_buffers();
+	check_casts();
+	check_elementwise();
+	check_rmsnorm();
+	check_cross_entropy();
+	check_embedding();
+	check_stats();
+	check_grid_stride();
+	check_device_choice();
+	lks_be_close(gpu, gctx);
+	printf("gpu_backend: every method equals the cpu's bit for bit (%d NaN payloads differ, "
+	       "both NaN)\n", nan_payloads);
+	return 0;
+}
