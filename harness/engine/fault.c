@@ -215,23 +215,39 @@ int lks_fault_here(const lks_fault *f, lks_fault_kind kind, int step, int rank)
 	return step == f->step && rank == f->rank;
 }
 
-int lks_fault_tensor(const lks_fault *f, int step, int rank, const char *name, float *x,
-                     size_t n)
+int lks_fault_aim(const lks_fault *f, int step, int rank, const char *name, size_t n,
+                  size_t *at)
 {
-	uint32_t bits;
-
 	if ((f->kind != LKS_FAULT_BITFLIP && f->kind != LKS_FAULT_NAN)
 	    || !lks_fault_here(f, f->kind, step, rank) || strcmp(name, f->tensor))
 		return 0;
 	if (f->element < 0 || (uint64_t)f->element >= n)
 		return lks_err("inject: element %lld is past tensor %s's %zu elements",
 		               (long long)f->element, name, n);
-	if (f->kind == LKS_FAULT_NAN) {
-		x[f->element] = NAN;
-		return 1;
-	}
-	memcpy(&bits, &x[f->element], sizeof(bits));
-	bits ^= 1u << f->bit;
-	memcpy(&x[f->element], &bits, sizeof(bits));
+	*at = (size_t)f->element;
 	return 1;
+}
+
+void lks_fault_strike(const lks_fault *f, float *v)
+{
+	uint32_t bits;
+
+	if (f->kind == LKS_FAULT_NAN) {
+		*v = NAN;
+		return;
+	}
+	memcpy(&bits, v, sizeof(bits));
+	bits ^= 1u << f->bit;
+	memcpy(v, &bits, sizeof(bits));
+}
+
+int lks_fault_tensor(const lks_fault *f, int step, int rank, const char *name, float *x,
+                     size_t n)
+{
+	size_t at = 0;
+	int rc = lks_fault_aim(f, step, rank, name, n, &at);
+
+	if (rc == 1)
+		lks_fault_strike(f, &x[at]);
+	return rc;
 }

@@ -74,6 +74,12 @@ int lks_fault_fits_model(const lks_fault *f, const struct lks_model_cfg *m, long
    the element is out of range. */
 int lks_fault_tensor(const lks_fault *f, int step, int rank, const char *name, float *x,
                      size_t n);
+/* Its two halves, for a tensor in a backend's memory: whether the fault aims at this step,
+   rank and tensor (1, the element in *at; 0 not; -1 out of range, as above), and what it
+   does to that one element, read to the host. */
+int lks_fault_aim(const lks_fault *f, int step, int rank, const char *name, size_t n,
+                  size_t *at);
+void lks_fault_strike(const lks_fault *f, float *v);
 
 /* Whether the fault acts on this step and rank (skip_allreduce, scale_round_up). */
 int lks_fault_here(const lks_fault *f, lks_fault_kind kind, int step, int rank);

@@ -167,6 +167,25 @@ void lks_tracer_sync(lks_tracer *t)
 	t->njobs = 0;
 }
 
+/* A planted bitflip or nan aimed at this tensor strikes its one element, through the host:
+   x is the backend's memory. */
+static void lks_trace_strike(lks_tracer *t, const char *name, float *x, size_t n)
+{
+	size_t at = 0;
+	int hit = lks_fault_aim(t->fault, t->step, t->rank, name, n, &at);
+	float v;
+
+	if (hit > 0 && lks_be_download(t->be, t->bectx, &v, x + at, sizeof(v)))
+		hit = -1;
+	if (hit > 0) {
+		lks_fault_strike(t->fault, &v);
+		if (lks_be_upload(t->be, t->bectx, x + at, &v, sizeof(v)))
+			hit = -1;
+	}
+	t->fault_hits += hit > 0;
+	t->fault_failed |= hit < 0;
+}
+
 static void lks_trace_vf32(lks_tracer *t, lks_phase ph, float *x, size_t n, int kept,
                            const char *fmt, va_list ap)
 {
@@ -177,12 +196,8 @@ static void lks_trace_vf32(lks_tracer *t, lks_phase ph, float *x, size_t n, int 
 	if (!row)
 		return;
 	/* the recompute repeats the forward's names; the fault struck the forward only */
-	if (t->fault && ph != LKS_PHASE_RECOMPUTE) {
-		int hit = lks_fault_tensor(t->fault, t->step, t->rank, t->names[row->seq], x, n);
-
-		t->fault_hits += hit > 0;
-		t->fault_failed |= hit < 0;
-	}
+	if (t->fault && ph != LKS_PHASE_RECOMPUTE)
+		lks_trace_strike(t, t->names[row->seq], x, n);
 	if (kept && (j = lks_trace_job_new(t, row))) {
 		j->x = x;
 		j->n = n;

@@ -338,4 +338,5 @@ const lks_backend lks_backend_cuda = {
 	/* .stats_f32 = */ lks_cuda_stats_f32,
 	/* .stats_quant = */ lks_cuda_stats_quant,
 	/* .nonfinite = */ lks_cuda_nonfinite,
+	/* .host_memory = */ NULL,  /* device memory: the runner stages its all-reduce */
 };
