@@ -82,7 +82,7 @@ static int lks_operand_check(const lks_operand *op, const char *name, int rows, 
 	return 0;
 }
 
-static int lks_gemm_check(const lks_gemm *g)
+int lks_gemm_check(const lks_gemm *g)
 {
 	if (!g)
 		return lks_err("gemm description is NULL");

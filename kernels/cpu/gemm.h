@@ -30,6 +30,10 @@
 
 /* lks_dtype, lks_scaling, lks_operand, lks_gemm: kernels/backend_types.h */
 
+/* Fails (lks_err) on a descriptor no backend can run: negative sizes, an unknown dtype or
+   scaling, ld < K, a missing pointer; the CUDA backend checks with it too. */
+int lks_gemm_check(const lks_gemm *g);
+
 /* C = A . B^T on the active ISA path (isa.h), tasks spread over pool (NULL: caller only). */
 int lks_gemm_run(lks_pool *pool, const lks_gemm *g);
 /* The same on a given path; fails (lks_err) if the CPU cannot run it. */
