@@ -2,8 +2,10 @@
  * gpu_quant_gemm.c: the GPU's quantize and reference GEMM (kernels/cuda/quant_gemm.h)
  * against the CPU's lks_quantize and lks_gemm_run, bit for bit, on a real device.
  *
- * A plain program, as ctest's skip needs an exit code: without a usable device it prints
- * "no CUDA device: <why>" and exits LKS_SKIP (tests/CMakeLists.txt: SKIP_RETURN_CODE).
+ * A plain program, as ctest's skip needs an exit code: without a usable device it checks
+ * what it can (bad descriptors refused naming the op; valid ones failing with the op and
+ * CUDA's reason), prints "no CUDA device: <why>" and exits LKS_SKIP (tests/CMakeLists.txt:
+ * SKIP_RETURN_CODE).
  * Otherwise it runs every case, prints the first mismatches, and exits 1 if any, else 0.
  *
  * Inputs are generated from (seed, stream, index) by Philox, with -0, float32 subnormals,
@@ -443,17 +445,43 @@ static void test_errors(void)
 		         lks_errmsg());
 }
 
+/* Without a device, a valid descriptor fails with the op and CUDA's reason, no crash. The
+   pointers are host memory that nothing may read: the first CUDA call fails before. */
+static void test_no_device(void)
+{
+	float x[4] = { 1, 2, 3, 4 }, scale[1], c[4];
+	uint8_t q8[4];
+	lks_quant q = { .x = x, .rows = 2, .cols = 2, .ldx = 2, .q = q8, .ldq = 2,
+	                .scale = scale };
+	lks_gemm g = { 2, 2, 2, LKS_GEMM_FWD, { LKS_F32, x, 2, LKS_SCALE_NONE, NULL },
+	               { LKS_F32, x, 2, LKS_SCALE_NONE, NULL }, LKS_F32, c, 2 };
+
+	if (lks_cuda_quantize(NULL, &q) == 0 || strncmp(lks_errmsg(), "cuda: quantize", 14)
+	    || strlen(lks_errmsg()) < 24)
+		mismatch("no device", "quantize did not fail naming cuda and the op: '%s'",
+		         lks_errmsg());
+	if (lks_cuda_gemm_ref(NULL, &g) == 0 || strncmp(lks_errmsg(), "cuda: gemm", 10)
+	    || strlen(lks_errmsg()) < 30)
+		mismatch("no device", "gemm did not fail naming cuda and the op: '%s'",
+		         lks_errmsg());
+}
+
 int main(void)
 {
 	int count = 0;
 	cudaError_t e = cudaGetDeviceCount(&count);
 
+	test_errors();
 	if (e != cudaSuccess || count == 0) {
+		test_no_device();
+		if (mismatches) {
+			fprintf(stderr, "gpu_quant_gemm: %ld failures without a device\n", mismatches);
+			return 1;
+		}
 		printf("no CUDA device: %s\n", e != cudaSuccess ? cudaGetErrorString(e)
 		                                                : "the driver lists none");
 		return LKS_SKIP;
 	}
-	test_errors();
 	test_quantize();
 	test_gemm();
 	if (mismatches) {
