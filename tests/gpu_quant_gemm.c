@@ -267,8 +267,11 @@ typedef struct operand_set {
 	void *scale_d;
 } operand_set;
 
+/* specials: NaN, +-Inf, and row 1 all tiny (sign tiny_sign), so that the chains of
+   C(1, 1) underflow to -0 from the first k on when A's row is negative and B's positive
+   (one more fmaf(0, 0, -0) past K would give +0); scales 0 and NaN in rows 2 and 3. */
 static void operand_make(operand_set *o, int rows, int K, int pad, uint32_t stream,
-                         int specials)
+                         int specials, float tiny_sign)
 {
 	size_t n;
 	float *v;
@@ -283,13 +286,16 @@ static void operand_make(operand_set *o, int rows, int K, int pad, uint32_t stre
 	}
 	for (size_t i = 0; i < n; i++)
 		v[i] = gen(stream, i, 8.0f);
+	if (specials && rows >= 4)  /* products below float32's subnormals: every chain step -0 */
+		for (int k = 0; k < K; k++)
+			v[o->ld + (size_t)k] = tiny_sign * 1e-25f;
 	if (specials && rows > 0 && K > 0) {  /* a NaN, an Inf and a -Inf at fixed places */
 		v[(size_t)(rows / 2) * o->ld + (size_t)(K / 2)] = NAN;
 		v[(size_t)(rows - 1) * o->ld] = INFINITY;
 		v[K - 1] = -INFINITY;
 	}
 	for (int r = 0; r <= rows; r++)  /* positive, not powers of two; specials: 0 and NaN */
-		o->scale_h[r] = specials && r == 1 ? 0.0f : specials && r == 2 ? NAN
+		o->scale_h[r] = specials && r == 2 ? 0.0f : specials && r == 3 ? NAN
 		              : 0.25f + lks_philox_uniform(SEED, stream + 500, (uint64_t)r) * 100.0f;
 	for (int t = 0; t < 4; t++) {
 		size_t sz = lks_dtype_size((lks_dtype)t);
@@ -370,8 +376,8 @@ static void test_gemm_shape(int M, int N, int K, int specials)
 		exit(3);
 	}
 	memset(c_pad, PAD, cbytes);
-	operand_make(&a, M, K, M % 3, 20 + (uint32_t)specials, specials);
-	operand_make(&b, N, K, 1 + N % 2, 30 + (uint32_t)specials, specials);
+	operand_make(&a, M, K, M % 3, 20 + (uint32_t)specials, specials, -1.0f);
+	operand_make(&b, N, K, 1 + N % 2, 30 + (uint32_t)specials, specials, 1.0f);
 	for (int ta = 0; ta < 4; ta++)
 		for (int tb = 0; tb < 4; tb++)
 			for (int sa = 0; sa < 3; sa++)
