@@ -30,9 +30,11 @@
 
 /* lks_dtype, lks_scaling, lks_operand, lks_gemm: kernels/backend_types.h */
 
-/* 0 when g is a well-formed descriptor, else -1 (lks_err says what is wrong); the CPU's
-   GEMM and the cuBLASLt mapping (kernels/cuda/lt_map.c) check with it. */
+/* 0 when g is a well-formed descriptor, else -1 (lks_err says what is wrong: negative
+   sizes, an unknown dtype or scaling, ld < K, a missing pointer); the CPU's GEMM, the
+   CUDA reference GEMM and the cuBLASLt mapping (kernels/cuda/lt_map.c) check with it. */
 int lks_gemm_check(const lks_gemm *g);
+
 /* C = A . B^T on the active ISA path (isa.h), tasks spread over pool (NULL: caller only). */
 int lks_gemm_run(lks_pool *pool, const lks_gemm *g);
 /* The same on a given path; fails (lks_err) if the CPU cannot run it. */

@@ -116,7 +116,7 @@ static void lks_cast_task(void *arg, int task, int thread)
 	}
 }
 
-static int lks_quant_check(const lks_quant *q)
+int lks_quant_check(const lks_quant *q)
 {
 	if (q->rows < 0 || q->cols < 0)
 		return lks_err("quantize: bad shape %d x %d", q->rows, q->cols);

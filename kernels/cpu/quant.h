@@ -28,6 +28,10 @@
    scale of an amax), lks_nanmax and LKS_POW2_UP (a planted fault's rounding) are element
    steps, in kernels/element/cast.h through convert.h. */
 
+/* Fails (lks_err) on a descriptor no backend can run: a bad shape, format or axis, a
+   missing pointer; the CUDA backend checks with it too. */
+int lks_quant_check(const lks_quant *q);
+
 /* amax of n contiguous values (NaN-propagating). */
 float lks_amax(const float *x, size_t n);
 
