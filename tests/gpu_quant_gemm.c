@@ -383,8 +383,9 @@ static void test_gemm_shape(int M, int N, int K, int specials)
 			for (int sa = 0; sa < 3; sa++)
 				for (int sb = 0; sb < 3; sb++)
 					for (int o = 0; o < 2; o++) {
-						lks_gemm g = { M, N, K, LKS_GEMM_FWD, { 0 }, { 0 },
-						               o ? LKS_BF16 : LKS_F32, c_cpu, ldc };
+						lks_gemm g = { .M = M, .N = N, .K = K, .role = LKS_GEMM_FWD,
+						               .out = o ? LKS_BF16 : LKS_F32, .c = c_cpu,
+						               .ldc = ldc };
 						lks_gemm gd;
 						char name[160];
 
@@ -459,8 +460,10 @@ static void test_no_device(void)
 	uint8_t q8[4];
 	lks_quant q = { .x = x, .rows = 2, .cols = 2, .ldx = 2, .q = q8, .ldq = 2,
 	                .scale = scale };
-	lks_gemm g = { 2, 2, 2, LKS_GEMM_FWD, { LKS_F32, x, 2, LKS_SCALE_NONE, NULL },
-	               { LKS_F32, x, 2, LKS_SCALE_NONE, NULL }, LKS_F32, c, 2 };
+	lks_gemm g = { .M = 2, .N = 2, .K = 2, .role = LKS_GEMM_FWD,
+	               .a = { LKS_F32, x, 2, LKS_SCALE_NONE, NULL },
+	               .b = { LKS_F32, x, 2, LKS_SCALE_NONE, NULL }, .out = LKS_F32, .c = c,
+	               .ldc = 2 };
 
 	if (lks_cuda_quantize(NULL, &q) == 0 || strncmp(lks_errmsg(), "cuda: quantize", 14)
 	    || strlen(lks_errmsg()) < 24)
