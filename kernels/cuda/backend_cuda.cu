@@ -2,6 +2,11 @@
  * backend_cuda.cu: the CUDA backend's context, buffers, description and method table
  * (backend_cuda.h); the ops' kernels are in ops.cu.
  *
+ * The GEMM runs the run's choice (lks_gemm.impl): the reference kernel, the CPU's order
+ * (quant_gemm.cu), or cuBLASLt (gemm_lt.cu), whose context is made at the first library
+ * GEMM; a descriptor cuBLASLt refuses runs on the reference kernel, counted. Quantize is
+ * quant_gemm.cu's.
+ *
  * The statistics (sumsq, stats_f32, stats_quant) download the tensor and run the CPU
  * backend's own method on the host copy: the same code, so the same bits, as a backend may
  * hash on the host after a download. A first version: device reductions in the CPU's lane
@@ -15,6 +20,8 @@
 
 extern "C" {
 #include "kernels/cpu/backend_cpu.h"
+#include "kernels/cuda/gemm_lt.h"
+#include "kernels/cuda/quant_gemm.h"
 #include "kernels/err.h"
 }
 
@@ -23,6 +30,9 @@ struct lks_cuda_ctx {
 	cudaStream_t stream;
 	void *scratch;         /* lks_cuda_scratch's device buffer */
 	size_t scratch_bytes;
+	lks_lt_ctx *lt;        /* cuBLASLt's, from the first library GEMM; NULL before */
+	long long lt_gemms, lt_fallbacks;  /* library GEMMs asked for; refused, run on the
+	                                      reference kernel */
 };
 
 int lks_cuda_check(cudaError_t rc, const char *what)
@@ -121,6 +131,7 @@ static void lks_cuda_close(const lks_backend *be, void *ctx)
 	lks_cuda_enter(c);
 	cudaStreamSynchronize(c->stream);
 	cudaFree(c->scratch);
+	lks_lt_ctx_destroy(c->lt);
 	cudaStreamDestroy(c->stream);
 	free(c);
 }
@@ -159,6 +170,12 @@ static void lks_cuda_describe(const lks_backend *be, void *ctx, lks_describe_fn 
 	cudaRuntimeGetVersion(&v);
 	snprintf(buf, sizeof(buf), "%d.%d", v / 1000, v % 1000 / 10);
 	put(arg, "cuda_runtime", buf);
+	if (c && c->lt_gemms) {  /* a run with gemm = cublaslt, so far */
+		snprintf(buf, sizeof(buf), "%lld", c->lt_gemms);
+		put(arg, "cublaslt_gemms", buf);
+		snprintf(buf, sizeof(buf), "%lld", c->lt_fallbacks);
+		put(arg, "cublaslt_fallbacks", buf);
+	}
 }
 
 /* ---- buffers ---- */
@@ -302,6 +319,32 @@ out:
 	return rc;
 }
 
+static int lks_cuda_gemm(const lks_backend *be, void *ctx, const lks_gemm *g)
+{
+	lks_cuda_ctx *c = (lks_cuda_ctx *)ctx;
+	cudaStream_t s = lks_cuda_enter(ctx);
+
+	(void)be;
+	if (g->impl == LKS_GEMM_LIBRARY) {
+		lks_lt_algo used;
+		int rc;
+
+		if (!c->lt && lks_lt_ctx_create(0, &c->lt))
+			return -1;
+		c->lt_gemms++;
+		if ((rc = lks_cuda_gemm_lt(c->lt, s, g, &used)) != LKS_LT_REFUSED)
+			return rc;
+		c->lt_fallbacks++;  /* used.reason says why */
+	}
+	return lks_cuda_gemm_ref((void *)s, g);
+}
+
+static int lks_cuda_quantize_m(const lks_backend *be, void *ctx, lks_quant *q)
+{
+	(void)be;
+	return lks_cuda_quantize((void *)lks_cuda_enter(ctx), q);
+}
+
 const lks_backend lks_backend_cuda = {
 	/* .version = */ LKS_BACKEND_VERSION,
 	/* .size = */ (int)sizeof(lks_backend),
@@ -317,8 +360,8 @@ const lks_backend lks_backend_cuda = {
 	/* .sync = */ lks_cuda_sync,
 	/* .copy = */ lks_cuda_copy,
 	/* .zero = */ lks_cuda_zero,
-	/* .gemm = */ NULL,      /* lks_cuda_gemm_ref (quant_gemm.cu), wired by the next change */
-	/* .quantize = */ NULL,  /* lks_cuda_quantize (quant_gemm.cu), likewise */
+	/* .gemm = */ lks_cuda_gemm,
+	/* .quantize = */ lks_cuda_quantize_m,
 	/* .round_bf16 = */ lks_cuda_round_bf16,
 	/* .to_bf16 = */ lks_cuda_to_bf16,
 	/* .transpose_u8 = */ lks_cuda_transpose_u8,
