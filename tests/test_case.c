@@ -414,6 +414,26 @@ Test(case, overrides, .init = setup, .fini = teardown)
 	lks_case_release(&c);
 }
 
+/* run.*.key sets the key of every run (and check.*.key of every check); a bad value is
+   refused as for one run. */
+Test(case, overrides_of_every_run, .init = setup, .fini = teardown)
+{
+	const char *path = put("o.ini", BASE "[check c]\nkind = close\na = b\nb = a\nrtol = 0.1\n");
+	const char *sets[] = { "run.*.gemm=cublaslt", "check.*.rtol=0.25", "run.a.gemm=reference" };
+	const char *bad[] = { "run.*.gemm=fast" };
+	lks_case c;
+
+	cr_assert_eq(lks_case_load(path, sets, 3, &c), 0, "%s", lks_errmsg());
+	cr_assert_gt(c.nruns, 1);
+	cr_expect_eq(c.runs[0].gemm, LKS_GEMM_REFERENCE, "run a, set after");
+	for (int i = 1; i < c.nruns; i++)
+		cr_expect_eq(c.runs[i].gemm, LKS_GEMM_LIBRARY, "run %s", c.runs[i].name);
+	cr_expect_eq(c.checks[0].rtol, 0.25);
+	lks_case_release(&c);
+	cr_assert_neq(lks_case_load(path, bad, 1, &c), 0);
+	cr_expect(strstr(lks_errmsg(), "fast"), "%s", lks_errmsg());
+}
+
 Test(case, bad_overrides, .init = setup, .fini = teardown)
 {
 	static const struct { const char *set, *want; } t[] = {

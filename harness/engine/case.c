@@ -311,7 +311,8 @@ static void lks_trim(char *s)
 	s[len - skip] = 0;
 }
 
-/* "section.key=value" or "run.NAME.key=value"; names hold no '.', so the split is clear. */
+/* "section.key=value" or "run.NAME.key=value"; names hold no '.', so the split is clear.
+   NAME '*' (no name has one) sets the key of every run, or every check, of the case. */
 static int lks_case_set(struct lks_parse *st, const char *set)
 {
 	char buf[512], *eq, *dot, *key;
@@ -339,6 +340,16 @@ static int lks_case_set(struct lks_parse *st, const char *set)
 		if (!(key = strrchr(name, '.')))
 			return lks_err("want %s.NAME.key=value", buf);
 		*key++ = 0;
+		lks_trim(key);
+		lks_trim(eq + 1);
+		if (strcmp(name, "*") == 0) {
+			int n = sec == LKS_SEC_RUN ? st->c->nruns : st->c->nchecks;
+
+			for (int i = 0; i < n; i++)
+				if (lks_case_key(st, sec, i, key, eq + 1, 1))
+					return -1;
+			return 0;
+		}
 		idx = -1;
 		for (int i = 0; sec == LKS_SEC_RUN && i < st->c->nruns; i++)
 			if (strcmp(st->c->runs[i].name, name) == 0)
