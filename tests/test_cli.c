@@ -597,4 +597,29 @@ Test(cli, run_backend_cuda_without_a_device_says_why)
 	snprintf(args, sizeof(args), "rm -rf '%s'", dir);
 	cr_assert_eq(system(args), 0);
 }
+
+/* 'bench gemm --backend cuda' opens the backend first: without a device it stops at once
+   with the driver's reason (exit 3), timing nothing. */
+Test(cli, bench_gemm_backend_cuda_without_a_device_says_why)
+{
+	char out[8192];
+	lks_cuda_info info;
+
+	lks_cuda_info_get(&info);
+	if (info.device_count > 0)
+		cr_skip_test("a CUDA device is here: ci/gpu runs the benchmark");
+	cr_assert_eq(lks_run_bin(NULL, "bench gemm --backend cuda", out, sizeof(out)), 3, "%s", out);
+	cr_assert_not_null(strstr(out, "bench gemm: cuda: no usable CUDA device: "), "%s", out);
+	cr_assert_null(strstr(out, "TFLOP/s"), "%s", out);
+}
 #endif
+
+/* An unknown backend is bad usage, naming the ones this build has. */
+Test(cli, bench_gemm_unknown_backend_lists_the_known_ones)
+{
+	char out[8192];
+
+	cr_assert_eq(lks_run_bin(NULL, "bench gemm --backend nope", out, sizeof(out)), 2, "%s", out);
+	cr_assert_not_null(strstr(out, "backend 'nope' is not available (this build has: cpu"),
+	                   "%s", out);
+}

@@ -19,6 +19,7 @@
 
 #include "harness/bench/bench.h"
 #include "harness/base/opt.h"
+#include "kernels/backend.h"
 #include "kernels/cpu/gemm.h"
 #include "kernels/err.h"
 #include "kernels/philox.h"
@@ -65,7 +66,7 @@ static int lks_openblas_load(int threads, char *config, size_t size)
 
 static const char lks_bench_gemm_help[] =
 	"usage: lockstep bench gemm [--threads T] [--sizes S1,S2,...] [--reps R]\n"
-	"                           [--isa scalar|avx2|avx512]\n"
+	"                           [--isa scalar|avx2|avx512] [--backend NAME]\n"
 	"\n"
 	"Times C = A . B^T for square shapes M = N = K = S with T threads:\n"
 	"  fp8   lockstep, E4M3 operands, power-of-two scale per row of A and of B,\n"
@@ -78,7 +79,16 @@ static const char lks_bench_gemm_help[] =
 	"time, above 1 faster): the median of the R per-round ratios, their interquartile\n"
 	"range, min-max and count. lockstep's GEMM accumulates each element in one fixed fp32\n"
 	"FMA chain, so its results are bit-identical on every ISA path and thread count; --isa\n"
-	"(or LKS_ISA) picks the path to time. Defaults: 2 threads, sizes 1024,2048, 9 rounds.\n";
+	"(or LKS_ISA) picks the path to time. Defaults: 2 threads, sizes 1024,2048, 9 rounds.\n"
+	"\n"
+	"--backend cuda times the GPU instead (default sizes 4096,8192): the library's GEMMs\n"
+	"(cuBLASLt) on BF16, E4M3 with a tensor scale per operand, and E4M3 with rowwise\n"
+	"scales, all with BF16 output and fast accumulation as in forward, then the reference\n"
+	"kernel (the CPU's order) on E4M3 rowwise with float32 output; each row's median\n"
+	"milliseconds and TFLOP/s, and the FP8 rows' speed over BF16's in the same rounds\n"
+	"(targets on an H100: FP8 >= 1.7x BF16, BF16 >= 700 TFLOP/s). A GEMM cuBLASLt refuses\n"
+	"runs on the reference kernel: the count is printed, and such a row says nothing of\n"
+	"cuBLASLt.\n";
 
 /* "1024,2048" -> sizes; returns the count, or -1 after a usage message. */
 static int lks_parse_sizes(const char *val, int *sizes)
@@ -186,6 +196,135 @@ static double lks_bench_once(int row, lks_pool *pool, struct lks_gemm_inputs *in
 	return lks_now() - t0;
 }
 
+/* ---- a device backend (--backend NAME): the library's GEMMs and the reference ---- */
+
+enum { LKS_BE_BF16, LKS_BE_FP8_TENSOR, LKS_BE_FP8_ROW, LKS_BE_REF, LKS_BE_ROWS };
+
+static const char *const lks_be_row_names[LKS_BE_ROWS] = {
+	"library bf16", "library fp8 e4m3 tensorwise", "library fp8 e4m3 rowwise",
+	"reference fp8 e4m3 rowwise",
+};
+
+/* The operands of one size in the backend's memory. */
+struct lks_be_inputs {
+	const lks_backend *be;
+	void *ctx;
+	int n;
+	void *a8, *b8, *a16, *b16, *sa, *sb, *c;  /* c: (n, n) floats, room for every output */
+};
+
+static void lks_be_inputs_free(struct lks_be_inputs *d)
+{
+	void *bufs[] = { d->a8, d->b8, d->a16, d->b16, d->sa, d->sb, d->c };
+
+	for (size_t i = 0; i < sizeof(bufs) / sizeof(bufs[0]); i++)
+		if (bufs[i])
+			lks_be_free(d->be, d->ctx, bufs[i]);
+}
+
+/* The host's operands (lks_inputs_make) uploaded. */
+static int lks_be_inputs_make(struct lks_be_inputs *d, const struct lks_gemm_inputs *in)
+{
+	size_t nn = (size_t)in->n * in->n;
+	struct { void **dst; const void *src; size_t bytes; } up[] = {
+		{ &d->a8, in->a8, nn }, { &d->b8, in->b8, nn }, { &d->a16, in->a16, 2 * nn },
+		{ &d->b16, in->b16, 2 * nn }, { &d->sa, in->sa, 4 * (size_t)in->n },
+		{ &d->sb, in->sb, 4 * (size_t)in->n }, { &d->c, NULL, 4 * nn },
+	};
+
+	d->n = in->n;
+	for (size_t i = 0; i < sizeof(up) / sizeof(up[0]); i++)
+		if (lks_be_alloc(d->be, d->ctx, up[i].bytes, up[i].dst)
+		    || (up[i].src && lks_be_upload(d->be, d->ctx, *up[i].dst, up[i].src, up[i].bytes)))
+			return -1;
+	return lks_be_sync(d->be, d->ctx);
+}
+
+static double lks_be_gemm_side(void *arg, int row, int round)
+{
+	struct lks_be_inputs *d = arg;
+	int n = d->n, fp8 = row != LKS_BE_BF16;
+	lks_scaling sc = row == LKS_BE_BF16 ? LKS_SCALE_NONE
+	               : row == LKS_BE_FP8_TENSOR ? LKS_SCALE_TENSOR : LKS_SCALE_AXIS;
+	lks_gemm g = {
+		.M = n, .N = n, .K = n, .role = LKS_GEMM_FWD,
+		.impl = row == LKS_BE_REF ? LKS_GEMM_REFERENCE : LKS_GEMM_LIBRARY,
+		.a = { fp8 ? LKS_E4M3 : LKS_BF16, fp8 ? d->a8 : d->a16, (size_t)n, sc,
+		       fp8 ? d->sa : NULL },
+		.b = { fp8 ? LKS_E4M3 : LKS_BF16, fp8 ? d->b8 : d->b16, (size_t)n, sc,
+		       fp8 ? d->sb : NULL },
+		.out = row == LKS_BE_REF ? LKS_F32 : LKS_BF16, .c = d->c, .ldc = (size_t)n,
+	};
+	double t0 = lks_now();
+
+	(void)round;
+	if (lks_be_gemm(d->be, d->ctx, &g) || lks_be_sync(d->be, d->ctx))
+		return -1.0;
+	return lks_now() - t0;
+}
+
+static void lks_be_find_key(void *arg, const char *key, const char *value)
+{
+	char **kv = arg;
+
+	if (!strcmp(key, kv[0]))
+		snprintf(kv[1], 32, "%s", value);
+}
+
+/* The rows of every size on backend name, in rounds; an exit code. */
+static int lks_bench_gemm_be(const char *name, int reps, int nsizes, const int *sizes)
+{
+	struct lks_be_inputs d = { 0 };
+	double *t = malloc(sizeof(double) * LKS_BE_ROWS * (size_t)reps);
+	char fallbacks[32] = "0", *kv[2] = { "cublaslt_fallbacks", fallbacks };
+	int rc = LKS_EXIT_INFRA;
+
+	if (!t || !(d.be = lks_backend_find(name)) || lks_be_open(d.be, 1, &d.ctx)) {
+		fprintf(stderr, "lockstep: bench gemm: %s\n", t ? lks_errmsg() : "out of memory");
+		free(t);
+		return d.be || !t ? LKS_EXIT_INFRA : LKS_EXIT_USAGE;
+	}
+	printf("bench gemm on backend %s: C = A.B^T, %d round%s after a warm-up, the rows back "
+	       "to back in each\n", name, reps, reps > 1 ? "s" : "");
+	printf("%-16s %-28s %9s %9s %9s %13s\n", "shape", "kernel", "median ms", "TFLOP/s",
+	       "vs bf16", "min-max");
+	for (int s = 0; s < nsizes; s++) {
+		struct lks_gemm_inputs in;
+		double flop = 2.0 * sizes[s] * (double)sizes[s] * sizes[s];
+		char shape[32];
+		int ok = lks_inputs_make(&in, sizes[s]) == 0 && lks_be_inputs_make(&d, &in) == 0
+		         && lks_bench_rounds(lks_be_gemm_side, &d, LKS_BE_ROWS, 1, reps, t) == 0;
+
+		lks_inputs_free(&in);
+		lks_be_inputs_free(&d);
+		memset(&d.a8, 0, sizeof(d) - offsetof(struct lks_be_inputs, a8));
+		if (!ok) {
+			fprintf(stderr, "lockstep: bench gemm: %s\n", lks_errmsg());
+			goto out;
+		}
+		snprintf(shape, sizeof(shape), "%dx%dx%d", sizes[s], sizes[s], sizes[s]);
+		for (int row = 0; row < LKS_BE_ROWS; row++) {
+			lks_bench_spread ms, ratio;
+			char range[32] = "-";
+
+			if (lks_bench_per_round(t, LKS_BE_ROWS, reps, row, -1, &ms)
+			    || lks_bench_per_round(t, LKS_BE_ROWS, reps, LKS_BE_BF16, row, &ratio))
+				goto out;
+			if (row)
+				snprintf(range, sizeof(range), "%.2f-%.2fx", ratio.min, ratio.max);
+			printf("%-16s %-28s %9.3f %9.1f %8.2fx %13s\n", shape, lks_be_row_names[row],
+			       ms.median * 1e3, flop / ms.median / 1e12, ratio.median, range);
+		}
+	}
+	lks_be_describe(d.be, d.ctx, lks_be_find_key, kv);
+	printf("GEMMs the library refused, run on the reference kernel instead: %s\n", fallbacks);
+	rc = LKS_EXIT_OK;
+out:
+	lks_be_close(d.be, d.ctx);
+	free(t);
+	return rc;
+}
+
 /* The rows of one size, for lks_bench_rounds: side s is row first + s. */
 struct lks_gemm_sides {
 	int first;                   /* LKS_ROW_SGEMM with the peer, else LKS_ROW_FP8 */
@@ -208,7 +347,8 @@ static const char *const lks_row_names[LKS_ROWS] = {
 int lks_bench_gemm(int argc, char **argv)
 {
 	int threads = 2, reps = 9, nsizes = 2, sizes[LKS_BENCH_MAX_SIZES] = { 1024, 2048 };
-	int have_peer;
+	int have_peer, sized = 0;
+	const char *backend = NULL;
 	char blas[256] = "";
 	lks_pool *pool = NULL;
 	double *t = NULL;            /* (reps, rows) seconds */
@@ -231,7 +371,10 @@ int lks_bench_gemm(int argc, char **argv)
 		} else if (!strcmp(o, "--sizes")) {
 			if ((nsizes = lks_parse_sizes(v, sizes)) < 0)
 				goto usage;
+			sized = 1;
 			i++;
+		} else if (!strcmp(o, "--backend") && v) {
+			backend = argv[++i];
 		} else if (!strcmp(o, "--isa")) {
 			if (lks_opt_isa("bench gemm", v))
 				goto usage;
@@ -242,6 +385,15 @@ int lks_bench_gemm(int argc, char **argv)
 		}
 	}
 
+	if (backend && strcmp(backend, "cpu")) {
+		static const int gpu_sizes[] = { 4096, 8192 };
+
+		if (!sized) {
+			nsizes = 2;
+			memcpy(sizes, gpu_sizes, sizeof(gpu_sizes));
+		}
+		return lks_bench_gemm_be(backend, reps, nsizes, sizes);
+	}
 	if (lks_pool_create(threads, &pool)) {
 		fprintf(stderr, "lockstep: bench gemm: %s\n", lks_errmsg());
 		return LKS_EXIT_INFRA;
