@@ -214,16 +214,34 @@ static void lks_warn_unplanted(const struct lks_run_args *a, const lks_case *cas
 		}
 }
 
-/* The fingerprint with the job's processes (collective: every process calls it; NULL but
-   on the root, or when out of memory). */
-static char *lks_fingerprint_json(const lks_job *job)
+/* A backend's describe() key as "backend.KEY" (its name is stored with the run). */
+static void lks_fingerprint_put(void *arg, const char *key, const char *value)
+{
+	char k[40];
+
+	if (!strcmp(key, "backend"))
+		return;
+	snprintf(k, sizeof(k), "backend.%s", key);
+	lks_fingerprint_add(arg, k, "%s", value);
+}
+
+/* The fingerprint with the job's processes and what a backend other than the default says
+   of itself (describe: a GPU's name, UUID, SM count, ...; nothing when it cannot open,
+   which the run then reports) (collective: every process calls it; NULL but on the root,
+   or when out of memory). */
+static char *lks_fingerprint_json(const lks_job *job, const lks_backend *be)
 {
 	lks_fingerprint fp;
 	char *buf = NULL;
 	size_t len = 0;
+	void *ctx;
 	FILE *f;
 
 	lks_fingerprint_collect(&fp);
+	if (be && be != lks_backend_default() && job->root && lks_be_open(be, 1, &ctx) == 0) {
+		lks_be_describe(be, ctx, lks_fingerprint_put, &fp);
+		lks_be_close(be, ctx);
+	}
 	if (lks_job_fingerprint(job, &fp) || !job->root || !(f = open_memstream(&buf, &len)))
 		return NULL;
 	lks_fingerprint_print(&fp, f, 1);
@@ -322,7 +340,7 @@ int lks_run_cases(int argc, char **argv, lks_check_tally *t)
 	if ((rc = lks_job_start(a.timeout, &job)) != 0)
 		goto out;
 	copts = (lks_check_opts){ .golden_dir = lks_golden_dir(a.golden) };
-	fingerprint = lks_fingerprint_json(&job);
+	fingerprint = lks_fingerprint_json(&job, a.backend);
 	/* every case is valid before anything is written; every process loads them */
 	if (lks_cases_load(a.inputs, a.ninputs, a.sets, a.nsets, &cases, &ncases)) {
 		fprintf(stderr, "lockstep: %s\n", lks_errmsg());
