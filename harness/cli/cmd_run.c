@@ -268,6 +268,24 @@ static char *lks_join_after(const char *prefix, const char *const *v, int n)
 	return s;
 }
 
+/* The default backend (cpu) has only the reference GEMM: a selected run that asks for the
+   library's is bad usage, named by its file and line, before anything runs. */
+static int lks_gemm_fits(const struct lks_run_args *a, const lks_case *cases, int ncases)
+{
+	if (a->backend && a->backend != lks_backend_default())
+		return 0;
+	for (int i = 0; i < ncases; i++)
+		for (int j = 0; j < cases[i].nruns; j++) {
+			const lks_run_cfg *r = &cases[i].runs[j];
+
+			if (r->gemm == LKS_GEMM_LIBRARY && lks_selected(a, &cases[i], r->name))
+				return lks_usage("run: %s:%d: run '%s' asks for gemm = cublaslt, which "
+				                 "needs --backend cuda (the cpu backend has only the "
+				                 "reference GEMM)", cases[i].path, r->line, r->name);
+		}
+	return 0;
+}
+
 static char *lks_command_line(int argc, char **argv)
 {
 	return lks_join_after("lockstep", (const char *const *)argv, argc);
@@ -345,7 +363,7 @@ int lks_run_cases(int argc, char **argv, lks_check_tally *t)
 	if (lks_cases_load(a.inputs, a.ninputs, a.sets, a.nsets, &cases, &ncases)) {
 		fprintf(stderr, "lockstep: %s\n", lks_errmsg());
 		rc = LKS_EXIT_USAGE;
-	} else if (lks_keep_checks(&a, cases, &ncases)) {
+	} else if (lks_keep_checks(&a, cases, &ncases) || lks_gemm_fits(&a, cases, ncases)) {
 		rc = LKS_EXIT_USAGE;
 	} else if (job.root) {
 		lks_warn_unplanted(&a, cases, ncases);
