@@ -24,7 +24,7 @@
 #include "kernels/backend_types.h"
 #include "kernels/err.h"
 
-#define LKS_BACKEND_VERSION 3
+#define LKS_BACKEND_VERSION 4
 
 typedef struct lks_backend lks_backend;
 
@@ -117,6 +117,11 @@ struct lks_backend {
 	/* 1: the backend's memory is the host's, so a communicator (kernels/comm.h, host
 	   buffers) may work on it in place; missing or 0: the caller stages through the host */
 	int (*host_memory)(const lks_backend *be);
+
+	/* -- version 4 -- */
+	/* *bytes (host) = the most bytes its alloc had handed out at once since open (a
+	   high-water mark, never reset); missing: not measured */
+	int (*mem_peak)(const lks_backend *be, void *ctx, int64_t *bytes);
 };
 
 /* The registry (backend.c, the one library that links the backends' kernels): the backend
@@ -232,6 +237,15 @@ static inline int lks_be_stats_f32(const lks_backend *be, void *ctx, const float
 static inline int lks_be_stats_quant(const lks_backend *be, void *ctx, const lks_quant *q,
                                      lks_tensor_stats *s)
 { return LKS_BE_CALL(be, stats_quant, ctx, q, s); }
+/* the high-water mark of mem_peak, or 0 where the backend does not measure it */
+static inline int64_t lks_be_mem_peak(const lks_backend *be, void *ctx)
+{
+	int64_t bytes = 0;
+
+	if (!LKS_BE_HAS(be, mem_peak) || be->mem_peak(be, ctx, &bytes))
+		return 0;
+	return bytes;
+}
 static inline int lks_be_host_memory(const lks_backend *be)
 { return LKS_BE_HAS(be, host_memory) && be->host_memory(be); }
 static inline int lks_be_nonfinite(const lks_backend *be, void *ctx, const float *x, size_t n,

@@ -12,8 +12,8 @@
  * Like SQLite's VFS, an implementation embeds struct lks_comm first and points it at a
  * versioned table of methods; callers use the inline wrappers below, which turn a missing
  * method into a clear error (a method added later goes at the table's end, and its wrapper
- * reads it only from tables whose version has it). Collectives are called by every rank of the group,
- * in the same order; a rank that calls abort makes every collective of every rank, waiting
+ * reads it only from tables whose version has it). Collectives are called by every rank of
+ * the group, in the same order; a rank that calls abort makes every collective of every rank, waiting
  * or to come, return -1 (lks_err has why), never hang.
  */
 #ifndef LKS_KERNELS_COMM_H

@@ -32,13 +32,17 @@ Test(backend, cpu_has_every_method)
 	cr_assert_eq(be->version, LKS_BACKEND_VERSION);
 	cr_assert_eq(be->size, (int)sizeof(lks_backend));
 	cr_assert_str_eq(be->name, "cpu");
-	/* every slot from open to the end is a method pointer; none is NULL */
+	/* every slot from open to the end is a method pointer; none is NULL but mem_peak: the
+	   CPU's memory is the host's, which a run does not measure (steps.mem_peak is NULL) */
 	for (size_t off = first; off + sizeof(void (*)(void)) <= sizeof(lks_backend);
 	     off += sizeof(void (*)(void))) {
 		void (*fn)(void);
 
 		memcpy(&fn, (const char *)be + off, sizeof(fn));
-		cr_expect_not_null(fn, "the method at byte %zu of lks_backend is missing", off);
+		if (off == offsetof(lks_backend, mem_peak))
+			cr_expect_null(fn, "the cpu backend measures no memory peak");
+		else
+			cr_expect_not_null(fn, "the method at byte %zu of lks_backend is missing", off);
 	}
 }
 
@@ -425,6 +429,46 @@ Test(backend, a_device_backends_gradients_are_staged_for_the_all_reduce)
 	cr_expect_eq(n_staged, n_cpu);
 	cr_expect_eq(hash_staged, hash_cpu, "the staged all-reduce changed the traces");
 	cr_expect_eq(memcmp(loss_staged, loss_cpu, sizeof(loss_cpu)), 0);
+	lks_case_release(&c);
+}
+
+static int64_t peak_seen[8];
+
+static int fixed_mem_peak(const lks_backend *be, void *ctx, int64_t *bytes)
+{
+	*bytes = 123456789;
+	return 0;
+}
+
+static void on_step_peak(void *arg, const lks_step_row *steps, int nsteps,
+                         const lks_stat_row *stats, size_t n, char *const *names, int nnames)
+{
+	for (int r = 0; r < nsteps && r < 8; r++)
+		peak_seen[r] = steps[r].mem_peak;
+}
+
+/* Every rank's step row carries its backend's memory high-water mark (mem_peak), and 0
+   where the backend does not measure it: the CPU's, or one built before version 4. */
+Test(backend, step_rows_carry_the_backends_memory_peak)
+{
+	lks_backend be = lks_backend_cpu;
+	lks_runner_opts o = { .threads = 1, .backend = &be, .on_step = on_step_peak };
+	lks_run_result res;
+	lks_case c;
+
+	load_case(two_blocks, NULL, 0, &c);
+	be.mem_peak = fixed_mem_peak;
+	cr_assert_eq(lks_run(&c, &c.runs[0], NULL, &o, &res), 0, "%s", lks_errmsg());
+	for (int r = 0; r < c.runs[0].world_size; r++)
+		cr_expect_eq(peak_seen[r], 123456789, "rank %d", r);
+	be.size = (int)offsetof(lks_backend, mem_peak);  /* a version-3 backend */
+	cr_assert_eq(lks_run(&c, &c.runs[0], NULL, &o, &res), 0, "%s", lks_errmsg());
+	for (int r = 0; r < c.runs[0].world_size; r++)
+		cr_expect_eq(peak_seen[r], 0, "rank %d", r);
+	o.backend = NULL;
+	peak_seen[0] = -1;
+	cr_assert_eq(lks_run(&c, &c.runs[0], NULL, &o, &res), 0, "%s", lks_errmsg());
+	cr_expect_eq(peak_seen[0], 0, "the cpu backend does not measure its memory");
 	lks_case_release(&c);
 }
 

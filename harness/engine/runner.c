@@ -303,7 +303,8 @@ static int lks_rank_finish(struct lks_runner *R, int rank, double gnorm)
 	for (size_t i = 0; i < tr->nrows; i++)
 		bad += tr->rows[i].nonfinite;
 	out = (struct lks_rank_out){
-		.row = { R->step, r->rank, r->loss / r->T, gnorm, R->lr, R->rank_time[rank], bad },
+		.row = { R->step, r->rank, r->loss / r->T, gnorm, R->lr, R->rank_time[rank], bad,
+		         lks_be_mem_peak(r->be, r->bectx) },
 		.loss = r->loss, .nan_tensor = R->nan_tensor[rank], .nan_count = R->nan_count[rank],
 		.fault_hits = tr->fault_hits,
 	};
@@ -537,7 +538,8 @@ static int lks_runner_init(struct lks_runner *R, const lks_case *c, const lks_ru
 	if (global % R->W)
 		return lks_err("run '%s': world size %d does not divide the global batch %d",
 		               run->name, R->W, global);
-	if (lks_model_init(&R->m, &c->model) || lks_data_init(&R->data, c->seed, c->model.vocab, c->model.seq))
+	if (lks_model_init(&R->m, &c->model)
+	    || lks_data_init(&R->data, c->seed, c->model.vocab, c->model.seq))
 		return -1;
 	/* the ranks' ends: every process of a job lays the run out, even one that hosts none */
 	if (!(R->comm = calloc((size_t)R->W, sizeof(*R->comm))))
@@ -566,7 +568,8 @@ static int lks_runner_init(struct lks_runner *R, const lks_case *c, const lks_ru
 	R->amax = calloc((size_t)(R->L + 1) * 6 * (size_t)c->model.layers, sizeof(float));
 	R->rows = calloc((size_t)R->W, sizeof(*R->rows));
 	R->sj.rows = calloc((size_t)R->W, sizeof(*R->rows));
-	if (!R->ranks || !R->tokens || !R->staged || !R->m1 || !R->m2 || !R->rank_time || !R->rank_failed || !R->rank_err
+	if (!R->ranks || !R->tokens || !R->staged || !R->m1 || !R->m2 || !R->rank_time
+	    || !R->rank_failed || !R->rank_err
 	    || !R->nan_seen || !R->nan_tensor || !R->nan_count || !R->counts || !R->jobs || !R->outs
 	    || !R->amax || !R->rows || !R->sj.rows)
 		return lks_err("out of memory");

@@ -57,8 +57,9 @@ typedef struct lks_step_row {
 	int step, rank;
 	double loss, grad_norm, lr, step_time;
 	int64_t nonfinite;
-	int64_t mem_peak;         /* bytes of GPU memory at most in the step; 0: not measured
-	                             (stored NULL: no NVML, a CPU run, or schema before 5) */
+	int64_t mem_peak;         /* the backend's memory high-water mark so far, in bytes
+	                             (lks_be_mem_peak); 0: not measured (stored NULL: a CPU
+	                             run, or schema before 5) */
 } lks_step_row;
 
 typedef struct lks_stat_row {
@@ -126,9 +127,9 @@ int lks_store_end_run(lks_store *s, int64_t run_id, const char *status);
 
 /* The schema version this build reads and writes (PRAGMA user_version). */
 /* 2: the checks table. 3: probe_sessions and probes. 4: a check's parameters (columns of
-   checks). 5: the health table and steps.mem_peak (GPU health, NVML). A file of an earlier version is upgraded when opened: the tables and columns
-   added since are created (a column NULL in the rows already there), nothing else
-   changes. */
+   checks). 5: the health table and steps.mem_peak (GPU health, NVML). A file of an earlier
+   version is upgraded when opened: the tables and columns added since are created (a
+   column NULL in the rows already there), nothing else changes. */
 #define LKS_STORE_SCHEMA_VERSION 5
 
 typedef struct lks_run_rec {

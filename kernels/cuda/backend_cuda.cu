@@ -12,6 +12,7 @@
  * hash on the host after a download. A first version: device reductions in the CPU's lane
  * order come later.
  */
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,6 +32,11 @@ struct lks_cuda_ctx {
 	void *scratch;         /* lks_cuda_scratch's device buffer */
 	size_t scratch_bytes;
 	lks_lt_ctx *lt;        /* cuBLASLt's, from the first library GEMM; NULL before */
+	/* what alloc handed out, for mem_peak: its blocks, the bytes in use and the most */
+	pthread_mutex_t mem_lock;
+	struct lks_cuda_block { void *p; size_t bytes; } *blocks;
+	int nblocks, cap;
+	int64_t in_use, peak;
 	long long lt_gemms, lt_fallbacks;  /* library GEMMs asked for; refused, run on the
 	                                      reference kernel */
 };
@@ -111,6 +117,7 @@ static int lks_cuda_open(const lks_backend *be, int threads, void **ctx)
 	if (!(c = (lks_cuda_ctx *)calloc(1, sizeof(*c))))
 		return lks_err("out of memory for a cuda context");
 	c->device = dev;
+	pthread_mutex_init(&c->mem_lock, NULL);
 	if (lks_cuda_check(cudaSetDevice(dev), "cannot use the device")
 	    || lks_cuda_check(cudaStreamCreateWithFlags(&c->stream, cudaStreamNonBlocking),
 	                      "cannot create a stream")) {
@@ -133,6 +140,8 @@ static void lks_cuda_close(const lks_backend *be, void *ctx)
 	cudaFree(c->scratch);
 	lks_lt_ctx_destroy(c->lt);
 	cudaStreamDestroy(c->stream);
+	pthread_mutex_destroy(&c->mem_lock);
+	free(c->blocks);
 	free(c);
 }
 
@@ -182,6 +191,9 @@ static void lks_cuda_describe(const lks_backend *be, void *ctx, lks_describe_fn 
 
 static int lks_cuda_alloc(const lks_backend *be, void *ctx, size_t bytes, void **out)
 {
+	lks_cuda_ctx *c = (lks_cuda_ctx *)ctx;
+	int rc = 0;
+
 	(void)be;
 	lks_cuda_enter(ctx);
 	/* cudaMalloc aligns to 256 bytes; a zero-byte buffer is still a pointer */
@@ -189,7 +201,29 @@ static int lks_cuda_alloc(const lks_backend *be, void *ctx, size_t bytes, void *
 		*out = NULL;
 		return lks_err("cuda: out of device memory for %zu bytes", bytes);
 	}
-	return 0;
+	pthread_mutex_lock(&c->mem_lock);
+	if (c->nblocks == c->cap) {
+		int cap = c->cap ? 2 * c->cap : 64;
+		void *b = realloc(c->blocks, (size_t)cap * sizeof(*c->blocks));
+
+		if (b) {
+			c->blocks = (struct lks_cuda_ctx::lks_cuda_block *)b;
+			c->cap = cap;
+		}
+	}
+	if (c->nblocks < c->cap) {
+		c->blocks[c->nblocks++] = { *out, bytes };
+		c->in_use += (int64_t)bytes;
+		c->peak = c->in_use > c->peak ? c->in_use : c->peak;
+	} else {
+		rc = lks_err("out of memory for the cuda backend's list of buffers");
+	}
+	pthread_mutex_unlock(&c->mem_lock);
+	if (rc) {
+		cudaFree(*out);
+		*out = NULL;
+	}
+	return rc;
 }
 
 static void lks_cuda_free(const lks_backend *be, void *ctx, void *p)
@@ -200,6 +234,25 @@ static void lks_cuda_free(const lks_backend *be, void *ctx, void *p)
 	lks_cuda_enter(c);
 	cudaStreamSynchronize(c->stream);  /* queued work may still read it */
 	cudaFree(p);
+	pthread_mutex_lock(&c->mem_lock);
+	for (int i = 0; i < c->nblocks; i++)
+		if (c->blocks[i].p == p) {
+			c->in_use -= (int64_t)c->blocks[i].bytes;
+			c->blocks[i] = c->blocks[--c->nblocks];
+			break;
+		}
+	pthread_mutex_unlock(&c->mem_lock);
+}
+
+static int lks_cuda_mem_peak(const lks_backend *be, void *ctx, int64_t *bytes)
+{
+	lks_cuda_ctx *c = (lks_cuda_ctx *)ctx;
+
+	(void)be;
+	pthread_mutex_lock(&c->mem_lock);
+	*bytes = c->peak;
+	pthread_mutex_unlock(&c->mem_lock);
+	return 0;
 }
 
 /* a copy of kind on ctx's stream, waited for when wait */
@@ -382,4 +435,5 @@ const lks_backend lks_backend_cuda = {
 	/* .stats_quant = */ lks_cuda_stats_quant,
 	/* .nonfinite = */ lks_cuda_nonfinite,
 	/* .host_memory = */ NULL,  /* device memory: the runner stages its all-reduce */
+	/* .mem_peak = */ lks_cuda_mem_peak,
 };
