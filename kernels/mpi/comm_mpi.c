@@ -18,8 +18,8 @@
  *
  * Every wait on another process is nonblocking MPI polled with MPI_Test (at first without
  * sleeping, then with sleeps of up to 1 ms) until the job's timeout; past it the process
- * says which collective had no answer and ends the job (MPI_Abort, exit 3): a job with a dead or stuck process must not
- * hang.
+ * says which collective had no answer and ends the job (MPI_Abort, exit 3): a job with a
+ * dead or stuck process must not hang.
  */
 #include "kernels/mpi/comm_mpi.h"
 
