@@ -70,7 +70,7 @@ struct lks_runner {
 	int *rank_failed;       /* (L) failed itself (an abort of another is not its failure) */
 	char (*rank_err)[512];  /* (L) a failed rank's error, recorded by its own thread */
 	int *nan_seen;          /* (L) the rank met NaN/Inf once: it scans no more */
-	float *amax;            /* (L, 2L x 3) delayed scaling's slots, all-reduced */
+	float *amax;            /* (L, 2 x layers x 3) delayed scaling's slots, all-reduced */
 	size_t *counts;         /* (2W) the bytes each rank sent of its two gathers (rank 0) */
 	int *nan_tensor;        /* (L) this step's first non-finite gradient tensor, or -1 */
 	int64_t *nan_count;     /* (L) its non-finite values */
@@ -86,7 +86,7 @@ struct lks_runner {
 		float clip_coef;
 		atomic_int failed;  /* a task's backend call failed: the first one's error in err */
 		char err[256];
-	} *jobs;                /* (W) */
+	} *jobs;                /* (L) */
 	struct lks_rank_out {   /* what a rank sends rank 0 of its step */
 		lks_step_row row;
 		double loss;        /* the sum over its tokens */
