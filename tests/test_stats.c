@@ -94,8 +94,80 @@ Test(stats, hash_rows_is_xxh3_of_the_rows_then_the_tail)
 	for (int isa = 0; isa < LKS_ISA_COUNT; isa++) {
 		if (lks_isa_force((lks_isa)isa) != 0)
 			continue;
-		cr_assert_eq(lks_hash_rows(q, ROWS, COLS, LD, scales, sizeof(scales)),
+		cr_assert_eq(lks_hash_rows(q, ROWS, COLS, LD, scales, ROWS),
 		             XXH3_64bits(flat, sizeof(flat)), "%s", lks_isa_name((lks_isa)isa));
+	}
+}
+
+static float bits_f32(uint32_t b)
+{
+	float f;
+
+	memcpy(&f, &b, sizeof(f));
+	return f;
+}
+
+/* NaNs as x86 and GPUs make them: the hash sees one NaN, and still tells NaN from inf. */
+static const uint32_t nan_bits[] = { 0xffc00000u, 0x7fffffffu, 0x7fc00001u, 0xff800001u,
+                                     0x7f800001u };
+#define NNAN (sizeof(nan_bits) / sizeof(nan_bits[0]))
+
+Test(stats, every_nan_hashes_as_one_on_every_path)
+{
+	/* NaNs in the first and in a later block, and in the tail past the last full block */
+	static const size_t where[] = { 0, 4095, 4096, 9000, 10006 };
+	enum { N = 10007 };
+	static float x[N], canon[N], inf[N];
+
+	for (size_t i = 0; i < N; i++)
+		x[i] = canon[i] = inf[i] = lks_philox_normal(3, 0, i);
+	for (size_t w = 0; w < sizeof(where) / sizeof(where[0]); w++) {
+		x[where[w]] = bits_f32(nan_bits[w % NNAN]);
+		canon[where[w]] = bits_f32(LKS_HASH_NAN);
+		inf[where[w]] = INFINITY;
+	}
+	/* the bytes differ, so an unchanged hash of the bytes would fail below */
+	cr_assert_neq(XXH3_64bits(x, sizeof(x)), XXH3_64bits(canon, sizeof(canon)));
+	for (int isa = 0; isa < LKS_ISA_COUNT; isa++) {
+		double l2;
+		float amax;
+		int64_t bad;
+		uint64_t hash, hinf;
+
+		if (lks_isa_force((lks_isa)isa) != 0)
+			continue;
+		lks_stats_f32(x, N, &l2, &amax, &bad, &hash);
+		cr_assert_eq(hash, XXH3_64bits(canon, sizeof(canon)), "%s",
+		             lks_isa_name((lks_isa)isa));
+		cr_assert_eq(bad, 5);
+		lks_stats_f32(inf, N, &l2, &amax, &bad, &hinf);
+		cr_assert_neq(hinf, hash, "%s: inf and NaN hash apart", lks_isa_name((lks_isa)isa));
+		cr_assert_eq(hinf, XXH3_64bits(inf, sizeof(inf)));
+	}
+}
+
+Test(stats, a_nan_scale_hashes_as_one)
+{
+	uint8_t q[4 * 8];
+	float scales[4] = { 1.0f, 2.0f, 3.0f, 4.0f }, canon[4];
+
+	for (int i = 0; i < 4 * 8; i++)
+		q[i] = (uint8_t)i;
+	memcpy(canon, scales, sizeof(canon));
+	canon[2] = bits_f32(LKS_HASH_NAN);
+	for (int isa = 0; isa < LKS_ISA_COUNT; isa++) {
+		uint64_t want;
+
+		if (lks_isa_force((lks_isa)isa) != 0)
+			continue;
+		want = lks_hash_rows(q, 4, 8, 8, canon, 4);
+		for (size_t k = 0; k < NNAN; k++) {
+			scales[2] = bits_f32(nan_bits[k]);
+			cr_assert_eq(lks_hash_rows(q, 4, 8, 8, scales, 4), want, "%s: NaN %08x",
+			             lks_isa_name((lks_isa)isa), nan_bits[k]);
+		}
+		scales[2] = INFINITY;
+		cr_assert_neq(lks_hash_rows(q, 4, 8, 8, scales, 4), want);
 	}
 }
 

@@ -277,7 +277,7 @@ static int lks_cpu_stats_quant(const lks_backend *be, void *ctx, const lks_quant
 		for (int r = 0; r < q->rows; r++)
 			lks_fp8_stats_add(&st, q->q + (size_t)r * q->ldq, (size_t)q->cols, q->fmt);
 	lks_fp8_stats_result(&st, q->fmt, &s->l2, &s->amax, &s->nonfinite);
-	s->hash = lks_hash_rows(q->q, q->rows, q->cols, q->ldq, q->scale, ns * sizeof(float));
+	s->hash = lks_hash_rows(q->q, q->rows, q->cols, q->ldq, q->scale, ns);
 	for (size_t i = 0; i < ns; i++)
 		smin = q->scale[i] < smin || isnan(q->scale[i]) ? q->scale[i] : smin;
 	s->scale = smin;

@@ -13,7 +13,7 @@ double lks_avx2_sumsq(const float *x, size_t n);
 void lks_avx2_stats_f32(const float *x, size_t n, double *l2, float *amax, int64_t *nonfinite,
                         uint64_t *hash);
 uint64_t lks_avx2_hash_rows(const uint8_t *rows, int nrows, int cols, size_t ld,
-                            const void *tail, size_t ntail);
+                            const float *scales, size_t nscales);
 
 void lks_avx2_fp8_stats_add(lks_fp8_stats *s, const uint8_t *q, size_t n, int fmt);
 
@@ -53,12 +53,12 @@ void lks_stats_f32(const float *x, size_t n, double *l2, float *amax, int64_t *n
 		lks_scalar_stats_f32(x, n, l2, amax, nonfinite, hash);
 }
 
-uint64_t lks_hash_rows(const uint8_t *rows, int nrows, int cols, size_t ld, const void *tail,
-                       size_t ntail)
+uint64_t lks_hash_rows(const uint8_t *rows, int nrows, int cols, size_t ld, const float *scales,
+                       size_t nscales)
 {
 	if (lks_isa_active() != LKS_ISA_SCALAR)
-		return lks_avx2_hash_rows(rows, nrows, cols, ld, tail, ntail);
-	return lks_scalar_hash_rows(rows, nrows, cols, ld, tail, ntail);
+		return lks_avx2_hash_rows(rows, nrows, cols, ld, scales, nscales);
+	return lks_scalar_hash_rows(rows, nrows, cols, ld, scales, nscales);
 }
 
 void lks_fp8_stats_add(lks_fp8_stats *s, const uint8_t *q, size_t n, int fmt)

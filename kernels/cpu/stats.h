@@ -22,10 +22,20 @@ double lks_sumsq(const float *x, size_t n);
 int64_t lks_nonfinite(const float *x, size_t n);
 
 /*
+ * The hash sees every float32 NaN as this one pattern (the quiet NaN that C's NAN and
+ * PyTorch's float('nan') give). A NaN's sign and payload are not numerics, and machines make
+ * them differently: x86 passes an operand's payload on and makes 0xffc00000 for an invalid
+ * operation, NVIDIA GPUs make 0x7fffffff. So a tensor hashes the same wherever it was
+ * computed, and two hashes differ only where values do (NaN and inf stay apart). The FP8
+ * and BF16 casts give one NaN already (kernels/element/cast.h).
+ */
+#define LKS_HASH_NAN 0x7fc00000u
+
+/*
  * All of it in one pass over memory, block by block while each block is in L1: L2 norm
  * (the square root of lks_sumsq), amax (NaN if any element is NaN), non-finite count, and
- * XXH3-64 of the float32 bytes (the same hash on every path: XXH3 is defined by its output,
- * the AVX2 path only computes it with wider instructions).
+ * XXH3-64 of the float32 bytes with NaN as LKS_HASH_NAN (the same hash on every path: XXH3
+ * is defined by its output, the AVX2 path only computes it with wider instructions).
  */
 void lks_stats_f32(const float *x, size_t n, double *l2, float *amax, int64_t *nonfinite,
                    uint64_t *hash);
@@ -51,8 +61,9 @@ void lks_fp8_stats_result(const lks_fp8_stats *s, int fmt, double *l2, float *am
                           int64_t *nonfinite);
 
 /* XXH3-64 of the bytes of rows (rows, cols) with leading dimension ld, row after row,
-   followed by the bytes of tail (ntail bytes): a quantized tensor's codes and scales. */
-uint64_t lks_hash_rows(const uint8_t *rows, int nrows, int cols, size_t ld, const void *tail,
-                       size_t ntail);
+   followed by the float32 bytes of scales[0..nscales), NaN as LKS_HASH_NAN: a quantized
+   tensor's codes and scales. */
+uint64_t lks_hash_rows(const uint8_t *rows, int nrows, int cols, size_t ld, const float *scales,
+                       size_t nscales);
 
 #endif

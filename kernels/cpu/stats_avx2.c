@@ -18,7 +18,7 @@ void lks_avx2_stats_f32(const float *x, size_t n, double *l2, float *amax, int64
                         uint64_t *hash);
 void lks_avx2_fp8_stats_add(lks_fp8_stats *s, const uint8_t *q, size_t n, int fmt);
 uint64_t lks_avx2_hash_rows(const uint8_t *rows, int nrows, int cols, size_t ld,
-                            const void *tail, size_t ntail);
+                            const float *scales, size_t nscales);
 
 static void lks_avx2_s_block(const float *x, size_t n, struct lks_stats_acc *a)
 {
@@ -85,9 +85,9 @@ void lks_avx2_stats_f32(const float *x, size_t n, double *l2, float *amax, int64
 
 void lks_avx2_fp8_stats_add(lks_fp8_stats *s, const uint8_t *q, size_t n, int fmt);
 uint64_t lks_avx2_hash_rows(const uint8_t *rows, int nrows, int cols, size_t ld,
-                            const void *tail, size_t ntail)
+                            const float *scales, size_t nscales)
 {
-	return lks_avx2_s_hash_rows(rows, nrows, cols, ld, tail, ntail);
+	return lks_avx2_s_hash_rows(rows, nrows, cols, ld, scales, nscales);
 }
 
 /*

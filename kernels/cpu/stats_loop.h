@@ -14,6 +14,27 @@
    between the statistics and the hash */
 #define LKS_STATS_BLOCK 4096
 
+/* Adds n floats to st with every NaN as LKS_HASH_NAN (stats.h); nan = 0 says x holds none,
+   and its bytes go in as they are. Pieces of a stream hash as the whole would. */
+static void LKS_CAT(LKS_STATS_PREFIX, _hash_f32)(XXH3_state_t *st, const float *x, size_t n,
+                                                 int nan)
+{
+	uint32_t c[LKS_STATS_BLOCK];
+
+	if (!nan) {
+		XXH3_64bits_update(st, x, n * sizeof(float));
+		return;
+	}
+	for (size_t i = 0; i < n; i += LKS_STATS_BLOCK) {
+		size_t k = n - i < LKS_STATS_BLOCK ? n - i : LKS_STATS_BLOCK;
+
+		memcpy(c, x + i, k * sizeof(float));
+		for (size_t j = 0; j < k; j++)
+			c[j] = (c[j] & 0x7fffffffu) > 0x7f800000u ? LKS_HASH_NAN : c[j];
+		XXH3_64bits_update(st, c, k * sizeof(float));
+	}
+}
+
 static double LKS_CAT(LKS_STATS_PREFIX, _sumsq)(const float *x, size_t n)
 {
 	struct lks_stats_acc a;
@@ -34,9 +55,11 @@ static void LKS_CAT(LKS_STATS_PREFIX, _stats_f32)(const float *x, size_t n, doub
 	XXH3_64bits_reset(&st);
 	for (size_t i = 0; i < n; i += LKS_STATS_BLOCK) {
 		size_t k = n - i < LKS_STATS_BLOCK ? n - i : LKS_STATS_BLOCK;
+		int64_t bad = a.bad;
 
 		LKS_BLOCK(x + i, k, &a);
-		XXH3_64bits_update(&st, x + i, k * sizeof(float));
+		/* a block with a non-finite value may hold a NaN */
+		LKS_CAT(LKS_STATS_PREFIX, _hash_f32)(&st, x + i, k, a.bad != bad);
 	}
 	*l2 = sqrt(lks_stats_acc_sumsq(&a));
 	*amax = lks_stats_acc_amax(&a);
@@ -45,7 +68,8 @@ static void LKS_CAT(LKS_STATS_PREFIX, _stats_f32)(const float *x, size_t n, doub
 }
 
 static uint64_t LKS_CAT(LKS_STATS_PREFIX, _hash_rows)(const uint8_t *rows, int nrows, int cols,
-                                                      size_t ld, const void *tail, size_t ntail)
+                                                      size_t ld, const float *scales,
+                                                      size_t nscales)
 {
 	XXH3_state_t st;
 
@@ -55,6 +79,6 @@ static uint64_t LKS_CAT(LKS_STATS_PREFIX, _hash_rows)(const uint8_t *rows, int n
 	else
 		for (int r = 0; r < nrows; r++)
 			XXH3_64bits_update(&st, rows + (size_t)r * ld, (size_t)cols);
-	XXH3_64bits_update(&st, tail, ntail);
+	LKS_CAT(LKS_STATS_PREFIX, _hash_f32)(&st, scales, nscales, 1);
 	return XXH3_64bits_digest(&st);
 }
