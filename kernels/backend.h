@@ -24,7 +24,7 @@
 #include "kernels/backend_types.h"
 #include "kernels/err.h"
 
-#define LKS_BACKEND_VERSION 4
+#define LKS_BACKEND_VERSION 5
 
 typedef struct lks_backend lks_backend;
 
@@ -122,6 +122,17 @@ struct lks_backend {
 	/* *bytes (host) = the most bytes its alloc had handed out at once since open (a
 	   high-water mark, never reset); missing: not measured */
 	int (*mem_peak)(const lks_backend *be, void *ctx, int64_t *bytes);
+
+	/* -- version 5 -- */
+	/* A traced tensor's statistics in two halves, so that a device goes on while its
+	   tensors are measured: measure_begin takes what it needs of x (n floats) or, x NULL,
+	   of q, as the work queued so far leaves them, and returns at once (*job: the
+	   backend's); work queued after it may overwrite the tensor. measure_end (any one
+	   thread, once per job that began) fills *s as stats_f32 / stats_quant would, and
+	   releases the job, also when it fails. Missing: the tracer calls the stats methods. */
+	int (*measure_begin)(const lks_backend *be, void *ctx, const float *x, size_t n,
+	                     const lks_quant *q, void **job);
+	int (*measure_end)(const lks_backend *be, void *ctx, void *job, lks_tensor_stats *s);
 };
 
 /* The registry (backend.c, the one library that links the backends' kernels): the backend
@@ -246,6 +257,15 @@ static inline int64_t lks_be_mem_peak(const lks_backend *be, void *ctx)
 		return 0;
 	return bytes;
 }
+/* 1: be measures in two halves (measure_begin, measure_end) */
+static inline int lks_be_measures_later(const lks_backend *be)
+{ return LKS_BE_HAS(be, measure_begin) && LKS_BE_HAS(be, measure_end); }
+static inline int lks_be_measure_begin(const lks_backend *be, void *ctx, const float *x,
+                                       size_t n, const lks_quant *q, void **job)
+{ *job = NULL; return LKS_BE_CALL(be, measure_begin, ctx, x, n, q, job); }
+static inline int lks_be_measure_end(const lks_backend *be, void *ctx, void *job,
+                                     lks_tensor_stats *s)
+{ return LKS_BE_CALL(be, measure_end, ctx, job, s); }
 static inline int lks_be_host_memory(const lks_backend *be)
 { return LKS_BE_HAS(be, host_memory) && be->host_memory(be); }
 static inline int lks_be_nonfinite(const lks_backend *be, void *ctx, const float *x, size_t n,

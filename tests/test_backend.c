@@ -16,6 +16,8 @@
 
 #include "harness/engine/case.h"
 #include "harness/engine/runner.h"
+#include "harness/engine/trace.h"
+#include "kernels/bg.h"
 #include "harness/store/trace_store.h"
 #include "kernels/backend.h"
 #include "kernels/cpu/backend_cpu.h"
@@ -32,8 +34,9 @@ Test(backend, cpu_has_every_method)
 	cr_assert_eq(be->version, LKS_BACKEND_VERSION);
 	cr_assert_eq(be->size, (int)sizeof(lks_backend));
 	cr_assert_str_eq(be->name, "cpu");
-	/* every slot from open to the end is a method pointer; none is NULL but mem_peak: the
-	   CPU's memory is the host's, which a run does not measure (steps.mem_peak is NULL) */
+	/* every slot from open to the end is a method pointer; none is NULL but mem_peak (the
+	   CPU's memory is the host's, which a run does not measure: steps.mem_peak is NULL) and
+	   measure_begin/end (a kept tensor is measured in the background, the others at once) */
 	for (size_t off = first; off + sizeof(void (*)(void)) <= sizeof(lks_backend);
 	     off += sizeof(void (*)(void))) {
 		void (*fn)(void);
@@ -41,6 +44,9 @@ Test(backend, cpu_has_every_method)
 		memcpy(&fn, (const char *)be + off, sizeof(fn));
 		if (off == offsetof(lks_backend, mem_peak))
 			cr_expect_null(fn, "the cpu backend measures no memory peak");
+		else if (off == offsetof(lks_backend, measure_begin)
+		         || off == offsetof(lks_backend, measure_end))
+			cr_expect_null(fn, "the cpu backend measures a tensor when it is traced");
 		else
 			cr_expect_not_null(fn, "the method at byte %zu of lks_backend is missing", off);
 	}
@@ -273,9 +279,12 @@ static void on_step(void *arg, const lks_step_row *steps, int nsteps, const lks_
 	}
 }
 
-static void train(const lks_case *c, const lks_backend *be, double *loss, uint64_t *hash, int *n)
+/* threads 2 with a single rank: it measures on its background thread */
+static void train_on(const lks_case *c, const lks_backend *be, int threads, double *loss,
+                     uint64_t *hash, int *n)
 {
-	lks_runner_opts o = { .threads = 1, .backend = be, .on_step = on_step, .on_step_arg = loss };
+	lks_runner_opts o = { .threads = threads, .backend = be, .on_step = on_step,
+	                      .on_step_arg = loss };
 	lks_run_result res;
 
 	nstats = 0;
@@ -284,6 +293,11 @@ static void train(const lks_case *c, const lks_backend *be, double *loss, uint64
 	cr_assert_eq(res.steps, 3);
 	*hash = stats_hash;
 	*n = nstats;
+}
+
+static void train(const lks_case *c, const lks_backend *be, double *loss, uint64_t *hash, int *n)
+{
+	train_on(c, be, 1, loss, hash, n);
 }
 
 Test(backend, every_op_of_a_step_goes_through_the_struct)
@@ -571,4 +585,162 @@ Test(backend, the_run_stores_its_backend_name)
 	lks_case_release(&c);
 	unlink(path);
 	rmdir(dir);
+}
+
+/* ---- measuring in two halves (version 5) ---- */
+
+/* What measure_begin took: a copy of the tensor's bytes, as a device backend takes them
+   before the step goes on. */
+struct taken { float *x; size_t n; lks_quant q; uint8_t *codes; float *scales; };
+static atomic_int begins, ends;
+
+static int taking_begin(const lks_backend *be, void *ctx, const float *x, size_t n,
+                        const lks_quant *q, void **job)
+{
+	struct taken *t = calloc(1, sizeof(*t));
+
+	if (!t)
+		return lks_err("out of memory");
+	if (x) {
+		t->n = n;
+		t->x = malloc(n * sizeof(float) + 1);
+		memcpy(t->x, x, n * sizeof(float));
+	} else {
+		size_t nq = (size_t)(q->rows - 1) * q->ldq + (size_t)q->cols;
+		size_t ns = lks_quant_nscales(q);
+
+		t->q = *q;
+		t->codes = malloc(nq);
+		t->scales = malloc(ns * sizeof(float));
+		memcpy(t->codes, q->q, nq);
+		memcpy(t->scales, q->scale, ns * sizeof(float));
+		t->q.q = t->codes;
+		t->q.scale = t->scales;
+	}
+	atomic_fetch_add(&begins, 1);
+	*job = t;
+	return 0;
+}
+
+static int taking_end(const lks_backend *be, void *ctx, void *job, lks_tensor_stats *s)
+{
+	struct taken *t = job;
+	int rc = t->x ? lks_backend_cpu.stats_f32(&lks_backend_cpu, ctx, t->x, t->n, s)
+	              : lks_backend_cpu.stats_quant(&lks_backend_cpu, ctx, &t->q, s);
+
+	atomic_fetch_add(&ends, 1);
+	free(t->x);
+	free(t->codes);
+	free(t->scales);
+	free(t);
+	return rc;
+}
+
+/* A backend that measures in two halves has every traced tensor taken when it is traced
+   (the kept and the others, which the step overwrites next) and measured on the tracer's
+   thread: the same traces as the CPU's, each begun measurement ended once. */
+Test(backend, a_backend_measuring_in_two_halves_traces_the_same_bits)
+{
+	const char *one_rank[] = { "case.world_size=1" };
+	lks_backend be = lks_backend_cpu;
+	double loss_cpu[3] = { 0 }, loss_taken[3] = { 0 };
+	uint64_t hash_cpu, hash_taken;
+	int n_cpu, n_taken;
+	lks_case c;
+
+	be.name = "taking";
+	be.measure_begin = taking_begin;
+	be.measure_end = taking_end;
+	load_case(two_blocks, one_rank, 1, &c);
+	train_on(&c, &lks_backend_cpu, 2, loss_cpu, &hash_cpu, &n_cpu);
+	atomic_store(&begins, 0);
+	atomic_store(&ends, 0);
+	train_on(&c, &be, 2, loss_taken, &hash_taken, &n_taken);
+	cr_expect_eq(atomic_load(&begins), n_taken, "every stat row was begun");
+	cr_expect_eq(atomic_load(&ends), atomic_load(&begins));
+	cr_expect_eq(n_taken, n_cpu);
+	cr_expect_eq(hash_taken, hash_cpu, "measuring in two halves changed the traces");
+	cr_expect_eq(memcmp(loss_taken, loss_cpu, sizeof(loss_cpu)), 0);
+	lks_case_release(&c);
+}
+
+/* The other half matters: a backend that takes nothing at begin measures the tensor as it
+   is when the job runs, after the step overwrote it; the taking one as it was traced. The
+   background thread is held by a job of another group, so the tracer's job runs at the
+   sync, after the overwrite: no race decides it. */
+static int lazy_begin(const lks_backend *be, void *ctx, const float *x, size_t n,
+                      const lks_quant *q, void **job)
+{
+	struct taken *t = calloc(1, sizeof(*t));
+
+	if (!t)
+		return lks_err("out of memory");
+	t->x = (float *)x;  /* not a copy */
+	t->n = n;
+	*job = t;
+	return 0;
+}
+
+static int lazy_end(const lks_backend *be, void *ctx, void *job, lks_tensor_stats *s)
+{
+	struct taken *t = job;
+	int rc = lks_backend_cpu.stats_f32(&lks_backend_cpu, ctx, t->x, t->n, s);
+
+	free(t);
+	return rc;
+}
+
+static atomic_int hold;
+
+static void holding_job(void *arg)
+{
+	(void)arg;
+	while (atomic_load(&hold))
+		usleep(1000);
+}
+
+/* The hash the tracer records for x traced (not kept) and then overwritten, with be. */
+static uint64_t hash_traced_then_overwritten(const lks_backend *be, float *x, size_t n)
+{
+	lks_jobs other = { 0 };
+	lks_tracer t;
+	lks_bg *bg;
+	uint64_t h;
+
+	cr_assert_eq(lks_bg_create(&bg), 0);
+	atomic_store(&hold, 1);
+	lks_bg_post(bg, &other, holding_job, NULL);
+	lks_tracer_init(&t, 0, be, NULL);
+	t.bg = bg;
+	lks_tracer_begin_step(&t, 0);
+	lks_trace_f32(&t, LKS_PHASE_FORWARD, x, n, "x");
+	for (size_t i = 0; i < n; i++)
+		x[i] = -x[i];
+	lks_tracer_sync(&t);
+	cr_assert_eq(t.nrows, 1);
+	cr_assert(!t.failed, "%s", lks_errmsg());
+	h = t.rows[0].hash;
+	atomic_store(&hold, 0);
+	lks_tracer_release(&t);
+	lks_bg_free(bg);
+	return h;
+}
+
+Test(backend, a_tensor_is_measured_as_traced_not_as_overwritten_after)
+{
+	float x[64], first[64];
+	lks_tensor_stats st;
+	lks_backend taking = lks_backend_cpu, lazy = lks_backend_cpu;
+
+	taking.measure_begin = taking_begin;
+	taking.measure_end = taking_end;
+	lazy.measure_begin = lazy_begin;
+	lazy.measure_end = lazy_end;
+	for (int i = 0; i < 64; i++)
+		x[i] = first[i] = (float)i + 0.5f;
+	cr_assert_eq(lks_backend_cpu.stats_f32(&lks_backend_cpu, NULL, first, 64, &st), 0);
+	cr_expect_eq(hash_traced_then_overwritten(&taking, x, 64), st.hash);
+	memcpy(x, first, sizeof(x));
+	cr_expect_neq(hash_traced_then_overwritten(&lazy, x, 64), st.hash,
+	              "a backend measuring late sees the overwritten tensor");
 }

@@ -18,6 +18,8 @@ struct lks_trace_job {
 	const float *x;         /* a float tensor (n elements), or NULL for q */
 	size_t n;
 	lks_quant q;            /* a quantized tensor: codes, scales, shape, format */
+	void *begun;            /* the backend's, from measure_begin: what it took of x or q
+	                           (NULL: the job measures x or q itself) */
 	lks_tensor_stats st;
 	int rc;
 };
@@ -112,7 +114,8 @@ static void lks_trace_job_run(void *arg)
 {
 	struct lks_trace_job *j = arg;
 
-	j->rc = lks_trace_measure(j->t, j->x, j->n, &j->q, &j->st);
+	j->rc = j->begun ? lks_be_measure_end(j->t->be, j->t->bectx, j->begun, &j->st)
+	                 : lks_trace_measure(j->t, j->x, j->n, &j->q, &j->st);
 }
 
 /* The row gets st, or, when the backend could not measure, stays zero and the tracer
@@ -135,10 +138,14 @@ static void lks_trace_fill(lks_tracer *t, lks_stat_row *row, int rc, const lks_t
 	}
 }
 
-/* A background job for row, or NULL: measure it now (no thread, no memory). */
-static struct lks_trace_job *lks_trace_job_new(lks_tracer *t, const lks_stat_row *row)
+/* A background job for row, or NULL: measure it now (no thread, no memory). A job is for
+   a tensor the step keeps until the sync (kept), or for any tensor of a backend that
+   measures in two halves: it takes the tensor now (measure_begin), and the job ends the
+   measurement. */
+static struct lks_trace_job *lks_trace_job_new(lks_tracer *t, const lks_stat_row *row,
+                                               int kept)
 {
-	if (!t->bg)
+	if (!t->bg || !(kept || lks_be_measures_later(t->be)))
 		return NULL;
 	if (!t->jobs && !(t->jobs = malloc(sizeof(*t->jobs) * LKS_TRACE_JOBS)))
 		return NULL;
@@ -149,6 +156,24 @@ static struct lks_trace_job *lks_trace_job_new(lks_tracer *t, const lks_stat_row
 	t->jobs[t->njobs].t = t;
 	t->jobs[t->njobs].row = (size_t)(row - t->rows);
 	return &t->jobs[t->njobs++];
+}
+
+/* Posts j, for x (n floats) or, x NULL, q; with a backend that measures in two halves the
+   tensor is taken now. When it cannot be, j is dropped and row failed. */
+static void lks_trace_job_post(lks_tracer *t, struct lks_trace_job *j, lks_stat_row *row,
+                               const float *x, size_t n, const lks_quant *q)
+{
+	j->x = x;
+	j->n = n;
+	if (q)
+		j->q = *q;
+	if (lks_be_measures_later(t->be)
+	    && lks_be_measure_begin(t->be, t->bectx, x, n, q, &j->begun)) {
+		t->njobs--;  /* j is the last job */
+		lks_trace_fill(t, row, -1, NULL, 0);
+		return;
+	}
+	lks_bg_post(t->bg, &t->group, lks_trace_job_run, j);
 }
 
 void lks_tracer_sync(lks_tracer *t)
@@ -198,10 +223,8 @@ static void lks_trace_vf32(lks_tracer *t, lks_phase ph, float *x, size_t n, int 
 	/* the recompute repeats the forward's names; the fault struck the forward only */
 	if (t->fault && ph != LKS_PHASE_RECOMPUTE)
 		lks_trace_strike(t, t->names[row->seq], x, n);
-	if (kept && (j = lks_trace_job_new(t, row))) {
-		j->x = x;
-		j->n = n;
-		lks_bg_post(t->bg, &t->group, lks_trace_job_run, j);
+	if ((j = lks_trace_job_new(t, row, kept))) {
+		lks_trace_job_post(t, j, row, x, n, NULL);
 		return;
 	}
 	lks_trace_fill(t, row, lks_trace_measure(t, x, n, NULL, &st), &st, 0);
@@ -237,9 +260,8 @@ void lks_trace_quant(lks_tracer *t, lks_phase ph, const lks_quant *q, const char
 	va_end(ap);
 	if (!row)
 		return;
-	if ((j = lks_trace_job_new(t, row))) {
-		j->q = *q;
-		lks_bg_post(t->bg, &t->group, lks_trace_job_run, j);
+	if ((j = lks_trace_job_new(t, row, 1))) {
+		lks_trace_job_post(t, j, row, NULL, 0, q);
 		return;
 	}
 	lks_trace_fill(t, row, lks_trace_measure(t, NULL, 0, q, &st), &st, 1);

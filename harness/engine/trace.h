@@ -34,7 +34,9 @@ typedef struct lks_tracer {
 	int fault_hits;         /* times it acted */
 	int fault_failed;       /* it could not (lks_err has why) */
 	int failed;             /* the backend could not measure a tensor (lks_err has why) */
-	lks_bg *bg;             /* set: kept tensors are measured there, in the background */
+	lks_bg *bg;             /* set: kept tensors are measured there, in the background, and
+	                           so is every tensor of a backend that measures in two halves
+	                           (backend.h measure_begin: taken now, measured there) */
 	lks_jobs group;         /* those jobs */
 	struct lks_trace_job *jobs;  /* (capjobs) posted and not yet collected */
 	int njobs, capjobs;

@@ -9,14 +9,17 @@
  *
  * The statistics (sumsq, stats_f32, stats_quant) download the tensor and run the CPU
  * backend's own method on the host copy: the same code, so the same bits, as a backend may
- * hash on the host after a download. A first version: device reductions in the CPU's lane
- * order come later.
+ * hash on the host after a download. A traced tensor goes through measure_begin/end
+ * instead: copied on the device, downloaded into pinned memory beside the compute stream
+ * (meter.h), measured on the tracer's thread while the step goes on. Device reductions in
+ * the CPU's lane order may come later.
  */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "kernels/cuda/meter.h"
 #include "kernels/cuda/ops_cuda.h"
 
 extern "C" {
@@ -39,6 +42,7 @@ struct lks_cuda_ctx {
 	int64_t in_use, peak;
 	long long lt_gemms, lt_fallbacks;  /* library GEMMs asked for; refused, run on the
 	                                      reference kernel */
+	lks_meter *meter;      /* traced tensors on their way to the host (measure_begin) */
 };
 
 int lks_cuda_check(cudaError_t rc, const char *what)
@@ -124,6 +128,11 @@ static int lks_cuda_open(const lks_backend *be, int threads, void **ctx)
 		free(c);
 		return -1;
 	}
+	if (lks_meter_open(&c->meter)) {
+		cudaStreamDestroy(c->stream);
+		free(c);
+		return -1;
+	}
 	*ctx = c;
 	return 0;
 }
@@ -137,6 +146,7 @@ static void lks_cuda_close(const lks_backend *be, void *ctx)
 		return;
 	lks_cuda_enter(c);
 	cudaStreamSynchronize(c->stream);
+	lks_meter_close(c->meter);
 	cudaFree(c->scratch);
 	lks_lt_ctx_destroy(c->lt);
 	cudaStreamDestroy(c->stream);
@@ -346,29 +356,104 @@ static int lks_cuda_stats_f32(const lks_backend *be, void *ctx, const float *x, 
 	return rc;
 }
 
-/* the codes (rows of ldq, the last one cols long) and the scales, then the CPU's method on
-   a descriptor of the host copies */
-static int lks_cuda_stats_quant(const lks_backend *be, void *ctx, const lks_quant *q,
-                                lks_tensor_stats *s)
+/* The bytes a quantized tensor's statistics read: its codes (rows of ldq, the last one cols
+   long) and its scales. */
+static void lks_cuda_quant_bytes(const lks_quant *q, size_t *codes, size_t *scales)
 {
-	size_t ns = lks_quant_nscales(q);
-	size_t nq = q->rows > 0 && q->cols > 0 ? (size_t)(q->rows - 1) * q->ldq + (size_t)q->cols : 0;
-	void *codes = NULL, *scales = NULL;
-	lks_quant h = *q;
-	int rc = -1;
+	*codes = q->rows > 0 && q->cols > 0 ? (size_t)(q->rows - 1) * q->ldq + (size_t)q->cols : 0;
+	*scales = lks_quant_nscales(q) * sizeof(float);
+}
 
-	(void)be;
-	if (lks_cuda_fetch(ctx, q->q, nq, &codes) || lks_cuda_fetch(ctx, q->scale, ns * sizeof(float),
-	                                                            &scales))
-		goto out;
+/* The CPU's statistics of q's codes and scales, at host copies of them. */
+static int lks_cuda_stats_quant_host(const lks_quant *q, const void *codes, const void *scales,
+                                     lks_tensor_stats *s)
+{
+	lks_quant h = *q;
+
 	h.x = NULL;
 	h.amax = NULL;
 	h.q = (uint8_t *)codes;
 	h.scale = (float *)scales;
-	rc = lks_backend_cpu.stats_quant(&lks_backend_cpu, NULL, &h, s);
+	return lks_backend_cpu.stats_quant(&lks_backend_cpu, NULL, &h, s);
+}
+
+/* the codes and the scales downloaded, then the CPU's method on the host copies */
+static int lks_cuda_stats_quant(const lks_backend *be, void *ctx, const lks_quant *q,
+                                lks_tensor_stats *s)
+{
+	size_t nq, ns;
+	void *codes = NULL, *scales = NULL;
+	int rc = -1;
+
+	(void)be;
+	lks_cuda_quant_bytes(q, &nq, &ns);
+	if (lks_cuda_fetch(ctx, q->q, nq, &codes) || lks_cuda_fetch(ctx, q->scale, ns, &scales))
+		goto out;
+	rc = lks_cuda_stats_quant_host(q, codes, scales, s);
 out:
 	free(codes);
 	free(scales);
+	return rc;
+}
+
+/* ---- measuring while the GPU goes on (measure_begin, measure_end; meter.h) ---- */
+
+struct lks_cuda_measure {
+	lks_meter_slot *slot;
+	size_t n;               /* a float tensor's elements */
+	int quant;              /* else a quantized tensor, q, its scales then its codes */
+	lks_quant q;
+	size_t bytes[2];
+};
+
+static int lks_cuda_measure_begin(const lks_backend *be, void *ctx, const float *x, size_t n,
+                                  const lks_quant *q, void **job)
+{
+	lks_cuda_ctx *c = (lks_cuda_ctx *)ctx;
+	struct lks_cuda_measure *j = (struct lks_cuda_measure *)calloc(1, sizeof(*j));
+	const void *src[2];
+
+	(void)be;
+	*job = NULL;
+	if (!j)
+		return lks_err("out of memory for a measurement");
+	if (x) {
+		src[0] = x;
+		j->n = n;
+		j->bytes[0] = n * sizeof(float);
+	} else {
+		j->quant = 1;
+		j->q = *q;
+		src[0] = q->scale;
+		src[1] = q->q;
+		lks_cuda_quant_bytes(q, &j->bytes[1], &j->bytes[0]);
+	}
+	if (lks_meter_take(c->meter, lks_cuda_enter(ctx), src, j->bytes, j->quant ? 2 : 1,
+	                   &j->slot)) {
+		free(j);
+		return -1;
+	}
+	*job = j;
+	return 0;
+}
+
+static int lks_cuda_measure_end(const lks_backend *be, void *ctx, void *job,
+                                lks_tensor_stats *s)
+{
+	lks_cuda_ctx *c = (lks_cuda_ctx *)ctx;
+	struct lks_cuda_measure *j = (struct lks_cuda_measure *)job;
+	const unsigned char *h;
+	int rc;
+
+	(void)be;
+	lks_cuda_enter(ctx);
+	rc = lks_meter_land(j->slot, &h);
+	if (rc == 0)
+		rc = j->quant ? lks_cuda_stats_quant_host(&j->q, h + lks_meter_offset(j->bytes, 1), h, s)
+		              : lks_backend_cpu.stats_f32(&lks_backend_cpu, NULL, (const float *)h, j->n,
+		                                          s);
+	lks_meter_give(c->meter, j->slot);
+	free(j);
 	return rc;
 }
 
@@ -436,4 +521,6 @@ const lks_backend lks_backend_cuda = {
 	/* .nonfinite = */ lks_cuda_nonfinite,
 	/* .host_memory = */ NULL,  /* device memory: the runner stages its all-reduce */
 	/* .mem_peak = */ lks_cuda_mem_peak,
+	/* .measure_begin = */ lks_cuda_measure_begin,
+	/* .measure_end = */ lks_cuda_measure_end,
 };
