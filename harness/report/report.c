@@ -1,7 +1,8 @@
 /*
  * report.c: 'lockstep report' writes index.html and report.md of one suite (report.h): the
  * summary, the planted faults, and per case its runs, checks, GPU health, cuBLASLt
- * algorithms, plots, fingerprint keys and trend; the folder written beside the one asked for and swapped in whole.
+ * algorithms, plots, fingerprint keys and trend; the folder written beside the one asked
+ * for and swapped in whole.
  *
  * Everything is read back from the store: the runs of the suite as stored runs (run.h) and
  * the check verdicts (suite.c), per-tensor stats for the FP8 and heatmap plots (stepped
