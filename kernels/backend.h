@@ -24,12 +24,14 @@
 #include "kernels/backend_types.h"
 #include "kernels/err.h"
 
-#define LKS_BACKEND_VERSION 5
+#define LKS_BACKEND_VERSION 6
 
 typedef struct lks_backend lks_backend;
 
 /* describe(): one fingerprint key and its value at a time */
 typedef void (*lks_describe_fn)(void *arg, const char *key, const char *value);
+/* gemm_plans(): one plan at a time; non-zero stops the walk and is returned */
+typedef int (*lks_plan_fn)(void *arg, const lks_gemm_algo *plan);
 
 struct lks_backend {
 	int version;                /* LKS_BACKEND_VERSION it was built against */
@@ -133,6 +135,11 @@ struct lks_backend {
 	int (*measure_begin)(const lks_backend *be, void *ctx, const float *x, size_t n,
 	                     const lks_quant *q, void **job);
 	int (*measure_end)(const lks_backend *be, void *ctx, void *job, lks_tensor_stats *s);
+
+	/* -- version 6 -- */
+	/* put(arg, plan) for each way its library ran GEMMs since open (lks_gemm_algo), in the
+	   order first met; missing: it has no library GEMM (the cpu's), no plans */
+	int (*gemm_plans)(const lks_backend *be, void *ctx, lks_plan_fn put, void *arg);
 };
 
 /* The registry (backend.c, the one library that links the backends' kernels): the backend
@@ -266,6 +273,10 @@ static inline int lks_be_measure_begin(const lks_backend *be, void *ctx, const f
 static inline int lks_be_measure_end(const lks_backend *be, void *ctx, void *job,
                                      lks_tensor_stats *s)
 { return LKS_BE_CALL(be, measure_end, ctx, job, s); }
+/* the plans of gemm_plans, none where the backend has no such method */
+static inline int lks_be_gemm_plans(const lks_backend *be, void *ctx, lks_plan_fn put,
+                                    void *arg)
+{ return LKS_BE_HAS(be, gemm_plans) ? be->gemm_plans(be, ctx, put, arg) : 0; }
 static inline int lks_be_host_memory(const lks_backend *be)
 { return LKS_BE_HAS(be, host_memory) && be->host_memory(be); }
 static inline int lks_be_nonfinite(const lks_backend *be, void *ctx, const float *x, size_t n,

@@ -85,6 +85,46 @@ typedef struct lks_gemm {
 	size_t ldc;           /* leading dimension of C in elements, >= N */
 } lks_gemm;
 
+static inline const char *lks_gemm_role_name(lks_gemm_role r)
+{
+	switch (r) {
+	case LKS_GEMM_FWD: return "fwd";
+	case LKS_GEMM_DGRAD: return "dgrad";
+	case LKS_GEMM_WGRAD: return "wgrad";
+	}
+	return "unknown";
+}
+
+static inline const char *lks_scaling_name(lks_scaling k)
+{
+	switch (k) {
+	case LKS_SCALE_NONE: return "none";
+	case LKS_SCALE_TENSOR: return "tensor";
+	case LKS_SCALE_AXIS: return "axis";
+	}
+	return "unknown";
+}
+
+/* One way a backend's library ran GEMMs of a run (backend.h's gemm_plans; stored per run,
+   harness/store/trace_store.h): what the GEMMs were, and the algorithm the library chose
+   for them, or the reference kernel that ran them instead and why. GEMMs that differ in
+   none of these fields count in one plan. */
+typedef struct lks_gemm_algo {
+	lks_gemm_role role;
+	int M, N, K;          /* lockstep's (the library's may be swapped) */
+	lks_dtype a, b, out;  /* out: C's, which is D's */
+	lks_scaling scaling_a, scaling_b;
+	int fast_accum;
+	int fallback;         /* 1: the reference kernel ran them, for reason */
+	int32_t algo;         /* the library's algorithm id, tile, stages, split-K and */
+	uint32_t tile;        /* reduction scheme (cuBLASLt's CUBLASLT_ALGO_CONFIG_*); */
+	uint32_t stages;      /* 0 in a fallback */
+	int32_t splitk;
+	uint32_t reduction;
+	int64_t gemms;        /* how many GEMMs ran this way */
+	char reason[160];     /* empty unless fallback */
+} lks_gemm_algo;
+
 /* ---- FP8 quantization (the contract: kernels/cpu/quant.h) ---- */
 
 typedef enum lks_fp8 { LKS_FP8_E4M3 = 0, LKS_FP8_E5M2 = 1 } lks_fp8;

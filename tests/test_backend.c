@@ -7,6 +7,7 @@
  * model makes it, and trains the same bits as the CPU backend itself.
  */
 #include <criterion/criterion.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -23,6 +24,7 @@
 #include "kernels/cpu/backend_cpu.h"
 #include "kernels/err.h"
 #include "case_text.h"
+#include "store_fixture.h"
 
 /* ---- the struct ---- */
 
@@ -35,8 +37,9 @@ Test(backend, cpu_has_every_method)
 	cr_assert_eq(be->size, (int)sizeof(lks_backend));
 	cr_assert_str_eq(be->name, "cpu");
 	/* every slot from open to the end is a method pointer; none is NULL but mem_peak (the
-	   CPU's memory is the host's, which a run does not measure: steps.mem_peak is NULL) and
-	   measure_begin/end (a kept tensor is measured in the background, the others at once) */
+	   CPU's memory is the host's, which a run does not measure: steps.mem_peak is NULL),
+	   measure_begin/end (a kept tensor is measured in the background, the others at once)
+	   and gemm_plans (it has no GEMM library, so no plans) */
 	for (size_t off = first; off + sizeof(void (*)(void)) <= sizeof(lks_backend);
 	     off += sizeof(void (*)(void))) {
 		void (*fn)(void);
@@ -47,6 +50,8 @@ Test(backend, cpu_has_every_method)
 		else if (off == offsetof(lks_backend, measure_begin)
 		         || off == offsetof(lks_backend, measure_end))
 			cr_expect_null(fn, "the cpu backend measures a tensor when it is traced");
+		else if (off == offsetof(lks_backend, gemm_plans))
+			cr_expect_null(fn, "the cpu backend has no GEMM plans");
 		else
 			cr_expect_not_null(fn, "the method at byte %zu of lks_backend is missing", off);
 	}
@@ -743,4 +748,130 @@ Test(backend, a_tensor_is_measured_as_traced_not_as_overwritten_after)
 	memcpy(x, first, sizeof(x));
 	cr_expect_neq(hash_traced_then_overwritten(&lazy, x, 64), st.hash,
 	              "a backend measuring late sees the overwritten tensor");
+}
+
+/* ---- the GEMM library's plans, stored with the run ---- */
+
+/* A backend whose "library" notes each GEMM by role and shape, as the cuda backend's
+   cuBLASLt does (kernels/cuda/lt_map.h): a plan per shape with an algorithm made of it,
+   and wgrad refused (a fallback with its reason), each counting its GEMMs. */
+static pthread_mutex_t noted_lock = PTHREAD_MUTEX_INITIALIZER;
+static lks_gemm_algo noted[32];
+static int nnoted, ngemms;
+
+static int noting_gemm(const lks_backend *be, void *ctx, const lks_gemm *g)
+{
+	lks_gemm_algo p = {
+		.role = g->role, .M = g->M, .N = g->N, .K = g->K, .a = g->a.dtype, .b = g->b.dtype,
+		.out = g->out, .scaling_a = g->a.scaling, .scaling_b = g->b.scaling,
+		.fast_accum = g->role == LKS_GEMM_FWD, .fallback = g->role == LKS_GEMM_WGRAD,
+		.gemms = 1,
+	};
+	int i;
+
+	if (p.fallback)
+		snprintf(p.reason, sizeof(p.reason), "no wgrad of %dx%dx%d", g->M, g->N, g->K);
+	else
+		p.algo = 1000 * g->M + g->K, p.tile = 7, p.stages = 3, p.splitk = 1;
+	pthread_mutex_lock(&noted_lock);
+	ngemms++;
+	for (i = 0; i < nnoted; i++)
+		if (noted[i].role == p.role && noted[i].M == p.M && noted[i].N == p.N
+		    && noted[i].K == p.K && noted[i].a == p.a && noted[i].b == p.b)
+			break;
+	if (i < nnoted)
+		noted[i].gemms++;
+	else if (nnoted < 32)
+		noted[nnoted++] = p;
+	pthread_mutex_unlock(&noted_lock);
+	return lks_backend_cpu.gemm(be, ctx, g);
+}
+
+static int noting_gemm_plans(const lks_backend *be, void *ctx, lks_plan_fn put, void *arg)
+{
+	int rc = 0;
+
+	(void)be; (void)ctx;
+	for (int i = 0; !rc && i < nnoted; i++)
+		rc = put(arg, &noted[i]);
+	return rc;
+}
+
+struct stored_plans {
+	int n, gemms, fallbacks;
+	lks_gemm_algo p[32];
+};
+
+static int see_stored_plan(void *arg, const lks_gemm_algo *p)
+{
+	struct stored_plans *sp = arg;
+
+	if (sp->n < 32)
+		sp->p[sp->n] = *p;
+	sp->n++;
+	sp->gemms += (int)p->gemms;
+	sp->fallbacks += p->fallback;
+	return 0;
+}
+
+/* Runs two_blocks on be into a new database and reads its plans back. */
+static void run_and_read_plans(const lks_backend *be, struct stored_plans *sp)
+{
+	lks_runner_opts o = { .threads = 1, .backend = be };
+	lks_run_result res;
+	char path[512];
+	lks_store *s;
+	lks_case c;
+
+	memset(sp, 0, sizeof(*sp));
+	nnoted = ngemms = 0;
+	load_case(two_blocks, NULL, 0, &c);
+	mkdir_tmp();
+	path_in_tmp(path, sizeof(path), "plans.db");
+	cr_assert_eq(lks_store_open(path, &s), 0, "%s", lks_errmsg());
+	cr_assert_eq(lks_run(&c, &c.runs[0], s, &o, &res), 0, "%s", lks_errmsg());
+	cr_assert_eq(lks_store_get_gemm_plans(s, res.run_id, see_stored_plan, sp), 0, "%s",
+	             lks_errmsg());
+	lks_store_close(s);
+	rm_tmp();
+	lks_case_release(&c);
+}
+
+/* The runner stores, at the end of a run, the plans its backend reports (version 6's
+   gemm_plans), each as the backend gave it, in its order; none where the method is
+   missing: the cpu's, or a backend built before version 6. */
+Test(backend, a_runs_gemm_plans_are_stored_with_it)
+{
+	lks_backend be = lks_backend_cpu;
+	struct stored_plans sp;
+
+	be.name = "noting";
+	be.gemm = noting_gemm;
+	be.gemm_plans = noting_gemm_plans;
+	run_and_read_plans(&be, &sp);
+	cr_assert_gt(nnoted, 3, "the model's GEMMs came in %d shapes", nnoted);
+	cr_assert_eq(sp.n, nnoted);
+	cr_expect_eq(sp.gemms, ngemms, "every GEMM of the run counted in one plan");
+	cr_expect_gt(sp.fallbacks, 0);
+	cr_expect_lt(sp.fallbacks, sp.n);
+	for (int i = 0; i < sp.n && i < 32; i++) {
+		const lks_gemm_algo *g = &sp.p[i], *w = &noted[i];
+
+		cr_expect(g->role == w->role && g->M == w->M && g->N == w->N && g->K == w->K,
+		          "plan %d: %s %dx%dx%d", i, lks_gemm_role_name(g->role), g->M, g->N, g->K);
+		cr_expect(g->a == w->a && g->b == w->b && g->out == w->out
+		          && g->scaling_a == w->scaling_a && g->scaling_b == w->scaling_b
+		          && g->fast_accum == w->fast_accum, "plan %d", i);
+		cr_expect(g->fallback == w->fallback && g->algo == w->algo && g->tile == w->tile
+		          && g->stages == w->stages && g->splitk == w->splitk, "plan %d", i);
+		cr_expect_eq(g->gemms, w->gemms, "plan %d", i);
+		cr_expect_str_eq(g->reason, w->reason, "plan %d", i);
+	}
+
+	be.size = (int)offsetof(lks_backend, gemm_plans);  /* a version-5 backend */
+	run_and_read_plans(&be, &sp);
+	cr_assert_gt(ngemms, 0);
+	cr_expect_eq(sp.n, 0, "a version-5 backend has no plans to store");
+	run_and_read_plans(&lks_backend_cpu, &sp);
+	cr_expect_eq(sp.n, 0, "the cpu backend has no plans");
 }

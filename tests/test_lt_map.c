@@ -420,3 +420,44 @@ Test(lt_map, alignment_is_the_lowest_set_bit_up_to_256)
 	cr_assert_eq(lks_lt_align(buf + 8), 8);
 	cr_assert_eq(lks_lt_align(buf + 1), 1);
 }
+
+/* The plans of a run: a GEMM alike in every field with one noted counts in it; one that
+   differs in any field (role, shape, type, scaling, algorithm, fallback) is a plan of its
+   own, in the order first met; a fallback keeps its reason and no algorithm. */
+Test(lt_map, plans_count_alike_gemms_once_each)
+{
+	lks_gemm g = fp8_gemm(LKS_E4M3, LKS_SCALE_AXIS, LKS_E4M3, LKS_SCALE_AXIS, LKS_GEMM_FWD);
+	lks_lt_algo lib = { .id = 21, .tile = 15, .stages = 8, .splitk = 1, .fast_accum = 1 };
+	lks_lt_algo refused = { .fallback = 1, .id = 99, .reason = "k is not a multiple of 16" };
+	lks_lt_plans s = { 0 };
+
+	for (int i = 0; i < 3; i++)
+		cr_assert_eq(lks_lt_plans_note(&s, &g, &lib), 0, "%s", lks_errmsg());
+	cr_assert_eq(s.n, 1);
+	cr_expect_eq(s.v[0].gemms, 3);
+	cr_expect(s.v[0].role == LKS_GEMM_FWD && s.v[0].M == M && s.v[0].N == N && s.v[0].K == K);
+	cr_expect(s.v[0].a == LKS_E4M3 && s.v[0].b == LKS_E4M3 && s.v[0].out == LKS_F32);
+	cr_expect(s.v[0].scaling_a == LKS_SCALE_AXIS && s.v[0].scaling_b == LKS_SCALE_AXIS);
+	cr_expect(s.v[0].algo == 21 && s.v[0].tile == 15 && s.v[0].stages == 8
+	          && s.v[0].splitk == 1 && s.v[0].fast_accum == 1 && !s.v[0].fallback);
+	cr_expect_str_eq(s.v[0].reason, "");
+
+	g.role = LKS_GEMM_DGRAD;                      /* another role */
+	cr_assert_eq(lks_lt_plans_note(&s, &g, &lib), 0);
+	g.b.scaling = LKS_SCALE_TENSOR;               /* another scaling */
+	cr_assert_eq(lks_lt_plans_note(&s, &g, &lib), 0);
+	lib.tile = 16;                                /* another algorithm for the same */
+	cr_assert_eq(lks_lt_plans_note(&s, &g, &lib), 0);
+	g.K = 64;                                     /* another shape, refused */
+	cr_assert_eq(lks_lt_plans_note(&s, &g, &refused), 0);
+	cr_assert_eq(lks_lt_plans_note(&s, &g, &refused), 0);
+	cr_assert_eq(s.n, 5);
+	cr_expect(s.v[1].role == LKS_GEMM_DGRAD && s.v[1].scaling_b == LKS_SCALE_AXIS);
+	cr_expect(s.v[2].scaling_b == LKS_SCALE_TENSOR && s.v[2].tile == 15);
+	cr_expect_eq(s.v[3].tile, 16);
+	cr_expect(s.v[4].fallback && s.v[4].K == 64 && s.v[4].gemms == 2);
+	cr_expect_eq(s.v[4].algo, 0, "a fallback ran no algorithm");
+	cr_expect_str_eq(s.v[4].reason, "k is not a multiple of 16");
+	lks_lt_plans_release(&s);
+	cr_expect(s.v == NULL && s.n == 0);
+}

@@ -12,6 +12,8 @@
  * page's screenshot of the same size, and the console must show no message (the detector
  * is shown to catch one on a page that logs an error). Without gnuplot the tables are
  * still written. Names that would be markup come out as text in report.md and index.html.
+ * A run's GPU health findings (fake NVML) stand beside the checks and in the summary, with
+ * its readings and its cuBLASLt algorithms; NVML's absence is said with its reason.
  * Bad usage and bad input exit 2 without creating or changing a database. Tests that need
  * gnuplot or Chromium skip with the reason when it is not installed (Debian: gnuplot-nox,
  * chromium). How the report's folder is swapped in: test_report_swap.c; the store's reads
@@ -25,6 +27,8 @@
 #include <string.h>
 
 #include "report_fixture.h"
+#include "harness/store/trace_store.h"
+#include "kernels/err.h"
 
 /* Every plot of the report of both cases: its anchor and its heading as the page has them. */
 static const struct {
@@ -478,5 +482,116 @@ Test(report, bad_input)
 	cr_expect_eq(sh("ls '%s' | grep -q empty.db-", dir), 1, "files appeared beside it");
 	cr_expect_eq(sh("'%s' report --db '%s/t.db' --suite 1 -o '%s/r' >/dev/null", LKS_BIN,
 	                dir, dir), 0, "suite 1 by its id");
+	teardown(dir);
+}
+
+/* ---- GPU health and cuBLASLt algorithms ---- */
+
+/* A one-run case run under env (NVML's library and the fake's settings) into dir/g.db;
+   plans, when given, stored with its run as the cuda backend's runner would. */
+static void run_gpu_case(char *dir, size_t size, const char *env, const lks_gemm_algo *plans,
+                         int nplans)
+{
+	char path[300];
+	lks_store *s;
+
+	snprintf(dir, size, "/tmp/lks-test-report-XXXXXX");
+	cr_assert_not_null(mkdtemp(dir));
+	write_text(dir, "plain.ini", plain_text);
+	cr_assert_eq(sh("%s '%s' run '%s/plain.ini' --db '%s/g.db' --quiet --threads 1 >/dev/null",
+	                env, LKS_BIN, dir, dir), 0);
+	snprintf(path, sizeof(path), "%s/g.db", dir);
+	cr_assert_eq(lks_store_open(path, &s), 0, "%s", lks_errmsg());
+	cr_assert_eq(lks_store_gemm_plans(s, 1, plans, nplans), 0, "%s", lks_errmsg());
+	lks_store_close(s);
+}
+
+/* A run during which device 1's uncorrected ECC count rose and XID 79 came (the fake
+   NVML's FAKE_NVML_RISE): both findings beside the checks, marked bad, counted in the
+   summary and said by the command; the readings before and after per device; and the
+   algorithms stored with the run, a fallback with its reason. In HTML, Markdown, and
+   rendered by Chromium without a console message where it is installed. */
+Test(report, gpu_health_findings_readings_and_algorithms, .timeout = 300)
+{
+	const lks_gemm_algo plans[] = {
+		{ .role = LKS_GEMM_FWD, .M = 8, .N = 32, .K = 16, .a = LKS_E4M3, .b = LKS_E4M3,
+		  .out = LKS_BF16, .scaling_a = LKS_SCALE_AXIS, .scaling_b = LKS_SCALE_AXIS,
+		  .fast_accum = 1, .algo = 66, .tile = 22, .stages = 8, .splitk = 1, .gemms = 6 },
+		{ .role = LKS_GEMM_WGRAD, .M = 32, .N = 16, .K = 8, .a = LKS_E5M2, .b = LKS_E4M3,
+		  .out = LKS_F32, .scaling_a = LKS_SCALE_AXIS, .scaling_b = LKS_SCALE_AXIS,
+		  .fallback = 1, .gemms = 2, .reason = "k * 1 bytes is not a multiple of 16" },
+	};
+	char dir[64], path[300], *html, *md, *console;
+
+	run_gpu_case(dir, sizeof(dir), "LKS_NVML_LIB='" FAKE_NVML "' FAKE_NVML_DEVICES=2 "
+	             "FAKE_NVML_RISE=1", plans, 2);
+	snprintf(path, sizeof(path), "%s/out.txt", dir);
+	cr_assert_eq(sh("PATH=/nonexistent '%s' report --db '%s/g.db' -o '%s/r' >'%s'", LKS_BIN,
+	                dir, dir, path), 0);
+	html = slurp(path);
+	cr_expect_not_null(strstr(html, "GPU health: 2 findings"), "%s", html);
+	free(html);
+	snprintf(path, sizeof(path), "%s/r/report.md", dir);
+	md = slurp(path);
+	snprintf(path, sizeof(path), "%s/r/index.html", dir);
+	html = slurp(path);
+	/* the summary: no check failed, two findings */
+	cr_expect_not_null(strstr(md, "| plain | 1 | 0 | 0 | pass | 2 |"), "%s", md);
+	cr_expect_not_null(strstr(md, "| bf16 | gpu health | gpu 1: uncorrected ECC errors rose "
+	                              "from 1 to 2 |"), "%s", md);
+	cr_expect_not_null(strstr(md, "| bf16 | gpu health | gpu 1: XID 79 |"), "%s", md);
+	cr_expect_not_null(strstr(html, "<tr class=\"bad\"><td>bf16</td><td class=\"fail\">gpu "
+	                                "health</td><td>gpu 1: XID 79</td></tr>"), "%s", html);
+	/* the readings of both devices, before and after */
+	cr_expect_not_null(strstr(md, "| bf16 | 0 | temperature (C) | 35 | 35 |"), "%s", md);
+	cr_expect_not_null(strstr(md, "| bf16 | 1 | memory used (MiB) | 1024 | 1024 |"), "%s", md);
+	cr_expect_not_null(strstr(html, "<td>memory total (MiB)</td><td class=\"num\">81920</td>"),
+	                   "%s", html);
+	cr_expect_null(strstr(md, "NVML absent"), "%s", md);
+	/* the algorithms, a fallback marked and its algorithm's fields empty */
+	cr_expect_not_null(strstr(md, "### cuBLASLt algorithms"), "%s", md);
+	cr_expect_not_null(strstr(md, "| bf16 | fwd | 8 32 16 | e4m3 e4m3 bf16 | axis axis "
+	                              "| yes | 66 | 22 | 8 | 1 | 0 | 6 |  |"), "%s", md);
+	cr_expect_not_null(strstr(md, "| bf16 | wgrad | 32 16 8 | e5m2 e4m3 f32 | axis axis "
+	                              "| no |  |  |  |  |  | 2 | k \\* 1 bytes is not a multiple "
+	                              "of 16 |"), "%s", md);
+	cr_expect_not_null(strstr(html, "<tr class=\"bad\"><td>bf16</td><td>wgrad</td>"), "%s",
+	                   html);
+	free(md);
+	free(html);
+	if (have("chromium")) {
+		char png[300];
+
+		snprintf(path, sizeof(path), "%s/r/index.html", dir);
+		snprintf(png, sizeof(png), "%s/gpu.png", dir);
+		console = render(dir, path, png);
+		cr_expect_eq(strlen(console), 0, "console messages: %s", console);
+		free(console);
+	}
+	teardown(dir);
+}
+
+/* Without NVML each run says so, with the reason; no finding, no readings, no algorithms
+   table where the run has none (the cpu backend's). */
+Test(report, gpu_health_absent_says_why)
+{
+	char dir[64], path[300], *md, *html;
+
+	run_gpu_case(dir, sizeof(dir), "LKS_NVML_LIB=/nonexistent/libnvidia-ml.so.1", NULL, 0);
+	cr_assert_eq(sh("PATH=/nonexistent '%s' report --db '%s/g.db' -o '%s/r' >/dev/null",
+	                LKS_BIN, dir, dir), 0);
+	snprintf(path, sizeof(path), "%s/r/report.md", dir);
+	md = slurp(path);
+	snprintf(path, sizeof(path), "%s/r/index.html", dir);
+	html = slurp(path);
+	cr_expect_not_null(strstr(md, "| plain | 1 | 0 | 0 | pass | 0 |"), "%s", md);
+	cr_expect_not_null(strstr(md, "_run bf16: NVML absent: no NVML library: /nonexistent/"),
+	                   "%s", md);
+	cr_expect_not_null(strstr(html, "<p class=\"note\">run bf16: NVML absent: no NVML "
+	                                "library: /nonexistent/"), "%s", html);
+	cr_expect_null(strstr(md, "temperature (C)"), "%s", md);
+	cr_expect_null(strstr(md, "cuBLASLt algorithms"), "%s", md);
+	free(md);
+	free(html);
 	teardown(dir);
 }

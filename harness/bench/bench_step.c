@@ -15,6 +15,11 @@
  *      and on one fewer; the CPU time the idle-priority thread that measures traced
  *      tensors got, and how long the step waited for its jobs.
  *
+ * With --backend NAME (cuda; cpu too, which tests the path) only parts 1 and 2 run, part 1
+ * on that backend opened once, at hidden 1024 at least (the issue's target is for such
+ * steps): the backend is opened first, so that without a device the command stops there
+ * with the driver's reason.
+ *
  * Whatever is compared runs in rounds, the configurations back to back in each
  * (bench_stats.c): an overhead is the median over rounds of the round's ratio, printed
  * with its interquartile range, min-max and the number of rounds. How a run is timed, and
@@ -39,11 +44,12 @@
 #define LKS_STEP_GEMM_HIDDEN 512    /* wide enough that the GEMMs should dominate ... */
 #define LKS_STEP_GEMM_FFN 2048      /* ... with the usual 4x MLP */
 #define LKS_STEP_GEMM_MAX_STEPS 10  /* a wide step is ~10x the default's; keep part 3 short */
+#define LKS_STEP_BE_HIDDEN 1024     /* --backend: the hidden size of the target */
 
 static const char lks_bench_step_help[] =
 	"usage: lockstep bench step [--case FILE] [--set S.K=V]... [--run NAME] [--steps N]\n"
 	"                           [--reps N] [--threads T] [--isa scalar|avx2|avx512]\n"
-	"                           [--dir DIR] [--keep]\n"
+	"                           [--dir DIR] [--keep] [--backend NAME]\n"
 	"\n"
 	"Times whole training steps of a case (default cases/fp8_recipes.ini) and prints:\n"
 	"  1. tracing cost: one run untraced, with per-tensor stats + hashes only, and with\n"
@@ -76,6 +82,9 @@ static const char lks_bench_step_help[] =
 	"  --isa P       force an ISA path (as LKS_ISA does)\n"
 	"  --dir DIR     where the temporary database goes (default $TMPDIR or /tmp)\n"
 	"  --keep        leave the database in place\n"
+	"  --backend B   only parts 1 and 2, part 1 on backend B (cuda, or cpu) opened once, at\n"
+	"                model.hidden=1024 model.ffn=4096 where the case is narrower; the\n"
+	"                backend is opened first: without a device it stops there (exit 3)\n"
 	"\n"
 	"example (a quick smoke run):\n"
 	"  lockstep bench step --steps 2 --reps 1\n"
@@ -84,6 +93,9 @@ static const char lks_bench_step_help[] =
 
 struct lks_step_args {
 	const char *case_path, *run_name, *base;
+	const char *backend;    /* --backend; NULL: the cpu, every part */
+	const lks_backend *be;  /* opened, with bectx, for part 1 when backend is given */
+	void *bectx;
 	const char **sets;      /* (argc) the --set overrides */
 	int nsets, steps, steps_given, reps, threads, keep;
 	int reps1, reps3, reps5; /* rounds of parts 1, 3 and 5 */
@@ -143,7 +155,8 @@ static int lks_step_tracing(const struct lks_step_args *a, const lks_case *c,
 		side[k] = (struct lks_step_side){ .label = names[k], .c = c, .run = run,
 		                                  .no_trace = k == LKS_CFG_OFF,
 		                                  .store = k == LKS_CFG_SQL ? store : NULL,
-		                                  .threads = a->threads };
+		                                  .threads = a->threads, .be = a->be,
+		                                  .bectx = a->bectx };
 	if (lks_step_sides_init(S, side, LKS_CFG_COUNT, a->steps, a->reps1, LKS_CFG_STATS)
 	    || lks_step_sides_time(S, 1))
 		return -1;
@@ -384,6 +397,8 @@ static int lks_step_parse(int argc, char **argv, struct lks_step_args *a)
 			a->base = argv[++i];
 		} else if (!strcmp(o, "--keep")) {
 			a->keep = 1;
+		} else if (!strcmp(o, "--backend") && v) {
+			a->backend = argv[++i];
 		} else {
 			lks_usage("bench step: bad option '%s' (or it lacks its value)", o);
 			fputs(lks_bench_step_help, stderr);
@@ -422,6 +437,106 @@ static void lks_step_unlink(const char *dir)
 	rmdir(dir);
 }
 
+/* A new folder in a->base (dir) and the database step.db in it (db, store); 0 or an exit
+   code. */
+static int lks_step_store(const struct lks_step_args *a, char *dir, size_t dsize, char *db,
+                          size_t size, lks_store **store, int *made_dir)
+{
+	if ((size_t)snprintf(dir, dsize, "%s/lks-bench-step-XXXXXX", a->base) >= dsize)
+		return lks_usage("bench step: --dir '%s' is too long", a->base);
+	if (!mkdtemp(dir)) {
+		fprintf(stderr, "lockstep: bench step: cannot create a folder in '%s': %s\n", a->base,
+		        strerror(errno));
+		return LKS_EXIT_INFRA;
+	}
+	*made_dir = 1;
+	snprintf(db, size, "%s/step.db", dir);
+	if (lks_store_open(db, store)) {
+		fprintf(stderr, "lockstep: bench step: %s\n", lks_errmsg());
+		return LKS_EXIT_INFRA;
+	}
+	return 0;
+}
+
+/* The case of --backend: as given where its hidden is LKS_STEP_BE_HIDDEN or more, else
+   widened to it (with the usual 4x MLP); 0 or an exit code. */
+static int lks_step_be_case(struct lks_step_args *a, lks_case *c, int *have_c)
+{
+	char over[2][64];
+
+	if (lks_case_load(a->case_path, a->sets, a->nsets, c))
+		goto bad;
+	*have_c = 1;
+	if (c->model.hidden >= LKS_STEP_BE_HIDDEN)
+		return 0;
+	lks_case_release(c);
+	*have_c = 0;
+	snprintf(over[0], sizeof(over[0]), "model.hidden=%d", LKS_STEP_BE_HIDDEN);
+	snprintf(over[1], sizeof(over[1]), "model.ffn=%d", 4 * LKS_STEP_BE_HIDDEN);
+	a->sets[a->nsets] = over[0];
+	a->sets[a->nsets + 1] = over[1];
+	if (lks_case_load(a->case_path, a->sets, a->nsets + 2, c))
+		goto bad;
+	*have_c = 1;
+	return 0;
+bad:
+	fprintf(stderr, "lockstep: bench step: %s\n", lks_errmsg());
+	return LKS_EXIT_USAGE;
+}
+
+/* --backend: part 1 and its replay on that backend, opened first. An exit code. */
+static int lks_step_on_backend(struct lks_step_args *a)
+{
+	lks_case c = { 0 };
+	int have_c = 0, made_dir = 0, rc;
+	const lks_run_cfg *run;
+	char dir[2048], db[4096];
+	lks_store *store = NULL;
+	struct lks_step_side side[LKS_CFG_COUNT];
+	struct lks_step_sides S = { 0 };
+	double replay = NAN;
+
+	if (!(a->be = lks_backend_find(a->backend))) {
+		fprintf(stderr, "lockstep: bench step: %s\n", lks_errmsg());
+		return LKS_EXIT_USAGE;
+	}
+	if (lks_be_open(a->be, 1, &a->bectx)) {
+		fprintf(stderr, "lockstep: bench step: %s\n", lks_errmsg());
+		return LKS_EXIT_INFRA;
+	}
+	if ((rc = lks_step_be_case(a, &c, &have_c)) != 0)
+		goto out;
+	rc = LKS_EXIT_USAGE;
+	if (!(run = lks_step_pick(a, &c))) {
+		lks_usage("bench step: '%s' has no run '%s'", a->case_path, a->run_name ? a->run_name : "");
+		goto out;
+	}
+	if ((rc = lks_step_store(a, dir, sizeof(dir), db, sizeof(db), &store, &made_dir)) != 0)
+		goto out;
+	rc = LKS_EXIT_INFRA;
+	printf("bench step on backend %s: %s\n", a->backend, a->case_path);
+	printf("times are wall clock between the ends of successive steps, after the device's work\n"
+	       "of each step was waited for where the step reads a result back\n");
+	fflush(stdout);
+	if (lks_step_tracing(a, &c, run, store, side, &S, &replay)) {
+		fprintf(stderr, "lockstep: bench step: tracing: %s\n", lks_errmsg());
+		goto out;
+	}
+	lks_step_print_tracing(a, &c, run, &S, replay);
+	if (a->keep)
+		printf("\ntraces kept in '%s'\n", db);
+	rc = LKS_EXIT_OK;
+out:
+	lks_step_sides_release(&S);
+	lks_store_close(store);
+	if (made_dir && !a->keep)
+		lks_step_unlink(dir);
+	if (have_c)
+		lks_case_release(&c);
+	lks_be_close(a->be, a->bectx);
+	return rc;
+}
+
 int lks_bench_step(int argc, char **argv)
 {
 	struct lks_step_args a = { 0 };
@@ -437,6 +552,10 @@ int lks_bench_step(int argc, char **argv)
 
 	if ((rc = lks_step_parse(argc, argv, &a)) != 0) {
 		rc = rc < 0 ? LKS_EXIT_OK : rc;
+		goto out;
+	}
+	if (a.backend) {
+		rc = lks_step_on_backend(&a);
 		goto out;
 	}
 	gsteps = a.steps < LKS_STEP_GEMM_MAX_STEPS ? a.steps : LKS_STEP_GEMM_MAX_STEPS;
@@ -477,23 +596,9 @@ int lks_bench_step(int argc, char **argv)
 			.c = k < 2 ? &wide : &big, .run = lks_case_run(k < 2 ? &wide : &big, run->name),
 			.no_trace = k != 1, .threads = a.threads, .wrap = 1, .gemm_threads = threads };
 
+	if ((rc = lks_step_store(&a, dir, sizeof(dir), db, sizeof(db), &store, &made_dir)) != 0)
+		goto out;
 	rc = LKS_EXIT_INFRA;
-	if ((size_t)snprintf(dir, sizeof(dir), "%s/lks-bench-step-XXXXXX", a.base) >= sizeof(dir)) {
-		rc = lks_usage("bench step: --dir '%s' is too long", a.base);
-		goto out;
-	}
-	if (!mkdtemp(dir)) {
-		fprintf(stderr, "lockstep: bench step: cannot create a folder in '%s': %s\n", a.base,
-		        strerror(errno));
-		goto out;
-	}
-	made_dir = 1;
-	snprintf(db, sizeof(db), "%s/step.db", dir);
-	if (lks_store_open(db, &store)) {
-		fprintf(stderr, "lockstep: bench step: %s\n", lks_errmsg());
-		goto out;
-	}
-
 	printf("bench step: %s, %d GEMM thread%s (%d cores online), ISA %s\n", a.case_path,
 	       threads, threads > 1 ? "s" : "", cores, lks_isa_name(lks_isa_active()));
 	printf("times are wall clock between the ends of successive steps; a rank's GEMMs use the\n"

@@ -49,6 +49,8 @@ struct lks_step_side {
 	lks_store *store;           /* NULL: nothing stored */
 	int threads;                /* the runner's threads option (0: cores); more than one
 	                               gives a single rank its background thread */
+	const lks_backend *be;      /* a device backend (--backend) opened once, and its */
+	void *bectx;                /* context; NULL: the default (cpu) */
 	int wrap;                   /* through the timing backend with its own pool ... */
 	int gemm_threads;           /* ... of this many GEMM threads */
 	lks_pool *pool;

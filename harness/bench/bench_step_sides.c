@@ -213,6 +213,9 @@ static double lks_step_side_run(void *arg, int k, int round)
 		o.backend = &s->timer.be;
 		o.backend_ctx = s->pool;
 		o.pool = s->pool;
+	} else if (s->be) {
+		o.backend = s->be;
+		o.backend_ctx = s->bectx;
 	}
 	if (round >= 0 && s->rec.capture > 0)  /* the warm-up's rows suffice */
 		s->rec.capture = 0;

@@ -107,6 +107,9 @@ int cmd_report(int argc, char **argv)
 		printf("suite %lld: %d cases, %d checks, %d failed; %d plots%s\n", (long long)suite_id,
 		       info.ncases, info.nchecks, info.nfailed, info.nplots,
 		       info.have_gnuplot ? "" : " (gnuplot not found: tables only)");
+		if (info.ngpu_findings)
+			printf("GPU health: %d findings during the runs (see the report)\n",
+			       info.ngpu_findings);
 		if (info.nplanted)
 			printf("planted faults: %d of %d caught exactly where planted\n", info.ncaught,
 			       info.nplanted);

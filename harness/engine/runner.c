@@ -757,6 +757,41 @@ double lks_run_bytes(const lks_case *c, const lks_run_cfg *run)
 	return bytes;
 }
 
+struct lks_plan_list {
+	lks_gemm_algo *v;   /* NULL: only counting */
+	int n, cap;
+};
+
+static int lks_plan_add(void *arg, const lks_gemm_algo *plan)
+{
+	struct lks_plan_list *l = arg;
+
+	if (l->v && l->n < l->cap)
+		l->v[l->n] = *plan;
+	l->n++;
+	return 0;
+}
+
+/* How the backend's GEMM library ran this process's GEMMs (none on the cpu), stored with
+   the run at its end, a failed run's too: counted, then copied. */
+static int lks_store_plans(struct lks_runner *R, lks_store *store, int64_t run_id)
+{
+	struct lks_plan_list l = { 0 };
+	int rc;
+
+	if ((rc = lks_be_gemm_plans(R->be, R->bectx, lks_plan_add, &l)) || l.n == 0)
+		return rc;
+	if (!(l.v = malloc((size_t)l.n * sizeof(*l.v))))
+		return lks_err("out of memory for the gemm plans");
+	l.cap = l.n;
+	l.n = 0;
+	rc = lks_be_gemm_plans(R->be, R->bectx, lks_plan_add, &l);
+	if (!rc)
+		rc = lks_store_gemm_plans(store, run_id, l.v, l.n < l.cap ? l.n : l.cap);
+	free(l.v);
+	return rc;
+}
+
 int lks_run(const lks_case *c, const lks_run_cfg *run, lks_store *store,
             const lks_runner_opts *o, lks_run_result *res)
 {
@@ -798,7 +833,8 @@ int lks_run(const lks_case *c, const lks_run_cfg *run, lks_store *store,
 	if (o->progress && o->progress_tty)
 		fputc('\n', o->progress);
 	/* the last step's rows land before the run's status does */
-	if (lks_store_wait(&R) || step < R.steps || lks_fault_missed(&R)) {
+	if (lks_store_wait(&R) || (store && lks_store_plans(&R, store, run_id)) || step < R.steps
+	    || lks_fault_missed(&R)) {
 		if (store)
 			lks_store_end_run(store, run_id, "failed");
 		goto out;

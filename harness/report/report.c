@@ -1,7 +1,8 @@
 /*
  * report.c: 'lockstep report' writes index.html and report.md of one suite (report.h): the
- * summary, the planted faults, and per case its runs, checks, plots, fingerprint keys and
- * trend; the folder written beside the one asked for and swapped in whole.
+ * summary, the planted faults, and per case its runs, checks, GPU health, cuBLASLt
+ * algorithms, plots, fingerprint keys and trend; the folder written beside the one asked
+ * for and swapped in whole.
  *
  * Everything is read back from the store: the runs of the suite as stored runs (run.h) and
  * the check verdicts (suite.c), per-tensor stats for the FP8 and heatmap plots (stepped
@@ -223,6 +224,9 @@ static int lks_case_section(struct lks_report *r, const char *case_name, int hav
 	lks_case_runs(r, case_name);
 	lks_heading(r, 3, "checks");
 	lks_case_checks(r, case_name);
+	lks_heading(r, 3, "GPU health");
+	if (lks_case_gpu_health(r, case_name) || lks_case_gemm_algos(r, case_name))
+		return -1;
 	if (have_gnuplot) {
 		if (lks_case_plots(r, case_name))
 			return -1;
@@ -276,20 +280,31 @@ static int lks_suite_header(struct lks_report *r, char *title, size_t size)
 	return 0;
 }
 
-static void lks_overview(struct lks_report *r, const char **cases, int ncases)
+/* A row per case: its runs, checks, failed checks, and GPU health findings during its
+   runs (gpu.c), which a reader sees beside the verdict (they do not change it). */
+static int lks_overview(struct lks_report *r, const char **cases, int ncases)
 {
-	static const char *const heads[] = { "case", "runs", "checks", "failed", "verdict" };
-	static const char *const cls[] = { NULL, "num", "num", "num", NULL };
+	static const char *const heads[] = { "case", "runs", "checks", "failed", "verdict",
+	                                     "gpu findings" };
+	static const char *const cls[] = { NULL, "num", "num", "num", NULL, "num" };
 
 	lks_heading(r, 2, "summary");
-	lks_table_head(r, heads, 5);
+	lks_table_head(r, heads, 6);
 	for (int c = 0; c < ncases; c++) {
-		int nr = 0, nk = 0, nf = 0;
-		char a[16], b[16], f[16];
-		const char *cells[5], *vcls[5];
+		int nr = 0, nk = 0, nf = 0, ng = 0;
+		char a[16], b[16], f[16], g[16];
+		const char *cells[6], *vcls[6];
 
-		for (int i = 0; i < r->nruns; i++)
-			nr += !strcmp(r->runs[i].case_name, cases[c]);
+		for (int i = 0; i < r->nruns; i++) {
+			int n;
+
+			if (strcmp(r->runs[i].case_name, cases[c]))
+				continue;
+			nr++;
+			if (lks_gpu_findings(r, &r->runs[i], &n))
+				return -1;
+			ng += n;
+		}
 		for (int i = 0; i < r->nchecks; i++) {
 			const char *v = r->checks[i].rec.verdict;
 
@@ -300,19 +315,23 @@ static void lks_overview(struct lks_report *r, const char **cases, int ncases)
 		}
 		r->info->nchecks += nk;
 		r->info->nfailed += nf;
+		r->info->ngpu_findings += ng;
 		snprintf(a, sizeof(a), "%d", nr);
 		snprintf(b, sizeof(b), "%d", nk);
 		snprintf(f, sizeof(f), "%d", nf);
+		snprintf(g, sizeof(g), "%d", ng);
 		cells[0] = cases[c];
 		cells[1] = a;
 		cells[2] = b;
 		cells[3] = f;
 		cells[4] = nf ? "fail" : "pass";
+		cells[5] = g;
 		memcpy(vcls, cls, sizeof(vcls));
 		vcls[4] = cells[4];
-		lks_row(r, nf ? "bad" : NULL, cells, vcls, 5);
+		lks_row(r, nf || ng ? "bad" : NULL, cells, vcls, 6);
 	}
 	lks_table_end(r);
+	return 0;
 }
 
 /* Whether detection still works on this runner: every check that proves a planted fault
@@ -413,7 +432,8 @@ static int lks_report_body(struct lks_report *r, int have_gnuplot)
 	r->info->ncases = ncases;
 	if (!have_gnuplot)
 		lks_para(r, 1, "plots need gnuplot, which was not found: this report has the tables only");
-	lks_overview(r, cases, ncases);
+	if (lks_overview(r, cases, ncases))
+		goto out;
 	lks_planted(r);
 	for (int c = 0; c < ncases; c++)
 		if (lks_case_section(r, cases[c], have_gnuplot))

@@ -31,6 +31,7 @@ typedef struct lks_report_opts {
 /* What a report holds, for the caller to print. */
 typedef struct lks_report_info {
 	int ncases, nchecks, nfailed;
+	int ngpu_findings;        /* GPU health findings during the suite's runs (gpu.c) */
 	int nplanted, ncaught;    /* checks proving a planted fault (expect = fail); caught
 	                             exactly where planted */
 	int nplots;               /* plots made */

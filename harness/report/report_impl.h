@@ -13,6 +13,8 @@
  *                 into the page; the loss, relative loss difference and grad norm plots
  *   fp8_scales.c  the amax and scale history of an FP8 run's quantized tensors
  *   heatmap.c     the step x tensor heatmap of two runs and their first divergence
+ *   gpu.c         GPU health findings and readings of a case's runs, and the algorithms
+ *                 cuBLASLt ran their GEMMs with
  */
 #ifndef LKS_HARNESS_REPORT_REPORT_IMPL_H
 #define LKS_HARNESS_REPORT_REPORT_IMPL_H
@@ -143,5 +145,16 @@ void lks_tensor_word(char *out, size_t size, const lks_stored_run *t, int i);
 /* ---- heatmap.c ---- */
 
 int lks_case_heatmaps(struct lks_report *r, const char *case_name);
+
+/* ---- gpu.c ---- */
+
+/* *n <- the run's GPU health findings (events of kind gpu_health). */
+int lks_gpu_findings(struct lks_report *r, const lks_stored_run *run, int *n);
+/* The findings of the case's runs (rows marked bad), the readings before and after each
+   run, and why NVML was absent where it was. */
+int lks_case_gpu_health(struct lks_report *r, const char *case_name);
+/* The algorithms cuBLASLt ran the case's GEMMs with, under a heading, where any run has
+   them. */
+int lks_case_gemm_algos(struct lks_report *r, const char *case_name);
 
 #endif

@@ -21,6 +21,9 @@
  *   health   per run, 'before' and 'after' it, device and key: a GPU health reading
  *            (NVML: ECC counts, retired pages, remapped rows, throttle reasons,
  *            temperature, power, memory), or one 'absent' row saying why there is none
+ *   gemm_algos  per run: how the backend's GEMM library ran its GEMMs, one row per plan
+ *            (role, shape, types, scaling, fast accumulation; the algorithm's id, tile,
+ *            stages, split-K and reduction scheme, or the fallback and its reason)
  *   probes   per session: each child 'lockstep check' under a combo (harness/probe/probe.h): the
  *            combo, cases, outcome (good, bad, skip, crash, timeout), exit code or signal,
  *            seconds, the suite it stored, the end of its output
@@ -32,6 +35,8 @@
 
 #include <stddef.h>
 #include <stdint.h>
+
+#include "kernels/backend_types.h"
 
 typedef struct lks_store lks_store;
 
@@ -114,6 +119,12 @@ int lks_store_health(lks_store *s, int64_t run_id, const lks_health_row *rows, i
 /* The run's health rows in the order they were stored. */
 int lks_store_get_health(lks_store *s, int64_t run_id,
                          int (*fn)(void *arg, const lks_health_row *row), void *arg);
+/* The GEMM plans of a run (kernels/backend_types.h; trace_store_gemm.c), in one
+   transaction, seq 0, 1, ... in the order given. */
+int lks_store_gemm_plans(lks_store *s, int64_t run_id, const lks_gemm_algo *plans, int n);
+/* The run's plans in seq order. */
+int lks_store_get_gemm_plans(lks_store *s, int64_t run_id,
+                             int (*fn)(void *arg, const lks_gemm_algo *plan), void *arg);
 /* status: "complete" or "failed". */
 int lks_store_end_run(lks_store *s, int64_t run_id, const char *status);
 
@@ -127,10 +138,11 @@ int lks_store_end_run(lks_store *s, int64_t run_id, const char *status);
 
 /* The schema version this build reads and writes (PRAGMA user_version). */
 /* 2: the checks table. 3: probe_sessions and probes. 4: a check's parameters (columns of
-   checks). 5: the health table and steps.mem_peak (GPU health, NVML). A file of an earlier
+   checks). 5: the health table and steps.mem_peak (GPU health, NVML). 6: the gemm_algos
+   table (the GEMM library's algorithms of a run). A file of an earlier
    version is upgraded when opened: the tables and columns added since are created (a
    column NULL in the rows already there), nothing else changes. */
-#define LKS_STORE_SCHEMA_VERSION 5
+#define LKS_STORE_SCHEMA_VERSION 6
 
 typedef struct lks_run_rec {
 	int64_t run_id;

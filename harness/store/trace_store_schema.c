@@ -191,6 +191,33 @@ static const lks_schema_column lks_schema_v5_columns[] = {
 	{ "steps", "mem_peak", "INTEGER" },
 };
 
+/* 6: how the backend's GEMM library ran the GEMMs of a run (kernels/backend_types.h,
+   lks_gemm_algo): one row per plan, in the order the backend first met it. The library's
+   algorithm is NULL where the reference kernel ran them instead, fallback saying why. */
+static const char lks_schema_v6[] =
+	"CREATE TABLE gemm_algos (\n"
+	"	run_id INTEGER NOT NULL REFERENCES runs (run_id),\n"
+	"	seq INTEGER NOT NULL,           -- the order the backend met it in\n"
+	"	role TEXT NOT NULL,             -- fwd, dgrad, wgrad\n"
+	"	m INTEGER NOT NULL,             -- lockstep's C(M,N) = A(M,K) . B(N,K)^T\n"
+	"	n INTEGER NOT NULL,\n"
+	"	k INTEGER NOT NULL,\n"
+	"	dtype_a TEXT NOT NULL,          -- f32, bf16, e4m3, e5m2\n"
+	"	dtype_b TEXT NOT NULL,\n"
+	"	dtype_c TEXT NOT NULL,          -- the output's (C = D)\n"
+	"	scaling_a TEXT NOT NULL,        -- none, tensor, axis\n"
+	"	scaling_b TEXT NOT NULL,\n"
+	"	fast_accum INTEGER NOT NULL,\n"
+	"	algo INTEGER,                   -- CUBLASLT_ALGO_CONFIG_ID; NULL: fallback\n"
+	"	tile INTEGER,\n"
+	"	stages INTEGER,\n"
+	"	splitk INTEGER,\n"
+	"	reduction INTEGER,              -- the reduction scheme (0: none)\n"
+	"	fallback TEXT,                  -- why the reference kernel ran them; NULL: none\n"
+	"	gemms INTEGER NOT NULL,         -- how many GEMMs of the run ran this way\n"
+	"	PRIMARY KEY (run_id, seq)\n"
+	") WITHOUT ROWID;\n";
+
 /* Part v of the schema: the tables (and their indexes) version v added, and the columns it
    added to tables of earlier versions. A part never changes once released. */
 static const struct lks_schema_part {
@@ -203,6 +230,7 @@ static const struct lks_schema_part {
 	[3] = { lks_schema_v3, NULL, 0 },
 	[4] = { NULL, lks_schema_v4, (int)(sizeof(lks_schema_v4) / sizeof(lks_schema_v4[0])) },
 	[5] = { lks_schema_v5, lks_schema_v5_columns, 1 },
+	[6] = { lks_schema_v6, NULL, 0 },
 };
 
 /* Gradient SQNR between two runs (harness/verify/sqnr.h): the table is created when first

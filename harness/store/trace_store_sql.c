@@ -74,6 +74,13 @@ static const char *const lks_store_sql[LKS_Q_COUNT] = {
 	                 "VALUES (?1, ?2, ?3, ?4, ?5)",
 	[LKS_Q_GET_HEALTH] = "SELECT phase, device, key, value FROM health WHERE run_id = ?1 "
 	                     "ORDER BY rowid",
+	[LKS_Q_GEMM_PLAN] = "INSERT INTO gemm_algos (run_id, seq, role, m, n, k, dtype_a, dtype_b, "
+	                    "dtype_c, scaling_a, scaling_b, fast_accum, algo, tile, stages, "
+	                    "splitk, reduction, fallback, gemms) VALUES (?1, ?2, ?3, ?4, ?5, ?6, "
+	                    "?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19)",
+	[LKS_Q_GET_GEMM_PLANS] = "SELECT role, m, n, k, dtype_a, dtype_b, dtype_c, scaling_a, "
+	                         "scaling_b, fast_accum, algo, tile, stages, splitk, reduction, "
+	                         "fallback, gemms FROM gemm_algos WHERE run_id = ?1 ORDER BY seq",
 	[LKS_Q_CHECK] = "INSERT INTO checks (" LKS_CHECK_COLS ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, "
 	                "?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, "
 	                "?22, ?23, ?24, ?25, ?26, ?27, ?28)",

@@ -43,6 +43,8 @@ struct lks_cuda_ctx {
 	long long lt_gemms, lt_fallbacks;  /* library GEMMs asked for; refused, run on the
 	                                      reference kernel */
 	lks_meter *meter;      /* traced tensors on their way to the host (measure_begin) */
+	pthread_mutex_t plan_lock;         /* guards plans, noted by every rank's GEMMs */
+	lks_lt_plans plans;                /* what ran the library GEMMs, for gemm_plans */
 };
 
 int lks_cuda_check(cudaError_t rc, const char *what)
@@ -122,6 +124,7 @@ static int lks_cuda_open(const lks_backend *be, int threads, void **ctx)
 		return lks_err("out of memory for a cuda context");
 	c->device = dev;
 	pthread_mutex_init(&c->mem_lock, NULL);
+	pthread_mutex_init(&c->plan_lock, NULL);
 	if (lks_cuda_check(cudaSetDevice(dev), "cannot use the device")
 	    || lks_cuda_check(cudaStreamCreateWithFlags(&c->stream, cudaStreamNonBlocking),
 	                      "cannot create a stream")) {
@@ -151,6 +154,8 @@ static void lks_cuda_close(const lks_backend *be, void *ctx)
 	lks_lt_ctx_destroy(c->lt);
 	cudaStreamDestroy(c->stream);
 	pthread_mutex_destroy(&c->mem_lock);
+	pthread_mutex_destroy(&c->plan_lock);
+	lks_lt_plans_release(&c->plans);
 	free(c->blocks);
 	free(c);
 }
@@ -470,11 +475,29 @@ static int lks_cuda_gemm(const lks_backend *be, void *ctx, const lks_gemm *g)
 		if (!c->lt && lks_lt_ctx_create(0, &c->lt))
 			return -1;
 		c->lt_gemms++;
-		if ((rc = lks_cuda_gemm_lt(c->lt, s, g, &used)) != LKS_LT_REFUSED)
+		if ((rc = lks_cuda_gemm_lt(c->lt, s, g, &used)) < 0)
 			return rc;
+		pthread_mutex_lock(&c->plan_lock);
+		int noted = lks_lt_plans_note(&c->plans, g, &used);
+		pthread_mutex_unlock(&c->plan_lock);
+		if (noted || rc == 0)
+			return noted;
 		c->lt_fallbacks++;  /* used.reason says why */
 	}
 	return lks_cuda_gemm_ref((void *)s, g);
+}
+
+static int lks_cuda_gemm_plans(const lks_backend *be, void *ctx, lks_plan_fn put, void *arg)
+{
+	lks_cuda_ctx *c = (lks_cuda_ctx *)ctx;
+	int rc = 0;
+
+	(void)be;
+	pthread_mutex_lock(&c->plan_lock);
+	for (int i = 0; !rc && i < c->plans.n; i++)
+		rc = put(arg, &c->plans.v[i]);
+	pthread_mutex_unlock(&c->plan_lock);
+	return rc;
 }
 
 static int lks_cuda_quantize_m(const lks_backend *be, void *ctx, lks_quant *q)
@@ -523,4 +546,5 @@ const lks_backend lks_backend_cuda = {
 	/* .mem_peak = */ lks_cuda_mem_peak,
 	/* .measure_begin = */ lks_cuda_measure_begin,
 	/* .measure_end = */ lks_cuda_measure_end,
+	/* .gemm_plans = */ lks_cuda_gemm_plans,
 };

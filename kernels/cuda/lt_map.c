@@ -12,6 +12,7 @@
 #include "kernels/cuda/lt_map.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "kernels/cpu/gemm.h"
@@ -170,4 +171,58 @@ int lks_lt_plan_of(const lks_gemm *g, lks_lt_plan *p)
 	if (lks_is_fp8(g->a.dtype))
 		return lks_fp8_refused(g, p);
 	return 0;
+}
+
+static int lks_plan_eq(const lks_gemm_algo *x, const lks_gemm_algo *y)
+{
+	return x->role == y->role && x->M == y->M && x->N == y->N && x->K == y->K
+	       && x->a == y->a && x->b == y->b && x->out == y->out
+	       && x->scaling_a == y->scaling_a && x->scaling_b == y->scaling_b
+	       && x->fast_accum == y->fast_accum && x->fallback == y->fallback
+	       && x->algo == y->algo && x->tile == y->tile && x->stages == y->stages
+	       && x->splitk == y->splitk && x->reduction == y->reduction
+	       && strcmp(x->reason, y->reason) == 0;
+}
+
+int lks_lt_plans_note(lks_lt_plans *s, const lks_gemm *g, const lks_lt_algo *used)
+{
+	lks_gemm_algo p = {
+		.role = g->role, .M = g->M, .N = g->N, .K = g->K,
+		.a = g->a.dtype, .b = g->b.dtype, .out = g->out,
+		.scaling_a = g->a.scaling, .scaling_b = g->b.scaling,
+		.fast_accum = used->fast_accum, .fallback = used->fallback,
+	};
+
+	if (!used->fallback) {
+		p.algo = used->id;
+		p.tile = used->tile;
+		p.stages = used->stages;
+		p.splitk = used->splitk;
+		p.reduction = used->reduction;
+	} else {
+		snprintf(p.reason, sizeof(p.reason), "%s", used->reason);
+	}
+	for (int i = 0; i < s->n; i++)
+		if (lks_plan_eq(&s->v[i], &p)) {
+			s->v[i].gemms++;
+			return 0;
+		}
+	if (s->n == s->cap) {
+		int cap = s->cap ? 2 * s->cap : 16;
+		lks_gemm_algo *v = realloc(s->v, (size_t)cap * sizeof(*v));
+
+		if (!v)
+			return lks_err("out of memory for the gemm plans");
+		s->v = v;
+		s->cap = cap;
+	}
+	p.gemms = 1;
+	s->v[s->n++] = p;
+	return 0;
+}
+
+void lks_lt_plans_release(lks_lt_plans *s)
+{
+	free(s->v);
+	memset(s, 0, sizeof(*s));
 }

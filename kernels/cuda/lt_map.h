@@ -108,6 +108,18 @@ int lks_lt_plan_of(const lks_gemm *g, lks_lt_plan *p);
 /* The largest power of two, at most 256, that divides the address p. */
 int lks_lt_align(const void *p);
 
+/* The plans of a run (backend.h's gemm_plans): each GEMM that asked for the library is
+   noted with what ran it; GEMMs alike in every field of lks_gemm_algo count in one. */
+typedef struct lks_lt_plans {
+	lks_gemm_algo *v;
+	int n, cap;
+} lks_lt_plans;
+
+/* g ran as used says (the algorithm, or the fallback and its reason). Fails (lks_err) only
+   out of memory. */
+int lks_lt_plans_note(lks_lt_plans *s, const lks_gemm *g, const lks_lt_algo *used);
+void lks_lt_plans_release(lks_lt_plans *s);
+
 static inline int lks_lt_key_eq(const lks_lt_key *x, const lks_lt_key *y)
 {
 	return x->m == y->m && x->n == y->n && x->k == y->k && x->lda == y->lda

@@ -1,0 +1,76 @@
+/*
+ * test_bench_step_cli.c: 'lockstep bench step --backend NAME' as a user runs it. The
+ * backend is opened first: cuda without a device stops there with the driver's reason
+ * (exit 3), an unknown name is bad usage; on the cpu backend the same path runs part 1
+ * through the backend it opened, at hidden 1024 where the case is narrower, and prints the
+ * tracing cost. Part of test_cli.
+ */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "run_bin.h"
+#ifdef LKS_HAVE_CUDA
+#include "kernels/cuda/cuda_info.h"
+#endif
+
+/* A case of one small layer, hidden 16: the backend path widens it to 1024. */
+static const char narrow_case[] =
+	"[case]\nsteps = 3\nseed = 7\nworld_size = 1\n"
+	"[model]\nvocab = 32\nhidden = 16\nffn = 32\nlayers = 1\nseq = 4\nbatch = 1\n"
+	"[run r]\nrecipe = fp8_rowwise\n";
+
+#ifdef LKS_HAVE_CUDA
+Test(cli, bench_step_backend_cuda_without_a_device_says_why)
+{
+	char out[8192];
+	lks_cuda_info info;
+
+	lks_cuda_info_get(&info);
+	if (info.device_count > 0)
+		cr_skip_test("a CUDA device is here: ci/gpu runs the benchmark");
+	cr_assert_eq(lks_run_bin(NULL, "bench step --backend cuda", out, sizeof(out)), 3, "%s",
+	             out);
+	cr_assert_not_null(strstr(out, "bench step: cuda: no usable CUDA device: "), "%s", out);
+	cr_assert_null(strstr(out, "tracing cost"), "%s", out);
+}
+#endif
+
+Test(cli, bench_step_unknown_backend_is_bad_usage)
+{
+	char out[8192];
+
+	cr_assert_eq(lks_run_bin(NULL, "bench step --backend nope", out, sizeof(out)), 2, "%s",
+	             out);
+	cr_assert_not_null(strstr(out, "backend 'nope' is not available (this build has: cpu"),
+	                   "%s", out);
+}
+
+Test(cli, bench_step_on_a_backend_times_tracing_at_hidden_1024, .timeout = 300)
+{
+	char dir[] = "/tmp/lks_test_bench_step_XXXXXX", path[300], args[800], out[16384];
+	FILE *f;
+
+	cr_assert_not_null(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/narrow.ini", dir);
+	cr_assert_not_null(f = fopen(path, "w"));
+	fputs(narrow_case, f);
+	fclose(f);
+	snprintf(args, sizeof(args), "bench step --backend cpu --case '%s' --steps 2 --reps 1 "
+	         "--threads 1 --dir '%s'", path, dir);
+	cr_assert_eq(lks_run_bin(NULL, args, out, sizeof(out)), 0, "%s", out);
+	cr_expect_not_null(strstr(out, "bench step on backend cpu: "), "%s", out);
+	cr_expect_not_null(strstr(out, "1. tracing cost: run 'r' (fp8_rowwise, 1 rank), hidden "
+	                               "1024, ffn 4096, 1 layers"), "%s", out);
+	cr_expect_not_null(strstr(out, "target overhead <= 5%: "), "%s", out);
+	cr_expect_not_null(strstr(out, "final loss equal bit for bit traced and untraced: yes"),
+	                   "%s", out);
+	cr_expect_null(strstr(out, "3. GEMM share"), "%s", out);
+	/* a case already wide enough is kept as it is */
+	snprintf(args, sizeof(args), "bench step --backend cpu --case '%s' --steps 2 --reps 1 "
+	         "--threads 1 --dir '%s' --set model.hidden=2048 --set model.ffn=64", path, dir);
+	cr_assert_eq(lks_run_bin(NULL, args, out, sizeof(out)), 0, "%s", out);
+	cr_expect_not_null(strstr(out, "hidden 2048, ffn 64,"), "%s", out);
+	snprintf(args, sizeof(args), "rm -rf '%s'", dir);
+	cr_assert_eq(system(args), 0);
+}
