@@ -3,7 +3,8 @@
  * run's own 'backend = NAME', stored with the run; gemm = cublaslt refused per run where
  * the run's backend is cpu; a run whose backend cannot be opened here (cuda without a GPU)
  * left out with the driver's reason and exit 3 while the others run and are stored. What
- * needs a device is skipped where there is one (ci/gpu runs it there). (The golden classes
+ * needs a device is skipped where there is one (ci/gpu runs it there). The cross-backend
+ * case in cases/gpu/ parses, and the nightly suite (cases/) does not pick it up. (The golden classes
  * of such runs: test_golden_class.c.)
  */
 #include <criterion/criterion.h>
@@ -14,6 +15,9 @@
 #include <unistd.h>
 
 #include "run_bin.h"
+#include "harness/engine/case.h"
+#include "kernels/backend.h"
+#include "kernels/err.h"
 #ifdef LKS_HAVE_CUDA
 #include "kernels/cuda/cuda_info.h"
 #endif
@@ -149,3 +153,40 @@ Test(xbackend, a_cuda_run_without_a_device_is_left_out_with_the_reason)
 	xb_teardown(&x);
 }
 #endif
+
+/* cases/gpu/: runs on both backends, read where the build has cuda; 'lockstep run cases/'
+   reads only the .ini files directly in cases/, so the nightly suite on a machine without
+   a GPU never meets it. */
+Test(xbackend, the_gpu_cases_parse_and_stay_out_of_the_nightly_suite)
+{
+	const char *gpu[] = { LKS_SRC "/cases/gpu" }, *nightly[] = { LKS_SRC "/cases" };
+	char **paths;
+	int n, ncuda = 0, ncpu = 0;
+	lks_case *cases;
+
+	cr_assert_eq(lks_case_paths(nightly, 1, &paths, &n), 0, "%s", lks_errmsg());
+	for (int i = 0; i < n; i++)
+		cr_assert_null(strstr(paths[i], "/gpu/"), "%s", paths[i]);
+	lks_case_paths_free(paths, n);
+	if (!lks_backend_find("cuda")) {
+		cr_assert_neq(lks_cases_load(gpu, 1, NULL, 0, &cases, &n), 0);
+		cr_assert_not_null(strstr(lks_errmsg(), "backend 'cuda' is not available"), "%s",
+		                   lks_errmsg());
+		lks_cases_release(cases, n);
+		return;
+	}
+	cr_assert_eq(lks_cases_load(gpu, 1, NULL, 0, &cases, &n), 0, "%s", lks_errmsg());
+	cr_assert_geq(n, 1);
+	for (int i = 0; i < n; i++)
+		for (int j = 0; j < cases[i].nruns; j++) {
+			const lks_run_cfg *r = &cases[i].runs[j];
+
+			ncuda += !strcmp(r->backend, "cuda");
+			ncpu += !strcmp(r->backend, "cpu");
+			cr_assert(r->gemm == LKS_GEMM_REFERENCE || !strcmp(r->backend, "cuda"),
+			          "run %s: cublaslt off cuda", r->name);
+		}
+	cr_assert_gt(ncuda, 0);
+	cr_assert_gt(ncpu, 0);
+	lks_cases_release(cases, n);
+}

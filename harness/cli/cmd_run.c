@@ -35,7 +35,7 @@ static const char lks_run_help[] =
 	"its checks are evaluated and their verdicts stored; a failure names the first step,\n"
 	"tensor and rank where the runs diverge. A check whose runs were left out by --run is\n"
 	"skipped; an sqnr check compares the gradients of its two runs while both are made. A golden\n"
-	"check compares a run with its golden file, GOLDEN/<backend>/<case>/<run>.tsv, made by\n"
+	"check compares a run with its golden file, GOLDEN/<class>/<case>/<run>.tsv, made by\n"
 	"'lockstep golden update'; a corrupt golden file is bad input (exit 2).\n"
 	"\n"
 	"options:\n"
