@@ -39,14 +39,16 @@ static inline void fx_setup(struct fx *f)
 	f->opts.golden_dir = f->golden;
 }
 
-/* The golden file of run into path (its path in f->golden). */
+/* The golden file of run into path (its path in f->golden, in the run's class). */
 static inline void write_golden(struct fx *f, const char *run, char *path, size_t n)
 {
 	lks_stored_run g;
+	char cls[64];
 
 	cr_assert_eq(lks_stored_run_load(f->s, id_of(f, run), LKS_LOAD_TRACE, &g), 0, "%s",
 	             lks_errmsg());
-	cr_assert_eq(lks_golden_path(f->golden, g.backend, g.case_name, g.run_name, path, n), 0);
+	cr_assert_eq(lks_golden_class_of(&g, cls, sizeof(cls)), 0, "%s", lks_errmsg());
+	cr_assert_eq(lks_golden_path(f->golden, cls, g.case_name, g.run_name, path, n), 0);
 	cr_assert_eq(lks_golden_write(&g, path), 0, "%s", lks_errmsg());
 	lks_stored_run_release(&g);
 }

@@ -14,6 +14,7 @@
 
 #include "case_fixture.h"
 #include "harness/engine/case.h"
+#include "kernels/backend.h"
 #include "kernels/err.h"
 
 static const char full_text[] =
@@ -432,6 +433,36 @@ Test(case, overrides_of_every_run, .init = setup, .fini = teardown)
 	lks_case_release(&c);
 	cr_assert_neq(lks_case_load(path, bad, 1, &c), 0);
 	cr_expect(strstr(lks_errmsg(), "fast"), "%s", lks_errmsg());
+}
+
+/* backend = NAME: a run's own backend, a name of the registry; not given, "" (the
+   invocation's --backend); a name the build lacks is refused at its line, with the names
+   it has; --set sets it like any key. */
+Test(case, backend_per_run, .init = setup, .fini = teardown)
+{
+	const char *path = put("be.ini", BASE "[run c]\nrecipe = bf16\nbackend = cpu\n");
+	const char *sets[] = { "run.a.backend=cpu" }, *bad[] = { "run.b.backend=tpu" };
+	char where[256], names[128];
+	lks_case c;
+
+	cr_assert_eq(lks_case_load(path, NULL, 0, &c), 0, "%s", lks_errmsg());
+	cr_expect_str_eq(c.runs[0].backend, "", "not given: the invocation's");
+	cr_expect_str_eq(c.runs[2].backend, "cpu");
+	lks_case_release(&c);
+	cr_assert_eq(lks_case_load(path, sets, 1, &c), 0, "%s", lks_errmsg());
+	cr_expect_str_eq(c.runs[0].backend, "cpu");
+	cr_expect_str_eq(c.runs[1].backend, "");
+	lks_case_release(&c);
+	cr_assert_neq(lks_case_load(path, bad, 1, &c), 0);
+	cr_expect(strstr(lks_errmsg(), "'tpu'"), "%s", lks_errmsg());
+	snprintf(where, sizeof(where), ":17: bad value 'tpu' for 'backend' in [run c]: backend "
+	         "'tpu' is not available (this build has: %s)", lks_backend_names(names,
+	         sizeof(names)));
+	load_err(BASE "[run c]\nrecipe = bf16\nbackend = tpu\n", NULL, 0, where);
+	/* names are matched exactly, as --backend matches them */
+	snprintf(where, sizeof(where), ":17: bad value 'CPU' for 'backend' in [run c]: backend "
+	         "'CPU' is not available (this build has: %s)", names);
+	load_err(BASE "[run c]\nrecipe = bf16\nbackend = CPU\n", NULL, 0, where);
 }
 
 Test(case, bad_overrides, .init = setup, .fini = teardown)

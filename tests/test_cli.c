@@ -81,7 +81,7 @@ Test(cli, run_gemm_cublaslt_on_cpu_is_bad_usage)
 	         "'%s/cases/world_sizes.ini'", LKS_SRC);
 	cr_assert_eq(lks_run_bin(NULL, args, out, sizeof(out)), 2, "%s", out);
 	cr_assert_not_null(strstr(out, "cases/world_sizes.ini:"), "%s", out);
-	cr_assert_not_null(strstr(out, "asks for gemm = cublaslt, which needs --backend cuda"),
+	cr_assert_not_null(strstr(out, "asks for gemm = cublaslt, which needs backend cuda (--backend cuda"),
 	                   "%s", out);
 	cr_assert_eq(access("/tmp/lks_test_gemm_cpu.db", F_OK), -1, "the database was made");
 }

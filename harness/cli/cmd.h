@@ -22,7 +22,7 @@
 	X(env, "print the environment fingerprint stored with every run") \
 	X(bench, "measure against a peer in the same run (gemm, quant, store, step)") \
 	X(list, "show cases with their runs and checks") \
-	X(golden, "write golden files from the latest stored runs") \
+	X(golden, "write golden files from stored runs; measure a class's tolerances") \
 	X(report, "write the HTML and Markdown report of a suite") \
 	X(diff, "first divergence and per-step maximum errors of two stored runs") \
 	X(matrix, "every case under every combo of a combos file: a table of verdicts") \
@@ -37,6 +37,9 @@ LKS_COMMANDS(LKS_COMMAND_DECL)
    counted so far). */
 struct lks_check_tally;
 int lks_run_cases(int argc, char **argv, struct lks_check_tally *tally);
+
+/* 'lockstep golden measure' (cmd_golden_measure.c): argv[0] is "measure". */
+int lks_golden_measure(int argc, char **argv);
 
 /* ---- what matrix, bisect and reduce share (cmd_probe.c; harness/probe/probe.h) ---- */
 struct lks_probe_cfg;

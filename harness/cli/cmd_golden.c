@@ -2,6 +2,7 @@
  * cmd_golden.c: 'lockstep golden update': write golden files (harness/store/golden.h) from the
  * latest complete stored run of runs of the given cases: those named with --run, else
  * those the cases' golden checks compare, else (a case without golden checks) every run.
+ * ('lockstep golden measure', the tolerances of a class: cmd_golden_measure.c.)
  *
  * Every case and every run is resolved to a stored run before anything is written, so a
  * missing or unusable run stops the command (exit 2) with every golden file as it was. A
@@ -23,12 +24,17 @@
 
 static const char lks_golden_help[] =
 	"usage: lockstep golden update [options] CASE|DIR...\n"
+	"       lockstep golden measure [options]   (its --help: the tolerances of a class)\n"
 	"\n"
 	"Writes the golden file of runs of each case (a DIR means all its *.ini) from the\n"
-	"latest complete run of it in the database: GOLDEN/<backend>/<case>/<run>.tsv, a text\n"
+	"latest complete run of it in the database: GOLDEN/<class>/<case>/<run>.tsv, a text\n"
 	"file of the run's settings, its step rows (loss, grad norm, lr) and its per-tensor\n"
 	"statistics and hashes, meant to be reviewed in a diff and committed. A case's golden\n"
-	"checks compare later runs with it ('lockstep run'): bit for bit on the cpu backend.\n"
+	"checks compare later runs with it ('lockstep run'). The class: cpu for every run of\n"
+	"the reference arithmetic (cpu, or cuda with gemm = reference), met bit for bit; for a\n"
+	"cuda run with gemm = cublaslt, cuda-sm<arch>-cublaslt (cuda-sm90-cublaslt), met on\n"
+	"loss and grad norm within the tolerance of the run's recipe in\n"
+	"GOLDEN/<class>/tolerances.ini, measured with 'lockstep golden measure'.\n"
 	"Which runs: those named by --run; else those the case's golden checks compare; else,\n"
 	"in a case without golden checks, every run.\n"
 	"Runs made with --steps or --set are not the case's runs and are passed over; an\n"
@@ -77,14 +83,15 @@ static int lks_golden_parse(int argc, char **argv, struct lks_golden_args *a)
 	if (!a->only || !a->inputs)
 		return lks_usage("golden: out of memory");
 	if (argc < 2)
-		return lks_usage("golden: which subcommand? ('lockstep golden update CASE...'; --help)");
+		return lks_usage("golden: which subcommand? ('lockstep golden update CASE...', "
+		                 "'lockstep golden measure'; --help)");
 	if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
 		fputs(lks_golden_help, stdout);
 		return -1;
 	}
 	if (strcmp(argv[1], "update"))
-		return lks_usage("golden: unknown subcommand '%s' (golden update CASE...; --help)",
-		                 argv[1]);
+		return lks_usage("golden: unknown subcommand '%s' (golden update CASE..., golden "
+		                 "measure; --help)", argv[1]);
 	for (int i = 2; i < argc; i++) {
 		const char *o = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
 
@@ -219,7 +226,7 @@ static int lks_golden_check_only(const struct lks_golden_args *a, const lks_case
 static int lks_golden_write_one(lks_store *s, int64_t id, const char *db, const char *dir)
 {
 	lks_stored_run g;
-	char path[1024];
+	char path[1024], cls[64];
 	struct stat st;
 	int rc;
 
@@ -230,7 +237,8 @@ static int lks_golden_write_one(lks_store *s, int64_t id, const char *db, const 
 		             (long long)id, db, strstr(g.options, " inject: ") + 9);
 		goto out;
 	}
-	if ((rc = lks_golden_path(dir, g.backend, g.case_name, g.run_name, path, sizeof(path))) != 0
+	if ((rc = lks_golden_class_of(&g, cls, sizeof(cls))) != 0
+	    || (rc = lks_golden_path(dir, cls, g.case_name, g.run_name, path, sizeof(path))) != 0
 	    || (rc = lks_golden_write(&g, path)) != 0)
 		goto out;
 	printf("wrote %s: run %lld of '%s', %d steps x %d rank%s, %d tensors, %zu stats rows",
@@ -253,6 +261,8 @@ int cmd_golden(int argc, char **argv)
 	int64_t *ids = NULL;
 	char qdb[1024];
 
+	if (argc >= 2 && !strcmp(argv[1], "measure"))
+		return lks_golden_measure(argc - 1, argv + 1);
 	if ((rc = lks_golden_parse(argc, argv, &a)) != 0) {
 		rc = rc < 0 ? LKS_EXIT_OK : rc;
 		goto out;

@@ -35,14 +35,15 @@ static const char lks_run_help[] =
 	"its checks are evaluated and their verdicts stored; a failure names the first step,\n"
 	"tensor and rank where the runs diverge. A check whose runs were left out by --run is\n"
 	"skipped; an sqnr check compares the gradients of its two runs while both are made. A golden\n"
-	"check compares a run with its golden file, GOLDEN/<backend>/<case>/<run>.tsv, made by\n"
+	"check compares a run with its golden file, GOLDEN/<class>/<case>/<run>.tsv, made by\n"
 	"'lockstep golden update'; a corrupt golden file is bad input (exit 2).\n"
 	"\n"
 	"options:\n"
 	"  --db FILE        the database (default lockstep.db; created if missing)\n"
 	"  --backend NAME   where to run: cpu, the bit-exact reference (default), or cuda (a\n"
 	"                   build with the CUDA Toolkit, on a GPU: the CPU's bits with the\n"
-	"                   reference GEMM, cuBLASLt's with a run's gemm = cublaslt)\n"
+	"                   reference GEMM, cuBLASLt's with a run's gemm = cublaslt); a run\n"
+	"                   with its own 'backend = NAME' runs there whatever this says\n"
 	"  --steps N        override the case's steps\n"
 	"  --set S.K=V      override a case key, e.g. --set model.hidden=512,\n"
 	"                   --set run.fp8.recipe=fp8_tensorwise (repeatable); run.*.K sets\n"
@@ -79,7 +80,9 @@ static const char lks_run_help[] =
 	"            1 a check failed (or passed where it was expected to fail),\n"
 	"            2 bad usage or a bad case file (nothing is written), or a bad golden\n"
 	"              file (the runs and verdicts are stored),\n"
-	"            3 infrastructure failure (database, memory)\n";
+	"            3 infrastructure failure (database, memory), or a run's backend cannot be\n"
+	"              opened here (a cuda run without a GPU): that run is left out, nothing\n"
+	"              of it stored, its checks skipped; the other runs and checks go on\n";
 
 struct lks_run_args {
 	const char *db, *junit, *combo;
@@ -226,27 +229,97 @@ static void lks_fingerprint_put(void *arg, const char *key, const char *value)
 }
 
 /* The fingerprint with the job's processes and what a backend other than the default says
-   of itself (describe: a GPU's name, UUID, SM count, ...; nothing when it cannot open,
-   which the run then reports) (collective: every process calls it; NULL but on the root,
-   or when out of memory). */
-static char *lks_fingerprint_json(const lks_job *job, const lks_backend *be)
+   of itself (describe: a GPU's name, UUID, SM count, compute capability, ...), into *json
+   (collective: every process calls it; NULL but on the root, or when out of memory). A
+   backend that cannot be opened gives -1, its reason in lks_err, and no fingerprint. */
+static int lks_fingerprint_json(const lks_job *job, const lks_backend *be, char **json)
 {
 	lks_fingerprint fp;
-	char *buf = NULL;
 	size_t len = 0;
 	void *ctx;
 	FILE *f;
+	int rc = 0;
 
+	*json = NULL;
 	lks_fingerprint_collect(&fp);
-	if (be && be != lks_backend_default() && job->root && lks_be_open(be, 1, &ctx) == 0) {
-		lks_be_describe(be, ctx, lks_fingerprint_put, &fp);
-		lks_be_close(be, ctx);
+	if (be != lks_backend_default() && job->root) {
+		if ((rc = lks_be_open(be, 1, &ctx)) == 0) {
+			lks_be_describe(be, ctx, lks_fingerprint_put, &fp);
+			lks_be_close(be, ctx);
+		}
 	}
-	if (lks_job_fingerprint(job, &fp) || !job->root || !(f = open_memstream(&buf, &len)))
-		return NULL;
+	if (lks_job_fingerprint(job, &fp) || !job->root || rc || !(f = open_memstream(json, &len)))
+		return rc;
 	lks_fingerprint_print(&fp, f, 1);
 	fclose(f);
-	return buf;
+	return 0;
+}
+
+/* The backend run r trains on: its own (backend = NAME), else the invocation's. */
+static const lks_backend *lks_run_backend(const struct lks_run_args *a, const lks_run_cfg *r)
+{
+	const lks_backend *be = *r->backend ? lks_backend_find(r->backend) : NULL;
+
+	return be ? be : a->backend ? a->backend : lks_backend_default();
+}
+
+/* A backend the selected runs use: its fingerprint, stored with each of its runs, or why
+   it cannot be opened here (a cuda run on a machine without a GPU). */
+struct lks_be_use {
+	const lks_backend *be;
+	char *fingerprint;        /* NULL but on the root */
+	int unavailable;          /* it did not open (on any process): its runs are left out */
+	char why[512];            /* the driver's reason (the root's) */
+};
+
+/* the registry has a handful; more distinct backends than this cannot be asked for */
+#define LKS_MAX_BACKENDS 8
+
+/* The use of backend be among uses[0..n), or NULL. */
+static struct lks_be_use *lks_be_use_of(struct lks_be_use *uses, int n, const lks_backend *be)
+{
+	for (int i = 0; i < n; i++)
+		if (uses[i].be == be)
+			return &uses[i];
+	return NULL;
+}
+
+/* Every backend the selected runs use, in the order they are first met (collective: the
+   same on every process), each opened once on the root for its describe() keys. A
+   backend that does not open is no error here: its runs are left out, and the command
+   ends with exit 3 after the others have run and been checked. */
+static int lks_backends_used(const struct lks_run_args *a, const lks_job *job,
+                             const lks_case *cases, int ncases, struct lks_be_use *uses,
+                             int *nuses)
+{
+	int v[LKS_MAX_BACKENDS] = { 0 }, oom = 0;
+
+	*nuses = 0;
+	for (int i = 0; i < ncases; i++)
+		for (int j = 0; j < cases[i].nruns; j++) {
+			const lks_backend *be = lks_run_backend(a, &cases[i].runs[j]);
+			struct lks_be_use *u;
+
+			if (!lks_selected(a, &cases[i], cases[i].runs[j].name)
+			    || lks_be_use_of(uses, *nuses, be) || *nuses == LKS_MAX_BACKENDS)
+				continue;
+			u = &uses[(*nuses)++];
+			u->be = be;
+			if (lks_fingerprint_json(job, be, &u->fingerprint)) {
+				v[u - uses] = 1;
+				snprintf(u->why, sizeof(u->why), "%s", lks_errmsg());
+			} else {
+				oom |= job->root && !u->fingerprint;
+			}
+		}
+	/* every process agrees, also when the root is out of memory */
+	if (lks_job_agree(job, v, *nuses))
+		return -1;
+	if (oom)
+		return lks_err("out of memory");
+	for (int i = 0; i < *nuses; i++)
+		uses[i].unavailable = v[i];
+	return 0;
 }
 
 /* The strings joined by spaces, after prefix. */
@@ -268,20 +341,20 @@ static char *lks_join_after(const char *prefix, const char *const *v, int n)
 	return s;
 }
 
-/* The default backend (cpu) has only the reference GEMM: a selected run that asks for the
-   library's is bad usage, named by its file and line, before anything runs. */
+/* The default backend (cpu) has only the reference GEMM: a selected run on it that asks
+   for the library's is bad usage, named by its file and line, before anything runs. */
 static int lks_gemm_fits(const struct lks_run_args *a, const lks_case *cases, int ncases)
 {
-	if (a->backend && a->backend != lks_backend_default())
-		return 0;
 	for (int i = 0; i < ncases; i++)
 		for (int j = 0; j < cases[i].nruns; j++) {
 			const lks_run_cfg *r = &cases[i].runs[j];
 
-			if (r->gemm == LKS_GEMM_LIBRARY && lks_selected(a, &cases[i], r->name))
+			if (r->gemm == LKS_GEMM_LIBRARY && lks_selected(a, &cases[i], r->name)
+			    && lks_run_backend(a, r) == lks_backend_default())
 				return lks_usage("run: %s:%d: run '%s' asks for gemm = cublaslt, which "
-				                 "needs --backend cuda (the cpu backend has only the "
-				                 "reference GEMM)", cases[i].path, r->line, r->name);
+				                 "needs backend cuda (--backend cuda, or backend = cuda in "
+				                 "the run; the cpu backend has only the reference GEMM)",
+				                 cases[i].path, r->line, r->name);
 		}
 	return 0;
 }
@@ -339,8 +412,9 @@ int lks_run_cases(int argc, char **argv, lks_check_tally *t)
 {
 	struct lks_run_args a = { 0 };
 	lks_job job = { .root = 1 };
-	char *fingerprint = NULL, *command = NULL, *overrides = NULL;
-	int ncases = 0, rc, open_rc = 0;
+	char *command = NULL, *overrides = NULL;
+	int ncases = 0, rc, open_rc = 0, nuses = 0, left_out = 0;
+	struct lks_be_use uses[LKS_MAX_BACKENDS] = { 0 };
 	lks_case *cases = NULL;
 	lks_store *store = NULL;
 	int64_t suite_id = 0, *run_ids = NULL;
@@ -358,7 +432,6 @@ int lks_run_cases(int argc, char **argv, lks_check_tally *t)
 	if ((rc = lks_job_start(a.timeout, &job)) != 0)
 		goto out;
 	copts = (lks_check_opts){ .golden_dir = lks_golden_dir(a.golden) };
-	fingerprint = lks_fingerprint_json(&job, a.backend);
 	/* every case is valid before anything is written; every process loads them */
 	if (lks_cases_load(a.inputs, a.ninputs, a.sets, a.nsets, &cases, &ncases)) {
 		fprintf(stderr, "lockstep: %s\n", lks_errmsg());
@@ -368,7 +441,7 @@ int lks_run_cases(int argc, char **argv, lks_check_tally *t)
 	} else if (job.root) {
 		lks_warn_unplanted(&a, cases, ncases);
 		command = lks_command_line(argc, argv);
-		if (!fingerprint || !command) {
+		if (!command) {
 			fprintf(stderr, "lockstep: out of memory\n");
 			rc = LKS_EXIT_INFRA;
 		} else if ((open_rc = lks_store_open(a.db, &store)) != 0
@@ -385,6 +458,10 @@ int lks_run_cases(int argc, char **argv, lks_check_tally *t)
 	if ((rc = lks_agree(&job, rc, &tally)) != 0)
 		goto out;
 	rc = LKS_EXIT_INFRA;
+	if (lks_backends_used(&a, &job, cases, ncases, uses, &nuses)) {
+		fprintf(stderr, "lockstep: %s\n", lks_errmsg());
+		goto out;
+	}
 	overrides = lks_join(a.sets, a.nsets);
 	for (int i = 0; i < ncases; i++) {
 		free(run_ids);
@@ -405,13 +482,15 @@ int lks_run_cases(int argc, char **argv, lks_check_tally *t)
 		}
 		for (int j = 0; j < cases[i].nruns; j++) {
 			const lks_run_cfg *run = &cases[i].runs[j];
+			const lks_backend *be = lks_run_backend(&a, run);
+			const struct lks_be_use *use = lks_be_use_of(uses, nuses, be);
 			lks_runner_opts o = {
 				.steps = a.steps, .threads = a.threads, .suite_id = suite_id,
 				.progress = a.quiet || !job.root ? NULL : stderr, .progress_tty = isatty(2),
-				.fingerprint = fingerprint, .overrides = overrides, .combo = a.combo,
-				.job = job.comm,
+				.fingerprint = use ? use->fingerprint : NULL, .overrides = overrides,
+				.combo = a.combo, .job = job.comm,
 				/* the default on the runner's own threads */
-				.backend = a.backend == lks_backend_default() ? NULL : a.backend,
+				.backend = be == lks_backend_default() ? NULL : be,
 			};
 			lks_run_result res;
 			lks_nvml_snap before;
@@ -419,6 +498,15 @@ int lks_run_cases(int argc, char **argv, lks_check_tally *t)
 
 			if (!selected[j])
 				continue;
+			if (!use || use->unavailable) {
+				/* nothing of it is stored; its checks are skipped; exit 3 at the end */
+				left_out++;
+				if (job.root)
+					fprintf(stderr, "lockstep: %s / %s: left out: backend '%s' cannot be "
+					        "opened: %s\n", cases[i].name, run->name, be->name,
+					        use ? use->why : "too many backends");
+				continue;
+			}
 			lks_sqnr_hook(pairs, j, &o);
 			if (job.root)
 				lks_gpu_health_before(nvml, &before);
@@ -451,6 +539,13 @@ int lks_run_cases(int argc, char **argv, lks_check_tally *t)
 		}
 	}
 	rc = lks_run_summary(&a, store, suite_id, job.root ? &tally : NULL);
+	if (left_out) {
+		if (job.root)
+			fprintf(stderr, "lockstep: %d run%s left out: %s backend cannot be opened here "
+			        "(see above); the other runs and their checks are stored\n", left_out,
+			        left_out > 1 ? "s were" : " was", left_out > 1 ? "their" : "its");
+		rc = LKS_EXIT_INFRA;
+	}
 	rc = lks_agree(&job, rc, &tally);
 out:
 	*t = tally;
@@ -461,7 +556,8 @@ out:
 	free(run_ids);
 	free(selected);
 	lks_sqnr_free(pairs);
-	free(fingerprint);
+	for (int i = 0; i < nuses; i++)
+		free(uses[i].fingerprint);
 	free(command);
 	free(overrides);
 	free(a.sets);

@@ -4,7 +4,9 @@
  *   [case]   description, steps, seed, world_size
  *   [model]  vocab, hidden, ffn, layers, seq, batch (per rank at the case's world_size)
  *   [optim]  lr, min_lr, warmup, beta1, beta2, eps, weight_decay, clip (0: no clipping)
- *   [run NAME]    recipe, checkpoint = none|blocks, world_size (keeps the global batch),
+ *   [run NAME]    recipe, checkpoint = none|blocks, gemm = reference|cublaslt,
+ *                 backend = cpu|cuda (a name of the backend registry, kernels/backend.h;
+ *                 not given: the invocation's --backend), world_size (keeps the global batch),
  *                 amax_history, amax_algo = max|most_recent (fp8_delayed), margin,
  *                 inject (a planted fault, fault.h)
  *   [check NAME]  kind, a, b, metric, tensors, rtol, atol, floor_db, expect = pass|fail,
@@ -47,6 +49,7 @@ typedef struct lks_run_cfg {
 	lks_recipe recipe;
 	int checkpoint;         /* 0 none, 1 blocks */
 	int gemm;               /* lks_gemm_impl: 0 reference, 1 the library's (cublaslt) */
+	char backend[16];       /* a name of the backend registry; "": the invocation's */
 	int world_size;         /* ranks of this run */
 	int amax_history;       /* fp8_delayed: history length */
 	int amax_most_recent;   /* fp8_delayed: 1 most_recent, 0 max */

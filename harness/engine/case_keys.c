@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "harness/base/name.h"
+#include "kernels/backend.h"
 #include "kernels/err.h"
 
 /* values of the keys that choose among names; the index is the stored value */
@@ -71,6 +72,8 @@ static const struct lks_key lks_run_keys[] = {
 	{ "checkpoint", LKS_KEY_CHOICE, offsetof(lks_run_cfg, checkpoint), 0, 0, 0, 0, 0, 0,
 	  lks_checkpoint_names },
 	{ "gemm", LKS_KEY_CHOICE, offsetof(lks_run_cfg, gemm), 0, 0, 0, 0, 0, 0, lks_gemm_names },
+	{ "backend", LKS_KEY_BACKEND, offsetof(lks_run_cfg, backend),
+	  sizeof(((lks_run_cfg *)0)->backend), 0, 0, 0, 0, 0, NULL },
 	KEY_INT(lks_run_cfg, world_size, 1, LKS_WORLD_CAP, 0),
 	KEY_INT(lks_run_cfg, amax_history, 1, 65536, 0),
 	{ "amax_algo", LKS_KEY_CHOICE, offsetof(lks_run_cfg, amax_most_recent), 0, 0, 0, 0, 0, 0,
@@ -255,6 +258,13 @@ int lks_key_store(const struct lks_key *k, void *base, const char *val, const ch
 	case LKS_KEY_METRIC:
 		if (!lks_metric_find(val))
 			return lks_bad_value(k, val, label);
+		snprintf(field, k->size, "%s", val);
+		return 0;
+	case LKS_KEY_BACKEND:
+		/* the registry's error lists the names this build has (they fit the field) */
+		if (!lks_backend_find(val) || strlen(val) >= k->size)
+			return lks_err("bad value '%s' for '%s' in %s: %s", val, k->name, label,
+			               lks_errmsg());
 		snprintf(field, k->size, "%s", val);
 		return 0;
 	}

@@ -24,6 +24,7 @@ enum lks_key_type {
 	LKS_KEY_CHOICE,  /* int: index into choices */
 	LKS_KEY_FAULT,   /* lks_fault (fault.h) */
 	LKS_KEY_METRIC,  /* char[size]: a name of the metric table */
+	LKS_KEY_BACKEND, /* char[size]: a name of the backend registry (kernels/backend.h) */
 };
 
 struct lks_key {

@@ -38,12 +38,7 @@ const char *lks_golden_dir(const char *given)
 	return env && *env ? env : "golden";
 }
 
-const char *lks_golden_class(const char *backend)
-{
-	return backend && *backend ? backend : "cpu";
-}
-
-int lks_golden_path(const char *dir, const char *backend, const char *case_name,
+int lks_golden_path(const char *dir, const char *cls, const char *case_name,
                     const char *run_name, char *buf, size_t size)
 {
 	int n;
@@ -52,10 +47,9 @@ int lks_golden_path(const char *dir, const char *backend, const char *case_name,
 	   as '..' must not lead the file out of its folder */
 	if (lks_name_check("case", case_name, strlen(case_name))
 	    || lks_name_check("run", run_name, strlen(run_name))
-	    || lks_name_check("backend", lks_golden_class(backend), strlen(lks_golden_class(backend))))
+	    || lks_name_check("golden class", cls, strlen(cls)))
 		return -1;
-	n = snprintf(buf, size, "%s/%s/%s/%s.tsv", dir, lks_golden_class(backend), case_name,
-	             run_name);
+	n = snprintf(buf, size, "%s/%s/%s/%s.tsv", dir, cls, case_name, run_name);
 	if (n < 0 || (size_t)n >= size)
 		return lks_err("golden path too long for case '%s', run '%s'", case_name, run_name);
 	return 0;

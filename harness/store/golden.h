@@ -1,8 +1,10 @@
 /*
  * golden.h: golden data (DESIGN.md, golden): the reviewed reference trace of one run of one
  * case, kept as a text file golden/<class>/<case>/<run>.tsv and compared with new runs by the
- * 'golden' check. The class is the backend's ("cpu": the bit-exact reference, compared bit
- * for bit; any other class is compared with the check's rtol/atol, hashes ignored).
+ * 'golden' check. The class (lks_golden_class_of): "cpu", the bit-exact reference, met bit
+ * for bit by every run of the reference arithmetic, cpu or cuda; or one per GPU
+ * architecture and GEMM mode (cuda-sm90-cublaslt), whose runs meet their golden's loss and
+ * grad norm within the tolerance of their recipe kept in golden/<class>/tolerances.ini.
  *
  * The file (format version 1), meant to be read in a git diff:
  *
@@ -56,12 +58,32 @@
 /* The golden directory: given when it is a non-empty string, else $LKS_GOLDEN_DIR when set
    and not empty, else "golden". */
 const char *lks_golden_dir(const char *given);
-/* The class of golden data of a backend: "cpu" for the CPU backend, else the backend name. */
-const char *lks_golden_class(const char *backend);
+/*
+ * The class of golden data stored run r meets, into buf (golden_class.c): "cpu" for a run
+ * of the reference arithmetic on any backend (a cuda run with gemm = reference must meet
+ * the CPU's golden bit for bit); for a run with gemm = cublaslt, one class per backend,
+ * GPU architecture and GEMM mode, "<backend>-sm<major><minor>-cublaslt" (cuda-sm90-cublaslt),
+ * the architecture from the compute capability the backend described (fingerprint key
+ * backend.compute_capability), stored with the run. An error (lks_err) when such a run's
+ * fingerprint lacks it.
+ */
+int lks_golden_class_of(const lks_stored_run *r, char *buf, size_t size);
+/* 1 when class cls is compared bit for bit (cpu); else within its tolerances. */
+int lks_golden_exact(const char *cls);
 /* "<dir>/<class>/<case>/<run>.tsv" into buf; an error (lks_err) for a class, case or run
    name that breaks the name rule (name.h). */
-int lks_golden_path(const char *dir, const char *backend, const char *case_name,
+int lks_golden_path(const char *dir, const char *cls, const char *case_name,
                     const char *run_name, char *buf, size_t size);
+/*
+ * The tolerance of recipe in class cls: *rtol and *atol (0 when not given) from section
+ * [recipe] of <dir>/<cls>/tolerances.ini (its path into path), where every value carries a
+ * comment saying what measurement gave it ('lockstep golden measure'). LKS_GOLDEN_MISSING
+ * (lks_err says which) when there is no such file or section, LKS_GOLDEN_BAD with
+ * "path:line: what" for an unknown key, a bad value or a section without rtol, -1 for
+ * other failures.
+ */
+int lks_golden_tolerance(const char *dir, const char *cls, const char *recipe, double *rtol,
+                         double *atol, char *path, size_t npath);
 
 /* Run r (any source; stat rows read step by step when it has them so) into path, creating
    its directories; written to a temporary file beside it and renamed over path

@@ -76,23 +76,30 @@ static int lks_check_bitwise(struct lks_check_ctx *x)
 	return lks_walk(&o, x->a, x->b, x->res, NULL);
 }
 
+/* A failure that compared nothing, its message escaped (it may quote a case or golden
+   file: control characters are shown, not sent); bad: the bad_input kind, or 0. */
+static void lks_check_vfail(lks_check_result *res, int bad, const char *fmt, va_list ap)
+{
+	char raw[sizeof(res->message)];
+
+	res->verdict = LKS_VERDICT_FAIL;
+	res->failed = 1;
+	res->bad_input = bad;
+	vsnprintf(raw, sizeof(raw), fmt, ap);
+	lks_escape(res->message, sizeof(res->message), raw);
+}
+
 /* The case asks for a comparison the runs cannot give (a filter that names no tensor they
    share): a failure whatever was expected, and bad input (exit 2) at the check's line. */
 static void lks_check_bad(struct lks_check_ctx *x, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 static void lks_check_bad(struct lks_check_ctx *x, const char *fmt, ...)
 {
-	char raw[sizeof(x->res->message)];
 	va_list ap;
 
-	x->res->verdict = LKS_VERDICT_FAIL;
-	x->res->failed = 1;
-	x->res->bad_input = LKS_BAD_CASE;
 	va_start(ap, fmt);
-	vsnprintf(raw, sizeof(raw), fmt, ap);
+	lks_check_vfail(x->res, LKS_BAD_CASE, fmt, ap);
 	va_end(ap);
-	/* it quotes the case file: its control characters are shown, not sent */
-	lks_escape(x->res->message, sizeof(x->res->message), raw);
 }
 
 /* A metric within |a - b| <= atol + rtol |b|, a NaN never close: per step (loss, grad
@@ -326,39 +333,67 @@ static void lks_golden_howto(const lks_stored_run *run, const char *dir, char *b
 	         other_dir ? lks_shell_quote(dir, qdir, sizeof(qdir)) : "");
 }
 
-/* A missing golden fails whatever the case expects (nothing was compared); a bad one fails
-   with bad_input, which 'lockstep run' turns into exit 2. Both give the verdict here, so
-   lks_check_eval does not judge them. */
+/* A golden check that compared nothing: a failure whatever the case expects; bad, a
+   failure with bad_input (a golden or tolerance file), which 'lockstep run' turns into
+   exit 2. */
+static void lks_golden_fail(lks_check_result *res, int bad, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+static void lks_golden_fail(lks_check_result *res, int bad, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	lks_check_vfail(res, bad ? LKS_BAD_GOLDEN : 0, fmt, ap);
+	va_end(ap);
+}
+
+/* A missing golden (or tolerance) fails whatever the case expects (nothing was compared);
+   a bad one fails with bad_input. Both give the verdict here, so lks_check_eval does not
+   judge them. */
 static int lks_check_golden(struct lks_check_ctx *x)
 {
 	lks_check_result *res = x->res;
 	const char *dir = x->o && x->o->golden_dir ? x->o->golden_dir : "golden";
 	lks_stored_run run, gold;
-	char path[1024], howto[480];  /* with the error, it fits lks_check_result.message */
+	char path[1024], howto[480], cls[64];  /* with the error, it fits lks_check_result.message */
+	double rtol = 0, atol = 0;
 	int rc;
 
 	lks_stored_run_init(&gold);
 	if ((rc = lks_stored_run_load(x->s, x->run_a, LKS_LOAD_TRACE, &run)) != 0)
 		goto out;
 	lks_golden_howto(&run, dir, howto, sizeof(howto));
-	if ((rc = lks_golden_path(dir, run.backend, run.case_name, run.run_name, path,
-	                          sizeof(path))) != 0)
+	if (lks_golden_class_of(&run, cls, sizeof(cls))) {  /* nothing to compare with */
+		lks_golden_fail(res, 0, "%s", lks_errmsg());
+		goto out;
+	}
+	if ((rc = lks_golden_path(dir, cls, run.case_name, run.run_name, path, sizeof(path))) != 0)
 		goto out;
 	rc = lks_golden_read(path, &gold);
 	if (rc == LKS_GOLDEN_MISSING || rc == LKS_GOLDEN_BAD) {
-		res->verdict = LKS_VERDICT_FAIL;
-		res->failed = 1;
-		res->bad_input = rc == LKS_GOLDEN_BAD ? LKS_BAD_GOLDEN : 0;
-		snprintf(res->message, sizeof(res->message), "%s; %s it with: %s", lks_errmsg(),
-		         rc == LKS_GOLDEN_BAD ? "fix or rewrite" : "create", howto);
+		lks_golden_fail(res, rc == LKS_GOLDEN_BAD, "%s; %s it with: %s", lks_errmsg(),
+		                rc == LKS_GOLDEN_BAD ? "fix or rewrite" : "create", howto);
 		rc = 0;
 		goto out;
 	}
 	if (rc)
 		goto out;
 	/* cpu: the bit-exact reference, so its golden is met bit for bit */
-	rc = lks_golden_compare(&run, &gold, !strcmp(lks_golden_class(run.backend), "cpu"),
-	                        x->k->rtol, x->k->atol, res);
+	if (lks_golden_exact(cls)) {
+		rc = lks_golden_compare(&run, &gold, 1, 0, 0, res);
+		goto out;
+	}
+	rc = lks_golden_tolerance(dir, cls, run.recipe, &rtol, &atol, path, sizeof(path));
+	if (rc == LKS_GOLDEN_MISSING || rc == LKS_GOLDEN_BAD) {
+		lks_golden_fail(res, rc == LKS_GOLDEN_BAD, "%s; measure one on a GPU of the class "
+		                "('lockstep golden measure --db DB' after this run) and write [%s] "
+		                "rtol = ... with a comment saying what gave it", lks_errmsg(),
+		                run.recipe);
+		rc = 0;
+		goto out;
+	}
+	if (rc == 0)
+		rc = lks_golden_compare_steps(&run, &gold, rtol, atol, res);
 out:
 	lks_stored_run_release(&run);
 	lks_stored_run_release(&gold);

@@ -82,3 +82,23 @@ int lks_golden_compare(lks_stored_run *run, lks_stored_run *gold, int exact, dou
 		return 0;
 	return lks_walk(&o, run, gold, res, NULL);
 }
+
+int lks_golden_compare_steps(lks_stored_run *run, lks_stored_run *gold, double rtol,
+                             double atol, lks_check_result *res)
+{
+	static const char *const metrics[] = { "loss", "grad_norm" };
+	lks_walk_opts o = {
+		.rtol = rtol, .atol = atol, .nan_equal = 1,
+		.label_a = "the run", .label_b = "the golden file",
+	};
+
+	res->note[0] = 0;
+	if (lks_cmp_header(run, gold, res))
+		return 0;
+	for (int i = 0; i < 2 && !res->failed; i++) {
+		o.metric = lks_metric_find(metrics[i]);
+		if (lks_walk(&o, run, gold, res, NULL))
+			return -1;
+	}
+	return 0;
+}

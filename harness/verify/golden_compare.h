@@ -22,4 +22,11 @@
 int lks_golden_compare(lks_stored_run *run, lks_stored_run *gold, int exact, double rtol,
                        double atol, lks_check_result *res);
 
+/* As lks_golden_compare, the header fields first, then only the loss and the grad norm of
+   every step within |run - golden| <= atol + rtol * |golden| (the loss the mean over the
+   ranks, walk.h): how a run of a class that is not bit for bit (cuBLASLt's GEMMs, whose
+   tensors differ in every bit) meets its golden, with the tolerance of its recipe. */
+int lks_golden_compare_steps(lks_stored_run *run, lks_stored_run *gold, double rtol,
+                             double atol, lks_check_result *res);
+
 #endif
