@@ -173,6 +173,8 @@ static void make_old_db(const char *path, int version, int64_t *run)
 	if (version >= 2)
 		cr_assert_eq(lks_store_check(s, &old), 0, "%s", lks_errmsg());
 	lks_store_close(s);
+	if (version < 7)
+		raw_exec(path, "DROP TABLE metrics;");
 	if (version < 6)
 		raw_exec(path, "DROP TABLE gemm_algos;");
 	if (version < 5)
@@ -189,7 +191,7 @@ static void make_old_db(const char *path, int version, int64_t *run)
 
 Test(trace_store, earlier_version_is_upgraded_keeping_everything)
 {
-	for (int version = 1; version <= 5; version++) {
+	for (int version = 1; version <= 6; version++) {
 		lks_check_rec now = verdict("now", "pass");
 		struct checks_seen seen = { 0 };
 		char path[512];
@@ -223,6 +225,10 @@ Test(trace_store, earlier_version_is_upgraded_keeping_everything)
 		             .device = 0, .key = "ecc_corrected", .value = 1 }, 1), 0, "%s",
 		             lks_errmsg());
 		cr_assert_eq(count(s, run, LKS_TABLE_TENSORS), 10);
+		/* version 7: the metrics table, empty, and it takes a row (NaN read back) */
+		cr_assert_eq(sql_int(s, "SELECT count(*) FROM metrics"), 0);
+		cr_assert_eq(sql_int(s, "INSERT INTO metrics VALUES (1, 1, 0, 'loss', 'numerics', "
+		                        "NULL) RETURNING run_id"), 1);
 		/* and the new tables and columns take rows */
 		cr_assert_eq(lks_store_begin_session(s, "bisect", "lockstep bisect", "c.ini", &session),
 		             0, "%s", lks_errmsg());
@@ -342,6 +348,7 @@ Test(trace_store, readonly_reads_earlier_verdicts_without_parameters)
 		   version 6's table empty */
 		cr_assert_eq(sql_int(s, "SELECT count(*) FROM health"), 0);
 		cr_assert_eq(sql_int(s, "SELECT count(*) FROM gemm_algos"), 0);
+		cr_assert_eq(sql_int(s, "SELECT count(*) FROM metrics"), 0);  /* version 7's */
 		cr_assert_eq(sql_int(s, "SELECT count(*) FROM steps WHERE mem_peak IS NULL"),
 		             2 * RANKS);
 		check_steps(s, run, 0, 2, 10);
@@ -407,9 +414,9 @@ Test(trace_store, readonly_refuses_what_is_not_ours_untouched)
 	/* ours, but of a later version */
 	path_in_tmp(path, sizeof(path), "future.db");
 	make_db(path);
-	raw_exec(path, "PRAGMA user_version = 7");
+	raw_exec(path, "PRAGMA user_version = 8");
 	before = take(path);
-	expect_refused(path, "version 7");
+	expect_refused(path, "version 8");
 	expect_same_bytes(path, before);
 	free(before.bytes);
 	rm_tmp();

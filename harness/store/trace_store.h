@@ -24,6 +24,8 @@
  *   gemm_algos  per run: how the backend's GEMM library ran its GEMMs, one row per plan
  *            (role, shape, types, scaling, fast accumulation; the algorithm's id, tile,
  *            stages, split-K and reduction scheme, or the fallback and its reason)
+ *   metrics  per imported run, step, rank and metric name: the value as written (NaN
+ *            NULL), and the metric's kind, numerics or performance (harness/store/import.h)
  *   probes   per session: each child 'lockstep check' under a combo (harness/probe/probe.h): the
  *            combo, cases, outcome (good, bad, skip, crash, timeout), exit code or signal,
  *            seconds, the suite it stored, the end of its output
@@ -138,11 +140,12 @@ int lks_store_end_run(lks_store *s, int64_t run_id, const char *status);
 
 /* The schema version this build reads and writes (PRAGMA user_version). */
 /* 2: the checks table. 3: probe_sessions and probes. 4: a check's parameters (columns of
-   checks). 5: the health table and steps.mem_peak (GPU health, NVML). 6: the gemm_algos
-   table (the GEMM library's algorithms of a run). A file of an earlier
+ checks). 5: the health table and steps.mem_peak (GPU health, NVML). 6: the gemm_algos
+   table (the GEMM library's algorithms of a run). 7: the metrics table (imported runs). A
+   file of an earlier
    version is upgraded when opened: the tables and columns added since are created (a
    column NULL in the rows already there), nothing else changes. */
-#define LKS_STORE_SCHEMA_VERSION 6
+#define LKS_STORE_SCHEMA_VERSION 7
 
 typedef struct lks_run_rec {
 	int64_t run_id;
@@ -287,5 +290,36 @@ int lks_store_sqnr_put(lks_store *s, int64_t run_a, int64_t run_b, const lks_sqn
 /* The pair's rows in (step, seq) order; none when none were stored. */
 int lks_store_sqnr_get(lks_store *s, int64_t run_a, int64_t run_b,
                        int (*fn)(void *arg, const lks_sqnr_row *row), void *arg);
+
+/* ---- imported runs (lockstep import; harness/store/import.h parses the logs) ---- */
+
+/* Numerics (loss, grad norm, lr, ...) enter verdicts; performance (time, throughput,
+   memory) never enters a bitwise one. */
+typedef enum lks_metric_kind {
+	LKS_METRIC_NUMERICS = 0,
+	LKS_METRIC_PERFORMANCE = 1,
+} lks_metric_kind;
+
+/* "numerics", "performance"; NULL for a value out of range. */
+const char *lks_metric_kind_name(lks_metric_kind k);
+
+typedef struct lks_metric_row {
+	int step, rank;
+	const char *name;         /* canonical (import_metric.c) or as the log wrote it */
+	lks_metric_kind kind;
+	double value;             /* as written, exactly; NaN stored NULL, +-inf kept */
+} lks_metric_row;
+
+/* An import is one transaction: begin inserts the run (status incomplete) inside BEGIN
+   IMMEDIATE; steps and metric rows follow in it; end commits with the run complete and
+   its steps and world size set, or (ok 0) rolls everything back, so that a bad log stores
+   nothing. Nothing else may use the store between begin and end. */
+int lks_store_import_begin(lks_store *s, const lks_run_info *info, int64_t *run_id);
+int lks_store_import_rows(lks_store *s, int64_t run_id, const lks_step_row *step,
+                          const lks_metric_row *rows, int n);
+int lks_store_import_end(lks_store *s, int64_t run_id, int steps, int world_size, int ok);
+/* The run's metric rows (of one name, or all when name is NULL) by (step, rank, name). */
+int lks_store_get_metrics(lks_store *s, int64_t run_id, const char *name,
+                          int (*fn)(void *arg, const lks_metric_row *row), void *arg);
 
 #endif

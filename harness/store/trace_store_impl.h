@@ -11,6 +11,7 @@
  *   trace_store_write.c   suites, runs, tensors, steps and stats, events, verdicts, probes,
  *                         SQNR rows
  *   trace_store_read.c    the same read back
+ *   trace_store_metrics.c  an imported run in one transaction, its metrics read back
  *   report_query.c        the report's reads beside those: a suite, the trend of a case
  */
 #ifndef LKS_HARNESS_STORE_TRACE_STORE_IMPL_H
@@ -73,6 +74,10 @@ enum lks_q {
 	LKS_Q_COMBO_SUITE,
 	LKS_Q_GET_SUITE,
 	LKS_Q_GET_TREND,
+	LKS_Q_METRIC,
+	LKS_Q_GET_METRICS,
+	LKS_Q_GET_METRICS_OF,
+	LKS_Q_IMPORT_END,
 	LKS_Q_COUNT
 };
 
@@ -208,6 +213,9 @@ int lks_store_put(lks_store *s, enum lks_q q, const lks_val *v, int n, int64_t *
    until it returns other than 0, which is then returned (-1 when a step fails). */
 int lks_store_rows(lks_store *s, enum lks_q q, const lks_val *v, int n,
                    int (*row)(sqlite3_stmt *st, void *ctx), void *ctx);
+
+/* The step rows of one step (no transaction of their own; trace_store_write.c). */
+int lks_store_step_rows(lks_store *s, int64_t run_id, const lks_step_row *steps, int nsteps);
 
 /* A verdict's parameters when none were stored (trace_store.h, lks_check_params). */
 static inline lks_check_params lks_check_params_none(void)

@@ -218,6 +218,19 @@ static const char lks_schema_v6[] =
 	"	PRIMARY KEY (run_id, seq)\n"
 	") WITHOUT ROWID;\n";
 
+/* 7: imported runs (lockstep import, harness/store/import.h): per run, step, rank and
+   metric name a value, with the metric's kind (numerics or performance). */
+static const char lks_schema_v7[] =
+	"CREATE TABLE metrics (\n"
+	"	run_id INTEGER NOT NULL REFERENCES runs (run_id),\n"
+	"	step INTEGER NOT NULL,\n"
+	"	rank INTEGER NOT NULL,\n"
+	"	name TEXT NOT NULL,             -- loss, grad_norm, ..., tps (import_metric.c)\n"
+	"	kind TEXT NOT NULL CHECK (kind IN ('numerics', 'performance')),\n"
+	"	value REAL,                     -- as written; NULL: NaN; +-inf kept\n"
+	"	PRIMARY KEY (run_id, step, rank, name)\n"
+	") WITHOUT ROWID;\n";
+
 /* Part v of the schema: the tables (and their indexes) version v added, and the columns it
    added to tables of earlier versions. A part never changes once released. */
 static const struct lks_schema_part {
@@ -231,6 +244,7 @@ static const struct lks_schema_part {
 	[4] = { NULL, lks_schema_v4, (int)(sizeof(lks_schema_v4) / sizeof(lks_schema_v4[0])) },
 	[5] = { lks_schema_v5, lks_schema_v5_columns, 1 },
 	[6] = { lks_schema_v6, NULL, 0 },
+	[7] = { lks_schema_v7, NULL, 0 },
 };
 
 /* Gradient SQNR between two runs (harness/verify/sqnr.h): the table is created when first

@@ -117,8 +117,7 @@ static int lks_store_err_row(int step, int rank, int seq, int n)
 }
 
 /* The run id is bound once; reset keeps bindings, and the rest is rebound each row. */
-static int lks_store_step_rows(lks_store *s, int64_t run_id, const lks_step_row *steps,
-                               int nsteps)
+int lks_store_step_rows(lks_store *s, int64_t run_id, const lks_step_row *steps, int nsteps)
 {
 	sqlite3_stmt *st;
 

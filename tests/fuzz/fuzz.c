@@ -22,6 +22,7 @@
 #include "harness/cli/cmd.h"
 #include "harness/probe/combo.h"
 #include "harness/store/golden.h"
+#include "harness/store/import.h"
 #include "kernels/err.h"
 
 /* Each returns an exit code: LKS_EXIT_OK accepted, LKS_EXIT_USAGE rejected, else failed. */
@@ -55,6 +56,28 @@ static int lks_fuzz_golden(const char *path)
 	return rc == 0 ? LKS_EXIT_OK : rc == LKS_GOLDEN_BAD ? LKS_EXIT_USAGE : LKS_EXIT_INFRA;
 }
 
+/* An import format's parser and the driver's checks, with no store. */
+static int lks_fuzz_import(const char *fmt, const char *path)
+{
+	lks_import_opts o = { .fmt = lks_import_format_find(fmt), .case_name = "c",
+	                      .run_name = "r" };
+	lks_import_result res;
+	int rc = lks_import_files(NULL, &o, &path, 1, &res);
+
+	return rc == 0 ? LKS_EXIT_OK : rc == LKS_IMPORT_BAD ? LKS_EXIT_USAGE : LKS_EXIT_INFRA;
+}
+
+static int lks_fuzz_torchtitan(const char *path) { return lks_fuzz_import("torchtitan", path); }
+static int lks_fuzz_megatron_log(const char *path)
+{
+	return lks_fuzz_import("megatron-log", path);
+}
+static int lks_fuzz_megatron_golden(const char *path)
+{
+	return lks_fuzz_import("megatron-golden", path);
+}
+static int lks_fuzz_jsonl(const char *path) { return lks_fuzz_import("jsonl", path); }
+
 static const struct lks_fuzz_target {
 	const char *name;
 	const char *file;       /* the input's file name: a case file's is its case name */
@@ -63,6 +86,10 @@ static const struct lks_fuzz_target {
 	{ "case", "fuzz.ini", lks_fuzz_case },        /* harness/engine/case.c */
 	{ "combo", "combos.ini", lks_fuzz_combo },    /* harness/probe/combo.c */
 	{ "golden", "run.tsv", lks_fuzz_golden },     /* harness/store/golden.c */
+	{ "torchtitan", "train.log", lks_fuzz_torchtitan },        /* harness/store/import_log.c */
+	{ "megatron-log", "train.log", lks_fuzz_megatron_log },
+	{ "megatron-golden", "golden.json", lks_fuzz_megatron_golden },  /* import_json.c */
+	{ "jsonl", "metrics.jsonl", lks_fuzz_jsonl },
 };
 
 #define LKS_FUZZ_NTARGETS (sizeof(lks_fuzz_targets) / sizeof(lks_fuzz_targets[0]))

@@ -1,0 +1,250 @@
+/*
+ * import.c: lockstep import's formats (one row each) and the driver that turns their
+ * records into one stored run (import.h). The driver holds per rank only its last step and
+ * a hash of that step's values, so memory does not grow with the log: a step that goes
+ * backwards, or comes again with other values, is bad input at its line; the same step
+ * again with the same values (several ranks writing one line with no "[rankN]:" prefix, or
+ * a log printed twice) is counted as repeated and stored once.
+ *
+ * The run row: the case and run names given, recipe "import", backend "import:<format>",
+ * seed 0, steps the last step read, world size the ranks read (every rank from 0 up must
+ * have steps), the files in the fingerprint ({"import": {"format": ..., "files": [...]}}).
+ * Each record is a steps row (loss, grad_norm, lr where present, step_time the iteration
+ * time in seconds, nonfinite the count of numerics metrics not finite; a metric the log
+ * lacks reads NaN there) and its metrics rows.
+ */
+#include <jansson.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <xxhash.h>
+
+#include "harness/base/name.h"
+#include "harness/store/import.h"
+#include "kernels/err.h"
+
+static const lks_import_format lks_import_formats[LKS_IMPORT_NFMT] = {
+	[LKS_IMPORT_TORCHTITAN] = { "torchtitan", "torchtitan's training log ('step: 1  loss: "
+	                            "...  grad_norm: ...  memory: ...  tps: ...')",
+	                            lks_import_parse_torchtitan },
+	[LKS_IMPORT_MEGATRON_LOG] = { "megatron-log", "Megatron-LM's training log ('iteration "
+	                              "10/ 100 | ... | lm loss: 1.2E+00 | ...')",
+	                              lks_import_parse_megatron_log },
+	[LKS_IMPORT_MEGATRON_GOLDEN] = { "megatron-golden", "Megatron-LM's golden values JSON "
+	                                 "(metric -> start_step, end_step, step_interval, values)",
+	                                 lks_import_parse_megatron_golden },
+	[LKS_IMPORT_JSONL] = { "jsonl", "one JSON object per line: step, rank (optional), "
+	                       "metrics", lks_import_parse_jsonl },
+};
+
+const lks_import_format *lks_import_format_at(int i)
+{
+	return i >= 0 && i < LKS_IMPORT_NFMT ? &lks_import_formats[i] : NULL;
+}
+
+const lks_import_format *lks_import_format_find(const char *name)
+{
+	char known[256];
+
+	for (int i = 0; i < LKS_IMPORT_NFMT; i++)
+		if (!strcmp(lks_import_formats[i].name, name))
+			return &lks_import_formats[i];
+	lks_err("unknown import format '%s' (known: %s)", name,
+	        lks_names_join(lks_import_formats, sizeof(lks_import_formats[0]),
+	                       offsetof(lks_import_format, name), LKS_IMPORT_NFMT, known,
+	                       sizeof(known)));
+	return NULL;
+}
+
+/* Per rank: the last step and a hash of its values (0 steps yet: seen 0). */
+struct lks_rank_last {
+	int seen, step;
+	uint64_t hash;
+	long line;
+};
+
+struct lks_import_run {
+	lks_store *store;
+	int64_t run_id;
+	const char *path;
+	struct lks_rank_last *ranks;
+	int nranks, last_step;
+};
+
+/* The values of a record, NaN as one pattern: equal records hash equal. */
+static uint64_t lks_rec_hash(const lks_import_rec *rec)
+{
+	unsigned char buf[LKS_IMPORT_MAX_METRICS * (LKS_IMPORT_NAME_MAX + sizeof(double))];
+	size_t n = 0;
+
+	for (int i = 0; i < rec->n; i++) {
+		double v = isnan(rec->m[i].value) ? NAN : rec->m[i].value;
+		size_t len = strlen(rec->m[i].name) + 1;
+
+		memcpy(buf + n, rec->m[i].name, len);
+		memcpy(buf + n + len, &v, sizeof(v));
+		n += len + sizeof(v);
+	}
+	return XXH3_64bits(buf, n);
+}
+
+/* The value of a canonical metric in rec, NaN without it. */
+static double lks_rec_value(const lks_import_rec *rec, const char *name)
+{
+	for (int i = 0; i < rec->n; i++)
+		if (!strcmp(rec->m[i].name, name))
+			return rec->m[i].value;
+	return NAN;
+}
+
+static int lks_import_store_rec(struct lks_import_run *r, const lks_import_rec *rec)
+{
+	lks_metric_row rows[LKS_IMPORT_MAX_METRICS];
+	lks_step_row step = {
+		.step = rec->step, .rank = rec->rank, .loss = lks_rec_value(rec, "loss"),
+		.grad_norm = lks_rec_value(rec, "grad_norm"), .lr = lks_rec_value(rec, "lr"),
+		.step_time = lks_rec_value(rec, "iteration_time") / 1000.0,
+	};
+
+	for (int i = 0; i < rec->n; i++) {
+		rows[i] = (lks_metric_row){ rec->step, rec->rank, rec->m[i].name, rec->m[i].kind,
+		                            rec->m[i].value };
+		step.nonfinite += rec->m[i].kind == LKS_METRIC_NUMERICS && !isfinite(rec->m[i].value);
+	}
+	if (lks_store_import_rows(r->store, r->run_id, &step, rows, rec->n))
+		return lks_err("'%s':%ld: %s", r->path, rec->line, lks_errmsg());
+	return 0;
+}
+
+static int lks_import_sink_rec(void *arg, const lks_import_rec *rec)
+{
+	struct lks_import_run *r = arg;
+	struct lks_rank_last *last;
+	uint64_t h = lks_rec_hash(rec);
+
+	if (rec->rank >= r->nranks) {
+		struct lks_rank_last *p = realloc(r->ranks, (size_t)(rec->rank + 1) * sizeof(*p));
+
+		if (!p)
+			return lks_err("out of memory");
+		memset(p + r->nranks, 0, (size_t)(rec->rank + 1 - r->nranks) * sizeof(*p));
+		r->ranks = p;
+		r->nranks = rec->rank + 1;
+	}
+	last = &r->ranks[rec->rank];
+	if (last->seen && rec->step < last->step)
+		return lks_err("'%s':%ld: step %d of rank %d goes backwards (step %d at line %ld)",
+		               r->path, rec->line, rec->step, rec->rank, last->step, last->line),
+		       LKS_IMPORT_BAD;
+	if (last->seen && rec->step == last->step) {
+		if (h != last->hash)
+			return lks_err("'%s':%ld: step %d of rank %d again with other values (line %ld)",
+			               r->path, rec->line, rec->step, rec->rank, last->line),
+			       LKS_IMPORT_BAD;
+		return 1;  /* repeated: counted by the caller */
+	}
+	*last = (struct lks_rank_last){ 1, rec->step, h, rec->line };
+	if (rec->step > r->last_step)
+		r->last_step = rec->step;
+	return r->store ? lks_import_store_rec(r, rec) : 0;
+}
+
+/* The sink the parsers see: a repeated record is counted, not an error. */
+struct lks_import_ctx {
+	struct lks_import_run *run;
+	lks_import_counts *c;
+};
+
+static int lks_import_sink_counted(void *arg, const lks_import_rec *rec)
+{
+	struct lks_import_ctx *x = arg;
+	int rc = lks_import_sink_rec(x->run, rec);
+
+	if (rc == 1)
+		x->c->repeated++;
+	return rc == 1 ? 0 : rc;
+}
+
+/* {"import": {"format": F, "files": [...]}} */
+static char *lks_import_fingerprint(const char *fmt, const char *const *paths, int n)
+{
+	json_t *files = json_array(), *o;
+	char *text;
+
+	for (int i = 0; i < n; i++)
+		json_array_append_new(files, json_string(paths[i]));
+	o = json_pack("{s:{s:s,s:o}}", "import", "format", fmt, "files", files);
+	text = o ? json_dumps(o, JSON_COMPACT) : NULL;
+	json_decref(o);
+	return text;
+}
+
+/* Every rank from 0 to the last must have steps; something must have been read. */
+static int lks_import_ranks_check(const struct lks_import_run *r, const char *what)
+{
+	if (r->nranks == 0)
+		return lks_err("%s: no metric lines", what), LKS_IMPORT_BAD;
+	for (int k = 0; k < r->nranks; k++)
+		if (!r->ranks[k].seen)
+			return lks_err("%s: rank %d has no steps (ranks up to %d do)", what, k,
+			               r->nranks - 1), LKS_IMPORT_BAD;
+	return 0;
+}
+
+static int lks_import_one(struct lks_import_run *r, const lks_import_format *fmt,
+                          const char *path, lks_import_counts *c)
+{
+	struct lks_import_ctx x = { r, c };
+	FILE *f = fopen(path, "r");
+	int rc;
+
+	if (!f)
+		return lks_err("cannot open '%s'", path), LKS_IMPORT_BAD;
+	r->path = path;
+	rc = fmt->parse(path, f, lks_import_sink_counted, &x, c);
+	fclose(f);
+	return rc;
+}
+
+int lks_import_files(lks_store *store, const lks_import_opts *o, const char *const *paths,
+                     int npaths, lks_import_result *res)
+{
+	struct lks_import_run r = { .store = store };
+	char backend[64], *fp = NULL;
+	int rc = -1;
+
+	memset(res, 0, sizeof(*res));
+	snprintf(backend, sizeof(backend), "import:%s", o->fmt->name);
+	if (store) {
+		lks_run_info info = { .suite_id = o->suite_id, .case_name = o->case_name,
+		                      .run_name = o->run_name, .recipe = "import",
+		                      .backend = backend };
+
+		if (!(fp = lks_import_fingerprint(o->fmt->name, paths, npaths)))
+			return lks_err("out of memory");
+		info.fingerprint = fp;
+		if (lks_store_import_begin(store, &info, &r.run_id))
+			goto out;
+	}
+	rc = 0;
+	for (int i = 0; !rc && i < npaths; i++)
+		rc = lks_import_one(&r, o->fmt, paths[i], &res->counts);
+	if (!rc) {
+		char what[512];
+
+		snprintf(what, sizeof(what), npaths == 1 ? "'%s'" : "the files of '%s'",
+		         npaths == 1 ? paths[0] : o->run_name);
+		rc = lks_import_ranks_check(&r, what);
+	}
+	if (store && lks_store_import_end(store, r.run_id, r.last_step, r.nranks, rc == 0) && !rc)
+		rc = -1;
+	if (!rc) {
+		res->run_id = r.run_id;
+		res->steps = r.last_step;
+		res->world_size = r.nranks;
+	}
+out:
+	free(r.ranks);
+	free(fp);
+	return rc;
+}

@@ -1,0 +1,147 @@
+/*
+ * import.h: runs of other training frameworks read from their logs (lockstep import;
+ * DESIGN.md, Imported runs). A format is one row of the table in import.c: its name and
+ * its parser, which reads one file and hands each (step, rank) it finds to a sink as a
+ * record of named metrics. The driver (lks_import_files) checks the records (steps only
+ * forward per rank, a step repeated only with the same values, every rank with steps) and
+ * stores them as one run in one transaction: any bad line stores nothing.
+ *
+ * Metrics have canonical names and a kind, numerics or performance, from one table
+ * (import_metric.c), with each format's label for them; a name no row knows is stored as
+ * the log wrote it (letters, digits and '_' kept, anything else '_'), as numerics.
+ *
+ * Parsers stream: one line at a time in a fixed buffer (LKS_IMPORT_LINE_MAX), so a log of
+ * any length goes through in constant memory. A megatron-golden file is one JSON document
+ * and is read whole (it holds one value per metric and step, not a log).
+ */
+#ifndef LKS_HARNESS_IMPORT_H
+#define LKS_HARNESS_IMPORT_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "harness/store/trace_store.h"
+
+/* A line longer than this is bad input: no framework writes one, and a bound keeps the
+   memory constant. */
+#define LKS_IMPORT_LINE_MAX 65536
+/* Metrics on one line, and the longest name stored. */
+#define LKS_IMPORT_MAX_METRICS 32
+#define LKS_IMPORT_NAME_MAX 64
+/* Ranks 0 .. LKS_IMPORT_MAX_RANK: more than any job writes into one log. */
+#define LKS_IMPORT_MAX_RANK 65535
+/* A parser's or the driver's return for bad input (the message names file:line): exit 2. */
+#define LKS_IMPORT_BAD (-2)
+
+typedef enum lks_import_fmt {
+	LKS_IMPORT_TORCHTITAN = 0,
+	LKS_IMPORT_MEGATRON_LOG,
+	LKS_IMPORT_MEGATRON_GOLDEN,
+	LKS_IMPORT_JSONL,
+	LKS_IMPORT_NFMT
+} lks_import_fmt;
+
+/* One row of the metric table: the canonical name, its kind, its unit in words, and its
+   label in each format (NULL: that format does not write it). */
+typedef struct lks_import_metric {
+	const char *name;
+	lks_metric_kind kind;
+	const char *unit;
+	const char *label[LKS_IMPORT_NFMT];
+	const char *what;
+} lks_import_metric;
+
+/* The row of canonical name, or NULL; the i-th row, NULL past the end. */
+const lks_import_metric *lks_import_metric_find(const char *name);
+const lks_import_metric *lks_import_metric_at(int i);
+/* The row whose label in fmt is label (len bytes), or NULL. */
+const lks_import_metric *lks_import_metric_label(lks_import_fmt fmt, const char *label,
+                                                 size_t len);
+
+/* What a parser found at one (step, rank). */
+typedef struct lks_import_rec {
+	long line;                /* where it was read (0: not of a line, megatron-golden) */
+	int step, rank;           /* rank 0 where the log names none */
+	int n;
+	struct {
+		char name[LKS_IMPORT_NAME_MAX];
+		lks_metric_kind kind;
+		double value;
+	} m[LKS_IMPORT_MAX_METRICS];
+} lks_import_rec;
+
+/* Adds a metric to rec by its label in fmt (len bytes): the canonical name and kind from
+   the table, or the label made a name. A second value of one name, or more than
+   LKS_IMPORT_MAX_METRICS, is bad input: lks_err naming path:line, LKS_IMPORT_BAD. */
+int lks_import_rec_add(lks_import_rec *rec, lks_import_fmt fmt, const char *label, size_t len,
+                       double value, const char *path);
+
+/* What a parse counted: lines read, records handed on, lines that held no metrics. */
+typedef struct lks_import_counts {
+	long lines, records, ignored, repeated;
+} lks_import_counts;
+
+/* Called for each record; returns 0 to go on, else the parse stops and returns that. */
+typedef int (*lks_import_sink)(void *arg, const lks_import_rec *rec);
+
+/* The formats: name, what in words, the parser. A parser returns 0, LKS_IMPORT_BAD (bad
+   input, lks_err "'path':line: ..."), -1 (any other failure) or what the sink returned. */
+typedef struct lks_import_format {
+	const char *name;
+	const char *what;
+	int (*parse)(const char *path, FILE *f, lks_import_sink sink, void *arg,
+	             lks_import_counts *c);
+} lks_import_format;
+
+/* The format called name, or NULL (lks_err listing the known ones). */
+const lks_import_format *lks_import_format_find(const char *name);
+const lks_import_format *lks_import_format_at(int i);
+
+/* The parsers (import_log.c, import_json.c). */
+int lks_import_parse_torchtitan(const char *path, FILE *f, lks_import_sink sink, void *arg,
+                                lks_import_counts *c);
+int lks_import_parse_megatron_log(const char *path, FILE *f, lks_import_sink sink, void *arg,
+                                  lks_import_counts *c);
+int lks_import_parse_megatron_golden(const char *path, FILE *f, lks_import_sink sink,
+                                     void *arg, lks_import_counts *c);
+int lks_import_parse_jsonl(const char *path, FILE *f, lks_import_sink sink, void *arg,
+                           lks_import_counts *c);
+
+/* A number as a log writes it, the len bytes at s whole: strtod's decimal forms (1.5,
+   1.234E+00), "nan", "inf", "-inf" (any case); thousands separators ',' when commas is
+   set (torchtitan's tps: 3,502). 0, or -1 when it is not one number. */
+int lks_import_number(const char *s, size_t len, int commas, double *out);
+
+/* Reads lines of f into buf (LKS_IMPORT_LINE_MAX), without the newline: 1 a line, 2 the
+   last line, not ended by a newline (a parser says it is truncated if it holds metrics),
+   0 end of file, LKS_IMPORT_BAD a line too long or with a NUL byte, -1 a read error.
+   *line counts them. */
+int lks_import_getline(const char *path, FILE *f, char *buf, long *line);
+
+/* The record of one line (rank and line already in rec): 1, 0 when the line holds no
+   metrics, or LKS_IMPORT_BAD. */
+typedef int (*lks_import_line_fn)(const char *s, lks_import_rec *rec, const char *path);
+/* The loop of the line formats (import_log.c): each line read, cleaned of ANSI colour
+   codes, its "[rankN]:" prefix taken as the rank, its record handed to sink. */
+int lks_import_lines(const char *path, FILE *f, lks_import_sink sink, void *arg,
+                     lks_import_counts *c, lks_import_line_fn line_fn);
+
+/* What lks_import_files stores, and what it found. */
+typedef struct lks_import_opts {
+	const lks_import_format *fmt;
+	const char *case_name, *run_name;
+	int64_t suite_id;         /* 0: none */
+} lks_import_opts;
+
+typedef struct lks_import_result {
+	int64_t run_id;
+	int steps, world_size;    /* the last step, the ranks */
+	lks_import_counts counts; /* summed over the files */
+} lks_import_result;
+
+/* Parses the files in order as one run and stores it (store NULL: checks only, for the
+   fuzz driver). Returns 0, LKS_IMPORT_BAD or -1; on failure nothing is stored. */
+int lks_import_files(lks_store *store, const lks_import_opts *o, const char *const *paths,
+                     int npaths, lks_import_result *res);
+
+#endif

@@ -1,0 +1,226 @@
+/*
+ * import_json.c: the JSON formats of lockstep import (import.h), read with jansson:
+ *
+ *   jsonl            one object per line: {"step": 3, "rank": 1, "loss": 2.5, "tps": 1200}
+ *                    ("rank" optional, 0 without; every other key a metric whose value is a
+ *                    number or "nan", "inf", "-inf"); blank lines are ignored
+ *   megatron-golden  {"lm loss": {"start_step": 1, "end_step": 50, "step_interval": 5,
+ *                    "values": [10.8, ...]}, ...}, or "values": {"1": 10.8, "2": ...}; a
+ *                    value may be "nan"
+ *
+ * jsonl streams one line at a time (the loop of import_log.c). A golden file is one
+ * document, read whole; its records are handed on by step, every metric of a step in one.
+ */
+#include <jansson.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "harness/store/import.h"
+#include "kernels/err.h"
+
+/* A JSON value as a metric: a number, or the strings nan, inf, -inf. */
+static int lks_json_number(const json_t *v, double *out)
+{
+	const char *t;
+
+	if (json_is_number(v)) {
+		*out = json_number_value(v);
+		return 0;
+	}
+	if (!json_is_string(v))
+		return -1;
+	t = json_string_value(v);
+	if (strcmp(t, "nan") && strcmp(t, "NaN") && strcmp(t, "inf") && strcmp(t, "-inf"))
+		return -1;
+	return lks_import_number(t, strlen(t), 0, out);
+}
+
+static int lks_json_int(const json_t *v, int lo, int hi, int *out)
+{
+	json_int_t i;
+
+	if (!json_is_integer(v) || (i = json_integer_value(v)) < lo || i > hi)
+		return -1;
+	*out = (int)i;
+	return 0;
+}
+
+static int lks_jsonl_line(const char *s, lks_import_rec *rec, const char *path)
+{
+	json_error_t e;
+	json_t *o, *v;
+	const char *key;
+	int rc = LKS_IMPORT_BAD;
+
+	while (*s == ' ' || *s == '\t')
+		s++;
+	if (!*s)
+		return 0;
+	if (!(o = json_loads(s, JSON_REJECT_DUPLICATES, &e))) {
+		lks_err("'%s':%ld: not JSON: %s (column %d)", path, rec->line, e.text, e.column);
+		return LKS_IMPORT_BAD;
+	}
+	if (!json_is_object(o)) {
+		lks_err("'%s':%ld: not a JSON object", path, rec->line);
+		goto out;
+	}
+	if (lks_json_int(json_object_get(o, "step"), 0, 0x7fffffff, &rec->step)) {
+		lks_err("'%s':%ld: want \"step\": a whole number >= 0", path, rec->line);
+		goto out;
+	}
+	if ((v = json_object_get(o, "rank"))
+	    && lks_json_int(v, 0, LKS_IMPORT_MAX_RANK, &rec->rank)) {
+		lks_err("'%s':%ld: want \"rank\": a whole number 0 to %d", path, rec->line,
+		        LKS_IMPORT_MAX_RANK);
+		goto out;
+	}
+	json_object_foreach(o, key, v) {
+		double x;
+
+		if (!strcmp(key, "step") || !strcmp(key, "rank"))
+			continue;
+		if (lks_json_number(v, &x)) {
+			lks_err("'%s':%ld: bad value of \"%s\": want a number, \"nan\", \"inf\" or "
+			        "\"-inf\"", path, rec->line, key);
+			goto out;
+		}
+		if ((rc = lks_import_rec_add(rec, LKS_IMPORT_JSONL, key, strlen(key), x, path)))
+			goto out;
+		rc = LKS_IMPORT_BAD;
+	}
+	rc = 1;
+out:
+	json_decref(o);
+	return rc;
+}
+
+int lks_import_parse_jsonl(const char *path, FILE *f, lks_import_sink sink, void *arg,
+                           lks_import_counts *c)
+{
+	return lks_import_lines(path, f, sink, arg, c, lks_jsonl_line);
+}
+
+/* One (step, metric, value) of a golden file. */
+struct lks_golden_val {
+	int step, metric;
+	double value;
+};
+
+static int lks_golden_val_cmp(const void *a, const void *b)
+{
+	const struct lks_golden_val *x = a, *y = b;
+
+	if (x->step != y->step)
+		return x->step < y->step ? -1 : 1;
+	return (x->metric > y->metric) - (x->metric < y->metric);
+}
+
+/* The values of one metric appended to *vals: a list from start_step by step_interval up to
+   end_step, or a map from step to value. */
+static int lks_golden_metric(const char *path, const char *name, int m, const json_t *o,
+                             struct lks_golden_val **vals, size_t *n)
+{
+	const json_t *values = json_object_get(o, "values"), *v;
+	int start = 0, end = 0, every = 1;
+	size_t cap = *n + (json_is_array(values) ? json_array_size(values)
+	                                         : json_object_size(values));
+	struct lks_golden_val *p = realloc(*vals, (cap ? cap : 1) * sizeof(*p));
+
+	if (!p)
+		return lks_err("out of memory");
+	*vals = p;
+	if (json_is_array(values)) {
+		size_t i;
+
+		if (lks_json_int(json_object_get(o, "start_step"), 0, 0x7fffffff, &start)
+		    || lks_json_int(json_object_get(o, "end_step"), start, 0x7fffffff, &end)
+		    || lks_json_int(json_object_get(o, "step_interval"), 1, 0x7fffffff, &every))
+			return lks_err("'%s': \"%s\": want start_step <= end_step and step_interval >= 1, "
+			               "whole numbers", path, name), LKS_IMPORT_BAD;
+		if (json_array_size(values) > (size_t)(end - start) / (size_t)every + 1)
+			return lks_err("'%s': \"%s\": %zu values, more than steps %d to %d by %d", path,
+			               name, json_array_size(values), start, end, every), LKS_IMPORT_BAD;
+		json_array_foreach(values, i, v) {
+			p[*n] = (struct lks_golden_val){ start + (int)i * every, m, 0 };
+			if (lks_json_number(v, &p[*n].value))
+				return lks_err("'%s': \"%s\".values[%zu]: want a number or \"nan\"", path, name,
+				               i), LKS_IMPORT_BAD;
+			++*n;
+		}
+		return 0;
+	}
+	if (!json_is_object(values))
+		return lks_err("'%s': \"%s\": want \"values\", a list or a map from step to value",
+		               path, name), LKS_IMPORT_BAD;
+	const char *key;
+
+	json_object_foreach((json_t *)values, key, v) {
+		char *e;
+		long step = strtol(key, &e, 10);
+
+		p[*n] = (struct lks_golden_val){ (int)step, m, 0 };
+		if (!*key || *e || step < 0 || step > 0x7fffffff || lks_json_number(v, &p[*n].value))
+			return lks_err("'%s': \"%s\".values[\"%s\"]: want a step and a number or \"nan\"",
+			               path, name, key), LKS_IMPORT_BAD;
+		++*n;
+	}
+	return 0;
+}
+
+int lks_import_parse_megatron_golden(const char *path, FILE *f, lks_import_sink sink,
+                                     void *arg, lks_import_counts *c)
+{
+	struct lks_golden_val *vals = NULL;
+	lks_import_rec *rec = calloc(1, sizeof(*rec));
+	json_error_t e;
+	json_t *doc = json_loadf(f, JSON_REJECT_DUPLICATES, &e), *o;
+	const char *name;
+	const char **names = NULL;
+	size_t n = 0, m = 0;
+	int rc = LKS_IMPORT_BAD;
+
+	if (!doc) {
+		lks_err("'%s':%d: not JSON: %s", path, e.line, e.text);
+		goto out;
+	}
+	if (!json_is_object(doc)) {
+		lks_err("'%s': want a JSON object of metrics", path);
+		goto out;
+	}
+	if (!rec || !(names = calloc(json_object_size(doc) + 1, sizeof(*names)))) {
+		rc = lks_err("out of memory");
+		goto out;
+	}
+	json_object_foreach(doc, name, o) {
+		names[m] = name;
+		if (!json_is_object(o)) {
+			lks_err("'%s': \"%s\": want an object with \"values\"", path, name);
+			goto out;
+		}
+		if ((rc = lks_golden_metric(path, name, (int)m++, o, &vals, &n)))
+			goto out;
+		rc = LKS_IMPORT_BAD;
+	}
+	qsort(vals, n, sizeof(*vals), lks_golden_val_cmp);
+	for (size_t i = 0; i < n;) {
+		memset(rec, 0, sizeof(*rec));
+		rec->step = vals[i].step;
+		for (; i < n && vals[i].step == rec->step; i++) {
+			const char *l = names[vals[i].metric];
+
+			if ((rc = lks_import_rec_add(rec, LKS_IMPORT_MEGATRON_GOLDEN, l, strlen(l),
+			                             vals[i].value, path)))
+				goto out;
+		}
+		c->records++;
+		if ((rc = sink(arg, rec)))
+			goto out;
+	}
+	rc = 0;
+out:
+	free(names);
+	free(vals);
+	free(rec);
+	json_decref(doc);
+	return rc;
+}

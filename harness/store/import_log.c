@@ -1,0 +1,293 @@
+/*
+ * import_log.c: the text formats of lockstep import (import.h), scanned by hand, no regex:
+ *
+ *   torchtitan    [rank0]:[titan] 2025-01-01 00:00:00,000 - root - INFO - step:  2  loss:
+ *                 6.1098  grad_norm:  4.6416  memory:  2.49GiB(3.14%)  tps: 177,138
+ *                 tflops: 96.17  mfu: 9.72%
+ *   megatron-log  [2025-01-01 00:00:00] iteration       10/     100 | consumed samples:
+ *                 640 | elapsed time per iteration (ms): 812.3 | learning rate:
+ *                 1.000000E-04 | global batch size:    64 | lm loss: 1.234567E+00 | loss
+ *                 scale: 1.0 | grad norm: 0.123 | number of skipped iterations:   0 |
+ *                 number of nan iterations:   0 |
+ *
+ * (each one line). ANSI colour codes are dropped first and a leading "[rankN]:" gives the
+ * rank (0 without one). A line that does not start a record ("step:" after the logger's
+ * " - " or at the start; "iteration N/M |") is not a metric line and is counted as ignored;
+ * one that does must be whole: a label without its value, a bad number, or a megatron line
+ * not ended by '|' is bad input at its file:line.
+ */
+#include <ctype.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "harness/store/import.h"
+#include "kernels/err.h"
+
+/* Drops ANSI escape sequences in place: ESC '[' parameters, then one final byte
+   (0x40-0x7e); any other ESC with the byte after it. */
+static void lks_strip_ansi(char *s)
+{
+	char *w = s;
+
+	for (const char *r = s; *r;) {
+		if (*r != 0x1b) {
+			*w++ = *r++;
+			continue;
+		}
+		r++;
+		if (*r == '[') {
+			for (r++; *r && !(*r >= 0x40 && *r <= 0x7e); r++)
+				;
+		}
+		if (*r)
+			r++;
+	}
+	*w = 0;
+}
+
+/* A leading "[rankN]:" (torchrun's prefix): the rank, and the text after it. */
+static const char *lks_rank_prefix(const char *s, int *rank)
+{
+	char *end;
+	long r;
+
+	*rank = 0;
+	if (strncmp(s, "[rank", 5) || !isdigit((unsigned char)s[5]))
+		return s;
+	r = strtol(s + 5, &end, 10);
+	if (end[0] != ']' || end[1] != ':' || r > LKS_IMPORT_MAX_RANK)
+		return s;
+	*rank = (int)r;
+	return end + 2;
+}
+
+/* A step or iteration number: digits only, up to INT_MAX. */
+static int lks_parse_step(const char *s, size_t len, int *step)
+{
+	long long v = 0;
+
+	if (len == 0 || len > 10)
+		return -1;
+	for (size_t i = 0; i < len; i++) {
+		if (!isdigit((unsigned char)s[i]))
+			return -1;
+		v = v * 10 + (s[i] - '0');
+	}
+	if (v > INT_MAX)
+		return -1;
+	*step = (int)v;
+	return 0;
+}
+
+static int lks_bad_value(const char *path, long line, const char *label, size_t llen,
+                         const char *v, size_t vlen)
+{
+	return lks_err("'%s':%ld: bad value '%.*s' of '%.*s'", path, line, (int)(vlen > 40 ? 40 : vlen),
+	               v, (int)llen, label), LKS_IMPORT_BAD;
+}
+
+/* One torchtitan value: a number, "N%" (mfu), "NGiB" or "NGiB(P%)" (memory, memory_pct). */
+static int lks_titan_value(lks_import_rec *rec, const char *path, const char *l, size_t llen,
+                           const char *v, size_t vlen)
+{
+	const char *gib = NULL;
+	double x, pct;
+	int rc;
+
+	for (size_t i = 0; i + 3 <= vlen && !gib; i++)
+		if (!memcmp(v + i, "GiB", 3))
+			gib = v + i;
+	if (gib) {
+		const char *p = gib + 3, *end = v + vlen;
+
+		if (lks_import_number(v, (size_t)(gib - v), 0, &x))
+			return lks_bad_value(path, rec->line, l, llen, v, vlen);
+		if ((rc = lks_import_rec_add(rec, LKS_IMPORT_TORCHTITAN, l, llen, x, path)))
+			return rc;
+		if (p == end)
+			return 0;
+		if (end - p < 4 || p[0] != '(' || memcmp(end - 2, "%)", 2)
+		    || lks_import_number(p + 1, (size_t)(end - 2 - (p + 1)), 0, &pct))
+			return lks_bad_value(path, rec->line, l, llen, v, vlen);
+		return lks_import_rec_add(rec, LKS_IMPORT_TORCHTITAN, "memory_pct", 10, pct, path);
+	}
+	if (vlen && v[vlen - 1] == '%')
+		vlen--;
+	if (lks_import_number(v, vlen, 1, &x))
+		return lks_bad_value(path, rec->line, l, llen, v, vlen);
+	return lks_import_rec_add(rec, LKS_IMPORT_TORCHTITAN, l, llen, x, path);
+}
+
+/* The record of a torchtitan metric line: "step: N" and then "label: value" pairs, blank
+   separated. 1 when s is one, 0 when it is no metric line. */
+static int lks_titan_line(const char *s, lks_import_rec *rec, const char *path)
+{
+	const char *p = s;
+	int rc;
+
+	for (;; p++) {
+		if (!(p = strstr(p, "step:")))
+			return 0;
+		if (p == s || (p - s >= 2 && !memcmp(p - 2, "- ", 2)))
+			break;
+	}
+	for (int first = 1;; first = 0) {
+		const char *l, *v;
+		size_t llen, vlen;
+
+		while (*p == ' ' || *p == '\t')
+			p++;
+		if (!*p)
+			break;
+		for (l = p; *p && *p != ':' && *p != ' ' && *p != '\t'; p++)
+			;
+		llen = (size_t)(p - l);
+		if (*p != ':')
+			return lks_err("'%s':%ld: truncated or bad metric line: '%.*s' has no value", path,
+			               rec->line, (int)llen, l), LKS_IMPORT_BAD;
+		for (p++; *p == ' ' || *p == '\t'; p++)
+			;
+		for (v = p; *p && *p != ' ' && *p != '\t'; p++)
+			;
+		vlen = (size_t)(p - v);
+		if (vlen == 0)
+			return lks_err("'%s':%ld: truncated metric line: '%.*s' has no value", path,
+			               rec->line, (int)llen, l), LKS_IMPORT_BAD;
+		if (first) {
+			if (lks_parse_step(v, vlen, &rec->step))
+				return lks_bad_value(path, rec->line, l, llen, v, vlen);
+			continue;
+		}
+		if ((rc = lks_titan_value(rec, path, l, llen, v, vlen)))
+			return rc;
+	}
+	return 1;
+}
+
+/* " iteration N/M |": where the fields start (after that '|'), or NULL. */
+static const char *lks_mega_start(const char *s, int *step)
+{
+	for (const char *p = s; (p = strstr(p, "iteration ")); p++) {
+		const char *q = p + 10, *d;
+
+		while (*q == ' ')
+			q++;
+		for (d = q; isdigit((unsigned char)*q); q++)
+			;
+		if (q == d || *q != '/' || lks_parse_step(d, (size_t)(q - d), step))
+			continue;
+		for (q++; *q == ' '; q++)
+			;
+		while (isdigit((unsigned char)*q))
+			q++;
+		while (*q == ' ')
+			q++;
+		if (*q == '|')
+			return q + 1;
+	}
+	return NULL;
+}
+
+static int lks_mega_line(const char *s, lks_import_rec *rec, const char *path)
+{
+	const char *p = lks_mega_start(s, &rec->step), *end;
+	int rc;
+
+	if (!p)
+		return 0;
+	end = p + strlen(p);
+	while (end > p && isspace((unsigned char)end[-1]))
+		end--;
+	if (end > p && end[-1] != '|')
+		return lks_err("'%s':%ld: truncated iteration line (not ended by '|')", path,
+		               rec->line), LKS_IMPORT_BAD;
+	while (p < end) {
+		const char *bar = memchr(p, '|', (size_t)(end - p)), *colon = NULL, *l, *v, *le, *ve;
+
+		for (const char *q = p; q < bar; q++)
+			if (*q == ':')
+				colon = q;
+		for (l = p; l < bar && *l == ' '; l++)
+			;
+		p = bar + 1;
+		if (l == bar)
+			continue;
+		if (!colon)
+			return lks_err("'%s':%ld: field '%.*s' has no value", path, rec->line,
+			               (int)(bar - l), l), LKS_IMPORT_BAD;
+		for (le = colon; le > l && le[-1] == ' '; le--)
+			;
+		for (v = colon + 1; v < bar && *v == ' '; v++)
+			;
+		for (ve = bar; ve > v && ve[-1] == ' '; ve--)
+			;
+		double x;
+
+		if (lks_import_number(v, (size_t)(ve - v), 0, &x))
+			return lks_bad_value(path, rec->line, l, (size_t)(le - l), v, (size_t)(ve - v));
+		if ((rc = lks_import_rec_add(rec, LKS_IMPORT_MEGATRON_LOG, l, (size_t)(le - l), x,
+		                             path)))
+			return rc;
+	}
+	return 1;
+}
+
+int lks_import_lines(const char *path, FILE *f, lks_import_sink sink, void *arg,
+                     lks_import_counts *c, lks_import_line_fn line_fn)
+{
+	char *buf = malloc(LKS_IMPORT_LINE_MAX);
+	lks_import_rec *rec = malloc(sizeof(*rec));
+	long line = 0;
+	int rc = -1, got;
+
+	if (!buf || !rec) {
+		lks_err("out of memory");
+		goto out;
+	}
+	while ((got = lks_import_getline(path, f, buf, &line)) > 0) {
+		const char *s;
+		int rank, is;
+
+		c->lines++;
+		lks_strip_ansi(buf);
+		s = lks_rank_prefix(buf, &rank);
+		memset(rec, 0, sizeof(*rec));
+		rec->line = line;
+		rec->rank = rank;
+		if ((is = line_fn(s, rec, path)) < 0) {
+			rc = is;
+			goto out;
+		}
+		if (is && got == 2) {
+			lks_err("'%s':%ld: truncated line (no end of line)", path, line);
+			rc = LKS_IMPORT_BAD;
+			goto out;
+		}
+		if (!is) {
+			c->ignored++;
+			continue;
+		}
+		c->records++;
+		if ((rc = sink(arg, rec)))
+			goto out;
+		rc = -1;
+	}
+	rc = got;
+out:
+	free(rec);
+	free(buf);
+	return rc;
+}
+
+int lks_import_parse_torchtitan(const char *path, FILE *f, lks_import_sink sink, void *arg,
+                                lks_import_counts *c)
+{
+	return lks_import_lines(path, f, sink, arg, c, lks_titan_line);
+}
+
+int lks_import_parse_megatron_log(const char *path, FILE *f, lks_import_sink sink, void *arg,
+                                  lks_import_counts *c)
+{
+	return lks_import_lines(path, f, sink, arg, c, lks_mega_line);
+}

@@ -1,0 +1,159 @@
+/*
+ * import_metric.c: the one table of imported metrics (import.h): canonical name, kind,
+ * unit and each format's label. A reader never guesses a metric's kind: it is this table's,
+ * and a name the table lacks is numerics (it then enters a bitwise verdict, the safe side).
+ * Also what every parser shares: a record's metrics, numbers as logs write them, and
+ * lines read in a fixed buffer.
+ */
+#include <ctype.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "harness/store/import.h"
+#include "kernels/err.h"
+
+#define NUM LKS_METRIC_NUMERICS
+#define PERF LKS_METRIC_PERFORMANCE
+
+/* labels: torchtitan, megatron-log, megatron-golden, jsonl (the canonical name) */
+static const lks_import_metric lks_import_metrics[] = {
+	{ "loss", NUM, "", { "loss", "lm loss", "lm loss", "loss" }, "training loss" },
+	{ "grad_norm", NUM, "", { "grad_norm", "grad norm", "grad-norm", "grad_norm" },
+	  "global gradient norm (before clipping)" },
+	{ "lr", NUM, "", { "lr", "learning rate", "lr", "lr" }, "learning rate" },
+	{ "loss_scale", NUM, "", { NULL, "loss scale", "loss-scale", "loss_scale" },
+	  "loss scale of mixed precision" },
+	{ "num_zeros", NUM, "", { NULL, "num zeros", "num-zeros", "num_zeros" },
+	  "zeros in the gradients" },
+	{ "params_norm", NUM, "", { NULL, "params norm", "params-norm", "params_norm" },
+	  "norm of the parameters" },
+	{ "skipped_iterations", NUM, "", { NULL, "number of skipped iterations", NULL,
+	  "skipped_iterations" }, "iterations skipped (loss scale)" },
+	{ "nan_iterations", NUM, "", { NULL, "number of nan iterations", NULL, "nan_iterations" },
+	  "iterations with a NaN" },
+	{ "consumed_samples", NUM, "samples", { NULL, "consumed samples", "consumed-samples",
+	  "consumed_samples" }, "samples consumed so far" },
+	{ "global_batch_size", NUM, "samples", { NULL, "global batch size", NULL,
+	  "global_batch_size" }, "samples per iteration" },
+	{ "iteration_time", PERF, "ms", { NULL, "elapsed time per iteration (ms)",
+	  "iteration-time", "iteration_time" }, "time of one iteration" },
+	{ "tps", PERF, "tokens/s", { "tps", NULL, NULL, "tps" }, "tokens per second per rank" },
+	{ "tflops", PERF, "TFLOP/s", { "tflops", "throughput per GPU (TFLOP/s/GPU)", NULL,
+	  "tflops" }, "model TFLOP/s per GPU" },
+	{ "mfu", PERF, "%", { "mfu", NULL, NULL, "mfu" }, "model FLOPs utilization" },
+	{ "memory", PERF, "GiB", { "memory", NULL, NULL, "memory" }, "peak device memory" },
+	{ "memory_pct", PERF, "%", { "memory_pct", NULL, NULL, "memory_pct" },
+	  "peak device memory, of the device's" },
+	{ "mem_allocated", PERF, "bytes", { NULL, NULL, "mem-allocated-bytes", "mem_allocated" },
+	  "device memory allocated" },
+	{ "mem_max_allocated", PERF, "bytes", { NULL, NULL, "mem-max-allocated-bytes",
+	  "mem_max_allocated" }, "peak device memory allocated" },
+};
+
+#define LKS_NMETRICS ((int)(sizeof(lks_import_metrics) / sizeof(lks_import_metrics[0])))
+
+const lks_import_metric *lks_import_metric_at(int i)
+{
+	return i >= 0 && i < LKS_NMETRICS ? &lks_import_metrics[i] : NULL;
+}
+
+const lks_import_metric *lks_import_metric_find(const char *name)
+{
+	for (int i = 0; i < LKS_NMETRICS; i++)
+		if (!strcmp(lks_import_metrics[i].name, name))
+			return &lks_import_metrics[i];
+	return NULL;
+}
+
+const lks_import_metric *lks_import_metric_label(lks_import_fmt fmt, const char *label,
+                                                 size_t len)
+{
+	for (int i = 0; i < LKS_NMETRICS && (unsigned)fmt < LKS_IMPORT_NFMT; i++) {
+		const char *l = lks_import_metrics[i].label[fmt];
+
+		if (l && strlen(l) == len && !memcmp(l, label, len))
+			return &lks_import_metrics[i];
+	}
+	return NULL;
+}
+
+int lks_import_rec_add(lks_import_rec *rec, lks_import_fmt fmt, const char *label, size_t len,
+                       double value, const char *path)
+{
+	const lks_import_metric *m = lks_import_metric_label(fmt, label, len);
+	char name[LKS_IMPORT_NAME_MAX];
+	size_t n = 0;
+
+	if (m) {
+		snprintf(name, sizeof(name), "%s", m->name);
+	} else {
+		/* the label made a name: "mtp_1 loss" -> mtp_1_loss */
+		if (len == 0 || len >= sizeof(name))
+			return lks_err("'%s':%ld: metric name of %zu characters (want 1 to %d)", path,
+			               rec->line, len, LKS_IMPORT_NAME_MAX - 1), LKS_IMPORT_BAD;
+		for (; n < len; n++)
+			name[n] = isalnum((unsigned char)label[n]) ? label[n] : '_';
+		name[n] = 0;
+	}
+	for (int i = 0; i < rec->n; i++)
+		if (!strcmp(rec->m[i].name, name))
+			return lks_err("'%s':%ld: metric '%s' given twice", path, rec->line, name),
+			       LKS_IMPORT_BAD;
+	if (rec->n == LKS_IMPORT_MAX_METRICS)
+		return lks_err("'%s':%ld: more than %d metrics", path, rec->line,
+		               LKS_IMPORT_MAX_METRICS), LKS_IMPORT_BAD;
+	memcpy(rec->m[rec->n].name, name, sizeof(name));
+	rec->m[rec->n].kind = m ? m->kind : LKS_METRIC_NUMERICS;
+	rec->m[rec->n].value = value;
+	rec->n++;
+	return 0;
+}
+
+int lks_import_number(const char *s, size_t len, int commas, double *out)
+{
+	char buf[128], *end;
+	size_t n = 0;
+
+	if (len == 0 || len >= sizeof(buf))
+		return -1;
+	for (size_t i = 0; i < len; i++) {
+		/* a separator only between digits: 3,502 but not ,3 or 3, */
+		if (commas && s[i] == ',' && i > 0 && i + 1 < len && isdigit((unsigned char)s[i - 1])
+		    && isdigit((unsigned char)s[i + 1]))
+			continue;
+		buf[n++] = s[i];
+	}
+	buf[n] = 0;
+	/* strtod also takes hex floats and leading blanks; neither is a log's number */
+	if (isspace((unsigned char)buf[0]) || strchr(buf, 'x') || strchr(buf, 'X'))
+		return -1;
+	errno = 0;
+	*out = strtod(buf, &end);
+	/* ERANGE: an overflow is +-inf as printed by nobody; an underflow is kept as read */
+	if (end != buf + n || (errno == ERANGE && (*out > 1 || *out < -1)))
+		return -1;
+	return 0;
+}
+
+int lks_import_getline(const char *path, FILE *f, char *buf, long *line)
+{
+	size_t len;
+
+	if (!fgets(buf, LKS_IMPORT_LINE_MAX, f))
+		return ferror(f) ? lks_err("cannot read '%s' after line %ld", path, *line) : 0;
+	++*line;
+	len = strlen(buf);
+	if (len == 0 || buf[len - 1] != '\n') {
+		if (!feof(f))
+			return lks_err("'%s':%ld: line longer than %d bytes, or a NUL byte in it", path,
+			               *line, LKS_IMPORT_LINE_MAX - 1), LKS_IMPORT_BAD;
+		if (strlen(buf) != len)
+			return lks_err("'%s':%ld: a NUL byte in the line", path, *line), LKS_IMPORT_BAD;
+		return 2;
+	}
+	buf[--len] = 0;
+	if (len && buf[len - 1] == '\r')
+		buf[len - 1] = 0;
+	return 1;
+}

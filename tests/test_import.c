@@ -1,0 +1,245 @@
+/*
+ * test_import.c: lockstep import (harness/store/import.h) on the fixtures in tests/import/,
+ * written after each format's public documentation and logs: every value stored exactly as
+ * written (a double compared with the same literal), NaN as NaN, each metric with its kind;
+ * ranks and repeated lines; and hostile logs refused at their file:line with nothing
+ * stored. Every test works in its own mkdtemp folder (store_fixture.h).
+ */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <string.h>
+
+#include "store_fixture.h"
+#include "harness/store/import.h"
+#include "kernels/err.h"
+
+#define MAXROWS 64
+
+struct seen {
+	int n;
+	lks_metric_row row[MAXROWS];
+	char name[MAXROWS][LKS_IMPORT_NAME_MAX];
+};
+
+static int see(void *arg, const lks_metric_row *r)
+{
+	struct seen *s = arg;
+
+	if (s->n < MAXROWS) {
+		s->row[s->n] = *r;
+		snprintf(s->name[s->n], sizeof(s->name[0]), "%s", r->name);
+		s->row[s->n].name = s->name[s->n];
+	}
+	s->n++;
+	return 0;
+}
+
+/* The stored row of (step, rank, name); fails the test without one. */
+static const lks_metric_row *at(const struct seen *s, int step, int rank, const char *name)
+{
+	for (int i = 0; i < s->n && i < MAXROWS; i++)
+		if (s->row[i].step == step && s->row[i].rank == rank && !strcmp(s->row[i].name, name))
+			return &s->row[i];
+	cr_assert_fail("no metric %s at step %d rank %d", name, step, rank);
+	return NULL;
+}
+
+/* Imports the fixture as run "r" of case "c" into a new database; the store stays open. */
+static int import(const char *fmt, const char *file, lks_store **s, lks_import_result *res)
+{
+	char path[512], db[512];
+	lks_import_opts o = { .case_name = "c", .run_name = "r" };
+	const char *files[] = { path };
+
+	o.fmt = lks_import_format_find(fmt);
+	cr_assert(o.fmt, "%s", lks_errmsg());
+	snprintf(path, sizeof(path), "%s/%s", LKS_IMPORT_DIR, file);
+	mkdir_tmp();
+	path_in_tmp(db, sizeof(db), "import.db");
+	cr_assert_eq(lks_store_open(db, s), 0, "%s", lks_errmsg());
+	return lks_import_files(*s, &o, files, 1, res);
+}
+
+static void metrics_of(lks_store *s, int64_t run, struct seen *seen)
+{
+	memset(seen, 0, sizeof(*seen));
+	cr_assert_eq(lks_store_get_metrics(s, run, NULL, see, seen), 0, "%s", lks_errmsg());
+}
+
+Test(import, torchtitan_values_ranks_and_kinds_as_written)
+{
+	lks_import_result res;
+	struct seen m;
+	lks_step_row steps[8];
+	lks_store *s;
+	int n;
+
+	cr_assert_eq(import("torchtitan", "titan_2ranks.log", &s, &res), 0, "%s", lks_errmsg());
+	cr_assert_eq(res.steps, 2);
+	cr_assert_eq(res.world_size, 2);
+	/* the "Starting job", "Synchronizing" and "Training completed" lines */
+	cr_assert_eq(res.counts.ignored, 4);
+	metrics_of(s, res.run_id, &m);
+	/* loss, grad_norm, memory, memory_pct, tps, tflops, mfu per (step, rank) */
+	cr_assert_eq(m.n, 2 * 2 * 7);
+	cr_assert_eq(at(&m, 1, 0, "loss")->value, 8.1661);
+	cr_assert_eq(at(&m, 1, 1, "memory")->value, 2.48);
+	cr_assert_eq(at(&m, 1, 1, "memory_pct")->value, 3.13);
+	cr_assert_eq(at(&m, 2, 0, "tps")->value, 177138.0);
+	cr_assert_eq(at(&m, 2, 1, "mfu")->value, 9.71);
+	cr_assert(isnan(at(&m, 2, 1, "grad_norm")->value));
+	cr_assert_eq(at(&m, 1, 0, "grad_norm")->kind, LKS_METRIC_NUMERICS);
+	cr_assert_eq(at(&m, 1, 0, "tflops")->kind, LKS_METRIC_PERFORMANCE);
+	/* the steps rows that list, diff and report read */
+	cr_assert_eq(lks_store_get_steps(s, res.run_id, -1, steps, 8, &n), 0, "%s", lks_errmsg());
+	cr_assert_eq(n, 4);
+	cr_assert_eq(steps[0].loss, 8.1661);
+	cr_assert_eq(steps[0].nonfinite, 0);
+	cr_assert_eq(steps[3].step, 2);
+	cr_assert_eq(steps[3].rank, 1);
+	cr_assert(isnan(steps[3].grad_norm));
+	cr_assert_eq(steps[3].nonfinite, 1);
+	cr_assert_eq(sql_int(s, "SELECT count(*) FROM runs WHERE status = 'complete' AND "
+	                        "backend = 'import:torchtitan' AND world_size = 2 AND steps = 2"), 1);
+	lks_store_close(s);
+	rm_tmp();
+}
+
+Test(import, torchtitan_line_repeated_by_ranks_is_one_row_per_step_and_rank)
+{
+	lks_import_result res;
+	struct seen m;
+	lks_store *s;
+
+	cr_assert_eq(import("torchtitan", "titan_repeated.log", &s, &res), 0, "%s", lks_errmsg());
+	cr_assert_eq(res.counts.repeated, 3);
+	cr_assert_eq(res.world_size, 1);
+	metrics_of(s, res.run_id, &m);
+	cr_assert_eq(m.n, 2 * 7);
+	cr_assert_eq(at(&m, 2, 0, "loss")->value, 9.0001);
+	cr_assert_eq(at(&m, 1, 0, "tps")->value, 1024.0);
+	lks_store_close(s);
+	rm_tmp();
+}
+
+Test(import, megatron_log_values_as_written)
+{
+	lks_import_result res;
+	struct seen m;
+	lks_store *s;
+
+	cr_assert_eq(import("megatron-log", "megatron.log", &s, &res), 0, "%s", lks_errmsg());
+	cr_assert_eq(res.steps, 30);
+	cr_assert_eq(res.counts.ignored, 3);
+	metrics_of(s, res.run_id, &m);
+	cr_assert_eq(at(&m, 10, 0, "loss")->value, 1.234567E+00);
+	cr_assert_eq(at(&m, 10, 0, "lr")->value, 1.000000E-04);
+	cr_assert_eq(at(&m, 10, 0, "loss_scale")->value, 65536.0);
+	cr_assert_eq(at(&m, 10, 0, "consumed_samples")->value, 640.0);
+	cr_assert_eq(at(&m, 10, 0, "iteration_time")->value, 812.3);
+	cr_assert_eq(at(&m, 10, 0, "iteration_time")->kind, LKS_METRIC_PERFORMANCE);
+	cr_assert(isnan(at(&m, 20, 0, "grad_norm")->value));
+	cr_assert_eq(at(&m, 20, 0, "nan_iterations")->value, 1.0);
+	cr_assert_eq(at(&m, 20, 0, "skipped_iterations")->kind, LKS_METRIC_NUMERICS);
+	cr_assert_eq(at(&m, 30, 0, "tflops")->value, 123.4);
+	cr_assert_eq(at(&m, 30, 0, "num_zeros")->value, 12.0);
+	cr_assert_eq(at(&m, 30, 0, "loss")->value, 9.876543E-01);
+	lks_store_close(s);
+	rm_tmp();
+}
+
+Test(import, megatron_golden_list_and_map)
+{
+	lks_import_result res;
+	struct seen m;
+	lks_store *s;
+
+	cr_assert_eq(import("megatron-golden", "golden_list.json", &s, &res), 0, "%s",
+	             lks_errmsg());
+	cr_assert_eq(res.steps, 9);
+	metrics_of(s, res.run_id, &m);
+	cr_assert_eq(m.n, 9);
+	cr_assert_eq(at(&m, 5, 0, "loss")->value, 10.25);
+	cr_assert(isnan(at(&m, 9, 0, "loss")->value));
+	cr_assert_eq(at(&m, 5, 0, "num_zeros")->value, 12.0);
+	cr_assert_eq(at(&m, 1, 0, "iteration_time")->kind, LKS_METRIC_PERFORMANCE);
+	lks_store_close(s);
+	rm_tmp();
+
+	cr_assert_eq(import("megatron-golden", "golden_map.json", &s, &res), 0, "%s",
+	             lks_errmsg());
+	metrics_of(s, res.run_id, &m);
+	cr_assert_eq(m.n, 6);
+	cr_assert_eq(at(&m, 2, 0, "loss")->value, 10.25);
+	cr_assert(isnan(at(&m, 3, 0, "loss")->value));
+	cr_assert_eq(at(&m, 3, 0, "mem_allocated")->value, 1073741824.0);
+	lks_store_close(s);
+	rm_tmp();
+}
+
+Test(import, jsonl_ranks_and_any_named_metric)
+{
+	lks_import_result res;
+	struct seen m;
+	lks_store *s;
+
+	cr_assert_eq(import("jsonl", "run.jsonl", &s, &res), 0, "%s", lks_errmsg());
+	cr_assert_eq(res.world_size, 2);
+	cr_assert_eq(res.counts.ignored, 1);  /* the blank line */
+	metrics_of(s, res.run_id, &m);
+	cr_assert_eq(at(&m, 1, 1, "tps")->value, 1190.0);
+	cr_assert_eq(at(&m, 2, 0, "my_metric")->value, -1e-300);
+	cr_assert_eq(at(&m, 2, 0, "my_metric")->kind, LKS_METRIC_NUMERICS);
+	cr_assert(isinf(at(&m, 2, 1, "my_metric")->value) && at(&m, 2, 1, "my_metric")->value < 0);
+	cr_assert(isnan(at(&m, 2, 1, "grad_norm")->value));
+	lks_store_close(s);
+	rm_tmp();
+}
+
+/* A hostile log: bad input at its file:line, and nothing at all stored. */
+static void refused(const char *fmt, const char *file, const char *where)
+{
+	lks_import_result res;
+	lks_store *s;
+	int rc = import(fmt, file, &s, &res);
+
+	cr_assert_eq(rc, LKS_IMPORT_BAD, "%s: rc %d (%s)", file, rc, lks_errmsg());
+	cr_assert(strstr(lks_errmsg(), where), "%s: '%s' lacks '%s'", file, lks_errmsg(), where);
+	cr_assert_eq(sql_int(s, "SELECT (SELECT count(*) FROM runs) + (SELECT count(*) FROM steps) "
+	                        "+ (SELECT count(*) FROM metrics)"), 0, "%s: something stored", file);
+	lks_store_close(s);
+	rm_tmp();
+}
+
+Test(import, hostile_logs_fail_at_file_line_and_store_nothing)
+{
+	refused("torchtitan", "titan_backwards.log", "titan_backwards.log':3: step 1 of rank 0 "
+	        "goes backwards");
+	refused("torchtitan", "titan_truncated.log", "titan_truncated.log':2:");
+	refused("torchtitan", "titan_cut_value.log", "titan_cut_value.log':2: truncated");
+	refused("torchtitan", "titan_rank_gap.log", "rank 1 has no steps");
+	refused("megatron-log", "megatron_bad_number.log", "megatron_bad_number.log':2: bad value "
+	        "'1.1000O0E+00'");
+	refused("megatron-log", "megatron_truncated.log", "megatron_truncated.log':2: truncated");
+	refused("jsonl", "jsonl_bad_number.jsonl", "jsonl_bad_number.jsonl':2: bad value of "
+	        "\"loss\"");
+	/* a torchtitan log read as megatron: no metric lines */
+	refused("megatron-log", "titan_repeated.log", "no metric lines");
+}
+
+Test(import, numbers_as_logs_write_them)
+{
+	double x;
+
+	cr_assert_eq(lks_import_number("1.234E+00", 9, 0, &x), 0);
+	cr_assert_eq(x, 1.234);
+	cr_assert_eq(lks_import_number("177,138", 7, 1, &x), 0);
+	cr_assert_eq(x, 177138.0);
+	cr_assert_eq(lks_import_number("NaN", 3, 0, &x), 0);
+	cr_assert(isnan(x));
+	cr_assert_neq(lks_import_number("177,138", 7, 0, &x), 0);
+	cr_assert_neq(lks_import_number("1,", 2, 1, &x), 0);
+	cr_assert_neq(lks_import_number("0x10", 4, 0, &x), 0);
+	cr_assert_neq(lks_import_number(" 1", 2, 0, &x), 0);
+	cr_assert_neq(lks_import_number("1e999", 5, 0, &x), 0);
+}
