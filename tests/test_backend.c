@@ -19,6 +19,7 @@
 #include "harness/store/trace_store.h"
 #include "kernels/backend.h"
 #include "kernels/cpu/backend_cpu.h"
+#include "kernels/cuda/backend_cuda.h"
 #include "kernels/err.h"
 #include "case_text.h"
 
@@ -32,8 +33,9 @@ Test(backend, cpu_has_every_method)
 	cr_assert_eq(be->version, LKS_BACKEND_VERSION);
 	cr_assert_eq(be->size, (int)sizeof(lks_backend));
 	cr_assert_str_eq(be->name, "cpu");
-	/* every slot from open to the end is a method pointer; none is NULL but mem_peak: the
-	   CPU's memory is the host's, which a run does not measure (steps.mem_peak is NULL) */
+	/* every slot from open to the end is a method pointer; none is NULL but mem_peak and
+	   comm: the CPU's memory is the host's, which a run does not measure (steps.mem_peak is
+	   NULL) and the host communicators sum in place */
 	for (size_t off = first; off + sizeof(void (*)(void)) <= sizeof(lks_backend);
 	     off += sizeof(void (*)(void))) {
 		void (*fn)(void);
@@ -41,6 +43,8 @@ Test(backend, cpu_has_every_method)
 		memcpy(&fn, (const char *)be + off, sizeof(fn));
 		if (off == offsetof(lks_backend, mem_peak))
 			cr_expect_null(fn, "the cpu backend measures no memory peak");
+		else if (off == offsetof(lks_backend, comm))
+			cr_expect_null(fn, "the cpu backend offers no device communicator");
 		else
 			cr_expect_not_null(fn, "the method at byte %zu of lks_backend is missing", off);
 	}
@@ -355,30 +359,49 @@ Test(backend, a_run_on_a_backend_without_an_op_fails_naming_it)
 	lks_case_release(&c);
 }
 
-struct opens { int open, close, threads; void *ctx; };
+struct opens {
+	atomic_int open, close, threads;
+	void *ctx[8];           /* what each open gave, in order */
+	int local[8];           /* open_rank's local index, in order (-1: by open) */
+};
+
+/* a context of the cpu's, recorded (the runner opens them in turn) */
+static int counting_open_rank(const lks_backend *be, int threads, int local, void **ctx)
+{
+	struct opens *k = be->app;
+	int i = atomic_load(&k->open);
+
+	if (lks_backend_cpu.open(&lks_backend_cpu, threads, ctx))
+		return -1;
+	if (i < 8) {
+		k->ctx[i] = *ctx;
+		k->local[i] = local;
+	}
+	k->threads = threads;
+	atomic_fetch_add(&k->open, 1);
+	return 0;
+}
 
 static int counting_open(const lks_backend *be, int threads, void **ctx)
 {
-	struct opens *k = be->app;
-
-	k->open++;
-	k->threads = threads;
-	if (lks_backend_cpu.open(&lks_backend_cpu, threads, ctx))
-		return -1;
-	k->ctx = *ctx;
-	return 0;
+	return counting_open_rank(be, threads, -1, ctx);
 }
 
 static void counting_close(const lks_backend *be, void *ctx)
 {
 	struct opens *k = be->app;
 
-	k->close += ctx == k->ctx;
+	for (int i = 0; i < 8 && i < atomic_load(&k->open); i++)
+		if (k->ctx[i] == ctx) {  /* one that open gave */
+			atomic_fetch_add(&k->close, 1);
+			break;
+		}
 	lks_backend_cpu.close(&lks_backend_cpu, ctx);
 }
 
-/* A backend given without a context is opened by the runner, once, with the threads of a
-   rank (a single rank: all of them), and closed once with what open gave. */
+/* A backend given without a context is opened by the runner once per rank of the
+   process, with the threads of a rank (a single rank: all of them), and each context is
+   closed once; one without open_rank (version 4) through its open. */
 Test(backend, the_runner_opens_a_backend_given_without_context)
 {
 	struct opens k = { 0 };
@@ -390,10 +413,12 @@ Test(backend, the_runner_opens_a_backend_given_without_context)
 	be.app = &k;
 	be.open = counting_open;
 	be.close = counting_close;
+	be.size = (int)offsetof(lks_backend, open_rank);  /* a version-4 backend */
 	load_case(two_blocks, NULL, 0, &c);
 	cr_assert_eq(lks_run(&c, &c.runs[0], NULL, &o, &res), 0, "%s", lks_errmsg());
-	cr_expect_eq(k.open, 1);
-	cr_expect_eq(k.close, 1);
+	cr_expect_eq(k.open, c.runs[0].world_size);
+	cr_expect_eq(k.close, c.runs[0].world_size);
+	cr_expect_eq(k.local[0], -1, "a version-4 backend is opened by its open");
 	cr_expect_eq(k.threads, c.runs[0].world_size == 1 ? 2 : 1);
 	lks_case_release(&c);
 }
@@ -410,26 +435,193 @@ static int counting_download(const lks_backend *be, void *ctx, void *dst, const 
 /* A backend whose memory is not the host's (host_memory missing) has its gradients
    staged through the host for the all-reduce: downloaded once per rank and step at least,
    and the same bits as the CPU's in place. */
-Test(backend, a_device_backends_gradients_are_staged_for_the_all_reduce)
+/* two_blocks on the cpu backend and on be (downloads counted from 0 for be): the traces
+   and losses must be the same bits; returns the run's world size */
+static int train_like_cpu(const lks_backend *be, const char *what)
+{
+	double loss_cpu[3] = { 0 }, loss_be[3] = { 0 };
+	uint64_t hash_cpu, hash_be;
+	int n_cpu, n_be, W;
+	lks_case c;
+
+	load_case(two_blocks, NULL, 0, &c);
+	train(&c, &lks_backend_cpu, loss_cpu, &hash_cpu, &n_cpu);
+	atomic_store(&downloads, 0);
+	train(&c, be, loss_be, &hash_be, &n_be);
+	cr_expect_eq(n_be, n_cpu);
+	cr_expect_eq(hash_be, hash_cpu, "%s changed the traces", what);
+	cr_expect_eq(memcmp(loss_be, loss_cpu, sizeof(loss_cpu)), 0, "%s changed the loss", what);
+	W = c.runs[0].world_size;
+	lks_case_release(&c);
+	return W;
+}
+
+/* the cpu's methods, as a backend whose memory is not the host's (its downloads counted) */
+static lks_backend device_backend(void)
 {
 	lks_backend be = lks_backend_cpu;
-	double loss_cpu[3] = { 0 }, loss_staged[3] = { 0 };
-	uint64_t hash_cpu, hash_staged;
-	int n_cpu, n_staged;
-	lks_case c;
 
 	be.name = "device";
 	be.host_memory = NULL;
 	be.download = counting_download;
-	load_case(two_blocks, NULL, 0, &c);
-	train(&c, &lks_backend_cpu, loss_cpu, &hash_cpu, &n_cpu);
-	atomic_store(&downloads, 0);
-	train(&c, &be, loss_staged, &hash_staged, &n_staged);
-	cr_expect_geq(atomic_load(&downloads), 3 * c.runs[0].world_size);
-	cr_expect_eq(n_staged, n_cpu);
-	cr_expect_eq(hash_staged, hash_cpu, "the staged all-reduce changed the traces");
-	cr_expect_eq(memcmp(loss_staged, loss_cpu, sizeof(loss_cpu)), 0);
+	return be;
+}
+
+Test(backend, a_device_backends_gradients_are_staged_for_the_all_reduce)
+{
+	lks_backend be = device_backend();
+	int W = train_like_cpu(&be, "the staged all-reduce");
+
+	cr_expect_geq(atomic_load(&downloads), 3 * W);
+}
+
+/* open_rank (version 5) gives each rank of the process its own context, with its local
+   index (so a GPU backend puts it on its own device); the run's bits are the CPU's. */
+Test(backend, the_runner_opens_a_context_per_rank_with_its_index)
+{
+	struct opens k = { 0 };
+	lks_backend be = lks_backend_cpu;
+
+	be.app = &k;
+	be.name = "per-rank";
+	be.open_rank = counting_open_rank;
+	be.close = counting_close;
+	cr_assert_eq(train_like_cpu(&be, "per-rank contexts"), 2);
+	cr_assert_eq(k.open, 2, "one context per rank of the 2");
+	cr_expect_eq(k.local[0], 0);
+	cr_expect_eq(k.local[1], 1);
+	cr_expect_eq(k.close, 2, "each context closed once");
+}
+
+/* ---- a device communicator (version 5's comm), played on the CPU ---- */
+
+struct dev_end {
+	lks_comm base;
+	lks_comm *host;
+};
+
+static atomic_int dev_sums, dev_made;
+
+static int dev_sum(lks_comm *c, float *x, size_t n)
+{
+	atomic_fetch_add(&dev_sums, 1);
+	return lks_comm_allreduce_sum(((struct dev_end *)c)->host, x, n);
+}
+
+static int dev_max(lks_comm *c, float *x, size_t n)
+{
+	return lks_comm_allreduce_max(((struct dev_end *)c)->host, x, n);
+}
+
+static int dev_gather(lks_comm *c, const void *x, size_t bytes, void **out, size_t *counts)
+{
+	return lks_comm_gather(((struct dev_end *)c)->host, x, bytes, out, counts);
+}
+
+static void dev_abort(lks_comm *c, const char *why)
+{
+	lks_comm_abort(((struct dev_end *)c)->host, why);
+}
+
+static void dev_close(lks_comm *c)
+{
+	lks_comm_close(((struct dev_end *)c)->host);
+	free(c);
+}
+
+static int dev_memory(lks_comm *c)
+{
+	(void)c;
+	return 1;
+}
+
+static const lks_comm_methods dev_methods = {
+	.version = LKS_COMM_VERSION, .name = "dev", .allreduce_sum = dev_sum,
+	.allreduce_max = dev_max, .gather = dev_gather, .abort = dev_abort, .close = dev_close,
+	.device_memory = dev_memory,
+};
+
+static int dev_comm(const lks_backend *be, void *ctx, lks_comm *host, int nlocal, int mode,
+                    lks_comm **out)
+{
+	struct dev_end *e = malloc(sizeof(*e));
+
+	(void)be; (void)ctx; (void)nlocal; (void)mode;
+	if (!e)
+		return lks_err("out of memory");
+	*e = (struct dev_end){ { &dev_methods, host->rank, host->size }, host };
+	*out = &e->base;
+	atomic_fetch_add(&dev_made, 1);
+	return 0;
+}
+
+static int dev_declines(const lks_backend *be, void *ctx, lks_comm *host, int nlocal, int mode,
+                        lks_comm **out)
+{
+	(void)be; (void)ctx; (void)host; (void)nlocal; (void)mode;
+	*out = NULL;
+	return 0;
+}
+
+/* A backend whose memory is not the host's and that offers a device communicator: each
+   rank's end is made once, the gradients are summed where they are (no download for the
+   all-reduce, as NCCL would), and the bits are the CPU's. */
+Test(backend, a_device_communicator_sums_the_gradients_unstaged)
+{
+	lks_backend be = device_backend();
+	int W;
+
+	be.comm = dev_comm;
+	W = train_like_cpu(&be, "the device communicator");
+	cr_expect_eq(atomic_load(&dev_made), W);
+	cr_expect_eq(atomic_load(&dev_sums), 3 * W);
+	cr_expect_lt(atomic_load(&downloads), 3 * W, "the gradients were staged through the host");
+}
+
+/* allreduce = nccl needs a device communicator: a backend that declines (more ranks than
+   GPUs) or whose memory is the host's fails the run, saying why. */
+Test(backend, allreduce_nccl_without_a_device_communicator_fails)
+{
+	const char *sets[] = { "run.r.allreduce=nccl" };
+	lks_backend be = lks_backend_cpu;
+	lks_runner_opts o = { .threads = 1, .backend = &be };
+	lks_run_result res;
+	lks_case c;
+
+	load_case(two_blocks, sets, 1, &c);
+	cr_assert_eq(c.runs[0].allreduce, LKS_ALLREDUCE_NCCL);
+	cr_expect_neq(lks_run(&c, &c.runs[0], NULL, &o, &res), 0);
+	cr_expect(strstr(lks_errmsg(), "allreduce = nccl needs a backend whose memory"), "%s",
+	          lks_errmsg());
+	be.host_memory = NULL;
+	be.comm = dev_declines;
+	cr_expect_neq(lks_run(&c, &c.runs[0], NULL, &o, &res), 0);
+	cr_expect(strstr(lks_errmsg(), "offers no device communicator"), "%s", lks_errmsg());
 	lks_case_release(&c);
+}
+
+/* The cuda backend's device of a process's rank: base (LKS_CUDA_DEVICE) for rank 0, then
+   the next devices, wrapping: as many ranks as devices get distinct ones, the next ones
+   share them in turn. */
+Test(backend, cuda_ranks_map_to_devices_in_turn)
+{
+	for (int count = 1; count <= 8; count++)
+		for (int base = 0; base < count; base++) {
+			int seen[8] = { 0 };
+
+			for (int local = 0; local < 2 * count; local++) {
+				int d = lks_cuda_rank_device(base, local, count);
+
+				cr_assert(d >= 0 && d < count, "base %d local %d of %d: %d", base, local,
+				          count, d);
+				cr_assert_eq(d, local < count ? (base + local < count ? base + local
+				                                 : base + local - count)
+				                              : lks_cuda_rank_device(base, local - count, count));
+				if (local < count)
+					cr_assert_eq(seen[d]++, 0, "device %d twice among %d ranks", d, count);
+			}
+			cr_assert_eq(lks_cuda_rank_device(base, 0, count), base);
+		}
 }
 
 static int64_t peak_seen[8];

@@ -434,6 +434,23 @@ Test(case, overrides_of_every_run, .init = setup, .fini = teardown)
 	cr_expect(strstr(lks_errmsg(), "fast"), "%s", lks_errmsg());
 }
 
+/* A run's all-reduce: ordered by default, nccl when asked; any other value is bad input
+   at its line, naming the choices. */
+Test(case, allreduce_key, .init = setup, .fini = teardown)
+{
+	lks_case c;
+
+	load_ok(BASE "allreduce = nccl\n", &c);
+	cr_expect_eq(c.runs[0].allreduce, LKS_ALLREDUCE_ORDERED, "run a: the default");
+	cr_expect_eq(c.runs[1].allreduce, LKS_ALLREDUCE_NCCL, "run b");
+	lks_case_release(&c);
+	load_ok(BASE "allreduce = ordered\n", &c);
+	cr_expect_eq(c.runs[1].allreduce, LKS_ALLREDUCE_ORDERED);
+	lks_case_release(&c);
+	load_err(BASE "allreduce = ring\n", NULL, 0,
+	         ":15: bad value 'ring' for 'allreduce' in [run b]: want ordered, nccl");
+}
+
 Test(case, bad_overrides, .init = setup, .fini = teardown)
 {
 	static const struct { const char *set, *want; } t[] = {

@@ -15,7 +15,10 @@
  * A rank's tensors and optimizer state are in its backend's memory; the runner reaches them
  * only through the backend (the NaN/Inf count, the clip, AdamW), and the host reads the loss
  * and the trace rows. A planted skip_allreduce wraps its rank's communicator
- * (lks_fault_comm): the step knows nothing of it.
+ * (lks_fault_comm): the step knows nothing of it. A backend other than the default, given
+ * no context, gets one per rank (lks_be_open_rank: a GPU each); where its memory is not
+ * the host's it may offer a communicator on that memory (lks_be_comm: NCCL), which then
+ * sums the gradients where they are; else they are staged through the host.
  *
  * Ranks = processes x threads: with a job (opts->job, one end per process, as MPI gives),
  * the run's ranks are laid out over the job's processes (lks_comm_group) and this process
@@ -58,10 +61,11 @@ struct lks_runner {
 	lks_rank *ranks;        /* (L) */
 	lks_pool *rank_pool;    /* L threads, one per rank; NULL for one rank */
 	lks_pool *gemm_pool;    /* the GEMM threads of a single-rank run */
-	const lks_backend *be;  /* the ranks' backend, and its context */
-	void *bectx;
-	int opened;             /* the runner opened bectx (and closes it) */
+	const lks_backend *be;  /* the ranks' backend, and their contexts */
+	void **bectx;           /* (L) each rank's: its own where the runner opened them */
+	int opened;             /* contexts the runner opened (and closes), from index 0 */
 	lks_comm **comm;        /* (W, L used) each rank's end of the communicator */
+	int devcomm;            /* the ends take device memory (lks_be_comm): no staging */
 	float **m1, **m2;       /* (L) AdamW moments per replica (nparams, backend memory) */
 	int32_t *tokens;        /* (L, 2, batch x seq) each rank's inputs and targets, host */
 	float **staged;         /* (L) the host copy of a rank's gradient for the all-reduce,
@@ -327,24 +331,29 @@ static int lks_rank_finish(struct lks_runner *R, int rank, double gnorm)
 	return 0;
 }
 
-/* The all-reduce of rank index i's gradient, and the sum to on_grads (rank 0); the
+/* The all-reduce of rank index i's gradient, and the sum to on_grads (rank 0); a host
    communicator works on host buffers, so a backend whose memory is not the host's is
    staged through R->staged[i]: download, all-reduce, upload (the same bits: lockstep
-   reduces on the host either way). */
+   reduces on the host either way). A device communicator (R->devcomm) sums the gradient
+   where it is; on_grads then gets a host copy. */
 static int lks_rank_allreduce(struct lks_runner *R, int i)
 {
 	lks_rank *r = &R->ranks[i];
 	size_t bytes = R->m.nparams * sizeof(float);
-	float *g = R->staged[i] ? R->staged[i] : r->grads;
+	int staged = R->staged[i] && !R->devcomm;
+	float *g = staged ? R->staged[i] : r->grads;
 
-	if (R->staged[i] && lks_be_download(r->be, r->bectx, g, r->grads, bytes))
+	if (staged && lks_be_download(r->be, r->bectx, g, r->grads, bytes))
 		return -1;
 	if (lks_comm_allreduce_sum(R->comm[i], g, R->m.nparams))
 		return -1;
-	if (R->staged[i] && lks_be_upload(r->be, r->bectx, r->grads, g, bytes))
+	if (staged && lks_be_upload(r->be, r->bectx, r->grads, g, bytes))
 		return -1;
-	if (r->rank == 0 && R->o->on_grads)
-		R->o->on_grads(R->o->on_grads_arg, R->step, g, &R->m);
+	if (r->rank == 0 && R->o->on_grads) {
+		if (R->devcomm && lks_be_download(r->be, r->bectx, R->staged[i], r->grads, bytes))
+			return -1;
+		R->o->on_grads(R->o->on_grads_arg, R->step, R->devcomm ? R->staged[i] : g, &R->m);
+	}
 	return 0;
 }
 
@@ -470,14 +479,15 @@ static void lks_runner_release(struct lks_runner *R)
 			free(R->staged[r]);
 	free(R->staged);
 	free(R->ranks);
-	if (R->opened)
-		lks_be_close(R->be, R->bectx);
+	if (R->comm)  /* before the contexts: a device communicator works on their devices */
+		for (int r = 0; r < R->L; r++)
+			lks_comm_close(R->comm[r]);
+	for (int r = 0; r < R->opened; r++)
+		lks_be_close(R->be, R->bectx[r]);
+	free(R->bectx);
 	lks_bg_free(R->bg);
 	lks_pool_free(R->rank_pool);
 	lks_pool_free(R->gemm_pool);
-	if (R->comm)
-		for (int r = 0; r < R->L; r++)
-			lks_comm_close(R->comm[r]);
 	free(R->comm);
 	free(R->rank_time);
 	free(R->rank_failed);
@@ -520,6 +530,90 @@ static int lks_runner_optim_init(struct lks_runner *R, int r, float **init)
 	if (f->kind != LKS_FAULT_SKIP_ALLREDUCE || f->rank != k->rank)
 		return 0;
 	return lks_fault_comm(f, &k->tr.step, R->comm[r], &R->comm[r]);
+}
+
+/* The ranks' backend contexts: the default backend's is the runner's GEMM pool, shared;
+   another's is the caller's (o->backend_ctx), shared, or else one per rank opened here
+   (lks_be_open_rank: rank i of this process on its own device, its own stream and scratch),
+   with the threads of a rank. */
+static int lks_runner_contexts(struct lks_runner *R, const lks_runner_opts *o, int threads)
+{
+	R->be = o->backend ? o->backend : lks_backend_default();
+	if (!(R->bectx = calloc((size_t)R->L + 1, sizeof(*R->bectx))))
+		return lks_err("out of memory");
+	for (int r = 0; r < R->L; r++) {
+		if (!o->backend || o->backend_ctx) {
+			R->bectx[r] = o->backend ? o->backend_ctx : R->gemm_pool;
+			continue;
+		}
+		if (lks_be_open_rank(R->be, R->W == 1 ? threads : 1, r, &R->bectx[r]))
+			return -1;
+		R->opened = r + 1;
+	}
+	return 0;
+}
+
+struct lks_devcomm_job {
+	struct lks_runner *R;
+	lks_comm **ends;        /* (L) the device ends made, or NULL where declined */
+	int *rc;                /* (L) */
+	char (*err)[512];       /* (L) */
+};
+
+static void lks_devcomm_task(void *arg, int task, int thread)
+{
+	struct lks_devcomm_job *j = arg;
+	struct lks_runner *R = j->R;
+
+	(void)thread;
+	if ((j->rc[task] = lks_be_comm(R->be, R->bectx[task], R->comm[task], R->L,
+	                                R->run->allreduce, &j->ends[task])))
+		snprintf(j->err[task], sizeof(j->err[task]), "%s", lks_errmsg());
+}
+
+/* Where the ranks' memory is not the host's, the backend may offer a communicator on it
+   (lks_be_comm: NCCL on the cuda backend), made by every rank at once in its own thread;
+   the ranks then all-reduce their gradients where they are, else through the host
+   (R->staged). allreduce = nccl needs one. A planted skip_allreduce keeps the host's ends:
+   its wrapper keeps a rank's own gradient in host memory. */
+static int lks_runner_devcomm(struct lks_runner *R)
+{
+	struct lks_devcomm_job j = { R, NULL, NULL, NULL };
+	int nccl = R->run->allreduce == LKS_ALLREDUCE_NCCL, rc = -1;
+
+	if (R->L == 0)  /* a process of the job with no rank takes no part */
+		return 0;
+	if (lks_be_host_memory(R->be) || R->run->inject.kind == LKS_FAULT_SKIP_ALLREDUCE)
+		return nccl ? lks_err("run '%s': allreduce = nccl needs a backend whose memory is a "
+		                      "device's, and no planted skip_allreduce", R->run->name) : 0;
+	j.ends = calloc((size_t)R->L, sizeof(*j.ends));
+	j.rc = calloc((size_t)R->L, sizeof(*j.rc));
+	j.err = calloc((size_t)R->L, sizeof(*j.err));
+	if (!j.ends || !j.rc || !j.err) {
+		lks_err("out of memory");
+		goto out;
+	}
+	lks_pool_run(R->rank_pool, R->L, lks_devcomm_task, &j);
+	for (int r = 0; r < R->L; r++)
+		if (j.rc[r]) {
+			lks_err("rank %d: %s", R->first + r, j.err[r]);
+			goto out;
+		}
+	R->devcomm = R->L > 0 && j.ends[0];
+	for (int r = 0; r < R->L; r++)
+		if (j.ends[r])
+			R->comm[r] = j.ends[r];  /* it took the host's end over */
+	if (nccl && !R->devcomm) {
+		lks_err("run '%s': allreduce = nccl: backend '%s' offers no device communicator "
+		        "here (one GPU per rank, built with NCCL)", R->run->name, R->be->name);
+		goto out;
+	}
+	rc = 0;
+out:
+	free(j.ends);
+	free(j.rc);
+	free(j.err);
+	return rc;
 }
 
 static int lks_runner_init(struct lks_runner *R, const lks_case *c, const lks_run_cfg *run,
@@ -575,19 +669,12 @@ static int lks_runner_init(struct lks_runner *R, const lks_case *c, const lks_ru
 		return lks_err("out of memory");
 	for (int r = 0; r < R->L; r++)
 		R->jobs[r] = (struct lks_rank_job){ .R = R, .i = r };
-	/* the default backend runs on the runner's GEMM pool; another, given no context, is
-	   opened here with the threads of a rank */
-	R->be = o->backend ? o->backend : lks_backend_default();
-	R->bectx = o->backend ? o->backend_ctx : R->gemm_pool;
-	if (o->backend && !o->backend_ctx) {
-		if (lks_be_open(R->be, R->W == 1 ? threads : 1, &R->bectx))
-			return -1;
-		R->opened = 1;
-	}
+	if (lks_runner_contexts(R, o, threads))
+		return -1;
 	for (int r = 0; r < R->L; r++) {
 		/* ranks run as threads, each with a single-threaded GEMM: L threads in all */
 		int rc = lks_rank_init(&R->ranks[r], R->first + r, &R->m, run, R->batch * c->model.seq,
-		                       global * c->model.seq, R->be, R->bectx);
+		                       global * c->model.seq, R->be, R->bectx[r]);
 
 		if (rc == 0)
 			R->ranks[r].tr.off = o->no_trace;
@@ -597,6 +684,8 @@ static int lks_runner_init(struct lks_runner *R, const lks_case *c, const lks_ru
 		}
 	}
 	free(init);
+	if (lks_runner_devcomm(R))
+		return -1;
 	/* one rank: an idle-priority thread measures kept tensors and writes the store in the
 	   gaps the GEMM threads leave; many ranks keep every core busy already, each tracing
 	   in its own thread */
@@ -711,9 +800,10 @@ static char *lks_run_options(const lks_run_cfg *run, const char *overrides)
 		lks_fault_format(&run->inject, fault + strlen(fault), sizeof(fault) - strlen(fault));
 	}
 	if (s)
-		snprintf(s, n, "checkpoint=%s%s amax_history=%d amax_algo=%s margin=%d%s%s%s",
+		snprintf(s, n, "checkpoint=%s%s%s amax_history=%d amax_algo=%s margin=%d%s%s%s",
 		         run->checkpoint ? "blocks" : "none",
-		         run->gemm == LKS_GEMM_LIBRARY ? " gemm=cublaslt" : "", run->amax_history,
+		         run->gemm == LKS_GEMM_LIBRARY ? " gemm=cublaslt" : "",
+		         run->allreduce == LKS_ALLREDUCE_NCCL ? " allreduce=nccl" : "", run->amax_history,
 		         run->amax_most_recent ? "most_recent" : "max", run->margin, fault,
 		         overrides && *overrides ? " set: " : "", overrides ? overrides : "");
 	return s;
