@@ -7,6 +7,7 @@
  * model makes it, and trains the same bits as the CPU backend itself.
  */
 #include <criterion/criterion.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -435,16 +436,17 @@ static int counting_download(const lks_backend *be, void *ctx, void *dst, const 
 /* A backend whose memory is not the host's (host_memory missing) has its gradients
    staged through the host for the all-reduce: downloaded once per rank and step at least,
    and the same bits as the CPU's in place. */
-/* two_blocks on the cpu backend and on be (downloads counted from 0 for be): the traces
+/* two_blocks (with set, an override, or none) on the cpu backend and on be (downloads
+   counted from 0 for be): the traces
    and losses must be the same bits; returns the run's world size */
-static int train_like_cpu(const lks_backend *be, const char *what)
+static int train_like_cpu(const lks_backend *be, const char *what, const char *set)
 {
 	double loss_cpu[3] = { 0 }, loss_be[3] = { 0 };
 	uint64_t hash_cpu, hash_be;
 	int n_cpu, n_be, W;
 	lks_case c;
 
-	load_case(two_blocks, NULL, 0, &c);
+	load_case(two_blocks, set ? &set : NULL, set ? 1 : 0, &c);
 	train(&c, &lks_backend_cpu, loss_cpu, &hash_cpu, &n_cpu);
 	atomic_store(&downloads, 0);
 	train(&c, be, loss_be, &hash_be, &n_be);
@@ -470,7 +472,7 @@ static lks_backend device_backend(void)
 Test(backend, a_device_backends_gradients_are_staged_for_the_all_reduce)
 {
 	lks_backend be = device_backend();
-	int W = train_like_cpu(&be, "the staged all-reduce");
+	int W = train_like_cpu(&be, "the staged all-reduce", NULL);
 
 	cr_expect_geq(atomic_load(&downloads), 3 * W);
 }
@@ -486,7 +488,7 @@ Test(backend, the_runner_opens_a_context_per_rank_with_its_index)
 	be.name = "per-rank";
 	be.open_rank = counting_open_rank;
 	be.close = counting_close;
-	cr_assert_eq(train_like_cpu(&be, "per-rank contexts"), 2);
+	cr_assert_eq(train_like_cpu(&be, "per-rank contexts", NULL), 2);
 	cr_assert_eq(k.open, 2, "one context per rank of the 2");
 	cr_expect_eq(k.local[0], 0);
 	cr_expect_eq(k.local[1], 1);
@@ -495,21 +497,56 @@ Test(backend, the_runner_opens_a_context_per_rank_with_its_index)
 
 /* ---- a device communicator (version 5's comm), played on the CPU ---- */
 
+/* the blocks the device backend's alloc handed out: a device communicator takes only
+   these, as NCCL takes only device memory */
+struct dev_block { const void *p; size_t bytes; };
+static struct dev_block dev_blocks[4096];
+static int ndev_blocks;
+static pthread_mutex_t dev_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static int dev_alloc(const lks_backend *be, void *ctx, size_t bytes, void **out)
+{
+	if (lks_backend_cpu.alloc(be, ctx, bytes, out))
+		return -1;
+	pthread_mutex_lock(&dev_lock);
+	if (ndev_blocks < 4096)
+		dev_blocks[ndev_blocks++] = (struct dev_block){ *out, bytes };
+	pthread_mutex_unlock(&dev_lock);
+	return 0;
+}
+
+static int dev_owns(const float *x, size_t n)
+{
+	int found = 0;
+
+	pthread_mutex_lock(&dev_lock);
+	for (int i = 0; i < ndev_blocks && !found; i++)
+		found = (const char *)x >= (const char *)dev_blocks[i].p
+		     && (const char *)(x + n) <= (const char *)dev_blocks[i].p + dev_blocks[i].bytes;
+	pthread_mutex_unlock(&dev_lock);
+	return found;
+}
+
 struct dev_end {
 	lks_comm base;
 	lks_comm *host;
 };
 
-static atomic_int dev_sums, dev_made;
+static atomic_int dev_sums, dev_maxes, dev_made;
 
 static int dev_sum(lks_comm *c, float *x, size_t n)
 {
 	atomic_fetch_add(&dev_sums, 1);
+	if (!dev_owns(x, n))
+		return lks_err("dev: all-reduce sum of memory the backend did not allocate");
 	return lks_comm_allreduce_sum(((struct dev_end *)c)->host, x, n);
 }
 
 static int dev_max(lks_comm *c, float *x, size_t n)
 {
+	atomic_fetch_add(&dev_maxes, 1);
+	if (!dev_owns(x, n))
+		return lks_err("dev: all-reduce max of memory the backend did not allocate");
 	return lks_comm_allreduce_max(((struct dev_end *)c)->host, x, n);
 }
 
@@ -565,17 +602,22 @@ static int dev_declines(const lks_backend *be, void *ctx, lks_comm *host, int nl
 
 /* A backend whose memory is not the host's and that offers a device communicator: each
    rank's end is made once, the gradients are summed where they are (no download for the
-   all-reduce, as NCCL would), and the bits are the CPU's. */
+   all-reduce, as NCCL would), only the backend's memory is passed to it (delayed
+   scaling's amax too), and the bits are the CPU's. */
 Test(backend, a_device_communicator_sums_the_gradients_unstaged)
 {
 	lks_backend be = device_backend();
 	int W;
 
 	be.comm = dev_comm;
-	W = train_like_cpu(&be, "the device communicator");
+	be.alloc = dev_alloc;
+	W = train_like_cpu(&be, "the device communicator", NULL);
 	cr_expect_eq(atomic_load(&dev_made), W);
 	cr_expect_eq(atomic_load(&dev_sums), 3 * W);
 	cr_expect_lt(atomic_load(&downloads), 3 * W, "the gradients were staged through the host");
+	cr_expect_eq(atomic_load(&dev_maxes), 0, "fp8_rowwise has no amax to all-reduce");
+	W = train_like_cpu(&be, "the device communicator", "run.r.recipe=fp8_delayed");
+	cr_expect_eq(atomic_load(&dev_maxes), 3 * W, "delayed scaling's amax, once a step");
 }
 
 /* allreduce = nccl needs a device communicator: a backend that declines (more ranks than

@@ -75,6 +75,8 @@ struct lks_runner {
 	char (*rank_err)[512];  /* (L) a failed rank's error, recorded by its own thread */
 	int *nan_seen;          /* (L) the rank met NaN/Inf once: it scans no more */
 	float *amax;            /* (L, 2 x layers x 3) delayed scaling's slots, all-reduced */
+	float **damax;          /* (L) each rank's slots in its backend's memory, where the
+	                           communicator takes device memory (R->devcomm); else NULL */
 	size_t *counts;         /* (2W) the bytes each rank sent of its two gathers (rank 0) */
 	int *nan_tensor;        /* (L) this step's first non-finite gradient tensor, or -1 */
 	int64_t *nan_count;     /* (L) its non-finite values */
@@ -228,6 +230,20 @@ static void lks_update_task(void *arg, int task, int thread)
 	}
 }
 
+/* The all-reduce max of rank index i's n amax slots (host): through its backend's memory
+   where the communicator takes device memory. */
+static int lks_amax_allreduce(struct lks_runner *R, int i, float *amax, size_t n)
+{
+	lks_rank *r = &R->ranks[i];
+	float *d = R->damax ? R->damax[i] : NULL;
+
+	if (!d)
+		return lks_comm_allreduce_max(R->comm[i], amax, n);
+	return lks_be_upload(r->be, r->bectx, d, amax, n * sizeof(float))
+	    || lks_comm_allreduce_max(R->comm[i], d, n)
+	    || lks_be_download(r->be, r->bectx, amax, d, n * sizeof(float)) ? -1 : 0;
+}
+
 /* Delayed scaling: every slot's amax of this step all-reduced (max, NaN wins) as TE does,
    then rolled into the history and scale of the rank at index rank. */
 static int lks_step_delayed(struct lks_runner *R, int rank)
@@ -242,7 +258,7 @@ static int lks_step_delayed(struct lks_runner *R, int rank)
 		return 0;
 	for (int s = 0; s < nslots; s++)
 		amax[s] = slots[s].cur;
-	if (lks_comm_allreduce_max(R->comm[rank], amax, (size_t)nslots))
+	if (lks_amax_allreduce(R, rank, amax, (size_t)nslots))
 		return -1;
 	for (int s = 0; s < nslots; s++) {
 		lks_src src = (lks_src)(s % 3);
@@ -469,8 +485,11 @@ static void lks_runner_release(struct lks_runner *R)
 				lks_be_free(k->be, k->bectx, R->m1[r]);
 			if (R->m2 && R->m2[r])
 				lks_be_free(k->be, k->bectx, R->m2[r]);
+			if (R->damax && R->damax[r])
+				lks_be_free(k->be, k->bectx, R->damax[r]);
 			lks_rank_release(k);
 		}
+	free(R->damax);
 	free(R->m1);
 	free(R->m2);
 	free(R->tokens);
@@ -567,8 +586,24 @@ static void lks_devcomm_task(void *arg, int task, int thread)
 
 	(void)thread;
 	if ((j->rc[task] = lks_be_comm(R->be, R->bectx[task], R->comm[task], R->L,
-	                                R->run->allreduce, &j->ends[task])))
+	                                R->run->allreduce, &j->ends[task]))) {
 		snprintf(j->err[task], sizeof(j->err[task]), "%s", lks_errmsg());
+		/* the other ranks may wait for this one in a collective of the host's */
+		lks_comm_abort(j->ends[task] ? j->ends[task] : R->comm[task], j->err[task]);
+	}
+}
+
+/* Room for each rank's amax slots in its backend's memory (lks_amax_allreduce) */
+static int lks_devcomm_amax(struct lks_runner *R)
+{
+	size_t bytes = 6 * (size_t)R->m.cfg.layers * sizeof(float);
+
+	if (!(R->damax = calloc((size_t)R->L, sizeof(*R->damax))))
+		return lks_err("out of memory");
+	for (int r = 0; r < R->L; r++)
+		if (lks_be_alloc(R->ranks[r].be, R->ranks[r].bectx, bytes, (void **)&R->damax[r]))
+			return -1;
+	return 0;
 }
 
 /* Where the ranks' memory is not the host's, the backend may offer a communicator on it
@@ -595,14 +630,16 @@ static int lks_runner_devcomm(struct lks_runner *R)
 	}
 	lks_pool_run(R->rank_pool, R->L, lks_devcomm_task, &j);
 	for (int r = 0; r < R->L; r++)
+		if (j.ends[r])
+			R->comm[r] = j.ends[r];  /* it took the host's end over (closed with it) */
+	for (int r = 0; r < R->L; r++)
 		if (j.rc[r]) {
 			lks_err("rank %d: %s", R->first + r, j.err[r]);
 			goto out;
 		}
-	R->devcomm = R->L > 0 && j.ends[0];
-	for (int r = 0; r < R->L; r++)
-		if (j.ends[r])
-			R->comm[r] = j.ends[r];  /* it took the host's end over */
+	R->devcomm = j.ends[0] != NULL;
+	if (R->devcomm && lks_devcomm_amax(R))
+		goto out;
 	if (nccl && !R->devcomm) {
 		lks_err("run '%s': allreduce = nccl: backend '%s' offers no device communicator "
 		        "here (one GPU per rank, built with NCCL)", R->run->name, R->be->name);
