@@ -471,6 +471,14 @@ static float lks_schedule(const lks_optim_cfg *o, int step, int steps)
 	return (float)(o->min_lr + 0.5 * ((double)o->lr - o->min_lr) * (1.0 + lks_cospi(p)));
 }
 
+static void lks_comm_close_task(void *arg, int task, int thread)
+{
+	struct lks_runner *R = arg;
+
+	(void)thread;
+	lks_comm_close(R->comm[task]);
+}
+
 static void lks_runner_release(struct lks_runner *R)
 {
 	lks_store_wait(R);  /* a failed run's last write still lands */
@@ -498,7 +506,12 @@ static void lks_runner_release(struct lks_runner *R)
 			free(R->staged[r]);
 	free(R->staged);
 	free(R->ranks);
-	if (R->comm)  /* before the contexts: a device communicator works on their devices */
+	/* before the contexts: a device communicator works on their devices; its ends are
+	   closed at once, each in its rank's thread, since NCCL's destroy waits for every
+	   rank's */
+	if (R->comm && R->devcomm)
+		lks_pool_run(R->rank_pool, R->L, lks_comm_close_task, R);
+	else if (R->comm)
 		for (int r = 0; r < R->L; r++)
 			lks_comm_close(R->comm[r]);
 	for (int r = 0; r < R->opened; r++)
@@ -937,6 +950,9 @@ out:
 	/* the other processes of a job would wait for this one's next collective: end them */
 	if (rc && o->job && o->job->size > 1)
 		lks_comm_abort(o->job, lks_errmsg());
+	/* nor may a device communicator's close wait for a rank that is gone */
+	for (int r = 0; rc && R.devcomm && r < R.L; r++)
+		lks_comm_abort(R.comm[r], "the run failed");
 	res->seconds = lks_clock() - t_start;
 	free(options);
 	lks_runner_release(&R);

@@ -172,7 +172,11 @@ static void lks_nccl_close(lks_comm *c)
 	struct lks_comm_nccl_end *e = lks_nccl_of(c);
 
 	cudaSetDevice(e->device);
-	if (e->nc)
+	/* destroy waits for every rank's (the caller closes the ends of its ranks at once);
+	   after an abort a rank may be gone, so abort, which does not wait */
+	if (e->nc && e->aborted)
+		ncclCommAbort(e->nc);
+	else if (e->nc)
 		ncclCommDestroy(e->nc);
 	cudaFree(e->scratch);
 	lks_comm_close(e->host);

@@ -9,7 +9,9 @@
  * communicator's lines: the same bits); or nccl, ncclAllReduce in place, NCCL's own
  * algorithm (NCCL_ALGO and NCCL_PROTO, in the fingerprint, choose it). allreduce_max is
  * always the ordered fold (NaN wins). gather, barrier and abort are the host end's, which
- * the NCCL end owns (closing it closes the host end).
+ * the NCCL end owns (closing it closes the host end). NCCL's destroy waits for every rank's,
+ * so the ends of a process's ranks are closed at once, each in its thread; an aborted end
+ * aborts its NCCL communicator instead, which waits for none.
  *
  * Topologies: a process driving its local GPUs, a thread per GPU, and a process per GPU
  * over MPI: the host end carries the NCCL unique id from rank 0 (lks_comm_bcast_bytes).
