@@ -118,6 +118,14 @@ Test(cli, env_fingerprint)
 	cr_assert_eq(lks_run_bin(NULL, "env --json", out, sizeof(out)), 0);
 	cr_assert_eq(out[0], '{');
 	cr_assert_not_null(strstr(out, "\"isa.active\": "), "%s", out);
+#if defined(LKS_HAVE_NCCL)
+	/* ncclGetVersion needs no GPU: the library's version, as 2.28.9 */
+	cr_assert_not_null(strstr(out, "\"nccl\": \"2."), "%s", out);
+#elif defined(LKS_HAVE_CUDA)
+	cr_assert_not_null(strstr(out, "\"nccl\": \"not built"), "%s", out);
+#endif
+	cr_assert_eq(lks_run_bin("NCCL_ALGO=Ring", "env --json", out, sizeof(out)), 0);
+	cr_assert_not_null(strstr(out, "\"env.NCCL_ALGO\": \"Ring\""), "%s", out);
 }
 
 Test(cli, bench_quant_runs_small)
