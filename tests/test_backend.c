@@ -7,7 +7,6 @@
  * model makes it, and trains the same bits as the CPU backend itself.
  */
 #include <criterion/criterion.h>
-#include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -20,8 +19,8 @@
 #include "harness/store/trace_store.h"
 #include "kernels/backend.h"
 #include "kernels/cpu/backend_cpu.h"
-#include "kernels/cuda/backend_cuda.h"
 #include "kernels/err.h"
+#include "backend_fixture.h"
 #include "case_text.h"
 
 /* ---- the struct ---- */
@@ -253,44 +252,6 @@ static lks_backend counting_backend(void)
 	return be;
 }
 
-/* 3 steps of a 2-block model on 2 ranks */
-static const char two_blocks[] =
-	"[case]\nsteps = 3\nseed = 7\nworld_size = 2\n"
-	"[model]\nvocab = 32\nhidden = 16\nffn = 32\nlayers = 2\nseq = 8\nbatch = 2\n"
-	"[run r]\nrecipe = fp8_rowwise\n";
-
-static int nstats;
-static uint64_t stats_hash;
-
-/* every stat row's hash, folded in order: the traces of two runs are the same bits when
-   these are (besides their count) */
-static void on_step(void *arg, const lks_step_row *steps, int nsteps, const lks_stat_row *stats,
-                    size_t n, char *const *names, int nnames)
-{
-	double *loss = arg;
-
-	(void)names; (void)nnames;
-	for (int r = 0; r < nsteps; r++)
-		loss[steps[r].step] += steps[r].loss;
-	for (size_t i = 0; i < n; i++) {
-		stats_hash = stats_hash * 0x100000001b3ull ^ stats[i].hash;
-		nstats++;
-	}
-}
-
-static void train(const lks_case *c, const lks_backend *be, double *loss, uint64_t *hash, int *n)
-{
-	lks_runner_opts o = { .threads = 1, .backend = be, .on_step = on_step, .on_step_arg = loss };
-	lks_run_result res;
-
-	nstats = 0;
-	stats_hash = 0;
-	cr_assert_eq(lks_run(c, &c->runs[0], NULL, &o, &res), 0, "%s", lks_errmsg());
-	cr_assert_eq(res.steps, 3);
-	*hash = stats_hash;
-	*n = nstats;
-}
-
 Test(backend, every_op_of_a_step_goes_through_the_struct)
 {
 	lks_backend be = counting_backend();
@@ -424,51 +385,9 @@ Test(backend, the_runner_opens_a_backend_given_without_context)
 	lks_case_release(&c);
 }
 
-static atomic_int downloads;
-
-static int counting_download(const lks_backend *be, void *ctx, void *dst, const void *src,
-                             size_t bytes)
-{
-	atomic_fetch_add(&downloads, 1);
-	return lks_backend_cpu.download(&lks_backend_cpu, ctx, dst, src, bytes);
-}
-
 /* A backend whose memory is not the host's (host_memory missing) has its gradients
    staged through the host for the all-reduce: downloaded once per rank and step at least,
    and the same bits as the CPU's in place. */
-/* two_blocks (with set, an override, or none) on the cpu backend and on be (downloads
-   counted from 0 for be): the traces
-   and losses must be the same bits; returns the run's world size */
-static int train_like_cpu(const lks_backend *be, const char *what, const char *set)
-{
-	double loss_cpu[3] = { 0 }, loss_be[3] = { 0 };
-	uint64_t hash_cpu, hash_be;
-	int n_cpu, n_be, W;
-	lks_case c;
-
-	load_case(two_blocks, set ? &set : NULL, set ? 1 : 0, &c);
-	train(&c, &lks_backend_cpu, loss_cpu, &hash_cpu, &n_cpu);
-	atomic_store(&downloads, 0);
-	train(&c, be, loss_be, &hash_be, &n_be);
-	cr_expect_eq(n_be, n_cpu);
-	cr_expect_eq(hash_be, hash_cpu, "%s changed the traces", what);
-	cr_expect_eq(memcmp(loss_be, loss_cpu, sizeof(loss_cpu)), 0, "%s changed the loss", what);
-	W = c.runs[0].world_size;
-	lks_case_release(&c);
-	return W;
-}
-
-/* the cpu's methods, as a backend whose memory is not the host's (its downloads counted) */
-static lks_backend device_backend(void)
-{
-	lks_backend be = lks_backend_cpu;
-
-	be.name = "device";
-	be.host_memory = NULL;
-	be.download = counting_download;
-	return be;
-}
-
 Test(backend, a_device_backends_gradients_are_staged_for_the_all_reduce)
 {
 	lks_backend be = device_backend();
@@ -493,177 +412,6 @@ Test(backend, the_runner_opens_a_context_per_rank_with_its_index)
 	cr_expect_eq(k.local[0], 0);
 	cr_expect_eq(k.local[1], 1);
 	cr_expect_eq(k.close, 2, "each context closed once");
-}
-
-/* ---- a device communicator (version 5's comm), played on the CPU ---- */
-
-/* the blocks the device backend's alloc handed out: a device communicator takes only
-   these, as NCCL takes only device memory */
-struct dev_block { const void *p; size_t bytes; };
-static struct dev_block dev_blocks[4096];
-static int ndev_blocks;
-static pthread_mutex_t dev_lock = PTHREAD_MUTEX_INITIALIZER;
-
-static int dev_alloc(const lks_backend *be, void *ctx, size_t bytes, void **out)
-{
-	if (lks_backend_cpu.alloc(be, ctx, bytes, out))
-		return -1;
-	pthread_mutex_lock(&dev_lock);
-	if (ndev_blocks < 4096)
-		dev_blocks[ndev_blocks++] = (struct dev_block){ *out, bytes };
-	pthread_mutex_unlock(&dev_lock);
-	return 0;
-}
-
-static int dev_owns(const float *x, size_t n)
-{
-	int found = 0;
-
-	pthread_mutex_lock(&dev_lock);
-	for (int i = 0; i < ndev_blocks && !found; i++)
-		found = (const char *)x >= (const char *)dev_blocks[i].p
-		     && (const char *)(x + n) <= (const char *)dev_blocks[i].p + dev_blocks[i].bytes;
-	pthread_mutex_unlock(&dev_lock);
-	return found;
-}
-
-struct dev_end {
-	lks_comm base;
-	lks_comm *host;
-};
-
-static atomic_int dev_sums, dev_maxes, dev_made;
-
-static int dev_sum(lks_comm *c, float *x, size_t n)
-{
-	atomic_fetch_add(&dev_sums, 1);
-	if (!dev_owns(x, n))
-		return lks_err("dev: all-reduce sum of memory the backend did not allocate");
-	return lks_comm_allreduce_sum(((struct dev_end *)c)->host, x, n);
-}
-
-static int dev_max(lks_comm *c, float *x, size_t n)
-{
-	atomic_fetch_add(&dev_maxes, 1);
-	if (!dev_owns(x, n))
-		return lks_err("dev: all-reduce max of memory the backend did not allocate");
-	return lks_comm_allreduce_max(((struct dev_end *)c)->host, x, n);
-}
-
-static int dev_gather(lks_comm *c, const void *x, size_t bytes, void **out, size_t *counts)
-{
-	return lks_comm_gather(((struct dev_end *)c)->host, x, bytes, out, counts);
-}
-
-static void dev_abort(lks_comm *c, const char *why)
-{
-	lks_comm_abort(((struct dev_end *)c)->host, why);
-}
-
-static void dev_close(lks_comm *c)
-{
-	lks_comm_close(((struct dev_end *)c)->host);
-	free(c);
-}
-
-static int dev_memory(lks_comm *c)
-{
-	(void)c;
-	return 1;
-}
-
-static const lks_comm_methods dev_methods = {
-	.version = LKS_COMM_VERSION, .name = "dev", .allreduce_sum = dev_sum,
-	.allreduce_max = dev_max, .gather = dev_gather, .abort = dev_abort, .close = dev_close,
-	.device_memory = dev_memory,
-};
-
-static int dev_comm(const lks_backend *be, void *ctx, lks_comm *host, int nlocal, int mode,
-                    lks_comm **out)
-{
-	struct dev_end *e = malloc(sizeof(*e));
-
-	(void)be; (void)ctx; (void)nlocal; (void)mode;
-	if (!e)
-		return lks_err("out of memory");
-	*e = (struct dev_end){ { &dev_methods, host->rank, host->size }, host };
-	*out = &e->base;
-	atomic_fetch_add(&dev_made, 1);
-	return 0;
-}
-
-static int dev_declines(const lks_backend *be, void *ctx, lks_comm *host, int nlocal, int mode,
-                        lks_comm **out)
-{
-	(void)be; (void)ctx; (void)host; (void)nlocal; (void)mode;
-	*out = NULL;
-	return 0;
-}
-
-/* A backend whose memory is not the host's and that offers a device communicator: each
-   rank's end is made once, the gradients are summed where they are (no download for the
-   all-reduce, as NCCL would), only the backend's memory is passed to it (delayed
-   scaling's amax too), and the bits are the CPU's. */
-Test(backend, a_device_communicator_sums_the_gradients_unstaged)
-{
-	lks_backend be = device_backend();
-	int W;
-
-	be.comm = dev_comm;
-	be.alloc = dev_alloc;
-	W = train_like_cpu(&be, "the device communicator", NULL);
-	cr_expect_eq(atomic_load(&dev_made), W);
-	cr_expect_eq(atomic_load(&dev_sums), 3 * W);
-	cr_expect_lt(atomic_load(&downloads), 3 * W, "the gradients were staged through the host");
-	cr_expect_eq(atomic_load(&dev_maxes), 0, "fp8_rowwise has no amax to all-reduce");
-	W = train_like_cpu(&be, "the device communicator", "run.r.recipe=fp8_delayed");
-	cr_expect_eq(atomic_load(&dev_maxes), 3 * W, "delayed scaling's amax, once a step");
-}
-
-/* allreduce = nccl needs a device communicator: a backend that declines (more ranks than
-   GPUs) or whose memory is the host's fails the run, saying why. */
-Test(backend, allreduce_nccl_without_a_device_communicator_fails)
-{
-	const char *sets[] = { "run.r.allreduce=nccl" };
-	lks_backend be = lks_backend_cpu;
-	lks_runner_opts o = { .threads = 1, .backend = &be };
-	lks_run_result res;
-	lks_case c;
-
-	load_case(two_blocks, sets, 1, &c);
-	cr_assert_eq(c.runs[0].allreduce, LKS_ALLREDUCE_NCCL);
-	cr_expect_neq(lks_run(&c, &c.runs[0], NULL, &o, &res), 0);
-	cr_expect(strstr(lks_errmsg(), "allreduce = nccl needs a backend whose memory"), "%s",
-	          lks_errmsg());
-	be.host_memory = NULL;
-	be.comm = dev_declines;
-	cr_expect_neq(lks_run(&c, &c.runs[0], NULL, &o, &res), 0);
-	cr_expect(strstr(lks_errmsg(), "offers no device communicator"), "%s", lks_errmsg());
-	lks_case_release(&c);
-}
-
-/* The cuda backend's device of a process's rank: base (LKS_CUDA_DEVICE) for rank 0, then
-   the next devices, wrapping: as many ranks as devices get distinct ones, the next ones
-   share them in turn. */
-Test(backend, cuda_ranks_map_to_devices_in_turn)
-{
-	for (int count = 1; count <= 8; count++)
-		for (int base = 0; base < count; base++) {
-			int seen[8] = { 0 };
-
-			for (int local = 0; local < 2 * count; local++) {
-				int d = lks_cuda_rank_device(base, local, count);
-
-				cr_assert(d >= 0 && d < count, "base %d local %d of %d: %d", base, local,
-				          count, d);
-				cr_assert_eq(d, local < count ? (base + local < count ? base + local
-				                                 : base + local - count)
-				                              : lks_cuda_rank_device(base, local - count, count));
-				if (local < count)
-					cr_assert_eq(seen[d]++, 0, "device %d twice among %d ranks", d, count);
-			}
-			cr_assert_eq(lks_cuda_rank_device(base, 0, count), base);
-		}
 }
 
 static int64_t peak_seen[8];
@@ -788,21 +536,8 @@ static int backend_of(void *arg, const lks_run_rec *run)
 Test(backend, the_run_stores_its_backend_name)
 {
 	lks_backend be = counting_backend();
-	lks_runner_opts o = { .threads = 1, .backend = &be };
-	char dir[] = "/tmp/lks-test-backend-XXXXXX", path[64], stored[32] = "";
-	lks_run_result res;
-	lks_store *s;
-	lks_case c;
+	char stored[32] = "";
 
-	cr_assert_not_null(mkdtemp(dir));
-	snprintf(path, sizeof(path), "%s/t.db", dir);
-	cr_assert_eq(lks_store_open(path, &s), 0, "%s", lks_errmsg());
-	load_case(two_blocks, NULL, 0, &c);
-	cr_assert_eq(lks_run(&c, &c.runs[0], s, &o, &res), 0, "%s", lks_errmsg());
-	cr_assert_eq(lks_store_get_runs(s, backend_of, stored), 0, "%s", lks_errmsg());
+	run_stored(&be, NULL, backend_of, stored);
 	cr_assert_str_eq(stored, "counting");
-	lks_store_close(s);
-	lks_case_release(&c);
-	unlink(path);
-	rmdir(dir);
 }
