@@ -13,6 +13,7 @@
 
 #include "kernels/backend.h"
 #include "kernels/cuda/backend_cuda.h"
+#include "kernels/pool.h"
 #include "backend_fixture.h"
 
 /* the blocks the device backend's alloc handed out: a device communicator takes only
@@ -140,13 +141,15 @@ Test(backend, a_device_communicator_sums_the_gradients_unstaged)
 }
 
 /* allreduce = nccl needs a device communicator: a backend that declines (more ranks than
-   GPUs) or whose memory is the host's fails the run, saying why. */
+   GPUs), whose memory is the host's, or whose ranks share the caller's context fails the
+   run, saying why. */
 Test(backend, allreduce_nccl_without_a_device_communicator_fails)
 {
 	const char *sets[] = { "run.r.allreduce=nccl" };
 	lks_backend be = lks_backend_cpu;
 	lks_runner_opts o = { .threads = 1, .backend = &be };
 	lks_run_result res;
+	lks_pool *pool;
 	lks_case c;
 
 	load_case(two_blocks, sets, 1, &c);
@@ -158,6 +161,15 @@ Test(backend, allreduce_nccl_without_a_device_communicator_fails)
 	be.comm = dev_declines;
 	cr_expect_neq(lks_run(&c, &c.runs[0], NULL, &o, &res), 0);
 	cr_expect(strstr(lks_errmsg(), "offers no device communicator"), "%s", lks_errmsg());
+	/* ranks that share the caller's context (one device) are not asked for one */
+	be.comm = dev_comm;
+	atomic_store(&dev_made, 0);
+	cr_assert_eq(lks_pool_create(1, &pool), 0);
+	o.backend_ctx = pool;
+	cr_expect_neq(lks_run(&c, &c.runs[0], NULL, &o, &res), 0);
+	cr_expect(strstr(lks_errmsg(), "a context per rank"), "%s", lks_errmsg());
+	cr_expect_eq(atomic_load(&dev_made), 0);
+	lks_pool_free(pool);
 	lks_case_release(&c);
 }
 

@@ -623,7 +623,8 @@ static int lks_devcomm_amax(struct lks_runner *R)
    (lks_be_comm: NCCL on the cuda backend), made by every rank at once in its own thread;
    the ranks then all-reduce their gradients where they are, else through the host
    (R->staged). allreduce = nccl needs one. A planted skip_allreduce keeps the host's ends:
-   its wrapper keeps a rank's own gradient in host memory. */
+   its wrapper keeps a rank's own gradient in host memory; so do ranks that share the
+   caller's context (o->backend_ctx: one device for all), on every process alike. */
 static int lks_runner_devcomm(struct lks_runner *R)
 {
 	struct lks_devcomm_job j = { R, NULL, NULL, NULL };
@@ -631,9 +632,11 @@ static int lks_runner_devcomm(struct lks_runner *R)
 
 	if (R->L == 0)  /* a process of the job with no rank takes no part */
 		return 0;
-	if (lks_be_host_memory(R->be) || R->run->inject.kind == LKS_FAULT_SKIP_ALLREDUCE)
+	if (lks_be_host_memory(R->be) || R->run->inject.kind == LKS_FAULT_SKIP_ALLREDUCE
+	    || R->opened != R->L)
 		return nccl ? lks_err("run '%s': allreduce = nccl needs a backend whose memory is a "
-		                      "device's, and no planted skip_allreduce", R->run->name) : 0;
+		                      "device's, a context per rank, and no planted skip_allreduce",
+		                      R->run->name) : 0;
 	j.ends = calloc((size_t)R->L, sizeof(*j.ends));
 	j.rc = calloc((size_t)R->L, sizeof(*j.rc));
 	j.err = calloc((size_t)R->L, sizeof(*j.err));
