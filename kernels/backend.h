@@ -22,9 +22,10 @@
 #include <stdint.h>
 
 #include "kernels/backend_types.h"
+#include "kernels/comm.h"
 #include "kernels/err.h"
 
-#define LKS_BACKEND_VERSION 6
+#define LKS_BACKEND_VERSION 7
 
 typedef struct lks_backend lks_backend;
 
@@ -140,6 +141,21 @@ struct lks_backend {
 	/* put(arg, plan) for each way its library ran GEMMs since open (lks_gemm_algo), in the
 	   order first met; missing: it has no library GEMM (the cpu's), no plans */
 	int (*gemm_plans)(const lks_backend *be, void *ctx, lks_plan_fn put, void *arg);
+
+	/* -- version 7 -- */
+	/* open for the process's rank of index local (0, 1, ...): a context of its own, so no
+	   two ranks share a stream or a scratch buffer (cuda: on device (LKS_CUDA_DEVICE or 0)
+	   + local, modulo the devices); missing: open */
+	int (*open_rank)(const lks_backend *be, int threads, int local, void **ctx);
+	/* A communicator whose all-reduces take this context's memory, built on host, this
+	   rank's end of the group (the threads' or MPI's, which keeps gather, barrier and
+	   abort); nlocal: the ranks of this process; mode: lks_allreduce_mode. Called by every
+	   rank of the group at once, each in its own thread. *out takes host over (closing
+	   *out closes host), or is NULL, host untouched, where the group declined (every rank
+	   alike: e.g. more ranks than devices on a process), and the caller stages through the
+	   host; missing: declined everywhere. */
+	int (*comm)(const lks_backend *be, void *ctx, lks_comm *host, int nlocal, int mode,
+	            lks_comm **out);
 };
 
 /* The registry (backend.c, the one library that links the backends' kernels): the backend
@@ -277,6 +293,18 @@ static inline int lks_be_measure_end(const lks_backend *be, void *ctx, void *job
 static inline int lks_be_gemm_plans(const lks_backend *be, void *ctx, lks_plan_fn put,
                                     void *arg)
 { return LKS_BE_HAS(be, gemm_plans) ? be->gemm_plans(be, ctx, put, arg) : 0; }
+static inline int lks_be_open_rank(const lks_backend *be, int threads, int local, void **ctx)
+{
+	*ctx = NULL;
+	return LKS_BE_HAS(be, open_rank) ? be->open_rank(be, threads, local, ctx)
+	     : lks_be_open(be, threads, ctx);
+}
+static inline int lks_be_comm(const lks_backend *be, void *ctx, lks_comm *host, int nlocal,
+                              int mode, lks_comm **out)
+{
+	*out = NULL;
+	return LKS_BE_HAS(be, comm) ? be->comm(be, ctx, host, nlocal, mode, out) : 0;
+}
 static inline int lks_be_host_memory(const lks_backend *be)
 { return LKS_BE_HAS(be, host_memory) && be->host_memory(be); }
 static inline int lks_be_nonfinite(const lks_backend *be, void *ctx, const float *x, size_t n,

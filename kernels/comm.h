@@ -20,13 +20,18 @@
 #define LKS_KERNELS_COMM_H
 
 #include <stddef.h>
+#include <stdlib.h>
 
 #include "kernels/err.h"
 
-#define LKS_COMM_VERSION 2
+#define LKS_COMM_VERSION 3
 #define LKS_COMM_ROOT 0         /* the rank that gathers (the one that owns the database) */
 
 typedef struct lks_comm lks_comm;
+
+/* How a device communicator sums (a run's key allreduce): in rank order, the bits of the
+   threads' and MPI's sum; or NCCL's own algorithm (within tolerance of them). */
+typedef enum lks_allreduce_mode { LKS_ALLREDUCE_ORDERED, LKS_ALLREDUCE_NCCL } lks_allreduce_mode;
 
 typedef struct lks_comm_methods {
 	int version;            /* LKS_COMM_VERSION the table was written for */
@@ -56,6 +61,10 @@ typedef struct lks_comm_methods {
 	   rank gets *count = 0 and takes no part in the group's collectives. Called by every
 	   process of the job, in the same order; the ends are closed as any others. */
 	int (*group)(lks_comm *c, int nranks, int *first, int *count, lks_comm **ends);
+	/* -- version 3 -- */
+	/* 1: the all-reduces take device memory (the NCCL communicator's), so the caller
+	   passes its backend's buffers as they are; missing or 0: host memory */
+	int (*device_memory)(lks_comm *c);
 } lks_comm_methods;
 
 struct lks_comm {
@@ -105,6 +114,37 @@ static inline int lks_comm_group(lks_comm *c, int nranks, int *first, int *count
 {
 	return c->m->version >= 2 && c->m->group ? c->m->group(c, nranks, first, count, ends)
 	     : lks_err("communicator '%s' cannot lay out ranks over processes", c->m->name);
+}
+
+static inline int lks_comm_device_memory(lks_comm *c)
+{
+	return c->m->version >= 3 && c->m->device_memory && c->m->device_memory(c);
+}
+
+/* n bytes of rank 0's buf to every rank of the group, through an all-reduce sum and no
+   method of its own: each byte travels as a float, rank 0's value and every other rank's
+   0. Integers 0..255 are exact in fp32 and x + 0 is x, so the sum is rank 0's bytes on
+   every rank, whatever the transport (the NCCL unique id goes to every rank this way). */
+static inline int lks_comm_bcast_bytes(lks_comm *c, unsigned char *buf, size_t n)
+{
+	float *f = (float *)calloc(n ? n : 1, sizeof(float));
+	int rc;
+
+	if (!f)
+		return lks_err("out of memory");
+	for (size_t i = 0; i < n && c->rank == 0; i++)
+		f[i] = (float)buf[i];
+	if ((rc = lks_comm_allreduce_sum(c, f, n)) == 0)
+		for (size_t i = 0; i < n; i++) {
+			if (!(f[i] >= 0.0f && f[i] <= 255.0f && f[i] == (float)(int)f[i])) {
+				rc = lks_err("communicator '%s': byte %zu arrived as %g", c->m->name, i,
+				             (double)f[i]);
+				break;
+			}
+			buf[i] = (unsigned char)f[i];
+		}
+	free(f);
+	return rc;
 }
 
 /* Where nranks ranks go on procs processes: process p hosts the block [first, first +

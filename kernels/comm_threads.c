@@ -7,11 +7,12 @@
  * r + size, ...: it sums (or maxes) the chunk over the ranks in rank order into rank 0's
  * buffer and copies the result to every other rank's (a reduce-scatter in rank order, then
  * an all-gather), so each element is ((x_0 + x_1) + x_2) + ... whichever thread runs it,
- * and no two threads write one element. An abort wakes every waiter with an error.
+ * and no two threads write one element (the max's rule is element/reduce.h's, which the
+ * NCCL communicator's fold shares). An abort wakes every waiter with an error.
  */
 #include "kernels/comm.h"
+#include "kernels/element/reduce.h"
 
-#include <math.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -104,7 +105,7 @@ static int lks_threads_allreduce(lks_comm *c, float *x, size_t n, int max)
 
 			if (max)
 				for (size_t i = i0; i < i1; i++)
-					acc[i] = isnan(y[i]) || y[i] > acc[i] ? y[i] : acc[i];
+					acc[i] = lks_max_nan(acc[i], y[i]);
 			else
 				for (size_t i = i0; i < i1; i++)
 					acc[i] += y[i];

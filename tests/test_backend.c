@@ -23,6 +23,7 @@
 #include "kernels/backend.h"
 #include "kernels/cpu/backend_cpu.h"
 #include "kernels/err.h"
+#include "backend_fixture.h"
 #include "case_text.h"
 #include "store_fixture.h"
 
@@ -38,8 +39,9 @@ Test(backend, cpu_has_every_method)
 	cr_assert_str_eq(be->name, "cpu");
 	/* every slot from open to the end is a method pointer; none is NULL but mem_peak (the
 	   CPU's memory is the host's, which a run does not measure: steps.mem_peak is NULL),
-	   measure_begin/end (a kept tensor is measured in the background, the others at once)
-	   and gemm_plans (it has no GEMM library, so no plans) */
+	   measure_begin/end (a kept tensor is measured in the background, the others at once),
+	   gemm_plans (it has no GEMM library, so no plans) and comm (the host communicators
+	   sum in place) */
 	for (size_t off = first; off + sizeof(void (*)(void)) <= sizeof(lks_backend);
 	     off += sizeof(void (*)(void))) {
 		void (*fn)(void);
@@ -52,6 +54,8 @@ Test(backend, cpu_has_every_method)
 			cr_expect_null(fn, "the cpu backend measures a tensor when it is traced");
 		else if (off == offsetof(lks_backend, gemm_plans))
 			cr_expect_null(fn, "the cpu backend has no GEMM plans");
+		else if (off == offsetof(lks_backend, comm))
+			cr_expect_null(fn, "the cpu backend offers no device communicator");
 		else
 			cr_expect_not_null(fn, "the method at byte %zu of lks_backend is missing", off);
 	}
@@ -259,52 +263,6 @@ static lks_backend counting_backend(void)
 	return be;
 }
 
-/* 3 steps of a 2-block model on 2 ranks */
-static const char two_blocks[] =
-	"[case]\nsteps = 3\nseed = 7\nworld_size = 2\n"
-	"[model]\nvocab = 32\nhidden = 16\nffn = 32\nlayers = 2\nseq = 8\nbatch = 2\n"
-	"[run r]\nrecipe = fp8_rowwise\n";
-
-static int nstats;
-static uint64_t stats_hash;
-
-/* every stat row's hash, folded in order: the traces of two runs are the same bits when
-   these are (besides their count) */
-static void on_step(void *arg, const lks_step_row *steps, int nsteps, const lks_stat_row *stats,
-                    size_t n, char *const *names, int nnames)
-{
-	double *loss = arg;
-
-	(void)names; (void)nnames;
-	for (int r = 0; r < nsteps; r++)
-		loss[steps[r].step] += steps[r].loss;
-	for (size_t i = 0; i < n; i++) {
-		stats_hash = stats_hash * 0x100000001b3ull ^ stats[i].hash;
-		nstats++;
-	}
-}
-
-/* threads 2 with a single rank: it measures on its background thread */
-static void train_on(const lks_case *c, const lks_backend *be, int threads, double *loss,
-                     uint64_t *hash, int *n)
-{
-	lks_runner_opts o = { .threads = threads, .backend = be, .on_step = on_step,
-	                      .on_step_arg = loss };
-	lks_run_result res;
-
-	nstats = 0;
-	stats_hash = 0;
-	cr_assert_eq(lks_run(c, &c->runs[0], NULL, &o, &res), 0, "%s", lks_errmsg());
-	cr_assert_eq(res.steps, 3);
-	*hash = stats_hash;
-	*n = nstats;
-}
-
-static void train(const lks_case *c, const lks_backend *be, double *loss, uint64_t *hash, int *n)
-{
-	train_on(c, be, 1, loss, hash, n);
-}
-
 Test(backend, every_op_of_a_step_goes_through_the_struct)
 {
 	lks_backend be = counting_backend();
@@ -374,30 +332,49 @@ Test(backend, a_run_on_a_backend_without_an_op_fails_naming_it)
 	lks_case_release(&c);
 }
 
-struct opens { int open, close, threads; void *ctx; };
+struct opens {
+	atomic_int open, close, threads;
+	void *ctx[8];           /* what each open gave, in order */
+	int local[8];           /* open_rank's local index, in order (-1: by open) */
+};
+
+/* a context of the cpu's, recorded (the runner opens them in turn) */
+static int counting_open_rank(const lks_backend *be, int threads, int local, void **ctx)
+{
+	struct opens *k = be->app;
+	int i = atomic_load(&k->open);
+
+	if (lks_backend_cpu.open(&lks_backend_cpu, threads, ctx))
+		return -1;
+	if (i < 8) {
+		k->ctx[i] = *ctx;
+		k->local[i] = local;
+	}
+	k->threads = threads;
+	atomic_fetch_add(&k->open, 1);
+	return 0;
+}
 
 static int counting_open(const lks_backend *be, int threads, void **ctx)
 {
-	struct opens *k = be->app;
-
-	k->open++;
-	k->threads = threads;
-	if (lks_backend_cpu.open(&lks_backend_cpu, threads, ctx))
-		return -1;
-	k->ctx = *ctx;
-	return 0;
+	return counting_open_rank(be, threads, -1, ctx);
 }
 
 static void counting_close(const lks_backend *be, void *ctx)
 {
 	struct opens *k = be->app;
 
-	k->close += ctx == k->ctx;
+	for (int i = 0; i < 8 && i < atomic_load(&k->open); i++)
+		if (k->ctx[i] == ctx) {  /* one that open gave */
+			atomic_fetch_add(&k->close, 1);
+			break;
+		}
 	lks_backend_cpu.close(&lks_backend_cpu, ctx);
 }
 
-/* A backend given without a context is opened by the runner, once, with the threads of a
-   rank (a single rank: all of them), and closed once with what open gave. */
+/* A backend given without a context is opened by the runner once per rank of the
+   process, with the threads of a rank (a single rank: all of them), and each context is
+   closed once; one without open_rank (version 4) through its open. */
 Test(backend, the_runner_opens_a_backend_given_without_context)
 {
 	struct opens k = { 0 };
@@ -409,21 +386,14 @@ Test(backend, the_runner_opens_a_backend_given_without_context)
 	be.app = &k;
 	be.open = counting_open;
 	be.close = counting_close;
+	be.size = (int)offsetof(lks_backend, open_rank);  /* a version-4 backend */
 	load_case(two_blocks, NULL, 0, &c);
 	cr_assert_eq(lks_run(&c, &c.runs[0], NULL, &o, &res), 0, "%s", lks_errmsg());
-	cr_expect_eq(k.open, 1);
-	cr_expect_eq(k.close, 1);
+	cr_expect_eq(k.open, c.runs[0].world_size);
+	cr_expect_eq(k.close, c.runs[0].world_size);
+	cr_expect_eq(k.local[0], -1, "a version-4 backend is opened by its open");
 	cr_expect_eq(k.threads, c.runs[0].world_size == 1 ? 2 : 1);
 	lks_case_release(&c);
-}
-
-static atomic_int downloads;
-
-static int counting_download(const lks_backend *be, void *ctx, void *dst, const void *src,
-                             size_t bytes)
-{
-	atomic_fetch_add(&downloads, 1);
-	return lks_backend_cpu.download(&lks_backend_cpu, ctx, dst, src, bytes);
 }
 
 /* A backend whose memory is not the host's (host_memory missing) has its gradients
@@ -431,24 +401,28 @@ static int counting_download(const lks_backend *be, void *ctx, void *dst, const 
    and the same bits as the CPU's in place. */
 Test(backend, a_device_backends_gradients_are_staged_for_the_all_reduce)
 {
-	lks_backend be = lks_backend_cpu;
-	double loss_cpu[3] = { 0 }, loss_staged[3] = { 0 };
-	uint64_t hash_cpu, hash_staged;
-	int n_cpu, n_staged;
-	lks_case c;
+	lks_backend be = device_backend();
+	int W = train_like_cpu(&be, "the staged all-reduce", NULL);
 
-	be.name = "device";
-	be.host_memory = NULL;
-	be.download = counting_download;
-	load_case(two_blocks, NULL, 0, &c);
-	train(&c, &lks_backend_cpu, loss_cpu, &hash_cpu, &n_cpu);
-	atomic_store(&downloads, 0);
-	train(&c, &be, loss_staged, &hash_staged, &n_staged);
-	cr_expect_geq(atomic_load(&downloads), 3 * c.runs[0].world_size);
-	cr_expect_eq(n_staged, n_cpu);
-	cr_expect_eq(hash_staged, hash_cpu, "the staged all-reduce changed the traces");
-	cr_expect_eq(memcmp(loss_staged, loss_cpu, sizeof(loss_cpu)), 0);
-	lks_case_release(&c);
+	cr_expect_geq(atomic_load(&downloads), 3 * W);
+}
+
+/* open_rank (version 5) gives each rank of the process its own context, with its local
+   index (so a GPU backend puts it on its own device); the run's bits are the CPU's. */
+Test(backend, the_runner_opens_a_context_per_rank_with_its_index)
+{
+	struct opens k = { 0 };
+	lks_backend be = lks_backend_cpu;
+
+	be.app = &k;
+	be.name = "per-rank";
+	be.open_rank = counting_open_rank;
+	be.close = counting_close;
+	cr_assert_eq(train_like_cpu(&be, "per-rank contexts", NULL), 2);
+	cr_assert_eq(k.open, 2, "one context per rank of the 2");
+	cr_expect_eq(k.local[0], 0);
+	cr_expect_eq(k.local[1], 1);
+	cr_expect_eq(k.close, 2, "each context closed once");
 }
 
 static int64_t peak_seen[8];
@@ -573,23 +547,10 @@ static int backend_of(void *arg, const lks_run_rec *run)
 Test(backend, the_run_stores_its_backend_name)
 {
 	lks_backend be = counting_backend();
-	lks_runner_opts o = { .threads = 1, .backend = &be };
-	char dir[] = "/tmp/lks-test-backend-XXXXXX", path[64], stored[32] = "";
-	lks_run_result res;
-	lks_store *s;
-	lks_case c;
+	char stored[32] = "";
 
-	cr_assert_not_null(mkdtemp(dir));
-	snprintf(path, sizeof(path), "%s/t.db", dir);
-	cr_assert_eq(lks_store_open(path, &s), 0, "%s", lks_errmsg());
-	load_case(two_blocks, NULL, 0, &c);
-	cr_assert_eq(lks_run(&c, &c.runs[0], s, &o, &res), 0, "%s", lks_errmsg());
-	cr_assert_eq(lks_store_get_runs(s, backend_of, stored), 0, "%s", lks_errmsg());
+	run_stored(&be, NULL, backend_of, stored);
 	cr_assert_str_eq(stored, "counting");
-	lks_store_close(s);
-	lks_case_release(&c);
-	unlink(path);
-	rmdir(dir);
 }
 
 /* ---- measuring in two halves (version 5) ---- */

@@ -465,6 +465,23 @@ Test(case, backend_per_run, .init = setup, .fini = teardown)
 	load_err(BASE "[run c]\nrecipe = bf16\nbackend = CPU\n", NULL, 0, where);
 }
 
+/* A run's all-reduce: ordered by default, nccl when asked; any other value is bad input
+   at its line, naming the choices. */
+Test(case, allreduce_key, .init = setup, .fini = teardown)
+{
+	lks_case c;
+
+	load_ok(BASE "allreduce = nccl\n", &c);
+	cr_expect_eq(c.runs[0].allreduce, LKS_ALLREDUCE_ORDERED, "run a: the default");
+	cr_expect_eq(c.runs[1].allreduce, LKS_ALLREDUCE_NCCL, "run b");
+	lks_case_release(&c);
+	load_ok(BASE "allreduce = ordered\n", &c);
+	cr_expect_eq(c.runs[1].allreduce, LKS_ALLREDUCE_ORDERED);
+	lks_case_release(&c);
+	load_err(BASE "allreduce = ring\n", NULL, 0,
+	         ":15: bad value 'ring' for 'allreduce' in [run b]: want ordered, nccl");
+}
+
 Test(case, bad_overrides, .init = setup, .fini = teardown)
 {
 	static const struct { const char *set, *want; } t[] = {

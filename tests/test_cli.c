@@ -70,20 +70,34 @@ Test(cli, run_backend_unknown_lists_the_known_ones)
 	                               LKS_BACKENDS ")"), "%s", out);
 }
 
+/* run --set SET on world_sizes.ini, which the cpu backend cannot run: bad usage at the
+   case's file and line saying want, before the database is made */
+static void bad_on_cpu(const char *set, const char *want)
+{
+	char out[8192], args[1024];
+
+	unlink("/tmp/lks_test_on_cpu.db");
+	snprintf(args, sizeof(args), "run --set '%s' --db /tmp/lks_test_on_cpu.db "
+	         "'%s/cases/world_sizes.ini'", set, LKS_SRC);
+	cr_assert_eq(lks_run_bin(NULL, args, out, sizeof(out)), 2, "%s", out);
+	cr_assert_not_null(strstr(out, "cases/world_sizes.ini:"), "%s", out);
+	cr_assert_not_null(strstr(out, want), "%s", out);
+	cr_assert_eq(access("/tmp/lks_test_on_cpu.db", F_OK), -1, "the database was made");
+}
+
 /* A run that asks for the library's GEMM on the cpu backend (which has only the reference)
    is bad usage at its file and line, before the database is made. */
 Test(cli, run_gemm_cublaslt_on_cpu_is_bad_usage)
 {
-	char out[8192], args[1024];
+	bad_on_cpu("run.*.gemm=cublaslt",
+	           "asks for gemm = cublaslt, which needs backend cuda (--backend cuda");
+}
 
-	unlink("/tmp/lks_test_gemm_cpu.db");
-	snprintf(args, sizeof(args), "run --set 'run.*.gemm=cublaslt' --db /tmp/lks_test_gemm_cpu.db "
-	         "'%s/cases/world_sizes.ini'", LKS_SRC);
-	cr_assert_eq(lks_run_bin(NULL, args, out, sizeof(out)), 2, "%s", out);
-	cr_assert_not_null(strstr(out, "cases/world_sizes.ini:"), "%s", out);
-	cr_assert_not_null(strstr(out, "asks for gemm = cublaslt, which needs backend cuda (--backend cuda"),
-	                   "%s", out);
-	cr_assert_eq(access("/tmp/lks_test_gemm_cpu.db", F_OK), -1, "the database was made");
+/* So is one that asks for NCCL's all-reduce (the cpu backend sums on the host). */
+Test(cli, run_allreduce_nccl_on_cpu_is_bad_usage)
+{
+	bad_on_cpu("run.*.allreduce=nccl",
+	           "asks for allreduce = nccl, which needs backend cuda (--backend cuda");
 }
 
 Test(cli, env_fingerprint)
@@ -106,6 +120,14 @@ Test(cli, env_fingerprint)
 	cr_assert_eq(lks_run_bin(NULL, "env --json", out, sizeof(out)), 0);
 	cr_assert_eq(out[0], '{');
 	cr_assert_not_null(strstr(out, "\"isa.active\": "), "%s", out);
+#if defined(LKS_HAVE_NCCL)
+	/* ncclGetVersion needs no GPU: the library's version, as 2.28.9 */
+	cr_assert_not_null(strstr(out, "\"nccl\": \"2."), "%s", out);
+#elif defined(LKS_HAVE_CUDA)
+	cr_assert_not_null(strstr(out, "\"nccl\": \"not built"), "%s", out);
+#endif
+	cr_assert_eq(lks_run_bin("NCCL_ALGO=Ring", "env --json", out, sizeof(out)), 0);
+	cr_assert_not_null(strstr(out, "\"env.NCCL_ALGO\": \"Ring\""), "%s", out);
 }
 
 Test(cli, bench_quant_runs_small)

@@ -2,7 +2,10 @@
  * test_comm.c: the threads communicator (kernels/comm.h): the all-reduce sum is bit for bit
  * the serial sum in rank order, the max lets a NaN through, the gather brings every rank's
  * bytes to the root in rank order, the barrier holds every rank until all arrive, and an
- * abort wakes ranks that wait in a collective with an error instead of a hang.
+ * abort wakes ranks that wait in a collective with an error instead of a hang. And what the
+ * NCCL communicator shares with it: the fold in rank order (element/reduce.h) gives the
+ * threads' bits, rank 0's bytes reach every rank through an all-reduce sum (the unique
+ * id), and device_memory is read only from tables of version 3 on.
  */
 #include <criterion/criterion.h>
 #include <math.h>
@@ -15,6 +18,7 @@
 #include <unistd.h>
 
 #include "kernels/comm.h"
+#include "kernels/element/reduce.h"
 
 #define MAXW 8
 
@@ -242,4 +246,115 @@ Test(comm, abort_wakes_the_ranks_waiting_in_a_collective, .timeout = 30)
 		cr_assert_eq(k.x[r][0], comm_value(r, 0));
 	}
 	comm_free(&k);
+}
+
+/* rank 0 sends the bytes 0..255 in both orders; the others start from bytes that would
+   show if they were added (0xa5) */
+static void do_bcast(struct comm_case *k, int r)
+{
+	unsigned char *b = (unsigned char *)k->x[r];
+
+	for (int i = 0; i < 512; i++)
+		b[i] = r == 0 ? (unsigned char)(i < 256 ? i : 511 - i) : 0xa5;
+	k->rc[r] = lks_comm_bcast_bytes(k->c[r], b, 512);
+}
+
+/* The NCCL unique id travels as floats in an all-reduce sum where only rank 0 gives
+   non-zeros: every byte value arrives exact on every rank. */
+Test(comm, bcast_bytes_carries_every_byte_value_from_rank_0)
+{
+	for (int W = 1; W <= 4; W++) {
+		struct comm_case k = { .W = W, .n = 128 };  /* 512 bytes a rank */
+
+		comm_fill(&k);
+		comm_run(&k, do_bcast);
+		for (int r = 0; r < W; r++) {
+			const unsigned char *b = (const unsigned char *)k.x[r];
+
+			cr_assert_eq(k.rc[r], 0, "W %d rank %d: %s", W, r, k.err[r]);
+			for (int i = 0; i < 512; i++)
+				cr_assert_eq(b[i], i < 256 ? i : 511 - i, "W %d rank %d byte %d", W, r, i);
+		}
+		comm_free(&k);
+	}
+}
+
+/* special values at the first elements: signed zeros, infinities of both signs, NaN at
+   several ranks, and a tie of -0 with +0, so that each rule shows */
+static void comm_specials(struct comm_case *k)
+{
+	static const float v[][4] = {
+		{ -0.0f, -0.0f, -0.0f, -0.0f }, { -0.0f, 0.0f, -0.0f, -0.0f },
+		{ 0.0f, -0.0f, 0.0f, -0.0f }, { INFINITY, 1.0f, -INFINITY, 2.0f },
+		{ -INFINITY, -INFINITY, 3.0f, -1e38f }, { 1.0f, NAN, 5.0f, -NAN },
+		{ NAN, 1e30f, -1e30f, 4.0f }, { 3e38f, 3e38f, -3e38f, 1.0f },
+		{ 1.0f, 2.0f, 3.0f, NAN },
+	};
+
+	for (size_t i = 0; i < sizeof(v) / sizeof(v[0]); i++)
+		for (int r = 0; r < k->W; r++)
+			k->x[r][i] = v[i][r % 4];
+}
+
+/* The NCCL communicator's ordered fold (element/reduce.h, on the rows of an all-gather) is
+   bit for bit the threads communicator's all-reduce, sum and max, special values too. */
+Test(comm, the_rank_order_fold_is_the_threads_allreduce)
+{
+	for (int max = 0; max <= 1; max++)
+	for (int W = 1; W <= 5; W++) {
+		struct comm_case k = { .W = W, .n = 65536 + 777 };
+		float *all = malloc((size_t)W * k.n * sizeof(float));
+
+		cr_assert_not_null(all);
+		comm_fill(&k);
+		comm_specials(&k);
+		for (int r = 0; r < W; r++)
+			memcpy(all + (size_t)r * k.n, k.x[r], k.n * sizeof(float));
+		comm_run(&k, max ? do_max : do_sum);
+		for (size_t i = 0; i < k.n; i++) {
+			float f = lks_fold_ranks(all, W, k.n, i, max);
+
+			for (int r = 0; r < W; r++)
+				cr_assert(memcmp(&f, &k.x[r][i], sizeof(f)) == 0,
+				          "%s W %d rank %d element %zu: fold %a, threads %a",
+				          max ? "max" : "sum", W, r, i, (double)f, (double)k.x[r][i]);
+		}
+		/* the rules themselves, where W shows them */
+		if (W == 4) {
+			cr_assert(signbit(k.x[0][0]) && k.x[0][0] == 0.0f, "-0 + -0 or max is -0");
+			cr_assert(max ? signbit(k.x[0][1]) : !signbit(k.x[0][1]),
+			          "max keeps the first of a tie (-0); the sum -0 + 0 is +0");
+			cr_assert(isnan(k.x[0][5]) && isnan(k.x[0][8]), "a NaN wins");
+			cr_assert(max ? isinf(k.x[0][3]) : isnan(k.x[0][3]),
+			          "max of +inf and -inf is +inf; their sum NaN");
+			if (max)
+				cr_assert(signbit(k.x[0][5]), "the last NaN in rank order wins (-NaN)");
+		}
+		free(all);
+		comm_free(&k);
+	}
+}
+
+static int says_device(lks_comm *c)
+{
+	(void)c;
+	return 1;
+}
+
+/* device_memory (version 3) is read only from a table of version 3 or later; a table
+   without it, and the threads', take host memory. */
+Test(comm, device_memory_is_read_from_version_3_tables_only)
+{
+	lks_comm_methods m = { .version = 2, .name = "v2", .device_memory = says_device };
+	lks_comm c = { &m, 0, 1 };
+	lks_comm *t[1];
+
+	cr_expect_eq(lks_comm_device_memory(&c), 0);
+	m.version = 3;
+	cr_expect_eq(lks_comm_device_memory(&c), 1);
+	m.device_memory = NULL;
+	cr_expect_eq(lks_comm_device_memory(&c), 0);
+	cr_assert_eq(lks_comm_threads(1, t), 0);
+	cr_expect_eq(lks_comm_device_memory(t[0]), 0);
+	lks_comm_close(t[0]);
 }

@@ -341,19 +341,27 @@ static char *lks_join_after(const char *prefix, const char *const *v, int n)
 	return s;
 }
 
-/* The default backend (cpu) has only the reference GEMM: a selected run on it that asks
-   for the library's is bad usage, named by its file and line, before anything runs. */
+/* The default backend (cpu) has only the reference GEMM and the host's communicators: a
+   selected run on it that asks for the library's GEMM or NCCL's all-reduce is bad usage,
+   named by its file and line, before anything runs. */
 static int lks_gemm_fits(const struct lks_run_args *a, const lks_case *cases, int ncases)
 {
 	for (int i = 0; i < ncases; i++)
 		for (int j = 0; j < cases[i].nruns; j++) {
 			const lks_run_cfg *r = &cases[i].runs[j];
 
-			if (r->gemm == LKS_GEMM_LIBRARY && lks_selected(a, &cases[i], r->name)
-			    && lks_run_backend(a, r) == lks_backend_default())
+			if (!lks_selected(a, &cases[i], r->name)
+			    || lks_run_backend(a, r) != lks_backend_default())
+				continue;
+			if (r->gemm == LKS_GEMM_LIBRARY)
 				return lks_usage("run: %s:%d: run '%s' asks for gemm = cublaslt, which "
 				                 "needs backend cuda (--backend cuda, or backend = cuda in "
 				                 "the run; the cpu backend has only the reference GEMM)",
+				                 cases[i].path, r->line, r->name);
+			if (r->allreduce == LKS_ALLREDUCE_NCCL)
+				return lks_usage("run: %s:%d: run '%s' asks for allreduce = nccl, which "
+				                 "needs backend cuda (--backend cuda, or backend = cuda in "
+				                 "the run; the cpu backend sums in rank order on the host)",
 				                 cases[i].path, r->line, r->name);
 		}
 	return 0;

@@ -50,6 +50,7 @@ typedef struct lks_run_cfg {
 	int checkpoint;         /* 0 none, 1 blocks */
 	int gemm;               /* lks_gemm_impl: 0 reference, 1 the library's (cublaslt) */
 	char backend[16];       /* a name of the backend registry; "": the invocation's */
+	int allreduce;          /* lks_allreduce_mode: 0 ordered, 1 NCCL's own (nccl) */
 	int world_size;         /* ranks of this run */
 	int amax_history;       /* fp8_delayed: history length */
 	int amax_most_recent;   /* fp8_delayed: 1 most_recent, 0 max */

@@ -21,6 +21,8 @@
 /* values of the keys that choose among names; the index is the stored value */
 static const char *const lks_checkpoint_names[] = { "none", "blocks", NULL };
 static const char *const lks_gemm_names[] = { "reference", "cublaslt", NULL };
+/* lks_allreduce_mode's order */
+static const char *const lks_allreduce_names[] = { "ordered", "nccl", NULL };
 static const char *const lks_amax_algo_names[] = { "max", "most_recent", NULL };
 static const char *const lks_expect_names[] = { "pass", "fail", NULL };
 
@@ -74,6 +76,8 @@ static const struct lks_key lks_run_keys[] = {
 	{ "gemm", LKS_KEY_CHOICE, offsetof(lks_run_cfg, gemm), 0, 0, 0, 0, 0, 0, lks_gemm_names },
 	{ "backend", LKS_KEY_BACKEND, offsetof(lks_run_cfg, backend),
 	  sizeof(((lks_run_cfg *)0)->backend), 0, 0, 0, 0, 0, NULL },
+	{ "allreduce", LKS_KEY_CHOICE, offsetof(lks_run_cfg, allreduce), 0, 0, 0, 0, 0, 0,
+	  lks_allreduce_names },
 	KEY_INT(lks_run_cfg, world_size, 1, LKS_WORLD_CAP, 0),
 	KEY_INT(lks_run_cfg, amax_history, 1, 65536, 0),
 	{ "amax_algo", LKS_KEY_CHOICE, offsetof(lks_run_cfg, amax_most_recent), 0, 0, 0, 0, 0, 0,

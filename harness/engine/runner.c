@@ -15,7 +15,10 @@
  * A rank's tensors and optimizer state are in its backend's memory; the runner reaches them
  * only through the backend (the NaN/Inf count, the clip, AdamW), and the host reads the loss
  * and the trace rows. A planted skip_allreduce wraps its rank's communicator
- * (lks_fault_comm): the step knows nothing of it.
+ * (lks_fault_comm): the step knows nothing of it. A backend other than the default, given
+ * no context, gets one per rank (lks_be_open_rank: a GPU each); where its memory is not
+ * the host's it may offer a communicator on that memory (lks_be_comm: NCCL), which then
+ * sums the gradients where they are; else they are staged through the host.
  *
  * Ranks = processes x threads: with a job (opts->job, one end per process, as MPI gives),
  * the run's ranks are laid out over the job's processes (lks_comm_group) and this process
@@ -58,10 +61,11 @@ struct lks_runner {
 	lks_rank *ranks;        /* (L) */
 	lks_pool *rank_pool;    /* L threads, one per rank; NULL for one rank */
 	lks_pool *gemm_pool;    /* the GEMM threads of a single-rank run */
-	const lks_backend *be;  /* the ranks' backend, and its context */
-	void *bectx;
-	int opened;             /* the runner opened bectx (and closes it) */
+	const lks_backend *be;  /* the ranks' backend, and their contexts */
+	void **bectx;           /* (L) each rank's: its own where the runner opened them */
+	int opened;             /* contexts the runner opened (and closes), from index 0 */
 	lks_comm **comm;        /* (W, L used) each rank's end of the communicator */
+	int devcomm;            /* the ends take device memory (lks_be_comm): no staging */
 	float **m1, **m2;       /* (L) AdamW moments per replica (nparams, backend memory) */
 	int32_t *tokens;        /* (L, 2, batch x seq) each rank's inputs and targets, host */
 	float **staged;         /* (L) the host copy of a rank's gradient for the all-reduce,
@@ -71,6 +75,8 @@ struct lks_runner {
 	char (*rank_err)[512];  /* (L) a failed rank's error, recorded by its own thread */
 	int *nan_seen;          /* (L) the rank met NaN/Inf once: it scans no more */
 	float *amax;            /* (L, 2 x layers x 3) delayed scaling's slots, all-reduced */
+	float **damax;          /* (L) each rank's slots in its backend's memory, where the
+	                           communicator takes device memory (R->devcomm); else NULL */
 	size_t *counts;         /* (2W) the bytes each rank sent of its two gathers (rank 0) */
 	int *nan_tensor;        /* (L) this step's first non-finite gradient tensor, or -1 */
 	int64_t *nan_count;     /* (L) its non-finite values */
@@ -224,6 +230,20 @@ static void lks_update_task(void *arg, int task, int thread)
 	}
 }
 
+/* The all-reduce max of rank index i's n amax slots (host): through its backend's memory
+   where the communicator takes device memory. */
+static int lks_amax_allreduce(struct lks_runner *R, int i, float *amax, size_t n)
+{
+	lks_rank *r = &R->ranks[i];
+	float *d = R->damax ? R->damax[i] : NULL;
+
+	if (!d)
+		return lks_comm_allreduce_max(R->comm[i], amax, n);
+	return lks_be_upload(r->be, r->bectx, d, amax, n * sizeof(float))
+	    || lks_comm_allreduce_max(R->comm[i], d, n)
+	    || lks_be_download(r->be, r->bectx, amax, d, n * sizeof(float)) ? -1 : 0;
+}
+
 /* Delayed scaling: every slot's amax of this step all-reduced (max, NaN wins) as TE does,
    then rolled into the history and scale of the rank at index rank. */
 static int lks_step_delayed(struct lks_runner *R, int rank)
@@ -238,7 +258,7 @@ static int lks_step_delayed(struct lks_runner *R, int rank)
 		return 0;
 	for (int s = 0; s < nslots; s++)
 		amax[s] = slots[s].cur;
-	if (lks_comm_allreduce_max(R->comm[rank], amax, (size_t)nslots))
+	if (lks_amax_allreduce(R, rank, amax, (size_t)nslots))
 		return -1;
 	for (int s = 0; s < nslots; s++) {
 		lks_src src = (lks_src)(s % 3);
@@ -327,24 +347,29 @@ static int lks_rank_finish(struct lks_runner *R, int rank, double gnorm)
 	return 0;
 }
 
-/* The all-reduce of rank index i's gradient, and the sum to on_grads (rank 0); the
+/* The all-reduce of rank index i's gradient, and the sum to on_grads (rank 0); a host
    communicator works on host buffers, so a backend whose memory is not the host's is
    staged through R->staged[i]: download, all-reduce, upload (the same bits: lockstep
-   reduces on the host either way). */
+   reduces on the host either way). A device communicator (R->devcomm) sums the gradient
+   where it is; on_grads then gets a host copy. */
 static int lks_rank_allreduce(struct lks_runner *R, int i)
 {
 	lks_rank *r = &R->ranks[i];
 	size_t bytes = R->m.nparams * sizeof(float);
-	float *g = R->staged[i] ? R->staged[i] : r->grads;
+	int staged = R->staged[i] && !R->devcomm;
+	float *g = staged ? R->staged[i] : r->grads;
 
-	if (R->staged[i] && lks_be_download(r->be, r->bectx, g, r->grads, bytes))
+	if (staged && lks_be_download(r->be, r->bectx, g, r->grads, bytes))
 		return -1;
 	if (lks_comm_allreduce_sum(R->comm[i], g, R->m.nparams))
 		return -1;
-	if (R->staged[i] && lks_be_upload(r->be, r->bectx, r->grads, g, bytes))
+	if (staged && lks_be_upload(r->be, r->bectx, r->grads, g, bytes))
 		return -1;
-	if (r->rank == 0 && R->o->on_grads)
-		R->o->on_grads(R->o->on_grads_arg, R->step, g, &R->m);
+	if (r->rank == 0 && R->o->on_grads) {
+		if (R->devcomm && lks_be_download(r->be, r->bectx, R->staged[i], r->grads, bytes))
+			return -1;
+		R->o->on_grads(R->o->on_grads_arg, R->step, R->devcomm ? R->staged[i] : g, &R->m);
+	}
 	return 0;
 }
 
@@ -446,6 +471,14 @@ static float lks_schedule(const lks_optim_cfg *o, int step, int steps)
 	return (float)(o->min_lr + 0.5 * ((double)o->lr - o->min_lr) * (1.0 + lks_cospi(p)));
 }
 
+static void lks_comm_close_task(void *arg, int task, int thread)
+{
+	struct lks_runner *R = arg;
+
+	(void)thread;
+	lks_comm_close(R->comm[task]);
+}
+
 static void lks_runner_release(struct lks_runner *R)
 {
 	lks_store_wait(R);  /* a failed run's last write still lands */
@@ -460,8 +493,11 @@ static void lks_runner_release(struct lks_runner *R)
 				lks_be_free(k->be, k->bectx, R->m1[r]);
 			if (R->m2 && R->m2[r])
 				lks_be_free(k->be, k->bectx, R->m2[r]);
+			if (R->damax && R->damax[r])
+				lks_be_free(k->be, k->bectx, R->damax[r]);
 			lks_rank_release(k);
 		}
+	free(R->damax);
 	free(R->m1);
 	free(R->m2);
 	free(R->tokens);
@@ -470,14 +506,20 @@ static void lks_runner_release(struct lks_runner *R)
 			free(R->staged[r]);
 	free(R->staged);
 	free(R->ranks);
-	if (R->opened)
-		lks_be_close(R->be, R->bectx);
+	/* before the contexts: a device communicator works on their devices; its ends are
+	   closed at once, each in its rank's thread, since NCCL's destroy waits for every
+	   rank's */
+	if (R->comm && R->devcomm)
+		lks_pool_run(R->rank_pool, R->L, lks_comm_close_task, R);
+	else if (R->comm)
+		for (int r = 0; r < R->L; r++)
+			lks_comm_close(R->comm[r]);
+	for (int r = 0; r < R->opened; r++)
+		lks_be_close(R->be, R->bectx[r]);
+	free(R->bectx);
 	lks_bg_free(R->bg);
 	lks_pool_free(R->rank_pool);
 	lks_pool_free(R->gemm_pool);
-	if (R->comm)
-		for (int r = 0; r < R->L; r++)
-			lks_comm_close(R->comm[r]);
 	free(R->comm);
 	free(R->rank_time);
 	free(R->rank_failed);
@@ -520,6 +562,111 @@ static int lks_runner_optim_init(struct lks_runner *R, int r, float **init)
 	if (f->kind != LKS_FAULT_SKIP_ALLREDUCE || f->rank != k->rank)
 		return 0;
 	return lks_fault_comm(f, &k->tr.step, R->comm[r], &R->comm[r]);
+}
+
+/* The ranks' backend contexts: the default backend's is the runner's GEMM pool, shared;
+   another's is the caller's (o->backend_ctx), shared, or else one per rank opened here
+   (lks_be_open_rank: rank i of this process on its own device, its own stream and scratch),
+   with the threads of a rank. */
+static int lks_runner_contexts(struct lks_runner *R, const lks_runner_opts *o, int threads)
+{
+	R->be = o->backend ? o->backend : lks_backend_default();
+	if (!(R->bectx = calloc((size_t)R->L + 1, sizeof(*R->bectx))))
+		return lks_err("out of memory");
+	for (int r = 0; r < R->L; r++) {
+		if (!o->backend || o->backend_ctx) {
+			R->bectx[r] = o->backend ? o->backend_ctx : R->gemm_pool;
+			continue;
+		}
+		if (lks_be_open_rank(R->be, R->W == 1 ? threads : 1, r, &R->bectx[r]))
+			return -1;
+		R->opened = r + 1;
+	}
+	return 0;
+}
+
+struct lks_devcomm_job {
+	struct lks_runner *R;
+	lks_comm **ends;        /* (L) the device ends made, or NULL where declined */
+	int *rc;                /* (L) */
+	char (*err)[512];       /* (L) */
+};
+
+static void lks_devcomm_task(void *arg, int task, int thread)
+{
+	struct lks_devcomm_job *j = arg;
+	struct lks_runner *R = j->R;
+
+	(void)thread;
+	if ((j->rc[task] = lks_be_comm(R->be, R->bectx[task], R->comm[task], R->L,
+	                                R->run->allreduce, &j->ends[task]))) {
+		snprintf(j->err[task], sizeof(j->err[task]), "%s", lks_errmsg());
+		/* the other ranks may wait for this one in a collective of the host's */
+		lks_comm_abort(j->ends[task] ? j->ends[task] : R->comm[task], j->err[task]);
+	}
+}
+
+/* Room for each rank's amax slots in its backend's memory (lks_amax_allreduce) */
+static int lks_devcomm_amax(struct lks_runner *R)
+{
+	size_t bytes = 6 * (size_t)R->m.cfg.layers * sizeof(float);
+
+	if (!(R->damax = calloc((size_t)R->L, sizeof(*R->damax))))
+		return lks_err("out of memory");
+	for (int r = 0; r < R->L; r++)
+		if (lks_be_alloc(R->ranks[r].be, R->ranks[r].bectx, bytes, (void **)&R->damax[r]))
+			return -1;
+	return 0;
+}
+
+/* Where the ranks' memory is not the host's, the backend may offer a communicator on it
+   (lks_be_comm: NCCL on the cuda backend), made by every rank at once in its own thread;
+   the ranks then all-reduce their gradients where they are, else through the host
+   (R->staged). allreduce = nccl needs one. A planted skip_allreduce keeps the host's ends:
+   its wrapper keeps a rank's own gradient in host memory; so do ranks that share the
+   caller's context (o->backend_ctx: one device for all), on every process alike. */
+static int lks_runner_devcomm(struct lks_runner *R)
+{
+	struct lks_devcomm_job j = { R, NULL, NULL, NULL };
+	int nccl = R->run->allreduce == LKS_ALLREDUCE_NCCL, rc = -1;
+
+	if (R->L == 0)  /* a process of the job with no rank takes no part */
+		return 0;
+	if (lks_be_host_memory(R->be) || R->run->inject.kind == LKS_FAULT_SKIP_ALLREDUCE
+	    || R->opened != R->L)
+		return nccl ? lks_err("run '%s': allreduce = nccl needs a backend whose memory is a "
+		                      "device's, a context per rank, and no planted skip_allreduce",
+		                      R->run->name) : 0;
+	j.ends = calloc((size_t)R->L, sizeof(*j.ends));
+	j.rc = calloc((size_t)R->L, sizeof(*j.rc));
+	j.err = calloc((size_t)R->L, sizeof(*j.err));
+	if (!j.ends || !j.rc || !j.err) {
+		lks_err("out of memory");
+		goto out;
+	}
+	lks_pool_run(R->rank_pool, R->L, lks_devcomm_task, &j);
+	for (int r = 0; r < R->L; r++)
+		if (j.ends[r])
+			R->comm[r] = j.ends[r];  /* it took the host's end over (closed with it) */
+	for (int r = 0; r < R->L; r++)
+		if (j.rc[r]) {
+			lks_err("rank %d: %s", R->first + r, j.err[r]);
+			goto out;
+		}
+	R->devcomm = j.ends[0] != NULL;
+	if (R->devcomm && lks_devcomm_amax(R))
+		goto out;
+	if (nccl && !R->devcomm) {
+		lks_err("run '%s': allreduce = nccl: backend '%s' offers no device communicator "
+		        "here (one GPU per rank, built with NCCL)", R->run->name, R->be->name);
+		goto out;
+	}
+	rc = 0;
+out:
+	free(j.ends);
+	free(j.rc);
+	free(j.err);
+	return rc;
 }
 
 static int lks_runner_init(struct lks_runner *R, const lks_case *c, const lks_run_cfg *run,
@@ -575,19 +722,12 @@ static int lks_runner_init(struct lks_runner *R, const lks_case *c, const lks_ru
 		return lks_err("out of memory");
 	for (int r = 0; r < R->L; r++)
 		R->jobs[r] = (struct lks_rank_job){ .R = R, .i = r };
-	/* the default backend runs on the runner's GEMM pool; another, given no context, is
-	   opened here with the threads of a rank */
-	R->be = o->backend ? o->backend : lks_backend_default();
-	R->bectx = o->backend ? o->backend_ctx : R->gemm_pool;
-	if (o->backend && !o->backend_ctx) {
-		if (lks_be_open(R->be, R->W == 1 ? threads : 1, &R->bectx))
-			return -1;
-		R->opened = 1;
-	}
+	if (lks_runner_contexts(R, o, threads))
+		return -1;
 	for (int r = 0; r < R->L; r++) {
 		/* ranks run as threads, each with a single-threaded GEMM: L threads in all */
 		int rc = lks_rank_init(&R->ranks[r], R->first + r, &R->m, run, R->batch * c->model.seq,
-		                       global * c->model.seq, R->be, R->bectx);
+		                       global * c->model.seq, R->be, R->bectx[r]);
 
 		if (rc == 0)
 			R->ranks[r].tr.off = o->no_trace;
@@ -597,6 +737,8 @@ static int lks_runner_init(struct lks_runner *R, const lks_case *c, const lks_ru
 		}
 	}
 	free(init);
+	if (lks_runner_devcomm(R))
+		return -1;
 	/* one rank: an idle-priority thread measures kept tensors and writes the store in the
 	   gaps the GEMM threads leave; many ranks keep every core busy already, each tracing
 	   in its own thread */
@@ -711,9 +853,10 @@ static char *lks_run_options(const lks_run_cfg *run, const char *overrides)
 		lks_fault_format(&run->inject, fault + strlen(fault), sizeof(fault) - strlen(fault));
 	}
 	if (s)
-		snprintf(s, n, "checkpoint=%s%s amax_history=%d amax_algo=%s margin=%d%s%s%s",
+		snprintf(s, n, "checkpoint=%s%s%s amax_history=%d amax_algo=%s margin=%d%s%s%s",
 		         run->checkpoint ? "blocks" : "none",
-		         run->gemm == LKS_GEMM_LIBRARY ? " gemm=cublaslt" : "", run->amax_history,
+		         run->gemm == LKS_GEMM_LIBRARY ? " gemm=cublaslt" : "",
+		         run->allreduce == LKS_ALLREDUCE_NCCL ? " allreduce=nccl" : "", run->amax_history,
 		         run->amax_most_recent ? "most_recent" : "max", run->margin, fault,
 		         overrides && *overrides ? " set: " : "", overrides ? overrides : "");
 	return s;
@@ -846,6 +989,9 @@ out:
 	/* the other processes of a job would wait for this one's next collective: end them */
 	if (rc && o->job && o->job->size > 1)
 		lks_comm_abort(o->job, lks_errmsg());
+	/* nor may a device communicator's close wait for a rank that is gone */
+	for (int r = 0; rc && R.devcomm && r < R.L; r++)
+		lks_comm_abort(R.comm[r], "the run failed");
 	res->seconds = lks_clock() - t_start;
 	free(options);
 	lks_runner_release(&R);

@@ -32,8 +32,9 @@ typedef struct lks_runner_opts {
 	void (*on_grads)(void *arg, int step, const float *g, const struct lks_model *m);
 	void *on_grads_arg;
 	/* the backend of the ranks (NULL: the registry's default, cpu, on the runner's GEMM
-	   pool) and its context (NULL: the runner opens the backend with a rank's threads, and
-	   closes it); a wrapper can time or record every kernel call */
+	   pool) and its context (NULL: the runner opens the backend once per rank of the
+	   process, lks_be_open_rank, with a rank's threads, and closes them; given: every rank
+	   shares it); a wrapper can time or record every kernel call */
 	const struct lks_backend *backend;
 	void *backend_ctx;
 	/* with a backend: a single rank's threads for the optimizer, tracing and the store,

@@ -83,6 +83,11 @@ static void lks_fingerprint_cuda(lks_fingerprint *fp)
 	else
 		lks_fingerprint_add(fp, "cuda.driver", "none");
 	lks_fingerprint_add(fp, "cublaslt", "%zu", ci.cublaslt_version);
+	if (ci.nccl_version)  /* NCCL_VERSION_CODE: major * 10000 + minor * 100 + patch */
+		lks_fingerprint_add(fp, "nccl", "%d.%d.%d", ci.nccl_version / 10000,
+		                    ci.nccl_version / 100 % 100, ci.nccl_version % 100);
+	else
+		lks_fingerprint_add(fp, "nccl", "not built (NCCL not found)");
 	if (ci.device_count > 0)
 		lks_fingerprint_add(fp, "gpu.0", "%s (%d devices)", ci.device0, ci.device_count);
 	else

@@ -242,6 +242,13 @@ static int lks_cpu_host_memory(const lks_backend *be)
 	return 1;
 }
 
+/* every rank's context alike: the CPU has no device to choose */
+static int lks_cpu_open_rank(const lks_backend *be, int threads, int local, void **ctx)
+{
+	(void)local;
+	return lks_cpu_open(be, threads, ctx);
+}
+
 static int lks_cpu_clip(const lks_backend *be, void *ctx, float *g, size_t n, float coef)
 {
 	(void)be; (void)ctx;
@@ -322,4 +329,6 @@ const lks_backend lks_backend_cpu = {
 	.stats_quant = lks_cpu_stats_quant,
 	.nonfinite = lks_cpu_nonfinite,
 	.host_memory = lks_cpu_host_memory,
+	.open_rank = lks_cpu_open_rank,
+	/* .comm: none, its memory is the host's, which the host communicators sum in place */
 };

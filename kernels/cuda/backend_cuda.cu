@@ -24,6 +24,7 @@
 
 extern "C" {
 #include "kernels/cpu/backend_cpu.h"
+#include "kernels/cuda/comm_nccl.h"
 #include "kernels/cuda/gemm_lt.h"
 #include "kernels/cuda/quant_gemm.h"
 #include "kernels/err.h"
@@ -107,19 +108,22 @@ static int lks_cuda_device_wanted(int count)
 	return (int)d;
 }
 
-static int lks_cuda_open(const lks_backend *be, int threads, void **ctx)
+/* A context on the device of the process's rank of index local (lks_cuda_rank_device),
+   with a stream of its own; threads is ignored (the GPU's threads are its own). */
+static int lks_cuda_open_rank(const lks_backend *be, int threads, int local, void **ctx)
 {
 	lks_cuda_ctx *c;
 	int count = 0, dev;
 	cudaError_t rc;
 
-	(void)be; (void)threads;  /* the GPU's threads are its own */
+	(void)be; (void)threads;
 	if ((rc = cudaGetDeviceCount(&count)) != cudaSuccess)
 		return lks_err("cuda: no usable CUDA device: %s", cudaGetErrorString(rc));
 	if (count == 0)
 		return lks_err("cuda: no usable CUDA device: the driver reports none");
 	if ((dev = lks_cuda_device_wanted(count)) < 0)
 		return -1;
+	dev = lks_cuda_rank_device(dev, local, count);
 	if (!(c = (lks_cuda_ctx *)calloc(1, sizeof(*c))))
 		return lks_err("out of memory for a cuda context");
 	c->device = dev;
@@ -139,6 +143,26 @@ static int lks_cuda_open(const lks_backend *be, int threads, void **ctx)
 	*ctx = c;
 	return 0;
 }
+
+static int lks_cuda_open(const lks_backend *be, int threads, void **ctx)
+{
+	return lks_cuda_open_rank(be, threads, 0, ctx);
+}
+
+#ifdef LKS_HAVE_NCCL
+/* NCCL between the ranks' devices (comm_nccl.h), on this context's device and stream */
+static int lks_cuda_comm(const lks_backend *be, void *ctx, lks_comm *host, int nlocal, int mode,
+                         lks_comm **out)
+{
+	lks_cuda_ctx *c = (lks_cuda_ctx *)ctx;
+	int count = 0;
+
+	(void)be;
+	if (lks_cuda_check(cudaGetDeviceCount(&count), "cannot count the devices"))
+		return -1;
+	return lks_comm_nccl(host, c->device, (void *)c->stream, nlocal, count, mode, out);
+}
+#endif
 
 static void lks_cuda_close(const lks_backend *be, void *ctx)
 {
@@ -547,4 +571,10 @@ const lks_backend lks_backend_cuda = {
 	/* .measure_begin = */ lks_cuda_measure_begin,
 	/* .measure_end = */ lks_cuda_measure_end,
 	/* .gemm_plans = */ lks_cuda_gemm_plans,
+	/* .open_rank = */ lks_cuda_open_rank,
+#ifdef LKS_HAVE_NCCL
+	/* .comm = */ lks_cuda_comm,  /* with it the runner's ranks all-reduce on their GPUs */
+#else
+	/* .comm = */ NULL,  /* no NCCL: the runner stages its all-reduce through the host */
+#endif
 };

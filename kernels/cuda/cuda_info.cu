@@ -1,6 +1,9 @@
 /* cuda_info.cu: versions and device 0 of the CUDA backend (see cuda_info.h). */
 extern "C" {
 #include "kernels/cuda/cuda_info.h"
+#ifdef LKS_HAVE_NCCL
+#include "kernels/cuda/comm_nccl.h"
+#endif
 }
 
 #include <cstdio>
@@ -18,6 +21,9 @@ extern "C" void lks_cuda_info_get(lks_cuda_info *info)
 	cudaRuntimeGetVersion(&info->runtime_version);
 	cudaDriverGetVersion(&info->driver_version);
 	info->cublaslt_version = cublasLtGetVersion();
+#ifdef LKS_HAVE_NCCL
+	info->nccl_version = lks_nccl_version();
+#endif
 	rc = cudaGetDeviceCount(&info->device_count);
 	if (rc != cudaSuccess) {
 		info->device_count = 0;

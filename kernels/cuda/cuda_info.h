@@ -13,6 +13,7 @@ typedef struct lks_cuda_info {
 	int runtime_version;     /* cudaRuntimeGetVersion, e.g. 13000 */
 	int driver_version;      /* cudaDriverGetVersion; 0 without a driver */
 	size_t cublaslt_version; /* cublasLtGetVersion */
+	int nccl_version;        /* ncclGetVersion, e.g. 22809; 0: built without NCCL */
 	int device_count;        /* 0 when none is usable */
 	char device_error[160];  /* why device_count is 0, else empty */
 	char device0[256];       /* name, SM count, compute capability of device 0 */
