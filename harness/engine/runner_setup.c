@@ -1,0 +1,296 @@
+/*
+ * runner_setup.c: a run's ranks made and released (runner_impl.h): the model, data and
+ * optimizer state of each rank of this process, their backend contexts (one per rank where
+ * the runner opens them) and their ends of the communicator (the host's, or a device's
+ * the backend offers: lks_be_comm), the threads and the background thread.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "harness/engine/runner_impl.h"
+#include "kernels/err.h"
+
+static void lks_comm_close_task(void *arg, int task, int thread)
+{
+	struct lks_runner *R = arg;
+
+	(void)thread;
+	lks_comm_close(R->comm[task]);
+}
+
+void lks_runner_release(struct lks_runner *R)
+{
+	lks_runner_store_wait(R);  /* a failed run's last write still lands */
+	free(R->sj.rows);
+	if (R->ranks)
+		for (int r = 0; r < R->L; r++) {
+			lks_rank *k = &R->ranks[r];
+
+			if (!k->params)
+				continue;
+			if (R->m1 && R->m1[r])
+				lks_be_free(k->be, k->bectx, R->m1[r]);
+			if (R->m2 && R->m2[r])
+				lks_be_free(k->be, k->bectx, R->m2[r]);
+			if (R->damax && R->damax[r])
+				lks_be_free(k->be, k->bectx, R->damax[r]);
+			lks_rank_release(k);
+		}
+	free(R->damax);
+	free(R->m1);
+	free(R->m2);
+	free(R->tokens);
+	if (R->staged)
+		for (int r = 0; r < R->L; r++)
+			free(R->staged[r]);
+	free(R->staged);
+	free(R->ranks);
+	/* before the contexts: a device communicator works on their devices; its ends are
+	   closed at once, each in its rank's thread, since NCCL's destroy waits for every
+	   rank's */
+	if (R->comm && R->devcomm)
+		lks_pool_run(R->rank_pool, R->L, lks_comm_close_task, R);
+	else if (R->comm)
+		for (int r = 0; r < R->L; r++)
+			lks_comm_close(R->comm[r]);
+	for (int r = 0; r < R->opened; r++)
+		lks_be_close(R->be, R->bectx[r]);
+	free(R->bectx);
+	lks_bg_free(R->bg);
+	lks_pool_free(R->rank_pool);
+	lks_pool_free(R->gemm_pool);
+	free(R->comm);
+	free(R->rank_time);
+	free(R->rank_failed);
+	free(R->rank_err);
+	free(R->nan_seen);
+	free(R->nan_tensor);
+	free(R->nan_count);
+	free(R->counts);
+	free(R->amax);
+	free(R->gathered);
+	free(R->jobs);
+	free(R->outs);
+	free(R->rows);
+	lks_data_release(&R->data);
+	lks_model_release(&R->m);
+}
+
+/* The state of rank index r in its backend's memory: the initial parameters (made on the
+   host once, into *init, and uploaded) and AdamW's moments, zero; a planted skip_allreduce
+   wraps the communicator of the rank it strikes. */
+static int lks_runner_optim_init(struct lks_runner *R, int r, float **init)
+{
+	lks_rank *k = &R->ranks[r];
+	size_t bytes = R->m.nparams * sizeof(float);
+	const lks_fault *f = &R->run->inject;
+
+	if (!*init) {
+		if (!(*init = malloc(bytes)))
+			return lks_err("out of memory");
+		lks_model_init_params(&R->m, R->c->seed, *init);
+	}
+	if (!lks_be_host_memory(k->be) && !(R->staged[r] = malloc(bytes)))
+		return lks_err("out of memory");
+	if (lks_be_upload(k->be, k->bectx, k->params, *init, bytes)
+	    || lks_be_alloc(k->be, k->bectx, bytes, (void **)&R->m1[r])
+	    || lks_be_zero(k->be, k->bectx, R->m1[r], bytes)
+	    || lks_be_alloc(k->be, k->bectx, bytes, (void **)&R->m2[r])
+	    || lks_be_zero(k->be, k->bectx, R->m2[r], bytes))
+		return -1;
+	if (f->kind != LKS_FAULT_SKIP_ALLREDUCE || f->rank != k->rank)
+		return 0;
+	return lks_fault_comm(f, &k->tr.step, R->comm[r], &R->comm[r]);
+}
+
+/* The ranks' backend contexts: the default backend's is the runner's GEMM pool, shared;
+   another's is the caller's (o->backend_ctx), shared, or else one per rank opened here
+   (lks_be_open_rank: rank i of this process on its own device, its own stream and scratch),
+   with the threads of a rank. */
+static int lks_runner_contexts(struct lks_runner *R, const lks_runner_opts *o, int threads)
+{
+	R->be = o->backend ? o->backend : lks_backend_default();
+	if (!(R->bectx = calloc((size_t)R->L + 1, sizeof(*R->bectx))))
+		return lks_err("out of memory");
+	for (int r = 0; r < R->L; r++) {
+		if (!o->backend || o->backend_ctx) {
+			R->bectx[r] = o->backend ? o->backend_ctx : R->gemm_pool;
+			continue;
+		}
+		if (lks_be_open_rank(R->be, R->W == 1 ? threads : 1, r, &R->bectx[r]))
+			return -1;
+		R->opened = r + 1;
+	}
+	return 0;
+}
+
+struct lks_devcomm_job {
+	struct lks_runner *R;
+	lks_comm **ends;        /* (L) the device ends made, or NULL where declined */
+	int *rc;                /* (L) */
+	char (*err)[512];       /* (L) */
+};
+
+static void lks_devcomm_task(void *arg, int task, int thread)
+{
+	struct lks_devcomm_job *j = arg;
+	struct lks_runner *R = j->R;
+
+	(void)thread;
+	if ((j->rc[task] = lks_be_comm(R->be, R->bectx[task], R->comm[task], R->L,
+	                                R->run->allreduce, &j->ends[task]))) {
+		snprintf(j->err[task], sizeof(j->err[task]), "%s", lks_errmsg());
+		/* the other ranks may wait for this one in a collective of the host's */
+		lks_comm_abort(j->ends[task] ? j->ends[task] : R->comm[task], j->err[task]);
+	}
+}
+
+/* Room for each rank's amax slots in its backend's memory (lks_amax_allreduce) */
+static int lks_devcomm_amax(struct lks_runner *R)
+{
+	size_t bytes = 6 * (size_t)R->m.cfg.layers * sizeof(float);
+
+	if (!(R->damax = calloc((size_t)R->L, sizeof(*R->damax))))
+		return lks_err("out of memory");
+	for (int r = 0; r < R->L; r++)
+		if (lks_be_alloc(R->ranks[r].be, R->ranks[r].bectx, bytes, (void **)&R->damax[r]))
+			return -1;
+	return 0;
+}
+
+/* Where the ranks' memory is not the host's, the backend may offer a communicator on it
+   (lks_be_comm: NCCL on the cuda backend), made by every rank at once in its own thread;
+   the ranks then all-reduce their gradients where they are, else through the host
+   (R->staged). allreduce = nccl needs one. A planted skip_allreduce keeps the host's ends:
+   its wrapper keeps a rank's own gradient in host memory; so do ranks that share the
+   caller's context (o->backend_ctx: one device for all), on every process alike. */
+static int lks_runner_devcomm(struct lks_runner *R)
+{
+	struct lks_devcomm_job j = { R, NULL, NULL, NULL };
+	int nccl = R->run->allreduce == LKS_ALLREDUCE_NCCL, rc = -1;
+
+	if (R->L == 0)  /* a process of the job with no rank takes no part */
+		return 0;
+	if (lks_be_host_memory(R->be) || R->run->inject.kind == LKS_FAULT_SKIP_ALLREDUCE
+	    || R->opened != R->L)
+		return nccl ? lks_err("run '%s': allreduce = nccl needs a backend whose memory is a "
+		                      "device's, a context per rank, and no planted skip_allreduce",
+		                      R->run->name) : 0;
+	j.ends = calloc((size_t)R->L, sizeof(*j.ends));
+	j.rc = calloc((size_t)R->L, sizeof(*j.rc));
+	j.err = calloc((size_t)R->L, sizeof(*j.err));
+	if (!j.ends || !j.rc || !j.err) {
+		lks_err("out of memory");
+		goto out;
+	}
+	lks_pool_run(R->rank_pool, R->L, lks_devcomm_task, &j);
+	for (int r = 0; r < R->L; r++)
+		if (j.ends[r])
+			R->comm[r] = j.ends[r];  /* it took the host's end over (closed with it) */
+	for (int r = 0; r < R->L; r++)
+		if (j.rc[r]) {
+			lks_err("rank %d: %s", R->first + r, j.err[r]);
+			goto out;
+		}
+	R->devcomm = j.ends[0] != NULL;
+	if (R->devcomm && lks_devcomm_amax(R))
+		goto out;
+	if (nccl && !R->devcomm) {
+		lks_err("run '%s': allreduce = nccl: backend '%s' offers no device communicator "
+		        "here (one GPU per rank, built with NCCL)", R->run->name, R->be->name);
+		goto out;
+	}
+	rc = 0;
+out:
+	free(j.ends);
+	free(j.rc);
+	free(j.err);
+	return rc;
+}
+
+int lks_runner_init(struct lks_runner *R, const lks_case *c, const lks_run_cfg *run,
+                    const lks_runner_opts *o)
+{
+	int global = c->model.batch * c->world_size;
+	int threads = o->threads > 0 ? o->threads : (int)sysconf(_SC_NPROCESSORS_ONLN);
+	float *init = NULL;  /* the initial parameters, on the host */
+
+	memset(R, 0, sizeof(*R));
+	R->c = c;
+	R->run = run;
+	R->W = run->world_size;
+	R->batch = global / R->W;
+	R->steps = o->steps > 0 ? o->steps : c->steps;
+	if (global % R->W)
+		return lks_err("run '%s': world size %d does not divide the global batch %d",
+		               run->name, R->W, global);
+	if (lks_model_init(&R->m, &c->model)
+	    || lks_data_init(&R->data, c->seed, c->model.vocab, c->model.seq))
+		return -1;
+	/* the ranks' ends: every process of a job lays the run out, even one that hosts none */
+	if (!(R->comm = calloc((size_t)R->W, sizeof(*R->comm))))
+		return lks_err("out of memory");
+	if (o->job ? lks_comm_group(o->job, R->W, &R->first, &R->L, R->comm)
+	           : lks_comm_threads(R->L = R->W, R->comm))
+		return -1;
+	if ((R->L > 1 && lks_pool_create(R->L, &R->rank_pool))
+	    || (R->W == 1 && threads > 1 && lks_pool_create(threads, &R->gemm_pool)))
+		return -1;
+	R->ranks = calloc((size_t)R->L + 1, sizeof(*R->ranks));
+	R->tokens = calloc(2 * (size_t)R->L * (size_t)R->batch * (size_t)c->model.seq + 1,
+	                   sizeof(int32_t));
+	R->staged = calloc((size_t)R->L + 1, sizeof(*R->staged));
+	R->m1 = calloc((size_t)R->L + 1, sizeof(*R->m1));
+	R->m2 = calloc((size_t)R->L + 1, sizeof(*R->m2));
+	R->rank_time = calloc((size_t)R->L + 1, sizeof(double));
+	R->rank_failed = calloc((size_t)R->L + 1, sizeof(int));
+	R->rank_err = calloc((size_t)R->L + 1, sizeof(*R->rank_err));
+	R->nan_seen = calloc((size_t)R->L + 1, sizeof(int));
+	R->nan_tensor = calloc((size_t)R->L + 1, sizeof(int));
+	R->nan_count = calloc((size_t)R->L + 1, sizeof(int64_t));
+	R->counts = calloc(2 * (size_t)R->W, sizeof(size_t));
+	R->jobs = calloc((size_t)R->L + 1, sizeof(*R->jobs));
+	R->outs = calloc((size_t)R->W, sizeof(*R->outs));
+	R->amax = calloc((size_t)(R->L + 1) * 6 * (size_t)c->model.layers, sizeof(float));
+	R->rows = calloc((size_t)R->W, sizeof(*R->rows));
+	R->sj.rows = calloc((size_t)R->W, sizeof(*R->rows));
+	if (!R->ranks || !R->tokens || !R->staged || !R->m1 || !R->m2 || !R->rank_time
+	    || !R->rank_failed || !R->rank_err
+	    || !R->nan_seen || !R->nan_tensor || !R->nan_count || !R->counts || !R->jobs || !R->outs
+	    || !R->amax || !R->rows || !R->sj.rows)
+		return lks_err("out of memory");
+	for (int r = 0; r < R->L; r++)
+		R->jobs[r] = (struct lks_rank_job){ .R = R, .i = r };
+	if (lks_runner_contexts(R, o, threads))
+		return -1;
+	for (int r = 0; r < R->L; r++) {
+		/* ranks run as threads, each with a single-threaded GEMM: L threads in all */
+		int rc = lks_rank_init(&R->ranks[r], R->first + r, &R->m, run, R->batch * c->model.seq,
+		                       global * c->model.seq, R->be, R->bectx[r]);
+
+		if (rc == 0)
+			R->ranks[r].tr.off = o->no_trace;
+		if (rc || lks_runner_optim_init(R, r, &init)) {
+			free(init);
+			return -1;
+		}
+	}
+	free(init);
+	if (lks_runner_devcomm(R))
+		return -1;
+	/* one rank: an idle-priority thread measures kept tensors and writes the store in the
+	   gaps the GEMM threads leave; many ranks keep every core busy already, each tracing
+	   in its own thread */
+	if (R->W == 1 && R->L == 1) {
+		R->pool1 = o->backend ? o->pool : R->gemm_pool;
+		if (threads > 1 && lks_bg_create(&R->bg))
+			return -1;
+	}
+	if (R->bg && !o->no_trace && lks_rank_trace_on(&R->ranks[0], R->bg))
+		return -1;
+	R->b1pow = R->b2pow = 1.0f;
+	return 0;
+}
+
