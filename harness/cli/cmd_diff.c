@@ -240,6 +240,45 @@ static int lks_diff_table(lks_stored_run *a, lks_stored_run *b, int max_rows)
 	return 0;
 }
 
+/* A run whose stat rows 'lockstep prune' removed: it has steps and no stat row. */
+static int lks_diff_pruned(lks_store *s, const lks_stored_run *r, int *pruned)
+{
+	int64_t n = 0;
+
+	*pruned = 0;
+	if (r->nsteps > 0 && lks_store_count(s, r->id, LKS_TABLE_STATS, &n))
+		return -1;
+	*pruned = r->nsteps > 0 && n == 0;
+	if (*pruned)
+		printf("\nrun %lld has no stat rows (pruned: lockstep prune --help): compared on "
+		       "loss and grad norm alone, bit for bit\n", (long long)r->id);
+	return 0;
+}
+
+/* The bitwise check k, or where a run was pruned, loss and then grad norm exactly (a close
+   check with no tolerance): the step rows both runs still have. */
+static int lks_diff_eval(lks_store *s, lks_check_cfg *k, const lks_stored_run *ra,
+                         const lks_stored_run *rb, lks_check_result *res)
+{
+	static const char *const step_metrics[] = { "loss", "grad_norm" };
+	int pa, pb;
+
+	if (lks_diff_pruned(s, ra, &pa) || lks_diff_pruned(s, rb, &pb))
+		return -1;
+	if (!pa && !pb)
+		return lks_check_eval(s, k, NULL, ra->id, rb->id, res);
+	k->kind = LKS_CHECK_CLOSE;
+	k->rtol = k->atol = 0;
+	for (int i = 0; i < 2; i++) {
+		snprintf(k->metric, sizeof(k->metric), "%s", step_metrics[i]);
+		if (lks_check_eval(s, k, NULL, ra->id, rb->id, res))
+			return -1;
+		if (res->verdict != LKS_VERDICT_PASS)
+			break;
+	}
+	return 0;
+}
+
 /* ---- the command ---- */
 
 struct lks_diff_args {
@@ -307,7 +346,7 @@ int cmd_diff(int argc, char **argv)
 	lks_diff_header("a", &ra);
 	lks_diff_header("b", &rb);
 	lks_fingerprint_json_diff(stdout, ra.fingerprint, rb.fingerprint, "a", "b");
-	if (lks_check_eval(store, &k, NULL, ra.id, rb.id, &res)) {
+	if (lks_diff_eval(store, &k, &ra, &rb, &res)) {
 		fprintf(stderr, "lockstep: %s\n", lks_errmsg());
 		goto out;
 	}
