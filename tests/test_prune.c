@@ -186,7 +186,14 @@ Test(prune, keeps_the_latest_suites_whole_and_only_stat_rows_of_old_ones_go)
 		/* run 2i-1 is suite i's bf16 run; 2 * SUITES - 1 tonight's */
 		snprintf(args, sizeof(args), "diff --db '%s' %d %d", f.db, 2 * i - 1, 2 * SUITES - 1);
 		cr_assert_eq(lks_run_bin(NULL, args, out, sizeof(out)), 0, "suite %d: %s", i, out);
+		cr_assert_eq(!!strstr(out, "bit for bit in loss and grad norm\n"),
+		             i != 2 && i <= SUITES - 3, "suite %d: %s", i, out);
 	}
+	/* a pruned run still diverges where its loss does: its rowwise against tonight's bf16 */
+	snprintf(args, sizeof(args), "diff --db '%s' 2 %d", f.db, 2 * SUITES - 1);
+	cr_assert_eq(lks_run_bin(NULL, args, out, sizeof(out)), 1, "%s", out);
+	cr_assert_not_null(strstr(out, "first divergence: step 0"), "%s", out);
+	cr_assert_not_null(strstr(out, "loss"), "%s", out);
 	lks_store_close(s);
 	teardown(&f);
 }

@@ -258,14 +258,15 @@ static int lks_diff_pruned(lks_store *s, const lks_stored_run *r, int *pruned)
 /* The bitwise check k, or where a run was pruned, loss and then grad norm exactly (a close
    check with no tolerance): the step rows both runs still have. */
 static int lks_diff_eval(lks_store *s, lks_check_cfg *k, const lks_stored_run *ra,
-                         const lks_stored_run *rb, lks_check_result *res)
+                         const lks_stored_run *rb, lks_check_result *res, int *pruned)
 {
 	static const char *const step_metrics[] = { "loss", "grad_norm" };
 	int pa, pb;
 
 	if (lks_diff_pruned(s, ra, &pa) || lks_diff_pruned(s, rb, &pb))
 		return -1;
-	if (!pa && !pb)
+	*pruned = pa || pb;
+	if (!*pruned)
 		return lks_check_eval(s, k, NULL, ra->id, rb->id, res);
 	k->kind = LKS_CHECK_CLOSE;
 	k->rtol = k->atol = 0;
@@ -324,7 +325,7 @@ int cmd_diff(int argc, char **argv)
 	                    .exp_step = -1, .exp_rank = -1 };
 	lks_check_result res;
 	lks_store *store = NULL;
-	int rc, open_rc;
+	int rc, open_rc, pruned = 0;
 
 	lks_stored_run_init(&ra);
 	lks_stored_run_init(&rb);
@@ -346,12 +347,13 @@ int cmd_diff(int argc, char **argv)
 	lks_diff_header("a", &ra);
 	lks_diff_header("b", &rb);
 	lks_fingerprint_json_diff(stdout, ra.fingerprint, rb.fingerprint, "a", "b");
-	if (lks_diff_eval(store, &k, &ra, &rb, &res)) {
+	if (lks_diff_eval(store, &k, &ra, &rb, &res, &pruned)) {
 		fprintf(stderr, "lockstep: %s\n", lks_errmsg());
 		goto out;
 	}
 	if (res.verdict == LKS_VERDICT_PASS)
-		printf("\nidentical: bit for bit in every shared tensor, loss and grad norm\n");
+		printf("\nidentical: bit for bit in %s\n", pruned ? "loss and grad norm"
+		       : "every shared tensor, loss and grad norm");
 	else
 		printf("\nfirst divergence: %s\n", res.message);
 	if (lks_diff_table(&ra, &rb, a.max_rows)) {
