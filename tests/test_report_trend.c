@@ -133,6 +133,18 @@ Test(report_trend, numbers_and_plots_over_recent_suites)
 	}
 	sqlite3_close(db);
 
+	/* two suites plotted: the first of them still compared with the suite before it */
+	snprintf(args, sizeof(args), "report --db '%s' --trend 2 -o '%s/rep2'", db_path, dir);
+	cr_assert_eq(lks_run_bin(NULL, args, out, sizeof(out)), 0, "%s", out);
+	snprintf(path, sizeof(path), "%s/rep2/nightly_trend.tsv", dir);
+	cr_assert_eq(read_tsv(path, rows + 8, 8), 4);
+	for (int i = 0; i < 4; i++) {
+		cr_assert_eq(rows[8 + i].suite, 3 + i / 2);
+		cr_assert_str_eq(rows[8 + i].run, rows[4 + i].run);
+		cr_assert_eq(rows[8 + i].rel, rows[4 + i].rel, "%s", rows[8 + i].run);
+		cr_assert_eq(rows[8 + i].fp, 1);
+	}
+
 	snprintf(path, sizeof(path), "%s/rep/index.html", dir);
 	page = slurp(path);
 	cr_assert_not_null(strstr(page, "since last night"));

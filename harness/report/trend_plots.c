@@ -28,6 +28,8 @@ struct lks_tp {
 	int n, cap;
 	int64_t *suites;          /* the window's suites, ascending */
 	int nsuites;
+	int first;                /* the first suite plotted: 1 when suites[0] is there only to
+	                             be compared with */
 };
 
 static int lks_tp_add(void *arg, const lks_run_rec *rec)
@@ -170,7 +172,7 @@ static int lks_tp_tsv(const struct lks_report *r, const struct lks_tp *t)
 	if (!(f = fopen(path, "w")))
 		return lks_err("cannot write '%s': %s", path, strerror(errno));
 	fputs("suite\tfingerprint_changed\trun\tfinal_loss\tmax_rel_loss_diff\tstep_time\n", f);
-	for (int j = 0; j < t->nsuites; j++)
+	for (int j = t->first; j < t->nsuites; j++)
 		for (int i = 0; i < t->n; i++) {
 			const struct lks_tp_run *x = &t->runs[i];
 
@@ -184,7 +186,8 @@ static int lks_tp_tsv(const struct lks_report *r, const struct lks_tp *t)
 	return fclose(f) == 0 ? 0 : lks_err("cannot write '%s'", path);
 }
 
-/* The window: the nsuites latest suites up to t->upto that hold a run. */
+/* The window: the nsuites latest suites up to t->upto that hold a run (one more than are
+   plotted, which the first plotted is compared with). */
 static int lks_tp_window(struct lks_tp *t, int nsuites)
 {
 	int64_t last = INT64_MAX;
@@ -217,18 +220,18 @@ static void lks_tp_axis(const struct lks_tp *t, FILE *vars)
 	int nfp = 0;
 
 	fputs("set xtics (", vars);
-	for (int j = 0; j < t->nsuites; j++) {
+	for (int j = t->first; j < t->nsuites; j++) {
 		int fp = lks_tp_fp_changed(t, j);
 
-		fprintf(vars, "%s\"%lld%s\" %d", j ? ", " : "", (long long)t->suites[j], fp ? "*" : "",
-		        j);
+		fprintf(vars, "%s\"%lld%s\" %d", j > t->first ? ", " : "", (long long)t->suites[j],
+		        fp ? "*" : "", j - t->first);
 		nfp += fp;
 	}
 	fprintf(vars, ")\nnfp = %d\n%s%d] = [", nfp, nfp ? "array fpx[" : "# fpx[", nfp);
-	for (int j = 0, k = 0; j < t->nsuites; j++)
+	for (int j = t->first, k = 0; j < t->nsuites; j++)
 		if (lks_tp_fp_changed(t, j))
-			fprintf(vars, "%s%d", k++ ? ", " : "", j);
-	fprintf(vars, "]\nnsuites = %d\n", t->nsuites);
+			fprintf(vars, "%s%d", k++ ? ", " : "", j - t->first);
+	fprintf(vars, "]\nnsuites = %d\n", t->nsuites - t->first);
 }
 
 /* One plot: a series per key, in the order the keys were first stored. */
@@ -253,15 +256,17 @@ static int lks_tp_plot(struct lks_report *r, const struct lks_tp *t, enum lks_tp
 	}
 	for (int i = 0; i < t->n; i++) {
 		const struct lks_tp_run *x = &t->runs[i];
-		int first = 1;
+		/* a key's first run among the plotted suites */
+		int new_key = !t->first || x->suite != t->suites[0];
 
-		for (int k = 0; k < i && first; k++)
-			first = strcmp(t->runs[k].key, x->key) != 0;
-		if (!first)
+		for (int k = 0; k < i && new_key; k++)
+			new_key = strcmp(t->runs[k].key, x->key) != 0
+			          || (t->first && t->runs[k].suite == t->suites[0]);
+		if (!new_key)
 			continue;
 		fprintf(names.f, "%s%s", n++ ? " " : "", x->key);
 		fprintf(data.f, "# %s\n", x->key);
-		for (int j = 0; j < t->nsuites; j++) {
+		for (int j = t->first; j < t->nsuites; j++) {
 			const struct lks_tp_run *y = lks_tp_find(t, x->key, t->suites[j]);
 			double val = y ? lks_tp_value(t, kind, y, j) : NAN;
 
@@ -270,9 +275,9 @@ static int lks_tp_plot(struct lks_report *r, const struct lks_tp *t, enum lks_tp
 				val = LKS_REPORT_FLOOR;
 
 			if (isfinite(val))
-				fprintf(data.f, "%d %.17g\n", j, val);
+				fprintf(data.f, "%d %.17g\n", j - t->first, val);
 			else
-				fprintf(data.f, "%d NaN\n", j);
+				fprintf(data.f, "%d NaN\n", j - t->first);
 		}
 		fputs("\n\n", data.f);
 	}
@@ -299,7 +304,7 @@ int lks_trend_plots(struct lks_report *r, int nsuites)
 	struct lks_tp t = { .upto = r->suite };
 	int rc = -1, keep = 0;
 
-	if (lks_store_get_runs(r->s, lks_tp_add, &t) || lks_tp_window(&t, nsuites))
+	if (lks_store_get_runs(r->s, lks_tp_add, &t) || lks_tp_window(&t, nsuites + 1))
 		goto out;
 	/* only the window's runs are kept, and read their steps */
 	for (int i = 0; i < t.n; i++) {
@@ -316,9 +321,10 @@ int lks_trend_plots(struct lks_report *r, int nsuites)
 	for (int i = 0; i < t.n; i++)
 		if (lks_tp_steps(r->s, &t.runs[i]))
 			goto out;
+	t.first = t.nsuites > nsuites;
 	if (lks_tp_tsv(r, &t))
 		goto out;
-	if (t.nsuites < 2)
+	if (t.nsuites - t.first < 2)
 		lks_para(r, 1, "one suite only: no trend to plot yet");
 	else
 		for (int k = LKS_TP_LOSS; k <= LKS_TP_TIME; k++)
