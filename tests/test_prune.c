@@ -4,7 +4,8 @@
  * smaller; the stat rows of the unpinned old suites are gone and nothing else is (every
  * other table's rows, and every row of the kept and pinned suites, counted before and
  * after); every suite still reports, diffs and reads its verdicts back. A reader holding a
- * snapshot is neither blocked nor disturbed meanwhile. Bad usage exits 2. LKS_BIN is the
+ * snapshot is neither blocked nor disturbed meanwhile. --keep-days prunes by age but never
+ * the latest suite, and 'golden update' refuses a pruned run. Bad usage exits 2. LKS_BIN is the
  * path of the built program (tests/CMakeLists.txt).
  */
 #include <criterion/criterion.h>
@@ -221,6 +222,44 @@ Test(prune, a_reader_holding_a_snapshot_is_not_blocked_nor_disturbed)
 	teardown(&f);
 }
 
+Test(prune, keep_days_prunes_older_suites_but_never_the_latest)
+{
+	struct fixture f;
+	char args[1024], out[4096];
+	sqlite3 *db;
+
+	/* suite 1: a case of its own (old.ini); 2 to 4: tiny.ini */
+	setup(&f, 0);
+	snprintf(args, sizeof(args), "cp '%s' '%s/old.ini'", f.ini, f.dir);
+	cr_assert_eq(system(args), 0);
+	snprintf(args, sizeof(args), "run '%s/old.ini' --db '%s' --quiet", f.dir, f.db);
+	cr_assert_eq(lks_run_bin(NULL, args, out, sizeof(out)), 0, "%s", out);
+	snprintf(args, sizeof(args), "run '%s' --db '%s' --quiet", f.ini, f.db);
+	for (int i = 0; i < 3; i++)
+		cr_assert_eq(lks_run_bin(NULL, args, out, sizeof(out)), 0, "%s", out);
+	cr_assert_eq(sqlite3_open(f.db, &db), SQLITE_OK);
+	/* suites 1, 2 and 4 three days old, 3 of a moment ago */
+	cr_assert_eq(sqlite3_exec(db, "UPDATE suites SET started = strftime('%Y-%m-%dT%H:%M:%fZ', "
+	                              "'now', '-3 days') WHERE suite_id IN (1, 2, 4)", NULL, NULL,
+	                          NULL), SQLITE_OK);
+	sqlite3_close(db);
+	snprintf(args, sizeof(args), "prune --db '%s' --keep-days 2", f.db);
+	cr_assert_eq(lks_run_bin(NULL, args, out, sizeof(out)), 0, "%s", out);
+	cr_assert_not_null(strstr(out, "pruned 2 suites:"), "%s", out);
+	cr_assert_eq(sqlite3_open(f.db, &db), SQLITE_OK);
+	cr_assert_eq(suite_stats(db, 1), 0);
+	cr_assert_eq(suite_stats(db, 2), 0);
+	cr_assert_gt(suite_stats(db, 3), 0);
+	cr_assert_gt(suite_stats(db, 4), 0, "the latest suite pruned");
+	sqlite3_close(db);
+	/* a golden is not written from a pruned run (old's latest): exit 2, naming it */
+	snprintf(args, sizeof(args), "golden update '%s/old.ini' --db '%s' --golden '%s/g'", f.dir,
+	         f.db, f.dir);
+	cr_assert_eq(lks_run_bin(NULL, args, out, sizeof(out)), 2, "%s", out);
+	cr_assert_not_null(strstr(out, "no stat rows (its suite was pruned"), "%s", out);
+	teardown(&f);
+}
+
 Test(prune, bad_usage_and_unknown_suite_exit_2)
 {
 	struct fixture f;
@@ -235,6 +274,8 @@ Test(prune, bad_usage_and_unknown_suite_exit_2)
 	snprintf(args, sizeof(args), "prune --db '%s' --pin 99 --keep 1", f.db);
 	cr_assert_eq(lks_run_bin(NULL, args, out, sizeof(out)), 2, "%s", out);
 	cr_assert_not_null(strstr(out, "no suite 99"), "%s", out);
+	snprintf(args, sizeof(args), "prune --db '%s' --keep 0", f.db);
+	cr_assert_eq(lks_run_bin(NULL, args, out, sizeof(out)), 2, "%s", out);
 	/* --keep-days 1: the suite of a moment ago is kept */
 	snprintf(args, sizeof(args), "prune --db '%s' --keep-days 1", f.db);
 	cr_assert_eq(lks_run_bin(NULL, args, out, sizeof(out)), 0, "%s", out);

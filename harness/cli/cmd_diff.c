@@ -240,15 +240,15 @@ static int lks_diff_table(lks_stored_run *a, lks_stored_run *b, int max_rows)
 	return 0;
 }
 
-/* A run whose stat rows 'lockstep prune' removed: it has steps and no stat row. */
+/* A run whose stat rows 'lockstep prune' removed: it traced tensors and has no stat row. */
 static int lks_diff_pruned(lks_store *s, const lks_stored_run *r, int *pruned)
 {
 	int64_t n = 0;
 
 	*pruned = 0;
-	if (r->nsteps > 0 && lks_store_count(s, r->id, LKS_TABLE_STATS, &n))
+	if (r->nt > 0 && lks_store_count(s, r->id, LKS_TABLE_STATS, &n))
 		return -1;
-	*pruned = r->nsteps > 0 && n == 0;
+	*pruned = r->nt > 0 && n == 0;
 	if (*pruned)
 		printf("\nrun %lld has no stat rows (pruned: lockstep prune --help): compared on "
 		       "loss and grad norm alone, bit for bit\n", (long long)r->id);

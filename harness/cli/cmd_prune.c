@@ -27,7 +27,8 @@ static const char lks_prune_help[] =
 	"  --db FILE       the database (default lockstep.db)\n"
 	"  --keep N        the latest N suites (by id) are kept whole\n"
 	"  --keep-days D   suites begun within the last D days are kept whole (with --keep: a\n"
-	"                  suite either keeps is kept)\n"
+	"                  suite either keeps is kept); the latest suite is kept whole always,\n"
+	"                  as the next one is compared with it\n"
 	"  --pin ID        suite ID keeps its stat rows whatever its age (a release), first\n"
 	"  --unpin ID      suite ID is pruned like any other again, first\n"
 	"  --batch N       stat rows per transaction (default 4000)\n"
@@ -69,7 +70,7 @@ static int lks_prune_parse(int argc, char **argv, struct lks_prune_args *a)
 		} else if (!strcmp(o, "--db") && v) {
 			a->db = argv[++i];
 		} else if (!strcmp(o, "--keep") || !strcmp(o, "--batch")) {
-			if (lks_opt_int("prune", o, v, o[2] == 'k' ? 0 : 1, 1 << 30,
+			if (lks_opt_int("prune", o, v, 1, 1 << 30,
 			                o[2] == 'k' ? &a->o.keep : &a->o.batch))
 				return LKS_EXIT_USAGE;
 			i++;

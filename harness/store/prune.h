@@ -30,7 +30,8 @@ typedef struct lks_prune_result {
 
 /* Pins (pin 1) or unpins (0) a suite; fails (LKS_STORE_BAD_FILE) when there is none. */
 int lks_store_pin(lks_store *s, int64_t suite_id, int pin);
-/* Removes the stat rows of the suites that o does not keep and that are not pinned, and
+/* Removes the stat rows of the suites that o does not keep and that are not pinned, but
+   never of the latest suite holding a run (the next suite is compared with it), and
    marks each such suite pruned. Stops at the first error: what was removed stays removed,
    every transaction whole. */
 int lks_store_prune(lks_store *s, const lks_prune_opts *o, lks_prune_result *res);

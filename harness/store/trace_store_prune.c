@@ -39,6 +39,7 @@ out:
 static const char lks_prune_pick[] =
 	"SELECT s.suite_id, r.run_id FROM suites s LEFT JOIN runs r USING (suite_id)\n"
 	"WHERE coalesce(s.pinned, 0) = 0\n"
+	"  AND s.suite_id < (SELECT max(suite_id) FROM runs)  -- what the next compares with\n"
 	"  AND NOT (?1 >= 0 AND s.suite_id IN (SELECT suite_id FROM suites\n"
 	"                                      ORDER BY suite_id DESC LIMIT ?1))\n"
 	"  AND NOT (?2 >= 0 AND s.started >= strftime('%Y-%m-%dT%H:%M:%fZ', 'now',\n"
