@@ -173,6 +173,9 @@ static void make_old_db(const char *path, int version, int64_t *run)
 	if (version >= 2)
 		cr_assert_eq(lks_store_check(s, &old), 0, "%s", lks_errmsg());
 	lks_store_close(s);
+	if (version < 8)
+		raw_exec(path, "ALTER TABLE suites DROP COLUMN pruned; "
+		               "ALTER TABLE suites DROP COLUMN pinned;");
 	if (version < 7)
 		raw_exec(path, "DROP TABLE metrics;");
 	if (version < 6)
@@ -191,7 +194,7 @@ static void make_old_db(const char *path, int version, int64_t *run)
 
 Test(trace_store, earlier_version_is_upgraded_keeping_everything)
 {
-	for (int version = 1; version <= 6; version++) {
+	for (int version = 1; version <= 7; version++) {
 		lks_check_rec now = verdict("now", "pass");
 		struct checks_seen seen = { 0 };
 		char path[512];
@@ -229,6 +232,10 @@ Test(trace_store, earlier_version_is_upgraded_keeping_everything)
 		cr_assert_eq(sql_int(s, "SELECT count(*) FROM metrics"), 0);
 		cr_assert_eq(sql_int(s, "INSERT INTO metrics VALUES (1, 1, 0, 'loss', 'numerics', "
 		                        "NULL) RETURNING run_id"), 1);
+		/* version 8: a suite's pin and when its stat rows were pruned, NULL before */
+		cr_assert_eq(sql_int(s, "INSERT INTO suites (command) VALUES ('x') RETURNING "
+		                        "(pinned IS NULL) + (pruned IS NULL)"), 2);
+		cr_assert_eq(sql_int(s, "UPDATE suites SET pinned = 1 RETURNING pinned"), 1);
 		/* and the new tables and columns take rows */
 		cr_assert_eq(lks_store_begin_session(s, "bisect", "lockstep bisect", "c.ini", &session),
 		             0, "%s", lks_errmsg());
@@ -349,6 +356,11 @@ Test(trace_store, readonly_reads_earlier_verdicts_without_parameters)
 		cr_assert_eq(sql_int(s, "SELECT count(*) FROM health"), 0);
 		cr_assert_eq(sql_int(s, "SELECT count(*) FROM gemm_algos"), 0);
 		cr_assert_eq(sql_int(s, "SELECT count(*) FROM metrics"), 0);  /* version 7's */
+		/* version 8's columns NULL */
+		cr_assert_eq(sql_int(s, "SELECT count(*) FROM pragma_table_info('suites', 'main') WHERE "
+		                        "name IN ('pinned', 'pruned')"), 0, "a column in the file");
+		cr_assert_eq(sql_int(s, "SELECT count(*) FROM suites WHERE pinned IS NOT NULL OR "
+		                        "pruned IS NOT NULL"), 0);
 		cr_assert_eq(sql_int(s, "SELECT count(*) FROM steps WHERE mem_peak IS NULL"),
 		             2 * RANKS);
 		check_steps(s, run, 0, 2, 10);
@@ -414,9 +426,9 @@ Test(trace_store, readonly_refuses_what_is_not_ours_untouched)
 	/* ours, but of a later version */
 	path_in_tmp(path, sizeof(path), "future.db");
 	make_db(path);
-	raw_exec(path, "PRAGMA user_version = 8");
+	raw_exec(path, "PRAGMA user_version = 9");
 	before = take(path);
-	expect_refused(path, "version 8");
+	expect_refused(path, "version 9");
 	expect_same_bytes(path, before);
 	free(before.bytes);
 	rm_tmp();

@@ -26,6 +26,7 @@
 	X(report, "write the HTML and Markdown report of a suite") \
 	X(import, "store a run of another framework read from its logs") \
 	X(diff, "first divergence and per-step maximum errors of two stored runs") \
+	X(prune, "keep the latest suites whole, older ones without their per-tensor stats") \
 	X(matrix, "every case under every combo of a combos file: a table of verdicts") \
 	X(bisect, "the first bad combo of an ordered list, by binary search") \
 	X(reduce, "the fewest differences between a good and a bad combo that fail")

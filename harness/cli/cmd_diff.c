@@ -240,6 +240,46 @@ static int lks_diff_table(lks_stored_run *a, lks_stored_run *b, int max_rows)
 	return 0;
 }
 
+/* A run whose stat rows 'lockstep prune' removed: it traced tensors and has no stat row. */
+static int lks_diff_pruned(lks_store *s, const lks_stored_run *r, int *pruned)
+{
+	int64_t n = 0;
+
+	*pruned = 0;
+	if (r->nt > 0 && lks_store_count(s, r->id, LKS_TABLE_STATS, &n))
+		return -1;
+	*pruned = r->nt > 0 && n == 0;
+	if (*pruned)
+		printf("\nrun %lld has no stat rows (pruned: lockstep prune --help): compared on "
+		       "loss and grad norm alone, bit for bit\n", (long long)r->id);
+	return 0;
+}
+
+/* The bitwise check k, or where a run was pruned, loss and then grad norm exactly (a close
+   check with no tolerance): the step rows both runs still have. */
+static int lks_diff_eval(lks_store *s, lks_check_cfg *k, const lks_stored_run *ra,
+                         const lks_stored_run *rb, lks_check_result *res, int *pruned)
+{
+	static const char *const step_metrics[] = { "loss", "grad_norm" };
+	int pa, pb;
+
+	if (lks_diff_pruned(s, ra, &pa) || lks_diff_pruned(s, rb, &pb))
+		return -1;
+	*pruned = pa || pb;
+	if (!*pruned)
+		return lks_check_eval(s, k, NULL, ra->id, rb->id, res);
+	k->kind = LKS_CHECK_CLOSE;
+	k->rtol = k->atol = 0;
+	for (int i = 0; i < 2; i++) {
+		snprintf(k->metric, sizeof(k->metric), "%s", step_metrics[i]);
+		if (lks_check_eval(s, k, NULL, ra->id, rb->id, res))
+			return -1;
+		if (res->verdict != LKS_VERDICT_PASS)
+			break;
+	}
+	return 0;
+}
+
 /* ---- the command ---- */
 
 struct lks_diff_args {
@@ -285,7 +325,7 @@ int cmd_diff(int argc, char **argv)
 	                    .exp_step = -1, .exp_rank = -1 };
 	lks_check_result res;
 	lks_store *store = NULL;
-	int rc, open_rc;
+	int rc, open_rc, pruned = 0;
 
 	lks_stored_run_init(&ra);
 	lks_stored_run_init(&rb);
@@ -307,12 +347,13 @@ int cmd_diff(int argc, char **argv)
 	lks_diff_header("a", &ra);
 	lks_diff_header("b", &rb);
 	lks_fingerprint_json_diff(stdout, ra.fingerprint, rb.fingerprint, "a", "b");
-	if (lks_check_eval(store, &k, NULL, ra.id, rb.id, &res)) {
+	if (lks_diff_eval(store, &k, &ra, &rb, &res, &pruned)) {
 		fprintf(stderr, "lockstep: %s\n", lks_errmsg());
 		goto out;
 	}
 	if (res.verdict == LKS_VERDICT_PASS)
-		printf("\nidentical: bit for bit in every shared tensor, loss and grad norm\n");
+		printf("\nidentical: bit for bit in %s\n", pruned ? "loss and grad norm"
+		       : "every shared tensor, loss and grad norm");
 	else
 		printf("\nfirst divergence: %s\n", res.message);
 	if (lks_diff_table(&ra, &rb, a.max_rows)) {

@@ -237,6 +237,12 @@ static int lks_golden_write_one(lks_store *s, int64_t id, const char *db, const 
 		             (long long)id, db, strstr(g.options, " inject: ") + 9);
 		goto out;
 	}
+	if (g.nt > 0 && g.nstats == 0) {  /* its tensors traced, their rows gone */
+		lks_err("run %lld of '%s' has no stat rows (its suite was pruned: lockstep prune "
+		        "--help): run the case again for its golden", (long long)id, db);
+		rc = LKS_GOLDEN_BAD;
+		goto out;
+	}
 	if ((rc = lks_golden_class_of(&g, cls, sizeof(cls))) != 0
 	    || (rc = lks_golden_path(dir, cls, g.case_name, g.run_name, path, sizeof(path))) != 0
 	    || (rc = lks_golden_write(&g, path)) != 0)

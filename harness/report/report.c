@@ -438,18 +438,23 @@ static int lks_report_body(struct lks_report *r, int have_gnuplot)
 	for (int c = 0; c < ncases; c++)
 		if (lks_case_section(r, cases[c], have_gnuplot))
 			goto out;
+	lks_heading(r, 2, "since last night: trends over recent suites");
+	if (have_gnuplot && lks_trend_plots(r, r->o->trend_suites > 0 ? r->o->trend_suites : 5))
+		goto out;
 	rc = lks_template(r, title, 1);
 out:
 	free(cases);
 	return rc;
 }
 
-/* A file a report folder holds: index.html, report.md, a plot's SVG. */
+/* A file a report folder holds: index.html, report.md, a plot's SVG, the trend's numbers
+   (trend_plots.c). */
 static int lks_report_file(const char *name)
 {
 	size_t n = strlen(name);
 
 	return !strcmp(name, "index.html") || !strcmp(name, "report.md")
+	       || !strcmp(name, "nightly_trend.tsv")
 	       || (n > 4 && !strcmp(name + n - 4, ".svg") && name[0] != '.');
 }
 

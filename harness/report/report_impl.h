@@ -13,6 +13,7 @@
  *                 into the page; the loss, relative loss difference and grad norm plots
  *   fp8_scales.c  the amax and scale history of an FP8 run's quantized tensors
  *   heatmap.c     the step x tensor heatmap of two runs and their first divergence
+ *   trend_plots.c  the trend plots over recent suites (since last night)
  *   gpu.c         GPU health findings and readings of a case's runs, and the algorithms
  *                 cuBLASLt ran their GEMMs with
  */
@@ -135,6 +136,14 @@ int lks_plot(struct lks_report *r, const char *case_name, const struct lks_plot_
              const char *data, const char *vars);
 /* The loss, relative loss difference and grad norm plots of a case. */
 int lks_case_plots(struct lks_report *r, const char *case_name);
+
+/* ---- trend_plots.c ---- */
+
+/* The trend plots over the nsuites latest suites up to r->suite, for the "since last
+   night" section: final loss, largest relative loss difference against the same run of
+   the suite before, and mean step time, per case/run; suites where a fingerprint changed
+   marked on the x axis. A paragraph instead when there is one suite only. */
+int lks_trend_plots(struct lks_report *r, int nsuites);
 
 /* ---- fp8_scales.c ---- */
 

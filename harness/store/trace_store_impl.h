@@ -11,6 +11,8 @@
  *   trace_store_write.c   suites, runs, tensors, steps and stats, events, verdicts, probes,
  *                         SQNR rows
  *   trace_store_read.c    the same read back
+ *   trace_store_prune.c  retention: old suites' stat rows removed in bounded
+ *                         transactions, VACUUM (prune.h)
  *   trace_store_metrics.c  an imported run in one transaction, its metrics read back
  *   report_query.c        the report's reads beside those: a suite, the trend of a case
  */

@@ -231,6 +231,13 @@ static const char lks_schema_v7[] =
 	"	PRIMARY KEY (run_id, step, rank, name)\n"
 	") WITHOUT ROWID;\n";
 
+/* 8: retention (lockstep prune, harness/store/prune.h): a pinned suite keeps its stat rows
+   whatever its age; pruned says when prune removed them. */
+static const lks_schema_column lks_schema_v8[] = {
+	{ "suites", "pinned", "INTEGER" },         /* 1: pinned; NULL or 0: not */
+	{ "suites", "pruned", "TEXT" },            /* ISO 8601 UTC; NULL: stat rows all kept */
+};
+
 /* Part v of the schema: the tables (and their indexes) version v added, and the columns it
    added to tables of earlier versions. A part never changes once released. */
 static const struct lks_schema_part {
@@ -245,6 +252,7 @@ static const struct lks_schema_part {
 	[5] = { lks_schema_v5, lks_schema_v5_columns, 1 },
 	[6] = { lks_schema_v6, NULL, 0 },
 	[7] = { lks_schema_v7, NULL, 0 },
+	[8] = { NULL, lks_schema_v8, (int)(sizeof(lks_schema_v8) / sizeof(lks_schema_v8[0])) },
 };
 
 /* Gradient SQNR between two runs (harness/verify/sqnr.h): the table is created when first

@@ -1,0 +1,163 @@
+/*
+ * cmd_prune.c: 'lockstep prune': retention of a database (harness/store/prune.h). Keeps the
+ * latest suites whole and removes the per-tensor stat rows of older ones that are not
+ * pinned, in bounded transactions, then VACUUMs; prints the file's size before and after.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "harness/cli/cmd.h"
+#include "harness/store/prune.h"
+#include "kernels/err.h"
+
+static const char lks_prune_help[] =
+	"usage: lockstep prune [--db FILE] (--keep N | --keep-days D) [--pin ID]... [--unpin ID]...\n"
+	"       lockstep prune [--db FILE] (--pin ID | --unpin ID)...\n"
+	"\n"
+	"Keeps the latest suites whole. An older suite keeps its runs, step rows (loss, grad\n"
+	"norm, step time), events, checks and verdicts, and loses its per-tensor stat rows, the\n"
+	"bulk of the file, unless it is pinned. A pruned run still diffs, reports and checks on\n"
+	"loss and grad norm; what it lost is the first divergence by tensor. The rows go a few\n"
+	"thousand per transaction, so other lockstep commands read (and write) the database\n"
+	"meanwhile; then VACUUM gives the space back to the file system (it waits only for\n"
+	"writers, never for readers).\n"
+	"\n"
+	"  --db FILE       the database (default lockstep.db)\n"
+	"  --keep N        the latest N suites (by id) are kept whole\n"
+	"  --keep-days D   suites begun within the last D days are kept whole (with --keep: a\n"
+	"                  suite either keeps is kept); the latest suite is kept whole always,\n"
+	"                  as the next one is compared with it\n"
+	"  --pin ID        suite ID keeps its stat rows whatever its age (a release), first\n"
+	"  --unpin ID      suite ID is pruned like any other again, first\n"
+	"  --batch N       stat rows per transaction (default 4000)\n"
+	"\n"
+	"exit codes: 0 done, 2 bad usage, no such suite or not a lockstep database, 3 could not\n"
+	"write it\n";
+
+struct lks_prune_args {
+	const char *db;
+	lks_prune_opts o;
+	const char **pins;        /* "+ID" to pin, "-ID" to unpin, in order given */
+	int npins;
+};
+
+static int lks_prune_days(const char *v, double *out)
+{
+	char *end = NULL;
+
+	*out = v ? strtod(v, &end) : -1;
+	if (!v || end == v || *end || !(*out >= 0))
+		return lks_usage("prune: --keep-days wants a number of days >= 0, not '%s'",
+		                 v ? v : "");
+	return 0;
+}
+
+/* 0: go on; -1: help was printed; else an exit code */
+static int lks_prune_parse(int argc, char **argv, struct lks_prune_args *a)
+{
+	a->db = "lockstep.db";
+	a->o = (lks_prune_opts){ .keep = -1, .keep_days = -1 };
+	if (!(a->pins = calloc((size_t)argc, sizeof(*a->pins))))
+		return fprintf(stderr, "lockstep: out of memory\n"), LKS_EXIT_INFRA;
+	for (int i = 1; i < argc; i++) {
+		const char *o = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+
+		if (!strcmp(o, "--help") || !strcmp(o, "-h")) {
+			fputs(lks_prune_help, stdout);
+			return -1;
+		} else if (!strcmp(o, "--db") && v) {
+			a->db = argv[++i];
+		} else if (!strcmp(o, "--keep") || !strcmp(o, "--batch")) {
+			if (lks_opt_int("prune", o, v, 1, 1 << 30,
+			                o[2] == 'k' ? &a->o.keep : &a->o.batch))
+				return LKS_EXIT_USAGE;
+			i++;
+		} else if (!strcmp(o, "--keep-days")) {
+			if (lks_prune_days(v, &a->o.keep_days))
+				return LKS_EXIT_USAGE;
+			i++;
+		} else if ((!strcmp(o, "--pin") || !strcmp(o, "--unpin")) && v) {
+			a->pins[a->npins++] = o;
+			a->pins[a->npins++] = argv[++i];
+		} else {
+			return lks_usage("prune: bad option '%s' (or it lacks its value)", o);
+		}
+	}
+	if (a->o.keep < 0 && a->o.keep_days < 0 && !a->npins)
+		return lks_usage("prune: how much to keep? (--keep N or --keep-days D; 'lockstep "
+		                 "prune --help')");
+	return 0;
+}
+
+/* The database's bytes on disk, its write-ahead log included. */
+static long long lks_prune_size(const char *db)
+{
+	char wal[4096];
+	struct stat st;
+	long long n = 0;
+
+	if (!stat(db, &st))
+		n += st.st_size;
+	snprintf(wal, sizeof(wal), "%s-wal", db);
+	if (!stat(wal, &st))
+		n += st.st_size;
+	return n;
+}
+
+static int lks_prune_pins(lks_store *s, const struct lks_prune_args *a)
+{
+	for (int i = 0; i < a->npins; i += 2) {
+		char *end = NULL;
+		long long id = strtoll(a->pins[i + 1], &end, 10);
+		int rc;
+
+		if (end == a->pins[i + 1] || *end || id <= 0)
+			return lks_usage("prune: %s wants a suite id, not '%s'", a->pins[i],
+			                 a->pins[i + 1]);
+		if ((rc = lks_store_pin(s, id, a->pins[i][2] == 'p')) != 0) {
+			fprintf(stderr, "lockstep: prune: %s\n", lks_errmsg());
+			return rc == LKS_STORE_BAD_FILE ? LKS_EXIT_USAGE : LKS_EXIT_INFRA;
+		}
+		printf("suite %lld %s\n", id, a->pins[i][2] == 'p' ? "pinned" : "unpinned");
+	}
+	return 0;
+}
+
+int cmd_prune(int argc, char **argv)
+{
+	struct lks_prune_args a = { 0 };
+	lks_prune_result res;
+	lks_store *store = NULL;
+	long long before;
+	int rc, open_rc;
+
+	if ((rc = lks_prune_parse(argc, argv, &a)) != 0) {
+		rc = rc < 0 ? LKS_EXIT_OK : rc;
+		goto out;
+	}
+	before = lks_prune_size(a.db);
+	if ((open_rc = lks_store_open(a.db, &store)) != 0) {
+		fprintf(stderr, "lockstep: %s\n", lks_errmsg());
+		rc = open_rc == LKS_STORE_BAD_FILE ? LKS_EXIT_USAGE : LKS_EXIT_INFRA;
+		goto out;
+	}
+	if ((rc = lks_prune_pins(store, &a)) != 0 || (a.o.keep < 0 && a.o.keep_days < 0))
+		goto out;
+	rc = LKS_EXIT_INFRA;
+	if (lks_store_prune(store, &a.o, &res) || lks_store_vacuum(store)) {
+		fprintf(stderr, "lockstep: %s\n", lks_errmsg());
+		goto out;
+	}
+	lks_store_close(store);
+	store = NULL;
+	printf("pruned %d suite%s: %lld stat rows removed in %lld transactions\n", res.suites,
+	       res.suites == 1 ? "" : "s", (long long)res.rows, (long long)res.transactions);
+	printf("'%s': %lld bytes before, %lld after\n", a.db, before, lks_prune_size(a.db));
+	rc = LKS_EXIT_OK;
+out:
+	lks_store_close(store);
+	free(a.pins);
+	return rc;
+}

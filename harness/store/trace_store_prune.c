@@ -1,0 +1,163 @@
+/*
+ * trace_store_prune.c: retention (prune.h). The suites to prune are chosen by one query;
+ * each of their runs loses its stat rows LKS_PRUNE_BATCH at a time, each batch its own
+ * BEGIN IMMEDIATE ... COMMIT, so no lock is held longer than one batch and a reader in WAL
+ * mode sees the suite whole or a batch fewer, never a torn row. Steps, events, checks and
+ * verdicts stay: a pruned run still diffs and checks on loss and grad norm.
+ */
+#include <stdlib.h>
+
+#include "harness/store/prune.h"
+#include "harness/store/trace_store_impl.h"
+#include "kernels/err.h"
+
+int lks_store_pin(lks_store *s, int64_t suite_id, int pin)
+{
+	sqlite3_stmt *st = NULL;
+	int rc = -1;
+
+	if (LKS_SQL(s->db, sqlite3_prepare_v2(s->db, "UPDATE suites SET pinned = ?2 WHERE "
+	                                      "suite_id = ?1", -1, &st, NULL)) < 0)
+		return -1;
+	sqlite3_bind_int64(st, 1, suite_id);
+	sqlite3_bind_int(st, 2, pin ? 1 : 0);
+	if (LKS_SQL(s->db, sqlite3_step(st)) < 0)
+		goto out;
+	if (sqlite3_changes(s->db) != 1) {
+		lks_err("no suite %lld in '%s'", (long long)suite_id, lks_store_path(s));
+		rc = LKS_STORE_BAD_FILE;
+		goto out;
+	}
+	rc = 0;
+out:
+	sqlite3_finalize(st);
+	return rc;
+}
+
+/* The runs of the suites to prune, and those suites: read whole before any write, so no
+   statement reads while the batches commit. */
+static const char lks_prune_pick[] =
+	"SELECT s.suite_id, r.run_id FROM suites s LEFT JOIN runs r USING (suite_id)\n"
+	"WHERE coalesce(s.pinned, 0) = 0\n"
+	"  AND s.suite_id < (SELECT max(suite_id) FROM runs)  -- what the next compares with\n"
+	"  AND NOT (?1 >= 0 AND s.suite_id IN (SELECT suite_id FROM suites\n"
+	"                                      ORDER BY suite_id DESC LIMIT ?1))\n"
+	"  AND NOT (?2 >= 0 AND s.started >= strftime('%Y-%m-%dT%H:%M:%fZ', 'now',\n"
+	"                                             printf('-%f days', ?2)))\n"
+	"ORDER BY s.suite_id, r.run_id";
+
+struct lks_prune_pair {
+	int64_t suite, run;       /* run 0: a suite without runs */
+};
+
+static int lks_prune_list(lks_store *s, const lks_prune_opts *o, struct lks_prune_pair **out,
+                          int *n)
+{
+	sqlite3_stmt *st = NULL;
+	int cap = 0, rc;
+
+	*out = NULL;
+	*n = 0;
+	if (LKS_SQL(s->db, sqlite3_prepare_v2(s->db, lks_prune_pick, -1, &st, NULL)) < 0)
+		return -1;
+	sqlite3_bind_int(st, 1, o->keep);
+	sqlite3_bind_double(st, 2, o->keep_days);
+	while ((rc = LKS_SQL(s->db, sqlite3_step(st))) == SQLITE_ROW) {
+		if (*n == cap) {
+			struct lks_prune_pair *p = realloc(*out, sizeof(**out) * (size_t)(cap = cap * 2 + 16));
+
+			if (!p) {
+				rc = lks_err("out of memory");
+				break;
+			}
+			*out = p;
+		}
+		(*out)[*n].suite = sqlite3_column_int64(st, 0);
+		(*out)[(*n)++].run = sqlite3_column_int64(st, 1);
+	}
+	sqlite3_finalize(st);
+	return rc == SQLITE_DONE ? 0 : -1;
+}
+
+/* One batch of the run's stat rows in its own transaction; *gone: how many. */
+static int lks_prune_batch(lks_store *s, sqlite3_stmt *del, int64_t run, int batch,
+                           int64_t *gone)
+{
+	int rc;
+
+	if (lks_store_exec(s, LKS_Q_BEGIN))
+		return -1;
+	sqlite3_bind_int64(del, 1, run);
+	sqlite3_bind_int(del, 2, batch);
+	rc = lks_store_done(s, del);
+	*gone = rc ? 0 : sqlite3_changes64(s->db);
+	if (rc || lks_store_exec(s, LKS_Q_COMMIT)) {
+		lks_store_rollback(s);
+		return -1;
+	}
+	return 0;
+}
+
+/* The suite marked pruned (once: a later prune keeps the first time). */
+static int lks_prune_mark(lks_store *s, int64_t suite)
+{
+	char *sql = sqlite3_mprintf("UPDATE suites SET pruned = strftime('%%Y-%%m-%%dT%%H:%%M:%%fZ', "
+	                            "'now') WHERE suite_id = %lld AND pruned IS NULL",
+	                            (long long)suite);
+	int rc;
+
+	if (!sql)
+		return lks_err("out of memory");
+	rc = LKS_SQL(s->db, sqlite3_exec(s->db, sql, NULL, NULL, NULL)) < 0 ? -1 : 0;
+	sqlite3_free(sql);
+	return rc;
+}
+
+int lks_store_prune(lks_store *s, const lks_prune_opts *o, lks_prune_result *res)
+{
+	struct lks_prune_pair *p = NULL;
+	sqlite3_stmt *del = NULL;
+	int n = 0, rc = -1, batch = o->batch > 0 ? o->batch : LKS_PRUNE_BATCH;
+
+	*res = (lks_prune_result){ 0 };
+	if (lks_prune_list(s, o, &p, &n))
+		goto out;
+	/* the key's prefix (run_id) finds the batch; its rows go by their whole key */
+	if (LKS_SQL(s->db, sqlite3_prepare_v2(s->db, "DELETE FROM stats WHERE run_id = ?1 AND "
+	                                      "(step, rank, seq) IN (SELECT step, rank, seq FROM "
+	                                      "stats WHERE run_id = ?1 LIMIT ?2)", -1, &del,
+	                                      NULL)) < 0)
+		goto out;
+	for (int i = 0; i < n; i++) {
+		int64_t gone = p[i].run > 0;
+
+		while (gone > 0) {
+			if (lks_prune_batch(s, del, p[i].run, batch, &gone))
+				goto out;
+			res->rows += gone;
+			res->transactions += gone > 0;
+		}
+		if (i + 1 == n || p[i + 1].suite != p[i].suite) {
+			if (lks_prune_mark(s, p[i].suite))
+				goto out;
+			res->suites++;
+		}
+	}
+	rc = 0;
+out:
+	if (rc)
+		lks_err("cannot prune '%s': %s", lks_store_path(s), lks_errmsg());
+	sqlite3_finalize(del);
+	free(p);
+	return rc;
+}
+
+int lks_store_vacuum(lks_store *s)
+{
+	if (LKS_SQL(s->db, sqlite3_exec(s->db, "VACUUM", NULL, NULL, NULL)) < 0)
+		return lks_err("cannot vacuum '%s': %s", lks_store_path(s), lks_errmsg());
+	/* PASSIVE never waits: a reader of an older snapshot keeps its frames, and the last
+	   connection to close finishes the checkpoint */
+	sqlite3_wal_checkpoint_v2(s->db, "main", SQLITE_CHECKPOINT_PASSIVE, NULL, NULL);
+	return 0;
+}
