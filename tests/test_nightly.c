@@ -1,0 +1,241 @@
+/*
+ * test_nightly.c: night over night (harness/verify/nightly.h) as a nightly meets it,
+ * through the built program (LKS_BIN) on one tiny case of two runs:
+ *   - two nightlies in a row: every run unchanged, no fingerprint key differs, exit 0,
+ *     and one JUnit testcase per run;
+ *   - LOCKSTEP_INJECT on one run: that run changed at the planted step, rank and tensor,
+ *     env.LOCKSTEP_INJECT named and a 'lockstep reduce' command printed; the other run
+ *     unchanged; exit 0 (the fingerprint explains the change);
+ *   - a change planted where the fingerprint does not see it (LKS_FREXP_LIB,
+ *     nightly_preload.c says why that route): changed with an equal fingerprint, exit 1,
+ *     printed and stored before a change the fingerprint explains; exit 0 with
+ *     --same-fingerprint-change warn, the verdict stored all the same; 'lockstep check'
+ *     exits 1 too.
+ */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "run_bin.h"
+#include "harness/store/trace_store.h"
+#include "kernels/err.h"
+
+/* Two runs, two ranks, three steps: milliseconds a night. */
+static const char case_text[] =
+	"[case]\n"
+	"description = tiny case for night over night\n"
+	"steps = 3\n"
+	"seed = 7\n"
+	"world_size = 2\n"
+	"[model]\n"
+	"vocab = 64\n"
+	"hidden = 32\n"
+	"ffn = 64\n"
+	"layers = 1\n"
+	"seq = 8\n"
+	"batch = 2\n"
+	"[run bf16]\n"
+	"recipe = bf16\n"
+	"[run rowwise]\n"
+	"recipe = fp8_rowwise\n"
+	"[check finite]\n"
+	"kind = finite\n"
+	"a = rowwise\n";
+
+static char dir[64], db[128], ini[128];
+static char out[16384];
+
+static void setup(void)
+{
+	FILE *cf;
+
+	snprintf(dir, sizeof(dir), "/tmp/lks_test_nightly_XXXXXX");
+	cr_assert_not_null(mkdtemp(dir));
+	snprintf(db, sizeof(db), "%s/history.db", dir);
+	snprintf(ini, sizeof(ini), "%s/tiny.ini", dir);
+	cr_assert_not_null(cf = fopen(ini, "w"));
+	fputs(case_text, cf);
+	fclose(cf);
+}
+
+static void teardown(void)
+{
+	char cmd[128];
+
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+	cr_assert_eq(system(cmd), 0);
+}
+
+/* One night: 'lockstep CMD' of the case (extra options after it) under env; its exit
+   code, what it printed in out. */
+static int night(const char *env, const char *cmd, const char *extra)
+{
+	char args[1024];
+
+	snprintf(args, sizeof(args), "%s '%s' --db '%s' --quiet %s", cmd, ini, db, extra);
+	return lks_run_bin(env, args, out, sizeof(out));
+}
+
+#define NMAX 8
+
+struct seen {
+	int n;
+	char run[NMAX][32], verdict[NMAX][16], keys[NMAX][256], tensor[NMAX][64], field[NMAX][16];
+	int fp_equal[NMAX], step[NMAX], rank[NMAX];
+	int64_t run_id[NMAX], prev_run_id[NMAX];
+};
+
+static int see(void *arg, const lks_nightly_rec *r)
+{
+	struct seen *s = arg;
+	int i = s->n++;
+
+	cr_assert_lt(i, NMAX);
+	snprintf(s->run[i], sizeof(s->run[i]), "%s", r->run_name);
+	snprintf(s->verdict[i], sizeof(s->verdict[i]), "%s", r->verdict);
+	snprintf(s->keys[i], sizeof(s->keys[i]), "%s", r->fp_keys);
+	snprintf(s->tensor[i], sizeof(s->tensor[i]), "%s", r->tensor ? r->tensor : "");
+	snprintf(s->field[i], sizeof(s->field[i]), "%s", r->field ? r->field : "");
+	s->fp_equal[i] = r->fp_equal;
+	s->step[i] = r->step;
+	s->rank[i] = r->rank;
+	s->run_id[i] = r->run_id;
+	s->prev_run_id[i] = r->prev_run_id;
+	return 0;
+}
+
+static struct seen verdicts(int64_t suite)
+{
+	struct seen s = { 0 };
+	lks_store *st;
+
+	cr_assert_eq(lks_store_open_readonly(db, &st), 0, "%s", lks_errmsg());
+	cr_assert_eq(lks_store_get_nightly(st, suite, see, &s), 0, "%s", lks_errmsg());
+	lks_store_close(st);
+	return s;
+}
+
+/* The verdict of run name in s; fails when there is none. */
+static int find(const struct seen *s, const char *name)
+{
+	for (int i = 0; i < s->n; i++)
+		if (!strcmp(s->run[i], name))
+			return i;
+	cr_assert_fail("no verdict for run '%s'", name);
+	return -1;
+}
+
+TestSuite(nightly, .init = setup, .fini = teardown);
+
+Test(nightly, two_nightlies_in_a_row_are_unchanged)
+{
+	char junit[160], xml[8192] = "";
+	struct seen s;
+	FILE *f;
+	size_t n;
+
+	cr_assert_eq(night(NULL, "run", ""), 0, "%s", out);
+	cr_assert_null(strstr(out, "night over night"), "the first night has nothing to compare:\n%s",
+	               out);
+	cr_assert_eq(verdicts(1).n, 0);
+	snprintf(junit, sizeof(junit), "--junit '%s/junit.xml'", dir);
+	cr_assert_eq(night(NULL, "run", junit), 0, "%s", out);
+	cr_assert_not_null(strstr(out, "2 unchanged, 0 changed (0 with the same fingerprint), 0 new, "
+	                          "0 gone"), "%s", out);
+	s = verdicts(2);
+	cr_assert_eq(s.n, 2);
+	for (int i = 0; i < s.n; i++) {
+		cr_assert_str_eq(s.verdict[i], "unchanged", "%s: %s", s.run[i], s.verdict[i]);
+		cr_assert_str_eq(s.keys[i], "", "%s: %s", s.run[i], s.keys[i]);
+		cr_assert_eq(s.fp_equal[i], 1);
+		cr_assert_eq(s.step[i], -1);
+		/* tonight's run against last night's of the same name */
+		cr_assert_eq(s.run_id[i], s.prev_run_id[i] + 2);
+	}
+	snprintf(junit, sizeof(junit), "%s/junit.xml", dir);
+	if (!(f = fopen(junit, "r")))
+		cr_assert_fail("no '%s'", junit);
+	n = fread(xml, 1, sizeof(xml) - 1, f);
+	xml[n] = 0;
+	fclose(f);
+	cr_assert_not_null(strstr(xml, "<testcase classname=\"nightly.tiny\" name=\"bf16\">"), "%s", xml);
+	cr_assert_not_null(strstr(xml, "<testcase classname=\"nightly.tiny\" name=\"rowwise\">"), "%s",
+	                   xml);
+	cr_assert_not_null(strstr(xml, "tests=\"3\" failures=\"0\""), "%s", xml);
+}
+
+Test(nightly, an_injected_fault_is_changed_at_its_step_rank_and_tensor_with_the_key_named)
+{
+	struct seen s;
+	int b, r;
+
+	cr_assert_eq(night(NULL, "run", ""), 0, "%s", out);
+	cr_assert_eq(night("LOCKSTEP_INJECT='bitflip step=1 rank=1 tensor=blocks.0.mlp.up.out "
+	                   "element=3 bit=20 run=rowwise'", "run", ""), 0, "%s", out);
+	s = verdicts(2);
+	cr_assert_eq(s.n, 2);
+	r = find(&s, "rowwise");
+	b = find(&s, "bf16");
+	cr_assert_str_eq(s.verdict[r], "changed");
+	cr_assert_eq(s.step[r], 1);
+	cr_assert_eq(s.rank[r], 1);
+	cr_assert_str_eq(s.tensor[r], "blocks.0.mlp.up.out");
+	cr_assert_str_eq(s.keys[r], "env.LOCKSTEP_INJECT");
+	cr_assert_eq(s.fp_equal[r], 0);
+	/* the env var is in every run's fingerprint; the run it did not fit kept its bits */
+	cr_assert_str_eq(s.verdict[b], "unchanged");
+	cr_assert_str_eq(s.keys[b], "env.LOCKSTEP_INJECT");
+	cr_assert_not_null(strstr(out, "fingerprint keys that differ: env.LOCKSTEP_INJECT"), "%s", out);
+	cr_assert_not_null(strstr(out, "lockstep reduce --good last-night --bad tonight"), "%s", out);
+	cr_assert_null(strstr(out, "ALARM"), "%s", out);
+}
+
+Test(nightly, a_change_with_an_equal_fingerprint_fails_the_exit_code)
+{
+	char env[512];
+	struct seen s;
+	const char *alarm, *explained;
+
+	snprintf(env, sizeof(env), "LD_PRELOAD='%s'", LKS_FREXP_LIB);
+	cr_assert_eq(night(NULL, "run", ""), 0, "%s", out);
+	/* night 2 runs bf16 alone under a numerics env var that the CPU backend ignores: its
+	   fingerprint differs (env.NCCL_ALGO), its bits do not */
+	cr_assert_eq(night("NCCL_ALGO=Ring", "run", "--run bf16"), 0, "%s", out);
+	/* night 3, the planted change: bf16 is compared with night 2 (a key differs), rowwise
+	   with night 1 (nothing differs) */
+	cr_assert_eq(night(env, "run", ""), 1, "%s", out);
+	s = verdicts(3);
+	cr_assert_eq(s.n, 2);
+	cr_assert_str_eq(s.run[0], "rowwise", "the alarm is stored first");
+	cr_assert_str_eq(s.verdict[0], "changed");
+	cr_assert_eq(s.fp_equal[0], 1);
+	cr_assert_str_eq(s.keys[0], "");
+	cr_assert_str_eq(s.field[0], "loss", "the shim changes the loss alone");
+	cr_assert_eq(s.step[0], 0);
+	cr_assert_str_eq(s.run[1], "bf16");
+	cr_assert_str_eq(s.verdict[1], "changed");
+	cr_assert_str_eq(s.keys[1], "env.NCCL_ALGO");
+	cr_assert_not_null(alarm = strstr(out, "ALARM changed with the same fingerprint: tiny/rowwise"),
+	                   "%s", out);
+	cr_assert_not_null(explained = strstr(out, "changed:   tiny/bf16"), "%s", out);
+	cr_assert_lt(alarm, explained, "the alarm is printed first:\n%s", out);
+	cr_assert_not_null(strstr(out, "lockstep reduce"), "an env var differs: %s", out);
+
+	/* warn: the same verdicts, exit 0 */
+	cr_assert_eq(night(env, "run", "--same-fingerprint-change warn"), 0, "%s", out);
+	s = verdicts(4);
+	cr_assert_eq(s.n, 2);
+	/* night 3 ran under the shim too: against it, nothing changed */
+	cr_assert_str_eq(s.verdict[0], "unchanged");
+	cr_assert_str_eq(s.verdict[1], "unchanged");
+	/* without the shim the bits go back: a change against night 4, unexplained again;
+	   'check' fails as 'run' does, and warn keeps it at 0 */
+	cr_assert_eq(night(NULL, "check", ""), 1, "%s", out);
+	cr_assert_not_null(strstr(out, "ALARM"), "%s", out);
+	cr_assert_eq(night(env, "run", "--same-fingerprint-change warn"), 0, "%s", out);
+	s = verdicts(6);
+	cr_assert_str_eq(s.verdict[0], "changed");
+	cr_assert_eq(s.fp_equal[0], 1);
+	cr_assert_eq(night(NULL, "run", "--same-fingerprint-change never"), 2, "%s", out);
+}
