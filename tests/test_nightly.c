@@ -239,3 +239,46 @@ Test(nightly, a_change_with_an_equal_fingerprint_fails_the_exit_code)
 	cr_assert_eq(s.fp_equal[0], 1);
 	cr_assert_eq(night(NULL, "run", "--same-fingerprint-change never"), 2, "%s", out);
 }
+
+/* report.md of the suite (the folder under dir); the test fails if it cannot be read. */
+static void report_md(const char *suite, char *md, size_t n)
+{
+	char args[512], path[160];
+	FILE *f;
+	size_t len;
+
+	snprintf(args, sizeof(args), "report --db '%s' --suite %s -o '%s/report-%s'", db, suite, dir,
+	         suite);
+	cr_assert_eq(lks_run_bin(NULL, args, out, sizeof(out)), 0, "%s", out);
+	snprintf(path, sizeof(path), "%s/report-%s/report.md", dir, suite);
+	cr_assert_not_null(f = fopen(path, "r"), "no '%s'", path);
+	len = fread(md, 1, n - 1, f);
+	md[len] = 0;
+	fclose(f);
+}
+
+Test(nightly, the_report_opens_with_since_last_night)
+{
+	static char md[1 << 16];
+	const char *since, *summary, *row;
+
+	cr_assert_eq(night(NULL, "run", ""), 0, "%s", out);
+	report_md("1", md, sizeof(md));
+	cr_assert_not_null(strstr(md, "no earlier suite in this database"), "%s", md);
+	cr_assert_eq(night("LOCKSTEP_INJECT='bitflip step=1 rank=1 tensor=blocks.0.mlp.up.out "
+	                   "element=3 bit=20 run=rowwise'", "run", ""), 0, "%s", out);
+	report_md("latest", md, sizeof(md));
+	cr_assert_not_null(since = strstr(md, "## since last night"), "%s", md);
+	cr_assert_not_null(summary = strstr(md, "## summary"), "%s", md);
+	cr_assert_lt(since, summary, "the section opens the report");
+	cr_assert_not_null(strstr(since, "| changed, same fingerprint (hardware or non-determinism) "
+	                                 "| 0 |"), "%s", since);
+	cr_assert_not_null(strstr(since, "| changed, fingerprint differs | 1 |"), "%s", since);
+	cr_assert_not_null(strstr(since, "| unchanged (bit for bit) | 1 |"), "%s", since);
+	cr_assert_not_null(row = strstr(since, "| tiny/rowwise (run 4) | changed | step 1, tensor "
+	                                       "'blocks.0.mlp.up.out' (forward), rank 1: l2"),
+	                   "%s", since);
+	cr_assert_lt(row, summary);
+	/* Markdown escapes the underscore */
+	cr_assert_not_null(strstr(row, "| env.LOCKSTEP\\_INJECT | run 2 of suite 1 |"), "%s", row);
+}

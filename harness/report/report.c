@@ -432,7 +432,7 @@ static int lks_report_body(struct lks_report *r, int have_gnuplot)
 	r->info->ncases = ncases;
 	if (!have_gnuplot)
 		lks_para(r, 1, "plots need gnuplot, which was not found: this report has the tables only");
-	if (lks_overview(r, cases, ncases))
+	if (lks_since_section(r) || lks_overview(r, cases, ncases))
 		goto out;
 	lks_planted(r);
 	for (int c = 0; c < ncases; c++)
