@@ -10,9 +10,15 @@
  *     nightly_preload.c says why that route): changed with an equal fingerprint, exit 1,
  *     printed and stored before a change the fingerprint explains; exit 0 with
  *     --same-fingerprint-change warn, the verdict stored all the same; 'lockstep check'
- *     exits 1 too.
+ *     exits 1 too;
+ *   - the report opens with "since last night": the counts, and the changed run with its
+ *     divergence and the key that differs;
+ *   - on runs stored by hand (lks_nightly_compare itself): nothing compared in the first
+ *     suite; new and gone runs; one version key that differs gives 'lockstep bisect'; a
+ *     changed case text is named 'case.text' beside the fingerprint keys.
  */
 #include <criterion/criterion.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -281,4 +287,84 @@ Test(nightly, the_report_opens_with_since_last_night)
 	cr_assert_lt(row, summary);
 	/* Markdown escapes the underscore */
 	cr_assert_not_null(strstr(row, "| env.LOCKSTEP\\_INJECT | run 2 of suite 1 |"), "%s", row);
+}
+
+/* ---- the comparison itself, on runs stored by hand ---- */
+
+#include "harness/verify/nightly.h"
+
+/* A run of case 'c' (case text text) named name in suite, one step of one rank and one
+   tensor, its loss and fingerprint as given. */
+static int64_t put_run(lks_store *s, int64_t suite, const char *name, const char *text,
+                       const char *fp, int steps, double loss)
+{
+	const char *tname = "x";
+	lks_phase ph = LKS_PHASE_FORWARD;
+	lks_run_info info = { .suite_id = suite, .case_name = "c", .case_path = "cases/c.ini",
+	                      .case_text = text, .run_name = name, .recipe = "bf16",
+	                      .options = "checkpoint=none", .backend = "cpu", .world_size = 1,
+	                      .steps = steps, .seed = 1, .fingerprint = fp };
+	lks_step_row step = { .step = 0, .rank = 0, .loss = loss, .grad_norm = 1, .lr = 1e-3 };
+	lks_stat_row stat = { .step = 0, .rank = 0, .seq = 0, .l2 = 2, .amax = 1, .scale = NAN,
+	                      .hash = 42 };
+	int64_t id;
+
+	cr_assert_eq(lks_store_begin_run(s, &info, &id), 0, "%s", lks_errmsg());
+	cr_assert_eq(lks_store_tensors(s, id, &tname, &ph, 1), 0, "%s", lks_errmsg());
+	cr_assert_eq(lks_store_step(s, id, &step, 1, &stat, 1), 0, "%s", lks_errmsg());
+	cr_assert_eq(lks_store_end_run(s, id, "complete"), 0, "%s", lks_errmsg());
+	return id;
+}
+
+Test(nightly, new_gone_and_the_command_that_narrows_a_change)
+{
+	static const char fp1[] = "{\"lockstep.commit\": \"abc\", \"compiler\": \"GNU 12\"}";
+	static const char fp2[] = "{\"lockstep.commit\": \"abc\", \"compiler\": \"GNU 13\"}";
+	lks_nightly_tally t;
+	struct seen s;
+	lks_store *st;
+	int64_t s1, s2, s3;
+	char *text = NULL;
+	size_t len = 0;
+	FILE *o;
+
+	cr_assert_eq(lks_store_open(db, &st), 0, "%s", lks_errmsg());
+	cr_assert_eq(lks_store_begin_suite(st, "night 1", &s1), 0, "%s", lks_errmsg());
+	put_run(st, s1, "a", "[case]", fp1, 1, 1.5);
+	put_run(st, s1, "b", "[case]", fp1, 1, 1.5);
+	/* the first suite has nothing to compare with */
+	cr_assert_eq(lks_nightly_compare(st, s1, db, NULL, &t), 0, "%s", lks_errmsg());
+	cr_assert_eq(t.compared, 0);
+	cr_assert_eq(lks_store_begin_suite(st, "night 2", &s2), 0, "%s", lks_errmsg());
+	/* a: another compiler, another loss; b: not run tonight; c: a run night 1 lacked */
+	put_run(st, s2, "a", "[case]", fp2, 1, 1.25);
+	put_run(st, s2, "c", "[case]", fp1, 1, 1.5);
+	cr_assert_not_null(o = open_memstream(&text, &len));
+	cr_assert_eq(lks_nightly_compare(st, s2, db, o, &t), 0, "%s", lks_errmsg());
+	fclose(o);
+	cr_assert_eq(t.compared, 1);
+	cr_assert_eq(t.changed, 1);
+	cr_assert_eq(t.silent, 0);
+	cr_assert_eq(t.added, 1);
+	cr_assert_eq(t.gone, 1);
+	cr_assert_not_null(strstr(text, "fingerprint keys that differ: compiler"), "%s", text);
+	cr_assert_not_null(strstr(text, "lockstep bisect --combos COMBOS.ini cases/c.ini"),
+	                   "one version key: bisect along its versions\n%s", text);
+	cr_assert_not_null(strstr(text, "new:       c/c"), "%s", text);
+	cr_assert_not_null(strstr(text, "gone:      c/b"), "%s", text);
+	free(text);
+	/* night 3: a's case text changed, its bits not: unchanged, with case.text named */
+	cr_assert_eq(lks_store_begin_suite(st, "night 3", &s3), 0, "%s", lks_errmsg());
+	put_run(st, s3, "a", "[case]\nlr = 1", fp2, 1, 1.25);
+	cr_assert_eq(lks_nightly_compare(st, s3, db, NULL, &t), 0, "%s", lks_errmsg());
+	lks_store_close(st);
+	s = verdicts(s3);
+	cr_assert_eq(s.n, 2, "a compared; c gone (night 2 ran c, tonight did not)");
+	/* stored as printed: gone before unchanged */
+	cr_assert_str_eq(s.run[0], "c");
+	cr_assert_str_eq(s.verdict[0], "gone");
+	cr_assert_str_eq(s.run[1], "a");
+	cr_assert_str_eq(s.verdict[1], "unchanged");
+	cr_assert_str_eq(s.keys[1], "case.text");
+	cr_assert_eq(s.fp_equal[1], 0);
 }
