@@ -11,14 +11,14 @@
 #include "harness/base/shell.h"
 #include "harness/engine/case.h"
 #include "harness/store/fingerprint.h"
+#include "harness/store/run.h"
 #include "harness/verify/check.h"
 #include "kernels/err.h"
 
 /* A stored run as much as the comparison needs of it. */
 struct lks_nrun {
 	int64_t id, suite;
-	char *case_name, *case_path, *case_text, *run_name, *recipe, *options, *backend, *combo;
-	char *fingerprint;
+	char *case_name, *case_path, *run_name, *recipe, *options, *backend, *combo;
 	char *settings;           /* options without a planted fault (" inject: SPEC") */
 	int W, steps;
 	uint64_t seed;
@@ -84,16 +84,14 @@ static int lks_nightly_take(void *arg, const lks_run_rec *rec)
 	                        .steps = i->steps, .seed = i->seed };
 	r->case_name = lks_dup(i->case_name);
 	r->case_path = lks_dup(i->case_path);
-	r->case_text = lks_dup(i->case_text);
 	r->run_name = lks_dup(i->run_name);
 	r->recipe = lks_dup(i->recipe);
 	r->options = lks_dup(i->options);
 	r->backend = lks_dup(i->backend);
 	r->combo = lks_dup(i->combo);
-	r->fingerprint = lks_dup(i->fingerprint);
 	r->settings = lks_nightly_settings(r->options);
-	if (!r->settings || !r->case_name || !r->case_path || !r->case_text || !r->run_name || !r->recipe
-	    || !r->options || !r->backend || !r->combo || !r->fingerprint)
+	if (!r->settings || !r->case_name || !r->case_path || !r->run_name || !r->recipe
+	    || !r->options || !r->backend || !r->combo)
 		return lks_err("out of memory");
 	return 0;
 }
@@ -103,9 +101,9 @@ static void lks_nightly_release(struct lks_nightly *N)
 	for (int i = 0; i < N->n; i++) {
 		struct lks_nrun *r = &N->runs[i];
 
-		free(r->case_name), free(r->case_path), free(r->case_text), free(r->run_name);
+		free(r->case_name), free(r->case_path), free(r->run_name);
 		free(r->recipe), free(r->options), free(r->backend), free(r->combo);
-		free(r->fingerprint), free(r->settings);
+		free(r->settings);
 	}
 	free(N->runs);
 	free(N->v);
@@ -130,7 +128,8 @@ static const struct lks_nrun *lks_nightly_prev(const struct lks_nightly *N,
 		const struct lks_nrun *r = &N->runs[i];
 
 		if (r->suite < t->suite && lks_same_settings(r, t)
-		    && (!best || r->suite > best->suite || (r->suite == best->suite && r->id > best->id)))
+		    && (!best || r->suite > best->suite
+		        || (r->suite == best->suite && r->id > best->id)))
 			best = r;
 	}
 	return best;
@@ -173,11 +172,23 @@ static int lks_nightly_pair(lks_store *s, struct lks_nverdict *v)
 	                                          LKS_TABLE_STATS };
 	static const char *const what[] = { "tensors", "step rows", "stat rows" };
 	lks_check_result res;
-	int nkeys, same = 1;
+	lks_stored_run t, p;
+	int nkeys, differ, same = 1;
 
-	nkeys = lks_fingerprint_json_keys(v->p->fingerprint, v->t->fingerprint, v->keys,
-	                                  sizeof(v->keys));
-	if (strcmp(v->p->case_text, v->t->case_text)) {
+	/* the fingerprints and case texts of the two runs alone: a history holds many */
+	lks_stored_run_init(&t);
+	lks_stored_run_init(&p);
+	if (lks_stored_run_load(s, v->t->id, LKS_LOAD_INFO, &t)
+	    || lks_stored_run_load(s, v->p->id, LKS_LOAD_INFO, &p)) {
+		lks_stored_run_release(&t);
+		lks_stored_run_release(&p);
+		return -1;
+	}
+	nkeys = lks_fingerprint_json_keys(p.fingerprint, t.fingerprint, v->keys, sizeof(v->keys));
+	differ = strcmp(p.case_text, t.case_text);
+	lks_stored_run_release(&t);
+	lks_stored_run_release(&p);
+	if (differ) {
 		size_t len = strlen(v->keys);
 
 		nkeys++;
@@ -300,12 +311,12 @@ static int lks_nightly_rank(const struct lks_nverdict *v)
 	return !strcmp(x, "new") ? 2 : !strcmp(x, "gone") ? 3 : 4;
 }
 
-static int lks_nightly_cmp(const void *a, const void *b)
+static int lks_nightly_cmp(const void *pa, const void *pb)
 {
+	const struct lks_nverdict *a = pa, *b = pb;
 	int ra = lks_nightly_rank(a), rb = lks_nightly_rank(b);
 
-	return ra != rb ? ra - rb
-	                : ((const struct lks_nverdict *)a)->order - ((const struct lks_nverdict *)b)->order;
+	return ra != rb ? ra - rb : a->order - b->order;
 }
 
 int lks_nightly_compare(lks_store *s, int64_t suite_id, const char *db, FILE *out,
