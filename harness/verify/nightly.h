@@ -13,9 +13,10 @@
  *
  * Verdicts (stored in the nightly table, trace_store.h, lks_nightly_rec):
  *   unchanged  bit for bit: the bitwise walk (walk.h, the one 'lockstep diff' and the
- *              bitwise check use) finds no divergence in any stat row (hashes included),
- *              loss or grad norm, and both runs stored as many tensors, step rows and
- *              stat rows
+ *              bitwise check use) finds no divergence in any stat row (hashes included)
+ *              or any step row's loss and grad norm (its lr follows from the settings,
+ *              its step time is performance), and both runs stored as many tensors,
+ *              step rows and stat rows
  *   changed    the first divergence, as the walk names it (step, tensor, rank, field)
  *   new        no earlier suite has this case and run with these settings
  *   gone       the latest earlier suite that ran this case had this run with these
