@@ -157,6 +157,63 @@ static const char drop_v4[] =
 /* A database as version 'version' of lockstep left it, holding one complete run of 2 steps
    and, from version 2 on, a verdict "old" of it: written by this build, then what later
    versions added dropped. */
+/* A night-over-night verdict (version 9) of suite 1: a change at step 2, rank 1, and one
+   read back as it was stored, NULLs included. */
+struct nightly_seen {
+	int n, step, rank, fp_equal;
+	int64_t run_id, prev_run_id, prev_suite_id;
+	char verdict[16], keys[64], tensor[32], field[16], message[64];
+};
+
+static void put_nightly(lks_store *s, int64_t run)
+{
+	int64_t suite;
+	lks_nightly_rec r = { .suite_id = 1, .case_name = "tiny", .run_name = "bf16",
+	                      .run_id = run, .prev_run_id = 0, .prev_suite_id = 0,
+	                      .verdict = "changed", .fp_equal = 0, .fp_keys = "compiler env.X",
+	                      .step = 2, .rank = 1, .tensor = NULL, .field = "loss",
+	                      .message = "step 2, rank 1: loss" };
+
+	cr_assert_eq(lks_store_begin_suite(s, "lockstep run", &suite), 0, "%s", lks_errmsg());
+	cr_assert_eq(suite, 1, "the old file held no suite");
+	cr_assert_eq(lks_store_nightly(s, &r), 0, "%s", lks_errmsg());
+}
+
+static int see_nightly(void *arg, const lks_nightly_rec *r)
+{
+	struct nightly_seen *n = arg;
+
+	n->n++;
+	n->step = r->step;
+	n->rank = r->rank;
+	n->fp_equal = r->fp_equal;
+	n->run_id = r->run_id;
+	n->prev_run_id = r->prev_run_id;
+	n->prev_suite_id = r->prev_suite_id;
+	snprintf(n->verdict, sizeof(n->verdict), "%s", r->verdict);
+	snprintf(n->keys, sizeof(n->keys), "%s", r->fp_keys);
+	snprintf(n->tensor, sizeof(n->tensor), "%s", r->tensor ? r->tensor : "(null)");
+	snprintf(n->field, sizeof(n->field), "%s", r->field ? r->field : "(null)");
+	snprintf(n->message, sizeof(n->message), "%s", r->message ? r->message : "(null)");
+	return 0;
+}
+
+static void expect_nightly(const struct nightly_seen *n, int64_t run)
+{
+	cr_assert_eq(n->n, 1);
+	cr_assert_str_eq(n->verdict, "changed");
+	cr_assert_str_eq(n->keys, "compiler env.X");
+	cr_assert_eq(n->step, 2);
+	cr_assert_eq(n->rank, 1);
+	cr_assert_eq(n->fp_equal, 0);
+	cr_assert_eq(n->run_id, run);
+	cr_assert_eq(n->prev_run_id, 0);
+	cr_assert_eq(n->prev_suite_id, 0);
+	cr_assert_str_eq(n->tensor, "(null)");
+	cr_assert_str_eq(n->field, "loss");
+	cr_assert_str_eq(n->message, "step 2, rank 1: loss");
+}
+
 static void make_old_db(const char *path, int version, int64_t *run)
 {
 	lks_run_info info = run_info("bf16", 2);
@@ -173,6 +230,8 @@ static void make_old_db(const char *path, int version, int64_t *run)
 	if (version >= 2)
 		cr_assert_eq(lks_store_check(s, &old), 0, "%s", lks_errmsg());
 	lks_store_close(s);
+	if (version < 9)
+		raw_exec(path, "DROP TABLE nightly;");
 	if (version < 8)
 		raw_exec(path, "ALTER TABLE suites DROP COLUMN pruned; "
 		               "ALTER TABLE suites DROP COLUMN pinned;");
@@ -194,8 +253,9 @@ static void make_old_db(const char *path, int version, int64_t *run)
 
 Test(trace_store, earlier_version_is_upgraded_keeping_everything)
 {
-	for (int version = 1; version <= 7; version++) {
+	for (int version = 1; version < LKS_STORE_SCHEMA_VERSION; version++) {
 		lks_check_rec now = verdict("now", "pass");
+		struct nightly_seen night = { 0 };
 		struct checks_seen seen = { 0 };
 		char path[512];
 		lks_store *s;
@@ -232,9 +292,15 @@ Test(trace_store, earlier_version_is_upgraded_keeping_everything)
 		cr_assert_eq(sql_int(s, "SELECT count(*) FROM metrics"), 0);
 		cr_assert_eq(sql_int(s, "INSERT INTO metrics VALUES (1, 1, 0, 'loss', 'numerics', "
 		                        "NULL) RETURNING run_id"), 1);
-		/* version 8: a suite's pin and when its stat rows were pruned, NULL before */
-		cr_assert_eq(sql_int(s, "INSERT INTO suites (command) VALUES ('x') RETURNING "
-		                        "(pinned IS NULL) + (pruned IS NULL)"), 2);
+		/* version 9: the nightly table, empty, and it takes a verdict that reads back */
+		cr_assert_eq(sql_int(s, "SELECT count(*) FROM nightly"), 0);
+		put_nightly(s, run);
+		cr_assert_eq(lks_store_get_nightly(s, 1, see_nightly, &night), 0, "%s", lks_errmsg());
+		expect_nightly(&night, run);
+		/* version 8: a suite's pin and when its stat rows were pruned, NULL until set (the
+		   suite of version 9's verdict, begun after the upgrade) */
+		cr_assert_eq(sql_int(s, "SELECT (pinned IS NULL) + (pruned IS NULL) FROM suites "
+		                        "WHERE suite_id = 1"), 2);
 		cr_assert_eq(sql_int(s, "UPDATE suites SET pinned = 1 RETURNING pinned"), 1);
 		/* and the new tables and columns take rows */
 		cr_assert_eq(lks_store_begin_session(s, "bisect", "lockstep bisect", "c.ini", &session),
@@ -361,6 +427,7 @@ Test(trace_store, readonly_reads_earlier_verdicts_without_parameters)
 		                        "name IN ('pinned', 'pruned')"), 0, "a column in the file");
 		cr_assert_eq(sql_int(s, "SELECT count(*) FROM suites WHERE pinned IS NOT NULL OR "
 		                        "pruned IS NOT NULL"), 0);
+		cr_assert_eq(sql_int(s, "SELECT count(*) FROM nightly"), 0);  /* version 9's */
 		cr_assert_eq(sql_int(s, "SELECT count(*) FROM steps WHERE mem_peak IS NULL"),
 		             2 * RANKS);
 		check_steps(s, run, 0, 2, 10);
@@ -426,9 +493,9 @@ Test(trace_store, readonly_refuses_what_is_not_ours_untouched)
 	/* ours, but of a later version */
 	path_in_tmp(path, sizeof(path), "future.db");
 	make_db(path);
-	raw_exec(path, "PRAGMA user_version = 9");
+	raw_exec(path, "PRAGMA user_version = 10");
 	before = take(path);
-	expect_refused(path, "version 9");
+	expect_refused(path, "version 10");
 	expect_same_bytes(path, before);
 	free(before.bytes);
 	rm_tmp();

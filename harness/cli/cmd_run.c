@@ -20,6 +20,7 @@
 #include "harness/store/golden.h"
 #include "harness/store/gpu_health.h"
 #include "harness/engine/runner.h"
+#include "harness/verify/nightly.h"
 #include "harness/verify/sqnr.h"
 #include "harness/store/trace_store.h"
 #include "kernels/backend.h"
@@ -58,7 +59,12 @@ static const char lks_run_help[] =
 	"  --timeout S      under mpirun or srun: how long a process waits for the others\n"
 	"                   before it ends the job, exit 3 (default 600 seconds)\n"
 	"  --golden DIR     where golden files are (default: $LKS_GOLDEN_DIR, else golden)\n"
-	"  --junit FILE     also write the verdicts as JUnit XML (a testcase per check)\n"
+	"  --junit FILE     also write the verdicts as JUnit XML (a testcase per check, and\n"
+	"                   one per run compared night over night)\n"
+	"  --same-fingerprint-change fail|warn\n"
+	"                   a run whose bits changed since the latest earlier suite while its\n"
+	"                   fingerprint did not (hardware, or non-determinism): exit 1 (fail,\n"
+	"                   the default) or only say so (warn)\n"
 	"  --quiet          no progress\n"
 	"\n"
 	"example:\n"
@@ -71,6 +77,13 @@ static const char lks_run_help[] =
 	"  blocks, as threads of each (2 processes x 2 threads is world size 4), with the same\n"
 	"  bits as threads alone. Process 0 owns the database and prints; the others only\n"
 	"  train. A process that dies or hangs ends the job (exit 3, the run 'incomplete').\n"
+	"\n"
+	"night over night: when the database holds an earlier suite, each run is compared\n"
+	"  with the same case and run of the latest earlier suite made with the same settings\n"
+	"  (recipe, options and --set overrides, backend, world size, steps, seed, combo):\n"
+	"  unchanged (bit for bit), changed (the first divergence), new or gone, with the\n"
+	"  fingerprint keys that differ; the verdicts are stored and printed, changes with an\n"
+	"  equal fingerprint first\n"
 	"\n"
 	"environment: LOCKSTEP_INJECT='SPEC' plants a fault in the runs it fits, as a run's\n"
 	"  'inject = SPEC' does (cases/README.md, Faults), e.g.\n"
@@ -89,6 +102,7 @@ struct lks_run_args {
 	const char *golden;       /* --golden DIR; NULL: not given */
 	const lks_backend *backend;  /* --backend NAME; NULL: the default */
 	int steps, threads, quiet, timeout;
+	int same_fp_warn;         /* --same-fingerprint-change warn */
 	const char **sets, **only, **inputs, **checks;
 	int nsets, nonly, ninputs, nchecks;
 };
@@ -142,6 +156,10 @@ static int lks_run_parse(int argc, char **argv, struct lks_run_args *a)
 			a->junit = argv[++i];
 		} else if (!strcmp(o, "--quiet")) {
 			a->quiet = 1;
+		} else if (!strcmp(o, "--same-fingerprint-change") && v) {
+			if (strcmp(v, "fail") && strcmp(v, "warn"))
+				return lks_usage("run: --same-fingerprint-change is fail or warn, not '%s'", v);
+			a->same_fp_warn = !strcmp(argv[++i], "warn");
 		} else if (o[0] == '-' && o[1]) {
 			return lks_usage("run: bad option '%s' (or it lacks its value)", o);
 		} else {
@@ -397,14 +415,20 @@ static int lks_agree(const lks_job *job, int rc, lks_check_tally *t)
 static int lks_run_summary(const struct lks_run_args *a, lks_store *store, int64_t suite_id,
                            const lks_check_tally *tally)
 {
+	lks_nightly_tally night;
+
 	if (!tally)
 		return LKS_EXIT_OK;
+	if (lks_nightly_compare(store, suite_id, a->db, stdout, &night)) {
+		fprintf(stderr, "lockstep: night over night: %s\n", lks_errmsg());
+		return LKS_EXIT_INFRA;
+	}
 	printf("%d checks: %d passed, %d failed, %d expected failures, %d unsupported",
 	       tally->total, tally->passed, tally->failed, tally->expected_fail, tally->unsupported);
 	if (tally->skipped)
 		printf(", %d skipped", tally->skipped);
 	printf("\nsuite %lld stored in '%s'\n", (long long)suite_id, a->db);
-	if (a->junit && lks_junit_write(store, suite_id, a->junit)) {
+	if (a->junit && lks_junit_write(store, suite_id, a->junit, !a->same_fp_warn)) {
 		fprintf(stderr, "lockstep: %s\n", lks_errmsg());
 		return LKS_EXIT_INFRA;
 	}
@@ -413,7 +437,11 @@ static int lks_run_summary(const struct lks_run_args *a, lks_store *store, int64
 		        "keys (see above)\n", tally->bad_input, tally->bad_input > 1 ? "s" : "");
 		return LKS_EXIT_USAGE;
 	}
-	return tally->failed ? LKS_EXIT_FAIL : LKS_EXIT_OK;
+	if (night.silent && !a->same_fp_warn)
+		fprintf(stderr, "lockstep: %d run%s changed since the earlier suite with the same "
+		        "fingerprint (see ALARM above; --same-fingerprint-change warn to not fail)\n",
+		        night.silent, night.silent > 1 ? "s" : "");
+	return tally->failed || (night.silent && !a->same_fp_warn) ? LKS_EXIT_FAIL : LKS_EXIT_OK;
 }
 
 int lks_run_cases(int argc, char **argv, lks_check_tally *t)

@@ -1,4 +1,4 @@
-/* junit.c: JUnit XML from the checks table of a suite (see junit.h). */
+/* junit.c: JUnit XML from the checks and nightly tables of a suite (see junit.h). */
 #include "harness/report/junit.h"
 
 #include <stdio.h>
@@ -11,6 +11,7 @@
 struct lks_junit {
 	FILE *f;
 	int tests, failures, skipped;
+	int same_fp_fails;        /* a change with an equal fingerprint is a failure */
 };
 
 static void lks_xml_text(FILE *f, const char *s)
@@ -60,9 +61,48 @@ static int lks_junit_case(void *arg, const lks_check_rec *r)
 	return 0;
 }
 
-int lks_junit_write(lks_store *s, int64_t suite_id, const char *path)
+/* A run compared night over night: classname "nightly.CASE", name the run. */
+static int lks_junit_night(void *arg, const lks_nightly_rec *r)
 {
-	struct lks_junit j = { 0 };
+	struct lks_junit *j = arg;
+	int changed = !strcmp(r->verdict, "changed");
+	int fail = changed && r->fp_equal && j->same_fp_fails;
+	int skip = !strcmp(r->verdict, "gone");
+
+	j->tests++;
+	j->failures += fail;
+	j->skipped += skip;
+	fputs("    <testcase classname=\"nightly.", j->f);
+	lks_xml_text(j->f, r->case_name);
+	fputs("\" name=\"", j->f);
+	lks_xml_text(j->f, r->run_name);
+	fputs("\">\n", j->f);
+	if (fail) {
+		fputs("      <failure type=\"changed with the same fingerprint\" message=\"", j->f);
+		lks_xml_text(j->f, r->message);
+		fputs("\"/>\n", j->f);
+	} else if (skip) {
+		fputs("      <skipped message=\"gone: not run tonight with these settings\"/>\n", j->f);
+	} else {
+		fputs("      <system-out>", j->f);
+		lks_xml_text(j->f, r->verdict);
+		if (changed) {
+			fputs(r->fp_equal ? " with the same fingerprint: " : " (fingerprint keys: ", j->f);
+			if (!r->fp_equal) {
+				lks_xml_text(j->f, r->fp_keys);
+				fputs("): ", j->f);
+			}
+			lks_xml_text(j->f, r->message);
+		}
+		fputs("</system-out>\n", j->f);
+	}
+	fputs("    </testcase>\n", j->f);
+	return 0;
+}
+
+int lks_junit_write(lks_store *s, int64_t suite_id, const char *path, int same_fp_fails)
+{
+	struct lks_junit j = { .same_fp_fails = same_fp_fails };
 	FILE *body = tmpfile();
 	lks_atomic a;
 	int rc = -1, c;
@@ -73,7 +113,8 @@ int lks_junit_write(lks_store *s, int64_t suite_id, const char *path)
 	}
 	/* the counts go in the opening tag, so the test cases are written aside first */
 	j.f = body;
-	if (lks_store_get_checks(s, suite_id, lks_junit_case, &j) || lks_atomic_open(&a, path))
+	if (lks_store_get_checks(s, suite_id, lks_junit_case, &j)
+	    || lks_store_get_nightly(s, suite_id, lks_junit_night, &j) || lks_atomic_open(&a, path))
 		goto out;
 	fprintf(a.f, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites>\n"
 	        "  <testsuite name=\"lockstep suite %lld\" tests=\"%d\" failures=\"%d\" "

@@ -2,6 +2,10 @@
  * junit.h: the verdicts of a suite as JUnit XML, for CI systems that show test results:
  * one <testcase> per check (classname = case, name = check), a <failure> whose message is
  * the divergence for fail and unexpected_pass, <skipped> for skipped and unsupported.
+ * Then one <testcase> per run compared night over night (harness/verify/nightly.h;
+ * classname = "nightly." case, name = run): a <failure> for a change with an equal
+ * fingerprint (when same_fp_fails), <skipped> for a gone run, and the verdict (with the
+ * divergence and the fingerprint keys that differ) as <system-out> otherwise.
  */
 #ifndef LKS_HARNESS_JUNIT_H
 #define LKS_HARNESS_JUNIT_H
@@ -10,7 +14,7 @@
 
 #include "harness/store/trace_store.h"
 
-/* Writes the checks of suite suite_id to path (through a temporary file and a rename: harness/base/atomic_file.h). */
-int lks_junit_write(lks_store *s, int64_t suite_id, const char *path);
+/* Writes the checks and night-over-night verdicts of suite suite_id to path (through a temporary file and a rename: harness/base/atomic_file.h). */
+int lks_junit_write(lks_store *s, int64_t suite_id, const char *path, int same_fp_fails);
 
 #endif

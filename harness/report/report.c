@@ -432,15 +432,12 @@ static int lks_report_body(struct lks_report *r, int have_gnuplot)
 	r->info->ncases = ncases;
 	if (!have_gnuplot)
 		lks_para(r, 1, "plots need gnuplot, which was not found: this report has the tables only");
-	if (lks_overview(r, cases, ncases))
+	if (lks_since_section(r, have_gnuplot) || lks_overview(r, cases, ncases))
 		goto out;
 	lks_planted(r);
 	for (int c = 0; c < ncases; c++)
 		if (lks_case_section(r, cases[c], have_gnuplot))
 			goto out;
-	lks_heading(r, 2, "since last night: trends over recent suites");
-	if (have_gnuplot && lks_trend_plots(r, r->o->trend_suites > 0 ? r->o->trend_suites : 5))
-		goto out;
 	rc = lks_template(r, title, 1);
 out:
 	free(cases);

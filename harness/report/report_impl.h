@@ -13,6 +13,7 @@
  *                 into the page; the loss, relative loss difference and grad norm plots
  *   fp8_scales.c  the amax and scale history of an FP8 run's quantized tensors
  *   heatmap.c     the step x tensor heatmap of two runs and their first divergence
+ *   since.c       the opening section: night-over-night verdicts since the earlier suite
  *   trend_plots.c  the trend plots over recent suites (since last night)
  *   gpu.c         GPU health findings and readings of a case's runs, and the algorithms
  *                 cuBLASLt ran their GEMMs with
@@ -118,6 +119,13 @@ const char *lks_fmt(char *buf, size_t size, const char *fmt, double v);
 void lks_place(char *buf, size_t size, int step, int rank, const char *tensor);
 /* The file whole (malloc'd, NUL-terminated), NULL when it cannot be read. */
 char *lks_slurp(const char *path, size_t *len);
+
+/* ---- since.c ---- */
+
+/* "since last night": the suite's night-over-night verdicts counted, and its changed runs
+   (alarms first) with their divergence and the fingerprint keys that differ; then, with
+   gnuplot, the trend plots over the latest suites (trend_plots.c). */
+int lks_since_section(struct lks_report *r, int have_gnuplot);
 
 /* ---- plot.c ---- */
 

@@ -36,5 +36,7 @@ int lks_fingerprint_json_get(const char *json, const char *key, char *val, size_
    are the same; 'lockstep diff' and 'lockstep bisect' show them so. Returns how many. */
 int lks_fingerprint_json_diff(FILE *out, const char *fa, const char *fb, const char *la,
                               const char *lb);
+/* The same keys, blank-separated, into buf (cut at n - 1 bytes). Returns how many. */
+int lks_fingerprint_json_keys(const char *fa, const char *fb, char *buf, size_t n);
 
 #endif

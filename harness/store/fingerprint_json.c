@@ -48,8 +48,11 @@ int lks_fingerprint_json_get(const char *json, const char *key, char *val, size_
 	return 0;
 }
 
-int lks_fingerprint_json_diff(FILE *out, const char *fa, const char *fb, const char *la,
-                              const char *lb)
+/* Calls fn on each key in which fa and fb differ or that one lacks (a's keys in order,
+   then b's extra), with both values (NULL: absent); returns how many. */
+static int lks_fingerprint_json_walk(const char *fa, const char *fb,
+                                     void (*fn)(void *arg, const char *key, const char *va,
+                                                const char *vb), void *arg)
 {
 	char key[128], va[512], vb[512];
 	const char *p;
@@ -60,19 +63,66 @@ int lks_fingerprint_json_diff(FILE *out, const char *fa, const char *fb, const c
 
 		if (in_b && !strcmp(va, vb))
 			continue;
-		if (!ndiff++)
-			fprintf(out, "fingerprint keys that differ:\n");
-		fprintf(out, "  %-22s %s: %s\n  %-22s %s: %s\n", key, la, va, "", lb,
-		        in_b ? vb : "(absent)");
+		ndiff++;
+		fn(arg, key, va, in_b ? vb : NULL);
 	}
 	for (p = fb; lks_fingerprint_json_next(&p, key, sizeof(key), vb, sizeof(vb));) {
 		if (lks_fingerprint_json_get(fa, key, va, sizeof(va)))
 			continue;
-		if (!ndiff++)
-			fprintf(out, "fingerprint keys that differ:\n");
-		fprintf(out, "  %-22s %s: (absent)\n  %-22s %s: %s\n", key, la, "", lb, vb);
+		ndiff++;
+		fn(arg, key, NULL, vb);
 	}
+	return ndiff;
+}
+
+struct lks_fp_print {
+	FILE *out;
+	const char *la, *lb;
+	int n;
+};
+
+static void lks_fp_print_key(void *arg, const char *key, const char *va, const char *vb)
+{
+	struct lks_fp_print *pr = arg;
+
+	if (!pr->n++)
+		fprintf(pr->out, "fingerprint keys that differ:\n");
+	fprintf(pr->out, "  %-22s %s: %s\n  %-22s %s: %s\n", key, pr->la, va ? va : "(absent)", "",
+	        pr->lb, vb ? vb : "(absent)");
+}
+
+int lks_fingerprint_json_diff(FILE *out, const char *fa, const char *fb, const char *la,
+                              const char *lb)
+{
+	struct lks_fp_print pr = { out, la, lb, 0 };
+	int ndiff = lks_fingerprint_json_walk(fa, fb, lks_fp_print_key, &pr);
+
 	if (!ndiff)
 		fprintf(out, "fingerprints: the same in every key\n");
 	return ndiff;
+}
+
+struct lks_fp_keys {
+	char *buf;
+	size_t n, len;
+};
+
+static void lks_fp_add_key(void *arg, const char *key, const char *va, const char *vb)
+{
+	struct lks_fp_keys *k = arg;
+
+	(void)va;
+	(void)vb;
+	if (k->len < k->n)
+		k->len += (size_t)snprintf(k->buf + k->len, k->n - k->len, "%s%s", k->len ? " " : "",
+		                           key);
+}
+
+int lks_fingerprint_json_keys(const char *fa, const char *fb, char *buf, size_t n)
+{
+	struct lks_fp_keys k = { buf, n, 0 };
+
+	if (n)
+		buf[0] = 0;
+	return lks_fingerprint_json_walk(fa, fb, lks_fp_add_key, &k);
 }

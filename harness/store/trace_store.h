@@ -26,6 +26,9 @@
  *            stages, split-K and reduction scheme, or the fallback and its reason)
  *   metrics  per imported run, step, rank and metric name: the value as written (NaN
  *            NULL), and the metric's kind, numerics or performance (harness/store/import.h)
+ *   nightly  per suite: each run against the same case and run of the latest earlier suite
+ *            made with the same settings (harness/verify/nightly.h): unchanged, changed
+ *            (with the first divergence), new or gone, and the fingerprint keys that differ
  *   probes   per session: each child 'lockstep check' under a combo (harness/probe/probe.h): the
  *            combo, cases, outcome (good, bad, skip, crash, timeout), exit code or signal,
  *            seconds, the suite it stored, the end of its output
@@ -141,12 +144,13 @@ int lks_store_end_run(lks_store *s, int64_t run_id, const char *status);
 /* The schema version this build reads and writes (PRAGMA user_version). */
 /* 2: the checks table. 3: probe_sessions and probes. 4: a check's parameters (columns of
  checks). 5: the health table and steps.mem_peak (GPU health, NVML). 6: the gemm_algos
-   table (the GEMM library's algorithms of a run). 7: the metrics table (imported runs). 8: suites.pinned and
-   suites.pruned (retention, prune.h). A
+   table (the GEMM library's algorithms of a run). 7: the metrics table (imported runs). 8:
+   suites.pinned and suites.pruned (retention, prune.h). 9: the nightly table (night over
+   night). A
    file of an earlier
    version is upgraded when opened: the tables and columns added since are created (a
    column NULL in the rows already there), nothing else changes. */
-#define LKS_STORE_SCHEMA_VERSION 8
+#define LKS_STORE_SCHEMA_VERSION 9
 
 typedef struct lks_run_rec {
 	int64_t run_id;
@@ -322,5 +326,26 @@ int lks_store_import_end(lks_store *s, int64_t run_id, int steps, int world_size
 /* The run's metric rows (of one name, or all when name is NULL) by (step, rank, name). */
 int lks_store_get_metrics(lks_store *s, int64_t run_id, const char *name,
                           int (*fn)(void *arg, const lks_metric_row *row), void *arg);
+
+/* ---- night over night (harness/verify/nightly.h compares; report and JUnit read) ---- */
+
+typedef struct lks_nightly_rec {
+	int64_t suite_id;         /* tonight's */
+	const char *case_name, *run_name;
+	int64_t run_id;           /* tonight's run; 0: gone */
+	int64_t prev_run_id;      /* the earlier run; 0: new */
+	int64_t prev_suite_id;    /* its suite; 0: new */
+	const char *verdict;      /* unchanged, changed, new, gone */
+	int fp_equal;             /* 1: the fingerprints and case texts are equal */
+	const char *fp_keys;      /* the keys that differ, blank-separated; "" none */
+	int step, rank;           /* changed: the first divergence; -1: none */
+	const char *tensor, *field;  /* NULL: none */
+	const char *message;      /* changed: the divergence in words; may be NULL */
+} lks_nightly_rec;
+
+int lks_store_nightly(lks_store *s, const lks_nightly_rec *rec);
+/* The verdicts of a suite in the order they were stored. */
+int lks_store_get_nightly(lks_store *s, int64_t suite_id,
+                          int (*fn)(void *arg, const lks_nightly_rec *rec), void *arg);
 
 #endif

@@ -14,6 +14,7 @@
  *   trace_store_prune.c  retention: old suites' stat rows removed in bounded
  *                         transactions, VACUUM (prune.h)
  *   trace_store_metrics.c  an imported run in one transaction, its metrics read back
+ *   trace_store_nightly.c  night-over-night verdicts written and read back
  *   report_query.c        the report's reads beside those: a suite, the trend of a case
  */
 #ifndef LKS_HARNESS_STORE_TRACE_STORE_IMPL_H
@@ -80,6 +81,8 @@ enum lks_q {
 	LKS_Q_GET_METRICS,
 	LKS_Q_GET_METRICS_OF,
 	LKS_Q_IMPORT_END,
+	LKS_Q_NIGHTLY,
+	LKS_Q_GET_NIGHTLY,
 	LKS_Q_COUNT
 };
 

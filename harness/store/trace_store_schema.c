@@ -238,6 +238,28 @@ static const lks_schema_column lks_schema_v8[] = {
 	{ "suites", "pruned", "TEXT" },            /* ISO 8601 UTC; NULL: stat rows all kept */
 };
 
+/* 9: night over night (harness/verify/nightly.h): per suite, each run compared with the
+   same case and run of the latest earlier suite made with the same settings. */
+static const char lks_schema_v9[] =
+	"CREATE TABLE nightly (\n"
+	"	suite_id INTEGER NOT NULL REFERENCES suites (suite_id),  -- tonight's\n"
+	"	case_name TEXT NOT NULL,\n"
+	"	run_name TEXT NOT NULL,\n"
+	"	run_id INTEGER REFERENCES runs (run_id),       -- NULL: gone\n"
+	"	prev_run_id INTEGER REFERENCES runs (run_id),  -- NULL: new\n"
+	"	prev_suite_id INTEGER REFERENCES suites (suite_id),\n"
+	"	verdict TEXT NOT NULL CHECK (verdict IN ('unchanged', 'changed', 'new', 'gone')),\n"
+	"	fp_equal INTEGER NOT NULL,      -- 1: fingerprints (and case texts) equal\n"
+	"	fp_keys TEXT NOT NULL,          -- the keys that differ, blank-separated\n"
+	"	step INTEGER,                   -- changed: the first divergence; NULL: none\n"
+	"	rank INTEGER,\n"
+	"	tensor TEXT,\n"
+	"	field TEXT,\n"
+	"	message TEXT,                   -- changed: the divergence in words\n"
+	"	time TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ', 'now'))\n"
+	");\n"
+	"CREATE INDEX nightly_by_suite ON nightly (suite_id);\n";
+
 /* Part v of the schema: the tables (and their indexes) version v added, and the columns it
    added to tables of earlier versions. A part never changes once released. */
 static const struct lks_schema_part {
@@ -253,6 +275,7 @@ static const struct lks_schema_part {
 	[6] = { lks_schema_v6, NULL, 0 },
 	[7] = { lks_schema_v7, NULL, 0 },
 	[8] = { NULL, lks_schema_v8, (int)(sizeof(lks_schema_v8) / sizeof(lks_schema_v8[0])) },
+	[9] = { lks_schema_v9, NULL, 0 },
 };
 
 /* Gradient SQNR between two runs (harness/verify/sqnr.h): the table is created when first

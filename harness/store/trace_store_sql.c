@@ -31,6 +31,8 @@ int lks_sql_check(sqlite3 *db, int rc, const char *file, int line)
 #define LKS_CHECK_COLS "suite_id, case_name, check_name, kind, run_a, run_b, verdict, step, " \
 	"rank, tensor, field, value_a, value_b, abs_err, rel_err, ulp, message, name_a, name_b, " \
 	"metric, tensors, rtol, atol, floor_db, expect, expect_step, expect_rank, expect_tensor"
+#define LKS_NIGHTLY_COLS "suite_id, case_name, run_name, run_id, prev_run_id, prev_suite_id, " \
+	"verdict, fp_equal, fp_keys, step, rank, tensor, field, message"
 #define LKS_PROBE_COLS "session_id, combo, cases, check_name, outcome, exit_code, signal, " \
 	"seconds, suite_id, output, started"
 
@@ -121,6 +123,10 @@ static const char *const lks_store_sql[LKS_Q_COUNT] = {
 	[LKS_Q_IMPORT_END] = "UPDATE runs SET status = 'complete', steps = ?2, world_size = ?3, "
 	                     "finished = strftime('%Y-%m-%dT%H:%M:%fZ', 'now') "
 	                     "WHERE run_id = ?1 AND status = 'incomplete'",
+	[LKS_Q_NIGHTLY] = "INSERT INTO nightly (" LKS_NIGHTLY_COLS ") VALUES (?1, ?2, ?3, ?4, ?5, "
+	                  "?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
+	[LKS_Q_GET_NIGHTLY] = "SELECT " LKS_NIGHTLY_COLS " FROM nightly WHERE suite_id = ?1 "
+	                      "ORDER BY rowid",
 };
 
 static const char *const lks_phase_names[] = { "forward", "backward", "update", "recompute" };

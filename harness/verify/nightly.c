@@ -1,0 +1,390 @@
+/*
+ * nightly.c: night over night (nightly.h): each run of a suite against the same case and
+ * run of the latest earlier suite with the same settings, through the bitwise check
+ * (check.h, so the one walker of walk.h) as 'lockstep diff' compares two runs.
+ */
+#include "harness/verify/nightly.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "harness/base/shell.h"
+#include "harness/engine/case.h"
+#include "harness/store/fingerprint.h"
+#include "harness/store/run.h"
+#include "harness/verify/check.h"
+#include "kernels/err.h"
+
+/* A stored run as much as the comparison needs of it. */
+struct lks_nrun {
+	int64_t id, suite;
+	char *case_name, *case_path, *run_name, *recipe, *options, *backend, *combo;
+	char *settings;           /* options without a planted fault (" inject: SPEC") */
+	int W, steps;
+	uint64_t seed;
+};
+
+/* One verdict and the strings it points to. */
+struct lks_nverdict {
+	lks_nightly_rec rec;
+	const struct lks_nrun *t, *p;  /* tonight's and the earlier run; NULL: none */
+	int order;                /* the order found, for a stable sort */
+	char keys[512], message[512], tensor[128], field[32];
+};
+
+struct lks_nightly {
+	struct lks_nrun *runs;
+	int n, cap;
+	struct lks_nverdict *v;
+	int nv;
+};
+
+static char *lks_dup(const char *s)
+{
+	return strdup(s ? s : "");
+}
+
+/* The options as a setting: a planted fault is left out, as it is seen elsewhere (the
+   fingerprint's env.LOCKSTEP_INJECT, or the case text), so that a fault makes a run
+   changed rather than new. runner.c writes it as " inject: SPEC" before any " set: ". */
+static char *lks_nightly_settings(const char *options)
+{
+	const char *inj = strstr(options, " inject: "), *set;
+	char *s;
+
+	if (!inj)
+		return strdup(options);
+	set = strstr(inj, " set: ");
+	if (!(s = malloc(strlen(options) + 1)))
+		return NULL;
+	memcpy(s, options, (size_t)(inj - options));
+	strcpy(s + (inj - options), set ? set : "");
+	return s;
+}
+
+static int lks_nightly_take(void *arg, const lks_run_rec *rec)
+{
+	struct lks_nightly *N = arg;
+	struct lks_nrun *r;
+	const lks_run_info *i = &rec->info;
+
+	if (i->suite_id <= 0)  /* an import belongs to no night */
+		return 0;
+	if (N->n == N->cap) {
+		int cap = N->cap ? 2 * N->cap : 64;
+		struct lks_nrun *p = realloc(N->runs, sizeof(*p) * (size_t)cap);
+
+		if (!p)
+			return lks_err("out of memory");
+		N->runs = p;
+		N->cap = cap;
+	}
+	r = &N->runs[N->n++];
+	*r = (struct lks_nrun){ .id = rec->run_id, .suite = i->suite_id, .W = i->world_size,
+	                        .steps = i->steps, .seed = i->seed };
+	r->case_name = lks_dup(i->case_name);
+	r->case_path = lks_dup(i->case_path);
+	r->run_name = lks_dup(i->run_name);
+	r->recipe = lks_dup(i->recipe);
+	r->options = lks_dup(i->options);
+	r->backend = lks_dup(i->backend);
+	r->combo = lks_dup(i->combo);
+	r->settings = lks_nightly_settings(r->options);
+	if (!r->settings || !r->case_name || !r->case_path || !r->run_name || !r->recipe
+	    || !r->options || !r->backend || !r->combo)
+		return lks_err("out of memory");
+	return 0;
+}
+
+static void lks_nightly_release(struct lks_nightly *N)
+{
+	for (int i = 0; i < N->n; i++) {
+		struct lks_nrun *r = &N->runs[i];
+
+		free(r->case_name), free(r->case_path), free(r->run_name);
+		free(r->recipe), free(r->options), free(r->backend), free(r->combo);
+		free(r->settings);
+	}
+	free(N->runs);
+	free(N->v);
+}
+
+/* The same case and run, made with the same settings (nightly.h). */
+static int lks_same_settings(const struct lks_nrun *a, const struct lks_nrun *b)
+{
+	return !strcmp(a->case_name, b->case_name) && !strcmp(a->run_name, b->run_name)
+	    && !strcmp(a->recipe, b->recipe) && !strcmp(a->settings, b->settings)
+	    && !strcmp(a->backend, b->backend) && !strcmp(a->combo, b->combo)
+	    && a->W == b->W && a->steps == b->steps && a->seed == b->seed;
+}
+
+/* The run of the latest suite before t's with t's settings (the last stored of it). */
+static const struct lks_nrun *lks_nightly_prev(const struct lks_nightly *N,
+                                               const struct lks_nrun *t)
+{
+	const struct lks_nrun *best = NULL;
+
+	for (int i = 0; i < N->n; i++) {
+		const struct lks_nrun *r = &N->runs[i];
+
+		if (r->suite < t->suite && lks_same_settings(r, t)
+		    && (!best || r->suite > best->suite
+		        || (r->suite == best->suite && r->id > best->id)))
+			best = r;
+	}
+	return best;
+}
+
+static struct lks_nverdict *lks_nightly_add(struct lks_nightly *N, const struct lks_nrun *t,
+                                            const struct lks_nrun *p, const char *verdict)
+{
+	struct lks_nverdict *v = &N->v[N->nv++];
+	const struct lks_nrun *r = t ? t : p;
+
+	memset(v, 0, sizeof(*v));
+	v->order = N->nv - 1;
+	v->t = t;
+	v->p = p;
+	v->rec = (lks_nightly_rec){ .case_name = r->case_name, .run_name = r->run_name,
+	                            .run_id = t ? t->id : 0, .prev_run_id = p ? p->id : 0,
+	                            .prev_suite_id = p ? p->suite : 0, .verdict = verdict,
+	                            .step = -1, .rank = -1 };
+	return v;
+}
+
+/* Whether two runs stored as many rows of table x. */
+static int lks_same_count(lks_store *s, int64_t a, int64_t b, lks_store_table x, int *same)
+{
+	int64_t na, nb;
+
+	if (lks_store_count(s, a, x, &na) || lks_store_count(s, b, x, &nb))
+		return -1;
+	*same = na == nb;
+	return 0;
+}
+
+/* Tonight's run t against the earlier p: the verdict, the divergence, the keys. */
+static int lks_nightly_pair(lks_store *s, struct lks_nverdict *v)
+{
+	lks_check_cfg k = { .name = "nightly", .kind = LKS_CHECK_BITWISE, .a = "tonight",
+	                    .b = "before", .exp_step = -1, .exp_rank = -1 };
+	static const lks_store_table tables[] = { LKS_TABLE_TENSORS, LKS_TABLE_STEPS,
+	                                          LKS_TABLE_STATS };
+	static const char *const what[] = { "tensors", "step rows", "stat rows" };
+	lks_check_result res;
+	lks_stored_run t, p;
+	int nkeys, differ, same = 1;
+
+	/* the fingerprints and case texts of the two runs alone: a history holds many */
+	lks_stored_run_init(&t);
+	lks_stored_run_init(&p);
+	if (lks_stored_run_load(s, v->t->id, LKS_LOAD_INFO, &t)
+	    || lks_stored_run_load(s, v->p->id, LKS_LOAD_INFO, &p)) {
+		lks_stored_run_release(&t);
+		lks_stored_run_release(&p);
+		return -1;
+	}
+	nkeys = lks_fingerprint_json_keys(p.fingerprint, t.fingerprint, v->keys, sizeof(v->keys));
+	differ = strcmp(p.case_text, t.case_text);
+	lks_stored_run_release(&t);
+	lks_stored_run_release(&p);
+	if (differ) {
+		size_t len = strlen(v->keys);
+
+		nkeys++;
+		snprintf(v->keys + len, sizeof(v->keys) - len, "%scase.text", len ? " " : "");
+	}
+	v->rec.fp_equal = nkeys == 0;
+	if (lks_check_eval(s, &k, NULL, v->t->id, v->p->id, &res))
+		return -1;
+	if (res.verdict != LKS_VERDICT_PASS) {
+		v->rec.verdict = "changed";
+		v->rec.step = res.step;
+		v->rec.rank = res.rank;
+		snprintf(v->tensor, sizeof(v->tensor), "%s", res.tensor);
+		snprintf(v->field, sizeof(v->field), "%s", res.field ? res.field : "");
+		snprintf(v->message, sizeof(v->message), "%s", res.message);
+		return 0;
+	}
+	/* the walk compares what both traced: a run that traced more or fewer rows changed */
+	for (int i = 0; i < 3 && same; i++) {
+		if (lks_same_count(s, v->t->id, v->p->id, tables[i], &same))
+			return -1;
+		if (!same) {
+			v->rec.verdict = "changed";
+			snprintf(v->message, sizeof(v->message), "the runs stored different numbers "
+			         "of %s (equal where both have them)", what[i]);
+		}
+	}
+	if (same)
+		v->rec.verdict = "unchanged";
+	return 0;
+}
+
+/* Runs of the latest suite before tonight that ran t's case, gone when tonight has no run
+   with their settings. */
+static void lks_nightly_gone(struct lks_nightly *N, int64_t suite_id, const struct lks_nrun *t)
+{
+	int64_t last = 0;
+
+	for (int i = 0; i < N->n; i++) {
+		const struct lks_nrun *r = &N->runs[i];
+
+		if (r->suite < suite_id && r->suite > last && !strcmp(r->case_name, t->case_name))
+			last = r->suite;
+	}
+	for (int i = 0; i < N->n; i++) {
+		const struct lks_nrun *p = &N->runs[i];
+		int found = 0;
+
+		if (p->suite != last || strcmp(p->case_name, t->case_name))
+			continue;
+		for (int j = 0; j < N->nv && !found; j++)  /* the case's gone runs once */
+			found = N->v[j].p == p && !N->v[j].t;
+		for (int j = 0; j < N->n && !found; j++)
+			found = N->runs[j].suite == suite_id && lks_same_settings(&N->runs[j], p);
+		if (!found)
+			lks_nightly_add(N, NULL, p, "gone");
+	}
+}
+
+/* 'lockstep bisect' along the versions of one key (a library, the driver, the commit,
+   the compiler), else 'lockstep reduce' over the differences (env.VAR, case.text: the
+   case's keys as set.S.K, several keys); the combos file is the user's to write from the
+   keys printed. */
+static void lks_nightly_narrow(FILE *out, const struct lks_nverdict *v)
+{
+	char qpath[1200];
+	const char *path = lks_shell_quote(v->t->case_path, qpath, sizeof(qpath));
+
+	if (!strchr(v->keys, ' ') && strncmp(v->keys, "env.", 4) && strcmp(v->keys, "case.text"))
+		fprintf(out, "  narrow it: lockstep bisect --combos COMBOS.ini %s   (COMBOS.ini: "
+		        "one [combo] per version of %s between last night's and tonight's)\n", path,
+		        v->keys);
+	else
+		fprintf(out, "  narrow it: lockstep reduce --good last-night --bad tonight "
+		        "--combos COMBOS.ini %s   (COMBOS.ini: [combo last-night] and [combo "
+		        "tonight] with the keys above)\n", path);
+}
+
+static void lks_nightly_print(FILE *out, const struct lks_nverdict *v, const char *db)
+{
+	const lks_nightly_rec *r = &v->rec;
+	char qdb[1100];
+
+	if (!strcmp(r->verdict, "new")) {
+		fprintf(out, "new:       %s/%s (run %lld): no earlier run with these settings\n",
+		        r->case_name, r->run_name, (long long)r->run_id);
+		return;
+	}
+	if (!strcmp(r->verdict, "gone")) {
+		fprintf(out, "gone:      %s/%s (run %lld of suite %lld): not run tonight with "
+		        "these settings\n", r->case_name, r->run_name, (long long)r->prev_run_id,
+		        (long long)r->prev_suite_id);
+		return;
+	}
+	fprintf(out, "%s %s/%s (run %lld; before: run %lld of suite %lld)%s%s\n",
+	        !strcmp(r->verdict, "unchanged") ? "unchanged:"
+	        : r->fp_equal ? "ALARM changed with the same fingerprint:" : "changed:  ",
+	        r->case_name, r->run_name, (long long)r->run_id, (long long)r->prev_run_id,
+	        (long long)r->prev_suite_id, r->message ? ": " : "", r->message ? r->message : "");
+	if (!strcmp(r->verdict, "unchanged"))
+		return;
+	if (r->fp_equal) {
+		fprintf(out, "  the same software gave different bits: suspect the hardware or a "
+		        "non-determinism; see: lockstep diff %lld %lld --db %s\n",
+		        (long long)r->prev_run_id, (long long)r->run_id,
+		        lks_shell_quote(db, qdb, sizeof(qdb)));
+		return;
+	}
+	fprintf(out, "  fingerprint keys that differ: %s\n", r->fp_keys);
+	lks_nightly_narrow(out, v);
+}
+
+/* The order of printing and storing: alarms, other changes, new, gone, unchanged. */
+static int lks_nightly_rank(const struct lks_nverdict *v)
+{
+	const char *x = v->rec.verdict;
+
+	if (!strcmp(x, "changed"))
+		return v->rec.fp_equal ? 0 : 1;
+	return !strcmp(x, "new") ? 2 : !strcmp(x, "gone") ? 3 : 4;
+}
+
+static int lks_nightly_cmp(const void *pa, const void *pb)
+{
+	const struct lks_nverdict *a = pa, *b = pb;
+	int ra = lks_nightly_rank(a), rb = lks_nightly_rank(b);
+
+	return ra != rb ? ra - rb : a->order - b->order;
+}
+
+int lks_nightly_compare(lks_store *s, int64_t suite_id, const char *db, FILE *out,
+                        lks_nightly_tally *t)
+{
+	struct lks_nightly N = { 0 };
+	int rc = -1, earlier = 0;
+
+	memset(t, 0, sizeof(*t));
+	if (lks_store_get_runs(s, lks_nightly_take, &N))
+		goto out;
+	for (int i = 0; i < N.n; i++)
+		earlier |= N.runs[i].suite < suite_id;
+	if (!earlier || !N.n) {
+		rc = 0;
+		goto out;
+	}
+	/* at most one verdict per run of the database */
+	if (!(N.v = calloc((size_t)N.n, sizeof(*N.v)))) {
+		lks_err("out of memory");
+		goto out;
+	}
+	for (int i = 0; i < N.n; i++) {
+		const struct lks_nrun *r = &N.runs[i], *p;
+
+		if (r->suite != suite_id)
+			continue;
+		if (!(p = lks_nightly_prev(&N, r))) {
+			lks_nightly_add(&N, r, NULL, "new");
+			continue;
+		}
+		if (lks_nightly_pair(s, lks_nightly_add(&N, r, p, "unchanged")))
+			goto out;
+	}
+	for (int i = 0; i < N.n; i++)
+		if (N.runs[i].suite == suite_id)
+			lks_nightly_gone(&N, suite_id, &N.runs[i]);
+	qsort(N.v, (size_t)N.nv, sizeof(*N.v), lks_nightly_cmp);
+	t->compared = 1;
+	if (out)
+		fprintf(out, "\nnight over night: suite %lld against the latest earlier suite with "
+		        "the same settings, run by run\n", (long long)suite_id);
+	for (int i = 0; i < N.nv; i++) {
+		struct lks_nverdict *v = &N.v[i];
+		const char *x = v->rec.verdict;
+
+		/* the strings of v, where qsort put it */
+		v->rec.suite_id = suite_id;
+		v->rec.fp_keys = v->keys;
+		v->rec.message = v->message[0] ? v->message : NULL;
+		v->rec.tensor = v->tensor[0] ? v->tensor : NULL;
+		v->rec.field = v->field[0] ? v->field : NULL;
+		if (lks_store_nightly(s, &v->rec))
+			goto out;
+		t->unchanged += !strcmp(x, "unchanged");
+		t->changed += !strcmp(x, "changed");
+		t->silent += !strcmp(x, "changed") && v->rec.fp_equal;
+		t->added += !strcmp(x, "new");
+		t->gone += !strcmp(x, "gone");
+		if (out && strcmp(x, "unchanged"))
+			lks_nightly_print(out, v, db);
+	}
+	if (out)
+		fprintf(out, "night over night: %d unchanged, %d changed (%d with the same "
+		        "fingerprint), %d new, %d gone\n", t->unchanged, t->changed, t->silent,
+		        t->added, t->gone);
+	rc = 0;
+out:
+	lks_nightly_release(&N);
+	return rc;
+}

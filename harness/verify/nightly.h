@@ -1,0 +1,53 @@
+/*
+ * nightly.h: night over night. When a suite is stored into a database that holds an
+ * earlier one ('lockstep run', 'lockstep check', ci/nightly), every run of it is compared
+ * with the same case and run in the most recent earlier suite made with the same settings:
+ *
+ *   same settings  the case name and run name, and what the run was asked to be: recipe,
+ *                  options (checkpointing, GEMM, amax history, the --set overrides, as
+ *                  the run stored them), backend, world size, steps, seed and combo.
+ *                  The fingerprint is not a setting: it is what is compared beside the
+ *                  bits. Nor is the case text, compared as the pseudo-key 'case.text'
+ *                  beside the fingerprint keys, nor a planted fault in the options: it
+ *                  shows as env.LOCKSTEP_INJECT or as case.text, and its run is changed.
+ *
+ * Verdicts (stored in the nightly table, trace_store.h, lks_nightly_rec):
+ *   unchanged  bit for bit: the bitwise walk (walk.h, the one 'lockstep diff' and the
+ *              bitwise check use) finds no divergence in any stat row (hashes included)
+ *              or any step row's loss and grad norm (its lr follows from the settings,
+ *              its step time is performance), and both runs stored as many tensors,
+ *              step rows and stat rows
+ *   changed    the first divergence, as the walk names it (step, tensor, rank, field)
+ *   new        no earlier suite has this case and run with these settings
+ *   gone       the latest earlier suite that ran this case had this run with these
+ *              settings, and tonight's did not (a case tonight did not run at all has no
+ *              gone runs: tonight did not ask for it)
+ * Beside each compared run: the fingerprint keys that differ (versions, commit, compiler,
+ * env.VAR, ...; lks_fingerprint_json_keys) and 'case.text' when the case file changed.
+ * A change with nothing differing there is the alarm: the same software gave other bits
+ * (hardware, or a non-determinism); it is printed first.
+ */
+#ifndef LKS_HARNESS_NIGHTLY_H
+#define LKS_HARNESS_NIGHTLY_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "harness/store/trace_store.h"
+
+typedef struct lks_nightly_tally {
+	int compared;             /* 0: the database holds no earlier suite; nothing stored */
+	int unchanged, changed, silent, added, gone;  /* silent: changed with fp_equal */
+} lks_nightly_tally;
+
+/*
+ * Compares the runs of suite suite_id with earlier suites of s, stores a verdict per run
+ * and prints them to out (NULL: nothing): the alarms first, then the other changes with
+ * the keys that differ and the command that narrows them down ('lockstep reduce' or
+ * 'lockstep bisect'), new and gone runs, and the counts. db names the database in the
+ * commands printed. -1 (lks_err) only when the store cannot be read or written.
+ */
+int lks_nightly_compare(lks_store *s, int64_t suite_id, const char *db, FILE *out,
+                        lks_nightly_tally *t);
+
+#endif
