@@ -68,6 +68,7 @@ typedef struct lks_check_result {
 	int failed;                   /* the check itself failed, whatever was expected */
 	int step, rank;               /* -1: none (rank: a per-step value such as the loss) */
 	char tensor[128];             /* "": none */
+	char metric[64];              /* an imported run's metric (walk.h); "": none */
 	int phase;                    /* lks_phase of the tensor; -1: none */
 	const char *field;            /* l2, amax, scale, nonfinite, underflow, saturated,
 	                                 hash, loss, grad_norm, ...; NULL: none */
