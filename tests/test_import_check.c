@@ -210,6 +210,49 @@ Test(import_check, case_with_import_runs_under_run_and_check)
 	rm_tmp();
 }
 
+/* diff and report of imported runs: numerics compared, performance in its own section. */
+Test(import_check, diff_and_report_show_numerics_and_performance_apart)
+{
+	char db[512], args[2048], out[8192], md[512], *perf, *num;
+
+	mkdir_tmp();
+	path_in_tmp(db, sizeof(db), "d.db");
+	snprintf(args, sizeof(args), "run --quiet --db '%s' '%s/golden_pair.ini'", db,
+	         LKS_IMPORT_DIR);
+	cr_assert_eq(lks_run_bin(NULL, args, out, sizeof(out)), 0, "%s", out);
+	snprintf(args, sizeof(args), "diff --db '%s' golden_pair/a golden_pair/b", db);
+	cr_assert_eq(lks_run_bin(NULL, args, out, sizeof(out)), 1, "%s", out);
+	cr_assert_not_null(strstr(out, "first divergence: step 31, metric 'num_zeros', rank 0: "
+	                          "value a=1511 b=1512"), "%s", out);
+	num = strstr(out, "\nnumerics");
+	perf = strstr(out, "\nperformance (never in a verdict");
+	cr_assert(num && perf && num < perf, "%s", out);
+	/* num-zeros: 10 values, 1 differs, first at step 31; iteration time only below */
+	cr_assert_not_null(strstr(num, "num_zeros                    10        1  31"), "%s", out);
+	cr_assert_null(strstr(perf, "num_zeros"), "%s", out);
+	cr_assert(strstr(perf, "iteration_time") && strstr(num, "iteration_time") == strstr(perf,
+	          "iteration_time"), "%s", out);
+	cr_assert_not_null(strstr(perf, "1.07"), "b is 7%% slower: %s", out);
+	/* a run against itself: identical */
+	snprintf(args, sizeof(args), "diff --db '%s' golden_pair/a golden_pair/a", db);
+	cr_assert_eq(lks_run_bin(NULL, args, out, sizeof(out)), 0, "%s", out);
+
+	path_in_tmp(md, sizeof(md), "rep");
+	snprintf(args, sizeof(args), "report --db '%s' -o '%s'", db, md);
+	cr_assert_eq(lks_run_bin(NULL, args, out, sizeof(out)), 0, "%s", out);
+	path_in_tmp(md, sizeof(md), "rep/report.md");
+	snprintf(args, sizeof(args), "sed -n '/imported metrics: numerics/,/GPU health/p' '%s'", md);
+	cr_assert_eq(lks_run_sh(args, out, sizeof(out)), 0);
+	num = strstr(out, "imported metrics: numerics");
+	perf = strstr(out, "imported metrics: performance (never in a verdict)");
+	cr_assert(num && perf && num < perf, "%s", out);
+	cr_assert_not_null(strstr(num, "| a | num\\_zeros | 10 | 0 |  | 1389 |"), "%s", out);
+	cr_assert_not_null(strstr(perf, "| b | iteration\\_time | ms | 1.865 | 0.546 | 13.696 |"),
+	                   "%s", out);
+	cr_assert_null(strstr(perf, "num\\_zeros"), "%s", out);
+	rm_tmp();
+}
+
 Test(import_check, import_key_refused_where_bad_at_its_line)
 {
 	static const struct { const char *run, *says; } bad[] = {

@@ -13,6 +13,7 @@
  *                 into the page; the loss, relative loss difference and grad norm plots
  *   fp8_scales.c  the amax and scale history of an FP8 run's quantized tensors
  *   heatmap.c     the step x tensor heatmap of two runs and their first divergence
+ *   imported.c    the metrics of imported runs: numerics, and performance apart
  *   gpu.c         GPU health findings and readings of a case's runs, and the algorithms
  *                 cuBLASLt ran their GEMMs with
  */
@@ -145,6 +146,12 @@ void lks_tensor_word(char *out, size_t size, const lks_stored_run *t, int i);
 /* ---- heatmap.c ---- */
 
 int lks_case_heatmaps(struct lks_report *r, const char *case_name);
+
+/* ---- imported.c ---- */
+
+/* The metrics of the case's imported runs: numerics, then performance in its own table
+   (never in a verdict); nothing when the case has no imported run. */
+void lks_case_imported(struct lks_report *r, const char *case_name);
 
 /* ---- gpu.c ---- */
 
