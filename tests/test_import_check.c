@@ -197,6 +197,12 @@ Test(import_check, case_with_import_runs_under_run_and_check)
 	cr_assert_not_null(strstr(out, "expected failure: step 20, metric 'grad_norm', rank 0: "
 	                          "value nan"), "%s", out);
 	cr_assert_not_null(strstr(out, "expected failure: step 3, metric 'loss'"), "%s", out);
+	/* list shows the logs, not a model */
+	snprintf(args, sizeof(args), "list '%s/golden_pair.ini'", LKS_IMPORT_DIR);
+	cr_assert_eq(lks_run_bin(NULL, args, out, sizeof(out)), 0, "%s", out);
+	cr_assert_not_null(strstr(out, "every run imported from a log"), "%s", out);
+	cr_assert_not_null(strstr(out, "imported: megatron-golden:mcore_golden_b.json"), "%s", out);
+	cr_assert_null(strstr(out, "model:"), "%s", out);
 	/* the probe: exit 0 good, 1 bad (a check that fails unexpectedly) */
 	snprintf(args, sizeof(args), "check --db '%s' '%s/golden_pair.ini'", db, LKS_IMPORT_DIR);
 	cr_assert_eq(lks_run_bin(NULL, args, out, sizeof(out)), 0, "%s", out);

@@ -117,7 +117,8 @@ const lks_stat_row *lks_stored_run_row(const lks_stored_run *r, int rank, int se
 const lks_step_row *lks_stored_run_step_row(const lks_stored_run *r, int step, int rank);
 /* ---- an imported run's metrics (run_metrics.c) ---- */
 
-/* Reads the run's metric rows (none: nm 0); lks_stored_run_load calls it. */
+/* Reads the metric rows of an imported run (backend import:FMT; else none, nm 0);
+   lks_stored_run_load calls it. */
 int lks_stored_run_load_metrics(lks_store *s, lks_stored_run *r);
 /* Appends a value of metric name (kind) at (step, rank): rows come by (step, rank), which
    the caller has checked; a name seen again keeps its first kind. */

@@ -89,6 +89,10 @@ static int lks_load_metric_row(void *arg, const lks_metric_row *row)
 
 int lks_stored_run_load_metrics(lks_store *s, lks_stored_run *r)
 {
+	/* only an import (backend import:FMT) stores metrics: lockstep's own runs cost no
+	   query, and a database older than the metrics table (read-only, not upgraded) reads */
+	if (!r->backend || strncmp(r->backend, "import:", 7))
+		return 0;
 	return lks_store_get_metrics(s, r->id, NULL, lks_load_metric_row, r);
 }
 
