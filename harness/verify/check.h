@@ -39,6 +39,11 @@
  *                gradient against b's (harness/verify/sqnr.h) is at least floor_db; the values
  *                are compared while 'lockstep run' makes both runs. Runs stored without
  *                SQNR rows give "unsupported", not a failure
+ *
+ * On imported runs (runs of other frameworks: metrics per step and rank, store/run.h),
+ * bitwise and golden walk the numerics metrics, close takes any metric by name, finite
+ * finds the first non-finite numerics value, ranks_agree compares the loss of every rank;
+ * a divergence names the metric in res->metric (check_import.c).
  */
 #ifndef LKS_HARNESS_CHECK_H
 #define LKS_HARNESS_CHECK_H
