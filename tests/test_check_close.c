@@ -250,7 +250,7 @@ Test(check, close_metric_and_filter_validated_at_parse_time)
 {
 	static const struct { const char *keys, *says; } bad[] = {
 		{ "metric = lsos\n", ":17: unknown metric 'lsos' in [check c] (loss, grad_norm, l2, "
-		  "amax, scale)" },
+		  "amax, scale; an imported run's: any name)" },
 		{ "metric = loss\ntensors = blocks.*\n", ":13: check 'c': tensors = blocks.* chooses the "
 		  "tensors of a close check on a tensor statistic, not of close on loss" },
 		/* a filter that no name of the model matches (up, not upp; one layer, block 0) */

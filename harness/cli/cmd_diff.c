@@ -20,6 +20,7 @@
 #include "harness/verify/check.h"
 #include "harness/verify/walk.h"
 #include "harness/cli/cmd.h"
+#include "harness/cli/diff_metrics.h"
 #include "harness/store/fingerprint.h"
 #include "harness/base/shell.h"
 #include "harness/store/trace_store.h"
@@ -38,6 +39,9 @@ static const char lks_diff_help[] =
 	"    both runs share (by name and phase; ranks compared pairwise) the largest relative\n"
 	"    error of the L2 norm and the tensor where it occurs, and how many tensors have a\n"
 	"    different hash (any rank)\n"
+	"  - of imported runs ('lockstep import', import = in a case), their metrics instead:\n"
+	"    numerics (values, how many differ, the first step that does, the largest\n"
+	"    relative error), then performance apart (means of a and b; never in a verdict)\n"
 	"\n"
 	"options:\n"
 	"  --db FILE        the database (default lockstep.db), opened read-only\n"
@@ -352,11 +356,14 @@ int cmd_diff(int argc, char **argv)
 		goto out;
 	}
 	if (res.verdict == LKS_VERDICT_PASS)
-		printf("\nidentical: bit for bit in %s\n", pruned ? "loss and grad norm"
-		       : "every shared tensor, loss and grad norm");
+		printf("\nidentical: bit for bit in %s\n", ra.nm || rb.nm
+		       ? "every shared numerics metric of every step and rank"
+		       : pruned ? "loss and grad norm" : "every shared tensor, loss and grad norm");
 	else
 		printf("\nfirst divergence: %s\n", res.message);
-	if (lks_diff_table(&ra, &rb, a.max_rows)) {
+	if (ra.nm || rb.nm)  /* imported runs: metrics, not tensors */
+		lks_diff_metrics(&ra, &rb);
+	else if (lks_diff_table(&ra, &rb, a.max_rows)) {
 		fprintf(stderr, "lockstep: %s\n", lks_errmsg());
 		goto out;
 	}

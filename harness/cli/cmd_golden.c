@@ -159,6 +159,8 @@ static int64_t lks_golden_pick(const struct lks_stored_list *l, const lks_case *
                                const char *run, const char *db)
 {
 	const struct lks_stored *latest = NULL;
+	const lks_run_cfg *cfg = lks_case_run(c, run);
+	int imported = cfg && cfg->import_fmt[0];  /* its log says how many steps */
 	char qcase[1024], qdb[1024], cmd[2100];
 
 	for (int i = l->n - 1; i >= 0; i--) {
@@ -168,7 +170,7 @@ static int64_t lks_golden_pick(const struct lks_stored_list *l, const lks_case *
 			continue;
 		if (!latest)
 			latest = e;
-		if (!strcmp(e->status, "complete") && !e->overridden && e->steps == c->steps)
+		if (!strcmp(e->status, "complete") && !e->overridden && (imported || e->steps == c->steps))
 			return e->id;
 	}
 	/* the command to paste, each word quoted for the shell */
@@ -247,8 +249,12 @@ static int lks_golden_write_one(lks_store *s, int64_t id, const char *db, const 
 	    || (rc = lks_golden_path(dir, cls, g.case_name, g.run_name, path, sizeof(path))) != 0
 	    || (rc = lks_golden_write(&g, path)) != 0)
 		goto out;
-	printf("wrote %s: run %lld of '%s', %d steps x %d rank%s, %d tensors, %zu stats rows",
-	       path, (long long)id, db, g.steps, g.W, g.W > 1 ? "s" : "", g.nt, g.nstats);
+	printf("wrote %s: run %lld of '%s', %d steps x %d rank%s, ", path, (long long)id, db,
+	       g.steps, g.W, g.W > 1 ? "s" : "");
+	if (g.nm)
+		printf("%d metrics, %zu metric rows", g.nm, g.nmrows);
+	else
+		printf("%d tensors, %zu stats rows", g.nt, g.nstats);
 	if (!stat(path, &st))
 		printf(", %lld KiB", (long long)(st.st_size + 1023) / 1024);
 	printf("\n");

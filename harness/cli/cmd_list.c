@@ -90,6 +90,10 @@ static void lks_list_help_print(FILE *f)
 
 static void lks_list_run(const lks_run_cfg *r, int namew)
 {
+	if (r->import_fmt[0]) {  /* a log, not a training run */
+		printf("    %-*s  imported: %s:%s\n", namew, r->name, r->import_fmt, r->import_path);
+		return;
+	}
 	printf("    %-*s  %-17s  %d rank%s", namew, r->name, lks_recipe_name(r->recipe),
 	       r->world_size, r->world_size == 1 ? "" : "s");
 	if (r->checkpoint)
@@ -130,23 +134,30 @@ static void lks_list_case(const lks_case *c)
 {
 	const lks_model_cfg *m = &c->model;
 	const lks_optim_cfg *o = &c->optim;
-	int namew = 4;
+	int namew = 4, trained = 0;
 
-	for (int i = 0; i < c->nruns; i++)
+	for (int i = 0; i < c->nruns; i++) {
 		if ((int)strlen(c->runs[i].name) > namew)
 			namew = (int)strlen(c->runs[i].name);
+		trained += !c->runs[i].import_fmt[0];
+	}
 	for (int i = 0; i < c->nchecks; i++)
 		if ((int)strlen(c->checks[i].name) > namew)
 			namew = (int)strlen(c->checks[i].name);
 	printf("%s (%s)\n", c->name, c->path);
 	if (c->description[0])
 		printf("  %s\n", c->description);
-	printf("  steps %d, world size %d, seed %llu, global batch %d sequences\n", c->steps,
-	       c->world_size, (unsigned long long)c->seed, m->batch * c->world_size);
-	printf("  model: vocab %d, hidden %d, ffn %d, layers %d, seq %d, batch %d per rank\n",
-	       m->vocab, m->hidden, m->ffn, m->layers, m->seq, m->batch);
-	printf("  optim: lr %g to %g, warmup %d, betas %g %g, eps %g, weight decay %g, clip %g\n",
-	       o->lr, o->min_lr, o->warmup, o->beta1, o->beta2, o->eps, o->weight_decay, o->clip);
+	if (!trained) {
+		printf("  every run imported from a log: no model, no training\n");
+	} else {
+		printf("  steps %d, world size %d, seed %llu, global batch %d sequences\n", c->steps,
+		       c->world_size, (unsigned long long)c->seed, m->batch * c->world_size);
+		printf("  model: vocab %d, hidden %d, ffn %d, layers %d, seq %d, batch %d per rank\n",
+		       m->vocab, m->hidden, m->ffn, m->layers, m->seq, m->batch);
+		printf("  optim: lr %g to %g, warmup %d, betas %g %g, eps %g, weight decay %g, clip "
+		       "%g\n", o->lr, o->min_lr, o->warmup, o->beta1, o->beta2, o->eps,
+		       o->weight_decay, o->clip);
+	}
 	printf("  runs:\n");
 	for (int i = 0; i < c->nruns; i++)
 		lks_list_run(&c->runs[i], namew);

@@ -19,6 +19,7 @@
 #include "harness/report/junit.h"
 #include "harness/store/golden.h"
 #include "harness/store/gpu_health.h"
+#include "harness/store/import.h"
 #include "harness/engine/runner.h"
 #include "harness/verify/nightly.h"
 #include "harness/verify/sqnr.h"
@@ -444,6 +445,37 @@ static int lks_run_summary(const struct lks_run_args *a, lks_store *store, int64
 	return tally->failed || (night.silent && !a->same_fp_warn) ? LKS_EXIT_FAIL : LKS_EXIT_OK;
 }
 
+/* Run r of case c is imported (import = FMT:PATH), not trained: its log stored as one run
+   of the suite in one transaction (store/import.h). 0, or the exit code: a bad log is bad
+   input (exit 2, nothing of it stored). */
+static int lks_run_import(const lks_case *c, const lks_run_cfg *r, lks_store *store,
+                          int64_t suite_id, int64_t *run_id)
+{
+	lks_import_opts o = { lks_import_format_find(r->import_fmt), c->name, r->name, suite_id };
+	lks_import_result res;
+	char path[1024];
+	const char *paths[1] = { path };
+	int rc;
+
+	if (lks_case_import_path(c, r, path, sizeof(path)))
+		rc = LKS_IMPORT_BAD;
+	else if (!o.fmt)  /* the case's validation lets none through */
+		rc = -1;
+	else
+		rc = lks_import_files(store, &o, paths, 1, &res);
+	if (rc) {
+		fprintf(stderr, "lockstep: %s / %s: import: %s; nothing stored\n", c->name, r->name,
+		        lks_errmsg());
+		return rc == LKS_IMPORT_BAD ? LKS_EXIT_USAGE : LKS_EXIT_INFRA;
+	}
+	printf("%-20s %-16s %-18s ws %d  steps up to %d  imported, %ld metric lines, %ld other "
+	       "lines ignored\n", c->name, r->name, o.fmt->name, res.world_size, res.steps,
+	       res.counts.records, res.counts.ignored);
+	fflush(stdout);
+	*run_id = res.run_id;
+	return 0;
+}
+
 int lks_run_cases(int argc, char **argv, lks_check_tally *t)
 {
 	struct lks_run_args a = { 0 };
@@ -534,6 +566,16 @@ int lks_run_cases(int argc, char **argv, lks_check_tally *t)
 
 			if (!selected[j])
 				continue;
+			if (run->import_fmt[0]) {
+				int irc = job.root ? lks_run_import(&cases[i], run, store, suite_id,
+				                                    &run_ids[j]) : 0;
+
+				if (irc) {
+					rc = irc;
+					goto out;
+				}
+				continue;
+			}
 			if (!use || use->unavailable) {
 				/* nothing of it is stored; its checks are skipped; exit 3 at the end */
 				left_out++;

@@ -114,6 +114,8 @@ static int lks_case_key(struct lks_parse *st, enum lks_sec sec, int idx, const c
 		return lks_err("duplicate key '%s' in %s", name, label);
 	if (lks_key_store(&lks_secs[sec].keys[k], lks_sec_base(st, sec, idx), val, label))
 		return -1;
+	if (sec == LKS_SEC_CHECK && lks_secs[sec].keys[k].type == LKS_KEY_METRIC)
+		st->c->checks[idx].metric_line = override ? 0 : st->line;
 	*seen |= 1u << k;
 	return 0;
 }

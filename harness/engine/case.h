@@ -56,6 +56,10 @@ typedef struct lks_run_cfg {
 	int amax_most_recent;   /* fp8_delayed: 1 most_recent, 0 max */
 	int margin;             /* fp8_delayed: scale = fp8_max * 2^-margin / amax */
 	lks_fault inject;       /* a planted fault; kind LKS_FAULT_NONE: none */
+	char import_fmt[24];    /* import = FMT:PATH: a run of another framework, imported from
+	                           its log (store/import.h) instead of trained; "": trained */
+	char import_path[512];  /* PATH as written: relative to the case file's folder when
+	                           not absolute (lks_case_import_path) */
 	int line;               /* line of the [run NAME] header */
 } lks_run_cfg;
 
@@ -71,6 +75,7 @@ typedef struct lks_check_cfg {
 	int exp_step, exp_rank;                 /* -1: not given */
 	char exp_tensor[128];
 	int line;
+	int metric_line;                        /* of its metric key; 0: not in the file */
 } lks_check_cfg;
 
 typedef struct lks_case {
@@ -131,6 +136,10 @@ void lks_case_paths_free(char **paths, int npaths);
 int lks_cases_load(const char *const *args, int nargs, const char *const *sets, int nsets,
                    lks_case **cases, int *ncases);
 void lks_cases_release(lks_case *cases, int ncases);
+
+/* The file an imported run (r->import_fmt set) reads: its PATH, relative to the folder of
+   c's file unless absolute, into buf; an error when it does not fit. */
+int lks_case_import_path(const lks_case *c, const lks_run_cfg *r, char *buf, size_t size);
 
 /* Plants the fault of the environment variable LOCKSTEP_INJECT (fault.h), if set, into the
    run it names with run=NAME, else into every run it fits (its recipe, checkpointing, ranks

@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "harness/base/name.h"
+#include "harness/store/import.h"
 #include "kernels/backend.h"
 #include "kernels/err.h"
 
@@ -85,6 +86,7 @@ static const struct lks_key lks_run_keys[] = {
 	/* 2^-64 is far past any useful margin; an int shift stays defined below that */
 	KEY_INT(lks_run_cfg, margin, 0, 64, 0),
 	{ "inject", LKS_KEY_FAULT, offsetof(lks_run_cfg, inject), 0, 0, 0, 0, 0, 0, NULL },
+	{ "import", LKS_KEY_IMPORT, 0, 0, 0, 0, 0, 0, 0, NULL },
 };
 
 #define KEY_STR(f, key, size) \
@@ -208,6 +210,26 @@ static int lks_bad_value(const struct lks_key *k, const char *val, const char *l
 	return lks_err("bad value '%s' for '%s' in %s: want a number", val, k->name, label);
 }
 
+/* "FMT:PATH": a format of the import table and a path (resolved by the validation). */
+static int lks_import_key(lks_run_cfg *r, const char *val, const char *label)
+{
+	const char *colon = strchr(val, ':');
+	size_t n = colon ? (size_t)(colon - val) : 0;
+
+	if (!colon || !colon[1] || n >= sizeof(r->import_fmt))
+		return lks_err("bad value '%s' for 'import' in %s: want FORMAT:PATH (a log of "
+		               "another framework, PATH relative to the case file)", val, label);
+	memcpy(r->import_fmt, val, n);
+	r->import_fmt[n] = 0;
+	if (!lks_import_format_find(r->import_fmt))
+		return lks_err("'import' in %s: %s", label, lks_errmsg());
+	if (strlen(colon + 1) >= sizeof(r->import_path))
+		return lks_err("value of 'import' in %s is longer than %zu characters", label,
+		               sizeof(r->import_path) - 1);
+	snprintf(r->import_path, sizeof(r->import_path), "%s", colon + 1);
+	return 0;
+}
+
 int lks_key_store(const struct lks_key *k, void *base, const char *val, const char *label)
 {
 	char *field = (char *)base + k->off;
@@ -260,10 +282,14 @@ int lks_key_store(const struct lks_key *k, void *base, const char *val, const ch
 	case LKS_KEY_FAULT:
 		return lks_fault_parse(val, 0, (lks_fault *)field);
 	case LKS_KEY_METRIC:
-		if (!lks_metric_find(val))
+		/* an imported run's metric may be any name: the validation, which knows the
+		   check's runs, refuses it for lockstep's own */
+		if (!lks_metric_find(val) && lks_name_check("metric", val, strlen(val)))
 			return lks_bad_value(k, val, label);
 		snprintf(field, k->size, "%s", val);
 		return 0;
+	case LKS_KEY_IMPORT:
+		return lks_import_key(base, val, label);
 	case LKS_KEY_BACKEND:
 		/* the registry's error lists the names this build has (they fit the field) */
 		if (!lks_backend_find(val) || strlen(val) >= k->size)

@@ -23,8 +23,10 @@ enum lks_key_type {
 	LKS_KEY_KIND,    /* lks_check_kind */
 	LKS_KEY_CHOICE,  /* int: index into choices */
 	LKS_KEY_FAULT,   /* lks_fault (fault.h) */
-	LKS_KEY_METRIC,  /* char[size]: a name of the metric table */
+	LKS_KEY_METRIC,  /* char[size]: a name of the metric table, or (validated with the
+	                    runs: an imported run's) any name of the name rule */
 	LKS_KEY_BACKEND, /* char[size]: a name of the backend registry (kernels/backend.h) */
+	LKS_KEY_IMPORT,  /* lks_run_cfg's import_fmt and import_path: "FMT:PATH" */
 };
 
 struct lks_key {

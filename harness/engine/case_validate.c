@@ -14,6 +14,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "harness/base/name.h"
 #include "harness/engine/model.h"
 #include "harness/engine/runner.h"
 #include "kernels/err.h"
@@ -41,12 +42,28 @@ static void lks_case_defaults(struct lks_parse *st)
 			       lks_check_kind_of(c->checks[i].kind)->keys & LKS_CK_METRIC ? "loss" : "");
 }
 
+/* Every run imported (import = FMT:PATH): the case trains nothing, so it needs no [model]
+   and no steps. */
+static int lks_case_imports_only(const lks_case *c)
+{
+	for (int i = 0; i < c->nruns; i++)
+		if (!c->runs[i].import_fmt[0])
+			return 0;
+	return c->nruns > 0;
+}
+
 static int lks_case_required(struct lks_parse *st, enum lks_sec sec, int idx)
 {
 	char label[LKS_NAME_MAX + 16];
+	int imported = sec == LKS_SEC_RUN ? st->c->runs[idx].import_fmt[0] != 0
+	               : sec != LKS_SEC_CHECK && lks_case_imports_only(st->c);
 
+	/* an imported run has no recipe; a case of imported runs no model */
+	if (imported && sec != LKS_SEC_RUN)
+		return 0;
 	for (int k = 0; k < lks_secs[sec].nkeys; k++)
-		if (lks_secs[sec].keys[k].required && !((*lks_sec_seen(st, sec, idx) >> k) & 1)) {
+		if (lks_secs[sec].keys[k].required && !((*lks_sec_seen(st, sec, idx) >> k) & 1)
+		    && !(imported && !strcmp(lks_secs[sec].keys[k].name, "recipe"))) {
 			lks_err("missing key '%s' in %s", lks_secs[sec].keys[k].name,
 				lks_sec_label(st, sec, idx, label, sizeof(label)));
 			return lks_case_at(st, lks_sec_line(st, sec, idx));
@@ -68,6 +85,10 @@ static int lks_check_tensors(const lks_case *c, const lks_run_cfg *a, const lks_
 	size_t n;
 	int rc;
 
+	/* an imported run traces no tensors: tensor = names the metric a divergence is at */
+	if (a->import_fmt[0])
+		return k->exp_tensor[0] ? lks_name_check("metric", k->exp_tensor,
+		                                         strlen(k->exp_tensor)) : 0;
 	if (k->tensors[0] && (rc = lks_model_tensor_each(&c->model, lks_tensor_matches,
 	                                                 (void *)k->tensors)) <= 0)
 		return rc < 0 ? -1 : lks_err("check '%s': tensors = %s names no tensor the model "
@@ -79,6 +100,23 @@ static int lks_check_tensors(const lks_case *c, const lks_run_cfg *a, const lks_
 		return lks_err("check '%s': tensor = %s is no tensor the model traces", k->name,
 		               k->exp_tensor);
 	return rc < 0 ? -1 : 0;
+}
+
+/* A metric not of the table is an imported run's, by the name its log gave: refused, at
+   the metric key's line, unless both runs of the check are imported. */
+static int lks_check_metric_known(struct lks_parse *st, int idx)
+{
+	const lks_check_cfg *k = &st->c->checks[idx];
+	const lks_run_cfg *a = lks_case_run(st->c, k->a), *b = lks_case_run(st->c, k->b);
+	char list[256], label[LKS_NAME_MAX + 16];
+
+	if (!k->metric[0] || lks_metric_find(k->metric)
+	    || (a && b && a->import_fmt[0] && b->import_fmt[0]))
+		return 0;
+	lks_err("unknown metric '%s' in %s (%s; an imported run's: any name)", k->metric,
+	        lks_sec_label(st, LKS_SEC_CHECK, idx, label, sizeof(label)),
+	        lks_metric_names(list, sizeof(list)));
+	return lks_case_at(st, k->metric_line ? k->metric_line : k->line);
 }
 
 /* The keys of [check NAME] that only some kinds read, by the flag of the row that reads them:
@@ -120,7 +158,8 @@ static int lks_check_runs(struct lks_parse *st, int idx)
 		return lks_err("check '%s' compares run '%s' with itself", k->name, k->a);
 	if (metric && !k->metric[0])
 		return lks_err("check '%s' (%s) has an empty metric", k->name, kind);
-	if (k->tensors[0] && (!metric || lks_metric_find(k->metric)->scope != LKS_METRIC_TENSOR))
+	if (k->tensors[0] && (!metric || !lks_metric_find(k->metric)
+	                      || lks_metric_find(k->metric)->scope != LKS_METRIC_TENSOR))
 		return lks_err("check '%s': tensors = %s chooses the tensors of a close check on a "
 			       "tensor statistic, not of %s%s%s", k->name, k->tensors, kind,
 			       metric ? " on " : "", metric ? k->metric : "");
@@ -175,12 +214,44 @@ static int lks_run_fits_memory(const lks_case *c, const lks_run_cfg *r)
 	return 0;
 }
 
+/* Imported runs: no key that only training reads. */
+static int lks_case_imports(struct lks_parse *st)
+{
+	lks_case *c = st->c;
+
+	for (int i = 0; i < c->nruns; i++) {
+		lks_run_cfg *r = &c->runs[i];
+		static const char *const trained[] = { "checkpoint", "gemm", "inject", "amax_history",
+		                                       "amax_algo", "margin", "recipe", "backend" };
+
+		for (size_t k = 0; r->import_fmt[0] && k < sizeof(trained) / sizeof(trained[0]); k++)
+			if (lks_seen(st, LKS_SEC_RUN, i, trained[k])) {
+				lks_err("run '%s' is imported (import = %s:...): '%s' is for a run "
+				        "lockstep trains", r->name, r->import_fmt, trained[k]);
+				return lks_case_at(st, r->line);
+			}
+	}
+	return 0;
+}
+
+int lks_case_import_path(const lks_case *c, const lks_run_cfg *r, char *buf, size_t size)
+{
+	const char *slash = strrchr(c->path, '/');
+	int n = r->import_path[0] == '/' || !slash
+	        ? snprintf(buf, size, "%s", r->import_path)
+	        : snprintf(buf, size, "%.*s/%s", (int)(slash - c->path), c->path, r->import_path);
+
+	return n < 0 || (size_t)n >= size
+	       ? lks_err("%s: run '%s': the import path is too long", c->path, r->name) : 0;
+}
+
 int lks_case_validate(struct lks_parse *st)
 {
 	lks_case *c = st->c;
 	long long global;
 
-	if (!st->sec_line[LKS_SEC_CASE] || !st->sec_line[LKS_SEC_MODEL]) {
+	if (!st->sec_line[LKS_SEC_CASE]
+	    || (!st->sec_line[LKS_SEC_MODEL] && !lks_case_imports_only(c))) {
 		lks_err("missing section [%s]", st->sec_line[LKS_SEC_CASE] ? "model" : "case");
 		return lks_case_at(st, 0);
 	}
@@ -196,7 +267,11 @@ int lks_case_validate(struct lks_parse *st)
 		lks_err("no runs: a case needs at least one [run NAME]");
 		return lks_case_at(st, 0);
 	}
+	if (lks_case_imports_only(c) && !lks_seen(st, LKS_SEC_CASE, 0, "steps"))
+		c->steps = 1 << 30;  /* the logs say how many: any expected step is let through */
 	lks_case_defaults(st);
+	if (lks_case_imports(st))
+		return st->rc;
 	if (c->optim.min_lr > c->optim.lr) {
 		lks_err("min_lr %g is above lr %g", c->optim.min_lr, c->optim.lr);
 		return lks_case_at(st, st->sec_line[LKS_SEC_OPTIM]);
@@ -207,7 +282,7 @@ int lks_case_validate(struct lks_parse *st)
 	}
 	global = (long long)c->model.batch * c->world_size;
 	for (int i = 0; i < c->nruns; i++)
-		if (global % c->runs[i].world_size) {
+		if (!c->runs[i].import_fmt[0] && global % c->runs[i].world_size) {
 			lks_err("run '%s': world_size %d does not divide the global batch of %lld "
 				"sequences (model.batch %d x case world_size %d)", c->runs[i].name,
 				c->runs[i].world_size, global, c->model.batch, c->world_size);
@@ -223,6 +298,8 @@ int lks_case_validate(struct lks_parse *st)
 		const lks_run_cfg *r = &c->runs[i];
 		char who[LKS_NAME_MAX + 8];
 
+		if (r->import_fmt[0])
+			continue;
 		if (lks_run_fault_fits(c, r, &r->inject)) {
 			snprintf(who, sizeof(who), "run '%s'", r->name);
 			lks_err_prefix(who);
@@ -232,7 +309,7 @@ int lks_case_validate(struct lks_parse *st)
 			return lks_case_at(st, r->line);
 	}
 	for (int i = 0; i < c->nchecks; i++)
-		if (lks_check_runs(st, i))
-			return lks_case_at(st, c->checks[i].line);
+		if (lks_check_metric_known(st, i) || lks_check_runs(st, i))
+			return st->rc ? st->rc : lks_case_at(st, c->checks[i].line);
 	return 0;
 }

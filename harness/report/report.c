@@ -224,6 +224,7 @@ static int lks_case_section(struct lks_report *r, const char *case_name, int hav
 	lks_case_runs(r, case_name);
 	lks_heading(r, 3, "checks");
 	lks_case_checks(r, case_name);
+	lks_case_imported(r, case_name);
 	lks_heading(r, 3, "GPU health");
 	if (lks_case_gpu_health(r, case_name) || lks_case_gemm_algos(r, case_name))
 		return -1;

@@ -15,6 +15,7 @@
  *   heatmap.c     the step x tensor heatmap of two runs and their first divergence
  *   since.c       the opening section: night-over-night verdicts since the earlier suite
  *   trend_plots.c  the trend plots over recent suites (since last night)
+ *   imported.c    the metrics of imported runs: numerics, and performance apart
  *   gpu.c         GPU health findings and readings of a case's runs, and the algorithms
  *                 cuBLASLt ran their GEMMs with
  */
@@ -162,6 +163,12 @@ void lks_tensor_word(char *out, size_t size, const lks_stored_run *t, int i);
 /* ---- heatmap.c ---- */
 
 int lks_case_heatmaps(struct lks_report *r, const char *case_name);
+
+/* ---- imported.c ---- */
+
+/* The metrics of the case's imported runs: numerics, then performance in its own table
+   (never in a verdict); nothing when the case has no imported run. */
+void lks_case_imported(struct lks_report *r, const char *case_name);
 
 /* ---- gpu.c ---- */
 

@@ -20,12 +20,15 @@
 #include "harness/base/atomic_file.h"
 #include "harness/base/file.h"
 #include "harness/base/name.h"
+#include "harness/store/import.h"
 #include "kernels/err.h"
 
 static const char lks_golden_magic[] = "# lockstep golden";
 static const char lks_golden_step_head[] = "step\trank\tloss\tgrad_norm\tlr";
 static const char lks_golden_stat_head[] =
 	"step\trank\tseq\tname\tphase\tl2\tamax\tscale\tnonfinite\tunderflow\tsaturated\thash";
+/* an imported run's (class import): its metrics in place of the step and stat rows */
+static const char lks_golden_metric_head[] = "step\trank\tmetric\tvalue";
 
 /* ---- where ---- */
 
@@ -108,6 +111,20 @@ static int lks_golden_print_stats(lks_stored_run *g, int step, FILE *f, size_t *
 	return 0;
 }
 
+/* An imported run's metric rows, every one as written ("%.17g" gives the double back). */
+static int lks_golden_print_metrics(const lks_stored_run *g, FILE *f)
+{
+	fprintf(f, "%s\n", lks_golden_metric_head);
+	for (size_t i = 0; i < g->nmrows; i++) {
+		fprintf(f, "%d\t%d\t%s\t", g->mrows[i].step, g->mrows[i].rank,
+		        g->mnames[g->mrows[i].m]);
+		lks_put_f64(f, g->mrows[i].value);
+		fputc('\n', f);
+	}
+	fprintf(f, "# end\t%zu\n", g->nmrows);
+	return 0;
+}
+
 static int lks_golden_print(lks_stored_run *g, FILE *f)
 {
 	size_t nstats = 0;
@@ -122,6 +139,8 @@ static int lks_golden_print(lks_stored_run *g, FILE *f)
 	lks_put_value(f, "lockstep", g->version);
 	lks_put_value(f, "compiler", g->compiler);
 	lks_put_value(f, "isa", g->isa);
+	if (g->nm)
+		return lks_golden_print_metrics(g, f);
 	fprintf(f, "%s\n", lks_golden_step_head);
 	for (int i = 0; i < g->nsteprows; i++) {
 		const lks_step_row *r = &g->steprows[i];
@@ -444,6 +463,52 @@ static int lks_read_stat(struct lks_rd *r, char *line)
 	return lks_stored_run_push_stat(g, &row);
 }
 
+/* A metric row of an imported run's golden: its kind from the import metric table. */
+static int lks_read_metric(struct lks_rd *r, char *line)
+{
+	lks_stored_run *g = r->g;
+	const lks_import_metric *row;
+	const struct lks_mrow *p = g->nmrows ? &g->mrows[g->nmrows - 1] : NULL;
+	char *f[5];
+	int n = lks_split(line, f, 4), step, rank, rc;
+	double v;
+
+	if (n != 4)
+		return lks_bad(r, "a metric row has 4 tab-separated columns (step rank metric value), "
+		               "not %d", n);
+	if ((rc = lks_parse_int(r, "step", f[0], 0, g->steps, &step))
+	    || (rc = lks_parse_int(r, "rank", f[1], 0, g->W - 1, &rank))
+	    || (rc = lks_parse_f64(r, "value", f[3], &v)))
+		return rc;
+	if (lks_name_check("metric", f[2], strlen(f[2])))
+		return lks_bad(r, "%s", lks_errmsg());
+	if (p && (step < p->step || (step == p->step && rank < p->rank)))
+		return lks_bad(r, "step %d rank %d out of order (rows go by step, rank)", step, rank);
+	if (p && step == p->step && rank == p->rank
+	    && lks_stored_run_metric(g, step, rank, lks_stored_run_metric_find(g, f[2])))
+		return lks_bad(r, "metric '%s' twice at step %d rank %d", f[2], step, rank);
+	row = lks_import_metric_find(f[2]);
+	return lks_stored_run_add_metric(g, step, rank, f[2],
+	                                 row ? row->kind : LKS_METRIC_NUMERICS, v);
+}
+
+/* "# end<TAB>ROWS" after an imported run's metric rows. */
+static int lks_read_metric_end(struct lks_rd *r, char *line)
+{
+	char *f[3];
+	int64_t n = 0;
+	int rc;
+
+	if (lks_split(line, f, 2) != 2 || strcmp(f[0], "# end"))
+		return lks_bad(r, "expected a metric row or the end line '# end<TAB>METRIC_ROWS'");
+	if ((rc = lks_parse_i64(r, "metric row count", f[1], 0, INT64_MAX, &n)))
+		return rc;
+	if ((size_t)n != r->g->nmrows)
+		return lks_bad(r, "the end line counts %" PRId64 " metric rows, the file has %zu", n,
+		               r->g->nmrows);
+	return 0;
+}
+
 static int lks_read_end(struct lks_rd *r, char *line)
 {
 	char *f[4];
@@ -461,7 +526,7 @@ static int lks_read_end(struct lks_rd *r, char *line)
 	return 0;
 }
 
-enum { LKS_RD_MAGIC, LKS_RD_HEADER, LKS_RD_STEPS, LKS_RD_STATS, LKS_RD_DONE };
+enum { LKS_RD_MAGIC, LKS_RD_HEADER, LKS_RD_STEPS, LKS_RD_STATS, LKS_RD_DONE, LKS_RD_METRICS };
 
 static int lks_read_line(struct lks_rd *r, int *state, char *line)
 {
@@ -482,10 +547,19 @@ static int lks_read_line(struct lks_rd *r, int *state, char *line)
 		*state = LKS_RD_HEADER;
 		return 0;
 	case LKS_RD_HEADER:
+		if (!strcmp(line, lks_golden_metric_head)) {
+			*state = LKS_RD_METRICS;
+			return lks_header_complete(r);
+		}
 		if (strcmp(line, lks_golden_step_head))
 			return lks_read_header(r, line);
 		*state = LKS_RD_STEPS;
 		return lks_header_complete(r);
+	case LKS_RD_METRICS:
+		if (line[0] != '#')
+			return lks_read_metric(r, line);
+		*state = LKS_RD_DONE;
+		return lks_read_metric_end(r, line);
 	case LKS_RD_STEPS:
 		if (strcmp(line, lks_golden_stat_head))
 			return lks_read_step(r, line);
@@ -534,7 +608,8 @@ int lks_golden_read(const char *path, lks_stored_run *g)
 	}
 	if (rc == 0 && state != LKS_RD_DONE) {
 		static const char *const what[] = { "is empty", "ends in its header",
-		                                    "ends in its step rows", "ends in its stats rows" };
+		                                    "ends in its step rows", "ends in its stats rows",
+		                                    "", "ends in its metric rows" };
 
 		r.line++;
 		rc = lks_bad(&r, "the file %s, before its '# end' line: it is cut short", what[state]);

@@ -28,6 +28,11 @@
  *   # end<TAB>40<TAB>4480                                 step and stat rows: a cut file
  *                                                         is told from a short run
  *
+ * An imported run's golden (class "import": golden/import/<case>/<run>.tsv) has the same
+ * header, then 'step<TAB>rank<TAB>metric<TAB>value' and a row per value stored, by (step,
+ * rank), each metric's kind from the import metric table (import.h), then '# end<TAB>ROWS';
+ * it is met bit for bit on its numerics, as the log wrote them.
+ *
  * Rows are in (step, rank) and (step, rank, seq) order, each present once. Doubles (l2,
  * loss, grad_norm, lr) are written "%.17g" and floats (amax, scale) "%.9g": the shortest
  * fixed precisions that round-trip every value exactly through strtod/strtof, and decimal
@@ -59,8 +64,8 @@
    and not empty, else "golden". */
 const char *lks_golden_dir(const char *given);
 /*
- * The class of golden data stored run r meets, into buf (golden_class.c): "cpu" for a run
- * of the reference arithmetic on any backend (a cuda run with gemm = reference must meet
+ * The class of golden data stored run r meets, into buf (golden_class.c): "import" for an
+ * imported run (backend import:FMT); "cpu" for a run of the reference arithmetic on any backend (a cuda run with gemm = reference must meet
  * the CPU's golden bit for bit); for a run with gemm = cublaslt, one class per backend,
  * GPU architecture and GEMM mode, "<backend>-sm<major><minor>-cublaslt" (cuda-sm90-cublaslt),
  * the architecture from the compute capability the backend described (fingerprint key

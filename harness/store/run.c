@@ -45,6 +45,7 @@ void lks_stored_run_release(lks_stored_run *r)
 	free(r->stats);
 	free(r->at);
 	free(r->buf);
+	lks_stored_run_metrics_release(r);
 	lks_stored_run_init(r);
 }
 
@@ -244,7 +245,8 @@ int lks_stored_run_load(lks_store *s, int64_t run_id, lks_run_load how, lks_stor
 	if (how == LKS_LOAD_INFO)
 		return 0;
 	r->src = s;
-	if (lks_store_get_tensors(s, run_id, lks_load_tensor, r) || lks_load_steprows(s, r))
+	if (lks_store_get_tensors(s, run_id, lks_load_tensor, r) || lks_load_steprows(s, r)
+	    || lks_stored_run_load_metrics(s, r))
 		return -1;
 	if (how != LKS_LOAD_WHOLE)
 		return 0;

@@ -56,6 +56,16 @@ typedef struct lks_stored_run {
 	size_t nstats;            /* held whole: every stat row by (step, rank, seq); */
 	lks_stat_row *stats;      /* else (from a store) 0 and NULL */
 
+	/* an imported run's metrics (import.h; run_metrics.c), held whole: names by index,
+	   values by (step, rank, index), as written; none for lockstep's own runs */
+	int nm;                   /* metric names */
+	char **mnames;            /* (nm) */
+	lks_metric_kind *mkinds;  /* (nm) */
+	size_t nmrows;
+	struct lks_mrow { int step, rank, m; double value; } *mrows;  /* (nmrows) */
+	size_t mrows_cap;
+	int mnames_cap;
+
 	/* private: the stats of one step */
 	lks_store *src;           /* non-NULL: stat rows are read from here step by step */
 	int cur;                  /* the step lks_stored_run_row answers for; -1: none */
@@ -105,6 +115,22 @@ int lks_stored_run_step(lks_stored_run *r, int step);
 const lks_stat_row *lks_stored_run_row(const lks_stored_run *r, int rank, int seq);
 /* The step row of (step, rank), or NULL. */
 const lks_step_row *lks_stored_run_step_row(const lks_stored_run *r, int step, int rank);
+/* ---- an imported run's metrics (run_metrics.c) ---- */
+
+/* Reads the metric rows of an imported run (backend import:FMT; else none, nm 0);
+   lks_stored_run_load calls it. */
+int lks_stored_run_load_metrics(lks_store *s, lks_stored_run *r);
+/* Appends a value of metric name (kind) at (step, rank): rows come by (step, rank), which
+   the caller has checked; a name seen again keeps its first kind. */
+int lks_stored_run_add_metric(lks_stored_run *r, int step, int rank, const char *name,
+                              lks_metric_kind kind, double value);
+/* The index of metric name, or -1. */
+int lks_stored_run_metric_find(const lks_stored_run *r, const char *name);
+/* The value of metric m at (step, rank), or NULL when none was stored. */
+const double *lks_stored_run_metric(const lks_stored_run *r, int step, int rank, int m);
+/* Frees the metrics (lks_stored_run_release calls it). */
+void lks_stored_run_metrics_release(lks_stored_run *r);
+
 /* The seq of the tensor called name in phase with occurrence occ; -1 if none. */
 int lks_stored_run_find(const lks_stored_run *r, const char *name, lks_phase phase, int occ);
 

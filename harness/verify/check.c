@@ -19,6 +19,7 @@
 #include "harness/base/shell.h"
 #include "harness/store/golden.h"
 #include "harness/store/run.h"
+#include "harness/verify/check_impl.h"
 #include "harness/verify/golden_compare.h"
 #include "harness/verify/walk.h"
 #include "kernels/err.h"
@@ -49,17 +50,6 @@ const char *lks_verdict_name(lks_verdict v)
 }
 
 /* ---- the kinds ---- */
-
-struct lks_check_ctx {
-	lks_store *s;
-	const lks_check_cfg *k;
-	const lks_check_opts *o;
-	lks_stored_run *a, *b;    /* b: NULL for one-run kinds */
-	int64_t run_a, run_b;     /* the stored runs (for kinds that read them their own way) */
-	lks_check_result *res;
-	const char *label_a, *label_b;  /* what the values are: run names, ranks, phases */
-	char label_buf[2][32];    /* labels made by a kind (ranks) */
-};
 
 /* The walk's options of a kind that compares two traces, bit for bit unless it says. */
 static lks_walk_opts lks_check_walk_opts(const struct lks_check_ctx *x)
@@ -487,6 +477,8 @@ static void lks_describe(struct lks_check_ctx *x, char *buf, size_t n)
 		LKS_ADD("step %d", r->step);
 	if (r->tensor[0])
 		LKS_ADD("%stensor '%s' (%s)", len ? ", " : "", r->tensor, phase ? phase : "?");
+	if (r->metric[0])
+		LKS_ADD("%smetric '%s'", len ? ", " : "", r->metric);
 	if (r->rank >= 0)
 		LKS_ADD("%srank %d", len ? ", " : "", r->rank);
 	if (r->field && r->value_type != LKS_VALUE_NONE) {
@@ -514,7 +506,7 @@ static int lks_expected_here(const lks_check_cfg *k, const lks_check_result *r)
 {
 	return (k->exp_step < 0 || k->exp_step == r->step)
 	    && (k->exp_rank < 0 || k->exp_rank == r->rank)
-	    && (!k->exp_tensor[0] || !strcmp(k->exp_tensor, r->tensor));
+	    && (!k->exp_tensor[0] || !strcmp(k->exp_tensor, r->metric[0] ? r->metric : r->tensor));
 }
 
 static void lks_expected_where(const lks_check_cfg *k, char *buf, size_t n)
@@ -569,6 +561,7 @@ int lks_check_eval(lks_store *s, const lks_check_cfg *k, const lks_check_opts *o
                    int64_t run_a, int64_t run_b, lks_check_result *res)
 {
 	const struct lks_check_kind_row *row = NULL;
+	lks_check_fn fn;
 	lks_stored_run ta, tb;
 	struct lks_check_ctx x = { .s = s, .k = k, .o = o, .res = res, .run_a = run_a,
 	                           .run_b = run_b, .label_a = k->a,
@@ -601,7 +594,9 @@ int lks_check_eval(lks_store *s, const lks_check_cfg *k, const lks_check_opts *o
 	} else if (!two) {
 		x.label_b = NULL;
 	}
-	if (row->fn(&x))
+	/* an imported run's metrics: the kinds that read them their own way */
+	fn = (ta.nm || tb.nm) && lks_check_import_fn(k->kind) ? lks_check_import_fn(k->kind) : row->fn;
+	if (fn(&x))
 		goto out;
 	if (!res->message[0])  /* else the kind gave its verdict itself (unsupported, ...) */
 		lks_check_judge(&x);
@@ -667,7 +662,9 @@ int lks_check_case(lks_store *s, int64_t suite_id, const lks_case *c, const int6
 			.suite_id = suite_id, .case_name = c->name, .check_name = k->name,
 			.kind = lks_check_kind_name(k->kind), .run_a = ra, .run_b = rb,
 			.verdict = lks_verdict_name(r.verdict), .step = r.step, .rank = r.rank,
-			.tensor = r.tensor[0] ? r.tensor : NULL, .field = r.field, .type = r.value_type,
+			.tensor = r.tensor[0] ? r.tensor : NULL, .type = r.value_type,
+			/* an imported run's divergence: its metric is the field */
+			.field = r.metric[0] && r.field && !strcmp(r.field, "value") ? r.metric : r.field,
 			.value_a = r.a, .value_b = r.b, .ivalue_a = r.ia, .ivalue_b = r.ib,
 			.abs_err = r.abs_err, .rel_err = r.rel_err, .ulp = r.ulp,
 			.message = r.message[0] ? r.message : NULL,

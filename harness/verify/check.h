@@ -39,6 +39,11 @@
  *                gradient against b's (harness/verify/sqnr.h) is at least floor_db; the values
  *                are compared while 'lockstep run' makes both runs. Runs stored without
  *                SQNR rows give "unsupported", not a failure
+ *
+ * On imported runs (runs of other frameworks: metrics per step and rank, store/run.h),
+ * bitwise and golden walk the numerics metrics, close takes any metric by name, finite
+ * finds the first non-finite numerics value, ranks_agree compares the loss of every rank;
+ * a divergence names the metric in res->metric (check_import.c).
  */
 #ifndef LKS_HARNESS_CHECK_H
 #define LKS_HARNESS_CHECK_H
@@ -68,6 +73,7 @@ typedef struct lks_check_result {
 	int failed;                   /* the check itself failed, whatever was expected */
 	int step, rank;               /* -1: none (rank: a per-step value such as the loss) */
 	char tensor[128];             /* "": none */
+	char metric[64];              /* an imported run's metric (walk.h); "": none */
 	int phase;                    /* lks_phase of the tensor; -1: none */
 	const char *field;            /* l2, amax, scale, nonfinite, underflow, saturated,
 	                                 hash, loss, grad_norm, ...; NULL: none */

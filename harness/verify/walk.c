@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "harness/store/import.h"
 #include "kernels/err.h"
 
 /* ---- ULP distance ---- */
@@ -286,6 +287,103 @@ static int lks_walk_step_rows(const lks_walk_opts *o, const lks_stored_run *a,
 	return 0;
 }
 
+/* ---- an imported run's metrics ---- */
+
+int lks_walk_metric_pair(const lks_walk_opts *o, const lks_stored_run *a, int m, int ra,
+                         const lks_stored_run *b, int mb, int rb, int step,
+                         lks_check_result *res)
+{
+	const double *va = m >= 0 ? lks_stored_run_metric(a, step, ra, m) : NULL;
+	const double *vb = mb >= 0 ? lks_stored_run_metric(b, step, rb, mb) : NULL;
+	lks_field f = { "value", 0, LKS_FIELD_F64 };  /* the value itself */
+
+	if (!va && !vb)
+		return 0;
+	if (va && vb && !lks_field_differs(o, &f, va, vb, res))
+		return 0;
+	lks_walk_at(res, a, step, ra, -1);
+	snprintf(res->metric, sizeof(res->metric), "%s", m >= 0 ? a->mnames[m] : b->mnames[mb]);
+	if (!va || !vb) {
+		res->field = "row";
+		snprintf(res->note, sizeof(res->note), "no value in %s", !va ? o->label_a : o->label_b);
+	}
+	return 1;
+}
+
+/* The place of a metric name in the walk: its row of the import metric table, names the
+   table lacks after every row of it. */
+static int lks_metric_rank(const char *name)
+{
+	const lks_import_metric *row;
+
+	for (int i = 0; (row = lks_import_metric_at(i)); i++)
+		if (!strcmp(row->name, name))
+			return i;
+	return 1 << 20;
+}
+
+struct lks_mpair {
+	const char *name;
+	int ma, mb;
+};
+
+static int lks_mpair_cmp(const void *x, const void *y)
+{
+	const struct lks_mpair *p = x, *q = y;
+	int rp = lks_metric_rank(p->name), rq = lks_metric_rank(q->name);
+
+	return rp != rq ? (rp < rq ? -1 : 1) : strcmp(p->name, q->name);
+}
+
+/* The metrics a walk compares, as pairs (index in a, in b; -1: not there), in the walk's
+   order; *n of them. */
+static struct lks_mpair *lks_walk_mpairs(const lks_walk_opts *o, const lks_stored_run *a,
+                                         const lks_stored_run *b, int *n)
+{
+	struct lks_mpair *p = malloc(sizeof(*p) * ((size_t)a->nm + (size_t)b->nm + 1));
+
+	*n = 0;
+	for (int side = 0; p && side < 2; side++) {
+		const lks_stored_run *r = side ? b : a, *other = side ? a : b;
+
+		for (int i = 0; i < r->nm; i++) {
+			int j = lks_stored_run_metric_find(other, r->mnames[i]);
+
+			if ((side && j >= 0) || (o->metric_name ? strcmp(o->metric_name, r->mnames[i])
+			                         : r->mkinds[i] != LKS_METRIC_NUMERICS))
+				continue;
+			p[(*n)++] = (struct lks_mpair){ r->mnames[i], side ? j : i, side ? i : j };
+		}
+	}
+	if (p)
+		qsort(p, (size_t)*n, sizeof(*p), lks_mpair_cmp);
+	return p;
+}
+
+/* Step by step, metric by metric, rank by rank. */
+static int lks_walk_metrics(const lks_walk_opts *o, const lks_stored_run *a,
+                            const lks_stored_run *b, int nsteps, lks_check_result *res,
+                            lks_walk_count *cnt)
+{
+	int n, W = a->W > b->W ? a->W : b->W;
+	struct lks_mpair *p = lks_walk_mpairs(o, a, b, &n);
+
+	if (!p)
+		return lks_err("out of memory");
+	cnt->nmatch = cnt->nshared = n;
+	for (int step = 0; step < nsteps; step++)
+		for (int i = 0; i < n; i++)
+			for (int r = 0; r < W; r++) {
+				cnt->ncompared++;
+				if (lks_walk_metric_pair(o, a, p[i].ma, r, b, p[i].mb, r, step, res)) {
+					free(p);
+					return 1;
+				}
+			}
+	free(p);
+	return 0;
+}
+
 /* ---- the walk ---- */
 
 void lks_walk_pairs(const lks_walk_opts *o, const lks_stored_run *a, const lks_stored_run *b,
@@ -376,7 +474,10 @@ int lks_walk(const lks_walk_opts *o, lks_stored_run *a, lks_stored_run *b,
 
 	cnt = cnt ? cnt : &scratch;
 	memset(cnt, 0, sizeof(*cnt));
-	if (o->metric && o->metric->scope != LKS_METRIC_TENSOR) {
+	if (a->nm || b->nm) {
+		if ((rc = lks_walk_metrics(o, a, b, nsteps, res, cnt)) != 0)
+			return rc < 0 ? -1 : 0;
+	} else if (o->metric && o->metric->scope != LKS_METRIC_TENSOR) {
 		if (lks_walk_step_metric(o, a, b, nsteps, res))
 			return 0;
 	} else {

@@ -13,6 +13,14 @@
  * compares the ranks of one run pair by pair with lks_walk_pair, and the report's heatmap
  * pairs two runs' tensors and compares their rows with lks_walk_pairs and lks_walk_pair.
  *
+ * Imported runs (run.h: metrics, nm > 0 on either side) are walked on their metrics
+ * instead: step by step, each metric in the order of the import metric table (loss first,
+ * then names it lacks by name), rank by rank, a's metrics then those only b has; the
+ * divergence names the step, the metric (res->metric, field "value") and the rank. Only
+ * numerics metrics enter unless metric_name names one: performance never enters a
+ * bitwise verdict. A value one run has and the other lacks is the divergence (field
+ * "row").
+ *
  * Tensors pair by (name, phase, occurrence) (run.h): the k-th tensor of a name and phase
  * in a with the k-th in b, so two runs that trace different sets (a checkpointed run's
  * extra RECOMPUTE rows) are compared on what they share. Rows are compared rank by rank,
@@ -49,6 +57,8 @@ typedef struct lks_walk_opts {
 	                             NULL: every field of the stat rows (l2, amax, scale,
 	                             nonfinite, underflow, saturated, hash), then step_fields */
 	unsigned step_fields;     /* LKS_WALK_LOSS | LKS_WALK_GRAD_NORM | LKS_WALK_LR; 0: none */
+	const char *metric_name;  /* imported runs: this metric alone, numerics or
+	                             performance; NULL: every numerics metric */
 	const char *pattern;      /* a's tensors whose names match (fnmatch); NULL: all */
 	int recompute;            /* pair each RECOMPUTE tensor of a with the FORWARD tensor of
 	                             b of the same name and occurrence (a and b: the same run),
@@ -84,6 +94,14 @@ void lks_walk_pairs(const lks_walk_opts *o, const lks_stored_run *a, const lks_s
    stored. */
 int lks_walk_pair(const lks_walk_opts *o, const lks_stored_run *a, const lks_stat_row *ra,
                   const lks_stat_row *rb, int step, int rank, int seq, lks_check_result *res);
+
+/* Metric m of a at (step, ra) against metric mb of b at (step, rb) (either value possibly
+   not stored): 1 and the divergence in res (its rank: ra) when they part under o, 0
+   when they agree or neither was stored. ranks_agree on an imported run compares its
+   ranks with it. */
+int lks_walk_metric_pair(const lks_walk_opts *o, const lks_stored_run *a, int m, int ra,
+                         const lks_stored_run *b, int mb, int rb, int step,
+                         lks_check_result *res);
 
 /* A per-step metric of r (o->metric's scope): the mean over the ranks that stored the
    step (the loss), or the lowest rank's (the grad norm, the same on every rank); NaN when

@@ -1,0 +1,102 @@
+/*
+ * imported.c: the metrics of a case's imported runs in the report (DESIGN.md, Imported
+ * runs): numerics, which the checks judge, and performance apart, which no verdict reads.
+ * Per run and metric, numerics: the values stored, how many are NaN or infinite and the
+ * first step of one, the last value; performance: its unit, mean, least and largest.
+ */
+#include <math.h>
+
+#include "harness/report/report_impl.h"
+#include "harness/store/import.h"
+
+struct lks_mvals {
+	long n, nonfinite;
+	int first_nonfinite;      /* -1: none */
+	double last, sum, lo, hi; /* sum, lo, hi: of the finite values */
+	long nfinite;
+};
+
+static void lks_mvals_of(const lks_stored_run *t, int m, struct lks_mvals *v)
+{
+	*v = (struct lks_mvals){ .first_nonfinite = -1, .lo = INFINITY, .hi = -INFINITY,
+	                         .last = NAN };
+	for (size_t i = 0; i < t->nmrows; i++) {
+		double x = t->mrows[i].value;
+
+		if (t->mrows[i].m != m)
+			continue;
+		v->n++;
+		v->last = x;
+		if (!isfinite(x)) {
+			if (v->nonfinite++ == 0)
+				v->first_nonfinite = t->mrows[i].step;
+			continue;
+		}
+		v->nfinite++;
+		v->sum += x;
+		v->lo = x < v->lo ? x : v->lo;
+		v->hi = x > v->hi ? x : v->hi;
+	}
+}
+
+/* One table of the case's imported runs' metrics of kind; 1 when it had rows. */
+static int lks_imported_table(struct lks_report *r, const char *case_name, lks_metric_kind kind)
+{
+	static const char *const num_heads[] = { "run", "metric", "values", "non-finite",
+	                                         "first non-finite step", "last value" };
+	static const char *const perf_heads[] = { "run", "metric", "unit", "mean", "least",
+	                                          "largest" };
+	static const char *const cls[] = { NULL, NULL, NULL, NULL, NULL, NULL };
+	int n = 0;
+
+	for (int i = 0; i < r->nruns; i++) {
+		const lks_stored_run *t = &r->runs[i];
+
+		if (strcmp(t->case_name, case_name) != 0)
+			continue;
+		for (int m = 0; m < t->nm; m++) {
+			const lks_import_metric *row = lks_import_metric_find(t->mnames[m]);
+			char c[4][48];
+			const char *cells[6] = { t->run_name, t->mnames[m], c[0], c[1], c[2], c[3] };
+			struct lks_mvals v;
+
+			if (t->mkinds[m] != kind)
+				continue;
+			if (n++ == 0)
+				lks_table_head(r, kind == LKS_METRIC_NUMERICS ? num_heads : perf_heads, 6);
+			lks_mvals_of(t, m, &v);
+			if (kind == LKS_METRIC_NUMERICS) {
+				snprintf(c[0], sizeof(c[0]), "%ld", v.n);
+				snprintf(c[1], sizeof(c[1]), "%ld", v.nonfinite);
+				snprintf(c[2], sizeof(c[2]), v.first_nonfinite >= 0 ? "%d" : "",
+				         v.first_nonfinite);
+				snprintf(c[3], sizeof(c[3]), "%.15g", v.last);  /* a log's decimal digits */
+				lks_row(r, v.nonfinite ? "bad" : NULL, cells, cls, 6);
+			} else {
+				snprintf(c[0], sizeof(c[0]), "%s", row ? row->unit : "");
+				snprintf(c[1], sizeof(c[1]), "%.6g", v.nfinite ? v.sum / (double)v.nfinite : NAN);
+				snprintf(c[2], sizeof(c[2]), "%.6g", v.lo);
+				snprintf(c[3], sizeof(c[3]), "%.6g", v.hi);
+				lks_row(r, NULL, cells, cls, 6);
+			}
+		}
+	}
+	if (n)
+		lks_table_end(r);
+	return n > 0;
+}
+
+void lks_case_imported(struct lks_report *r, const char *case_name)
+{
+	int any = 0;
+
+	for (int i = 0; i < r->nruns && !any; i++)
+		any = !strcmp(r->runs[i].case_name, case_name) && r->runs[i].nm > 0;
+	if (!any)
+		return;
+	lks_heading(r, 3, "imported metrics: numerics");
+	lks_imported_table(r, case_name, LKS_METRIC_NUMERICS);
+	lks_heading(r, 3, "imported metrics: performance (never in a verdict)");
+	if (!lks_imported_table(r, case_name, LKS_METRIC_PERFORMANCE))
+		lks_para(r, 1, "the logs reported no performance metric");
+}

@@ -1,0 +1,131 @@
+/*
+ * check_import.c: the check kinds on imported runs (DESIGN.md, Imported runs): runs of
+ * other frameworks hold named metrics per (step, rank) instead of traced tensors (run.h).
+ * bitwise and golden need nothing here: the walker walks metrics where a run has them
+ * (walk.h), numerics only. close compares one metric by name (any: a performance metric
+ * may be held to a tolerance, it is never part of a bitwise verdict); finite looks for the
+ * first non-finite numerics value; ranks_agree compares the loss every rank reported.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "harness/verify/check_impl.h"
+#include "harness/verify/walk.h"
+#include "kernels/err.h"
+
+/* The metric the case names, by name, within |a - b| <= atol + rtol |b| (a NaN never
+   close), step by step and rank by rank. A name neither run holds is bad input. */
+static int lks_import_close(struct lks_check_ctx *x)
+{
+	lks_walk_opts o = { .rtol = x->k->rtol, .atol = x->k->atol, .metric_name = x->k->metric,
+	                    .label_a = x->label_a, .label_b = x->label_b };
+	lks_walk_count n;
+
+	if (lks_walk(&o, x->a, x->b, x->res, &n))
+		return -1;
+	if (!n.nmatch) {
+		lks_check_result_init(x->res);
+		x->res->verdict = LKS_VERDICT_FAIL;
+		x->res->failed = 1;
+		x->res->bad_input = LKS_BAD_CASE;
+		snprintf(x->res->message, sizeof(x->res->message), "metric = %s: neither run '%s' "
+		         "nor run '%s' reported it ('lockstep diff' lists their metrics)",
+		         x->k->metric, x->k->a, x->k->b);
+	}
+	return 0;
+}
+
+/* The first numerics value that is NaN or infinite, by (step, rank), then the metrics of
+   that (step, rank) as stored (by name). */
+static int lks_import_finite(struct lks_check_ctx *x)
+{
+	const lks_stored_run *a = x->a;
+
+	for (size_t i = 0; i < a->nmrows; i++) {
+		const struct lks_mrow *row = &a->mrows[i];
+
+		if (a->mkinds[row->m] != LKS_METRIC_NUMERICS || isfinite(row->value))
+			continue;
+		lks_walk_at(x->res, a, row->step, row->rank, -1);
+		snprintf(x->res->metric, sizeof(x->res->metric), "%s", a->mnames[row->m]);
+		lks_walk_real(x->res, "value", row->value, NAN, 0);
+		return 0;
+	}
+	return 0;
+}
+
+struct lks_loss_ranks {
+	const lks_stored_run *a;
+	int m, step;
+};
+
+/* Ranks i and j reported the same loss at the step, bit for bit (or neither did). */
+static int lks_same_loss(void *arg, int i, int j)
+{
+	static const lks_walk_opts exact = { .exact = 1 };
+	const struct lks_loss_ranks *lr = arg;
+	lks_check_result scratch;
+
+	lks_check_result_init(&scratch);
+	return !lks_walk_metric_pair(&exact, lr->a, lr->m, i, lr->a, lr->m, j, lr->step, &scratch);
+}
+
+/* Every rank of a data-parallel job reports the loss of the same global batch: where one
+   differs, the majority (three ranks or more) names it; two ranks, or no majority, name
+   no single rank (rank -1), as ranks_agree on lockstep's own runs. */
+static int lks_import_ranks_agree(struct lks_check_ctx *x)
+{
+	struct lks_loss_ranks lr = { x->a, lks_stored_run_metric_find(x->a, "loss"), 0 };
+	lks_walk_opts o = { .exact = 1, .label_a = x->label_buf[0], .label_b = x->label_buf[1] };
+	int W = x->a->W;
+
+	x->label_a = x->label_buf[0];
+	x->label_b = x->label_buf[1];
+	if (lr.m < 0) {
+		lks_walk_at(x->res, x->a, -1, -1, -1);
+		snprintf(x->res->note, sizeof(x->res->note), "the run reported no loss");
+		return 0;
+	}
+	for (lr.step = 0; lr.step < x->a->nsteps && W > 1; lr.step++) {
+		int first = 0, m, out = -1, nout = 0;
+
+		for (int r = 1; r < W && !first; r++)
+			first = lks_same_loss(&lr, 0, r) ? 0 : r;
+		if (!first)
+			continue;
+		if ((m = lks_majority(W, lks_same_loss, &lr)) < 0) {
+			snprintf(x->label_buf[0], sizeof(x->label_buf[0]), "rank 0");
+			snprintf(x->label_buf[1], sizeof(x->label_buf[1]), "rank %d", first);
+			lks_walk_metric_pair(&o, x->a, lr.m, 0, x->a, lr.m, first, lr.step, x->res);
+			x->res->rank = -1;
+			snprintf(x->res->note, sizeof(x->res->note), "ranks 0 and %d report different "
+			         "losses with no majority among %d ranks: a golden or a clean run decides",
+			         first, W);
+			return 0;
+		}
+		for (int r = W - 1; r >= 0; r--)
+			if (!lks_same_loss(&lr, m, r)) {
+				out = r;
+				nout++;
+			}
+		snprintf(x->label_buf[0], sizeof(x->label_buf[0]), "rank %d", out);
+		snprintf(x->label_buf[1], sizeof(x->label_buf[1]), "majority");
+		lks_walk_metric_pair(&o, x->a, lr.m, out, x->a, lr.m, m, lr.step, x->res);
+		x->res->rank = nout == 1 ? out : -1;
+		snprintf(x->res->note, sizeof(x->res->note), "%d of %d ranks disagree with the "
+		         "others' loss", nout, W);
+		return 0;
+	}
+	return 0;
+}
+
+lks_check_fn lks_check_import_fn(lks_check_kind kind)
+{
+	switch (kind) {
+	case LKS_CHECK_CLOSE: return lks_import_close;
+	case LKS_CHECK_FINITE: return lks_import_finite;
+	case LKS_CHECK_RANKS_AGREE: return lks_import_ranks_agree;
+	default: return NULL;
+	}
+}

@@ -1,0 +1,301 @@
+/*
+ * test_import_check.c: the checks on imported runs (issue 15, Build 3): bitwise, close,
+ * finite, ranks_agree and golden (class import) on runs imported from the fixtures in
+ * tests/import/ (written after Megatron-LM's golden-values files and training logs and
+ * torchtitan's logs), through the one walker; and a case whose runs are 'import =
+ * FMT:PATH', under 'lockstep run' and 'lockstep check' (bisect's probe). Every test works
+ * in its own mkdtemp folder (store_fixture.h).
+ */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <string.h>
+
+#include "run_bin.h"
+#include "store_fixture.h"
+#include "harness/engine/check_kind.h"
+#include "harness/store/golden.h"
+#include "harness/store/import.h"
+#include "harness/verify/check.h"
+#include "kernels/err.h"
+
+/* Imports fixture file (format fmt) as run name of case c into s; its run id. */
+static int64_t import_run(lks_store *s, const char *fmt, const char *file, const char *name)
+{
+	char path[512];
+	const char *files[] = { path };
+	lks_import_opts o = { lks_import_format_find(fmt), "c", name, 0 };
+	lks_import_result res;
+
+	snprintf(path, sizeof(path), "%s/%s", LKS_IMPORT_DIR, file);
+	cr_assert_eq(lks_import_files(s, &o, files, 1, &res), 0, "%s", lks_errmsg());
+	return res.run_id;
+}
+
+static lks_store *open_db(void)
+{
+	char db[512];
+	lks_store *s;
+
+	mkdir_tmp();
+	path_in_tmp(db, sizeof(db), "ic.db");
+	cr_assert_eq(lks_store_open(db, &s), 0, "%s", lks_errmsg());
+	return s;
+}
+
+/* A check of kind on runs a and b (b 0: one run), metric and tolerances as given. */
+static void eval(lks_store *s, lks_check_kind kind, int64_t a, int64_t b, const char *metric,
+                 double rtol, lks_check_result *r)
+{
+	lks_check_cfg k = { .name = "k", .kind = kind, .a = "a", .b = "b", .rtol = rtol,
+	                    .exp_step = -1, .exp_rank = -1 };
+
+	snprintf(k.metric, sizeof(k.metric), "%s", metric ? metric : "");
+	cr_assert_eq(lks_check_eval(s, &k, NULL, a, b, r), 0, "%s", lks_errmsg());
+}
+
+Test(import_check, megatron_goldens_one_value_apart_part_at_that_step_and_metric)
+{
+	lks_store *s = open_db();
+	int64_t a = import_run(s, "megatron-golden", "mcore_golden_a.json", "a");
+	int64_t b = import_run(s, "megatron-golden", "mcore_golden_b.json", "b");
+	int64_t slow = import_run(s, "megatron-golden", "mcore_golden_slow.json", "slow");
+	lks_check_result r;
+
+	/* b: num-zeros 1512 for 1511 at step 31, and every iteration time 7% longer */
+	eval(s, LKS_CHECK_BITWISE, a, b, NULL, 0, &r);
+	cr_assert_eq(r.verdict, LKS_VERDICT_FAIL);
+	cr_assert_eq(r.step, 31);
+	cr_assert_str_eq(r.metric, "num_zeros");
+	cr_assert_eq(r.rank, 0);
+	cr_assert_eq(r.a, 1511.0);
+	cr_assert_eq(r.b, 1512.0);
+	cr_assert_not_null(strstr(r.message, "step 31, metric 'num_zeros', rank 0"), "%s", r.message);
+	/* the other way round, the same place */
+	eval(s, LKS_CHECK_BITWISE, b, a, NULL, 0, &r);
+	cr_assert_eq(r.step, 31);
+	cr_assert_str_eq(r.metric, "num_zeros");
+	/* iteration times alone differ: performance never enters a bitwise verdict ... */
+	eval(s, LKS_CHECK_BITWISE, a, slow, NULL, 0, &r);
+	cr_assert_eq(r.verdict, LKS_VERDICT_PASS, "%s", r.message);
+	/* ... but close may hold it to a tolerance: 30% slower, rtol 0.25 fails at step 1 */
+	eval(s, LKS_CHECK_CLOSE, slow, a, "iteration_time", 0.25, &r);
+	cr_assert_eq(r.verdict, LKS_VERDICT_FAIL);
+	cr_assert_eq(r.step, 1);
+	cr_assert_str_eq(r.metric, "iteration_time");
+	/* 0.35 > 0.30 of the fixture */
+	eval(s, LKS_CHECK_CLOSE, slow, a, "iteration_time", 0.35, &r);
+	cr_assert_eq(r.verdict, LKS_VERDICT_PASS, "%s", r.message);
+	/* close on the loss, which both have equal */
+	eval(s, LKS_CHECK_CLOSE, a, b, "loss", 0, &r);
+	cr_assert_eq(r.verdict, LKS_VERDICT_PASS, "%s", r.message);
+	/* a metric neither run reported is bad input, not a pass */
+	eval(s, LKS_CHECK_CLOSE, a, b, "tps", 0, &r);
+	cr_assert_eq(r.verdict, LKS_VERDICT_FAIL);
+	cr_assert_eq(r.bad_input, LKS_BAD_CASE);
+	lks_store_close(s);
+	rm_tmp();
+}
+
+Test(import_check, megatron_grad_norm_nan_fails_finite_at_its_step)
+{
+	lks_store *s = open_db();
+	int64_t run = import_run(s, "megatron-log", "megatron.log", "a");
+	int64_t clean = import_run(s, "megatron-golden", "mcore_golden_a.json", "b");
+	lks_check_result r;
+
+	/* iteration 20: 'grad norm: nan' (its lm loss is finite) */
+	eval(s, LKS_CHECK_FINITE, run, 0, NULL, 0, &r);
+	cr_assert_eq(r.verdict, LKS_VERDICT_FAIL);
+	cr_assert_eq(r.step, 20);
+	cr_assert_str_eq(r.metric, "grad_norm");
+	cr_assert(isnan(r.a));
+	eval(s, LKS_CHECK_FINITE, clean, 0, NULL, 0, &r);
+	cr_assert_eq(r.verdict, LKS_VERDICT_PASS, "%s", r.message);
+	lks_store_close(s);
+	rm_tmp();
+}
+
+Test(import_check, torchtitan_ranks_with_another_loss_fail_ranks_agree_at_that_step)
+{
+	lks_store *s = open_db();
+	int64_t bad = import_run(s, "torchtitan", "titan_ranks_disagree.log", "a");
+	int64_t good = import_run(s, "torchtitan", "titan_2ranks.log", "b");
+	lks_check_result r;
+
+	/* rank 1 logs loss 6.5013 at step 3, rank 0 6.5012 */
+	eval(s, LKS_CHECK_RANKS_AGREE, bad, 0, NULL, 0, &r);
+	cr_assert_eq(r.verdict, LKS_VERDICT_FAIL);
+	cr_assert_eq(r.step, 3);
+	cr_assert_str_eq(r.metric, "loss");
+	cr_assert_eq(r.rank, -1, "two ranks name no single one");
+	cr_assert_eq(r.a, 6.5012);
+	cr_assert_eq(r.b, 6.5013);
+	/* the same loss on both ranks, tps and memory apart: they agree */
+	eval(s, LKS_CHECK_RANKS_AGREE, good, 0, NULL, 0, &r);
+	cr_assert_eq(r.verdict, LKS_VERDICT_PASS, "%s", r.message);
+	lks_store_close(s);
+	rm_tmp();
+}
+
+Test(import_check, golden_of_class_import_round_trips_and_names_the_metric)
+{
+	lks_store *s = open_db();
+	int64_t a = import_run(s, "megatron-golden", "mcore_golden_a.json", "a");
+	int64_t b = import_run(s, "megatron-golden", "mcore_golden_b.json", "a");
+	lks_stored_run run, gold;
+	lks_check_result r;
+	char dir[512], path[1024], cls[16], sed[2200];
+
+	cr_assert_eq(lks_stored_run_load(s, a, LKS_LOAD_WHOLE, &run), 0, "%s", lks_errmsg());
+	cr_assert_eq(lks_golden_class_of(&run, cls, sizeof(cls)), 0);
+	cr_assert_str_eq(cls, "import");
+	path_in_tmp(dir, sizeof(dir), "golden");
+	cr_assert_eq(lks_golden_path(dir, cls, "c", "a", path, sizeof(path)), 0);
+	cr_assert_eq(lks_golden_write(&run, path), 0, "%s", lks_errmsg());
+	cr_assert_eq(lks_golden_read(path, &gold), 0, "%s", lks_errmsg());
+	cr_assert_eq(gold.nmrows, run.nmrows);
+	cr_assert_eq(gold.nm, run.nm);
+	lks_stored_run_release(&run);
+	lks_stored_run_release(&gold);
+
+	/* the run it was written from meets it; b, one num-zeros apart, does not */
+	{
+		lks_check_cfg k = { .name = "g", .kind = LKS_CHECK_GOLDEN, .a = "a", .exp_step = -1,
+		                    .exp_rank = -1 };
+		lks_check_opts o = { dir };
+
+		cr_assert_eq(lks_check_eval(s, &k, &o, a, 0, &r), 0, "%s", lks_errmsg());
+		cr_assert_eq(r.verdict, LKS_VERDICT_PASS, "%s", r.message);
+		cr_assert_eq(lks_check_eval(s, &k, &o, b, 0, &r), 0, "%s", lks_errmsg());
+		cr_assert_eq(r.verdict, LKS_VERDICT_FAIL);
+		cr_assert_eq(r.step, 31);
+		cr_assert_str_eq(r.metric, "num_zeros");
+		/* a bad value in the file: bad input at its line */
+		snprintf(sed, sizeof(sed), "sed -i 's/^31\\t0\\tloss\\t.*/31\\t0\\tloss\\tten/' '%s'", path);
+		cr_assert_eq(system(sed), 0);
+		cr_assert_eq(lks_check_eval(s, &k, &o, a, 0, &r), 0, "%s", lks_errmsg());
+		cr_assert_eq(r.bad_input, LKS_BAD_GOLDEN, "%s", r.message);
+		cr_assert_not_null(strstr(r.message, "bad number 'ten' in column 'value'"), "%s",
+		                   r.message);
+	}
+	lks_store_close(s);
+	rm_tmp();
+}
+
+/* A case of imported runs under 'lockstep run' and 'lockstep check' (bisect's probe). */
+Test(import_check, case_with_import_runs_under_run_and_check)
+{
+	char db[512], args[2048], out[8192], ini[512];
+
+	mkdir_tmp();
+	path_in_tmp(db, sizeof(db), "cli.db");
+	snprintf(args, sizeof(args), "run --db '%s' '%s/golden_pair.ini' '%s/nightly_megatron.ini' "
+	         "'%s/nightly_torchtitan.ini'", db, LKS_IMPORT_DIR, LKS_IMPORT_DIR, LKS_IMPORT_DIR);
+	cr_assert_eq(lks_run_bin(NULL, args, out, sizeof(out)), 0, "%s", out);
+	cr_assert_not_null(strstr(out, "expected failure: step 31, metric 'num_zeros', rank 0"),
+	                   "%s", out);
+	cr_assert_not_null(strstr(out, "expected failure: step 20, metric 'grad_norm', rank 0: "
+	                          "value nan"), "%s", out);
+	cr_assert_not_null(strstr(out, "expected failure: step 3, metric 'loss'"), "%s", out);
+	/* list shows the logs, not a model */
+	snprintf(args, sizeof(args), "list '%s/golden_pair.ini'", LKS_IMPORT_DIR);
+	cr_assert_eq(lks_run_bin(NULL, args, out, sizeof(out)), 0, "%s", out);
+	cr_assert_not_null(strstr(out, "every run imported from a log"), "%s", out);
+	cr_assert_not_null(strstr(out, "imported: megatron-golden:mcore_golden_b.json"), "%s", out);
+	cr_assert_null(strstr(out, "model:"), "%s", out);
+	/* the probe: exit 0 good, 1 bad (a check that fails unexpectedly) */
+	snprintf(args, sizeof(args), "check --db '%s' '%s/golden_pair.ini'", db, LKS_IMPORT_DIR);
+	cr_assert_eq(lks_run_bin(NULL, args, out, sizeof(out)), 0, "%s", out);
+	path_in_tmp(ini, sizeof(ini), "bad.ini");
+	snprintf(args, sizeof(args), "sed '/^expect\\|^step\\|^tensor/d; s|golden:|golden:%s/|' "
+	         "'%s/golden_pair.ini' > '%s'", LKS_IMPORT_DIR, LKS_IMPORT_DIR, ini);
+	cr_assert_eq(system(args), 0);
+	snprintf(args, sizeof(args), "check --db '%s' '%s'", db, ini);
+	cr_assert_eq(lks_run_bin(NULL, args, out, sizeof(out)), 1, "%s", out);
+	cr_assert_not_null(strstr(out, "FAIL: step 31, metric 'num_zeros'"), "%s", out);
+	rm_tmp();
+}
+
+/* diff and report of imported runs: numerics compared, performance in its own section. */
+Test(import_check, diff_and_report_show_numerics_and_performance_apart)
+{
+	char db[512], args[2048], out[8192], md[512], *perf, *num;
+
+	mkdir_tmp();
+	path_in_tmp(db, sizeof(db), "d.db");
+	snprintf(args, sizeof(args), "run --quiet --db '%s' '%s/golden_pair.ini'", db,
+	         LKS_IMPORT_DIR);
+	cr_assert_eq(lks_run_bin(NULL, args, out, sizeof(out)), 0, "%s", out);
+	snprintf(args, sizeof(args), "diff --db '%s' golden_pair/a golden_pair/b", db);
+	cr_assert_eq(lks_run_bin(NULL, args, out, sizeof(out)), 1, "%s", out);
+	cr_assert_not_null(strstr(out, "first divergence: step 31, metric 'num_zeros', rank 0: "
+	                          "value a=1511 b=1512"), "%s", out);
+	num = strstr(out, "\nnumerics");
+	perf = strstr(out, "\nperformance (never in a verdict");
+	cr_assert(num && perf && num < perf, "%s", out);
+	/* num-zeros: 10 values, 1 differs, first at step 31; iteration time only below */
+	cr_assert_not_null(strstr(num, "num_zeros                    10        1  31"), "%s", out);
+	cr_assert_null(strstr(perf, "num_zeros"), "%s", out);
+	cr_assert(strstr(perf, "iteration_time") && strstr(num, "iteration_time") == strstr(perf,
+	          "iteration_time"), "%s", out);
+	cr_assert_not_null(strstr(perf, "1.07"), "b is 7%% slower: %s", out);
+	/* a run against itself: identical */
+	snprintf(args, sizeof(args), "diff --db '%s' golden_pair/a golden_pair/a", db);
+	cr_assert_eq(lks_run_bin(NULL, args, out, sizeof(out)), 0, "%s", out);
+
+	path_in_tmp(md, sizeof(md), "rep");
+	snprintf(args, sizeof(args), "report --db '%s' -o '%s'", db, md);
+	cr_assert_eq(lks_run_bin(NULL, args, out, sizeof(out)), 0, "%s", out);
+	path_in_tmp(md, sizeof(md), "rep/report.md");
+	snprintf(args, sizeof(args), "sed -n '/imported metrics: numerics/,/GPU health/p' '%s'", md);
+	cr_assert_eq(lks_run_sh(args, out, sizeof(out)), 0);
+	num = strstr(out, "imported metrics: numerics");
+	perf = strstr(out, "imported metrics: performance (never in a verdict)");
+	cr_assert(num && perf && num < perf, "%s", out);
+	cr_assert_not_null(strstr(num, "| a | num\\_zeros | 10 | 0 |  | 1389 |"), "%s", out);
+	cr_assert_not_null(strstr(perf, "| b | iteration\\_time | ms | 1.865 | 0.546 | 13.696 |"),
+	                   "%s", out);
+	cr_assert_null(strstr(perf, "num\\_zeros"), "%s", out);
+	rm_tmp();
+}
+
+Test(import_check, import_key_refused_where_bad_at_its_line)
+{
+	static const struct { const char *run, *says; } bad[] = {
+		{ "import = megatron-golden\n", ":3: bad value 'megatron-golden' for 'import' in "
+		  "[run a]: want FORMAT:PATH" },
+		{ "import = nosuch:x.log\n", ":3: 'import' in [run a]: unknown import format 'nosuch'" },
+		{ "import = jsonl:x.jsonl\nrecipe = bf16\n", ":2: run 'a' is imported (import = "
+		  "jsonl:...): 'recipe' is for a run lockstep trains" },
+	};
+	char ini[512], text[512], args[1200], out[4096], db[512];
+
+	mkdir_tmp();
+	path_in_tmp(ini, sizeof(ini), "k.ini");
+	path_in_tmp(db, sizeof(db), "k.db");
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		FILE *f = fopen(ini, "w");
+
+		cr_assert_not_null(f);
+		snprintf(text, sizeof(text), "[case]\n[run a]\n%s[check f]\nkind = finite\na = a\n",
+		         bad[i].run);
+		fputs(text, f);
+		fclose(f);
+		snprintf(args, sizeof(args), "run --db '%s' '%s'", db, ini);
+		cr_assert_eq(lks_run_bin(NULL, args, out, sizeof(out)), 2, "%s", out);
+		cr_assert_not_null(strstr(out, bad[i].says), "%s: %s", bad[i].says, out);
+	}
+	/* a log that is not there: bad input naming it, nothing stored */
+	{
+		FILE *f = fopen(ini, "w");
+
+		cr_assert_not_null(f);
+		fputs("[case]\n[run a]\nimport = jsonl:missing.jsonl\n[check f]\nkind = finite\n"
+		      "a = a\n", f);
+		fclose(f);
+		snprintf(args, sizeof(args), "run --db '%s' '%s'", db, ini);
+		cr_assert_eq(lks_run_bin(NULL, args, out, sizeof(out)), 2, "%s", out);
+		cr_assert_not_null(strstr(out, "missing.jsonl"), "%s", out);
+	}
+	rm_tmp();
+}
