@@ -25,6 +25,7 @@
 	X(golden, "write golden files from stored runs; measure a class's tolerances") \
 	X(report, "write the HTML and Markdown report of a suite") \
 	X(import, "store a run of another framework read from its logs") \
+	X(export, "write a stored run as jsonl or Megatron-LM golden values") \
 	X(diff, "first divergence and per-step maximum errors of two stored runs") \
 	X(matrix, "every case under every combo of a combos file: a table of verdicts") \
 	X(bisect, "the first bad combo of an ordered list, by binary search") \

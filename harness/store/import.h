@@ -144,4 +144,14 @@ typedef struct lks_import_result {
 int lks_import_files(lks_store *store, const lks_import_opts *o, const char *const *paths,
                      int npaths, lks_import_result *res);
 
+/* ---- lockstep export (export.c) ---- */
+
+/* Writes stored run run_id to out in fmt (LKS_IMPORT_JSONL or LKS_IMPORT_MEGATRON_GOLDEN):
+   an imported run's metrics, or a lockstep run's loss, grad_norm and lr per step and rank;
+   a golden file holds the metrics of rank alone. Values read back bit for bit through the
+   format's importer. *written: the lines (jsonl) or metrics (golden) written. 0, or -1
+   (lks_err: no such run, the store, a write). */
+int lks_export_run(lks_store *s, int64_t run_id, lks_import_fmt fmt, int rank, FILE *out,
+                   long *written);
+
 #endif
