@@ -187,8 +187,9 @@ static int lks_export_golden_write(struct lks_export *x)
 	return rc;
 }
 
-/* A lockstep run's step rows as the metrics an import of them stores. */
-static int lks_export_steprows(struct lks_export *x, const lks_stored_run *run)
+/* A lockstep run's step rows as the metrics an import of them stores, by name. */
+static int lks_steprows_metrics(const lks_stored_run *run,
+                                int (*fn)(void *arg, const lks_metric_row *row), void *arg)
 {
 	static const char *const names[] = { "grad_norm", "loss", "lr" };
 
@@ -198,42 +199,52 @@ static int lks_export_steprows(struct lks_export *x, const lks_stored_run *run)
 
 		for (int k = 0; k < 3; k++) {
 			lks_metric_row r = { s->step, s->rank, names[k], LKS_METRIC_NUMERICS, v[k] };
+			int rc = fn(arg, &r);
 
-			if (lks_export_row(x, &r))
-				return -1;
+			if (rc)
+				return rc;
 		}
 	}
 	return 0;
+}
+
+int lks_run_metrics(lks_store *s, int64_t run_id,
+                    int (*fn)(void *arg, const lks_metric_row *row), void *arg)
+{
+	lks_stored_run run;
+	int rc = -1;
+
+	lks_stored_run_init(&run);
+	if (lks_stored_run_load(s, run_id, LKS_LOAD_TRACE, &run))
+		goto out;
+	if (!strcmp(run.recipe, "import"))
+		rc = lks_store_get_metrics(s, run_id, NULL, fn, arg);
+	else
+		rc = lks_steprows_metrics(&run, fn, arg);
+out:
+	lks_stored_run_release(&run);
+	return rc;
 }
 
 int lks_export_run(lks_store *s, int64_t run_id, lks_import_fmt fmt, int rank, FILE *out,
                    long *written)
 {
 	struct lks_export x = { .fmt = fmt, .rank = rank, .out = out };
-	lks_stored_run run;
-	int rc = -1;
+	int rc;
 
-	lks_stored_run_init(&run);
 	if (fmt != LKS_IMPORT_JSONL && fmt != LKS_IMPORT_MEGATRON_GOLDEN)
 		return lks_err("export: want jsonl or megatron-golden");
-	if (lks_stored_run_load(s, run_id, LKS_LOAD_TRACE, &run))
-		goto out;
-	if (!strcmp(run.recipe, "import"))
-		rc = lks_store_get_metrics(s, run_id, NULL, lks_export_row, &x);
-	else
-		rc = lks_export_steprows(&x, &run);
+	rc = lks_run_metrics(s, run_id, lks_export_row, &x);
 	if (!rc)
 		rc = fmt == LKS_IMPORT_JSONL ? lks_export_flush_line(&x) : lks_export_golden_write(&x);
 	if (!rc && fflush(out))
 		rc = lks_err("cannot write the export: %s", strerror(errno));
 	*written = x.written;
-out:
 	json_decref(x.line);
 	for (int i = 0; i < x.nseries; i++) {
 		json_decref(x.series[i].values);
 		free(x.series[i].steps);
 	}
 	free(x.series);
-	lks_stored_run_release(&run);
 	return rc;
 }
