@@ -254,6 +254,16 @@ Test(export, a_lockstep_run_round_trips_its_loss_grad_norm_and_lr)
 	steps_equal(s, 1, 2, -1);
 	steps_equal(s, 1, 3, 1);
 	lks_store_close(s);
+	/* the export followed against the trained run itself: every loss, grad_norm and lr of
+	   4 steps x 2 ranks compared, and equal */
+	{
+		char args[2048], text[4096];
+
+		snprintf(args, sizeof(args), "import --follow --format jsonl '%s' --case c --run f "
+		         "--db '%s' --reference 1 --idle 0.2", out, db);
+		cr_assert_eq(lks_run_bin(NULL, args, text, sizeof(text)), 0, "%s", text);
+		cr_assert(strstr(text, "24 values equal to the reference"), "%s", text);
+	}
 	rm_tmp();
 }
 
