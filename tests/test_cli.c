@@ -140,6 +140,24 @@ Test(cli, bench_quant_runs_small)
 	cr_assert_not_null(strstr(out, "ratio"), "%s", out);
 }
 
+/* The table of 'bench import' on a small log: the peer, both readers and the verdict on
+   the target (not the timings: those are a benchmark's, never a test's). The log is the
+   bench's own: the import must have read every line of it (else the bench fails, 3). */
+Test(cli, bench_import_runs_small_and_prints_its_table)
+{
+	char out[8192];
+
+	cr_assert_eq(lks_run_bin(NULL, "bench import --lines 500 --ranks 3 --reps 2", out,
+	                         sizeof(out)), 0, "%s", out);
+	cr_assert_not_null(strstr(out, "500 lines, 3 ranks"), "%s", out);
+	cr_assert_not_null(strstr(out, "wc -l (peer)"), "%s", out);
+	cr_assert_not_null(strstr(out, "parse and checks (no store)"), "%s", out);
+	cr_assert_not_null(strstr(out, "lockstep import (SQLite, one txn)"), "%s", out);
+	cr_assert_not_null(strstr(out, "target >= 0.25 x wc -l: "), "%s", out);
+	cr_assert_eq(lks_run_bin(NULL, "bench import --lines 0", NULL, 0), 2);
+	cr_assert_eq(lks_run_bin(NULL, "bench import --nosuch", NULL, 0), 2);
+}
+
 /* The peer and lockstep in interleaved rounds: each lockstep row shows the median of the
    per-round ratios, their interquartile range and min-max, and the number of rounds. The
    numbers themselves are not checked: they are timings. */

@@ -37,6 +37,21 @@ int lks_opt_int(const char *who, const char *opt, const char *val, int lo, int h
 	return 0;
 }
 
+int lks_opt_double(const char *who, const char *opt, const char *val, double lo, double hi,
+                   double *out)
+{
+	char *end;
+	double v;
+
+	if (!val)
+		return lks_usage("%s: %s needs a value", who, opt);
+	v = strtod(val, &end);
+	if (end == val || *end || !(v >= lo && v <= hi))
+		return lks_usage("%s: %s wants a number in [%g, %g], not '%s'", who, opt, lo, hi, val);
+	*out = v;
+	return 0;
+}
+
 int lks_opt_isa(const char *who, const char *val)
 {
 	lks_isa isa;

@@ -15,6 +15,8 @@ int lks_usage(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Option values for subcommands; on bad input they print a usage message naming who
    ("bench gemm") and the option, and return LKS_EXIT_USAGE. */
 int lks_opt_int(const char *who, const char *opt, const char *val, int lo, int hi, int *out);
+int lks_opt_double(const char *who, const char *opt, const char *val, double lo, double hi,
+                   double *out);
 /* Parses an ISA path name and forces it (LKS_ISA's effect, for one command). */
 int lks_opt_isa(const char *who, const char *val);
 

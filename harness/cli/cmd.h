@@ -25,6 +25,7 @@
 	X(golden, "write golden files from stored runs; measure a class's tolerances") \
 	X(report, "write the HTML and Markdown report of a suite") \
 	X(import, "store a run of another framework read from its logs") \
+	X(export, "write a stored run as jsonl or Megatron-LM golden values") \
 	X(diff, "first divergence and per-step maximum errors of two stored runs") \
 	X(prune, "keep the latest suites whole, older ones without their per-tensor stats") \
 	X(matrix, "every case under every combo of a combos file: a table of verdicts") \
@@ -39,6 +40,20 @@ LKS_COMMANDS(LKS_COMMAND_DECL)
    counted so far). */
 struct lks_check_tally;
 int lks_run_cases(int argc, char **argv, struct lks_check_tally *tally);
+
+/* 'lockstep import --follow' (import_follow.c): what it is compared with and when it
+   stops. */
+typedef struct lks_follow_args {
+	long long reference_run;  /* a stored run's id; 0: reference_file instead */
+	const char *reference_file;  /* "FORMAT:PATH" */
+	double rtol, atol;        /* both 0: bit for bit */
+	double idle_s;            /* a followed file that has not grown this long has ended */
+	int end_step;             /* -1: none */
+} lks_follow_args;
+struct lks_store;
+struct lks_import_opts;
+int lks_import_follow_cmd(struct lks_store *store, const struct lks_import_opts *o,
+                          const char *path, const lks_follow_args *a);
 
 /* 'lockstep golden measure' (cmd_golden_measure.c): argv[0] is "measure". */
 int lks_golden_measure(int argc, char **argv);

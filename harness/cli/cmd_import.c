@@ -25,7 +25,23 @@ static const char lks_import_help[] =
 
 static const char lks_import_help_tail[] =
 	"\n"
-	"exit codes: 0 stored, 2 bad usage or a bad log, 3 the database failed\n";
+	"exit codes: 0 stored, 2 bad usage or a bad log, 3 the database failed\n"
+	"\n"
+	"usage: lockstep import --follow --format FORMAT FILE|- --case NAME --run NAME\n"
+	"                       (--reference RUN_ID | --reference-file FORMAT:PATH)\n"
+	"                       [--rtol R] [--atol A] [--end-step N] [--idle S] [--db FILE]\n"
+	"\n"
+	"Follows one log as it is written (FILE like tail -f, or - for standard input; a line\n"
+	"format or jsonl): each step is stored in its own transaction when it is complete (a\n"
+	"later step's line, every rank of the first complete step, or the end of input) and\n"
+	"compared at once with the reference, a stored run or a file read in its format (an\n"
+	"export of a run, a golden values file). Every numerics metric the reference holds at\n"
+	"a step and rank the log wrote must be there and equal bit for bit, or within\n"
+	"|log - ref| <= atol + rtol * |ref| with --rtol/--atol; performance metrics are not\n"
+	"compared. Exit 1 at the first difference (naming step, rank, metric and both values),\n"
+	"0 after step N (--end-step) or at the end of input: standard input closed, or FILE not\n"
+	"grown for S seconds (--idle, default 60). Steps stored before a difference or a bad\n"
+	"line stay stored (the run is then incomplete).\n";
 
 static void lks_import_help_print(FILE *f)
 {
@@ -43,9 +59,37 @@ static void lks_import_help_print(FILE *f)
 	fputs(lks_import_help_tail, f);
 }
 
+/* An option of --follow at argv[*i]: 0 taken (and its value), -1 not one of them, or
+   LKS_EXIT_USAGE. */
+static int lks_import_follow_opt(int argc, char **argv, int *i, lks_follow_args *fa)
+{
+	const char *a = argv[*i], *v = *i + 1 < argc ? argv[*i + 1] : NULL;
+	int n = 0, rc;
+
+	if (!strcmp(a, "--reference")) {
+		rc = lks_opt_int("import", a, v, 1, 0x7fffffff, &n);
+		fa->reference_run = n;
+	} else if (!strcmp(a, "--reference-file")) {
+		if (!(rc = v ? 0 : lks_usage("import: %s needs a value", a)))
+			fa->reference_file = v;
+	} else if (!strcmp(a, "--rtol") || !strcmp(a, "--atol")) {
+		rc = lks_opt_double("import", a, v, 0, 1e300, a[2] == 'r' ? &fa->rtol : &fa->atol);
+	} else if (!strcmp(a, "--idle")) {
+		rc = lks_opt_double("import", a, v, 0, 1e9, &fa->idle_s);
+	} else if (!strcmp(a, "--end-step")) {
+		rc = lks_opt_int("import", a, v, 0, 0x7fffffff, &fa->end_step);
+	} else {
+		return -1;
+	}
+	++*i;
+	return rc;
+}
+
 int cmd_import(int argc, char **argv)
 {
 	const char *db = "lockstep.db", *fmt_name = NULL, *files[256];
+	lks_follow_args fa = { .idle_s = 60, .end_step = -1 };
+	int follow = 0;
 	lks_import_opts o = { 0 };
 	lks_import_result res;
 	lks_store *store = NULL;
@@ -57,6 +101,15 @@ int cmd_import(int argc, char **argv)
 		if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
 			lks_import_help_print(stdout);
 			return LKS_EXIT_OK;
+		}
+		if (!strcmp(a, "--follow")) {
+			follow = 1;
+			continue;
+		}
+		if (a[0] == '-' && a[1] && (rc = lks_import_follow_opt(argc, argv, &i, &fa)) >= 0) {
+			if (rc)
+				return rc;
+			continue;
 		}
 		if (a[0] == '-' && a[1]) {
 			const char **dst = !strcmp(a, "--format") ? &fmt_name
@@ -79,12 +132,24 @@ int cmd_import(int argc, char **argv)
 		return lks_usage("import: want --format, --case, --run and a FILE (see --help)");
 	if (!(o.fmt = lks_import_format_find(fmt_name)))
 		return lks_usage("import: %s", lks_errmsg());
+	if (follow && (nfiles != 1 || o.fmt == lks_import_format_at(LKS_IMPORT_MEGATRON_GOLDEN)
+	               || (!fa.reference_run == !fa.reference_file)))
+		return lks_usage("import: --follow wants one FILE of a log format (not megatron-golden) "
+		                 "and one of --reference, --reference-file (see --help)");
+	if (!follow && (fa.reference_run || fa.reference_file || fa.end_step >= 0))
+		return lks_usage("import: --reference, --reference-file and --end-step go with "
+		                 "--follow");
 	if (lks_name_check("case", o.case_name, strlen(o.case_name))
 	    || lks_name_check("run", o.run_name, strlen(o.run_name)))
 		return lks_usage("import: %s", lks_errmsg());
 	if ((rc = lks_store_open(db, &store)) != 0) {
 		fprintf(stderr, "lockstep: import: %s\n", lks_errmsg());
 		return rc == LKS_STORE_BAD_FILE ? LKS_EXIT_USAGE : LKS_EXIT_INFRA;
+	}
+	if (follow) {
+		rc = lks_import_follow_cmd(store, &o, files[0], &fa);
+		lks_store_close(store);
+		return rc;
 	}
 	rc = lks_import_files(store, &o, files, nfiles, &res);
 	lks_store_close(store);

@@ -63,12 +63,26 @@ struct lks_rank_last {
 	long line;
 };
 
+/* A followed log (lks_import_follow): the records of the step being read, stored in one
+   transaction and handed to fn when the step completes: when a later step's line comes,
+   when every rank of the first complete step has written it, or at the end of input. */
+struct lks_import_follow {
+	lks_import_rec *recs;     /* (cap) the step being read, n of them */
+	int n, cap;
+	int known;                /* ranks of the first complete step; 0: none complete yet */
+	int end_step;             /* -1: none */
+	int stored;               /* the last step stored */
+	lks_import_step_fn fn;
+	void *arg;
+};
+
 struct lks_import_run {
 	lks_store *store;
 	int64_t run_id;
 	const char *path;
 	struct lks_rank_last *ranks;
 	int nranks, last_step;
+	struct lks_import_follow *follow;  /* NULL: a whole import, one transaction */
 };
 
 /* The values of a record, NaN as one pattern: equal records hash equal. */
@@ -116,6 +130,48 @@ static int lks_import_store_rec(struct lks_import_run *r, const lks_import_rec *
 	return 0;
 }
 
+static int lks_follow_flush(struct lks_import_run *r)
+{
+	struct lks_import_follow *w = r->follow;
+	int rc = 0;
+
+	for (int i = 0; !rc && i < w->n; i++)
+		rc = lks_import_store_rec(r, &w->recs[i]);
+	if (!rc && lks_store_import_commit(r->store))
+		rc = -1;
+	if (!rc && w->n && w->recs[0].step > w->stored)
+		w->stored = w->recs[0].step;
+	if (!rc && w->n)
+		rc = w->fn(w->arg, w->recs, w->n);
+	if (!rc && w->n && w->end_step >= 0 && w->recs[0].step >= w->end_step)
+		rc = LKS_IMPORT_REACHED;
+	w->n = 0;
+	return rc;
+}
+
+static int lks_follow_push(struct lks_import_run *r, const lks_import_rec *rec)
+{
+	struct lks_import_follow *w = r->follow;
+	int rc;
+
+	if (w->n && rec->step != w->recs[0].step) {
+		if (!w->known)
+			w->known = w->n;
+		if ((rc = lks_follow_flush(r)))
+			return rc;
+	}
+	if (w->n == w->cap) {
+		lks_import_rec *p = realloc(w->recs, (size_t)(w->cap ? 2 * w->cap : 4) * sizeof(*p));
+
+		if (!p)
+			return lks_err("out of memory");
+		w->recs = p;
+		w->cap = w->cap ? 2 * w->cap : 4;
+	}
+	w->recs[w->n++] = *rec;
+	return w->known && w->n >= w->known ? lks_follow_flush(r) : 0;
+}
+
 static int lks_import_sink_rec(void *arg, const lks_import_rec *rec)
 {
 	struct lks_import_run *r = arg;
@@ -146,6 +202,8 @@ static int lks_import_sink_rec(void *arg, const lks_import_rec *rec)
 	*last = (struct lks_rank_last){ 1, rec->step, h, rec->line };
 	if (rec->step > r->last_step)
 		r->last_step = rec->step;
+	if (r->follow)
+		return lks_follow_push(r, rec);
 	return r->store ? lks_import_store_rec(r, rec) : 0;
 }
 
@@ -206,26 +264,33 @@ static int lks_import_one(struct lks_import_run *r, const lks_import_format *fmt
 	return rc;
 }
 
+/* The run row of o, inside the import's first transaction. */
+static int lks_import_begin(lks_store *store, const lks_import_opts *o,
+                            const char *const *paths, int npaths, int64_t *run_id)
+{
+	char backend[64], *fp;
+	lks_run_info info = { .suite_id = o->suite_id, .case_name = o->case_name,
+	                      .run_name = o->run_name, .recipe = "import", .backend = backend };
+	int rc;
+
+	snprintf(backend, sizeof(backend), "import:%s", o->fmt->name);
+	if (!(fp = lks_import_fingerprint(o->fmt->name, paths, npaths)))
+		return lks_err("out of memory");
+	info.fingerprint = fp;
+	rc = lks_store_import_begin(store, &info, run_id);
+	free(fp);
+	return rc;
+}
+
 int lks_import_files(lks_store *store, const lks_import_opts *o, const char *const *paths,
                      int npaths, lks_import_result *res)
 {
 	struct lks_import_run r = { .store = store };
-	char backend[64], *fp = NULL;
 	int rc = -1;
 
 	memset(res, 0, sizeof(*res));
-	snprintf(backend, sizeof(backend), "import:%s", o->fmt->name);
-	if (store) {
-		lks_run_info info = { .suite_id = o->suite_id, .case_name = o->case_name,
-		                      .run_name = o->run_name, .recipe = "import",
-		                      .backend = backend };
-
-		if (!(fp = lks_import_fingerprint(o->fmt->name, paths, npaths)))
-			return lks_err("out of memory");
-		info.fingerprint = fp;
-		if (lks_store_import_begin(store, &info, &r.run_id))
-			goto out;
-	}
+	if (store && lks_import_begin(store, o, paths, npaths, &r.run_id))
+		return -1;
 	rc = 0;
 	for (int i = 0; !rc && i < npaths; i++)
 		rc = lks_import_one(&r, o->fmt, paths[i], &res->counts);
@@ -243,8 +308,39 @@ int lks_import_files(lks_store *store, const lks_import_opts *o, const char *con
 		res->steps = r.last_step;
 		res->world_size = r.nranks;
 	}
-out:
 	free(r.ranks);
-	free(fp);
+	return rc;
+}
+
+int lks_import_follow(lks_store *store, const lks_import_opts *o, const char *path, FILE *f,
+                      int end_step, lks_import_step_fn fn, void *arg, lks_import_result *res)
+{
+	struct lks_import_follow w = { .end_step = end_step, .fn = fn, .arg = arg };
+	struct lks_import_run r = { .store = store, .path = path, .follow = &w };
+	struct lks_import_ctx x = { &r, &res->counts };
+	int rc;
+
+	memset(res, 0, sizeof(*res));
+	if (lks_import_begin(store, o, &path, 1, &r.run_id))
+		return -1;
+	rc = o->fmt->parse(path, f, lks_import_sink_counted, &x, &res->counts);
+	if (!rc && w.n) {
+		w.known = w.known ? w.known : w.n;
+		rc = lks_follow_flush(&r);  /* the end of input completes the last step */
+	}
+	if (!rc) {
+		char what[512];
+
+		snprintf(what, sizeof(what), "'%s'", path);
+		rc = lks_import_ranks_check(&r, what);
+	}
+	if (lks_store_import_end(store, r.run_id, w.stored, r.nranks,
+	                         !rc || rc == LKS_IMPORT_REACHED) && (!rc || rc == LKS_IMPORT_REACHED))
+		rc = -1;
+	res->run_id = r.run_id;
+	res->steps = w.stored;
+	res->world_size = r.nranks;
+	free(r.ranks);
+	free(w.recs);
 	return rc;
 }

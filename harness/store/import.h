@@ -144,4 +144,41 @@ typedef struct lks_import_result {
 int lks_import_files(lks_store *store, const lks_import_opts *o, const char *const *paths,
                      int npaths, lks_import_result *res);
 
+/* ---- lockstep import --follow ---- */
+
+/* What a step function returns to stop a followed import (0: go on), and what the import
+   returns when it reaches its end step. */
+#define LKS_IMPORT_DIVERGED 2
+#define LKS_IMPORT_REACHED 3
+
+/* The records of a step just stored and committed (every rank that wrote it, in the order
+   read): 0 to go on, or LKS_IMPORT_DIVERGED (or -1) to stop the import there. */
+typedef int (*lks_import_step_fn)(void *arg, const lks_import_rec *recs, int n);
+
+/* Reads the log f (path names it in messages; a line format or jsonl) as it is written,
+   as one run: each step stored in its own transaction as soon as it is complete (a later
+   step's line, every rank of the first complete step, or the end of input) and then
+   handed to fn. Stops at the end of f (0), after step end_step (-1: none;
+   LKS_IMPORT_REACHED), when fn stops it (what fn returned), or at bad input
+   (LKS_IMPORT_BAD) or a failure (-1). Steps stored before stay stored: the run is
+   complete after 0 or LKS_IMPORT_REACHED, else incomplete. res: what was read. */
+int lks_import_follow(lks_store *store, const lks_import_opts *o, const char *path, FILE *f,
+                      int end_step, lks_import_step_fn fn, void *arg, lks_import_result *res);
+
+/* ---- lockstep export (export.c) ---- */
+
+/* The metric rows of stored run run_id by (step, rank, name): an imported run's metrics
+   table, or a lockstep run's loss, grad_norm and lr per step and rank (its step rows). fn
+   returns 0 to go on; 0, -1 (lks_err), or what fn returned. */
+int lks_run_metrics(lks_store *s, int64_t run_id,
+                    int (*fn)(void *arg, const lks_metric_row *row), void *arg);
+
+/* Writes stored run run_id to out in fmt (LKS_IMPORT_JSONL or LKS_IMPORT_MEGATRON_GOLDEN):
+   an imported run's metrics, or a lockstep run's loss, grad_norm and lr per step and rank;
+   a golden file holds the metrics of rank alone. Values read back bit for bit through the
+   format's importer. *written: the lines (jsonl) or metrics (golden) written. 0, or -1
+   (lks_err: no such run, the store, a write). */
+int lks_export_run(lks_store *s, int64_t run_id, lks_import_fmt fmt, int rank, FILE *out,
+                   long *written);
+
 #endif

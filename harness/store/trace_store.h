@@ -323,6 +323,9 @@ int lks_store_import_begin(lks_store *s, const lks_run_info *info, int64_t *run_
 int lks_store_import_rows(lks_store *s, int64_t run_id, const lks_step_row *step,
                           const lks_metric_row *rows, int n);
 int lks_store_import_end(lks_store *s, int64_t run_id, int steps, int world_size, int ok);
+/* Commits what the import stored so far and begins the next transaction (a followed log:
+   one transaction per step). On failure nothing is open any more: -1. */
+int lks_store_import_commit(lks_store *s);
 /* The run's metric rows (of one name, or all when name is NULL) by (step, rank, name). */
 int lks_store_get_metrics(lks_store *s, int64_t run_id, const char *name,
                           int (*fn)(void *arg, const lks_metric_row *row), void *arg);

@@ -4,6 +4,8 @@
  * (loss, grad norm, lr and step time where the log has them, so that list, diff and report
  * see an imported run as they see any) and its metric rows are all inside the BEGIN
  * IMMEDIATE of lks_store_import_begin: a log that turns out bad half way stores nothing.
+ * A followed log (lockstep import --follow) commits each step as it completes
+ * (lks_store_import_commit): what came before a bad line or a divergence stays stored.
  */
 #include <string.h>
 
@@ -50,6 +52,15 @@ int lks_store_import_rows(lks_store *s, int64_t run_id, const lks_step_row *step
 		}
 	}
 	sqlite3_clear_bindings(st);  /* the names are the caller's */
+	return 0;
+}
+
+int lks_store_import_commit(lks_store *s)
+{
+	if (lks_store_exec(s, LKS_Q_COMMIT) || lks_store_exec(s, LKS_Q_BEGIN)) {
+		lks_store_rollback(s);
+		return -1;
+	}
 	return 0;
 }
 

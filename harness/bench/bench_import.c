@@ -1,0 +1,199 @@
+/*
+ * bench_import.c: 'lockstep bench import': how fast 'lockstep import' reads a training log,
+ * in lines per second, against 'wc -l' on the same file in the same run (the issue's
+ * target: at least 0.25 times wc's rate on a 1-million-line log). The log is written first
+ * into a temporary folder: torchtitan lines of R ranks with "[rankN]:" prefixes and ANSI
+ * colours, every 20th line one that holds no metrics, as a real log has. Three sides run
+ * in interleaved rounds (bench_stats.c): wc -l (the peer), the parse and checks alone
+ * (lks_import_files without a store), and the whole import into a new database.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "harness/bench/bench.h"
+#include "harness/base/opt.h"
+#include "harness/store/import.h"
+#include "kernels/err.h"
+
+#define LKS_BENCH_IMPORT_TARGET 0.25  /* of wc -l's lines per second (the target) */
+
+static const char lks_bench_import_help[] =
+	"usage: lockstep bench import [--lines N] [--ranks R] [--reps N] [--dir DIR] [--keep]\n"
+	"\n"
+	"Writes a torchtitan log of N lines (default 1000000) of R ranks (default 8) into a new\n"
+	"folder under DIR ($TMPDIR or /tmp by default), then times in interleaved rounds\n"
+	"(--reps, default 3): wc -l on it, lockstep's parse of it alone, and 'lockstep import'\n"
+	"of it into a new database (one transaction). Prints each in lines per second, the\n"
+	"median per-round ratio to wc -l with its quartiles, and whether the import meets the\n"
+	"target of 0.25. --keep leaves the files in place.\n";
+
+struct lks_bench_import {
+	char dir[2048], log[4096], db[4096];
+	long lines;
+	int ranks;
+};
+
+static int lks_bench_import_log(const struct lks_bench_import *b)
+{
+	FILE *f = fopen(b->log, "w");
+	long n = 0;
+
+	if (!f)
+		return lks_err("cannot create '%s': %s", b->log, strerror(errno));
+	for (int step = 1; n < b->lines; step++)
+		for (int r = 0; r < b->ranks && n < b->lines; r++, n++) {
+			if (n % 20 == 19) {
+				fprintf(f, "[rank%d]:[titan] 2026-01-05 10:00:00,000 - root - INFO - "
+				        "Synchronizing and adjusting timeout for all ProcessGroups\n", r);
+				continue;
+			}
+			fprintf(f, "[rank%d]:[titan] 2026-01-05 10:%02d:%02d,%03d - root - INFO - "
+			        "\033[31mstep: %d  \033[32mloss: %7.4f  \033[33mgrad_norm: %7.4f  "
+			        "\033[34mmemory: %5.2fGiB(%.2f%%)  \033[35mtps: %d,%03d  \033[36mtflops: "
+			        "%.2f  \033[35mmfu: %.2f%%\033[39m\n", r, step / 60 % 60, step % 60,
+			        step % 1000, step, 10.0 / (1 + 0.001 * step), 1.0 + 0.01 * r, 2.47,
+			        3.12, 177 + r, step % 1000, 96.17, 9.72);
+		}
+	if (fclose(f))
+		return lks_err("cannot write '%s': %s", b->log, strerror(errno));
+	return 0;
+}
+
+static double lks_bench_wc(const struct lks_bench_import *b)
+{
+	char cmd[4200];
+	long n = -1;
+	double t0 = lks_now();
+	FILE *p;
+
+	snprintf(cmd, sizeof(cmd), "wc -l < '%s'", b->log);
+	if (!(p = popen(cmd, "r")))
+		return lks_err("cannot run wc: %s", strerror(errno)), -1;
+	if (fscanf(p, "%ld", &n) != 1)
+		n = -1;
+	if (pclose(p) != 0 || n != b->lines)
+		return lks_err("wc -l did not count %ld lines (%ld)", b->lines, n), -1;
+	return lks_now() - t0;
+}
+
+static double lks_bench_import_once(const struct lks_bench_import *b, int with_store)
+{
+	lks_import_opts o = { .fmt = lks_import_format_at(LKS_IMPORT_TORCHTITAN),
+	                      .case_name = "bench", .run_name = "import" };
+	const char *files[] = { b->log };
+	char wal[4200];
+	lks_import_result res;
+	lks_store *s = NULL;
+	double t0 = lks_now();
+	int rc;
+
+	unlink(b->db);
+	snprintf(wal, sizeof(wal), "%s-wal", b->db);
+	unlink(wal);
+	if (with_store && lks_store_open(b->db, &s))
+		return -1;
+	rc = lks_import_files(s, &o, files, 1, &res);
+	lks_store_close(s);
+	if (rc)
+		return -1;
+	if (res.counts.lines != b->lines)
+		return lks_err("the import read %ld lines, not %ld", res.counts.lines, b->lines), -1;
+	return lks_now() - t0;
+}
+
+static double lks_bench_import_side(void *arg, int side, int round)
+{
+	(void)round;
+	return side == 0 ? lks_bench_wc(arg) : lks_bench_import_once(arg, side == 2);
+}
+
+static int lks_bench_import_opts(int argc, char **argv, struct lks_bench_import *b,
+                                 int *reps, int *keep, const char **base)
+{
+	for (int i = 1; i < argc; i++) {
+		const char *o = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+		int n;
+
+		if (!strcmp(o, "--help") || !strcmp(o, "-h")) {
+			fputs(lks_bench_import_help, stdout);
+			return -1;
+		} else if (!strcmp(o, "--lines") || !strcmp(o, "--ranks") || !strcmp(o, "--reps")) {
+			if (lks_opt_int("bench import", o, v, 1, 1 << 30, &n))
+				return LKS_EXIT_USAGE;
+			if (o[2] == 'l')
+				b->lines = n;
+			else
+				*(o[2] == 'r' && o[3] == 'a' ? &b->ranks : reps) = n;
+			i++;
+		} else if (!strcmp(o, "--dir") && v) {
+			*base = argv[++i];
+		} else if (!strcmp(o, "--keep")) {
+			*keep = 1;
+		} else {
+			return lks_usage("bench import: bad option '%s' (see --help)", o);
+		}
+	}
+	return 0;
+}
+
+int lks_bench_import(int argc, char **argv)
+{
+	struct lks_bench_import b = { .lines = 1000000, .ranks = 8 };
+	const char *base = getenv("TMPDIR");
+	int reps = 3, keep = 0, rc;
+	double *t = NULL;
+	lks_bench_spread wc, ratio_parse, ratio_import;
+
+	if (!base || !*base)
+		base = "/tmp";
+	if ((rc = lks_bench_import_opts(argc, argv, &b, &reps, &keep, &base)))
+		return rc < 0 ? LKS_EXIT_OK : rc;
+	if ((size_t)snprintf(b.dir, sizeof(b.dir), "%s/lks-bench-import-XXXXXX", base)
+	    >= sizeof(b.dir))
+		return lks_usage("bench import: --dir '%s' is too long", base);
+	if (!mkdtemp(b.dir)) {
+		fprintf(stderr, "lockstep: bench import: cannot create a folder in '%s': %s\n", base,
+		        strerror(errno));
+		return LKS_EXIT_INFRA;
+	}
+	snprintf(b.log, sizeof(b.log), "%s/titan.log", b.dir);
+	snprintf(b.db, sizeof(b.db), "%s/bench.db", b.dir);
+	rc = LKS_EXIT_INFRA;
+	if (!(t = calloc((size_t)reps * 3, sizeof(*t))) || lks_bench_import_log(&b)
+	    || lks_bench_rounds(lks_bench_import_side, &b, 3, 1, reps, t)
+	    || lks_bench_per_round(t, 3, reps, 0, -1, &wc)
+	    || lks_bench_per_round(t, 3, reps, 0, 1, &ratio_parse)
+	    || lks_bench_per_round(t, 3, reps, 0, 2, &ratio_import)) {
+		fprintf(stderr, "lockstep: bench import: %s\n", lks_errmsg());
+		goto out;
+	}
+	printf("bench import: a torchtitan log of %ld lines, %d ranks, in '%s'; median of %d "
+	       "rounds\n", b.lines, b.ranks, b.dir, reps);
+	printf("%-36s %10s %14s %8s %17s\n", "reader", "s", "lines/s", "ratio", "ratio q1..q3");
+	printf("%-36s %10.3f %14.0f %8.3f\n", "wc -l (peer)", wc.median, b.lines / wc.median,
+	       1.0);
+	printf("%-36s %10.3f %14.0f %8.3f %8.3f..%.3f\n", "parse and checks (no store)",
+	       wc.median / ratio_parse.median, b.lines * ratio_parse.median / wc.median,
+	       ratio_parse.median, ratio_parse.q1, ratio_parse.q3);
+	printf("%-36s %10.3f %14.0f %8.3f %8.3f..%.3f\n", "lockstep import (SQLite, one txn)",
+	       wc.median / ratio_import.median, b.lines * ratio_import.median / wc.median,
+	       ratio_import.median, ratio_import.q1, ratio_import.q3);
+	printf("target >= %.2f x wc -l: %s\n", LKS_BENCH_IMPORT_TARGET,
+	       ratio_import.median >= LKS_BENCH_IMPORT_TARGET ? "met" : "NOT met");
+	rc = LKS_EXIT_OK;
+out:
+	if (!keep) {
+		char wal[4200];
+
+		snprintf(wal, sizeof(wal), "%s-wal", b.db);
+		unlink(wal);
+		unlink(b.db);
+		unlink(b.log);
+		rmdir(b.dir);
+	}
+	free(t);
+	return rc;
+}

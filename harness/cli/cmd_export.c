@@ -1,0 +1,109 @@
+/*
+ * cmd_export.c: 'lockstep export': a stored run written for other tools, as jsonl or as
+ * Megatron-LM's golden values (harness/store/export.c). An imported run gives its metrics,
+ * a lockstep run its loss, grad norm and learning rate per step and rank; either reads
+ * back through 'lockstep import' with the same values, bit for bit.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "harness/cli/cmd.h"
+#include "harness/store/import.h"
+#include "kernels/err.h"
+
+static const char lks_export_help[] =
+	"usage: lockstep export --format jsonl|megatron-golden RUN [--db FILE] [-o FILE]\n"
+	"                       [--rank R]\n"
+	"\n"
+	"Writes stored run RUN (its id, as 'lockstep list' shows it) of the database (default\n"
+	"lockstep.db) to FILE (default standard output). An imported run gives its metrics; a\n"
+	"run lockstep trained gives loss, grad_norm and lr per step and rank. Values are\n"
+	"written so that they read back as the same doubles ('lockstep import --format' the\n"
+	"same format stores them bit for bit); NaN and infinities as \"nan\", \"inf\", \"-inf\".\n"
+	"\n"
+	"  --format jsonl            one object per step and rank: step, rank, the metrics\n"
+	"  --format megatron-golden  Megatron-LM's golden values: metric -> start_step,\n"
+	"                            end_step, step_interval, values (a map from step to value\n"
+	"                            where the steps are not evenly spaced); one rank's values\n"
+	"                            (--rank, default 0), and no performance metric the format\n"
+	"                            has no name for (tps, mfu, memory)\n"
+	"\n"
+	"exit codes: 0 written, 2 bad usage or no such run, 3 the database or the write failed\n";
+
+int cmd_export(int argc, char **argv)
+{
+	const char *db = "lockstep.db", *fmt_name = NULL, *run_arg = NULL, *out_path = NULL;
+	const lks_import_format *fmt;
+	lks_store *store = NULL;
+	char status[32], *end;
+	int rank = 0, rc;
+	long long id;
+	long written = 0;
+	FILE *out = stdout;
+
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i];
+
+		if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+			fputs(lks_export_help, stdout);
+			return LKS_EXIT_OK;
+		}
+		if (a[0] != '-' || !a[1]) {
+			if (run_arg)
+				return lks_usage("export: one RUN only (see --help)");
+			run_arg = a;
+			continue;
+		}
+		if (i + 1 >= argc)
+			return lks_usage("export: %s needs a value", a);
+		if (!strcmp(a, "--rank")) {
+			if (lks_opt_int("export", a, argv[++i], 0, 65535, &rank))
+				return LKS_EXIT_USAGE;
+			continue;
+		}
+		const char **dst = !strcmp(a, "--format") ? &fmt_name : !strcmp(a, "--db") ? &db
+		                   : !strcmp(a, "-o") ? &out_path : NULL;
+
+		if (!dst)
+			return lks_usage("export: unknown option '%s' (see --help)", a);
+		*dst = argv[++i];
+	}
+	if (!fmt_name || !run_arg)
+		return lks_usage("export: want --format and a RUN (see --help)");
+	if (!(fmt = lks_import_format_find(fmt_name)))
+		return lks_usage("export: %s", lks_errmsg());
+	if (fmt != lks_import_format_at(LKS_IMPORT_JSONL)
+	    && fmt != lks_import_format_at(LKS_IMPORT_MEGATRON_GOLDEN))
+		return lks_usage("export: format '%s' is read, not written (want jsonl or "
+		                 "megatron-golden)", fmt_name);
+	id = strtoll(run_arg, &end, 10);
+	if (*end || id <= 0)
+		return lks_usage("export: '%s' is not a run id", run_arg);
+	if ((rc = lks_store_open(db, &store)) != 0) {
+		fprintf(stderr, "lockstep: export: %s\n", lks_errmsg());
+		return rc == LKS_STORE_BAD_FILE ? LKS_EXIT_USAGE : LKS_EXIT_INFRA;
+	}
+	if (lks_store_run_status(store, id, status, sizeof(status))) {
+		lks_store_close(store);
+		return lks_usage("export: no run %lld in '%s'", id, db);
+	}
+	if (out_path && !(out = fopen(out_path, "w"))) {
+		lks_store_close(store);
+		fprintf(stderr, "lockstep: export: cannot open '%s'\n", out_path);
+		return LKS_EXIT_INFRA;
+	}
+	rc = lks_export_run(store, id, (lks_import_fmt)(fmt - lks_import_format_at(0)), rank, out,
+	                    &written);
+	lks_store_close(store);
+	if (out != stdout && fclose(out) && !rc)
+		rc = lks_err("cannot write '%s'", out_path);
+	if (rc) {
+		fprintf(stderr, "lockstep: export: %s\n", lks_errmsg());
+		return LKS_EXIT_INFRA;
+	}
+	if (out_path)
+		fprintf(stderr, "exported run %lld (%s): %ld %s to '%s'\n", id, fmt->name, written,
+		        fmt == lks_import_format_at(LKS_IMPORT_JSONL) ? "lines" : "metrics", out_path);
+	return LKS_EXIT_OK;
+}

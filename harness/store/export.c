@@ -1,0 +1,250 @@
+/*
+ * export.c: a stored run written for other tools (lockstep export; import.h, "export"):
+ * an imported run's metric rows, or a lockstep run's step rows (loss, grad_norm, lr per
+ * step and rank), as jsonl (one object per step and rank) or as Megatron-LM's golden
+ * values JSON (the metrics of one rank: golden files hold one value per metric and step).
+ *
+ * Every value reads back as the same double: jansson writes a real with 17 significant
+ * digits (its default precision), which strtod turns back into the bits written; NaN and
+ * the infinities, which JSON has no numbers for, are the strings "nan", "inf" and "-inf"
+ * that the importers take. So import(export(run)) stores the values of run, bit for bit.
+ * Names are each format's label for the metric (import_metric.c), or the stored name where
+ * the format has none; a performance metric Megatron's golden format has no label for
+ * (tps, mfu, memory) is left out of a golden file, since read back it would be numerics.
+ */
+#include <errno.h>
+#include <jansson.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "harness/store/import.h"
+#include "harness/store/run.h"
+#include "kernels/err.h"
+
+/* The values of one metric of a golden file, by step. */
+struct lks_export_series {
+	char label[LKS_IMPORT_NAME_MAX];
+	json_t *values;           /* array, by step */
+	int *steps;
+	size_t n, cap;
+};
+
+struct lks_export {
+	lks_import_fmt fmt;
+	int rank;                 /* megatron-golden: the rank written */
+	FILE *out;
+	long written;
+	json_t *line;             /* jsonl: the object of (step, rank) being filled */
+	int step, line_rank;
+	struct lks_export_series *series;
+	int nseries;
+};
+
+/* A metric value as JSON: a real, or "nan", "inf", "-inf". */
+static json_t *lks_export_value(double v)
+{
+	if (isnan(v))
+		return json_string("nan");
+	if (isinf(v))
+		return json_string(v > 0 ? "inf" : "-inf");
+	return json_real(v);
+}
+
+static int lks_export_flush_line(struct lks_export *x)
+{
+	char *text;
+	int rc = 0;
+
+	if (!x->line)
+		return 0;
+	if (!(text = json_dumps(x->line, JSON_COMPACT | JSON_PRESERVE_ORDER)))
+		rc = lks_err("out of memory");
+	else if (fprintf(x->out, "%s\n", text) < 0)
+		rc = lks_err("cannot write the export: %s", strerror(errno));
+	free(text);
+	json_decref(x->line);
+	x->line = NULL;
+	x->written++;
+	return rc;
+}
+
+static int lks_export_jsonl(struct lks_export *x, const lks_metric_row *r, const char *label)
+{
+	json_t *v = lks_export_value(r->value);
+
+	if (x->line && (r->step != x->step || r->rank != x->line_rank)
+	    && lks_export_flush_line(x)) {
+		json_decref(v);
+		return -1;
+	}
+	if (!x->line) {
+		x->line = json_pack("{s:i,s:i}", "step", r->step, "rank", r->rank);
+		x->step = r->step;
+		x->line_rank = r->rank;
+	}
+	if (!v || !x->line || json_object_set_new(x->line, label, v))
+		return lks_err("out of memory");
+	return 0;
+}
+
+static struct lks_export_series *lks_export_series_of(struct lks_export *x, const char *label)
+{
+	struct lks_export_series *p;
+
+	for (int i = 0; i < x->nseries; i++)
+		if (!strcmp(x->series[i].label, label))
+			return &x->series[i];
+	if (!(p = realloc(x->series, (size_t)(x->nseries + 1) * sizeof(*p))))
+		return NULL;
+	x->series = p;
+	p += x->nseries;
+	memset(p, 0, sizeof(*p));
+	snprintf(p->label, sizeof(p->label), "%s", label);
+	if (!(p->values = json_array()))
+		return NULL;
+	x->nseries++;
+	return p;
+}
+
+static int lks_export_golden(struct lks_export *x, const lks_metric_row *r, const char *label)
+{
+	struct lks_export_series *s;
+
+	if (r->rank != x->rank)
+		return 0;
+	if (!(s = lks_export_series_of(x, label)))
+		return lks_err("out of memory");
+	if (s->n == s->cap) {
+		int *p = realloc(s->steps, (s->cap ? 2 * s->cap : 64) * sizeof(*p));
+
+		if (!p)
+			return lks_err("out of memory");
+		s->steps = p;
+		s->cap = s->cap ? 2 * s->cap : 64;
+	}
+	s->steps[s->n++] = r->step;
+	return json_array_append_new(s->values, lks_export_value(r->value))
+	       ? lks_err("out of memory") : 0;
+}
+
+static int lks_export_row(void *arg, const lks_metric_row *r)
+{
+	struct lks_export *x = arg;
+	const lks_import_metric *m = lks_import_metric_find(r->name);
+	const char *label = m && m->label[x->fmt] ? m->label[x->fmt] : r->name;
+
+	if (x->fmt == LKS_IMPORT_JSONL)
+		return lks_export_jsonl(x, r, label);
+	if (m && !m->label[x->fmt] && r->kind == LKS_METRIC_PERFORMANCE)
+		return 0;
+	return lks_export_golden(x, r, label);
+}
+
+/* One metric of a golden file: a list from start_step by step_interval when its steps are
+   evenly spaced, else a map from step to value. */
+static json_t *lks_export_golden_metric(struct lks_export_series *s)
+{
+	int every = s->n > 1 ? s->steps[1] - s->steps[0] : 1;
+	int even = every > 0;
+	json_t *map;
+
+	for (size_t i = 1; even && i < s->n; i++)
+		even = s->steps[i] - s->steps[i - 1] == every;
+	if (even)
+		return json_pack("{s:i,s:i,s:i,s:O}", "start_step", s->steps[0], "end_step",
+		                 s->steps[s->n - 1], "step_interval", every, "values", s->values);
+	if (!(map = json_object()))
+		return NULL;
+	for (size_t i = 0; i < s->n; i++) {
+		char key[16];
+
+		snprintf(key, sizeof(key), "%d", s->steps[i]);
+		json_object_set(map, key, json_array_get(s->values, i));
+	}
+	return json_pack("{s:o}", "values", map);
+}
+
+static int lks_export_golden_write(struct lks_export *x)
+{
+	json_t *doc = json_object();
+	int rc = 0;
+
+	for (int i = 0; doc && i < x->nseries; i++) {
+		json_t *m = lks_export_golden_metric(&x->series[i]);
+
+		if (!m || json_object_set_new(doc, x->series[i].label, m)) {
+			json_decref(doc);
+			doc = NULL;
+		}
+	}
+	if (!doc)
+		return lks_err("out of memory");
+	if (json_dumpf(doc, x->out, JSON_INDENT(1) | JSON_PRESERVE_ORDER) || fputc('\n', x->out) < 0)
+		rc = lks_err("cannot write the export: %s", strerror(errno));
+	x->written = x->nseries;
+	json_decref(doc);
+	return rc;
+}
+
+/* A lockstep run's step rows as the metrics an import of them stores, by name. */
+static int lks_steprows_metrics(const lks_stored_run *run,
+                                int (*fn)(void *arg, const lks_metric_row *row), void *arg)
+{
+	static const char *const names[] = { "grad_norm", "loss", "lr" };
+
+	for (int i = 0; i < run->nsteprows; i++) {
+		const lks_step_row *s = &run->steprows[i];
+		const double v[] = { s->grad_norm, s->loss, s->lr };
+
+		for (int k = 0; k < 3; k++) {
+			lks_metric_row r = { s->step, s->rank, names[k], LKS_METRIC_NUMERICS, v[k] };
+			int rc = fn(arg, &r);
+
+			if (rc)
+				return rc;
+		}
+	}
+	return 0;
+}
+
+int lks_run_metrics(lks_store *s, int64_t run_id,
+                    int (*fn)(void *arg, const lks_metric_row *row), void *arg)
+{
+	lks_stored_run run;
+	int rc = -1;
+
+	lks_stored_run_init(&run);
+	if (lks_stored_run_load(s, run_id, LKS_LOAD_TRACE, &run))
+		goto out;
+	if (!strcmp(run.recipe, "import"))
+		rc = lks_store_get_metrics(s, run_id, NULL, fn, arg);
+	else
+		rc = lks_steprows_metrics(&run, fn, arg);
+out:
+	lks_stored_run_release(&run);
+	return rc;
+}
+
+int lks_export_run(lks_store *s, int64_t run_id, lks_import_fmt fmt, int rank, FILE *out,
+                   long *written)
+{
+	struct lks_export x = { .fmt = fmt, .rank = rank, .out = out };
+	int rc;
+
+	if (fmt != LKS_IMPORT_JSONL && fmt != LKS_IMPORT_MEGATRON_GOLDEN)
+		return lks_err("export: want jsonl or megatron-golden");
+	rc = lks_run_metrics(s, run_id, lks_export_row, &x);
+	if (!rc)
+		rc = fmt == LKS_IMPORT_JSONL ? lks_export_flush_line(&x) : lks_export_golden_write(&x);
+	if (!rc && fflush(out))
+		rc = lks_err("cannot write the export: %s", strerror(errno));
+	*written = x.written;
+	json_decref(x.line);
+	for (int i = 0; i < x.nseries; i++) {
+		json_decref(x.series[i].values);
+		free(x.series[i].steps);
+	}
+	free(x.series);
+	return rc;
+}

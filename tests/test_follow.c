@@ -1,0 +1,244 @@
+/*
+ * test_follow.c: 'lockstep import --follow' on a log that grows while it reads it: this
+ * test writes the log a line at a time with pauses while the program (LKS_BIN, a child
+ * process) follows it. A difference from the reference is reported at the step it is
+ * written, before the step after the next one exists; an equal log ends at --end-step,
+ * at the end of standard input, or when the file stays quiet for --idle seconds; a bad
+ * line exits 2 and leaves the steps before it stored.
+ */
+#include <criterion/criterion.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "run_bin.h"
+#include "store_fixture.h"
+#include "harness/store/run.h"
+#include "harness/store/trace_store.h"
+#include "kernels/err.h"
+
+#define STEPS 10
+
+/* The loss of a step: a value whose 17 digits matter, as a real loss's do. */
+static double loss_of(int step)
+{
+	return 10.0 / (1.0 + 0.37 * step) + 1e-13 * step;
+}
+
+/* Rank r's torchtitan line of a step; bump changes the loss in its last digit. */
+static void titan_line(char *buf, size_t n, int step, int rank, int bump)
+{
+	snprintf(buf, n, "[rank%d]:[titan] 2026-01-05 10:00:0%d,000 - root - INFO - step: %d  "
+	         "loss: %.17g  grad_norm: %.17g  memory:  2.47GiB(3.12%%)  tps: 3,50%d\n", rank,
+	         step % 10, step, loss_of(step) * (bump ? 1.0 + 1e-15 : 1.0), 0.5 / step, step % 10);
+}
+
+/* The log of every step and rank, the loss of rank 0 bumped at step bump (0: none). */
+static void write_log(const char *path, int ranks, int bump)
+{
+	FILE *f = fopen(path, "w");
+	char line[512];
+
+	cr_assert_not_null(f);
+	for (int s = 1; s <= STEPS; s++)
+		for (int r = 0; r < ranks; r++) {
+			titan_line(line, sizeof(line), s, r, s == bump && r == 0);
+			fputs(line, f);
+		}
+	fclose(f);
+}
+
+static void append(const char *path, const char *text)
+{
+	int fd = open(path, O_WRONLY | O_APPEND);
+
+	cr_assert_geq(fd, 0);
+	cr_assert_eq(write(fd, text, strlen(text)), (ssize_t)strlen(text));
+	close(fd);
+}
+
+/* Starts 'LKS_BIN import --follow ...' with its output into out_path. */
+static pid_t follower(const char *db, const char *log, const char *ref, const char *extra,
+                      const char *out_path)
+{
+	char cmd[2048];
+	pid_t pid;
+
+	snprintf(cmd, sizeof(cmd), "exec '%s' import --follow --format torchtitan '%s' --case c "
+	         "--run live --reference-file 'torchtitan:%s' --db '%s' %s > '%s' 2>&1", LKS_BIN,
+	         log, ref, db, extra, out_path);
+	cr_assert_geq(pid = fork(), 0);
+	if (pid == 0) {
+		execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
+		_exit(127);
+	}
+	return pid;
+}
+
+static void sleep_ms(long ms)
+{
+	struct timespec t = { ms / 1000, (ms % 1000) * 1000000L };
+
+	nanosleep(&t, NULL);
+}
+
+/* Waits up to limit_ms for pid to exit: its exit code, or -1 still running. */
+static int wait_exit(pid_t pid, long limit_ms)
+{
+	int status;
+
+	for (long t = 0; t <= limit_ms; t += 10) {
+		pid_t got = waitpid(pid, &status, WNOHANG);
+
+		cr_assert_geq(got, 0);
+		if (got == pid) {
+			cr_assert(WIFEXITED(status));
+			return WEXITSTATUS(status);
+		}
+		sleep_ms(10);
+	}
+	return -1;
+}
+
+static void slurp(const char *path, char *buf, size_t n)
+{
+	FILE *f = fopen(path, "r");
+	size_t got;
+
+	cr_assert_not_null(f);
+	got = fread(buf, 1, n - 1, f);
+	buf[got] = 0;
+	fclose(f);
+}
+
+/* The steps stored of the last run of db. */
+static int stored_steps(const char *db, int64_t run, int *world)
+{
+	lks_stored_run r;
+	lks_store *s;
+	int last = -1;
+
+	lks_stored_run_init(&r);
+	cr_assert_eq(lks_store_open(db, &s), 0, "%s", lks_errmsg());
+	cr_assert_eq(lks_stored_run_load(s, run, LKS_LOAD_TRACE, &r), 0, "%s", lks_errmsg());
+	for (int i = 0; i < r.nsteprows; i++)
+		last = r.steprows[i].step > last ? r.steprows[i].step : last;
+	*world = r.nsteprows;
+	lks_stored_run_release(&r);
+	lks_store_close(s);
+	return last;
+}
+
+struct paths {
+	char db[512], log[512], ref[512], out[512];
+};
+
+/* A new folder; the reference log there, of ranks ranks. */
+static void setup(struct paths *p, int ranks)
+{
+	mkdir_tmp();
+	path_in_tmp(p->db, sizeof(p->db), "t.db");
+	path_in_tmp(p->log, sizeof(p->log), "live.log");
+	path_in_tmp(p->ref, sizeof(p->ref), "ref.log");
+	path_in_tmp(p->out, sizeof(p->out), "out.txt");
+	write_log(p->ref, ranks, 0);
+}
+
+/* Two ranks; rank 1's loss differs at step 5. The follower must still run while steps 1
+   to 4 are written (it follows, it does not stop at the file's end), and must have
+   exited 1 naming step 5, rank 1, loss before step 7 is written: this test writes step 7
+   only after it has exited (or after 10 s, an unloaded machine's 1000 polls, failing). */
+Test(follow, a_growing_log_diverging_is_stopped_within_one_step)
+{
+	struct paths p;
+	char line[512], text[4096];
+	pid_t pid;
+	int world;
+	FILE *f;
+
+	setup(&p, 2);
+	cr_assert_not_null(f = fopen(p.log, "w"));
+	fclose(f);
+	pid = follower(p.db, p.log, p.ref, "--idle 30", p.out);
+	for (int s = 1; s <= 6; s++) {
+		if (s <= 5)
+			cr_assert_eq(wait_exit(pid, 0), -1, "the follower stopped before step %d was "
+			             "written", s);
+		for (int r = 0; r < 2; r++) {
+			titan_line(line, sizeof(line), s, r, s == 5 && r == 1);
+			append(p.log, line);
+		}
+		sleep_ms(100);
+	}
+	cr_assert_eq(wait_exit(pid, 10000), 1, "no exit 1 before step 7 was written");
+	titan_line(line, sizeof(line), 7, 0, 0);
+	append(p.log, line);
+	slurp(p.out, text, sizeof(text));
+	cr_assert(strstr(text, "diverged at step 5 rank 1 metric loss"), "%s", text);
+	/* steps 1 to 5 stored, each committed as it came; the run stays incomplete */
+	cr_assert_eq(stored_steps(p.db, 1, &world), 5, "%s", text);
+	cr_assert_eq(world, 10);
+	rm_tmp();
+}
+
+/* A log equal to its reference: exit 0 when the file has been quiet for --idle seconds,
+   and at --end-step without reading on. */
+Test(follow, an_equal_log_ends_at_idle_or_at_the_end_step)
+{
+	struct paths p;
+	char text[4096];
+	pid_t pid;
+	int world;
+
+	setup(&p, 2);
+	pid = follower(p.db, p.ref, p.ref, "--idle 0.3", p.out);
+	cr_assert_eq(wait_exit(pid, 20000), 0);
+	slurp(p.out, text, sizeof(text));
+	cr_assert(strstr(text, "10 steps up to 10, 2 ranks, 40 values equal"), "%s", text);
+	pid = follower(p.db, p.ref, p.ref, "--idle 30 --end-step 3", p.out);
+	cr_assert_eq(wait_exit(pid, 20000), 0, "it did not stop at the end step");
+	slurp(p.out, text, sizeof(text));
+	cr_assert(strstr(text, "3 steps up to 3"), "%s", text);
+	cr_assert_eq(stored_steps(p.db, 2, &world), 3);
+	cr_assert_eq(world, 6);
+	rm_tmp();
+}
+
+Test(follow, stdin_bad_lines_and_bad_usage)
+{
+	struct paths p;
+	char *db = p.db, *ref = p.ref, *log = p.log, args[2048], out[4096];
+
+	setup(&p, 1);
+	write_log(log, 1, 4);
+	/* standard input: ends when closed; rtol 1e-12 takes the bump of 1e-15 (relative) */
+	snprintf(args, sizeof(args), "cat '%s' | '%s' import --follow --format torchtitan - "
+	         "--case c --run s --db '%s' --reference-file 'torchtitan:%s' --rtol 1e-12 2>&1",
+	         log, LKS_BIN, db, ref);
+	cr_assert_eq(lks_run_sh(args, out, sizeof(out)), 0, "%s", out);
+	snprintf(args, sizeof(args), "cat '%s' | '%s' import --follow --format torchtitan - "
+	         "--case c --run s --db '%s' --reference-file 'torchtitan:%s' 2>&1", log, LKS_BIN,
+	         db, ref);
+	cr_assert_eq(lks_run_sh(args, out, sizeof(out)), 1, "%s", out);
+	cr_assert(strstr(out, "diverged at step 4 rank 0 metric loss"), "%s", out);
+	/* a bad number at step 6: exit 2 naming the line */
+	snprintf(args, sizeof(args), "sed 's/step: 6  loss: [0-9.]*/step: 6  loss: 1.2.3/' '%s' | "
+	         "'%s' import --follow --format torchtitan - --case c --run s --db '%s' "
+	         "--reference-file 'torchtitan:%s' 2>&1", ref, LKS_BIN, db, ref);
+	cr_assert_eq(lks_run_sh(args, out, sizeof(out)), 2, "%s", out);
+	cr_assert(strstr(out, ":6: bad value"), "%s", out);
+	snprintf(args, sizeof(args), "import --follow --format torchtitan '%s' --case c --run s "
+	         "--db '%s'", ref, db);
+	cr_assert_eq(lks_run_bin(NULL, args, out, sizeof(out)), 2, "%s", out);
+	snprintf(args, sizeof(args), "import --follow --format megatron-golden '%s' --case c "
+	         "--run s --db '%s' --reference 1", ref, db);
+	cr_assert_eq(lks_run_bin(NULL, args, out, sizeof(out)), 2, "%s", out);
+	snprintf(args, sizeof(args), "import --follow --format torchtitan '%s' --case c --run s "
+	         "--db '%s' --reference 99", ref, db);
+	cr_assert_eq(lks_run_bin(NULL, args, out, sizeof(out)), 2, "%s", out);
+	rm_tmp();
+}
