@@ -244,44 +244,24 @@ static int lks_diff_table(lks_stored_run *a, lks_stored_run *b, int max_rows)
 	return 0;
 }
 
-/* A run whose stat rows 'lockstep prune' removed: it traced tensors and has no stat row. */
-static int lks_diff_pruned(lks_store *s, const lks_stored_run *r, int *pruned)
-{
-	int64_t n = 0;
-
-	*pruned = 0;
-	if (r->nt > 0 && lks_store_count(s, r->id, LKS_TABLE_STATS, &n))
-		return -1;
-	*pruned = r->nt > 0 && n == 0;
-	if (*pruned)
-		printf("\nrun %lld has no stat rows (pruned: lockstep prune --help): compared on "
-		       "loss and grad norm alone, bit for bit\n", (long long)r->id);
-	return 0;
-}
-
-/* The bitwise check k, or where a run was pruned, loss and then grad norm exactly (a close
-   check with no tolerance): the step rows both runs still have. */
+/* The bitwise check k, or where a run was pruned, what both still have (check.h). */
 static int lks_diff_eval(lks_store *s, lks_check_cfg *k, const lks_stored_run *ra,
                          const lks_stored_run *rb, lks_check_result *res, int *pruned)
 {
-	static const char *const step_metrics[] = { "loss", "grad_norm" };
-	int pa, pb;
+	const lks_stored_run *r[2] = { ra, rb };
 
-	if (lks_diff_pruned(s, ra, &pa) || lks_diff_pruned(s, rb, &pb))
-		return -1;
-	*pruned = pa || pb;
-	if (!*pruned)
-		return lks_check_eval(s, k, NULL, ra->id, rb->id, res);
-	k->kind = LKS_CHECK_CLOSE;
-	k->rtol = k->atol = 0;
+	*pruned = 0;
 	for (int i = 0; i < 2; i++) {
-		snprintf(k->metric, sizeof(k->metric), "%s", step_metrics[i]);
-		if (lks_check_eval(s, k, NULL, ra->id, rb->id, res))
+		int p;
+
+		if (lks_check_run_pruned(s, r[i]->id, &p))
 			return -1;
-		if (res->verdict != LKS_VERDICT_PASS)
-			break;
+		if (p)
+			printf("\nrun %lld has no stat rows (pruned: lockstep prune --help): compared "
+			       "on loss and grad norm alone, bit for bit\n", (long long)r[i]->id);
+		*pruned |= p;
 	}
-	return 0;
+	return lks_check_bitwise_kept(s, k, ra->id, rb->id, *pruned, res);
 }
 
 /* ---- the command ---- */
