@@ -10,7 +10,6 @@
  * Exit 0 when the runs are bitwise identical, 1 when they differ, 2 for bad usage, an
  * unknown run or a bad database, 3 when the database cannot be read.
  */
-#include <ctype.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,8 +20,8 @@
 #include "harness/verify/walk.h"
 #include "harness/cli/cmd.h"
 #include "harness/cli/diff_metrics.h"
+#include "harness/cli/run_arg.h"
 #include "harness/store/fingerprint.h"
-#include "harness/base/shell.h"
 #include "harness/store/trace_store.h"
 #include "kernels/err.h"
 
@@ -56,65 +55,16 @@ static const char lks_diff_help[] =
 	"            2 bad usage, an unknown run or a file that is not a lockstep database,\n"
 	"            3 the database cannot be read\n";
 
-/* ---- resolving RUN_A / RUN_B ---- */
-
-struct lks_diff_find {
-	const char *case_name, *run_name;  /* CASE/RUN */
-	int64_t id;               /* the latest such run; 0: none */
-};
-
-static int lks_diff_find_one(void *arg, const lks_run_rec *rec)
-{
-	struct lks_diff_find *f = arg;
-
-	if (!strcmp(rec->info.case_name, f->case_name) && !strcmp(rec->info.run_name, f->run_name))
-		f->id = rec->run_id;  /* runs come in the order they began: the last wins */
-	return 0;
-}
-
-static int lks_is_id(const char *s)
-{
-	if (!*s)
-		return 0;
-	for (; *s; s++)
-		if (!isdigit((unsigned char)*s))
-			return 0;
-	return 1;
-}
-
-/* The run arg names, loaded with its trace: 0 found; LKS_EXIT_USAGE (message printed)
-   unknown or malformed; -1 store error. */
+/* The run arg names (run_arg.h), loaded with its trace: 0 found; LKS_EXIT_USAGE (message
+   printed) unknown or malformed; -1 store error. */
 static int lks_diff_resolve(lks_store *s, const char *db, const char *arg, lks_stored_run *out)
 {
-	struct lks_diff_find f = { 0 };
-	char buf[2 * LKS_NAME_MAX + 2], path[LKS_NAME_MAX + 16], qpath[4 * sizeof(path)], qdb[1024];
-	const char *slash = strchr(arg, '/');
+	int64_t id;
+	int rc = lks_run_arg_resolve(s, "diff", db, arg, &id);
 
-	if (lks_is_id(arg)) {
-		char status[32];
-
-		f.id = strtoll(arg, NULL, 10);
-		/* a load fails alike for a missing run and a failing store: ask first */
-		if (f.id <= 0 || lks_store_run_status(s, f.id, status, sizeof(status)))
-			return lks_usage("diff: no run %s in '%s' (a run is an id or CASE/RUN)", arg, db);
-		return lks_stored_run_load(s, f.id, LKS_LOAD_TRACE, out) ? -1 : 0;
-	}
-	if (!slash || slash == arg || !slash[1] || strchr(slash + 1, '/')
-	    || strlen(arg) >= sizeof(buf))
-		return lks_usage("diff: '%s' is neither a run id nor CASE/RUN", arg);
-	memcpy(buf, arg, strlen(arg) + 1);
-	buf[slash - arg] = 0;
-	f.case_name = buf;
-	f.run_name = buf + (slash - arg) + 1;
-	if (lks_store_get_runs(s, lks_diff_find_one, &f))
-		return -1;
-	if (!f.id) {
-		snprintf(path, sizeof(path), "cases/%s.ini", f.case_name);
-		return lks_usage("diff: no stored run '%s' in '%s' (run its case first: lockstep run "
-		                 "%s --db %s)", arg, db, lks_shell_quote(path, qpath, sizeof(qpath)),
-		                 lks_shell_quote(db, qdb, sizeof(qdb)));
-	}
-	return lks_stored_run_load(s, f.id, LKS_LOAD_TRACE, out) ? -1 : 0;
+	if (rc)
+		return rc;
+	return lks_stored_run_load(s, id, LKS_LOAD_TRACE, out) ? -1 : 0;
 }
 
 /* ---- the header ---- */
