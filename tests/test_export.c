@@ -288,3 +288,48 @@ Test(export, bad_usage_and_unknown_runs_exit_2)
 	cr_assert(!strncmp(out, "{\"step\":1,\"rank\":0,", 19), "%s", out);
 	rm_tmp();
 }
+
+/* The whole of file path (at most n - 1 bytes) in buf. */
+static void slurp(const char *path, char *buf, size_t n)
+{
+	FILE *f = fopen(path, "r");
+	size_t len;
+
+	cr_assert_not_null(f, "no '%s'", path);
+	len = fread(buf, 1, n - 1, f);
+	buf[len] = 0;
+	fclose(f);
+}
+
+Test(export, case_slash_run_names_the_latest_such_run)
+{
+	char db[512], f1[512], f2[512], out[512], args[1024], text[4096];
+	static char by_id[1 << 16], by_name[1 << 16], first[1 << 16];
+
+	mkdir_tmp();
+	path_in_tmp(db, sizeof(db), "t.db");
+	path_in_tmp(out, sizeof(out), "out.jsonl");
+	fixture(f1, sizeof(f1), "run.jsonl");
+	fixture(f2, sizeof(f2), "titan_2ranks.log");
+	/* c/a twice: runs 1 and 2, and c/b (run 3) */
+	run_ok("import --format jsonl '%s' --case c --run a --db '%s'", f1, db);
+	run_ok("import --format torchtitan '%s' --case c --run a --db '%s'", f2, db);
+	run_ok("import --format jsonl '%s' --case c --run b --db '%s'", f1, db);
+	run_ok("export --format jsonl 1 --db '%s' -o '%s'", db, out);
+	slurp(out, first, sizeof(first));
+	run_ok("export --format jsonl 2 --db '%s' -o '%s'", db, out);
+	slurp(out, by_id, sizeof(by_id));
+	run_ok("export --format jsonl c/a --db '%s' -o '%s'", db, out);
+	slurp(out, by_name, sizeof(by_name));
+	cr_assert_gt(strlen(by_id), 0);
+	cr_assert_str_eq(by_name, by_id, "c/a is run 2, the latest");
+	cr_assert_str_neq(by_name, first);
+	/* a name that is no stored run, and one that is no name: exit 2, saying which */
+	snprintf(args, sizeof(args), "export --format jsonl c/nosuch --db '%s'", db);
+	cr_assert_eq(lks_run_bin(NULL, args, text, sizeof(text)), 2, "%s", text);
+	cr_assert(strstr(text, "export: no stored run 'c/nosuch'"), "%s", text);
+	snprintf(args, sizeof(args), "export --format jsonl c/a/x --db '%s'", db);
+	cr_assert_eq(lks_run_bin(NULL, args, text, sizeof(text)), 2, "%s", text);
+	cr_assert(strstr(text, "'c/a/x' is neither a run id nor CASE/RUN"), "%s", text);
+	rm_tmp();
+}

@@ -4,7 +4,8 @@
  * process) follows it. A difference from the reference is reported at the step it is
  * written, before the step after the next one exists; an equal log ends at --end-step,
  * at the end of standard input, or when the file stays quiet for --idle seconds; a bad
- * line exits 2 and leaves the steps before it stored.
+ * line exits 2 and leaves the steps before it stored. The reference may be a golden file
+ * of class import (--golden), as 'lockstep golden update' writes one for an imported run.
  */
 #include <criterion/criterion.h>
 #include <fcntl.h>
@@ -17,6 +18,7 @@
 
 #include "run_bin.h"
 #include "store_fixture.h"
+#include "harness/store/golden.h"
 #include "harness/store/run.h"
 #include "harness/store/trace_store.h"
 #include "kernels/err.h"
@@ -240,5 +242,85 @@ Test(follow, stdin_bad_lines_and_bad_usage)
 	snprintf(args, sizeof(args), "import --follow --format torchtitan '%s' --case c --run s "
 	         "--db '%s' --reference 99", ref, db);
 	cr_assert_eq(lks_run_bin(NULL, args, out, sizeof(out)), 2, "%s", out);
+	rm_tmp();
+}
+
+/* The reference log imported as run 1 of db and written as its golden (class import) at
+   gold, by the function 'lockstep golden update' writes an imported run's with. */
+static void write_golden(const struct paths *p, char *gold, size_t n)
+{
+	char args[2048], out[4096], dir[512], cls[16];
+	lks_stored_run run;
+	lks_store *s;
+
+	snprintf(args, sizeof(args), "import --format torchtitan '%s' --case c --run ref --db '%s'",
+	         p->ref, p->db);
+	cr_assert_eq(lks_run_bin(NULL, args, out, sizeof(out)), 0, "%s", out);
+	cr_assert_eq(lks_store_open(p->db, &s), 0, "%s", lks_errmsg());
+	cr_assert_eq(lks_stored_run_load(s, 1, LKS_LOAD_WHOLE, &run), 0, "%s", lks_errmsg());
+	cr_assert_eq(lks_golden_class_of(&run, cls, sizeof(cls)), 0, "%s", lks_errmsg());
+	cr_assert_str_eq(cls, "import");
+	path_in_tmp(dir, sizeof(dir), "golden");
+	cr_assert_eq(lks_golden_path(dir, cls, "c", "ref", gold, n), 0, "%s", lks_errmsg());
+	cr_assert_eq(lks_golden_write(&run, gold), 0, "%s", lks_errmsg());
+	lks_stored_run_release(&run);
+	lks_store_close(s);
+}
+
+/* Against a golden of class import: the log it was written from meets it (exit 0, every
+   numerics value compared: loss and grad_norm of 10 steps x 2 ranks; memory and tps are
+   performance); one whose rank-1 loss departs at step 6 exits 1 naming step 6, rank 1,
+   loss. A golden that is not there, or not of class import, is bad input (exit 2). */
+Test(follow, against_a_golden_of_class_import)
+{
+	struct paths p;
+	char gold[1024], args[4096], out[4096], cpu[1024];
+	FILE *f;
+
+	setup(&p, 2);
+	write_golden(&p, gold, sizeof(gold));
+	snprintf(args, sizeof(args), "import --follow --format torchtitan '%s' --case c --run a "
+	         "--db '%s' --golden '%s' --idle 0.2", p.ref, p.db, gold);
+	cr_assert_eq(lks_run_bin(NULL, args, out, sizeof(out)), 0, "%s", out);
+	cr_assert(strstr(out, "10 steps up to 10, 2 ranks, 40 values equal"), "%s", out);
+
+	cr_assert_not_null(f = fopen(p.log, "w"));
+	for (int s = 1; s <= STEPS; s++)
+		for (int r = 0; r < 2; r++) {
+			char line[512];
+
+			titan_line(line, sizeof(line), s, r, s == 6 && r == 1);
+			fputs(line, f);
+		}
+	fclose(f);
+	snprintf(args, sizeof(args), "import --follow --format torchtitan '%s' --case c --run b "
+	         "--db '%s' --golden '%s' --idle 0.2", p.log, p.db, gold);
+	cr_assert_eq(lks_run_bin(NULL, args, out, sizeof(out)), 1, "%s", out);
+	cr_assert(strstr(out, "diverged at step 6 rank 1 metric loss"), "%s", out);
+	/* steps 1 to 5 equal (2 values of 2 ranks each), rank 0 of step 6, and rank 1's
+	   grad_norm, which comes before loss by name */
+	cr_assert(strstr(out, "23 values compared before"), "%s", out);
+
+	/* no such file; a golden of class cpu (tensors, no metrics); two references */
+	snprintf(args, sizeof(args), "import --follow --format torchtitan '%s' --case c --run d "
+	         "--db '%s' --golden '%s.nosuch' --idle 0.2", p.ref, p.db, gold);
+	cr_assert_eq(lks_run_bin(NULL, args, out, sizeof(out)), 2, "%s", out);
+	cr_assert(strstr(out, "no golden file"), "%s", out);
+	path_in_tmp(cpu, sizeof(cpu), "cpu.tsv");
+	cr_assert_not_null(f = fopen(cpu, "w"));
+	fputs("# lockstep golden 1\n# case: c\n# run: r\n# recipe: bf16\n# options: "
+	      "checkpoint=none\n# backend: cpu\n# world_size: 1\n# steps: 1\n# seed: 1\n"
+	      "step\trank\tloss\tgrad_norm\tlr\n0\t0\t2.5\t1\t0.001\n"
+	      "step\trank\tseq\tname\tphase\tl2\tamax\tscale\tnonfinite\tunderflow\tsaturated"
+	      "\thash\n# end\t1\t0\n", f);
+	fclose(f);
+	snprintf(args, sizeof(args), "import --follow --format torchtitan '%s' --case c --run e "
+	         "--db '%s' --golden '%s' --idle 0.2", p.ref, p.db, cpu);
+	cr_assert_eq(lks_run_bin(NULL, args, out, sizeof(out)), 2, "%s", out);
+	cr_assert(strstr(out, "not of class import"), "%s", out);
+	snprintf(args, sizeof(args), "import --follow --format torchtitan '%s' --case c --run f "
+	         "--db '%s' --golden '%s' --reference 1", p.ref, p.db, gold);
+	cr_assert_eq(lks_run_bin(NULL, args, out, sizeof(out)), 2, "%s", out);
+	cr_assert(strstr(out, "one of --reference, --reference-file, --golden"), "%s", out);
 	rm_tmp();
 }

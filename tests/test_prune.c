@@ -282,3 +282,106 @@ Test(prune, bad_usage_and_unknown_suite_exit_2)
 	cr_assert_not_null(strstr(out, "pruned 0 suites"), "%s", out);
 	teardown(&f);
 }
+
+/* ---- night over night after prune ---- */
+
+#define NV 8
+
+struct night_seen {
+	int n;
+	char run[NV][16], verdict[NV][16], message[NV][512], field[NV][16];
+	int64_t prev_suite[NV];
+	int step[NV];
+};
+
+static int see_night(void *arg, const lks_nightly_rec *r)
+{
+	struct night_seen *s = arg;
+	int i = s->n++;
+
+	cr_assert_lt(i, NV);
+	snprintf(s->run[i], sizeof(s->run[i]), "%s", r->run_name);
+	snprintf(s->verdict[i], sizeof(s->verdict[i]), "%s", r->verdict);
+	snprintf(s->message[i], sizeof(s->message[i]), "%s", r->message ? r->message : "");
+	snprintf(s->field[i], sizeof(s->field[i]), "%s", r->field ? r->field : "");
+	s->prev_suite[i] = r->prev_suite_id;
+	s->step[i] = r->step;
+	return 0;
+}
+
+static struct night_seen night_verdicts(const char *dbpath, int64_t suite, int n)
+{
+	struct night_seen s = { 0 };
+	lks_store *st;
+
+	cr_assert_eq(lks_store_open_readonly(dbpath, &st), 0, "%s", lks_errmsg());
+	cr_assert_eq(lks_store_get_nightly(st, suite, see_night, &s), 0, "%s", lks_errmsg());
+	lks_store_close(st);
+	cr_assert_eq(s.n, n, "suite %lld: a verdict per run", (long long)suite);
+	return s;
+}
+
+/* One more nightly: 'lockstep run' of the case with extra options, under env. */
+static void nightly(const struct fixture *f, const char *env, const char *extra, char *out,
+                    size_t n)
+{
+	char args[512];
+
+	snprintf(args, sizeof(args), "run '%s' --db '%s' --quiet %s", f->ini, f->db, extra);
+	cr_assert_eq(lks_run_bin(env, args, out, n), 0, "%s", out);
+}
+
+/* Nights 1 to 3 plain, 4 to 10 with checkpointing set (other settings, the same bits),
+   then prune --keep 3: night 11 (set) compares with night 10, whole; night 12 (plain)
+   with night 3, whose stat rows are gone: on what is left, the step rows, bit for bit,
+   and it says so. A fault planted in night 12's rowwise run still changes it there. */
+Test(prune, night_over_night_still_compares_with_the_previous_suite)
+{
+	static const char set[] = "--set 'run.*.checkpoint=blocks'";
+	struct fixture f;
+	struct night_seen s;
+	char args[512], out[8192];
+
+	setup(&f, 3);
+	for (int i = 4; i <= SUITES; i++)
+		nightly(&f, NULL, set, out, sizeof(out));
+	snprintf(args, sizeof(args), "prune --db '%s' --keep 3", f.db);
+	cr_assert_eq(lks_run_bin(NULL, args, out, sizeof(out)), 0, "%s", out);
+	cr_assert_not_null(strstr(out, "pruned 7 suites"), "%s", out);
+
+	nightly(&f, NULL, set, out, sizeof(out));
+	cr_assert_not_null(strstr(out, "2 unchanged, 0 changed"), "%s", out);
+	s = night_verdicts(f.db, SUITES + 1, 2);
+	for (int i = 0; i < s.n; i++) {
+		cr_assert_str_eq(s.verdict[i], "unchanged", "%s: %s", s.run[i], s.message[i]);
+		cr_assert_eq(s.prev_suite[i], SUITES, "%s", s.run[i]);
+		cr_assert_null(strstr(s.message[i], "pruned"), "%s: %s", s.run[i], s.message[i]);
+	}
+
+	/* the latest earlier suite with night 12's settings is night 3, pruned */
+	nightly(&f, "LOCKSTEP_INJECT='bitflip step=0 rank=0 tensor=embed.out "
+	        "element=3 bit=30 run=rowwise'", "", out, sizeof(out));
+	cr_assert_not_null(strstr(out, "1 unchanged, 1 changed (0 with the same fingerprint), 0 "
+	                          "new, 2 gone"), "%s", out);
+	cr_assert_not_null(strstr(out, "stat rows of run 5 were pruned"), "%s", out);
+	/* night 11's runs (checkpointing set) are gone tonight */
+	s = night_verdicts(f.db, SUITES + 2, 4);
+	for (int i = 0; i < s.n; i++) {
+		int rowwise = !strcmp(s.run[i], "rowwise");
+
+		if (!strcmp(s.verdict[i], "gone")) {
+			cr_assert_eq(s.prev_suite[i], SUITES + 1, "%s", s.run[i]);
+			continue;
+		}
+
+		cr_assert_eq(s.prev_suite[i], 3, "%s", s.run[i]);
+		cr_assert_str_eq(s.verdict[i], rowwise ? "changed" : "unchanged", "%s: %s", s.run[i],
+		                 s.message[i]);
+		cr_assert_not_null(strstr(s.message[i], "pruned"), "%s: %s", s.run[i], s.message[i]);
+		if (rowwise) {
+			cr_assert_eq(s.step[i], 0, "%s", s.message[i]);
+			cr_assert_str_eq(s.field[i], "loss", "%s", s.message[i]);
+		}
+	}
+	teardown(&f);
+}

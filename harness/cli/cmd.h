@@ -45,7 +45,8 @@ int lks_run_cases(int argc, char **argv, struct lks_check_tally *tally);
    stops. */
 typedef struct lks_follow_args {
 	long long reference_run;  /* a stored run's id; 0: reference_file instead */
-	const char *reference_file;  /* "FORMAT:PATH" */
+	const char *reference_file;  /* "FORMAT:PATH"; NULL: golden_file or reference_run */
+	const char *golden_file;  /* a golden file of class import; NULL: one of the others */
 	double rtol, atol;        /* both 0: bit for bit */
 	double idle_s;            /* a followed file that has not grown this long has ended */
 	int end_step;             /* -1: none */

@@ -10,7 +10,6 @@
  * Exit 0 when the runs are bitwise identical, 1 when they differ, 2 for bad usage, an
  * unknown run or a bad database, 3 when the database cannot be read.
  */
-#include <ctype.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,8 +20,8 @@
 #include "harness/verify/walk.h"
 #include "harness/cli/cmd.h"
 #include "harness/cli/diff_metrics.h"
+#include "harness/cli/run_arg.h"
 #include "harness/store/fingerprint.h"
-#include "harness/base/shell.h"
 #include "harness/store/trace_store.h"
 #include "kernels/err.h"
 
@@ -56,65 +55,16 @@ static const char lks_diff_help[] =
 	"            2 bad usage, an unknown run or a file that is not a lockstep database,\n"
 	"            3 the database cannot be read\n";
 
-/* ---- resolving RUN_A / RUN_B ---- */
-
-struct lks_diff_find {
-	const char *case_name, *run_name;  /* CASE/RUN */
-	int64_t id;               /* the latest such run; 0: none */
-};
-
-static int lks_diff_find_one(void *arg, const lks_run_rec *rec)
-{
-	struct lks_diff_find *f = arg;
-
-	if (!strcmp(rec->info.case_name, f->case_name) && !strcmp(rec->info.run_name, f->run_name))
-		f->id = rec->run_id;  /* runs come in the order they began: the last wins */
-	return 0;
-}
-
-static int lks_is_id(const char *s)
-{
-	if (!*s)
-		return 0;
-	for (; *s; s++)
-		if (!isdigit((unsigned char)*s))
-			return 0;
-	return 1;
-}
-
-/* The run arg names, loaded with its trace: 0 found; LKS_EXIT_USAGE (message printed)
-   unknown or malformed; -1 store error. */
+/* The run arg names (run_arg.h), loaded with its trace: 0 found; LKS_EXIT_USAGE (message
+   printed) unknown or malformed; -1 store error. */
 static int lks_diff_resolve(lks_store *s, const char *db, const char *arg, lks_stored_run *out)
 {
-	struct lks_diff_find f = { 0 };
-	char buf[2 * LKS_NAME_MAX + 2], path[LKS_NAME_MAX + 16], qpath[4 * sizeof(path)], qdb[1024];
-	const char *slash = strchr(arg, '/');
+	int64_t id;
+	int rc = lks_run_arg_resolve(s, "diff", db, arg, &id);
 
-	if (lks_is_id(arg)) {
-		char status[32];
-
-		f.id = strtoll(arg, NULL, 10);
-		/* a load fails alike for a missing run and a failing store: ask first */
-		if (f.id <= 0 || lks_store_run_status(s, f.id, status, sizeof(status)))
-			return lks_usage("diff: no run %s in '%s' (a run is an id or CASE/RUN)", arg, db);
-		return lks_stored_run_load(s, f.id, LKS_LOAD_TRACE, out) ? -1 : 0;
-	}
-	if (!slash || slash == arg || !slash[1] || strchr(slash + 1, '/')
-	    || strlen(arg) >= sizeof(buf))
-		return lks_usage("diff: '%s' is neither a run id nor CASE/RUN", arg);
-	memcpy(buf, arg, strlen(arg) + 1);
-	buf[slash - arg] = 0;
-	f.case_name = buf;
-	f.run_name = buf + (slash - arg) + 1;
-	if (lks_store_get_runs(s, lks_diff_find_one, &f))
-		return -1;
-	if (!f.id) {
-		snprintf(path, sizeof(path), "cases/%s.ini", f.case_name);
-		return lks_usage("diff: no stored run '%s' in '%s' (run its case first: lockstep run "
-		                 "%s --db %s)", arg, db, lks_shell_quote(path, qpath, sizeof(qpath)),
-		                 lks_shell_quote(db, qdb, sizeof(qdb)));
-	}
-	return lks_stored_run_load(s, f.id, LKS_LOAD_TRACE, out) ? -1 : 0;
+	if (rc)
+		return rc;
+	return lks_stored_run_load(s, id, LKS_LOAD_TRACE, out) ? -1 : 0;
 }
 
 /* ---- the header ---- */
@@ -244,44 +194,24 @@ static int lks_diff_table(lks_stored_run *a, lks_stored_run *b, int max_rows)
 	return 0;
 }
 
-/* A run whose stat rows 'lockstep prune' removed: it traced tensors and has no stat row. */
-static int lks_diff_pruned(lks_store *s, const lks_stored_run *r, int *pruned)
-{
-	int64_t n = 0;
-
-	*pruned = 0;
-	if (r->nt > 0 && lks_store_count(s, r->id, LKS_TABLE_STATS, &n))
-		return -1;
-	*pruned = r->nt > 0 && n == 0;
-	if (*pruned)
-		printf("\nrun %lld has no stat rows (pruned: lockstep prune --help): compared on "
-		       "loss and grad norm alone, bit for bit\n", (long long)r->id);
-	return 0;
-}
-
-/* The bitwise check k, or where a run was pruned, loss and then grad norm exactly (a close
-   check with no tolerance): the step rows both runs still have. */
+/* The bitwise check k, or where a run was pruned, what both still have (check.h). */
 static int lks_diff_eval(lks_store *s, lks_check_cfg *k, const lks_stored_run *ra,
                          const lks_stored_run *rb, lks_check_result *res, int *pruned)
 {
-	static const char *const step_metrics[] = { "loss", "grad_norm" };
-	int pa, pb;
+	const lks_stored_run *r[2] = { ra, rb };
 
-	if (lks_diff_pruned(s, ra, &pa) || lks_diff_pruned(s, rb, &pb))
-		return -1;
-	*pruned = pa || pb;
-	if (!*pruned)
-		return lks_check_eval(s, k, NULL, ra->id, rb->id, res);
-	k->kind = LKS_CHECK_CLOSE;
-	k->rtol = k->atol = 0;
+	*pruned = 0;
 	for (int i = 0; i < 2; i++) {
-		snprintf(k->metric, sizeof(k->metric), "%s", step_metrics[i]);
-		if (lks_check_eval(s, k, NULL, ra->id, rb->id, res))
+		int p;
+
+		if (lks_check_run_pruned(s, r[i]->id, &p))
 			return -1;
-		if (res->verdict != LKS_VERDICT_PASS)
-			break;
+		if (p)
+			printf("\nrun %lld has no stat rows (pruned: lockstep prune --help): compared "
+			       "on loss and grad norm alone, bit for bit\n", (long long)r[i]->id);
+		*pruned |= p;
 	}
-	return 0;
+	return lks_check_bitwise_kept(s, k, ra->id, rb->id, *pruned, res);
 }
 
 /* ---- the command ---- */

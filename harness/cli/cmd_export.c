@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "harness/cli/cmd.h"
+#include "harness/cli/run_arg.h"
 #include "harness/store/import.h"
 #include "kernels/err.h"
 
@@ -16,8 +17,9 @@ static const char lks_export_help[] =
 	"usage: lockstep export --format jsonl|megatron-golden RUN [--db FILE] [-o FILE]\n"
 	"                       [--rank R]\n"
 	"\n"
-	"Writes stored run RUN (its id, as 'lockstep list' shows it) of the database (default\n"
-	"lockstep.db) to FILE (default standard output). An imported run gives its metrics; a\n"
+	"Writes stored run RUN (its id, as 'lockstep list' shows it, or CASE/RUN: the latest\n"
+	"stored run of that case and run name) of the database (default lockstep.db, opened\n"
+	"read-only) to FILE (default standard output). An imported run gives its metrics; a\n"
 	"run lockstep trained gives loss, grad_norm and lr per step and rank. Values are\n"
 	"written so that they read back as the same doubles ('lockstep import --format' the\n"
 	"same format stores them bit for bit); NaN and infinities as \"nan\", \"inf\", \"-inf\".\n"
@@ -36,9 +38,8 @@ int cmd_export(int argc, char **argv)
 	const char *db = "lockstep.db", *fmt_name = NULL, *run_arg = NULL, *out_path = NULL;
 	const lks_import_format *fmt;
 	lks_store *store = NULL;
-	char status[32], *end;
 	int rank = 0, rc;
-	long long id;
+	int64_t id;
 	long written = 0;
 	FILE *out = stdout;
 
@@ -77,16 +78,15 @@ int cmd_export(int argc, char **argv)
 	    && fmt != lks_import_format_at(LKS_IMPORT_MEGATRON_GOLDEN))
 		return lks_usage("export: format '%s' is read, not written (want jsonl or "
 		                 "megatron-golden)", fmt_name);
-	id = strtoll(run_arg, &end, 10);
-	if (*end || id <= 0)
-		return lks_usage("export: '%s' is not a run id", run_arg);
-	if ((rc = lks_store_open(db, &store)) != 0) {
+	if ((rc = lks_store_open_readonly(db, &store)) != 0) {
 		fprintf(stderr, "lockstep: export: %s\n", lks_errmsg());
 		return rc == LKS_STORE_BAD_FILE ? LKS_EXIT_USAGE : LKS_EXIT_INFRA;
 	}
-	if (lks_store_run_status(store, id, status, sizeof(status))) {
+	if ((rc = lks_run_arg_resolve(store, "export", db, run_arg, &id)) != 0) {
+		if (rc < 0)
+			fprintf(stderr, "lockstep: export: %s\n", lks_errmsg());
 		lks_store_close(store);
-		return lks_usage("export: no run %lld in '%s'", id, db);
+		return rc < 0 ? LKS_EXIT_INFRA : rc;
 	}
 	if (out_path && !(out = fopen(out_path, "w"))) {
 		lks_store_close(store);
@@ -103,7 +103,7 @@ int cmd_export(int argc, char **argv)
 		return LKS_EXIT_INFRA;
 	}
 	if (out_path)
-		fprintf(stderr, "exported run %lld (%s): %ld %s to '%s'\n", id, fmt->name, written,
+		fprintf(stderr, "exported run %lld (%s): %ld %s to '%s'\n", (long long)id, fmt->name, written,
 		        fmt == lks_import_format_at(LKS_IMPORT_JSONL) ? "lines" : "metrics", out_path);
 	return LKS_EXIT_OK;
 }

@@ -28,15 +28,18 @@ static const char lks_import_help_tail[] =
 	"exit codes: 0 stored, 2 bad usage or a bad log, 3 the database failed\n"
 	"\n"
 	"usage: lockstep import --follow --format FORMAT FILE|- --case NAME --run NAME\n"
-	"                       (--reference RUN_ID | --reference-file FORMAT:PATH)\n"
+	"                       (--reference RUN_ID | --reference-file FORMAT:PATH |\n"
+	"                        --golden FILE)\n"
 	"                       [--rtol R] [--atol A] [--end-step N] [--idle S] [--db FILE]\n"
 	"\n"
 	"Follows one log as it is written (FILE like tail -f, or - for standard input; a line\n"
 	"format or jsonl): each step is stored in its own transaction when it is complete (a\n"
 	"later step's line, every rank of the first complete step, or the end of input) and\n"
-	"compared at once with the reference, a stored run or a file read in its format (an\n"
-	"export of a run, a golden values file). Every numerics metric the reference holds at\n"
-	"a step and rank the log wrote must be there and equal bit for bit, or within\n"
+	"compared at once with the reference, a stored run, a file read in its format (an\n"
+	"export of a run, a golden values file) or a golden file of class import (--golden:\n"
+	"golden/import/CASE/RUN.tsv as 'lockstep golden update' writes it for an imported\n"
+	"run). Every numerics metric the reference holds at a step and rank the log wrote\n"
+	"must be there and equal bit for bit, or within\n"
 	"|log - ref| <= atol + rtol * |ref| with --rtol/--atol; performance metrics are not\n"
 	"compared. Exit 1 at the first difference (naming step, rank, metric and both values),\n"
 	"0 after step N (--end-step) or at the end of input: standard input closed, or FILE not\n"
@@ -69,9 +72,9 @@ static int lks_import_follow_opt(int argc, char **argv, int *i, lks_follow_args 
 	if (!strcmp(a, "--reference")) {
 		rc = lks_opt_int("import", a, v, 1, 0x7fffffff, &n);
 		fa->reference_run = n;
-	} else if (!strcmp(a, "--reference-file")) {
+	} else if (!strcmp(a, "--reference-file") || !strcmp(a, "--golden")) {
 		if (!(rc = v ? 0 : lks_usage("import: %s needs a value", a)))
-			fa->reference_file = v;
+			*(a[2] == 'g' ? &fa->golden_file : &fa->reference_file) = v;
 	} else if (!strcmp(a, "--rtol") || !strcmp(a, "--atol")) {
 		rc = lks_opt_double("import", a, v, 0, 1e300, a[2] == 'r' ? &fa->rtol : &fa->atol);
 	} else if (!strcmp(a, "--idle")) {
@@ -133,12 +136,12 @@ int cmd_import(int argc, char **argv)
 	if (!(o.fmt = lks_import_format_find(fmt_name)))
 		return lks_usage("import: %s", lks_errmsg());
 	if (follow && (nfiles != 1 || o.fmt == lks_import_format_at(LKS_IMPORT_MEGATRON_GOLDEN)
-	               || (!fa.reference_run == !fa.reference_file)))
+	               || !!fa.reference_run + !!fa.reference_file + !!fa.golden_file != 1))
 		return lks_usage("import: --follow wants one FILE of a log format (not megatron-golden) "
-		                 "and one of --reference, --reference-file (see --help)");
-	if (!follow && (fa.reference_run || fa.reference_file || fa.end_step >= 0))
-		return lks_usage("import: --reference, --reference-file and --end-step go with "
-		                 "--follow");
+		                 "and one of --reference, --reference-file, --golden (see --help)");
+	if (!follow && (fa.reference_run || fa.reference_file || fa.golden_file || fa.end_step >= 0))
+		return lks_usage("import: --reference, --reference-file, --golden and --end-step go "
+		                 "with --follow");
 	if (lks_name_check("case", o.case_name, strlen(o.case_name))
 	    || lks_name_check("run", o.run_name, strlen(o.run_name)))
 		return lks_usage("import: %s", lks_errmsg());

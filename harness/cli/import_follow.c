@@ -104,7 +104,8 @@ static int lks_follow_on_step(void *arg, const lks_import_rec *recs, int n)
 	       ? LKS_IMPORT_DIVERGED : 0;
 }
 
-/* The reference: "--reference RUN_ID" (a stored run) or "--reference-file FMT:PATH". */
+/* The reference: "--reference RUN_ID" (a stored run), "--reference-file FMT:PATH" or
+   "--golden FILE" (a golden of class import). */
 static int lks_follow_reference(lks_store *store, const lks_follow_args *a,
                                 lks_follow_ref **ref)
 {
@@ -119,6 +120,11 @@ static int lks_follow_reference(lks_store *store, const lks_follow_args *a,
 		if (lks_store_run_status(store, a->reference_run, status, sizeof(status)))
 			return lks_usage("import: no reference run %lld", (long long)a->reference_run);
 		return lks_follow_ref_run(store, a->reference_run, ref) ? LKS_EXIT_INFRA : 0;
+	}
+	if (a->golden_file) {
+		if ((rc = lks_follow_ref_golden(a->golden_file, ref)) == LKS_IMPORT_BAD)
+			return lks_usage("import: --golden: %s", lks_errmsg());
+		return rc ? LKS_EXIT_INFRA : 0;
 	}
 	colon = strchr(a->reference_file, ':');
 	if (!colon || (size_t)(colon - a->reference_file) >= sizeof(name))

@@ -122,6 +122,18 @@ int lks_check_eval(lks_store *s, const lks_check_cfg *k, const lks_check_opts *o
 int lks_check_case(lks_store *s, int64_t suite_id, const lks_case *c, const int64_t *run_ids,
                    const lks_check_opts *o, FILE *out, lks_check_tally *tally);
 
+/* Whether 'lockstep prune' removed the stat rows of run run_id (prune.h): it traced
+   tensors and holds no stat row. */
+int lks_check_run_pruned(lks_store *s, int64_t run_id, int *pruned);
+
+/*
+ * The bitwise check k (its name, a and b) on runs a and b; where pruned (one of them was,
+ * lks_check_run_pruned), on what both still have: the loss, then the grad norm of every
+ * step and rank, bit for bit (a close check with no tolerance; NaN is never equal).
+ */
+int lks_check_bitwise_kept(lks_store *s, const lks_check_cfg *k, int64_t a, int64_t b,
+                           int pruned, lks_check_result *res);
+
 /* A result as lks_check_eval starts it: no verdict yet, no divergence. */
 void lks_check_result_init(lks_check_result *res);
 

@@ -1,7 +1,7 @@
 /*
  * follow.c: the per-step comparison of a followed log against its reference (follow.h).
  * The reference is read whole into one array sorted by (step, rank, name): a reference is
- * a golden file or a finished run, bounded where the followed log is not; each step of
+ * a golden file (of values, or of class import) or a finished run, bounded where the followed log is not; each step of
  * the log then finds its values by binary search.
  */
 #include <math.h>
@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "harness/verify/follow.h"
+#include "harness/store/golden.h"
 #include "kernels/err.h"
 
 struct lks_ref_val {
@@ -101,6 +102,32 @@ int lks_follow_ref_file(const lks_import_format *fmt, const char *path, lks_foll
 	}
 	rc = fmt->parse(path, f, lks_ref_rec, ref, &c);
 	fclose(f);
+	return lks_ref_done(ref, rc, out);
+}
+
+int lks_follow_ref_golden(const char *path, lks_follow_ref **out)
+{
+	lks_follow_ref *ref = calloc(1, sizeof(*ref));
+	lks_stored_run g;
+	int rc;
+
+	if (!ref)
+		return lks_err("out of memory");
+	lks_stored_run_init(&g);
+	rc = lks_golden_read(path, &g);
+	if (rc == LKS_GOLDEN_MISSING)
+		lks_err("no golden file '%s'", path);
+	else if (!rc && !g.nm)
+		lks_err("'%s' is a golden of run %s/%s (backend %s), not of class import: it holds "
+		        "no metrics", path, g.case_name, g.run_name, g.backend);
+	if (rc == LKS_GOLDEN_MISSING || rc == LKS_GOLDEN_BAD || (!rc && !g.nm))
+		rc = LKS_IMPORT_BAD;  /* bad input, as a bad reference file is */
+	for (size_t i = 0; !rc && i < g.nmrows; i++) {
+		const struct lks_mrow *m = &g.mrows[i];
+
+		rc = lks_ref_add(ref, m->step, m->rank, g.mnames[m->m], g.mkinds[m->m], m->value);
+	}
+	lks_stored_run_release(&g);
 	return lks_ref_done(ref, rc, out);
 }
 

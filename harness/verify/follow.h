@@ -1,7 +1,8 @@
 /*
  * follow.h: the comparison 'lockstep import --follow' makes as each step of a live log is
- * stored: the step's records against a reference (a stored run, or a log or golden file
- * read through an importer) held in memory by (step, rank, metric).
+ * stored: the step's records against a reference (a stored run, a log or golden values
+ * file read through an importer, or a golden file of class import) held in memory by
+ * (step, rank, metric).
  */
 #ifndef LKS_HARNESS_VERIFY_FOLLOW_H
 #define LKS_HARNESS_VERIFY_FOLLOW_H
@@ -15,6 +16,11 @@ typedef struct lks_follow_ref lks_follow_ref;
    -1 (lks_err). */
 int lks_follow_ref_run(lks_store *s, int64_t run_id, lks_follow_ref **out);
 int lks_follow_ref_file(const lks_import_format *fmt, const char *path, lks_follow_ref **out);
+/* The reference as a golden file of class import (golden.h; what 'lockstep golden update'
+   writes for an imported run): its metric rows. 0; LKS_IMPORT_BAD (lks_err) when there is
+   no such file, a bad one ("path:line: what"), or a golden of another class (it holds
+   tensors, not metrics); -1 (lks_err). */
+int lks_follow_ref_golden(const char *path, lks_follow_ref **out);
 void lks_follow_ref_free(lks_follow_ref *ref);
 /* Values held (steps x ranks x metrics). */
 long lks_follow_ref_size(const lks_follow_ref *ref);

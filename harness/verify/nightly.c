@@ -163,6 +163,23 @@ static int lks_same_count(lks_store *s, int64_t a, int64_t b, lks_store_table x,
 	return 0;
 }
 
+/* When 'lockstep prune' removed the stat rows of v's runs, words that say so (else ""):
+   they are then compared on their step rows alone (lks_check_bitwise_kept). */
+static int lks_nightly_pruned(lks_store *s, const struct lks_nverdict *v, char *buf, size_t n)
+{
+	const struct lks_nrun *r[2] = { v->p, v->t };
+	int pr[2];
+
+	for (int i = 0; i < 2; i++)
+		if (lks_check_run_pruned(s, r[i]->id, &pr[i]))
+			return -1;
+	buf[0] = 0;
+	if (pr[0] || pr[1])
+		snprintf(buf, n, " (the tensors' stat rows of run %lld were pruned: compared on "
+		         "loss and grad norm alone)", (long long)r[pr[0] ? 0 : 1]->id);
+	return 0;
+}
+
 /* Tonight's run t against the earlier p: the verdict, the divergence, the keys. */
 static int lks_nightly_pair(lks_store *s, struct lks_nverdict *v)
 {
@@ -173,6 +190,7 @@ static int lks_nightly_pair(lks_store *s, struct lks_nverdict *v)
 	static const char *const what[] = { "tensors", "step rows", "stat rows" };
 	lks_check_result res;
 	lks_stored_run t, p;
+	char pruned[160];
 	int nkeys, differ, same = 1;
 
 	/* the fingerprints and case texts of the two runs alone: a history holds many */
@@ -195,7 +213,9 @@ static int lks_nightly_pair(lks_store *s, struct lks_nverdict *v)
 		snprintf(v->keys + len, sizeof(v->keys) - len, "%scase.text", len ? " " : "");
 	}
 	v->rec.fp_equal = nkeys == 0;
-	if (lks_check_eval(s, &k, NULL, v->t->id, v->p->id, &res))
+	if (lks_nightly_pruned(s, v, pruned, sizeof(pruned)))
+		return -1;
+	if (lks_check_bitwise_kept(s, &k, v->t->id, v->p->id, pruned[0] != 0, &res))
 		return -1;
 	if (res.verdict != LKS_VERDICT_PASS) {
 		v->rec.verdict = "changed";
@@ -203,11 +223,15 @@ static int lks_nightly_pair(lks_store *s, struct lks_nverdict *v)
 		v->rec.rank = res.rank;
 		snprintf(v->tensor, sizeof(v->tensor), "%s", res.tensor);
 		snprintf(v->field, sizeof(v->field), "%s", res.field ? res.field : "");
-		snprintf(v->message, sizeof(v->message), "%s", res.message);
+		snprintf(v->message, sizeof(v->message), "%s%s", res.message, pruned);
 		return 0;
 	}
-	/* the walk compares what both traced: a run that traced more or fewer rows changed */
-	for (int i = 0; i < 3 && same; i++) {
+	if (pruned[0])
+		snprintf(v->message, sizeof(v->message), "bit for bit in loss and grad norm%s",
+		         pruned);
+	/* the walk compares what both traced: a run that traced more or fewer rows changed;
+	   a pruned run has no stat rows to count */
+	for (int i = 0; i < (pruned[0] ? 2 : 3) && same; i++) {
 		if (lks_same_count(s, v->t->id, v->p->id, tables[i], &same))
 			return -1;
 		if (!same) {
@@ -376,7 +400,7 @@ int lks_nightly_compare(lks_store *s, int64_t suite_id, const char *db, FILE *ou
 		t->silent += !strcmp(x, "changed") && v->rec.fp_equal;
 		t->added += !strcmp(x, "new");
 		t->gone += !strcmp(x, "gone");
-		if (out && strcmp(x, "unchanged"))
+		if (out && (strcmp(x, "unchanged") || v->rec.message))  /* pruned: said */
 			lks_nightly_print(out, v, db);
 	}
 	if (out)

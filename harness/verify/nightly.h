@@ -18,6 +18,10 @@
  *              its step time is performance), and both runs stored as many tensors,
  *              step rows and stat rows
  *   changed    the first divergence, as the walk names it (step, tensor, rank, field)
+ *   (pruned)   where 'lockstep prune' removed the stat rows of either run, unchanged and
+ *              changed are decided on what is left, as 'lockstep diff' does: the loss and
+ *              grad norm of every step row, bit for bit, and as many tensors and step rows
+ *              (lks_check_bitwise_kept); the message says the tensors were pruned
  *   new        no earlier suite has this case and run with these settings
  *   gone       the latest earlier suite that ran this case had this run with these
  *              settings, and tonight's did not (a case tonight did not run at all has no
