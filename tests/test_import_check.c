@@ -10,6 +10,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "fault_fixture.h"
 #include "run_bin.h"
 #include "store_fixture.h"
 #include "harness/engine/check_kind.h"
@@ -297,5 +298,52 @@ Test(import_check, import_key_refused_where_bad_at_its_line)
 		cr_assert_eq(lks_run_bin(NULL, args, out, sizeof(out)), 2, "%s", out);
 		cr_assert_not_null(strstr(out, "missing.jsonl"), "%s", out);
 	}
+	rm_tmp();
+}
+
+/* A case that holds a log against a run it trains: the trained run's loss, grad_norm and
+   lr per step and rank compare with the log's by name (the log here is the trained run's
+   own export, so equal bit for bit), and a value planted in the log is found at its step,
+   metric and rank; diff says the same. */
+Test(import_check, imported_run_against_a_trained_run_compares_loss_grad_norm_lr)
+{
+	static const char model[] = "[case]\nsteps = 3\nworld_size = 2\n[model]\nvocab = 64\n"
+	                            "hidden = 32\nffn = 64\nlayers = 1\nseq = 8\nbatch = 2\n"
+	                            "[run t]\nrecipe = bf16\n";
+	char db[512], ini[512], log[512], args[2048], out[8192], text[1024];
+
+	mkdir_tmp();
+	path_in_tmp(db, sizeof(db), "mix.db");
+	path_in_tmp(ini, sizeof(ini), "train.ini");
+	write_file(ini, model);
+	snprintf(args, sizeof(args), "run --quiet --db '%s' '%s'", db, ini);
+	cr_assert_eq(lks_run_bin(NULL, args, out, sizeof(out)), 0, "%s", out);
+	path_in_tmp(log, sizeof(log), "t.jsonl");
+	snprintf(args, sizeof(args), "export --db '%s' --format jsonl 1 -o '%s'", db, log);
+	cr_assert_eq(lks_run_bin(NULL, args, out, sizeof(out)), 0, "%s", out);
+	snprintf(text, sizeof(text), "%s[run back]\nimport = jsonl:t.jsonl\n[check bits]\n"
+	         "kind = bitwise\na = back\nb = t\n[check loss]\nkind = close\na = t\nb = back\n"
+	         "metric = loss\nrtol = 0\n", model);
+	path_in_tmp(ini, sizeof(ini), "mix.ini");
+	write_file(ini, text);
+	snprintf(args, sizeof(args), "run --db '%s' '%s'", db, ini);
+	cr_assert_eq(lks_run_bin(NULL, args, out, sizeof(out)), 0, "%s", out);
+	cr_assert_not_null(strstr(out, "2 checks: 2 passed"), "%s", out);
+	snprintf(args, sizeof(args), "diff --db '%s' mix/back mix/t", db);
+	cr_assert_eq(lks_run_bin(NULL, args, out, sizeof(out)), 0, "%s", out);
+	cr_assert_not_null(strstr(out, "identical: bit for bit"), "%s", out);
+	/* the grad norm of rank 1 at step 2 written otherwise in the log */
+	snprintf(args, sizeof(args), "sed -i '/\"step\":2,\"rank\":1,/s/\"grad_norm\":[^,]*/"
+	         "\"grad_norm\":0.5/' '%s'", log);
+	cr_assert_eq(system(args), 0);
+	snprintf(args, sizeof(args), "run --db '%s' '%s'", db, ini);
+	cr_assert_eq(lks_run_bin(NULL, args, out, sizeof(out)), 1, "%s", out);
+	cr_assert_not_null(strstr(out, "bitwise     FAIL: step 2, metric 'grad_norm', rank 1: "
+	                          "value back=0.5"), "%s", out);
+	cr_assert_not_null(strstr(out, "close       pass"), "the loss is untouched: %s", out);
+	snprintf(args, sizeof(args), "diff --db '%s' mix/back mix/t", db);
+	cr_assert_eq(lks_run_bin(NULL, args, out, sizeof(out)), 1, "%s", out);
+	cr_assert_not_null(strstr(out, "first divergence: step 2, metric 'grad_norm', rank 1"),
+	                   "%s", out);
 	rm_tmp();
 }
