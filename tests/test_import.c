@@ -196,6 +196,48 @@ Test(import, jsonl_ranks_and_any_named_metric)
 	rm_tmp();
 }
 
+/* Python's json module (json.dumps, allow_nan by default) writes NaN, Infinity and
+   -Infinity bare, which JSON lacks; a file written '\n'.join(lines) has no newline after
+   its last line, which JSON Lines allows. tests/import/python.jsonl is both. */
+Test(import, jsonl_as_python_writes_it)
+{
+	lks_import_result res;
+	struct seen m;
+	lks_store *s;
+
+	cr_assert_eq(import("jsonl", "python.jsonl", &s, &res), 0, "%s", lks_errmsg());
+	cr_assert_eq(res.steps, 3);
+	metrics_of(s, res.run_id, &m);
+	cr_assert(isnan(at(&m, 2, 0, "loss")->value));
+	cr_assert(isinf(at(&m, 2, 0, "grad_norm")->value) && at(&m, 2, 0, "grad_norm")->value > 0);
+	cr_assert(isinf(at(&m, 2, 0, "lr")->value) && at(&m, 2, 0, "lr")->value < 0);
+	cr_assert_eq(at(&m, 2, 0, "NaN_count")->value, 3.0);  /* a name, not a value */
+	cr_assert_eq(at(&m, 3, 0, "loss")->value, 9.75);      /* the line without a newline */
+	lks_store_close(s);
+	rm_tmp();
+}
+
+/* Megatron-LM's older golden files (written by its get_test_results_from_tensorboard_logs)
+   end with "iteration_timing_avg": a number, the run's mean, no step's: counted and left,
+   the metrics beside it read. */
+Test(import, megatron_golden_legacy_summary_number_left)
+{
+	lks_import_result res;
+	struct seen m;
+	lks_store *s;
+
+	cr_assert_eq(import("megatron-golden", "mcore_golden_legacy.json", &s, &res), 0, "%s",
+	             lks_errmsg());
+	cr_assert_eq(res.steps, 45);
+	cr_assert_eq(res.counts.ignored, 1);
+	metrics_of(s, res.run_id, &m);
+	cr_assert_eq(m.n, 20);
+	cr_assert_eq(at(&m, 45, 0, "loss")->value, 9.55467);
+	cr_assert_eq(at(&m, 30, 0, "num_zeros")->value, 1788.0);
+	lks_store_close(s);
+	rm_tmp();
+}
+
 /* A hostile log: bad input at its file:line, and nothing at all stored. */
 static void refused(const char *fmt, const char *file, const char *where)
 {

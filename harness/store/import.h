@@ -125,6 +125,8 @@ typedef int (*lks_import_line_fn)(const char *s, lks_import_rec *rec, const char
    codes, its "[rankN]:" prefix taken as the rank, its record handed to sink. */
 int lks_import_lines(const char *path, FILE *f, lks_import_sink sink, void *arg,
                      lks_import_counts *c, lks_import_line_fn line_fn);
+/* jsonl's line (import_json.c): the one line format whose last line may lack its newline. */
+int lks_import_jsonl_line(const char *s, lks_import_rec *rec, const char *path);
 
 /* What lks_import_files stores, and what it found. */
 typedef struct lks_import_opts {

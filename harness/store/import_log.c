@@ -259,7 +259,9 @@ int lks_import_lines(const char *path, FILE *f, lks_import_sink sink, void *arg,
 			rc = is;
 			goto out;
 		}
-		if (is && got == 2) {
+		/* a log line cut short may still read as one with fewer metrics; a JSON object
+		   ends at its '}', so a last line without its newline is whole (JSON Lines) */
+		if (is && got == 2 && line_fn != lks_import_jsonl_line) {
 			lks_err("'%s':%ld: truncated line (no end of line)", path, line);
 			rc = LKS_IMPORT_BAD;
 			goto out;
