@@ -148,6 +148,27 @@ Test(import, megatron_log_values_as_written)
 	rm_tmp();
 }
 
+/* Megatron-LM prints its iteration line from the last rank only (print_rank_last): under
+   'torchrun --tee' every line has that rank's "[rank7]:" prefix. The line is the job's (its
+   loss already averaged over data-parallel ranks): stored as rank 0 of a one-rank run, where
+   rank 7 of eight, ranks 0 to 6 without steps, was refused. */
+Test(import, megatron_log_with_the_last_ranks_prefix_is_the_jobs)
+{
+	lks_import_result res;
+	struct seen m;
+	lks_store *s;
+
+	cr_assert_eq(import("megatron-log", "megatron_rank_prefix.log", &s, &res), 0, "%s",
+	             lks_errmsg());
+	cr_assert_eq(res.world_size, 1);
+	cr_assert_eq(res.steps, 30);
+	metrics_of(s, res.run_id, &m);
+	cr_assert_eq(at(&m, 10, 0, "loss")->value, 1.234567E+00);
+	cr_assert_eq(at(&m, 30, 0, "loss")->value, 9.876543E-01);
+	lks_store_close(s);
+	rm_tmp();
+}
+
 Test(import, megatron_golden_list_and_map)
 {
 	lks_import_result res;

@@ -11,7 +11,7 @@
  *                 number of nan iterations:   0 |
  *
  * (each one line). ANSI colour codes are dropped first and a leading "[rankN]:" gives the
- * rank (0 without one). A line that does not start a record ("step:" after the logger's
+ * rank (0 without one; a megatron line is the job's, rank 0 whoever printed it). A line that does not start a record ("step:" after the logger's
  * " - " or at the start; "iteration N/M |") is not a metric line and is counted as ignored;
  * one that does must be whole: a label without its value, a bad number, or a megatron line
  * not ended by '|' is bad input at its file:line.
@@ -196,6 +196,9 @@ static int lks_mega_line(const char *s, lks_import_rec *rec, const char *path)
 
 	if (!p)
 		return 0;
+	/* the job's line, printed by its last rank alone (print_rank_last): a "[rank7]:"
+	   prefix names the printer, not a rank of its own values */
+	rec->rank = 0;
 	end = p + strlen(p);
 	while (end > p && isspace((unsigned char)end[-1]))
 		end--;
