@@ -259,6 +259,48 @@ Test(import, megatron_golden_legacy_summary_number_left)
 	rm_tmp();
 }
 
+/* A progress bar (tqdm redraws its line with '\r', never '\n') between metric lines: one
+   line far longer than any metric line, counted as ignored, where it refused the log. */
+Test(import, a_line_longer_than_any_metric_line_is_ignored)
+{
+	char path[512], db[512];
+	const char *files[] = { path };
+	lks_import_opts o = { .case_name = "c", .run_name = "r" };
+	lks_import_result res;
+	struct seen m;
+	lks_store *s;
+	FILE *f;
+
+	o.fmt = lks_import_format_find("torchtitan");
+	mkdir_tmp();
+	path_in_tmp(path, sizeof(path), "bar.log");
+	cr_assert_not_null(f = fopen(path, "w"));
+	fputs("[titan] 2026-01-05 10:00:01,000 - root - INFO - step:  1  loss:  9.5\n", f);
+	for (int i = 0; i < 2000; i++)  /* 2000 redraws of ~70 bytes: 140 KB */
+		fprintf(f, "\rMap: %3d%%|#####| %4d/2000 [00:01<00:00, 1234.56 examples/s]", i / 20, i);
+	fputs("\n[titan] 2026-01-05 10:00:02,000 - root - INFO - step:  2  loss:  9.25\n", f);
+	fclose(f);
+	path_in_tmp(db, sizeof(db), "import.db");
+	cr_assert_eq(lks_store_open(db, &s), 0, "%s", lks_errmsg());
+	cr_assert_eq(lks_import_files(s, &o, files, 1, &res), 0, "%s", lks_errmsg());
+	cr_assert_eq(res.steps, 2);
+	cr_assert_eq(res.counts.ignored, 1);
+	metrics_of(s, res.run_id, &m);
+	cr_assert_eq(at(&m, 2, 0, "loss")->value, 9.25);
+	/* every jsonl line is a record: one that long is bad input, not skipped */
+	o.fmt = lks_import_format_find("jsonl");
+	cr_assert_not_null(f = fopen(path, "w"));
+	fputs("{\"step\": 1, \"loss\": 1.5, \"note\": \"", f);
+	for (int i = 0; i < 70000; i++)
+		fputc('x', f);
+	fputs("\"}\n", f);
+	fclose(f);
+	cr_assert_eq(lks_import_files(s, &o, files, 1, &res), LKS_IMPORT_BAD);
+	cr_assert(strstr(lks_errmsg(), "bar.log':1: line longer than"), "%s", lks_errmsg());
+	lks_store_close(s);
+	rm_tmp();
+}
+
 /* A hostile log: bad input at its file:line, and nothing at all stored. */
 static void refused(const char *fmt, const char *file, const char *where)
 {
@@ -286,6 +328,8 @@ Test(import, hostile_logs_fail_at_file_line_and_store_nothing)
 	refused("megatron-log", "megatron_truncated.log", "megatron_truncated.log':2: truncated");
 	refused("jsonl", "jsonl_bad_number.jsonl", "jsonl_bad_number.jsonl':2: bad value of "
 	        "\"loss\"");
+	/* a folder is bad input, not a failure to read (exit 3) */
+	refused("torchtitan", ".", "import/.' is a folder, not a log");
 	/* a torchtitan log read as megatron: no metric lines */
 	refused("megatron-log", "titan_repeated.log", "no metric lines");
 }

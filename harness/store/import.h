@@ -114,8 +114,8 @@ int lks_import_number(const char *s, size_t len, int commas, double *out);
 
 /* Reads lines of f into buf (LKS_IMPORT_LINE_MAX), without the newline: 1 a line, 2 the
    last line, not ended by a newline (a parser says it is truncated if it holds metrics),
-   0 end of file, LKS_IMPORT_BAD a line too long or with a NUL byte, -1 a read error.
-   *line counts them. */
+   3 a line too long to hold metrics, read past (buf holds its start), 0 end of file,
+   LKS_IMPORT_BAD a line with a NUL byte, -1 a read error. *line counts them. */
 int lks_import_getline(const char *path, FILE *f, char *buf, long *line);
 
 /* The record of one line (rank and line already in rec): 1, 0 when the line holds no

@@ -253,6 +253,15 @@ int lks_import_lines(const char *path, FILE *f, lks_import_sink sink, void *arg,
 		int rank, is;
 
 		c->lines++;
+		if (got == 3 && line_fn == lks_import_jsonl_line) {  /* every jsonl line is one */
+			lks_err("'%s':%ld: line longer than %d bytes", path, line, LKS_IMPORT_LINE_MAX - 1);
+			rc = LKS_IMPORT_BAD;
+			goto out;
+		}
+		if (got == 3) {  /* longer than any metric line: a progress bar, a dump */
+			c->ignored++;
+			continue;
+		}
 		lks_strip_ansi(buf);
 		s = lks_rank_prefix(buf, &rank);
 		memset(rec, 0, sizeof(*rec));
