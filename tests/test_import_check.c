@@ -24,7 +24,8 @@ static int64_t import_run(lks_store *s, const char *fmt, const char *file, const
 {
 	char path[512];
 	const char *files[] = { path };
-	lks_import_opts o = { lks_import_format_find(fmt), "c", name, 0 };
+	lks_import_opts o = { .fmt = lks_import_format_find(fmt), .case_name = "c",
+	                      .run_name = name };
 	lks_import_result res;
 
 	snprintf(path, sizeof(path), "%s/%s", LKS_IMPORT_DIR, file);
@@ -214,6 +215,34 @@ Test(import_check, case_with_import_runs_under_run_and_check)
 	snprintf(args, sizeof(args), "check --db '%s' '%s'", db, ini);
 	cr_assert_eq(lks_run_bin(NULL, args, out, sizeof(out)), 1, "%s", out);
 	cr_assert_not_null(strstr(out, "FAIL: step 31, metric 'num_zeros'"), "%s", out);
+	rm_tmp();
+}
+
+/* A run a case imports is stored with the case file and its text, as a trained run: the
+   golden check's "create it with" command names the file (it named the case, 'lockstep
+   golden update g', which cannot open 'g'), and that command writes the golden. */
+Test(import_check, imported_run_keeps_its_case_file_for_golden_update)
+{
+	char db[512], ini[512], log[512], args[4096], out[8192], want[1024];
+
+	mkdir_tmp();
+	path_in_tmp(db, sizeof(db), "g.db");
+	path_in_tmp(log, sizeof(log), "log.jsonl");
+	write_file(log, "{\"step\": 1, \"loss\": 2.5}\n{\"step\": 2, \"loss\": 2.25}\n");
+	path_in_tmp(ini, sizeof(ini), "g.ini");
+	write_file(ini, "[case]\n[run r]\nimport = jsonl:log.jsonl\n[check gold]\nkind = golden\n"
+	           "a = r\n");
+	path_in_tmp(want, sizeof(want), "gold");
+	snprintf(args, sizeof(args), "run --db '%s' --golden '%s' '%s'", db, want, ini);
+	cr_assert_eq(lks_run_bin(NULL, args, out, sizeof(out)), 1, "%s", out);
+	snprintf(want, sizeof(want), "create it with: lockstep golden update %s --run r", ini);
+	cr_assert_not_null(strstr(out, want), "%s", out);
+	path_in_tmp(want, sizeof(want), "gold");
+	snprintf(args, sizeof(args), "golden update '%s' --run r --golden '%s' --db '%s'", ini, want,
+	         db);
+	cr_assert_eq(lks_run_bin(NULL, args, out, sizeof(out)), 0, "%s", out);
+	snprintf(args, sizeof(args), "run --db '%s' --golden '%s' '%s'", db, want, ini);
+	cr_assert_eq(lks_run_bin(NULL, args, out, sizeof(out)), 0, "%s", out);
 	rm_tmp();
 }
 

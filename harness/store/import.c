@@ -276,6 +276,7 @@ static int lks_import_begin(lks_store *store, const lks_import_opts *o,
 {
 	char backend[64], *fp;
 	lks_run_info info = { .suite_id = o->suite_id, .case_name = o->case_name,
+	                      .case_path = o->case_path, .case_text = o->case_text,
 	                      .run_name = o->run_name, .recipe = "import", .backend = backend };
 	int rc;
 

@@ -133,6 +133,8 @@ typedef struct lks_import_opts {
 	const lks_import_format *fmt;
 	const char *case_name, *run_name;
 	int64_t suite_id;         /* 0: none */
+	const char *case_path, *case_text;  /* a case's run (import = FMT:PATH): its file and
+	                                       text, stored as a trained run's; else NULL */
 } lks_import_opts;
 
 typedef struct lks_import_result {
