@@ -105,6 +105,23 @@ Test(import, torchtitan_values_ranks_and_kinds_as_written)
 	rm_tmp();
 }
 
+/* torchtitan before tps was called so logged "wps" (words, i.e. tokens, per second): a
+   throughput, performance, never numerics (where a bitwise verdict would fail on it). */
+Test(import, older_torchtitan_wps_is_performance)
+{
+	lks_import_result res;
+	struct seen m;
+	lks_store *s;
+
+	cr_assert_eq(import("torchtitan", "titan_wps.log", &s, &res), 0, "%s", lks_errmsg());
+	metrics_of(s, res.run_id, &m);
+	cr_assert_eq(at(&m, 2, 0, "wps")->value, 41077.0);
+	cr_assert_eq(at(&m, 2, 0, "wps")->kind, LKS_METRIC_PERFORMANCE);
+	cr_assert_eq(at(&m, 2, 0, "loss")->value, 10.7406);
+	lks_store_close(s);
+	rm_tmp();
+}
+
 Test(import, torchtitan_line_repeated_by_ranks_is_one_row_per_step_and_rank)
 {
 	lks_import_result res;

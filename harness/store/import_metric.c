@@ -39,6 +39,8 @@ static const lks_import_metric lks_import_metrics[] = {
 	{ "iteration_time", PERF, "ms", { NULL, "elapsed time per iteration (ms)",
 	  "iteration-time", "iteration_time" }, "time of one iteration" },
 	{ "tps", PERF, "tokens/s", { "tps", NULL, NULL, "tps" }, "tokens per second per rank" },
+	{ "wps", PERF, "tokens/s", { "wps", NULL, NULL, "wps" },
+	  "tokens per second per rank, as torchtitan of early 2024 logged it" },
 	{ "tflops", PERF, "TFLOP/s", { "tflops", "throughput per GPU (TFLOP/s/GPU)", NULL,
 	  "tflops" }, "model TFLOP/s per GPU" },
 	{ "mfu", PERF, "%", { "mfu", NULL, NULL, "mfu" }, "model FLOPs utilization" },
