@@ -133,6 +133,37 @@ Test(export, megatron_golden_fixtures_round_trip_bit_for_bit)
 	}
 }
 
+/* A golden file holds one rank: a rank the run lacks is bad usage, before -o FILE is
+   touched (it wrote '{}' over FILE, exit 0); a database that is not there is refused,
+   not made. */
+Test(export, a_rank_the_run_lacks_or_a_missing_database_exit_2_and_write_nothing)
+{
+	char db[512], args[2048], out[4096], f[512], dst[512], missing[600];
+	FILE *o;
+
+	mkdir_tmp();
+	path_in_tmp(db, sizeof(db), "t.db");
+	path_in_tmp(dst, sizeof(dst), "golden_values.json");
+	cr_assert_not_null(o = fopen(dst, "w"));
+	fputs("kept\n", o);
+	fclose(o);
+	fixture(f, sizeof(f), "run.jsonl");  /* ranks 0 and 1 */
+	run_ok("import --format jsonl '%s' --case c --run a --db '%s'", f, db);
+	snprintf(args, sizeof(args), "export --format megatron-golden 1 --rank 2 --db '%s' -o '%s'",
+	         db, dst);
+	cr_assert_eq(lks_run_bin(NULL, args, out, sizeof(out)), 2, "%s", out);
+	cr_assert(strstr(out, "rank 2"), "%s", out);
+	snprintf(args, sizeof(args), "cat '%s'", dst);
+	cr_assert_eq(lks_run_sh(args, out, sizeof(out)), 0);
+	cr_assert_str_eq(out, "kept\n");
+	run_ok("export --format megatron-golden 1 --rank 1 --db '%s' -o '%s'", db, dst);
+	snprintf(missing, sizeof(missing), "%s.missing", db);
+	snprintf(args, sizeof(args), "export --format jsonl 1 --db '%s'", missing);
+	cr_assert_eq(lks_run_bin(NULL, args, out, sizeof(out)), 2, "%s", out);
+	cr_assert_neq(access(missing, F_OK), 0, "export made '%s'", missing);
+	rm_tmp();
+}
+
 /* Doubles of random bit patterns (a fixed xorshift, so a failure comes back): every
    exponent, subnormals and the largest values, which a writer of fewer than 17 digits
    or a reader that is not correctly rounded gets wrong. */

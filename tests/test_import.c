@@ -105,6 +105,23 @@ Test(import, torchtitan_values_ranks_and_kinds_as_written)
 	rm_tmp();
 }
 
+/* torchtitan before tps was called so logged "wps" (words, i.e. tokens, per second): a
+   throughput, performance, never numerics (where a bitwise verdict would fail on it). */
+Test(import, older_torchtitan_wps_is_performance)
+{
+	lks_import_result res;
+	struct seen m;
+	lks_store *s;
+
+	cr_assert_eq(import("torchtitan", "titan_wps.log", &s, &res), 0, "%s", lks_errmsg());
+	metrics_of(s, res.run_id, &m);
+	cr_assert_eq(at(&m, 2, 0, "wps")->value, 41077.0);
+	cr_assert_eq(at(&m, 2, 0, "wps")->kind, LKS_METRIC_PERFORMANCE);
+	cr_assert_eq(at(&m, 2, 0, "loss")->value, 10.7406);
+	lks_store_close(s);
+	rm_tmp();
+}
+
 Test(import, torchtitan_line_repeated_by_ranks_is_one_row_per_step_and_rank)
 {
 	lks_import_result res;
@@ -143,6 +160,27 @@ Test(import, megatron_log_values_as_written)
 	cr_assert_eq(at(&m, 20, 0, "skipped_iterations")->kind, LKS_METRIC_NUMERICS);
 	cr_assert_eq(at(&m, 30, 0, "tflops")->value, 123.4);
 	cr_assert_eq(at(&m, 30, 0, "num_zeros")->value, 12.0);
+	cr_assert_eq(at(&m, 30, 0, "loss")->value, 9.876543E-01);
+	lks_store_close(s);
+	rm_tmp();
+}
+
+/* Megatron-LM prints its iteration line from the last rank only (print_rank_last): under
+   'torchrun --tee' every line has that rank's "[rank7]:" prefix. The line is the job's (its
+   loss already averaged over data-parallel ranks): stored as rank 0 of a one-rank run, where
+   rank 7 of eight, ranks 0 to 6 without steps, was refused. */
+Test(import, megatron_log_with_the_last_ranks_prefix_is_the_jobs)
+{
+	lks_import_result res;
+	struct seen m;
+	lks_store *s;
+
+	cr_assert_eq(import("megatron-log", "megatron_rank_prefix.log", &s, &res), 0, "%s",
+	             lks_errmsg());
+	cr_assert_eq(res.world_size, 1);
+	cr_assert_eq(res.steps, 30);
+	metrics_of(s, res.run_id, &m);
+	cr_assert_eq(at(&m, 10, 0, "loss")->value, 1.234567E+00);
 	cr_assert_eq(at(&m, 30, 0, "loss")->value, 9.876543E-01);
 	lks_store_close(s);
 	rm_tmp();
@@ -196,6 +234,90 @@ Test(import, jsonl_ranks_and_any_named_metric)
 	rm_tmp();
 }
 
+/* Python's json module (json.dumps, allow_nan by default) writes NaN, Infinity and
+   -Infinity bare, which JSON lacks; a file written '\n'.join(lines) has no newline after
+   its last line, which JSON Lines allows. tests/import/python.jsonl is both. */
+Test(import, jsonl_as_python_writes_it)
+{
+	lks_import_result res;
+	struct seen m;
+	lks_store *s;
+
+	cr_assert_eq(import("jsonl", "python.jsonl", &s, &res), 0, "%s", lks_errmsg());
+	cr_assert_eq(res.steps, 3);
+	metrics_of(s, res.run_id, &m);
+	cr_assert(isnan(at(&m, 2, 0, "loss")->value));
+	cr_assert(isinf(at(&m, 2, 0, "grad_norm")->value) && at(&m, 2, 0, "grad_norm")->value > 0);
+	cr_assert(isinf(at(&m, 2, 0, "lr")->value) && at(&m, 2, 0, "lr")->value < 0);
+	cr_assert_eq(at(&m, 2, 0, "NaN_count")->value, 3.0);  /* a name, not a value */
+	cr_assert_eq(at(&m, 3, 0, "loss")->value, 9.75);      /* the line without a newline */
+	lks_store_close(s);
+	rm_tmp();
+}
+
+/* Megatron-LM's older golden files (written by its get_test_results_from_tensorboard_logs)
+   end with "iteration_timing_avg": a number, the run's mean, no step's: counted and left,
+   the metrics beside it read. */
+Test(import, megatron_golden_legacy_summary_number_left)
+{
+	lks_import_result res;
+	struct seen m;
+	lks_store *s;
+
+	cr_assert_eq(import("megatron-golden", "mcore_golden_legacy.json", &s, &res), 0, "%s",
+	             lks_errmsg());
+	cr_assert_eq(res.steps, 45);
+	cr_assert_eq(res.counts.ignored, 1);
+	metrics_of(s, res.run_id, &m);
+	cr_assert_eq(m.n, 20);
+	cr_assert_eq(at(&m, 45, 0, "loss")->value, 9.55467);
+	cr_assert_eq(at(&m, 30, 0, "num_zeros")->value, 1788.0);
+	lks_store_close(s);
+	rm_tmp();
+}
+
+/* A progress bar (tqdm redraws its line with '\r', never '\n') between metric lines: one
+   line far longer than any metric line, counted as ignored, where it refused the log. */
+Test(import, a_line_longer_than_any_metric_line_is_ignored)
+{
+	char path[512], db[512];
+	const char *files[] = { path };
+	lks_import_opts o = { .case_name = "c", .run_name = "r" };
+	lks_import_result res;
+	struct seen m;
+	lks_store *s;
+	FILE *f;
+
+	o.fmt = lks_import_format_find("torchtitan");
+	mkdir_tmp();
+	path_in_tmp(path, sizeof(path), "bar.log");
+	cr_assert_not_null(f = fopen(path, "w"));
+	fputs("[titan] 2026-01-05 10:00:01,000 - root - INFO - step:  1  loss:  9.5\n", f);
+	for (int i = 0; i < 2000; i++)  /* 2000 redraws of ~70 bytes: 140 KB */
+		fprintf(f, "\rMap: %3d%%|#####| %4d/2000 [00:01<00:00, 1234.56 examples/s]", i / 20, i);
+	fputs("\n[titan] 2026-01-05 10:00:02,000 - root - INFO - step:  2  loss:  9.25\n", f);
+	fclose(f);
+	path_in_tmp(db, sizeof(db), "import.db");
+	cr_assert_eq(lks_store_open(db, &s), 0, "%s", lks_errmsg());
+	cr_assert_eq(lks_import_files(s, &o, files, 1, &res), 0, "%s", lks_errmsg());
+	cr_assert_eq(res.steps, 2);
+	cr_assert_eq(res.counts.ignored, 1);
+	metrics_of(s, res.run_id, &m);
+	cr_assert_eq(at(&m, 2, 0, "loss")->value, 9.25);
+	/* every jsonl line is a record: one that long is bad input, not skipped */
+	o.fmt = lks_import_format_find("jsonl");
+	cr_assert_not_null(f = fopen(path, "w"));
+	fputs("{\"step\": 1, \"loss\": 1.5, \"note\": \"", f);
+	for (int i = 0; i < 70000; i++)
+		fputc('x', f);
+	fputs("\"}\n", f);
+	fclose(f);
+	cr_assert_eq(lks_import_files(s, &o, files, 1, &res), LKS_IMPORT_BAD);
+	cr_assert(strstr(lks_errmsg(), "bar.log':1: line longer than"), "%s", lks_errmsg());
+	lks_store_close(s);
+	rm_tmp();
+}
+
 /* A hostile log: bad input at its file:line, and nothing at all stored. */
 static void refused(const char *fmt, const char *file, const char *where)
 {
@@ -223,6 +345,8 @@ Test(import, hostile_logs_fail_at_file_line_and_store_nothing)
 	refused("megatron-log", "megatron_truncated.log", "megatron_truncated.log':2: truncated");
 	refused("jsonl", "jsonl_bad_number.jsonl", "jsonl_bad_number.jsonl':2: bad value of "
 	        "\"loss\"");
+	/* a folder is bad input, not a failure to read (exit 3) */
+	refused("torchtitan", ".", "import/.' is a folder, not a log");
 	/* a torchtitan log read as megatron: no metric lines */
 	refused("megatron-log", "titan_repeated.log", "no metric lines");
 }

@@ -368,3 +368,34 @@ Test(nightly, new_gone_and_the_command_that_narrows_a_change)
 	cr_assert_str_eq(s.keys[1], "case.text");
 	cr_assert_eq(s.fp_equal[1], 0);
 }
+
+/* An imported run's steps and ranks are what its log held, not settings: tonight's log
+   that stops a step early (the job died) is the same run 'changed' at the step it lacks,
+   not a run 'new' beside one 'gone'. */
+Test(nightly, an_imported_log_that_stops_early_is_changed_not_new_and_gone)
+{
+	char log[160], args[1024];
+	FILE *f;
+	struct seen s;
+	int i;
+
+	snprintf(ini, sizeof(ini), "%s/imported.ini", dir);
+	cr_assert_not_null(f = fopen(ini, "w"));
+	fputs("[case]\n[run tonight]\nimport = jsonl:log.jsonl\n[check finite]\nkind = finite\n"
+	      "a = tonight\n", f);
+	fclose(f);
+	snprintf(log, sizeof(log), "%s/log.jsonl", dir);
+	cr_assert_not_null(f = fopen(log, "w"));
+	fputs("{\"step\": 1, \"loss\": 2.5}\n{\"step\": 2, \"loss\": 2.25}\n"
+	      "{\"step\": 3, \"loss\": 2.0}\n", f);
+	fclose(f);
+	cr_assert_eq(night(NULL, "run", ""), 0, "%s", out);
+	snprintf(args, sizeof(args), "sed -i '$d' '%s'", log);
+	cr_assert_eq(system(args), 0);
+	cr_assert_eq(night(NULL, "run", "--same-fingerprint-change warn"), 0, "%s", out);
+	s = verdicts(2);
+	cr_assert_eq(s.n, 1, "%s", out);
+	i = find(&s, "tonight");
+	cr_assert_str_eq(s.verdict[i], "changed", "%s", out);
+	cr_assert_eq(s.step[i], 3, "%s", out);
+}

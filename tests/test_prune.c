@@ -263,7 +263,7 @@ Test(prune, keep_days_prunes_older_suites_but_never_the_latest)
 Test(prune, bad_usage_and_unknown_suite_exit_2)
 {
 	struct fixture f;
-	char args[512], out[4096];
+	char args[1024], out[4096], missing[600];
 
 	setup(&f, 1);
 	snprintf(args, sizeof(args), "prune --db '%s'", f.db);
@@ -280,6 +280,12 @@ Test(prune, bad_usage_and_unknown_suite_exit_2)
 	snprintf(args, sizeof(args), "prune --db '%s' --keep-days 1", f.db);
 	cr_assert_eq(lks_run_bin(NULL, args, out, sizeof(out)), 0, "%s", out);
 	cr_assert_not_null(strstr(out, "pruned 0 suites"), "%s", out);
+	/* a database that is not there (a misspelt --db): refused, and not made */
+	snprintf(missing, sizeof(missing), "%s.missing", f.db);
+	snprintf(args, sizeof(args), "prune --db '%s' --keep 1", missing);
+	cr_assert_eq(lks_run_bin(NULL, args, out, sizeof(out)), 2, "%s", out);
+	cr_assert_not_null(strstr(out, "no database"), "%s", out);
+	cr_assert_neq(access(missing, F_OK), 0, "prune made '%s'", missing);
 	teardown(&f);
 }
 

@@ -281,7 +281,8 @@ int cmd_diff(int argc, char **argv)
 	lks_diff_header("a", &ra);
 	lks_diff_header("b", &rb);
 	lks_fingerprint_json_diff(stdout, ra.fingerprint, rb.fingerprint, "a", "b");
-	if (lks_diff_eval(store, &k, &ra, &rb, &res, &pruned)) {
+	if (lks_stored_run_metrics_pair(&ra, &rb)
+	    || lks_diff_eval(store, &k, &ra, &rb, &res, &pruned)) {
 		fprintf(stderr, "lockstep: %s\n", lks_errmsg());
 		goto out;
 	}

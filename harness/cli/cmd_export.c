@@ -11,6 +11,7 @@
 #include "harness/cli/cmd.h"
 #include "harness/cli/run_arg.h"
 #include "harness/store/import.h"
+#include "harness/store/run.h"
 #include "kernels/err.h"
 
 static const char lks_export_help[] =
@@ -32,6 +33,24 @@ static const char lks_export_help[] =
 	"                            has no name for (tps, mfu, memory)\n"
 	"\n"
 	"exit codes: 0 written, 2 bad usage or no such run, 3 the database or the write failed\n";
+
+/* A golden file holds one rank's values: one the run has, checked before -o FILE is
+   opened (a rank it lacks wrote '{}' over FILE). 0, or the exit code. */
+static int lks_export_rank_check(lks_store *store, long long id, int rank)
+{
+	lks_stored_run r;
+	int rc = 0;
+
+	lks_stored_run_init(&r);
+	if (lks_stored_run_load(store, id, LKS_LOAD_INFO, &r)) {
+		fprintf(stderr, "lockstep: export: %s\n", lks_errmsg());
+		rc = LKS_EXIT_INFRA;
+	} else if (rank >= r.W) {
+		rc = lks_usage("export: run %lld has ranks 0 to %d, not rank %d", id, r.W - 1, rank);
+	}
+	lks_stored_run_release(&r);
+	return rc;
+}
 
 int cmd_export(int argc, char **argv)
 {
@@ -78,6 +97,7 @@ int cmd_export(int argc, char **argv)
 	    && fmt != lks_import_format_at(LKS_IMPORT_MEGATRON_GOLDEN))
 		return lks_usage("export: format '%s' is read, not written (want jsonl or "
 		                 "megatron-golden)", fmt_name);
+	/* read-only: a misspelt --db is refused, not made */
 	if ((rc = lks_store_open_readonly(db, &store)) != 0) {
 		fprintf(stderr, "lockstep: export: %s\n", lks_errmsg());
 		return rc == LKS_STORE_BAD_FILE ? LKS_EXIT_USAGE : LKS_EXIT_INFRA;
@@ -87,6 +107,11 @@ int cmd_export(int argc, char **argv)
 			fprintf(stderr, "lockstep: export: %s\n", lks_errmsg());
 		lks_store_close(store);
 		return rc < 0 ? LKS_EXIT_INFRA : rc;
+	}
+	if (fmt == lks_import_format_at(LKS_IMPORT_MEGATRON_GOLDEN)
+	    && (rc = lks_export_rank_check(store, id, rank)) != 0) {
+		lks_store_close(store);
+		return rc;
 	}
 	if (out_path && !(out = fopen(out_path, "w"))) {
 		lks_store_close(store);

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "harness/cli/cmd.h"
 #include "harness/store/prune.h"
@@ -33,8 +34,8 @@ static const char lks_prune_help[] =
 	"  --unpin ID      suite ID is pruned like any other again, first\n"
 	"  --batch N       stat rows per transaction (default 4000)\n"
 	"\n"
-	"exit codes: 0 done, 2 bad usage, no such suite or not a lockstep database, 3 could not\n"
-	"write it\n";
+	"exit codes: 0 done, 2 bad usage, no such suite, no such file or not a lockstep\n"
+	"database, 3 could not write it\n";
 
 struct lks_prune_args {
 	const char *db;
@@ -135,6 +136,10 @@ int cmd_prune(int argc, char **argv)
 
 	if ((rc = lks_prune_parse(argc, argv, &a)) != 0) {
 		rc = rc < 0 ? LKS_EXIT_OK : rc;
+		goto out;
+	}
+	if (access(a.db, F_OK)) {  /* a misspelt --db is not a new, empty history */
+		rc = lks_usage("prune: no database '%s'", a.db);
 		goto out;
 	}
 	before = lks_prune_size(a.db);

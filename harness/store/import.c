@@ -17,6 +17,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <xxhash.h>
 
 #include "harness/base/name.h"
@@ -254,10 +255,15 @@ static int lks_import_one(struct lks_import_run *r, const lks_import_format *fmt
 {
 	struct lks_import_ctx x = { r, c };
 	FILE *f = fopen(path, "r");
+	struct stat st;
 	int rc;
 
 	if (!f)
 		return lks_err("cannot open '%s'", path), LKS_IMPORT_BAD;
+	if (!fstat(fileno(f), &st) && S_ISDIR(st.st_mode)) {  /* fopen opens one for reading */
+		fclose(f);
+		return lks_err("'%s' is a folder, not a log", path), LKS_IMPORT_BAD;
+	}
 	r->path = path;
 	rc = fmt->parse(path, f, lks_import_sink_counted, &x, c);
 	fclose(f);
@@ -270,6 +276,7 @@ static int lks_import_begin(lks_store *store, const lks_import_opts *o,
 {
 	char backend[64], *fp;
 	lks_run_info info = { .suite_id = o->suite_id, .case_name = o->case_name,
+	                      .case_path = o->case_path, .case_text = o->case_text,
 	                      .run_name = o->run_name, .recipe = "import", .backend = backend };
 	int rc;
 

@@ -114,8 +114,8 @@ int lks_import_number(const char *s, size_t len, int commas, double *out);
 
 /* Reads lines of f into buf (LKS_IMPORT_LINE_MAX), without the newline: 1 a line, 2 the
    last line, not ended by a newline (a parser says it is truncated if it holds metrics),
-   0 end of file, LKS_IMPORT_BAD a line too long or with a NUL byte, -1 a read error.
-   *line counts them. */
+   3 a line too long to hold metrics, read past (buf holds its start), 0 end of file,
+   LKS_IMPORT_BAD a line with a NUL byte, -1 a read error. *line counts them. */
 int lks_import_getline(const char *path, FILE *f, char *buf, long *line);
 
 /* The record of one line (rank and line already in rec): 1, 0 when the line holds no
@@ -125,12 +125,16 @@ typedef int (*lks_import_line_fn)(const char *s, lks_import_rec *rec, const char
    codes, its "[rankN]:" prefix taken as the rank, its record handed to sink. */
 int lks_import_lines(const char *path, FILE *f, lks_import_sink sink, void *arg,
                      lks_import_counts *c, lks_import_line_fn line_fn);
+/* jsonl's line (import_json.c): the one line format whose last line may lack its newline. */
+int lks_import_jsonl_line(const char *s, lks_import_rec *rec, const char *path);
 
 /* What lks_import_files stores, and what it found. */
 typedef struct lks_import_opts {
 	const lks_import_format *fmt;
 	const char *case_name, *run_name;
 	int64_t suite_id;         /* 0: none */
+	const char *case_path, *case_text;  /* a case's run (import = FMT:PATH): its file and
+	                                       text, stored as a trained run's; else NULL */
 } lks_import_opts;
 
 typedef struct lks_import_result {

@@ -3,22 +3,28 @@
  *
  *   jsonl            one object per line: {"step": 3, "rank": 1, "loss": 2.5, "tps": 1200}
  *                    ("rank" optional, 0 without; every other key a metric whose value is a
- *                    number or "nan", "inf", "-inf"); blank lines are ignored
+ *                    number or "nan", "inf", "-inf", or Python's bare NaN, Infinity,
+ *                    -Infinity); blank lines are ignored; the last line may lack its
+ *                    newline (JSON Lines allows it: an object ends at its '}')
  *   megatron-golden  {"lm loss": {"start_step": 1, "end_step": 50, "step_interval": 5,
  *                    "values": [10.8, ...]}, ...}, or "values": {"1": 10.8, "2": ...}; a
- *                    value may be "nan"
+ *                    value may be "nan"; a number beside the metrics (older files'
+ *                    "iteration_timing_avg", a mean over the run) is counted as ignored
  *
  * jsonl streams one line at a time (the loop of import_log.c). A golden file is one
  * document, read whole; its records are handed on by step, every metric of a step in one.
  */
 #include <jansson.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "harness/store/import.h"
 #include "kernels/err.h"
 
-/* A JSON value as a metric: a number, or the strings nan, inf, -inf. */
+/* A JSON value as a metric: a number, or a string that spells NaN or an infinity ("nan",
+   "-NaN", "+nan", "inf", "-inf": Megatron-LM's golden checker takes any sign and case);
+   a number in a string is not one. */
 static int lks_json_number(const json_t *v, double *out)
 {
 	const char *t;
@@ -30,9 +36,9 @@ static int lks_json_number(const json_t *v, double *out)
 	if (!json_is_string(v))
 		return -1;
 	t = json_string_value(v);
-	if (strcmp(t, "nan") && strcmp(t, "NaN") && strcmp(t, "inf") && strcmp(t, "-inf"))
+	if (lks_import_number(t, strlen(t), 0, out) || isfinite(*out))
 		return -1;
-	return lks_import_number(t, strlen(t), 0, out);
+	return 0;
 }
 
 static int lks_json_int(const json_t *v, int lo, int hi, int *out)
@@ -45,7 +51,50 @@ static int lks_json_int(const json_t *v, int lo, int hi, int *out)
 	return 0;
 }
 
-static int lks_jsonl_line(const char *s, lks_import_rec *rec, const char *path)
+/* Python's json module writes NaN, Infinity and -Infinity bare (allow_nan, its default),
+   which JSON lacks: s with each such word outside a string written as the string lockstep
+   reads ("nan", "inf", "-inf"), or NULL when there is none (or no memory). Only a line
+   jansson refused is looked at, so a good line costs nothing. */
+static char *lks_json_bare_nonfinite(const char *s)
+{
+	static const struct { const char *bare, *as; } words[] = {
+		{ "-Infinity", "\"-inf\"" }, { "Infinity", "\"inf\"" }, { "NaN", "\"nan\"" },
+	};
+	char *out = malloc(2 * strlen(s) + 1), *w = out;  /* NaN, 3 bytes, grows the most: 5 */
+	int in_string = 0, any = 0;
+
+	for (const char *p = s; out && *p;) {
+		size_t k = 0, n = 0;
+
+		if (in_string || *p == '"') {
+			if (in_string && *p == '\\' && p[1])
+				*w++ = *p++;
+			else if (*p == '"')
+				in_string = !in_string;
+			*w++ = *p++;
+			continue;
+		}
+		for (; k < sizeof(words) / sizeof(words[0]); k++)
+			if (!strncmp(p, words[k].bare, n = strlen(words[k].bare)))
+				break;
+		if (k == sizeof(words) / sizeof(words[0])) {
+			*w++ = *p++;
+			continue;
+		}
+		w += strlen(strcpy(w, words[k].as));
+		p += n;
+		any = 1;
+	}
+	if (out)
+		*w = 0;
+	if (!any) {
+		free(out);
+		return NULL;
+	}
+	return out;
+}
+
+int lks_import_jsonl_line(const char *s, lks_import_rec *rec, const char *path)
 {
 	json_error_t e;
 	json_t *o, *v;
@@ -57,6 +106,12 @@ static int lks_jsonl_line(const char *s, lks_import_rec *rec, const char *path)
 	if (!*s)
 		return 0;
 	if (!(o = json_loads(s, JSON_REJECT_DUPLICATES, &e))) {
+		char *py = lks_json_bare_nonfinite(s);
+
+		o = py ? json_loads(py, JSON_REJECT_DUPLICATES, NULL) : NULL;
+		free(py);
+	}
+	if (!o) {
 		lks_err("'%s':%ld: not JSON: %s (column %d)", path, rec->line, e.text, e.column);
 		return LKS_IMPORT_BAD;
 	}
@@ -97,7 +152,7 @@ out:
 int lks_import_parse_jsonl(const char *path, FILE *f, lks_import_sink sink, void *arg,
                            lks_import_counts *c)
 {
-	return lks_import_lines(path, f, sink, arg, c, lks_jsonl_line);
+	return lks_import_lines(path, f, sink, arg, c, lks_import_jsonl_line);
 }
 
 /* One (step, metric, value) of a golden file. */
@@ -193,6 +248,10 @@ int lks_import_parse_megatron_golden(const char *path, FILE *f, lks_import_sink 
 	}
 	json_object_foreach(doc, name, o) {
 		names[m] = name;
+		if (json_is_number(o)) {  /* older files' "iteration_timing_avg": no step's */
+			c->ignored++;
+			continue;
+		}
 		if (!json_is_object(o)) {
 			lks_err("'%s': \"%s\": want an object with \"values\"", path, name);
 			goto out;

@@ -11,7 +11,7 @@
  *                 number of nan iterations:   0 |
  *
  * (each one line). ANSI colour codes are dropped first and a leading "[rankN]:" gives the
- * rank (0 without one). A line that does not start a record ("step:" after the logger's
+ * rank (0 without one; a megatron line is the job's, rank 0 whoever printed it). A line that does not start a record ("step:" after the logger's
  * " - " or at the start; "iteration N/M |") is not a metric line and is counted as ignored;
  * one that does must be whole: a label without its value, a bad number, or a megatron line
  * not ended by '|' is bad input at its file:line.
@@ -196,6 +196,9 @@ static int lks_mega_line(const char *s, lks_import_rec *rec, const char *path)
 
 	if (!p)
 		return 0;
+	/* the job's line, printed by its last rank alone (print_rank_last): a "[rank7]:"
+	   prefix names the printer, not a rank of its own values */
+	rec->rank = 0;
 	end = p + strlen(p);
 	while (end > p && isspace((unsigned char)end[-1]))
 		end--;
@@ -250,6 +253,15 @@ int lks_import_lines(const char *path, FILE *f, lks_import_sink sink, void *arg,
 		int rank, is;
 
 		c->lines++;
+		if (got == 3 && line_fn == lks_import_jsonl_line) {  /* every jsonl line is one */
+			lks_err("'%s':%ld: line longer than %d bytes", path, line, LKS_IMPORT_LINE_MAX - 1);
+			rc = LKS_IMPORT_BAD;
+			goto out;
+		}
+		if (got == 3) {  /* longer than any metric line: a progress bar, a dump */
+			c->ignored++;
+			continue;
+		}
 		lks_strip_ansi(buf);
 		s = lks_rank_prefix(buf, &rank);
 		memset(rec, 0, sizeof(*rec));
@@ -259,7 +271,9 @@ int lks_import_lines(const char *path, FILE *f, lks_import_sink sink, void *arg,
 			rc = is;
 			goto out;
 		}
-		if (is && got == 2) {
+		/* a log line cut short may still read as one with fewer metrics; a JSON object
+		   ends at its '}', so a last line without its newline is whole (JSON Lines) */
+		if (is && got == 2 && line_fn != lks_import_jsonl_line) {
 			lks_err("'%s':%ld: truncated line (no end of line)", path, line);
 			rc = LKS_IMPORT_BAD;
 			goto out;

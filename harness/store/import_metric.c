@@ -39,6 +39,8 @@ static const lks_import_metric lks_import_metrics[] = {
 	{ "iteration_time", PERF, "ms", { NULL, "elapsed time per iteration (ms)",
 	  "iteration-time", "iteration_time" }, "time of one iteration" },
 	{ "tps", PERF, "tokens/s", { "tps", NULL, NULL, "tps" }, "tokens per second per rank" },
+	{ "wps", PERF, "tokens/s", { "wps", NULL, NULL, "wps" },
+	  "tokens per second per rank, as torchtitan of early 2024 logged it" },
 	{ "tflops", PERF, "TFLOP/s", { "tflops", "throughput per GPU (TFLOP/s/GPU)", NULL,
 	  "tflops" }, "model TFLOP/s per GPU" },
 	{ "mfu", PERF, "%", { "mfu", NULL, NULL, "mfu" }, "model FLOPs utilization" },
@@ -144,10 +146,17 @@ int lks_import_getline(const char *path, FILE *f, char *buf, long *line)
 		return ferror(f) ? lks_err("cannot read '%s' after line %ld", path, *line) : 0;
 	++*line;
 	len = strlen(buf);
+	if (len == LKS_IMPORT_LINE_MAX - 1 && buf[len - 1] != '\n') {
+		int ch;
+
+		/* longer than any metric line (a progress bar redrawn with '\r'): read past */
+		while ((ch = getc(f)) != EOF && ch != '\n')
+			;
+		return ferror(f) ? lks_err("cannot read '%s' after line %ld", path, *line) : 3;
+	}
 	if (len == 0 || buf[len - 1] != '\n') {
 		if (!feof(f))
-			return lks_err("'%s':%ld: line longer than %d bytes, or a NUL byte in it", path,
-			               *line, LKS_IMPORT_LINE_MAX - 1), LKS_IMPORT_BAD;
+			return lks_err("'%s':%ld: a NUL byte in the line", path, *line), LKS_IMPORT_BAD;
 		if (strlen(buf) != len)
 			return lks_err("'%s':%ld: a NUL byte in the line", path, *line), LKS_IMPORT_BAD;
 		return 2;

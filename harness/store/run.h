@@ -128,6 +128,11 @@ int lks_stored_run_add_metric(lks_stored_run *r, int step, int rank, const char 
 int lks_stored_run_metric_find(const lks_stored_run *r, const char *name);
 /* The value of metric m at (step, rank), or NULL when none was stored. */
 const double *lks_stored_run_metric(const lks_stored_run *r, int step, int rank, int m);
+/* Two runs to compare, one imported and one lockstep's own: gives the lockstep run its
+   loss, grad_norm and lr per step and rank as metrics (the three lockstep export writes),
+   so a case may hold a log against a run it trains. Nothing when both or neither hold
+   metrics. */
+int lks_stored_run_metrics_pair(lks_stored_run *a, lks_stored_run *b);
 /* Frees the metrics (lks_stored_run_release calls it). */
 void lks_stored_run_metrics_release(lks_stored_run *r);
 

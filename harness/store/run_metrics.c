@@ -1,8 +1,9 @@
 /*
  * run_metrics.c: an imported run's metrics in a stored run (run.h): the names by index,
  * each with its kind, and the values as rows by (step, rank, index), read whole from the
- * metrics table or added one by one (an import golden file). A value is found by binary
- * search: a walk asks for one (step, rank, metric) at a time.
+ * metrics table or added one by one (an import golden file, or a lockstep run's step rows
+ * when it is compared with an imported run). A value is found by binary search: a walk
+ * asks for one (step, rank, metric) at a time.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -94,6 +95,31 @@ int lks_stored_run_load_metrics(lks_store *s, lks_stored_run *r)
 	if (!r->backend || strncmp(r->backend, "import:", 7))
 		return 0;
 	return lks_store_get_metrics(s, r->id, NULL, lks_load_metric_row, r);
+}
+
+/* A lockstep run's step rows as the metrics an import of them stores (lockstep export
+   writes the same three), by (step, rank) as the rows come. */
+static int lks_stored_run_metrics_of_steps(lks_stored_run *r)
+{
+	static const char *const names[] = { "grad_norm", "loss", "lr" };
+
+	for (int i = 0; i < r->nsteprows; i++) {
+		const lks_step_row *s = &r->steprows[i];
+		const double v[] = { s->grad_norm, s->loss, s->lr };
+
+		for (int k = 0; k < 3; k++)
+			if (lks_stored_run_add_metric(r, s->step, s->rank, names[k], LKS_METRIC_NUMERICS,
+			                              v[k]))
+				return -1;
+	}
+	return 0;
+}
+
+int lks_stored_run_metrics_pair(lks_stored_run *a, lks_stored_run *b)
+{
+	if (!a->nm == !b->nm)
+		return 0;
+	return lks_stored_run_metrics_of_steps(a->nm ? b : a);
 }
 
 /* Rows by (step, rank), and within one (step, rank) in the order they came: a linear look

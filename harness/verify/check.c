@@ -584,6 +584,8 @@ int lks_check_eval(lks_store *s, const lks_check_cfg *k, const lks_check_opts *o
 	if (row->reads && (lks_stored_run_load(s, run_a, LKS_LOAD_TRACE, &ta)
 	                   || (two && lks_stored_run_load(s, run_b, LKS_LOAD_TRACE, &tb))))
 		goto out;
+	if (two && lks_stored_run_metrics_pair(&ta, &tb))
+		goto out;
 	x.a = &ta;
 	x.b = two ? &tb : NULL;
 	if (k->kind == LKS_CHECK_RECOMPUTE) {

@@ -109,13 +109,17 @@ static void lks_nightly_release(struct lks_nightly *N)
 	free(N->v);
 }
 
-/* The same case and run, made with the same settings (nightly.h). */
+/* The same case and run, made with the same settings (nightly.h). An imported run's
+   ranks and steps are what its log held, not settings: a log that stops early tonight is
+   the same run changed, not a new one. */
 static int lks_same_settings(const struct lks_nrun *a, const struct lks_nrun *b)
 {
+	int imported = !strncmp(a->backend, "import:", 7);
+
 	return !strcmp(a->case_name, b->case_name) && !strcmp(a->run_name, b->run_name)
 	    && !strcmp(a->recipe, b->recipe) && !strcmp(a->settings, b->settings)
 	    && !strcmp(a->backend, b->backend) && !strcmp(a->combo, b->combo)
-	    && a->W == b->W && a->steps == b->steps && a->seed == b->seed;
+	    && (imported || (a->W == b->W && a->steps == b->steps)) && a->seed == b->seed;
 }
 
 /* The run of the latest suite before t's with t's settings (the last stored of it). */

@@ -5,7 +5,9 @@
  *
  *   same settings  the case name and run name, and what the run was asked to be: recipe,
  *                  options (checkpointing, GEMM, amax history, the --set overrides, as
- *                  the run stored them), backend, world size, steps, seed and combo.
+ *                  the run stored them), backend, world size, steps, seed and combo
+ *                  (an imported run's world size and steps are what its log held: not
+ *                  settings, so a log that stops early is 'changed').
  *                  The fingerprint is not a setting: it is what is compared beside the
  *                  bits. Nor is the case text, compared as the pseudo-key 'case.text'
  *                  beside the fingerprint keys, nor a planted fault in the options: it

@@ -299,6 +299,11 @@ int lks_walk_metric_pair(const lks_walk_opts *o, const lks_stored_run *a, int m,
 
 	if (!va && !vb)
 		return 0;
+	/* a performance metric NaN on both sides was measured on neither (Megatron-LM's golden
+	   values hold "nan" for the first iteration's time): nothing to hold to a tolerance */
+	if (va && vb && isnan(*va) && isnan(*vb)
+	    && (m >= 0 ? a->mkinds[m] : b->mkinds[mb]) == LKS_METRIC_PERFORMANCE)
+		return 0;
 	if (va && vb && !lks_field_differs(o, &f, va, vb, res))
 		return 0;
 	lks_walk_at(res, a, step, ra, -1);
