@@ -216,6 +216,14 @@ static int lks_nightly_pair(lks_store *s, struct lks_nverdict *v)
 		nkeys++;
 		snprintf(v->keys + len, sizeof(v->keys) - len, "%scase.text", len ? " " : "");
 	}
+	/* an imported log's fingerprint is lockstep's, not the framework's that wrote it: an
+	   equal one proves no sameness of software, so a change is never the hardware alarm */
+	if (!strncmp(v->t->backend, "import:", 7)) {
+		size_t len = strlen(v->keys);
+
+		nkeys++;
+		snprintf(v->keys + len, sizeof(v->keys) - len, "%simport.software", len ? " " : "");
+	}
 	v->rec.fp_equal = nkeys == 0;
 	if (lks_nightly_pruned(s, v, pruned, sizeof(pruned)))
 		return -1;
@@ -285,7 +293,12 @@ static void lks_nightly_narrow(FILE *out, const struct lks_nverdict *v)
 	char qpath[1200];
 	const char *path = lks_shell_quote(v->t->case_path, qpath, sizeof(qpath));
 
-	if (!strchr(v->keys, ' ') && strncmp(v->keys, "env.", 4) && strcmp(v->keys, "case.text"))
+	if (strstr(v->keys, "import.software"))
+		fprintf(out, "  an imported log: lockstep does not see the software that wrote it; "
+		        "compare the framework's versions of the two nights, or bisect with a probe "
+		        "that trains and imports the log (%s)\n", path);
+	else if (!strchr(v->keys, ' ') && strncmp(v->keys, "env.", 4)
+	         && strcmp(v->keys, "case.text"))
 		fprintf(out, "  narrow it: lockstep bisect --combos COMBOS.ini %s   (COMBOS.ini: "
 		        "one [combo] per version of %s between last night's and tonight's)\n", path,
 		        v->keys);
