@@ -214,6 +214,30 @@ static void expect_nightly(const struct nightly_seen *n, int64_t run)
 	cr_assert_str_eq(n->message, "step 2, rank 1: loss");
 }
 
+/* The packed metrics row (1, 1, 0) put by hand reads back as one metric: loss, NaN. */
+static int see_metric(void *arg, const lks_metric_row *r)
+{
+	lks_metric_row *seen = arg;
+
+	cr_assert_eq(seen->step, 0, "more than one metric read back");
+	*seen = *r;
+	seen->name = NULL;
+	cr_assert_str_eq(r->name, "loss");
+	return 0;
+}
+
+static void expect_nan_loss(lks_store *s, int64_t run)
+{
+	lks_metric_row seen = { 0 };
+
+	cr_assert_eq(lks_store_get_metrics(s, run, NULL, see_metric, &seen), 0, "%s",
+	             lks_errmsg());
+	cr_assert_eq(seen.step, 1);
+	cr_assert_eq(seen.rank, 0);
+	cr_assert_eq(seen.kind, LKS_METRIC_NUMERICS);
+	cr_assert(isnan(seen.value), "%g", seen.value);
+}
+
 static void make_old_db(const char *path, int version, int64_t *run)
 {
 	lks_run_info info = run_info("bf16", 2);
@@ -290,8 +314,9 @@ Test(trace_store, earlier_version_is_upgraded_keeping_everything)
 		cr_assert_eq(count(s, run, LKS_TABLE_TENSORS), 10);
 		/* version 7: the metrics table, empty, and it takes a row (NaN read back) */
 		cr_assert_eq(sql_int(s, "SELECT count(*) FROM metrics"), 0);
-		cr_assert_eq(sql_int(s, "INSERT INTO metrics VALUES (1, 1, 0, 'loss', 'numerics', "
-		                        "NULL) RETURNING run_id"), 1);
+		cr_assert_eq(sql_int(s, "INSERT INTO metrics VALUES (1, 1, 0, "
+		                        "X'006C6F737300000000000000F87F') RETURNING run_id"), 1);
+		expect_nan_loss(s, 1);
 		/* version 9: the nightly table, empty, and it takes a verdict that reads back */
 		cr_assert_eq(sql_int(s, "SELECT count(*) FROM nightly"), 0);
 		put_nightly(s, run);

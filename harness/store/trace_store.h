@@ -308,6 +308,10 @@ typedef enum lks_metric_kind {
 /* "numerics", "performance"; NULL for a value out of range. */
 const char *lks_metric_kind_name(lks_metric_kind k);
 
+/* Metrics of one (step, rank) at most, and the longest name, with its NUL. */
+#define LKS_METRICS_MAX 32
+#define LKS_METRIC_NAME_MAX 64
+
 typedef struct lks_metric_row {
 	int step, rank;
 	const char *name;         /* canonical (import_metric.c) or as the log wrote it */
@@ -320,6 +324,8 @@ typedef struct lks_metric_row {
    its steps and world size set, or (ok 0) rolls everything back, so that a bad log stores
    nothing. Nothing else may use the store between begin and end. */
 int lks_store_import_begin(lks_store *s, const lks_run_info *info, int64_t *run_id);
+/* The rows of one (step, rank) (at most LKS_METRICS_MAX, names shorter than
+   LKS_METRIC_NAME_MAX, each once) are stored packed in one row, in any order. */
 int lks_store_import_rows(lks_store *s, int64_t run_id, const lks_step_row *step,
                           const lks_metric_row *rows, int n);
 int lks_store_import_end(lks_store *s, int64_t run_id, int steps, int world_size, int ok);

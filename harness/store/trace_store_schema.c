@@ -218,17 +218,18 @@ static const char lks_schema_v6[] =
 	"	PRIMARY KEY (run_id, seq)\n"
 	") WITHOUT ROWID;\n";
 
-/* 7: imported runs (lockstep import, harness/store/import.h): per run, step, rank and
-   metric name a value, with the metric's kind (numerics or performance). */
+/* 7: imported runs (lockstep import, harness/store/import.h): per run, step and rank the
+   metrics read, packed in one blob (trace_store_metrics.c), so that an import writes one
+   row per log line, not one per metric: per metric, by name, a kind byte (0 numerics,
+   1 performance), the name and a NUL, then the value as 8 bytes (IEEE 754 binary64,
+   little-endian; every NaN one pattern, +-inf kept). */
 static const char lks_schema_v7[] =
 	"CREATE TABLE metrics (\n"
 	"	run_id INTEGER NOT NULL REFERENCES runs (run_id),\n"
 	"	step INTEGER NOT NULL,\n"
 	"	rank INTEGER NOT NULL,\n"
-	"	name TEXT NOT NULL,             -- loss, grad_norm, ..., tps (import_metric.c)\n"
-	"	kind TEXT NOT NULL CHECK (kind IN ('numerics', 'performance')),\n"
-	"	value REAL,                     -- as written; NULL: NaN; +-inf kept\n"
-	"	PRIMARY KEY (run_id, step, rank, name)\n"
+	"	packed BLOB NOT NULL,           -- (kind, name NUL, value) by name: loss, ..., tps\n"
+	"	PRIMARY KEY (run_id, step, rank)\n"
 	") WITHOUT ROWID;\n";
 
 /* 8: retention (lockstep prune, harness/store/prune.h): a pinned suite keeps its stat rows
