@@ -40,6 +40,8 @@ static const char *const lks_store_sql[LKS_Q_COUNT] = {
 	[LKS_Q_BEGIN] = "BEGIN IMMEDIATE",
 	[LKS_Q_COMMIT] = "COMMIT",
 	[LKS_Q_ROLLBACK] = "ROLLBACK",
+	[LKS_Q_FK_OFF] = "PRAGMA foreign_keys = OFF",
+	[LKS_Q_FK_ON] = "PRAGMA foreign_keys = ON",
 	[LKS_Q_SUITE] = "INSERT INTO suites (command) VALUES (?1)",
 	[LKS_Q_RUN] = "INSERT INTO runs (suite_id, case_name, case_path, case_text, run_name, "
 	              "recipe, options, backend, world_size, seed, steps, combo, fingerprint) "
