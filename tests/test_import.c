@@ -8,6 +8,8 @@
 #include <criterion/criterion.h>
 #include <float.h>
 #include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "store_fixture.h"
@@ -245,6 +247,38 @@ Test(import, numbers_as_logs_write_them)
 	cr_assert_neq(lks_import_number("0x10", 4, 0, &x), 0);
 	cr_assert_neq(lks_import_number(" 1", 2, 0, &x), 0);
 	cr_assert_neq(lks_import_number("1e999", 5, 0, &x), 0);
+	cr_assert_eq(lks_import_number("-0", 2, 0, &x), 0);
+	cr_assert(x == 0 && signbit(x), "%a", x);
+	cr_assert_neq(lks_import_number("1e", 2, 0, &x), 0);
+	cr_assert_neq(lks_import_number("-", 1, 0, &x), 0);
+}
+
+/* Short decimals take a fast path of one rounding (import_metric.c); every number, short
+   or not, must read as strtod reads it, bit for bit: decimals of 1 to 17 digits around the
+   path's edges (15 digits, 10^+-22), as logs print them (%g, %e, %f, %E). */
+Test(import, numbers_read_as_strtod_reads_them)
+{
+	static const char *const fmt[] = { "%.*g", "%.*e", "%.*f", "%.*E" };
+	uint64_t r = 0x9e3779b97f4a7c15u;
+	int fast = 0;
+
+	for (int i = 0; i < 200000; i++) {
+		char buf[128];
+		double v, got, want;
+		int p;
+
+		r = r * 6364136223846793005u + 1442695040888963407u;
+		p = (int)(r >> 59) % 18;  /* 0 to 17 digits */
+		v = (double)(r >> 11) / 9007199254740992.0 * pow(10.0, (int)((r >> 3) % 61) - 30);
+		if (r & 4)
+			v = -v;
+		snprintf(buf, sizeof(buf), fmt[i % 4], p, v);
+		want = strtod(buf, NULL);
+		cr_assert_eq(lks_import_number(buf, strlen(buf), 0, &got), 0, "'%s'", buf);
+		cr_assert(memcmp(&got, &want, sizeof(got)) == 0, "'%s': %a, strtod %a", buf, got, want);
+		fast += strlen(buf) < 12 && !strchr(buf, 'e') && !strchr(buf, 'E');
+	}
+	cr_assert_gt(fast, 10000, "the short decimals were not tried");  /* the fast path's */
 }
 
 /* Rows of one (step, rank) stored packed read back bit for bit, by name, with their kinds:
