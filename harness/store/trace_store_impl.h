@@ -212,6 +212,17 @@ static inline void lks_store_bind(sqlite3_stmt *st, int first, const lks_val *v,
 		lks_store_bind1(st, first + i, v[i]);
 }
 
+/* Binds a steps row to the parameters first, ... first + 7 of st (LKS_STEP_COLS). */
+static inline void lks_store_bind_step(sqlite3_stmt *st, int first, const lks_step_row *r)
+{
+	const lks_val v[] = { lks_val_int(r->step), lks_val_int(r->rank), lks_val_real(r->loss),
+	                      lks_val_real(r->grad_norm), lks_val_real(r->lr),
+	                      lks_val_real(r->step_time), lks_val_int(r->nonfinite),
+	                      lks_val_id(r->mem_peak) };
+
+	lks_store_bind(st, first, v, LKS_NVALS(v));
+}
+
 /* Runs q with v[0..n) bound to ?1..?n, a statement that returns no rows, then clears the
    bindings (the strings are the caller's). *rowid: the row inserted, when not NULL. */
 int lks_store_put(lks_store *s, enum lks_q q, const lks_val *v, int n, int64_t *rowid);

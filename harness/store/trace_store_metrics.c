@@ -6,8 +6,8 @@
  * IMMEDIATE of lks_store_import_begin: a log that turns out bad half way stores nothing.
  * A followed log (lockstep import --follow) commits each step as it completes
  * (lks_store_import_commit): what came before a bad line or a divergence stays stored.
- * The metrics of one (step, rank) are one row, packed in a blob (schema version 7): a log
- * line costs two inserts (its steps row and its metrics row), not one per metric.
+ * The metrics of one (step, rank) are packed in a blob in its steps row (schema version
+ * 7): a log line costs one insert, not one per metric.
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -107,22 +107,19 @@ int lks_store_import_rows(lks_store *s, int64_t run_id, const lks_step_row *step
 	unsigned char buf[LKS_PACKED_MAX];
 	sqlite3_stmt *st;
 	long len;
+	int rc;
 
-	if (lks_store_step_rows(s, run_id, step, 1) || lks_store_stmt(s, LKS_Q_METRIC, &st))
-		return -1;
 	if ((len = lks_metrics_pack(rows, n, buf)) < 0)
 		return lks_err("%s, in step %d rank %d", lks_errmsg(), step->step, step->rank);
+	if (lks_store_stmt(s, LKS_Q_METRIC, &st))
+		return -1;
 	sqlite3_bind_int64(st, 1, run_id);
-	sqlite3_bind_int64(st, 2, step->step);
-	sqlite3_bind_int64(st, 3, step->rank);
-	sqlite3_bind_blob(st, 4, buf, (int)len, SQLITE_STATIC);
-	if (lks_store_done(s, st)) {
-		sqlite3_clear_bindings(st);
-		return lks_err("%s, in the metrics of step %d rank %d", lks_errmsg(), step->step,
-		               step->rank);
-	}
+	lks_store_bind_step(st, 2, step);
+	sqlite3_bind_blob(st, 10, buf, (int)len, SQLITE_STATIC);
+	rc = lks_store_done(s, st);
 	sqlite3_clear_bindings(st);  /* the blob is on this stack */
-	return 0;
+	return rc ? lks_err("%s, in the steps row of step %d rank %d", lks_errmsg(), step->step,
+	                    step->rank) : 0;
 }
 
 int lks_store_import_commit(lks_store *s)
