@@ -28,9 +28,11 @@
    (0x40-0x7e); any other ESC with the byte after it. */
 static void lks_strip_ansi(char *s)
 {
-	char *w = s;
+	char *w, *r = strchr(s, 0x1b);
 
-	for (const char *r = s; *r;) {
+	if (!r)
+		return;  /* most lines of most logs: nothing to move */
+	for (w = r; *r;) {
 		if (*r != 0x1b) {
 			*w++ = *r++;
 			continue;

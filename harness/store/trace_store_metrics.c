@@ -10,7 +10,6 @@
  * 7): a log line costs one insert, not one per metric.
  */
 #include <stdint.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "harness/store/trace_store_impl.h"
@@ -68,13 +67,6 @@ static double lks_unpack_value(const unsigned char *p)
 	return v;
 }
 
-/* rows by name, so that a row reads back in the order lks_store_get_metrics promises */
-static int lks_metric_row_cmp(const void *a, const void *b)
-{
-	return strcmp((*(const lks_metric_row *const *)a)->name,
-	              (*(const lks_metric_row *const *)b)->name);
-}
-
 /* rows[0..n) into buf: its length, or -1 (a name too long or missing, too many rows). */
 static long lks_metrics_pack(const lks_metric_row *rows, int n, unsigned char *buf)
 {
@@ -83,15 +75,22 @@ static long lks_metrics_pack(const lks_metric_row *rows, int n, unsigned char *b
 
 	if (n > LKS_METRICS_MAX)
 		return lks_err("%d metrics in one row (at most %d)", n, LKS_METRICS_MAX);
-	for (int i = 0; i < n; i++)
-		by[i] = &rows[i];
-	qsort(by, (size_t)n, sizeof(by[0]), lks_metric_row_cmp);
+	/* by name, in the order lks_store_get_metrics promises; insertion: n is small */
 	for (int i = 0; i < n; i++) {
-		size_t nl = by[i]->name ? strlen(by[i]->name) : 0;
+		int j;
+
+		if (!rows[i].name)
+			return lks_err("a metric without a name");
+		for (j = i; j > 0 && strcmp(by[j - 1]->name, rows[i].name) > 0; j--)
+			by[j] = by[j - 1];
+		by[j] = &rows[i];
+	}
+	for (int i = 0; i < n; i++) {
+		size_t nl = strlen(by[i]->name);
 
 		if (nl == 0 || nl >= LKS_METRIC_NAME_MAX
 		    || (i && !strcmp(by[i]->name, by[i - 1]->name)))
-			return lks_err("bad or repeated metric name '%s'", by[i]->name ? by[i]->name : "");
+			return lks_err("bad or repeated metric name '%s'", by[i]->name);
 		buf[len++] = by[i]->kind == LKS_METRIC_PERFORMANCE;
 		memcpy(buf + len, by[i]->name, nl + 1);
 		len += (long)nl + 1;
