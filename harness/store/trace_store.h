@@ -144,7 +144,7 @@ int lks_store_end_run(lks_store *s, int64_t run_id, const char *status);
 /* The schema version this build reads and writes (PRAGMA user_version). */
 /* 2: the checks table. 3: probe_sessions and probes. 4: a check's parameters (columns of
  checks). 5: the health table and steps.mem_peak (GPU health, NVML). 6: the gemm_algos
-   table (the GEMM library's algorithms of a run). 7: the metrics table (imported runs). 8:
+   table (the GEMM library's algorithms of a run). 7: steps.metrics (imported runs). 8:
    suites.pinned and suites.pruned (retention, prune.h). 9: the nightly table (night over
    night). A
    file of an earlier
