@@ -100,7 +100,7 @@ int lks_import_rec_add(lks_import_rec *rec, lks_import_fmt fmt, const char *labe
 		name[n] = 0;
 	}
 	for (int i = 0; i < rec->n; i++)
-		if (!strcmp(rec->m[i].name, name))
+		if (rec->m[i].name[0] == name[0] && !strcmp(rec->m[i].name, name))
 			return lks_err("'%s':%ld: metric '%s' given twice", path, rec->line, name),
 			       LKS_IMPORT_BAD;
 	if (rec->n == LKS_IMPORT_MAX_METRICS)
