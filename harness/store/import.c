@@ -11,7 +11,7 @@
  * have steps), the files in the fingerprint ({"import": {"format": ..., "files": [...]}}).
  * Each record is a steps row (loss, grad_norm, lr where present, step_time the iteration
  * time in seconds, nonfinite the count of numerics metrics not finite; a metric the log
- * lacks reads NaN there) and its metrics rows.
+ * lacks reads NaN there) holding all its metrics (lks_store_import_rows).
  */
 #include <jansson.h>
 #include <math.h>
