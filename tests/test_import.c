@@ -6,7 +6,10 @@
  * stored. Every test works in its own mkdtemp folder (store_fixture.h).
  */
 #include <criterion/criterion.h>
+#include <float.h>
 #include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "store_fixture.h"
@@ -327,8 +330,10 @@ static void refused(const char *fmt, const char *file, const char *where)
 
 	cr_assert_eq(rc, LKS_IMPORT_BAD, "%s: rc %d (%s)", file, rc, lks_errmsg());
 	cr_assert(strstr(lks_errmsg(), where), "%s: '%s' lacks '%s'", file, lks_errmsg(), where);
-	cr_assert_eq(sql_int(s, "SELECT (SELECT count(*) FROM runs) + (SELECT count(*) FROM steps) "
-	                        "+ (SELECT count(*) FROM metrics)"), 0, "%s: something stored", file);
+	cr_assert_eq(sql_int(s, "SELECT (SELECT count(*) FROM runs) + (SELECT count(*) FROM steps)"),
+	             0, "%s: something stored", file);
+	/* the import turns foreign keys off for its transaction only */
+	cr_assert_eq(sql_int(s, "PRAGMA foreign_keys"), 1, "%s: foreign keys left off", file);
 	lks_store_close(s);
 	rm_tmp();
 }
@@ -366,4 +371,90 @@ Test(import, numbers_as_logs_write_them)
 	cr_assert_neq(lks_import_number("0x10", 4, 0, &x), 0);
 	cr_assert_neq(lks_import_number(" 1", 2, 0, &x), 0);
 	cr_assert_neq(lks_import_number("1e999", 5, 0, &x), 0);
+	cr_assert_eq(lks_import_number("-0", 2, 0, &x), 0);
+	cr_assert(x == 0 && signbit(x), "%a", x);
+	cr_assert_neq(lks_import_number("1e", 2, 0, &x), 0);
+	cr_assert_neq(lks_import_number("-", 1, 0, &x), 0);
+}
+
+/* Short decimals take a fast path of one rounding (import_metric.c); every number, short
+   or not, must read as strtod reads it, bit for bit: decimals of 1 to 17 digits around the
+   path's edges (15 digits, 10^+-22), as logs print them (%g, %e, %f, %E). */
+Test(import, numbers_read_as_strtod_reads_them)
+{
+	static const char *const fmt[] = { "%.*g", "%.*e", "%.*f", "%.*E" };
+	uint64_t r = 0x9e3779b97f4a7c15u;
+	int fast = 0;
+
+	for (int i = 0; i < 200000; i++) {
+		char buf[128];
+		double v, got, want;
+		int p;
+
+		r = r * 6364136223846793005u + 1442695040888963407u;
+		p = (int)(r >> 59) % 18;  /* 0 to 17 digits */
+		v = (double)(r >> 11) / 9007199254740992.0 * pow(10.0, (int)((r >> 3) % 61) - 30);
+		if (r & 4)
+			v = -v;
+		snprintf(buf, sizeof(buf), fmt[i % 4], p, v);
+		want = strtod(buf, NULL);
+		cr_assert_eq(lks_import_number(buf, strlen(buf), 0, &got), 0, "'%s'", buf);
+		cr_assert(memcmp(&got, &want, sizeof(got)) == 0, "'%s': %a, strtod %a", buf, got, want);
+		fast += strlen(buf) < 12 && !strchr(buf, 'e') && !strchr(buf, 'E');
+	}
+	cr_assert_gt(fast, 10000, "the short decimals were not tried");  /* the fast path's */
+}
+
+/* Rows of one (step, rank) stored packed read back bit for bit, by name, with their kinds:
+   signed zero, both infinities, a NaN (every NaN reads as one), the extremes, a
+   subnormal, a name of the longest length. */
+Test(import, packed_metrics_read_back_bit_for_bit_by_name)
+{
+	static const double v[] = { -0.0, INFINITY, -INFINITY, -NAN, DBL_MAX, 4.9406564584124654e-324,
+	                            0.1, -1.234567890123456789e-300 };
+	char longest[LKS_METRIC_NAME_MAX];
+	const char *names[] = { "z", "loss", "a b", "tps", "grad_norm", "x1", "x0", longest };
+	lks_metric_row rows[8];
+	lks_step_row step = { .step = 3, .rank = 1 };
+	lks_run_info info = { .case_name = "c", .run_name = "r", .recipe = "import",
+	                      .backend = "import:jsonl" };
+	struct seen m;
+	lks_store *s;
+	char db[512];
+	int64_t run;
+
+	memset(longest, 'm', sizeof(longest) - 1);
+	longest[sizeof(longest) - 1] = 0;
+	for (int i = 0; i < 8; i++)
+		rows[i] = (lks_metric_row){ 3, 1, names[i], i % 3 == 1 ? LKS_METRIC_PERFORMANCE
+		                                                      : LKS_METRIC_NUMERICS, v[i] };
+	mkdir_tmp();
+	path_in_tmp(db, sizeof(db), "packed.db");
+	cr_assert_eq(lks_store_open(db, &s), 0, "%s", lks_errmsg());
+	cr_assert_eq(lks_store_import_begin(s, &info, &run), 0, "%s", lks_errmsg());
+	cr_assert_eq(lks_store_import_rows(s, run, &step, rows, 8), 0, "%s", lks_errmsg());
+	/* a name given twice is refused */
+	step.step = 4;
+	rows[1].name = "z";
+	cr_assert_neq(lks_store_import_rows(s, run, &step, rows, 8), 0);
+	cr_assert_eq(lks_store_import_end(s, run, 3, 2, 1), 0, "%s", lks_errmsg());
+	metrics_of(s, run, &m);
+	cr_assert_eq(m.n, 8);
+	for (int i = 1; i < 8; i++)
+		cr_assert_lt(strcmp(m.row[i - 1].name, m.row[i].name), 0, "not by name");
+	for (int i = 0; i < 8; i++) {
+		const lks_metric_row *r = at(&m, 3, 1, names[i]);
+
+		cr_assert(isnan(v[i]) ? isnan(r->value) : memcmp(&r->value, &v[i], 8) == 0,
+		          "%s: %a read back as %a", names[i], v[i], r->value);
+		cr_assert_eq(r->kind, rows[i].kind, "%s", names[i]);
+	}
+	/* one name alone */
+	memset(&m, 0, sizeof(m));
+	cr_assert_eq(lks_store_get_metrics(s, run, "grad_norm", see, &m), 0, "%s", lks_errmsg());
+	cr_assert_eq(m.n, 1);
+	cr_assert_eq(m.row[0].value, DBL_MAX);
+	cr_assert_eq(sql_int(s, "PRAGMA foreign_keys"), 1);
+	lks_store_close(s);
+	rm_tmp();
 }

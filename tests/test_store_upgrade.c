@@ -214,6 +214,30 @@ static void expect_nightly(const struct nightly_seen *n, int64_t run)
 	cr_assert_str_eq(n->message, "step 2, rank 1: loss");
 }
 
+/* The packed metrics of step 1000 rank 0 put by hand read back as one metric: loss, NaN. */
+static int see_metric(void *arg, const lks_metric_row *r)
+{
+	lks_metric_row *seen = arg;
+
+	cr_assert_eq(seen->step, 0, "more than one metric read back");
+	*seen = *r;
+	seen->name = NULL;
+	cr_assert_str_eq(r->name, "loss");
+	return 0;
+}
+
+static void expect_nan_loss(lks_store *s, int64_t run)
+{
+	lks_metric_row seen = { 0 };
+
+	cr_assert_eq(lks_store_get_metrics(s, run, NULL, see_metric, &seen), 0, "%s",
+	             lks_errmsg());
+	cr_assert_eq(seen.step, 1000);
+	cr_assert_eq(seen.rank, 0);
+	cr_assert_eq(seen.kind, LKS_METRIC_NUMERICS);
+	cr_assert(isnan(seen.value), "%g", seen.value);
+}
+
 static void make_old_db(const char *path, int version, int64_t *run)
 {
 	lks_run_info info = run_info("bf16", 2);
@@ -236,7 +260,7 @@ static void make_old_db(const char *path, int version, int64_t *run)
 		raw_exec(path, "ALTER TABLE suites DROP COLUMN pruned; "
 		               "ALTER TABLE suites DROP COLUMN pinned;");
 	if (version < 7)
-		raw_exec(path, "DROP TABLE metrics;");
+		raw_exec(path, "ALTER TABLE steps DROP COLUMN metrics;");
 	if (version < 6)
 		raw_exec(path, "DROP TABLE gemm_algos;");
 	if (version < 5)
@@ -288,10 +312,14 @@ Test(trace_store, earlier_version_is_upgraded_keeping_everything)
 		             .device = 0, .key = "ecc_corrected", .value = 1 }, 1), 0, "%s",
 		             lks_errmsg());
 		cr_assert_eq(count(s, run, LKS_TABLE_TENSORS), 10);
-		/* version 7: the metrics table, empty, and it takes a row (NaN read back) */
-		cr_assert_eq(sql_int(s, "SELECT count(*) FROM metrics"), 0);
-		cr_assert_eq(sql_int(s, "INSERT INTO metrics VALUES (1, 1, 0, 'loss', 'numerics', "
-		                        "NULL) RETURNING run_id"), 1);
+		/* version 7: the steps' metrics, NULL in the steps stored before, and a step row
+		   takes them (NaN read back) */
+		cr_assert_eq(sql_int(s, "SELECT count(*) FROM steps WHERE metrics IS NULL"),
+		             2 * RANKS);
+		cr_assert_eq(sql_int(s, "INSERT INTO steps (run_id, step, rank, nonfinite, metrics) "
+		                        "VALUES (1, 1000, 0, 1, X'006C6F737300000000000000F87F') "
+		                        "RETURNING run_id"), 1);
+		expect_nan_loss(s, 1);
 		/* version 9: the nightly table, empty, and it takes a verdict that reads back */
 		cr_assert_eq(sql_int(s, "SELECT count(*) FROM nightly"), 0);
 		put_nightly(s, run);
@@ -396,6 +424,7 @@ Test(trace_store, readonly_reads_earlier_verdicts_without_parameters)
 	for (int version = 2; version <= 3; version++) {
 		struct checks_seen seen = { 0 };
 		struct snapshot before;
+		lks_metric_row none = { 0 };
 		char path[512];
 		lks_store *s;
 		int64_t run;
@@ -421,7 +450,11 @@ Test(trace_store, readonly_reads_earlier_verdicts_without_parameters)
 		   version 6's table empty */
 		cr_assert_eq(sql_int(s, "SELECT count(*) FROM health"), 0);
 		cr_assert_eq(sql_int(s, "SELECT count(*) FROM gemm_algos"), 0);
-		cr_assert_eq(sql_int(s, "SELECT count(*) FROM metrics"), 0);  /* version 7's */
+		/* version 7's column NULL: the run has steps, and no metrics read back */
+		cr_assert_eq(sql_int(s, "SELECT count(*) FROM steps WHERE metrics IS NOT NULL"), 0);
+		cr_assert_eq(lks_store_get_metrics(s, run, NULL, see_metric, &none), 0,
+		             "version %d: %s", version, lks_errmsg());
+		cr_assert_eq(none.step, 0, "version %d: a metric read back", version);
 		/* version 8's columns NULL */
 		cr_assert_eq(sql_int(s, "SELECT count(*) FROM pragma_table_info('suites', 'main') WHERE "
 		                        "name IN ('pinned', 'pruned')"), 0, "a column in the file");

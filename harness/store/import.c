@@ -11,7 +11,7 @@
  * have steps), the files in the fingerprint ({"import": {"format": ..., "files": [...]}}).
  * Each record is a steps row (loss, grad_norm, lr where present, step_time the iteration
  * time in seconds, nonfinite the count of numerics metrics not finite; a metric the log
- * lacks reads NaN there) and its metrics rows.
+ * lacks reads NaN there) holding all its metrics (lks_store_import_rows).
  */
 #include <jansson.h>
 #include <math.h>
@@ -103,29 +103,30 @@ static uint64_t lks_rec_hash(const lks_import_rec *rec)
 	return XXH3_64bits(buf, n);
 }
 
-/* The value of a canonical metric in rec, NaN without it. */
-static double lks_rec_value(const lks_import_rec *rec, const char *name)
-{
-	for (int i = 0; i < rec->n; i++)
-		if (!strcmp(rec->m[i].name, name))
-			return rec->m[i].value;
-	return NAN;
-}
-
 static int lks_import_store_rec(struct lks_import_run *r, const lks_import_rec *rec)
 {
 	lks_metric_row rows[LKS_IMPORT_MAX_METRICS];
-	lks_step_row step = {
-		.step = rec->step, .rank = rec->rank, .loss = lks_rec_value(rec, "loss"),
-		.grad_norm = lks_rec_value(rec, "grad_norm"), .lr = lks_rec_value(rec, "lr"),
-		.step_time = lks_rec_value(rec, "iteration_time") / 1000.0,
-	};
+	double iteration_time = NAN;
+	lks_step_row step = { .step = rec->step, .rank = rec->rank, .loss = NAN,
+	                      .grad_norm = NAN, .lr = NAN };
 
 	for (int i = 0; i < rec->n; i++) {
-		rows[i] = (lks_metric_row){ rec->step, rec->rank, rec->m[i].name, rec->m[i].kind,
-		                            rec->m[i].value };
-		step.nonfinite += rec->m[i].kind == LKS_METRIC_NUMERICS && !isfinite(rec->m[i].value);
+		const char *name = rec->m[i].name;
+		double v = rec->m[i].value;
+
+		rows[i] = (lks_metric_row){ rec->step, rec->rank, name, rec->m[i].kind, v };
+		step.nonfinite += rec->m[i].kind == LKS_METRIC_NUMERICS && !isfinite(v);
+		/* the canonical metrics the steps row holds too, NaN without them */
+		if (!strcmp(name, "loss"))
+			step.loss = v;
+		else if (!strcmp(name, "grad_norm"))
+			step.grad_norm = v;
+		else if (!strcmp(name, "lr"))
+			step.lr = v;
+		else if (!strcmp(name, "iteration_time"))
+			iteration_time = v;
 	}
+	step.step_time = iteration_time / 1000.0;
 	if (lks_store_import_rows(r->store, r->run_id, &step, rows, rec->n))
 		return lks_err("'%s':%ld: %s", r->path, rec->line, lks_errmsg());
 	return 0;

@@ -26,8 +26,8 @@
    memory constant. */
 #define LKS_IMPORT_LINE_MAX 65536
 /* Metrics on one line, and the longest name stored. */
-#define LKS_IMPORT_MAX_METRICS 32
-#define LKS_IMPORT_NAME_MAX 64
+#define LKS_IMPORT_MAX_METRICS LKS_METRICS_MAX
+#define LKS_IMPORT_NAME_MAX LKS_METRIC_NAME_MAX
 /* Ranks 0 .. LKS_IMPORT_MAX_RANK: more than any job writes into one log. */
 #define LKS_IMPORT_MAX_RANK 65535
 /* A parser's or the driver's return for bad input (the message names file:line): exit 2. */

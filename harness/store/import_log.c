@@ -28,9 +28,11 @@
    (0x40-0x7e); any other ESC with the byte after it. */
 static void lks_strip_ansi(char *s)
 {
-	char *w = s;
+	char *w, *r = strchr(s, 0x1b);
 
-	for (const char *r = s; *r;) {
+	if (!r)
+		return;  /* most lines of most logs: nothing to move */
+	for (w = r; *r;) {
 		if (*r != 0x1b) {
 			*w++ = *r++;
 			continue;
@@ -95,9 +97,9 @@ static int lks_titan_value(lks_import_rec *rec, const char *path, const char *l,
 	double x, pct;
 	int rc;
 
-	for (size_t i = 0; i + 3 <= vlen && !gib; i++)
-		if (!memcmp(v + i, "GiB", 3))
-			gib = v + i;
+	for (const char *g = v; !gib && (g = memchr(g, 'G', vlen - (size_t)(g - v))); g++)
+		if (vlen - (size_t)(g - v) >= 3 && !memcmp(g, "GiB", 3))
+			gib = g;
 	if (gib) {
 		const char *p = gib + 3, *end = v + vlen;
 
@@ -264,7 +266,9 @@ int lks_import_lines(const char *path, FILE *f, lks_import_sink sink, void *arg,
 		}
 		lks_strip_ansi(buf);
 		s = lks_rank_prefix(buf, &rank);
-		memset(rec, 0, sizeof(*rec));
+		/* not memset: the record is 2.5 KiB and its metrics are read only up to n */
+		rec->n = 0;
+		rec->step = 0;
 		rec->line = line;
 		rec->rank = rank;
 		if ((is = line_fn(s, rec, path)) < 0) {

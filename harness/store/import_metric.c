@@ -7,6 +7,8 @@
  */
 #include <ctype.h>
 #include <errno.h>
+#include <float.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -74,7 +76,8 @@ const lks_import_metric *lks_import_metric_label(lks_import_fmt fmt, const char 
 	for (int i = 0; i < LKS_NMETRICS && (unsigned)fmt < LKS_IMPORT_NFMT; i++) {
 		const char *l = lks_import_metrics[i].label[fmt];
 
-		if (l && strlen(l) == len && !memcmp(l, label, len))
+		/* the first byte first: this runs for every value of every line */
+		if (l && len && l[0] == label[0] && strlen(l) == len && !memcmp(l, label, len))
 			return &lks_import_metrics[i];
 	}
 	return NULL;
@@ -88,7 +91,7 @@ int lks_import_rec_add(lks_import_rec *rec, lks_import_fmt fmt, const char *labe
 	size_t n = 0;
 
 	if (m) {
-		snprintf(name, sizeof(name), "%s", m->name);
+		memcpy(name, m->name, strlen(m->name) + 1);  /* the table's names are short */
 	} else {
 		/* the label made a name: "mtp_1 loss" -> mtp_1_loss */
 		if (len == 0 || len >= sizeof(name))
@@ -99,7 +102,7 @@ int lks_import_rec_add(lks_import_rec *rec, lks_import_fmt fmt, const char *labe
 		name[n] = 0;
 	}
 	for (int i = 0; i < rec->n; i++)
-		if (!strcmp(rec->m[i].name, name))
+		if (rec->m[i].name[0] == name[0] && !strcmp(rec->m[i].name, name))
 			return lks_err("'%s':%ld: metric '%s' given twice", path, rec->line, name),
 			       LKS_IMPORT_BAD;
 	if (rec->n == LKS_IMPORT_MAX_METRICS)
@@ -109,6 +112,52 @@ int lks_import_rec_add(lks_import_rec *rec, lks_import_fmt fmt, const char *labe
 	rec->m[rec->n].kind = m ? m->kind : LKS_METRIC_NUMERICS;
 	rec->m[rec->n].value = value;
 	rec->n++;
+	return 0;
+}
+
+/* Exact powers of ten as doubles: 10^22 is the last one a double holds exactly. */
+static const double lks_pow10[] = { 1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10,
+                                    1e11, 1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19,
+                                    1e20, 1e21, 1e22 };
+
+/* The decimal s ("-12.5", "1.234E+00") when its digits make an integer m < 2^53 and its
+   power of ten e is within +-22: then m and 10^e are exact doubles, and the one product or
+   quotient of the two is rounded once, to nearest, which is what strtod returns (Clinger's
+   fast path). 0 and *out, or -1 for anything else (strtod's work). */
+static int lks_number_fast(const char *s, size_t n, double *out)
+{
+	uint64_t m = 0;
+	int e = 0, digits = 0, neg = 0, ex = 0, exneg = 0;
+	size_t i = 0;
+
+#if FLT_EVAL_METHOD != 0
+	return -1;  /* the product or quotient might be rounded twice */
+#endif
+	if (i < n && s[i] == '-')
+		neg = 1, i++;
+	for (; i < n && isdigit((unsigned char)s[i]); i++, digits++)
+		m = m * 10 + (uint64_t)(s[i] - '0');
+	if (i < n && s[i] == '.')
+		for (i++; i < n && isdigit((unsigned char)s[i]); i++, digits++, e--)
+			m = m * 10 + (uint64_t)(s[i] - '0');
+	if (digits == 0 || digits > 15)  /* 15 digits: m < 10^15 < 2^53 */
+		return -1;
+	if (i < n && (s[i] == 'e' || s[i] == 'E')) {
+		size_t d;
+
+		if (++i < n && (s[i] == '+' || s[i] == '-'))
+			exneg = s[i++] == '-';
+		for (d = i; i < n && isdigit((unsigned char)s[i]) && ex < 1000; i++)
+			ex = ex * 10 + (s[i] - '0');
+		if (i == d)
+			return -1;
+		e += exneg ? -ex : ex;
+	}
+	if (i != n || e < -22 || e > 22)
+		return -1;
+	*out = e < 0 ? (double)m / lks_pow10[-e] : (double)m * lks_pow10[e];
+	if (neg)
+		*out = -*out;
 	return 0;
 }
 
@@ -127,6 +176,8 @@ int lks_import_number(const char *s, size_t len, int commas, double *out)
 		buf[n++] = s[i];
 	}
 	buf[n] = 0;
+	if (!lks_number_fast(buf, n, out))
+		return 0;
 	/* strtod also takes hex floats and leading blanks; neither is a log's number */
 	if (isspace((unsigned char)buf[0]) || strchr(buf, 'x') || strchr(buf, 'X'))
 		return -1;

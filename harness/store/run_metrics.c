@@ -1,9 +1,9 @@
 /*
  * run_metrics.c: an imported run's metrics in a stored run (run.h): the names by index,
  * each with its kind, and the values as rows by (step, rank, index), read whole from the
- * metrics table or added one by one (an import golden file, or a lockstep run's step rows
- * when it is compared with an imported run). A value is found by binary search: a walk
- * asks for one (step, rank, metric) at a time.
+ * steps rows (their packed metrics) or added one by one (an import golden file, or a
+ * lockstep run's step rows when it is compared with an imported run). A value is found by
+ * binary search: a walk asks for one (step, rank, metric) at a time.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -91,7 +91,7 @@ static int lks_load_metric_row(void *arg, const lks_metric_row *row)
 int lks_stored_run_load_metrics(lks_store *s, lks_stored_run *r)
 {
 	/* only an import (backend import:FMT) stores metrics: lockstep's own runs cost no
-	   query, and a database older than the metrics table (read-only, not upgraded) reads */
+	   query, and a database older than steps.metrics (read-only, not upgraded) reads */
 	if (!r->backend || strncmp(r->backend, "import:", 7))
 		return 0;
 	return lks_store_get_metrics(s, r->id, NULL, lks_load_metric_row, r);

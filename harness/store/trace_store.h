@@ -144,7 +144,7 @@ int lks_store_end_run(lks_store *s, int64_t run_id, const char *status);
 /* The schema version this build reads and writes (PRAGMA user_version). */
 /* 2: the checks table. 3: probe_sessions and probes. 4: a check's parameters (columns of
  checks). 5: the health table and steps.mem_peak (GPU health, NVML). 6: the gemm_algos
-   table (the GEMM library's algorithms of a run). 7: the metrics table (imported runs). 8:
+   table (the GEMM library's algorithms of a run). 7: steps.metrics (imported runs). 8:
    suites.pinned and suites.pruned (retention, prune.h). 9: the nightly table (night over
    night). A
    file of an earlier
@@ -308,6 +308,10 @@ typedef enum lks_metric_kind {
 /* "numerics", "performance"; NULL for a value out of range. */
 const char *lks_metric_kind_name(lks_metric_kind k);
 
+/* Metrics of one (step, rank) at most, and the longest name, with its NUL. */
+#define LKS_METRICS_MAX 32
+#define LKS_METRIC_NAME_MAX 64
+
 typedef struct lks_metric_row {
 	int step, rank;
 	const char *name;         /* canonical (import_metric.c) or as the log wrote it */
@@ -320,6 +324,8 @@ typedef struct lks_metric_row {
    its steps and world size set, or (ok 0) rolls everything back, so that a bad log stores
    nothing. Nothing else may use the store between begin and end. */
 int lks_store_import_begin(lks_store *s, const lks_run_info *info, int64_t *run_id);
+/* The rows of one (step, rank) (at most LKS_METRICS_MAX, names shorter than
+   LKS_METRIC_NAME_MAX, each once) are stored packed in one row, in any order. */
 int lks_store_import_rows(lks_store *s, int64_t run_id, const lks_step_row *step,
                           const lks_metric_row *rows, int n);
 int lks_store_import_end(lks_store *s, int64_t run_id, int steps, int world_size, int ok);

@@ -42,6 +42,8 @@ enum lks_q {
 	LKS_Q_BEGIN,
 	LKS_Q_COMMIT,
 	LKS_Q_ROLLBACK,
+	LKS_Q_FK_OFF,
+	LKS_Q_FK_ON,
 	LKS_Q_SUITE,
 	LKS_Q_RUN,
 	LKS_Q_TENSOR,
@@ -79,7 +81,6 @@ enum lks_q {
 	LKS_Q_GET_TREND,
 	LKS_Q_METRIC,
 	LKS_Q_GET_METRICS,
-	LKS_Q_GET_METRICS_OF,
 	LKS_Q_IMPORT_END,
 	LKS_Q_NIGHTLY,
 	LKS_Q_GET_NIGHTLY,
@@ -209,6 +210,17 @@ static inline void lks_store_bind(sqlite3_stmt *st, int first, const lks_val *v,
 {
 	for (int i = 0; i < n; i++)
 		lks_store_bind1(st, first + i, v[i]);
+}
+
+/* Binds a steps row to the parameters first, ... first + 7 of st (LKS_STEP_COLS). */
+static inline void lks_store_bind_step(sqlite3_stmt *st, int first, const lks_step_row *r)
+{
+	const lks_val v[] = { lks_val_int(r->step), lks_val_int(r->rank), lks_val_real(r->loss),
+	                      lks_val_real(r->grad_norm), lks_val_real(r->lr),
+	                      lks_val_real(r->step_time), lks_val_int(r->nonfinite),
+	                      lks_val_id(r->mem_peak) };
+
+	lks_store_bind(st, first, v, LKS_NVALS(v));
 }
 
 /* Runs q with v[0..n) bound to ?1..?n, a statement that returns no rows, then clears the

@@ -218,18 +218,14 @@ static const char lks_schema_v6[] =
 	"	PRIMARY KEY (run_id, seq)\n"
 	") WITHOUT ROWID;\n";
 
-/* 7: imported runs (lockstep import, harness/store/import.h): per run, step, rank and
-   metric name a value, with the metric's kind (numerics or performance). */
-static const char lks_schema_v7[] =
-	"CREATE TABLE metrics (\n"
-	"	run_id INTEGER NOT NULL REFERENCES runs (run_id),\n"
-	"	step INTEGER NOT NULL,\n"
-	"	rank INTEGER NOT NULL,\n"
-	"	name TEXT NOT NULL,             -- loss, grad_norm, ..., tps (import_metric.c)\n"
-	"	kind TEXT NOT NULL CHECK (kind IN ('numerics', 'performance')),\n"
-	"	value REAL,                     -- as written; NULL: NaN; +-inf kept\n"
-	"	PRIMARY KEY (run_id, step, rank, name)\n"
-	") WITHOUT ROWID;\n";
+/* 7: imported runs (lockstep import, harness/store/import.h): the metrics an import read
+   for a (step, rank), packed in a blob in its steps row (trace_store_metrics.c), so that
+   an import writes one row per log line: per metric, by name, a kind byte (0 numerics,
+   1 performance), the name and a NUL, then the value as 8 bytes (IEEE 754 binary64,
+   little-endian; every NaN one pattern, +-inf and -0 kept). */
+static const lks_schema_column lks_schema_v7[] = {
+	{ "steps", "metrics", "BLOB" },            /* NULL: not an imported run's step */
+};
 
 /* 8: retention (lockstep prune, harness/store/prune.h): a pinned suite keeps its stat rows
    whatever its age; pruned says when prune removed them. */
@@ -273,7 +269,7 @@ static const struct lks_schema_part {
 	[4] = { NULL, lks_schema_v4, (int)(sizeof(lks_schema_v4) / sizeof(lks_schema_v4[0])) },
 	[5] = { lks_schema_v5, lks_schema_v5_columns, 1 },
 	[6] = { lks_schema_v6, NULL, 0 },
-	[7] = { lks_schema_v7, NULL, 0 },
+	[7] = { NULL, lks_schema_v7, 1 },
 	[8] = { NULL, lks_schema_v8, (int)(sizeof(lks_schema_v8) / sizeof(lks_schema_v8[0])) },
 	[9] = { lks_schema_v9, NULL, 0 },
 };

@@ -40,6 +40,8 @@ static const char *const lks_store_sql[LKS_Q_COUNT] = {
 	[LKS_Q_BEGIN] = "BEGIN IMMEDIATE",
 	[LKS_Q_COMMIT] = "COMMIT",
 	[LKS_Q_ROLLBACK] = "ROLLBACK",
+	[LKS_Q_FK_OFF] = "PRAGMA foreign_keys = OFF",
+	[LKS_Q_FK_ON] = "PRAGMA foreign_keys = ON",
 	[LKS_Q_SUITE] = "INSERT INTO suites (command) VALUES (?1)",
 	[LKS_Q_RUN] = "INSERT INTO runs (suite_id, case_name, case_path, case_text, run_name, "
 	              "recipe, options, backend, world_size, seed, steps, combo, fingerprint) "
@@ -114,12 +116,10 @@ static const char *const lks_store_sql[LKS_Q_COUNT] = {
 	                    " (SELECT DISTINCT suite_id FROM runs WHERE case_name = ?1"
 	                    "  AND suite_id <= ?2 ORDER BY suite_id DESC LIMIT ?3)"
 	                    " ORDER BY r.run_name, r.suite_id, r.run_id",
-	[LKS_Q_METRIC] = "INSERT INTO metrics (run_id, step, rank, name, kind, value) "
-	                 "VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-	[LKS_Q_GET_METRICS] = "SELECT step, rank, name, kind, value FROM metrics "
-	                      "WHERE run_id = ?1 ORDER BY step, rank, name",
-	[LKS_Q_GET_METRICS_OF] = "SELECT step, rank, name, kind, value FROM metrics "
-	                         "WHERE run_id = ?1 AND name = ?2 ORDER BY step, rank",
+	[LKS_Q_METRIC] = "INSERT INTO steps (run_id, " LKS_STEP_COLS ", metrics) "
+	                 "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+	[LKS_Q_GET_METRICS] = "SELECT step, rank, metrics FROM steps "
+	                      "WHERE run_id = ?1 AND metrics IS NOT NULL ORDER BY step, rank",
 	[LKS_Q_IMPORT_END] = "UPDATE runs SET status = 'complete', steps = ?2, world_size = ?3, "
 	                     "finished = strftime('%Y-%m-%dT%H:%M:%fZ', 'now') "
 	                     "WHERE run_id = ?1 AND status = 'incomplete'",

@@ -126,12 +126,8 @@ int lks_store_step_rows(lks_store *s, int64_t run_id, const lks_step_row *steps,
 	sqlite3_bind_int64(st, 1, run_id);
 	for (int i = 0; i < nsteps; i++) {
 		const lks_step_row *r = &steps[i];
-		const lks_val v[] = { lks_val_int(r->step), lks_val_int(r->rank),
-		                      lks_val_real(r->loss), lks_val_real(r->grad_norm),
-		                      lks_val_real(r->lr), lks_val_real(r->step_time),
-		                      lks_val_int(r->nonfinite), lks_val_id(r->mem_peak) };
 
-		lks_store_bind(st, 2, v, LKS_NVALS(v));
+		lks_store_bind_step(st, 2, r);
 		if (lks_store_done(s, st))
 			return lks_store_err_row(r->step, r->rank, -1, 1);
 	}
