@@ -20,7 +20,7 @@
 	X(run, "train every run of cases step by step and store the traces") \
 	X(check, "run, with exit codes for git bisect run (0 good, 1 bad, 125 skip)") \
 	X(env, "print the environment fingerprint stored with every run") \
-	X(bench, "measure against a peer in the same run (gemm, quant, store, step)") \
+	X(bench, "measure against a peer in the same run (gemm, quant, store, step, import, detect)") \
 	X(list, "show cases with their runs and checks") \
 	X(golden, "write golden files from stored runs; measure a class's tolerances") \
 	X(report, "write the HTML and Markdown report of a suite") \
