@@ -260,7 +260,8 @@ int lks_import_parse_megatron_golden(const char *path, FILE *f, lks_import_sink 
 			goto out;
 		rc = LKS_IMPORT_BAD;
 	}
-	qsort(vals, n, sizeof(*vals), lks_golden_val_cmp);
+	if (n)  /* "{}" or numbers only: vals is NULL, which qsort may not be given */
+		qsort(vals, n, sizeof(*vals), lks_golden_val_cmp);
 	for (size_t i = 0; i < n;) {
 		memset(rec, 0, sizeof(*rec));
 		rec->step = vals[i].step;
