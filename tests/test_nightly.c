@@ -23,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "nightly_fixture.h"
 #include "run_bin.h"
 #include "harness/store/trace_store.h"
 #include "kernels/err.h"
@@ -83,53 +84,9 @@ static int night(const char *env, const char *cmd, const char *extra)
 	return lks_run_bin(env, args, out, sizeof(out));
 }
 
-#define NMAX 8
-
-struct seen {
-	int n;
-	char run[NMAX][32], verdict[NMAX][16], keys[NMAX][256], tensor[NMAX][64], field[NMAX][16];
-	int fp_equal[NMAX], step[NMAX], rank[NMAX];
-	int64_t run_id[NMAX], prev_run_id[NMAX];
-};
-
-static int see(void *arg, const lks_nightly_rec *r)
-{
-	struct seen *s = arg;
-	int i = s->n++;
-
-	cr_assert_lt(i, NMAX);
-	snprintf(s->run[i], sizeof(s->run[i]), "%s", r->run_name);
-	snprintf(s->verdict[i], sizeof(s->verdict[i]), "%s", r->verdict);
-	snprintf(s->keys[i], sizeof(s->keys[i]), "%s", r->fp_keys);
-	snprintf(s->tensor[i], sizeof(s->tensor[i]), "%s", r->tensor ? r->tensor : "");
-	snprintf(s->field[i], sizeof(s->field[i]), "%s", r->field ? r->field : "");
-	s->fp_equal[i] = r->fp_equal;
-	s->step[i] = r->step;
-	s->rank[i] = r->rank;
-	s->run_id[i] = r->run_id;
-	s->prev_run_id[i] = r->prev_run_id;
-	return 0;
-}
-
 static struct seen verdicts(int64_t suite)
 {
-	struct seen s = { 0 };
-	lks_store *st;
-
-	cr_assert_eq(lks_store_open_readonly(db, &st), 0, "%s", lks_errmsg());
-	cr_assert_eq(lks_store_get_nightly(st, suite, see, &s), 0, "%s", lks_errmsg());
-	lks_store_close(st);
-	return s;
-}
-
-/* The verdict of run name in s; fails when there is none. */
-static int find(const struct seen *s, const char *name)
-{
-	for (int i = 0; i < s->n; i++)
-		if (!strcmp(s->run[i], name))
-			return i;
-	cr_assert_fail("no verdict for run '%s'", name);
-	return -1;
+	return night_verdicts(db, suite);
 }
 
 TestSuite(nightly, .init = setup, .fini = teardown);

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "nightly_fixture.h"
 #include "run_bin.h"
 #include "harness/store/trace_store.h"
 #include "kernels/err.h"
@@ -291,38 +292,11 @@ Test(prune, bad_usage_and_unknown_suite_exit_2)
 
 /* ---- night over night after prune ---- */
 
-#define NV 8
-
-struct night_seen {
-	int n;
-	char run[NV][16], verdict[NV][16], message[NV][512], field[NV][16];
-	int64_t prev_suite[NV];
-	int step[NV];
-};
-
-static int see_night(void *arg, const lks_nightly_rec *r)
+/* The verdicts of suite, one per run of n */
+static struct seen night_verdicts_n(const char *dbpath, int64_t suite, int n)
 {
-	struct night_seen *s = arg;
-	int i = s->n++;
+	struct seen s = night_verdicts(dbpath, suite);
 
-	cr_assert_lt(i, NV);
-	snprintf(s->run[i], sizeof(s->run[i]), "%s", r->run_name);
-	snprintf(s->verdict[i], sizeof(s->verdict[i]), "%s", r->verdict);
-	snprintf(s->message[i], sizeof(s->message[i]), "%s", r->message ? r->message : "");
-	snprintf(s->field[i], sizeof(s->field[i]), "%s", r->field ? r->field : "");
-	s->prev_suite[i] = r->prev_suite_id;
-	s->step[i] = r->step;
-	return 0;
-}
-
-static struct night_seen night_verdicts(const char *dbpath, int64_t suite, int n)
-{
-	struct night_seen s = { 0 };
-	lks_store *st;
-
-	cr_assert_eq(lks_store_open_readonly(dbpath, &st), 0, "%s", lks_errmsg());
-	cr_assert_eq(lks_store_get_nightly(st, suite, see_night, &s), 0, "%s", lks_errmsg());
-	lks_store_close(st);
 	cr_assert_eq(s.n, n, "suite %lld: a verdict per run", (long long)suite);
 	return s;
 }
@@ -345,7 +319,7 @@ Test(prune, night_over_night_still_compares_with_the_previous_suite)
 {
 	static const char set[] = "--set 'run.*.checkpoint=blocks'";
 	struct fixture f;
-	struct night_seen s;
+	struct seen s;
 	char args[512], out[8192];
 
 	setup(&f, 3);
@@ -357,7 +331,7 @@ Test(prune, night_over_night_still_compares_with_the_previous_suite)
 
 	nightly(&f, NULL, set, out, sizeof(out));
 	cr_assert_not_null(strstr(out, "2 unchanged, 0 changed"), "%s", out);
-	s = night_verdicts(f.db, SUITES + 1, 2);
+	s = night_verdicts_n(f.db, SUITES + 1, 2);
 	for (int i = 0; i < s.n; i++) {
 		cr_assert_str_eq(s.verdict[i], "unchanged", "%s: %s", s.run[i], s.message[i]);
 		cr_assert_eq(s.prev_suite[i], SUITES, "%s", s.run[i]);
@@ -371,7 +345,7 @@ Test(prune, night_over_night_still_compares_with_the_previous_suite)
 	                          "new, 2 gone"), "%s", out);
 	cr_assert_not_null(strstr(out, "stat rows of run 5 were pruned"), "%s", out);
 	/* night 11's runs (checkpointing set) are gone tonight */
-	s = night_verdicts(f.db, SUITES + 2, 4);
+	s = night_verdicts_n(f.db, SUITES + 2, 4);
 	for (int i = 0; i < s.n; i++) {
 		int rowwise = !strcmp(s.run[i], "rowwise");
 
