@@ -237,6 +237,58 @@ Test(import, jsonl_ranks_and_any_named_metric)
 	rm_tmp();
 }
 
+/* A run restarted from a checkpoint goes on in the next file: where a later file logs a
+   rank's step again, the earlier files' rows from that step on are dropped and the later
+   file's values stand; within one file the same step with other values is still refused.
+   restart_a logs steps 1-4, restart_b (the restart, which died again) steps 3 only,
+   restart_c (the restart after it) steps 3-5. */
+static int import_files(const char *const *names, int n, lks_store **s, lks_import_result *res)
+{
+	char paths[4][512], db[512];
+	const char *files[4];
+	lks_import_opts o = { .case_name = "c", .run_name = "r" };
+
+	o.fmt = lks_import_format_find("jsonl");
+	for (int i = 0; i < n; i++) {
+		snprintf(paths[i], sizeof(paths[i]), "%s/%s", LKS_IMPORT_DIR, names[i]);
+		files[i] = paths[i];
+	}
+	mkdir_tmp();
+	path_in_tmp(db, sizeof(db), "import.db");
+	cr_assert_eq(lks_store_open(db, s), 0, "%s", lks_errmsg());
+	return lks_import_files(*s, &o, files, n, res);
+}
+
+Test(import, a_restart_in_the_next_file_replaces_the_steps_logged_again)
+{
+	static const char *const ac[] = { "restart_a.jsonl", "restart_c.jsonl" };
+	static const char *const ab[] = { "restart_a.jsonl", "restart_b.jsonl" };
+	lks_import_result res;
+	struct seen m;
+	lks_store *s;
+
+	cr_assert_eq(import_files(ac, 2, &s, &res), 0, "%s", lks_errmsg());
+	cr_assert_eq(res.steps, 5);
+	cr_assert_eq(res.counts.restarts, 2, "both ranks went back to step 3");
+	metrics_of(s, res.run_id, &m);
+	cr_assert_eq(m.n, 10, "steps 1-2 of the first file, 3-5 of the second, 2 ranks");
+	cr_assert_eq(at(&m, 2, 1, "loss")->value, 2.75);    /* the first file's */
+	cr_assert_eq(at(&m, 3, 0, "loss")->value, 2.5);     /* the restart's, not 2.25 */
+	cr_assert_eq(at(&m, 4, 1, "loss")->value, 2.25);    /* not 2.125 */
+	cr_assert_eq(at(&m, 5, 1, "loss")->value, 2.09375);
+	lks_store_close(s);
+	rm_tmp();
+
+	/* a restart that died before it passed the first file: the run ends at its last step */
+	cr_assert_eq(import_files(ab, 2, &s, &res), 0, "%s", lks_errmsg());
+	cr_assert_eq(res.steps, 3);
+	metrics_of(s, res.run_id, &m);
+	cr_assert_eq(m.n, 6);
+	cr_assert_eq(at(&m, 3, 1, "loss")->value, 2.625);
+	lks_store_close(s);
+	rm_tmp();
+}
+
 /* Python's json module (json.dumps, allow_nan by default) writes NaN, Infinity and
    -Infinity bare, which JSON lacks; a file written '\n'.join(lines) has no newline after
    its last line, which JSON Lines allows. tests/import/python.jsonl is both. */

@@ -14,13 +14,15 @@
 static const char lks_import_help[] =
 	"usage: lockstep import --format FORMAT FILE... --case NAME --run NAME [--db FILE]\n"
 	"\n"
-	"Reads the training logs FILE... of one run (in order: a run restarted from a\n"
-	"checkpoint goes on in the next file, and the steps it logs again must hold the\n"
-	"values logged before) and stores it in the database (default\n"
-	"lockstep.db) as run NAME of case NAME: per step and rank, named metrics. Lines that\n"
-	"hold no metrics are counted and ignored. A line that holds metrics but is cut short or\n"
-	"has a bad number, a step that goes backwards or comes again with other values, or a\n"
-	"rank without steps is bad input (exit 2, naming file:line), and nothing is stored.\n"
+	"Reads the training logs FILE... of one run, in order, and stores it in the database\n"
+	"(default lockstep.db) as run NAME of case NAME: per step and rank, named metrics. A\n"
+	"run restarted from a checkpoint goes on in the next file: where a later file logs a\n"
+	"rank's step again, what the earlier files logged from that step on is dropped (the\n"
+	"job that logged it died), and the later file's values stand. Lines that hold no\n"
+	"metrics are counted and ignored. A line that holds metrics but is cut short or has a\n"
+	"bad number, a step that goes backwards or comes again with other values within a\n"
+	"file, or a rank without steps is bad input (exit 2, naming file:line), and nothing\n"
+	"is stored.\n"
 	"\n"
 	"  --format FORMAT   one of:\n";
 
@@ -162,9 +164,9 @@ int cmd_import(int argc, char **argv)
 		return rc == LKS_IMPORT_BAD ? LKS_EXIT_USAGE : LKS_EXIT_INFRA;
 	}
 	printf("imported %s/%s (run %lld, %s): steps up to %d, %d rank%s, %ld metric lines, "
-	       "%ld repeated, %ld other lines ignored\n", o.case_name, o.run_name,
-	       (long long)res.run_id, o.fmt->name, res.steps, res.world_size,
+	       "%ld repeated, %ld other lines ignored, %ld rank restart%s\n", o.case_name,
+	       o.run_name, (long long)res.run_id, o.fmt->name, res.steps, res.world_size,
 	       res.world_size == 1 ? "" : "s", res.counts.records, res.counts.repeated,
-	       res.counts.ignored);
+	       res.counts.ignored, res.counts.restarts, res.counts.restarts == 1 ? "" : "s");
 	return LKS_EXIT_OK;
 }

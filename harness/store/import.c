@@ -4,7 +4,9 @@
  * a hash of that step's values, so memory does not grow with the log: a step that goes
  * backwards, or comes again with other values, is bad input at its line; the same step
  * again with the same values (several ranks writing one line with no "[rankN]:" prefix, or
- * a log printed twice) is counted as repeated and stored once.
+ * a log printed twice) is counted as repeated and stored once. Across files the run may
+ * restart from a checkpoint: a later file that logs a rank's step again drops that rank's
+ * rows from the step on, and goes on from there.
  *
  * The run row: the case and run names given, recipe "import", backend "import:<format>",
  * seed 0, steps the last step read, world size the ranks read (every rank from 0 up must
@@ -62,6 +64,7 @@ struct lks_rank_last {
 	int seen, step;
 	uint64_t hash;
 	long line;
+	int file;                 /* the file (index) of that step */
 };
 
 /* A followed log (lks_import_follow): the records of the step being read, stored in one
@@ -81,8 +84,10 @@ struct lks_import_run {
 	lks_store *store;
 	int64_t run_id;
 	const char *path;
+	int file;                 /* the index of the file being read */
 	struct lks_rank_last *ranks;
-	int nranks, last_step;
+	int nranks;
+	int restarts;             /* ranks a later file took back to an earlier step */
 	struct lks_import_follow *follow;  /* NULL: a whole import, one transaction */
 };
 
@@ -190,6 +195,15 @@ static int lks_import_sink_rec(void *arg, const lks_import_rec *rec)
 		r->nranks = rec->rank + 1;
 	}
 	last = &r->ranks[rec->rank];
+	/* a later file that logs a rank's steps again is the run restarted from a checkpoint:
+	   it goes on from there, and what the earlier files logged from that step on is
+	   dropped (the job that logged it died) */
+	if (last->seen && rec->step <= last->step && r->file > last->file) {
+		if (r->store && lks_store_import_restart(r->store, r->run_id, rec->rank, rec->step))
+			return -1;
+		r->restarts++;
+		last->seen = 0;
+	}
 	if (last->seen && rec->step < last->step)
 		return lks_err("'%s':%ld: step %d of rank %d goes backwards (step %d at line %ld)",
 		               r->path, rec->line, rec->step, rec->rank, last->step, last->line),
@@ -201,9 +215,7 @@ static int lks_import_sink_rec(void *arg, const lks_import_rec *rec)
 			       LKS_IMPORT_BAD;
 		return 1;  /* repeated: counted by the caller */
 	}
-	*last = (struct lks_rank_last){ 1, rec->step, h, rec->line };
-	if (rec->step > r->last_step)
-		r->last_step = rec->step;
+	*last = (struct lks_rank_last){ 1, rec->step, h, rec->line, r->file };
 	if (r->follow)
 		return lks_follow_push(r, rec);
 	return r->store ? lks_import_store_rec(r, rec) : 0;
@@ -237,6 +249,17 @@ static char *lks_import_fingerprint(const char *fmt, const char *const *paths, i
 	text = o ? json_dumps(o, JSON_COMPACT) : NULL;
 	json_decref(o);
 	return text;
+}
+
+/* The last step any rank logged (a restart may have taken a rank back). */
+static int lks_import_last_step(const struct lks_import_run *r)
+{
+	int last = 0;
+
+	for (int k = 0; k < r->nranks; k++)
+		if (r->ranks[k].seen && r->ranks[k].step > last)
+			last = r->ranks[k].step;
+	return last;
 }
 
 /* Every rank from 0 to the last must have steps; something must have been read. */
@@ -300,8 +323,10 @@ int lks_import_files(lks_store *store, const lks_import_opts *o, const char *con
 	if (store && lks_import_begin(store, o, paths, npaths, &r.run_id))
 		return -1;
 	rc = 0;
-	for (int i = 0; !rc && i < npaths; i++)
+	for (int i = 0; !rc && i < npaths; i++) {
+		r.file = i;
 		rc = lks_import_one(&r, o->fmt, paths[i], &res->counts);
+	}
 	if (!rc) {
 		char what[512];
 
@@ -309,11 +334,13 @@ int lks_import_files(lks_store *store, const lks_import_opts *o, const char *con
 		         npaths == 1 ? paths[0] : o->run_name);
 		rc = lks_import_ranks_check(&r, what);
 	}
-	if (store && lks_store_import_end(store, r.run_id, r.last_step, r.nranks, rc == 0) && !rc)
+	if (store && lks_store_import_end(store, r.run_id, lks_import_last_step(&r), r.nranks,
+	                                  rc == 0) && !rc)
 		rc = -1;
 	if (!rc) {
 		res->run_id = r.run_id;
-		res->steps = r.last_step;
+		res->steps = lks_import_last_step(&r);
+		res->counts.restarts = r.restarts;
 		res->world_size = r.nranks;
 	}
 	free(r.ranks);

@@ -79,6 +79,7 @@ int lks_import_rec_add(lks_import_rec *rec, lks_import_fmt fmt, const char *labe
 /* What a parse counted: lines read, records handed on, lines that held no metrics. */
 typedef struct lks_import_counts {
 	long lines, records, ignored, repeated;
+	long restarts;             /* ranks a later file took back to a step logged before */
 } lks_import_counts;
 
 /* Called for each record; returns 0 to go on, else the parse stops and returns that. */

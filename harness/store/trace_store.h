@@ -329,6 +329,9 @@ int lks_store_import_begin(lks_store *s, const lks_run_info *info, int64_t *run_
 int lks_store_import_rows(lks_store *s, int64_t run_id, const lks_step_row *step,
                           const lks_metric_row *rows, int n);
 int lks_store_import_end(lks_store *s, int64_t run_id, int steps, int world_size, int ok);
+/* Inside the import: rank's rows from step on are dropped (a run restarted from a
+   checkpoint logs them again). */
+int lks_store_import_restart(lks_store *s, int64_t run_id, int rank, int step);
 /* Commits what the import stored so far and begins the next transaction (a followed log:
    one transaction per step). On failure nothing is open any more: -1. */
 int lks_store_import_commit(lks_store *s);

@@ -130,6 +130,13 @@ int lks_store_import_commit(lks_store *s)
 	return 0;
 }
 
+int lks_store_import_restart(lks_store *s, int64_t run_id, int rank, int step)
+{
+	const lks_val v[] = { lks_val_int(run_id), lks_val_int(rank), lks_val_int(step) };
+
+	return lks_store_put(s, LKS_Q_IMPORT_RESTART, v, LKS_NVALS(v), NULL);
+}
+
 int lks_store_import_end(lks_store *s, int64_t run_id, int steps, int world_size, int ok)
 {
 	const lks_val v[] = { lks_val_int(run_id), lks_val_int(steps), lks_val_int(world_size) };

@@ -123,6 +123,7 @@ static const char *const lks_store_sql[LKS_Q_COUNT] = {
 	[LKS_Q_IMPORT_END] = "UPDATE runs SET status = 'complete', steps = ?2, world_size = ?3, "
 	                     "finished = strftime('%Y-%m-%dT%H:%M:%fZ', 'now') "
 	                     "WHERE run_id = ?1 AND status = 'incomplete'",
+	[LKS_Q_IMPORT_RESTART] = "DELETE FROM steps WHERE run_id = ?1 AND rank = ?2 AND step >= ?3",
 	[LKS_Q_NIGHTLY] = "INSERT INTO nightly (" LKS_NIGHTLY_COLS ") VALUES (?1, ?2, ?3, ?4, ?5, "
 	                  "?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
 	[LKS_Q_GET_NIGHTLY] = "SELECT " LKS_NIGHTLY_COLS " FROM nightly WHERE suite_id = ?1 "
