@@ -233,6 +233,11 @@ Test(follow, stdin_bad_lines_and_bad_usage)
 	         "--reference-file 'torchtitan:%s' 2>&1", ref, LKS_BIN, db, ref);
 	cr_assert_eq(lks_run_sh(args, out, sizeof(out)), 2, "%s", out);
 	cr_assert(strstr(out, ":6: bad value"), "%s", out);
+	/* a whole import reads standard input as '-' too */
+	snprintf(args, sizeof(args), "cat '%s' | '%s' import --format torchtitan - --case c "
+	         "--run whole --db '%s' 2>&1", ref, LKS_BIN, db);
+	cr_assert_eq(lks_run_sh(args, out, sizeof(out)), 0, "%s", out);
+	cr_assert(strstr(out, "imported c/whole") && strstr(out, "1 rank,"), "%s", out);
 	snprintf(args, sizeof(args), "import --follow --format torchtitan '%s' --case c --run s "
 	         "--db '%s'", ref, db);
 	cr_assert_eq(lks_run_bin(NULL, args, out, sizeof(out)), 2, "%s", out);

@@ -278,7 +278,8 @@ static int lks_import_one(struct lks_import_run *r, const lks_import_format *fmt
                           const char *path, lks_import_counts *c)
 {
 	struct lks_import_ctx x = { r, c };
-	FILE *f = fopen(path, "r");
+	int in = !strcmp(path, "-");  /* standard input */
+	FILE *f = in ? stdin : fopen(path, "r");
 	struct stat st;
 	int rc;
 
@@ -290,7 +291,8 @@ static int lks_import_one(struct lks_import_run *r, const lks_import_format *fmt
 	}
 	r->path = path;
 	rc = fmt->parse(path, f, lks_import_sink_counted, &x, c);
-	fclose(f);
+	if (!in)
+		fclose(f);
 	return rc;
 }
 
