@@ -47,20 +47,31 @@ static const lks_metric_row *at(const struct seen *s, int step, int rank, const 
 	return NULL;
 }
 
-/* Imports the fixture as run "r" of case "c" into a new database; the store stays open. */
-static int import(const char *fmt, const char *file, lks_store **s, lks_import_result *res)
+/* Imports the fixtures names[0..n) (at most 4, in order) as run "r" of case "c" into a
+   new database; the store stays open. */
+static int import_files(const char *fmt, const char *const *names, int n, lks_store **s,
+                        lks_import_result *res)
 {
-	char path[512], db[512];
+	char paths[4][512], db[512];
+	const char *files[4];
 	lks_import_opts o = { .case_name = "c", .run_name = "r" };
-	const char *files[] = { path };
 
 	o.fmt = lks_import_format_find(fmt);
 	cr_assert(o.fmt, "%s", lks_errmsg());
-	snprintf(path, sizeof(path), "%s/%s", LKS_IMPORT_DIR, file);
+	cr_assert_leq(n, 4);
+	for (int i = 0; i < n; i++) {
+		snprintf(paths[i], sizeof(paths[i]), "%s/%s", LKS_IMPORT_DIR, names[i]);
+		files[i] = paths[i];
+	}
 	mkdir_tmp();
 	path_in_tmp(db, sizeof(db), "import.db");
 	cr_assert_eq(lks_store_open(db, s), 0, "%s", lks_errmsg());
-	return lks_import_files(*s, &o, files, 1, res);
+	return lks_import_files(*s, &o, files, n, res);
+}
+
+static int import(const char *fmt, const char *file, lks_store **s, lks_import_result *res)
+{
+	return import_files(fmt, &file, 1, s, res);
 }
 
 static void metrics_of(lks_store *s, int64_t run, struct seen *seen)
@@ -242,23 +253,6 @@ Test(import, jsonl_ranks_and_any_named_metric)
    file's values stand; within one file the same step with other values is still refused.
    restart_a logs steps 1-4, restart_b (the restart, which died again) steps 3 only,
    restart_c (the restart after it) steps 3-5. */
-static int import_files(const char *const *names, int n, lks_store **s, lks_import_result *res)
-{
-	char paths[4][512], db[512];
-	const char *files[4];
-	lks_import_opts o = { .case_name = "c", .run_name = "r" };
-
-	o.fmt = lks_import_format_find("jsonl");
-	for (int i = 0; i < n; i++) {
-		snprintf(paths[i], sizeof(paths[i]), "%s/%s", LKS_IMPORT_DIR, names[i]);
-		files[i] = paths[i];
-	}
-	mkdir_tmp();
-	path_in_tmp(db, sizeof(db), "import.db");
-	cr_assert_eq(lks_store_open(db, s), 0, "%s", lks_errmsg());
-	return lks_import_files(*s, &o, files, n, res);
-}
-
 Test(import, a_restart_in_the_next_file_replaces_the_steps_logged_again)
 {
 	static const char *const ac[] = { "restart_a.jsonl", "restart_c.jsonl" };
@@ -267,7 +261,7 @@ Test(import, a_restart_in_the_next_file_replaces_the_steps_logged_again)
 	struct seen m;
 	lks_store *s;
 
-	cr_assert_eq(import_files(ac, 2, &s, &res), 0, "%s", lks_errmsg());
+	cr_assert_eq(import_files("jsonl", ac, 2, &s, &res), 0, "%s", lks_errmsg());
 	cr_assert_eq(res.steps, 5);
 	cr_assert_eq(res.counts.restarts, 2, "both ranks went back to step 3");
 	metrics_of(s, res.run_id, &m);
@@ -280,7 +274,7 @@ Test(import, a_restart_in_the_next_file_replaces_the_steps_logged_again)
 	rm_tmp();
 
 	/* a restart that died before it passed the first file: the run ends at its last step */
-	cr_assert_eq(import_files(ab, 2, &s, &res), 0, "%s", lks_errmsg());
+	cr_assert_eq(import_files("jsonl", ab, 2, &s, &res), 0, "%s", lks_errmsg());
 	cr_assert_eq(res.steps, 3);
 	metrics_of(s, res.run_id, &m);
 	cr_assert_eq(m.n, 6);
