@@ -14,6 +14,7 @@
 
 #include "store_fixture.h"
 #include "harness/store/import.h"
+#include "harness/store/import_block.h"
 #include "kernels/err.h"
 
 #define MAXROWS 64
@@ -451,19 +452,19 @@ Test(import, numbers_read_as_strtod_reads_them)
 	cr_assert_gt(fast, 10000, "the short decimals were not tried");  /* the fast path's */
 }
 
-/* Rows of one (step, rank) stored packed read back bit for bit, by name, with their kinds:
-   signed zero, both infinities, a NaN (every NaN reads as one), the extremes, a
-   subnormal, a name of the longest length. */
-Test(import, packed_metrics_read_back_bit_for_bit_by_name)
+/* Rows of one (step, rank) stored in a block read back bit for bit, by name, with their
+   kinds: signed zero, both infinities, a NaN (every NaN reads as one), the extremes, a
+   subnormal, a short decimal, a name of the longest length. */
+Test(import, block_metrics_read_back_bit_for_bit_by_name)
 {
 	static const double v[] = { -0.0, INFINITY, -INFINITY, -NAN, DBL_MAX, 4.9406564584124654e-324,
 	                            0.1, -1.234567890123456789e-300 };
 	char longest[LKS_METRIC_NAME_MAX];
 	const char *names[] = { "z", "loss", "a b", "tps", "grad_norm", "x1", "x0", longest };
 	lks_metric_row rows[8];
-	lks_step_row step = { .step = 3, .rank = 1 };
 	lks_run_info info = { .case_name = "c", .run_name = "r", .recipe = "import",
 	                      .backend = "import:jsonl" };
+	lks_block *b = lks_block_new();
 	struct seen m;
 	lks_store *s;
 	char db[512];
@@ -478,12 +479,15 @@ Test(import, packed_metrics_read_back_bit_for_bit_by_name)
 	path_in_tmp(db, sizeof(db), "packed.db");
 	cr_assert_eq(lks_store_open(db, &s), 0, "%s", lks_errmsg());
 	cr_assert_eq(lks_store_import_begin(s, &info, &run), 0, "%s", lks_errmsg());
-	cr_assert_eq(lks_store_import_rows(s, run, &step, rows, 8), 0, "%s", lks_errmsg());
+	cr_assert_eq(lks_block_add(b, 3, 1, rows, 8), 0, "%s", lks_errmsg());
 	/* a name given twice is refused */
-	step.step = 4;
 	rows[1].name = "z";
-	cr_assert_neq(lks_store_import_rows(s, run, &step, rows, 8), 0);
+	cr_assert_eq(lks_block_add(b, 4, 1, rows, 8), -1);
+	rows[1].name = names[1];
+	cr_assert_eq(lks_store_import_block(s, run, b), 0, "%s", lks_errmsg());
+	cr_assert_eq(lks_block_records(b), 0, "the block was not emptied");
 	cr_assert_eq(lks_store_import_end(s, run, 3, 2, 1), 0, "%s", lks_errmsg());
+	lks_block_free(b);
 	metrics_of(s, run, &m);
 	cr_assert_eq(m.n, 8);
 	for (int i = 1; i < 8; i++)

@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "store_fixture.h"
+#include "harness/store/import_block.h"
 #include "harness/store/trace_store.h"
 #include "kernels/err.h"
 
@@ -238,6 +239,36 @@ static void expect_nan_loss(lks_store *s, int64_t run)
 	cr_assert(isnan(seen.value), "%g", seen.value);
 }
 
+/* A block of step 1001 rank 0 (grad_norm 2.5) stored in the run that holds the packed
+   row of step 1000 above: both read back, by step. */
+static int see_two(void *arg, const lks_metric_row *r)
+{
+	lks_metric_row *seen = arg;
+	int i = seen[0].rank++;  /* rows seen, counted in the first's rank */
+
+	cr_assert_lt(i, 2, "more than two metrics read back");
+	seen[1 + i] = *r;
+	seen[1 + i].name = NULL;
+	cr_assert_str_eq(r->name, i == 0 ? "loss" : "grad_norm");
+	return 0;
+}
+
+static void expect_block_after_packed(lks_store *s, int64_t run)
+{
+	lks_metric_row row = { 1001, 0, "grad_norm", LKS_METRIC_NUMERICS, 2.5 }, seen[3] = { 0 };
+	lks_block *b = lks_block_new();
+
+	cr_assert_eq(lks_block_add(b, 1001, 0, &row, 1), 0, "%s", lks_errmsg());
+	cr_assert_eq(lks_store_import_block(s, run, b), 0, "%s", lks_errmsg());
+	lks_block_free(b);
+	cr_assert_eq(lks_store_get_metrics(s, run, NULL, see_two, seen), 0, "%s", lks_errmsg());
+	cr_assert_eq(seen[0].rank, 2);
+	cr_assert_eq(seen[1].step, 1000);
+	cr_assert(isnan(seen[1].value));
+	cr_assert_eq(seen[2].step, 1001);
+	cr_assert_eq(seen[2].value, 2.5);
+}
+
 static void make_old_db(const char *path, int version, int64_t *run)
 {
 	lks_run_info info = run_info("bf16", 2);
@@ -254,6 +285,8 @@ static void make_old_db(const char *path, int version, int64_t *run)
 	if (version >= 2)
 		cr_assert_eq(lks_store_check(s, &old), 0, "%s", lks_errmsg());
 	lks_store_close(s);
+	if (version < 10)
+		raw_exec(path, "DROP TABLE import_blocks;");
 	if (version < 9)
 		raw_exec(path, "DROP TABLE nightly;");
 	if (version < 8)
@@ -320,6 +353,10 @@ Test(trace_store, earlier_version_is_upgraded_keeping_everything)
 		                        "VALUES (1, 1000, 0, 1, X'006C6F737300000000000000F87F') "
 		                        "RETURNING run_id"), 1);
 		expect_nan_loss(s, 1);
+		/* version 10: import_blocks, empty, and a block of the same run reads back after
+		   the packed row */
+		cr_assert_eq(sql_int(s, "SELECT count(*) FROM import_blocks"), 0);
+		expect_block_after_packed(s, 1);
 		/* version 9: the nightly table, empty, and it takes a verdict that reads back */
 		cr_assert_eq(sql_int(s, "SELECT count(*) FROM nightly"), 0);
 		put_nightly(s, run);
@@ -461,6 +498,7 @@ Test(trace_store, readonly_reads_earlier_verdicts_without_parameters)
 		cr_assert_eq(sql_int(s, "SELECT count(*) FROM suites WHERE pinned IS NOT NULL OR "
 		                        "pruned IS NOT NULL"), 0);
 		cr_assert_eq(sql_int(s, "SELECT count(*) FROM nightly"), 0);  /* version 9's */
+		cr_assert_eq(sql_int(s, "SELECT count(*) FROM import_blocks"), 0);  /* 10's */
 		cr_assert_eq(sql_int(s, "SELECT count(*) FROM steps WHERE mem_peak IS NULL"),
 		             2 * RANKS);
 		check_steps(s, run, 0, 2, 10);
@@ -526,9 +564,9 @@ Test(trace_store, readonly_refuses_what_is_not_ours_untouched)
 	/* ours, but of a later version */
 	path_in_tmp(path, sizeof(path), "future.db");
 	make_db(path);
-	raw_exec(path, "PRAGMA user_version = 10");
+	raw_exec(path, "PRAGMA user_version = 11");
 	before = take(path);
-	expect_refused(path, "version 10");
+	expect_refused(path, "version 11");
 	expect_same_bytes(path, before);
 	free(before.bytes);
 	rm_tmp();

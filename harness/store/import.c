@@ -11,9 +11,10 @@
  * The run row: the case and run names given, recipe "import", backend "import:<format>",
  * seed 0, steps the last step read, world size the ranks read (every rank from 0 up must
  * have steps), the files in the fingerprint ({"import": {"format": ..., "files": [...]}}).
- * Each record is a steps row (loss, grad_norm, lr where present, step_time the iteration
- * time in seconds, nonfinite the count of numerics metrics not finite; a metric the log
- * lacks reads NaN there) holding all its metrics (lks_store_import_rows).
+ * The records go into blocks of many (import_block.h), each stored as one row when full
+ * (lks_store_import_block); a followed log stores a block per step. Read back, a record
+ * is also a steps row: loss, grad_norm, lr where present, step_time the iteration time
+ * in seconds, nonfinite the count of numerics metrics not finite; NaN what the log lacks.
  */
 #include <jansson.h>
 #include <math.h>
@@ -24,6 +25,7 @@
 
 #include "harness/base/name.h"
 #include "harness/store/import.h"
+#include "harness/store/import_block.h"
 #include "kernels/err.h"
 
 static const lks_import_format lks_import_formats[LKS_IMPORT_NFMT] = {
@@ -89,6 +91,7 @@ struct lks_import_run {
 	int nranks;
 	int restarts;             /* ranks a later file took back to an earlier step */
 	struct lks_import_follow *follow;  /* NULL: a whole import, one transaction */
+	lks_block *block;         /* the records not stored yet (store set) */
 };
 
 /* The values of a record, NaN as one pattern: equal records hash equal. */
@@ -108,31 +111,21 @@ static uint64_t lks_rec_hash(const lks_import_rec *rec)
 	return XXH3_64bits(buf, n);
 }
 
+/* The record into the block being filled; a full block is stored first. */
 static int lks_import_store_rec(struct lks_import_run *r, const lks_import_rec *rec)
 {
 	lks_metric_row rows[LKS_IMPORT_MAX_METRICS];
-	double iteration_time = NAN;
-	lks_step_row step = { .step = rec->step, .rank = rec->rank, .loss = NAN,
-	                      .grad_norm = NAN, .lr = NAN };
+	int rc;
 
-	for (int i = 0; i < rec->n; i++) {
-		const char *name = rec->m[i].name;
-		double v = rec->m[i].value;
-
-		rows[i] = (lks_metric_row){ rec->step, rec->rank, name, rec->m[i].kind, v };
-		step.nonfinite += rec->m[i].kind == LKS_METRIC_NUMERICS && !isfinite(v);
-		/* the canonical metrics the steps row holds too, NaN without them */
-		if (!strcmp(name, "loss"))
-			step.loss = v;
-		else if (!strcmp(name, "grad_norm"))
-			step.grad_norm = v;
-		else if (!strcmp(name, "lr"))
-			step.lr = v;
-		else if (!strcmp(name, "iteration_time"))
-			iteration_time = v;
+	for (int i = 0; i < rec->n; i++)
+		rows[i] = (lks_metric_row){ rec->step, rec->rank, rec->m[i].name, rec->m[i].kind,
+		                            rec->m[i].value };
+	if ((rc = lks_block_add(r->block, rec->step, rec->rank, rows, rec->n)) == 1) {
+		if (lks_store_import_block(r->store, r->run_id, r->block))
+			return -1;
+		rc = lks_block_add(r->block, rec->step, rec->rank, rows, rec->n);
 	}
-	step.step_time = iteration_time / 1000.0;
-	if (lks_store_import_rows(r->store, r->run_id, &step, rows, rec->n))
+	if (rc)
 		return lks_err("'%s':%ld: %s", r->path, rec->line, lks_errmsg());
 	return 0;
 }
@@ -144,7 +137,8 @@ static int lks_follow_flush(struct lks_import_run *r)
 
 	for (int i = 0; !rc && i < w->n; i++)
 		rc = lks_import_store_rec(r, &w->recs[i]);
-	if (!rc && lks_store_import_commit(r->store))
+	if (!rc && (lks_store_import_block(r->store, r->run_id, r->block)
+	            || lks_store_import_commit(r->store)))
 		rc = -1;
 	if (!rc && w->n && w->recs[0].step > w->stored)
 		w->stored = w->recs[0].step;
@@ -199,7 +193,8 @@ static int lks_import_sink_rec(void *arg, const lks_import_rec *rec)
 	   it goes on from there, and what the earlier files logged from that step on is
 	   dropped (the job that logged it died) */
 	if (last->seen && rec->step <= last->step && r->file > last->file) {
-		if (r->store && lks_store_import_restart(r->store, r->run_id, rec->rank, rec->step))
+		if (r->store && (lks_store_import_block(r->store, r->run_id, r->block)
+		                 || lks_store_import_restart(r->store, r->run_id, rec->rank, rec->step)))
 			return -1;
 		r->restarts++;
 		last->seen = 0;
@@ -322,8 +317,12 @@ int lks_import_files(lks_store *store, const lks_import_opts *o, const char *con
 	int rc = -1;
 
 	memset(res, 0, sizeof(*res));
-	if (store && lks_import_begin(store, o, paths, npaths, &r.run_id))
+	if (store && !(r.block = lks_block_new()))
 		return -1;
+	if (store && lks_import_begin(store, o, paths, npaths, &r.run_id)) {
+		lks_block_free(r.block);
+		return -1;
+	}
 	rc = 0;
 	for (int i = 0; !rc && i < npaths; i++) {
 		r.file = i;
@@ -336,6 +335,8 @@ int lks_import_files(lks_store *store, const lks_import_opts *o, const char *con
 		         npaths == 1 ? paths[0] : o->run_name);
 		rc = lks_import_ranks_check(&r, what);
 	}
+	if (!rc && store && lks_store_import_block(store, r.run_id, r.block))
+		rc = -1;
 	if (store && lks_store_import_end(store, r.run_id, lks_import_last_step(&r), r.nranks,
 	                                  rc == 0) && !rc)
 		rc = -1;
@@ -346,6 +347,7 @@ int lks_import_files(lks_store *store, const lks_import_opts *o, const char *con
 		res->world_size = r.nranks;
 	}
 	free(r.ranks);
+	lks_block_free(r.block);
 	return rc;
 }
 
@@ -358,8 +360,12 @@ int lks_import_follow(lks_store *store, const lks_import_opts *o, const char *pa
 	int rc;
 
 	memset(res, 0, sizeof(*res));
-	if (lks_import_begin(store, o, &path, 1, &r.run_id))
+	if (!(r.block = lks_block_new()))
 		return -1;
+	if (lks_import_begin(store, o, &path, 1, &r.run_id)) {
+		lks_block_free(r.block);
+		return -1;
+	}
 	rc = o->fmt->parse(path, f, lks_import_sink_counted, &x, &res->counts);
 	if (!rc && w.n) {
 		w.known = w.known ? w.known : w.n;
@@ -379,5 +385,6 @@ int lks_import_follow(lks_store *store, const lks_import_opts *o, const char *pa
 	res->world_size = r.nranks;
 	free(r.ranks);
 	free(w.recs);
+	lks_block_free(r.block);
 	return rc;
 }

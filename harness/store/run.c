@@ -99,8 +99,7 @@ int lks_stored_run_set_info(lks_stored_run *r, const lks_run_rec *rec)
 
 /* ---- filled row by row ---- */
 
-/* Room for n + 1 elements of size in *p (capacity *cap, doubled). */
-static int lks_room_for(void **p, size_t *cap, size_t n, size_t size)
+int lks_room_for(void **p, size_t *cap, size_t n, size_t size)
 {
 	size_t c = *cap ? *cap : 64;
 	void *q;

@@ -139,4 +139,7 @@ void lks_stored_run_metrics_release(lks_stored_run *r);
 /* The seq of the tensor called name in phase with occurrence occ; -1 if none. */
 int lks_stored_run_find(const lks_stored_run *r, const char *name, lks_phase phase, int occ);
 
+/* Room for n + 1 elements of size in *p (capacity *cap elements, doubled as needed). */
+int lks_room_for(void **p, size_t *cap, size_t n, size_t size);
+
 #endif

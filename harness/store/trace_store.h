@@ -146,11 +146,11 @@ int lks_store_end_run(lks_store *s, int64_t run_id, const char *status);
  checks). 5: the health table and steps.mem_peak (GPU health, NVML). 6: the gemm_algos
    table (the GEMM library's algorithms of a run). 7: steps.metrics (imported runs). 8:
    suites.pinned and suites.pruned (retention, prune.h). 9: the nightly table (night over
-   night). A
+   night). 10: import_blocks (an imported run's records, many to a row). A
    file of an earlier
    version is upgraded when opened: the tables and columns added since are created (a
    column NULL in the rows already there), nothing else changes. */
-#define LKS_STORE_SCHEMA_VERSION 9
+#define LKS_STORE_SCHEMA_VERSION 10
 
 typedef struct lks_run_rec {
 	int64_t run_id;
@@ -320,14 +320,14 @@ typedef struct lks_metric_row {
 } lks_metric_row;
 
 /* An import is one transaction: begin inserts the run (status incomplete) inside BEGIN
-   IMMEDIATE; steps and metric rows follow in it; end commits with the run complete and
+   IMMEDIATE; its blocks of records follow in it; end commits with the run complete and
    its steps and world size set, or (ok 0) rolls everything back, so that a bad log stores
    nothing. Nothing else may use the store between begin and end. */
 int lks_store_import_begin(lks_store *s, const lks_run_info *info, int64_t *run_id);
-/* The rows of one (step, rank) (at most LKS_METRICS_MAX, names shorter than
-   LKS_METRIC_NAME_MAX, each once) are stored packed in one row, in any order. */
-int lks_store_import_rows(lks_store *s, int64_t run_id, const lks_step_row *step,
-                          const lks_metric_row *rows, int n);
+/* The records of b (harness/store/import_block.h), as the run's next block; b is then
+   empty. A (step, rank) must not be stored twice (lks_store_import_restart drops one). */
+struct lks_block;
+int lks_store_import_block(lks_store *s, int64_t run_id, struct lks_block *b);
 int lks_store_import_end(lks_store *s, int64_t run_id, int steps, int world_size, int ok);
 /* Inside the import: rank's rows from step on are dropped (a run restarted from a
    checkpoint logs them again). */
@@ -335,7 +335,8 @@ int lks_store_import_restart(lks_store *s, int64_t run_id, int rank, int step);
 /* Commits what the import stored so far and begins the next transaction (a followed log:
    one transaction per step). On failure nothing is open any more: -1. */
 int lks_store_import_commit(lks_store *s);
-/* The run's metric rows (of one name, or all when name is NULL) by (step, rank, name). */
+/* The run's metric rows (of one name, or all when name is NULL) by (step, rank, name):
+   of its blocks, and of its steps rows (the imports of schema versions 7 to 9). */
 int lks_store_get_metrics(lks_store *s, int64_t run_id, const char *name,
                           int (*fn)(void *arg, const lks_metric_row *row), void *arg);
 

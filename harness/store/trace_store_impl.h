@@ -14,6 +14,8 @@
  *   trace_store_prune.c  retention: old suites' stat rows removed in bounded
  *                         transactions, VACUUM (prune.h)
  *   trace_store_metrics.c  an imported run in one transaction, its metrics read back
+ *   trace_store_blocks.c  an imported run's records, many to a row (import_blocks), read
+ *                         back as metrics and as step rows
  *   trace_store_nightly.c  night-over-night verdicts written and read back
  *   report_query.c        the report's reads beside those: a suite, the trend of a case
  */
@@ -79,8 +81,13 @@ enum lks_q {
 	LKS_Q_COMBO_SUITE,
 	LKS_Q_GET_SUITE,
 	LKS_Q_GET_TREND,
-	LKS_Q_METRIC,
 	LKS_Q_GET_METRICS,
+	LKS_Q_BLOCK,
+	LKS_Q_GET_BLOCKS,
+	LKS_Q_GET_BLOCKS_AT,
+	LKS_Q_COUNT_BLOCKS,
+	LKS_Q_BLOCK_UPDATE,
+	LKS_Q_BLOCK_DELETE,
 	LKS_Q_IMPORT_END,
 	LKS_Q_IMPORT_RESTART,
 	LKS_Q_NIGHTLY,
@@ -231,6 +238,18 @@ int lks_store_put(lks_store *s, enum lks_q q, const lks_val *v, int n, int64_t *
    until it returns other than 0, which is then returned (-1 when a step fails). */
 int lks_store_rows(lks_store *s, enum lks_q q, const lks_val *v, int n,
                    int (*row)(sqlite3_stmt *st, void *ctx), void *ctx);
+
+/* The one integer q's first row holds (trace_store_read.c). */
+int lks_store_scalar(lks_store *s, enum lks_q q, const lks_val *v, int n, int64_t *out);
+/* An imported run's metrics packed in its steps rows (schema versions 7 to 9;
+   trace_store_metrics.c), by (step, rank, name). */
+int lks_store_get_packed_metrics(lks_store *s, int64_t run_id, const char *name,
+                                 int (*fn)(void *arg, const lks_metric_row *row), void *arg);
+/* The step rows of run_id's import blocks (of step, or every step when step < 0) after
+   the *n rows already in rows (cap in all): rows[0..min(*n, cap)) are then sorted by
+   (step, rank), and *n counts every row, those past cap too (trace_store_blocks.c). */
+int lks_store_block_steps(lks_store *s, int64_t run_id, int step, lks_step_row *rows, int cap,
+                          int *n);
 
 /* The step rows of one step (no transaction of their own; trace_store_write.c). */
 int lks_store_step_rows(lks_store *s, int64_t run_id, const lks_step_row *steps, int nsteps);

@@ -1,13 +1,15 @@
 /*
- * trace_store_metrics.c: an imported run (lockstep import) written in one transaction, and
- * its metric rows read back (trace_store.h, "imported runs"). The run row, its step rows
- * (loss, grad norm, lr and step time where the log has them, so that list, diff and report
- * see an imported run as they see any) and its metric rows are all inside the BEGIN
- * IMMEDIATE of lks_store_import_begin: a log that turns out bad half way stores nothing.
- * A followed log (lockstep import --follow) commits each step as it completes
- * (lks_store_import_commit): what came before a bad line or a divergence stays stored.
- * The metrics of one (step, rank) are packed in a blob in its steps row (schema version
- * 7): a log line costs one insert, not one per metric.
+ * trace_store_metrics.c: an imported run (lockstep import) written in one transaction
+ * (trace_store.h, "imported runs"). The run row and its blocks of records
+ * (trace_store_blocks.c) are all inside the BEGIN IMMEDIATE of lks_store_import_begin: a
+ * log that turns out bad half way stores nothing. A followed log (lockstep import
+ * --follow) commits each step as it completes (lks_store_import_commit): what came before
+ * a bad line or a divergence stays stored.
+ *
+ * The imports of schema versions 7 to 9 stored a steps row per (step, rank) with its
+ * metrics packed in a blob (steps.metrics): per metric, by name, a kind byte (0 numerics,
+ * 1 performance), the name and a NUL, then the value as 8 bytes (binary64, little-endian).
+ * They are read here, as they always were.
  */
 #include <stdint.h>
 #include <string.h>
@@ -42,20 +44,6 @@ int lks_store_import_begin(lks_store *s, const lks_run_info *info, int64_t *run_
 	return 0;
 }
 
-/* A packed metric: kind byte, name, NUL, 8 value bytes (binary64, little-endian). */
-#define LKS_PACKED_MAX (LKS_METRICS_MAX * (1 + LKS_METRIC_NAME_MAX + 8))
-
-static void lks_pack_value(unsigned char *p, double v)
-{
-	uint64_t u;
-
-	if (isnan(v))
-		v = NAN;  /* one NaN, as SQLite's REAL columns keep it (lks_val_real) */
-	memcpy(&u, &v, sizeof(u));
-	for (int i = 0; i < 8; i++)
-		p[i] = (unsigned char)(u >> (8 * i));
-}
-
 static double lks_unpack_value(const unsigned char *p)
 {
 	uint64_t u = 0;
@@ -67,60 +55,6 @@ static double lks_unpack_value(const unsigned char *p)
 	return v;
 }
 
-/* rows[0..n) into buf: its length, or -1 (a name too long or missing, too many rows). */
-static long lks_metrics_pack(const lks_metric_row *rows, int n, unsigned char *buf)
-{
-	const lks_metric_row *by[LKS_METRICS_MAX];
-	long len = 0;
-
-	if (n > LKS_METRICS_MAX)
-		return lks_err("%d metrics in one row (at most %d)", n, LKS_METRICS_MAX);
-	/* by name, in the order lks_store_get_metrics promises; insertion: n is small */
-	for (int i = 0; i < n; i++) {
-		int j;
-
-		if (!rows[i].name)
-			return lks_err("a metric without a name");
-		for (j = i; j > 0 && strcmp(by[j - 1]->name, rows[i].name) > 0; j--)
-			by[j] = by[j - 1];
-		by[j] = &rows[i];
-	}
-	for (int i = 0; i < n; i++) {
-		size_t nl = strlen(by[i]->name);
-
-		if (nl == 0 || nl >= LKS_METRIC_NAME_MAX
-		    || (i && !strcmp(by[i]->name, by[i - 1]->name)))
-			return lks_err("bad or repeated metric name '%s'", by[i]->name);
-		buf[len++] = by[i]->kind == LKS_METRIC_PERFORMANCE;
-		memcpy(buf + len, by[i]->name, nl + 1);
-		len += (long)nl + 1;
-		lks_pack_value(buf + len, by[i]->value);
-		len += 8;
-	}
-	return len;
-}
-
-int lks_store_import_rows(lks_store *s, int64_t run_id, const lks_step_row *step,
-                          const lks_metric_row *rows, int n)
-{
-	unsigned char buf[LKS_PACKED_MAX];
-	sqlite3_stmt *st;
-	long len;
-	int rc;
-
-	if ((len = lks_metrics_pack(rows, n, buf)) < 0)
-		return lks_err("%s, in step %d rank %d", lks_errmsg(), step->step, step->rank);
-	if (lks_store_stmt(s, LKS_Q_METRIC, &st))
-		return -1;
-	sqlite3_bind_int64(st, 1, run_id);
-	lks_store_bind_step(st, 2, step);
-	sqlite3_bind_blob(st, 10, buf, (int)len, SQLITE_STATIC);
-	rc = lks_store_done(s, st);
-	sqlite3_clear_bindings(st);  /* the blob is on this stack */
-	return rc ? lks_err("%s, in the steps row of step %d rank %d", lks_errmsg(), step->step,
-	                    step->rank) : 0;
-}
-
 int lks_store_import_commit(lks_store *s)
 {
 	if (lks_store_exec(s, LKS_Q_COMMIT) || lks_store_exec(s, LKS_Q_BEGIN)) {
@@ -128,13 +62,6 @@ int lks_store_import_commit(lks_store *s)
 		return -1;
 	}
 	return 0;
-}
-
-int lks_store_import_restart(lks_store *s, int64_t run_id, int rank, int step)
-{
-	const lks_val v[] = { lks_val_int(run_id), lks_val_int(rank), lks_val_int(step) };
-
-	return lks_store_put(s, LKS_Q_IMPORT_RESTART, v, LKS_NVALS(v), NULL);
 }
 
 int lks_store_import_end(lks_store *s, int64_t run_id, int steps, int world_size, int ok)
@@ -184,8 +111,8 @@ static int lks_metric_row_read(sqlite3_stmt *st, void *ctx)
 	return 0;
 }
 
-int lks_store_get_metrics(lks_store *s, int64_t run_id, const char *name,
-                          int (*fn)(void *arg, const lks_metric_row *row), void *arg)
+int lks_store_get_packed_metrics(lks_store *s, int64_t run_id, const char *name,
+                                 int (*fn)(void *arg, const lks_metric_row *row), void *arg)
 {
 	struct lks_metric_walk w = { fn, arg, name };
 	const lks_val v[] = { lks_val_int(run_id) };

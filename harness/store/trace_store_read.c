@@ -33,7 +33,7 @@ static int lks_row_int64(sqlite3_stmt *st, void *ctx)
 	return 0;
 }
 
-static int lks_store_scalar(lks_store *s, enum lks_q q, const lks_val *v, int n, int64_t *out)
+int lks_store_scalar(lks_store *s, enum lks_q q, const lks_val *v, int n, int64_t *out)
 {
 	return lks_store_rows(s, q, v, n, lks_row_int64, out);
 }
@@ -174,7 +174,7 @@ int lks_store_get_steps(lks_store *s, int64_t run_id, int step, lks_step_row *ro
 	                        step < 0 ? 1 : 2, lks_row_step, &w);
 
 	*n = (int)w.n;
-	return rc;
+	return rc ? rc : lks_store_block_steps(s, run_id, step, rows, cap > 0 ? cap : 0, n);
 }
 
 static int lks_row_stat(sqlite3_stmt *st, void *ctx)

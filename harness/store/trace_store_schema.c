@@ -256,6 +256,20 @@ static const char lks_schema_v9[] =
 	");\n"
 	"CREATE INDEX nightly_by_suite ON nightly (suite_id);\n";
 
+/* 10: an imported run's records many to a row (harness/store/import_block.h has the
+   layout of data): an import writes a row per block of up to 16384 log lines, not per
+   line. Imports of versions 7 to 9 stay in steps.metrics and read as before. */
+static const char lks_schema_v10[] =
+	"CREATE TABLE import_blocks (\n"
+	"	run_id INTEGER NOT NULL REFERENCES runs (run_id),\n"
+	"	seq INTEGER NOT NULL,           -- the order written, from 1\n"
+	"	first_step INTEGER NOT NULL,    -- the steps of its records\n"
+	"	last_step INTEGER NOT NULL,\n"
+	"	records INTEGER NOT NULL,\n"
+	"	data BLOB NOT NULL,\n"
+	"	PRIMARY KEY (run_id, seq)\n"
+	");\n";
+
 /* Part v of the schema: the tables (and their indexes) version v added, and the columns it
    added to tables of earlier versions. A part never changes once released. */
 static const struct lks_schema_part {
@@ -272,6 +286,7 @@ static const struct lks_schema_part {
 	[7] = { NULL, lks_schema_v7, 1 },
 	[8] = { NULL, lks_schema_v8, (int)(sizeof(lks_schema_v8) / sizeof(lks_schema_v8[0])) },
 	[9] = { lks_schema_v9, NULL, 0 },
+	[10] = { lks_schema_v10, NULL, 0 },
 };
 
 /* Gradient SQNR between two runs (harness/verify/sqnr.h): the table is created when first

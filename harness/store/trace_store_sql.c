@@ -61,7 +61,10 @@ static const char *const lks_store_sql[LKS_Q_COUNT] = {
 	[LKS_Q_GET_RUN] = "SELECT " LKS_RUN_COLS " FROM runs WHERE run_id = ?1",
 	[LKS_Q_GET_RUNS] = "SELECT " LKS_RUN_COLS " FROM runs ORDER BY run_id",
 	[LKS_Q_COUNT_TENSORS] = "SELECT count(*) FROM tensors WHERE run_id = ?1",
-	[LKS_Q_COUNT_STEPS] = "SELECT count(*) FROM steps WHERE run_id = ?1",
+	/* an imported run's step rows are its records (import_blocks) */
+	[LKS_Q_COUNT_STEPS] = "SELECT (SELECT count(*) FROM steps WHERE run_id = ?1) + "
+	                      "(SELECT coalesce(sum(records), 0) FROM import_blocks "
+	                      "WHERE run_id = ?1)",
 	[LKS_Q_COUNT_STATS] = "SELECT count(*) FROM stats WHERE run_id = ?1",
 	[LKS_Q_COUNT_EVENTS] = "SELECT count(*) FROM events WHERE run_id = ?1",
 	[LKS_Q_GET_TENSORS] = "SELECT seq, name, phase FROM tensors WHERE run_id = ?1 ORDER BY seq",
@@ -116,10 +119,20 @@ static const char *const lks_store_sql[LKS_Q_COUNT] = {
 	                    " (SELECT DISTINCT suite_id FROM runs WHERE case_name = ?1"
 	                    "  AND suite_id <= ?2 ORDER BY suite_id DESC LIMIT ?3)"
 	                    " ORDER BY r.run_name, r.suite_id, r.run_id",
-	[LKS_Q_METRIC] = "INSERT INTO steps (run_id, " LKS_STEP_COLS ", metrics) "
-	                 "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
 	[LKS_Q_GET_METRICS] = "SELECT step, rank, metrics FROM steps "
 	                      "WHERE run_id = ?1 AND metrics IS NOT NULL ORDER BY step, rank",
+	[LKS_Q_BLOCK] = "INSERT INTO import_blocks (run_id, seq, first_step, last_step, records, "
+	                "data) VALUES (?1, (SELECT coalesce(max(seq), 0) + 1 FROM import_blocks "
+	                "WHERE run_id = ?1), ?2, ?3, ?4, ?5)",
+	[LKS_Q_GET_BLOCKS] = "SELECT seq, data FROM import_blocks WHERE run_id = ?1 ORDER BY seq",
+	/* the blocks that may hold step ?2 or later */
+	[LKS_Q_GET_BLOCKS_AT] = "SELECT seq, data FROM import_blocks "
+	                        "WHERE run_id = ?1 AND last_step >= ?2 AND first_step <= ?3 "
+	                        "ORDER BY seq",
+	[LKS_Q_COUNT_BLOCKS] = "SELECT count(*) FROM import_blocks WHERE run_id = ?1",
+	[LKS_Q_BLOCK_UPDATE] = "UPDATE import_blocks SET first_step = ?3, last_step = ?4, "
+	                       "records = ?5, data = ?6 WHERE run_id = ?1 AND seq = ?2",
+	[LKS_Q_BLOCK_DELETE] = "DELETE FROM import_blocks WHERE run_id = ?1 AND seq = ?2",
 	[LKS_Q_IMPORT_END] = "UPDATE runs SET status = 'complete', steps = ?2, world_size = ?3, "
 	                     "finished = strftime('%Y-%m-%dT%H:%M:%fZ', 'now') "
 	                     "WHERE run_id = ?1 AND status = 'incomplete'",

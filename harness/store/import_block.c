@@ -1,0 +1,509 @@
+/*
+ * import_block.c: many records of an imported run in one blob, column by column
+ * (import_block.h has the layout). The encoder keeps each name's column as it is added
+ * (a value and a presence bit per record) and writes the blob in one pass per column;
+ * the decoder reads the columns back and hands the records on in their order.
+ *
+ * A value is written as a short decimal m / 10^d only when that division gives back its
+ * exact bits (checked here, on the machine that writes it; IEEE 754 division is correctly
+ * rounded, so every machine reads the same bits back). The d tried first is the one the
+ * name took last: a log prints a metric with the same number of decimals on every line,
+ * so one multiply, one rounding and one divide usually settle it, and equal d keep the
+ * differences of m small.
+ */
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "harness/store/import_block.h"
+#include "kernels/err.h"
+
+#define LKS_BLOCK_VERSION 1
+#define LKS_DEC_MAX 14                 /* decimals of the short form: 10^14 < 2^53 */
+#define LKS_DEC_RAW 15
+#define LKS_M_LIMIT 9007199254740992.0 /* 2^53: every integer below is a double */
+
+static const double lks_p10[LKS_DEC_MAX + 1] = {
+	1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14,
+};
+
+struct lks_bcol {
+	char name[LKS_METRIC_NAME_MAX];
+	lks_metric_kind kind;
+	int last_d;                       /* the decimals the last value took */
+	double *v;                        /* per record (unset where absent) */
+	unsigned char *has;               /* presence bits, per record */
+};
+
+struct lks_buf {
+	unsigned char *p;
+	size_t n, cap;
+};
+
+struct lks_block {
+	int n;                            /* records */
+	int *step, *rank;                 /* (LKS_BLOCK_RECORDS) */
+	int max_rank;
+	int ncols;
+	struct lks_bcol cols[LKS_BLOCK_NAMES];
+	int hint[LKS_METRICS_MAX];        /* the column of a record's i-th row last time */
+	int64_t *prev;                    /* encoding: per rank, the m before */
+	int prev_cap;
+	struct lks_buf out;
+};
+
+lks_block *lks_block_new(void)
+{
+	lks_block *b = calloc(1, sizeof(*b));
+
+	if (!b || !(b->step = malloc(LKS_BLOCK_RECORDS * sizeof(int)))
+	    || !(b->rank = malloc(LKS_BLOCK_RECORDS * sizeof(int)))) {
+		lks_block_free(b);
+		lks_err("out of memory");
+		return NULL;
+	}
+	return b;
+}
+
+void lks_block_free(lks_block *b)
+{
+	if (!b)
+		return;
+	for (int j = 0; j < LKS_BLOCK_NAMES; j++) {
+		free(b->cols[j].v);
+		free(b->cols[j].has);
+	}
+	free(b->step);
+	free(b->rank);
+	free(b->prev);
+	free(b->out.p);
+	free(b);
+}
+
+void lks_block_reset(lks_block *b)
+{
+	for (int j = 0; j < b->ncols; j++)
+		memset(b->cols[j].has, 0, LKS_BLOCK_RECORDS / 8);
+	b->n = 0;
+	b->ncols = 0;
+	b->max_rank = 0;
+}
+
+int lks_block_records(const lks_block *b)
+{
+	return b->n;
+}
+
+void lks_block_steps(const lks_block *b, int *first, int *last)
+{
+	*first = *last = b->n ? b->step[0] : 0;
+	for (int i = 1; i < b->n; i++) {
+		if (b->step[i] < *first)
+			*first = b->step[i];
+		if (b->step[i] > *last)
+			*last = b->step[i];
+	}
+}
+
+/* The column of name, made when new (of kind); -1 when the block has no room for it, -2
+   out of memory, -3 a name of another kind. */
+static int lks_block_col(lks_block *b, const char *name, lks_metric_kind kind, int *hint)
+{
+	struct lks_bcol *c;
+	int j = *hint < b->ncols && !strcmp(b->cols[*hint].name, name) ? *hint : 0;
+
+	for (; j < b->ncols && strcmp(b->cols[j].name, name); j++)
+		;
+	if (j < b->ncols)
+		return b->cols[j].kind == kind ? (*hint = j) : -3;
+	if (b->ncols == LKS_BLOCK_NAMES)
+		return -1;
+	c = &b->cols[b->ncols];
+	if (!c->v && (!(c->v = malloc(LKS_BLOCK_RECORDS * sizeof(double)))
+	              || !(c->has = calloc(LKS_BLOCK_RECORDS / 8, 1))))
+		return -2;
+	strcpy(c->name, name);
+	c->kind = kind;
+	c->last_d = 0;
+	return *hint = b->ncols++;
+}
+
+int lks_block_add(lks_block *b, int step, int rank, const lks_metric_row *rows, int n)
+{
+	int col[LKS_METRICS_MAX];
+
+	if (b->n == LKS_BLOCK_RECORDS)
+		return 1;
+	if (n > LKS_METRICS_MAX)
+		return lks_err("%d metrics in one record (at most %d)", n, LKS_METRICS_MAX);
+	for (int i = 0; i < n; i++) {
+		size_t len = rows[i].name ? strlen(rows[i].name) : 0;
+
+		if (len == 0 || len >= LKS_METRIC_NAME_MAX)
+			return lks_err("bad metric name '%s'", rows[i].name ? rows[i].name : "");
+		if ((col[i] = lks_block_col(b, rows[i].name, rows[i].kind, &b->hint[i])) == -2)
+			return lks_err("out of memory");
+		if (col[i] == -3)
+			return lks_err("metric '%s' of two kinds", rows[i].name);
+		if (col[i] < 0)
+			return 1;  /* columns made here stay, empty: harmless */
+		for (int k = 0; k < i; k++)
+			if (col[k] == col[i])
+				return lks_err("metric '%s' twice in one record", rows[i].name);
+	}
+	for (int i = 0; i < n; i++) {
+		struct lks_bcol *c = &b->cols[col[i]];
+
+		c->v[b->n] = rows[i].value;
+		c->has[b->n / 8] |= (unsigned char)(1u << (b->n % 8));
+	}
+	b->step[b->n] = step;
+	b->rank[b->n] = rank;
+	if (rank > b->max_rank)
+		b->max_rank = rank;
+	b->n++;
+	return 0;
+}
+
+/* ---- the bytes ---- */
+
+static int lks_buf_room(struct lks_buf *o, size_t more)
+{
+	if (o->n + more > o->cap) {
+		size_t cap = o->cap ? o->cap : 65536;
+		unsigned char *p;
+
+		while (cap < o->n + more)
+			cap *= 2;
+		if (!(p = realloc(o->p, cap)))
+			return lks_err("out of memory");
+		o->p = p;
+		o->cap = cap;
+	}
+	return 0;
+}
+
+/* Room is made by the caller: a varint is at most 10 bytes. */
+static void lks_put_varint(struct lks_buf *o, uint64_t x)
+{
+	while (x >= 0x80) {
+		o->p[o->n++] = (unsigned char)(x | 0x80);
+		x >>= 7;
+	}
+	o->p[o->n++] = (unsigned char)x;
+}
+
+static uint64_t lks_zz(int64_t x)
+{
+	return ((uint64_t)x << 1) ^ (uint64_t)(x >> 63);
+}
+
+static int64_t lks_unzz(uint64_t x)
+{
+	return (int64_t)(x >> 1) ^ -(int64_t)(x & 1);
+}
+
+static int lks_same_bits(double a, double b)
+{
+	return !memcmp(&a, &b, sizeof(a));
+}
+
+/* v as m / 10^d (the short form): d, or LKS_DEC_RAW. try_d first. */
+static int lks_decimal(double v, int try_d, int64_t *m)
+{
+	if (!(fabs(v) < LKS_M_LIMIT) || (v == 0 && signbit(v)))
+		return LKS_DEC_RAW;  /* NaN, inf, too large, -0 */
+	for (int k = -1; k <= LKS_DEC_MAX; k++) {
+		int d = k < 0 ? try_d : k;
+		double x = v * lks_p10[d], r = nearbyint(x);
+
+		if (k == try_d || !(fabs(r) < LKS_M_LIMIT))
+			continue;
+		if (lks_same_bits(d ? r / lks_p10[d] : r, v)) {
+			*m = (int64_t)r;
+			return d;
+		}
+	}
+	return LKS_DEC_RAW;
+}
+
+static void lks_put_raw(struct lks_buf *o, double v)
+{
+	uint64_t u;
+
+	if (isnan(v))
+		v = NAN;  /* one NaN, as everywhere in the store */
+	memcpy(&u, &v, sizeof(u));
+	for (int i = 0; i < 8; i++)
+		o->p[o->n++] = (unsigned char)(u >> (8 * i));
+}
+
+static int lks_encode_col(lks_block *b, struct lks_bcol *c)
+{
+	int all = 1;
+
+	for (int i = 0; all && i < b->n; i++)
+		all = c->has[i / 8] >> (i % 8) & 1;
+	if (lks_buf_room(&b->out, 1 + (size_t)b->n / 8 + 1 + (size_t)b->n * 10))
+		return -1;
+	b->out.p[b->out.n++] = !all;
+	if (!all) {
+		memcpy(b->out.p + b->out.n, c->has, (size_t)(b->n + 7) / 8);
+		b->out.n += (size_t)(b->n + 7) / 8;
+	}
+	memset(b->prev, 0, (size_t)(b->max_rank + 1) * sizeof(*b->prev));
+	for (int i = 0; i < b->n; i++) {
+		int64_t m = 0;
+		int d;
+
+		if (!(c->has[i / 8] >> (i % 8) & 1))
+			continue;
+		if ((d = lks_decimal(c->v[i], c->last_d, &m)) == LKS_DEC_RAW) {
+			b->out.p[b->out.n++] = LKS_DEC_RAW;
+			lks_put_raw(&b->out, c->v[i]);
+			continue;
+		}
+		c->last_d = d;
+		lks_put_varint(&b->out, lks_zz(m - b->prev[b->rank[i]]) << 4 | (uint64_t)d);
+		b->prev[b->rank[i]] = m;
+	}
+	return 0;
+}
+
+int lks_block_encode(lks_block *b, const unsigned char **data, size_t *len)
+{
+	size_t head = 32;
+	int prev = 0;
+
+	if (b->max_rank + 1 > b->prev_cap) {
+		int64_t *p = realloc(b->prev, (size_t)(b->max_rank + 1) * sizeof(*p));
+
+		if (!p)
+			return lks_err("out of memory");
+		b->prev = p;
+		b->prev_cap = b->max_rank + 1;
+	}
+	for (int j = 0; j < b->ncols; j++)
+		head += strlen(b->cols[j].name) + 2;
+	b->out.n = 0;
+	if (lks_buf_room(&b->out, head + (size_t)b->n * 20))
+		return -1;
+	lks_put_varint(&b->out, LKS_BLOCK_VERSION);
+	lks_put_varint(&b->out, (uint64_t)b->n);
+	lks_put_varint(&b->out, (uint64_t)b->ncols);
+	for (int j = 0; j < b->ncols; j++) {
+		size_t nl = strlen(b->cols[j].name) + 1;
+
+		b->out.p[b->out.n++] = b->cols[j].kind == LKS_METRIC_PERFORMANCE;
+		memcpy(b->out.p + b->out.n, b->cols[j].name, nl);
+		b->out.n += nl;
+	}
+	for (int i = 0; i < b->n; i++)
+		lks_put_varint(&b->out, (uint64_t)b->rank[i]);
+	for (int i = 0; i < b->n; i++) {
+		lks_put_varint(&b->out, lks_zz((int64_t)b->step[i] - prev));
+		prev = b->step[i];
+	}
+	for (int j = 0; j < b->ncols; j++)
+		if (lks_encode_col(b, &b->cols[j]))
+			return -1;
+	*data = b->out.p;
+	*len = b->out.n;
+	return 0;
+}
+
+/* ---- reading a blob ---- */
+
+struct lks_in {
+	const unsigned char *p, *end;
+	int bad;
+};
+
+static uint64_t lks_get_varint(struct lks_in *in)
+{
+	uint64_t x = 0;
+
+	for (int shift = 0; shift < 64; shift += 7) {
+		if (in->p == in->end)
+			break;
+		x |= (uint64_t)(*in->p & 0x7f) << shift;
+		if (!(*in->p++ & 0x80))
+			return x;
+	}
+	in->bad = 1;
+	return 0;
+}
+
+static double lks_get_raw(struct lks_in *in)
+{
+	uint64_t u = 0;
+	double v;
+
+	if (in->end - in->p < 8) {
+		in->bad = 1;
+		return 0;
+	}
+	for (int i = 0; i < 8; i++)
+		u |= (uint64_t)in->p[i] << (8 * i);
+	in->p += 8;
+	memcpy(&v, &u, sizeof(v));
+	return v;
+}
+
+struct lks_dcol {
+	const char *name;
+	lks_metric_kind kind;
+	const unsigned char *has;         /* NULL: every record */
+	double *v;
+};
+
+static int lks_present(const struct lks_dcol *c, int i)
+{
+	return !c->has || (c->has[i / 8] >> (i % 8) & 1);
+}
+
+static int lks_decode_col(struct lks_in *in, struct lks_dcol *c, int n, const int *rank,
+                          int64_t *prev, int nprev)
+{
+	int mode = in->p < in->end ? *in->p++ : 2;
+
+	if (mode > 1 || (mode == 1 && in->end - in->p < (n + 7) / 8))
+		return -1;
+	c->has = NULL;
+	if (mode == 1) {
+		c->has = in->p;
+		in->p += (n + 7) / 8;
+	}
+	memset(prev, 0, (size_t)nprev * sizeof(*prev));
+	for (int i = 0; i < n && !in->bad; i++) {
+		uint64_t t;
+		int d;
+
+		if (!lks_present(c, i))
+			continue;
+		t = lks_get_varint(in);
+		if ((d = (int)(t & 15)) == LKS_DEC_RAW) {
+			if (t != LKS_DEC_RAW)
+				return -1;
+			c->v[i] = lks_get_raw(in);
+			continue;
+		}
+		prev[rank[i]] += lks_unzz(t >> 4);
+		if (!(fabs((double)prev[rank[i]]) < LKS_M_LIMIT))
+			return -1;
+		c->v[i] = d ? (double)prev[rank[i]] / lks_p10[d] : (double)prev[rank[i]];
+	}
+	return in->bad ? -1 : 0;
+}
+
+int lks_block_decode(const unsigned char *data, size_t len, lks_block_fn fn, void *arg)
+{
+	struct lks_in in = { data, data + len, 0 };
+	struct lks_dcol *cols = NULL;
+	int *step = NULL, *rank = NULL, n, ncols, max_rank = 0, rc = -1;
+	int64_t *prev = NULL;
+	double *vals = NULL;
+
+	if (lks_get_varint(&in) != LKS_BLOCK_VERSION)
+		return lks_err("an import block of an unknown layout");
+	n = (int)lks_get_varint(&in);
+	ncols = (int)lks_get_varint(&in);
+	if (in.bad || n < 0 || n > LKS_BLOCK_RECORDS || ncols < 0 || ncols > LKS_BLOCK_NAMES)
+		return lks_err("a damaged import block (%d records, %d names)", n, ncols);
+	if (!(cols = calloc((size_t)ncols + 1, sizeof(*cols)))
+	    || !(step = malloc(((size_t)n + 1) * sizeof(int)))
+	    || !(rank = malloc(((size_t)n + 1) * sizeof(int)))
+	    || !(vals = malloc(((size_t)n * (size_t)ncols + 1) * sizeof(double)))) {
+		lks_err("out of memory");
+		goto out;
+	}
+	for (int j = 0; j < ncols; j++) {
+		const unsigned char *nul;
+
+		if (in.end - in.p < 3 || *in.p > 1 || !(nul = memchr(in.p + 1, 0, (size_t)(in.end - in.p - 1)))
+		    || nul == in.p + 1 || nul - (in.p + 1) >= LKS_METRIC_NAME_MAX)
+			goto bad;
+		cols[j] = (struct lks_dcol){ (const char *)in.p + 1,
+		                             *in.p ? LKS_METRIC_PERFORMANCE : LKS_METRIC_NUMERICS,
+		                             NULL, vals + (size_t)j * (size_t)n };
+		in.p = nul + 1;
+	}
+	for (int i = 0; i < n; i++) {
+		uint64_t r = lks_get_varint(&in);
+
+		if (r > INT32_MAX)
+			goto bad;
+		rank[i] = (int)r;
+		max_rank = rank[i] > max_rank ? rank[i] : max_rank;
+	}
+	for (int i = 0, prev_step = 0; i < n; i++) {
+		int64_t s = prev_step + lks_unzz(lks_get_varint(&in));
+
+		if (s < 0 || s > INT32_MAX)
+			goto bad;
+		step[i] = prev_step = (int)s;
+	}
+	if (in.bad || !(prev = malloc(((size_t)max_rank + 1) * sizeof(*prev)))) {
+		if (!in.bad)
+			lks_err("out of memory");
+		goto bad_or_oom;
+	}
+	for (int j = 0; j < ncols; j++)
+		if (lks_decode_col(&in, &cols[j], n, rank, prev, max_rank + 1))
+			goto bad;
+	if (in.p != in.end)
+		goto bad;
+	rc = 0;
+	for (int i = 0; !rc && i < n; i++) {
+		lks_metric_row rows[LKS_METRICS_MAX];
+		int k = 0;
+
+		for (int j = 0; j < ncols; j++) {
+			if (!lks_present(&cols[j], i))
+				continue;
+			if (k == LKS_METRICS_MAX)
+				goto bad;
+			rows[k++] = (lks_metric_row){ step[i], rank[i], cols[j].name, cols[j].kind,
+			                              cols[j].v[i] };
+		}
+		rc = fn(arg, step[i], rank[i], rows, k);
+	}
+	goto out;
+bad:
+	lks_err("a damaged import block");
+bad_or_oom:
+	rc = -1;
+out:
+	free(prev);
+	free(vals);
+	free(rank);
+	free(step);
+	free(cols);
+	return rc;
+}
+
+void lks_block_step_row(int step, int rank, const lks_metric_row *rows, int n,
+                        lks_step_row *out)
+{
+	double iteration_time = NAN;
+
+	*out = (lks_step_row){ .step = step, .rank = rank, .loss = NAN, .grad_norm = NAN,
+	                       .lr = NAN };
+	for (int i = 0; i < n; i++) {
+		const char *name = rows[i].name;
+		double v = rows[i].value;
+
+		out->nonfinite += rows[i].kind == LKS_METRIC_NUMERICS && !isfinite(v);
+		/* the canonical metrics the steps row holds too, NaN without them */
+		if (!strcmp(name, "loss"))
+			out->loss = v;
+		else if (!strcmp(name, "grad_norm"))
+			out->grad_norm = v;
+		else if (!strcmp(name, "lr"))
+			out->lr = v;
+		else if (!strcmp(name, "iteration_time"))
+			iteration_time = v;
+	}
+	out->step_time = iteration_time / 1000.0;
+}

@@ -1,0 +1,65 @@
+/*
+ * import_block.h: the records of an imported run stored many to a blob (schema version
+ * 10, table import_blocks; trace_store_blocks.c stores and reads them). A record is what
+ * a log said at one (step, rank): named metrics with a kind and a value. A block holds up
+ * to LKS_BLOCK_RECORDS records in the order the log gave them, column by column, so that
+ * an import writes one SQLite row per block instead of one per log line, and what a
+ * metric repeats from one step to the next costs a byte.
+ *
+ * Layout (all integers unsigned LEB128 varints; "zz" zigzag-signed):
+ *   version (1), records, names, then per name: kind byte (0 numerics, 1 performance),
+ *   the name and a NUL; the ranks (one each); the steps (zz: the difference to the record
+ *   before, the first to 0); then per name its column: a byte 0 (every record has it) or
+ *   1 and a bitmap of the records that have it (bit i of byte i/8), then each present value:
+ *     t = zz(m - prev) << 4 | d, d in 0..14: the value is m / 10^d (m when d is 0),
+ *         m an integer below 2^53 in magnitude and prev the m of the same name and rank
+ *         before in the block (0 at first);
+ *     t = 15: the value follows as 8 bytes (IEEE 754 binary64, little-endian): NaN (one
+ *         pattern), +-inf, -0, and any value no short decimal gives back bit for bit.
+ * A value is written the first way only when decoding gives back its exact bits, so the
+ * layout loses nothing whatever the value; a log's numbers, written with a few decimals,
+ * take that way.
+ */
+#ifndef LKS_HARNESS_STORE_IMPORT_BLOCK_H
+#define LKS_HARNESS_STORE_IMPORT_BLOCK_H
+
+#include <stddef.h>
+
+#include "harness/store/trace_store.h"
+
+/* Records per block: 16384 of a torchtitan log encode to about 150 KiB. */
+#define LKS_BLOCK_RECORDS 16384
+/* Names per block: a block that would need more is full. */
+#define LKS_BLOCK_NAMES 256
+
+typedef struct lks_block lks_block;
+
+lks_block *lks_block_new(void);
+void lks_block_free(lks_block *b);
+/* Empties b for the next records (its memory is kept). */
+void lks_block_reset(lks_block *b);
+/* The records in b, and the first and last step among them. */
+int lks_block_records(const lks_block *b);
+void lks_block_steps(const lks_block *b, int *first, int *last);
+
+/* Adds the record of (step, rank): rows[0..n) (at most LKS_METRICS_MAX, names shorter
+   than LKS_METRIC_NAME_MAX, each once; their step and rank are not read). 0, 1 when b is
+   full (nothing added: store b, reset it and add again), or -1 (lks_err: a bad name). */
+int lks_block_add(lks_block *b, int step, int rank, const lks_metric_row *rows, int n);
+
+/* The layout of b's records: *data, *len, valid until b changes. 0, or -1 (out of memory). */
+int lks_block_encode(lks_block *b, const unsigned char **data, size_t *len);
+
+/* Calls fn on each record of the blob data[0..len) in its order: its step and rank, and
+   rows[0..n) (step and rank set too; names in the block's order; n may be 0). Returns 0,
+   what fn returned (other than 0), or -1 (lks_err: the blob is not a block). */
+typedef int (*lks_block_fn)(void *arg, int step, int rank, const lks_metric_row *rows, int n);
+int lks_block_decode(const unsigned char *data, size_t len, lks_block_fn fn, void *arg);
+
+/* The steps row of (step, rank) an imported record stands for: loss, grad_norm and lr where the record
+   has them (NaN where not), step_time its iteration_time in seconds, nonfinite its
+   numerics metrics that are not finite. */
+void lks_block_step_row(int step, int rank, const lks_metric_row *rows, int n,
+                        lks_step_row *out);
+
+#endif

@@ -1,0 +1,258 @@
+/*
+ * test_import_block.c: the blocks an imported run's records are stored in
+ * (harness/store/import_block.h): every value reads back with its bits, whatever it is;
+ * records keep their order, ranks, steps and metric sets; a full block says so; a damaged
+ * blob is refused, never read past its end.
+ */
+#include <criterion/criterion.h>
+#include <float.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "harness/store/import_block.h"
+#include "kernels/err.h"
+
+#define RECS 3000
+#define NAMES 5
+
+static const char *const names[NAMES] = { "loss", "grad_norm", "tps", "lr", "odd" };
+
+static uint64_t next(uint64_t *r)
+{
+	*r = *r * 6364136223846793005u + 1442695040888963407u;
+	return *r >> 11;
+}
+
+/* Values of every sort: decimals a log prints, random bits (NaNs, infinities, subnormals
+   among them), signed zeros, integers near 2^53, extremes. */
+static double value(uint64_t *r, int i)
+{
+	static const double special[] = { 0.0, -0.0, INFINITY, -INFINITY, DBL_MAX, -DBL_MIN,
+	                                  4.9406564584124654e-324, 9007199254740991.0,
+	                                  9007199254740993.0, -9007199254740992.0, 1e-14, 0.1 };
+	uint64_t u = next(r), bits;
+	double v;
+
+	switch (u % 5) {
+	case 0:  /* as printf %.Nf prints it, N decimals, read back by strtod */
+	{
+		char buf[64];
+
+		snprintf(buf, sizeof(buf), "%.*f", (int)(u >> 3) % 9, (double)(next(r) % 100000000) /
+		         (double)(1 + next(r) % 1000) * ((u >> 40) & 1 ? -1 : 1));
+		return strtod(buf, NULL);
+	}
+	case 1:
+		bits = next(r) << 11 ^ next(r);
+		memcpy(&v, &bits, sizeof(v));
+		return v;
+	case 2:
+		return special[(size_t)(u >> 3) % (sizeof(special) / sizeof(special[0]))];
+	case 3:
+		return (double)(int64_t)(next(r) % 2000000) - 1000000;  /* integers */
+	default:
+		return 10.0 / (1 + 0.001 * i);  /* a loss curve */
+	}
+}
+
+struct want {
+	int step[RECS], rank[RECS], n[RECS];
+	const char *name[RECS][NAMES];
+	double v[RECS][NAMES];
+	int at;
+};
+
+static int same_bits(double a, double b)
+{
+	if (isnan(a) && isnan(b))
+		return 1;  /* every NaN is stored as one */
+	return !memcmp(&a, &b, sizeof(a));
+}
+
+static int expect_record(void *arg, int step, int rank, const lks_metric_row *rows, int n)
+{
+	struct want *w = arg;
+	int i = w->at++;
+
+	cr_assert_lt(i, RECS);
+	cr_assert_eq(step, w->step[i], "record %d", i);
+	cr_assert_eq(rank, w->rank[i], "record %d", i);
+	cr_assert_eq(n, w->n[i], "record %d", i);
+	for (int k = 0; k < n; k++) {
+		int j = 0;
+
+		while (j < n && strcmp(w->name[i][j], rows[k].name))
+			j++;
+		cr_assert_lt(j, n, "record %d: '%s' was not in it", i, rows[k].name);
+		cr_assert(same_bits(rows[k].value, w->v[i][j]), "record %d, %s: %a read back as %a", i,
+		          rows[k].name, w->v[i][j], rows[k].value);
+		cr_assert_eq(rows[k].step, step);
+		cr_assert_eq(rows[k].rank, rank);
+		cr_assert_eq(rows[k].kind, !strcmp(rows[k].name, "tps") ? LKS_METRIC_PERFORMANCE
+		                                                        : LKS_METRIC_NUMERICS);
+	}
+	return 0;
+}
+
+/* Records of 1 to 8 ranks, steps forward and back, each with a random subset of the names
+   in a random order, through the layout and back. */
+Test(import_block, every_value_reads_back_with_its_bits_in_record_order)
+{
+	static struct want w;
+	lks_block *b = lks_block_new();
+	uint64_t r = 42;
+	const unsigned char *data;
+	size_t len;
+	int first, last, step = 0;
+
+	cr_assert_not_null(b);
+	for (int i = 0; i < RECS; i++) {
+		lks_metric_row rows[NAMES];
+		int n = (int)(next(&r) % (NAMES + 1)), start = (int)(next(&r) % NAMES);
+
+		step += (int)(next(&r) % 4) - 1;  /* a step may come again, or go back */
+		if (step < 0)
+			step = 0;
+		w.step[i] = step;
+		w.rank[i] = (int)(next(&r) % 8);
+		w.n[i] = n;
+		for (int k = 0; k < n; k++) {
+			const char *name = names[(start + k) % NAMES];
+
+			w.name[i][k] = name;
+			w.v[i][k] = value(&r, i);
+			rows[k] = (lks_metric_row){ -1, -1, name, !strcmp(name, "tps") ?
+			                            LKS_METRIC_PERFORMANCE : LKS_METRIC_NUMERICS, w.v[i][k] };
+		}
+		cr_assert_eq(lks_block_add(b, w.step[i], w.rank[i], rows, n), 0, "%s", lks_errmsg());
+	}
+	cr_assert_eq(lks_block_records(b), RECS);
+	lks_block_steps(b, &first, &last);
+	for (int i = 0; i < RECS; i++)
+		cr_assert(w.step[i] >= first && w.step[i] <= last);
+	cr_assert_eq(lks_block_encode(b, &data, &len), 0, "%s", lks_errmsg());
+	cr_assert_eq(lks_block_decode(data, len, expect_record, &w), 0, "%s", lks_errmsg());
+	cr_assert_eq(w.at, RECS);
+	lks_block_free(b);
+}
+
+/* A log's lines (a loss curve, a constant, a counter, 8 ranks) take a few bytes each: the
+   reason blocks exist. 16 bytes a record for 4 metrics is far above what the short
+   decimals and differences give (about 6) and far below raw doubles (over 32). */
+Test(import_block, a_logs_records_take_a_few_bytes_each)
+{
+	lks_block *b = lks_block_new();
+	const unsigned char *data;
+	size_t len;
+	int n = 0;
+
+	for (int step = 1; n < 8000; step++)
+		for (int rank = 0; rank < 8; rank++, n++) {
+			char loss[32];
+			lks_metric_row rows[4] = {
+				{ 0, 0, "loss", LKS_METRIC_NUMERICS, 0 },
+				{ 0, 0, "grad_norm", LKS_METRIC_NUMERICS, 1.0 + 0.01 * rank },
+				{ 0, 0, "memory", LKS_METRIC_PERFORMANCE, 2.47 },
+				{ 0, 0, "tps", LKS_METRIC_PERFORMANCE, 177001 + step },
+			};
+
+			snprintf(loss, sizeof(loss), "%.4f", 10.0 / (1 + 0.001 * step));
+			rows[0].value = strtod(loss, NULL);
+			cr_assert_eq(lks_block_add(b, step, rank, rows, 4), 0, "%s", lks_errmsg());
+		}
+	cr_assert_eq(lks_block_encode(b, &data, &len), 0);
+	cr_assert_lt(len, 16 * 8000, "%zu bytes for 8000 records", len);
+	lks_block_free(b);
+}
+
+static int count_records(void *arg, int step, int rank, const lks_metric_row *rows, int n)
+{
+	(void)step, (void)rank, (void)rows, (void)n;
+	++*(int *)arg;
+	return 0;
+}
+
+/* A block takes LKS_BLOCK_RECORDS records, and LKS_BLOCK_NAMES names; past either it says
+   it is full (1) and keeps what it has. */
+Test(import_block, a_full_block_says_so_and_keeps_its_records)
+{
+	lks_block *b = lks_block_new();
+	lks_metric_row row = { 0, 0, "loss", LKS_METRIC_NUMERICS, 1.5 };
+	const unsigned char *data;
+	char name[32];
+	size_t len;
+	int n = 0;
+
+	for (int i = 0; i < LKS_BLOCK_RECORDS; i++)
+		cr_assert_eq(lks_block_add(b, i, 0, &row, 1), 0);
+	cr_assert_eq(lks_block_add(b, LKS_BLOCK_RECORDS, 0, &row, 1), 1);
+	cr_assert_eq(lks_block_encode(b, &data, &len), 0);
+	cr_assert_eq(lks_block_decode(data, len, count_records, &n), 0, "%s", lks_errmsg());
+	cr_assert_eq(n, LKS_BLOCK_RECORDS);
+	lks_block_reset(b);
+	for (int i = 0; i < LKS_BLOCK_NAMES; i++) {
+		snprintf(name, sizeof(name), "m%d", i);
+		row.name = name;
+		cr_assert_eq(lks_block_add(b, i, 0, &row, 1), 0, "%s", lks_errmsg());
+	}
+	snprintf(name, sizeof(name), "one_more");
+	cr_assert_eq(lks_block_add(b, 0, 1, &row, 1), 1);
+	cr_assert_eq(lks_block_records(b), LKS_BLOCK_NAMES);
+	lks_block_free(b);
+}
+
+/* A blob cut short anywhere, or with a byte changed in its header, is refused with a
+   message (under ASan: never read past its end). */
+Test(import_block, a_damaged_blob_is_refused)
+{
+	lks_block *b = lks_block_new();
+	lks_metric_row rows[2] = { { 0, 0, "loss", LKS_METRIC_NUMERICS, 2.5 },
+	                           { 0, 0, "x", LKS_METRIC_NUMERICS, NAN } };
+	const unsigned char *data;
+	unsigned char *copy;
+	size_t len;
+	int n;
+
+	for (int i = 0; i < 50; i++)
+		cr_assert_eq(lks_block_add(b, i, i % 3, rows, 1 + i % 2), 0);
+	cr_assert_eq(lks_block_encode(b, &data, &len), 0);
+	for (size_t cut = 0; cut < len; cut++) {
+		cr_assert(copy = malloc(cut ? cut : 1));
+		memcpy(copy, data, cut);
+		n = 0;
+		cr_assert_eq(lks_block_decode(copy, cut, count_records, &n), -1, "cut at %zu", cut);
+		cr_assert_eq(n, 0, "records handed on from a blob cut at %zu", cut);
+		free(copy);
+	}
+	cr_assert(copy = malloc(len));
+	memcpy(copy, data, len);
+	copy[0] = 7;  /* a layout version this build does not know */
+	cr_assert_eq(lks_block_decode(copy, len, count_records, &n), -1);
+	cr_assert(strstr(lks_errmsg(), "unknown layout"), "%s", lks_errmsg());
+	free(copy);
+	lks_block_free(b);
+}
+
+/* The steps row of a record: the canonical metrics in their columns, iteration time in
+   seconds, the numerics not finite counted (performance ones not). */
+Test(import_block, a_record_stands_for_its_steps_row)
+{
+	lks_metric_row rows[] = { { 0, 0, "loss", LKS_METRIC_NUMERICS, 2.5 },
+	                          { 0, 0, "lr", LKS_METRIC_NUMERICS, 1e-4 },
+	                          { 0, 0, "num_zeros", LKS_METRIC_NUMERICS, INFINITY },
+	                          { 0, 0, "iteration_time", LKS_METRIC_PERFORMANCE, 812.5 },
+	                          { 0, 0, "tps", LKS_METRIC_PERFORMANCE, NAN } };
+	lks_step_row s;
+
+	lks_block_step_row(7, 3, rows, 5, &s);
+	cr_assert_eq(s.step, 7);
+	cr_assert_eq(s.rank, 3);
+	cr_assert_eq(s.loss, 2.5);
+	cr_assert_eq(s.lr, 1e-4);
+	cr_assert(isnan(s.grad_norm), "no grad_norm: NaN");
+	cr_assert_eq(s.step_time, 0.8125);
+	cr_assert_eq(s.nonfinite, 1);
+}
