@@ -15,6 +15,7 @@
 #include "store_fixture.h"
 #include "harness/store/import.h"
 #include "harness/store/import_block.h"
+#include "harness/store/report_query.h"
 #include "kernels/err.h"
 
 #define MAXROWS 64
@@ -505,6 +506,113 @@ Test(import, block_metrics_read_back_bit_for_bit_by_name)
 	cr_assert_eq(m.n, 1);
 	cr_assert_eq(m.row[0].value, DBL_MAX);
 	cr_assert_eq(sql_int(s, "PRAGMA foreign_keys"), 1);
+	lks_store_close(s);
+	rm_tmp();
+}
+
+/* A store's blocks, by hand: rank 0's steps 1-2 in one block, its steps 3-4 in the next. */
+static void two_blocks(lks_store *s, int64_t run)
+{
+	lks_block *b = lks_block_new();
+
+	for (int step = 1; step <= 4; step++) {
+		lks_metric_row rows[2] = { { 0, 0, "loss", LKS_METRIC_NUMERICS, 10.0 - step },
+		                           { 0, 0, "iteration_time", LKS_METRIC_PERFORMANCE, 500 } };
+
+		cr_assert_eq(lks_block_add(b, step, 0, rows, 2), 0, "%s", lks_errmsg());
+		if (step % 2 == 0)
+			cr_assert_eq(lks_store_import_block(s, run, b), 0, "%s", lks_errmsg());
+	}
+	lks_block_free(b);
+}
+
+/* A rank's records dropped from a step on: a block left with none is deleted, one left with
+   some is written again with them alone, one before the step is left as it was; the step
+   rows and their count follow. */
+Test(import, a_restart_drops_records_in_stored_blocks)
+{
+	lks_run_info info = { .case_name = "c", .run_name = "r", .recipe = "import",
+	                      .backend = "import:jsonl" };
+	lks_step_row steps[4];
+	struct seen m;
+	lks_store *s;
+	char db[512], text[64];
+	int64_t run, n;
+	int got;
+
+	mkdir_tmp();
+	path_in_tmp(db, sizeof(db), "restart.db");
+	cr_assert_eq(lks_store_open(db, &s), 0, "%s", lks_errmsg());
+	cr_assert_eq(lks_store_import_begin(s, &info, &run), 0, "%s", lks_errmsg());
+	two_blocks(s, run);
+	cr_assert_eq(sql_int(s, "SELECT count(*) FROM import_blocks"), 2);
+	cr_assert_eq(lks_store_import_restart(s, run, 1, 1), 0, "%s", lks_errmsg());  /* no rank 1 */
+	cr_assert_eq(sql_int(s, "SELECT sum(records) FROM import_blocks"), 4);
+	cr_assert_eq(lks_store_import_restart(s, run, 0, 3), 0, "%s", lks_errmsg());
+	cr_assert_eq(sql_int(s, "SELECT count(*) FROM import_blocks"), 1, "the block of 3-4 stays");
+	cr_assert_eq(lks_store_import_restart(s, run, 0, 2), 0, "%s", lks_errmsg());
+	sql_text(s, "SELECT first_step || '-' || last_step || ':' || records FROM import_blocks",
+	         text, sizeof(text));
+	cr_assert_str_eq(text, "1-1:1", "not rewritten to step 1 alone");
+	cr_assert_eq(lks_store_import_end(s, run, 1, 1, 1), 0, "%s", lks_errmsg());
+	metrics_of(s, run, &m);
+	cr_assert_eq(m.n, 2);
+	cr_assert_eq(at(&m, 1, 0, "loss")->value, 9.0);
+	cr_assert_eq(lks_store_count(s, run, LKS_TABLE_STEPS, &n), 0, "%s", lks_errmsg());
+	cr_assert_eq(n, 1);
+	cr_assert_eq(lks_store_get_steps(s, run, -1, steps, 4, &got), 0, "%s", lks_errmsg());
+	cr_assert_eq(got, 1);
+	cr_assert_eq(steps[0].loss, 9.0);
+	cr_assert_eq(steps[0].step_time, 0.5);
+	lks_store_close(s);
+	rm_tmp();
+}
+
+struct trend_seen {
+	int n, nsteps;
+	double final_loss, step_time;
+};
+
+static int see_trend(void *arg, const lks_trend_rec *r)
+{
+	struct trend_seen *t = arg;
+
+	t->n++;
+	t->nsteps = r->nsteps;
+	t->final_loss = r->final_loss;
+	t->step_time = r->step_time;
+	return 0;
+}
+
+/* The report's trend of an imported run, whose steps are records in blocks: its steps, the
+   mean loss of its last step over the ranks, its mean step time, as SQL gives a trained
+   run's. titan_2ranks.log: steps 1-2 of 2 ranks. */
+Test(import, the_trend_of_an_imported_run_reads_its_records)
+{
+	char path[512], db[512];
+	const char *file = path;
+	lks_import_opts o = { .fmt = lks_import_format_find("torchtitan"), .case_name = "c",
+	                      .run_name = "r" };
+	lks_import_result res;
+	struct trend_seen t = { 0 };
+	lks_step_row steps[4];
+	lks_store *s;
+	int n;
+
+	snprintf(path, sizeof(path), "%s/titan_2ranks.log", LKS_IMPORT_DIR);
+	mkdir_tmp();
+	path_in_tmp(db, sizeof(db), "trend.db");
+	cr_assert_eq(lks_store_open(db, &s), 0, "%s", lks_errmsg());
+	cr_assert_eq(lks_store_begin_suite(s, "lockstep run", &o.suite_id), 0, "%s", lks_errmsg());
+	cr_assert_eq(lks_import_files(s, &o, &file, 1, &res), 0, "%s", lks_errmsg());
+	cr_assert_eq(lks_store_get_steps(s, res.run_id, 2, steps, 4, &n), 0, "%s", lks_errmsg());
+	cr_assert_eq(n, 2);
+	cr_assert_eq(lks_store_get_trend(s, "c", o.suite_id, 5, see_trend, &t), 0, "%s",
+	             lks_errmsg());
+	cr_assert_eq(t.n, 1);
+	cr_assert_eq(t.nsteps, 3, "steps 0 to 2, as max(step) + 1");
+	cr_assert_eq(t.final_loss, (steps[0].loss + steps[1].loss) / 2);
+	cr_assert(isnan(t.step_time), "torchtitan logs no iteration time");
 	lks_store_close(s);
 	rm_tmp();
 }
