@@ -11,8 +11,9 @@
  * The run row: the case and run names given, recipe "import", backend "import:<format>",
  * seed 0, steps the last step read, world size the ranks read (every rank from 0 up must
  * have steps), the files in the fingerprint ({"import": {"format": ..., "files": [...]}}).
- * The records go into blocks of many (import_block.h), each stored as one row when full
- * (lks_store_import_block); a followed log stores a block per step. Read back, a record
+ * The records go into blocks of many (import_block.h), each stored as one row when full,
+ * by a thread of its own while the parse goes on (import_writer.h); a followed log stores
+ * a block per step itself. Read back, a record
  * is also a steps row: loss, grad_norm, lr where present, step_time the iteration time
  * in seconds, nonfinite the count of numerics metrics not finite; NaN what the log lacks.
  */
@@ -26,6 +27,7 @@
 #include "harness/base/name.h"
 #include "harness/store/import.h"
 #include "harness/store/import_block.h"
+#include "harness/store/import_writer.h"
 #include "kernels/err.h"
 
 static const lks_import_format lks_import_formats[LKS_IMPORT_NFMT] = {
@@ -91,7 +93,8 @@ struct lks_import_run {
 	int nranks;
 	int restarts;             /* ranks a later file took back to an earlier step */
 	struct lks_import_follow *follow;  /* NULL: a whole import, one transaction */
-	lks_block *block;         /* the records not stored yet (store set) */
+	lks_block *block;         /* followed: the records not stored yet */
+	lks_import_writer *writer;  /* a whole import (store set): its blocks' thread */
 };
 
 /* The values of a record, NaN as one pattern: equal records hash equal. */
@@ -111,6 +114,22 @@ static uint64_t lks_rec_hash(const lks_import_rec *rec)
 	return XXH3_64bits(buf, n);
 }
 
+/* The block being filled: the writer's (a whole import) or the run's own (followed). */
+static lks_block *lks_import_block(struct lks_import_run *r)
+{
+	return r->writer ? lks_import_writer_block(r->writer) : r->block;
+}
+
+/* The records gathered, handed to the writer or stored here; with settle, the writer has
+   stored them too when this returns, and the store is this thread's again. */
+static int lks_import_flush(struct lks_import_run *r, int settle)
+{
+	if (!r->writer)
+		return lks_store_import_block(r->store, r->run_id, r->block);
+	return lks_import_writer_submit(r->writer) || (settle && lks_import_writer_drain(r->writer))
+	       ? -1 : 0;
+}
+
 /* The record into the block being filled; a full block is stored first. */
 static int lks_import_store_rec(struct lks_import_run *r, const lks_import_rec *rec)
 {
@@ -120,10 +139,10 @@ static int lks_import_store_rec(struct lks_import_run *r, const lks_import_rec *
 	for (int i = 0; i < rec->n; i++)
 		rows[i] = (lks_metric_row){ rec->step, rec->rank, rec->m[i].name, rec->m[i].kind,
 		                            rec->m[i].value };
-	if ((rc = lks_block_add(r->block, rec->step, rec->rank, rows, rec->n)) == 1) {
-		if (lks_store_import_block(r->store, r->run_id, r->block))
+	if ((rc = lks_block_add(lks_import_block(r), rec->step, rec->rank, rows, rec->n)) == 1) {
+		if (lks_import_flush(r, 0))
 			return -1;
-		rc = lks_block_add(r->block, rec->step, rec->rank, rows, rec->n);
+		rc = lks_block_add(lks_import_block(r), rec->step, rec->rank, rows, rec->n);
 	}
 	if (rc)
 		return lks_err("'%s':%ld: %s", r->path, rec->line, lks_errmsg());
@@ -137,8 +156,7 @@ static int lks_follow_flush(struct lks_import_run *r)
 
 	for (int i = 0; !rc && i < w->n; i++)
 		rc = lks_import_store_rec(r, &w->recs[i]);
-	if (!rc && (lks_store_import_block(r->store, r->run_id, r->block)
-	            || lks_store_import_commit(r->store)))
+	if (!rc && (lks_import_flush(r, 1) || lks_store_import_commit(r->store)))
 		rc = -1;
 	if (!rc && w->n && w->recs[0].step > w->stored)
 		w->stored = w->recs[0].step;
@@ -193,7 +211,7 @@ static int lks_import_sink_rec(void *arg, const lks_import_rec *rec)
 	   it goes on from there, and what the earlier files logged from that step on is
 	   dropped (the job that logged it died) */
 	if (last->seen && rec->step <= last->step && r->file > last->file) {
-		if (r->store && (lks_store_import_block(r->store, r->run_id, r->block)
+		if (r->store && (lks_import_flush(r, 1)
 		                 || lks_store_import_restart(r->store, r->run_id, rec->rank, rec->step)))
 			return -1;
 		r->restarts++;
@@ -317,10 +335,10 @@ int lks_import_files(lks_store *store, const lks_import_opts *o, const char *con
 	int rc = -1;
 
 	memset(res, 0, sizeof(*res));
-	if (store && !(r.block = lks_block_new()))
+	if (store && lks_import_begin(store, o, paths, npaths, &r.run_id))
 		return -1;
-	if (store && lks_import_begin(store, o, paths, npaths, &r.run_id)) {
-		lks_block_free(r.block);
+	if (store && !(r.writer = lks_import_writer_start(store, r.run_id))) {
+		lks_store_import_end(store, r.run_id, 0, 0, 0);
 		return -1;
 	}
 	rc = 0;
@@ -335,8 +353,9 @@ int lks_import_files(lks_store *store, const lks_import_opts *o, const char *con
 		         npaths == 1 ? paths[0] : o->run_name);
 		rc = lks_import_ranks_check(&r, what);
 	}
-	if (!rc && store && lks_store_import_block(store, r.run_id, r.block))
+	if (!rc && store && lks_import_flush(&r, 1))
 		rc = -1;
+	lks_import_writer_stop(r.writer);  /* before the store is this thread's again */
 	if (store && lks_store_import_end(store, r.run_id, lks_import_last_step(&r), r.nranks,
 	                                  rc == 0) && !rc)
 		rc = -1;
@@ -347,7 +366,6 @@ int lks_import_files(lks_store *store, const lks_import_opts *o, const char *con
 		res->world_size = r.nranks;
 	}
 	free(r.ranks);
-	lks_block_free(r.block);
 	return rc;
 }
 
