@@ -616,3 +616,39 @@ Test(import, the_trend_of_an_imported_run_reads_its_records)
 	lks_store_close(s);
 	rm_tmp();
 }
+
+/* The thread storing blocks fails (a trigger planted in import_blocks refuses them): the
+   import fails with its message, whether the block was handed over half way (40000 lines:
+   the first full block) or at the end (3 lines), and nothing is stored. */
+Test(import, a_failing_block_writer_fails_the_import_and_stores_nothing)
+{
+	static const int lines[] = { 40000, 3 };
+
+	for (int t = 0; t < 2; t++) {
+		char log[512], db[512];
+		const char *file = log;
+		lks_import_opts o = { .fmt = lks_import_format_find("jsonl"), .case_name = "c",
+		                      .run_name = "r" };
+		lks_import_result res;
+		lks_store *s;
+		FILE *f;
+
+		mkdir_tmp();
+		path_in_tmp(log, sizeof(log), "big.jsonl");
+		path_in_tmp(db, sizeof(db), "fail.db");
+		cr_assert(f = fopen(log, "w"));
+		for (int i = 1; i <= lines[t]; i++)
+			fprintf(f, "{\"step\": %d, \"loss\": %.4f}\n", i, 10.0 / i);
+		cr_assert_eq(fclose(f), 0);
+		cr_assert_eq(lks_store_open(db, &s), 0, "%s", lks_errmsg());
+		cr_assert_eq(sqlite3_exec(lks_store_db(s), "CREATE TRIGGER planted BEFORE INSERT ON "
+		                          "import_blocks BEGIN SELECT RAISE(ABORT, 'planted'); END",
+		                          NULL, NULL, NULL), SQLITE_OK);
+		cr_assert_neq(lks_import_files(s, &o, &file, 1, &res), 0, "%d lines", lines[t]);
+		cr_assert(strstr(lks_errmsg(), "planted"), "%s", lks_errmsg());
+		cr_assert_eq(sql_int(s, "SELECT count(*) FROM runs"), 0, "a run was stored");
+		cr_assert_eq(sql_int(s, "SELECT count(*) FROM import_blocks"), 0);
+		lks_store_close(s);
+		rm_tmp();
+	}
+}
