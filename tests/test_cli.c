@@ -683,3 +683,35 @@ Test(cli, bench_gemm_unknown_backend_lists_the_known_ones)
 	cr_assert_not_null(strstr(out, "backend 'nope' is not available (this build has: cpu"),
 	                   "%s", out);
 }
+
+/* A bad log imported into a database that is not there leaves none behind (exit 2); into
+   one that holds a run it leaves that one, and its run, in place. */
+Test(cli, bad_import_leaves_no_new_database)
+{
+	char dir[] = "/tmp/lks_test_cli_XXXXXX", good[600], bad[600], db[600], args[2048], out[4096];
+	struct stat st;
+
+	cr_assert_not_null(mkdtemp(dir));
+	snprintf(good, sizeof(good), "%s/good.jsonl", dir);
+	snprintf(bad, sizeof(bad), "%s/bad.jsonl", dir);
+	snprintf(db, sizeof(db), "%s/new.db", dir);
+	put_file(good, "{\"step\": 1, \"loss\": 2.5}\n");
+	put_file(bad, "{\"step\": 1, \"loss\": 2.5}\n{\"step\": 2, \"loss\": \"much\"}\n");
+	snprintf(args, sizeof(args), "import --format jsonl '%s' --case c --run r --db '%s'", bad,
+	         db);
+	cr_assert_eq(lks_run_bin(NULL, args, out, sizeof(out)), 2, "%s", out);
+	cr_assert_not_null(strstr(out, "bad.jsonl':2:"), "%s", out);
+	cr_assert_neq(stat(db, &st), 0, "'%s' was left behind", db);
+	snprintf(args, sizeof(args), "import --format jsonl '%s' --case c --run r --db '%s'", good,
+	         db);
+	cr_assert_eq(lks_run_bin(NULL, args, out, sizeof(out)), 0, "%s", out);
+	snprintf(args, sizeof(args), "import --format jsonl '%s' --case c --run s --db '%s'", bad,
+	         db);
+	cr_assert_eq(lks_run_bin(NULL, args, out, sizeof(out)), 2, "%s", out);
+	snprintf(args, sizeof(args), "export --format jsonl c/r --db '%s'", db);
+	cr_assert_eq(lks_run_bin(NULL, args, out, sizeof(out)), 0, "the first import is gone: %s",
+	             out);
+	cr_assert_not_null(strstr(out, "\"loss\":2.5"), "%s", out);
+	snprintf(args, sizeof(args), "rm -rf '%s'", dir);
+	cr_assert_eq(system(args), 0);
+}

@@ -5,6 +5,7 @@
  */
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "harness/base/name.h"
 #include "harness/cli/cmd.h"
@@ -91,6 +92,31 @@ static int lks_import_follow_opt(int argc, char **argv, int *i, lks_follow_args 
 	return rc;
 }
 
+static int lks_count_run(void *arg, const lks_run_rec *run)
+{
+	(void)run;
+	++*(long *)arg;
+	return 0;
+}
+
+/* A database this import made, closed and removed when the import stored nothing (a bad
+   log leaves no empty database behind); one that holds a run, whoever stored it, stays. */
+static void lks_import_unmake(lks_store *store, const char *db)
+{
+	char side[4200];
+	long runs = 0;
+
+	if (lks_store_get_runs(store, lks_count_run, &runs) || runs) {
+		lks_store_close(store);
+		return;
+	}
+	lks_store_close(store);
+	unlink(db);
+	for (int i = 0; i < 2; i++)
+		if ((size_t)snprintf(side, sizeof(side), "%s-%s", db, i ? "shm" : "wal") < sizeof(side))
+			unlink(side);
+}
+
 int cmd_import(int argc, char **argv)
 {
 	const char *db = "lockstep.db", *fmt_name = NULL, *files[256];
@@ -99,7 +125,7 @@ int cmd_import(int argc, char **argv)
 	lks_import_opts o = { 0 };
 	lks_import_result res;
 	lks_store *store = NULL;
-	int nfiles = 0, rc;
+	int nfiles = 0, created, rc;
 
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i];
@@ -148,6 +174,7 @@ int cmd_import(int argc, char **argv)
 	if (lks_name_check("case", o.case_name, strlen(o.case_name))
 	    || lks_name_check("run", o.run_name, strlen(o.run_name)))
 		return lks_usage("import: %s", lks_errmsg());
+	created = access(db, F_OK) != 0;
 	if ((rc = lks_store_open(db, &store)) != 0) {
 		fprintf(stderr, "lockstep: import: %s\n", lks_errmsg());
 		return rc == LKS_STORE_BAD_FILE ? LKS_EXIT_USAGE : LKS_EXIT_INFRA;
@@ -158,7 +185,10 @@ int cmd_import(int argc, char **argv)
 		return rc;
 	}
 	rc = lks_import_files(store, &o, files, nfiles, &res);
-	lks_store_close(store);
+	if (rc && created)
+		lks_import_unmake(store, db);
+	else
+		lks_store_close(store);
 	if (rc) {
 		fprintf(stderr, "lockstep: import: %s; nothing stored\n", lks_errmsg());
 		return rc == LKS_IMPORT_BAD ? LKS_EXIT_USAGE : LKS_EXIT_INFRA;
