@@ -256,3 +256,30 @@ Test(import_block, a_record_stands_for_its_steps_row)
 	cr_assert_eq(s.step_time, 0.8125);
 	cr_assert_eq(s.nonfinite, 1);
 }
+
+/* A name empty, too long, missing, or met before with the other kind is refused, and the
+   block keeps what it had. */
+Test(import_block, a_bad_name_is_refused)
+{
+	lks_block *b = lks_block_new();
+	char longest[LKS_METRIC_NAME_MAX + 1];
+	lks_metric_row row = { 0, 0, "loss", LKS_METRIC_NUMERICS, 1.0 };
+
+	cr_assert_eq(lks_block_add(b, 1, 0, &row, 1), 0);
+	memset(longest, 'x', LKS_METRIC_NAME_MAX);
+	longest[LKS_METRIC_NAME_MAX] = 0;
+	row.name = longest;
+	cr_assert_eq(lks_block_add(b, 2, 0, &row, 1), -1);
+	longest[LKS_METRIC_NAME_MAX - 1] = 0;  /* the longest that is a name */
+	cr_assert_eq(lks_block_add(b, 2, 0, &row, 1), 0, "%s", lks_errmsg());
+	row.name = "";
+	cr_assert_eq(lks_block_add(b, 3, 0, &row, 1), -1);
+	row.name = NULL;
+	cr_assert_eq(lks_block_add(b, 3, 0, &row, 1), -1);
+	row.name = "loss";
+	row.kind = LKS_METRIC_PERFORMANCE;
+	cr_assert_eq(lks_block_add(b, 3, 0, &row, 1), -1);
+	cr_assert(strstr(lks_errmsg(), "two kinds"), "%s", lks_errmsg());
+	cr_assert_eq(lks_block_records(b), 2);
+	lks_block_free(b);
+}

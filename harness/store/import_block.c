@@ -107,7 +107,7 @@ void lks_block_steps(const lks_block *b, int *first, int *last)
 }
 
 /* The column of name, made when new (of kind); -1 when the block has no room for it, -2
-   out of memory, -3 a name of another kind. */
+   out of memory, -3 a name of another kind, -4 a name empty or too long. */
 static int lks_block_col(lks_block *b, const char *name, lks_metric_kind kind, int *hint)
 {
 	struct lks_bcol *c;
@@ -117,6 +117,8 @@ static int lks_block_col(lks_block *b, const char *name, lks_metric_kind kind, i
 		;
 	if (j < b->ncols)
 		return b->cols[j].kind == kind ? (*hint = j) : -3;
+	if (!*name || strnlen(name, LKS_METRIC_NAME_MAX) == LKS_METRIC_NAME_MAX)
+		return -4;  /* checked once, where the name is new to the block */
 	if (b->ncols == LKS_BLOCK_NAMES)
 		return -1;
 	c = &b->cols[b->ncols];
@@ -138,14 +140,14 @@ int lks_block_add(lks_block *b, int step, int rank, const lks_metric_row *rows, 
 	if (n > LKS_METRICS_MAX)
 		return lks_err("%d metrics in one record (at most %d)", n, LKS_METRICS_MAX);
 	for (int i = 0; i < n; i++) {
-		size_t len = rows[i].name ? strlen(rows[i].name) : 0;
-
-		if (len == 0 || len >= LKS_METRIC_NAME_MAX)
-			return lks_err("bad metric name '%s'", rows[i].name ? rows[i].name : "");
+		if (!rows[i].name)
+			return lks_err("a metric without a name");
 		if ((col[i] = lks_block_col(b, rows[i].name, rows[i].kind, &b->hint[i])) == -2)
 			return lks_err("out of memory");
 		if (col[i] == -3)
 			return lks_err("metric '%s' of two kinds", rows[i].name);
+		if (col[i] == -4)
+			return lks_err("bad metric name '%.*s'", LKS_METRIC_NAME_MAX, rows[i].name);
 		if (col[i] < 0)
 			return 1;  /* columns made here stay, empty: harmless */
 		for (int k = 0; k < i; k++)
