@@ -24,28 +24,30 @@
 #include "harness/store/import.h"
 #include "kernels/err.h"
 
-/* Drops ANSI escape sequences in place: ESC '[' parameters, then one final byte
-   (0x40-0x7e); any other ESC with the byte after it. */
-static void lks_strip_ansi(char *s)
+/* Drops ANSI escape sequences in place from the len bytes at s: ESC '[' parameters, then
+   one final byte (0x40-0x7e); any other ESC with the byte after it. The length left. */
+static size_t lks_strip_ansi(char *s, size_t len)
 {
-	char *w, *r = strchr(s, 0x1b);
+	char *r = memchr(s, 0x1b, len), *end = s + len, *w = r;
 
 	if (!r)
-		return;  /* most lines of most logs: nothing to move */
-	for (w = r; *r;) {
-		if (*r != 0x1b) {
-			*w++ = *r++;
-			continue;
-		}
-		r++;
-		if (*r == '[') {
-			for (r++; *r && !(*r >= 0x40 && *r <= 0x7e); r++)
+		return len;  /* most lines of most logs: nothing to move */
+	while (r < end) {
+		char *next;
+
+		if (++r < end && *r == '[')
+			for (r++; r < end && !(*r >= 0x40 && *r <= 0x7e); r++)
 				;
-		}
-		if (*r)
+		if (r < end)
 			r++;
+		if (!(next = memchr(r, 0x1b, (size_t)(end - r))))
+			next = end;
+		memmove(w, r, (size_t)(next - r));
+		w += next - r;
+		r = next;
 	}
 	*w = 0;
+	return (size_t)(w - s);
 }
 
 /* A leading "[rankN]:" (torchrun's prefix): the rank, and the text after it. */
@@ -123,7 +125,7 @@ static int lks_titan_value(lks_import_rec *rec, const char *path, const char *l,
 
 /* The record of a torchtitan metric line: "step: N" and then "label: value" pairs, blank
    separated. 1 when s is one, 0 when it is no metric line. */
-static int lks_titan_line(const char *s, lks_import_rec *rec, const char *path)
+static int lks_titan_line(const char *s, size_t len, lks_import_rec *rec, const char *path)
 {
 	const char *p = s;
 	int rc;
@@ -191,7 +193,7 @@ static const char *lks_mega_start(const char *s, int *step)
 	return NULL;
 }
 
-static int lks_mega_line(const char *s, lks_import_rec *rec, const char *path)
+static int lks_mega_line(const char *s, size_t len, lks_import_rec *rec, const char *path)
 {
 	const char *p = lks_mega_start(s, &rec->step), *end;
 	int rc;
@@ -201,7 +203,7 @@ static int lks_mega_line(const char *s, lks_import_rec *rec, const char *path)
 	/* the job's line, printed by its last rank alone (print_rank_last): a "[rank7]:"
 	   prefix names the printer, not a rank of its own values */
 	rec->rank = 0;
-	end = p + strlen(p);
+	end = s + len;
 	while (end > p && isspace((unsigned char)end[-1]))
 		end--;
 	if (end > p && end[-1] != '|')
@@ -241,22 +243,24 @@ static int lks_mega_line(const char *s, lks_import_rec *rec, const char *path)
 int lks_import_lines(const char *path, FILE *f, lks_import_sink sink, void *arg,
                      lks_import_counts *c, lks_import_line_fn line_fn)
 {
-	char *buf = malloc(LKS_IMPORT_LINE_MAX);
+	lks_import_reader rd = { 0 };
 	lks_import_rec *rec = malloc(sizeof(*rec));
-	long line = 0;
 	int rc = -1, got;
+	char *buf;
+	size_t len;
 
-	if (!buf || !rec) {
+	if (!rec || lks_import_reader_open(&rd, path, f, 0)) {
 		lks_err("out of memory");
 		goto out;
 	}
-	while ((got = lks_import_getline(path, f, buf, &line)) > 0) {
+	while ((got = lks_import_reader_next(&rd, &buf, &len)) > 0) {
 		const char *s;
 		int rank, is;
 
 		c->lines++;
 		if (got == 3 && line_fn == lks_import_jsonl_line) {  /* every jsonl line is one */
-			lks_err("'%s':%ld: line longer than %d bytes", path, line, LKS_IMPORT_LINE_MAX - 1);
+			lks_err("'%s':%ld: line longer than %d bytes", path, rd.line,
+			        LKS_IMPORT_LINE_MAX - 1);
 			rc = LKS_IMPORT_BAD;
 			goto out;
 		}
@@ -264,21 +268,21 @@ int lks_import_lines(const char *path, FILE *f, lks_import_sink sink, void *arg,
 			c->ignored++;
 			continue;
 		}
-		lks_strip_ansi(buf);
+		len = lks_strip_ansi(buf, len);
 		s = lks_rank_prefix(buf, &rank);
 		/* not memset: the record is 2.5 KiB and its metrics are read only up to n */
 		rec->n = 0;
 		rec->step = 0;
-		rec->line = line;
+		rec->line = rd.line;
 		rec->rank = rank;
-		if ((is = line_fn(s, rec, path)) < 0) {
+		if ((is = line_fn(s, len - (size_t)(s - buf), rec, path)) < 0) {
 			rc = is;
 			goto out;
 		}
 		/* a log line cut short may still read as one with fewer metrics; a JSON object
 		   ends at its '}', so a last line without its newline is whole (JSON Lines) */
 		if (is && got == 2 && line_fn != lks_import_jsonl_line) {
-			lks_err("'%s':%ld: truncated line (no end of line)", path, line);
+			lks_err("'%s':%ld: truncated line (no end of line)", path, rd.line);
 			rc = LKS_IMPORT_BAD;
 			goto out;
 		}
@@ -293,8 +297,8 @@ int lks_import_lines(const char *path, FILE *f, lks_import_sink sink, void *arg,
 	}
 	rc = got;
 out:
+	lks_import_reader_close(&rd);
 	free(rec);
-	free(buf);
 	return rc;
 }
 

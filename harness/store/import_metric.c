@@ -3,7 +3,7 @@
  * unit and each format's label. A reader never guesses a metric's kind: it is this table's,
  * and a name the table lacks is numerics (it then enters a bitwise verdict, the safe side).
  * Also what every parser shares: a record's metrics, numbers as logs write them, and
- * lines read in a fixed buffer.
+ * lines read a block at a time.
  */
 #include <ctype.h>
 #include <errno.h>
@@ -11,6 +11,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "harness/store/import.h"
 #include "kernels/err.h"
@@ -83,32 +84,72 @@ const lks_import_metric *lks_import_metric_label(lks_import_fmt fmt, const char 
 	return NULL;
 }
 
+/* The labels a format's lines gave lately, by their place in the line, with their rows: a
+   log writes the same labels in the same order on every line, so a label is one memcmp
+   away from its row. Per thread: imports may run on several. */
+struct lks_label_memo {
+	char label[48];
+	size_t len;               /* 0: none */
+	const lks_import_metric *m;  /* NULL: a label the table lacks */
+	size_t nlen;              /* strlen(m->name) */
+};
+
+static _Thread_local struct lks_label_memo lks_label_memos[LKS_IMPORT_NFMT][LKS_IMPORT_MAX_METRICS];
+
+/* The row of label (len bytes) at the place-th metric of a line of fmt, or NULL; *nlen its
+   name's length. */
+static const lks_import_metric *lks_label_row(lks_import_fmt fmt, int place, const char *label,
+                                              size_t len, size_t *nlen)
+{
+	struct lks_label_memo *e;
+	const lks_import_metric *m;
+
+	if ((unsigned)fmt >= LKS_IMPORT_NFMT || place < 0 || place >= LKS_IMPORT_MAX_METRICS) {
+		m = lks_import_metric_label(fmt, label, len);
+		*nlen = m ? strlen(m->name) : 0;
+		return m;
+	}
+	e = &lks_label_memos[fmt][place];
+	if (e->len && e->len == len && !memcmp(e->label, label, len)) {
+		*nlen = e->nlen;
+		return e->m;
+	}
+	m = lks_import_metric_label(fmt, label, len);
+	*nlen = m ? strlen(m->name) : 0;
+	if (len && len <= sizeof(e->label)) {
+		*e = (struct lks_label_memo){ .len = len, .m = m, .nlen = *nlen };
+		memcpy(e->label, label, len);
+	}
+	return m;
+}
+
 int lks_import_rec_add(lks_import_rec *rec, lks_import_fmt fmt, const char *label, size_t len,
                        double value, const char *path)
 {
-	const lks_import_metric *m = lks_import_metric_label(fmt, label, len);
-	char name[LKS_IMPORT_NAME_MAX];
-	size_t n = 0;
+	size_t nlen;
+	const lks_import_metric *m = lks_label_row(fmt, rec->n, label, len, &nlen);
+	char made[LKS_IMPORT_NAME_MAX];
+	const char *name = made;
 
 	if (m) {
-		memcpy(name, m->name, strlen(m->name) + 1);  /* the table's names are short */
+		name = m->name;
 	} else {
 		/* the label made a name: "mtp_1 loss" -> mtp_1_loss */
-		if (len == 0 || len >= sizeof(name))
+		if (len == 0 || len >= sizeof(made))
 			return lks_err("'%s':%ld: metric name of %zu characters (want 1 to %d)", path,
 			               rec->line, len, LKS_IMPORT_NAME_MAX - 1), LKS_IMPORT_BAD;
-		for (; n < len; n++)
-			name[n] = isalnum((unsigned char)label[n]) ? label[n] : '_';
-		name[n] = 0;
+		for (nlen = 0; nlen < len; nlen++)
+			made[nlen] = isalnum((unsigned char)label[nlen]) ? label[nlen] : '_';
+		made[nlen] = 0;
 	}
 	for (int i = 0; i < rec->n; i++)
-		if (rec->m[i].name[0] == name[0] && !strcmp(rec->m[i].name, name))
+		if (rec->m[i].name[0] == name[0] && !memcmp(rec->m[i].name, name, nlen + 1))
 			return lks_err("'%s':%ld: metric '%s' given twice", path, rec->line, name),
 			       LKS_IMPORT_BAD;
 	if (rec->n == LKS_IMPORT_MAX_METRICS)
 		return lks_err("'%s':%ld: more than %d metrics", path, rec->line,
 		               LKS_IMPORT_MAX_METRICS), LKS_IMPORT_BAD;
-	memcpy(rec->m[rec->n].name, name, sizeof(name));
+	memcpy(rec->m[rec->n].name, name, nlen + 1);
 	rec->m[rec->n].kind = m ? m->kind : LKS_METRIC_NUMERICS;
 	rec->m[rec->n].value = value;
 	rec->n++;
@@ -120,11 +161,14 @@ static const double lks_pow10[] = { 1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8,
                                     1e11, 1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19,
                                     1e20, 1e21, 1e22 };
 
-/* The decimal s ("-12.5", "1.234E+00") when its digits make an integer m < 2^53 and its
-   power of ten e is within +-22: then m and 10^e are exact doubles, and the one product or
-   quotient of the two is rounded once, to nearest, which is what strtod returns (Clinger's
-   fast path). 0 and *out, or -1 for anything else (strtod's work). */
-static int lks_number_fast(const char *s, size_t n, double *out)
+/* The decimal s ("-12.5", "1.234E+00", with commas "177,138") when its digits make an
+   integer m < 2^53 and its power of ten e is within +-22: then m and 10^e are exact
+   doubles, and the one product or quotient of the two is rounded once, to nearest, which
+   is what strtod returns (Clinger's fast path). Read where it lies: a comma is taken only
+   between two digits of the integer part (any other comma is strtod's work, as the copy
+   lks_import_number makes then drops exactly those between digits). 0 and *out, or -1 for
+   anything else. */
+static int lks_number_fast(const char *s, size_t n, int commas, double *out)
 {
 	uint64_t m = 0;
 	int e = 0, digits = 0, neg = 0, ex = 0, exneg = 0;
@@ -135,10 +179,19 @@ static int lks_number_fast(const char *s, size_t n, double *out)
 #endif
 	if (i < n && s[i] == '-')
 		neg = 1, i++;
-	for (; i < n && isdigit((unsigned char)s[i]); i++, digits++)
-		m = m * 10 + (uint64_t)(s[i] - '0');
+	for (; i < n; i++) {
+		unsigned d = (unsigned)(s[i] - '0');
+
+		if (d < 10) {
+			m = m * 10 + d;
+			digits++;
+		} else if (!(commas && s[i] == ',' && digits && i + 1 < n
+		             && (unsigned)(s[i + 1] - '0') < 10)) {
+			break;
+		}
+	}
 	if (i < n && s[i] == '.')
-		for (i++; i < n && isdigit((unsigned char)s[i]); i++, digits++, e--)
+		for (i++; i < n && (unsigned)(s[i] - '0') < 10; i++, digits++, e--)
 			m = m * 10 + (uint64_t)(s[i] - '0');
 	if (digits == 0 || digits > 15)  /* 15 digits: m < 10^15 < 2^53 */
 		return -1;
@@ -147,7 +200,7 @@ static int lks_number_fast(const char *s, size_t n, double *out)
 
 		if (++i < n && (s[i] == '+' || s[i] == '-'))
 			exneg = s[i++] == '-';
-		for (d = i; i < n && isdigit((unsigned char)s[i]) && ex < 1000; i++)
+		for (d = i; i < n && (unsigned)(s[i] - '0') < 10 && ex < 1000; i++)
 			ex = ex * 10 + (s[i] - '0');
 		if (i == d)
 			return -1;
@@ -168,6 +221,8 @@ int lks_import_number(const char *s, size_t len, int commas, double *out)
 
 	if (len == 0 || len >= sizeof(buf))
 		return -1;
+	if (!lks_number_fast(s, len, commas, out))
+		return 0;
 	for (size_t i = 0; i < len; i++) {
 		/* a separator only between digits: 3,502 but not ,3 or 3, */
 		if (commas && s[i] == ',' && i > 0 && i + 1 < len && isdigit((unsigned char)s[i - 1])
@@ -176,8 +231,6 @@ int lks_import_number(const char *s, size_t len, int commas, double *out)
 		buf[n++] = s[i];
 	}
 	buf[n] = 0;
-	if (!lks_number_fast(buf, n, out))
-		return 0;
 	/* strtod also takes hex floats and leading blanks; neither is a log's number */
 	if (isspace((unsigned char)buf[0]) || strchr(buf, 'x') || strchr(buf, 'X'))
 		return -1;
@@ -189,31 +242,118 @@ int lks_import_number(const char *s, size_t len, int commas, double *out)
 	return 0;
 }
 
-int lks_import_getline(const char *path, FILE *f, char *buf, long *line)
+/* A block: a read of a big file takes this much (the kernel copies it at memory speed, and
+   a syscall per block costs nothing); a line must fit in it whole. */
+#define LKS_IMPORT_BLOCK (1 << 20)
+
+int lks_import_reader_open(lks_import_reader *r, const char *path, FILE *f, size_t chunk)
 {
-	size_t len;
+	*r = (lks_import_reader){ .path = path, .f = f, .fd = fileno(f), .cap = LKS_IMPORT_BLOCK,
+	                          .chunk = chunk ? chunk : LKS_IMPORT_BLOCK };
+	if (!(r->buf = malloc(r->cap + 1)))  /* + 1: a last line's NUL */
+		return lks_err("out of memory");
+	return 0;
+}
 
-	if (!fgets(buf, LKS_IMPORT_LINE_MAX, f))
-		return ferror(f) ? lks_err("cannot read '%s' after line %ld", path, *line) : 0;
-	++*line;
-	len = strlen(buf);
-	if (len == LKS_IMPORT_LINE_MAX - 1 && buf[len - 1] != '\n') {
-		int ch;
+void lks_import_reader_close(lks_import_reader *r)
+{
+	free(r->buf);
+	r->buf = NULL;
+}
 
-		/* longer than any metric line (a progress bar redrawn with '\r'): read past */
-		while ((ch = getc(f)) != EOF && ch != '\n')
-			;
-		return ferror(f) ? lks_err("cannot read '%s' after line %ld", path, *line) : 3;
+/* Appends what the next read gives to [beg, end), up to chunk bytes and the buffer's end
+   (room is left: see lks_import_reader_next): 1, 0 at the end of the file, -1 a read error. */
+static int lks_reader_fill(lks_import_reader *r)
+{
+	size_t room = r->cap - r->end < r->chunk ? r->cap - r->end : r->chunk, n = 0;
+	int ch;
+
+	if (r->fd >= 0) {
+		ssize_t got;
+
+		do
+			got = read(r->fd, r->buf + r->end, room);
+		while (got < 0 && errno == EINTR);
+		if (got < 0)
+			return lks_err("cannot read '%s' after line %ld", r->path, r->line);
+		n = (size_t)got;
+	} else {
+		/* a stream whose reads may wait (--follow): no further than the line's end */
+		while (n < room && (ch = getc(r->f)) != EOF)
+			if ((r->buf[r->end + n++] = (char)ch) == '\n')
+				break;
+		if (ferror(r->f))
+			return lks_err("cannot read '%s' after line %ld", r->path, r->line);
 	}
-	if (len == 0 || buf[len - 1] != '\n') {
-		if (!feof(f))
-			return lks_err("'%s':%ld: a NUL byte in the line", path, *line), LKS_IMPORT_BAD;
-		if (strlen(buf) != len)
-			return lks_err("'%s':%ld: a NUL byte in the line", path, *line), LKS_IMPORT_BAD;
+	r->end += n;
+	r->eof = n == 0;
+	return n > 0;
+}
+
+/* Reads past the rest of a line too long to hold metrics, up to its newline. 3, or -1. */
+static int lks_reader_skip(lks_import_reader *r)
+{
+	r->beg = r->end = 0;
+	for (;;) {
+		const char *nl;
+		int rc = lks_reader_fill(r);
+
+		if (rc <= 0)
+			return rc < 0 ? -1 : 3;
+		if ((nl = memchr(r->buf, '\n', r->end))) {
+			r->beg = (size_t)(nl + 1 - r->buf);
+			return 3;
+		}
+		r->end = 0;
+	}
+}
+
+int lks_import_reader_next(lks_import_reader *r, char **s, size_t *len)
+{
+	size_t scan = r->beg, n;  /* [beg, scan) holds no newline */
+	char *b, *nl;
+
+	for (;;) {
+		b = r->buf + r->beg;
+		nl = memchr(r->buf + scan, '\n', r->end - scan);
+		if (nl || r->end - r->beg >= LKS_IMPORT_LINE_MAX - 1 || (r->eof && r->end > r->beg))
+			break;
+		if (r->eof)
+			return 0;
+		if (r->end == r->cap) {  /* the line's start to the front: it is shorter than a block */
+			memmove(r->buf, b, r->end - r->beg);
+			r->end -= r->beg;
+			r->beg = 0;
+		}
+		scan = r->end;
+		if (lks_reader_fill(r) < 0)
+			return -1;
+	}
+	n = nl ? (size_t)(nl - b) : r->end - r->beg;
+	r->line++;
+	/* a NUL would end the line early for the parsers: bad input, as far as a line is read */
+	if (memchr(b, 0, n < LKS_IMPORT_LINE_MAX - 1 ? n : LKS_IMPORT_LINE_MAX - 1))
+		return lks_err("'%s':%ld: a NUL byte in the line", r->path, r->line), LKS_IMPORT_BAD;
+	if (n >= LKS_IMPORT_LINE_MAX - 1) {
+		/* longer than any metric line (a progress bar redrawn with '\r'): read past */
+		*s = NULL;
+		*len = 0;
+		if (nl) {
+			r->beg = (size_t)(nl + 1 - r->buf);
+			return 3;
+		}
+		return lks_reader_skip(r);
+	}
+	*s = b;
+	b[n] = 0;
+	if (!nl) {
+		r->beg = r->end;
+		*len = n;
 		return 2;
 	}
-	buf[--len] = 0;
-	if (len && buf[len - 1] == '\r')
-		buf[len - 1] = 0;
+	r->beg += n + 1;
+	if (n && b[n - 1] == '\r')
+		b[--n] = 0;
+	*len = n;
 	return 1;
 }
