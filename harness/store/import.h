@@ -112,6 +112,13 @@ int lks_import_parse_jsonl(const char *path, FILE *f, lks_import_sink sink, void
    1.234E+00), "nan", "inf", "-inf" (any case); thousands separators ',' when commas is
    set (torchtitan's tps: 3,502). 0, or -1 when it is not one number. */
 int lks_import_number(const char *s, size_t len, int commas, double *out);
+/* The decimal that starts s (n bytes at most), when Clinger's fast path reads it exactly:
+   its digits ('-', digits with commas between two of the integer part's when commas is
+   set, '.', digits, an exponent) make an integer m < 2^53 (15 digits at most) and its
+   power of ten e is within +-22; then m and 10^e are exact doubles, and the one product or
+   quotient of the two is rounded once, to nearest, which is what strtod returns. Its
+   length, and *out; 0 for anything else (strtod's work). */
+size_t lks_import_number_prefix(const char *s, size_t n, int commas, double *out);
 
 /* Lines of a file read a block at a time (import_metric.c). With a file descriptor under
    f (a file, a pipe; nothing read through f before) each read() takes what is there, up to
@@ -125,6 +132,7 @@ typedef struct lks_import_reader {
 	int fd;                   /* -1: f read up to a newline at a time */
 	char *buf;                /* (cap + 1) lines being read: [beg, end) not yet handed on */
 	size_t cap, beg, end, chunk;
+	size_t nul;               /* the first NUL byte in [beg, end), or SIZE_MAX */
 	int eof;
 	long line;                /* lines handed on */
 } lks_import_reader;

@@ -18,14 +18,24 @@
  */
 #include <ctype.h>
 #include <limits.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "harness/store/import.h"
 #include "kernels/err.h"
 
+/* Whether the 8 bytes of x hold the byte c (the classic test of a zero byte, on x ^ c...c:
+   exact, no false positives). */
+static inline int lks_has_byte(uint64_t x, unsigned char c)
+{
+	x ^= 0x0101010101010101u * c;
+	return ((x - 0x0101010101010101u) & ~x & 0x8080808080808080u) != 0;
+}
+
 /* Drops ANSI escape sequences in place from the len bytes at s: ESC '[' parameters, then
-   one final byte (0x40-0x7e); any other ESC with the byte after it. The length left. */
+   one final byte (0x40-0x7e); any other ESC with the byte after it. The length left. The
+   text between them moves 8 bytes at a time. */
 static size_t lks_strip_ansi(char *s, size_t len)
 {
 	char *r = memchr(s, 0x1b, len), *end = s + len, *w = r;
@@ -33,18 +43,26 @@ static size_t lks_strip_ansi(char *s, size_t len)
 	if (!r)
 		return len;  /* most lines of most logs: nothing to move */
 	while (r < end) {
-		char *next;
+		if (*r != 0x1b) {
+			uint64_t x;
 
+			while (end - r >= 8) {
+				memcpy(&x, r, 8);
+				if (lks_has_byte(x, 0x1b))
+					break;
+				memcpy(w, &x, 8);  /* w <= r: x is read before w is written */
+				w += 8;
+				r += 8;
+			}
+			while (r < end && *r != 0x1b)
+				*w++ = *r++;
+			continue;
+		}
 		if (++r < end && *r == '[')
 			for (r++; r < end && !(*r >= 0x40 && *r <= 0x7e); r++)
 				;
 		if (r < end)
 			r++;
-		if (!(next = memchr(r, 0x1b, (size_t)(end - r))))
-			next = end;
-		memmove(w, r, (size_t)(next - r));
-		w += next - r;
-		r = next;
 	}
 	*w = 0;
 	return (size_t)(w - s);
@@ -53,17 +71,19 @@ static size_t lks_strip_ansi(char *s, size_t len)
 /* A leading "[rankN]:" (torchrun's prefix): the rank, and the text after it. */
 static const char *lks_rank_prefix(const char *s, int *rank)
 {
-	char *end;
-	long r;
+	const char *p = s + 5;
+	long r = 0;
 
 	*rank = 0;
 	if (strncmp(s, "[rank", 5) || !isdigit((unsigned char)s[5]))
 		return s;
-	r = strtol(s + 5, &end, 10);
-	if (end[0] != ']' || end[1] != ':' || r > LKS_IMPORT_MAX_RANK)
+	for (; isdigit((unsigned char)*p); p++)
+		if (r <= LKS_IMPORT_MAX_RANK)  /* no further: it is too big already */
+			r = r * 10 + (*p - '0');
+	if (p[0] != ']' || p[1] != ':' || r > LKS_IMPORT_MAX_RANK)
 		return s;
 	*rank = (int)r;
-	return end + 2;
+	return p + 2;
 }
 
 /* A step or iteration number: digits only, up to INT_MAX. */
@@ -91,17 +111,18 @@ static int lks_bad_value(const char *path, long line, const char *label, size_t 
 	               v, (int)llen, label), LKS_IMPORT_BAD;
 }
 
-/* One torchtitan value: a number, "N%" (mfu), "NGiB" or "NGiB(P%)" (memory, memory_pct). */
+/* One torchtitan value: a number, "N%" (mfu), "NGiB" or "NGiB(P%)" (memory, memory_pct).
+   g: whether the value holds a 'G'. */
 static int lks_titan_value(lks_import_rec *rec, const char *path, const char *l, size_t llen,
-                           const char *v, size_t vlen)
+                           const char *v, size_t vlen, int g)
 {
 	const char *gib = NULL;
 	double x, pct;
 	int rc;
 
-	for (const char *g = v; !gib && (g = memchr(g, 'G', vlen - (size_t)(g - v))); g++)
-		if (vlen - (size_t)(g - v) >= 3 && !memcmp(g, "GiB", 3))
-			gib = g;
+	for (const char *p = v; g && !gib && (p = memchr(p, 'G', vlen - (size_t)(p - v))); p++)
+		if (vlen - (size_t)(p - v) >= 3 && !memcmp(p, "GiB", 3))
+			gib = p;
 	if (gib) {
 		const char *p = gib + 3, *end = v + vlen;
 
@@ -123,22 +144,68 @@ static int lks_titan_value(lks_import_rec *rec, const char *path, const char *l,
 	return lks_import_rec_add(rec, LKS_IMPORT_TORCHTITAN, l, llen, x, path);
 }
 
+/* Where the record of a torchtitan line starts: the first "step:" at the start or after
+   the logger's "- ", or NULL. Found by its ':', of which a line has few. */
+static const char *lks_titan_start(const char *s, size_t len)
+{
+	const char *end = s + len;
+
+	for (const char *c = s; (c = memchr(c, ':', (size_t)(end - c))); c++) {
+		const char *p = c - 4;
+
+		if (c - s >= 4 && !memcmp(p, "step", 4) && (p == s || (p - s >= 2 && !memcmp(p - 2, "- ", 2))))
+			return p;
+	}
+	return NULL;
+}
+
+static int lks_titan_blank(char c) { return c == ' ' || c == '\t' || c == 0; }
+
+/* The value at v (up to end) read at once where it is a number that reads exactly
+   (lks_import_number_prefix) in one of the forms lks_titan_value takes: "N", "N%", "NGiB",
+   "NGiB(P%)". The metrics added and where the value ends, or NULL when it is none of these
+   (then lks_titan_value reads it, with its errors). */
+static const char *lks_titan_quick(lks_import_rec *rec, const char *path, const char *l,
+                                   size_t llen, const char *v, const char *end, int *rc)
+{
+	double x, pct;
+	size_t k = lks_import_number_prefix(v, (size_t)(end - v), 1, &x), k2;
+	const char *q = v + k, *u;
+
+	if (!k)
+		return NULL;
+	if (lks_titan_blank(*q) || (*q == '%' && lks_titan_blank(q[1]))) {
+		*rc = lks_import_rec_add(rec, LKS_IMPORT_TORCHTITAN, l, llen, x, path);
+		return q + (*q == '%');
+	}
+	/* memory: no thousands separators before "GiB", as lks_titan_value reads it */
+	if (end - q < 3 || memcmp(q, "GiB", 3) || lks_import_number_prefix(v, k, 0, &x) != k)
+		return NULL;
+	if (lks_titan_blank(*(u = q + 3))) {
+		*rc = lks_import_rec_add(rec, LKS_IMPORT_TORCHTITAN, l, llen, x, path);
+		return u;
+	}
+	if (*u != '(' || !(k2 = lks_import_number_prefix(u + 1, (size_t)(end - u - 1), 0, &pct))
+	    || end - (u + 1 + k2) < 2 || memcmp(u + 1 + k2, "%)", 2) || !lks_titan_blank(u[k2 + 3]))
+		return NULL;
+	if (!(*rc = lks_import_rec_add(rec, LKS_IMPORT_TORCHTITAN, l, llen, x, path)))
+		*rc = lks_import_rec_add(rec, LKS_IMPORT_TORCHTITAN, "memory_pct", 10, pct, path);
+	return u + k2 + 3;
+}
+
 /* The record of a torchtitan metric line: "step: N" and then "label: value" pairs, blank
    separated. 1 when s is one, 0 when it is no metric line. */
 static int lks_titan_line(const char *s, size_t len, lks_import_rec *rec, const char *path)
 {
-	const char *p = s;
-	int rc;
+	const char *p = lks_titan_start(s, len), *end = s + len;
+	int rc = 0;
 
-	for (;; p++) {
-		if (!(p = strstr(p, "step:")))
-			return 0;
-		if (p == s || (p - s >= 2 && !memcmp(p - 2, "- ", 2)))
-			break;
-	}
+	if (!p)
+		return 0;
 	for (int first = 1;; first = 0) {
-		const char *l, *v;
+		const char *l, *v, *q;
 		size_t llen, vlen;
+		int g = 0;
 
 		while (*p == ' ' || *p == '\t')
 			p++;
@@ -152,8 +219,14 @@ static int lks_titan_line(const char *s, size_t len, lks_import_rec *rec, const 
 			               rec->line, (int)llen, l), LKS_IMPORT_BAD;
 		for (p++; *p == ' ' || *p == '\t'; p++)
 			;
+		if (!first && (q = lks_titan_quick(rec, path, l, llen, p, end, &rc))) {
+			if (rc)
+				return rc;
+			p = q;
+			continue;
+		}
 		for (v = p; *p && *p != ' ' && *p != '\t'; p++)
-			;
+			g |= *p == 'G';
 		vlen = (size_t)(p - v);
 		if (vlen == 0)
 			return lks_err("'%s':%ld: truncated metric line: '%.*s' has no value", path,
@@ -163,7 +236,7 @@ static int lks_titan_line(const char *s, size_t len, lks_import_rec *rec, const 
 				return lks_bad_value(path, rec->line, l, llen, v, vlen);
 			continue;
 		}
-		if ((rc = lks_titan_value(rec, path, l, llen, v, vlen)))
+		if ((rc = lks_titan_value(rec, path, l, llen, v, vlen, g)))
 			return rc;
 	}
 	return 1;

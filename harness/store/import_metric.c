@@ -161,24 +161,15 @@ static const double lks_pow10[] = { 1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8,
                                     1e11, 1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19,
                                     1e20, 1e21, 1e22 };
 
-/* The decimal s ("-12.5", "1.234E+00", with commas "177,138") when its digits make an
-   integer m < 2^53 and its power of ten e is within +-22: then m and 10^e are exact
-   doubles, and the one product or quotient of the two is rounded once, to nearest, which
-   is what strtod returns (Clinger's fast path). Read where it lies: a comma is taken only
-   between two digits of the integer part (any other comma is strtod's work, as the copy
-   lks_import_number makes then drops exactly those between digits). 0 and *out, or -1 for
-   anything else. */
-static int lks_number_fast(const char *s, size_t n, int commas, double *out)
+size_t lks_import_number_prefix(const char *s, size_t n, int commas, double *out)
 {
 	uint64_t m = 0;
-	int e = 0, digits = 0, neg = 0, ex = 0, exneg = 0;
-	size_t i = 0;
+	int e = 0, digits = 0, ex = 0, exneg = 0;
+	size_t i = n > 0 && s[0] == '-';
 
 #if FLT_EVAL_METHOD != 0
-	return -1;  /* the product or quotient might be rounded twice */
+	return 0;  /* the product or quotient might be rounded twice */
 #endif
-	if (i < n && s[i] == '-')
-		neg = 1, i++;
 	for (; i < n; i++) {
 		unsigned d = (unsigned)(s[i] - '0');
 
@@ -194,7 +185,7 @@ static int lks_number_fast(const char *s, size_t n, int commas, double *out)
 		for (i++; i < n && (unsigned)(s[i] - '0') < 10; i++, digits++, e--)
 			m = m * 10 + (uint64_t)(s[i] - '0');
 	if (digits == 0 || digits > 15)  /* 15 digits: m < 10^15 < 2^53 */
-		return -1;
+		return 0;
 	if (i < n && (s[i] == 'e' || s[i] == 'E')) {
 		size_t d;
 
@@ -203,15 +194,15 @@ static int lks_number_fast(const char *s, size_t n, int commas, double *out)
 		for (d = i; i < n && (unsigned)(s[i] - '0') < 10 && ex < 1000; i++)
 			ex = ex * 10 + (s[i] - '0');
 		if (i == d)
-			return -1;
+			return 0;
 		e += exneg ? -ex : ex;
 	}
-	if (i != n || e < -22 || e > 22)
-		return -1;
+	if (e < -22 || e > 22)
+		return 0;
 	*out = e < 0 ? (double)m / lks_pow10[-e] : (double)m * lks_pow10[e];
-	if (neg)
+	if (s[0] == '-')
 		*out = -*out;
-	return 0;
+	return i;
 }
 
 int lks_import_number(const char *s, size_t len, int commas, double *out)
@@ -221,7 +212,7 @@ int lks_import_number(const char *s, size_t len, int commas, double *out)
 
 	if (len == 0 || len >= sizeof(buf))
 		return -1;
-	if (!lks_number_fast(s, len, commas, out))
+	if (lks_import_number_prefix(s, len, commas, out) == len)
 		return 0;
 	for (size_t i = 0; i < len; i++) {
 		/* a separator only between digits: 3,502 but not ,3 or 3, */
@@ -249,7 +240,7 @@ int lks_import_number(const char *s, size_t len, int commas, double *out)
 int lks_import_reader_open(lks_import_reader *r, const char *path, FILE *f, size_t chunk)
 {
 	*r = (lks_import_reader){ .path = path, .f = f, .fd = fileno(f), .cap = LKS_IMPORT_BLOCK,
-	                          .chunk = chunk ? chunk : LKS_IMPORT_BLOCK };
+	                          .chunk = chunk ? chunk : LKS_IMPORT_BLOCK, .nul = SIZE_MAX };
 	if (!(r->buf = malloc(r->cap + 1)))  /* + 1: a last line's NUL */
 		return lks_err("out of memory");
 	return 0;
@@ -259,6 +250,20 @@ void lks_import_reader_close(lks_import_reader *r)
 {
 	free(r->buf);
 	r->buf = NULL;
+}
+
+/* r->nul after [beg, end) has changed: the first NUL byte from from on (a file has none:
+   one memchr per block, not one per line). */
+static void lks_reader_nul(lks_import_reader *r, size_t from)
+{
+	const char *z;
+
+	if (r->nul != SIZE_MAX && r->nul >= r->beg && r->nul < r->end)
+		return;
+	if (from < r->beg)
+		from = r->beg;
+	z = from < r->end ? memchr(r->buf + from, 0, r->end - from) : NULL;
+	r->nul = z ? (size_t)(z - r->buf) : SIZE_MAX;
 }
 
 /* Appends what the next read gives to [beg, end), up to chunk bytes and the buffer's end
@@ -287,6 +292,7 @@ static int lks_reader_fill(lks_import_reader *r)
 	}
 	r->end += n;
 	r->eof = n == 0;
+	lks_reader_nul(r, r->end - n);
 	return n > 0;
 }
 
@@ -294,6 +300,7 @@ static int lks_reader_fill(lks_import_reader *r)
 static int lks_reader_skip(lks_import_reader *r)
 {
 	r->beg = r->end = 0;
+	r->nul = SIZE_MAX;
 	for (;;) {
 		const char *nl;
 		int rc = lks_reader_fill(r);
@@ -302,9 +309,11 @@ static int lks_reader_skip(lks_import_reader *r)
 			return rc < 0 ? -1 : 3;
 		if ((nl = memchr(r->buf, '\n', r->end))) {
 			r->beg = (size_t)(nl + 1 - r->buf);
+			lks_reader_nul(r, r->beg);
 			return 3;
 		}
 		r->end = 0;
+		r->nul = SIZE_MAX;
 	}
 }
 
@@ -323,6 +332,8 @@ int lks_import_reader_next(lks_import_reader *r, char **s, size_t *len)
 		if (r->end == r->cap) {  /* the line's start to the front: it is shorter than a block */
 			memmove(r->buf, b, r->end - r->beg);
 			r->end -= r->beg;
+			if (r->nul != SIZE_MAX)
+				r->nul -= r->beg;
 			r->beg = 0;
 		}
 		scan = r->end;
@@ -332,7 +343,7 @@ int lks_import_reader_next(lks_import_reader *r, char **s, size_t *len)
 	n = nl ? (size_t)(nl - b) : r->end - r->beg;
 	r->line++;
 	/* a NUL would end the line early for the parsers: bad input, as far as a line is read */
-	if (memchr(b, 0, n < LKS_IMPORT_LINE_MAX - 1 ? n : LKS_IMPORT_LINE_MAX - 1))
+	if (r->nul - r->beg < (n < LKS_IMPORT_LINE_MAX - 1 ? n : LKS_IMPORT_LINE_MAX - 1))
 		return lks_err("'%s':%ld: a NUL byte in the line", r->path, r->line), LKS_IMPORT_BAD;
 	if (n >= LKS_IMPORT_LINE_MAX - 1) {
 		/* longer than any metric line (a progress bar redrawn with '\r'): read past */
@@ -340,6 +351,7 @@ int lks_import_reader_next(lks_import_reader *r, char **s, size_t *len)
 		*len = 0;
 		if (nl) {
 			r->beg = (size_t)(nl + 1 - r->buf);
+			lks_reader_nul(r, r->beg);  /* the line's NUL, past its first bytes, is read past */
 			return 3;
 		}
 		return lks_reader_skip(r);
