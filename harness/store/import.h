@@ -137,8 +137,9 @@ typedef struct lks_import_reader {
 	long line;                /* lines handed on */
 } lks_import_reader;
 
-/* Opens a reader of f; chunk: the most bytes one read takes (0: a block; a test gives
-   small ones, to cut lines anywhere). 0, or -1 (no memory). */
+/* Opens a reader of f; chunk: 0, or the most bytes one read takes with the least buffer
+   (a test's: lines cut anywhere and moved to the buffer's start often). 0, or -1 (no
+   memory). */
 int lks_import_reader_open(lks_import_reader *r, const char *path, FILE *f, size_t chunk);
 void lks_import_reader_close(lks_import_reader *r);
 /* The next line, without its newline: *s (NUL ended, the reader's until the next call,

@@ -239,7 +239,9 @@ int lks_import_number(const char *s, size_t len, int commas, double *out)
 
 int lks_import_reader_open(lks_import_reader *r, const char *path, FILE *f, size_t chunk)
 {
-	*r = (lks_import_reader){ .path = path, .f = f, .fd = fileno(f), .cap = LKS_IMPORT_BLOCK,
+	/* a line must fit whole: LKS_IMPORT_LINE_MAX at least */
+	*r = (lks_import_reader){ .path = path, .f = f, .fd = fileno(f),
+	                          .cap = chunk ? LKS_IMPORT_LINE_MAX : LKS_IMPORT_BLOCK,
 	                          .chunk = chunk ? chunk : LKS_IMPORT_BLOCK, .nul = SIZE_MAX };
 	if (!(r->buf = malloc(r->cap + 1)))  /* + 1: a last line's NUL */
 		return lks_err("out of memory");
