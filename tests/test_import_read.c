@@ -199,19 +199,17 @@ Test(import_read, numbers_read_in_place_as_strtod_reads_them)
 		}
 	}
 	cr_assert(commas > 20000 && prefixes > 20000, "%d %d", commas, prefixes);
-	/* not a number, or not one the fast path may read */
-	{
+	/* not a number, or not one the fast path may read: how much of it it reads */
+	static const struct { const char *s; size_t n; int commas; size_t read; } edge[] = {
+		{ "nan", 3, 1, 0 }, { "1234567890123456", 16, 1, 0 }, { "1e23", 4, 1, 0 },
+		{ "1e", 2, 1, 0 }, { ",1", 2, 1, 0 }, { "1,5", 3, 0, 1 }, { "1,,5", 4, 1, 1 },
+		{ "-", 1, 1, 0 }, { "-", 0, 1, 0 }, { "0.000000000000001", 17, 0, 0 }, { "0.00000000000001", 16, 0, 16 },
+	};
+	for (size_t i = 0; i < sizeof(edge) / sizeof(edge[0]); i++) {
 		double x;
 
-		cr_assert_eq(lks_import_number_prefix("nan", 3, 1, &x), 0);
-		cr_assert_eq(lks_import_number_prefix("1234567890123456", 16, 1, &x), 0);
-		cr_assert_eq(lks_import_number_prefix("1e23", 4, 1, &x), 0);
-		cr_assert_eq(lks_import_number_prefix("1e", 2, 1, &x), 0);
-		cr_assert_eq(lks_import_number_prefix(",1", 2, 1, &x), 0);
-		cr_assert_eq(lks_import_number_prefix("1,5", 3, 0, &x), 1);
-		cr_assert_eq(lks_import_number_prefix("1,,5", 4, 1, &x), 1);
-		cr_assert_eq(lks_import_number_prefix("-", 1, 1, &x), 0);
-		cr_assert_eq(lks_import_number_prefix("-", 0, 1, &x), 0);
+		cr_assert_eq(lks_import_number_prefix(edge[i].s, edge[i].n, edge[i].commas, &x),
+		             edge[i].read, "'%s'", edge[i].s);
 	}
 }
 
