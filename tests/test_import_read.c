@@ -278,3 +278,49 @@ Test(import_read, torchtitan_values_read_at_once_as_the_long_way_reads_them)
 	cr_assert_eq(titan("- step: 1  loss: 1  loss: 2\n", &quick), LKS_IMPORT_BAD);
 	cr_assert(strstr(lks_errmsg(), "'t.log':1: metric 'loss' given twice"), "%s", lks_errmsg());
 }
+
+/* ANSI colour codes anywhere in a line, in a label or a number too, read as the line
+   without them: they are dropped before anything else reads it. */
+Test(import_read, ansi_codes_anywhere_are_dropped_first)
+{
+	static const char *const codes[] = { "\033[31m", "\033[0m", "\033[1;38;5;208m", "\033c",
+	                                     "\033[39m" };
+	static const char plain[] = "[titan] 2026-01-05 10:00:01,001 - root - INFO - step: 12  "
+	                            "loss:  9.9900  grad_norm:  1.0100  memory:  2.47GiB(3.12%)  "
+	                            "tps: 178,001  tflops: 96.17  mfu: 9.72%";
+	struct got want, got;
+	uint64_t r = 5;
+
+	cr_assert_eq(titan("- step: 0\n", &want), 0);  /* the label memo of another line first */
+	{
+		char line[sizeof(plain) + 2];
+
+		snprintf(line, sizeof(line), "%s\n", plain);
+		cr_assert_eq(titan(line, &want), 0, "%s", lks_errmsg());
+	}
+	cr_assert_eq(want.rec[0].n, 7);
+	for (int t = 0; t < 2000; t++) {
+		char line[4 * sizeof(plain)];
+		size_t n = 0;
+
+		for (size_t i = 0; i < sizeof(plain) - 1; i++) {
+			if (rnd(&r) % 13 == 0) {
+				const char *c = codes[rnd(&r) % 5];
+
+				memcpy(line + n, c, strlen(c));
+				n += strlen(c);
+			}
+			line[n++] = plain[i];
+		}
+		line[n++] = '\n';
+		line[n] = 0;
+		cr_assert_eq(titan(line, &got), 0, "%s", lks_errmsg());
+		cr_assert_eq(got.n, 1);
+		cr_assert_eq(got.rec[0].step, 12);
+		cr_assert_eq(got.rec[0].n, want.rec[0].n);
+		for (int i = 0; i < got.rec[0].n; i++) {
+			cr_assert_str_eq(got.rec[0].m[i].name, want.rec[0].m[i].name);
+			cr_assert(got.rec[0].m[i].value == want.rec[0].m[i].value, "%s", line);
+		}
+	}
+}

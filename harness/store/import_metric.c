@@ -96,6 +96,16 @@ struct lks_label_memo {
 
 static _Thread_local struct lks_label_memo lks_label_memos[LKS_IMPORT_NFMT][LKS_IMPORT_MAX_METRICS];
 
+/* Whether the n bytes at a and b are the same: names and labels are short, and a loop
+   stops where they differ, before a shorter name's end. */
+static int lks_same(const char *a, const char *b, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (a[i] != b[i])
+			return 0;
+	return 1;
+}
+
 /* The row of label (len bytes) at the place-th metric of a line of fmt, or NULL; *nlen its
    name's length. */
 static const lks_import_metric *lks_label_row(lks_import_fmt fmt, int place, const char *label,
@@ -110,7 +120,7 @@ static const lks_import_metric *lks_label_row(lks_import_fmt fmt, int place, con
 		return m;
 	}
 	e = &lks_label_memos[fmt][place];
-	if (e->len && e->len == len && !memcmp(e->label, label, len)) {
+	if (e->len == len && len && lks_same(e->label, label, len)) {
 		*nlen = e->nlen;
 		return e->m;
 	}
@@ -143,7 +153,7 @@ int lks_import_rec_add(lks_import_rec *rec, lks_import_fmt fmt, const char *labe
 		made[nlen] = 0;
 	}
 	for (int i = 0; i < rec->n; i++)
-		if (rec->m[i].name[0] == name[0] && !memcmp(rec->m[i].name, name, nlen + 1))
+		if (rec->m[i].name[0] == name[0] && lks_same(rec->m[i].name, name, nlen + 1))
 			return lks_err("'%s':%ld: metric '%s' given twice", path, rec->line, name),
 			       LKS_IMPORT_BAD;
 	if (rec->n == LKS_IMPORT_MAX_METRICS)
