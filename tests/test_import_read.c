@@ -324,3 +324,46 @@ Test(import_read, ansi_codes_anywhere_are_dropped_first)
 		}
 	}
 }
+
+/* A metric given twice on a line is bad input whatever the lines before it held: labels
+   remembered by their place (import_metric.c) never stand in for that check. Lines of
+   labels drawn from a few, each with its expected verdict: "grad-norm" makes the name
+   "grad_norm", the same as the label "grad_norm" does. */
+Test(import_read, a_metric_twice_is_refused_after_any_lines)
+{
+	static const char *const label[] = { "loss", "lr", "grad_norm", "grad-norm", "tps", "x.y",
+	                                     "x_y" };
+	static const char *const name[] = { "loss", "lr", "grad_norm", "grad_norm", "tps", "x_y",
+	                                     "x_y" };
+	uint64_t r = 3;
+	int twice = 0;
+
+	for (int t = 0; t < 20000; t++) {
+		char line[512];
+		int n = 1 + (int)(rnd(&r) % 5), pick[5], k = snprintf(line, sizeof(line), "- step: 1");
+		int dup = 0;
+		struct got g;
+
+		for (int i = 0; i < n; i++) {
+			/* mostly the order of the line before, as logs write them */
+			pick[i] = rnd(&r) % 4 ? i % 7 : (int)(rnd(&r) % 7);
+			for (int j = 0; j < i; j++)
+				dup |= !strcmp(name[pick[i]], name[pick[j]]);
+			k += snprintf(line + k, sizeof(line) - (size_t)k, "  %s: %d", label[pick[i]], i);
+		}
+		snprintf(line + k, sizeof(line) - (size_t)k, "\n");
+		twice += dup;
+		if (dup) {
+			cr_assert_eq(titan(line, &g), LKS_IMPORT_BAD, "%s", line);
+			cr_assert(strstr(lks_errmsg(), "given twice"), "%s", lks_errmsg());
+			continue;
+		}
+		cr_assert_eq(titan(line, &g), 0, "%s: %s", line, lks_errmsg());
+		cr_assert_eq(g.rec[0].n, n);
+		for (int i = 0; i < n; i++) {
+			cr_assert_str_eq(g.rec[0].m[i].name, name[pick[i]], "%s", line);
+			cr_assert_eq(g.rec[0].m[i].value, i);
+		}
+	}
+	cr_assert_gt(twice, 1000);
+}

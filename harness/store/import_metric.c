@@ -84,17 +84,28 @@ const lks_import_metric *lks_import_metric_label(lks_import_fmt fmt, const char 
 	return NULL;
 }
 
-/* The labels a format's lines gave lately, by their place in the line, with their rows: a
-   log writes the same labels in the same order on every line, so a label is one memcmp
-   away from its row. Per thread: imports may run on several. */
+/* A label and the name and kind it stands for. */
 struct lks_label_memo {
 	char label[48];
 	size_t len;               /* 0: none */
-	const lks_import_metric *m;  /* NULL: a label the table lacks */
-	size_t nlen;              /* strlen(m->name) */
+	char name[LKS_IMPORT_NAME_MAX];  /* NUL padded */
+	size_t nlen;
+	lks_metric_kind kind;
 };
 
+/* The labels a format's lines gave lately, by their place in the line: a log writes the
+   same labels in the same order on every line, so a label is one compare away from its
+   name. An entry is written when its label was added to a record whose earlier metrics
+   were the entries before it, none of the same name; a change to an entry clears those
+   after it. So a record whose every metric so far was its place's entry (the chain) takes
+   the next entry without looking for its name twice. Per thread: imports may run on
+   several. */
 static _Thread_local struct lks_label_memo lks_label_memos[LKS_IMPORT_NFMT][LKS_IMPORT_MAX_METRICS];
+static _Thread_local struct {
+	const lks_import_rec *rec;  /* NULL: no chain */
+	long line;
+	int n;                    /* the record's metrics, every one its place's entry */
+} lks_label_chain;
 
 /* Whether the n bytes at a and b are the same: names and labels are short, and a loop
    stops where they differ, before a shorter name's end. */
@@ -106,63 +117,71 @@ static int lks_same(const char *a, const char *b, size_t n)
 	return 1;
 }
 
-/* The row of label (len bytes) at the place-th metric of a line of fmt, or NULL; *nlen its
-   name's length. */
-static const lks_import_metric *lks_label_row(lks_import_fmt fmt, int place, const char *label,
-                                              size_t len, size_t *nlen)
+/* The name and kind of label (len bytes) in fmt: the table's, or the label made a name. */
+static int lks_label_name(const lks_import_rec *rec, lks_import_fmt fmt, const char *label,
+                          size_t len, struct lks_label_memo *e, const char *path)
 {
-	struct lks_label_memo *e;
-	const lks_import_metric *m;
+	const lks_import_metric *m = lks_import_metric_label(fmt, label, len);
 
-	if ((unsigned)fmt >= LKS_IMPORT_NFMT || place < 0 || place >= LKS_IMPORT_MAX_METRICS) {
-		m = lks_import_metric_label(fmt, label, len);
-		*nlen = m ? strlen(m->name) : 0;
-		return m;
+	memset(e, 0, sizeof(*e));
+	e->kind = m ? m->kind : LKS_METRIC_NUMERICS;
+	if (m) {
+		e->nlen = strlen(m->name);  /* the table's names are short */
+		memcpy(e->name, m->name, e->nlen);
+		return 0;
 	}
-	e = &lks_label_memos[fmt][place];
-	if (e->len == len && len && lks_same(e->label, label, len)) {
-		*nlen = e->nlen;
-		return e->m;
-	}
-	m = lks_import_metric_label(fmt, label, len);
-	*nlen = m ? strlen(m->name) : 0;
-	if (len && len <= sizeof(e->label)) {
-		*e = (struct lks_label_memo){ .len = len, .m = m, .nlen = *nlen };
-		memcpy(e->label, label, len);
-	}
-	return m;
+	/* the label made a name: "mtp_1 loss" -> mtp_1_loss */
+	if (len == 0 || len >= sizeof(e->name))
+		return lks_err("'%s':%ld: metric name of %zu characters (want 1 to %d)", path,
+		               rec->line, len, LKS_IMPORT_NAME_MAX - 1), LKS_IMPORT_BAD;
+	for (; e->nlen < len; e->nlen++)
+		e->name[e->nlen] = isalnum((unsigned char)label[e->nlen]) ? label[e->nlen] : '_';
+	return 0;
 }
 
 int lks_import_rec_add(lks_import_rec *rec, lks_import_fmt fmt, const char *label, size_t len,
                        double value, const char *path)
 {
-	size_t nlen;
-	const lks_import_metric *m = lks_label_row(fmt, rec->n, label, len, &nlen);
-	char made[LKS_IMPORT_NAME_MAX];
-	const char *name = made;
+	struct lks_label_memo *e = NULL, fresh;
+	const struct lks_label_memo *w = &fresh;
+	int place = rec->n, rc, hit = 0;
+	int chain = place == 0 || (lks_label_chain.rec == rec && lks_label_chain.line == rec->line
+	                           && lks_label_chain.n == place);
 
-	if (m) {
-		name = m->name;
-	} else {
-		/* the label made a name: "mtp_1 loss" -> mtp_1_loss */
-		if (len == 0 || len >= sizeof(made))
-			return lks_err("'%s':%ld: metric name of %zu characters (want 1 to %d)", path,
-			               rec->line, len, LKS_IMPORT_NAME_MAX - 1), LKS_IMPORT_BAD;
-		for (nlen = 0; nlen < len; nlen++)
-			made[nlen] = isalnum((unsigned char)label[nlen]) ? label[nlen] : '_';
-		made[nlen] = 0;
+	if ((unsigned)fmt < LKS_IMPORT_NFMT && place < LKS_IMPORT_MAX_METRICS) {
+		e = &lks_label_memos[fmt][place];
+		if ((hit = len && e->len == len && lks_same(e->label, label, len)))
+			w = e;
 	}
-	for (int i = 0; i < rec->n; i++)
-		if (rec->m[i].name[0] == name[0] && lks_same(rec->m[i].name, name, nlen + 1))
-			return lks_err("'%s':%ld: metric '%s' given twice", path, rec->line, name),
+	lks_label_chain.rec = NULL;
+	if (!hit && (rc = lks_label_name(rec, fmt, label, len, &fresh, path)))
+		return rc;
+	for (int i = 0; !(hit && chain) && i < rec->n; i++)
+		if (rec->m[i].name[0] == w->name[0] && lks_same(rec->m[i].name, w->name, w->nlen + 1))
+			return lks_err("'%s':%ld: metric '%s' given twice", path, rec->line, w->name),
 			       LKS_IMPORT_BAD;
 	if (rec->n == LKS_IMPORT_MAX_METRICS)
 		return lks_err("'%s':%ld: more than %d metrics", path, rec->line,
 		               LKS_IMPORT_MAX_METRICS), LKS_IMPORT_BAD;
-	memcpy(rec->m[rec->n].name, name, nlen + 1);
-	rec->m[rec->n].kind = m ? m->kind : LKS_METRIC_NUMERICS;
-	rec->m[rec->n].value = value;
+	/* a short name in one move of 16 bytes: it is NUL padded */
+	memcpy(rec->m[place].name, w->name, w->nlen < 16 ? 16 : w->nlen + 1);
+	rec->m[place].kind = w->kind;
+	rec->m[place].value = value;
 	rec->n++;
+	if (!hit && e && chain && len <= sizeof(e->label)) {
+		/* this place's entry changes: the entries after it were checked against it */
+		for (int i = place + 1; i < LKS_IMPORT_MAX_METRICS && lks_label_memos[fmt][i].len; i++)
+			lks_label_memos[fmt][i].len = 0;
+		*e = fresh;
+		memcpy(e->label, label, len);
+		e->len = len;
+		hit = 1;
+	}
+	if (hit && chain) {
+		lks_label_chain.rec = rec;
+		lks_label_chain.line = rec->line;
+		lks_label_chain.n = rec->n;
+	}
 	return 0;
 }
 
