@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "harness/store/import.h"
 #include "kernels/err.h"
@@ -366,4 +367,37 @@ Test(import_read, a_metric_twice_is_refused_after_any_lines)
 		}
 	}
 	cr_assert_gt(twice, 1000);
+}
+
+/* A step logged again with the same values is repeated, not refused, whatever an earlier
+   line left in the record past a name's end: a long name at the same place on a line of
+   another rank between the two. */
+Test(import_read, a_step_again_with_the_same_values_is_repeated_after_longer_names)
+{
+	char path[] = "/tmp/lks-test-import-read-XXXXXX";
+	const char *files[] = { path };
+	lks_import_opts o = { .fmt = lks_import_format_find("torchtitan"), .case_name = "c",
+	                      .run_name = "r" };
+	lks_import_result res;
+	int fd = mkstemp(path);
+	FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
+
+	cr_assert_not_null(f);
+	fputs("[rank0]:- step: 1  a_rather_long_metric_name_28: 1.5  loss: 2\n"
+	      "[rank1]:- step: 1  a_rather_long_metric_name_28_and_more_too: 2.5  loss: 3\n"
+	      "[rank0]:- step: 1  a_rather_long_metric_name_28: 1.5  loss: 2\n", f);
+	fclose(f);
+	cr_assert_eq(lks_import_files(NULL, &o, files, 1, &res), 0, "%s", lks_errmsg());
+	cr_assert_eq(res.counts.records, 3);
+	cr_assert_eq(res.counts.repeated, 1);
+	/* and the same names with another value: refused */
+	cr_assert_not_null(f = fopen(path, "w"));
+	fputs("[rank0]:- step: 1  a_rather_long_metric_name_28: 1.5  loss: 2\n"
+	      "[rank1]:- step: 1  a_rather_long_metric_name_28_and_more_too: 2.5  loss: 3\n"
+	      "[rank0]:- step: 1  a_rather_long_metric_name_28: 1.5  loss: 2.5\n", f);
+	fclose(f);
+	cr_assert_eq(lks_import_files(NULL, &o, files, 1, &res), LKS_IMPORT_BAD);
+	cr_assert(strstr(lks_errmsg(), ":3: step 1 of rank 0 again with other values"), "%s",
+	          lks_errmsg());
+	unlink(path);
 }
