@@ -287,8 +287,8 @@ static int lks_mega_line(const char *s, size_t len, lks_import_rec *rec, const c
 	while (p < end) {
 		const char *bar = memchr(p, '|', (size_t)(end - p)), *colon = NULL, *l, *v, *le, *ve;
 
-		for (const char *q = p; q < bar; q++)
-			if (*q == ':')
+		for (const char *q = bar; !colon && q > p;)  /* the last ':': from the short value's end */
+			if (*--q == ':')
 				colon = q;
 		for (l = p; l < bar && *l == ' '; l++)
 			;
