@@ -204,7 +204,8 @@ Test(import_read, numbers_read_in_place_as_strtod_reads_them)
 	static const struct { const char *s; size_t n; int commas; size_t read; } edge[] = {
 		{ "nan", 3, 1, 0 }, { "1234567890123456", 16, 1, 0 }, { "1e23", 4, 1, 0 },
 		{ "1e", 2, 1, 0 }, { ",1", 2, 1, 0 }, { "1,5", 3, 0, 1 }, { "1,,5", 4, 1, 1 },
-		{ "-", 1, 1, 0 }, { "-", 0, 1, 0 }, { "0.000000000000001", 17, 0, 0 }, { "0.00000000000001", 16, 0, 16 },
+		{ "-", 1, 1, 0 }, { "-", 0, 1, 0 }, { "0.000000000000001", 17, 0, 0 },
+		{ "0.00000000000001", 16, 0, 16 },
 	};
 	for (size_t i = 0; i < sizeof(edge) / sizeof(edge[0]); i++) {
 		double x;

@@ -100,7 +100,8 @@ struct lks_label_memo {
    after it. So a record whose every metric so far was its place's entry (the chain) takes
    the next entry without looking for its name twice. Per thread: imports may run on
    several. */
-static _Thread_local struct lks_label_memo lks_label_memos[LKS_IMPORT_NFMT][LKS_IMPORT_MAX_METRICS];
+static _Thread_local struct lks_label_memo
+	lks_label_memos[LKS_IMPORT_NFMT][LKS_IMPORT_MAX_METRICS];
 static _Thread_local struct {
 	const lks_import_rec *rec;  /* NULL: no chain */
 	long line;
