@@ -77,7 +77,7 @@ const lks_import_metric *lks_import_metric_label(lks_import_fmt fmt, const char 
 	for (int i = 0; i < LKS_NMETRICS && (unsigned)fmt < LKS_IMPORT_NFMT; i++) {
 		const char *l = lks_import_metrics[i].label[fmt];
 
-		/* the first byte first: this runs for every value of every line */
+		/* the first byte first: a label not remembered (lks_import_rec_add) comes here */
 		if (l && len && l[0] == label[0] && strlen(l) == len && !memcmp(l, label, len))
 			return &lks_import_metrics[i];
 	}
