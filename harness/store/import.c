@@ -97,21 +97,48 @@ struct lks_import_run {
 	lks_import_writer *writer;  /* a whole import (store set): its blocks' thread */
 };
 
-/* The values of a record, NaN as one pattern: equal records hash equal. */
+/* The values of a record, NaN as one pattern: equal records hash equal. Each name goes in
+   as the 8-byte words up to its NUL, the bytes after the NUL zeroed (what follows a name
+   in its array is no part of it), then its value. */
 static uint64_t lks_rec_hash(const lks_import_rec *rec)
 {
-	unsigned char buf[LKS_IMPORT_MAX_METRICS * (LKS_IMPORT_NAME_MAX + sizeof(double))];
+	uint64_t buf[LKS_IMPORT_MAX_METRICS * (LKS_IMPORT_NAME_MAX / 8 + 1)];
 	size_t n = 0;
 
 	for (int i = 0; i < rec->n; i++) {
 		double v = isnan(rec->m[i].value) ? NAN : rec->m[i].value;
-		size_t len = strlen(rec->m[i].name) + 1;
+		const char *p = rec->m[i].name;
 
-		memcpy(buf + n, rec->m[i].name, len);
-		memcpy(buf + n + len, &v, sizeof(v));
-		n += len + sizeof(v);
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+		const uint64_t low7 = 0x7f7f7f7f7f7f7f7fu;
+
+		for (size_t w = 0; w < LKS_IMPORT_NAME_MAX / 8; w++) {
+			uint64_t x, nul;
+
+			memcpy(&x, p + 8 * w, 8);
+			/* per byte 0x80 where it is 0 (no carry leaves a byte); the first is the
+			   lowest, and the bytes up to it are kept */
+			nul = ~(((x & low7) + low7) | x) & ~low7;
+			if (nul) {
+				nul &= -nul;
+				buf[n++] = x & ((nul << 1) - 1);
+				break;
+			}
+			buf[n++] = x;
+		}
+#else
+		uint64_t x = 0;
+		size_t k = 0;
+
+		do {  /* the same words, a byte at a time */
+			x |= (uint64_t)(unsigned char)*p << 8 * (k % 8);
+			if (++k % 8 == 0 || !*p)
+				buf[n++] = x, x = 0;
+		} while (*p++);
+#endif
+		memcpy(&buf[n++], &v, sizeof(v));
 	}
-	return XXH3_64bits(buf, n);
+	return XXH3_64bits(buf, n * sizeof(buf[0]));
 }
 
 /* The block being filled: the writer's (a whole import) or the run's own (followed). */

@@ -10,8 +10,8 @@
  * (import_metric.c), with each format's label for them; a name no row knows is stored as
  * the log wrote it (letters, digits and '_' kept, anything else '_'), as numerics.
  *
- * Parsers stream: one line at a time in a fixed buffer (LKS_IMPORT_LINE_MAX), so a log of
- * any length goes through in constant memory. A megatron-golden file is one JSON document
+ * Parsers stream: lines read a block at a time (lks_import_reader), so a log of any length
+ * goes through in constant memory. A megatron-golden file is one JSON document
  * and is read whole (it holds one value per metric and step, not a log).
  */
 #ifndef LKS_HARNESS_IMPORT_H
@@ -112,22 +112,54 @@ int lks_import_parse_jsonl(const char *path, FILE *f, lks_import_sink sink, void
    1.234E+00), "nan", "inf", "-inf" (any case); thousands separators ',' when commas is
    set (torchtitan's tps: 3,502). 0, or -1 when it is not one number. */
 int lks_import_number(const char *s, size_t len, int commas, double *out);
+/* The decimal that starts s (n bytes at most), when Clinger's fast path reads it exactly:
+   its digits ('-', digits with commas between two of the integer part's when commas is
+   set, '.', digits, an exponent) make an integer m < 2^53 (15 digits at most) and its
+   power of ten e is within +-22; then m and 10^e are exact doubles, and the one product or
+   quotient of the two is rounded once, to nearest, which is what strtod returns. Its
+   length, and *out; 0 for anything else (strtod's work). */
+size_t lks_import_number_prefix(const char *s, size_t n, int commas, double *out);
 
-/* Reads lines of f into buf (LKS_IMPORT_LINE_MAX), without the newline: 1 a line, 2 the
-   last line, not ended by a newline (a parser says it is truncated if it holds metrics),
-   3 a line too long to hold metrics, read past (buf holds its start), 0 end of file,
-   LKS_IMPORT_BAD a line with a NUL byte, -1 a read error. *line counts them. */
-int lks_import_getline(const char *path, FILE *f, char *buf, long *line);
+/* Lines of a file read a block at a time (import_metric.c). With a file descriptor under
+   f (a file, a pipe; nothing read through f before) each read() takes what is there, up to
+   a block: a pipe's line reaches the parser as soon as it is written. A stream without one
+   (fileno -1: lockstep import --follow's, whose reads wait for the file to grow; fmemopen)
+   is read up to one newline at a time, so that a line is handed on once it is whole. The
+   memory is one block, whatever the length of the file or its lines. */
+typedef struct lks_import_reader {
+	const char *path;
+	FILE *f;
+	int fd;                   /* -1: f read up to a newline at a time */
+	char *buf;                /* (cap + 1) lines being read: [beg, end) not yet handed on */
+	size_t cap, beg, end, chunk;
+	size_t nul;               /* the first NUL byte in [beg, end), or SIZE_MAX */
+	int eof;
+	long line;                /* lines handed on */
+} lks_import_reader;
 
-/* The record of one line (rank and line already in rec): 1, 0 when the line holds no
-   metrics, or LKS_IMPORT_BAD. */
-typedef int (*lks_import_line_fn)(const char *s, lks_import_rec *rec, const char *path);
+/* Opens a reader of f; chunk: 0, or the most bytes one read takes with the least buffer
+   (a test's: lines cut anywhere and moved to the buffer's start often). 0, or -1 (no
+   memory). */
+int lks_import_reader_open(lks_import_reader *r, const char *path, FILE *f, size_t chunk);
+void lks_import_reader_close(lks_import_reader *r);
+/* The next line, without its newline: *s (NUL ended, the reader's until the next call,
+   the caller may change it) and *len. Returns 1 a line ('\r' before its newline dropped),
+   2 the last line, not ended by a newline (a parser says it is truncated if it holds
+   metrics), 3 a line of LKS_IMPORT_LINE_MAX - 1 bytes or more, read past (*s, *len: none),
+   0 end of file, LKS_IMPORT_BAD a line with a NUL byte (lks_err names path:line), -1 a read
+   error. r->line counts the lines. */
+int lks_import_reader_next(lks_import_reader *r, char **s, size_t *len);
+
+/* The record of one line (len bytes at s, NUL ended; rank and line already in rec): 1, 0
+   when the line holds no metrics, or LKS_IMPORT_BAD. */
+typedef int (*lks_import_line_fn)(const char *s, size_t len, lks_import_rec *rec,
+                                  const char *path);
 /* The loop of the line formats (import_log.c): each line read, cleaned of ANSI colour
    codes, its "[rankN]:" prefix taken as the rank, its record handed to sink. */
 int lks_import_lines(const char *path, FILE *f, lks_import_sink sink, void *arg,
                      lks_import_counts *c, lks_import_line_fn line_fn);
 /* jsonl's line (import_json.c): the one line format whose last line may lack its newline. */
-int lks_import_jsonl_line(const char *s, lks_import_rec *rec, const char *path);
+int lks_import_jsonl_line(const char *s, size_t len, lks_import_rec *rec, const char *path);
 
 /* What lks_import_files stores, and what it found. */
 typedef struct lks_import_opts {

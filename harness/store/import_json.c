@@ -94,7 +94,7 @@ static char *lks_json_bare_nonfinite(const char *s)
 	return out;
 }
 
-int lks_import_jsonl_line(const char *s, lks_import_rec *rec, const char *path)
+int lks_import_jsonl_line(const char *s, size_t len, lks_import_rec *rec, const char *path)
 {
 	json_error_t e;
 	json_t *o, *v;

@@ -18,50 +18,74 @@
  */
 #include <ctype.h>
 #include <limits.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "harness/store/import.h"
 #include "kernels/err.h"
 
-/* Drops ANSI escape sequences in place: ESC '[' parameters, then one final byte
-   (0x40-0x7e); any other ESC with the byte after it. */
-static void lks_strip_ansi(char *s)
+/* Drops ANSI escape sequences in place from the len bytes at s: ESC '[' parameters, then
+   one final byte (0x40-0x7e); any other ESC with the byte after it. The length left. The
+   text between them moves 8 bytes at a time, its next ESC found among the 8 at once (the
+   zero-byte test on x ^ ESC...ESC: its lowest flag is exact, which on a little-endian
+   machine is the byte first in memory; elsewhere a byte at a time). */
+static size_t lks_strip_ansi(char *s, size_t len)
 {
-	char *w, *r = strchr(s, 0x1b);
+	char *r = memchr(s, 0x1b, len), *end = s + len, *w = r;
 
 	if (!r)
-		return;  /* most lines of most logs: nothing to move */
-	for (w = r; *r;) {
-		if (*r != 0x1b) {
-			*w++ = *r++;
+		return len;  /* most lines of most logs: nothing to move */
+	while (r < end) {
+		if (*r == 0x1b) {
+			if (++r < end && *r == '[')
+				for (r++; r < end && !(*r >= 0x40 && *r <= 0x7e); r++)
+					;
+			if (r < end)
+				r++;
 			continue;
 		}
-		r++;
-		if (*r == '[') {
-			for (r++; *r && !(*r >= 0x40 && *r <= 0x7e); r++)
-				;
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+		while (end - r >= 8) {
+			const uint64_t ones = 0x0101010101010101u;
+			uint64_t x, y, hit;
+
+			memcpy(&x, r, 8);
+			y = x ^ (ones * 0x1b);
+			if ((hit = (y - ones) & ~y & (ones << 7))) {
+				/* up to the ESC: w + k <= r + k, nothing unread is written over */
+				for (size_t k = (size_t)__builtin_ctzll(hit) / 8; k; k--)
+					*w++ = *r++;
+				break;
+			}
+			memcpy(w, &x, 8);  /* w <= r: all 8 are read */
+			w += 8;
+			r += 8;
 		}
-		if (*r)
-			r++;
+#endif
+		while (r < end && *r != 0x1b)
+			*w++ = *r++;
 	}
 	*w = 0;
+	return (size_t)(w - s);
 }
 
 /* A leading "[rankN]:" (torchrun's prefix): the rank, and the text after it. */
 static const char *lks_rank_prefix(const char *s, int *rank)
 {
-	char *end;
-	long r;
+	const char *p = s + 5;
+	long r = 0;
 
 	*rank = 0;
 	if (strncmp(s, "[rank", 5) || !isdigit((unsigned char)s[5]))
 		return s;
-	r = strtol(s + 5, &end, 10);
-	if (end[0] != ']' || end[1] != ':' || r > LKS_IMPORT_MAX_RANK)
+	for (; isdigit((unsigned char)*p); p++)
+		if (r <= LKS_IMPORT_MAX_RANK)  /* no further: it is too big already */
+			r = r * 10 + (*p - '0');
+	if (p[0] != ']' || p[1] != ':' || r > LKS_IMPORT_MAX_RANK)
 		return s;
 	*rank = (int)r;
-	return end + 2;
+	return p + 2;
 }
 
 /* A step or iteration number: digits only, up to INT_MAX. */
@@ -89,17 +113,18 @@ static int lks_bad_value(const char *path, long line, const char *label, size_t 
 	               v, (int)llen, label), LKS_IMPORT_BAD;
 }
 
-/* One torchtitan value: a number, "N%" (mfu), "NGiB" or "NGiB(P%)" (memory, memory_pct). */
+/* One torchtitan value: a number, "N%" (mfu), "NGiB" or "NGiB(P%)" (memory, memory_pct).
+   g: whether the value holds a 'G'. */
 static int lks_titan_value(lks_import_rec *rec, const char *path, const char *l, size_t llen,
-                           const char *v, size_t vlen)
+                           const char *v, size_t vlen, int g)
 {
 	const char *gib = NULL;
 	double x, pct;
 	int rc;
 
-	for (const char *g = v; !gib && (g = memchr(g, 'G', vlen - (size_t)(g - v))); g++)
-		if (vlen - (size_t)(g - v) >= 3 && !memcmp(g, "GiB", 3))
-			gib = g;
+	for (const char *p = v; g && !gib && (p = memchr(p, 'G', vlen - (size_t)(p - v))); p++)
+		if (vlen - (size_t)(p - v) >= 3 && !memcmp(p, "GiB", 3))
+			gib = p;
 	if (gib) {
 		const char *p = gib + 3, *end = v + vlen;
 
@@ -121,22 +146,68 @@ static int lks_titan_value(lks_import_rec *rec, const char *path, const char *l,
 	return lks_import_rec_add(rec, LKS_IMPORT_TORCHTITAN, l, llen, x, path);
 }
 
+/* Where the record of a torchtitan line starts: the first "step:" at the start or after
+   the logger's "- ", or NULL. Found by its ':', of which a line has few. */
+static const char *lks_titan_start(const char *s, size_t len)
+{
+	const char *end = s + len;
+
+	for (const char *c = s; (c = memchr(c, ':', (size_t)(end - c))); c++) {
+		const char *p = c - 4;
+
+		if (c - s >= 4 && !memcmp(p, "step", 4) && (p == s || (p - s >= 2 && !memcmp(p - 2, "- ", 2))))
+			return p;
+	}
+	return NULL;
+}
+
+static int lks_titan_blank(char c) { return c == ' ' || c == '\t' || c == 0; }
+
+/* The value at v (up to end) read at once where it is a number that reads exactly
+   (lks_import_number_prefix) in one of the forms lks_titan_value takes: "N", "N%", "NGiB",
+   "NGiB(P%)". The metrics added and where the value ends, or NULL when it is none of these
+   (then lks_titan_value reads it, with its errors). */
+static const char *lks_titan_quick(lks_import_rec *rec, const char *path, const char *l,
+                                   size_t llen, const char *v, const char *end, int *rc)
+{
+	double x, pct;
+	size_t k = lks_import_number_prefix(v, (size_t)(end - v), 1, &x), k2;
+	const char *q = v + k, *u;
+
+	if (!k)
+		return NULL;
+	if (lks_titan_blank(*q) || (*q == '%' && lks_titan_blank(q[1]))) {
+		*rc = lks_import_rec_add(rec, LKS_IMPORT_TORCHTITAN, l, llen, x, path);
+		return q + (*q == '%');
+	}
+	/* memory: no thousands separators before "GiB", as lks_titan_value reads it */
+	if (end - q < 3 || memcmp(q, "GiB", 3) || lks_import_number_prefix(v, k, 0, &x) != k)
+		return NULL;
+	if (lks_titan_blank(*(u = q + 3))) {
+		*rc = lks_import_rec_add(rec, LKS_IMPORT_TORCHTITAN, l, llen, x, path);
+		return u;
+	}
+	if (*u != '(' || !(k2 = lks_import_number_prefix(u + 1, (size_t)(end - u - 1), 0, &pct))
+	    || end - (u + 1 + k2) < 2 || memcmp(u + 1 + k2, "%)", 2) || !lks_titan_blank(u[k2 + 3]))
+		return NULL;
+	if (!(*rc = lks_import_rec_add(rec, LKS_IMPORT_TORCHTITAN, l, llen, x, path)))
+		*rc = lks_import_rec_add(rec, LKS_IMPORT_TORCHTITAN, "memory_pct", 10, pct, path);
+	return u + k2 + 3;
+}
+
 /* The record of a torchtitan metric line: "step: N" and then "label: value" pairs, blank
    separated. 1 when s is one, 0 when it is no metric line. */
-static int lks_titan_line(const char *s, lks_import_rec *rec, const char *path)
+static int lks_titan_line(const char *s, size_t len, lks_import_rec *rec, const char *path)
 {
-	const char *p = s;
-	int rc;
+	const char *p = lks_titan_start(s, len), *end = s + len;
+	int rc = 0;
 
-	for (;; p++) {
-		if (!(p = strstr(p, "step:")))
-			return 0;
-		if (p == s || (p - s >= 2 && !memcmp(p - 2, "- ", 2)))
-			break;
-	}
+	if (!p)
+		return 0;
 	for (int first = 1;; first = 0) {
-		const char *l, *v;
+		const char *l, *v, *q;
 		size_t llen, vlen;
+		int g = 0;
 
 		while (*p == ' ' || *p == '\t')
 			p++;
@@ -150,8 +221,14 @@ static int lks_titan_line(const char *s, lks_import_rec *rec, const char *path)
 			               rec->line, (int)llen, l), LKS_IMPORT_BAD;
 		for (p++; *p == ' ' || *p == '\t'; p++)
 			;
+		if (!first && (q = lks_titan_quick(rec, path, l, llen, p, end, &rc))) {
+			if (rc)
+				return rc;
+			p = q;
+			continue;
+		}
 		for (v = p; *p && *p != ' ' && *p != '\t'; p++)
-			;
+			g |= *p == 'G';
 		vlen = (size_t)(p - v);
 		if (vlen == 0)
 			return lks_err("'%s':%ld: truncated metric line: '%.*s' has no value", path,
@@ -161,7 +238,7 @@ static int lks_titan_line(const char *s, lks_import_rec *rec, const char *path)
 				return lks_bad_value(path, rec->line, l, llen, v, vlen);
 			continue;
 		}
-		if ((rc = lks_titan_value(rec, path, l, llen, v, vlen)))
+		if ((rc = lks_titan_value(rec, path, l, llen, v, vlen, g)))
 			return rc;
 	}
 	return 1;
@@ -191,7 +268,7 @@ static const char *lks_mega_start(const char *s, int *step)
 	return NULL;
 }
 
-static int lks_mega_line(const char *s, lks_import_rec *rec, const char *path)
+static int lks_mega_line(const char *s, size_t len, lks_import_rec *rec, const char *path)
 {
 	const char *p = lks_mega_start(s, &rec->step), *end;
 	int rc;
@@ -201,7 +278,7 @@ static int lks_mega_line(const char *s, lks_import_rec *rec, const char *path)
 	/* the job's line, printed by its last rank alone (print_rank_last): a "[rank7]:"
 	   prefix names the printer, not a rank of its own values */
 	rec->rank = 0;
-	end = p + strlen(p);
+	end = s + len;
 	while (end > p && isspace((unsigned char)end[-1]))
 		end--;
 	if (end > p && end[-1] != '|')
@@ -210,8 +287,8 @@ static int lks_mega_line(const char *s, lks_import_rec *rec, const char *path)
 	while (p < end) {
 		const char *bar = memchr(p, '|', (size_t)(end - p)), *colon = NULL, *l, *v, *le, *ve;
 
-		for (const char *q = p; q < bar; q++)
-			if (*q == ':')
+		for (const char *q = bar; !colon && q > p;)  /* the last ':': from the short value's end */
+			if (*--q == ':')
 				colon = q;
 		for (l = p; l < bar && *l == ' '; l++)
 			;
@@ -241,22 +318,24 @@ static int lks_mega_line(const char *s, lks_import_rec *rec, const char *path)
 int lks_import_lines(const char *path, FILE *f, lks_import_sink sink, void *arg,
                      lks_import_counts *c, lks_import_line_fn line_fn)
 {
-	char *buf = malloc(LKS_IMPORT_LINE_MAX);
+	lks_import_reader rd = { 0 };
 	lks_import_rec *rec = malloc(sizeof(*rec));
-	long line = 0;
 	int rc = -1, got;
+	char *buf;
+	size_t len;
 
-	if (!buf || !rec) {
+	if (!rec || lks_import_reader_open(&rd, path, f, 0)) {
 		lks_err("out of memory");
 		goto out;
 	}
-	while ((got = lks_import_getline(path, f, buf, &line)) > 0) {
+	while ((got = lks_import_reader_next(&rd, &buf, &len)) > 0) {
 		const char *s;
 		int rank, is;
 
 		c->lines++;
 		if (got == 3 && line_fn == lks_import_jsonl_line) {  /* every jsonl line is one */
-			lks_err("'%s':%ld: line longer than %d bytes", path, line, LKS_IMPORT_LINE_MAX - 1);
+			lks_err("'%s':%ld: line longer than %d bytes", path, rd.line,
+			        LKS_IMPORT_LINE_MAX - 1);
 			rc = LKS_IMPORT_BAD;
 			goto out;
 		}
@@ -264,21 +343,21 @@ int lks_import_lines(const char *path, FILE *f, lks_import_sink sink, void *arg,
 			c->ignored++;
 			continue;
 		}
-		lks_strip_ansi(buf);
+		len = lks_strip_ansi(buf, len);
 		s = lks_rank_prefix(buf, &rank);
 		/* not memset: the record is 2.5 KiB and its metrics are read only up to n */
 		rec->n = 0;
 		rec->step = 0;
-		rec->line = line;
+		rec->line = rd.line;
 		rec->rank = rank;
-		if ((is = line_fn(s, rec, path)) < 0) {
+		if ((is = line_fn(s, len - (size_t)(s - buf), rec, path)) < 0) {
 			rc = is;
 			goto out;
 		}
 		/* a log line cut short may still read as one with fewer metrics; a JSON object
 		   ends at its '}', so a last line without its newline is whole (JSON Lines) */
 		if (is && got == 2 && line_fn != lks_import_jsonl_line) {
-			lks_err("'%s':%ld: truncated line (no end of line)", path, line);
+			lks_err("'%s':%ld: truncated line (no end of line)", path, rd.line);
 			rc = LKS_IMPORT_BAD;
 			goto out;
 		}
@@ -293,8 +372,8 @@ int lks_import_lines(const char *path, FILE *f, lks_import_sink sink, void *arg,
 	}
 	rc = got;
 out:
+	lks_import_reader_close(&rd);
 	free(rec);
-	free(buf);
 	return rc;
 }
 

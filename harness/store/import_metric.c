@@ -3,7 +3,7 @@
  * unit and each format's label. A reader never guesses a metric's kind: it is this table's,
  * and a name the table lacks is numerics (it then enters a bitwise verdict, the safe side).
  * Also what every parser shares: a record's metrics, numbers as logs write them, and
- * lines read in a fixed buffer.
+ * lines read a block at a time.
  */
 #include <ctype.h>
 #include <errno.h>
@@ -11,6 +11,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "harness/store/import.h"
 #include "kernels/err.h"
@@ -76,42 +77,112 @@ const lks_import_metric *lks_import_metric_label(lks_import_fmt fmt, const char 
 	for (int i = 0; i < LKS_NMETRICS && (unsigned)fmt < LKS_IMPORT_NFMT; i++) {
 		const char *l = lks_import_metrics[i].label[fmt];
 
-		/* the first byte first: this runs for every value of every line */
+		/* the first byte first: a label not remembered (lks_import_rec_add) comes here */
 		if (l && len && l[0] == label[0] && strlen(l) == len && !memcmp(l, label, len))
 			return &lks_import_metrics[i];
 	}
 	return NULL;
 }
 
+/* A label and the name and kind it stands for. */
+struct lks_label_memo {
+	char label[48];
+	size_t len;               /* 0: none */
+	char name[LKS_IMPORT_NAME_MAX];  /* NUL padded */
+	size_t nlen;
+	lks_metric_kind kind;
+};
+
+/* The labels a format's lines gave lately, by their place in the line: a log writes the
+   same labels in the same order on every line, so a label is one compare away from its
+   name. An entry is written when its label was added to a record whose earlier metrics
+   were the entries before it, none of the same name; a change to an entry clears those
+   after it. So a record whose every metric so far was its place's entry (the chain) takes
+   the next entry without looking for its name twice. Per thread: imports may run on
+   several. */
+static _Thread_local struct lks_label_memo
+	lks_label_memos[LKS_IMPORT_NFMT][LKS_IMPORT_MAX_METRICS];
+static _Thread_local struct {
+	const lks_import_rec *rec;  /* NULL: no chain */
+	long line;
+	int n;                    /* the record's metrics, every one its place's entry */
+} lks_label_chain;
+
+/* Whether the n bytes at a and b are the same: names and labels are short, and a loop
+   stops where they differ, before a shorter name's end. */
+static int lks_same(const char *a, const char *b, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (a[i] != b[i])
+			return 0;
+	return 1;
+}
+
+/* The name and kind of label (len bytes) in fmt: the table's, or the label made a name. */
+static int lks_label_name(const lks_import_rec *rec, lks_import_fmt fmt, const char *label,
+                          size_t len, struct lks_label_memo *e, const char *path)
+{
+	const lks_import_metric *m = lks_import_metric_label(fmt, label, len);
+
+	memset(e, 0, sizeof(*e));
+	e->kind = m ? m->kind : LKS_METRIC_NUMERICS;
+	if (m) {
+		e->nlen = strlen(m->name);  /* the table's names are short */
+		memcpy(e->name, m->name, e->nlen);
+		return 0;
+	}
+	/* the label made a name: "mtp_1 loss" -> mtp_1_loss */
+	if (len == 0 || len >= sizeof(e->name))
+		return lks_err("'%s':%ld: metric name of %zu characters (want 1 to %d)", path,
+		               rec->line, len, LKS_IMPORT_NAME_MAX - 1), LKS_IMPORT_BAD;
+	for (; e->nlen < len; e->nlen++)
+		e->name[e->nlen] = isalnum((unsigned char)label[e->nlen]) ? label[e->nlen] : '_';
+	return 0;
+}
+
 int lks_import_rec_add(lks_import_rec *rec, lks_import_fmt fmt, const char *label, size_t len,
                        double value, const char *path)
 {
-	const lks_import_metric *m = lks_import_metric_label(fmt, label, len);
-	char name[LKS_IMPORT_NAME_MAX];
-	size_t n = 0;
+	struct lks_label_memo *e = NULL, fresh;
+	const struct lks_label_memo *w = &fresh;
+	int place = rec->n, rc, hit = 0;
+	int chain = place == 0 || (lks_label_chain.rec == rec && lks_label_chain.line == rec->line
+	                           && lks_label_chain.n == place);
 
-	if (m) {
-		memcpy(name, m->name, strlen(m->name) + 1);  /* the table's names are short */
-	} else {
-		/* the label made a name: "mtp_1 loss" -> mtp_1_loss */
-		if (len == 0 || len >= sizeof(name))
-			return lks_err("'%s':%ld: metric name of %zu characters (want 1 to %d)", path,
-			               rec->line, len, LKS_IMPORT_NAME_MAX - 1), LKS_IMPORT_BAD;
-		for (; n < len; n++)
-			name[n] = isalnum((unsigned char)label[n]) ? label[n] : '_';
-		name[n] = 0;
+	if ((unsigned)fmt < LKS_IMPORT_NFMT && place < LKS_IMPORT_MAX_METRICS) {
+		e = &lks_label_memos[fmt][place];
+		if ((hit = len && e->len == len && lks_same(e->label, label, len)))
+			w = e;
 	}
-	for (int i = 0; i < rec->n; i++)
-		if (rec->m[i].name[0] == name[0] && !strcmp(rec->m[i].name, name))
-			return lks_err("'%s':%ld: metric '%s' given twice", path, rec->line, name),
+	lks_label_chain.rec = NULL;
+	if (!hit && (rc = lks_label_name(rec, fmt, label, len, &fresh, path)))
+		return rc;
+	for (int i = 0; !(hit && chain) && i < rec->n; i++)
+		if (rec->m[i].name[0] == w->name[0] && lks_same(rec->m[i].name, w->name, w->nlen + 1))
+			return lks_err("'%s':%ld: metric '%s' given twice", path, rec->line, w->name),
 			       LKS_IMPORT_BAD;
 	if (rec->n == LKS_IMPORT_MAX_METRICS)
 		return lks_err("'%s':%ld: more than %d metrics", path, rec->line,
 		               LKS_IMPORT_MAX_METRICS), LKS_IMPORT_BAD;
-	memcpy(rec->m[rec->n].name, name, sizeof(name));
-	rec->m[rec->n].kind = m ? m->kind : LKS_METRIC_NUMERICS;
-	rec->m[rec->n].value = value;
+	/* a short name in one move of 16 bytes: it is NUL padded */
+	memcpy(rec->m[place].name, w->name, w->nlen < 16 ? 16 : w->nlen + 1);
+	rec->m[place].kind = w->kind;
+	rec->m[place].value = value;
 	rec->n++;
+	if (!hit && e && chain && len <= sizeof(e->label)) {
+		/* this place's entry changes: the entries after it were checked against it */
+		for (int i = place + 1; i < LKS_IMPORT_MAX_METRICS && lks_label_memos[fmt][i].len; i++)
+			lks_label_memos[fmt][i].len = 0;
+		*e = fresh;
+		memcpy(e->label, label, len);
+		e->len = len;
+		hit = 1;
+	}
+	if (hit && chain) {
+		lks_label_chain.rec = rec;
+		lks_label_chain.line = rec->line;
+		lks_label_chain.n = rec->n;
+	}
 	return 0;
 }
 
@@ -120,45 +191,48 @@ static const double lks_pow10[] = { 1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8,
                                     1e11, 1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19,
                                     1e20, 1e21, 1e22 };
 
-/* The decimal s ("-12.5", "1.234E+00") when its digits make an integer m < 2^53 and its
-   power of ten e is within +-22: then m and 10^e are exact doubles, and the one product or
-   quotient of the two is rounded once, to nearest, which is what strtod returns (Clinger's
-   fast path). 0 and *out, or -1 for anything else (strtod's work). */
-static int lks_number_fast(const char *s, size_t n, double *out)
+size_t lks_import_number_prefix(const char *s, size_t n, int commas, double *out)
 {
 	uint64_t m = 0;
-	int e = 0, digits = 0, neg = 0, ex = 0, exneg = 0;
-	size_t i = 0;
+	int e = 0, digits = 0, ex = 0, exneg = 0;
+	size_t i = n > 0 && s[0] == '-';
 
 #if FLT_EVAL_METHOD != 0
-	return -1;  /* the product or quotient might be rounded twice */
+	return 0;  /* the product or quotient might be rounded twice */
 #endif
-	if (i < n && s[i] == '-')
-		neg = 1, i++;
-	for (; i < n && isdigit((unsigned char)s[i]); i++, digits++)
-		m = m * 10 + (uint64_t)(s[i] - '0');
+	for (; i < n; i++) {
+		unsigned d = (unsigned)(s[i] - '0');
+
+		if (d < 10) {
+			m = m * 10 + d;
+			digits++;
+		} else if (!(commas && s[i] == ',' && digits && i + 1 < n
+		             && (unsigned)(s[i + 1] - '0') < 10)) {
+			break;
+		}
+	}
 	if (i < n && s[i] == '.')
-		for (i++; i < n && isdigit((unsigned char)s[i]); i++, digits++, e--)
+		for (i++; i < n && (unsigned)(s[i] - '0') < 10; i++, digits++, e--)
 			m = m * 10 + (uint64_t)(s[i] - '0');
 	if (digits == 0 || digits > 15)  /* 15 digits: m < 10^15 < 2^53 */
-		return -1;
+		return 0;
 	if (i < n && (s[i] == 'e' || s[i] == 'E')) {
 		size_t d;
 
 		if (++i < n && (s[i] == '+' || s[i] == '-'))
 			exneg = s[i++] == '-';
-		for (d = i; i < n && isdigit((unsigned char)s[i]) && ex < 1000; i++)
+		for (d = i; i < n && (unsigned)(s[i] - '0') < 10 && ex < 1000; i++)
 			ex = ex * 10 + (s[i] - '0');
 		if (i == d)
-			return -1;
+			return 0;
 		e += exneg ? -ex : ex;
 	}
-	if (i != n || e < -22 || e > 22)
-		return -1;
+	if (e < -22 || e > 22)
+		return 0;
 	*out = e < 0 ? (double)m / lks_pow10[-e] : (double)m * lks_pow10[e];
-	if (neg)
+	if (s[0] == '-')
 		*out = -*out;
-	return 0;
+	return i;
 }
 
 int lks_import_number(const char *s, size_t len, int commas, double *out)
@@ -168,6 +242,8 @@ int lks_import_number(const char *s, size_t len, int commas, double *out)
 
 	if (len == 0 || len >= sizeof(buf))
 		return -1;
+	if (lks_import_number_prefix(s, len, commas, out) == len)
+		return 0;
 	for (size_t i = 0; i < len; i++) {
 		/* a separator only between digits: 3,502 but not ,3 or 3, */
 		if (commas && s[i] == ',' && i > 0 && i + 1 < len && isdigit((unsigned char)s[i - 1])
@@ -176,8 +252,6 @@ int lks_import_number(const char *s, size_t len, int commas, double *out)
 		buf[n++] = s[i];
 	}
 	buf[n] = 0;
-	if (!lks_number_fast(buf, n, out))
-		return 0;
 	/* strtod also takes hex floats and leading blanks; neither is a log's number */
 	if (isspace((unsigned char)buf[0]) || strchr(buf, 'x') || strchr(buf, 'X'))
 		return -1;
@@ -189,31 +263,141 @@ int lks_import_number(const char *s, size_t len, int commas, double *out)
 	return 0;
 }
 
-int lks_import_getline(const char *path, FILE *f, char *buf, long *line)
+/* A block: a read of a big file takes this much (the kernel copies it at memory speed, and
+   a syscall per block costs nothing); a line must fit in it whole. */
+#define LKS_IMPORT_BLOCK (1 << 20)
+
+int lks_import_reader_open(lks_import_reader *r, const char *path, FILE *f, size_t chunk)
 {
-	size_t len;
+	/* a line must fit whole: LKS_IMPORT_LINE_MAX at least */
+	*r = (lks_import_reader){ .path = path, .f = f, .fd = fileno(f),
+	                          .cap = chunk ? LKS_IMPORT_LINE_MAX : LKS_IMPORT_BLOCK,
+	                          .chunk = chunk ? chunk : LKS_IMPORT_BLOCK, .nul = SIZE_MAX };
+	if (!(r->buf = malloc(r->cap + 1)))  /* + 1: a last line's NUL */
+		return lks_err("out of memory");
+	return 0;
+}
 
-	if (!fgets(buf, LKS_IMPORT_LINE_MAX, f))
-		return ferror(f) ? lks_err("cannot read '%s' after line %ld", path, *line) : 0;
-	++*line;
-	len = strlen(buf);
-	if (len == LKS_IMPORT_LINE_MAX - 1 && buf[len - 1] != '\n') {
-		int ch;
+void lks_import_reader_close(lks_import_reader *r)
+{
+	free(r->buf);
+	r->buf = NULL;
+}
 
-		/* longer than any metric line (a progress bar redrawn with '\r'): read past */
-		while ((ch = getc(f)) != EOF && ch != '\n')
-			;
-		return ferror(f) ? lks_err("cannot read '%s' after line %ld", path, *line) : 3;
+/* r->nul after [beg, end) has changed: the first NUL byte from from on (a file has none:
+   one memchr per block, not one per line). */
+static void lks_reader_nul(lks_import_reader *r, size_t from)
+{
+	const char *z;
+
+	if (r->nul != SIZE_MAX && r->nul >= r->beg && r->nul < r->end)
+		return;
+	if (from < r->beg)
+		from = r->beg;
+	z = from < r->end ? memchr(r->buf + from, 0, r->end - from) : NULL;
+	r->nul = z ? (size_t)(z - r->buf) : SIZE_MAX;
+}
+
+/* Appends what the next read gives to [beg, end), up to chunk bytes and the buffer's end
+   (room is left: see lks_import_reader_next): 1, 0 at the end of the file, -1 a read error. */
+static int lks_reader_fill(lks_import_reader *r)
+{
+	size_t room = r->cap - r->end < r->chunk ? r->cap - r->end : r->chunk, n = 0;
+	int ch;
+
+	if (r->fd >= 0) {
+		ssize_t got;
+
+		do
+			got = read(r->fd, r->buf + r->end, room);
+		while (got < 0 && errno == EINTR);
+		if (got < 0)
+			return lks_err("cannot read '%s' after line %ld", r->path, r->line);
+		n = (size_t)got;
+	} else {
+		/* a stream whose reads may wait (--follow): no further than the line's end */
+		while (n < room && (ch = getc(r->f)) != EOF)
+			if ((r->buf[r->end + n++] = (char)ch) == '\n')
+				break;
+		if (ferror(r->f))
+			return lks_err("cannot read '%s' after line %ld", r->path, r->line);
 	}
-	if (len == 0 || buf[len - 1] != '\n') {
-		if (!feof(f))
-			return lks_err("'%s':%ld: a NUL byte in the line", path, *line), LKS_IMPORT_BAD;
-		if (strlen(buf) != len)
-			return lks_err("'%s':%ld: a NUL byte in the line", path, *line), LKS_IMPORT_BAD;
+	r->end += n;
+	r->eof = n == 0;
+	lks_reader_nul(r, r->end - n);
+	return n > 0;
+}
+
+/* Reads past the rest of a line too long to hold metrics, up to its newline. 3, or -1. */
+static int lks_reader_skip(lks_import_reader *r)
+{
+	r->beg = r->end = 0;
+	r->nul = SIZE_MAX;
+	for (;;) {
+		const char *nl;
+		int rc = lks_reader_fill(r);
+
+		if (rc <= 0)
+			return rc < 0 ? -1 : 3;
+		if ((nl = memchr(r->buf, '\n', r->end))) {
+			r->beg = (size_t)(nl + 1 - r->buf);
+			lks_reader_nul(r, r->beg);
+			return 3;
+		}
+		r->end = 0;
+		r->nul = SIZE_MAX;
+	}
+}
+
+int lks_import_reader_next(lks_import_reader *r, char **s, size_t *len)
+{
+	size_t scan = r->beg, n;  /* [beg, scan) holds no newline */
+	char *b, *nl;
+
+	for (;;) {
+		b = r->buf + r->beg;
+		nl = memchr(r->buf + scan, '\n', r->end - scan);
+		if (nl || r->end - r->beg >= LKS_IMPORT_LINE_MAX - 1 || (r->eof && r->end > r->beg))
+			break;
+		if (r->eof)
+			return 0;
+		if (r->end == r->cap) {  /* the line's start to the front: it is shorter than a block */
+			memmove(r->buf, b, r->end - r->beg);
+			r->end -= r->beg;
+			if (r->nul != SIZE_MAX)
+				r->nul -= r->beg;
+			r->beg = 0;
+		}
+		scan = r->end;
+		if (lks_reader_fill(r) < 0)
+			return -1;
+	}
+	n = nl ? (size_t)(nl - b) : r->end - r->beg;
+	r->line++;
+	/* a NUL would end the line early for the parsers: bad input, as far as a line is read */
+	if (r->nul - r->beg < (n < LKS_IMPORT_LINE_MAX - 1 ? n : LKS_IMPORT_LINE_MAX - 1))
+		return lks_err("'%s':%ld: a NUL byte in the line", r->path, r->line), LKS_IMPORT_BAD;
+	if (n >= LKS_IMPORT_LINE_MAX - 1) {
+		/* longer than any metric line (a progress bar redrawn with '\r'): read past */
+		*s = NULL;
+		*len = 0;
+		if (nl) {
+			r->beg = (size_t)(nl + 1 - r->buf);
+			lks_reader_nul(r, r->beg);  /* the line's NUL, past its first bytes, is read past */
+			return 3;
+		}
+		return lks_reader_skip(r);
+	}
+	*s = b;
+	b[n] = 0;
+	if (!nl) {
+		r->beg = r->end;
+		*len = n;
 		return 2;
 	}
-	buf[--len] = 0;
-	if (len && buf[len - 1] == '\r')
-		buf[len - 1] = 0;
+	r->beg += n + 1;
+	if (n && b[n - 1] == '\r')
+		b[--n] = 0;
+	*len = n;
 	return 1;
 }

@@ -1,0 +1,404 @@
+/*
+ * test_import_read.c: what lockstep import's parsers read, at the speed they read it
+ * (harness/store/import_metric.c): lines cut out of blocks of any size as a line at a time
+ * would cut them (a model of the rules beside the reader, on generated files with long
+ * lines, NUL bytes, '\r' and a last line without newline); numbers read in place, with
+ * and without thousands separators, bit for bit as strtod reads them; and torchtitan
+ * values read in one pass equal to the same values read the long way.
+ */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "harness/store/import.h"
+#include "kernels/err.h"
+
+static uint64_t rnd(uint64_t *r)
+{
+	*r = *r * 6364136223846793005u + 1442695040888963407u;
+	return *r >> 33;
+}
+
+/* One line as the reader should hand it on. */
+struct want {
+	int rc;
+	size_t off, len;          /* the text, in the input */
+};
+
+/* The rules, a line at a time (import.h, lks_import_reader_next): a line's NUL within its
+   first LKS_IMPORT_LINE_MAX - 1 bytes is bad input; a line that long or longer is read
+   past; '\r' before a newline is dropped; a last line without newline is 2. */
+static int model(const char *in, size_t n, struct want *w, int max)
+{
+	size_t at = 0;
+	int k = 0;
+
+	while (at < n && k < max) {
+		const char *nl = memchr(in + at, '\n', n - at);
+		size_t len = nl ? (size_t)(nl - (in + at)) : n - at;
+		size_t head = len < LKS_IMPORT_LINE_MAX - 1 ? len : LKS_IMPORT_LINE_MAX - 1;
+
+		if (memchr(in + at, 0, head)) {
+			w[k++] = (struct want){ LKS_IMPORT_BAD, 0, 0 };
+			return k;
+		}
+		if (len >= LKS_IMPORT_LINE_MAX - 1)
+			w[k++] = (struct want){ 3, 0, 0 };
+		else if (!nl)
+			w[k++] = (struct want){ 2, at, len };
+		else
+			w[k++] = (struct want){ 1, at, len && in[at + len - 1] == '\r' ? len - 1 : len };
+		at += len + (nl != NULL);
+	}
+	w[k++] = (struct want){ 0, 0, 0 };
+	return k;
+}
+
+/* A file of lines short and long, with the bytes that matter. */
+static size_t gen(uint64_t *r, char *buf, size_t cap)
+{
+	static const char alphabet[] = "ab :\r\x1b\n";
+	size_t n = 0;
+	int lines = 1 + (int)(rnd(r) % 12), nul = rnd(r) % 4 == 0;
+
+	for (int i = 0; i < lines; i++) {
+		size_t len = rnd(r) % 5 == 0 ? LKS_IMPORT_LINE_MAX - 4 + rnd(r) % 8 : rnd(r) % 40;
+
+		if (n + len + 2 > cap)
+			break;
+		for (size_t j = 0; j < len; j++)
+			buf[n++] = j + 1 == len && rnd(r) % 3 == 0 ? '\r' : alphabet[rnd(r) % 6];
+		if (nul && len && rnd(r) % 3 == 0)  /* anywhere in the line, past its head too */
+			buf[n - 1 - rnd(r) % (rnd(r) % 2 ? len : len < 8 ? len : 8)] = 0;
+		if (i + 1 < lines || rnd(r) % 2)
+			buf[n++] = '\n';
+		else if (rnd(r) % 4 == 0)
+			buf[n++] = alphabet[rnd(r) % 7];
+	}
+	return n;
+}
+
+/* The lines of f, read chunk bytes at a time, against the model's. */
+static void check_reader(FILE *f, size_t chunk, const char *in, const struct want *w, int nw,
+                         const char *what)
+{
+	lks_import_reader r;
+	char *s;
+	size_t len;
+
+	cr_assert_eq(lks_import_reader_open(&r, "x.log", f, chunk), 0);
+	for (int k = 0; k < nw; k++) {
+		int rc = lks_import_reader_next(&r, &s, &len);
+
+		cr_assert_eq(rc, w[k].rc, "%s, chunk %zu, line %d: %d, want %d", what, chunk, k + 1,
+		             rc, w[k].rc);
+		if (rc)
+			cr_assert_eq(r.line, k + 1, "%s, chunk %zu: line %ld, want %d", what, chunk,
+			             r.line, k + 1);
+		if (rc == LKS_IMPORT_BAD)
+			cr_assert(strstr(lks_errmsg(), "'x.log':") && strstr(lks_errmsg(), "NUL byte"),
+			          "%s", lks_errmsg());
+		if (rc != 1 && rc != 2)
+			continue;
+		cr_assert_eq(len, w[k].len, "%s, chunk %zu, line %d", what, chunk, k + 1);
+		cr_assert(!memcmp(s, in + w[k].off, len) && s[len] == 0, "%s, line %d", what, k + 1);
+	}
+	lks_import_reader_close(&r);
+}
+
+Test(import_read, lines_cut_from_blocks_of_any_size_as_a_line_at_a_time)
+{
+	static const size_t chunks[] = { 1, 2, 3, 7, 64, 4093, 0 };
+	size_t cap = 8 * LKS_IMPORT_LINE_MAX;
+	char *in = malloc(cap);
+	struct want w[64];
+	uint64_t r = 7;
+	int bad = 0, long_lines = 0, last = 0;
+
+	cr_assert_not_null(in);
+	for (int t = 0; t < 300; t++) {
+		size_t n = gen(&r, in, cap);
+		int nw = model(in, n, w, 62);
+		FILE *f = tmpfile();
+
+		cr_assert_not_null(f);
+		cr_assert_eq(fwrite(in, 1, n, f), n);
+		for (size_t c = 0; c < sizeof(chunks) / sizeof(chunks[0]); c++) {
+			/* tiny chunks cost a syscall a byte: on files without long lines */
+			if (chunks[c] && chunks[c] < 64 && n > LKS_IMPORT_LINE_MAX)
+				continue;
+			cr_assert_eq(fseek(f, 0, SEEK_SET), 0);
+			check_reader(f, chunks[c], in, w, nw, "a file");
+		}
+		fclose(f);
+		/* a stream without a descriptor (--follow's): up to a newline at a time */
+		if (n && (f = fmemopen(in, n, "r"))) {
+			check_reader(f, 0, in, w, nw, "a stream");
+			fclose(f);
+		}
+		for (int k = 0; k < nw; k++) {
+			bad += w[k].rc == LKS_IMPORT_BAD;
+			long_lines += w[k].rc == 3;
+			last += w[k].rc == 2;
+		}
+	}
+	/* the generator reached every case */
+	cr_assert(bad > 10 && long_lines > 10 && last > 10, "%d %d %d", bad, long_lines, last);
+	free(in);
+}
+
+/* A decimal with thousands separators put in its integer part, and the same without. */
+static void with_commas(uint64_t *r, const char *plain, char *out)
+{
+	const char *dot = plain + strcspn(plain, ".eE");
+	size_t lead = plain[0] == '-', digits = (size_t)(dot - plain) - lead, k = 0;
+
+	for (const char *p = plain; *p; p++) {
+		out[k++] = *p;
+		if (p >= plain + lead && p + 1 < dot && (size_t)(dot - p - 1) % 3 == 0
+		    && digits > 3 && rnd(r) % 4)
+			out[k++] = ',';
+	}
+	out[k] = 0;
+}
+
+/* Numbers read in place, bit for bit as strtod reads the text without its separators,
+   and a number's prefix (lks_import_number_prefix) where text follows it. */
+Test(import_read, numbers_read_in_place_as_strtod_reads_them)
+{
+	static const char *const fmt[] = { "%.*f", "%.*e", "%.*g", "%.*E" };
+	uint64_t r = 11;
+	int commas = 0, prefixes = 0;
+
+	for (int i = 0; i < 200000; i++) {
+		char plain[160], text[240], tail[260];
+		int p = (int)(rnd(&r) % 18);
+		double v = (double)rnd(&r) * pow(10.0, (int)(rnd(&r) % 45) - 22), got, want;
+		size_t k;
+
+		if (rnd(&r) % 2)
+			v = -v;
+		snprintf(plain, sizeof(plain), fmt[i % 4], p, v);
+		want = strtod(plain, NULL);
+		with_commas(&r, plain, text);
+		commas += strchr(text, ',') != NULL;
+		cr_assert_eq(lks_import_number(text, strlen(text), 1, &got), 0, "'%s'", text);
+		cr_assert(!memcmp(&got, &want, sizeof(got)), "'%s': %a, strtod %a", text, got, want);
+		if (strchr(text, ','))
+			cr_assert_neq(lks_import_number(text, strlen(text), 0, &got), 0, "'%s'", text);
+		/* followed by what ends a value in a log: its prefix, exact when it is read */
+		snprintf(tail, sizeof(tail), "%s%s", text, i % 3 ? "GiB(3.1%)" : " ");
+		if ((k = lks_import_number_prefix(tail, strlen(tail), 1, &got))) {
+			prefixes++;
+			cr_assert_eq(k, strlen(text), "'%s'", tail);
+			cr_assert(!memcmp(&got, &want, sizeof(got)), "'%s': %a, strtod %a", tail, got,
+			          want);
+		}
+	}
+	cr_assert(commas > 20000 && prefixes > 20000, "%d %d", commas, prefixes);
+	/* not a number, or not one the fast path may read: how much of it it reads */
+	static const struct { const char *s; size_t n; int commas; size_t read; } edge[] = {
+		{ "nan", 3, 1, 0 }, { "1234567890123456", 16, 1, 0 }, { "1e23", 4, 1, 0 },
+		{ "1e", 2, 1, 0 }, { ",1", 2, 1, 0 }, { "1,5", 3, 0, 1 }, { "1,,5", 4, 1, 1 },
+		{ "-", 1, 1, 0 }, { "-", 0, 1, 0 }, { "0.000000000000001", 17, 0, 0 },
+		{ "0.00000000000001", 16, 0, 16 },
+	};
+	for (size_t i = 0; i < sizeof(edge) / sizeof(edge[0]); i++) {
+		double x;
+
+		cr_assert_eq(lks_import_number_prefix(edge[i].s, edge[i].n, edge[i].commas, &x),
+		             edge[i].read, "'%s'", edge[i].s);
+	}
+}
+
+struct got {
+	int n;
+	lks_import_rec rec[4];
+};
+
+static int keep(void *arg, const lks_import_rec *rec)
+{
+	struct got *g = arg;
+
+	if (g->n < 4)
+		g->rec[g->n] = *rec;
+	g->n++;
+	return 0;
+}
+
+/* The records of a torchtitan log given as text. */
+static int titan(const char *text, struct got *g)
+{
+	lks_import_counts c = { 0 };
+	FILE *f = fmemopen((void *)text, strlen(text), "r");
+	int rc;
+
+	cr_assert_not_null(f);
+	memset(g, 0, sizeof(*g));
+	rc = lks_import_parse_torchtitan("t.log", f, keep, g, &c);
+	fclose(f);
+	return rc;
+}
+
+/* Values read in one pass (a plain decimal, N%, NGiB, NGiB(P%)) are the values read the
+   long way (digits past the fast path's 15, forms it leaves to lks_titan_value). */
+Test(import_read, torchtitan_values_read_at_once_as_the_long_way_reads_them)
+{
+	struct got quick, slow;
+
+	cr_assert_eq(titan("- step: 3  loss: 2.5  tps: 3,502  mfu: 9.72%  memory: 2.47GiB(3.12%)"
+	                   "\tgrad_norm: -1e-3  tflops: 96.17\n", &quick), 0, "%s", lks_errmsg());
+	cr_assert_eq(titan("- step: 3  loss: 2.50000000000000000  tps: 3,502.0000000000000000  "
+	                   "mfu: 9.7200000000000000%  memory: 2.4700000000000000GiB(3.1200000000000000%)"
+	                   "\tgrad_norm: -0.0010000000000000000  tflops: 96.170000000000000000\n",
+	                   &slow), 0, "%s", lks_errmsg());
+	cr_assert_eq(quick.n, 1);
+	cr_assert_eq(slow.n, 1);
+	cr_assert_eq(quick.rec[0].n, 7);
+	cr_assert_eq(slow.rec[0].n, quick.rec[0].n);
+	for (int i = 0; i < quick.rec[0].n; i++) {
+		cr_assert_str_eq(quick.rec[0].m[i].name, slow.rec[0].m[i].name);
+		cr_assert(quick.rec[0].m[i].value == slow.rec[0].m[i].value, "%s: %a %a",
+		          quick.rec[0].m[i].name, quick.rec[0].m[i].value, slow.rec[0].m[i].value);
+	}
+	cr_assert_eq(quick.rec[0].m[3].value, 2.47);
+	cr_assert_eq(quick.rec[0].m[4].value, 3.12);
+	cr_assert_eq(quick.rec[0].m[2].value, 9.72);
+	/* forms near the quick ones keep the long way's verdicts */
+	cr_assert_eq(titan("- step: 1  memory: 2,470GiB\n", &quick), LKS_IMPORT_BAD);
+	cr_assert(strstr(lks_errmsg(), "bad value '2,470GiB' of 'memory'"), "%s", lks_errmsg());
+	cr_assert_eq(titan("- step: 1  memory: 2.4GiB(3.1%\n", &quick), LKS_IMPORT_BAD);
+	cr_assert_eq(titan("- step: 1  mfu: 9.72%%\n", &quick), LKS_IMPORT_BAD);
+	cr_assert_eq(titan("- step: 1  loss: 2.5x\n", &quick), LKS_IMPORT_BAD);
+	cr_assert_eq(titan("- step: 1  loss: nan  tps: 1,234,567\n", &quick), 0, "%s", lks_errmsg());
+	cr_assert(isnan(quick.rec[0].m[0].value));
+	cr_assert_eq(quick.rec[0].m[1].value, 1234567.0);
+	cr_assert_eq(titan("- step: 1  loss: 1  loss: 2\n", &quick), LKS_IMPORT_BAD);
+	cr_assert(strstr(lks_errmsg(), "'t.log':1: metric 'loss' given twice"), "%s", lks_errmsg());
+}
+
+/* ANSI colour codes anywhere in a line, in a label or a number too, read as the line
+   without them: they are dropped before anything else reads it. */
+Test(import_read, ansi_codes_anywhere_are_dropped_first)
+{
+	static const char *const codes[] = { "\033[31m", "\033[0m", "\033[1;38;5;208m", "\033c",
+	                                     "\033[39m" };
+	static const char plain[] = "[titan] 2026-01-05 10:00:01,001 - root - INFO - step: 12  "
+	                            "loss:  9.9900  grad_norm:  1.0100  memory:  2.47GiB(3.12%)  "
+	                            "tps: 178,001  tflops: 96.17  mfu: 9.72%";
+	struct got want, got;
+	uint64_t r = 5;
+
+	cr_assert_eq(titan("- step: 0\n", &want), 0);  /* the label memo of another line first */
+	{
+		char line[sizeof(plain) + 2];
+
+		snprintf(line, sizeof(line), "%s\n", plain);
+		cr_assert_eq(titan(line, &want), 0, "%s", lks_errmsg());
+	}
+	cr_assert_eq(want.rec[0].n, 7);
+	for (int t = 0; t < 2000; t++) {
+		char line[4 * sizeof(plain)];
+		size_t n = 0;
+
+		for (size_t i = 0; i < sizeof(plain) - 1; i++) {
+			if (rnd(&r) % 13 == 0) {
+				const char *c = codes[rnd(&r) % 5];
+
+				memcpy(line + n, c, strlen(c));
+				n += strlen(c);
+			}
+			line[n++] = plain[i];
+		}
+		line[n++] = '\n';
+		line[n] = 0;
+		cr_assert_eq(titan(line, &got), 0, "%s", lks_errmsg());
+		cr_assert_eq(got.n, 1);
+		cr_assert_eq(got.rec[0].step, 12);
+		cr_assert_eq(got.rec[0].n, want.rec[0].n);
+		for (int i = 0; i < got.rec[0].n; i++) {
+			cr_assert_str_eq(got.rec[0].m[i].name, want.rec[0].m[i].name);
+			cr_assert(got.rec[0].m[i].value == want.rec[0].m[i].value, "%s", line);
+		}
+	}
+}
+
+/* A metric given twice on a line is bad input whatever the lines before it held: labels
+   remembered by their place (import_metric.c) never stand in for that check. Lines of
+   labels drawn from a few, each with its expected verdict: "grad-norm" makes the name
+   "grad_norm", the same as the label "grad_norm" does. */
+Test(import_read, a_metric_twice_is_refused_after_any_lines)
+{
+	static const char *const label[] = { "loss", "lr", "grad_norm", "grad-norm", "tps", "x.y",
+	                                     "x_y" };
+	static const char *const name[] = { "loss", "lr", "grad_norm", "grad_norm", "tps", "x_y",
+	                                     "x_y" };
+	uint64_t r = 3;
+	int twice = 0;
+
+	for (int t = 0; t < 20000; t++) {
+		char line[512];
+		int n = 1 + (int)(rnd(&r) % 5), pick[5], k = snprintf(line, sizeof(line), "- step: 1");
+		int dup = 0;
+		struct got g;
+
+		for (int i = 0; i < n; i++) {
+			/* mostly the order of the line before, as logs write them */
+			pick[i] = rnd(&r) % 4 ? i % 7 : (int)(rnd(&r) % 7);
+			for (int j = 0; j < i; j++)
+				dup |= !strcmp(name[pick[i]], name[pick[j]]);
+			k += snprintf(line + k, sizeof(line) - (size_t)k, "  %s: %d", label[pick[i]], i);
+		}
+		snprintf(line + k, sizeof(line) - (size_t)k, "\n");
+		twice += dup;
+		if (dup) {
+			cr_assert_eq(titan(line, &g), LKS_IMPORT_BAD, "%s", line);
+			cr_assert(strstr(lks_errmsg(), "given twice"), "%s", lks_errmsg());
+			continue;
+		}
+		cr_assert_eq(titan(line, &g), 0, "%s: %s", line, lks_errmsg());
+		cr_assert_eq(g.rec[0].n, n);
+		for (int i = 0; i < n; i++) {
+			cr_assert_str_eq(g.rec[0].m[i].name, name[pick[i]], "%s", line);
+			cr_assert_eq(g.rec[0].m[i].value, i);
+		}
+	}
+	cr_assert_gt(twice, 1000);
+}
+
+/* A step logged again with the same values is repeated, not refused, whatever an earlier
+   line left in the record past a name's end: a long name at the same place on a line of
+   another rank between the two. */
+Test(import_read, a_step_again_with_the_same_values_is_repeated_after_longer_names)
+{
+	char path[] = "/tmp/lks-test-import-read-XXXXXX";
+	const char *files[] = { path };
+	lks_import_opts o = { .fmt = lks_import_format_find("torchtitan"), .case_name = "c",
+	                      .run_name = "r" };
+	lks_import_result res;
+	int fd = mkstemp(path);
+	FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
+
+	cr_assert_not_null(f);
+	fputs("[rank0]:- step: 1  a_rather_long_metric_name_28: 1.5  loss: 2\n"
+	      "[rank1]:- step: 1  a_rather_long_metric_name_28_and_more_too: 2.5  loss: 3\n"
+	      "[rank0]:- step: 1  a_rather_long_metric_name_28: 1.5  loss: 2\n", f);
+	fclose(f);
+	cr_assert_eq(lks_import_files(NULL, &o, files, 1, &res), 0, "%s", lks_errmsg());
+	cr_assert_eq(res.counts.records, 3);
+	cr_assert_eq(res.counts.repeated, 1);
+	/* and the same names with another value: refused */
+	cr_assert_not_null(f = fopen(path, "w"));
+	fputs("[rank0]:- step: 1  a_rather_long_metric_name_28: 1.5  loss: 2\n"
+	      "[rank1]:- step: 1  a_rather_long_metric_name_28_and_more_too: 2.5  loss: 3\n"
+	      "[rank0]:- step: 1  a_rather_long_metric_name_28: 1.5  loss: 2.5\n", f);
+	fclose(f);
+	cr_assert_eq(lks_import_files(NULL, &o, files, 1, &res), LKS_IMPORT_BAD);
+	cr_assert(strstr(lks_errmsg(), ":3: step 1 of rank 0 again with other values"), "%s",
+	          lks_errmsg());
+	unlink(path);
+}
