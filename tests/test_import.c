@@ -485,7 +485,7 @@ Test(import, block_metrics_read_back_bit_for_bit_by_name)
 	rows[1].name = "z";
 	cr_assert_eq(lks_block_add(b, 4, 1, rows, 8), -1);
 	rows[1].name = names[1];
-	cr_assert_eq(lks_store_import_block(s, run, b), 0, "%s", lks_errmsg());
+	cr_assert_eq(lks_store_import_block(s, run, 1, b), 0, "%s", lks_errmsg());
 	cr_assert_eq(lks_block_records(b), 0, "the block was not emptied");
 	cr_assert_eq(lks_store_import_end(s, run, 3, 2, 1), 0, "%s", lks_errmsg());
 	lks_block_free(b);
@@ -521,7 +521,7 @@ static void two_blocks(lks_store *s, int64_t run)
 
 		cr_assert_eq(lks_block_add(b, step, 0, rows, 2), 0, "%s", lks_errmsg());
 		if (step % 2 == 0)
-			cr_assert_eq(lks_store_import_block(s, run, b), 0, "%s", lks_errmsg());
+			cr_assert_eq(lks_store_import_block(s, run, step / 2, b), 0, "%s", lks_errmsg());
 	}
 	lks_block_free(b);
 }
@@ -546,11 +546,14 @@ Test(import, a_restart_drops_records_in_stored_blocks)
 	cr_assert_eq(lks_store_import_begin(s, &info, &run), 0, "%s", lks_errmsg());
 	two_blocks(s, run);
 	cr_assert_eq(sql_int(s, "SELECT count(*) FROM import_blocks"), 2);
-	cr_assert_eq(lks_store_import_restart(s, run, 1, 1), 0, "%s", lks_errmsg());  /* no rank 1 */
-	cr_assert_eq(sql_int(s, "SELECT sum(records) FROM import_blocks"), 4);
-	cr_assert_eq(lks_store_import_restart(s, run, 0, 3), 0, "%s", lks_errmsg());
+	cr_assert_eq(lks_store_import_restart(s, run, 1, 1, INT64_MAX), 0, "%s", lks_errmsg());
+	cr_assert_eq(sql_int(s, "SELECT sum(records) FROM import_blocks"), 4, "no rank 1 there");
+	/* blocks from seq 2 on are another reader's: left alone */
+	cr_assert_eq(lks_store_import_restart(s, run, 0, 3, 2), 0, "%s", lks_errmsg());
+	cr_assert_eq(sql_int(s, "SELECT sum(records) FROM import_blocks"), 4, "block 2 changed");
+	cr_assert_eq(lks_store_import_restart(s, run, 0, 3, INT64_MAX), 0, "%s", lks_errmsg());
 	cr_assert_eq(sql_int(s, "SELECT count(*) FROM import_blocks"), 1, "the block of 3-4 stays");
-	cr_assert_eq(lks_store_import_restart(s, run, 0, 2), 0, "%s", lks_errmsg());
+	cr_assert_eq(lks_store_import_restart(s, run, 0, 2, INT64_MAX), 0, "%s", lks_errmsg());
 	sql_text(s, "SELECT first_step || '-' || last_step || ':' || records FROM import_blocks",
 	         text, sizeof(text));
 	cr_assert_str_eq(text, "1-1:1", "not rewritten to step 1 alone");

@@ -259,7 +259,7 @@ static void expect_block_after_packed(lks_store *s, int64_t run)
 	lks_block *b = lks_block_new();
 
 	cr_assert_eq(lks_block_add(b, 1001, 0, &row, 1), 0, "%s", lks_errmsg());
-	cr_assert_eq(lks_store_import_block(s, run, b), 0, "%s", lks_errmsg());
+	cr_assert_eq(lks_store_import_block(s, run, 1, b), 0, "%s", lks_errmsg());
 	lks_block_free(b);
 	cr_assert_eq(lks_store_get_metrics(s, run, NULL, see_two, seen), 0, "%s", lks_errmsg());
 	cr_assert_eq(seen[0].rank, 2);

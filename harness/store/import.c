@@ -18,6 +18,7 @@
  * in seconds, nonfinite the count of numerics metrics not finite; NaN what the log lacks.
  */
 #include <jansson.h>
+#include <pthread.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,15 +34,15 @@
 static const lks_import_format lks_import_formats[LKS_IMPORT_NFMT] = {
 	[LKS_IMPORT_TORCHTITAN] = { "torchtitan", "torchtitan's training log ('step: 1  loss: "
 	                            "...  grad_norm: ...  memory: ...  tps: ...')",
-	                            lks_import_parse_torchtitan },
+	                            lks_import_parse_torchtitan, lks_import_titan_line },
 	[LKS_IMPORT_MEGATRON_LOG] = { "megatron-log", "Megatron-LM's training log ('iteration "
 	                              "10/ 100 | ... | lm loss: 1.2E+00 | ...')",
-	                              lks_import_parse_megatron_log },
+	                              lks_import_parse_megatron_log, lks_import_mega_line },
 	[LKS_IMPORT_MEGATRON_GOLDEN] = { "megatron-golden", "Megatron-LM's golden values JSON "
 	                                 "(metric -> start_step, end_step, step_interval, values)",
 	                                 lks_import_parse_megatron_golden },
 	[LKS_IMPORT_JSONL] = { "jsonl", "one JSON object per line: step, rank (optional), "
-	                       "metrics", lks_import_parse_jsonl },
+	                       "metrics", lks_import_parse_jsonl, lks_import_jsonl_line },
 };
 
 const lks_import_format *lks_import_format_at(int i)
@@ -69,6 +70,7 @@ struct lks_rank_last {
 	uint64_t hash;
 	long line;
 	int file;                 /* the file (index) of that step */
+	int first, has_first;     /* the first step this reader saw */
 };
 
 /* A followed log (lks_import_follow): the records of the step being read, stored in one
@@ -93,8 +95,11 @@ struct lks_import_run {
 	int nranks;
 	int restarts;             /* ranks a later file took back to an earlier step */
 	struct lks_import_follow *follow;  /* NULL: a whole import, one transaction */
-	lks_block *block;         /* followed: the records not stored yet */
+	lks_block *block;         /* the records not stored yet, without a writer */
 	lks_import_writer *writer;  /* a whole import (store set): its blocks' thread */
+	int64_t next_seq;         /* the next block's */
+	int64_t seq_below;        /* a restart drops records of the blocks below it only */
+	pthread_mutex_t *store_mu;  /* NULL: this thread alone uses the store */
 };
 
 /* The values of a record, NaN as one pattern: equal records hash equal. Each name goes in
@@ -147,14 +152,45 @@ static lks_block *lks_import_block(struct lks_import_run *r)
 	return r->writer ? lks_import_writer_block(r->writer) : r->block;
 }
 
+static void lks_import_lock(struct lks_import_run *r, int on)
+{
+	if (r->store_mu)
+		(on ? pthread_mutex_lock : pthread_mutex_unlock)(r->store_mu);
+}
+
 /* The records gathered, handed to the writer or stored here; with settle, the writer has
-   stored them too when this returns, and the store is this thread's again. */
+   stored them too when this returns, and the store is free of this import's writer. */
 static int lks_import_flush(struct lks_import_run *r, int settle)
 {
-	if (!r->writer)
-		return lks_store_import_block(r->store, r->run_id, r->block);
-	return lks_import_writer_submit(r->writer) || (settle && lks_import_writer_drain(r->writer))
-	       ? -1 : 0;
+	int rc = 0;
+
+	if (lks_block_records(lks_import_block(r)) > 0) {
+		int64_t seq = r->next_seq++;
+
+		if (r->writer) {
+			rc = lks_import_writer_submit(r->writer, seq);
+		} else {
+			lks_import_lock(r, 1);
+			rc = lks_store_import_block(r->store, r->run_id, seq, r->block);
+			lks_import_lock(r, 0);
+		}
+	}
+	if (!rc && settle && r->writer)
+		rc = lks_import_writer_drain(r->writer);
+	return rc ? -1 : 0;
+}
+
+/* A restart in the store: rank's records from step on dropped (lks_import_sink_rec). */
+static int lks_import_restart(struct lks_import_run *r, int rank, int step)
+{
+	int rc;
+
+	if (lks_import_flush(r, 1))
+		return -1;
+	lks_import_lock(r, 1);
+	rc = lks_store_import_restart(r->store, r->run_id, rank, step, r->seq_below);
+	lks_import_lock(r, 0);
+	return rc;
 }
 
 /* The record into the block being filled; a full block is stored first. */
@@ -238,8 +274,7 @@ static int lks_import_sink_rec(void *arg, const lks_import_rec *rec)
 	   it goes on from there, and what the earlier files logged from that step on is
 	   dropped (the job that logged it died) */
 	if (last->seen && rec->step <= last->step && r->file > last->file) {
-		if (r->store && (lks_import_flush(r, 1)
-		                 || lks_store_import_restart(r->store, r->run_id, rec->rank, rec->step)))
+		if (r->store && lks_import_restart(r, rec->rank, rec->step))
 			return -1;
 		r->restarts++;
 		last->seen = 0;
@@ -255,7 +290,8 @@ static int lks_import_sink_rec(void *arg, const lks_import_rec *rec)
 			       LKS_IMPORT_BAD;
 		return 1;  /* repeated: counted by the caller */
 	}
-	*last = (struct lks_rank_last){ 1, rec->step, h, rec->line, r->file };
+	*last = (struct lks_rank_last){ 1, rec->step, h, rec->line, r->file,
+	                                last->has_first ? last->first : rec->step, 1 };
 	if (r->follow)
 		return lks_follow_push(r, rec);
 	return r->store ? lks_import_store_rec(r, rec) : 0;
@@ -358,13 +394,15 @@ static int lks_import_begin(lks_store *store, const lks_import_opts *o,
 int lks_import_files(lks_store *store, const lks_import_opts *o, const char *const *paths,
                      int npaths, lks_import_result *res)
 {
-	struct lks_import_run r = { .store = store };
+	pthread_mutex_t store_mu = PTHREAD_MUTEX_INITIALIZER;
+	struct lks_import_run r = { .store = store, .next_seq = 1, .seq_below = INT64_MAX,
+	                            .store_mu = &store_mu };
 	int rc = -1;
 
 	memset(res, 0, sizeof(*res));
 	if (store && lks_import_begin(store, o, paths, npaths, &r.run_id))
 		return -1;
-	if (store && !(r.writer = lks_import_writer_start(store, r.run_id))) {
+	if (store && !(r.writer = lks_import_writer_start(store, r.run_id, &store_mu))) {
 		lks_store_import_end(store, r.run_id, 0, 0, 0);
 		return -1;
 	}
@@ -400,7 +438,8 @@ int lks_import_follow(lks_store *store, const lks_import_opts *o, const char *pa
                       int end_step, lks_import_step_fn fn, void *arg, lks_import_result *res)
 {
 	struct lks_import_follow w = { .end_step = end_step, .fn = fn, .arg = arg };
-	struct lks_import_run r = { .store = store, .path = path, .follow = &w };
+	struct lks_import_run r = { .store = store, .path = path, .follow = &w, .next_seq = 1,
+	                            .seq_below = INT64_MAX };
 	struct lks_import_ctx x = { &r, &res->counts };
 	int rc;
 

@@ -85,6 +85,11 @@ typedef struct lks_import_counts {
 /* Called for each record; returns 0 to go on, else the parse stops and returns that. */
 typedef int (*lks_import_sink)(void *arg, const lks_import_rec *rec);
 
+/* The record of one line (len bytes at s, NUL ended; rank and line already in rec): 1, 0
+   when the line holds no metrics, or LKS_IMPORT_BAD. */
+typedef int (*lks_import_line_fn)(const char *s, size_t len, lks_import_rec *rec,
+                                  const char *path);
+
 /* The formats: name, what in words, the parser. A parser returns 0, LKS_IMPORT_BAD (bad
    input, lks_err "'path':line: ..."), -1 (any other failure) or what the sink returned. */
 typedef struct lks_import_format {
@@ -92,6 +97,7 @@ typedef struct lks_import_format {
 	const char *what;
 	int (*parse)(const char *path, FILE *f, lks_import_sink sink, void *arg,
 	             lks_import_counts *c);
+	lks_import_line_fn line;  /* a line format's line (lks_import_lines_at); NULL: not one */
 } lks_import_format;
 
 /* The format called name, or NULL (lks_err listing the known ones). */
@@ -134,7 +140,8 @@ typedef struct lks_import_reader {
 	size_t cap, beg, end, chunk;
 	size_t nul;               /* the first NUL byte in [beg, end), or SIZE_MAX */
 	int eof;
-	long line;                /* lines handed on */
+	long line;                /* lines handed on (and before: see lks_import_lines_at) */
+	uint64_t limit;           /* bytes still to read through fd (UINT64_MAX: no end) */
 } lks_import_reader;
 
 /* Opens a reader of f; chunk: 0, or the most bytes one read takes with the least buffer
@@ -150,14 +157,19 @@ void lks_import_reader_close(lks_import_reader *r);
    error. r->line counts the lines. */
 int lks_import_reader_next(lks_import_reader *r, char **s, size_t *len);
 
-/* The record of one line (len bytes at s, NUL ended; rank and line already in rec): 1, 0
-   when the line holds no metrics, or LKS_IMPORT_BAD. */
-typedef int (*lks_import_line_fn)(const char *s, size_t len, lks_import_rec *rec,
-                                  const char *path);
 /* The loop of the line formats (import_log.c): each line read, cleaned of ANSI colour
    codes, its "[rankN]:" prefix taken as the rank, its record handed to sink. */
 int lks_import_lines(const char *path, FILE *f, lks_import_sink sink, void *arg,
                      lks_import_counts *c, lks_import_line_fn line_fn);
+/* The same over a part of a file: from where f's descriptor is (it must have one, at the
+   start of a line), the lines numbered on from line (the lines before), at most limit
+   bytes (UINT64_MAX: to the end; a limit ends after a newline). */
+int lks_import_lines_at(const char *path, FILE *f, long line, uint64_t limit,
+                        lks_import_sink sink, void *arg, lks_import_counts *c,
+                        lks_import_line_fn line_fn);
+/* The line functions of torchtitan and megatron-log (import_log.c). */
+int lks_import_titan_line(const char *s, size_t len, lks_import_rec *rec, const char *path);
+int lks_import_mega_line(const char *s, size_t len, lks_import_rec *rec, const char *path);
 /* jsonl's line (import_json.c): the one line format whose last line may lack its newline. */
 int lks_import_jsonl_line(const char *s, size_t len, lks_import_rec *rec, const char *path);
 

@@ -197,7 +197,7 @@ static const char *lks_titan_quick(lks_import_rec *rec, const char *path, const 
 
 /* The record of a torchtitan metric line: "step: N" and then "label: value" pairs, blank
    separated. 1 when s is one, 0 when it is no metric line. */
-static int lks_titan_line(const char *s, size_t len, lks_import_rec *rec, const char *path)
+int lks_import_titan_line(const char *s, size_t len, lks_import_rec *rec, const char *path)
 {
 	const char *p = lks_titan_start(s, len), *end = s + len;
 	int rc = 0;
@@ -268,7 +268,7 @@ static const char *lks_mega_start(const char *s, int *step)
 	return NULL;
 }
 
-static int lks_mega_line(const char *s, size_t len, lks_import_rec *rec, const char *path)
+int lks_import_mega_line(const char *s, size_t len, lks_import_rec *rec, const char *path)
 {
 	const char *p = lks_mega_start(s, &rec->step), *end;
 	int rc;
@@ -318,6 +318,13 @@ static int lks_mega_line(const char *s, size_t len, lks_import_rec *rec, const c
 int lks_import_lines(const char *path, FILE *f, lks_import_sink sink, void *arg,
                      lks_import_counts *c, lks_import_line_fn line_fn)
 {
+	return lks_import_lines_at(path, f, 0, UINT64_MAX, sink, arg, c, line_fn);
+}
+
+int lks_import_lines_at(const char *path, FILE *f, long line, uint64_t limit,
+                        lks_import_sink sink, void *arg, lks_import_counts *c,
+                        lks_import_line_fn line_fn)
+{
 	lks_import_reader rd = { 0 };
 	lks_import_rec *rec = malloc(sizeof(*rec));
 	int rc = -1, got;
@@ -328,6 +335,8 @@ int lks_import_lines(const char *path, FILE *f, lks_import_sink sink, void *arg,
 		lks_err("out of memory");
 		goto out;
 	}
+	rd.line = line;
+	rd.limit = limit;
 	while ((got = lks_import_reader_next(&rd, &buf, &len)) > 0) {
 		const char *s;
 		int rank, is;
@@ -380,11 +389,11 @@ out:
 int lks_import_parse_torchtitan(const char *path, FILE *f, lks_import_sink sink, void *arg,
                                 lks_import_counts *c)
 {
-	return lks_import_lines(path, f, sink, arg, c, lks_titan_line);
+	return lks_import_lines(path, f, sink, arg, c, lks_import_titan_line);
 }
 
 int lks_import_parse_megatron_log(const char *path, FILE *f, lks_import_sink sink, void *arg,
                                   lks_import_counts *c)
 {
-	return lks_import_lines(path, f, sink, arg, c, lks_mega_line);
+	return lks_import_lines(path, f, sink, arg, c, lks_import_mega_line);
 }

@@ -272,7 +272,8 @@ int lks_import_reader_open(lks_import_reader *r, const char *path, FILE *f, size
 	/* a line must fit whole: LKS_IMPORT_LINE_MAX at least */
 	*r = (lks_import_reader){ .path = path, .f = f, .fd = fileno(f),
 	                          .cap = chunk ? LKS_IMPORT_LINE_MAX : LKS_IMPORT_BLOCK,
-	                          .chunk = chunk ? chunk : LKS_IMPORT_BLOCK, .nul = SIZE_MAX };
+	                          .chunk = chunk ? chunk : LKS_IMPORT_BLOCK, .nul = SIZE_MAX,
+	                          .limit = UINT64_MAX };
 	if (!(r->buf = malloc(r->cap + 1)))  /* + 1: a last line's NUL */
 		return lks_err("out of memory");
 	return 0;
@@ -308,12 +309,15 @@ static int lks_reader_fill(lks_import_reader *r)
 	if (r->fd >= 0) {
 		ssize_t got;
 
+		if (room > r->limit)
+			room = (size_t)r->limit;
 		do
-			got = read(r->fd, r->buf + r->end, room);
+			got = room ? read(r->fd, r->buf + r->end, room) : 0;
 		while (got < 0 && errno == EINTR);
 		if (got < 0)
 			return lks_err("cannot read '%s' after line %ld", r->path, r->line);
 		n = (size_t)got;
+		r->limit -= r->limit == UINT64_MAX ? 0 : n;
 	} else {
 		/* a stream whose reads may wait (--follow): no further than the line's end */
 		while (n < room && (ch = getc(r->f)) != EOF)

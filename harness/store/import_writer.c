@@ -17,7 +17,9 @@ struct lks_import_writer {
 	int64_t run_id;
 	lks_block *fill;          /* the parser's */
 	lks_block *spare;         /* empty, the writer's to give back (when pending is NULL) */
-	lks_block *pending;       /* handed over, not stored yet */
+	lks_block *pending;       /* handed over, not stored yet: block seq */
+	int64_t seq;
+	pthread_mutex_t *store_mu;  /* NULL: none */
 	int stop, failed;
 	char msg[1024];
 	pthread_t thread;
@@ -40,7 +42,11 @@ static void *lks_import_writer_main(void *arg)
 			break;
 		b = w->pending;
 		pthread_mutex_unlock(&w->mu);
-		rc = w->failed ? 0 : lks_store_import_block(w->s, w->run_id, b);
+		if (w->store_mu)
+			pthread_mutex_lock(w->store_mu);
+		rc = w->failed ? 0 : lks_store_import_block(w->s, w->run_id, w->seq, b);
+		if (w->store_mu)
+			pthread_mutex_unlock(w->store_mu);
 		lks_block_reset(b);
 		pthread_mutex_lock(&w->mu);
 		if (rc && !w->failed) {
@@ -55,7 +61,8 @@ static void *lks_import_writer_main(void *arg)
 	return NULL;
 }
 
-lks_import_writer *lks_import_writer_start(lks_store *s, int64_t run_id)
+lks_import_writer *lks_import_writer_start(lks_store *s, int64_t run_id,
+                                           pthread_mutex_t *store_mu)
 {
 	lks_import_writer *w = calloc(1, sizeof(*w));
 
@@ -68,6 +75,7 @@ lks_import_writer *lks_import_writer_start(lks_store *s, int64_t run_id)
 	}
 	w->s = s;
 	w->run_id = run_id;
+	w->store_mu = store_mu;
 	pthread_mutex_init(&w->mu, NULL);
 	pthread_cond_init(&w->cv, NULL);
 	if (pthread_create(&w->thread, NULL, lks_import_writer_main, w)) {
@@ -93,7 +101,7 @@ static int lks_import_writer_idle(lks_import_writer *w)
 	return w->failed ? lks_err("%s", w->msg) : 0;
 }
 
-int lks_import_writer_submit(lks_import_writer *w)
+int lks_import_writer_submit(lks_import_writer *w, int64_t seq)
 {
 	int rc;
 
@@ -102,6 +110,7 @@ int lks_import_writer_submit(lks_import_writer *w)
 	pthread_mutex_lock(&w->mu);
 	if (!(rc = lks_import_writer_idle(w))) {
 		w->pending = w->fill;
+		w->seq = seq;
 		w->fill = w->spare;
 		w->spare = NULL;
 		pthread_cond_broadcast(&w->cv);

@@ -324,14 +324,18 @@ typedef struct lks_metric_row {
    its steps and world size set, or (ok 0) rolls everything back, so that a bad log stores
    nothing. Nothing else may use the store between begin and end. */
 int lks_store_import_begin(lks_store *s, const lks_run_info *info, int64_t *run_id);
-/* The records of b (harness/store/import_block.h), as the run's next block; b is then
-   empty. A (step, rank) must not be stored twice (lks_store_import_restart drops one). */
+/* The records of b (harness/store/import_block.h), as the run's block seq (unique in the
+   run; blocks are read back in seq order); b is then empty. A (step, rank) must not be
+   stored twice (lks_store_import_restart drops one). */
 struct lks_block;
-int lks_store_import_block(lks_store *s, int64_t run_id, struct lks_block *b);
+int lks_store_import_block(lks_store *s, int64_t run_id, int64_t seq, struct lks_block *b);
+/* The run's blocks from seq on, deleted (a speculative read thrown away). */
+int lks_store_import_unblock(lks_store *s, int64_t run_id, int64_t seq);
 int lks_store_import_end(lks_store *s, int64_t run_id, int steps, int world_size, int ok);
 /* Inside the import: rank's rows from step on are dropped (a run restarted from a
-   checkpoint logs them again). */
-int lks_store_import_restart(lks_store *s, int64_t run_id, int rank, int step);
+   checkpoint logs them again), in the blocks below seq_below. */
+int lks_store_import_restart(lks_store *s, int64_t run_id, int rank, int step,
+                             int64_t seq_below);
 /* Commits what the import stored so far and begins the next transaction (a followed log:
    one transaction per step). On failure nothing is open any more: -1. */
 int lks_store_import_commit(lks_store *s);

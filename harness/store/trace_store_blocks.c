@@ -19,7 +19,7 @@
 #include "harness/store/trace_store_impl.h"
 #include "kernels/err.h"
 
-int lks_store_import_block(lks_store *s, int64_t run_id, lks_block *b)
+int lks_store_import_block(lks_store *s, int64_t run_id, int64_t seq, lks_block *b)
 {
 	const unsigned char *data;
 	sqlite3_stmt *st;
@@ -32,16 +32,24 @@ int lks_store_import_block(lks_store *s, int64_t run_id, lks_block *b)
 		return -1;
 	lks_block_steps(b, &first, &last);
 	sqlite3_bind_int64(st, 1, run_id);
-	sqlite3_bind_int(st, 2, first);
-	sqlite3_bind_int(st, 3, last);
-	sqlite3_bind_int(st, 4, lks_block_records(b));
-	sqlite3_bind_blob64(st, 5, data, len, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 2, seq);
+	sqlite3_bind_int(st, 3, first);
+	sqlite3_bind_int(st, 4, last);
+	sqlite3_bind_int(st, 5, lks_block_records(b));
+	sqlite3_bind_blob64(st, 6, data, len, SQLITE_STATIC);
 	rc = lks_store_done(s, st);
 	sqlite3_clear_bindings(st);  /* the blob is b's */
 	if (rc)
 		return lks_err("%s, in a block of steps %d to %d", lks_errmsg(), first, last);
 	lks_block_reset(b);
 	return 0;
+}
+
+int lks_store_import_unblock(lks_store *s, int64_t run_id, int64_t seq)
+{
+	const lks_val v[] = { lks_val_int(run_id), lks_val_int(seq) };
+
+	return lks_store_put(s, LKS_Q_BLOCKS_DROP, v, LKS_NVALS(v), NULL);
 }
 
 /* ---- walking the blocks ---- */
@@ -68,7 +76,8 @@ static int lks_block_row(sqlite3_stmt *st, void *ctx)
 static int lks_store_walk_blocks(lks_store *s, int64_t run_id, int first, int last,
                                  lks_block_fn fn, void *arg)
 {
-	const lks_val v[] = { lks_val_int(run_id), lks_val_int(first), lks_val_int(last) };
+	const lks_val v[] = { lks_val_int(run_id), lks_val_int(first), lks_val_int(last),
+	                      lks_val_int(INT64_MAX) };
 	struct lks_block_walk w = { run_id, fn, arg };
 
 	return lks_store_rows(s, LKS_Q_GET_BLOCKS_AT, v, LKS_NVALS(v), lks_block_row, &w);
@@ -136,11 +145,14 @@ static int lks_blob_copy(sqlite3_stmt *st, void *ctx)
 	return 0;
 }
 
-/* Each block that holds rank's records from step on is written again without them (or
-   deleted when nothing is left). The blocks are copied out before any is written. */
-static int lks_store_blocks_drop(lks_store *s, int64_t run_id, int rank, int step)
+/* Each block below seq_below that holds rank's records from step on is written again
+   without them (or deleted when nothing is left). The blocks are copied out before any
+   is written. */
+static int lks_store_blocks_drop(lks_store *s, int64_t run_id, int rank, int step,
+                                 int64_t seq_below)
 {
-	const lks_val v[] = { lks_val_int(run_id), lks_val_int(step), lks_val_int(INT_MAX) };
+	const lks_val v[] = { lks_val_int(run_id), lks_val_int(step), lks_val_int(INT_MAX),
+	                      lks_val_int(seq_below) };
 	struct lks_blobs l = { 0 };
 	struct lks_kept k = { .rank = rank, .step = step };
 	int rc = lks_store_rows(s, LKS_Q_GET_BLOCKS_AT, v, LKS_NVALS(v), lks_blob_copy, &l);
@@ -182,13 +194,14 @@ static int lks_store_blocks_drop(lks_store *s, int64_t run_id, int rank, int ste
 	return rc;
 }
 
-int lks_store_import_restart(lks_store *s, int64_t run_id, int rank, int step)
+int lks_store_import_restart(lks_store *s, int64_t run_id, int rank, int step,
+                             int64_t seq_below)
 {
 	const lks_val v[] = { lks_val_int(run_id), lks_val_int(rank), lks_val_int(step) };
 
 	if (lks_store_put(s, LKS_Q_IMPORT_RESTART, v, LKS_NVALS(v), NULL))
 		return -1;
-	return lks_store_blocks_drop(s, run_id, rank, step);
+	return lks_store_blocks_drop(s, run_id, rank, step, seq_below);
 }
 
 /* ---- metric rows, merged and sorted ---- */

@@ -122,13 +122,13 @@ static const char *const lks_store_sql[LKS_Q_COUNT] = {
 	[LKS_Q_GET_METRICS] = "SELECT step, rank, metrics FROM steps "
 	                      "WHERE run_id = ?1 AND metrics IS NOT NULL ORDER BY step, rank",
 	[LKS_Q_BLOCK] = "INSERT INTO import_blocks (run_id, seq, first_step, last_step, records, "
-	                "data) VALUES (?1, (SELECT coalesce(max(seq), 0) + 1 FROM import_blocks "
-	                "WHERE run_id = ?1), ?2, ?3, ?4, ?5)",
+	                "data) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
 	[LKS_Q_GET_BLOCKS] = "SELECT seq, data FROM import_blocks WHERE run_id = ?1 ORDER BY seq",
-	/* the blocks that may hold step ?2 or later */
+	/* the blocks below seq ?4 that may hold steps ?2 to ?3 */
 	[LKS_Q_GET_BLOCKS_AT] = "SELECT seq, data FROM import_blocks "
 	                        "WHERE run_id = ?1 AND last_step >= ?2 AND first_step <= ?3 "
-	                        "ORDER BY seq",
+	                        "AND seq < ?4 ORDER BY seq",
+	[LKS_Q_BLOCKS_DROP] = "DELETE FROM import_blocks WHERE run_id = ?1 AND seq >= ?2",
 	[LKS_Q_COUNT_BLOCKS] = "SELECT count(*) FROM import_blocks WHERE run_id = ?1",
 	[LKS_Q_BLOCK_UPDATE] = "UPDATE import_blocks SET first_step = ?3, last_step = ?4, "
 	                       "records = ?5, data = ?6 WHERE run_id = ?1 AND seq = ?2",
