@@ -23,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 #include <xxhash.h>
 
 #include "harness/base/name.h"
@@ -350,13 +351,162 @@ static int lks_import_ranks_check(const struct lks_import_run *r, const char *wh
 	return 0;
 }
 
+/* ---- a file read in two halves at once ---- */
+
+/* A log file of at least this many bytes (LKS_IMPORT_SPLIT_MIN, for tests) is read in two
+   halves by two threads; the second half's blocks are numbered from this far above. */
+#define LKS_IMPORT_SPLIT_MIN ((off_t)8 << 20)
+#define LKS_IMPORT_SPLIT_SEQ ((int64_t)1 << 40)
+
+/* The second half: its own reader state (every rank unseen), counts and blocks. */
+struct lks_import_half {
+	struct lks_import_run run;
+	lks_import_counts c;
+	lks_import_line_fn line;
+	off_t from;
+	int rc;
+};
+
+static void *lks_import_half_main(void *arg)
+{
+	struct lks_import_half *h = arg;
+	struct lks_import_ctx x = { &h->run, &h->c };
+	FILE *f = fopen(h->run.path, "r");
+
+	h->rc = -1;
+	if (f && lseek(fileno(f), h->from, SEEK_SET) == h->from)
+		h->rc = lks_import_lines_at(h->run.path, f, 0, UINT64_MAX, lks_import_sink_counted, &x,
+		                            &h->c, h->line);
+	if (!h->rc && h->run.store)
+		h->rc = lks_import_flush(&h->run, 1);
+	if (f)
+		fclose(f);
+	return NULL;
+}
+
+/* Where a second half of the file of size bytes would start: after the first newline from
+   the middle on; 0 when there is none before the last byte. */
+static off_t lks_import_middle(int fd, off_t size)
+{
+	char buf[4096];
+
+	for (off_t at = size / 2; at < size;) {
+		ssize_t n = pread(fd, buf, sizeof(buf), at);
+		const char *nl = n > 0 ? memchr(buf, '\n', (size_t)n) : NULL;
+
+		if (n <= 0)
+			return 0;
+		if (nl)
+			return at + (nl - buf) + 1 < size ? at + (nl - buf) + 1 : 0;
+		at += n;
+	}
+	return 0;
+}
+
+/* The second half read as the first went on would read it: every rank it logs starts
+   after the step the first half (or an earlier file) left it at. A step that comes again
+   there (a repeat, a restart, an error) is read again by one reader instead. */
+static int lks_import_seam_clean(const struct lks_import_run *a, const struct lks_import_run *b)
+{
+	for (int k = 0; k < b->nranks; k++)
+		if (b->ranks[k].seen && k < a->nranks && a->ranks[k].seen
+		    && b->ranks[k].first <= a->ranks[k].step)
+			return 0;
+	return 1;
+}
+
+/* The second half's ranks, counts and block numbers taken on by the run; its lines are
+   numbered on from the first half's (in_first). */
+static int lks_import_seam_join(struct lks_import_run *r, const struct lks_import_half *h,
+                                long in_first, lks_import_counts *c)
+{
+	const struct lks_import_run *b = &h->run;
+
+	if (b->nranks > r->nranks) {
+		struct lks_rank_last *p = realloc(r->ranks, (size_t)b->nranks * sizeof(*p));
+
+		if (!p)
+			return lks_err("out of memory");
+		memset(p + r->nranks, 0, (size_t)(b->nranks - r->nranks) * sizeof(*p));
+		r->ranks = p;
+		r->nranks = b->nranks;
+	}
+	for (int k = 0; k < b->nranks; k++)
+		if (b->ranks[k].seen) {
+			r->ranks[k] = b->ranks[k];
+			r->ranks[k].line += in_first;
+		}
+	c->lines += h->c.lines;
+	c->records += h->c.records;
+	c->ignored += h->c.ignored;
+	c->repeated += h->c.repeated;
+	r->next_seq = b->next_seq;
+	return 0;
+}
+
+/* The file f (path) read in two halves at once, the second from byte mid on by a thread
+   of its own, with exactly what one reader would store and say: where the seam is not
+   clean, or the second half fails, its blocks are dropped and it is read again after
+   the first. */
+static int lks_import_halves(struct lks_import_run *r, const lks_import_format *fmt,
+                             const char *path, FILE *f, off_t mid, lks_import_counts *c)
+{
+	struct lks_import_half h = { .line = fmt->line, .from = mid };
+	struct lks_import_ctx x = { r, c };
+	int64_t base = r->next_seq + LKS_IMPORT_SPLIT_SEQ, below = r->seq_below;
+	long lines0 = c->lines;
+	pthread_t thread;
+	int rc;
+
+	h.run = (struct lks_import_run){ .store = r->store, .run_id = r->run_id, .path = path,
+	                                 .file = r->file, .next_seq = base,
+	                                 .seq_below = INT64_MAX, .store_mu = r->store_mu };
+	if (r->store && !(h.run.block = lks_block_new()))
+		return -1;
+	if (pthread_create(&thread, NULL, lks_import_half_main, &h)) {
+		lks_block_free(h.run.block);
+		return lks_err("cannot start a thread to read '%s'", path);
+	}
+	r->seq_below = base;  /* a restart in the first half leaves the second's blocks be */
+	rc = lks_import_lines_at(path, f, 0, (uint64_t)mid, lks_import_sink_counted, &x, c,
+	                         fmt->line);
+	pthread_join(thread, NULL);
+	r->seq_below = below;
+	if (!rc && h.rc == 0 && lks_import_seam_clean(r, &h.run)) {
+		rc = lks_import_seam_join(r, &h, c->lines - lines0, c);
+	} else if (!rc) {
+		if (r->store && !(rc = lks_import_flush(r, 1))) {
+			lks_import_lock(r, 1);
+			rc = lks_store_import_unblock(r->store, r->run_id, base);
+			lks_import_lock(r, 0);
+		}
+		if (!rc)  /* f's descriptor is at mid: the first half read up to it */
+			rc = lks_import_lines_at(path, f, c->lines - lines0, UINT64_MAX,
+			                         lks_import_sink_counted, &x, c, fmt->line);
+	}
+	free(h.run.ranks);
+	lks_block_free(h.run.block);
+	return rc;
+}
+
+/* LKS_IMPORT_SPLIT_MIN, or its default. */
+static off_t lks_import_split_min(void)
+{
+	const char *e = getenv("LKS_IMPORT_SPLIT_MIN");
+	char *end;
+	long long v = e && *e ? strtoll(e, &end, 10) : -1;
+
+	return v >= 0 && !*end ? (off_t)v : LKS_IMPORT_SPLIT_MIN;
+}
+
 static int lks_import_one(struct lks_import_run *r, const lks_import_format *fmt,
                           const char *path, lks_import_counts *c)
 {
 	struct lks_import_ctx x = { r, c };
 	int in = !strcmp(path, "-");  /* standard input */
 	FILE *f = in ? stdin : fopen(path, "r");
-	struct stat st;
+	struct stat st = { 0 };
+	off_t mid;
 	int rc;
 
 	if (!f)
@@ -366,7 +516,12 @@ static int lks_import_one(struct lks_import_run *r, const lks_import_format *fmt
 		return lks_err("'%s' is a folder, not a log", path), LKS_IMPORT_BAD;
 	}
 	r->path = path;
-	rc = fmt->parse(path, f, lks_import_sink_counted, &x, c);
+	if (!in && fmt->line && !r->follow && S_ISREG(st.st_mode) && st.st_size > 1
+	    && st.st_size >= lks_import_split_min() && (mid = lks_import_middle(fileno(f),
+	                                                                        st.st_size)) > 0)
+		rc = lks_import_halves(r, fmt, path, f, mid, c);
+	else
+		rc = fmt->parse(path, f, lks_import_sink_counted, &x, c);
 	if (!in)
 		fclose(f);
 	return rc;

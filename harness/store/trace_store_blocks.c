@@ -67,8 +67,8 @@ static int lks_block_row(sqlite3_stmt *st, void *ctx)
 	int rc = lks_block_decode(data, (size_t)sqlite3_column_bytes(st, 1), w->fn, w->arg);
 
 	if (rc == -1)
-		return lks_err("run %lld, import block %d in the database: %s", (long long)w->run_id,
-		               sqlite3_column_int(st, 0), lks_errmsg());
+		return lks_err("run %lld, import block %lld in the database: %s", (long long)w->run_id,
+		               (long long)sqlite3_column_int64(st, 0), lks_errmsg());
 	return rc;
 }
 
@@ -111,7 +111,7 @@ static int lks_keep_record(void *arg, int step, int rank, const lks_metric_row *
 }
 
 struct lks_blob {
-	int seq;
+	int64_t seq;
 	size_t len;
 	unsigned char *data;
 };
@@ -136,7 +136,7 @@ static int lks_blob_copy(sqlite3_stmt *st, void *ctx)
 		l->cap = cap;
 	}
 	x = &l->b[l->n];
-	x->seq = sqlite3_column_int(st, 0);
+	x->seq = sqlite3_column_int64(st, 0);
 	x->len = (size_t)sqlite3_column_bytes(st, 1);
 	if (!(x->data = malloc(x->len + 1)))
 		return lks_err("out of memory");
@@ -179,7 +179,7 @@ static int lks_store_blocks_drop(lks_store *s, int64_t run_id, int rank, int ste
 			continue;
 		lks_block_steps(k.b, &first, &last);
 		sqlite3_bind_int64(st, 1, run_id);
-		sqlite3_bind_int(st, 2, l.b[i].seq);
+		sqlite3_bind_int64(st, 2, l.b[i].seq);
 		sqlite3_bind_int(st, 3, first);
 		sqlite3_bind_int(st, 4, last);
 		sqlite3_bind_int(st, 5, lks_block_records(k.b));
