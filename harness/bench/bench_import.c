@@ -3,11 +3,15 @@
  * in lines per second, against 'wc -l' on the same file in the same run (the issue's
  * target: at least 0.25 times wc's rate on a 1-million-line log). The log is written first
  * into a temporary folder: torchtitan lines of R ranks with "[rankN]:" prefixes and ANSI
- * colours, every 20th line one that holds no metrics, as a real log has. Three sides run
+ * colours, every 20th line one that holds no metrics, as a real log has, and values that
+ * move as a real run's do (a falling loss with noise, grad norm, throughput and MFU that
+ * vary from line to line: a smooth curve would store in fewer bytes than a log). Three
+ * sides run
  * in interleaved rounds (bench_stats.c): wc -l (the peer), the parse and checks alone
  * (lks_import_files without a store), and the whole import into a new database.
  */
 #include <errno.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,9 +40,17 @@ struct lks_bench_import {
 	int ranks;
 };
 
+/* A uniform number in [0, 1) from the state x (an LCG: the same log every run). */
+static double lks_bench_uniform(uint64_t *x)
+{
+	*x = *x * 6364136223846793005u + 1442695040888963407u;
+	return (double)(*x >> 11) / 9007199254740992.0;
+}
+
 static int lks_bench_import_log(const struct lks_bench_import *b)
 {
 	FILE *f = fopen(b->log, "w");
+	uint64_t x = 1;
 	long n = 0;
 
 	if (!f)
@@ -50,12 +62,16 @@ static int lks_bench_import_log(const struct lks_bench_import *b)
 				        "Synchronizing and adjusting timeout for all ProcessGroups\n", r);
 				continue;
 			}
+			double tflops = 90 + 10 * lks_bench_uniform(&x);
+			int tps = 150000 + (int)(50000 * lks_bench_uniform(&x));
+
 			fprintf(f, "[rank%d]:[titan] 2026-01-05 10:%02d:%02d,%03d - root - INFO - "
 			        "\033[31mstep: %d  \033[32mloss: %7.4f  \033[33mgrad_norm: %7.4f  "
 			        "\033[34mmemory: %5.2fGiB(%.2f%%)  \033[35mtps: %d,%03d  \033[36mtflops: "
 			        "%.2f  \033[35mmfu: %.2f%%\033[39m\n", r, step / 60 % 60, step % 60,
-			        step % 1000, step, 10.0 / (1 + 0.001 * step), 1.0 + 0.01 * r, 2.47,
-			        3.12, 177 + r, step % 1000, 96.17, 9.72);
+			        step % 1000, step, 10.0 / (1 + 0.001 * step) + 0.1 * lks_bench_uniform(&x),
+			        0.5 + lks_bench_uniform(&x), 2.47, 3.12, tps / 1000, tps % 1000, tflops,
+			        tflops / 9.89);
 		}
 	if (fclose(f))
 		return lks_err("cannot write '%s': %s", b->log, strerror(errno));
