@@ -464,8 +464,9 @@ static int lks_import_halves(struct lks_import_run *r, const lks_import_format *
 	if (r->store && !(h.run.block = lks_block_new()))
 		return -1;
 	if (pthread_create(&thread, NULL, lks_import_half_main, &h)) {
-		lks_block_free(h.run.block);
-		return lks_err("cannot start a thread to read '%s'", path);
+		lks_block_free(h.run.block);  /* no thread to be had: one reader, the whole file */
+		return lks_import_lines_at(path, f, 0, UINT64_MAX, lks_import_sink_counted, &x, c,
+		                           fmt->line);
 	}
 	r->seq_below = base;  /* a restart in the first half leaves the second's blocks be */
 	rc = lks_import_lines_at(path, f, 0, (uint64_t)mid, lks_import_sink_counted, &x, c,

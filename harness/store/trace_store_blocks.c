@@ -300,13 +300,6 @@ static int lks_mrec_cmp(const void *x, const void *y)
 	return a->rank < b->rank ? -1 : a->rank > b->rank;
 }
 
-static const char *const *lks_order_names;
-
-static int lks_name_cmp(const void *x, const void *y)
-{
-	return strcmp(lks_order_names[*(const int *)x], lks_order_names[*(const int *)y]);
-}
-
 /* Records by (step, rank), and each one's metrics by name (through order). */
 static int lks_mall_sort(struct lks_mall *a)
 {
@@ -316,10 +309,13 @@ static int lks_mall_sort(struct lks_mall *a)
 		free(by);
 		return lks_err("out of memory");
 	}
-	for (int j = 0; j < a->nnames; j++)
-		by[j] = j;
-	lks_order_names = (const char *const *)a->names;  /* a few names: no reentrancy needed */
-	qsort(by, (size_t)a->nnames, sizeof(int), lks_name_cmp);
+	for (int j = 0; j < a->nnames; j++) {  /* by name; insertion: a run has few names */
+		int k = j;
+
+		for (; k > 0 && strcmp(a->names[by[k - 1]], a->names[j]) > 0; k--)
+			by[k] = by[k - 1];
+		by[k] = j;
+	}
 	for (int j = 0; j < a->nnames; j++)
 		a->order[by[j]] = j;
 	free(by);
