@@ -655,3 +655,146 @@ Test(import, a_failing_block_writer_fails_the_import_and_stores_nothing)
 		rm_tmp();
 	}
 }
+
+/* ---- a log big enough to be read in two halves at once (8 MiB and more) ---- */
+
+#define BIG_LINES 90000  /* of about 110 bytes: 9.5 MiB */
+
+/* A torchtitan log of 2 ranks, BIG_LINES lines; line bad_at (1-based, 0: none) holds a bad
+   loss, and line twice_at is followed by 8 copies of itself (0: none). Its size in *size. */
+static void write_big(const char *path, long bad_at, long twice_at, long *size)
+{
+	FILE *f = fopen(path, "w");
+	char line[256];
+
+	cr_assert(f);
+	for (long i = 1; i <= BIG_LINES; i++) {
+		snprintf(line, sizeof(line), "[rank%ld]:[titan] 2026-01-05 10:00:00,000 - root - INFO - "
+		         "step: %ld  loss: %s  grad_norm: %.4f\n", (i - 1) % 2, (i + 1) / 2,
+		         i == bad_at ? "1.2.3" : "7.0625", 1.0 + (double)(i % 97) / 64);
+		fputs(line, f);
+		for (int k = 0; i == twice_at && k < 8; k++)
+			fputs(line, f);
+	}
+	*size = ftell(f);
+	cr_assert_eq(fclose(f), 0);
+}
+
+/* The lines before where import.c's second half of the file (size bytes) starts: up to the
+   first newline from the middle on. */
+static long lines_before_middle(const char *path, long size)
+{
+	FILE *f = fopen(path, "r");
+	long lines = 0, at = 0;
+	int ch;
+
+	cr_assert(f);
+	while ((ch = getc(f)) != EOF && !(at++ >= size / 2 && ch == '\n'))
+		lines += ch == '\n';
+	fclose(f);
+	return lines + 1;
+}
+
+/* Every row read back, in order, folded into one number. */
+struct digest {
+	long n;
+	uint64_t h;
+};
+
+static int fold(void *arg, const lks_metric_row *r)
+{
+	struct digest *d = arg;
+	uint64_t bits;
+
+	memcpy(&bits, &r->value, sizeof(bits));
+	d->h = (d->h ^ ((uint64_t)r->step << 20 ^ (uint64_t)r->rank)) * 0x100000001b3u;
+	d->h = (d->h ^ bits) * 0x100000001b3u;
+	d->n++;
+	return 0;
+}
+
+/* What one reader stores (LKS_IMPORT_SPLIT_MIN above the file's size) against what two
+   halves store: the same rows and counts. */
+static void import_big_both_ways(const char *log, struct digest *one, struct digest *two,
+                                 lks_import_result *r1, lks_import_result *r2)
+{
+	lks_import_opts o = { .fmt = lks_import_format_find("torchtitan"), .case_name = "c",
+	                      .run_name = "r" };
+	char db[512];
+	lks_store *s;
+
+	for (int way = 0; way < 2; way++) {
+		struct digest *m = way ? two : one;
+		lks_import_result *res = way ? r2 : r1;
+
+		if (way)
+			unsetenv("LKS_IMPORT_SPLIT_MIN");
+		else
+			setenv("LKS_IMPORT_SPLIT_MIN", "1000000000", 1);
+		path_in_tmp(db, sizeof(db), way ? "two.db" : "one.db");
+		cr_assert_eq(lks_store_open(db, &s), 0, "%s", lks_errmsg());
+		cr_assert_eq(lks_import_files(s, &o, &log, 1, res), 0, "%s", lks_errmsg());
+		*m = (struct digest){ 0, 0xcbf29ce484222325u };
+		cr_assert_eq(lks_store_get_metrics(s, res->run_id, NULL, fold, m), 0, "%s",
+		             lks_errmsg());
+		lks_store_close(s);
+	}
+	unsetenv("LKS_IMPORT_SPLIT_MIN");
+}
+
+static void expect_same_import(const struct digest *one, const struct digest *two,
+                               const lks_import_result *r1, const lks_import_result *r2)
+{
+	cr_assert_eq(r1->counts.lines, r2->counts.lines);
+	cr_assert_eq(r1->counts.records, r2->counts.records);
+	cr_assert_eq(r1->counts.repeated, r2->counts.repeated);
+	cr_assert_eq(r1->steps, r2->steps);
+	cr_assert_eq(r1->world_size, r2->world_size);
+	cr_assert_eq(one->n, two->n);
+	cr_assert_eq(one->h, two->h, "other rows or values");
+}
+
+Test(import, a_big_log_in_two_halves_stores_what_one_reader_does)
+{
+	struct digest one, two;
+	lks_import_result r1, r2;
+	char log[512];
+	long size;
+
+	mkdir_tmp();
+	path_in_tmp(log, sizeof(log), "big.log");
+	write_big(log, 0, 0, &size);
+	cr_assert_gt(size, 8L << 20, "not big enough to be read in halves");
+	import_big_both_ways(log, &one, &two, &r1, &r2);
+	cr_assert_eq(r2.counts.lines, BIG_LINES);
+	cr_assert_eq(r2.steps, BIG_LINES / 2);
+	cr_assert_eq(two.n, 2L * BIG_LINES, "loss and grad_norm of every line");
+	expect_same_import(&one, &two, &r1, &r2);
+	/* a line again 8 times where the file's middle was: the second half starts among the
+	   copies (the middle moves by half of them), so its first record repeats the first
+	   half's last, and it is read again after the first: 8 repeated, stored once */
+	write_big(log, 0, lines_before_middle(log, size), &size);
+	import_big_both_ways(log, &one, &two, &r1, &r2);
+	cr_assert_eq(r1.counts.repeated, 8);
+	expect_same_import(&one, &two, &r1, &r2);
+	rm_tmp();
+}
+
+/* A bad number in the second half is bad input at its own line, as one reader says. */
+Test(import, a_bad_line_in_the_second_half_names_its_line)
+{
+	lks_import_opts o = { .fmt = lks_import_format_find("torchtitan"), .case_name = "c",
+	                      .run_name = "r" };
+	lks_import_result res;
+	char log[512], want[600];
+	const char *file = log;
+	long size;
+
+	mkdir_tmp();
+	path_in_tmp(log, sizeof(log), "bad.log");
+	write_big(log, BIG_LINES - 7, 0, &size);
+	cr_assert_neq(lks_import_files(NULL, &o, &file, 1, &res), 0);
+	snprintf(want, sizeof(want), "'%s':%d: bad value '1.2.3'", log, BIG_LINES - 7);
+	cr_assert(strstr(lks_errmsg(), want), "%s", lks_errmsg());
+	rm_tmp();
+}
