@@ -798,3 +798,23 @@ Test(import, a_bad_line_in_the_second_half_names_its_line)
 	cr_assert(strstr(lks_errmsg(), want), "%s", lks_errmsg());
 	rm_tmp();
 }
+
+/* An integer beyond 64 bits (a token count) is a value like any other, rounded to the
+   nearest double as strtod rounds its text, on a line with a bare NaN too; an integer
+   that fits stays exact as far as a double holds it (2^53 + 1 rounds to 2^53, as strtod). */
+Test(import, jsonl_integers_beyond_64_bits_are_values)
+{
+	lks_import_result res;
+	struct seen m;
+	lks_store *s;
+
+	cr_assert_eq(import("jsonl", "bigint.jsonl", &s, &res), 0, "%s", lks_errmsg());
+	cr_assert_eq(res.steps, 3);
+	metrics_of(s, res.run_id, &m);
+	cr_assert_eq(at(&m, 1, 0, "tokens")->value, strtod("123456789012345678901234567890", NULL));
+	cr_assert_eq(at(&m, 2, 0, "tokens")->value, strtod("-18446744073709551617", NULL));
+	cr_assert(isnan(at(&m, 2, 0, "loss")->value));
+	cr_assert_eq(at(&m, 3, 0, "tokens")->value, 9007199254740992.0);
+	lks_store_close(s);
+	rm_tmp();
+}

@@ -41,14 +41,37 @@ static int lks_json_number(const json_t *v, double *out)
 	return 0;
 }
 
-static int lks_json_int(const json_t *v, int lo, int hi, int *out)
+/* A whole number lo..hi: a JSON integer, or (a line read with every integer as a double,
+   lks_json_load) a double that is one. */
+static int lks_json_int(const json_t *v, int lo, int hi, size_t flags, int *out)
 {
+	double d;
 	json_int_t i;
 
+	if ((flags & JSON_DECODE_INT_AS_REAL) && json_is_real(v)) {
+		if (!((d = json_real_value(v)) >= lo && d <= hi && d == (int)d))
+			return -1;
+		*out = (int)d;
+		return 0;
+	}
 	if (!json_is_integer(v) || (i = json_integer_value(v)) < lo || i > hi)
 		return -1;
 	*out = (int)i;
 	return 0;
+}
+
+/* s parsed; jansson refuses an integer beyond 64 bits ("too big integer"), and such a line
+   is parsed again with every integer as a double (*flags says so): a metric's value is a
+   double whatever it is written as, rounded to nearest as strtod rounds it. */
+static json_t *lks_json_load(const char *s, size_t *flags, json_error_t *e)
+{
+	json_t *o = json_loads(s, *flags, e);
+
+	if (!o && strstr(e->text, "too big")) {
+		*flags |= JSON_DECODE_INT_AS_REAL;
+		o = json_loads(s, *flags, e);
+	}
+	return o;
 }
 
 /* Python's json module writes NaN, Infinity and -Infinity bare (allow_nan, its default),
@@ -96,19 +119,20 @@ static char *lks_json_bare_nonfinite(const char *s)
 
 int lks_import_jsonl_line(const char *s, size_t len, lks_import_rec *rec, const char *path)
 {
-	json_error_t e;
+	json_error_t e, e2;
 	json_t *o, *v;
 	const char *key;
+	size_t flags = JSON_REJECT_DUPLICATES;
 	int rc = LKS_IMPORT_BAD;
 
 	while (*s == ' ' || *s == '\t')
 		s++;
 	if (!*s)
 		return 0;
-	if (!(o = json_loads(s, JSON_REJECT_DUPLICATES, &e))) {
+	if (!(o = lks_json_load(s, &flags, &e))) {
 		char *py = lks_json_bare_nonfinite(s);
 
-		o = py ? json_loads(py, JSON_REJECT_DUPLICATES, NULL) : NULL;
+		o = py ? lks_json_load(py, &flags, &e2) : NULL;
 		free(py);
 	}
 	if (!o) {
@@ -119,12 +143,12 @@ int lks_import_jsonl_line(const char *s, size_t len, lks_import_rec *rec, const 
 		lks_err("'%s':%ld: not a JSON object", path, rec->line);
 		goto out;
 	}
-	if (lks_json_int(json_object_get(o, "step"), 0, 0x7fffffff, &rec->step)) {
+	if (lks_json_int(json_object_get(o, "step"), 0, 0x7fffffff, flags, &rec->step)) {
 		lks_err("'%s':%ld: want \"step\": a whole number >= 0", path, rec->line);
 		goto out;
 	}
 	if ((v = json_object_get(o, "rank"))
-	    && lks_json_int(v, 0, LKS_IMPORT_MAX_RANK, &rec->rank)) {
+	    && lks_json_int(v, 0, LKS_IMPORT_MAX_RANK, flags, &rec->rank)) {
 		lks_err("'%s':%ld: want \"rank\": a whole number 0 to %d", path, rec->line,
 		        LKS_IMPORT_MAX_RANK);
 		goto out;
@@ -187,9 +211,9 @@ static int lks_golden_metric(const char *path, const char *name, int m, const js
 	if (json_is_array(values)) {
 		size_t i;
 
-		if (lks_json_int(json_object_get(o, "start_step"), 0, 0x7fffffff, &start)
-		    || lks_json_int(json_object_get(o, "end_step"), start, 0x7fffffff, &end)
-		    || lks_json_int(json_object_get(o, "step_interval"), 1, 0x7fffffff, &every))
+		if (lks_json_int(json_object_get(o, "start_step"), 0, 0x7fffffff, 0, &start)
+		    || lks_json_int(json_object_get(o, "end_step"), start, 0x7fffffff, 0, &end)
+		    || lks_json_int(json_object_get(o, "step_interval"), 1, 0x7fffffff, 0, &every))
 			return lks_err("'%s': \"%s\": want start_step <= end_step and step_interval >= 1, "
 			               "whole numbers", path, name), LKS_IMPORT_BAD;
 		if (json_array_size(values) > (size_t)(end - start) / (size_t)every + 1)
