@@ -65,6 +65,8 @@ const lks_import_format *lks_import_format_find(const char *name)
 	return NULL;
 }
 
+_Static_assert(LKS_BLOCK_MAX_RANK == LKS_IMPORT_MAX_RANK, "a block holds every rank a log may");
+
 /* Per rank: the last step and a hash of its values (0 steps yet: seen 0). */
 struct lks_rank_last {
 	int seen, step;

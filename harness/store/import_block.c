@@ -137,6 +137,8 @@ int lks_block_add(lks_block *b, int step, int rank, const lks_metric_row *rows, 
 
 	if (b->n == LKS_BLOCK_RECORDS)
 		return 1;
+	if (step < 0 || rank < 0 || rank > LKS_BLOCK_MAX_RANK)
+		return lks_err("step %d rank %d: out of range", step, rank);
 	if (n > LKS_METRICS_MAX)
 		return lks_err("%d metrics in one record (at most %d)", n, LKS_METRICS_MAX);
 	for (int i = 0; i < n; i++) {
@@ -391,7 +393,8 @@ static int lks_decode_col(struct lks_in *in, struct lks_dcol *c, int n, const in
 			c->v[i] = lks_get_raw(in);
 			continue;
 		}
-		prev[rank[i]] += lks_unzz(t >> 4);
+		/* unsigned: a damaged blob's difference may overflow, which is checked after */
+		prev[rank[i]] = (int64_t)((uint64_t)prev[rank[i]] + (uint64_t)lks_unzz(t >> 4));
 		if (!(fabs((double)prev[rank[i]]) < LKS_M_LIMIT))
 			return -1;
 		c->v[i] = d ? (double)prev[rank[i]] / lks_p10[d] : (double)prev[rank[i]];
@@ -434,7 +437,7 @@ int lks_block_decode(const unsigned char *data, size_t len, lks_block_fn fn, voi
 	for (int i = 0; i < n; i++) {
 		uint64_t r = lks_get_varint(&in);
 
-		if (r > INT32_MAX)
+		if (r > LKS_BLOCK_MAX_RANK)
 			goto bad;
 		rank[i] = (int)r;
 		max_rank = rank[i] > max_rank ? rank[i] : max_rank;

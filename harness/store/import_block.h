@@ -31,6 +31,8 @@
 #define LKS_BLOCK_RECORDS 16384
 /* Names per block: a block that would need more is full. */
 #define LKS_BLOCK_NAMES 256
+/* Ranks 0 .. LKS_BLOCK_MAX_RANK (import.h's LKS_IMPORT_MAX_RANK). */
+#define LKS_BLOCK_MAX_RANK 65535
 
 typedef struct lks_block lks_block;
 
@@ -43,8 +45,9 @@ int lks_block_records(const lks_block *b);
 void lks_block_steps(const lks_block *b, int *first, int *last);
 
 /* Adds the record of (step, rank): rows[0..n) (at most LKS_METRICS_MAX, names shorter
-   than LKS_METRIC_NAME_MAX, each once; their step and rank are not read). 0, 1 when b is
-   full (nothing added: store b, reset it and add again), or -1 (lks_err: a bad name). */
+   than LKS_METRIC_NAME_MAX, each once; their step and rank are not read; step >= 0, rank
+   0 to LKS_BLOCK_MAX_RANK). 0, 1 when b is full (nothing added: store b, reset it and add
+   again), or -1 (lks_err: a bad name, step or rank). */
 int lks_block_add(lks_block *b, int step, int rank, const lks_metric_row *rows, int n);
 
 /* The layout of b's records: *data, *len, valid until b changes. 0, or -1 (out of memory). */
