@@ -123,7 +123,6 @@ static const char *const lks_store_sql[LKS_Q_COUNT] = {
 	                      "WHERE run_id = ?1 AND metrics IS NOT NULL ORDER BY step, rank",
 	[LKS_Q_BLOCK] = "INSERT INTO import_blocks (run_id, seq, first_step, last_step, records, "
 	                "data) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-	[LKS_Q_GET_BLOCKS] = "SELECT seq, data FROM import_blocks WHERE run_id = ?1 ORDER BY seq",
 	/* the blocks below seq ?4 that may hold steps ?2 to ?3 */
 	[LKS_Q_GET_BLOCKS_AT] = "SELECT seq, data FROM import_blocks "
 	                        "WHERE run_id = ?1 AND last_step >= ?2 AND first_step <= ?3 "
