@@ -366,6 +366,8 @@ struct lks_import_half {
 	lks_import_counts c;
 	lks_import_line_fn line;
 	off_t from;
+	dev_t dev;                /* the file the first half reads: the path must still name it */
+	ino_t ino;
 	int rc;
 };
 
@@ -374,9 +376,11 @@ static void *lks_import_half_main(void *arg)
 	struct lks_import_half *h = arg;
 	struct lks_import_ctx x = { &h->run, &h->c };
 	FILE *f = fopen(h->run.path, "r");
+	struct stat st;
 
-	h->rc = -1;
-	if (f && lseek(fileno(f), h->from, SEEK_SET) == h->from)
+	h->rc = -1;  /* a failure here: the first half's reader reads this half again */
+	if (f && !fstat(fileno(f), &st) && st.st_dev == h->dev && st.st_ino == h->ino
+	    && lseek(fileno(f), h->from, SEEK_SET) == h->from)
 		h->rc = lks_import_lines_at(h->run.path, f, 0, UINT64_MAX, lks_import_sink_counted, &x,
 		                            &h->c, h->line);
 	if (!h->rc && h->run.store)
@@ -451,9 +455,11 @@ static int lks_import_seam_join(struct lks_import_run *r, const struct lks_impor
    clean, or the second half fails, its blocks are dropped and it is read again after
    the first. */
 static int lks_import_halves(struct lks_import_run *r, const lks_import_format *fmt,
-                             const char *path, FILE *f, off_t mid, lks_import_counts *c)
+                             const char *path, FILE *f, const struct stat *st, off_t mid,
+                             lks_import_counts *c)
 {
-	struct lks_import_half h = { .line = fmt->line, .from = mid };
+	struct lks_import_half h = { .line = fmt->line, .from = mid, .dev = st->st_dev,
+	                             .ino = st->st_ino };
 	struct lks_import_ctx x = { r, c };
 	int64_t base = r->next_seq + LKS_IMPORT_SPLIT_SEQ, below = r->seq_below;
 	long lines0 = c->lines;
@@ -522,7 +528,7 @@ static int lks_import_one(struct lks_import_run *r, const lks_import_format *fmt
 	if (!in && fmt->line && !r->follow && S_ISREG(st.st_mode) && st.st_size > 1
 	    && st.st_size >= lks_import_split_min() && (mid = lks_import_middle(fileno(f),
 	                                                                        st.st_size)) > 0)
-		rc = lks_import_halves(r, fmt, path, f, mid, c);
+		rc = lks_import_halves(r, fmt, path, f, &st, mid, c);
 	else
 		rc = fmt->parse(path, f, lks_import_sink_counted, &x, c);
 	if (!in)
