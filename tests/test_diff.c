@@ -16,6 +16,7 @@
 #include <sys/wait.h>
 
 #include "run_bin.h"
+#include "tiny_model.h"
 #include "harness/engine/case.h"
 #include "harness/engine/runner.h"
 #include "harness/store/trace_store.h"
@@ -29,13 +30,7 @@ static const char case_text[] =
 	"steps = 3\n"
 	"seed = 7\n"
 	"world_size = 2\n"
-	"[model]\n"
-	"vocab = 64\n"
-	"hidden = 32\n"
-	"ffn = 64\n"
-	"layers = 1\n"
-	"seq = 8\n"
-	"batch = 2\n"
+	LKS_TINY_MODEL
 	"[run bf16]\n"
 	"recipe = bf16\n"
 	"[run bf16_again]\n"

@@ -13,6 +13,7 @@
 
 #include "run_bin.h"
 #include "store_fixture.h"
+#include "tiny_model.h"
 #include "harness/store/run.h"
 #include "harness/store/trace_store.h"
 #include "kernels/err.h"
@@ -223,13 +224,7 @@ static const char case_text[] =
 	"steps = 4\n"
 	"seed = 11\n"
 	"world_size = 2\n"
-	"[model]\n"
-	"vocab = 64\n"
-	"hidden = 32\n"
-	"ffn = 64\n"
-	"layers = 1\n"
-	"seq = 8\n"
-	"batch = 2\n"
+	LKS_TINY_MODEL
 	"[run bf16]\n"
 	"recipe = bf16\n";
 

@@ -16,6 +16,7 @@
 
 #include "nightly_fixture.h"
 #include "run_bin.h"
+#include "tiny_model.h"
 #include "harness/store/trace_store.h"
 #include "kernels/err.h"
 
@@ -27,13 +28,7 @@ static const char case_text[] =
 	"steps = 2\n"
 	"seed = 3\n"
 	"world_size = 1\n"
-	"[model]\n"
-	"vocab = 64\n"
-	"hidden = 32\n"
-	"ffn = 64\n"
-	"layers = 1\n"
-	"seq = 8\n"
-	"batch = 2\n"
+	LKS_TINY_MODEL
 	"[run bf16]\n"
 	"recipe = bf16\n"
 	"[run rowwise]\n"

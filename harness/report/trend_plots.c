@@ -66,16 +66,10 @@ static int lks_tp_steps(lks_store *s, struct lks_tp_run *x)
 	double time = 0;
 
 	x->step_time = NAN;
-	if (lks_store_get_steps(s, x->id, -1, NULL, 0, &n))
+	if (lks_store_get_all_steps(s, x->id, &rows, &n))
 		return -1;
 	if (!n)
 		return 0;
-	if (!(rows = malloc(sizeof(*rows) * (size_t)n))) {
-		lks_err("out of memory");
-		goto out;
-	}
-	if (lks_store_get_steps(s, x->id, -1, rows, n, &n))
-		goto out;
 	x->nsteps = rows[n - 1].step + 1;  /* rows by (step, rank) */
 	if (!(x->loss = calloc((size_t)x->nsteps, sizeof(double)))
 	    || !(count = calloc((size_t)x->nsteps, sizeof(int)))) {

@@ -257,21 +257,29 @@ static int lks_follow_push(struct lks_import_run *r, const lks_import_rec *rec)
 	return w->known && w->n >= w->known ? lks_follow_flush(r) : 0;
 }
 
+/* Ranks 0 .. n - 1 in r->ranks, the new ones unseen. */
+static int lks_import_ranks_grow(struct lks_import_run *r, int n)
+{
+	struct lks_rank_last *p;
+
+	if (n <= r->nranks)
+		return 0;
+	if (!(p = realloc(r->ranks, (size_t)n * sizeof(*p))))
+		return lks_err("out of memory");
+	memset(p + r->nranks, 0, (size_t)(n - r->nranks) * sizeof(*p));
+	r->ranks = p;
+	r->nranks = n;
+	return 0;
+}
+
 static int lks_import_sink_rec(void *arg, const lks_import_rec *rec)
 {
 	struct lks_import_run *r = arg;
 	struct lks_rank_last *last;
 	uint64_t h = lks_rec_hash(rec);
 
-	if (rec->rank >= r->nranks) {
-		struct lks_rank_last *p = realloc(r->ranks, (size_t)(rec->rank + 1) * sizeof(*p));
-
-		if (!p)
-			return lks_err("out of memory");
-		memset(p + r->nranks, 0, (size_t)(rec->rank + 1 - r->nranks) * sizeof(*p));
-		r->ranks = p;
-		r->nranks = rec->rank + 1;
-	}
+	if (lks_import_ranks_grow(r, rec->rank + 1))
+		return -1;
 	last = &r->ranks[rec->rank];
 	/* a later file that logs a rank's steps again is the run restarted from a checkpoint:
 	   it goes on from there, and what the earlier files logged from that step on is
@@ -428,15 +436,8 @@ static int lks_import_seam_join(struct lks_import_run *r, const struct lks_impor
 {
 	const struct lks_import_run *b = &h->run;
 
-	if (b->nranks > r->nranks) {
-		struct lks_rank_last *p = realloc(r->ranks, (size_t)b->nranks * sizeof(*p));
-
-		if (!p)
-			return lks_err("out of memory");
-		memset(p + r->nranks, 0, (size_t)(b->nranks - r->nranks) * sizeof(*p));
-		r->ranks = p;
-		r->nranks = b->nranks;
-	}
+	if (lks_import_ranks_grow(r, b->nranks))
+		return -1;
 	for (int k = 0; k < b->nranks; k++)
 		if (b->ranks[k].seen) {
 			r->ranks[k] = b->ranks[k];

@@ -48,19 +48,13 @@ int lks_store_get_suite(lks_store *s, int64_t suite_id,
 static int lks_trend_of_records(lks_store *s, lks_trend_rec *rec)
 {
 	lks_step_row *rows;
-	int n = 0, last = -1, nloss = 0, ntime = 0;
+	int n, last = -1, nloss = 0, ntime = 0;
 	double loss = 0, time = 0;
 
-	if (lks_store_get_steps(s, rec->run_id, -1, NULL, 0, &n))
+	if (lks_store_get_all_steps(s, rec->run_id, &rows, &n))
 		return -1;
 	if (n == 0)
 		return 0;
-	if (!(rows = malloc((size_t)n * sizeof(*rows))))
-		return lks_err("out of memory");
-	if (lks_store_get_steps(s, rec->run_id, -1, rows, n, &n)) {
-		free(rows);
-		return -1;
-	}
 	for (int i = 0; i < n; i++) {
 		last = rows[i].step > last ? rows[i].step : last;
 		if (!isnan(rows[i].step_time))

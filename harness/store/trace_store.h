@@ -190,6 +190,9 @@ int lks_store_get_tensors(lks_store *s, int64_t run_id,
                           void *arg);
 /* Step rows of one step (all ranks), or of every step when step < 0, by (step, rank).
    Fills at most cap rows; *n is the number of rows stored, which may be more than cap. */
+/* Every step row of the run, by (step, rank), in a new array (*rows, free it; NULL when
+   *n is 0). */
+int lks_store_get_all_steps(lks_store *s, int64_t run_id, lks_step_row **rows, int *n);
 int lks_store_get_steps(lks_store *s, int64_t run_id, int step, lks_step_row *rows, int cap,
                         int *n);
 /* Stat rows of (run, step, rank) by seq; at most cap filled, *n as above. */

@@ -6,6 +6,7 @@
  * lks_store_rows and one row function per record that makes it and hands it on.
  */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "harness/store/trace_store_impl.h"
@@ -175,6 +176,29 @@ int lks_store_get_steps(lks_store *s, int64_t run_id, int step, lks_step_row *ro
 
 	*n = (int)w.n;
 	return rc ? rc : lks_store_block_steps(s, run_id, step, rows, cap > 0 ? cap : 0, n);
+}
+
+int lks_store_get_all_steps(lks_store *s, int64_t run_id, lks_step_row **rows, int *n)
+{
+	int want = 0;
+
+	*rows = NULL;
+	*n = 0;
+	if (lks_store_get_steps(s, run_id, -1, NULL, 0, &want))
+		return -1;
+	if (want == 0)
+		return 0;
+	if (!(*rows = malloc((size_t)want * sizeof(**rows))))
+		return lks_err("out of memory");
+	if (lks_store_get_steps(s, run_id, -1, *rows, want, n)) {
+		free(*rows);
+		*rows = NULL;
+		*n = 0;
+		return -1;
+	}
+	if (*n > want)
+		*n = want;  /* rows stored between the two reads are the next reader's */
+	return 0;
 }
 
 static int lks_row_stat(sqlite3_stmt *st, void *ctx)
