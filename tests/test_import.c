@@ -680,16 +680,16 @@ static void write_big(const char *path, long bad_at, long twice_at, long *size)
 	cr_assert_eq(fclose(f), 0);
 }
 
-/* The lines before where import.c's second half of the file (size bytes) starts: up to the
-   first newline from the middle on. */
-static long lines_before_middle(const char *path, long size)
+/* The lines before where import.c's part k of n of the file (size bytes) starts: up to the
+   first newline from byte size / n * k on. */
+static long lines_before_cut(const char *path, long size, int k, int n)
 {
 	FILE *f = fopen(path, "r");
 	long lines = 0, at = 0;
 	int ch;
 
 	cr_assert(f);
-	while ((ch = getc(f)) != EOF && !(at++ >= size / 2 && ch == '\n'))
+	while ((ch = getc(f)) != EOF && !(at++ >= size / n * k && ch == '\n'))
 		lines += ch == '\n';
 	fclose(f);
 	return lines + 1;
@@ -713,24 +713,31 @@ static int fold(void *arg, const lks_metric_row *r)
 	return 0;
 }
 
-/* What one reader stores (LKS_IMPORT_SPLIT_MIN above the file's size) against what two
-   halves store: the same rows and counts. */
-static void import_big_both_ways(const char *log, struct digest *one, struct digest *two,
-                                 lks_import_result *r1, lks_import_result *r2)
+/* What one reader stores (LKS_IMPORT_SPLIT_MIN above the file's size) against what the file
+   read in parts stores: the same rows and counts. parts: 0, the parts of the default split
+   on this machine; else that many parts (LKS_IMPORT_PARTS, every file split). */
+static void import_big_both_ways(const char *log, int parts, struct digest *one,
+                                 struct digest *two, lks_import_result *r1,
+                                 lks_import_result *r2)
 {
 	lks_import_opts o = { .fmt = lks_import_format_find("torchtitan"), .case_name = "c",
 	                      .run_name = "r" };
-	char db[512];
+	char db[512], n[16];
 	lks_store *s;
 
 	for (int way = 0; way < 2; way++) {
 		struct digest *m = way ? two : one;
 		lks_import_result *res = way ? r2 : r1;
 
-		if (way)
-			unsetenv("LKS_IMPORT_SPLIT_MIN");
-		else
+		unsetenv("LKS_IMPORT_SPLIT_MIN");
+		unsetenv("LKS_IMPORT_PARTS");
+		if (!way) {
 			setenv("LKS_IMPORT_SPLIT_MIN", "1000000000", 1);
+		} else if (parts) {
+			snprintf(n, sizeof(n), "%d", parts);
+			setenv("LKS_IMPORT_PARTS", n, 1);
+			setenv("LKS_IMPORT_SPLIT_MIN", "1", 1);
+		}
 		path_in_tmp(db, sizeof(db), way ? "two.db" : "one.db");
 		cr_assert_eq(lks_store_open(db, &s), 0, "%s", lks_errmsg());
 		cr_assert_eq(lks_import_files(s, &o, &log, 1, res), 0, "%s", lks_errmsg());
@@ -740,6 +747,7 @@ static void import_big_both_ways(const char *log, struct digest *one, struct dig
 		lks_store_close(s);
 	}
 	unsetenv("LKS_IMPORT_SPLIT_MIN");
+	unsetenv("LKS_IMPORT_PARTS");
 }
 
 static void expect_same_import(const struct digest *one, const struct digest *two,
@@ -754,7 +762,12 @@ static void expect_same_import(const struct digest *one, const struct digest *tw
 	cr_assert_eq(one->h, two->h, "other rows or values");
 }
 
-Test(import, a_big_log_in_two_halves_stores_what_one_reader_does)
+/* Read in 2 to 5 parts (2: by default, a 9.5 MiB file in halves), with 8 copies of a line
+   where each part would start in turn: that part then starts among the copies (its start
+   moves by some of them), so its first record repeats the last of the part before, and
+   it is read again after that part with those after it: 8 repeated, stored once. The
+   parts before it join. What is stored and counted is one reader's every time. */
+Test(import, a_big_log_in_parts_stores_what_one_reader_does)
 {
 	struct digest one, two;
 	lks_import_result r1, r2;
@@ -763,39 +776,54 @@ Test(import, a_big_log_in_two_halves_stores_what_one_reader_does)
 
 	mkdir_tmp();
 	path_in_tmp(log, sizeof(log), "big.log");
-	write_big(log, 0, 0, &size);
-	cr_assert_gt(size, 8L << 20, "not big enough to be read in halves");
-	import_big_both_ways(log, &one, &two, &r1, &r2);
-	cr_assert_eq(r2.counts.lines, BIG_LINES);
-	cr_assert_eq(r2.steps, BIG_LINES / 2);
-	cr_assert_eq(two.n, 2L * BIG_LINES, "loss and grad_norm of every line");
-	expect_same_import(&one, &two, &r1, &r2);
-	/* a line again 8 times where the file's middle was: the second half starts among the
-	   copies (the middle moves by half of them), so its first record repeats the first
-	   half's last, and it is read again after the first: 8 repeated, stored once */
-	write_big(log, 0, lines_before_middle(log, size), &size);
-	import_big_both_ways(log, &one, &two, &r1, &r2);
-	cr_assert_eq(r1.counts.repeated, 8);
-	expect_same_import(&one, &two, &r1, &r2);
+	for (int parts = 2; parts <= 5; parts++) {
+		int set = parts == 2 ? 0 : parts;  /* 0: the default split */
+
+		write_big(log, 0, 0, &size);
+		cr_assert_gt(size, 8L << 20, "not big enough to be read in halves");
+		import_big_both_ways(log, set, &one, &two, &r1, &r2);
+		cr_assert_eq(r2.counts.lines, BIG_LINES);
+		cr_assert_eq(r2.steps, BIG_LINES / 2);
+		cr_assert_eq(two.n, 2L * BIG_LINES, "loss and grad_norm of every line");
+		expect_same_import(&one, &two, &r1, &r2);
+		for (int k = 1; k < parts; k++) {
+			write_big(log, 0, 0, &size);
+			write_big(log, 0, lines_before_cut(log, size, k, parts), &size);
+			import_big_both_ways(log, set, &one, &two, &r1, &r2);
+			cr_assert_eq(r1.counts.repeated, 8, "%d parts, at part %d", parts, k);
+			expect_same_import(&one, &two, &r1, &r2);
+		}
+	}
 	rm_tmp();
 }
 
-/* A bad number in the second half is bad input at its own line, as one reader says. */
-Test(import, a_bad_line_in_the_second_half_names_its_line)
+/* A bad number in a later part is bad input at its own line, as one reader says: in the
+   second of two halves, and in each part of four (the parts before it joined). */
+Test(import, a_bad_line_in_a_later_part_names_its_line)
 {
 	lks_import_opts o = { .fmt = lks_import_format_find("torchtitan"), .case_name = "c",
 	                      .run_name = "r" };
 	lks_import_result res;
 	char log[512], want[600];
 	const char *file = log;
-	long size;
+	long size, bad[5] = { BIG_LINES - 7 };
 
 	mkdir_tmp();
 	path_in_tmp(log, sizeof(log), "bad.log");
-	write_big(log, BIG_LINES - 7, 0, &size);
-	cr_assert_neq(lks_import_files(NULL, &o, &file, 1, &res), 0);
-	snprintf(want, sizeof(want), "'%s':%d: bad value '1.2.3'", log, BIG_LINES - 7);
-	cr_assert(strstr(lks_errmsg(), want), "%s", lks_errmsg());
+	write_big(log, 0, 0, &size);
+	for (int k = 1; k < 4; k++)  /* a few lines into part k of 4 */
+		bad[k] = lines_before_cut(log, size, k, 4) + 3;
+	bad[4] = BIG_LINES / 8;  /* in the first part */
+	for (int t = 0; t < 5; t++) {
+		if (t)
+			setenv("LKS_IMPORT_PARTS", "4", 1), setenv("LKS_IMPORT_SPLIT_MIN", "1", 1);
+		write_big(log, bad[t], 0, &size);
+		cr_assert_neq(lks_import_files(NULL, &o, &file, 1, &res), 0);
+		snprintf(want, sizeof(want), "'%s':%ld: bad value '1.2.3'", log, bad[t]);
+		cr_assert(strstr(lks_errmsg(), want), "%s", lks_errmsg());
+	}
+	unsetenv("LKS_IMPORT_PARTS");
+	unsetenv("LKS_IMPORT_SPLIT_MIN");
 	rm_tmp();
 }
 

@@ -6,9 +6,10 @@
  * colours, every 20th line one that holds no metrics, as a real log has, and values that
  * move as a real run's do (a falling loss with noise, grad norm, throughput and MFU that
  * vary from line to line: a smooth curve would store in fewer bytes than a log). Three
- * sides run
- * in interleaved rounds (bench_stats.c): wc -l (the peer), the parse and checks alone
- * (lks_import_files without a store), and the whole import into a new database.
+ * sides run in interleaved rounds (bench_stats.c): wc -l (the peer), the parse and checks
+ * alone (lks_import_files without a store), and the whole import into a new database. The
+ * import reads a big log in as many parts at once as the machine has processors (import.c),
+ * and says how many.
  */
 #include <errno.h>
 #include <stdint.h>
@@ -38,6 +39,7 @@ struct lks_bench_import {
 	char dir[2048], log[4096], db[4096];
 	long lines;
 	int ranks;
+	int parts;                /* the parts the import read the log in at once */
 };
 
 /* A uniform number in [0, 1) from the state x (an LCG: the same log every run). */
@@ -95,7 +97,7 @@ static double lks_bench_wc(const struct lks_bench_import *b)
 	return lks_now() - t0;
 }
 
-static double lks_bench_import_once(const struct lks_bench_import *b, int with_store)
+static double lks_bench_import_once(struct lks_bench_import *b, int with_store)
 {
 	lks_import_opts o = { .fmt = lks_import_format_at(LKS_IMPORT_TORCHTITAN),
 	                      .case_name = "bench", .run_name = "import" };
@@ -117,6 +119,7 @@ static double lks_bench_import_once(const struct lks_bench_import *b, int with_s
 		return -1;
 	if (res.counts.lines != b->lines)
 		return lks_err("the import read %ld lines, not %ld", res.counts.lines, b->lines), -1;
+	b->parts = res.parts;
 	return lks_now() - t0;
 }
 
@@ -188,6 +191,8 @@ int lks_bench_import(int argc, char **argv)
 	}
 	printf("bench import: a torchtitan log of %ld lines, %d ranks, in '%s'; median of %d "
 	       "rounds\n", b.lines, b.ranks, b.dir, reps);
+	printf("the log read in %d part%s at once, on %ld processors\n", b.parts,
+	       b.parts == 1 ? "" : "s", sysconf(_SC_NPROCESSORS_ONLN));
 	printf("%-36s %10s %14s %8s %17s\n", "reader", "s", "lines/s", "ratio", "ratio q1..q3");
 	printf("%-36s %10.3f %14.0f %8.3f\n", "wc -l (peer)", wc.median, b.lines / wc.median,
 	       1.0);

@@ -12,10 +12,11 @@
  * seed 0, steps the last step read, world size the ranks read (every rank from 0 up must
  * have steps), the files in the fingerprint ({"import": {"format": ..., "files": [...]}}).
  * The records go into blocks of many (import_block.h), each stored as one row when full,
- * by a thread of its own while the parse goes on (import_writer.h); a followed log stores
- * a block per step itself. Read back, a record
- * is also a steps row: loss, grad_norm, lr where present, step_time the iteration time
- * in seconds, nonfinite the count of numerics metrics not finite; NaN what the log lacks.
+ * by a thread of its own while the parse goes on (import_writer.h); a big file is read in
+ * parts at once, each part's blocks encoded by its own thread; a followed log stores a
+ * block per step itself. Read back, a record is also a steps row: loss, grad_norm, lr
+ * where present, step_time the iteration time in seconds, nonfinite the count of numerics
+ * metrics not finite; NaN what the log lacks.
  */
 #include <jansson.h>
 #include <pthread.h>
@@ -102,6 +103,7 @@ struct lks_import_run {
 	lks_import_writer *writer;  /* a whole import (store set): its blocks' thread */
 	int64_t next_seq;         /* the next block's */
 	int64_t seq_below;        /* a restart drops records of the blocks below it only */
+	int parts;                /* the most parts a file was read in */
 	pthread_mutex_t *store_mu;  /* NULL: this thread alone uses the store */
 };
 
@@ -161,18 +163,21 @@ static void lks_import_lock(struct lks_import_run *r, int on)
 		(on ? pthread_mutex_lock : pthread_mutex_unlock)(r->store_mu);
 }
 
-/* The records gathered, handed to the writer or stored here; with settle, the writer has
-   stored them too when this returns, and the store is free of this import's writer. */
+/* The records gathered, handed to the writer or stored here (encoded before the store's
+   lock: other parts of a file insert meanwhile); with settle, the writer has stored them
+   too when this returns, and the store is free of this import's writer. */
 static int lks_import_flush(struct lks_import_run *r, int settle)
 {
 	int rc = 0;
 
 	if (lks_block_records(lks_import_block(r)) > 0) {
 		int64_t seq = r->next_seq++;
+		const unsigned char *data;
+		size_t len;
 
 		if (r->writer) {
 			rc = lks_import_writer_submit(r->writer, seq);
-		} else {
+		} else if (!(rc = lks_block_encode(r->block, &data, &len))) {
 			lks_import_lock(r, 1);
 			rc = lks_store_import_block(r->store, r->run_id, seq, r->block);
 			lks_import_lock(r, 0);
@@ -361,50 +366,56 @@ static int lks_import_ranks_check(const struct lks_import_run *r, const char *wh
 	return 0;
 }
 
-/* ---- a file read in two halves at once ---- */
+/* ---- a file read in parts at once ---- */
 
-/* A log file of at least this many bytes (LKS_IMPORT_SPLIT_MIN, for tests) is read in two
-   halves by two threads; the second half's blocks are numbered from this far above. */
+/* A log file of at least LKS_IMPORT_SPLIT_MIN bytes (the variable of that name, for tests)
+   is read in parts of at least half that size by threads of their own, as many as the
+   machine has processors, at most LKS_IMPORT_PARTS_MAX (the variable LKS_IMPORT_PARTS,
+   for tests, sets the most). Part k's blocks are numbered from k * LKS_IMPORT_PART_SEQ above
+   the file's first. */
 #define LKS_IMPORT_SPLIT_MIN ((off_t)8 << 20)
-#define LKS_IMPORT_SPLIT_SEQ ((int64_t)1 << 40)
+#define LKS_IMPORT_PARTS_MAX 16
+#define LKS_IMPORT_PART_SEQ ((int64_t)1 << 40)
 
-/* The second half: its own reader state (every rank unseen), counts and blocks. */
-struct lks_import_half {
+/* A part after the first: its own reader state (every rank unseen), counts and blocks. */
+struct lks_import_part {
 	struct lks_import_run run;
 	lks_import_counts c;
 	lks_import_line_fn line;
 	off_t from;
-	dev_t dev;                /* the file the first half reads: the path must still name it */
+	uint64_t len;             /* its bytes; UINT64_MAX: to the end (the last part) */
+	dev_t dev;                /* the file the first part reads: the path must still name it */
 	ino_t ino;
-	int rc;
+	pthread_t thread;
+	int started, rc;
 };
 
-static void *lks_import_half_main(void *arg)
+static void *lks_import_part_main(void *arg)
 {
-	struct lks_import_half *h = arg;
-	struct lks_import_ctx x = { &h->run, &h->c };
-	FILE *f = fopen(h->run.path, "r");
+	struct lks_import_part *p = arg;
+	struct lks_import_ctx x = { &p->run, &p->c };
+	FILE *f = fopen(p->run.path, "r");
 	struct stat st;
 
-	h->rc = -1;  /* a failure here: the first half's reader reads this half again */
-	if (f && !fstat(fileno(f), &st) && st.st_dev == h->dev && st.st_ino == h->ino
-	    && lseek(fileno(f), h->from, SEEK_SET) == h->from)
-		h->rc = lks_import_lines_at(h->run.path, f, 0, UINT64_MAX, lks_import_sink_counted, &x,
-		                            &h->c, h->line);
-	if (!h->rc && h->run.store)
-		h->rc = lks_import_flush(&h->run, 1);
+	p->rc = -1;  /* a failure here: this part is read again after the one before it */
+	if (f && !fstat(fileno(f), &st) && st.st_dev == p->dev && st.st_ino == p->ino
+	    && lseek(fileno(f), p->from, SEEK_SET) == p->from)
+		p->rc = lks_import_lines_at(p->run.path, f, 0, p->len, lks_import_sink_counted, &x,
+		                            &p->c, p->line);
+	if (!p->rc && p->run.store)
+		p->rc = lks_import_flush(&p->run, 1);
 	if (f)
 		fclose(f);
 	return NULL;
 }
 
-/* Where a second half of the file of size bytes would start: after the first newline from
-   the middle on; 0 when there is none before the last byte. */
-static off_t lks_import_middle(int fd, off_t size)
+/* Where a part starting near byte at of the file of size bytes would start: after the
+   first newline from at on; 0 when there is none before the last byte. */
+static off_t lks_import_cut(int fd, off_t at, off_t size)
 {
 	char buf[4096];
 
-	for (off_t at = size / 2; at < size;) {
+	while (at < size) {
 		ssize_t n = pread(fd, buf, sizeof(buf), at);
 		const char *nl = n > 0 ? memchr(buf, '\n', (size_t)n) : NULL;
 
@@ -417,9 +428,9 @@ static off_t lks_import_middle(int fd, off_t size)
 	return 0;
 }
 
-/* The second half read as the first went on would read it: every rank it logs starts
-   after the step the first half (or an earlier file) left it at. A step that comes again
-   there (a repeat, a restart, an error) is read again by one reader instead. */
+/* A part read as the reader of the parts before it would go on to read it: every rank it
+   logs starts after the step the parts before (or an earlier file) left it at. A step that
+   comes again there (a repeat, a restart, an error) is read again by one reader instead. */
 static int lks_import_seam_clean(const struct lks_import_run *a, const struct lks_import_run *b)
 {
 	for (int k = 0; k < b->nranks; k++)
@@ -429,84 +440,124 @@ static int lks_import_seam_clean(const struct lks_import_run *a, const struct lk
 	return 1;
 }
 
-/* The second half's ranks, counts and block numbers taken on by the run; its lines are
-   numbered on from the first half's (in_first). */
-static int lks_import_seam_join(struct lks_import_run *r, const struct lks_import_half *h,
-                                long in_first, lks_import_counts *c)
+/* A part's ranks, counts and block numbers taken on by the run; its lines are numbered on
+   from the parts' before it (before). */
+static int lks_import_seam_join(struct lks_import_run *r, const struct lks_import_part *p,
+                                long before, lks_import_counts *c)
 {
-	const struct lks_import_run *b = &h->run;
+	const struct lks_import_run *b = &p->run;
 
 	if (lks_import_ranks_grow(r, b->nranks))
 		return -1;
 	for (int k = 0; k < b->nranks; k++)
 		if (b->ranks[k].seen) {
 			r->ranks[k] = b->ranks[k];
-			r->ranks[k].line += in_first;
+			r->ranks[k].line += before;
 		}
-	c->lines += h->c.lines;
-	c->records += h->c.records;
-	c->ignored += h->c.ignored;
-	c->repeated += h->c.repeated;
+	c->lines += p->c.lines;
+	c->records += p->c.records;
+	c->ignored += p->c.ignored;
+	c->repeated += p->c.repeated;
 	r->next_seq = b->next_seq;
 	return 0;
 }
 
-/* The file f (path) read in two halves at once, the second from byte mid on by a thread
-   of its own, with exactly what one reader would store and say: where the seam is not
-   clean, or the second half fails, its blocks are dropped and it is read again after
-   the first. */
-static int lks_import_halves(struct lks_import_run *r, const lks_import_format *fmt,
-                             const char *path, FILE *f, const struct stat *st, off_t mid,
-                             lks_import_counts *c)
+/* An environment variable of tests, a count >= lo; else def. */
+static long lks_import_env(const char *name, long lo, long def)
 {
-	struct lks_import_half h = { .line = fmt->line, .from = mid, .dev = st->st_dev,
-	                             .ino = st->st_ino };
-	struct lks_import_ctx x = { r, c };
-	int64_t base = r->next_seq + LKS_IMPORT_SPLIT_SEQ, below = r->seq_below;
-	long lines0 = c->lines;
-	pthread_t thread;
-	int rc;
+	const char *e = getenv(name);
+	char *end;
+	long long v = e && *e ? strtoll(e, &end, 10) : lo - 1;
 
-	h.run = (struct lks_import_run){ .store = r->store, .run_id = r->run_id, .path = path,
-	                                 .file = r->file, .next_seq = base,
-	                                 .seq_below = INT64_MAX, .store_mu = r->store_mu };
-	if (r->store && !(h.run.block = lks_block_new()))
-		return -1;
-	if (pthread_create(&thread, NULL, lks_import_half_main, &h)) {
-		lks_block_free(h.run.block);  /* no thread to be had: one reader, the whole file */
-		return lks_import_lines_at(path, f, 0, UINT64_MAX, lks_import_sink_counted, &x, c,
-		                           fmt->line);
-	}
-	r->seq_below = base;  /* a restart in the first half leaves the second's blocks be */
-	rc = lks_import_lines_at(path, f, 0, (uint64_t)mid, lks_import_sink_counted, &x, c,
-	                         fmt->line);
-	pthread_join(thread, NULL);
-	r->seq_below = below;
-	if (!rc && h.rc == 0 && lks_import_seam_clean(r, &h.run)) {
-		rc = lks_import_seam_join(r, &h, c->lines - lines0, c);
-	} else if (!rc) {
-		if (r->store && !(rc = lks_import_flush(r, 1))) {
-			lks_import_lock(r, 1);
-			rc = lks_store_import_unblock(r->store, r->run_id, base);
-			lks_import_lock(r, 0);
-		}
-		if (!rc)  /* f's descriptor is at mid: the first half read up to it */
-			rc = lks_import_lines_at(path, f, c->lines - lines0, UINT64_MAX,
-			                         lks_import_sink_counted, &x, c, fmt->line);
-	}
-	free(h.run.ranks);
-	lks_block_free(h.run.block);
-	return rc;
+	return v >= lo && !*end ? (long)v : def;
 }
 
-/* LKS_IMPORT_SPLIT_MIN, or its default. */
-static off_t lks_import_split_min(void)
+/* Where the parts of the file fd (size bytes) start: starts[0] = 0, then in order; their
+   count (1: read whole). */
+static int lks_import_starts(int fd, off_t size, off_t *starts)
 {
-	const char *e = getenv("LKS_IMPORT_SPLIT_MIN");
-	char *end;
-	long long v = e && *e ? strtoll(e, &end, 10) : -1;
+	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+	off_t min = (off_t)lks_import_env("LKS_IMPORT_SPLIT_MIN", 1, LKS_IMPORT_SPLIT_MIN);
+	long most = lks_import_env("LKS_IMPORT_PARTS", 1, cpus < 1 ? 1 : cpus);
+	off_t parts = size < min ? 1 : size * 2 / min;
+	int n = 1;
 
-	return v >= 0 && !*end ? (off_t)v : LKS_IMPORT_SPLIT_MIN;
+	if (most > LKS_IMPORT_PARTS_MAX)
+		most = LKS_IMPORT_PARTS_MAX;
+	if (parts > most)
+		parts = most;
+	starts[0] = 0;
+	for (off_t k = 1; k < parts; k++) {
+		off_t at = lks_import_cut(fd, size / parts * k, size);
+
+		if (at > starts[n - 1])  /* a line longer than a part: fewer parts */
+			starts[n++] = at;
+	}
+	return n;
+}
+
+/* The file f (path, described by st) read in parts at once (starts[0..n), the first read
+   here, each other by a thread of its own), with exactly what one reader would store and
+   say: at the first part whose seam is not clean, or which failed, its blocks and those
+   of the parts after it are dropped, and the file is read on from its start by one
+   reader. */
+static int lks_import_parts(struct lks_import_run *r, const lks_import_format *fmt,
+                            const char *path, FILE *f, const struct stat *st,
+                            const off_t *starts, int n, lks_import_counts *c)
+{
+	struct lks_import_part *parts = calloc((size_t)n, sizeof(*parts));
+	struct lks_import_ctx x = { r, c };
+	int64_t first = r->next_seq, below = r->seq_below;
+	long lines0 = c->lines;
+	int rc = 0, k;
+
+	if (!parts)
+		return lks_err("out of memory");
+	for (k = 1; k < n; k++) {
+		struct lks_import_part *p = &parts[k];
+
+		*p = (struct lks_import_part){ .line = fmt->line, .from = starts[k],
+		                               .len = k + 1 < n ? (uint64_t)(starts[k + 1] - starts[k])
+		                                                : UINT64_MAX,
+		                               .dev = st->st_dev, .ino = st->st_ino, .rc = -1 };
+		p->run = (struct lks_import_run){ .store = r->store, .run_id = r->run_id,
+		                                  .path = path, .file = r->file,
+		                                  .next_seq = first + k * LKS_IMPORT_PART_SEQ,
+		                                  .seq_below = INT64_MAX, .store_mu = r->store_mu };
+		/* no block or no thread to be had: the part is read by the reader before it */
+		p->started = (!r->store || (p->run.block = lks_block_new()))
+		             && !pthread_create(&p->thread, NULL, lks_import_part_main, p);
+	}
+	r->seq_below = first + LKS_IMPORT_PART_SEQ;  /* a restart leaves the parts' blocks be */
+	rc = lks_import_lines_at(path, f, 0, n > 1 ? (uint64_t)starts[1] : UINT64_MAX,
+	                         lks_import_sink_counted, &x, c, fmt->line);
+	for (k = 1; k < n; k++)
+		if (parts[k].started)
+			pthread_join(parts[k].thread, NULL);
+	r->seq_below = below;
+	for (k = 1; !rc && k < n; k++) {
+		if (parts[k].rc == 0 && lks_import_seam_clean(r, &parts[k].run)) {
+			rc = lks_import_seam_join(r, &parts[k], c->lines - lines0, c);
+			continue;
+		}
+		if (r->store && !(rc = lks_import_flush(r, 1))) {
+			lks_import_lock(r, 1);
+			rc = lks_store_import_unblock(r->store, r->run_id, first + k * LKS_IMPORT_PART_SEQ);
+			lks_import_lock(r, 0);
+		}
+		if (!rc && lseek(fileno(f), starts[k], SEEK_SET) != starts[k])
+			rc = lks_err("cannot read '%s' after line %ld", path, c->lines - lines0);
+		if (!rc)
+			rc = lks_import_lines_at(path, f, c->lines - lines0, UINT64_MAX,
+			                         lks_import_sink_counted, &x, c, fmt->line);
+		break;
+	}
+	for (k = 1; k < n; k++) {
+		free(parts[k].run.ranks);
+		lks_block_free(parts[k].run.block);
+	}
+	free(parts);
+	return rc;
 }
 
 static int lks_import_one(struct lks_import_run *r, const lks_import_format *fmt,
@@ -516,8 +567,8 @@ static int lks_import_one(struct lks_import_run *r, const lks_import_format *fmt
 	int in = !strcmp(path, "-");  /* standard input */
 	FILE *f = in ? stdin : fopen(path, "r");
 	struct stat st = { 0 };
-	off_t mid;
-	int rc;
+	off_t starts[LKS_IMPORT_PARTS_MAX];
+	int n, rc;
 
 	if (!f)
 		return lks_err("cannot open '%s'", path), LKS_IMPORT_BAD;
@@ -526,11 +577,11 @@ static int lks_import_one(struct lks_import_run *r, const lks_import_format *fmt
 		return lks_err("'%s' is a folder, not a log", path), LKS_IMPORT_BAD;
 	}
 	r->path = path;
-	if (!in && fmt->line && !r->follow && S_ISREG(st.st_mode) && st.st_size > 1
-	    && st.st_size >= lks_import_split_min() && (mid = lks_import_middle(fileno(f),
-	                                                                        st.st_size)) > 0)
-		rc = lks_import_halves(r, fmt, path, f, &st, mid, c);
-	else
+	if (!in && fmt->line && !r->follow && S_ISREG(st.st_mode)
+	    && (n = lks_import_starts(fileno(f), st.st_size, starts)) > 1) {
+		r->parts = n > r->parts ? n : r->parts;
+		rc = lks_import_parts(r, fmt, path, f, &st, starts, n, c);
+	} else
 		rc = fmt->parse(path, f, lks_import_sink_counted, &x, c);
 	if (!in)
 		fclose(f);
@@ -594,6 +645,7 @@ int lks_import_files(lks_store *store, const lks_import_opts *o, const char *con
 		res->steps = lks_import_last_step(&r);
 		res->counts.restarts = r.restarts;
 		res->world_size = r.nranks;
+		res->parts = r.parts ? r.parts : 1;
 	}
 	free(r.ranks);
 	return rc;
@@ -632,6 +684,7 @@ int lks_import_follow(lks_store *store, const lks_import_opts *o, const char *pa
 	res->run_id = r.run_id;
 	res->steps = w.stored;
 	res->world_size = r.nranks;
+	res->parts = 1;
 	free(r.ranks);
 	free(w.recs);
 	lks_block_free(r.block);

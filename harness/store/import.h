@@ -185,6 +185,7 @@ typedef struct lks_import_opts {
 typedef struct lks_import_result {
 	int64_t run_id;
 	int steps, world_size;    /* the last step, the ranks */
+	int parts;                /* the most parts a file was read in at once (1: one reader) */
 	lks_import_counts counts; /* summed over the files */
 } lks_import_result;
 

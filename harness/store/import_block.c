@@ -51,6 +51,7 @@ struct lks_block {
 	int64_t *prev;                    /* encoding: per rank, the m before */
 	int prev_cap;
 	struct lks_buf out;
+	int encoded;                      /* out holds the records as they are */
 };
 
 lks_block *lks_block_new(void)
@@ -88,6 +89,7 @@ void lks_block_reset(lks_block *b)
 	b->n = 0;
 	b->ncols = 0;
 	b->max_rank = 0;
+	b->encoded = 0;
 }
 
 int lks_block_records(const lks_block *b)
@@ -164,6 +166,7 @@ int lks_block_add(lks_block *b, int step, int rank, const lks_metric_row *rows, 
 	}
 	b->step[b->n] = step;
 	b->rank[b->n] = rank;
+	b->encoded = 0;
 	if (rank > b->max_rank)
 		b->max_rank = rank;
 	b->n++;
@@ -280,6 +283,11 @@ int lks_block_encode(lks_block *b, const unsigned char **data, size_t *len)
 	size_t head = 32;
 	int prev = 0;
 
+	if (b->encoded) {  /* encoded before a lock is taken, stored under it (import.c) */
+		*data = b->out.p;
+		*len = b->out.n;
+		return 0;
+	}
 	if (b->max_rank + 1 > b->prev_cap) {
 		int64_t *p = realloc(b->prev, (size_t)(b->max_rank + 1) * sizeof(*p));
 
@@ -312,6 +320,7 @@ int lks_block_encode(lks_block *b, const unsigned char **data, size_t *len)
 	for (int j = 0; j < b->ncols; j++)
 		if (lks_encode_col(b, &b->cols[j]))
 			return -1;
+	b->encoded = 1;
 	*data = b->out.p;
 	*len = b->out.n;
 	return 0;

@@ -50,7 +50,8 @@ void lks_block_steps(const lks_block *b, int *first, int *last);
    again), or -1 (lks_err: a bad name, step or rank). */
 int lks_block_add(lks_block *b, int step, int rank, const lks_metric_row *rows, int n);
 
-/* The layout of b's records: *data, *len, valid until b changes. 0, or -1 (out of memory). */
+/* The layout of b's records: *data, *len, valid until b changes (a second call before then
+   gives the same bytes without encoding again). 0, or -1 (out of memory). */
 int lks_block_encode(lks_block *b, const unsigned char **data, size_t *len);
 
 /* Calls fn on each record of the blob data[0..len) in its order: its step and rank, and

@@ -33,6 +33,8 @@ static void *lks_import_writer_main(void *arg)
 
 	pthread_mutex_lock(&w->mu);
 	for (;;) {
+		const unsigned char *data;
+		size_t len;
 		lks_block *b;
 		int rc;
 
@@ -42,9 +44,11 @@ static void *lks_import_writer_main(void *arg)
 			break;
 		b = w->pending;
 		pthread_mutex_unlock(&w->mu);
+		/* encoded before the store's lock: other parts of the file insert meanwhile */
+		rc = w->failed ? 0 : lks_block_encode(b, &data, &len);
 		if (w->store_mu)
 			pthread_mutex_lock(w->store_mu);
-		rc = w->failed ? 0 : lks_store_import_block(w->s, w->run_id, w->seq, b);
+		rc = w->failed || rc ? rc : lks_store_import_block(w->s, w->run_id, w->seq, b);
 		if (w->store_mu)
 			pthread_mutex_unlock(w->store_mu);
 		lks_block_reset(b);
