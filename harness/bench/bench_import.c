@@ -40,6 +40,7 @@ struct lks_bench_import {
 	long lines;
 	int ranks;
 	int parts;                /* the parts the import read the log in at once */
+	double *phase;            /* per round: the import's open, import and close (seconds) */
 };
 
 /* A uniform number in [0, 1) from the state x (an LCG: the same log every run). */
@@ -97,7 +98,10 @@ static double lks_bench_wc(const struct lks_bench_import *b)
 	return lks_now() - t0;
 }
 
-static double lks_bench_import_once(struct lks_bench_import *b, int with_store)
+/* One import of the log: into a new database (with_store), else the parse and checks
+   alone. A timed round's phases go to b->phase[3 * round ...]: opening the database, the
+   import, closing it (the WAL's last checkpoint and its fsyncs: the import made durable). */
+static double lks_bench_import_once(struct lks_bench_import *b, int with_store, int round)
 {
 	lks_import_opts o = { .fmt = lks_import_format_at(LKS_IMPORT_TORCHTITAN),
 	                      .case_name = "bench", .run_name = "import" };
@@ -105,7 +109,7 @@ static double lks_bench_import_once(struct lks_bench_import *b, int with_store)
 	char wal[4200];
 	lks_import_result res;
 	lks_store *s = NULL;
-	double t0 = lks_now();
+	double t0 = lks_now(), t1, t2;
 	int rc;
 
 	unlink(b->db);
@@ -113,10 +117,17 @@ static double lks_bench_import_once(struct lks_bench_import *b, int with_store)
 	unlink(wal);
 	if (with_store && lks_store_open(b->db, &s))
 		return -1;
+	t1 = lks_now();
 	rc = lks_import_files(s, &o, files, 1, &res);
+	t2 = lks_now();
 	lks_store_close(s);
 	if (rc)
 		return -1;
+	if (with_store && round >= 0) {
+		b->phase[3 * round] = t1 - t0;
+		b->phase[3 * round + 1] = t2 - t1;
+		b->phase[3 * round + 2] = lks_now() - t2;
+	}
 	if (res.counts.lines != b->lines)
 		return lks_err("the import read %ld lines, not %ld", res.counts.lines, b->lines), -1;
 	b->parts = res.parts;
@@ -125,8 +136,7 @@ static double lks_bench_import_once(struct lks_bench_import *b, int with_store)
 
 static double lks_bench_import_side(void *arg, int side, int round)
 {
-	(void)round;
-	return side == 0 ? lks_bench_wc(arg) : lks_bench_import_once(arg, side == 2);
+	return side == 0 ? lks_bench_wc(arg) : lks_bench_import_once(arg, side == 2, round);
 }
 
 static int lks_bench_import_opts(int argc, char **argv, struct lks_bench_import *b,
@@ -164,7 +174,7 @@ int lks_bench_import(int argc, char **argv)
 	const char *base = getenv("TMPDIR");
 	int reps = 3, keep = 0, rc;
 	double *t = NULL;
-	lks_bench_spread wc, ratio_parse, ratio_import;
+	lks_bench_spread wc, ratio_parse, ratio_import, phase[3];
 
 	if (!base || !*base)
 		base = "/tmp";
@@ -181,11 +191,15 @@ int lks_bench_import(int argc, char **argv)
 	snprintf(b.log, sizeof(b.log), "%s/titan.log", b.dir);
 	snprintf(b.db, sizeof(b.db), "%s/bench.db", b.dir);
 	rc = LKS_EXIT_INFRA;
-	if (!(t = calloc((size_t)reps * 3, sizeof(*t))) || lks_bench_import_log(&b)
+	if (!(t = calloc((size_t)reps * 3, sizeof(*t)))
+	    || !(b.phase = calloc((size_t)reps * 3, sizeof(*b.phase))) || lks_bench_import_log(&b)
 	    || lks_bench_rounds(lks_bench_import_side, &b, 3, 1, reps, t)
 	    || lks_bench_per_round(t, 3, reps, 0, -1, &wc)
 	    || lks_bench_per_round(t, 3, reps, 0, 1, &ratio_parse)
-	    || lks_bench_per_round(t, 3, reps, 0, 2, &ratio_import)) {
+	    || lks_bench_per_round(t, 3, reps, 0, 2, &ratio_import)
+	    || lks_bench_per_round(b.phase, 3, reps, 0, -1, &phase[0])
+	    || lks_bench_per_round(b.phase, 3, reps, 1, -1, &phase[1])
+	    || lks_bench_per_round(b.phase, 3, reps, 2, -1, &phase[2])) {
 		fprintf(stderr, "lockstep: bench import: %s\n", lks_errmsg());
 		goto out;
 	}
@@ -202,6 +216,8 @@ int lks_bench_import(int argc, char **argv)
 	printf("%-36s %10.3f %14.0f %8.3f %8.3f..%.3f\n", "lockstep import (SQLite, one txn)",
 	       wc.median / ratio_import.median, b.lines * ratio_import.median / wc.median,
 	       ratio_import.median, ratio_import.q1, ratio_import.q3);
+	printf("  of which: open %.3f s, import %.3f s, close (last checkpoint, fsync) %.3f s\n",
+	       phase[0].median, phase[1].median, phase[2].median);
 	printf("target >= %.2f x wc -l: %s\n", LKS_BENCH_IMPORT_TARGET,
 	       ratio_import.median >= LKS_BENCH_IMPORT_TARGET ? "met" : "NOT met");
 	rc = LKS_EXIT_OK;
@@ -216,5 +232,6 @@ out:
 		rmdir(b.dir);
 	}
 	free(t);
+	free(b.phase);
 	return rc;
 }

@@ -108,14 +108,24 @@ void lks_block_steps(const lks_block *b, int *first, int *last)
 	}
 }
 
+/* Whether the NUL-ended names a and b are the same: a loop, not a call, for names of a
+   few letters, most often the same. */
+static int lks_name_eq(const char *a, const char *b)
+{
+	for (; *a == *b; a++, b++)
+		if (!*a)
+			return 1;
+	return 0;
+}
+
 /* The column of name, made when new (of kind); -1 when the block has no room for it, -2
    out of memory, -3 a name of another kind, -4 a name empty or too long. */
 static int lks_block_col(lks_block *b, const char *name, lks_metric_kind kind, int *hint)
 {
 	struct lks_bcol *c;
-	int j = *hint < b->ncols && !strcmp(b->cols[*hint].name, name) ? *hint : 0;
+	int j = *hint < b->ncols && lks_name_eq(b->cols[*hint].name, name) ? *hint : 0;
 
-	for (; j < b->ncols && strcmp(b->cols[j].name, name); j++)
+	for (; j < b->ncols && !lks_name_eq(b->cols[j].name, name); j++)
 		;
 	if (j < b->ncols)
 		return b->cols[j].kind == kind ? (*hint = j) : -3;
@@ -216,6 +226,21 @@ static int lks_same_bits(double a, double b)
 	return !memcmp(&a, &b, sizeof(a));
 }
 
+/* x rounded to the nearest integer, ties to even, as nearbyint in the default rounding
+   mode, without its call: below 2^52 in magnitude, adding and taking away 2^52 leaves
+   exactly the rounded integer (the sum has no bits below 1); from 2^52 on every double is
+   an integer already. The sign is put back after, so -0.3 gives -0. */
+static double lks_round(double x)
+{
+	const double two52 = 4503599627370496.0;
+	double a = fabs(x);
+
+	if (!(a < two52))
+		return x;
+	a = (a + two52) - two52;
+	return x < 0 ? -a : a;
+}
+
 /* v as m / 10^d (the short form): d, or LKS_DEC_RAW. try_d first. */
 static int lks_decimal(double v, int try_d, int64_t *m)
 {
@@ -223,7 +248,7 @@ static int lks_decimal(double v, int try_d, int64_t *m)
 		return LKS_DEC_RAW;  /* NaN, inf, too large, -0 */
 	for (int k = -1; k <= LKS_DEC_MAX; k++) {
 		int d = k < 0 ? try_d : k;
-		double x = v * lks_p10[d], r = nearbyint(x);
+		double x = v * lks_p10[d], r = lks_round(x);
 
 		if (k == try_d || !(fabs(r) < LKS_M_LIMIT))
 			continue;

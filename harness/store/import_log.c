@@ -181,7 +181,7 @@ static const char *lks_titan_quick(lks_import_rec *rec, const char *path, const 
 		return q + (*q == '%');
 	}
 	/* memory: no thousands separators before "GiB", as lks_titan_value reads it */
-	if (end - q < 3 || memcmp(q, "GiB", 3) || lks_import_number_prefix(v, k, 0, &x) != k)
+	if (end - q < 3 || memcmp(q, "GiB", 3) || memchr(v, ',', k))
 		return NULL;
 	if (lks_titan_blank(*(u = q + 3))) {
 		*rc = lks_import_rec_add(rec, LKS_IMPORT_TORCHTITAN, l, llen, x, path);
