@@ -108,24 +108,14 @@ void lks_block_steps(const lks_block *b, int *first, int *last)
 	}
 }
 
-/* Whether the NUL-ended names a and b are the same: a loop, not a call, for names of a
-   few letters, most often the same. */
-static int lks_name_eq(const char *a, const char *b)
-{
-	for (; *a == *b; a++, b++)
-		if (!*a)
-			return 1;
-	return 0;
-}
-
 /* The column of name, made when new (of kind); -1 when the block has no room for it, -2
    out of memory, -3 a name of another kind, -4 a name empty or too long. */
 static int lks_block_col(lks_block *b, const char *name, lks_metric_kind kind, int *hint)
 {
 	struct lks_bcol *c;
-	int j = *hint < b->ncols && lks_name_eq(b->cols[*hint].name, name) ? *hint : 0;
+	int j = *hint < b->ncols && !strcmp(b->cols[*hint].name, name) ? *hint : 0;
 
-	for (; j < b->ncols && !lks_name_eq(b->cols[j].name, name); j++)
+	for (; j < b->ncols && strcmp(b->cols[j].name, name); j++)
 		;
 	if (j < b->ncols)
 		return b->cols[j].kind == kind ? (*hint = j) : -3;
