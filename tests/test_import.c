@@ -138,6 +138,30 @@ Test(import, older_torchtitan_wps_is_performance)
 	rm_tmp();
 }
 
+/* torchtitan of 2025 and after: a 24-bit colour code, TFLOP/s past a thousand written with
+   a separator (FP8 on an H100: "1,094.23"), and a validation line ("validate step:  2 ...")
+   after a training step, which is no training record: counted as ignored, its loss not
+   taken for the step's. */
+Test(import, torchtitan_validation_lines_are_ignored_and_tflops_may_hold_commas)
+{
+	lks_import_result res;
+	struct seen m;
+	lks_store *s;
+
+	cr_assert_eq(import("torchtitan", "titan_validate.log", &s, &res), 0, "%s", lks_errmsg());
+	cr_assert_eq(res.steps, 3);
+	cr_assert_eq(res.counts.records, 3);
+	cr_assert_eq(res.counts.ignored, 2, "the start line and the validation line");
+	metrics_of(s, res.run_id, &m);
+	cr_assert_eq(m.n, 3 * 7);
+	cr_assert_eq(at(&m, 2, 0, "loss")->value, 9.0283);
+	cr_assert_eq(at(&m, 1, 0, "tflops")->value, 1094.23);
+	cr_assert_eq(at(&m, 2, 0, "memory")->value, 62.47);
+	cr_assert_eq(at(&m, 3, 0, "grad_norm")->value, 0.9876);
+	lks_store_close(s);
+	rm_tmp();
+}
+
 Test(import, torchtitan_line_repeated_by_ranks_is_one_row_per_step_and_rank)
 {
 	lks_import_result res;
