@@ -49,6 +49,10 @@ static const lks_metric_row *at(const struct seen *s, int step, int rank, const 
 	return NULL;
 }
 
+/* The ranks a log of some ranks only holds (lks_import_opts.ranks) for the next imports;
+   NULL: every rank from 0. */
+static const char *ranks_given;
+
 /* Imports the fixtures names[0..n) (at most 4, in order) as run "r" of case "c" into a
    new database; the store stays open. */
 static int import_files(const char *fmt, const char *const *names, int n, lks_store **s,
@@ -56,7 +60,7 @@ static int import_files(const char *fmt, const char *const *names, int n, lks_st
 {
 	char paths[4][512], db[512];
 	const char *files[4];
-	lks_import_opts o = { .case_name = "c", .run_name = "r" };
+	lks_import_opts o = { .case_name = "c", .run_name = "r", .ranks = ranks_given };
 
 	o.fmt = lks_import_format_find(fmt);
 	cr_assert(o.fmt, "%s", lks_errmsg());
@@ -426,6 +430,49 @@ Test(import, hostile_logs_fail_at_file_line_and_store_nothing)
 	refused("torchtitan", ".", "import/.' is a folder, not a log");
 	/* a torchtitan log read as megatron: no metric lines */
 	refused("megatron-log", "titan_repeated.log", "no metric lines");
+}
+
+/* Two nodes of 8 GPUs, torchrun --local-ranks-filter 0 on each: the log holds ranks 0
+   and 8. By default a rank gap is a rank without steps, and the error says how such a log
+   imports; with the ranks given, they import under their own numbers (world size 9), a
+   rank given without steps or a rank not given is bad input, and nothing is stored. */
+Test(import, a_log_of_some_ranks_imports_with_the_ranks_given)
+{
+	static const char *const bad[] = { "", "0,", ",8", "0,,8", "-1", "8-0", "0-", "+3",
+	                                   " 0", "0 ,8", "65536", "99999999999999999999", "0;8",
+	                                   "0x8" };
+	lks_import_result res;
+	struct seen m;
+	lks_store *s;
+
+	refused("torchtitan", "titan_two_nodes.log", "rank 1 has no steps (ranks up to 8 do); a "
+	        "log of some ranks only imports with the ranks it holds given (--ranks 0,8)");
+	ranks_given = "0,8";
+	cr_assert_eq(import("torchtitan", "titan_two_nodes.log", &s, &res), 0, "%s", lks_errmsg());
+	cr_assert_eq(res.world_size, 9);
+	cr_assert_eq(res.steps, 3);
+	cr_assert_eq(res.counts.records, 6);
+	metrics_of(s, res.run_id, &m);
+	cr_assert_eq(m.n, 2 * 3 * 7, "ranks 0 and 8 only");
+	cr_assert_eq(at(&m, 2, 8, "loss")->value, 11.3508);
+	cr_assert_eq(at(&m, 3, 8, "tps")->value, 6129.0);
+	cr_assert_eq(sql_int(s, "SELECT count(*) FROM runs WHERE world_size = 9 AND fingerprint "
+	                        "LIKE '%\"ranks\":\"0,8\"%'"), 1);
+	lks_store_close(s);
+	rm_tmp();
+	ranks_given = "0-1,8";  /* a range */
+	refused("torchtitan", "titan_two_nodes.log", "rank 1 has no steps (the ranks given: 0-1,8)");
+	ranks_given = "0";
+	refused("torchtitan", "titan_two_nodes.log", "titan_two_nodes.log':4: rank 8 is not one of "
+	        "the ranks given (0)");
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		ranks_given = bad[i];
+		cr_assert_eq(lks_import_ranks_valid(bad[i]), *bad[i] ? LKS_IMPORT_BAD : 0, "'%s'",
+		             bad[i]);
+	}
+	cr_assert_eq(lks_import_ranks_valid("0-7,8,16-23"), 0, "%s", lks_errmsg());
+	cr_assert_eq(lks_import_ranks_valid("65535"), 0, "%s", lks_errmsg());
+	ranks_given = NULL;
 }
 
 Test(import, numbers_as_logs_write_them)

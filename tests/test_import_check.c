@@ -13,6 +13,7 @@
 #include "fault_fixture.h"
 #include "run_bin.h"
 #include "store_fixture.h"
+#include "tiny_model.h"
 #include "harness/engine/check_kind.h"
 #include "harness/store/golden.h"
 #include "harness/store/import.h"
@@ -161,6 +162,72 @@ Test(import_check, torchtitan_ranks_with_another_loss_fail_ranks_agree_at_that_s
 	rm_tmp();
 }
 
+/* A log of ranks 0 and 8 (local rank 0 of each of two nodes): ranks_agree compares the
+   ranks it holds, not ranks 1 to 7 it never had; rank 8 logging another loss at step 2 is
+   found there, between ranks 0 and 8. */
+Test(import_check, ranks_agree_on_a_log_of_some_ranks_compares_those)
+{
+	lks_store *s = open_db();
+	char log[512], cmd[1400];
+	const char *files[] = { log };
+	lks_import_opts o = { .fmt = lks_import_format_find("torchtitan"), .case_name = "c",
+	                      .run_name = "a", .ranks = "0,8" };
+	lks_import_result res;
+	lks_check_result r;
+
+	snprintf(log, sizeof(log), "%s/titan_two_nodes.log", LKS_IMPORT_DIR);
+	cr_assert_eq(lks_import_files(s, &o, files, 1, &res), 0, "%s", lks_errmsg());
+	eval(s, LKS_CHECK_RANKS_AGREE, res.run_id, 0, NULL, 0, &r);
+	cr_assert_eq(r.verdict, LKS_VERDICT_PASS, "%s", r.message);
+	path_in_tmp(log, sizeof(log), "apart.log");
+	snprintf(cmd, sizeof(cmd), "sed '/rank8.*step:  2/s/loss: 11.3508/loss: 11.3509/' "
+	         "'%s/titan_two_nodes.log' > '%s'", LKS_IMPORT_DIR, log);
+	cr_assert_eq(system(cmd), 0);
+	o.run_name = "b";
+	cr_assert_eq(lks_import_files(s, &o, files, 1, &res), 0, "%s", lks_errmsg());
+	eval(s, LKS_CHECK_RANKS_AGREE, res.run_id, 0, NULL, 0, &r);
+	cr_assert_eq(r.verdict, LKS_VERDICT_FAIL);
+	cr_assert_eq(r.step, 2);
+	cr_assert_str_eq(r.metric, "loss");
+	cr_assert_eq(r.rank, -1, "two ranks name no single one");
+	cr_assert_eq(r.a, 11.3508);
+	cr_assert_eq(r.b, 11.3509);
+	cr_assert_not_null(strstr(r.note, "ranks 0 and 8 report different losses"), "%s", r.note);
+	lks_store_close(s);
+	rm_tmp();
+}
+
+/* The command line: a log of some ranks is refused with how it imports, imports with
+   --ranks, and a golden file of a rank it never held is refused. */
+Test(import_check, import_ranks_on_the_command_line)
+{
+	char db[512], args[2048], out[8192];
+
+	mkdir_tmp();
+	path_in_tmp(db, sizeof(db), "cli.db");
+	snprintf(args, sizeof(args), "import --format torchtitan '%s/titan_two_nodes.log' --case c "
+	         "--run r --db '%s'", LKS_IMPORT_DIR, db);
+	cr_assert_eq(lks_run_bin(NULL, args, out, sizeof(out)), 2, "%s", out);
+	cr_assert_not_null(strstr(out, "rank 1 has no steps (ranks up to 8 do); a log of some ranks "
+	                          "only imports with the ranks it holds given (--ranks 0,8)"), "%s",
+	                   out);
+	snprintf(args, sizeof(args), "import --format torchtitan '%s/titan_two_nodes.log' --case c "
+	         "--run r --db '%s' --ranks ''", LKS_IMPORT_DIR, db);
+	cr_assert_eq(lks_run_bin(NULL, args, out, sizeof(out)), 2, "%s", out);
+	cr_assert_not_null(strstr(out, "--ranks wants the ranks the log holds"), "%s", out);
+	snprintf(args, sizeof(args), "import --format torchtitan '%s/titan_two_nodes.log' --case c "
+	         "--run r --db '%s' --ranks 0,8", LKS_IMPORT_DIR, db);
+	cr_assert_eq(lks_run_bin(NULL, args, out, sizeof(out)), 0, "%s", out);
+	cr_assert_not_null(strstr(out, "steps up to 3, 9 ranks, 6 metric lines"), "%s", out);
+	snprintf(args, sizeof(args), "export --format megatron-golden c/r --rank 3 --db '%s'", db);
+	cr_assert_eq(lks_run_bin(NULL, args, out, sizeof(out)), 2, "%s", out);
+	cr_assert_not_null(strstr(out, "holds no values of rank 3"), "%s", out);
+	snprintf(args, sizeof(args), "export --format megatron-golden c/r --rank 8 --db '%s'", db);
+	cr_assert_eq(lks_run_bin(NULL, args, out, sizeof(out)), 0, "%s", out);
+	cr_assert_not_null(strstr(out, "11.3508"), "%s", out);
+	rm_tmp();
+}
+
 Test(import_check, golden_of_class_import_round_trips_and_names_the_metric)
 {
 	lks_store *s = open_db();
@@ -214,8 +281,10 @@ Test(import_check, case_with_import_runs_under_run_and_check)
 	mkdir_tmp();
 	path_in_tmp(db, sizeof(db), "cli.db");
 	snprintf(args, sizeof(args), "run --db '%s' '%s/golden_pair.ini' '%s/nightly_megatron.ini' "
-	         "'%s/nightly_torchtitan.ini'", db, LKS_IMPORT_DIR, LKS_IMPORT_DIR, LKS_IMPORT_DIR);
+	         "'%s/nightly_torchtitan.ini' '%s/two_nodes.ini'", db, LKS_IMPORT_DIR, LKS_IMPORT_DIR,
+	         LKS_IMPORT_DIR, LKS_IMPORT_DIR);
 	cr_assert_eq(lks_run_bin(NULL, args, out, sizeof(out)), 0, "%s", out);
+	cr_assert_not_null(strstr(out, "ws 9  steps up to 3  imported, 6 metric lines"), "%s", out);
 	cr_assert_not_null(strstr(out, "expected failure: step 31, metric 'num_zeros', rank 0"),
 	                   "%s", out);
 	cr_assert_not_null(strstr(out, "expected failure: step 20, metric 'grad_norm', rank 0: "
@@ -227,6 +296,10 @@ Test(import_check, case_with_import_runs_under_run_and_check)
 	cr_assert_not_null(strstr(out, "every run imported from a log"), "%s", out);
 	cr_assert_not_null(strstr(out, "imported: megatron-golden:mcore_golden_b.json"), "%s", out);
 	cr_assert_null(strstr(out, "model:"), "%s", out);
+	snprintf(args, sizeof(args), "list '%s/two_nodes.ini'", LKS_IMPORT_DIR);
+	cr_assert_eq(lks_run_bin(NULL, args, out, sizeof(out)), 0, "%s", out);
+	cr_assert_not_null(strstr(out, "imported: torchtitan:titan_two_nodes.log (ranks 0,8)"), "%s",
+	                   out);
 	/* the probe: exit 0 good, 1 bad (a check that fails unexpectedly) */
 	snprintf(args, sizeof(args), "check --db '%s' '%s/golden_pair.ini'", db, LKS_IMPORT_DIR);
 	cr_assert_eq(lks_run_bin(NULL, args, out, sizeof(out)), 0, "%s", out);
@@ -319,6 +392,8 @@ Test(import_check, import_key_refused_where_bad_at_its_line)
 		{ "import = nosuch:x.log\n", ":3: 'import' in [run a]: unknown import format 'nosuch'" },
 		{ "import = jsonl:x.jsonl\nrecipe = bf16\n", ":2: run 'a' is imported (import = "
 		  "jsonl:...): 'recipe' is for a run lockstep trains" },
+		{ "import = jsonl:x.jsonl\nimport_ranks = 0,,8\n", ":4: bad value '0,,8' for "
+		  "'import_ranks' in [run a]: want ranks and ranges from 0 to 65535" },
 	};
 	char ini[512], text[512], args[1200], out[4096], db[512];
 
@@ -336,6 +411,19 @@ Test(import_check, import_key_refused_where_bad_at_its_line)
 		snprintf(args, sizeof(args), "run --db '%s' '%s'", db, ini);
 		cr_assert_eq(lks_run_bin(NULL, args, out, sizeof(out)), 2, "%s", out);
 		cr_assert_not_null(strstr(out, bad[i].says), "%s: %s", bad[i].says, out);
+	}
+	/* the ranks of a log on a run lockstep trains: refused at the run's line */
+	{
+		FILE *f = fopen(ini, "w");
+
+		cr_assert_not_null(f);
+		fputs("[case]\nsteps = 1\n" LKS_TINY_MODEL "[run a]\nrecipe = bf16\nimport_ranks = 0,8\n"
+		      "[check f]\nkind = finite\na = a\n", f);
+		fclose(f);
+		snprintf(args, sizeof(args), "run --db '%s' '%s'", db, ini);
+		cr_assert_eq(lks_run_bin(NULL, args, out, sizeof(out)), 2, "%s", out);
+		cr_assert_not_null(strstr(out, ":10: run 'a': 'import_ranks' goes with 'import'"), "%s",
+		                   out);
 	}
 	/* a log that is not there: bad input naming it, nothing stored */
 	{

@@ -34,12 +34,20 @@ static const char lks_export_help[] =
 	"\n"
 	"exit codes: 0 written, 2 bad usage or no such run, 3 the database or the write failed\n";
 
+/* 1 at the first row of rank *arg: the run holds it. */
+static int lks_export_has_rank(void *arg, const lks_metric_row *row)
+{
+	return row->rank == *(const int *)arg;
+}
+
 /* A golden file holds one rank's values: one the run has, checked before -o FILE is
-   opened (a rank it lacks wrote '{}' over FILE). 0, or the exit code. */
+   opened (a rank it lacks wrote '{}' over FILE): below its world size, and with values
+   (an import of a log of some ranks only, --ranks 0,8, has none of ranks 1 to 7). 0, or
+   the exit code. */
 static int lks_export_rank_check(lks_store *store, long long id, int rank)
 {
 	lks_stored_run r;
-	int rc = 0;
+	int rc = 0, held = 0;
 
 	lks_stored_run_init(&r);
 	if (lks_stored_run_load(store, id, LKS_LOAD_INFO, &r)) {
@@ -47,6 +55,12 @@ static int lks_export_rank_check(lks_store *store, long long id, int rank)
 		rc = LKS_EXIT_INFRA;
 	} else if (rank >= r.W) {
 		rc = lks_usage("export: run %lld has ranks 0 to %d, not rank %d", id, r.W - 1, rank);
+	} else if ((held = lks_run_metrics(store, id, lks_export_has_rank, &rank)) < 0) {
+		fprintf(stderr, "lockstep: export: %s\n", lks_errmsg());
+		rc = LKS_EXIT_INFRA;
+	} else if (!held) {
+		rc = lks_usage("export: run %lld holds no values of rank %d (its log held some ranks "
+		               "only)", id, rank);
 	}
 	lks_stored_run_release(&r);
 	return rc;

@@ -13,7 +13,8 @@
 #include "kernels/err.h"
 
 static const char lks_import_help[] =
-	"usage: lockstep import --format FORMAT FILE... --case NAME --run NAME [--db FILE]\n"
+	"usage: lockstep import --format FORMAT FILE... --case NAME --run NAME [--ranks LIST]\n"
+	"                       [--db FILE]\n"
 	"\n"
 	"Reads the training logs FILE... of one run, in order ('-': standard input), and stores\n"
 	"it in the database (default lockstep.db) as run NAME of case NAME: per step and rank,\n"
@@ -25,6 +26,11 @@ static const char lks_import_help[] =
 	"values within a file, or a rank without steps is bad input (exit 2, naming\n"
 	"file:line), and nothing is stored.\n"
 	"\n"
+	"  --ranks LIST      the ranks a log of some ranks only holds (torchrun\n"
+	"                    --local-ranks-filter; local rank 0 of each of 2 nodes of 8 GPUs:\n"
+	"                    --ranks 0,8; ranges too: 0-3,8): each must have steps, no other\n"
+	"                    may appear, and they keep their numbers. Default: every rank from\n"
+	"                    0 to the last has steps. A case's run takes it as import_ranks.\n"
 	"  --format FORMAT   one of:\n";
 
 static const char lks_import_help_tail[] =
@@ -34,7 +40,8 @@ static const char lks_import_help_tail[] =
 	"usage: lockstep import --follow --format FORMAT FILE|- --case NAME --run NAME\n"
 	"                       (--reference RUN_ID | --reference-file FORMAT:PATH |\n"
 	"                        --golden FILE)\n"
-	"                       [--rtol R] [--atol A] [--end-step N] [--idle S] [--db FILE]\n"
+	"                       [--rtol R] [--atol A] [--end-step N] [--idle S] [--ranks LIST]\n"
+	"                       [--db FILE]\n"
 	"\n"
 	"Follows one log as it is written (FILE like tail -f, or - for standard input; a line\n"
 	"format or jsonl): each step is stored in its own transaction when it is complete (a\n"
@@ -147,6 +154,7 @@ int cmd_import(int argc, char **argv)
 			const char **dst = !strcmp(a, "--format") ? &fmt_name
 			                   : !strcmp(a, "--case") ? &o.case_name
 			                   : !strcmp(a, "--run") ? &o.run_name
+			                   : !strcmp(a, "--ranks") ? &o.ranks
 			                   : !strcmp(a, "--db") ? &db : NULL;
 
 			if (!dst)
@@ -172,8 +180,11 @@ int cmd_import(int argc, char **argv)
 		return lks_usage("import: --reference, --reference-file, --golden and --end-step go "
 		                 "with --follow");
 	if (lks_name_check("case", o.case_name, strlen(o.case_name))
-	    || lks_name_check("run", o.run_name, strlen(o.run_name)))
+	    || lks_name_check("run", o.run_name, strlen(o.run_name))
+	    || (o.ranks && lks_import_ranks_valid(o.ranks)))
 		return lks_usage("import: %s", lks_errmsg());
+	if (o.ranks && !*o.ranks)
+		return lks_usage("import: --ranks wants the ranks the log holds (0,8 or 0-3,8)");
 	created = access(db, F_OK) != 0;
 	if ((rc = lks_store_open(db, &store)) != 0) {
 		fprintf(stderr, "lockstep: import: %s\n", lks_errmsg());

@@ -91,7 +91,9 @@ static void lks_list_help_print(FILE *f)
 static void lks_list_run(const lks_run_cfg *r, int namew)
 {
 	if (r->import_fmt[0]) {  /* a log, not a training run */
-		printf("    %-*s  imported: %s:%s\n", namew, r->name, r->import_fmt, r->import_path);
+		printf("    %-*s  imported: %s:%s%s%s%s\n", namew, r->name, r->import_fmt, r->import_path,
+		       r->import_ranks[0] ? " (ranks " : "", r->import_ranks,
+		       r->import_ranks[0] ? ")" : "");
 		return;
 	}
 	printf("    %-*s  %-17s  %d rank%s", namew, r->name, lks_recipe_name(r->recipe),

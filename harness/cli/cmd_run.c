@@ -452,7 +452,7 @@ static int lks_run_import(const lks_case *c, const lks_run_cfg *r, lks_store *st
                           int64_t suite_id, int64_t *run_id)
 {
 	lks_import_opts o = { lks_import_format_find(r->import_fmt), c->name, r->name, suite_id,
-	                      c->path, c->text };
+	                      c->path, c->text, r->import_ranks[0] ? r->import_ranks : NULL };
 	lks_import_result res;
 	char path[1024];
 	const char *paths[1] = { path };

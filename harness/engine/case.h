@@ -60,6 +60,8 @@ typedef struct lks_run_cfg {
 	                           its log (store/import.h) instead of trained; "": trained */
 	char import_path[512];  /* PATH as written: relative to the case file's folder when
 	                           not absolute (lks_case_import_path) */
+	char import_ranks[256]; /* import_ranks = 0,8: the ranks a log of some ranks only holds
+	                           (store/import.h); "": every rank from 0 */
 	int line;               /* line of the [run NAME] header */
 } lks_run_cfg;
 

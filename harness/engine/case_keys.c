@@ -87,6 +87,8 @@ static const struct lks_key lks_run_keys[] = {
 	KEY_INT(lks_run_cfg, margin, 0, 64, 0),
 	{ "inject", LKS_KEY_FAULT, offsetof(lks_run_cfg, inject), 0, 0, 0, 0, 0, 0, NULL },
 	{ "import", LKS_KEY_IMPORT, 0, 0, 0, 0, 0, 0, 0, NULL },
+	{ "import_ranks", LKS_KEY_RANKS, offsetof(lks_run_cfg, import_ranks),
+	  sizeof(((lks_run_cfg *)0)->import_ranks), 0, 0, 0, 0, 0, NULL },
 };
 
 #define KEY_STR(f, key, size) \
@@ -197,6 +199,10 @@ static int lks_bad_value(const struct lks_key *k, const char *val, const char *l
 	case LKS_KEY_METRIC:
 		return lks_err("unknown metric '%s' in %s (%s)", val, label,
 			       lks_metric_names(list, sizeof(list)));
+	case LKS_KEY_RANKS:
+		return lks_err("bad value '%s' for '%s' in %s: want ranks and ranges from 0 to %d, "
+		               "comma separated (0,8 or 0-3,8)", val, k->name, label,
+		               LKS_IMPORT_MAX_RANK);
 	default:
 		break;
 	}
@@ -290,6 +296,11 @@ int lks_key_store(const struct lks_key *k, void *base, const char *val, const ch
 		return 0;
 	case LKS_KEY_IMPORT:
 		return lks_import_key(base, val, label);
+	case LKS_KEY_RANKS:
+		if (strlen(val) >= k->size || lks_import_ranks_valid(val))
+			return lks_bad_value(k, val, label);
+		snprintf(field, k->size, "%s", val);
+		return 0;
 	case LKS_KEY_BACKEND:
 		/* the registry's error lists the names this build has (they fit the field) */
 		if (!lks_backend_find(val) || strlen(val) >= k->size)

@@ -27,6 +27,7 @@ enum lks_key_type {
 	                    runs: an imported run's) any name of the name rule */
 	LKS_KEY_BACKEND, /* char[size]: a name of the backend registry (kernels/backend.h) */
 	LKS_KEY_IMPORT,  /* lks_run_cfg's import_fmt and import_path: "FMT:PATH" */
+	LKS_KEY_RANKS,   /* a string of ranks, as lks_import_ranks_valid takes them */
 };
 
 struct lks_key {

@@ -230,6 +230,11 @@ static int lks_case_imports(struct lks_parse *st)
 				        "lockstep trains", r->name, r->import_fmt, trained[k]);
 				return lks_case_at(st, r->line);
 			}
+		if (!r->import_fmt[0] && lks_seen(st, LKS_SEC_RUN, i, "import_ranks")) {
+			lks_err("run '%s': 'import_ranks' goes with 'import' (the ranks its log holds)",
+			        r->name);
+			return lks_case_at(st, r->line);
+		}
 	}
 	return 0;
 }

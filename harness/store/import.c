@@ -18,6 +18,7 @@
  * where present, step_time the iteration time in seconds, nonfinite the count of numerics
  * metrics not finite; NaN what the log lacks.
  */
+#include <ctype.h>
 #include <jansson.h>
 #include <pthread.h>
 #include <math.h>
@@ -105,6 +106,9 @@ struct lks_import_run {
 	int64_t seq_below;        /* a restart drops records of the blocks below it only */
 	int parts;                /* the most parts a file was read in */
 	pthread_mutex_t *store_mu;  /* NULL: this thread alone uses the store */
+	const unsigned char *only;  /* (nonly) the ranks the log holds, by o->ranks; NULL: all */
+	int nonly;
+	const char *ranks_text;   /* o->ranks as given, for messages */
 };
 
 /* The values of a record, NaN as one pattern: equal records hash equal. Each name goes in
@@ -283,6 +287,9 @@ static int lks_import_sink_rec(void *arg, const lks_import_rec *rec)
 	struct lks_rank_last *last;
 	uint64_t h = lks_rec_hash(rec);
 
+	if (r->only && (rec->rank >= r->nonly || !r->only[rec->rank]))
+		return lks_err("'%s':%ld: rank %d is not one of the ranks given (%s)", r->path,
+		               rec->line, rec->rank, r->ranks_text), LKS_IMPORT_BAD;
 	if (lks_import_ranks_grow(r, rec->rank + 1))
 		return -1;
 	last = &r->ranks[rec->rank];
@@ -329,15 +336,18 @@ static int lks_import_sink_counted(void *arg, const lks_import_rec *rec)
 	return rc == 1 ? 0 : rc;
 }
 
-/* {"import": {"format": F, "files": [...]}} */
-static char *lks_import_fingerprint(const char *fmt, const char *const *paths, int n)
+/* {"import": {"format": F, "files": [...]}}, and "ranks": R where the log holds those only */
+static char *lks_import_fingerprint(const char *fmt, const char *const *paths, int n,
+                                    const char *ranks)
 {
 	json_t *files = json_array(), *o;
 	char *text;
 
 	for (int i = 0; i < n; i++)
 		json_array_append_new(files, json_string(paths[i]));
-	o = json_pack("{s:{s:s,s:o}}", "import", "format", fmt, "files", files);
+	o = ranks && *ranks ? json_pack("{s:{s:s,s:o,s:s}}", "import", "format", fmt, "files", files,
+	                                "ranks", ranks)
+	    : json_pack("{s:{s:s,s:o}}", "import", "format", fmt, "files", files);
 	text = o ? json_dumps(o, JSON_COMPACT) : NULL;
 	json_decref(o);
 	return text;
@@ -354,16 +364,81 @@ static int lks_import_last_step(const struct lks_import_run *r)
 	return last;
 }
 
-/* Every rank from 0 to the last must have steps; something must have been read. */
+/* Every rank from 0 to the last must have steps, or every rank given (o->ranks) where the
+   log holds some ranks only; something must have been read. */
 static int lks_import_ranks_check(const struct lks_import_run *r, const char *what)
 {
+	char had[96];
+	size_t n = 0;
+
 	if (r->nranks == 0)
 		return lks_err("%s: no metric lines", what), LKS_IMPORT_BAD;
-	for (int k = 0; k < r->nranks; k++)
-		if (!r->ranks[k].seen)
-			return lks_err("%s: rank %d has no steps (ranks up to %d do)", what, k,
-			               r->nranks - 1), LKS_IMPORT_BAD;
+	for (int k = 0; r->only && k < r->nonly; k++)
+		if (r->only[k] && (k >= r->nranks || !r->ranks[k].seen))
+			return lks_err("%s: rank %d has no steps (the ranks given: %s)", what, k,
+			               r->ranks_text), LKS_IMPORT_BAD;
+	for (int k = 0; !r->only && k < r->nranks; k++) {
+		if (r->ranks[k].seen)
+			continue;
+		/* the ranks that have steps, as --ranks takes them: a log of some ranks only
+		   (torchrun --local-ranks-filter, local rank 0 of each node) imports with it */
+		for (int j = 0; j < r->nranks && n + 8 < sizeof(had); j++)
+			if (r->ranks[j].seen)
+				n += (size_t)snprintf(had + n, sizeof(had) - n, "%s%d", n ? "," : "", j);
+		return lks_err("%s: rank %d has no steps (ranks up to %d do); a log of some ranks "
+		               "only imports with the ranks it holds given (--ranks %s%s)", what, k,
+		               r->nranks - 1, had, n + 8 < sizeof(had) ? "" : ",..."), LKS_IMPORT_BAD;
+	}
 	return 0;
+}
+
+/* The ranks of text ("0,8", "0-3,8": ranks and ranges, comma separated, 0 to
+   LKS_IMPORT_MAX_RANK) as a map of *n bytes, one per rank up to the last given, 1 where
+   given; *map NULL when text is NULL or empty. 0, or LKS_IMPORT_BAD (lks_err). */
+static int lks_import_ranks_map(const char *text, unsigned char **map, int *n)
+{
+	const char *p = text;
+
+	*map = NULL;
+	*n = 0;
+	if (!text || !*text)
+		return 0;
+	if (!(*map = calloc(LKS_IMPORT_MAX_RANK + 1, 1)))
+		return lks_err("out of memory");
+	for (;;) {
+		char *end;
+		long lo, hi;
+
+		if (!isdigit((unsigned char)*p)
+		    || (hi = lo = strtol(p, &end, 10)) > LKS_IMPORT_MAX_RANK)
+			break;
+		if (*(p = end) == '-') {
+			if (!isdigit((unsigned char)*++p) || (hi = strtol(p, &end, 10)) < lo
+			    || hi > LKS_IMPORT_MAX_RANK)
+				break;
+			p = end;
+		}
+		for (long k = lo; k <= hi; k++)
+			(*map)[k] = 1;
+		*n = (int)hi + 1 > *n ? (int)hi + 1 : *n;
+		if (!*p)
+			return 0;
+		if (*p++ != ',')
+			break;
+	}
+	free(*map);
+	*map = NULL;
+	return lks_err("bad ranks '%s': want ranks and ranges from 0 to %d, comma separated "
+	               "(0,8 or 0-3,8)", text, LKS_IMPORT_MAX_RANK), LKS_IMPORT_BAD;
+}
+
+int lks_import_ranks_valid(const char *text)
+{
+	unsigned char *map;
+	int n, rc = lks_import_ranks_map(text, &map, &n);
+
+	free(map);
+	return rc;
 }
 
 /* ---- a file read in parts at once ---- */
@@ -521,7 +596,8 @@ static int lks_import_parts(struct lks_import_run *r, const lks_import_format *f
 		                                                : UINT64_MAX,
 		                               .dev = st->st_dev, .ino = st->st_ino, .rc = -1 };
 		p->run = (struct lks_import_run){ .store = r->store, .run_id = r->run_id,
-		                                  .path = path, .file = r->file,
+		                                  .path = path, .file = r->file, .only = r->only,
+		                                  .nonly = r->nonly, .ranks_text = r->ranks_text,
 		                                  .next_seq = first + k * LKS_IMPORT_PART_SEQ,
 		                                  .seq_below = INT64_MAX, .store_mu = r->store_mu };
 		/* no block or no thread to be had: the part is read by the reader before it */
@@ -599,7 +675,7 @@ static int lks_import_begin(lks_store *store, const lks_import_opts *o,
 	int rc;
 
 	snprintf(backend, sizeof(backend), "import:%s", o->fmt->name);
-	if (!(fp = lks_import_fingerprint(o->fmt->name, paths, npaths)))
+	if (!(fp = lks_import_fingerprint(o->fmt->name, paths, npaths, o->ranks)))
 		return lks_err("out of memory");
 	info.fingerprint = fp;
 	rc = lks_store_import_begin(store, &info, run_id);
@@ -612,14 +688,21 @@ int lks_import_files(lks_store *store, const lks_import_opts *o, const char *con
 {
 	pthread_mutex_t store_mu = PTHREAD_MUTEX_INITIALIZER;
 	struct lks_import_run r = { .store = store, .next_seq = 1, .seq_below = INT64_MAX,
-	                            .store_mu = &store_mu };
+	                            .store_mu = &store_mu, .ranks_text = o->ranks };
+	unsigned char *only;
 	int rc = -1;
 
 	memset(res, 0, sizeof(*res));
-	if (store && lks_import_begin(store, o, paths, npaths, &r.run_id))
+	if ((rc = lks_import_ranks_map(o->ranks, &only, &r.nonly)))
+		return rc;
+	r.only = only;
+	if (store && lks_import_begin(store, o, paths, npaths, &r.run_id)) {
+		free(only);
 		return -1;
+	}
 	if (store && !(r.writer = lks_import_writer_start(store, r.run_id, &store_mu))) {
 		lks_store_import_end(store, r.run_id, 0, 0, 0);
+		free(only);
 		return -1;
 	}
 	rc = 0;
@@ -648,6 +731,7 @@ int lks_import_files(lks_store *store, const lks_import_opts *o, const char *con
 		res->parts = r.parts ? r.parts : 1;
 	}
 	free(r.ranks);
+	free(only);
 	return rc;
 }
 
@@ -656,15 +740,18 @@ int lks_import_follow(lks_store *store, const lks_import_opts *o, const char *pa
 {
 	struct lks_import_follow w = { .end_step = end_step, .fn = fn, .arg = arg };
 	struct lks_import_run r = { .store = store, .path = path, .follow = &w, .next_seq = 1,
-	                            .seq_below = INT64_MAX };
+	                            .seq_below = INT64_MAX, .ranks_text = o->ranks };
 	struct lks_import_ctx x = { &r, &res->counts };
+	unsigned char *only;
 	int rc;
 
 	memset(res, 0, sizeof(*res));
-	if (!(r.block = lks_block_new()))
-		return -1;
-	if (lks_import_begin(store, o, &path, 1, &r.run_id)) {
+	if ((rc = lks_import_ranks_map(o->ranks, &only, &r.nonly)))
+		return rc;
+	r.only = only;
+	if (!(r.block = lks_block_new()) || lks_import_begin(store, o, &path, 1, &r.run_id)) {
 		lks_block_free(r.block);
+		free(only);
 		return -1;
 	}
 	rc = o->fmt->parse(path, f, lks_import_sink_counted, &x, &res->counts);
@@ -688,5 +775,6 @@ int lks_import_follow(lks_store *store, const lks_import_opts *o, const char *pa
 	free(r.ranks);
 	free(w.recs);
 	lks_block_free(r.block);
+	free(only);
 	return rc;
 }

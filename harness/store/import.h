@@ -180,7 +180,13 @@ typedef struct lks_import_opts {
 	int64_t suite_id;         /* 0: none */
 	const char *case_path, *case_text;  /* a case's run (import = FMT:PATH): its file and
 	                                       text, stored as a trained run's; else NULL */
+	const char *ranks;        /* the ranks a log of some ranks only holds ("0,8", "0-3,8":
+	                             each must have steps, no other may appear; the run keeps
+	                             their numbers); NULL: every rank from 0 to the last */
 } lks_import_opts;
+
+/* 0 when text is ranks as lks_import_opts.ranks takes them, else LKS_IMPORT_BAD (lks_err). */
+int lks_import_ranks_valid(const char *text);
 
 typedef struct lks_import_result {
 	int64_t run_id;

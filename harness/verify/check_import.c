@@ -8,6 +8,7 @@
  */
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "harness/verify/check_impl.h"
@@ -58,9 +59,11 @@ static int lks_import_finite(struct lks_check_ctx *x)
 struct lks_loss_ranks {
 	const lks_stored_run *a;
 	int m, step;
+	const int *rank;          /* the ranks the run holds (a log of some ranks only: 0, 8) */
 };
 
-/* Ranks i and j reported the same loss at the step, bit for bit (or neither did). */
+/* The i-th and j-th ranks held reported the same loss at the step, bit for bit (or
+   neither did). */
 static int lks_same_loss(void *arg, int i, int j)
 {
 	static const lks_walk_opts exact = { .exact = 1 };
@@ -68,24 +71,50 @@ static int lks_same_loss(void *arg, int i, int j)
 	lks_check_result scratch;
 
 	lks_check_result_init(&scratch);
-	return !lks_walk_metric_pair(&exact, lr->a, lr->m, i, lr->a, lr->m, j, lr->step, &scratch);
+	return !lks_walk_metric_pair(&exact, lr->a, lr->m, lr->rank[i], lr->a, lr->m, lr->rank[j],
+	                             lr->step, &scratch);
+}
+
+/* The ranks of a's metric rows, ascending, into rank[0..W) (a->W of room): every rank
+   from 0 up, or the ranks a log of some ranks only held. Their count. */
+static int lks_ranks_held(const lks_stored_run *a, int *rank)
+{
+	unsigned char *held = calloc((size_t)a->W + 1, 1);
+	int n = 0;
+
+	if (!held)
+		return -1;
+	for (size_t i = 0; i < a->nmrows; i++)
+		if (a->mrows[i].rank >= 0 && a->mrows[i].rank < a->W)
+			held[a->mrows[i].rank] = 1;
+	for (int r = 0; r < a->W; r++)
+		if (held[r])
+			rank[n++] = r;
+	free(held);
+	return n;
 }
 
 /* Every rank of a data-parallel job reports the loss of the same global batch: where one
    differs, the majority (three ranks or more) names it; two ranks, or no majority, name
-   no single rank (rank -1), as ranks_agree on lockstep's own runs. */
+   no single rank (rank -1), as ranks_agree on lockstep's own runs. The ranks compared
+   are those the run holds. */
 static int lks_import_ranks_agree(struct lks_check_ctx *x)
 {
-	struct lks_loss_ranks lr = { x->a, lks_stored_run_metric_find(x->a, "loss"), 0 };
+	struct lks_loss_ranks lr = { x->a, lks_stored_run_metric_find(x->a, "loss"), 0, NULL };
 	lks_walk_opts o = { .exact = 1, .label_a = x->label_buf[0], .label_b = x->label_buf[1] };
-	int W = x->a->W;
+	int *rank = malloc(((size_t)x->a->W + 1) * sizeof(*rank)), W;
 
 	x->label_a = x->label_buf[0];
 	x->label_b = x->label_buf[1];
+	if (!rank || (W = lks_ranks_held(x->a, rank)) < 0) {
+		free(rank);
+		return lks_err("out of memory");
+	}
+	lr.rank = rank;
 	if (lr.m < 0) {
 		lks_walk_at(x->res, x->a, -1, -1, -1);
 		snprintf(x->res->note, sizeof(x->res->note), "the run reported no loss");
-		return 0;
+		goto out;
 	}
 	for (lr.step = 0; lr.step < x->a->nsteps && W > 1; lr.step++) {
 		int first = 0, m, out = -1, nout = 0;
@@ -95,28 +124,31 @@ static int lks_import_ranks_agree(struct lks_check_ctx *x)
 		if (!first)
 			continue;
 		if ((m = lks_majority(W, lks_same_loss, &lr)) < 0) {
-			snprintf(x->label_buf[0], sizeof(x->label_buf[0]), "rank 0");
-			snprintf(x->label_buf[1], sizeof(x->label_buf[1]), "rank %d", first);
-			lks_walk_metric_pair(&o, x->a, lr.m, 0, x->a, lr.m, first, lr.step, x->res);
+			snprintf(x->label_buf[0], sizeof(x->label_buf[0]), "rank %d", rank[0]);
+			snprintf(x->label_buf[1], sizeof(x->label_buf[1]), "rank %d", rank[first]);
+			lks_walk_metric_pair(&o, x->a, lr.m, rank[0], x->a, lr.m, rank[first], lr.step,
+			                     x->res);
 			x->res->rank = -1;
-			snprintf(x->res->note, sizeof(x->res->note), "ranks 0 and %d report different "
+			snprintf(x->res->note, sizeof(x->res->note), "ranks %d and %d report different "
 			         "losses with no majority among %d ranks: a golden or a clean run decides",
-			         first, W);
-			return 0;
+			         rank[0], rank[first], W);
+			goto out;
 		}
 		for (int r = W - 1; r >= 0; r--)
 			if (!lks_same_loss(&lr, m, r)) {
-				out = r;
+				out = rank[r];
 				nout++;
 			}
 		snprintf(x->label_buf[0], sizeof(x->label_buf[0]), "rank %d", out);
 		snprintf(x->label_buf[1], sizeof(x->label_buf[1]), "majority");
-		lks_walk_metric_pair(&o, x->a, lr.m, out, x->a, lr.m, m, lr.step, x->res);
+		lks_walk_metric_pair(&o, x->a, lr.m, out, x->a, lr.m, rank[m], lr.step, x->res);
 		x->res->rank = nout == 1 ? out : -1;
 		snprintf(x->res->note, sizeof(x->res->note), "%d of %d ranks disagree with the "
 		         "others' loss", nout, W);
-		return 0;
+		goto out;
 	}
+out:
+	free(rank);
 	return 0;
 }
 
