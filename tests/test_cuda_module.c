@@ -4,7 +4,8 @@
  * (LD_DEBUG=libs), but does for 'env', through lockstep-cuda.so; the module is looked for
  * in $LKS_CUDA_MODULE, beside the program, then one folder up, and one that cannot be found
  * or loaded is an infrastructure failure (exit 3) naming where it looked and dlerror's text,
- * while cpu runs go on. Built only with the CUDA backend.
+ * while cpu runs go on. The registry's 'cuda' row takes the module's methods at its first
+ * open. Built only with the CUDA backend.
  *
  * Suite cuda_module_device (its own ctest entry): --backend cuda gets the CUDA runtime's own
  * "no device" answer through the module; where a device is here that answer differs, and
@@ -18,6 +19,7 @@
 #include <string.h>
 
 #include "run_bin.h"
+#include "kernels/backend.h"
 #include "kernels/cuda/module.h"
 #include "kernels/err.h"
 
@@ -164,6 +166,39 @@ Test(cuda_module, a_module_that_cannot_be_loaded_is_an_infrastructure_failure)
 	cr_assert_eq(lks_run_bin(env, "bench gemm --backend cuda", out, sizeof(out)), 3, "%s", out);
 	cr_assert_not_null(strstr(out, "is not lockstep's cuda backend: "), "%s", out);
 	cr_assert_not_null(strstr(out, "lks_cuda_module_entry"), "dlerror's text: %s", out);
+}
+
+/* In this process (the module one folder up): until the first open, the registry's row
+   has open and open_rank only; after it, whether a device opened or not, every other method
+   is the module's, and open and open_rank stay the row's. */
+Test(cuda_module, the_registry_row_takes_the_module_methods_at_its_first_open)
+{
+	const lks_backend *be = lks_backend_find("cuda"), *mod;
+	const lks_cuda_module *m;
+	const size_t open_end = offsetof(lks_backend, open) + sizeof(be->open);
+	const size_t rank_at = offsetof(lks_backend, open_rank);
+	const size_t rank_end = rank_at + sizeof(be->open_rank);
+	void *ctx = NULL;
+
+	cr_assert_not_null(be, "%s", lks_errmsg());
+	cr_assert(LKS_BE_HAS(be, open) && LKS_BE_HAS(be, open_rank));
+	cr_assert(!LKS_BE_HAS(be, close) && !LKS_BE_HAS(be, gemm) && !LKS_BE_HAS(be, comm));
+	if (lks_be_open(be, 1, &ctx) == 0)
+		lks_be_close(be, ctx);
+	else  /* the runtime's reason, in this thread: the module's lks_err is the program's */
+		cr_assert_not_null(strstr(lks_errmsg(), "cuda: no usable CUDA device: "), "%s",
+		                   lks_errmsg());
+	cr_assert_not_null(m = lks_cuda_module_load(), "%s", lks_errmsg());
+	mod = m->backend;
+	cr_assert_str_eq(be->name, "cuda");
+	cr_assert(be != mod && be->open != mod->open && be->open_rank != mod->open_rank);
+	cr_assert(be->close == mod->close && be->gemm == mod->gemm && be->quantize == mod->quantize
+	          && be->nonfinite == mod->nonfinite && be->gemm_plans == mod->gemm_plans
+	          && be->comm == mod->comm && be->host_memory == NULL);
+	cr_assert_eq(memcmp((const char *)be + open_end, (const char *)mod + open_end,
+	                    rank_at - open_end), 0);
+	cr_assert_eq(memcmp((const char *)be + rank_end, (const char *)mod + rank_end,
+	                    sizeof(lks_backend) - rank_end), 0);
 }
 
 /* A copy of the program in dir/a/b/: the module beside it, else in dir/a/, else nowhere */
