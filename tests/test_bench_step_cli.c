@@ -11,7 +11,7 @@
 
 #include "run_bin.h"
 #ifdef LKS_HAVE_CUDA
-#include "kernels/cuda/cuda_info.h"
+#include "kernels/cuda/module.h"
 #endif
 
 /* A case of one small layer, hidden 16: the backend path widens it to 1024. */
@@ -26,7 +26,7 @@ Test(cli, bench_step_backend_cuda_without_a_device_says_why)
 	char out[8192];
 	lks_cuda_info info;
 
-	lks_cuda_info_get(&info);
+	cr_assert_eq(lks_cuda_module_info(&info), 0, "%s", lks_errmsg());
 	if (info.device_count > 0)
 		cr_skip_test("a CUDA device is here: ci/gpu runs the benchmark");
 	cr_assert_eq(lks_run_bin(NULL, "bench step --backend cuda", out, sizeof(out)), 3, "%s",

@@ -21,7 +21,7 @@
 #include "harness/store/trace_store_impl.h"
 #include "kernels/err.h"
 #ifdef LKS_HAVE_CUDA
-#include "kernels/cuda/cuda_info.h"
+#include "kernels/cuda/module.h"
 #define LKS_BACKENDS "cpu, cuda"
 #else
 #define LKS_BACKENDS "cpu"
@@ -643,7 +643,7 @@ Test(cli, run_backend_cuda_without_a_device_says_why)
 	char dir[] = "/tmp/lks_test_cuda_XXXXXX", good[600], args[2048], out[8192];
 	lks_cuda_info info;
 
-	lks_cuda_info_get(&info);
+	cr_assert_eq(lks_cuda_module_info(&info), 0, "%s", lks_errmsg());
 	if (info.device_count > 0)
 		cr_skip_test("a CUDA device is here: tests/gpu_backend runs the backend");
 	cr_assert_not_null(mkdtemp(dir));
@@ -665,7 +665,7 @@ Test(cli, bench_gemm_backend_cuda_without_a_device_says_why)
 	char out[8192];
 	lks_cuda_info info;
 
-	lks_cuda_info_get(&info);
+	cr_assert_eq(lks_cuda_module_info(&info), 0, "%s", lks_errmsg());
 	if (info.device_count > 0)
 		cr_skip_test("a CUDA device is here: ci/gpu runs the benchmark");
 	cr_assert_eq(lks_run_bin(NULL, "bench gemm --backend cuda", out, sizeof(out)), 3, "%s", out);

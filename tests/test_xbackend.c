@@ -19,7 +19,7 @@
 #include "kernels/backend.h"
 #include "kernels/err.h"
 #ifdef LKS_HAVE_CUDA
-#include "kernels/cuda/cuda_info.h"
+#include "kernels/cuda/module.h"
 #endif
 
 /* lines 1-10; [run c] at 11, [run g] at 13 */
@@ -131,7 +131,7 @@ Test(xbackend, a_cuda_run_without_a_device_is_left_out_with_the_reason)
 	xb_setup(&x, "[run c]\nrecipe = bf16\n[run g]\nrecipe = bf16\nbackend = cuda\n"
 	             "[check same]\nkind = bitwise\na = g\nb = c\n"
 	             "[check fin]\nkind = finite\na = c\n");
-	lks_cuda_info_get(&info);
+	cr_assert_eq(lks_cuda_module_info(&info), 0, "%s", lks_errmsg());
 	snprintf(args, sizeof(args), "run --quiet --db '%s' '%s'", x.db, x.ini);
 	rc = lks_run_bin(NULL, args, out, sizeof(out));
 	stored_runs(&x, runs, sizeof(runs));

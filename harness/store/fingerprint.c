@@ -15,8 +15,9 @@
 
 #include "build_info.h"
 #include "kernels/cpu/isa.h"
+#include "kernels/err.h"
 #ifdef LKS_HAVE_CUDA
-#include "kernels/cuda/cuda_info.h"
+#include "kernels/cuda/module.h"
 #endif
 
 /* Environment variables that change numerics or the path taken; recorded when set. */
@@ -73,8 +74,12 @@ static void lks_fingerprint_cuda(lks_fingerprint *fp)
 #ifdef LKS_HAVE_CUDA
 	lks_cuda_info ci;
 
-	lks_cuda_info_get(&ci);
 	lks_fingerprint_add(fp, "cuda.compiler", "%s", LKS_CUDA_COMPILER);
+	/* the CUDA libraries' own answers, from the module (loaded here, once) */
+	if (lks_cuda_module_info(&ci)) {
+		lks_fingerprint_add(fp, "cuda", "not loaded: %s", lks_errmsg());
+		return;
+	}
 	lks_fingerprint_add(fp, "cuda.runtime", "%d.%d", ci.runtime_version / 1000,
 	                    ci.runtime_version % 1000 / 10);
 	if (ci.driver_version)
