@@ -614,6 +614,8 @@ int lks_golden_read(const char *path, lks_stored_run *g)
 		r.line++;
 		rc = lks_bad(&r, "the file %s, before its '# end' line: it is cut short", what[state]);
 	}
+	if (rc == 0)
+		lks_stored_run_metrics_index(g);
 	free(text);
 	return rc;
 }

@@ -524,14 +524,15 @@ void lks_block_step_row(int step, int rank, const lks_metric_row *rows, int n,
 		double v = rows[i].value;
 
 		out->nonfinite += rows[i].kind == LKS_METRIC_NUMERICS && !isfinite(v);
-		/* the canonical metrics the steps row holds too, NaN without them */
-		if (!strcmp(name, "loss"))
+		/* the canonical metrics the steps row holds too, NaN without them (by the first
+		   letter first: a long log has millions of rows, most of them none of these) */
+		if (name[0] == 'l' && !strcmp(name, "loss"))
 			out->loss = v;
-		else if (!strcmp(name, "grad_norm"))
+		else if (name[0] == 'g' && !strcmp(name, "grad_norm"))
 			out->grad_norm = v;
-		else if (!strcmp(name, "lr"))
+		else if (name[0] == 'l' && !strcmp(name, "lr"))
 			out->lr = v;
-		else if (!strcmp(name, "iteration_time"))
+		else if (name[0] == 'i' && !strcmp(name, "iteration_time"))
 			iteration_time = v;
 	}
 	out->step_time = iteration_time / 1000.0;

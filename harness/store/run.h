@@ -65,6 +65,12 @@ typedef struct lks_stored_run {
 	struct lks_mrow { int step, rank, m; double value; } *mrows;  /* (nmrows) */
 	size_t mrows_cap;
 	int mnames_cap;
+	/* private: where the rows of (step, rank) begin in mrows, mfirst[step * mfirst_w +
+	   rank] to the next entry (lks_stored_run_metrics_index); NULL: none made, or rows
+	   added since (a binary search finds them) */
+	size_t *mfirst;
+	int mfirst_w, mfirst_steps;
+	int mhint;                /* the metric index after the last a name was found at */
 
 	/* private: the stats of one step */
 	lks_store *src;           /* non-NULL: stat rows are read from here step by step */
@@ -128,6 +134,10 @@ int lks_stored_run_add_metric(lks_stored_run *r, int step, int rank, const char 
 int lks_stored_run_metric_find(const lks_stored_run *r, const char *name);
 /* The value of metric m at (step, rank), or NULL when none was stored. */
 const double *lks_stored_run_metric(const lks_stored_run *r, int step, int rank, int m);
+/* After the rows are all in, by (step, rank): an index that makes each lookup of
+   lks_stored_run_metric one read where the (step, rank) pairs are dense (a log's steps of
+   every rank; not made for sparse ones, or out of memory: a binary search then). */
+void lks_stored_run_metrics_index(lks_stored_run *r);
 /* Two runs to compare, one imported and one lockstep's own: gives the lockstep run its
    loss, grad_norm and lr per step and rank as metrics (the three lockstep export writes),
    so a case may hold a log against a run it trains. Nothing when both or neither hold

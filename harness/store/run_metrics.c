@@ -2,8 +2,10 @@
  * run_metrics.c: an imported run's metrics in a stored run (run.h): the names by index,
  * each with its kind, and the values as rows by (step, rank, index), read whole from the
  * steps rows (their packed metrics) or added one by one (an import golden file, or a
- * lockstep run's step rows when it is compared with an imported run). A value is found by
- * binary search: a walk asks for one (step, rank, metric) at a time.
+ * lockstep run's step rows when it is compared with an imported run). A value is found
+ * through an index of where each (step, rank) begins, or by binary search where there is
+ * none: a walk asks for one (step, rank, metric) at a time, millions of times for a long
+ * log.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -18,6 +20,9 @@ void lks_stored_run_metrics_release(lks_stored_run *r)
 	free(r->mnames);
 	free(r->mkinds);
 	free(r->mrows);
+	free(r->mfirst);
+	r->mfirst = NULL;
+	r->mhint = 0;
 	r->nm = r->mnames_cap = 0;
 	r->mnames = NULL;
 	r->mkinds = NULL;
@@ -33,13 +38,17 @@ int lks_stored_run_metric_find(const lks_stored_run *r, const char *name)
 	return -1;
 }
 
-/* The index of name, added (with kind) when new; -1 when out of memory. */
+/* The index of name, added (with kind) when new; -1 when out of memory. Rows come with
+   their names in the same order line after line: the one after the last found first. */
 static int lks_metric_index(lks_stored_run *r, const char *name, lks_metric_kind kind)
 {
-	int m = lks_stored_run_metric_find(r, name);
+	int m = r->mhint < r->nm && !strcmp(r->mnames[r->mhint], name) ? r->mhint
+	        : lks_stored_run_metric_find(r, name);
 
-	if (m >= 0)
+	if (m >= 0) {
+		r->mhint = m + 1 < r->nm ? m + 1 : 0;
 		return m;
+	}
 	if (r->nm == r->mnames_cap) {
 		int cap = r->mnames_cap ? 2 * r->mnames_cap : 16;
 		char **n = realloc(r->mnames, (size_t)cap * sizeof(*n));
@@ -75,6 +84,8 @@ int lks_stored_run_add_metric(lks_stored_run *r, int step, int rank, const char 
 		r->mrows_cap = cap;
 	}
 	r->mrows[r->nmrows++] = (struct lks_mrow){ step, rank, m, value };
+	free(r->mfirst);  /* out of date: made again once the rows are in */
+	r->mfirst = NULL;
 	if (step + 1 > r->nsteps)
 		r->nsteps = step + 1;
 	if (rank + 1 > r->W)
@@ -94,7 +105,10 @@ int lks_stored_run_load_metrics(lks_store *s, lks_stored_run *r)
 	   query, and a database older than steps.metrics (read-only, not upgraded) reads */
 	if (!r->backend || strncmp(r->backend, "import:", 7))
 		return 0;
-	return lks_store_get_metrics(s, r->id, NULL, lks_load_metric_row, r);
+	if (lks_store_get_metrics(s, r->id, NULL, lks_load_metric_row, r))
+		return -1;
+	lks_stored_run_metrics_index(r);
+	return 0;
 }
 
 /* A lockstep run's step rows as the metrics an import of them stores (lockstep export
@@ -119,14 +133,58 @@ int lks_stored_run_metrics_pair(lks_stored_run *a, lks_stored_run *b)
 {
 	if (!a->nm == !b->nm)
 		return 0;
-	return lks_stored_run_metrics_of_steps(a->nm ? b : a);
+	if (lks_stored_run_metrics_of_steps(a->nm ? b : a))
+		return -1;
+	lks_stored_run_metrics_index(a->nm ? b : a);
+	return 0;
+}
+
+void lks_stored_run_metrics_index(lks_stored_run *r)
+{
+	size_t keys, k = 0;
+	int w = r->W > 0 ? r->W : 1;
+
+	free(r->mfirst);
+	r->mfirst = NULL;
+	keys = (size_t)r->nsteps * (size_t)w;
+	/* dense: no more entries than rows and then some (a log of every step and rank is one
+	   entry a line); a golden file of every 100th step keeps its binary search */
+	if (!r->nmrows || keys > 2 * r->nmrows + 4096 || !(r->mfirst = malloc((keys + 1) * sizeof(size_t))))
+		return;
+	for (size_t i = 0; i < r->nmrows; i++) {
+		const struct lks_mrow *x = &r->mrows[i];
+		size_t key = (size_t)x->step * (size_t)w + (size_t)x->rank;
+
+		if (x->step < 0 || x->rank < 0 || x->rank >= w || x->step >= r->nsteps || key + 1 < k) {
+			free(r->mfirst);  /* not by (step, rank): the binary search's order is not met */
+			r->mfirst = NULL;
+			return;
+		}
+		while (k <= key)
+			r->mfirst[k++] = i;
+	}
+	while (k <= keys)
+		r->mfirst[k++] = r->nmrows;
+	r->mfirst_w = w;
+	r->mfirst_steps = r->nsteps;
 }
 
 /* Rows by (step, rank), and within one (step, rank) in the order they came: a linear look
-   among the few metrics of one line after the binary search. */
+   among the few metrics of one line after the index or the binary search. */
 const double *lks_stored_run_metric(const lks_stored_run *r, int step, int rank, int m)
 {
 	size_t lo = 0, hi = r->nmrows;
+
+	if (r->mfirst) {
+		size_t key = (size_t)step * (size_t)r->mfirst_w + (size_t)rank;
+
+		if (step < 0 || rank < 0 || step >= r->mfirst_steps || rank >= r->mfirst_w)
+			return NULL;
+		for (lo = r->mfirst[key]; lo < r->mfirst[key + 1]; lo++)
+			if (r->mrows[lo].m == m)
+				return &r->mrows[lo].value;
+		return NULL;
+	}
 
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;
