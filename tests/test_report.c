@@ -595,3 +595,52 @@ Test(report, gpu_health_absent_says_why)
 	free(html);
 	teardown(dir);
 }
+
+/* A case of two imported runs of 10000 steps (a long run's log): each plot is drawn from
+   at most 3 points of each of 2000 runs of steps per series, not 10000, says so, and still
+   shows a one-step spike (the loss axis reaches it) and the gap of a NaN. */
+Test(report, a_long_run_is_drawn_from_its_lowest_and_highest_values)
+{
+	char dir[64], path[300], *html, *svg;
+	FILE *f;
+
+	if (!have("gnuplot"))
+		cr_skip_test("gnuplot is not installed (Debian: gnuplot-nox)");
+	snprintf(dir, sizeof(dir), "/tmp/lks-test-report-XXXXXX");
+	cr_assert_not_null(mkdtemp(dir));
+	for (int run = 0; run < 2; run++) {
+		snprintf(path, sizeof(path), "%s/%c.jsonl", dir, "ab"[run]);
+		cr_assert_not_null(f = fopen(path, "w"));
+		for (int step = 1; step <= 10000; step++) {
+			double loss = 2.0 + (step % 10) * 0.01 + (run && step == 8000 ? 0.5 : 0);
+
+			if (step == 6543)
+				fprintf(f, "{\"step\": %d, \"loss\": 57.5, \"grad_norm\": 1.0}\n", step);
+			else if (step == 7000)
+				fprintf(f, "{\"step\": %d, \"loss\": \"nan\", \"grad_norm\": 1.0}\n", step);
+			else
+				fprintf(f, "{\"step\": %d, \"loss\": %.2f, \"grad_norm\": 1.0}\n", step, loss);
+		}
+		fclose(f);
+	}
+	write_text(dir, "long.ini", "[case]\n[run a]\nimport = jsonl:a.jsonl\n[run b]\n"
+	                            "import = jsonl:b.jsonl\n[check same]\nkind = bitwise\na = a\n"
+	                            "b = b\nexpect = fail\nstep = 8000\n");
+	cr_assert_eq(sh("'%s' run '%s/long.ini' --db '%s/l.db' --quiet >/dev/null", LKS_BIN, dir,
+	                dir), 0);
+	cr_assert_eq(sh("'%s' report --db '%s/l.db' -o '%s/r' >/dev/null", LKS_BIN, dir, dir), 0);
+	snprintf(path, sizeof(path), "%s/r/index.html", dir);
+	html = slurp(path);
+	cr_assert_not_null(strstr(html, "loss per step (mean over ranks), drawn as the lowest and "
+	                          "highest value of each of 2000 runs of steps"));
+	snprintf(path, sizeof(path), "%s/r/long_loss.svg", dir);
+	svg = slurp(path);
+	/* a point marker per point drawn: 2 series, 3 at most per run of steps */
+	cr_assert_leq(count(svg, "<use xlink:href='#gpPt"), 2 * 3 * 2000, "%d points",
+	              count(svg, "<use xlink:href='#gpPt"));
+	cr_assert_geq(count(svg, "<use xlink:href='#gpPt"), 2 * 2000);
+	cr_assert_not_null(strstr(svg, "> 50</text>"), "the spike of 57.5 is not on the axis");
+	free(svg);
+	free(html);
+	teardown(dir);
+}

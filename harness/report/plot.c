@@ -9,6 +9,7 @@
 #include <fcntl.h>
 #include <math.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -223,6 +224,13 @@ int lks_plot(struct lks_report *r, const char *case_name, const struct lks_plot_
 
 /* ---- the plots of every case: loss, relative loss difference, grad norm ---- */
 
+/* A series of more steps than LKS_PLOT_STEPS is drawn in LKS_PLOT_BUCKETS runs of steps,
+   each as its lowest and highest value (lks_bucket): 4000 points, about as many as a plot
+   of 1000 pixels can tell apart, and a few hundred KB of SVG. */
+#define LKS_PLOT_STEPS 4000
+#define LKS_PLOT_BUCKETS 2000
+#define LKS_PLOT_BUCKETED "as the lowest and highest value of each of 2000 runs of steps"
+
 /* What a series shows per step. */
 enum lks_series_kind { LKS_SERIES_LOSS, LKS_SERIES_GRAD_NORM, LKS_SERIES_RELDIFF };
 
@@ -243,22 +251,81 @@ static double lks_series_value(enum lks_series_kind kind, const lks_stored_run *
 	return v < LKS_REPORT_FLOOR ? LKS_REPORT_FLOOR : v;
 }
 
-/* Adds the series of one run over its first n steps to data and its name to names. */
+static void lks_point(FILE *data, int s, double v)
+{
+	if (isfinite(v))
+		fprintf(data, "%d %.17g\n", s, v);
+	else
+		fprintf(data, "%d NaN\n", s);
+}
+
+struct lks_pt {
+	int s;
+	double v;
+};
+
+/* Steps [s0, s1) of a long series as what a plot of LKS_PLOT_BUCKETS columns can show of
+   them: the lowest and the highest value, each at its own step and in step order, so that
+   a spike stays drawn; the first value that is not finite as a gap at its step. */
+static void lks_bucket(FILE *data, enum lks_series_kind kind, const lks_stored_run *run,
+                       const lks_stored_run *ref, int s0, int s1)
+{
+	int lo = -1, hi = -1, bad = -1;
+	double vlo = 0, vhi = 0;
+
+	for (int s = s0; s < s1; s++) {
+		double v = lks_series_value(kind, run, ref, s);
+
+		if (!isfinite(v)) {
+			bad = bad < 0 ? s : bad;
+			continue;
+		}
+		if (lo < 0 || v < vlo)
+			lo = s, vlo = v;
+		if (hi < 0 || v > vhi)
+			hi = s, vhi = v;
+	}
+	struct lks_pt p[3];
+	int np = 0;
+
+	if (lo >= 0)
+		p[np++] = (struct lks_pt){ lo, vlo };
+	if (hi >= 0 && hi != lo)
+		p[np++] = (struct lks_pt){ hi, vhi };
+	if (bad >= 0)
+		p[np++] = (struct lks_pt){ bad, NAN };  /* the line breaks there */
+	for (int i = 1; i < np; i++)  /* in step order: three at most */
+		for (int j = i; j > 0 && p[j - 1].s > p[j].s; j--) {
+			struct lks_pt t = p[j];
+
+			p[j] = p[j - 1];
+			p[j - 1] = t;
+		}
+	for (int i = 0; i < np; i++)
+		lks_point(data, p[i].s, p[i].v);
+}
+
+/* Adds the series of one run over its first n steps to data and its name to names: every
+   step, or past LKS_PLOT_STEPS steps (a long imported run: an SVG of a million points is
+   tens of MB a plot) each of LKS_PLOT_BUCKETS runs of steps as its lowest and highest
+   value; *bucketed then set. */
 static void lks_series(FILE *data, FILE *names, enum lks_series_kind kind,
-                       const lks_stored_run *run, const lks_stored_run *ref, int n, int *nseries)
+                       const lks_stored_run *run, const lks_stored_run *ref, int n, int *nseries,
+                       int *bucketed)
 {
 	char safe[128];
 
 	lks_safe_name(safe, sizeof(safe), run->run_name);
 	fprintf(names, "%s%s", *nseries ? " " : "", safe);
 	fprintf(data, "# %s\n", safe);
-	for (int s = 0; s < n; s++) {
-		double v = lks_series_value(kind, run, ref, s);
-
-		if (isfinite(v))
-			fprintf(data, "%d %.17g\n", s, v);
-		else
-			fprintf(data, "%d NaN\n", s);
+	if (n <= LKS_PLOT_STEPS) {
+		for (int s = 0; s < n; s++)
+			lks_point(data, s, lks_series_value(kind, run, ref, s));
+	} else {
+		for (int b = 0; b < LKS_PLOT_BUCKETS; b++)
+			lks_bucket(data, kind, run, ref, (int)((int64_t)n * b / LKS_PLOT_BUCKETS),
+			           (int)((int64_t)n * (b + 1) / LKS_PLOT_BUCKETS));
+		*bucketed = 1;
 	}
 	fputs("\n\n", data);  /* two blank lines: the next gnuplot index */
 	(*nseries)++;
@@ -299,9 +366,9 @@ static int lks_case_plot(struct lks_report *r, const char *case_name, enum lks_s
 	const lks_stored_run *b = ref >= 0 ? &r->runs[ref] : NULL;
 	struct lks_text data = { 0 }, names = { 0 };
 	struct lks_plot_spec spec = { .kind = kinds[kind] };
-	char vars[4096], tcase[128], tols[256], caption[300];
+	char vars[4096], tcase[128], tols[256], caption[400];
 	const char *dat, *nm;
-	int n = 0, ntol, rc = 0;
+	int n = 0, ntol, rc = 0, bucketed = 0;
 
 	if (lks_text_open(&data) || lks_text_open(&names))
 		goto oom;
@@ -310,20 +377,22 @@ static int lks_case_plot(struct lks_report *r, const char *case_name, enum lks_s
 		int ns = !b ? a->nsteps : a->nsteps < b->nsteps ? a->nsteps : b->nsteps;
 
 		if (strcmp(a->case_name, case_name) == 0 && ns && (!b || i != ref))
-			lks_series(data.f, names.f, kind, a, b, ns, &n);
+			lks_series(data.f, names.f, kind, a, b, ns, &n, &bucketed);
 	}
 	if (!(dat = lks_text_done(&data)) || !(nm = lks_text_done(&names)))
 		goto oom;
 	lks_safe_name(tcase, sizeof(tcase), case_name);
 	if (kind != LKS_SERIES_RELDIFF) {
-		spec.title = captions[kind];
+		snprintf(caption, sizeof(caption), "%s%s", captions[kind], bucketed ? ", drawn "
+		         LKS_PLOT_BUCKETED : "");
+		spec.title = caption;
 		snprintf(vars, sizeof(vars), "n = %d\nnames = \"%s\"\ntitle_text = '%s: %s'\n", n, nm,
 		         tcase, captions[kind]);
 	} else {
 		lks_loss_tols(r, case_name, b, tols, sizeof(tols), &ntol);
 		snprintf(caption, sizeof(caption),
-		         "relative loss difference against '%s' (an exact agreement is drawn at %g)",
-		         b->run_name, LKS_REPORT_FLOOR);
+		         "relative loss difference against '%s' (an exact agreement is drawn at %g)%s",
+		         b->run_name, LKS_REPORT_FLOOR, bucketed ? ", drawn " LKS_PLOT_BUCKETED : "");
 		spec.title = caption;
 		snprintf(vars, sizeof(vars), "n = %d\nnames = \"%s\"\nntol = %d\n%s%d] = [%s]\n"
 		         "title_text = '%s: |loss - loss(%s)| / |loss(%s)|'\n", n, nm, ntol,
