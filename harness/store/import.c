@@ -657,8 +657,9 @@ static int lks_import_one(struct lks_import_run *r, const lks_import_format *fmt
 	    && (n = lks_import_starts(fileno(f), st.st_size, starts)) > 1) {
 		r->parts = n > r->parts ? n : r->parts;
 		rc = lks_import_parts(r, fmt, path, f, &st, starts, n, c);
-	} else
+	} else {
 		rc = fmt->parse(path, f, lks_import_sink_counted, &x, c);
+	}
 	if (!in)
 		fclose(f);
 	return rc;
