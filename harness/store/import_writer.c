@@ -45,12 +45,14 @@ static void *lks_import_writer_main(void *arg)
 		b = w->pending;
 		pthread_mutex_unlock(&w->mu);
 		/* encoded before the store's lock: other parts of the file insert meanwhile */
-		rc = w->failed ? 0 : lks_block_encode(b, &data, &len);
-		if (w->store_mu)
-			pthread_mutex_lock(w->store_mu);
-		rc = w->failed || rc ? rc : lks_store_import_block(w->s, w->run_id, w->seq, b);
-		if (w->store_mu)
-			pthread_mutex_unlock(w->store_mu);
+		rc = 0;
+		if (!w->failed && !(rc = lks_block_encode(b, &data, &len))) {
+			if (w->store_mu)
+				pthread_mutex_lock(w->store_mu);
+			rc = lks_store_import_block(w->s, w->run_id, w->seq, b);
+			if (w->store_mu)
+				pthread_mutex_unlock(w->store_mu);
+		}
 		lks_block_reset(b);
 		pthread_mutex_lock(&w->mu);
 		if (rc && !w->failed) {
