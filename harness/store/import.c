@@ -697,12 +697,16 @@ int lks_import_files(lks_store *store, const lks_import_opts *o, const char *con
 	if ((rc = lks_import_ranks_map(o->ranks, &only, &r.nonly)))
 		return rc;
 	r.only = only;
+	if (store)
+		lks_store_bulk_begin(store);  /* one large transaction (trace_store.h) */
 	if (store && lks_import_begin(store, o, paths, npaths, &r.run_id)) {
+		lks_store_bulk_end(store);
 		free(only);
 		return -1;
 	}
 	if (store && !(r.writer = lks_import_writer_start(store, r.run_id, &store_mu))) {
 		lks_store_import_end(store, r.run_id, 0, 0, 0);
+		lks_store_bulk_end(store);
 		free(only);
 		return -1;
 	}
@@ -724,6 +728,8 @@ int lks_import_files(lks_store *store, const lks_import_opts *o, const char *con
 	if (store && lks_store_import_end(store, r.run_id, lks_import_last_step(&r), r.nranks,
 	                                  rc == 0) && !rc)
 		rc = -1;
+	if (store)
+		lks_store_bulk_end(store);
 	if (!rc) {
 		res->run_id = r.run_id;
 		res->steps = lks_import_last_step(&r);

@@ -327,6 +327,19 @@ typedef struct lks_metric_row {
    its steps and world size set, or (ok 0) rolls everything back, so that a bad log stores
    nothing. Nothing else may use the store between begin and end. */
 int lks_store_import_begin(lks_store *s, const lks_run_info *info, int64_t *run_id);
+/* A bulk write (a whole import: one large transaction) around begin and end. SQLite's WAL
+   writes every page of a transaction twice, into the -wal file and at the checkpoint into
+   the database; in rollback-journal mode a page appended to the file is written once and
+   needs no journal. So where this connection is the only one on the file, bulk_begin puts
+   it in rollback-journal mode (synchronous=FULL) and bulk_end back in WAL; where another
+   connection has it open, nothing changes (the write goes through the WAL) and nobody
+   waits. Readers that come meanwhile wait for the commit through the busy timeout. A
+   crash in between leaves a hot journal, rolled back by the next opening, which also
+   puts the file back in WAL, as does the next opening where bulk_end could not (busy
+   for the whole timeout); lks_store_close ends a bulk write left open. Neither call may
+   be made inside a transaction. */
+void lks_store_bulk_begin(lks_store *s);
+void lks_store_bulk_end(lks_store *s);
 /* The records of b (harness/store/import_block.h), as the run's block seq (unique in the
    run; blocks are read back in seq order); b is then empty. A (step, rank) must not be
    stored twice (lks_store_import_restart drops one). */

@@ -107,6 +107,7 @@ struct lks_store {
 	pthread_cond_t ckpt_cv;
 	int ckpt_running, ckpt_pending, ckpt_stop;  /* under ckpt_mu, but ckpt_running */
 	int ckpt_frames;                  /* WAL frames at the last wake-up (writer thread only) */
+	int bulk;                         /* in rollback-journal mode for a bulk write */
 };
 
 /* ---- the schema (trace_store_schema.c) ---- */

@@ -320,10 +320,60 @@ out:
 	return rc;
 }
 
+/* ---- bulk writes (trace_store.h) ---- */
+
+/* Whether the file is in journal mode now, after asking for it: an error (SQLITE_BUSY:
+   another connection has the file) leaves the mode as it was. */
+static int lks_store_journal(sqlite3 *db, const char *mode)
+{
+	char sql[64];
+	sqlite3_stmt *st;
+	int in;
+
+	snprintf(sql, sizeof(sql), "PRAGMA journal_mode = %s", mode);
+	if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
+		return 0;
+	in = sqlite3_step(st) == SQLITE_ROW
+	     && !sqlite3_stricmp((const char *)sqlite3_column_text(st, 0), mode);
+	sqlite3_finalize(st);
+	return in;
+}
+
+void lks_store_bulk_begin(lks_store *s)
+{
+	if (s->bulk || !sqlite3_get_autocommit(s->db))
+		return;
+	lks_store_ckpt_stop(s);  /* its connection, open on the file, would keep it in WAL */
+	/* rollback journal: FULL syncs the journal before the file is written, without which
+	   a power loss may corrupt the file, not just lose the transaction */
+	sqlite3_exec(s->db, "PRAGMA synchronous = FULL", NULL, NULL, NULL);
+	sqlite3_busy_timeout(s->db, 0);  /* another connection: no switch, and no wait */
+	s->bulk = lks_store_journal(s->db, "delete");
+	sqlite3_busy_timeout(s->db, LKS_STORE_BUSY_MS);
+	if (!s->bulk) {
+		sqlite3_exec(s->db, "PRAGMA synchronous = NORMAL", NULL, NULL, NULL);
+		lks_store_ckpt_start(s, sqlite3_db_filename(s->db, "main"));
+	}
+}
+
+void lks_store_bulk_end(lks_store *s)
+{
+	const char *path = sqlite3_db_filename(s->db, "main");
+
+	if (!s->bulk || !sqlite3_get_autocommit(s->db))
+		return;
+	s->bulk = 0;
+	/* waits out readers that came meanwhile; where it cannot, the next opening switches */
+	lks_store_wal(s->db, path);
+	sqlite3_exec(s->db, "PRAGMA synchronous = NORMAL", NULL, NULL, NULL);
+	lks_store_ckpt_start(s, path);
+}
+
 void lks_store_close(lks_store *s)
 {
 	if (!s)
 		return;
+	lks_store_bulk_end(s);
 	lks_store_ckpt_stop(s);
 	for (int i = 0; i < LKS_Q_COUNT; i++)
 		sqlite3_finalize(s->stmt[i]);
