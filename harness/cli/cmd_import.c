@@ -3,8 +3,13 @@
  * logs, stored as one run of a case (harness/store/import.h). One transaction: a bad line
  * stores nothing.
  */
+#include <pthread.h>
+#include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "harness/base/name.h"
@@ -24,8 +29,13 @@ static const char lks_import_help[] =
 	"that hold no metrics are counted and ignored. A line that holds metrics but is cut\n"
 	"short or has a bad number, a step that goes backwards or comes again with other\n"
 	"values within a file, or a rank without steps is bad input (exit 2, naming\n"
-	"file:line), and nothing is stored.\n"
+"file:line), and nothing is stored.\n"
 	"\n"
+	"An import that takes more than a second shows its progress on standard error: the\n"
+	"megabytes read of the files' and the time left, on a terminal in one line redrawn,\n"
+	"elsewhere (a CI log) in a line every 10 seconds.\n"
+	"\n"
+	"  --quiet           no progress\n"
 	"  --ranks LIST      the ranks a log of some ranks only holds (torchrun\n"
 	"                    --local-ranks-filter; local rank 0 of each of 2 nodes of 8 GPUs:\n"
 	"                    --ranks 0,8; ranges too: 0-3,8): each must have steps, no other\n"
@@ -124,11 +134,139 @@ static void lks_import_unmake(lks_store *store, const char *db)
 			unlink(side);
 }
 
+/* ---- progress on a long import ---- */
+
+/* Shown once an import has taken after_s, every every_s: on a terminal 1 s and 0.25 s,
+   one line redrawn; elsewhere 1 s and 10 s, a line each. LKS_PROGRESS_MS (tests) sets
+   both. The bytes are the import readers' (lks_import_bytes_read), from where they were. */
+struct lks_progress {
+	pthread_t thread;
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	int done, tty, shown;
+	uint64_t base, total;     /* total: the files' bytes, 0 unknown (standard input) */
+	double after_s, every_s;
+	struct timespec t0;
+};
+
+static double lks_since(const struct timespec *t0)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (double)(t.tv_sec - t0->tv_sec) + 1e-9 * (double)(t.tv_nsec - t0->tv_nsec);
+}
+
+static void lks_progress_show(struct lks_progress *p)
+{
+	uint64_t got = lks_import_bytes_read() - p->base;
+	double t = lks_since(&p->t0);
+	char left[48] = "";
+
+	if (p->total && got > p->total)
+		got = p->total;  /* a part read again counts again */
+	if (p->total && got)
+		snprintf(left, sizeof(left), ", about %.*f s left", t < 10 ? 1 : 0,
+		         t * (double)(p->total - got) / (double)got);
+	if (p->total)
+		fprintf(stderr, "%slockstep: import: %.1f of %.1f MB read (%d%%), %.1f s%s%s",
+		        p->tty ? "\r\033[K" : "", (double)got / 1e6, (double)p->total / 1e6,
+		        (int)(100 * got / p->total), t, got == p->total ? ", storing" : left,
+		        p->tty ? "" : "\n");
+	else
+		fprintf(stderr, "%slockstep: import: %.1f MB read, %.1f s%s", p->tty ? "\r\033[K" : "",
+		        (double)got / 1e6, t, p->tty ? "" : "\n");
+	fflush(stderr);
+	p->shown = 1;
+}
+
+static void *lks_progress_main(void *arg)
+{
+	struct lks_progress *p = arg;
+	double next = p->after_s;
+
+	pthread_mutex_lock(&p->mu);
+	while (!p->done) {
+		double wait = next - lks_since(&p->t0);
+		struct timespec until;
+
+		if (wait > 0) {
+			clock_gettime(CLOCK_MONOTONIC, &until);
+			until.tv_sec += (time_t)wait;
+			until.tv_nsec += (long)((wait - (double)(time_t)wait) * 1e9);
+			if (until.tv_nsec >= 1000000000L) {
+				until.tv_sec++;
+				until.tv_nsec -= 1000000000L;
+			}
+			pthread_cond_timedwait(&p->cv, &p->mu, &until);
+			continue;  /* woken early, or the time is up: looked at again */
+		}
+		lks_progress_show(p);
+		next += p->every_s;
+	}
+	if (p->shown && p->tty)
+		fputs("\r\033[K", stderr);  /* the summary takes the line's place */
+	pthread_mutex_unlock(&p->mu);
+	return NULL;
+}
+
+/* Starts showing the progress of reading files[0..n); 0, or -1 where no thread could be
+   started (the import goes on without). */
+static int lks_progress_start(struct lks_progress *p, const char *const *files, int n)
+{
+	pthread_condattr_t ca;
+	const char *ms = getenv("LKS_PROGRESS_MS");
+	struct stat st;
+
+	memset(p, 0, sizeof(*p));
+	p->tty = isatty(2);
+	p->after_s = 1;
+	p->every_s = p->tty ? 0.25 : 10;
+	if (ms && *ms)
+		p->after_s = p->every_s = atof(ms) / 1e3;
+	for (int i = 0; i < n; i++) {
+		if (!strcmp(files[i], "-") || stat(files[i], &st) || !S_ISREG(st.st_mode)) {
+			p->total = 0;  /* a pipe: how much is to come is not known */
+			break;
+		}
+		p->total += (uint64_t)st.st_size;
+	}
+	p->base = lks_import_bytes_read();
+	clock_gettime(CLOCK_MONOTONIC, &p->t0);
+	if (pthread_condattr_init(&ca))
+		return -1;
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	if (pthread_cond_init(&p->cv, &ca)) {
+		pthread_condattr_destroy(&ca);
+		return -1;
+	}
+	pthread_condattr_destroy(&ca);
+	pthread_mutex_init(&p->mu, NULL);
+	if (pthread_create(&p->thread, NULL, lks_progress_main, p)) {
+		pthread_cond_destroy(&p->cv);
+		pthread_mutex_destroy(&p->mu);
+		return -1;
+	}
+	return 0;
+}
+
+static void lks_progress_stop(struct lks_progress *p)
+{
+	pthread_mutex_lock(&p->mu);
+	p->done = 1;
+	pthread_cond_signal(&p->cv);
+	pthread_mutex_unlock(&p->mu);
+	pthread_join(p->thread, NULL);
+	pthread_cond_destroy(&p->cv);
+	pthread_mutex_destroy(&p->mu);
+}
+
 int cmd_import(int argc, char **argv)
 {
 	const char *db = "lockstep.db", *fmt_name = NULL, *files[256];
 	lks_follow_args fa = { .idle_s = 60, .end_step = -1 };
-	int follow = 0;
+	int follow = 0, quiet = 0, progress;
+	struct lks_progress pr;
 	lks_import_opts o = { 0 };
 	lks_import_result res;
 	lks_store *store = NULL;
@@ -141,8 +279,8 @@ int cmd_import(int argc, char **argv)
 			lks_import_help_print(stdout);
 			return LKS_EXIT_OK;
 		}
-		if (!strcmp(a, "--follow")) {
-			follow = 1;
+		if (!strcmp(a, "--follow") || !strcmp(a, "--quiet")) {
+			*(a[2] == 'f' ? &follow : &quiet) = 1;
 			continue;
 		}
 		if (a[0] == '-' && a[1] && (rc = lks_import_follow_opt(argc, argv, &i, &fa)) >= 0) {
@@ -195,7 +333,10 @@ int cmd_import(int argc, char **argv)
 		lks_store_close(store);
 		return rc;
 	}
+	progress = !quiet && !lks_progress_start(&pr, files, nfiles);
 	rc = lks_import_files(store, &o, files, nfiles, &res);
+	if (progress)
+		lks_progress_stop(&pr);
 	if (rc && created)
 		lks_import_unmake(store, db);
 	else

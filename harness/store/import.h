@@ -144,6 +144,10 @@ typedef struct lks_import_reader {
 	uint64_t limit;           /* bytes still to read through fd (UINT64_MAX: no end) */
 } lks_import_reader;
 
+/* The bytes every reader of this process has read so far, added to as each block is read
+   (a part read again counts again): what 'lockstep import' shows its progress by. */
+uint64_t lks_import_bytes_read(void);
+
 /* Opens a reader of f; chunk: 0, or the most bytes one read takes with the least buffer
    (a test's: lines cut anywhere and moved to the buffer's start often). 0, or -1 (no
    memory). */

@@ -8,6 +8,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <float.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -267,6 +268,13 @@ int lks_import_number(const char *s, size_t len, int commas, double *out)
    a syscall per block costs nothing); a line must fit in it whole. */
 #define LKS_IMPORT_BLOCK (1 << 20)
 
+static atomic_uint_least64_t lks_bytes_read;
+
+uint64_t lks_import_bytes_read(void)
+{
+	return atomic_load_explicit(&lks_bytes_read, memory_order_relaxed);
+}
+
 int lks_import_reader_open(lks_import_reader *r, const char *path, FILE *f, size_t chunk)
 {
 	/* a line must fit whole: LKS_IMPORT_LINE_MAX at least */
@@ -318,6 +326,7 @@ static int lks_reader_fill(lks_import_reader *r)
 			return lks_err("cannot read '%s' after line %ld", r->path, r->line);
 		n = (size_t)got;
 		r->limit -= r->limit == UINT64_MAX ? 0 : n;
+		atomic_fetch_add_explicit(&lks_bytes_read, n, memory_order_relaxed);
 	} else {
 		/* a stream whose reads may wait (--follow): no further than the line's end */
 		while (n < room && (ch = getc(r->f)) != EOF)
