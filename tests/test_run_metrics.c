@@ -6,8 +6,10 @@
  */
 #include <criterion/criterion.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "harness/store/run.h"
+#include "kernels/err.h"
 
 #define STEPS 50
 #define RANKS 4
@@ -82,5 +84,26 @@ Test(run_metrics, sparse_steps_keep_the_binary_search)
 		cr_assert_eq(*lks_stored_run_metric(&r, k * 100000, 0, 0), k);
 		cr_assert_null(lks_stored_run_metric(&r, k * 100000 + 1, 0, 0));
 	}
+	lks_stored_run_release(&r);
+}
+
+/* A row holds its rank in 16 bits (rows come by step, then rank): rank 65535 is held and found, rank 65536 is refused
+   with a message, not wrapped to 0. (The metric index has the same guard; 65537 names,
+   found one by one, would take this test seconds.) */
+Test(run_metrics, a_rank_past_16_bits_is_refused_not_wrapped)
+{
+	lks_stored_run r;
+	const double *v;
+
+	lks_stored_run_init(&r);
+	cr_assert_eq(lks_stored_run_add_metric(&r, 1, 0, "loss", LKS_METRIC_NUMERICS, 1.5), 0,
+	             "%s", lks_errmsg());
+	cr_assert_eq(lks_stored_run_add_metric(&r, 1, 65535, "loss", LKS_METRIC_NUMERICS, 2.5), 0,
+	             "%s", lks_errmsg());
+	cr_assert_eq(lks_stored_run_add_metric(&r, 2, 65536, "loss", LKS_METRIC_NUMERICS, 3.5), -1);
+	cr_assert_not_null(strstr(lks_errmsg(), "ranks 0 to 65535"), "%s", lks_errmsg());
+	cr_assert_not_null(v = lks_stored_run_metric(&r, 1, 65535, 0));
+	cr_assert_eq(*v, 2.5);
+	cr_assert_null(lks_stored_run_metric(&r, 2, 0, 0), "rank 65536 was stored as rank 0");
 	lks_stored_run_release(&r);
 }

@@ -195,8 +195,8 @@ static int lks_diff_table(lks_stored_run *a, lks_stored_run *b, int max_rows)
 }
 
 /* The bitwise check k, or where a run was pruned, what both still have (check.h). */
-static int lks_diff_eval(lks_store *s, lks_check_cfg *k, const lks_stored_run *ra,
-                         const lks_stored_run *rb, lks_check_result *res, int *pruned)
+static int lks_diff_eval(lks_store *s, lks_check_cfg *k, lks_stored_run *ra,
+                         lks_stored_run *rb, lks_check_result *res, int *pruned)
 {
 	const lks_stored_run *r[2] = { ra, rb };
 
@@ -211,7 +211,7 @@ static int lks_diff_eval(lks_store *s, lks_check_cfg *k, const lks_stored_run *r
 			       "on loss and grad norm alone, bit for bit\n", (long long)r[i]->id);
 		*pruned |= p;
 	}
-	return lks_check_bitwise_kept(s, k, ra->id, rb->id, *pruned, res);
+	return lks_check_bitwise_kept_runs(s, k, ra, rb, *pruned, res);
 }
 
 /* ---- the command ---- */

@@ -62,7 +62,8 @@ typedef struct lks_stored_run {
 	char **mnames;            /* (nm) */
 	lks_metric_kind *mkinds;  /* (nm) */
 	size_t nmrows;
-	struct lks_mrow { int step, rank, m; double value; } *mrows;  /* (nmrows) */
+	/* 16 bytes a value: a long log's runs are held whole, two at a time (diff, checks) */
+	struct lks_mrow { double value; int step; uint16_t rank, m; } *mrows;  /* (nmrows) */
 	size_t mrows_cap;
 	int mnames_cap;
 	/* private: where the rows of (step, rank) begin in mrows, mfirst[step * mfirst_w +

@@ -7,6 +7,7 @@
  * none: a walk asks for one (step, rank, metric) at a time, millions of times for a long
  * log.
  */
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -70,10 +71,14 @@ static int lks_metric_index(lks_stored_run *r, const char *name, lks_metric_kind
 int lks_stored_run_add_metric(lks_stored_run *r, int step, int rank, const char *name,
                               lks_metric_kind kind, double value)
 {
-	int m = lks_metric_index(r, name, kind);
+	int m;
 
-	if (m < 0)
+	if (rank < 0 || rank > UINT16_MAX)
+		return lks_err("metric '%s' of rank %d: ranks 0 to %d only", name, rank, UINT16_MAX);
+	if ((m = lks_metric_index(r, name, kind)) < 0)
 		return -1;
+	if (m > UINT16_MAX)
+		return lks_err("more than %d metric names in one run", UINT16_MAX + 1);
 	if (r->nmrows == r->mrows_cap) {
 		size_t cap = r->mrows_cap ? 2 * r->mrows_cap : 256;
 		struct lks_mrow *p = realloc(r->mrows, cap * sizeof(*p));
@@ -83,7 +88,8 @@ int lks_stored_run_add_metric(lks_stored_run *r, int step, int rank, const char 
 		r->mrows = p;
 		r->mrows_cap = cap;
 	}
-	r->mrows[r->nmrows++] = (struct lks_mrow){ step, rank, m, value };
+	r->mrows[r->nmrows++] = (struct lks_mrow){ .value = value, .step = step,
+	                                           .rank = (uint16_t)rank, .m = (uint16_t)m };
 	free(r->mfirst);  /* out of date: made again once the rows are in */
 	r->mfirst = NULL;
 	if (step + 1 > r->nsteps)
@@ -155,7 +161,7 @@ void lks_stored_run_metrics_index(lks_stored_run *r)
 		const struct lks_mrow *x = &r->mrows[i];
 		size_t key = (size_t)x->step * (size_t)w + (size_t)x->rank;
 
-		if (x->step < 0 || x->rank < 0 || x->rank >= w || x->step >= r->nsteps || key + 1 < k) {
+		if (x->step < 0 || x->rank >= w || x->step >= r->nsteps || key + 1 < k) {
 			free(r->mfirst);  /* not by (step, rank): the binary search's order is not met */
 			r->mfirst = NULL;
 			return;

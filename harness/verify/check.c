@@ -557,37 +557,32 @@ void lks_check_result_init(lks_check_result *res)
 	res->ulp = -1;
 }
 
-int lks_check_eval(lks_store *s, const lks_check_cfg *k, const lks_check_opts *o,
-                   int64_t run_a, int64_t run_b, lks_check_result *res)
+/* The kind's row of k, or NULL (lks_err). */
+static const struct lks_check_kind_row *lks_check_row(const lks_check_cfg *k)
 {
-	const struct lks_check_kind_row *row = NULL;
-	lks_check_fn fn;
-	lks_stored_run ta, tb;
-	struct lks_check_ctx x = { .s = s, .k = k, .o = o, .res = res, .run_a = run_a,
-	                           .run_b = run_b, .label_a = k->a,
+	if ((unsigned)k->kind < LKS_CHECK_COUNT && lks_check_kinds[k->kind].fn)
+		return &lks_check_kinds[k->kind];
+	lks_err("check '%s': no evaluation for kind %d", k->name, (int)k->kind);
+	return NULL;
+}
+
+int lks_check_eval_runs(lks_store *s, const lks_check_cfg *k, const lks_check_opts *o,
+                        lks_stored_run *a, lks_stored_run *b, lks_check_result *res)
+{
+	const struct lks_check_kind_row *row = lks_check_row(k);
+	struct lks_check_ctx x = { .s = s, .k = k, .o = o, .res = res, .a = a, .b = b,
+	                           .run_a = a->id, .run_b = b ? b->id : 0, .label_a = k->a,
 	                           .label_b = k->b };
-	int two = lks_check_kind_nruns(k->kind) == 2, rc = -1;
+	int two = lks_check_kind_nruns(k->kind) == 2;
+	lks_check_fn fn;
 
 	lks_check_result_init(res);
-	lks_stored_run_init(&ta);
-	lks_stored_run_init(&tb);
-	if ((unsigned)k->kind < LKS_CHECK_COUNT && lks_check_kinds[k->kind].fn)
-		row = &lks_check_kinds[k->kind];
 	if (!row)
-		return lks_err("check '%s': no evaluation for kind %d", k->name, (int)k->kind);
-	if (!run_a || (two && !run_b)) {
-		res->verdict = LKS_VERDICT_SKIPPED;
-		snprintf(res->message, sizeof(res->message), "run '%s' was not run",
-		         !run_a ? k->a : k->b);
-		return 0;
-	}
-	if (row->reads && (lks_stored_run_load(s, run_a, LKS_LOAD_TRACE, &ta)
-	                   || (two && lks_stored_run_load(s, run_b, LKS_LOAD_TRACE, &tb))))
-		goto out;
-	if (two && lks_stored_run_metrics_pair(&ta, &tb))
-		goto out;
-	x.a = &ta;
-	x.b = two ? &tb : NULL;
+		return -1;
+	if (two && (!b || lks_stored_run_metrics_pair(a, b)))
+		return b ? -1 : lks_err("check '%s': two runs wanted", k->name);
+	if (!two)
+		x.b = NULL;
 	if (k->kind == LKS_CHECK_RECOMPUTE) {
 		x.label_a = "recompute";
 		x.label_b = "forward";
@@ -597,13 +592,38 @@ int lks_check_eval(lks_store *s, const lks_check_cfg *k, const lks_check_opts *o
 		x.label_b = NULL;
 	}
 	/* an imported run's metrics: the kinds that read them their own way */
-	fn = (ta.nm || tb.nm) && lks_check_import_fn(k->kind) ? lks_check_import_fn(k->kind) : row->fn;
+	fn = (a->nm || (x.b && x.b->nm)) && lks_check_import_fn(k->kind)
+	     ? lks_check_import_fn(k->kind) : row->fn;
 	if (fn(&x))
-		goto out;
+		return -1;
 	if (!res->message[0])  /* else the kind gave its verdict itself (unsupported, ...) */
 		lks_check_judge(&x);
-	rc = 0;
-out:
+	return 0;
+}
+
+int lks_check_eval(lks_store *s, const lks_check_cfg *k, const lks_check_opts *o,
+                   int64_t run_a, int64_t run_b, lks_check_result *res)
+{
+	const struct lks_check_kind_row *row = lks_check_row(k);
+	lks_stored_run ta, tb;
+	int two = lks_check_kind_nruns(k->kind) == 2, rc = -1;
+
+	lks_check_result_init(res);
+	if (!row)
+		return -1;
+	if (!run_a || (two && !run_b)) {
+		res->verdict = LKS_VERDICT_SKIPPED;
+		snprintf(res->message, sizeof(res->message), "run '%s' was not run",
+		         !run_a ? k->a : k->b);
+		return 0;
+	}
+	lks_stored_run_init(&ta);
+	lks_stored_run_init(&tb);
+	ta.id = run_a;  /* a kind that reads no trace reads the run through its id */
+	tb.id = run_b;
+	if (!(row->reads && (lks_stored_run_load(s, run_a, LKS_LOAD_TRACE, &ta)
+	                     || (two && lks_stored_run_load(s, run_b, LKS_LOAD_TRACE, &tb)))))
+		rc = lks_check_eval_runs(s, k, o, &ta, two ? &tb : NULL, res);
 	lks_stored_run_release(&ta);
 	lks_stored_run_release(&tb);
 	return rc;

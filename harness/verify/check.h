@@ -113,6 +113,14 @@ typedef struct lks_check_opts {
  */
 int lks_check_eval(lks_store *s, const lks_check_cfg *k, const lks_check_opts *o,
                    int64_t run_a, int64_t run_b, lks_check_result *res);
+/* The same on runs a and b (NULL for one-run kinds) loaded already with their traces
+   (lks_stored_run_load, LKS_LOAD_TRACE): a caller that reads the runs itself (lockstep
+   diff) holds them once, not twice. An imported run's metrics are paired with the other
+   run's (lks_stored_run_metrics_pair) here. */
+struct lks_stored_run;
+int lks_check_eval_runs(lks_store *s, const lks_check_cfg *k, const lks_check_opts *o,
+                        struct lks_stored_run *a, struct lks_stored_run *b,
+                        lks_check_result *res);
 
 /*
  * Evaluates every check of case c on the runs of suite suite_id: run_ids[i] is the stored
@@ -133,6 +141,9 @@ int lks_check_run_pruned(lks_store *s, int64_t run_id, int *pruned);
  */
 int lks_check_bitwise_kept(lks_store *s, const lks_check_cfg *k, int64_t a, int64_t b,
                            int pruned, lks_check_result *res);
+/* The same on runs loaded already (lks_check_eval_runs). */
+int lks_check_bitwise_kept_runs(lks_store *s, const lks_check_cfg *k, struct lks_stored_run *a,
+                                struct lks_stored_run *b, int pruned, lks_check_result *res);
 
 /* A result as lks_check_eval starts it: no verdict yet, no divergence. */
 void lks_check_result_init(lks_check_result *res);

@@ -85,7 +85,7 @@ static int lks_ranks_held(const lks_stored_run *a, int *rank)
 	if (!held)
 		return -1;
 	for (size_t i = 0; i < a->nmrows; i++)
-		if (a->mrows[i].rank >= 0 && a->mrows[i].rank < a->W)
+		if (a->mrows[i].rank < a->W)
 			held[a->mrows[i].rank] = 1;
 	for (int r = 0; r < a->W; r++)
 		if (held[r])
