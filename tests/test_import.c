@@ -432,6 +432,38 @@ Test(import, hostile_logs_fail_at_file_line_and_store_nothing)
 	refused("megatron-log", "titan_repeated.log", "no metric lines");
 }
 
+/* Ranks that print without a "[rankN]:" prefix (as in torchtitan's pull request 2389, 8
+   GPUs): each step's line comes once per rank, the job's loss and grad norm the same, each
+   rank's tps and tflops its own. One record a step, the first line's; a rank that prints
+   another loss at a step is bad input with a hint, and a line that names its rank must
+   repeat itself exactly. */
+Test(import, unnamed_ranks_print_each_step_with_their_own_timings)
+{
+	lks_import_result res;
+	struct seen m;
+	lks_store *s;
+
+	cr_assert_eq(import("torchtitan", "titan_ranks_unnamed.log", &s, &res), 0, "%s",
+	             lks_errmsg());
+	cr_assert_eq(res.counts.records, 12);
+	cr_assert_eq(res.counts.repeated, 9);
+	cr_assert_eq(res.world_size, 1);
+	cr_assert_eq(res.steps, 5);
+	metrics_of(s, res.run_id, &m);
+	cr_assert_eq(m.n, 3 * 7);
+	cr_assert_eq(at(&m, 4, 0, "loss")->value, 7.62585);
+	cr_assert_eq(at(&m, 4, 0, "grad_norm")->value, 26.625);
+	cr_assert_eq(at(&m, 3, 0, "tps")->value, 10012.0, "not the first line's");
+	cr_assert_eq(at(&m, 4, 0, "tflops")->value, 314.71, "not the first line's");
+	cr_assert_eq(at(&m, 5, 0, "tflops")->value, 313.36, "not the first line's");
+	lks_store_close(s);
+	rm_tmp();
+	refused("torchtitan", "titan_ranks_unnamed_loss_apart.log", "titan_ranks_unnamed_loss_apart"
+	        ".log':8: step 4 again with other values (line 6), and the lines name no rank");
+	refused("torchtitan", "titan_rank_again.log", "titan_rank_again.log':3: step 3 of rank 0 "
+	        "again with other values (line 2)");
+}
+
 /* Two nodes of 8 GPUs, torchrun --local-ranks-filter 0 on each: the log holds ranks 0
    and 8. By default a rank gap is a rank without steps, and the error says how such a log
    imports; with the ranks given, they import under their own numbers (world size 9), a

@@ -72,7 +72,7 @@ _Static_assert(LKS_BLOCK_MAX_RANK == LKS_IMPORT_MAX_RANK, "a block holds every r
 /* Per rank: the last step and a hash of its values (0 steps yet: seen 0). */
 struct lks_rank_last {
 	int seen, step;
-	uint64_t hash;
+	uint64_t hnum, hperf;     /* lks_rec_hash of that step's numerics and performance */
 	long line;
 	int file;                 /* the file (index) of that step */
 	int first, has_first;     /* the first step this reader saw */
@@ -111,10 +111,10 @@ struct lks_import_run {
 	const char *ranks_text;   /* o->ranks as given, for messages */
 };
 
-/* The values of a record, NaN as one pattern: equal records hash equal. Each name goes in
-   as the 8-byte words up to its NUL, the bytes after the NUL zeroed (what follows a name
-   in its array is no part of it), then its value. */
-static uint64_t lks_rec_hash(const lks_import_rec *rec)
+/* The metrics of a record of one kind, NaN as one pattern: equal ones hash equal. Each
+   name goes in as the 8-byte words up to its NUL, the bytes after the NUL zeroed (what
+   follows a name in its array is no part of it), then its value. */
+static uint64_t lks_rec_hash(const lks_import_rec *rec, lks_metric_kind kind)
 {
 	uint64_t buf[LKS_IMPORT_MAX_METRICS * (LKS_IMPORT_NAME_MAX / 8 + 1)];
 	size_t n = 0;
@@ -122,6 +122,9 @@ static uint64_t lks_rec_hash(const lks_import_rec *rec)
 	for (int i = 0; i < rec->n; i++) {
 		double v = isnan(rec->m[i].value) ? NAN : rec->m[i].value;
 		const char *p = rec->m[i].name;
+
+		if (rec->m[i].kind != kind)
+			continue;
 
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
 		const uint64_t low7 = 0x7f7f7f7f7f7f7f7fu;
@@ -285,7 +288,8 @@ static int lks_import_sink_rec(void *arg, const lks_import_rec *rec)
 {
 	struct lks_import_run *r = arg;
 	struct lks_rank_last *last;
-	uint64_t h = lks_rec_hash(rec);
+	uint64_t hnum = lks_rec_hash(rec, LKS_METRIC_NUMERICS);
+	uint64_t hperf = lks_rec_hash(rec, LKS_METRIC_PERFORMANCE);
 
 	if (r->only && (rec->rank >= r->nonly || !r->only[rec->rank]))
 		return lks_err("'%s':%ld: rank %d is not one of the ranks given (%s)", r->path,
@@ -306,14 +310,22 @@ static int lks_import_sink_rec(void *arg, const lks_import_rec *rec)
 		return lks_err("'%s':%ld: step %d of rank %d goes backwards (step %d at line %ld)",
 		               r->path, rec->line, rec->step, rec->rank, last->step, last->line),
 		       LKS_IMPORT_BAD;
+	/* a step again: the same line printed twice, or, where lines name no rank, by several
+	   ranks, each with its own timings (tps, tflops) but the job's loss and grad norm */
 	if (last->seen && rec->step == last->step) {
-		if (h != last->hash)
+		if (hnum != last->hnum && !rec->ranked)
+			return lks_err("'%s':%ld: step %d again with other values (line %ld), and the "
+			               "lines name no rank: where several ranks print, give each line "
+			               "its rank (torchrun --role rank --tee 3 writes \"[rank0]:\"), or "
+			               "log one rank (--local-ranks-filter)", r->path, rec->line,
+			               rec->step, last->line), LKS_IMPORT_BAD;
+		if (hnum != last->hnum || (rec->ranked && hperf != last->hperf))
 			return lks_err("'%s':%ld: step %d of rank %d again with other values (line %ld)",
 			               r->path, rec->line, rec->step, rec->rank, last->line),
 			       LKS_IMPORT_BAD;
 		return 1;  /* repeated: counted by the caller */
 	}
-	*last = (struct lks_rank_last){ 1, rec->step, h, rec->line, r->file,
+	*last = (struct lks_rank_last){ 1, rec->step, hnum, hperf, rec->line, r->file,
 	                                last->has_first ? last->first : rec->step, 1 };
 	if (r->follow)
 		return lks_follow_push(r, rec);

@@ -62,6 +62,8 @@ const lks_import_metric *lks_import_metric_label(lks_import_fmt fmt, const char 
 typedef struct lks_import_rec {
 	long line;                /* where it was read (0: not of a line, megatron-golden) */
 	int step, rank;           /* rank 0 where the log names none */
+	int ranked;               /* the line named its rank ("[rankN]:", jsonl's "rank"); else
+	                             whichever rank printed it stands as rank 0 */
 	int n;
 	struct {
 		char name[LKS_IMPORT_NAME_MAX];

@@ -153,6 +153,8 @@ int lks_import_jsonl_line(const char *s, size_t len, lks_import_rec *rec, const 
 		        LKS_IMPORT_MAX_RANK);
 		goto out;
 	}
+	if (v)
+		rec->ranked = 1;
 	json_object_foreach(o, key, v) {
 		double x;
 

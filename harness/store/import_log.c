@@ -278,6 +278,7 @@ int lks_import_mega_line(const char *s, size_t len, lks_import_rec *rec, const c
 	/* the job's line, printed by its last rank alone (print_rank_last): a "[rank7]:"
 	   prefix names the printer, not a rank of its own values */
 	rec->rank = 0;
+	rec->ranked = 0;
 	end = s + len;
 	while (end > p && isspace((unsigned char)end[-1]))
 		end--;
@@ -359,6 +360,7 @@ int lks_import_lines_at(const char *path, FILE *f, long line, uint64_t limit,
 		rec->step = 0;
 		rec->line = rd.line;
 		rec->rank = rank;
+		rec->ranked = s != buf;
 		if ((is = line_fn(s, len - (size_t)(s - buf), rec, path)) < 0) {
 			rc = is;
 			goto out;
