@@ -209,6 +209,45 @@ Test(import, megatron_log_values_as_written)
 	rm_tmp();
 }
 
+/* Forks of Megatron-LM's line: Megatron-DeepSpeed's "samples per second" and "TFLOPs"
+   (performance, the latter tflops), its "consumed tokens" and "actual seqlen" (numerics, as
+   every name the table lacks); AMD Primus's tokens per GPU (tps) and a time or throughput
+   followed by its running average, "X/Y" or "X (avg Y)": X is stored. A numerics value in
+   that form is still a bad value, and so is a bad average. */
+Test(import, megatron_forks_label_their_throughput_and_averages)
+{
+	lks_import_result res;
+	struct seen m;
+	lks_store *s;
+
+	cr_assert_eq(import("megatron-log", "megatron_deepspeed.log", &s, &res), 0, "%s",
+	             lks_errmsg());
+	metrics_of(s, res.run_id, &m);
+	cr_assert_eq(at(&m, 5426, 0, "tflops")->value, 78.36);
+	cr_assert_eq(at(&m, 5426, 0, "tflops")->kind, LKS_METRIC_PERFORMANCE);
+	cr_assert_eq(at(&m, 5427, 0, "samples_per_second")->value, 1.893);
+	cr_assert_eq(at(&m, 5427, 0, "samples_per_second")->kind, LKS_METRIC_PERFORMANCE);
+	cr_assert_eq(at(&m, 5427, 0, "consumed_tokens")->value, 88915968.0);
+	cr_assert_eq(at(&m, 5427, 0, "consumed_tokens")->kind, LKS_METRIC_NUMERICS);
+	cr_assert_eq(at(&m, 5426, 0, "actual_seqlen")->kind, LKS_METRIC_NUMERICS);
+	cr_assert(isnan(at(&m, 5427, 0, "grad_norm")->value));
+	lks_store_close(s);
+	rm_tmp();
+
+	cr_assert_eq(import("megatron-log", "megatron_primus.log", &s, &res), 0, "%s",
+	             lks_errmsg());
+	metrics_of(s, res.run_id, &m);
+	cr_assert_eq(at(&m, 2, 0, "tps")->value, 2011.2);
+	cr_assert_eq(at(&m, 3, 0, "iteration_time")->value, 654.5);
+	cr_assert_eq(at(&m, 3, 0, "tflops")->value, 1290.3);
+	cr_assert_eq(at(&m, 3, 0, "tps")->value, 25032.8);
+	cr_assert_eq(at(&m, 4, 0, "tflops")->value, 615.5);
+	cr_assert_eq(at(&m, 4, 0, "tps")->kind, LKS_METRIC_PERFORMANCE);
+	cr_assert_eq(at(&m, 4, 0, "loss")->value, 1.051008E+01);
+	lks_store_close(s);
+	rm_tmp();
+}
+
 /* Megatron-LM prints its iteration line from the last rank only (print_rank_last): under
    'torchrun --tee' every line has that rank's "[rank7]:" prefix. The line is the job's (its
    loss already averaged over data-parallel ranks): stored as rank 0 of a one-rank run, where
@@ -424,6 +463,10 @@ Test(import, hostile_logs_fail_at_file_line_and_store_nothing)
 	refused("megatron-log", "megatron_bad_number.log", "megatron_bad_number.log':2: bad value "
 	        "'1.1000O0E+00'");
 	refused("megatron-log", "megatron_truncated.log", "megatron_truncated.log':2: truncated");
+	refused("megatron-log", "megatron_running_bad.log", "megatron_running_bad.log':1: bad value "
+	        "'1.101008E+01/1.2' of 'lm loss'");
+	refused("megatron-log", "megatron_running_bad_avg.log", "megatron_running_bad_avg.log':1: "
+	        "bad value '615.5 (avg 6x5.5)'");
 	refused("jsonl", "jsonl_bad_number.jsonl", "jsonl_bad_number.jsonl':2: bad value of "
 	        "\"loss\"");
 	/* a folder is bad input, not a failure to read (exit 3) */
@@ -505,6 +548,39 @@ Test(import, a_log_of_some_ranks_imports_with_the_ranks_given)
 	cr_assert_eq(lks_import_ranks_valid("0-7,8,16-23"), 0, "%s", lks_errmsg());
 	cr_assert_eq(lks_import_ranks_valid("65535"), 0, "%s", lks_errmsg());
 	ranks_given = NULL;
+}
+
+/* The prefixes launchers put before a line: torchrun without --role writes "[defaultN]:"
+   (the role's name, then the rank), srun --label the task's number ("N: ", padded with
+   blanks to the widest); each gives the line's rank. */
+Test(import, torchrun_and_srun_prefixes_give_the_rank)
+{
+	lks_import_result res;
+	struct seen m;
+	lks_store *s;
+
+	cr_assert_eq(import("torchtitan", "titan_torchrun_default.log", &s, &res), 0, "%s",
+	             lks_errmsg());
+	cr_assert_eq(res.world_size, 2);
+	cr_assert_eq(res.counts.records, 6);
+	cr_assert_eq(res.counts.repeated, 0);
+	metrics_of(s, res.run_id, &m);
+	cr_assert_eq(m.n, 6 * 7);
+	cr_assert_eq(at(&m, 3, 1, "tps")->value, 57706.0);
+	cr_assert_eq(at(&m, 3, 0, "grad_norm")->value, 1.1021);
+	lks_store_close(s);
+	rm_tmp();
+
+	ranks_given = "0,1,10";
+	cr_assert_eq(import("torchtitan", "titan_srun_label.log", &s, &res), 0, "%s", lks_errmsg());
+	ranks_given = NULL;
+	cr_assert_eq(res.world_size, 11);
+	cr_assert_eq(res.counts.records, 6);
+	metrics_of(s, res.run_id, &m);
+	cr_assert_eq(at(&m, 2, 10, "tflops")->value, 78.22);
+	cr_assert_eq(at(&m, 1, 1, "grad_norm")->value, 1.1008);
+	lks_store_close(s);
+	rm_tmp();
 }
 
 Test(import, numbers_as_logs_write_them)

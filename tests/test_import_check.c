@@ -121,6 +121,26 @@ Test(import_check, close_passes_a_performance_metric_measured_on_neither_side)
 	rm_tmp();
 }
 
+/* Two Megatron-DeepSpeed logs apart only in their timings and throughput (elapsed time,
+   samples per second, TFLOPs: performance) are the same bit for bit; a loss apart is not. */
+Test(import_check, megatron_deepspeed_throughput_is_no_part_of_bitwise)
+{
+	lks_store *s = open_db();
+	int64_t a = import_run(s, "megatron-log", "megatron_deepspeed.log", "a");
+	int64_t b = import_run(s, "megatron-log", "megatron_deepspeed_b.log", "b");
+	int64_t c = import_run(s, "megatron-log", "megatron_deepspeed_c.log", "c");
+	lks_check_result r;
+
+	eval(s, LKS_CHECK_BITWISE, a, b, NULL, 0, &r);
+	cr_assert_eq(r.verdict, LKS_VERDICT_PASS, "%s", r.message);
+	eval(s, LKS_CHECK_BITWISE, a, c, NULL, 0, &r);
+	cr_assert_eq(r.verdict, LKS_VERDICT_FAIL, "%s", r.message);
+	cr_assert_eq(r.step, 5427);
+	cr_assert_str_eq(r.metric, "loss");
+	lks_store_close(s);
+	rm_tmp();
+}
+
 Test(import_check, megatron_grad_norm_nan_fails_finite_at_its_step)
 {
 	lks_store *s = open_db();

@@ -70,22 +70,51 @@ static size_t lks_strip_ansi(char *s, size_t len)
 	return (size_t)(w - s);
 }
 
-/* A leading "[rankN]:" (torchrun's prefix): the rank, and the text after it. */
-static const char *lks_rank_prefix(const char *s, int *rank)
+/* Digits at p up to LKS_IMPORT_MAX_RANK as *rank, then what follows them; NULL where there
+   are none, or they are more. */
+static const char *lks_rank_digits(const char *p, int *rank)
 {
-	const char *p = s + 5;
 	long r = 0;
 
-	*rank = 0;
-	if (strncmp(s, "[rank", 5) || !isdigit((unsigned char)s[5]))
-		return s;
+	if (!isdigit((unsigned char)*p))
+		return NULL;
 	for (; isdigit((unsigned char)*p); p++)
 		if (r <= LKS_IMPORT_MAX_RANK)  /* no further: it is too big already */
 			r = r * 10 + (*p - '0');
-	if (p[0] != ']' || p[1] != ':' || r > LKS_IMPORT_MAX_RANK)
-		return s;
+	if (r > LKS_IMPORT_MAX_RANK)
+		return NULL;
 	*rank = (int)r;
-	return p + 2;
+	return p;
+}
+
+/* The rank a line's prefix names, and the text after it:
+   - "[rankN]:", "[defaultN]:": torchrun's --tee prefix, its role's name (letters or '_')
+     and the global rank; the line names its rank (*ranked 1);
+   - "N: ": srun --label's task number, blanks before it allowed; a torchrun prefix after it
+     gives the rank, else N stands for it, but not as a name: a task may run several
+     ranks that print alike (*ranked 0);
+   - neither: rank 0, *ranked 0. */
+static const char *lks_rank_prefix(const char *s, int *rank, int *ranked)
+{
+	const char *p = s, *q;
+	int r;
+
+	*rank = 0;
+	*ranked = 0;
+	while (*p == ' ')
+		p++;
+	if ((q = lks_rank_digits(p, &r)) && q[0] == ':' && q[1] == ' ') {
+		*rank = r;
+		s = q + 2;
+	}
+	for (p = s + (*s == '['); p > s && (isalpha((unsigned char)*p) || *p == '_'); p++)
+		;
+	if (p > s + 1 && (q = lks_rank_digits(p, &r)) && q[0] == ']' && q[1] == ':') {
+		*rank = r;
+		*ranked = 1;
+		return q + 2;
+	}
+	return s;
 }
 
 /* A step or iteration number: digits only, up to INT_MAX. */
@@ -268,6 +297,27 @@ static const char *lks_mega_start(const char *s, int *step)
 	return NULL;
 }
 
+/* A performance metric's value followed by its running average, "X/Y" or "X (avg Y)", as
+   AMD Primus's Megatron writes time and throughput: X into *x (the average, made of the
+   X of the lines before, is not kept). 0, or -1 where v..ve is no such value. */
+static int lks_mega_running(const char *l, size_t llen, const char *v, const char *ve,
+                            double *x)
+{
+	const lks_import_metric *m = lks_import_metric_label(LKS_IMPORT_MEGATRON_LOG, l, llen);
+	size_t n = (size_t)(ve - v), k = m && m->kind == LKS_METRIC_PERFORMANCE
+	                                 ? lks_import_number_prefix(v, n, 0, x) : 0;
+	const char *p = v + k;
+	double avg;
+
+	if (!k)
+		return -1;
+	if (*p == '/')
+		return lks_import_number(p + 1, (size_t)(ve - p - 1), 0, &avg);
+	if (ve - p < 8 || memcmp(p, " (avg ", 6) || ve[-1] != ')')
+		return -1;
+	return lks_import_number(p + 6, (size_t)(ve - 1 - (p + 6)), 0, &avg);
+}
+
 int lks_import_mega_line(const char *s, size_t len, lks_import_rec *rec, const char *path)
 {
 	const char *p = lks_mega_start(s, &rec->step), *end;
@@ -307,7 +357,8 @@ int lks_import_mega_line(const char *s, size_t len, lks_import_rec *rec, const c
 			;
 		double x;
 
-		if (lks_import_number(v, (size_t)(ve - v), 0, &x))
+		if (lks_import_number(v, (size_t)(ve - v), 0, &x)
+		    && lks_mega_running(l, (size_t)(le - l), v, ve, &x))
 			return lks_bad_value(path, rec->line, l, (size_t)(le - l), v, (size_t)(ve - v));
 		if ((rc = lks_import_rec_add(rec, LKS_IMPORT_MEGATRON_LOG, l, (size_t)(le - l), x,
 		                             path)))
@@ -340,7 +391,7 @@ int lks_import_lines_at(const char *path, FILE *f, long line, uint64_t limit,
 	rd.limit = limit;
 	while ((got = lks_import_reader_next(&rd, &buf, &len)) > 0) {
 		const char *s;
-		int rank, is;
+		int rank, ranked, is;
 
 		c->lines++;
 		if (got == 3 && line_fn == lks_import_jsonl_line) {  /* every jsonl line is one */
@@ -354,13 +405,13 @@ int lks_import_lines_at(const char *path, FILE *f, long line, uint64_t limit,
 			continue;
 		}
 		len = lks_strip_ansi(buf, len);
-		s = lks_rank_prefix(buf, &rank);
+		s = lks_rank_prefix(buf, &rank, &ranked);
 		/* not memset: the record is 2.5 KiB and its metrics are read only up to n */
 		rec->n = 0;
 		rec->step = 0;
 		rec->line = rd.line;
 		rec->rank = rank;
-		rec->ranked = s != buf;
+		rec->ranked = ranked;
 		if ((is = line_fn(s, len - (size_t)(s - buf), rec, path)) < 0) {
 			rc = is;
 			goto out;

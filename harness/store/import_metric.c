@@ -48,6 +48,10 @@ static const lks_import_metric lks_import_metrics[] = {
 	{ "tflops", PERF, "TFLOP/s", { "tflops", "throughput per GPU (TFLOP/s/GPU)", NULL,
 	  "tflops" }, "model TFLOP/s per GPU" },
 	{ "mfu", PERF, "%", { "mfu", NULL, NULL, "mfu" }, "model FLOPs utilization" },
+	{ "samples_per_second", PERF, "samples/s", { NULL, "samples per second", NULL,
+	  "samples_per_second" }, "samples per second (Megatron-DeepSpeed)" },
+	{ "mem_usage", PERF, "", { NULL, "mem usages", NULL, "mem_usage" },
+	  "device memory in use, a fraction of the device's" },
 	{ "memory", PERF, "GiB", { "memory", NULL, NULL, "memory" }, "peak device memory" },
 	{ "memory_pct", PERF, "%", { "memory_pct", NULL, NULL, "memory_pct" },
 	  "peak device memory, of the device's" },
@@ -58,6 +62,23 @@ static const lks_import_metric lks_import_metrics[] = {
 };
 
 #define LKS_NMETRICS ((int)(sizeof(lks_import_metrics) / sizeof(lks_import_metrics[0])))
+
+/* Other labels of the table's metrics, as forks and versions of a format write them; a
+   row's own label (above) is the one an export writes. */
+static const struct {
+	lks_import_fmt fmt;
+	const char *label, *name;
+} lks_import_aliases[] = {
+	/* Megatron-DeepSpeed */
+	{ LKS_IMPORT_MEGATRON_LOG, "TFLOPs", "tflops" },
+	{ LKS_IMPORT_MEGATRON_LOG, "tokens per gpu per second (tgs)", "tps" },
+	{ LKS_IMPORT_MEGATRON_LOG, "TGS", "tps" },
+	/* Megatron-LM's tokens per GPU, and AMD Primus's spellings of it and of TFLOP/s */
+	{ LKS_IMPORT_MEGATRON_LOG, "tokens per GPU (tokens/s/GPU)", "tps" },
+	{ LKS_IMPORT_MEGATRON_LOG, "Tokens per second per GPU (Tok/s/GPU)", "tps" },
+	{ LKS_IMPORT_MEGATRON_LOG, "tokens/s/GPU inst/harmonic mean", "tps" },
+	{ LKS_IMPORT_MEGATRON_LOG, "compute per GPU (TFLOP/s/GPU)", "tflops" },
+};
 
 const lks_import_metric *lks_import_metric_at(int i)
 {
@@ -81,6 +102,12 @@ const lks_import_metric *lks_import_metric_label(lks_import_fmt fmt, const char 
 		/* the first byte first: a label not remembered (lks_import_rec_add) comes here */
 		if (l && len && l[0] == label[0] && strlen(l) == len && !memcmp(l, label, len))
 			return &lks_import_metrics[i];
+	}
+	for (size_t i = 0; i < sizeof(lks_import_aliases) / sizeof(lks_import_aliases[0]); i++) {
+		const char *l = lks_import_aliases[i].label;
+
+		if (lks_import_aliases[i].fmt == fmt && strlen(l) == len && !memcmp(l, label, len))
+			return lks_import_metric_find(lks_import_aliases[i].name);
 	}
 	return NULL;
 }
