@@ -166,6 +166,28 @@ Test(import, torchtitan_validation_lines_are_ignored_and_tflops_may_hold_commas)
 	rm_tmp();
 }
 
+/* A wrapper's own logger before torchtitan's record (AMD Primus: colours, its rank, the
+   source line, then " : "): the record starts at "step:" after that mark; its validation
+   line is still no training step. */
+Test(import, torchtitan_record_after_a_wrappers_prefix)
+{
+	lks_import_result res;
+	struct seen m;
+	lks_store *s;
+
+	cr_assert_eq(import("torchtitan", "titan_primus.log", &s, &res), 0, "%s", lks_errmsg());
+	cr_assert_eq(res.steps, 20);
+	cr_assert_eq(res.counts.records, 2);
+	cr_assert_eq(res.counts.ignored, 2, "the start line and the validation line");
+	metrics_of(s, res.run_id, &m);
+	cr_assert_eq(m.n, 2 * 7);
+	cr_assert_eq(at(&m, 10, 0, "loss")->value, 7.8123);
+	cr_assert_eq(at(&m, 20, 0, "mfu")->value, 42.10);
+	cr_assert_eq(at(&m, 20, 0, "tps")->value, 7301.0);
+	lks_store_close(s);
+	rm_tmp();
+}
+
 Test(import, torchtitan_line_repeated_by_ranks_is_one_row_per_step_and_rank)
 {
 	lks_import_result res;

@@ -175,16 +175,21 @@ static int lks_titan_value(lks_import_rec *rec, const char *path, const char *l,
 	return lks_import_rec_add(rec, LKS_IMPORT_TORCHTITAN, l, llen, x, path);
 }
 
-/* Where the record of a torchtitan line starts: the first "step:" at the start or after
-   the logger's "- ", or NULL. Found by its ':', of which a line has few. */
+/* Where the record of a torchtitan line starts: the first "step:" at the start, or after
+   blanks after a mark that is no word (the logger's "- ", a wrapper's "] : "), so not
+   "validate step:"; or NULL. Found by its ':', of which a line has few. */
 static const char *lks_titan_start(const char *s, size_t len)
 {
 	const char *end = s + len;
 
 	for (const char *c = s; (c = memchr(c, ':', (size_t)(end - c))); c++) {
-		const char *p = c - 4;
+		const char *p = c - 4, *q = p;
 
-		if (c - s >= 4 && !memcmp(p, "step", 4) && (p == s || (p - s >= 2 && !memcmp(p - 2, "- ", 2))))
+		if (c - s < 4 || memcmp(p, "step", 4))
+			continue;
+		while (q > s && (q[-1] == ' ' || q[-1] == '\t'))
+			q--;
+		if (q == s || (q < p && !isalnum((unsigned char)q[-1])))
 			return p;
 	}
 	return NULL;
