@@ -154,6 +154,19 @@ Test(cli, bench_import_runs_small_and_prints_its_table)
 	cr_assert_not_null(strstr(out, "parse and checks (no store)"), "%s", out);
 	cr_assert_not_null(strstr(out, "lockstep import (SQLite, one txn)"), "%s", out);
 	cr_assert_not_null(strstr(out, "target >= 0.25 x wc -l: "), "%s", out);
+	/* the phases: each a time, the commit within the import (parse and store is what is
+	   left of it, never below zero) */
+	{
+		const char *p = strstr(out, "of which: ");
+		double ph[4];
+
+		cr_assert_not_null(p, "%s", out);
+		cr_assert_eq(sscanf(p, "of which: open %lf s, parse and store %lf s, durable commit "
+		                    "%lf s (no more cores shorten it), close %lf s", &ph[0], &ph[1],
+		                    &ph[2], &ph[3]), 4, "%s", p);
+		for (int i = 0; i < 4; i++)
+			cr_assert_geq(ph[i], 0, "phase %d: %s", i, p);
+	}
 	cr_assert_eq(lks_run_bin(NULL, "bench import --lines 0", NULL, 0), 2);
 	cr_assert_eq(lks_run_bin(NULL, "bench import --nosuch", NULL, 0), 2);
 }

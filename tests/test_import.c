@@ -61,6 +61,7 @@ static int import_files(const char *fmt, const char *const *names, int n, lks_st
 	char paths[4][512], db[512];
 	const char *files[4];
 	lks_import_opts o = { .case_name = "c", .run_name = "r", .ranks = ranks_given };
+	int rc;
 
 	o.fmt = lks_import_format_find(fmt);
 	cr_assert(o.fmt, "%s", lks_errmsg());
@@ -72,7 +73,10 @@ static int import_files(const char *fmt, const char *const *names, int n, lks_st
 	mkdir_tmp();
 	path_in_tmp(db, sizeof(db), "import.db");
 	cr_assert_eq(lks_store_open(db, s), 0, "%s", lks_errmsg());
-	return lks_import_files(*s, &o, files, n, res);
+	rc = lks_import_files(*s, &o, files, n, res);
+	/* the commit, timed within the import (bench import's "durable commit") */
+	cr_assert(rc || (res->commit_s > 0 && res->commit_s < 60), "commit %g s", res->commit_s);
+	return rc;
 }
 
 static int import(const char *fmt, const char *file, lks_store **s, lks_import_result *res)

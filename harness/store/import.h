@@ -198,6 +198,8 @@ typedef struct lks_import_result {
 	int64_t run_id;
 	int steps, world_size;    /* the last step, the ranks */
 	int parts;                /* the most parts a file was read in at once (1: one reader) */
+	double commit_s;          /* seconds from the last record read to the import committed
+	                             (the part of an import no number of cores shortens) */
 	lks_import_counts counts; /* summed over the files */
 } lks_import_result;
 
