@@ -533,6 +533,39 @@ Test(import, unnamed_ranks_print_each_step_with_their_own_timings)
 	        "again with other values (line 2)");
 }
 
+/* A UTF-8 byte order mark, at the start of a log (a Windows tool's) or of a file appended
+   to it with cat, is no part of the line it starts: the rank prefix after it counts, and a
+   jsonl object or a golden file after it reads. A compressed file is named as such, with
+   the command that gives it decompressed. */
+Test(import, byte_order_marks_dropped_and_compressed_files_named)
+{
+	lks_import_result res;
+	struct seen m;
+	lks_store *s;
+
+	cr_assert_eq(import("torchtitan", "titan_bom.log", &s, &res), 0, "%s", lks_errmsg());
+	cr_assert_eq(res.world_size, 2);
+	cr_assert_eq(res.counts.records, 4);
+	cr_assert_eq(res.counts.ignored, 4);
+	metrics_of(s, res.run_id, &m);
+	cr_assert_eq(m.n, 2 * 2 * 7);
+	cr_assert_eq(at(&m, 1, 0, "loss")->value, 8.1661);
+	cr_assert_eq(at(&m, 1, 1, "memory")->value, 2.48);
+	lks_store_close(s);
+	rm_tmp();
+	cr_assert_eq(import("jsonl", "bom.jsonl", &s, &res), 0, "%s", lks_errmsg());
+	lks_store_close(s);
+	rm_tmp();
+	cr_assert_eq(import("megatron-golden", "golden_bom.json", &s, &res), 0, "%s", lks_errmsg());
+	cr_assert_eq(res.steps, 9);
+	lks_store_close(s);
+	rm_tmp();
+	refused("torchtitan", "titan_2ranks.log.gz", "titan_2ranks.log.gz':1: compressed, not a "
+	        "log: give it decompressed ('zcat ");
+	refused("megatron-golden", "golden_list.json.gz", "golden_list.json.gz': compressed, not "
+	        "JSON: give it decompressed ('zcat ");
+}
+
 /* Two nodes of 8 GPUs, torchrun --local-ranks-filter 0 on each: the log holds ranks 0
    and 8. By default a rank gap is a rank without steps, and the error says how such a log
    imports; with the ranks given, they import under their own numbers (world size 9), a

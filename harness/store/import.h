@@ -146,6 +146,10 @@ typedef struct lks_import_reader {
 	uint64_t limit;           /* bytes still to read through fd (UINT64_MAX: no end) */
 } lks_import_reader;
 
+/* Where bytes s[0..n) begin as a compressed file does (gzip, zstd, xz, bzip2): the command
+   that decompresses it ("zcat", ...), else NULL: a log given compressed is named as such. */
+const char *lks_import_compressed(const char *s, size_t n);
+
 /* The bytes every reader of this process has read so far, added to as each block is read
    (a part read again counts again): what 'lockstep import' shows its progress by. */
 uint64_t lks_import_bytes_read(void);

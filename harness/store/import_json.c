@@ -248,22 +248,65 @@ static int lks_golden_metric(const char *path, const char *name, int m, const js
 	return 0;
 }
 
+/* The rest of f into *text (*len bytes, NUL ended; free it): 0, or -1 (no memory, a read
+   error). */
+static int lks_json_slurp(FILE *f, char **text, size_t *len)
+{
+	size_t cap = 65536, n = 0, got;
+	char *p = malloc(cap), *q;
+
+	if (!p)
+		return -1;
+	do {
+		if (n + 1 == cap) {
+			if (!(q = realloc(p, cap * 2))) {
+				free(p);
+				return -1;
+			}
+			p = q;
+			cap *= 2;
+		}
+		n += got = fread(p + n, 1, cap - n - 1, f);
+	} while (got > 0);
+	if (ferror(f)) {
+		free(p);
+		return -1;
+	}
+	p[n] = 0;
+	*text = p;
+	*len = n;
+	return 0;
+}
+
 int lks_import_parse_megatron_golden(const char *path, FILE *f, lks_import_sink sink,
                                      void *arg, lks_import_counts *c)
 {
 	struct lks_golden_val *vals = NULL;
 	lks_import_rec *rec = calloc(1, sizeof(*rec));
 	json_error_t e;
-	json_t *doc = json_loadf(f, JSON_REJECT_DUPLICATES, &e), *o;
-	const char *name;
+	json_t *doc = NULL, *o;
+	const char *name, *cat;
 	const char **names = NULL;
-	size_t n = 0, m = 0;
+	char *text = NULL;
+	size_t n = 0, m = 0, len;
 	int rc = LKS_IMPORT_BAD;
 
-	if (!doc) {
+	/* read whole (a golden file is small), to see its first bytes */
+	if (lks_json_slurp(f, &text, &len)) {
+		rc = lks_err("cannot read '%s'", path);
+		goto out;
+	}
+	if ((cat = lks_import_compressed(text, len))) {
+		lks_err("'%s': compressed, not JSON: give it decompressed ('%s %s | lockstep import "
+		        "... -')", path, cat, path);
+		goto out;
+	}
+	m = len >= 3 && !memcmp(text, "\xef\xbb\xbf", 3) ? 3 : 0;  /* a byte order mark */
+	if (!(doc = json_loadb(text + m, len - m, JSON_REJECT_DUPLICATES, &e))) {
 		lks_err("'%s':%d: not JSON: %s", path, e.line, e.text);
 		goto out;
 	}
+	m = 0;
 	if (!json_is_object(doc)) {
 		lks_err("'%s': want a JSON object of metrics", path);
 		goto out;
@@ -307,6 +350,7 @@ out:
 	free(names);
 	free(vals);
 	free(rec);
+	free(text);
 	json_decref(doc);
 	return rc;
 }

@@ -409,6 +409,12 @@ int lks_import_lines_at(const char *path, FILE *f, long line, uint64_t limit,
 			c->ignored++;
 			continue;
 		}
+		/* a UTF-8 byte order mark (an editor's, or a Windows tool's) is no part of a line:
+		   dropped wherever it starts one, so a file cut in parts reads as one reader reads it */
+		if (len >= 3 && !memcmp(buf, "\xef\xbb\xbf", 3)) {
+			buf += 3;
+			len -= 3;
+		}
 		len = lks_strip_ansi(buf, len);
 		s = lks_rank_prefix(buf, &rank, &ranked);
 		/* not memset: the record is 2.5 KiB and its metrics are read only up to n */

@@ -295,6 +295,21 @@ int lks_import_number(const char *s, size_t len, int commas, double *out)
    a syscall per block costs nothing); a line must fit in it whole. */
 #define LKS_IMPORT_BLOCK (1 << 20)
 
+const char *lks_import_compressed(const char *s, size_t n)
+{
+	static const struct {
+		const char *magic;
+		size_t len;
+		const char *cat;
+	} kinds[] = { { "\x1f\x8b", 2, "zcat" }, { "\x28\xb5\x2f\xfd", 4, "zstdcat" },
+	              { "\xfd" "7zXZ\0", 6, "xzcat" }, { "BZh", 3, "bzcat" } };
+
+	for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++)
+		if (n >= kinds[i].len && !memcmp(s, kinds[i].magic, kinds[i].len))
+			return kinds[i].cat;
+	return NULL;
+}
+
 static atomic_uint_least64_t lks_bytes_read;
 
 uint64_t lks_import_bytes_read(void)
@@ -415,8 +430,15 @@ int lks_import_reader_next(lks_import_reader *r, char **s, size_t *len)
 	n = nl ? (size_t)(nl - b) : r->end - r->beg;
 	r->line++;
 	/* a NUL would end the line early for the parsers: bad input, as far as a line is read */
-	if (r->nul - r->beg < (n < LKS_IMPORT_LINE_MAX - 1 ? n : LKS_IMPORT_LINE_MAX - 1))
+	if (r->nul - r->beg < (n < LKS_IMPORT_LINE_MAX - 1 ? n : LKS_IMPORT_LINE_MAX - 1)) {
+		const char *cat = lks_import_compressed(b, r->end - r->beg);
+
+		if (cat)
+			return lks_err("'%s':%ld: compressed, not a log: give it decompressed ('%s %s | "
+			               "lockstep import ... -')", r->path, r->line, cat, r->path),
+			       LKS_IMPORT_BAD;
 		return lks_err("'%s':%ld: a NUL byte in the line", r->path, r->line), LKS_IMPORT_BAD;
+	}
 	if (n >= LKS_IMPORT_LINE_MAX - 1) {
 		/* longer than any metric line (a progress bar redrawn with '\r'): read past */
 		*s = NULL;
