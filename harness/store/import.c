@@ -70,7 +70,7 @@ const lks_import_format *lks_import_format_find(const char *name)
 
 _Static_assert(LKS_BLOCK_MAX_RANK == LKS_IMPORT_MAX_RANK, "a block holds every rank a log may");
 
-/* Per rank: the last step and a hash of its values (0 steps yet: seen 0). */
+/* Per rank: the last step and hashes of its values (0 steps yet: seen 0). */
 struct lks_rank_last {
 	int seen, step;
 	uint64_t hnum, hperf;     /* lks_rec_hash of that step's numerics and performance */
@@ -747,7 +747,8 @@ int lks_import_files(lks_store *store, const lks_import_opts *o, const char *con
 		lks_store_bulk_end(store);
 	clock_gettime(CLOCK_MONOTONIC, &t1);
 	if (!rc) {
-		res->commit_s = (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
+		res->commit_s = (double)(t1.tv_sec - t0.tv_sec)
+		                + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
 		res->run_id = r.run_id;
 		res->steps = lks_import_last_step(&r);
 		res->counts.restarts = r.restarts;

@@ -288,7 +288,7 @@ int lks_import_parse_megatron_golden(const char *path, FILE *f, lks_import_sink 
 	const char *name, *cat;
 	const char **names = NULL;
 	char *text = NULL;
-	size_t n = 0, m = 0, len;
+	size_t n = 0, m = 0, len, bom;
 	int rc = LKS_IMPORT_BAD;
 
 	/* read whole (a golden file is small), to see its first bytes */
@@ -301,12 +301,11 @@ int lks_import_parse_megatron_golden(const char *path, FILE *f, lks_import_sink 
 		        "... -')", path, cat, path);
 		goto out;
 	}
-	m = len >= 3 && !memcmp(text, "\xef\xbb\xbf", 3) ? 3 : 0;  /* a byte order mark */
-	if (!(doc = json_loadb(text + m, len - m, JSON_REJECT_DUPLICATES, &e))) {
+	bom = len >= 3 && !memcmp(text, "\xef\xbb\xbf", 3) ? 3 : 0;  /* a byte order mark */
+	if (!(doc = json_loadb(text + bom, len - bom, JSON_REJECT_DUPLICATES, &e))) {
 		lks_err("'%s':%d: not JSON: %s", path, e.line, e.text);
 		goto out;
 	}
-	m = 0;
 	if (!json_is_object(doc)) {
 		lks_err("'%s': want a JSON object of metrics", path);
 		goto out;
