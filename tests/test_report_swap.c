@@ -1,7 +1,8 @@
 /*
  * test_report_swap.c: the report is swapped in whole. Killed with SIGKILL at 20 random
  * moments, 'lockstep report' leaves the previous report whole every time and the next
- * report removes what the killed ones left; a folder holding more than a report is not
+ * report removes what the killed ones left (a temporary still locked when it starts, by a
+ * killed writer's child not yet gone, at its end); a folder holding more than a report is not
  * replaced; on read-only media the report is written from the database and nothing in its
  * folder changes; where renameat2 cannot exchange (a preloaded library, LKS_NOEXCHANGE_LIB,
  * makes it fail) the swap takes two renames, and a report left aside between them is put
@@ -15,12 +16,15 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "report_fixture.h"
+#include "harness/base/atomic_file.h"
+#include "kernels/err.h"
 #include "run_bin.h"
 
 static double now(void)
@@ -153,6 +157,57 @@ Test(report, kill9_leaves_the_previous_report_whole, .timeout = 300)
 	free(html0);
 	free(md0);
 	teardown(dir);
+}
+
+/* A killed writer's temporary can still be locked when the next writer starts (a child it
+   forked holds the lock a moment longer): the start's sweep must leave it, and the end's
+   removes it, so that one whole write after a kill leaves nothing behind. Here a process
+   of its own holds the lock over the start and is gone before the commit. */
+Test(report, a_temporary_locked_at_the_start_is_removed_at_the_end)
+{
+	char dir[] = "/tmp/lks_test_sweep_XXXXXX", out[300], left[300], file[1200];
+	int locked[2], done[2], st;
+	lks_atomic a;
+	pid_t pid;
+	char c = 0;
+	FILE *f;
+
+	cr_assert_not_null(mkdtemp(dir));
+	snprintf(out, sizeof(out), "%s/r", dir);
+	snprintf(left, sizeof(left), "%s/.r.new-0badf00d", dir);
+	cr_assert_eq(mkdir(left, 0777), 0);
+	cr_assert_eq(pipe(locked), 0);
+	cr_assert_eq(pipe(done), 0);
+	pid = fork();
+	cr_assert_geq(pid, 0);
+	if (pid == 0) {  /* the lingering holder: locks it, says so, waits to be let go */
+		int fd = open(left, O_RDONLY | O_DIRECTORY);
+
+		close(done[1]);
+		if (fd < 0 || flock(fd, LOCK_EX) || write(locked[1], &c, 1) != 1)
+			_exit(10);
+		(void)!read(done[0], &c, 1);  /* returns when the parent closes its end */
+		_exit(0);
+	}
+	close(locked[1]);
+	close(done[0]);
+	cr_assert_eq(read(locked[0], &c, 1), 1, "the holder did not lock");
+	cr_assert_eq(lks_atomic_dir_open(&a, out), 0, "%s", lks_errmsg());
+	cr_assert_eq(access(left, F_OK), 0, "the start's sweep removed a locked temporary");
+	snprintf(file, sizeof(file), "%s/index.html", a.tmp);
+	cr_assert_not_null(f = fopen(file, "w"));
+	fputs("<html></html>\n", f);
+	cr_assert_eq(fclose(f), 0);
+	close(done[1]);  /* the holder goes */
+	cr_assert_eq(waitpid(pid, &st, 0), pid);
+	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "the holder failed");
+	cr_assert_eq(lks_atomic_dir_commit(&a), 0, "%s", lks_errmsg());
+	cr_assert_neq(access(left, F_OK), 0, "the temporary whose holder is gone was left");
+	snprintf(file, sizeof(file), "%s/index.html", out);
+	cr_assert_eq(access(file, F_OK), 0, "the folder was not put in place");
+	cr_assert_eq(entries_with(dir, ".r.", NULL, 0), 0);
+	close(locked[0]);
+	lks_atomic_remove(dir);
 }
 
 /* A report replaces its folder whole, so only a folder that holds nothing but a report (or

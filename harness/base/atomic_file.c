@@ -182,10 +182,11 @@ static int lks_atomic_lock(int fd)
 
 /* The temporary of path, created and locked: a file, open for writing, or a folder, open
    to hold its lock; its descriptor, or -1. */
+static const char *const lks_file_kinds[] = { "tmp", NULL };
+static const char *const lks_folder_kinds[] = { "new", "old", NULL };
+
 static int lks_atomic_create(lks_atomic *a, const char *path, int folder)
 {
-	static const char *const file_kinds[] = { "tmp", NULL };
-	static const char *const folder_kinds[] = { "new", "old", NULL };
 	char dir[1024], base[256];
 	int fd = -1;
 
@@ -195,7 +196,7 @@ static int lks_atomic_create(lks_atomic *a, const char *path, int folder)
 		return lks_err("path too long: '%s'", path);
 	if (lks_atomic_split(path, dir, sizeof(dir), base, sizeof(base)))
 		return -1;
-	lks_atomic_sweep(dir, base, folder ? folder_kinds : file_kinds);
+	lks_atomic_sweep(dir, base, folder ? lks_folder_kinds : lks_file_kinds);
 	for (int i = 0; fd < 0 && i < LKS_ATOMIC_TRIES; i++) {
 		if (lks_atomic_name(a->tmp, sizeof(a->tmp), dir, base, folder ? "new" : "tmp"))
 			return -1;
@@ -388,6 +389,9 @@ int lks_atomic_dir_commit(lks_atomic *a)
 		goto out;
 	}
 	lks_atomic_sync_dir(dir);
+	/* again at the end: a temporary still locked at the start may have lost its writer
+	   since (a killed writer's child, forked and not yet gone, held its lock a moment) */
+	lks_atomic_sweep(dir, base, lks_folder_kinds);
 	rc = 0;
 out:
 	lks_atomic_dir_abort(a);
