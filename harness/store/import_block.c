@@ -191,14 +191,18 @@ static int lks_buf_room(struct lks_buf *o, size_t more)
 	return 0;
 }
 
-/* Room is made by the caller: a varint is at most 10 bytes. */
+/* Room is made by the caller: a varint is at most 10 bytes. Written through a pointer of
+   its own: a store through o->p may alias o->n, which would be read back every byte. */
 static void lks_put_varint(struct lks_buf *o, uint64_t x)
 {
+	unsigned char *p = o->p + o->n, *q = p;
+
 	while (x >= 0x80) {
-		o->p[o->n++] = (unsigned char)(x | 0x80);
+		*q++ = (unsigned char)(x | 0x80);
 		x >>= 7;
 	}
-	o->p[o->n++] = (unsigned char)x;
+	*q++ = (unsigned char)x;
+	o->n += (size_t)(q - p);
 }
 
 static uint64_t lks_zz(int64_t x)
@@ -275,20 +279,31 @@ static int lks_encode_col(lks_block *b, struct lks_bcol *c)
 		b->out.n += (size_t)(b->n + 7) / 8;
 	}
 	memset(b->prev, 0, (size_t)(b->max_rank + 1) * sizeof(*b->prev));
-	for (int i = 0; i < b->n; i++) {
-		int64_t m = 0;
-		int d;
+	/* the loop's arrays and state in locals: the bytes written may alias any of b's or c's
+	   fields, which would otherwise be read again after every byte */
+	{
+		const unsigned char *has = c->has;
+		const double *v = c->v;
+		const int *rank = b->rank;
+		int64_t *prev = b->prev;
+		int n = b->n, last_d = c->last_d;
 
-		if (!(c->has[i / 8] >> (i % 8) & 1))
-			continue;
-		if ((d = lks_decimal(c->v[i], c->last_d, &m)) == LKS_DEC_RAW) {
-			b->out.p[b->out.n++] = LKS_DEC_RAW;
-			lks_put_raw(&b->out, c->v[i]);
-			continue;
+		for (int i = 0; i < n; i++) {
+			int64_t m = 0;
+			int d;
+
+			if (!(has[i / 8] >> (i % 8) & 1))
+				continue;
+			if ((d = lks_decimal(v[i], last_d, &m)) == LKS_DEC_RAW) {
+				b->out.p[b->out.n++] = LKS_DEC_RAW;
+				lks_put_raw(&b->out, v[i]);
+				continue;
+			}
+			last_d = d;
+			lks_put_varint(&b->out, lks_zz(m - prev[rank[i]]) << 4 | (uint64_t)d);
+			prev[rank[i]] = m;
 		}
-		c->last_d = d;
-		lks_put_varint(&b->out, lks_zz(m - b->prev[b->rank[i]]) << 4 | (uint64_t)d);
-		b->prev[b->rank[i]] = m;
+		c->last_d = last_d;
 	}
 	return 0;
 }
