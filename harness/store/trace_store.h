@@ -334,7 +334,7 @@ int lks_store_import_begin(lks_store *s, const lks_run_info *info, int64_t *run_
    it in rollback-journal mode (synchronous=FULL) and bulk_end back in WAL; where another
    connection has it open, nothing changes (the write goes through the WAL) and nobody
    waits. A reader that comes meanwhile reads the file as it was, or waits through the busy
-   timeout while the pages are written; a connection opened to write waits for bulk_end. A
+   timeout while the pages are written; a connection opened to write waits for the commit. A
    crash in between leaves a hot journal, rolled back by the next opening, which also
    puts the file back in WAL, as does the next opening where bulk_end could not (busy
    for the whole timeout); lks_store_close ends a bulk write left open. Neither call may
