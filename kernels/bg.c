@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "kernels/err.h"
+#include "kernels/clock.h"
 
 struct lks_job {
 	lks_job_fn fn;
@@ -63,24 +64,16 @@ static void lks_bg_run(lks_bg *bg, int i)
 	pthread_cond_broadcast(&bg->done);
 }
 
-static int64_t lks_bg_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
 /* Watches the queue for LKS_BG_SPIN_NS, or until a job comes. */
 static void lks_bg_watch(lks_bg *bg)
 {
-	int64_t t0 = lks_bg_ns();
+	int64_t t0 = lks_now_ns();
 
 	for (int i = 1; !atomic_load_explicit(&bg->queued, memory_order_relaxed); i++) {
 #if defined(__x86_64__) || defined(__i386__)
 		__builtin_ia32_pause();
 #endif
-		if (i % 64 == 0 && lks_bg_ns() - t0 > LKS_BG_SPIN_NS)
+		if (i % 64 == 0 && lks_now_ns() - t0 > LKS_BG_SPIN_NS)
 			break;
 	}
 }
@@ -197,7 +190,7 @@ void lks_bg_wait(lks_bg *bg, lks_jobs *group)
 
 	if (!bg)
 		return;
-	t0 = lks_bg_ns();
+	t0 = lks_now_ns();
 	pthread_mutex_lock(&bg->lock);
 	while (group->pending) {
 		int i = 0;
@@ -212,7 +205,7 @@ void lks_bg_wait(lks_bg *bg, lks_jobs *group)
 		}
 	}
 	pthread_mutex_unlock(&bg->lock);
-	atomic_fetch_add_explicit(&lks_bg_wait_ns, lks_bg_ns() - t0, memory_order_relaxed);
+	atomic_fetch_add_explicit(&lks_bg_wait_ns, lks_now_ns() - t0, memory_order_relaxed);
 }
 
 void lks_bg_counts_get(lks_bg_counts *out)

@@ -10,6 +10,8 @@
 
 #include <time.h>
 
+#include "kernels/clock.h"  /* lks_now: the benches' clock */
+
 /* argv[0] is the subject name ("gemm", "quant"). */
 int lks_bench_gemm(int argc, char **argv);
 int lks_bench_quant(int argc, char **argv);
@@ -42,14 +44,5 @@ int lks_bench_rounds(lks_bench_rep_fn fn, void *arg, int nsides, int warmup, int
 /* The spread over rounds of t[a] / t[b] (one ratio per round), or of t[a] when b < 0. */
 int lks_bench_per_round(const double *t, int nsides, int rounds, int a, int b,
                         lks_bench_spread *out);
-
-/* Monotonic seconds. */
-static inline double lks_now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 #endif

@@ -20,32 +20,25 @@
 #include "kernels/backend.h"
 #include "kernels/cpu/backend_cpu.h"
 #include "kernels/err.h"
-
-static int64_t lks_step_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
+#include "kernels/clock.h"
 
 static int lks_step_timed_gemm(const lks_backend *be, void *ctx, const lks_gemm *g)
 {
 	struct lks_step_timer *t = be->app;
-	int64_t t0 = lks_step_ns();
+	int64_t t0 = lks_now_ns();
 	int rc = lks_backend_cpu.gemm(&lks_backend_cpu, ctx, g);
 
-	__atomic_fetch_add(&t->gemm_ns, lks_step_ns() - t0, __ATOMIC_RELAXED);
+	__atomic_fetch_add(&t->gemm_ns, lks_now_ns() - t0, __ATOMIC_RELAXED);
 	return rc;
 }
 
 static int lks_step_timed_quantize(const lks_backend *be, void *ctx, lks_quant *q)
 {
 	struct lks_step_timer *t = be->app;
-	int64_t t0 = lks_step_ns();
+	int64_t t0 = lks_now_ns();
 	int rc = lks_backend_cpu.quantize(&lks_backend_cpu, ctx, q);
 
-	__atomic_fetch_add(&t->quant_ns, lks_step_ns() - t0, __ATOMIC_RELAXED);
+	__atomic_fetch_add(&t->quant_ns, lks_now_ns() - t0, __ATOMIC_RELAXED);
 	return rc;
 }
 

@@ -15,6 +15,7 @@
 #include "harness/base/name.h"
 #include "harness/cli/cmd.h"
 #include "harness/store/import.h"
+#include "kernels/clock.h"
 #include "kernels/err.h"
 
 static const char lks_import_help[] =
@@ -150,22 +151,13 @@ struct lks_progress {
 	pthread_cond_t cv;
 	int done, tty, shown;
 	uint64_t base, total;     /* total: the files' bytes, 0 unknown (standard input) */
-	double after_s, every_s;
-	struct timespec t0;
+	double after_s, every_s, t0;
 };
-
-static double lks_since(const struct timespec *t0)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (double)(t.tv_sec - t0->tv_sec) + 1e-9 * (double)(t.tv_nsec - t0->tv_nsec);
-}
 
 static void lks_progress_show(struct lks_progress *p)
 {
 	uint64_t got = lks_import_bytes_read() - p->base;
-	double t = lks_since(&p->t0);
+	double t = lks_now() - p->t0;
 	char left[48] = "";
 
 	if (p->total && got > p->total)
@@ -192,7 +184,7 @@ static void *lks_progress_main(void *arg)
 
 	pthread_mutex_lock(&p->mu);
 	while (!p->done) {
-		double wait = next - lks_since(&p->t0);
+		double wait = next - (lks_now() - p->t0);
 		struct timespec until;
 
 		if (wait > 0) {
@@ -237,7 +229,7 @@ static int lks_progress_start(struct lks_progress *p, const char *const *files, 
 		p->total += (uint64_t)st.st_size;
 	}
 	p->base = lks_import_bytes_read();
-	clock_gettime(CLOCK_MONOTONIC, &p->t0);
+	p->t0 = lks_now();
 	if (pthread_condattr_init(&ca))
 		return -1;
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);

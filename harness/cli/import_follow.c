@@ -23,6 +23,7 @@
 #include "harness/cli/cmd.h"
 #include "harness/verify/follow.h"
 #include "kernels/err.h"
+#include "kernels/clock.h"
 
 /* How often a quiet file is looked at again: a step of any training run takes longer, so
    this adds at most 20 ms to the time a divergence is seen. */
@@ -32,14 +33,6 @@ struct lks_tail {
 	int fd;
 	double idle_s;            /* no growth for this long: end of input */
 };
-
-static double lks_now(void)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
 
 static ssize_t lks_tail_read(void *cookie, char *buf, size_t n)
 {

@@ -44,14 +44,7 @@
 #include "harness/engine/runner_impl.h"
 #include "kernels/err.h"
 #include "kernels/mathf.h"
-
-static double lks_clock(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
+#include "kernels/clock.h"
 
 /* NaN/Inf in the gradient buffer of rank index r before the all-reduce, traced or not,
    counted by the backend: the first tensor with any in the backward's execution order,
@@ -323,15 +316,15 @@ static void lks_rank_task(void *arg, int task, int thread)
 	lks_tracer_begin_step(&r->tr, R->step);
 	R->rank_failed[task] = 0;
 	R->nan_tensor[task] = -1;
-	t0 = lks_clock();
+	t0 = lks_now();
 	if (lks_be_upload(r->be, r->bectx, r->tok, tok, T * sizeof(int32_t))
 	    || lks_be_upload(r->be, r->bectx, r->tgt, tgt, T * sizeof(int32_t))
 	    || lks_rank_step(r) || r->tr.fault_failed) {
-		R->rank_time[task] = lks_clock() - t0;
+		R->rank_time[task] = lks_now() - t0;
 		lks_rank_fail(R, task, 1);
 		return;
 	}
-	R->rank_time[task] = lks_clock() - t0;
+	R->rank_time[task] = lks_now() - t0;
 	lks_tracer_sync(&r->tr);  /* kept gradients are measured before the sum replaces them */
 	if (lks_scan_grads(R, task)) {
 		lks_rank_fail(R, task, 1);
@@ -425,7 +418,7 @@ static void lks_check_grads(struct lks_runner *R, lks_store *store, int64_t run_
 static void lks_progress(const lks_runner_opts *o, const struct lks_runner *R, int step,
                          double loss, double t_start)
 {
-	double el = lks_clock() - t_start, eta = el / (step + 1) * (R->steps - step - 1);
+	double el = lks_now() - t_start, eta = el / (step + 1) * (R->steps - step - 1);
 
 	if (!o->progress)
 		return;
@@ -589,7 +582,7 @@ int lks_run(const lks_case *c, const lks_run_cfg *run, lks_store *store,
 	struct lks_runner R;
 	int64_t run_id = 0;
 	char *options = NULL;
-	double t_start = lks_clock(), loss = 0.0;
+	double t_start = lks_now(), loss = 0.0;
 	int rc = -1, step;
 
 	memset(res, 0, sizeof(*res));
@@ -640,7 +633,7 @@ out:
 	/* nor may a device communicator's close wait for a rank that is gone */
 	for (int r = 0; rc && R.devcomm && r < R.L; r++)
 		lks_comm_abort(R.comm[r], "the run failed");
-	res->seconds = lks_clock() - t_start;
+	res->seconds = lks_now() - t_start;
 	free(options);
 	lks_runner_release(&R);
 	return rc;

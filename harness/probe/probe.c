@@ -23,6 +23,7 @@
 
 #include "harness/engine/case.h"
 #include "kernels/err.h"
+#include "kernels/clock.h"
 
 extern char **environ;
 
@@ -37,14 +38,6 @@ const char *lks_outcome_name(lks_outcome o)
 	};
 
 	return (unsigned)o < LKS_OUTCOME_COUNT ? names[o] : "?";
-}
-
-static double lks_now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
 static void lks_utc_now(char *buf, size_t n)

@@ -24,7 +24,6 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <xxhash.h>
@@ -33,6 +32,7 @@
 #include "harness/store/import.h"
 #include "harness/store/import_block.h"
 #include "harness/store/import_writer.h"
+#include "kernels/clock.h"
 #include "kernels/err.h"
 
 static const lks_import_format lks_import_formats[LKS_IMPORT_NFMT] = {
@@ -701,7 +701,7 @@ int lks_import_files(lks_store *store, const lks_import_opts *o, const char *con
                      int npaths, lks_import_result *res)
 {
 	pthread_mutex_t store_mu = PTHREAD_MUTEX_INITIALIZER;
-	struct timespec t0, t1;
+	double t0;
 	struct lks_import_run r = { .store = store, .next_seq = 1, .seq_below = INT64_MAX,
 	                            .store_mu = &store_mu, .ranks_text = o->ranks };
 	unsigned char *only;
@@ -736,7 +736,7 @@ int lks_import_files(lks_store *store, const lks_import_opts *o, const char *con
 		         npaths == 1 ? paths[0] : o->run_name);
 		rc = lks_import_ranks_check(&r, what);
 	}
-	clock_gettime(CLOCK_MONOTONIC, &t0);
+	t0 = lks_now();
 	if (!rc && store && lks_import_flush(&r, 1))
 		rc = -1;
 	lks_import_writer_stop(r.writer);  /* before the store is this thread's again */
@@ -745,10 +745,8 @@ int lks_import_files(lks_store *store, const lks_import_opts *o, const char *con
 		rc = -1;
 	if (store)
 		lks_store_bulk_end(store);
-	clock_gettime(CLOCK_MONOTONIC, &t1);
 	if (!rc) {
-		res->commit_s = (double)(t1.tv_sec - t0.tv_sec)
-		                + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
+		res->commit_s = lks_now() - t0;
 		res->run_id = r.run_id;
 		res->steps = lks_import_last_step(&r);
 		res->counts.restarts = r.restarts;

@@ -22,6 +22,7 @@
  * dead or stuck process must not hang.
  */
 #include "kernels/mpi/comm_mpi.h"
+#include "kernels/clock.h"
 
 #include <limits.h>
 #include <math.h>
@@ -105,14 +106,6 @@ static int lks_mpi_err(int rc, const char *what)
 	return lks_err("MPI %s: %s", what, msg);
 }
 
-static double lks_mpi_now(void)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
-}
-
 /* Names this process's ranks in g, for a message: "rank 2" or "ranks 2-3". */
 static void lks_mpi_who(const struct lks_mpi_group *g, char *buf, size_t n)
 {
@@ -126,7 +119,7 @@ static void lks_mpi_who(const struct lks_mpi_group *g, char *buf, size_t n)
 static int lks_mpi_wait(struct lks_mpi_group *g, MPI_Request *req, const char *what,
                         const char *step)
 {
-	double t0 = lks_mpi_now();
+	double t0 = lks_now();
 	long nap = 10000;  /* ns, doubled up to LKS_MPI_NAP_MAX_NS */
 	double waited;
 	char who[64];
@@ -140,7 +133,7 @@ static int lks_mpi_wait(struct lks_mpi_group *g, MPI_Request *req, const char *w
 			return lks_mpi_err(rc, step);
 		if (done)
 			return 0;
-		waited = lks_mpi_now() - t0;
+		waited = lks_now() - t0;
 		if (g->timeout_s > 0 && waited > g->timeout_s)
 			break;
 		if (waited < LKS_MPI_SPIN_S)
