@@ -219,8 +219,8 @@ static int lks_progress_start(struct lks_progress *p, const char *const *files, 
 	p->tty = isatty(2);
 	p->after_s = 1;
 	p->every_s = p->tty ? 0.25 : 10;
-	if (ms && *ms)
-		p->after_s = p->every_s = atof(ms) / 1e3;
+	if (ms && *ms)  /* at least a millisecond: 0 would print without end */
+		p->after_s = p->every_s = atof(ms) > 1 ? atof(ms) / 1e3 : 1e-3;
 	for (int i = 0; i < n; i++) {
 		if (!strcmp(files[i], "-") || stat(files[i], &st) || !S_ISREG(st.st_mode)) {
 			p->total = 0;  /* a pipe: how much is to come is not known */
