@@ -237,8 +237,9 @@ Test(import, megatron_log_values_as_written)
 
 /* Forks of Megatron-LM's line: Megatron-DeepSpeed's "samples per second" and "TFLOPs"
    (performance, the latter tflops), its "consumed tokens" and "actual seqlen" (numerics, as
-   every name the table lacks); AMD Primus's tokens per GPU (tps) and a time or throughput
-   followed by its running average, "X/Y" or "X (avg Y)": X is stored. A numerics value in
+   every name the table lacks); AMD Primus's tokens per GPU (tps), a time or throughput
+   followed by its running average, "X/Y" or "X (avg Y)", and its memory used/free/total/
+   share, numbers with units: X, the first, is stored. A numerics value in
    that form is still a bad value, and so is a bad average. */
 Test(import, megatron_forks_label_their_throughput_and_averages)
 {
@@ -270,6 +271,9 @@ Test(import, megatron_forks_label_their_throughput_and_averages)
 	cr_assert_eq(at(&m, 4, 0, "tflops")->value, 615.5);
 	cr_assert_eq(at(&m, 4, 0, "tps")->kind, LKS_METRIC_PERFORMANCE);
 	cr_assert_eq(at(&m, 4, 0, "loss")->value, 1.051008E+01);
+	cr_assert_eq(at(&m, 5, 0, "hip_mem_used")->value, 12.34, "the used memory, first");
+	cr_assert_eq(at(&m, 5, 0, "hip_mem_used")->kind, LKS_METRIC_PERFORMANCE);
+	cr_assert_eq(at(&m, 5, 0, "tflops")->value, 617.2);
 	lks_store_close(s);
 	rm_tmp();
 }
@@ -493,6 +497,8 @@ Test(import, hostile_logs_fail_at_file_line_and_store_nothing)
 	        "'1.101008E+01/1.2' of 'lm loss'");
 	refused("megatron-log", "megatron_running_bad_avg.log", "megatron_running_bad_avg.log':1: "
 	        "bad value '615.5 (avg 6x5.5)'");
+	refused("megatron-log", "megatron_memory_bad.log", "megatron_memory_bad.log':1: bad value "
+	        "'12.34GB/free/192.00GB/6.43%'");
 	refused("jsonl", "jsonl_bad_number.jsonl", "jsonl_bad_number.jsonl':2: bad value of "
 	        "\"loss\"");
 	/* a folder is bad input, not a failure to read (exit 3) */

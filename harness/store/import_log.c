@@ -302,25 +302,40 @@ static const char *lks_mega_start(const char *s, int *step)
 	return NULL;
 }
 
-/* A performance metric's value followed by its running average, "X/Y" or "X (avg Y)", as
-   AMD Primus's Megatron writes time and throughput: X into *x (the average, made of the
-   X of the lines before, is not kept). 0, or -1 where v..ve is no such value. */
-static int lks_mega_running(const char *l, size_t llen, const char *v, const char *ve,
+/* After a number at p (up to ve): its unit, letters or '%', as long as it goes. */
+static const char *lks_mega_unit(const char *p, const char *ve)
+{
+	while (p < ve && (isalpha((unsigned char)*p) || *p == '%'))
+		p++;
+	return p;
+}
+
+/* A performance metric's value of several numbers, as AMD Primus's Megatron writes them: a
+   time or throughput and its running average, "X/Y" or "X (avg Y)", or memory as
+   "12.3GB/50.1GB/64.0GB/19.2%" (used, free, total, used share); each number may carry a
+   unit. X, the first, into *x: it is the step's own (the average is made of the X of the
+   lines before; the rest of the memory is the device's). 0, or -1 where v..ve is no such
+   value, or the metric is not performance (a numerics value is one number). */
+static int lks_mega_several(const char *l, size_t llen, const char *v, const char *ve,
                             double *x)
 {
 	const lks_import_metric *m = lks_import_metric_label(LKS_IMPORT_MEGATRON_LOG, l, llen);
-	size_t n = (size_t)(ve - v), k = m && m->kind == LKS_METRIC_PERFORMANCE
-	                                 ? lks_import_number_prefix(v, n, 0, x) : 0;
-	const char *p = v + k;
-	double avg;
+	size_t k = m && m->kind == LKS_METRIC_PERFORMANCE
+	           ? lks_import_number_prefix(v, (size_t)(ve - v), 0, x) : 0;
+	const char *p = lks_mega_unit(v + k, ve);
+	double more;
 
 	if (!k)
 		return -1;
-	if (*p == '/')
-		return lks_import_number(p + 1, (size_t)(ve - p - 1), 0, &avg);
-	if (ve - p < 8 || memcmp(p, " (avg ", 6) || ve[-1] != ')')
+	while (p < ve && *p == '/') {
+		if (!(k = lks_import_number_prefix(p + 1, (size_t)(ve - p - 1), 0, &more)))
+			return -1;
+		p = lks_mega_unit(p + 1 + k, ve);
+	}
+	if (p < ve && (ve - p < 8 || memcmp(p, " (avg ", 6) || ve[-1] != ')'
+	               || lks_import_number(p + 6, (size_t)(ve - 1 - (p + 6)), 0, &more)))
 		return -1;
-	return lks_import_number(p + 6, (size_t)(ve - 1 - (p + 6)), 0, &avg);
+	return 0;
 }
 
 int lks_import_mega_line(const char *s, size_t len, lks_import_rec *rec, const char *path)
@@ -363,7 +378,7 @@ int lks_import_mega_line(const char *s, size_t len, lks_import_rec *rec, const c
 		double x;
 
 		if (lks_import_number(v, (size_t)(ve - v), 0, &x)
-		    && lks_mega_running(l, (size_t)(le - l), v, ve, &x))
+		    && lks_mega_several(l, (size_t)(le - l), v, ve, &x))
 			return lks_bad_value(path, rec->line, l, (size_t)(le - l), v, (size_t)(ve - v));
 		if ((rc = lks_import_rec_add(rec, LKS_IMPORT_MEGATRON_LOG, l, (size_t)(le - l), x,
 		                             path)))

@@ -52,6 +52,8 @@ static const lks_import_metric lks_import_metrics[] = {
 	  "samples_per_second" }, "samples per second (Megatron-DeepSpeed)" },
 	{ "mem_usage", PERF, "", { NULL, "mem usages", NULL, "mem_usage" },
 	  "device memory in use, a fraction of the device's" },
+	{ "hip_mem_used", PERF, "GB", { NULL, "hip mem usage/free/total/usage_ratio", NULL,
+	  "hip_mem_used" }, "device memory in use (AMD Primus, of used/free/total/share)" },
 	{ "memory", PERF, "GiB", { "memory", NULL, NULL, "memory" }, "peak device memory" },
 	{ "memory_pct", PERF, "%", { "memory_pct", NULL, NULL, "memory_pct" },
 	  "peak device memory, of the device's" },
