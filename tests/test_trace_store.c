@@ -57,6 +57,8 @@ Test(trace_store, creates_schema_with_version)
 	cr_assert_eq(sql_int(s, "PRAGMA foreign_keys"), 1);
 	cr_assert_eq(sql_int(s, "PRAGMA synchronous"), 1);  /* NORMAL */
 	cr_assert_gt(sql_int(s, "PRAGMA busy_timeout"), 0);
+	/* a new file's pages: 16 KiB, not SQLite's 4 KiB (trace_store_open.c says why) */
+	cr_assert_eq(sql_int(s, "PRAGMA page_size"), 16384);
 	lks_store_close(s);
 
 	/* opening again neither fails nor adds anything */
@@ -80,6 +82,24 @@ Test(trace_store, empty_file_gets_schema)
 	fclose(f);
 	cr_assert_eq(lks_store_open(path, &s), 0, "%s", lks_errmsg());
 	cr_assert_eq(sql_int(s, "PRAGMA user_version"), LKS_STORE_SCHEMA_VERSION);
+	cr_assert_eq(sql_int(s, "PRAGMA page_size"), 16384);
+	lks_store_close(s);
+	rm_tmp();
+}
+
+/* An SQLite file made before, without tables: it gets the schema and keeps its page size
+   (a page size is set only where no page is written yet). */
+Test(trace_store, made_file_keeps_its_page_size)
+{
+	char path[512];
+	lks_store *s;
+
+	mkdir_tmp();
+	path_in_tmp(path, sizeof(path), "made.db");
+	raw_exec(path, "PRAGMA page_size = 4096; CREATE TABLE x (a); DROP TABLE x;");
+	cr_assert_eq(lks_store_open(path, &s), 0, "%s", lks_errmsg());
+	cr_assert_eq(sql_int(s, "PRAGMA user_version"), LKS_STORE_SCHEMA_VERSION);
+	cr_assert_eq(sql_int(s, "PRAGMA page_size"), 4096);
 	lks_store_close(s);
 	rm_tmp();
 }
