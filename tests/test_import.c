@@ -278,6 +278,78 @@ Test(import, megatron_forks_label_their_throughput_and_averages)
 	rm_tmp();
 }
 
+/* torchtitan since March 2026 prints "mfu: N/A" where FP8 or MX quantization makes MFU
+   misleading (metrics.py, pull request 2451): a performance value not measured, so no mfu
+   is stored at that step; its loss has 5 decimals. TTP's fork writes est_tflops and
+   est_mfu, which are tflops and mfu. (A numerics metric "N/A" is still a bad value: the
+   hostile logs below.) */
+Test(import, torchtitan_mfu_not_measured_is_absent)
+{
+	lks_import_result res;
+	struct seen m;
+	lks_store *s;
+
+	cr_assert_eq(import("torchtitan", "titan_fp8_mfu_na.log", &s, &res), 0, "%s",
+	             lks_errmsg());
+	cr_assert_eq(res.world_size, 2);
+	cr_assert_eq(res.counts.records, 6);
+	metrics_of(s, res.run_id, &m);
+	cr_assert_eq(m.n, 6 * 6, "loss, grad_norm, memory, memory_pct, tps, tflops; no mfu");
+	for (int i = 0; i < m.n && i < MAXROWS; i++)
+		cr_assert_str_neq(m.name[i], "mfu");
+	cr_assert_eq(at(&m, 3, 1, "loss")->value, 10.93305);
+	cr_assert_eq(at(&m, 2, 1, "tps")->value, 5301.0);
+	cr_assert_eq(at(&m, 1, 0, "tflops")->value, 306.74);
+	lks_store_close(s);
+	rm_tmp();
+
+	cr_assert_eq(import("torchtitan", "titan_est.log", &s, &res), 0, "%s", lks_errmsg());
+	metrics_of(s, res.run_id, &m);
+	cr_assert_eq(at(&m, 10, 0, "tflops")->value, 94.23);
+	cr_assert_eq(at(&m, 10, 0, "tflops")->kind, LKS_METRIC_PERFORMANCE);
+	cr_assert_eq(at(&m, 10, 0, "mfu")->value, -1.0, "est_mfu's -1: not estimated");
+	cr_assert_eq(at(&m, 10, 0, "mfu")->kind, LKS_METRIC_PERFORMANCE);
+	lks_store_close(s);
+	rm_tmp();
+}
+
+/* Megatron-LM of 2026 (training.py): a timestamp to the microsecond, energy and power per
+   GPU (--log-energy), a MoE's losses, and RL's token rates and packing share after the nan
+   iterations; the energy, power, rates and share are performance, the MoE loss numerics (a
+   name the table lacks). A performance value "N/A" is not measured, as in torchtitan. */
+Test(import, megatron_energy_power_and_rl_rates_are_performance)
+{
+	static const char *const perf[] = { "energy", "power", "tokens_per_second", "tps",
+	                                    "actual_tokens_per_second", "actual_tps",
+	                                    "packing_eff" };
+	lks_import_result res;
+	struct seen m;
+	lks_store *s;
+
+	cr_assert_eq(import("megatron-log", "megatron_energy.log", &s, &res), 0, "%s",
+	             lks_errmsg());
+	metrics_of(s, res.run_id, &m);
+	cr_assert_eq(at(&m, 10, 0, "energy")->value, 1003.4);
+	cr_assert_eq(at(&m, 20, 0, "power")->value, 699.4);
+	cr_assert_eq(at(&m, 30, 0, "packing_eff")->value, 87.5);
+	cr_assert_eq(at(&m, 30, 0, "tps")->value, 45763.0);
+	for (size_t i = 0; i < sizeof(perf) / sizeof(perf[0]); i++)
+		cr_assert_eq(at(&m, 30, 0, perf[i])->kind, LKS_METRIC_PERFORMANCE, "%s", perf[i]);
+	cr_assert_eq(at(&m, 30, 0, "load_balancing_loss")->value, 1.01);
+	cr_assert_eq(at(&m, 30, 0, "load_balancing_loss")->kind, LKS_METRIC_NUMERICS);
+	lks_store_close(s);
+	rm_tmp();
+
+	cr_assert_eq(import("megatron-log", "megatron_energy_b.log", &s, &res), 0, "%s",
+	             lks_errmsg());
+	metrics_of(s, res.run_id, &m);
+	cr_assert_eq(at(&m, 10, 0, "tflops")->value, 412.6);
+	for (int i = 0; i < m.n && i < MAXROWS; i++)
+		cr_assert(m.row[i].step != 20 || strcmp(m.name[i], "tflops"), "N/A stored");
+	lks_store_close(s);
+	rm_tmp();
+}
+
 /* Megatron-LM prints its iteration line from the last rank only (print_rank_last): under
    'torchrun --tee' every line has that rank's "[rank7]:" prefix. The line is the job's (its
    loss already averaged over data-parallel ranks): stored as rank 0 of a one-rank run, where
@@ -490,6 +562,8 @@ Test(import, hostile_logs_fail_at_file_line_and_store_nothing)
 	refused("torchtitan", "titan_truncated.log", "titan_truncated.log':2:");
 	refused("torchtitan", "titan_cut_value.log", "titan_cut_value.log':2: truncated");
 	refused("torchtitan", "titan_rank_gap.log", "rank 1 has no steps");
+	refused("torchtitan", "titan_loss_na.log", "titan_loss_na.log':3: bad value 'N/A' of "
+	        "'loss'");
 	refused("megatron-log", "megatron_bad_number.log", "megatron_bad_number.log':2: bad value "
 	        "'1.1000O0E+00'");
 	refused("megatron-log", "megatron_truncated.log", "megatron_truncated.log':2: truncated");

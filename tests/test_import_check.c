@@ -141,6 +141,27 @@ Test(import_check, megatron_deepspeed_throughput_is_no_part_of_bitwise)
 	rm_tmp();
 }
 
+/* Megatron-LM of 2026 apart in energy, power, throughput (N/A at one step) and RL's token
+   rates: the same bit for bit; a MoE loss apart at iteration 30 is not (a name the table
+   lacks is numerics). */
+Test(import_check, megatron_energy_and_power_are_no_part_of_bitwise)
+{
+	lks_store *s = open_db();
+	int64_t a = import_run(s, "megatron-log", "megatron_energy.log", "a");
+	int64_t b = import_run(s, "megatron-log", "megatron_energy_b.log", "b");
+	int64_t c = import_run(s, "megatron-log", "megatron_energy_c.log", "c");
+	lks_check_result r;
+
+	eval(s, LKS_CHECK_BITWISE, a, b, NULL, 0, &r);
+	cr_assert_eq(r.verdict, LKS_VERDICT_PASS, "%s", r.message);
+	eval(s, LKS_CHECK_BITWISE, b, c, NULL, 0, &r);
+	cr_assert_eq(r.verdict, LKS_VERDICT_FAIL, "%s", r.message);
+	cr_assert_eq(r.step, 30);
+	cr_assert_str_eq(r.metric, "load_balancing_loss");
+	lks_store_close(s);
+	rm_tmp();
+}
+
 Test(import_check, megatron_grad_norm_nan_fails_finite_at_its_step)
 {
 	lks_store *s = open_db();

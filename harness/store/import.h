@@ -57,6 +57,12 @@ const lks_import_metric *lks_import_metric_at(int i);
 /* The row whose label in fmt is label (len bytes), or NULL. */
 const lks_import_metric *lks_import_metric_label(lks_import_fmt fmt, const char *label,
                                                  size_t len);
+/* Whether v (vlen bytes) is "N/A" as the value of label (len bytes), a performance metric
+   in fmt: not measured at that step, and then no value of it is stored there (torchtitan
+   prints "mfu: N/A" where FP8 or MX quantization would make it misleading). A numerics
+   metric holds a number, or nan. */
+int lks_import_unmeasured(lks_import_fmt fmt, const char *label, size_t len, const char *v,
+                          size_t vlen);
 
 /* What a parser found at one (step, rank). */
 typedef struct lks_import_rec {

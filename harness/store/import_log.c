@@ -272,6 +272,8 @@ int lks_import_titan_line(const char *s, size_t len, lks_import_rec *rec, const 
 				return lks_bad_value(path, rec->line, l, llen, v, vlen);
 			continue;
 		}
+		if (lks_import_unmeasured(LKS_IMPORT_TORCHTITAN, l, llen, v, vlen))
+			continue;
 		if ((rc = lks_titan_value(rec, path, l, llen, v, vlen, g)))
 			return rc;
 	}
@@ -377,6 +379,9 @@ int lks_import_mega_line(const char *s, size_t len, lks_import_rec *rec, const c
 			;
 		double x;
 
+		if (lks_import_unmeasured(LKS_IMPORT_MEGATRON_LOG, l, (size_t)(le - l), v,
+		                          (size_t)(ve - v)))
+			continue;
 		if (lks_import_number(v, (size_t)(ve - v), 0, &x)
 		    && lks_mega_several(l, (size_t)(le - l), v, ve, &x))
 			return lks_bad_value(path, rec->line, l, (size_t)(le - l), v, (size_t)(ve - v));

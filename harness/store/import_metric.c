@@ -54,6 +54,22 @@ static const lks_import_metric lks_import_metrics[] = {
 	  "device memory in use, a fraction of the device's" },
 	{ "hip_mem_used", PERF, "GB", { NULL, "hip mem usage/free/total/usage_ratio", NULL,
 	  "hip_mem_used" }, "device memory in use (AMD Primus, of used/free/total/share)" },
+	{ "energy", PERF, "J", { NULL, "energy per GPU (J/iter/GPU)", NULL, "energy" },
+	  "energy of one iteration per GPU" },
+	{ "power", PERF, "W", { NULL, "power per GPU (W/GPU)", NULL, "power" },
+	  "power per GPU" },
+	{ "tokens_per_second", PERF, "tokens/s", { NULL, "toks/s", NULL, "tokens_per_second" },
+	  "tokens per second of the job (Megatron-LM's RL)" },
+	{ "compute_tps", PERF, "tokens/s", { NULL, "compute_toks/s/gpu", NULL, "compute_tps" },
+	  "tokens computed per second per GPU, padding of packed sequences included" },
+	{ "compute_tokens_per_second", PERF, "tokens/s", { NULL, "compute_toks/s", NULL,
+	  "compute_tokens_per_second" }, "tokens computed per second of the job" },
+	{ "actual_tps", PERF, "tokens/s", { NULL, "actual_toks/s/gpu", NULL, "actual_tps" },
+	  "tokens of the data per second per GPU (packed sequences)" },
+	{ "actual_tokens_per_second", PERF, "tokens/s", { NULL, "actual_toks/s", NULL,
+	  "actual_tokens_per_second" }, "tokens of the data per second of the job" },
+	{ "packing_eff", PERF, "%", { NULL, "packing_eff", NULL, "packing_eff" },
+	  "share of packed bins that holds data (Megatron-LM's RL)" },
 	{ "memory", PERF, "GiB", { "memory", NULL, NULL, "memory" }, "peak device memory" },
 	{ "memory_pct", PERF, "%", { "memory_pct", NULL, NULL, "memory_pct" },
 	  "peak device memory, of the device's" },
@@ -80,6 +96,11 @@ static const struct {
 	{ LKS_IMPORT_MEGATRON_LOG, "Tokens per second per GPU (Tok/s/GPU)", "tps" },
 	{ LKS_IMPORT_MEGATRON_LOG, "tokens/s/GPU inst/harmonic mean", "tps" },
 	{ LKS_IMPORT_MEGATRON_LOG, "compute per GPU (TFLOP/s/GPU)", "tflops" },
+	/* Megatron-LM's RL: tokens per second per GPU */
+	{ LKS_IMPORT_MEGATRON_LOG, "toks/s/gpu", "tps" },
+	/* torchtitan forks that estimate the FLOPs (TTP's metrics processor) */
+	{ LKS_IMPORT_TORCHTITAN, "est_tflops", "tflops" },
+	{ LKS_IMPORT_TORCHTITAN, "est_mfu", "mfu" },
 };
 
 const lks_import_metric *lks_import_metric_at(int i)
@@ -112,6 +133,17 @@ const lks_import_metric *lks_import_metric_label(lks_import_fmt fmt, const char 
 			return lks_import_metric_find(lks_import_aliases[i].name);
 	}
 	return NULL;
+}
+
+int lks_import_unmeasured(lks_import_fmt fmt, const char *label, size_t len, const char *v,
+                          size_t vlen)
+{
+	const lks_import_metric *m;
+
+	if (vlen != 3 || memcmp(v, "N/A", 3))
+		return 0;
+	m = lks_import_metric_label(fmt, label, len);
+	return m && m->kind == LKS_METRIC_PERFORMANCE;
 }
 
 /* A label and the name and kind it stands for. */
