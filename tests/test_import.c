@@ -313,6 +313,25 @@ Test(import, torchtitan_mfu_not_measured_is_absent)
 	rm_tmp();
 }
 
+/* A jsonl writer's null for a performance metric is "not measured": nothing stored there,
+   as torchtitan's "mfu: N/A"; a numerics null is a bad value (the hostile logs below). */
+Test(import, jsonl_null_performance_is_not_measured)
+{
+	lks_import_result res;
+	struct seen m;
+	lks_store *s;
+
+	cr_assert_eq(import("jsonl", "jsonl_null.jsonl", &s, &res), 0, "%s", lks_errmsg());
+	metrics_of(s, res.run_id, &m);
+	cr_assert_eq(m.n, 3 + 6, "step 1: 3 values and 3 nulls; step 2: 6 values");
+	cr_assert_eq(at(&m, 1, 0, "tflops")->value, 311.2);
+	cr_assert_eq(at(&m, 2, 1, "mfu")->value, 31.5);
+	for (int i = 0; i < m.n && i < MAXROWS; i++)
+		cr_assert(m.row[i].step != 1 || strcmp(m.name[i], "mfu"), "a null stored");
+	lks_store_close(s);
+	rm_tmp();
+}
+
 /* Megatron-LM of 2026 (training.py): a timestamp to the microsecond, energy and power per
    GPU (--log-energy), a MoE's losses, and RL's token rates and packing share after the nan
    iterations; the energy, power, rates and share are performance, the MoE loss numerics (a
@@ -573,6 +592,7 @@ Test(import, hostile_logs_fail_at_file_line_and_store_nothing)
 	        "bad value '615.5 (avg 6x5.5)'");
 	refused("megatron-log", "megatron_memory_bad.log", "megatron_memory_bad.log':1: bad value "
 	        "'12.34GB/free/192.00GB/6.43%'");
+	refused("jsonl", "jsonl_null_loss.jsonl", "jsonl_null_loss.jsonl':2: bad value of \"loss\"");
 	refused("jsonl", "jsonl_bad_number.jsonl", "jsonl_bad_number.jsonl':2: bad value of "
 	        "\"loss\"");
 	/* a folder is bad input, not a failure to read (exit 3) */

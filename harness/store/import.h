@@ -57,12 +57,11 @@ const lks_import_metric *lks_import_metric_at(int i);
 /* The row whose label in fmt is label (len bytes), or NULL. */
 const lks_import_metric *lks_import_metric_label(lks_import_fmt fmt, const char *label,
                                                  size_t len);
-/* Whether v (vlen bytes) is "N/A" as the value of label (len bytes), a performance metric
-   in fmt: not measured at that step, and then no value of it is stored there (torchtitan
-   prints "mfu: N/A" where FP8 or MX quantization would make it misleading). A numerics
-   metric holds a number, or nan. */
-int lks_import_unmeasured(lks_import_fmt fmt, const char *label, size_t len, const char *v,
-                          size_t vlen);
+/* Whether label (len bytes) in fmt is a performance metric of the table. Such a metric
+   may be "not measured" at a step, and then no value of it is stored there: torchtitan
+   prints "mfu: N/A" where FP8 or MX quantization would make MFU misleading, and a jsonl
+   writer may give null. A numerics metric holds a number, or nan. */
+int lks_import_label_performance(lks_import_fmt fmt, const char *label, size_t len);
 
 /* What a parser found at one (step, rank). */
 typedef struct lks_import_rec {

@@ -160,9 +160,12 @@ int lks_import_jsonl_line(const char *s, size_t len, lks_import_rec *rec, const 
 
 		if (!strcmp(key, "step") || !strcmp(key, "rank"))
 			continue;
+		if (json_is_null(v) && lks_import_label_performance(LKS_IMPORT_JSONL, key, strlen(key)))
+			continue;  /* not measured at this step */
 		if (lks_json_number(v, &x)) {
 			lks_err("'%s':%ld: bad value of \"%s\": want a number, \"nan\", \"inf\" or "
-			        "\"-inf\"", path, rec->line, key);
+			        "\"-inf\"%s", path, rec->line, key, json_is_null(v)
+			        ? " (null only for a performance metric: not measured)" : "");
 			goto out;
 		}
 		if ((rc = lks_import_rec_add(rec, LKS_IMPORT_JSONL, key, strlen(key), x, path)))

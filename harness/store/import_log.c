@@ -135,6 +135,13 @@ static int lks_parse_step(const char *s, size_t len, int *step)
 	return 0;
 }
 
+/* A performance metric's value "N/A": not measured (lks_import_label_performance). */
+static int lks_unmeasured(lks_import_fmt fmt, const char *l, size_t llen, const char *v,
+                          size_t vlen)
+{
+	return vlen == 3 && !memcmp(v, "N/A", 3) && lks_import_label_performance(fmt, l, llen);
+}
+
 static int lks_bad_value(const char *path, long line, const char *label, size_t llen,
                          const char *v, size_t vlen)
 {
@@ -272,7 +279,7 @@ int lks_import_titan_line(const char *s, size_t len, lks_import_rec *rec, const 
 				return lks_bad_value(path, rec->line, l, llen, v, vlen);
 			continue;
 		}
-		if (lks_import_unmeasured(LKS_IMPORT_TORCHTITAN, l, llen, v, vlen))
+		if (lks_unmeasured(LKS_IMPORT_TORCHTITAN, l, llen, v, vlen))
 			continue;
 		if ((rc = lks_titan_value(rec, path, l, llen, v, vlen, g)))
 			return rc;
@@ -379,8 +386,7 @@ int lks_import_mega_line(const char *s, size_t len, lks_import_rec *rec, const c
 			;
 		double x;
 
-		if (lks_import_unmeasured(LKS_IMPORT_MEGATRON_LOG, l, (size_t)(le - l), v,
-		                          (size_t)(ve - v)))
+		if (lks_unmeasured(LKS_IMPORT_MEGATRON_LOG, l, (size_t)(le - l), v, (size_t)(ve - v)))
 			continue;
 		if (lks_import_number(v, (size_t)(ve - v), 0, &x)
 		    && lks_mega_several(l, (size_t)(le - l), v, ve, &x))

@@ -135,14 +135,10 @@ const lks_import_metric *lks_import_metric_label(lks_import_fmt fmt, const char 
 	return NULL;
 }
 
-int lks_import_unmeasured(lks_import_fmt fmt, const char *label, size_t len, const char *v,
-                          size_t vlen)
+int lks_import_label_performance(lks_import_fmt fmt, const char *label, size_t len)
 {
-	const lks_import_metric *m;
+	const lks_import_metric *m = lks_import_metric_label(fmt, label, len);
 
-	if (vlen != 3 || memcmp(v, "N/A", 3))
-		return 0;
-	m = lks_import_metric_label(fmt, label, len);
 	return m && m->kind == LKS_METRIC_PERFORMANCE;
 }
 
