@@ -425,6 +425,32 @@ Test(import_check, diff_and_report_show_numerics_and_performance_apart)
 	rm_tmp();
 }
 
+/* An FP8 run's torchtitan log says "mfu: N/A" where the BF16 run's has a number: the same
+   numerics (exit 0), and diff shows mfu measured in one run only ("-"), not a mean of nothing. */
+Test(import_check, diff_shows_a_metric_measured_in_one_run_only)
+{
+	char db[512], args[2048], out[8192], *perf;
+
+	mkdir_tmp();
+	path_in_tmp(db, sizeof(db), "d.db");
+	snprintf(args, sizeof(args), "import --quiet --format torchtitan --case t --run bf16 --db '%s' "
+	         "'%s/titan_bf16_mfu.log'", db, LKS_IMPORT_DIR);
+	cr_assert_eq(lks_run_bin(NULL, args, out, sizeof(out)), 0, "%s", out);
+	snprintf(args, sizeof(args), "import --quiet --format torchtitan --case t --run fp8 --db '%s' "
+	         "'%s/titan_fp8_mfu_na.log'", db, LKS_IMPORT_DIR);
+	cr_assert_eq(lks_run_bin(NULL, args, out, sizeof(out)), 0, "%s", out);
+	snprintf(args, sizeof(args), "diff --db '%s' t/bf16 t/fp8", db);
+	cr_assert_eq(lks_run_bin(NULL, args, out, sizeof(out)), 0, "%s", out);
+	perf = strstr(out, "\nperformance (never in a verdict");
+	cr_assert_not_null(perf, "%s", out);
+	cr_assert_not_null(strstr(perf, "\n  mfu                    31.02          -              -\n"),
+	                   "%s", out);
+	cr_assert_not_null(strstr(perf, "\n  tflops                 307.23         307.23         1\n"),
+	                   "%s", out);
+	cr_assert_null(strstr(out, "nan"), "%s", out);
+	rm_tmp();
+}
+
 Test(import_check, import_key_refused_where_bad_at_its_line)
 {
 	static const struct { const char *run, *says; } bad[] = {

@@ -91,16 +91,27 @@ static void lks_print_numerics(void *arg, const char *name)
 	printf("  %-22s %8ld %8ld  %-10s %.3g\n", name, st.n, st.ndiff, first, st.rel_max);
 }
 
+/* A mean of n values (sum), or "-" where the run has none finite (not measured: torchtitan's
+   "mfu: N/A", or a metric the other run's log alone has). */
+static const char *lks_mean_cell(double sum, long n, char *buf, size_t size)
+{
+	if (!n)
+		return "-";
+	snprintf(buf, size, "%.6g", sum / (double)n);
+	return buf;
+}
+
 static void lks_print_performance(void *arg, const char *name)
 {
 	const struct lks_diff_pair *p = arg;
 	struct lks_mstat st;
-	double ma, mb;
+	char ca[32], cb[32], cr[32] = "-";
 
 	lks_mstat_of(p->a, p->b, name, &st);
-	ma = st.n_a ? st.sum_a / (double)st.n_a : NAN;
-	mb = st.n_b ? st.sum_b / (double)st.n_b : NAN;
-	printf("  %-22s %-14.6g %-14.6g %.4g\n", name, ma, mb, mb / ma);
+	if (st.n_a && st.n_b)
+		snprintf(cr, sizeof(cr), "%.4g", (st.sum_b / (double)st.n_b) / (st.sum_a / (double)st.n_a));
+	printf("  %-22s %-14s %-14s %s\n", name, lks_mean_cell(st.sum_a, st.n_a, ca, sizeof(ca)),
+	       lks_mean_cell(st.sum_b, st.n_b, cb, sizeof(cb)), cr);
 }
 
 void lks_diff_metrics(const lks_stored_run *a, const lks_stored_run *b)
@@ -110,7 +121,7 @@ void lks_diff_metrics(const lks_stored_run *a, const lks_stored_run *b)
 	printf("\nnumerics (the verdict; bit for bit, as the logs wrote them; rel = |a - b| / |b|):\n"
 	       "  %-22s %8s %8s  %-10s %s\n", "metric", "values", "differ", "first", "rel max");
 	lks_each_metric(a, b, LKS_METRIC_NUMERICS, lks_print_numerics, &p);
-	printf("\nperformance (never in a verdict; means of the finite values):\n"
+	printf("\nperformance (never in a verdict; means of the finite values, '-' none):\n"
 	       "  %-22s %-14s %-14s %s\n", "metric", "a", "b", "b / a");
 	lks_each_metric(a, b, LKS_METRIC_PERFORMANCE, lks_print_performance, &p);
 }
