@@ -6,6 +6,7 @@
  * (LKS_BIN) in a mkdtemp folder and reads the database back through the store.
  */
 #include <criterion/criterion.h>
+#include <jansson.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdint.h>
@@ -357,5 +358,49 @@ Test(export, case_slash_run_names_the_latest_such_run)
 	snprintf(args, sizeof(args), "export --format jsonl c/a/x --db '%s'", db);
 	cr_assert_eq(lks_run_bin(NULL, args, text, sizeof(text)), 2, "%s", text);
 	cr_assert(strstr(text, "'c/a/x' is neither a run id nor CASE/RUN"), "%s", text);
+	rm_tmp();
+}
+
+/* A golden file as Megatron-LM writes them today, which its checker's model requires:
+   every metric has start_step, end_step, step_interval (the greatest common divisor of the
+   steps' differences) and values as a map from step to value; steps 1, 3, 7 and 11 give
+   interval 2. */
+Test(export, megatron_golden_is_written_as_megatron_writes_it)
+{
+	static const int steps[] = { 1, 3, 7, 11 };
+	char db[512], log[512], gold[512];
+	json_error_t e;
+	json_t *doc, *m, *v;
+	FILE *f;
+
+	mkdir_tmp();
+	path_in_tmp(db, sizeof(db), "t.db");
+	path_in_tmp(log, sizeof(log), "uneven.jsonl");
+	path_in_tmp(gold, sizeof(gold), "golden_values.json");
+	cr_assert_not_null(f = fopen(log, "w"));
+	for (size_t i = 0; i < sizeof(steps) / sizeof(steps[0]); i++)
+		fprintf(f, "{\"step\": %d, \"loss\": %d.5, \"num_zeros\": %d}\n", steps[i], 10 - (int)i,
+		        (int)i);
+	fclose(f);
+	run_ok("import --format jsonl '%s' --case c --run a --db '%s'", log, db);
+	run_ok("export --format megatron-golden 1 --db '%s' -o '%s'", db, gold);
+	cr_assert_not_null(doc = json_load_file(gold, 0, &e), "%s", e.text);
+	cr_assert_eq(json_object_size(doc), 2, "lm loss and num-zeros");
+	for (void *it = json_object_iter(doc); it; it = json_object_iter_next(doc, it)) {
+		const char *name = json_object_iter_key(it);
+
+		m = json_object_iter_value(it);
+		cr_assert_eq(json_integer_value(json_object_get(m, "start_step")), 1, "%s", name);
+		cr_assert_eq(json_integer_value(json_object_get(m, "end_step")), 11, "%s", name);
+		cr_assert_eq(json_integer_value(json_object_get(m, "step_interval")), 2, "%s", name);
+		v = json_object_get(m, "values");
+		cr_assert(json_is_object(v), "%s: values not a map", name);
+		cr_assert_eq(json_object_size(v), 4, "%s", name);
+	}
+	m = json_object_get(doc, "lm loss");
+	cr_assert_eq(json_real_value(json_object_get(json_object_get(m, "values"), "7")), 8.5);
+	json_decref(doc);
+	/* and it reads back, bit for bit */
+	run_ok("import --format megatron-golden '%s' --case c --run g --db '%s'", gold, db);
 	rm_tmp();
 }

@@ -141,28 +141,43 @@ static int lks_export_row(void *arg, const lks_metric_row *r)
 	return lks_export_golden(x, r, label);
 }
 
-/* One metric of a golden file: a list from start_step by step_interval when its steps are
-   evenly spaced, else a map from step to value. */
+static int lks_gcd(int a, int b)
+{
+	while (b) {
+		int t = a % b;
+
+		a = b;
+		b = t;
+	}
+	return a;
+}
+
+/* One metric of a golden file as Megatron-LM writes them today (840 of the 844 in its
+   tests/functional_tests, August 2026; its checker reads them into a pydantic model that
+   takes values only as a map and needs the other three fields): start_step, end_step,
+   step_interval (the greatest common divisor of the steps' differences; 1 for one step) and
+   values, a map from step to value, in step order. */
 static json_t *lks_export_golden_metric(struct lks_export_series *s)
 {
-	int every = s->n > 1 ? s->steps[1] - s->steps[0] : 1;
-	int even = every > 0;
-	json_t *map;
+	json_t *map = json_object();
+	int every = 0;
 
-	for (size_t i = 1; even && i < s->n; i++)
-		even = s->steps[i] - s->steps[i - 1] == every;
-	if (even)
-		return json_pack("{s:i,s:i,s:i,s:O}", "start_step", s->steps[0], "end_step",
-		                 s->steps[s->n - 1], "step_interval", every, "values", s->values);
-	if (!(map = json_object()))
+	if (!map)
 		return NULL;
 	for (size_t i = 0; i < s->n; i++) {
 		char key[16];
 
+		if (i)
+			every = lks_gcd(every, s->steps[i] - s->steps[i - 1]);
 		snprintf(key, sizeof(key), "%d", s->steps[i]);
-		json_object_set(map, key, json_array_get(s->values, i));
+		if (json_object_set(map, key, json_array_get(s->values, i))) {
+			json_decref(map);
+			return NULL;
+		}
 	}
-	return json_pack("{s:o}", "values", map);
+	return json_pack("{s:i,s:i,s:i,s:o}", "start_step", s->n ? s->steps[0] : 0, "end_step",
+	                 s->n ? s->steps[s->n - 1] : 0, "step_interval", every > 0 ? every : 1,
+	                 "values", map);
 }
 
 static int lks_export_golden_write(struct lks_export *x)
