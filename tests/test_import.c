@@ -404,7 +404,7 @@ Test(import, megatron_golden_list_and_map)
 	cr_assert_eq(at(&m, 5, 0, "loss")->value, 10.25);
 	cr_assert(isnan(at(&m, 9, 0, "loss")->value));
 	cr_assert_eq(at(&m, 5, 0, "num_zeros")->value, 12.0);
-	cr_assert_eq(at(&m, 1, 0, "iteration_time")->kind, LKS_METRIC_PERFORMANCE);
+	cr_assert_eq(at(&m, 1, 0, "iteration_time_s")->kind, LKS_METRIC_PERFORMANCE);
 	lks_store_close(s);
 	rm_tmp();
 

@@ -255,6 +255,12 @@ Test(import_block, a_record_stands_for_its_steps_row)
 	cr_assert(isnan(s.grad_norm), "no grad_norm: NaN");
 	cr_assert_eq(s.step_time, 0.8125);
 	cr_assert_eq(s.nonfinite, 1);
+	/* Megatron's golden values hold the time in seconds, as it is; without any, NaN */
+	rows[3] = (lks_metric_row){ 0, 0, "iteration_time_s", LKS_METRIC_PERFORMANCE, 12.8 };
+	lks_block_step_row(7, 3, rows, 5, &s);
+	cr_assert_eq(s.step_time, 12.8);
+	lks_block_step_row(7, 3, rows, 3, &s);
+	cr_assert(isnan(s.step_time));
 }
 
 /* A name empty, too long, missing, or met before with the other kind is refused, and the

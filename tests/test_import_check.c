@@ -81,12 +81,12 @@ Test(import_check, megatron_goldens_one_value_apart_part_at_that_step_and_metric
 	eval(s, LKS_CHECK_BITWISE, a, slow, NULL, 0, &r);
 	cr_assert_eq(r.verdict, LKS_VERDICT_PASS, "%s", r.message);
 	/* ... but close may hold it to a tolerance: 30% slower, rtol 0.25 fails at step 1 */
-	eval(s, LKS_CHECK_CLOSE, slow, a, "iteration_time", 0.25, &r);
+	eval(s, LKS_CHECK_CLOSE, slow, a, "iteration_time_s", 0.25, &r);
 	cr_assert_eq(r.verdict, LKS_VERDICT_FAIL);
 	cr_assert_eq(r.step, 1);
-	cr_assert_str_eq(r.metric, "iteration_time");
+	cr_assert_str_eq(r.metric, "iteration_time_s");
 	/* 0.35 > 0.30 of the fixture */
-	eval(s, LKS_CHECK_CLOSE, slow, a, "iteration_time", 0.35, &r);
+	eval(s, LKS_CHECK_CLOSE, slow, a, "iteration_time_s", 0.35, &r);
 	cr_assert_eq(r.verdict, LKS_VERDICT_PASS, "%s", r.message);
 	/* close on the loss, which both have equal */
 	eval(s, LKS_CHECK_CLOSE, a, b, "loss", 0, &r);
@@ -110,7 +110,7 @@ Test(import_check, close_passes_a_performance_metric_measured_on_neither_side)
 	int64_t b = import_run(s, "megatron-golden", "mcore_golden_first_time_nan.json", "b");
 	lks_check_result r;
 
-	eval(s, LKS_CHECK_CLOSE, a, b, "iteration_time", 0.1, &r);
+	eval(s, LKS_CHECK_CLOSE, a, b, "iteration_time_s", 0.1, &r);
 	cr_assert_eq(r.verdict, LKS_VERDICT_PASS, "%s", r.message);
 	eval(s, LKS_CHECK_CLOSE, a, b, "mem_allocated", 0, &r);
 	cr_assert_eq(r.verdict, LKS_VERDICT_PASS, "%s", r.message);
@@ -419,7 +419,7 @@ Test(import_check, diff_and_report_show_numerics_and_performance_apart)
 	perf = strstr(out, "imported metrics: performance (never in a verdict)");
 	cr_assert(num && perf && num < perf, "%s", out);
 	cr_assert_not_null(strstr(num, "| a | num\\_zeros | 10 | 0 |  | 1389 |"), "%s", out);
-	cr_assert_not_null(strstr(perf, "| b | iteration\\_time | ms | 1.865 | 0.546 | 13.696 |"),
+	cr_assert_not_null(strstr(perf, "| b | iteration\\_time\\_s | s | 1.865 | 0.546 | 13.696 |"),
 	                   "%s", out);
 	cr_assert_null(strstr(perf, "num\\_zeros"), "%s", out);
 	rm_tmp();

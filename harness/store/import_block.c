@@ -530,10 +530,8 @@ out:
 void lks_block_step_row(int step, int rank, const lks_metric_row *rows, int n,
                         lks_step_row *out)
 {
-	double iteration_time = NAN;
-
 	*out = (lks_step_row){ .step = step, .rank = rank, .loss = NAN, .grad_norm = NAN,
-	                       .lr = NAN };
+	                       .lr = NAN, .step_time = NAN };
 	for (int i = 0; i < n; i++) {
 		const char *name = rows[i].name;
 		double v = rows[i].value;
@@ -548,7 +546,8 @@ void lks_block_step_row(int step, int rank, const lks_metric_row *rows, int n,
 		else if (name[0] == 'l' && !strcmp(name, "lr"))
 			out->lr = v;
 		else if (name[0] == 'i' && !strcmp(name, "iteration_time"))
-			iteration_time = v;
+			out->step_time = v / 1000.0;  /* ms */
+		else if (name[0] == 'i' && !strcmp(name, "iteration_time_s"))
+			out->step_time = v;
 	}
-	out->step_time = iteration_time / 1000.0;
 }

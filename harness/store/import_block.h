@@ -61,7 +61,7 @@ typedef int (*lks_block_fn)(void *arg, int step, int rank, const lks_metric_row 
 int lks_block_decode(const unsigned char *data, size_t len, lks_block_fn fn, void *arg);
 
 /* The steps row of (step, rank) an imported record stands for: loss, grad_norm and lr where the record
-   has them (NaN where not), step_time its iteration_time in seconds, nonfinite its
+   has them (NaN where not), step_time its iteration_time in seconds (iteration_time_s as it is), nonfinite its
    numerics metrics that are not finite. */
 void lks_block_step_row(int step, int rank, const lks_metric_row *rows, int n,
                         lks_step_row *out);
