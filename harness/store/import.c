@@ -73,7 +73,7 @@ _Static_assert(LKS_BLOCK_MAX_RANK == LKS_IMPORT_MAX_RANK, "a block holds every r
 /* Per rank: the last step and hashes of its values (0 steps yet: seen 0). */
 struct lks_rank_last {
 	int seen, step;
-	uint64_t hnum, hperf;     /* lks_rec_hash of that step's numerics and performance */
+	uint64_t hnum, hperf;     /* lks_rec_hashes of that step's numerics and performance */
 	long line;
 	int file;                 /* the file (index) of that step */
 	int first, has_first;     /* the first step this reader saw */
@@ -112,20 +112,21 @@ struct lks_import_run {
 	const char *ranks_text;   /* o->ranks as given, for messages */
 };
 
-/* The metrics of a record of one kind, NaN as one pattern: equal ones hash equal. Each
-   name goes in as the 8-byte words up to its NUL, the bytes after the NUL zeroed (what
-   follows a name in its array is no part of it), then its value. */
-static uint64_t lks_rec_hash(const lks_import_rec *rec, lks_metric_kind kind)
+/* The metrics of a record, numerics and performance apart, each hashed with NaN as one
+   pattern: equal ones hash equal. Each name goes in as the 8-byte words up to its NUL, the
+   bytes after the NUL zeroed (what follows a name in its array is no part of it), then
+   its value; one pass over the metrics fills both kinds' words. */
+static void lks_rec_hashes(const lks_import_rec *rec, uint64_t *hnum, uint64_t *hperf)
 {
-	uint64_t buf[LKS_IMPORT_MAX_METRICS * (LKS_IMPORT_NAME_MAX / 8 + 1)];
-	size_t n = 0;
+	uint64_t buf[2][LKS_IMPORT_MAX_METRICS * (LKS_IMPORT_NAME_MAX / 8 + 1)];
+	size_t n[2] = { 0, 0 };
 
 	for (int i = 0; i < rec->n; i++) {
 		double v = isnan(rec->m[i].value) ? NAN : rec->m[i].value;
 		const char *p = rec->m[i].name;
-
-		if (rec->m[i].kind != kind)
-			continue;
+		int k = rec->m[i].kind == LKS_METRIC_PERFORMANCE;
+		uint64_t *b = buf[k];
+		size_t nk = n[k];
 
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
 		const uint64_t low7 = 0x7f7f7f7f7f7f7f7fu;
@@ -139,24 +140,26 @@ static uint64_t lks_rec_hash(const lks_import_rec *rec, lks_metric_kind kind)
 			nul = ~(((x & low7) + low7) | x) & ~low7;
 			if (nul) {
 				nul &= -nul;
-				buf[n++] = x & ((nul << 1) - 1);
+				b[nk++] = x & ((nul << 1) - 1);
 				break;
 			}
-			buf[n++] = x;
+			b[nk++] = x;
 		}
 #else
 		uint64_t x = 0;
-		size_t k = 0;
+		size_t j = 0;
 
 		do {  /* the same words, a byte at a time */
-			x |= (uint64_t)(unsigned char)*p << 8 * (k % 8);
-			if (++k % 8 == 0 || !*p)
-				buf[n++] = x, x = 0;
+			x |= (uint64_t)(unsigned char)*p << 8 * (j % 8);
+			if (++j % 8 == 0 || !*p)
+				b[nk++] = x, x = 0;
 		} while (*p++);
 #endif
-		memcpy(&buf[n++], &v, sizeof(v));
+		memcpy(&b[nk++], &v, sizeof(v));
+		n[k] = nk;
 	}
-	return XXH3_64bits(buf, n * sizeof(buf[0]));
+	*hnum = XXH3_64bits(buf[0], n[0] * sizeof(buf[0][0]));
+	*hperf = XXH3_64bits(buf[1], n[1] * sizeof(buf[1][0]));
 }
 
 /* The block being filled: the writer's (a whole import) or the run's own (followed). */
@@ -289,9 +292,9 @@ static int lks_import_sink_rec(void *arg, const lks_import_rec *rec)
 {
 	struct lks_import_run *r = arg;
 	struct lks_rank_last *last;
-	uint64_t hnum = lks_rec_hash(rec, LKS_METRIC_NUMERICS);
-	uint64_t hperf = lks_rec_hash(rec, LKS_METRIC_PERFORMANCE);
+	uint64_t hnum, hperf;
 
+	lks_rec_hashes(rec, &hnum, &hperf);
 	if (r->only && (rec->rank >= r->nonly || !r->only[rec->rank]))
 		return lks_err("'%s':%ld: rank %d is not one of the ranks given (%s)", r->path,
 		               rec->line, rec->rank, r->ranks_text), LKS_IMPORT_BAD;
