@@ -95,6 +95,12 @@ Test(import_check, megatron_goldens_one_value_apart_part_at_that_step_and_metric
 	eval(s, LKS_CHECK_CLOSE, a, b, "tps", 0, &r);
 	cr_assert_eq(r.verdict, LKS_VERDICT_FAIL);
 	cr_assert_eq(r.bad_input, LKS_BAD_CASE);
+	cr_assert_null(strstr(r.message, "seconds"), "%s", r.message);
+	/* a golden file's iteration time is iteration_time_s (seconds): the message says so */
+	eval(s, LKS_CHECK_CLOSE, a, b, "iteration_time", 0.1, &r);
+	cr_assert_eq(r.bad_input, LKS_BAD_CASE);
+	cr_assert_not_null(strstr(r.message, "they hold 'iteration_time_s', in seconds"), "%s",
+	                   r.message);
 	lks_store_close(s);
 	rm_tmp();
 }

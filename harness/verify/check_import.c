@@ -26,13 +26,21 @@ static int lks_import_close(struct lks_check_ctx *x)
 	if (lks_walk(&o, x->a, x->b, x->res, &n))
 		return -1;
 	if (!n.nmatch) {
+		char secs[LKS_METRIC_NAME_MAX + 8];
+		int in_secs;
+
+		/* a golden file's iteration-time is iteration_time_s (seconds; the log's is ms) */
+		snprintf(secs, sizeof(secs), "%s_s", x->k->metric);
+		in_secs = lks_stored_run_metric_find(x->a, secs) >= 0
+		          || lks_stored_run_metric_find(x->b, secs) >= 0;
 		lks_check_result_init(x->res);
 		x->res->verdict = LKS_VERDICT_FAIL;
 		x->res->failed = 1;
 		x->res->bad_input = LKS_BAD_CASE;
 		snprintf(x->res->message, sizeof(x->res->message), "metric = %s: neither run '%s' "
-		         "nor run '%s' reported it ('lockstep diff' lists their metrics)",
-		         x->k->metric, x->k->a, x->k->b);
+		         "nor run '%s' reported it ('lockstep diff' lists their metrics)%s%s%s",
+		         x->k->metric, x->k->a, x->k->b, in_secs ? "; they hold '" : "",
+		         in_secs ? secs : "", in_secs ? "', in seconds" : "");
 	}
 	return 0;
 }
