@@ -109,7 +109,8 @@ static void lks_print_performance(void *arg, const char *name)
 
 	lks_mstat_of(p->a, p->b, name, &st);
 	if (st.n_a && st.n_b)
-		snprintf(cr, sizeof(cr), "%.4g", (st.sum_b / (double)st.n_b) / (st.sum_a / (double)st.n_a));
+		snprintf(cr, sizeof(cr), "%.4g",
+		         (st.sum_b / (double)st.n_b) / (st.sum_a / (double)st.n_a));
 	printf("  %-22s %-14s %-14s %s\n", name, lks_mean_cell(st.sum_a, st.n_a, ca, sizeof(ca)),
 	       lks_mean_cell(st.sum_b, st.n_b, cb, sizeof(cb)), cr);
 }

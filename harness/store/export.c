@@ -10,7 +10,8 @@
  * that the importers take. So import(export(run)) stores the values of run, bit for bit.
  * Names are each format's label for the metric (import_metric.c), or the stored name where
  * the format has none; a performance metric Megatron's golden format has no label for
- * (tps, mfu, memory) is left out of a golden file, since read back it would be numerics.
+ * (tps, mfu, memory, a log's iteration_time in ms: a golden file's iteration-time is
+ * seconds) is left out of a golden file, since read back it would be numerics.
  */
 #include <errno.h>
 #include <jansson.h>

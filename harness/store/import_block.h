@@ -60,9 +60,9 @@ int lks_block_encode(lks_block *b, const unsigned char **data, size_t *len);
 typedef int (*lks_block_fn)(void *arg, int step, int rank, const lks_metric_row *rows, int n);
 int lks_block_decode(const unsigned char *data, size_t len, lks_block_fn fn, void *arg);
 
-/* The steps row of (step, rank) an imported record stands for: loss, grad_norm and lr where the record
-   has them (NaN where not), step_time its iteration_time in seconds (iteration_time_s as it is), nonfinite its
-   numerics metrics that are not finite. */
+/* The steps row of (step, rank) an imported record stands for: loss, grad_norm and lr where
+   the record has them (NaN where not), step_time its iteration_time in seconds (its
+   iteration_time_s as it is), nonfinite its numerics metrics that are not finite. */
 void lks_block_step_row(int step, int rank, const lks_metric_row *rows, int n,
                         lks_step_row *out);
 
