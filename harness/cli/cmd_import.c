@@ -82,7 +82,8 @@ static void lks_import_help_print(FILE *f)
 	for (int i = 0; (fmt = lks_import_format_at(i)); i++)
 		fprintf(f, "    %-16s %s\n", fmt->name, fmt->what);
 	fputs("\nmetrics (their kind: numerics enter verdicts, performance never a bitwise one;\n"
-	      "a name not listed is stored as written, as numerics):\n", f);
+	      "a name not listed is stored as written, as numerics; a performance value 'N/A',\n"
+	      "or null in jsonl, is not measured: nothing is stored for it at that step):\n", f);
 	for (int i = 0; (m = lks_import_metric_at(i)); i++)
 		fprintf(f, "  %-19s %-11s %s%s%s%s\n", m->name, lks_metric_kind_name(m->kind), m->what,
 		        *m->unit ? " (" : "", m->unit, *m->unit ? ")" : "");
