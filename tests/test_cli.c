@@ -5,6 +5,7 @@
  * LKS_BIN is the path of the built program (set by tests/CMakeLists.txt).
  */
 #include <criterion/criterion.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -166,6 +167,21 @@ Test(cli, bench_import_runs_small_and_prints_its_table)
 		                    &ph[2], &ph[3]), 4, "%s", p);
 		for (int i = 0; i < 4; i++)
 			cr_assert_geq(ph[i], 0, "phase %d: %s", i, p);
+		/* short of the target, the gap in the parse and store's terms: its budget is the
+		   target's time less the open, commit and close, as printed (3 decimals: each of
+		   the 4 numbers a sum is checked from is off by up to 0.0005) */
+		p = strstr(out, "at the target the import takes ");
+		cr_assert_eq(p != NULL, strstr(out, "NOT met") != NULL, "%s", out);
+		if (p) {
+			double at, fixed, left, now;
+
+			cr_assert_eq(sscanf(p, "at the target the import takes %lf s; open, commit and "
+			                    "close take %lf s, leaving %lf s for the parse and store (now "
+			                    "%lf s", &at, &fixed, &left, &now), 4, "%s", p);
+			cr_assert_leq(fabs(at - fixed - left), 0.002, "%s", p);
+			cr_assert_eq(now, ph[1], "%s", p);
+			cr_assert_leq(fabs(fixed - (ph[0] + ph[2] + ph[3])), 0.002, "%s", p);
+		}
 	}
 	cr_assert_eq(lks_run_bin(NULL, "bench import --lines 0", NULL, 0), 2);
 	cr_assert_eq(lks_run_bin(NULL, "bench import --nosuch", NULL, 0), 2);
