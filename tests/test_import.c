@@ -740,6 +740,22 @@ Test(import, torchrun_and_srun_prefixes_give_the_rank)
 	cr_assert_eq(at(&m, 1, 1, "grad_norm")->value, 1.1008);
 	lks_store_close(s);
 	rm_tmp();
+
+	/* what a log collector puts before torchrun's prefix (kubectl logs --prefix, a container
+	   runtime's "TIME stdout F ", --timestamps): the prefix still names the rank, where the
+	   ranks' lines were taken for one unnamed rank's repeats */
+	cr_assert_eq(import("torchtitan", "titan_collector_prefix.log", &s, &res), 0, "%s",
+	             lks_errmsg());
+	cr_assert_eq(res.world_size, 2);
+	cr_assert_eq(res.counts.records, 6);
+	cr_assert_eq(res.counts.repeated, 0);
+	metrics_of(s, res.run_id, &m);
+	cr_assert_eq(at(&m, 14, 1, "tps")->value, 7291.0);
+	cr_assert_eq(at(&m, 15, 0, "tps")->value, 7334.0);
+	cr_assert_eq(at(&m, 16, 0, "tps")->value, 7320.0);
+	cr_assert_eq(at(&m, 16, 1, "loss")->value, 3.05047);
+	lks_store_close(s);
+	rm_tmp();
 }
 
 Test(import, numbers_as_logs_write_them)

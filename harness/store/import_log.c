@@ -204,6 +204,31 @@ static const char *lks_titan_start(const char *s, size_t len)
 
 static int lks_titan_blank(char c) { return c == ' ' || c == '\t' || c == 0; }
 
+/* A torchrun prefix "[roleN]:" after what a log collector put before it, between s and
+   the record's start: kubectl logs --prefix's "[pod/NAME/CONTAINER] ", a container
+   runtime's "TIME stdout F ", --timestamps' "TIME ". The first such one gives the rank,
+   as at the start of the line (lks_rank_prefix). */
+static void lks_titan_later_rank(const char *s, const char *start, lks_import_rec *rec)
+{
+	for (const char *q = s; q + 1 < start && (q = memchr(q, ']', (size_t)(start - q))); q++) {
+		const char *d = q, *l;
+		int r = 0;
+
+		if (q[1] != ':')
+			continue;
+		while (d > s && isdigit((unsigned char)d[-1]))
+			d--;
+		for (l = d; l > s && (isalpha((unsigned char)l[-1]) || l[-1] == '_'); l--)
+			;
+		/* letters, then digits up to LKS_IMPORT_MAX_RANK, right up to the "]:" */
+		if (l == d || l == s || l[-1] != '[' || lks_rank_digits(d, &r) != q)
+			continue;
+		rec->rank = r;
+		rec->ranked = 1;
+		return;
+	}
+}
+
 /* The value at v (up to end) read at once where it is a number that reads exactly
    (lks_import_number_prefix) in one of the forms lks_titan_value takes: "N", "N%", "NGiB",
    "NGiB(P%)". The metrics added and where the value ends, or NULL when it is none of these
@@ -245,6 +270,8 @@ int lks_import_titan_line(const char *s, size_t len, lks_import_rec *rec, const 
 
 	if (!p)
 		return 0;
+	if (!rec->ranked)
+		lks_titan_later_rank(s, p, rec);
 	for (int first = 1;; first = 0) {
 		const char *l, *v, *q;
 		size_t llen, vlen;
