@@ -332,6 +332,34 @@ Test(import, jsonl_null_performance_is_not_measured)
 	rm_tmp();
 }
 
+/* Megatron-Bridge's golden values (its scripts/performance/utils/evaluate.py): step ->
+   {label: value} with 0-based steps (key N is iteration N + 1, as its log says), the log's
+   labels, "GPU utilization" its model TFLOP/s per GPU (tflops), null not measured, and
+   numbers and strings of the whole run beside the steps, ignored. */
+Test(import, megatron_bridge_golden_by_step)
+{
+	lks_import_result res;
+	struct seen m;
+	lks_store *s;
+
+	cr_assert_eq(import("megatron-golden", "bridge_golden.json", &s, &res), 0, "%s",
+	             lks_errmsg());
+	cr_assert_eq(res.steps, 4);
+	cr_assert_eq(res.counts.records, 4);
+	cr_assert_eq(res.counts.ignored, 3, "alloc, max_alloc, job_id");
+	metrics_of(s, res.run_id, &m);
+	cr_assert_eq(m.n, 4 * 3 - 1, "one null");
+	cr_assert_eq(at(&m, 1, 0, "loss")->value, 11.89415);
+	cr_assert_eq(at(&m, 2, 0, "tflops")->value, 252.8);
+	cr_assert_eq(at(&m, 2, 0, "tflops")->kind, LKS_METRIC_PERFORMANCE);
+	cr_assert_eq(at(&m, 3, 0, "iteration_time")->value, 233.1, "ms, as the log's");
+	cr_assert(isnan(at(&m, 4, 0, "loss")->value));
+	for (int i = 0; i < m.n && i < MAXROWS; i++)
+		cr_assert(m.row[i].step != 3 || strcmp(m.name[i], "tflops"), "the null stored");
+	lks_store_close(s);
+	rm_tmp();
+}
+
 /* Megatron-LM of 2026 (training.py): a timestamp to the microsecond, energy and power per
    GPU (--log-energy), a MoE's losses, and RL's token rates and packing share after the nan
    iterations; the energy, power, rates and share are performance, the MoE loss numerics (a
@@ -592,6 +620,10 @@ Test(import, hostile_logs_fail_at_file_line_and_store_nothing)
 	        "bad value '615.5 (avg 6x5.5)'");
 	refused("megatron-log", "megatron_memory_bad.log", "megatron_memory_bad.log':1: bad value "
 	        "'12.34GB/free/192.00GB/6.43%'");
+	refused("megatron-golden", "bridge_golden_bad.json", "bridge_golden_bad.json': \"1\".\"lm "
+	        "loss\": want a number");
+	refused("megatron-golden", "bridge_golden_step.json", "bridge_golden_step.json': \"1\": "
+	        "want a step");
 	refused("jsonl", "jsonl_null_loss.jsonl", "jsonl_null_loss.jsonl':2: bad value of \"loss\"");
 	refused("jsonl", "jsonl_bad_number.jsonl", "jsonl_bad_number.jsonl':2: bad value of "
 	        "\"loss\"");

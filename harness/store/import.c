@@ -43,7 +43,8 @@ static const lks_import_format lks_import_formats[LKS_IMPORT_NFMT] = {
 	                              "10/ 100 | ... | lm loss: 1.2E+00 | ...')",
 	                              lks_import_parse_megatron_log, lks_import_mega_line },
 	[LKS_IMPORT_MEGATRON_GOLDEN] = { "megatron-golden", "Megatron-LM's golden values JSON "
-	                                 "(metric -> start_step, end_step, step_interval, values)",
+	                                 "(metric -> start_step, end_step, step_interval, values), "
+	                                 "or Megatron-Bridge's (step -> metrics)",
 	                                 lks_import_parse_megatron_golden },
 	[LKS_IMPORT_JSONL] = { "jsonl", "one JSON object per line: step, rank (optional), "
 	                       "metrics", lks_import_parse_jsonl, lks_import_jsonl_line },

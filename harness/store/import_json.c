@@ -281,6 +281,107 @@ static int lks_json_slurp(FILE *f, char **text, size_t *len)
 	return 0;
 }
 
+/* A step key of Megatron-Bridge's golden file: "0" up, its iteration less one. */
+static int lks_bridge_step(const char *key, int *step)
+{
+	char *e;
+	long k = *key >= '0' && *key <= '9' ? strtol(key, &e, 10) : -1;
+
+	/* as Python's str(int) writes it: no sign, no leading zero */
+	if (k < 0 || *e || k >= 0x7fffffff || (key[0] == '0' && key[1]))
+		return -1;
+	*step = (int)k + 1;
+	return 0;
+}
+
+static int lks_bridge_cmp(const void *a, const void *b)
+{
+	int x = *(const int *)a, y = *(const int *)b;
+
+	return (x > y) - (x < y);
+}
+
+/* Megatron-Bridge's golden values (scripts/performance/utils/evaluate.py): step ->
+   {label: value}, the step 0-based ("iteration N announces that step N-1 just
+   completed": stored as iteration N, as its log says), the labels its log's ("lm loss",
+   "elapsed time per iteration (ms)", and "GPU utilization", its model TFLOP/s per GPU),
+   a value a number, "nan" or null (not measured, for a performance metric); beside the
+   steps, numbers and strings of the whole run (alloc, max_alloc, job_id), counted as
+   ignored. Records in step order. */
+static int lks_bridge_golden(const char *path, json_t *doc, lks_import_rec *rec,
+                             lks_import_sink sink, void *arg, lks_import_counts *c)
+{
+	int *steps = calloc(json_object_size(doc) + 1, sizeof(*steps)), rc = LKS_IMPORT_BAD;
+	size_t n = 0;
+	const char *key;
+	json_t *o;
+
+	if (!steps)
+		return lks_err("out of memory");
+	json_object_foreach(doc, key, o) {
+		int is_step = !lks_bridge_step(key, &steps[n]);
+
+		if (is_step && json_is_object(o)) {
+			n++;
+		} else if (!is_step && (json_is_number(o) || json_is_string(o) || json_is_null(o))) {
+			c->ignored++;
+		} else {
+			lks_err("'%s': \"%s\": want a step (\"0\" up) with an object of its metrics, or "
+			        "a number or string of the whole run", path, key);
+			goto out;
+		}
+	}
+	qsort(steps, n, sizeof(*steps), lks_bridge_cmp);
+	for (size_t i = 0; i < n; i++) {
+		char k[16];
+		const char *label;
+		json_t *v;
+
+		snprintf(k, sizeof(k), "%d", steps[i] - 1);
+		memset(rec, 0, sizeof(*rec));
+		rec->step = steps[i];
+		json_object_foreach(json_object_get(doc, k), label, v) {
+			double x;
+
+			if (json_is_null(v) && lks_import_label_performance(LKS_IMPORT_MEGATRON_LOG, label,
+			                                                  strlen(label)))
+				continue;  /* not measured at this step */
+			if (lks_json_number(v, &x)) {
+				lks_err("'%s': \"%s\".\"%s\": want a number or \"nan\"", path, k, label);
+				goto out;
+			}
+			if ((rc = lks_import_rec_add(rec, LKS_IMPORT_MEGATRON_LOG, label, strlen(label), x,
+			                             path)))
+				goto out;
+			rc = LKS_IMPORT_BAD;
+		}
+		c->records++;
+		if ((rc = sink(arg, rec)))
+			goto out;
+		rc = LKS_IMPORT_BAD;
+	}
+	rc = 0;
+out:
+	free(steps);
+	return rc;
+}
+
+/* Whether doc is Megatron-Bridge's step -> metrics form: no metric object with "values",
+   and a step key whose value is an object. */
+static int lks_golden_is_bridge(const json_t *doc)
+{
+	const char *key;
+	json_t *o;
+	int step, steps = 0;
+
+	json_object_foreach((json_t *)doc, key, o) {
+		if (json_is_object(o) && json_object_get(o, "values"))
+			return 0;
+		steps += json_is_object(o) && !lks_bridge_step(key, &step);
+	}
+	return steps > 0;
+}
+
 int lks_import_parse_megatron_golden(const char *path, FILE *f, lks_import_sink sink,
                                      void *arg, lks_import_counts *c)
 {
@@ -315,6 +416,10 @@ int lks_import_parse_megatron_golden(const char *path, FILE *f, lks_import_sink 
 	}
 	if (!rec || !(names = calloc(json_object_size(doc) + 1, sizeof(*names)))) {
 		rc = lks_err("out of memory");
+		goto out;
+	}
+	if (lks_golden_is_bridge(doc)) {
+		rc = lks_bridge_golden(path, doc, rec, sink, arg, c);
 		goto out;
 	}
 	json_object_foreach(doc, name, o) {

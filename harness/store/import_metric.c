@@ -101,6 +101,8 @@ static const struct {
 	{ LKS_IMPORT_MEGATRON_LOG, "Tokens per second per GPU (Tok/s/GPU)", "tps" },
 	{ LKS_IMPORT_MEGATRON_LOG, "tokens/s/GPU inst/harmonic mean", "tps" },
 	{ LKS_IMPORT_MEGATRON_LOG, "compute per GPU (TFLOP/s/GPU)", "tflops" },
+	/* Megatron-Bridge's model TFLOP/s per GPU, as its golden values name it */
+	{ LKS_IMPORT_MEGATRON_LOG, "GPU utilization", "tflops" },
 	/* Megatron-LM's RL: tokens per second per GPU */
 	{ LKS_IMPORT_MEGATRON_LOG, "toks/s/gpu", "tps" },
 	/* torchtitan forks that estimate the FLOPs (TTP's metrics processor) */
