@@ -96,11 +96,27 @@ Test(import_check, megatron_goldens_one_value_apart_part_at_that_step_and_metric
 	cr_assert_eq(r.verdict, LKS_VERDICT_FAIL);
 	cr_assert_eq(r.bad_input, LKS_BAD_CASE);
 	cr_assert_null(strstr(r.message, "seconds"), "%s", r.message);
-	/* a golden file's iteration time is iteration_time_s (seconds): the message says so */
-	eval(s, LKS_CHECK_CLOSE, a, b, "iteration_time", 0.1, &r);
-	cr_assert_eq(r.bad_input, LKS_BAD_CASE);
-	cr_assert_not_null(strstr(r.message, "they hold 'iteration_time_s', in seconds"), "%s",
-	                   r.message);
+	/* a golden file's iteration time is iteration_time_s (seconds): two golden runs named
+	   by iteration_time compare it, as iteration_time_s gave above */
+	eval(s, LKS_CHECK_CLOSE, slow, a, "iteration_time", 0.25, &r);
+	cr_assert_eq(r.verdict, LKS_VERDICT_FAIL);
+	cr_assert_eq(r.bad_input, 0, "%s", r.message);
+	cr_assert_eq(r.step, 1);
+	cr_assert_str_eq(r.metric, "iteration_time_s");
+	eval(s, LKS_CHECK_CLOSE, slow, a, "iteration_time", 0.35, &r);
+	cr_assert_eq(r.verdict, LKS_VERDICT_PASS, "%s", r.message);
+	lks_store_close(s);
+	rm_tmp();
+
+	/* a log's iteration time (ms) against a golden file's (s): not one unit, so the golden
+	   run has no value of it at the first step, and the message says what it holds */
+	s = open_db();
+	a = import_run(s, "megatron-golden", "mcore_golden_a.json", "a");
+	b = import_run(s, "megatron-log", "megatron.log", "log");
+	eval(s, LKS_CHECK_CLOSE, b, a, "iteration_time", 0.1, &r);
+	cr_assert_eq(r.verdict, LKS_VERDICT_FAIL, "%d %d %s", r.verdict, r.failed, r.message);
+	cr_assert_not_null(strstr(r.message, "no value in b; run 'b' holds 'iteration_time_s', "
+	                          "in seconds: not one unit"), "%s", r.message);
 	lks_store_close(s);
 	rm_tmp();
 }

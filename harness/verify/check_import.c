@@ -16,31 +16,42 @@
 #include "kernels/err.h"
 
 /* The metric the case names, by name, within |a - b| <= atol + rtol |b| (a NaN never
-   close), step by step and rank by rank. A name neither run holds is bad input. */
+   close), step by step and rank by rank. A name neither run holds is bad input. A golden
+   file's iteration-time is iteration_time_s (seconds) where a log's iteration_time is ms:
+   two runs that both hold NAME_s and neither NAME compare NAME_s (one unit), and where one
+   run lacks NAME but holds NAME_s, the message says so. */
 static int lks_import_close(struct lks_check_ctx *x)
 {
 	lks_walk_opts o = { .rtol = x->k->rtol, .atol = x->k->atol, .metric_name = x->k->metric,
 	                    .label_a = x->label_a, .label_b = x->label_b };
 	lks_walk_count n;
+	char secs[LKS_METRIC_NAME_MAX + 8], hint[192] = "";
+	int has_a = lks_stored_run_metric_find(x->a, x->k->metric) >= 0;
+	int has_b = lks_stored_run_metric_find(x->b, x->k->metric) >= 0;
+	int secs_a, secs_b;
 
+	snprintf(secs, sizeof(secs), "%s_s", x->k->metric);
+	secs_a = lks_stored_run_metric_find(x->a, secs) >= 0;
+	secs_b = lks_stored_run_metric_find(x->b, secs) >= 0;
+	if (!has_a && !has_b && secs_a && secs_b)
+		o.metric_name = secs;
+	else if ((!has_a && secs_a) || (!has_b && secs_b))
+		snprintf(hint, sizeof(hint), "; run '%.40s' holds '%.70s', in seconds: not one unit",
+		         !has_a && secs_a ? x->k->a : x->k->b, secs);
 	if (lks_walk(&o, x->a, x->b, x->res, &n))
 		return -1;
 	if (!n.nmatch) {
-		char secs[LKS_METRIC_NAME_MAX + 8];
-		int in_secs;
-
-		/* a golden file's iteration-time is iteration_time_s (seconds; the log's is ms) */
-		snprintf(secs, sizeof(secs), "%s_s", x->k->metric);
-		in_secs = lks_stored_run_metric_find(x->a, secs) >= 0
-		          || lks_stored_run_metric_find(x->b, secs) >= 0;
 		lks_check_result_init(x->res);
 		x->res->verdict = LKS_VERDICT_FAIL;
 		x->res->failed = 1;
 		x->res->bad_input = LKS_BAD_CASE;
 		snprintf(x->res->message, sizeof(x->res->message), "metric = %s: neither run '%s' "
-		         "nor run '%s' reported it ('lockstep diff' lists their metrics)%s%s%s",
-		         x->k->metric, x->k->a, x->k->b, in_secs ? "; they hold '" : "",
-		         in_secs ? secs : "", in_secs ? "', in seconds" : "");
+		         "nor run '%s' reported it ('lockstep diff' lists their metrics)%s",
+		         x->k->metric, x->k->a, x->k->b, hint);
+	} else if (x->res->failed && *hint) {  /* said after the values */
+		size_t len = strlen(x->res->note);
+
+		snprintf(x->res->note + len, sizeof(x->res->note) - len, "%s", hint);
 	}
 	return 0;
 }
