@@ -2,7 +2,8 @@
  * test_import_block.c: the blocks an imported run's records are stored in
  * (harness/store/import_block.h): every value reads back with its bits, whatever it is;
  * records keep their order, ranks, steps and metric sets; a full block says so; a damaged
- * blob is refused, never read past its end.
+ * blob is refused, never read past its end. Records as lockstep import reads them
+ * (lks_block_add_rec) read back the same, whatever decimal they come with.
  */
 #include <criterion/criterion.h>
 #include <float.h>
@@ -12,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "harness/store/import.h"
 #include "harness/store/import_block.h"
 #include "kernels/err.h"
 
@@ -288,6 +290,84 @@ Test(import_block, a_bad_name_is_refused)
 	cr_assert(strstr(lks_errmsg(), "two kinds"), "%s", lks_errmsg());
 	cr_assert_eq(lks_block_records(b), 2);
 	lks_block_free(b);
+}
+
+/* Records as lockstep import hands them on (lks_block_add_rec): each value with the
+   decimal it was read as, or a wrong one, or none. The blob reads back every value with its
+   bits whatever the decimal said (a wrong one is checked, not trusted), and names that
+   agree in their first 16 bytes are two columns. The same values added as rows
+   (lks_block_add, no decimals) read back the same. */
+Test(import_block, records_with_their_decimals_read_back_as_records_without)
+{
+	static struct want w;
+	static const char *const long_names[NAMES] = {
+		"loss", "a_name_of_sixteen", "a_name_of_sixteen_and_more", "a_name_of_sixteen_or_so",
+		"exactly_15_byte",
+	};
+	lks_block *b = lks_block_new(), *plain = lks_block_new();
+	lks_import_rec *rec = calloc(1, sizeof(*rec));
+	uint64_t r = 7;
+	const unsigned char *data;
+	size_t len;
+	int told = 0, wrong = 0;
+
+	cr_assert(b && plain && rec);
+	for (int i = 0; i < RECS; i++) {
+		lks_metric_row rows[NAMES];
+		int n = 1 + (int)(next(&r) % NAMES);
+
+		w.step[i] = i / 4;
+		w.rank[i] = i % 4;
+		w.n[i] = n;
+		rec->n = 0;
+		rec->line = i + 1;
+		rec->step = w.step[i];
+		rec->rank = w.rank[i];
+		for (int k = 0; k < n; k++) {
+			int64_t m = (int64_t)(next(&r) % 2000000) - 1000000, dec;
+			int d = (int)(next(&r) % 15), how = (int)(next(&r) % 4);
+			double v = d ? (double)m / pow(10.0, d) : (double)m;  /* 10^d exact: d <= 14 */
+
+			if (how == 0) {          /* no decimal */
+				dec = LKS_IMPORT_NO_DEC;
+			} else if (how == 1) {   /* a wrong one: another m, or a value not of it */
+				dec = (int64_t)((uint64_t)(m + 1) << 4) | d;
+				wrong++;
+			} else if (how == 2 && k == 0) {
+				v = value(&r, i);    /* any value at all, with a decimal not its own */
+				dec = (int64_t)((uint64_t)m << 4) | d;
+				wrong++;
+			} else {                 /* the right one */
+				dec = (int64_t)((uint64_t)m << 4) | d;
+				told++;
+			}
+			w.name[i][k] = long_names[k];
+			w.v[i][k] = v;
+			cr_assert_eq(lks_import_rec_add_dec(rec, LKS_IMPORT_JSONL, long_names[k],
+			                                    strlen(long_names[k]), v, dec, "t"), 0, "%s",
+			             lks_errmsg());
+			rows[k] = (lks_metric_row){ 0, 0, long_names[k], LKS_METRIC_NUMERICS, v };
+		}
+		cr_assert_eq(lks_block_add_rec(b, rec), 0, "%s", lks_errmsg());
+		cr_assert_eq(lks_block_add(plain, w.step[i], w.rank[i], rows, n), 0, "%s",
+		             lks_errmsg());
+	}
+	cr_assert(told > 1000 && wrong > 1000, "%d %d", told, wrong);
+	cr_assert_eq(lks_block_encode(b, &data, &len), 0, "%s", lks_errmsg());
+	cr_assert_eq(lks_block_decode(data, len, expect_record, &w), 0, "%s", lks_errmsg());
+	cr_assert_eq(w.at, RECS);
+	w.at = 0;
+	cr_assert_eq(lks_block_encode(plain, &data, &len), 0, "%s", lks_errmsg());
+	cr_assert_eq(lks_block_decode(data, len, expect_record, &w), 0, "%s", lks_errmsg());
+	cr_assert_eq(w.at, RECS);
+	/* a name given twice in a record is refused, as lks_block_add refuses it */
+	rec->n = 2;
+	rec->m[1] = rec->m[0];
+	cr_assert_eq(lks_block_add_rec(b, rec), -1);
+	cr_assert(strstr(lks_errmsg(), "twice"), "%s", lks_errmsg());
+	free(rec);
+	lks_block_free(b);
+	lks_block_free(plain);
 }
 
 static int count_ok(void *arg, int step, int rank, const lks_metric_row *rows, int n)

@@ -172,12 +172,13 @@ Test(import_read, numbers_read_in_place_as_strtod_reads_them)
 {
 	static const char *const fmt[] = { "%.*f", "%.*e", "%.*g", "%.*E" };
 	uint64_t r = 11;
-	int commas = 0, prefixes = 0;
+	int commas = 0, prefixes = 0, decs = 0;
 
 	for (int i = 0; i < 200000; i++) {
 		char plain[160], text[240], tail[260];
 		int p = (int)(rnd(&r) % 18);
 		double v = (double)rnd(&r) * pow(10.0, (int)(rnd(&r) % 45) - 22), got, want;
+		int64_t dec;
 		size_t k;
 
 		if (rnd(&r) % 2)
@@ -192,14 +193,43 @@ Test(import_read, numbers_read_in_place_as_strtod_reads_them)
 			cr_assert_neq(lks_import_number(text, strlen(text), 0, &got), 0, "'%s'", text);
 		/* followed by what ends a value in a log: its prefix, exact when it is read */
 		snprintf(tail, sizeof(tail), "%s%s", text, i % 3 ? "GiB(3.1%)" : " ");
-		if ((k = lks_import_number_prefix(tail, strlen(tail), 1, &got))) {
+		if ((k = lks_import_decimal_prefix(tail, strlen(tail), 1, &got, &dec))) {
 			prefixes++;
 			cr_assert_eq(k, strlen(text), "'%s'", tail);
 			cr_assert(!memcmp(&got, &want, sizeof(got)), "'%s': %a, strtod %a", tail, got,
 			          want);
+			/* its decimal, where it gives one, is the value as the block layout reads it */
+			if (dec != LKS_IMPORT_NO_DEC) {
+				int d = (int)(dec & 15);
+				int64_t m = (dec - d) / 16;
+				double back = d ? (double)m / pow(10.0, d) : (double)m;
+
+				decs++;
+				cr_assert(d <= 14 && llabs(m) < ((int64_t)1 << 53), "'%s'", tail);
+				cr_assert(!memcmp(&back, &want, sizeof(back)), "'%s': %a, from its decimal %a",
+				          tail, want, back);
+			}
 		}
 	}
-	cr_assert(commas > 20000 && prefixes > 20000, "%d %d", commas, prefixes);
+	cr_assert(commas > 20000 && prefixes > 20000 && decs > 20000, "%d %d %d", commas, prefixes,
+	          decs);
+	/* the decimals of a few: as written, or none (an exponent past the point's digits, -0,
+	   more than 14 decimals) */
+	static const struct { const char *s; int64_t dec; } decimal[] = {
+		{ "1.50", 150 * 16 + 2 }, { "3,502", 3502 * 16 }, { "-2.5", -25 * 16 + 1 },
+		{ "1.5e-3", 15 * 16 + 4 }, { "12.5E+1", 125 * 16 }, { "1e3", LKS_IMPORT_NO_DEC },
+		{ "-0.0", LKS_IMPORT_NO_DEC }, { "-0", LKS_IMPORT_NO_DEC }, { "0.0", 0 * 16 + 1 },
+		{ "1.5e-14", LKS_IMPORT_NO_DEC },
+		{ "1.5e-13", 15 * 16 + 14 },
+	};
+	for (size_t i = 0; i < sizeof(decimal) / sizeof(decimal[0]); i++) {
+		double x;
+		int64_t dec;
+
+		cr_assert_eq(lks_import_decimal_prefix(decimal[i].s, strlen(decimal[i].s), 1, &x, &dec),
+		             strlen(decimal[i].s), "'%s'", decimal[i].s);
+		cr_assert_eq(dec, decimal[i].dec, "'%s': %lld", decimal[i].s, (long long)dec);
+	}
 	/* not a number, or not one the fast path may read: how much of it it reads */
 	static const struct { const char *s; size_t n; int commas; size_t read; } edge[] = {
 		{ "nan", 3, 1, 0 }, { "1234567890123456", 16, 1, 0 }, { "1e23", 4, 1, 0 },

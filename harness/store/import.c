@@ -117,6 +117,7 @@ struct lks_import_run {
    pattern: equal ones hash equal. Each name goes in as the 8-byte words up to its NUL, the
    bytes after the NUL zeroed (what follows a name in its array is no part of it), then
    its value; one pass over the metrics fills both kinds' words. */
+_Static_assert(LKS_IMPORT_NAME_MAX % 8 == 0, "a name's words lie within its array");
 static void lks_rec_hashes(const lks_import_rec *rec, uint64_t *hnum, uint64_t *hperf)
 {
 	uint64_t buf[2][LKS_IMPORT_MAX_METRICS * (LKS_IMPORT_NAME_MAX / 8 + 1)];
@@ -130,22 +131,16 @@ static void lks_rec_hashes(const lks_import_rec *rec, uint64_t *hnum, uint64_t *
 		size_t nk = n[k];
 
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-		const uint64_t low7 = 0x7f7f7f7f7f7f7f7fu;
+		/* the words up to the one of its NUL (8 * w <= LKS_IMPORT_NAME_MAX: within the
+		   name's array); of that last word the bytes from the NUL on are cleared (the
+		   first bytes are the low ones) */
+		size_t w = (size_t)rec->m[i].nlen / 8 + 1;
 
-		for (size_t w = 0; w < LKS_IMPORT_NAME_MAX / 8; w++) {
-			uint64_t x, nul;
-
-			memcpy(&x, p + 8 * w, 8);
-			/* per byte 0x80 where it is 0 (no carry leaves a byte); the first is the
-			   lowest, and the bytes up to it are kept */
-			nul = ~(((x & low7) + low7) | x) & ~low7;
-			if (nul) {
-				nul &= -nul;
-				b[nk++] = x & ((nul << 1) - 1);
-				break;
-			}
-			b[nk++] = x;
-		}
+		memcpy(&b[nk], p, 16);  /* two words at least: the second is the value's place */
+		if (w > 2)
+			memcpy(&b[nk + 2], p + 16, 8 * (w - 2));
+		b[nk + w - 1] &= ((uint64_t)1 << 8 * (rec->m[i].nlen % 8)) - 1;
+		nk += w;
 #else
 		uint64_t x = 0;
 		size_t j = 0;
@@ -216,16 +211,12 @@ static int lks_import_restart(struct lks_import_run *r, int rank, int step)
 /* The record into the block being filled; a full block is stored first. */
 static int lks_import_store_rec(struct lks_import_run *r, const lks_import_rec *rec)
 {
-	lks_metric_row rows[LKS_IMPORT_MAX_METRICS];
 	int rc;
 
-	for (int i = 0; i < rec->n; i++)
-		rows[i] = (lks_metric_row){ rec->step, rec->rank, rec->m[i].name, rec->m[i].kind,
-		                            rec->m[i].value };
-	if ((rc = lks_block_add(lks_import_block(r), rec->step, rec->rank, rows, rec->n)) == 1) {
+	if ((rc = lks_block_add_rec(lks_import_block(r), rec)) == 1) {
 		if (lks_import_flush(r, 0))
 			return -1;
-		rc = lks_block_add(lks_import_block(r), rec->step, rec->rank, rows, rec->n);
+		rc = lks_block_add_rec(lks_import_block(r), rec);
 	}
 	if (rc)
 		return lks_err("'%s':%ld: %s", r->path, rec->line, lks_errmsg());

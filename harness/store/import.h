@@ -71,17 +71,30 @@ typedef struct lks_import_rec {
 	                             whichever rank printed it stands as rank 0 */
 	int n;
 	struct {
-		char name[LKS_IMPORT_NAME_MAX];
+		char name[LKS_IMPORT_NAME_MAX];  /* a name of fewer than 16 bytes is NUL padded
+		                                    to 16: its first 16 bytes are it, whole */
+		int nlen;                 /* strlen(name) */
 		lks_metric_kind kind;
 		double value;
+		int64_t dec;              /* the decimal the value was read as (lks_import_dec) */
 	} m[LKS_IMPORT_MAX_METRICS];
 } lks_import_rec;
 
+/* A value's decimal as the log wrote it, where the block layout (import_block.h) takes it
+   as it is: (m << 4) | d, the value being m / 10^d exactly (m below 2^53 in magnitude, d
+   0 to 14, each one rounding of one division, as the layout reads it back), so a block
+   need not look for one; LKS_IMPORT_NO_DEC where the reader has none. */
+#define LKS_IMPORT_NO_DEC ((int64_t)15)
+
 /* Adds a metric to rec by its label in fmt (len bytes): the canonical name and kind from
    the table, or the label made a name. A second value of one name, or more than
-   LKS_IMPORT_MAX_METRICS, is bad input: lks_err naming path:line, LKS_IMPORT_BAD. */
+   LKS_IMPORT_MAX_METRICS, is bad input: lks_err naming path:line, LKS_IMPORT_BAD. The
+   _dec form takes the value's decimal as read too (dec: LKS_IMPORT_NO_DEC, or as the
+   number readers give it). */
 int lks_import_rec_add(lks_import_rec *rec, lks_import_fmt fmt, const char *label, size_t len,
                        double value, const char *path);
+int lks_import_rec_add_dec(lks_import_rec *rec, lks_import_fmt fmt, const char *label,
+                           size_t len, double value, int64_t dec, const char *path);
 
 /* What a parse counted: lines read, records handed on, lines that held no metrics. */
 typedef struct lks_import_counts {
@@ -132,6 +145,12 @@ int lks_import_number(const char *s, size_t len, int commas, double *out);
    quotient of the two is rounded once, to nearest, which is what strtod returns. Its
    length, and *out; 0 for anything else (strtod's work). */
 size_t lks_import_number_prefix(const char *s, size_t n, int commas, double *out);
+/* The same, with the number's decimal (*dec, as lks_import_rec_add_dec takes it): the
+   digits' integer and the count of digits after the point, where the exponent leaves that
+   count from 0 to 14 and the number is not -0 (the layout reads a 0 back as +0);
+   else LKS_IMPORT_NO_DEC. */
+size_t lks_import_decimal_prefix(const char *s, size_t n, int commas, double *out,
+                                 int64_t *dec);
 
 /* Lines of a file read a block at a time (import_metric.c). With a file descriptor under
    f (a file, a pipe; nothing read through f before) each read() takes what is there, up to

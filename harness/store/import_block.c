@@ -16,12 +16,14 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "harness/store/import.h"
 #include "harness/store/import_block.h"
 #include "kernels/err.h"
 
 #define LKS_BLOCK_VERSION 1
 #define LKS_DEC_MAX 14                 /* decimals of the short form: 10^14 < 2^53 */
 #define LKS_DEC_RAW 15
+_Static_assert(LKS_DEC_RAW == LKS_IMPORT_NO_DEC, "a record's 'no decimal' is the raw form's d");
 #define LKS_M_LIMIT 9007199254740992.0 /* 2^53: every integer below is a double */
 
 static const double lks_p10[LKS_DEC_MAX + 1] = {
@@ -33,7 +35,10 @@ struct lks_bcol {
 	lks_metric_kind kind;
 	int last_d;                       /* the decimals the last value took */
 	double *v;                        /* per record (unset where absent) */
+	int64_t *dec;                     /* per record: its decimal as read (import.h's
+	                                     lks_import_dec), or LKS_IMPORT_NO_DEC */
 	unsigned char *has;               /* presence bits, per record */
+	int stamp;                        /* 1 + the record that last took this column */
 };
 
 struct lks_buf {
@@ -73,6 +78,7 @@ void lks_block_free(lks_block *b)
 		return;
 	for (int j = 0; j < LKS_BLOCK_NAMES; j++) {
 		free(b->cols[j].v);
+		free(b->cols[j].dec);
 		free(b->cols[j].has);
 	}
 	free(b->step);
@@ -125,12 +131,34 @@ static int lks_block_col(lks_block *b, const char *name, lks_metric_kind kind, i
 		return -1;
 	c = &b->cols[b->ncols];
 	if (!c->v && (!(c->v = malloc(LKS_BLOCK_RECORDS * sizeof(double)))
+	              || !(c->dec = malloc(LKS_BLOCK_RECORDS * sizeof(int64_t)))
 	              || !(c->has = calloc(LKS_BLOCK_RECORDS / 8, 1))))
 		return -2;
+	memset(c->name, 0, sizeof(c->name));  /* NUL padded: lks_block_add_rec's compare */
 	strcpy(c->name, name);
 	c->kind = kind;
 	c->last_d = 0;
+	c->stamp = 0;
 	return *hint = b->ncols++;
+}
+
+/* A value of the record being added (b->n) into its column. */
+static void lks_block_put(lks_block *b, struct lks_bcol *c, double v, int64_t dec)
+{
+	c->v[b->n] = v;
+	c->dec[b->n] = dec;
+	c->has[b->n / 8] |= (unsigned char)(1u << (b->n % 8));
+}
+
+/* The record added: its step and rank. */
+static void lks_block_next(lks_block *b, int step, int rank)
+{
+	b->step[b->n] = step;
+	b->rank[b->n] = rank;
+	b->encoded = 0;
+	if (rank > b->max_rank)
+		b->max_rank = rank;
+	b->n++;
 }
 
 int lks_block_add(lks_block *b, int step, int rank, const lks_metric_row *rows, int n)
@@ -154,22 +182,61 @@ int lks_block_add(lks_block *b, int step, int rank, const lks_metric_row *rows, 
 			return lks_err("bad metric name '%.*s'", LKS_METRIC_NAME_MAX, rows[i].name);
 		if (col[i] < 0)
 			return 1;  /* columns made here stay, empty: harmless */
-		for (int k = 0; k < i; k++)
-			if (col[k] == col[i])
-				return lks_err("metric '%s' twice in one record", rows[i].name);
+		if (b->cols[col[i]].stamp == b->n + 1)
+			return lks_err("metric '%s' twice in one record", rows[i].name);
+		b->cols[col[i]].stamp = b->n + 1;
 	}
-	for (int i = 0; i < n; i++) {
-		struct lks_bcol *c = &b->cols[col[i]];
+	for (int i = 0; i < n; i++)
+		lks_block_put(b, &b->cols[col[i]], rows[i].value, LKS_IMPORT_NO_DEC);
+	lks_block_next(b, step, rank);
+	return 0;
+}
 
-		c->v[b->n] = rows[i].value;
-		c->has[b->n / 8] |= (unsigned char)(1u << (b->n % 8));
+/* Whether the column's name is name, both NUL padded to 16 bytes (a longer one's first 16
+   bytes are all of it but the rest): 16 bytes at once. */
+static int lks_block_same16(const char *a, const char *b)
+{
+	uint64_t a0, a1, b0, b1;
+
+	memcpy(&a0, a, 8), memcpy(&a1, a + 8, 8);
+	memcpy(&b0, b, 8), memcpy(&b1, b + 8, 8);
+	return a0 == b0 && a1 == b1 && (!a[15] || !strcmp(a + 16, b + 16));
+}
+
+int lks_block_add_rec(lks_block *b, const lks_import_rec *rec)
+{
+	int col[LKS_METRICS_MAX], n = rec->n;
+
+	if (b->n == LKS_BLOCK_RECORDS)
+		return 1;
+	if (rec->step < 0 || rec->rank < 0 || rec->rank > LKS_BLOCK_MAX_RANK)
+		return lks_err("step %d rank %d: out of range", rec->step, rec->rank);
+	if (n > LKS_METRICS_MAX)
+		return lks_err("%d metrics in one record (at most %d)", n, LKS_METRICS_MAX);
+	for (int i = 0; i < n; i++) {
+		const char *name = rec->m[i].name;
+		int h = b->hint[i];
+
+		/* a log writes its names in the same order every line: the hint's column */
+		if (h < b->ncols && lks_block_same16(b->cols[h].name, name)
+		    && b->cols[h].kind == rec->m[i].kind) {
+			col[i] = h;
+		} else if ((col[i] = lks_block_col(b, name, rec->m[i].kind, &b->hint[i])) < 0) {
+			if (col[i] == -2)
+				return lks_err("out of memory");
+			if (col[i] == -3)
+				return lks_err("metric '%s' of two kinds", name);
+			if (col[i] == -4)
+				return lks_err("bad metric name '%.*s'", LKS_METRIC_NAME_MAX, name);
+			return 1;
+		}
+		if (b->cols[col[i]].stamp == b->n + 1)
+			return lks_err("metric '%s' twice in one record", name);
+		b->cols[col[i]].stamp = b->n + 1;
 	}
-	b->step[b->n] = step;
-	b->rank[b->n] = rank;
-	b->encoded = 0;
-	if (rank > b->max_rank)
-		b->max_rank = rank;
-	b->n++;
+	for (int i = 0; i < n; i++)
+		lks_block_put(b, &b->cols[col[i]], rec->m[i].value, rec->m[i].dec);
+	lks_block_next(b, rec->step, rec->rank);
 	return 0;
 }
 
@@ -267,9 +334,11 @@ static void lks_put_raw(struct lks_buf *o, double v)
 
 static int lks_encode_col(lks_block *b, struct lks_bcol *c)
 {
-	int all = 1;
+	int all = 1, full = b->n / 8;
 
-	for (int i = 0; all && i < b->n; i++)
+	for (int k = 0; all && k < full; k++)  /* every record has it: its bytes all ones */
+		all = c->has[k] == 0xff;
+	for (int i = 8 * full; all && i < b->n; i++)
 		all = c->has[i / 8] >> (i % 8) & 1;
 	if (lks_buf_room(&b->out, 1 + (size_t)b->n / 8 + 1 + (size_t)b->n * 10))
 		return -1;
@@ -284,6 +353,7 @@ static int lks_encode_col(lks_block *b, struct lks_bcol *c)
 	{
 		const unsigned char *has = c->has;
 		const double *v = c->v;
+		const int64_t *dec = c->dec;
 		const int *rank = b->rank;
 		int64_t *prev = b->prev;
 		int n = b->n, last_d = c->last_d;
@@ -294,7 +364,14 @@ static int lks_encode_col(lks_block *b, struct lks_bcol *c)
 
 			if (!(has[i / 8] >> (i % 8) & 1))
 				continue;
-			if ((d = lks_decimal(v[i], last_d, &m)) == LKS_DEC_RAW) {
+			/* the decimal as read, where it reads back as the value (as it should:
+			   import.h); else one looked for */
+			d = (int)(dec[i] & 15);
+			m = (dec[i] - d) / 16;
+			if (d == LKS_DEC_RAW || !(fabs((double)m) < LKS_M_LIMIT)
+			    || !lks_same_bits(d ? (double)m / lks_p10[d] : (double)m, v[i]))
+				d = lks_decimal(v[i], last_d, &m);
+			if (d == LKS_DEC_RAW) {
 				b->out.p[b->out.n++] = LKS_DEC_RAW;
 				lks_put_raw(&b->out, v[i]);
 				continue;

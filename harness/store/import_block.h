@@ -50,6 +50,13 @@ void lks_block_steps(const lks_block *b, int *first, int *last);
    again), or -1 (lks_err: a bad name, step or rank). */
 int lks_block_add(lks_block *b, int step, int rank, const lks_metric_row *rows, int n);
 
+/* The same for a record as lockstep import reads it (import.h): its names NUL padded to
+   16 bytes, none twice, each value with the decimal it was read as where there is one
+   (then the encoder takes it, once it reads back as the value, instead of looking for
+   one). 0, 1 when b is full, or -1 (lks_err). */
+struct lks_import_rec;
+int lks_block_add_rec(lks_block *b, const struct lks_import_rec *rec);
+
 /* The layout of b's records: *data, *len, valid until b changes (a second call before then
    gives the same bytes without encoding again). 0, or -1 (out of memory). */
 int lks_block_encode(lks_block *b, const unsigned char **data, size_t *len);

@@ -173,10 +173,25 @@ static _Thread_local struct {
 	int n;                    /* the record's metrics, every one its place's entry */
 } lks_label_chain;
 
-/* Whether the n bytes at a and b are the same: names and labels are short, and a loop
-   stops where they differ, before a shorter name's end. */
+/* Whether the n bytes at a and b are the same: names and labels are short, so from 4 to
+   16 bytes it is two loads of each, the first and the last bytes (they may overlap), and
+   a byte at a time only below 4 or past 16. */
 static int lks_same(const char *a, const char *b, size_t n)
 {
+	if (n >= 8 && n <= 16) {
+		uint64_t a0, b0, a1, b1;
+
+		memcpy(&a0, a, 8), memcpy(&b0, b, 8);
+		memcpy(&a1, a + n - 8, 8), memcpy(&b1, b + n - 8, 8);
+		return a0 == b0 && a1 == b1;
+	}
+	if (n >= 4 && n < 8) {
+		uint32_t a0, b0, a1, b1;
+
+		memcpy(&a0, a, 4), memcpy(&b0, b, 4);
+		memcpy(&a1, a + n - 4, 4), memcpy(&b1, b + n - 4, 4);
+		return a0 == b0 && a1 == b1;
+	}
 	for (size_t i = 0; i < n; i++)
 		if (a[i] != b[i])
 			return 0;
@@ -205,8 +220,28 @@ static int lks_label_name(const lks_import_rec *rec, lks_import_fmt fmt, const c
 	return 0;
 }
 
-int lks_import_rec_add(lks_import_rec *rec, lks_import_fmt fmt, const char *label, size_t len,
-                       double value, const char *path)
+/* The name's bytes into the record's place: a short one in one move of 16 bytes (it is
+   NUL padded). */
+static void lks_rec_put(lks_import_rec *rec, int place, const struct lks_label_memo *w,
+                        double value, int64_t dec)
+{
+	if (w->nlen < 16)
+		memcpy(rec->m[place].name, w->name, 16);
+	else
+		memcpy(rec->m[place].name, w->name, w->nlen + 1);
+	rec->m[place].nlen = (int)w->nlen;
+	rec->m[place].kind = w->kind;
+	rec->m[place].value = value;
+	rec->m[place].dec = dec;
+	rec->n++;
+}
+
+/* lks_import_rec_add past its common case: a label new to its place, or a record off the
+   chain. */
+static __attribute__((noinline)) int lks_rec_add_slow(lks_import_rec *rec, lks_import_fmt fmt,
+                                                      const char *label, size_t len,
+                                                      double value, int64_t dec,
+                                                      const char *path)
 {
 	struct lks_label_memo *e = NULL, fresh;
 	const struct lks_label_memo *w = &fresh;
@@ -229,11 +264,7 @@ int lks_import_rec_add(lks_import_rec *rec, lks_import_fmt fmt, const char *labe
 	if (rec->n == LKS_IMPORT_MAX_METRICS)
 		return lks_err("'%s':%ld: more than %d metrics", path, rec->line,
 		               LKS_IMPORT_MAX_METRICS), LKS_IMPORT_BAD;
-	/* a short name in one move of 16 bytes: it is NUL padded */
-	memcpy(rec->m[place].name, w->name, w->nlen < 16 ? 16 : w->nlen + 1);
-	rec->m[place].kind = w->kind;
-	rec->m[place].value = value;
-	rec->n++;
+	lks_rec_put(rec, place, w, value, dec);
 	if (!hit && e && chain && len <= sizeof(e->label)) {
 		/* this place's entry changes: the entries after it were checked against it */
 		for (int i = place + 1; i < LKS_IMPORT_MAX_METRICS && lks_label_memos[fmt][i].len; i++)
@@ -251,12 +282,49 @@ int lks_import_rec_add(lks_import_rec *rec, lks_import_fmt fmt, const char *labe
 	return 0;
 }
 
+int lks_import_rec_add(lks_import_rec *rec, lks_import_fmt fmt, const char *label, size_t len,
+                       double value, const char *path)
+{
+	return lks_import_rec_add_dec(rec, fmt, label, len, value, LKS_IMPORT_NO_DEC, path);
+}
+
+int lks_import_rec_add_dec(lks_import_rec *rec, lks_import_fmt fmt, const char *label,
+                           size_t len, double value, int64_t dec, const char *path)
+{
+	int place = rec->n;
+
+	/* the common case, in a frame of its own: the label is its place's entry, and the
+	   record's metrics before it were theirs (the chain) */
+	if ((unsigned)fmt < LKS_IMPORT_NFMT && place < LKS_IMPORT_MAX_METRICS) {
+		const struct lks_label_memo *e = &lks_label_memos[fmt][place];
+
+		if (len && e->len == len && lks_same(e->label, label, len)
+		    && (place == 0 || (lks_label_chain.rec == rec && lks_label_chain.line == rec->line
+		                       && lks_label_chain.n == place))) {
+			lks_rec_put(rec, place, e, value, dec);
+			lks_label_chain.rec = rec;
+			lks_label_chain.line = rec->line;
+			lks_label_chain.n = rec->n;
+			return 0;
+		}
+	}
+	return lks_rec_add_slow(rec, fmt, label, len, value, dec, path);
+}
+
 /* Exact powers of ten as doubles: 10^22 is the last one a double holds exactly. */
 static const double lks_pow10[] = { 1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10,
                                     1e11, 1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19,
                                     1e20, 1e21, 1e22 };
 
 size_t lks_import_number_prefix(const char *s, size_t n, int commas, double *out)
+{
+	int64_t dec;
+
+	return lks_import_decimal_prefix(s, n, commas, out, &dec);
+}
+
+size_t lks_import_decimal_prefix(const char *s, size_t n, int commas, double *out,
+                                 int64_t *dec)
 {
 	uint64_t m = 0;
 	int e = 0, digits = 0, ex = 0, exneg = 0;
@@ -295,6 +363,11 @@ size_t lks_import_number_prefix(const char *s, size_t n, int commas, double *out
 	if (e < -22 || e > 22)
 		return 0;
 	*out = e < 0 ? (double)m / lks_pow10[-e] : (double)m * lks_pow10[e];
+	/* the layout's m / 10^d is this one division (d 0: m itself); -m / 10^d is exactly
+	   its negation, rounding to nearest being symmetric */
+	*dec = e <= 0 && e >= -14 && !(m == 0 && s[0] == '-')
+	       ? (int64_t)((uint64_t)(s[0] == '-' ? -(int64_t)m : (int64_t)m) << 4) | -e
+	       : LKS_IMPORT_NO_DEC;
 	if (s[0] == '-')
 		*out = -*out;
 	return i;
