@@ -25,21 +25,27 @@
 #include "harness/store/import.h"
 #include "kernels/err.h"
 
-/* Drops ANSI escape sequences in place from the len bytes at s: ESC '[' parameters, then
-   one final byte (0x40-0x7e); any other ESC with the byte after it. The length left. The
-   text between them moves 8 bytes at a time, its next ESC found among the 8 at once (the
-   zero-byte test on x ^ ESC...ESC: its lowest flag is exact, which on a little-endian
-   machine is the byte first in memory; elsewhere a byte at a time). */
-static size_t lks_strip_ansi(char *s, size_t len)
+/* The len bytes at s without their ANSI escape sequences (ESC '[' parameters, then one
+   final byte 0x40-0x7e; any other ESC with the byte after it), NUL ended: s itself where
+   it has none (most lines of most logs), else written into out (len + 8 bytes at least).
+   *n: the length left. The text between two sequences moves 8 bytes at a time, its next
+   ESC found among the 8 at once (the zero-byte test on x ^ ESC...ESC: its lowest flag is
+   exact, which on a little-endian machine is the byte first in memory; elsewhere a byte
+   at a time); all 8 are written, and the bytes past the ESC written over after. */
+static char *lks_strip_ansi(char *s, size_t len, char *out, size_t *n)
 {
-	char *r = memchr(s, 0x1b, len), *end = s + len, *w = r;
+	const char *r = memchr(s, 0x1b, len), *end = s + len;
+	char *w = out;
 
+	*n = len;
 	if (!r)
-		return len;  /* most lines of most logs: nothing to move */
+		return s;
+	memcpy(w, s, (size_t)(r - s));
+	w += r - s;
 	while (r < end) {
 		if (*r == 0x1b) {
 			if (++r < end && *r == '[')
-				for (r++; r < end && !(*r >= 0x40 && *r <= 0x7e); r++)
+				for (r++; r < end && (unsigned char)(*r - 0x40) > 0x3e; r++)
 					;
 			if (r < end)
 				r++;
@@ -51,14 +57,15 @@ static size_t lks_strip_ansi(char *s, size_t len)
 			uint64_t x, y, hit;
 
 			memcpy(&x, r, 8);
+			memcpy(w, &x, 8);
 			y = x ^ (ones * 0x1b);
 			if ((hit = (y - ones) & ~y & (ones << 7))) {
-				/* up to the ESC: w + k <= r + k, nothing unread is written over */
-				for (size_t k = (size_t)__builtin_ctzll(hit) / 8; k; k--)
-					*w++ = *r++;
+				size_t k = (size_t)__builtin_ctzll(hit) / 8;
+
+				w += k;
+				r += k;
 				break;
 			}
-			memcpy(w, &x, 8);  /* w <= r: all 8 are read */
 			w += 8;
 			r += 8;
 		}
@@ -67,7 +74,8 @@ static size_t lks_strip_ansi(char *s, size_t len)
 			*w++ = *r++;
 	}
 	*w = 0;
-	return (size_t)(w - s);
+	*n = (size_t)(w - out);
+	return out;
 }
 
 /* Digits at p up to LKS_IMPORT_MAX_RANK as *rank, then what follows them; NULL where there
@@ -447,11 +455,12 @@ int lks_import_lines_at(const char *path, FILE *f, long line, uint64_t limit,
 {
 	lks_import_reader rd = { 0 };
 	lks_import_rec *rec = malloc(sizeof(*rec));
+	char *clean = malloc(LKS_IMPORT_LINE_MAX + 8);  /* a line without its colour codes */
 	int rc = -1, got;
 	char *buf;
 	size_t len;
 
-	if (!rec || lks_import_reader_open(&rd, path, f, 0)) {
+	if (!rec || !clean || lks_import_reader_open(&rd, path, f, 0)) {
 		lks_err("out of memory");
 		goto out;
 	}
@@ -478,7 +487,7 @@ int lks_import_lines_at(const char *path, FILE *f, long line, uint64_t limit,
 			buf += 3;
 			len -= 3;
 		}
-		len = lks_strip_ansi(buf, len);
+		buf = lks_strip_ansi(buf, len, clean, &len);
 		s = lks_rank_prefix(buf, &rank, &ranked);
 		/* not memset: the record is 2.5 KiB and its metrics are read only up to n */
 		rec->n = 0;
@@ -509,6 +518,7 @@ int lks_import_lines_at(const char *path, FILE *f, long line, uint64_t limit,
 	rc = got;
 out:
 	lks_import_reader_close(&rd);
+	free(clean);
 	free(rec);
 	return rc;
 }
