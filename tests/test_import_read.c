@@ -172,14 +172,15 @@ Test(import_read, numbers_read_in_place_as_strtod_reads_them)
 {
 	static const char *const fmt[] = { "%.*f", "%.*e", "%.*g", "%.*E" };
 	uint64_t r = 11;
-	int commas = 0, prefixes = 0, decs = 0;
+	int commas = 0, prefixes = 0, decs = 0, zs = 0;
 
 	for (int i = 0; i < 200000; i++) {
 		char plain[160], text[240], tail[260];
 		int p = (int)(rnd(&r) % 18);
 		double v = (double)rnd(&r) * pow(10.0, (int)(rnd(&r) % 45) - 22), got, want;
-		int64_t dec;
-		size_t k;
+		int64_t dec, decz;
+		double gotz;
+		size_t k, kz;
 
 		if (rnd(&r) % 2)
 			v = -v;
@@ -193,6 +194,15 @@ Test(import_read, numbers_read_in_place_as_strtod_reads_them)
 			cr_assert_neq(lks_import_number(text, strlen(text), 0, &got), 0, "'%s'", text);
 		/* followed by what ends a value in a log: its prefix, exact when it is read */
 		snprintf(tail, sizeof(tail), "%s%s", text, i % 3 ? "GiB(3.1%)" : " ");
+		/* the NUL-ended reader: the same, or none where the number has an exponent */
+		if ((kz = lks_import_decimal_z(tail, 1, &gotz, &decz))) {
+			zs++;
+			cr_assert_eq(kz, lks_import_decimal_prefix(tail, strlen(tail), 1, &got, &dec),
+			             "'%s'", tail);
+			cr_assert(!memcmp(&got, &gotz, sizeof(got)) && dec == decz, "'%s'", tail);
+		} else if (lks_import_decimal_prefix(tail, strlen(tail), 1, &got, &dec)) {
+			cr_assert(strpbrk(text, "eE"), "'%s': read without the NUL-ended reader", tail);
+		}
 		if ((k = lks_import_decimal_prefix(tail, strlen(tail), 1, &got, &dec))) {
 			prefixes++;
 			cr_assert_eq(k, strlen(text), "'%s'", tail);
@@ -211,8 +221,8 @@ Test(import_read, numbers_read_in_place_as_strtod_reads_them)
 			}
 		}
 	}
-	cr_assert(commas > 20000 && prefixes > 20000 && decs > 20000, "%d %d %d", commas, prefixes,
-	          decs);
+	cr_assert(commas > 20000 && prefixes > 20000 && decs > 20000 && zs > 20000, "%d %d %d %d",
+	          commas, prefixes, decs, zs);
 	/* the decimals of a few: as written, or none (an exponent past the point's digits, -0,
 	   more than 14 decimals) */
 	static const struct { const char *s; int64_t dec; } decimal[] = {
@@ -229,6 +239,25 @@ Test(import_read, numbers_read_in_place_as_strtod_reads_them)
 		cr_assert_eq(lks_import_decimal_prefix(decimal[i].s, strlen(decimal[i].s), 1, &x, &dec),
 		             strlen(decimal[i].s), "'%s'", decimal[i].s);
 		cr_assert_eq(dec, decimal[i].dec, "'%s': %lld", decimal[i].s, (long long)dec);
+		if (!strpbrk(decimal[i].s, "eE")) {
+			cr_assert_eq(lks_import_decimal_z(decimal[i].s, 1, &x, &dec), strlen(decimal[i].s),
+			             "'%s'", decimal[i].s);
+			cr_assert_eq(dec, decimal[i].dec, "'%s': %lld", decimal[i].s, (long long)dec);
+		}
+	}
+	/* the NUL-ended reader's edges: what it leaves, and where it stops */
+	static const struct { const char *s; int commas; size_t read; } z[] = {
+		{ "1e5", 1, 0 }, { "1.5E3", 1, 0 }, { "", 1, 0 }, { "-", 1, 0 }, { ".", 1, 0 },
+		{ "1234567890123456", 1, 0 }, { "123456789012345", 1, 15 }, { "3,502 ", 1, 5 },
+		{ "3,502", 0, 1 }, { ",5", 1, 0 }, { "1,", 1, 1 }, { "1,,5", 1, 1 }, { "1.", 1, 2 },
+		{ ".5%", 1, 2 }, { "-0.25GiB", 1, 5 },
+	};
+	for (size_t i = 0; i < sizeof(z) / sizeof(z[0]); i++) {
+		double x;
+		int64_t dec;
+
+		cr_assert_eq(lks_import_decimal_z(z[i].s, z[i].commas, &x, &dec), z[i].read, "'%s'",
+		             z[i].s);
 	}
 	/* not a number, or not one the fast path may read: how much of it it reads */
 	static const struct { const char *s; size_t n; int commas; size_t read; } edge[] = {

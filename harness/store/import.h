@@ -151,6 +151,10 @@ size_t lks_import_number_prefix(const char *s, size_t n, int commas, double *out
    else LKS_IMPORT_NO_DEC. */
 size_t lks_import_decimal_prefix(const char *s, size_t n, int commas, double *out,
                                  int64_t *dec);
+/* lks_import_decimal_prefix of the NUL-ended s, where the number has no exponent (a
+   line's values are read in place, up to the NUL after the line: no length checked a
+   digit); 0 where it has one, or is none, or not one the fast path reads. */
+size_t lks_import_decimal_z(const char *s, int commas, double *out, int64_t *dec);
 
 /* Lines of a file read a block at a time (import_metric.c). With a file descriptor under
    f (a file, a pipe; nothing read through f before) each read() takes what is there, up to

@@ -254,11 +254,12 @@ static const char *lks_titan_quick(lks_import_rec *rec, const char *path, const 
 {
 	double x, pct;
 	int64_t dx, dpct;
-	size_t k = lks_import_decimal_prefix(v, (size_t)(end - v), 1, &x, &dx), k2;
-	const char *q = v + k, *u;
+	size_t k = lks_import_decimal_z(v, 1, &x, &dx), k2;
+	const char *q, *u;
 
-	if (!k)
+	if (!k && !(k = lks_import_decimal_prefix(v, (size_t)(end - v), 1, &x, &dx)))
 		return NULL;
+	q = v + k;
 	if (lks_titan_blank(*q) || (*q == '%' && lks_titan_blank(q[1]))) {
 		*rc = lks_import_rec_add_dec(rec, LKS_IMPORT_TORCHTITAN, l, llen, x, dx, path);
 		return q + (*q == '%');

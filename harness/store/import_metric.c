@@ -298,13 +298,27 @@ int lks_import_rec_add_dec(lks_import_rec *rec, lks_import_fmt fmt, const char *
 	if ((unsigned)fmt < LKS_IMPORT_NFMT && place < LKS_IMPORT_MAX_METRICS) {
 		const struct lks_label_memo *e = &lks_label_memos[fmt][place];
 
-		if (len && e->len == len && lks_same(e->label, label, len)
+		if (len && e->len == len && lks_same(e->label, label, len) && e->nlen < 16
 		    && (place == 0 || (lks_label_chain.rec == rec && lks_label_chain.line == rec->line
 		                       && lks_label_chain.n == place))) {
-			lks_rec_put(rec, place, e, value, dec);
+			/* the entry read whole before the record is written: a store through the
+			   name's bytes could otherwise be its bytes, read again after each */
+			uint64_t n0, n1;
+			int nlen = (int)e->nlen;
+			lks_metric_kind kind = e->kind;
+
+			memcpy(&n0, e->name, 8);
+			memcpy(&n1, e->name + 8, 8);
+			memcpy(rec->m[place].name, &n0, 8);
+			memcpy(rec->m[place].name + 8, &n1, 8);
+			rec->m[place].nlen = nlen;
+			rec->m[place].kind = kind;
+			rec->m[place].value = value;
+			rec->m[place].dec = dec;
+			rec->n = place + 1;
 			lks_label_chain.rec = rec;
 			lks_label_chain.line = rec->line;
-			lks_label_chain.n = rec->n;
+			lks_label_chain.n = place + 1;
 			return 0;
 		}
 	}
@@ -371,6 +385,42 @@ size_t lks_import_decimal_prefix(const char *s, size_t n, int commas, double *ou
 	if (s[0] == '-')
 		*out = -*out;
 	return i;
+}
+
+size_t lks_import_decimal_z(const char *s, int commas, double *out, int64_t *dec)
+{
+	const char *p = s + (*s == '-');
+	uint64_t m = 0;
+	int digits = 0, frac = 0;
+	unsigned d;
+
+#if FLT_EVAL_METHOD != 0
+	return 0;
+#endif
+	for (;;) {  /* the NUL ends the digits: no length to check */
+		for (; (d = (unsigned)(*p - '0')) < 10; p++, digits++)
+			m = m * 10 + d;
+		if (!(commas && *p == ',' && digits && (unsigned)(p[1] - '0') < 10))
+			break;
+		p++;
+	}
+	if (*p == '.') {
+		const char *f = ++p;
+
+		for (; (d = (unsigned)(*p - '0')) < 10; p++)
+			m = m * 10 + d;
+		frac = (int)(p - f);
+		digits += frac;
+	}
+	if (digits == 0 || digits > 15 || *p == 'e' || *p == 'E')
+		return 0;  /* 15 digits: m < 10^15 < 2^53, so frac <= 15 */
+	*out = frac ? (double)m / lks_pow10[frac] : (double)m;
+	*dec = frac <= 14 && !(m == 0 && *s == '-')
+	       ? (int64_t)((uint64_t)(*s == '-' ? -(int64_t)m : (int64_t)m) << 4) | frac
+	       : LKS_IMPORT_NO_DEC;
+	if (*s == '-')
+		*out = -*out;
+	return (size_t)(p - s);
 }
 
 int lks_import_number(const char *s, size_t len, int commas, double *out)
