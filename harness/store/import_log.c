@@ -271,7 +271,9 @@ static const char *lks_titan_quick(lks_import_rec *rec, const char *path, const 
 		*rc = lks_import_rec_add_dec(rec, LKS_IMPORT_TORCHTITAN, l, llen, x, dx, path);
 		return u;
 	}
-	if (*u != '(' || !(k2 = lks_import_decimal_prefix(u + 1, (size_t)(end - u - 1), 0, &pct, &dpct))
+	if (*u != '(' || (!(k2 = lks_import_decimal_z(u + 1, 0, &pct, &dpct))
+	                  && !(k2 = lks_import_decimal_prefix(u + 1, (size_t)(end - u - 1), 0, &pct,
+	                                                      &dpct)))
 	    || end - (u + 1 + k2) < 2 || memcmp(u + 1 + k2, "%)", 2) || !lks_titan_blank(u[k2 + 3]))
 		return NULL;
 	if (!(*rc = lks_import_rec_add_dec(rec, LKS_IMPORT_TORCHTITAN, l, llen, x, dx, path)))
