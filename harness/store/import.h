@@ -138,6 +138,9 @@ int lks_import_parse_jsonl(const char *path, FILE *f, lks_import_sink sink, void
    1.234E+00), "nan", "inf", "-inf" (any case); thousands separators ',' when commas is
    set (torchtitan's tps: 3,502). 0, or -1 when it is not one number. */
 int lks_import_number(const char *s, size_t len, int commas, double *out);
+/* The same, with the number's decimal where the fast path reads it (*dec, as
+   lks_import_decimal_prefix gives it), else LKS_IMPORT_NO_DEC. */
+int lks_import_number_dec(const char *s, size_t len, int commas, double *out, int64_t *dec);
 /* The decimal that starts s (n bytes at most), when Clinger's fast path reads it exactly:
    its digits ('-', digits with commas between two of the integer part's when commas is
    set, '.', digits, an exponent) make an integer m < 2^53 (15 digits at most) and its

@@ -433,14 +433,15 @@ int lks_import_mega_line(const char *s, size_t len, lks_import_rec *rec, const c
 		for (ve = bar; ve > v && ve[-1] == ' '; ve--)
 			;
 		double x;
+		int64_t dec;
 
 		if (lks_unmeasured(LKS_IMPORT_MEGATRON_LOG, l, (size_t)(le - l), v, (size_t)(ve - v)))
 			continue;
-		if (lks_import_number(v, (size_t)(ve - v), 0, &x)
+		if (lks_import_number_dec(v, (size_t)(ve - v), 0, &x, &dec)
 		    && lks_mega_several(l, (size_t)(le - l), v, ve, &x))
 			return lks_bad_value(path, rec->line, l, (size_t)(le - l), v, (size_t)(ve - v));
-		if ((rc = lks_import_rec_add(rec, LKS_IMPORT_MEGATRON_LOG, l, (size_t)(le - l), x,
-		                             path)))
+		if ((rc = lks_import_rec_add_dec(rec, LKS_IMPORT_MEGATRON_LOG, l, (size_t)(le - l), x,
+		                                 dec, path)))
 			return rc;
 	}
 	return 1;

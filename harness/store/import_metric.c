@@ -425,13 +425,22 @@ size_t lks_import_decimal_z(const char *s, int commas, double *out, int64_t *dec
 
 int lks_import_number(const char *s, size_t len, int commas, double *out)
 {
+	int64_t dec;
+
+	return lks_import_number_dec(s, len, commas, out, &dec);
+}
+
+int lks_import_number_dec(const char *s, size_t len, int commas, double *out, int64_t *dec)
+{
 	char buf[128], *end;
 	size_t n = 0;
 
+	*dec = LKS_IMPORT_NO_DEC;
 	if (len == 0 || len >= sizeof(buf))
 		return -1;
-	if (lks_import_number_prefix(s, len, commas, out) == len)
+	if (lks_import_decimal_prefix(s, len, commas, out, dec) == len)
 		return 0;
+	*dec = LKS_IMPORT_NO_DEC;
 	for (size_t i = 0; i < len; i++) {
 		/* a separator only between digits: 3,502 but not ,3 or 3, */
 		if (commas && s[i] == ',' && i > 0 && i + 1 < len && isdigit((unsigned char)s[i - 1])
