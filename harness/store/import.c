@@ -113,11 +113,12 @@ struct lks_import_run {
 	const char *ranks_text;   /* o->ranks as given, for messages */
 };
 
+_Static_assert(LKS_IMPORT_NAME_MAX % 8 == 0, "a name's words lie within its array");
+
 /* The metrics of a record, numerics and performance apart, each hashed with NaN as one
    pattern: equal ones hash equal. Each name goes in as the 8-byte words up to its NUL, the
    bytes after the NUL zeroed (what follows a name in its array is no part of it), then
    its value; one pass over the metrics fills both kinds' words. */
-_Static_assert(LKS_IMPORT_NAME_MAX % 8 == 0, "a name's words lie within its array");
 static void lks_rec_hashes(const lks_import_rec *rec, uint64_t *hnum, uint64_t *hperf)
 {
 	uint64_t buf[2][LKS_IMPORT_MAX_METRICS * (LKS_IMPORT_NAME_MAX / 8 + 1)];

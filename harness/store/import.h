@@ -76,7 +76,8 @@ typedef struct lks_import_rec {
 		int nlen;                 /* strlen(name) */
 		lks_metric_kind kind;
 		double value;
-		int64_t dec;              /* the decimal the value was read as (lks_import_dec) */
+		int64_t dec;              /* the decimal the value was read as: see
+		                             LKS_IMPORT_NO_DEC */
 	} m[LKS_IMPORT_MAX_METRICS];
 } lks_import_rec;
 

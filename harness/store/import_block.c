@@ -35,8 +35,8 @@ struct lks_bcol {
 	lks_metric_kind kind;
 	int last_d;                       /* the decimals the last value took */
 	double *v;                        /* per record (unset where absent) */
-	int64_t *dec;                     /* per record: its decimal as read (import.h's
-	                                     lks_import_dec), or LKS_IMPORT_NO_DEC */
+	int64_t *dec;                     /* per record: its decimal as read, or
+	                                     LKS_IMPORT_NO_DEC (import.h) */
 	unsigned char *has;               /* presence bits, per record */
 	int stamp;                        /* 1 + the record that last took this column */
 };
@@ -161,30 +161,59 @@ static void lks_block_next(lks_block *b, int step, int rank)
 	b->n++;
 }
 
-int lks_block_add(lks_block *b, int step, int rank, const lks_metric_row *rows, int n)
+/* Whether b takes a record of (step, rank) with n metrics: 0, 1 when b is full, -1
+   (lks_err). */
+static int lks_block_room(const lks_block *b, int step, int rank, int n)
 {
-	int col[LKS_METRICS_MAX];
-
 	if (b->n == LKS_BLOCK_RECORDS)
 		return 1;
 	if (step < 0 || rank < 0 || rank > LKS_BLOCK_MAX_RANK)
 		return lks_err("step %d rank %d: out of range", step, rank);
 	if (n > LKS_METRICS_MAX)
 		return lks_err("%d metrics in one record (at most %d)", n, LKS_METRICS_MAX);
+	return 0;
+}
+
+/* Column j taken by the record being added, for its metric name: 0, or -1 (lks_err) where
+   the record took it already. */
+static int lks_block_mark(lks_block *b, int j, const char *name)
+{
+	if (b->cols[j].stamp == b->n + 1)
+		return lks_err("metric '%s' twice in one record", name);
+	b->cols[j].stamp = b->n + 1;
+	return 0;
+}
+
+/* The column of the record's i-th metric, name of kind, looked for from where the i-th
+   was last time, made when new, and marked taken: 0 (*col), 1 when b has no room for a
+   new one, -1 (lks_err). */
+static int lks_block_take(lks_block *b, const char *name, lks_metric_kind kind, int i, int *col)
+{
+	int j = lks_block_col(b, name, kind, &b->hint[i]);
+
+	if (j == -2)
+		return lks_err("out of memory");
+	if (j == -3)
+		return lks_err("metric '%s' of two kinds", name);
+	if (j == -4)
+		return lks_err("bad metric name '%.*s'", LKS_METRIC_NAME_MAX, name);
+	if (j < 0)
+		return 1;  /* columns made here stay, empty: harmless */
+	*col = j;
+	return lks_block_mark(b, j, name);
+}
+
+int lks_block_add(lks_block *b, int step, int rank, const lks_metric_row *rows, int n)
+{
+	int col[LKS_METRICS_MAX], rc;
+
+	if ((rc = lks_block_room(b, step, rank, n)))
+		return rc;
 	for (int i = 0; i < n; i++) {
 		if (!rows[i].name)
 			return lks_err("a metric without a name");
-		if ((col[i] = lks_block_col(b, rows[i].name, rows[i].kind, &b->hint[i])) == -2)
-			return lks_err("out of memory");
-		if (col[i] == -3)
-			return lks_err("metric '%s' of two kinds", rows[i].name);
-		if (col[i] == -4)
-			return lks_err("bad metric name '%.*s'", LKS_METRIC_NAME_MAX, rows[i].name);
-		if (col[i] < 0)
-			return 1;  /* columns made here stay, empty: harmless */
-		if (b->cols[col[i]].stamp == b->n + 1)
-			return lks_err("metric '%s' twice in one record", rows[i].name);
-		b->cols[col[i]].stamp = b->n + 1;
+		if ((rc = lks_block_take(b, rows[i].name, rows[i].kind, i, &col[i])))
+			return rc;
 	}
 	for (int i = 0; i < n; i++)
 		lks_block_put(b, &b->cols[col[i]], rows[i].value, LKS_IMPORT_NO_DEC);
@@ -205,34 +234,22 @@ static int lks_block_same16(const char *a, const char *b)
 
 int lks_block_add_rec(lks_block *b, const lks_import_rec *rec)
 {
-	int col[LKS_METRICS_MAX], n = rec->n;
+	int col[LKS_METRICS_MAX], n = rec->n, rc;
 
-	if (b->n == LKS_BLOCK_RECORDS)
-		return 1;
-	if (rec->step < 0 || rec->rank < 0 || rec->rank > LKS_BLOCK_MAX_RANK)
-		return lks_err("step %d rank %d: out of range", rec->step, rec->rank);
-	if (n > LKS_METRICS_MAX)
-		return lks_err("%d metrics in one record (at most %d)", n, LKS_METRICS_MAX);
+	if ((rc = lks_block_room(b, rec->step, rec->rank, n)))
+		return rc;
 	for (int i = 0; i < n; i++) {
 		const char *name = rec->m[i].name;
 		int h = b->hint[i];
 
 		/* a log writes its names in the same order every line: the hint's column */
 		if (h < b->ncols && lks_block_same16(b->cols[h].name, name)
-		    && b->cols[h].kind == rec->m[i].kind) {
-			col[i] = h;
-		} else if ((col[i] = lks_block_col(b, name, rec->m[i].kind, &b->hint[i])) < 0) {
-			if (col[i] == -2)
-				return lks_err("out of memory");
-			if (col[i] == -3)
-				return lks_err("metric '%s' of two kinds", name);
-			if (col[i] == -4)
-				return lks_err("bad metric name '%.*s'", LKS_METRIC_NAME_MAX, name);
-			return 1;
-		}
-		if (b->cols[col[i]].stamp == b->n + 1)
-			return lks_err("metric '%s' twice in one record", name);
-		b->cols[col[i]].stamp = b->n + 1;
+		    && b->cols[h].kind == rec->m[i].kind)
+			rc = lks_block_mark(b, col[i] = h, name);
+		else
+			rc = lks_block_take(b, name, rec->m[i].kind, i, &col[i]);
+		if (rc)
+			return rc;
 	}
 	for (int i = 0; i < n; i++)
 		lks_block_put(b, &b->cols[col[i]], rec->m[i].value, rec->m[i].dec);

@@ -220,20 +220,31 @@ static int lks_label_name(const lks_import_rec *rec, lks_import_fmt fmt, const c
 	return 0;
 }
 
-/* The name's bytes into the record's place: a short one in one move of 16 bytes (it is
-   NUL padded). */
+/* The entry's name, kind and the value into the record's place, as its next metric. The
+   entry is read whole before the record is written (a store through the name's bytes could
+   otherwise be the entry's, read again after each); a short name goes in as two words (it
+   is NUL padded). */
 static void lks_rec_put(lks_import_rec *rec, int place, const struct lks_label_memo *w,
                         double value, int64_t dec)
 {
-	if (w->nlen < 16)
-		memcpy(rec->m[place].name, w->name, 16);
-	else
-		memcpy(rec->m[place].name, w->name, w->nlen + 1);
-	rec->m[place].nlen = (int)w->nlen;
-	rec->m[place].kind = w->kind;
+	int nlen = (int)w->nlen;
+	lks_metric_kind kind = w->kind;
+
+	if (nlen < 16) {
+		uint64_t n0, n1;
+
+		memcpy(&n0, w->name, 8);
+		memcpy(&n1, w->name + 8, 8);
+		memcpy(rec->m[place].name, &n0, 8);
+		memcpy(rec->m[place].name + 8, &n1, 8);
+	} else {
+		memcpy(rec->m[place].name, w->name, (size_t)nlen + 1);
+	}
+	rec->m[place].nlen = nlen;
+	rec->m[place].kind = kind;
 	rec->m[place].value = value;
 	rec->m[place].dec = dec;
-	rec->n++;
+	rec->n = place + 1;
 }
 
 /* lks_import_rec_add past its common case: a label new to its place, or a record off the
@@ -298,24 +309,10 @@ int lks_import_rec_add_dec(lks_import_rec *rec, lks_import_fmt fmt, const char *
 	if ((unsigned)fmt < LKS_IMPORT_NFMT && place < LKS_IMPORT_MAX_METRICS) {
 		const struct lks_label_memo *e = &lks_label_memos[fmt][place];
 
-		if (len && e->len == len && lks_same(e->label, label, len) && e->nlen < 16
+		if (len && e->len == len && lks_same(e->label, label, len)
 		    && (place == 0 || (lks_label_chain.rec == rec && lks_label_chain.line == rec->line
 		                       && lks_label_chain.n == place))) {
-			/* the entry read whole before the record is written: a store through the
-			   name's bytes could otherwise be its bytes, read again after each */
-			uint64_t n0, n1;
-			int nlen = (int)e->nlen;
-			lks_metric_kind kind = e->kind;
-
-			memcpy(&n0, e->name, 8);
-			memcpy(&n1, e->name + 8, 8);
-			memcpy(rec->m[place].name, &n0, 8);
-			memcpy(rec->m[place].name + 8, &n1, 8);
-			rec->m[place].nlen = nlen;
-			rec->m[place].kind = kind;
-			rec->m[place].value = value;
-			rec->m[place].dec = dec;
-			rec->n = place + 1;
+			lks_rec_put(rec, place, e, value, dec);
 			lks_label_chain.rec = rec;
 			lks_label_chain.line = rec->line;
 			lks_label_chain.n = place + 1;
