@@ -143,24 +143,36 @@ Test(import_check, close_passes_a_performance_metric_measured_on_neither_side)
 	rm_tmp();
 }
 
+/* Three logs of fmt: the first two apart only in performance metrics are the same bit for
+   bit; the third, against log[vs], is not, first at step, on metric. */
+static void bitwise_apart_in_performance(const char *fmt, const char *const log[3], int vs,
+                                         int step, const char *metric)
+{
+	static const char *const run[3] = { "a", "b", "c" };
+	lks_store *s = open_db();
+	int64_t id[3];
+	lks_check_result r;
+
+	for (int k = 0; k < 3; k++)
+		id[k] = import_run(s, fmt, log[k], run[k]);
+	eval(s, LKS_CHECK_BITWISE, id[0], id[1], NULL, 0, &r);
+	cr_assert_eq(r.verdict, LKS_VERDICT_PASS, "%s", r.message);
+	eval(s, LKS_CHECK_BITWISE, id[vs], id[2], NULL, 0, &r);
+	cr_assert_eq(r.verdict, LKS_VERDICT_FAIL, "%s", r.message);
+	cr_assert_eq(r.step, step);
+	cr_assert_str_eq(r.metric, metric);
+	lks_store_close(s);
+	rm_tmp();
+}
+
 /* Two Megatron-DeepSpeed logs apart only in their timings and throughput (elapsed time,
    samples per second, TFLOPs: performance) are the same bit for bit; a loss apart is not. */
 Test(import_check, megatron_deepspeed_throughput_is_no_part_of_bitwise)
 {
-	lks_store *s = open_db();
-	int64_t a = import_run(s, "megatron-log", "megatron_deepspeed.log", "a");
-	int64_t b = import_run(s, "megatron-log", "megatron_deepspeed_b.log", "b");
-	int64_t c = import_run(s, "megatron-log", "megatron_deepspeed_c.log", "c");
-	lks_check_result r;
+	static const char *const log[3] = { "megatron_deepspeed.log", "megatron_deepspeed_b.log",
+	                                    "megatron_deepspeed_c.log" };
 
-	eval(s, LKS_CHECK_BITWISE, a, b, NULL, 0, &r);
-	cr_assert_eq(r.verdict, LKS_VERDICT_PASS, "%s", r.message);
-	eval(s, LKS_CHECK_BITWISE, a, c, NULL, 0, &r);
-	cr_assert_eq(r.verdict, LKS_VERDICT_FAIL, "%s", r.message);
-	cr_assert_eq(r.step, 5427);
-	cr_assert_str_eq(r.metric, "loss");
-	lks_store_close(s);
-	rm_tmp();
+	bitwise_apart_in_performance("megatron-log", log, 0, 5427, "loss");
 }
 
 /* Megatron-LM of 2026 apart in energy, power, throughput (N/A at one step) and RL's token
@@ -168,20 +180,10 @@ Test(import_check, megatron_deepspeed_throughput_is_no_part_of_bitwise)
    lacks is numerics). */
 Test(import_check, megatron_energy_and_power_are_no_part_of_bitwise)
 {
-	lks_store *s = open_db();
-	int64_t a = import_run(s, "megatron-log", "megatron_energy.log", "a");
-	int64_t b = import_run(s, "megatron-log", "megatron_energy_b.log", "b");
-	int64_t c = import_run(s, "megatron-log", "megatron_energy_c.log", "c");
-	lks_check_result r;
+	static const char *const log[3] = { "megatron_energy.log", "megatron_energy_b.log",
+	                                    "megatron_energy_c.log" };
 
-	eval(s, LKS_CHECK_BITWISE, a, b, NULL, 0, &r);
-	cr_assert_eq(r.verdict, LKS_VERDICT_PASS, "%s", r.message);
-	eval(s, LKS_CHECK_BITWISE, b, c, NULL, 0, &r);
-	cr_assert_eq(r.verdict, LKS_VERDICT_FAIL, "%s", r.message);
-	cr_assert_eq(r.step, 30);
-	cr_assert_str_eq(r.metric, "load_balancing_loss");
-	lks_store_close(s);
-	rm_tmp();
+	bitwise_apart_in_performance("megatron-log", log, 1, 30, "load_balancing_loss");
 }
 
 Test(import_check, megatron_grad_norm_nan_fails_finite_at_its_step)
