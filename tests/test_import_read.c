@@ -16,6 +16,7 @@
 
 #include "harness/store/import.h"
 #include "kernels/err.h"
+#include "titan_twice.h"
 
 static uint64_t rnd(uint64_t *r)
 {
@@ -460,4 +461,172 @@ Test(import_read, a_step_again_with_the_same_values_is_repeated_after_longer_nam
 	cr_assert(strstr(lks_errmsg(), ":3: step 1 of rank 0 again with other values"), "%s",
 	          lks_errmsg());
 	unlink(path);
+}
+
+/* One of the n strings: the first, or where odd is set any, alike. */
+static const char *pick(uint64_t *r, const char *const *s, int n, int odd)
+{
+	return odd && rnd(r) % 2 ? s[rnd(r) % (uint64_t)n] : s[0];
+}
+
+/* A torchtitan log line, mostly of the common shape (a "[rankN]:" prefix, the logger's
+   text, a colour before each label, the labels of the line before), and one line in 10
+   with one part of it (one field of the fields) changed in any of the ways the reader
+   tells apart: other prefixes,
+   record starts, labels, values, blanks, marks, and escape codes anywhere, whole or cut
+   short. */
+static size_t titan_gen(uint64_t *r, char *out, size_t cap)
+{
+	enum { PRE = 1, LOG, STEP, FIELDS, LABEL, VALUE, SEP, COLON, CODES, TAIL, NODD };
+	static const char *const pre[] = { "[rank%d]:", "[default%d]:", "%d: [rank%d]:", " %d: ",
+	                                   "", "[pod/x/y] [rank%d]:", "[rank]:", "\033[1m[rank%d]:",
+	                                   "[rank7%d000]:", "\xef\xbb\xbf[rank%d]:", "[rank%d]\033[0m:",
+	                                   "[rank%d]:\033[0m" };
+	static const char *const log[] = { "[titan] 2026-01-05 10:00:01,001 - root - INFO - ", "",
+	                                   "validate step: 3 ", "x ] : ", "INFO -", "- \033[0m",
+	                                   "a step: 1 - ", "[titan] - INFO - Saving at step 5",
+	                                   "INFO\t", "st\033[0m" };
+	static const char *const step[] = { "step: %d", "step:%d", "step: -1", "step: 12345678901",
+	                                    "step: %dx", "step:", "xstep: %d", "step: 2147483648",
+	                                    "step:\t0%d", "step: 2147483647", "step:\033[0m %d",
+	                                    "step: %d\033[0mx", "ep: %d", "step %d", "steps: %d",
+	                                    "step:: %d" };
+	static const char *const label[] = { "loss", "grad_norm", "memory", "tps", "tflops", "mfu",
+	                                     "lr", "a_rather_long_metric_name_28", "x.y", "step",
+	                                     "memory_pct", "name_of_more_than_48_bytes_for_the_memo_"
+	                                     "to_hold_not", "lossy", "los", "tflops\033[0m",
+	                                     "grad_norm_x", "lost", "grad_nurm", "tflopx", "mfx" };
+	static const char *const value[] = { "", "N/A", "nan", "1e-3", "-0.0", "2,470GiB", "3.1%%",
+	                                     "12345678901234567", "9.53%%%%", "1.5GiB(2%%", "7GiB",
+	                                     "-2.5", "1,2", "0.000000000000001", ",5", "1.", ".5",
+	                                     "2.4GiB(3.1%%)x", "1.5GiB\033[0m(2.5%%)", "2.5\033[0mx",
+	                                     "2.5%%\033[0m%%", "1.5GiB(2.5%%)\033[0m)", "2,5GiB(1%%)",
+	                                     "1.5GiB(2.5%%\033[0m)", "3\033[0m.5", "-", "1e5GiB",
+	                                     "7GiBx", "7GiB/8GiB", "7GiB(", "7GiB()", "7GiB(1%%)%%",
+	                                     "7GiBmemory_pct: 1" };
+	static const char *const sep[] = { "  ", "\t", " ", "", "  \033[0m ", "\033[0m",
+	                                   " \033[31", " \033" };
+	static const char *const colon[] = { ":", "=", " ", ":\033[0m", "\033[0m:", "::" };
+	static const char *const code[] = { "\033[3%dm", "\033[0m", "\033[1;38;5;208m", "\033c",
+	                                    "\033[", "\033", "\033[31", "\033[s", "\033[2\177" };
+	static const char *const tail[] = { "\033[39m", "\033", "\033[", "\033[31", "  \033",
+	                                    " ", "\t\033[0m" };
+	char line[1024], v[64];
+	int k = 0, n = 0, rank = (int)(rnd(r) % 10);
+	int odd = rnd(r) % 10 ? 0 : 1 + (int)(rnd(r) % (NODD - 1));
+
+#define PUT(...) (k += snprintf(line + k, sizeof(line) - (size_t)k, __VA_ARGS__))
+	PUT(pick(r, pre, 12, odd == PRE), rank, rank);
+	PUT("%s", pick(r, log, 10, odd == LOG));
+	if (rnd(r) % 8)
+		PUT("\033[31m");
+	PUT(pick(r, step, 16, odd == STEP), (int)(rnd(r) % 1000));
+	for (int i = 0, nf = odd == FIELDS ? (int)(rnd(r) % 9) : 6, at = (int)(rnd(r) % 6); i < nf;
+	     i++) {
+		int here = i == at;  /* the field a change of a field changes */
+		const char *l = odd == LABEL && here ? label[rnd(r) % 20] : label[i % 6];
+
+		PUT("%s", pick(r, sep, 8, odd == SEP && here));
+		if (rnd(r) % 10)
+			PUT("\033[3%dm", (int)(rnd(r) % 8));
+		if (!strcmp(l, "memory") && rnd(r) % 30 == 0)  /* no share: the next place's label */
+			snprintf(v, sizeof(v), "%.2fGiB", (double)(rnd(r) % 9000) / 100);
+		else if (!strcmp(l, "memory"))
+			snprintf(v, sizeof(v), "%.2fGiB(%.2f%%)", (double)(rnd(r) % 9000) / 100,
+			         (double)(rnd(r) % 10000) / 100);
+		else if (!strcmp(l, "tps"))
+			snprintf(v, sizeof(v), "%d,%03d", (int)(rnd(r) % 300), (int)(rnd(r) % 1000));
+		else if (!strcmp(l, "mfu"))
+			snprintf(v, sizeof(v), "%.2f%%", (double)(rnd(r) % 10000) / 100);
+		else
+			snprintf(v, sizeof(v), "%*.4f", (int)(rnd(r) % 8), (double)(rnd(r) % 200000) / 1e4);
+		PUT("%s%s%s", l, pick(r, colon, 6, odd == COLON && here),
+		    rnd(r) % 4 ? "  " : " ");
+		if (odd == VALUE && here)
+			PUT(value[rnd(r) % 33]);
+		else
+			PUT("%s", v);
+	}
+	if (odd == TAIL || rnd(r) % 4)
+		PUT("%s", pick(r, tail, 7, odd == TAIL));
+	for (int c = odd == CODES ? 1 + (int)(rnd(r) % 3) : 0; c > 0 && k > 0; c--) {
+		char code_s[32];
+		int at = (int)(rnd(r) % (uint64_t)k), cl = snprintf(code_s, sizeof(code_s),
+		                                                     pick(r, code, 9, 1), 1);
+
+		if (k + cl < (int)sizeof(line)) {
+			memmove(line + at + cl, line + at, (size_t)(k - at));
+			memcpy(line + at, code_s, (size_t)cl);
+			k += cl;
+		}
+	}
+#undef PUT
+	n = k < (int)cap ? k : (int)cap;
+	memcpy(out, line, (size_t)n);
+	return (size_t)n;
+}
+
+/* A memory share is memory_pct where the labels remembered say so: after a line whose
+   memory had none, the place after memory's holds another label, and a line that ends with
+   memory and its share must not give the share that label's name. */
+Test(import_read, a_memory_share_takes_its_own_name_whatever_the_line_before)
+{
+	static const char *const log[] = {
+		"[rank0]:- \033[31mstep: 1  loss: 2  memory: 1.5GiB  tps: 3\n"
+		"[rank0]:- \033[31mstep: 2  loss: 2  memory: 1.5GiB(2.5%)\n",
+		/* a label of memory_pct's length, and one that starts with it */
+		"[rank0]:- \033[31mstep: 1  loss: 2  memory: 1.5GiB  tflops_est: 3\n"
+		"[rank0]:- \033[31mstep: 2  loss: 2  memory: 1.5GiB(2.5%)\n",
+		"[rank0]:- \033[31mstep: 1  loss: 2  memory: 1.5GiB  memory_pct_x: 3\n"
+		"[rank0]:- \033[31mstep: 2  loss: 2  memory: 1.5GiB(2.5%)\n",
+		"[rank0]:- step: 1  loss: 2  memory: 1.5GiB(2.5%)  tps: 3\n"
+		"[rank0]:- step: 2  loss: 2  memory: 1.5GiB  memory_pct: 4  tps: 3\n"
+		"[rank0]:- step: 3  loss: 2  memory: 1.5GiB(2.5%)  tps: 3\n",
+	};
+
+	for (size_t i = 0; i < sizeof(log) / sizeof(log[0]); i++) {
+		char why[1200];
+		struct lks_titan_read a;
+
+		cr_assert_eq(lks_titan_twice(log[i], strlen(log[i]), why, sizeof(why)), 0, "%s", why);
+		lks_titan_read(log[i], strlen(log[i]), lks_import_titan_line, &a);
+		cr_assert_eq(a.rc, 0, "%s", a.err);
+		cr_assert_str_eq(a.recs[a.n - 1].m[2].name, "memory_pct");
+		cr_assert_eq(a.recs[a.n - 1].m[2].value, 2.5);
+		free(a.recs);
+	}
+}
+
+/* Logs of such lines read both ways (tests/titan_twice.h): the common lines at once, and
+   everything the whole way, hand on the same records and counts, or fail alike. */
+Test(import_read, torchtitan_lines_read_at_once_as_the_whole_way_reads_them)
+{
+	static char text[64 * 1100];
+	uint64_t r = 11;
+	int failed = 0, records = 0;
+
+	for (int t = 0; t < 3000; t++) {
+		size_t n = 0;
+		char why[1200];
+
+		for (int i = 0, lines = 1 + (int)(rnd(&r) % 30); i < lines; i++) {
+			n += titan_gen(&r, text + n, 1100);
+			if (i + 1 < lines || rnd(&r) % 8)
+				n += (size_t)snprintf(text + n, 3, rnd(&r) % 30 ? "\n" : "\r\n");
+		}
+		cr_assert_eq(lks_titan_twice(text, n, why, sizeof(why)), 0, "%s:\n%.*s", why,
+		             (int)n, text);
+		{
+			struct lks_titan_read a;
+
+			lks_titan_read(text, n, lks_import_titan_line, &a);
+			failed += a.rc != 0;
+			records += a.n;
+			free(a.recs);
+		}
+	}
+	/* both kinds are many: logs read whole, and logs that fail */
+	cr_assert_gt(failed, 300);
+	cr_assert_lt(failed, 2700);
+	cr_assert_gt(records, 20000);
 }

@@ -19,6 +19,7 @@
 
 #include <stdint.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "harness/store/trace_store.h"
 
@@ -86,6 +87,48 @@ typedef struct lks_import_rec {
    0 to 14, each one rounding of one division, as the layout reads it back), so a block
    need not look for one; LKS_IMPORT_NO_DEC where the reader has none. */
 #define LKS_IMPORT_NO_DEC ((int64_t)15)
+
+/* A label a format's lines gave at one place of their records, and the metric it stands
+   for: what lks_import_rec_add remembers, per format and place, of the lines before. */
+typedef struct lks_import_label {
+	char label[48];
+	size_t len;                       /* 0: none remembered */
+	char name[LKS_IMPORT_NAME_MAX];   /* NUL padded */
+	size_t nlen;
+	lks_metric_kind kind;
+} lks_import_label;
+
+/* This thread's remembered labels of fmt, LKS_IMPORT_MAX_METRICS places. A record whose
+   metrics 0 .. n - 1 have those places' labels, in that order, is what lks_import_rec_add
+   makes of them: the entries' names and kinds (no name twice among them). */
+const lks_import_label *lks_import_labels(lks_import_fmt fmt);
+
+/* The entry's name and kind and the value into rec's place, as its last metric (rec->n
+   place + 1). The entry is read whole before the record is written (a store through the
+   name's bytes could otherwise be the entry's, read again after each); a short name goes
+   in as two words (it is NUL padded). */
+static inline void lks_import_rec_put(lks_import_rec *rec, int place, const lks_import_label *e,
+                                      double value, int64_t dec)
+{
+	int nlen = (int)e->nlen;
+	lks_metric_kind kind = e->kind;
+
+	if (nlen < 16) {
+		uint64_t n0, n1;
+
+		memcpy(&n0, e->name, 8);
+		memcpy(&n1, e->name + 8, 8);
+		memcpy(rec->m[place].name, &n0, 8);
+		memcpy(rec->m[place].name + 8, &n1, 8);
+	} else {
+		memcpy(rec->m[place].name, e->name, (size_t)nlen + 1);
+	}
+	rec->m[place].nlen = nlen;
+	rec->m[place].kind = kind;
+	rec->m[place].value = value;
+	rec->m[place].dec = dec;
+	rec->n = place + 1;
+}
 
 /* Adds a metric to rec by its label in fmt (len bytes): the canonical name and kind from
    the table, or the label made a name. A second value of one name, or more than
@@ -155,6 +198,9 @@ size_t lks_import_number_prefix(const char *s, size_t n, int commas, double *out
    else LKS_IMPORT_NO_DEC. */
 size_t lks_import_decimal_prefix(const char *s, size_t n, int commas, double *out,
                                  int64_t *dec);
+/* Exact powers of ten as doubles, 10^0 to 10^22: 10^22 is the last one a double holds
+   exactly. */
+extern const double lks_import_pow10[23];
 /* lks_import_decimal_prefix of the NUL-ended s, where the number has no exponent (a
    line's values are read in place, up to the NUL after the line: no length checked a
    digit); 0 where it has one, or is none, or not one the fast path reads. */
@@ -170,13 +216,19 @@ typedef struct lks_import_reader {
 	const char *path;
 	FILE *f;
 	int fd;                   /* -1: f read up to a newline at a time */
-	char *buf;                /* (cap + 1) lines being read: [beg, end) not yet handed on */
+	char *buf;                /* (cap + 1 + LKS_IMPORT_SLACK) lines being read: [beg, end)
+	                             not yet handed on */
 	size_t cap, beg, end, chunk;
 	size_t nul;               /* the first NUL byte in [beg, end), or SIZE_MAX */
 	int eof;
 	long line;                /* lines handed on (and before: see lks_import_lines_at) */
 	uint64_t limit;           /* bytes still to read through fd (UINT64_MAX: no end) */
 } lks_import_reader;
+
+/* Bytes that may be read past the NUL of a line a reader hands on (they are the reader's,
+   set, of no line): a label of up to 48 bytes is compared a word at a time however short
+   the line. */
+#define LKS_IMPORT_SLACK 64
 
 /* Where bytes s[0..n) begin as a compressed file does (gzip, zstd, xz, bzip2): the command
    that decompresses it ("zcat", ...), else NULL: a log given compressed is named as such. */

@@ -17,6 +17,7 @@
  * not ended by '|' is bad input at its file:line.
  */
 #include <ctype.h>
+#include <float.h>
 #include <limits.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -157,6 +158,50 @@ static int lks_bad_value(const char *path, long line, const char *label, size_t 
 	               v, (int)llen, label), LKS_IMPORT_BAD;
 }
 
+/* lks_import_decimal_z, here where a line's values are read: inlined into the readers
+   below, for whom commas is a constant. */
+static inline __attribute__((always_inline)) size_t lks_decimal_z(const char *s, int commas,
+                                                                  double *out, int64_t *dec)
+{
+	const char *p = s + (*s == '-');
+	uint64_t m = 0;
+	int digits = 0, frac = 0;
+	unsigned d;
+
+#if FLT_EVAL_METHOD != 0
+	return 0;
+#endif
+	for (;;) {  /* the NUL ends the digits: no length to check */
+		for (; (d = (unsigned)(*p - '0')) < 10; p++, digits++)
+			m = m * 10 + d;
+		if (!(commas && *p == ',' && digits && (unsigned)(p[1] - '0') < 10))
+			break;
+		p++;
+	}
+	if (*p == '.') {
+		const char *f = ++p;
+
+		for (; (d = (unsigned)(*p - '0')) < 10; p++)
+			m = m * 10 + d;
+		frac = (int)(p - f);
+		digits += frac;
+	}
+	if (digits == 0 || digits > 15 || *p == 'e' || *p == 'E')
+		return 0;  /* 15 digits: m < 10^15 < 2^53, so frac <= 15 */
+	*out = frac ? (double)m / lks_import_pow10[frac] : (double)m;
+	*dec = frac <= 14 && !(m == 0 && *s == '-')
+	       ? (int64_t)((uint64_t)(*s == '-' ? -(int64_t)m : (int64_t)m) << 4) | frac
+	       : LKS_IMPORT_NO_DEC;
+	if (*s == '-')
+		*out = -*out;
+	return (size_t)(p - s);
+}
+
+size_t lks_import_decimal_z(const char *s, int commas, double *out, int64_t *dec)
+{
+	return lks_decimal_z(s, commas, out, dec);
+}
+
 /* One torchtitan value: a number, "N%" (mfu), "NGiB" or "NGiB(P%)" (memory, memory_pct).
    g: whether the value holds a 'G'. */
 static int lks_titan_value(lks_import_rec *rec, const char *path, const char *l, size_t llen,
@@ -190,23 +235,27 @@ static int lks_titan_value(lks_import_rec *rec, const char *path, const char *l,
 	return lks_import_rec_add(rec, LKS_IMPORT_TORCHTITAN, l, llen, x, path);
 }
 
-/* Where the record of a torchtitan line starts: the first "step:" at the start, or after
+/* Whether a record at p of the text from s starts where one may: at the start, or after
    blanks after a mark that is no word (the logger's "- ", a wrapper's "] : "), so not
-   "validate step:"; or NULL. Found by its ':', of which a line has few. */
+   "validate step:". */
+static int lks_titan_mark(const char *s, const char *p)
+{
+	const char *q = p;
+
+	while (q > s && (q[-1] == ' ' || q[-1] == '\t'))
+		q--;
+	return q == s || (q < p && !isalnum((unsigned char)q[-1]));
+}
+
+/* Where the record of a torchtitan line starts: the first "step:" where one may
+   (lks_titan_mark); or NULL. Found by its ':', of which a line has few. */
 static const char *lks_titan_start(const char *s, size_t len)
 {
 	const char *end = s + len;
 
-	for (const char *c = s; (c = memchr(c, ':', (size_t)(end - c))); c++) {
-		const char *p = c - 4, *q = p;
-
-		if (c - s < 4 || memcmp(p, "step", 4))
-			continue;
-		while (q > s && (q[-1] == ' ' || q[-1] == '\t'))
-			q--;
-		if (q == s || (q < p && !isalnum((unsigned char)q[-1])))
-			return p;
-	}
+	for (const char *c = s; (c = memchr(c, ':', (size_t)(end - c))); c++)
+		if (c - s >= 4 && !memcmp(c - 4, "step", 4) && lks_titan_mark(s, c - 4))
+			return c - 4;
 	return NULL;
 }
 
@@ -254,7 +303,7 @@ static const char *lks_titan_quick(lks_import_rec *rec, const char *path, const 
 {
 	double x, pct;
 	int64_t dx, dpct;
-	size_t k = lks_import_decimal_z(v, 1, &x, &dx), k2;
+	size_t k = lks_decimal_z(v, 1, &x, &dx), k2;
 	const char *q, *u;
 
 	if (!k && !(k = lks_import_decimal_prefix(v, (size_t)(end - v), 1, &x, &dx)))
@@ -271,7 +320,7 @@ static const char *lks_titan_quick(lks_import_rec *rec, const char *path, const 
 		*rc = lks_import_rec_add_dec(rec, LKS_IMPORT_TORCHTITAN, l, llen, x, dx, path);
 		return u;
 	}
-	if (*u != '(' || (!(k2 = lks_import_decimal_z(u + 1, 0, &pct, &dpct))
+	if (*u != '(' || (!(k2 = lks_decimal_z(u + 1, 0, &pct, &dpct))
 	                  && !(k2 = lks_import_decimal_prefix(u + 1, (size_t)(end - u - 1), 0, &pct,
 	                                                      &dpct)))
 	    || end - (u + 1 + k2) < 2 || memcmp(u + 1 + k2, "%)", 2) || !lks_titan_blank(u[k2 + 3]))
@@ -333,6 +382,156 @@ int lks_import_titan_line(const char *s, size_t len, lks_import_rec *rec, const 
 			return rc;
 	}
 	return 1;
+}
+
+/* ---- the common torchtitan line, read as it comes ----
+
+   Most lines of a torchtitan log have one shape: a "[rankN]:" prefix, the logger's text,
+   colour codes before the labels, and the labels of the line before in the same order.
+   lks_titan_fast reads such a line once, colour codes and all, and takes what
+   lks_import_titan_line would make of it cleaned (lks_strip_ansi), or says it cannot: it
+   goes only where that is certain, which is where
+
+   - the line's first escape code is one run of them right before its record's "step:",
+     or comes after that "step:", or there is none: the text before the record is then
+     the clean line's, byte for byte (a prefix read up to the run sees a letter, 's', in
+     the clean line where it sees ESC here, and both stop there alike);
+   - after that, each byte it reads as part of a label or a value is no ESC (a code inside
+     a token would join what the clean line joins), and each token is followed, after the
+     codes there, by what ends it in the clean line: a blank or the end;
+   - each label is the one of its place remembered (lks_import_labels), so each metric is
+     what lks_import_rec_add takes it for;
+   - each value is of the forms lks_titan_quick reads at once.
+
+   Anything else, and any doubt, is the whole reading's (-1): every error and every rare
+   line goes that way. tests/test_import_read.c and the torchtitan fuzz target hold the
+   two readings to the same records, counts and errors. */
+
+/* Past the escape sequences at r, as lks_strip_ansi reads them (the line NUL ended, no
+   NUL inside): ESC '[', parameters, one final byte 0x40-0x7e; any other ESC with the byte
+   after it. */
+static const char *lks_esc_skip(const char *r)
+{
+	while (*r == 0x1b) {
+		/* a colour, ESC '[' two digits 'm', the most common at once */
+		if (r[1] == '[' && (unsigned)(r[2] - '0') < 10 && (unsigned)(r[3] - '0') < 10
+		    && r[4] == 'm') {
+			r += 5;
+			continue;
+		}
+		if (*++r == '[')
+			for (r++; *r && (unsigned char)(*r - 0x40) > 0x3e; r++)
+				;
+		if (*r)
+			r++;
+	}
+	return r;
+}
+
+/* Past blanks and escape sequences: where the clean line's blanks end. */
+static const char *lks_esc_blanks(const char *r)
+{
+	for (;;) {
+		if (*r == ' ' || *r == '\t')
+			r++;
+		else if (*r == 0x1b)
+			r = lks_esc_skip(r);
+		else
+			return r;
+	}
+}
+
+/* Whether the text at p starts with the entry's label (it holds no NUL: a line that ends
+   before its length differs). Up to 8 bytes one masked word, up to 16 two words (the
+   first and the last 8: they may overlap); LKS_IMPORT_SLACK covers the text's words. */
+static int lks_label_at(const char *p, const lks_import_label *e)
+{
+	uint64_t a, b, a1, b1;
+	size_t n = e->len;
+
+	if (n > 16)
+		return !memcmp(p, e->label, n);
+	memcpy(&a, p, 8), memcpy(&b, e->label, 8);
+	if (n <= 8) {
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+		uint64_t mask = n == 8 ? ~(uint64_t)0 : ((uint64_t)1 << 8 * n) - 1;
+
+		return !((a ^ b) & mask);
+#else
+		return !memcmp(p, e->label, n);
+#endif
+	}
+	memcpy(&a1, p + n - 8, 8), memcpy(&b1, e->label + n - 8, 8);
+	return a == b && a1 == b1;
+}
+
+/* The record of the torchtitan line s (len bytes, LKS_IMPORT_SLACK readable after its
+   NUL; rec's line set) as described above: 1 a record, 0 no metric line, -1 not this
+   reading's to say (rec is then of no use). */
+static int lks_titan_fast(const char *s, size_t len, lks_import_rec *rec,
+                          const lks_import_label *memo)
+{
+	const char *esc = memchr(s, 0x1b, len), *p, *t, *v, *mark;
+	int rank, ranked, place = 0;
+	long long step = 0;
+
+	/* a prefix is read up to the first ESC at most: it takes no ESC */
+	v = lks_rank_prefix(s, &rank, &ranked);
+	if ((mark = lks_titan_start(v, (size_t)((esc ? esc : s + len) - v)))) {
+		t = mark;
+	} else {
+		if (!esc)
+			return 0;
+		t = lks_esc_skip(esc);
+		if (memcmp(t, "step:", 5) || !lks_titan_mark(v, esc))
+			return -1;
+		mark = esc;  /* where the clean line's record starts */
+	}
+	rec->rank = rank;
+	rec->ranked = ranked;
+	if (!ranked)
+		lks_titan_later_rank(v, mark, rec);
+	/* the step: digits, up to INT_MAX */
+	for (p = v = lks_esc_blanks(t + 5); (unsigned)(*p - '0') < 10 && p - v < 10; p++)
+		step = step * 10 + (*p - '0');
+	if (p == v || step > INT_MAX || !lks_titan_blank(*lks_esc_skip(p)))
+		return -1;
+	rec->step = (int)step;
+	for (;;) {
+		const lks_import_label *e = &memo[place];
+		double x, pct;
+		int64_t dx, dpct;
+		size_t k, k2;
+		const char *q, *u;
+
+		if (!*(p = lks_esc_blanks(p)))
+			return 1;
+		if (place >= LKS_IMPORT_MAX_METRICS || !e->len || !lks_label_at(p, e)
+		    || p[e->len] != ':')
+			return -1;
+		v = lks_esc_blanks(p + e->len + 1);
+		if (!(k = lks_decimal_z(v, 1, &x, &dx)))
+			return -1;
+		q = v + k;
+		if (lks_titan_blank(*(p = lks_esc_skip(q + (*q == '%'))))) {  /* N, N% */
+			lks_import_rec_put(rec, place++, e, x, dx);
+			continue;
+		}
+		if (memcmp(q, "GiB", 3) || memchr(v, ',', k))
+			return -1;
+		if (lks_titan_blank(*(p = lks_esc_skip(u = q + 3)))) {  /* NGiB */
+			lks_import_rec_put(rec, place++, e, x, dx);
+			continue;
+		}
+		/* NGiB(P%): memory, then memory_pct, remembered at the place after */
+		if (*u != '(' || !(k2 = lks_decimal_z(u + 1, 0, &pct, &dpct))
+		    || memcmp(u + 1 + k2, "%)", 2) || !lks_titan_blank(*(p = lks_esc_skip(u + k2 + 3)))
+		    || place + 1 >= LKS_IMPORT_MAX_METRICS || e[1].len != 10
+		    || memcmp(e[1].label, "memory_pct", 10))
+			return -1;
+		lks_import_rec_put(rec, place++, e, x, dx);
+		lks_import_rec_put(rec, place++, e + 1, pct, dpct);
+	}
 }
 
 /* " iteration N/M |": where the fields start (after that '|'), or NULL. */
@@ -460,6 +659,10 @@ int lks_import_lines_at(const char *path, FILE *f, long line, uint64_t limit,
 	lks_import_reader rd = { 0 };
 	lks_import_rec *rec = malloc(sizeof(*rec));
 	char *clean = malloc(LKS_IMPORT_LINE_MAX + 8);  /* a line without its colour codes */
+	/* torchtitan's common lines read at once (lks_titan_fast): by its line function only,
+	   so that a test's own function of the same lines reads them the whole way */
+	const lks_import_label *memo = line_fn == lks_import_titan_line
+	                               ? lks_import_labels(LKS_IMPORT_TORCHTITAN) : NULL;
 	int rc = -1, got;
 	char *buf;
 	size_t len;
@@ -491,17 +694,21 @@ int lks_import_lines_at(const char *path, FILE *f, long line, uint64_t limit,
 			buf += 3;
 			len -= 3;
 		}
-		buf = lks_strip_ansi(buf, len, clean, &len);
-		s = lks_rank_prefix(buf, &rank, &ranked);
 		/* not memset: the record is 2.5 KiB and its metrics are read only up to n */
 		rec->n = 0;
 		rec->step = 0;
 		rec->line = rd.line;
-		rec->rank = rank;
-		rec->ranked = ranked;
-		if ((is = line_fn(s, len - (size_t)(s - buf), rec, path)) < 0) {
-			rc = is;
-			goto out;
+		if (!memo || (is = lks_titan_fast(buf, len, rec, memo)) < 0) {
+			buf = lks_strip_ansi(buf, len, clean, &len);
+			s = lks_rank_prefix(buf, &rank, &ranked);
+			rec->n = 0;
+			rec->step = 0;
+			rec->rank = rank;
+			rec->ranked = ranked;
+			if ((is = line_fn(s, len - (size_t)(s - buf), rec, path)) < 0) {
+				rc = is;
+				goto out;
+			}
 		}
 		/* a log line cut short may still read as one with fewer metrics; a JSON object
 		   ends at its '}', so a last line without its newline is whole (JSON Lines) */

@@ -149,15 +149,6 @@ int lks_import_label_performance(lks_import_fmt fmt, const char *label, size_t l
 	return m && m->kind == LKS_METRIC_PERFORMANCE;
 }
 
-/* A label and the name and kind it stands for. */
-struct lks_label_memo {
-	char label[48];
-	size_t len;               /* 0: none */
-	char name[LKS_IMPORT_NAME_MAX];  /* NUL padded */
-	size_t nlen;
-	lks_metric_kind kind;
-};
-
 /* The labels a format's lines gave lately, by their place in the line: a log writes the
    same labels in the same order on every line, so a label is one compare away from its
    name. An entry is written when its label was added to a record whose earlier metrics
@@ -165,13 +156,17 @@ struct lks_label_memo {
    after it. So a record whose every metric so far was its place's entry (the chain) takes
    the next entry without looking for its name twice. Per thread: imports may run on
    several. */
-static _Thread_local struct lks_label_memo
-	lks_label_memos[LKS_IMPORT_NFMT][LKS_IMPORT_MAX_METRICS];
+static _Thread_local lks_import_label lks_label_memos[LKS_IMPORT_NFMT][LKS_IMPORT_MAX_METRICS];
 static _Thread_local struct {
 	const lks_import_rec *rec;  /* NULL: no chain */
 	long line;
 	int n;                    /* the record's metrics, every one its place's entry */
 } lks_label_chain;
+
+const lks_import_label *lks_import_labels(lks_import_fmt fmt)
+{
+	return lks_label_memos[(unsigned)fmt < LKS_IMPORT_NFMT ? fmt : 0];
+}
 
 /* Whether the n bytes at a and b are the same: names and labels are short, so from 4 to
    16 bytes it is two loads of each, the first and the last bytes (they may overlap), and
@@ -200,7 +195,7 @@ static int lks_same(const char *a, const char *b, size_t n)
 
 /* The name and kind of label (len bytes) in fmt: the table's, or the label made a name. */
 static int lks_label_name(const lks_import_rec *rec, lks_import_fmt fmt, const char *label,
-                          size_t len, struct lks_label_memo *e, const char *path)
+                          size_t len, lks_import_label *e, const char *path)
 {
 	const lks_import_metric *m = lks_import_metric_label(fmt, label, len);
 
@@ -220,33 +215,6 @@ static int lks_label_name(const lks_import_rec *rec, lks_import_fmt fmt, const c
 	return 0;
 }
 
-/* The entry's name, kind and the value into the record's place, as its next metric. The
-   entry is read whole before the record is written (a store through the name's bytes could
-   otherwise be the entry's, read again after each); a short name goes in as two words (it
-   is NUL padded). */
-static void lks_rec_put(lks_import_rec *rec, int place, const struct lks_label_memo *w,
-                        double value, int64_t dec)
-{
-	int nlen = (int)w->nlen;
-	lks_metric_kind kind = w->kind;
-
-	if (nlen < 16) {
-		uint64_t n0, n1;
-
-		memcpy(&n0, w->name, 8);
-		memcpy(&n1, w->name + 8, 8);
-		memcpy(rec->m[place].name, &n0, 8);
-		memcpy(rec->m[place].name + 8, &n1, 8);
-	} else {
-		memcpy(rec->m[place].name, w->name, (size_t)nlen + 1);
-	}
-	rec->m[place].nlen = nlen;
-	rec->m[place].kind = kind;
-	rec->m[place].value = value;
-	rec->m[place].dec = dec;
-	rec->n = place + 1;
-}
-
 /* lks_import_rec_add past its common case: a label new to its place, or a record off the
    chain. */
 static __attribute__((noinline)) int lks_rec_add_slow(lks_import_rec *rec, lks_import_fmt fmt,
@@ -254,8 +222,8 @@ static __attribute__((noinline)) int lks_rec_add_slow(lks_import_rec *rec, lks_i
                                                       double value, int64_t dec,
                                                       const char *path)
 {
-	struct lks_label_memo *e = NULL, fresh;
-	const struct lks_label_memo *w = &fresh;
+	lks_import_label *e = NULL, fresh;
+	const lks_import_label *w = &fresh;
 	int place = rec->n, rc, hit = 0;
 	int chain = place == 0 || (lks_label_chain.rec == rec && lks_label_chain.line == rec->line
 	                           && lks_label_chain.n == place);
@@ -275,7 +243,7 @@ static __attribute__((noinline)) int lks_rec_add_slow(lks_import_rec *rec, lks_i
 	if (rec->n == LKS_IMPORT_MAX_METRICS)
 		return lks_err("'%s':%ld: more than %d metrics", path, rec->line,
 		               LKS_IMPORT_MAX_METRICS), LKS_IMPORT_BAD;
-	lks_rec_put(rec, place, w, value, dec);
+	lks_import_rec_put(rec, place, w, value, dec);
 	if (!hit && e && chain && len <= sizeof(e->label)) {
 		/* this place's entry changes: the entries after it were checked against it */
 		for (int i = place + 1; i < LKS_IMPORT_MAX_METRICS && lks_label_memos[fmt][i].len; i++)
@@ -307,12 +275,12 @@ int lks_import_rec_add_dec(lks_import_rec *rec, lks_import_fmt fmt, const char *
 	/* the common case, in a frame of its own: the label is its place's entry, and the
 	   record's metrics before it were theirs (the chain) */
 	if ((unsigned)fmt < LKS_IMPORT_NFMT && place < LKS_IMPORT_MAX_METRICS) {
-		const struct lks_label_memo *e = &lks_label_memos[fmt][place];
+		const lks_import_label *e = &lks_label_memos[fmt][place];
 
 		if (len && e->len == len && lks_same(e->label, label, len)
 		    && (place == 0 || (lks_label_chain.rec == rec && lks_label_chain.line == rec->line
 		                       && lks_label_chain.n == place))) {
-			lks_rec_put(rec, place, e, value, dec);
+			lks_import_rec_put(rec, place, e, value, dec);
 			lks_label_chain.rec = rec;
 			lks_label_chain.line = rec->line;
 			lks_label_chain.n = place + 1;
@@ -322,8 +290,7 @@ int lks_import_rec_add_dec(lks_import_rec *rec, lks_import_fmt fmt, const char *
 	return lks_rec_add_slow(rec, fmt, label, len, value, dec, path);
 }
 
-/* Exact powers of ten as doubles: 10^22 is the last one a double holds exactly. */
-static const double lks_pow10[] = { 1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10,
+const double lks_import_pow10[23] = { 1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10,
                                     1e11, 1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19,
                                     1e20, 1e21, 1e22 };
 
@@ -373,7 +340,7 @@ size_t lks_import_decimal_prefix(const char *s, size_t n, int commas, double *ou
 	}
 	if (e < -22 || e > 22)
 		return 0;
-	*out = e < 0 ? (double)m / lks_pow10[-e] : (double)m * lks_pow10[e];
+	*out = e < 0 ? (double)m / lks_import_pow10[-e] : (double)m * lks_import_pow10[e];
 	/* the layout's m / 10^d is this one division (d 0: m itself); -m / 10^d is exactly
 	   its negation, rounding to nearest being symmetric */
 	*dec = e <= 0 && e >= -14 && !(m == 0 && s[0] == '-')
@@ -382,42 +349,6 @@ size_t lks_import_decimal_prefix(const char *s, size_t n, int commas, double *ou
 	if (s[0] == '-')
 		*out = -*out;
 	return i;
-}
-
-size_t lks_import_decimal_z(const char *s, int commas, double *out, int64_t *dec)
-{
-	const char *p = s + (*s == '-');
-	uint64_t m = 0;
-	int digits = 0, frac = 0;
-	unsigned d;
-
-#if FLT_EVAL_METHOD != 0
-	return 0;
-#endif
-	for (;;) {  /* the NUL ends the digits: no length to check */
-		for (; (d = (unsigned)(*p - '0')) < 10; p++, digits++)
-			m = m * 10 + d;
-		if (!(commas && *p == ',' && digits && (unsigned)(p[1] - '0') < 10))
-			break;
-		p++;
-	}
-	if (*p == '.') {
-		const char *f = ++p;
-
-		for (; (d = (unsigned)(*p - '0')) < 10; p++)
-			m = m * 10 + d;
-		frac = (int)(p - f);
-		digits += frac;
-	}
-	if (digits == 0 || digits > 15 || *p == 'e' || *p == 'E')
-		return 0;  /* 15 digits: m < 10^15 < 2^53, so frac <= 15 */
-	*out = frac ? (double)m / lks_pow10[frac] : (double)m;
-	*dec = frac <= 14 && !(m == 0 && *s == '-')
-	       ? (int64_t)((uint64_t)(*s == '-' ? -(int64_t)m : (int64_t)m) << 4) | frac
-	       : LKS_IMPORT_NO_DEC;
-	if (*s == '-')
-		*out = -*out;
-	return (size_t)(p - s);
 }
 
 int lks_import_number(const char *s, size_t len, int commas, double *out)
@@ -490,7 +421,8 @@ int lks_import_reader_open(lks_import_reader *r, const char *path, FILE *f, size
 	                          .cap = chunk ? LKS_IMPORT_LINE_MAX : LKS_IMPORT_BLOCK,
 	                          .chunk = chunk ? chunk : LKS_IMPORT_BLOCK, .nul = SIZE_MAX,
 	                          .limit = UINT64_MAX };
-	if (!(r->buf = malloc(r->cap + 1)))  /* + 1: a last line's NUL */
+	/* + 1: a last line's NUL; the slack set once, so that what is read there is defined */
+	if (!(r->buf = calloc(r->cap + 1 + LKS_IMPORT_SLACK, 1)))
 		return lks_err("out of memory");
 	return 0;
 }

@@ -16,6 +16,7 @@
  * corpus one input per process with LeakSanitizer. Built otherwise, it parses FILE once.
  */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "harness/engine/case.h"
@@ -24,6 +25,7 @@
 #include "harness/store/golden.h"
 #include "harness/store/import.h"
 #include "kernels/err.h"
+#include "../titan_twice.h"
 
 /* Each returns an exit code: LKS_EXIT_OK accepted, LKS_EXIT_USAGE rejected, else failed. */
 
@@ -67,7 +69,23 @@ static int lks_fuzz_import(const char *fmt, const char *path)
 	return rc == 0 ? LKS_EXIT_OK : rc == LKS_IMPORT_BAD ? LKS_EXIT_USAGE : LKS_EXIT_INFRA;
 }
 
-static int lks_fuzz_torchtitan(const char *path) { return lks_fuzz_import("torchtitan", path); }
+/* torchtitan's, and its common lines read at once held to the whole way's reading of
+   them (../titan_twice.h): a difference aborts, a crash to the fuzzer. */
+static int lks_fuzz_torchtitan(const char *path)
+{
+	static char text[1 << 20];
+	FILE *f = fopen(path, "rb");
+	size_t n = f ? fread(text, 1, sizeof(text), f) : 0;
+	char why[1200];
+
+	if (f)
+		fclose(f);
+	if (lks_titan_twice(text, n, why, sizeof(why))) {
+		fprintf(stderr, "lks_fuzz: torchtitan read two ways differs: %s\n", why);
+		abort();
+	}
+	return lks_fuzz_import("torchtitan", path);
+}
 static int lks_fuzz_megatron_log(const char *path)
 {
 	return lks_fuzz_import("megatron-log", path);
