@@ -117,8 +117,9 @@ _Static_assert(LKS_IMPORT_NAME_MAX % 8 == 0, "a name's words lie within its arra
 
 /* The metrics of a record, numerics and performance apart, each hashed with NaN as one
    pattern: equal ones hash equal. Each name goes in as the 8-byte words up to its NUL, the
-   bytes after the NUL zeroed (what follows a name in its array is no part of it), then
-   its value; one pass over the metrics fills both kinds' words. */
+   bytes after the NUL zeroed (what follows a name in its array is no part of it): a name
+   of fewer than 16 bytes is its two words as they are (it is NUL padded to 16, import.h);
+   then its value. One pass over the metrics fills both kinds' words. */
 static void lks_rec_hashes(const lks_import_rec *rec, uint64_t *hnum, uint64_t *hperf)
 {
 	uint64_t buf[2][LKS_IMPORT_MAX_METRICS * (LKS_IMPORT_NAME_MAX / 8 + 1)];
@@ -127,33 +128,23 @@ static void lks_rec_hashes(const lks_import_rec *rec, uint64_t *hnum, uint64_t *
 	for (int i = 0; i < rec->n; i++) {
 		double v = isnan(rec->m[i].value) ? NAN : rec->m[i].value;
 		const char *p = rec->m[i].name;
-		int k = rec->m[i].kind == LKS_METRIC_PERFORMANCE;
-		uint64_t *b = buf[k];
-		size_t nk = n[k];
+		int k = rec->m[i].kind == LKS_METRIC_PERFORMANCE, nlen = rec->m[i].nlen;
+		uint64_t *b = buf[k] + n[k];
 
-#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-		/* the words up to the one of its NUL (8 * w <= LKS_IMPORT_NAME_MAX: within the
-		   name's array); of that last word the bytes from the NUL on are cleared (the
-		   first bytes are the low ones) */
-		size_t w = (size_t)rec->m[i].nlen / 8 + 1;
+		memcpy(b, p, 16);
+		if (nlen >= 16) {
+			/* the words up to the one of its NUL (8 * w <= LKS_IMPORT_NAME_MAX: within
+			   the name's array), the bytes of the last from the NUL on cleared */
+			size_t w = (size_t)nlen / 8 + 1;
 
-		memcpy(&b[nk], p, 16);  /* two words at least: the second is the value's place */
-		if (w > 2)
-			memcpy(&b[nk + 2], p + 16, 8 * (w - 2));
-		b[nk + w - 1] &= ((uint64_t)1 << 8 * (rec->m[i].nlen % 8)) - 1;
-		nk += w;
-#else
-		uint64_t x = 0;
-		size_t j = 0;
-
-		do {  /* the same words, a byte at a time */
-			x |= (uint64_t)(unsigned char)*p << 8 * (j % 8);
-			if (++j % 8 == 0 || !*p)
-				b[nk++] = x, x = 0;
-		} while (*p++);
-#endif
-		memcpy(&b[nk++], &v, sizeof(v));
-		n[k] = nk;
+			memcpy(b + 2, p + 16, 8 * (w - 2));
+			memset((char *)(b + w - 1) + nlen % 8, 0, 8 - (size_t)(nlen % 8));
+			b += w;
+		} else {
+			b += 2;
+		}
+		memcpy(b++, &v, sizeof(v));
+		n[k] = (size_t)(b - buf[k]);
 	}
 	*hnum = XXH3_64bits(buf[0], n[0] * sizeof(buf[0][0]));
 	*hperf = XXH3_64bits(buf[1], n[1] * sizeof(buf[1][0]));
