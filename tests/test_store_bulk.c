@@ -161,10 +161,11 @@ Test(store_bulk, killed_mid_write_rolls_back_and_reopens_in_wal, .timeout = 120)
 	pid = fork();
 	cr_assert_geq(pid, 0);
 	if (pid == 0) {
-		if (lks_store_open(path, &s)
-		    || sqlite3_exec(lks_store_db(s), "PRAGMA cache_size = 10", NULL, NULL, NULL))
+		if (lks_store_open(path, &s))
 			_exit(10);
-		lks_store_bulk_begin(s);
+		lks_store_bulk_begin(s);  /* which sets a cache of its own: this one after it */
+		if (sqlite3_exec(lks_store_db(s), "PRAGMA cache_size = 10", NULL, NULL, NULL))
+			_exit(10);
 		import_run(s, "killed", 0);
 		kill(getpid(), SIGKILL);
 		_exit(11);

@@ -338,7 +338,11 @@ int lks_store_import_begin(lks_store *s, const lks_run_info *info, int64_t *run_
    crash in between leaves a hot journal, rolled back by the next opening, which also
    puts the file back in WAL, as does the next opening where bulk_end could not (busy
    for the whole timeout); lks_store_close ends a bulk write left open. Neither call may
-   be made inside a transaction. */
+   be made inside a transaction. In rollback-journal mode the pages of the write do not
+   wait in memory for the commit: the connection keeps 1 MiB of them, the rest are written
+   to the file as they come, and each import block stored has the kernel start sending
+   what was written to the disk (sync_file_range), so that the commit's fsync has little
+   left to wait for. */
 void lks_store_bulk_begin(lks_store *s);
 void lks_store_bulk_end(lks_store *s);
 /* The records of b (harness/store/import_block.h), as the run's block seq (unique in the

@@ -42,6 +42,7 @@ int lks_store_import_block(lks_store *s, int64_t run_id, int64_t seq, lks_block 
 	if (rc)
 		return lks_err("%s, in a block of steps %d to %d", lks_errmsg(), first, last);
 	lks_block_reset(b);
+	lks_store_bulk_flush(s);
 	return 0;
 }
 

@@ -108,7 +108,13 @@ struct lks_store {
 	int ckpt_running, ckpt_pending, ckpt_stop;  /* under ckpt_mu, but ckpt_running */
 	int ckpt_frames;                  /* WAL frames at the last wake-up (writer thread only) */
 	int bulk;                         /* in rollback-journal mode for a bulk write */
+	int bulk_fd;                      /* 1 + a descriptor of the file in a bulk write in
+	                                     rollback-journal mode (lks_store_bulk_flush); 0 */
 };
+
+/* In a bulk write in rollback-journal mode, the kernel starts writing the pages written to
+   the file so far to the disk, and does not wait for it (trace_store.h); else nothing. */
+void lks_store_bulk_flush(lks_store *s);
 
 /* ---- the schema (trace_store_schema.c) ---- */
 

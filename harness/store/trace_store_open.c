@@ -13,11 +13,14 @@
  * never waits for the disk; the closing connection does the last one. A store is used by
  * one thread at a time (the connection is opened without SQLite's mutex).
  */
+#define _GNU_SOURCE  /* sync_file_range */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "harness/store/trace_store_impl.h"
 #include "kernels/err.h"
@@ -368,10 +371,28 @@ void lks_store_bulk_begin(lks_store *s)
 	sqlite3_busy_timeout(s->db, 0);  /* another connection: no switch, and no wait */
 	s->bulk = lks_store_journal(s->db, "delete");
 	sqlite3_busy_timeout(s->db, LKS_STORE_BUSY_MS);
+	if (s->bulk) {
+		/* a descriptor of its own: the kernel writes the file's pages back whichever one
+		   names it; none to be had, and the commit's fsync does it all */
+		int fd = open(sqlite3_db_filename(s->db, "main"), O_RDONLY | O_CLOEXEC);
+
+		s->bulk_fd = fd >= 0 ? fd + 1 : 0;
+		sqlite3_exec(s->db, "PRAGMA cache_size = -1024", NULL, NULL, NULL);
+	}
 	if (!s->bulk) {
 		sqlite3_exec(s->db, "PRAGMA synchronous = NORMAL", NULL, NULL, NULL);
 		lks_store_ckpt_start(s, sqlite3_db_filename(s->db, "main"));
 	}
+}
+
+void lks_store_bulk_flush(lks_store *s)
+{
+#ifdef SYNC_FILE_RANGE_WRITE  /* Linux; elsewhere the commit's fsync does it all */
+	if (s->bulk_fd)
+		sync_file_range(s->bulk_fd - 1, 0, 0, SYNC_FILE_RANGE_WRITE);
+#else
+	(void)s;
+#endif
 }
 
 void lks_store_bulk_end(lks_store *s)
@@ -381,6 +402,10 @@ void lks_store_bulk_end(lks_store *s)
 	if (!s->bulk || !sqlite3_get_autocommit(s->db))
 		return;
 	s->bulk = 0;
+	if (s->bulk_fd)
+		close(s->bulk_fd - 1);
+	s->bulk_fd = 0;
+	sqlite3_exec(s->db, "PRAGMA cache_size = -65536", NULL, NULL, NULL);  /* as opened */
 	/* waits out readers that came meanwhile; where it cannot, the next opening switches */
 	lks_store_wal(s->db, path);
 	sqlite3_exec(s->db, "PRAGMA synchronous = NORMAL", NULL, NULL, NULL);
@@ -392,6 +417,8 @@ void lks_store_close(lks_store *s)
 	if (!s)
 		return;
 	lks_store_bulk_end(s);
+	if (s->bulk_fd)  /* a bulk write that could not end: inside a transaction */
+		close(s->bulk_fd - 1);
 	lks_store_ckpt_stop(s);
 	for (int i = 0; i < LKS_Q_COUNT; i++)
 		sqlite3_finalize(s->stmt[i]);
