@@ -79,15 +79,20 @@ static char *lks_strip_ansi(char *s, size_t len, char *out, size_t *n)
 	return out;
 }
 
+/* ASCII classes, as <ctype.h>'s in the C locale (lockstep sets no other) without a call
+   for the table a byte: a prefix is read on every line. */
+static int lks_digit(char c) { return (unsigned)(c - '0') < 10; }
+static int lks_alpha(char c) { return (unsigned)((c | 0x20) - 'a') < 26; }
+
 /* Digits at p up to LKS_IMPORT_MAX_RANK as *rank, then what follows them; NULL where there
    are none, or they are more. */
 static const char *lks_rank_digits(const char *p, int *rank)
 {
 	long r = 0;
 
-	if (!isdigit((unsigned char)*p))
+	if (!lks_digit(*p))
 		return NULL;
-	for (; isdigit((unsigned char)*p); p++)
+	for (; lks_digit(*p); p++)
 		if (r <= LKS_IMPORT_MAX_RANK)  /* no further: it is too big already */
 			r = r * 10 + (*p - '0');
 	if (r > LKS_IMPORT_MAX_RANK)
@@ -116,7 +121,7 @@ static const char *lks_rank_prefix(const char *s, int *rank, int *ranked)
 		*rank = r;
 		s = q + 2;
 	}
-	for (p = s + (*s == '['); p > s && (isalpha((unsigned char)*p) || *p == '_'); p++)
+	for (p = s + (*s == '['); p > s && (lks_alpha(*p) || *p == '_'); p++)
 		;
 	if (p > s + 1 && (q = lks_rank_digits(p, &r)) && q[0] == ']' && q[1] == ':') {
 		*rank = r;
@@ -244,7 +249,7 @@ static int lks_titan_mark(const char *s, const char *p)
 
 	while (q > s && (q[-1] == ' ' || q[-1] == '\t'))
 		q--;
-	return q == s || (q < p && !isalnum((unsigned char)q[-1]));
+	return q == s || (q < p && !lks_alpha(q[-1]) && !lks_digit(q[-1]));
 }
 
 /* Where the record of a torchtitan line starts: the first "step:" where one may
@@ -281,9 +286,9 @@ static void lks_titan_later_rank(const char *s, const char *start, lks_import_re
 
 		if (q[1] != ':')
 			continue;
-		while (d > s && isdigit((unsigned char)d[-1]))
+		while (d > s && lks_digit(d[-1]))
 			d--;
-		for (l = d; l > s && (isalpha((unsigned char)l[-1]) || l[-1] == '_'); l--)
+		for (l = d; l > s && (lks_alpha(l[-1]) || l[-1] == '_'); l--)
 			;
 		/* letters, then digits up to LKS_IMPORT_MAX_RANK, right up to the "]:" */
 		if (l == d || l == s || l[-1] != '[' || lks_rank_digits(d, &r) != q)
