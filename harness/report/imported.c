@@ -68,8 +68,9 @@ static int lks_imported_table(struct lks_report *r, const char *case_name, lks_m
 			if (kind == LKS_METRIC_NUMERICS) {
 				snprintf(c[0], sizeof(c[0]), "%ld", v.n);
 				snprintf(c[1], sizeof(c[1]), "%ld", v.nonfinite);
-				snprintf(c[2], sizeof(c[2]), v.first_nonfinite >= 0 ? "%d" : "",
-				         v.first_nonfinite);
+				c[2][0] = 0;  /* no step: an empty cell */
+				if (v.first_nonfinite >= 0)
+					snprintf(c[2], sizeof(c[2]), "%d", v.first_nonfinite);
 				snprintf(c[3], sizeof(c[3]), "%.15g", v.last);  /* a log's decimal digits */
 				lks_row(r, v.nonfinite ? "bad" : NULL, cells, cls, 6);
 			} else {

@@ -45,7 +45,7 @@ static const lks_import_format lks_import_formats[LKS_IMPORT_NFMT] = {
 	[LKS_IMPORT_MEGATRON_GOLDEN] = { "megatron-golden", "Megatron-LM's golden values JSON "
 	                                 "(metric -> start_step, end_step, step_interval, values), "
 	                                 "or Megatron-Bridge's (step -> metrics)",
-	                                 lks_import_parse_megatron_golden },
+	                                 lks_import_parse_megatron_golden, NULL },
 	[LKS_IMPORT_JSONL] = { "jsonl", "one JSON object per line: step, rank (optional), "
 	                       "metrics", lks_import_parse_jsonl, lks_import_jsonl_line },
 };
