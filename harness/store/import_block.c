@@ -142,12 +142,13 @@ static int lks_block_col(lks_block *b, const char *name, lks_metric_kind kind, i
 	return *hint = b->ncols++;
 }
 
-/* A value of the record being added (b->n) into its column. */
-static void lks_block_put(lks_block *b, struct lks_bcol *c, double v, int64_t dec)
+/* A value of the record being added (n, b->n) into its column: n given, as the stores may
+   alias b->n. */
+static void lks_block_put(struct lks_bcol *c, int n, double v, int64_t dec)
 {
-	c->v[b->n] = v;
-	c->dec[b->n] = dec;
-	c->has[b->n / 8] |= (unsigned char)(1u << (b->n % 8));
+	c->v[n] = v;
+	c->dec[n] = dec;
+	c->has[n / 8] |= (unsigned char)(1u << (n % 8));
 }
 
 /* The record added: its step and rank. */
@@ -215,8 +216,8 @@ int lks_block_add(lks_block *b, int step, int rank, const lks_metric_row *rows, 
 		if ((rc = lks_block_take(b, rows[i].name, rows[i].kind, i, &col[i])))
 			return rc;
 	}
-	for (int i = 0; i < n; i++)
-		lks_block_put(b, &b->cols[col[i]], rows[i].value, LKS_IMPORT_NO_DEC);
+	for (int i = 0, at = b->n; i < n; i++)
+		lks_block_put(&b->cols[col[i]], at, rows[i].value, LKS_IMPORT_NO_DEC);
 	lks_block_next(b, step, rank);
 	return 0;
 }
@@ -251,8 +252,8 @@ int lks_block_add_rec(lks_block *b, const lks_import_rec *rec)
 		if (rc)
 			return rc;
 	}
-	for (int i = 0; i < n; i++)
-		lks_block_put(b, &b->cols[col[i]], rec->m[i].value, rec->m[i].dec);
+	for (int i = 0, at = b->n; i < n; i++)
+		lks_block_put(&b->cols[col[i]], at, rec->m[i].value, rec->m[i].dec);
 	lks_block_next(b, rec->step, rec->rank);
 	return 0;
 }
@@ -275,18 +276,22 @@ static int lks_buf_room(struct lks_buf *o, size_t more)
 	return 0;
 }
 
-/* Room is made by the caller: a varint is at most 10 bytes. Written through a pointer of
-   its own: a store through o->p may alias o->n, which would be read back every byte. */
-static void lks_put_varint(struct lks_buf *o, uint64_t x)
+/* x as a varint at q (room made by the caller: at most 10 bytes); where it ends. */
+static unsigned char *lks_varint_at(unsigned char *q, uint64_t x)
 {
-	unsigned char *p = o->p + o->n, *q = p;
-
 	while (x >= 0x80) {
 		*q++ = (unsigned char)(x | 0x80);
 		x >>= 7;
 	}
 	*q++ = (unsigned char)x;
-	o->n += (size_t)(q - p);
+	return q;
+}
+
+/* Written through a pointer of its own: a store through o->p may alias o->n, which would
+   be read back every byte. */
+static void lks_put_varint(struct lks_buf *o, uint64_t x)
+{
+	o->n = (size_t)(lks_varint_at(o->p + o->n, x) - o->p);
 }
 
 static uint64_t lks_zz(int64_t x)
@@ -338,7 +343,8 @@ static int lks_decimal(double v, int try_d, int64_t *m)
 	return LKS_DEC_RAW;
 }
 
-static void lks_put_raw(struct lks_buf *o, double v)
+/* v's 8 bytes at q, little-endian (room made by the caller); where they end. */
+static unsigned char *lks_raw_at(unsigned char *q, double v)
 {
 	uint64_t u;
 
@@ -346,7 +352,8 @@ static void lks_put_raw(struct lks_buf *o, double v)
 		v = NAN;  /* one NaN, as everywhere in the store */
 	memcpy(&u, &v, sizeof(u));
 	for (int i = 0; i < 8; i++)
-		o->p[o->n++] = (unsigned char)(u >> (8 * i));
+		*q++ = (unsigned char)(u >> (8 * i));
+	return q;
 }
 
 static int lks_encode_col(lks_block *b, struct lks_bcol *c)
@@ -365,8 +372,9 @@ static int lks_encode_col(lks_block *b, struct lks_bcol *c)
 		b->out.n += (size_t)(b->n + 7) / 8;
 	}
 	memset(b->prev, 0, (size_t)(b->max_rank + 1) * sizeof(*b->prev));
-	/* the loop's arrays and state in locals: the bytes written may alias any of b's or c's
-	   fields, which would otherwise be read again after every byte */
+	/* the loop's arrays, state and place in the output in locals: the bytes written may
+	   alias any of b's or c's fields, which would otherwise be read again after every
+	   byte */
 	{
 		const unsigned char *has = c->has;
 		const double *v = c->v;
@@ -374,12 +382,13 @@ static int lks_encode_col(lks_block *b, struct lks_bcol *c)
 		const int *rank = b->rank;
 		int64_t *prev = b->prev;
 		int n = b->n, last_d = c->last_d;
+		unsigned char *w = b->out.p + b->out.n;
 
 		for (int i = 0; i < n; i++) {
 			int64_t m = 0;
 			int d;
 
-			if (!(has[i / 8] >> (i % 8) & 1))
+			if (!all && !(has[i / 8] >> (i % 8) & 1))
 				continue;
 			/* the decimal as read, where it reads back as the value (as it should:
 			   import.h); else one looked for */
@@ -389,15 +398,16 @@ static int lks_encode_col(lks_block *b, struct lks_bcol *c)
 			    || !lks_same_bits(d ? (double)m / lks_p10[d] : (double)m, v[i]))
 				d = lks_decimal(v[i], last_d, &m);
 			if (d == LKS_DEC_RAW) {
-				b->out.p[b->out.n++] = LKS_DEC_RAW;
-				lks_put_raw(&b->out, v[i]);
+				*w++ = LKS_DEC_RAW;
+				w = lks_raw_at(w, v[i]);
 				continue;
 			}
 			last_d = d;
-			lks_put_varint(&b->out, lks_zz(m - prev[rank[i]]) << 4 | (uint64_t)d);
+			w = lks_varint_at(w, lks_zz(m - prev[rank[i]]) << 4 | (uint64_t)d);
 			prev[rank[i]] = m;
 		}
 		c->last_d = last_d;
+		b->out.n = (size_t)(w - b->out.p);
 	}
 	return 0;
 }
@@ -435,11 +445,16 @@ int lks_block_encode(lks_block *b, const unsigned char **data, size_t *len)
 		memcpy(b->out.p + b->out.n, b->cols[j].name, nl);
 		b->out.n += nl;
 	}
-	for (int i = 0; i < b->n; i++)
-		lks_put_varint(&b->out, (uint64_t)b->rank[i]);
-	for (int i = 0; i < b->n; i++) {
-		lks_put_varint(&b->out, lks_zz((int64_t)b->step[i] - prev));
-		prev = b->step[i];
+	{
+		unsigned char *w = b->out.p + b->out.n;  /* as in lks_encode_col */
+
+		for (int i = 0; i < b->n; i++)
+			w = lks_varint_at(w, (uint64_t)b->rank[i]);
+		for (int i = 0; i < b->n; i++) {
+			w = lks_varint_at(w, lks_zz((int64_t)b->step[i] - prev));
+			prev = b->step[i];
+		}
+		b->out.n = (size_t)(w - b->out.p);
 	}
 	for (int j = 0; j < b->ncols; j++)
 		if (lks_encode_col(b, &b->cols[j]))
