@@ -100,8 +100,10 @@ typedef struct lks_import_label {
 
 /* This thread's remembered labels of fmt, LKS_IMPORT_MAX_METRICS places. A record whose
    metrics 0 .. n - 1 have those places' labels, in that order, is what lks_import_rec_add
-   makes of them: the entries' names and kinds (no name twice among them). */
-const lks_import_label *lks_import_labels(lks_import_fmt fmt);
+   makes of them: the entries' names and kinds (no name twice among them). *changes: a
+   count of this thread's, that grows whenever an entry of any format changes (what was
+   learnt of an entry holds while it stays). */
+const lks_import_label *lks_import_labels(lks_import_fmt fmt, const unsigned **changes);
 
 /* The entry's name and kind and the value into rec's place, as its last metric (rec->n
    place + 1). The entry is read whole before the record is written (a store through the

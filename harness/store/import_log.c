@@ -468,12 +468,45 @@ static int lks_label_at(const char *p, const lks_import_label *e)
 	return a == b && a1 == b1;
 }
 
+/* What the reader of a file's lines (one thread) learnt for lks_titan_fast: the labels
+   remembered, and per place the bytes that went before its label's ':' on a line read,
+   from the end of the value before (blanks, colour codes, the label, the ':';
+   LKS_TITAN_SEG at most), as a masked word compare. Where a line has the same bytes there,
+   they read as they read then: a run of blanks and whole escape sequences, not followed by
+   another (the label's first byte is none), then the place's label and its ':' (while the
+   labels stay: changes). */
+#define LKS_TITAN_SEG 24
+struct lks_titan_memo {
+	const lks_import_label *labels;
+	const unsigned *changes;
+	unsigned seen;                    /* *changes when the places were learnt */
+	struct {
+		unsigned char b[LKS_TITAN_SEG], mask[LKS_TITAN_SEG];  /* mask 0xff over the bytes */
+		size_t len;                   /* 0: none learnt */
+	} seg[LKS_IMPORT_MAX_METRICS];
+};
+
+/* Whether the text at p starts with the bytes of g (LKS_IMPORT_SLACK covers the words). */
+static int lks_seg_at(const char *p, const unsigned char *b, const unsigned char *mask)
+{
+	uint64_t x = 0;
+
+	for (int w = 0; w < LKS_TITAN_SEG; w += 8) {
+		uint64_t t, want, m;
+
+		memcpy(&t, p + w, 8), memcpy(&want, b + w, 8), memcpy(&m, mask + w, 8);
+		x |= (t ^ want) & m;
+	}
+	return !x;
+}
+
 /* The record of the torchtitan line s (len bytes, LKS_IMPORT_SLACK readable after its
    NUL; rec's line set) as described above: 1 a record, 0 no metric line, -1 not this
    reading's to say (rec is then of no use). */
 static int lks_titan_fast(const char *s, size_t len, lks_import_rec *rec,
-                          const lks_import_label *memo)
+                          struct lks_titan_memo *f)
 {
+	const lks_import_label *memo = f->labels;
 	const char *esc = memchr(s, 0x1b, len), *p, *t, *v, *mark;
 	int rank, ranked, place = 0;
 	long long step = 0;
@@ -500,6 +533,11 @@ static int lks_titan_fast(const char *s, size_t len, lks_import_rec *rec,
 	if (p == v || step > INT_MAX || !lks_titan_blank(*lks_esc_skip(p)))
 		return -1;
 	rec->step = (int)step;
+	if (*f->changes != f->seen) {  /* the labels changed: what was learnt of them goes */
+		for (int i = 0; i < LKS_IMPORT_MAX_METRICS; i++)
+			f->seg[i].len = 0;
+		f->seen = *f->changes;
+	}
 	for (;;) {
 		const lks_import_label *e = &memo[place];
 		double x, pct;
@@ -507,12 +545,29 @@ static int lks_titan_fast(const char *s, size_t len, lks_import_rec *rec,
 		size_t k, k2;
 		const char *q, *u;
 
-		if (!*(p = lks_esc_blanks(p)))
-			return 1;
-		if (place >= LKS_IMPORT_MAX_METRICS || !e->len || !lks_label_at(p, e)
-		    || p[e->len] != ':')
-			return -1;
-		v = lks_esc_blanks(p + e->len + 1);
+		if (place < LKS_IMPORT_MAX_METRICS && f->seg[place].len
+		    && lks_seg_at(p, f->seg[place].b, f->seg[place].mask)) {
+			p += f->seg[place].len;
+		} else {
+			const char *from = p;
+
+			if (!*(p = lks_esc_blanks(p)))
+				return 1;
+			if (place >= LKS_IMPORT_MAX_METRICS || !e->len || !lks_label_at(p, e)
+			    || p[e->len] != ':')
+				return -1;
+			p += e->len + 1;
+			if ((size_t)(p - from) <= LKS_TITAN_SEG) {
+				size_t n = (size_t)(p - from);
+
+				memset(f->seg[place].b, 0, LKS_TITAN_SEG);
+				memcpy(f->seg[place].b, from, n);
+				memset(f->seg[place].mask, 0xff, n);
+				memset(f->seg[place].mask + n, 0, LKS_TITAN_SEG - n);
+				f->seg[place].len = n;
+			}
+		}
+		v = lks_esc_blanks(p);
 		if (!(k = lks_decimal_z(v, 1, &x, &dx)))
 			return -1;
 		q = v + k;
@@ -664,13 +719,16 @@ int lks_import_lines_at(const char *path, FILE *f, long line, uint64_t limit,
 	char *clean = malloc(LKS_IMPORT_LINE_MAX + 8);  /* a line without its colour codes */
 	/* torchtitan's common lines read at once (lks_titan_fast): by its line function only,
 	   so that a test's own function of the same lines reads them the whole way */
-	const lks_import_label *memo = line_fn == lks_import_titan_line
-	                               ? lks_import_labels(LKS_IMPORT_TORCHTITAN) : NULL;
+	struct lks_titan_memo *memo = line_fn == lks_import_titan_line
+	                              ? calloc(1, sizeof(*memo)) : NULL;
 	int rc = -1, got;
 	char *buf;
 	size_t len;
 
-	if (!rec || !clean || lks_import_reader_open(&rd, path, f, 0)) {
+	if (memo)
+		memo->labels = lks_import_labels(LKS_IMPORT_TORCHTITAN, &memo->changes);
+	if (!rec || !clean || (line_fn == lks_import_titan_line && !memo)
+	    || lks_import_reader_open(&rd, path, f, 0)) {
 		lks_err("out of memory");
 		goto out;
 	}
@@ -732,6 +790,7 @@ int lks_import_lines_at(const char *path, FILE *f, long line, uint64_t limit,
 	rc = got;
 out:
 	lks_import_reader_close(&rd);
+	free(memo);
 	free(clean);
 	free(rec);
 	return rc;

@@ -163,8 +163,11 @@ static _Thread_local struct {
 	int n;                    /* the record's metrics, every one its place's entry */
 } lks_label_chain;
 
-const lks_import_label *lks_import_labels(lks_import_fmt fmt)
+static _Thread_local unsigned lks_label_changes;  /* entries changed, of any format */
+
+const lks_import_label *lks_import_labels(lks_import_fmt fmt, const unsigned **changes)
 {
+	*changes = &lks_label_changes;
 	return lks_label_memos[(unsigned)fmt < LKS_IMPORT_NFMT ? fmt : 0];
 }
 
@@ -248,6 +251,7 @@ static __attribute__((noinline)) int lks_rec_add_slow(lks_import_rec *rec, lks_i
 		/* this place's entry changes: the entries after it were checked against it */
 		for (int i = place + 1; i < LKS_IMPORT_MAX_METRICS && lks_label_memos[fmt][i].len; i++)
 			lks_label_memos[fmt][i].len = 0;
+		lks_label_changes++;
 		*e = fresh;
 		memcpy(e->label, label, len);
 		e->len = len;
