@@ -463,6 +463,65 @@ Test(import_read, a_step_again_with_the_same_values_is_repeated_after_longer_nam
 	unlink(path);
 }
 
+/* The torchtitan log text imported with no store: its result, counts in *res. */
+static int titan_import(const char *text, lks_import_result *res)
+{
+	char path[] = "/tmp/lks-test-import-read-XXXXXX";
+	const char *files[] = { path };
+	lks_import_opts o = { .fmt = lks_import_format_find("torchtitan"), .case_name = "c",
+	                      .run_name = "r" };
+	int fd = mkstemp(path), rc;
+	FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
+
+	cr_assert_not_null(f);
+	fputs(text, f);
+	fclose(f);
+	rc = lks_import_files(NULL, &o, files, 1, res);
+	unlink(path);
+	return rc;
+}
+
+/* A step that comes again is held to the metrics its rank gave it, bit for bit: NaN as
+   NaN, 0 not -0, the same names in the same order; performance metrics too where the line
+   names its rank, the numerics only where it does not (each rank has its own timings). */
+Test(import_read, a_step_again_is_held_to_its_metrics_bit_for_bit)
+{
+	static const struct {
+		const char *log;
+		int repeated;             /* 1 repeated, 0 refused */
+		const char *why;
+	} cases[] = {
+		{ "- step: 1  loss: nan  tps: 5\n- step: 1  loss: nan  tps: 5\n", 1, "" },
+		{ "- step: 1  loss: -nan  tps: 5\n- step: 1  loss: nan  tps: 6\n", 1, "" },
+		{ "- step: 1  loss: 2  tps: 5\n- step: 1  loss: 2  tps: 6\n", 1, "" },
+		{ "[rank0]:- step: 1  loss: 2  tps: 5\n[rank0]:- step: 1  loss: 2  tps: 5\n", 1, "" },
+		{ "[rank0]:- step: 1  loss: 2  tps: 5\n[rank0]:- step: 1  loss: 2  tps: 6\n", 0,
+		  "step 1 of rank 0 again with other values" },
+		{ "[rank0]:- step: 1  loss: 0.0\n[rank0]:- step: 1  loss: -0.0\n", 0, "other values" },
+		{ "[rank0]:- step: 1  loss: 2\n[rank0]:- step: 1  lr: 2\n", 0, "other values" },
+		{ "[rank0]:- step: 1  loss: 2  lr: 1\n[rank0]:- step: 1  lr: 1  loss: 2\n", 0,
+		  "other values" },
+		{ "[rank0]:- step: 1  loss: 2\n[rank0]:- step: 1  loss: 2  lr: 1\n", 0, "other values" },
+		{ "- step: 1  loss: 2  tps: 5\n- step: 1  loss: 2.5  tps: 5\n", 0,
+		  "and the lines name no rank" },
+		{ "[rank0]:- step: 1  a_rather_long_metric_name_of_40_bytes_x: 1\n"
+		  "[rank0]:- step: 1  a_rather_long_metric_name_of_40_bytes_y: 1\n", 0, "other values" },
+	};
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		lks_import_result res;
+		int rc = titan_import(cases[i].log, &res);
+
+		if (cases[i].repeated) {
+			cr_assert_eq(rc, 0, "%s: %s", cases[i].log, lks_errmsg());
+			cr_assert_eq(res.counts.repeated, 1, "%s", cases[i].log);
+		} else {
+			cr_assert_eq(rc, LKS_IMPORT_BAD, "%s", cases[i].log);
+			cr_assert(strstr(lks_errmsg(), cases[i].why), "%s: %s", cases[i].log, lks_errmsg());
+		}
+	}
+}
+
 /* One of the n strings: the first, or where odd is set any, alike. */
 static const char *pick(uint64_t *r, const char *const *s, int n, int odd)
 {

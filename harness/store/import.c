@@ -1,7 +1,7 @@
 /*
  * import.c: lockstep import's formats (one row each) and the driver that turns their
  * records into one stored run (import.h). The driver holds per rank only its last step and
- * a hash of that step's values, so memory does not grow with the log: a step that goes
+ * that step's metrics, so memory does not grow with the log: a step that goes
  * backwards, or comes again with other values, is bad input at its line; the same step
  * again with the same values (several ranks writing one line with no "[rankN]:" prefix, or
  * a log printed twice) is counted as repeated and stored once. Across files the run may
@@ -26,7 +26,6 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include <xxhash.h>
 
 #include "harness/base/name.h"
 #include "harness/store/import.h"
@@ -71,10 +70,11 @@ const lks_import_format *lks_import_format_find(const char *name)
 
 _Static_assert(LKS_BLOCK_MAX_RANK == LKS_IMPORT_MAX_RANK, "a block holds every rank a log may");
 
-/* Per rank: the last step and hashes of its values (0 steps yet: seen 0). */
+/* Per rank: the last step and its record's metrics (0 steps yet: seen 0). */
 struct lks_rank_last {
 	int seen, step;
-	uint64_t hnum, hperf;     /* lks_rec_hashes of that step's numerics and performance */
+	struct lks_import_mval *m;  /* (cap) that step's metrics, n of them */
+	int n, cap;
 	long line;
 	int file;                 /* the file (index) of that step */
 	int first, has_first;     /* the first step this reader saw */
@@ -113,41 +113,46 @@ struct lks_import_run {
 	const char *ranks_text;   /* o->ranks as given, for messages */
 };
 
-_Static_assert(LKS_IMPORT_NAME_MAX % 8 == 0, "a name's words lie within its array");
-
-/* The metrics of a record, numerics and performance apart, each hashed with NaN as one
-   pattern: equal ones hash equal. Each name goes in as the 8-byte words up to its NUL, the
-   bytes after the NUL zeroed (what follows a name in its array is no part of it): a name
-   of fewer than 16 bytes is its two words as they are (it is NUL padded to 16, import.h);
-   then its value. One pass over the metrics fills both kinds' words. */
-static void lks_rec_hashes(const lks_import_rec *rec, uint64_t *hnum, uint64_t *hperf)
+/* Whether the metrics of kind perf (1 performance, 0 numerics) in a (na) and b (nb) are
+   the same, in order: names, and values bit for bit, any NaN as any other. */
+static int lks_vals_same(const struct lks_import_mval *a, int na,
+                         const struct lks_import_mval *b, int nb, int perf)
 {
-	uint64_t buf[2][LKS_IMPORT_MAX_METRICS * (LKS_IMPORT_NAME_MAX / 8 + 1)];
-	size_t n[2] = { 0, 0 };
-
-	for (int i = 0; i < rec->n; i++) {
-		double v = isnan(rec->m[i].value) ? NAN : rec->m[i].value;
-		const char *p = rec->m[i].name;
-		int k = rec->m[i].kind == LKS_METRIC_PERFORMANCE, nlen = rec->m[i].nlen;
-		uint64_t *b = buf[k] + n[k];
-
-		memcpy(b, p, 16);
-		if (nlen >= 16) {
-			/* the words up to the one of its NUL (8 * w <= LKS_IMPORT_NAME_MAX: within
-			   the name's array), the bytes of the last from the NUL on cleared */
-			size_t w = (size_t)nlen / 8 + 1;
-
-			memcpy(b + 2, p + 16, 8 * (w - 2));
-			memset((char *)(b + w - 1) + nlen % 8, 0, 8 - (size_t)(nlen % 8));
-			b += w;
-		} else {
-			b += 2;
-		}
-		memcpy(b++, &v, sizeof(v));
-		n[k] = (size_t)(b - buf[k]);
+	for (int i = 0, j = 0;; i++, j++) {
+		while (i < na && (a[i].kind == LKS_METRIC_PERFORMANCE) != perf)
+			i++;
+		while (j < nb && (b[j].kind == LKS_METRIC_PERFORMANCE) != perf)
+			j++;
+		if (i == na || j == nb)
+			return i == na && j == nb;
+		if (a[i].nlen != b[j].nlen || memcmp(a[i].name, b[j].name, (size_t)a[i].nlen)
+		    || (memcmp(&a[i].value, &b[j].value, sizeof(double))
+		        && !(isnan(a[i].value) && isnan(b[j].value))))
+			return 0;
 	}
-	*hnum = XXH3_64bits(buf[0], n[0] * sizeof(buf[0][0]));
-	*hperf = XXH3_64bits(buf[1], n[1] * sizeof(buf[1][0]));
+}
+
+/* The record's metrics kept as its rank's last (a step that comes again is held to them). */
+static int lks_rank_keep(struct lks_rank_last *last, const lks_import_rec *rec)
+{
+	if (rec->n > last->cap) {
+		struct lks_import_mval *m = realloc(last->m, (size_t)rec->n * sizeof(*m));
+
+		if (!m)
+			return lks_err("out of memory");
+		last->m = m;
+		last->cap = rec->n;
+	}
+	memcpy(last->m, rec->m, (size_t)rec->n * sizeof(rec->m[0]));
+	last->n = rec->n;
+	return 0;
+}
+
+static void lks_ranks_free(struct lks_rank_last *ranks, int n)
+{
+	for (int k = 0; ranks && k < n; k++)
+		free(ranks[k].m);
+	free(ranks);
 }
 
 /* The block being filled: the writer's (a whole import) or the run's own (followed). */
@@ -276,9 +281,7 @@ static int lks_import_sink_rec(void *arg, const lks_import_rec *rec)
 {
 	struct lks_import_run *r = arg;
 	struct lks_rank_last *last;
-	uint64_t hnum, hperf;
 
-	lks_rec_hashes(rec, &hnum, &hperf);
 	if (r->only && (rec->rank >= r->nonly || !r->only[rec->rank]))
 		return lks_err("'%s':%ld: rank %d is not one of the ranks given (%s)", r->path,
 		               rec->line, rec->rank, r->ranks_text), LKS_IMPORT_BAD;
@@ -301,20 +304,28 @@ static int lks_import_sink_rec(void *arg, const lks_import_rec *rec)
 	/* a step again: the same line printed twice, or, where lines name no rank, by several
 	   ranks, each with its own timings (tps, tflops) but the job's loss and grad norm */
 	if (last->seen && rec->step == last->step) {
-		if (hnum != last->hnum && !rec->ranked)
+		int num = lks_vals_same(rec->m, rec->n, last->m, last->n, 0);
+
+		if (!num && !rec->ranked)
 			return lks_err("'%s':%ld: step %d again with other values (line %ld), and the "
 			               "lines name no rank: where several ranks print, give each line "
 			               "its rank (torchrun --role rank --tee 3 writes \"[rank0]:\"), or "
 			               "log one rank (--local-ranks-filter)", r->path, rec->line,
 			               rec->step, last->line), LKS_IMPORT_BAD;
-		if (hnum != last->hnum || (rec->ranked && hperf != last->hperf))
+		if (!num || (rec->ranked && !lks_vals_same(rec->m, rec->n, last->m, last->n, 1)))
 			return lks_err("'%s':%ld: step %d of rank %d again with other values (line %ld)",
 			               r->path, rec->line, rec->step, rec->rank, last->line),
 			       LKS_IMPORT_BAD;
 		return 1;  /* repeated: counted by the caller */
 	}
-	*last = (struct lks_rank_last){ 1, rec->step, hnum, hperf, rec->line, r->file,
-	                                last->has_first ? last->first : rec->step, 1 };
+	if (lks_rank_keep(last, rec))
+		return -1;
+	last->first = last->has_first ? last->first : rec->step;
+	last->has_first = 1;
+	last->seen = 1;
+	last->step = rec->step;
+	last->line = rec->line;
+	last->file = r->file;
 	if (r->follow)
 		return lks_follow_push(r, rec);
 	return r->store ? lks_import_store_rec(r, rec) : 0;
@@ -517,17 +528,20 @@ static int lks_import_seam_clean(const struct lks_import_run *a, const struct lk
 
 /* A part's ranks, counts and block numbers taken on by the run; its lines are numbered on
    from the parts' before it (before). */
-static int lks_import_seam_join(struct lks_import_run *r, const struct lks_import_part *p,
+static int lks_import_seam_join(struct lks_import_run *r, struct lks_import_part *p,
                                 long before, lks_import_counts *c)
 {
-	const struct lks_import_run *b = &p->run;
+	struct lks_import_run *b = &p->run;
 
 	if (lks_import_ranks_grow(r, b->nranks))
 		return -1;
 	for (int k = 0; k < b->nranks; k++)
-		if (b->ranks[k].seen) {
+		if (b->ranks[k].seen) {  /* swapped: the part's array frees the run's metrics */
+			struct lks_rank_last t = r->ranks[k];
+
 			r->ranks[k] = b->ranks[k];
 			r->ranks[k].line += before;
+			b->ranks[k] = t;
 		}
 	c->lines += p->c.lines;
 	c->records += p->c.records;
@@ -629,7 +643,7 @@ static int lks_import_parts(struct lks_import_run *r, const lks_import_format *f
 		break;
 	}
 	for (k = 1; k < n; k++) {
-		free(parts[k].run.ranks);
+		lks_ranks_free(parts[k].run.ranks, parts[k].run.nranks);
 		lks_block_free(parts[k].run.block);
 	}
 	free(parts);
@@ -740,7 +754,7 @@ int lks_import_files(lks_store *store, const lks_import_opts *o, const char *con
 		res->world_size = r.nranks;
 		res->parts = r.parts ? r.parts : 1;
 	}
-	free(r.ranks);
+	lks_ranks_free(r.ranks, r.nranks);
 	free(only);
 	return rc;
 }
@@ -782,7 +796,7 @@ int lks_import_follow(lks_store *store, const lks_import_opts *o, const char *pa
 	res->steps = w.stored;
 	res->world_size = r.nranks;
 	res->parts = 1;
-	free(r.ranks);
+	lks_ranks_free(r.ranks, r.nranks);
 	free(w.recs);
 	lks_block_free(r.block);
 	free(only);

@@ -71,7 +71,7 @@ typedef struct lks_import_rec {
 	int ranked;               /* the line named its rank ("[rankN]:", jsonl's "rank"); else
 	                             whichever rank printed it stands as rank 0 */
 	int n;
-	struct {
+	struct lks_import_mval {
 		char name[LKS_IMPORT_NAME_MAX];  /* a name of fewer than 16 bytes is NUL padded
 		                                    to 16: its first 16 bytes are it, whole */
 		int nlen;                 /* strlen(name) */
