@@ -393,7 +393,8 @@ static int lks_encode_col(lks_block *b, struct lks_bcol *c)
 			/* the decimal as read, where it reads back as the value (as it should:
 			   import.h); else one looked for */
 			d = (int)(dec[i] & 15);
-			m = (dec[i] - d) / 16;
+			m = dec[i] >> 4;  /* floor(dec / 16): GCC and Clang shift a signed value
+			                     arithmetically (C leaves it to the compiler) */
 			if (d == LKS_DEC_RAW || !(fabs((double)m) < LKS_M_LIMIT)
 			    || !lks_same_bits(d ? (double)m / lks_p10[d] : (double)m, v[i]))
 				d = lks_decimal(v[i], last_d, &m);
