@@ -13,10 +13,10 @@
  * have steps), the files in the fingerprint ({"import": {"format": ..., "files": [...]}}).
  * The records go into blocks of many (import_block.h), each stored as one row when full,
  * by a thread of its own while the parse goes on (import_writer.h); a big file is read in
- * parts at once, each part's blocks encoded by its own thread; a followed log stores a
- * block per step itself. Read back, a record is also a steps row: loss, grad_norm, lr
- * where present, step_time the iteration time in seconds, nonfinite the count of numerics
- * metrics not finite; NaN what the log lacks.
+ * parts at once, each part's blocks stored by a writer thread of its own; a followed log
+ * stores a block per step itself. Read back, a record is also a steps row: loss,
+ * grad_norm, lr where present, step_time the iteration time in seconds, nonfinite the
+ * count of numerics metrics not finite; NaN what the log lacks.
  */
 #include <ctype.h>
 #include <jansson.h>
@@ -490,6 +490,8 @@ static void *lks_import_part_main(void *arg)
 		                            &p->c, p->line);
 	if (!p->rc && p->run.store)
 		p->rc = lks_import_flush(&p->run, 1);
+	lks_import_writer_stop(p->run.writer);  /* its last block stored: the part is done */
+	p->run.writer = NULL;
 	if (f)
 		fclose(f);
 	return NULL;
@@ -615,8 +617,16 @@ static int lks_import_parts(struct lks_import_run *r, const lks_import_format *f
 		                                  .next_seq = first + k * LKS_IMPORT_PART_SEQ,
 		                                  .seq_below = INT64_MAX, .store_mu = r->store_mu };
 		/* no block or no thread to be had: the part is read by the reader before it */
-		p->started = (!r->store || (p->run.block = lks_block_new()))
+		/* each part's blocks stored by a writer of its own, as the first part's: the parts
+		   parse alike and end together. No writer or no thread to be had: the part is
+		   read by the reader before it */
+		p->started = (!r->store || (p->run.writer = lks_import_writer_start(r->store, r->run_id,
+		                                                                    r->store_mu)))
 		             && !pthread_create(&p->thread, NULL, lks_import_part_main, p);
+		if (!p->started) {
+			lks_import_writer_stop(p->run.writer);
+			p->run.writer = NULL;
+		}
 	}
 	r->seq_below = first + LKS_IMPORT_PART_SEQ;  /* a restart leaves the parts' blocks be */
 	rc = lks_import_lines_at(path, f, 0, n > 1 ? (uint64_t)starts[1] : UINT64_MAX,
