@@ -480,11 +480,28 @@ struct lks_titan_memo {
 	const lks_import_label *labels;
 	const unsigned *changes;
 	unsigned seen;                    /* *changes when the places were learnt */
+	int named;                        /* the record's metrics 0 .. named - 1 hold the names
+	                                     and kinds of those places' labels (as of seen): a
+	                                     line need write only their values there */
 	struct {
 		unsigned char b[LKS_TITAN_SEG], mask[LKS_TITAN_SEG];  /* mask 0xff over the bytes */
 		size_t len;                   /* 0: none learnt */
 	} seg[LKS_IMPORT_MAX_METRICS];
 };
+
+/* The entry's metric and the value as the record's place (lks_import_rec_put), where the
+   record does not hold its name already (f->named). */
+static void lks_fast_put(struct lks_titan_memo *f, lks_import_rec *rec, int place,
+                         const lks_import_label *e, double value, int64_t dec)
+{
+	if (place < f->named) {
+		rec->m[place].value = value;
+		rec->m[place].dec = dec;
+		rec->n = place + 1;
+	} else {
+		lks_import_rec_put(rec, place, e, value, dec);
+	}
+}
 
 /* Whether the text at p starts with the bytes of g (LKS_IMPORT_SLACK covers the words). */
 static int lks_seg_at(const char *p, const unsigned char *b, const unsigned char *mask)
@@ -536,6 +553,7 @@ static int lks_titan_fast(const char *s, size_t len, lks_import_rec *rec,
 	if (*f->changes != f->seen) {  /* the labels changed: what was learnt of them goes */
 		for (int i = 0; i < LKS_IMPORT_MAX_METRICS; i++)
 			f->seg[i].len = 0;
+		f->named = 0;
 		f->seen = *f->changes;
 	}
 	for (;;) {
@@ -551,8 +569,10 @@ static int lks_titan_fast(const char *s, size_t len, lks_import_rec *rec,
 		} else {
 			const char *from = p;
 
-			if (!*(p = lks_esc_blanks(p)))
+			if (!*(p = lks_esc_blanks(p))) {
+				f->named = place > f->named ? place : f->named;
 				return 1;
+			}
 			if (place >= LKS_IMPORT_MAX_METRICS || !e->len || !lks_label_at(p, e)
 			    || p[e->len] != ':')
 				return -1;
@@ -572,13 +592,13 @@ static int lks_titan_fast(const char *s, size_t len, lks_import_rec *rec,
 			return -1;
 		q = v + k;
 		if (lks_titan_blank(*(p = lks_esc_skip(q + (*q == '%'))))) {  /* N, N% */
-			lks_import_rec_put(rec, place++, e, x, dx);
+			lks_fast_put(f, rec, place++, e, x, dx);
 			continue;
 		}
 		if (memcmp(q, "GiB", 3) || memchr(v, ',', k))
 			return -1;
 		if (lks_titan_blank(*(p = lks_esc_skip(u = q + 3)))) {  /* NGiB */
-			lks_import_rec_put(rec, place++, e, x, dx);
+			lks_fast_put(f, rec, place++, e, x, dx);
 			continue;
 		}
 		/* NGiB(P%): memory, then memory_pct, remembered at the place after */
@@ -587,8 +607,8 @@ static int lks_titan_fast(const char *s, size_t len, lks_import_rec *rec,
 		    || place + 1 >= LKS_IMPORT_MAX_METRICS || e[1].len != 10
 		    || memcmp(e[1].label, "memory_pct", 10))
 			return -1;
-		lks_import_rec_put(rec, place++, e, x, dx);
-		lks_import_rec_put(rec, place++, e + 1, pct, dpct);
+		lks_fast_put(f, rec, place++, e, x, dx);
+		lks_fast_put(f, rec, place++, e + 1, pct, dpct);
 	}
 }
 
@@ -760,6 +780,8 @@ int lks_import_lines_at(const char *path, FILE *f, long line, uint64_t limit,
 		rec->step = 0;
 		rec->line = rd.line;
 		if (!memo || (is = lks_titan_fast(buf, len, rec, memo)) < 0) {
+			if (memo)
+				memo->named = 0;  /* the record is the whole way's now */
 			buf = lks_strip_ansi(buf, len, clean, &len);
 			s = lks_rank_prefix(buf, &rank, &ranked);
 			rec->n = 0;
