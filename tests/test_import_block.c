@@ -370,6 +370,62 @@ Test(import_block, records_with_their_decimals_read_back_as_records_without)
 	lks_block_free(plain);
 }
 
+/* Records of a layout (lks_import_rec.layout: the same names in the same order) go into
+   the columns the first of them went to, found again only where another record came
+   between: one of no layout, one of another, rows added (lks_block_add), a full block. */
+Test(import_block, records_of_one_layout_read_back_whatever_came_between)
+{
+	static struct want w;
+	static const char *const order[3][3] = { { "loss", "tps", "lr" }, { "tps", "loss", "lr" },
+	                                         { "lr", "a_name_of_sixteen_and_more", "loss" } };
+	lks_block *b = lks_block_new();
+	lks_import_rec *rec = calloc(1, sizeof(*rec));
+	uint64_t r = 11;
+	const unsigned char *data;
+	size_t len;
+
+	cr_assert(b && rec);
+	for (int i = 0; i < RECS; i++) {
+		int o = (int)(next(&r) % 3), how = (int)(next(&r) % 8);
+		lks_metric_row rows[3];
+
+		w.step[i] = i;
+		w.rank[i] = 0;
+		w.n[i] = 3;
+		rec->n = 0;
+		rec->step = i;
+		rec->rank = 0;
+		for (int k = 0; k < 3; k++) {
+			w.name[i][k] = order[o][k];
+			w.v[i][k] = value(&r, i);
+			cr_assert_eq(lks_import_rec_add(rec, LKS_IMPORT_JSONL, order[o][k],
+			                                strlen(order[o][k]), w.v[i][k], "t"), 0);
+			rows[k] = (lks_metric_row){ 0, 0, order[o][k],
+			                            !strcmp(order[o][k], "tps") ? LKS_METRIC_PERFORMANCE
+			                                                        : LKS_METRIC_NUMERICS,
+			                            w.v[i][k] };
+		}
+		rec->layout = how == 0 ? 0 : (uint64_t)(o + 1) << 8 | 3;  /* an order, a layout */
+		if (how == 1)
+			cr_assert_eq(lks_block_add(b, i, 0, rows, 3), 0, "%s", lks_errmsg());
+		else
+			cr_assert_eq(lks_block_add_rec(b, rec), 0, "%s", lks_errmsg());
+	}
+	cr_assert_eq(lks_block_encode(b, &data, &len), 0, "%s", lks_errmsg());
+	cr_assert_eq(lks_block_decode(data, len, expect_record, &w), 0, "%s", lks_errmsg());
+	cr_assert_eq(w.at, RECS);
+	/* a block emptied forgets the layout: its columns are new */
+	lks_block_reset(b);
+	rec->step = 0;
+	cr_assert_eq(lks_block_add_rec(b, rec), 0, "%s", lks_errmsg());
+	cr_assert_eq(lks_block_encode(b, &data, &len), 0, "%s", lks_errmsg());
+	w.at = RECS - 1;
+	w.step[RECS - 1] = 0;
+	cr_assert_eq(lks_block_decode(data, len, expect_record, &w), 0, "%s", lks_errmsg());
+	free(rec);
+	lks_block_free(b);
+}
+
 static int count_ok(void *arg, int step, int rank, const lks_metric_row *rows, int n)
 {
 	cr_assert(step >= 0 && rank >= 0 && rank <= LKS_BLOCK_MAX_RANK && n >= 0

@@ -506,6 +506,15 @@ Test(import_read, a_step_again_is_held_to_its_metrics_bit_for_bit)
 		  "and the lines name no rank" },
 		{ "[rank0]:- step: 1  a_rather_long_metric_name_of_40_bytes_x: 1\n"
 		  "[rank0]:- step: 1  a_rather_long_metric_name_of_40_bytes_y: 1\n", 0, "other values" },
+		/* lines of one layout: the last step's values kept without its names again */
+		{ "[rank0]:- step: 1  loss: 2  tps: 5\n[rank0]:- step: 2  loss: 2  tps: 5\n"
+		  "[rank0]:- step: 3  loss: 3  tps: 6\n[rank0]:- step: 3  loss: 3  tps: 6\n", 1, "" },
+		{ "[rank0]:- step: 1  loss: 2  tps: 5\n[rank0]:- step: 2  loss: 2  tps: 5\n"
+		  "[rank0]:- step: 3  loss: 3  tps: 6\n[rank0]:- step: 3  loss: 3  tps: 7\n", 0,
+		  "step 3 of rank 0 again with other values" },
+		{ "[rank0]:- step: 1  loss: 2  tps: 5\n[rank0]:- step: 2  loss: 2  tps: 5\n"
+		  "[rank0]:- step: 3  loss: 3  tps: 6\n[rank0]:- step: 3  loss: 2  tps: 6\n", 0,
+		  "step 3 of rank 0 again with other values" },
 	};
 
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
@@ -652,7 +661,7 @@ Test(import_read, a_memory_share_takes_its_own_name_whatever_the_line_before)
 		cr_assert_eq(a.rc, 0, "%s", a.err);
 		cr_assert_str_eq(a.recs[a.n - 1].m[2].name, "memory_pct");
 		cr_assert_eq(a.recs[a.n - 1].m[2].value, 2.5);
-		free(a.recs);
+		lks_titan_read_free(&a);
 	}
 }
 
@@ -681,7 +690,7 @@ Test(import_read, torchtitan_lines_read_at_once_as_the_whole_way_reads_them)
 			lks_titan_read(text, n, lks_import_titan_line, &a);
 			failed += a.rc != 0;
 			records += a.n;
-			free(a.recs);
+			lks_titan_read_free(&a);
 		}
 	}
 	/* both kinds are many: logs read whole, and logs that fail */

@@ -75,6 +75,7 @@ struct lks_rank_last {
 	int seen, step;
 	struct lks_import_mval *m;  /* (cap) that step's metrics, n of them */
 	int n, cap;
+	uint64_t layout;          /* of the record m was copied from whole (lks_import_rec) */
 	long line;
 	int file;                 /* the file (index) of that step */
 	int first, has_first;     /* the first step this reader saw */
@@ -132,9 +133,15 @@ static int lks_vals_same(const struct lks_import_mval *a, int na,
 	}
 }
 
-/* The record's metrics kept as its rank's last (a step that comes again is held to them). */
+/* The record's metrics kept as its rank's last (a step that comes again is held to them):
+   only the values where the names are those kept already (the same layout). */
 static int lks_rank_keep(struct lks_rank_last *last, const lks_import_rec *rec)
 {
+	if (rec->layout && rec->layout == last->layout) {
+		for (int i = 0; i < rec->n; i++)
+			last->m[i].value = rec->m[i].value;
+		return 0;
+	}
 	if (rec->n > last->cap) {
 		struct lks_import_mval *m = realloc(last->m, (size_t)rec->n * sizeof(*m));
 
@@ -145,6 +152,7 @@ static int lks_rank_keep(struct lks_rank_last *last, const lks_import_rec *rec)
 	}
 	memcpy(last->m, rec->m, (size_t)rec->n * sizeof(rec->m[0]));
 	last->n = rec->n;
+	last->layout = rec->layout;
 	return 0;
 }
 

@@ -80,6 +80,9 @@ typedef struct lks_import_rec {
 		int64_t dec;              /* the decimal the value was read as: see
 		                             LKS_IMPORT_NO_DEC */
 	} m[LKS_IMPORT_MAX_METRICS];
+	/* Where a reader knows that its metrics' names and kinds are those of others, in the
+	   same order: records of one layout (not 0) are alike so; 0: not known. */
+	uint64_t layout;
 } lks_import_rec;
 
 /* A value's decimal as the log wrote it, where the block layout (import_block.h) takes it
@@ -100,10 +103,11 @@ typedef struct lks_import_label {
 
 /* This thread's remembered labels of fmt, LKS_IMPORT_MAX_METRICS places. A record whose
    metrics 0 .. n - 1 have those places' labels, in that order, is what lks_import_rec_add
-   makes of them: the entries' names and kinds (no name twice among them). *changes: a
-   count of this thread's, that grows whenever an entry of any format changes (what was
-   learnt of an entry holds while it stays). */
-const lks_import_label *lks_import_labels(lks_import_fmt fmt, const unsigned **changes);
+   makes of them: the entries' names and kinds (no name twice among them). *changes: the
+   entries' state, this thread's, a number that changes whenever an entry of any format
+   does, to one that no entries of any thread have had (what was learnt of the entries
+   holds while it stays; 0: none learnt yet). */
+const lks_import_label *lks_import_labels(lks_import_fmt fmt, const uint64_t **changes);
 
 /* The entry's name and kind and the value into rec's place, as its last metric (rec->n
    place + 1). The entry is read whole before the record is written (a store through the

@@ -53,6 +53,8 @@ struct lks_block {
 	int ncols;
 	struct lks_bcol cols[LKS_BLOCK_NAMES];
 	int hint[LKS_METRICS_MAX];        /* the column of a record's i-th row last time */
+	uint64_t layout;                  /* of the record added last (lks_import_rec), 0:
+	                                     none; its metrics' columns are hint[] */
 	int64_t *prev;                    /* encoding: per rank, the m before */
 	int prev_cap;
 	struct lks_buf out;
@@ -96,6 +98,7 @@ void lks_block_reset(lks_block *b)
 	b->ncols = 0;
 	b->max_rank = 0;
 	b->encoded = 0;
+	b->layout = 0;
 }
 
 int lks_block_records(const lks_block *b)
@@ -210,6 +213,7 @@ int lks_block_add(lks_block *b, int step, int rank, const lks_metric_row *rows, 
 
 	if ((rc = lks_block_room(b, step, rank, n)))
 		return rc;
+	b->layout = 0;  /* the hints change */
 	for (int i = 0; i < n; i++) {
 		if (!rows[i].name)
 			return lks_err("a metric without a name");
@@ -239,6 +243,15 @@ int lks_block_add_rec(lks_block *b, const lks_import_rec *rec)
 
 	if ((rc = lks_block_room(b, rec->step, rec->rank, n)))
 		return rc;
+	/* the layout of the record before: its names' columns, found and checked then (a
+	   block's columns stay while it fills), no name twice */
+	if (rec->layout && rec->layout == b->layout) {
+		for (int i = 0, at = b->n; i < n; i++)
+			lks_block_put(&b->cols[b->hint[i]], at, rec->m[i].value, rec->m[i].dec);
+		lks_block_next(b, rec->step, rec->rank);
+		return 0;
+	}
+	b->layout = 0;
 	for (int i = 0; i < n; i++) {
 		const char *name = rec->m[i].name;
 		int h = b->hint[i];
@@ -254,6 +267,7 @@ int lks_block_add_rec(lks_block *b, const lks_import_rec *rec)
 	}
 	for (int i = 0, at = b->n; i < n; i++)
 		lks_block_put(&b->cols[col[i]], at, rec->m[i].value, rec->m[i].dec);
+	b->layout = rec->layout;  /* hint[i] is col[i]: found there, or set by lks_block_take */
 	lks_block_next(b, rec->step, rec->rank);
 	return 0;
 }

@@ -476,10 +476,11 @@ static int lks_label_at(const char *p, const lks_import_label *e)
    another (the label's first byte is none), then the place's label and its ':' (while the
    labels stay: changes). */
 #define LKS_TITAN_SEG 24
+_Static_assert(LKS_IMPORT_MAX_METRICS < 256, "a layout's count of metrics fits its 8 bits");
 struct lks_titan_memo {
 	const lks_import_label *labels;
-	const unsigned *changes;
-	unsigned seen;                    /* *changes when the places were learnt */
+	const uint64_t *changes;
+	uint64_t seen;                    /* *changes when the places were learnt */
 	int named;                        /* the record's metrics 0 .. named - 1 hold the names
 	                                     and kinds of those places' labels (as of seen): a
 	                                     line need write only their values there */
@@ -571,6 +572,8 @@ static int lks_titan_fast(const char *s, size_t len, lks_import_rec *rec,
 
 			if (!*(p = lks_esc_blanks(p))) {
 				f->named = place > f->named ? place : f->named;
+				/* the names of the labels' state seen, places 0 .. place - 1 */
+				rec->layout = f->seen ? f->seen << 8 | (uint64_t)place : 0;
 				return 1;
 			}
 			if (place >= LKS_IMPORT_MAX_METRICS || !e->len || !lks_label_at(p, e)
@@ -779,6 +782,7 @@ int lks_import_lines_at(const char *path, FILE *f, long line, uint64_t limit,
 		rec->n = 0;
 		rec->step = 0;
 		rec->line = rd.line;
+		rec->layout = 0;
 		if (!memo || (is = lks_titan_fast(buf, len, rec, memo)) < 0) {
 			if (memo)
 				memo->named = 0;  /* the record is the whole way's now */

@@ -163,9 +163,12 @@ static _Thread_local struct {
 	int n;                    /* the record's metrics, every one its place's entry */
 } lks_label_chain;
 
-static _Thread_local unsigned lks_label_changes;  /* entries changed, of any format */
+/* The entries' state, a number no other state of any thread's entries has had: taken
+   from a count of the process's at each change (0: none learnt yet). */
+static atomic_uint_least64_t lks_label_states;
+static _Thread_local uint64_t lks_label_changes;
 
-const lks_import_label *lks_import_labels(lks_import_fmt fmt, const unsigned **changes)
+const lks_import_label *lks_import_labels(lks_import_fmt fmt, const uint64_t **changes)
 {
 	*changes = &lks_label_changes;
 	return lks_label_memos[(unsigned)fmt < LKS_IMPORT_NFMT ? fmt : 0];
@@ -251,7 +254,8 @@ static __attribute__((noinline)) int lks_rec_add_slow(lks_import_rec *rec, lks_i
 		/* this place's entry changes: the entries after it were checked against it */
 		for (int i = place + 1; i < LKS_IMPORT_MAX_METRICS && lks_label_memos[fmt][i].len; i++)
 			lks_label_memos[fmt][i].len = 0;
-		lks_label_changes++;
+		lks_label_changes = atomic_fetch_add_explicit(&lks_label_states, 1,
+		                                              memory_order_relaxed) + 1;
 		*e = fresh;
 		memcpy(e->label, label, len);
 		e->len = len;
