@@ -506,6 +506,9 @@ Test(import_read, a_step_again_is_held_to_its_metrics_bit_for_bit)
 		  "and the lines name no rank" },
 		{ "[rank0]:- step: 1  a_rather_long_metric_name_of_40_bytes_x: 1\n"
 		  "[rank0]:- step: 1  a_rather_long_metric_name_of_40_bytes_y: 1\n", 0, "other values" },
+		/* a step with no metrics, kept and compared: nothing to copy (UBSan: no copy from
+		   or to nothing) */
+		{ "[rank0]:- step: 1\n[rank0]:- step: 1\n", 1, "" },
 		/* lines of one layout: the last step's values kept without its names again */
 		{ "[rank0]:- step: 1  loss: 2  tps: 5\n[rank0]:- step: 2  loss: 2  tps: 5\n"
 		  "[rank0]:- step: 3  loss: 3  tps: 6\n[rank0]:- step: 3  loss: 3  tps: 6\n", 1, "" },

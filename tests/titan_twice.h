@@ -156,7 +156,7 @@ static int lks_titan_twice(const char *text, size_t n, char *why, size_t wlen)
 	else if (a.block_rc || b.block_rc)
 		snprintf(why, wlen, "a block took the records: %d, the whole way's %d", a.block_rc,
 		         b.block_rc);
-	else if (a.nback != b.nback || memcmp(a.back, b.back, a.nback))
+	else if (a.nback != b.nback || (a.nback && memcmp(a.back, b.back, a.nback)))
 		snprintf(why, wlen, "the records read back from a block differ");
 	else
 		differ = 0;

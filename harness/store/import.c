@@ -150,7 +150,8 @@ static int lks_rank_keep(struct lks_rank_last *last, const lks_import_rec *rec)
 		last->m = m;
 		last->cap = rec->n;
 	}
-	memcpy(last->m, rec->m, (size_t)rec->n * sizeof(rec->m[0]));
+	if (rec->n)  /* a step with no metrics: m may be none yet */
+		memcpy(last->m, rec->m, (size_t)rec->n * sizeof(rec->m[0]));
 	last->n = rec->n;
 	last->layout = rec->layout;
 	return 0;

@@ -209,7 +209,8 @@ size_t lks_import_decimal_prefix(const char *s, size_t n, int commas, double *ou
 extern const double lks_import_pow10[23];
 /* lks_import_decimal_prefix of the NUL-ended s, where the number has no exponent (a
    line's values are read in place, up to the NUL after the line: no length checked a
-   digit); 0 where it has one, or is none, or not one the fast path reads. */
+   digit); 0 where it has one, or is none, or not one the fast path reads. In
+   import_log.c, whose readers have it inlined. */
 size_t lks_import_decimal_z(const char *s, int commas, double *out, int64_t *dec);
 
 /* Lines of a file read a block at a time (import_metric.c). With a file descriptor under
