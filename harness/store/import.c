@@ -625,7 +625,6 @@ static int lks_import_parts(struct lks_import_run *r, const lks_import_format *f
 		                                  .nonly = r->nonly, .ranks_text = r->ranks_text,
 		                                  .next_seq = first + k * LKS_IMPORT_PART_SEQ,
 		                                  .seq_below = INT64_MAX, .store_mu = r->store_mu };
-		/* no block or no thread to be had: the part is read by the reader before it */
 		/* each part's blocks stored by a writer of its own, as the first part's: the parts
 		   parse alike and end together. No writer or no thread to be had: the part is
 		   read by the reader before it */
@@ -661,10 +660,8 @@ static int lks_import_parts(struct lks_import_run *r, const lks_import_format *f
 			                         lks_import_sink_counted, &x, c, fmt->line);
 		break;
 	}
-	for (k = 1; k < n; k++) {
+	for (k = 1; k < n; k++)
 		lks_ranks_free(parts[k].run.ranks, parts[k].run.nranks);
-		lks_block_free(parts[k].run.block);
-	}
 	free(parts);
 	return rc;
 }

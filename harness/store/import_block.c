@@ -25,10 +25,7 @@
 #define LKS_DEC_RAW 15
 _Static_assert(LKS_DEC_RAW == LKS_IMPORT_NO_DEC, "a record's 'no decimal' is the raw form's d");
 #define LKS_M_LIMIT 9007199254740992.0 /* 2^53: every integer below is a double */
-
-static const double lks_p10[LKS_DEC_MAX + 1] = {
-	1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14,
-};
+_Static_assert(LKS_DEC_MAX < 23, "10^d of the short form is lks_import_pow10[d]");
 
 struct lks_bcol {
 	char name[LKS_METRIC_NAME_MAX];
@@ -345,11 +342,11 @@ static int lks_decimal(double v, int try_d, int64_t *m)
 		return LKS_DEC_RAW;  /* NaN, inf, too large, -0 */
 	for (int k = -1; k <= LKS_DEC_MAX; k++) {
 		int d = k < 0 ? try_d : k;
-		double x = v * lks_p10[d], r = lks_round(x);
+		double x = v * lks_import_pow10[d], r = lks_round(x);
 
 		if (k == try_d || !(fabs(r) < LKS_M_LIMIT))
 			continue;
-		if (lks_same_bits(d ? r / lks_p10[d] : r, v)) {
+		if (lks_same_bits(d ? r / lks_import_pow10[d] : r, v)) {
 			*m = (int64_t)r;
 			return d;
 		}
@@ -410,7 +407,7 @@ static int lks_encode_col(lks_block *b, struct lks_bcol *c)
 			m = dec[i] >> 4;  /* floor(dec / 16): GCC and Clang shift a signed value
 			                     arithmetically (C leaves it to the compiler) */
 			if (d == LKS_DEC_RAW || !(fabs((double)m) < LKS_M_LIMIT)
-			    || !lks_same_bits(d ? (double)m / lks_p10[d] : (double)m, v[i]))
+			    || !lks_same_bits(d ? (double)m / lks_import_pow10[d] : (double)m, v[i]))
 				d = lks_decimal(v[i], last_d, &m);
 			if (d == LKS_DEC_RAW) {
 				*w++ = LKS_DEC_RAW;
@@ -560,7 +557,7 @@ static int lks_decode_col(struct lks_in *in, struct lks_dcol *c, int n, const in
 		prev[rank[i]] = (int64_t)((uint64_t)prev[rank[i]] + (uint64_t)lks_unzz(t >> 4));
 		if (!(fabs((double)prev[rank[i]]) < LKS_M_LIMIT))
 			return -1;
-		c->v[i] = d ? (double)prev[rank[i]] / lks_p10[d] : (double)prev[rank[i]];
+		c->v[i] = d ? (double)prev[rank[i]] / lks_import_pow10[d] : (double)prev[rank[i]];
 	}
 	return in->bad ? -1 : 0;
 }
