@@ -430,39 +430,6 @@ Test(import_read, a_metric_twice_is_refused_after_any_lines)
 	cr_assert_gt(twice, 1000);
 }
 
-/* A step logged again with the same values is repeated, not refused, whatever an earlier
-   line left in the record past a name's end: a long name at the same place on a line of
-   another rank between the two. */
-Test(import_read, a_step_again_with_the_same_values_is_repeated_after_longer_names)
-{
-	char path[] = "/tmp/lks-test-import-read-XXXXXX";
-	const char *files[] = { path };
-	lks_import_opts o = { .fmt = lks_import_format_find("torchtitan"), .case_name = "c",
-	                      .run_name = "r" };
-	lks_import_result res;
-	int fd = mkstemp(path);
-	FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
-
-	cr_assert_not_null(f);
-	fputs("[rank0]:- step: 1  a_rather_long_metric_name_28: 1.5  loss: 2\n"
-	      "[rank1]:- step: 1  a_rather_long_metric_name_28_and_more_too: 2.5  loss: 3\n"
-	      "[rank0]:- step: 1  a_rather_long_metric_name_28: 1.5  loss: 2\n", f);
-	fclose(f);
-	cr_assert_eq(lks_import_files(NULL, &o, files, 1, &res), 0, "%s", lks_errmsg());
-	cr_assert_eq(res.counts.records, 3);
-	cr_assert_eq(res.counts.repeated, 1);
-	/* and the same names with another value: refused */
-	cr_assert_not_null(f = fopen(path, "w"));
-	fputs("[rank0]:- step: 1  a_rather_long_metric_name_28: 1.5  loss: 2\n"
-	      "[rank1]:- step: 1  a_rather_long_metric_name_28_and_more_too: 2.5  loss: 3\n"
-	      "[rank0]:- step: 1  a_rather_long_metric_name_28: 1.5  loss: 2.5\n", f);
-	fclose(f);
-	cr_assert_eq(lks_import_files(NULL, &o, files, 1, &res), LKS_IMPORT_BAD);
-	cr_assert(strstr(lks_errmsg(), ":3: step 1 of rank 0 again with other values"), "%s",
-	          lks_errmsg());
-	unlink(path);
-}
-
 /* The torchtitan log text imported with no store: its result, counts in *res. */
 static int titan_import(const char *text, lks_import_result *res)
 {
@@ -479,6 +446,30 @@ static int titan_import(const char *text, lks_import_result *res)
 	rc = lks_import_files(NULL, &o, files, 1, res);
 	unlink(path);
 	return rc;
+}
+
+/* A step logged again with the same values is repeated, not refused, whatever an earlier
+   line left in the record past a name's end: a long name at the same place on a line of
+   another rank between the two. */
+Test(import_read, a_step_again_with_the_same_values_is_repeated_after_longer_names)
+{
+	lks_import_result res;
+
+	cr_assert_eq(titan_import("[rank0]:- step: 1  a_rather_long_metric_name_28: 1.5  loss: 2\n"
+	                          "[rank1]:- step: 1  a_rather_long_metric_name_28_and_more_too: "
+	                          "2.5  loss: 3\n"
+	                          "[rank0]:- step: 1  a_rather_long_metric_name_28: 1.5  loss: 2\n",
+	                          &res), 0, "%s", lks_errmsg());
+	cr_assert_eq(res.counts.records, 3);
+	cr_assert_eq(res.counts.repeated, 1);
+	/* and the same names with another value: refused */
+	cr_assert_eq(titan_import("[rank0]:- step: 1  a_rather_long_metric_name_28: 1.5  loss: 2\n"
+	                          "[rank1]:- step: 1  a_rather_long_metric_name_28_and_more_too: "
+	                          "2.5  loss: 3\n"
+	                          "[rank0]:- step: 1  a_rather_long_metric_name_28: 1.5  loss: 2.5\n",
+	                          &res), LKS_IMPORT_BAD);
+	cr_assert(strstr(lks_errmsg(), ":3: step 1 of rank 0 again with other values"), "%s",
+	          lks_errmsg());
 }
 
 /* A step that comes again is held to the metrics its rank gave it, bit for bit: NaN as

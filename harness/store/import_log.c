@@ -26,13 +26,34 @@
 #include "harness/store/import.h"
 #include "kernels/err.h"
 
-/* The len bytes at s without their ANSI escape sequences (ESC '[' parameters, then one
-   final byte 0x40-0x7e; any other ESC with the byte after it), NUL ended: s itself where
-   it has none (most lines of most logs), else written into out (len + 8 bytes at least).
-   *n: the length left. The text between two sequences moves 8 bytes at a time, its next
-   ESC found among the 8 at once (the zero-byte test on x ^ ESC...ESC: its lowest flag is
-   exact, which on a little-endian machine is the byte first in memory; elsewhere a byte
-   at a time); all 8 are written, and the bytes past the ESC written over after. */
+/* Past the escape sequences at r (the line NUL ended, no NUL inside): ESC '[',
+   parameters, one final byte 0x40-0x7e; any other ESC with the byte after it. The one
+   reading of a sequence: lks_strip_ansi's and lks_titan_fast's. */
+static inline __attribute__((always_inline)) const char *lks_esc_skip(const char *r)
+{
+	while (*r == 0x1b) {
+		/* a colour, ESC '[' two digits 'm', the most common at once */
+		if (r[1] == '[' && (unsigned)(r[2] - '0') < 10 && (unsigned)(r[3] - '0') < 10
+		    && r[4] == 'm') {
+			r += 5;
+			continue;
+		}
+		if (*++r == '[')
+			for (r++; *r && (unsigned char)(*r - 0x40) > 0x3e; r++)
+				;
+		if (*r)
+			r++;
+	}
+	return r;
+}
+
+/* The len bytes at s (NUL ended there, no NUL before) without their ANSI escape sequences
+   (lks_esc_skip), NUL ended: s itself where it has none (most lines of most logs), else
+   written into out (len + 8 bytes at least). *n: the length left. The text between two
+   sequences moves 8 bytes at a time, its next ESC found among the 8 at once (the zero-byte
+   test on x ^ ESC...ESC: its lowest flag is exact, which on a little-endian machine is the
+   byte first in memory; elsewhere a byte at a time); all 8 are written, and the bytes past
+   the ESC written over after. */
 static char *lks_strip_ansi(char *s, size_t len, char *out, size_t *n)
 {
 	const char *r = memchr(s, 0x1b, len), *end = s + len;
@@ -45,11 +66,7 @@ static char *lks_strip_ansi(char *s, size_t len, char *out, size_t *n)
 	w += r - s;
 	while (r < end) {
 		if (*r == 0x1b) {
-			if (++r < end && *r == '[')
-				for (r++; r < end && (unsigned char)(*r - 0x40) > 0x3e; r++)
-					;
-			if (r < end)
-				r++;
+			r = lks_esc_skip(r);
 			continue;
 		}
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
@@ -412,27 +429,6 @@ int lks_import_titan_line(const char *s, size_t len, lks_import_rec *rec, const 
    line goes that way. tests/test_import_read.c and the torchtitan fuzz target hold the
    two readings to the same records, counts and errors. */
 
-/* Past the escape sequences at r, as lks_strip_ansi reads them (the line NUL ended, no
-   NUL inside): ESC '[', parameters, one final byte 0x40-0x7e; any other ESC with the byte
-   after it. */
-static inline __attribute__((always_inline)) const char *lks_esc_skip(const char *r)
-{
-	while (*r == 0x1b) {
-		/* a colour, ESC '[' two digits 'm', the most common at once */
-		if (r[1] == '[' && (unsigned)(r[2] - '0') < 10 && (unsigned)(r[3] - '0') < 10
-		    && r[4] == 'm') {
-			r += 5;
-			continue;
-		}
-		if (*++r == '[')
-			for (r++; *r && (unsigned char)(*r - 0x40) > 0x3e; r++)
-				;
-		if (*r)
-			r++;
-	}
-	return r;
-}
-
 /* Past blanks and escape sequences: where the clean line's blanks end. A byte's class
    from a table of 256: one load a byte where there would be three compares. */
 static const unsigned char lks_blank_esc[256] = { [' '] = 1, ['\t'] = 1, [0x1b] = 2 };
@@ -527,7 +523,6 @@ static int lks_titan_fast(const char *s, size_t len, lks_import_rec *rec,
 	const lks_import_label *memo = f->labels;
 	const char *esc = memchr(s, 0x1b, len), *p, *t, *v, *mark;
 	int rank, ranked, place = 0;
-	long long step = 0;
 
 	/* a prefix is read up to the first ESC at most: it takes no ESC */
 	v = lks_rank_prefix(s, &rank, &ranked);
@@ -546,11 +541,10 @@ static int lks_titan_fast(const char *s, size_t len, lks_import_rec *rec,
 	if (!ranked)
 		lks_titan_later_rank(v, mark, rec);
 	/* the step: digits, up to INT_MAX */
-	for (p = v = lks_esc_blanks(t + 5); (unsigned)(*p - '0') < 10 && p - v < 10; p++)
-		step = step * 10 + (*p - '0');
-	if (p == v || step > INT_MAX || !lks_titan_blank(*lks_esc_skip(p)))
+	for (p = v = lks_esc_blanks(t + 5); lks_digit(*p); p++)
+		;
+	if (lks_parse_step(v, (size_t)(p - v), &rec->step) || !lks_titan_blank(*lks_esc_skip(p)))
 		return -1;
-	rec->step = (int)step;
 	if (*f->changes != f->seen) {  /* the labels changed: what was learnt of them goes */
 		for (int i = 0; i < LKS_IMPORT_MAX_METRICS; i++)
 			f->seg[i].len = 0;
