@@ -11,6 +11,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 typedef enum lks_dtype {
 	LKS_F32 = 0,
@@ -124,6 +125,18 @@ typedef struct lks_gemm_algo {
 	int64_t gemms;        /* how many GEMMs ran this way */
 	char reason[160];     /* empty unless fallback */
 } lks_gemm_algo;
+
+/* whether GEMMs of x and of y count in one plan: every field equal but the count */
+static inline int lks_gemm_algo_eq(const lks_gemm_algo *x, const lks_gemm_algo *y)
+{
+	return x->role == y->role && x->M == y->M && x->N == y->N && x->K == y->K
+	       && x->a == y->a && x->b == y->b && x->out == y->out
+	       && x->scaling_a == y->scaling_a && x->scaling_b == y->scaling_b
+	       && x->fast_accum == y->fast_accum && x->fallback == y->fallback
+	       && x->algo == y->algo && x->tile == y->tile && x->stages == y->stages
+	       && x->splitk == y->splitk && x->reduction == y->reduction
+	       && strcmp(x->reason, y->reason) == 0;
+}
 
 /* ---- FP8 quantization (the contract: kernels/cpu/quant.h) ---- */
 

@@ -308,3 +308,101 @@ Test(backend, a_runs_gemm_plans_are_stored_with_it)
 	run_and_read_plans(&lks_backend_cpu, &sp);
 	cr_expect_eq(sp.n, 0, "the cpu backend has no plans");
 }
+
+/* A backend like the cuda one: each rank's context its own (open_rank), each noting the
+   GEMMs it ran, and gemm_plans given a rank's context, not anything else. The cpu's
+   contexts with two threads are pools, so each rank's is a pointer of its own. */
+static void *rank_ctx[4];
+static int nrank_ctx, plan_walks;
+static lks_gemm_algo ctx_noted[4][32];
+static int ctx_nnoted[4];
+
+static int ctx_index(const void *ctx)
+{
+	for (int i = 0; i < nrank_ctx; i++)
+		if (rank_ctx[i] == ctx)
+			return i;
+	return -1;
+}
+
+static int ctx_open_rank(const lks_backend *be, int threads, int local, void **ctx)
+{
+	(void)threads;
+	if (lks_backend_cpu.open_rank(be, 2, local, ctx))
+		return -1;
+	pthread_mutex_lock(&noted_lock);
+	cr_assert_lt(nrank_ctx, 4);
+	rank_ctx[nrank_ctx++] = *ctx;
+	pthread_mutex_unlock(&noted_lock);
+	return 0;
+}
+
+static int ctx_gemm(const lks_backend *be, void *ctx, const lks_gemm *g)
+{
+	lks_gemm_algo p = {
+		.role = g->role, .M = g->M, .N = g->N, .K = g->K, .a = g->a.dtype, .b = g->b.dtype,
+		.out = g->out, .scaling_a = g->a.scaling, .scaling_b = g->b.scaling, .algo = g->K,
+		.gemms = 1,
+	};
+	int c, i;
+
+	pthread_mutex_lock(&noted_lock);
+	c = ctx_index(ctx);
+	cr_assert_geq(c, 0, "a GEMM on a context open_rank did not give");
+	ngemms++;
+	for (i = 0; i < ctx_nnoted[c] && !lks_gemm_algo_eq(&ctx_noted[c][i], &p); i++)
+		;
+	if (i < ctx_nnoted[c])
+		ctx_noted[c][i].gemms++;
+	else if (i < 32)
+		ctx_noted[c][ctx_nnoted[c]++] = p;
+	pthread_mutex_unlock(&noted_lock);
+	return lks_backend_cpu.gemm(be, ctx, g);
+}
+
+static int ctx_gemm_plans(const lks_backend *be, void *ctx, lks_plan_fn put, void *arg)
+{
+	int c = ctx_index(ctx), rc = 0;
+
+	(void)be;
+	if (c < 0)
+		return lks_err("gemm_plans: %p is not a context open_rank gave", ctx);
+	plan_walks++;
+	for (int i = 0; !rc && i < ctx_nnoted[c]; i++)
+		rc = put(arg, &ctx_noted[c][i]);
+	return rc;
+}
+
+/* Every rank's context hands its plans over (the runner once passed the array of them,
+   which the cuda backend took for a context and hung on), and the plans the ranks share
+   are stored once, with the GEMMs of all ranks counted. */
+Test(backend, the_plans_of_every_ranks_context_are_stored_as_one_list)
+{
+	lks_backend be = lks_backend_cpu;
+	struct stored_plans sp;
+
+	be.name = "noting per rank";
+	be.open_rank = ctx_open_rank;
+	be.gemm = ctx_gemm;
+	be.gemm_plans = ctx_gemm_plans;
+	nrank_ctx = plan_walks = 0;
+	memset(ctx_nnoted, 0, sizeof(ctx_nnoted));
+	run_and_read_plans(&be, &sp);
+	cr_assert_eq(nrank_ctx, 2, "two_blocks runs 2 ranks, each on a context of its own");
+	cr_assert_neq(rank_ctx[0], rank_ctx[1]);
+	cr_assert_gt(ctx_nnoted[0], 3);
+	cr_assert_eq(ctx_nnoted[1], ctx_nnoted[0], "the ranks ran GEMMs of the same shapes");
+	cr_expect_eq(plan_walks, 4, "each context walked when counting and when copying");
+	cr_assert_eq(sp.n, ctx_nnoted[0], "a plan both ranks ran is stored once");
+	cr_expect_eq(sp.gemms, ngemms, "every GEMM of both ranks counted");
+	for (int i = 0; i < sp.n && i < 32; i++) {
+		const lks_gemm_algo *w = &ctx_noted[0][i];
+		int64_t both = w->gemms;
+
+		for (int j = 0; j < ctx_nnoted[1]; j++)
+			if (lks_gemm_algo_eq(&ctx_noted[1][j], w))
+				both += ctx_noted[1][j].gemms;
+		cr_expect(lks_gemm_algo_eq(&sp.p[i], w), "plan %d in rank 0's order", i);
+		cr_expect_eq(sp.p[i].gemms, both, "plan %d: %lld GEMMs", i, (long long)sp.p[i].gemms);
+	}
+}

@@ -550,26 +550,48 @@ static int lks_plan_add(void *arg, const lks_gemm_algo *plan)
 {
 	struct lks_plan_list *l = arg;
 
+	for (int i = 0; l->v && i < l->n; i++)
+		if (lks_gemm_algo_eq(&l->v[i], plan)) {
+			l->v[i].gemms += plan->gemms;
+			return 0;
+		}
 	if (l->v && l->n < l->cap)
 		l->v[l->n] = *plan;
 	l->n++;
 	return 0;
 }
 
+/* Each of this process's rank contexts (those the ranks share once) hands its plans to l. */
+static int lks_plans_walk(struct lks_runner *R, struct lks_plan_list *l)
+{
+	int rc = 0;
+
+	for (int r = 0; !rc && r < R->L; r++) {
+		int seen = 0;
+
+		for (int q = 0; q < r; q++)
+			seen |= R->bectx[q] == R->bectx[r];
+		if (!seen)
+			rc = lks_be_gemm_plans(R->be, R->bectx[r], lks_plan_add, l);
+	}
+	return rc;
+}
+
 /* How the backend's GEMM library ran this process's GEMMs (none on the cpu), stored with
-   the run at its end, a failed run's too: counted, then copied. */
+   the run at its end, a failed run's too: counted, then copied, the plans of every rank's
+   context in one list, those that differ only in their count as one (their counts summed). */
 static int lks_store_plans(struct lks_runner *R, lks_store *store, int64_t run_id)
 {
 	struct lks_plan_list l = { 0 };
 	int rc;
 
-	if ((rc = lks_be_gemm_plans(R->be, R->bectx, lks_plan_add, &l)) || l.n == 0)
+	if ((rc = lks_plans_walk(R, &l)) || l.n == 0)
 		return rc;
 	if (!(l.v = malloc((size_t)l.n * sizeof(*l.v))))
 		return lks_err("out of memory for the gemm plans");
 	l.cap = l.n;
 	l.n = 0;
-	rc = lks_be_gemm_plans(R->be, R->bectx, lks_plan_add, &l);
+	rc = lks_plans_walk(R, &l);
 	if (!rc)
 		rc = lks_store_gemm_plans(store, run_id, l.v, l.n < l.cap ? l.n : l.cap);
 	free(l.v);

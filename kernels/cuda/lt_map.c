@@ -173,17 +173,6 @@ int lks_lt_plan_of(const lks_gemm *g, lks_lt_plan *p)
 	return 0;
 }
 
-static int lks_plan_eq(const lks_gemm_algo *x, const lks_gemm_algo *y)
-{
-	return x->role == y->role && x->M == y->M && x->N == y->N && x->K == y->K
-	       && x->a == y->a && x->b == y->b && x->out == y->out
-	       && x->scaling_a == y->scaling_a && x->scaling_b == y->scaling_b
-	       && x->fast_accum == y->fast_accum && x->fallback == y->fallback
-	       && x->algo == y->algo && x->tile == y->tile && x->stages == y->stages
-	       && x->splitk == y->splitk && x->reduction == y->reduction
-	       && strcmp(x->reason, y->reason) == 0;
-}
-
 int lks_lt_plans_note(lks_lt_plans *s, const lks_gemm *g, const lks_lt_algo *used)
 {
 	lks_gemm_algo p = {
@@ -203,7 +192,7 @@ int lks_lt_plans_note(lks_lt_plans *s, const lks_gemm *g, const lks_lt_algo *use
 		snprintf(p.reason, sizeof(p.reason), "%s", used->reason);
 	}
 	for (int i = 0; i < s->n; i++)
-		if (lks_plan_eq(&s->v[i], &p)) {
+		if (lks_gemm_algo_eq(&s->v[i], &p)) {
 			s->v[i].gemms++;
 			return 0;
 		}
