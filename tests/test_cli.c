@@ -94,6 +94,28 @@ Test(cli, run_gemm_cublaslt_on_cpu_is_bad_usage)
 	           "asks for gemm = cublaslt, which needs backend cuda (--backend cuda");
 }
 
+/* --gemm cublaslt (production mode for the runs that name no gemm) on the cpu backend is
+   the same bad usage, saying it came from --gemm; --gemm reference leaves a run's own
+   gemm = cublaslt as it is; --gemm takes reference or cublaslt only. */
+Test(cli, run_gemm_option_sets_the_runs_that_name_none)
+{
+	char out[8192], args[1024];
+
+	unlink("/tmp/lks_test_on_cpu.db");
+	snprintf(args, sizeof(args), "run --gemm cublaslt --db /tmp/lks_test_on_cpu.db "
+	         "'%s/cases/world_sizes.ini'", LKS_SRC);
+	cr_assert_eq(lks_run_bin(NULL, args, out, sizeof(out)), 2, "%s", out);
+	cr_assert_not_null(strstr(out, "cases/world_sizes.ini:"), "%s", out);
+	cr_assert_not_null(strstr(out, "asks for gemm = cublaslt (--gemm cublaslt), which needs "
+	                               "backend cuda"), "%s", out);
+	bad_on_cpu("run.*.gemm=cublaslt' --gemm 'reference",
+	           "asks for gemm = cublaslt, which needs backend cuda (--backend cuda");
+	cr_assert_eq(lks_run_bin(NULL, "run --gemm fast --db /nonexistent/x.db cases/", out,
+	                         sizeof(out)), 2);
+	cr_assert_not_null(strstr(out, "--gemm is reference or cublaslt, not 'fast'"), "%s", out);
+	cr_assert_eq(access("/tmp/lks_test_on_cpu.db", F_OK), -1, "the database was made");
+}
+
 /* So is one that asks for NCCL's all-reduce (the cpu backend sums on the host). */
 Test(cli, run_allreduce_nccl_on_cpu_is_bad_usage)
 {

@@ -38,8 +38,9 @@ static const char lks_measure_help[] =
 	"  --golden DIR     where golden files are (default: $LKS_GOLDEN_DIR, else golden)\n"
 	"\n"
 	"example (on the GPU):\n"
-	"  lockstep run cases/ --backend cuda --set 'run.*.gemm=cublaslt' --db prod.db\n"
+	"  lockstep run cases/ --backend cuda --gemm cublaslt --db prod.db\n"
 	"  lockstep golden measure --db prod.db\n"
+	"  lockstep golden update cases/*.ini --db prod.db   # the class's own goldens\n"
 	"\n"
 	"exit codes: 0 measured, 2 bad usage or nothing to measure (no run of such a class\n"
 	"            with a golden), 3 the database cannot be read\n";

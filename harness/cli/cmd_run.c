@@ -46,6 +46,9 @@ static const char lks_run_help[] =
 	"                   build with the CUDA Toolkit, on a GPU: the CPU's bits with the\n"
 	"                   reference GEMM, cuBLASLt's with a run's gemm = cublaslt); a run\n"
 	"                   with its own 'backend = NAME' runs there whatever this says\n"
+	"  --gemm IMPL      the GEMM of every trained run without its own 'gemm =': reference\n"
+	"                   (default) or cublaslt, production mode on --backend cuda; unlike\n"
+	"                   --set, the runs stay the case's (golden update takes them)\n"
 	"  --steps N        override the case's steps\n"
 	"  --set S.K=V      override a case key, e.g. --set model.hidden=512,\n"
 	"                   --set run.fp8.recipe=fp8_tensorwise (repeatable); run.*.K sets\n"
@@ -102,6 +105,7 @@ struct lks_run_args {
 	const char *db, *junit, *combo;
 	const char *golden;       /* --golden DIR; NULL: not given */
 	const lks_backend *backend;  /* --backend NAME; NULL: the default */
+	int gemm;                 /* --gemm: an lks_gemm_impl; -1: not given */
 	int steps, threads, quiet, timeout;
 	int same_fp_warn;         /* --same-fingerprint-change warn */
 	const char **sets, **only, **inputs, **checks;
@@ -113,6 +117,7 @@ static int lks_run_parse(int argc, char **argv, struct lks_run_args *a)
 {
 	a->db = "lockstep.db";
 	a->timeout = 600;
+	a->gemm = -1;
 	a->sets = calloc((size_t)argc, sizeof(char *));
 	a->only = calloc((size_t)argc, sizeof(char *));
 	a->inputs = calloc((size_t)argc, sizeof(char *));
@@ -131,6 +136,10 @@ static int lks_run_parse(int argc, char **argv, struct lks_run_args *a)
 			/* the registry names the ones this build has */
 			if (!(a->backend = lks_backend_find(argv[++i])))
 				return lks_usage("run: %s", lks_errmsg());
+		} else if (!strcmp(o, "--gemm") && v) {
+			if (strcmp(v, "reference") && strcmp(v, "cublaslt"))
+				return lks_usage("run: --gemm is reference or cublaslt, not '%s'", v);
+			a->gemm = !strcmp(argv[++i], "cublaslt") ? LKS_GEMM_LIBRARY : LKS_GEMM_REFERENCE;
 		} else if (!strcmp(o, "--steps")) {
 			if (lks_opt_int("run", o, v, 1, 1 << 30, &a->steps))
 				return LKS_EXIT_USAGE;
@@ -360,11 +369,16 @@ static char *lks_join_after(const char *prefix, const char *const *v, int n)
 	return s;
 }
 
-/* The default backend (cpu) has only the reference GEMM and the host's communicators: a
-   selected run on it that asks for the library's GEMM or NCCL's all-reduce is bad usage,
-   named by its file and line, before anything runs. */
-static int lks_gemm_fits(const struct lks_run_args *a, const lks_case *cases, int ncases)
+/* --gemm set in the trained runs that name no gemm; then, as the default backend (cpu) has
+   only the reference GEMM and the host's communicators, a selected run on it that asks for
+   the library's GEMM or NCCL's all-reduce is bad usage, named by its file and line, before
+   anything runs. */
+static int lks_gemm_settle(const struct lks_run_args *a, lks_case *cases, int ncases)
 {
+	for (int i = 0; i < ncases; i++)  /* --gemm: the runs that name none */
+		for (int j = 0; a->gemm >= 0 && j < cases[i].nruns; j++)
+			if (!cases[i].runs[j].gemm_given && !cases[i].runs[j].import_fmt[0])
+				cases[i].runs[j].gemm = a->gemm;
 	for (int i = 0; i < ncases; i++)
 		for (int j = 0; j < cases[i].nruns; j++) {
 			const lks_run_cfg *r = &cases[i].runs[j];
@@ -373,10 +387,11 @@ static int lks_gemm_fits(const struct lks_run_args *a, const lks_case *cases, in
 			    || lks_run_backend(a, r) != lks_backend_default())
 				continue;
 			if (r->gemm == LKS_GEMM_LIBRARY)
-				return lks_usage("run: %s:%d: run '%s' asks for gemm = cublaslt, which "
+				return lks_usage("run: %s:%d: run '%s' asks for gemm = cublaslt%s, which "
 				                 "needs backend cuda (--backend cuda, or backend = cuda in "
 				                 "the run; the cpu backend has only the reference GEMM)",
-				                 cases[i].path, r->line, r->name);
+				                 cases[i].path, r->line, r->name,
+				                 r->gemm_given ? "" : " (--gemm cublaslt)");
 			if (r->allreduce == LKS_ALLREDUCE_NCCL)
 				return lks_usage("run: %s:%d: run '%s' asks for allreduce = nccl, which "
 				                 "needs backend cuda (--backend cuda, or backend = cuda in "
@@ -505,7 +520,7 @@ int lks_run_cases(int argc, char **argv, lks_check_tally *t)
 	if (lks_cases_load(a.inputs, a.ninputs, a.sets, a.nsets, &cases, &ncases)) {
 		fprintf(stderr, "lockstep: %s\n", lks_errmsg());
 		rc = LKS_EXIT_USAGE;
-	} else if (lks_keep_checks(&a, cases, &ncases) || lks_gemm_fits(&a, cases, ncases)) {
+	} else if (lks_keep_checks(&a, cases, &ncases) || lks_gemm_settle(&a, cases, ncases)) {
 		rc = LKS_EXIT_USAGE;
 	} else if (job.root) {
 		lks_warn_unplanted(&a, cases, ncases);

@@ -49,6 +49,7 @@ typedef struct lks_run_cfg {
 	lks_recipe recipe;
 	int checkpoint;         /* 0 none, 1 blocks */
 	int gemm;               /* lks_gemm_impl: 0 reference, 1 the library's (cublaslt) */
+	int gemm_given;         /* gemm was written (or --set): run --gemm leaves it */
 	char backend[16];       /* a name of the backend registry; "": the invocation's */
 	int allreduce;          /* lks_allreduce_mode: 0 ordered, 1 NCCL's own (nccl) */
 	int world_size;         /* ranks of this run */

@@ -33,9 +33,11 @@ static void lks_case_defaults(struct lks_parse *st)
 	/* 5% of the steps, but a schedule longer than one step starts below the peak */
 	if (!lks_seen(st, LKS_SEC_OPTIM, 0, "warmup"))
 		c->optim.warmup = c->steps == 1 ? 0 : c->steps / 20 ? c->steps / 20 : 1;
-	for (int i = 0; i < c->nruns; i++)
+	for (int i = 0; i < c->nruns; i++) {
 		if (!lks_seen(st, LKS_SEC_RUN, i, "world_size"))
 			c->runs[i].world_size = c->world_size;
+		c->runs[i].gemm_given = lks_seen(st, LKS_SEC_RUN, i, "gemm");
+	}
 	for (int i = 0; i < c->nchecks; i++)
 		if (!lks_seen(st, LKS_SEC_CHECK, i, "metric"))
 			strcpy(c->checks[i].metric,
