@@ -70,6 +70,8 @@ static void put_tolerances(struct fx *f, const char *text)
 	char path[256];
 	FILE *t;
 
+	snprintf(path, sizeof(path), "%s/cuda-sm90-cublaslt", f->golden);
+	mkdir(path, 0755);  /* where no golden of the class was written yet */
 	snprintf(path, sizeof(path), "%s/cuda-sm90-cublaslt/tolerances.ini", f->golden);
 	cr_assert_not_null(t = fopen(path, "w"));
 	fputs(text, t);
@@ -181,6 +183,29 @@ Test(golden_class, a_cublaslt_run_meets_its_class_within_the_recipes_tolerance)
 	cr_assert_eq(r.bad_input, LKS_BAD_GOLDEN, "%s", r.message);
 	cr_assert_not_null(strstr(r.message, "tolerances.ini:2: bad value '-1' for 'rtol'"), "%s",
 	                   r.message);
+	/* comments of any length, on lines of their own or after a value, even holding ':'
+	   and '=' (inih reads lines of at most 200 bytes, and read a cut line's rest as a
+	   line of its own); a key line that does not fit is refused at its line */
+	{
+		char text[2048], lng[400];
+
+		memset(lng, 'x', sizeof(lng) - 1);
+		lng[sizeof(lng) - 1] = 0;
+		memcpy(lng + 150, " rtol = 0.9 : atol = 5 ", 23);
+		snprintf(text, sizeof(text), "; %s\n[fp8_rowwise]\nrtol = 1e-3 ; %s\n"
+		         "atol = 0\t; %s\n", lng, lng, lng);
+		put_tolerances(&f, text);
+		r = eval_gold(&f);
+		cr_assert_eq(r.verdict, LKS_VERDICT_FAIL, "%s", r.message);
+		cr_assert_str_eq(r.field, "loss", "rtol 1e-3 read, the comments left out: %s",
+		                 r.message);
+		snprintf(text, sizeof(text), "[fp8_rowwise]\nrtol = 0.1\natol = 0%s\n", lng);
+		put_tolerances(&f, text);
+		r = eval_gold(&f);
+		cr_assert_eq(r.bad_input, LKS_BAD_GOLDEN, "%s", r.message);
+		cr_assert_not_null(strstr(r.message, "tolerances.ini:3: line longer than 198 "
+		                                     "characters"), "%s", r.message);
+	}
 	put_tolerances(&f, "[fp8_rowwise]\natol = 1\n");
 	r = eval_gold(&f);
 	cr_assert_eq(r.bad_input, LKS_BAD_GOLDEN, "%s", r.message);
@@ -211,6 +236,21 @@ Test(golden_class, measure_prints_the_largest_relative_difference)
 	                   "%s", out);
 	cr_assert_not_null(strstr(out, "NVIDIA H100"), "%s", out);
 	cr_assert_not_null(strstr(out, "(tiny/a step 2)"), "%s", out);
+	/* the sections it prints, written as the class's tolerances.ini, are read back: the
+	   run meets the golden it was measured against (made the class's) within them */
+	{
+		const char *sec = strstr(out, "cuda-sm90-cublaslt/tolerances.ini (review");
+		char cls[512];
+		lks_check_result r;
+
+		cr_assert_not_null(sec, "%s", out);
+		put_tolerances(&f, strchr(sec, '\n') + 1);
+		write_golden(&f, "a", cls, sizeof(cls));
+		cr_assert_not_null(strstr(cls, "/cuda-sm90-cublaslt/tiny/a.tsv"), "%s", cls);
+		scale_loss(cls, 2, 1 + 5e-3);
+		r = eval_gold(&f);
+		cr_assert_eq(r.verdict, LKS_VERDICT_PASS, "%s", r.message);
+	}
 	/* the bf16 run is of class cpu: nothing to measure; without the cublaslt run, none */
 	make_cuda(&f, "a", 0, "9.0");
 	cr_assert_eq(lks_run_bin(NULL, args, out, sizeof(out)), 2, "%s", out);

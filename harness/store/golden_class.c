@@ -84,7 +84,44 @@ struct lks_tol_parse {
 	int found, has_rtol, bad;
 	double rtol, atol;
 	char err[256];
+	FILE *f;
+	char *buf;              /* getline's */
+	size_t cap;
+	int line, too_long;     /* lines read; the line that did not fit inih's buffer */
 };
+
+/* inih's fgets, whole lines from getline: a comment, on a line of its own or after a value
+   (';' after a blank, as inih reads it), is dropped here, so that it may be as long as it
+   likes ('lockstep golden measure' writes long ones); what is left must fit inih's buffer,
+   else the line is refused, never cut into two. */
+static char *lks_tol_reader(char *str, int num, void *stream)
+{
+	struct lks_tol_parse *t = stream;
+	ssize_t got = getline(&t->buf, &t->cap, t->f);
+	char *p, *c;
+	size_t len;
+
+	if (got < 0)
+		return NULL;
+	t->line++;
+	for (p = t->buf; *p == ' ' || *p == '\t'; p++)
+		;
+	if (*p == ';' || *p == '#')
+		*p = 0;
+	for (c = p; *c && *c != '\n'; c++)
+		if (*c == ';' && c > p && (c[-1] == ' ' || c[-1] == '\t'))
+			break;
+	*c = 0;
+	len = strlen(p);
+	if (len + 2 > (size_t)num) {
+		t->too_long = t->line;
+		return NULL;
+	}
+	memcpy(str, p, len);
+	str[len] = '\n';
+	str[len + 1] = 0;
+	return str;
+}
 
 /* inih calls this per key; 0 stops the parse, which then returns the line */
 static int lks_tol_key(void *arg, const char *section, const char *name, const char *value)
@@ -132,8 +169,15 @@ int lks_golden_tolerance(const char *dir, const char *cls, const char *recipe, d
 		lks_err("no tolerances for golden class '%s': '%s' is missing", cls, path);
 		return LKS_GOLDEN_MISSING;
 	}
-	line = ini_parse_file(f, lks_tol_key, &t);
+	t.f = f;
+	line = ini_parse_stream(lks_tol_reader, &t, lks_tol_key, &t);
 	fclose(f);
+	free(t.buf);
+	if (t.too_long && line == 0) {
+		line = t.too_long;
+		snprintf(t.err, sizeof(t.err), "line longer than %d characters, comments left out",
+		         INI_MAX_LINE - 2);
+	}
 	if (line != 0) {
 		lks_err("%s:%d: %s", path, line, line > 0 && *t.err ? t.err : "cannot parse the line");
 		return LKS_GOLDEN_BAD;
