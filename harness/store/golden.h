@@ -89,6 +89,9 @@ int lks_golden_path(const char *dir, const char *cls, const char *case_name,
  */
 int lks_golden_tolerance(const char *dir, const char *cls, const char *recipe, double *rtol,
                          double *atol, char *path, size_t npath);
+/* The same from the file at path: a comment, on its own line or after a value, may be of any
+   length; a key line longer than inih's buffer allows is LKS_GOLDEN_BAD at its line. */
+int lks_golden_tolerance_file(const char *path, const char *recipe, double *rtol, double *atol);
 
 /* Run r (any source; stat rows read step by step when it has them so) into path, creating
    its directories; written to a temporary file beside it and renamed over path

@@ -154,24 +154,15 @@ static int lks_tol_key(void *arg, const char *section, const char *name, const c
 	return 1;
 }
 
-int lks_golden_tolerance(const char *dir, const char *cls, const char *recipe, double *rtol,
-                         double *atol, char *path, size_t npath)
+/* The parse of an open tolerances.ini (path for the messages): lks_golden_tolerance's codes. */
+static int lks_tol_read(FILE *f, const char *path, const char *recipe, double *rtol,
+                        double *atol)
 {
 	struct lks_tol_parse t = { .recipe = recipe };
-	FILE *f;
 	int line;
 
-	if ((size_t)snprintf(path, npath, "%s/%s/tolerances.ini", dir, cls) >= npath)
-		return lks_err("tolerance path too long for class '%s'", cls);
-	if (!(f = fopen(path, "r"))) {
-		if (errno != ENOENT)
-			return lks_err("cannot open '%s': %s", path, strerror(errno));
-		lks_err("no tolerances for golden class '%s': '%s' is missing", cls, path);
-		return LKS_GOLDEN_MISSING;
-	}
 	t.f = f;
 	line = ini_parse_stream(lks_tol_reader, &t, lks_tol_key, &t);
-	fclose(f);
 	free(t.buf);
 	if (t.too_long && line == 0) {
 		line = t.too_long;
@@ -193,4 +184,39 @@ int lks_golden_tolerance(const char *dir, const char *cls, const char *recipe, d
 	*rtol = t.rtol;
 	*atol = t.atol;
 	return 0;
+}
+
+int lks_golden_tolerance(const char *dir, const char *cls, const char *recipe, double *rtol,
+                         double *atol, char *path, size_t npath)
+{
+	FILE *f;
+	int rc;
+
+	if ((size_t)snprintf(path, npath, "%s/%s/tolerances.ini", dir, cls) >= npath)
+		return lks_err("tolerance path too long for class '%s'", cls);
+	if (!(f = fopen(path, "r"))) {
+		if (errno != ENOENT)
+			return lks_err("cannot open '%s': %s", path, strerror(errno));
+		lks_err("no tolerances for golden class '%s': '%s' is missing", cls, path);
+		return LKS_GOLDEN_MISSING;
+	}
+	rc = lks_tol_read(f, path, recipe, rtol, atol);
+	fclose(f);
+	return rc;
+}
+
+int lks_golden_tolerance_file(const char *path, const char *recipe, double *rtol, double *atol)
+{
+	FILE *f = fopen(path, "r");
+	int rc;
+
+	if (!f) {
+		int e = errno;
+
+		lks_err("cannot open '%s': %s", path, strerror(e));
+		return e == ENOENT ? LKS_GOLDEN_MISSING : -1;
+	}
+	rc = lks_tol_read(f, path, recipe, rtol, atol);
+	fclose(f);
+	return rc;
 }

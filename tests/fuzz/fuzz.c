@@ -58,6 +58,25 @@ static int lks_fuzz_golden(const char *path)
 	return rc == 0 ? LKS_EXIT_OK : rc == LKS_GOLDEN_BAD ? LKS_EXIT_USAGE : LKS_EXIT_INFRA;
 }
 
+/* A golden class's tolerances.ini, read for two recipes (a section found or not). */
+static int lks_fuzz_tolerances(const char *path)
+{
+	static const char *const recipes[] = { "bf16", "fp8_rowwise" };
+	double rtol, atol;
+
+	for (size_t i = 0; i < sizeof(recipes) / sizeof(recipes[0]); i++) {
+		int rc = lks_golden_tolerance_file(path, recipes[i], &rtol, &atol);
+
+		if (rc == LKS_GOLDEN_BAD)
+			return LKS_EXIT_USAGE;
+		if (rc != 0 && rc != LKS_GOLDEN_MISSING)
+			return LKS_EXIT_INFRA;
+		if (rc == 0 && !(rtol >= 0 && atol >= 0))
+			abort();  /* the parser lets no negative or NaN tolerance through */
+	}
+	return LKS_EXIT_OK;
+}
+
 /* An import format's parser and the driver's checks, with no store. */
 static int lks_fuzz_import(const char *fmt, const char *path)
 {
@@ -104,6 +123,7 @@ static const struct lks_fuzz_target {
 	{ "case", "fuzz.ini", lks_fuzz_case },        /* harness/engine/case.c */
 	{ "combo", "combos.ini", lks_fuzz_combo },    /* harness/probe/combo.c */
 	{ "golden", "run.tsv", lks_fuzz_golden },     /* harness/store/golden.c */
+	{ "tolerances", "tolerances.ini", lks_fuzz_tolerances },  /* harness/store/golden_class.c */
 	{ "torchtitan", "train.log", lks_fuzz_torchtitan },        /* harness/store/import_log.c */
 	{ "megatron-log", "train.log", lks_fuzz_megatron_log },
 	{ "megatron-golden", "golden.json", lks_fuzz_megatron_golden },  /* import_json.c */
