@@ -360,6 +360,38 @@ Test(import, megatron_bridge_golden_by_step)
 	rm_tmp();
 }
 
+/* A name the table lacks takes its kind from its words: time, speed, memory, power (any
+   case, a word between other characters) or a rate "/s" make it performance; anything else,
+   a word that only starts so ("timestep", "memo_hits", "msgs") included, is numerics. */
+Test(import, a_name_the_table_lacks_is_performance_by_its_words)
+{
+	static const char *const perf[] = { "step_time_ms", "Tokens_s", "peak_mem_gb", "gpu_util",
+	                                    "Latency__ms_", "tflops_est" };
+	static const char *const num[] = { "aux_loss", "num_tokens", "timestep", "memo_hits", "msgs",
+	                                   "mtp_1_loss" };
+	lks_import_result res;
+	struct seen m;
+	lks_store *s;
+
+	cr_assert_eq(import("jsonl", "kinds_by_name.jsonl", &s, &res), 0, "%s", lks_errmsg());
+	metrics_of(s, res.run_id, &m);
+	for (size_t i = 0; i < sizeof(perf) / sizeof(perf[0]); i++)
+		cr_expect_eq(at(&m, 1, 0, perf[i])->kind, LKS_METRIC_PERFORMANCE, "%s", perf[i]);
+	for (size_t i = 0; i < sizeof(num) / sizeof(num[0]); i++)
+		cr_expect_eq(at(&m, 1, 0, num[i])->kind, LKS_METRIC_NUMERICS, "%s", num[i]);
+	lks_store_close(s);
+	rm_tmp();
+
+	/* Megatron-DeepSpeed's seconds are the table's iteration_time_s, not a name of their own */
+	cr_assert_eq(import("megatron-log", "megatron_deepspeed_s.log", &s, &res), 0, "%s",
+	             lks_errmsg());
+	metrics_of(s, res.run_id, &m);
+	cr_assert_eq(at(&m, 10, 0, "iteration_time_s")->value, 7.2310);
+	cr_assert_eq(at(&m, 10, 0, "iteration_time_s")->kind, LKS_METRIC_PERFORMANCE);
+	lks_store_close(s);
+	rm_tmp();
+}
+
 /* Megatron-LM of 2026 (training.py): a timestamp to the microsecond, energy and power per
    GPU (--log-energy), a MoE's losses, and RL's token rates and packing share after the nan
    iterations; the energy, power, rates and share are performance, the MoE loss numerics (a

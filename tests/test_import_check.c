@@ -175,6 +175,30 @@ Test(import_check, megatron_deepspeed_throughput_is_no_part_of_bitwise)
 	bitwise_apart_in_performance("megatron-log", log, 0, 5427, "loss");
 }
 
+/* Megatron-DeepSpeed as BigScience ran it writes its iteration time in seconds ("elapsed
+   time per iteration (s)", iteration_time_s): performance, as the ms of Megatron-LM are;
+   two logs apart in it and in their throughput are the same bit for bit, a loss apart at
+   iteration 30 is not. */
+Test(import_check, megatron_deepspeed_seconds_are_no_part_of_bitwise)
+{
+	static const char *const log[3] = { "megatron_deepspeed_s.log", "megatron_deepspeed_s_b.log",
+	                                    "megatron_deepspeed_s_c.log" };
+
+	bitwise_apart_in_performance("megatron-log", log, 0, 30, "loss");
+}
+
+/* A name the table lacks is performance where its words say time, speed or memory
+   ("step_time_ms", "tokens_per_sec", "data_loading_time_s", "peak_mem_gb", a rate "/s"): a
+   framework's own jsonl apart in those is the same bit for bit; its "aux_loss" apart at
+   step 3 is not (numerics, as "num_tokens"). */
+Test(import_check, a_name_of_time_speed_or_memory_is_no_part_of_bitwise)
+{
+	static const char *const log[3] = { "own_timings.jsonl", "own_timings_b.jsonl",
+	                                    "own_timings_c.jsonl" };
+
+	bitwise_apart_in_performance("jsonl", log, 1, 3, "aux_loss");
+}
+
 /* Megatron-LM of 2026 apart in energy, power, throughput (N/A at one step) and RL's token
    rates: the same bit for bit; a MoE loss apart at iteration 30 is not (a name the table
    lacks is numerics). */

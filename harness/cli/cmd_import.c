@@ -83,8 +83,20 @@ static void lks_import_help_print(FILE *f)
 	for (int i = 0; (fmt = lks_import_format_at(i)); i++)
 		fprintf(f, "    %-16s %s\n", fmt->name, fmt->what);
 	fputs("\nmetrics (their kind: numerics enter verdicts, performance never a bitwise one;\n"
-	      "a name not listed is stored as written, as numerics; a performance value 'N/A',\n"
-	      "or null in jsonl, is not measured: nothing is stored for it at that step):\n", f);
+	      "a performance value 'N/A', or null in jsonl, is not measured: nothing is stored\n"
+	      "for it at that step). A name not listed is stored as written: performance where\n"
+	      "one of its words, in any case, is one of\n ", f);
+	for (int i = 0, col = 1; lks_import_perf_words[i]; i++) {
+		int n = (int)strlen(lks_import_perf_words[i]) + 2;
+
+		if (col + n > 80) {
+			fputs("\n ", f);
+			col = 1;
+		}
+		fprintf(f, " %s%s", lks_import_perf_words[i], lks_import_perf_words[i + 1] ? "," : "");
+		col += n;
+	}
+	fputs("\nor it holds a rate '/s' (step_time_ms, tokens/s), numerics otherwise:\n", f);
 	for (int i = 0; (m = lks_import_metric_at(i)); i++)
 		fprintf(f, "  %-19s %-11s %s%s%s%s\n", m->name, lks_metric_kind_name(m->kind), m->what,
 		        *m->unit ? " (" : "", m->unit, *m->unit ? ")" : "");

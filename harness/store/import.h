@@ -8,7 +8,8 @@
  *
  * Metrics have canonical names and a kind, numerics or performance, from one table
  * (import_metric.c), with each format's label for them; a name no row knows is stored as
- * the log wrote it (letters, digits and '_' kept, anything else '_'), as numerics.
+ * the log wrote it (letters, digits and '_' kept, anything else '_'), as performance where
+ * its words say time, speed, memory or power ("step_time_ms", "tokens/s"), else numerics.
  *
  * Parsers stream: lines read a block at a time (lks_import_reader), so a log of any length
  * goes through in constant memory. A megatron-golden file is one JSON document
@@ -63,6 +64,9 @@ const lks_import_metric *lks_import_metric_label(lks_import_fmt fmt, const char 
    prints "mfu: N/A" where FP8 or MX quantization would make MFU misleading, and a jsonl
    writer may give null. A numerics metric holds a number, or nan. */
 int lks_import_label_performance(lks_import_fmt fmt, const char *label, size_t len);
+/* The words (NULL ended) that make a name the table lacks performance, as one word of its
+   label in any case; so does a rate "/s". */
+extern const char *const lks_import_perf_words[];
 
 /* What a parser found at one (step, rank). */
 typedef struct lks_import_rec {

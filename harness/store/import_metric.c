@@ -1,7 +1,9 @@
 /*
  * import_metric.c: the one table of imported metrics (import.h): canonical name, kind,
- * unit and each format's label. A reader never guesses a metric's kind: it is this table's,
- * and a name the table lacks is numerics (it then enters a bitwise verdict, the safe side).
+ * unit and each format's label. A metric's kind is this table's; a name the table lacks is
+ * performance where its words say time, speed, memory or power (lks_label_sounds_performance:
+ * two runs' clocks are never equal, so a bitwise verdict on them is a false failure), else
+ * numerics (it then enters a bitwise verdict, the safe side).
  * Also what every parser shares: a record's metrics, numbers as logs write them, and
  * lines read a block at a time.
  */
@@ -45,8 +47,9 @@ static const lks_import_metric lks_import_metrics[] = {
 	/* Megatron-LM writes its golden values' iteration-time from what it gives TensorBoard,
 	   in seconds, where its log prints ms: a name of its own, so that no check or diff
 	   compares the two as one */
-	{ "iteration_time_s", PERF, "s", { NULL, NULL, "iteration-time", "iteration_time_s" },
-	  "time of one iteration, in seconds (Megatron-LM's golden values)" },
+	{ "iteration_time_s", PERF, "s", { NULL, "elapsed time per iteration (s)", "iteration-time",
+	  "iteration_time_s" }, "time of one iteration, in seconds (Megatron-LM's golden values, "
+	  "Megatron-DeepSpeed's log)" },
 	{ "tps", PERF, "tokens/s", { "tps", NULL, NULL, "tps" }, "tokens per second per rank" },
 	{ "wps", PERF, "tokens/s", { "wps", NULL, NULL, "wps" },
 	  "tokens per second per rank, as torchtitan of early 2024 logged it" },
@@ -199,6 +202,41 @@ static int lks_same(const char *a, const char *b, size_t n)
 	return 1;
 }
 
+/* Whether a label the table lacks names a time, a speed, a device's memory or its power, by
+   its words (runs of letters and digits, any case) or a rate "/s": such a metric is
+   performance, any other numerics. A framework's own "step_time_ms", "tokens_per_sec" or
+   "peak_mem_gb" then stays out of a bitwise verdict (two runs' clocks are never equal), and
+   its "aux_loss" or "num_tokens" is in it. */
+const char *const lks_import_perf_words[] = {
+	"time", "elapsed", "latency", "duration", "throughput", "speed", "flops", "tflops", "mfu",
+	"tps", "tgs", "wps", "memory", "mem", "ms", "sec", "secs", "second", "seconds", "util",
+	"utilization", "power", "energy", NULL,
+};
+
+static int lks_label_sounds_performance(const char *label, size_t len)
+{
+	for (size_t i = 0; i < len;) {
+		size_t j = i;
+		char w[16];
+
+		while (j < len && isalnum((unsigned char)label[j]))
+			j++;
+		if (j - i < sizeof(w)) {
+			for (size_t c = 0; c < j - i; c++)
+				w[c] = (char)tolower((unsigned char)label[i + c]);
+			w[j - i] = 0;
+			for (size_t k = 0; lks_import_perf_words[k]; k++)
+				if (!strcmp(w, lks_import_perf_words[k]))
+					return 1;
+		}
+		if (j + 1 < len && label[j] == '/' && (label[j + 1] | 0x20) == 's'
+		    && (j + 2 == len || !isalnum((unsigned char)label[j + 2])))
+			return 1;
+		i = j + 1;
+	}
+	return 0;
+}
+
 /* The name and kind of label (len bytes) in fmt: the table's, or the label made a name. */
 static int lks_label_name(const lks_import_rec *rec, lks_import_fmt fmt, const char *label,
                           size_t len, lks_import_label *e, const char *path)
@@ -206,7 +244,9 @@ static int lks_label_name(const lks_import_rec *rec, lks_import_fmt fmt, const c
 	const lks_import_metric *m = lks_import_metric_label(fmt, label, len);
 
 	memset(e, 0, sizeof(*e));
-	e->kind = m ? m->kind : LKS_METRIC_NUMERICS;
+	e->kind = m ? m->kind
+	        : lks_label_sounds_performance(label, len) ? LKS_METRIC_PERFORMANCE
+	                                                   : LKS_METRIC_NUMERICS;
 	if (m) {
 		e->nlen = strlen(m->name);  /* the table's names are short */
 		memcpy(e->name, m->name, e->nlen);
