@@ -88,6 +88,7 @@ struct lks_tol_parse {
 	char *buf;              /* getline's */
 	size_t cap;
 	int line, too_long;     /* lines read; the line that did not fit inih's buffer */
+	int num;                /* the size of that buffer, as inih gives it */
 };
 
 /* inih's fgets, whole lines from getline: a comment, on a line of its own or after a value
@@ -115,6 +116,7 @@ static char *lks_tol_reader(char *str, int num, void *stream)
 	len = strlen(p);
 	if (len + 2 > (size_t)num) {
 		t->too_long = t->line;
+		t->num = num;
 		return NULL;
 	}
 	memcpy(str, p, len);
@@ -167,7 +169,7 @@ static int lks_tol_read(FILE *f, const char *path, const char *recipe, double *r
 	if (t.too_long && line == 0) {
 		line = t.too_long;
 		snprintf(t.err, sizeof(t.err), "line longer than %d characters, comments left out",
-		         INI_MAX_LINE - 2);
+		         t.num - 2);
 	}
 	if (line != 0) {
 		lks_err("%s:%d: %s", path, line, line > 0 && *t.err ? t.err : "cannot parse the line");
