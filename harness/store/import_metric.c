@@ -202,17 +202,18 @@ static int lks_same(const char *a, const char *b, size_t n)
 	return 1;
 }
 
-/* Whether a label the table lacks names a time, a speed, a device's memory or its power, by
-   its words (runs of letters and digits, any case) or a rate "/s": such a metric is
-   performance, any other numerics. A framework's own "step_time_ms", "tokens_per_sec" or
-   "peak_mem_gb" then stays out of a bitwise verdict (two runs' clocks are never equal), and
-   its "aux_loss" or "num_tokens" is in it. */
+/* The words of time, speed, memory and power (import.h) */
 const char *const lks_import_perf_words[] = {
 	"time", "elapsed", "latency", "duration", "throughput", "speed", "flops", "tflops", "mfu",
 	"tps", "tgs", "wps", "memory", "mem", "ms", "sec", "secs", "second", "seconds", "util",
 	"utilization", "power", "energy", NULL,
 };
 
+/* Whether a label the table lacks names a time, a speed, a device's memory or its power, by
+   its words (runs of letters and digits, any case) or a rate "/s": such a metric is
+   performance, any other numerics. A framework's own "step_time_ms", "tokens_per_sec" or
+   "peak_mem_gb" then stays out of a bitwise verdict (two runs' clocks are never equal), and
+   its "aux_loss" or "num_tokens" is in it. */
 static int lks_label_sounds_performance(const char *label, size_t len)
 {
 	for (size_t i = 0; i < len;) {
