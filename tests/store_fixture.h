@@ -2,7 +2,8 @@
  * store_fixture.h: what the trace store's tests (test_trace_store.c, test_store_upgrade.c)
  * share: a mkdtemp folder per test, runs and steps whose every row is derived from
  * (step, rank, seq) and read back field by field, SQL on the store's connection or on a
- * raw file, and a file's bytes and time to show that an open left it untouched.
+ * raw file, a file's bytes and time to show that an open left it untouched, and an import
+ * killed mid-write (test_store_bulk.c, test_export.c).
  */
 #ifndef LKS_TESTS_STORE_FIXTURE_H
 #define LKS_TESTS_STORE_FIXTURE_H
@@ -10,14 +11,17 @@
 #include <criterion/criterion.h>
 #include <dirent.h>
 #include <math.h>
+#include <signal.h>
 #include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "harness/store/import_block.h"
 #include "harness/store/trace_store.h"
 #include "harness/store/trace_store_impl.h"
 #include "kernels/err.h"
@@ -280,6 +284,70 @@ static inline void raw_exec(const char *path, const char *sql)
 	cr_assert_eq(sqlite3_open(path, &db), SQLITE_OK);
 	cr_assert_eq(sqlite3_exec(db, sql, NULL, NULL, NULL), SQLITE_OK, "%s", sqlite3_errmsg(db));
 	cr_assert_eq(sqlite3_close(db), SQLITE_OK);
+}
+
+/* Records per block and blocks per bulk import: 40 blocks of ~4 KiB, far more pages than
+   the 10-page cache of kill_mid_import's writer holds, so that its pages reach the file. */
+#define BULK_RECORDS 512
+#define BULK_BLOCKS 40
+
+/* An imported run of BULK_BLOCKS blocks of BULK_RECORDS records (rank 0, a loss of
+   10 / (step + 1) and a time each), committed when commit is set; else the transaction is
+   left open. */
+static inline int64_t bulk_import_run(lks_store *s, const char *name, int commit)
+{
+	lks_run_info info = { .case_name = "c", .run_name = name, .recipe = "import",
+	                      .backend = "import:jsonl" };
+	lks_block *b = lks_block_new();
+	int64_t run;
+
+	cr_assert_not_null(b);
+	cr_assert_eq(lks_store_import_begin(s, &info, &run), 0, "%s", lks_errmsg());
+	for (int k = 0; k < BULK_BLOCKS; k++) {
+		for (int i = 0; i < BULK_RECORDS; i++) {
+			int step = k * BULK_RECORDS + i;
+			lks_metric_row rows[2] = {
+				{ 0, 0, "loss", LKS_METRIC_NUMERICS, 10.0 / (step + 1) },
+				{ 0, 0, "iteration_time", LKS_METRIC_PERFORMANCE, 500 + step % 7 } };
+
+			cr_assert_eq(lks_block_add(b, step, 0, rows, 2), 0, "%s", lks_errmsg());
+		}
+		cr_assert_eq(lks_store_import_block(s, run, k + 1, b), 0, "%s", lks_errmsg());
+	}
+	lks_block_free(b);
+	if (commit)
+		cr_assert_eq(lks_store_import_end(s, run, BULK_BLOCKS * BULK_RECORDS - 1, 1, 1),
+		             0, "%s", lks_errmsg());
+	return run;
+}
+
+/* A child process opens path (no store may be open on it here: none crosses fork()),
+   begins a bulk import of a run named name, writes it without committing and is killed
+   (SIGKILL): its pages are in the file, and its hot journal beside it. */
+static inline void kill_mid_import(const char *path, const char *name)
+{
+	char journal[600];
+	lks_store *s;
+	int status;
+	pid_t pid = fork();
+
+	cr_assert_geq(pid, 0);
+	if (pid == 0) {
+		if (lks_store_open(path, &s))
+			_exit(10);
+		lks_store_bulk_begin(s);  /* which sets a cache of its own: this one after it */
+		if (sqlite3_exec(lks_store_db(s), "PRAGMA cache_size = 10", NULL, NULL, NULL))
+			_exit(10);
+		bulk_import_run(s, name, 0);
+		kill(getpid(), SIGKILL);
+		_exit(11);
+	}
+	cr_assert_eq(waitpid(pid, &status, 0), pid);
+	cr_assert(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL, "the writer exited (%d)",
+	          WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+	snprintf(journal, sizeof(journal), "%s-journal", path);
+	cr_assert(exists(journal), "no hot journal: the write was not a bulk one, or never "
+	                           "reached the file");
 }
 
 #endif

@@ -166,6 +166,48 @@ Test(export, a_rank_the_run_lacks_or_a_missing_database_exit_2_and_write_nothing
 	rm_tmp();
 }
 
+/* An import killed mid-write leaves pages of its run in the file and the hot journal that
+   undoes them: export, diff and report refuse the file (exit 3: a writer must roll it
+   back, and the message says which file and what does it) and touch nothing; they showed
+   the killed run, reading the file immutable. The next import rolls it back: its run is
+   run 2, as the killed one never was. */
+Test(export, a_killed_import_is_refused_to_readers_until_a_writer_rolls_it_back,
+     .timeout = 120)
+{
+	char db[512], f[512], rep[600], args[2048], out[8192], first[8192];
+	char *before, *after;
+	const char *cmds[] = { "export --format jsonl 2", "export --format jsonl 1", "diff 1 2",
+	                       rep };
+
+	mkdir_tmp();
+	path_in_tmp(db, sizeof(db), "t.db");
+	fixture(f, sizeof(f), "run.jsonl");
+	run_ok("import --format jsonl '%s' --case c --run a --db '%s'", f, db);
+	kill_mid_import(db, "ghost");
+	snprintf(rep, sizeof(rep), "report -o '%s/rep'", tmpdir);
+	before = lks_dir_state(tmpdir);
+	for (size_t i = 0; i < sizeof(cmds) / sizeof(*cmds); i++) {
+		snprintf(args, sizeof(args), "%s --db '%s'", cmds[i], db);
+		cr_expect_eq(lks_run_bin(NULL, args, out, sizeof(out)), 3, "%s: %s", args, out);
+		cr_expect(strstr(out, "/t.db-journal'"), "%s: %s", args, out);
+		cr_expect(strstr(out, "rolls it back"), "%s: %s", args, out);
+	}
+	after = lks_dir_state(tmpdir);
+	cr_expect_str_eq(after, before, "a refused reader wrote to the folder");
+	free(before);
+	free(after);
+
+	run_ok("import --format jsonl '%s' --case c --run b --db '%s'", f, db);
+	snprintf(args, sizeof(args), "export --format jsonl 1 --db '%s'", db);
+	cr_assert_eq(lks_run_bin(NULL, args, first, sizeof(first)), 0, "%s", first);
+	snprintf(args, sizeof(args), "export --format jsonl 2 --db '%s'", db);
+	cr_assert_eq(lks_run_bin(NULL, args, out, sizeof(out)), 0, "%s", out);
+	cr_assert_str_eq(out, first, "run 2 is not the import after the killed one");
+	snprintf(args, sizeof(args), "export --format jsonl 3 --db '%s'", db);
+	cr_assert_eq(lks_run_bin(NULL, args, out, sizeof(out)), 2, "%s", out);
+	rm_tmp();
+}
+
 /* Doubles of random bit patterns (a fixed xorshift, so a failure comes back): every
    exponent, subnormals and the largest values, which a writer of fewer than 17 digits
    or a reader that is not correctly rounded gets wrong. */

@@ -4,10 +4,10 @@
  * file's only one. The file is back in WAL after it, with what was committed; with another
  * connection open nothing changes and nobody waits; a writer killed mid-transaction, its
  * pages already in the file, leaves a hot journal that the next opening rolls back, and
- * the file is in WAL again; two processes importing into one file at once both land.
+ * the file is in WAL again, while a reader's opening refuses it untouched; two processes
+ * importing into one file at once both land.
  */
 #include <criterion/criterion.h>
-#include <signal.h>
 #include <sqlite3.h>
 #include <stdio.h>
 #include <string.h>
@@ -18,40 +18,6 @@
 #include "harness/store/import_block.h"
 #include "harness/store/trace_store.h"
 #include "kernels/err.h"
-
-/* Records per block and blocks per import: 40 blocks of ~4 KiB, far more pages than the
-   10-page cache of the killed writer holds, so that its pages reach the file. */
-#define RECORDS 512
-#define BLOCKS 40
-
-/* An imported run of BLOCKS blocks of RECORDS records (rank 0, a loss and a time each),
-   committed when commit is set; else the transaction is left open. */
-static int64_t import_run(lks_store *s, const char *name, int commit)
-{
-	lks_run_info info = { .case_name = "c", .run_name = name, .recipe = "import",
-	                      .backend = "import:jsonl" };
-	lks_block *b = lks_block_new();
-	int64_t run;
-
-	cr_assert_not_null(b);
-	cr_assert_eq(lks_store_import_begin(s, &info, &run), 0, "%s", lks_errmsg());
-	for (int k = 0; k < BLOCKS; k++) {
-		for (int i = 0; i < RECORDS; i++) {
-			int step = k * RECORDS + i;
-			lks_metric_row rows[2] = {
-				{ 0, 0, "loss", LKS_METRIC_NUMERICS, 10.0 / (step + 1) },
-				{ 0, 0, "iteration_time", LKS_METRIC_PERFORMANCE, 500 + step % 7 } };
-
-			cr_assert_eq(lks_block_add(b, step, 0, rows, 2), 0, "%s", lks_errmsg());
-		}
-		cr_assert_eq(lks_store_import_block(s, run, k + 1, b), 0, "%s", lks_errmsg());
-	}
-	lks_block_free(b);
-	if (commit)
-		cr_assert_eq(lks_store_import_end(s, run, BLOCKS * RECORDS - 1, 1, 1), 0, "%s",
-		             lks_errmsg());
-	return run;
-}
 
 static void expect_mode(lks_store *s, const char *mode, int synchronous)
 {
@@ -98,19 +64,19 @@ Test(store_bulk, writes_through_a_rollback_journal_and_leaves_the_file_in_wal)
 	expect_mode(s, "wal", 1);
 	lks_store_bulk_begin(s);
 	expect_mode(s, "delete", 2);  /* FULL */
-	run = import_run(s, "r", 1);
+	run = bulk_import_run(s, "r", 1);
 	lks_store_bulk_end(s);
 	expect_mode(s, "wal", 1);
 	cr_assert(!exists(journal), "the rollback journal was left behind");
-	cr_assert_eq(loss_rows(s, run), BLOCKS * RECORDS);
+	cr_assert_eq(loss_rows(s, run), BULK_BLOCKS * BULK_RECORDS);
 	/* the store goes on as before: a second bulk write, and one left open at close */
 	lks_store_bulk_begin(s);
-	import_run(s, "r2", 1);
+	bulk_import_run(s, "r2", 1);
 	lks_store_close(s);
 	cr_assert_eq(lks_store_open(path, &s), 0, "%s", lks_errmsg());
 	expect_mode(s, "wal", 1);
 	cr_assert_eq(sql_int(s, "SELECT count(*) FROM runs WHERE status = 'complete'"), 2);
-	cr_assert_eq(loss_rows(s, 2), BLOCKS * RECORDS);
+	cr_assert_eq(loss_rows(s, 2), BULK_BLOCKS * BULK_RECORDS);
 	lks_store_close(s);
 	rm_tmp();
 }
@@ -130,10 +96,11 @@ Test(store_bulk, another_connection_keeps_the_file_in_wal_without_waiting, .time
 	cr_assert_eq(sql_int(other, "SELECT count(*) FROM runs"), 0);
 	lks_store_bulk_begin(s);
 	expect_mode(s, "wal", 1);
-	run = import_run(s, "r", 1);
+	run = bulk_import_run(s, "r", 1);
 	lks_store_bulk_end(s);
 	expect_mode(s, "wal", 1);
-	cr_assert_eq(loss_rows(other, run), BLOCKS * RECORDS, "the reader does not see the run");
+	cr_assert_eq(loss_rows(other, run), BULK_BLOCKS * BULK_RECORDS,
+	             "the reader does not see the run");
 	lks_store_close(other);
 	lks_store_close(s);
 	rm_tmp();
@@ -147,34 +114,16 @@ Test(store_bulk, killed_mid_write_rolls_back_and_reopens_in_wal, .timeout = 120)
 	char path[512], journal[600], ok[64];
 	lks_store *s;
 	int64_t done;
-	int status;
-	pid_t pid;
 
 	mkdir_tmp();
 	path_in_tmp(path, sizeof(path), "killed.db");
 	snprintf(journal, sizeof(journal), "%s-journal", path);
 	cr_assert_eq(lks_store_open(path, &s), 0, "%s", lks_errmsg());
 	lks_store_bulk_begin(s);
-	done = import_run(s, "done", 1);
+	done = bulk_import_run(s, "done", 1);
 	lks_store_close(s);  /* no connection may cross fork() */
 
-	pid = fork();
-	cr_assert_geq(pid, 0);
-	if (pid == 0) {
-		if (lks_store_open(path, &s))
-			_exit(10);
-		lks_store_bulk_begin(s);  /* which sets a cache of its own: this one after it */
-		if (sqlite3_exec(lks_store_db(s), "PRAGMA cache_size = 10", NULL, NULL, NULL))
-			_exit(10);
-		import_run(s, "killed", 0);
-		kill(getpid(), SIGKILL);
-		_exit(11);
-	}
-	cr_assert_eq(waitpid(pid, &status, 0), pid);
-	cr_assert(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL, "the writer exited (%d)",
-	          WIFEXITED(status) ? WEXITSTATUS(status) : -1);
-	cr_assert(exists(journal), "no hot journal: the write was not a bulk one, or never "
-	                           "reached the file");
+	kill_mid_import(path, "killed");
 
 	cr_assert_eq(lks_store_open(path, &s), 0, "%s", lks_errmsg());
 	sql_text(s, "PRAGMA integrity_check", ok, sizeof(ok));
@@ -183,7 +132,49 @@ Test(store_bulk, killed_mid_write_rolls_back_and_reopens_in_wal, .timeout = 120)
 	cr_assert(!exists(journal), "the hot journal is still there");
 	cr_assert_eq(sql_int(s, "SELECT count(*) FROM runs"), 1, "the killed run was kept");
 	expect_status(s, done, "complete");
-	cr_assert_eq(loss_rows(s, done), BLOCKS * RECORDS);
+	cr_assert_eq(loss_rows(s, done), BULK_BLOCKS * BULK_RECORDS);
+	lks_store_close(s);
+	rm_tmp();
+}
+
+/* A reader of a file whose writer was killed mid-import: the file holds the killed
+   transaction's pages, which only the hot journal undoes, and a reader may not roll it
+   back. It is refused (-1: not bad input, the file is whole once rolled back), saying so
+   and what does it, and leaves file and journal as they were; it read the killed run as
+   stored when it fell back to an immutable open. A writer's opening rolls it back. */
+Test(store_bulk, a_reader_refuses_a_killed_imports_journal_that_a_writer_rolls_back,
+     .timeout = 120)
+{
+	char path[512], journal[600];
+	struct snapshot file, jrnl;
+	lks_store *s;
+
+	mkdir_tmp();
+	path_in_tmp(path, sizeof(path), "ghost.db");
+	snprintf(journal, sizeof(journal), "%s-journal", path);
+	cr_assert_eq(lks_store_open(path, &s), 0, "%s", lks_errmsg());
+	lks_store_bulk_begin(s);
+	bulk_import_run(s, "done", 1);
+	lks_store_close(s);
+	kill_mid_import(path, "ghost");
+	file = take(path);
+	jrnl = take(journal);
+
+	cr_assert_eq(lks_store_open_readonly(path, &s), -1, "opened: %lld runs",
+	             s ? (long long)sql_int(s, "SELECT count(*) FROM runs") : -1LL);
+	cr_assert(strstr(lks_errmsg(), path) && strstr(lks_errmsg(), "ghost.db-journal")
+	          && strstr(lks_errmsg(), "rolls it back"), "%s", lks_errmsg());
+	expect_same_bytes(path, file);
+	expect_same_bytes(journal, jrnl);
+	free(file.bytes);
+	free(jrnl.bytes);
+
+	cr_assert_eq(lks_store_open(path, &s), 0, "%s", lks_errmsg());
+	lks_store_close(s);
+	cr_assert(!exists(journal), "the hot journal is still there");
+	cr_assert_eq(lks_store_open_readonly(path, &s), 0, "%s", lks_errmsg());
+	cr_assert_eq(sql_int(s, "SELECT count(*) FROM runs"), 1, "the killed run was kept");
+	cr_assert_eq(loss_rows(s, 1), BULK_BLOCKS * BULK_RECORDS);
 	lks_store_close(s);
 	rm_tmp();
 }
@@ -214,7 +205,7 @@ Test(store_bulk, two_processes_import_into_one_file, .timeout = 120)
 					_exit(10);
 				}
 				lks_store_bulk_begin(s);
-				import_run(s, name, 1);
+				bulk_import_run(s, name, 1);
 				lks_store_bulk_end(s);
 				lks_store_close(s);
 			}
@@ -230,7 +221,7 @@ Test(store_bulk, two_processes_import_into_one_file, .timeout = 120)
 	expect_mode(s, "wal", 1);
 	cr_assert_eq(sql_int(s, "SELECT count(*) FROM runs WHERE status = 'complete'"), 10);
 	for (int64_t run = 1; run <= 10; run++)
-		cr_assert_eq(loss_rows(s, run), BLOCKS * RECORDS, "run %lld", (long long)run);
+		cr_assert_eq(loss_rows(s, run), BULK_BLOCKS * BULK_RECORDS, "run %lld", (long long)run);
 	lks_store_close(s);
 	rm_tmp();
 }

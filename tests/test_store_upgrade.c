@@ -639,12 +639,13 @@ static void killed_writer(const char *path, int shm)
 
 /* Read-only media: a WAL database whose folder cannot be written has no -shm to make. One
    without a log is read immutable; one with a log and its -shm is read whole; a log
-   without its index cannot be read, and the message says why. */
+   without its index cannot be read, and the message says why; nor can a file beside the
+   hot journal of a writer killed mid-import (read immutable, the file showed its run). */
 Test(trace_store, readonly_on_a_read_only_folder)
 {
 	char path[512], msg[1024], cmd[600];
-	struct snapshot before[3];
-	static const char *const names[] = { "clean.db", "log.db", "lost.db" };
+	struct snapshot before[4];
+	static const char *const names[] = { "clean.db", "log.db", "lost.db", "ghost.db" };
 
 	mkdir_tmp();
 	path_in_tmp(path, sizeof(path), names[0]);
@@ -653,7 +654,10 @@ Test(trace_store, readonly_on_a_read_only_folder)
 	killed_writer(path, 1);
 	path_in_tmp(path, sizeof(path), names[2]);
 	killed_writer(path, 0);
-	for (int i = 0; i < 3; i++) {
+	path_in_tmp(path, sizeof(path), names[3]);
+	make_db(path);
+	kill_mid_import(path, "ghost");
+	for (int i = 0; i < 4; i++) {
 		path_in_tmp(path, sizeof(path), names[i]);
 		before[i] = take(path);
 	}
@@ -670,10 +674,13 @@ Test(trace_store, readonly_on_a_read_only_folder)
 	path_in_tmp(path, sizeof(path), names[2]);
 	cr_expect_eq(count_suites_read_only(path, msg, sizeof(msg)), -1);
 	cr_expect(strstr(msg, "lost.db-wal") && strstr(msg, "lost.db-shm"), "%s", msg);
+	path_in_tmp(path, sizeof(path), names[3]);
+	cr_expect_eq(count_suites_read_only(path, msg, sizeof(msg)), -1, "the killed import read");
+	cr_expect(strstr(msg, "ghost.db-journal"), "%s", msg);
 
 	snprintf(cmd, sizeof(cmd), "chmod -R u+w '%s'", tmpdir);
 	cr_assert_eq(system(cmd), 0);
-	for (int i = 0; i < 3; i++) {
+	for (int i = 0; i < 4; i++) {
 		path_in_tmp(path, sizeof(path), names[i]);
 		expect_same_bytes(path, before[i]);
 		free(before[i].bytes);

@@ -95,7 +95,10 @@ int lks_store_open(const char *path, lks_store **out);
    tables it lacks read empty and the columns it lacks NULL, as an upgrade would leave them.
    Writing through the store fails. Where the folder can be written, SQLite's reader may
    leave the -wal and -shm files of a WAL database beside it (the next writer removes
-   them); the database file itself is never written. */
+   them); the database file itself is never written. A file beside the hot journal of a
+   writer that stopped mid-transaction (an import killed) holds part of that transaction
+   until a writer rolls it back, which a reader may not do: it is refused (-1, its message
+   says so). */
 int lks_store_open_readonly(const char *path, lks_store **out);
 void lks_store_close(lks_store *s);
 

@@ -280,15 +280,55 @@ static int lks_store_open_ro_db(const char *path, int immutable, sqlite3 **db, i
 	return lks_store_temp_schema(*db, path, version);
 }
 
-/* The size of path's write-ahead log, 0 when there is none. */
-static off_t lks_store_wal_size(const char *path)
+/* The size of the file beside path named path + suffix ("-wal", "-journal"), 0 when there
+   is none. */
+static off_t lks_store_side_size(const char *path, const char *suffix)
 {
-	char *wal = sqlite3_mprintf("%s-wal", path);
+	char *side = sqlite3_mprintf("%s%s", path, suffix);
 	struct stat st;
-	off_t n = wal && stat(wal, &st) == 0 ? st.st_size : 0;
+	off_t n = side && stat(side, &st) == 0 ? st.st_size : 0;
 
-	sqlite3_free(wal);
+	sqlite3_free(side);
 	return n;
+}
+
+/* Whether the folder of path can be written (by this process, on this medium). */
+static int lks_store_dir_writable(const char *path)
+{
+	const char *slash = strrchr(path, '/');
+	char *dir = !slash ? sqlite3_mprintf(".")
+	            : sqlite3_mprintf("%.*s", slash == path ? 1 : (int)(slash - path), path);
+	int ok = dir && access(dir, W_OK) == 0;
+
+	sqlite3_free(dir);
+	return ok;
+}
+
+/* Whether path, which SQLite would not open to read (SQLITE_READONLY, SQLITE_CANTOPEN), may
+   be read immutable: 0 where it may, else -1 with why (lks_err). immutable=1 reads the file
+   as it lies, without locks, a -shm, or a look at a journal, so it is right only on a medium
+   nobody can write: a folder that cannot be written, holding no rollback journal and no
+   write-ahead log. A journal there is a writer's (an import's, killed mid-write): the file
+   holds pages of its transaction, which only rolling the journal back undoes, and a reader
+   that went on would see a run that was never committed. A writer must roll it back: it is
+   the file's own state, not bad input, so the caller's -1 (exit 3), as for a lock. */
+static int lks_store_immutable_ok(const char *path)
+{
+	if (lks_store_side_size(path, "-journal") > 0)
+		return lks_err("cannot read '%s': a writer stopped in the middle of a transaction "
+		               "(killed?) and left its rollback journal '%s-journal'; the file holds "
+		               "part of that transaction until a writer rolls it back: any lockstep "
+		               "command that writes the database does so as it opens it (rerun the "
+		               "import, or 'lockstep run' or 'lockstep prune' with --db '%s'), with "
+		               "write access to the file and its folder", path, path, path);
+	if (lks_store_side_size(path, "-wal") > 0)
+		return lks_err("cannot read '%s': its write-ahead log '%s-wal' needs the index "
+		               "'%s-shm', which cannot be made here (a read-only folder?): open it "
+		               "once with write access to fold the log in", path, path, path);
+	/* the folder can be written: what failed is not the medium, and SQLite said what */
+	if (lks_store_dir_writable(path))
+		return -1;
+	return 0;
 }
 
 int lks_store_open_readonly(const char *path, lks_store **out)
@@ -306,16 +346,13 @@ int lks_store_open_readonly(const char *path, lks_store **out)
 		return lks_err("'%s' is not a lockstep database (%s)", path, S_ISREG(st.st_mode)
 		               ? "an empty file" : "not a regular file"), LKS_STORE_BAD_FILE;
 	rc = lks_store_open_ro_db(path, 0, &db, &sql_rc);
-	/* A WAL database needs its -shm (the WAL index), which a reader makes where it can.
-	   Where it cannot (a read-only folder or medium), a database without a WAL to read is
-	   opened immutable: no locks, no -shm; nobody can be writing it there. */
+	/* A WAL database needs its -shm (the WAL index), which a reader makes where it can;
+	   a hot journal needs rolling back, which a reader may not do. Where the -shm cannot
+	   be made (a read-only folder or medium) and there is neither, the file is opened
+	   immutable: no locks, no -shm; nobody can be writing it there. */
 	if (rc == -1 && (sql_rc == SQLITE_READONLY || sql_rc == SQLITE_CANTOPEN)) {
-		if (lks_store_wal_size(path) > 0) {
-			lks_err("cannot read '%s': its write-ahead log '%s-wal' needs the index '%s-shm', "
-			        "which cannot be made here (a read-only folder?): open it once with write "
-			        "access to fold the log in", path, path, path);
+		if ((rc = lks_store_immutable_ok(path)) != 0)
 			goto out;
-		}
 		sqlite3_close_v2(db);
 		rc = lks_store_open_ro_db(path, 1, &db, &sql_rc);
 	}
