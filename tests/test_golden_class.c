@@ -18,6 +18,7 @@
 
 #include "golden_fixture.h"
 #include "run_bin.h"
+#include "harness/base/file.h"
 #include "harness/store/golden.h"
 #include "harness/store/trace_store_impl.h"
 #include "kernels/err.h"
@@ -257,4 +258,119 @@ Test(golden_class, measure_prints_the_largest_relative_difference)
 	cr_assert_not_null(strstr(out, "no complete run of a class that is not bit for bit"),
 	                   "%s", out);
 	fx_teardown(&f);
+}
+
+/* ---- tolerances.ini as input ---- */
+
+/* A mkdtemp folder into dir (at least 64 bytes) holding the class folder 'cls'. */
+static void tol_dir(char *dir, size_t n)
+{
+	char cls[128];
+
+	snprintf(dir, n, "/tmp/lks-test-tol-XXXXXX");
+	cr_assert_not_null(mkdtemp(dir));
+	snprintf(cls, sizeof(cls), "%s/cls", dir);
+	cr_assert_eq(mkdir(cls, 0755), 0);
+}
+
+static void tol_rm(const char *dir)
+{
+	char cmd[256];
+
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+	cr_assert_eq(system(cmd), 0);
+}
+
+/* text as dir/cls/tolerances.ini, read for recipe as the golden check reads it:
+   lks_golden_tolerance's code (its message in lks_errmsg). */
+static int tol_read(const char *dir, const char *text, const char *recipe, double *rtol,
+                    double *atol)
+{
+	char path[256];
+	FILE *t;
+
+	snprintf(path, sizeof(path), "%s/cls/tolerances.ini", dir);
+	cr_assert_not_null(t = fopen(path, "w"));
+	fputs(text, t);
+	fclose(t);
+	*rtol = *atol = -1;
+	return lks_golden_tolerance(dir, "cls", recipe, rtol, atol, path, sizeof(path));
+}
+
+/* A second [bf16], a key given twice or one before any section was read, the last value
+   winning; each is bad input at its line, as in a combos file, whichever recipe is asked
+   for. Of several mistakes the first is said, at its own line. */
+Test(golden_class, tolerances_given_twice_or_outside_a_section_are_refused_at_their_line)
+{
+	static const struct {
+		const char *text, *recipe, *want;
+	} bad[] = {
+		{ "[bf16]\nrtol = 0.1\n[fp8_rowwise]\nrtol = 1e-3\n[bf16]  ; again\nrtol = 0.5\n",
+		  "bf16", "tolerances.ini:5: duplicate section [bf16] (first at line 1)" },
+		{ "[bf16]\nrtol = 0.1\n[bf16]\n[fp8_rowwise]\nrtol = 1e-3\n", "fp8_rowwise",
+		  "tolerances.ini:3: duplicate section [bf16] (first at line 1)" },
+		{ "[fp8_rowwise]\nrtol = 1e-3\natol = 0\n  rtol = 0.5 ; measured again\n",
+		  "fp8_rowwise",
+		  "tolerances.ini:4: duplicate key 'rtol' in [fp8_rowwise] (first at line 2)" },
+		{ "[bf16]\natol = 0\natol = 1\nrtol = 0.1\n[fp8_rowwise]\nrtol = 1e-3\n",
+		  "fp8_rowwise", "tolerances.ini:3: duplicate key 'atol' in [bf16] (first at line 2)" },
+		{ "; measured on an H100\nrtol = 0.5\n[fp8_rowwise]\nrtol = 1e-3\n", "fp8_rowwise",
+		  "tolerances.ini:2: key 'rtol' before any section" },
+		{ "[fp8_rowwise]\nrtol 1e-3\nrtol = -1\n", "fp8_rowwise",
+		  "tolerances.ini:2: cannot parse the line" },
+	};
+	char dir[64];
+	double rtol, atol;
+	int rc;
+
+	tol_dir(dir, sizeof(dir));
+	for (size_t i = 0; i < sizeof(bad) / sizeof(*bad); i++) {
+		rc = tol_read(dir, bad[i].text, bad[i].recipe, &rtol, &atol);
+		cr_expect_eq(rc, LKS_GOLDEN_BAD, "%s: rc %d, rtol %g: %s", bad[i].text, rc, rtol,
+		             lks_errmsg());
+		cr_expect_not_null(strstr(lks_errmsg(), bad[i].want), "%s: %s", bad[i].text,
+		                   lks_errmsg());
+	}
+	/* each once, in any order: read as before */
+	rc = tol_read(dir, "[bf16]\nrtol = 0.1\n[fp8_rowwise]\natol = 2\nrtol = 1e-3\n",
+	              "fp8_rowwise", &rtol, &atol);
+	cr_expect_eq(rc, 0, "%s", lks_errmsg());
+	cr_expect(rtol == 1e-3 && atol == 2, "rtol %g atol %g", rtol, atol);
+	tol_rm(dir);
+}
+
+/* A tolerances.ini that is not a regular file is refused at once, naming it: a FIFO (the
+   check waited for a writer for ever) and a link to /dev/zero (read until an allocation of
+   1 GB failed, which passed for the end of the file); so is one over its limit. */
+Test(golden_class, a_tolerances_file_not_regular_or_over_its_limit_is_refused, .timeout = 30)
+{
+	char dir[64], path[256], *big;
+	double rtol, atol;
+	int rc;
+
+	tol_dir(dir, sizeof(dir));
+	snprintf(path, sizeof(path), "%s/cls/tolerances.ini", dir);
+	cr_assert_eq(mkfifo(path, 0644), 0);
+	rc = lks_golden_tolerance(dir, "cls", "bf16", &rtol, &atol, path, sizeof(path));
+	cr_expect_eq(rc, LKS_GOLDEN_BAD, "%s", lks_errmsg());
+	cr_expect(strstr(lks_errmsg(), path) && strstr(lks_errmsg(), "a FIFO"), "%s",
+	          lks_errmsg());
+	cr_assert_eq(unlink(path), 0);
+	cr_assert_eq(symlink("/dev/zero", path), 0);
+	rc = lks_golden_tolerance(dir, "cls", "bf16", &rtol, &atol, path, sizeof(path));
+	cr_expect_eq(rc, LKS_GOLDEN_BAD, "%s", lks_errmsg());
+	cr_expect(strstr(lks_errmsg(), path) && strstr(lks_errmsg(), "a device"), "%s",
+	          lks_errmsg());
+	cr_assert_eq(unlink(path), 0);
+	/* a comment of the limit's size after a value */
+	cr_assert_not_null(big = malloc(LKS_TOLERANCES_FILE_MAX + 64));
+	snprintf(big, 64, "[bf16]\nrtol = 0.1 ; ");
+	memset(big + strlen(big), 'x', LKS_TOLERANCES_FILE_MAX);
+	big[strlen("[bf16]\nrtol = 0.1 ; ") + LKS_TOLERANCES_FILE_MAX] = 0;
+	rc = tol_read(dir, big, "bf16", &rtol, &atol);
+	cr_expect_eq(rc, LKS_GOLDEN_BAD, "rc %d, rtol %g: %s", rc, rtol, lks_errmsg());
+	cr_expect(strstr(lks_errmsg(), path) && strstr(lks_errmsg(), "over the limit"), "%s",
+	          lks_errmsg());
+	free(big);
+	tol_rm(dir);
 }

@@ -1,7 +1,8 @@
 /*
- * file.h: reading an input file (a case, a combos file, a golden file) whole, within a
- * limit. Only a regular file is read: a FIFO would block forever and /dev/zero never ends,
- * so anything else is refused before a byte is read, as is a file over the limit.
+ * file.h: reading an input file (a case, a combos file, a golden file, a tolerances.ini)
+ * whole, within a limit. Only a regular file is read: a FIFO would block forever and
+ * /dev/zero never ends, so anything else is refused before a byte is read, as is a file
+ * over the limit.
  */
 #ifndef LKS_HARNESS_FILE_H
 #define LKS_HARNESS_FILE_H
@@ -14,6 +15,10 @@
 #define LKS_CASE_FILE_MAX ((size_t)1 << 20)
 #define LKS_COMBOS_FILE_MAX ((size_t)1 << 20)
 #define LKS_GOLDEN_FILE_MAX ((size_t)256 << 20)
+/* A golden class's tolerances.ini: a section per recipe, each value with a comment saying
+   what measured it, written by a person or pasted from 'lockstep golden measure' (a few
+   KB): the case files' limit. */
+#define LKS_TOLERANCES_FILE_MAX ((size_t)1 << 20)
 
 /* lks_file_read of a path that does not exist (lks_err says so). */
 #define LKS_FILE_MISSING (-2)

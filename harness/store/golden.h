@@ -84,8 +84,9 @@ int lks_golden_path(const char *dir, const char *cls, const char *case_name,
  * [recipe] of <dir>/<cls>/tolerances.ini (its path into path), where every value carries a
  * comment saying what measurement gave it ('lockstep golden measure'). LKS_GOLDEN_MISSING
  * (lks_err says which) when there is no such file or section, LKS_GOLDEN_BAD with
- * "path:line: what" for an unknown key, a bad value or a section without rtol, -1 for
- * other failures.
+ * "path:line: what" for an unknown key, a bad value, a section or a key given twice, a key
+ * before any section or a section without rtol, and for a file that is not a regular one
+ * or is over LKS_TOLERANCES_FILE_MAX (harness/base/file.h); -1 for other failures.
  */
 int lks_golden_tolerance(const char *dir, const char *cls, const char *recipe, double *rtol,
                          double *atol, char *path, size_t npath);
