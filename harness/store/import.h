@@ -30,8 +30,11 @@
 /* Metrics on one line, and the longest name stored. */
 #define LKS_IMPORT_MAX_METRICS LKS_METRICS_MAX
 #define LKS_IMPORT_NAME_MAX LKS_METRIC_NAME_MAX
-/* Ranks 0 .. LKS_IMPORT_MAX_RANK: more than any job writes into one log. */
+/* Ranks 0 .. LKS_IMPORT_MAX_RANK: more than any job writes into one log. A log that
+   names a bigger one is bad input at its line, in every format. */
 #define LKS_IMPORT_MAX_RANK 65535
+/* Steps 0 .. LKS_IMPORT_MAX_STEP: a step is an int wherever lockstep keeps one. */
+#define LKS_IMPORT_MAX_STEP 2147483647
 /* A parser's or the driver's return for bad input (the message names file:line): exit 2. */
 #define LKS_IMPORT_BAD (-2)
 
@@ -188,13 +191,31 @@ int lks_import_parse_megatron_golden(const char *path, FILE *f, lks_import_sink 
 int lks_import_parse_jsonl(const char *path, FILE *f, lks_import_sink sink, void *arg,
                            lks_import_counts *c);
 
+/* What lks_import_number and lks_import_step say of text they do not take, besides -1
+   (no number): a number beyond what they hold. For a double, both ways: a magnitude over
+   DBL_MAX reads as an infinity, and one that is not 0 but under half the least subnormal
+   (4.9e-324) reads as 0; strtod calls both a range error. Neither is a value a log writer
+   prints from a double (it prints an infinity as "inf", a 0 as "0", and a subnormal as a
+   number that reads back as that subnormal, which is taken), so both are bad input, said
+   alike in every format (lks_import_number_why). */
+#define LKS_IMPORT_NUMBER_OVER (-3)
+#define LKS_IMPORT_NUMBER_UNDER (-4)
+
 /* A number as a log writes it, the len bytes at s whole: strtod's decimal forms (1.5,
-   1.234E+00), "nan", "inf", "-inf" (any case); thousands separators ',' when commas is
-   set (torchtitan's tps: 3,502). 0, or -1 when it is not one number. */
+   1.234E+00, a subnormal), "nan", "inf", "-inf" (any case); thousands separators ','
+   when commas is set (torchtitan's tps: 3,502). 0, -1 when it is not one number, or
+   LKS_IMPORT_NUMBER_OVER / _UNDER. */
 int lks_import_number(const char *s, size_t len, int commas, double *out);
 /* The same, with the number's decimal where the fast path reads it (*dec, as
    lks_import_decimal_prefix gives it), else LKS_IMPORT_NO_DEC. */
 int lks_import_number_dec(const char *s, size_t len, int commas, double *out, int64_t *dec);
+/* Why lks_import_number refused a number, from its answer, as the end of a message that
+   quotes it: ": ..." (which way, and why no logged double reads so) for
+   LKS_IMPORT_NUMBER_OVER / _UNDER, "" for any other. */
+const char *lks_import_number_why(int answer);
+/* A step or iteration number as a log writes it, the len bytes at s whole: digits only.
+   0, -1 when it is none, LKS_IMPORT_NUMBER_OVER when it is over LKS_IMPORT_MAX_STEP. */
+int lks_import_step(const char *s, size_t len, int *step);
 /* The decimal that starts s (n bytes at most), when Clinger's fast path reads it exactly:
    its digits ('-', digits with commas between two of the integer part's when commas is
    set, '.', digits, an exponent) make an integer m < 2^53 (15 digits at most) and its

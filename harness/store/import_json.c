@@ -14,6 +14,7 @@
  * jsonl streams one line at a time (the loop of import_log.c). A golden file is one
  * document, read whole; its records are handed on by step, every metric of a step in one.
  */
+#include <ctype.h>
 #include <jansson.h>
 #include <math.h>
 #include <stdlib.h>
@@ -58,6 +59,60 @@ static int lks_json_int(const json_t *v, int lo, int hi, size_t flags, int *out)
 		return -1;
 	*out = (int)i;
 	return 0;
+}
+
+/* The first number outside a string of the JSON text s (n bytes) that no double holds:
+   jansson reads one nearer 0 than the least double as 0, and fails one over the largest
+   ("real number overflow") without saying which. Its answer (lks_import_number's
+   LKS_IMPORT_NUMBER_OVER or _UNDER), with *at and *len its bytes; 0 where there is none. */
+static int lks_json_range(const char *s, size_t n, const char **at, size_t *len)
+{
+	static const char chars[] = "+-.0123456789eE";
+	int in_string = 0;
+
+	for (const char *p = s, *end = s + n; p < end; p++) {
+		size_t k = 0;
+		double x;
+		int answer;
+
+		if (in_string) {
+			if (*p == '\\' && p + 1 < end)
+				p++;
+			else if (*p == '"')
+				in_string = 0;
+			continue;
+		}
+		if (*p == '"')
+			in_string = 1;
+		if (*p != '-' && !isdigit((unsigned char)*p))
+			continue;
+		while (p + k < end && p[k] && memchr(chars, p[k], sizeof(chars) - 1))
+			k++;
+		answer = lks_import_number(p, k, 0, &x);
+		if (answer == LKS_IMPORT_NUMBER_OVER || answer == LKS_IMPORT_NUMBER_UNDER) {
+			*at = p;
+			*len = k;
+			return answer;
+		}
+		p += k - 1;
+	}
+	return 0;
+}
+
+/* A number of the JSON text s (n bytes, its first line line) that no double holds
+   (lks_json_range) as bad input at its file:line (LKS_IMPORT_BAD); 0 where there is none. */
+static int lks_json_range_err(const char *path, long line, const char *s, size_t n)
+{
+	const char *at;
+	size_t k;
+	int answer = lks_json_range(s, n, &at, &k);
+
+	if (!answer)
+		return 0;
+	for (const char *p = s; (p = memchr(p, '\n', (size_t)(at - p))); p++)
+		line++;
+	return lks_err("'%s':%ld: bad value '%.*s'%s", path, line, (int)(k > 40 ? 40 : k), at,
+	               lks_import_number_why(answer)), LKS_IMPORT_BAD;
 }
 
 /* s parsed; jansson refuses an integer beyond 64 bits ("too big integer"), and such a line
@@ -123,7 +178,7 @@ int lks_import_jsonl_line(const char *s, size_t len, lks_import_rec *rec, const 
 	json_t *o, *v;
 	const char *key;
 	size_t flags = JSON_REJECT_DUPLICATES;
-	int rc = LKS_IMPORT_BAD;
+	int rc = LKS_IMPORT_BAD, zero = 0;
 
 	while (*s == ' ' || *s == '\t')
 		s++;
@@ -136,15 +191,17 @@ int lks_import_jsonl_line(const char *s, size_t len, lks_import_rec *rec, const 
 		free(py);
 	}
 	if (!o) {
-		lks_err("'%s':%ld: not JSON: %s (column %d)", path, rec->line, e.text, e.column);
+		if (!strstr(e.text, "overflow") || !lks_json_range_err(path, rec->line, s, strlen(s)))
+			lks_err("'%s':%ld: not JSON: %s (column %d)", path, rec->line, e.text, e.column);
 		return LKS_IMPORT_BAD;
 	}
 	if (!json_is_object(o)) {
 		lks_err("'%s':%ld: not a JSON object", path, rec->line);
 		goto out;
 	}
-	if (lks_json_int(json_object_get(o, "step"), 0, 0x7fffffff, flags, &rec->step)) {
-		lks_err("'%s':%ld: want \"step\": a whole number >= 0", path, rec->line);
+	if (lks_json_int(json_object_get(o, "step"), 0, LKS_IMPORT_MAX_STEP, flags, &rec->step)) {
+		lks_err("'%s':%ld: want \"step\": a whole number 0 to %d", path, rec->line,
+		        LKS_IMPORT_MAX_STEP);
 		goto out;
 	}
 	if ((v = json_object_get(o, "rank"))
@@ -168,6 +225,10 @@ int lks_import_jsonl_line(const char *s, size_t len, lks_import_rec *rec, const 
 			        ? " (null only for a performance metric: not measured)" : "");
 			goto out;
 		}
+		/* a 0 that jansson read: 0 as written, or an underflow (once a line: a 0 is rare) */
+		if (x == 0 && json_is_real(v) && !zero++
+		    && (rc = lks_json_range_err(path, rec->line, s, strlen(s))))
+			goto out;
 		if ((rc = lks_import_rec_add(rec, LKS_IMPORT_JSONL, key, strlen(key), x, path)))
 			goto out;
 		rc = LKS_IMPORT_BAD;
@@ -216,11 +277,13 @@ static int lks_golden_metric(const char *path, const char *name, int m, const js
 	if (json_is_array(values)) {
 		size_t i;
 
-		if (lks_json_int(json_object_get(o, "start_step"), 0, 0x7fffffff, 0, &start)
-		    || lks_json_int(json_object_get(o, "end_step"), start, 0x7fffffff, 0, &end)
-		    || lks_json_int(json_object_get(o, "step_interval"), 1, 0x7fffffff, 0, &every))
+		if (lks_json_int(json_object_get(o, "start_step"), 0, LKS_IMPORT_MAX_STEP, 0, &start)
+		    || lks_json_int(json_object_get(o, "end_step"), start, LKS_IMPORT_MAX_STEP, 0, &end)
+		    || lks_json_int(json_object_get(o, "step_interval"), 1, LKS_IMPORT_MAX_STEP, 0,
+		                    &every))
 			return lks_err("'%s': \"%s\": want start_step <= end_step and step_interval >= 1, "
-			               "whole numbers", path, name), LKS_IMPORT_BAD;
+			               "whole numbers up to %d", path, name, LKS_IMPORT_MAX_STEP),
+			       LKS_IMPORT_BAD;
 		if (json_array_size(values) > (size_t)(end - start) / (size_t)every + 1)
 			return lks_err("'%s': \"%s\": %zu values, more than steps %d to %d by %d", path,
 			               name, json_array_size(values), start, end, every), LKS_IMPORT_BAD;
@@ -239,13 +302,10 @@ static int lks_golden_metric(const char *path, const char *name, int m, const js
 	const char *key;
 
 	json_object_foreach((json_t *)values, key, v) {
-		char *e;
-		long step = strtol(key, &e, 10);
-
-		p[*n] = (struct lks_golden_val){ (int)step, m, 0 };
-		if (!*key || *e || step < 0 || step > 0x7fffffff || lks_json_number(v, &p[*n].value))
-			return lks_err("'%s': \"%s\".values[\"%s\"]: want a step and a number or \"nan\"",
-			               path, name, key), LKS_IMPORT_BAD;
+		p[*n] = (struct lks_golden_val){ 0, m, 0 };
+		if (lks_import_step(key, strlen(key), &p[*n].step) || lks_json_number(v, &p[*n].value))
+			return lks_err("'%s': \"%s\".values[\"%s\"]: want a step (0 to %d) and a number "
+			               "or \"nan\"", path, name, key, LKS_IMPORT_MAX_STEP), LKS_IMPORT_BAD;
 		++*n;
 	}
 	return 0;
@@ -284,13 +344,13 @@ static int lks_json_slurp(FILE *f, char **text, size_t *len)
 /* A step key of Megatron-Bridge's golden file: "0" up, its iteration less one. */
 static int lks_bridge_step(const char *key, int *step)
 {
-	char *e;
-	long k = *key >= '0' && *key <= '9' ? strtol(key, &e, 10) : -1;
+	int k;
 
 	/* as Python's str(int) writes it: no sign, no leading zero */
-	if (k < 0 || *e || k >= 0x7fffffff || (key[0] == '0' && key[1]))
+	if (lks_import_step(key, strlen(key), &k) || k == LKS_IMPORT_MAX_STEP
+	    || (key[0] == '0' && key[1]))
 		return -1;
-	*step = (int)k + 1;
+	*step = k + 1;
 	return 0;
 }
 
@@ -326,8 +386,9 @@ static int lks_bridge_golden(const char *path, json_t *doc, lks_import_rec *rec,
 		} else if (!is_step && (json_is_number(o) || json_is_string(o) || json_is_null(o))) {
 			c->ignored++;
 		} else {
-			lks_err("'%s': \"%s\": want a step (\"0\" up) with an object of its metrics, or "
-			        "a number or string of the whole run", path, key);
+			lks_err("'%s': \"%s\": want a step (\"0\" to \"%d\") with an object of its "
+			        "metrics, or a number or string of the whole run", path, key,
+			        LKS_IMPORT_MAX_STEP - 1);
 			goto out;
 		}
 	}
@@ -407,9 +468,13 @@ int lks_import_parse_megatron_golden(const char *path, FILE *f, lks_import_sink 
 	}
 	bom = len >= 3 && !memcmp(text, "\xef\xbb\xbf", 3) ? 3 : 0;  /* a byte order mark */
 	if (!(doc = json_loadb(text + bom, len - bom, JSON_REJECT_DUPLICATES, &e))) {
-		lks_err("'%s':%d: not JSON: %s", path, e.line, e.text);
+		if (!strstr(e.text, "overflow") || !lks_json_range_err(path, 1, text, len))
+			lks_err("'%s':%d: not JSON: %s", path, e.line, e.text);
 		goto out;
 	}
+	/* a golden file is small: every number looked at for an underflow jansson read as 0 */
+	if (lks_json_range_err(path, 1, text, len))
+		goto out;
 	if (!json_is_object(doc)) {
 		lks_err("'%s': want a JSON object of metrics", path);
 		goto out;

@@ -18,7 +18,6 @@
  */
 #include <ctype.h>
 #include <float.h>
-#include <limits.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -101,8 +100,9 @@ static char *lks_strip_ansi(char *s, size_t len, char *out, size_t *n)
 static int lks_digit(char c) { return (unsigned)(c - '0') < 10; }
 static int lks_alpha(char c) { return (unsigned)((c | 0x20) - 'a') < 26; }
 
-/* Digits at p up to LKS_IMPORT_MAX_RANK as *rank, then what follows them; NULL where there
-   are none, or they are more. */
+/* Digits at p as *rank, then what follows them; NULL where there are none. Digits over
+   LKS_IMPORT_MAX_RANK are a rank still, LKS_IMPORT_MAX_RANK + 1, which a line that is a
+   record may not name (lks_import_lines_at): stored as rank 0 it would pass unseen. */
 static const char *lks_rank_digits(const char *p, int *rank)
 {
 	long r = 0;
@@ -112,9 +112,7 @@ static const char *lks_rank_digits(const char *p, int *rank)
 	for (; lks_digit(*p); p++)
 		if (r <= LKS_IMPORT_MAX_RANK)  /* no further: it is too big already */
 			r = r * 10 + (*p - '0');
-	if (r > LKS_IMPORT_MAX_RANK)
-		return NULL;
-	*rank = (int)r;
+	*rank = r > LKS_IMPORT_MAX_RANK ? LKS_IMPORT_MAX_RANK + 1 : (int)r;
 	return p;
 }
 
@@ -148,24 +146,6 @@ static const char *lks_rank_prefix(const char *s, int *rank, int *ranked)
 	return s;
 }
 
-/* A step or iteration number: digits only, up to INT_MAX. */
-static int lks_parse_step(const char *s, size_t len, int *step)
-{
-	long long v = 0;
-
-	if (len == 0 || len > 10)
-		return -1;
-	for (size_t i = 0; i < len; i++) {
-		if (!isdigit((unsigned char)s[i]))
-			return -1;
-		v = v * 10 + (s[i] - '0');
-	}
-	if (v > INT_MAX)
-		return -1;
-	*step = (int)v;
-	return 0;
-}
-
 /* A performance metric's value "N/A": not measured (lks_import_label_performance). */
 static int lks_unmeasured(lks_import_fmt fmt, const char *l, size_t llen, const char *v,
                           size_t vlen)
@@ -173,11 +153,22 @@ static int lks_unmeasured(lks_import_fmt fmt, const char *l, size_t llen, const 
 	return vlen == 3 && !memcmp(v, "N/A", 3) && lks_import_label_performance(fmt, l, llen);
 }
 
+/* answer: lks_import_number's, which says why where the number is beyond a double. */
 static int lks_bad_value(const char *path, long line, const char *label, size_t llen,
-                         const char *v, size_t vlen)
+                         const char *v, size_t vlen, int answer)
 {
-	return lks_err("'%s':%ld: bad value '%.*s' of '%.*s'", path, line, (int)(vlen > 40 ? 40 : vlen),
-	               v, (int)llen, label), LKS_IMPORT_BAD;
+	return lks_err("'%s':%ld: bad value '%.*s' of '%.*s'%s", path, line,
+	               (int)(vlen > 40 ? 40 : vlen), v, (int)llen, label,
+	               lks_import_number_why(answer)), LKS_IMPORT_BAD;
+}
+
+/* A step (what) the log writes as the digits v, over LKS_IMPORT_MAX_STEP or none; as
+   jsonl's "step" says it. */
+static int lks_bad_step(const char *path, long line, const char *what, const char *v,
+                        size_t vlen)
+{
+	return lks_err("'%s':%ld: bad %s '%.*s': want a whole number 0 to %d", path, line, what,
+	               (int)(vlen > 40 ? 40 : vlen), v, LKS_IMPORT_MAX_STEP), LKS_IMPORT_BAD;
 }
 
 /* lks_import_decimal_z, here where a line's values are read: inlined into the readers
@@ -239,21 +230,22 @@ static int lks_titan_value(lks_import_rec *rec, const char *path, const char *l,
 	if (gib) {
 		const char *p = gib + 3, *end = v + vlen;
 
-		if (lks_import_number(v, (size_t)(gib - v), 0, &x))
-			return lks_bad_value(path, rec->line, l, llen, v, vlen);
+		if ((rc = lks_import_number(v, (size_t)(gib - v), 0, &x)))
+			return lks_bad_value(path, rec->line, l, llen, v, vlen, rc);
 		if ((rc = lks_import_rec_add(rec, LKS_IMPORT_TORCHTITAN, l, llen, x, path)))
 			return rc;
 		if (p == end)
 			return 0;
-		if (end - p < 4 || p[0] != '(' || memcmp(end - 2, "%)", 2)
-		    || lks_import_number(p + 1, (size_t)(end - 2 - (p + 1)), 0, &pct))
-			return lks_bad_value(path, rec->line, l, llen, v, vlen);
+		if (end - p < 4 || p[0] != '(' || memcmp(end - 2, "%)", 2))
+			return lks_bad_value(path, rec->line, l, llen, v, vlen, -1);
+		if ((rc = lks_import_number(p + 1, (size_t)(end - 2 - (p + 1)), 0, &pct)))
+			return lks_bad_value(path, rec->line, l, llen, v, vlen, rc);
 		return lks_import_rec_add(rec, LKS_IMPORT_TORCHTITAN, "memory_pct", 10, pct, path);
 	}
 	if (vlen && v[vlen - 1] == '%')
 		vlen--;
-	if (lks_import_number(v, vlen, 1, &x))
-		return lks_bad_value(path, rec->line, l, llen, v, vlen);
+	if ((rc = lks_import_number(v, vlen, 1, &x)))
+		return lks_bad_value(path, rec->line, l, llen, v, vlen, rc);
 	return lks_import_rec_add(rec, LKS_IMPORT_TORCHTITAN, l, llen, x, path);
 }
 
@@ -394,8 +386,8 @@ int lks_import_titan_line(const char *s, size_t len, lks_import_rec *rec, const 
 			return lks_err("'%s':%ld: truncated metric line: '%.*s' has no value", path,
 			               rec->line, (int)llen, l), LKS_IMPORT_BAD;
 		if (first) {
-			if (lks_parse_step(v, vlen, &rec->step))
-				return lks_bad_value(path, rec->line, l, llen, v, vlen);
+			if (lks_import_step(v, vlen, &rec->step))
+				return lks_bad_step(path, rec->line, "step", v, vlen);
 			continue;
 		}
 		if (lks_unmeasured(LKS_IMPORT_TORCHTITAN, l, llen, v, vlen))
@@ -540,10 +532,10 @@ static int lks_titan_fast(const char *s, size_t len, lks_import_rec *rec,
 	rec->ranked = ranked;
 	if (!ranked)
 		lks_titan_later_rank(v, mark, rec);
-	/* the step: digits, up to INT_MAX */
+	/* the step: digits, up to LKS_IMPORT_MAX_STEP (else the whole way says so) */
 	for (p = v = lks_esc_blanks(t + 5); lks_digit(*p); p++)
 		;
-	if (lks_parse_step(v, (size_t)(p - v), &rec->step) || !lks_titan_blank(*lks_esc_skip(p)))
+	if (lks_import_step(v, (size_t)(p - v), &rec->step) || !lks_titan_blank(*lks_esc_skip(p)))
 		return -1;
 	if (*f->changes != f->seen) {  /* the labels changed: what was learnt of them goes */
 		for (int i = 0; i < LKS_IMPORT_MAX_METRICS; i++)
@@ -609,8 +601,9 @@ static int lks_titan_fast(const char *s, size_t len, lks_import_rec *rec,
 	}
 }
 
-/* " iteration N/M |": where the fields start (after that '|'), or NULL. */
-static const char *lks_mega_start(const char *s, int *step)
+/* " iteration N/M |": where the fields start (after that '|'), or NULL; *n, *nlen: N's
+   digits, a step however many (the caller reads them: one too big is bad input). */
+static const char *lks_mega_start(const char *s, const char **n, size_t *nlen)
 {
 	for (const char *p = s; (p = strstr(p, "iteration ")); p++) {
 		const char *q = p + 10, *d;
@@ -619,8 +612,10 @@ static const char *lks_mega_start(const char *s, int *step)
 			q++;
 		for (d = q; isdigit((unsigned char)*q); q++)
 			;
-		if (q == d || *q != '/' || lks_parse_step(d, (size_t)(q - d), step))
+		if (q == d || *q != '/')
 			continue;
+		*n = d;
+		*nlen = (size_t)(q - d);
 		for (q++; *q == ' '; q++)
 			;
 		while (isdigit((unsigned char)*q))
@@ -671,11 +666,14 @@ static int lks_mega_several(const char *l, size_t llen, const char *v, const cha
 
 int lks_import_mega_line(const char *s, size_t len, lks_import_rec *rec, const char *path)
 {
-	const char *p = lks_mega_start(s, &rec->step), *end;
+	size_t nlen;
+	const char *n, *p = lks_mega_start(s, &n, &nlen), *end;
 	int rc;
 
 	if (!p)
 		return 0;
+	if (lks_import_step(n, nlen, &rec->step))
+		return lks_bad_step(path, rec->line, "iteration", n, nlen);
 	/* the job's line, printed by its last rank alone (print_rank_last): a "[rank7]:"
 	   prefix names the printer, not a rank of its own values */
 	rec->rank = 0;
@@ -711,9 +709,10 @@ int lks_import_mega_line(const char *s, size_t len, lks_import_rec *rec, const c
 
 		if (lks_unmeasured(LKS_IMPORT_MEGATRON_LOG, l, (size_t)(le - l), v, (size_t)(ve - v)))
 			continue;
-		if (lks_import_number_dec(v, (size_t)(ve - v), 0, &x, &dec)
+		if ((rc = lks_import_number_dec(v, (size_t)(ve - v), 0, &x, &dec))
 		    && lks_mega_several(l, (size_t)(le - l), v, ve, &x))
-			return lks_bad_value(path, rec->line, l, (size_t)(le - l), v, (size_t)(ve - v));
+			return lks_bad_value(path, rec->line, l, (size_t)(le - l), v, (size_t)(ve - v),
+			                     rc);
 		if ((rc = lks_import_rec_add_dec(rec, LKS_IMPORT_MEGATRON_LOG, l, (size_t)(le - l), x,
 		                                 dec, path)))
 			return rc;
@@ -801,6 +800,13 @@ int lks_import_lines_at(const char *path, FILE *f, long line, uint64_t limit,
 		if (!is) {
 			c->ignored++;
 			continue;
+		}
+		/* a prefix's rank over the bound (lks_rank_digits), where jsonl's "rank" is too */
+		if (rec->rank > LKS_IMPORT_MAX_RANK) {
+			lks_err("'%s':%ld: bad rank in the line's prefix: want a whole number 0 to %d",
+			        path, rd.line, LKS_IMPORT_MAX_RANK);
+			rc = LKS_IMPORT_BAD;
+			goto out;
 		}
 		c->records++;
 		if ((rc = sink(arg, rec)))

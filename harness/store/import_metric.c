@@ -409,15 +409,18 @@ int lks_import_number(const char *s, size_t len, int commas, double *out)
 
 int lks_import_number_dec(const char *s, size_t len, int commas, double *out, int64_t *dec)
 {
-	char buf[128], *end;
+	char small[128], *buf = small, *end;  /* a number of any length: jsonl's are */
 	size_t n = 0;
+	int rc = -1;
 
 	*dec = LKS_IMPORT_NO_DEC;
-	if (len == 0 || len >= sizeof(buf))
+	if (len == 0)
 		return -1;
 	if (lks_import_decimal_prefix(s, len, commas, out, dec) == len)
 		return 0;
 	*dec = LKS_IMPORT_NO_DEC;
+	if (len >= sizeof(small) && !(buf = malloc(len + 1)))
+		return -1;
 	for (size_t i = 0; i < len; i++) {
 		/* a separator only between digits: 3,502 but not ,3 or 3, */
 		if (commas && s[i] == ',' && i > 0 && i + 1 < len && isdigit((unsigned char)s[i - 1])
@@ -428,12 +431,45 @@ int lks_import_number_dec(const char *s, size_t len, int commas, double *out, in
 	buf[n] = 0;
 	/* strtod also takes hex floats and leading blanks; neither is a log's number */
 	if (isspace((unsigned char)buf[0]) || strchr(buf, 'x') || strchr(buf, 'X'))
-		return -1;
+		goto out;
 	errno = 0;
 	*out = strtod(buf, &end);
-	/* ERANGE: an overflow is +-inf as printed by nobody; an underflow is kept as read */
-	if (end != buf + n || (errno == ERANGE && (*out > 1 || *out < -1)))
+	if (end != buf + n)
+		goto out;
+	/* ERANGE: an overflow (+-inf) or an underflow to 0 is refused (import.h); an underflow
+	   to a subnormal is a double's value as its shortest form prints it ("5e-324") */
+	rc = errno != ERANGE ? 0 : *out > 1 || *out < -1 ? LKS_IMPORT_NUMBER_OVER
+	     : *out == 0 ? LKS_IMPORT_NUMBER_UNDER : 0;
+out:
+	if (buf != small)
+		free(buf);
+	return rc;
+}
+
+const char *lks_import_number_why(int answer)
+{
+	if (answer == LKS_IMPORT_NUMBER_OVER)
+		return ": over the largest double (1.8e+308), it would read as an infinity, which a "
+		       "logged double prints as 'inf'";
+	if (answer == LKS_IMPORT_NUMBER_UNDER)
+		return ": not 0 but nearer 0 than the least double (4.9e-324), it would read as 0, "
+		       "which a logged double prints as '0'";
+	return "";
+}
+
+int lks_import_step(const char *s, size_t len, int *step)
+{
+	int64_t v = 0;
+
+	if (len == 0)
 		return -1;
+	for (size_t i = 0; i < len; i++)
+		if (!isdigit((unsigned char)s[i]))
+			return -1;
+	for (size_t i = 0; i < len; i++)
+		if ((v = v * 10 + (s[i] - '0')) > LKS_IMPORT_MAX_STEP)
+			return LKS_IMPORT_NUMBER_OVER;  /* no further: v stays under 2^35 */
+	*step = (int)v;
 	return 0;
 }
 
