@@ -456,7 +456,7 @@ Test(report, tables_without_gnuplot)
 
 Test(report, bad_input)
 {
-	char dir[64], path[300];
+	char dir[64], path[300], *err;
 	FILE *f;
 
 	setup(dir, sizeof(dir));
@@ -482,6 +482,18 @@ Test(report, bad_input)
 	cr_expect_eq(sh("ls '%s' | grep -q empty.db-", dir), 1, "files appeared beside it");
 	cr_expect_eq(sh("'%s' report --db '%s/t.db' --suite 1 -o '%s/r' >/dev/null", LKS_BIN,
 	                dir, dir), 0, "suite 1 by its id");
+	/* a template that is not a regular file is refused at once, by its name (a FIFO: the
+	   report waited for a writer for ever); a template is the installation's (exit 3) */
+	snprintf(path, sizeof(path), "%s/tpl", dir);
+	cr_assert_eq(mkdir(path, 0755), 0);
+	snprintf(path, sizeof(path), "%s/tpl/report.html", dir);
+	cr_assert_eq(mkfifo(path, 0644), 0);
+	cr_expect_eq(sh("timeout 30 '%s' report --db '%s/t.db' -o '%s/r' --templates '%s/tpl' "
+	                "2>'%s/err'", LKS_BIN, dir, dir, dir, dir), 3, "a FIFO for a template");
+	snprintf(path, sizeof(path), "%s/err", dir);
+	err = slurp(path);
+	cr_expect(strstr(err, "tpl/report.html'") && strstr(err, "a FIFO"), "%s", err);
+	free(err);
 	teardown(dir);
 }
 

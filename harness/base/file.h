@@ -19,6 +19,9 @@
    what measured it, written by a person or pasted from 'lockstep golden measure' (a few
    KB): the case files' limit. */
 #define LKS_TOLERANCES_FILE_MAX ((size_t)1 << 20)
+/* The report's HTML template (report --templates DIR): a page of style around the body,
+   1.4 KB as shipped. */
+#define LKS_TEMPLATE_FILE_MAX ((size_t)1 << 20)
 
 /* lks_file_read of a path that does not exist (lks_err says so). */
 #define LKS_FILE_MISSING (-2)

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "harness/base/file.h"
 #include "harness/report/report_impl.h"
 #include "kernels/err.h"
 
@@ -208,8 +209,9 @@ int lks_template(struct lks_report *r, const char *title, int tail)
 	char *t, *body, *mark;
 
 	snprintf(path, sizeof(path), "%s/report.html", r->o->templates);
-	if (!(t = lks_slurp(path, &len)))
-		return lks_err("cannot read the template '%s'", path);
+	/* a regular file within its limit: --templates may name any folder */
+	if (lks_file_read(path, LKS_TEMPLATE_FILE_MAX, "a report template", &t, &len))
+		return -1;
 	/* the marker alone on its line, so that a comment may name it */
 	if (!(body = strstr(t, "\n@BODY@\n"))) {
 		free(t);

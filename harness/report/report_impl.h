@@ -118,7 +118,8 @@ int lks_template(struct lks_report *r, const char *title, int tail);
 const char *lks_fmt(char *buf, size_t size, const char *fmt, double v);
 /* A place (step, rank, tensor; -1 or NULL: not given) in words, "" when none is given. */
 void lks_place(char *buf, size_t size, int step, int rank, const char *tensor);
-/* The file whole (malloc'd, NUL-terminated), NULL when it cannot be read. */
+/* The file whole (malloc'd, NUL-terminated), NULL when it cannot be read: a file the
+   report made (gnuplot's SVG); what a user names is read by lks_file_read (file.h). */
 char *lks_slurp(const char *path, size_t *len);
 
 /* ---- since.c ---- */
