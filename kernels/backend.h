@@ -23,6 +23,7 @@
 
 #include "kernels/backend_types.h"
 #include "kernels/comm.h"
+#include "kernels/devcomm.h"
 #include "kernels/err.h"
 
 #define LKS_BACKEND_VERSION 7
@@ -149,12 +150,12 @@ struct lks_backend {
 	int (*open_rank)(const lks_backend *be, int threads, int local, void **ctx);
 	/* A communicator whose all-reduces take this context's memory, built on host, this
 	   rank's end of the group (the threads' or MPI's, which keeps gather, barrier and
-	   abort); nlocal: the ranks of this process; mode: lks_allreduce_mode. Called by every
-	   rank of the group at once, each in its own thread. *out takes host over (closing
-	   *out closes host), or is NULL, host untouched, where the group declined (every rank
-	   alike: e.g. more ranks than devices on a process), and the caller stages through the
-	   host; missing: declined everywhere. */
-	int (*comm)(const lks_backend *be, void *ctx, lks_comm *host, int nlocal, int mode,
+	   abort); o: the ranks of this process, lks_allreduce_mode and the timeout of every
+	   wait (devcomm.h). Called by every rank of the group at once, each in its own
+	   thread. *out takes host over (closing *out closes host), or is NULL, host untouched,
+	   where the group declined (every rank alike: e.g. more ranks than devices on a
+	   process), and the caller stages through the host; missing: declined everywhere. */
+	int (*comm)(const lks_backend *be, void *ctx, lks_comm *host, const lks_devcomm_opts *o,
 	            lks_comm **out);
 };
 
@@ -299,11 +300,11 @@ static inline int lks_be_open_rank(const lks_backend *be, int threads, int local
 	return LKS_BE_HAS(be, open_rank) ? be->open_rank(be, threads, local, ctx)
 	     : lks_be_open(be, threads, ctx);
 }
-static inline int lks_be_comm(const lks_backend *be, void *ctx, lks_comm *host, int nlocal,
-                              int mode, lks_comm **out)
+static inline int lks_be_comm(const lks_backend *be, void *ctx, lks_comm *host,
+                              const lks_devcomm_opts *o, lks_comm **out)
 {
 	*out = NULL;
-	return LKS_BE_HAS(be, comm) ? be->comm(be, ctx, host, nlocal, mode, out) : 0;
+	return LKS_BE_HAS(be, comm) ? be->comm(be, ctx, host, o, out) : 0;
 }
 static inline int lks_be_host_memory(const lks_backend *be)
 { return LKS_BE_HAS(be, host_memory) && be->host_memory(be); }

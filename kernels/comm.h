@@ -24,7 +24,7 @@
 
 #include "kernels/err.h"
 
-#define LKS_COMM_VERSION 3
+#define LKS_COMM_VERSION 4
 #define LKS_COMM_ROOT 0         /* the rank that gathers (the one that owns the database) */
 
 typedef struct lks_comm lks_comm;
@@ -65,6 +65,10 @@ typedef struct lks_comm_methods {
 	/* 1: the all-reduces take device memory (the NCCL communicator's), so the caller
 	   passes its backend's buffers as they are; missing or 0: host memory */
 	int (*device_memory)(lks_comm *c);
+	/* -- version 4 -- */
+	/* 1 once abort was called on any end of the group in this process (a device end's
+	   waits poll it: the abort of a sibling thread ends them); missing or 0: not seen */
+	int (*aborted)(lks_comm *c);
 } lks_comm_methods;
 
 struct lks_comm {
@@ -121,6 +125,11 @@ static inline int lks_comm_device_memory(lks_comm *c)
 	return c->m->version >= 3 && c->m->device_memory && c->m->device_memory(c);
 }
 
+static inline int lks_comm_aborted(lks_comm *c)
+{
+	return c->m->version >= 4 && c->m->aborted && c->m->aborted(c);
+}
+
 /* n bytes of rank 0's buf to every rank of the group, through an all-reduce sum and no
    method of its own: each byte travels as a float, rank 0's value and every other rank's
    0. Integers 0..255 are exact in fp32 and x + 0 is x, so the sum is rank 0's bytes on
@@ -143,6 +152,28 @@ static inline int lks_comm_bcast_bytes(lks_comm *c, unsigned char *buf, size_t n
 			}
 			buf[i] = (unsigned char)f[i];
 		}
+	free(f);
+	return rc;
+}
+
+/* Every rank's n bytes (mine) to every rank: all (size x n bytes) holds rank r's at r x n.
+   An all-reduce sum as lks_comm_bcast_bytes's, each rank's bytes in its own row and 0
+   elsewhere: exact over any transport. Collective, for small records (the floats are 4 x
+   size x n bytes). */
+static inline int lks_comm_allgather_bytes(lks_comm *c, const void *mine, size_t n,
+                                           unsigned char *all)
+{
+	size_t total = (size_t)c->size * n;
+	float *f = (float *)calloc(total ? total : 1, sizeof(float));
+	int rc;
+
+	if (!f)
+		return lks_err("out of memory");
+	for (size_t i = 0; i < n; i++)
+		f[(size_t)c->rank * n + i] = (float)((const unsigned char *)mine)[i];
+	if ((rc = lks_comm_allreduce_sum(c, f, total)) == 0)
+		for (size_t i = 0; i < total; i++)
+			all[i] = (unsigned char)f[i];
 	free(f);
 	return rc;
 }

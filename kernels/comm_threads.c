@@ -87,6 +87,17 @@ static void lks_threads_abort(lks_comm *c, const char *why)
 	pthread_mutex_unlock(&g->lock);
 }
 
+static int lks_threads_aborted(lks_comm *c)
+{
+	struct lks_comm_group *g = lks_group_of(c);
+	int aborted;
+
+	pthread_mutex_lock(&g->lock);
+	aborted = g->aborted;
+	pthread_mutex_unlock(&g->lock);
+	return aborted;
+}
+
 /* The all-reduce of every rank's x (n floats); max: the NaN-propagating max, else the sum. */
 static int lks_threads_allreduce(lks_comm *c, float *x, size_t n, int max)
 {
@@ -183,6 +194,7 @@ static const lks_comm_methods lks_comm_threads_methods = {
 	.barrier = lks_threads_barrier,
 	.abort = lks_threads_abort,
 	.close = lks_threads_close,
+	.aborted = lks_threads_aborted,
 };
 
 int lks_comm_threads(int size, lks_comm **out)

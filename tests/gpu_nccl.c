@@ -69,7 +69,10 @@ static void *rank_main(void *p)
 	size_t bytes = N * sizeof(float);
 	float *back = k->x + N;
 
-	if ((k->rc = lks_be_comm(gpu, k->ctx, k->host, 2, k->mode, &k->end)))
+	/* a minute: far more than two GPUs of one machine take to join and sum 2^20 floats */
+	lks_devcomm_opts o = { .nlocal = 2, .mode = k->mode, .timeout_s = 60 };
+
+	if ((k->rc = lks_be_comm(gpu, k->ctx, k->host, &o, &k->end)))
 		goto out;
 	if (!k->end) {
 		k->declined = 1;

@@ -97,25 +97,25 @@ static const lks_comm_methods dev_methods = {
 	.device_memory = dev_memory,
 };
 
-static int dev_comm(const lks_backend *be, void *ctx, lks_comm *host, int nlocal, int mode,
+static int dev_comm(const lks_backend *be, void *ctx, lks_comm *host, const lks_devcomm_opts *o,
                     lks_comm **out)
 {
 	struct dev_end *e = malloc(sizeof(*e));
 
-	(void)be; (void)ctx; (void)nlocal;
+	(void)be; (void)ctx;
 	if (!e)
 		return lks_err("out of memory");
-	atomic_store(&dev_mode, mode);
+	atomic_store(&dev_mode, o->mode);
 	*e = (struct dev_end){ { &dev_methods, host->rank, host->size }, host };
 	*out = &e->base;
 	atomic_fetch_add(&dev_made, 1);
 	return 0;
 }
 
-static int dev_declines(const lks_backend *be, void *ctx, lks_comm *host, int nlocal, int mode,
-                        lks_comm **out)
+static int dev_declines(const lks_backend *be, void *ctx, lks_comm *host,
+                        const lks_devcomm_opts *o, lks_comm **out)
 {
-	(void)be; (void)ctx; (void)host; (void)nlocal; (void)mode;
+	(void)be; (void)ctx; (void)host; (void)o;
 	*out = NULL;
 	return 0;
 }

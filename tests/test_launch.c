@@ -113,3 +113,25 @@ Test(launch, malformed_values_are_refused_by_name)
 	refused(local, "MPI_LOCALRANKID=3");
 	refused(huge, "PMI_SIZE");
 }
+
+/* The devices of a host go to its ranks in rank order, whatever the ranks per process:
+   process p, local rank l on its host, takes devices from (its first rank - the first rank
+   of the host's first process). */
+Test(launch, a_hosts_ranks_take_its_devices_in_rank_order)
+{
+	/* 3 ranks on 2 processes of one host: 2 + 1 */
+	cr_expect_eq(lks_launch_rank_slot(3, 2, 0, 0, 0), 0);
+	cr_expect_eq(lks_launch_rank_slot(3, 2, 0, 0, 1), 1);
+	cr_expect_eq(lks_launch_rank_slot(3, 2, 1, 1, 0), 2);
+	/* 4 processes of one rank, 2 hosts of 2 processes each, by slot */
+	for (int p = 0; p < 4; p++)
+		cr_expect_eq(lks_launch_rank_slot(4, 4, p, p % 2, 0), p % 2, "process %d", p);
+	/* 8 ranks on 2 hosts of one process each (a process drives its host's GPUs) */
+	for (int i = 0; i < 4; i++)
+		cr_expect_eq(lks_launch_rank_slot(8, 2, 1, 0, i), i);
+	/* the local rank unknown: the process's own ranks from device 0 */
+	cr_expect_eq(lks_launch_rank_slot(4, 4, 3, -1, 0), 0);
+	/* every process of 6 on one host, one rank each: a device each */
+	for (int p = 0; p < 6; p++)
+		cr_expect_eq(lks_launch_rank_slot(6, 6, p, p, 0), p);
+}

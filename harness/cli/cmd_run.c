@@ -60,8 +60,9 @@ static const char lks_run_help[] =
 	"  --combo NAME     store the runs under this combo name (matrix, bisect and reduce\n"
 	"                   give it to each probe)\n"
 	"  --threads N      GEMM threads of single-rank runs (default: all cores)\n"
-	"  --timeout S      under mpirun or srun: how long a process waits for the others\n"
-	"                   before it ends the job, exit 3 (default 600 seconds)\n"
+	"  --timeout S      how long a rank waits for the others (under mpirun or srun, and\n"
+	"                   in every GPU collective: joining NCCL, each all-reduce) before\n"
+	"                   it ends the run and the job, exit 3 (default 600 seconds)\n"
 	"  --golden DIR     where golden files are (default: $LKS_GOLDEN_DIR, else golden)\n"
 	"  --junit FILE     also write the verdicts as JUnit XML (a testcase per check, and\n"
 	"                   one per run compared night over night)\n"
@@ -573,6 +574,9 @@ int lks_run_cases(int argc, char **argv, lks_check_tally *t)
 				.progress = a.quiet || !job.root ? NULL : stderr, .progress_tty = isatty(2),
 				.fingerprint = use ? use->fingerprint : NULL, .overrides = overrides,
 				.combo = a.combo, .job = job.comm,
+				/* the process's place on its host (its ranks' devices) and the bound of
+				   every wait on another rank's device collective */
+				.local_rank = job.launch.local_rank, .timeout_s = a.timeout,
 				/* the default on the runner's own threads */
 				.backend = be == lks_backend_default() ? NULL : be,
 			};

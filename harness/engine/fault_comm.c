@@ -70,6 +70,11 @@ static void lks_fc_close(lks_comm *c)
 	free(w);
 }
 
+static int lks_fc_aborted(lks_comm *c)
+{
+	return lks_comm_aborted(lks_fc_of(c)->inner);
+}
+
 static const lks_comm_methods lks_fault_comm_methods = {
 	.version = LKS_COMM_VERSION,
 	.name = "skip_allreduce",
@@ -79,6 +84,7 @@ static const lks_comm_methods lks_fault_comm_methods = {
 	.barrier = lks_fc_barrier,
 	.abort = lks_fc_abort,
 	.close = lks_fc_close,
+	.aborted = lks_fc_aborted,
 };
 
 int lks_fault_comm(const lks_fault *f, const int *step, lks_comm *inner, lks_comm **out)

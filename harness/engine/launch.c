@@ -7,6 +7,7 @@
 #include <limits.h>
 #include <stdlib.h>
 
+#include "kernels/comm.h"
 #include "kernels/err.h"
 
 /* One launcher's variables: the first whose rank variable is set wins, in this order
@@ -62,4 +63,15 @@ int lks_launch_detect(char *(*getenv_fn)(const char *name), lks_launch *out)
 		return 0;
 	}
 	return 0;
+}
+
+int lks_launch_rank_slot(int nranks, int procs, int proc, int local_rank, int i)
+{
+	int first, count, host_first, host_count;
+
+	if (local_rank <= 0 || local_rank > proc)
+		return i;
+	lks_comm_layout(nranks, procs, proc, &first, &count);
+	lks_comm_layout(nranks, procs, proc - local_rank, &host_first, &host_count);
+	return first - host_first + i;
 }

@@ -21,4 +21,14 @@ typedef struct lks_launch {
    size) is an error (lks_err naming the variable) rather than a guess: -1. */
 int lks_launch_detect(char *(*getenv_fn)(const char *name), lks_launch *out);
 
+/* Which of its host's devices the rank of index i of process proc (of procs) takes, when a
+   run's nranks ranks are laid out over the processes in blocks (lks_comm_layout) and the
+   launcher says the process is local_rank on its host: the processes of a host are taken
+   to be contiguous in the job (mpirun's and srun's placement by slot), so a host's ranks
+   take its devices 0, 1, ... in rank order, whatever the number of ranks per process.
+   local_rank < 0 (not known) or a placement that breaks the rule gives local_rank x the
+   process's ranks + i, or i; the runner's device check then refuses two processes on one
+   device. */
+int lks_launch_rank_slot(int nranks, int procs, int proc, int local_rank, int i);
+
 #endif

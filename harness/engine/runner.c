@@ -42,6 +42,7 @@
 #include <unistd.h>
 
 #include "harness/engine/runner_impl.h"
+#include "harness/store/fingerprint.h"
 #include "kernels/err.h"
 #include "kernels/mathf.h"
 #include "kernels/clock.h"
@@ -160,6 +161,8 @@ static int lks_amax_allreduce(struct lks_runner *R, int i, float *amax, size_t n
 	lks_rank *r = &R->ranks[i];
 	float *d = R->damax ? R->damax[i] : NULL;
 
+	if (R->W == 1)  /* the max over one rank is its own, NaN or not */
+		return 0;
 	if (!d)
 		return lks_comm_allreduce_max(R->comm[i], amax, n);
 	return lks_be_upload(r->be, r->bectx, d, amax, n * sizeof(float))
@@ -274,24 +277,28 @@ static int lks_rank_finish(struct lks_runner *R, int rank, double gnorm)
    communicator works on host buffers, so a backend whose memory is not the host's is
    staged through R->staged[i]: download, all-reduce, upload (the same bits: lockstep
    reduces on the host either way). A device communicator (R->devcomm) sums the gradient
-   where it is; on_grads then gets a host copy. */
+   where it is; on_grads then gets a host copy. A run of one rank sums nothing: the sum
+   over one rank is its gradient, bit for bit (no add), so it stays where it is. */
 static int lks_rank_allreduce(struct lks_runner *R, int i)
 {
 	lks_rank *r = &R->ranks[i];
 	size_t bytes = R->m.nparams * sizeof(float);
-	int staged = R->staged[i] && !R->devcomm;
+	int alone = R->W == 1;
+	int staged = R->staged[i] && !R->devcomm && !alone;
 	float *g = staged ? R->staged[i] : r->grads;
 
 	if (staged && lks_be_download(r->be, r->bectx, g, r->grads, bytes))
 		return -1;
-	if (lks_comm_allreduce_sum(R->comm[i], g, R->m.nparams))
+	if (!alone && lks_comm_allreduce_sum(R->comm[i], g, R->m.nparams))
 		return -1;
 	if (staged && lks_be_upload(r->be, r->bectx, r->grads, g, bytes))
 		return -1;
 	if (r->rank == 0 && R->o->on_grads) {
-		if (R->devcomm && lks_be_download(r->be, r->bectx, R->staged[i], r->grads, bytes))
+		int copy = R->staged[i] && !staged;  /* device memory, not downloaded above */
+
+		if (copy && lks_be_download(r->be, r->bectx, R->staged[i], r->grads, bytes))
 			return -1;
-		R->o->on_grads(R->o->on_grads_arg, R->step, R->devcomm ? R->staged[i] : g, &R->m);
+		R->o->on_grads(R->o->on_grads_arg, R->step, copy ? R->staged[i] : g, &R->m);
 	}
 	return 0;
 }
@@ -598,6 +605,31 @@ static int lks_store_plans(struct lks_runner *R, lks_store *store, int64_t run_i
 	return rc;
 }
 
+/* The run's row: begun 'incomplete' with the run's fingerprint (and its ranks' devices,
+   where the backend names them) */
+static int lks_run_begin(const struct lks_runner *R, const lks_case *c, const lks_run_cfg *run,
+                         lks_store *store, const lks_runner_opts *o, char **options,
+                         int64_t *run_id)
+{
+	const char *fp = o->fingerprint ? o->fingerprint : "{}";
+	char *with = R->devices ? lks_fingerprint_json_add(fp, "devices", R->devices) : NULL;
+	lks_run_info info = {
+		.suite_id = o->suite_id, .case_name = c->name, .case_path = c->path,
+		.case_text = c->text, .run_name = run->name, .recipe = lks_recipe_name(run->recipe),
+		.options = *options = lks_run_options(run, o->overrides),
+		.backend = (o->backend ? o->backend : lks_backend_default())->name,
+		.world_size = run->world_size, .steps = o->steps > 0 ? o->steps : c->steps,
+		.seed = c->seed, .combo = o->combo, .fingerprint = with ? with : fp,
+	};
+	int rc;
+
+	if (R->devices && !with)
+		return lks_err("out of memory");
+	rc = lks_store_begin_run(store, &info, run_id);
+	free(with);
+	return rc;
+}
+
 int lks_run(const lks_case *c, const lks_run_cfg *run, lks_store *store,
             const lks_runner_opts *o, lks_run_result *res)
 {
@@ -608,24 +640,24 @@ int lks_run(const lks_case *c, const lks_run_cfg *run, lks_store *store,
 	int rc = -1, step;
 
 	memset(res, 0, sizeof(*res));
-	if (lks_runner_init(&R, c, run, o))
+	if (lks_runner_init(&R, c, run, o)) {
+		/* a run that could not start (its devices, their communicator) is stored failed,
+		   its error kept for the caller */
+		char why[512];
+
+		snprintf(why, sizeof(why), "%s", lks_errmsg());
+		if (store && lks_run_begin(&R, c, run, store, o, &options, &run_id) == 0)
+			lks_store_end_run(store, run_id, "failed");
+		lks_err("%s", why);
+		res->run_id = run_id;
 		goto out;
+	}
 	if (R.L == 0) {  /* a process of the job that hosts none of this run's ranks */
 		rc = 0;
 		goto out;
 	}
-	if (store) {
-		lks_run_info info = {
-			.suite_id = o->suite_id, .case_name = c->name, .case_path = c->path,
-			.case_text = c->text, .run_name = run->name, .recipe = lks_recipe_name(run->recipe),
-			.options = options = lks_run_options(run, o->overrides),
-			.backend = (o->backend ? o->backend : lks_backend_default())->name,
-			.world_size = R.W, .steps = R.steps, .seed = c->seed, .combo = o->combo,
-			.fingerprint = o->fingerprint ? o->fingerprint : "{}",
-		};
-		if (lks_store_begin_run(store, &info, &run_id))
-			goto out;
-	}
+	if (store && lks_run_begin(&R, c, run, store, o, &options, &run_id))
+		goto out;
 	res->run_id = run_id;
 	for (step = 0; step < R.steps; step++) {
 		if (lks_run_step(&R, step, store, run_id, o, res, &loss))

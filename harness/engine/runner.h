@@ -15,6 +15,18 @@
 
 struct lks_model;
 
+/* The device of a rank, where the backend names one (describe's "uuid": a GPU) */
+typedef struct lks_rank_device {
+	int rank;               /* the run's rank */
+	int first;              /* the first rank of its process: ranks of one process share it */
+	int ordinal;            /* the backend's index of the device in its process (CUDA's,
+	                           after CUDA_VISIBLE_DEVICES); -1: not said */
+	char uuid[48];          /* "GPU-8d5e…" as nvidia-smi writes it */
+	char name[48];          /* "NVIDIA H100 80GB HBM3" */
+	char cc[8];             /* compute capability, "9.0": the golden class's architecture */
+	char host[40];          /* the host of its process */
+} lks_rank_device;
+
 typedef struct lks_runner_opts {
 	int steps;              /* 0: the case's */
 	int threads;            /* CPU threads for the GEMMs of a single-rank run; 0: cores */
@@ -48,7 +60,20 @@ typedef struct lks_runner_opts {
 	   and callbacks. A failure ends the job (lks_comm_abort). */
 	struct lks_comm *job;
 	const char *overrides;  /* the --set overrides, stored with the run's options */
+	/* where this process sits on its host: the launcher's local rank (launch.h), -1 when
+	   not known; with the job's rank and size it places the process's ranks on the host's
+	   devices in rank order (lks_launch_rank_slot) */
+	int local_rank;
+	/* the longest a rank waits for the others in a device collective (joining, each
+	   all-reduce, leaving) before it ends the run, every rank's: 0: LKS_RUN_TIMEOUT_S */
+	double timeout_s;
+	/* called in every process once its ranks have their devices, before the first step,
+	   with those ranks' devices (n of them); not called where the backend names none */
+	void (*on_devices)(void *arg, const lks_rank_device *d, int n);
+	void *on_devices_arg;
 } lks_runner_opts;
+
+#define LKS_RUN_TIMEOUT_S 600.0
 
 typedef struct lks_run_result {
 	int64_t run_id;         /* 0 without a store */
@@ -62,6 +87,10 @@ typedef struct lks_run_result {
    result (events, status), never an error; errors are infrastructure failures. */
 int lks_run(const lks_case *c, const lks_run_cfg *run, lks_store *store,
             const lks_runner_opts *opts, lks_run_result *res);
+
+/* Whether the ranks' devices d (W, in rank order) may train one run: no GPU shared by
+   two processes, and one GPU class (compute capability) for all. 0, or -1 with why. */
+int lks_devices_check(const lks_rank_device *d, int W, char *why, size_t n);
 
 /* The memory lks_run takes for run of case c (every rank's replica, activations and
    operands, the optimizer state, a step's trace rows), estimated from the sizes before

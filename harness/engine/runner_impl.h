@@ -32,6 +32,8 @@ struct lks_runner {
 	int opened;             /* contexts the runner opened (and closes), from index 0 */
 	lks_comm **comm;        /* (W, L used) each rank's end of the communicator */
 	int devcomm;            /* the ends take device memory (lks_be_comm): no staging */
+	char *devices;          /* every rank's device, for the run's fingerprint (the root's
+	                           process, where the backend names devices); else NULL */
 	float **m1, **m2;       /* (L) AdamW moments per replica (nparams, backend memory) */
 	int32_t *tokens;        /* (L, 2, batch x seq) each rank's inputs and targets, host */
 	float **staged;         /* (L) the host copy of a rank's gradient for the all-reduce,

@@ -9,7 +9,9 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "harness/engine/launch.h"
 #include "harness/engine/runner_impl.h"
+#include "harness/store/fingerprint.h"
 #include "kernels/err.h"
 
 static void lks_comm_close_task(void *arg, int task, int thread)
@@ -39,6 +41,7 @@ void lks_runner_release(struct lks_runner *R)
 			lks_rank_release(k);
 		}
 	free(R->damax);
+	free(R->devices);
 	free(R->m1);
 	free(R->m2);
 	free(R->tokens);
@@ -119,11 +122,155 @@ static int lks_runner_contexts(struct lks_runner *R, const lks_runner_opts *o, i
 			R->bectx[r] = o->backend ? o->backend_ctx : R->gemm_pool;
 			continue;
 		}
-		if (lks_be_open_rank(R->be, R->W == 1 ? threads : 1, r, &R->bectx[r]))
+		/* the process's ranks on its host's devices in rank order (launch.h) */
+		int slot = lks_launch_rank_slot(R->W, o->job ? o->job->size : 1,
+		                                o->job ? o->job->rank : 0, o->local_rank, r);
+
+		if (lks_be_open_rank(R->be, R->W == 1 ? threads : 1, slot, &R->bectx[r]))
 			return -1;
 		R->opened = r + 1;
 	}
 	return 0;
+}
+
+/* describe()'s keys of one rank's context, as much as its device record takes */
+static void lks_device_put(void *arg, const char *key, const char *value)
+{
+	lks_rank_device *d = arg;
+
+	if (!strcmp(key, "uuid"))
+		snprintf(d->uuid, sizeof(d->uuid), "%s", value);
+	else if (!strcmp(key, "device"))
+		snprintf(d->name, sizeof(d->name), "%s", value);
+	else if (!strcmp(key, "compute_capability"))
+		snprintf(d->cc, sizeof(d->cc), "%s", value);
+	else if (!strcmp(key, "ordinal"))
+		d->ordinal = atoi(value);
+}
+
+int lks_devices_check(const lks_rank_device *d, int W, char *why, size_t n)
+{
+	for (int r = 0; r < W; r++)
+		for (int q = 0; q < r; q++) {
+			if (d[q].first != d[r].first && *d[r].uuid && !strcmp(d[q].uuid, d[r].uuid)) {
+				snprintf(why, n, "ranks %d and %d, of two processes on host '%s', would share "
+				         "GPU %d (%s): one GPU per process (a process may drive several); "
+				         "start fewer processes per host, or give each its own GPU "
+				         "(CUDA_VISIBLE_DEVICES)", d[q].rank, d[r].rank, d[r].host,
+				         d[r].ordinal, d[r].uuid);
+				return -1;
+			}
+			if (strcmp(d[q].cc, d[r].cc)) {
+				snprintf(why, n, "rank %d has a %s (compute capability %s) and rank %d a %s "
+				         "(%s): a run's ranks must be of one GPU class, the class of its "
+				         "goldens", d[q].rank, d[q].name, d[q].cc, d[r].rank, d[r].name,
+				         d[r].cc);
+				return -1;
+			}
+		}
+	return 0;
+}
+
+struct lks_gather_job {
+	struct lks_runner *R;
+	const lks_rank_device *mine;  /* (L) */
+	lks_rank_device *all;         /* (W) */
+	atomic_int failed;
+	char err[512];
+};
+
+static void lks_gather_task(void *arg, int task, int thread)
+{
+	struct lks_gather_job *j = arg;
+
+	(void)thread;
+	/* every rank's record to every rank: all ranks of the process write the same bytes */
+	if (lks_comm_allgather_bytes(j->R->comm[task], &j->mine[task], sizeof(*j->mine),
+	                             (unsigned char *)(j->all + (size_t)j->R->W * task))
+	    && atomic_exchange(&j->failed, 1) == 0) {
+		snprintf(j->err, sizeof(j->err), "%s", lks_errmsg());
+		lks_comm_abort(j->R->comm[task], j->err);
+	}
+}
+
+/* Every rank's device record into all (W), through each rank's host end at once */
+static int lks_runner_all_ranks(struct lks_runner *R, const lks_rank_device *mine,
+                                lks_rank_device *all)
+{
+	struct lks_gather_job j = { .R = R, .mine = mine };
+	int rc = 0;
+
+	/* one row of W records per rank of this process: rank i's thread writes its own */
+	if (!(j.all = calloc((size_t)R->W * (size_t)R->L, sizeof(*all))))
+		return lks_err("out of memory");
+	atomic_init(&j.failed, 0);
+	lks_pool_run(R->rank_pool, R->L, lks_gather_task, &j);
+	if (atomic_load(&j.failed))
+		rc = lks_err("%s", j.err);
+	else
+		memcpy(all, j.all, (size_t)R->W * sizeof(*all));
+	free(j.all);
+	return rc;
+}
+
+/* The "devices" fingerprint key of the run: each rank's device, in rank order */
+static char *lks_devices_text(const lks_rank_device *d, int W)
+{
+	size_t len = 0;
+	char *s = NULL;
+	FILE *f = open_memstream(&s, &len);
+
+	if (!f)
+		return NULL;
+	for (int r = 0; r < W; r++)
+		fprintf(f, "%srank %d: gpu %d %s on %s", r ? "; " : "", d[r].rank, d[r].ordinal,
+		        d[r].uuid, d[r].host);
+	fclose(f);
+	return s;
+}
+
+/* Each rank's device, where the backend names one (describe's uuid): every rank learns
+   every rank's (one all-gather over the host ends, before any device communicator), and
+   all alike refuse two processes on one GPU (NCCL would fail or hang on it; ranks of one
+   process may share a GPU: it declines) or ranks of two GPU classes. The root keeps the
+   list for the run's fingerprint (R->devices); on_devices gets this process's. */
+static int lks_runner_devices(struct lks_runner *R)
+{
+	lks_rank_device *all = NULL, *mine = NULL;
+	char host[sizeof(all->host)] = "", why[512];
+	int named = 0, rc = -1;
+
+	if (R->L == 0 || !R->opened)
+		return 0;
+	all = calloc((size_t)R->W, sizeof(*all));
+	mine = calloc((size_t)R->L, sizeof(*mine));
+	if (!all || !mine) {
+		lks_err("out of memory");
+		goto out;
+	}
+	gethostname(host, sizeof(host) - 1);
+	for (int r = 0; r < R->L; r++) {
+		mine[r] = (lks_rank_device){ .rank = R->first + r, .first = R->first, .ordinal = -1 };
+		snprintf(mine[r].host, sizeof(mine[r].host), "%s", host);
+		lks_be_describe(R->be, R->bectx[r], lks_device_put, &mine[r]);
+		named += *mine[r].uuid != 0;
+	}
+	/* the same backend on every process: all name devices, or none does */
+	if (!named) {
+		rc = 0;
+		goto out;
+	}
+	rc = lks_runner_all_ranks(R, mine, all);
+	if (rc == 0 && lks_devices_check(all, R->W, why, sizeof(why)))
+		rc = lks_err("%s", why);
+	if (rc == 0 && R->first == 0)
+		R->devices = lks_devices_text(all, R->W);
+	if (rc == 0 && R->o->on_devices)
+		R->o->on_devices(R->o->on_devices_arg, mine, R->L);
+out:
+	free(all);
+	free(mine);
+	return rc;
 }
 
 struct lks_devcomm_job {
@@ -131,6 +278,8 @@ struct lks_devcomm_job {
 	lks_comm **ends;        /* (L) the device ends made, or NULL where declined */
 	int *rc;                /* (L) */
 	char (*err)[512];       /* (L) */
+	atomic_int first;       /* the rank index that failed first: the cause, where the
+	                           others' failures are the abort it set off; -1: none */
 };
 
 static void lks_devcomm_task(void *arg, int task, int thread)
@@ -138,10 +287,17 @@ static void lks_devcomm_task(void *arg, int task, int thread)
 	struct lks_devcomm_job *j = arg;
 	struct lks_runner *R = j->R;
 
+	lks_devcomm_opts o = { .nlocal = R->L, .mode = R->run->allreduce,
+	                       .timeout_s = R->o->timeout_s > 0 ? R->o->timeout_s
+	                                                        : LKS_RUN_TIMEOUT_S };
+
 	(void)thread;
-	if ((j->rc[task] = lks_be_comm(R->be, R->bectx[task], R->comm[task], R->L,
-	                                R->run->allreduce, &j->ends[task]))) {
+	if ((j->rc[task] = lks_be_comm(R->be, R->bectx[task], R->comm[task], &o,
+	                                &j->ends[task]))) {
+		int none = -1;
+
 		snprintf(j->err[task], sizeof(j->err[task]), "%s", lks_errmsg());
+		atomic_compare_exchange_strong(&j->first, &none, task);
 		/* the other ranks may wait for this one in a collective of the host's */
 		lks_comm_abort(j->ends[task] ? j->ends[task] : R->comm[task], j->err[task]);
 	}
@@ -168,10 +324,12 @@ static int lks_devcomm_amax(struct lks_runner *R)
    caller's context (o->backend_ctx: one device for all), on every process alike. */
 static int lks_runner_devcomm(struct lks_runner *R)
 {
-	struct lks_devcomm_job j = { R, NULL, NULL, NULL };
+	struct lks_devcomm_job j = { R, NULL, NULL, NULL, -1 };
 	int nccl = R->run->allreduce == LKS_ALLREDUCE_NCCL, rc = -1;
 
-	if (R->L == 0)  /* a process of the job with no rank takes no part */
+	/* a process of the job with no rank takes no part; a run of one rank sums nothing
+	   (lks_rank_allreduce), so it needs no device communicator, nor a working NCCL */
+	if (R->L == 0 || R->W == 1)
 		return 0;
 	if (lks_be_host_memory(R->be) || R->run->inject.kind == LKS_FAULT_SKIP_ALLREDUCE
 	    || R->opened != R->L)
@@ -189,11 +347,12 @@ static int lks_runner_devcomm(struct lks_runner *R)
 	for (int r = 0; r < R->L; r++)
 		if (j.ends[r])
 			R->comm[r] = j.ends[r];  /* it took the host's end over (closed with it) */
-	for (int r = 0; r < R->L; r++)
-		if (j.rc[r]) {
-			lks_err("rank %d: %s", R->first + r, j.err[r]);
-			goto out;
-		}
+	if (atomic_load(&j.first) >= 0) {
+		int r = atomic_load(&j.first);
+
+		lks_err("rank %d: %s", R->first + r, j.err[r]);
+		goto out;
+	}
 	R->devcomm = j.ends[0] != NULL;
 	if (R->devcomm && lks_devcomm_amax(R))
 		goto out;
@@ -218,6 +377,7 @@ int lks_runner_init(struct lks_runner *R, const lks_case *c, const lks_run_cfg *
 	float *init = NULL;  /* the initial parameters, on the host */
 
 	memset(R, 0, sizeof(*R));
+	R->o = o;
 	R->c = c;
 	R->run = run;
 	R->W = run->world_size;
@@ -263,7 +423,7 @@ int lks_runner_init(struct lks_runner *R, const lks_case *c, const lks_run_cfg *
 		return lks_err("out of memory");
 	for (int r = 0; r < R->L; r++)
 		R->jobs[r] = (struct lks_rank_job){ .R = R, .i = r };
-	if (lks_runner_contexts(R, o, threads))
+	if (lks_runner_contexts(R, o, threads) || lks_runner_devices(R))
 		return -1;
 	for (int r = 0; r < R->L; r++) {
 		/* ranks run as threads, each with a single-threaded GEMM: L threads in all */

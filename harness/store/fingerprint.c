@@ -149,6 +149,37 @@ static void lks_json_string(FILE *out, const char *s)
 	fputc('"', out);
 }
 
+char *lks_fingerprint_json_add(const char *json, const char *key, const char *value)
+{
+	const char *end = json + strlen(json);
+	size_t len = 0;
+	char *s = NULL;
+	FILE *f;
+	int empty = 1;
+
+	while (end > json && end[-1] != '}')  /* the object's closing brace */
+		end--;
+	if (end > json)
+		end--;
+	for (const char *p = json; p < end; p++)
+		empty &= *p == '{' || *p == ' ' || *p == '\n' || *p == '\t' || *p == '\r';
+	while (end > json && (end[-1] == '\n' || end[-1] == ' '))
+		end--;
+	if (!(f = open_memstream(&s, &len)))
+		return NULL;
+	if (end > json)
+		fwrite(json, 1, (size_t)(end - json), f);
+	else
+		fputc('{', f);
+	fputs(empty ? "\n  " : ",\n  ", f);
+	lks_json_string(f, key);
+	fputs(": ", f);
+	lks_json_string(f, value);
+	fputs("\n}\n", f);
+	fclose(f);
+	return s;
+}
+
 void lks_fingerprint_print(const lks_fingerprint *fp, FILE *out, int json)
 {
 	if (!json) {

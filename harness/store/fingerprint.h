@@ -25,6 +25,9 @@ void lks_fingerprint_add(lks_fingerprint *fp, const char *key, const char *fmt, 
 /* NULL if absent. */
 const char *lks_fingerprint_get(const lks_fingerprint *fp, const char *key);
 void lks_fingerprint_print(const lks_fingerprint *fp, FILE *out, int json);
+/* A stored fingerprint (a flat JSON object, as print writes it) with one more pair, key:
+   value, at its end: malloc'd, or NULL when out of memory. */
+char *lks_fingerprint_json_add(const char *json, const char *key, const char *value);
 
 /* Reading a stored fingerprint (fingerprint_json.c): the next "key": "value" pair of the flat
    JSON object at *p, 0 at the end; escapes are kept as written, so two values compare equal

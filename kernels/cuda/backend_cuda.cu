@@ -151,16 +151,18 @@ static int lks_cuda_open(const lks_backend *be, int threads, void **ctx)
 
 #ifdef LKS_HAVE_NCCL
 /* NCCL between the ranks' devices (comm_nccl.h), on this context's device and stream */
-static int lks_cuda_comm(const lks_backend *be, void *ctx, lks_comm *host, int nlocal, int mode,
-                         lks_comm **out)
+static int lks_cuda_comm(const lks_backend *be, void *ctx, lks_comm *host,
+                         const lks_devcomm_opts *o, lks_comm **out)
 {
 	lks_cuda_ctx *c = (lks_cuda_ctx *)ctx;
 	int count = 0;
 
 	(void)be;
-	if (lks_cuda_check(cudaGetDeviceCount(&count), "cannot count the devices"))
+	if (lks_cuda_check(cudaGetDeviceCount(&count), "cannot count the devices")) {
+		lks_comm_abort(host, lks_errmsg());  /* the others wait for this rank's answer */
 		return -1;
-	return lks_comm_nccl(host, c->device, (void *)c->stream, nlocal, count, mode, out);
+	}
+	return lks_comm_nccl(host, c->device, (void *)c->stream, count, o, out);
 }
 #endif
 
@@ -205,6 +207,8 @@ static void lks_cuda_describe(const lks_backend *be, void *ctx, lks_describe_fn 
 	put(arg, "backend", be->name);
 	if (c && cudaGetDeviceProperties(&prop, c->device) == cudaSuccess) {
 		put(arg, "device", prop.name);
+		snprintf(buf, sizeof(buf), "%d", c->device);
+		put(arg, "ordinal", buf);  /* CUDA's, after CUDA_VISIBLE_DEVICES */
 		lks_cuda_uuid(&prop, buf, sizeof(buf));
 		put(arg, "uuid", buf);
 		snprintf(buf, sizeof(buf), "%d", prop.multiProcessorCount);

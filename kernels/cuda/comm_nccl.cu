@@ -1,17 +1,23 @@
 /*
- * comm_nccl.cu: the NCCL communicator of one rank (see comm_nccl.h).
+ * comm_nccl.cu: one rank's link to NCCL (see comm_nccl.h), the primitives of a device
+ * communicator (kernels/devcomm.h), which decides when to stop waiting.
+ *
+ * The communicator is non-blocking (ncclCommInitRankConfig, blocking = 0): joining,
+ * collectives and leaving return at once, possibly ncclInProgress before NCCL has put
+ * anything on the stream, and poll drives them on: while NCCL's asynchronous state is
+ * ncclInProgress the call is not yet queued; once it is ncclSuccess the next part is
+ * queued (the fold after an all-gather, the next chunk); then the stream is queried. So
+ * no call here blocks on another rank, and an abort (ncclCommAbort) frees a rank from a
+ * peer that failed or hangs, at init as in any collective.
  *
  * The ordered all-reduce gathers every rank's chunk into a (W, chunk) device scratch
  * (ncclAllGather puts rank r's at row r) and folds each element over the rows in rank
  * order with element/reduce.h's lks_fold_ranks, the lines comm_threads.c runs: one thread
  * per element, no atomics, so ((x_0 + x_1) + x_2) + ... is the same bits as on the host
  * (-fmad=false: an add alone never contracts anyway). NCCL's own all-reduce (mode nccl) is
- * the only non-determinism here; NCCL_ALGO and NCCL_PROTO fix it and are recorded.
- *
- * Every collective is queued on the rank's backend stream, after the kernels that made its
- * buffer, and waited for by polling the stream and NCCL's asynchronous error, so that an
- * abort of this end (its abort method, from another thread) ends the wait with
- * ncclCommAbort instead of a hang.
+ * the only non-determinism here; NCCL_ALGO and NCCL_PROTO fix it and are recorded. Every
+ * collective is queued on the rank's backend stream, after the kernels that made its
+ * buffer.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -23,6 +29,7 @@
 
 extern "C" {
 #include "kernels/cuda/comm_nccl.h"
+#include "kernels/devcomm.h"
 #include "kernels/element/reduce.h"
 #include "kernels/err.h"
 }
@@ -30,25 +37,25 @@ extern "C" {
 /* elements of one ordered round: the scratch holds W of these chunks (W x 64 MiB at most) */
 #define LKS_NCCL_CHUNK ((size_t)1 << 24)
 
-struct lks_comm_nccl_end {
-	lks_comm base;          /* first: an lks_comm * is one of these */
-	lks_comm *host;         /* the rank's host end: gather, barrier, abort */
+struct lks_nccl_link {
 	ncclComm_t nc;
-	int device, mode;
+	int device;
 	cudaStream_t stream;    /* the rank's backend stream */
 	float *scratch;         /* (W, LKS_NCCL_CHUNK at most) the ordered all-gather's rows */
 	size_t scratch_n;       /* floats in scratch */
-	volatile int aborted;
+	int W;
+	int pending;            /* a call NCCL may still be queuing (ncclInProgress) */
+	int folds;              /* after the pending all-gather: the fold of [i0 - m, i0) */
+	/* the collective under way: op on x (n), queued up to i0, the last chunk m long */
+	lks_devcomm_op op;
+	float *x;
+	size_t n, i0, m;
 };
-
-static struct lks_comm_nccl_end *lks_nccl_of(lks_comm *c)
-{
-	return (struct lks_comm_nccl_end *)c;
-}
 
 static int lks_nccl_check(ncclResult_t rc, const char *what)
 {
-	return rc == ncclSuccess ? 0 : lks_err("nccl: %s: %s", what, ncclGetErrorString(rc));
+	return rc == ncclSuccess || rc == ncclInProgress ? 0
+	     : lks_err("nccl: %s: %s", what, ncclGetErrorString(rc));
 }
 
 static int lks_nccl_cuda(cudaError_t rc, const char *what)
@@ -66,182 +73,187 @@ __global__ static void lks_nccl_fold_kernel(const float *all, int W, size_t n, f
 		x[i] = lks_fold_ranks(all, W, n, i, max);
 }
 
-/* Waits for the stream: NCCL's asynchronous error or an abort of this end ends the wait */
-static int lks_nccl_wait(struct lks_comm_nccl_end *e, const char *what)
+/* NCCL's asynchronous state: 1 while a call is still being queued, 0 done, -1 failed */
+static int lks_nccl_state(struct lks_nccl_link *l, const char *what)
 {
-	for (;;) {
-		cudaError_t q = cudaStreamQuery(e->stream);
-		ncclResult_t async = ncclSuccess;
+	ncclResult_t st = ncclSuccess;
 
-		if (q == cudaSuccess)
-			return 0;
-		if (q != cudaErrorNotReady)
-			return lks_nccl_cuda(q, what);
-		if (lks_nccl_check(ncclCommGetAsyncError(e->nc, &async), what)
-		    || lks_nccl_check(async, what))
-			return -1;
-		if (e->aborted) {
-			ncclCommAbort(e->nc);
-			e->nc = NULL;
-			return lks_err("nccl: %s: the group was aborted", what);
+	if (lks_nccl_check(ncclCommGetAsyncError(l->nc, &st), what))
+		return -1;
+	if (st == ncclInProgress)
+		return 1;
+	return lks_nccl_check(st, what);
+}
+
+/* Queues what the collective under way has left, as far as NCCL lets: 0 all of it, 1
+   NCCL is still queuing a call, -1 failed. */
+static int lks_nccl_advance(struct lks_nccl_link *l)
+{
+	const char *what = l->op == LKS_DEVCOMM_LIBRARY_SUM ? "all-reduce" : "all-gather";
+
+	for (;;) {
+		int st;
+
+		if (l->pending) {
+			if ((st = lks_nccl_state(l, what)) != 0)
+				return st;
+			l->pending = 0;
+			if (l->folds) {
+				unsigned blocks = (unsigned)((l->m + 255) / 256);
+
+				lks_nccl_fold_kernel<<<blocks, 256, 0, l->stream>>>(
+					l->scratch, l->W, l->m, l->x + l->i0 - l->m,
+					l->op == LKS_DEVCOMM_ORDERED_MAX);
+				if (lks_nccl_cuda(cudaGetLastError(), "fold kernel"))
+					return -1;
+			}
 		}
+		if (l->i0 >= l->n)
+			return 0;
+		if (l->op == LKS_DEVCOMM_LIBRARY_SUM) {
+			l->m = l->n;
+			l->folds = 0;
+			if (lks_nccl_check(ncclAllReduce(l->x, l->x, l->n, ncclFloat, ncclSum, l->nc,
+			                                 l->stream), what))
+				return -1;
+		} else {
+			l->m = l->n - l->i0 < LKS_NCCL_CHUNK ? l->n - l->i0 : LKS_NCCL_CHUNK;
+			l->folds = 1;
+			if (lks_nccl_check(ncclAllGather(l->x + l->i0, l->scratch, l->m, ncclFloat, l->nc,
+			                                 l->stream), what))
+				return -1;
+		}
+		l->i0 += l->m;
+		l->pending = 1;
 	}
 }
 
-/* The all-reduce in rank order, chunk by chunk: all-gather, then fold (sum, or max) */
-static int lks_nccl_ordered(struct lks_comm_nccl_end *e, float *x, size_t n, int max)
+static int lks_nccl_make_id(void *link, void *id)
 {
-	int W = e->base.size;
+	(void)link;
+	return lks_nccl_check(ncclGetUniqueId((ncclUniqueId *)id), "cannot make the unique id");
+}
 
-	for (size_t i0 = 0; i0 < n; i0 += LKS_NCCL_CHUNK) {
-		size_t m = n - i0 < LKS_NCCL_CHUNK ? n - i0 : LKS_NCCL_CHUNK;
-		unsigned blocks = (unsigned)((m + 255) / 256);
+static int lks_nccl_join(void *link, int size, int rank, const void *id)
+{
+	struct lks_nccl_link *l = (struct lks_nccl_link *)link;
+	ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+	ncclUniqueId uid;
 
-		if ((size_t)W * m > e->scratch_n) {
-			cudaFree(e->scratch);
-			e->scratch = NULL;
-			e->scratch_n = 0;
-			if (lks_nccl_cuda(cudaMalloc(&e->scratch, (size_t)W * m * sizeof(float)),
-			                  "all-gather scratch"))
-				return -1;
-			e->scratch_n = (size_t)W * m;
-		}
-		if (lks_nccl_check(ncclAllGather(x + i0, e->scratch, m, ncclFloat, e->nc, e->stream),
-		                   "all-gather"))
-			return -1;
-		lks_nccl_fold_kernel<<<blocks, 256, 0, e->stream>>>(e->scratch, W, m, x + i0, max);
-		if (lks_nccl_cuda(cudaGetLastError(), "fold kernel")
-		    || lks_nccl_wait(e, max ? "all-reduce max" : "all-reduce sum"))
-			return -1;
-	}
+	memcpy(&uid, id, sizeof(uid));
+	config.blocking = 0;
+	l->W = size;
+	if (lks_nccl_cuda(cudaSetDevice(l->device), "cannot use the device")
+	    || lks_nccl_check(ncclCommInitRankConfig(&l->nc, size, uid, rank, &config),
+	                      "cannot join the group"))
+		return -1;
+	l->pending = 1;
+	l->folds = 0;
+	l->n = l->i0 = 0;
 	return 0;
 }
 
-static int lks_nccl_sum(lks_comm *c, float *x, size_t n)
+static int lks_nccl_queue(void *link, lks_devcomm_op op, float *x, size_t n)
 {
-	struct lks_comm_nccl_end *e = lks_nccl_of(c);
+	struct lks_nccl_link *l = (struct lks_nccl_link *)link;
+	size_t need = (size_t)l->W * (n < LKS_NCCL_CHUNK ? n : LKS_NCCL_CHUNK);
 
-	if (!e->nc)
-		return lks_err("nccl: the communicator was aborted");
-	cudaSetDevice(e->device);
-	if (e->mode != LKS_ALLREDUCE_NCCL)
-		return lks_nccl_ordered(e, x, n, 0);
-	if (lks_nccl_check(ncclAllReduce(x, x, n, ncclFloat, ncclSum, e->nc, e->stream),
-	                   "all-reduce"))
+	cudaSetDevice(l->device);
+	/* the last collective is done (the wait saw it), so the scratch is free to go */
+	if (op != LKS_DEVCOMM_LIBRARY_SUM && need > l->scratch_n) {
+		cudaFree(l->scratch);
+		l->scratch = NULL;
+		l->scratch_n = 0;
+		if (lks_nccl_cuda(cudaMalloc(&l->scratch, need * sizeof(float)), "all-gather scratch"))
+			return -1;
+		l->scratch_n = need;
+	}
+	l->op = op;
+	l->x = x;
+	l->n = n;
+	l->i0 = 0;
+	l->pending = 0;
+	return lks_nccl_advance(l) < 0 ? -1 : 0;
+}
+
+static int lks_nccl_poll(void *link)
+{
+	struct lks_nccl_link *l = (struct lks_nccl_link *)link;
+	cudaError_t q;
+	int st;
+
+	cudaSetDevice(l->device);
+	if ((st = lks_nccl_advance(l)) != 0)
+		return st;
+	if ((q = cudaStreamQuery(l->stream)) == cudaSuccess)
+		return 0;
+	if (q != cudaErrorNotReady)
+		return lks_nccl_cuda(q, "the stream");
+	/* NCCL's own error (a peer gone, a network error) while its kernels wait */
+	return (st = lks_nccl_state(l, "collective")) != 0 ? st : 1;
+}
+
+static int lks_nccl_leave(void *link)
+{
+	struct lks_nccl_link *l = (struct lks_nccl_link *)link;
+
+	cudaSetDevice(l->device);
+	l->n = l->i0 = 0;
+	l->folds = 0;
+	if (lks_nccl_check(ncclCommFinalize(l->nc), "cannot leave the group"))
 		return -1;
-	return lks_nccl_wait(e, "all-reduce");
+	l->pending = 1;
+	return 0;
 }
 
-static int lks_nccl_max(lks_comm *c, float *x, size_t n)
+static void lks_nccl_abort(void *link)
 {
-	struct lks_comm_nccl_end *e = lks_nccl_of(c);
+	struct lks_nccl_link *l = (struct lks_nccl_link *)link;
 
-	if (!e->nc)
-		return lks_err("nccl: the communicator was aborted");
-	cudaSetDevice(e->device);
-	return lks_nccl_ordered(e, x, n, 1);
+	cudaSetDevice(l->device);
+	if (l->nc)
+		ncclCommAbort(l->nc);  /* waits for no peer */
+	l->nc = NULL;
 }
 
-static int lks_nccl_gather(lks_comm *c, const void *x, size_t bytes, void **out,
-                           size_t *counts)
+static void lks_nccl_release(void *link)
 {
-	return lks_comm_gather(lks_nccl_of(c)->host, x, bytes, out, counts);
+	struct lks_nccl_link *l = (struct lks_nccl_link *)link;
+
+	cudaSetDevice(l->device);
+	if (l->nc)  /* after leave: finalized, so destroy waits for no one */
+		ncclCommDestroy(l->nc);
+	cudaFree(l->scratch);
+	free(l);
 }
 
-static int lks_nccl_barrier(lks_comm *c)
-{
-	return lks_comm_barrier(lks_nccl_of(c)->host);
-}
-
-static void lks_nccl_abort(lks_comm *c, const char *why)
-{
-	struct lks_comm_nccl_end *e = lks_nccl_of(c);
-
-	e->aborted = 1;  /* this end's wait, if any, aborts its NCCL communicator */
-	lks_comm_abort(e->host, why);
-}
-
-static int lks_nccl_device_memory(lks_comm *c)
-{
-	(void)c;
-	return 1;
-}
-
-static void lks_nccl_close(lks_comm *c)
-{
-	struct lks_comm_nccl_end *e = lks_nccl_of(c);
-
-	cudaSetDevice(e->device);
-	/* destroy waits for every rank's (the caller closes the ends of its ranks at once);
-	   after an abort a rank may be gone, so abort, which does not wait */
-	if (e->nc && e->aborted)
-		ncclCommAbort(e->nc);
-	else if (e->nc)
-		ncclCommDestroy(e->nc);
-	cudaFree(e->scratch);
-	lks_comm_close(e->host);
-	free(e);
-}
-
-static const lks_comm_methods lks_comm_nccl_methods = {
-	/* .version = */ LKS_COMM_VERSION,
+static const lks_devlink_methods lks_nccl_link_methods = {
 	/* .name = */ "nccl",
-	/* .allreduce_sum = */ lks_nccl_sum,
-	/* .allreduce_max = */ lks_nccl_max,
-	/* .gather = */ lks_nccl_gather,
-	/* .barrier = */ lks_nccl_barrier,
+	/* .id_bytes = */ sizeof(ncclUniqueId),
+	/* .make_id = */ lks_nccl_make_id,
+	/* .join = */ lks_nccl_join,
+	/* .queue = */ lks_nccl_queue,
+	/* .poll = */ lks_nccl_poll,
+	/* .leave = */ lks_nccl_leave,
 	/* .abort = */ lks_nccl_abort,
-	/* .close = */ lks_nccl_close,
-	/* .group = */ NULL,
-	/* .device_memory = */ lks_nccl_device_memory,
+	/* .release = */ lks_nccl_release,
 };
 
-/* Whether every rank of the group may have NCCL: no process with more ranks than GPUs.
-   The host's all-reduce max of each rank's "cannot" (0 or 1) makes every rank decide
-   alike. -1 on the host's error. */
-static int lks_nccl_fits(lks_comm *host, int nlocal, int devices)
+extern "C" int lks_comm_nccl(lks_comm *host, int device, void *stream, int devices,
+                             const lks_devcomm_opts *o, lks_comm **out)
 {
-	float cannot = nlocal > devices ? 1.0f : 0.0f;
-
-	if (lks_comm_allreduce_max(host, &cannot, 1))
-		return -1;
-	return cannot == 0.0f;
-}
-
-extern "C" int lks_comm_nccl(lks_comm *host, int device, void *stream, int nlocal, int devices,
-                             int mode, lks_comm **out)
-{
-	struct lks_comm_nccl_end *e;
-	ncclUniqueId id;
-	int fits;
+	struct lks_nccl_link *l = (struct lks_nccl_link *)calloc(1, sizeof(*l));
 
 	*out = NULL;
-	if ((fits = lks_nccl_fits(host, nlocal, devices)) <= 0)
-		return fits;
-	memset(&id, 0, sizeof(id));
-	if (host->rank == 0 && lks_nccl_check(ncclGetUniqueId(&id), "cannot make the unique id")) {
+	if (!l) {
+		lks_err("out of memory");
 		lks_comm_abort(host, lks_errmsg());
 		return -1;
 	}
-	/* rank 0's 128 id bytes to every rank, as floats in an all-reduce sum (exact in fp32) */
-	if (lks_comm_bcast_bytes(host, (unsigned char *)&id, sizeof(id)))
-		return -1;
-	if (!(e = (struct lks_comm_nccl_end *)calloc(1, sizeof(*e))))
-		return lks_err("out of memory");
-	e->base = (lks_comm){ &lks_comm_nccl_methods, host->rank, host->size };
-	e->host = host;
-	e->device = device;
-	e->mode = mode;
-	e->stream = (cudaStream_t)stream;
-	if (lks_nccl_cuda(cudaSetDevice(device), "cannot use the device")
-	    || lks_nccl_check(ncclCommInitRank(&e->nc, host->size, id, host->rank),
-	                      "cannot join the group")) {
-		lks_comm_abort(host, lks_errmsg());
-		free(e);
-		return -1;
-	}
-	*out = &e->base;
-	return 0;
+	l->device = device;
+	l->stream = (cudaStream_t)stream;
+	/* several ranks of a process on one GPU are not NCCL's: every rank declines alike */
+	return lks_devcomm(host, &lks_nccl_link_methods, l, o->nlocal <= devices, o, out);
 }
 
 extern "C" int lks_nccl_version(void)
