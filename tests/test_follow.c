@@ -6,12 +6,16 @@
  * at the end of standard input, or when the file stays quiet for --idle seconds; a bad
  * line exits 2 and leaves the steps before it stored. The reference may be a golden file
  * of class import (--golden), as 'lockstep golden update' writes one for an imported run.
+ * A log truncated, rotated or rewritten under the follower (it is stopped meanwhile, or
+ * known from /proc to have read the file to its end) is read again from its start.
  */
 #include <criterion/criterion.h>
+#include <dirent.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -327,5 +331,214 @@ Test(follow, against_a_golden_of_class_import)
 	         "--db '%s' --golden '%s' --reference 1", p.ref, p.db, gold);
 	cr_assert_eq(lks_run_bin(NULL, args, out, sizeof(out)), 2, "%s", out);
 	cr_assert(strstr(out, "one of --reference, --reference-file, --golden"), "%s", out);
+	rm_tmp();
+}
+
+/* Waits up to limit_ms until process pid has read the file at path to its end: the offset
+   of its descriptor of that file (by device and inode, in /proc/PID/fdinfo) is the file's
+   size. What the test writes after this lands behind what the follower has read. */
+static void wait_read_to_end(pid_t pid, const char *path, long limit_ms)
+{
+	struct stat want;
+
+	cr_assert_eq(stat(path, &want), 0);
+	for (long t = 0; t <= limit_ms; t += 10) {
+		char dir[64], fd_path[384], info[384], text[256];
+		DIR *d;
+		struct dirent *e;
+		long long pos = -1;
+
+		snprintf(dir, sizeof(dir), "/proc/%d/fd", (int)pid);
+		for (d = opendir(dir); d && (e = readdir(d));) {
+			struct stat st;
+			FILE *f;
+
+			snprintf(fd_path, sizeof(fd_path), "%s/%s", dir, e->d_name);
+			if (e->d_name[0] == '.' || stat(fd_path, &st) || st.st_dev != want.st_dev
+			    || st.st_ino != want.st_ino)
+				continue;
+			snprintf(info, sizeof(info), "/proc/%d/fdinfo/%s", (int)pid, e->d_name);
+			if (!(f = fopen(info, "r")))
+				continue;
+			while (fgets(text, sizeof(text), f))
+				if (sscanf(text, "pos: %lld", &pos) == 1)
+					break;
+			fclose(f);
+		}
+		if (d)
+			closedir(d);
+		if (pos == (long long)want.st_size)
+			return;
+		sleep_ms(10);
+	}
+	cr_assert_fail("the follower did not read '%s' to its end in %ld ms", path, limit_ms);
+}
+
+/* Steps from..to of ranks ranks written to path at once (opened with mode: "w" truncates),
+   after the line head if not NULL; rank 0's loss bumped at step bump (0: none). */
+static void write_steps(const char *path, const char *mode, const char *head, int from,
+                        int to, int ranks, int bump)
+{
+	FILE *f = fopen(path, mode);
+	char line[512];
+
+	cr_assert_not_null(f);
+	if (head)
+		fputs(head, f);
+	for (int s = from; s <= to; s++)
+		for (int r = 0; r < ranks; r++) {
+			titan_line(line, sizeof(line), s, r, s == bump && r == 0);
+			fputs(line, f);
+		}
+	fclose(f);
+}
+
+/* The follower's --idle: 5 s is far longer than the pauses between this test's writes
+   (the wait for the follower to read, 100 ms to 200 ms of sleep), so an exit at idle is
+   the follower giving up on a file it no longer reads, and far shorter than the 20 s the
+   test waits for an exit. */
+#define IDLE "--idle 5"
+
+/* What a restarted job writes first: its log differs from the first job's from its first
+   byte, as a real one's timestamps make it (a log rewritten with the very bytes read is
+   read on as the same file). */
+#define BANNER "[titan] 2026-01-05 11:00:00,000 - root - INFO - Starting job\n"
+
+/* What a test does to the log under the follower (pid) once it has read it to its end. */
+typedef void (*log_change)(const struct paths *p, pid_t pid, int bump);
+
+/* Steps 1 to steps of ranks ranks logged, followed (extra: the follower's options) until
+   the follower has read them, then change(p, pid, bump): the follower's exit code, its
+   output in text. */
+static int follow_across(const struct paths *p, int ranks, int steps, const char *extra,
+                         log_change change, int bump, char *text, size_t n)
+{
+	pid_t pid;
+	int rc;
+
+	write_steps(p->log, "w", NULL, 1, steps, ranks, 0);
+	pid = follower(p->db, p->log, p->ref, extra, p->out);
+	wait_read_to_end(pid, p->log, 10000);
+	change(p, pid, bump);
+	rc = wait_exit(pid, 20000);
+	slurp(p->out, text, n);
+	return rc;
+}
+
+/* A job restarted from step 1 with the log truncated (">"), shorter than before: steps 1
+   to 3, rank 0's loss bumped at step bump. */
+static void restart_short(const struct paths *p, pid_t pid, int bump)
+{
+	(void)pid;
+	write_steps(p->log, "w", NULL, 1, 3, 1, bump);
+}
+
+/* The same, longer than before: steps 1 to 10 after its banner. */
+static void restart_long(const struct paths *p, pid_t pid, int bump)
+{
+	(void)pid;
+	write_steps(p->log, "w", BANNER, 1, 10, 1, bump);
+}
+
+/* The log rotated (moved to live.log.1; the path names no file for 200 ms, then a new
+   one), the job going on in the new file with steps 6 to 10 of 2 ranks. */
+static void rotate(const struct paths *p, pid_t pid, int bump)
+{
+	char moved[512];
+
+	(void)pid;
+	path_in_tmp(moved, sizeof(moved), "live.log.1");
+	cr_assert_eq(rename(p->log, moved), 0);
+	sleep_ms(200);
+	write_steps(p->log, "w", NULL, 6, 7, 2, 0);
+	sleep_ms(100);
+	write_steps(p->log, "a", NULL, 8, 10, 2, bump);
+}
+
+/* restart_long while the follower is stopped: it cannot look at the file in between. */
+static void restart_long_stopped(const struct paths *p, pid_t pid, int bump)
+{
+	cr_assert_eq(kill(pid, SIGSTOP), 0);
+	restart_long(p, pid, bump);
+	cr_assert_eq(kill(pid, SIGCONT), 0);
+}
+
+/* A log truncated under the follower and written again by a job restarted from step 1
+   (shorter than what was read): it is read again from its start, every step compared
+   again, and step 2's difference is found (exit 1), not passed over as an idle end with
+   "equal to the reference". An equal restarted log ends at the end step with every step
+   of both files compared and each step stored once: the earlier file's steps from the
+   restart on were dropped. */
+Test(follow, a_truncated_log_is_read_again_from_its_start)
+{
+	struct paths p;
+	char text[4096];
+	int rc, world;
+
+	setup(&p, 1);
+	rc = follow_across(&p, 1, 5, IDLE, restart_short, 2, text, sizeof(text));
+	cr_assert_eq(rc, 1, "no exit 1 after the truncated log's step 2: %s", text);
+	cr_assert(strstr(text, "diverged at step 2 rank 0 metric loss"), "%s", text);
+	cr_assert(strstr(text, "/live.log' was truncated"), "%s", text);
+	cr_assert(strstr(text, "steps up to 2 stored"), "%s", text);
+	/* steps 1 and 2 of the restarted job, each once: the first job's 3 to 5 dropped */
+	cr_assert_eq(stored_steps(p.db, 1, &world), 2, "%s", text);
+	cr_assert_eq(world, 2, "%s", text);
+
+	rc = follow_across(&p, 1, 5, IDLE " --end-step 10", restart_long, 0, text, sizeof(text));
+	cr_assert_eq(rc, 0, "no exit 0 at the restarted log's end step: %s", text);
+	/* loss and grad_norm of steps 1 to 5, then of steps 1 to 10 */
+	cr_assert(strstr(text, "10 steps up to 10, 1 rank, 30 values equal"), "%s", text);
+	cr_assert(strstr(text, "5 steps read again"), "%s", text);
+	cr_assert_eq(stored_steps(p.db, 2, &world), 10, "%s", text);
+	cr_assert_eq(world, 10, "%s", text);
+	rm_tmp();
+}
+
+/* A log rotated under the follower (moved away, and a new one made at its path a while
+   later, as logrotate does): the follower reads the new file from its start, as the
+   rotated job goes on in it. Step 8 of rank 0 differs there (exit 1); an equal new file
+   takes the run to its end step, 10 steps stored. Before, the follower read the moved
+   file on and ended at idle, "equal to the reference", after step 5. */
+Test(follow, a_rotated_log_is_followed_into_its_new_file)
+{
+	struct paths p;
+	char text[4096];
+	int rc, world;
+
+	setup(&p, 2);
+	for (int bump = 8; bump >= 0; bump -= 8) {
+		rc = follow_across(&p, 2, 5, IDLE " --end-step 10", rotate, bump, text, sizeof(text));
+		cr_assert_eq(rc, bump ? 1 : 0, "rotated, bump %d: %s", bump, text);
+		cr_assert(strstr(text, "/live.log' is a new file"), "%s", text);
+		if (bump)
+			cr_assert(strstr(text, "diverged at step 8 rank 0 metric loss"), "%s", text);
+		else
+			cr_assert(strstr(text, "10 steps up to 10, 2 ranks, 40 values equal"), "%s",
+			          text);
+	}
+	cr_assert_eq(stored_steps(p.db, 2, &world), 10, "%s", text);
+	cr_assert_eq(world, 20, "%s", text);
+	rm_tmp();
+}
+
+/* A log truncated and written again past the offset the follower had read to, while the
+   follower was stopped (SIGSTOP: it cannot see the file shorter in between): the file is
+   no shorter than what was read, but its bytes there differ, and it is read again from
+   its start. Before, the follower read on from its old offset, in the middle of a line of
+   the new file (the restarted job's banner line moves every line), and never saw step 2
+   differ. */
+Test(follow, a_log_rewritten_past_the_offset_read_is_read_again_from_its_start)
+{
+	struct paths p;
+	char text[4096];
+	int rc;
+
+	setup(&p, 1);
+	rc = follow_across(&p, 1, 3, IDLE " --end-step 8", restart_long_stopped, 2, text,
+	                   sizeof(text));
+	cr_assert_eq(rc, 1, "no exit 1 after the rewritten log's step 2: %s", text);
+	cr_assert(strstr(text, "diverged at step 2 rank 0 metric loss"), "%s", text);
+	cr_assert(strstr(text, "/live.log' was truncated and written again"), "%s", text);
 	rm_tmp();
 }

@@ -60,7 +60,7 @@ static const char lks_import_help_tail[] =
 	"                       [--rtol R] [--atol A] [--end-step N] [--idle S] [--ranks LIST]\n"
 	"                       [--db FILE]\n"
 	"\n"
-	"Follows one log as it is written (FILE like tail -f, or - for standard input; a line\n"
+	"Follows one log as it is written (FILE like tail -F, or - for standard input; a line\n"
 	"format or jsonl): each step is stored in its own transaction when it is complete (a\n"
 	"later step's line, every rank of the first complete step, or the end of input) and\n"
 	"compared at once with the reference, a stored run, a file read in its format (an\n"
@@ -72,7 +72,15 @@ static const char lks_import_help_tail[] =
 	"compared. Exit 1 at the first difference (naming step, rank, metric and both values),\n"
 	"0 after step N (--end-step) or at the end of input: standard input closed, or FILE not\n"
 	"grown for S seconds (--idle, default 60). Steps stored before a difference or a bad\n"
-	"line stay stored (the run is then incomplete).\n";
+	"line stay stored (the run is then incomplete).\n"
+	"\n"
+	"FILE truncated (shorter than what was read, or its bytes there rewritten), or\n"
+	"replaced at its path (rotated: moved away and made again), is followed, not an\n"
+	"error: said on standard error, and read from its start as the next FILE of an\n"
+	"import. A rotated log goes on with later steps. A step logged again is the job\n"
+	"restarted there: the steps stored from it on are dropped, then stored and compared\n"
+	"with the reference again as they come (never taken for steps compared before). A\n"
+	"file rewritten with the very bytes read (the last 4 KiB of them) reads on as one.\n";
 
 static void lks_import_help_print(FILE *f)
 {

@@ -1,6 +1,6 @@
 /*
  * import_follow.c: 'lockstep import --follow': a log read as it is written (a file, like
- * tail -f, or standard input), each step stored in its own transaction as it completes
+ * tail -F, or standard input), each step stored in its own transaction as it completes
  * and compared at once with a reference (harness/verify/follow.h), so that a CI job or a
  * watcher can stop a run that has parted from its reference while it still burns GPU
  * hours. Exit 1 at the first difference, 0 at the end step or the end of input (standard
@@ -9,6 +9,17 @@
  * A file is read through a stdio stream of our own (fopencookie) whose reads wait for the
  * file to grow: the parsers see one stream that ends only when the writer has been quiet
  * for the idle time, and need not know they follow anything.
+ *
+ * The file is watched as tail -F watches it, and followed rather than refused: a CI job
+ * watching a live training log wants to go on watching the job that writes it. A file
+ * truncated (shorter than what was read, or rewritten past it: the bytes before the offset
+ * read are not those read any more) or replaced at its path (rotated: moved away and made
+ * again; the old one is read to its end first) is said on standard error and read again
+ * from its start, as the next file of the run (lks_import_follow). A rotated log goes on
+ * with later steps. A step logged again is the job restarted there (from step 1, or from a
+ * checkpoint): the steps stored from it on are dropped, then stored and compared with the
+ * reference again as they come, so a step logged again with other values is caught as any
+ * other, never passed for one compared before. Standard input has no file to watch.
  */
 #define _GNU_SOURCE  /* fopencookie */
 #include <errno.h>
@@ -17,6 +28,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -29,10 +41,81 @@
    this adds at most 20 ms to the time a divergence is seen. */
 #define LKS_FOLLOW_POLL_NS 20000000L
 
+/* The last bytes read of a file, kept to see it rewritten under the reader: a log
+   truncated and written again past the offset read, between two reads, is no shorter
+   then, but its bytes before that offset differ (a new job's timestamps and banner, its
+   steps again). 4 KiB holds the last lines of a log (a metric line of any framework's is
+   well under 1 KiB) and costs one 4 KiB pread per read. A file rewritten with the very
+   bytes read, over the last 4 KiB of them, reads on as the same file. */
+#define LKS_TAIL_KEPT 4096
+
 struct lks_tail {
+	const char *path;
 	int fd;
+	dev_t dev;                /* the file fd reads: the path may come to name another */
+	ino_t ino;
+	off_t off;                /* bytes read of it */
+	char kept[LKS_TAIL_KEPT]; /* the last nkept of them, up to off */
+	size_t nkept;
 	double idle_s;            /* no growth for this long: end of input */
+	const char *turned;       /* what happened, where the stream ends to go on from the
+	                             start of a file; NULL: it does not */
+	int turns;
 };
+
+static void lks_tail_keep(struct lks_tail *t, const char *buf, size_t n)
+{
+	if (n >= LKS_TAIL_KEPT) {
+		memcpy(t->kept, buf + n - LKS_TAIL_KEPT, LKS_TAIL_KEPT);
+		t->nkept = LKS_TAIL_KEPT;
+	} else {
+		size_t keep = t->nkept + n > LKS_TAIL_KEPT ? LKS_TAIL_KEPT - n : t->nkept;
+
+		memmove(t->kept, t->kept + t->nkept - keep, keep);
+		memcpy(t->kept + keep, buf, n);
+		t->nkept = keep + n;
+	}
+	t->off += (off_t)n;
+}
+
+/* What happened to the file under the bytes read before t->off, or NULL: they are still
+   there (or the file cannot be read at an offset, a FIFO: nothing to watch). */
+static const char *lks_tail_rewritten(struct lks_tail *t)
+{
+	char now[LKS_TAIL_KEPT];
+	ssize_t got;
+
+	if (!t->nkept)
+		return NULL;
+	do
+		got = pread(t->fd, now, t->nkept, t->off - (off_t)t->nkept);
+	while (got < 0 && errno == EINTR);
+	if (got < 0)
+		return NULL;
+	if ((size_t)got < t->nkept)
+		return "was truncated";
+	return memcmp(now, t->kept, t->nkept) ? "was truncated and written again" : NULL;
+}
+
+/* At the end of the file read: 1 when the path names another file now, opened (t reads
+   it from its start), else 0 (none there, or none that opens yet: looked at again). */
+static int lks_tail_replaced(struct lks_tail *t)
+{
+	struct stat st;
+	int fd;
+
+	if (stat(t->path, &st) || (st.st_dev == t->dev && st.st_ino == t->ino)
+	    || S_ISDIR(st.st_mode) || (fd = open(t->path, O_RDONLY)) < 0)
+		return 0;
+	if (fstat(fd, &st)) {  /* the file opened, which may be newer still than st's */
+		close(fd);
+		return 0;
+	}
+	close(t->fd);
+	*t = (struct lks_tail){ .path = t->path, .fd = fd, .dev = st.st_dev, .ino = st.st_ino,
+	                        .idle_s = t->idle_s, .turns = t->turns };
+	return 1;
+}
 
 static ssize_t lks_tail_read(void *cookie, char *buf, size_t n)
 {
@@ -40,12 +123,30 @@ static ssize_t lks_tail_read(void *cookie, char *buf, size_t n)
 	double quiet_since = lks_now();
 
 	for (;;) {
-		ssize_t got = read(t->fd, buf, n);
 		struct timespec poll = { 0, LKS_FOLLOW_POLL_NS };
+		ssize_t got;
 
-		if (got > 0 || (got < 0 && errno != EINTR))
+		if (t->turned)
+			return 0;  /* the end of the file before, until lks_follow_more takes it */
+		if ((got = read(t->fd, buf, n)) < 0 && errno == EINTR)
+			continue;
+		if (got < 0)
 			return got;
-		if (got == 0 && lks_now() - quiet_since >= t->idle_s)
+		/* looked at after the read: a rewrite before it shows, and what it read goes */
+		if ((t->turned = lks_tail_rewritten(t))) {
+			t->off = 0;
+			t->nkept = 0;
+			return lseek(t->fd, 0, SEEK_SET) ? -1 : 0;
+		}
+		if (got > 0) {
+			lks_tail_keep(t, buf, (size_t)got);
+			return got;
+		}
+		if (lks_tail_replaced(t)) {
+			t->turned = "is a new file (the one followed was moved or removed)";
+			return 0;
+		}
+		if (lks_now() - quiet_since >= t->idle_s)
 			return 0;
 		nanosleep(&poll, NULL);
 	}
@@ -60,31 +161,44 @@ static int lks_tail_close(void *cookie)
 	return rc;
 }
 
-/* path followed as it grows ("-": standard input, which ends when it is closed). */
-static FILE *lks_tail_open(const char *path, double idle_s)
+/* path followed as it grows ("-": standard input, which ends when it is closed; *tail
+   NULL). */
+static FILE *lks_tail_open(const char *path, double idle_s, struct lks_tail **tail)
 {
 	static const cookie_io_functions_t io = { .read = lks_tail_read, .close = lks_tail_close };
 	struct lks_tail *t;
+	struct stat st;
 	FILE *f;
 
+	*tail = NULL;
 	if (!strcmp(path, "-"))
 		return stdin;
-	if (!(t = malloc(sizeof(*t))))
+	if (!(t = calloc(1, sizeof(*t))))
 		return NULL;
+	t->path = path;
 	t->idle_s = idle_s;
-	if ((t->fd = open(path, O_RDONLY)) < 0) {
+	if ((t->fd = open(path, O_RDONLY)) < 0 || fstat(t->fd, &st)) {
+		if (t->fd >= 0)
+			close(t->fd);
 		free(t);
 		return NULL;
 	}
+	t->dev = st.st_dev;
+	t->ino = st.st_ino;
 	if (!(f = fopencookie(t, "r", io)))
 		lks_tail_close(t);
+	else
+		*tail = t;
 	return f;
 }
 
 struct lks_follow_state {
 	const lks_follow_ref *ref;
+	struct lks_tail *tail;    /* NULL: standard input */
 	double rtol, atol;
-	long compared, steps;
+	long compared;
+	long steps, again;        /* steps compared: past the last before, and again */
+	int top;                  /* the last step compared, of those past the last before */
 	lks_follow_div div;
 };
 
@@ -92,9 +206,29 @@ static int lks_follow_on_step(void *arg, const lks_import_rec *recs, int n)
 {
 	struct lks_follow_state *st = arg;
 
-	st->steps++;
+	if (st->steps && recs[0].step <= st->top) {
+		st->again++;
+	} else {
+		st->steps++;
+		st->top = recs[0].step;
+	}
 	return lks_follow_step(st->ref, recs, n, st->rtol, st->atol, &st->compared, &st->div)
 	       ? LKS_IMPORT_DIVERGED : 0;
+}
+
+/* At the end of the stream: whether it goes on from the start of the file (said here). */
+static int lks_follow_more(void *arg)
+{
+	struct lks_follow_state *st = arg;
+	struct lks_tail *t = st->tail;
+
+	if (!t || !t->turned)
+		return 0;
+	fprintf(stderr, "lockstep: import: '%s' %s: read from its start (a step it logs again "
+	        "is the job restarted: stored and compared again)\n", t->path, t->turned);
+	t->turned = NULL;
+	t->turns++;
+	return 1;
 }
 
 /* The reference: "--reference RUN_ID" (a stored run), "--reference-file FMT:PATH" or
@@ -138,7 +272,7 @@ int lks_import_follow_cmd(lks_store *store, const lks_import_opts *o, const char
 	lks_follow_ref *ref = NULL;
 	lks_import_result res;
 	FILE *f = NULL;
-	int rc;
+	int rc, turns;
 
 	if ((rc = lks_follow_reference(store, a, &ref))) {
 		if (rc == LKS_EXIT_INFRA)
@@ -150,14 +284,16 @@ int lks_import_follow_cmd(lks_store *store, const lks_import_opts *o, const char
 		return lks_usage("import: the reference holds no values to compare");
 	}
 	st.ref = ref;
-	if (!(f = lks_tail_open(path, a->idle_s))) {
+	if (!(f = lks_tail_open(path, a->idle_s, &st.tail))) {
 		fprintf(stderr, "lockstep: import: cannot open '%s'\n", path);
 		lks_follow_ref_free(ref);
 		return LKS_EXIT_USAGE;
 	}
-	rc = lks_import_follow(store, o, path, f, a->end_step, lks_follow_on_step, &st, &res);
+	rc = lks_import_follow(store, o, path, f, a->end_step, lks_follow_on_step, lks_follow_more,
+	                       &st, &res);
+	turns = st.tail ? st.tail->turns : 0;
 	if (f != stdin)
-		fclose(f);
+		fclose(f);  /* and st.tail */
 	lks_follow_ref_free(ref);
 	if (rc == LKS_IMPORT_DIVERGED) {
 		const lks_follow_div *d = &st.div;
@@ -165,8 +301,8 @@ int lks_import_follow_cmd(lks_store *store, const lks_import_opts *o, const char
 		printf("diverged at step %d rank %d metric %s: log %.17g, reference %.17g%s\n",
 		       d->step, d->rank, d->metric, d->got, d->want,
 		       d->missing ? " (not in the log)" : "");
-		printf("run %lld: %ld steps stored, %ld values compared before\n",
-		       (long long)res.run_id, st.steps, st.compared);
+		printf("run %lld: steps up to %d stored, %ld values compared before\n",
+		       (long long)res.run_id, res.steps, st.compared);
 		return LKS_EXIT_FAIL;
 	}
 	if (rc && rc != LKS_IMPORT_REACHED) {
@@ -175,8 +311,12 @@ int lks_import_follow_cmd(lks_store *store, const lks_import_opts *o, const char
 		return rc == LKS_IMPORT_BAD ? LKS_EXIT_USAGE : LKS_EXIT_INFRA;
 	}
 	printf("followed %s/%s (run %lld): %ld step%s up to %d, %d rank%s, %ld values equal to the "
-	       "reference%s\n", o->case_name, o->run_name, (long long)res.run_id, st.steps,
-	       st.steps == 1 ? "" : "s", res.steps, res.world_size, res.world_size == 1 ? "" : "s", st.compared,
-	       rc == LKS_IMPORT_REACHED ? " (end step reached)" : "");
+	       "reference", o->case_name, o->run_name, (long long)res.run_id, st.steps,
+	       st.steps == 1 ? "" : "s", res.steps, res.world_size, res.world_size == 1 ? "" : "s",
+	       st.compared);
+	if (turns)
+		printf(", %ld step%s read again (the log truncated or replaced %d time%s)", st.again,
+		       st.again == 1 ? "" : "s", turns, turns == 1 ? "" : "s");
+	printf("%s\n", rc == LKS_IMPORT_REACHED ? " (end step reached)" : "");
 	return LKS_EXIT_OK;
 }

@@ -305,6 +305,8 @@ static int lks_import_sink_rec(void *arg, const lks_import_rec *rec)
 			return -1;
 		r->restarts++;
 		last->seen = 0;
+		if (r->follow && r->follow->stored >= rec->step)  /* those steps are gone */
+			r->follow->stored = rec->step - 1;
 	}
 	if (last->seen && rec->step < last->step)
 		return lks_err("'%s':%ld: step %d of rank %d goes backwards (step %d at line %ld)",
@@ -776,7 +778,8 @@ int lks_import_files(lks_store *store, const lks_import_opts *o, const char *con
 }
 
 int lks_import_follow(lks_store *store, const lks_import_opts *o, const char *path, FILE *f,
-                      int end_step, lks_import_step_fn fn, void *arg, lks_import_result *res)
+                      int end_step, lks_import_step_fn fn, lks_import_more_fn more, void *arg,
+                      lks_import_result *res)
 {
 	struct lks_import_follow w = { .end_step = end_step, .fn = fn, .arg = arg };
 	struct lks_import_run r = { .store = store, .path = path, .follow = &w, .next_seq = 1,
@@ -794,10 +797,16 @@ int lks_import_follow(lks_store *store, const lks_import_opts *o, const char *pa
 		free(only);
 		return -1;
 	}
-	rc = o->fmt->parse(path, f, lks_import_sink_counted, &x, &res->counts);
-	if (!rc && w.n) {
-		w.known = w.known ? w.known : w.n;
-		rc = lks_follow_flush(&r);  /* the end of input completes the last step */
+	for (;;) {
+		rc = o->fmt->parse(path, f, lks_import_sink_counted, &x, &res->counts);
+		if (!rc && w.n) {
+			w.known = w.known ? w.known : w.n;
+			rc = lks_follow_flush(&r);  /* the end of a file completes its last step */
+		}
+		if (rc || !more || !more(arg))
+			break;
+		clearerr(f);
+		r.file++;  /* the log again from a start: a later file of a whole import's */
 	}
 	if (!rc) {
 		char what[512];

@@ -339,15 +339,25 @@ int lks_import_files(lks_store *store, const lks_import_opts *o, const char *con
    read): 0 to go on, or LKS_IMPORT_DIVERGED (or -1) to stop the import there. */
 typedef int (*lks_import_step_fn)(void *arg, const lks_import_rec *recs, int n);
 
+/* Asked at each end of a followed log's stream: 1 when the stream goes on from the start
+   of the log's file again (truncated, or another file at its path: tail -F), 0 when the
+   input ends. */
+typedef int (*lks_import_more_fn)(void *arg);
+
 /* Reads the log f (path names it in messages; a line format or jsonl) as it is written,
    as one run: each step stored in its own transaction as soon as it is complete (a later
    step's line, every rank of the first complete step, or the end of input) and then
-   handed to fn. Stops at the end of f (0), after step end_step (-1: none;
-   LKS_IMPORT_REACHED), when fn stops it (what fn returned), or at bad input
-   (LKS_IMPORT_BAD) or a failure (-1). Steps stored before stay stored: the run is
-   complete after 0 or LKS_IMPORT_REACHED, else incomplete. res: what was read. */
+   handed to fn. Where more (NULL: never) says that f goes on from a file's start, what
+   follows is read as the next file of a whole import: where it logs a rank's step again,
+   the run was restarted, and the steps stored of that rank from that step on are dropped
+   (and logged, stored and handed to fn again). Stops at the end of f (0), after step
+   end_step (-1: none; LKS_IMPORT_REACHED), when fn stops it (what fn returned), or at bad
+   input (LKS_IMPORT_BAD) or a failure (-1). Steps stored before stay stored: the run is
+   complete after 0 or LKS_IMPORT_REACHED, else incomplete. res: what was read (steps: the
+   last step stored). */
 int lks_import_follow(lks_store *store, const lks_import_opts *o, const char *path, FILE *f,
-                      int end_step, lks_import_step_fn fn, void *arg, lks_import_result *res);
+                      int end_step, lks_import_step_fn fn, lks_import_more_fn more, void *arg,
+                      lks_import_result *res);
 
 /* ---- lockstep export (export.c) ---- */
 
