@@ -12,9 +12,11 @@
  * a rank whose peer never posts waits forever: only devcomm's abort or deadline ends it.
  *
  * standin_plan says which rank fails or hangs where (-1: none). standin_backend() is the
- * cpu's methods as a backend whose memory is not the host's (backend_fixture.h's
- * device_backend), with this link as its device communicator and a named GPU per rank
- * context (describe: uuid GPU-standin-<slot>, ordinal, compute capability 9.0).
+ * cpu's methods as a backend whose memory is not the host's, with this link as its device
+ * communicator and a named GPU per rank context (describe: uuid GPU-standin-<slot modulo
+ * standin_devices>, ordinal, compute capability 9.0). Plain C (no Criterion): the MPI
+ * test program (mpi_devices.c) uses the backend too, without the link, whose fabric is one
+ * process's memory.
  */
 #ifndef LKS_TESTS_STANDIN_LINK_H
 #define LKS_TESTS_STANDIN_LINK_H
@@ -28,9 +30,10 @@
 
 #include "kernels/devcomm.h"
 #include "kernels/element/reduce.h"
+#include "kernels/backend.h"
+#include "kernels/cpu/backend_cpu.h"
 #include "kernels/err.h"
 #include "kernels/pool.h"
-#include "backend_fixture.h"
 
 static struct standin_plan {
 	int fail_join;          /* this rank's join fails at once */
@@ -259,9 +262,10 @@ static inline void standin_describe(const lks_backend *be, void *ctx, lks_descri
 
 static inline lks_backend standin_backend(void)
 {
-	lks_backend be = device_backend();
+	lks_backend be = lks_backend_cpu;
 
 	be.name = "standin";
+	be.host_memory = NULL;  /* not the host's: the runner stages or asks for comm */
 	be.comm = standin_comm;
 	be.open_rank = standin_open_rank;
 	be.describe = standin_describe;

@@ -15,6 +15,7 @@
 #include "harness/engine/runner.h"
 #include "harness/store/trace_store.h"
 #include "kernels/clock.h"
+#include "backend_fixture.h"
 #include "standin_link.h"
 
 TestSuite(devcomm_run, .init = standin_reset);
