@@ -6,6 +6,7 @@
  * stored. Every test works in its own mkdtemp folder (store_fixture.h).
  */
 #include <criterion/criterion.h>
+#include <fcntl.h>
 #include <float.h>
 #include <math.h>
 #include <stdint.h>
@@ -13,6 +14,7 @@
 #include <string.h>
 
 #include "store_fixture.h"
+#include "harness/base/file.h"
 #include "harness/store/import.h"
 #include "harness/store/import_block.h"
 #include "harness/store/report_query.h"
@@ -53,8 +55,8 @@ static const lks_metric_row *at(const struct seen *s, int step, int rank, const 
    NULL: every rank from 0. */
 static const char *ranks_given;
 
-/* Imports the fixtures names[0..n) (at most 4, in order) as run "r" of case "c" into a
-   new database; the store stays open. */
+/* Imports the fixtures names[0..n) (at most 4, in order; an absolute path is taken as it
+   is) as run "r" of case "c" into a new database; the store stays open. */
 static int import_files(const char *fmt, const char *const *names, int n, lks_store **s,
                         lks_import_result *res)
 {
@@ -67,7 +69,10 @@ static int import_files(const char *fmt, const char *const *names, int n, lks_st
 	cr_assert(o.fmt, "%s", lks_errmsg());
 	cr_assert_leq(n, 4);
 	for (int i = 0; i < n; i++) {
-		snprintf(paths[i], sizeof(paths[i]), "%s/%s", LKS_IMPORT_DIR, names[i]);
+		if (names[i][0] == '/')  /* a file of the test's own, not a fixture */
+			snprintf(paths[i], sizeof(paths[i]), "%s", names[i]);
+		else
+			snprintf(paths[i], sizeof(paths[i]), "%s/%s", LKS_IMPORT_DIR, names[i]);
 		files[i] = paths[i];
 	}
 	mkdir_tmp();
@@ -728,6 +733,52 @@ Test(import, byte_order_marks_dropped_and_compressed_files_named)
 	        "log: give it decompressed ('zcat ");
 	refused("megatron-golden", "golden_list.json.gz", "golden_list.json.gz': compressed, not "
 	        "JSON: give it decompressed ('zcat ");
+}
+
+/* A golden file is read whole, so within a golden file's limit (LKS_GOLDEN_FILE_MAX), from a
+   file or a pipe: /dev/zero, which never ends, is refused at once by its name (it grew to
+   3.2 GB); a file over the limit before a byte is read; a pipe at the first byte over it.
+   Bad input, and nothing stored. */
+Test(import, a_golden_file_is_read_within_its_limit, .timeout = 120)
+{
+	char dir[64], big[128], fifo[128], want[128];
+	pid_t pid;
+	int fd, st;
+
+	refused("megatron-golden", "/dev/zero", "'/dev/zero' is not a regular file or a pipe "
+	        "(a device)");
+	snprintf(dir, sizeof(dir), "/tmp/lks-test-limit-XXXXXX");
+	cr_assert_not_null(mkdtemp(dir));
+	snprintf(big, sizeof(big), "%s/big.json", dir);
+	cr_assert_geq(fd = open(big, O_WRONLY | O_CREAT, 0644), 0);
+	cr_assert_eq(ftruncate(fd, (off_t)LKS_GOLDEN_FILE_MAX + 1), 0);  /* sparse */
+	close(fd);
+	snprintf(want, sizeof(want), "over the limit of %zu bytes for a golden file",
+	         LKS_GOLDEN_FILE_MAX);
+	refused("megatron-golden", big, want);
+	/* blanks, which JSON allows, 64 KiB more than the limit, through a FIFO */
+	snprintf(fifo, sizeof(fifo), "%s/pipe.json", dir);
+	cr_assert_eq(mkfifo(fifo, 0644), 0);
+	cr_assert_geq(pid = fork(), 0);
+	if (pid == 0) {
+		static char blanks[1 << 16];
+		size_t left = LKS_GOLDEN_FILE_MAX + sizeof(blanks);
+		int w = open(fifo, O_WRONLY);
+		ssize_t put = 1;
+
+		signal(SIGPIPE, SIG_IGN);  /* the reader closes the pipe when it has enough */
+		memset(blanks, ' ', sizeof(blanks));
+		for (; w >= 0 && left && put > 0; left -= (size_t)put)
+			put = write(w, blanks, left < sizeof(blanks) ? left : sizeof(blanks));
+		_exit(0);
+	}
+	snprintf(want, sizeof(want), "pipe.json' holds more than the limit of %zu bytes",
+	         LKS_GOLDEN_FILE_MAX);
+	refused("megatron-golden", fifo, want);
+	cr_assert_eq(waitpid(pid, &st, 0), pid);
+	unlink(big);
+	unlink(fifo);
+	rmdir(dir);
 }
 
 /* Two nodes of 8 GPUs, torchrun --local-ranks-filter 0 on each: the log holds ranks 0

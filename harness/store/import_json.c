@@ -19,7 +19,9 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
+#include "harness/base/file.h"
 #include "harness/store/import.h"
 #include "kernels/err.h"
 
@@ -311,26 +313,44 @@ static int lks_golden_metric(const char *path, const char *name, int m, const js
 	return 0;
 }
 
-/* The rest of f into *text (*len bytes, NUL ended; free it): 0, or -1 (no memory, a read
-   error). */
-static int lks_json_slurp(FILE *f, char **text, size_t *len)
+/* The rest of f (path names it) into *text (*len bytes, NUL ended; free it), as a golden
+   file within its limit (LKS_GOLDEN_FILE_MAX, harness/base/file.h), from a file or a pipe
+   ('zcat FILE | lockstep import ... -'): 0; LKS_IMPORT_BAD (lks_err) for a device, which
+   may never end (/dev/zero), a socket, or more than the limit, a file over it before a
+   byte is read, a pipe at the first byte over it; -1 (no memory, a read error). */
+static int lks_json_slurp(FILE *f, const char *path, char **text, size_t *len)
 {
 	size_t cap = 65536, n = 0, got;
-	char *p = malloc(cap), *q;
+	struct stat st = { 0 };
+	char *p, *q;
 
-	if (!p)
+	if (fstat(fileno(f), &st) == 0 && !S_ISREG(st.st_mode) && !S_ISFIFO(st.st_mode))
+		return lks_err("'%s' is not a regular file or a pipe (%s): want a golden file", path,
+		               S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode) ? "a device" : "a socket"),
+		       LKS_IMPORT_BAD;
+	if (S_ISREG(st.st_mode) && (unsigned long long)st.st_size > LKS_GOLDEN_FILE_MAX)
+		return lks_err("'%s' is %lld bytes, over the limit of %zu bytes for a golden file",
+		               path, (long long)st.st_size, LKS_GOLDEN_FILE_MAX), LKS_IMPORT_BAD;
+	if (!(p = malloc(cap)))
 		return -1;
 	do {
-		if (n + 1 == cap) {
-			if (!(q = realloc(p, cap * 2))) {
+		if (n + 1 == cap) {  /* full: LKS_GOLDEN_FILE_MAX + 1 bytes are enough to refuse */
+			if (n > LKS_GOLDEN_FILE_MAX)
+				break;
+			cap = cap * 2 < LKS_GOLDEN_FILE_MAX + 2 ? cap * 2 : LKS_GOLDEN_FILE_MAX + 2;
+			if (!(q = realloc(p, cap))) {
 				free(p);
 				return -1;
 			}
 			p = q;
-			cap *= 2;
 		}
 		n += got = fread(p + n, 1, cap - n - 1, f);
 	} while (got > 0);
+	if (n > LKS_GOLDEN_FILE_MAX) {
+		free(p);
+		return lks_err("'%s' holds more than the limit of %zu bytes for a golden file", path,
+		               LKS_GOLDEN_FILE_MAX), LKS_IMPORT_BAD;
+	}
 	if (ferror(f)) {
 		free(p);
 		return -1;
@@ -457,10 +477,12 @@ int lks_import_parse_megatron_golden(const char *path, FILE *f, lks_import_sink 
 	int rc = LKS_IMPORT_BAD;
 
 	/* read whole (a golden file is small), to see its first bytes */
-	if (lks_json_slurp(f, &text, &len)) {
-		rc = lks_err("cannot read '%s'", path);
+	if ((rc = lks_json_slurp(f, path, &text, &len)) != 0) {
+		if (rc != LKS_IMPORT_BAD)
+			rc = lks_err("cannot read '%s'", path);
 		goto out;
 	}
+	rc = LKS_IMPORT_BAD;
 	if ((cat = lks_import_compressed(text, len))) {
 		lks_err("'%s': compressed, not JSON: give it decompressed ('%s %s | lockstep import "
 		        "... -')", path, cat, path);
