@@ -172,6 +172,33 @@ Test(trace_store, refuses_text_file)
 	rm_tmp();
 }
 
+/* What is not a regular file is bad input, named, before SQLite opens it: a folder, a FIFO
+   and /dev/null were a "disk I/O error" or "unable to open" (exit 3), and nothing is made
+   beside them. */
+Test(trace_store, refuses_what_is_not_a_regular_file, .timeout = 30)
+{
+	char path[512], side[600];
+	const char *paths[3];
+	lks_store *s;
+
+	mkdir_tmp();
+	path_in_tmp(path, sizeof(path), "fifo.db");
+	cr_assert_eq(mkfifo(path, 0644), 0);
+	paths[0] = path;
+	paths[1] = tmpdir;
+	paths[2] = "/dev/null";
+	for (int i = 0; i < 3; i++) {
+		cr_expect_eq(lks_store_open(paths[i], &s), LKS_STORE_BAD_FILE, "%s: %s", paths[i],
+		             lks_errmsg());
+		cr_expect(strstr(lks_errmsg(), paths[i]) && strstr(lks_errmsg(), "not a regular file"),
+		          "%s", lks_errmsg());
+	}
+	snprintf(side, sizeof(side), "%s-journal", path);
+	cr_expect(!exists(side), "'%s' made", side);
+	unlink(path);
+	rm_tmp();
+}
+
 Test(trace_store, refuses_other_schema_version)
 {
 	char path[512];

@@ -188,9 +188,14 @@ int lks_store_open(const char *path, lks_store **out)
 	sqlite3 *db = NULL;
 	enum lks_store_kind kind;
 	int64_t version;
+	struct stat st;
 	int rc = -1;
 
 	*out = NULL;
+	/* a folder, a FIFO, /dev/null: SQLite's "disk I/O error" (exit 3) said nothing of it */
+	if (stat(path, &st) == 0 && !S_ISREG(st.st_mode))
+		return lks_err("'%s' is not a lockstep database (not a regular file)", path),
+		       LKS_STORE_BAD_FILE;
 	if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE
 	                    | SQLITE_OPEN_NOMUTEX, NULL) != SQLITE_OK) {
 		lks_err("cannot open '%s': %s", path, db ? sqlite3_errmsg(db) : "out of memory");
