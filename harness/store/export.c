@@ -20,12 +20,12 @@
 #include <string.h>
 
 #include "harness/store/import.h"
+#include "harness/store/name_index.h"
 #include "harness/store/run.h"
 #include "kernels/err.h"
 
-/* The values of one metric of a golden file, by step. */
+/* The values of one metric of a golden file, by step (its label: lks_export.labels). */
 struct lks_export_series {
-	char label[LKS_IMPORT_NAME_MAX];
 	json_t *values;           /* array, by step */
 	int *steps;
 	size_t n, cap;
@@ -39,7 +39,11 @@ struct lks_export {
 	json_t *line;             /* jsonl: the object of (step, rank) being filled */
 	int step, line_rank;
 	struct lks_export_series *series;
+	char **labels;            /* (nseries) each series' label, found by hash: a run may
+	                             have tens of thousands of metrics */
 	int nseries;
+	size_t series_cap, labels_cap;
+	lks_name_index index;
 };
 
 /* A metric value as JSON: a real, or "nan", "inf", "-inf". */
@@ -91,19 +95,22 @@ static int lks_export_jsonl(struct lks_export *x, const lks_metric_row *r, const
 
 static struct lks_export_series *lks_export_series_of(struct lks_export *x, const char *label)
 {
+	int i = lks_name_index_find(&x->index, x->labels, label);
 	struct lks_export_series *p;
 
-	for (int i = 0; i < x->nseries; i++)
-		if (!strcmp(x->series[i].label, label))
-			return &x->series[i];
-	if (!(p = realloc(x->series, (size_t)(x->nseries + 1) * sizeof(*p))))
+	if (i >= 0)
+		return &x->series[i];
+	if (lks_room_for((void **)&x->series, &x->series_cap, (size_t)x->nseries, sizeof(*p))
+	    || lks_room_for((void **)&x->labels, &x->labels_cap, (size_t)x->nseries, sizeof(char *))
+	    || !(x->labels[x->nseries] = strdup(label)))
 		return NULL;
-	x->series = p;
-	p += x->nseries;
+	p = &x->series[x->nseries];
 	memset(p, 0, sizeof(*p));
-	snprintf(p->label, sizeof(p->label), "%s", label);
-	if (!(p->values = json_array()))
+	if (!(p->values = json_array()) || lks_name_index_add(&x->index, label, x->nseries)) {
+		json_decref(p->values);
+		free(x->labels[x->nseries]);
 		return NULL;
+	}
 	x->nseries++;
 	return p;
 }
@@ -189,7 +196,7 @@ static int lks_export_golden_write(struct lks_export *x)
 	for (int i = 0; doc && i < x->nseries; i++) {
 		json_t *m = lks_export_golden_metric(&x->series[i]);
 
-		if (!m || json_object_set_new(doc, x->series[i].label, m)) {
+		if (!m || json_object_set_new(doc, x->labels[i], m)) {
 			json_decref(doc);
 			doc = NULL;
 		}
@@ -260,7 +267,10 @@ int lks_export_run(lks_store *s, int64_t run_id, lks_import_fmt fmt, int rank, F
 	for (int i = 0; i < x.nseries; i++) {
 		json_decref(x.series[i].values);
 		free(x.series[i].steps);
+		free(x.labels[i]);
 	}
 	free(x.series);
+	free(x.labels);
+	lks_name_index_release(&x.index);
 	return rc;
 }

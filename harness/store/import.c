@@ -6,7 +6,9 @@
  * again with the same values (several ranks writing one line with no "[rankN]:" prefix, or
  * a log printed twice) is counted as repeated and stored once. Across files the run may
  * restart from a checkpoint: a later file that logs a rank's step again drops that rank's
- * rows from the step on, and goes on from there.
+ * rows from the step on, and goes on from there. A run's metric names are counted as they
+ * come (by hash; a record of a known layout costs nothing): the name past
+ * LKS_IMPORT_MAX_NAMES, as many as a run read back holds, is bad input at its line.
  *
  * The run row: the case and run names given, recipe "import", backend "import:<format>",
  * seed 0, steps the last step read, world size the ranks read (every rank from 0 up must
@@ -31,6 +33,8 @@
 #include "harness/store/import.h"
 #include "harness/store/import_block.h"
 #include "harness/store/import_writer.h"
+#include "harness/store/name_index.h"
+#include "harness/store/run.h"
 #include "kernels/clock.h"
 #include "kernels/err.h"
 
@@ -81,6 +85,19 @@ struct lks_rank_last {
 	int first, has_first;     /* the first step this reader saw */
 };
 
+/* The metric names a reader has read, each once, in the order first read, each with the
+   line that first had it: a run holds at most LKS_IMPORT_MAX_NAMES. The names of every
+   record stored count, a restart's dropped ones too (what the files hold, not only what
+   the run keeps). */
+struct lks_import_names {
+	char **name;              /* (cap) n of them */
+	long *line;               /* (cap) */
+	int n;
+	size_t cap, line_cap;
+	lks_name_index index;
+	uint64_t layout;          /* a record of this layout (not 0) has its names here */
+};
+
 /* A followed log (lks_import_follow): the records of the step being read, stored in one
    transaction and handed to fn when the step completes: when a later step's line comes,
    when every rank of the first complete step has written it, or at the end of input. */
@@ -112,6 +129,7 @@ struct lks_import_run {
 	const unsigned char *only;  /* (nonly) the ranks the log holds, by o->ranks; NULL: all */
 	int nonly;
 	const char *ranks_text;   /* o->ranks as given, for messages */
+	struct lks_import_names names;
 };
 
 /* Whether the metrics of kind perf (1 performance, 0 numerics) in a (na) and b (nb) are
@@ -271,6 +289,58 @@ static int lks_follow_push(struct lks_import_run *r, const lks_import_rec *rec)
 	return w->known && w->n >= w->known ? lks_follow_flush(r) : 0;
 }
 
+static void lks_import_names_free(struct lks_import_names *x)
+{
+	for (int i = 0; i < x->n; i++)
+		free(x->name[i]);
+	free(x->name);
+	free(x->line);
+	lks_name_index_release(&x->index);
+}
+
+/* name, first read at line, into r's names when it is new to them: 0, LKS_IMPORT_BAD when
+   it is one too many (lks_err naming r's path and the line), or -1. */
+static int lks_import_name(struct lks_import_run *r, const char *name, long line)
+{
+	struct lks_import_names *x = &r->names;
+	char at[32] = "";
+
+	if (lks_name_index_find(&x->index, x->name, name) >= 0)
+		return 0;
+	if (x->n == LKS_IMPORT_MAX_NAMES) {
+		if (line > 0)
+			snprintf(at, sizeof(at), ":%ld", line);
+		return lks_err("'%s'%s: metric '%s' is one name too many: a run holds at most %d "
+		               "metric names, and more could not be read back", r->path, at, name,
+		               LKS_IMPORT_MAX_NAMES), LKS_IMPORT_BAD;
+	}
+	if (lks_room_for((void **)&x->name, &x->cap, (size_t)x->n, sizeof(*x->name))
+	    || lks_room_for((void **)&x->line, &x->line_cap, (size_t)x->n, sizeof(*x->line)))
+		return -1;
+	if (!(x->name[x->n] = strdup(name)))
+		return lks_err("out of memory");
+	if (lks_name_index_add(&x->index, name, x->n)) {
+		free(x->name[x->n]);
+		return -1;
+	}
+	x->line[x->n++] = line;
+	return 0;
+}
+
+/* The record's names counted (lks_import_name), unless its layout says they were. */
+static int lks_import_names_take(struct lks_import_run *r, const lks_import_rec *rec)
+{
+	int rc;
+
+	if (rec->layout && rec->layout == r->names.layout)
+		return 0;
+	for (int i = 0; i < rec->n; i++)
+		if ((rc = lks_import_name(r, rec->m[i].name, rec->line)))
+			return rc;
+	r->names.layout = rec->layout;
+	return 0;
+}
+
 /* Ranks 0 .. n - 1 in r->ranks, the new ones unseen. */
 static int lks_import_ranks_grow(struct lks_import_run *r, int n)
 {
@@ -290,6 +360,7 @@ static int lks_import_sink_rec(void *arg, const lks_import_rec *rec)
 {
 	struct lks_import_run *r = arg;
 	struct lks_rank_last *last;
+	int rc;
 
 	if (r->only && (rec->rank >= r->nonly || !r->only[rec->rank]))
 		return lks_err("'%s':%ld: rank %d is not one of the ranks given (%s)", r->path,
@@ -331,6 +402,8 @@ static int lks_import_sink_rec(void *arg, const lks_import_rec *rec)
 	}
 	if (lks_rank_keep(last, rec))
 		return -1;
+	if ((rc = lks_import_names_take(r, rec)))
+		return rc;
 	last->first = last->has_first ? last->first : rec->step;
 	last->has_first = 1;
 	last->seen = 1;
@@ -556,6 +629,12 @@ static int lks_import_seam_join(struct lks_import_run *r, struct lks_import_part
 			r->ranks[k].line += before;
 			b->ranks[k] = t;
 		}
+	for (int j = 0; j < b->names.n; j++) {  /* in the order one reader meets them */
+		int rc = lks_import_name(r, b->names.name[j], b->names.line[j] + before);
+
+		if (rc)
+			return rc;
+	}
 	c->lines += p->c.lines;
 	c->records += p->c.records;
 	c->ignored += p->c.ignored;
@@ -662,8 +741,10 @@ static int lks_import_parts(struct lks_import_run *r, const lks_import_format *f
 			                         lks_import_sink_counted, &x, c, fmt->line);
 		break;
 	}
-	for (k = 1; k < n; k++)
+	for (k = 1; k < n; k++) {
 		lks_ranks_free(parts[k].run.ranks, parts[k].run.nranks);
+		lks_import_names_free(&parts[k].run.names);
+	}
 	free(parts);
 	return rc;
 }
@@ -773,6 +854,7 @@ int lks_import_files(lks_store *store, const lks_import_opts *o, const char *con
 		res->parts = r.parts ? r.parts : 1;
 	}
 	lks_ranks_free(r.ranks, r.nranks);
+	lks_import_names_free(&r.names);
 	free(only);
 	return rc;
 }
@@ -822,6 +904,7 @@ int lks_import_follow(lks_store *store, const lks_import_opts *o, const char *pa
 	res->world_size = r.nranks;
 	res->parts = 1;
 	lks_ranks_free(r.ranks, r.nranks);
+	lks_import_names_free(&r.names);
 	free(w.recs);
 	lks_block_free(r.block);
 	free(only);

@@ -3,8 +3,9 @@
  * DESIGN.md, Imported runs). A format is one row of the table in import.c: its name and
  * its parser, which reads one file and hands each (step, rank) it finds to a sink as a
  * record of named metrics. The driver (lks_import_files) checks the records (steps only
- * forward per rank, a step repeated only with the same values, every rank with steps) and
- * stores them as one run in one transaction: any bad line stores nothing.
+ * forward per rank, a step repeated only with the same values, every rank with steps, at
+ * most LKS_IMPORT_MAX_NAMES metric names) and stores them as one run in one transaction:
+ * any bad line stores nothing.
  *
  * Metrics have canonical names and a kind, numerics or performance, from one table
  * (import_metric.c), with each format's label for them; a name no row knows is stored as
@@ -35,6 +36,10 @@
 #define LKS_IMPORT_MAX_RANK 65535
 /* Steps 0 .. LKS_IMPORT_MAX_STEP: a step is an int wherever lockstep keeps one. */
 #define LKS_IMPORT_MAX_STEP 2147483647
+/* Metric names in one run: what reads a run back holds a name's index in 16 bits (run.h,
+   struct lks_mrow), so an import that would store more is bad input at the line whose
+   name is one too many. */
+#define LKS_IMPORT_MAX_NAMES 65536
 /* A parser's or the driver's return for bad input (the message names file:line): exit 2. */
 #define LKS_IMPORT_BAD (-2)
 

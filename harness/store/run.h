@@ -29,6 +29,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "harness/store/name_index.h"
 #include "harness/store/trace_store.h"
 
 typedef struct lks_stored_run {
@@ -72,6 +73,7 @@ typedef struct lks_stored_run {
 	size_t *mfirst;
 	int mfirst_w, mfirst_steps;
 	int mhint;                /* the metric index after the last a name was found at */
+	lks_name_index mindex;    /* private: mnames by hash */
 
 	/* private: the stats of one step */
 	lks_store *src;           /* non-NULL: stat rows are read from here step by step */

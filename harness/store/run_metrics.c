@@ -2,17 +2,21 @@
  * run_metrics.c: an imported run's metrics in a stored run (run.h): the names by index,
  * each with its kind, and the values as rows by (step, rank, index), read whole from the
  * steps rows (their packed metrics) or added one by one (an import golden file, or a
- * lockstep run's step rows when it is compared with an imported run). A value is found
- * through an index of where each (step, rank) begins, or by binary search where there is
- * none: a walk asks for one (step, rank, metric) at a time, millions of times for a long
- * log.
+ * lockstep run's step rows when it is compared with an imported run). A name is found by
+ * hash (name_index.h: a run may have tens of thousands), at most LKS_IMPORT_MAX_NAMES of
+ * them, as many as an import stores. A value is found through an index of where each
+ * (step, rank) begins, or by binary search where there is none: a walk asks for one
+ * (step, rank, metric) at a time, millions of times for a long log.
  */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "harness/store/import.h"
 #include "harness/store/run.h"
 #include "kernels/err.h"
+
+_Static_assert(LKS_IMPORT_MAX_NAMES == UINT16_MAX + 1, "a run holds every name an import may");
 
 void lks_stored_run_metrics_release(lks_stored_run *r)
 {
@@ -29,14 +33,12 @@ void lks_stored_run_metrics_release(lks_stored_run *r)
 	r->mkinds = NULL;
 	r->mrows = NULL;
 	r->nmrows = r->mrows_cap = 0;
+	lks_name_index_release(&r->mindex);
 }
 
 int lks_stored_run_metric_find(const lks_stored_run *r, const char *name)
 {
-	for (int i = 0; i < r->nm; i++)
-		if (!strcmp(r->mnames[i], name))
-			return i;
-	return -1;
+	return lks_name_index_find(&r->mindex, r->mnames, name);
 }
 
 /* The index of name, added (with kind) when new; -1 when out of memory. Rows come with
@@ -64,6 +66,10 @@ static int lks_metric_index(lks_stored_run *r, const char *name, lks_metric_kind
 	}
 	if (!(r->mnames[r->nm] = strdup(name)))
 		return lks_err("out of memory");
+	if (lks_name_index_add(&r->mindex, name, r->nm)) {
+		free(r->mnames[r->nm]);
+		return -1;
+	}
 	r->mkinds[r->nm] = kind;
 	return r->nm++;
 }
@@ -77,8 +83,8 @@ int lks_stored_run_add_metric(lks_stored_run *r, int step, int rank, const char 
 		return lks_err("metric '%s' of rank %d: ranks 0 to %d only", name, rank, UINT16_MAX);
 	if ((m = lks_metric_index(r, name, kind)) < 0)
 		return -1;
-	if (m > UINT16_MAX)
-		return lks_err("more than %d metric names in one run", UINT16_MAX + 1);
+	if (m >= LKS_IMPORT_MAX_NAMES)
+		return lks_err("more than %d metric names in one run", LKS_IMPORT_MAX_NAMES);
 	if (r->nmrows == r->mrows_cap) {
 		size_t cap = r->mrows_cap ? 2 * r->mrows_cap : 256;
 		struct lks_mrow *p = realloc(r->mrows, cap * sizeof(*p));

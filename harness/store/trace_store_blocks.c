@@ -8,13 +8,16 @@
  *
  * Blocks hold records in the order the log gave them, which is nearly always (step, rank)
  * order; where it is not, or where old rows join, the records are sorted in memory after
- * reading (a reader of a run holds it whole in memory anyway).
+ * reading (a reader of a run holds it whole in memory anyway). The run's names are found
+ * by hash and sorted once (a run may have tens of thousands), each record's few metrics
+ * then by the names' places.
  */
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "harness/store/import_block.h"
+#include "harness/store/name_index.h"
 #include "harness/store/run.h"
 #include "harness/store/trace_store_impl.h"
 #include "kernels/err.h"
@@ -229,6 +232,7 @@ struct lks_mall {
 	char **names;
 	int nnames;
 	size_t names_cap;
+	lks_name_index index;     /* names by hash */
 	int *order;               /* a name's place in strcmp order */
 	int hint[LKS_METRICS_MAX];
 };
@@ -236,15 +240,19 @@ struct lks_mall {
 static int lks_mall_name(struct lks_mall *a, const char *name, int i)
 {
 	int *h = &a->hint[i < LKS_METRICS_MAX ? i : 0];
+	int j;
 
 	if (*h < a->nnames && !strcmp(a->names[*h], name))
 		return *h;
-	for (int j = 0; j < a->nnames; j++)
-		if (!strcmp(a->names[j], name))
-			return *h = j;
+	if ((j = lks_name_index_find(&a->index, a->names, name)) >= 0)
+		return *h = j;
 	if (lks_room_for((void **)&a->names, &a->names_cap, (size_t)a->nnames, sizeof(char *))
 	    || !(a->names[a->nnames] = strdup(name)))
 		return lks_err("out of memory");
+	if (lks_name_index_add(&a->index, name, a->nnames)) {
+		free(a->names[a->nnames]);
+		return -1;
+	}
 	return *h = a->nnames++;
 }
 
@@ -301,24 +309,31 @@ static int lks_mrec_cmp(const void *x, const void *y)
 	return a->rank < b->rank ? -1 : a->rank > b->rank;
 }
 
+/* A name and its index, sorted by name. */
+struct lks_mname {
+	const char *name;
+	int j;
+};
+
+static int lks_mname_cmp(const void *x, const void *y)
+{
+	return strcmp(((const struct lks_mname *)x)->name, ((const struct lks_mname *)y)->name);
+}
+
 /* Records by (step, rank), and each one's metrics by name (through order). */
 static int lks_mall_sort(struct lks_mall *a)
 {
-	int *by = malloc(((size_t)a->nnames + 1) * sizeof(int));
+	struct lks_mname *by = malloc(((size_t)a->nnames + 1) * sizeof(*by));
 
 	if (!by || !(a->order = malloc(((size_t)a->nnames + 1) * sizeof(int)))) {
 		free(by);
 		return lks_err("out of memory");
 	}
-	for (int j = 0; j < a->nnames; j++) {  /* by name; insertion: a run has few names */
-		int k = j;
-
-		for (; k > 0 && strcmp(a->names[by[k - 1]], a->names[j]) > 0; k--)
-			by[k] = by[k - 1];
-		by[k] = j;
-	}
+	for (int j = 0; j < a->nnames; j++)  /* names are distinct: no two equal in the sort */
+		by[j] = (struct lks_mname){ a->names[j], j };
+	qsort(by, (size_t)a->nnames, sizeof(*by), lks_mname_cmp);
 	for (int j = 0; j < a->nnames; j++)
-		a->order[by[j]] = j;
+		a->order[by[j].j] = j;
 	free(by);
 	for (size_t i = 1; i < a->nrecs; i++)
 		if (lks_mrec_cmp(&a->recs[i - 1], &a->recs[i]) > 0) {
@@ -344,6 +359,7 @@ static void lks_mall_free(struct lks_mall *a)
 	for (int j = 0; j < a->nnames; j++)
 		free(a->names[j]);
 	free(a->names);
+	lks_name_index_release(&a->index);
 	free(a->order);
 	free(a->recs);
 	free(a->vals);
