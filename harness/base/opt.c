@@ -52,6 +52,16 @@ int lks_opt_double(const char *who, const char *opt, const char *val, double lo,
 	return 0;
 }
 
+int lks_opt_path(const char *who, const char *opt, const char *val, const char **out)
+{
+	if (!val)
+		return lks_usage("%s: %s needs a value", who, opt);
+	if (!*val)
+		return lks_usage("%s: %s wants a path, not ''", who, opt);
+	*out = val;
+	return 0;
+}
+
 int lks_opt_isa(const char *who, const char *val)
 {
 	lks_isa isa;

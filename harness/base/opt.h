@@ -17,6 +17,10 @@ int lks_usage(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 int lks_opt_int(const char *who, const char *opt, const char *val, int lo, int hi, int *out);
 int lks_opt_double(const char *who, const char *opt, const char *val, double lo, double hi,
                    double *out);
+/* A path option's value (a file, a folder) as *out; an empty one is bad usage: it names
+   nothing, and what it reaches would take it for something ("" opens a temporary SQLite
+   database, stands for the default folder, or fails as a write). */
+int lks_opt_path(const char *who, const char *opt, const char *val, const char **out);
 /* Parses an ISA path name and forces it (LKS_ISA's effect, for one command). */
 int lks_opt_isa(const char *who, const char *val);
 

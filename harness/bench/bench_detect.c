@@ -247,7 +247,11 @@ int lks_bench_detect(int argc, char **argv)
 			rc = LKS_EXIT_OK;
 			goto out;
 		} else if (!strcmp(argv[i], "--dir") && i + 1 < argc) {
-			base = argv[++i];
+			if (lks_opt_path("bench detect", argv[i], argv[i + 1], &base)) {
+				rc = LKS_EXIT_USAGE;
+				goto out;
+			}
+			i++;
 		} else if (argv[i][0] == '-') {
 			lks_usage("bench detect: unknown option '%s'", argv[i]);
 			goto out;

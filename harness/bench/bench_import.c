@@ -161,7 +161,8 @@ static int lks_bench_import_opts(int argc, char **argv, struct lks_bench_import 
 				*(o[2] == 'r' && o[3] == 'a' ? &b->ranks : reps) = n;
 			i++;
 		} else if (!strcmp(o, "--dir") && v) {
-			*base = argv[++i];
+			if (lks_opt_path("bench import", o, argv[++i], base))
+				return LKS_EXIT_USAGE;
 		} else if (!strcmp(o, "--keep")) {
 			*keep = 1;
 		} else {

@@ -387,14 +387,13 @@ static int lks_step_parse(int argc, char **argv, struct lks_step_args *a)
 			if (lks_opt_isa("bench step", v))
 				return LKS_EXIT_USAGE;
 			i++;
-		} else if (!strcmp(o, "--case") && v) {
-			a->case_path = argv[++i];
+		} else if ((!strcmp(o, "--case") || !strcmp(o, "--dir")) && v) {
+			if (lks_opt_path("bench step", o, argv[++i], o[2] == 'c' ? &a->case_path : &a->base))
+				return LKS_EXIT_USAGE;
 		} else if (!strcmp(o, "--set") && v) {
 			a->sets[a->nsets++] = argv[++i];
 		} else if (!strcmp(o, "--run") && v) {
 			a->run_name = argv[++i];
-		} else if (!strcmp(o, "--dir") && v) {
-			a->base = argv[++i];
 		} else if (!strcmp(o, "--keep")) {
 			a->keep = 1;
 		} else if (!strcmp(o, "--backend") && v) {

@@ -178,9 +178,8 @@ int lks_bench_store(int argc, char **argv)
 				return LKS_EXIT_USAGE;
 			i++;
 		} else if (!strcmp(o, "--dir")) {
-			if (!v)
-				return lks_usage("bench store: --dir needs a value");
-			base = v;
+			if (lks_opt_path("bench store", o, v, &base))
+				return LKS_EXIT_USAGE;
 			i++;
 		} else if (!strcmp(o, "--keep")) {
 			keep = 1;

@@ -233,7 +233,8 @@ static int lks_diff_parse(int argc, char **argv, struct lks_diff_args *a)
 			fputs(lks_diff_help, stdout);
 			return -1;
 		} else if (!strcmp(o, "--db") && v) {
-			a->db = argv[++i];
+			if (lks_opt_path("diff", o, argv[++i], &a->db))
+				return LKS_EXIT_USAGE;
 		} else if (!strcmp(o, "--max-rows")) {
 			if (lks_opt_int("diff", o, v, 0, 1 << 30, &a->max_rows))
 				return LKS_EXIT_USAGE;

@@ -101,6 +101,8 @@ int cmd_export(int argc, char **argv)
 
 		if (!dst)
 			return lks_usage("export: unknown option '%s' (see --help)", a);
+		if (dst != &fmt_name && lks_opt_path("export", a, argv[i + 1], dst))
+			return LKS_EXIT_USAGE;
 		*dst = argv[++i];
 	}
 	if (!fmt_name || !run_arg)

@@ -98,10 +98,9 @@ static int lks_golden_parse(int argc, char **argv, struct lks_golden_args *a)
 		if (!strcmp(o, "--help") || !strcmp(o, "-h")) {
 			fputs(lks_golden_help, stdout);
 			return -1;
-		} else if (!strcmp(o, "--db") && v) {
-			a->db = argv[++i];
-		} else if (!strcmp(o, "--golden") && v) {
-			a->golden = argv[++i];
+		} else if ((!strcmp(o, "--db") || !strcmp(o, "--golden")) && v) {
+			if (lks_opt_path("golden update", o, argv[++i], o[2] == 'd' ? &a->db : &a->golden))
+				return LKS_EXIT_USAGE;
 		} else if (!strcmp(o, "--run") && v) {
 			a->only[a->nonly++] = argv[++i];
 		} else if (o[0] == '-' && o[1]) {

@@ -233,10 +233,9 @@ int lks_golden_measure(int argc, char **argv)
 		if (!strcmp(o, "--help") || !strcmp(o, "-h")) {
 			fputs(lks_measure_help, stdout);
 			return LKS_EXIT_OK;
-		} else if (!strcmp(o, "--db") && v) {
-			db = argv[++i];
-		} else if (!strcmp(o, "--golden") && v) {
-			golden = argv[++i];
+		} else if ((!strcmp(o, "--db") || !strcmp(o, "--golden")) && v) {
+			if (lks_opt_path("golden measure", o, argv[++i], o[2] == 'd' ? &db : &golden))
+				return LKS_EXIT_USAGE;
 		} else if (!strcmp(o, "--suite") && v) {
 			char *end;
 

@@ -122,8 +122,7 @@ static int lks_import_follow_opt(int argc, char **argv, int *i, lks_follow_args 
 		rc = lks_opt_int("import", a, v, 1, 0x7fffffff, &n);
 		fa->reference_run = n;
 	} else if (!strcmp(a, "--reference-file") || !strcmp(a, "--golden")) {
-		if (!(rc = v ? 0 : lks_usage("import: %s needs a value", a)))
-			*(a[2] == 'g' ? &fa->golden_file : &fa->reference_file) = v;
+		rc = lks_opt_path("import", a, v, a[2] == 'g' ? &fa->golden_file : &fa->reference_file);
 	} else if (!strcmp(a, "--rtol") || !strcmp(a, "--atol")) {
 		rc = lks_opt_double("import", a, v, 0, 1e300, a[2] == 'r' ? &fa->rtol : &fa->atol);
 	} else if (!strcmp(a, "--idle")) {
@@ -318,6 +317,8 @@ int cmd_import(int argc, char **argv)
 				return lks_usage("import: unknown option '%s' (see --help)", a);
 			if (i + 1 >= argc)
 				return lks_usage("import: %s needs a value", a);
+			if (dst == &db && lks_opt_path("import", a, argv[i + 1], dst))
+				return LKS_EXIT_USAGE;
 			*dst = argv[++i];
 			continue;
 		}

@@ -73,13 +73,16 @@ int cmd_report(int argc, char **argv)
 			fputs(lks_report_help, stdout);
 			return LKS_EXIT_OK;
 		} else if (!strcmp(a, "--db") && v) {
-			db = argv[++i];
+			if (lks_opt_path("report", a, argv[++i], &db))
+				return LKS_EXIT_USAGE;
 		} else if (!strcmp(a, "--suite") && v) {
 			suite = argv[++i];
 		} else if ((!strcmp(a, "-o") || !strcmp(a, "--out")) && v) {
-			out = argv[++i];
+			if (lks_opt_path("report", a, argv[++i], &out))
+				return LKS_EXIT_USAGE;
 		} else if (!strcmp(a, "--templates") && v) {
-			o.templates = argv[++i];
+			if (lks_opt_path("report", a, argv[++i], &o.templates))
+				return LKS_EXIT_USAGE;
 		} else if (!strcmp(a, "--trend")) {
 			if (lks_opt_int("report", a, v, 1, 1000, &o.trend_suites))
 				return LKS_EXIT_USAGE;

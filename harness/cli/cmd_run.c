@@ -132,7 +132,8 @@ static int lks_run_parse(int argc, char **argv, struct lks_run_args *a)
 			fputs(lks_run_help, stdout);
 			return -1;  /* done: help asked for */
 		} else if (!strcmp(o, "--db") && v) {
-			a->db = argv[++i];
+			if (lks_opt_path("run", o, argv[++i], &a->db))
+				return LKS_EXIT_USAGE;
 		} else if (!strcmp(o, "--backend") && v) {
 			/* the registry names the ones this build has */
 			if (!(a->backend = lks_backend_find(argv[++i])))
@@ -161,10 +162,9 @@ static int lks_run_parse(int argc, char **argv, struct lks_run_args *a)
 			a->checks[a->nchecks++] = argv[++i];
 		} else if (!strcmp(o, "--combo") && v) {
 			a->combo = argv[++i];
-		} else if (!strcmp(o, "--golden") && v) {
-			a->golden = argv[++i];
-		} else if (!strcmp(o, "--junit") && v) {
-			a->junit = argv[++i];
+		} else if ((!strcmp(o, "--golden") || !strcmp(o, "--junit")) && v) {
+			if (lks_opt_path("run", o, argv[++i], o[2] == 'g' ? &a->golden : &a->junit))
+				return LKS_EXIT_USAGE;
 		} else if (!strcmp(o, "--quiet")) {
 			a->quiet = 1;
 		} else if (!strcmp(o, "--same-fingerprint-change") && v) {

@@ -265,7 +265,8 @@ void lks_probe_cfg_release(lks_probe_cfg *cfg)
 	memset(cfg, 0, sizeof(*cfg));
 }
 
-/* Options the probes get as they are: 'lockstep run' checks their values. */
+/* Options the probes get as they are: 'lockstep run' checks their values (but for an
+   empty path, which it would take for the default folder). */
 static const char *const lks_pass_opts[] = { "--steps", "--run", "--threads", "--golden" };
 
 /* An option with a value: 0 taken, 1 not one of these, -1 a bad value. */
@@ -273,7 +274,9 @@ static int lks_probe_valued(lks_probe_cfg *cfg, const char *o, const char *v)
 {
 	char *end;
 
-	if (!strcmp(o, "--combos")) {
+	if ((!strcmp(o, "--combos") || !strcmp(o, "--db")) && !*v) {
+		return lks_err("%s wants a path, not ''", o);  /* as lks_opt_path says it */
+	} else if (!strcmp(o, "--combos")) {
 		cfg->combos_path = v;
 	} else if (!strcmp(o, "--db")) {
 		cfg->db = v;
@@ -310,6 +313,8 @@ int lks_probe_opt(lks_probe_cfg *cfg, int argc, char **argv, int *i)
 		return 0;
 	for (size_t k = 0; k < sizeof(lks_pass_opts) / sizeof(lks_pass_opts[0]); k++)
 		if (!strcmp(o, lks_pass_opts[k])) {
+			if (!strcmp(o, "--golden") && !*v)
+				return lks_err("%s wants a path, not ''", o), -1;
 			cfg->pass[cfg->npass++] = o;
 			cfg->pass[cfg->npass++] = argv[++*i];
 			return 1;
