@@ -5,8 +5,10 @@
  * API written out plainly, and answers from 'fake_nvml' (tests/fake_nvml.h), which the
  * test sets. Built three times: whole; with FAKE_NVML_NO_REMAP (no nvmlDeviceGetRemappedRows
  * and no event functions: a library older than the calls); with FAKE_NVML_NO_INIT (no
- * nvmlInit_v2: not an NVML at all).
+ * nvmlInit_v2: not an NVML at all). The event functions take a lock: the test of a
+ * job's gather runs a 'process' per thread, each with its own lks_nvml and event set.
  */
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -81,6 +83,7 @@ const char *nvmlErrorString(int r)
 	switch (r) {
 	case 0: return "Success";
 	case 3: return "Not Supported";
+	case 6: return "Not Found";
 	case 9: return "Driver Not Loaded";
 	case 15: return "GPU is lost";
 	default: return "Unknown Error";
@@ -99,6 +102,20 @@ int nvmlDeviceGetHandleByIndex_v2(unsigned int i, void **handle)
 		return 2;
 	*handle = &fake_nvml.dev[i];
 	return 0;
+}
+
+int nvmlDeviceGetHandleByUUID(const char *uuid, void **handle)
+{
+	char want[32];
+
+	for (unsigned int i = 0; i < fake_nvml.ndev && i < FAKE_NVML_DEVICES; i++) {
+		snprintf(want, sizeof(want), "GPU-fake-%u", i);
+		if (strcmp(uuid, want) == 0) {
+			*handle = &fake_nvml.dev[i];
+			return 0;
+		}
+	}
+	return 6;                   /* NVML_ERROR_NOT_FOUND */
 }
 
 int nvmlDeviceGetName(void *handle, char *name, unsigned int len)
@@ -151,7 +168,18 @@ int nvmlDeviceGetRetiredPages(void *handle, int cause, unsigned int *count,
 }
 
 #ifndef FAKE_NVML_NO_REMAP
-static int fake_set;                    /* the one event set's address is its handle */
+/* an event set's handle is the address of its mask of watched devices; 0: free */
+static unsigned fake_sets[FAKE_NVML_SETS];
+static int fake_set_used[FAKE_NVML_SETS];
+static pthread_mutex_t fake_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static unsigned *fake_set(void *set)
+{
+	for (int i = 0; i < FAKE_NVML_SETS; i++)
+		if (set == &fake_sets[i] && fake_set_used[i])
+			return &fake_sets[i];
+	return NULL;
+}
 
 int nvmlDeviceGetRemappedRows(void *handle, unsigned int *corr, unsigned int *unc,
                               unsigned int *pending, unsigned int *failed)
@@ -169,40 +197,78 @@ int nvmlDeviceGetRemappedRows(void *handle, unsigned int *corr, unsigned int *un
 
 int nvmlEventSetCreate(void **set)
 {
-	*set = &fake_set;
-	return 0;
+	int rc = 12;                /* NVML_ERROR_MEMORY: no set free */
+
+	pthread_mutex_lock(&fake_lock);
+	for (int i = 0; i < FAKE_NVML_SETS && rc; i++)
+		if (!fake_set_used[i]) {
+			fake_set_used[i] = 1;
+			fake_sets[i] = 0;
+			*set = &fake_sets[i];
+			rc = 0;
+		}
+	pthread_mutex_unlock(&fake_lock);
+	return rc;
 }
 
 int nvmlEventSetFree(void *set)
 {
-	return set == &fake_set ? 0 : 2;
+	unsigned *mask;
+	int rc = 2;
+
+	pthread_mutex_lock(&fake_lock);
+	if ((mask = fake_set(set))) {
+		for (int i = 0; i < FAKE_NVML_DEVICES; i++)
+			fake_nvml.dev[i].watched -= (*mask >> i) & 1;
+		fake_set_used[mask - fake_sets] = 0;
+		rc = 0;
+	}
+	pthread_mutex_unlock(&fake_lock);
+	return rc;
 }
 
 int nvmlDeviceRegisterEvents(void *handle, unsigned long long types, void *set)
 {
 	fake_nvml_dev *d = fake_dev(handle);
+	unsigned *mask, bit;
+	int rc = 2;
 
-	if (!d || set != &fake_set)
-		return 2;
-	return d->events_rc;
+	(void)types;
+	pthread_mutex_lock(&fake_lock);
+	if (d && (mask = fake_set(set)) && !(rc = d->events_rc)) {
+		bit = 1u << (d - fake_nvml.dev);
+		d->watched += !(*mask & bit);
+		*mask |= bit;
+	}
+	pthread_mutex_unlock(&fake_lock);
+	return rc;
 }
 
 int nvmlEventSetWait_v2(void *set, fake_event *ev, unsigned int timeout_ms)
 {
 	fake_nvml_state *s = &fake_nvml;
+	unsigned *mask;
+	int rc = 10;                /* timeout: nothing waiting for this set */
 
-	if (set != &fake_set)
-		return 2;
-	if (s->nevents == 0)
-		return 10;              /* timeout: nothing waiting */
-	memset(ev, 0, sizeof(*ev));
-	ev->device = &s->dev[s->event_dev[0]];
-	ev->type = 0x8;             /* an XID */
-	ev->data = s->event_xid[0];
-	s->nevents--;
-	memmove(s->event_dev, s->event_dev + 1, sizeof(int) * (size_t)s->nevents);
-	memmove(s->event_xid, s->event_xid + 1, sizeof(s->event_xid[0]) * (size_t)s->nevents);
-	return 0;
+	(void)timeout_ms;
+	pthread_mutex_lock(&fake_lock);
+	if (!(mask = fake_set(set)))
+		rc = 2;
+	for (int i = 0; rc == 10 && i < s->nevents; i++) {
+		if (!(*mask & (1u << s->event_dev[i])))
+			continue;
+		memset(ev, 0, sizeof(*ev));
+		ev->device = &s->dev[s->event_dev[i]];
+		ev->type = 0x8;         /* an XID */
+		ev->data = s->event_xid[i];
+		s->nevents--;
+		memmove(s->event_dev + i, s->event_dev + i + 1, sizeof(int) * (size_t)(s->nevents - i));
+		memmove(s->event_xid + i, s->event_xid + i + 1,
+		        sizeof(s->event_xid[0]) * (size_t)(s->nevents - i));
+		rc = 0;
+	}
+	pthread_mutex_unlock(&fake_lock);
+	return rc;
 }
 #endif
 

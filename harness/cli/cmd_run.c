@@ -461,6 +461,41 @@ static int lks_run_summary(const struct lks_run_args *a, lks_store *store, int64
 	return tally->failed || (night.silent && !a->same_fp_warn) ? LKS_EXIT_FAIL : LKS_EXIT_OK;
 }
 
+/* GPU health around a run, in every process: its GPUs read before and after (gpu_health.h) */
+struct lks_health_watch {
+	lks_nvml *nvml;           /* this process's NVML, present or absent */
+	lks_gpu_health *mine;     /* what this process read of the run's GPUs */
+};
+
+/* The runner's on_devices: this process's ranks' GPUs, named, and read before the first
+   step (the runner does not call it where the backend names no device: cpu) */
+static void lks_health_on_devices(void *arg, const lks_rank_device *d, int n)
+{
+	struct lks_health_watch *w = arg;
+
+	for (int i = 0; i < n; i++)
+		if (lks_gpu_health_use(w->mine, d[i].uuid, d[i].ordinal, d[i].rank, d[i].host))
+			fprintf(stderr, "lockstep: warning: %s\n", lks_errmsg());
+	lks_gpu_health_before(w->nvml, w->mine);
+}
+
+/* After the run, in every process (collective): its GPUs read again and sent to process
+   0, which stores what every process read with run_id; what rose into buf ("" elsewhere). */
+static int lks_health_end(const lks_job *job, struct lks_health_watch *w, lks_store *store,
+                          int64_t run_id, char *buf, size_t size)
+{
+	lks_gpu_health *all = NULL;
+	int n = 0, rc;
+
+	*buf = '\0';
+	lks_gpu_health_after(w->nvml, w->mine);
+	rc = lks_gpu_health_gather(job->comm, w->mine, &all, &n);
+	if (rc == 0 && job->root)
+		rc = lks_gpu_health_store(store, run_id, all, n, buf, size);
+	free(all);
+	return rc;
+}
+
 /* Run r of case c is imported (import = FMT:PATH), not trained: its log stored as one run
    of the suite in one transaction (store/import.h). 0, or the exit code: a bad log is bad
    input (exit 2, nothing of it stored). */
@@ -507,7 +542,8 @@ int lks_run_cases(int argc, char **argv, lks_check_tally *t)
 	lks_sqnr_pairs *pairs = NULL;
 	lks_check_tally tally = { 0 };
 	lks_check_opts copts;
-	lks_nvml *nvml = NULL;         /* GPU health around each run (process 0) */
+	lks_nvml *nvml = NULL;         /* GPU health around each run (every process's own) */
+	struct lks_health_watch watch = { 0 };
 
 	memset(t, 0, sizeof(*t));
 	if ((rc = lks_run_parse(argc, argv, &a)) != 0) {
@@ -534,11 +570,14 @@ int lks_run_cases(int argc, char **argv, lks_check_tally *t)
 			fprintf(stderr, "lockstep: %s\n", lks_errmsg());
 			/* a file that is not ours: bad input */
 			rc = open_rc == LKS_STORE_BAD_FILE ? LKS_EXIT_USAGE : LKS_EXIT_INFRA;
-		} else if (lks_nvml_open(NULL, &nvml)) {  /* absent is no error */
-			fprintf(stderr, "lockstep: %s\n", lks_errmsg());
-			rc = LKS_EXIT_INFRA;
 		}
 	}
+	/* every process reads its own GPUs; absent is no error */
+	if (rc == 0 && (lks_nvml_open(NULL, &nvml) || !(watch.mine = malloc(sizeof(*watch.mine))))) {
+		fprintf(stderr, "lockstep: out of memory\n");
+		rc = LKS_EXIT_INFRA;
+	}
+	watch.nvml = nvml;
 	/* all go on, or none */
 	if ((rc = lks_agree(&job, rc, &tally)) != 0)
 		goto out;
@@ -579,9 +618,9 @@ int lks_run_cases(int argc, char **argv, lks_check_tally *t)
 				.local_rank = job.launch.local_rank, .timeout_s = a.timeout,
 				/* the default on the runner's own threads */
 				.backend = be == lks_backend_default() ? NULL : be,
+				.on_devices = lks_health_on_devices, .on_devices_arg = &watch,
 			};
 			lks_run_result res;
-			lks_nvml_snap before;
 			char health[2048];
 
 			if (!selected[j])
@@ -606,9 +645,9 @@ int lks_run_cases(int argc, char **argv, lks_check_tally *t)
 				continue;
 			}
 			lks_sqnr_hook(pairs, j, &o);
-			if (job.root)
-				lks_gpu_health_before(nvml, &before);
+			lks_gpu_health_reset(watch.mine);
 			if (lks_run(&cases[i], run, store, &o, &res)
+			    || lks_health_end(&job, &watch, store, res.run_id, health, sizeof(health))
 			    || lks_sqnr_end_run(pairs, j, res.run_id, store)) {
 				fprintf(stderr, "lockstep: %s / %s: %s\n", cases[i].name, run->name, lks_errmsg());
 				goto out;
@@ -621,11 +660,6 @@ int lks_run_cases(int argc, char **argv, lks_check_tally *t)
 			       res.nonfinite_events ? "  NON-FINITE gradients (see events)" : "");
 			fflush(stdout);
 			run_ids[j] = res.run_id;
-			if (lks_gpu_health_after(nvml, store, res.run_id, &before, health,
-			                         sizeof(health))) {
-				fprintf(stderr, "lockstep: %s\n", lks_errmsg());
-				goto out;
-			}
 			if (*health)
 				fprintf(stderr, "lockstep: %s / %s: GPU health:\n%s", cases[i].name,
 				        run->name, health);
@@ -651,6 +685,7 @@ out:
 	lks_cases_release(cases, ncases);
 	lks_store_close(store);
 	lks_nvml_close(nvml);
+	free(watch.mine);
 	free(run_ids);
 	free(selected);
 	lks_sqnr_free(pairs);

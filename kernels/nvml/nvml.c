@@ -4,9 +4,9 @@
  * The declarations below are the project's own, written from NVIDIA's public NVML API
  * reference: the return codes, the enum values and the layout of nvmlMemory_t and
  * nvmlEventData_t that this file uses, nothing more. Every function is looked up with
- * dlsym; the five without which nothing can be read (init, shutdown, count, handle,
- * error string) make NVML absent when missing, the others leave their readings
- * LKS_NVML_NONE. Plain C, built with or without the CUDA Toolkit.
+ * dlsym; the six without which nothing can be read (init, shutdown, count, the handles by
+ * index and by UUID, error string) make NVML absent when missing, the others leave their
+ * readings LKS_NVML_NONE. Plain C, built with or without the CUDA Toolkit.
  */
 #include <dlfcn.h>
 #include <stdarg.h>
@@ -48,6 +48,7 @@ struct lks_nvml_fns {
 	nvml_ret (*shutdown)(void);
 	nvml_ret (*count)(unsigned int *);
 	nvml_ret (*handle)(unsigned int, nvml_dev *);
+	nvml_ret (*by_uuid)(const char *, nvml_dev *);
 	const char *(*error_string)(nvml_ret);
 	nvml_ret (*name)(nvml_dev, char *, unsigned int);
 	nvml_ret (*uuid)(nvml_dev, char *, unsigned int);
@@ -67,10 +68,14 @@ struct lks_nvml_fns {
 
 struct lks_nvml {
 	void *lib;
-	int initialised, ndev;
+	int initialised, ndev;              /* ndev: the GPUs NVML sees */
 	struct lks_nvml_fns f;
+	/* the devices a snapshot reads: every one by index, or those lks_nvml_select found */
+	int nsel, selected;
 	nvml_dev dev[LKS_NVML_MAX_DEVICES];
-	nvml_set events;                    /* NULL: no XID events */
+	nvml_ret found[LKS_NVML_MAX_DEVICES];      /* selected: NVML's answer to the UUID */
+	char uuid[LKS_NVML_MAX_DEVICES][96];       /* selected: the UUID asked for */
+	nvml_set events;                    /* the selection's XIDs; NULL: none watched */
 	char path[256], reason[320];
 };
 
@@ -123,7 +128,7 @@ static void lks_nvml_absent(lks_nvml *h, const char *fmt, ...)
 	va_end(ap);
 }
 
-/* The five functions without which nothing is read; returns the first missing, or NULL. */
+/* The six functions without which nothing is read; returns the first missing, or NULL. */
 static const char *lks_nvml_load(lks_nvml *h)
 {
 	if (!LKS_NVML_LOAD(h, init, "nvmlInit_v2", NULL))
@@ -134,6 +139,8 @@ static const char *lks_nvml_load(lks_nvml *h)
 		return "nvmlDeviceGetCount_v2";
 	if (!LKS_NVML_LOAD(h, handle, "nvmlDeviceGetHandleByIndex_v2", NULL))
 		return "nvmlDeviceGetHandleByIndex_v2";
+	if (!LKS_NVML_LOAD(h, by_uuid, "nvmlDeviceGetHandleByUUID", NULL))
+		return "nvmlDeviceGetHandleByUUID";
 	if (!LKS_NVML_LOAD(h, error_string, "nvmlErrorString", NULL))
 		return "nvmlErrorString";
 	LKS_NVML_LOAD(h, name, "nvmlDeviceGetName", NULL);
@@ -161,27 +168,35 @@ static const char *lks_nvml_errstr(const lks_nvml *h, nvml_ret r)
 	return s ? s : "?";
 }
 
-/* An event set with every device that accepts XID events; none: no set. A device that
-   refuses (not supported, e.g. on some consumer boards) is simply not watched. */
+static void lks_nvml_unwatch(lks_nvml *h)
+{
+	if (h->events && h->f.set_free)
+		h->f.set_free(h->events);
+	h->events = NULL;
+}
+
+/* An event set with every selected device that accepts XID events; none: no set. A
+   device that refuses (not supported, e.g. on some consumer boards) is simply not
+   watched. */
 static void lks_nvml_watch(lks_nvml *h)
 {
 	int watched = 0;
 
+	lks_nvml_unwatch(h);
 	if (!h->f.set_create || !h->f.set_wait || !h->f.register_events
 	    || h->f.set_create(&h->events) != NVML_OK) {
 		h->events = NULL;
 		return;
 	}
-	for (int i = 0; i < h->ndev; i++)
-		watched += h->f.register_events(h->dev[i], NVML_EVENT_XID, h->events) == NVML_OK;
-	if (!watched) {
-		if (h->f.set_free)
-			h->f.set_free(h->events);
-		h->events = NULL;
-	}
+	for (int i = 0; i < h->nsel; i++)
+		watched += h->found[i] == NVML_OK
+		        && h->f.register_events(h->dev[i], NVML_EVENT_XID, h->events) == NVML_OK;
+	if (!watched)
+		lks_nvml_unwatch(h);
 }
 
-/* NVML initialised, its devices counted and their handles taken; else the reason. */
+/* NVML initialised, its devices counted and their handles taken (the selection until
+   lks_nvml_select, not watched); else the reason. */
 static void lks_nvml_start(lks_nvml *h)
 {
 	unsigned int n = 0;
@@ -214,8 +229,7 @@ static void lks_nvml_start(lks_nvml *h)
 		lks_nvml_absent(h, "no GPU (NVML counts 0 devices)");
 		return;
 	}
-	h->ndev = (int)n;
-	lks_nvml_watch(h);
+	h->ndev = h->nsel = (int)n;
 }
 
 int lks_nvml_open(const char *path, lks_nvml **out)
@@ -254,6 +268,24 @@ const char *lks_nvml_reason(const lks_nvml *h)
 const char *lks_nvml_path(const lks_nvml *h)
 {
 	return h ? h->path : "";
+}
+
+int lks_nvml_select(lks_nvml *h, const char *const *uuids, int n)
+{
+	if (n < 0 || n > LKS_NVML_MAX_DEVICES)
+		return lks_err("cannot watch %d GPUs: at most %d", n, LKS_NVML_MAX_DEVICES);
+	if (!lks_nvml_present(h))
+		return 0;
+	for (int i = 0; i < n; i++) {
+		snprintf(h->uuid[i], sizeof(h->uuid[i]), "%s", uuids[i]);
+		h->dev[i] = NULL;
+		if ((h->found[i] = h->f.by_uuid(h->uuid[i], &h->dev[i])) != NVML_OK)
+			h->dev[i] = NULL;
+	}
+	h->nsel = n;
+	h->selected = 1;
+	lks_nvml_watch(h);
+	return 0;
 }
 
 /* Records a failed reading in d->errors; "not supported" is no error, only NONE. */
@@ -340,18 +372,30 @@ static void lks_nvml_read_state(const lks_nvml *h, nvml_dev dev, lks_nvml_device
 	}
 }
 
+/* A selected UUID NVML did not find: the UUID and the error, no reading. */
+static void lks_nvml_unfound(const lks_nvml *h, int i, lks_nvml_device *d)
+{
+	snprintf(d->uuid, sizeof(d->uuid), "%s", h->uuid[i]);
+	snprintf(d->errors, sizeof(d->errors), "nvmlDeviceGetHandleByUUID: nvml error %d (%s)",
+	         h->found[i], lks_nvml_errstr(h, h->found[i]));
+}
+
 int lks_nvml_snapshot(lks_nvml *h, lks_nvml_snap *snap)
 {
 	snap->ndev = 0;
 	if (!lks_nvml_present(h))
 		return 0;
-	for (int i = 0; i < h->ndev; i++) {
+	for (int i = 0; i < h->nsel; i++) {
 		lks_nvml_device *d = &snap->dev[i];
 		nvml_ret r;
 
 		memset(d, 0, sizeof(*d));
 		for (int k = 0; k < LKS_NVML_NKEYS; k++)
 			d->v[k] = LKS_NVML_NONE;
+		if (h->selected && h->found[i] != NVML_OK) {
+			lks_nvml_unfound(h, i, d);
+			continue;
+		}
 		if (h->f.name && (r = h->f.name(h->dev[i], d->name, sizeof(d->name))) != NVML_OK)
 			lks_nvml_note(h, d, "name", r), d->name[0] = '\0';
 		if (h->f.uuid && (r = h->f.uuid(h->dev[i], d->uuid, sizeof(d->uuid))) != NVML_OK)
@@ -361,7 +405,7 @@ int lks_nvml_snapshot(lks_nvml *h, lks_nvml_snap *snap)
 		lks_nvml_read_rows(h, h->dev[i], d);
 		lks_nvml_read_state(h, h->dev[i], d);
 	}
-	snap->ndev = h->ndev;
+	snap->ndev = h->nsel;
 	return 0;
 }
 
@@ -380,8 +424,8 @@ int lks_nvml_poll_xid(lks_nvml *h, lks_nvml_xid *out, int cap, int *n)
 		if (!(ev.type & NVML_EVENT_XID))
 			continue;
 		out[*n].device = -1;
-		for (int i = 0; i < h->ndev; i++)
-			if (h->dev[i] == ev.device)
+		for (int i = 0; i < h->nsel; i++)
+			if (h->dev[i] && h->dev[i] == ev.device)
 				out[*n].device = i;
 		out[(*n)++].xid = ev.data;
 	}
@@ -392,8 +436,7 @@ void lks_nvml_close(lks_nvml *h)
 {
 	if (!h)
 		return;
-	if (h->events && h->f.set_free)
-		h->f.set_free(h->events);
+	lks_nvml_unwatch(h);
 	if (h->initialised)
 		h->f.shutdown();
 	if (h->lib)
@@ -434,27 +477,44 @@ static void lks_nvml_line(char *buf, size_t size, size_t *len, const char *fmt, 
 	*len = w < 0 ? size : *len + (size_t)w;
 }
 
+/* Device i as findings name it: names[i], or "gpu i" */
+static const char *lks_nvml_named(const char *const *names, int i, int ndev, char *buf,
+                                  size_t size)
+{
+	if (names && i >= 0 && i < ndev && names[i])
+		return names[i];
+	snprintf(buf, size, "gpu %d", i);
+	return buf;
+}
+
 int lks_nvml_findings(const lks_nvml_snap *before, const lks_nvml_snap *after,
-                      const lks_nvml_xid *xids, int nxid, char *buf, size_t size)
+                      const lks_nvml_xid *xids, int nxid, const char *const *names,
+                      char *buf, size_t size)
 {
 	int n = 0, ndev = before->ndev < after->ndev ? before->ndev : after->ndev;
 	size_t len = 0;
+	char gpu[24];
 
 	if (size)
 		buf[0] = '\0';
-	for (int i = 0; i < ndev; i++)
+	for (int i = 0; i < ndev; i++) {
+		if (strcmp(before->dev[i].uuid, after->dev[i].uuid))
+			continue;           /* not the same device: nothing to compare */
 		for (size_t k = 0; k < sizeof(lks_nvml_rises) / sizeof(lks_nvml_rises[0]); k++) {
 			int64_t a = before->dev[i].v[lks_nvml_rises[k].key];
 			int64_t b = after->dev[i].v[lks_nvml_rises[k].key];
 
 			if (a == LKS_NVML_NONE || b == LKS_NVML_NONE || b <= a)
 				continue;
-			lks_nvml_line(buf, size, &len, "gpu %d: %s rose from %lld to %lld\n", i,
+			lks_nvml_line(buf, size, &len, "%s: %s rose from %lld to %lld\n",
+			              lks_nvml_named(names, i, ndev, gpu, sizeof(gpu)),
 			              lks_nvml_rises[k].what, (long long)a, (long long)b);
 			n++;
 		}
+	}
 	for (int i = 0; i < nxid; i++, n++)
-		lks_nvml_line(buf, size, &len, "gpu %d: XID %llu\n", xids[i].device,
+		lks_nvml_line(buf, size, &len, "%s: XID %llu\n",
+		              lks_nvml_named(names, xids[i].device, after->ndev, gpu, sizeof(gpu)),
 		              (unsigned long long)xids[i].xid);
 	if (size && len >= size)
 		buf[size - 1] = '\0';
