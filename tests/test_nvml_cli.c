@@ -150,23 +150,42 @@ static void store_gpu_run(const char *dir)
 	free(all);
 }
 
-Test(nvml_cli, report_names_gpus_by_ordinal_and_uuid_and_the_runs_that_used_none)
+/* The file at dir/name, whole, malloc'd */
+static char *slurp_in(const char *dir, const char *name)
 {
-	char dir[64], args[400], path[300], *md = NULL;
-	struct seen rows, events;
+	char path[300], *text = NULL;
 	size_t len = 0;
 	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	cr_assert_not_null(f = fopen(path, "r"), "%s", path);
+	cr_assert_eq(getdelim(&text, &len, '\0', f) > 0, 1);
+	fclose(f);
+	return text;
+}
+
+/* Run a on the cpu, run b on two GPUs whose first saw ECC errors and an XID: the summary
+   counts b's two findings, the command says so, the case's GPU health shows them marked
+   bad, b's readings per GPU by ordinal and UUID, and says a used no GPU. */
+Test(nvml_cli, report_names_gpus_by_ordinal_and_uuid_and_the_runs_that_used_none)
+{
+	char dir[64], args[400], out[2048], *md, *html;
+	struct seen rows, events;
 
 	run_tiny(dir, "LKS_NVML_LIB=/nonexistent/libnvidia-ml.so.1", &rows, &events);
 	store_gpu_run(dir);
 	snprintf(args, sizeof(args), "report --db '%s/t.db' -o '%s/r'", dir, dir);
-	cr_assert_eq(lks_run_bin("PATH=/nonexistent", args, NULL, 0), 0);
-	snprintf(path, sizeof(path), "%s/r/report.md", dir);
-	cr_assert_not_null(f = fopen(path, "r"));
-	cr_assert_eq(getdelim(&md, &len, '\0', f) > 0, 1);
-	fclose(f);
+	cr_assert_eq(lks_run_bin("PATH=/nonexistent", args, out, sizeof(out)), 0, "%s", out);
+	cr_expect(strstr(out, "GPU health: 2 findings"), "%s", out);
+	md = slurp_in(dir, "r/report.md");
+	html = slurp_in(dir, "r/index.html");
+	cr_expect(strstr(md, "| tiny | 2 | 0 | 0 | pass | 2 |"), "%s", md);
 	cr_expect(strstr(md, "| b | gpu health | gpu 0 GPU-fake-1 (rank 0 on node-a): uncorrected "
 	                     "ECC errors rose from 0 to 1 |"), "%s", md);
+	cr_expect(strstr(html, "<tr class=\"bad\"><td>b</td><td class=\"fail\">gpu health</td>"
+	                       "<td>gpu 0 GPU-fake-1 (rank 0 on node-a): XID 79</td></tr>"), "%s",
+	          html);
+	cr_expect(strstr(html, "<td class=\"mono\">1 GPU-fake-0</td>"), "%s", html);
 	cr_expect(strstr(md, "| b | gpu health | gpu 0 GPU-fake-1 (rank 0 on node-a): XID 79 |"),
 	          "%s", md);
 	cr_expect(strstr(md, "| b | 0 GPU-fake-1 | temperature (C) | 35 | 35 |"), "%s", md);
@@ -174,6 +193,7 @@ Test(nvml_cli, report_names_gpus_by_ordinal_and_uuid_and_the_runs_that_used_none
 	cr_expect(strstr(md, "_run a used no GPU: no GPU health is read for it_"), "%s", md);
 	cr_expect_null(strstr(md, "NVML absent"), "%s", md);
 	free(md);
+	free(html);
 	rm_dir(dir);
 }
 
