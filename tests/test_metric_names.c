@@ -1,14 +1,15 @@
 /*
  * test_metric_names.c: an imported run of tens of thousands of metric names (import.c,
- * name_index.c, trace_store_blocks.c, run_metrics.c). An import stores at most
- * LKS_IMPORT_MAX_NAMES, as much as a run read back holds: the name one too many is bad
+ * name_index.c, trace_store_blocks.c, run_metrics.c, export.c). An import stores at most
+ * LKS_IMPORT_MAX_NAMES, as many as a run read back holds: the name one too many is bad
  * input at its file:line, the same whether the file is read by one reader or in parts at
- * once, or followed, and nothing of that import is stored; a run of exactly that many
- * reads back whole. Reading names back finds them by hash: strcmp is wrapped (the link's
- * -Wl,--wrap=strcmp, tests/CMakeLists.txt) and its calls counted, so that the test shows
- * compares growing as n log n with the names (a linear look per name grew as n^2), not
- * seconds. The logs are jsonl written here: lines of a few names every line has, then
- * lines of 30 names each new.
+ * once, or followed (a golden file, which has no lines, names the file), and nothing of
+ * that import is stored; a run of exactly that many reads back whole. Reading names back
+ * finds them by hash: strcmp is wrapped (the link's -Wl,--wrap=strcmp,
+ * tests/CMakeLists.txt) and its calls counted, so that the test shows compares growing as
+ * n log n with the names (a linear look per name grew as n^2), not seconds. The logs are
+ * jsonl written here: lines of a few names every line has, then lines of 30 names each
+ * new.
  */
 #include <criterion/criterion.h>
 #include <stdio.h>
@@ -192,6 +193,38 @@ Test(metric_names, an_import_refuses_the_name_one_too_many_at_its_line)
 	}
 	unsetenv("LKS_IMPORT_PARTS");
 	unsetenv("LKS_IMPORT_SPLIT_MIN");
+	lks_store_close(s);
+	rm_tmp();
+}
+
+/* A megatron-golden file has no lines: the refusal names the file and the metric. Metric
+   g<i> holds one value, at step i + 1, so the records come one metric each, in order. */
+Test(metric_names, a_golden_file_refuses_the_name_one_too_many_by_file)
+{
+	char db[512], path[512], want[600];
+	lks_import_opts o = { .fmt = lks_import_format_find("megatron-golden"), .case_name = "c",
+	                      .run_name = "golden" };
+	const char *file = path;
+	lks_import_result res;
+	lks_store *s;
+	FILE *f;
+
+	mkdir_tmp();
+	path_in_tmp(db, sizeof(db), "golden.db");
+	path_in_tmp(path, sizeof(path), "golden.json");
+	cr_assert_not_null(f = fopen(path, "w"));
+	fputs("{", f);
+	for (long i = 0; i <= LKS_IMPORT_MAX_NAMES; i++)
+		fprintf(f, "%s\"g%ld\": {\"start_step\": %ld, \"end_step\": %ld, \"step_interval\": 1, "
+		        "\"values\": [0.5]}", i ? ", " : "", i, i + 1, i + 1);
+	fputs("}\n", f);
+	cr_assert_eq(fclose(f), 0);
+	cr_assert_eq(lks_store_open(db, &s), 0, "%s", lks_errmsg());
+	cr_assert_eq(lks_import_files(s, &o, &file, 1, &res), LKS_IMPORT_BAD, "%s", lks_errmsg());
+	snprintf(want, sizeof(want), "'%s': metric 'g%d' is one name too many", path,
+	         LKS_IMPORT_MAX_NAMES);
+	cr_assert(strstr(lks_errmsg(), want), "want \"%s\" in: %s", want, lks_errmsg());
+	cr_assert_eq(sql_int(s, "SELECT count(*) FROM runs"), 0, "nothing stored");
 	lks_store_close(s);
 	rm_tmp();
 }
