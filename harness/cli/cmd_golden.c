@@ -7,7 +7,9 @@
  * Every case and every run is resolved to a stored run before anything is written, so a
  * missing or unusable run stops the command (exit 2) with every golden file as it was. A
  * run made with --steps or --set is not the case's run and is passed over, as is one that
- * did not complete.
+ * did not complete; the run picked must be whole: one whose suite 'lockstep prune' took
+ * (all of its stat rows gone, or some where a prune was stopped) is refused. What is read
+ * is one snapshot of the database, as a prune beside may be removing rows.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,6 +22,7 @@
 #include "harness/store/golden.h"
 #include "harness/base/shell.h"
 #include "harness/store/trace_store.h"
+#include "harness/verify/check.h"
 #include "kernels/err.h"
 
 static const char lks_golden_help[] =
@@ -38,8 +41,9 @@ static const char lks_golden_help[] =
 	"Which runs: those named by --run; else those the case's golden checks compare; else,\n"
 	"in a case without golden checks, every run.\n"
 	"Runs made with --steps or --set are not the case's runs and are passed over; an\n"
-	"incomplete run is refused. Nothing is written unless every run asked for has a\n"
-	"stored run to write.\n"
+	"incomplete run is refused, and so is one that 'lockstep prune' took stat rows of (or\n"
+	"is taking). Nothing is written unless every run asked for has a whole stored run to\n"
+	"write.\n"
 	"\n"
 	"options:\n"
 	"  --run NAME       the runs with this name (repeatable; default: see above)\n"
@@ -52,8 +56,8 @@ static const char lks_golden_help[] =
 	"  lockstep golden update cases/fp8_recipes.ini --run bf16   # after an intended change\n"
 	"  git diff golden/\n"
 	"\n"
-	"exit codes: 0 written, 2 bad usage, an unknown case or run, or no stored run to write\n"
-	"            (run it first with 'lockstep run'), 3 infrastructure failure\n";
+	"exit codes: 0 written, 2 bad usage, an unknown case or run, or no whole stored run to\n"
+	"            write (run it first with 'lockstep run'), 3 infrastructure failure\n";
 
 struct lks_golden_args {
 	const char *db;
@@ -189,6 +193,22 @@ static int64_t lks_golden_pick(const struct lks_stored_list *l, const lks_case *
 	return 0;
 }
 
+/* Run id whole: none of its stat rows removed by 'lockstep prune' (check.h says how that
+   is known), nor being removed; 0, else LKS_GOLDEN_BAD with why, or -1. */
+static int lks_golden_whole(lks_store *s, int64_t id, const char *db)
+{
+	int pruned;
+
+	if (lks_check_run_pruned(s, id, &pruned))
+		return -1;
+	if (!pruned)
+		return 0;
+	lks_err("run %lld of '%s' is not whole: its suite was pruned, and its stat rows are "
+	        "gone, or some of them (a prune stopped part way; lockstep prune --help): run the "
+	        "case again for its golden", (long long)id, db);
+	return LKS_GOLDEN_BAD;
+}
+
 /* The runs named with --run; without, the runs the case's golden checks compare, or every
    run of a case that has none (so no golden lands in the repository that nothing reads). */
 static int lks_selected_run(const struct lks_golden_args *a, const lks_case *c, const char *run)
@@ -238,12 +258,6 @@ static int lks_golden_write_one(lks_store *s, int64_t id, const char *db, const 
 		             (long long)id, db, strstr(g.options, " inject: ") + 9);
 		goto out;
 	}
-	if (g.nt > 0 && g.nstats == 0) {  /* its tensors traced, their rows gone */
-		lks_err("run %lld of '%s' has no stat rows (its suite was pruned: lockstep prune "
-		        "--help): run the case again for its golden", (long long)id, db);
-		rc = LKS_GOLDEN_BAD;
-		goto out;
-	}
 	if ((rc = lks_golden_class_of(&g, cls, sizeof(cls))) != 0
 	    || (rc = lks_golden_path(dir, cls, g.case_name, g.run_name, path, sizeof(path))) != 0
 	    || (rc = lks_golden_write(&g, path)) != 0)
@@ -291,8 +305,9 @@ int cmd_golden(int argc, char **argv)
 		          "CASE --db %s", a.db, lks_shell_quote(a.db, qdb, sizeof(qdb)));
 		goto out;
 	}
+	/* one snapshot: the runs, their prune marks and the rows written */
 	if ((open_rc = lks_store_open_readonly(a.db, &store)) != 0
-	    || lks_store_get_runs(store, lks_stored_add, &stored)) {
+	    || lks_store_read_begin(store) || lks_store_get_runs(store, lks_stored_add, &stored)) {
 		fprintf(stderr, "lockstep: %s\n", lks_errmsg());
 		rc = open_rc == LKS_STORE_BAD_FILE ? LKS_EXIT_USAGE : LKS_EXIT_INFRA;
 		goto out;
@@ -313,6 +328,11 @@ int cmd_golden(int argc, char **argv)
 				fprintf(stderr, "lockstep: %s\n", lks_errmsg());
 				goto out;
 			}
+			if ((open_rc = lks_golden_whole(store, ids[nids - 1], a.db)) != 0) {
+				fprintf(stderr, "lockstep: %s\n", lks_errmsg());
+				rc = open_rc == LKS_GOLDEN_BAD ? LKS_EXIT_USAGE : LKS_EXIT_INFRA;
+				goto out;
+			}
 		}
 	for (int i = 0; i < nids; i++)
 		if ((open_rc = lks_golden_write_one(store, ids[i], a.db, lks_golden_dir(a.golden))) != 0) {
@@ -325,6 +345,8 @@ int cmd_golden(int argc, char **argv)
 	rc = LKS_EXIT_OK;
 out:
 	lks_cases_release(cases, ncases);
+	if (store)
+		lks_store_read_end(store);
 	lks_store_close(store);
 	lks_stored_free(&stored);
 	free(ids);

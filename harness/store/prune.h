@@ -32,9 +32,15 @@ typedef struct lks_prune_result {
 int lks_store_pin(lks_store *s, int64_t suite_id, int pin);
 /* Removes the stat rows of the suites that o does not keep and that are not pinned, but
    never of the latest suite holding a run (the next suite is compared with it), and
-   marks each such suite pruned. Stops at the first error: what was removed stays removed,
-   every transaction whole. */
+   marks each such suite pruned, in the transaction that removes its first rows. Stops at
+   the first error: what was removed stays removed, every transaction whole, its suite
+   marked. */
 int lks_store_prune(lks_store *s, const lks_prune_opts *o, lks_prune_result *res);
+/* Whether the run's suite is marked pruned: its stat rows are gone, or some of them (a
+   prune stopped part way, and the next one finishes), or rows came after the prune (a
+   writer still running then). Such a run is compared on its step rows alone, and no
+   golden is written from it; a run whose suite is not marked lost no stat row. */
+int lks_store_run_pruned(lks_store *s, int64_t run_id, int *pruned);
 /* VACUUM, then a checkpoint that does not wait for readers: the file shrinks now, or when
    the last reader of an older snapshot is done. */
 int lks_store_vacuum(lks_store *s);

@@ -101,6 +101,12 @@ int lks_store_open(const char *path, lks_store **out);
    says so). */
 int lks_store_open_readonly(const char *path, lks_store **out);
 void lks_store_close(lks_store *s);
+/* A read transaction: every read from lks_store_read_begin to lks_store_read_end sees the
+   database as the first of them did (one WAL snapshot), whatever other processes commit
+   meanwhile, so that what is read together agrees (a run's status, its suite's prune
+   mark, its rows). No write between the two; end it before writing. */
+int lks_store_read_begin(lks_store *s);
+void lks_store_read_end(lks_store *s);
 
 int lks_store_begin_suite(lks_store *s, const char *command, int64_t *suite_id);
 int lks_store_begin_run(lks_store *s, const lks_run_info *info, int64_t *run_id);

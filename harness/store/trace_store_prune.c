@@ -2,8 +2,14 @@
  * trace_store_prune.c: retention (prune.h). The suites to prune are chosen by one query;
  * each of their runs loses its stat rows LKS_PRUNE_BATCH at a time, each batch its own
  * BEGIN IMMEDIATE ... COMMIT, so no lock is held longer than one batch and a reader in WAL
- * mode sees the suite whole or a batch fewer, never a torn row. Steps, events, checks and
- * verdicts stay: a pruned run still diffs and checks on loss and grad norm.
+ * mode sees the suite whole or a batch fewer, never a torn row. Each batch marks the
+ * suite pruned in the same transaction, so no stat row goes without the mark: a prune
+ * killed between batches leaves a run part pruned and its suite marked, which readers
+ * take as pruned (lks_store_run_pruned), and the next prune finishes. A checkpoint after
+ * each batch keeps the write-ahead log to about a batch: without it a writer beside
+ * never sees the log wholly copied back at the start of a transaction, so the log never
+ * starts over and grows by every batch (to 4 times the file, test_prune). Steps, events,
+ * checks and verdicts stay: a pruned run still diffs and checks on loss and grad norm.
  */
 #include <stdlib.h>
 
@@ -79,17 +85,45 @@ static int lks_prune_list(lks_store *s, const lks_prune_opts *o, struct lks_prun
 	return rc == SQLITE_DONE ? 0 : -1;
 }
 
-/* One batch of the run's stat rows in its own transaction; *gone: how many. */
-static int lks_prune_batch(lks_store *s, sqlite3_stmt *del, int64_t run, int batch,
-                           int64_t *gone)
+/* The statements of a prune: a batch of a run's stat rows, and the suite's mark (once: a
+   later prune keeps the first time). */
+struct lks_prune_sql {
+	sqlite3_stmt *del, *mark;
+};
+
+static int lks_prune_sql_prepare(lks_store *s, struct lks_prune_sql *q)
+{
+	/* the key's prefix (run_id) finds the batch; its rows go by their whole key */
+	if (LKS_SQL(s->db, sqlite3_prepare_v2(s->db, "DELETE FROM stats WHERE run_id = ?1 AND "
+	                                      "(step, rank, seq) IN (SELECT step, rank, seq FROM "
+	                                      "stats WHERE run_id = ?1 LIMIT ?2)", -1, &q->del,
+	                                      NULL)) < 0
+	    || LKS_SQL(s->db, sqlite3_prepare_v2(s->db, "UPDATE suites SET pruned = strftime("
+	                                         "'%Y-%m-%dT%H:%M:%fZ', 'now') WHERE suite_id = "
+	                                         "?1 AND pruned IS NULL", -1, &q->mark,
+	                                         NULL)) < 0)
+		return -1;
+	return 0;
+}
+
+static int lks_prune_mark(lks_store *s, struct lks_prune_sql *q, int64_t suite)
+{
+	sqlite3_bind_int64(q->mark, 1, suite);
+	return lks_store_done(s, q->mark);
+}
+
+/* One batch of the run's stat rows and its suite's mark in one transaction; *gone: how
+   many rows. */
+static int lks_prune_batch(lks_store *s, struct lks_prune_sql *q, int64_t suite, int64_t run,
+                           int batch, int64_t *gone)
 {
 	int rc;
 
 	if (lks_store_exec(s, LKS_Q_BEGIN))
 		return -1;
-	sqlite3_bind_int64(del, 1, run);
-	sqlite3_bind_int(del, 2, batch);
-	rc = lks_store_done(s, del);
+	sqlite3_bind_int64(q->del, 1, run);
+	sqlite3_bind_int(q->del, 2, batch);
+	rc = lks_prune_mark(s, q, suite) || lks_store_done(s, q->del);
 	*gone = rc ? 0 : sqlite3_changes64(s->db);
 	if (rc || lks_store_exec(s, LKS_Q_COMMIT)) {
 		lks_store_rollback(s);
@@ -98,47 +132,37 @@ static int lks_prune_batch(lks_store *s, sqlite3_stmt *del, int64_t run, int bat
 	return 0;
 }
 
-/* The suite marked pruned (once: a later prune keeps the first time). */
-static int lks_prune_mark(lks_store *s, int64_t suite)
-{
-	char *sql = sqlite3_mprintf("UPDATE suites SET pruned = strftime('%%Y-%%m-%%dT%%H:%%M:%%fZ', "
-	                            "'now') WHERE suite_id = %lld AND pruned IS NULL",
-	                            (long long)suite);
-	int rc;
-
-	if (!sql)
-		return lks_err("out of memory");
-	rc = LKS_SQL(s->db, sqlite3_exec(s->db, sql, NULL, NULL, NULL)) < 0 ? -1 : 0;
-	sqlite3_free(sql);
-	return rc;
-}
-
 int lks_store_prune(lks_store *s, const lks_prune_opts *o, lks_prune_result *res)
 {
 	struct lks_prune_pair *p = NULL;
-	sqlite3_stmt *del = NULL;
+	struct lks_prune_sql q = { NULL, NULL };
 	int n = 0, rc = -1, batch = o->batch > 0 ? o->batch : LKS_PRUNE_BATCH;
+	int64_t since = 0;        /* rows removed since the last checkpoint */
 
 	*res = (lks_prune_result){ 0 };
-	if (lks_prune_list(s, o, &p, &n))
-		goto out;
-	/* the key's prefix (run_id) finds the batch; its rows go by their whole key */
-	if (LKS_SQL(s->db, sqlite3_prepare_v2(s->db, "DELETE FROM stats WHERE run_id = ?1 AND "
-	                                      "(step, rank, seq) IN (SELECT step, rank, seq FROM "
-	                                      "stats WHERE run_id = ?1 LIMIT ?2)", -1, &del,
-	                                      NULL)) < 0)
+	if (lks_prune_list(s, o, &p, &n) || lks_prune_sql_prepare(s, &q))
 		goto out;
 	for (int i = 0; i < n; i++) {
 		int64_t gone = p[i].run > 0;
 
 		while (gone > 0) {
-			if (lks_prune_batch(s, del, p[i].run, batch, &gone))
+			if (lks_prune_batch(s, &q, p[i].suite, p[i].run, batch, &gone))
 				goto out;
 			res->rows += gone;
 			res->transactions += gone > 0;
+			/* the log copied back into the file after LKS_PRUNE_BATCH rows (a
+			   checkpoint costs two fsyncs: not after each of many small batches), so
+			   that the next transaction starts it over. PASSIVE never waits: a reader
+			   holding older frames keeps them, and a later checkpoint copies them. */
+			if ((since += gone) >= LKS_PRUNE_BATCH) {
+				sqlite3_wal_checkpoint_v2(s->db, "main", SQLITE_CHECKPOINT_PASSIVE, NULL,
+				                          NULL);
+				since = 0;
+			}
 		}
+		/* a suite without runs is marked too */
 		if (i + 1 == n || p[i + 1].suite != p[i].suite) {
-			if (lks_prune_mark(s, p[i].suite))
+			if (lks_prune_mark(s, &q, p[i].suite))
 				goto out;
 			res->suites++;
 		}
@@ -147,9 +171,28 @@ int lks_store_prune(lks_store *s, const lks_prune_opts *o, lks_prune_result *res
 out:
 	if (rc)
 		lks_err("cannot prune '%s': %s", lks_store_path(s), lks_errmsg());
-	sqlite3_finalize(del);
+	sqlite3_finalize(q.del);
+	sqlite3_finalize(q.mark);
 	free(p);
 	return rc;
+}
+
+int lks_store_run_pruned(lks_store *s, int64_t run_id, int *pruned)
+{
+	sqlite3_stmt *st = NULL;
+	int rc;
+
+	*pruned = 0;
+	if (LKS_SQL(s->db, sqlite3_prepare_v2(s->db, "SELECT s.pruned IS NOT NULL FROM runs r "
+	                                      "JOIN suites s USING (suite_id) WHERE r.run_id = ?1",
+	                                      -1, &st, NULL)) < 0)
+		return -1;
+	sqlite3_bind_int64(st, 1, run_id);
+	rc = LKS_SQL(s->db, sqlite3_step(st));
+	if (rc == SQLITE_ROW)
+		*pruned = sqlite3_column_int(st, 0);
+	sqlite3_finalize(st);
+	return rc < 0 ? -1 : 0;
 }
 
 int lks_store_vacuum(lks_store *s)

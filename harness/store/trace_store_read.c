@@ -34,6 +34,18 @@ static int lks_row_int64(sqlite3_stmt *st, void *ctx)
 	return 0;
 }
 
+int lks_store_read_begin(lks_store *s)
+{
+	/* deferred: the snapshot is taken by the first read and held until the end */
+	return LKS_SQL(s->db, sqlite3_exec(s->db, "BEGIN", NULL, NULL, NULL)) < 0 ? -1 : 0;
+}
+
+void lks_store_read_end(lks_store *s)
+{
+	if (!sqlite3_get_autocommit(s->db))
+		sqlite3_exec(s->db, "COMMIT", NULL, NULL, NULL);
+}
+
 int lks_store_scalar(lks_store *s, enum lks_q q, const lks_val *v, int n, int64_t *out)
 {
 	return lks_store_rows(s, q, v, n, lks_row_int64, out);

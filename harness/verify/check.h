@@ -130,8 +130,10 @@ int lks_check_eval_runs(lks_store *s, const lks_check_cfg *k, const lks_check_op
 int lks_check_case(lks_store *s, int64_t suite_id, const lks_case *c, const int64_t *run_ids,
                    const lks_check_opts *o, FILE *out, lks_check_tally *tally);
 
-/* Whether 'lockstep prune' removed the stat rows of run run_id (prune.h): it traced
-   tensors and holds no stat row. */
+/* Whether 'lockstep prune' removed stat rows of run run_id (prune.h): its suite is marked
+   pruned (all, some, or a prune is under way), or it traced tensors and holds no stat
+   row (a prune of an earlier lockstep). Read both this and the runs in one snapshot
+   (lks_store_read_begin): a prune beside marks and removes meanwhile. */
 int lks_check_run_pruned(lks_store *s, int64_t run_id, int *pruned);
 
 /*

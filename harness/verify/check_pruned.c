@@ -5,6 +5,7 @@
  */
 #include <stdio.h>
 
+#include "harness/store/prune.h"
 #include "harness/store/run.h"
 #include "harness/verify/check.h"
 
@@ -12,7 +13,10 @@ int lks_check_run_pruned(lks_store *s, int64_t run_id, int *pruned)
 {
 	int64_t nt, nstats = 0;
 
-	*pruned = 0;
+	if (lks_store_run_pruned(s, run_id, pruned))
+		return -1;
+	if (*pruned)  /* marked: some or all of its rows gone, however many are left */
+		return 0;
 	if (lks_store_count(s, run_id, LKS_TABLE_TENSORS, &nt))
 		return -1;
 	if (nt > 0 && lks_store_count(s, run_id, LKS_TABLE_STATS, &nstats))
