@@ -268,6 +268,76 @@ static int64_t put_run(lks_store *s, int64_t suite, const char *name, const char
 	return id;
 }
 
+/* A run a kill left incomplete (or that another 'lockstep run' is still writing): no step
+   row of it stored, its run row and tensors alone. */
+static int64_t put_killed(lks_store *s, int64_t suite, const char *name, const char *fp)
+{
+	const char *tname = "x";
+	lks_phase ph = LKS_PHASE_FORWARD;
+	lks_run_info info = { .suite_id = suite, .case_name = "c", .case_path = "cases/c.ini",
+	                      .case_text = "[case]", .run_name = name, .recipe = "bf16",
+	                      .options = "checkpoint=none", .backend = "cpu", .world_size = 1,
+	                      .steps = 1, .seed = 1, .fingerprint = fp };
+	int64_t id;
+
+	cr_assert_eq(lks_store_begin_run(s, &info, &id), 0, "%s", lks_errmsg());
+	cr_assert_eq(lks_store_tensors(s, id, &tname, &ph, 1), 0, "%s", lks_errmsg());
+	return id;
+}
+
+/* Night 2 was killed in its run b, its run a complete; tonight's run c was killed too.
+   Tonight is compared with night 1, the latest whole suite: night 2 is passed over, its
+   complete run a too, and said so; so is tonight's c, neither compared nor new, and not
+   gone from night 1. Before, tonight's b was compared with night 2's (no step row) and c
+   with night 1's: two false alarms, the same fingerprint and fewer rows. */
+Test(nightly, incomplete_runs_and_their_suites_are_passed_over_not_alarms)
+{
+	static const char fp[] = "{\"lockstep.commit\": \"abc\"}";
+	lks_nightly_tally t;
+	struct seen s;
+	lks_store *st;
+	int64_t s1, s2, s3, b2, c3;
+	char *text = NULL, want[160];
+	size_t len = 0;
+	FILE *o;
+
+	cr_assert_eq(lks_store_open(db, &st), 0, "%s", lks_errmsg());
+	cr_assert_eq(lks_store_begin_suite(st, "night 1", &s1), 0, "%s", lks_errmsg());
+	put_run(st, s1, "a", "[case]", fp, 1, 1.5);
+	put_run(st, s1, "b", "[case]", fp, 1, 1.5);
+	put_run(st, s1, "c", "[case]", fp, 1, 1.5);
+	cr_assert_eq(lks_store_begin_suite(st, "night 2", &s2), 0, "%s", lks_errmsg());
+	put_run(st, s2, "a", "[case]", fp, 1, 1.5);
+	b2 = put_killed(st, s2, "b", fp);
+	cr_assert_eq(lks_store_begin_suite(st, "night 3", &s3), 0, "%s", lks_errmsg());
+	put_run(st, s3, "a", "[case]", fp, 1, 1.5);
+	put_run(st, s3, "b", "[case]", fp, 1, 1.5);
+	c3 = put_killed(st, s3, "c", fp);
+	cr_assert_not_null(o = open_memstream(&text, &len));
+	cr_assert_eq(lks_nightly_compare(st, s3, db, o, &t), 0, "%s", lks_errmsg());
+	fclose(o);
+	lks_store_close(st);
+	cr_log_info("%s", text);
+	cr_assert_eq(t.silent, 0, "%s", text);
+	cr_assert_null(strstr(text, "ALARM"), "%s", text);
+	cr_assert_eq(t.unchanged, 2, "%s", text);
+	cr_assert_eq(t.changed + t.added + t.gone, 0, "%s", text);
+	cr_assert_eq(t.passed, 2, "%s", text);
+	snprintf(want, sizeof(want), "passed over: suite %lld, whose run %lld (c/b) is incomplete",
+	         (long long)s2, (long long)b2);
+	cr_assert_not_null(strstr(text, want), "no '%s' in:\n%s", want, text);
+	snprintf(want, sizeof(want), "passed over: c/c (run %lld) of tonight is incomplete",
+	         (long long)c3);
+	cr_assert_not_null(strstr(text, want), "no '%s' in:\n%s", want, text);
+	free(text);
+	s = verdicts(s3);
+	cr_assert_eq(s.n, 2);
+	for (int i = 0; i < s.n; i++) {
+		cr_assert_str_eq(s.verdict[i], "unchanged", "%s", s.run[i]);
+		cr_assert_eq(s.prev_suite[i], s1, "%s", s.run[i]);
+	}
+}
+
 Test(nightly, new_gone_and_the_command_that_narrows_a_change)
 {
 	static const char fp1[] = "{\"lockstep.commit\": \"abc\", \"compiler\": \"GNU 12\"}";

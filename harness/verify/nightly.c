@@ -1,7 +1,8 @@
 /*
  * nightly.c: night over night (nightly.h): each run of a suite against the same case and
- * run of the latest earlier suite with the same settings, through the bitwise check
- * (check.h, so the one walker of walk.h) as 'lockstep diff' compares two runs.
+ * run of the latest earlier whole suite with the same settings, through the bitwise check
+ * (check.h, so the one walker of walk.h) as 'lockstep diff' compares two runs. Everything
+ * is read in one snapshot of the database, as other 'run's and a 'prune' write it.
  */
 #include "harness/verify/nightly.h"
 
@@ -22,6 +23,8 @@ struct lks_nrun {
 	char *settings;           /* options without a planted fault (" inject: SPEC") */
 	int W, steps;
 	uint64_t seed;
+	const char *status;       /* "complete", "incomplete", "failed" (static) */
+	int whole;                /* complete, of a suite whose runs all are (lks_nightly_whole) */
 };
 
 /* One verdict and the strings it points to. */
@@ -81,7 +84,11 @@ static int lks_nightly_take(void *arg, const lks_run_rec *rec)
 	}
 	r = &N->runs[N->n++];
 	*r = (struct lks_nrun){ .id = rec->run_id, .suite = i->suite_id, .W = i->world_size,
-	                        .steps = i->steps, .seed = i->seed };
+	                        .steps = i->steps, .seed = i->seed,
+	                        .status = !rec->status ? "incomplete"
+	                                  : !strcmp(rec->status, "complete") ? "complete"
+	                                  : !strcmp(rec->status, "failed") ? "failed"
+	                                  : "incomplete" };
 	r->case_name = lks_dup(i->case_name);
 	r->case_path = lks_dup(i->case_path);
 	r->run_name = lks_dup(i->run_name);
@@ -122,7 +129,24 @@ static int lks_same_settings(const struct lks_nrun *a, const struct lks_nrun *b)
 	    && (imported || (a->W == b->W && a->steps == b->steps)) && a->seed == b->seed;
 }
 
-/* The run of the latest suite before t's with t's settings (the last stored of it). */
+/* A suite is whole when every run it stored is complete. While one is not, its process
+   stopped (killed, or a run failed) or is still writing it: the suite is passed over,
+   its complete runs too, so that tonight is compared with nights that ended, and a
+   later night compares with it once it is whole. Between two of its runs a suite still
+   being written looks whole: what it holds then is complete runs, each as good to
+   compare with as any, and the runs it has not begun are not gone. */
+static void lks_nightly_whole(struct lks_nightly *N)
+{
+	for (int i = 0; i < N->n; i++)
+		N->runs[i].whole = !strcmp(N->runs[i].status, "complete");
+	for (int i = 0; i < N->n; i++)
+		if (strcmp(N->runs[i].status, "complete"))
+			for (int j = 0; j < N->n; j++)
+				N->runs[j].whole &= N->runs[j].suite != N->runs[i].suite;
+}
+
+/* The run of the latest whole suite before t's with t's settings (the last stored of
+   it). */
 static const struct lks_nrun *lks_nightly_prev(const struct lks_nightly *N,
                                                const struct lks_nrun *t)
 {
@@ -131,7 +155,7 @@ static const struct lks_nrun *lks_nightly_prev(const struct lks_nightly *N,
 	for (int i = 0; i < N->n; i++) {
 		const struct lks_nrun *r = &N->runs[i];
 
-		if (r->suite < t->suite && lks_same_settings(r, t)
+		if (r->whole && r->suite < t->suite && lks_same_settings(r, t)
 		    && (!best || r->suite > best->suite
 		        || (r->suite == best->suite && r->id > best->id)))
 			best = r;
@@ -257,8 +281,8 @@ static int lks_nightly_pair(lks_store *s, struct lks_nverdict *v)
 	return 0;
 }
 
-/* Runs of the latest suite before tonight that ran t's case, gone when tonight has no run
-   with their settings. */
+/* Runs of the latest whole suite before tonight that ran t's case, gone when tonight has
+   no run with their settings. */
 static void lks_nightly_gone(struct lks_nightly *N, int64_t suite_id, const struct lks_nrun *t)
 {
 	int64_t last = 0;
@@ -266,7 +290,8 @@ static void lks_nightly_gone(struct lks_nightly *N, int64_t suite_id, const stru
 	for (int i = 0; i < N->n; i++) {
 		const struct lks_nrun *r = &N->runs[i];
 
-		if (r->suite < suite_id && r->suite > last && !strcmp(r->case_name, t->case_name))
+		if (r->whole && r->suite < suite_id && r->suite > last
+		    && !strcmp(r->case_name, t->case_name))
 			last = r->suite;
 	}
 	for (int i = 0; i < N->n; i++) {
@@ -282,6 +307,72 @@ static void lks_nightly_gone(struct lks_nightly *N, int64_t suite_id, const stru
 		if (!found)
 			lks_nightly_add(N, NULL, p, "gone");
 	}
+}
+
+/* A suite passed over (not whole), said with its first run that is not complete. */
+static void lks_nightly_say_suite(FILE *out, const struct lks_nightly *N, int64_t suite)
+{
+	for (int i = 0; out && i < N->n; i++) {
+		const struct lks_nrun *r = &N->runs[i];
+
+		if (r->suite == suite && strcmp(r->status, "complete")) {
+			fprintf(out, "passed over: suite %lld, whose run %lld (%s/%s) is %s (its "
+			        "process was killed or failed, or is still writing it): compared with "
+			        "whole suites alone\n", (long long)suite, (long long)r->id,
+			        r->case_name, r->run_name, r->status);
+			return;
+		}
+	}
+}
+
+static int lks_nightly_said(const int64_t *said, int n, int64_t suite)
+{
+	for (int i = 0; i < n; i++)
+		if (said[i] == suite)
+			return 1;
+	return 0;
+}
+
+/* What night over night passed over, said (out may be NULL) and counted in *n: tonight's
+   runs that are not complete, and each suite, once, that is not whole (lks_nightly_whole)
+   and would have been compared with: it holds a run with the settings of a run of
+   tonight, and lies between the two (or before tonight, for a run that is new). */
+static int lks_nightly_passed(const struct lks_nightly *N, int64_t suite_id, FILE *out,
+                              int *n)
+{
+	int64_t *said = malloc(sizeof(*said) * ((size_t)N->n + 1));
+	int nsuites = 0;
+
+	*n = 0;
+	if (!said)
+		return lks_err("out of memory");
+	for (int i = 0; i < N->n; i++) {
+		const struct lks_nrun *t = &N->runs[i], *p;
+
+		if (t->suite != suite_id)
+			continue;
+		if (strcmp(t->status, "complete")) {
+			if (out)
+				fprintf(out, "passed over: %s/%s (run %lld) of tonight is %s: not "
+				        "compared\n", t->case_name, t->run_name, (long long)t->id,
+				        t->status);
+			(*n)++;
+			continue;
+		}
+		p = lks_nightly_prev(N, t);
+		for (int j = 0; j < N->n; j++) {
+			const struct lks_nrun *r = &N->runs[j];
+
+			if (r->whole || r->suite >= suite_id || (p && r->suite <= p->suite)
+			    || !lks_same_settings(r, t) || lks_nightly_said(said, nsuites, r->suite))
+				continue;
+			said[nsuites++] = r->suite;
+			lks_nightly_say_suite(out, N, r->suite);
+		}
+	}
+	*n += nsuites;
+	free(said);
+	return 0;
 }
 
 /* 'lockstep bisect' along the versions of one key (a library, the driver, the commit,
@@ -360,48 +451,37 @@ static int lks_nightly_cmp(const void *pa, const void *pb)
 	return ra != rb ? ra - rb : a->order - b->order;
 }
 
-int lks_nightly_compare(lks_store *s, int64_t suite_id, const char *db, FILE *out,
-                        lks_nightly_tally *t)
+/* The verdict of each complete run of tonight, and the gone runs, in printing order. */
+static int lks_nightly_verdicts(lks_store *s, struct lks_nightly *N, int64_t suite_id)
 {
-	struct lks_nightly N = { 0 };
-	int rc = -1, earlier = 0;
-
-	memset(t, 0, sizeof(*t));
-	if (lks_store_get_runs(s, lks_nightly_take, &N))
-		goto out;
-	for (int i = 0; i < N.n; i++)
-		earlier |= N.runs[i].suite < suite_id;
-	if (!earlier || !N.n) {
-		rc = 0;
-		goto out;
-	}
 	/* at most one verdict per run of the database */
-	if (!(N.v = calloc((size_t)N.n, sizeof(*N.v)))) {
-		lks_err("out of memory");
-		goto out;
-	}
-	for (int i = 0; i < N.n; i++) {
-		const struct lks_nrun *r = &N.runs[i], *p;
+	if (!(N->v = calloc((size_t)N->n, sizeof(*N->v))))
+		return lks_err("out of memory");
+	for (int i = 0; i < N->n; i++) {
+		const struct lks_nrun *r = &N->runs[i], *p;
 
-		if (r->suite != suite_id)
+		if (r->suite != suite_id || strcmp(r->status, "complete"))  /* passed over */
 			continue;
-		if (!(p = lks_nightly_prev(&N, r))) {
-			lks_nightly_add(&N, r, NULL, "new");
+		if (!(p = lks_nightly_prev(N, r))) {
+			lks_nightly_add(N, r, NULL, "new");
 			continue;
 		}
-		if (lks_nightly_pair(s, lks_nightly_add(&N, r, p, "unchanged")))
-			goto out;
+		if (lks_nightly_pair(s, lks_nightly_add(N, r, p, "unchanged")))
+			return -1;
 	}
-	for (int i = 0; i < N.n; i++)
-		if (N.runs[i].suite == suite_id)
-			lks_nightly_gone(&N, suite_id, &N.runs[i]);
-	qsort(N.v, (size_t)N.nv, sizeof(*N.v), lks_nightly_cmp);
-	t->compared = 1;
-	if (out)
-		fprintf(out, "\nnight over night: suite %lld against the latest earlier suite with "
-		        "the same settings, run by run\n", (long long)suite_id);
-	for (int i = 0; i < N.nv; i++) {
-		struct lks_nverdict *v = &N.v[i];
+	for (int i = 0; i < N->n; i++)
+		if (N->runs[i].suite == suite_id && !strcmp(N->runs[i].status, "complete"))
+			lks_nightly_gone(N, suite_id, &N->runs[i]);
+	qsort(N->v, (size_t)N->nv, sizeof(*N->v), lks_nightly_cmp);
+	return 0;
+}
+
+/* Each verdict stored, counted and (but an unchanged one without a word) printed. */
+static int lks_nightly_store(lks_store *s, struct lks_nightly *N, int64_t suite_id,
+                             const char *db, FILE *out, lks_nightly_tally *t)
+{
+	for (int i = 0; i < N->nv; i++) {
+		struct lks_nverdict *v = &N->v[i];
 		const char *x = v->rec.verdict;
 
 		/* the strings of v, where qsort put it */
@@ -411,7 +491,7 @@ int lks_nightly_compare(lks_store *s, int64_t suite_id, const char *db, FILE *ou
 		v->rec.tensor = v->tensor[0] ? v->tensor : NULL;
 		v->rec.field = v->field[0] ? v->field : NULL;
 		if (lks_store_nightly(s, &v->rec))
-			goto out;
+			return -1;
 		t->unchanged += !strcmp(x, "unchanged");
 		t->changed += !strcmp(x, "changed");
 		t->silent += !strcmp(x, "changed") && v->rec.fp_equal;
@@ -420,12 +500,49 @@ int lks_nightly_compare(lks_store *s, int64_t suite_id, const char *db, FILE *ou
 		if (out && (strcmp(x, "unchanged") || v->rec.message))  /* pruned: said */
 			lks_nightly_print(out, v, db);
 	}
+	return 0;
+}
+
+int lks_nightly_compare(lks_store *s, int64_t suite_id, const char *db, FILE *out,
+                        lks_nightly_tally *t)
+{
+	struct lks_nightly N = { 0 };
+	int rc = -1, earlier = 0;
+
+	memset(t, 0, sizeof(*t));
+	/* one snapshot: each run's status, its suite's prune mark and its rows as they were
+	   together, whatever another 'run' or a 'prune' commits meanwhile */
+	if (lks_store_read_begin(s) || lks_store_get_runs(s, lks_nightly_take, &N))
+		goto out;
+	lks_nightly_whole(&N);
+	for (int i = 0; i < N.n; i++)
+		earlier |= N.runs[i].whole && N.runs[i].suite < suite_id;
+	if (!earlier) {  /* nothing to compare with: what was passed over, if anything, said */
+		if (lks_nightly_passed(&N, suite_id, NULL, &t->passed))
+			goto out;
+		if (out && t->passed)
+			fprintf(out, "\nnight over night: suite %lld: no earlier whole suite to "
+			        "compare with\n", (long long)suite_id);
+		rc = lks_nightly_passed(&N, suite_id, out, &t->passed);
+		goto out;
+	}
+	if (lks_nightly_verdicts(s, &N, suite_id))
+		goto out;
+	lks_store_read_end(s);  /* before the verdicts are written */
+	t->compared = 1;
+	if (out)
+		fprintf(out, "\nnight over night: suite %lld against the latest earlier whole suite "
+		        "with the same settings, run by run\n", (long long)suite_id);
+	if (lks_nightly_passed(&N, suite_id, out, &t->passed)
+	    || lks_nightly_store(s, &N, suite_id, db, out, t))
+		goto out;
 	if (out)
 		fprintf(out, "night over night: %d unchanged, %d changed (%d with the same "
-		        "fingerprint), %d new, %d gone\n", t->unchanged, t->changed, t->silent,
-		        t->added, t->gone);
+		        "fingerprint), %d new, %d gone%s\n", t->unchanged, t->changed, t->silent,
+		        t->added, t->gone, t->passed ? "; some passed over (above)" : "");
 	rc = 0;
 out:
+	lks_store_read_end(s);
 	lks_nightly_release(&N);
 	return rc;
 }

@@ -1,7 +1,18 @@
 /*
  * nightly.h: night over night. When a suite is stored into a database that holds an
- * earlier one ('lockstep run', 'lockstep check', ci/nightly), every run of it is compared
- * with the same case and run in the most recent earlier suite made with the same settings:
+ * earlier one ('lockstep run', 'lockstep check', ci/nightly), every complete run of it is
+ * compared with the same case and run in the most recent earlier whole suite made with the
+ * same settings:
+ *
+ *   whole suite    one whose runs are all complete. A suite with a run 'incomplete' (its
+ *                  process was killed, or is still writing it beside tonight's) or
+ *                  'failed' is passed over, its complete runs too, and said so ("passed
+ *                  over: suite N, whose run M ... is incomplete"), where it would have been
+ *                  compared with; so is a run of tonight that is not complete. A suite
+ *                  read between two of its runs looks whole: it then holds complete runs,
+ *                  as good to compare with as any; its runs not yet begun are not gone.
+ *                  The runs, their status and rows, and the prune marks are read in one
+ *                  snapshot (lks_store_read_begin), as other processes write meanwhile.
  *
  *   same settings  the case name and run name, and what the run was asked to be: recipe,
  *                  options (checkpointing, GEMM, amax history, the --set overrides, as
@@ -20,10 +31,12 @@
  *              its step time is performance), and both runs stored as many tensors,
  *              step rows and stat rows
  *   changed    the first divergence, as the walk names it (step, tensor, rank, field)
- *   (pruned)   where 'lockstep prune' removed the stat rows of either run, unchanged and
- *              changed are decided on what is left, as 'lockstep diff' does: the loss and
- *              grad norm of every step row, bit for bit, and as many tensors and step rows
- *              (lks_check_bitwise_kept); the message says the tensors were pruned
+ *   (pruned)   where 'lockstep prune' removed stat rows of either run (its suite is
+ *              marked pruned, lks_check_run_pruned: all of them, or some where a prune
+ *              stopped), unchanged and changed are decided on what is left, as 'lockstep
+ *              diff' does: the loss and grad norm of every step row, bit for bit, and as
+ *              many tensors and step rows (lks_check_bitwise_kept); the message says the
+ *              tensors were pruned
  *   new        no earlier suite has this case and run with these settings
  *   gone       the latest earlier suite that ran this case had this run with these
  *              settings, and tonight's did not (a case tonight did not run at all has no
@@ -44,6 +57,8 @@
 typedef struct lks_nightly_tally {
 	int compared;             /* 0: the database holds no earlier suite; nothing stored */
 	int unchanged, changed, silent, added, gone;  /* silent: changed with fp_equal */
+	int passed;               /* passed over: tonight's runs not complete, and earlier
+	                             suites not whole that would have been compared with */
 } lks_nightly_tally;
 
 /*
