@@ -378,7 +378,7 @@ static void expect_corrupt(struct fx *f, const char *what, void (*edit)(struct t
 	text_write(&t, path, nlines, -1);
 	text_free(&t);
 	snprintf(want, sizeof(want), "%s:%d: ", path, want_line);
-	cr_assert_eq(lks_golden_read(path, &g), LKS_GOLDEN_BAD, "%s: read passed", what);
+	cr_assert_eq(lks_golden_read(path, &g), LKS_E_BAD_INPUT, "%s: read passed", what);
 	cr_assert(!strncmp(lks_errmsg(), want, strlen(want)), "%s: '%s' does not start with '%s'",
 	          what, lks_errmsg(), want);
 	lks_stored_run_release(&g);
@@ -522,7 +522,7 @@ Test(golden, incomplete_run_is_refused)
 	cr_assert_eq(lks_stored_run_load(f.s, id_of(&f, "a"), LKS_LOAD_TRACE, &g), 0);
 	cr_assert_eq(lks_golden_path(f.golden, g.backend, g.case_name, g.run_name, path,
 	                             sizeof(path)), 0);
-	cr_assert_eq(lks_golden_write(&g, path), LKS_GOLDEN_BAD);
+	cr_assert_eq(lks_golden_write(&g, path), LKS_E_BAD_INPUT);
 	cr_assert_not_null(strstr(lks_errmsg(), "incomplete"), "%s", lks_errmsg());
 	cr_assert_eq(access(path, F_OK), -1, "a golden was written from an incomplete run");
 	lks_stored_run_release(&g);

@@ -326,7 +326,7 @@ Test(golden_class, tolerances_given_twice_or_outside_a_section_are_refused_at_th
 	tol_dir(dir, sizeof(dir));
 	for (size_t i = 0; i < sizeof(bad) / sizeof(*bad); i++) {
 		rc = tol_read(dir, bad[i].text, bad[i].recipe, &rtol, &atol);
-		cr_expect_eq(rc, LKS_GOLDEN_BAD, "%s: rc %d, rtol %g: %s", bad[i].text, rc, rtol,
+		cr_expect_eq(rc, LKS_E_BAD_INPUT, "%s: rc %d, rtol %g: %s", bad[i].text, rc, rtol,
 		             lks_errmsg());
 		cr_expect_not_null(strstr(lks_errmsg(), bad[i].want), "%s: %s", bad[i].text,
 		                   lks_errmsg());
@@ -352,13 +352,13 @@ Test(golden_class, a_tolerances_file_not_regular_or_over_its_limit_is_refused, .
 	snprintf(path, sizeof(path), "%s/cls/tolerances.ini", dir);
 	cr_assert_eq(mkfifo(path, 0644), 0);
 	rc = lks_golden_tolerance(dir, "cls", "bf16", &rtol, &atol, path, sizeof(path));
-	cr_expect_eq(rc, LKS_GOLDEN_BAD, "%s", lks_errmsg());
+	cr_expect_eq(rc, LKS_E_BAD_INPUT, "%s", lks_errmsg());
 	cr_expect(strstr(lks_errmsg(), path) && strstr(lks_errmsg(), "a FIFO"), "%s",
 	          lks_errmsg());
 	cr_assert_eq(unlink(path), 0);
 	cr_assert_eq(symlink("/dev/zero", path), 0);
 	rc = lks_golden_tolerance(dir, "cls", "bf16", &rtol, &atol, path, sizeof(path));
-	cr_expect_eq(rc, LKS_GOLDEN_BAD, "%s", lks_errmsg());
+	cr_expect_eq(rc, LKS_E_BAD_INPUT, "%s", lks_errmsg());
 	cr_expect(strstr(lks_errmsg(), path) && strstr(lks_errmsg(), "a device"), "%s",
 	          lks_errmsg());
 	cr_assert_eq(unlink(path), 0);
@@ -368,7 +368,7 @@ Test(golden_class, a_tolerances_file_not_regular_or_over_its_limit_is_refused, .
 	memset(big + strlen(big), 'x', LKS_TOLERANCES_FILE_MAX);
 	big[strlen("[bf16]\nrtol = 0.1 ; ") + LKS_TOLERANCES_FILE_MAX] = 0;
 	rc = tol_read(dir, big, "bf16", &rtol, &atol);
-	cr_expect_eq(rc, LKS_GOLDEN_BAD, "rc %d, rtol %g: %s", rc, rtol, lks_errmsg());
+	cr_expect_eq(rc, LKS_E_BAD_INPUT, "rc %d, rtol %g: %s", rc, rtol, lks_errmsg());
 	cr_expect(strstr(lks_errmsg(), path) && strstr(lks_errmsg(), "over the limit"), "%s",
 	          lks_errmsg());
 	free(big);

@@ -79,13 +79,13 @@ Test(report, store_reads_a_suite)
 	id = 0;
 	cr_expect_eq(lks_report_suite(s, "1", &id), 0, "%s", lks_errmsg());
 	cr_expect_eq(id, 1);
-	cr_expect_eq(lks_report_suite(s, "2", &id), LKS_REPORT_NO_SUITE);
+	cr_expect_eq(lks_report_suite(s, "2", &id), LKS_E_BAD_INPUT);
 	cr_expect_str_eq(lks_errmsg(), "no suite 2");
 	lks_store_close(s);
 
 	snprintf(path, sizeof(path), "%s/empty.db", dir);
 	cr_assert_eq(lks_store_open(path, &s), 0, "%s", lks_errmsg());
-	cr_expect_eq(lks_report_suite(s, "latest", &id), LKS_REPORT_NO_SUITE, "a database with "
+	cr_expect_eq(lks_report_suite(s, "latest", &id), LKS_E_BAD_INPUT, "a database with "
 	             "no suite");
 	cr_expect_str_eq(lks_errmsg(), "no suite");
 	lks_store_close(s);

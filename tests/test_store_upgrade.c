@@ -509,12 +509,12 @@ Test(trace_store, readonly_reads_earlier_verdicts_without_parameters)
 	}
 }
 
-/* Refused, LKS_STORE_BAD_FILE with the reason, and left as it was. */
+/* Refused, LKS_E_BAD_INPUT with the reason, and left as it was. */
 static void expect_refused(const char *path, const char *why)
 {
 	lks_store *s = (lks_store *)1;
 
-	cr_assert_eq(lks_store_open_readonly(path, &s), LKS_STORE_BAD_FILE, "'%s': %s", path,
+	cr_assert_eq(lks_store_open_readonly(path, &s), LKS_E_BAD_INPUT, "'%s': %s", path,
 	             lks_errmsg());
 	cr_assert_null(s);
 	cr_assert(strstr(lks_errmsg(), path) && strstr(lks_errmsg(), why), "%s", lks_errmsg());

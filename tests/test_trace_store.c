@@ -125,7 +125,7 @@ Test(trace_store, refuses_other_sqlite_database)
 	path_in_tmp(path, sizeof(path), "other.db");
 	raw_exec(path, "CREATE TABLE notes (t TEXT); INSERT INTO notes VALUES ('keep me');");
 	before = take(path);
-	cr_assert_eq(lks_store_open(path, &s), LKS_STORE_BAD_FILE);
+	cr_assert_eq(lks_store_open(path, &s), LKS_E_BAD_INPUT);
 	cr_assert(strstr(lks_errmsg(), path) && strstr(lks_errmsg(), "not a lockstep database"),
 	          "%s", lks_errmsg());
 	expect_unchanged(path, before);
@@ -143,7 +143,7 @@ Test(trace_store, refuses_empty_sqlite_database_of_another_program)
 	path_in_tmp(path, sizeof(path), "other.db");
 	raw_exec(path, "PRAGMA application_id = 1234; CREATE TABLE t (x); DROP TABLE t;");
 	before = take(path);
-	cr_assert_eq(lks_store_open(path, &s), LKS_STORE_BAD_FILE);
+	cr_assert_eq(lks_store_open(path, &s), LKS_E_BAD_INPUT);
 	cr_assert(strstr(lks_errmsg(), "not a lockstep database"), "%s", lks_errmsg());
 	expect_unchanged(path, before);
 	rm_tmp();
@@ -165,7 +165,7 @@ Test(trace_store, refuses_text_file)
 	fputs(text, f);
 	fclose(f);
 	before = take(path);
-	cr_assert_eq(lks_store_open(path, &s), LKS_STORE_BAD_FILE);
+	cr_assert_eq(lks_store_open(path, &s), LKS_E_BAD_INPUT);
 	cr_assert(strstr(lks_errmsg(), path) && strstr(lks_errmsg(), "not a lockstep database"),
 	          "%s", lks_errmsg());
 	expect_unchanged(path, before);
@@ -188,7 +188,7 @@ Test(trace_store, refuses_what_is_not_a_regular_file, .timeout = 30)
 	paths[1] = tmpdir;
 	paths[2] = "/dev/null";
 	for (int i = 0; i < 3; i++) {
-		cr_expect_eq(lks_store_open(paths[i], &s), LKS_STORE_BAD_FILE, "%s: %s", paths[i],
+		cr_expect_eq(lks_store_open(paths[i], &s), LKS_E_BAD_INPUT, "%s: %s", paths[i],
 		             lks_errmsg());
 		cr_expect(strstr(lks_errmsg(), paths[i]) && strstr(lks_errmsg(), "not a regular file"),
 		          "%s", lks_errmsg());
@@ -216,7 +216,7 @@ Test(trace_store, refuses_other_schema_version)
 	raw_exec(path, "PRAGMA user_version = 11");
 	cr_assert_eq(LKS_STORE_SCHEMA_VERSION, 10, "make the version above a later one");
 	before = take(path);
-	cr_assert_eq(lks_store_open(path, &s), LKS_STORE_BAD_FILE);
+	cr_assert_eq(lks_store_open(path, &s), LKS_E_BAD_INPUT);
 	cr_assert(strstr(lks_errmsg(), path) && strstr(lks_errmsg(), "version 11"), "%s",
 	          lks_errmsg());
 	expect_unchanged(path, before);

@@ -24,7 +24,7 @@ static int lks_file_open(const char *path, size_t max, const char *what, size_t 
 		int missing = errno == ENOENT;
 
 		lks_err("cannot open '%s': %s", path, strerror(errno));
-		return missing ? LKS_FILE_MISSING : -1;
+		return missing ? LKS_E_MISSING : -1;
 	}
 	if (fstat(fd, &sb) != 0) {
 		lks_err("cannot read '%s': %s", path, strerror(errno));

@@ -9,6 +9,8 @@
 
 #include <stddef.h>
 
+#include "harness/base/status.h"
+
 /* The limits, stated in README.md: a case or combos file is text a person writes (the
    largest shipped case is 3 KB); a golden file holds a row per step, rank and tensor (the
    largest shipped one is 0.4 MB; 256 MiB is a 1000-step, 8-rank trace of 300 tensors). */
@@ -23,14 +25,11 @@
    1.4 KB as shipped. */
 #define LKS_TEMPLATE_FILE_MAX ((size_t)1 << 20)
 
-/* lks_file_read of a path that does not exist (lks_err says so). */
-#define LKS_FILE_MISSING (-2)
-
 /*
  * The file at path into *text (malloc'd, NUL-terminated; free it) and its length into *len
  * (it may hold NUL bytes: the caller decides). what names the kind of file in messages ("a
  * case file"). Errors (lks_err, -1): not a regular file, larger than max bytes, cannot be
- * read; LKS_FILE_MISSING when there is no such file.
+ * read; LKS_E_MISSING when there is no such file.
  */
 int lks_file_read(const char *path, size_t max, const char *what, char **text, size_t *len);
 

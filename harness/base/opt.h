@@ -1,13 +1,11 @@
 /*
- * opt.h: what every command line shares: the exit codes (DESIGN.md, Interfaces) and the
- * parsing of option values, with messages that name who asked.
+ * opt.h: what every command line shares: the parsing of option values, with messages that
+ * name who asked (the exit codes are status.h's).
  */
 #ifndef LKS_HARNESS_OPT_H
 #define LKS_HARNESS_OPT_H
 
-/* 0 pass, 1 a check failed, 2 bad usage or input, 3 infrastructure failure. */
-enum { LKS_EXIT_OK = 0, LKS_EXIT_FAIL = 1, LKS_EXIT_USAGE = 2, LKS_EXIT_INFRA = 3,
-       LKS_EXIT_CANNOT_TEST = 125 /* 'lockstep check': git bisect skips the commit */ };
+#include "harness/base/status.h"
 
 /* Prints "lockstep: <msg>" to stderr and returns LKS_EXIT_USAGE, for 'return lks_usage(...)'. */
 int lks_usage(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

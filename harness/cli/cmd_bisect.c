@@ -165,7 +165,7 @@ static int lks_bisect_setup(struct lks_bisect_state *b)
 
 	if (n < 2)
 		return lks_err("%s: bisect needs at least two combos", b->ps.combos.path),
-		       LKS_PROBE_BAD_INPUT;
+		       LKS_E_BAD_INPUT;
 	for (int i = 0; i < n; i++)
 		if ((rc = lks_probe_session_validate(&b->ps, &b->ps.combos.combos[i])))
 			return rc;

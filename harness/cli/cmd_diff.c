@@ -268,7 +268,7 @@ int cmd_diff(int argc, char **argv)
 		return rc < 0 ? LKS_EXIT_OK : rc;
 	if ((open_rc = lks_store_open_readonly(a.db, &store)) != 0) {
 		fprintf(stderr, "lockstep: %s\n", lks_errmsg());
-		return open_rc == LKS_STORE_BAD_FILE ? LKS_EXIT_USAGE : LKS_EXIT_INFRA;
+		return lks_exit_code(open_rc);
 	}
 	rc = LKS_EXIT_INFRA;
 	if ((open_rc = lks_diff_resolve(store, a.db, a.run[0], &ra)) != 0

@@ -116,7 +116,7 @@ int cmd_export(int argc, char **argv)
 	/* read-only: a misspelt --db is refused, not made */
 	if ((rc = lks_store_open_readonly(db, &store)) != 0) {
 		fprintf(stderr, "lockstep: export: %s\n", lks_errmsg());
-		return rc == LKS_STORE_BAD_FILE ? LKS_EXIT_USAGE : LKS_EXIT_INFRA;
+		return lks_exit_code(rc);
 	}
 	if ((rc = lks_run_arg_resolve(store, "export", db, run_arg, &id)) != 0) {
 		if (rc < 0)

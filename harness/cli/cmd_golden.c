@@ -194,7 +194,7 @@ static int64_t lks_golden_pick(const struct lks_stored_list *l, const lks_case *
 }
 
 /* Run id whole: none of its stat rows removed by 'lockstep prune' (check.h says how that
-   is known), nor being removed; 0, else LKS_GOLDEN_BAD with why, or -1. */
+   is known), nor being removed; 0, else LKS_E_BAD_INPUT with why, or -1. */
 static int lks_golden_whole(lks_store *s, int64_t id, const char *db)
 {
 	int pruned;
@@ -206,7 +206,7 @@ static int lks_golden_whole(lks_store *s, int64_t id, const char *db)
 	lks_err("run %lld of '%s' is not whole: its suite was pruned, and its stat rows are "
 	        "gone, or some of them (a prune stopped part way; lockstep prune --help): run the "
 	        "case again for its golden", (long long)id, db);
-	return LKS_GOLDEN_BAD;
+	return LKS_E_BAD_INPUT;
 }
 
 /* The runs named with --run; without, the runs the case's golden checks compare, or every
@@ -309,7 +309,7 @@ int cmd_golden(int argc, char **argv)
 	if ((open_rc = lks_store_open_readonly(a.db, &store)) != 0
 	    || lks_store_read_begin(store) || lks_store_get_runs(store, lks_stored_add, &stored)) {
 		fprintf(stderr, "lockstep: %s\n", lks_errmsg());
-		rc = open_rc == LKS_STORE_BAD_FILE ? LKS_EXIT_USAGE : LKS_EXIT_INFRA;
+		rc = open_rc == LKS_E_BAD_INPUT ? LKS_EXIT_USAGE : LKS_EXIT_INFRA;
 		goto out;
 	}
 	/* every run resolved before anything is written */
@@ -330,14 +330,14 @@ int cmd_golden(int argc, char **argv)
 			}
 			if ((open_rc = lks_golden_whole(store, ids[nids - 1], a.db)) != 0) {
 				fprintf(stderr, "lockstep: %s\n", lks_errmsg());
-				rc = open_rc == LKS_GOLDEN_BAD ? LKS_EXIT_USAGE : LKS_EXIT_INFRA;
+				rc = lks_exit_code(open_rc);
 				goto out;
 			}
 		}
 	for (int i = 0; i < nids; i++)
 		if ((open_rc = lks_golden_write_one(store, ids[i], a.db, lks_golden_dir(a.golden))) != 0) {
 			fprintf(stderr, "lockstep: %s\n", lks_errmsg());
-			rc = open_rc == LKS_GOLDEN_BAD ? LKS_EXIT_USAGE : LKS_EXIT_INFRA;
+			rc = lks_exit_code(open_rc);
 			goto out;
 		}
 	printf("%d golden file%s written under '%s'\n", nids, nids == 1 ? "" : "s",

@@ -131,7 +131,7 @@ static int lks_measure_golden(struct lks_measure *m, const lks_stored_run *r, co
 		}
 		lks_stored_run_release(g);
 		lks_stored_run_init(g);
-		if (rc != LKS_GOLDEN_MISSING)
+		if (rc != LKS_E_MISSING)
 			return -1;
 	}
 	return 1;
@@ -253,7 +253,7 @@ int lks_golden_measure(int argc, char **argv)
 	    || (!suite && lks_store_get_runs(m.s, lks_latest_suite, &m))
 	    || ((m.suite = suite ? suite : m.suite), lks_store_get_runs(m.s, lks_measure_run, &m))) {
 		fprintf(stderr, "lockstep: %s\n", lks_errmsg());
-		rc = open_rc == LKS_STORE_BAD_FILE ? LKS_EXIT_USAGE : LKS_EXIT_INFRA;
+		rc = open_rc == LKS_E_BAD_INPUT ? LKS_EXIT_USAGE : LKS_EXIT_INFRA;
 		goto out;
 	}
 	if (m.n == 0) {

@@ -346,7 +346,7 @@ int cmd_import(int argc, char **argv)
 	created = access(db, F_OK) != 0;
 	if ((rc = lks_store_open(db, &store)) != 0) {
 		fprintf(stderr, "lockstep: import: %s\n", lks_errmsg());
-		return rc == LKS_STORE_BAD_FILE ? LKS_EXIT_USAGE : LKS_EXIT_INFRA;
+		return lks_exit_code(rc);
 	}
 	if (follow) {
 		rc = lks_import_follow_cmd(store, &o, files[0], &fa);
@@ -363,7 +363,7 @@ int cmd_import(int argc, char **argv)
 		lks_store_close(store);
 	if (rc) {
 		fprintf(stderr, "lockstep: import: %s; nothing stored\n", lks_errmsg());
-		return rc == LKS_IMPORT_BAD ? LKS_EXIT_USAGE : LKS_EXIT_INFRA;
+		return lks_exit_code(rc);
 	}
 	printf("imported %s/%s (run %lld, %s): steps up to %d, %d rank%s, %ld metric lines, "
 	       "%ld repeated, %ld other lines ignored, %ld rank restart%s\n", o.case_name,

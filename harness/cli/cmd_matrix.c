@@ -136,7 +136,7 @@ static int lks_matrix_setup(struct lks_matrix *m)
 		if ((rc = lks_probe_session_validate(&m->ps, &m->ps.combos.combos[i])))
 			return rc;
 	if (lks_case_paths(cfg->cases, cfg->ncases, &m->paths, &m->npaths))
-		return LKS_PROBE_BAD_INPUT;
+		return LKS_E_BAD_INPUT;
 	if (!(m->cell = calloc((size_t)(m->ps.combos.n * m->npaths), sizeof(*m->cell))))
 		return lks_err("out of memory");
 	return 0;

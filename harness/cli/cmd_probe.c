@@ -59,7 +59,7 @@ static int lks_probe_args(const char *who, int argc, char **argv, const char *he
 int lks_probe_fail(int rc)
 {
 	fprintf(stderr, "lockstep: %s\n", lks_errmsg());
-	return rc == LKS_PROBE_BAD_INPUT ? LKS_EXIT_USAGE : LKS_EXIT_INFRA;
+	return lks_exit_code(rc);
 }
 
 int lks_probe_start(const char *who, int argc, char **argv, const char *help,

@@ -119,7 +119,7 @@ static int lks_prune_pins(lks_store *s, const struct lks_prune_args *a)
 			                 a->pins[i + 1]);
 		if ((rc = lks_store_pin(s, id, a->pins[i][2] == 'p')) != 0) {
 			fprintf(stderr, "lockstep: prune: %s\n", lks_errmsg());
-			return rc == LKS_STORE_BAD_FILE ? LKS_EXIT_USAGE : LKS_EXIT_INFRA;
+			return lks_exit_code(rc);
 		}
 		printf("suite %lld %s\n", id, a->pins[i][2] == 'p' ? "pinned" : "unpinned");
 	}
@@ -145,7 +145,7 @@ int cmd_prune(int argc, char **argv)
 	before = lks_prune_size(a.db);
 	if ((open_rc = lks_store_open(a.db, &store)) != 0) {
 		fprintf(stderr, "lockstep: %s\n", lks_errmsg());
-		rc = open_rc == LKS_STORE_BAD_FILE ? LKS_EXIT_USAGE : LKS_EXIT_INFRA;
+		rc = lks_exit_code(open_rc);
 		goto out;
 	}
 	if ((rc = lks_prune_pins(store, &a)) != 0 || (a.o.keep < 0 && a.o.keep_days < 0))

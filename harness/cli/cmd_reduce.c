@@ -95,14 +95,14 @@ static int lks_reduce_setup(struct lks_reduce_state *r, const char *good, const 
 	r->a = lks_combos_find(cs, good);
 	r->b = lks_combos_find(cs, bad);
 	if (!r->a || !r->b)
-		return lks_err("%s: no combo '%s'", cs->path, r->a ? bad : good), LKS_PROBE_BAD_INPUT;
+		return lks_err("%s: no combo '%s'", cs->path, r->a ? bad : good), LKS_E_BAD_INPUT;
 	if ((rc = lks_probe_session_validate(&r->ps, r->a))
 	    || (rc = lks_probe_session_validate(&r->ps, r->b)))
 		return rc;
 	if ((rc = lks_combo_diff(r->a, r->b, &r->ch, &r->n)))
-		return LKS_PROBE_BAD_INPUT;
+		return LKS_E_BAD_INPUT;
 	if (r->n == 0)
-		return lks_err("combos '%s' and '%s' do not differ", good, bad), LKS_PROBE_BAD_INPUT;
+		return lks_err("combos '%s' and '%s' do not differ", good, bad), LKS_E_BAD_INPUT;
 	printf("combos '%s' and '%s' differ in %d key%s:\n", good, bad, r->n, r->n > 1 ? "s" : "");
 	lks_combo_print_changes(stdout, r->ch, r->n, lks_all(r->n), good, bad);
 	return 0;

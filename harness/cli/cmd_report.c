@@ -98,14 +98,14 @@ int cmd_report(int argc, char **argv)
 		o.templates = LKS_REPORTS_DIR;
 	if ((rc = lks_store_open_readonly(db, &store)) != 0) {
 		fprintf(stderr, "lockstep: %s\n", lks_errmsg());
-		return rc == LKS_STORE_BAD_FILE ? LKS_EXIT_USAGE : LKS_EXIT_INFRA;
+		return lks_exit_code(rc);
 	}
 	if ((rc = lks_report_suite(store, suite, &suite_id)) != 0) {
 		fprintf(stderr, "lockstep: report: %s in '%s'\n", lks_errmsg(), db);
-		rc = rc == LKS_REPORT_NO_SUITE ? LKS_EXIT_USAGE : LKS_EXIT_INFRA;
+		rc = lks_exit_code(rc);
 	} else if ((rc = lks_report_write(store, suite_id, out, &o, &info)) != 0) {
 		fprintf(stderr, "lockstep: report: %s\n", lks_errmsg());
-		rc = rc == LKS_REPORT_BAD_DIR ? LKS_EXIT_USAGE : LKS_EXIT_INFRA;
+		rc = lks_exit_code(rc);
 	} else {
 		printf("suite %lld: %d cases, %d checks, %d failed; %d plots%s\n", (long long)suite_id,
 		       info.ncases, info.nchecks, info.nfailed, info.nplots,

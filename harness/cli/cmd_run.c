@@ -13,6 +13,7 @@
 
 #include "harness/engine/case.h"
 #include "harness/verify/check.h"
+#include "harness/base/strbuf.h"
 #include "harness/cli/cmd.h"
 #include "harness/cli/job.h"
 #include "harness/store/fingerprint.h"
@@ -354,20 +355,13 @@ static int lks_backends_used(const struct lks_run_args *a, const lks_job *job,
 /* The strings joined by spaces, after prefix. */
 static char *lks_join_after(const char *prefix, const char *const *v, int n)
 {
-	size_t len = strlen(prefix) + 1;
-	char *s;
+	lks_strbuf sb = LKS_STRBUF_INIT;
 
-	for (int i = 0; i < n; i++)
-		len += strlen(v[i]) + 1;
-	if (!(s = malloc(len)))
-		return NULL;
-	strcpy(s, prefix);
-	for (int i = 0; i < n; i++) {
-		if (*s)
-			strcat(s, " ");
-		strcat(s, v[i]);
-	}
-	return s;
+	lks_strbuf_adds(&sb, prefix);
+	if (*prefix && n)
+		lks_strbuf_adds(&sb, " ");
+	lks_strbuf_join(&sb, v, n, " ");
+	return lks_strbuf_detach(&sb);
 }
 
 /* --gemm set in the trained runs that name no gemm; then, as the default backend (cpu) has
@@ -518,7 +512,7 @@ static int lks_run_import(const lks_case *c, const lks_run_cfg *r, lks_store *st
 	if (rc) {
 		fprintf(stderr, "lockstep: %s / %s: import: %s; nothing stored\n", c->name, r->name,
 		        lks_errmsg());
-		return rc == LKS_IMPORT_BAD ? LKS_EXIT_USAGE : LKS_EXIT_INFRA;
+		return lks_exit_code(rc);
 	}
 	printf("%-20s %-16s %-18s ws %d  steps up to %d  imported, %ld metric lines, %ld other "
 	       "lines ignored\n", c->name, r->name, o.fmt->name, res.world_size, res.steps,
@@ -569,7 +563,7 @@ int lks_run_cases(int argc, char **argv, lks_check_tally *t)
 		           || lks_store_begin_suite(store, command, &suite_id)) {
 			fprintf(stderr, "lockstep: %s\n", lks_errmsg());
 			/* a file that is not ours: bad input */
-			rc = open_rc == LKS_STORE_BAD_FILE ? LKS_EXIT_USAGE : LKS_EXIT_INFRA;
+			rc = open_rc == LKS_E_BAD_INPUT ? LKS_EXIT_USAGE : LKS_EXIT_INFRA;
 		}
 	}
 	/* every process reads its own GPUs; absent is no error */

@@ -308,7 +308,7 @@ int lks_import_follow_cmd(lks_store *store, const lks_import_opts *o, const char
 	if (rc && rc != LKS_IMPORT_REACHED) {
 		fprintf(stderr, "lockstep: import: %s; steps before it stay stored (run %lld, "
 		        "incomplete)\n", lks_errmsg(), (long long)res.run_id);
-		return rc == LKS_IMPORT_BAD ? LKS_EXIT_USAGE : LKS_EXIT_INFRA;
+		return lks_exit_code(rc);
 	}
 	printf("followed %s/%s (run %lld): %ld step%s up to %d, %d rank%s, %ld values equal to the "
 	       "reference", o->case_name, o->run_name, (long long)res.run_id, st.steps,

@@ -21,6 +21,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "harness/base/strbuf.h"
 #include "harness/engine/case.h"
 #include "kernels/err.h"
 #include "kernels/clock.h"
@@ -338,25 +339,15 @@ lks_mark lks_probe_mark(const lks_probe_cfg *cfg, lks_outcome o)
 
 /* ---- the session ---- */
 
-/* The strings joined by blanks; NULL for none. */
+/* The strings joined by blanks; NULL for none (or out of memory). */
 static char *lks_join(const char *const *v, int n)
 {
-	size_t len = 1;
-	char *s;
+	lks_strbuf sb = LKS_STRBUF_INIT;
 
 	if (n == 0)
 		return NULL;
-	for (int i = 0; i < n; i++)
-		len += strlen(v[i]) + 1;
-	if (!(s = malloc(len)))
-		return NULL;
-	s[0] = 0;
-	for (int i = 0; i < n; i++) {
-		if (i)
-			strcat(s, " ");
-		strcat(s, v[i]);
-	}
-	return s;
+	lks_strbuf_join(&sb, v, n, " ");
+	return lks_strbuf_detach(&sb);
 }
 
 int lks_probe_session_open(lks_probe_session *ps, const lks_probe_cfg *cfg, const char *kind,
@@ -370,13 +361,13 @@ int lks_probe_session_open(lks_probe_session *ps, const lks_probe_cfg *cfg, cons
 	ps->cfg = cfg;
 	ps->out = out;
 	if (lks_combos_load(cfg->combos_path, &ps->combos))
-		return LKS_PROBE_BAD_INPUT;
+		return LKS_E_BAD_INPUT;
 	n = readlink("/proc/self/exe", ps->exe, sizeof(ps->exe) - 1);
 	if (n <= 0 || (size_t)n >= sizeof(ps->exe) - 1)
 		return lks_err("cannot find this program (/proc/self/exe): %s", strerror(errno));
 	ps->exe[n] = 0;
 	if ((rc = lks_store_open(cfg->db, &ps->store)) != 0)
-		return rc == LKS_STORE_BAD_FILE ? LKS_PROBE_BAD_INPUT : -1;
+		return rc == LKS_E_BAD_INPUT ? LKS_E_BAD_INPUT : -1;
 	args = lks_join((const char *const *)argv, argc);
 	command = malloc(strlen(args ? args : "") + 10);
 	if (!command) {
@@ -486,7 +477,7 @@ int lks_probe_session_validate(lks_probe_session *ps, const lks_combo *c)
 			rc = lks_err("no case has a run named '%s'", cfg->pass[i + 1]);
 	lks_cases_release(cases, ncases);
 	lks_strv_free(sets);
-	return rc ? LKS_PROBE_BAD_INPUT : 0;
+	return rc ? LKS_E_BAD_INPUT : 0;
 }
 
 /* exe check CASE... --db DB --quiet --combo NAME --same-fingerprint-change warn

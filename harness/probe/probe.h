@@ -80,9 +80,6 @@ typedef struct lks_probe_cfg {
 	int ncases, nchecks, npass;
 } lks_probe_cfg;
 
-/* Bad input to a probe command: the combos file, a case under a combo, the database. */
-#define LKS_PROBE_BAD_INPUT (-2)
-
 int lks_probe_cfg_init(lks_probe_cfg *cfg, int argc);
 void lks_probe_cfg_release(lks_probe_cfg *cfg);
 /* Takes argv[*i] (and its value, moving *i) if it is a common option or a case: 1; 0 if it
@@ -103,11 +100,11 @@ typedef struct lks_probe_session {
 
 /* Loads the combos file, finds this program, opens the database and begins a session of
    kind ("matrix", "bisect", "reduce") for the command argv (stored as its command line).
-   Fails with LKS_PROBE_BAD_INPUT for a bad combos file or database, else -1. */
+   Fails with LKS_E_BAD_INPUT for a bad combos file or database, else -1. */
 int lks_probe_session_open(lks_probe_session *ps, const lks_probe_cfg *cfg, const char *kind,
                            int argc, char **argv, FILE *out);
 /* Every case loads under c's overrides, and each --check names a check of some case:
-   else LKS_PROBE_BAD_INPUT naming the combo's file:line. */
+   else LKS_E_BAD_INPUT naming the combo's file:line. */
 int lks_probe_session_validate(lks_probe_session *ps, const lks_combo *c);
 /* Probes cases (NULL: the configured ones) under c, stores the probe and prints its line;
    *suite_id (may be NULL): the suite it stored, 0 if none. */

@@ -401,7 +401,7 @@ int lks_report_suite(lks_store *s, const char *which, int64_t *suite_id)
 
 		if (end == which || *end || v <= 0) {
 			lks_err("suite '%s' is neither 'latest' nor a suite id", which);
-			return LKS_REPORT_NO_SUITE;
+			return LKS_E_BAD_INPUT;
 		}
 		want = v;
 	}
@@ -409,13 +409,13 @@ int lks_report_suite(lks_store *s, const char *which, int64_t *suite_id)
 		if (lks_store_last_suite(s, &want))
 			return -1;
 		if (!want)
-			return lks_err("no suite"), LKS_REPORT_NO_SUITE;
+			return lks_err("no suite"), LKS_E_BAD_INPUT;
 		found = 1;
 	} else if (lks_store_get_suite(s, want, lks_suite_found, &found)) {
 		return -1;
 	}
 	if (!found)
-		return lks_err("no suite %lld", (long long)want), LKS_REPORT_NO_SUITE;
+		return lks_err("no suite %lld", (long long)want), LKS_E_BAD_INPUT;
 	*suite_id = want;
 	return 0;
 }
@@ -457,7 +457,7 @@ static int lks_report_file(const char *name)
 }
 
 /* Where the report goes: dir, or where it leads when it exists (a symlink, "."); refuses
-   (LKS_REPORT_BAD_DIR) what is not a folder or holds more than a report, as replacing it
+   (LKS_E_BAD_INPUT) what is not a folder or holds more than a report, as replacing it
    would lose that. */
 static int lks_report_target(const char *dir, char *out, size_t size)
 {
@@ -475,7 +475,7 @@ static int lks_report_target(const char *dir, char *out, size_t size)
 	}
 	if (!S_ISDIR(st.st_mode))
 		return lks_err("'%s' is not a folder: the report goes into a folder of its own",
-		               dir), LKS_REPORT_BAD_DIR;
+		               dir), LKS_E_BAD_INPUT;
 	if (size < PATH_MAX || !realpath(dir, out))
 		return lks_err("cannot write the report to '%s': %s", dir, strerror(errno));
 	if (!(d = opendir(out)))
@@ -485,7 +485,7 @@ static int lks_report_target(const char *dir, char *out, size_t size)
 			lks_err("'%s' holds '%s', which no report writes: a report replaces its folder "
 			        "whole, so it goes into an empty folder or one holding a report", dir,
 			        e->d_name);
-			rc = LKS_REPORT_BAD_DIR;
+			rc = LKS_E_BAD_INPUT;
 		}
 	closedir(d);
 	return rc;

@@ -38,21 +38,14 @@ typedef struct lks_report_info {
 	int have_gnuplot;         /* 0: none made, the report says why */
 } lks_report_info;
 
-/* A suite that does not exist (bad input, exit 2). */
-#define LKS_REPORT_NO_SUITE (-2)
-
-/* which: "latest" (the highest suite id) or a suite id; LKS_REPORT_NO_SUITE when there is
+/* which: "latest" (the highest suite id) or a suite id; LKS_E_BAD_INPUT when there is
    no such suite, -1 when the store cannot be read. */
 int lks_report_suite(lks_store *s, const char *which, int64_t *suite_id);
-
-/* A report folder that must not be replaced (bad input, exit 2): a file, or a folder that
-   holds more than a report. */
-#define LKS_REPORT_BAD_DIR (-3)
 
 /* Writes index.html, report.md and the plots' SVG files into a new folder beside dir and
    swaps it in whole (harness/base/atomic_file.h): dir holds the previous report or the new
    one at every instant. dir may be missing (its parent must exist), empty, or hold a
-   report: anything else is LKS_REPORT_BAD_DIR. Fails (-1, lks_err) when the store cannot
+   report: anything else is LKS_E_BAD_INPUT. Fails (-1, lks_err) when the store cannot
    be read, a template is missing, or the folder cannot be written, leaving dir as it was;
    a failing plot is reported in the page, not an error. */
 int lks_report_write(lks_store *s, int64_t suite_id, const char *dir,

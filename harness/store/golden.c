@@ -191,7 +191,7 @@ int lks_golden_write(lks_stored_run *g, const char *path)
 		lks_err("run %lld ('%s' of case '%s') is %s: only a complete run can become golden",
 		        (long long)g->id, g->run_name ? g->run_name : "", g->case_name ? g->case_name : "",
 		        g->status && *g->status ? g->status : "of no status");
-		return LKS_GOLDEN_BAD;
+		return LKS_E_BAD_INPUT;
 	}
 	if (lks_mkdirs_for(path) || lks_atomic_open(&a, path))
 		return -1;
@@ -213,7 +213,7 @@ struct lks_rd {
 
 static int lks_bad(struct lks_rd *r, const char *fmt, ...) LKS_PRINTF(2, 3);
 
-/* "path:line: what", and LKS_GOLDEN_BAD */
+/* "path:line: what", and LKS_E_BAD_INPUT */
 static int lks_bad(struct lks_rd *r, const char *fmt, ...)
 {
 	char what[768];
@@ -223,7 +223,7 @@ static int lks_bad(struct lks_rd *r, const char *fmt, ...)
 	vsnprintf(what, sizeof(what), fmt, ap);
 	va_end(ap);
 	lks_err("%s:%d: %s", r->path, r->line, what);
-	return LKS_GOLDEN_BAD;
+	return LKS_E_BAD_INPUT;
 }
 
 /* Splits line at tabs into at most max fields; the count. */
@@ -586,11 +586,11 @@ int lks_golden_read(const char *path, lks_stored_run *g)
 	if (!(g->status = strdup("complete")))  /* only a complete run becomes golden */
 		return lks_err("out of memory");
 	if ((rc = lks_file_read(path, LKS_GOLDEN_FILE_MAX, "a golden file", &text, &len))) {
-		if (rc == LKS_FILE_MISSING) {
+		if (rc == LKS_E_MISSING) {
 			lks_err("no golden file '%s'", path);
-			return LKS_GOLDEN_MISSING;
+			return LKS_E_MISSING;
 		}
-		return LKS_GOLDEN_BAD;
+		return LKS_E_BAD_INPUT;
 	}
 	for (line = text; rc == 0 && line < text + len; line = next) {
 		size_t n = (size_t)(text + len - line);

@@ -50,15 +50,11 @@
 
 #include <stddef.h>
 
+#include "harness/base/status.h"
 #include "harness/store/run.h"
 
 #define LKS_GOLDEN_VERSION 1
 
-/* lks_golden_read of a file that is not there: not bad input, the golden was never made. */
-#define LKS_GOLDEN_MISSING (-3)
-/* lks_golden_read of a bad file (error "path:line: ..."), or a run refused by
-   lks_golden_write (not complete): bad input, exit 2. */
-#define LKS_GOLDEN_BAD (-2)
 
 /* The golden directory: given when it is a non-empty string, else $LKS_GOLDEN_DIR when set
    and not empty, else "golden". */
@@ -82,8 +78,8 @@ int lks_golden_path(const char *dir, const char *cls, const char *case_name,
 /*
  * The tolerance of recipe in class cls: *rtol and *atol (0 when not given) from section
  * [recipe] of <dir>/<cls>/tolerances.ini (its path into path), where every value carries a
- * comment saying what measurement gave it ('lockstep golden measure'). LKS_GOLDEN_MISSING
- * (lks_err says which) when there is no such file or section, LKS_GOLDEN_BAD with
+ * comment saying what measurement gave it ('lockstep golden measure'). LKS_E_MISSING
+ * (lks_err says which) when there is no such file or section, LKS_E_BAD_INPUT with
  * "path:line: what" for an unknown key, a bad value, a section or a key given twice, a key
  * before any section or a section without rtol, and for a file that is not a regular one
  * or is over LKS_TOLERANCES_FILE_MAX (harness/base/file.h); -1 for other failures.
@@ -91,17 +87,17 @@ int lks_golden_path(const char *dir, const char *cls, const char *case_name,
 int lks_golden_tolerance(const char *dir, const char *cls, const char *recipe, double *rtol,
                          double *atol, char *path, size_t npath);
 /* The same from the file at path: a comment, on its own line or after a value, may be of any
-   length; a key line longer than inih's buffer allows is LKS_GOLDEN_BAD at its line. */
+   length; a key line longer than inih's buffer allows is LKS_E_BAD_INPUT at its line. */
 int lks_golden_tolerance_file(const char *path, const char *recipe, double *rtol, double *atol);
 
 /* Run r (any source; stat rows read step by step when it has them so) into path, creating
    its directories; written to a temporary file beside it and renamed over path
    (harness/base/atomic_file.h), so an earlier golden is replaced whole or not at all, and a
    symlink at any other name is never followed. A run whose status is not 'complete' is
-   refused (LKS_GOLDEN_BAD, lks_err): its trace may stop anywhere. */
+   refused (LKS_E_BAD_INPUT, lks_err): its trace may stop anywhere. */
 int lks_golden_write(lks_stored_run *r, const char *path);
 /* The file at path into r (held whole; status 'complete'), every line checked:
-   LKS_GOLDEN_MISSING when there is no file, LKS_GOLDEN_BAD with "path:line: what" for a
+   LKS_E_MISSING when there is no file, LKS_E_BAD_INPUT with "path:line: what" for a
    bad one, -1 for other failures. Release r with lks_stored_run_release, also after a
    failure. */
 int lks_golden_read(const char *path, lks_stored_run *r);

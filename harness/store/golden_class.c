@@ -225,7 +225,7 @@ static int lks_tol_parse_text(char *text, const char *path, const char *recipe, 
                               double *atol)
 {
 	struct lks_tol_parse t = { .recipe = recipe, .next = text };
-	int line, rc = LKS_GOLDEN_BAD;
+	int line, rc = LKS_E_BAD_INPUT;
 
 	line = ini_parse_stream(lks_tol_reader, &t, lks_tol_key, &t);
 	if (line == 0 && t.stop)
@@ -237,7 +237,7 @@ static int lks_tol_parse_text(char *text, const char *path, const char *recipe, 
 		        : "cannot parse the line: want 'key = value', '[RECIPE]' or a comment");
 	} else if (!t.found) {
 		lks_err("no tolerance for recipe '%s' in '%s'", recipe, path);
-		rc = LKS_GOLDEN_MISSING;
+		rc = LKS_E_MISSING;
 	} else if (!t.has_rtol) {
 		lks_err("%s: [%s] has no rtol", path, recipe);
 	} else {
@@ -261,16 +261,16 @@ static int lks_tol_read(const char *path, const char *cls, const char *recipe, d
 	size_t len;
 	int rc = lks_file_read(path, LKS_TOLERANCES_FILE_MAX, "a tolerances file", &text, &len);
 
-	if (rc == LKS_FILE_MISSING) {
+	if (rc == LKS_E_MISSING) {
 		if (cls)
 			lks_err("no tolerances for golden class '%s': '%s' is missing", cls, path);
-		return LKS_GOLDEN_MISSING;
+		return LKS_E_MISSING;
 	}
 	if (rc)
-		return LKS_GOLDEN_BAD;
+		return LKS_E_BAD_INPUT;
 	if (strlen(text) != len) {
 		lks_err("'%s' contains a NUL byte: not a tolerances file", path);
-		rc = LKS_GOLDEN_BAD;
+		rc = LKS_E_BAD_INPUT;
 	} else {
 		rc = lks_tol_parse_text(text, path, recipe, rtol, atol);
 	}

@@ -41,7 +41,7 @@
    name is one too many. */
 #define LKS_IMPORT_MAX_NAMES 65536
 /* A parser's or the driver's return for bad input (the message names file:line): exit 2. */
-#define LKS_IMPORT_BAD (-2)
+#define LKS_IMPORT_BAD LKS_E_BAD_INPUT  /* status.h; the import room folds it in */
 
 typedef enum lks_import_fmt {
 	LKS_IMPORT_TORCHTITAN = 0,

@@ -28,7 +28,7 @@ typedef struct lks_prune_result {
 	int64_t transactions;     /* the transactions that removed them */
 } lks_prune_result;
 
-/* Pins (pin 1) or unpins (0) a suite; fails (LKS_STORE_BAD_FILE) when there is none. */
+/* Pins (pin 1) or unpins (0) a suite; fails (LKS_E_BAD_INPUT) when there is none. */
 int lks_store_pin(lks_store *s, int64_t suite_id, int pin);
 /* Removes the stat rows of the suites that o does not keep and that are not pinned, but
    never of the latest suite holding a run (the next suite is compared with it), and

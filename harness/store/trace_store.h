@@ -41,6 +41,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "harness/base/status.h"
 #include "kernels/backend_types.h"
 
 typedef struct lks_store lks_store;
@@ -83,14 +84,13 @@ typedef struct lks_stat_row {
 /* Creates the file and schema if needed; refuses (lks_err) a database of another schema
    version or a file that is not a lockstep database, touching nothing. A store is used by
    one thread at a time (it runs a checkpoint thread of its own) and must not be carried
-   across fork(): open one in the child. A refused file gives LKS_STORE_BAD_FILE (bad input,
+   across fork(): open one in the child. A refused file gives LKS_E_BAD_INPUT (bad input,
    exit 2 to a user); other failures -1. */
-#define LKS_STORE_BAD_FILE (-2)
 int lks_store_open(const char *path, lks_store **out);
 /* Opens an existing database to read (diff, report, golden update): creates nothing and
    writes nothing, so it also reads a file on read-only media (where a WAL database with
    no log to fold in is opened immutable). A missing file, an empty one, one that is not a
-   regular file or not a lockstep database, or a later schema version: LKS_STORE_BAD_FILE,
+   regular file or not a lockstep database, or a later schema version: LKS_E_BAD_INPUT,
    and the file stays as it was. An earlier version is read as it is, not upgraded: the
    tables it lacks read empty and the columns it lacks NULL, as an upgrade would leave them.
    Writing through the store fails. Where the folder can be written, SQLite's reader may

@@ -124,7 +124,7 @@ extern const char lks_store_sqnr_schema[];
 /* NEW: a missing or empty file; OLD: ours, of an earlier schema version; OURS: current. */
 enum lks_store_kind { LKS_FILE_NEW, LKS_FILE_OLD, LKS_FILE_OURS };
 
-/* What the file holds, read without writing; refuses (LKS_STORE_BAD_FILE) what is not ours
+/* What the file holds, read without writing; refuses (LKS_E_BAD_INPUT) what is not ours
    or of a later version. *version: the file's schema version (0 for a new file). */
 int lks_store_inspect(sqlite3 *db, const char *path, enum lks_store_kind *kind,
                       int64_t *version);

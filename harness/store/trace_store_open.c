@@ -195,7 +195,7 @@ int lks_store_open(const char *path, lks_store **out)
 	/* a folder, a FIFO, /dev/null: SQLite's "disk I/O error" (exit 3) said nothing of it */
 	if (stat(path, &st) == 0 && !S_ISREG(st.st_mode))
 		return lks_err("'%s' is not a lockstep database (not a regular file)", path),
-		       LKS_STORE_BAD_FILE;
+		       LKS_E_BAD_INPUT;
 	if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE
 	                    | SQLITE_OPEN_NOMUTEX, NULL) != SQLITE_OK) {
 		lks_err("cannot open '%s': %s", path, db ? sqlite3_errmsg(db) : "out of memory");
@@ -278,7 +278,7 @@ static int lks_store_open_ro_db(const char *path, int immutable, sqlite3 **db, i
 	*sql_rc = SQLITE_OK;
 	if (kind == LKS_FILE_NEW)
 		return lks_err("'%s' is not a lockstep database (an SQLite database without tables)",
-		               path), LKS_STORE_BAD_FILE;
+		               path), LKS_E_BAD_INPUT;
 	/* before the TEMP tables: changing temp_store drops every TEMP table there is */
 	if (LKS_SQL(*db, sqlite3_exec(*db, "PRAGMA temp_store = MEMORY;", NULL, NULL, NULL)) < 0)
 		return -1;
@@ -345,11 +345,11 @@ int lks_store_open_readonly(const char *path, lks_store **out)
 
 	*out = NULL;
 	if (stat(path, &st) != 0)
-		return errno == ENOENT ? (lks_err("no database '%s'", path), LKS_STORE_BAD_FILE)
+		return errno == ENOENT ? (lks_err("no database '%s'", path), LKS_E_BAD_INPUT)
 		                       : lks_err("cannot open '%s': %s", path, strerror(errno));
 	if (!S_ISREG(st.st_mode) || st.st_size == 0)
 		return lks_err("'%s' is not a lockstep database (%s)", path, S_ISREG(st.st_mode)
-		               ? "an empty file" : "not a regular file"), LKS_STORE_BAD_FILE;
+		               ? "an empty file" : "not a regular file"), LKS_E_BAD_INPUT;
 	rc = lks_store_open_ro_db(path, 0, &db, &sql_rc);
 	/* A WAL database needs its -shm (the WAL index), which a reader makes where it can;
 	   a hot journal needs rolling back, which a reader may not do. Where the -shm cannot

@@ -31,7 +31,7 @@ int lks_store_pin(lks_store *s, int64_t suite_id, int pin)
 		goto out;
 	if (sqlite3_changes(s->db) != 1) {
 		lks_err("no suite %lld in '%s'", (long long)suite_id, lks_store_path(s));
-		rc = LKS_STORE_BAD_FILE;
+		rc = LKS_E_BAD_INPUT;
 		goto out;
 	}
 	rc = 0;

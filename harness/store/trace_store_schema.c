@@ -341,7 +341,7 @@ int lks_store_inspect(sqlite3 *db, const char *path, enum lks_store_kind *kind,
 	rc = lks_store_header(db, &app, version, &tables);
 	if (rc == SQLITE_NOTADB)
 		return lks_err("'%s' is not a lockstep database (not an SQLite file)", path),
-		       LKS_STORE_BAD_FILE;
+		       LKS_E_BAD_INPUT;
 	if (rc)
 		return lks_err("cannot read '%s': %s", path, sqlite3_errstr(rc));
 	if (app == 0 && *version == 0 && tables == 0) {
@@ -351,11 +351,11 @@ int lks_store_inspect(sqlite3 *db, const char *path, enum lks_store_kind *kind,
 	if (app != LKS_STORE_APP_ID)
 		return lks_err("'%s' is not a lockstep database (an SQLite database of another "
 		               "program: application_id %lld, %lld schema entries)", path, (long long)app,
-		               (long long)tables), LKS_STORE_BAD_FILE;
+		               (long long)tables), LKS_E_BAD_INPUT;
 	if (*version < 1 || *version > LKS_STORE_SCHEMA_VERSION)
 		return lks_err("'%s' has trace schema version %lld; this lockstep reads versions 1 to "
 		               "%d (a later lockstep wrote it?)", path, (long long)*version,
-		               LKS_STORE_SCHEMA_VERSION), LKS_STORE_BAD_FILE;
+		               LKS_STORE_SCHEMA_VERSION), LKS_E_BAD_INPUT;
 	*kind = *version < LKS_STORE_SCHEMA_VERSION ? LKS_FILE_OLD : LKS_FILE_OURS;
 	return 0;
 }

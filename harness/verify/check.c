@@ -360,9 +360,9 @@ static int lks_check_golden(struct lks_check_ctx *x)
 	if ((rc = lks_golden_path(dir, cls, run.case_name, run.run_name, path, sizeof(path))) != 0)
 		goto out;
 	rc = lks_golden_read(path, &gold);
-	if (rc == LKS_GOLDEN_MISSING || rc == LKS_GOLDEN_BAD) {
-		lks_golden_fail(res, rc == LKS_GOLDEN_BAD, "%s; %s it with: %s", lks_errmsg(),
-		                rc == LKS_GOLDEN_BAD ? "fix or rewrite" : "create", howto);
+	if (rc == LKS_E_MISSING || rc == LKS_E_BAD_INPUT) {
+		lks_golden_fail(res, rc == LKS_E_BAD_INPUT, "%s; %s it with: %s", lks_errmsg(),
+		                rc == LKS_E_BAD_INPUT ? "fix or rewrite" : "create", howto);
 		rc = 0;
 		goto out;
 	}
@@ -374,8 +374,8 @@ static int lks_check_golden(struct lks_check_ctx *x)
 		goto out;
 	}
 	rc = lks_golden_tolerance(dir, cls, run.recipe, &rtol, &atol, path, sizeof(path));
-	if (rc == LKS_GOLDEN_MISSING || rc == LKS_GOLDEN_BAD) {
-		lks_golden_fail(res, rc == LKS_GOLDEN_BAD, "%s; measure one on a GPU of the class "
+	if (rc == LKS_E_MISSING || rc == LKS_E_BAD_INPUT) {
+		lks_golden_fail(res, rc == LKS_E_BAD_INPUT, "%s; measure one on a GPU of the class "
 		                "('lockstep golden measure --db DB' after this run) and write [%s] "
 		                "rtol = ... with a comment saying what gave it", lks_errmsg(),
 		                run.recipe);

@@ -115,12 +115,12 @@ int lks_follow_ref_golden(const char *path, lks_follow_ref **out)
 		return lks_err("out of memory");
 	lks_stored_run_init(&g);
 	rc = lks_golden_read(path, &g);
-	if (rc == LKS_GOLDEN_MISSING)
+	if (rc == LKS_E_MISSING)
 		lks_err("no golden file '%s'", path);
 	else if (!rc && !g.nm)
 		lks_err("'%s' is a golden of run %s/%s (backend %s), not of class import: it holds "
 		        "no metrics", path, g.case_name, g.run_name, g.backend);
-	if (rc == LKS_GOLDEN_MISSING || rc == LKS_GOLDEN_BAD || (!rc && !g.nm))
+	if (rc == LKS_E_MISSING || rc == LKS_E_BAD_INPUT || (!rc && !g.nm))
 		rc = LKS_IMPORT_BAD;  /* bad input, as a bad reference file is */
 	for (size_t i = 0; !rc && i < g.nmrows; i++) {
 		const struct lks_mrow *m = &g.mrows[i];

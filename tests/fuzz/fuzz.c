@@ -55,7 +55,7 @@ static int lks_fuzz_golden(const char *path)
 	int rc = lks_golden_read(path, &g);
 
 	lks_stored_run_release(&g);  /* also after an error: a half-read file is freed the same way */
-	return rc == 0 ? LKS_EXIT_OK : rc == LKS_GOLDEN_BAD ? LKS_EXIT_USAGE : LKS_EXIT_INFRA;
+	return rc == 0 ? LKS_EXIT_OK : lks_exit_code(rc);
 }
 
 /* A golden class's tolerances.ini, read for two recipes (a section found or not). */
@@ -67,9 +67,9 @@ static int lks_fuzz_tolerances(const char *path)
 	for (size_t i = 0; i < sizeof(recipes) / sizeof(recipes[0]); i++) {
 		int rc = lks_golden_tolerance_file(path, recipes[i], &rtol, &atol);
 
-		if (rc == LKS_GOLDEN_BAD)
+		if (rc == LKS_E_BAD_INPUT)
 			return LKS_EXIT_USAGE;
-		if (rc != 0 && rc != LKS_GOLDEN_MISSING)
+		if (rc != 0 && rc != LKS_E_MISSING)
 			return LKS_EXIT_INFRA;
 		if (rc == 0 && !(rtol >= 0 && atol >= 0))
 			abort();  /* the parser lets no negative or NaN tolerance through */
@@ -85,7 +85,7 @@ static int lks_fuzz_import(const char *fmt, const char *path)
 	lks_import_result res;
 	int rc = lks_import_files(NULL, &o, &path, 1, &res);
 
-	return rc == 0 ? LKS_EXIT_OK : rc == LKS_IMPORT_BAD ? LKS_EXIT_USAGE : LKS_EXIT_INFRA;
+	return rc == 0 ? LKS_EXIT_OK : lks_exit_code(rc);
 }
 
 /* torchtitan's, and its common lines read at once held to the whole way's reading of
