@@ -48,13 +48,6 @@ struct lks_cuda_ctx {
 	lks_lt_plans plans;                /* what ran the library GEMMs, for gemm_plans */
 };
 
-int lks_cuda_check(cudaError_t rc, const char *what)
-{
-	if (rc == cudaSuccess)
-		return 0;
-	return lks_err("cuda: %s: %s", what, cudaGetErrorString(rc));
-}
-
 cudaStream_t lks_cuda_enter(void *ctx)
 {
 	lks_cuda_ctx *c = (lks_cuda_ctx *)ctx;
@@ -69,12 +62,12 @@ int lks_cuda_scratch(void *ctx, size_t bytes, void **p)
 
 	if (bytes > c->scratch_bytes) {
 		/* the old buffer may still be read by queued work */
-		if (lks_cuda_check(cudaStreamSynchronize(c->stream), "scratch"))
+		if (LKS_CUDA(cudaStreamSynchronize(c->stream), "scratch"))
 			return -1;
 		cudaFree(c->scratch);
 		c->scratch = NULL;
 		c->scratch_bytes = 0;
-		if (lks_cuda_check(cudaMalloc(&c->scratch, bytes), "scratch"))
+		if (LKS_CUDA(cudaMalloc(&c->scratch, bytes), "scratch"))
 			return -1;
 		c->scratch_bytes = bytes;
 	}
@@ -114,11 +107,10 @@ static int lks_cuda_open_rank(const lks_backend *be, int threads, int local, voi
 {
 	lks_cuda_ctx *c;
 	int count = 0, dev;
-	cudaError_t rc;
 
 	(void)be; (void)threads;
-	if ((rc = cudaGetDeviceCount(&count)) != cudaSuccess)
-		return lks_err("cuda: no usable CUDA device: %s", cudaGetErrorString(rc));
+	if (LKS_CUDA(cudaGetDeviceCount(&count), "no usable CUDA device"))
+		return -1;
 	if (count == 0)
 		return lks_err("cuda: no usable CUDA device: the driver reports none");
 	if ((dev = lks_cuda_device_wanted(count)) < 0)
@@ -129,9 +121,9 @@ static int lks_cuda_open_rank(const lks_backend *be, int threads, int local, voi
 	c->device = dev;
 	pthread_mutex_init(&c->mem_lock, NULL);
 	pthread_mutex_init(&c->plan_lock, NULL);
-	if (lks_cuda_check(cudaSetDevice(dev), "cannot use the device")
-	    || lks_cuda_check(cudaStreamCreateWithFlags(&c->stream, cudaStreamNonBlocking),
-	                      "cannot create a stream")) {
+	if (LKS_CUDA(cudaSetDevice(dev), "cannot use the device")
+	    || LKS_CUDA(cudaStreamCreateWithFlags(&c->stream, cudaStreamNonBlocking),
+	                "cannot create a stream")) {
 		free(c);
 		return -1;
 	}
@@ -158,7 +150,7 @@ static int lks_cuda_comm(const lks_backend *be, void *ctx, lks_comm *host,
 	int count = 0;
 
 	(void)be;
-	if (lks_cuda_check(cudaGetDeviceCount(&count), "cannot count the devices")) {
+	if (LKS_CUDA(cudaGetDeviceCount(&count), "cannot count the devices")) {
 		lks_comm_abort(host, lks_errmsg());  /* the others wait for this rank's answer */
 		return -1;
 	}
@@ -240,9 +232,9 @@ static int lks_cuda_alloc(const lks_backend *be, void *ctx, size_t bytes, void *
 	(void)be;
 	lks_cuda_enter(ctx);
 	/* cudaMalloc aligns to 256 bytes; a zero-byte buffer is still a pointer */
-	if (cudaMalloc(out, bytes ? bytes : 64) != cudaSuccess) {
+	if (LKS_CUDA(cudaMalloc(out, bytes ? bytes : 64), "device memory for a buffer")) {
 		*out = NULL;
-		return lks_err("cuda: out of device memory for %zu bytes", bytes);
+		return -1;
 	}
 	pthread_mutex_lock(&c->mem_lock);
 	if (c->nblocks == c->cap) {
@@ -306,9 +298,9 @@ static int lks_cuda_memcpy(void *ctx, void *dst, const void *src, size_t bytes,
 
 	if (bytes == 0)
 		return 0;
-	if (lks_cuda_check(cudaMemcpyAsync(dst, src, bytes, kind, st), what))
+	if (LKS_CUDA(cudaMemcpyAsync(dst, src, bytes, kind, st), what))
 		return -1;
-	return wait ? lks_cuda_check(cudaStreamSynchronize(st), what) : 0;
+	return wait ? LKS_CUDA(cudaStreamSynchronize(st), what) : 0;
 }
 
 static int lks_cuda_upload(const lks_backend *be, void *ctx, void *dst, const void *src,
@@ -335,7 +327,7 @@ static int lks_cuda_copy(const lks_backend *be, void *ctx, void *dst, const void
 static int lks_cuda_sync(const lks_backend *be, void *ctx)
 {
 	(void)be;
-	return lks_cuda_check(cudaStreamSynchronize(lks_cuda_enter(ctx)), "sync");
+	return LKS_CUDA(cudaStreamSynchronize(lks_cuda_enter(ctx)), "sync");
 }
 
 static int lks_cuda_zero(const lks_backend *be, void *ctx, void *p, size_t bytes)
@@ -343,7 +335,7 @@ static int lks_cuda_zero(const lks_backend *be, void *ctx, void *p, size_t bytes
 	(void)be;
 	if (bytes == 0)
 		return 0;
-	return lks_cuda_check(cudaMemsetAsync(p, 0, bytes, lks_cuda_enter(ctx)), "zero");
+	return LKS_CUDA(cudaMemsetAsync(p, 0, bytes, lks_cuda_enter(ctx)), "zero");
 }
 
 /* ---- the statistics: downloaded, then the CPU backend's methods on the host copy ---- */

@@ -1,6 +1,7 @@
 /* cast_all.cu: the element casts over ranges of float32 patterns on the GPU (cast_all.h). */
 extern "C" {
 #include "kernels/cuda/cast_all.h"
+#include "kernels/cuda/cuda_check.h"
 #include "kernels/err.h"
 }
 
@@ -36,42 +37,28 @@ __global__ static void lks_decodes_kernel(float *e4, float *e5, float *bf)
 		bf[i] = lks_bf16_to_f32((uint16_t)i);
 }
 
-static int lks_cuda_fail(const char *what, cudaError_t rc)
-{
-	return lks_err("cuda: %s: %s", what, cudaGetErrorString(rc));
-}
-
 extern "C" int lks_cuda_casts(uint32_t first, size_t n, uint8_t *fp8[4], uint16_t *bf16)
 {
 	uint8_t *d8 = NULL;
 	uint16_t *d16 = NULL;
-	cudaError_t rc;
 	int ret = -1;
 
 	if (n == 0)
 		return 0;
-	if ((rc = cudaMalloc(&d8, 4 * n)) != cudaSuccess
-	    || (rc = cudaMalloc(&d16, n * sizeof(uint16_t))) != cudaSuccess) {
-		lks_cuda_fail("cannot allocate the casts' outputs", rc);
+	if (LKS_CUDA(cudaMalloc(&d8, 4 * n), "cannot allocate the casts' outputs")
+	    || LKS_CUDA(cudaMalloc(&d16, n * sizeof(uint16_t)), "cannot allocate the casts' outputs"))
 		goto out;
-	}
 	lks_casts_kernel<<<(unsigned)((n + 255) / 256), 256>>>(first, n, d8, d8 + n, d8 + 2 * n,
 	                                                        d8 + 3 * n, d16);
-	if ((rc = cudaGetLastError()) != cudaSuccess) {
-		lks_cuda_fail("the casts' kernel", rc);
+	if (LKS_CUDA(cudaGetLastError(), "the casts' kernel"))
 		goto out;
-	}
 	for (int k = 0; k < 4; k++)
-		if ((rc = cudaMemcpy(fp8[k], d8 + (size_t)k * n, n, cudaMemcpyDeviceToHost))
-		    != cudaSuccess) {
-			lks_cuda_fail("download of the casts", rc);
+		if (LKS_CUDA(cudaMemcpy(fp8[k], d8 + (size_t)k * n, n, cudaMemcpyDeviceToHost),
+		             "download of the casts"))
 			goto out;
-		}
-	if ((rc = cudaMemcpy(bf16, d16, n * sizeof(uint16_t), cudaMemcpyDeviceToHost))
-	    != cudaSuccess) {
-		lks_cuda_fail("download of the casts", rc);
+	if (LKS_CUDA(cudaMemcpy(bf16, d16, n * sizeof(uint16_t), cudaMemcpyDeviceToHost),
+	             "download of the casts"))
 		goto out;
-	}
 	ret = 0;
 out:
 	cudaFree(d8);
@@ -82,21 +69,18 @@ out:
 extern "C" int lks_cuda_decodes(float *fp8[2], float *bf16)
 {
 	float *d = NULL;
-	cudaError_t rc;
 	int ret = -1;
 
-	if ((rc = cudaMalloc(&d, (512 + 65536) * sizeof(float))) != cudaSuccess) {
-		lks_cuda_fail("cannot allocate the decodes", rc);
+	if (LKS_CUDA(cudaMalloc(&d, (512 + 65536) * sizeof(float)), "cannot allocate the decodes"))
 		goto out;
-	}
 	lks_decodes_kernel<<<256, 256>>>(d, d + 256, d + 512);
-	if ((rc = cudaGetLastError()) != cudaSuccess
-	    || (rc = cudaMemcpy(fp8[0], d, 256 * sizeof(float), cudaMemcpyDeviceToHost)) != cudaSuccess
-	    || (rc = cudaMemcpy(fp8[1], d + 256, 256 * sizeof(float), cudaMemcpyDeviceToHost))
-	       != cudaSuccess
-	    || (rc = cudaMemcpy(bf16, d + 512, 65536 * sizeof(float), cudaMemcpyDeviceToHost))
-	       != cudaSuccess) {
-		lks_cuda_fail("the decodes", rc);
+	if (LKS_CUDA(cudaGetLastError(), "the decodes")
+	    || LKS_CUDA(cudaMemcpy(fp8[0], d, 256 * sizeof(float), cudaMemcpyDeviceToHost),
+	                "the decodes")
+	    || LKS_CUDA(cudaMemcpy(fp8[1], d + 256, 256 * sizeof(float), cudaMemcpyDeviceToHost),
+	                "the decodes")
+	    || LKS_CUDA(cudaMemcpy(bf16, d + 512, 65536 * sizeof(float), cudaMemcpyDeviceToHost),
+	                "the decodes")) {
 		goto out;
 	}
 	ret = 0;

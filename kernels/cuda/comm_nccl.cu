@@ -29,6 +29,7 @@
 
 extern "C" {
 #include "kernels/cuda/comm_nccl.h"
+#include "kernels/cuda/cuda_check.h"
 #include "kernels/devcomm.h"
 #include "kernels/element/reduce.h"
 #include "kernels/err.h"
@@ -56,11 +57,6 @@ static int lks_nccl_check(ncclResult_t rc, const char *what)
 {
 	return rc == ncclSuccess || rc == ncclInProgress ? 0
 	     : lks_err("nccl: %s: %s", what, ncclGetErrorString(rc));
-}
-
-static int lks_nccl_cuda(cudaError_t rc, const char *what)
-{
-	return rc == cudaSuccess ? 0 : lks_err("nccl: %s: %s", what, cudaGetErrorString(rc));
 }
 
 /* x[i] (n) = the fold in rank order of the W rows of all (W, n) */
@@ -104,7 +100,7 @@ static int lks_nccl_advance(struct lks_nccl_link *l)
 				lks_nccl_fold_kernel<<<blocks, 256, 0, l->stream>>>(
 					l->scratch, l->W, l->m, l->x + l->i0 - l->m,
 					l->op == LKS_DEVCOMM_ORDERED_MAX);
-				if (lks_nccl_cuda(cudaGetLastError(), "fold kernel"))
+				if (LKS_CUDA(cudaGetLastError(), "nccl: fold kernel"))
 					return -1;
 			}
 		}
@@ -143,7 +139,7 @@ static int lks_nccl_join(void *link, int size, int rank, const void *id)
 	memcpy(&uid, id, sizeof(uid));
 	config.blocking = 0;
 	l->W = size;
-	if (lks_nccl_cuda(cudaSetDevice(l->device), "cannot use the device")
+	if (LKS_CUDA(cudaSetDevice(l->device), "nccl: cannot use the device")
 	    || lks_nccl_check(ncclCommInitRankConfig(&l->nc, size, uid, rank, &config),
 	                      "cannot join the group"))
 		return -1;
@@ -164,7 +160,7 @@ static int lks_nccl_queue(void *link, lks_devcomm_op op, float *x, size_t n)
 		cudaFree(l->scratch);
 		l->scratch = NULL;
 		l->scratch_n = 0;
-		if (lks_nccl_cuda(cudaMalloc(&l->scratch, need * sizeof(float)), "all-gather scratch"))
+		if (LKS_CUDA(cudaMalloc(&l->scratch, need * sizeof(float)), "nccl: all-gather scratch"))
 			return -1;
 		l->scratch_n = need;
 	}
@@ -188,7 +184,7 @@ static int lks_nccl_poll(void *link)
 	if ((q = cudaStreamQuery(l->stream)) == cudaSuccess)
 		return 0;
 	if (q != cudaErrorNotReady)
-		return lks_nccl_cuda(q, "the stream");
+		return LKS_CUDA(q, "nccl: the stream");
 	/* NCCL's own error (a peer gone, a network error) while its kernels wait */
 	return (st = lks_nccl_state(l, "collective")) != 0 ? st : 1;
 }

@@ -5,6 +5,7 @@
  * back what was chosen.
  */
 extern "C" {
+#include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/gemm_lt.h"
 #include "kernels/err.h"
 }
@@ -46,20 +47,17 @@ typedef struct lks_lt_descs {
 } lks_lt_descs;
 
 /* 0 when a cuBLASLt or CUDA call succeeded, else its status recorded with file:line */
-static int lks_lt_check(cublasStatus_t st, const char *what, const char *file, int line)
+/* cuBLAS's status as cuda_check.h's LKS_CUDA does CUDA's: "cublasLt: CALL: WHY (file:line)" */
+static int lks_cublas_check_at(cublasStatus_t st, const char *what, const char *file, int line)
 {
+	const char *base = strrchr(file, '/');
+
 	if (st == CUBLAS_STATUS_SUCCESS)
 		return 0;
-	return lks_err("cublasLt: %s: %s (%s) at %s:%d", what, cublasLtGetStatusName(st),
-	               cublasLtGetStatusString(st), file, line);
+	return lks_err("cublasLt: %s: %s (%s) (%s:%d)", what, cublasLtGetStatusName(st),
+	               cublasLtGetStatusString(st), base ? base + 1 : file, line);
 }
-
-static int lks_lt_cuda_check(cudaError_t rc, const char *what, const char *file, int line)
-{
-	if (rc == cudaSuccess)
-		return 0;
-	return lks_err("cuda: %s: %s at %s:%d", what, cudaGetErrorString(rc), file, line);
-}
+#define LKS_CUBLAS(x) lks_cublas_check_at((x), #x, __FILE__, __LINE__)
 
 /* a call that failed: ret = -1 and go to out */
 #define LKS_LT_TRY(failed)                                                           \
@@ -69,8 +67,8 @@ static int lks_lt_cuda_check(cudaError_t rc, const char *what, const char *file,
 			goto out;                                                    \
 		}                                                                    \
 	} while (0)
-#define LKS_LT(x) LKS_LT_TRY(lks_lt_check((x), #x, __FILE__, __LINE__))
-#define LKS_LT_CUDA(x) LKS_LT_TRY(lks_lt_cuda_check((x), #x, __FILE__, __LINE__))
+#define LKS_LT(x) LKS_LT_TRY(LKS_CUBLAS(x))
+#define LKS_LT_CUDA(x) LKS_LT_TRY(LKS_CUDA((x), #x))
 
 static cudaDataType_t lks_lt_type(lks_dtype t)
 {

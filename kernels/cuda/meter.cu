@@ -43,8 +43,8 @@ int lks_meter_open(lks_meter **out)
 	*out = NULL;
 	if (!m)
 		return lks_err("out of memory for a cuda meter");
-	if (lks_cuda_check(cudaStreamCreateWithFlags(&m->side, cudaStreamNonBlocking),
-	                   "cannot create the download stream")) {
+	if (LKS_CUDA(cudaStreamCreateWithFlags(&m->side, cudaStreamNonBlocking),
+	             "cannot create the download stream")) {
 		free(m);
 		return -1;
 	}
@@ -99,10 +99,10 @@ static int lks_meter_slot_get(lks_meter *m, size_t bytes, lks_meter_slot **out)
 	if (!s) {
 		if (!(s = (lks_meter_slot *)calloc(1, sizeof(*s))))
 			return lks_err("out of memory for a cuda meter slot");
-		if (lks_cuda_check(cudaEventCreateWithFlags(&s->copied, cudaEventDisableTiming),
-		                   "meter event")
-		    || lks_cuda_check(cudaEventCreateWithFlags(&s->landed, cudaEventDisableTiming),
-		                      "meter event")) {
+		if (LKS_CUDA(cudaEventCreateWithFlags(&s->copied, cudaEventDisableTiming),
+		             "meter event")
+		    || LKS_CUDA(cudaEventCreateWithFlags(&s->landed, cudaEventDisableTiming),
+		                "meter event")) {
 			free(s);
 			return -1;
 		}
@@ -115,8 +115,8 @@ static int lks_meter_slot_get(lks_meter *m, size_t bytes, lks_meter_slot **out)
 		/* cudaFree waits for the device: this happens while the slots grow, in the first
 		   step */
 		lks_meter_slot_buffers_free(s);
-		if (lks_cuda_check(cudaMalloc(&s->dev, bytes), "meter device buffer")
-		    || lks_cuda_check(cudaMallocHost(&s->host, bytes), "meter pinned buffer")) {
+		if (LKS_CUDA(cudaMalloc(&s->dev, bytes), "meter device buffer")
+		    || LKS_CUDA(cudaMallocHost(&s->host, bytes), "meter pinned buffer")) {
 			lks_meter_slot_buffers_free(s);
 			lks_meter_give(m, s);
 			return -1;
@@ -137,16 +137,16 @@ int lks_meter_take(lks_meter *m, cudaStream_t compute, const void *const *src,
 	if (lks_meter_slot_get(m, total ? total : 16, &s))
 		return -1;
 	for (int i = 0; i < n; i++)
-		if (bytes[i] && lks_cuda_check(cudaMemcpyAsync((char *)s->dev + lks_meter_offset(bytes, i),
-		                                               src[i], bytes[i],
-		                                               cudaMemcpyDeviceToDevice, compute),
-		                               "meter copy"))
+		if (bytes[i] && LKS_CUDA(cudaMemcpyAsync((char *)s->dev + lks_meter_offset(bytes, i),
+		                                         src[i], bytes[i],
+		                                         cudaMemcpyDeviceToDevice, compute),
+		                         "meter copy"))
 			goto fail;
-	if (lks_cuda_check(cudaEventRecord(s->copied, compute), "meter copy")
-	    || lks_cuda_check(cudaStreamWaitEvent(m->side, s->copied, 0), "meter download")
-	    || lks_cuda_check(cudaMemcpyAsync(s->host, s->dev, total, cudaMemcpyDeviceToHost,
-	                                      m->side), "meter download")
-	    || lks_cuda_check(cudaEventRecord(s->landed, m->side), "meter download"))
+	if (LKS_CUDA(cudaEventRecord(s->copied, compute), "meter copy")
+	    || LKS_CUDA(cudaStreamWaitEvent(m->side, s->copied, 0), "meter download")
+	    || LKS_CUDA(cudaMemcpyAsync(s->host, s->dev, total, cudaMemcpyDeviceToHost,
+	                                m->side), "meter download")
+	    || LKS_CUDA(cudaEventRecord(s->landed, m->side), "meter download"))
 		goto fail;
 	*out = s;
 	return 0;
@@ -158,7 +158,7 @@ fail:
 int lks_meter_land(lks_meter_slot *s, const unsigned char **host)
 {
 	*host = (const unsigned char *)s->host;
-	return lks_cuda_check(cudaEventSynchronize(s->landed), "meter download");
+	return LKS_CUDA(cudaEventSynchronize(s->landed), "meter download");
 }
 
 void lks_meter_give(lks_meter *m, lks_meter_slot *s)

@@ -45,7 +45,7 @@ static unsigned lks_cuda_blocks(size_t n)
 		if ((n) == 0)                                                                  \
 			return 0;                                                                  \
 		kernel<<<lks_cuda_blocks(n), LKS_CUDA_THREADS, 0, st_>>>(__VA_ARGS__);         \
-		return lks_cuda_check(cudaGetLastError(), name);                               \
+		return LKS_CUDA(cudaGetLastError(), name);                                     \
 	} while (0)
 
 /* ---- element-wise ---- */
@@ -270,14 +270,14 @@ LKS_CUDA_OP(rmsnorm_bwd, const float *dy, const float *x, const float *g, const 
 	if (T > 0) {
 		lks_rmsnorm_bwd_kernel<<<lks_cuda_blocks((size_t)T), LKS_CUDA_THREADS, 0, st>>>(
 			dy, x, g, rstd, T, H, dx, bf16);
-		if (lks_cuda_check(cudaGetLastError(), "rmsnorm_bwd"))
+		if (LKS_CUDA(cudaGetLastError(), "rmsnorm_bwd"))
 			return -1;
 	}
 	if (H <= 0)
 		return 0;
 	lks_rmsnorm_dg_kernel<<<lks_cuda_blocks((size_t)H), LKS_CUDA_THREADS, 0, st>>>(
 		dy, x, rstd, T, H, dg);
-	return lks_cuda_check(cudaGetLastError(), "rmsnorm_bwd (gain)");
+	return LKS_CUDA(cudaGetLastError(), "rmsnorm_bwd (gain)");
 }
 
 LKS_CUDA_OP(relu2_fwd, const float *u, size_t n, float *y, int bf16)
@@ -313,14 +313,14 @@ LKS_CUDA_OP(cross_entropy, const float *z, const int32_t *target, int T, int V,
 		return lks_err("out of memory for %zu row losses", nt);
 	lks_ce_rows_kernel<<<lks_cuda_blocks(nt), LKS_CUDA_THREADS, 0, st>>>(z, target, T, V, rmax,
 	                                                                       rsum, rloss);
-	if (lks_cuda_check(cudaGetLastError(), "cross_entropy (rows)"))
+	if (LKS_CUDA(cudaGetLastError(), "cross_entropy (rows)"))
 		goto out;
 	lks_ce_grad_kernel<<<lks_cuda_blocks(nt * (size_t)V), LKS_CUDA_THREADS, 0, st>>>(
 		z, target, T, V, grad_scale, rmax, rsum, dz);
-	if (lks_cuda_check(cudaGetLastError(), "cross_entropy (gradient)")
-	    || lks_cuda_check(cudaMemcpyAsync(host, rloss, nt * sizeof(double),
-	                                      cudaMemcpyDeviceToHost, st), "cross_entropy (loss)")
-	    || lks_cuda_check(cudaStreamSynchronize(st), "cross_entropy"))
+	if (LKS_CUDA(cudaGetLastError(), "cross_entropy (gradient)")
+	    || LKS_CUDA(cudaMemcpyAsync(host, rloss, nt * sizeof(double),
+	                                cudaMemcpyDeviceToHost, st), "cross_entropy (loss)")
+	    || LKS_CUDA(cudaStreamSynchronize(st), "cross_entropy"))
 		goto out;
 	for (size_t t = 0; t < nt; t++)  /* ops.c's total, in row order */
 		total += host[t];
@@ -371,14 +371,14 @@ LKS_CUDA_OP(nonfinite, const float *x, size_t n, int64_t *out)
 	if (n == 0)
 		return 0;
 	if (lks_cuda_scratch(ctx, sizeof(count), &d)
-	    || lks_cuda_check(cudaMemsetAsync(d, 0, sizeof(count), st), "nonfinite"))
+	    || LKS_CUDA(cudaMemsetAsync(d, 0, sizeof(count), st), "nonfinite"))
 		return -1;
 	lks_nonfinite_kernel<<<lks_cuda_blocks(n), LKS_CUDA_THREADS, 0, st>>>(
 		x, n, (unsigned long long *)d);
-	if (lks_cuda_check(cudaGetLastError(), "nonfinite")
-	    || lks_cuda_check(cudaMemcpyAsync(&count, d, sizeof(count), cudaMemcpyDeviceToHost, st),
-	                      "nonfinite")
-	    || lks_cuda_check(cudaStreamSynchronize(st), "nonfinite"))
+	if (LKS_CUDA(cudaGetLastError(), "nonfinite")
+	    || LKS_CUDA(cudaMemcpyAsync(&count, d, sizeof(count), cudaMemcpyDeviceToHost, st),
+	                "nonfinite")
+	    || LKS_CUDA(cudaStreamSynchronize(st), "nonfinite"))
 		return -1;
 	*out = (int64_t)count;
 	return 0;

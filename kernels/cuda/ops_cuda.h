@@ -9,6 +9,7 @@
 #include <cuda_runtime.h>
 
 #include "kernels/cuda/backend_cuda.h"
+#include "kernels/cuda/cuda_check.h"
 
 /* Makes ctx's device current on the calling thread (a rank may call from a thread other
    than open's) and returns its stream. */
@@ -16,8 +17,6 @@ cudaStream_t lks_cuda_enter(void *ctx);
 /* Device scratch of at least bytes, owned by ctx (grows, kept until close); valid until the
    next call on ctx. */
 int lks_cuda_scratch(void *ctx, size_t bytes, void **p);
-/* 0 when rc is cudaSuccess, else lks_err naming what and why. */
-int lks_cuda_check(cudaError_t rc, const char *what);
 
 #define LKS_CUDA_OP(name, ...) int lks_cuda_##name(const lks_backend *be, void *ctx, __VA_ARGS__)
 

@@ -29,6 +29,7 @@
 extern "C" {
 #include "kernels/cpu/gemm.h"      /* lks_gemm_check */
 #include "kernels/cpu/quant.h"     /* lks_quant_check */
+#include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/quant_gemm.h"
 #include "kernels/err.h"
 }
@@ -37,11 +38,6 @@ extern "C" {
 #define LKS_QUANT_BLOCKS_MAX 1024 /* blocks of the tensorwise amax and of the cast */
 #define LKS_GEMM_TILE 16          /* the reference GEMM's block: TILE x TILE elements of C */
 #define LKS_GEMM_YBLOCKS_MAX 65535 /* gridDim.y's limit; more row blocks loop */
-
-static int lks_cuda_fail(const char *op, cudaError_t e)
-{
-	return lks_err("cuda: %s: %s", op, cudaGetErrorString(e));
-}
 
 /* ---- quantize ---- */
 
@@ -205,7 +201,6 @@ extern "C" int lks_cuda_quantize(void *stream, lks_quant *q)
 	char *scratch = NULL;   /* counts (2 per block), then part (a float per block) */
 	uint64_t *counts_d, *counts = NULL;
 	float *part;
-	cudaError_t e;
 	int rc = -1;
 
 	if (!q)
@@ -221,10 +216,10 @@ extern "C" int lks_cuda_quantize(void *stream, lks_quant *q)
 		lks_err("cuda: quantize: out of memory");
 		goto out;
 	}
-	e = cudaMallocAsync((void **)&scratch, (2 * sizeof(uint64_t) + sizeof(float)) * nblocks, st);
-	if (e != cudaSuccess) {
+	if (LKS_CUDA(cudaMallocAsync((void **)&scratch,
+	                             (2 * sizeof(uint64_t) + sizeof(float)) * nblocks, st),
+	             "quantize: scratch")) {
 		scratch = NULL;
-		lks_cuda_fail("quantize: scratch", e);
 		goto out;
 	}
 	counts_d = (uint64_t *)scratch;
@@ -237,25 +232,23 @@ extern "C" int lks_cuda_quantize(void *stream, lks_quant *q)
 	if (n > 0) {
 		lks_cast_kernel<<<nblocks, LKS_QUANT_THREADS, 0, st>>>(
 			q->x, q->rows, q->cols, q->ldx, q->fmt, q->axis, q->scale, q->q, q->ldq, counts_d);
-		if ((e = cudaGetLastError()) != cudaSuccess
-		    || (e = cudaMemcpyAsync(counts, counts_d, 2 * sizeof(uint64_t) * (size_t)nblocks,
-		                            cudaMemcpyDeviceToHost, st)) != cudaSuccess) {
-			lks_cuda_fail("quantize", e);
+		if (LKS_CUDA(cudaGetLastError(), "quantize")
+		    || LKS_CUDA(cudaMemcpyAsync(counts, counts_d, 2 * sizeof(uint64_t) * (size_t)nblocks,
+		                                cudaMemcpyDeviceToHost, st), "quantize"))
 			goto out;
-		}
 	}
-	if ((e = cudaGetLastError()) != cudaSuccess || (e = cudaStreamSynchronize(st)) != cudaSuccess) {
-		lks_cuda_fail("quantize", e);
+	if (LKS_CUDA(cudaGetLastError(), "quantize") || LKS_CUDA(cudaStreamSynchronize(st), "quantize"))
 		goto out;
-	}
 	for (int b = 0; n > 0 && b < nblocks; b++) {
 		q->underflow += counts[2 * b];
 		q->saturated += counts[2 * b + 1];
 	}
 	rc = 0;
 out:
-	if (scratch && (e = cudaFreeAsync(scratch, st)) != cudaSuccess && rc == 0)
-		rc = lks_cuda_fail("quantize: scratch", e);
+	if (scratch && rc == 0)
+		rc = LKS_CUDA(cudaFreeAsync(scratch, st), "quantize: scratch");
+	else if (scratch)
+		cudaFreeAsync(scratch, st);  /* the first error is the one said */
 	free(counts);
 	return rc;
 }
@@ -330,7 +323,6 @@ extern "C" int lks_cuda_gemm_ref(void *stream, const lks_gemm *g)
 	cudaStream_t st = (cudaStream_t)stream;
 	const int T = LKS_GEMM_TILE;
 	unsigned gx, gy;
-	cudaError_t e;
 
 	if (lks_gemm_check(g))  /* the CPU's checks; none reads device memory */
 		return -1;
@@ -341,7 +333,5 @@ extern "C" int lks_cuda_gemm_ref(void *stream, const lks_gemm *g)
 	if (gy > LKS_GEMM_YBLOCKS_MAX)
 		gy = LKS_GEMM_YBLOCKS_MAX;
 	lks_gemm_ref_kernel<<<dim3(gx, gy), dim3(T, T), 0, st>>>(*g);
-	if ((e = cudaGetLastError()) != cudaSuccess)
-		return lks_cuda_fail("gemm (reference)", e);
-	return 0;
+	return LKS_CUDA(cudaGetLastError(), "gemm (reference)");
 }

@@ -1,6 +1,7 @@
 /* rng.cu: Philox values on the GPU (see rng.h). */
 extern "C" {
 #include "kernels/cuda/rng.h"
+#include "kernels/cuda/cuda_check.h"
 #include "kernels/err.h"
 }
 
@@ -22,20 +23,17 @@ extern "C" int lks_cuda_philox_fill(uint64_t seed, uint32_t stream, uint64_t off
                                     lks_rng_dist dist, float *out)
 {
 	float *d = NULL;
-	cudaError_t rc;
-	int ret = -1;
+	int ret;
 
 	if (n == 0)
 		return 0;
-	if ((rc = cudaMalloc(&d, n * sizeof(float))) != cudaSuccess)
-		return lks_err("cuda: cannot allocate %zu floats: %s", n, cudaGetErrorString(rc));
+	if (LKS_CUDA(cudaMalloc(&d, n * sizeof(float)), "philox fill: cannot allocate"))
+		return -1;
 	lks_philox_fill_kernel<<<(unsigned)((n + 255) / 256), 256>>>(seed, stream, offset, n,
 	                                                             dist == LKS_RNG_NORMAL, d);
-	if ((rc = cudaGetLastError()) != cudaSuccess
-	    || (rc = cudaMemcpy(out, d, n * sizeof(float), cudaMemcpyDeviceToHost)) != cudaSuccess)
-		lks_err("cuda: philox fill: %s", cudaGetErrorString(rc));
-	else
-		ret = 0;
+	ret = LKS_CUDA(cudaGetLastError(), "philox fill")
+	      || LKS_CUDA(cudaMemcpy(out, d, n * sizeof(float), cudaMemcpyDeviceToHost), "philox fill")
+	      ? -1 : 0;
 	cudaFree(d);
 	return ret;
 }
