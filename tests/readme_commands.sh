@@ -67,7 +67,7 @@ blocks=$(awk '
 ' "$readme")
 
 bad=$(grep -P '^bad\t' <<<"$blocks" || true)
-[[ -z $bad ]] && true || fail "README.md:$(cut -f2 <<<"$bad" | head -1): a block tagged '$(cut -f3 <<<"$bad" | head -1)': commands go in \`\`\`sh blocks (or \`\`\`sh setup)"
+[[ -z $bad ]] || fail "README.md:$(cut -f2 <<<"$bad" | head -1): a block tagged '$(cut -f3 <<<"$bad" | head -1)': commands go in \`\`\`sh blocks (or \`\`\`sh setup)"
 nrun=$(grep -cP '^run\t' <<<"$blocks" || true)
 nsetup=$(grep -cP '^setup\t' <<<"$blocks" || true)
 ((nrun > 0)) || fail "README.md shows no \`\`\`sh command: the parser or the convention broke"
