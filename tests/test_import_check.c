@@ -123,8 +123,9 @@ Test(import_check, megatron_goldens_one_value_apart_part_at_that_step_and_metric
 
 /* Megatron-LM's golden values hold "nan" (or "+nan", "-NaN": its checker takes them) for
    the first iteration's time, which nobody measures: a performance metric NaN on both
-   sides was not measured, and close passes it (README's Megatron nightly failed on every
-   real golden file at step 1); a numerics NaN on both sides still fails close. */
+   sides was not measured, and close passes it (the Megatron-LM nightly of cases/README.md
+   failed on every real golden file at step 1); a numerics NaN on both sides still fails
+   close. */
 Test(import_check, close_passes_a_performance_metric_measured_on_neither_side)
 {
 	lks_store *s = open_db();

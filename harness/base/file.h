@@ -11,9 +11,10 @@
 
 #include "harness/base/status.h"
 
-/* The limits, stated in README.md: a case or combos file is text a person writes (the
-   largest shipped case is 3 KB); a golden file holds a row per step, rank and tensor (the
-   largest shipped one is 0.4 MB; 256 MiB is a 1000-step, 8-rank trace of 300 tensors). */
+/* The limits, stated in harness/README.md (Input limits and names): a case or combos file
+   is text a person writes (the largest shipped case is 3 KB); a golden file holds a row per
+   step, rank and tensor (the largest shipped one is 0.4 MB; 256 MiB is a 1000-step, 8-rank
+   trace of 300 tensors). */
 #define LKS_CASE_FILE_MAX ((size_t)1 << 20)
 #define LKS_COMBOS_FILE_MAX ((size_t)1 << 20)
 #define LKS_GOLDEN_FILE_MAX ((size_t)256 << 20)
