@@ -82,7 +82,7 @@ Test(grad, backward_matches_central_differences)
 	lks_model_cfg cfg = { V, H, F, L, SEQ, BATCH };
 	lks_run_cfg run = { .name = "fp32", .recipe = LKS_RECIPE_FP32, .world_size = 1, .amax_history = 1 };
 	lks_model m;
-	lks_rank r;
+	lks_rank r = { 0 };
 	lks_data d;
 	double *p, worst = 0.0;
 	int checked = 0;

@@ -348,7 +348,6 @@ int lks_rank_init(lks_rank *r, int rank, const lks_model *m, const lks_run_cfg *
 	int nact = run->checkpoint ? 1 : L, failed = 0;
 	size_t f = sizeof(float);
 
-	memset(r, 0, sizeof(*r));
 	r->rank = rank;
 	r->m = m;
 	r->be = be;
@@ -418,19 +417,27 @@ void lks_rank_release(lks_rank *r)
 {
 	lks_tracer_sync(&r->tr);  /* no job may outlive the buffers it reads */
 	if (r->be) {
-		void *bufs[] = { r->qarena, r->params, r->grads, r->tok, r->tgt, r->xs, r->rstd, r->h,
-		                 r->u, r->a, r->dn, r->hf, r->logits, r->dz, r->gx, r->gh, r->gtmp,
-		                 r->ga, r->gu, r->arena };
+		float **bufs[] = { &r->params, &r->grads, &r->xs, &r->rstd, &r->h, &r->u, &r->a,
+		                   &r->dn, &r->hf, &r->logits, &r->dz, &r->gx, &r->gh, &r->gtmp,
+		                   &r->ga, &r->gu };
 
-		for (size_t i = 0; i < sizeof(bufs) / sizeof(bufs[0]); i++)
-			lks_be_free(r->be, r->bectx, bufs[i]);
+		for (size_t i = 0; i < sizeof(bufs) / sizeof(bufs[0]); i++) {
+			lks_be_free(r->be, r->bectx, *bufs[i]);
+			*bufs[i] = NULL;
+		}
+		lks_be_free(r->be, r->bectx, r->qarena);
+		lks_be_free(r->be, r->bectx, r->arena);
+		lks_be_free(r->be, r->bectx, r->tok);
+		lks_be_free(r->be, r->bectx, r->tgt);
+		r->qarena = r->arena = NULL;
+		r->tok = r->tgt = NULL;
 	}
 	if (r->slots)
 		for (int i = 0; i < 2 * r->m->cfg.layers * 3; i++)
 			free(r->slots[i].hist);
 	free(r->slots);
+	r->slots = NULL;
 	lks_tracer_release(&r->tr);
-	memset(r, 0, sizeof(*r));
 }
 
 double lks_rank_bytes(const lks_model *m, const lks_run_cfg *run, long long tokens_per_rank,

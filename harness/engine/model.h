@@ -14,6 +14,7 @@
 #ifndef LKS_HARNESS_MODEL_H
 #define LKS_HARNESS_MODEL_H
 
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -107,8 +108,31 @@ typedef struct lks_rank {
 	int recomputing;
 	double loss;            /* sum of this rank's token losses in the step */
 	lks_tracer tr;
+
+	/* what the runner keeps of the rank (runner.c): set by the runner, never by the model */
+	struct lks_runner *R;   /* the run it is a rank of (its pool tasks reach it) */
+	lks_comm *comm;         /* its end of the communicator */
+	float *m1, *m2;         /* (nparams) AdamW moments (backend memory) */
+	float *staged;          /* (nparams) the host copy of its gradient for the all-reduce,
+	                           where the backend's memory is not the host's; else NULL */
+	int32_t *host_tok;      /* (2, T) its inputs and targets of the step, on the host */
+	float *amax;            /* (2 x layers x 3) delayed scaling's slots, all-reduced (host) */
+	float *damax;           /* the same in its backend's memory, where the communicator
+	                           takes device memory (the runner's devcomm); else NULL */
+	double time;            /* seconds of its forward + backward */
+	int failed;             /* failed itself (1), or in a collective another's abort ended
+	                           (2): an abort of another is not its failure */
+	char err[512];          /* its error, recorded by its own thread */
+	int nan_seen;           /* met NaN/Inf once: it scans no more */
+	int nan_tensor;         /* this step's first non-finite gradient tensor, or -1 */
+	int64_t nan_count;      /* its non-finite values */
+	float clip_coef;        /* its clip and update tasks (the pool's): the coefficient, */
+	atomic_int task_failed; /* whether a task's backend call failed, */
+	char task_err[256];     /* the first failure's error */
 } lks_rank;
 
+/* r comes zeroed, but for the runner's fields (those after tr); lks_rank_release frees
+   what lks_rank_init made and leaves the runner's fields alone. */
 int lks_rank_init(lks_rank *r, int rank, const lks_model *m, const lks_run_cfg *run,
                   int tokens_per_rank, int global_tokens, const lks_backend *be, void *bectx);
 /* The bytes lks_rank_init and lks_rank_trace_on (traced) allocate for one rank, as a

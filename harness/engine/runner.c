@@ -51,19 +51,17 @@
    counted by the backend: the first tensor with any in the backward's execution order,
    which is the parameters' reversed (head, final norm, blocks from the last: down, up,
    norm; the embedding). */
-static int lks_scan_grads(struct lks_runner *R, int r)
+static int lks_scan_grads(struct lks_runner *R, lks_rank *k)
 {
-	const lks_rank *k = &R->ranks[r];
-
-	for (int i = R->m.nt - 1; i >= 0 && !R->nan_seen[r]; i--) {
+	for (int i = R->m.nt - 1; i >= 0 && !k->nan_seen; i--) {
 		int64_t n;
 
 		if (lks_be_nonfinite(k->be, k->bectx, k->grads + R->m.t[i].off, R->m.t[i].n, &n))
 			return -1;
 		if (n) {
-			R->nan_tensor[r] = i;
-			R->nan_count[r] = n;
-			R->nan_seen[r] = 1;  /* a rank's first event only */
+			k->nan_tensor = i;
+			k->nan_count = n;
+			k->nan_seen = 1;  /* a rank's first event only */
 			return 0;
 		}
 	}
@@ -72,12 +70,12 @@ static int lks_scan_grads(struct lks_runner *R, int r)
 
 /* A rank's own failure (own 1) or a collective's that another rank's abort ended (2): the
    message is this thread's (err.h), kept; its own failure aborts the others' collectives. */
-static void lks_rank_fail(struct lks_runner *R, int rank, int own)
+static void lks_rank_fail(lks_rank *k, int own)
 {
-	R->rank_failed[rank] = own ? 1 : 2;
-	snprintf(R->rank_err[rank], sizeof(R->rank_err[rank]), "%s", lks_errmsg());
+	k->failed = own ? 1 : 2;
+	snprintf(k->err, sizeof(k->err), "%s", lks_errmsg());
 	if (own)
-		lks_comm_abort(R->comm[rank], R->rank_err[rank]);
+		lks_comm_abort(k->comm, k->err);
 }
 
 /* Every failed rank's error becomes the caller's, with its rank ("rank 1: ..."); ranks in a
@@ -91,56 +89,54 @@ static int lks_rank_errors(const struct lks_runner *R)
 	for (int own = 1; own <= 2 && !len; own++)
 	for (int r = 0, last = 0; r < R->L; r = last + 1) {
 		last = r;
-		if (R->rank_failed[r] != own || len >= sizeof(msg))
+		if (R->ranks[r].failed != own || len >= sizeof(msg))
 			continue;
-		while (last + 1 < R->L && R->rank_failed[last + 1] == own
-		       && strcmp(R->rank_err[last + 1], R->rank_err[r]) == 0)
+		while (last + 1 < R->L && R->ranks[last + 1].failed == own
+		       && strcmp(R->ranks[last + 1].err, R->ranks[r].err) == 0)
 			last++;
 		if (last > r)
 			snprintf(who, sizeof(who), "ranks %d-%d", R->first + r, R->first + last);
 		else
 			snprintf(who, sizeof(who), "rank %d", R->first + r);
 		len += (size_t)snprintf(msg + len, sizeof(msg) - len, "%s%s: %s", len ? "; " : "", who,
-		                        R->rank_err[r]);
+		                        R->ranks[r].err);
 	}
 	return len ? lks_err("%s", msg) : 0;
 }
 
 /* A task's backend call failed: the first failure's message (the error of that task's
    thread, err.h) is kept for the rank. */
-static void lks_job_fail(struct lks_rank_job *j)
+static void lks_task_fail(lks_rank *r)
 {
 	int none = 0;
 
-	if (atomic_compare_exchange_strong(&j->failed, &none, 1))
-		snprintf(j->err, sizeof(j->err), "%s", lks_errmsg());
+	if (atomic_compare_exchange_strong(&r->task_failed, &none, 1))
+		snprintf(r->task_err, sizeof(r->task_err), "%s", lks_errmsg());
 }
 
 /* The clip of a rank's summed gradient, chunk by chunk (element-wise: any thread, any
    order). */
 static void lks_clip_task(void *arg, int task, int thread)
 {
-	struct lks_rank_job *j = arg;
-	struct lks_runner *R = j->R;
-	lks_rank *r = &R->ranks[j->i];
+	lks_rank *r = arg;
+	struct lks_runner *R = r->R;
 	size_t i0 = (size_t)task * LKS_REDUCE_CHUNK, n = R->m.nparams;
 	size_t i1 = i0 + LKS_REDUCE_CHUNK < n ? i0 + LKS_REDUCE_CHUNK : n;
 
-	if (lks_be_clip(r->be, r->bectx, r->grads + i0, i1 - i0, j->clip_coef))
-		lks_job_fail(j);
+	if (lks_be_clip(r->be, r->bectx, r->grads + i0, i1 - i0, r->clip_coef))
+		lks_task_fail(r);
 }
 
 /* AdamW on one chunk of a rank's replica. Elements are independent, so chunks may run on
    any thread in any order. */
 static void lks_update_task(void *arg, int task, int thread)
 {
-	struct lks_rank_job *j = arg;
-	struct lks_runner *R = j->R;
-	lks_rank *r = &R->ranks[j->i];
+	lks_rank *r = arg;
+	struct lks_runner *R = r->R;
 	const lks_optim_cfg *o = &R->c->optim;
 	size_t np = R->m.nparams, c0 = (size_t)task * LKS_REDUCE_CHUNK;
 	size_t c1 = c0 + LKS_REDUCE_CHUNK < np ? c0 + LKS_REDUCE_CHUNK : np;
-	float *m1 = R->m1[j->i], *m2 = R->m2[j->i];
+	float *m1 = r->m1, *m2 = r->m2;
 	const float *g = r->grads;
 
 	for (int i = 0; i < R->m.nt; i++) {
@@ -150,41 +146,40 @@ static void lks_update_task(void *arg, int task, int thread)
 		if (a < b && lks_be_adamw(r->be, r->bectx, r->params + a, g + a, m1 + a, m2 + a, b - a,
 		                          R->lr, o->beta1, o->beta2, o->eps,
 		                          p->decay ? o->weight_decay : 0.0f, R->bc1, R->bc2))
-			lks_job_fail(j);
+			lks_task_fail(r);
 	}
 }
 
 /* The all-reduce max of rank index i's n amax slots (host): through its backend's memory
    where the communicator takes device memory. */
-static int lks_amax_allreduce(struct lks_runner *R, int i, float *amax, size_t n)
+static int lks_amax_allreduce(struct lks_runner *R, lks_rank *r, float *amax, size_t n)
 {
-	lks_rank *r = &R->ranks[i];
-	float *d = R->damax ? R->damax[i] : NULL;
+	float *d = r->damax;
 
 	if (R->W == 1)  /* the max over one rank is its own, NaN or not */
 		return 0;
 	if (!d)
-		return lks_comm_allreduce_max(R->comm[i], amax, n);
+		return lks_comm_allreduce_max(r->comm, amax, n);
 	return lks_be_upload(r->be, r->bectx, d, amax, n * sizeof(float))
-	    || lks_comm_allreduce_max(R->comm[i], d, n)
+	    || lks_comm_allreduce_max(r->comm, d, n)
 	    || lks_be_download(r->be, r->bectx, amax, d, n * sizeof(float)) ? -1 : 0;
 }
 
 /* Delayed scaling: every slot's amax of this step all-reduced (max, NaN wins) as TE does,
-   then rolled into the history and scale of the rank at index rank. */
-static int lks_step_delayed(struct lks_runner *R, int rank)
+   then rolled into the history and scale of rank r. */
+static int lks_step_delayed(struct lks_runner *R, lks_rank *r)
 {
 	const lks_recipe_rules *rules = lks_recipe_rules_of(R->run->recipe);
 	int nslots = 2 * R->m.cfg.layers * 3;
 	int stale = R->run->inject.kind == LKS_FAULT_STALE_BWD_SCALE && R->run->checkpoint;
-	lks_amax_slot *slots = R->ranks[rank].slots;
-	float *amax = R->amax + (size_t)rank * nslots;
+	lks_amax_slot *slots = r->slots;
+	float *amax = r->amax;
 
 	if (!rules->op[LKS_ROLE_FWD][0].delayed)
 		return 0;
 	for (int s = 0; s < nslots; s++)
 		amax[s] = slots[s].cur;
-	if (lks_amax_allreduce(R, rank, amax, (size_t)nslots))
+	if (lks_amax_allreduce(R, r, amax, (size_t)nslots))
 		return -1;
 	for (int s = 0; s < nslots; s++) {
 		lks_src src = (lks_src)(s % 3);
@@ -209,11 +204,9 @@ static int lks_step_delayed(struct lks_runner *R, int rank)
    both applied, so a NaN gradient makes every gradient NaN (and 0 * inf is NaN). A finite
    norm at most clip leaves the gradient as it is, as before (PyTorch scales a norm less than
    1e-6 below clip by a hair under 1; the goldens keep their bits). */
-static int lks_rank_update(struct lks_runner *R, int rank, double *gnorm)
+static int lks_rank_update(struct lks_runner *R, lks_rank *r, double *gnorm)
 {
 	const lks_optim_cfg *opt = &R->c->optim;
-	struct lks_rank_job *j = &R->jobs[rank];
-	lks_rank *r = &R->ranks[rank];
 	int ntasks = (int)((R->m.nparams + LKS_REDUCE_CHUNK - 1) / LKS_REDUCE_CHUNK);
 	lks_pool *pool = R->W > 1 ? NULL : R->pool1;
 	double ss;
@@ -221,21 +214,20 @@ static int lks_rank_update(struct lks_runner *R, int rank, double *gnorm)
 	if (lks_be_sumsq(r->be, r->bectx, r->grads, R->m.nparams, &ss))  /* fixed order */
 		return -1;
 	*gnorm = sqrt(ss);
-	atomic_store(&j->failed, 0);
+	atomic_store(&r->task_failed, 0);
 	if (opt->clip > 0.0f && !(*gnorm <= opt->clip)) {
-		j->clip_coef = (float)(opt->clip / (*gnorm + 1e-6));
-		lks_pool_run(pool, ntasks, lks_clip_task, j);
+		r->clip_coef = (float)(opt->clip / (*gnorm + 1e-6));
+		lks_pool_run(pool, ntasks, lks_clip_task, r);
 	}
-	if (!atomic_load(&j->failed))
-		lks_pool_run(pool, ntasks, lks_update_task, j);
-	return atomic_load(&j->failed) ? lks_err("%s", j->err) : 0;
+	if (!atomic_load(&r->task_failed))
+		lks_pool_run(pool, ntasks, lks_update_task, r);
+	return atomic_load(&r->task_failed) ? lks_err("%s", r->task_err) : 0;
 }
 
 /* A rank's step after its update: the update's trace rows, delayed scaling, and the step's
-   rows gathered to rank 0 (R->gathered, R->outs). rank: its index here. */
-static int lks_rank_finish(struct lks_runner *R, int rank, double gnorm)
+   rows gathered to rank 0 (R->gathered, R->outs). */
+static int lks_rank_finish(struct lks_runner *R, lks_rank *r, double gnorm)
 {
-	lks_rank *r = &R->ranks[rank];
 	lks_tracer *tr = &r->tr;
 	int root = r->rank == LKS_COMM_ROOT;
 	struct lks_rank_out out;
@@ -249,15 +241,15 @@ static int lks_rank_finish(struct lks_runner *R, int rank, double gnorm)
 	for (size_t i = 0; i < tr->nrows; i++)
 		bad += tr->rows[i].nonfinite;
 	out = (struct lks_rank_out){
-		.row = { R->step, r->rank, r->loss / r->T, gnorm, R->lr, R->rank_time[rank], bad,
+		.row = { R->step, r->rank, r->loss / r->T, gnorm, R->lr, r->time, bad,
 		         lks_be_mem_peak(r->be, r->bectx) },
-		.loss = r->loss, .nan_tensor = R->nan_tensor[rank], .nan_count = R->nan_count[rank],
+		.loss = r->loss, .nan_tensor = r->nan_tensor, .nan_count = r->nan_count,
 		.fault_hits = tr->fault_hits,
 	};
-	if (lks_step_delayed(R, rank)
-	    || lks_comm_gather(R->comm[rank], tr->rows, tr->nrows * sizeof(*tr->rows),
+	if (lks_step_delayed(R, r)
+	    || lks_comm_gather(r->comm, tr->rows, tr->nrows * sizeof(*tr->rows),
 	                       root ? &rows : NULL, root ? R->counts : NULL)
-	    || lks_comm_gather(R->comm[rank], &out, sizeof(out), root ? &outs : NULL,
+	    || lks_comm_gather(r->comm, &out, sizeof(out), root ? &outs : NULL,
 	                       root ? R->counts + R->W : NULL)) {
 		free(rows);
 		return -1;
@@ -273,32 +265,31 @@ static int lks_rank_finish(struct lks_runner *R, int rank, double gnorm)
 	return 0;
 }
 
-/* The all-reduce of rank index i's gradient, and the sum to on_grads (rank 0); a host
+/* The all-reduce of rank r's gradient, and the sum to on_grads (rank 0); a host
    communicator works on host buffers, so a backend whose memory is not the host's is
-   staged through R->staged[i]: download, all-reduce, upload (the same bits: lockstep
+   staged through r->staged: download, all-reduce, upload (the same bits: lockstep
    reduces on the host either way). A device communicator (R->devcomm) sums the gradient
    where it is; on_grads then gets a host copy. A run of one rank sums nothing: the sum
    over one rank is its gradient, bit for bit (no add), so it stays where it is. */
-static int lks_rank_allreduce(struct lks_runner *R, int i)
+static int lks_rank_allreduce(struct lks_runner *R, lks_rank *r)
 {
-	lks_rank *r = &R->ranks[i];
 	size_t bytes = R->m.nparams * sizeof(float);
 	int alone = R->W == 1;
-	int staged = R->staged[i] && !R->devcomm && !alone;
-	float *g = staged ? R->staged[i] : r->grads;
+	int staged = r->staged && !R->devcomm && !alone;
+	float *g = staged ? r->staged : r->grads;
 
 	if (staged && lks_be_download(r->be, r->bectx, g, r->grads, bytes))
 		return -1;
-	if (!alone && lks_comm_allreduce_sum(R->comm[i], g, R->m.nparams))
+	if (!alone && lks_comm_allreduce_sum(r->comm, g, R->m.nparams))
 		return -1;
 	if (staged && lks_be_upload(r->be, r->bectx, r->grads, g, bytes))
 		return -1;
 	if (r->rank == 0 && R->o->on_grads) {
-		int copy = R->staged[i] && !staged;  /* device memory, not downloaded above */
+		int copy = r->staged && !staged;  /* device memory, not downloaded above */
 
-		if (copy && lks_be_download(r->be, r->bectx, R->staged[i], r->grads, bytes))
+		if (copy && lks_be_download(r->be, r->bectx, r->staged, r->grads, bytes))
 			return -1;
-		R->o->on_grads(R->o->on_grads_arg, R->step, copy ? R->staged[i] : g, &R->m);
+		R->o->on_grads(R->o->on_grads_arg, R->step, copy ? r->staged : g, &R->m);
 	}
 	return 0;
 }
@@ -313,7 +304,7 @@ static void lks_rank_task(void *arg, int task, int thread)
 	lks_rank *r = &R->ranks[task];
 	int B = R->batch, S = R->m.cfg.seq;
 	size_t T = (size_t)B * S;
-	int32_t *tok = R->tokens + 2 * T * (size_t)task, *tgt = tok + T;
+	int32_t *tok = r->host_tok, *tgt = tok + T;
 	double t0, gnorm;
 
 	/* the rank's sequences, made on the host and uploaded */
@@ -321,32 +312,32 @@ static void lks_rank_task(void *arg, int task, int thread)
 		lks_data_sequence(&R->data, (uint64_t)R->step * B * R->W + (uint64_t)r->rank * B + b,
 		                  tok + (size_t)b * S, tgt + (size_t)b * S);
 	lks_tracer_begin_step(&r->tr, R->step);
-	R->rank_failed[task] = 0;
-	R->nan_tensor[task] = -1;
+	r->failed = 0;
+	r->nan_tensor = -1;
 	t0 = lks_now();
 	if (lks_be_upload(r->be, r->bectx, r->tok, tok, T * sizeof(int32_t))
 	    || lks_be_upload(r->be, r->bectx, r->tgt, tgt, T * sizeof(int32_t))
 	    || lks_rank_step(r) || r->tr.fault_failed) {
-		R->rank_time[task] = lks_now() - t0;
-		lks_rank_fail(R, task, 1);
+		r->time = lks_now() - t0;
+		lks_rank_fail(r, 1);
 		return;
 	}
-	R->rank_time[task] = lks_now() - t0;
+	r->time = lks_now() - t0;
 	lks_tracer_sync(&r->tr);  /* kept gradients are measured before the sum replaces them */
-	if (lks_scan_grads(R, task)) {
-		lks_rank_fail(R, task, 1);
+	if (lks_scan_grads(R, r)) {
+		lks_rank_fail(r, 1);
 		return;
 	}
-	if (lks_rank_allreduce(R, task)) {
-		lks_rank_fail(R, task, 0);
+	if (lks_rank_allreduce(R, r)) {
+		lks_rank_fail(r, 0);
 		return;
 	}
-	if (lks_rank_update(R, task, &gnorm)) {
-		lks_rank_fail(R, task, 1);
+	if (lks_rank_update(R, r, &gnorm)) {
+		lks_rank_fail(r, 1);
 		return;
 	}
-	if (lks_rank_finish(R, task, gnorm))
-		lks_rank_fail(R, task, 0);
+	if (lks_rank_finish(R, r, gnorm))
+		lks_rank_fail(r, 0);
 }
 
 static void lks_store_job_run(void *arg)
@@ -577,9 +568,9 @@ static int lks_plans_walk(struct lks_runner *R, struct lks_plan_list *l)
 		int seen = 0;
 
 		for (int q = 0; q < r; q++)
-			seen |= R->bectx[q] == R->bectx[r];
+			seen |= R->ranks[q].bectx == R->ranks[r].bectx;
 		if (!seen)
-			rc = lks_be_gemm_plans(R->be, R->bectx[r], lks_plan_add, l);
+			rc = lks_be_gemm_plans(R->be, R->ranks[r].bectx, lks_plan_add, l);
 	}
 	return rc;
 }
@@ -686,7 +677,7 @@ out:
 		lks_comm_abort(o->job, lks_errmsg());
 	/* nor may a device communicator's close wait for a rank that is gone */
 	for (int r = 0; rc && R.devcomm && r < R.L; r++)
-		lks_comm_abort(R.comm[r], "the run failed");
+		lks_comm_abort(R.ranks[r].comm, "the run failed");
 	res->seconds = lks_now() - t_start;
 	free(options);
 	lks_runner_release(&R);

@@ -24,50 +24,30 @@ struct lks_runner {
 	lks_data data;
 	int W, batch, steps;    /* ranks, sequences per rank, steps */
 	int first, L;           /* this process's ranks: first, first + 1, ..., first + L - 1 */
-	lks_rank *ranks;        /* (L) */
+	lks_rank *ranks;        /* (L) each with all it owns: context, tensors, communicator end,
+	                           optimizer state, staging, its failure (model.h) */
 	lks_pool *rank_pool;    /* L threads, one per rank; NULL for one rank */
 	lks_pool *gemm_pool;    /* the GEMM threads of a single-rank run */
-	const lks_backend *be;  /* the ranks' backend, and their contexts */
-	void **bectx;           /* (L) each rank's: its own where the runner opened them */
-	int opened;             /* contexts the runner opened (and closes), from index 0 */
-	lks_comm **comm;        /* (W, L used) each rank's end of the communicator */
+	const lks_backend *be;  /* the run's backend (a rank's context is its own, or shared) */
+	int opened;             /* contexts the runner opened (and closes), from rank index 0 */
 	int devcomm;            /* the ends take device memory (lks_be_comm): no staging */
 	char *devices;          /* every rank's device, for the run's fingerprint (the root's
 	                           process, where the backend names devices); else NULL */
-	float **m1, **m2;       /* (L) AdamW moments per replica (nparams, backend memory) */
-	int32_t *tokens;        /* (L, 2, batch x seq) each rank's inputs and targets, host */
-	float **staged;         /* (L) the host copy of a rank's gradient for the all-reduce,
-	                           where the backend's memory is not the host's; else NULL */
-	double *rank_time;      /* (L) seconds of the rank's forward + backward */
-	int *rank_failed;       /* (L) failed itself (an abort of another is not its failure) */
-	char (*rank_err)[512];  /* (L) a failed rank's error, recorded by its own thread */
-	int *nan_seen;          /* (L) the rank met NaN/Inf once: it scans no more */
-	float *amax;            /* (L, 2 x layers x 3) delayed scaling's slots, all-reduced */
-	float **damax;          /* (L) each rank's slots in its backend's memory, where the
-	                           communicator takes device memory (R->devcomm); else NULL */
-	size_t *counts;         /* (2W) the bytes each rank sent of its two gathers (rank 0) */
-	int *nan_tensor;        /* (L) this step's first non-finite gradient tensor, or -1 */
-	int64_t *nan_count;     /* (L) its non-finite values */
-	lks_stat_row *gathered; /* every rank's trace rows of the step, in rank order (rank 0) */
+	/* what rank 0 gathers of every rank's step, in rank order (the root's process) */
+	size_t *counts;         /* (2W) the bytes each rank sent of its two gathers */
+	lks_stat_row *gathered; /* every rank's trace rows of the step */
 	size_t ngathered;
-	lks_step_row *rows;     /* (W) this step's step rows (rank 0) */
-	float lr, bc1, bc2, b1pow, b2pow;
-	int step;               /* the step under way */
-	const lks_runner_opts *o;
-	struct lks_rank_job {   /* a rank's own pool tasks: its clip and update */
-		struct lks_runner *R;
-		int i;              /* the rank's index here */
-		float clip_coef;
-		atomic_int failed;  /* a task's backend call failed: the first one's error in err */
-		char err[256];
-	} *jobs;                /* (L) */
+	lks_step_row *rows;     /* (W) this step's step rows */
 	struct lks_rank_out {   /* what a rank sends rank 0 of its step */
 		lks_step_row row;
 		double loss;        /* the sum over its tokens */
 		int nan_tensor;     /* the step's first non-finite gradient tensor, or -1 */
 		int fault_hits;     /* times a planted bitflip or nan acted on it, so far */
 		int64_t nan_count;  /* its non-finite values */
-	} *outs;                /* (W) the step's, gathered in rank order (rank 0) */
+	} *outs;                /* (W) */
+	float lr, bc1, bc2, b1pow, b2pow;
+	int step;               /* the step under way */
+	const lks_runner_opts *o;
 	lks_pool *pool1;        /* a single rank's threads for the optimizer */
 	lks_bg *bg;             /* a single rank's background thread: tracing, the store */
 	struct lks_store_job {  /* the last step's rows on their way into SQLite */

@@ -19,62 +19,43 @@ static void lks_comm_close_task(void *arg, int task, int thread)
 	struct lks_runner *R = arg;
 
 	(void)thread;
-	lks_comm_close(R->comm[task]);
+	lks_comm_close(R->ranks[task].comm);
 }
 
 void lks_runner_release(struct lks_runner *R)
 {
 	lks_runner_store_wait(R);  /* a failed run's last write still lands */
 	free(R->sj.rows);
-	if (R->ranks)
-		for (int r = 0; r < R->L; r++) {
-			lks_rank *k = &R->ranks[r];
+	for (int r = 0; R->ranks && r < R->L; r++) {
+		lks_rank *k = &R->ranks[r];
 
-			if (!k->params)
-				continue;
-			if (R->m1 && R->m1[r])
-				lks_be_free(k->be, k->bectx, R->m1[r]);
-			if (R->m2 && R->m2[r])
-				lks_be_free(k->be, k->bectx, R->m2[r]);
-			if (R->damax && R->damax[r])
-				lks_be_free(k->be, k->bectx, R->damax[r]);
-			lks_rank_release(k);
+		if (k->be) {
+			lks_be_free(k->be, k->bectx, k->m1);
+			lks_be_free(k->be, k->bectx, k->m2);
+			lks_be_free(k->be, k->bectx, k->damax);
 		}
-	free(R->damax);
+		lks_rank_release(k);
+		free(k->staged);
+		free(k->host_tok);
+		free(k->amax);
+	}
 	free(R->devices);
-	free(R->m1);
-	free(R->m2);
-	free(R->tokens);
-	if (R->staged)
-		for (int r = 0; r < R->L; r++)
-			free(R->staged[r]);
-	free(R->staged);
-	free(R->ranks);
 	/* before the contexts: a device communicator works on their devices; its ends are
 	   closed at once, each in its rank's thread, since NCCL's destroy waits for every
 	   rank's */
-	if (R->comm && R->devcomm)
+	if (R->ranks && R->devcomm)
 		lks_pool_run(R->rank_pool, R->L, lks_comm_close_task, R);
-	else if (R->comm)
-		for (int r = 0; r < R->L; r++)
-			lks_comm_close(R->comm[r]);
+	else
+		for (int r = 0; R->ranks && r < R->L; r++)
+			lks_comm_close(R->ranks[r].comm);
 	for (int r = 0; r < R->opened; r++)
-		lks_be_close(R->be, R->bectx[r]);
-	free(R->bectx);
+		lks_be_close(R->be, R->ranks[r].bectx);
+	free(R->ranks);
 	lks_bg_free(R->bg);
 	lks_pool_free(R->rank_pool);
 	lks_pool_free(R->gemm_pool);
-	free(R->comm);
-	free(R->rank_time);
-	free(R->rank_failed);
-	free(R->rank_err);
-	free(R->nan_seen);
-	free(R->nan_tensor);
-	free(R->nan_count);
 	free(R->counts);
-	free(R->amax);
 	free(R->gathered);
-	free(R->jobs);
 	free(R->outs);
 	free(R->rows);
 	lks_data_release(&R->data);
@@ -95,17 +76,17 @@ static int lks_runner_optim_init(struct lks_runner *R, int r, float **init)
 			return lks_err("out of memory");
 		lks_model_init_params(&R->m, R->c->seed, *init);
 	}
-	if (!lks_be_host_memory(k->be) && !(R->staged[r] = malloc(bytes)))
+	if (!lks_be_host_memory(k->be) && !(k->staged = malloc(bytes)))
 		return lks_err("out of memory");
 	if (lks_be_upload(k->be, k->bectx, k->params, *init, bytes)
-	    || lks_be_alloc(k->be, k->bectx, bytes, (void **)&R->m1[r])
-	    || lks_be_zero(k->be, k->bectx, R->m1[r], bytes)
-	    || lks_be_alloc(k->be, k->bectx, bytes, (void **)&R->m2[r])
-	    || lks_be_zero(k->be, k->bectx, R->m2[r], bytes))
+	    || lks_be_alloc(k->be, k->bectx, bytes, (void **)&k->m1)
+	    || lks_be_zero(k->be, k->bectx, k->m1, bytes)
+	    || lks_be_alloc(k->be, k->bectx, bytes, (void **)&k->m2)
+	    || lks_be_zero(k->be, k->bectx, k->m2, bytes))
 		return -1;
 	if (f->kind != LKS_FAULT_SKIP_ALLREDUCE || f->rank != k->rank)
 		return 0;
-	return lks_fault_comm(f, &k->tr.step, R->comm[r], &R->comm[r]);
+	return lks_fault_comm(f, &k->tr.step, k->comm, &k->comm);
 }
 
 /* The ranks' backend contexts: the default backend's is the runner's GEMM pool, shared;
@@ -115,18 +96,16 @@ static int lks_runner_optim_init(struct lks_runner *R, int r, float **init)
 static int lks_runner_contexts(struct lks_runner *R, const lks_runner_opts *o, int threads)
 {
 	R->be = o->backend ? o->backend : lks_backend_default();
-	if (!(R->bectx = calloc((size_t)R->L + 1, sizeof(*R->bectx))))
-		return lks_err("out of memory");
 	for (int r = 0; r < R->L; r++) {
 		if (!o->backend || o->backend_ctx) {
-			R->bectx[r] = o->backend ? o->backend_ctx : R->gemm_pool;
+			R->ranks[r].bectx = o->backend ? o->backend_ctx : R->gemm_pool;
 			continue;
 		}
 		/* the process's ranks on its host's devices in rank order (launch.h) */
 		int slot = lks_launch_rank_slot(R->W, o->job ? o->job->size : 1,
 		                                o->job ? o->job->rank : 0, o->local_rank, r);
 
-		if (lks_be_open_rank(R->be, R->W == 1 ? threads : 1, slot, &R->bectx[r]))
+		if (lks_be_open_rank(R->be, R->W == 1 ? threads : 1, slot, &R->ranks[r].bectx))
 			return -1;
 		R->opened = r + 1;
 	}
@@ -185,11 +164,11 @@ static void lks_gather_task(void *arg, int task, int thread)
 
 	(void)thread;
 	/* every rank's record to every rank: all ranks of the process write the same bytes */
-	if (lks_comm_allgather_bytes(j->R->comm[task], &j->mine[task], sizeof(*j->mine),
+	if (lks_comm_allgather_bytes(j->R->ranks[task].comm, &j->mine[task], sizeof(*j->mine),
 	                             (unsigned char *)(j->all + (size_t)j->R->W * task))
 	    && atomic_exchange(&j->failed, 1) == 0) {
 		snprintf(j->err, sizeof(j->err), "%s", lks_errmsg());
-		lks_comm_abort(j->R->comm[task], j->err);
+		lks_comm_abort(j->R->ranks[task].comm, j->err);
 	}
 }
 
@@ -252,7 +231,7 @@ static int lks_runner_devices(struct lks_runner *R)
 	for (int r = 0; r < R->L; r++) {
 		mine[r] = (lks_rank_device){ .rank = R->first + r, .first = R->first, .ordinal = -1 };
 		snprintf(mine[r].host, sizeof(mine[r].host), "%s", host);
-		lks_be_describe(R->be, R->bectx[r], lks_device_put, &mine[r]);
+		lks_be_describe(R->be, R->ranks[r].bectx, lks_device_put, &mine[r]);
 		named += *mine[r].uuid != 0;
 	}
 	/* the same backend on every process: all name devices, or none does */
@@ -292,14 +271,14 @@ static void lks_devcomm_task(void *arg, int task, int thread)
 	                                                        : LKS_RUN_TIMEOUT_S };
 
 	(void)thread;
-	if ((j->rc[task] = lks_be_comm(R->be, R->bectx[task], R->comm[task], &o,
+	if ((j->rc[task] = lks_be_comm(R->be, R->ranks[task].bectx, R->ranks[task].comm, &o,
 	                                &j->ends[task]))) {
 		int none = -1;
 
 		snprintf(j->err[task], sizeof(j->err[task]), "%s", lks_errmsg());
 		atomic_compare_exchange_strong(&j->first, &none, task);
 		/* the other ranks may wait for this one in a collective of the host's */
-		lks_comm_abort(j->ends[task] ? j->ends[task] : R->comm[task], j->err[task]);
+		lks_comm_abort(j->ends[task] ? j->ends[task] : R->ranks[task].comm, j->err[task]);
 	}
 }
 
@@ -308,10 +287,8 @@ static int lks_devcomm_amax(struct lks_runner *R)
 {
 	size_t bytes = 6 * (size_t)R->m.cfg.layers * sizeof(float);
 
-	if (!(R->damax = calloc((size_t)R->L, sizeof(*R->damax))))
-		return lks_err("out of memory");
 	for (int r = 0; r < R->L; r++)
-		if (lks_be_alloc(R->ranks[r].be, R->ranks[r].bectx, bytes, (void **)&R->damax[r]))
+		if (lks_be_alloc(R->ranks[r].be, R->ranks[r].bectx, bytes, (void **)&R->ranks[r].damax))
 			return -1;
 	return 0;
 }
@@ -319,7 +296,7 @@ static int lks_devcomm_amax(struct lks_runner *R)
 /* Where the ranks' memory is not the host's, the backend may offer a communicator on it
    (lks_be_comm: NCCL on the cuda backend), made by every rank at once in its own thread;
    the ranks then all-reduce their gradients where they are, else through the host
-   (R->staged). allreduce = nccl needs one. A planted skip_allreduce keeps the host's ends:
+   (a rank's staged). allreduce = nccl needs one. A planted skip_allreduce keeps the host's ends:
    its wrapper keeps a rank's own gradient in host memory; so do ranks that share the
    caller's context (o->backend_ctx: one device for all), on every process alike. */
 static int lks_runner_devcomm(struct lks_runner *R)
@@ -346,7 +323,7 @@ static int lks_runner_devcomm(struct lks_runner *R)
 	lks_pool_run(R->rank_pool, R->L, lks_devcomm_task, &j);
 	for (int r = 0; r < R->L; r++)
 		if (j.ends[r])
-			R->comm[r] = j.ends[r];  /* it took the host's end over (closed with it) */
+			R->ranks[r].comm = j.ends[r];  /* it took the host's end over (closed with it) */
 	if (atomic_load(&j.first) >= 0) {
 		int r = atomic_load(&j.first);
 
@@ -366,6 +343,33 @@ out:
 	free(j.ends);
 	free(j.rc);
 	free(j.err);
+	return rc;
+}
+
+/* The run's ranks of this process (R->L of them, from R->first), each with its end of the
+   communicator: every process of a job lays the run out, even one that hosts none. */
+static int lks_runner_ranks(struct lks_runner *R, const lks_runner_opts *o)
+{
+	lks_comm **ends = calloc((size_t)R->W, sizeof(*ends));
+	int rc = -1;
+
+	if (!ends)
+		return lks_err("out of memory");
+	if (o->job ? lks_comm_group(o->job, R->W, &R->first, &R->L, ends)
+	           : lks_comm_threads(R->L = R->W, ends))
+		goto out;
+	if (!(R->ranks = calloc((size_t)R->L + 1, sizeof(*R->ranks)))) {
+		for (int r = 0; r < R->L; r++)
+			lks_comm_close(ends[r]);
+		R->L = 0;
+		lks_err("out of memory");
+		goto out;
+	}
+	for (int r = 0; r < R->L; r++)
+		R->ranks[r].comm = ends[r];
+	rc = 0;
+out:
+	free(ends);
 	return rc;
 }
 
@@ -389,46 +393,33 @@ int lks_runner_init(struct lks_runner *R, const lks_case *c, const lks_run_cfg *
 	if (lks_model_init(&R->m, &c->model)
 	    || lks_data_init(&R->data, c->seed, c->model.vocab, c->model.seq))
 		return -1;
-	/* the ranks' ends: every process of a job lays the run out, even one that hosts none */
-	if (!(R->comm = calloc((size_t)R->W, sizeof(*R->comm))))
-		return lks_err("out of memory");
-	if (o->job ? lks_comm_group(o->job, R->W, &R->first, &R->L, R->comm)
-	           : lks_comm_threads(R->L = R->W, R->comm))
+	if (lks_runner_ranks(R, o))
 		return -1;
 	if ((R->L > 1 && lks_pool_create(R->L, &R->rank_pool))
 	    || (R->W == 1 && threads > 1 && lks_pool_create(threads, &R->gemm_pool)))
 		return -1;
-	R->ranks = calloc((size_t)R->L + 1, sizeof(*R->ranks));
-	R->tokens = calloc(2 * (size_t)R->L * (size_t)R->batch * (size_t)c->model.seq + 1,
-	                   sizeof(int32_t));
-	R->staged = calloc((size_t)R->L + 1, sizeof(*R->staged));
-	R->m1 = calloc((size_t)R->L + 1, sizeof(*R->m1));
-	R->m2 = calloc((size_t)R->L + 1, sizeof(*R->m2));
-	R->rank_time = calloc((size_t)R->L + 1, sizeof(double));
-	R->rank_failed = calloc((size_t)R->L + 1, sizeof(int));
-	R->rank_err = calloc((size_t)R->L + 1, sizeof(*R->rank_err));
-	R->nan_seen = calloc((size_t)R->L + 1, sizeof(int));
-	R->nan_tensor = calloc((size_t)R->L + 1, sizeof(int));
-	R->nan_count = calloc((size_t)R->L + 1, sizeof(int64_t));
 	R->counts = calloc(2 * (size_t)R->W, sizeof(size_t));
-	R->jobs = calloc((size_t)R->L + 1, sizeof(*R->jobs));
 	R->outs = calloc((size_t)R->W, sizeof(*R->outs));
-	R->amax = calloc((size_t)(R->L + 1) * 6 * (size_t)c->model.layers, sizeof(float));
 	R->rows = calloc((size_t)R->W, sizeof(*R->rows));
 	R->sj.rows = calloc((size_t)R->W, sizeof(*R->rows));
-	if (!R->ranks || !R->tokens || !R->staged || !R->m1 || !R->m2 || !R->rank_time
-	    || !R->rank_failed || !R->rank_err
-	    || !R->nan_seen || !R->nan_tensor || !R->nan_count || !R->counts || !R->jobs || !R->outs
-	    || !R->amax || !R->rows || !R->sj.rows)
+	if (!R->counts || !R->outs || !R->rows || !R->sj.rows)
 		return lks_err("out of memory");
-	for (int r = 0; r < R->L; r++)
-		R->jobs[r] = (struct lks_rank_job){ .R = R, .i = r };
+	for (int r = 0; r < R->L; r++) {
+		lks_rank *k = &R->ranks[r];
+
+		k->R = R;
+		atomic_init(&k->task_failed, 0);
+		k->host_tok = calloc(2 * (size_t)R->batch * (size_t)c->model.seq + 1, sizeof(int32_t));
+		k->amax = calloc(6 * (size_t)c->model.layers + 1, sizeof(float));
+		if (!k->host_tok || !k->amax)
+			return lks_err("out of memory");
+	}
 	if (lks_runner_contexts(R, o, threads) || lks_runner_devices(R))
 		return -1;
 	for (int r = 0; r < R->L; r++) {
 		/* ranks run as threads, each with a single-threaded GEMM: L threads in all */
 		int rc = lks_rank_init(&R->ranks[r], R->first + r, &R->m, run, R->batch * c->model.seq,
-		                       global * c->model.seq, R->be, R->bectx[r]);
+		                       global * c->model.seq, R->be, R->ranks[r].bectx);
 
 		if (rc == 0)
 			R->ranks[r].tr.off = o->no_trace;
