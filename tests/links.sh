@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # links.sh CPU_LIB BENCH_LIB LIB...: no object of the harness libraries LIB (the rooms
-# without CPU: engine, verify, report, probe) needs a symbol that the CPU kernels' library
+# without CPU: import, engine, verify, report, probe) needs a symbol that the CPU kernels' library
 # defines: they reach a kernel only through the backend, which they get from the registry
 # (lks_backends, the one library that links lks_cpu). The include views stop a direct call
 # at compile time (no kernels/cpu/ header); this stops a hand-written prototype at link

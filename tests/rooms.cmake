@@ -9,10 +9,11 @@
 cmake_minimum_required(VERSION 3.22)
 
 # Each room, a header it holds, and the rooms it may include (besides itself), in the order
-# cli -> bench | probe | report -> verify -> engine -> store -> base.
-set(rooms base store engine verify report probe bench cli)
+# cli -> bench | probe | report -> verify -> engine -> import -> store -> base.
+set(rooms base store import engine verify report probe bench cli)
 set(header_base opt.h)
 set(header_store trace_store.h)
+set(header_import import.h)
 set(header_engine case.h)
 set(header_verify check.h)
 set(header_report report.h)
@@ -21,12 +22,13 @@ set(header_bench bench.h)
 set(header_cli cmd.h)
 set(below_base "")
 set(below_store base)
-set(below_engine store base)
-set(below_verify engine store base)
-set(below_report verify engine store base)
-set(below_probe verify engine store base)
-set(below_bench verify engine store base)
-set(below_cli bench probe report verify engine store base)
+set(below_import store base)
+set(below_engine import store base)
+set(below_verify engine import store base)
+set(below_report verify engine import store base)
+set(below_probe verify engine import store base)
+set(below_bench verify engine import store base)
+set(below_cli bench probe report verify engine import store base)
 # The rooms that see the CPU kernels' headers (kernels/cpu/); every room sees the kernels'
 # interfaces (kernels/backend.h, comm.h, element/, ...), and the others reach a CPU kernel
 # only through the backend.

@@ -1,5 +1,5 @@
 /*
- * test_import.c: lockstep import (harness/store/import.h) on the fixtures in tests/import/,
+ * test_import.c: lockstep import (harness/import/import.h) on the fixtures in tests/import/,
  * written after each format's public documentation and logs: every value stored exactly as
  * written (a double compared with the same literal), NaN as NaN, each metric with its kind;
  * ranks and repeated lines; and hostile logs refused at their file:line with nothing
@@ -15,7 +15,7 @@
 
 #include "store_fixture.h"
 #include "harness/base/file.h"
-#include "harness/store/import.h"
+#include "harness/import/import.h"
 #include "harness/store/import_block.h"
 #include "harness/store/report_query.h"
 #include "kernels/err.h"

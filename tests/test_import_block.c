@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "harness/store/import.h"
+#include "harness/import/import.h"
 #include "harness/store/import_block.h"
 #include "kernels/err.h"
 

@@ -16,7 +16,7 @@
 #include <unistd.h>
 
 #include "titan_twice.h"
-#include "harness/store/import.h"
+#include "harness/import/import.h"
 #include "kernels/err.h"
 
 /* What a parse handed on: its records, the last one's step, rank and loss. */

@@ -16,7 +16,7 @@
 #include "tiny_model.h"
 #include "harness/engine/check_kind.h"
 #include "harness/store/golden.h"
-#include "harness/store/import.h"
+#include "harness/import/import.h"
 #include "harness/verify/check.h"
 #include "kernels/err.h"
 

@@ -14,7 +14,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "harness/store/import.h"
+#include "harness/import/import.h"
 #include "kernels/err.h"
 #include "titan_twice.h"
 

@@ -18,7 +18,7 @@
 
 #include "run_bin.h"
 #include "store_fixture.h"
-#include "harness/store/import.h"
+#include "harness/import/import.h"
 #include "harness/store/run.h"
 #include "kernels/err.h"
 

@@ -20,7 +20,7 @@
 
 #include "harness/bench/bench.h"
 #include "harness/base/opt.h"
-#include "harness/store/import.h"
+#include "harness/import/import.h"
 #include "kernels/err.h"
 
 #define LKS_BENCH_IMPORT_TARGET 0.25  /* of wc -l's lines per second (the target) */

@@ -10,7 +10,7 @@
 
 #include "harness/cli/cmd.h"
 #include "harness/cli/run_arg.h"
-#include "harness/store/import.h"
+#include "harness/import/import.h"
 #include "harness/store/run.h"
 #include "kernels/err.h"
 

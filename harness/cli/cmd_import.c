@@ -1,6 +1,6 @@
 /*
  * cmd_import.c: 'lockstep import': a run of another training framework, read from its
- * logs, stored as one run of a case (harness/store/import.h). One transaction: a bad line
+ * logs, stored as one run of a case (harness/import/import.h). One transaction: a bad line
  * stores nothing.
  */
 #include <pthread.h>
@@ -14,7 +14,7 @@
 
 #include "harness/base/name.h"
 #include "harness/cli/cmd.h"
-#include "harness/store/import.h"
+#include "harness/import/import.h"
 #include "kernels/clock.h"
 #include "kernels/err.h"
 

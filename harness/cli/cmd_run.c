@@ -20,7 +20,7 @@
 #include "harness/report/junit.h"
 #include "harness/store/golden.h"
 #include "harness/store/gpu_health.h"
-#include "harness/store/import.h"
+#include "harness/import/import.h"
 #include "harness/engine/runner.h"
 #include "harness/verify/nightly.h"
 #include "harness/verify/sqnr.h"

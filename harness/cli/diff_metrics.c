@@ -11,7 +11,7 @@
 #include <string.h>
 
 #include "harness/cli/diff_metrics.h"
-#include "harness/store/import.h"
+#include "harness/import/import.h"
 
 /* What one metric name gives over both runs. */
 struct lks_mstat {

@@ -15,7 +15,7 @@
 #include <string.h>
 
 #include "harness/base/name.h"
-#include "harness/store/import.h"
+#include "harness/import/import.h"
 #include "kernels/backend.h"
 #include "kernels/err.h"
 

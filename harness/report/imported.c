@@ -7,7 +7,7 @@
 #include <math.h>
 
 #include "harness/report/report_impl.h"
-#include "harness/store/import.h"
+#include "harness/import/import.h"
 
 struct lks_mvals {
 	long n, nonfinite;

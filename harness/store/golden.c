@@ -20,7 +20,7 @@
 #include "harness/base/atomic_file.h"
 #include "harness/base/file.h"
 #include "harness/base/name.h"
-#include "harness/store/import.h"
+#include "harness/store/import_rec.h"
 #include "kernels/err.h"
 
 static const char lks_golden_magic[] = "# lockstep golden";

@@ -30,7 +30,7 @@
  *
  * An imported run's golden (class "import": golden/import/<case>/<run>.tsv) has the same
  * header, then 'step<TAB>rank<TAB>metric<TAB>value' and a row per value stored, by (step,
- * rank), each metric's kind from the import metric table (import.h), then '# end<TAB>ROWS';
+ * rank), each metric's kind from the import metric table (import_rec.h), then '# end<TAB>ROWS';
  * it is met bit for bit on its numerics, as the log wrote them.
  *
  * Rows are in (step, rank) and (step, rank, seq) order, each present once. Doubles (l2,

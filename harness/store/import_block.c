@@ -16,7 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "harness/store/import.h"
+#include "harness/store/import_rec.h"
 #include "harness/store/import_block.h"
 #include "kernels/err.h"
 
@@ -33,7 +33,7 @@ struct lks_bcol {
 	int last_d;                       /* the decimals the last value took */
 	double *v;                        /* per record (unset where absent) */
 	int64_t *dec;                     /* per record: its decimal as read, or
-	                                     LKS_IMPORT_NO_DEC (import.h) */
+	                                     LKS_IMPORT_NO_DEC (import_rec.h) */
 	unsigned char *has;               /* presence bits, per record */
 	int stamp;                        /* 1 + the record that last took this column */
 };
@@ -402,7 +402,7 @@ static int lks_encode_col(lks_block *b, struct lks_bcol *c)
 			if (!all && !(has[i / 8] >> (i % 8) & 1))
 				continue;
 			/* the decimal as read, where it reads back as the value (as it should:
-			   import.h); else one looked for */
+			   import_rec.h); else one looked for */
 			d = (int)(dec[i] & 15);
 			m = dec[i] >> 4;  /* floor(dec / 16): GCC and Clang shift a signed value
 			                     arithmetically (C leaves it to the compiler) */

@@ -31,7 +31,7 @@
 #define LKS_BLOCK_RECORDS 16384
 /* Names per block: a block that would need more is full. */
 #define LKS_BLOCK_NAMES 256
-/* Ranks 0 .. LKS_BLOCK_MAX_RANK (import.h's LKS_IMPORT_MAX_RANK). */
+/* Ranks 0 .. LKS_BLOCK_MAX_RANK (import_rec.h's LKS_IMPORT_MAX_RANK). */
 #define LKS_BLOCK_MAX_RANK 65535
 
 typedef struct lks_block lks_block;
@@ -50,7 +50,7 @@ void lks_block_steps(const lks_block *b, int *first, int *last);
    again), or -1 (lks_err: a bad name, step or rank). */
 int lks_block_add(lks_block *b, int step, int rank, const lks_metric_row *rows, int n);
 
-/* The same for a record as lockstep import reads it (import.h): its names NUL padded to
+/* The same for a record as lockstep import reads it (import_rec.h): its names NUL padded to
    16 bytes, none twice, each value with the decimal it was read as where there is one
    (then the encoder takes it, once it reads back as the value, instead of looking for
    one). 0, 1 when b is full, or -1 (lks_err). */

@@ -57,7 +57,7 @@ typedef struct lks_stored_run {
 	size_t nstats;            /* held whole: every stat row by (step, rank, seq); */
 	lks_stat_row *stats;      /* else (from a store) 0 and NULL */
 
-	/* an imported run's metrics (import.h; run_metrics.c), held whole: names by index,
+	/* an imported run's metrics (import_rec.h; run_metrics.c), held whole: names by index,
 	   values by (step, rank, index), as written; none for lockstep's own runs */
 	int nm;                   /* metric names */
 	char **mnames;            /* (nm) */
@@ -154,5 +154,11 @@ int lks_stored_run_find(const lks_stored_run *r, const char *name, lks_phase pha
 
 /* Room for n + 1 elements of size in *p (capacity *cap elements, doubled as needed). */
 int lks_room_for(void **p, size_t *cap, size_t n, size_t size);
+
+/* The metric rows of stored run run_id by (step, rank, name) (run_metrics.c): an imported
+   run's metrics table, or a lockstep run's loss, grad_norm and lr per step and rank (its
+   step rows). fn returns 0 to go on; 0, -1 (lks_err), or what fn returned. */
+int lks_run_metrics(lks_store *s, int64_t run_id,
+                    int (*fn)(void *arg, const lks_metric_row *row), void *arg);
 
 #endif

@@ -6,13 +6,14 @@
  * hash (name_index.h: a run may have tens of thousands), at most LKS_IMPORT_MAX_NAMES of
  * them, as many as an import stores. A value is found through an index of where each
  * (step, rank) begins, or by binary search where there is none: a walk asks for one
- * (step, rank, metric) at a time, millions of times for a long log.
+ * (step, rank, metric) at a time, millions of times for a long log. And a stored run's
+ * metric rows, as an export or a followed import's reference reads them (lks_run_metrics).
  */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "harness/store/import.h"
+#include "harness/store/import_rec.h"
 #include "harness/store/run.h"
 #include "kernels/err.h"
 
@@ -211,4 +212,43 @@ const double *lks_stored_run_metric(const lks_stored_run *r, int step, int rank,
 		if (r->mrows[lo].m == m)
 			return &r->mrows[lo].value;
 	return NULL;
+}
+
+/* A lockstep run's step rows as the metrics an import of them stores, by name. */
+static int lks_steprows_metrics(const lks_stored_run *run,
+                                int (*fn)(void *arg, const lks_metric_row *row), void *arg)
+{
+	static const char *const names[] = { "grad_norm", "loss", "lr" };
+
+	for (int i = 0; i < run->nsteprows; i++) {
+		const lks_step_row *s = &run->steprows[i];
+		const double v[] = { s->grad_norm, s->loss, s->lr };
+
+		for (int k = 0; k < 3; k++) {
+			lks_metric_row r = { s->step, s->rank, names[k], LKS_METRIC_NUMERICS, v[k] };
+			int rc = fn(arg, &r);
+
+			if (rc)
+				return rc;
+		}
+	}
+	return 0;
+}
+
+int lks_run_metrics(lks_store *s, int64_t run_id,
+                    int (*fn)(void *arg, const lks_metric_row *row), void *arg)
+{
+	lks_stored_run run;
+	int rc = -1;
+
+	lks_stored_run_init(&run);
+	if (lks_stored_run_load(s, run_id, LKS_LOAD_TRACE, &run))
+		goto out;
+	if (!strcmp(run.recipe, "import"))
+		rc = lks_store_get_metrics(s, run_id, NULL, fn, arg);
+	else
+		rc = lks_steprows_metrics(&run, fn, arg);
+out:
+	lks_stored_run_release(&run);
+	return rc;
 }

@@ -25,7 +25,7 @@
  *            (role, shape, types, scaling, fast accumulation; the algorithm's id, tile,
  *            stages, split-K and reduction scheme, or the fallback and its reason)
  *   metrics  per imported run, step, rank and metric name: the value as written (NaN
- *            NULL), and the metric's kind, numerics or performance (harness/store/import.h)
+ *            NULL), and the metric's kind, numerics or performance (harness/import/import.h)
  *   nightly  per suite: each run against the same case and run of the latest earlier suite
  *            made with the same settings (harness/verify/nightly.h): unchanged, changed
  *            (with the first divergence), new or gone, and the fingerprint keys that differ
@@ -308,7 +308,7 @@ int lks_store_sqnr_put(lks_store *s, int64_t run_a, int64_t run_b, const lks_sqn
 int lks_store_sqnr_get(lks_store *s, int64_t run_a, int64_t run_b,
                        int (*fn)(void *arg, const lks_sqnr_row *row), void *arg);
 
-/* ---- imported runs (lockstep import; harness/store/import.h parses the logs) ---- */
+/* ---- imported runs (lockstep import; harness/import/import.h parses the logs) ---- */
 
 /* Numerics (loss, grad norm, lr, ...) enter verdicts; performance (time, throughput,
    memory) never enters a bitwise one. */

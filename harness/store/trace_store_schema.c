@@ -218,7 +218,7 @@ static const char lks_schema_v6[] =
 	"	PRIMARY KEY (run_id, seq)\n"
 	") WITHOUT ROWID;\n";
 
-/* 7: imported runs (lockstep import, harness/store/import.h): the metrics an import read
+/* 7: imported runs (lockstep import, harness/import/import.h): the metrics an import read
    for a (step, rank), packed in a blob in its steps row (trace_store_metrics.c), so that
    an import writes one row per log line: per metric, by name, a kind byte (0 numerics,
    1 performance), the name and a NUL, then the value as 8 bytes (IEEE 754 binary64,

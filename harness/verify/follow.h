@@ -7,7 +7,7 @@
 #ifndef LKS_HARNESS_VERIFY_FOLLOW_H
 #define LKS_HARNESS_VERIFY_FOLLOW_H
 
-#include "harness/store/import.h"
+#include "harness/import/import.h"
 
 typedef struct lks_follow_ref lks_follow_ref;
 

@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "harness/store/import.h"
+#include "harness/import/import.h"
 #include "kernels/err.h"
 
 /* ---- ULP distance ---- */

@@ -23,7 +23,7 @@
 #include "harness/cli/cmd.h"
 #include "harness/probe/combo.h"
 #include "harness/store/golden.h"
-#include "harness/store/import.h"
+#include "harness/import/import.h"
 #include "kernels/err.h"
 #include "../titan_twice.h"
 
@@ -124,7 +124,7 @@ static const struct lks_fuzz_target {
 	{ "combo", "combos.ini", lks_fuzz_combo },    /* harness/probe/combo.c */
 	{ "golden", "run.tsv", lks_fuzz_golden },     /* harness/store/golden.c */
 	{ "tolerances", "tolerances.ini", lks_fuzz_tolerances },  /* harness/store/golden_class.c */
-	{ "torchtitan", "train.log", lks_fuzz_torchtitan },        /* harness/store/import_log.c */
+	{ "torchtitan", "train.log", lks_fuzz_torchtitan },        /* harness/import/import_log.c */
 	{ "megatron-log", "train.log", lks_fuzz_megatron_log },
 	{ "megatron-golden", "golden.json", lks_fuzz_megatron_golden },  /* import_json.c */
 	{ "jsonl", "metrics.jsonl", lks_fuzz_jsonl },

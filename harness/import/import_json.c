@@ -22,7 +22,7 @@
 #include <sys/stat.h>
 
 #include "harness/base/file.h"
-#include "harness/store/import.h"
+#include "harness/import/import.h"
 #include "kernels/err.h"
 
 /* A JSON value as a metric: a number, or a string that spells NaN or an infinity ("nan",

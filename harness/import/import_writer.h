@@ -6,8 +6,8 @@
  * one: another thread storing blocks of the same import holds it too), and the caller
  * uses the store only after lks_import_writer_drain.
  */
-#ifndef LKS_HARNESS_STORE_IMPORT_WRITER_H
-#define LKS_HARNESS_STORE_IMPORT_WRITER_H
+#ifndef LKS_HARNESS_IMPORT_IMPORT_WRITER_H
+#define LKS_HARNESS_IMPORT_IMPORT_WRITER_H
 
 #include <pthread.h>
 #include <stdint.h>

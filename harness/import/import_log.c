@@ -22,7 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "harness/store/import.h"
+#include "harness/import/import.h"
 #include "kernels/err.h"
 
 /* Past the escape sequences at r (the line NUL ended, no NUL inside): ESC '[',

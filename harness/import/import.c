@@ -30,9 +30,9 @@
 #include <unistd.h>
 
 #include "harness/base/name.h"
-#include "harness/store/import.h"
+#include "harness/import/import.h"
 #include "harness/store/import_block.h"
-#include "harness/store/import_writer.h"
+#include "harness/import/import_writer.h"
 #include "harness/store/name_index.h"
 #include "harness/store/run.h"
 #include "kernels/clock.h"

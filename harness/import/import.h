@@ -8,7 +8,7 @@
  * any bad line stores nothing.
  *
  * Metrics have canonical names and a kind, numerics or performance, from one table
- * (import_metric.c), with each format's label for them; a name no row knows is stored as
+ * (the store's, import_rec.h), with each format's labels for them (import_label.c); a name no row knows is stored as
  * the log wrote it (letters, digits and '_' kept, anything else '_'), as performance where
  * its words say time, speed, memory or power ("step_time_ms", "tokens/s"), else numerics.
  *
@@ -16,30 +16,19 @@
  * goes through in constant memory. A megatron-golden file is one JSON document
  * and is read whole (it holds one value per metric and step, not a log).
  */
-#ifndef LKS_HARNESS_IMPORT_H
-#define LKS_HARNESS_IMPORT_H
+#ifndef LKS_HARNESS_IMPORT_IMPORT_H
+#define LKS_HARNESS_IMPORT_IMPORT_H
 
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
+#include "harness/store/import_rec.h"
 #include "harness/store/trace_store.h"
 
 /* A line longer than this is bad input: no framework writes one, and a bound keeps the
    memory constant. */
 #define LKS_IMPORT_LINE_MAX 65536
-/* Metrics on one line, and the longest name stored. */
-#define LKS_IMPORT_MAX_METRICS LKS_METRICS_MAX
-#define LKS_IMPORT_NAME_MAX LKS_METRIC_NAME_MAX
-/* Ranks 0 .. LKS_IMPORT_MAX_RANK: more than any job writes into one log. A log that
-   names a bigger one is bad input at its line, in every format. */
-#define LKS_IMPORT_MAX_RANK 65535
-/* Steps 0 .. LKS_IMPORT_MAX_STEP: a step is an int wherever lockstep keeps one. */
-#define LKS_IMPORT_MAX_STEP 2147483647
-/* Metric names in one run: what reads a run back holds a name's index in 16 bits (run.h,
-   struct lks_mrow), so an import that would store more is bad input at the line whose
-   name is one too many. */
-#define LKS_IMPORT_MAX_NAMES 65536
 /* A parser's or the driver's return for bad input (the message names file:line): exit 2. */
 #define LKS_IMPORT_BAD LKS_E_BAD_INPUT  /* status.h; the import room folds it in */
 
@@ -51,22 +40,12 @@ typedef enum lks_import_fmt {
 	LKS_IMPORT_NFMT
 } lks_import_fmt;
 
-/* One row of the metric table: the canonical name, its kind, its unit in words, and its
-   label in each format (NULL: that format does not write it). */
-typedef struct lks_import_metric {
-	const char *name;
-	lks_metric_kind kind;
-	const char *unit;
-	const char *label[LKS_IMPORT_NFMT];
-	const char *what;
-} lks_import_metric;
-
-/* The row of canonical name, or NULL; the i-th row, NULL past the end. */
-const lks_import_metric *lks_import_metric_find(const char *name);
-const lks_import_metric *lks_import_metric_at(int i);
-/* The row whose label in fmt is label (len bytes), or NULL. */
+/* The row whose label in fmt is label (len bytes), or NULL: the format's own labels
+   (import_label.c), then the other spellings of forks and versions. */
 const lks_import_metric *lks_import_metric_label(lks_import_fmt fmt, const char *label,
                                                  size_t len);
+/* The label fmt writes for canonical name, or NULL when it has none (an export's). */
+const char *lks_import_label_of(lks_import_fmt fmt, const char *name);
 /* Whether label (len bytes) in fmt is a performance metric of the table. Such a metric
    may be "not measured" at a step, and then no value of it is stored there: torchtitan
    prints "mfu: N/A" where FP8 or MX quantization would make MFU misleading, and a jsonl
@@ -75,33 +54,6 @@ int lks_import_label_performance(lks_import_fmt fmt, const char *label, size_t l
 /* The words (NULL ended) that make a name the table lacks performance, as one word of its
    label in any case; so does a rate "/s". */
 extern const char *const lks_import_perf_words[];
-
-/* What a parser found at one (step, rank). */
-typedef struct lks_import_rec {
-	long line;                /* where it was read (0: not of a line, megatron-golden) */
-	int step, rank;           /* rank 0 where the log names none */
-	int ranked;               /* the line named its rank ("[rankN]:", jsonl's "rank"); else
-	                             whichever rank printed it stands as rank 0 */
-	int n;
-	struct lks_import_mval {
-		char name[LKS_IMPORT_NAME_MAX];  /* a name of fewer than 16 bytes is NUL padded
-		                                    to 16: its first 16 bytes are it, whole */
-		int nlen;                 /* strlen(name) */
-		lks_metric_kind kind;
-		double value;
-		int64_t dec;              /* the decimal the value was read as: see
-		                             LKS_IMPORT_NO_DEC */
-	} m[LKS_IMPORT_MAX_METRICS];
-	/* Where a reader knows that its metrics' names and kinds are those of others, in the
-	   same order: records of one layout (not 0) are alike so; 0: not known. */
-	uint64_t layout;
-} lks_import_rec;
-
-/* A value's decimal as the log wrote it, where the block layout (import_block.h) takes it
-   as it is: (m << 4) | d, the value being m / 10^d exactly (m below 2^53 in magnitude, d
-   0 to 14, each one rounding of one division, as the layout reads it back), so a block
-   need not look for one; LKS_IMPORT_NO_DEC where the reader has none. */
-#define LKS_IMPORT_NO_DEC ((int64_t)15)
 
 /* A label a format's lines gave at one place of their records, and the metric it stands
    for: what lks_import_rec_add remembers, per format and place, of the lines before. */
@@ -234,16 +186,13 @@ size_t lks_import_number_prefix(const char *s, size_t n, int commas, double *out
    else LKS_IMPORT_NO_DEC. */
 size_t lks_import_decimal_prefix(const char *s, size_t n, int commas, double *out,
                                  int64_t *dec);
-/* Exact powers of ten as doubles, 10^0 to 10^22: 10^22 is the last one a double holds
-   exactly. */
-extern const double lks_import_pow10[23];
 /* lks_import_decimal_prefix of the NUL-ended s, where the number has no exponent (a
    line's values are read in place, up to the NUL after the line: no length checked a
    digit); 0 where it has one, or is none, or not one the fast path reads. In
    import_log.c, whose readers have it inlined. */
 size_t lks_import_decimal_z(const char *s, int commas, double *out, int64_t *dec);
 
-/* Lines of a file read a block at a time (import_metric.c). With a file descriptor under
+/* Lines of a file read a block at a time (import_reader.c). With a file descriptor under
    f (a file, a pipe; nothing read through f before) each read() takes what is there, up to
    a block: a pipe's line reaches the parser as soon as it is written. A stream without one
    (fileno -1: lockstep import --follow's, whose reads wait for the file to grow; fmemopen)
@@ -365,12 +314,6 @@ int lks_import_follow(lks_store *store, const lks_import_opts *o, const char *pa
                       lks_import_result *res);
 
 /* ---- lockstep export (export.c) ---- */
-
-/* The metric rows of stored run run_id by (step, rank, name): an imported run's metrics
-   table, or a lockstep run's loss, grad_norm and lr per step and rank (its step rows). fn
-   returns 0 to go on; 0, -1 (lks_err), or what fn returned. */
-int lks_run_metrics(lks_store *s, int64_t run_id,
-                    int (*fn)(void *arg, const lks_metric_row *row), void *arg);
 
 /* Writes stored run run_id to out in fmt (LKS_IMPORT_JSONL or LKS_IMPORT_MEGATRON_GOLDEN):
    an imported run's metrics, or a lockstep run's loss, grad_norm and lr per step and rank;

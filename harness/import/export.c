@@ -8,7 +8,7 @@
  * digits (its default precision), which strtod turns back into the bits written; NaN and
  * the infinities, which JSON has no numbers for, are the strings "nan", "inf" and "-inf"
  * that the importers take. So import(export(run)) stores the values of run, bit for bit.
- * Names are each format's label for the metric (import_metric.c), or the stored name where
+ * Names are each format's label for the metric (import_label.c), or the stored name where
  * the format has none; a performance metric Megatron's golden format has no label for
  * (tps, mfu, memory, a log's iteration_time in ms: a golden file's iteration-time is
  * seconds) is left out of a golden file, since read back it would be numerics.
@@ -19,7 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "harness/store/import.h"
+#include "harness/import/import.h"
 #include "harness/store/name_index.h"
 #include "harness/store/run.h"
 #include "kernels/err.h"
@@ -140,11 +140,12 @@ static int lks_export_row(void *arg, const lks_metric_row *r)
 {
 	struct lks_export *x = arg;
 	const lks_import_metric *m = lks_import_metric_find(r->name);
-	const char *label = m && m->label[x->fmt] ? m->label[x->fmt] : r->name;
+	const char *own = m ? lks_import_label_of(x->fmt, r->name) : NULL;
+	const char *label = own ? own : r->name;
 
 	if (x->fmt == LKS_IMPORT_JSONL)
 		return lks_export_jsonl(x, r, label);
-	if (m && !m->label[x->fmt] && r->kind == LKS_METRIC_PERFORMANCE)
+	if (m && !own && r->kind == LKS_METRIC_PERFORMANCE)
 		return 0;
 	return lks_export_golden(x, r, label);
 }
@@ -207,45 +208,6 @@ static int lks_export_golden_write(struct lks_export *x)
 		rc = lks_err("cannot write the export: %s", strerror(errno));
 	x->written = x->nseries;
 	json_decref(doc);
-	return rc;
-}
-
-/* A lockstep run's step rows as the metrics an import of them stores, by name. */
-static int lks_steprows_metrics(const lks_stored_run *run,
-                                int (*fn)(void *arg, const lks_metric_row *row), void *arg)
-{
-	static const char *const names[] = { "grad_norm", "loss", "lr" };
-
-	for (int i = 0; i < run->nsteprows; i++) {
-		const lks_step_row *s = &run->steprows[i];
-		const double v[] = { s->grad_norm, s->loss, s->lr };
-
-		for (int k = 0; k < 3; k++) {
-			lks_metric_row r = { s->step, s->rank, names[k], LKS_METRIC_NUMERICS, v[k] };
-			int rc = fn(arg, &r);
-
-			if (rc)
-				return rc;
-		}
-	}
-	return 0;
-}
-
-int lks_run_metrics(lks_store *s, int64_t run_id,
-                    int (*fn)(void *arg, const lks_metric_row *row), void *arg)
-{
-	lks_stored_run run;
-	int rc = -1;
-
-	lks_stored_run_init(&run);
-	if (lks_stored_run_load(s, run_id, LKS_LOAD_TRACE, &run))
-		goto out;
-	if (!strcmp(run.recipe, "import"))
-		rc = lks_store_get_metrics(s, run_id, NULL, fn, arg);
-	else
-		rc = lks_steprows_metrics(&run, fn, arg);
-out:
-	lks_stored_run_release(&run);
 	return rc;
 }
 

@@ -9,7 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "harness/store/import_writer.h"
+#include "harness/import/import_writer.h"
 #include "kernels/err.h"
 
 struct lks_import_writer {
