@@ -26,7 +26,7 @@
 #include "kernels/devcomm.h"
 #include "kernels/err.h"
 
-#define LKS_BACKEND_VERSION 7
+#define LKS_BACKEND_VERSION 8
 
 typedef struct lks_backend lks_backend;
 
@@ -157,6 +157,15 @@ struct lks_backend {
 	   process), and the caller stages through the host; missing: declined everywhere. */
 	int (*comm)(const lks_backend *be, void *ctx, lks_comm *host, const lks_devcomm_opts *o,
 	            lks_comm **out);
+
+	/* -- version 8 -- */
+	/* A wrapper's window on the trace (a planted fault, a recorder; no backend has one):
+	   the tracer names each float tensor it is about to measure, x (n floats) as the model
+	   goes on with it, in execution order; phase: the trace's (lks_phase). A wrapper may
+	   change x (a planted bitflip or NaN), and the model then goes on with what is
+	   measured. Missing: nothing is done. */
+	int (*traced)(const lks_backend *be, void *ctx, float *x, size_t n, const char *name,
+	              int phase);
 };
 
 /* The registry (backend.c, the one library that links the backends' kernels): the backend
@@ -306,6 +315,9 @@ static inline int lks_be_comm(const lks_backend *be, void *ctx, lks_comm *host,
 	*out = NULL;
 	return LKS_BE_HAS(be, comm) ? be->comm(be, ctx, host, o, out) : 0;
 }
+static inline int lks_be_traced(const lks_backend *be, void *ctx, float *x, size_t n,
+                                const char *name, int phase)
+{ return LKS_BE_HAS(be, traced) ? be->traced(be, ctx, x, n, name, phase) : 0; }
 static inline int lks_be_host_memory(const lks_backend *be)
 { return LKS_BE_HAS(be, host_memory) && be->host_memory(be); }
 static inline int lks_be_nonfinite(const lks_backend *be, void *ctx, const float *x, size_t n,

@@ -151,8 +151,9 @@ typedef enum lks_axis {
 	LKS_AXIS_COL = 2,     /* a scale per column, amax over the rows */
 } lks_axis;
 
-/* A planted fault (harness/engine/fault.h, scale_round_up): power-of-two scales rounded up, so
-   amax x scale can pass fp8_max and saturate. Never used by a recipe. */
+/* A planted fault (harness/engine/fault.h, scale_round_up, through a wrapper of the
+   backend): power-of-two scales rounded up, so amax x scale can pass fp8_max and saturate.
+   Never used by a recipe. */
 #define LKS_POW2_UP 2
 
 typedef struct lks_quant {
@@ -171,6 +172,9 @@ typedef struct lks_quant {
 	float *amax;          /* as scale; may be NULL */
 	uint64_t underflow;
 	uint64_t saturated;
+	/* in, for a wrapper of the backend (kernels ignore it): which operand of its GEMM this
+	   is, as the recipe names them (0 x, 1 W, 2 dy) */
+	int operand;
 } lks_quant;
 
 /* The number of scales an axis needs: 1, rows or cols. */

@@ -37,8 +37,8 @@ Test(backend, cpu_has_every_method)
 	/* every slot from open to the end is a method pointer; none is NULL but mem_peak (the
 	   CPU's memory is the host's, which a run does not measure: steps.mem_peak is NULL),
 	   measure_begin/end (a kept tensor is measured in the background, the others at once),
-	   gemm_plans (it has no GEMM library, so no plans) and comm (the host communicators
-	   sum in place) */
+	   gemm_plans (it has no GEMM library, so no plans), comm (the host communicators
+	   sum in place) and traced (a wrapper's window on the trace) */
 	for (size_t off = first; off + sizeof(void (*)(void)) <= sizeof(lks_backend);
 	     off += sizeof(void (*)(void))) {
 		void (*fn)(void);
@@ -53,6 +53,8 @@ Test(backend, cpu_has_every_method)
 			cr_expect_null(fn, "the cpu backend has no GEMM plans");
 		else if (off == offsetof(lks_backend, comm))
 			cr_expect_null(fn, "the cpu backend offers no device communicator");
+		else if (off == offsetof(lks_backend, traced))
+			cr_expect_null(fn, "the cpu backend has no window on the trace: wrappers do");
 		else
 			cr_expect_not_null(fn, "the method at byte %zu of lks_backend is missing", off);
 	}

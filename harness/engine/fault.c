@@ -1,4 +1,5 @@
-/* fault.c: planted faults (see fault.h). */
+/* fault.c: planted faults (see fault.h): the table of kinds, their specs and the runs
+   they fit. */
 #include "harness/engine/fault.h"
 
 #include <errno.h>
@@ -9,34 +10,83 @@
 
 #include "harness/engine/case.h"
 #include "harness/engine/model.h"
+#include "harness/engine/fault_impl.h"
 #include "harness/engine/recipe.h"
 #include "kernels/err.h"
-
-static const char *const lks_fault_names[LKS_FAULT_COUNT] = {
-	[LKS_FAULT_NONE] = "none",
-	[LKS_FAULT_BITFLIP] = "bitflip",
-	[LKS_FAULT_NAN] = "nan",
-	[LKS_FAULT_STALE_BWD_SCALE] = "stale_bwd_scale",
-	[LKS_FAULT_SKIP_ALLREDUCE] = "skip_allreduce",
-	[LKS_FAULT_SCALE_ROUND_UP] = "scale_round_up",
-};
 
 /* The keys each kind requires and accepts, one bit per key of lks_fault_keys. */
 enum { K_STEP = 1, K_RANK = 2, K_TENSOR = 4, K_ELEMENT = 8, K_BIT = 16, K_RUN = 32 };
 
 static const char *const lks_fault_keys[] = { "step", "rank", "tensor", "element", "bit", "run" };
 
-static const struct { unsigned need, allow; } lks_fault_keyset[LKS_FAULT_COUNT] = {
-	[LKS_FAULT_BITFLIP] = { K_STEP | K_RANK | K_TENSOR | K_ELEMENT | K_BIT, 0 },
-	[LKS_FAULT_NAN] = { K_STEP | K_RANK | K_TENSOR, K_ELEMENT },
-	[LKS_FAULT_STALE_BWD_SCALE] = { 0, 0 },
-	[LKS_FAULT_SKIP_ALLREDUCE] = { K_STEP | K_RANK, 0 },
-	[LKS_FAULT_SCALE_ROUND_UP] = { 0, K_STEP | K_RANK },
+static int lks_fault_fits_stale(const lks_fault *f, int recipe, int checkpoint, int world_size)
+{
+	char fit[256];  /* the recipes it fits: from the recipe table */
+
+	(void)world_size;
+	if (lks_recipe_delayed_dy(recipe) && checkpoint)
+		return 0;
+	return lks_err("inject: %s needs a recipe with delayed scaling of dy (%s) and "
+	               "checkpoint = blocks (the scales it leaves stale exist only there)",
+	               lks_fault_kind_name(f->kind),
+	               lks_recipe_names(lks_recipe_delayed_dy, fit, sizeof(fit)));
+}
+
+static int lks_fault_fits_ranks(const lks_fault *f, int recipe, int checkpoint, int world_size)
+{
+	(void)recipe;
+	(void)checkpoint;
+	if (world_size >= 2)
+		return 0;
+	return lks_err("inject: %s needs world_size >= 2 (one rank has no all-reduce to skip)",
+	               lks_fault_kind_name(f->kind));
+}
+
+static int lks_fault_fits_pow2(const lks_fault *f, int recipe, int checkpoint, int world_size)
+{
+	char fit[256];
+
+	(void)checkpoint;
+	(void)world_size;
+	if (lks_recipe_pow2(recipe))
+		return 0;
+	return lks_err("inject: %s needs a recipe with power-of-two scales (%s)",
+	               lks_fault_kind_name(f->kind), lks_recipe_names(lks_recipe_pow2, fit, sizeof(fit)));
+}
+
+/* The kinds, one row each (fault_impl.h): a new kind is a row here and its action. */
+const lks_fault_row lks_fault_rows[LKS_FAULT_COUNT] = {
+	[LKS_FAULT_NONE] = { .name = "none" },
+	[LKS_FAULT_BITFLIP] = { "bitflip", K_STEP | K_RANK | K_TENSOR | K_ELEMENT | K_BIT, 0,
+	                        .tensor = 1, .traced = lks_fault_strike_traced },
+	[LKS_FAULT_NAN] = { "nan", K_STEP | K_RANK | K_TENSOR, K_ELEMENT, .tensor = 1,
+	                    .traced = lks_fault_strike_traced },
+	[LKS_FAULT_STALE_BWD_SCALE] = { "stale_bwd_scale", 0, 0, .from_step = 1,
+	                                .fits = lks_fault_fits_stale,
+	                                .quantize = lks_fault_stale_scale },
+	[LKS_FAULT_SKIP_ALLREDUCE] = { "skip_allreduce", K_STEP | K_RANK, 0,
+	                               .fits = lks_fault_fits_ranks, .comm = lks_fault_comm,
+	                               .host_comm = 1, .grad_copies = 1 },
+	[LKS_FAULT_SCALE_ROUND_UP] = { "scale_round_up", 0, K_STEP | K_RANK, .from_step = 1,
+	                               .fits = lks_fault_fits_pow2,
+	                               .quantize = lks_fault_round_up },
 };
 
 const char *lks_fault_kind_name(lks_fault_kind k)
 {
-	return k >= 0 && k < LKS_FAULT_COUNT ? lks_fault_names[k] : "?";
+	return k >= 0 && k < LKS_FAULT_COUNT ? lks_fault_rows[k].name : "?";
+}
+
+/* "bitflip, nan, ..." (or "a, b or c" with last "or"): the kinds' names from the table */
+static const char *lks_fault_kinds(char *buf, size_t size, const char *last)
+{
+	size_t n = 0;
+
+	buf[0] = 0;
+	for (int k = 1; k < LKS_FAULT_COUNT && n < size; k++)
+		n += (size_t)snprintf(buf + n, size - n, "%s%s", k == 1 ? ""
+		                      : k + 1 == LKS_FAULT_COUNT ? last : ", ", lks_fault_rows[k].name);
+	return buf;
 }
 
 static int lks_fault_int(const char *key, const char *val, long long hi, long long *out)
@@ -95,7 +145,7 @@ static int lks_fault_key(lks_fault *f, char *tok, int allow_run, unsigned *seen)
 
 int lks_fault_parse(const char *spec, int allow_run, lks_fault *out)
 {
-	char buf[512], *save = NULL, *tok;
+	char buf[512], kinds[256], *save = NULL, *tok;
 	unsigned seen = 0, need, allow;
 	lks_fault f = { .step = -1, .rank = -1 };
 	int k;
@@ -104,24 +154,24 @@ int lks_fault_parse(const char *spec, int allow_run, lks_fault *out)
 		return lks_err("inject: longer than %zu characters", sizeof(buf) - 1);
 	strcpy(buf, spec);
 	if (!(tok = strtok_r(buf, " \t", &save)))
-		return lks_err("inject: empty (want bitflip, nan, stale_bwd_scale, skip_allreduce "
-		               "or scale_round_up, then key=value ...)");
-	for (k = 1; k < LKS_FAULT_COUNT && strcmp(tok, lks_fault_names[k]); k++)
+		return lks_err("inject: empty (want %s, then key=value ...)",
+		               lks_fault_kinds(kinds, sizeof(kinds), " or "));
+	for (k = 1; k < LKS_FAULT_COUNT && strcmp(tok, lks_fault_rows[k].name); k++)
 		;
 	if (k == LKS_FAULT_COUNT)
-		return lks_err("inject: unknown fault '%s' (bitflip, nan, stale_bwd_scale, "
-		               "skip_allreduce, scale_round_up)", tok);
+		return lks_err("inject: unknown fault '%s' (%s)", tok,
+		               lks_fault_kinds(kinds, sizeof(kinds), ", "));
 	f.kind = (lks_fault_kind)k;
 	while ((tok = strtok_r(NULL, " \t", &save)))
 		if (lks_fault_key(&f, tok, allow_run, &seen))
 			return -1;
-	need = lks_fault_keyset[k].need;
-	allow = need | lks_fault_keyset[k].allow | K_RUN;
+	need = lks_fault_rows[k].need;
+	allow = need | lks_fault_rows[k].allow | K_RUN;
 	for (int i = 0; i < 6; i++) {
 		if ((need & (1u << i)) && !(seen & (1u << i)))
-			return lks_err("inject: %s needs %s=", lks_fault_names[k], lks_fault_keys[i]);
+			return lks_err("inject: %s needs %s=", lks_fault_rows[k].name, lks_fault_keys[i]);
 		if ((seen & (1u << i)) && !(allow & (1u << i)))
-			return lks_err("inject: %s takes no %s=", lks_fault_names[k], lks_fault_keys[i]);
+			return lks_err("inject: %s takes no %s=", lks_fault_rows[k].name, lks_fault_keys[i]);
 	}
 	*out = f;
 	return 0;
@@ -142,9 +192,9 @@ void lks_fault_format(const lks_fault *f, char *buf, size_t size)
 		LKS_APPEND(" rank=%d", f->rank);
 	if (f->tensor[0])
 		LKS_APPEND(" tensor=%s", f->tensor);
-	if (f->kind == LKS_FAULT_BITFLIP || f->element)
+	if ((lks_fault_rows[f->kind].need & K_ELEMENT) || f->element)
 		LKS_APPEND(" element=%lld", (long long)f->element);
-	if (f->kind == LKS_FAULT_BITFLIP)
+	if (lks_fault_rows[f->kind].need & K_BIT)
 		LKS_APPEND(" bit=%d", f->bit);
 	if (f->run[0])
 		LKS_APPEND(" run=%s", f->run);
@@ -153,8 +203,7 @@ void lks_fault_format(const lks_fault *f, char *buf, size_t size)
 
 int lks_fault_fits(const lks_fault *f, int recipe, int checkpoint, int world_size, int steps)
 {
-	const char *name = lks_fault_kind_name(f->kind);
-	char fit[256];  /* the recipes it fits: from the recipe table */
+	const lks_fault_row *row = &lks_fault_rows[f->kind];
 
 	if (f->kind == LKS_FAULT_NONE)
 		return 0;
@@ -162,17 +211,7 @@ int lks_fault_fits(const lks_fault *f, int recipe, int checkpoint, int world_siz
 		return lks_err("inject: step %d is past the run's %d steps", f->step, steps);
 	if (f->rank >= world_size)
 		return lks_err("inject: rank %d is past the run's %d ranks", f->rank, world_size);
-	if (f->kind == LKS_FAULT_STALE_BWD_SCALE && (!lks_recipe_delayed_dy(recipe) || !checkpoint))
-		return lks_err("inject: %s needs a recipe with delayed scaling of dy (%s) and "
-		               "checkpoint = blocks (the scales it leaves stale exist only there)", name,
-		               lks_recipe_names(lks_recipe_delayed_dy, fit, sizeof(fit)));
-	if (f->kind == LKS_FAULT_SKIP_ALLREDUCE && world_size < 2)
-		return lks_err("inject: %s needs world_size >= 2 (one rank has no all-reduce to "
-		               "skip)", name);
-	if (f->kind == LKS_FAULT_SCALE_ROUND_UP && !lks_recipe_pow2(recipe))
-		return lks_err("inject: %s needs a recipe with power-of-two scales (%s)", name,
-		               lks_recipe_names(lks_recipe_pow2, fit, sizeof(fit)));
-	return 0;
+	return row->fits ? row->fits(f, recipe, checkpoint, world_size) : 0;
 }
 
 int lks_fault_fits_model(const lks_fault *f, const lks_model_cfg *m, long long tokens)
@@ -181,7 +220,7 @@ int lks_fault_fits_model(const lks_fault *f, const lks_model_cfg *m, long long t
 	size_t n = 0;
 	int kind;
 
-	if (f->kind != LKS_FAULT_BITFLIP && f->kind != LKS_FAULT_NAN)
+	if (!lks_fault_rows[f->kind].tensor)
 		return 0;
 	if ((kind = lks_model_tensor(m, tokens, f->tensor, &n)) < 0)
 		return -1;
@@ -210,7 +249,7 @@ int lks_fault_here(const lks_fault *f, lks_fault_kind kind, int step, int rank)
 {
 	if (f->kind != kind)
 		return 0;
-	if (kind == LKS_FAULT_SCALE_ROUND_UP)  /* from step on, on every rank or one */
+	if (lks_fault_rows[kind].from_step)  /* from step on, on every rank or one */
 		return step >= f->step && (f->rank < 0 || rank == f->rank);
 	return step == f->step && rank == f->rank;
 }
@@ -218,8 +257,7 @@ int lks_fault_here(const lks_fault *f, lks_fault_kind kind, int step, int rank)
 int lks_fault_aim(const lks_fault *f, int step, int rank, const char *name, size_t n,
                   size_t *at)
 {
-	if ((f->kind != LKS_FAULT_BITFLIP && f->kind != LKS_FAULT_NAN)
-	    || !lks_fault_here(f, f->kind, step, rank) || strcmp(name, f->tensor))
+	if (!lks_fault_rows[f->kind].tensor || !lks_fault_here(f, f->kind, step, rank) || strcmp(name, f->tensor))
 		return 0;
 	if (f->element < 0 || (uint64_t)f->element >= n)
 		return lks_err("inject: element %lld is past tensor %s's %zu elements",
@@ -239,6 +277,16 @@ void lks_fault_strike(const lks_fault *f, float *v)
 	memcpy(&bits, v, sizeof(bits));
 	bits ^= 1u << f->bit;
 	memcpy(v, &bits, sizeof(bits));
+}
+
+int lks_fault_host_comm(const lks_fault *f)
+{
+	return lks_fault_rows[f->kind].host_comm;
+}
+
+double lks_fault_bytes(const lks_fault *f, size_t nparams)
+{
+	return (double)lks_fault_rows[f->kind].grad_copies * (double)nparams * sizeof(float);
 }
 
 int lks_fault_tensor(const lks_fault *f, int step, int rank, const char *name, float *x,

@@ -19,6 +19,13 @@
  * bisect combo can plant one. Tensors are named as in the trace (lockstep list shows a
  * case; the run's tensors table has them all); bitflip and nan act where the tensor is
  * traced, before the model goes on with it, and in the forward, not the recompute.
+ *
+ * A fault is planted at the seams, never in the model, the tracer or the runner: a
+ * backend around the run's (fault_backend.c: bitflip, nan, scale_round_up,
+ * stale_bwd_scale) and a communicator around the struck rank's end (fault_comm.c:
+ * skip_allreduce), each rank's own (lks_fault_plant_rank). A kind is one row of the table
+ * in fault.c (its name, keys, the runs it fits, the seam it wraps) and what its wrapper
+ * does.
  */
 #ifndef LKS_HARNESS_FAULT_H
 #define LKS_HARNESS_FAULT_H
@@ -81,7 +88,8 @@ int lks_fault_aim(const lks_fault *f, int step, int rank, const char *name, size
                   size_t *at);
 void lks_fault_strike(const lks_fault *f, float *v);
 
-/* Whether the fault acts on this step and rank (skip_allreduce, scale_round_up). */
+/* Whether the fault acts on this step and rank (its kind's rule: skip_allreduce at one
+   step, scale_round_up from its step on). */
 int lks_fault_here(const lks_fault *f, lks_fault_kind kind, int step, int rank);
 
 /* skip_allreduce (fault_comm.c): *out wraps inner, the end of the rank it strikes, so that
@@ -89,5 +97,28 @@ int lks_fault_here(const lks_fault *f, lks_fault_kind kind, int step, int rank);
    gives the others the sum as usual and leaves this rank its own x. Closing *out closes
    inner. */
 int lks_fault_comm(const lks_fault *f, const int *step, lks_comm *inner, lks_comm **out);
+
+/* ---- a fault planted in a rank's seams ---- */
+
+struct lks_backend;
+typedef struct lks_fault_plant lks_fault_plant;
+
+/* Plants f in the seams of rank (of the run): *be, the run's backend, becomes a wrapper
+   around it, and *comm, the rank's end of the communicator, a wrapper around it (which
+   closing *comm closes), where f's kind acts there and on this rank; step: the run's step
+   under way. *out (NULL where nothing was planted) is released by lks_fault_unplant, after
+   the rank's last use of *be. */
+int lks_fault_plant_rank(const lks_fault *f, int rank, const int *step,
+                    const struct lks_backend **be, lks_comm **comm, lks_fault_plant **out);
+/* A bitflip or nan whose rank traced its step without meeting its tensor: -1 (lks_err)
+   naming the tensor; else 0. */
+int lks_fault_plant_check(const lks_fault_plant *p);
+void lks_fault_unplant(lks_fault_plant *p);
+
+/* Whether f's wrapper of a communicator works on host memory: every rank of the run then
+   keeps the host's ends (no device communicator). */
+int lks_fault_host_comm(const lks_fault *f);
+/* The bytes f's wrappers take in a run with nparams parameters, at most. */
+double lks_fault_bytes(const lks_fault *f, size_t nparams);
 
 #endif

@@ -124,10 +124,12 @@ static void *lks_arena_take(lks_rank *r, int step, size_t *used, size_t bytes)
 	return *used <= (step ? r->qarena_size : r->arena_size) ? p : NULL;
 }
 
-/* The operand (rows', K) from src (rows, cols) float: src itself or its transpose. */
+/* The operand (rows', K) from src (rows, cols) float: src itself or its transpose;
+   src_kind: which operand it is (x, W or dy). */
 static int lks_prep_operand(lks_rank *r, const lks_operand_rule *rule, const float *src,
-                            int rows, int cols, int transposed, lks_amax_slot *slot, int record,
-                            size_t *used, lks_operand *op, lks_phase ph, const char *tname)
+                            lks_src src_kind, int rows, int cols, int transposed,
+                            lks_amax_slot *slot, int record, size_t *used, lks_operand *op,
+                            lks_phase ph, const char *tname)
 {
 	int orows = transposed ? cols : rows, ocols = transposed ? rows : cols;
 	size_t n = (size_t)rows * (size_t)cols;
@@ -170,10 +172,8 @@ static int lks_prep_operand(lks_rank *r, const lks_operand_rule *rule, const flo
 		.fmt = rule->dtype == LKS_E4M3 ? LKS_FP8_E4M3 : LKS_FP8_E5M2,
 		.axis = rule->scaling != LKS_SCALE_AXIS ? LKS_AXIS_TENSOR
 		      : transposed ? LKS_AXIS_COL : LKS_AXIS_ROW,
-		.pow2 = rule->pow2 && lks_fault_here(r->fault, LKS_FAULT_SCALE_ROUND_UP, r->tr.step, r->rank)
-		      ? LKS_POW2_UP : rule->pow2,
-		.scale_given = rule->delayed,
-		.q = codes, .ldq = (size_t)cols, .scale = scale, .amax = amax,
+		.pow2 = rule->pow2, .scale_given = rule->delayed,
+		.q = codes, .ldq = (size_t)cols, .scale = scale, .amax = amax, .operand = src_kind,
 	};
 
 	if (!codes || !scale || !amax)
@@ -229,7 +229,7 @@ static int lks_linear(lks_rank *r, int li, lks_role role, const float *a, int ar
 
 		snprintf(tname, sizeof(tname), "blocks.%d.mlp.%s.%s.%s", li / 2, li % 2 ? "down" : "up",
 		         lks_role_name(role), lks_src_name(s));
-		if (lks_prep_operand(r, &rules[ab], src[ab], rows[ab], cols[ab],
+		if (lks_prep_operand(r, &rules[ab], src[ab], s, rows[ab], cols[ab],
 		                     lks_role_transposed(role, ab), &r->slots[li * 3 + s], record,
 		                     &used, &ops[ab], ph, tname))
 			return -1;
@@ -265,9 +265,9 @@ static int lks_head_gemm(lks_rank *r, lks_gemm_role role, const float *a, int ar
 	size_t used = 0;
 
 	/* BF16 or F32 operands are not traced: the phase and name go unused */
-	if (lks_prep_operand(r, rule, a, arows, acols, tr_a, NULL, 0, &used, &ops[0],
+	if (lks_prep_operand(r, rule, a, LKS_SRC_X, arows, acols, tr_a, NULL, 0, &used, &ops[0],
 	                     LKS_PHASE_FORWARD, "head")
-	    || lks_prep_operand(r, rule, b, brows, bcols, tr_b, NULL, 0, &used, &ops[1],
+	    || lks_prep_operand(r, rule, b, LKS_SRC_W, brows, bcols, tr_b, NULL, 0, &used, &ops[1],
 	                        LKS_PHASE_FORWARD, "head"))
 		return -1;
 	lks_gemm g = {
@@ -359,9 +359,6 @@ int lks_rank_init(lks_rank *r, int rank, const lks_model *m, const lks_run_cfg *
 	r->T = T;
 	r->grad_scale = 1.0f / (float)global_tokens;
 	lks_tracer_init(&r->tr, rank, be, bectx);
-	r->fault = &run->inject;
-	if (run->inject.kind == LKS_FAULT_BITFLIP || run->inject.kind == LKS_FAULT_NAN)
-		r->tr.fault = &run->inject;
 
 	r->arena_size = lks_arena_size(c, (size_t)T, lks_operand_width(r->rules));
 

@@ -81,7 +81,6 @@ typedef struct lks_rank {
 	const lks_recipe_rules *rules;
 	int checkpoint;
 	lks_gemm_impl gemm;     /* the run's GEMM: reference or the library's */
-	const lks_fault *fault; /* the run's planted fault (fault.h) */
 	int bf16;               /* activations rounded to BF16 (all recipes but fp32) */
 	int T;                  /* tokens of this rank per step: batch x seq */
 	float grad_scale;       /* 1 / tokens of the global batch */
@@ -111,6 +110,8 @@ typedef struct lks_rank {
 
 	/* what the runner keeps of the rank (runner.c): set by the runner, never by the model */
 	struct lks_runner *R;   /* the run it is a rank of (its pool tasks reach it) */
+	struct lks_fault_plant *plant;  /* the run's planted fault, where it strikes this rank
+	                           (fault.h: be and comm are then its wrappers), or NULL */
 	lks_comm *comm;         /* its end of the communicator */
 	float *m1, *m2;         /* (nparams) AdamW moments (backend memory) */
 	float *staged;          /* (nparams) the host copy of its gradient for the all-reduce,

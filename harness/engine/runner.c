@@ -11,14 +11,15 @@
  * step runs in its own thread with its own optimizer state (lks_rank_task), and every
  * exchange between ranks (the gradients, delayed scaling's amax, the step and trace rows
  * gathered to rank 0, an abort when a rank fails) goes through the communicator. The
- * caller then stores what rank 0 gathered: the events, the rows, a planted fault's hits.
+ * caller then stores what rank 0 gathered: the events, the rows.
  * A rank's tensors and optimizer state are in its backend's memory; the runner reaches them
  * only through the backend (the NaN/Inf count, the clip, AdamW), and the host reads the loss
- * and the trace rows. A planted skip_allreduce wraps its rank's communicator
- * (lks_fault_comm): the step knows nothing of it. A backend other than the default, given
- * no context, gets one per rank (lks_be_open_rank: a GPU each); where its memory is not
- * the host's it may offer a communicator on that memory (lks_be_comm: NCCL), which then
- * sums the gradients where they are; else they are staged through the host.
+ * and the trace rows. A planted fault wraps the seams of the rank it strikes, its backend
+ * or its communicator end (lks_fault_plant_rank): the step knows nothing of it. A backend
+ * other than the default, given no context, gets one per rank (lks_be_open_rank: a GPU
+ * each); where its memory is not the host's it may offer a communicator on that memory
+ * (lks_be_comm: NCCL), which then sums the gradients where they are; else they are staged
+ * through the host.
  *
  * Ranks = processes x threads: with a job (opts->job, one end per process, as MPI gives),
  * the run's ranks are laid out over the job's processes (lks_comm_group) and this process
@@ -171,7 +172,6 @@ static int lks_step_delayed(struct lks_runner *R, lks_rank *r)
 {
 	const lks_recipe_rules *rules = lks_recipe_rules_of(R->run->recipe);
 	int nslots = 2 * R->m.cfg.layers * 3;
-	int stale = R->run->inject.kind == LKS_FAULT_STALE_BWD_SCALE && R->run->checkpoint;
 	lks_amax_slot *slots = r->slots;
 	float *amax = r->amax;
 
@@ -185,14 +185,9 @@ static int lks_step_delayed(struct lks_runner *R, lks_rank *r)
 		lks_src src = (lks_src)(s % 3);
 		lks_dtype fmt = src == LKS_SRC_DY ? rules->op[LKS_ROLE_DGRAD][0].dtype
 		              : rules->op[LKS_ROLE_FWD][src].dtype;
-		float kept = slots[s].scale;
 
 		slots[s].cur = amax[s];
 		lks_amax_slot_roll(&slots[s], fmt, R->run->amax_most_recent, R->run->margin);
-		/* a planted stale_bwd_scale: the dy amax enters the history, but its scale is
-		   never updated, as when TE skipped the update during the recompute */
-		if (src == LKS_SRC_DY && stale)
-			slots[s].scale = kept;
 	}
 	return 0;
 }
@@ -244,7 +239,6 @@ static int lks_rank_finish(struct lks_runner *R, lks_rank *r, double gnorm)
 		.row = { R->step, r->rank, r->loss / r->T, gnorm, R->lr, r->time, bad,
 		         lks_be_mem_peak(r->be, r->bectx) },
 		.loss = r->loss, .nan_tensor = r->nan_tensor, .nan_count = r->nan_count,
-		.fault_hits = tr->fault_hits,
 	};
 	if (lks_step_delayed(R, r)
 	    || lks_comm_gather(r->comm, tr->rows, tr->nrows * sizeof(*tr->rows),
@@ -317,7 +311,7 @@ static void lks_rank_task(void *arg, int task, int thread)
 	t0 = lks_now();
 	if (lks_be_upload(r->be, r->bectx, r->tok, tok, T * sizeof(int32_t))
 	    || lks_be_upload(r->be, r->bectx, r->tgt, tgt, T * sizeof(int32_t))
-	    || lks_rank_step(r) || r->tr.fault_failed) {
+	    || lks_rank_step(r)) {
 		r->time = lks_now() - t0;
 		lks_rank_fail(r, 1);
 		return;
@@ -501,17 +495,14 @@ static char *lks_run_options(const lks_run_cfg *run, const char *overrides)
 	return s;
 }
 
-/* A planted bitflip or nan that never met its tensor names none the run has. */
+/* A planted fault that could not act where it was aimed (lks_fault_plant_check), on a
+   rank of this process. */
 static int lks_fault_missed(const struct lks_runner *R)
 {
-	const lks_fault *f = &R->run->inject;
-
-	if (R->first != LKS_COMM_ROOT || !R->ranks[0].tr.fault || f->step >= R->steps
-	    || f->rank >= R->W || R->outs[f->rank].fault_hits || R->ranks[0].tr.off)
-		return 0;
-	return lks_err("run '%s': inject: no tensor '%s' is traced (float tensors only, not "
-	               "FP8 operands; lockstep diff or the report lists them)", R->run->name,
-	               f->tensor);
+	for (int r = 0; r < R->L; r++)
+		if (lks_fault_plant_check(R->ranks[r].plant))
+			return lks_err("run '%s': %s", R->run->name, lks_errmsg());
+	return 0;
 }
 
 double lks_run_bytes(const lks_case *c, const lks_run_cfg *run)
@@ -527,12 +518,12 @@ double lks_run_bytes(const lks_case *c, const lks_run_cfg *run)
 		return -1;
 	np = (double)m.nparams;
 	/* the ranks (one traces its FP8 operands for the background thread); AdamW's two
-	   moments per replica (the sum is all-reduced in place) and a planted skip_allreduce's
-	   own gradient; a step's trace rows in the tracers, the
+	   moments per replica (the sum is all-reduced in place) and what a planted fault's
+	   wrappers keep (skip_allreduce: a gradient); a step's trace rows in the tracers, the
 	   runner's copy and the step being stored, and the tensors' names; the host's copy of
 	   each rank's tokens and targets */
 	bytes = W * lks_rank_bytes(&m, run, (long long)T, run->world_size == 1)
-	      + (2 * W + (run->inject.kind == LKS_FAULT_SKIP_ALLREDUCE)) * np * sizeof(float)
+	      + 2 * W * np * sizeof(float) + lks_fault_bytes(&run->inject, (size_t)np)
 	      + W * rows * (3 * sizeof(lks_stat_row) + 64) + W * 2 * T * sizeof(int32_t)
 	      + W * sizeof(lks_rank) + (double)c->model.vocab * sizeof(int32_t);
 	lks_model_release(&m);

@@ -42,7 +42,6 @@ struct lks_runner {
 		lks_step_row row;
 		double loss;        /* the sum over its tokens */
 		int nan_tensor;     /* the step's first non-finite gradient tensor, or -1 */
-		int fault_hits;     /* times a planted bitflip or nan acted on it, so far */
 		int64_t nan_count;  /* its non-finite values */
 	} *outs;                /* (W) */
 	float lr, bc1, bc2, b1pow, b2pow;

@@ -35,6 +35,8 @@ void lks_runner_release(struct lks_runner *R)
 			lks_be_free(k->be, k->bectx, k->damax);
 		}
 		lks_rank_release(k);
+		lks_fault_unplant(k->plant);  /* the backend wrapper, after the rank's last use */
+		k->plant = NULL;
 		free(k->staged);
 		free(k->host_tok);
 		free(k->amax);
@@ -63,13 +65,11 @@ void lks_runner_release(struct lks_runner *R)
 }
 
 /* The state of rank index r in its backend's memory: the initial parameters (made on the
-   host once, into *init, and uploaded) and AdamW's moments, zero; a planted skip_allreduce
-   wraps the communicator of the rank it strikes. */
+   host once, into *init, and uploaded) and AdamW's moments, zero. */
 static int lks_runner_optim_init(struct lks_runner *R, int r, float **init)
 {
 	lks_rank *k = &R->ranks[r];
 	size_t bytes = R->m.nparams * sizeof(float);
-	const lks_fault *f = &R->run->inject;
 
 	if (!*init) {
 		if (!(*init = malloc(bytes)))
@@ -84,9 +84,7 @@ static int lks_runner_optim_init(struct lks_runner *R, int r, float **init)
 	    || lks_be_alloc(k->be, k->bectx, bytes, (void **)&k->m2)
 	    || lks_be_zero(k->be, k->bectx, k->m2, bytes))
 		return -1;
-	if (f->kind != LKS_FAULT_SKIP_ALLREDUCE || f->rank != k->rank)
-		return 0;
-	return lks_fault_comm(f, &k->tr.step, k->comm, &k->comm);
+	return 0;
 }
 
 /* The ranks' backend contexts: the default backend's is the runner's GEMM pool, shared;
@@ -296,9 +294,10 @@ static int lks_devcomm_amax(struct lks_runner *R)
 /* Where the ranks' memory is not the host's, the backend may offer a communicator on it
    (lks_be_comm: NCCL on the cuda backend), made by every rank at once in its own thread;
    the ranks then all-reduce their gradients where they are, else through the host
-   (a rank's staged). allreduce = nccl needs one. A planted skip_allreduce keeps the host's ends:
-   its wrapper keeps a rank's own gradient in host memory; so do ranks that share the
-   caller's context (o->backend_ctx: one device for all), on every process alike. */
+   (a rank's staged). allreduce = nccl needs one. A planted fault whose communicator works
+   on host memory (skip_allreduce: it keeps a rank's own gradient there) keeps the host's
+   ends; so do ranks that share the caller's context (o->backend_ctx: one device for all),
+   on every process alike. */
 static int lks_runner_devcomm(struct lks_runner *R)
 {
 	struct lks_devcomm_job j = { R, NULL, NULL, NULL, -1 };
@@ -308,10 +307,11 @@ static int lks_runner_devcomm(struct lks_runner *R)
 	   (lks_rank_allreduce), so it needs no device communicator, nor a working NCCL */
 	if (R->L == 0 || R->W == 1)
 		return 0;
-	if (lks_be_host_memory(R->be) || R->run->inject.kind == LKS_FAULT_SKIP_ALLREDUCE
+	if (lks_be_host_memory(R->be) || lks_fault_host_comm(&R->run->inject)
 	    || R->opened != R->L)
 		return nccl ? lks_err("run '%s': allreduce = nccl needs a backend whose memory is a "
-		                      "device's, a context per rank, and no planted skip_allreduce",
+		                      "device's, a context per rank, and no planted fault in the "
+		                      "communicator",
 		                      R->run->name) : 0;
 	j.ends = calloc((size_t)R->L, sizeof(*j.ends));
 	j.rc = calloc((size_t)R->L, sizeof(*j.rc));
@@ -417,9 +417,16 @@ int lks_runner_init(struct lks_runner *R, const lks_case *c, const lks_run_cfg *
 	if (lks_runner_contexts(R, o, threads) || lks_runner_devices(R))
 		return -1;
 	for (int r = 0; r < R->L; r++) {
+		lks_rank *k = &R->ranks[r];
+		const lks_backend *be = R->be;
+		/* a planted fault wraps the seams of the rank it strikes: its backend, its end */
+		int rc = lks_fault_plant_rank(&run->inject, R->first + r, &R->step, &be, &k->comm,
+		                         &k->plant);
+
 		/* ranks run as threads, each with a single-threaded GEMM: L threads in all */
-		int rc = lks_rank_init(&R->ranks[r], R->first + r, &R->m, run, R->batch * c->model.seq,
-		                       global * c->model.seq, R->be, R->ranks[r].bectx);
+		if (rc == 0)
+			rc = lks_rank_init(k, R->first + r, &R->m, run, R->batch * c->model.seq,
+			                   global * c->model.seq, be, k->bectx);
 
 		if (rc == 0)
 			R->ranks[r].tr.off = o->no_trace;

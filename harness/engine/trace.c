@@ -192,25 +192,6 @@ void lks_tracer_sync(lks_tracer *t)
 	t->njobs = 0;
 }
 
-/* A planted bitflip or nan aimed at this tensor strikes its one element, through the host:
-   x is the backend's memory. */
-static void lks_trace_strike(lks_tracer *t, const char *name, float *x, size_t n)
-{
-	size_t at = 0;
-	int hit = lks_fault_aim(t->fault, t->step, t->rank, name, n, &at);
-	float v;
-
-	if (hit > 0 && lks_be_download(t->be, t->bectx, &v, x + at, sizeof(v)))
-		hit = -1;
-	if (hit > 0) {
-		lks_fault_strike(t->fault, &v);
-		if (lks_be_upload(t->be, t->bectx, x + at, &v, sizeof(v)))
-			hit = -1;
-	}
-	t->fault_hits += hit > 0;
-	t->fault_failed |= hit < 0;
-}
-
 static void lks_trace_vf32(lks_tracer *t, lks_phase ph, float *x, size_t n, int kept,
                            const char *fmt, va_list ap)
 {
@@ -220,9 +201,9 @@ static void lks_trace_vf32(lks_tracer *t, lks_phase ph, float *x, size_t n, int 
 
 	if (!row)
 		return;
-	/* the recompute repeats the forward's names; the fault struck the forward only */
-	if (t->fault && ph != LKS_PHASE_RECOMPUTE)
-		lks_trace_strike(t, t->names[row->seq], x, n);
+	/* shown to the backend's wrappers before it is measured (a planted fault may strike) */
+	if (lks_be_traced(t->be, t->bectx, x, n, t->names[row->seq], (int)ph))
+		t->failed = 1;
 	if ((j = lks_trace_job_new(t, row, kept))) {
 		lks_trace_job_post(t, j, row, x, n, NULL);
 		return;

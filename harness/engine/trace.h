@@ -10,7 +10,6 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "harness/engine/fault.h"
 #include "harness/store/trace_store.h"
 #include "kernels/backend.h"
 #include "kernels/bg.h"
@@ -30,10 +29,8 @@ typedef struct lks_tracer {
 	size_t nrows, caprows;
 	int broken;             /* a later step visited other tensors than the first */
 	int off;                /* record nothing (to measure what tracing costs) */
-	const lks_fault *fault; /* a planted bitflip or nan acts where its tensor is traced */
-	int fault_hits;         /* times it acted */
-	int fault_failed;       /* it could not (lks_err has why) */
-	int failed;             /* the backend could not measure a tensor (lks_err has why) */
+	int failed;             /* the backend could not measure a tensor, or a wrapper of it
+	                           failed where it was shown one (lks_err has why) */
 	lks_bg *bg;             /* set: kept tensors are measured there, in the background, and
 	                           so is every tensor of a backend that measures in two halves
 	                           (backend.h measure_begin: taken now, measured there) */
@@ -48,8 +45,9 @@ void lks_tracer_begin_step(lks_tracer *t, int step);
 
 /* The stats of n float32 values (the backend's stats_f32); name is a printf format (used in the
    first step only). A backend that cannot measure leaves the row's stats zero and sets
-   failed (lks_err has why). A planted fault aimed at this tensor (t->fault) changes x first, so
-   the model goes on with the faulty values: x is the tensor the model uses next. */
+   failed (lks_err has why). The backend is shown x first (backend.h traced): a wrapper of it
+   (a planted fault) may change x, and the model goes on with what was measured: x is the
+   tensor the model uses next. */
 void lks_trace_f32(lks_tracer *t, lks_phase ph, float *x, size_t n, const char *fmt, ...)
 	__attribute__((format(printf, 5, 6)));
 /* As lks_trace_f32, for a tensor the caller keeps unchanged until lks_tracer_sync: with a

@@ -573,4 +573,5 @@ const lks_backend lks_backend_cuda = {
 #else
 	/* .comm = */ NULL,  /* no NCCL: the runner stages its all-reduce through the host */
 #endif
+	/* .traced = */ NULL,  /* a wrapper's window on the trace: none here */
 };
