@@ -12,6 +12,7 @@
 #include "harness/engine/model.h"
 #include "harness/engine/fault_impl.h"
 #include "harness/engine/recipe.h"
+#include "harness/store/trace_store.h"
 #include "kernels/err.h"
 
 /* The keys each kind requires and accepts, one bit per key of lks_fault_keys. */
@@ -52,6 +53,73 @@ static int lks_fault_fits_pow2(const lks_fault *f, int recipe, int checkpoint, i
 		return 0;
 	return lks_err("inject: %s needs a recipe with power-of-two scales (%s)",
 	               lks_fault_kind_name(f->kind), lks_recipe_names(lks_recipe_pow2, fit, sizeof(fit)));
+}
+
+/* ---- what each kind does where it is planted (fault_backend.c calls these) ---- */
+
+/* bitflip and nan: the one element of the tensor aimed at, through the host (x is the
+   backend's memory), in the forward, not the recompute that repeats its names */
+static int lks_fault_strike_traced(struct lks_fault_plant *w, void *ctx, float *x,
+                                   size_t n, const char *name, int phase)
+{
+	size_t at = 0;
+	int hit;
+	float v;
+
+	if (phase == LKS_PHASE_RECOMPUTE)
+		return 0;
+	w->seen |= *w->step == w->f->step;
+	if ((hit = lks_fault_aim(w->f, *w->step, w->rank, name, n, &at)) <= 0)
+		return hit;
+	if (lks_be_download(w->inner, ctx, &v, x + at, sizeof(v)))
+		return -1;
+	lks_fault_strike(w->f, &v);
+	if (lks_be_upload(w->inner, ctx, x + at, &v, sizeof(v)))
+		return -1;
+	w->hits++;
+	return 0;
+}
+
+/* scale_round_up: a power-of-two scale rounded up instead of down, where it acts */
+static int lks_fault_round_up(struct lks_fault_plant *w, void *ctx, lks_quant *q)
+{
+	(void)ctx;
+	if (q->pow2 && lks_fault_here(w->f, w->f->kind, *w->step, w->rank))
+		q->pow2 = LKS_POW2_UP;
+	return 0;
+}
+
+/* stale_bwd_scale: every cast of dy with a given scale (delayed scaling) takes the scale
+   the same cast of the first step was given, as when TransformerEngine skipped the
+   backward scales' update: the amax history goes on, the scale stays. The casts of a step
+   come in the same order every step, so the count of the cast within its step names it. */
+static int lks_fault_stale_scale(struct lks_fault_plant *w, void *ctx, lks_quant *q)
+{
+	size_t ns = lks_quant_nscales(q), bytes = ns * sizeof(float);
+	int k;
+
+	if (!q->scale_given || q->operand != LKS_SRC_DY)
+		return 0;
+	if (*w->step != w->last_step) {
+		w->last_step = *w->step;
+		w->ordinal = 0;
+	}
+	k = w->ordinal;
+	w->ordinal += (int)ns;
+	if (k < w->nkept)  /* kept: the first step's, over the one given now */
+		return k + (int)ns <= w->nkept ? lks_be_upload(w->inner, ctx, q->scale, w->kept + k, bytes)
+		                             : lks_err("stale_bwd_scale: the casts of dy changed");
+	if (k + (int)ns > w->capkept) {
+		int cap = 2 * (k + (int)ns);
+		float *nk = realloc(w->kept, (size_t)cap * sizeof(float));
+
+		if (!nk)
+			return lks_err("out of memory");
+		w->kept = nk;
+		w->capkept = cap;
+	}
+	w->nkept = k + (int)ns;
+	return lks_be_download(w->inner, ctx, w->kept + k, q->scale, bytes);
 }
 
 /* The kinds, one row each (fault_impl.h): a new kind is a row here and its action. */

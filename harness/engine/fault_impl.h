@@ -1,6 +1,7 @@
 /*
- * fault_impl.h: the table of fault kinds (fault.c) and the wrappers that plant them at a
- * rank's seams (fault_backend.c, fault_comm.c). Private to the fault files.
+ * fault_impl.h: the table of fault kinds (fault.c: a row and the action of each) and the
+ * wrappers that plant them at a rank's seams (fault_backend.c, fault_comm.c). Private to
+ * the fault files.
  */
 #ifndef LKS_HARNESS_FAULT_IMPL_H
 #define LKS_HARNESS_FAULT_IMPL_H
@@ -46,11 +47,5 @@ typedef struct lks_fault_row {
 } lks_fault_row;
 
 extern const lks_fault_row lks_fault_rows[LKS_FAULT_COUNT];
-
-/* the kinds' actions (fault_backend.c) */
-int lks_fault_strike_traced(struct lks_fault_plant *w, void *ctx, float *x, size_t n,
-                            const char *name, int phase);
-int lks_fault_round_up(struct lks_fault_plant *w, void *ctx, lks_quant *q);
-int lks_fault_stale_scale(struct lks_fault_plant *w, void *ctx, lks_quant *q);
 
 #endif
