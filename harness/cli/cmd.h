@@ -63,20 +63,6 @@ int lks_golden_measure(int argc, char **argv);
 struct lks_probe_cfg;
 struct lks_probe_session;
 
-/* The options all three take, for their --help. */
-#define LKS_PROBE_HELP_OPTIONS \
-	"  --combos FILE      the combos: [combo NAME] sections with env.VAR = value,\n" \
-	"                     unset.VAR =, library_path = DIR[:DIR], set.SECTION.KEY = value\n" \
-	"  --db FILE          the database the probes store in (default lockstep.db)\n" \
-	"  --timeout SECONDS  a probe still running then gets SIGTERM, SIGKILL 2 s later, and\n" \
-	"                     is recorded as a timeout (default 600)\n" \
-	"  --on-crash skip|bad  a probe that crashes or times out counts as skip (default: it\n" \
-	"                     says nothing about numerics) or as bad\n" \
-	"  --check NAME       the verdict of this check alone (repeatable)\n" \
-	"  --steps N, --run NAME, --threads N, --golden DIR   given to every probe\n" \
-	"  --verbose          every probe's output as it comes (else the end of it is shown\n" \
-	"                     for a probe that crashed, timed out or could not test)\n"
-
 /* What a probe is, for their --help. */
 #define LKS_PROBE_HELP_PROBE \
 	"A probe is a child process 'lockstep check CASE... --db DB --combo NAME [--set ...]'\n" \
@@ -85,18 +71,13 @@ struct lks_probe_session;
 	"not test), crash (a signal or another exit code) or timeout. Every probe is stored in\n" \
 	"the probes table of the database, and its runs carry the combo's name.\n"
 
-/* An option of one command alone: --good A sets *val. */
-struct lks_probe_extra {
-	const char *opt;
-	const char **val;
-};
-
-/* Their start: options into cfg (init'ed here; release with lks_probe_cfg_release): the
-   common ones, the command's extra (NULL-terminated, may be NULL), CASE|DIR arguments,
-   with --combos and a case required; then the session of kind who opened in ps. Returns 0
+/* Their start: options into cfg (init'ed here; release with lks_probe_cfg_release) by the
+   common table and the command's own rows (extra, LKS_OPT_END-ended, may be NULL: each a
+   required STRING), CASE|DIR arguments, with --combos and a case required; usage and tail
+   around the options make its --help; then the session of kind who opened in ps. Returns 0
    to go on, else 1 with the exit code in *rc (0 after --help). */
-int lks_probe_start(const char *who, int argc, char **argv, const char *help,
-                    const struct lks_probe_extra *extra, struct lks_probe_cfg *cfg,
+int lks_probe_start(const char *who, int argc, char **argv, const char *usage, const char *tail,
+                    const lks_option *extra, struct lks_probe_cfg *cfg,
                     struct lks_probe_session *ps, int *rc);
 /* The exit code for a failure of a probe command: 2 bad input, 3 otherwise; prints why. */
 int lks_probe_fail(int rc);

@@ -14,7 +14,7 @@
 #include "harness/base/shell.h"
 #include "kernels/err.h"
 
-static const char lks_bisect_help[] =
+static const char lks_bisect_usage[] =
 	"usage: lockstep bisect --combos FILE [options] CASE|DIR...\n"
 	"\n"
 	"Finds the first bad combo of FILE, whose combos are in order from good to bad (e.g.\n"
@@ -29,8 +29,9 @@ static const char lks_bisect_help[] =
 	"differ, and the fingerprint keys in which their stored runs differ.\n"
 	LKS_PROBE_HELP_PROBE
 	"\n"
-	"options:\n"
-	LKS_PROBE_HELP_OPTIONS
+	"options:\n";
+
+static const char lks_bisect_tail[] =
 	"\n"
 	"example:\n"
 	"  lockstep bisect --combos ci/cuda-versions.ini cases/fp8_recipes.ini --check tracks_bf16\n"
@@ -182,7 +183,8 @@ int cmd_bisect(int argc, char **argv)
 	char result[512] = "";
 	int rc;
 
-	if (lks_probe_start("bisect", argc, argv, lks_bisect_help, NULL, &cfg, &b.ps, &rc))
+	if (lks_probe_start("bisect", argc, argv, lks_bisect_usage, lks_bisect_tail, NULL, &cfg, &b.ps,
+	                    &rc))
 		goto out;
 	if ((rc = lks_bisect_setup(&b))
 	    || (rc = lks_search_bisect(b.ps.combos.n, lks_bisect_probe, &b, &r))) {

@@ -25,7 +25,7 @@
 #include "harness/store/trace_store.h"
 #include "kernels/err.h"
 
-static const char lks_diff_help[] =
+static const char lks_diff_usage[] =
 	"usage: lockstep diff [options] RUN_A RUN_B\n"
 	"\n"
 	"Compares two stored runs. A run is its id in the database (as 'lockstep run' and the\n"
@@ -42,9 +42,9 @@ static const char lks_diff_help[] =
 	"    numerics (values, how many differ, the first step that does, the largest\n"
 	"    relative error), then performance apart (means of a and b; never in a verdict)\n"
 	"\n"
-	"options:\n"
-	"  --db FILE        the database (default lockstep.db), opened read-only\n"
-	"  --max-rows N     at most N rows in the per-step table (default 100; 0: all)\n"
+	"options:\n";
+
+static const char lks_diff_tail[] =
 	"\n"
 	"example:\n"
 	"  lockstep run cases/fp8_recipes.ini --db nightly.db\n"
@@ -218,38 +218,34 @@ static int lks_diff_eval(lks_store *s, lks_check_cfg *k, lks_stored_run *ra,
 
 struct lks_diff_args {
 	const char *db, *run[2];
-	int max_rows, nruns;
+	int max_rows;
 };
 
-/* 0: go on; -1: help was printed; else an exit code */
+/* 0: go on; LKS_OPT_HELP: help was printed; else an exit code */
 static int lks_diff_parse(int argc, char **argv, struct lks_diff_args *a)
 {
+	lks_opt_list runs = { 0 };
+	const lks_option opts[] = {
+		LKS_OPT_PATH("--db", "FILE", &a->db,
+		             "the database (default lockstep.db), opened read-only"),
+		LKS_OPT_INT("--max-rows", "N", &a->max_rows, 0, 1 << 30,
+		            "at most N rows in the per-step table (default 100; 0: all)"),
+		LKS_OPT_END(),
+	};
+	const lks_opt_cmd cmd = { .who = "diff", .usage = lks_diff_usage, .tail = lks_diff_tail, .width = 16 };
+	int rc;
+
 	a->db = "lockstep.db";
 	a->max_rows = 100;
-	for (int i = 1; i < argc; i++) {
-		const char *o = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-
-		if (!strcmp(o, "--help") || !strcmp(o, "-h")) {
-			fputs(lks_diff_help, stdout);
-			return -1;
-		} else if (!strcmp(o, "--db") && v) {
-			if (lks_opt_path("diff", o, argv[++i], &a->db))
-				return LKS_EXIT_USAGE;
-		} else if (!strcmp(o, "--max-rows")) {
-			if (lks_opt_int("diff", o, v, 0, 1 << 30, &a->max_rows))
-				return LKS_EXIT_USAGE;
-			i++;
-		} else if (o[0] == '-' && o[1]) {
-			return lks_usage("diff: bad option '%s' (or it lacks its value)", o);
-		} else if (a->nruns == 2) {
-			return lks_usage("diff: two runs, not more ('%s')", o);
-		} else {
-			a->run[a->nruns++] = o;
-		}
-	}
-	if (a->nruns != 2)
-		return lks_usage("diff: which two runs? (ids or CASE/RUN; 'lockstep diff --help')");
-	return 0;
+	rc = lks_opt_parse(&cmd, opts, argc, argv, &runs, NULL);
+	if (rc == 0 && runs.n > 2)
+		rc = lks_usage("diff: two runs, not more ('%s')", runs.v[2]);
+	else if (rc == 0 && runs.n != 2)
+		rc = lks_usage("diff: which two runs? (ids or CASE/RUN; 'lockstep diff --help')");
+	for (int i = 0; rc == 0 && i < 2; i++)
+		a->run[i] = runs.v[i];
+	free(runs.v);
+	return rc;
 }
 
 int cmd_diff(int argc, char **argv)
@@ -265,7 +261,7 @@ int cmd_diff(int argc, char **argv)
 	lks_stored_run_init(&ra);
 	lks_stored_run_init(&rb);
 	if ((rc = lks_diff_parse(argc, argv, &a)) != 0)
-		return rc < 0 ? LKS_EXIT_OK : rc;
+		return lks_opt_exit(rc);
 	if ((open_rc = lks_store_open_readonly(a.db, &store)) != 0) {
 		fprintf(stderr, "lockstep: %s\n", lks_errmsg());
 		return lks_exit_code(open_rc);

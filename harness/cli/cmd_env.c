@@ -8,7 +8,7 @@
 #include "kernels/err.h"
 #include "kernels/nvml/nvml.h"
 
-static const char lks_env_help[] =
+static const char lks_env_usage[] =
 	"usage: lockstep env [--json] [--version]\n"
 	"\n"
 	"Prints the fingerprint every run stores: lockstep version and git commit, compiler and\n"
@@ -17,30 +17,25 @@ static const char lks_env_help[] =
 	"variables that change numerics (NCCL_ALGO, ...). Two results that differ in bits should\n"
 	"first be compared by their fingerprints. And whether NVML is there (GPU health, read\n"
 	"before and after each run; LKS_NVML_LIB names the library), and if not, why.\n"
-	"\n"
-	"  --json      one JSON object instead of aligned text\n"
-	"  --version   only 'lockstep <version> (<commit>)'\n";
+	"\n";
 
 int cmd_env(int argc, char **argv)
 {
 	lks_fingerprint fp;
 	lks_nvml *nvml;
-	int json = 0;
+	int json = 0, version = 0, rc;
+	const lks_option opts[] = {
+		LKS_OPT_FLAG("--json", &json, "one JSON object instead of aligned text"),
+		LKS_OPT_FLAG("--version", &version, "only 'lockstep <version> (<commit>)'"),
+		LKS_OPT_END(),
+	};
+	const lks_opt_cmd cmd = { .who = "env", .usage = lks_env_usage, .tail = NULL, .width = 11 };
 
-	for (int i = 1; i < argc; i++) {
-		if (strcmp(argv[i], "--json") == 0) {
-			json = 1;
-		} else if (strcmp(argv[i], "--version") == 0) {
-			printf("lockstep %s (%s)\n", LKS_VERSION, LKS_GIT_COMMIT);
-			return LKS_EXIT_OK;
-		} else if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
-			fputs(lks_env_help, stdout);
-			return LKS_EXIT_OK;
-		} else {
-			lks_usage("env: unknown option '%s'", argv[i]);
-			fputs(lks_env_help, stderr);
-			return LKS_EXIT_USAGE;
-		}
+	if ((rc = lks_opt_parse(&cmd, opts, argc, argv, NULL, NULL)) != 0)
+		return lks_opt_exit(rc);
+	if (version) {
+		printf("lockstep %s (%s)\n", LKS_VERSION, LKS_GIT_COMMIT);
+		return LKS_EXIT_OK;
 	}
 	lks_fingerprint_collect(&fp);
 	if (lks_nvml_open(NULL, &nvml)) {

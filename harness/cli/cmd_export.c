@@ -14,7 +14,7 @@
 #include "harness/store/run.h"
 #include "kernels/err.h"
 
-static const char lks_export_help[] =
+static const char lks_export_usage[] =
 	"usage: lockstep export --format jsonl|megatron-golden RUN [--db FILE] [-o FILE]\n"
 	"                       [--rank R]\n"
 	"\n"
@@ -24,13 +24,17 @@ static const char lks_export_help[] =
 	"run lockstep trained gives loss, grad_norm and lr per step and rank. Values are\n"
 	"written so that they read back as the same doubles ('lockstep import --format' the\n"
 	"same format stores them bit for bit); NaN and infinities as \"nan\", \"inf\", \"-inf\".\n"
-	"\n"
+	"\n";
+
+static const char lks_export_formats[] =
 	"  --format jsonl            one object per step and rank: step, rank, the metrics\n"
 	"  --format megatron-golden  Megatron-LM's golden values: metric -> start_step,\n"
 	"                            end_step, step_interval, values (a map from step to value\n"
 	"                            where the steps are not evenly spaced); one rank's values\n"
 	"                            (--rank, default 0), and no performance metric the format\n"
-	"                            has no name for (tps, mfu, memory)\n"
+	"                            has no name for (tps, mfu, memory)\n";
+
+static const char lks_export_tail[] =
 	"\n"
 	"exit codes: 0 written, 2 bad usage or no such run, 3 the database or the write failed\n";
 
@@ -76,35 +80,25 @@ int cmd_export(int argc, char **argv)
 	long written = 0;
 	FILE *out = stdout;
 
-	for (int i = 1; i < argc; i++) {
-		const char *a = argv[i];
+	lks_opt_list args = { 0 };
+	const lks_option opts[] = {
+		LKS_OPT_TEXT(lks_export_formats),
+		LKS_OPT_STRING("--format", "FORMAT", &fmt_name, NULL),
+		LKS_OPT_PATH("--db", "FILE", &db, NULL),
+		LKS_OPT_PATH("-o", "FILE", &out_path, NULL),
+		LKS_OPT_INT("--rank", "R", &rank, 0, 65535, NULL),
+		LKS_OPT_END(),
+	};
+	const lks_opt_cmd cmd = { .who = "export", .usage = lks_export_usage,
+	                          .tail = lks_export_tail, .width = 24 };
 
-		if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-			fputs(lks_export_help, stdout);
-			return LKS_EXIT_OK;
-		}
-		if (a[0] != '-' || !a[1]) {
-			if (run_arg)
-				return lks_usage("export: one RUN only (see --help)");
-			run_arg = a;
-			continue;
-		}
-		if (i + 1 >= argc)
-			return lks_usage("export: %s needs a value", a);
-		if (!strcmp(a, "--rank")) {
-			if (lks_opt_int("export", a, argv[++i], 0, 65535, &rank))
-				return LKS_EXIT_USAGE;
-			continue;
-		}
-		const char **dst = !strcmp(a, "--format") ? &fmt_name : !strcmp(a, "--db") ? &db
-		                   : !strcmp(a, "-o") ? &out_path : NULL;
-
-		if (!dst)
-			return lks_usage("export: unknown option '%s' (see --help)", a);
-		if (dst != &fmt_name && lks_opt_path("export", a, argv[i + 1], dst))
-			return LKS_EXIT_USAGE;
-		*dst = argv[++i];
-	}
+	rc = lks_opt_parse(&cmd, opts, argc, argv, &args, NULL);
+	run_arg = args.n ? args.v[0] : NULL;
+	free(args.v);
+	if (rc)
+		return lks_opt_exit(rc);
+	if (args.n > 1)
+		return lks_usage("export: one RUN only (see --help)");
 	if (!fmt_name || !run_arg)
 		return lks_usage("export: want --format and a RUN (see --help)");
 	if (!(fmt = lks_import_format_find(fmt_name)))

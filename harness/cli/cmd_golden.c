@@ -25,7 +25,7 @@
 #include "harness/verify/check.h"
 #include "kernels/err.h"
 
-static const char lks_golden_help[] =
+static const char lks_golden_usage[] =
 	"usage: lockstep golden update [options] CASE|DIR...\n"
 	"       lockstep golden measure [options]   (its --help: the tolerances of a class)\n"
 	"\n"
@@ -45,10 +45,9 @@ static const char lks_golden_help[] =
 	"is taking). Nothing is written unless every run asked for has a whole stored run to\n"
 	"write.\n"
 	"\n"
-	"options:\n"
-	"  --run NAME       the runs with this name (repeatable; default: see above)\n"
-	"  --db FILE        the database (default lockstep.db), opened read-only\n"
-	"  --golden DIR     where golden files go (default: $LKS_GOLDEN_DIR, else golden)\n"
+	"options:\n";
+
+static const char lks_golden_tail[] =
 	"\n"
 	"example:\n"
 	"  lockstep run cases/ --db nightly.db\n"
@@ -62,8 +61,7 @@ static const char lks_golden_help[] =
 struct lks_golden_args {
 	const char *db;
 	const char *golden;       /* --golden DIR; NULL: not given */
-	const char **only, **inputs;
-	int nonly, ninputs;
+	lks_opt_list only, inputs;
 };
 
 /* The stored runs, as read once. */
@@ -78,42 +76,36 @@ struct lks_stored_list {
 	int n, cap;
 };
 
-/* 0: go on; -1: help was printed; else an exit code */
+/* 0: go on; LKS_OPT_HELP: help was printed; else an exit code */
 static int lks_golden_parse(int argc, char **argv, struct lks_golden_args *a)
 {
+	const lks_option opts[] = {
+		LKS_OPT_LIST("--run", "NAME", &a->only,
+		             "the runs with this name (repeatable; default: see above)"),
+		LKS_OPT_PATH("--db", "FILE", &a->db,
+		             "the database (default lockstep.db), opened read-only"),
+		LKS_OPT_PATH("--golden", "DIR", &a->golden,
+		             "where golden files go (default: $LKS_GOLDEN_DIR, else golden)"),
+		LKS_OPT_END(),
+	};
+	const lks_opt_cmd cmd = { .who = "golden update", .usage = lks_golden_usage,
+	                          .tail = lks_golden_tail, .width = 16 };
+	int rc;
+
 	a->db = "lockstep.db";
-	a->only = calloc((size_t)argc, sizeof(char *));
-	a->inputs = calloc((size_t)argc, sizeof(char *));
-	if (!a->only || !a->inputs)
-		return lks_usage("golden: out of memory");
 	if (argc < 2)
 		return lks_usage("golden: which subcommand? ('lockstep golden update CASE...', "
 		                 "'lockstep golden measure'; --help)");
 	if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
-		fputs(lks_golden_help, stdout);
-		return -1;
+		lks_opt_usage(&cmd, opts, stdout);
+		return LKS_OPT_HELP;
 	}
 	if (strcmp(argv[1], "update"))
 		return lks_usage("golden: unknown subcommand '%s' (golden update CASE..., golden "
 		                 "measure; --help)", argv[1]);
-	for (int i = 2; i < argc; i++) {
-		const char *o = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-
-		if (!strcmp(o, "--help") || !strcmp(o, "-h")) {
-			fputs(lks_golden_help, stdout);
-			return -1;
-		} else if ((!strcmp(o, "--db") || !strcmp(o, "--golden")) && v) {
-			if (lks_opt_path("golden update", o, argv[++i], o[2] == 'd' ? &a->db : &a->golden))
-				return LKS_EXIT_USAGE;
-		} else if (!strcmp(o, "--run") && v) {
-			a->only[a->nonly++] = argv[++i];
-		} else if (o[0] == '-' && o[1]) {
-			return lks_usage("golden update: bad option '%s' (or it lacks its value)", o);
-		} else {
-			a->inputs[a->ninputs++] = o;
-		}
-	}
-	if (a->ninputs == 0)
+	if ((rc = lks_opt_parse(&cmd, opts, argc - 1, argv + 1, &a->inputs, NULL)) != 0)
+		return rc;
+	if (a->inputs.n == 0)
 		return lks_usage("golden update: which cases? (a case file or a directory of them)");
 	return 0;
 }
@@ -215,10 +207,10 @@ static int lks_selected_run(const struct lks_golden_args *a, const lks_case *c, 
 {
 	int ngolden = 0;
 
-	for (int i = 0; i < a->nonly; i++)
-		if (!strcmp(a->only[i], run))
+	for (int i = 0; i < a->only.n; i++)
+		if (!strcmp(a->only.v[i], run))
 			return 1;
-	if (a->nonly)
+	if (a->only.n)
 		return 0;
 	for (int i = 0; i < c->nchecks; i++)
 		if (c->checks[i].kind == LKS_CHECK_GOLDEN) {
@@ -232,13 +224,13 @@ static int lks_selected_run(const struct lks_golden_args *a, const lks_case *c, 
 /* Each --run names a run of at least one case. */
 static int lks_golden_check_only(const struct lks_golden_args *a, const lks_case *cases, int n)
 {
-	for (int i = 0; i < a->nonly; i++) {
+	for (int i = 0; i < a->only.n; i++) {
 		int found = 0;
 
 		for (int j = 0; j < n && !found; j++)
-			found = lks_case_run(&cases[j], a->only[i]) != NULL;
+			found = lks_case_run(&cases[j], a->only.v[i]) != NULL;
 		if (!found)
-			return lks_usage("golden update: no run '%s' in the cases given", a->only[i]);
+			return lks_usage("golden update: no run '%s' in the cases given", a->only.v[i]);
 	}
 	return 0;
 }
@@ -289,11 +281,11 @@ int cmd_golden(int argc, char **argv)
 	if (argc >= 2 && !strcmp(argv[1], "measure"))
 		return lks_golden_measure(argc - 1, argv + 1);
 	if ((rc = lks_golden_parse(argc, argv, &a)) != 0) {
-		rc = rc < 0 ? LKS_EXIT_OK : rc;
+		rc = lks_opt_exit(rc);
 		goto out;
 	}
 	rc = LKS_EXIT_USAGE;
-	if (lks_cases_load(a.inputs, a.ninputs, NULL, 0, &cases, &ncases)) {
+	if (lks_cases_load(a.inputs.v, a.inputs.n, NULL, 0, &cases, &ncases)) {
 		fprintf(stderr, "lockstep: %s\n", lks_errmsg());
 		goto out;
 	}
@@ -350,7 +342,7 @@ out:
 	lks_store_close(store);
 	lks_stored_free(&stored);
 	free(ids);
-	free(a.only);
-	free(a.inputs);
+	free(a.only.v);
+	free(a.inputs.v);
 	return rc;
 }

@@ -21,7 +21,7 @@
 #include "harness/verify/walk.h"
 #include "kernels/err.h"
 
-static const char lks_measure_help[] =
+static const char lks_measure_usage[] =
 	"usage: lockstep golden measure [options]\n"
 	"\n"
 	"For each complete run of a suite whose golden class is not compared bit for bit (a\n"
@@ -32,10 +32,9 @@ static const char lks_measure_help[] =
 	"GOLDEN/<class>/tolerances.ini they give (rtol: the larger of the two), each with a\n"
 	"comment saying what gave it. Review them before committing.\n"
 	"\n"
-	"options:\n"
-	"  --db FILE        the database (default lockstep.db), opened read-only\n"
-	"  --suite N        the suite measured (default: the latest in the database)\n"
-	"  --golden DIR     where golden files are (default: $LKS_GOLDEN_DIR, else golden)\n"
+	"options:\n";
+
+static const char lks_measure_tail[] =
 	"\n"
 	"example (on the GPU):\n"
 	"  lockstep run cases/ --backend cuda --gemm cublaslt --db prod.db\n"
@@ -227,25 +226,23 @@ int lks_golden_measure(int argc, char **argv)
 	int rc = LKS_EXIT_USAGE, open_rc;
 	long long suite = 0;
 
-	for (int i = 1; i < argc; i++) {
-		const char *o = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+	const char *suite_arg = NULL;
+	char *end;
+	const lks_option opts[] = {
+		LKS_OPT_PATH("--db", "FILE", &db, "the database (default lockstep.db), opened read-only"),
+		LKS_OPT_STRING("--suite", "N", &suite_arg,
+		               "the suite measured (default: the latest in the database)"),
+		LKS_OPT_PATH("--golden", "DIR", &golden,
+		             "where golden files are (default: $LKS_GOLDEN_DIR, else golden)"),
+		LKS_OPT_END(),
+	};
+	const lks_opt_cmd cmd = { .who = "golden measure", .usage = lks_measure_usage,
+	                          .tail = lks_measure_tail, .width = 16 };
 
-		if (!strcmp(o, "--help") || !strcmp(o, "-h")) {
-			fputs(lks_measure_help, stdout);
-			return LKS_EXIT_OK;
-		} else if ((!strcmp(o, "--db") || !strcmp(o, "--golden")) && v) {
-			if (lks_opt_path("golden measure", o, argv[++i], o[2] == 'd' ? &db : &golden))
-				return LKS_EXIT_USAGE;
-		} else if (!strcmp(o, "--suite") && v) {
-			char *end;
-
-			suite = strtoll(argv[++i], &end, 10);
-			if (*end || suite <= 0)
-				return lks_usage("golden measure: bad suite '%s': want a suite id", v);
-		} else {
-			return lks_usage("golden measure: bad argument '%s' (or it lacks its value)", o);
-		}
-	}
+	if ((open_rc = lks_opt_parse(&cmd, opts, argc, argv, NULL, NULL)) != 0)
+		return lks_opt_exit(open_rc);
+	if (suite_arg && ((suite = strtoll(suite_arg, &end, 10)) <= 0 || *end))
+		return lks_usage("golden measure: bad suite '%s': want a suite id", suite_arg);
 	m.dir = lks_golden_dir(golden);
 	if (access(db, F_OK))
 		return lks_usage("golden measure: no database '%s'", db);

@@ -41,14 +41,7 @@ static const char lks_import_help[] =
 	"An import that takes more than a second shows its progress on standard error: the\n"
 	"megabytes read of the files' and the time left, on a terminal in one line redrawn,\n"
 	"elsewhere (a CI log) in a line every 10 seconds.\n"
-	"\n"
-	"  --quiet           no progress\n"
-	"  --ranks LIST      the ranks a log of some ranks only holds (torchrun\n"
-	"                    --local-ranks-filter; local rank 0 of each of 2 nodes of 8 GPUs:\n"
-	"                    --ranks 0,8; ranges too: 0-3,8): each must have steps, no other\n"
-	"                    may appear, and they keep their numbers. Default: every rank from\n"
-	"                    0 to the last has steps. A case's run takes it as import_ranks.\n"
-	"  --format FORMAT   one of:\n";
+	"\n";
 
 static const char lks_import_help_tail[] =
 	"\n"
@@ -82,12 +75,12 @@ static const char lks_import_help_tail[] =
 	"with the reference again as they come (never taken for steps compared before). A\n"
 	"file rewritten with the very bytes read (the last 4 KiB of them) reads on as one.\n";
 
-static void lks_import_help_print(FILE *f)
+/* After the options (--format's last): the formats and the metrics of their tables. */
+static void lks_import_tables(FILE *f)
 {
 	const lks_import_format *fmt;
 	const lks_import_metric *m;
 
-	fputs(lks_import_help, f);
 	for (int i = 0; (fmt = lks_import_format_at(i)); i++)
 		fprintf(f, "    %-16s %s\n", fmt->name, fmt->what);
 	fputs("\nmetrics (their kind: numerics enter verdicts, performance never a bitwise one;\n"
@@ -108,32 +101,6 @@ static void lks_import_help_print(FILE *f)
 	for (int i = 0; (m = lks_import_metric_at(i)); i++)
 		fprintf(f, "  %-19s %-11s %s%s%s%s\n", m->name, lks_metric_kind_name(m->kind), m->what,
 		        *m->unit ? " (" : "", m->unit, *m->unit ? ")" : "");
-	fputs(lks_import_help_tail, f);
-}
-
-/* An option of --follow at argv[*i]: 0 taken (and its value), -1 not one of them, or
-   LKS_EXIT_USAGE. */
-static int lks_import_follow_opt(int argc, char **argv, int *i, lks_follow_args *fa)
-{
-	const char *a = argv[*i], *v = *i + 1 < argc ? argv[*i + 1] : NULL;
-	int n = 0, rc;
-
-	if (!strcmp(a, "--reference")) {
-		rc = lks_opt_int("import", a, v, 1, 0x7fffffff, &n);
-		fa->reference_run = n;
-	} else if (!strcmp(a, "--reference-file") || !strcmp(a, "--golden")) {
-		rc = lks_opt_path("import", a, v, a[2] == 'g' ? &fa->golden_file : &fa->reference_file);
-	} else if (!strcmp(a, "--rtol") || !strcmp(a, "--atol")) {
-		rc = lks_opt_double("import", a, v, 0, 1e300, a[2] == 'r' ? &fa->rtol : &fa->atol);
-	} else if (!strcmp(a, "--idle")) {
-		rc = lks_opt_double("import", a, v, 0, 1e9, &fa->idle_s);
-	} else if (!strcmp(a, "--end-step")) {
-		rc = lks_opt_int("import", a, v, 0, 0x7fffffff, &fa->end_step);
-	} else {
-		return -1;
-	}
-	++*i;
-	return rc;
 }
 
 static int lks_count_run(void *arg, const lks_run_rec *run)
@@ -281,7 +248,7 @@ static void lks_progress_stop(struct lks_progress *p)
 
 int cmd_import(int argc, char **argv)
 {
-	const char *db = "lockstep.db", *fmt_name = NULL, *files[256];
+	const char *db = "lockstep.db", *fmt_name = NULL, *paths[256];
 	lks_follow_args fa = { .idle_s = 60, .end_step = -1 };
 	int follow = 0, quiet = 0, progress;
 	struct lks_progress pr;
@@ -290,42 +257,45 @@ int cmd_import(int argc, char **argv)
 	lks_store *store = NULL;
 	int nfiles = 0, created, rc;
 
-	for (int i = 1; i < argc; i++) {
-		const char *a = argv[i];
+	int reference = 0;
+	lks_opt_list files = { 0 };
+	const lks_option opts[] = {
+		LKS_OPT_FLAG("--quiet", &quiet, "no progress"),
+		LKS_OPT_STRING("--ranks", "LIST", &o.ranks,
+		               "the ranks a log of some ranks only holds (torchrun\n"
+		               "--local-ranks-filter; local rank 0 of each of 2 nodes of 8 GPUs:\n"
+		               "--ranks 0,8; ranges too: 0-3,8): each must have steps, no other\n"
+		               "may appear, and they keep their numbers. Default: every rank from\n"
+		               "0 to the last has steps. A case's run takes it as import_ranks."),
+		LKS_OPT_STRING("--format", "FORMAT", &fmt_name, "one of:"),
+		/* said in the usage's text */
+		LKS_OPT_STRING("--case", "NAME", &o.case_name, NULL),
+		LKS_OPT_STRING("--run", "NAME", &o.run_name, NULL),
+		LKS_OPT_PATH("--db", "FILE", &db, NULL),
+		LKS_OPT_FLAG("--follow", &follow, NULL),
+		LKS_OPT_INT("--reference", "RUN_ID", &reference, 1, 0x7fffffff, NULL),
+		LKS_OPT_PATH("--reference-file", "FORMAT:PATH", &fa.reference_file, NULL),
+		LKS_OPT_PATH("--golden", "FILE", &fa.golden_file, NULL),
+		LKS_OPT_DOUBLE("--rtol", "R", &fa.rtol, 0, 1e300, NULL),
+		LKS_OPT_DOUBLE("--atol", "A", &fa.atol, 0, 1e300, NULL),
+		LKS_OPT_DOUBLE("--idle", "S", &fa.idle_s, 0, 1e9, NULL),
+		LKS_OPT_INT("--end-step", "N", &fa.end_step, 0, 0x7fffffff, NULL),
+		LKS_OPT_END(),
+	};
+	const lks_opt_cmd cmd = { .who = "import", .usage = lks_import_help,
+	                          .tail = lks_import_help_tail, .width = 17,
+	                          .after = lks_import_tables };
 
-		if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-			lks_import_help_print(stdout);
-			return LKS_EXIT_OK;
-		}
-		if (!strcmp(a, "--follow") || !strcmp(a, "--quiet")) {
-			*(a[2] == 'f' ? &follow : &quiet) = 1;
-			continue;
-		}
-		if (a[0] == '-' && a[1] && (rc = lks_import_follow_opt(argc, argv, &i, &fa)) >= 0) {
-			if (rc)
-				return rc;
-			continue;
-		}
-		if (a[0] == '-' && a[1]) {
-			const char **dst = !strcmp(a, "--format") ? &fmt_name
-			                   : !strcmp(a, "--case") ? &o.case_name
-			                   : !strcmp(a, "--run") ? &o.run_name
-			                   : !strcmp(a, "--ranks") ? &o.ranks
-			                   : !strcmp(a, "--db") ? &db : NULL;
-
-			if (!dst)
-				return lks_usage("import: unknown option '%s' (see --help)", a);
-			if (i + 1 >= argc)
-				return lks_usage("import: %s needs a value", a);
-			if (dst == &db && lks_opt_path("import", a, argv[i + 1], dst))
-				return LKS_EXIT_USAGE;
-			*dst = argv[++i];
-			continue;
-		}
-		if (nfiles == (int)(sizeof(files) / sizeof(files[0])))
-			return lks_usage("import: more than %d files", nfiles);
-		files[nfiles++] = a;
-	}
+	rc = lks_opt_parse(&cmd, opts, argc, argv, &files, NULL);
+	fa.reference_run = reference;
+	nfiles = files.n;
+	if (rc == 0 && nfiles > (int)(sizeof(paths) / sizeof(paths[0])))
+		rc = lks_usage("import: more than %d files", (int)(sizeof(paths) / sizeof(paths[0])));
+	for (int i = 0; rc == 0 && i < nfiles; i++)
+		paths[i] = files.v[i];
+	free(files.v);
+	if (rc)
+		return lks_opt_exit(rc);
 	if (!fmt_name || !o.case_name || !o.run_name || !nfiles)
 		return lks_usage("import: want --format, --case, --run and a FILE (see --help)");
 	if (!(o.fmt = lks_import_format_find(fmt_name)))
@@ -349,12 +319,12 @@ int cmd_import(int argc, char **argv)
 		return lks_exit_code(rc);
 	}
 	if (follow) {
-		rc = lks_import_follow_cmd(store, &o, files[0], &fa);
+		rc = lks_import_follow_cmd(store, &o, paths[0], &fa);
 		lks_store_close(store);
 		return rc;
 	}
-	progress = !quiet && !lks_progress_start(&pr, files, nfiles);
-	rc = lks_import_files(store, &o, files, nfiles, &res);
+	progress = !quiet && !lks_progress_start(&pr, paths, nfiles);
+	rc = lks_import_files(store, &o, paths, nfiles, &res);
 	if (progress)
 		lks_progress_stop(&pr);
 	if (rc && created)

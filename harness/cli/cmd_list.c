@@ -57,24 +57,19 @@ static const char lks_list_help[] =
 	"  metric = loss\n"
 	"  rtol = 0.05\n";
 
-/* after the recipes, check kinds and metrics of their tables (recipe.h, check_kind.h) */
-static const char lks_list_help_tail[] =
-	"cases/README.md lists every key and its default.\n"
-	"\n"
-	"  --set section.key=value   change a key after the file is read, for every case listed:\n"
-	"                            case.steps=10, model.hidden=64, run.fp8.recipe=fp8_delayed,\n"
-	"                            check.tracks_bf16.rtol=0.1 (repeatable)\n"
+static const char lks_list_tail[] =
 	"\n"
 	"exit codes: 0 every case is valid, 2 bad usage or a bad case file (each is named with\n"
 	"its line on stderr; the others are still listed)\n";
 
-static void lks_list_help_print(FILE *f)
+/* After the usage: the recipes, check kinds and metrics of their tables (recipe.h,
+   check_kind.h), before the options. */
+static void lks_list_tables(FILE *f)
 {
 	const lks_recipe_rules *r;
 	const lks_check_kind_info *k;
 	const lks_metric *m;
 
-	fputs(lks_list_help, f);
 	fputs("\nrecipes (recipe = NAME):\n", f);
 	for (int i = 0; (r = lks_recipe_rules_of((lks_recipe)i)); i++)
 		fprintf(f, "  %-18s %s\n", r->name, r->what);
@@ -85,7 +80,7 @@ static void lks_list_help_print(FILE *f)
 	      "by name, fnmatch globs such as blocks.*.mlp.up.weight.grad, default all):\n", f);
 	for (int i = 0; (m = lks_metric_at(i)); i++)
 		fprintf(f, "  %-10s %s\n", m->name, m->what);
-	fputs(lks_list_help_tail, f);
+	fputs("cases/README.md lists every key and its default.\n\n", f);
 }
 
 static void lks_list_run(const lks_run_cfg *r, int namew)
@@ -193,46 +188,27 @@ static int lks_list_arg(const char *arg, const char *const *sets, int nsets, int
 
 int cmd_list(int argc, char **argv)
 {
-	const char **sets = calloc((size_t)argc, sizeof(*sets));
-	const char **args = calloc((size_t)argc + 1, sizeof(*args));
-	int nsets = 0, nargs = 0, shown = 0, rc = LKS_EXIT_OK, opts = 1;
+	lks_opt_list sets = { 0 }, args = { 0 };
+	int shown = 0, rc;
+	const lks_option opts[] = {
+		LKS_OPT_LIST("--set", "section.key=value", &sets,
+		             "change a key after the file is read, for every case listed:\n"
+		             "case.steps=10, model.hidden=64, run.fp8.recipe=fp8_delayed,\n"
+		             "check.tracks_bf16.rtol=0.1 (repeatable)"),
+		LKS_OPT_END(),
+	};
+	const lks_opt_cmd cmd = { .who = "list", .usage = lks_list_help, .tail = lks_list_tail, .width = 25,
+	                          .more = lks_list_tables };
 
-	if (!sets || !args) {
-		free(sets);
-		free(args);
-		return lks_usage("list: out of memory");
+	if ((rc = lks_opt_parse(&cmd, opts, argc, argv, &args, NULL)) != 0) {
+		rc = lks_opt_exit(rc);
+		goto out;
 	}
-	for (int i = 1; i < argc; i++) {
-		const char *o = argv[i];
-
-		if (opts && (!strcmp(o, "--help") || !strcmp(o, "-h"))) {
-			lks_list_help_print(stdout);
-			goto out;
-		} else if (opts && !strcmp(o, "--set")) {
-			if (i + 1 >= argc) {
-				rc = lks_usage("list: --set needs section.key=value");
-				goto out;
-			}
-			sets[nsets++] = argv[++i];
-		} else if (opts && !strncmp(o, "--set=", 6)) {
-			sets[nsets++] = o + 6;
-		} else if (opts && !strcmp(o, "--")) {
-			opts = 0;
-		} else if (opts && o[0] == '-' && o[1]) {
-			rc = lks_usage("list: unknown option '%s'", o);
-			lks_list_help_print(stderr);
-			goto out;
-		} else {
-			args[nargs++] = o;
-		}
-	}
-	if (!nargs)
-		args[nargs++] = "cases";
-	for (int i = 0; i < nargs; i++)
-		if (lks_list_arg(args[i], sets, nsets, &shown))
+	for (int i = 0; i < (args.n ? args.n : 1); i++)
+		if (lks_list_arg(args.n ? args.v[i] : "cases", sets.v, sets.n, &shown))
 			rc = LKS_EXIT_USAGE;
 out:
-	free(sets);
-	free(args);
+	free(sets.v);
+	free(args.v);
 	return rc;
 }

@@ -12,15 +12,16 @@
 #include "harness/probe/probe.h"
 #include "kernels/err.h"
 
-static const char lks_matrix_help[] =
+static const char lks_matrix_usage[] =
 	"usage: lockstep matrix --combos FILE [options] CASE|DIR...\n"
 	"\n"
 	"Probes every case under every combo of FILE, one probe per combo and case, and prints\n"
 	"a table of outcomes: a row per combo (in file order), a column per case.\n"
 	LKS_PROBE_HELP_PROBE
 	"\n"
-	"options:\n"
-	LKS_PROBE_HELP_OPTIONS
+	"options:\n";
+
+static const char lks_matrix_tail[] =
 	"\n"
 	"example:\n"
 	"  lockstep matrix --combos ci/versions.ini cases/ --db matrix.db --timeout 900\n"
@@ -149,7 +150,8 @@ int cmd_matrix(int argc, char **argv)
 	char summary[256] = "";
 	int rc;
 
-	if (lks_probe_start("matrix", argc, argv, lks_matrix_help, NULL, &cfg, &m.ps, &rc))
+	if (lks_probe_start("matrix", argc, argv, lks_matrix_usage, lks_matrix_tail, NULL, &cfg, &m.ps,
+	                    &rc))
 		goto out;
 	if ((rc = lks_matrix_setup(&m)) || (rc = lks_matrix_probe_all(&m))) {
 		rc = lks_probe_fail(rc);

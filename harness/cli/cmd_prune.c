@@ -13,7 +13,7 @@
 #include "harness/store/prune.h"
 #include "kernels/err.h"
 
-static const char lks_prune_help[] =
+static const char lks_prune_usage[] =
 	"usage: lockstep prune [--db FILE] (--keep N | --keep-days D) [--pin ID]... [--unpin ID]...\n"
 	"       lockstep prune [--db FILE] (--pin ID | --unpin ID)...\n"
 	"\n"
@@ -24,15 +24,9 @@ static const char lks_prune_help[] =
 	"thousand per transaction, so other lockstep commands read (and write) the database\n"
 	"meanwhile; then VACUUM gives the space back to the file system (it waits only for\n"
 	"writers, never for readers).\n"
-	"\n"
-	"  --db FILE       the database (default lockstep.db)\n"
-	"  --keep N        the latest N suites (by id) are kept whole\n"
-	"  --keep-days D   suites begun within the last D days are kept whole (with --keep: a\n"
-	"                  suite either keeps is kept); the latest suite is kept whole always,\n"
-	"                  as the next one is compared with it\n"
-	"  --pin ID        suite ID keeps its stat rows whatever its age (a release), first\n"
-	"  --unpin ID      suite ID is pruned like any other again, first\n"
-	"  --batch N       stat rows per transaction (default 4000)\n"
+	"\n";
+
+static const char lks_prune_tail[] =
 	"\n"
 	"exit codes: 0 done, 2 bad usage, no such suite, no such file or not a lockstep\n"
 	"database, 3 could not write it\n";
@@ -55,37 +49,56 @@ static int lks_prune_days(const char *v, double *out)
 	return 0;
 }
 
-/* 0: go on; -1: help was printed; else an exit code */
+/* --pin ID, --unpin ID: in the order given, the option's name before each id */
+static int lks_prune_pin_opt(const lks_option *o, const char *name, const char *arg, void *ctx)
+{
+	struct lks_prune_args *a = ctx;
+	const char **v = realloc(a->pins, (size_t)(a->npins + 2) * sizeof(*v));
+
+	(void)name;
+	if (!v)
+		return fprintf(stderr, "lockstep: out of memory\n"), LKS_EXIT_INFRA;
+	v[a->npins++] = o->name;
+	v[a->npins++] = arg;
+	a->pins = v;
+	return 0;
+}
+
+/* --keep-days D */
+static int lks_prune_days_opt(const lks_option *o, const char *name, const char *arg, void *ctx)
+{
+	struct lks_prune_args *a = ctx;
+
+	(void)o; (void)name;
+	return lks_prune_days(arg, &a->o.keep_days);
+}
+
+/* 0: go on; LKS_OPT_HELP: help was printed; else an exit code */
 static int lks_prune_parse(int argc, char **argv, struct lks_prune_args *a)
 {
+	const lks_option opts[] = {
+		LKS_OPT_STRING("--db", "FILE", &a->db, "the database (default lockstep.db)"),
+		LKS_OPT_INT("--keep", "N", &a->o.keep, 1, 1 << 30,
+		            "the latest N suites (by id) are kept whole"),
+		LKS_OPT_CALL("--keep-days", "D", lks_prune_days_opt,
+		             "suites begun within the last D days are kept whole (with --keep: a\n"
+		             "suite either keeps is kept); the latest suite is kept whole always,\n"
+		             "as the next one is compared with it"),
+		LKS_OPT_CALL("--pin", "ID", lks_prune_pin_opt,
+		             "suite ID keeps its stat rows whatever its age (a release), first"),
+		LKS_OPT_CALL("--unpin", "ID", lks_prune_pin_opt,
+		             "suite ID is pruned like any other again, first"),
+		LKS_OPT_INT("--batch", "N", &a->o.batch, 1, 1 << 30,
+		            "stat rows per transaction (default 4000)"),
+		LKS_OPT_END(),
+	};
+	const lks_opt_cmd cmd = { .who = "prune", .usage = lks_prune_usage, .tail = lks_prune_tail, .width = 15 };
+	int rc;
+
 	a->db = "lockstep.db";
 	a->o = (lks_prune_opts){ .keep = -1, .keep_days = -1 };
-	if (!(a->pins = calloc((size_t)argc, sizeof(*a->pins))))
-		return fprintf(stderr, "lockstep: out of memory\n"), LKS_EXIT_INFRA;
-	for (int i = 1; i < argc; i++) {
-		const char *o = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-
-		if (!strcmp(o, "--help") || !strcmp(o, "-h")) {
-			fputs(lks_prune_help, stdout);
-			return -1;
-		} else if (!strcmp(o, "--db") && v) {
-			a->db = argv[++i];
-		} else if (!strcmp(o, "--keep") || !strcmp(o, "--batch")) {
-			if (lks_opt_int("prune", o, v, 1, 1 << 30,
-			                o[2] == 'k' ? &a->o.keep : &a->o.batch))
-				return LKS_EXIT_USAGE;
-			i++;
-		} else if (!strcmp(o, "--keep-days")) {
-			if (lks_prune_days(v, &a->o.keep_days))
-				return LKS_EXIT_USAGE;
-			i++;
-		} else if ((!strcmp(o, "--pin") || !strcmp(o, "--unpin")) && v) {
-			a->pins[a->npins++] = o;
-			a->pins[a->npins++] = argv[++i];
-		} else {
-			return lks_usage("prune: bad option '%s' (or it lacks its value)", o);
-		}
-	}
+	if ((rc = lks_opt_parse(&cmd, opts, argc, argv, NULL, a)) != 0)
+		return rc;
 	if (a->o.keep < 0 && a->o.keep_days < 0 && !a->npins)
 		return lks_usage("prune: how much to keep? (--keep N or --keep-days D; 'lockstep "
 		                 "prune --help')");
@@ -135,7 +148,7 @@ int cmd_prune(int argc, char **argv)
 	int rc, open_rc;
 
 	if ((rc = lks_prune_parse(argc, argv, &a)) != 0) {
-		rc = rc < 0 ? LKS_EXIT_OK : rc;
+		rc = lks_opt_exit(rc);
 		goto out;
 	}
 	if (access(a.db, F_OK)) {  /* a misspelt --db is not a new, empty history */

@@ -12,7 +12,7 @@
 #include "harness/probe/probe.h"
 #include "kernels/err.h"
 
-static const char lks_reduce_help[] =
+static const char lks_reduce_usage[] =
 	"usage: lockstep reduce --good A --bad B --combos FILE [options] CASE|DIR...\n"
 	"\n"
 	"Finds which of the keys in which combos A and B differ make B bad: delta debugging\n"
@@ -25,10 +25,9 @@ static const char lks_reduce_help[] =
 	"the combo name A+{KEY,...}. At most 64 differences.\n"
 	LKS_PROBE_HELP_PROBE
 	"\n"
-	"options:\n"
-	"  --good A           the good combo\n"
-	"  --bad B            the bad combo\n"
-	LKS_PROBE_HELP_OPTIONS
+	"options:\n";
+
+static const char lks_reduce_tail[] =
 	"\n"
 	"example:\n"
 	"  lockstep reduce --good cuda-12.4 --bad cuda-12.6 --combos ci/versions.ini \\\n"
@@ -139,13 +138,18 @@ int cmd_reduce(int argc, char **argv)
 {
 	struct lks_reduce_state r = { 0 };
 	const char *good = NULL, *bad = NULL;
-	const struct lks_probe_extra extra[] = { { "--good", &good }, { "--bad", &bad }, { 0 } };
+	const lks_option extra[] = {
+		LKS_OPT_STRING("--good", "A", &good, "the good combo"),
+		LKS_OPT_STRING("--bad", "B", &bad, "the bad combo"),
+		LKS_OPT_END(),
+	};
 	lks_search_result s;
 	lks_probe_cfg cfg;
 	char result[1024] = "";
 	int rc;
 
-	if (lks_probe_start("reduce", argc, argv, lks_reduce_help, extra, &cfg, &r.ps, &rc))
+	if (lks_probe_start("reduce", argc, argv, lks_reduce_usage, lks_reduce_tail, extra, &cfg,
+	                    &r.ps, &rc))
 		goto out;
 	if ((rc = lks_reduce_setup(&r, good, bad))
 	    || (rc = lks_search_ddmin(r.n, lks_reduce_probe, &r, &s))) {

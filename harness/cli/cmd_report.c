@@ -18,7 +18,7 @@
 #define LKS_REPORTS_DIR "reports"
 #endif
 
-static const char lks_report_help[] =
+static const char lks_report_usage[] =
 	"usage: lockstep report [--db FILE] [--suite latest|ID] -o DIR\n"
 	"\n"
 	"Writes the report of one suite (one 'lockstep run') into DIR: index.html, a single\n"
@@ -38,15 +38,9 @@ static const char lks_report_help[] =
 	"Without gnuplot (Debian: gnuplot-nox) the tables are written and the page says the\n"
 	"plots need it.\n"
 	"\n"
-	"options:\n"
-	"  --db FILE          the database (default lockstep.db), opened read-only\n"
-	"  --suite latest|ID  which suite (default latest: the highest id; 'lockstep run'\n"
-	"                     prints the id of the suite it stored)\n"
-	"  -o, --out DIR      the report folder: missing, empty or holding a report; the\n"
-	"                     report is written beside it and swapped in whole when done\n"
-	"  --trend N          suites in the trend table (default 5)\n"
-	"  --templates DIR    the gnuplot scripts and report.html (default: $LKS_REPORT_DIR,\n"
-	"                     else the reports/ folder of the source tree)\n"
+	"options:\n";
+
+static const char lks_report_tail[] =
 	"\n"
 	"example:\n"
 	"  lockstep run cases/ --db nightly.db\n"
@@ -66,32 +60,26 @@ int cmd_report(int argc, char **argv)
 	int64_t suite_id = 0;
 	int rc;
 
-	for (int i = 1; i < argc; i++) {
-		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+	const lks_option opts[] = {
+		LKS_OPT_PATH("--db", "FILE", &db, "the database (default lockstep.db), opened read-only"),
+		LKS_OPT_STRING("--suite", "latest|ID", &suite,
+		               "which suite (default latest: the highest id; 'lockstep run'\n"
+		               "prints the id of the suite it stored)"),
+		LKS_OPT_PATH("-o, --out", "DIR", &out,
+		             "the report folder: missing, empty or holding a report; the\n"
+		             "report is written beside it and swapped in whole when done"),
+		LKS_OPT_INT("--trend", "N", &o.trend_suites, 1, 1000,
+		            "suites in the trend table (default 5)"),
+		LKS_OPT_PATH("--templates", "DIR", &o.templates,
+		             "the gnuplot scripts and report.html (default: $LKS_REPORT_DIR,\n"
+		             "else the reports/ folder of the source tree)"),
+		LKS_OPT_END(),
+	};
+	const lks_opt_cmd cmd = { .who = "report", .usage = lks_report_usage,
+	                          .tail = lks_report_tail, .width = 18 };
 
-		if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-			fputs(lks_report_help, stdout);
-			return LKS_EXIT_OK;
-		} else if (!strcmp(a, "--db") && v) {
-			if (lks_opt_path("report", a, argv[++i], &db))
-				return LKS_EXIT_USAGE;
-		} else if (!strcmp(a, "--suite") && v) {
-			suite = argv[++i];
-		} else if ((!strcmp(a, "-o") || !strcmp(a, "--out")) && v) {
-			if (lks_opt_path("report", a, argv[++i], &out))
-				return LKS_EXIT_USAGE;
-		} else if (!strcmp(a, "--templates") && v) {
-			if (lks_opt_path("report", a, argv[++i], &o.templates))
-				return LKS_EXIT_USAGE;
-		} else if (!strcmp(a, "--trend")) {
-			if (lks_opt_int("report", a, v, 1, 1000, &o.trend_suites))
-				return LKS_EXIT_USAGE;
-			i++;
-		} else {
-			return lks_usage("report: bad argument '%s' (or it lacks its value); "
-			                 "see 'lockstep report --help'", a);
-		}
-	}
+	if ((rc = lks_opt_parse(&cmd, opts, argc, argv, NULL, NULL)) != 0)
+		return lks_opt_exit(rc);
 	if (!out)
 		return lks_usage("report: where to? (-o DIR)");
 	if (!o.templates || !*o.templates)

@@ -28,7 +28,7 @@
 #include "kernels/backend.h"
 #include "kernels/err.h"
 
-static const char lks_run_help[] =
+static const char lks_run_usage[] =
 	"usage: lockstep run [options] CASE|DIR...\n"
 	"\n"
 	"Trains every run of each case (a DIR means all its *.ini) step by step and stores\n"
@@ -41,37 +41,9 @@ static const char lks_run_help[] =
 	"check compares a run with its golden file, GOLDEN/<class>/<case>/<run>.tsv, made by\n"
 	"'lockstep golden update'; a corrupt golden file is bad input (exit 2).\n"
 	"\n"
-	"options:\n"
-	"  --db FILE        the database (default lockstep.db; created if missing)\n"
-	"  --backend NAME   where to run: cpu, the bit-exact reference (default), or cuda (a\n"
-	"                   build with the CUDA Toolkit, on a GPU: the CPU's bits with the\n"
-	"                   reference GEMM, cuBLASLt's with a run's gemm = cublaslt); a run\n"
-	"                   with its own 'backend = NAME' runs there whatever this says\n"
-	"  --gemm IMPL      the GEMM of every trained run without its own 'gemm =': reference\n"
-	"                   (default) or cublaslt, production mode on --backend cuda; unlike\n"
-	"                   --set, the runs stay the case's (golden update takes them)\n"
-	"  --steps N        override the case's steps\n"
-	"  --set S.K=V      override a case key, e.g. --set model.hidden=512,\n"
-	"                   --set run.fp8.recipe=fp8_tensorwise (repeatable); run.*.K sets\n"
-	"                   it in every run, e.g. --set 'run.*.gemm=cublaslt'\n"
-	"  --run NAME       only the runs with this name (repeatable; a name no case has\n"
-	"                   is bad usage)\n"
-	"  --check NAME     only the checks with this name (repeatable): a case without one\n"
-	"                   is left out, and without --run only the runs they compare train\n"
-	"  --combo NAME     store the runs under this combo name (matrix, bisect and reduce\n"
-	"                   give it to each probe)\n"
-	"  --threads N      GEMM threads of single-rank runs (default: all cores)\n"
-	"  --timeout S      how long a rank waits for the others (under mpirun or srun, and\n"
-	"                   in every GPU collective: joining NCCL, each all-reduce) before\n"
-	"                   it ends the run and the job, exit 3 (default 600 seconds)\n"
-	"  --golden DIR     where golden files are (default: $LKS_GOLDEN_DIR, else golden)\n"
-	"  --junit FILE     also write the verdicts as JUnit XML (a testcase per check, and\n"
-	"                   one per run compared night over night)\n"
-	"  --same-fingerprint-change fail|warn\n"
-	"                   a run whose bits changed since the latest earlier suite while its\n"
-	"                   fingerprint did not (hardware, or non-determinism): exit 1 (fail,\n"
-	"                   the default) or only say so (warn)\n"
-	"  --quiet          no progress\n"
+	"options:\n";
+
+static const char lks_run_tail[] =
 	"\n"
 	"example:\n"
 	"  lockstep run cases/ --db nightly.db\n"
@@ -110,75 +82,80 @@ struct lks_run_args {
 	int gemm;                 /* --gemm: an lks_gemm_impl; -1: not given */
 	int steps, threads, quiet, timeout;
 	int same_fp_warn;         /* --same-fingerprint-change warn */
-	const char **sets, **only, **inputs, **checks;
-	int nsets, nonly, ninputs, nchecks;
+	lks_opt_list sets, only, inputs, checks;
 };
 
-/* 0: go on; -1: help was printed; else an exit code */
+/* --backend NAME: the registry names the ones this build has */
+static int lks_run_backend_opt(const lks_option *o, const char *name, const char *arg, void *ctx)
+{
+	struct lks_run_args *a = ctx;
+
+	(void)o; (void)name;
+	if (!(a->backend = lks_backend_find(arg)))
+		return lks_usage("run: %s", lks_errmsg());
+	return 0;
+}
+
+static const char *const lks_gemm_choices[] = { "reference", "cublaslt", NULL };
+static const char *const lks_fail_warn[] = { "fail", "warn", NULL };
+
+/* 0: go on; LKS_OPT_HELP: help was printed; else an exit code */
 static int lks_run_parse(int argc, char **argv, struct lks_run_args *a)
 {
+	int gemm = -1, rc;
+	const lks_option opts[] = {
+		LKS_OPT_PATH("--db", "FILE", &a->db,
+		             "the database (default lockstep.db; created if missing)"),
+		LKS_OPT_CALL("--backend", "NAME", lks_run_backend_opt,
+		             "where to run: cpu, the bit-exact reference (default), or cuda (a\n"
+		             "build with the CUDA Toolkit, on a GPU: the CPU's bits with the\n"
+		             "reference GEMM, cuBLASLt's with a run's gemm = cublaslt); a run\n"
+		             "with its own 'backend = NAME' runs there whatever this says"),
+		LKS_OPT_CHOICE("--gemm", "IMPL", &gemm, lks_gemm_choices,
+		               "the GEMM of every trained run without its own 'gemm =': reference\n"
+		               "(default) or cublaslt, production mode on --backend cuda; unlike\n"
+		               "--set, the runs stay the case's (golden update takes them)"),
+		LKS_OPT_INT("--steps", "N", &a->steps, 1, 1 << 30, "override the case's steps"),
+		LKS_OPT_LIST("--set", "S.K=V", &a->sets,
+		             "override a case key, e.g. --set model.hidden=512,\n"
+		             "--set run.fp8.recipe=fp8_tensorwise (repeatable); run.*.K sets\n"
+		             "it in every run, e.g. --set 'run.*.gemm=cublaslt'"),
+		LKS_OPT_LIST("--run", "NAME", &a->only,
+		             "only the runs with this name (repeatable; a name no case has\n"
+		             "is bad usage)"),
+		LKS_OPT_LIST("--check", "NAME", &a->checks,
+		             "only the checks with this name (repeatable): a case without one\n"
+		             "is left out, and without --run only the runs they compare train"),
+		LKS_OPT_STRING("--combo", "NAME", &a->combo,
+		               "store the runs under this combo name (matrix, bisect and reduce\n"
+		               "give it to each probe)"),
+		LKS_OPT_INT("--threads", "N", &a->threads, 1, 1024,
+		            "GEMM threads of single-rank runs (default: all cores)"),
+		LKS_OPT_INT("--timeout", "S", &a->timeout, 1, 1 << 30,
+		            "how long a rank waits for the others (under mpirun or srun, and\n"
+		            "in every GPU collective: joining NCCL, each all-reduce) before\n"
+		            "it ends the run and the job, exit 3 (default 600 seconds)"),
+		LKS_OPT_PATH("--golden", "DIR", &a->golden,
+		             "where golden files are (default: $LKS_GOLDEN_DIR, else golden)"),
+		LKS_OPT_PATH("--junit", "FILE", &a->junit,
+		             "also write the verdicts as JUnit XML (a testcase per check, and\n"
+		             "one per run compared night over night)"),
+		LKS_OPT_CHOICE("--same-fingerprint-change", "fail|warn", &a->same_fp_warn, lks_fail_warn,
+		               "\na run whose bits changed since the latest earlier suite while its\n"
+		               "fingerprint did not (hardware, or non-determinism): exit 1 (fail,\n"
+		               "the default) or only say so (warn)"),
+		LKS_OPT_FLAG("--quiet", &a->quiet, "no progress"),
+		LKS_OPT_END(),
+	};
+	const lks_opt_cmd cmd = { .who = "run", .usage = lks_run_usage, .tail = lks_run_tail,
+	                          .width = 16 };
+
 	a->db = "lockstep.db";
 	a->timeout = 600;
-	a->gemm = -1;
-	a->sets = calloc((size_t)argc, sizeof(char *));
-	a->only = calloc((size_t)argc, sizeof(char *));
-	a->inputs = calloc((size_t)argc, sizeof(char *));
-	a->checks = calloc((size_t)argc, sizeof(char *));
-	if (!a->sets || !a->only || !a->inputs || !a->checks)
-		return lks_usage("run: out of memory");
-	for (int i = 1; i < argc; i++) {
-		const char *o = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-
-		if (!strcmp(o, "--help") || !strcmp(o, "-h")) {
-			fputs(lks_run_help, stdout);
-			return -1;  /* done: help asked for */
-		} else if (!strcmp(o, "--db") && v) {
-			if (lks_opt_path("run", o, argv[++i], &a->db))
-				return LKS_EXIT_USAGE;
-		} else if (!strcmp(o, "--backend") && v) {
-			/* the registry names the ones this build has */
-			if (!(a->backend = lks_backend_find(argv[++i])))
-				return lks_usage("run: %s", lks_errmsg());
-		} else if (!strcmp(o, "--gemm") && v) {
-			if (strcmp(v, "reference") && strcmp(v, "cublaslt"))
-				return lks_usage("run: --gemm is reference or cublaslt, not '%s'", v);
-			a->gemm = !strcmp(argv[++i], "cublaslt") ? LKS_GEMM_LIBRARY : LKS_GEMM_REFERENCE;
-		} else if (!strcmp(o, "--steps")) {
-			if (lks_opt_int("run", o, v, 1, 1 << 30, &a->steps))
-				return LKS_EXIT_USAGE;
-			i++;
-		} else if (!strcmp(o, "--threads")) {
-			if (lks_opt_int("run", o, v, 1, 1024, &a->threads))
-				return LKS_EXIT_USAGE;
-			i++;
-		} else if (!strcmp(o, "--timeout")) {
-			if (lks_opt_int("run", o, v, 1, 1 << 30, &a->timeout))
-				return LKS_EXIT_USAGE;
-			i++;
-		} else if (!strcmp(o, "--set") && v) {
-			a->sets[a->nsets++] = argv[++i];
-		} else if (!strcmp(o, "--run") && v) {
-			a->only[a->nonly++] = argv[++i];
-		} else if (!strcmp(o, "--check") && v) {
-			a->checks[a->nchecks++] = argv[++i];
-		} else if (!strcmp(o, "--combo") && v) {
-			a->combo = argv[++i];
-		} else if ((!strcmp(o, "--golden") || !strcmp(o, "--junit")) && v) {
-			if (lks_opt_path("run", o, argv[++i], o[2] == 'g' ? &a->golden : &a->junit))
-				return LKS_EXIT_USAGE;
-		} else if (!strcmp(o, "--quiet")) {
-			a->quiet = 1;
-		} else if (!strcmp(o, "--same-fingerprint-change") && v) {
-			if (strcmp(v, "fail") && strcmp(v, "warn"))
-				return lks_usage("run: --same-fingerprint-change is fail or warn, not '%s'", v);
-			a->same_fp_warn = !strcmp(argv[++i], "warn");
-		} else if (o[0] == '-' && o[1]) {
-			return lks_usage("run: bad option '%s' (or it lacks its value)", o);
-		} else {
-			a->inputs[a->ninputs++] = o;
-		}
-	}
-	if (a->ninputs == 0)
+	if ((rc = lks_opt_parse(&cmd, opts, argc, argv, &a->inputs, a)) != 0)
+		return rc;
+	a->gemm = gemm < 0 ? -1 : gemm == 1 ? LKS_GEMM_LIBRARY : LKS_GEMM_REFERENCE;
+	if (a->inputs.n == 0)
 		return lks_usage("run: which cases? (a case file or a directory of them)");
 	return 0;
 }
@@ -194,12 +171,12 @@ static int lks_listed(const char *const *names, int n, const char *name)
 /* --run names the runs; else --check names them through the checks kept; else all run. */
 static int lks_selected(const struct lks_run_args *a, const lks_case *c, const char *run)
 {
-	if (a->nonly)
-		return lks_listed(a->only, a->nonly, run);
-	for (int i = 0; a->nchecks && i < c->nchecks; i++)
+	if (a->only.n)
+		return lks_listed(a->only.v, a->only.n, run);
+	for (int i = 0; a->checks.n && i < c->nchecks; i++)
 		if (!strcmp(c->checks[i].a, run) || !strcmp(c->checks[i].b, run))
 			return 1;
-	return a->nchecks == 0;
+	return a->checks.n == 0;
 }
 
 /* Keeps the checks --check names (all without it); a case left with none is dropped. A
@@ -210,14 +187,14 @@ static int lks_keep_checks(const struct lks_run_args *a, lks_case *cases, int *n
 	const char *unknown;
 	int n = 0;
 
-	if ((unknown = lks_cases_unknown(cases, *ncases, a->checks, a->nchecks, 1)))
+	if ((unknown = lks_cases_unknown(cases, *ncases, a->checks.v, a->checks.n, 1)))
 		return lks_usage("run: no case has a check named %s", unknown);
-	for (int i = 0; a->nchecks && i < *ncases; i++) {
+	for (int i = 0; a->checks.n && i < *ncases; i++) {
 		lks_case *c = &cases[i];
 		int m = 0;
 
 		for (int j = 0; j < c->nchecks; j++)
-			if (lks_listed(a->checks, a->nchecks, c->checks[j].name))
+			if (lks_listed(a->checks.v, a->checks.n, c->checks[j].name))
 				c->checks[m++] = c->checks[j];
 		c->nchecks = m;
 		if (m)
@@ -225,10 +202,10 @@ static int lks_keep_checks(const struct lks_run_args *a, lks_case *cases, int *n
 		else
 			lks_case_release(c);
 	}
-	*ncases = a->nchecks ? n : *ncases;
-	if ((unknown = lks_cases_unknown(cases, *ncases, a->only, a->nonly, 0)))
-		return lks_usage("run: no case%s has a run named %s", a->nchecks ? " that --check kept" : "",
-		                 unknown);
+	*ncases = a->checks.n ? n : *ncases;
+	if ((unknown = lks_cases_unknown(cases, *ncases, a->only.v, a->only.n, 0)))
+		return lks_usage("run: no case%s has a run named %s",
+		                 a->checks.n ? " that --check kept" : "", unknown);
 	return 0;
 }
 
@@ -541,14 +518,14 @@ int lks_run_cases(int argc, char **argv, lks_check_tally *t)
 
 	memset(t, 0, sizeof(*t));
 	if ((rc = lks_run_parse(argc, argv, &a)) != 0) {
-		rc = rc < 0 ? LKS_EXIT_OK : rc;
+		rc = lks_opt_exit(rc);
 		goto out;
 	}
 	if ((rc = lks_job_start(a.timeout, &job)) != 0)
 		goto out;
 	copts = (lks_check_opts){ .golden_dir = lks_golden_dir(a.golden) };
 	/* every case is valid before anything is written; every process loads them */
-	if (lks_cases_load(a.inputs, a.ninputs, a.sets, a.nsets, &cases, &ncases)) {
+	if (lks_cases_load(a.inputs.v, a.inputs.n, a.sets.v, a.sets.n, &cases, &ncases)) {
 		fprintf(stderr, "lockstep: %s\n", lks_errmsg());
 		rc = LKS_EXIT_USAGE;
 	} else if (lks_keep_checks(&a, cases, &ncases) || lks_gemm_settle(&a, cases, ncases)) {
@@ -580,7 +557,7 @@ int lks_run_cases(int argc, char **argv, lks_check_tally *t)
 		fprintf(stderr, "lockstep: %s\n", lks_errmsg());
 		goto out;
 	}
-	overrides = lks_join(a.sets, a.nsets);
+	overrides = lks_join(a.sets.v, a.sets.n);
 	for (int i = 0; i < ncases; i++) {
 		free(run_ids);
 		free(selected);
@@ -687,10 +664,10 @@ out:
 		free(uses[i].fingerprint);
 	free(command);
 	free(overrides);
-	free(a.sets);
-	free(a.only);
-	free(a.inputs);
-	free(a.checks);
+	free(a.sets.v);
+	free(a.only.v);
+	free(a.inputs.v);
+	free(a.checks.v);
 	return rc;
 }
 

@@ -11,7 +11,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <math.h>
 #include <poll.h>
 #include <signal.h>
 #include <spawn.h>
@@ -264,66 +263,6 @@ void lks_probe_cfg_release(lks_probe_cfg *cfg)
 	free(cfg->checks);
 	free(cfg->pass);
 	memset(cfg, 0, sizeof(*cfg));
-}
-
-/* Options the probes get as they are: 'lockstep run' checks their values (but for an
-   empty path, which it would take for the default folder). */
-static const char *const lks_pass_opts[] = { "--steps", "--run", "--threads", "--golden" };
-
-/* An option with a value: 0 taken, 1 not one of these, -1 a bad value. */
-static int lks_probe_valued(lks_probe_cfg *cfg, const char *o, const char *v)
-{
-	char *end;
-
-	if ((!strcmp(o, "--combos") || !strcmp(o, "--db")) && !*v) {
-		return lks_err("%s wants a path, not ''", o);  /* as lks_opt_path says it */
-	} else if (!strcmp(o, "--combos")) {
-		cfg->combos_path = v;
-	} else if (!strcmp(o, "--db")) {
-		cfg->db = v;
-	} else if (!strcmp(o, "--check")) {
-		cfg->checks[cfg->nchecks++] = v;
-	} else if (!strcmp(o, "--timeout")) {
-		cfg->timeout = strtod(v, &end);
-		if (end == v || *end || !isfinite(cfg->timeout) || cfg->timeout <= 0)
-			return lks_err("--timeout wants seconds > 0, not '%s'", v);
-	} else if (!strcmp(o, "--on-crash")) {
-		if (strcmp(v, "skip") && strcmp(v, "bad"))
-			return lks_err("--on-crash wants skip or bad, not '%s'", v);
-		cfg->on_crash_bad = !strcmp(v, "bad");
-	} else {
-		return 1;
-	}
-	return 0;
-}
-
-int lks_probe_opt(lks_probe_cfg *cfg, int argc, char **argv, int *i)
-{
-	const char *o = argv[*i], *v = *i + 1 < argc ? argv[*i + 1] : NULL;
-	int r;
-
-	if (o[0] != '-' || !o[1]) {
-		cfg->cases[cfg->ncases++] = o;
-		return 1;
-	}
-	if (!strcmp(o, "--verbose")) {
-		cfg->verbose = 1;
-		return 1;
-	}
-	if (!v)
-		return 0;
-	for (size_t k = 0; k < sizeof(lks_pass_opts) / sizeof(lks_pass_opts[0]); k++)
-		if (!strcmp(o, lks_pass_opts[k])) {
-			if (!strcmp(o, "--golden") && !*v)
-				return lks_err("%s wants a path, not ''", o), -1;
-			cfg->pass[cfg->npass++] = o;
-			cfg->pass[cfg->npass++] = argv[++*i];
-			return 1;
-		}
-	if ((r = lks_probe_valued(cfg, o, v)) != 0)
-		return r < 0 ? -1 : 0;
-	++*i;
-	return 1;
 }
 
 lks_mark lks_probe_mark(const lks_probe_cfg *cfg, lks_outcome o)

@@ -68,7 +68,7 @@ int lks_probe_exec(const char *exe, char *const *argv, char *const *envp, double
 
 /* ---- what matrix, bisect and reduce share ---- */
 
-/* Their common options (lks_probe_opt); arrays hold argc entries. */
+/* Their common options (harness/cli/cmd_probe.c parses them); arrays hold argc entries. */
 typedef struct lks_probe_cfg {
 	const char *combos_path, *db;
 	double timeout;
@@ -82,9 +82,6 @@ typedef struct lks_probe_cfg {
 
 int lks_probe_cfg_init(lks_probe_cfg *cfg, int argc);
 void lks_probe_cfg_release(lks_probe_cfg *cfg);
-/* Takes argv[*i] (and its value, moving *i) if it is a common option or a case: 1; 0 if it
-   is an option of another kind; -1 (lks_err) for a bad value. */
-int lks_probe_opt(lks_probe_cfg *cfg, int argc, char **argv, int *i);
 /* good, bad and skip as they are; crash and timeout: skip, or bad with --on-crash bad. */
 lks_mark lks_probe_mark(const lks_probe_cfg *cfg, lks_outcome o);
 
