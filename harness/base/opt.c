@@ -76,6 +76,13 @@ int lks_opt_isa(const char *who, const char *val)
 
 /* ---- a command's options, declared once ---- */
 
+int lks_opt_isa_call(const lks_opt_cmd *cmd, const lks_option *o, const char *name,
+                     const char *arg)
+{
+	(void)o; (void)name;
+	return lks_opt_isa(cmd->who, arg);
+}
+
 /* Whether name (as typed) is one of the row's spellings ("-o, --out"). */
 static int lks_opt_named(const lks_option *o, const char *name)
 {
@@ -131,7 +138,7 @@ static void lks_opt_choices(char *buf, size_t size, const char *const *c)
 
 /* The value val of row o, typed as name. */
 static int lks_opt_take(const lks_opt_cmd *cmd, const lks_option *o, const char *name,
-                        const char *val, void *ctx)
+                        const char *val)
 {
 	char list[256];
 
@@ -159,14 +166,14 @@ static int lks_opt_take(const lks_opt_cmd *cmd, const lks_option *o, const char 
 		lks_opt_choices(list, sizeof(list), o->choices);
 		return lks_usage("%s: %s is %s, not '%s'", cmd->who, name, list, val);
 	case LKS_OPT_CALL:
-		return o->fn(o, name, val, ctx);
+		return o->fn(cmd, o, name, val);
 	default:
 		return lks_usage("%s: bad option '%s'", cmd->who, name);
 	}
 }
 
 int lks_opt_parse(const lks_opt_cmd *cmd, const lks_option *opts, int argc, char **argv,
-                  lks_opt_list *args, void *ctx)
+                  lks_opt_list *args)
 {
 	int rc, options = 1;
 
@@ -197,8 +204,8 @@ int lks_opt_parse(const lks_opt_cmd *cmd, const lks_option *opts, int argc, char
 			return lks_usage("%s: %s takes no value", cmd->who, name);
 		} else if (o->arg && !eq && i + 1 >= argc) {
 			return lks_usage("%s: %s needs a value (%s)", cmd->who, name, o->arg);
-		} else if ((rc = lks_opt_take(cmd, o, name, eq ? eq + 1 : o->arg ? argv[++i] : NULL,
-		                              ctx)) != 0) {
+		} else if ((rc = lks_opt_take(cmd, o, name,
+		                              eq ? eq + 1 : o->arg ? argv[++i] : NULL)) != 0) {
 			return rc;
 		}
 	}

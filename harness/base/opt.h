@@ -48,6 +48,7 @@ typedef struct lks_opt_list {
 } lks_opt_list;
 
 typedef struct lks_option lks_option;
+typedef struct lks_opt_cmd lks_opt_cmd;
 struct lks_option {
 	enum lks_opt_kind kind;
 	const char *name;         /* "--db"; several spellings as "-o, --out" */
@@ -58,8 +59,9 @@ struct lks_option {
 	const char *help;
 	double lo, hi;            /* INT, DOUBLE */
 	const char *const *choices;  /* CHOICE */
-	/* CALL: 0, or an exit code after saying why; name (as typed) lasts only the call */
-	int (*fn)(const lks_option *o, const char *name, const char *arg, void *ctx);
+	/* CALL: 0, or an exit code after saying why (cmd->who first); name (as typed) lasts
+	   only the call */
+	int (*fn)(const lks_opt_cmd *cmd, const lks_option *o, const char *name, const char *arg);
 };
 
 #define LKS_OPT_FLAG(n, v, h) { LKS_OPT_FLAG, n, NULL, v, h, 0, 0, NULL, NULL }
@@ -70,6 +72,10 @@ struct lks_option {
 #define LKS_OPT_LIST(n, a, v, h) { LKS_OPT_LIST, n, a, v, h, 0, 0, NULL, NULL }
 #define LKS_OPT_CHOICE(n, a, v, c, h) { LKS_OPT_CHOICE, n, a, v, h, 0, 0, c, NULL }
 #define LKS_OPT_CALL(n, a, f, h) { LKS_OPT_CALL, n, a, NULL, h, 0, 0, NULL, f }
+/* --isa scalar|avx2|avx512: the CPU kernels' path forced (lks_opt_isa) */
+int lks_opt_isa_call(const lks_opt_cmd *cmd, const lks_option *o, const char *name,
+                     const char *arg);
+#define LKS_OPT_ISA(h) LKS_OPT_CALL("--isa", "scalar|avx2|avx512", lks_opt_isa_call, h)
 #define LKS_OPT_TEXT(h) { LKS_OPT_TEXT, NULL, NULL, NULL, h, 0, 0, NULL, NULL }
 #define LKS_OPT_INCLUDE(t) { LKS_OPT_INCLUDE, NULL, NULL, (void *)(t), NULL, 0, 0, NULL, NULL }
 #define LKS_OPT_END() { LKS_OPT_END, NULL, NULL, NULL, NULL, 0, 0, NULL, NULL }
@@ -77,24 +83,25 @@ struct lks_option {
 /* A command: who it is in messages ("run", "golden update"), the text of its --help above
    the options (through "options:\n") and below them, and the column its options' help
    starts at (2 + width + 1). */
-typedef struct lks_opt_cmd {
+struct lks_opt_cmd {
 	const char *who;
 	const char *usage, *tail;
 	int width;
 	void (*more)(FILE *out);   /* NULL, or what follows usage before the options (tables) */
 	void (*after)(FILE *out);  /* NULL, or what follows the options before tail */
-} lks_opt_cmd;
+	void *ctx;                 /* for CALL rows */
+};
 
 /* lks_opt_parse's answer after --help: the usage was printed; exit 0. */
 #define LKS_OPT_HELP (-1)
 
 /* Parses argv[1..argc) by the table opts (ended by LKS_OPT_END): each option into its
-   value ("--name value" or "--name=value"); the other arguments, and all after "--", into *args in order (NULL: an argument
-   is bad usage). ctx goes to CALL rows. Returns 0; LKS_OPT_HELP after printing the usage
+   value ("--name value" or "--name=value"); the other arguments, and all after "--", into
+   *args in order (NULL: an argument is bad usage). Returns 0; LKS_OPT_HELP after printing the usage
    on stdout (-h, --help); else the exit code after a message that names the command and
    the option: an unknown option, a missing or bad value. */
 int lks_opt_parse(const lks_opt_cmd *cmd, const lks_option *opts, int argc, char **argv,
-                  lks_opt_list *args, void *ctx);
+                  lks_opt_list *args);
 /* The --help text: usage, a line per option (and its help), tail. */
 void lks_opt_usage(const lks_opt_cmd *cmd, const lks_option *opts, FILE *out);
 /* The exit code of lks_opt_parse's nonzero answer: 0 after --help. */

@@ -60,21 +60,21 @@ static int lks_detect_cols(struct lks_col *cols)
 	return n;
 }
 
-static void lks_detect_help_print(void)
+/* After the usage: the columns, from the check kinds' table. */
+static void lks_detect_columns(FILE *f)
 {
 	struct lks_col cols[LKS_NCOLS];
 	const lks_check_kind_info *row;
 	int n = lks_detect_cols(cols);
 
-	fputs(lks_detect_help, stdout);
-	printf("\ncolumns:\n");
+	fprintf(f, "\ncolumns:\n");
 	for (int j = 0; j < n; j++)
-		printf("  %-16s %s\n", cols[j].title, cols[j].kind == LKS_CHECK_COUNT
-		       ? "the runner's event: NaN/Inf in gradients before the all-reduce"
-		       : lks_check_kind_name(cols[j].kind));
+		fprintf(f, "  %-16s %s\n", cols[j].title, cols[j].kind == LKS_CHECK_COUNT
+		        ? "the runner's event: NaN/Inf in gradients before the all-reduce"
+		        : lks_check_kind_name(cols[j].kind));
 	for (int i = 0; (row = lks_check_kind_of((lks_check_kind)i)); i++)
 		if (!row->detect.title)
-			printf("  %-16s none: %s\n", row->name, row->detect.none);
+			fprintf(f, "  %-16s none: %s\n", row->name, row->detect.none);
 }
 
 struct lks_catch {
@@ -231,35 +231,28 @@ static void lks_detect_print(const struct lks_detect_row *rows, int n)
 int lks_bench_detect(int argc, char **argv)
 {
 	const char *base = getenv("TMPDIR"), *def[] = { "cases/faults" };
-	const char **inputs = calloc((size_t)argc + 1, sizeof(*inputs));
-	int ninputs = 0, ncases = 0, rc = LKS_EXIT_USAGE;
+	lks_opt_list inputs = { 0 };
+	int ncases = 0, rc;
 	lks_case *cases = NULL;
 	struct lks_detect_row *rows = NULL;
 	char dir[2048] = "", db[2200];
 	lks_store *store = NULL;
 	int64_t suite;
 
-	if (!inputs)
-		return LKS_EXIT_INFRA;
-	for (int i = 1; i < argc; i++) {
-		if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-			lks_detect_help_print();
-			rc = LKS_EXIT_OK;
-			goto out;
-		} else if (!strcmp(argv[i], "--dir") && i + 1 < argc) {
-			if (lks_opt_path("bench detect", argv[i], argv[i + 1], &base)) {
-				rc = LKS_EXIT_USAGE;
-				goto out;
-			}
-			i++;
-		} else if (argv[i][0] == '-') {
-			lks_usage("bench detect: unknown option '%s'", argv[i]);
-			goto out;
-		} else {
-			inputs[ninputs++] = argv[i];
-		}
+	const lks_option opts[] = {
+		LKS_OPT_PATH("--dir", "DIR", &base, NULL),  /* the usage's text says it */
+		LKS_OPT_END(),
+	};
+	const lks_opt_cmd cmd = { .who = "bench detect", .usage = lks_detect_help,
+	                          .after = lks_detect_columns };
+
+	if ((rc = lks_opt_parse(&cmd, opts, argc, argv, &inputs)) != 0) {
+		rc = lks_opt_exit(rc);
+		goto out;
 	}
-	if (lks_cases_load(ninputs ? inputs : def, ninputs ? ninputs : 1, NULL, 0, &cases, &ncases)) {
+	rc = LKS_EXIT_USAGE;
+	if (lks_cases_load(inputs.n ? inputs.v : def, inputs.n ? inputs.n : 1, NULL, 0, &cases,
+	                   &ncases)) {
 		fprintf(stderr, "lockstep: bench detect: %s\n", lks_errmsg());
 		goto out;
 	}
@@ -310,6 +303,6 @@ out:
 	}
 	free(rows);
 	lks_cases_release(cases, ncases);
-	free(inputs);
+	free(inputs.v);
 	return rc;
 }

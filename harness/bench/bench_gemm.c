@@ -110,6 +110,23 @@ static int lks_parse_sizes(const char *val, int *sizes)
 	return n ? n : (lks_usage("bench gemm: --sizes is empty"), -1);
 }
 
+/* --sizes S1,S2,...: into sizes, their number into *n, and *given = 1 */
+struct lks_sizes_arg {
+	int *sizes, *n, *given;
+};
+
+static int lks_sizes_opt(const lks_opt_cmd *cmd, const lks_option *o, const char *name,
+                         const char *arg)
+{
+	struct lks_sizes_arg *sz = cmd->ctx;
+
+	(void)o; (void)name;
+	if ((*sz->n = lks_parse_sizes(arg, sz->sizes)) < 0)
+		return LKS_EXIT_USAGE;
+	*sz->given = 1;
+	return 0;
+}
+
 /* The operands of one size, generated from (seed, index) like every lockstep input. */
 struct lks_gemm_inputs {
 	int n;
@@ -354,37 +371,20 @@ int lks_bench_gemm(int argc, char **argv)
 	double *t = NULL;            /* (reps, rows) seconds */
 	int rc = LKS_EXIT_INFRA;
 
-	for (int i = 1; i < argc; i++) {
-		const char *o = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+	const lks_option opts[] = {  /* the usage's text says each */
+		LKS_OPT_INT("--threads", "T", &threads, 1, 1024, NULL),
+		LKS_OPT_INT("--reps", "R", &reps, 1, 1000, NULL),
+		LKS_OPT_CALL("--sizes", "S1,S2,...", lks_sizes_opt, NULL),
+		LKS_OPT_STRING("--backend", "NAME", &backend, NULL),
+		LKS_OPT_ISA(NULL),
+		LKS_OPT_END(),
+	};
+	struct lks_sizes_arg sz = { sizes, &nsizes, &sized };
+	const lks_opt_cmd cmd = { .who = "bench gemm", .usage = lks_bench_gemm_help, .ctx = &sz };
 
-		if (!strcmp(o, "--help") || !strcmp(o, "-h")) {
-			fputs(lks_bench_gemm_help, stdout);
-			return LKS_EXIT_OK;
-		} else if (!strcmp(o, "--threads")) {
-			if (lks_opt_int("bench gemm", o, v, 1, 1024, &threads))
-				goto usage;
-			i++;
-		} else if (!strcmp(o, "--reps")) {
-			if (lks_opt_int("bench gemm", o, v, 1, 1000, &reps))
-				goto usage;
-			i++;
-		} else if (!strcmp(o, "--sizes")) {
-			if ((nsizes = lks_parse_sizes(v, sizes)) < 0)
-				goto usage;
-			sized = 1;
-			i++;
-		} else if (!strcmp(o, "--backend") && v) {
-			backend = argv[++i];
-		} else if (!strcmp(o, "--isa")) {
-			if (lks_opt_isa("bench gemm", v))
-				goto usage;
-			i++;
-		} else {
-			lks_usage("bench gemm: bad option '%s'", o);
-			goto usage;
-		}
-	}
-
+	if ((rc = lks_opt_parse(&cmd, opts, argc, argv, NULL)) != 0)
+		return lks_opt_exit(rc);
+	rc = LKS_EXIT_INFRA;
 	if (backend && strcmp(backend, "cpu")) {
 		static const int gpu_sizes[] = { 4096, 8192 };
 
@@ -466,7 +466,4 @@ out:
 	free(t);
 	lks_pool_free(pool);
 	return rc;
-usage:
-	fputs(lks_bench_gemm_help, stderr);
-	return LKS_EXIT_USAGE;
 }

@@ -142,48 +142,29 @@ static double lks_bench_import_side(void *arg, int side, int round)
 	return side == 0 ? lks_bench_wc(arg) : lks_bench_import_once(arg, side == 2, round);
 }
 
-static int lks_bench_import_opts(int argc, char **argv, struct lks_bench_import *b,
-                                 int *reps, int *keep, const char **base)
-{
-	for (int i = 1; i < argc; i++) {
-		const char *o = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-		int n;
-
-		if (!strcmp(o, "--help") || !strcmp(o, "-h")) {
-			fputs(lks_bench_import_help, stdout);
-			return -1;
-		} else if (!strcmp(o, "--lines") || !strcmp(o, "--ranks") || !strcmp(o, "--reps")) {
-			if (lks_opt_int("bench import", o, v, 1, 1 << 30, &n))
-				return LKS_EXIT_USAGE;
-			if (o[2] == 'l')
-				b->lines = n;
-			else
-				*(o[2] == 'r' && o[3] == 'a' ? &b->ranks : reps) = n;
-			i++;
-		} else if (!strcmp(o, "--dir") && v) {
-			if (lks_opt_path("bench import", o, argv[++i], base))
-				return LKS_EXIT_USAGE;
-		} else if (!strcmp(o, "--keep")) {
-			*keep = 1;
-		} else {
-			return lks_usage("bench import: bad option '%s' (see --help)", o);
-		}
-	}
-	return 0;
-}
-
 int lks_bench_import(int argc, char **argv)
 {
 	struct lks_bench_import b = { .lines = 1000000, .ranks = 8 };
 	const char *base = getenv("TMPDIR");
-	int reps = 3, keep = 0, rc;
+	int reps = 3, keep = 0, lines = 1000000, rc;
 	double *t = NULL;
 	lks_bench_spread wc, ratio_parse, ratio_import, phase[4];
 
 	if (!base || !*base)
 		base = "/tmp";
-	if ((rc = lks_bench_import_opts(argc, argv, &b, &reps, &keep, &base)))
-		return rc < 0 ? LKS_EXIT_OK : rc;
+	const lks_option opts[] = {  /* the usage's text says each */
+		LKS_OPT_INT("--lines", "N", &lines, 1, 1 << 30, NULL),
+		LKS_OPT_INT("--ranks", "N", &b.ranks, 1, 1 << 30, NULL),
+		LKS_OPT_INT("--reps", "N", &reps, 1, 1 << 30, NULL),
+		LKS_OPT_PATH("--dir", "DIR", &base, NULL),
+		LKS_OPT_FLAG("--keep", &keep, NULL),
+		LKS_OPT_END(),
+	};
+	const lks_opt_cmd cmd = { .who = "bench import", .usage = lks_bench_import_help };
+
+	if ((rc = lks_opt_parse(&cmd, opts, argc, argv, NULL)))
+		return lks_opt_exit(rc);
+	b.lines = lines;
 	if ((size_t)snprintf(b.dir, sizeof(b.dir), "%s/lks-bench-import-XXXXXX", base)
 	    >= sizeof(b.dir))
 		return lks_usage("bench import: --dir '%s' is too long", base);

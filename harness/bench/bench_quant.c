@@ -42,6 +42,8 @@ static void lks_copy_task(void *arg, int task, int thread)
 		memcpy(job->dst + off, job->src + off, job->bytes - off < chunk ? job->bytes - off : chunk);
 }
 
+static const char *const lks_formats[] = { "e4m3", "e5m2", NULL };
+
 int lks_bench_quant(int argc, char **argv)
 {
 	int rows = 4096, cols = 4096, threads = 1, reps = 7;
@@ -53,33 +55,22 @@ int lks_bench_quant(int argc, char **argv)
 	lks_pool *pool = NULL;
 	int rc = LKS_EXIT_INFRA;
 
-	for (int i = 1; i < argc; i++) {
-		const char *o = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+	int e5m2 = 0;
+	const lks_option opts[] = {  /* the usage's text says each */
+		LKS_OPT_INT("--rows", "R", &rows, 1, 1 << 20, NULL),
+		LKS_OPT_INT("--cols", "C", &cols, 1, 1 << 20, NULL),
+		LKS_OPT_INT("--threads", "T", &threads, 1, 1 << 20, NULL),
+		LKS_OPT_INT("--reps", "N", &reps, 1, 1 << 20, NULL),
+		LKS_OPT_CHOICE("--format", "e4m3|e5m2", &e5m2, lks_formats, NULL),
+		LKS_OPT_ISA(NULL),
+		LKS_OPT_END(),
+	};
+	const lks_opt_cmd cmd = { .who = "bench quant", .usage = lks_bench_quant_help };
 
-		if (!strcmp(o, "--help") || !strcmp(o, "-h")) {
-			fputs(lks_bench_quant_help, stdout);
-			return LKS_EXIT_OK;
-		} else if (!strcmp(o, "--rows") || !strcmp(o, "--cols") || !strcmp(o, "--threads")
-		           || !strcmp(o, "--reps")) {
-			int *dst = !strcmp(o, "--rows") ? &rows : !strcmp(o, "--cols") ? &cols
-			         : !strcmp(o, "--threads") ? &threads : &reps;
-
-			if (lks_opt_int("bench quant", o, v, 1, 1 << 20, dst))
-				return LKS_EXIT_USAGE;
-			i++;
-		} else if (!strcmp(o, "--format") && v && (!strcmp(v, "e4m3") || !strcmp(v, "e5m2"))) {
-			fmt = !strcmp(v, "e4m3") ? LKS_FP8_E4M3 : LKS_FP8_E5M2;
-			i++;
-		} else if (!strcmp(o, "--isa")) {
-			if (lks_opt_isa("bench quant", v))
-				return LKS_EXIT_USAGE;
-			i++;
-		} else {
-			lks_usage("bench quant: bad option '%s'", o);
-			fputs(lks_bench_quant_help, stderr);
-			return LKS_EXIT_USAGE;
-		}
-	}
+	if ((rc = lks_opt_parse(&cmd, opts, argc, argv, NULL)) != 0)
+		return lks_opt_exit(rc);
+	rc = LKS_EXIT_INFRA;
+	fmt = e5m2 ? LKS_FP8_E5M2 : LKS_FP8_E4M3;
 
 	size_t n = (size_t)rows * (size_t)cols;
 	x = aligned_alloc(64, (n * 4 + 63) & ~(size_t)63);

@@ -357,53 +357,48 @@ out:
 
 /* ---- the command ---- */
 
-/* 0: go on; -1: help was printed; else an exit code */
+/* --set S.K=V: into a->sets, which keeps room for the overrides of the parts */
+static int lks_step_set_opt(const lks_opt_cmd *cmd, const lks_option *o, const char *name,
+                            const char *arg)
+{
+	struct lks_step_args *a = cmd->ctx;
+
+	(void)o; (void)name;
+	a->sets[a->nsets++] = arg;
+	return 0;
+}
+
+/* 0: go on; LKS_OPT_HELP: help was printed; else an exit code */
 static int lks_step_parse(int argc, char **argv, struct lks_step_args *a)
 {
+	const lks_option opts[] = {  /* the usage's text says each */
+		LKS_OPT_INT("--steps", "N", &a->steps, 2, 1 << 20, NULL),  /* step 0 is never timed */
+		LKS_OPT_INT("--reps", "R", &a->reps, 1, 1 << 20, NULL),
+		LKS_OPT_INT("--threads", "T", &a->threads, 1, 1 << 20, NULL),
+		LKS_OPT_ISA(NULL),
+		LKS_OPT_PATH("--case", "FILE", &a->case_path, NULL),
+		LKS_OPT_PATH("--dir", "DIR", &a->base, NULL),
+		LKS_OPT_CALL("--set", "S.K=V", lks_step_set_opt, NULL),
+		LKS_OPT_STRING("--run", "NAME", &a->run_name, NULL),
+		LKS_OPT_FLAG("--keep", &a->keep, NULL),
+		LKS_OPT_STRING("--backend", "NAME", &a->backend, NULL),
+		LKS_OPT_END(),
+	};
+	const lks_opt_cmd cmd = { .who = "bench step", .usage = lks_bench_step_help, .ctx = a };
+	int rc;
+
 	a->case_path = "cases/fp8_recipes.ini";
-	a->steps = 20;
+	a->steps = 0;
 	a->reps = 0;
 	a->base = getenv("TMPDIR");
 	if (!a->base || !*a->base)
 		a->base = "/tmp";
 	if (!(a->sets = calloc((size_t)argc + 4, sizeof(char *))))
 		return lks_usage("bench step: out of memory");
-	for (int i = 1; i < argc; i++) {
-		const char *o = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-
-		if (!strcmp(o, "--help") || !strcmp(o, "-h")) {
-			fputs(lks_bench_step_help, stdout);
-			return -1;
-		} else if (!strcmp(o, "--steps") || !strcmp(o, "--reps") || !strcmp(o, "--threads")) {
-			int lo = !strcmp(o, "--steps") ? 2 : 1;  /* step 0 is never timed */
-			int *dst = !strcmp(o, "--steps") ? &a->steps : !strcmp(o, "--reps") ? &a->reps
-			         : &a->threads;
-
-			if (lks_opt_int("bench step", o, v, lo, 1 << 20, dst))
-				return LKS_EXIT_USAGE;
-			a->steps_given |= !strcmp(o, "--steps");
-			i++;
-		} else if (!strcmp(o, "--isa")) {
-			if (lks_opt_isa("bench step", v))
-				return LKS_EXIT_USAGE;
-			i++;
-		} else if ((!strcmp(o, "--case") || !strcmp(o, "--dir")) && v) {
-			if (lks_opt_path("bench step", o, argv[++i], o[2] == 'c' ? &a->case_path : &a->base))
-				return LKS_EXIT_USAGE;
-		} else if (!strcmp(o, "--set") && v) {
-			a->sets[a->nsets++] = argv[++i];
-		} else if (!strcmp(o, "--run") && v) {
-			a->run_name = argv[++i];
-		} else if (!strcmp(o, "--keep")) {
-			a->keep = 1;
-		} else if (!strcmp(o, "--backend") && v) {
-			a->backend = argv[++i];
-		} else {
-			lks_usage("bench step: bad option '%s' (or it lacks its value)", o);
-			fputs(lks_bench_step_help, stderr);
-			return LKS_EXIT_USAGE;
-		}
-	}
+	if ((rc = lks_opt_parse(&cmd, opts, argc, argv, NULL)) != 0)
+		return rc;
+	a->steps_given = a->steps != 0;
+	a->steps = a->steps ? a->steps : 20;
 	/* part 1 compares a few percent between runs of ~0.1 s, where a virtual machine's
 	   noise is as large: more rounds there; part 3's shares are coarser, and its runs ten
 	   times longer; part 5 has four runs to a round */
@@ -550,7 +545,7 @@ int lks_bench_step(int argc, char **argv)
 	int gsteps, cores = (int)sysconf(_SC_NPROCESSORS_ONLN), threads;
 
 	if ((rc = lks_step_parse(argc, argv, &a)) != 0) {
-		rc = rc < 0 ? LKS_EXIT_OK : rc;
+		rc = lks_opt_exit(rc);
 		goto out;
 	}
 	if (a.backend) {

@@ -163,32 +163,20 @@ int lks_bench_store(int argc, char **argv)
 
 	if (!base || !*base)
 		base = "/tmp";
-	for (int i = 1; i < argc; i++) {
-		const char *o = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+	const lks_option opts[] = {  /* the usage's text says each */
+		LKS_OPT_INT("--steps", "N", &nsteps, 1, 1 << 20, NULL),
+		LKS_OPT_INT("--ranks", "N", &ranks, 1, 1 << 20, NULL),
+		LKS_OPT_INT("--tensors", "N", &tensors, 1, 1 << 20, NULL),
+		LKS_OPT_INT("--reps", "N", &reps, 1, 1 << 20, NULL),
+		LKS_OPT_PATH("--dir", "DIR", &base, NULL),
+		LKS_OPT_FLAG("--keep", &keep, NULL),
+		LKS_OPT_END(),
+	};
+	const lks_opt_cmd cmd = { .who = "bench store", .usage = lks_bench_store_help };
+	int prc;
 
-		if (!strcmp(o, "--help") || !strcmp(o, "-h")) {
-			fputs(lks_bench_store_help, stdout);
-			return LKS_EXIT_OK;
-		} else if (!strcmp(o, "--steps") || !strcmp(o, "--ranks") || !strcmp(o, "--tensors")
-		           || !strcmp(o, "--reps")) {
-			int *dst = !strcmp(o, "--steps") ? &nsteps : !strcmp(o, "--ranks") ? &ranks
-			         : !strcmp(o, "--tensors") ? &tensors : &reps;
-
-			if (lks_opt_int("bench store", o, v, 1, 1 << 20, dst))
-				return LKS_EXIT_USAGE;
-			i++;
-		} else if (!strcmp(o, "--dir")) {
-			if (lks_opt_path("bench store", o, v, &base))
-				return LKS_EXIT_USAGE;
-			i++;
-		} else if (!strcmp(o, "--keep")) {
-			keep = 1;
-		} else {
-			lks_usage("bench store: bad option '%s'", o);
-			fputs(lks_bench_store_help, stderr);
-			return LKS_EXIT_USAGE;
-		}
-	}
+	if ((prc = lks_opt_parse(&cmd, opts, argc, argv, NULL)) != 0)
+		return lks_opt_exit(prc);
 
 	if ((size_t)snprintf(dir, sizeof(dir), "%s/lks-bench-store-XXXXXX", base) >= sizeof(dir))
 		return lks_usage("bench store: --dir '%s' is too long", base);

@@ -237,7 +237,7 @@ static int lks_diff_parse(int argc, char **argv, struct lks_diff_args *a)
 
 	a->db = "lockstep.db";
 	a->max_rows = 100;
-	rc = lks_opt_parse(&cmd, opts, argc, argv, &runs, NULL);
+	rc = lks_opt_parse(&cmd, opts, argc, argv, &runs);
 	if (rc == 0 && runs.n > 2)
 		rc = lks_usage("diff: two runs, not more ('%s')", runs.v[2]);
 	else if (rc == 0 && runs.n != 2)

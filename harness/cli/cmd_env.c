@@ -31,7 +31,7 @@ int cmd_env(int argc, char **argv)
 	};
 	const lks_opt_cmd cmd = { .who = "env", .usage = lks_env_usage, .tail = NULL, .width = 11 };
 
-	if ((rc = lks_opt_parse(&cmd, opts, argc, argv, NULL, NULL)) != 0)
+	if ((rc = lks_opt_parse(&cmd, opts, argc, argv, NULL)) != 0)
 		return lks_opt_exit(rc);
 	if (version) {
 		printf("lockstep %s (%s)\n", LKS_VERSION, LKS_GIT_COMMIT);

@@ -92,7 +92,7 @@ int cmd_export(int argc, char **argv)
 	const lks_opt_cmd cmd = { .who = "export", .usage = lks_export_usage,
 	                          .tail = lks_export_tail, .width = 24 };
 
-	rc = lks_opt_parse(&cmd, opts, argc, argv, &args, NULL);
+	rc = lks_opt_parse(&cmd, opts, argc, argv, &args);
 	run_arg = args.n ? args.v[0] : NULL;
 	free(args.v);
 	if (rc)

@@ -103,7 +103,7 @@ static int lks_golden_parse(int argc, char **argv, struct lks_golden_args *a)
 	if (strcmp(argv[1], "update"))
 		return lks_usage("golden: unknown subcommand '%s' (golden update CASE..., golden "
 		                 "measure; --help)", argv[1]);
-	if ((rc = lks_opt_parse(&cmd, opts, argc - 1, argv + 1, &a->inputs, NULL)) != 0)
+	if ((rc = lks_opt_parse(&cmd, opts, argc - 1, argv + 1, &a->inputs)) != 0)
 		return rc;
 	if (a->inputs.n == 0)
 		return lks_usage("golden update: which cases? (a case file or a directory of them)");

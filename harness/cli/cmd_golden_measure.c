@@ -239,7 +239,7 @@ int lks_golden_measure(int argc, char **argv)
 	const lks_opt_cmd cmd = { .who = "golden measure", .usage = lks_measure_usage,
 	                          .tail = lks_measure_tail, .width = 16 };
 
-	if ((open_rc = lks_opt_parse(&cmd, opts, argc, argv, NULL, NULL)) != 0)
+	if ((open_rc = lks_opt_parse(&cmd, opts, argc, argv, NULL)) != 0)
 		return lks_opt_exit(open_rc);
 	if (suite_arg && ((suite = strtoll(suite_arg, &end, 10)) <= 0 || *end))
 		return lks_usage("golden measure: bad suite '%s': want a suite id", suite_arg);

@@ -286,7 +286,7 @@ int cmd_import(int argc, char **argv)
 	                          .tail = lks_import_help_tail, .width = 17,
 	                          .after = lks_import_tables };
 
-	rc = lks_opt_parse(&cmd, opts, argc, argv, &files, NULL);
+	rc = lks_opt_parse(&cmd, opts, argc, argv, &files);
 	fa.reference_run = reference;
 	nfiles = files.n;
 	if (rc == 0 && nfiles > (int)(sizeof(paths) / sizeof(paths[0])))

@@ -200,7 +200,7 @@ int cmd_list(int argc, char **argv)
 	const lks_opt_cmd cmd = { .who = "list", .usage = lks_list_help, .tail = lks_list_tail, .width = 25,
 	                          .more = lks_list_tables };
 
-	if ((rc = lks_opt_parse(&cmd, opts, argc, argv, &args, NULL)) != 0) {
+	if ((rc = lks_opt_parse(&cmd, opts, argc, argv, &args)) != 0) {
 		rc = lks_opt_exit(rc);
 		goto out;
 	}

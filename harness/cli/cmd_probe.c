@@ -11,57 +11,55 @@
 #include "harness/probe/probe.h"
 #include "kernels/err.h"
 
-/* What the rows' functions fill. */
-struct lks_probe_args {
-	const char *who;
-	struct lks_probe_cfg *cfg;
-};
-
 /* --timeout SECONDS: > 0 */
-static int lks_probe_timeout_opt(const lks_option *o, const char *name, const char *arg, void *ctx)
+static int lks_probe_timeout_opt(const lks_opt_cmd *cmd, const lks_option *o, const char *name,
+                                 const char *arg)
 {
-	struct lks_probe_args *pa = ctx;
+	struct lks_probe_cfg *cfg = cmd->ctx;
 	char *end;
 
 	(void)o;
-	pa->cfg->timeout = strtod(arg, &end);
-	if (end == arg || *end || !isfinite(pa->cfg->timeout) || pa->cfg->timeout <= 0)
-		return lks_usage("%s: %s wants seconds > 0, not '%s'", pa->who, name, arg);
+	cfg->timeout = strtod(arg, &end);
+	if (end == arg || *end || !isfinite(cfg->timeout) || cfg->timeout <= 0)
+		return lks_usage("%s: %s wants seconds > 0, not '%s'", cmd->who, name, arg);
 	return 0;
 }
 
-static int lks_probe_check_opt(const lks_option *o, const char *name, const char *arg, void *ctx)
+static int lks_probe_check_opt(const lks_opt_cmd *cmd, const lks_option *o, const char *name,
+                               const char *arg)
 {
-	struct lks_probe_args *pa = ctx;
+	struct lks_probe_cfg *cfg = cmd->ctx;
 
 	(void)o; (void)name;
-	pa->cfg->checks[pa->cfg->nchecks++] = arg;
+	cfg->checks[cfg->nchecks++] = arg;
 	return 0;
 }
 
 /* --steps N, --run NAME, --threads N, --golden DIR: given to every probe as they are
    ('lockstep run' checks their values, but for an empty path, which it would take for the
    default folder) */
-static int lks_probe_pass_opt(const lks_option *o, const char *name, const char *arg, void *ctx)
+static int lks_probe_pass_opt(const lks_opt_cmd *cmd, const lks_option *o, const char *name,
+                              const char *arg)
 {
-	struct lks_probe_args *pa = ctx;
+	struct lks_probe_cfg *cfg = cmd->ctx;
 
-	if (!strcmp(name, "--golden") && lks_opt_path(pa->who, name, arg, &arg))
+	if (!strcmp(name, "--golden") && lks_opt_path(cmd->who, name, arg, &arg))
 		return LKS_EXIT_USAGE;
-	pa->cfg->pass[pa->cfg->npass++] = o->name;
-	pa->cfg->pass[pa->cfg->npass++] = arg;
+	cfg->pass[cfg->npass++] = o->name;
+	cfg->pass[cfg->npass++] = arg;
 	return 0;
 }
 
 /* --on-crash skip|bad */
-static int lks_probe_crash_opt(const lks_option *o, const char *name, const char *arg, void *ctx)
+static int lks_probe_crash_opt(const lks_opt_cmd *cmd, const lks_option *o, const char *name,
+                               const char *arg)
 {
-	struct lks_probe_args *pa = ctx;
+	struct lks_probe_cfg *cfg = cmd->ctx;
 
 	(void)o;
 	if (strcmp(arg, "skip") && strcmp(arg, "bad"))
-		return lks_usage("%s: %s wants skip or bad, not '%s'", pa->who, name, arg);
-	pa->cfg->on_crash_bad = !strcmp(arg, "bad");
+		return lks_usage("%s: %s wants skip or bad, not '%s'", cmd->who, name, arg);
+	cfg->on_crash_bad = !strcmp(arg, "bad");
 	return 0;
 }
 
@@ -69,7 +67,6 @@ static int lks_probe_crash_opt(const lks_option *o, const char *name, const char
 static int lks_probe_args(const char *who, int argc, char **argv, const char *usage,
                           const char *tail, const lks_option *extra, struct lks_probe_cfg *cfg)
 {
-	struct lks_probe_args pa = { who, cfg };
 	const lks_option none[] = { LKS_OPT_END() };
 	lks_opt_list cases = { 0 };
 	const lks_option opts[] = {
@@ -97,12 +94,13 @@ static int lks_probe_args(const char *who, int argc, char **argv, const char *us
 		             "for a probe that crashed, timed out or could not test)"),
 		LKS_OPT_END(),
 	};
-	const lks_opt_cmd cmd = { .who = who, .usage = usage, .tail = tail, .width = 18 };
+	const lks_opt_cmd cmd = { .who = who, .usage = usage, .tail = tail, .width = 18,
+	                          .ctx = cfg };
 	int rc;
 
 	if (lks_probe_cfg_init(cfg, argc))
 		return lks_usage("%s: %s", who, lks_errmsg());
-	rc = lks_opt_parse(&cmd, opts, argc, argv, &cases, &pa);
+	rc = lks_opt_parse(&cmd, opts, argc, argv, &cases);
 	for (int i = 0; i < cases.n; i++)
 		cfg->cases[cfg->ncases++] = cases.v[i];
 	free(cases.v);

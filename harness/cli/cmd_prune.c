@@ -50,9 +50,10 @@ static int lks_prune_days(const char *v, double *out)
 }
 
 /* --pin ID, --unpin ID: in the order given, the option's name before each id */
-static int lks_prune_pin_opt(const lks_option *o, const char *name, const char *arg, void *ctx)
+static int lks_prune_pin_opt(const lks_opt_cmd *cmd, const lks_option *o, const char *name,
+                             const char *arg)
 {
-	struct lks_prune_args *a = ctx;
+	struct lks_prune_args *a = cmd->ctx;
 	const char **v = realloc(a->pins, (size_t)(a->npins + 2) * sizeof(*v));
 
 	(void)name;
@@ -65,9 +66,10 @@ static int lks_prune_pin_opt(const lks_option *o, const char *name, const char *
 }
 
 /* --keep-days D */
-static int lks_prune_days_opt(const lks_option *o, const char *name, const char *arg, void *ctx)
+static int lks_prune_days_opt(const lks_opt_cmd *cmd, const lks_option *o, const char *name,
+                              const char *arg)
 {
-	struct lks_prune_args *a = ctx;
+	struct lks_prune_args *a = cmd->ctx;
 
 	(void)o; (void)name;
 	return lks_prune_days(arg, &a->o.keep_days);
@@ -92,12 +94,13 @@ static int lks_prune_parse(int argc, char **argv, struct lks_prune_args *a)
 		            "stat rows per transaction (default 4000)"),
 		LKS_OPT_END(),
 	};
-	const lks_opt_cmd cmd = { .who = "prune", .usage = lks_prune_usage, .tail = lks_prune_tail, .width = 15 };
+	const lks_opt_cmd cmd = { .who = "prune", .usage = lks_prune_usage, .tail = lks_prune_tail,
+	                          .width = 15, .ctx = a };
 	int rc;
 
 	a->db = "lockstep.db";
 	a->o = (lks_prune_opts){ .keep = -1, .keep_days = -1 };
-	if ((rc = lks_opt_parse(&cmd, opts, argc, argv, NULL, a)) != 0)
+	if ((rc = lks_opt_parse(&cmd, opts, argc, argv, NULL)) != 0)
 		return rc;
 	if (a->o.keep < 0 && a->o.keep_days < 0 && !a->npins)
 		return lks_usage("prune: how much to keep? (--keep N or --keep-days D; 'lockstep "

@@ -78,7 +78,7 @@ int cmd_report(int argc, char **argv)
 	const lks_opt_cmd cmd = { .who = "report", .usage = lks_report_usage,
 	                          .tail = lks_report_tail, .width = 18 };
 
-	if ((rc = lks_opt_parse(&cmd, opts, argc, argv, NULL, NULL)) != 0)
+	if ((rc = lks_opt_parse(&cmd, opts, argc, argv, NULL)) != 0)
 		return lks_opt_exit(rc);
 	if (!out)
 		return lks_usage("report: where to? (-o DIR)");

@@ -86,9 +86,10 @@ struct lks_run_args {
 };
 
 /* --backend NAME: the registry names the ones this build has */
-static int lks_run_backend_opt(const lks_option *o, const char *name, const char *arg, void *ctx)
+static int lks_run_backend_opt(const lks_opt_cmd *cmd, const lks_option *o, const char *name,
+                               const char *arg)
 {
-	struct lks_run_args *a = ctx;
+	struct lks_run_args *a = cmd->ctx;
 
 	(void)o; (void)name;
 	if (!(a->backend = lks_backend_find(arg)))
@@ -148,11 +149,11 @@ static int lks_run_parse(int argc, char **argv, struct lks_run_args *a)
 		LKS_OPT_END(),
 	};
 	const lks_opt_cmd cmd = { .who = "run", .usage = lks_run_usage, .tail = lks_run_tail,
-	                          .width = 16 };
+	                          .width = 16, .ctx = a };
 
 	a->db = "lockstep.db";
 	a->timeout = 600;
-	if ((rc = lks_opt_parse(&cmd, opts, argc, argv, &a->inputs, a)) != 0)
+	if ((rc = lks_opt_parse(&cmd, opts, argc, argv, &a->inputs)) != 0)
 		return rc;
 	a->gemm = gemm < 0 ? -1 : gemm == 1 ? LKS_GEMM_LIBRARY : LKS_GEMM_REFERENCE;
 	if (a->inputs.n == 0)
