@@ -616,7 +616,7 @@ Test(import, a_line_longer_than_any_metric_line_is_ignored)
 		fputc('x', f);
 	fputs("\"}\n", f);
 	fclose(f);
-	cr_assert_eq(lks_import_files(s, &o, files, 1, &res), LKS_IMPORT_BAD);
+	cr_assert_eq(lks_import_files(s, &o, files, 1, &res), LKS_E_BAD_INPUT);
 	cr_assert(strstr(lks_errmsg(), "bar.log':1: line longer than"), "%s", lks_errmsg());
 	lks_store_close(s);
 	rm_tmp();
@@ -629,7 +629,7 @@ static void refused(const char *fmt, const char *file, const char *where)
 	lks_store *s;
 	int rc = import(fmt, file, &s, &res);
 
-	cr_assert_eq(rc, LKS_IMPORT_BAD, "%s: rc %d (%s)", file, rc, lks_errmsg());
+	cr_assert_eq(rc, LKS_E_BAD_INPUT, "%s: rc %d (%s)", file, rc, lks_errmsg());
 	cr_assert(strstr(lks_errmsg(), where), "%s: '%s' lacks '%s'", file, lks_errmsg(), where);
 	cr_assert_eq(sql_int(s, "SELECT (SELECT count(*) FROM runs) + (SELECT count(*) FROM steps)"),
 	             0, "%s: something stored", file);
@@ -816,7 +816,7 @@ Test(import, a_log_of_some_ranks_imports_with_the_ranks_given)
 	        "the ranks given (0)");
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		ranks_given = bad[i];
-		cr_assert_eq(lks_import_ranks_valid(bad[i]), *bad[i] ? LKS_IMPORT_BAD : 0, "'%s'",
+		cr_assert_eq(lks_import_ranks_valid(bad[i]), *bad[i] ? LKS_E_BAD_INPUT : 0, "'%s'",
 		             bad[i]);
 	}
 	cr_assert_eq(lks_import_ranks_valid("0-7,8,16-23"), 0, "%s", lks_errmsg());

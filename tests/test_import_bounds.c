@@ -66,7 +66,8 @@ static void refused(const char *fmt, const char *text, const char *const *want)
 	struct first f;
 	int rc = parse(fmt, text, &f);
 
-	cr_assert_eq(rc, LKS_IMPORT_BAD, "%s '%s': rc %d (%s)", fmt, text, rc, rc ? lks_errmsg() : "");
+	cr_assert_eq(rc, LKS_E_BAD_INPUT, "%s '%s': rc %d (%s)", fmt, text, rc,
+	             rc ? lks_errmsg() : "");
 	for (; *want; want++)
 		cr_assert(strstr(lks_errmsg(), *want), "%s '%s': '%s' lacks '%s'", fmt, text,
 		          lks_errmsg(), *want);

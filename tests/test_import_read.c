@@ -44,7 +44,7 @@ static int model(const char *in, size_t n, struct want *w, int max)
 		size_t head = len < LKS_IMPORT_LINE_MAX - 1 ? len : LKS_IMPORT_LINE_MAX - 1;
 
 		if (memchr(in + at, 0, head)) {
-			w[k++] = (struct want){ LKS_IMPORT_BAD, 0, 0 };
+			w[k++] = (struct want){ LKS_E_BAD_INPUT, 0, 0 };
 			return k;
 		}
 		if (len >= LKS_IMPORT_LINE_MAX - 1)
@@ -100,7 +100,7 @@ static void check_reader(FILE *f, size_t chunk, const char *in, const struct wan
 		if (rc)
 			cr_assert_eq(r.line, k + 1, "%s, chunk %zu: line %ld, want %d", what, chunk,
 			             r.line, k + 1);
-		if (rc == LKS_IMPORT_BAD)
+		if (rc == LKS_E_BAD_INPUT)
 			cr_assert(strstr(lks_errmsg(), "'x.log':") && strstr(lks_errmsg(), "NUL byte"),
 			          "%s", lks_errmsg());
 		if (rc != 1 && rc != 2)
@@ -142,7 +142,7 @@ Test(import_read, lines_cut_from_blocks_of_any_size_as_a_line_at_a_time)
 			fclose(f);
 		}
 		for (int k = 0; k < nw; k++) {
-			bad += w[k].rc == LKS_IMPORT_BAD;
+			bad += w[k].rc == LKS_E_BAD_INPUT;
 			long_lines += w[k].rc == 3;
 			last += w[k].rc == 2;
 		}
@@ -329,15 +329,15 @@ Test(import_read, torchtitan_values_read_at_once_as_the_long_way_reads_them)
 	cr_assert_eq(quick.rec[0].m[4].value, 3.12);
 	cr_assert_eq(quick.rec[0].m[2].value, 9.72);
 	/* forms near the quick ones keep the long way's verdicts */
-	cr_assert_eq(titan("- step: 1  memory: 2,470GiB\n", &quick), LKS_IMPORT_BAD);
+	cr_assert_eq(titan("- step: 1  memory: 2,470GiB\n", &quick), LKS_E_BAD_INPUT);
 	cr_assert(strstr(lks_errmsg(), "bad value '2,470GiB' of 'memory'"), "%s", lks_errmsg());
-	cr_assert_eq(titan("- step: 1  memory: 2.4GiB(3.1%\n", &quick), LKS_IMPORT_BAD);
-	cr_assert_eq(titan("- step: 1  mfu: 9.72%%\n", &quick), LKS_IMPORT_BAD);
-	cr_assert_eq(titan("- step: 1  loss: 2.5x\n", &quick), LKS_IMPORT_BAD);
+	cr_assert_eq(titan("- step: 1  memory: 2.4GiB(3.1%\n", &quick), LKS_E_BAD_INPUT);
+	cr_assert_eq(titan("- step: 1  mfu: 9.72%%\n", &quick), LKS_E_BAD_INPUT);
+	cr_assert_eq(titan("- step: 1  loss: 2.5x\n", &quick), LKS_E_BAD_INPUT);
 	cr_assert_eq(titan("- step: 1  loss: nan  tps: 1,234,567\n", &quick), 0, "%s", lks_errmsg());
 	cr_assert(isnan(quick.rec[0].m[0].value));
 	cr_assert_eq(quick.rec[0].m[1].value, 1234567.0);
-	cr_assert_eq(titan("- step: 1  loss: 1  loss: 2\n", &quick), LKS_IMPORT_BAD);
+	cr_assert_eq(titan("- step: 1  loss: 1  loss: 2\n", &quick), LKS_E_BAD_INPUT);
 	cr_assert(strstr(lks_errmsg(), "'t.log':1: metric 'loss' given twice"), "%s", lks_errmsg());
 }
 
@@ -416,7 +416,7 @@ Test(import_read, a_metric_twice_is_refused_after_any_lines)
 		snprintf(line + k, sizeof(line) - (size_t)k, "\n");
 		twice += dup;
 		if (dup) {
-			cr_assert_eq(titan(line, &g), LKS_IMPORT_BAD, "%s", line);
+			cr_assert_eq(titan(line, &g), LKS_E_BAD_INPUT, "%s", line);
 			cr_assert(strstr(lks_errmsg(), "given twice"), "%s", lks_errmsg());
 			continue;
 		}
@@ -467,7 +467,7 @@ Test(import_read, a_step_again_with_the_same_values_is_repeated_after_longer_nam
 	                          "[rank1]:- step: 1  a_rather_long_metric_name_28_and_more_too: "
 	                          "2.5  loss: 3\n"
 	                          "[rank0]:- step: 1  a_rather_long_metric_name_28: 1.5  loss: 2.5\n",
-	                          &res), LKS_IMPORT_BAD);
+	                          &res), LKS_E_BAD_INPUT);
 	cr_assert(strstr(lks_errmsg(), ":3: step 1 of rank 0 again with other values"), "%s",
 	          lks_errmsg());
 }
@@ -519,7 +519,7 @@ Test(import_read, a_step_again_is_held_to_its_metrics_bit_for_bit)
 			cr_assert_eq(rc, 0, "%s: %s", cases[i].log, lks_errmsg());
 			cr_assert_eq(res.counts.repeated, 1, "%s", cases[i].log);
 		} else {
-			cr_assert_eq(rc, LKS_IMPORT_BAD, "%s", cases[i].log);
+			cr_assert_eq(rc, LKS_E_BAD_INPUT, "%s", cases[i].log);
 			cr_assert(strstr(lks_errmsg(), cases[i].why), "%s: %s", cases[i].log, lks_errmsg());
 		}
 	}

@@ -186,8 +186,8 @@ Test(metric_names, an_import_refuses_the_name_one_too_many_at_its_line)
 		snprintf(n, sizeof(n), "%d", parts[t]);
 		setenv("LKS_IMPORT_PARTS", n, 1);
 		setenv("LKS_IMPORT_SPLIT_MIN", parts[t] > 1 ? "1" : "1000000000", 1);
-		cr_assert_eq(lks_import_files(s, &o, &file, 1, &res), LKS_IMPORT_BAD, "%d parts: %s",
-		             parts[t], lks_errmsg());
+		cr_assert_eq(lks_import_files(s, &o, &file, 1, &res), LKS_E_BAD_INPUT,
+		             "%d parts: %s", parts[t], lks_errmsg());
 		expect_refusal(lks_errmsg(), w.log, &g);
 		expect_only_kept(s, kept);
 	}
@@ -220,7 +220,7 @@ Test(metric_names, a_golden_file_refuses_the_name_one_too_many_by_file)
 	fputs("}\n", f);
 	cr_assert_eq(fclose(f), 0);
 	cr_assert_eq(lks_store_open(db, &s), 0, "%s", lks_errmsg());
-	cr_assert_eq(lks_import_files(s, &o, &file, 1, &res), LKS_IMPORT_BAD, "%s", lks_errmsg());
+	cr_assert_eq(lks_import_files(s, &o, &file, 1, &res), LKS_E_BAD_INPUT, "%s", lks_errmsg());
 	snprintf(want, sizeof(want), "'%s': metric 'g%d' is one name too many", path,
 	         LKS_IMPORT_MAX_NAMES);
 	cr_assert(strstr(lks_errmsg(), want), "want \"%s\" in: %s", want, lks_errmsg());
@@ -255,8 +255,8 @@ Test(metric_names, a_followed_import_stops_at_the_name_one_too_many)
 	line = line_of_new(&g, LKS_IMPORT_MAX_NAMES, name, sizeof(name));
 	cr_assert_eq(lks_store_open(db, &s), 0, "%s", lks_errmsg());
 	cr_assert_not_null(f = fopen(log, "r"));
-	cr_assert_eq(lks_import_follow(s, &o, log, f, -1, on_step, NULL, NULL, &res), LKS_IMPORT_BAD,
-	             "%s", lks_errmsg());
+	cr_assert_eq(lks_import_follow(s, &o, log, f, -1, on_step, NULL, NULL, &res),
+	             LKS_E_BAD_INPUT, "%s", lks_errmsg());
 	fclose(f);
 	expect_refusal(lks_errmsg(), log, &g);
 	cr_assert_eq(res.steps, line - 1, "every step before the line stored");

@@ -482,7 +482,7 @@ static int lks_run_import(const lks_case *c, const lks_run_cfg *r, lks_store *st
 	int rc;
 
 	if (lks_case_import_path(c, r, path, sizeof(path)))
-		rc = LKS_IMPORT_BAD;
+		rc = LKS_E_BAD_INPUT;
 	else if (!o.fmt)  /* the case's validation lets none through */
 		rc = -1;
 	else

@@ -249,7 +249,7 @@ static int lks_follow_reference(lks_store *store, const lks_follow_args *a,
 		return lks_follow_ref_run(store, a->reference_run, ref) ? LKS_EXIT_INFRA : 0;
 	}
 	if (a->golden_file) {
-		if ((rc = lks_follow_ref_golden(a->golden_file, ref)) == LKS_IMPORT_BAD)
+		if ((rc = lks_follow_ref_golden(a->golden_file, ref)) == LKS_E_BAD_INPUT)
 			return lks_usage("import: --golden: %s", lks_errmsg());
 		return rc ? LKS_EXIT_INFRA : 0;
 	}
@@ -260,7 +260,7 @@ static int lks_follow_reference(lks_store *store, const lks_follow_args *a,
 	snprintf(name, sizeof(name), "%.*s", (int)(colon - a->reference_file), a->reference_file);
 	if (!(fmt = lks_import_format_find(name)))
 		return lks_usage("import: --reference-file: %s", lks_errmsg());
-	if ((rc = lks_follow_ref_file(fmt, colon + 1, ref)) == LKS_IMPORT_BAD)
+	if ((rc = lks_follow_ref_file(fmt, colon + 1, ref)) == LKS_E_BAD_INPUT)
 		return lks_usage("import: the reference: %s", lks_errmsg());
 	return rc ? LKS_EXIT_INFRA : 0;
 }

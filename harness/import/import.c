@@ -298,7 +298,7 @@ static void lks_import_names_free(struct lks_import_names *x)
 	lks_name_index_release(&x->index);
 }
 
-/* name, first read at line, into r's names when it is new to them: 0, LKS_IMPORT_BAD when
+/* name, first read at line, into r's names when it is new to them: 0, LKS_E_BAD_INPUT when
    it is one too many (lks_err naming r's path and the line), or -1. */
 static int lks_import_name(struct lks_import_run *r, const char *name, long line)
 {
@@ -312,7 +312,7 @@ static int lks_import_name(struct lks_import_run *r, const char *name, long line
 			snprintf(at, sizeof(at), ":%ld", line);
 		return lks_err("'%s'%s: metric '%s' is one name too many: a run holds at most %d "
 		               "metric names, and more could not be read back", r->path, at, name,
-		               LKS_IMPORT_MAX_NAMES), LKS_IMPORT_BAD;
+		               LKS_IMPORT_MAX_NAMES), LKS_E_BAD_INPUT;
 	}
 	if (lks_room_for((void **)&x->name, &x->cap, (size_t)x->n, sizeof(*x->name))
 	    || lks_room_for((void **)&x->line, &x->line_cap, (size_t)x->n, sizeof(*x->line)))
@@ -364,7 +364,7 @@ static int lks_import_sink_rec(void *arg, const lks_import_rec *rec)
 
 	if (r->only && (rec->rank >= r->nonly || !r->only[rec->rank]))
 		return lks_err("'%s':%ld: rank %d is not one of the ranks given (%s)", r->path,
-		               rec->line, rec->rank, r->ranks_text), LKS_IMPORT_BAD;
+		               rec->line, rec->rank, r->ranks_text), LKS_E_BAD_INPUT;
 	if (lks_import_ranks_grow(r, rec->rank + 1))
 		return -1;
 	last = &r->ranks[rec->rank];
@@ -382,7 +382,7 @@ static int lks_import_sink_rec(void *arg, const lks_import_rec *rec)
 	if (last->seen && rec->step < last->step)
 		return lks_err("'%s':%ld: step %d of rank %d goes backwards (step %d at line %ld)",
 		               r->path, rec->line, rec->step, rec->rank, last->step, last->line),
-		       LKS_IMPORT_BAD;
+		       LKS_E_BAD_INPUT;
 	/* a step again: the same line printed twice, or, where lines name no rank, by several
 	   ranks, each with its own timings (tps, tflops) but the job's loss and grad norm */
 	if (last->seen && rec->step == last->step) {
@@ -393,11 +393,11 @@ static int lks_import_sink_rec(void *arg, const lks_import_rec *rec)
 			               "lines name no rank: where several ranks print, give each line "
 			               "its rank (torchrun --role rank --tee 3 writes \"[rank0]:\"), or "
 			               "log one rank (--local-ranks-filter)", r->path, rec->line,
-			               rec->step, last->line), LKS_IMPORT_BAD;
+			               rec->step, last->line), LKS_E_BAD_INPUT;
 		if (!num || (rec->ranked && !lks_vals_same(rec->m, rec->n, last->m, last->n, 1)))
 			return lks_err("'%s':%ld: step %d of rank %d again with other values (line %ld)",
 			               r->path, rec->line, rec->step, rec->rank, last->line),
-			       LKS_IMPORT_BAD;
+			       LKS_E_BAD_INPUT;
 		return 1;  /* repeated: counted by the caller */
 	}
 	if (lks_rank_keep(last, rec))
@@ -467,11 +467,11 @@ static int lks_import_ranks_check(const struct lks_import_run *r, const char *wh
 	size_t n = 0;
 
 	if (r->nranks == 0)
-		return lks_err("%s: no metric lines", what), LKS_IMPORT_BAD;
+		return lks_err("%s: no metric lines", what), LKS_E_BAD_INPUT;
 	for (int k = 0; r->only && k < r->nonly; k++)
 		if (r->only[k] && (k >= r->nranks || !r->ranks[k].seen))
 			return lks_err("%s: rank %d has no steps (the ranks given: %s)", what, k,
-			               r->ranks_text), LKS_IMPORT_BAD;
+			               r->ranks_text), LKS_E_BAD_INPUT;
 	for (int k = 0; !r->only && k < r->nranks; k++) {
 		if (r->ranks[k].seen)
 			continue;
@@ -482,14 +482,15 @@ static int lks_import_ranks_check(const struct lks_import_run *r, const char *wh
 				n += (size_t)snprintf(had + n, sizeof(had) - n, "%s%d", n ? "," : "", j);
 		return lks_err("%s: rank %d has no steps (ranks up to %d do); a log of some ranks "
 		               "only imports with the ranks it holds given (--ranks %s%s)", what, k,
-		               r->nranks - 1, had, n + 8 < sizeof(had) ? "" : ",..."), LKS_IMPORT_BAD;
+		               r->nranks - 1, had, n + 8 < sizeof(had) ? "" : ",..."),
+		       LKS_E_BAD_INPUT;
 	}
 	return 0;
 }
 
 /* The ranks of text ("0,8", "0-3,8": ranks and ranges, comma separated, 0 to
    LKS_IMPORT_MAX_RANK) as a map of *n bytes, one per rank up to the last given, 1 where
-   given; *map NULL when text is NULL or empty. 0, or LKS_IMPORT_BAD (lks_err). */
+   given; *map NULL when text is NULL or empty. 0, or LKS_E_BAD_INPUT (lks_err). */
 static int lks_import_ranks_map(const char *text, unsigned char **map, int *n)
 {
 	const char *p = text;
@@ -524,7 +525,7 @@ static int lks_import_ranks_map(const char *text, unsigned char **map, int *n)
 	free(*map);
 	*map = NULL;
 	return lks_err("bad ranks '%s': want ranks and ranges from 0 to %d, comma separated "
-	               "(0,8 or 0-3,8)", text, LKS_IMPORT_MAX_RANK), LKS_IMPORT_BAD;
+	               "(0,8 or 0-3,8)", text, LKS_IMPORT_MAX_RANK), LKS_E_BAD_INPUT;
 }
 
 int lks_import_ranks_valid(const char *text)
@@ -760,10 +761,10 @@ static int lks_import_one(struct lks_import_run *r, const lks_import_format *fmt
 	int n, rc;
 
 	if (!f)
-		return lks_err("cannot open '%s'", path), LKS_IMPORT_BAD;
+		return lks_err("cannot open '%s'", path), LKS_E_BAD_INPUT;
 	if (!fstat(fileno(f), &st) && S_ISDIR(st.st_mode)) {  /* fopen opens one for reading */
 		fclose(f);
-		return lks_err("'%s' is a folder, not a log", path), LKS_IMPORT_BAD;
+		return lks_err("'%s' is a folder, not a log", path), LKS_E_BAD_INPUT;
 	}
 	r->path = path;
 	if (!in && fmt->line && !r->follow && S_ISREG(st.st_mode)

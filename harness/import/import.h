@@ -29,8 +29,8 @@
 /* A line longer than this is bad input: no framework writes one, and a bound keeps the
    memory constant. */
 #define LKS_IMPORT_LINE_MAX 65536
-/* A parser's or the driver's return for bad input (the message names file:line): exit 2. */
-#define LKS_IMPORT_BAD LKS_E_BAD_INPUT  /* status.h; the import room folds it in */
+/* A parser's or the driver's return for bad input (the message names file:line) is
+   LKS_E_BAD_INPUT (harness/base/status.h): exit 2. */
 
 typedef enum lks_import_fmt {
 	LKS_IMPORT_TORCHTITAN = 0,
@@ -102,7 +102,7 @@ static inline void lks_import_rec_put(lks_import_rec *rec, int place, const lks_
 
 /* Adds a metric to rec by its label in fmt (len bytes): the canonical name and kind from
    the table, or the label made a name. A second value of one name, or more than
-   LKS_IMPORT_MAX_METRICS, is bad input: lks_err naming path:line, LKS_IMPORT_BAD. The
+   LKS_IMPORT_MAX_METRICS, is bad input: lks_err naming path:line, LKS_E_BAD_INPUT. The
    _dec form takes the value's decimal as read too (dec: LKS_IMPORT_NO_DEC, or as the
    number readers give it). */
 int lks_import_rec_add(lks_import_rec *rec, lks_import_fmt fmt, const char *label, size_t len,
@@ -120,11 +120,11 @@ typedef struct lks_import_counts {
 typedef int (*lks_import_sink)(void *arg, const lks_import_rec *rec);
 
 /* The record of one line (len bytes at s, NUL ended; rank and line already in rec): 1, 0
-   when the line holds no metrics, or LKS_IMPORT_BAD. */
+   when the line holds no metrics, or LKS_E_BAD_INPUT. */
 typedef int (*lks_import_line_fn)(const char *s, size_t len, lks_import_rec *rec,
                                   const char *path);
 
-/* The formats: name, what in words, the parser. A parser returns 0, LKS_IMPORT_BAD (bad
+/* The formats: name, what in words, the parser. A parser returns 0, LKS_E_BAD_INPUT (bad
    input, lks_err "'path':line: ..."), -1 (any other failure) or what the sink returned. */
 typedef struct lks_import_format {
 	const char *name;
@@ -233,7 +233,7 @@ void lks_import_reader_close(lks_import_reader *r);
    the caller may change it) and *len. Returns 1 a line ('\r' before its newline dropped),
    2 the last line, not ended by a newline (a parser says it is truncated if it holds
    metrics), 3 a line of LKS_IMPORT_LINE_MAX - 1 bytes or more, read past (*s, *len: none),
-   0 end of file, LKS_IMPORT_BAD a line with a NUL byte (lks_err names path:line), -1 a read
+   0 end of file, LKS_E_BAD_INPUT a line with a NUL byte (lks_err names path:line), -1 a read
    error. r->line counts the lines. */
 int lks_import_reader_next(lks_import_reader *r, char **s, size_t *len);
 
@@ -265,7 +265,7 @@ typedef struct lks_import_opts {
 	                             their numbers); NULL: every rank from 0 to the last */
 } lks_import_opts;
 
-/* 0 when text is ranks as lks_import_opts.ranks takes them, else LKS_IMPORT_BAD (lks_err). */
+/* 0 when text is ranks as lks_import_opts.ranks takes them, else LKS_E_BAD_INPUT (lks_err). */
 int lks_import_ranks_valid(const char *text);
 
 typedef struct lks_import_result {
@@ -278,7 +278,7 @@ typedef struct lks_import_result {
 } lks_import_result;
 
 /* Parses the files in order as one run and stores it (store NULL: checks only, for the
-   fuzz driver). Returns 0, LKS_IMPORT_BAD or -1; on failure nothing is stored. */
+   fuzz driver). Returns 0, LKS_E_BAD_INPUT or -1; on failure nothing is stored. */
 int lks_import_files(lks_store *store, const lks_import_opts *o, const char *const *paths,
                      int npaths, lks_import_result *res);
 
@@ -306,7 +306,7 @@ typedef int (*lks_import_more_fn)(void *arg);
    the run was restarted, and the steps stored of that rank from that step on are dropped
    (and logged, stored and handed to fn again). Stops at the end of f (0), after step
    end_step (-1: none; LKS_IMPORT_REACHED), when fn stops it (what fn returned), or at bad
-   input (LKS_IMPORT_BAD) or a failure (-1). Steps stored before stay stored: the run is
+   input (LKS_E_BAD_INPUT) or a failure (-1). Steps stored before stay stored: the run is
    complete after 0 or LKS_IMPORT_REACHED, else incomplete. res: what was read (steps: the
    last step stored). */
 int lks_import_follow(lks_store *store, const lks_import_opts *o, const char *path, FILE *f,

@@ -102,7 +102,7 @@ static int lks_json_range(const char *s, size_t n, const char **at, size_t *len)
 }
 
 /* A number of the JSON text s (n bytes, its first line line) that no double holds
-   (lks_json_range) as bad input at its file:line (LKS_IMPORT_BAD); 0 where there is none. */
+   (lks_json_range) as bad input at its file:line (LKS_E_BAD_INPUT); 0 where there is none. */
 static int lks_json_range_err(const char *path, long line, const char *s, size_t n)
 {
 	const char *at;
@@ -114,7 +114,7 @@ static int lks_json_range_err(const char *path, long line, const char *s, size_t
 	for (const char *p = s; (p = memchr(p, '\n', (size_t)(at - p))); p++)
 		line++;
 	return lks_err("'%s':%ld: bad value '%.*s'%s", path, line, (int)(k > 40 ? 40 : k), at,
-	               lks_import_number_why(answer)), LKS_IMPORT_BAD;
+	               lks_import_number_why(answer)), LKS_E_BAD_INPUT;
 }
 
 /* s parsed; jansson refuses an integer beyond 64 bits ("too big integer"), and such a line
@@ -180,7 +180,7 @@ int lks_import_jsonl_line(const char *s, size_t len, lks_import_rec *rec, const 
 	json_t *o, *v;
 	const char *key;
 	size_t flags = JSON_REJECT_DUPLICATES;
-	int rc = LKS_IMPORT_BAD, zero = 0;
+	int rc = LKS_E_BAD_INPUT, zero = 0;
 
 	while (*s == ' ' || *s == '\t')
 		s++;
@@ -195,7 +195,7 @@ int lks_import_jsonl_line(const char *s, size_t len, lks_import_rec *rec, const 
 	if (!o) {
 		if (!strstr(e.text, "overflow") || !lks_json_range_err(path, rec->line, s, strlen(s)))
 			lks_err("'%s':%ld: not JSON: %s (column %d)", path, rec->line, e.text, e.column);
-		return LKS_IMPORT_BAD;
+		return LKS_E_BAD_INPUT;
 	}
 	if (!json_is_object(o)) {
 		lks_err("'%s':%ld: not a JSON object", path, rec->line);
@@ -233,7 +233,7 @@ int lks_import_jsonl_line(const char *s, size_t len, lks_import_rec *rec, const 
 			goto out;
 		if ((rc = lks_import_rec_add(rec, LKS_IMPORT_JSONL, key, strlen(key), x, path)))
 			goto out;
-		rc = LKS_IMPORT_BAD;
+		rc = LKS_E_BAD_INPUT;
 	}
 	rc = 1;
 out:
@@ -285,29 +285,31 @@ static int lks_golden_metric(const char *path, const char *name, int m, const js
 		                    &every))
 			return lks_err("'%s': \"%s\": want start_step <= end_step and step_interval >= 1, "
 			               "whole numbers up to %d", path, name, LKS_IMPORT_MAX_STEP),
-			       LKS_IMPORT_BAD;
+			       LKS_E_BAD_INPUT;
 		if (json_array_size(values) > (size_t)(end - start) / (size_t)every + 1)
 			return lks_err("'%s': \"%s\": %zu values, more than steps %d to %d by %d", path,
-			               name, json_array_size(values), start, end, every), LKS_IMPORT_BAD;
+			               name, json_array_size(values), start, end, every),
+			       LKS_E_BAD_INPUT;
 		json_array_foreach(values, i, v) {
 			p[*n] = (struct lks_golden_val){ start + (int)i * every, m, 0 };
 			if (lks_json_number(v, &p[*n].value))
 				return lks_err("'%s': \"%s\".values[%zu]: want a number or \"nan\"", path, name,
-				               i), LKS_IMPORT_BAD;
+				               i), LKS_E_BAD_INPUT;
 			++*n;
 		}
 		return 0;
 	}
 	if (!json_is_object(values))
 		return lks_err("'%s': \"%s\": want \"values\", a list or a map from step to value",
-		               path, name), LKS_IMPORT_BAD;
+		               path, name), LKS_E_BAD_INPUT;
 	const char *key;
 
 	json_object_foreach((json_t *)values, key, v) {
 		p[*n] = (struct lks_golden_val){ 0, m, 0 };
 		if (lks_import_step(key, strlen(key), &p[*n].step) || lks_json_number(v, &p[*n].value))
 			return lks_err("'%s': \"%s\".values[\"%s\"]: want a step (0 to %d) and a number "
-			               "or \"nan\"", path, name, key, LKS_IMPORT_MAX_STEP), LKS_IMPORT_BAD;
+			               "or \"nan\"", path, name, key, LKS_IMPORT_MAX_STEP),
+			       LKS_E_BAD_INPUT;
 		++*n;
 	}
 	return 0;
@@ -315,7 +317,7 @@ static int lks_golden_metric(const char *path, const char *name, int m, const js
 
 /* The rest of f (path names it) into *text (*len bytes, NUL ended; free it), as a golden
    file within its limit (LKS_GOLDEN_FILE_MAX, harness/base/file.h), from a file or a pipe
-   ('zcat FILE | lockstep import ... -'): 0; LKS_IMPORT_BAD (lks_err) for a device, which
+   ('zcat FILE | lockstep import ... -'): 0; LKS_E_BAD_INPUT (lks_err) for a device, which
    may never end (/dev/zero), a socket, or more than the limit, a file over it before a
    byte is read, a pipe at the first byte over it; -1 (no memory, a read error). */
 static int lks_json_slurp(FILE *f, const char *path, char **text, size_t *len)
@@ -327,10 +329,10 @@ static int lks_json_slurp(FILE *f, const char *path, char **text, size_t *len)
 	if (fstat(fileno(f), &st) == 0 && !S_ISREG(st.st_mode) && !S_ISFIFO(st.st_mode))
 		return lks_err("'%s' is not a regular file or a pipe (%s): want a golden file", path,
 		               S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode) ? "a device" : "a socket"),
-		       LKS_IMPORT_BAD;
+		       LKS_E_BAD_INPUT;
 	if (S_ISREG(st.st_mode) && (unsigned long long)st.st_size > LKS_GOLDEN_FILE_MAX)
 		return lks_err("'%s' is %lld bytes, over the limit of %zu bytes for a golden file",
-		               path, (long long)st.st_size, LKS_GOLDEN_FILE_MAX), LKS_IMPORT_BAD;
+		               path, (long long)st.st_size, LKS_GOLDEN_FILE_MAX), LKS_E_BAD_INPUT;
 	if (!(p = malloc(cap)))
 		return -1;
 	do {
@@ -349,7 +351,7 @@ static int lks_json_slurp(FILE *f, const char *path, char **text, size_t *len)
 	if (n > LKS_GOLDEN_FILE_MAX) {
 		free(p);
 		return lks_err("'%s' holds more than the limit of %zu bytes for a golden file", path,
-		               LKS_GOLDEN_FILE_MAX), LKS_IMPORT_BAD;
+		               LKS_GOLDEN_FILE_MAX), LKS_E_BAD_INPUT;
 	}
 	if (ferror(f)) {
 		free(p);
@@ -391,7 +393,7 @@ static int lks_bridge_cmp(const void *a, const void *b)
 static int lks_bridge_golden(const char *path, json_t *doc, lks_import_rec *rec,
                              lks_import_sink sink, void *arg, lks_import_counts *c)
 {
-	int *steps = calloc(json_object_size(doc) + 1, sizeof(*steps)), rc = LKS_IMPORT_BAD;
+	int *steps = calloc(json_object_size(doc) + 1, sizeof(*steps)), rc = LKS_E_BAD_INPUT;
 	size_t n = 0;
 	const char *key;
 	json_t *o;
@@ -434,12 +436,12 @@ static int lks_bridge_golden(const char *path, json_t *doc, lks_import_rec *rec,
 			if ((rc = lks_import_rec_add(rec, LKS_IMPORT_MEGATRON_LOG, label, strlen(label), x,
 			                             path)))
 				goto out;
-			rc = LKS_IMPORT_BAD;
+			rc = LKS_E_BAD_INPUT;
 		}
 		c->records++;
 		if ((rc = sink(arg, rec)))
 			goto out;
-		rc = LKS_IMPORT_BAD;
+		rc = LKS_E_BAD_INPUT;
 	}
 	rc = 0;
 out:
@@ -474,15 +476,15 @@ int lks_import_parse_megatron_golden(const char *path, FILE *f, lks_import_sink 
 	const char **names = NULL;
 	char *text = NULL;
 	size_t n = 0, m = 0, len, bom;
-	int rc = LKS_IMPORT_BAD;
+	int rc = LKS_E_BAD_INPUT;
 
 	/* read whole (a golden file is small), to see its first bytes */
 	if ((rc = lks_json_slurp(f, path, &text, &len)) != 0) {
-		if (rc != LKS_IMPORT_BAD)
+		if (rc != LKS_E_BAD_INPUT)
 			rc = lks_err("cannot read '%s'", path);
 		goto out;
 	}
-	rc = LKS_IMPORT_BAD;
+	rc = LKS_E_BAD_INPUT;
 	if ((cat = lks_import_compressed(text, len))) {
 		lks_err("'%s': compressed, not JSON: give it decompressed ('%s %s | lockstep import "
 		        "... -')", path, cat, path);
@@ -521,7 +523,7 @@ int lks_import_parse_megatron_golden(const char *path, FILE *f, lks_import_sink 
 		}
 		if ((rc = lks_golden_metric(path, name, (int)m++, o, &vals, &n)))
 			goto out;
-		rc = LKS_IMPORT_BAD;
+		rc = LKS_E_BAD_INPUT;
 	}
 	if (n)  /* "{}" or numbers only: vals is NULL, which qsort may not be given */
 		qsort(vals, n, sizeof(*vals), lks_golden_val_cmp);

@@ -259,7 +259,7 @@ static int lks_label_name(const lks_import_rec *rec, lks_import_fmt fmt, const c
 	/* the label made a name: "mtp_1 loss" -> mtp_1_loss */
 	if (len == 0 || len >= sizeof(e->name))
 		return lks_err("'%s':%ld: metric name of %zu characters (want 1 to %d)", path,
-		               rec->line, len, LKS_IMPORT_NAME_MAX - 1), LKS_IMPORT_BAD;
+		               rec->line, len, LKS_IMPORT_NAME_MAX - 1), LKS_E_BAD_INPUT;
 	for (; e->nlen < len; e->nlen++)
 		e->name[e->nlen] = isalnum((unsigned char)label[e->nlen]) ? label[e->nlen] : '_';
 	return 0;
@@ -289,10 +289,10 @@ static __attribute__((noinline)) int lks_rec_add_slow(lks_import_rec *rec, lks_i
 	for (int i = 0; !(hit && chain) && i < rec->n; i++)
 		if (rec->m[i].name[0] == w->name[0] && lks_same(rec->m[i].name, w->name, w->nlen + 1))
 			return lks_err("'%s':%ld: metric '%s' given twice", path, rec->line, w->name),
-			       LKS_IMPORT_BAD;
+			       LKS_E_BAD_INPUT;
 	if (rec->n == LKS_IMPORT_MAX_METRICS)
 		return lks_err("'%s':%ld: more than %d metrics", path, rec->line,
-		               LKS_IMPORT_MAX_METRICS), LKS_IMPORT_BAD;
+		               LKS_IMPORT_MAX_METRICS), LKS_E_BAD_INPUT;
 	lks_import_rec_put(rec, place, w, value, dec);
 	if (!hit && e && chain && len <= sizeof(e->label)) {
 		/* this place's entry changes: the entries after it were checked against it */

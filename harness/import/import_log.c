@@ -159,7 +159,7 @@ static int lks_bad_value(const char *path, long line, const char *label, size_t 
 {
 	return lks_err("'%s':%ld: bad value '%.*s' of '%.*s'%s", path, line,
 	               (int)(vlen > 40 ? 40 : vlen), v, (int)llen, label,
-	               lks_import_number_why(answer)), LKS_IMPORT_BAD;
+	               lks_import_number_why(answer)), LKS_E_BAD_INPUT;
 }
 
 /* A step (what) the log writes as the digits v, over LKS_IMPORT_MAX_STEP or none; as
@@ -168,7 +168,7 @@ static int lks_bad_step(const char *path, long line, const char *what, const cha
                         size_t vlen)
 {
 	return lks_err("'%s':%ld: bad %s '%.*s': want a whole number 0 to %d", path, line, what,
-	               (int)(vlen > 40 ? 40 : vlen), v, LKS_IMPORT_MAX_STEP), LKS_IMPORT_BAD;
+	               (int)(vlen > 40 ? 40 : vlen), v, LKS_IMPORT_MAX_STEP), LKS_E_BAD_INPUT;
 }
 
 /* lks_import_decimal_z, here where a line's values are read: inlined into the readers
@@ -370,7 +370,7 @@ int lks_import_titan_line(const char *s, size_t len, lks_import_rec *rec, const 
 		llen = (size_t)(p - l);
 		if (*p != ':')
 			return lks_err("'%s':%ld: truncated or bad metric line: '%.*s' has no value", path,
-			               rec->line, (int)llen, l), LKS_IMPORT_BAD;
+			               rec->line, (int)llen, l), LKS_E_BAD_INPUT;
 		for (p++; *p == ' ' || *p == '\t'; p++)
 			;
 		if (!first && (q = lks_titan_quick(rec, path, l, llen, p, end, &rc))) {
@@ -384,7 +384,7 @@ int lks_import_titan_line(const char *s, size_t len, lks_import_rec *rec, const 
 		vlen = (size_t)(p - v);
 		if (vlen == 0)
 			return lks_err("'%s':%ld: truncated metric line: '%.*s' has no value", path,
-			               rec->line, (int)llen, l), LKS_IMPORT_BAD;
+			               rec->line, (int)llen, l), LKS_E_BAD_INPUT;
 		if (first) {
 			if (lks_import_step(v, vlen, &rec->step))
 				return lks_bad_step(path, rec->line, "step", v, vlen);
@@ -683,7 +683,7 @@ int lks_import_mega_line(const char *s, size_t len, lks_import_rec *rec, const c
 		end--;
 	if (end > p && end[-1] != '|')
 		return lks_err("'%s':%ld: truncated iteration line (not ended by '|')", path,
-		               rec->line), LKS_IMPORT_BAD;
+		               rec->line), LKS_E_BAD_INPUT;
 	while (p < end) {
 		const char *bar = memchr(p, '|', (size_t)(end - p)), *colon = NULL, *l, *v, *le, *ve;
 
@@ -697,7 +697,7 @@ int lks_import_mega_line(const char *s, size_t len, lks_import_rec *rec, const c
 			continue;
 		if (!colon)
 			return lks_err("'%s':%ld: field '%.*s' has no value", path, rec->line,
-			               (int)(bar - l), l), LKS_IMPORT_BAD;
+			               (int)(bar - l), l), LKS_E_BAD_INPUT;
 		for (le = colon; le > l && le[-1] == ' '; le--)
 			;
 		for (v = colon + 1; v < bar && *v == ' '; v++)
@@ -758,7 +758,7 @@ int lks_import_lines_at(const char *path, FILE *f, long line, uint64_t limit,
 		if (got == 3 && line_fn == lks_import_jsonl_line) {  /* every jsonl line is one */
 			lks_err("'%s':%ld: line longer than %d bytes", path, rd.line,
 			        LKS_IMPORT_LINE_MAX - 1);
-			rc = LKS_IMPORT_BAD;
+			rc = LKS_E_BAD_INPUT;
 			goto out;
 		}
 		if (got == 3) {  /* longer than any metric line: a progress bar, a dump */
@@ -794,7 +794,7 @@ int lks_import_lines_at(const char *path, FILE *f, long line, uint64_t limit,
 		   ends at its '}', so a last line without its newline is whole (JSON Lines) */
 		if (is && got == 2 && line_fn != lks_import_jsonl_line) {
 			lks_err("'%s':%ld: truncated line (no end of line)", path, rd.line);
-			rc = LKS_IMPORT_BAD;
+			rc = LKS_E_BAD_INPUT;
 			goto out;
 		}
 		if (!is) {
@@ -805,7 +805,7 @@ int lks_import_lines_at(const char *path, FILE *f, long line, uint64_t limit,
 		if (rec->rank > LKS_IMPORT_MAX_RANK) {
 			lks_err("'%s':%ld: bad rank in the line's prefix: want a whole number 0 to %d",
 			        path, rd.line, LKS_IMPORT_MAX_RANK);
-			rc = LKS_IMPORT_BAD;
+			rc = LKS_E_BAD_INPUT;
 			goto out;
 		}
 		c->records++;

@@ -158,8 +158,9 @@ int lks_import_reader_next(lks_import_reader *r, char **s, size_t *len)
 		if (cat)
 			return lks_err("'%s':%ld: compressed, not a log: give it decompressed ('%s %s | "
 			               "lockstep import ... -')", r->path, r->line, cat, r->path),
-			       LKS_IMPORT_BAD;
-		return lks_err("'%s':%ld: a NUL byte in the line", r->path, r->line), LKS_IMPORT_BAD;
+			       LKS_E_BAD_INPUT;
+		return lks_err("'%s':%ld: a NUL byte in the line", r->path, r->line),
+		       LKS_E_BAD_INPUT;
 	}
 	if (n >= LKS_IMPORT_LINE_MAX - 1) {
 		/* longer than any metric line (a progress bar redrawn with '\r'): read past */

@@ -98,7 +98,7 @@ int lks_follow_ref_file(const lks_import_format *fmt, const char *path, lks_foll
 		return lks_err("out of memory");
 	if (!(f = fopen(path, "r"))) {
 		free(ref);
-		return lks_err("cannot open '%s'", path), LKS_IMPORT_BAD;
+		return lks_err("cannot open '%s'", path), LKS_E_BAD_INPUT;
 	}
 	rc = fmt->parse(path, f, lks_ref_rec, ref, &c);
 	fclose(f);
@@ -121,7 +121,7 @@ int lks_follow_ref_golden(const char *path, lks_follow_ref **out)
 		lks_err("'%s' is a golden of run %s/%s (backend %s), not of class import: it holds "
 		        "no metrics", path, g.case_name, g.run_name, g.backend);
 	if (rc == LKS_E_MISSING || rc == LKS_E_BAD_INPUT || (!rc && !g.nm))
-		rc = LKS_IMPORT_BAD;  /* bad input, as a bad reference file is */
+		rc = LKS_E_BAD_INPUT;  /* bad input, as a bad reference file is */
 	for (size_t i = 0; !rc && i < g.nmrows; i++) {
 		const struct lks_mrow *m = &g.mrows[i];
 

@@ -12,12 +12,12 @@
 typedef struct lks_follow_ref lks_follow_ref;
 
 /* The reference's metrics: stored run run_id (an imported run's metrics, a lockstep run's
-   loss, grad_norm and lr), or file path read in format fmt. 0, LKS_IMPORT_BAD (the file),
+   loss, grad_norm and lr), or file path read in format fmt. 0, LKS_E_BAD_INPUT (the file),
    -1 (lks_err). */
 int lks_follow_ref_run(lks_store *s, int64_t run_id, lks_follow_ref **out);
 int lks_follow_ref_file(const lks_import_format *fmt, const char *path, lks_follow_ref **out);
 /* The reference as a golden file of class import (golden.h; what 'lockstep golden update'
-   writes for an imported run): its metric rows. 0; LKS_IMPORT_BAD (lks_err) when there is
+   writes for an imported run): its metric rows. 0; LKS_E_BAD_INPUT (lks_err) when there is
    no such file, a bad one ("path:line: what"), or a golden of another class (it holds
    tensors, not metrics); -1 (lks_err). */
 int lks_follow_ref_golden(const char *path, lks_follow_ref **out);
