@@ -9,8 +9,8 @@
 cmake_minimum_required(VERSION 3.22)
 
 # Each room, a header it holds, and the rooms it may include (besides itself), in the order
-# cli -> bench | probe | report -> verify -> engine -> import -> store -> base.
-set(rooms base store import engine verify report probe bench cli)
+# cli -> suite | bench | probe | report -> verify -> engine -> import -> store -> base.
+set(rooms base store import engine verify report probe bench suite cli)
 set(header_base opt.h)
 set(header_store trace_store.h)
 set(header_import import.h)
@@ -19,6 +19,7 @@ set(header_verify check.h)
 set(header_report report.h)
 set(header_probe probe.h)
 set(header_bench bench.h)
+set(header_suite suite.h)
 set(header_cli cmd.h)
 set(below_base "")
 set(below_store base)
@@ -28,11 +29,12 @@ set(below_verify engine import store base)
 set(below_report verify engine import store base)
 set(below_probe verify engine import store base)
 set(below_bench verify engine import store base)
-set(below_cli bench probe report verify engine import store base)
+set(below_suite verify engine import store base)
+set(below_cli suite bench probe report verify engine import store base)
 # The rooms that see the CPU kernels' headers (kernels/cpu/); every room sees the kernels'
 # interfaces (kernels/backend.h, comm.h, element/, ...), and the others reach a CPU kernel
 # only through the backend.
-set(cpu_rooms base store bench cli)
+set(cpu_rooms base store bench suite cli)
 
 file(READ ${COMMANDS} json)
 string(JSON n LENGTH "${json}")

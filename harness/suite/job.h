@@ -7,8 +7,8 @@
  * trains its share of every run; process 0 alone owns the database, the checks and the
  * report, and the others stay quiet.
  */
-#ifndef LKS_HARNESS_JOB_H
-#define LKS_HARNESS_JOB_H
+#ifndef LKS_HARNESS_SUITE_JOB_H
+#define LKS_HARNESS_SUITE_JOB_H
 
 #include "harness/engine/launch.h"
 #include "harness/store/fingerprint.h"

@@ -1,14 +1,14 @@
 /*
  * job.c: the processes one command runs as (job.h).
  */
-#include "harness/cli/job.h"
+#include "harness/suite/job.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-#include "harness/cli/cmd.h"
+#include "harness/base/opt.h"
 #include "kernels/err.h"
 #ifdef LKS_HAVE_MPI
 #include "kernels/mpi/comm_mpi.h"
