@@ -30,8 +30,12 @@ void lks_fingerprint_print(const lks_fingerprint *fp, FILE *out, int json);
 char *lks_fingerprint_json_add(const char *json, const char *key, const char *value);
 
 /* Reading a stored fingerprint (fingerprint_json.c): the next "key": "value" pair of the flat
-   JSON object at *p, 0 at the end; escapes are kept as written, so two values compare equal
-   iff their texts do. And the value of key, 0 when absent. */
+   JSON object at *p, 0 at the end (or where the text is not such an object). Keys and
+   values are read by jansson: a string value is its text decoded (escapes undone, cut at
+   nv - 1 bytes), so two values compare equal iff the strings they stand for do, which for
+   the one writer (lks_fingerprint_print, lks_fingerprint_json_add) is iff their texts do; a
+   value that is no string (an import's "import" object) is its compact JSON text. And the
+   value of key, 0 when absent. */
 int lks_fingerprint_json_next(const char **p, char *key, size_t nk, char *val, size_t nv);
 int lks_fingerprint_json_get(const char *json, const char *key, char *val, size_t nv);
 /* Prints the keys in which two stored fingerprints differ or that one lacks (a's keys in

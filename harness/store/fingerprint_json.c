@@ -1,41 +1,71 @@
 /*
  * fingerprint_json.c: reading back a stored fingerprint, the flat JSON object of strings
- * that lks_fingerprint_print(..., json = 1) writes (see fingerprint.h). Apart from
- * fingerprint.c, which collects the build's facts, so that the harness library can read
- * fingerprints without them. The keys in which two differ are printed here too, for every
- * command that shows them (diff, bisect).
+ * that lks_fingerprint_print(..., json = 1) writes (see fingerprint.h), its keys and values
+ * read by jansson: a value as its string decoded, or (an import's nested "import") as its
+ * compact JSON text. Apart from fingerprint.c, which collects the build's facts, so that
+ * the harness library can read fingerprints without them. The keys in which two differ are
+ * printed here too, for every command that shows them (diff, bisect).
  */
+#include <jansson.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "harness/store/fingerprint.h"
 
+/* Past blanks at s. */
+static const char *lks_fp_blanks(const char *s)
+{
+	while (*s == ' ' || *s == '\n' || *s == '\t' || *s == '\r')
+		s++;
+	return s;
+}
+
+/* The JSON value that starts at s, read by jansson (which stops at its end: *len the bytes
+   it took), or NULL where there is none. */
+static json_t *lks_fp_load(const char *s, size_t *len)
+{
+	json_error_t e;
+	json_t *v = *s ? json_loads(s, JSON_DECODE_ANY | JSON_DISABLE_EOF_CHECK, &e) : NULL;
+
+	if (v)
+		*len = (size_t)e.position;
+	return v;
+}
+
+/* v into dst (cap bytes, cut there): a string as jansson decoded it, any other value as its
+   compact JSON text. */
+static void lks_fp_text(const json_t *v, char *dst, size_t cap)
+{
+	char *text = json_is_string(v) ? NULL : json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
+
+	snprintf(dst, cap, "%s", text ? text : json_is_string(v) ? json_string_value(v) : "");
+	free(text);
+}
+
 int lks_fingerprint_json_next(const char **p, char *key, size_t nk, char *val, size_t nv)
 {
-	char *dst[2] = { key, val };
-	size_t cap[2] = { nk, nv };
+	const char *s = lks_fp_blanks(*p);
+	json_t *k = NULL, *v = NULL;
+	size_t len;
+	int rc = 0;
 
-	for (int k = 0; k < 2; k++) {
-		const char *s = strchr(*p, '"');
-		size_t len = 0;
-
-		if (!s)
-			return 0;
-		for (s++; *s && *s != '"'; s++) {
-			if (*s == '\\' && s[1]) {
-				if (len + 1 < cap[k])
-					dst[k][len++] = *s;
-				s++;
-			}
-			if (len + 1 < cap[k])
-				dst[k][len++] = *s;
-		}
-		dst[k][len] = 0;
-		if (!*s)
-			return 0;
-		*p = s + 1;
-	}
-	return 1;
+	/* the object's brackets and commas are the only bytes read here: what is between
+	   them, the keys and values, jansson reads */
+	if (*s == '{' || *s == ',')
+		s = lks_fp_blanks(s + 1);
+	if (*s != '"' || !(k = lks_fp_load(s, &len)) || !json_is_string(k))
+		goto out;
+	if (*(s = lks_fp_blanks(s + len)) != ':' || !(v = lks_fp_load(lks_fp_blanks(s + 1), &len)))
+		goto out;
+	lks_fp_text(k, key, nk);
+	lks_fp_text(v, val, nv);
+	*p = lks_fp_blanks(s + 1) + len;
+	rc = 1;
+out:
+	json_decref(k);
+	json_decref(v);
+	return rc;
 }
 
 int lks_fingerprint_json_get(const char *json, const char *key, char *val, size_t nv)

@@ -51,22 +51,16 @@ void lks_stored_run_release(lks_stored_run *r)
 
 /* ---- what the run was ---- */
 
-/* The fingerprint's value of key, for people: escapes undone (a backslash keeps the
-   character after it), tabs and newlines made spaces, "" when absent. */
+/* The fingerprint's value of key, for people: decoded (lks_fingerprint_json_get), tabs and
+   newlines made spaces, "" when absent. */
 static void lks_fp_value(const char *json, const char *key, char *buf, size_t size)
 {
-	char raw[512];
-	size_t n = 0;
-
 	buf[0] = 0;
-	if (!lks_fingerprint_json_get(json, key, raw, sizeof(raw)))
-		return;
-	for (const char *p = raw; *p && n + 1 < size; p++) {
-		if (*p == '\\' && p[1])
-			p++;
-		buf[n++] = *p == '\t' || *p == '\n' ? ' ' : *p;
-	}
-	buf[n] = 0;
+	if (!lks_fingerprint_json_get(json, key, buf, size))
+		buf[0] = 0;
+	for (char *p = buf; *p; p++)
+		if (*p == '\t' || *p == '\n')
+			*p = ' ';
 }
 
 int lks_stored_run_set_info(lks_stored_run *r, const lks_run_rec *rec)
