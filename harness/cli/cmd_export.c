@@ -128,8 +128,7 @@ int cmd_export(int argc, char **argv)
 		fprintf(stderr, "lockstep: export: cannot open '%s'\n", out_path);
 		return LKS_EXIT_INFRA;
 	}
-	rc = lks_export_run(store, id, (lks_import_fmt)(fmt - lks_import_format_at(0)), rank, out,
-	                    &written);
+	rc = lks_export_run(store, id, fmt->id, rank, out, &written);
 	lks_store_close(store);
 	if (out != stdout && fclose(out) && !rc)
 		rc = lks_err("cannot write '%s'", out_path);

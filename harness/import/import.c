@@ -1,24 +1,24 @@
 /*
- * import.c: lockstep import's formats (one row each) and the driver that turns their
- * records into one stored run (import.h). The driver holds per rank only its last step and
- * that step's metrics, so memory does not grow with the log: a step that goes
- * backwards, or comes again with other values, is bad input at its line; the same step
- * again with the same values (several ranks writing one line with no "[rankN]:" prefix, or
- * a log printed twice) is counted as repeated and stored once. Across files the run may
- * restart from a checkpoint: a later file that logs a rank's step again drops that rank's
- * rows from the step on, and goes on from there. A run's metric names are counted as they
- * come (by hash; a record of a known layout costs nothing): the name past
+ * import.c: lockstep import's table of formats (a row each, in its parser's file) and the
+ * driver that turns their records into one stored run (import.h). The driver holds per rank
+ * only its last step and that step's metrics, so memory does not grow with the log: a step
+ * that goes backwards, or comes again with other values, is bad input at its line; the same
+ * step again with the same values (several ranks writing one line with no "[rankN]:"
+ * prefix, or a log printed twice) is counted as repeated and stored once. Across files the
+ * run may restart from a checkpoint: a later file that logs a rank's step again drops that
+ * rank's rows from the step on, and goes on from there. A run's metric names are counted as
+ * they come (by hash; a record of a known layout costs nothing): the name past
  * LKS_IMPORT_MAX_NAMES, as many as a run read back holds, is bad input at its line.
  *
  * The run row: the case and run names given, recipe "import", backend "import:<format>",
  * seed 0, steps the last step read, world size the ranks read (every rank from 0 up must
  * have steps), the files in the fingerprint ({"import": {"format": ..., "files": [...]}}).
- * The records go into blocks of many (import_block.h), each stored as one row when full,
- * by a thread of its own while the parse goes on (import_writer.h); a big file is read in
+ * The records go into blocks of many (import_block.h), each stored as one row when full, by
+ * a thread of its own while the parse goes on (import_writer.h); a big file is read in
  * parts at once, each part's blocks stored by a writer thread of its own; a followed log
- * stores a block per step itself. Read back, a record is also a steps row: loss,
- * grad_norm, lr where present, step_time the iteration time in seconds, nonfinite the
- * count of numerics metrics not finite; NaN what the log lacks.
+ * stores a block per step itself. Read back, a record is also a steps row: loss, grad_norm,
+ * lr where present, step_time the iteration time in seconds, nonfinite the count of
+ * numerics metrics not finite; NaN what the log lacks.
  */
 #include <ctype.h>
 #include <jansson.h>
@@ -38,37 +38,39 @@
 #include "kernels/clock.h"
 #include "kernels/err.h"
 
-static const lks_import_format lks_import_formats[LKS_IMPORT_NFMT] = {
-	[LKS_IMPORT_TORCHTITAN] = { "torchtitan", "torchtitan's training log ('step: 1  loss: "
-	                            "...  grad_norm: ...  memory: ...  tps: ...')",
-	                            lks_import_parse_torchtitan, lks_import_titan_line },
-	[LKS_IMPORT_MEGATRON_LOG] = { "megatron-log", "Megatron-LM's training log ('iteration "
-	                              "10/ 100 | ... | lm loss: 1.2E+00 | ...')",
-	                              lks_import_parse_megatron_log, lks_import_mega_line },
-	[LKS_IMPORT_MEGATRON_GOLDEN] = { "megatron-golden", "Megatron-LM's golden values JSON "
-	                                 "(metric -> start_step, end_step, step_interval, values), "
-	                                 "or Megatron-Bridge's (step -> metrics)",
-	                                 lks_import_parse_megatron_golden, NULL },
-	[LKS_IMPORT_JSONL] = { "jsonl", "one JSON object per line: step, rank (optional), "
-	                       "metrics", lks_import_parse_jsonl, lks_import_jsonl_line },
+/* The formats, by id: each row is its parser's file's. */
+static const lks_import_format *const lks_import_formats[LKS_IMPORT_NFMT] = {
+	[LKS_IMPORT_TORCHTITAN] = &lks_import_torchtitan_format,
+	[LKS_IMPORT_MEGATRON_LOG] = &lks_import_megatron_log_format,
+	[LKS_IMPORT_MEGATRON_GOLDEN] = &lks_import_megatron_golden_format,
+	[LKS_IMPORT_JSONL] = &lks_import_jsonl_format,
 };
 
 const lks_import_format *lks_import_format_at(int i)
 {
-	return i >= 0 && i < LKS_IMPORT_NFMT ? &lks_import_formats[i] : NULL;
+	return i >= 0 && i < LKS_IMPORT_NFMT ? lks_import_formats[i] : NULL;
+}
+
+const lks_import_format *lks_import_format_of_line(lks_import_line_fn line)
+{
+	for (int i = 0; line && i < LKS_IMPORT_NFMT; i++)
+		if (lks_import_formats[i]->line == line)
+			return lks_import_formats[i];
+	return NULL;
 }
 
 const lks_import_format *lks_import_format_find(const char *name)
 {
 	char known[256];
+	const char *names[LKS_IMPORT_NFMT];
 
-	for (int i = 0; i < LKS_IMPORT_NFMT; i++)
-		if (!strcmp(lks_import_formats[i].name, name))
-			return &lks_import_formats[i];
+	for (int i = 0; i < LKS_IMPORT_NFMT; i++) {
+		if (!strcmp(lks_import_formats[i]->name, name))
+			return lks_import_formats[i];
+		names[i] = lks_import_formats[i]->name;
+	}
 	lks_err("unknown import format '%s' (known: %s)", name,
-	        lks_names_join(lks_import_formats, sizeof(lks_import_formats[0]),
-	                       offsetof(lks_import_format, name), LKS_IMPORT_NFMT, known,
-	                       sizeof(known)));
+	        lks_names_join(names, sizeof(names[0]), 0, LKS_IMPORT_NFMT, known, sizeof(known)));
 	return NULL;
 }
 

@@ -1,20 +1,21 @@
 /*
  * import.h: runs of other training frameworks read from their logs (lockstep import;
- * DESIGN.md, Imported runs). A format is one row of the table in import.c: its name and
- * its parser, which reads one file and hands each (step, rank) it finds to a sink as a
- * record of named metrics. The driver (lks_import_files) checks the records (steps only
- * forward per rank, a step repeated only with the same values, every rank with steps, at
- * most LKS_IMPORT_MAX_NAMES metric names) and stores them as one run in one transaction:
- * any bad line stores nothing.
+ * DESIGN.md, Imported runs). A format is one row of the table in import.c: its name and its
+ * parser, which reads one file and hands each (step, rank) it finds to a sink as a record
+ * of named metrics. The driver (lks_import_files) checks the records (steps only forward
+ * per rank, a step repeated only with the same values, every rank with steps, at most
+ * LKS_IMPORT_MAX_NAMES metric names) and stores them as one run in one transaction: any bad
+ * line stores nothing.
  *
- * Metrics have canonical names and a kind, numerics or performance, from one table
- * (the store's, import_rec.h), with each format's labels for them (import_label.c); a name no row knows is stored as
- * the log wrote it (letters, digits and '_' kept, anything else '_'), as performance where
- * its words say time, speed, memory or power ("step_time_ms", "tokens/s"), else numerics.
+ * Metrics have canonical names and a kind, numerics or performance, from one table (the
+ * store's, import_rec.h), with each format's labels for them (import_label.c); a name no
+ * row knows is stored as the log wrote it (letters, digits and '_' kept, anything else
+ * '_'), as performance where its words say time, speed, memory or power ("step_time_ms",
+ * "tokens/s"), else numerics.
  *
  * Parsers stream: lines read a block at a time (lks_import_reader), so a log of any length
- * goes through in constant memory. A megatron-golden file is one JSON document
- * and is read whole (it holds one value per metric and step, not a log).
+ * goes through in constant memory. A megatron-golden file is one JSON document and is read
+ * whole (it holds one value per metric and step, not a log).
  */
 #ifndef LKS_HARNESS_IMPORT_IMPORT_H
 #define LKS_HARNESS_IMPORT_IMPORT_H
@@ -124,21 +125,42 @@ typedef int (*lks_import_sink)(void *arg, const lks_import_rec *rec);
 typedef int (*lks_import_line_fn)(const char *s, size_t len, lks_import_rec *rec,
                                   const char *path);
 
-/* The formats: name, what in words, the parser. A parser returns 0, LKS_E_BAD_INPUT (bad
-   input, lks_err "'path':line: ..."), -1 (any other failure) or what the sink returned. */
+/* A format's label and the canonical name of the table it stands for (import_rec.h). */
+typedef struct lks_import_label_row {
+	const char *label, *name;
+} lks_import_label_row;
+
+/* A format: one row, in the format's own file (import_<format>.c), listed in the table of
+   import.c. A parser returns 0, LKS_E_BAD_INPUT (bad input, lks_err "'path':line: ..."),
+   -1 (any other failure) or what the sink returned. */
 typedef struct lks_import_format {
+	lks_import_fmt id;
 	const char *name;
 	const char *what;
 	int (*parse)(const char *path, FILE *f, lks_import_sink sink, void *arg,
 	             lks_import_counts *c);
 	lks_import_line_fn line;  /* a line format's line (lks_import_lines_at); NULL: not one */
+	int json_lines;           /* every line one record (JSON Lines): a line too long is bad
+	                             input, and the last may lack its newline */
+	/* its labels for the table's metrics, the first of a name the one an export writes,
+	   NULL ended (NULL: the table's names are its labels); then other spellings (forks,
+	   versions), NULL: none */
+	const lks_import_label_row *labels, *aliases;
+	const struct lks_import_quick *quick;  /* its common lines read at once (import_impl.h);
+	                                          NULL: none */
 } lks_import_format;
 
-/* The format called name, or NULL (lks_err listing the known ones). */
+/* The rows, one per format's file. */
+extern const lks_import_format lks_import_torchtitan_format, lks_import_megatron_log_format,
+	lks_import_megatron_golden_format, lks_import_jsonl_format;
+
+/* The format called name, or NULL (lks_err listing the known ones); the i-th (its id); the
+   one whose line function is line, NULL for none (a test's own). */
 const lks_import_format *lks_import_format_find(const char *name);
 const lks_import_format *lks_import_format_at(int i);
+const lks_import_format *lks_import_format_of_line(lks_import_line_fn line);
 
-/* The parsers (import_log.c, import_json.c). */
+/* The parsers (import_<format>.c). */
 int lks_import_parse_torchtitan(const char *path, FILE *f, lks_import_sink sink, void *arg,
                                 lks_import_counts *c);
 int lks_import_parse_megatron_log(const char *path, FILE *f, lks_import_sink sink, void *arg,
@@ -189,7 +211,7 @@ size_t lks_import_decimal_prefix(const char *s, size_t n, int commas, double *ou
 /* lks_import_decimal_prefix of the NUL-ended s, where the number has no exponent (a
    line's values are read in place, up to the NUL after the line: no length checked a
    digit); 0 where it has one, or is none, or not one the fast path reads. In
-   import_log.c, whose readers have it inlined. */
+   import_lines.c; the readers have it inlined (import_impl.h). */
 size_t lks_import_decimal_z(const char *s, int commas, double *out, int64_t *dec);
 
 /* Lines of a file read a block at a time (import_reader.c). With a file descriptor under
@@ -237,7 +259,7 @@ void lks_import_reader_close(lks_import_reader *r);
    error. r->line counts the lines. */
 int lks_import_reader_next(lks_import_reader *r, char **s, size_t *len);
 
-/* The loop of the line formats (import_log.c): each line read, cleaned of ANSI colour
+/* The loop of the line formats (import_lines.c): each line read, cleaned of ANSI colour
    codes, its "[rankN]:" prefix taken as the rank, its record handed to sink. */
 int lks_import_lines(const char *path, FILE *f, lks_import_sink sink, void *arg,
                      lks_import_counts *c, lks_import_line_fn line_fn);
@@ -247,10 +269,11 @@ int lks_import_lines(const char *path, FILE *f, lks_import_sink sink, void *arg,
 int lks_import_lines_at(const char *path, FILE *f, long line, uint64_t limit,
                         lks_import_sink sink, void *arg, lks_import_counts *c,
                         lks_import_line_fn line_fn);
-/* The line functions of torchtitan and megatron-log (import_log.c). */
+/* The line functions of torchtitan and megatron-log (import_torchtitan.c,
+   import_megatron_log.c). */
 int lks_import_titan_line(const char *s, size_t len, lks_import_rec *rec, const char *path);
 int lks_import_mega_line(const char *s, size_t len, lks_import_rec *rec, const char *path);
-/* jsonl's line (import_json.c): the one line format whose last line may lack its newline. */
+/* jsonl's line (import_jsonl.c): the one line format whose last line may lack its newline. */
 int lks_import_jsonl_line(const char *s, size_t len, lks_import_rec *rec, const char *path);
 
 /* What lks_import_files stores, and what it found. */

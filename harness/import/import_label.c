@@ -1,10 +1,10 @@
 /*
- * import_label.c: each format's labels for the metrics of the one table (import_rec.h,
- * store/import_metric.c), and a record's metrics added by label (import.h). A label the
- * format lacks is stored as a name of its own, performance where its words say time, speed,
- * memory or power (lks_label_sounds_performance: two runs' clocks are never equal, so a
- * bitwise verdict on them is a false failure), else numerics (it then enters a bitwise
- * verdict, the safe side).
+ * import_label.c: a format's labels (its row's lists, in its own file) for the metrics of
+ * the one table (import_rec.h, store/import_metric.c), and a record's metrics added by
+ * label (import.h). A label the format lacks is stored as a name of its own, performance
+ * where its words say time, speed, memory or power (lks_label_sounds_performance: two runs'
+ * clocks are never equal, so a bitwise verdict on them is a false failure), else numerics
+ * (it then enters a bitwise verdict, the safe side).
  */
 #include <ctype.h>
 #include <stdatomic.h>
@@ -15,134 +15,45 @@
 #include "harness/import/import.h"
 #include "kernels/err.h"
 
-/* A format's label and the canonical name it stands for; the first a format gives a name
-   is the one an export writes. */
-struct lks_label_row {
-	const char *label, *name;
-};
-
-static const struct lks_label_row lks_labels_torchtitan[] = {
-	{ "loss", "loss" },
-	{ "grad_norm", "grad_norm" },
-	{ "lr", "lr" },
-	{ "tps", "tps" },
-	{ "wps", "wps" },
-	{ "tflops", "tflops" },
-	{ "mfu", "mfu" },
-	{ "memory", "memory" },
-	{ "memory_pct", "memory_pct" },
-	{ NULL, NULL },
-};
-
-static const struct lks_label_row lks_labels_megatron_log[] = {
-	{ "lm loss", "loss" },
-	{ "grad norm", "grad_norm" },
-	{ "learning rate", "lr" },
-	{ "loss scale", "loss_scale" },
-	{ "num zeros", "num_zeros" },
-	{ "params norm", "params_norm" },
-	{ "number of skipped iterations", "skipped_iterations" },
-	{ "number of nan iterations", "nan_iterations" },
-	{ "consumed samples", "consumed_samples" },
-	{ "global batch size", "global_batch_size" },
-	{ "elapsed time per iteration (ms)", "iteration_time" },
-	{ "elapsed time per iteration (s)", "iteration_time_s" },
-	{ "throughput per GPU (TFLOP/s/GPU)", "tflops" },
-	{ "samples per second", "samples_per_second" },
-	{ "mem usages", "mem_usage" },
-	{ "hip mem usage/free/total/usage_ratio", "hip_mem_used" },
-	{ "energy per GPU (J/iter/GPU)", "energy" },
-	{ "power per GPU (W/GPU)", "power" },
-	{ "toks/s", "tokens_per_second" },
-	{ "compute_toks/s/gpu", "compute_tps" },
-	{ "compute_toks/s", "compute_tokens_per_second" },
-	{ "actual_toks/s/gpu", "actual_tps" },
-	{ "actual_toks/s", "actual_tokens_per_second" },
-	{ "packing_eff", "packing_eff" },
-	{ NULL, NULL },
-};
-
-static const struct lks_label_row lks_labels_megatron_golden[] = {
-	{ "lm loss", "loss" },
-	{ "grad-norm", "grad_norm" },
-	{ "lr", "lr" },
-	{ "loss-scale", "loss_scale" },
-	{ "num-zeros", "num_zeros" },
-	{ "params-norm", "params_norm" },
-	{ "consumed-samples", "consumed_samples" },
-	{ "iteration-time", "iteration_time_s" },
-	{ "mem-allocated-bytes", "mem_allocated" },
-	{ "mem-max-allocated-bytes", "mem_max_allocated" },
-	{ NULL, NULL },
-};
-
-/* Other labels of the table's metrics, as forks and versions of a format write them; a
-   row's own label (above) is the one an export writes. */
-static const struct {
-	lks_import_fmt fmt;
-	const char *label, *name;
-} lks_import_aliases[] = {
-	/* Megatron-DeepSpeed */
-	{ LKS_IMPORT_MEGATRON_LOG, "TFLOPs", "tflops" },
-	{ LKS_IMPORT_MEGATRON_LOG, "tokens per gpu per second (tgs)", "tps" },
-	{ LKS_IMPORT_MEGATRON_LOG, "TGS", "tps" },
-	/* Megatron-LM's tokens per GPU, and AMD Primus's spellings of it and of TFLOP/s */
-	{ LKS_IMPORT_MEGATRON_LOG, "tokens per GPU (tokens/s/GPU)", "tps" },
-	{ LKS_IMPORT_MEGATRON_LOG, "Tokens per second per GPU (Tok/s/GPU)", "tps" },
-	{ LKS_IMPORT_MEGATRON_LOG, "tokens/s/GPU inst/harmonic mean", "tps" },
-	{ LKS_IMPORT_MEGATRON_LOG, "compute per GPU (TFLOP/s/GPU)", "tflops" },
-	/* Megatron-Bridge's model TFLOP/s per GPU, as its golden values name it */
-	{ LKS_IMPORT_MEGATRON_LOG, "GPU utilization", "tflops" },
-	/* Megatron-LM's RL: tokens per second per GPU */
-	{ LKS_IMPORT_MEGATRON_LOG, "toks/s/gpu", "tps" },
-	/* torchtitan forks that estimate the FLOPs (TTP's metrics processor) */
-	{ LKS_IMPORT_TORCHTITAN, "est_tflops", "tflops" },
-	{ LKS_IMPORT_TORCHTITAN, "est_mfu", "mfu" },
-};
-
-/* Each format's own labels; NULL: the canonical names are its labels (jsonl). */
-static const struct lks_label_row *const lks_labels_of[LKS_IMPORT_NFMT] = {
-	[LKS_IMPORT_TORCHTITAN] = lks_labels_torchtitan,
-	[LKS_IMPORT_MEGATRON_LOG] = lks_labels_megatron_log,
-	[LKS_IMPORT_MEGATRON_GOLDEN] = lks_labels_megatron_golden,
-	[LKS_IMPORT_JSONL] = NULL,
-};
-
-const lks_import_metric *lks_import_metric_label(lks_import_fmt fmt, const char *label,
-                                                 size_t len)
+/* The row of label in a format's list (NULL ended), or NULL. */
+static const lks_import_metric *lks_label_in(const lks_import_label_row *row, const char *label,
+                                             size_t len)
 {
-	const struct lks_label_row *row;
-
-	if ((unsigned)fmt >= LKS_IMPORT_NFMT)
-		return NULL;
-	if (!(row = lks_labels_of[fmt]))
-		return lks_import_metric_find_n(label, len);
-	for (; row->label; row++) {
+	for (; row && row->label; row++) {
 		const char *l = row->label;
 
 		/* the first byte first: a label not remembered (lks_import_rec_add) comes here */
 		if (len && l[0] == label[0] && strlen(l) == len && !memcmp(l, label, len))
 			return lks_import_metric_find(row->name);
 	}
-	for (size_t i = 0; i < sizeof(lks_import_aliases) / sizeof(lks_import_aliases[0]); i++) {
-		const char *l = lks_import_aliases[i].label;
-
-		if (lks_import_aliases[i].fmt == fmt && strlen(l) == len && !memcmp(l, label, len))
-			return lks_import_metric_find(lks_import_aliases[i].name);
-	}
 	return NULL;
+}
+
+const lks_import_metric *lks_import_metric_label(lks_import_fmt fmt, const char *label,
+                                                 size_t len)
+{
+	const lks_import_format *f = lks_import_format_at(fmt);
+	const lks_import_metric *m;
+
+	if (!f)
+		return NULL;
+	if (!f->labels)
+		return lks_import_metric_find_n(label, len);
+	if ((m = lks_label_in(f->labels, label, len)))
+		return m;
+	return lks_label_in(f->aliases, label, len);
 }
 
 const char *lks_import_label_of(lks_import_fmt fmt, const char *name)
 {
-	const struct lks_label_row *row;
+	const lks_import_format *f = lks_import_format_at(fmt);
 	const lks_import_metric *m;
 
-	if ((unsigned)fmt >= LKS_IMPORT_NFMT)
+	if (!f)
 		return NULL;
-	if (!(row = lks_labels_of[fmt]))
+	if (!f->labels)
 		return (m = lks_import_metric_find(name)) ? m->name : NULL;
-	for (; row->label; row++)
+	for (const lks_import_label_row *row = f->labels; row->label; row++)
 		if (!strcmp(row->name, name))
 			return row->label;
 	return NULL;

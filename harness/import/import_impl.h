@@ -1,0 +1,141 @@
+/*
+ * import_impl.h: what the parsers of the import room share, and nothing outside the room
+ * includes: the pieces of a line that every line format reads alike (import_lines.c), the
+ * JSON values of the JSON formats (import_json.c), and a format's quick reader of its
+ * common lines. Inlined where a line's bytes are read.
+ */
+#ifndef LKS_HARNESS_IMPORT_IMPORT_IMPL_H
+#define LKS_HARNESS_IMPORT_IMPORT_IMPL_H
+
+#include <float.h>
+#include <jansson.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "harness/import/import.h"
+
+/* Past the escape sequences at r (the line NUL ended, no NUL inside): ESC '[',
+   parameters, one final byte 0x40-0x7e; any other ESC with the byte after it. The one
+   reading of a sequence: lks_strip_ansi's and lks_titan_fast's. */
+static inline __attribute__((always_inline)) const char *lks_esc_skip(const char *r)
+{
+	while (*r == 0x1b) {
+		/* a colour, ESC '[' two digits 'm', the most common at once */
+		if (r[1] == '[' && (unsigned)(r[2] - '0') < 10 && (unsigned)(r[3] - '0') < 10
+		    && r[4] == 'm') {
+			r += 5;
+			continue;
+		}
+		if (*++r == '[')
+			for (r++; *r && (unsigned char)(*r - 0x40) > 0x3e; r++)
+				;
+		if (*r)
+			r++;
+	}
+	return r;
+}
+
+/* ASCII classes, as <ctype.h>'s in the C locale (lockstep sets no other) without a call
+   for the table a byte: a prefix is read on every line. */
+static inline int lks_digit(char c) { return (unsigned)(c - '0') < 10; }
+static inline int lks_alpha(char c) { return (unsigned)((c | 0x20) - 'a') < 26; }
+
+/* Digits at p as *rank, then what follows them; NULL where there are none. Digits over
+   LKS_IMPORT_MAX_RANK are a rank still, LKS_IMPORT_MAX_RANK + 1, which a line that is a
+   record may not name (lks_import_lines_at): stored as rank 0 it would pass unseen. */
+static inline const char *lks_rank_digits(const char *p, int *rank)
+{
+	long r = 0;
+
+	if (!lks_digit(*p))
+		return NULL;
+	for (; lks_digit(*p); p++)
+		if (r <= LKS_IMPORT_MAX_RANK)  /* no further: it is too big already */
+			r = r * 10 + (*p - '0');
+	*rank = r > LKS_IMPORT_MAX_RANK ? LKS_IMPORT_MAX_RANK + 1 : (int)r;
+	return p;
+}
+
+/* lks_import_decimal_z, here where a line's values are read: inlined into the readers
+   of each format, for whom commas is a constant. */
+static inline __attribute__((always_inline)) size_t lks_decimal_z(const char *s, int commas,
+                                                                  double *out, int64_t *dec)
+{
+	const char *p = s + (*s == '-');
+	uint64_t m = 0;
+	int digits = 0, frac = 0;
+	unsigned d;
+
+#if FLT_EVAL_METHOD != 0
+	return 0;
+#endif
+	for (;;) {  /* the NUL ends the digits: no length to check */
+		for (; (d = (unsigned)(*p - '0')) < 10; p++, digits++)
+			m = m * 10 + d;
+		if (!(commas && *p == ',' && digits && (unsigned)(p[1] - '0') < 10))
+			break;
+		p++;
+	}
+	if (*p == '.') {
+		const char *f = ++p;
+
+		for (; (d = (unsigned)(*p - '0')) < 10; p++)
+			m = m * 10 + d;
+		frac = (int)(p - f);
+		digits += frac;
+	}
+	if (digits == 0 || digits > 15 || *p == 'e' || *p == 'E')
+		return 0;  /* 15 digits: m < 10^15 < 2^53, so frac <= 15 */
+	*out = frac ? (double)m / lks_import_pow10[frac] : (double)m;
+	*dec = frac <= 14 && !(m == 0 && *s == '-')
+	       ? (int64_t)((uint64_t)(*s == '-' ? -(int64_t)m : (int64_t)m) << 4) | frac
+	       : LKS_IMPORT_NO_DEC;
+	if (*s == '-')
+		*out = -*out;
+	return (size_t)(p - s);
+}
+
+/* The rank a line's prefix names, and the text after it (import_lines.c):
+   - "[rankN]:", "[defaultN]:": torchrun's --tee prefix, its role's name (letters or '_')
+     and the global rank; the line names its rank (*ranked 1);
+   - "N: ": srun --label's task number, blanks before it allowed; a torchrun prefix after it
+     gives the rank, else N stands for it, but not as a name: a task may run several
+     ranks that print alike (*ranked 0);
+   - neither: rank 0, *ranked 0. */
+const char *lks_import_rank_prefix(const char *s, int *rank, int *ranked);
+/* A performance metric's value "N/A": not measured (lks_import_label_performance). */
+int lks_import_unmeasured(lks_import_fmt fmt, const char *l, size_t llen, const char *v,
+                          size_t vlen);
+/* Bad input at path:line, LKS_E_BAD_INPUT: a label's value (answer: lks_import_number's,
+   which says why where the number is beyond a double); a step (what) the log writes as the
+   digits v, over LKS_IMPORT_MAX_STEP or none, as jsonl's "step" says it. */
+int lks_import_bad_value(const char *path, long line, const char *label, size_t llen,
+                         const char *v, size_t vlen, int answer);
+int lks_import_bad_step(const char *path, long line, const char *what, const char *v,
+                        size_t vlen);
+
+/* A format's quick reader of its common lines (lks_import_format.quick), tried on each
+   line before the whole way (lks_import_lines_at): its state, size bytes, zeroed and
+   opened once per reader of a file; line gives 1 a record, 0 no metric line, -1 not its
+   to say (rec is then of no use: the whole way reads the line, and missed is told). */
+struct lks_import_quick {
+	size_t size;
+	void (*open)(void *state);
+	int (*line)(void *state, const char *s, size_t len, lks_import_rec *rec);
+	void (*missed)(void *state);
+};
+
+/* The JSON formats' values (import_json.c). A JSON value as a metric: a number, or a
+   string that spells NaN or an infinity ("nan", "-NaN", "+nan", "inf", "-inf":
+   Megatron-LM's golden checker takes any sign and case); a number in a string is not one. */
+int lks_import_json_number(const json_t *v, double *out);
+/* A whole number lo..hi: a JSON integer, or (a line read with every integer as a double,
+   JSON_DECODE_INT_AS_REAL in flags) a double that is one. */
+int lks_import_json_int(const json_t *v, int lo, int hi, size_t flags, int *out);
+/* A number of the JSON text s (n bytes, its first line line) that no double holds as bad
+   input at its file:line (LKS_E_BAD_INPUT); 0 where there is none. jansson reads one nearer
+   0 than the least double as 0, and fails one over the largest ("real number overflow")
+   without saying which. */
+int lks_import_json_range_err(const char *path, long line, const char *s, size_t n);
+
+#endif

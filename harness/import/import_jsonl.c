@@ -1,0 +1,157 @@
+/*
+ * import_jsonl.c: JSON Lines (import.h), read with jansson: one object per line,
+ *
+ *   {"step": 3, "rank": 1, "loss": 2.5, "tps": 1200}
+ *
+ * ("rank" optional, 0 without; every other key a metric whose value is a number or "nan",
+ * "inf", "-inf", or Python's bare NaN, Infinity, -Infinity; null for a performance metric
+ * not measured). Blank lines are ignored; the last line may lack its newline (JSON Lines
+ * allows it: an object ends at its '}'). Its labels are the table's names. It streams one
+ * line at a time (the loop of the line formats, import_lines.c).
+ */
+#include <jansson.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "harness/import/import_impl.h"
+#include "kernels/err.h"
+
+/* s parsed; jansson refuses an integer beyond 64 bits ("too big integer"), and such a line
+   is parsed again with every integer as a double (*flags says so): a metric's value is a
+   double whatever it is written as, rounded to nearest as strtod rounds it. */
+static json_t *lks_json_load(const char *s, size_t *flags, json_error_t *e)
+{
+	json_t *o = json_loads(s, *flags, e);
+
+	if (!o && strstr(e->text, "too big")) {
+		*flags |= JSON_DECODE_INT_AS_REAL;
+		o = json_loads(s, *flags, e);
+	}
+	return o;
+}
+
+/* Python's json module writes NaN, Infinity and -Infinity bare (allow_nan, its default),
+   which JSON lacks: s with each such word outside a string written as the string lockstep
+   reads ("nan", "inf", "-inf"), or NULL when there is none (or no memory). Only a line
+   jansson refused is looked at, so a good line costs nothing. */
+static char *lks_json_bare_nonfinite(const char *s)
+{
+	static const struct { const char *bare, *as; } words[] = {
+		{ "-Infinity", "\"-inf\"" }, { "Infinity", "\"inf\"" }, { "NaN", "\"nan\"" },
+	};
+	char *out = malloc(2 * strlen(s) + 1), *w = out;  /* NaN, 3 bytes, grows the most: 5 */
+	int in_string = 0, any = 0;
+
+	for (const char *p = s; out && *p;) {
+		size_t k = 0, n = 0;
+
+		if (in_string || *p == '"') {
+			if (in_string && *p == '\\' && p[1])
+				*w++ = *p++;
+			else if (*p == '"')
+				in_string = !in_string;
+			*w++ = *p++;
+			continue;
+		}
+		for (; k < sizeof(words) / sizeof(words[0]); k++)
+			if (!strncmp(p, words[k].bare, n = strlen(words[k].bare)))
+				break;
+		if (k == sizeof(words) / sizeof(words[0])) {
+			*w++ = *p++;
+			continue;
+		}
+		w += strlen(strcpy(w, words[k].as));
+		p += n;
+		any = 1;
+	}
+	if (out)
+		*w = 0;
+	if (!any) {
+		free(out);
+		return NULL;
+	}
+	return out;
+}
+
+int lks_import_jsonl_line(const char *s, size_t len, lks_import_rec *rec, const char *path)
+{
+	json_error_t e, e2;
+	json_t *o, *v;
+	const char *key;
+	size_t flags = JSON_REJECT_DUPLICATES;
+	int rc = LKS_E_BAD_INPUT, zero = 0;
+
+	while (*s == ' ' || *s == '\t')
+		s++;
+	if (!*s)
+		return 0;
+	if (!(o = lks_json_load(s, &flags, &e))) {
+		char *py = lks_json_bare_nonfinite(s);
+
+		o = py ? lks_json_load(py, &flags, &e2) : NULL;
+		free(py);
+	}
+	if (!o) {
+		if (!strstr(e.text, "overflow") || !lks_import_json_range_err(path, rec->line, s, strlen(s)))
+			lks_err("'%s':%ld: not JSON: %s (column %d)", path, rec->line, e.text, e.column);
+		return LKS_E_BAD_INPUT;
+	}
+	if (!json_is_object(o)) {
+		lks_err("'%s':%ld: not a JSON object", path, rec->line);
+		goto out;
+	}
+	if (lks_import_json_int(json_object_get(o, "step"), 0, LKS_IMPORT_MAX_STEP, flags, &rec->step)) {
+		lks_err("'%s':%ld: want \"step\": a whole number 0 to %d", path, rec->line,
+		        LKS_IMPORT_MAX_STEP);
+		goto out;
+	}
+	if ((v = json_object_get(o, "rank"))
+	    && lks_import_json_int(v, 0, LKS_IMPORT_MAX_RANK, flags, &rec->rank)) {
+		lks_err("'%s':%ld: want \"rank\": a whole number 0 to %d", path, rec->line,
+		        LKS_IMPORT_MAX_RANK);
+		goto out;
+	}
+	if (v)
+		rec->ranked = 1;
+	json_object_foreach(o, key, v) {
+		double x;
+
+		if (!strcmp(key, "step") || !strcmp(key, "rank"))
+			continue;
+		if (json_is_null(v) && lks_import_label_performance(LKS_IMPORT_JSONL, key, strlen(key)))
+			continue;  /* not measured at this step */
+		if (lks_import_json_number(v, &x)) {
+			lks_err("'%s':%ld: bad value of \"%s\": want a number, \"nan\", \"inf\" or "
+			        "\"-inf\"%s", path, rec->line, key, json_is_null(v)
+			        ? " (null only for a performance metric: not measured)" : "");
+			goto out;
+		}
+		/* a 0 that jansson read: 0 as written, or an underflow (once a line: a 0 is rare) */
+		if (x == 0 && json_is_real(v) && !zero++
+		    && (rc = lks_import_json_range_err(path, rec->line, s, strlen(s))))
+			goto out;
+		if ((rc = lks_import_rec_add(rec, LKS_IMPORT_JSONL, key, strlen(key), x, path)))
+			goto out;
+		rc = LKS_E_BAD_INPUT;
+	}
+	rc = 1;
+out:
+	json_decref(o);
+	return rc;
+}
+
+int lks_import_parse_jsonl(const char *path, FILE *f, lks_import_sink sink, void *arg,
+                           lks_import_counts *c)
+{
+	return lks_import_lines(path, f, sink, arg, c, lks_import_jsonl_line);
+}
+
+const lks_import_format lks_import_jsonl_format = {
+	.id = LKS_IMPORT_JSONL,
+	.name = "jsonl",
+	.what = "one JSON object per line: step, rank (optional), metrics",
+	.parse = lks_import_parse_jsonl,
+	.line = lks_import_jsonl_line,
+	.json_lines = 1,
+	.labels = NULL,  /* the table's names */
+};

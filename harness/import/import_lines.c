@@ -1,0 +1,217 @@
+/*
+ * import_lines.c: the loop of the line formats (import.h, lks_import_lines): each line read
+ * (import_reader.c), tried by its format's quick reader where it has one, else cleaned of
+ * ANSI colour codes, its "[rankN]:" prefix taken as the rank (0 without one), and handed to
+ * the format's line function; each record to the sink. A line that the format's function
+ * says is no metric line is counted as ignored. And the pieces of a line every line format
+ * reads alike (import_impl.h).
+ */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "harness/import/import_impl.h"
+#include "kernels/err.h"
+
+/* The len bytes at s (NUL ended there, no NUL before) without their ANSI escape sequences
+   (lks_esc_skip), NUL ended: s itself where it has none (most lines of most logs), else
+   written into out (len + 8 bytes at least). *n: the length left. The text between two
+   sequences moves 8 bytes at a time, its next ESC found among the 8 at once (the zero-byte
+   test on x ^ ESC...ESC: its lowest flag is exact, which on a little-endian machine is the
+   byte first in memory; elsewhere a byte at a time); all 8 are written, and the bytes past
+   the ESC written over after. */
+static char *lks_strip_ansi(char *s, size_t len, char *out, size_t *n)
+{
+	const char *r = memchr(s, 0x1b, len), *end = s + len;
+	char *w = out;
+
+	*n = len;
+	if (!r)
+		return s;
+	memcpy(w, s, (size_t)(r - s));
+	w += r - s;
+	while (r < end) {
+		if (*r == 0x1b) {
+			r = lks_esc_skip(r);
+			continue;
+		}
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+		while (end - r >= 8) {
+			const uint64_t ones = 0x0101010101010101u;
+			uint64_t x, y, hit;
+
+			memcpy(&x, r, 8);
+			memcpy(w, &x, 8);
+			y = x ^ (ones * 0x1b);
+			if ((hit = (y - ones) & ~y & (ones << 7))) {
+				size_t k = (size_t)__builtin_ctzll(hit) / 8;
+
+				w += k;
+				r += k;
+				break;
+			}
+			w += 8;
+			r += 8;
+		}
+#endif
+		while (r < end && *r != 0x1b)
+			*w++ = *r++;
+	}
+	*w = 0;
+	*n = (size_t)(w - out);
+	return out;
+}
+
+/* The line's rank, from its prefix (import_impl.h). */
+const char *lks_import_rank_prefix(const char *s, int *rank, int *ranked)
+{
+	const char *p = s, *q;
+	int r;
+
+	*rank = 0;
+	*ranked = 0;
+	while (*p == ' ')
+		p++;
+	if ((q = lks_rank_digits(p, &r)) && q[0] == ':' && q[1] == ' ') {
+		*rank = r;
+		s = q + 2;
+	}
+	for (p = s + (*s == '['); p > s && (lks_alpha(*p) || *p == '_'); p++)
+		;
+	if (p > s + 1 && (q = lks_rank_digits(p, &r)) && q[0] == ']' && q[1] == ':') {
+		*rank = r;
+		*ranked = 1;
+		return q + 2;
+	}
+	return s;
+}
+
+int lks_import_unmeasured(lks_import_fmt fmt, const char *l, size_t llen, const char *v,
+                          size_t vlen)
+{
+	return vlen == 3 && !memcmp(v, "N/A", 3) && lks_import_label_performance(fmt, l, llen);
+}
+
+int lks_import_bad_value(const char *path, long line, const char *label, size_t llen,
+                         const char *v, size_t vlen, int answer)
+{
+	return lks_err("'%s':%ld: bad value '%.*s' of '%.*s'%s", path, line,
+	               (int)(vlen > 40 ? 40 : vlen), v, (int)llen, label,
+	               lks_import_number_why(answer)), LKS_E_BAD_INPUT;
+}
+
+int lks_import_bad_step(const char *path, long line, const char *what, const char *v,
+                        size_t vlen)
+{
+	return lks_err("'%s':%ld: bad %s '%.*s': want a whole number 0 to %d", path, line, what,
+	               (int)(vlen > 40 ? 40 : vlen), v, LKS_IMPORT_MAX_STEP), LKS_E_BAD_INPUT;
+}
+
+size_t lks_import_decimal_z(const char *s, int commas, double *out, int64_t *dec)
+{
+	return lks_decimal_z(s, commas, out, dec);
+}
+
+int lks_import_lines(const char *path, FILE *f, lks_import_sink sink, void *arg,
+                     lks_import_counts *c, lks_import_line_fn line_fn)
+{
+	return lks_import_lines_at(path, f, 0, UINT64_MAX, sink, arg, c, line_fn);
+}
+
+int lks_import_lines_at(const char *path, FILE *f, long line, uint64_t limit,
+                        lks_import_sink sink, void *arg, lks_import_counts *c,
+                        lks_import_line_fn line_fn)
+{
+	lks_import_reader rd = { 0 };
+	lks_import_rec *rec = malloc(sizeof(*rec));
+	char *clean = malloc(LKS_IMPORT_LINE_MAX + 8);  /* a line without its colour codes */
+	/* a format's common lines read at once (its quick reader): by its line function only,
+	   so that a test's own function of the same lines reads them the whole way */
+	const lks_import_format *fmt = lks_import_format_of_line(line_fn);
+	const struct lks_import_quick *quick = fmt ? fmt->quick : NULL;
+	void *memo = quick ? calloc(1, quick->size) : NULL;
+	int json_lines = fmt && fmt->json_lines;
+	int rc = -1, got;
+	char *buf;
+	size_t len;
+
+	if (memo)
+		quick->open(memo);
+	if (!rec || !clean || (quick && !memo)
+	    || lks_import_reader_open(&rd, path, f, 0)) {
+		lks_err("out of memory");
+		goto out;
+	}
+	rd.line = line;
+	rd.limit = limit;
+	while ((got = lks_import_reader_next(&rd, &buf, &len)) > 0) {
+		const char *s;
+		int rank, ranked, is;
+
+		c->lines++;
+		if (got == 3 && json_lines) {  /* every jsonl line is one */
+			lks_err("'%s':%ld: line longer than %d bytes", path, rd.line,
+			        LKS_IMPORT_LINE_MAX - 1);
+			rc = LKS_E_BAD_INPUT;
+			goto out;
+		}
+		if (got == 3) {  /* longer than any metric line: a progress bar, a dump */
+			c->ignored++;
+			continue;
+		}
+		/* a UTF-8 byte order mark (an editor's, or a Windows tool's) is no part of a line:
+		   dropped wherever it starts one, so a file cut in parts reads as one reader reads it */
+		if (len >= 3 && !memcmp(buf, "\xef\xbb\xbf", 3)) {
+			buf += 3;
+			len -= 3;
+		}
+		/* not memset: the record is 2.5 KiB and its metrics are read only up to n */
+		rec->n = 0;
+		rec->step = 0;
+		rec->line = rd.line;
+		rec->layout = 0;
+		if (!memo || (is = quick->line(memo, buf, len, rec)) < 0) {
+			if (memo)
+				quick->missed(memo);  /* the record is the whole way's now */
+			buf = lks_strip_ansi(buf, len, clean, &len);
+			s = lks_import_rank_prefix(buf, &rank, &ranked);
+			rec->n = 0;
+			rec->step = 0;
+			rec->rank = rank;
+			rec->ranked = ranked;
+			if ((is = line_fn(s, len - (size_t)(s - buf), rec, path)) < 0) {
+				rc = is;
+				goto out;
+			}
+		}
+		/* a log line cut short may still read as one with fewer metrics; a JSON object
+		   ends at its '}', so a last line without its newline is whole (JSON Lines) */
+		if (is && got == 2 && !json_lines) {
+			lks_err("'%s':%ld: truncated line (no end of line)", path, rd.line);
+			rc = LKS_E_BAD_INPUT;
+			goto out;
+		}
+		if (!is) {
+			c->ignored++;
+			continue;
+		}
+		/* a prefix's rank over the bound (lks_rank_digits), where jsonl's "rank" is too */
+		if (rec->rank > LKS_IMPORT_MAX_RANK) {
+			lks_err("'%s':%ld: bad rank in the line's prefix: want a whole number 0 to %d",
+			        path, rd.line, LKS_IMPORT_MAX_RANK);
+			rc = LKS_E_BAD_INPUT;
+			goto out;
+		}
+		c->records++;
+		if ((rc = sink(arg, rec)))
+			goto out;
+		rc = -1;
+	}
+	rc = got;
+out:
+	lks_import_reader_close(&rd);
+	free(memo);
+	free(clean);
+	free(rec);
+	return rc;
+}
