@@ -32,6 +32,7 @@
 #include "harness/base/name.h"
 #include "harness/import/import.h"
 #include "harness/store/import_block.h"
+#include "harness/import/import_run_impl.h"
 #include "harness/import/import_writer.h"
 #include "harness/store/name_index.h"
 #include "harness/store/run.h"
@@ -76,63 +77,6 @@ const lks_import_format *lks_import_format_find(const char *name)
 
 _Static_assert(LKS_BLOCK_MAX_RANK == LKS_IMPORT_MAX_RANK, "a block holds every rank a log may");
 
-/* Per rank: the last step and its record's metrics (0 steps yet: seen 0). */
-struct lks_rank_last {
-	int seen, step;
-	struct lks_import_mval *m;  /* (cap) that step's metrics, n of them */
-	int n, cap;
-	uint64_t layout;          /* of the record m was copied from whole (lks_import_rec) */
-	long line;
-	int file;                 /* the file (index) of that step */
-	int first, has_first;     /* the first step this reader saw */
-};
-
-/* The metric names a reader has read, each once, in the order first read, each with the
-   line that first had it: a run holds at most LKS_IMPORT_MAX_NAMES. The names of every
-   record stored count, a restart's dropped ones too (what the files hold, not only what
-   the run keeps). */
-struct lks_import_names {
-	char **name;              /* (cap) n of them */
-	long *line;               /* (cap) */
-	int n;
-	size_t cap, line_cap;
-	lks_name_index index;
-	uint64_t layout;          /* a record of this layout (not 0) has its names here */
-};
-
-/* A followed log (lks_import_follow): the records of the step being read, stored in one
-   transaction and handed to fn when the step completes: when a later step's line comes,
-   when every rank of the first complete step has written it, or at the end of input. */
-struct lks_import_follow {
-	lks_import_rec *recs;     /* (cap) the step being read, n of them */
-	int n, cap;
-	int known;                /* ranks of the first complete step; 0: none complete yet */
-	int end_step;             /* -1: none */
-	int stored;               /* the last step stored */
-	lks_import_step_fn fn;
-	void *arg;
-};
-
-struct lks_import_run {
-	lks_store *store;
-	int64_t run_id;
-	const char *path;
-	int file;                 /* the index of the file being read */
-	struct lks_rank_last *ranks;
-	int nranks;
-	int restarts;             /* ranks a later file took back to an earlier step */
-	struct lks_import_follow *follow;  /* NULL: a whole import, one transaction */
-	lks_block *block;         /* the records not stored yet, without a writer */
-	lks_import_writer *writer;  /* a whole import (store set): its blocks' thread */
-	int64_t next_seq;         /* the next block's */
-	int64_t seq_below;        /* a restart drops records of the blocks below it only */
-	int parts;                /* the most parts a file was read in */
-	pthread_mutex_t *store_mu;  /* NULL: this thread alone uses the store */
-	const unsigned char *only;  /* (nonly) the ranks the log holds, by o->ranks; NULL: all */
-	int nonly;
-	const char *ranks_text;   /* o->ranks as given, for messages */
-	struct lks_import_names names;
-};
 
 /* Whether the metrics of kind perf (1 performance, 0 numerics) in a (na) and b (nb) are
    the same, in order: names, and values bit for bit, any NaN as any other. */
@@ -177,7 +121,7 @@ static int lks_rank_keep(struct lks_rank_last *last, const lks_import_rec *rec)
 	return 0;
 }
 
-static void lks_ranks_free(struct lks_rank_last *ranks, int n)
+void lks_import_ranks_free(struct lks_rank_last *ranks, int n)
 {
 	for (int k = 0; ranks && k < n; k++)
 		free(ranks[k].m);
@@ -190,16 +134,14 @@ static lks_block *lks_import_block(struct lks_import_run *r)
 	return r->writer ? lks_import_writer_block(r->writer) : r->block;
 }
 
-static void lks_import_lock(struct lks_import_run *r, int on)
+void lks_import_lock(struct lks_import_run *r, int on)
 {
 	if (r->store_mu)
 		(on ? pthread_mutex_lock : pthread_mutex_unlock)(r->store_mu);
 }
 
-/* The records gathered, handed to the writer or stored here (encoded before the store's
-   lock: other parts of a file insert meanwhile); with settle, the writer has stored them
-   too when this returns, and the store is free of this import's writer. */
-static int lks_import_flush(struct lks_import_run *r, int settle)
+/* import_run_impl.h */
+int lks_import_flush(struct lks_import_run *r, int settle)
 {
 	int rc = 0;
 
@@ -291,7 +233,7 @@ static int lks_follow_push(struct lks_import_run *r, const lks_import_rec *rec)
 	return w->known && w->n >= w->known ? lks_follow_flush(r) : 0;
 }
 
-static void lks_import_names_free(struct lks_import_names *x)
+void lks_import_names_free(struct lks_import_names *x)
 {
 	for (int i = 0; i < x->n; i++)
 		free(x->name[i]);
@@ -300,9 +242,8 @@ static void lks_import_names_free(struct lks_import_names *x)
 	lks_name_index_release(&x->index);
 }
 
-/* name, first read at line, into r's names when it is new to them: 0, LKS_E_BAD_INPUT when
-   it is one too many (lks_err naming r's path and the line), or -1. */
-static int lks_import_name(struct lks_import_run *r, const char *name, long line)
+/* import_run_impl.h */
+int lks_import_name(struct lks_import_run *r, const char *name, long line)
 {
 	struct lks_import_names *x = &r->names;
 	char at[32] = "";
@@ -343,8 +284,8 @@ static int lks_import_names_take(struct lks_import_run *r, const lks_import_rec 
 	return 0;
 }
 
-/* Ranks 0 .. n - 1 in r->ranks, the new ones unseen. */
-static int lks_import_ranks_grow(struct lks_import_run *r, int n)
+/* import_run_impl.h */
+int lks_import_ranks_grow(struct lks_import_run *r, int n)
 {
 	struct lks_rank_last *p;
 
@@ -417,13 +358,8 @@ static int lks_import_sink_rec(void *arg, const lks_import_rec *rec)
 	return r->store ? lks_import_store_rec(r, rec) : 0;
 }
 
-/* The sink the parsers see: a repeated record is counted, not an error. */
-struct lks_import_ctx {
-	struct lks_import_run *run;
-	lks_import_counts *c;
-};
 
-static int lks_import_sink_counted(void *arg, const lks_import_rec *rec)
+int lks_import_sink_counted(void *arg, const lks_import_rec *rec)
 {
 	struct lks_import_ctx *x = arg;
 	int rc = lks_import_sink_rec(x->run, rec);
@@ -539,219 +475,6 @@ int lks_import_ranks_valid(const char *text)
 	return rc;
 }
 
-/* ---- a file read in parts at once ---- */
-
-/* A log file of at least LKS_IMPORT_SPLIT_MIN bytes (the variable of that name, for tests)
-   is read in parts of at least half that size by threads of their own, as many as the
-   machine has processors, at most LKS_IMPORT_PARTS_MAX (the variable LKS_IMPORT_PARTS,
-   for tests, sets the most). Part k's blocks are numbered from k * LKS_IMPORT_PART_SEQ above
-   the file's first. */
-#define LKS_IMPORT_SPLIT_MIN ((off_t)8 << 20)
-#define LKS_IMPORT_PARTS_MAX 16
-#define LKS_IMPORT_PART_SEQ ((int64_t)1 << 40)
-
-/* A part after the first: its own reader state (every rank unseen), counts and blocks. */
-struct lks_import_part {
-	struct lks_import_run run;
-	lks_import_counts c;
-	lks_import_line_fn line;
-	off_t from;
-	uint64_t len;             /* its bytes; UINT64_MAX: to the end (the last part) */
-	dev_t dev;                /* the file the first part reads: the path must still name it */
-	ino_t ino;
-	pthread_t thread;
-	int started, rc;
-};
-
-static void *lks_import_part_main(void *arg)
-{
-	struct lks_import_part *p = arg;
-	struct lks_import_ctx x = { &p->run, &p->c };
-	FILE *f = fopen(p->run.path, "r");
-	struct stat st;
-
-	p->rc = -1;  /* a failure here: this part is read again after the one before it */
-	if (f && !fstat(fileno(f), &st) && st.st_dev == p->dev && st.st_ino == p->ino
-	    && lseek(fileno(f), p->from, SEEK_SET) == p->from)
-		p->rc = lks_import_lines_at(p->run.path, f, 0, p->len, lks_import_sink_counted, &x,
-		                            &p->c, p->line);
-	if (!p->rc && p->run.store)
-		p->rc = lks_import_flush(&p->run, 1);
-	lks_import_writer_stop(p->run.writer);  /* its last block stored: the part is done */
-	p->run.writer = NULL;
-	if (f)
-		fclose(f);
-	return NULL;
-}
-
-/* Where a part starting near byte at of the file of size bytes would start: after the
-   first newline from at on; 0 when there is none before the last byte. */
-static off_t lks_import_cut(int fd, off_t at, off_t size)
-{
-	char buf[4096];
-
-	while (at < size) {
-		ssize_t n = pread(fd, buf, sizeof(buf), at);
-		const char *nl = n > 0 ? memchr(buf, '\n', (size_t)n) : NULL;
-
-		if (n <= 0)
-			return 0;
-		if (nl)
-			return at + (nl - buf) + 1 < size ? at + (nl - buf) + 1 : 0;
-		at += n;
-	}
-	return 0;
-}
-
-/* A part read as the reader of the parts before it would go on to read it: every rank it
-   logs starts after the step the parts before (or an earlier file) left it at. A step that
-   comes again there (a repeat, a restart, an error) is read again by one reader instead. */
-static int lks_import_seam_clean(const struct lks_import_run *a, const struct lks_import_run *b)
-{
-	for (int k = 0; k < b->nranks; k++)
-		if (b->ranks[k].seen && k < a->nranks && a->ranks[k].seen
-		    && b->ranks[k].first <= a->ranks[k].step)
-			return 0;
-	return 1;
-}
-
-/* A part's ranks, counts and block numbers taken on by the run; its lines are numbered on
-   from the parts' before it (before). */
-static int lks_import_seam_join(struct lks_import_run *r, struct lks_import_part *p,
-                                long before, lks_import_counts *c)
-{
-	struct lks_import_run *b = &p->run;
-
-	if (lks_import_ranks_grow(r, b->nranks))
-		return -1;
-	for (int k = 0; k < b->nranks; k++)
-		if (b->ranks[k].seen) {  /* swapped: the part's array frees the run's metrics */
-			struct lks_rank_last t = r->ranks[k];
-
-			r->ranks[k] = b->ranks[k];
-			r->ranks[k].line += before;
-			b->ranks[k] = t;
-		}
-	for (int j = 0; j < b->names.n; j++) {  /* in the order one reader meets them */
-		int rc = lks_import_name(r, b->names.name[j], b->names.line[j] + before);
-
-		if (rc)
-			return rc;
-	}
-	c->lines += p->c.lines;
-	c->records += p->c.records;
-	c->ignored += p->c.ignored;
-	c->repeated += p->c.repeated;
-	r->next_seq = b->next_seq;
-	return 0;
-}
-
-/* An environment variable of tests, a count >= lo; else def. */
-static long lks_import_env(const char *name, long lo, long def)
-{
-	const char *e = getenv(name);
-	char *end;
-	long long v = e && *e ? strtoll(e, &end, 10) : lo - 1;
-
-	return v >= lo && !*end ? (long)v : def;
-}
-
-/* Where the parts of the file fd (size bytes) start: starts[0] = 0, then in order; their
-   count (1: read whole). */
-static int lks_import_starts(int fd, off_t size, off_t *starts)
-{
-	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-	off_t min = (off_t)lks_import_env("LKS_IMPORT_SPLIT_MIN", 1, LKS_IMPORT_SPLIT_MIN);
-	long most = lks_import_env("LKS_IMPORT_PARTS", 1, cpus < 1 ? 1 : cpus);
-	off_t parts = size < min ? 1 : size * 2 / min;
-	int n = 1;
-
-	if (most > LKS_IMPORT_PARTS_MAX)
-		most = LKS_IMPORT_PARTS_MAX;
-	if (parts > most)
-		parts = most;
-	starts[0] = 0;
-	for (off_t k = 1; k < parts; k++) {
-		off_t at = lks_import_cut(fd, size / parts * k, size);
-
-		if (at > starts[n - 1])  /* a line longer than a part: fewer parts */
-			starts[n++] = at;
-	}
-	return n;
-}
-
-/* The file f (path, described by st) read in parts at once (starts[0..n), the first read
-   here, each other by a thread of its own), with exactly what one reader would store and
-   say: at the first part whose seam is not clean, or which failed, its blocks and those
-   of the parts after it are dropped, and the file is read on from its start by one
-   reader. */
-static int lks_import_parts(struct lks_import_run *r, const lks_import_format *fmt,
-                            const char *path, FILE *f, const struct stat *st,
-                            const off_t *starts, int n, lks_import_counts *c)
-{
-	struct lks_import_part *parts = calloc((size_t)n, sizeof(*parts));
-	struct lks_import_ctx x = { r, c };
-	int64_t first = r->next_seq, below = r->seq_below;
-	long lines0 = c->lines;
-	int rc = 0, k;
-
-	if (!parts)
-		return lks_err("out of memory");
-	for (k = 1; k < n; k++) {
-		struct lks_import_part *p = &parts[k];
-
-		*p = (struct lks_import_part){ .line = fmt->line, .from = starts[k],
-		                               .len = k + 1 < n ? (uint64_t)(starts[k + 1] - starts[k])
-		                                                : UINT64_MAX,
-		                               .dev = st->st_dev, .ino = st->st_ino, .rc = -1 };
-		p->run = (struct lks_import_run){ .store = r->store, .run_id = r->run_id,
-		                                  .path = path, .file = r->file, .only = r->only,
-		                                  .nonly = r->nonly, .ranks_text = r->ranks_text,
-		                                  .next_seq = first + k * LKS_IMPORT_PART_SEQ,
-		                                  .seq_below = INT64_MAX, .store_mu = r->store_mu };
-		/* each part's blocks stored by a writer of its own, as the first part's: the parts
-		   parse alike and end together. No writer or no thread to be had: the part is
-		   read by the reader before it */
-		p->started = (!r->store || (p->run.writer = lks_import_writer_start(r->store, r->run_id,
-		                                                                    r->store_mu)))
-		             && !pthread_create(&p->thread, NULL, lks_import_part_main, p);
-		if (!p->started) {
-			lks_import_writer_stop(p->run.writer);
-			p->run.writer = NULL;
-		}
-	}
-	r->seq_below = first + LKS_IMPORT_PART_SEQ;  /* a restart leaves the parts' blocks be */
-	rc = lks_import_lines_at(path, f, 0, n > 1 ? (uint64_t)starts[1] : UINT64_MAX,
-	                         lks_import_sink_counted, &x, c, fmt->line);
-	for (k = 1; k < n; k++)
-		if (parts[k].started)
-			pthread_join(parts[k].thread, NULL);
-	r->seq_below = below;
-	for (k = 1; !rc && k < n; k++) {
-		if (parts[k].rc == 0 && lks_import_seam_clean(r, &parts[k].run)) {
-			rc = lks_import_seam_join(r, &parts[k], c->lines - lines0, c);
-			continue;
-		}
-		if (r->store && !(rc = lks_import_flush(r, 1))) {
-			lks_import_lock(r, 1);
-			rc = lks_store_import_unblock(r->store, r->run_id, first + k * LKS_IMPORT_PART_SEQ);
-			lks_import_lock(r, 0);
-		}
-		if (!rc && lseek(fileno(f), starts[k], SEEK_SET) != starts[k])
-			rc = lks_err("cannot read '%s' after line %ld", path, c->lines - lines0);
-		if (!rc)
-			rc = lks_import_lines_at(path, f, c->lines - lines0, UINT64_MAX,
-			                         lks_import_sink_counted, &x, c, fmt->line);
-		break;
-	}
-	for (k = 1; k < n; k++) {
-		lks_ranks_free(parts[k].run.ranks, parts[k].run.nranks);
-		lks_import_names_free(&parts[k].run.names);
-	}
-	free(parts);
-	return rc;
-}
-
 static int lks_import_one(struct lks_import_run *r, const lks_import_format *fmt,
                           const char *path, lks_import_counts *c)
 {
@@ -856,7 +579,7 @@ int lks_import_files(lks_store *store, const lks_import_opts *o, const char *con
 		res->world_size = r.nranks;
 		res->parts = r.parts ? r.parts : 1;
 	}
-	lks_ranks_free(r.ranks, r.nranks);
+	lks_import_ranks_free(r.ranks, r.nranks);
 	lks_import_names_free(&r.names);
 	free(only);
 	return rc;
@@ -906,7 +629,7 @@ int lks_import_follow(lks_store *store, const lks_import_opts *o, const char *pa
 	res->steps = w.stored;
 	res->world_size = r.nranks;
 	res->parts = 1;
-	lks_ranks_free(r.ranks, r.nranks);
+	lks_import_ranks_free(r.ranks, r.nranks);
 	lks_import_names_free(&r.names);
 	free(w.recs);
 	lks_block_free(r.block);
