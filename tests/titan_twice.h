@@ -1,12 +1,12 @@
 /*
  * titan_twice.h: a torchtitan log read both ways, and what they made of it compared:
  * through lks_import_titan_line, whose common lines the reader takes at once
- * (lks_titan_fast in harness/store/import_log.c), and through a function of its own that
- * calls it, which the reader reads the whole way (colour codes dropped first). The two
- * must hand on the same records, bit for bit, count the same lines and fail alike, with
- * the same message; and the records, put in a block as they come (lks_block_add_rec: the
- * fast reading's carry a layout, the whole way's none), must read back the same from it.
- * For test_import_read and the torchtitan fuzz target.
+ * (lks_titan_fast in harness/import/import_torchtitan.c), and through a function of its own
+ * that calls it, which the reader reads the whole way (colour codes dropped first). The two
+ * must hand on the same records, bit for bit, count the same lines and fail alike, with the
+ * same message; and the records, put in a block as they come (lks_block_add_rec: the fast
+ * reading's carry a layout, the whole way's none), must read back the same from it. For
+ * test_import_read and the torchtitan fuzz target.
  */
 #ifndef LKS_TESTS_TITAN_TWICE_H
 #define LKS_TESTS_TITAN_TWICE_H

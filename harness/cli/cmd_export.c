@@ -1,6 +1,6 @@
 /*
  * cmd_export.c: 'lockstep export': a stored run written for other tools, as jsonl or as
- * Megatron-LM's golden values (harness/store/export.c). An imported run gives its metrics,
+ * Megatron-LM's golden values (harness/import/export.c). An imported run gives its metrics,
  * a lockstep run its loss, grad norm and learning rate per step and rank; either reads
  * back through 'lockstep import' with the same values, bit for bit.
  */

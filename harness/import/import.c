@@ -14,7 +14,7 @@
  * seed 0, steps the last step read, world size the ranks read (every rank from 0 up must
  * have steps), the files in the fingerprint ({"import": {"format": ..., "files": [...]}}).
  * The records go into blocks of many (import_block.h), each stored as one row when full, by
- * a thread of its own while the parse goes on (import_writer.h); a big file is read in
+ * a thread of its own while the parse goes on (import_writer_impl.h); a big file is read in
  * parts at once, each part's blocks stored by a writer thread of its own; a followed log
  * stores a block per step itself. Read back, a record is also a steps row: loss, grad_norm,
  * lr where present, step_time the iteration time in seconds, nonfinite the count of
@@ -33,7 +33,7 @@
 #include "harness/import/import.h"
 #include "harness/store/import_block.h"
 #include "harness/import/import_run_impl.h"
-#include "harness/import/import_writer.h"
+#include "harness/import/import_writer_impl.h"
 #include "harness/store/name_index.h"
 #include "harness/store/run.h"
 #include "kernels/clock.h"

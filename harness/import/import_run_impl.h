@@ -10,7 +10,7 @@
 #include <sys/types.h>
 
 #include "harness/import/import.h"
-#include "harness/import/import_writer.h"
+#include "harness/import/import_writer_impl.h"
 #include "harness/store/import_block.h"
 #include "harness/store/name_index.h"
 

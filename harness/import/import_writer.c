@@ -1,15 +1,15 @@
 /*
  * import_writer.c: a whole import's blocks stored on a thread of their own
- * (import_writer.h). One block is handed over at a time: submit waits for the writer to
- * finish the one before (so at most one block is in its hands and memory stays two
- * blocks), then gives the parser the block the writer emptied. The writer's failure is
- * kept with its message (lks_err is per thread) and returned by the next submit or drain.
+ * (import_writer_impl.h). One block is handed over at a time: submit waits for the writer
+ * to finish the one before (so at most one block is in its hands and memory stays two
+ * blocks), then gives the parser the block the writer emptied. The writer's failure is kept
+ * with its message (lks_err is per thread) and returned by the next submit or drain.
  */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "harness/import/import_writer.h"
+#include "harness/import/import_writer_impl.h"
 #include "kernels/err.h"
 
 struct lks_import_writer {

@@ -124,9 +124,9 @@ static const struct lks_fuzz_target {
 	{ "combo", "combos.ini", lks_fuzz_combo },    /* harness/probe/combo.c */
 	{ "golden", "run.tsv", lks_fuzz_golden },     /* harness/store/golden.c */
 	{ "tolerances", "tolerances.ini", lks_fuzz_tolerances },  /* harness/store/golden_class.c */
-	{ "torchtitan", "train.log", lks_fuzz_torchtitan },        /* harness/import/import_log.c */
+	{ "torchtitan", "train.log", lks_fuzz_torchtitan },        /* harness/import/import_torchtitan.c */
 	{ "megatron-log", "train.log", lks_fuzz_megatron_log },
-	{ "megatron-golden", "golden.json", lks_fuzz_megatron_golden },  /* import_json.c */
+	{ "megatron-golden", "golden.json", lks_fuzz_megatron_golden },  /* import_megatron_golden.c */
 	{ "jsonl", "metrics.jsonl", lks_fuzz_jsonl },
 };
 

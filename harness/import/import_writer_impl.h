@@ -1,13 +1,13 @@
 /*
- * import_writer.h: the blocks of a whole import stored by a thread of their own while the
- * parser goes on (import.c). Two blocks take turns: the parser fills one while the writer
- * encodes the other and inserts it into the import's transaction. The store is used by one
- * thread at a time: the writer inserts holding the import's store lock (when there is
- * one: another thread storing blocks of the same import holds it too), and the caller
+ * import_writer_impl.h: the blocks of a whole import stored by a thread of their own while
+ * the parser goes on (import.c). Two blocks take turns: the parser fills one while the
+ * writer encodes the other and inserts it into the import's transaction. The store is used
+ * by one thread at a time: the writer inserts holding the import's store lock (when there
+ * is one: another thread storing blocks of the same import holds it too), and the caller
  * uses the store only after lks_import_writer_drain.
  */
-#ifndef LKS_HARNESS_IMPORT_IMPORT_WRITER_H
-#define LKS_HARNESS_IMPORT_IMPORT_WRITER_H
+#ifndef LKS_HARNESS_IMPORT_IMPORT_WRITER_IMPL_H
+#define LKS_HARNESS_IMPORT_IMPORT_WRITER_IMPL_H
 
 #include <pthread.h>
 #include <stdint.h>
