@@ -232,8 +232,10 @@ static inline int standin_open_rank(const lks_backend *be, int threads, int loca
 	if (lks_pool_create(threads > 1 ? threads : 1, (lks_pool **)ctx))
 		return -1;
 	pthread_mutex_lock(&standin_ctx_lock);
-	if (standin_nctx < 64)
-		standin_ctx[standin_nctx++].ctx = *ctx, standin_ctx[standin_nctx - 1].slot = local;
+	if (standin_nctx < 64) {
+		standin_ctx[standin_nctx].ctx = *ctx;
+		standin_ctx[standin_nctx++].slot = local;
+	}
 	pthread_mutex_unlock(&standin_ctx_lock);
 	return 0;
 }

@@ -6,7 +6,8 @@
  * compared, filling the location and values of the result. lks_check_eval then turns
  * "failed or not" into a verdict against what the case expects, and words the message. A
  * run is read back per check (run.h; its stat rows step by step, as far as the walk
- * goes), and no check has to share state with another.
+ * goes), and no check has to share state with another. A case's checks in order, stored
+ * and tallied: check_case.c.
  */
 #include "harness/verify/check.h"
 
@@ -42,6 +43,11 @@ static const struct lks_verdict_row *lks_verdict_of(lks_verdict v)
 
 	return (int)v >= 0 && (size_t)v < sizeof(lks_verdicts) / sizeof(lks_verdicts[0])
 	       ? &lks_verdicts[v] : &none;
+}
+
+const char *lks_verdict_word(lks_verdict v)
+{
+	return lks_verdict_of(v)->word;
 }
 
 const char *lks_verdict_name(lks_verdict v)
@@ -627,85 +633,4 @@ int lks_check_eval(lks_store *s, const lks_check_cfg *k, const lks_check_opts *o
 	lks_stored_run_release(&ta);
 	lks_stored_run_release(&tb);
 	return rc;
-}
-
-/* ---- a case ---- */
-
-static int64_t lks_run_id_of(const lks_case *c, const int64_t *run_ids, const char *name)
-{
-	const lks_run_cfg *r = name[0] ? lks_case_run(c, name) : NULL;
-
-	return r ? run_ids[r - c->runs] : 0;
-}
-
-static void lks_tally_add(lks_check_tally *t, lks_verdict v)
-{
-	t->total++;
-	t->passed += v == LKS_VERDICT_PASS;
-	t->failed += v == LKS_VERDICT_FAIL || v == LKS_VERDICT_UNEXPECTED_PASS;
-	t->expected_fail += v == LKS_VERDICT_EXPECTED_FAIL;
-	t->unsupported += v == LKS_VERDICT_UNSUPPORTED;
-	t->skipped += v == LKS_VERDICT_SKIPPED;
-}
-
-/* "cases/x.ini:12: " before the message of a check whose keys are bad. */
-static void lks_check_at_line(lks_check_result *r, const char *path, int line)
-{
-	char buf[sizeof(r->message) + 600];
-
-	snprintf(buf, sizeof(buf), "%s:%d: %s", path, line, r->message);
-	snprintf(r->message, sizeof(r->message), "%.*s", (int)sizeof(r->message) - 1, buf);
-}
-
-static void lks_check_print(FILE *out, const lks_case *c, const lks_check_cfg *k,
-                            const lks_check_result *r)
-{
-	if (!out)
-		return;
-	fprintf(out, "%-20s %-26s %-11s %s%s%s\n", c->name, k->name, lks_check_kind_name(k->kind),
-	        lks_verdict_of(r->verdict)->word, r->message[0] ? ": " : "", r->message);
-}
-
-int lks_check_case(lks_store *s, int64_t suite_id, const lks_case *c, const int64_t *run_ids,
-                   const lks_check_opts *o, FILE *out, lks_check_tally *tally)
-{
-	for (int i = 0; i < c->nchecks; i++) {
-		const lks_check_cfg *k = &c->checks[i];
-		int64_t ra = lks_run_id_of(c, run_ids, k->a), rb = lks_run_id_of(c, run_ids, k->b);
-		lks_check_result r;
-		lks_check_rec rec;
-
-		if (lks_check_eval(s, k, o, ra, rb, &r))
-			return lks_err("case '%s', check '%s': %s", c->name, k->name, lks_errmsg());
-		if (r.bad_input == LKS_BAD_CASE)
-			lks_check_at_line(&r, c->path, k->line);
-		lks_check_print(out, c, k, &r);
-		rec = (lks_check_rec){
-			.suite_id = suite_id, .case_name = c->name, .check_name = k->name,
-			.kind = lks_check_kind_name(k->kind), .run_a = ra, .run_b = rb,
-			.verdict = lks_verdict_name(r.verdict), .step = r.step, .rank = r.rank,
-			.tensor = r.tensor[0] ? r.tensor : NULL, .type = r.value_type,
-			/* an imported run's divergence: its metric is the field */
-			.field = r.metric[0] && r.field && !strcmp(r.field, "value") ? r.metric : r.field,
-			.value_a = r.a, .value_b = r.b, .ivalue_a = r.ia, .ivalue_b = r.ib,
-			.abs_err = r.abs_err, .rel_err = r.rel_err, .ulp = r.ulp,
-			.message = r.message[0] ? r.message : NULL,
-			.params = {
-				.a = k->a[0] ? k->a : NULL, .b = k->b[0] ? k->b : NULL,
-				.metric = k->metric[0] ? k->metric : NULL,
-				.tensors = k->tensors[0] ? k->tensors : NULL,
-				.rtol = k->rtol, .atol = k->atol, .floor_db = k->floor_db,
-				.expect = k->expect_fail ? "fail" : "pass",
-				.exp_step = k->exp_step, .exp_rank = k->exp_rank,
-				.exp_tensor = k->exp_tensor[0] ? k->exp_tensor : NULL,
-			},
-		};
-		if (lks_store_check(s, &rec))
-			return -1;
-		lks_tally_add(tally, r.verdict);
-		tally->bad_input += r.bad_input != 0;
-	}
-	if (out)
-		fflush(out);
-	return 0;
 }

@@ -22,6 +22,9 @@ struct lks_check_ctx {
 
 typedef int (*lks_check_fn)(struct lks_check_ctx *x);
 
+/* The verdict as a check's line says it ("pass", "FAIL", ...) */
+const char *lks_verdict_word(lks_verdict v);
+
 /* The evaluation of kind on imported runs (runs with metrics, run.h), or NULL where the
    kind's own one serves them (bitwise and golden walk metrics as they walk tensors). */
 lks_check_fn lks_check_import_fn(lks_check_kind kind);
