@@ -26,7 +26,7 @@
 #include "kernels/devcomm.h"
 #include "kernels/err.h"
 
-#define LKS_BACKEND_VERSION 8
+#define LKS_BACKEND_VERSION 9
 
 typedef struct lks_backend lks_backend;
 
@@ -166,6 +166,15 @@ struct lks_backend {
 	   measured. Missing: nothing is done. */
 	int (*traced)(const lks_backend *be, void *ctx, float *x, size_t n, const char *name,
 	              int phase);
+
+	/* -- version 9 -- */
+	/* One rank's optimizer step, as sumsq, clip and adamw make it, with no host between
+	   them: *ss (host) = the sum of squares of g (n floats, stats.h's fixed order); where
+	   u->clip > 0 and !(sqrt(ss) <= u->clip), g *= (float)(u->clip / (sqrt(ss) + 1e-6));
+	   then AdamW on each of u's parts of p, g, m, v. The same bits as those three methods.
+	   Missing: the runner calls them. */
+	int (*update)(const lks_backend *be, void *ctx, float *p, float *g, float *m, float *v,
+	              size_t n, const lks_update *u, double *ss);
 };
 
 /* The registry (backend.c, the one library that links the backends' kernels): the backend
@@ -318,6 +327,12 @@ static inline int lks_be_comm(const lks_backend *be, void *ctx, lks_comm *host,
 static inline int lks_be_traced(const lks_backend *be, void *ctx, float *x, size_t n,
                                 const char *name, int phase)
 { return LKS_BE_HAS(be, traced) ? be->traced(be, ctx, x, n, name, phase) : 0; }
+/* 1: be makes the optimizer step in one call (update) */
+static inline int lks_be_updates(const lks_backend *be)
+{ return LKS_BE_HAS(be, update); }
+static inline int lks_be_update(const lks_backend *be, void *ctx, float *p, float *g, float *m,
+                                float *v, size_t n, const lks_update *u, double *ss)
+{ return LKS_BE_CALL(be, update, ctx, p, g, m, v, n, u, ss); }
 static inline int lks_be_host_memory(const lks_backend *be)
 { return LKS_BE_HAS(be, host_memory) && be->host_memory(be); }
 static inline int lks_be_nonfinite(const lks_backend *be, void *ctx, const float *x, size_t n,

@@ -175,6 +175,9 @@ typedef struct lks_quant {
 	/* in, for a wrapper of the backend (kernels ignore it): which operand of its GEMM this
 	   is, as the recipe names them (0 x, 1 W, 2 dy) */
 	int operand;
+	/* in: 1: nothing reads underflow and saturated (an untraced step): a backend may leave
+	   them 0 rather than wait for them */
+	int no_counts;
 } lks_quant;
 
 /* The number of scales an axis needs: 1, rows or cols. */
@@ -198,5 +201,23 @@ typedef struct lks_tensor_stats {
 	float scale;
 	int64_t underflow, saturated;
 } lks_tensor_stats;
+
+/* ---- one rank's optimizer step (backend.h's update) ---- */
+
+/* A part of the flat parameter vector that AdamW updates alike: elements [off, off + n),
+   with weight decay wd (0: none) */
+typedef struct lks_update_part {
+	size_t off, n;
+	float wd;
+} lks_update_part;
+
+/* The step's clip and AdamW: parts sorted by off and apart (elements in no part are
+   clipped but not updated); clip <= 0: no clip; lr, the betas, eps and the bias
+   corrections as lks_adamw takes them */
+typedef struct lks_update {
+	const lks_update_part *part;
+	int nparts;
+	float clip, lr, b1, b2, eps, bc1, bc2;
+} lks_update;
 
 #endif

@@ -194,6 +194,20 @@ static void quant_one(const qcase *c, const float *x, size_t ldx, const float *x
 		mismatch(name, "counts: cpu underflow %llu saturated %llu, gpu %llu %llu",
 		         (unsigned long long)cq.underflow, (unsigned long long)cq.saturated,
 		         (unsigned long long)gq.underflow, (unsigned long long)gq.saturated);
+	/* no_counts (an untraced step): the same codes and scales, the counts left 0 */
+	gq.no_counts = 1;
+	gq.underflow = gq.saturated = 12345;
+	if (lks_cuda_quantize(NULL, &gq)) {
+		mismatch(name, "gpu failed without counts: %s", lks_errmsg());
+		goto out;
+	}
+	dev_get(q_gpu, q_d, qbytes + 1);
+	dev_get(s_gpu, s_d, sbytes);
+	if (memcmp(q_cpu, q_gpu, qbytes + 1) || memcmp(s_cpu, s_gpu, sbytes))
+		mismatch(name, "no_counts changed the codes or the scales");
+	if (gq.underflow || gq.saturated)
+		mismatch(name, "no_counts: counts %llu %llu, not 0", (unsigned long long)gq.underflow,
+		         (unsigned long long)gq.saturated);
 out:
 	cudaFree(q_d);
 	cudaFree(s_d);

@@ -7,6 +7,7 @@
  * model makes it, and trains the same bits as the CPU backend itself.
  */
 #include <criterion/criterion.h>
+#include <math.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -38,7 +39,8 @@ Test(backend, cpu_has_every_method)
 	   CPU's memory is the host's, which a run does not measure: steps.mem_peak is NULL),
 	   measure_begin/end (a kept tensor is measured in the background, the others at once),
 	   gemm_plans (it has no GEMM library, so no plans), comm (the host communicators
-	   sum in place) and traced (a wrapper's window on the trace) */
+	   sum in place), traced (a wrapper's window on the trace) and update (its pool's
+	   threads make the optimizer step from sumsq, clip and adamw) */
 	for (size_t off = first; off + sizeof(void (*)(void)) <= sizeof(lks_backend);
 	     off += sizeof(void (*)(void))) {
 		void (*fn)(void);
@@ -55,6 +57,8 @@ Test(backend, cpu_has_every_method)
 			cr_expect_null(fn, "the cpu backend offers no device communicator");
 		else if (off == offsetof(lks_backend, traced))
 			cr_expect_null(fn, "the cpu backend has no window on the trace: wrappers do");
+		else if (off == offsetof(lks_backend, update))
+			cr_expect_null(fn, "the runner makes the cpu's optimizer step on its threads");
 		else
 			cr_expect_not_null(fn, "the method at byte %zu of lks_backend is missing", off);
 	}
@@ -395,6 +399,39 @@ Test(backend, the_runner_opens_a_backend_given_without_context)
 	lks_case_release(&c);
 }
 
+/* A context given to the runner is shared by the ranks of a process only where the
+   backend's memory is the host's: a device backend's (host_memory missing) holds a stream
+   and scratch, so with 2 ranks each gets its own, opened by the runner, and the given one
+   goes unused; with one rank the given one is used. */
+Test(backend, a_device_context_is_never_shared_between_ranks)
+{
+	struct opens k = { 0 };
+	lks_backend be = device_backend();
+	lks_runner_opts o = { .threads = 1, .backend = &be };
+	lks_run_result res;
+	lks_case c;
+	void *given;
+
+	be.app = &k;
+	be.open_rank = counting_open_rank;
+	be.close = counting_close;
+	cr_assert_eq(lks_backend_cpu.open(&lks_backend_cpu, 2, &given), 0);  /* a pool: not NULL */
+	cr_assert_not_null(given);
+	o.backend_ctx = given;
+	load_case(two_blocks, NULL, 0, &c);
+	cr_assert_eq(c.runs[0].world_size, 2);
+	cr_assert_eq(lks_run(&c, &c.runs[0], NULL, &o, &res), 0, "%s", lks_errmsg());
+	cr_expect_eq(k.open, 2, "a context per rank, not the one given");
+	cr_expect_eq(k.close, 2);
+	lks_case_release(&c);
+	atomic_store(&k.open, 0);
+	load_case(two_blocks, (const char *[]){ "run.r.world_size=1" }, 1, &c);
+	cr_assert_eq(lks_run(&c, &c.runs[0], NULL, &o, &res), 0, "%s", lks_errmsg());
+	cr_expect_eq(k.open, 0, "one rank: the given context (%d opened, ws %d)", k.open, c.runs[0].world_size);
+	lks_case_release(&c);
+	lks_backend_cpu.close(&lks_backend_cpu, given);
+}
+
 /* A backend whose memory is not the host's (host_memory missing) has its gradients
    staged through the host for the all-reduce: downloaded once per rank and step at least,
    and the same bits as the CPU's in place. */
@@ -404,6 +441,60 @@ Test(backend, a_device_backends_gradients_are_staged_for_the_all_reduce)
 	int W = train_like_cpu(&be, "the staged all-reduce", NULL);
 
 	cr_expect_geq(atomic_load(&downloads), 3 * W);
+}
+
+/* update (version 9) made of the cpu's own sumsq, clip and adamw, as update.cu must match
+   them; the steps it clipped counted */
+static atomic_int updates, clipped;
+
+static int composed_update(const lks_backend *be, void *ctx, float *p, float *g, float *m,
+                           float *v, size_t n, const lks_update *u, double *ss)
+{
+	const lks_backend *cpu = &lks_backend_cpu;
+	double norm;
+
+	(void)be;
+	atomic_fetch_add(&updates, 1);
+	if (cpu->sumsq(cpu, ctx, g, n, ss))
+		return -1;
+	norm = sqrt(*ss);
+	if (u->clip > 0.0f && !(norm <= u->clip)) {
+		atomic_fetch_add(&clipped, 1);
+		if (cpu->clip(cpu, ctx, g, n, (float)(u->clip / (norm + 1e-6))))
+			return -1;
+	}
+	for (int i = 0; i < u->nparts; i++) {
+		const lks_update_part *q = &u->part[i];
+
+		cr_assert(i == 0 || q->off >= u->part[i - 1].off + u->part[i - 1].n, "parts in order");
+		cr_assert_leq(q->off + q->n, n);
+		if (cpu->adamw(cpu, ctx, p + q->off, g + q->off, m + q->off, v + q->off, q->n, u->lr,
+		               u->b1, u->b2, u->eps, q->wd, u->bc1, u->bc2))
+			return -1;
+	}
+	return 0;
+}
+
+/* A backend with update (version 9) makes each rank's optimizer step in that one call, and
+   the runner calls none of sumsq, clip and adamw (missing here): the same bits as the cpu's,
+   with the clip taken and not. */
+Test(backend, a_backends_update_is_the_whole_optimizer_step)
+{
+	lks_backend be = lks_backend_cpu;
+	int W;
+
+	be.name = "updating";
+	be.update = composed_update;
+	be.sumsq = NULL;
+	be.clip = NULL;
+	be.adamw = NULL;
+	W = train_like_cpu(&be, "update", NULL);
+	cr_expect_eq(atomic_load(&updates), 3 * W, "once per rank and step");
+	atomic_store(&updates, 0);
+	atomic_store(&clipped, 0);
+	W = train_like_cpu(&be, "update with the clip taken", "optim.clip=0.001");
+	cr_expect_eq(atomic_load(&updates), 3 * W);
+	cr_expect_eq(atomic_load(&clipped), 3 * W, "every step clipped at a norm of 0.001");
 }
 
 /* open_rank (version 5) gives each rank of the process its own context, with its local

@@ -174,6 +174,7 @@ static int lks_prep_operand(lks_rank *r, const lks_operand_rule *rule, const flo
 		      : transposed ? LKS_AXIS_COL : LKS_AXIS_ROW,
 		.pow2 = rule->pow2, .scale_given = rule->delayed,
 		.q = codes, .ldq = (size_t)cols, .scale = scale, .amax = amax, .operand = src_kind,
+		.no_counts = r->tr.off,
 	};
 
 	if (!codes || !scale || !amax)

@@ -51,10 +51,17 @@
 /* NaN/Inf in the gradient buffer of rank index r before the all-reduce, traced or not,
    counted by the backend: the first tensor with any in the backward's execution order,
    which is the parameters' reversed (head, final norm, blocks from the last: down, up,
-   norm; the embedding). */
+   norm; the embedding). The whole buffer is counted first, one readback: only where it
+   holds any is each tensor counted. */
 static int lks_scan_grads(struct lks_runner *R, lks_rank *k)
 {
-	for (int i = R->m.nt - 1; i >= 0 && !k->nan_seen; i--) {
+	int64_t all;
+
+	if (k->nan_seen)
+		return 0;
+	if (lks_be_nonfinite(k->be, k->bectx, k->grads, R->m.nparams, &all))
+		return -1;
+	for (int i = R->m.nt - 1; all && i >= 0 && !k->nan_seen; i--) {
 		int64_t n;
 
 		if (lks_be_nonfinite(k->be, k->bectx, k->grads + R->m.t[i].off, R->m.t[i].n, &n))
@@ -206,6 +213,16 @@ static int lks_rank_update(struct lks_runner *R, lks_rank *r, double *gnorm)
 	lks_pool *pool = R->W > 1 ? NULL : R->pool1;
 	double ss;
 
+	if (lks_be_updates(r->be)) {  /* the same, in one call: the device's, no host between */
+		lks_update u = { R->parts, R->m.nt, opt->clip, R->lr, opt->beta1, opt->beta2,
+		                 opt->eps, R->bc1, R->bc2 };
+
+		if (lks_be_update(r->be, r->bectx, r->params, r->grads, r->m1, r->m2, R->m.nparams,
+		                  &u, &ss))
+			return -1;
+		*gnorm = sqrt(ss);
+		return 0;
+	}
 	if (lks_be_sumsq(r->be, r->bectx, r->grads, R->m.nparams, &ss))  /* fixed order */
 		return -1;
 	*gnorm = sqrt(ss);

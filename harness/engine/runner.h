@@ -46,7 +46,9 @@ typedef struct lks_runner_opts {
 	/* the backend of the ranks (NULL: the registry's default, cpu, on the runner's GEMM
 	   pool) and its context (NULL: the runner opens the backend once per rank of the
 	   process, lks_be_open_rank, with a rank's threads, and closes them; given: every rank
-	   shares it); a wrapper can time or record every kernel call */
+	   shares it where the backend's memory is the host's or the process has one rank, and
+	   else it is not used: a device's context, its stream and scratch, is one rank's); a
+	   wrapper can time or record every kernel call */
 	const struct lks_backend *backend;
 	void *backend_ctx;
 	/* with a backend: a single rank's threads for the optimizer, tracing and the store,

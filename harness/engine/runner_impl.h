@@ -44,6 +44,7 @@ struct lks_runner {
 		int nan_tensor;     /* the step's first non-finite gradient tensor, or -1 */
 		int64_t nan_count;  /* its non-finite values */
 	} *outs;                /* (W) */
+	lks_update_part *parts; /* (m.nt) AdamW's parts, by offset, for a backend's update */
 	float lr, bc1, bc2, b1pow, b2pow;
 	int step;               /* the step under way */
 	const lks_runner_opts *o;

@@ -60,6 +60,7 @@ void lks_runner_release(struct lks_runner *R)
 	free(R->gathered);
 	free(R->outs);
 	free(R->rows);
+	free(R->parts);
 	lks_data_release(&R->data);
 	lks_model_release(&R->m);
 }
@@ -88,14 +89,19 @@ static int lks_runner_optim_init(struct lks_runner *R, int r, float **init)
 }
 
 /* The ranks' backend contexts: the default backend's is the runner's GEMM pool, shared;
-   another's is the caller's (o->backend_ctx), shared, or else one per rank opened here
-   (lks_be_open_rank: rank i of this process on its own device, its own stream and scratch),
-   with the threads of a rank. */
+   another's is the caller's (o->backend_ctx), shared where the backend's memory is the
+   host's or the process has one rank, or else one per rank opened here (lks_be_open_rank:
+   rank i of this process on its own device, its own stream and scratch), with the threads
+   of a rank. A device's context is never shared between ranks: its stream and scratch
+   would be. */
 static int lks_runner_contexts(struct lks_runner *R, const lks_runner_opts *o, int threads)
 {
+	int share;
+
 	R->be = o->backend ? o->backend : lks_backend_default();
+	share = o->backend_ctx && (R->L == 1 || lks_be_host_memory(R->be));
 	for (int r = 0; r < R->L; r++) {
-		if (!o->backend || o->backend_ctx) {
+		if (!o->backend || share) {
 			R->ranks[r].bectx = o->backend ? o->backend_ctx : R->gemm_pool;
 			continue;
 		}
@@ -296,8 +302,8 @@ static int lks_devcomm_amax(struct lks_runner *R)
    the ranks then all-reduce their gradients where they are, else through the host
    (a rank's staged). allreduce = nccl needs one. A planted fault whose communicator works
    on host memory (skip_allreduce: it keeps a rank's own gradient there) keeps the host's
-   ends; so do ranks that share the caller's context (o->backend_ctx: one device for all),
-   on every process alike. */
+   ends; so do ranks that share a host-memory backend's context, on every process alike
+   (a device backend's ranks never share one: lks_runner_contexts). */
 static int lks_runner_devcomm(struct lks_runner *R)
 {
 	struct lks_devcomm_job j = { R, NULL, NULL, NULL, -1 };
@@ -373,6 +379,28 @@ out:
 	return rc;
 }
 
+static int lks_part_cmp(const void *a, const void *b)
+{
+	const lks_update_part *x = a, *y = b;
+
+	return (x->off > y->off) - (x->off < y->off);
+}
+
+/* AdamW's parts of the parameters, one per tensor, sorted by offset: what a backend's
+   update takes (the weight decay where the tensor has it) */
+static int lks_runner_parts(struct lks_runner *R)
+{
+	const lks_optim_cfg *o = &R->c->optim;
+
+	if (!(R->parts = calloc((size_t)R->m.nt + 1, sizeof(*R->parts))))
+		return lks_err("out of memory");
+	for (int i = 0; i < R->m.nt; i++)
+		R->parts[i] = (lks_update_part){ R->m.t[i].off, R->m.t[i].n,
+		                                 R->m.t[i].decay ? o->weight_decay : 0.0f };
+	qsort(R->parts, (size_t)R->m.nt, sizeof(*R->parts), lks_part_cmp);
+	return 0;
+}
+
 int lks_runner_init(struct lks_runner *R, const lks_case *c, const lks_run_cfg *run,
                     const lks_runner_opts *o)
 {
@@ -391,7 +419,8 @@ int lks_runner_init(struct lks_runner *R, const lks_case *c, const lks_run_cfg *
 		return lks_err("run '%s': world size %d does not divide the global batch %d",
 		               run->name, R->W, global);
 	if (lks_model_init(&R->m, &c->model)
-	    || lks_data_init(&R->data, c->seed, c->model.vocab, c->model.seq))
+	    || lks_data_init(&R->data, c->seed, c->model.vocab, c->model.seq)
+	    || lks_runner_parts(R))
 		return -1;
 	if (lks_runner_ranks(R, o))
 		return -1;

@@ -7,9 +7,10 @@
  * GEMM; a descriptor cuBLASLt refuses runs on the reference kernel, counted. Quantize is
  * quant_gemm.cu's.
  *
- * The statistics (sumsq, stats_f32, stats_quant) download the tensor and run the CPU
- * backend's own method on the host copy: the same code, so the same bits, as a backend may
- * hash on the host after a download. A traced tensor goes through measure_begin/end
+ * The statistics (stats_f32, stats_quant) download the tensor and run the CPU backend's
+ * own method on the host copy: the same code, so the same bits, as a backend may hash on
+ * the host after a download. The gradient's sum of squares and the optimizer step stay on
+ * the device, in the CPU's order (update.cu). A traced tensor goes through measure_begin/end
  * instead: copied on the device, downloaded into pinned memory beside the compute stream
  * (meter.h), measured on the tracer's thread while the step goes on. Device reductions in
  * the CPU's lane order may come later.
@@ -46,7 +47,13 @@ struct lks_cuda_ctx {
 	lks_meter *meter;      /* traced tensors on their way to the host (measure_begin) */
 	pthread_mutex_t plan_lock;         /* guards plans, noted by every rank's GEMMs */
 	lks_lt_plans plans;                /* what ran the library GEMMs, for gemm_plans */
+	struct lks_cuda_upd *upd;          /* update.cu's, from its first use */
 };
+
+struct lks_cuda_upd **lks_cuda_ctx_upd(void *ctx)
+{
+	return &((lks_cuda_ctx *)ctx)->upd;
+}
 
 cudaStream_t lks_cuda_enter(void *ctx)
 {
@@ -169,6 +176,7 @@ static void lks_cuda_close(const lks_backend *be, void *ctx)
 	cudaStreamSynchronize(c->stream);
 	lks_meter_close(c->meter);
 	cudaFree(c->scratch);
+	lks_cuda_upd_free(c->upd);
 	lks_lt_ctx_destroy(c->lt);
 	cudaStreamDestroy(c->stream);
 	pthread_mutex_destroy(&c->mem_lock);
@@ -351,20 +359,6 @@ static int lks_cuda_fetch(void *ctx, const void *src, size_t bytes, void **host)
 		return -1;
 	}
 	return 0;
-}
-
-static int lks_cuda_sumsq(const lks_backend *be, void *ctx, const float *x, size_t n,
-                          double *out)
-{
-	void *h;
-	int rc;
-
-	(void)be;
-	if (lks_cuda_fetch(ctx, x, n * sizeof(float), &h))
-		return -1;
-	rc = lks_backend_cpu.sumsq(&lks_backend_cpu, NULL, (const float *)h, n, out);
-	free(h);
-	return rc;
 }
 
 static int lks_cuda_stats_f32(const lks_backend *be, void *ctx, const float *x, size_t n,
@@ -574,4 +568,5 @@ const lks_backend lks_backend_cuda = {
 	/* .comm = */ NULL,  /* no NCCL: the runner stages its all-reduce through the host */
 #endif
 	/* .traced = */ NULL,  /* a wrapper's window on the trace: none here */
+	/* .update = */ lks_cuda_update,
 };

@@ -20,34 +20,6 @@
 #include "kernels/element/ops.h"
 #include "kernels/mathf.h"
 
-#define LKS_CUDA_THREADS 256
-#define LKS_CUDA_MAX_BLOCKS 65535u
-
-/* The blocks of LKS_CUDA_THREADS for n items (at least one; a grid-stride loop does the
-   rest). */
-static unsigned lks_cuda_blocks(size_t n)
-{
-	size_t b = (n + LKS_CUDA_THREADS - 1) / LKS_CUDA_THREADS;
-
-	return b == 0 ? 1u : b > LKS_CUDA_MAX_BLOCKS ? LKS_CUDA_MAX_BLOCKS : (unsigned)b;
-}
-
-#define LKS_FOR_EACH(i, n)                                                             \
-	for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < (n);            \
-	     i += (size_t)gridDim.x * blockDim.x)
-
-/* Launches kernel over n items on ctx's stream and checks the launch. */
-#define LKS_CUDA_LAUNCH(name, kernel, n, ...)                                          \
-	do {                                                                               \
-		cudaStream_t st_ = lks_cuda_enter(ctx);                                        \
-                                                                                       \
-		(void)be;                                                                      \
-		if ((n) == 0)                                                                  \
-			return 0;                                                                  \
-		kernel<<<lks_cuda_blocks(n), LKS_CUDA_THREADS, 0, st_>>>(__VA_ARGS__);         \
-		return LKS_CUDA(cudaGetLastError(), name);                                     \
-	} while (0)
-
 /* ---- element-wise ---- */
 
 __global__ static void lks_round_bf16_kernel(float *x, size_t n)

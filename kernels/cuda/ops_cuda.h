@@ -18,6 +18,36 @@ cudaStream_t lks_cuda_enter(void *ctx);
    next call on ctx. */
 int lks_cuda_scratch(void *ctx, size_t bytes, void **p);
 
+/* ---- launching a kernel over n items (ops.cu, update.cu) ---- */
+
+#define LKS_CUDA_THREADS 256
+#define LKS_CUDA_MAX_BLOCKS 65535u
+
+/* The blocks of LKS_CUDA_THREADS for n items (at least one; a grid-stride loop does the
+   rest). */
+static inline unsigned lks_cuda_blocks(size_t n)
+{
+	size_t b = (n + LKS_CUDA_THREADS - 1) / LKS_CUDA_THREADS;
+
+	return b == 0 ? 1u : b > LKS_CUDA_MAX_BLOCKS ? LKS_CUDA_MAX_BLOCKS : (unsigned)b;
+}
+
+#define LKS_FOR_EACH(i, n)                                                             \
+	for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < (n);            \
+	     i += (size_t)gridDim.x * blockDim.x)
+
+/* Launches kernel over n items on ctx's stream and checks the launch. */
+#define LKS_CUDA_LAUNCH(name, kernel, n, ...)                                          \
+	do {                                                                               \
+		cudaStream_t st_ = lks_cuda_enter(ctx);                                        \
+                                                                                       \
+		(void)be;                                                                      \
+		if ((n) == 0)                                                                  \
+			return 0;                                                                  \
+		kernel<<<lks_cuda_blocks(n), LKS_CUDA_THREADS, 0, st_>>>(__VA_ARGS__);         \
+		return LKS_CUDA(cudaGetLastError(), name);                                     \
+	} while (0)
+
 #define LKS_CUDA_OP(name, ...) int lks_cuda_##name(const lks_backend *be, void *ctx, __VA_ARGS__)
 
 LKS_CUDA_OP(round_bf16, float *x, size_t n);
@@ -41,5 +71,13 @@ LKS_CUDA_OP(adamw, float *p, const float *g, float *m, float *v, size_t n, float
             float b2, float eps, float wd, float bc1, float bc2);
 LKS_CUDA_OP(clip, float *g, size_t n, float coef);
 LKS_CUDA_OP(nonfinite, const float *x, size_t n, int64_t *out);
+/* update.cu: the sum of squares in the CPU's order on the device; the optimizer step */
+LKS_CUDA_OP(sumsq, const float *x, size_t n, double *out);
+LKS_CUDA_OP(update, float *p, float *g, float *m, float *v, size_t n, const lks_update *u,
+            double *ss);
+/* what update.cu keeps in a context (made at its first use): ctx's pointer to it; freed
+   at close */
+struct lks_cuda_upd **lks_cuda_ctx_upd(void *ctx);
+void lks_cuda_upd_free(struct lks_cuda_upd *u);
 
 #endif

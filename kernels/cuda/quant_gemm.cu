@@ -233,13 +233,16 @@ extern "C" int lks_cuda_quantize(void *stream, lks_quant *q)
 		lks_cast_kernel<<<nblocks, LKS_QUANT_THREADS, 0, st>>>(
 			q->x, q->rows, q->cols, q->ldx, q->fmt, q->axis, q->scale, q->q, q->ldq, counts_d);
 		if (LKS_CUDA(cudaGetLastError(), "quantize")
-		    || LKS_CUDA(cudaMemcpyAsync(counts, counts_d, 2 * sizeof(uint64_t) * (size_t)nblocks,
-		                                cudaMemcpyDeviceToHost, st), "quantize"))
+		    || (!q->no_counts
+		        && LKS_CUDA(cudaMemcpyAsync(counts, counts_d,
+		                                    2 * sizeof(uint64_t) * (size_t)nblocks,
+		                                    cudaMemcpyDeviceToHost, st), "quantize")))
 			goto out;
 	}
-	if (LKS_CUDA(cudaGetLastError(), "quantize") || LKS_CUDA(cudaStreamSynchronize(st), "quantize"))
+	if (LKS_CUDA(cudaGetLastError(), "quantize")
+	    || (!q->no_counts && LKS_CUDA(cudaStreamSynchronize(st), "quantize")))
 		goto out;
-	for (int b = 0; n > 0 && b < nblocks; b++) {
+	for (int b = 0; n > 0 && !q->no_counts && b < nblocks; b++) {
 		q->underflow += counts[2 * b];
 		q->saturated += counts[2 * b + 1];
 	}
