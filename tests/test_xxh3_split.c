@@ -101,6 +101,22 @@ static float *floats(size_t n)
 	return x;
 }
 
+/* the sum of squares as a warp makes it (update.cu): lane l sums x[i]^2 for i = l mod 32,
+   then lane l adds lane l ^ o for o = 1, 2, 4, 8, 16; lane 0's */
+static double butterfly_sumsq(const float *x, size_t n)
+{
+	double lane[32] = { 0 }, next[32];
+
+	for (size_t i = 0; i < n; i++)
+		lane[i % 32] += (double)x[i] * (double)x[i];
+	for (int o = 1; o < 32; o <<= 1) {
+		for (int l = 0; l < 32; l++)
+			next[l] = lane[l] + lane[l ^ o];
+		memcpy(lane, next, sizeof(lane));
+	}
+	return lane[0];
+}
+
 /* A float tensor's hash (NaN as LKS_HASH_NAN) and its sum of squares as the device makes
    them: the hash split, the 32 lanes' chains summed by a warp's xor butterfly (lane l adds
    lane l ^ o for o = 1, 2, 4, 8, 16; the result in lane 0). */
@@ -114,22 +130,16 @@ Test(xxh3_split, a_float_tensor_hashes_and_sums_as_lks_stats_f32)
 		size_t n = ns[k];
 		float *x = floats(n), amax;
 		lks_xxh3_src s = { NULL, 0, (const uint32_t *)x, n };
-		double l2, lane[32] = { 0 }, next[32];
+		double l2, lane0;
 		int64_t bad;
 		uint64_t hash;
 
 		lks_stats_f32(x, n, &l2, &amax, &bad, &hash);
 		cr_assert_eq(split_hash(&s), hash, "%zu floats: hash", n);
 		cr_assert_eq(lks_xxh3_64(&s), hash, "%zu floats: hash in order", n);
-		for (size_t i = 0; i < n; i++)
-			lane[i % 32] += (double)x[i] * (double)x[i];
-		for (int o = 1; o < 32; o <<= 1) {
-			for (int l = 0; l < 32; l++)
-				next[l] = lane[l] + lane[l ^ o];
-			memcpy(lane, next, sizeof(lane));
-		}
-		cr_assert(isnan(l2) ? isnan(lane[0]) : sqrt(lane[0]) == l2,
-		          "%zu floats: the butterfly's l2 %a, the CPU's %a", n, sqrt(lane[0]), l2);
+		lane0 = butterfly_sumsq(x, n);
+		cr_assert(isnan(l2) ? isnan(lane0) : sqrt(lane0) == l2,
+		          "%zu floats: the butterfly's l2 %a, the CPU's %a", n, sqrt(lane0), l2);
 		if (n > 5)
 			cr_assert(isnan(l2), "the specials make it NaN");
 		free(x);
@@ -137,21 +147,14 @@ Test(xxh3_split, a_float_tensor_hashes_and_sums_as_lks_stats_f32)
 	/* finite values: the butterfly equals lks_sumsq bit for bit */
 	for (size_t n = 1; n < 5000; n += 97) {
 		float *x = malloc(n * sizeof(float));
-		double lane[32] = { 0 }, next[32], want;
+		double lane0, want;
 
 		cr_assert_not_null(x);
 		for (size_t i = 0; i < n; i++)
 			x[i] = (float)((double)(rng() >> 11) / 9007199254740992.0 - 0.5) * 1e3f;
 		want = lks_sumsq(x, n);
-		for (size_t i = 0; i < n; i++)
-			lane[i % 32] += (double)x[i] * (double)x[i];
-		for (int o = 1; o < 32; o <<= 1) {
-			for (int l = 0; l < 32; l++)
-				next[l] = lane[l] + lane[l ^ o];
-			memcpy(lane, next, sizeof(lane));
-		}
-		cr_assert(!memcmp(&lane[0], &want, sizeof(want)), "%zu floats: %a vs %a", n, lane[0],
-		          want);
+		lane0 = butterfly_sumsq(x, n);
+		cr_assert(!memcmp(&lane0, &want, sizeof(want)), "%zu floats: %a vs %a", n, lane0, want);
 		free(x);
 	}
 }
