@@ -7,10 +7,10 @@
  * GEMM; a descriptor cuBLASLt refuses runs on the reference kernel, counted. Quantize is
  * quant_gemm.cu's.
  *
- * The statistics (stats_f32, stats_quant) download the tensor and run the CPU backend's
- * own method on the host copy: the same code, so the same bits, as a backend may hash on
- * the host after a download. The gradient's sum of squares and the optimizer step stay on
- * the device, in the CPU's order (update.cu). A traced tensor goes through measure_begin/end
+ * stats_quant downloads the codes and scales and runs the CPU backend's own method on the
+ * host copy: the same code, so the same bits. stats_f32 is made on the device with the
+ * CPU's bits (devstats.cu), and so are the gradient's sum of squares and the optimizer step
+ * (update.cu). A traced tensor goes through measure_begin/end
  * instead: copied on the device, downloaded into pinned memory beside the compute stream
  * (meter.h), measured on the tracer's thread while the step goes on. Device reductions in
  * the CPU's lane order may come later.
@@ -359,20 +359,6 @@ static int lks_cuda_fetch(void *ctx, const void *src, size_t bytes, void **host)
 		return -1;
 	}
 	return 0;
-}
-
-static int lks_cuda_stats_f32(const lks_backend *be, void *ctx, const float *x, size_t n,
-                              lks_tensor_stats *s)
-{
-	void *h;
-	int rc;
-
-	(void)be;
-	if (lks_cuda_fetch(ctx, x, n * sizeof(float), &h))
-		return -1;
-	rc = lks_backend_cpu.stats_f32(&lks_backend_cpu, NULL, (const float *)h, n, s);
-	free(h);
-	return rc;
 }
 
 /* The bytes a quantized tensor's statistics read: its codes (rows of ldq, the last one cols

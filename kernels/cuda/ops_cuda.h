@@ -79,5 +79,9 @@ LKS_CUDA_OP(update, float *p, float *g, float *m, float *v, size_t n, const lks_
    at close */
 struct lks_cuda_upd **lks_cuda_ctx_upd(void *ctx);
 void lks_cuda_upd_free(struct lks_cuda_upd *u);
+/* queues on st: *ss (device) = the sum of squares of x (n floats, device) in the CPU's order */
+void lks_cuda_sumsq_launch(cudaStream_t st, const float *x, size_t n, double *ss);
+/* devstats.cu: stats_f32 made on the device, the CPU's bits; one download */
+LKS_CUDA_OP(stats_f32, const float *x, size_t n, lks_tensor_stats *s);
 
 #endif

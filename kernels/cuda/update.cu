@@ -60,8 +60,8 @@ __device__ static void lks_sq_issue(float *dst, const float *src, int vec, int l
 	}
 }
 
-/* <<<1, 32>>>: rec->ss = the sum of squares of x, and the clip's decision */
-__global__ static void lks_sumsq_kernel(const float *x, size_t n, float clip,
+/* <<<1, 32>>>: *ss = the sum of squares of x; with rec, the clip's decision there too */
+__global__ static void lks_sumsq_kernel(const float *x, size_t n, float clip, double *ss,
                                         struct lks_cuda_upd_rec *rec)
 {
 	__shared__ __align__(16) float buf[SQ_STAGES][SQ_BLOCK];
@@ -103,9 +103,11 @@ __global__ static void lks_sumsq_kernel(const float *x, size_t n, float clip,
 		double norm = sqrt(acc);
 		int c = clip > 0.0f && !(norm <= (double)clip);
 
-		rec->ss = acc;
-		rec->clip = c;
-		rec->coef = c ? (float)((double)clip / (norm + 1e-6)) : 1.0f;
+		*ss = acc;
+		if (rec) {
+			rec->clip = c;
+			rec->coef = c ? (float)((double)clip / (norm + 1e-6)) : 1.0f;
+		}
 	}
 }
 
@@ -229,7 +231,7 @@ LKS_CUDA_OP(sumsq, const float *x, size_t n, double *out)
 	(void)be;
 	if (lks_cuda_upd_get(ctx, &u))
 		return -1;
-	lks_sumsq_kernel<<<1, 32, 0, lks_cuda_enter(ctx)>>>(x, n, 0.0f, u->rec);
+	lks_sumsq_kernel<<<1, 32, 0, lks_cuda_enter(ctx)>>>(x, n, 0.0f, &u->rec->ss, u->rec);
 	return lks_cuda_upd_read(ctx, u, out, "sumsq");
 }
 
@@ -242,10 +244,15 @@ LKS_CUDA_OP(update, float *p, float *g, float *m, float *v, size_t n, const lks_
 	(void)be;
 	if (lks_cuda_upd_get(ctx, &u) || lks_cuda_upd_parts(ctx, u, up, n))
 		return -1;
-	lks_sumsq_kernel<<<1, 32, 0, st>>>(g, n, up->clip, u->rec);
+	lks_sumsq_kernel<<<1, 32, 0, st>>>(g, n, up->clip, &u->rec->ss, u->rec);
 	if (n > 0)
 		lks_update_kernel<<<lks_cuda_blocks(n), LKS_CUDA_THREADS, 0, st>>>(
 			p, g, m, v, n, u->dpart, u->nparts, u->rec, up->lr, up->b1, up->b2, up->eps,
 			up->bc1, up->bc2);
 	return lks_cuda_upd_read(ctx, u, ss, "update");
+}
+
+void lks_cuda_sumsq_launch(cudaStream_t st, const float *x, size_t n, double *ss)
+{
+	lks_sumsq_kernel<<<1, 32, 0, st>>>(x, n, 0.0f, ss, NULL);
 }
