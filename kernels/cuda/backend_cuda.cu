@@ -37,7 +37,8 @@ struct lks_cuda_ctx {
 	void *scratch;         /* lks_cuda_scratch's device buffer */
 	size_t scratch_bytes;
 	lks_lt_ctx *lt;        /* cuBLASLt's, from the first library GEMM; NULL before */
-	/* what alloc handed out, for mem_peak: its blocks, the bytes in use and the most */
+	/* what alloc handed out, for mem_peak: its blocks, the bytes in use (with the meter's
+	   slots) and the most */
 	pthread_mutex_t mem_lock;
 	struct lks_cuda_block { void *p; size_t bytes; } *blocks;
 	int nblocks, cap;
@@ -108,6 +109,17 @@ static int lks_cuda_device_wanted(int count)
 	return (int)d;
 }
 
+/* the meter's slots' device bytes, counted with alloc's for mem_peak */
+static void lks_cuda_account(void *arg, long long delta)
+{
+	lks_cuda_ctx *c = (lks_cuda_ctx *)arg;
+
+	pthread_mutex_lock(&c->mem_lock);
+	c->in_use += delta;
+	c->peak = c->in_use > c->peak ? c->in_use : c->peak;
+	pthread_mutex_unlock(&c->mem_lock);
+}
+
 /* A context on the device of the process's rank of index local (lks_cuda_rank_device),
    with a stream of its own; threads is ignored (the GPU's threads are its own). */
 static int lks_cuda_open_rank(const lks_backend *be, int threads, int local, void **ctx)
@@ -134,7 +146,7 @@ static int lks_cuda_open_rank(const lks_backend *be, int threads, int local, voi
 		free(c);
 		return -1;
 	}
-	if (lks_meter_open(&c->meter)) {
+	if (lks_meter_open(0, lks_cuda_account, c, &c->meter)) {
 		cudaStreamDestroy(c->stream);
 		free(c);
 		return -1;

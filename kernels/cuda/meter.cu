@@ -23,8 +23,13 @@ struct lks_meter_slot {
 struct lks_meter {
 	cudaStream_t side;
 	pthread_mutex_t lock;   /* take runs on a rank's thread, give on the tracer's */
+	pthread_cond_t given;   /* a slot came back */
 	lks_meter_slot *free;   /* slots not in use */
 	lks_meter_slot *all;    /* every slot, for close */
+	size_t held, budget;    /* device bytes of all slots (as many pinned); the most */
+	int inuse;              /* slots taken and not given back */
+	void (*account)(void *arg, long long delta);
+	void *arg;
 };
 
 size_t lks_meter_offset(const size_t *bytes, int i)
@@ -36,28 +41,48 @@ size_t lks_meter_offset(const size_t *bytes, int i)
 	return at;
 }
 
-int lks_meter_open(lks_meter **out)
+int lks_meter_open(size_t budget, void (*account)(void *arg, long long delta), void *arg,
+                   lks_meter **out)
 {
 	lks_meter *m = (lks_meter *)calloc(1, sizeof(*m));
+	const char *env = getenv("LKS_CUDA_METER_MB");
 
 	*out = NULL;
 	if (!m)
 		return lks_err("out of memory for a cuda meter");
+	if (budget == 0 && env && *env) {
+		char *end;
+		unsigned long long mb = strtoull(env, &end, 10);
+
+		if (*end || mb == 0 || mb > (1ull << 30)) {
+			free(m);
+			return lks_err("LKS_CUDA_METER_MB='%s': not a number of MiB from 1", env);
+		}
+		budget = (size_t)mb << 20;
+	}
+	m->budget = budget ? budget : (size_t)512 << 20;
+	m->account = account;
+	m->arg = arg;
 	if (LKS_CUDA(cudaStreamCreateWithFlags(&m->side, cudaStreamNonBlocking),
 	             "cannot create the download stream")) {
 		free(m);
 		return -1;
 	}
 	pthread_mutex_init(&m->lock, NULL);
+	pthread_cond_init(&m->given, NULL);
 	*out = m;
 	return 0;
 }
 
-static void lks_meter_slot_buffers_free(lks_meter_slot *s)
+/* (m->lock held, or at close) */
+static void lks_meter_slot_buffers_free(lks_meter *m, lks_meter_slot *s)
 {
 	cudaFree(s->dev);
 	cudaFreeHost(s->host);
 	s->dev = s->host = NULL;
+	if (s->cap && m->account)
+		m->account(m->arg, -(long long)s->cap);
+	m->held -= s->cap;
 	s->cap = 0;
 }
 
@@ -68,60 +93,89 @@ void lks_meter_close(lks_meter *m)
 	cudaStreamSynchronize(m->side);
 	for (lks_meter_slot *s = m->all, *nx; s; s = nx) {
 		nx = s->all;
-		lks_meter_slot_buffers_free(s);
+		lks_meter_slot_buffers_free(m, s);
 		cudaEventDestroy(s->copied);
 		cudaEventDestroy(s->landed);
 		free(s);
 	}
 	cudaStreamDestroy(m->side);
 	pthread_mutex_destroy(&m->lock);
+	pthread_cond_destroy(&m->given);
 	free(m);
 }
 
-/* A slot of at least bytes: a free one that is big enough, else a free one grown, else a
-   new one. */
+/* A slot of at least bytes, as lks_meter_choose says: a free one that fits, one grown or
+   new, after dropping free ones to stay in the budget, or after waiting for one. The
+   buffers are made under the lock (cudaFree waits for the device: it happens while the
+   slots grow, in the first step, or when a larger tensor comes). */
 static int lks_meter_slot_get(lks_meter *m, size_t bytes, lks_meter_slot **out)
 {
-	lks_meter_slot *s = NULL, **pick = NULL;
+	lks_meter_slot *s = NULL;
+	int rc = 0;
 
+	*out = NULL;
 	pthread_mutex_lock(&m->lock);
-	for (lks_meter_slot **p = &m->free; *p; p = &(*p)->next)
-		if (!pick || (*p)->cap >= bytes) {
-			pick = p;
-			if ((*p)->cap >= bytes)
-				break;
+	for (;;) {
+		size_t cap[256];
+		lks_meter_slot **at[256];
+		int nfree = 0, k;
+		enum lks_meter_act act;
+
+		for (lks_meter_slot **p = &m->free; *p && nfree < 256; p = &(*p)->next) {
+			cap[nfree] = (*p)->cap;
+			at[nfree++] = p;
 		}
-	if (pick) {
-		s = *pick;
-		*pick = s->next;
+		act = lks_meter_choose(cap, nfree, m->held, m->inuse, bytes, m->budget, &k);
+		if (act == LKS_METER_WAIT) {
+			pthread_cond_wait(&m->given, &m->lock);
+			continue;
+		}
+		if (act == LKS_METER_DROP) {
+			lks_meter_slot_buffers_free(m, *at[k]);
+			continue;
+		}
+		if (k >= 0) {  /* USE or GROW a free one: out of the free list */
+			s = *at[k];
+			*at[k] = s->next;
+		}
+		break;
 	}
-	pthread_mutex_unlock(&m->lock);
 	if (!s) {
-		if (!(s = (lks_meter_slot *)calloc(1, sizeof(*s))))
+		if (!(s = (lks_meter_slot *)calloc(1, sizeof(*s)))) {
+			pthread_mutex_unlock(&m->lock);
 			return lks_err("out of memory for a cuda meter slot");
+		}
 		if (LKS_CUDA(cudaEventCreateWithFlags(&s->copied, cudaEventDisableTiming),
 		             "meter event")
 		    || LKS_CUDA(cudaEventCreateWithFlags(&s->landed, cudaEventDisableTiming),
 		                "meter event")) {
+			pthread_mutex_unlock(&m->lock);
 			free(s);
 			return -1;
 		}
-		pthread_mutex_lock(&m->lock);
 		s->all = m->all;
 		m->all = s;
-		pthread_mutex_unlock(&m->lock);
 	}
+	m->inuse++;
 	if (s->cap < bytes) {
-		/* cudaFree waits for the device: this happens while the slots grow, in the first
-		   step */
-		lks_meter_slot_buffers_free(s);
+		lks_meter_slot_buffers_free(m, s);
 		if (LKS_CUDA(cudaMalloc(&s->dev, bytes), "meter device buffer")
 		    || LKS_CUDA(cudaMallocHost(&s->host, bytes), "meter pinned buffer")) {
-			lks_meter_slot_buffers_free(s);
-			lks_meter_give(m, s);
-			return -1;
+			cudaFree(s->dev);
+			cudaFreeHost(s->host);
+			s->dev = s->host = NULL;
+			rc = -1;
+		} else {
+			s->cap = bytes;
+			m->held += bytes;
+			if (m->account)
+				m->account(m->arg, (long long)bytes);
 		}
-		s->cap = bytes;
+	}
+	pthread_mutex_unlock(&m->lock);
+	if (rc) {
+		lks_meter_give(m, s);
+		return -1;
 	}
 	*out = s;
 	return 0;
@@ -168,5 +222,7 @@ void lks_meter_give(lks_meter *m, lks_meter_slot *s)
 	pthread_mutex_lock(&m->lock);
 	s->next = m->free;
 	m->free = s;
+	m->inuse--;
+	pthread_cond_broadcast(&m->given);
 	pthread_mutex_unlock(&m->lock);
 }
