@@ -383,7 +383,8 @@ static void check_stats(void)
 	free(x); free(scale); free(codes);
 }
 
-/* stats_f32 made on the device (devstats.cu) against the CPU's: sizes on both sides of
+/* stats_f32 made on the device (devstats.cu) against the CPU's, and measure_begin/end (on
+   the meter's streams, and on the host): sizes on both sides of
    XXH3's short paths (240 bytes), its 1 KiB blocks and the warp's 1024-float blocks, up to
    16 MiB; finite, then with every special every 37 values */
 static void check_stats_sizes(void)
@@ -403,6 +404,20 @@ static void check_stats_sizes(void)
 			OK(lks_be_stats_f32(cpu, NULL, x, n, &a));
 			OK(lks_be_stats_f32(gpu, gctx, dx, n, &b));
 			same_stats(what, &a, &b);
+			/* the tracer's path: measured on the meter's streams (and, with
+			   LKS_CUDA_HOST_STATS, downloaded and measured on the host), the tensor
+			   overwritten at once after measure_begin, as the step goes on */
+			for (int host = 0; host < 2; host++) {
+				void *job;
+
+				setenv("LKS_CUDA_HOST_STATS", host ? "1" : "0", 1);
+				OK(lks_be_measure_begin(gpu, gctx, dx, n, NULL, &job));
+				OK(lks_be_zero(gpu, gctx, dx, n * 4));
+				OK(lks_be_measure_end(gpu, gctx, job, &b));
+				same_stats(what, &a, &b);
+				OK(lks_be_upload(gpu, gctx, dx, x, n * 4));
+			}
+			unsetenv("LKS_CUDA_HOST_STATS");
 			lks_be_free(gpu, gctx, dx);
 			free(x);
 		}

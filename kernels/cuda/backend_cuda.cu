@@ -419,9 +419,41 @@ struct lks_cuda_measure {
 	lks_meter_slot *slot;
 	size_t n;               /* a float tensor's elements */
 	int quant;              /* else a quantized tensor, q, its scales then its codes */
+	int dev;                /* a float tensor measured on the device: its record comes */
 	lks_quant q;
 	size_t bytes[2];
 };
+
+/* LKS_CUDA_HOST_STATS=1: float tensors downloaded and measured on the host, as before the
+   device statistics (to compare the two, or to step around the device's) */
+static int lks_cuda_host_stats(void)
+{
+	const char *e = getenv("LKS_CUDA_HOST_STATS");
+
+	return e && *e && strcmp(e, "0") != 0;
+}
+
+/* x (n floats) copied into a slot on the compute stream, measured on the slot's side
+   stream (devstats.cu), the record downloaded */
+static int lks_cuda_measure_dev(lks_cuda_ctx *c, const float *x, size_t n,
+                                lks_meter_slot **slot)
+{
+	size_t bytes = n * sizeof(float), at = lks_meter_offset(&bytes, 1);
+	cudaStream_t side;
+	void *dev;
+
+	if (lks_meter_take_dev(c->meter, lks_cuda_enter(c), x, bytes,
+	                       lks_cuda_devstat_scratch(n), slot, &dev, &side))
+		return -1;
+	if (lks_cuda_devstat_queue(side, (const float *)dev, n, (char *)dev + at)
+	    || lks_meter_send(c->meter, *slot, at, LKS_CUDA_DEVSTAT_REC)) {
+		lks_meter_land(*slot, (const unsigned char **)&dev);  /* what was queued ends */
+		lks_meter_give(c->meter, *slot);
+		*slot = NULL;
+		return -1;
+	}
+	return 0;
+}
 
 static int lks_cuda_measure_begin(const lks_backend *be, void *ctx, const float *x, size_t n,
                                   const lks_quant *q, void **job)
@@ -434,6 +466,16 @@ static int lks_cuda_measure_begin(const lks_backend *be, void *ctx, const float 
 	*job = NULL;
 	if (!j)
 		return lks_err("out of memory for a measurement");
+	if (x && !lks_cuda_host_stats()) {
+		j->n = n;
+		j->dev = 1;
+		if (lks_cuda_measure_dev(c, x, n, &j->slot)) {
+			free(j);
+			return -1;
+		}
+		*job = j;
+		return 0;
+	}
 	if (x) {
 		src[0] = x;
 		j->n = n;
@@ -465,7 +507,9 @@ static int lks_cuda_measure_end(const lks_backend *be, void *ctx, void *job,
 	(void)be;
 	lks_cuda_enter(ctx);
 	rc = lks_meter_land(j->slot, &h);
-	if (rc == 0)
+	if (rc == 0 && j->dev)
+		lks_cuda_devstat_fill(h, s);
+	else if (rc == 0)
 		rc = j->quant ? lks_cuda_stats_quant_host(&j->q, h + lks_meter_offset(j->bytes, 1), h, s)
 		              : lks_backend_cpu.stats_f32(&lks_backend_cpu, NULL, (const float *)h, j->n,
 		                                          s);

@@ -14,8 +14,9 @@
  *              lane chains (a thread each), the tail and the merge; 240 bytes or fewer in
  *              one thread. tests/test_xxh3_split.c holds those lines to libxxhash on the CPU.
  *
- * Not yet the tracer's path (measure_begin copies the tensor home, meter.h): the measuring
- * stream, its slots and the one download per step come next.
+ * The tracer's path (backend_cuda.cu, measure_begin): the tensor is copied into a meter
+ * slot on the compute stream, measured on the meter's stream, and only the record comes
+ * home; LKS_CUDA_HOST_STATS=1 downloads the tensor and measures it on the host instead.
  */
 #include <stdint.h>
 #include <string.h>
@@ -27,11 +28,13 @@ extern "C" {
 #include "kernels/err.h"
 }
 
+/* the record, first in the scratch (LKS_CUDA_DEVSTAT_REC bytes), the blocks' sums after it */
 struct lks_devstat {
 	double ss;
 	unsigned maxbits, nan;
 	unsigned long long bad, hash;
 };
+static_assert(sizeof(struct lks_devstat) <= LKS_CUDA_DEVSTAT_REC, "the record's room");
 
 /* the bits' statistics, per thread, then per warp, then one atomic of each per warp */
 __global__ static void lks_devstat_bits_kernel(const float *x, size_t n, struct lks_devstat *r)
@@ -102,21 +105,19 @@ __global__ static void lks_devstat_chain_kernel(const float *x, size_t n, size_t
 	}
 }
 
-LKS_CUDA_OP(stats_f32, const float *x, size_t n, lks_tensor_stats *s)
+size_t lks_cuda_devstat_scratch(size_t n)
 {
-	cudaStream_t st = lks_cuda_enter(ctx);
-	size_t len = 4 * n, nb = len > 240 ? lks_xxh3_nblocks(len) : 0;
-	size_t dbytes = 64 * nb;
-	struct lks_devstat rec, *r;
-	unsigned long long *d;
-	void *scratch;
-	float amax;
+	size_t len = 4 * n;
 
-	(void)be;
-	if (lks_cuda_scratch(ctx, dbytes + sizeof(rec), &scratch))
-		return -1;
-	d = (unsigned long long *)scratch;
-	r = (struct lks_devstat *)((char *)scratch + dbytes);
+	return (len > 240 ? 64 * lks_xxh3_nblocks(len) : 0) + LKS_CUDA_DEVSTAT_REC;
+}
+
+int lks_cuda_devstat_queue(cudaStream_t st, const float *x, size_t n, void *scratch)
+{
+	size_t len = 4 * n, nb = len > 240 ? lks_xxh3_nblocks(len) : 0;
+	unsigned long long *d = (unsigned long long *)((char *)scratch + LKS_CUDA_DEVSTAT_REC);
+	struct lks_devstat *r = (struct lks_devstat *)scratch;
+
 	if (LKS_CUDA(cudaMemsetAsync(r, 0, sizeof(*r), st), "stats"))
 		return -1;
 	lks_cuda_sumsq_launch(st, x, n, &r->ss);
@@ -126,16 +127,37 @@ LKS_CUDA_OP(stats_f32, const float *x, size_t n, lks_tensor_stats *s)
 		lks_devstat_blocks_kernel<<<lks_cuda_blocks(nb), LKS_CUDA_THREADS, 0, st>>>(x, n, nb,
 		                                                                           d);
 	lks_devstat_chain_kernel<<<1, 8, 0, st>>>(x, n, nb, d, r);
-	if (LKS_CUDA(cudaGetLastError(), "stats")
-	    || LKS_CUDA(cudaMemcpyAsync(&rec, r, sizeof(rec), cudaMemcpyDeviceToHost, st), "stats")
+	return LKS_CUDA(cudaGetLastError(), "stats");
+}
+
+void lks_cuda_devstat_fill(const void *rec, lks_tensor_stats *s)
+{
+	struct lks_devstat r;
+	float amax;
+
+	memcpy(&r, rec, sizeof(r));
+	memcpy(&amax, &r.maxbits, sizeof(amax));
+	memset(s, 0, sizeof(*s));  /* a float tensor: no counts */
+	s->l2 = sqrt(r.ss);
+	s->amax = r.nan ? NAN : amax;
+	s->nonfinite = (int64_t)r.bad;
+	s->hash = r.hash;
+	s->scale = NAN;
+}
+
+LKS_CUDA_OP(stats_f32, const float *x, size_t n, lks_tensor_stats *s)
+{
+	cudaStream_t st = lks_cuda_enter(ctx);
+	unsigned char rec[LKS_CUDA_DEVSTAT_REC];
+	void *scratch;
+
+	(void)be;
+	if (lks_cuda_scratch(ctx, lks_cuda_devstat_scratch(n), &scratch)
+	    || lks_cuda_devstat_queue(st, x, n, scratch)
+	    || LKS_CUDA(cudaMemcpyAsync(rec, scratch, sizeof(rec), cudaMemcpyDeviceToHost, st),
+	                "stats")
 	    || LKS_CUDA(cudaStreamSynchronize(st), "stats"))
 		return -1;
-	memcpy(&amax, &rec.maxbits, sizeof(amax));
-	memset(s, 0, sizeof(*s));  /* a float tensor: no counts */
-	s->l2 = sqrt(rec.ss);
-	s->amax = rec.nan ? NAN : amax;
-	s->nonfinite = (int64_t)rec.bad;
-	s->hash = rec.hash;
-	s->scale = NAN;
+	lks_cuda_devstat_fill(rec, s);
 	return 0;
 }

@@ -16,12 +16,16 @@ struct lks_meter_slot {
 	size_t cap;             /* bytes of each */
 	cudaEvent_t copied;     /* on the compute stream, after the copy */
 	cudaEvent_t landed;     /* on the side stream, after the download */
+	cudaStream_t side;      /* the side stream of this take */
 	lks_meter_slot *next;   /* in the free list, or in the list of all */
 	lks_meter_slot *all;
 };
 
+#define LKS_METER_STREAMS 8  /* side streams, taken in turn: measurements run side by side */
+
 struct lks_meter {
-	cudaStream_t side;
+	cudaStream_t side[LKS_METER_STREAMS];
+	unsigned turn;          /* the next take's side stream */
 	pthread_mutex_t lock;   /* take runs on a rank's thread, give on the tracer's */
 	pthread_cond_t given;   /* a slot came back */
 	lks_meter_slot *free;   /* slots not in use */
@@ -63,11 +67,14 @@ int lks_meter_open(size_t budget, void (*account)(void *arg, long long delta), v
 	m->budget = budget ? budget : (size_t)512 << 20;
 	m->account = account;
 	m->arg = arg;
-	if (LKS_CUDA(cudaStreamCreateWithFlags(&m->side, cudaStreamNonBlocking),
-	             "cannot create the download stream")) {
-		free(m);
-		return -1;
-	}
+	for (int i = 0; i < LKS_METER_STREAMS; i++)
+		if (LKS_CUDA(cudaStreamCreateWithFlags(&m->side[i], cudaStreamNonBlocking),
+		             "cannot create the meter's streams")) {
+			while (i-- > 0)
+				cudaStreamDestroy(m->side[i]);
+			free(m);
+			return -1;
+		}
 	pthread_mutex_init(&m->lock, NULL);
 	pthread_cond_init(&m->given, NULL);
 	*out = m;
@@ -90,7 +97,8 @@ void lks_meter_close(lks_meter *m)
 {
 	if (!m)
 		return;
-	cudaStreamSynchronize(m->side);
+	for (int i = 0; i < LKS_METER_STREAMS; i++)
+		cudaStreamSynchronize(m->side[i]);
 	for (lks_meter_slot *s = m->all, *nx; s; s = nx) {
 		nx = s->all;
 		lks_meter_slot_buffers_free(m, s);
@@ -98,7 +106,8 @@ void lks_meter_close(lks_meter *m)
 		cudaEventDestroy(s->landed);
 		free(s);
 	}
-	cudaStreamDestroy(m->side);
+	for (int i = 0; i < LKS_METER_STREAMS; i++)
+		cudaStreamDestroy(m->side[i]);
 	pthread_mutex_destroy(&m->lock);
 	pthread_cond_destroy(&m->given);
 	free(m);
@@ -157,6 +166,7 @@ static int lks_meter_slot_get(lks_meter *m, size_t bytes, lks_meter_slot **out)
 		m->all = s;
 	}
 	m->inuse++;
+	s->side = m->side[m->turn++ % LKS_METER_STREAMS];
 	if (s->cap < bytes) {
 		lks_meter_slot_buffers_free(m, s);
 		if (LKS_CUDA(cudaMalloc(&s->dev, bytes), "meter device buffer")
@@ -197,16 +207,46 @@ int lks_meter_take(lks_meter *m, cudaStream_t compute, const void *const *src,
 		                         "meter copy"))
 			goto fail;
 	if (LKS_CUDA(cudaEventRecord(s->copied, compute), "meter copy")
-	    || LKS_CUDA(cudaStreamWaitEvent(m->side, s->copied, 0), "meter download")
+	    || LKS_CUDA(cudaStreamWaitEvent(s->side, s->copied, 0), "meter download")
 	    || LKS_CUDA(cudaMemcpyAsync(s->host, s->dev, total, cudaMemcpyDeviceToHost,
-	                                m->side), "meter download")
-	    || LKS_CUDA(cudaEventRecord(s->landed, m->side), "meter download"))
+	                                s->side), "meter download")
+	    || LKS_CUDA(cudaEventRecord(s->landed, s->side), "meter download"))
 		goto fail;
 	*out = s;
 	return 0;
 fail:
 	lks_meter_give(m, s);
 	return -1;
+}
+
+int lks_meter_take_dev(lks_meter *m, cudaStream_t compute, const void *src, size_t bytes,
+                       size_t extra, lks_meter_slot **out, void **dev, cudaStream_t *side)
+{
+	size_t total = lks_meter_offset(&bytes, 1) + extra;
+	lks_meter_slot *s = NULL;
+
+	*out = NULL;
+	if (lks_meter_slot_get(m, total ? total : 16, &s))
+		return -1;
+	if ((bytes && LKS_CUDA(cudaMemcpyAsync(s->dev, src, bytes, cudaMemcpyDeviceToDevice,
+	                                       compute), "meter copy"))
+	    || LKS_CUDA(cudaEventRecord(s->copied, compute), "meter copy")
+	    || LKS_CUDA(cudaStreamWaitEvent(s->side, s->copied, 0), "meter measure")) {
+		lks_meter_give(m, s);
+		return -1;
+	}
+	*out = s;
+	*dev = s->dev;
+	*side = s->side;
+	return 0;
+}
+
+int lks_meter_send(lks_meter *m, lks_meter_slot *s, size_t at, size_t n)
+{
+	(void)m;
+	return LKS_CUDA(cudaMemcpyAsync(s->host, (char *)s->dev + at, n, cudaMemcpyDeviceToHost,
+	                                s->side), "meter download")
+	    || LKS_CUDA(cudaEventRecord(s->landed, s->side), "meter download") ? -1 : 0;
 }
 
 int lks_meter_land(lks_meter_slot *s, const unsigned char **host)

@@ -4,7 +4,9 @@
  *
  * take copies the pieces (device memory) into a slot's device buffer on the compute stream,
  * which then goes on, and queues the slot's download into pinned host memory on a side
- * stream behind that copy; land waits for the download only. So a step pays a device to
+ * stream behind that copy (8 side streams, taken in turn); land waits for the download
+ * only. take_dev copies without the download: the caller measures the copy on the side
+ * stream (devstats.cu) and sends home only its record. So a step pays a device to
  * device copy per traced tensor, and the download and the host's hashing overlap the next
  * work. A slot is one measurement's; give returns it for reuse. Slots grow to the largest
  * tensor asked for, so after the first step nothing is allocated. Their device bytes (and
@@ -80,7 +82,16 @@ void lks_meter_close(lks_meter *m);
    at a multiple of 16 bytes) as the work queued on compute so far leaves them. */
 int lks_meter_take(lks_meter *m, cudaStream_t compute, const void *const *src,
                    const size_t *bytes, int n, lks_meter_slot **out);
-/* Waits for the slot's download; *host: its pieces, piece i at lks_meter_offset(bytes, i). */
+/* As take for one piece src (bytes) with extra device bytes after it (from
+   lks_meter_offset(&bytes, 1)), but what comes home is the caller's: *dev is the slot's
+   device buffer, *side the stream that waits for the copy, where the caller queues its
+   measurement of dev, then send downloads n bytes from dev + at and lets land wait for
+   them. */
+int lks_meter_take_dev(lks_meter *m, cudaStream_t compute, const void *src, size_t bytes,
+                       size_t extra, lks_meter_slot **out, void **dev, cudaStream_t *side);
+int lks_meter_send(lks_meter *m, lks_meter_slot *s, size_t at, size_t n);
+/* Waits for the slot's download; *host: its pieces, piece i at lks_meter_offset(bytes, i)
+   (after send, the n bytes sent). */
 int lks_meter_land(lks_meter_slot *s, const unsigned char **host);
 size_t lks_meter_offset(const size_t *bytes, int i);
 void lks_meter_give(lks_meter *m, lks_meter_slot *s);

@@ -81,7 +81,13 @@ struct lks_cuda_upd **lks_cuda_ctx_upd(void *ctx);
 void lks_cuda_upd_free(struct lks_cuda_upd *u);
 /* queues on st: *ss (device) = the sum of squares of x (n floats, device) in the CPU's order */
 void lks_cuda_sumsq_launch(cudaStream_t st, const float *x, size_t n, double *ss);
-/* devstats.cu: stats_f32 made on the device, the CPU's bits; one download */
+/* devstats.cu: stats_f32 made on the device, the CPU's bits; one download. In parts: the
+   device scratch of n floats' statistics (their record first, LKS_CUDA_DEVSTAT_REC bytes);
+   the kernels queued on st; the record (a host copy) to the statistics. */
+#define LKS_CUDA_DEVSTAT_REC 64
 LKS_CUDA_OP(stats_f32, const float *x, size_t n, lks_tensor_stats *s);
+size_t lks_cuda_devstat_scratch(size_t n);
+int lks_cuda_devstat_queue(cudaStream_t st, const float *x, size_t n, void *scratch);
+void lks_cuda_devstat_fill(const void *rec, lks_tensor_stats *s);
 
 #endif
