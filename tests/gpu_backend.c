@@ -423,6 +423,60 @@ static void check_stats_sizes(void)
 		}
 }
 
+/* a quantized tensor's statistics made on the device (devstats.cu: the 128-bit sum of
+   squares, the largest magnitude, the non-finite codes, the smallest scale, XXH3 of codes
+   then scales) against the CPU's, through stats_quant and through measure_begin/end (on the
+   device and, with LKS_CUDA_HOST_STATS, on the host): shapes across XXH3's short paths and
+   blocks, both formats, each axis, finite and with specials */
+static void check_quant_sizes(void)
+{
+	static const int shapes[][2] = { { 1, 1 }, { 3, 50 }, { 19, 70 }, { 64, 4096 } };
+	char what[96];
+
+	for (size_t k = 0; k < sizeof(shapes) / sizeof(shapes[0]); k++)
+		for (int v = 0; v < 4; v++) {
+			int R = shapes[k][0], C = shapes[k][1];
+			size_t n = (size_t)R * C, ns;
+			float *x = values(n, v & 2 ? 1e5f : 3.0f, v & 2 ? 41 : 0);
+			float *scale = malloc((size_t)(R > C ? R : C) * 4 + 4);
+			uint8_t *codes = malloc(n + 1);
+			lks_quant q = { .x = x, .rows = R, .cols = C, .ldx = (size_t)C,
+			                .fmt = (lks_fp8)(v & 1), .axis = v & 2 ? LKS_AXIS_COL
+			                                                      : LKS_AXIS_ROW,
+			                .q = codes, .ldq = (size_t)C, .scale = scale };
+			lks_tensor_stats a, b;
+			void *dcodes, *dscale;
+
+			CHECK(scale && codes, "out of memory");
+			OK(lks_be_quantize(cpu, NULL, &q));
+			OK(lks_be_stats_quant(cpu, NULL, &q, &a));
+			ns = lks_quant_nscales(&q);
+			dcodes = up(codes, n);
+			dscale = up(scale, ns * 4);
+			q.x = NULL;
+			q.q = dcodes;
+			q.scale = dscale;
+			snprintf(what, sizeof(what), "stats_quant %dx%d fmt %d axis %d", R, C, v & 1,
+			         (int)q.axis);
+			OK(lks_be_stats_quant(gpu, gctx, &q, &b));
+			same_stats(what, &a, &b);
+			for (int host = 0; host < 2; host++) {
+				void *job;
+
+				setenv("LKS_CUDA_HOST_STATS", host ? "1" : "0", 1);
+				OK(lks_be_measure_begin(gpu, gctx, NULL, 0, &q, &job));
+				OK(lks_be_zero(gpu, gctx, dcodes, n));
+				OK(lks_be_measure_end(gpu, gctx, job, &b));
+				same_stats(what, &a, &b);
+				OK(lks_be_upload(gpu, gctx, dcodes, codes, n));
+			}
+			unsetenv("LKS_CUDA_HOST_STATS");
+			lks_be_free(gpu, gctx, dcodes);
+			lks_be_free(gpu, gctx, dscale);
+			free(x); free(scale); free(codes);
+		}
+}
+
 /* sumsq and update (update.cu: the CPU's lane order on one warp, clip and AdamW in one
    launch) against the CPU's sumsq, clip and adamw: sizes around the warp's 32 lanes and
    its 1024-float blocks, past its 8 blocks in flight, at an aligned and a misaligned
@@ -560,6 +614,7 @@ int main(void)
 	check_embedding();
 	check_stats();
 	check_stats_sizes();
+	check_quant_sizes();
 	check_update();
 	check_grid_stride();
 	check_device_choice();

@@ -373,6 +373,15 @@ static int lks_cuda_fetch(void *ctx, const void *src, size_t bytes, void **host)
 	return 0;
 }
 
+/* LKS_CUDA_HOST_STATS=1: tensors downloaded and measured on the host, as before the
+   device statistics (to compare the two, or to step around the device's) */
+static int lks_cuda_host_stats(void)
+{
+	const char *e = getenv("LKS_CUDA_HOST_STATS");
+
+	return e && *e && strcmp(e, "0") != 0;
+}
+
 /* The bytes a quantized tensor's statistics read: its codes (rows of ldq, the last one cols
    long) and its scales. */
 static void lks_cuda_quant_bytes(const lks_quant *q, size_t *codes, size_t *scales)
@@ -403,6 +412,8 @@ static int lks_cuda_stats_quant(const lks_backend *be, void *ctx, const lks_quan
 	int rc = -1;
 
 	(void)be;
+	if (lks_cuda_devstat_quant_ok(q) && !lks_cuda_host_stats())
+		return lks_cuda_stats_quant_dev(ctx, q, s);
 	lks_cuda_quant_bytes(q, &nq, &ns);
 	if (lks_cuda_fetch(ctx, q->q, nq, &codes) || lks_cuda_fetch(ctx, q->scale, ns, &scales))
 		goto out;
@@ -419,37 +430,44 @@ struct lks_cuda_measure {
 	lks_meter_slot *slot;
 	size_t n;               /* a float tensor's elements */
 	int quant;              /* else a quantized tensor, q, its scales then its codes */
-	int dev;                /* a float tensor measured on the device: its record comes */
+	int dev;                /* measured on the device: only its record comes home */
 	lks_quant q;
 	size_t bytes[2];
 };
 
-/* LKS_CUDA_HOST_STATS=1: float tensors downloaded and measured on the host, as before the
-   device statistics (to compare the two, or to step around the device's) */
-static int lks_cuda_host_stats(void)
+/* x (n floats), or q's codes and scales, copied into a slot on the compute stream,
+   measured on the slot's side stream (devstats.cu), the record downloaded */
+static int lks_cuda_measure_dev(lks_cuda_ctx *c, struct lks_cuda_measure *j, const float *x)
 {
-	const char *e = getenv("LKS_CUDA_HOST_STATS");
-
-	return e && *e && strcmp(e, "0") != 0;
-}
-
-/* x (n floats) copied into a slot on the compute stream, measured on the slot's side
-   stream (devstats.cu), the record downloaded */
-static int lks_cuda_measure_dev(lks_cuda_ctx *c, const float *x, size_t n,
-                                lks_meter_slot **slot)
-{
-	size_t bytes = n * sizeof(float), at = lks_meter_offset(&bytes, 1);
+	const void *src[2];
+	size_t at;
 	cudaStream_t side;
 	void *dev;
+	int rc;
 
-	if (lks_meter_take_dev(c->meter, lks_cuda_enter(c), x, bytes,
-	                       lks_cuda_devstat_scratch(n), slot, &dev, &side))
+	if (x) {
+		src[0] = x;
+		j->bytes[0] = j->n * sizeof(float);
+	} else {
+		src[0] = j->q.q;
+		src[1] = j->q.scale;
+		lks_cuda_quant_bytes(&j->q, &j->bytes[0], &j->bytes[1]);
+	}
+	at = lks_meter_offset(j->bytes, x ? 1 : 2);
+	if (lks_meter_take_dev(c->meter, lks_cuda_enter(c), src, j->bytes, x ? 1 : 2,
+	                       x ? lks_cuda_devstat_scratch(j->n)
+	                         : lks_cuda_devstat_scratch_q(&j->q), &j->slot, &dev, &side))
 		return -1;
-	if (lks_cuda_devstat_queue(side, (const float *)dev, n, (char *)dev + at)
-	    || lks_meter_send(c->meter, *slot, at, LKS_CUDA_DEVSTAT_REC)) {
-		lks_meter_land(*slot, (const unsigned char **)&dev);  /* what was queued ends */
-		lks_meter_give(c->meter, *slot);
-		*slot = NULL;
+	rc = x ? lks_cuda_devstat_queue(side, (const float *)dev, j->n, (char *)dev + at)
+	       : lks_cuda_devstat_queue_q(side, (const uint8_t *)dev,
+	                                  (const float *)((char *)dev +
+	                                                  lks_meter_offset(j->bytes, 1)),
+	                                  &j->q, (char *)dev + at);
+	if (rc || lks_meter_send(c->meter, j->slot, at, LKS_CUDA_DEVSTAT_REC)) {
+		const unsigned char *h;
+
+		lks_meter_land(j->slot, &h);  /* what was queued ends */
+		lks_meter_give(c->meter, j->slot);
 		return -1;
 	}
 	return 0;
@@ -466,10 +484,13 @@ static int lks_cuda_measure_begin(const lks_backend *be, void *ctx, const float 
 	*job = NULL;
 	if (!j)
 		return lks_err("out of memory for a measurement");
-	if (x && !lks_cuda_host_stats()) {
+	if (!lks_cuda_host_stats() && (x || lks_cuda_devstat_quant_ok(q))) {
 		j->n = n;
 		j->dev = 1;
-		if (lks_cuda_measure_dev(c, x, n, &j->slot)) {
+		j->quant = !x;
+		if (!x)
+			j->q = *q;
+		if (lks_cuda_measure_dev(c, j, x)) {
 			free(j);
 			return -1;
 		}
@@ -507,7 +528,9 @@ static int lks_cuda_measure_end(const lks_backend *be, void *ctx, void *job,
 	(void)be;
 	lks_cuda_enter(ctx);
 	rc = lks_meter_land(j->slot, &h);
-	if (rc == 0 && j->dev)
+	if (rc == 0 && j->dev && j->quant)
+		lks_cuda_devstat_fill_q(h, &j->q, s);
+	else if (rc == 0 && j->dev)
 		lks_cuda_devstat_fill(h, s);
 	else if (rc == 0)
 		rc = j->quant ? lks_cuda_stats_quant_host(&j->q, h + lks_meter_offset(j->bytes, 1), h, s)

@@ -191,6 +191,20 @@ static int lks_meter_slot_get(lks_meter *m, size_t bytes, lks_meter_slot **out)
 	return 0;
 }
 
+/* the pieces into s's device buffer on compute, and s's side stream behind them */
+static int lks_meter_copy(lks_meter_slot *s, cudaStream_t compute, const void *const *src,
+                          const size_t *bytes, int n)
+{
+	for (int i = 0; i < n; i++)
+		if (bytes[i] && LKS_CUDA(cudaMemcpyAsync((char *)s->dev + lks_meter_offset(bytes, i),
+		                                         src[i], bytes[i],
+		                                         cudaMemcpyDeviceToDevice, compute),
+		                         "meter copy"))
+			return -1;
+	return LKS_CUDA(cudaEventRecord(s->copied, compute), "meter copy")
+	    || LKS_CUDA(cudaStreamWaitEvent(s->side, s->copied, 0), "meter copy") ? -1 : 0;
+}
+
 int lks_meter_take(lks_meter *m, cudaStream_t compute, const void *const *src,
                    const size_t *bytes, int n, lks_meter_slot **out)
 {
@@ -200,14 +214,7 @@ int lks_meter_take(lks_meter *m, cudaStream_t compute, const void *const *src,
 	*out = NULL;
 	if (lks_meter_slot_get(m, total ? total : 16, &s))
 		return -1;
-	for (int i = 0; i < n; i++)
-		if (bytes[i] && LKS_CUDA(cudaMemcpyAsync((char *)s->dev + lks_meter_offset(bytes, i),
-		                                         src[i], bytes[i],
-		                                         cudaMemcpyDeviceToDevice, compute),
-		                         "meter copy"))
-			goto fail;
-	if (LKS_CUDA(cudaEventRecord(s->copied, compute), "meter copy")
-	    || LKS_CUDA(cudaStreamWaitEvent(s->side, s->copied, 0), "meter download")
+	if (lks_meter_copy(s, compute, src, bytes, n)
 	    || LKS_CUDA(cudaMemcpyAsync(s->host, s->dev, total, cudaMemcpyDeviceToHost,
 	                                s->side), "meter download")
 	    || LKS_CUDA(cudaEventRecord(s->landed, s->side), "meter download"))
@@ -219,19 +226,17 @@ fail:
 	return -1;
 }
 
-int lks_meter_take_dev(lks_meter *m, cudaStream_t compute, const void *src, size_t bytes,
-                       size_t extra, lks_meter_slot **out, void **dev, cudaStream_t *side)
+int lks_meter_take_dev(lks_meter *m, cudaStream_t compute, const void *const *src,
+                       const size_t *bytes, int n, size_t extra, lks_meter_slot **out,
+                       void **dev, cudaStream_t *side)
 {
-	size_t total = lks_meter_offset(&bytes, 1) + extra;
+	size_t total = lks_meter_offset(bytes, n) + extra;
 	lks_meter_slot *s = NULL;
 
 	*out = NULL;
 	if (lks_meter_slot_get(m, total ? total : 16, &s))
 		return -1;
-	if ((bytes && LKS_CUDA(cudaMemcpyAsync(s->dev, src, bytes, cudaMemcpyDeviceToDevice,
-	                                       compute), "meter copy"))
-	    || LKS_CUDA(cudaEventRecord(s->copied, compute), "meter copy")
-	    || LKS_CUDA(cudaStreamWaitEvent(s->side, s->copied, 0), "meter measure")) {
+	if (lks_meter_copy(s, compute, src, bytes, n)) {
 		lks_meter_give(m, s);
 		return -1;
 	}

@@ -82,13 +82,13 @@ void lks_meter_close(lks_meter *m);
    at a multiple of 16 bytes) as the work queued on compute so far leaves them. */
 int lks_meter_take(lks_meter *m, cudaStream_t compute, const void *const *src,
                    const size_t *bytes, int n, lks_meter_slot **out);
-/* As take for one piece src (bytes) with extra device bytes after it (from
-   lks_meter_offset(&bytes, 1)), but what comes home is the caller's: *dev is the slot's
-   device buffer, *side the stream that waits for the copy, where the caller queues its
-   measurement of dev, then send downloads n bytes from dev + at and lets land wait for
-   them. */
-int lks_meter_take_dev(lks_meter *m, cudaStream_t compute, const void *src, size_t bytes,
-                       size_t extra, lks_meter_slot **out, void **dev, cudaStream_t *side);
+/* As take, with extra device bytes after the pieces (from lks_meter_offset(bytes, n)), but
+   what comes home is the caller's: *dev is the slot's device buffer, *side the stream that
+   waits for the copy, where the caller queues its measurement of dev, then send downloads
+   n bytes from dev + at and lets land wait for them. */
+int lks_meter_take_dev(lks_meter *m, cudaStream_t compute, const void *const *src,
+                       const size_t *bytes, int n, size_t extra, lks_meter_slot **out,
+                       void **dev, cudaStream_t *side);
 int lks_meter_send(lks_meter *m, lks_meter_slot *s, size_t at, size_t n);
 /* Waits for the slot's download; *host: its pieces, piece i at lks_meter_offset(bytes, i)
    (after send, the n bytes sent). */

@@ -89,5 +89,13 @@ LKS_CUDA_OP(stats_f32, const float *x, size_t n, lks_tensor_stats *s);
 size_t lks_cuda_devstat_scratch(size_t n);
 int lks_cuda_devstat_queue(cudaStream_t st, const float *x, size_t n, void *scratch);
 void lks_cuda_devstat_fill(const void *rec, lks_tensor_stats *s);
+/* the same of a quantized tensor's codes (q->q, contiguous: lks_cuda_devstat_quant_ok) and
+   scales, wherever they are (codes, scales); the counts are q's, from its quantize */
+int lks_cuda_devstat_quant_ok(const lks_quant *q);
+size_t lks_cuda_devstat_scratch_q(const lks_quant *q);
+int lks_cuda_devstat_queue_q(cudaStream_t st, const uint8_t *codes, const float *scales,
+                             const lks_quant *q, void *scratch);
+void lks_cuda_devstat_fill_q(const void *rec, const lks_quant *q, lks_tensor_stats *s);
+int lks_cuda_stats_quant_dev(void *ctx, const lks_quant *q, lks_tensor_stats *s);
 
 #endif
