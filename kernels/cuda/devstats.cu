@@ -133,6 +133,8 @@ __global__ static void lks_devstat_blocks_kernel(lks_xxh3_src s, size_t nb,
 	}
 }
 
+#define LKS_CHAIN_AHEAD 32  /* blocks' sums loaded before the chain steps through them */
+
 /* phase B, <<<1, 8>>>: lane i's chain over the blocks, then thread 0 ends the hash; a
    stream of 240 bytes or fewer is thread 0's alone */
 __global__ static void lks_devstat_chain_kernel(lks_xxh3_src s, size_t nb,
@@ -147,9 +149,22 @@ __global__ static void lks_devstat_chain_kernel(lks_xxh3_src s, size_t nb,
 			r->hash = lks_xxh3_short(&s);
 		return;
 	}
-	acc[i] = lks_xxh3_lane_init(i);
-	for (size_t b = 0; b < nb; b++)
-		acc[i] = lks_xxh3_chain_step(acc[i], d[8 * b + (size_t)i], i);
+	uint64_t a = lks_xxh3_lane_init(i);
+	size_t b = 0;
+
+	for (; b + LKS_CHAIN_AHEAD <= nb; b += LKS_CHAIN_AHEAD) {  /* loads ahead of the chain */
+		uint64_t v[LKS_CHAIN_AHEAD];
+
+#pragma unroll
+		for (int k = 0; k < LKS_CHAIN_AHEAD; k++)
+			v[k] = d[8 * (b + (size_t)k) + (size_t)i];
+#pragma unroll
+		for (int k = 0; k < LKS_CHAIN_AHEAD; k++)
+			a = lks_xxh3_chain_step(a, v[k], i);
+	}
+	for (; b < nb; b++)
+		a = lks_xxh3_chain_step(a, d[8 * b + (size_t)i], i);
+	acc[i] = a;
 	__syncthreads();
 	if (i == 0) {
 		uint64_t t[8];
