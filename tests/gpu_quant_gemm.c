@@ -118,6 +118,8 @@ static uint32_t bits(float x)
 
 /* ---- quantize ---- */
 
+static void *given_scratch;  /* lks_cuda_quantize_in's, kept for every case */
+
 typedef struct qcase {
 	int rows, cols;
 	lks_fp8 fmt;
@@ -208,6 +210,20 @@ static void quant_one(const qcase *c, const float *x, size_t ldx, const float *x
 	if (gq.underflow || gq.saturated)
 		mismatch(name, "no_counts: counts %llu %llu, not 0", (unsigned long long)gq.underflow,
 		         (unsigned long long)gq.saturated);
+	/* on the caller's scratch (a context's: lks_cuda_quantize_in), counts again */
+	gq.no_counts = 0;
+	if (!given_scratch && cudaMalloc(&given_scratch, LKS_CUDA_QUANT_SCRATCH) != cudaSuccess) {
+		mismatch(name, "no device memory for the scratch");
+		goto out;
+	}
+	if (lks_cuda_quantize_in(NULL, &gq, given_scratch)) {
+		mismatch(name, "gpu failed on a given scratch: %s", lks_errmsg());
+		goto out;
+	}
+	dev_get(q_gpu, q_d, qbytes + 1);
+	if (memcmp(q_cpu, q_gpu, qbytes + 1) || cq.underflow != gq.underflow
+	    || cq.saturated != gq.saturated)
+		mismatch(name, "on a given scratch: other codes or counts");
 out:
 	cudaFree(q_d);
 	cudaFree(s_d);

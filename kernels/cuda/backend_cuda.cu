@@ -579,10 +579,15 @@ static int lks_cuda_gemm_plans(const lks_backend *be, void *ctx, lks_plan_fn put
 	return rc;
 }
 
+/* on the context's scratch: no allocation per call */
 static int lks_cuda_quantize_m(const lks_backend *be, void *ctx, lks_quant *q)
 {
+	void *scratch;
+
 	(void)be;
-	return lks_cuda_quantize((void *)lks_cuda_enter(ctx), q);
+	if (lks_cuda_scratch(ctx, LKS_CUDA_QUANT_SCRATCH, &scratch))
+		return -1;
+	return lks_cuda_quantize_in((void *)lks_cuda_enter(ctx), q, scratch);
 }
 
 const lks_backend lks_backend_cuda = {

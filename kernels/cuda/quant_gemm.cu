@@ -193,12 +193,21 @@ static void lks_cuda_amax(cudaStream_t st, const lks_quant *q, int nblocks, floa
 	}
 }
 
+static_assert(LKS_CUDA_QUANT_SCRATCH >= LKS_QUANT_BLOCKS_MAX * (2 * sizeof(uint64_t) +
+                                                               sizeof(float)),
+              "quantize's scratch");
+
 extern "C" int lks_cuda_quantize(void *stream, lks_quant *q)
+{
+	return lks_cuda_quantize_in(stream, q, NULL);
+}
+
+extern "C" int lks_cuda_quantize_in(void *stream, lks_quant *q, void *given)
 {
 	cudaStream_t st = (cudaStream_t)stream;
 	size_t n, blocks;
 	int nblocks;
-	char *scratch = NULL;   /* counts (2 per block), then part (a float per block) */
+	char *scratch = (char *)given;  /* counts (2 per block), then part (a float per block) */
 	uint64_t *counts_d, *counts = NULL;
 	float *part;
 	int rc = -1;
@@ -216,9 +225,9 @@ extern "C" int lks_cuda_quantize(void *stream, lks_quant *q)
 		lks_err("cuda: quantize: out of memory");
 		goto out;
 	}
-	if (LKS_CUDA(cudaMallocAsync((void **)&scratch,
-	                             (2 * sizeof(uint64_t) + sizeof(float)) * nblocks, st),
-	             "quantize: scratch")) {
+	if (!given && LKS_CUDA(cudaMallocAsync((void **)&scratch,
+	                                       (2 * sizeof(uint64_t) + sizeof(float)) * nblocks,
+	                                       st), "quantize: scratch")) {
 		scratch = NULL;
 		goto out;
 	}
@@ -248,9 +257,9 @@ extern "C" int lks_cuda_quantize(void *stream, lks_quant *q)
 	}
 	rc = 0;
 out:
-	if (scratch && rc == 0)
+	if (!given && scratch && rc == 0)
 		rc = LKS_CUDA(cudaFreeAsync(scratch, st), "quantize: scratch");
-	else if (scratch)
+	else if (!given && scratch)
 		cudaFreeAsync(scratch, st);  /* the first error is the one said */
 	free(counts);
 	return rc;

@@ -16,8 +16,13 @@
 
 /* lks_quantize on the device: amax (when wanted), scales (unless q->scale_given) and the
    codes stay in device memory; q->underflow and q->saturated come back as the CPU's do,
-   so the call waits for the stream. */
+   so the call waits for the stream (unless q->no_counts: then it does not wait). Its
+   scratch is allocated on the stream and freed after. */
 int lks_cuda_quantize(void *stream, lks_quant *q);
+/* The same with the caller's device scratch of LKS_CUDA_QUANT_SCRATCH bytes, which work
+   queued on stream later may reuse (a context's scratch: no allocation per call). */
+#define LKS_CUDA_QUANT_SCRATCH (1024 * (2 * 8 + 4))
+int lks_cuda_quantize_in(void *stream, lks_quant *q, void *scratch);
 
 /* lks_gemm_run on the device, one thread per element of C; queued on stream, not waited. */
 int lks_cuda_gemm_ref(void *stream, const lks_gemm *g);
