@@ -1,8 +1,9 @@
 /*
  * gemm_lt.cu: lockstep's GEMM through cuBLASLt (see gemm_lt.h). The plan (lt_map.h, tested
  * on the CPU) says everything; this file translates it into cuBLASLt's descriptors, hands
- * cuBLASLt 1/scale from a small kernel, chooses the algorithm once per plan key and reads
- * back what was chosen.
+ * cuBLASLt 1/scale from a small kernel, makes the descriptors and chooses the algorithm
+ * once per plan key (a later GEMM of the key sets only its scale pointers, where they
+ * moved) and reads back what was chosen.
  */
 extern "C" {
 #include "kernels/cuda/cuda_check.h"
@@ -22,11 +23,22 @@ extern "C" {
    more come, the oldest choice is replaced (chosen again, the same way, if it returns). */
 #define LKS_LT_CACHE 64
 
+/* The descriptors of one shape (a key); all NULL until made. */
+typedef struct lks_lt_descs {
+	cublasLtMatmulDesc_t op;
+	cublasLtMatrixLayout_t a, b, d;  /* C = D: one layout */
+	cublasLtMatmulPreference_t pref;
+} lks_lt_descs;
+
+/* A shape's choice and its descriptors, made once: a later GEMM of the shape sets only
+   its scale pointers, where they moved (the 1/scale scratch grows) */
 typedef struct lks_lt_entry {
 	int valid;
 	lks_lt_key key;
 	cublasLtMatmulAlgo_t algo;
 	lks_lt_algo info;         /* info.fallback: cuBLASLt offered no algorithm */
+	lks_lt_descs d;
+	const float *sa, *sb;     /* the scale pointers d.op holds */
 } lks_lt_entry;
 
 struct lks_lt_ctx {
@@ -39,12 +51,6 @@ struct lks_lt_ctx {
 	int next;                 /* the entry replaced when the cache is full */
 };
 
-/* The descriptors of one call; all NULL until made. */
-typedef struct lks_lt_descs {
-	cublasLtMatmulDesc_t op;
-	cublasLtMatrixLayout_t a, b, d;  /* C = D: one layout */
-	cublasLtMatmulPreference_t pref;
-} lks_lt_descs;
 
 /* 0 when a cuBLASLt or CUDA call succeeded, else its status recorded with file:line */
 /* cuBLAS's status as cuda_check.h's LKS_CUDA does CUDA's: "cublasLt: CALL: WHY (file:line)" */
@@ -163,6 +169,7 @@ static void lks_lt_descs_free(lks_lt_descs *d)
 		cublasLtMatrixLayoutDestroy(d->a);
 	if (d->op)
 		cublasLtMatmulDescDestroy(d->op);
+	std::memset(d, 0, sizeof(*d));
 }
 
 static int lks_lt_layout(cublasLtMatrixLayout_t *l, const lks_lt_mat *m)
@@ -254,23 +261,52 @@ out:
 	return ret;
 }
 
-/* *e <- the cache entry of p's key, choosing its algorithm the first time */
-static int lks_lt_choose(lks_lt_ctx *ctx, const lks_lt_plan *p, const lks_lt_descs *d,
-                         lks_lt_entry **e)
+/* The scale pointers of d.op, set where they differ from what it holds */
+static int lks_lt_scale_ptrs(lks_lt_entry *x, const float *sa, const float *sb)
+{
+	int ret = 0;
+
+	if (sa != x->sa)
+		LKS_LT(cublasLtMatmulDescSetAttribute(x->d.op, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER,
+		                                      &sa, sizeof(sa)));
+	x->sa = sa;
+	if (sb != x->sb)
+		LKS_LT(cublasLtMatmulDescSetAttribute(x->d.op, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER,
+		                                      &sb, sizeof(sb)));
+	x->sb = sb;
+out:
+	return ret;
+}
+
+/* *e <- the cache entry of p's key, its descriptors made and its algorithm chosen the
+   first time (a full cache replaces its oldest entry, whose descriptors go) */
+static int lks_lt_choose(lks_lt_ctx *ctx, const lks_lt_plan *p, const float *sa,
+                         const float *sb, lks_lt_entry **e)
 {
 	cublasLtMatmulHeuristicResult_t res;
 	int found = 0, ret = 0;
 	lks_lt_entry *x;
+	lks_lt_descs *d;
 
 	for (int i = 0; i < LKS_LT_CACHE; i++)
 		if (ctx->cache[i].valid && lks_lt_key_eq(&ctx->cache[i].key, &p->key)) {
 			*e = &ctx->cache[i];
-			return 0;
+			return lks_lt_scale_ptrs(*e, sa, sb);
 		}
 	x = &ctx->cache[ctx->next];
 	ctx->next = (ctx->next + 1) % LKS_LT_CACHE;
+	lks_lt_descs_free(&x->d);
 	std::memset(x, 0, sizeof(*x));
 	std::memset(&res, 0, sizeof(res));
+	d = &x->d;
+	x->sa = sa;
+	x->sb = sb;
+	if (lks_lt_op_desc(&d->op, p, sa, sb) || lks_lt_layout(&d->a, &p->a)
+	    || lks_lt_layout(&d->b, &p->b) || lks_lt_layout(&d->d, &p->d)
+	    || lks_lt_pref(&d->pref, ctx, p)) {
+		lks_lt_descs_free(d);
+		return -1;
+	}
 	cublasStatus_t st = cublasLtMatmulAlgoGetHeuristic(ctx->handle, d->op, d->a, d->b, d->d,
 	                                                   d->d, d->pref, 1, &res, &found);
 	x->info.fast_accum = p->fast_accum;
@@ -284,8 +320,10 @@ static int lks_lt_choose(lks_lt_ctx *ctx, const lks_lt_plan *p, const lks_lt_des
 		LKS_LT(res.state);
 		x->algo = res.algo;
 		x->info.workspace = res.workspaceSize;
-		if (lks_lt_read_algo(&x->algo, &x->info))
+		if (lks_lt_read_algo(&x->algo, &x->info)) {
+			lks_lt_descs_free(d);
 			return -1;
+		}
 		if (x->info.reduction != CUBLASLT_REDUCTION_SCHEME_NONE) {
 			x->info.fallback = 1;
 			std::snprintf(x->info.reason, sizeof(x->info.reason),
@@ -297,6 +335,8 @@ static int lks_lt_choose(lks_lt_ctx *ctx, const lks_lt_plan *p, const lks_lt_des
 	x->valid = 1;
 	*e = x;
 out:
+	if (ret)
+		lks_lt_descs_free(&x->d);
 	return ret;
 }
 
@@ -322,6 +362,8 @@ extern "C" void lks_lt_ctx_destroy(lks_lt_ctx *ctx)
 {
 	if (!ctx)
 		return;
+	for (int i = 0; i < LKS_LT_CACHE; i++)
+		lks_lt_descs_free(&ctx->cache[i].d);
 	cudaFree(ctx->scratch);
 	cudaFree(ctx->workspace);
 	if (ctx->handle)
@@ -332,14 +374,12 @@ extern "C" void lks_lt_ctx_destroy(lks_lt_ctx *ctx)
 extern "C" int lks_cuda_gemm_lt(lks_lt_ctx *ctx, cudaStream_t s, const lks_gemm *g,
                                 lks_lt_algo *used)
 {
-	lks_lt_descs d;
 	lks_lt_plan p;
 	lks_lt_entry *e = NULL;
 	const float *sa = NULL, *sb = NULL;
 	const float one = 1.0f, zero = 0.0f;
 	int ret;
 
-	std::memset(&d, 0, sizeof(d));
 	std::memset(used, 0, sizeof(*used));
 	ret = lks_lt_plan_of(g, &p);
 	if (ret) {
@@ -349,21 +389,14 @@ extern "C" int lks_cuda_gemm_lt(lks_lt_ctx *ctx, cudaStream_t s, const lks_gemm 
 		}
 		return ret;
 	}
-	if (lks_lt_inv_scales(ctx, s, &p, &sa, &sb) || lks_lt_op_desc(&d.op, &p, sa, sb)
-	    || lks_lt_layout(&d.a, &p.a) || lks_lt_layout(&d.b, &p.b) || lks_lt_layout(&d.d, &p.d)
-	    || lks_lt_pref(&d.pref, ctx, &p) || lks_lt_choose(ctx, &p, &d, &e)) {
-		ret = -1;
-		goto out;
-	}
+	if (lks_lt_inv_scales(ctx, s, &p, &sa, &sb) || lks_lt_choose(ctx, &p, sa, sb, &e))
+		return -1;
 	*used = e->info;
-	if (e->info.fallback) {
-		ret = LKS_LT_REFUSED;
-		goto out;
-	}
-	LKS_LT(cublasLtMatmul(ctx->handle, d.op, &one, p.a.data, d.a, p.b.data, d.b, &zero,
-	                      p.d.data, d.d, (void *)p.d.data, d.d, &e->algo, ctx->workspace,
-	                      ctx->size, s));
+	if (e->info.fallback)
+		return LKS_LT_REFUSED;
+	LKS_LT(cublasLtMatmul(ctx->handle, e->d.op, &one, p.a.data, e->d.a, p.b.data, e->d.b,
+	                      &zero, p.d.data, e->d.d, (void *)p.d.data, e->d.d, &e->algo,
+	                      ctx->workspace, ctx->size, s));
 out:
-	lks_lt_descs_free(&d);
 	return ret;
 }
