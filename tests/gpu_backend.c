@@ -404,20 +404,20 @@ static void check_stats_sizes(void)
 			OK(lks_be_stats_f32(cpu, NULL, x, n, &a));
 			OK(lks_be_stats_f32(gpu, gctx, dx, n, &b));
 			same_stats(what, &a, &b);
-			/* the tracer's path: measured on the meter's streams (and, with
-			   LKS_CUDA_HOST_STATS, downloaded and measured on the host), the tensor
+			/* the tracer's path: measured on the meter's streams (and, without
+			   LKS_CUDA_DEVICE_PATHS, downloaded and measured on the host), the tensor
 			   overwritten at once after measure_begin, as the step goes on */
 			for (int host = 0; host < 2; host++) {
 				void *job;
 
-				setenv("LKS_CUDA_HOST_STATS", host ? "1" : "0", 1);
+				setenv("LKS_CUDA_DEVICE_PATHS", host ? "0" : "1", 1);
 				OK(lks_be_measure_begin(gpu, gctx, dx, n, NULL, &job));
 				OK(lks_be_zero(gpu, gctx, dx, n * 4));
 				OK(lks_be_measure_end(gpu, gctx, job, &b));
 				same_stats(what, &a, &b);
 				OK(lks_be_upload(gpu, gctx, dx, x, n * 4));
 			}
-			unsetenv("LKS_CUDA_HOST_STATS");
+			setenv("LKS_CUDA_DEVICE_PATHS", "1", 1);
 			lks_be_free(gpu, gctx, dx);
 			free(x);
 		}
@@ -426,7 +426,7 @@ static void check_stats_sizes(void)
 /* a quantized tensor's statistics made on the device (devstats.cu: the 128-bit sum of
    squares, the largest magnitude, the non-finite codes, the smallest scale, XXH3 of codes
    then scales) against the CPU's, through stats_quant and through measure_begin/end (on the
-   device and, with LKS_CUDA_HOST_STATS, on the host): shapes across XXH3's short paths and
+   device and, without LKS_CUDA_DEVICE_PATHS, on the host): shapes across XXH3's short paths and
    blocks, both formats, each axis, finite and with specials */
 static void check_quant_sizes(void)
 {
@@ -463,14 +463,14 @@ static void check_quant_sizes(void)
 			for (int host = 0; host < 2; host++) {
 				void *job;
 
-				setenv("LKS_CUDA_HOST_STATS", host ? "1" : "0", 1);
+				setenv("LKS_CUDA_DEVICE_PATHS", host ? "0" : "1", 1);
 				OK(lks_be_measure_begin(gpu, gctx, NULL, 0, &q, &job));
 				OK(lks_be_zero(gpu, gctx, dcodes, n));
 				OK(lks_be_measure_end(gpu, gctx, job, &b));
 				same_stats(what, &a, &b);
 				OK(lks_be_upload(gpu, gctx, dcodes, codes, n));
 			}
-			unsetenv("LKS_CUDA_HOST_STATS");
+			setenv("LKS_CUDA_DEVICE_PATHS", "1", 1);
 			lks_be_free(gpu, gctx, dcodes);
 			lks_be_free(gpu, gctx, dscale);
 			free(x); free(scale); free(codes);
@@ -488,6 +488,7 @@ static void check_update(void)
 	                                9 * 8 * 1024 + 77, 300001 };
 	static const float clips[] = { 0.0f, 1e30f, 0.5f };
 
+	for (int dev = 0; dev < 2; dev++)  /* the host's path, then the device's */
 	for (size_t k = 0; k < sizeof(sizes) / sizeof(sizes[0]); k++)
 		for (int shift = 0; shift < 2; shift++)
 			for (int c = 0; c < 3; c++) {
@@ -505,8 +506,9 @@ static void check_update(void)
 					v[i] = fabsf(v[i]);
 				dm = up(m, all * 4);
 				dv = up(v, all * 4);
-				snprintf(what, sizeof(what), "update n=%zu at +%d, clip %g%s", n, shift,
-				         clips[c], special ? ", specials" : "");
+				setenv("LKS_CUDA_DEVICE_PATHS", dev ? "1" : "0", 1);
+				snprintf(what, sizeof(what), "update n=%zu at +%d, clip %g%s, %s", n, shift,
+				         clips[c], special ? ", specials" : "", dev ? "device" : "host");
 				OK(lks_be_sumsq(cpu, NULL, g + shift, n, &sa));
 				OK(lks_be_sumsq(gpu, gctx, dg + shift, n, &sb));
 				CHECK(!memcmp(&sa, &sb, sizeof(sa)) || (isnan(sa) && isnan(sb)),
@@ -593,6 +595,8 @@ int main(void)
 	char names[64];
 	int seen = 0;
 
+	/* the device's paths (update.cu, devstats.cu) unless a check says otherwise */
+	setenv("LKS_CUDA_DEVICE_PATHS", "1", 1);
 	CHECK((gpu = lks_backend_find("cuda")) != NULL, "the registry has no 'cuda'");
 	CHECK(!strcmp(lks_backend_names(names, sizeof(names)), "cpu, cuda"), "names: %s", names);
 	if (lks_be_open(gpu, 1, &gctx)) {

@@ -7,10 +7,12 @@
  * GEMM; a descriptor cuBLASLt refuses runs on the reference kernel, counted. Quantize is
  * quant_gemm.cu's.
  *
- * stats_quant downloads the codes and scales and runs the CPU backend's own method on the
- * host copy: the same code, so the same bits. stats_f32 is made on the device with the
- * CPU's bits (devstats.cu), and so are the gradient's sum of squares and the optimizer step
- * (update.cu). A traced tensor goes through measure_begin/end
+ * The statistics (stats_f32, stats_quant, and a traced tensor's through measure_begin/end)
+ * and the gradient's sum of squares download the tensor and run the CPU backend's own
+ * method on the host copy: the same code, so the same bits. With LKS_CUDA_DEVICE_PATHS=1
+ * they are made on the device with the CPU's bits instead (devstats.cu, update.cu), only a
+ * small record coming home, and so is the optimizer step (update.cu). That is off by
+ * default until a GPU has shown it equal (issue 35; ci/gpu's dev-* steps). A traced tensor goes through measure_begin/end
  * instead: copied on the device, downloaded into pinned memory beside the compute stream
  * (meter.h), measured on the tracer's thread while the step goes on. Device reductions in
  * the CPU's lane order may come later.
@@ -373,13 +375,40 @@ static int lks_cuda_fetch(void *ctx, const void *src, size_t bytes, void **host)
 	return 0;
 }
 
-/* LKS_CUDA_HOST_STATS=1: tensors downloaded and measured on the host, as before the
-   device statistics (to compare the two, or to step around the device's) */
-static int lks_cuda_host_stats(void)
+int lks_cuda_device_paths(void)
 {
-	const char *e = getenv("LKS_CUDA_HOST_STATS");
+	const char *e = getenv("LKS_CUDA_DEVICE_PATHS");
 
 	return e && *e && strcmp(e, "0") != 0;
+}
+
+int lks_cuda_sumsq_host(void *ctx, const float *x, size_t n, double *out)
+{
+	void *h;
+	int rc;
+
+	if (lks_cuda_fetch(ctx, x, n * sizeof(float), &h))
+		return -1;
+	rc = lks_backend_cpu.sumsq(&lks_backend_cpu, NULL, (const float *)h, n, out);
+	free(h);
+	return rc;
+}
+
+/* stats_f32: on the device (devstats.cu) with LKS_CUDA_DEVICE_PATHS, else downloaded and
+   measured with the CPU's code */
+static int lks_cuda_stats_f32_m(const lks_backend *be, void *ctx, const float *x, size_t n,
+                                lks_tensor_stats *s)
+{
+	void *h;
+	int rc;
+
+	if (lks_cuda_device_paths())
+		return lks_cuda_stats_f32(be, ctx, x, n, s);
+	if (lks_cuda_fetch(ctx, x, n * sizeof(float), &h))
+		return -1;
+	rc = lks_backend_cpu.stats_f32(&lks_backend_cpu, NULL, (const float *)h, n, s);
+	free(h);
+	return rc;
 }
 
 /* The bytes a quantized tensor's statistics read: its codes (rows of ldq, the last one cols
@@ -412,7 +441,7 @@ static int lks_cuda_stats_quant(const lks_backend *be, void *ctx, const lks_quan
 	int rc = -1;
 
 	(void)be;
-	if (lks_cuda_devstat_quant_ok(q) && !lks_cuda_host_stats())
+	if (lks_cuda_devstat_quant_ok(q) && lks_cuda_device_paths())
 		return lks_cuda_stats_quant_dev(ctx, q, s);
 	lks_cuda_quant_bytes(q, &nq, &ns);
 	if (lks_cuda_fetch(ctx, q->q, nq, &codes) || lks_cuda_fetch(ctx, q->scale, ns, &scales))
@@ -484,7 +513,7 @@ static int lks_cuda_measure_begin(const lks_backend *be, void *ctx, const float 
 	*job = NULL;
 	if (!j)
 		return lks_err("out of memory for a measurement");
-	if (!lks_cuda_host_stats() && (x || lks_cuda_devstat_quant_ok(q))) {
+	if (lks_cuda_device_paths() && (x || lks_cuda_devstat_quant_ok(q))) {
 		j->n = n;
 		j->dev = 1;
 		j->quant = !x;
@@ -623,7 +652,7 @@ const lks_backend lks_backend_cuda = {
 	/* .adamw = */ lks_cuda_adamw,
 	/* .sumsq = */ lks_cuda_sumsq,
 	/* .clip = */ lks_cuda_clip,
-	/* .stats_f32 = */ lks_cuda_stats_f32,
+	/* .stats_f32 = */ lks_cuda_stats_f32_m,
 	/* .stats_quant = */ lks_cuda_stats_quant,
 	/* .nonfinite = */ lks_cuda_nonfinite,
 	/* .host_memory = */ NULL,  /* device memory: the runner stages its all-reduce */

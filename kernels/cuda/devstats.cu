@@ -16,7 +16,8 @@
  *
  * The tracer's path (backend_cuda.cu, measure_begin): the tensor is copied into a meter
  * slot on the compute stream, measured on the meter's stream, and only the record comes
- * home; LKS_CUDA_HOST_STATS=1 downloads the tensor and measures it on the host instead.
+ * home. Used with LKS_CUDA_DEVICE_PATHS=1 (off by default until a GPU has run it); without,
+ * the tensor is downloaded and measured on the host.
  */
 #include <stdint.h>
 #include <string.h>

@@ -18,6 +18,10 @@
  * sqrt(ss), clip when clip > 0 and !(norm <= clip), coef = (float)(clip / (norm + 1e-6)) in
  * double; CUDA's double sqrt and division round to nearest as the host's do. The clip is
  * backend_cpu.c's (g *= coef, in float) and AdamW kernels/element/ops.h's lks_adamw_one.
+ *
+ * All this with LKS_CUDA_DEVICE_PATHS=1, off by default until a GPU has run it: without,
+ * the sum of squares is downloaded and made on the host, and the clip and AdamW (per part)
+ * are the backend's kernels, as the runner called them before update.
  */
 #include <cuda_pipeline.h>
 #include <stdint.h>
@@ -177,18 +181,26 @@ void lks_cuda_upd_free(struct lks_cuda_upd *u)
 	free(u);
 }
 
-/* the parts on the device: uploaded when they differ from the last ones (once a run) */
-static int lks_cuda_upd_parts(void *ctx, struct lks_cuda_upd *u, const lks_update *up,
-                              size_t n)
+/* the parts sorted, apart and within the n elements */
+static int lks_cuda_parts_check(const lks_update *up, size_t n)
 {
-	size_t bytes = (size_t)up->nparts * sizeof(*up->part);
-
 	for (int i = 0; i < up->nparts; i++)
 		if (up->part[i].off > n || up->part[i].n > n - up->part[i].off
 		    || (i > 0 && up->part[i].off < up->part[i - 1].off + up->part[i - 1].n))
 			return lks_err("update: part %d (elements %zu + %zu) is not within the %zu "
 			               "elements, after part %d", i, up->part[i].off, up->part[i].n, n,
 			               i - 1);
+	return 0;
+}
+
+/* the parts on the device: uploaded when they differ from the last ones (once a run) */
+static int lks_cuda_upd_parts(void *ctx, struct lks_cuda_upd *u, const lks_update *up,
+                              size_t n)
+{
+	size_t bytes = (size_t)up->nparts * sizeof(*up->part);
+
+	if (lks_cuda_parts_check(up, n))
+		return -1;
 	if (up->nparts == u->nparts && (bytes == 0 || !memcmp(up->part, u->hpart, bytes)))
 		return 0;
 	if (up->nparts > u->cap) {
@@ -224,11 +236,39 @@ static int lks_cuda_upd_read(void *ctx, struct lks_cuda_upd *u, double *ss, cons
 	    || LKS_CUDA(cudaStreamSynchronize(st), what) ? -1 : 0;
 }
 
+/* Without LKS_CUDA_DEVICE_PATHS: the step as the runner made it before update, the sum of
+   squares downloaded and made on the host, the clip and AdamW (per part) as kernels */
+static int lks_cuda_update_host(const lks_backend *be, void *ctx, float *p, float *g,
+                                float *m, float *v, size_t n, const lks_update *up,
+                                double *ss)
+{
+	double norm;
+
+	if (lks_cuda_parts_check(up, n))
+		return -1;
+	if (lks_cuda_sumsq_host(ctx, g, n, ss))
+		return -1;
+	norm = sqrt(*ss);
+	if (up->clip > 0.0f && !(norm <= up->clip)
+	    && lks_cuda_clip(be, ctx, g, n, (float)(up->clip / (norm + 1e-6))))
+		return -1;
+	for (int i = 0; i < up->nparts; i++) {
+		const lks_update_part *q = &up->part[i];
+
+		if (lks_cuda_adamw(be, ctx, p + q->off, g + q->off, m + q->off, v + q->off, q->n,
+		                   up->lr, up->b1, up->b2, up->eps, q->wd, up->bc1, up->bc2))
+			return -1;
+	}
+	return 0;
+}
+
 LKS_CUDA_OP(sumsq, const float *x, size_t n, double *out)
 {
 	struct lks_cuda_upd *u = NULL;
 
 	(void)be;
+	if (!lks_cuda_device_paths())
+		return lks_cuda_sumsq_host(ctx, x, n, out);
 	if (lks_cuda_upd_get(ctx, &u))
 		return -1;
 	lks_sumsq_kernel<<<1, 32, 0, lks_cuda_enter(ctx)>>>(x, n, 0.0f, &u->rec->ss, u->rec);
@@ -241,7 +281,8 @@ LKS_CUDA_OP(update, float *p, float *g, float *m, float *v, size_t n, const lks_
 	struct lks_cuda_upd *u = NULL;
 	cudaStream_t st = lks_cuda_enter(ctx);
 
-	(void)be;
+	if (!lks_cuda_device_paths())
+		return lks_cuda_update_host(be, ctx, p, g, m, v, n, up, ss);
 	if (lks_cuda_upd_get(ctx, &u) || lks_cuda_upd_parts(ctx, u, up, n))
 		return -1;
 	lks_sumsq_kernel<<<1, 32, 0, st>>>(g, n, up->clip, &u->rec->ss, u->rec);
