@@ -289,9 +289,8 @@ int cmd_diff(int argc, char **argv)
 		       : pruned ? "loss and grad norm" : "every shared tensor, loss and grad norm");
 	else
 		printf("\nfirst divergence: %s\n", res.message);
-	if (ra.nm || rb.nm)  /* imported runs: metrics, not tensors */
-		lks_diff_metrics(&ra, &rb);
-	else if (lks_diff_table(&ra, &rb, a.max_rows)) {
+	if ((ra.nm || rb.nm) ? lks_diff_metrics(&ra, &rb)  /* imported: metrics, not tensors */
+	                     : lks_diff_table(&ra, &rb, a.max_rows)) {
 		fprintf(stderr, "lockstep: %s\n", lks_errmsg());
 		goto out;
 	}

@@ -8,10 +8,18 @@
  */
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "harness/cli/diff_metrics.h"
 #include "harness/import/import.h"
+#include "kernels/err.h"
+
+struct lks_diff_pair {
+	const lks_stored_run *a, *b;
+	struct lks_mstat *st;     /* by slot (lks_mstats) */
+	int *slot_b;              /* (b->nm) b's metric index to its slot */
+};
 
 /* What one metric name gives over both runs. */
 struct lks_mstat {
@@ -22,43 +30,97 @@ struct lks_mstat {
 	long n_a, n_b;
 };
 
-static void lks_mstat_of(const lks_stored_run *a, const lks_stored_run *b, const char *name,
-                         struct lks_mstat *st)
+/* One (step, rank)'s values of a metric into its stats, as a walk of every (step, rank) in
+   order takes them: va, vb NULL where a run logged none. */
+static void lks_mstat_add(struct lks_mstat *st, int step, const double *va, const double *vb)
 {
-	int ma = lks_stored_run_metric_find(a, name), mb = lks_stored_run_metric_find(b, name);
-	int nsteps = a->nsteps > b->nsteps ? a->nsteps : b->nsteps, W = a->W > b->W ? a->W : b->W;
+	double rel;
 
-	memset(st, 0, sizeof(*st));
-	st->first = -1;
+	if (va && isfinite(*va)) {
+		st->sum_a += *va;
+		st->n_a++;
+	}
+	if (vb && isfinite(*vb)) {
+		st->sum_b += *vb;
+		st->n_b++;
+	}
+	if (!va || !vb)
+		return;
+	st->n++;
+	if (memcmp(va, vb, sizeof(*va)) == 0 || (isnan(*va) && isnan(*vb)))
+		return;
+	st->ndiff++;
+	if (st->first < 0)
+		st->first = step;
+	rel = isnan(*va) || isnan(*vb) ? INFINITY : *va == *vb ? 0.0 : fabs(*va - *vb) / fabs(*vb);
+	if (rel > st->rel_max || isnan(st->rel_max))
+		st->rel_max = rel;
+}
+
+/* Every metric's stats in one pass over the rows, (step, rank) in order, each metric's
+   first value of a (step, rank) taken: a's metric m in slot m, b's in the slot of its name
+   in a, else after a's (slot_b). 0, or -1 out of memory. */
+static int lks_mstats(struct lks_diff_pair *p)
+{
+	const lks_stored_run *a = p->a, *b = p->b;
+	int nsteps = a->nsteps > b->nsteps ? a->nsteps : b->nsteps, W = a->W > b->W ? a->W : b->W;
+	const double **va, **vb;
+	int *touched, nslots = a->nm;
+
+	p->slot_b = malloc(((size_t)b->nm + 1) * sizeof(int));
+	for (int m = 0; p->slot_b && m < b->nm; m++) {
+		int ma = lks_stored_run_metric_find(a, b->mnames[m]);
+
+		p->slot_b[m] = ma >= 0 ? ma : nslots++;
+	}
+	p->st = calloc((size_t)nslots + 1, sizeof(*p->st));
+	va = calloc((size_t)nslots + 1, sizeof(*va));
+	vb = calloc((size_t)nslots + 1, sizeof(*vb));
+	touched = malloc(((size_t)nslots + 1) * sizeof(int));
+	if (!p->slot_b || !p->st || !va || !vb || !touched) {
+		free(va); free(vb); free(touched);
+		return -1;
+	}
+	for (int k = 0; k < nslots; k++)
+		p->st[k].first = -1;
 	for (int step = 0; step < nsteps; step++)
 		for (int r = 0; r < W; r++) {
-			const double *va = ma >= 0 ? lks_stored_run_metric(a, step, r, ma) : NULL;
-			const double *vb = mb >= 0 ? lks_stored_run_metric(b, step, r, mb) : NULL;
+			const struct lks_mrow *ra, *rb;
+			size_t na = lks_stored_run_metric_rows(a, step, r, &ra);
+			size_t nb = lks_stored_run_metric_rows(b, step, r, &rb);
+			int nt = 0;
 
-			if (va && isfinite(*va)) {
-				st->sum_a += *va;
-				st->n_a++;
-			}
-			if (vb && isfinite(*vb)) {
-				st->sum_b += *vb;
-				st->n_b++;
-			}
-			if (!va || !vb)
-				continue;
-			st->n++;
-			if (memcmp(va, vb, sizeof(*va)) == 0 || (isnan(*va) && isnan(*vb)))
-				continue;
-			st->ndiff++;
-			if (st->first < 0)
-				st->first = step;
-			{
-				double rel = isnan(*va) || isnan(*vb) ? INFINITY
-				             : *va == *vb ? 0.0 : fabs(*va - *vb) / fabs(*vb);
+			for (size_t k = 0; k < na; k++)
+				if (!va[ra[k].m]) {
+					va[ra[k].m] = &ra[k].value;
+					touched[nt++] = ra[k].m;
+				}
+			for (size_t k = 0; k < nb; k++) {
+				int s = p->slot_b[rb[k].m];
 
-				if (rel > st->rel_max || isnan(st->rel_max))
-					st->rel_max = rel;
+				if (vb[s])
+					continue;
+				vb[s] = &rb[k].value;
+				if (!va[s])
+					touched[nt++] = s;
+			}
+			for (int k = 0; k < nt; k++) {
+				lks_mstat_add(&p->st[touched[k]], step, va[touched[k]], vb[touched[k]]);
+				va[touched[k]] = vb[touched[k]] = NULL;
 			}
 		}
+	free(va);
+	free(vb);
+	free(touched);
+	return 0;
+}
+
+/* the stats of a metric name (of a, or of b) */
+static const struct lks_mstat *lks_mstat_of(const struct lks_diff_pair *p, const char *name)
+{
+	int ma = lks_stored_run_metric_find(p->a, name);
+
+	return &p->st[ma >= 0 ? ma : p->slot_b[lks_stored_run_metric_find(p->b, name)]];
 }
 
 /* Calls fn for each metric name of a, then of b not in a, whose kind is kind. */
@@ -75,20 +137,15 @@ static void lks_each_metric(const lks_stored_run *a, const lks_stored_run *b,
 	}
 }
 
-struct lks_diff_pair {
-	const lks_stored_run *a, *b;
-};
 
 static void lks_print_numerics(void *arg, const char *name)
 {
-	const struct lks_diff_pair *p = arg;
-	struct lks_mstat st;
+	const struct lks_mstat *st = lks_mstat_of(arg, name);
 	char first[16] = "-";
 
-	lks_mstat_of(p->a, p->b, name, &st);
-	if (st.first >= 0)
-		snprintf(first, sizeof(first), "%d", st.first);
-	printf("  %-22s %8ld %8ld  %-10s %.3g\n", name, st.n, st.ndiff, first, st.rel_max);
+	if (st->first >= 0)
+		snprintf(first, sizeof(first), "%d", st->first);
+	printf("  %-22s %8ld %8ld  %-10s %.3g\n", name, st->n, st->ndiff, first, st->rel_max);
 }
 
 /* A mean of n values (sum), or "-" where the run has none finite (not measured: torchtitan's
@@ -103,26 +160,32 @@ static const char *lks_mean_cell(double sum, long n, char *buf, size_t size)
 
 static void lks_print_performance(void *arg, const char *name)
 {
-	const struct lks_diff_pair *p = arg;
-	struct lks_mstat st;
+	const struct lks_mstat *st = lks_mstat_of(arg, name);
 	char ca[32], cb[32], cr[32] = "-";
 
-	lks_mstat_of(p->a, p->b, name, &st);
-	if (st.n_a && st.n_b)
+	if (st->n_a && st->n_b)
 		snprintf(cr, sizeof(cr), "%.4g",
-		         (st.sum_b / (double)st.n_b) / (st.sum_a / (double)st.n_a));
-	printf("  %-22s %-14s %-14s %s\n", name, lks_mean_cell(st.sum_a, st.n_a, ca, sizeof(ca)),
-	       lks_mean_cell(st.sum_b, st.n_b, cb, sizeof(cb)), cr);
+		         (st->sum_b / (double)st->n_b) / (st->sum_a / (double)st->n_a));
+	printf("  %-22s %-14s %-14s %s\n", name, lks_mean_cell(st->sum_a, st->n_a, ca, sizeof(ca)),
+	       lks_mean_cell(st->sum_b, st->n_b, cb, sizeof(cb)), cr);
 }
 
-void lks_diff_metrics(const lks_stored_run *a, const lks_stored_run *b)
+int lks_diff_metrics(const lks_stored_run *a, const lks_stored_run *b)
 {
-	struct lks_diff_pair p = { a, b };
+	struct lks_diff_pair p = { a, b, NULL, NULL };
 
+	if (lks_mstats(&p)) {
+		free(p.st);
+		free(p.slot_b);
+		return lks_err("out of memory for the metrics' table");
+	}
 	printf("\nnumerics (the verdict; bit for bit, as the logs wrote them; rel = |a - b| / |b|):\n"
 	       "  %-22s %8s %8s  %-10s %s\n", "metric", "values", "differ", "first", "rel max");
 	lks_each_metric(a, b, LKS_METRIC_NUMERICS, lks_print_numerics, &p);
 	printf("\nperformance (never in a verdict; means of the finite values, '-' none):\n"
 	       "  %-22s %-14s %-14s %s\n", "metric", "a", "b", "b / a");
 	lks_each_metric(a, b, LKS_METRIC_PERFORMANCE, lks_print_performance, &p);
+	free(p.st);
+	free(p.slot_b);
+	return 0;
 }

@@ -137,6 +137,10 @@ int lks_stored_run_add_metric(lks_stored_run *r, int step, int rank, const char 
 int lks_stored_run_metric_find(const lks_stored_run *r, const char *name);
 /* The value of metric m at (step, rank), or NULL when none was stored. */
 const double *lks_stored_run_metric(const lks_stored_run *r, int step, int rank, int m);
+/* The rows of (step, rank), *rows to the first, in the order they came; how many (0:
+   none). A walk over a step visits only what was logged there. */
+size_t lks_stored_run_metric_rows(const lks_stored_run *r, int step, int rank,
+                                  const struct lks_mrow **rows);
 /* After the rows are all in, by (step, rank): an index that makes each lookup of
    lks_stored_run_metric one read where the (step, rank) pairs are dense (a log's steps of
    every rank; not made for sparse ones, or out of memory: a binary search then). */

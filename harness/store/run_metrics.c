@@ -184,21 +184,20 @@ void lks_stored_run_metrics_index(lks_stored_run *r)
 
 /* Rows by (step, rank), and within one (step, rank) in the order they came: a linear look
    among the few metrics of one line after the index or the binary search. */
-const double *lks_stored_run_metric(const lks_stored_run *r, int step, int rank, int m)
+size_t lks_stored_run_metric_rows(const lks_stored_run *r, int step, int rank,
+                                  const struct lks_mrow **rows)
 {
-	size_t lo = 0, hi = r->nmrows;
+	size_t lo = 0, hi = r->nmrows, end;
 
+	*rows = NULL;
 	if (r->mfirst) {
 		size_t key = (size_t)step * (size_t)r->mfirst_w + (size_t)rank;
 
 		if (step < 0 || rank < 0 || step >= r->mfirst_steps || rank >= r->mfirst_w)
-			return NULL;
-		for (lo = r->mfirst[key]; lo < r->mfirst[key + 1]; lo++)
-			if (r->mrows[lo].m == m)
-				return &r->mrows[lo].value;
-		return NULL;
+			return 0;
+		*rows = r->mrows + r->mfirst[key];
+		return r->mfirst[key + 1] - r->mfirst[key];
 	}
-
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;
 		const struct lks_mrow *x = &r->mrows[mid];
@@ -208,9 +207,21 @@ const double *lks_stored_run_metric(const lks_stored_run *r, int step, int rank,
 		else
 			hi = mid;
 	}
-	for (; lo < r->nmrows && r->mrows[lo].step == step && r->mrows[lo].rank == rank; lo++)
-		if (r->mrows[lo].m == m)
-			return &r->mrows[lo].value;
+	for (end = lo; end < r->nmrows && r->mrows[end].step == step && r->mrows[end].rank == rank;
+	     end++)
+		;
+	*rows = r->mrows + lo;
+	return end - lo;
+}
+
+const double *lks_stored_run_metric(const lks_stored_run *r, int step, int rank, int m)
+{
+	const struct lks_mrow *rows;
+	size_t n = lks_stored_run_metric_rows(r, step, rank, &rows);
+
+	for (size_t i = 0; i < n; i++)
+		if (rows[i].m == m)
+			return &rows[i].value;
 	return NULL;
 }
 

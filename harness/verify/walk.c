@@ -365,28 +365,81 @@ static struct lks_mpair *lks_walk_mpairs(const lks_walk_opts *o, const lks_store
 	return p;
 }
 
-/* Step by step, metric by metric, rank by rank. */
+static int lks_key_cmp(const void *x, const void *y)
+{
+	uint64_t a = *(const uint64_t *)x, b = *(const uint64_t *)y;
+
+	return (a > b) - (a < b);
+}
+
+/* The walk's places (pair i, rank r) as keys i W + r where side run r (pair of each of its
+   metric indexes in at) logged a value at step, appended to keys */
+static size_t lks_walk_logged(const lks_stored_run *run, const int *at, int step, int W,
+                              uint64_t *keys, size_t nk)
+{
+	for (int r = 0; r < run->W && r < W; r++) {
+		const struct lks_mrow *rows;
+		size_t nr = lks_stored_run_metric_rows(run, step, r, &rows);
+
+		for (size_t k = 0; k < nr; k++)
+			if (at[rows[k].m] >= 0)
+				keys[nk++] = (uint64_t)at[rows[k].m] * (uint64_t)W + (uint64_t)r;
+	}
+	return nk;
+}
+
+/* Step by step, metric by metric, rank by rank: in each step only the places either run
+   logged (the others compare nothing), so a run of many names, each logged at few steps,
+   is walked in the time of its rows. cnt counts every place, as one walk of them all. */
 static int lks_walk_metrics(const lks_walk_opts *o, const lks_stored_run *a,
                             const lks_stored_run *b, int nsteps, lks_check_result *res,
                             lks_walk_count *cnt)
 {
-	int n, W = a->W > b->W ? a->W : b->W;
+	int n, W = a->W > b->W ? a->W : b->W, rc = 0;
 	struct lks_mpair *p = lks_walk_mpairs(o, a, b, &n);
+	int *at_a = calloc((size_t)a->nm + 1, sizeof(int)), *at_b = calloc((size_t)b->nm + 1,
+	                                                                    sizeof(int));
+	uint64_t *keys = malloc((a->nmrows + b->nmrows + 1) * sizeof(uint64_t));
 
-	if (!p)
-		return lks_err("out of memory");
+	if (!p || !at_a || !at_b || !keys) {
+		rc = lks_err("out of memory");
+		goto out;
+	}
+	for (int m = 0; m < a->nm; m++)
+		at_a[m] = -1;
+	for (int m = 0; m < b->nm; m++)
+		at_b[m] = -1;
+	for (int i = 0; i < n; i++) {
+		if (p[i].ma >= 0)
+			at_a[p[i].ma] = i;
+		if (p[i].mb >= 0)
+			at_b[p[i].mb] = i;
+	}
 	cnt->nmatch = cnt->nshared = n;
-	for (int step = 0; step < nsteps; step++)
-		for (int i = 0; i < n; i++)
-			for (int r = 0; r < W; r++) {
-				cnt->ncompared++;
-				if (lks_walk_metric_pair(o, a, p[i].ma, r, b, p[i].mb, r, step, res)) {
-					free(p);
-					return 1;
-				}
+	for (int step = 0; step < nsteps && !rc; step++) {
+		size_t nk = lks_walk_logged(a, at_a, step, W, keys, 0);
+
+		nk = lks_walk_logged(b, at_b, step, W, keys, nk);
+		qsort(keys, nk, sizeof(*keys), lks_key_cmp);
+		for (size_t k = 0; k < nk && !rc; k++) {
+			int i = (int)(keys[k] / (uint64_t)W), r = (int)(keys[k] % (uint64_t)W);
+
+			if (k > 0 && keys[k] == keys[k - 1])
+				continue;
+			if (lks_walk_metric_pair(o, a, p[i].ma, r, b, p[i].mb, r, step, res)) {
+				cnt->ncompared += (int64_t)keys[k] + 1;  /* this step's places up to it */
+				rc = 1;
 			}
+		}
+		if (!rc)
+			cnt->ncompared += (int64_t)n * W;
+	}
+out:
 	free(p);
-	return 0;
+	free(at_a);
+	free(at_b);
+	free(keys);
+	return rc;
 }
 
 /* ---- the walk ---- */
