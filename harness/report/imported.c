@@ -5,6 +5,7 @@
  * first step of one, the last value; performance: its unit, mean, least and largest.
  */
 #include <math.h>
+#include <stdlib.h>
 
 #include "harness/report/report_impl.h"
 #include "harness/import/import.h"
@@ -16,15 +17,19 @@ struct lks_mvals {
 	long nfinite;
 };
 
-static void lks_mvals_of(const lks_stored_run *t, int m, struct lks_mvals *v)
+/* Every metric's values of run t, in one pass over its rows in the order stored: (t->nm)
+   of them, or NULL out of memory. */
+static struct lks_mvals *lks_mvals_all(const lks_stored_run *t)
 {
-	*v = (struct lks_mvals){ .first_nonfinite = -1, .lo = INFINITY, .hi = -INFINITY,
-	                         .last = NAN };
-	for (size_t i = 0; i < t->nmrows; i++) {
+	struct lks_mvals *all = malloc(((size_t)t->nm + 1) * sizeof(*all));
+
+	for (int m = 0; all && m < t->nm; m++)
+		all[m] = (struct lks_mvals){ .first_nonfinite = -1, .lo = INFINITY, .hi = -INFINITY,
+		                             .last = NAN };
+	for (size_t i = 0; all && i < t->nmrows; i++) {
+		struct lks_mvals *v = &all[t->mrows[i].m];
 		double x = t->mrows[i].value;
 
-		if (t->mrows[i].m != m)
-			continue;
 		v->n++;
 		v->last = x;
 		if (!isfinite(x)) {
@@ -37,6 +42,7 @@ static void lks_mvals_of(const lks_stored_run *t, int m, struct lks_mvals *v)
 		v->lo = x < v->lo ? x : v->lo;
 		v->hi = x > v->hi ? x : v->hi;
 	}
+	return all;
 }
 
 /* One table of the case's imported runs' metrics of kind; 1 when it had rows. */
@@ -51,20 +57,24 @@ static int lks_imported_table(struct lks_report *r, const char *case_name, lks_m
 
 	for (int i = 0; i < r->nruns; i++) {
 		const lks_stored_run *t = &r->runs[i];
+		struct lks_mvals *all;
 
-		if (strcmp(t->case_name, case_name) != 0)
+		if (strcmp(t->case_name, case_name) != 0 || !t->nm)
 			continue;
+		if (!(all = lks_mvals_all(t))) {
+			lks_para(r, 1, "out of memory for this run's metrics");
+			continue;
+		}
 		for (int m = 0; m < t->nm; m++) {
 			const lks_import_metric *row = lks_import_metric_find(t->mnames[m]);
 			char c[4][48];
 			const char *cells[6] = { t->run_name, t->mnames[m], c[0], c[1], c[2], c[3] };
-			struct lks_mvals v;
+			struct lks_mvals v = all[m];
 
 			if (t->mkinds[m] != kind)
 				continue;
 			if (n++ == 0)
 				lks_table_head(r, kind == LKS_METRIC_NUMERICS ? num_heads : perf_heads, 6);
-			lks_mvals_of(t, m, &v);
 			if (kind == LKS_METRIC_NUMERICS) {
 				snprintf(c[0], sizeof(c[0]), "%ld", v.n);
 				snprintf(c[1], sizeof(c[1]), "%ld", v.nonfinite);
@@ -81,6 +91,7 @@ static int lks_imported_table(struct lks_report *r, const char *case_name, lks_m
 				lks_row(r, NULL, cells, cls, 6);
 			}
 		}
+		free(all);
 	}
 	if (n)
 		lks_table_end(r);
