@@ -482,6 +482,49 @@ static void check_quant_sizes(void)
    its 1024-float blocks, past its 8 blocks in flight, at an aligned and a misaligned
    start; the clip off, not reached and taken; parts with a gap and two weight decays;
    finite values, then specials (a NaN or infinite norm) */
+/* one case of check_update: n values at an offset of shift floats, on the host's path or
+   the device's (LKS_CUDA_DEVICE_PATHS) */
+static void check_update_case(size_t n, int shift, float clip, int special, int dev)
+{
+	size_t all = n + 1, cut = n / 3, gap = n / 3 + n / 7;
+	lks_update_part part[2] = { { 0, cut, 0.1f }, { gap, n - gap, 0.0f } };
+	lks_update u = { part, 2, clip, 1e-3f, 0.9f, 0.95f, 1e-8f, 0.1f, 0.05f };
+	float *g = values(all, 3.0f, special ? 97 : 0), *p = values(all, 1.0f, 0);
+	float *m = values(all, 0.1f, 0), *v = values(all, 0.1f, 0);
+	float *dg = up(g, all * 4), *dp = up(p, all * 4), *dm, *dv;
+	double sa, sb, norm;
+	char what[96];
+
+	for (size_t i = 0; i < all; i++)
+		v[i] = fabsf(v[i]);
+	dm = up(m, all * 4);
+	dv = up(v, all * 4);
+	setenv("LKS_CUDA_DEVICE_PATHS", dev ? "1" : "0", 1);
+	snprintf(what, sizeof(what), "update n=%zu at +%d, clip %g%s, %s", n, shift, clip,
+	         special ? ", specials" : "", dev ? "device" : "host");
+	OK(lks_be_sumsq(cpu, NULL, g + shift, n, &sa));
+	OK(lks_be_sumsq(gpu, gctx, dg + shift, n, &sb));
+	CHECK(!memcmp(&sa, &sb, sizeof(sa)) || (isnan(sa) && isnan(sb)), "%s: sumsq %a vs %a",
+	      what, sa, sb);
+	norm = sqrt(sa);
+	if (u.clip > 0.0f && !(norm <= u.clip))
+		OK(lks_be_clip(cpu, NULL, g + shift, n, (float)(u.clip / (norm + 1e-6))));
+	for (int i = 0; i < 2; i++)
+		OK(lks_be_adamw(cpu, NULL, p + shift + part[i].off, g + shift + part[i].off,
+		                m + shift + part[i].off, v + shift + part[i].off, part[i].n, u.lr, u.b1,
+		                u.b2, u.eps, part[i].wd, u.bc1, u.bc2));
+	OK(lks_be_update(gpu, gctx, dp + shift, dg + shift, dm + shift, dv + shift, n, &u, &sb));
+	CHECK(!memcmp(&sa, &sb, sizeof(sa)) || (isnan(sa) && isnan(sb)),
+	      "%s: the sum of squares %a vs %a", what, sa, sb);
+	same_f32(what, g, dg, all);
+	same_f32(what, p, dp, all);
+	same_f32(what, m, dm, all);
+	same_f32(what, v, dv, all);
+	lks_be_free(gpu, gctx, dg); lks_be_free(gpu, gctx, dp);
+	lks_be_free(gpu, gctx, dm); lks_be_free(gpu, gctx, dv);
+	free(g); free(p); free(m); free(v);
+}
+
 static void check_update(void)
 {
 	static const size_t sizes[] = { 0, 1, 31, 32, 33, 1023, 1024, 1025, 7 * 1024 + 5,
@@ -489,49 +532,10 @@ static void check_update(void)
 	static const float clips[] = { 0.0f, 1e30f, 0.5f };
 
 	for (int dev = 0; dev < 2; dev++)  /* the host's path, then the device's */
-	for (size_t k = 0; k < sizeof(sizes) / sizeof(sizes[0]); k++)
-		for (int shift = 0; shift < 2; shift++)
-			for (int c = 0; c < 3; c++) {
-				size_t n = sizes[k], all = n + 1, cut = n / 3, gap = n / 3 + n / 7;
-				lks_update_part part[2] = { { 0, cut, 0.1f }, { gap, n - gap, 0.0f } };
-				lks_update u = { part, 2, clips[c], 1e-3f, 0.9f, 0.95f, 1e-8f, 0.1f, 0.05f };
-				int special = c == 2 && k % 2;
-				float *g = values(all, 3.0f, special ? 97 : 0), *p = values(all, 1.0f, 0);
-				float *m = values(all, 0.1f, 0), *v = values(all, 0.1f, 0);
-				float *dg = up(g, all * 4), *dp = up(p, all * 4), *dm, *dv;
-				double sa, sb, norm;
-				char what[96];
-
-				for (size_t i = 0; i < all; i++)
-					v[i] = fabsf(v[i]);
-				dm = up(m, all * 4);
-				dv = up(v, all * 4);
-				setenv("LKS_CUDA_DEVICE_PATHS", dev ? "1" : "0", 1);
-				snprintf(what, sizeof(what), "update n=%zu at +%d, clip %g%s, %s", n, shift,
-				         clips[c], special ? ", specials" : "", dev ? "device" : "host");
-				OK(lks_be_sumsq(cpu, NULL, g + shift, n, &sa));
-				OK(lks_be_sumsq(gpu, gctx, dg + shift, n, &sb));
-				CHECK(!memcmp(&sa, &sb, sizeof(sa)) || (isnan(sa) && isnan(sb)),
-				      "%s: sumsq %a vs %a", what, sa, sb);
-				norm = sqrt(sa);
-				if (u.clip > 0.0f && !(norm <= u.clip))
-					OK(lks_be_clip(cpu, NULL, g + shift, n, (float)(u.clip / (norm + 1e-6))));
-				for (int i = 0; i < 2; i++)
-					OK(lks_be_adamw(cpu, NULL, p + shift + part[i].off, g + shift + part[i].off,
-					                m + shift + part[i].off, v + shift + part[i].off, part[i].n,
-					                u.lr, u.b1, u.b2, u.eps, part[i].wd, u.bc1, u.bc2));
-				OK(lks_be_update(gpu, gctx, dp + shift, dg + shift, dm + shift, dv + shift, n,
-				                 &u, &sb));
-				CHECK(!memcmp(&sa, &sb, sizeof(sa)) || (isnan(sa) && isnan(sb)),
-				      "%s: the sum of squares %a vs %a", what, sa, sb);
-				same_f32(what, g, dg, all);
-				same_f32(what, p, dp, all);
-				same_f32(what, m, dm, all);
-				same_f32(what, v, dv, all);
-				lks_be_free(gpu, gctx, dg); lks_be_free(gpu, gctx, dp);
-				lks_be_free(gpu, gctx, dm); lks_be_free(gpu, gctx, dv);
-				free(g); free(p); free(m); free(v);
-			}
+		for (size_t k = 0; k < sizeof(sizes) / sizeof(sizes[0]); k++)
+			for (int shift = 0; shift < 2; shift++)
+				for (int c = 0; c < 3; c++)
+					check_update_case(sizes[k], shift, clips[c], c == 2 && k % 2, dev);
 	/* parts that overlap are refused, naming the part */
 	{
 		lks_update_part bad[2] = { { 0, 10, 0.0f }, { 5, 10, 0.0f } };

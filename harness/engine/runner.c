@@ -44,6 +44,7 @@
 
 #include "harness/engine/runner_impl.h"
 #include "harness/store/fingerprint.h"
+#include "kernels/element/ops.h"
 #include "kernels/err.h"
 #include "kernels/mathf.h"
 #include "kernels/clock.h"
@@ -200,12 +201,9 @@ static int lks_step_delayed(struct lks_runner *R, lks_rank *r)
 }
 
 /* The clip by the global norm (each rank's of the sum it holds: the same bits on every
-   rank) and AdamW on rank's replica; one rank spreads them over its threads, many ranks
-   run each their own in their thread. As PyTorch's clip_grad_norm_: coefficient
-   clip / (norm + 1e-6), at most 1; a NaN norm gives a NaN coefficient and an infinite one 0,
-   both applied, so a NaN gradient makes every gradient NaN (and 0 * inf is NaN). A finite
-   norm at most clip leaves the gradient as it is, as before (PyTorch scales a norm less than
-   1e-6 below clip by a hair under 1; the goldens keep their bits). */
+   rank; element/ops.h's lks_clip_coef) and AdamW on rank's replica; one rank spreads them
+   over its threads, many ranks run each their own in their thread. A NaN coefficient is
+   applied too, so a NaN gradient makes every gradient NaN (and 0 * inf is NaN). */
 static int lks_rank_update(struct lks_runner *R, lks_rank *r, double *gnorm)
 {
 	const lks_optim_cfg *opt = &R->c->optim;
@@ -227,10 +225,8 @@ static int lks_rank_update(struct lks_runner *R, lks_rank *r, double *gnorm)
 		return -1;
 	*gnorm = sqrt(ss);
 	atomic_store(&r->task_failed, 0);
-	if (opt->clip > 0.0f && !(*gnorm <= opt->clip)) {
-		r->clip_coef = (float)(opt->clip / (*gnorm + 1e-6));
+	if (lks_clip_coef(*gnorm, opt->clip, &r->clip_coef))
 		lks_pool_run(pool, ntasks, lks_clip_task, r);
-	}
 	if (!atomic_load(&r->task_failed))
 		lks_pool_run(pool, ntasks, lks_update_task, r);
 	return atomic_load(&r->task_failed) ? lks_err("%s", r->task_err) : 0;

@@ -14,9 +14,8 @@
  * keeps SQ_STAGES blocks of 32 x SQ_U floats on their way into shared memory, so the adds
  * wait for each other and not for memory.
  *
- * The coefficient is the runner's (harness/engine/runner.c, lks_rank_update): norm =
- * sqrt(ss), clip when clip > 0 and !(norm <= clip), coef = (float)(clip / (norm + 1e-6)) in
- * double; CUDA's double sqrt and division round to nearest as the host's do. The clip is
+ * The coefficient is the runner's, element/ops.h's lks_clip_coef of norm = sqrt(ss); CUDA's
+ * double sqrt and division round to nearest as the host's do. The clip is
  * backend_cpu.c's (g *= coef, in float) and AdamW kernels/element/ops.h's lks_adamw_one.
  *
  * All this with LKS_CUDA_DEVICE_PATHS=1, off by default until a GPU has run it: without,
@@ -105,12 +104,10 @@ __global__ static void lks_sumsq_kernel(const float *x, size_t n, float clip, do
 		acc += __shfl_xor_sync(0xffffffffu, acc, o);
 	if (l == 0) {
 		double norm = sqrt(acc);
-		int c = clip > 0.0f && !(norm <= (double)clip);
-
 		*ss = acc;
 		if (rec) {
-			rec->clip = c;
-			rec->coef = c ? (float)((double)clip / (norm + 1e-6)) : 1.0f;
+			rec->coef = 1.0f;
+			rec->clip = lks_clip_coef(norm, clip, &rec->coef);
 		}
 	}
 }
@@ -242,15 +239,13 @@ static int lks_cuda_update_host(const lks_backend *be, void *ctx, float *p, floa
                                 float *m, float *v, size_t n, const lks_update *up,
                                 double *ss)
 {
-	double norm;
+	float coef;
 
 	if (lks_cuda_parts_check(up, n))
 		return -1;
 	if (lks_cuda_sumsq_host(ctx, g, n, ss))
 		return -1;
-	norm = sqrt(*ss);
-	if (up->clip > 0.0f && !(norm <= up->clip)
-	    && lks_cuda_clip(be, ctx, g, n, (float)(up->clip / (norm + 1e-6))))
+	if (lks_clip_coef(sqrt(*ss), up->clip, &coef) && lks_cuda_clip(be, ctx, g, n, coef))
 		return -1;
 	for (int i = 0; i < up->nparts; i++) {
 		const lks_update_part *q = &up->part[i];

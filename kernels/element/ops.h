@@ -88,6 +88,20 @@ static inline LKS_HD float lks_relu2_grad(float u, float dy)
 	return 2.0f * lks_relu(u) * dy;
 }
 
+/* The clip of a gradient of L2 norm norm to at most clip (0: none), as PyTorch's
+   clip_grad_norm_: 1 and *coef = clip / (norm + 1e-6) in double, rounded to float, where
+   clip > 0 and !(norm <= clip) (a NaN norm gives a NaN coefficient, an infinite one 0);
+   else 0: the gradient stays as it is (PyTorch would scale a norm less than 1e-6 below
+   clip by a hair under 1; the goldens keep their bits). The runner's and the cuda
+   backend's update decide with these lines. */
+static inline LKS_HD int lks_clip_coef(double norm, float clip, float *coef)
+{
+	if (!(clip > 0.0f && !(norm <= (double)clip)))
+		return 0;
+	*coef = (float)((double)clip / (norm + 1e-6));
+	return 1;
+}
+
 /*
  * AdamW of one element, decoupled weight decay, bias-corrected by bc1 = 1 - beta1^t and
  * bc2 = 1 - beta2^t (the caller's running products):
