@@ -405,7 +405,7 @@ static void check_stats_sizes(void)
 			OK(lks_be_stats_f32(gpu, gctx, dx, n, &b));
 			same_stats(what, &a, &b);
 			/* the tracer's path: measured on the meter's streams (and, without
-			   LKS_CUDA_DEVICE_PATHS, downloaded and measured on the host), the tensor
+			   LKS_CUDA_DEVICE_PATHS=0, downloaded and measured on the host), the tensor
 			   overwritten at once after measure_begin, as the step goes on */
 			for (int host = 0; host < 2; host++) {
 				void *job;
@@ -426,7 +426,7 @@ static void check_stats_sizes(void)
 /* a quantized tensor's statistics made on the device (devstats.cu: the 128-bit sum of
    squares, the largest magnitude, the non-finite codes, the smallest scale, XXH3 of codes
    then scales) against the CPU's, through stats_quant and through measure_begin/end (on the
-   device and, without LKS_CUDA_DEVICE_PATHS, on the host): shapes across XXH3's short paths and
+   device and, with LKS_CUDA_DEVICE_PATHS=0, on the host): shapes across XXH3's short paths and
    blocks, both formats, each axis, finite and with specials */
 static void check_quant_sizes(void)
 {
@@ -483,7 +483,7 @@ static void check_quant_sizes(void)
    start; the clip off, not reached and taken; parts with a gap and two weight decays;
    finite values, then specials (a NaN or infinite norm) */
 /* one case of check_update: n values at an offset of shift floats, on the host's path or
-   the device's (LKS_CUDA_DEVICE_PATHS) */
+   the device's (LKS_CUDA_DEVICE_PATHS 0, 1) */
 static void check_update_case(size_t n, int shift, float clip, int special, int dev)
 {
 	size_t all = n + 1, cut = n / 3, gap = n / 3 + n / 7;

@@ -7,12 +7,12 @@
  * GEMM; a descriptor cuBLASLt refuses runs on the reference kernel, counted. Quantize is
  * quant_gemm.cu's.
  *
- * The statistics (stats_f32, stats_quant, and a traced tensor's through measure_begin/end)
- * and the gradient's sum of squares download the tensor and run the CPU backend's own
- * method on the host copy: the same code, so the same bits. With LKS_CUDA_DEVICE_PATHS=1
- * they are made on the device with the CPU's bits instead (devstats.cu, update.cu), only a
- * small record coming home, and so is the optimizer step (update.cu). That is off by
- * default until a GPU has shown it equal (issue 35; ci/gpu's dev-* steps). A traced tensor goes through measure_begin/end
+ * The statistics (stats_f32, stats_quant, and a traced tensor's through measure_begin/end),
+ * the gradient's sum of squares and the optimizer step are made on the device with the
+ * CPU's bits (devstats.cu, update.cu), only a small record coming home. With
+ * LKS_CUDA_DEVICE_PATHS=0 the tensors are downloaded and the CPU backend's own methods run
+ * on the host copies instead (the same code, so the same bits), as before issue 35: ci/gpu
+ * holds the two paths to each other (its host-* steps). A traced tensor goes through measure_begin/end
  * instead: copied on the device, downloaded into pinned memory beside the compute stream
  * (meter.h), measured on the tracer's thread while the step goes on. Device reductions in
  * the CPU's lane order may come later.
@@ -379,7 +379,7 @@ int lks_cuda_device_paths(void)
 {
 	const char *e = getenv("LKS_CUDA_DEVICE_PATHS");
 
-	return e && *e && strcmp(e, "0") != 0;
+	return !(e && !strcmp(e, "0"));
 }
 
 int lks_cuda_sumsq_host(void *ctx, const float *x, size_t n, double *out)
@@ -394,7 +394,7 @@ int lks_cuda_sumsq_host(void *ctx, const float *x, size_t n, double *out)
 	return rc;
 }
 
-/* stats_f32: on the device (devstats.cu) with LKS_CUDA_DEVICE_PATHS, else downloaded and
+/* stats_f32: on the device (devstats.cu), or with LKS_CUDA_DEVICE_PATHS=0 downloaded and
    measured with the CPU's code */
 static int lks_cuda_stats_f32_m(const lks_backend *be, void *ctx, const float *x, size_t n,
                                 lks_tensor_stats *s)

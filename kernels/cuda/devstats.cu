@@ -16,8 +16,8 @@
  *
  * The tracer's path (backend_cuda.cu, measure_begin): the tensor is copied into a meter
  * slot on the compute stream, measured on the meter's stream, and only the record comes
- * home. Used with LKS_CUDA_DEVICE_PATHS=1 (off by default until a GPU has run it); without,
- * the tensor is downloaded and measured on the host.
+ * home. With LKS_CUDA_DEVICE_PATHS=0 the tensor is downloaded and measured on the host
+ * instead.
  */
 #include <stdint.h>
 #include <string.h>

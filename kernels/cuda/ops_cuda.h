@@ -71,9 +71,9 @@ LKS_CUDA_OP(adamw, float *p, const float *g, float *m, float *v, size_t n, float
             float b2, float eps, float wd, float bc1, float bc2);
 LKS_CUDA_OP(clip, float *g, size_t n, float coef);
 LKS_CUDA_OP(nonfinite, const float *x, size_t n, int64_t *out);
-/* LKS_CUDA_DEVICE_PATHS=1: statistics, the sum of squares and the optimizer step made on
-   the device (devstats.cu, update.cu); else on the host from a download, with the CPU's
-   code (backend_cuda.cu). Off by default until a GPU has shown the two equal. */
+/* 1 (the default): statistics, the sum of squares and the optimizer step made on the
+   device (devstats.cu, update.cu); 0 with LKS_CUDA_DEVICE_PATHS=0: on the host from a
+   download, with the CPU's code (backend_cuda.cu). The same bits either way. */
 int lks_cuda_device_paths(void);
 /* the CPU's sum of squares of x (device), downloaded */
 int lks_cuda_sumsq_host(void *ctx, const float *x, size_t n, double *out);

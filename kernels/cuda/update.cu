@@ -18,9 +18,9 @@
  * double sqrt and division round to nearest as the host's do. The clip is
  * backend_cpu.c's (g *= coef, in float) and AdamW kernels/element/ops.h's lks_adamw_one.
  *
- * All this with LKS_CUDA_DEVICE_PATHS=1, off by default until a GPU has run it: without,
- * the sum of squares is downloaded and made on the host, and the clip and AdamW (per part)
- * are the backend's kernels, as the runner called them before update.
+ * With LKS_CUDA_DEVICE_PATHS=0, the sum of squares is downloaded and made on the host, and
+ * the clip and AdamW (per part) are the backend's kernels, as the runner called them
+ * before update.
  */
 #include <cuda_pipeline.h>
 #include <stdint.h>
@@ -233,7 +233,7 @@ static int lks_cuda_upd_read(void *ctx, struct lks_cuda_upd *u, double *ss, cons
 	    || LKS_CUDA(cudaStreamSynchronize(st), what) ? -1 : 0;
 }
 
-/* Without LKS_CUDA_DEVICE_PATHS: the step as the runner made it before update, the sum of
+/* With LKS_CUDA_DEVICE_PATHS=0: the step as the runner made it before update, the sum of
    squares downloaded and made on the host, the clip and AdamW (per part) as kernels */
 static int lks_cuda_update_host(const lks_backend *be, void *ctx, float *p, float *g,
                                 float *m, float *v, size_t n, const lks_update *up,
