@@ -241,7 +241,7 @@ int lks_import_titan_line(const char *s, size_t len, lks_import_rec *rec, const 
    - each value is of the forms lks_titan_quick reads at once.
 
    Anything else, and any doubt, is the whole reading's (-1): every error and every rare
-   line goes that way. tests/test_import_read.c and the torchtitan fuzz target hold the
+   line goes that way. tests/import/test_import_read.c and the torchtitan fuzz target hold the
    two readings to the same records, counts and errors. */
 
 /* Past blanks and escape sequences: where the clean line's blanks end. A byte's class

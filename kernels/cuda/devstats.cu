@@ -12,7 +12,8 @@
  *   hash       XXH3-64 of the bytes with NaN as LKS_HASH_NAN, in kernels/element/xxh3.h's
  *              pieces: every 1 KiB block's 8 sums at once (one thread a block), then the 8
  *              lane chains (a thread each), the tail and the merge; 240 bytes or fewer in
- *              one thread. tests/test_xxh3_split.c holds those lines to libxxhash on the CPU.
+ *              one thread. tests/kernels/test_xxh3_split.c holds those lines to libxxhash
+ *              on the CPU.
  *
  * The tracer's path (backend_cuda.cu, measure_begin): the tensor is copied into a meter
  * slot on the compute stream, measured on the meter's stream, and only the record comes

@@ -1,7 +1,7 @@
 /*
  * lt_map.h: lockstep's GEMM descriptor (backend_types.h) mapped onto what a cuBLASLt
  * matmul needs, in the project's own enums, so that the mapping is plain C: it builds and
- * is tested where the CUDA Toolkit is absent (tests/test_lt_map.c), and gemm_lt.cu only
+ * is tested where the CUDA Toolkit is absent (tests/kernels/test_lt_map.c), and gemm_lt.cu only
  * translates the plan into cuBLASLt's attributes.
  *
  * The mapping:

@@ -21,7 +21,7 @@
 
 #include <stddef.h>
 
-/* ---- the slots' policy: pure host logic (tests/test_meter_policy.c) ---- */
+/* ---- the slots' policy: pure host logic (tests/kernels/test_meter_policy.c) ---- */
 
 enum lks_meter_act {
 	LKS_METER_USE,    /* free slot k holds it */

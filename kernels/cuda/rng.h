@@ -1,7 +1,7 @@
 /*
  * rng.h: Philox values generated on the GPU, for the CUDA backend's data and weights.
  * The same kernels/philox.h runs on both sides, so out[i] equals the CPU's value of
- * (seed, stream, offset + i) bit for bit; tests/test_cuda.c checks it on a device.
+ * (seed, stream, offset + i) bit for bit; tests/kernels/test_cuda.c checks it on a device.
  */
 #ifndef LKS_KERNELS_CUDA_RNG_H
 #define LKS_KERNELS_CUDA_RNG_H

@@ -3,7 +3,7 @@
  *
  * float32 <-> E4M3 / E5M2 / BF16, bit-exact with NVIDIA's conversions (the contract is in
  * DESIGN.md, Numerics, and checked against cuda_fp8.hpp / cuda_bf16.hpp over all 2^32
- * float32 bit patterns by tests/test_convert_exhaustive.c):
+ * float32 bit patterns by tests/kernels/test_convert_exhaustive.c):
  *   - round to nearest, ties to even, subnormals of the target included;
  *   - satfinite: |x| beyond the largest finite value (and +-inf) clamps to +-max;
  *   - no saturation: E4M3 overflow gives NaN (0x7f | sign), E5M2 overflow gives +-inf;

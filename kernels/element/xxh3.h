@@ -3,7 +3,7 @@
  * that a GPU runs in parallel, shared by the CPU's simulation of the device statistics and
  * the CUDA kernels (issue 35), so that both compute the hash the tracer's libxxhash gives.
  * Written from XXH3's specification (xxhash.h 0.8.1, the version the fingerprint names);
- * tests/test_xxh3_split.c checks it against libxxhash from 0 bytes to 16 MiB.
+ * tests/kernels/test_xxh3_split.c checks it against libxxhash from 0 bytes to 16 MiB.
  *
  * An input of more than 240 bytes is hashed in 1 KiB blocks (16 stripes of 64 bytes). Inside
  * a block, XXH3 only adds (mod 2^64) into its 8 accumulators: stripe s adds to lane i^1 the

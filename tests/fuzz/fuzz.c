@@ -25,7 +25,7 @@
 #include "harness/store/golden.h"
 #include "harness/import/import.h"
 #include "kernels/err.h"
-#include "../titan_twice.h"
+#include "../import/titan_twice.h"
 
 /* Each returns an exit code: LKS_EXIT_OK accepted, LKS_EXIT_USAGE rejected, else failed. */
 

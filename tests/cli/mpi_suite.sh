@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# mpi_suite.sh LOCKSTEP MPIEXEC [FLAG...]: the nightly suite (cases/ cases/faults/) as MPI
+# processes stores the traces of the threads-only run, bit for bit. It runs the suite once
+# as threads of one process, then under 'MPIEXEC FLAG... -np N' for N = 1, 2 and 4, each into
+# its own database, and compares every step and stat row, hashes included, in SQL
+# (ci/same-stats), then the events (NaN/Inf before an all-reduce) and the verdicts of every
+# check. The suite's world sizes are 1 to 4, so -np 2 runs a world of 4 as 2 processes x 2
+# threads, a world of 3 as 2 + 1, and -np 4 leaves processes without a rank in the runs
+# of 1 to 3. It also checks that each run records the job in its fingerprint (launcher,
+# processes, hosts, and the MPI library, which one process does not start), and that the
+# exit codes agree.
+set -euo pipefail
+bin=$1
+shift
+src=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+dir=$(mktemp -d)
+trap 'rm -rf "$dir"' EXIT
+cd "$src"
+fail() { echo "mpi_suite: $*" >&2; exit 1; }
+
+set +e
+"$bin" run cases/ cases/faults/ --db "$dir/threads.db" --quiet >"$dir/threads.out" 2>&1
+want=$?
+set -e
+((want == 0)) || { cat "$dir/threads.out"; fail "the suite as threads exits $want"; }
+# the verdicts and the events, as text, in a stable order
+facts() {
+	sqlite3 "$1" "SELECT case_name, check_name, verdict, step, rank, tensor, field,
+			hex(value_a), hex(value_b), message FROM checks ORDER BY 1, 2;
+		SELECT r.case_name, r.run_name, e.step, e.rank, e.tensor, e.kind, e.message
+		FROM events e JOIN runs r USING (run_id) ORDER BY 1, 2, 3, 4, 5;
+		SELECT case_name, run_name, status, world_size FROM runs ORDER BY 1, 2;"
+}
+facts "$dir/threads.db" >"$dir/threads.facts"
+[[ -s $dir/threads.facts ]] || fail "no verdicts in the threads-only database"
+for np in 1 2 4; do
+	db="$dir/np$np.db"
+	set +e
+	"$@" -np "$np" "$bin" run cases/ cases/faults/ --db "$db" --quiet >"$dir/np$np.out" 2>&1
+	rc=$?
+	set -e
+	((rc == want)) || { tail -n 30 "$dir/np$np.out"; fail "-np $np exits $rc, threads $want"; }
+	ci/same-stats "$dir/threads.db" "$db" || fail "-np $np: the traces differ from the threads'"
+	facts "$db" >"$dir/np$np.facts"
+	diff "$dir/threads.facts" "$dir/np$np.facts" || fail "-np $np: verdicts or events differ"
+	bad=$(sqlite3 "$db" "SELECT count(*) FROM runs WHERE
+		json_extract(fingerprint, '\$.processes') IS NOT '$np'
+		OR json_extract(fingerprint, '\$.launcher') IS NULL
+		OR json_extract(fingerprint, '\$.launcher') = 'none'
+		OR (json_extract(fingerprint, '\$.mpi_library') IS NULL) != ($np == 1)
+		OR json_extract(fingerprint, '\$.hosts') NOT LIKE '% x$np'")
+	((bad == 0)) || fail "-np $np: $bad runs lack the job in their fingerprint"
+	echo "mpi_suite: -np $np: the same traces, events and verdicts as threads ($(sqlite3 "$db" 'SELECT count(*) FROM stats') stat rows)"
+done

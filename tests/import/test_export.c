@@ -1,0 +1,448 @@
+/*
+ * test_export.c: 'lockstep export' as a user meets it, and the round trip it promises:
+ * import(export(run)) stores the values of run bit for bit, for jsonl and for Megatron's
+ * golden values, for imported runs (the fixtures in tests/import/data/, and a log of doubles of
+ * random bit patterns written here) and for a run lockstep trained. Runs the built program
+ * (LKS_BIN) in a mkdtemp folder and reads the database back through the store.
+ */
+#include <criterion/criterion.h>
+#include <jansson.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "run_bin.h"
+#include "store_fixture.h"
+#include "tiny_model.h"
+#include "harness/store/run.h"
+#include "harness/store/trace_store.h"
+#include "kernels/err.h"
+
+struct rows {
+	int n, cap;
+	lks_metric_row *row;
+};
+
+static int keep(void *arg, const lks_metric_row *r)
+{
+	struct rows *s = arg;
+
+	if (s->n == s->cap) {
+		s->cap = s->cap ? 2 * s->cap : 64;
+		cr_assert_not_null(s->row = realloc(s->row, (size_t)s->cap * sizeof(*s->row)));
+	}
+	s->row[s->n] = *r;
+	cr_assert_not_null(s->row[s->n].name = strdup(r->name));
+	s->n++;
+	return 0;
+}
+
+static void rows_free(struct rows *s)
+{
+	for (int i = 0; i < s->n; i++)
+		free((char *)s->row[i].name);
+	free(s->row);
+}
+
+/* Equal as stored: same bits, or both NaN (NaN is stored NULL: one NaN). */
+static int same_value(double a, double b)
+{
+	return (isnan(a) && isnan(b)) || !memcmp(&a, &b, sizeof(a));
+}
+
+static void metrics_equal(lks_store *s, int64_t a, int64_t b)
+{
+	struct rows x = { 0 }, y = { 0 };
+
+	cr_assert_eq(lks_store_get_metrics(s, a, NULL, keep, &x), 0, "%s", lks_errmsg());
+	cr_assert_eq(lks_store_get_metrics(s, b, NULL, keep, &y), 0, "%s", lks_errmsg());
+	cr_assert_gt(x.n, 0);
+	cr_assert_eq(x.n, y.n, "run %lld: %d metric rows, run %lld: %d", (long long)a, x.n,
+	             (long long)b, y.n);
+	for (int i = 0; i < x.n; i++) {
+		const lks_metric_row *p = &x.row[i], *q = &y.row[i];
+
+		cr_assert(p->step == q->step && p->rank == q->rank && !strcmp(p->name, q->name)
+		          && p->kind == q->kind, "row %d: %d/%d/%s against %d/%d/%s", i, p->step,
+		          p->rank, p->name, q->step, q->rank, q->name);
+		cr_assert(same_value(p->value, q->value), "%s at step %d rank %d: %a against %a",
+		          p->name, p->step, p->rank, p->value, q->value);
+	}
+	rows_free(&x);
+	rows_free(&y);
+}
+
+static void run_ok(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void run_ok(const char *fmt, ...)
+{
+	char args[2048], out[8192];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(args, sizeof(args), fmt, ap);
+	va_end(ap);
+	cr_assert_eq(lks_run_bin(NULL, args, out, sizeof(out)), 0, "%s: %s", args, out);
+}
+
+/* Imports file as run 1 of a new database, exports it in fmt (rank 0), imports that as
+   run 2, and wants the two runs' metrics equal bit for bit. */
+static void round_trip(const char *in_fmt, const char *file, const char *fmt)
+{
+	char db[512], out[512];
+	lks_store *s;
+
+	path_in_tmp(db, sizeof(db), "t.db");
+	path_in_tmp(out, sizeof(out), "exported");
+	run_ok("import --format %s '%s' --case c --run a --db '%s'", in_fmt, file, db);
+	run_ok("export --format %s 1 --db '%s' -o '%s'", fmt, db, out);
+	run_ok("import --format %s '%s' --case c --run b --db '%s'", fmt, out, db);
+	cr_assert_eq(lks_store_open(db, &s), 0, "%s", lks_errmsg());
+	metrics_equal(s, 1, 2);
+	lks_store_close(s);
+}
+
+static void fixture(char *buf, size_t n, const char *name)
+{
+	snprintf(buf, n, "%s/%s", LKS_IMPORT_DIR, name);
+}
+
+Test(export, jsonl_fixtures_round_trip_bit_for_bit)
+{
+	char f[512];
+
+	mkdir_tmp();
+	fixture(f, sizeof(f), "run.jsonl");  /* NaN, -inf, -1e-300, two ranks */
+	round_trip("jsonl", f, "jsonl");
+	rm_tmp();
+	mkdir_tmp();
+	fixture(f, sizeof(f), "titan_2ranks.log");  /* performance metrics too */
+	round_trip("torchtitan", f, "jsonl");
+	rm_tmp();
+}
+
+Test(export, megatron_golden_fixtures_round_trip_bit_for_bit)
+{
+	const char *files[] = { "golden_list.json", "golden_map.json" };
+
+	for (int i = 0; i < 2; i++) {
+		char f[512];
+
+		mkdir_tmp();
+		fixture(f, sizeof(f), files[i]);
+		round_trip("megatron-golden", f, "megatron-golden");
+		rm_tmp();
+	}
+}
+
+/* A golden file holds one rank: a rank the run lacks is bad usage, before -o FILE is
+   touched (it wrote '{}' over FILE, exit 0); a database that is not there is refused,
+   not made. */
+Test(export, a_rank_the_run_lacks_or_a_missing_database_exit_2_and_write_nothing)
+{
+	char db[512], args[2048], out[4096], f[512], dst[512], missing[600];
+	FILE *o;
+
+	mkdir_tmp();
+	path_in_tmp(db, sizeof(db), "t.db");
+	path_in_tmp(dst, sizeof(dst), "golden_values.json");
+	cr_assert_not_null(o = fopen(dst, "w"));
+	fputs("kept\n", o);
+	fclose(o);
+	fixture(f, sizeof(f), "run.jsonl");  /* ranks 0 and 1 */
+	run_ok("import --format jsonl '%s' --case c --run a --db '%s'", f, db);
+	snprintf(args, sizeof(args), "export --format megatron-golden 1 --rank 2 --db '%s' -o '%s'",
+	         db, dst);
+	cr_assert_eq(lks_run_bin(NULL, args, out, sizeof(out)), 2, "%s", out);
+	cr_assert(strstr(out, "rank 2"), "%s", out);
+	snprintf(args, sizeof(args), "cat '%s'", dst);
+	cr_assert_eq(lks_run_sh(args, out, sizeof(out)), 0);
+	cr_assert_str_eq(out, "kept\n");
+	run_ok("export --format megatron-golden 1 --rank 1 --db '%s' -o '%s'", db, dst);
+	snprintf(missing, sizeof(missing), "%s.missing", db);
+	snprintf(args, sizeof(args), "export --format jsonl 1 --db '%s'", missing);
+	cr_assert_eq(lks_run_bin(NULL, args, out, sizeof(out)), 2, "%s", out);
+	cr_assert_neq(access(missing, F_OK), 0, "export made '%s'", missing);
+	rm_tmp();
+}
+
+/* An import killed mid-write leaves pages of its run in the file and the hot journal that
+   undoes them: export, diff and report refuse the file (exit 3: a writer must roll it
+   back, and the message says which file and what does it) and touch nothing; they showed
+   the killed run, reading the file immutable. The next import rolls it back: its run is
+   run 2, as the killed one never was. */
+Test(export, a_killed_import_is_refused_to_readers_until_a_writer_rolls_it_back,
+     .timeout = 120)
+{
+	char db[512], f[512], rep[600], args[2048], out[8192], first[8192];
+	char *before, *after;
+	const char *cmds[] = { "export --format jsonl 2", "export --format jsonl 1", "diff 1 2",
+	                       rep };
+
+	mkdir_tmp();
+	path_in_tmp(db, sizeof(db), "t.db");
+	fixture(f, sizeof(f), "run.jsonl");
+	run_ok("import --format jsonl '%s' --case c --run a --db '%s'", f, db);
+	kill_mid_import(db, "ghost");
+	snprintf(rep, sizeof(rep), "report -o '%s/rep'", tmpdir);
+	before = lks_dir_state(tmpdir);
+	for (size_t i = 0; i < sizeof(cmds) / sizeof(*cmds); i++) {
+		snprintf(args, sizeof(args), "%s --db '%s'", cmds[i], db);
+		cr_expect_eq(lks_run_bin(NULL, args, out, sizeof(out)), 3, "%s: %s", args, out);
+		cr_expect(strstr(out, "/t.db-journal'"), "%s: %s", args, out);
+		cr_expect(strstr(out, "rolls it back"), "%s: %s", args, out);
+	}
+	after = lks_dir_state(tmpdir);
+	cr_expect_str_eq(after, before, "a refused reader wrote to the folder");
+	free(before);
+	free(after);
+
+	run_ok("import --format jsonl '%s' --case c --run b --db '%s'", f, db);
+	snprintf(args, sizeof(args), "export --format jsonl 1 --db '%s'", db);
+	cr_assert_eq(lks_run_bin(NULL, args, first, sizeof(first)), 0, "%s", first);
+	snprintf(args, sizeof(args), "export --format jsonl 2 --db '%s'", db);
+	cr_assert_eq(lks_run_bin(NULL, args, out, sizeof(out)), 0, "%s", out);
+	cr_assert_str_eq(out, first, "run 2 is not the import after the killed one");
+	snprintf(args, sizeof(args), "export --format jsonl 3 --db '%s'", db);
+	cr_assert_eq(lks_run_bin(NULL, args, out, sizeof(out)), 2, "%s", out);
+	rm_tmp();
+}
+
+/* Doubles of random bit patterns (a fixed xorshift, so a failure comes back): every
+   exponent, subnormals and the largest values, which a writer of fewer than 17 digits
+   or a reader that is not correctly rounded gets wrong. */
+static uint64_t xorshift(uint64_t *x)
+{
+	*x ^= *x << 13;
+	*x ^= *x >> 7;
+	*x ^= *x << 17;
+	return *x;
+}
+
+static void random_log(const char *path, int steps, int ranks, int metrics)
+{
+	uint64_t x = 0x9e3779b97f4a7c15ull;
+	FILE *f = fopen(path, "w");
+
+	cr_assert_not_null(f);
+	for (int step = 1; step <= steps; step++)
+		for (int rank = 0; rank < ranks; rank++) {
+			fprintf(f, "{\"step\": %d, \"rank\": %d", step, rank);
+			for (int m = 0; m < metrics; m++) {
+				uint64_t bits = xorshift(&x);
+				double v;
+
+				if (m == 1)
+					bits &= 0x800fffffffffffffull;  /* a subnormal */
+				memcpy(&v, &bits, sizeof(v));
+				if (isnan(v) || isinf(v))
+					fprintf(f, ", \"m%d\": \"%s\"", m, isnan(v) ? "nan" : v > 0 ? "inf" : "-inf");
+				else
+					fprintf(f, ", \"m%d\": %.17g", m, v);
+			}
+			fputs("}\n", f);
+		}
+	fclose(f);
+}
+
+Test(export, doubles_of_random_bits_round_trip_in_both_formats)
+{
+	char log[512];
+
+	mkdir_tmp();
+	path_in_tmp(log, sizeof(log), "random.jsonl");
+	random_log(log, 50, 2, 8);
+	round_trip("jsonl", log, "jsonl");
+	rm_tmp();
+	mkdir_tmp();
+	path_in_tmp(log, sizeof(log), "random.jsonl");
+	random_log(log, 50, 1, 8);  /* one rank: a golden file holds one */
+	round_trip("jsonl", log, "megatron-golden");
+	rm_tmp();
+}
+
+static const char case_text[] =
+	"[case]\n"
+	"description = tiny case for lockstep export\n"
+	"steps = 4\n"
+	"seed = 11\n"
+	"world_size = 2\n"
+	LKS_TINY_MODEL
+	"[run bf16]\n"
+	"recipe = bf16\n";
+
+/* loss, grad norm and lr of run a's step rows equal run b's, bit for bit: every rank
+   (rank -1), or rank of a against b's one rank, 0 (a golden file names no rank). */
+static void steps_equal(lks_store *s, int64_t a, int64_t b, int rank)
+{
+	lks_stored_run x, y;
+	int n = 0;
+
+	lks_stored_run_init(&x);
+	lks_stored_run_init(&y);
+	cr_assert_eq(lks_stored_run_load(s, a, LKS_LOAD_TRACE, &x), 0, "%s", lks_errmsg());
+	cr_assert_eq(lks_stored_run_load(s, b, LKS_LOAD_TRACE, &y), 0, "%s", lks_errmsg());
+	for (int i = 0; i < x.nsteprows; i++) {
+		const lks_step_row *p = &x.steprows[i], *q;
+
+		if (rank >= 0 && p->rank != rank)
+			continue;
+		cr_assert_not_null(q = lks_stored_run_step_row(&y, p->step, rank >= 0 ? 0 : p->rank),
+		                   "no step %d rank %d", p->step, p->rank);
+		cr_assert(same_value(p->loss, q->loss) && same_value(p->grad_norm, q->grad_norm)
+		          && same_value(p->lr, q->lr), "step %d rank %d: %a %a %a against %a %a %a",
+		          p->step, p->rank, p->loss, p->grad_norm, p->lr, q->loss, q->grad_norm, q->lr);
+		n++;
+	}
+	cr_assert_eq(n, y.nsteprows);
+	cr_assert_geq(n, 4);
+	lks_stored_run_release(&x);
+	lks_stored_run_release(&y);
+}
+
+Test(export, a_lockstep_run_round_trips_its_loss_grad_norm_and_lr)
+{
+	char ini[512], db[512], out[512], gold[512];
+	lks_store *s;
+	FILE *f;
+
+	mkdir_tmp();
+	path_in_tmp(ini, sizeof(ini), "tiny.ini");
+	path_in_tmp(db, sizeof(db), "t.db");
+	path_in_tmp(out, sizeof(out), "run.jsonl");
+	path_in_tmp(gold, sizeof(gold), "golden.json");
+	cr_assert_not_null(f = fopen(ini, "w"));
+	fputs(case_text, f);
+	fclose(f);
+	run_ok("run '%s' --db '%s' --quiet", ini, db);
+	run_ok("export --format jsonl 1 --db '%s' -o '%s'", db, out);
+	run_ok("import --format jsonl '%s' --case c --run j --db '%s'", out, db);
+	run_ok("export --format megatron-golden 1 --rank 1 --db '%s' -o '%s'", db, gold);
+	run_ok("import --format megatron-golden '%s' --case c --run g --db '%s'", gold, db);
+	cr_assert_eq(lks_store_open(db, &s), 0, "%s", lks_errmsg());
+	steps_equal(s, 1, 2, -1);
+	steps_equal(s, 1, 3, 1);
+	lks_store_close(s);
+	/* the export followed against the trained run itself: every loss, grad_norm and lr of
+	   4 steps x 2 ranks compared, and equal */
+	{
+		char args[2048], text[4096];
+
+		snprintf(args, sizeof(args), "import --follow --format jsonl '%s' --case c --run f "
+		         "--db '%s' --reference 1 --idle 0.2", out, db);
+		cr_assert_eq(lks_run_bin(NULL, args, text, sizeof(text)), 0, "%s", text);
+		cr_assert(strstr(text, "24 values equal to the reference"), "%s", text);
+	}
+	rm_tmp();
+}
+
+Test(export, bad_usage_and_unknown_runs_exit_2)
+{
+	char db[512], args[1024], out[4096], f[512];
+
+	mkdir_tmp();
+	path_in_tmp(db, sizeof(db), "t.db");
+	fixture(f, sizeof(f), "run.jsonl");
+	run_ok("import --format jsonl '%s' --case c --run a --db '%s'", f, db);
+	snprintf(args, sizeof(args), "export --format jsonl 7 --db '%s'", db);
+	cr_assert_eq(lks_run_bin(NULL, args, out, sizeof(out)), 2, "%s", out);
+	cr_assert(strstr(out, "no run 7"), "%s", out);
+	snprintf(args, sizeof(args), "export --format torchtitan 1 --db '%s'", db);
+	cr_assert_eq(lks_run_bin(NULL, args, out, sizeof(out)), 2, "%s", out);
+	snprintf(args, sizeof(args), "export --format jsonl x --db '%s'", db);
+	cr_assert_eq(lks_run_bin(NULL, args, out, sizeof(out)), 2, "%s", out);
+	/* to standard output: the first line is step 1 of rank 0 */
+	snprintf(args, sizeof(args), "export --format jsonl 1 --db '%s'", db);
+	cr_assert_eq(lks_run_bin(NULL, args, out, sizeof(out)), 0, "%s", out);
+	cr_assert(!strncmp(out, "{\"step\":1,\"rank\":0,", 19), "%s", out);
+	rm_tmp();
+}
+
+/* The whole of file path (at most n - 1 bytes) in buf. */
+static void slurp(const char *path, char *buf, size_t n)
+{
+	FILE *f = fopen(path, "r");
+	size_t len;
+
+	cr_assert_not_null(f, "no '%s'", path);
+	len = fread(buf, 1, n - 1, f);
+	buf[len] = 0;
+	fclose(f);
+}
+
+Test(export, case_slash_run_names_the_latest_such_run)
+{
+	char db[512], f1[512], f2[512], out[512], args[1024], text[4096];
+	static char by_id[1 << 16], by_name[1 << 16], first[1 << 16];
+
+	mkdir_tmp();
+	path_in_tmp(db, sizeof(db), "t.db");
+	path_in_tmp(out, sizeof(out), "out.jsonl");
+	fixture(f1, sizeof(f1), "run.jsonl");
+	fixture(f2, sizeof(f2), "titan_2ranks.log");
+	/* c/a twice: runs 1 and 2, and c/b (run 3) */
+	run_ok("import --format jsonl '%s' --case c --run a --db '%s'", f1, db);
+	run_ok("import --format torchtitan '%s' --case c --run a --db '%s'", f2, db);
+	run_ok("import --format jsonl '%s' --case c --run b --db '%s'", f1, db);
+	run_ok("export --format jsonl 1 --db '%s' -o '%s'", db, out);
+	slurp(out, first, sizeof(first));
+	run_ok("export --format jsonl 2 --db '%s' -o '%s'", db, out);
+	slurp(out, by_id, sizeof(by_id));
+	run_ok("export --format jsonl c/a --db '%s' -o '%s'", db, out);
+	slurp(out, by_name, sizeof(by_name));
+	cr_assert_gt(strlen(by_id), 0);
+	cr_assert_str_eq(by_name, by_id, "c/a is run 2, the latest");
+	cr_assert_str_neq(by_name, first);
+	/* a name that is no stored run, and one that is no name: exit 2, saying which */
+	snprintf(args, sizeof(args), "export --format jsonl c/nosuch --db '%s'", db);
+	cr_assert_eq(lks_run_bin(NULL, args, text, sizeof(text)), 2, "%s", text);
+	cr_assert(strstr(text, "export: no stored run 'c/nosuch'"), "%s", text);
+	snprintf(args, sizeof(args), "export --format jsonl c/a/x --db '%s'", db);
+	cr_assert_eq(lks_run_bin(NULL, args, text, sizeof(text)), 2, "%s", text);
+	cr_assert(strstr(text, "'c/a/x' is neither a run id nor CASE/RUN"), "%s", text);
+	rm_tmp();
+}
+
+/* A golden file as Megatron-LM writes them today, which its checker's model requires:
+   every metric has start_step, end_step, step_interval (the greatest common divisor of the
+   steps' differences) and values as a map from step to value; steps 1, 3, 7 and 11 give
+   interval 2. */
+Test(export, megatron_golden_is_written_as_megatron_writes_it)
+{
+	static const int steps[] = { 1, 3, 7, 11 };
+	char db[512], log[512], gold[512];
+	json_error_t e;
+	json_t *doc, *m, *v;
+	FILE *f;
+
+	mkdir_tmp();
+	path_in_tmp(db, sizeof(db), "t.db");
+	path_in_tmp(log, sizeof(log), "uneven.jsonl");
+	path_in_tmp(gold, sizeof(gold), "golden_values.json");
+	cr_assert_not_null(f = fopen(log, "w"));
+	for (size_t i = 0; i < sizeof(steps) / sizeof(steps[0]); i++)
+		fprintf(f, "{\"step\": %d, \"loss\": %d.5, \"num_zeros\": %d}\n", steps[i], 10 - (int)i,
+		        (int)i);
+	fclose(f);
+	run_ok("import --format jsonl '%s' --case c --run a --db '%s'", log, db);
+	run_ok("export --format megatron-golden 1 --db '%s' -o '%s'", db, gold);
+	cr_assert_not_null(doc = json_load_file(gold, 0, &e), "%s", e.text);
+	cr_assert_eq(json_object_size(doc), 2, "lm loss and num-zeros");
+	for (void *it = json_object_iter(doc); it; it = json_object_iter_next(doc, it)) {
+		const char *name = json_object_iter_key(it);
+
+		m = json_object_iter_value(it);
+		cr_assert_eq(json_integer_value(json_object_get(m, "start_step")), 1, "%s", name);
+		cr_assert_eq(json_integer_value(json_object_get(m, "end_step")), 11, "%s", name);
+		cr_assert_eq(json_integer_value(json_object_get(m, "step_interval")), 2, "%s", name);
+		v = json_object_get(m, "values");
+		cr_assert(json_is_object(v), "%s: values not a map", name);
+		cr_assert_eq(json_object_size(v), 4, "%s", name);
+	}
+	m = json_object_get(doc, "lm loss");
+	cr_assert_eq(json_real_value(json_object_get(json_object_get(m, "values"), "7")), 8.5);
+	json_decref(doc);
+	/* and it reads back, bit for bit */
+	run_ok("import --format megatron-golden '%s' --case c --run g --db '%s'", gold, db);
+	rm_tmp();
+}

@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# nightly_modes.sh LOCKSTEP: ci/nightly as a runner without a GPU runs it, two nights into
+# one history: each night exits 0 with its verdicts, report and log; production mode is
+# said to be skipped; the second night finds every run unchanged against the first. Then
+# both modes forced (LKS_NIGHTLY_MODES) on the cpu backend: production mode is refused
+# (exit 2, it needs cuda), reference mode's report is still written, and the night exits
+# with the worse code, 2.
+set -euo pipefail
+bin=$1
+src=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+dir=$(mktemp -d)
+trap 'rm -rf "$dir"' EXIT
+fail() { echo "nightly_modes: $*" >&2; exit 1; }
+night() {  # night DATE [ENV...]: ci/nightly into $dir, its exit code echoed
+	local date=$1 rc=0
+	shift
+	env LKS_NIGHTLY_PREBUILT=1 LKS_NIGHTLY_BIN="$bin" LKS_NIGHTLY_DIR="$dir" \
+		LKS_NIGHTLY_DATE="$date" "$@" "$src/ci/nightly" >"$dir/out-$date" 2>&1 || rc=$?
+	echo "$rc"
+}
+cd "$src"
+for d in 2026-01-01 2026-01-02; do
+	rc=$(night $d)
+	((rc == 0)) || { tail -n 30 "$dir/out-$d"; fail "night $d exits $rc"; }
+	[[ -s $dir/junit-$d.xml && -s $dir/report-$d/index.html && -s $dir/nightly-$d.txt ]] ||
+		fail "night $d: junit, report or log missing"
+	[[ ! -e $dir/report-$d-cublaslt ]] || fail "night $d: a production report without a GPU"
+	grep -q "production mode (--gemm cublaslt) skipped: it needs the cuda backend" \
+		"$dir/nightly-$d.txt" || fail "night $d does not say production mode was skipped"
+done
+grep -Eq '^night over night: [1-9][0-9]* unchanged, 0 changed .*, 0 new, 0 gone$' \
+	"$dir/nightly-2026-01-02.txt" ||
+	fail "the second night: $(grep 'night over night' "$dir/nightly-2026-01-02.txt")"
+rc=$(night 2026-01-03 LKS_NIGHTLY_MODES="reference cublaslt")
+((rc == 2)) || { tail -n 30 "$dir/out-2026-01-03"; fail "both modes on cpu: exit $rc, not 2"; }
+[[ -s $dir/report-2026-01-03/index.html ]] || fail "reference mode's report missing beside a refused mode"
+grep -q "asks for gemm = cublaslt" "$dir/nightly-2026-01-03.txt" ||
+	fail "production mode's refusal is not in the log"
+rc=$(night 2026-01-04 LKS_NIGHTLY_MODES="fast")
+((rc == 2)) || fail "an unknown mode: exit $rc, not 2"
+echo "nightly_modes: two nights on cpu, production skipped and said; forced, refused with exit 2"
