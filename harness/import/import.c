@@ -41,10 +41,9 @@
 
 /* The formats, by id: each row is its parser's file's. */
 static const lks_import_format *const lks_import_formats[LKS_IMPORT_NFMT] = {
-	[LKS_IMPORT_TORCHTITAN] = &lks_import_torchtitan_format,
-	[LKS_IMPORT_MEGATRON_LOG] = &lks_import_megatron_log_format,
-	[LKS_IMPORT_MEGATRON_GOLDEN] = &lks_import_megatron_golden_format,
-	[LKS_IMPORT_JSONL] = &lks_import_jsonl_format,
+#define LKS_IMPORT_FMT_AT(id, row) [id] = &row,
+	LKS_IMPORT_FORMATS(LKS_IMPORT_FMT_AT)
+#undef LKS_IMPORT_FMT_AT
 };
 
 const lks_import_format *lks_import_format_at(int i)

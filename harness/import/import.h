@@ -33,11 +33,20 @@
 /* A parser's or the driver's return for bad input (the message names file:line) is
    LKS_E_BAD_INPUT (harness/base/status.h): exit 2. */
 
+/* The formats, in the order of their ids (an id is never stored: a run names its format as
+   its backend, 'import:<name>'): X(ID, row), the row defined in the format's own file
+   (import_<format>.c). Adding a format is its file, its line here and its source in
+   CMakeLists.txt. */
+#define LKS_IMPORT_FORMATS(X) \
+	X(LKS_IMPORT_TORCHTITAN, lks_import_torchtitan_format) \
+	X(LKS_IMPORT_MEGATRON_LOG, lks_import_megatron_log_format) \
+	X(LKS_IMPORT_MEGATRON_GOLDEN, lks_import_megatron_golden_format) \
+	X(LKS_IMPORT_JSONL, lks_import_jsonl_format)
+
 typedef enum lks_import_fmt {
-	LKS_IMPORT_TORCHTITAN = 0,
-	LKS_IMPORT_MEGATRON_LOG,
-	LKS_IMPORT_MEGATRON_GOLDEN,
-	LKS_IMPORT_JSONL,
+#define LKS_IMPORT_FMT_ID(id, row) id,
+	LKS_IMPORT_FORMATS(LKS_IMPORT_FMT_ID)
+#undef LKS_IMPORT_FMT_ID
 	LKS_IMPORT_NFMT
 } lks_import_fmt;
 
@@ -151,8 +160,9 @@ typedef struct lks_import_format {
 } lks_import_format;
 
 /* The rows, one per format's file. */
-extern const lks_import_format lks_import_torchtitan_format, lks_import_megatron_log_format,
-	lks_import_megatron_golden_format, lks_import_jsonl_format;
+#define LKS_IMPORT_FMT_ROW(id, row) extern const lks_import_format row;
+LKS_IMPORT_FORMATS(LKS_IMPORT_FMT_ROW)
+#undef LKS_IMPORT_FMT_ROW
 
 /* The format called name, or NULL (lks_err listing the known ones); the i-th (its id); the
    one whose line function is line, NULL for none (a test's own). */
