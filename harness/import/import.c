@@ -51,6 +51,14 @@ const lks_import_format *lks_import_format_at(int i)
 	return i >= 0 && i < LKS_IMPORT_NFMT ? lks_import_formats[i] : NULL;
 }
 
+int lks_import_format_parse(const lks_import_format *fmt, const char *path, FILE *f,
+                            lks_import_sink sink, void *arg, lks_import_counts *c)
+{
+	if (fmt->parse)
+		return fmt->parse(path, f, sink, arg, c);
+	return lks_import_lines(path, f, sink, arg, c, fmt->line);
+}
+
 const lks_import_format *lks_import_format_of_line(lks_import_line_fn line)
 {
 	for (int i = 0; line && i < LKS_IMPORT_NFMT; i++)
@@ -496,7 +504,7 @@ static int lks_import_one(struct lks_import_run *r, const lks_import_format *fmt
 		r->parts = n > r->parts ? n : r->parts;
 		rc = lks_import_parts(r, fmt, path, f, &st, starts, n, c);
 	} else {
-		rc = fmt->parse(path, f, lks_import_sink_counted, &x, c);
+		rc = lks_import_format_parse(fmt, path, f, lks_import_sink_counted, &x, c);
 	}
 	if (!in)
 		fclose(f);
@@ -605,7 +613,8 @@ int lks_import_follow(lks_store *store, const lks_import_opts *o, const char *pa
 		return -1;
 	}
 	for (;;) {
-		rc = o->fmt->parse(path, f, lks_import_sink_counted, &x, &res->counts);
+		rc = lks_import_format_parse(o->fmt, path, f, lks_import_sink_counted, &x,
+		                             &res->counts);
 		if (!rc && w.n) {
 			w.known = w.known ? w.known : w.n;
 			rc = lks_follow_flush(&r);  /* the end of a file completes its last step */

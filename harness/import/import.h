@@ -146,6 +146,8 @@ typedef struct lks_import_format {
 	lks_import_fmt id;
 	const char *name;
 	const char *what;
+	/* a whole file (lks_import_format_parse); NULL: a line format, read by the loop of the
+	   line formats (lks_import_lines) over its line */
 	int (*parse)(const char *path, FILE *f, lks_import_sink sink, void *arg,
 	             lks_import_counts *c);
 	lks_import_line_fn line;  /* a line format's line (lks_import_lines_at); NULL: not one */
@@ -170,15 +172,10 @@ const lks_import_format *lks_import_format_find(const char *name);
 const lks_import_format *lks_import_format_at(int i);
 const lks_import_format *lks_import_format_of_line(lks_import_line_fn line);
 
-/* The parsers (import_<format>.c). */
-int lks_import_parse_torchtitan(const char *path, FILE *f, lks_import_sink sink, void *arg,
-                                lks_import_counts *c);
-int lks_import_parse_megatron_log(const char *path, FILE *f, lks_import_sink sink, void *arg,
-                                  lks_import_counts *c);
-int lks_import_parse_megatron_golden(const char *path, FILE *f, lks_import_sink sink,
-                                     void *arg, lks_import_counts *c);
-int lks_import_parse_jsonl(const char *path, FILE *f, lks_import_sink sink, void *arg,
-                           lks_import_counts *c);
+/* A whole file f (named path) read as fmt, each record to sink: its parse, or a line
+   format's loop over its line. */
+int lks_import_format_parse(const lks_import_format *fmt, const char *path, FILE *f,
+                            lks_import_sink sink, void *arg, lks_import_counts *c);
 
 /* What lks_import_number and lks_import_step say of text they do not take, besides -1
    (no number): a number beyond what they hold. For a double, both ways: a magnitude over

@@ -140,17 +140,10 @@ out:
 	return rc;
 }
 
-int lks_import_parse_jsonl(const char *path, FILE *f, lks_import_sink sink, void *arg,
-                           lks_import_counts *c)
-{
-	return lks_import_lines(path, f, sink, arg, c, lks_import_jsonl_line);
-}
-
 const lks_import_format lks_import_jsonl_format = {
 	.id = LKS_IMPORT_JSONL,
 	.name = "jsonl",
 	.what = "one JSON object per line: step, rank (optional), metrics",
-	.parse = lks_import_parse_jsonl,
 	.line = lks_import_jsonl_line,
 	.json_lines = 1,
 	.labels = NULL,  /* the table's names */

@@ -248,8 +248,8 @@ static int lks_golden_is_bridge(const json_t *doc)
 	return steps > 0;
 }
 
-int lks_import_parse_megatron_golden(const char *path, FILE *f, lks_import_sink sink,
-                                     void *arg, lks_import_counts *c)
+static int lks_import_parse_megatron_golden(const char *path, FILE *f, lks_import_sink sink,
+                                            void *arg, lks_import_counts *c)
 {
 	struct lks_golden_val *vals = NULL;
 	lks_import_rec *rec = calloc(1, sizeof(*rec));

@@ -186,17 +186,10 @@ int lks_import_mega_line(const char *s, size_t len, lks_import_rec *rec, const c
 	return 1;
 }
 
-int lks_import_parse_megatron_log(const char *path, FILE *f, lks_import_sink sink, void *arg,
-                                  lks_import_counts *c)
-{
-	return lks_import_lines(path, f, sink, arg, c, lks_import_mega_line);
-}
-
 const lks_import_format lks_import_megatron_log_format = {
 	.id = LKS_IMPORT_MEGATRON_LOG,
 	.name = "megatron-log",
 	.what = "Megatron-LM's training log ('iteration 10/ 100 | ... | lm loss: 1.2E+00 | ...')",
-	.parse = lks_import_parse_megatron_log,
 	.line = lks_import_mega_line,
 	.labels = lks_megatron_log_labels,
 	.aliases = lks_megatron_log_aliases,

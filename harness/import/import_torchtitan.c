@@ -442,18 +442,11 @@ static const struct lks_import_quick lks_titan_quick_reader = {
 	sizeof(struct lks_titan_memo), lks_titan_fast_open, lks_titan_fast, lks_titan_fast_missed,
 };
 
-int lks_import_parse_torchtitan(const char *path, FILE *f, lks_import_sink sink, void *arg,
-                                lks_import_counts *c)
-{
-	return lks_import_lines(path, f, sink, arg, c, lks_import_titan_line);
-}
-
 const lks_import_format lks_import_torchtitan_format = {
 	.id = LKS_IMPORT_TORCHTITAN,
 	.name = "torchtitan",
 	.what = "torchtitan's training log ('step: 1  loss: ...  grad_norm: ...  memory: ...  "
 	        "tps: ...')",
-	.parse = lks_import_parse_torchtitan,
 	.line = lks_import_titan_line,
 	.labels = lks_torchtitan_labels,
 	.aliases = lks_torchtitan_aliases,

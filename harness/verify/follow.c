@@ -100,7 +100,7 @@ int lks_follow_ref_file(const lks_import_format *fmt, const char *path, lks_foll
 		free(ref);
 		return lks_err("cannot open '%s'", path), LKS_E_BAD_INPUT;
 	}
-	rc = fmt->parse(path, f, lks_ref_rec, ref, &c);
+	rc = lks_import_format_parse(fmt, path, f, lks_ref_rec, ref, &c);
 	fclose(f);
 	return lks_ref_done(ref, rc, out);
 }

@@ -54,7 +54,7 @@ static int parse(const char *fmt, const char *text, struct first *f)
 	close(fd);
 	cr_assert_not_null(in = fopen(path, "r"));
 	memset(f, 0, sizeof(*f));
-	rc = format->parse("t.log", in, first_rec, f, &c);
+	rc = lks_import_format_parse(format, "t.log", in, first_rec, f, &c);
 	fclose(in);
 	unlink(path);
 	return rc;

@@ -299,7 +299,7 @@ static int titan(const char *text, struct got *g)
 
 	cr_assert_not_null(f);
 	memset(g, 0, sizeof(*g));
-	rc = lks_import_parse_torchtitan("t.log", f, keep, g, &c);
+	rc = lks_import_format_parse(&lks_import_torchtitan_format, "t.log", f, keep, g, &c);
 	fclose(f);
 	return rc;
 }
