@@ -24,9 +24,10 @@
 #include "kernels/backend_types.h"
 #include "kernels/comm.h"
 #include "kernels/devcomm.h"
+#include "kernels/element/attn.h"
 #include "kernels/err.h"
 
-#define LKS_BACKEND_VERSION 9
+#define LKS_BACKEND_VERSION 10
 
 typedef struct lks_backend lks_backend;
 
@@ -175,6 +176,17 @@ struct lks_backend {
 	   Missing: the runner calls them. */
 	int (*update)(const lks_backend *be, void *ctx, float *p, float *g, float *m, float *v,
 	              size_t n, const lks_update *u, double *ss);
+
+	/* -- version 10 -- */
+	/* Multi-head attention with RoPE of shape a (kernels/element/attn.h states each
+	   value): qkv (T, 3D) in, rope the table of lks_rope_table (S, hd); qkvr (T, 3D) the
+	   rotated queries and keys and the values, o (T, D), stat (B, nh, S, 2). The backward
+	   takes what the forward left and dout (T, D), and writes dqkv (T, 3D). */
+	int (*attn_fwd)(const lks_backend *be, void *ctx, const float *qkv, const float *rope,
+	                const lks_attn_shape *a, float *qkvr, float *o, float *stat, int bf16);
+	int (*attn_bwd)(const lks_backend *be, void *ctx, const float *qkvr, const float *stat,
+	                const float *dout, const float *rope, const lks_attn_shape *a,
+	                float *dqkv, int bf16);
 };
 
 /* The registry (backend.c, the one library that links the backends' kernels): the backend
@@ -273,6 +285,15 @@ static inline int lks_be_embed_scatter_add(const lks_backend *be, void *ctx, con
 static inline int lks_be_add(const lks_backend *be, void *ctx, const float *a, const float *b,
                              size_t n, float *y, int bf16)
 { return LKS_BE_CALL(be, add, ctx, a, b, n, y, bf16); }
+
+static inline int lks_be_attn_fwd(const lks_backend *be, void *ctx, const float *qkv,
+                                  const float *rope, const lks_attn_shape *a, float *qkvr,
+                                  float *o, float *stat, int bf16)
+{ return LKS_BE_CALL(be, attn_fwd, ctx, qkv, rope, a, qkvr, o, stat, bf16); }
+static inline int lks_be_attn_bwd(const lks_backend *be, void *ctx, const float *qkvr,
+                                  const float *stat, const float *dout, const float *rope,
+                                  const lks_attn_shape *a, float *dqkv, int bf16)
+{ return LKS_BE_CALL(be, attn_bwd, ctx, qkvr, stat, dout, rope, a, dqkv, bf16); }
 
 static inline int lks_be_adamw(const lks_backend *be, void *ctx, float *p, const float *g, float *m,
                                float *v, size_t n, float lr, float b1, float b2, float eps,

@@ -168,6 +168,24 @@ static int lks_cpu_relu2_bwd(const lks_backend *be, void *ctx, const float *u,
 	return 0;
 }
 
+static int lks_cpu_attn_fwd(const lks_backend *be, void *ctx, const float *qkv,
+                            const float *rope, const lks_attn_shape *a, float *qkvr, float *o,
+                            float *stat, int bf16)
+{
+	(void)be; (void)ctx;
+	lks_attn_fwd(qkv, rope, a, qkvr, o, stat, bf16);
+	return 0;
+}
+
+static int lks_cpu_attn_bwd(const lks_backend *be, void *ctx, const float *qkvr,
+                            const float *stat, const float *dout, const float *rope,
+                            const lks_attn_shape *a, float *dqkv, int bf16)
+{
+	(void)be; (void)ctx;
+	return lks_attn_bwd(qkvr, stat, dout, rope, a, dqkv, bf16)
+	       ? lks_err("out of memory for the attention's backward") : 0;
+}
+
 static int lks_cpu_cross_entropy(const lks_backend *be, void *ctx, const float *z,
                                  const int32_t *target, int T, int V, float grad_scale,
                                  float *dz, double *loss)
@@ -318,6 +336,8 @@ const lks_backend lks_backend_cpu = {
 	.rmsnorm_bwd = lks_cpu_rmsnorm_bwd,
 	.relu2_fwd = lks_cpu_relu2_fwd,
 	.relu2_bwd = lks_cpu_relu2_bwd,
+	.attn_fwd = lks_cpu_attn_fwd,
+	.attn_bwd = lks_cpu_attn_bwd,
 	.cross_entropy = lks_cpu_cross_entropy,
 	.embed_gather = lks_cpu_embed_gather,
 	.embed_scatter_add = lks_cpu_embed_scatter_add,

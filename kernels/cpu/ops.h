@@ -14,6 +14,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "kernels/element/attn.h"  /* the attention's arithmetic; lks_attn_shape */
 #include "kernels/element/ops.h"  /* the per-element and per-row arithmetic; LKS_RMSNORM_EPS */
 
 /* x[i] <- bf16(x[i]) for i < n. */
@@ -41,6 +42,18 @@ void lks_rmsnorm_bwd(const float *dy, const float *x, const float *g, const floa
 /* Squared ReLU: y = bf16(max(u, 0)^2); its gradient du = bf16(2 max(u, 0) dy). */
 void lks_relu2_fwd(const float *u, size_t n, float *y, int bf16);
 void lks_relu2_bwd(const float *u, const float *dy, size_t n, float *du, int bf16);
+
+/*
+ * Multi-head attention with RoPE (attn.c), as kernels/element/attn.h states it: qkv (T, 3D)
+ * in; qkvr (T, 3D) the queries and keys rotated, the values; o (T, D) the heads' outputs;
+ * stat (B, nh, S, 2) each query's max score and sum. The backward takes dout (T, D) and
+ * writes dqkv (T, 3D), the gradient of qkv; -1 where its scratch (2 S^2 floats) cannot be
+ * had.
+ */
+void lks_attn_fwd(const float *qkv, const float *rope, const lks_attn_shape *a, float *qkvr,
+                  float *o, float *stat, int bf16);
+int lks_attn_bwd(const float *qkvr, const float *stat, const float *dout, const float *rope,
+                 const lks_attn_shape *a, float *dqkv, int bf16);
 
 /*
  * Softmax cross-entropy over logits (T, V) with targets (T). Returns the sum over rows of

@@ -668,4 +668,6 @@ const lks_backend lks_backend_cuda = {
 #endif
 	/* .traced = */ NULL,  /* a wrapper's window on the trace: none here */
 	/* .update = */ lks_cuda_update,
+	/* .attn_fwd = */ lks_cuda_attn_fwd,
+	/* .attn_bwd = */ lks_cuda_attn_bwd,
 };

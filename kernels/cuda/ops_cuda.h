@@ -61,6 +61,11 @@ LKS_CUDA_OP(rmsnorm_bwd, const float *dy, const float *x, const float *g, const 
             int T, int H, float *dx, float *dg, int bf16);
 LKS_CUDA_OP(relu2_fwd, const float *u, size_t n, float *y, int bf16);
 LKS_CUDA_OP(relu2_bwd, const float *u, const float *dy, size_t n, float *du, int bf16);
+/* attn.cu */
+LKS_CUDA_OP(attn_fwd, const float *qkv, const float *rope, const lks_attn_shape *a,
+            float *qkvr, float *o, float *stat, int bf16);
+LKS_CUDA_OP(attn_bwd, const float *qkvr, const float *stat, const float *dout,
+            const float *rope, const lks_attn_shape *a, float *dqkv, int bf16);
 LKS_CUDA_OP(cross_entropy, const float *z, const int32_t *target, int T, int V,
             float grad_scale, float *dz, double *loss);
 LKS_CUDA_OP(embed_gather, const float *table, const int32_t *tok, int T, int H, float *y);

@@ -273,6 +273,48 @@ static void check_rmsnorm(void)
 	free(x); free(g); free(dy); free(y); free(rstd); free(dg);
 }
 
+/* attention, causal and full, float32 and BF16, with a row of specials in qkv (a NaN and
+   infinities in one token's head) and a seq that is not a power of two */
+static void check_attention(void)
+{
+	for (int causal = 0; causal < 2; causal++)
+		for (int bf16 = 0; bf16 < 2; bf16++) {
+			lks_attn_shape a = { 3, 13, 2, 16, causal };
+			size_t n1 = (size_t)a.B * a.S * a.nh * a.hd, n3 = 3 * n1;
+			size_t nst = 2 * (size_t)a.B * a.nh * a.S, nr = (size_t)a.S * a.hd;
+			float *qkv = values(n3, 2.0f, 0), *dout = values(n1, 1.0f, 0);
+			float *rope = malloc(nr * 4), *qkvr = malloc(n3 * 4), *o = malloc(n1 * 4);
+			float *st = malloc(nst * 4), *dqkv = malloc(n3 * 4);
+			float *dqkv_, *drope, *dqkvr, *do_, *dst, *ddout, *ddq;
+
+			CHECK(rope && qkvr && o && st && dqkv, "out of memory");
+			for (int c = 0; c < a.hd; c++)  /* token 20, head 1: specials in q, k and v */
+				for (int part = 0; part < 3; part++)
+					qkv[20 * 3 * 32 + part * 32 + 16 + c] = bits_f32(specials[c % NSPECIALS]);
+			if (bf16)
+				for (size_t i = 0; i < n3; i++)
+					qkv[i] = lks_bf16_rounded(qkv[i]);
+			lks_rope_table(a.S, a.hd, rope);
+			dqkv_ = up(qkv, n3 * 4); drope = up(rope, nr * 4); ddout = up(dout, n1 * 4);
+			OK(lks_be_alloc(gpu, gctx, n3 * 4, (void **)&dqkvr));
+			OK(lks_be_alloc(gpu, gctx, n3 * 4, (void **)&ddq));
+			OK(lks_be_alloc(gpu, gctx, n1 * 4, (void **)&do_));
+			OK(lks_be_alloc(gpu, gctx, nst * 4, (void **)&dst));
+			OK(lks_be_attn_fwd(cpu, NULL, qkv, rope, &a, qkvr, o, st, bf16));
+			OK(lks_be_attn_fwd(gpu, gctx, dqkv_, drope, &a, dqkvr, do_, dst, bf16));
+			same_f32("attn_fwd qkvr", qkvr, dqkvr, n3);
+			same_f32("attn_fwd o", o, do_, n1);
+			same_f32("attn_fwd stat", st, dst, nst);
+			OK(lks_be_attn_bwd(cpu, NULL, qkvr, st, dout, rope, &a, dqkv, bf16));
+			OK(lks_be_attn_bwd(gpu, gctx, dqkvr, dst, ddout, drope, &a, ddq, bf16));
+			same_f32("attn_bwd dqkv", dqkv, ddq, n3);
+			lks_be_free(gpu, gctx, dqkv_); lks_be_free(gpu, gctx, drope);
+			lks_be_free(gpu, gctx, ddout); lks_be_free(gpu, gctx, dqkvr);
+			lks_be_free(gpu, gctx, ddq); lks_be_free(gpu, gctx, do_); lks_be_free(gpu, gctx, dst);
+			free(qkv); free(dout); free(rope); free(qkvr); free(o); free(st); free(dqkv);
+		}
+}
+
 /* cross-entropy over logits with a row of -inf but one, a row with a NaN, ties for the max */
 static void check_cross_entropy(void)
 {
@@ -618,6 +660,7 @@ int main(void)
 	check_casts();
 	check_elementwise();
 	check_rmsnorm();
+	check_attention();
 	check_cross_entropy();
 	check_embedding();
 	check_stats();
