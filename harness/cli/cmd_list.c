@@ -149,8 +149,11 @@ static void lks_list_case(const lks_case *c)
 	} else {
 		printf("  steps %d, world size %d, seed %llu, global batch %d sequences\n", c->steps,
 		       c->world_size, (unsigned long long)c->seed, m->batch * c->world_size);
-		printf("  model: vocab %d, hidden %d, ffn %d, layers %d, seq %d, batch %d per rank\n",
+		printf("  model: vocab %d, hidden %d, ffn %d, layers %d, seq %d, batch %d per rank",
 		       m->vocab, m->hidden, m->ffn, m->layers, m->seq, m->batch);
+		if (m->attention)
+			printf(", causal attention of %d heads of %d", m->heads, m->head_dim);
+		putchar('\n');
 		printf("  optim: lr %g to %g, warmup %d, betas %g %g, eps %g, weight decay %g, clip "
 		       "%g\n", o->lr, o->min_lr, o->warmup, o->beta1, o->beta2, o->eps,
 		       o->weight_decay, o->clip);

@@ -34,6 +34,8 @@
 typedef struct lks_model_cfg {
 	int vocab, hidden, ffn, layers, seq;
 	int batch;              /* sequences per rank at the case's world_size */
+	int attention;          /* 0 none (MLP blocks only), 1 causal (model.h) */
+	int heads, head_dim;    /* the attention's; head_dim defaults to hidden / heads */
 } lks_model_cfg;
 
 typedef struct lks_optim_cfg {

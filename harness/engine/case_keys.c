@@ -26,6 +26,7 @@ static const char *const lks_gemm_names[] = { "reference", "cublaslt", NULL };
 static const char *const lks_allreduce_names[] = { "ordered", "nccl", NULL };
 static const char *const lks_amax_algo_names[] = { "max", "most_recent", NULL };
 static const char *const lks_expect_names[] = { "pass", "fail", NULL };
+static const char *const lks_attention_names[] = { "none", "causal", NULL };
 
 /* Sizes are capped well below INT_MAX so that the products a runner forms (tokens x
    hidden, batch x world size) stay in range. Ranks are threads of one process, or
@@ -56,6 +57,11 @@ static const struct lks_key lks_model_keys[] = {
 	KEY_INT(lks_model_cfg, layers, 1, 1024, 1),
 	KEY_INT(lks_model_cfg, seq, 1, LKS_SIZE_CAP, 1),
 	KEY_INT(lks_model_cfg, batch, 1, LKS_SIZE_CAP, 1),
+	{ "attention", LKS_KEY_CHOICE, offsetof(lks_model_cfg, attention), 0, 0, 0, 0, 0, 0,
+	  lks_attention_names },
+	KEY_INT(lks_model_cfg, heads, 1, 4096, 0),
+	/* even: RoPE turns pairs of columns */
+	KEY_INT(lks_model_cfg, head_dim, 2, LKS_SIZE_CAP, 0),
 };
 
 static const struct lks_key lks_optim_keys[] = {

@@ -44,6 +44,37 @@ static void lks_case_defaults(struct lks_parse *st)
 			       lks_check_kind_of(c->checks[i].kind)->keys & LKS_CK_METRIC ? "loss" : "");
 }
 
+/* The attention's keys: heads with attention = causal, and only then; head_dim (hidden /
+   heads unless given) even, for RoPE's pairs. */
+static int lks_case_attention(struct lks_parse *st)
+{
+	lks_model_cfg *m = &st->c->model;
+	int heads = lks_seen(st, LKS_SEC_MODEL, 0, "heads");
+	int head_dim = lks_seen(st, LKS_SEC_MODEL, 0, "head_dim");
+
+	if (!m->attention) {
+		if (!heads && !head_dim)
+			return 0;
+		lks_err("%s given, but attention = none: a block without attention has no heads "
+		        "(attention = causal adds them)", heads ? "heads" : "head_dim");
+	} else if (!heads) {
+		lks_err("attention = causal needs heads, the number of attention heads");
+	} else if (!head_dim && m->hidden % m->heads) {
+		lks_err("heads %d does not divide hidden %d: give head_dim", m->heads, m->hidden);
+	} else {
+		if (!head_dim)
+			m->head_dim = m->hidden / m->heads;
+		if (m->head_dim % 2 == 0 && (long long)3 * m->heads * m->head_dim <= (1 << 20))
+			return 0;
+		if (m->head_dim % 2)
+			lks_err("head_dim %d is odd: RoPE turns pairs of columns", m->head_dim);
+		else
+			lks_err("heads x head_dim = %lld is over the %d columns a projection may have",
+			        (long long)m->heads * m->head_dim, (1 << 20) / 3);
+	}
+	return lks_case_at(st, st->sec_line[LKS_SEC_MODEL]);
+}
+
 /* Every run imported (import = FMT:PATH): the case trains nothing, so it needs no [model]
    and no steps. */
 static int lks_case_imports_only(const lks_case *c)
@@ -278,6 +309,8 @@ int lks_case_validate(struct lks_parse *st)
 		c->steps = 1 << 30;  /* the logs say how many: any expected step is let through */
 	lks_case_defaults(st);
 	if (lks_case_imports(st))
+		return st->rc;
+	if (lks_case_attention(st))
 		return st->rc;
 	if (c->optim.min_lr > c->optim.lr) {
 		lks_err("min_lr %g is above lr %g", c->optim.min_lr, c->optim.lr);

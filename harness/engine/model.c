@@ -41,20 +41,32 @@ int lks_model_init(lks_model *m, const lks_model_cfg *cfg)
 
 	memset(m, 0, sizeof(*m));
 	m->cfg = *cfg;
-	m->nt = 3 + 3 * L;
+	m->pb = cfg->attention ? 6 : 3;
+	m->lb = cfg->attention ? 4 : 2;
+	m->nlin = m->lb * L;
+	m->D = cfg->attention ? cfg->heads * cfg->head_dim : 0;
+	m->nt = 3 + m->pb * L;
 	if (!(m->t = calloc((size_t)m->nt, sizeof(*m->t))))
 		return lks_err("out of memory");
 	lks_ptensor_set(&m->t[LKS_P_EMBED], &off, "embed.weight", V, H, 1);
 	for (int l = 0; l < L; l++) {
+		if (cfg->attention) {
+			snprintf(name, sizeof(name), "blocks.%d.attn_norm.weight", l);
+			lks_ptensor_set(&m->t[LKS_P_ATTN_NORM(m, l)], &off, name, 1, H, 0);
+			snprintf(name, sizeof(name), "blocks.%d.attn.qkv.weight", l);
+			lks_ptensor_set(&m->t[LKS_P_QKV(m, l)], &off, name, 3 * m->D, H, 1);
+			snprintf(name, sizeof(name), "blocks.%d.attn.proj.weight", l);
+			lks_ptensor_set(&m->t[LKS_P_PROJ(m, l)], &off, name, H, m->D, 1);
+		}
 		snprintf(name, sizeof(name), "blocks.%d.norm.weight", l);
-		lks_ptensor_set(&m->t[LKS_P_NORM(l)], &off, name, 1, H, 0);
+		lks_ptensor_set(&m->t[LKS_P_NORM(m, l)], &off, name, 1, H, 0);
 		snprintf(name, sizeof(name), "blocks.%d.mlp.up.weight", l);
-		lks_ptensor_set(&m->t[LKS_P_UP(l)], &off, name, F, H, 1);
+		lks_ptensor_set(&m->t[LKS_P_UP(m, l)], &off, name, F, H, 1);
 		snprintf(name, sizeof(name), "blocks.%d.mlp.down.weight", l);
-		lks_ptensor_set(&m->t[LKS_P_DOWN(l)], &off, name, H, F, 1);
+		lks_ptensor_set(&m->t[LKS_P_DOWN(m, l)], &off, name, H, F, 1);
 	}
-	lks_ptensor_set(&m->t[LKS_P_FINAL_NORM(L)], &off, "final_norm.weight", 1, H, 0);
-	lks_ptensor_set(&m->t[LKS_P_HEAD(L)], &off, "head.weight", V, H, 1);
+	lks_ptensor_set(&m->t[LKS_P_FINAL_NORM(m)], &off, "final_norm.weight", 1, H, 0);
+	lks_ptensor_set(&m->t[LKS_P_HEAD(m)], &off, "head.weight", V, H, 1);
 	m->nparams = off;
 	return 0;
 }
@@ -81,7 +93,7 @@ void lks_model_init_params(const lks_model *m, uint64_t seed, float *params)
 			continue;
 		}
 		for (int l = 0; l < L; l++)
-			if (i == LKS_P_DOWN(l))
+			if (i == LKS_P_DOWN(m, l) || (m->cfg.attention && i == LKS_P_PROJ(m, l)))
 				std = 0.02f / sqrtf(2.0f * (float)L);
 		for (size_t k = 0; k < p->n; k++)
 			params[p->off + k] = lks_philox_normal(seed, (uint32_t)i + 1, k) * std;
@@ -207,7 +219,7 @@ static int lks_prep_operand(lks_rank *r, const lks_operand_rule *rule, const flo
 }
 
 /*
- * One GEMM of linear layer li (0 .. 2L-1; up layers even, down odd) in a role (recipe.h):
+ * One GEMM of linear layer li (0 .. nlin-1, LKS_LIN_*) in a role (recipe.h):
  * a (arows, acols) and b (brows, bcols) are the stored tensors (x, W or dy) before any
  * transpose; out gets (M, N) as float or BF16-rounded float per role.
  */
@@ -228,8 +240,9 @@ static int lks_linear(lks_rank *r, int li, lks_role role, const float *a, int ar
 		int record = !r->recomputing && (role == LKS_ROLE_FWD
 		             || (role == LKS_ROLE_DGRAD && s == LKS_SRC_DY));
 
-		snprintf(tname, sizeof(tname), "blocks.%d.mlp.%s.%s.%s", li / 2, li % 2 ? "down" : "up",
-		         lks_role_name(role), lks_src_name(s));
+		snprintf(tname, sizeof(tname), "blocks.%d.%s.%s.%s", li / r->m->lb,
+		         lks_model_linear_name(&r->m->cfg, li % r->m->lb), lks_role_name(role),
+		         lks_src_name(s));
 		if (lks_prep_operand(r, &rules[ab], src[ab], s, rows[ab], cols[ab],
 		                     lks_role_transposed(role, ab), &r->slots[li * 3 + s], record,
 		                     &used, &ops[ab], ph, tname))
@@ -298,37 +311,44 @@ static size_t lks_operand_width(const lks_recipe_rules *rules)
 	return w;
 }
 
-/* The GEMM arena of one call: the largest operand of any GEMM (x, dy, hf (T, H), a, dy
-   (T, F), W (F, H), Wh (V, H), dz (T, V)), its dimensions and the widest operand's bytes
-   per element (width) size it. */
-static size_t lks_arena_size(const lks_model_cfg *c, size_t T, size_t width)
+/* The largest operand (elements) and dimension of the GEMMs of a model of c with T tokens:
+   x, dy (T, H); a, dy (T, F); W1 (F, H) and W2; with attention qkv (T, 3D), Wqkv (3D, H),
+   ao (T, D), Wo (H, D); with head the LM head's Wh (V, H) and dz (T, V). */
+static void lks_gemm_extent(const lks_model_cfg *c, size_t T, int head, size_t *big,
+                            size_t *maxdim)
 {
 	size_t H = (size_t)c->hidden, F = (size_t)c->ffn, V = (size_t)c->vocab;
-	size_t big = T * H, maxdim;
+	size_t D = c->attention ? (size_t)c->heads * (size_t)c->head_dim : 0, Q = 3 * D;
+	size_t sizes[] = { T * H, T * F, F * H, T * Q, Q * H, T * D, H * D, V * H, T * V };
+	size_t dims[] = { T, H, F, Q, V };
+	int n = head ? 9 : 7;
 
-	if (T * F > big) big = T * F;
-	if (F * H > big) big = F * H;
-	if (V * H > big) big = V * H;
-	if (T * V > big) big = T * V;
-	maxdim = T > F ? T : F;
-	maxdim = maxdim > V ? maxdim : V;
-	maxdim = maxdim > H ? maxdim : H;
+	*big = *maxdim = 0;
+	for (int i = 0; i < n; i++)
+		*big = sizes[i] > *big ? sizes[i] : *big;
+	for (int i = 0; i < (head ? 5 : 4); i++)
+		*maxdim = dims[i] > *maxdim ? dims[i] : *maxdim;
+}
+
+/* The GEMM arena of one call: the largest operand of any GEMM, its dimensions and the
+   widest operand's bytes per element (width) size it. */
+static size_t lks_arena_size(const lks_model_cfg *c, size_t T, size_t width)
+{
+	size_t big, maxdim;
+
+	lks_gemm_extent(c, T, 1, &big, &maxdim);
 	return 2 * (width * big + 8 * maxdim + 256);
 }
 
 /* The traced FP8 operands of a whole step (lks_rank_trace_on). */
 static size_t lks_qarena_size(const lks_model_cfg *c, size_t T)
 {
-	size_t H = (size_t)c->hidden, F = (size_t)c->ffn;
-	size_t big = T * F > F * H ? T * F : F * H, maxdim = T > F ? T : F;
+	size_t big, maxdim, lb = c->attention ? 4 : 2;
 
-	/* the operands are x (T, H), a and dy (T, F) or (T, H), W (F, H) or (H, F) */
-	big = T * H > big ? T * H : big;
-	maxdim = H > maxdim ? H : maxdim;
-
-	/* a step quantizes at most 16 operands per block (2 per GEMM; forward, dgrad, wgrad
-	   and the recompute), each at most the largest operand, its scales and amaxes */
-	return (size_t)16 * (size_t)c->layers * (big + 8 * maxdim + 3 * 64);
+	lks_gemm_extent(c, T, 0, &big, &maxdim);
+	/* a step quantizes at most 8 operands per linear layer (2 per GEMM; forward, dgrad,
+	   wgrad and the recompute), each at most the largest operand, its scales and amaxes */
+	return (size_t)8 * lb * (size_t)c->layers * (big + 8 * maxdim + 3 * 64);
 }
 
 /* bytes of the rank's backend memory, or NULL (and *failed set) */
@@ -339,6 +359,39 @@ static void *lks_rank_buf(lks_rank *r, size_t bytes, int *failed)
 	if (lks_be_alloc(r->be, r->bectx, bytes, &p))
 		*failed = 1;
 	return p;
+}
+
+/* The attention's buffers of rank r (nact sets of the block's activations) and its RoPE
+   table, made here and uploaded; -1 (*failed set) when one cannot be had. */
+static int lks_rank_attention(lks_rank *r, int nact, int *failed)
+{
+	const lks_model_cfg *c = &r->m->cfg;
+	size_t f = sizeof(float), T = (size_t)r->T, H = (size_t)c->hidden, D = (size_t)r->m->D;
+	size_t L = (size_t)c->layers, nr = (size_t)c->seq * (size_t)c->head_dim;
+	float *table = malloc(nr * f);
+
+	r->rope = lks_rank_buf(r, nr * f, failed);
+	r->ha = lks_rank_buf(r, f * (size_t)nact * T * H, failed);
+	r->qkv = lks_rank_buf(r, f * (size_t)nact * T * 3 * D, failed);
+	r->qkvr = lks_rank_buf(r, f * (size_t)nact * T * 3 * D, failed);
+	r->ao = lks_rank_buf(r, f * (size_t)nact * T * D, failed);
+	r->ast = lks_rank_buf(r, f * (size_t)nact * 2 * T * (size_t)c->heads, failed);
+	r->pr = lks_rank_buf(r, f * (size_t)nact * T * H, failed);
+	r->xm = lks_rank_buf(r, f * (size_t)nact * T * H, failed);
+	r->rstda = lks_rank_buf(r, f * L * T, failed);
+	r->gm = lks_rank_buf(r, f * L * T * H, failed);
+	r->go = lks_rank_buf(r, f * L * T * D, failed);
+	r->gqkv = lks_rank_buf(r, f * L * T * 3 * D, failed);
+	r->gha = lks_rank_buf(r, f * L * T * H, failed);
+	if (!table || *failed) {
+		free(table);
+		*failed = 1;
+		return -1;
+	}
+	lks_rope_table(c->seq, c->head_dim, table);
+	*failed = lks_be_upload(r->be, r->bectx, r->rope, table, nr * f) != 0;
+	free(table);
+	return *failed ? -1 : 0;
 }
 
 int lks_rank_init(lks_rank *r, int rank, const lks_model *m, const lks_run_cfg *run,
@@ -364,7 +417,7 @@ int lks_rank_init(lks_rank *r, int rank, const lks_model *m, const lks_run_cfg *
 	r->arena_size = lks_arena_size(c, (size_t)T, lks_operand_width(r->rules));
 
 	/* the tensors live in the backend's memory; the amax histories are the host's */
-	r->slots = calloc((size_t)(2 * L * 3), sizeof(*r->slots));
+	r->slots = calloc((size_t)(3 * m->nlin), sizeof(*r->slots));
 	r->params = lks_rank_buf(r, m->nparams * f, &failed);
 	r->grads = lks_rank_buf(r, m->nparams * f, &failed);
 	r->tok = lks_rank_buf(r, sizeof(int32_t) * (size_t)T, &failed);
@@ -384,9 +437,11 @@ int lks_rank_init(lks_rank *r, int rank, const lks_model *m, const lks_run_cfg *
 	r->ga = lks_rank_buf(r, f * (size_t)L * T * F, &failed);
 	r->gu = lks_rank_buf(r, f * (size_t)L * T * F, &failed);
 	r->arena = lks_rank_buf(r, r->arena_size, &failed);
+	if (c->attention && lks_rank_attention(r, nact, &failed))
+		goto oom;
 	if (failed || !r->slots || lks_be_zero(be, bectx, r->grads, m->nparams * f))
 		goto oom;
-	for (int i = 0; i < 2 * L * 3; i++) {
+	for (int i = 0; i < 3 * m->nlin; i++) {
 		lks_amax_slot *s = &r->slots[i];
 
 		s->len = run->amax_history > 0 ? run->amax_history : 1;
@@ -417,7 +472,9 @@ void lks_rank_release(lks_rank *r)
 	if (r->be) {
 		float **bufs[] = { &r->params, &r->grads, &r->xs, &r->rstd, &r->h, &r->u, &r->a,
 		                   &r->dn, &r->hf, &r->logits, &r->dz, &r->gx, &r->gh, &r->gtmp,
-		                   &r->ga, &r->gu };
+		                   &r->ga, &r->gu, &r->rope, &r->ha, &r->qkv, &r->qkvr, &r->ao,
+		                   &r->ast, &r->pr, &r->xm, &r->rstda, &r->gm, &r->go, &r->gqkv,
+		                   &r->gha };
 
 		for (size_t i = 0; i < sizeof(bufs) / sizeof(bufs[0]); i++) {
 			lks_be_free(r->be, r->bectx, *bufs[i]);
@@ -431,7 +488,7 @@ void lks_rank_release(lks_rank *r)
 		r->tok = r->tgt = NULL;
 	}
 	if (r->slots)
-		for (int i = 0; i < 2 * r->m->cfg.layers * 3; i++)
+		for (int i = 0; i < 3 * r->m->nlin; i++)
 			free(r->slots[i].hist);
 	free(r->slots);
 	r->slots = NULL;
@@ -449,8 +506,16 @@ double lks_rank_bytes(const lks_model *m, const lks_run_cfg *run, long long toke
 	   logits, dz (T, V); rstd (L+1, T); tok, tgt (T); the slots' histories */
 	double floats = 2.0 * (double)m->nparams + T * H * (2 * (L + 1) + 2 * L + nact + 2)
 	              + T * F * (2 * nact + 2 * L) + 2 * T * V + (L + 1) * T + 2 * T
-	              + 6 * L * (run->amax_history > 0 ? run->amax_history : 1);
-	double bytes = floats * f + 6 * L * sizeof(lks_amax_slot);
+	              + 3 * m->nlin * (run->amax_history > 0 ? run->amax_history : 1);
+	double bytes, D = m->D, nr = (double)c->seq * c->head_dim;
+
+	/* the attention's (lks_rank_attention): the table; ha, pr, xm (nact, T, H); qkv, qkvr
+	   (nact, T, 3D); ao (nact, T, D), ast (nact, 2 T heads); rstda (L, T); gm, gha (L, T,
+	   H), go (L, T, D), gqkv (L, T, 3D) */
+	if (c->attention)
+		floats += nr + nact * T * (3 * H + 7 * D + 2.0 * c->heads) + L * T
+		        + L * T * (2 * H + 4 * D);
+	bytes = floats * f + 3 * m->nlin * sizeof(lks_amax_slot);
 
 	/* the arenas are sized in size_t: only where that cannot overflow (beyond, the rest
 	   is already far past any machine's memory) */
@@ -469,21 +534,78 @@ double lks_rank_bytes(const lks_model *m, const lks_run_cfg *run, long long toke
 #define LKS_TRACE_ACT(r, ...) ((r)->checkpoint ? lks_trace_f32(&(r)->tr, __VA_ARGS__) \
                                                : lks_trace_f32_kept(&(r)->tr, __VA_ARGS__))
 
-/* h, u, a of block l from x_l (forward, or recompute in backward). */
-static int lks_block_inner(lks_rank *r, int l)
+/* The shape of the attention of rank r: its batch of sequences, the heads, causal. */
+static lks_attn_shape lks_rank_attn_shape(const lks_rank *r)
 {
 	const lks_model_cfg *c = &r->m->cfg;
+	lks_attn_shape a = { r->T / c->seq, c->seq, c->heads, c->head_dim, 1 };
+
+	return a;
+}
+
+/* The attention of block l (set b of its buffers) from x_l into xm = x_l + attn(...) Wo^T,
+   the MLP's input (forward, or recompute in backward). */
+static int lks_block_attn(lks_rank *r, int l, int b)
+{
+	const lks_model *m = r->m;
+	int T = r->T, H = m->cfg.hidden, D = m->D;
+	size_t th = (size_t)T * H, td = (size_t)T * D;
+	const float *x = r->xs + (size_t)l * th, *p = r->params;
+	float *ha = r->ha + b * th, *qkv = r->qkv + b * 3 * td, *qkvr = r->qkvr + b * 3 * td;
+	float *ao = r->ao + b * td, *pr = r->pr + b * th, *xm = r->xm + b * th;
+	float *ast = r->ast + (size_t)b * 2 * T * m->cfg.heads;
+	lks_attn_shape a = lks_rank_attn_shape(r);
+	lks_phase ph = r->recomputing ? LKS_PHASE_RECOMPUTE : LKS_PHASE_FORWARD;
+
+	if (LKS_BE(r, rmsnorm_fwd, x, p + m->t[LKS_P_ATTN_NORM(m, l)].off, T, H, ha,
+	           r->rstda + (size_t)l * T, r->bf16))
+		return -1;
+	LKS_TRACE_ACT(r, ph, ha, th, "blocks.%d.attn_norm.out", l);
+	if (lks_linear(r, LKS_LIN_QKV(m, l), LKS_ROLE_FWD, ha, T, H, p + m->t[LKS_P_QKV(m, l)].off,
+	               3 * D, H, qkv))
+		return -1;
+	LKS_TRACE_ACT(r, ph, qkv, 3 * td, "blocks.%d.attn.qkv.out", l);
+	if (LKS_BE(r, attn_fwd, qkv, r->rope, &a, qkvr, ao, ast, r->bf16))
+		return -1;
+	LKS_TRACE_ACT(r, ph, ao, td, "blocks.%d.attn.core.out", l);
+	if (lks_linear(r, LKS_LIN_PROJ(m, l), LKS_ROLE_FWD, ao, T, D,
+	               p + m->t[LKS_P_PROJ(m, l)].off, H, D, pr))
+		return -1;
+	LKS_TRACE_ACT(r, ph, pr, th, "blocks.%d.attn.proj.out", l);
+	if (LKS_BE(r, add, x, pr, th, xm, r->bf16))
+		return -1;
+	LKS_TRACE_ACT(r, ph, xm, th, "blocks.%d.attn.out", l);
+	return 0;
+}
+
+/* The MLP's input of block l: x_l, or with attention xm. */
+static const float *lks_block_mlp_in(const lks_rank *r, int l)
+{
+	size_t th = (size_t)r->T * (size_t)r->m->cfg.hidden;
+
+	return r->m->cfg.attention ? r->xm + (r->checkpoint ? 0 : l) * th : r->xs + l * th;
+}
+
+/* [attention,] h, u, a of block l from x_l (forward, or recompute in backward). */
+static int lks_block_inner(lks_rank *r, int l)
+{
+	const lks_model *m = r->m;
+	const lks_model_cfg *c = &m->cfg;
 	int T = r->T, H = c->hidden, F = c->ffn, b = r->checkpoint ? 0 : l;
-	const float *x = r->xs + (size_t)l * T * H;
+	const float *x;
 	float *h = r->h + (size_t)b * T * H, *u = r->u + (size_t)b * T * F, *a = r->a + (size_t)b * T * F;
 	const float *p = r->params;
 	lks_phase ph = r->recomputing ? LKS_PHASE_RECOMPUTE : LKS_PHASE_FORWARD;
 
-	if (LKS_BE(r, rmsnorm_fwd, x, p + r->m->t[LKS_P_NORM(l)].off, T, H, h,
+	if (c->attention && lks_block_attn(r, l, b))
+		return -1;
+	x = lks_block_mlp_in(r, l);
+	if (LKS_BE(r, rmsnorm_fwd, x, p + m->t[LKS_P_NORM(m, l)].off, T, H, h,
 	           r->rstd + (size_t)l * T, r->bf16))
 		return -1;
 	LKS_TRACE_ACT(r, ph, h, (size_t)T * H, "blocks.%d.norm.out", l);
-	if (lks_linear(r, 2 * l, LKS_ROLE_FWD, h, T, H, p + r->m->t[LKS_P_UP(l)].off, F, H, u))
+	if (lks_linear(r, LKS_LIN_UP(m, l), LKS_ROLE_FWD, h, T, H, p + m->t[LKS_P_UP(m, l)].off, F,
+	               H, u))
 		return -1;
 	LKS_TRACE_ACT(r, ph, u, (size_t)T * F, "blocks.%d.mlp.up.out", l);
 	if (LKS_BE(r, relu2_fwd, u, (size_t)T * F, a, r->bf16))
@@ -505,28 +627,82 @@ static int lks_forward(lks_rank *r)
 	lks_trace_f32_kept(&r->tr, LKS_PHASE_FORWARD, r->xs, (size_t)T * H, "embed.out");
 	for (int l = 0; l < L; l++) {
 		int b = r->checkpoint ? 0 : l;
-		const float *x = r->xs + (size_t)l * T * H;
+		const float *x;
 		float *xn = r->xs + (size_t)(l + 1) * T * H, *dn = r->dn + (size_t)l * T * H;
 
 		if (lks_block_inner(r, l))
 			return -1;
-		if (lks_linear(r, 2 * l + 1, LKS_ROLE_FWD, r->a + (size_t)b * T * F, T, F,
-		               p + m->t[LKS_P_DOWN(l)].off, H, F, dn))
+		x = lks_block_mlp_in(r, l);
+		if (lks_linear(r, LKS_LIN_DOWN(m, l), LKS_ROLE_FWD, r->a + (size_t)b * T * F, T, F,
+		               p + m->t[LKS_P_DOWN(m, l)].off, H, F, dn))
 			return -1;
 		lks_trace_f32_kept(&r->tr, LKS_PHASE_FORWARD, dn, (size_t)T * H, "blocks.%d.mlp.down.out", l);
 		if (LKS_BE(r, add, x, dn, (size_t)T * H, xn, r->bf16))
 			return -1;
 		lks_trace_f32_kept(&r->tr, LKS_PHASE_FORWARD, xn, (size_t)T * H, "blocks.%d.out", l);
 	}
-	if (LKS_BE(r, rmsnorm_fwd, r->xs + (size_t)L * T * H, p + m->t[LKS_P_FINAL_NORM(L)].off,
+	if (LKS_BE(r, rmsnorm_fwd, r->xs + (size_t)L * T * H, p + m->t[LKS_P_FINAL_NORM(m)].off,
 	           T, H, r->hf, r->rstd + (size_t)L * T, r->bf16))
 		return -1;
 	lks_trace_f32_kept(&r->tr, LKS_PHASE_FORWARD, r->hf, (size_t)T * H, "final_norm.out");
-	if (lks_head_gemm(r, LKS_GEMM_FWD, r->hf, T, H, 0, p + m->t[LKS_P_HEAD(L)].off, V, H, 0,
+	if (lks_head_gemm(r, LKS_GEMM_FWD, r->hf, T, H, 0, p + m->t[LKS_P_HEAD(m)].off, V, H, 0,
 	                  r->logits))
 		return -1;
 	lks_trace_f32_kept(&r->tr, LKS_PHASE_FORWARD, r->logits, (size_t)T * V, "head.logits");
 	return LKS_BE(r, cross_entropy, r->logits, r->tgt, T, V, r->grad_scale, r->dz, &r->loss);
+}
+
+/* The backward of linear layer li of block l, weight W (N, K) parameter tensor pi: din (T,
+   K) = dy . W and dW (N, K) = dy^T . x for dy (T, N) and its input x (T, K), both traced. */
+static int lks_linear_bwd(lks_rank *r, int l, int li, int pi, const float *dy, int N,
+                          const float *x, int K, float *din)
+{
+	const lks_ptensor *w = &r->m->t[pi];
+	float *dw = r->grads + w->off;
+	int T = r->T;
+
+	if (lks_linear(r, li, LKS_ROLE_DGRAD, dy, T, N, r->params + w->off, N, K, din)
+	    || lks_linear(r, li, LKS_ROLE_WGRAD, dy, T, N, x, T, K, dw))
+		return -1;
+	lks_trace_f32_kept(&r->tr, LKS_PHASE_BACKWARD, dw, w->n, "%s.grad", w->name);
+	lks_trace_f32_kept(&r->tr, LKS_PHASE_BACKWARD, din, (size_t)T * K, "blocks.%d.%s.in.grad",
+	                   l, lks_model_linear_name(&r->m->cfg, li % r->m->lb));
+	return 0;
+}
+
+/* The attention's backward of block l: gm (T, H), the gradient at xm, through the
+   projection, the attention and the QKV projection, to gx at the block's input. */
+static int lks_block_attn_bwd(lks_rank *r, int l, const float *gm, float *gx)
+{
+	const lks_model *m = r->m;
+	const lks_ptensor *pt = m->t;
+	int T = r->T, H = m->cfg.hidden, D = m->D, b = r->checkpoint ? 0 : l;
+	size_t th = (size_t)T * H, td = (size_t)T * D;
+	const float *x = r->xs + (size_t)l * th, *p = r->params;
+	const float *ha = r->ha + b * th, *qkvr = r->qkvr + b * 3 * td, *ao = r->ao + b * td;
+	const float *ast = r->ast + (size_t)b * 2 * T * m->cfg.heads;
+	float *go = r->go + l * td, *gqkv = r->gqkv + l * 3 * td, *gha = r->gha + l * th;
+	float *g = r->grads;
+	lks_attn_shape a = lks_rank_attn_shape(r);
+	lks_phase bw = LKS_PHASE_BACKWARD;
+
+	/* the projection: go (T, D) = gm . Wo;  dWo (H, D) = gm^T . ao */
+	if (lks_linear_bwd(r, l, LKS_LIN_PROJ(m, l), LKS_P_PROJ(m, l), gm, H, ao, D, go))
+		return -1;
+	if (LKS_BE(r, attn_bwd, qkvr, ast, go, r->rope, &a, gqkv, r->bf16))
+		return -1;
+	lks_trace_f32_kept(&r->tr, bw, gqkv, 3 * td, "blocks.%d.attn.qkv.out.grad", l);
+	/* QKV: gha (T, H) = gqkv . Wqkv;  dWqkv (3D, H) = gqkv^T . ha */
+	if (lks_linear_bwd(r, l, LKS_LIN_QKV(m, l), LKS_P_QKV(m, l), gqkv, 3 * D, ha, H, gha))
+		return -1;
+	if (LKS_BE(r, rmsnorm_bwd, gha, x, p + pt[LKS_P_ATTN_NORM(m, l)].off,
+	           r->rstda + (size_t)l * T, T, H, r->gtmp, g + pt[LKS_P_ATTN_NORM(m, l)].off,
+	           r->bf16))
+		return -1;
+	lks_trace_f32_kept(&r->tr, bw, g + pt[LKS_P_ATTN_NORM(m, l)].off, (size_t)H,
+	                   "blocks.%d.attn_norm.weight.grad", l);
+	/* the residual adds the branch */
+	return LKS_BE(r, add, gm, r->gtmp, th, gx, r->bf16);
 }
 
 static int lks_backward(lks_rank *r)
@@ -542,28 +718,31 @@ static int lks_backward(lks_rank *r)
 	lks_trace_f32_kept(&r->tr, bw, r->dz, (size_t)T * V, "head.logits.grad");
 	/* head: dWh (V, H) = dz^T . hf;  dhf (T, H) = dz . Wh, both BF16 operands */
 	if (lks_head_gemm(r, LKS_GEMM_WGRAD, r->dz, T, V, 1, r->hf, T, H, 1,
-	                  g + pt[LKS_P_HEAD(L)].off)
-	    || lks_head_gemm(r, LKS_GEMM_DGRAD, r->dz, T, V, 0, p + pt[LKS_P_HEAD(L)].off, V, H, 1,
+	                  g + pt[LKS_P_HEAD(m)].off)
+	    || lks_head_gemm(r, LKS_GEMM_DGRAD, r->dz, T, V, 0, p + pt[LKS_P_HEAD(m)].off, V, H, 1,
 	                     r->gtmp))
 		return -1;
 	if (r->bf16 && LKS_BE(r, round_bf16, r->gtmp, (size_t)T * H))
 		return -1;
-	lks_trace_f32_kept(&r->tr, bw, g + pt[LKS_P_HEAD(L)].off, pt[LKS_P_HEAD(L)].n, "head.weight.grad");
+	lks_trace_f32_kept(&r->tr, bw, g + pt[LKS_P_HEAD(m)].off, pt[LKS_P_HEAD(m)].n, "head.weight.grad");
 	if (LKS_BE(r, rmsnorm_bwd, r->gtmp, r->xs + (size_t)L * T * H,
-	           p + pt[LKS_P_FINAL_NORM(L)].off, r->rstd + (size_t)L * T, T, H,
-	           r->gx + (size_t)L * T * H, g + pt[LKS_P_FINAL_NORM(L)].off, r->bf16))
+	           p + pt[LKS_P_FINAL_NORM(m)].off, r->rstd + (size_t)L * T, T, H,
+	           r->gx + (size_t)L * T * H, g + pt[LKS_P_FINAL_NORM(m)].off, r->bf16))
 		return -1;
-	lks_trace_f32_kept(&r->tr, bw, g + pt[LKS_P_FINAL_NORM(L)].off, (size_t)H, "final_norm.weight.grad");
+	lks_trace_f32_kept(&r->tr, bw, g + pt[LKS_P_FINAL_NORM(m)].off, (size_t)H, "final_norm.weight.grad");
 	lks_trace_f32_kept(&r->tr, bw, r->gx + (size_t)L * T * H, (size_t)T * H, "final_norm.in.grad");
 
 	for (int l = L - 1; l >= 0; l--) {
 		int b = r->checkpoint ? 0 : l;
-		const float *x = r->xs + (size_t)l * T * H;
+		const float *x = lks_block_mlp_in(r, l);
 		float *h = r->h + (size_t)b * T * H, *u = r->u + (size_t)b * T * F;
 		float *a = r->a + (size_t)b * T * F;
-		/* the gradient at the block's output (gy) and input (gx), and inside it */
+		/* the gradient at the block's output (gy) and input (gx), and inside it; with
+		   attention the MLP's residual ends at xm, whose gradient (gm) the attention's
+		   backward takes on to gx */
 		const float *gy = r->gx + (size_t)(l + 1) * T * H;
 		float *gx = r->gx + (size_t)l * T * H, *gh = r->gh + (size_t)l * T * H;
+		float *gmlp = m->cfg.attention ? r->gm + (size_t)l * T * H : gx;
 		float *ga = r->ga + (size_t)l * T * F, *gu = r->gu + (size_t)l * T * F;
 
 		if (r->checkpoint) {
@@ -573,29 +752,27 @@ static int lks_backward(lks_rank *r)
 			r->recomputing = 0;
 		}
 		/* down: ga (T, F) = gy . W2;  dW2 (H, F) = gy^T . a */
-		if (lks_linear(r, 2 * l + 1, LKS_ROLE_DGRAD, gy, T, H, p + pt[LKS_P_DOWN(l)].off, H, F, ga)
-		    || lks_linear(r, 2 * l + 1, LKS_ROLE_WGRAD, gy, T, H, a, T, F, g + pt[LKS_P_DOWN(l)].off))
+		if (lks_linear_bwd(r, l, LKS_LIN_DOWN(m, l), LKS_P_DOWN(m, l), gy, H, a, F, ga))
 			return -1;
-		lks_trace_f32_kept(&r->tr, bw, g + pt[LKS_P_DOWN(l)].off, pt[LKS_P_DOWN(l)].n,
-		                   "blocks.%d.mlp.down.weight.grad", l);
-		lks_trace_f32_kept(&r->tr, bw, ga, (size_t)T * F, "blocks.%d.mlp.down.in.grad", l);
 		if (LKS_BE(r, relu2_bwd, u, ga, (size_t)T * F, gu, r->bf16))
 			return -1;
 		lks_trace_f32_kept(&r->tr, bw, gu, (size_t)T * F, "blocks.%d.mlp.up.out.grad", l);
 		/* up: gh (T, H) = gu . W1;  dW1 (F, H) = gu^T . h */
-		if (lks_linear(r, 2 * l, LKS_ROLE_DGRAD, gu, T, F, p + pt[LKS_P_UP(l)].off, F, H, gh)
-		    || lks_linear(r, 2 * l, LKS_ROLE_WGRAD, gu, T, F, h, T, H, g + pt[LKS_P_UP(l)].off))
+		if (lks_linear_bwd(r, l, LKS_LIN_UP(m, l), LKS_P_UP(m, l), gu, F, h, H, gh))
 			return -1;
-		lks_trace_f32_kept(&r->tr, bw, g + pt[LKS_P_UP(l)].off, pt[LKS_P_UP(l)].n,
-		                   "blocks.%d.mlp.up.weight.grad", l);
-		lks_trace_f32_kept(&r->tr, bw, gh, (size_t)T * H, "blocks.%d.mlp.up.in.grad", l);
-		if (LKS_BE(r, rmsnorm_bwd, gh, x, p + pt[LKS_P_NORM(l)].off, r->rstd + (size_t)l * T,
-		           T, H, r->gtmp, g + pt[LKS_P_NORM(l)].off, r->bf16))
+		if (LKS_BE(r, rmsnorm_bwd, gh, x, p + pt[LKS_P_NORM(m, l)].off, r->rstd + (size_t)l * T,
+		           T, H, r->gtmp, g + pt[LKS_P_NORM(m, l)].off, r->bf16))
 			return -1;
-		lks_trace_f32_kept(&r->tr, bw, g + pt[LKS_P_NORM(l)].off, (size_t)H, "blocks.%d.norm.weight.grad", l);
+		lks_trace_f32_kept(&r->tr, bw, g + pt[LKS_P_NORM(m, l)].off, (size_t)H,
+		                   "blocks.%d.norm.weight.grad", l);
 		/* the residual adds the branch */
-		if (LKS_BE(r, add, gy, r->gtmp, (size_t)T * H, gx, r->bf16))
+		if (LKS_BE(r, add, gy, r->gtmp, (size_t)T * H, gmlp, r->bf16))
 			return -1;
+		if (m->cfg.attention) {
+			lks_trace_f32_kept(&r->tr, bw, gmlp, (size_t)T * H, "blocks.%d.attn.out.grad", l);
+			if (lks_block_attn_bwd(r, l, gmlp, gx))
+				return -1;
+		}
 		lks_trace_f32_kept(&r->tr, bw, gx, (size_t)T * H, "blocks.%d.in.grad", l);
 	}
 	/* the embedding: rows of the gradient added in token order */

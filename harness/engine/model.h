@@ -2,12 +2,15 @@
  * model.h: the small language model every run trains (DESIGN.md, The model and data).
  *
  *   x0 = bf16(embed[tokens])                                      (T, H)
- *   block l:  h = rmsnorm(x_l) g_l;  u = h W1^T;  a = relu(u)^2;  x_{l+1} = x_l + a W2^T
+ *   block l:  [attention]  m = x_l + attn(rmsnorm(x_l) ga_l Wqkv^T) Wo^T
+ *             h = rmsnorm(m) g_l;  u = h W1^T;  a = relu(u)^2;  x_{l+1} = m + a W2^T
  *   logits = rmsnorm(x_L) gf . Wh^T (BF16 operands, fp32 out);  softmax cross-entropy
  *
- * W1 (F, H) and W2 (H, F) are the linear layers whose GEMMs follow the run's recipe
- * (recipe.h); the LM head stays in BF16 with fp32 logits and the loss in fp32/double, as
- * frameworks do. Activations are BF16 values, weight gradients fp32, master weights fp32.
+ * Without attention (the default, attention = none) m is x_l: a block is its MLP. With
+ * attention = causal, attn is causal multi-head attention with RoPE of heads x head_dim
+ * = D columns (kernels/element/attn.h), Wqkv (3D, H) and Wo (H, D). Wqkv, Wo, W1 (F, H)
+ * and W2 (H, F) are the linear layers whose GEMMs follow the run's recipe (recipe.h); the
+ * LM head stays in BF16 with fp32 logits and the loss in fp32/double, as frameworks do. Activations are BF16 values, weight gradients fp32, master weights fp32.
  * One lks_rank is one data-parallel replica: its parameters, gradients, activations and
  * trace; the runner (runner.c) all-reduces gradients between ranks and steps AdamW.
  */
@@ -33,21 +36,38 @@ typedef struct lks_ptensor {
 
 typedef struct lks_model {
 	lks_model_cfg cfg;
-	int nt;                 /* parameter tensors: embed, 3 per block, final norm, head */
+	int nt;                 /* parameter tensors: embed, pb per block, final norm, head */
 	lks_ptensor *t;         /* (nt) in the order above */
 	size_t nparams;
+	int pb;                 /* parameter tensors per block: norm, up, down; with attention
+	                           attn_norm, qkv, proj before them */
+	int lb;                 /* linear layers per block: up, down; with attention qkv, proj
+	                           before them */
+	int nlin;               /* linear layers: layers x lb; 3 amax slots each (x, w, dy) */
+	int D;                  /* heads x head_dim; 0 without attention */
 } lks_model;
 
-/* Index of parameter tensors in lks_model.t. */
+/* Index of parameter tensors in lks_model.t, of a block l of model m. */
 #define LKS_P_EMBED 0
-#define LKS_P_NORM(l) (1 + 3 * (l))
-#define LKS_P_UP(l) (2 + 3 * (l))
-#define LKS_P_DOWN(l) (3 + 3 * (l))
-#define LKS_P_FINAL_NORM(L) (1 + 3 * (L))
-#define LKS_P_HEAD(L) (2 + 3 * (L))
+#define LKS_P_ATTN_NORM(m, l) (1 + (m)->pb * (l))
+#define LKS_P_QKV(m, l) (2 + (m)->pb * (l))
+#define LKS_P_PROJ(m, l) (3 + (m)->pb * (l))
+#define LKS_P_NORM(m, l) ((m)->pb * ((l) + 1) - 2)
+#define LKS_P_UP(m, l) ((m)->pb * ((l) + 1) - 1)
+#define LKS_P_DOWN(m, l) ((m)->pb * ((l) + 1))
+#define LKS_P_FINAL_NORM(m) (1 + (m)->pb * (m)->cfg.layers)
+#define LKS_P_HEAD(m) (2 + (m)->pb * (m)->cfg.layers)
+/* Index of linear layers (their amax slots: 3 li + lks_src), of a block l of model m. */
+#define LKS_LIN_QKV(m, l) ((m)->lb * (l))
+#define LKS_LIN_PROJ(m, l) ((m)->lb * (l) + 1)
+#define LKS_LIN_UP(m, l) ((m)->lb * ((l) + 1) - 2)
+#define LKS_LIN_DOWN(m, l) ((m)->lb * ((l) + 1) - 1)
 
 int lks_model_init(lks_model *m, const lks_model_cfg *cfg);
 void lks_model_release(lks_model *m);
+/* The trace's name of linear layer k of a block (model_tensors.c): "mlp.up", "mlp.down", and
+   with attention "attn.qkv", "attn.proj" first. */
+const char *lks_model_linear_name(const lks_model_cfg *cfg, int k);
 
 /* The names a rank traces (model_tensors.c). What a rank's trace calls name, for a model
    of cfg with tokens (batch x seq) per rank: LKS_TENSOR_FLOAT with its element count in *n
@@ -87,7 +107,7 @@ typedef struct lks_rank {
 	/* params to arena and qarena: the backend's memory (host memory on the CPU) */
 	float *params;          /* (nparams) this replica's master weights */
 	float *grads;           /* (nparams) this rank's gradients of the step */
-	lks_amax_slot *slots;   /* (2L linear layers x 3: x, w, dy) */
+	lks_amax_slot *slots;   /* (m->nlin linear layers x 3: x, w, dy) */
 	int32_t *tok, *tgt;     /* (T) inputs and targets */
 	float *xs;              /* (L+1, T, H) block inputs and the last block's output */
 	float *rstd;            /* (L+1, T) */
@@ -100,6 +120,14 @@ typedef struct lks_rank {
 	   the step ends (background tracing): gx (L+1, T, H) at each block's input and the
 	   final norm's; gh (L, T, H); ga, gu (L, T, F) */
 	float *gx, *gh, *ga, *gu;
+	/* attention (NULL without): the RoPE table (S, hd); per block, or one set when
+	   checkpointing: ha (T, H) the attention's norm, qkv and qkvr (T, 3D) before and after
+	   RoPE, ao (T, D) the heads' outputs, ast (B, nh, S, 2) their rows' statistics, pr (T,
+	   H) the projection, xm (T, H) the residual after it (the MLP's input); rstda (L, T)
+	   the attention norms'; the gradients gm (L, T, H) at xm, go (L, T, D) at ao, gqkv (L,
+	   T, 3D), gha (L, T, H) at ha */
+	float *rope, *ha, *qkv, *qkvr, *ao, *ast, *pr, *xm, *rstda;
+	float *gm, *go, *gqkv, *gha;
 	unsigned char *arena;   /* GEMM operands of one call */
 	size_t arena_size;
 	unsigned char *qarena;  /* FP8 operands of the whole step, kept for background tracing */

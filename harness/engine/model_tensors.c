@@ -11,7 +11,8 @@
 
 /* Activations and their gradients, beside the parameters and their gradients (lks_model.t,
    "<name>" in the update and "<name>.grad" in backward). dims: 'T'okens, 'H'idden, 'F'fn,
-   'V'ocab. Kept in step with lks_forward / lks_backward by test_fault. */
+   'V'ocab, 'D' heads x head_dim, 'Q' 3D. Kept in step with lks_forward / lks_backward by
+   test_fault and test_model. */
 struct lks_act_tensor {
 	const char *name;
 	char rows, cols;
@@ -25,11 +26,33 @@ static const struct lks_act_tensor lks_act_tensors[] = {
 	{ "mlp.down.out", 'T', 'H' }, { "out", 'T', 'H' }, { "mlp.down.in.grad", 'T', 'F' },
 	{ "mlp.up.out.grad", 'T', 'F' }, { "mlp.up.in.grad", 'T', 'H' }, { "in.grad", 'T', 'H' },
 	{ NULL, 0, 0 },
+}, lks_attn_tensors[] = {  /* "blocks.<l>.<name>" with attention */
+	{ "attn_norm.out", 'T', 'H' }, { "attn.qkv.out", 'T', 'Q' }, { "attn.core.out", 'T', 'D' },
+	{ "attn.proj.out", 'T', 'H' }, { "attn.out", 'T', 'H' }, { "attn.out.grad", 'T', 'H' },
+	{ "attn.proj.in.grad", 'T', 'D' }, { "attn.qkv.out.grad", 'T', 'Q' },
+	{ "attn.qkv.in.grad", 'T', 'H' }, { NULL, 0, 0 },
 };
 
 static size_t lks_dim(const lks_model_cfg *c, long long tokens, char d)
 {
-	return d == 'T' ? (size_t)tokens : (size_t)(d == 'H' ? c->hidden : d == 'F' ? c->ffn : c->vocab);
+	size_t D = c->attention ? (size_t)c->heads * (size_t)c->head_dim : 0;
+
+	switch (d) {
+	case 'T': return (size_t)tokens;
+	case 'H': return (size_t)c->hidden;
+	case 'F': return (size_t)c->ffn;
+	case 'D': return D;
+	case 'Q': return 3 * D;
+	default: return (size_t)c->vocab;
+	}
+}
+
+const char *lks_model_linear_name(const lks_model_cfg *cfg, int k)
+{
+	static const char *const mlp[] = { "mlp.up", "mlp.down" };
+	static const char *const attn[] = { "attn.qkv", "attn.proj", "mlp.up", "mlp.down" };
+
+	return cfg->attention ? attn[k] : mlp[k];
 }
 
 /* name in table: 1 with its element count in *n, else 0 */
@@ -58,23 +81,28 @@ static size_t lks_block_prefix(const lks_model_cfg *c, const char *name)
 	return *p == '.' && l < c->layers ? (size_t)(p + 1 - name) : 0;
 }
 
-/* The FP8 operands lks_linear names in a block: "mlp.up.fwd.x" and the other 11, k in
-   [0, 12): layer (up, down), role (fwd, dgrad, wgrad), operand (a, b). */
-#define LKS_FP8_OPERANDS 12
-static void lks_fp8_operand_name(char *buf, size_t size, int k)
+/* The FP8 operands lks_linear names in a block: "mlp.up.fwd.x" and the others, k in
+   [0, lks_fp8_operands): linear layer (lks_model_linear_name), role (fwd, dgrad, wgrad),
+   operand (a, b). */
+static int lks_fp8_operands(const lks_model_cfg *cfg)
+{
+	return 6 * (cfg->attention ? 4 : 2);
+}
+
+static void lks_fp8_operand_name(const lks_model_cfg *cfg, char *buf, size_t size, int k)
 {
 	int li = k / 6, role = k / 2 % 3, ab = k % 2;
 
-	snprintf(buf, size, "mlp.%s.%s.%s", li ? "down" : "up", lks_role_name((lks_role)role),
+	snprintf(buf, size, "%s.%s.%s", lks_model_linear_name(cfg, li), lks_role_name((lks_role)role),
 	         lks_src_name(lks_role_src((lks_role)role, ab)));
 }
 
-static int lks_fp8_operand(const char *rest)
+static int lks_fp8_operand(const lks_model_cfg *cfg, const char *rest)
 {
 	char buf[64];
 
-	for (int k = 0; k < LKS_FP8_OPERANDS; k++) {
-		lks_fp8_operand_name(buf, sizeof(buf), k);
+	for (int k = 0; k < lks_fp8_operands(cfg); k++) {
+		lks_fp8_operand_name(cfg, buf, sizeof(buf), k);
 		if (!strcmp(rest, buf))
 			return 1;
 	}
@@ -95,8 +123,13 @@ int lks_model_tensor_each(const lks_model_cfg *cfg, int (*fn)(void *arg, const c
 			snprintf(buf, sizeof(buf), "blocks.%d.%s", l, t->name);
 			rc = fn(arg, buf);
 		}
-		for (int k = 0; k < LKS_FP8_OPERANDS && !rc; k++) {
-			lks_fp8_operand_name(rest, sizeof(rest), k);
+		for (const struct lks_act_tensor *t = lks_attn_tensors; cfg->attention && t->name && !rc;
+		     t++) {
+			snprintf(buf, sizeof(buf), "blocks.%d.%s", l, t->name);
+			rc = fn(arg, buf);
+		}
+		for (int k = 0; k < lks_fp8_operands(cfg) && !rc; k++) {
+			lks_fp8_operand_name(cfg, rest, sizeof(rest), k);
 			snprintf(buf, sizeof(buf), "blocks.%d.%s", l, rest);
 			rc = fn(arg, buf);
 		}
@@ -121,9 +154,10 @@ int lks_model_tensor(const lks_model_cfg *cfg, long long tokens, const char *nam
 	lks_model m;
 
 	if (lks_act_find(lks_act_tensors, cfg, tokens, name, n)
-	    || (pre && lks_act_find(lks_block_tensors, cfg, tokens, name + pre, n)))
+	    || (pre && lks_act_find(lks_block_tensors, cfg, tokens, name + pre, n))
+	    || (pre && cfg->attention && lks_act_find(lks_attn_tensors, cfg, tokens, name + pre, n)))
 		return LKS_TENSOR_FLOAT;
-	if (pre && lks_fp8_operand(name + pre))
+	if (pre && lks_fp8_operand(cfg, name + pre))
 		return LKS_TENSOR_FP8;
 	if (lks_model_init(&m, cfg))
 		return -1;

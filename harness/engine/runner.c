@@ -179,7 +179,7 @@ static int lks_amax_allreduce(struct lks_runner *R, lks_rank *r, float *amax, si
 static int lks_step_delayed(struct lks_runner *R, lks_rank *r)
 {
 	const lks_recipe_rules *rules = lks_recipe_rules_of(R->run->recipe);
-	int nslots = 2 * R->m.cfg.layers * 3;
+	int nslots = 3 * R->m.nlin;
 	lks_amax_slot *slots = r->slots;
 	float *amax = r->amax;
 
@@ -522,8 +522,10 @@ double lks_run_bytes(const lks_case *c, const lks_run_cfg *run)
 {
 	double W = run->world_size, T, np, bytes;
 	/* tensors a rank traces in a step, at most: per block 5 forward, 7 backward and 3
-	   recomputed float tensors, 3 parameters, 14 FP8 operands; 11 outside the blocks */
-	double rows = 32.0 * c->model.layers + 11;
+	   recomputed float tensors, 3 parameters, 14 FP8 operands; with attention 5 forward
+	   and recomputed, 4 backward, 3 parameters and 16 FP8 operands more; 11 outside the
+	   blocks */
+	double rows = (c->model.attention ? 65.0 : 32.0) * c->model.layers + 11;
 	lks_model m;
 
 	T = (double)lks_case_run_tokens(c, run);

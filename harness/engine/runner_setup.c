@@ -289,7 +289,7 @@ static void lks_devcomm_task(void *arg, int task, int thread)
 /* Room for each rank's amax slots in its backend's memory (lks_amax_allreduce) */
 static int lks_devcomm_amax(struct lks_runner *R)
 {
-	size_t bytes = 6 * (size_t)R->m.cfg.layers * sizeof(float);
+	size_t bytes = 3 * (size_t)R->m.nlin * sizeof(float);
 
 	for (int r = 0; r < R->L; r++)
 		if (lks_be_alloc(R->ranks[r].be, R->ranks[r].bectx, bytes, (void **)&R->ranks[r].damax))
@@ -439,7 +439,7 @@ int lks_runner_init(struct lks_runner *R, const lks_case *c, const lks_run_cfg *
 		k->R = R;
 		atomic_init(&k->task_failed, 0);
 		k->host_tok = calloc(2 * (size_t)R->batch * (size_t)c->model.seq + 1, sizeof(int32_t));
-		k->amax = calloc(6 * (size_t)c->model.layers + 1, sizeof(float));
+		k->amax = calloc(3 * (size_t)R->m.nlin + 1, sizeof(float));
 		if (!k->host_tok || !k->amax)
 			return lks_err("out of memory");
 	}

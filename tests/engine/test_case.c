@@ -351,6 +351,25 @@ Test(case, errors_name_file_and_line, .init = setup, .fini = teardown)
 		  "(model.batch 2 x case world_size 2)" },
 		{ BASE "[optim]\nwarmup = 11\n", ":15: warmup 11 is longer than the case's 10 steps" },
 		{ BASE "[optim]\nlr = 1e-3\nmin_lr = 1e-2\n", ":15: min_lr 0.01 is above lr 0.001" },
+		/* the attention's keys, placed at [model] */
+		{ CASE_HDR MODEL "attention = full\n" RUNS,
+		  ":11: bad value 'full' for 'attention' in [model]: want none, causal" },
+		{ CASE_HDR MODEL "attention = causal\n" RUNS,
+		  ":4: attention = causal needs heads, the number of attention heads" },
+		{ CASE_HDR MODEL "heads = 4\n" RUNS,
+		  ":4: heads given, but attention = none: a block without attention has no heads "
+		  "(attention = causal adds them)" },
+		{ CASE_HDR MODEL "head_dim = 4\n" RUNS,
+		  ":4: head_dim given, but attention = none: a block without attention has no heads "
+		  "(attention = causal adds them)" },
+		{ CASE_HDR MODEL "attention = causal\nheads = 3\n" RUNS,
+		  ":4: heads 3 does not divide hidden 64: give head_dim" },
+		{ CASE_HDR MODEL "attention = causal\nheads = 2\nhead_dim = 7\n" RUNS,
+		  ":4: head_dim 7 is odd: RoPE turns pairs of columns" },
+		{ CASE_HDR MODEL "attention = causal\nheads = 4096\nhead_dim = 1000\n" RUNS,
+		  ":4: heads x head_dim = 4096000 is over the 349525 columns a projection may have" },
+		{ CASE_HDR MODEL "attention = causal\nheads = 0\n" RUNS,
+		  ":12: bad value '0' for 'heads' in [model]: want an integer in [1, 4096]" },
 		/* what is missing */
 		{ CASE_HDR MODEL, ": no runs: a case needs at least one [run NAME]" },
 		{ CASE_HDR RUNS, ": missing section [model]" },

@@ -292,9 +292,13 @@ static int run_traced(lks_case *c, lks_run_cfg *run, const lks_fault *f, struct 
    that tensor's row, one past it is refused by the running model itself. */
 Test(fault, tensor_table_is_what_the_model_traces, .timeout = 120)
 {
-	static const char *const runs[] = {
-		"[run a]\nrecipe = fp8_rowwise\nworld_size = 2\n",
-		"[run a]\nrecipe = fp8_delayed\ncheckpoint = blocks\nworld_size = 1\n",
+	/* the model's keys beyond the sizes, and a run; with attention 2 heads of 10 (D 20, Q 60:
+	   sizes unlike the others too) */
+	static const struct { const char *model, *run; int attention; } runs[] = {
+		{ "", "[run a]\nrecipe = fp8_rowwise\nworld_size = 2\n", 0 },
+		{ "", "[run a]\nrecipe = fp8_delayed\ncheckpoint = blocks\nworld_size = 1\n", 0 },
+		{ "attention = causal\nheads = 2\nhead_dim = 10\n",
+		  "[run a]\nrecipe = fp8_delayed\ncheckpoint = blocks\nworld_size = 2\n", 1 },
 	};
 	char path[] = "/tmp/lks_fault_table_XXXXXX", text[1024];
 	int fd = mkstemp(path);
@@ -310,7 +314,8 @@ Test(fault, tensor_table_is_what_the_model_traces, .timeout = 120)
 
 		/* sizes all different, so that a wrong dimension shows */
 		snprintf(text, sizeof(text), "[case]\nsteps = 2\nworld_size = 2\n[model]\nvocab = 24\n"
-		         "hidden = 8\nffn = 12\nlayers = 2\nseq = 5\nbatch = 1\n%s", runs[k]);
+		         "hidden = 8\nffn = 12\nlayers = 2\nseq = 5\nbatch = 1\n%s%s", runs[k].model,
+		         runs[k].run);
 		write_file(path, text);
 		cr_assert_eq(lks_case_load(path, NULL, 0, &c), 0, "%s", lks_errmsg());
 		tokens = 2LL * 5 / c.runs[0].world_size;
@@ -337,9 +342,12 @@ Test(fault, tensor_table_is_what_the_model_traces, .timeout = 120)
 			cr_assert_neq(run_traced(&c, &c.runs[0], &f, &hit), 0, "%s: element %zu exists", name, n);
 		}
 		/* 2 layers: per block 5 forward and 7 backward float tensors, 3 parameters, 12 FP8
-		   operands (2 per GEMM); outside them 8 float tensors and 3 parameters */
-		cr_assert_eq(nfloat, 2 * (5 + 7 + 3) + 8 + 3, "%s", runs[k]);
-		cr_assert_geq(nfp8, 2 * 12, "%s", runs[k]);
+		   operands (2 per GEMM), and with attention as many more float tensors and
+		   parameters (its backward: 4 gradients of activations, 3 of weights) and 12 FP8
+		   operands more; outside them 8 float tensors and 3 parameters */
+		cr_assert_eq(nfloat, 2 * (5 + 7 + 3) * (runs[k].attention ? 2 : 1) + 8 + 3,
+		             "%s: %d float tensors", runs[k].run, nfloat);
+		cr_assert_geq(nfp8, 2 * (runs[k].attention ? 24 : 12), "%s", runs[k].run);
 		lks_case_release(&c);
 	}
 	unlink(path);
