@@ -6,6 +6,7 @@
  * stored. Every test works in its own mkdtemp folder (store_fixture.h).
  */
 #include <criterion/criterion.h>
+#include <criterion/parameterized.h>
 #include <fcntl.h>
 #include <float.h>
 #include <math.h>
@@ -21,6 +22,7 @@
 #include "kernels/err.h"
 
 #define MAXROWS 64
+#define LEN(a) (sizeof(a) / sizeof((a)[0]))
 
 struct seen {
 	int n;
@@ -41,14 +43,22 @@ static int see(void *arg, const lks_metric_row *r)
 	return 0;
 }
 
-/* The stored row of (step, rank, name); fails the test without one. */
-static const lks_metric_row *at(const struct seen *s, int step, int rank, const char *name)
+/* The stored row of (step, rank, name); NULL without one. */
+static const lks_metric_row *find(const struct seen *s, int step, int rank, const char *name)
 {
 	for (int i = 0; i < s->n && i < MAXROWS; i++)
 		if (s->row[i].step == step && s->row[i].rank == rank && !strcmp(s->row[i].name, name))
 			return &s->row[i];
-	cr_assert_fail("no metric %s at step %d rank %d", name, step, rank);
 	return NULL;
+}
+
+/* The stored row of (step, rank, name); fails the test without one. */
+static const lks_metric_row *at(const struct seen *s, int step, int rank, const char *name)
+{
+	const lks_metric_row *r = find(s, step, rank, name);
+
+	cr_assert(r, "no metric %s at step %d rank %d", name, step, rank);
+	return r;
 }
 
 /* The ranks a log of some ranks only holds (lks_import_opts.ranks) for the next imports;
@@ -66,7 +76,7 @@ static int import_files(const char *fmt, const char *const *names, int n, lks_st
 	int rc;
 
 	o.fmt = lks_import_format_find(fmt);
-	cr_assert(o.fmt, "%s", lks_errmsg());
+	cr_assert(o.fmt, "%s: %s", names[0], lks_errmsg());
 	cr_assert_leq(n, 4);
 	for (int i = 0; i < n; i++) {
 		if (names[i][0] == '/')  /* a file of the test's own, not a fixture */
@@ -80,7 +90,8 @@ static int import_files(const char *fmt, const char *const *names, int n, lks_st
 	cr_assert_eq(lks_store_open(db, s), 0, "%s", lks_errmsg());
 	rc = lks_import_files(*s, &o, files, n, res);
 	/* the commit, timed within the import (bench import's "durable commit") */
-	cr_assert(rc || (res->commit_s > 0 && res->commit_s < 60), "commit %g s", res->commit_s);
+	cr_assert(rc || (res->commit_s > 0 && res->commit_s < 60), "%s: commit %g s", names[0],
+	          res->commit_s);
 	return rc;
 }
 
@@ -95,31 +106,346 @@ static void metrics_of(lks_store *s, int64_t run, struct seen *seen)
 	cr_assert_eq(lks_store_get_metrics(s, run, NULL, see, seen), 0, "%s", lks_errmsg());
 }
 
-Test(import, torchtitan_values_ranks_and_kinds_as_written)
+/* ---- the imports of one shape: a fixture, its summary and some of its stored values ---- */
+
+/* A number of an import's summary (lks_import_result) or of what it stored. */
+enum count_of { COUNT_END, STEPS, WORLD_SIZE, RECORDS, IGNORED, REPEATED, ROWS };
+
+static const char *const count_name[] = { [STEPS] = "steps", [WORLD_SIZE] = "world_size",
+                                          [RECORDS] = "counts.records",
+                                          [IGNORED] = "counts.ignored",
+                                          [REPEATED] = "counts.repeated",
+                                          [ROWS] = "metric rows" };
+
+struct count {
+	enum count_of of;
+	long want;
+};
+
+/* What a stored value is checked for: its value (NAN: a NaN; any other, an infinity
+   included, compared with ==), its kind, or that no metric of its name is at its step. */
+enum { WANT_VALUE = 1, WANT_KIND = 2, WANT_ABSENT = 4 };
+#define ANY_STEP (-1)  /* with WANT_ABSENT: at no step */
+
+struct want {
+	int step, rank;
+	const char *name;
+	unsigned check;
+	double value;
+	lks_metric_kind kind;
+	const char *text;  /* the value is what strtod reads in this text (NULL: value) */
+};
+
+#define VALUE(step, rank, name, v) { step, rank, name, WANT_VALUE, v, 0, NULL }
+#define KIND(step, rank, name, k) { step, rank, name, WANT_KIND, 0, LKS_METRIC_##k, NULL }
+#define BOTH(step, rank, name, v, k) \
+	{ step, rank, name, WANT_VALUE | WANT_KIND, v, LKS_METRIC_##k, NULL }
+#define STRTOD(step, rank, name, t) { step, rank, name, WANT_VALUE, 0, 0, t }
+#define ABSENT(step, name) { step, -1, name, WANT_ABSENT, 0, 0, NULL }
+
+/* One fixture imported alone as a run of its own: the summary numbers it must give (the
+   others unchecked) and values it must have stored. */
+struct fixture {
+	const char *fmt, *file;
+	const char *ranks;        /* lks_import_opts.ranks (NULL: every rank from 0) */
+	struct count count[6];    /* up to the first COUNT_END, if any */
+	struct want want[16];     /* up to the first without a name, if any */
+};
+
+static const struct fixture fixtures[] = {
+	{ "torchtitan", "titan_2ranks.log", NULL,
+	  /* ignored: the "Starting job", "Synchronizing" and "Training completed" lines; rows:
+	     loss, grad_norm, memory, memory_pct, tps, tflops, mfu per (step, rank) */
+	  { { STEPS, 2 }, { WORLD_SIZE, 2 }, { IGNORED, 4 }, { ROWS, 2 * 2 * 7 } },
+	  { VALUE(1, 0, "loss", 8.1661), VALUE(1, 1, "memory", 2.48),
+	    VALUE(1, 1, "memory_pct", 3.13), VALUE(2, 0, "tps", 177138.0),
+	    VALUE(2, 1, "mfu", 9.71), VALUE(2, 1, "grad_norm", NAN),
+	    KIND(1, 0, "grad_norm", NUMERICS), KIND(1, 0, "tflops", PERFORMANCE) } },
+	/* torchtitan before tps was called so logged "wps" (words, i.e. tokens, per second): a
+	   throughput, performance, never numerics (where a bitwise verdict would fail on it). */
+	{ "torchtitan", "titan_wps.log", NULL, { { COUNT_END } },
+	  { BOTH(2, 0, "wps", 41077.0, PERFORMANCE), VALUE(2, 0, "loss", 10.7406) } },
+	/* torchtitan of 2025 and after: a 24-bit colour code, TFLOP/s past a thousand written
+	   with a separator (FP8 on an H100: "1,094.23"), and a validation line ("validate step:
+	   2 ...") after a training step, which is no training record: counted as ignored (with
+	   the start line), its loss not taken for the step's. */
+	{ "torchtitan", "titan_validate.log", NULL,
+	  { { STEPS, 3 }, { RECORDS, 3 }, { IGNORED, 2 }, { ROWS, 3 * 7 } },
+	  { VALUE(2, 0, "loss", 9.0283), VALUE(1, 0, "tflops", 1094.23),
+	    VALUE(2, 0, "memory", 62.47), VALUE(3, 0, "grad_norm", 0.9876) } },
+	/* A wrapper's own logger before torchtitan's record (AMD Primus: colours, its rank, the
+	   source line, then " : "): the record starts at "step:" after that mark; its validation
+	   line is still no training step (ignored, with the start line). */
+	{ "torchtitan", "titan_primus.log", NULL,
+	  { { STEPS, 20 }, { RECORDS, 2 }, { IGNORED, 2 }, { ROWS, 2 * 7 } },
+	  { VALUE(10, 0, "loss", 7.8123), VALUE(20, 0, "mfu", 42.10),
+	    VALUE(20, 0, "tps", 7301.0) } },
+	/* A torchtitan line repeated by the ranks is one row per step and rank. */
+	{ "torchtitan", "titan_repeated.log", NULL,
+	  { { REPEATED, 3 }, { WORLD_SIZE, 1 }, { ROWS, 2 * 7 } },
+	  { VALUE(2, 0, "loss", 9.0001), VALUE(1, 0, "tps", 1024.0) } },
+	{ "megatron-log", "megatron.log", NULL, { { STEPS, 30 }, { IGNORED, 3 } },
+	  { VALUE(10, 0, "loss", 1.234567E+00), VALUE(10, 0, "lr", 1.000000E-04),
+	    VALUE(10, 0, "loss_scale", 65536.0), VALUE(10, 0, "consumed_samples", 640.0),
+	    BOTH(10, 0, "iteration_time", 812.3, PERFORMANCE),
+	    VALUE(20, 0, "grad_norm", NAN), VALUE(20, 0, "nan_iterations", 1.0),
+	    KIND(20, 0, "skipped_iterations", NUMERICS), VALUE(30, 0, "tflops", 123.4),
+	    VALUE(30, 0, "num_zeros", 12.0), VALUE(30, 0, "loss", 9.876543E-01) } },
+	/* Forks of Megatron-LM's line: Megatron-DeepSpeed's "samples per second" and "TFLOPs"
+	   (performance, the latter tflops), its "consumed tokens" and "actual seqlen"
+	   (numerics, as every name the table lacks); AMD Primus's tokens per GPU (tps), a time
+	   or throughput followed by its running average, "X/Y" or "X (avg Y)", and its memory
+	   used/free/total/share, numbers with units: X, the first, is stored (hip_mem_used: the
+	   used memory, first). A numerics value in that form is still a bad value, and so is a
+	   bad average (the refusals below). */
+	{ "megatron-log", "megatron_deepspeed.log", NULL, { { COUNT_END } },
+	  { BOTH(5426, 0, "tflops", 78.36, PERFORMANCE),
+	    BOTH(5427, 0, "samples_per_second", 1.893, PERFORMANCE),
+	    BOTH(5427, 0, "consumed_tokens", 88915968.0, NUMERICS),
+	    KIND(5426, 0, "actual_seqlen", NUMERICS), VALUE(5427, 0, "grad_norm", NAN) } },
+	{ "megatron-log", "megatron_primus.log", NULL, { { COUNT_END } },
+	  { VALUE(2, 0, "tps", 2011.2), VALUE(3, 0, "iteration_time", 654.5),
+	    VALUE(3, 0, "tflops", 1290.3), VALUE(3, 0, "tps", 25032.8),
+	    VALUE(4, 0, "tflops", 615.5), KIND(4, 0, "tps", PERFORMANCE),
+	    VALUE(4, 0, "loss", 1.051008E+01), BOTH(5, 0, "hip_mem_used", 12.34, PERFORMANCE),
+	    VALUE(5, 0, "tflops", 617.2) } },
+	/* torchtitan since March 2026 prints "mfu: N/A" where FP8 or MX quantization makes MFU
+	   misleading (metrics.py, pull request 2451): a performance value not measured, so no
+	   mfu is stored at that step (rows: loss, grad_norm, memory, memory_pct, tps, tflops; no
+	   mfu); its loss has 5 decimals. (A numerics metric "N/A" is still a bad value: the
+	   refusals below.) */
+	{ "torchtitan", "titan_fp8_mfu_na.log", NULL,
+	  { { WORLD_SIZE, 2 }, { RECORDS, 6 }, { ROWS, 6 * 6 } },
+	  { ABSENT(ANY_STEP, "mfu"), VALUE(3, 1, "loss", 10.93305), VALUE(2, 1, "tps", 5301.0),
+	    VALUE(1, 0, "tflops", 306.74) } },
+	/* TTP's fork writes est_tflops and est_mfu, which are tflops and mfu; est_mfu's -1: not
+	   estimated. */
+	{ "torchtitan", "titan_est.log", NULL, { { COUNT_END } },
+	  { BOTH(10, 0, "tflops", 94.23, PERFORMANCE), BOTH(10, 0, "mfu", -1.0, PERFORMANCE) } },
+	/* A jsonl writer's null for a performance metric is "not measured": nothing stored
+	   there, as torchtitan's "mfu: N/A" (rows: step 1, 3 values and 3 nulls; step 2, 6
+	   values); a numerics null is a bad value (the refusals below). */
+	{ "jsonl", "jsonl_null.jsonl", NULL, { { ROWS, 3 + 6 } },
+	  { VALUE(1, 0, "tflops", 311.2), VALUE(2, 1, "mfu", 31.5), ABSENT(1, "mfu") } },
+	/* Megatron-Bridge's golden values (its scripts/performance/utils/evaluate.py): step ->
+	   {label: value} with 0-based steps (key N is iteration N + 1, as its log says), the
+	   log's labels, "GPU utilization" its model TFLOP/s per GPU (tflops), null not measured
+	   (rows: one null), and numbers and strings of the whole run beside the steps, ignored
+	   (alloc, max_alloc, job_id). iteration_time in ms, as the log's. */
+	{ "megatron-golden", "bridge_golden.json", NULL,
+	  { { STEPS, 4 }, { RECORDS, 4 }, { IGNORED, 3 }, { ROWS, 4 * 3 - 1 } },
+	  { VALUE(1, 0, "loss", 11.89415), BOTH(2, 0, "tflops", 252.8, PERFORMANCE),
+	    VALUE(3, 0, "iteration_time", 233.1), VALUE(4, 0, "loss", NAN),
+	    ABSENT(3, "tflops") } },
+	/* A name the table lacks takes its kind from its words: time, speed, memory, power (any
+	   case, a word between other characters) or a rate "/s" make it performance; anything
+	   else, a word that only starts so ("timestep", "memo_hits", "msgs") included, is
+	   numerics. */
+	{ "jsonl", "kinds_by_name.jsonl", NULL, { { COUNT_END } },
+	  { KIND(1, 0, "step_time_ms", PERFORMANCE), KIND(1, 0, "Tokens_s", PERFORMANCE),
+	    KIND(1, 0, "peak_mem_gb", PERFORMANCE), KIND(1, 0, "gpu_util", PERFORMANCE),
+	    KIND(1, 0, "Latency__ms_", PERFORMANCE), KIND(1, 0, "tflops_est", PERFORMANCE),
+	    KIND(1, 0, "aux_loss", NUMERICS), KIND(1, 0, "num_tokens", NUMERICS),
+	    KIND(1, 0, "timestep", NUMERICS), KIND(1, 0, "memo_hits", NUMERICS),
+	    KIND(1, 0, "msgs", NUMERICS), KIND(1, 0, "mtp_1_loss", NUMERICS) } },
+	/* Megatron-DeepSpeed's seconds are the table's iteration_time_s, not a name of their
+	   own. */
+	{ "megatron-log", "megatron_deepspeed_s.log", NULL, { { COUNT_END } },
+	  { BOTH(10, 0, "iteration_time_s", 7.2310, PERFORMANCE) } },
+	/* Megatron-LM of 2026 (training.py): a timestamp to the microsecond, energy and power
+	   per GPU (--log-energy), a MoE's losses, and RL's token rates and packing share after
+	   the nan iterations; the energy, power, rates and share are performance, the MoE loss
+	   numerics (a name the table lacks). */
+	{ "megatron-log", "megatron_energy.log", NULL, { { COUNT_END } },
+	  { VALUE(10, 0, "energy", 1003.4), VALUE(20, 0, "power", 699.4),
+	    BOTH(30, 0, "packing_eff", 87.5, PERFORMANCE), BOTH(30, 0, "tps", 45763.0, PERFORMANCE),
+	    KIND(30, 0, "energy", PERFORMANCE), KIND(30, 0, "power", PERFORMANCE),
+	    KIND(30, 0, "tokens_per_second", PERFORMANCE),
+	    KIND(30, 0, "actual_tokens_per_second", PERFORMANCE),
+	    KIND(30, 0, "actual_tps", PERFORMANCE),
+	    BOTH(30, 0, "load_balancing_loss", 1.01, NUMERICS) } },
+	/* A performance value "N/A" is not measured, as in torchtitan: no tflops at step 20. */
+	{ "megatron-log", "megatron_energy_b.log", NULL, { { COUNT_END } },
+	  { VALUE(10, 0, "tflops", 412.6), ABSENT(20, "tflops") } },
+	/* Megatron-LM prints its iteration line from the last rank only (print_rank_last):
+	   under 'torchrun --tee' every line has that rank's "[rank7]:" prefix. The line is the
+	   job's (its loss already averaged over data-parallel ranks): stored as rank 0 of a
+	   one-rank run, where rank 7 of eight, ranks 0 to 6 without steps, was refused. */
+	{ "megatron-log", "megatron_rank_prefix.log", NULL, { { WORLD_SIZE, 1 }, { STEPS, 30 } },
+	  { VALUE(10, 0, "loss", 1.234567E+00), VALUE(30, 0, "loss", 9.876543E-01) } },
+	/* Megatron golden values as a list and as a map. */
+	{ "megatron-golden", "golden_list.json", NULL, { { STEPS, 9 }, { ROWS, 9 } },
+	  { VALUE(5, 0, "loss", 10.25), VALUE(9, 0, "loss", NAN), VALUE(5, 0, "num_zeros", 12.0),
+	    KIND(1, 0, "iteration_time_s", PERFORMANCE) } },
+	{ "megatron-golden", "golden_map.json", NULL, { { ROWS, 6 } },
+	  { VALUE(2, 0, "loss", 10.25), VALUE(3, 0, "loss", NAN),
+	    VALUE(3, 0, "mem_allocated", 1073741824.0) } },
+	/* jsonl: ranks and a metric of any name (ignored: the blank line). */
+	{ "jsonl", "run.jsonl", NULL, { { WORLD_SIZE, 2 }, { IGNORED, 1 } },
+	  { VALUE(1, 1, "tps", 1190.0), BOTH(2, 0, "my_metric", -1e-300, NUMERICS),
+	    VALUE(2, 1, "my_metric", -INFINITY), VALUE(2, 1, "grad_norm", NAN) } },
+	/* Python's json module (json.dumps, allow_nan by default) writes NaN, Infinity and
+	   -Infinity bare, which JSON lacks; a file written '\n'.join(lines) has no newline
+	   after its last line (step 3's), which JSON Lines allows. python.jsonl is both; its
+	   NaN_count is a name, not a value. */
+	{ "jsonl", "python.jsonl", NULL, { { STEPS, 3 } },
+	  { VALUE(2, 0, "loss", NAN), VALUE(2, 0, "grad_norm", INFINITY),
+	    VALUE(2, 0, "lr", -INFINITY), VALUE(2, 0, "NaN_count", 3.0),
+	    VALUE(3, 0, "loss", 9.75) } },
+	/* Megatron-LM's older golden files (written by its
+	   get_test_results_from_tensorboard_logs) end with "iteration_timing_avg": a number, the
+	   run's mean, no step's: counted and left, the metrics beside it read. */
+	{ "megatron-golden", "mcore_golden_legacy.json", NULL,
+	  { { STEPS, 45 }, { IGNORED, 1 }, { ROWS, 20 } },
+	  { VALUE(45, 0, "loss", 9.55467), VALUE(30, 0, "num_zeros", 1788.0) } },
+	/* Ranks that print without a "[rankN]:" prefix (as in torchtitan's pull request 2389, 8
+	   GPUs): each step's line comes once per rank, the job's loss and grad norm the same,
+	   each rank's tps and tflops its own. One record a step, the first line's; the tps and
+	   tflops checked here are not the first line's. (A rank that prints another loss at a
+	   step is bad input with a hint, and a line that names its rank must repeat itself
+	   exactly: the refusals below.) */
+	{ "torchtitan", "titan_ranks_unnamed.log", NULL,
+	  { { RECORDS, 12 }, { REPEATED, 9 }, { WORLD_SIZE, 1 }, { STEPS, 5 }, { ROWS, 3 * 7 } },
+	  { VALUE(4, 0, "loss", 7.62585), VALUE(4, 0, "grad_norm", 26.625),
+	    VALUE(3, 0, "tps", 10012.0), VALUE(4, 0, "tflops", 314.71),
+	    VALUE(5, 0, "tflops", 313.36) } },
+	/* A UTF-8 byte order mark, at the start of a log (a Windows tool's) or of a file
+	   appended to it with cat, is no part of the line it starts: the rank prefix after it
+	   counts, and a jsonl object or a golden file after it reads. (A compressed file is
+	   named as such: the refusals below.) */
+	{ "torchtitan", "titan_bom.log", NULL,
+	  { { WORLD_SIZE, 2 }, { RECORDS, 4 }, { IGNORED, 4 }, { ROWS, 2 * 2 * 7 } },
+	  { VALUE(1, 0, "loss", 8.1661), VALUE(1, 1, "memory", 2.48) } },
+	{ "jsonl", "bom.jsonl", NULL, { { COUNT_END } }, { { 0 } } },
+	{ "megatron-golden", "golden_bom.json", NULL, { { STEPS, 9 } }, { { 0 } } },
+	/* The prefixes launchers put before a line: torchrun without --role writes
+	   "[defaultN]:" (the role's name, then the rank), srun --label the task's number ("N: ",
+	   padded with blanks to the widest); each gives the line's rank. */
+	{ "torchtitan", "titan_torchrun_default.log", NULL,
+	  { { WORLD_SIZE, 2 }, { RECORDS, 6 }, { REPEATED, 0 }, { ROWS, 6 * 7 } },
+	  { VALUE(3, 1, "tps", 57706.0), VALUE(3, 0, "grad_norm", 1.1021) } },
+	{ "torchtitan", "titan_srun_label.log", "0,1,10", { { WORLD_SIZE, 11 }, { RECORDS, 6 } },
+	  { VALUE(2, 10, "tflops", 78.22), VALUE(1, 1, "grad_norm", 1.1008) } },
+	/* What a log collector puts before torchrun's prefix (kubectl logs --prefix, a
+	   container runtime's "TIME stdout F ", --timestamps): the prefix still names the rank,
+	   where the ranks' lines were taken for one unnamed rank's repeats. */
+	{ "torchtitan", "titan_collector_prefix.log", NULL,
+	  { { WORLD_SIZE, 2 }, { RECORDS, 6 }, { REPEATED, 0 } },
+	  { VALUE(14, 1, "tps", 7291.0), VALUE(15, 0, "tps", 7334.0),
+	    VALUE(16, 0, "tps", 7320.0), VALUE(16, 1, "loss", 3.05047) } },
+	/* An integer beyond 64 bits (a token count) is a value like any other, rounded to the
+	   nearest double as strtod rounds its text, on a line with a bare NaN too; an integer
+	   that fits stays exact as far as a double holds it (2^53 + 1 rounds to 2^53, as
+	   strtod). */
+	{ "jsonl", "bigint.jsonl", NULL, { { STEPS, 3 } },
+	  { STRTOD(1, 0, "tokens", "123456789012345678901234567890"),
+	    STRTOD(2, 0, "tokens", "-18446744073709551617"), VALUE(2, 0, "loss", NAN),
+	    VALUE(3, 0, "tokens", 9007199254740992.0) } },
+};
+
+static long count_got(enum count_of of, const lks_import_result *res, const struct seen *m)
 {
+	switch (of) {
+	case STEPS:      return res->steps;
+	case WORLD_SIZE: return res->world_size;
+	case RECORDS:    return res->counts.records;
+	case IGNORED:    return res->counts.ignored;
+	case REPEATED:   return res->counts.repeated;
+	case ROWS:       return m->n;
+	default:         cr_assert_fail("count %d", (int)of);
+	}
+	return -1;
+}
+
+/* Checks one want of fixture f against the rows it stored; a failure names the fixture. */
+static void expect_want(const struct fixture *f, const struct want *w, const struct seen *m)
+{
+	const lks_metric_row *r;
+	double want;
+
+	if (w->check & WANT_ABSENT) {
+		for (int i = 0; i < m->n && i < MAXROWS; i++)
+			cr_expect(strcmp(m->name[i], w->name) ||
+			          (w->step != ANY_STEP && m->row[i].step != w->step),
+			          "%s %s: %s stored at step %d rank %d", f->fmt, f->file, w->name,
+			          m->row[i].step, m->row[i].rank);
+		return;
+	}
+	r = find(m, w->step, w->rank, w->name);
+	cr_assert(r, "%s %s: no metric %s at step %d rank %d", f->fmt, f->file, w->name, w->step,
+	          w->rank);
+	want = w->text ? strtod(w->text, NULL) : w->value;
+	if ((w->check & WANT_VALUE) && isnan(want))
+		cr_expect(isnan(r->value), "%s %s: %s at step %d rank %d is %.17g, not a NaN",
+		          f->fmt, f->file, w->name, w->step, w->rank, r->value);
+	else if (w->check & WANT_VALUE)
+		cr_expect_eq(r->value, want, "%s %s: %s at step %d rank %d is %.17g, want %.17g",
+		             f->fmt, f->file, w->name, w->step, w->rank, r->value, want);
+	if (w->check & WANT_KIND)
+		cr_expect_eq(r->kind, w->kind, "%s %s: %s at step %d rank %d is %s, want %s",
+		             f->fmt, f->file, w->name, w->step, w->rank,
+		             lks_metric_kind_name(r->kind), lks_metric_kind_name(w->kind));
+}
+
+#define INDICES_MAX 64
+
+/* The parameters 0 to n - 1: indices into a table. Criterion copies each parameter into
+   a process of its own, the binary started anew (BoxFort), where the table's strings lie
+   at other addresses (a struct of pointers handed over crashed there); an index finds
+   that process's own copy of the table. */
+static struct criterion_test_params indices(size_t n)
+{
+	static size_t index[INDICES_MAX];
+
+	for (size_t i = 0; i < n; i++)
+		index[i] = i;
+	return cr_make_param_array(size_t, index, n);
+}
+
+_Static_assert(LEN(fixtures) <= INDICES_MAX, "too many fixtures");
+
+ParameterizedTestParameters(import, fixtures_store_their_values_as_written)
+{
+	return indices(LEN(fixtures));
+}
+
+/* Each fixture of the table imported into a new database: its summary numbers and the
+   values, kinds and absences it lists. */
+ParameterizedTest(const size_t *i, import, fixtures_store_their_values_as_written)
+{
+	const struct fixture *f = &fixtures[*i];
 	lks_import_result res;
 	struct seen m;
+	lks_store *s;
+
+	ranks_given = f->ranks;
+	cr_assert_eq(import(f->fmt, f->file, &s, &res), 0, "%s %s: %s", f->fmt, f->file,
+	             lks_errmsg());
+	ranks_given = NULL;
+	metrics_of(s, res.run_id, &m);
+	for (size_t k = 0; k < LEN(f->count) && f->count[k].of != COUNT_END; k++) {
+		const struct count *c = &f->count[k];
+		long got = count_got(c->of, &res, &m);
+
+		cr_expect_eq(got, c->want, "%s %s: %s %ld, want %ld", f->fmt, f->file,
+		             count_name[c->of], got, c->want);
+	}
+	for (size_t k = 0; k < LEN(f->want) && f->want[k].name; k++)
+		expect_want(f, &f->want[k], &m);
+	lks_store_close(s);
+	rm_tmp();
+}
+
+/* The steps rows that list, diff and report read, of titan_2ranks.log (its values: the
+   table above), and its run's row. */
+Test(import, torchtitan_steps_rows_as_list_diff_and_report_read)
+{
+	lks_import_result res;
 	lks_step_row steps[8];
 	lks_store *s;
 	int n;
 
 	cr_assert_eq(import("torchtitan", "titan_2ranks.log", &s, &res), 0, "%s", lks_errmsg());
-	cr_assert_eq(res.steps, 2);
-	cr_assert_eq(res.world_size, 2);
-	/* the "Starting job", "Synchronizing" and "Training completed" lines */
-	cr_assert_eq(res.counts.ignored, 4);
-	metrics_of(s, res.run_id, &m);
-	/* loss, grad_norm, memory, memory_pct, tps, tflops, mfu per (step, rank) */
-	cr_assert_eq(m.n, 2 * 2 * 7);
-	cr_assert_eq(at(&m, 1, 0, "loss")->value, 8.1661);
-	cr_assert_eq(at(&m, 1, 1, "memory")->value, 2.48);
-	cr_assert_eq(at(&m, 1, 1, "memory_pct")->value, 3.13);
-	cr_assert_eq(at(&m, 2, 0, "tps")->value, 177138.0);
-	cr_assert_eq(at(&m, 2, 1, "mfu")->value, 9.71);
-	cr_assert(isnan(at(&m, 2, 1, "grad_norm")->value));
-	cr_assert_eq(at(&m, 1, 0, "grad_norm")->kind, LKS_METRIC_NUMERICS);
-	cr_assert_eq(at(&m, 1, 0, "tflops")->kind, LKS_METRIC_PERFORMANCE);
-	/* the steps rows that list, diff and report read */
 	cr_assert_eq(lks_store_get_steps(s, res.run_id, -1, steps, 8, &n), 0, "%s", lks_errmsg());
 	cr_assert_eq(n, 4);
 	cr_assert_eq(steps[0].loss, 8.1661);
@@ -130,375 +456,6 @@ Test(import, torchtitan_values_ranks_and_kinds_as_written)
 	cr_assert_eq(steps[3].nonfinite, 1);
 	cr_assert_eq(sql_int(s, "SELECT count(*) FROM runs WHERE status = 'complete' AND "
 	                        "backend = 'import:torchtitan' AND world_size = 2 AND steps = 2"), 1);
-	lks_store_close(s);
-	rm_tmp();
-}
-
-/* torchtitan before tps was called so logged "wps" (words, i.e. tokens, per second): a
-   throughput, performance, never numerics (where a bitwise verdict would fail on it). */
-Test(import, older_torchtitan_wps_is_performance)
-{
-	lks_import_result res;
-	struct seen m;
-	lks_store *s;
-
-	cr_assert_eq(import("torchtitan", "titan_wps.log", &s, &res), 0, "%s", lks_errmsg());
-	metrics_of(s, res.run_id, &m);
-	cr_assert_eq(at(&m, 2, 0, "wps")->value, 41077.0);
-	cr_assert_eq(at(&m, 2, 0, "wps")->kind, LKS_METRIC_PERFORMANCE);
-	cr_assert_eq(at(&m, 2, 0, "loss")->value, 10.7406);
-	lks_store_close(s);
-	rm_tmp();
-}
-
-/* torchtitan of 2025 and after: a 24-bit colour code, TFLOP/s past a thousand written with
-   a separator (FP8 on an H100: "1,094.23"), and a validation line ("validate step:  2 ...")
-   after a training step, which is no training record: counted as ignored, its loss not
-   taken for the step's. */
-Test(import, torchtitan_validation_lines_are_ignored_and_tflops_may_hold_commas)
-{
-	lks_import_result res;
-	struct seen m;
-	lks_store *s;
-
-	cr_assert_eq(import("torchtitan", "titan_validate.log", &s, &res), 0, "%s", lks_errmsg());
-	cr_assert_eq(res.steps, 3);
-	cr_assert_eq(res.counts.records, 3);
-	cr_assert_eq(res.counts.ignored, 2, "the start line and the validation line");
-	metrics_of(s, res.run_id, &m);
-	cr_assert_eq(m.n, 3 * 7);
-	cr_assert_eq(at(&m, 2, 0, "loss")->value, 9.0283);
-	cr_assert_eq(at(&m, 1, 0, "tflops")->value, 1094.23);
-	cr_assert_eq(at(&m, 2, 0, "memory")->value, 62.47);
-	cr_assert_eq(at(&m, 3, 0, "grad_norm")->value, 0.9876);
-	lks_store_close(s);
-	rm_tmp();
-}
-
-/* A wrapper's own logger before torchtitan's record (AMD Primus: colours, its rank, the
-   source line, then " : "): the record starts at "step:" after that mark; its validation
-   line is still no training step. */
-Test(import, torchtitan_record_after_a_wrappers_prefix)
-{
-	lks_import_result res;
-	struct seen m;
-	lks_store *s;
-
-	cr_assert_eq(import("torchtitan", "titan_primus.log", &s, &res), 0, "%s", lks_errmsg());
-	cr_assert_eq(res.steps, 20);
-	cr_assert_eq(res.counts.records, 2);
-	cr_assert_eq(res.counts.ignored, 2, "the start line and the validation line");
-	metrics_of(s, res.run_id, &m);
-	cr_assert_eq(m.n, 2 * 7);
-	cr_assert_eq(at(&m, 10, 0, "loss")->value, 7.8123);
-	cr_assert_eq(at(&m, 20, 0, "mfu")->value, 42.10);
-	cr_assert_eq(at(&m, 20, 0, "tps")->value, 7301.0);
-	lks_store_close(s);
-	rm_tmp();
-}
-
-Test(import, torchtitan_line_repeated_by_ranks_is_one_row_per_step_and_rank)
-{
-	lks_import_result res;
-	struct seen m;
-	lks_store *s;
-
-	cr_assert_eq(import("torchtitan", "titan_repeated.log", &s, &res), 0, "%s", lks_errmsg());
-	cr_assert_eq(res.counts.repeated, 3);
-	cr_assert_eq(res.world_size, 1);
-	metrics_of(s, res.run_id, &m);
-	cr_assert_eq(m.n, 2 * 7);
-	cr_assert_eq(at(&m, 2, 0, "loss")->value, 9.0001);
-	cr_assert_eq(at(&m, 1, 0, "tps")->value, 1024.0);
-	lks_store_close(s);
-	rm_tmp();
-}
-
-Test(import, megatron_log_values_as_written)
-{
-	lks_import_result res;
-	struct seen m;
-	lks_store *s;
-
-	cr_assert_eq(import("megatron-log", "megatron.log", &s, &res), 0, "%s", lks_errmsg());
-	cr_assert_eq(res.steps, 30);
-	cr_assert_eq(res.counts.ignored, 3);
-	metrics_of(s, res.run_id, &m);
-	cr_assert_eq(at(&m, 10, 0, "loss")->value, 1.234567E+00);
-	cr_assert_eq(at(&m, 10, 0, "lr")->value, 1.000000E-04);
-	cr_assert_eq(at(&m, 10, 0, "loss_scale")->value, 65536.0);
-	cr_assert_eq(at(&m, 10, 0, "consumed_samples")->value, 640.0);
-	cr_assert_eq(at(&m, 10, 0, "iteration_time")->value, 812.3);
-	cr_assert_eq(at(&m, 10, 0, "iteration_time")->kind, LKS_METRIC_PERFORMANCE);
-	cr_assert(isnan(at(&m, 20, 0, "grad_norm")->value));
-	cr_assert_eq(at(&m, 20, 0, "nan_iterations")->value, 1.0);
-	cr_assert_eq(at(&m, 20, 0, "skipped_iterations")->kind, LKS_METRIC_NUMERICS);
-	cr_assert_eq(at(&m, 30, 0, "tflops")->value, 123.4);
-	cr_assert_eq(at(&m, 30, 0, "num_zeros")->value, 12.0);
-	cr_assert_eq(at(&m, 30, 0, "loss")->value, 9.876543E-01);
-	lks_store_close(s);
-	rm_tmp();
-}
-
-/* Forks of Megatron-LM's line: Megatron-DeepSpeed's "samples per second" and "TFLOPs"
-   (performance, the latter tflops), its "consumed tokens" and "actual seqlen" (numerics, as
-   every name the table lacks); AMD Primus's tokens per GPU (tps), a time or throughput
-   followed by its running average, "X/Y" or "X (avg Y)", and its memory used/free/total/
-   share, numbers with units: X, the first, is stored. A numerics value in
-   that form is still a bad value, and so is a bad average. */
-Test(import, megatron_forks_label_their_throughput_and_averages)
-{
-	lks_import_result res;
-	struct seen m;
-	lks_store *s;
-
-	cr_assert_eq(import("megatron-log", "megatron_deepspeed.log", &s, &res), 0, "%s",
-	             lks_errmsg());
-	metrics_of(s, res.run_id, &m);
-	cr_assert_eq(at(&m, 5426, 0, "tflops")->value, 78.36);
-	cr_assert_eq(at(&m, 5426, 0, "tflops")->kind, LKS_METRIC_PERFORMANCE);
-	cr_assert_eq(at(&m, 5427, 0, "samples_per_second")->value, 1.893);
-	cr_assert_eq(at(&m, 5427, 0, "samples_per_second")->kind, LKS_METRIC_PERFORMANCE);
-	cr_assert_eq(at(&m, 5427, 0, "consumed_tokens")->value, 88915968.0);
-	cr_assert_eq(at(&m, 5427, 0, "consumed_tokens")->kind, LKS_METRIC_NUMERICS);
-	cr_assert_eq(at(&m, 5426, 0, "actual_seqlen")->kind, LKS_METRIC_NUMERICS);
-	cr_assert(isnan(at(&m, 5427, 0, "grad_norm")->value));
-	lks_store_close(s);
-	rm_tmp();
-
-	cr_assert_eq(import("megatron-log", "megatron_primus.log", &s, &res), 0, "%s",
-	             lks_errmsg());
-	metrics_of(s, res.run_id, &m);
-	cr_assert_eq(at(&m, 2, 0, "tps")->value, 2011.2);
-	cr_assert_eq(at(&m, 3, 0, "iteration_time")->value, 654.5);
-	cr_assert_eq(at(&m, 3, 0, "tflops")->value, 1290.3);
-	cr_assert_eq(at(&m, 3, 0, "tps")->value, 25032.8);
-	cr_assert_eq(at(&m, 4, 0, "tflops")->value, 615.5);
-	cr_assert_eq(at(&m, 4, 0, "tps")->kind, LKS_METRIC_PERFORMANCE);
-	cr_assert_eq(at(&m, 4, 0, "loss")->value, 1.051008E+01);
-	cr_assert_eq(at(&m, 5, 0, "hip_mem_used")->value, 12.34, "the used memory, first");
-	cr_assert_eq(at(&m, 5, 0, "hip_mem_used")->kind, LKS_METRIC_PERFORMANCE);
-	cr_assert_eq(at(&m, 5, 0, "tflops")->value, 617.2);
-	lks_store_close(s);
-	rm_tmp();
-}
-
-/* torchtitan since March 2026 prints "mfu: N/A" where FP8 or MX quantization makes MFU
-   misleading (metrics.py, pull request 2451): a performance value not measured, so no mfu
-   is stored at that step; its loss has 5 decimals. TTP's fork writes est_tflops and
-   est_mfu, which are tflops and mfu. (A numerics metric "N/A" is still a bad value: the
-   hostile logs below.) */
-Test(import, torchtitan_mfu_not_measured_is_absent)
-{
-	lks_import_result res;
-	struct seen m;
-	lks_store *s;
-
-	cr_assert_eq(import("torchtitan", "titan_fp8_mfu_na.log", &s, &res), 0, "%s",
-	             lks_errmsg());
-	cr_assert_eq(res.world_size, 2);
-	cr_assert_eq(res.counts.records, 6);
-	metrics_of(s, res.run_id, &m);
-	cr_assert_eq(m.n, 6 * 6, "loss, grad_norm, memory, memory_pct, tps, tflops; no mfu");
-	for (int i = 0; i < m.n && i < MAXROWS; i++)
-		cr_assert_str_neq(m.name[i], "mfu");
-	cr_assert_eq(at(&m, 3, 1, "loss")->value, 10.93305);
-	cr_assert_eq(at(&m, 2, 1, "tps")->value, 5301.0);
-	cr_assert_eq(at(&m, 1, 0, "tflops")->value, 306.74);
-	lks_store_close(s);
-	rm_tmp();
-
-	cr_assert_eq(import("torchtitan", "titan_est.log", &s, &res), 0, "%s", lks_errmsg());
-	metrics_of(s, res.run_id, &m);
-	cr_assert_eq(at(&m, 10, 0, "tflops")->value, 94.23);
-	cr_assert_eq(at(&m, 10, 0, "tflops")->kind, LKS_METRIC_PERFORMANCE);
-	cr_assert_eq(at(&m, 10, 0, "mfu")->value, -1.0, "est_mfu's -1: not estimated");
-	cr_assert_eq(at(&m, 10, 0, "mfu")->kind, LKS_METRIC_PERFORMANCE);
-	lks_store_close(s);
-	rm_tmp();
-}
-
-/* A jsonl writer's null for a performance metric is "not measured": nothing stored there,
-   as torchtitan's "mfu: N/A"; a numerics null is a bad value (the hostile logs below). */
-Test(import, jsonl_null_performance_is_not_measured)
-{
-	lks_import_result res;
-	struct seen m;
-	lks_store *s;
-
-	cr_assert_eq(import("jsonl", "jsonl_null.jsonl", &s, &res), 0, "%s", lks_errmsg());
-	metrics_of(s, res.run_id, &m);
-	cr_assert_eq(m.n, 3 + 6, "step 1: 3 values and 3 nulls; step 2: 6 values");
-	cr_assert_eq(at(&m, 1, 0, "tflops")->value, 311.2);
-	cr_assert_eq(at(&m, 2, 1, "mfu")->value, 31.5);
-	for (int i = 0; i < m.n && i < MAXROWS; i++)
-		cr_assert(m.row[i].step != 1 || strcmp(m.name[i], "mfu"), "a null stored");
-	lks_store_close(s);
-	rm_tmp();
-}
-
-/* Megatron-Bridge's golden values (its scripts/performance/utils/evaluate.py): step ->
-   {label: value} with 0-based steps (key N is iteration N + 1, as its log says), the log's
-   labels, "GPU utilization" its model TFLOP/s per GPU (tflops), null not measured, and
-   numbers and strings of the whole run beside the steps, ignored. */
-Test(import, megatron_bridge_golden_by_step)
-{
-	lks_import_result res;
-	struct seen m;
-	lks_store *s;
-
-	cr_assert_eq(import("megatron-golden", "bridge_golden.json", &s, &res), 0, "%s",
-	             lks_errmsg());
-	cr_assert_eq(res.steps, 4);
-	cr_assert_eq(res.counts.records, 4);
-	cr_assert_eq(res.counts.ignored, 3, "alloc, max_alloc, job_id");
-	metrics_of(s, res.run_id, &m);
-	cr_assert_eq(m.n, 4 * 3 - 1, "one null");
-	cr_assert_eq(at(&m, 1, 0, "loss")->value, 11.89415);
-	cr_assert_eq(at(&m, 2, 0, "tflops")->value, 252.8);
-	cr_assert_eq(at(&m, 2, 0, "tflops")->kind, LKS_METRIC_PERFORMANCE);
-	cr_assert_eq(at(&m, 3, 0, "iteration_time")->value, 233.1, "ms, as the log's");
-	cr_assert(isnan(at(&m, 4, 0, "loss")->value));
-	for (int i = 0; i < m.n && i < MAXROWS; i++)
-		cr_assert(m.row[i].step != 3 || strcmp(m.name[i], "tflops"), "the null stored");
-	lks_store_close(s);
-	rm_tmp();
-}
-
-/* A name the table lacks takes its kind from its words: time, speed, memory, power (any
-   case, a word between other characters) or a rate "/s" make it performance; anything else,
-   a word that only starts so ("timestep", "memo_hits", "msgs") included, is numerics. */
-Test(import, a_name_the_table_lacks_is_performance_by_its_words)
-{
-	static const char *const perf[] = { "step_time_ms", "Tokens_s", "peak_mem_gb", "gpu_util",
-	                                    "Latency__ms_", "tflops_est" };
-	static const char *const num[] = { "aux_loss", "num_tokens", "timestep", "memo_hits", "msgs",
-	                                   "mtp_1_loss" };
-	lks_import_result res;
-	struct seen m;
-	lks_store *s;
-
-	cr_assert_eq(import("jsonl", "kinds_by_name.jsonl", &s, &res), 0, "%s", lks_errmsg());
-	metrics_of(s, res.run_id, &m);
-	for (size_t i = 0; i < sizeof(perf) / sizeof(perf[0]); i++)
-		cr_expect_eq(at(&m, 1, 0, perf[i])->kind, LKS_METRIC_PERFORMANCE, "%s", perf[i]);
-	for (size_t i = 0; i < sizeof(num) / sizeof(num[0]); i++)
-		cr_expect_eq(at(&m, 1, 0, num[i])->kind, LKS_METRIC_NUMERICS, "%s", num[i]);
-	lks_store_close(s);
-	rm_tmp();
-
-	/* Megatron-DeepSpeed's seconds are the table's iteration_time_s, not a name of their own */
-	cr_assert_eq(import("megatron-log", "megatron_deepspeed_s.log", &s, &res), 0, "%s",
-	             lks_errmsg());
-	metrics_of(s, res.run_id, &m);
-	cr_assert_eq(at(&m, 10, 0, "iteration_time_s")->value, 7.2310);
-	cr_assert_eq(at(&m, 10, 0, "iteration_time_s")->kind, LKS_METRIC_PERFORMANCE);
-	lks_store_close(s);
-	rm_tmp();
-}
-
-/* Megatron-LM of 2026 (training.py): a timestamp to the microsecond, energy and power per
-   GPU (--log-energy), a MoE's losses, and RL's token rates and packing share after the nan
-   iterations; the energy, power, rates and share are performance, the MoE loss numerics (a
-   name the table lacks). A performance value "N/A" is not measured, as in torchtitan. */
-Test(import, megatron_energy_power_and_rl_rates_are_performance)
-{
-	static const char *const perf[] = { "energy", "power", "tokens_per_second", "tps",
-	                                    "actual_tokens_per_second", "actual_tps",
-	                                    "packing_eff" };
-	lks_import_result res;
-	struct seen m;
-	lks_store *s;
-
-	cr_assert_eq(import("megatron-log", "megatron_energy.log", &s, &res), 0, "%s",
-	             lks_errmsg());
-	metrics_of(s, res.run_id, &m);
-	cr_assert_eq(at(&m, 10, 0, "energy")->value, 1003.4);
-	cr_assert_eq(at(&m, 20, 0, "power")->value, 699.4);
-	cr_assert_eq(at(&m, 30, 0, "packing_eff")->value, 87.5);
-	cr_assert_eq(at(&m, 30, 0, "tps")->value, 45763.0);
-	for (size_t i = 0; i < sizeof(perf) / sizeof(perf[0]); i++)
-		cr_assert_eq(at(&m, 30, 0, perf[i])->kind, LKS_METRIC_PERFORMANCE, "%s", perf[i]);
-	cr_assert_eq(at(&m, 30, 0, "load_balancing_loss")->value, 1.01);
-	cr_assert_eq(at(&m, 30, 0, "load_balancing_loss")->kind, LKS_METRIC_NUMERICS);
-	lks_store_close(s);
-	rm_tmp();
-
-	cr_assert_eq(import("megatron-log", "megatron_energy_b.log", &s, &res), 0, "%s",
-	             lks_errmsg());
-	metrics_of(s, res.run_id, &m);
-	cr_assert_eq(at(&m, 10, 0, "tflops")->value, 412.6);
-	for (int i = 0; i < m.n && i < MAXROWS; i++)
-		cr_assert(m.row[i].step != 20 || strcmp(m.name[i], "tflops"), "N/A stored");
-	lks_store_close(s);
-	rm_tmp();
-}
-
-/* Megatron-LM prints its iteration line from the last rank only (print_rank_last): under
-   'torchrun --tee' every line has that rank's "[rank7]:" prefix. The line is the job's (its
-   loss already averaged over data-parallel ranks): stored as rank 0 of a one-rank run, where
-   rank 7 of eight, ranks 0 to 6 without steps, was refused. */
-Test(import, megatron_log_with_the_last_ranks_prefix_is_the_jobs)
-{
-	lks_import_result res;
-	struct seen m;
-	lks_store *s;
-
-	cr_assert_eq(import("megatron-log", "megatron_rank_prefix.log", &s, &res), 0, "%s",
-	             lks_errmsg());
-	cr_assert_eq(res.world_size, 1);
-	cr_assert_eq(res.steps, 30);
-	metrics_of(s, res.run_id, &m);
-	cr_assert_eq(at(&m, 10, 0, "loss")->value, 1.234567E+00);
-	cr_assert_eq(at(&m, 30, 0, "loss")->value, 9.876543E-01);
-	lks_store_close(s);
-	rm_tmp();
-}
-
-Test(import, megatron_golden_list_and_map)
-{
-	lks_import_result res;
-	struct seen m;
-	lks_store *s;
-
-	cr_assert_eq(import("megatron-golden", "golden_list.json", &s, &res), 0, "%s",
-	             lks_errmsg());
-	cr_assert_eq(res.steps, 9);
-	metrics_of(s, res.run_id, &m);
-	cr_assert_eq(m.n, 9);
-	cr_assert_eq(at(&m, 5, 0, "loss")->value, 10.25);
-	cr_assert(isnan(at(&m, 9, 0, "loss")->value));
-	cr_assert_eq(at(&m, 5, 0, "num_zeros")->value, 12.0);
-	cr_assert_eq(at(&m, 1, 0, "iteration_time_s")->kind, LKS_METRIC_PERFORMANCE);
-	lks_store_close(s);
-	rm_tmp();
-
-	cr_assert_eq(import("megatron-golden", "golden_map.json", &s, &res), 0, "%s",
-	             lks_errmsg());
-	metrics_of(s, res.run_id, &m);
-	cr_assert_eq(m.n, 6);
-	cr_assert_eq(at(&m, 2, 0, "loss")->value, 10.25);
-	cr_assert(isnan(at(&m, 3, 0, "loss")->value));
-	cr_assert_eq(at(&m, 3, 0, "mem_allocated")->value, 1073741824.0);
-	lks_store_close(s);
-	rm_tmp();
-}
-
-Test(import, jsonl_ranks_and_any_named_metric)
-{
-	lks_import_result res;
-	struct seen m;
-	lks_store *s;
-
-	cr_assert_eq(import("jsonl", "run.jsonl", &s, &res), 0, "%s", lks_errmsg());
-	cr_assert_eq(res.world_size, 2);
-	cr_assert_eq(res.counts.ignored, 1);  /* the blank line */
-	metrics_of(s, res.run_id, &m);
-	cr_assert_eq(at(&m, 1, 1, "tps")->value, 1190.0);
-	cr_assert_eq(at(&m, 2, 0, "my_metric")->value, -1e-300);
-	cr_assert_eq(at(&m, 2, 0, "my_metric")->kind, LKS_METRIC_NUMERICS);
-	cr_assert(isinf(at(&m, 2, 1, "my_metric")->value) && at(&m, 2, 1, "my_metric")->value < 0);
-	cr_assert(isnan(at(&m, 2, 1, "grad_norm")->value));
 	lks_store_close(s);
 	rm_tmp();
 }
@@ -534,48 +491,6 @@ Test(import, a_restart_in_the_next_file_replaces_the_steps_logged_again)
 	metrics_of(s, res.run_id, &m);
 	cr_assert_eq(m.n, 6);
 	cr_assert_eq(at(&m, 3, 1, "loss")->value, 2.625);
-	lks_store_close(s);
-	rm_tmp();
-}
-
-/* Python's json module (json.dumps, allow_nan by default) writes NaN, Infinity and
-   -Infinity bare, which JSON lacks; a file written '\n'.join(lines) has no newline after
-   its last line, which JSON Lines allows. tests/import/data/python.jsonl is both. */
-Test(import, jsonl_as_python_writes_it)
-{
-	lks_import_result res;
-	struct seen m;
-	lks_store *s;
-
-	cr_assert_eq(import("jsonl", "python.jsonl", &s, &res), 0, "%s", lks_errmsg());
-	cr_assert_eq(res.steps, 3);
-	metrics_of(s, res.run_id, &m);
-	cr_assert(isnan(at(&m, 2, 0, "loss")->value));
-	cr_assert(isinf(at(&m, 2, 0, "grad_norm")->value) && at(&m, 2, 0, "grad_norm")->value > 0);
-	cr_assert(isinf(at(&m, 2, 0, "lr")->value) && at(&m, 2, 0, "lr")->value < 0);
-	cr_assert_eq(at(&m, 2, 0, "NaN_count")->value, 3.0);  /* a name, not a value */
-	cr_assert_eq(at(&m, 3, 0, "loss")->value, 9.75);      /* the line without a newline */
-	lks_store_close(s);
-	rm_tmp();
-}
-
-/* Megatron-LM's older golden files (written by its get_test_results_from_tensorboard_logs)
-   end with "iteration_timing_avg": a number, the run's mean, no step's: counted and left,
-   the metrics beside it read. */
-Test(import, megatron_golden_legacy_summary_number_left)
-{
-	lks_import_result res;
-	struct seen m;
-	lks_store *s;
-
-	cr_assert_eq(import("megatron-golden", "mcore_golden_legacy.json", &s, &res), 0, "%s",
-	             lks_errmsg());
-	cr_assert_eq(res.steps, 45);
-	cr_assert_eq(res.counts.ignored, 1);
-	metrics_of(s, res.run_id, &m);
-	cr_assert_eq(m.n, 20);
-	cr_assert_eq(at(&m, 45, 0, "loss")->value, 9.55467);
-	cr_assert_eq(at(&m, 30, 0, "num_zeros")->value, 1788.0);
 	lks_store_close(s);
 	rm_tmp();
 }
@@ -629,110 +544,75 @@ static void refused(const char *fmt, const char *file, const char *where)
 	lks_store *s;
 	int rc = import(fmt, file, &s, &res);
 
-	cr_assert_eq(rc, LKS_E_BAD_INPUT, "%s: rc %d (%s)", file, rc, lks_errmsg());
-	cr_assert(strstr(lks_errmsg(), where), "%s: '%s' lacks '%s'", file, lks_errmsg(), where);
+	cr_assert_eq(rc, LKS_E_BAD_INPUT, "%s %s: rc %d (%s)", fmt, file, rc, lks_errmsg());
+	cr_assert(strstr(lks_errmsg(), where), "%s %s: '%s' lacks '%s'", fmt, file, lks_errmsg(),
+	          where);
 	cr_assert_eq(sql_int(s, "SELECT (SELECT count(*) FROM runs) + (SELECT count(*) FROM steps)"),
-	             0, "%s: something stored", file);
+	             0, "%s %s: something stored", fmt, file);
 	/* the import turns foreign keys off for its transaction only */
-	cr_assert_eq(sql_int(s, "PRAGMA foreign_keys"), 1, "%s: foreign keys left off", file);
+	cr_assert_eq(sql_int(s, "PRAGMA foreign_keys"), 1, "%s %s: foreign keys left off", fmt,
+	             file);
 	lks_store_close(s);
 	rm_tmp();
 }
 
-Test(import, hostile_logs_fail_at_file_line_and_store_nothing)
-{
-	refused("torchtitan", "titan_backwards.log", "titan_backwards.log':3: step 1 of rank 0 "
-	        "goes backwards");
-	refused("torchtitan", "titan_truncated.log", "titan_truncated.log':2:");
-	refused("torchtitan", "titan_cut_value.log", "titan_cut_value.log':2: truncated");
-	refused("torchtitan", "titan_rank_gap.log", "rank 1 has no steps");
-	refused("torchtitan", "titan_loss_na.log", "titan_loss_na.log':3: bad value 'N/A' of "
-	        "'loss'");
-	refused("megatron-log", "megatron_bad_number.log", "megatron_bad_number.log':2: bad value "
-	        "'1.1000O0E+00'");
-	refused("megatron-log", "megatron_truncated.log", "megatron_truncated.log':2: truncated");
-	refused("megatron-log", "megatron_running_bad.log", "megatron_running_bad.log':1: bad value "
-	        "'1.101008E+01/1.2' of 'lm loss'");
-	refused("megatron-log", "megatron_running_bad_avg.log", "megatron_running_bad_avg.log':1: "
-	        "bad value '615.5 (avg 6x5.5)'");
-	refused("megatron-log", "megatron_memory_bad.log", "megatron_memory_bad.log':1: bad value "
-	        "'12.34GB/free/192.00GB/6.43%'");
-	refused("megatron-golden", "bridge_golden_bad.json", "bridge_golden_bad.json': \"1\".\"lm "
-	        "loss\": want a number");
-	refused("megatron-golden", "bridge_golden_step.json", "bridge_golden_step.json': \"1\": "
-	        "want a step");
-	refused("jsonl", "jsonl_null_loss.jsonl", "jsonl_null_loss.jsonl':2: bad value of \"loss\"");
-	refused("jsonl", "jsonl_bad_number.jsonl", "jsonl_bad_number.jsonl':2: bad value of "
-	        "\"loss\"");
+/* Hostile logs: each bad input at its file:line, with nothing stored. */
+static const struct refusal {
+	const char *fmt, *file, *where;
+} refusals[] = {
+	{ "torchtitan", "titan_backwards.log",
+	  "titan_backwards.log':3: step 1 of rank 0 goes backwards" },
+	{ "torchtitan", "titan_truncated.log", "titan_truncated.log':2:" },
+	{ "torchtitan", "titan_cut_value.log", "titan_cut_value.log':2: truncated" },
+	{ "torchtitan", "titan_rank_gap.log", "rank 1 has no steps" },
+	/* a numerics value "N/A" is a bad value, where a performance one is not measured */
+	{ "torchtitan", "titan_loss_na.log", "titan_loss_na.log':3: bad value 'N/A' of 'loss'" },
+	{ "megatron-log", "megatron_bad_number.log",
+	  "megatron_bad_number.log':2: bad value '1.1000O0E+00'" },
+	{ "megatron-log", "megatron_truncated.log", "megatron_truncated.log':2: truncated" },
+	/* Primus's forms (the fixtures above): a numerics value in the form "X/Y" is still a
+	   bad value, and so are a bad average and a bad memory used/free/total/share */
+	{ "megatron-log", "megatron_running_bad.log",
+	  "megatron_running_bad.log':1: bad value '1.101008E+01/1.2' of 'lm loss'" },
+	{ "megatron-log", "megatron_running_bad_avg.log",
+	  "megatron_running_bad_avg.log':1: bad value '615.5 (avg 6x5.5)'" },
+	{ "megatron-log", "megatron_memory_bad.log",
+	  "megatron_memory_bad.log':1: bad value '12.34GB/free/192.00GB/6.43%'" },
+	{ "megatron-golden", "bridge_golden_bad.json",
+	  "bridge_golden_bad.json': \"1\".\"lm loss\": want a number" },
+	{ "megatron-golden", "bridge_golden_step.json",
+	  "bridge_golden_step.json': \"1\": want a step" },
+	/* a jsonl numerics null, where a performance one is not measured */
+	{ "jsonl", "jsonl_null_loss.jsonl", "jsonl_null_loss.jsonl':2: bad value of \"loss\"" },
+	{ "jsonl", "jsonl_bad_number.jsonl", "jsonl_bad_number.jsonl':2: bad value of \"loss\"" },
 	/* a folder is bad input, not a failure to read (exit 3) */
-	refused("torchtitan", ".", "data/.' is a folder, not a log");
+	{ "torchtitan", ".", "data/.' is a folder, not a log" },
 	/* a torchtitan log read as megatron: no metric lines */
-	refused("megatron-log", "titan_repeated.log", "no metric lines");
+	{ "megatron-log", "titan_repeated.log", "no metric lines" },
+	/* ranks without a "[rankN]:" prefix: one that prints another loss at a step is bad
+	   input with a hint, and a line that names its rank must repeat itself exactly */
+	{ "torchtitan", "titan_ranks_unnamed_loss_apart.log",
+	  "titan_ranks_unnamed_loss_apart.log':8: step 4 again with other values (line 6), and "
+	  "the lines name no rank" },
+	{ "torchtitan", "titan_rank_again.log",
+	  "titan_rank_again.log':3: step 3 of rank 0 again with other values (line 2)" },
+	/* a compressed file is named as such, with the command that gives it decompressed */
+	{ "torchtitan", "titan_2ranks.log.gz",
+	  "titan_2ranks.log.gz':1: compressed, not a log: give it decompressed ('zcat " },
+	{ "megatron-golden", "golden_list.json.gz",
+	  "golden_list.json.gz': compressed, not JSON: give it decompressed ('zcat " },
+};
+
+_Static_assert(LEN(refusals) <= INDICES_MAX, "too many refusals");
+
+ParameterizedTestParameters(import, hostile_logs_fail_at_file_line_and_store_nothing)
+{
+	return indices(LEN(refusals));
 }
 
-/* Ranks that print without a "[rankN]:" prefix (as in torchtitan's pull request 2389, 8
-   GPUs): each step's line comes once per rank, the job's loss and grad norm the same, each
-   rank's tps and tflops its own. One record a step, the first line's; a rank that prints
-   another loss at a step is bad input with a hint, and a line that names its rank must
-   repeat itself exactly. */
-Test(import, unnamed_ranks_print_each_step_with_their_own_timings)
+ParameterizedTest(const size_t *i, import, hostile_logs_fail_at_file_line_and_store_nothing)
 {
-	lks_import_result res;
-	struct seen m;
-	lks_store *s;
-
-	cr_assert_eq(import("torchtitan", "titan_ranks_unnamed.log", &s, &res), 0, "%s",
-	             lks_errmsg());
-	cr_assert_eq(res.counts.records, 12);
-	cr_assert_eq(res.counts.repeated, 9);
-	cr_assert_eq(res.world_size, 1);
-	cr_assert_eq(res.steps, 5);
-	metrics_of(s, res.run_id, &m);
-	cr_assert_eq(m.n, 3 * 7);
-	cr_assert_eq(at(&m, 4, 0, "loss")->value, 7.62585);
-	cr_assert_eq(at(&m, 4, 0, "grad_norm")->value, 26.625);
-	cr_assert_eq(at(&m, 3, 0, "tps")->value, 10012.0, "not the first line's");
-	cr_assert_eq(at(&m, 4, 0, "tflops")->value, 314.71, "not the first line's");
-	cr_assert_eq(at(&m, 5, 0, "tflops")->value, 313.36, "not the first line's");
-	lks_store_close(s);
-	rm_tmp();
-	refused("torchtitan", "titan_ranks_unnamed_loss_apart.log", "titan_ranks_unnamed_loss_apart"
-	        ".log':8: step 4 again with other values (line 6), and the lines name no rank");
-	refused("torchtitan", "titan_rank_again.log", "titan_rank_again.log':3: step 3 of rank 0 "
-	        "again with other values (line 2)");
-}
-
-/* A UTF-8 byte order mark, at the start of a log (a Windows tool's) or of a file appended
-   to it with cat, is no part of the line it starts: the rank prefix after it counts, and a
-   jsonl object or a golden file after it reads. A compressed file is named as such, with
-   the command that gives it decompressed. */
-Test(import, byte_order_marks_dropped_and_compressed_files_named)
-{
-	lks_import_result res;
-	struct seen m;
-	lks_store *s;
-
-	cr_assert_eq(import("torchtitan", "titan_bom.log", &s, &res), 0, "%s", lks_errmsg());
-	cr_assert_eq(res.world_size, 2);
-	cr_assert_eq(res.counts.records, 4);
-	cr_assert_eq(res.counts.ignored, 4);
-	metrics_of(s, res.run_id, &m);
-	cr_assert_eq(m.n, 2 * 2 * 7);
-	cr_assert_eq(at(&m, 1, 0, "loss")->value, 8.1661);
-	cr_assert_eq(at(&m, 1, 1, "memory")->value, 2.48);
-	lks_store_close(s);
-	rm_tmp();
-	cr_assert_eq(import("jsonl", "bom.jsonl", &s, &res), 0, "%s", lks_errmsg());
-	lks_store_close(s);
-	rm_tmp();
-	cr_assert_eq(import("megatron-golden", "golden_bom.json", &s, &res), 0, "%s", lks_errmsg());
-	cr_assert_eq(res.steps, 9);
-	lks_store_close(s);
-	rm_tmp();
-	refused("torchtitan", "titan_2ranks.log.gz", "titan_2ranks.log.gz':1: compressed, not a "
-	        "log: give it decompressed ('zcat ");
-	refused("megatron-golden", "golden_list.json.gz", "golden_list.json.gz': compressed, not "
-	        "JSON: give it decompressed ('zcat ");
+	refused(refusals[*i].fmt, refusals[*i].file, refusals[*i].where);
 }
 
 /* A golden file is read whole, so within a golden file's limit (LKS_GOLDEN_FILE_MAX), from a
@@ -822,55 +702,6 @@ Test(import, a_log_of_some_ranks_imports_with_the_ranks_given)
 	cr_assert_eq(lks_import_ranks_valid("0-7,8,16-23"), 0, "%s", lks_errmsg());
 	cr_assert_eq(lks_import_ranks_valid("65535"), 0, "%s", lks_errmsg());
 	ranks_given = NULL;
-}
-
-/* The prefixes launchers put before a line: torchrun without --role writes "[defaultN]:"
-   (the role's name, then the rank), srun --label the task's number ("N: ", padded with
-   blanks to the widest); each gives the line's rank. */
-Test(import, torchrun_and_srun_prefixes_give_the_rank)
-{
-	lks_import_result res;
-	struct seen m;
-	lks_store *s;
-
-	cr_assert_eq(import("torchtitan", "titan_torchrun_default.log", &s, &res), 0, "%s",
-	             lks_errmsg());
-	cr_assert_eq(res.world_size, 2);
-	cr_assert_eq(res.counts.records, 6);
-	cr_assert_eq(res.counts.repeated, 0);
-	metrics_of(s, res.run_id, &m);
-	cr_assert_eq(m.n, 6 * 7);
-	cr_assert_eq(at(&m, 3, 1, "tps")->value, 57706.0);
-	cr_assert_eq(at(&m, 3, 0, "grad_norm")->value, 1.1021);
-	lks_store_close(s);
-	rm_tmp();
-
-	ranks_given = "0,1,10";
-	cr_assert_eq(import("torchtitan", "titan_srun_label.log", &s, &res), 0, "%s", lks_errmsg());
-	ranks_given = NULL;
-	cr_assert_eq(res.world_size, 11);
-	cr_assert_eq(res.counts.records, 6);
-	metrics_of(s, res.run_id, &m);
-	cr_assert_eq(at(&m, 2, 10, "tflops")->value, 78.22);
-	cr_assert_eq(at(&m, 1, 1, "grad_norm")->value, 1.1008);
-	lks_store_close(s);
-	rm_tmp();
-
-	/* what a log collector puts before torchrun's prefix (kubectl logs --prefix, a container
-	   runtime's "TIME stdout F ", --timestamps): the prefix still names the rank, where the
-	   ranks' lines were taken for one unnamed rank's repeats */
-	cr_assert_eq(import("torchtitan", "titan_collector_prefix.log", &s, &res), 0, "%s",
-	             lks_errmsg());
-	cr_assert_eq(res.world_size, 2);
-	cr_assert_eq(res.counts.records, 6);
-	cr_assert_eq(res.counts.repeated, 0);
-	metrics_of(s, res.run_id, &m);
-	cr_assert_eq(at(&m, 14, 1, "tps")->value, 7291.0);
-	cr_assert_eq(at(&m, 15, 0, "tps")->value, 7334.0);
-	cr_assert_eq(at(&m, 16, 0, "tps")->value, 7320.0);
-	cr_assert_eq(at(&m, 16, 1, "loss")->value, 3.05047);
-	lks_store_close(s);
-	rm_tmp();
 }
 
 Test(import, numbers_as_logs_write_them)
@@ -1293,25 +1124,5 @@ Test(import, a_bad_line_in_a_later_part_names_its_line)
 	}
 	unsetenv("LKS_IMPORT_PARTS");
 	unsetenv("LKS_IMPORT_SPLIT_MIN");
-	rm_tmp();
-}
-
-/* An integer beyond 64 bits (a token count) is a value like any other, rounded to the
-   nearest double as strtod rounds its text, on a line with a bare NaN too; an integer
-   that fits stays exact as far as a double holds it (2^53 + 1 rounds to 2^53, as strtod). */
-Test(import, jsonl_integers_beyond_64_bits_are_values)
-{
-	lks_import_result res;
-	struct seen m;
-	lks_store *s;
-
-	cr_assert_eq(import("jsonl", "bigint.jsonl", &s, &res), 0, "%s", lks_errmsg());
-	cr_assert_eq(res.steps, 3);
-	metrics_of(s, res.run_id, &m);
-	cr_assert_eq(at(&m, 1, 0, "tokens")->value, strtod("123456789012345678901234567890", NULL));
-	cr_assert_eq(at(&m, 2, 0, "tokens")->value, strtod("-18446744073709551617", NULL));
-	cr_assert(isnan(at(&m, 2, 0, "loss")->value));
-	cr_assert_eq(at(&m, 3, 0, "tokens")->value, 9007199254740992.0);
-	lks_store_close(s);
 	rm_tmp();
 }
