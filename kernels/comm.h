@@ -24,7 +24,7 @@
 
 #include "kernels/err.h"
 
-#define LKS_COMM_VERSION 4
+#define LKS_COMM_VERSION 5
 #define LKS_COMM_ROOT 0         /* the rank that gathers (the one that owns the database) */
 
 typedef struct lks_comm lks_comm;
@@ -69,6 +69,12 @@ typedef struct lks_comm_methods {
 	/* 1 once abort was called on any end of the group in this process (a device end's
 	   waits poll it: the abort of a sibling thread ends them); missing or 0: not seen */
 	int (*aborted)(lks_comm *c);
+	/* -- version 5 -- */
+	/* A transport's own all-gather and reduce-scatter (lks_comm_all_gather,
+	   lks_comm_reduce_scatter say what they do); missing: comm_group.c's, made of the
+	   all-reduce sum, with the bits of an ordered one. */
+	int (*all_gather)(lks_comm *c, const float *x, size_t n, float *out);
+	int (*reduce_scatter)(lks_comm *c, const float *x, size_t n, float *out);
 } lks_comm_methods;
 
 struct lks_comm {
@@ -190,6 +196,24 @@ static inline void lks_comm_layout(int nranks, int procs, int p, int *first, int
 	*first = (int)lo;
 	*count = (int)(hi - lo);
 }
+
+/* ---- collectives made of the all-reduces, and sub-groups (comm_group.c) ---- */
+
+/* out (size x n floats) = every rank's x (n floats), rank r's at r x n. */
+int lks_comm_all_gather(lks_comm *c, const float *x, size_t n, float *out);
+/* out (n floats) = the rows r x n .. (r + 1) x n - 1 of the rank-ordered sum of every
+   rank's x (size x n floats), r this rank: each element ((x_0 + x_1) + x_2) + ... */
+int lks_comm_reduce_scatter(lks_comm *c, const float *x, size_t n, float *out);
+/* *out: this rank's end of the sub-group of c's ranks whose color is its own (0 <= color <
+   groups, every group of size / groups ranks), ranked in c's rank order: a mesh
+   dimension's group. Called by every rank of c
+   together. Its all-reduces (sum, max) are c's, made over a (groups, n) buffer where
+   each group writes its row and the others pad it with what adds nothing (-0.0f; -inf for
+   the max), so they are the group's, in its rank order, bit for bit; hence every group of
+   a split calls each collective together, as a mesh's ranks do. Host memory only: a
+   device communicator (lks_comm_device_memory) is refused. Closing *out leaves c open;
+   its abort aborts c. It has no gather (c's is the job's). */
+int lks_comm_split(lks_comm *c, int groups, int color, lks_comm **out);
 
 /* A group of size ranks as threads of this process: out[r] is rank r's end, to be used by
    one thread each (collectives block until every rank has called them). */

@@ -8,7 +8,10 @@
  * shorter than the ranks and not a multiple of them, and a gather of blocks of different
  * sizes to rank 0. First on the job's end (one rank per process), then on groups of 1 to 5
  * ranks and of 2 x processes + 1 laid out over the processes (some hosting none, some
- * several), each local rank driven by a thread of its own.
+ * several), each local rank driven by a thread of its own. On each: the all-gather and
+ * reduce-scatter made of the all-reduce, and sub-groups (comm_group.c): the ranks split by
+ * rank % 2 and by rank / 2, whose all-reduces and reduce-scatter are their members' in rank
+ * order.
  * Exit 0 when every check holds, 1 with the first that does not.
  *
  * 'mpi_comm --hang P [tag]' tests the timeout instead (tests/kernels/mpi_timeout.cmake): a job with
@@ -120,6 +123,75 @@ static void check_gather(lks_comm *c)
 	free(mine);
 }
 
+/* The reduce-scatter of size x n values and the all-gather of n on c, and on the sub-groups
+   of c's ranks split by rank % 2 and by rank / 2 (as a mesh of (size / 2) x 2 groups them),
+   each against its members' rank-order sums, bit for bit: members[k] is the k-th rank of
+   this rank's group in c (all of c without a split). */
+static void check_collectives_on(lks_comm *c, lks_comm *g, const int *members, size_t n)
+{
+	float *x = malloc(((size_t)g->size * n + 1) * sizeof(float));
+	float *out = malloc((n + 1) * sizeof(float)), *all = malloc(((size_t)g->size * n + 1) * 4);
+	float *y = malloc((n + 1) * sizeof(float));
+
+	for (size_t i = 0; i < (size_t)g->size * n; i++)
+		x[i] = input(c->rank, i, 1);
+	CHECK(lks_comm_reduce_scatter(g, x, n, out) == 0, "reduce-scatter: %s", lks_errmsg());
+	CHECK(lks_comm_all_gather(g, x, n, all) == 0, "all-gather: %s", lks_errmsg());
+	for (size_t i = 0; i < n; i++)
+		y[i] = input(c->rank, i, 0);
+	CHECK(lks_comm_allreduce_sum(g, y, n) == 0, "sub-group sum: %s", lks_errmsg());
+	for (size_t i = 0; i < n; i++) {
+		size_t at = (size_t)g->rank * n + i;
+		float rs = input(members[0], at, 1), s = input(members[0], i, 0);
+
+		for (int k = 1; k < g->size; k++) {
+			rs += input(members[k], at, 1);
+			s += input(members[k], i, 0);
+		}
+		CHECK(same_bits(out[i], rs), "reduce-scatter of %d x %zu: element %zu is %a, rank order "
+		      "gives %a", g->size, n, i, out[i], rs);
+		CHECK(same_bits(y[i], s), "sum of a group of %d: element %zu is %a, rank order gives "
+		      "%a", g->size, i, y[i], s);
+		for (int k = 0; k < g->size; k++)
+			CHECK(same_bits(all[(size_t)k * n + i], input(members[k], i, 1)),
+			      "all-gather: rank %d's element %zu", members[k], i);
+	}
+	free(x);
+	free(out);
+	free(all);
+	free(y);
+}
+
+static void check_collectives(lks_comm *c)
+{
+	int members[MAX_RANKS], m;
+
+	for (int r = 0; r < c->size; r++)
+		members[r] = r;
+	check_collectives_on(c, c, members, 1001);
+	/* a split's groups are of one size: the even groups only */
+	for (int by = 0; by < 2 && c->size % 2 == 0; by++) {
+		int groups = c->size / 2;
+		int color = by ? c->rank / 2 : c->rank % 2;
+
+		if (!by)
+			groups = 2;
+		lks_comm *g;
+
+		if (lks_comm_split(c, groups, color, &g)) {
+			CHECK(0, "split: %s", lks_errmsg());
+			continue;
+		}
+		m = 0;
+		for (int r = 0; r < c->size; r++)
+			if ((by ? r / 2 : r % 2) == color)
+				members[m++] = r;
+		CHECK(g->size == m, "split: a group of %d, want %d", g->size, m);
+		check_collectives_on(c, g, members, 333);
+		lks_comm_close(g);
+	}
+}
+
 static void check_all(lks_comm *c)
 {
 	static const size_t lengths[] = { 0, 1, 3, 1000, 100003 };
@@ -129,6 +201,7 @@ static void check_all(lks_comm *c)
 		check_allreduce(c, lengths[k], 1);
 	}
 	check_gather(c);
+	check_collectives(c);
 	CHECK(lks_comm_barrier(c) == 0, "barrier: %s", lks_errmsg());
 }
 

@@ -358,3 +358,208 @@ Test(comm, device_memory_is_read_from_version_3_tables_only)
 	cr_expect_eq(lks_comm_device_memory(t[0]), 0);
 	lks_comm_close(t[0]);
 }
+
+/* ---- all-gather, reduce-scatter and sub-groups (comm_group.c) ---- */
+
+/* what each rank got, its x as it was before (orig), and the split that fn uses: colors[r]
+   of groups */
+static float *got[MAXW], *orig[MAXW];
+static int groups_of, colors_of[MAXW], sub_rank[MAXW], sub_size[MAXW];
+
+/* n here is the rows' length: x[r] holds W x n values for the reduce-scatter, and its
+   first n are what the all-gather sends */
+static void do_gather_scatter(struct comm_case *k, int r)
+{
+	float *ag = malloc(sizeof(float) * (size_t)k->W * k->n);
+
+	k->rc[r] = !ag || lks_comm_reduce_scatter(k->c[r], k->x[r], k->n, got[r])
+	        || lks_comm_all_gather(k->c[r], k->x[r], k->n, ag);
+	if (!k->rc[r])  /* the all-gather's rows after the reduce-scatter's */
+		memcpy(got[r] + k->n, ag, sizeof(float) * (size_t)k->W * k->n);
+	free(ag);
+}
+
+/* every rank's x: values, the specials' rows first (comm_specials), over W x n */
+static void fill_rows(struct comm_case *k, size_t len)
+{
+	size_t n = k->n;
+
+	k->n = len;
+	comm_fill(k);
+	comm_specials(k);
+	k->n = n;
+	for (int r = 0; r < k->W; r++) {
+		cr_assert_not_null(orig[r] = malloc(sizeof(float) * len));
+		memcpy(orig[r], k->x[r], sizeof(float) * len);
+	}
+}
+
+static void free_rows(struct comm_case *k)
+{
+	for (int r = 0; r < k->W; r++) {
+		free(got[r]);
+		free(orig[r]);
+	}
+	comm_free(k);
+}
+
+Test(comm, all_gather_and_reduce_scatter_are_the_ordered_ones)
+{
+	for (int W = 1; W <= 5; W++) {
+		struct comm_case k = { .W = W, .n = 1000 };
+		size_t len = (size_t)W * k.n;
+
+		fill_rows(&k, len);
+		for (int r = 0; r < W; r++)
+			cr_assert_not_null(got[r] = malloc(sizeof(float) * (k.n + len)));
+		comm_run(&k, do_gather_scatter);
+		for (int r = 0; r < W; r++) {
+			cr_assert_eq(k.rc[r], 0, "W %d rank %d: %s", W, r, k.err[r]);
+			for (size_t i = 0; i < k.n; i++) {
+				float s = orig[0][(size_t)r * k.n + i];
+
+				for (int q = 1; q < W; q++)
+					s += orig[q][(size_t)r * k.n + i];
+				cr_assert(memcmp(&got[r][i], &s, sizeof(s)) == 0, "W %d rank %d reduce-scatter "
+				          "%zu: %a, the serial sum %a", W, r, i, (double)got[r][i], (double)s);
+			}
+			for (int q = 0; q < W; q++)  /* -0 and NaN come through as they were */
+				cr_assert(memcmp(got[r] + k.n + (size_t)q * k.n, orig[q], sizeof(float) * k.n)
+				          == 0, "W %d rank %d: rank %d's row of the all-gather", W, r, q);
+		}
+		free_rows(&k);
+	}
+}
+
+/* The split, then in the sub-group: the all-reduces sum and max of x's first n, the
+   reduce-scatter of x (size x n) into got, the all-gather of x's first n after it. */
+static void do_split(struct comm_case *k, int r)
+{
+	lks_comm *s;
+
+	if ((k->rc[r] = lks_comm_split(k->c[r], groups_of, colors_of[r], &s)))
+		return;
+	sub_rank[r] = s->rank;
+	sub_size[r] = s->size;
+	float *mx = malloc(sizeof(float) * k->n), *ag = malloc(sizeof(float) * (size_t)s->size * k->n);
+
+	if (mx)
+		memcpy(mx, k->x[r], sizeof(float) * k->n);
+	k->rc[r] = !mx || !ag || lks_comm_reduce_scatter(s, k->x[r], k->n, got[r] + 2 * k->n)
+	        || lks_comm_all_gather(s, k->x[r], k->n, ag)
+	        || lks_comm_allreduce_max(s, mx, k->n) || lks_comm_allreduce_sum(s, k->x[r], k->n);
+	if (!k->rc[r]) {
+		memcpy(got[r], k->x[r], sizeof(float) * k->n);
+		memcpy(got[r] + k->n, mx, sizeof(float) * k->n);
+		memcpy(got[r] + 3 * k->n, ag, sizeof(float) * (size_t)s->size * k->n);
+	}
+	free(mx);
+	free(ag);
+	lks_comm_close(s);
+}
+
+/* Six ranks split three ways, as a mesh's dimensions group them (dp 3 x tp 2: r / 2 and
+   r % 2; and 2 x 3): in each group, each collective is its members' in their rank order,
+   bit for bit, specials included, and a group's rank and size are its own. */
+Test(comm, a_sub_group_is_its_ranks_in_rank_order)
+{
+	static const struct { int groups, div, mod; } splits[] = {
+		{ 3, 2, 0 }, { 2, 1, 2 }, { 2, 3, 0 }, { 3, 1, 3 }, { 1, 1, 1 },
+	};
+	const int W = 6;
+
+	for (size_t sp = 0; sp < sizeof(splits) / sizeof(splits[0]); sp++) {
+		struct comm_case k = { .W = W, .n = 700 };
+
+		groups_of = splits[sp].groups;
+		for (int r = 0; r < W; r++) {
+			colors_of[r] = splits[sp].mod ? r / splits[sp].div % splits[sp].mod
+			                              : r / splits[sp].div;
+			cr_assert_not_null(got[r] = malloc(sizeof(float) * k.n * (3 + W)));
+		}
+		fill_rows(&k, (size_t)W * k.n);
+		comm_run(&k, do_split);
+		for (int r = 0; r < W; r++) {
+			int members[MAXW], m = 0, me = -1;
+
+			cr_assert_eq(k.rc[r], 0, "split %zu rank %d: %s", sp, r, k.err[r]);
+			for (int q = 0; q < W; q++)
+				if (colors_of[q] == colors_of[r]) {
+					me = q == r ? m : me;
+					members[m++] = q;
+				}
+			cr_assert_eq(sub_rank[r], me, "split %zu rank %d", sp, r);
+			cr_assert_eq(sub_size[r], m, "split %zu rank %d", sp, r);
+			for (size_t i = 0; i < k.n; i++) {
+				size_t at = (size_t)me * k.n + i;  /* the reduce-scatter's row me */
+				float s = orig[members[0]][i], x = s, rs = orig[members[0]][at];
+
+				for (int q = 1; q < m; q++) {
+					float y = orig[members[q]][i];
+
+					s += y;
+					x = lks_max_nan(x, y);
+					rs += orig[members[q]][at];
+				}
+				cr_assert(memcmp(&got[r][i], &s, sizeof(s)) == 0, "split %zu rank %d sum %zu: "
+				          "%a, want %a", sp, r, i, (double)got[r][i], (double)s);
+				cr_assert(memcmp(&got[r][k.n + i], &x, sizeof(x)) == 0, "split %zu rank %d max "
+				          "%zu: %a, want %a", sp, r, i, (double)got[r][k.n + i], (double)x);
+				cr_assert(memcmp(&got[r][2 * k.n + i], &rs, sizeof(rs)) == 0, "split %zu rank %d "
+				          "reduce-scatter %zu: %a, want %a", sp, r, i,
+				          (double)got[r][2 * k.n + i], (double)rs);
+			}
+			for (int q = 0; q < m; q++)
+				cr_assert(memcmp(&got[r][(3 + q) * k.n], orig[members[q]], sizeof(float) * k.n)
+				          == 0, "split %zu rank %d all-gather row %d", sp, r, q);
+		}
+		free_rows(&k);
+	}
+}
+
+static void do_bad_split(struct comm_case *k, int r)
+{
+	lks_comm *s;
+
+	k->rc[r] = lks_comm_split(k->c[r], 2, r == 2 ? 5 : r % 2, &s);
+	if (!k->rc[r])
+		lks_comm_close(s);
+}
+
+/* A color outside the groups: every rank refuses the split, saying whose color it was. */
+Test(comm, a_split_with_a_color_outside_its_groups_is_refused)
+{
+	struct comm_case k = { .W = 4, .n = 1 };
+
+	comm_fill(&k);
+	comm_run(&k, do_bad_split);
+	for (int r = 0; r < 4; r++) {
+		cr_assert_neq(k.rc[r], 0, "rank %d split", r);
+		cr_assert(strstr(k.err[r], "rank 2's color 5 is not one of 2 groups"), "rank %d: %s", r,
+		          k.err[r]);
+	}
+	comm_free(&k);
+}
+
+static void do_uneven_split(struct comm_case *k, int r)
+{
+	lks_comm *s;
+
+	k->rc[r] = lks_comm_split(k->c[r], 2, r == 0, &s);
+	if (!k->rc[r])
+		lks_comm_close(s);
+}
+
+/* Groups of different sizes would call the parent's collectives with different lengths:
+   the split is refused on every rank, naming a group and its size. */
+Test(comm, a_split_into_groups_of_different_sizes_is_refused)
+{
+	struct comm_case k = { .W = 4, .n = 1 };
+
+	comm_fill(&k);
+	comm_run(&k, do_uneven_split);
+	for (int r = 0; r < 4; r++)
+		cr_assert(k.rc[r] && strstr(k.err[r], "4 ranks do not split into 2 groups of one size "
+		                                      "(group 0 has 3)"), "rank %d: %s", r, k.err[r]);
+	comm_free(&k);
+}
