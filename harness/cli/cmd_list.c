@@ -93,6 +93,8 @@ static void lks_list_run(const lks_run_cfg *r, int namew)
 	}
 	printf("    %-*s  %-17s  %d rank%s", namew, r->name, lks_recipe_name(r->recipe),
 	       r->world_size, r->world_size == 1 ? "" : "s");
+	if (r->fsdp > 1)
+		printf(", fsdp %d x dp %d", r->fsdp, r->world_size / r->fsdp);
 	if (r->checkpoint)
 		printf(", checkpoint blocks");
 	if (lks_recipe_delayed(r->recipe))

@@ -55,6 +55,8 @@ typedef struct lks_run_cfg {
 	char backend[16];       /* a name of the backend registry; "": the invocation's */
 	int allreduce;          /* lks_allreduce_mode: 0 ordered, 1 NCCL's own (nccl) */
 	int world_size;         /* ranks of this run */
+	int fsdp;               /* ranks an FSDP group shards the parameters over (1: DP);
+	                           the world size / fsdp groups replicate one another */
 	int amax_history;       /* fp8_delayed: history length */
 	int amax_most_recent;   /* fp8_delayed: 1 most_recent, 0 max */
 	int margin;             /* fp8_delayed: scale = fp8_max * 2^-margin / amax */

@@ -36,6 +36,8 @@ static void lks_case_defaults(struct lks_parse *st)
 	for (int i = 0; i < c->nruns; i++) {
 		if (!lks_seen(st, LKS_SEC_RUN, i, "world_size"))
 			c->runs[i].world_size = c->world_size;
+		if (!lks_seen(st, LKS_SEC_RUN, i, "fsdp"))
+			c->runs[i].fsdp = 1;
 		c->runs[i].gemm_given = lks_seen(st, LKS_SEC_RUN, i, "gemm");
 	}
 	for (int i = 0; i < c->nchecks; i++)
@@ -73,6 +75,26 @@ static int lks_case_attention(struct lks_parse *st)
 			        (long long)m->heads * m->head_dim, (1 << 20) / 3);
 	}
 	return lks_case_at(st, st->sec_line[LKS_SEC_MODEL]);
+}
+
+/* A run's mesh: fsdp groups that tile its ranks; their collectives are made over the host's
+   ends (kernels/comm_group.c), so not with a device communicator of its own, nor with a
+   fault that wraps the all-reduce. */
+static int lks_run_mesh(const lks_run_cfg *r)
+{
+	if (r->fsdp == 1)
+		return 0;
+	if (r->world_size % r->fsdp)
+		return lks_err("run '%s': fsdp %d does not divide its world size %d", r->name,
+		               r->fsdp, r->world_size);
+	if (r->allreduce == LKS_ALLREDUCE_NCCL)
+		return lks_err("run '%s': fsdp %d with allreduce = nccl: an FSDP run's collectives "
+		               "are the ordered ones over the host (allreduce = ordered)", r->name,
+		               r->fsdp);
+	if (r->inject.kind == LKS_FAULT_SKIP_ALLREDUCE)
+		return lks_err("run '%s': skip_allreduce needs fsdp = 1 (an FSDP run reduce-scatters "
+		               "its gradients)", r->name);
+	return 0;
 }
 
 /* Every run imported (import = FMT:PATH): the case trains nothing, so it needs no [model]
@@ -255,7 +277,8 @@ static int lks_case_imports(struct lks_parse *st)
 	for (int i = 0; i < c->nruns; i++) {
 		lks_run_cfg *r = &c->runs[i];
 		static const char *const trained[] = { "checkpoint", "gemm", "inject", "amax_history",
-		                                       "amax_algo", "margin", "recipe", "backend" };
+		                                       "amax_algo", "margin", "recipe", "backend",
+		                                       "fsdp" };
 
 		for (size_t k = 0; r->import_fmt[0] && k < sizeof(trained) / sizeof(trained[0]); k++)
 			if (lks_seen(st, LKS_SEC_RUN, i, trained[k])) {
@@ -340,6 +363,8 @@ int lks_case_validate(struct lks_parse *st)
 
 		if (r->import_fmt[0])
 			continue;
+		if (lks_run_mesh(r))
+			return lks_case_at(st, r->line);
 		if (lks_run_fault_fits(c, r, &r->inject)) {
 			snprintf(who, sizeof(who), "run '%s'", r->name);
 			lks_err_prefix(who);

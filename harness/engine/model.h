@@ -155,6 +155,8 @@ typedef struct lks_rank {
 	int nan_seen;           /* met NaN/Inf once: it scans no more */
 	int nan_tensor;         /* this step's first non-finite gradient tensor, or -1 */
 	int64_t nan_count;      /* its non-finite values */
+	struct lks_fsdp *fsdp;  /* its shard of an FSDP run (runner_fsdp.c), or NULL */
+	size_t own0, own1;      /* the parameters it updates: all, or its shard's */
 	float clip_coef;        /* its clip and update tasks (the pool's): the coefficient, */
 	atomic_int task_failed; /* whether a task's backend call failed, */
 	char task_err[256];     /* the first failure's error */

@@ -148,6 +148,8 @@ static void lks_update_task(void *arg, int task, int thread)
 	float *m1 = r->m1, *m2 = r->m2;
 	const float *g = r->grads;
 
+	c0 = c0 > r->own0 ? c0 : r->own0;  /* its own parameters: all, or its FSDP shard */
+	c1 = c1 < r->own1 ? c1 : r->own1;
 	for (int i = 0; i < R->m.nt; i++) {
 		const lks_ptensor *p = &R->m.t[i];
 		size_t a = p->off > c0 ? p->off : c0, b = p->off + p->n < c1 ? p->off + p->n : c1;
@@ -214,6 +216,9 @@ static int lks_rank_update(struct lks_runner *R, lks_rank *r, double *gnorm)
 	if (lks_be_updates(r->be)) {  /* the same, in one call: the device's, no host between */
 		lks_update u = { R->parts, R->m.nt, opt->clip, R->lr, opt->beta1, opt->beta2,
 		                 opt->eps, R->bc1, R->bc2 };
+
+		if (r->fsdp)  /* AdamW of its shard; the norm is still the whole gradient's */
+			u.part = lks_fsdp_update_parts(r, &u.nparts);
 
 		if (lks_be_update(r->be, r->bectx, r->params, r->grads, r->m1, r->m2, R->m.nparams,
 		                  &u, &ss))
@@ -285,6 +290,14 @@ static int lks_rank_allreduce(struct lks_runner *R, lks_rank *r)
 	int staged = r->staged && !R->devcomm && !alone;
 	float *g = staged ? r->staged : r->grads;
 
+	if (r->fsdp) {  /* reduce-scattered, reduced over dp, gathered: on the host */
+		if (lks_fsdp_grads(R, r))
+			return -1;
+		if (r->rank == 0 && R->o->on_grads)
+			R->o->on_grads(R->o->on_grads_arg, R->step, lks_fsdp_gathered(r), &R->m);
+		return 0;
+	}
+
 	if (staged && lks_be_download(r->be, r->bectx, g, r->grads, bytes))
 		return -1;
 	if (!alone && lks_comm_allreduce_sum(r->comm, g, R->m.nparams))
@@ -321,6 +334,10 @@ static void lks_rank_task(void *arg, int task, int thread)
 	lks_tracer_begin_step(&r->tr, R->step);
 	r->failed = 0;
 	r->nan_tensor = -1;
+	if (R->run->fsdp > 1 && !r->fsdp && lks_fsdp_setup(R, r)) {  /* its first step */
+		lks_rank_fail(r, 1);
+		return;
+	}
 	t0 = lks_now();
 	if (lks_be_upload(r->be, r->bectx, r->tok, tok, T * sizeof(int32_t))
 	    || lks_be_upload(r->be, r->bectx, r->tgt, tgt, T * sizeof(int32_t))
@@ -341,6 +358,10 @@ static void lks_rank_task(void *arg, int task, int thread)
 	}
 	if (lks_rank_update(R, r, &gnorm)) {
 		lks_rank_fail(r, 1);
+		return;
+	}
+	if (r->fsdp && lks_fsdp_params(R, r)) {  /* the shards, gathered for the next step */
+		lks_rank_fail(r, 0);
 		return;
 	}
 	if (lks_rank_finish(R, r, gnorm))
@@ -492,17 +513,20 @@ out:
 static char *lks_run_options(const lks_run_cfg *run, const char *overrides)
 {
 	size_t n = 800 + (overrides ? strlen(overrides) : 0);
-	char *s = malloc(n), fault[600] = "";
+	char *s = malloc(n), fault[600] = "", fsdp[32] = "";
 
+	if (run->fsdp > 1)
+		snprintf(fsdp, sizeof(fsdp), " fsdp=%d", run->fsdp);
 	if (run->inject.kind != LKS_FAULT_NONE) {
 		strcpy(fault, " inject: ");
 		lks_fault_format(&run->inject, fault + strlen(fault), sizeof(fault) - strlen(fault));
 	}
 	if (s)
-		snprintf(s, n, "checkpoint=%s%s%s amax_history=%d amax_algo=%s margin=%d%s%s%s",
+		snprintf(s, n, "checkpoint=%s%s%s%s amax_history=%d amax_algo=%s margin=%d%s%s%s",
 		         run->checkpoint ? "blocks" : "none",
 		         run->gemm == LKS_GEMM_LIBRARY ? " gemm=cublaslt" : "",
-		         run->allreduce == LKS_ALLREDUCE_NCCL ? " allreduce=nccl" : "", run->amax_history,
+		         run->allreduce == LKS_ALLREDUCE_NCCL ? " allreduce=nccl" : "", fsdp,
+		         run->amax_history,
 		         run->amax_most_recent ? "most_recent" : "max", run->margin, fault,
 		         overrides && *overrides ? " set: " : "", overrides ? overrides : "");
 	return s;

@@ -63,6 +63,17 @@ struct lks_runner {
 	lks_jobs store_jobs;
 };
 
+/* FSDP (runner_fsdp.c): a rank's shard, its groups and buffers, made in its own thread at
+   its first step (the splits are collectives); its gradient reduce-scattered, reduced over
+   dp and gathered (the gathered sum on the host, lks_fsdp_gathered); its parameters
+   gathered from the shards after the update; AdamW's parts within its shard. */
+int lks_fsdp_setup(struct lks_runner *R, lks_rank *r);
+int lks_fsdp_grads(struct lks_runner *R, lks_rank *r);
+int lks_fsdp_params(struct lks_runner *R, lks_rank *r);
+const float *lks_fsdp_gathered(const lks_rank *r);
+const lks_update_part *lks_fsdp_update_parts(const lks_rank *r, int *n);
+void lks_fsdp_release(lks_rank *r);
+
 /* Everything a run needs before its first step (R is zeroed first), and all of it released
    again (also after a failed init). */
 int lks_runner_init(struct lks_runner *R, const lks_case *c, const lks_run_cfg *run,

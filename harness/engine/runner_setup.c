@@ -34,6 +34,7 @@ void lks_runner_release(struct lks_runner *R)
 			lks_be_free(k->be, k->bectx, k->m2);
 			lks_be_free(k->be, k->bectx, k->damax);
 		}
+		lks_fsdp_release(k);
 		lks_rank_release(k);
 		lks_fault_unplant(k->plant);  /* the backend wrapper, after the rank's last use */
 		k->plant = NULL;
@@ -437,6 +438,8 @@ int lks_runner_init(struct lks_runner *R, const lks_case *c, const lks_run_cfg *
 		lks_rank *k = &R->ranks[r];
 
 		k->R = R;
+		k->own0 = 0;
+		k->own1 = R->m.nparams;
 		atomic_init(&k->task_failed, 0);
 		k->host_tok = calloc(2 * (size_t)R->batch * (size_t)c->model.seq + 1, sizeof(int32_t));
 		k->amax = calloc(3 * (size_t)R->m.nlin + 1, sizeof(float));

@@ -351,6 +351,17 @@ Test(case, errors_name_file_and_line, .init = setup, .fini = teardown)
 		  "(model.batch 2 x case world_size 2)" },
 		{ BASE "[optim]\nwarmup = 11\n", ":15: warmup 11 is longer than the case's 10 steps" },
 		{ BASE "[optim]\nlr = 1e-3\nmin_lr = 1e-2\n", ":15: min_lr 0.01 is above lr 0.001" },
+		/* a run's mesh */
+		{ BASE "[run c]\nrecipe = bf16\nfsdp = 3\n",
+		  ":15: run 'c': fsdp 3 does not divide its world size 2" },
+		{ BASE "[run c]\nrecipe = bf16\nfsdp = 2\nallreduce = nccl\n",
+		  ":15: run 'c': fsdp 2 with allreduce = nccl: an FSDP run's collectives are the "
+		  "ordered ones over the host (allreduce = ordered)" },
+		{ BASE "[run c]\nrecipe = bf16\nfsdp = 2\ninject = skip_allreduce step=1 rank=0\n",
+		  ":15: run 'c': skip_allreduce needs fsdp = 1 (an FSDP run reduce-scatters its "
+		  "gradients)" },
+		{ BASE "[run c]\nrecipe = bf16\nfsdp = 0\n",
+		  ":17: bad value '0' for 'fsdp' in [run c]: want an integer in [1, 1024]" },
 		/* the attention's keys, placed at [model] */
 		{ CASE_HDR MODEL "attention = full\n" RUNS,
 		  ":11: bad value 'full' for 'attention' in [model]: want none, causal" },
