@@ -79,9 +79,16 @@ static int lks_case_attention(struct lks_parse *st)
 
 /* A run's mesh: fsdp groups that tile its ranks; their collectives are made over the host's
    ends (kernels/comm_group.c), so not with a device communicator of its own, nor with a
-   fault that wraps the all-reduce. */
+   fault that fits another mesh (lks_fault_fits_mesh). */
 static int lks_run_mesh(const lks_run_cfg *r)
 {
+	if (lks_fault_fits_mesh(&r->inject, r->world_size, r->fsdp)) {
+		char who[LKS_NAME_MAX + 8];
+
+		snprintf(who, sizeof(who), "run '%s'", r->name);
+		lks_err_prefix(who);
+		return -1;
+	}
 	if (r->fsdp == 1)
 		return 0;
 	if (r->world_size % r->fsdp)
@@ -91,9 +98,6 @@ static int lks_run_mesh(const lks_run_cfg *r)
 		return lks_err("run '%s': fsdp %d with allreduce = nccl: an FSDP run's collectives "
 		               "are the ordered ones over the host (allreduce = ordered)", r->name,
 		               r->fsdp);
-	if (r->inject.kind == LKS_FAULT_SKIP_ALLREDUCE)
-		return lks_err("run '%s': skip_allreduce needs fsdp = 1 (an FSDP run reduce-scatters "
-		               "its gradients)", r->name);
 	return 0;
 }
 

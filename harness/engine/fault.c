@@ -16,9 +16,12 @@
 #include "kernels/err.h"
 
 /* The keys each kind requires and accepts, one bit per key of lks_fault_keys. */
-enum { K_STEP = 1, K_RANK = 2, K_TENSOR = 4, K_ELEMENT = 8, K_BIT = 16, K_RUN = 32 };
+enum { K_STEP = 1, K_RANK = 2, K_TENSOR = 4, K_ELEMENT = 8, K_BIT = 16, K_RUN = 32,
+       K_COUNT = 64 };
 
-static const char *const lks_fault_keys[] = { "step", "rank", "tensor", "element", "bit", "run" };
+static const char *const lks_fault_keys[] = { "step", "rank", "tensor", "element", "bit", "run",
+                                              "count" };
+#define LKS_FAULT_NKEYS 7
 
 static int lks_fault_fits_stale(const lks_fault *f, int recipe, int checkpoint, int world_size)
 {
@@ -56,6 +59,18 @@ static int lks_fault_fits_pow2(const lks_fault *f, int recipe, int checkpoint, i
 }
 
 /* ---- what each kind does where it is planted (fault_backend.c calls these) ---- */
+
+/* ag_stale: a shard of the step before needs a step before */
+static int lks_fault_fits_later(const lks_fault *f, int recipe, int checkpoint, int world_size)
+{
+	(void)recipe;
+	(void)checkpoint;
+	(void)world_size;
+	if (f->step >= 1)
+		return 0;
+	return lks_err("inject: %s needs step >= 1 (a shard of the step before)",
+	               lks_fault_kind_name(f->kind));
+}
 
 /* bitflip and nan: the one element of the tensor aimed at, through the host (x is the
    backend's memory), in the forward, not the recompute that repeats its names */
@@ -138,6 +153,10 @@ const lks_fault_row lks_fault_rows[LKS_FAULT_COUNT] = {
 	[LKS_FAULT_SCALE_ROUND_UP] = { "scale_round_up", 0, K_STEP | K_RANK, .from_step = 1,
 	                               .fits = lks_fault_fits_pow2,
 	                               .quantize = lks_fault_round_up },
+	[LKS_FAULT_RS_DROP_TAIL] = { "rs_drop_tail", K_STEP | K_RANK, K_COUNT,
+	                             .comm = lks_fault_comm_fsdp, .host_comm = 1, .fsdp = 1 },
+	[LKS_FAULT_AG_STALE] = { "ag_stale", K_STEP | K_RANK, 0, .fits = lks_fault_fits_later,
+	                         .comm = lks_fault_comm_fsdp, .host_comm = 1, .fsdp = 1 },
 };
 
 const char *lks_fault_kind_name(lks_fault_kind k)
@@ -178,11 +197,11 @@ static int lks_fault_key(lks_fault *f, char *tok, int allow_run, unsigned *seen)
 	if (!eq)
 		return lks_err("inject: '%s' is not key=value", tok);
 	*eq = 0;
-	for (k = 0; k < 6 && strcmp(tok, lks_fault_keys[k]); k++)
+	for (k = 0; k < LKS_FAULT_NKEYS && strcmp(tok, lks_fault_keys[k]); k++)
 		;
-	if (k == 6 || (k == 5 && !allow_run))
-		return lks_err("inject: unknown key '%s' (step, rank, tensor, element, bit%s)", tok,
-		               allow_run ? ", run" : "");
+	if (k == LKS_FAULT_NKEYS || (k == 5 && !allow_run))
+		return lks_err("inject: unknown key '%s' (step, rank, tensor, element, bit, count%s)",
+		               tok, allow_run ? ", run" : "");
 	if (*seen & (1u << k))
 		return lks_err("inject: key '%s' given twice", tok);
 	*seen |= 1u << k;
@@ -199,12 +218,14 @@ static int lks_fault_key(lks_fault *f, char *tok, int allow_run, unsigned *seen)
 		f->bit = (int)v;
 		return 0;
 	default:
-		if (lks_fault_int(tok, eq + 1, k == 3 ? INT64_MAX : 1 << 30, &v))
+		if (lks_fault_int(tok, eq + 1, k == 3 || k == 6 ? INT64_MAX : 1 << 30, &v))
 			return -1;
 		if (k == 0)
 			f->step = (int)v;
 		else if (k == 1)
 			f->rank = (int)v;
+		else if (k == 6)
+			f->count = v;
 		else
 			f->element = v;
 		return 0;
@@ -235,7 +256,7 @@ int lks_fault_parse(const char *spec, int allow_run, lks_fault *out)
 			return -1;
 	need = lks_fault_rows[k].need;
 	allow = need | lks_fault_rows[k].allow | K_RUN;
-	for (int i = 0; i < 6; i++) {
+	for (int i = 0; i < LKS_FAULT_NKEYS; i++) {
 		if ((need & (1u << i)) && !(seen & (1u << i)))
 			return lks_err("inject: %s needs %s=", lks_fault_rows[k].name, lks_fault_keys[i]);
 		if ((seen & (1u << i)) && !(allow & (1u << i)))
@@ -264,6 +285,8 @@ void lks_fault_format(const lks_fault *f, char *buf, size_t size)
 		LKS_APPEND(" element=%lld", (long long)f->element);
 	if (lks_fault_rows[f->kind].need & K_BIT)
 		LKS_APPEND(" bit=%d", f->bit);
+	if (f->count)
+		LKS_APPEND(" count=%lld", (long long)f->count);
 	if (f->run[0])
 		LKS_APPEND(" run=%s", f->run);
 #undef LKS_APPEND
@@ -280,6 +303,19 @@ int lks_fault_fits(const lks_fault *f, int recipe, int checkpoint, int world_siz
 	if (f->rank >= world_size)
 		return lks_err("inject: rank %d is past the run's %d ranks", f->rank, world_size);
 	return row->fits ? row->fits(f, recipe, checkpoint, world_size) : 0;
+}
+
+int lks_fault_fits_mesh(const lks_fault *f, int world_size, int fsdp)
+{
+	const lks_fault_row *row = &lks_fault_rows[f->kind];
+
+	if (row->fsdp && fsdp != world_size)
+		return lks_err("inject: %s acts in an FSDP run's collectives: it needs fsdp = the "
+		               "run's world size (%d), not %d", row->name, world_size, fsdp);
+	if (row->comm && !row->fsdp && fsdp > 1)
+		return lks_err("inject: %s needs fsdp = 1 (an FSDP run reduce-scatters its "
+		               "gradients)", row->name);
+	return 0;
 }
 
 int lks_fault_fits_model(const lks_fault *f, const lks_model_cfg *m, long long tokens)

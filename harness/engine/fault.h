@@ -13,6 +13,11 @@
  *                                                       instead of the all-reduced sum
  *   scale_round_up [step=S] [rank=R]                    power-of-two scales rounded up
  *                                                       instead of down (from step S on)
+ *   rs_drop_tail step=S rank=R [count=N]                an FSDP run's reduce-scatter leaves
+ *                                                       the last N (1) elements of rank R's
+ *                                                       shard unwritten (NCCL #1950)
+ *   ag_stale step=S rank=R                              an FSDP run's all-gathers take rank
+ *                                                       R's shard of the step before
  *
  * A run takes one, as its key 'inject = ...' or from the environment variable
  * LOCKSTEP_INJECT (same syntax, with an optional run=NAME to aim at one run), so that a
@@ -23,7 +28,7 @@
  * A fault is planted at the seams, never in the model, the tracer or the runner: a
  * backend around the run's (fault_backend.c: bitflip, nan, scale_round_up,
  * stale_bwd_scale) and a communicator around the struck rank's end (fault_comm.c:
- * skip_allreduce), each rank's own (lks_fault_plant_rank). A kind is one row of the table
+ * skip_allreduce, rs_drop_tail, ag_stale), each rank's own (lks_fault_plant_rank). A kind is one row of the table
  * in fault.c (its name, keys, the runs it fits, the seam it wraps) and what its wrapper
  * does.
  */
@@ -42,6 +47,8 @@ typedef enum lks_fault_kind {
 	LKS_FAULT_STALE_BWD_SCALE,
 	LKS_FAULT_SKIP_ALLREDUCE,
 	LKS_FAULT_SCALE_ROUND_UP,
+	LKS_FAULT_RS_DROP_TAIL,
+	LKS_FAULT_AG_STALE,
 	LKS_FAULT_COUNT
 } lks_fault_kind;
 
@@ -50,6 +57,7 @@ typedef struct lks_fault {
 	int step, rank;         /* -1: any (scale_round_up only) */
 	char tensor[128];
 	int64_t element;
+	int64_t count;          /* rs_drop_tail: the elements lost (0: 1) */
 	int bit;
 	char run[64];           /* LOCKSTEP_INJECT's run=NAME; empty: every run */
 } lks_fault;
@@ -69,6 +77,11 @@ void lks_fault_format(const lks_fault *f, char *buf, size_t size);
    of one is told from its rules in the recipe table) and checkpointing; an error (lks_err)
    says why not, naming the recipes that fit. */
 int lks_fault_fits(const lks_fault *f, int recipe, int checkpoint, int world_size, int steps);
+
+/* Whether the fault fits a run's mesh (fsdp of world_size ranks): the collective faults of
+   FSDP need fsdp = world_size (their wrapper is the group's end), skip_allreduce fsdp = 1;
+   an error (lks_err) says why not. */
+int lks_fault_fits_mesh(const lks_fault *f, int world_size, int fsdp);
 
 /* bitflip and nan: whether the tensor is one that a rank of model m traces as floats, and
    the element inside it (tokens: a rank's batch x seq); an error (lks_err) says why not: an
@@ -97,6 +110,9 @@ int lks_fault_here(const lks_fault *f, lks_fault_kind kind, int step, int rank);
    gives the others the sum as usual and leaves this rank its own x. Closing *out closes
    inner. */
 int lks_fault_comm(const lks_fault *f, const int *step, lks_comm *inner, lks_comm **out);
+/* rs_drop_tail and ag_stale (fault_comm.c): *out wraps inner as above, its reduce-scatter or
+   all-gather struck at the fault's step. */
+int lks_fault_comm_fsdp(const lks_fault *f, const int *step, lks_comm *inner, lks_comm **out);
 
 /* ---- a fault planted in a rank's seams ---- */
 

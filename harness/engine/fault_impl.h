@@ -43,6 +43,7 @@ typedef struct lks_fault_row {
 	   NULL: none */
 	int (*comm)(const lks_fault *f, const int *step, lks_comm *inner, lks_comm **out);
 	int host_comm;          /* its communicator works on host memory */
+	int fsdp;               /* it acts in an FSDP run's collectives (fsdp = world size) */
 	int grad_copies;        /* host copies of a rank's gradient its wrapper keeps */
 } lks_fault_row;
 

@@ -303,7 +303,7 @@ static int lks_devcomm_amax(struct lks_runner *R)
    the ranks then all-reduce their gradients where they are, else through the host
    (a rank's staged). allreduce = nccl needs one. A planted fault whose communicator works
    on host memory (skip_allreduce: it keeps a rank's own gradient there) keeps the host's
-   ends; so do ranks that share a host-memory backend's context, on every process alike
+   ends, and so does an FSDP run (runner_fsdp.c works on the host); so do ranks that share a host-memory backend's context, on every process alike
    (a device backend's ranks never share one: lks_runner_contexts). */
 static int lks_runner_devcomm(struct lks_runner *R)
 {
@@ -315,7 +315,7 @@ static int lks_runner_devcomm(struct lks_runner *R)
 	if (R->L == 0 || R->W == 1)
 		return 0;
 	if (lks_be_host_memory(R->be) || lks_fault_host_comm(&R->run->inject)
-	    || R->opened != R->L)
+	    || R->opened != R->L || R->run->fsdp > 1)
 		return nccl ? lks_err("run '%s': allreduce = nccl needs a backend whose memory is a "
 		                      "device's, a context per rank, and no planted fault in the "
 		                      "communicator",

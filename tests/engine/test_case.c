@@ -358,8 +358,8 @@ Test(case, errors_name_file_and_line, .init = setup, .fini = teardown)
 		  ":15: run 'c': fsdp 2 with allreduce = nccl: an FSDP run's collectives are the "
 		  "ordered ones over the host (allreduce = ordered)" },
 		{ BASE "[run c]\nrecipe = bf16\nfsdp = 2\ninject = skip_allreduce step=1 rank=0\n",
-		  ":15: run 'c': skip_allreduce needs fsdp = 1 (an FSDP run reduce-scatters its "
-		  "gradients)" },
+		  ":15: run 'c': inject: skip_allreduce needs fsdp = 1 (an FSDP run reduce-scatters "
+		  "its gradients)" },
 		{ BASE "[run c]\nrecipe = bf16\nfsdp = 0\n",
 		  ":17: bad value '0' for 'fsdp' in [run c]: want an integer in [1, 1024]" },
 		/* the attention's keys, placed at [model] */

@@ -36,6 +36,9 @@ Test(fault, parse_and_format_round_trip)
 		"skip_allreduce step=4 rank=3",
 		"scale_round_up",
 		"scale_round_up step=2 rank=1",
+		"rs_drop_tail step=2 rank=1",
+		"rs_drop_tail step=2 rank=1 count=7",
+		"ag_stale step=3 rank=0",
 	};
 
 	for (size_t i = 0; i < sizeof(specs) / sizeof(specs[0]); i++) {
@@ -64,6 +67,9 @@ Test(fault, bad_specs_say_why)
 		{ "skip_allreduce step=1 step=2 rank=0", "given twice" },
 		{ "skip_allreduce step=1 rank", "not key=value" },
 		{ "skip_allreduce step=1 rank=0 run=a", "unknown key 'run'" },  /* env only */
+		{ "rs_drop_tail step=1", "needs rank=" },
+		{ "ag_stale step=1 rank=0 count=3", "takes no count=" },
+		{ "rs_drop_tail step=1 rank=0 count=x", "bad count 'x'" },
 	};
 	lks_fault f;
 
@@ -92,6 +98,19 @@ Test(fault, fits_only_where_it_can_act)
 	cr_assert_eq(lks_fault_fits(&f, LKS_RECIPE_FP8_ROWWISE, 0, 1, 5), 0);
 	cr_assert_eq(lks_fault_fits(&f, LKS_RECIPE_FP8_TENSORWISE, 0, 1, 5), -1,
 	             "tensorwise scales are not powers of two");
+	/* the collectives' faults: ag_stale needs a step before; the mesh each needs */
+	cr_assert_eq(lks_fault_parse("ag_stale step=0 rank=1", 0, &f), 0);
+	cr_assert_eq(lks_fault_fits(&f, LKS_RECIPE_BF16, 0, 2, 5), -1, "no step before 0");
+	cr_assert_not_null(strstr(lks_errmsg(), "needs step >= 1"), "%s", lks_errmsg());
+	cr_assert_eq(lks_fault_parse("rs_drop_tail step=1 rank=1", 0, &f), 0);
+	cr_assert_eq(lks_fault_fits_mesh(&f, 4, 4), 0);
+	cr_assert_eq(lks_fault_fits_mesh(&f, 4, 2), -1, "HSDP: the group is not the world");
+	cr_assert_not_null(strstr(lks_errmsg(), "needs fsdp = the run's world size (4), not 2"),
+	                   "%s", lks_errmsg());
+	cr_assert_eq(lks_fault_fits_mesh(&f, 4, 1), -1, "DP has no reduce-scatter");
+	cr_assert_eq(lks_fault_parse("skip_allreduce step=1 rank=1", 0, &f), 0);
+	cr_assert_eq(lks_fault_fits_mesh(&f, 4, 1), 0);
+	cr_assert_eq(lks_fault_fits_mesh(&f, 4, 4), -1, "FSDP has no all-reduce of its own");
 }
 
 /* ---- what each fault does to the data ---- */

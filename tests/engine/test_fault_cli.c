@@ -19,6 +19,7 @@
 #include "fault_fixture.h"
 #include "run_bin.h"
 #include "harness/engine/case.h"
+#include "harness/engine/model.h"
 #include "harness/store/trace_store.h"
 #include "harness/store/trace_store_impl.h"
 #include "kernels/err.h"
@@ -115,14 +116,17 @@ static const char *lks_grep_file(const char *dir, const char *name, const char *
 Test(fault, every_fault_case_is_caught_where_declared, .timeout = 300)
 {
 	static const struct { const char *name, *tensor; int step, rank; } want[] = {
+		{ "ag_stale", "blocks.1.attn_norm.weight", 3, 0 },
 		{ "bitflip", "blocks.0.mlp.up.out", 3, 1 },
 		{ "faulty_rank0", "blocks.1.mlp.down.weight", 2, 0 },
 		{ "nan", "blocks.1.mlp.down.weight.grad", 2, 1 },
 		{ "nan_step1", "blocks.0.mlp.up.weight.grad", 1, 3 },
+		{ "rs_drop_tail", "blocks.1.attn_norm.weight", 2, 0 },
 		{ "scale_round_up", "blocks.0.mlp.up.fwd.x", 0, 0 },
 		{ "skip_allreduce", "embed.weight", 3, 2 },
 		{ "stale_bwd_scale", "blocks.1.mlp.down.dgrad.dy", 1, 0 },
 	};
+#define NWANT (int)(sizeof(want) / sizeof(want[0]))
 	char dir[] = "/tmp/lks_fault_XXXXXX", db[600], args[1600], out[16384];
 	struct verdicts v;
 	struct event ev;
@@ -132,14 +136,15 @@ Test(fault, every_fault_case_is_caught_where_declared, .timeout = 300)
 	snprintf(args, sizeof(args), "run '%s/cases/faults' --db '%s' --quiet", LKS_SRC, db);
 	cr_assert_eq(lks_run_bin(NULL, args, out, sizeof(out)), 0, "%s", out);
 	read_verdicts(db, &v);
-	cr_assert_eq(v.n, 7, "one caught check per fault case");
-	cr_assert_eq(v.expected_fail, 7, "%s", out);
-	for (int i = 0; i < 7; i++) {
+	cr_assert_eq(v.n, NWANT, "one caught check per fault case");
+	cr_assert_eq(v.expected_fail, NWANT, "%s", out);
+	for (int i = 0; i < NWANT; i++) {
 		cr_assert_str_eq(v.seen[i], want[i].name);
 		cr_assert_eq(v.step[i], want[i].step, "%s", want[i].name);
 		cr_assert_eq(v.rank[i], want[i].rank, "%s", want[i].name);
 		cr_assert_str_eq(v.tensor[i], want[i].tensor, "%s", want[i].name);
 	}
+#undef NWANT
 
 	/* the NaN at step 1 is located before the all-reduce: the runner's first event is
 	   rank 3's own gradient, before any replica holds the all-reduced NaN */
@@ -152,7 +157,7 @@ Test(fault, every_fault_case_is_caught_where_declared, .timeout = 300)
 	/* the report puts the planted faults beside the verdicts: every one caught */
 	snprintf(args, sizeof(args), "report --db '%s' -o '%s/report'", db, dir);
 	cr_assert_eq(lks_run_bin(NULL, args, out, sizeof(out)), 0, "%s", out);
-	cr_assert_not_null(strstr(out, "planted faults: 7 of 7 caught exactly where planted"), "%s", out);
+	cr_assert_not_null(strstr(out, "planted faults: 9 of 9 caught exactly where planted"), "%s", out);
 
 	/* the declared place is held to exactly: one step later is a failure */
 	snprintf(args, sizeof(args), "run '%s/cases/faults/bitflip.ini' --db '%s' --quiet "
@@ -412,6 +417,8 @@ Test(fault, detection_table, .timeout = 300)
 		"| faulty_rank0 | step 2 | - | - | - | step 2 | n/a | - |",
 		"| nan | step 2 | step 3 | step 2 | step 2 | - | n/a | step 2 |",
 		"| nan_step1 | step 1 | step 2 | step 1 | step 1 | - | n/a | step 1 |",
+		"| ag_stale | step 3 | - | step 3 | - | - | n/a | - |",
+		"| rs_drop_tail | step 2 | - | step 2 | - | - | n/a | - |",
 		"| scale_round_up | step 0 | - | step 0 | - | - | n/a | - |",
 		"| skip_allreduce | step 3 | - | - | - | step 3 | n/a | - |",
 		"| stale_bwd_scale | step 1 | - | step 1 | - | - | - | - |",
@@ -429,4 +436,82 @@ Test(fault, detection_table, .timeout = 300)
 	/* a faulty rank 0 is blamed on rank 0 by the comparison of replicas too */
 	cr_assert_not_null(strstr(out, "faulty_rank0     ranks_agree     step 2, rank 0, "
 	                               "blocks.1.mlp.down.weight"), "%s", out);
+}
+
+/* The lowest-index parameter tensor (the update's trace order) with an element in [a, b)
+   of the flat vector, or NULL: where a fault that corrupts those elements shows first. */
+static const char *first_tensor_in(const lks_model *m, size_t a, size_t b)
+{
+	for (int i = 0; i < m->nt; i++)
+		if (m->t[i].off < b && m->t[i].off + m->t[i].n > a)
+			return m->t[i].name;
+	return NULL;
+}
+
+/* The FSDP collectives' faults on layouts, ranks, steps and models other than the shipped
+   cases (cases/faults/rs_drop_tail.ini, ag_stale.ini): each found by a bitwise check
+   against the clean run at its step, on rank 0 (every rank gathers the same), in the first
+   tensor of the elements it corrupts, computed here from the model's flat vector and the
+   shards' size (runner_fsdp.c: nparams / fsdp rounded up to 16). */
+Test(fault, fsdp_collective_faults_found_where_they_strike, .timeout = 300)
+{
+	static const struct {
+		const char *kind;
+		int world, rank, step;
+		long long count;        /* rs_drop_tail: the last count elements of the shard */
+		int attention;
+	} t[] = {
+		{ "rs_drop_tail", 2, 0, 1, 3, 0 },
+		{ "rs_drop_tail", 3, 1, 2, 40, 1 },
+		{ "rs_drop_tail", 4, 3, 1, 200, 1 },
+		{ "ag_stale", 2, 1, 1, 0, 0 },
+		{ "ag_stale", 3, 0, 2, 0, 1 },
+		{ "ag_stale", 4, 2, 3, 0, 0 },
+	};
+	char dir[] = "/tmp/lks_fault_fsdp_XXXXXX", path[600], db[600], args[1600];
+	char text[2048], inject[128], out[16384];
+
+	cr_assert_not_null(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/f.ini", dir);
+	snprintf(db, sizeof(db), "%s/f.db", dir);
+	for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
+		lks_model_cfg cfg = { 64, 16, 32, 2, 8, 1, t[i].attention, t[i].attention ? 2 : 0,
+		                      t[i].attention ? 8 : 0 };
+		size_t S, end, a;
+		const char *want;
+		struct verdicts v;
+		lks_model m;
+
+		cr_assert_eq(lks_model_init(&m, &cfg), 0);
+		S = ((m.nparams + (size_t)t[i].world - 1) / (size_t)t[i].world + 15) & ~(size_t)15;
+		end = (size_t)(t[i].rank + 1) * S < m.nparams ? (size_t)(t[i].rank + 1) * S : m.nparams;
+		a = t[i].count ? end - (size_t)t[i].count : (size_t)t[i].rank * S;
+		want = first_tensor_in(&m, a, end);
+		cr_assert_not_null(want, "%s: the corrupted elements hold no parameter", t[i].kind);
+		if (t[i].count)
+			snprintf(inject, sizeof(inject), "%s step=%d rank=%d count=%lld", t[i].kind,
+			         t[i].step, t[i].rank, t[i].count);
+		else
+			snprintf(inject, sizeof(inject), "%s step=%d rank=%d", t[i].kind, t[i].step,
+			         t[i].rank);
+		snprintf(text, sizeof(text), "[case]\nsteps = 5\nworld_size = %d\n"
+		         "[model]\nvocab = 64\nhidden = 16\nffn = 32\nlayers = 2\nseq = 8\nbatch = 1\n"
+		         "%s[optim]\nclip = 0\n"
+		         "[run clean]\nrecipe = bf16\nfsdp = %d\n"
+		         "[run struck]\nrecipe = bf16\nfsdp = %d\ninject = %s\n"
+		         "[check caught]\nkind = bitwise\na = struck\nb = clean\nexpect = fail\n"
+		         "step = %d\nrank = 0\ntensor = %s\n", t[i].world,
+		         t[i].attention ? "attention = causal\nheads = 2\n" : "", t[i].world,
+		         t[i].world, inject, t[i].step, want);
+		write_file(path, text);
+		unlink(db);
+		snprintf(args, sizeof(args), "run '%s' --db '%s' --quiet", path, db);
+		cr_assert_eq(lks_run_bin(NULL, args, out, sizeof(out)), 0, "%s\n%s", text, out);
+		read_verdicts(db, &v);
+		cr_assert_eq(v.expected_fail, 1, "%s: %s", inject, out);
+		lks_model_release(&m);
+	}
+	remove_db(db);
+	unlink(path);
+	rmdir(dir);
 }
