@@ -154,9 +154,9 @@ const lks_fault_row lks_fault_rows[LKS_FAULT_COUNT] = {
 	                               .fits = lks_fault_fits_pow2,
 	                               .quantize = lks_fault_round_up },
 	[LKS_FAULT_RS_DROP_TAIL] = { "rs_drop_tail", K_STEP | K_RANK, K_COUNT,
-	                             .comm = lks_fault_comm_fsdp, .host_comm = 1, .fsdp = 1 },
+	                             .comm = lks_fault_comm, .host_comm = 1, .fsdp = 1 },
 	[LKS_FAULT_AG_STALE] = { "ag_stale", K_STEP | K_RANK, 0, .fits = lks_fault_fits_later,
-	                         .comm = lks_fault_comm_fsdp, .host_comm = 1, .fsdp = 1 },
+	                         .comm = lks_fault_comm, .host_comm = 1, .fsdp = 1 },
 };
 
 const char *lks_fault_kind_name(lks_fault_kind k)

@@ -105,14 +105,12 @@ void lks_fault_strike(const lks_fault *f, float *v);
    step, scale_round_up from its step on). */
 int lks_fault_here(const lks_fault *f, lks_fault_kind kind, int step, int rank);
 
-/* skip_allreduce (fault_comm.c): *out wraps inner, the end of the rank it strikes, so that
-   its all-reduce sum at the fault's step (while *step, the rank's step under way, is it)
-   gives the others the sum as usual and leaves this rank its own x. Closing *out closes
-   inner. */
+/* The faults in a collective (fault_comm.c): *out wraps inner, the end of the rank it
+   strikes; at the fault's step (while *step, the rank's step under way, is it)
+   skip_allreduce's all-reduce sum gives the others the sum as usual and leaves this rank
+   its own x, rs_drop_tail's reduce-scatter and ag_stale's all-gathers are struck. Closing
+   *out closes inner. */
 int lks_fault_comm(const lks_fault *f, const int *step, lks_comm *inner, lks_comm **out);
-/* rs_drop_tail and ag_stale (fault_comm.c): *out wraps inner as above, its reduce-scatter or
-   all-gather struck at the fault's step. */
-int lks_fault_comm_fsdp(const lks_fault *f, const int *step, lks_comm *inner, lks_comm **out);
 
 /* ---- a fault planted in a rank's seams ---- */
 
