@@ -60,14 +60,17 @@ static const char lks_bench_step_help[] =
 	"  2. SQLite ingest: stat + step rows stored per step, and rows/s of lks_store_step\n"
 	"     timed directly on a replay of the traced run's own rows.\n"
 	"  3. GEMM share: the same run with model.hidden=512 model.ffn=2048 on one rank, time\n"
-	"     inside the backend's gemm() and quantize() calls over step time (target >= 70%),\n"
+	"     inside the backend's gemm(), quantize() and attention calls over step time\n"
+	"     (target: gemm >= 70%),\n"
 	"     untraced, with stats + hashes, and untraced with 4x model.batch (medians over\n"
 	"     rounds).\n"
 	"  4. FP8 vs BF16 loss gap: every run of the case, per-step loss against the run whose\n"
 	"     recipe is bf16: final loss, mean and max |loss - bf16| / bf16, the step of the max.\n"
-	"  5. the background thread against the GEMM threads: the run of part 1 untraced and\n"
-	"     traced with the GEMM pool on every core, then on one fewer; the overhead, the\n"
-	"     background thread's CPU time and how long steps waited for its jobs.\n"
+	"  5. the background thread against the GEMM threads: the run of part 1 on one rank,\n"
+	"     untraced and traced with the GEMM pool on every core, then on one fewer; the\n"
+	"     overhead, the background thread's CPU time and how long steps waited for its jobs.\n"
+	"  6. FSDP against DP: the run on the case's ranks (2 for a case of one), untraced, as DP\n"
+	"     and as FSDP over every rank; the change per round.\n"
 	"\n"
 	"options:\n"
 	"  --case FILE   the case (default cases/fp8_recipes.ini)\n"
@@ -226,28 +229,36 @@ static void lks_step_print_gemm(const struct lks_step_args *a, const struct lks_
 	       "run.%s.world_size=1, %d layers\n", run->name, lks_recipe_name(run->recipe),
 	       c->model.hidden, c->model.ffn, run->name, c->model.layers);
 	printf("   one rank, so kernel calls never overlap: wall time inside the backend's gemm()\n"
-	       "   and quantize() (each spread over %d thread%s) / step wall time; %d steps, step 0\n"
-	       "   left out; medians over %d round%s, the configurations back to back in each\n",
+	       "   and quantize() (each spread over %d thread%s), and attention (one thread), / step\n"
+	       "   wall time; %d steps, step 0 left out; medians over %d round%s, the\n"
+	       "   configurations back to back in each\n",
 	       threads, threads > 1 ? "s" : "", S->steps, S->rounds, S->rounds > 1 ? "s" : "");
-	printf("   %-28s %6s %8s %8s %6s %8s %6s %8s %6s\n", "configuration", "tokens", "ms/step",
-	       "gemm ms", "gemm", "quant ms", "quant", "other ms", "other");
+	printf("   %-28s %6s %8s %8s %6s %8s %6s %8s %6s %8s %6s\n", "configuration", "tokens",
+	       "ms/step", "gemm ms", "gemm", "quant ms", "quant", "attn ms", "attn", "other ms",
+	       "other");
 	for (int k = 0; k < S->n; k++) {
-		lks_bench_spread step, gemm, quant;
-		double gs = lks_step_share(S, S->gemm, k), qs = lks_step_share(S, S->quant, k);
+		lks_bench_spread step, kt[LKS_STEP_NK];
+		double share[LKS_STEP_NK], rest = 1.0, rest_s;
 
 		lks_bench_per_round(S->t, S->n, S->rounds, k, -1, &step);
-		lks_bench_per_round(S->gemm, S->n, S->rounds, k, -1, &gemm);
-		lks_bench_per_round(S->quant, S->n, S->rounds, k, -1, &quant);
-		printf("   %-28s %6d %8.2f %8.2f %5.1f%% %8.2f %5.1f%% %8.2f %5.1f%%\n", side[k].label,
+		rest_s = step.median;
+		printf("   %-28s %6d %8.2f", side[k].label,
 		       side[k].c->model.batch * side[k].c->world_size * side[k].c->model.seq,
-		       1e3 * step.median, 1e3 * gemm.median, 100.0 * gs, 1e3 * quant.median,
-		       100.0 * qs, 1e3 * (step.median - gemm.median - quant.median),
-		       100.0 * (1.0 - gs - qs));
+		       1e3 * step.median);
+		for (int j = 0; j < LKS_STEP_NK; j++) {
+			share[j] = lks_step_share(S, S->kt[j], k);
+			lks_bench_per_round(S->kt[j], S->n, S->rounds, k, -1, &kt[j]);
+			rest -= share[j];
+			rest_s -= kt[j].median;
+			printf(" %8.2f %5.1f%%", 1e3 * kt[j].median, 100.0 * share[j]);
+		}
+		printf(" %8.2f %5.1f%%\n", 1e3 * rest_s, 100.0 * rest);
 	}
 	/* the verdict for both untraced rows: 128 tokens per step is the case as written,
 	   the 4x batch is closer to how the model would be trained */
 	for (int k = 0; k < S->n; k += S->n - 1) {
-		double g = lks_step_share(S, S->gemm, k), q = lks_step_share(S, S->quant, k);
+		double g = lks_step_share(S, S->kt[LKS_STEP_GEMM], k);
+		double q = lks_step_share(S, S->kt[LKS_STEP_QUANT], k);
 
 		printf("   target gemm >= %.0f%% of the step, '%s': gemm %s (%.1f%%), gemm + FP8 casts "
 		       "%s (%.1f%%)\n", 100 * LKS_STEP_GEMM_TARGET, side[k].label,
@@ -279,6 +290,57 @@ static int lks_step_bg(const struct lks_step_args *a, const lks_case *c, const l
 			.c = c, .run = run, .no_trace = k % 2 == 0, .threads = cores, .wrap = 1,
 			.gemm_threads = k < 2 ? cores : cores - 1 };
 	return lks_step_sides_init(S, side, 4, a->steps, a->reps5, -1) || lks_step_sides_time(S, 0);
+}
+
+/* ---- 6: FSDP against DP ---- */
+
+/* Part 6: the run at world size W (the case's, or 2 on a case of one rank), as DP and as
+   FSDP over all W ranks (runner_fsdp.c: a reduce-scatter and two all-gathers where DP has
+   one all-reduce, AdamW on a shard), untraced, in rounds; the per-round change. */
+static int lks_step_fsdp(const struct lks_step_args *a, const lks_case *c, const char *name,
+                         lks_case *dp, lks_case *fsdp, int *have)
+{
+	int W = c->world_size > 1 ? c->world_size : 2;
+	char ws[LKS_NAME_MAX + 64], fs[LKS_NAME_MAX + 64];
+	struct lks_step_side side[2];
+	struct lks_step_sides S = { 0 };
+	int rc;
+
+	if ((long long)c->model.batch * c->world_size % W) {
+		printf("\n6. FSDP against DP: not measured: %d ranks do not divide the global batch\n",
+		       W);
+		return 0;
+	}
+	snprintf(ws, sizeof(ws), "run.%s.world_size=%d", name, W);
+	snprintf(fs, sizeof(fs), "run.%s.fsdp=%d", name, W);
+	a->sets[a->nsets] = ws;
+	a->sets[a->nsets + 1] = fs;
+	if (lks_case_load(a->case_path, a->sets, a->nsets + 1, dp))
+		return -1;
+	*have = 1;
+	if (lks_case_load(a->case_path, a->sets, a->nsets + 2, fsdp))
+		return -1;
+	*have = 2;
+	side[0] = (struct lks_step_side){ .label = "DP", .c = dp, .run = lks_case_run(dp, name),
+	                                  .no_trace = 1, .threads = a->threads };
+	side[1] = (struct lks_step_side){ .label = "FSDP", .c = fsdp,
+	                                  .run = lks_case_run(fsdp, name), .no_trace = 1,
+	                                  .threads = a->threads };
+	if ((rc = lks_step_sides_init(&S, side, 2, a->steps, a->reps5, -1))
+	    || (rc = lks_step_sides_time(&S, 0))) {
+		lks_step_sides_release(&S);
+		return rc;
+	}
+	printf("\n6. FSDP against DP: run '%s' on %d ranks (threads), untraced, as DP and as FSDP\n"
+	       "   over the %d (a reduce-scatter and two all-gathers in place of the all-reduce,\n"
+	       "   AdamW on a shard); %d steps, step 0 left out, %d round%s, both runs back to back\n"
+	       "   in each; change: per round, FSDP / DP - 1\n", name, W, W, S.steps, S.rounds,
+	       S.rounds > 1 ? "s" : "");
+	lks_step_print_head(14, "vs DP");
+	lks_step_print_side(&S, 0, 0, 14);
+	lks_step_print_side(&S, 1, 0, 14);
+	lks_step_sides_release(&S);
+	return 0;
 }
 
 static void lks_step_print_bg_part(const struct lks_step_sides *S)
@@ -534,8 +596,8 @@ out:
 int lks_bench_step(int argc, char **argv)
 {
 	struct lks_step_args a = { 0 };
-	lks_case c = { 0 }, wide = { 0 }, big = { 0 };
-	int have_c = 0, have_wide = 0, have_big = 0, made_dir = 0, rc;
+	lks_case c = { 0 }, wide = { 0 }, big = { 0 }, one = { 0 }, dp = { 0 }, fsdp = { 0 };
+	int have_c = 0, have_wide = 0, have_big = 0, have_one = 0, have_mesh = 0, made_dir = 0, rc;
 	const lks_run_cfg *run;
 	char dir[2048], db[4096], over[4][LKS_NAME_MAX + 64];
 	lks_store *store = NULL;
@@ -582,6 +644,13 @@ int lks_bench_step(int argc, char **argv)
 		goto out;
 	}
 	have_big = 1;
+	/* part 5's: the case as given, its run on one rank (the GEMM pool is one rank's) */
+	a.sets[a.nsets] = over[2];
+	if (lks_case_load(a.case_path, a.sets, a.nsets + 1, &one)) {
+		fprintf(stderr, "lockstep: bench step: one rank for part 5: %s\n", lks_errmsg());
+		goto out;
+	}
+	have_one = 1;
 	threads = a.threads > 0 ? a.threads : cores;
 	for (int k = 0; k < 3; k++)
 		side3[k] = (struct lks_step_side){
@@ -620,11 +689,16 @@ int lks_bench_step(int argc, char **argv)
 		printf("\n5. the background thread against the GEMM threads: not measured with one "
 		       "thread\n   (a single rank then traces on its own thread, with no background "
 		       "thread)\n");
-	} else if (lks_step_bg(&a, &c, run, side5, &S5)) {
+	} else if (lks_step_bg(&a, &one, lks_case_run(&one, run->name), side5, &S5)) {
 		fprintf(stderr, "lockstep: bench step: background thread: %s\n", lks_errmsg());
 		goto out;
 	} else {
 		lks_step_print_bg_part(&S5);
+	}
+	fflush(stdout);
+	if (lks_step_fsdp(&a, &c, run->name, &dp, &fsdp, &have_mesh)) {
+		fprintf(stderr, "lockstep: bench step: FSDP against DP: %s\n", lks_errmsg());
+		goto out;
 	}
 	if (a.keep)
 		printf("\ntraces kept in '%s'\n", db);
@@ -642,6 +716,12 @@ out:
 		lks_case_release(&wide);
 	if (have_big)
 		lks_case_release(&big);
+	if (have_one)
+		lks_case_release(&one);
+	if (have_mesh > 0)
+		lks_case_release(&dp);
+	if (have_mesh > 1)
+		lks_case_release(&fsdp);
 	free(a.sets);
 	return rc;
 }

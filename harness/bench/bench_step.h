@@ -1,7 +1,7 @@
 /*
  * bench_step.h: what the parts of 'lockstep bench step' (bench_step.c) share: runs of a case
- * timed step by step, through a backend wrapper that times every gemm() and quantize()
- * call, and the sides of a comparison run in rounds (bench_stats.c), with the lines that
+ * timed step by step, through a backend wrapper that times every gemm(), quantize() and
+ * attention call, and the sides of a comparison run in rounds (bench_stats.c), with the lines that
  * print them. Inside the bench room only.
  */
 #ifndef LKS_HARNESS_BENCH_STEP_H
@@ -18,11 +18,14 @@
 #include "kernels/bg.h"
 #include "kernels/pool.h"
 
+/* The kernels part 3 times: gemm(), quantize(), and attn_fwd() with attn_bwd(). */
+enum { LKS_STEP_GEMM, LKS_STEP_QUANT, LKS_STEP_ATTN, LKS_STEP_NK };
+
 /* The backend wrapper of part 3: the CPU backend, with the time of every call summed.
    Nanoseconds in atomics, so ranks running as threads could share it (part 3 uses one). */
 struct lks_step_timer {
-	lks_backend be;         /* the CPU backend's methods, gemm and quantize timed; app: this */
-	int64_t gemm_ns, quant_ns;
+	lks_backend be;         /* the CPU backend's methods, the kernels timed; app: this */
+	int64_t ns[LKS_STEP_NK];
 };
 
 /* What on_step sees of one run: per-step wall time and loss, the kernel time of each step
@@ -31,9 +34,9 @@ struct lks_step_rec {
 	int cap, n;             /* steps allotted, steps seen */
 	double t_prev;          /* lks_now() at the previous on_step, or before lks_run */
 	double *dt, *loss;      /* (cap) seconds of the step, mean loss over ranks */
-	double *gemm, *quant;   /* (cap) seconds inside gemm() / quantize() during the step */
+	double *kt[LKS_STEP_NK];  /* (cap) seconds inside each timed kernel during the step */
 	struct lks_step_timer *timer;
-	int64_t gemm_prev, quant_prev;
+	int64_t prev[LKS_STEP_NK];
 	size_t nstat_rows;      /* stat rows of the last step */
 	int nranks;
 	int capture;            /* 1: capture the rows; -1: out of memory capturing them */
@@ -66,7 +69,7 @@ struct lks_step_sides {
 	struct lks_step_side *side;
 	int n, steps, rounds;
 	double *t;                  /* (rounds, n) s: mean step time of a run */
-	double *gemm, *quant;       /* (rounds, n) s per step inside gemm() / quantize() */
+	double *kt[LKS_STEP_NK];    /* (rounds, n) s per step inside each timed kernel */
 };
 
 /* A record of up to steps steps; capture: keep every row of the next run (in rows). */
@@ -80,7 +83,7 @@ int lks_step_run(const lks_case *c, const lks_run_cfg *run, lks_store *store,
 int lks_step_sides_init(struct lks_step_sides *S, struct lks_step_side *side, int n,
                         int steps, int rounds, int capture);
 void lks_step_sides_release(struct lks_step_sides *S);
-/* The rounds, after warmup untimed ones, into S->t, S->gemm and S->quant. */
+/* The rounds, after warmup untimed ones, into S->t and S->kt. */
 int lks_step_sides_time(struct lks_step_sides *S, int warmup);
 /* The median over rounds of num / the step time of side k, both (rounds, n). */
 double lks_step_share(const struct lks_step_sides *S, const double *num, int k);

@@ -22,24 +22,41 @@
 #include "kernels/err.h"
 #include "kernels/clock.h"
 
+/* A timed method: the CPU backend's call, its time added to kernel k's. */
+#define LKS_STEP_TIMED(k, call) \
+	do { \
+		struct lks_step_timer *t_ = be->app; \
+		int64_t t0_ = lks_now_ns(); \
+		int rc_ = call; \
+                                                                               \
+		__atomic_fetch_add(&t_->ns[k], lks_now_ns() - t0_, __ATOMIC_RELAXED); \
+		return rc_; \
+	} while (0)
+
 static int lks_step_timed_gemm(const lks_backend *be, void *ctx, const lks_gemm *g)
 {
-	struct lks_step_timer *t = be->app;
-	int64_t t0 = lks_now_ns();
-	int rc = lks_backend_cpu.gemm(&lks_backend_cpu, ctx, g);
-
-	__atomic_fetch_add(&t->gemm_ns, lks_now_ns() - t0, __ATOMIC_RELAXED);
-	return rc;
+	LKS_STEP_TIMED(LKS_STEP_GEMM, lks_backend_cpu.gemm(&lks_backend_cpu, ctx, g));
 }
 
 static int lks_step_timed_quantize(const lks_backend *be, void *ctx, lks_quant *q)
 {
-	struct lks_step_timer *t = be->app;
-	int64_t t0 = lks_now_ns();
-	int rc = lks_backend_cpu.quantize(&lks_backend_cpu, ctx, q);
+	LKS_STEP_TIMED(LKS_STEP_QUANT, lks_backend_cpu.quantize(&lks_backend_cpu, ctx, q));
+}
 
-	__atomic_fetch_add(&t->quant_ns, lks_now_ns() - t0, __ATOMIC_RELAXED);
-	return rc;
+static int lks_step_timed_attn_fwd(const lks_backend *be, void *ctx, const float *qkv,
+                                   const float *rope, const lks_attn_shape *a, float *qkvr,
+                                   float *o, float *stat, int bf16)
+{
+	LKS_STEP_TIMED(LKS_STEP_ATTN, lks_backend_cpu.attn_fwd(&lks_backend_cpu, ctx, qkv, rope, a,
+	                                                         qkvr, o, stat, bf16));
+}
+
+static int lks_step_timed_attn_bwd(const lks_backend *be, void *ctx, const float *qkvr,
+                                   const float *stat, const float *dout, const float *rope,
+                                   const lks_attn_shape *a, float *dqkv, int bf16)
+{
+	LKS_STEP_TIMED(LKS_STEP_ATTN, lks_backend_cpu.attn_bwd(&lks_backend_cpu, ctx, qkvr, stat,
+	                                                         dout, rope, a, dqkv, bf16));
 }
 
 int lks_step_rec_init(struct lks_step_rec *r, int steps, int capture)
@@ -49,11 +66,12 @@ int lks_step_rec_init(struct lks_step_rec *r, int steps, int capture)
 	r->capture = capture;
 	r->dt = calloc((size_t)steps, sizeof(double));
 	r->loss = calloc((size_t)steps, sizeof(double));
-	r->gemm = calloc((size_t)steps, sizeof(double));
-	r->quant = calloc((size_t)steps, sizeof(double));
 	lks_stored_run_init(&r->rows);
-	if (!r->dt || !r->loss || !r->gemm || !r->quant)
+	if (!r->dt || !r->loss)
 		return lks_err("out of memory");
+	for (int k = 0; k < LKS_STEP_NK; k++)
+		if (!(r->kt[k] = calloc((size_t)steps, sizeof(double))))
+			return lks_err("out of memory");
 	return 0;
 }
 
@@ -61,8 +79,8 @@ void lks_step_rec_release(struct lks_step_rec *r)
 {
 	free(r->dt);
 	free(r->loss);
-	free(r->gemm);
-	free(r->quant);
+	for (int k = 0; k < LKS_STEP_NK; k++)
+		free(r->kt[k]);
 	lks_stored_run_release(&r->rows);
 	memset(r, 0, sizeof(*r));
 }
@@ -74,8 +92,8 @@ static void lks_step_rec_reset(struct lks_step_rec *r)
 	r->n = 0;
 	if (r->capture > 0)
 		lks_stored_run_release(&r->rows);
-	r->gemm_prev = r->timer ? r->timer->gemm_ns : 0;
-	r->quant_prev = r->timer ? r->timer->quant_ns : 0;
+	for (int k = 0; k < LKS_STEP_NK; k++)
+		r->prev[k] = r->timer ? r->timer->ns[k] : 0;
 	r->t_prev = lks_now();
 }
 
@@ -104,14 +122,11 @@ static void lks_step_on_step(void *arg, const lks_step_row *steps, int nsteps,
 		loss += steps[k].loss;
 	r->loss[r->n] = loss / nsteps;
 	r->dt[r->n] = now - r->t_prev;
-	if (r->timer) {
-		int64_t g = __atomic_load_n(&r->timer->gemm_ns, __ATOMIC_RELAXED);
-		int64_t q = __atomic_load_n(&r->timer->quant_ns, __ATOMIC_RELAXED);
+	for (int k = 0; r->timer && k < LKS_STEP_NK; k++) {
+		int64_t ns = __atomic_load_n(&r->timer->ns[k], __ATOMIC_RELAXED);
 
-		r->gemm[r->n] = 1e-9 * (double)(g - r->gemm_prev);
-		r->quant[r->n] = 1e-9 * (double)(q - r->quant_prev);
-		r->gemm_prev = g;
-		r->quant_prev = q;
+		r->kt[k][r->n] = 1e-9 * (double)(ns - r->prev[k]);
+		r->prev[k] = ns;
 	}
 	r->nstat_rows = nstats;
 	r->nranks = nsteps;
@@ -155,11 +170,11 @@ int lks_step_sides_init(struct lks_step_sides *S, struct lks_step_side *side, in
 	S->n = n;
 	S->steps = steps;
 	S->rounds = rounds;
-	S->t = calloc(cells, sizeof(double));
-	S->gemm = calloc(cells, sizeof(double));
-	S->quant = calloc(cells, sizeof(double));
-	if (!S->t || !S->gemm || !S->quant)
+	if (!(S->t = calloc(cells, sizeof(double))))
 		return lks_err("out of memory");
+	for (int k = 0; k < LKS_STEP_NK; k++)
+		if (!(S->kt[k] = calloc(cells, sizeof(double))))
+			return lks_err("out of memory");
 	for (int k = 0; k < n; k++) {
 		struct lks_step_side *s = &side[k];
 
@@ -171,6 +186,8 @@ int lks_step_sides_init(struct lks_step_sides *S, struct lks_step_side *side, in
 		s->timer.be.app = &s->timer;
 		s->timer.be.gemm = lks_step_timed_gemm;
 		s->timer.be.quantize = lks_step_timed_quantize;
+		s->timer.be.attn_fwd = lks_step_timed_attn_fwd;
+		s->timer.be.attn_bwd = lks_step_timed_attn_bwd;
 		s->rec.timer = s->wrap ? &s->timer : NULL;
 	}
 	return 0;
@@ -184,8 +201,8 @@ void lks_step_sides_release(struct lks_step_sides *S)
 		S->side[k].pool = NULL;
 	}
 	free(S->t);
-	free(S->gemm);
-	free(S->quant);
+	for (int k = 0; k < LKS_STEP_NK; k++)
+		free(S->kt[k]);
 	memset(S, 0, sizeof(*S));
 }
 
@@ -227,8 +244,8 @@ static double lks_step_side_run(void *arg, int k, int round)
 	for (int i = 0; i < s->rec.n; i++)
 		s->wall += s->rec.dt[i];
 	s->steps += s->rec.n;
-	S->gemm[(size_t)round * S->n + k] = lks_step_mean(s->rec.gemm, s->rec.n);
-	S->quant[(size_t)round * S->n + k] = lks_step_mean(s->rec.quant, s->rec.n);
+	for (int j = 0; j < LKS_STEP_NK; j++)
+		S->kt[j][(size_t)round * S->n + k] = lks_step_mean(s->rec.kt[j], s->rec.n);
 	return mean;
 }
 

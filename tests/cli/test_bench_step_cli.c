@@ -74,3 +74,40 @@ Test(cli, bench_step_on_a_backend_times_tracing_at_hidden_1024, .timeout = 300)
 	snprintf(args, sizeof(args), "rm -rf '%s'", dir);
 	cr_assert_eq(system(args), 0);
 }
+
+/* The whole bench step on a two-rank case with attention: part 3 times the attention in
+   its own column (a share above 0), part 5 runs the case's run on one rank (its GEMM pool
+   is one rank's: two ranks sharing it once hung there), part 6 times FSDP against DP on
+   the case's two ranks. */
+Test(cli, bench_step_of_a_two_rank_attention_case, .timeout = 300)
+{
+	static const char text[] =
+		"[case]\nsteps = 3\nworld_size = 2\n"
+		"[model]\nvocab = 32\nhidden = 16\nffn = 32\nlayers = 1\nseq = 8\nbatch = 1\n"
+		"attention = causal\nheads = 2\n"
+		"[run bf16]\nrecipe = bf16\n[run r]\nrecipe = fp8_rowwise\n";
+	char dir[] = "/tmp/lks_test_bench_step_XXXXXX", path[300], args[800], out[32768];
+	const char *row;
+	double attn = 0.0;
+	FILE *f;
+
+	cr_assert_not_null(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/attn.ini", dir);
+	cr_assert_not_null(f = fopen(path, "w"));
+	fputs(text, f);
+	fclose(f);
+	snprintf(args, sizeof(args), "bench step --case '%s' --steps 3 --reps 1 --threads 2 "
+	         "--dir '%s'", path, dir);
+	cr_assert_eq(lks_run_bin(NULL, args, out, sizeof(out)), 0, "%s", out);
+	cr_assert_not_null(strstr(out, "attn ms   attn"), "%s", out);
+	cr_assert_not_null(row = strstr(out, "\n   untraced   "), "%s", out);
+	/* configuration, tokens, ms/step, gemm ms, gemm %, quant ms, quant %, attn ms */
+	cr_assert_eq(sscanf(row, " untraced %*d %*f %*f %*f%% %*f %*f%% %lf", &attn), 1, "%s", out);
+	cr_expect_gt(attn, 0.0, "%s", out);
+	cr_expect_not_null(strstr(out, "5. the background thread against the GEMM threads: run 'r' "
+	                               "on one rank"), "%s", out);
+	cr_expect_not_null(strstr(out, "6. FSDP against DP: run 'r' on 2 ranks"), "%s", out);
+	cr_expect_not_null(strstr(out, "\n   FSDP    "), "%s", out);
+	snprintf(args, sizeof(args), "rm -rf '%s'", dir);
+	cr_assert_eq(system(args), 0);
+}
