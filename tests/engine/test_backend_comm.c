@@ -219,3 +219,37 @@ Test(backend, the_runs_allreduce_key_reaches_the_communicator_and_the_store)
 	cr_expect_eq(atomic_load(&dev_mode), LKS_ALLREDUCE_ORDERED);
 	cr_expect(!strstr(stored, "allreduce"), "%s", stored);
 }
+
+/* An FSDP run on a backend whose memory is not the host's: its collectives are made over
+   the host's ends (runner_fsdp.c), so no device communicator is asked for even where the
+   backend offers one, its gradients and parameters go through downloads, and its traces
+   are the CPU's FSDP run's, which are DP's, bit for bit. */
+Test(backend, an_fsdp_run_on_a_device_backend_stages_through_the_host)
+{
+	const char *fsdp = "run.r.fsdp=2";
+	lks_backend be = device_backend();
+	double loss_dp[3] = { 0 }, loss_fsdp[3] = { 0 };
+	uint64_t hash_dp, hash_fsdp;
+	int n_dp, n_fsdp;
+	lks_case dp, sharded;
+
+	be.comm = dev_comm;
+	be.alloc = dev_alloc;
+	atomic_store(&dev_made, 0);
+	atomic_store(&dev_sums, 0);
+	train_like_cpu(&be, "FSDP on a device backend", fsdp);
+	cr_expect_eq(atomic_load(&dev_made), 0, "an FSDP run asked for a device communicator");
+	cr_expect_eq(atomic_load(&dev_sums), 0);
+	cr_expect_geq(atomic_load(&downloads), 3 * 2 * 2, "the gradient and the parameters, "
+	              "each step on each rank, are downloaded");
+	load_case(two_blocks, NULL, 0, &dp);
+	load_case(two_blocks, &fsdp, 1, &sharded);
+	cr_assert_eq(sharded.runs[0].fsdp, 2);
+	train(&dp, &lks_backend_cpu, loss_dp, &hash_dp, &n_dp);
+	train(&sharded, &lks_backend_cpu, loss_fsdp, &hash_fsdp, &n_fsdp);
+	cr_expect_eq(n_fsdp, n_dp);
+	cr_expect_eq(hash_fsdp, hash_dp, "FSDP's traces are not DP's");
+	cr_expect_eq(memcmp(loss_fsdp, loss_dp, sizeof(loss_dp)), 0);
+	lks_case_release(&dp);
+	lks_case_release(&sharded);
+}
