@@ -7,13 +7,15 @@
  *   2. SQLite ingest: the rows the traced run stores per step, and the rate at which
  *      lks_store_step() takes them, timed directly by replaying the real rows.
  *   3. GEMM share: the same run widened (hidden 512, ffn 2048) on one rank, through a
- *      backend wrapper that times every gemm() and quantize() call (target gemm >= 70%);
- *      once more with 4x the batch, since GEMM work grows with tokens per step and the
- *      optimizer's does not.
+ *      backend wrapper that times every gemm(), quantize() and attention call (target
+ *      gemm >= 70%); once more with 4x the batch, since GEMM work grows with tokens per
+ *      step and the optimizer's does not.
  *   4. FP8 vs BF16 loss gap: every run of the case, per-step loss against the bf16 run.
- *   5. the background thread: the run untraced and traced with the GEMM pool on every core
- *      and on one fewer; the CPU time the idle-priority thread that measures traced
- *      tensors got, and how long the step waited for its jobs.
+ *   5. the background thread: the run on one rank untraced and traced with the GEMM pool
+ *      on every core and on one fewer; the CPU time the idle-priority thread that measures
+ *      traced tensors got, and how long the step waited for its jobs.
+ *   6. FSDP against DP: the run on the case's ranks (2 for a case of one), both ways.
+ * Parts 4 to 6 are bench_step_parts.c's.
  *
  * With --backend NAME (cuda; cpu too, which tests the path) only parts 1 and 2 run, part 1
  * on that backend opened once, at hidden 1024 at least (the issue's target is for such
@@ -93,16 +95,6 @@ static const char lks_bench_step_help[] =
 	"  lockstep bench step --steps 2 --reps 1\n"
 	"\n"
 	"exit codes: 0 measured, 2 bad usage or a bad case file, 3 failure\n";
-
-struct lks_step_args {
-	const char *case_path, *run_name, *base;
-	const char *backend;    /* --backend; NULL: the cpu, every part */
-	const lks_backend *be;  /* opened, with bectx, for part 1 when backend is given */
-	void *bectx;
-	const char **sets;      /* (argc) the --set overrides */
-	int nsets, steps, steps_given, reps, threads, keep;
-	int reps1, reps3, reps5; /* rounds of parts 1, 3 and 5 */
-};
 
 /* ---- 1 + 2: tracing cost and SQLite ingest ---- */
 
@@ -272,149 +264,6 @@ static void lks_step_print_gemm(const struct lks_step_args *a, const struct lks_
 	printf("   'other' is the rest of the step: optimizer, operand preparation, activations,\n"
 	       "   loss, all-reduce and grad norm; the last row shows how the share moves with\n"
 	       "   tokens per step\n");
-}
-
-/* ---- 5: the background thread against the GEMM threads ---- */
-
-/* Part 5: the run untraced and traced with the GEMM pool on every core, and on one fewer,
-   so that the background thread has a core of its own (the runner starts it when it has
-   more than one thread to give: --threads, or the cores). */
-static int lks_step_bg(const struct lks_step_args *a, const lks_case *c, const lks_run_cfg *run,
-                       struct lks_step_side *side, struct lks_step_sides *S)
-{
-	int cores = a->threads > 0 ? a->threads : (int)sysconf(_SC_NPROCESSORS_ONLN);
-
-	for (int k = 0; k < 4; k++)
-		side[k] = (struct lks_step_side){
-			.label = k % 2 ? "traced (stats + hashes)" : "untraced",
-			.c = c, .run = run, .no_trace = k % 2 == 0, .threads = cores, .wrap = 1,
-			.gemm_threads = k < 2 ? cores : cores - 1 };
-	return lks_step_sides_init(S, side, 4, a->steps, a->reps5, -1) || lks_step_sides_time(S, 0);
-}
-
-/* ---- 6: FSDP against DP ---- */
-
-/* Part 6: the run at world size W (the case's, or 2 on a case of one rank), as DP and as
-   FSDP over all W ranks (runner_fsdp.c: a reduce-scatter and two all-gathers where DP has
-   one all-reduce, AdamW on a shard), untraced, in rounds; the per-round change. */
-static int lks_step_fsdp(const struct lks_step_args *a, const lks_case *c, const char *name,
-                         lks_case *dp, lks_case *fsdp, int *have)
-{
-	int W = c->world_size > 1 ? c->world_size : 2;
-	char ws[LKS_NAME_MAX + 64], fs[LKS_NAME_MAX + 64];
-	struct lks_step_side side[2];
-	struct lks_step_sides S = { 0 };
-	int rc;
-
-	if ((long long)c->model.batch * c->world_size % W) {
-		printf("\n6. FSDP against DP: not measured: %d ranks do not divide the global batch\n",
-		       W);
-		return 0;
-	}
-	snprintf(ws, sizeof(ws), "run.%s.world_size=%d", name, W);
-	snprintf(fs, sizeof(fs), "run.%s.fsdp=%d", name, W);
-	a->sets[a->nsets] = ws;
-	a->sets[a->nsets + 1] = fs;
-	if (lks_case_load(a->case_path, a->sets, a->nsets + 1, dp))
-		return -1;
-	*have = 1;
-	if (lks_case_load(a->case_path, a->sets, a->nsets + 2, fsdp))
-		return -1;
-	*have = 2;
-	side[0] = (struct lks_step_side){ .label = "DP", .c = dp, .run = lks_case_run(dp, name),
-	                                  .no_trace = 1, .threads = a->threads };
-	side[1] = (struct lks_step_side){ .label = "FSDP", .c = fsdp,
-	                                  .run = lks_case_run(fsdp, name), .no_trace = 1,
-	                                  .threads = a->threads };
-	if ((rc = lks_step_sides_init(&S, side, 2, a->steps, a->reps5, -1))
-	    || (rc = lks_step_sides_time(&S, 0))) {
-		lks_step_sides_release(&S);
-		return rc;
-	}
-	printf("\n6. FSDP against DP: run '%s' on %d ranks (threads), untraced, as DP and as FSDP\n"
-	       "   over the %d (a reduce-scatter and two all-gathers in place of the all-reduce,\n"
-	       "   AdamW on a shard); %d steps, step 0 left out, %d round%s, both runs back to back\n"
-	       "   in each; change: per round, FSDP / DP - 1\n", name, W, W, S.steps, S.rounds,
-	       S.rounds > 1 ? "s" : "");
-	lks_step_print_head(14, "vs DP");
-	lks_step_print_side(&S, 0, 0, 14);
-	lks_step_print_side(&S, 1, 0, 14);
-	lks_step_sides_release(&S);
-	return 0;
-}
-
-static void lks_step_print_bg_part(const struct lks_step_sides *S)
-{
-	printf("\n5. the background thread against the GEMM threads: run '%s' on one rank, the GEMM\n"
-	       "   pool on every core and on one fewer; %d steps, step 0 left out, %d round%s with\n"
-	       "   the four runs back to back in each; overhead: per round, traced / untraced - 1\n",
-	       S->side[0].run->name, S->steps, S->rounds, S->rounds > 1 ? "s" : "");
-	for (int p = 0; p < 2; p++) {
-		printf("   %d GEMM thread%s, a background thread beside them:\n",
-		       S->side[2 * p].gemm_threads, S->side[2 * p].gemm_threads > 1 ? "s" : "");
-		lks_step_print_head(30, "overhead");
-		lks_step_print_side(S, 2 * p, 2 * p, 30);
-		lks_step_print_side(S, 2 * p + 1, 2 * p, 30);
-		lks_step_print_bg(&S->side[2 * p + 1]);
-	}
-}
-
-/* ---- 4: loss gap ---- */
-
-static int lks_step_gap(const struct lks_step_args *a, const lks_case *c)
-{
-	int steps = a->steps_given ? a->steps : c->steps, ref = -1;
-	struct lks_step_rec *rec = calloc((size_t)c->nruns, sizeof(*rec));
-	lks_runner_opts o = { .steps = steps, .threads = a->threads, .no_trace = 1,
-	                      .overrides = "bench step" };
-	lks_run_result res;
-	int rc = -1;
-
-	if (!rec)
-		return lks_err("out of memory");
-	for (int i = 0; i < c->nruns; i++) {
-		if (lks_step_rec_init(&rec[i], steps, 0) || lks_step_run(c, &c->runs[i], NULL, o, &rec[i], &res))
-			goto out;
-		if (ref < 0 && c->runs[i].recipe == LKS_RECIPE_BF16)
-			ref = i;
-	}
-
-	printf("\n4. FP8 vs BF16 loss gap: %s, %d steps, every run untraced; gap = |loss - "
-	       "loss_bf16| / loss_bf16 per step\n", c->name, steps);
-	if (ref < 0)
-		printf("   no run of the case has recipe bf16: gaps not computed\n");
-	else
-		printf("   reference: run '%s'\n", c->runs[ref].name);
-	printf("   %-16s %-18s %3s %11s %10s %10s %9s\n", "run", "recipe", "ws", "final loss",
-	       "mean gap", "max gap", "max at");
-	for (int i = 0; i < c->nruns; i++) {
-		const struct lks_step_rec *r = &rec[i];
-		double sum = 0.0, max = -1.0;
-		int at = -1;
-
-		printf("   %-16s %-18s %3d %11.4f", c->runs[i].name, lks_recipe_name(c->runs[i].recipe),
-		       c->runs[i].world_size, r->n ? r->loss[r->n - 1] : NAN);
-		if (ref < 0 || i == ref) {
-			printf(" %10s %10s %9s\n", "-", "-", "-");
-			continue;
-		}
-		for (int s = 0; s < r->n && s < rec[ref].n; s++) {
-			double gap = fabs(r->loss[s] - rec[ref].loss[s]) / rec[ref].loss[s];
-
-			sum += gap;
-			if (!(gap <= max)) {  /* a NaN gap is the max and stays it */
-				max = gap;
-				at = s;
-			}
-		}
-		printf(" %9.3f%% %9.3f%% %9d\n", 100.0 * sum / r->n, 100.0 * max, at);
-	}
-	rc = 0;
-out:
-	for (int i = 0; i < c->nruns; i++)
-		lks_step_rec_release(&rec[i]);
-	free(rec);
-	return rc;
 }
 
 /* ---- the command ---- */

@@ -88,6 +88,28 @@ int lks_step_sides_time(struct lks_step_sides *S, int warmup);
 /* The median over rounds of num / the step time of side k, both (rounds, n). */
 double lks_step_share(const struct lks_step_sides *S, const double *num, int k);
 
+/* The command's arguments (bench_step.c), as the parts read them. */
+struct lks_step_args {
+	const char *case_path, *run_name, *base;
+	const char *backend;    /* --backend; NULL: the cpu, every part */
+	const lks_backend *be;  /* opened, with bectx, for part 1 when backend is given */
+	void *bectx;
+	const char **sets;      /* (argc) the --set overrides */
+	int nsets, steps, steps_given, reps, threads, keep;
+	int reps1, reps3, reps5; /* rounds of parts 1, 3 and 5 */
+};
+
+/* Parts 4, 5 and 6 (bench_step_parts.c): the loss gap of every run of c to its BF16 run;
+   the background thread against the GEMM threads, run on one rank (its sides into S, then
+   printed); FSDP against DP on the case's ranks (the cases it loads into dp and fsdp,
+   *have of them, for the caller to release). */
+int lks_step_gap(const struct lks_step_args *a, const lks_case *c);
+int lks_step_bg(const struct lks_step_args *a, const lks_case *c, const lks_run_cfg *run,
+                struct lks_step_side *side, struct lks_step_sides *S);
+void lks_step_print_bg_part(const struct lks_step_sides *S);
+int lks_step_fsdp(const struct lks_step_args *a, const lks_case *c, const char *name,
+                  lks_case *dp, lks_case *fsdp, int *have);
+
 /* The column heads; the median step time of side k and, for k other than base, the change
    per round against it (median, interquartile range, min-max, rounds); what the
    background thread did in a side's timed runs. */

@@ -63,6 +63,11 @@ struct lks_runner {
 	lks_jobs store_jobs;
 };
 
+/* A rank's update (runner_update.c): the norm of its summed gradient into *gnorm, the clip
+   and AdamW of its own parameters (all, or its FSDP shard); delayed scaling's step end. */
+int lks_rank_update(struct lks_runner *R, lks_rank *r, double *gnorm);
+int lks_step_delayed(struct lks_runner *R, lks_rank *r);
+
 /* FSDP (runner_fsdp.c): a rank's shard, its groups and buffers, made in its own thread at
    its first step (the splits are collectives); its gradient reduce-scattered, reduced over
    dp and gathered (the gathered sum on the host, lks_fsdp_gathered); its parameters
