@@ -7,24 +7,6 @@
 
 #include "kernels/element/attn.h"
 
-/* The row of head h of token t in a (T, 3D) buffer: part 0 q, 1 k, 2 v. */
-static inline size_t lks_attn_at(const lks_attn_shape *a, int t, int part, int h)
-{
-	size_t D = (size_t)a->nh * (size_t)a->hd;
-
-	return (size_t)t * lks_attn_ld(a) + (size_t)part * D + (size_t)h * (size_t)a->hd;
-}
-
-/* The rows of the RoPE table (lks_rope_table) at position s: cosines, sines. */
-static inline void lks_rope_at(const float *rope, const lks_attn_shape *a, int s,
-                               const float **cs, const float **sn)
-{
-	size_t half = (size_t)a->hd / 2;
-
-	*cs = rope + (size_t)s * half;
-	*sn = rope + (size_t)a->S * half + (size_t)s * half;
-}
-
 void lks_attn_fwd(const float *qkv, const float *rope, const lks_attn_shape *a, float *qkvr,
                   float *o, float *stat, int bf16)
 {
@@ -34,9 +16,8 @@ void lks_attn_fwd(const float *qkv, const float *rope, const lks_attn_shape *a, 
 
 	/* q and k rotated, v as it is */
 	for (int t = 0; t < T; t++) {
-		const float *cs, *sn;
+		const float *cs = lks_rope_cos(rope, a, t % a->S), *sn = lks_rope_sin(rope, a, t % a->S);
 
-		lks_rope_at(rope, a, t % a->S, &cs, &sn);
 		for (int h = 0; h < nh; h++)
 			for (int part = 0; part < 2; part++)
 				lks_rope_row(qkv + lks_attn_at(a, t, part, h), cs, sn, hd, 0,
@@ -136,9 +117,8 @@ int lks_attn_bwd(const float *qkvr, const float *stat, const float *dout, const 
 	free(P);
 	/* the rotation's gradient: dq and dk turned back, then rounded once */
 	for (int t = 0; t < a->B * S; t++) {
-		const float *cs, *sn;
+		const float *cs = lks_rope_cos(rope, a, t % S), *sn = lks_rope_sin(rope, a, t % S);
 
-		lks_rope_at(rope, a, t % S, &cs, &sn);
 		for (int h = 0; h < nh; h++)
 			for (int part = 0; part < 2; part++) {
 				float *x = dqkv + lks_attn_at(a, t, part, h);

@@ -15,25 +15,6 @@
 #include "kernels/cuda/ops_cuda.h"
 #include "kernels/element/attn.h"
 
-/* The row of head h of token t in a (T, 3D) buffer: part 0 q, 1 k, 2 v. */
-__device__ static size_t lks_attn_at_d(const lks_attn_shape a, int t, int part, int h)
-{
-	size_t D = (size_t)a.nh * (size_t)a.hd;
-
-	return (size_t)t * lks_attn_ld(&a) + (size_t)part * D + (size_t)h * (size_t)a.hd;
-}
-
-/* the RoPE table's rows at position s */
-__device__ static const float *lks_rope_cs(const float *rope, const lks_attn_shape a, int s)
-{
-	return rope + (size_t)s * (size_t)(a.hd / 2);
-}
-
-__device__ static const float *lks_rope_sn(const float *rope, const lks_attn_shape a, int s)
-{
-	return rope + (size_t)a.S * (size_t)(a.hd / 2) + (size_t)s * (size_t)(a.hd / 2);
-}
-
 /* item (t, h, part): q and k rotated, v copied */
 __global__ static void lks_attn_rope_kernel(const float *qkv, const float *rope,
                                             const lks_attn_shape a, float *qkvr, int bf16)
@@ -42,10 +23,10 @@ __global__ static void lks_attn_rope_kernel(const float *qkv, const float *rope,
 
 	LKS_FOR_EACH(e, n) {
 		int part = (int)(e % 3), h = (int)(e / 3 % (size_t)a.nh), t = (int)(e / 3 / a.nh);
-		size_t at = lks_attn_at_d(a, t, part, h);
+		size_t at = lks_attn_at(&a, t, part, h);
 
 		if (part < 2) {
-			lks_rope_row(qkv + at, lks_rope_cs(rope, a, t % a.S), lks_rope_sn(rope, a, t % a.S),
+			lks_rope_row(qkv + at, lks_rope_cos(rope, &a, t % a.S), lks_rope_sin(rope, &a, t % a.S),
 			             a.hd, 0, qkvr + at, bf16);
 		} else {
 			for (int c = 0; c < a.hd; c++)
@@ -74,9 +55,9 @@ __global__ static void lks_attn_fwd_kernel(const float *qkvr, const lks_attn_sha
 		lks_attn_row_of(a, e, &b, &h, &i);
 
 		int t = b * a.S + i, n = lks_attn_keys(&a, i);
-		const float *q = qkvr + lks_attn_at_d(a, t, 0, h);
-		const float *k = qkvr + lks_attn_at_d(a, b * a.S, 1, h);
-		const float *v = qkvr + lks_attn_at_d(a, b * a.S, 2, h);
+		const float *q = qkvr + lks_attn_at(&a, t, 0, h);
+		const float *k = qkvr + lks_attn_at(&a, b * a.S, 1, h);
+		const float *v = qkvr + lks_attn_at(&a, b * a.S, 2, h);
 		float *st = stat + 2 * e;
 		float *oi = o + (size_t)t * D + (size_t)h * a.hd;
 
@@ -104,11 +85,11 @@ __device__ static void lks_attn_pdp(const float *qkvr, const float *stat, const 
 	const float *st = stat + 2 * (((size_t)b * a.nh + h) * a.S + i);
 	int ti = b * a.S + i, tj = b * a.S + j;
 
-	*p = lks_attn_p(lks_attn_score(qkvr + lks_attn_at_d(a, ti, 0, h),
-	                               qkvr + lks_attn_at_d(a, tj, 1, h), a.hd,
+	*p = lks_attn_p(lks_attn_score(qkvr + lks_attn_at(&a, ti, 0, h),
+	                               qkvr + lks_attn_at(&a, tj, 1, h), a.hd,
 	                               lks_attn_scale(a.hd)), st);
 	*dp = lks_attn_dot(dout + (size_t)ti * D + (size_t)h * a.hd,
-	                   qkvr + lks_attn_at_d(a, tj, 2, h), a.hd);
+	                   qkvr + lks_attn_at(&a, tj, 2, h), a.hd);
 }
 
 /* per query row: D_i, then dq_i over its keys, turned back and rounded */
@@ -126,7 +107,7 @@ __global__ static void lks_attn_dq_kernel(const float *qkvr, const float *stat,
 
 		int n = lks_attn_keys(&a, i), t = b * a.S + i;
 		float d = 0.0f, p, dp;
-		float *dq = dqkv + lks_attn_at_d(a, t, 0, h);
+		float *dq = dqkv + lks_attn_at(&a, t, 0, h);
 
 		for (int j = 0; j < n; j++) {
 			lks_attn_pdp(qkvr, stat, dout, a, b, h, i, j, &p, &dp);
@@ -136,7 +117,7 @@ __global__ static void lks_attn_dq_kernel(const float *qkvr, const float *stat,
 		for (int c = 0; c < a.hd; c++)
 			dq[c] = 0.0f;
 		for (int j = 0; j < n; j++) {
-			const float *k = qkvr + lks_attn_at_d(a, b * a.S + j, 1, h);
+			const float *k = qkvr + lks_attn_at(&a, b * a.S + j, 1, h);
 			float ds;
 
 			lks_attn_pdp(qkvr, stat, dout, a, b, h, i, j, &p, &dp);
@@ -144,7 +125,7 @@ __global__ static void lks_attn_dq_kernel(const float *qkvr, const float *stat,
 			for (int c = 0; c < a.hd; c++)
 				dq[c] = fmaf(ds, k[c], dq[c]);
 		}
-		lks_rope_row(dq, lks_rope_cs(rope, a, i), lks_rope_sn(rope, a, i), a.hd, 1, dq, bf16);
+		lks_rope_row(dq, lks_rope_cos(rope, &a, i), lks_rope_sin(rope, &a, i), a.hd, 1, dq, bf16);
 	}
 }
 
@@ -163,12 +144,12 @@ __global__ static void lks_attn_dkv_kernel(const float *qkvr, const float *stat,
 		lks_attn_row_of(a, e, &b, &h, &j);
 
 		int t = b * a.S + j;
-		float *dk = dqkv + lks_attn_at_d(a, t, 1, h), *dv = dqkv + lks_attn_at_d(a, t, 2, h);
+		float *dk = dqkv + lks_attn_at(&a, t, 1, h), *dv = dqkv + lks_attn_at(&a, t, 2, h);
 
 		for (int c = 0; c < a.hd; c++)
 			dk[c] = dv[c] = 0.0f;
 		for (int i = a.causal ? j : 0; i < a.S; i++) {
-			const float *q = qkvr + lks_attn_at_d(a, b * a.S + i, 0, h);
+			const float *q = qkvr + lks_attn_at(&a, b * a.S + i, 0, h);
 			const float *dO = dout + (size_t)(b * a.S + i) * D + (size_t)h * a.hd;
 			size_t row = ((size_t)b * a.nh + h) * a.S + i;
 			float p, dp, ds, pb;
@@ -183,7 +164,7 @@ __global__ static void lks_attn_dkv_kernel(const float *qkvr, const float *stat,
 		}
 		for (int c = 0; c < a.hd; c++)
 			dv[c] = lks_bf16_if(dv[c], bf16);
-		lks_rope_row(dk, lks_rope_cs(rope, a, j), lks_rope_sn(rope, a, j), a.hd, 1, dk, bf16);
+		lks_rope_row(dk, lks_rope_cos(rope, &a, j), lks_rope_sin(rope, &a, j), a.hd, 1, dk, bf16);
 	}
 }
 

@@ -53,6 +53,25 @@ static inline LKS_HD size_t lks_attn_ld(const lks_attn_shape *a)
 	return (size_t)3 * (size_t)a->nh * (size_t)a->hd;
 }
 
+/* The row of head h of token t in a (T, 3D) buffer: part 0 q, 1 k, 2 v. */
+static inline LKS_HD size_t lks_attn_at(const lks_attn_shape *a, int t, int part, int h)
+{
+	size_t D = (size_t)a->nh * (size_t)a->hd;
+
+	return (size_t)t * lks_attn_ld(a) + (size_t)part * D + (size_t)h * (size_t)a->hd;
+}
+
+/* The rows of the RoPE table (lks_rope_table) at position s: cosines, sines. */
+static inline LKS_HD const float *lks_rope_cos(const float *rope, const lks_attn_shape *a, int s)
+{
+	return rope + (size_t)s * (size_t)(a->hd / 2);
+}
+
+static inline LKS_HD const float *lks_rope_sin(const float *rope, const lks_attn_shape *a, int s)
+{
+	return rope + ((size_t)a->S + (size_t)s) * (size_t)(a->hd / 2);
+}
+
 static inline LKS_HD float lks_attn_scale(int hd)
 {
 	return 1.0f / sqrtf((float)hd);
