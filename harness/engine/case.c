@@ -32,7 +32,10 @@ const lks_run_cfg *lks_case_run(const lks_case *c, const char *name)
 /* Tokens a rank of run r takes per step: its share of the global batch, in tokens. */
 long long lks_case_run_tokens(const lks_case *c, const lks_run_cfg *r)
 {
-	return (long long)c->model.batch * c->world_size / r->world_size * c->model.seq;
+	/* the replicas split the global batch: a tp group's ranks share theirs */
+	int reps = r->tp > 1 && r->world_size % r->tp == 0 ? r->world_size / r->tp : r->world_size;
+
+	return (long long)c->model.batch * c->world_size / reps * c->model.seq;
 }
 
 /* ---- the state of one load ---- */

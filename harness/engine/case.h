@@ -57,6 +57,8 @@ typedef struct lks_run_cfg {
 	int world_size;         /* ranks of this run */
 	int fsdp;               /* ranks an FSDP group shards the parameters over (1: DP);
 	                           the world size / fsdp groups replicate one another */
+	int tp;                 /* ranks a tensor-parallel group splits each block over (1:
+	                           none): innermost, so a group is tp consecutive ranks */
 	int amax_history;       /* fp8_delayed: history length */
 	int amax_most_recent;   /* fp8_delayed: 1 most_recent, 0 max */
 	int margin;             /* fp8_delayed: scale = fp8_max * 2^-margin / amax */
@@ -110,7 +112,7 @@ typedef struct lks_case {
 int lks_case_load(const char *path, const char *const *sets, int nsets, lks_case *out);
 
 /* The tokens one rank of run r trains on per step (its slice of the case's global batch:
-   batch x world_size sequences of seq tokens, over the run's ranks). */
+   batch x world_size sequences of seq tokens, over the run's replicas: ranks / tp). */
 long long lks_case_run_tokens(const lks_case *c, const lks_run_cfg *r);
 void lks_case_release(lks_case *c);
 

@@ -87,6 +87,7 @@ static const struct lks_key lks_run_keys[] = {
 	  lks_allreduce_names },
 	KEY_INT(lks_run_cfg, world_size, 1, LKS_WORLD_CAP, 0),
 	KEY_INT(lks_run_cfg, fsdp, 1, LKS_WORLD_CAP, 0),
+	KEY_INT(lks_run_cfg, tp, 1, LKS_WORLD_CAP, 0),
 	KEY_INT(lks_run_cfg, amax_history, 1, 65536, 0),
 	{ "amax_algo", LKS_KEY_CHOICE, offsetof(lks_run_cfg, amax_most_recent), 0, 0, 0, 0, 0, 0,
 	  lks_amax_algo_names },

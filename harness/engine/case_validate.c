@@ -38,6 +38,8 @@ static void lks_case_defaults(struct lks_parse *st)
 			c->runs[i].world_size = c->world_size;
 		if (!lks_seen(st, LKS_SEC_RUN, i, "fsdp"))
 			c->runs[i].fsdp = 1;
+		if (!lks_seen(st, LKS_SEC_RUN, i, "tp"))
+			c->runs[i].tp = 1;
 		c->runs[i].gemm_given = lks_seen(st, LKS_SEC_RUN, i, "gemm");
 	}
 	for (int i = 0; i < c->nchecks; i++)
@@ -77,12 +79,31 @@ static int lks_case_attention(struct lks_parse *st)
 	return lks_case_at(st, st->sec_line[LKS_SEC_MODEL]);
 }
 
-/* A run's mesh: fsdp groups that tile its ranks; their collectives are made over the host's
-   ends (kernels/comm_group.c), so not with a device communicator of its own, nor with a
-   fault that fits another mesh (lks_fault_fits_mesh). */
-static int lks_run_mesh(const lks_run_cfg *r)
+/* A run's mesh: fsdp groups or tp groups that tile its ranks; their collectives are made
+   over the host's ends (kernels/comm_group.c), so not with a device communicator of its
+   own, nor with a fault that fits another mesh (lks_fault_fits_mesh). A tp group splits
+   the heads, the MLP's hidden units and (by them) the projections' shards evenly. */
+static int lks_run_mesh(const lks_case *c, const lks_run_cfg *r)
 {
-	if (lks_fault_fits_mesh(&r->inject, r->world_size, r->fsdp)) {
+	const lks_model_cfg *m = &c->model;
+
+	if (r->tp > 1) {
+		if (r->world_size % r->tp)
+			return lks_err("run '%s': tp %d does not divide its world size %d", r->name,
+			               r->tp, r->world_size);
+		if (r->fsdp > 1)
+			return lks_err("run '%s': fsdp %d with tp %d: FSDP under tensor parallel is not "
+			               "built yet (fsdp or tp, each with dp)", r->name, r->fsdp, r->tp);
+		if (m->ffn % r->tp || (m->attention && m->heads % r->tp))
+			return lks_err("run '%s': tp %d does not divide the model's %s (%d)", r->name,
+			               r->tp, m->ffn % r->tp ? "ffn" : "heads",
+			               m->ffn % r->tp ? m->ffn : m->heads);
+		if (r->allreduce == LKS_ALLREDUCE_NCCL)
+			return lks_err("run '%s': tp %d with allreduce = nccl: a tensor-parallel run's "
+			               "collectives are the ordered ones over the host "
+			               "(allreduce = ordered)", r->name, r->tp);
+	}
+	if (lks_fault_fits_mesh(&r->inject, r->world_size, r->fsdp, r->tp)) {
 		char who[LKS_NAME_MAX + 8];
 
 		snprintf(who, sizeof(who), "run '%s'", r->name);
@@ -348,13 +369,20 @@ int lks_case_validate(struct lks_parse *st)
 		return lks_case_at(st, st->sec_line[LKS_SEC_OPTIM]);
 	}
 	global = (long long)c->model.batch * c->world_size;
-	for (int i = 0; i < c->nruns; i++)
-		if (!c->runs[i].import_fmt[0] && global % c->runs[i].world_size) {
-			lks_err("run '%s': world_size %d does not divide the global batch of %lld "
-				"sequences (model.batch %d x case world_size %d)", c->runs[i].name,
-				c->runs[i].world_size, global, c->model.batch, c->world_size);
-			return lks_case_at(st, c->runs[i].line);
+	for (int i = 0; i < c->nruns; i++) {
+		const lks_run_cfg *r = &c->runs[i];
+		/* the replicas that split the batch: the ranks, less the tp groups' */
+		int reps = r->tp > 1 && r->world_size % r->tp == 0 ? r->world_size / r->tp
+		         : r->world_size;
+
+		if (!r->import_fmt[0] && global % reps) {
+			lks_err("run '%s': %s %d does not divide the global batch of %lld sequences "
+			        "(model.batch %d x case world_size %d)", r->name,
+			        reps == r->world_size ? "world_size" : "world_size / tp", reps, global,
+			        c->model.batch, c->world_size);
+			return lks_case_at(st, r->line);
 		}
+	}
 	/* the runner's token counts are ints */
 	if (global * c->model.seq > INT_MAX) {
 		lks_err("the global batch of %lld tokens (model.batch x world_size x seq) is over "
@@ -367,7 +395,7 @@ int lks_case_validate(struct lks_parse *st)
 
 		if (r->import_fmt[0])
 			continue;
-		if (lks_run_mesh(r))
+		if (lks_run_mesh(c, r))
 			return lks_case_at(st, r->line);
 		if (lks_run_fault_fits(c, r, &r->inject)) {
 			snprintf(who, sizeof(who), "run '%s'", r->name);

@@ -40,7 +40,8 @@ static const lks_check_kind_info lks_check_kinds[] = {
 		{ "finite" } },
 	[LKS_CHECK_RANKS_AGREE] = {
 		"ranks_agree", 1, 0, LKS_CK_MAJORITY, "bit for bit",
-		"every rank holds the same parameters at every step",
+		"every rank holds the same parameters at every step; under tp each tp group every "
+		"traced tensor",
 		{ "ranks_agree" } },
 	[LKS_CHECK_RECOMPUTE] = {
 		"recompute", 1, 0, LKS_CK_CHECKPOINT, "bit for bit",

@@ -58,6 +58,35 @@ static int lks_fault_fits_pow2(const lks_fault *f, int recipe, int checkpoint, i
 	               lks_fault_kind_name(f->kind), lks_recipe_names(lks_recipe_pow2, fit, sizeof(fit)));
 }
 
+/* a recipe with an FP8 operand whose scale comes from this step's amax (not a history):
+   the operands a scale group reduces (recipe.h) */
+static int lks_recipe_fp8_current(lks_recipe r)
+{
+	const lks_recipe_rules *rules = lks_recipe_rules_of(r);
+
+	for (int role = 0; rules && role < 3; role++)
+		for (int ab = 0; ab < 2; ab++) {
+			const lks_operand_rule *o = &rules->op[role][ab];
+
+			if ((o->dtype == LKS_E4M3 || o->dtype == LKS_E5M2) && !o->delayed)
+				return 1;
+		}
+	return 0;
+}
+
+static int lks_fault_fits_fp8(const lks_fault *f, int recipe, int checkpoint, int world_size)
+{
+	char fit[256];
+
+	(void)checkpoint;
+	(void)world_size;
+	if (lks_recipe_fp8_current(recipe))
+		return 0;
+	return lks_err("inject: %s needs a recipe whose FP8 scales come from the step's amax (%s)",
+	               lks_fault_kind_name(f->kind),
+	               lks_recipe_names(lks_recipe_fp8_current, fit, sizeof(fit)));
+}
+
 /* ---- what each kind does where it is planted (fault_backend.c calls these) ---- */
 
 /* ag_stale: a shard of the step before needs a step before */
@@ -157,6 +186,8 @@ const lks_fault_row lks_fault_rows[LKS_FAULT_COUNT] = {
 	                             .comm = lks_fault_comm, .host_comm = 1, .fsdp = 1 },
 	[LKS_FAULT_AG_STALE] = { "ag_stale", K_STEP | K_RANK, 0, .fits = lks_fault_fits_later,
 	                         .comm = lks_fault_comm, .host_comm = 1, .fsdp = 1 },
+	[LKS_FAULT_AMAX_LOCAL] = { "amax_local", K_TENSOR, K_STEP | K_RANK, .from_step = 1,
+	                           .fits = lks_fault_fits_fp8, .scale_group = 1 },
 };
 
 const char *lks_fault_kind_name(lks_fault_kind k)
@@ -305,9 +336,16 @@ int lks_fault_fits(const lks_fault *f, int recipe, int checkpoint, int world_siz
 	return row->fits ? row->fits(f, recipe, checkpoint, world_size) : 0;
 }
 
-int lks_fault_fits_mesh(const lks_fault *f, int world_size, int fsdp)
+int lks_fault_fits_mesh(const lks_fault *f, int world_size, int fsdp, int tp)
 {
 	const lks_fault_row *row = &lks_fault_rows[f->kind];
+
+	if (row->scale_group && tp < 2)
+		return lks_err("inject: %s acts where a tensor-parallel group reduces an FP8 "
+		               "operand's amax: it needs tp > 1", row->name);
+	if (f->kind != LKS_FAULT_NONE && !row->scale_group && tp > 1)
+		return lks_err("inject: %s is not built for tensor-parallel runs yet (tp = 1; under "
+		               "tp: amax_local)", row->name);
 
 	if (row->fsdp && fsdp != world_size)
 		return lks_err("inject: %s acts in an FSDP run's collectives: it needs fsdp = the "
@@ -324,10 +362,17 @@ int lks_fault_fits_model(const lks_fault *f, const lks_model_cfg *m, long long t
 	size_t n = 0;
 	int kind;
 
-	if (!lks_fault_rows[f->kind].tensor)
+	if (!lks_fault_rows[f->kind].tensor && !lks_fault_rows[f->kind].scale_group)
 		return 0;
 	if ((kind = lks_model_tensor(m, tokens, f->tensor, &n)) < 0)
 		return -1;
+	if (lks_fault_rows[f->kind].scale_group) {  /* an FP8 operand's */
+		if (kind == LKS_TENSOR_FP8)
+			return 0;
+		return lks_err("inject: '%s' is not an FP8 operand of the model: %s acts on one, "
+		               "named as the trace names it (blocks.0.mlp.up.fwd.w: layer, GEMM, "
+		               "operand x, w or dy; blocks 0 to %d)", f->tensor, name, m->layers - 1);
+	}
 	if (kind == LKS_TENSOR_FP8) {
 		/* blocks.0.mlp.up.fwd.x: the layer's output is blocks.0.mlp.up.out */
 		int layer = (int)(strrchr(f->tensor, '.') - f->tensor);

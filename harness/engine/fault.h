@@ -18,6 +18,9 @@
  *                                                       shard unwritten (NCCL #1950)
  *   ag_stale step=S rank=R                              an FSDP run's all-gathers take rank
  *                                                       R's shard of the step before
+ *   amax_local tensor=OPERAND [step=S] [rank=R]         under tp, the FP8 operand's amax is
+ *                                                       its shard's, not the group's (torch-
+ *                                                       titan #3109), from step S on
  *
  * A run takes one, as its key 'inject = ...' or from the environment variable
  * LOCKSTEP_INJECT (same syntax, with an optional run=NAME to aim at one run), so that a
@@ -27,8 +30,10 @@
  *
  * A fault is planted at the seams, never in the model, the tracer or the runner: a
  * backend around the run's (fault_backend.c: bitflip, nan, scale_round_up,
- * stale_bwd_scale) and a communicator around the struck rank's end (fault_comm.c:
- * skip_allreduce, rs_drop_tail, ag_stale), each rank's own (lks_fault_plant_rank). A kind is one row of the table
+ * stale_bwd_scale), a communicator around the struck rank's end (fault_comm.c:
+ * skip_allreduce, rs_drop_tail, ag_stale), and the choice of an operand's scale group
+ * (model_tp.c asks lks_fault_amax_local: amax_local), each rank's own
+ * (lks_fault_plant_rank). A kind is one row of the table
  * in fault.c (its name, keys, the runs it fits, the seam it wraps) and what its wrapper
  * does.
  */
@@ -49,6 +54,7 @@ typedef enum lks_fault_kind {
 	LKS_FAULT_SCALE_ROUND_UP,
 	LKS_FAULT_RS_DROP_TAIL,
 	LKS_FAULT_AG_STALE,
+	LKS_FAULT_AMAX_LOCAL,
 	LKS_FAULT_COUNT
 } lks_fault_kind;
 
@@ -78,10 +84,11 @@ void lks_fault_format(const lks_fault *f, char *buf, size_t size);
    says why not, naming the recipes that fit. */
 int lks_fault_fits(const lks_fault *f, int recipe, int checkpoint, int world_size, int steps);
 
-/* Whether the fault fits a run's mesh (fsdp of world_size ranks): the collective faults of
-   FSDP need fsdp = world_size (their wrapper is the group's end), skip_allreduce fsdp = 1;
-   an error (lks_err) says why not. */
-int lks_fault_fits_mesh(const lks_fault *f, int world_size, int fsdp);
+/* Whether the fault fits a run's mesh (fsdp or tp groups of world_size ranks): the
+   collective faults of FSDP need fsdp = world_size (their wrapper is the group's end),
+   skip_allreduce fsdp = 1, amax_local tp > 1; under tp no other kind is built yet; an
+   error (lks_err) says why not. */
+int lks_fault_fits_mesh(const lks_fault *f, int world_size, int fsdp, int tp);
 
 /* bitflip and nan: whether the tensor is one that a rank of model m traces as floats, and
    the element inside it (tokens: a rank's batch x seq); an error (lks_err) says why not: an
@@ -128,6 +135,9 @@ int lks_fault_plant_rank(const lks_fault *f, int rank, const int *step,
    naming the tensor; else 0. */
 int lks_fault_plant_check(const lks_fault_plant *p);
 void lks_fault_unplant(lks_fault_plant *p);
+/* amax_local: whether the FP8 operand called name takes its own amax instead of its scale
+   group's on this rank and step (p: the rank's plant, or NULL). */
+int lks_fault_amax_local(lks_fault_plant *p, const char *name);
 
 /* Whether f's wrapper of a communicator works on host memory: every rank of the run then
    keeps the host's ends (no device communicator). */

@@ -47,7 +47,7 @@ int lks_fault_plant_rank(const lks_fault *f, int rank, const int *step, const lk
 		return 0;
 	if (row->comm && row->comm(f, step, *comm, comm))
 		return -1;
-	if (!row->traced && !row->quantize)
+	if (!row->traced && !row->quantize && !row->scale_group)
 		return 0;
 	if (!(w = calloc(1, sizeof(*w))))
 		return lks_err("out of memory");
@@ -69,8 +69,24 @@ int lks_fault_plant_rank(const lks_fault *f, int rank, const int *step, const lk
 	return 0;
 }
 
+int lks_fault_amax_local(lks_fault_plant *w, const char *name)
+{
+	if (!w || !lks_fault_here(w->f, LKS_FAULT_AMAX_LOCAL, *w->step, w->rank))
+		return 0;
+	w->seen = 1;
+	if (strcmp(name, w->f->tensor))
+		return 0;
+	w->hits++;
+	return 1;
+}
+
 int lks_fault_plant_check(const lks_fault_plant *w)
 {
+	if (w && lks_fault_rows[w->f->kind].scale_group && !w->hits)
+		return lks_err("inject: %s struck nothing: no tensor-parallel group reduces the amax "
+		               "of operand '%s' in this run (its recipe's scale group for it is none: "
+		               "whole on every rank, scaled across the split, or a delayed scale)",
+		               lks_fault_kind_name(w->f->kind), w->f->tensor);
 	if (!w || !lks_fault_rows[w->f->kind].tensor || !w->seen || w->hits)
 		return 0;
 	return lks_err("inject: no tensor '%s' is traced (float tensors only, not FP8 operands; "

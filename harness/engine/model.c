@@ -141,7 +141,7 @@ static void *lks_arena_take(lks_rank *r, int step, size_t *used, size_t bytes)
 static int lks_prep_operand(lks_rank *r, const lks_operand_rule *rule, const float *src,
                             lks_src src_kind, int rows, int cols, int transposed,
                             lks_amax_slot *slot, int record, size_t *used, lks_operand *op,
-                            lks_phase ph, const char *tname)
+                            lks_phase ph, int li, const char *tname)
 {
 	int orows = transposed ? cols : rows, ocols = transposed ? rows : cols;
 	size_t n = (size_t)rows * (size_t)cols;
@@ -189,11 +189,16 @@ static int lks_prep_operand(lks_rank *r, const lks_operand_rule *rule, const flo
 		.no_counts = r->tr.off,
 	};
 
+	int done = 0;
+
 	if (!codes || !scale || !amax)
 		return lks_err("gemm operand arena too small");
 	if (rule->delayed && LKS_BE(r, upload, scale, &slot->scale, sizeof(float)))
 		return -1;
-	if (LKS_BE(r, quantize, &q))
+	/* under tp its scale group may reduce the amax first (model_tp.c) */
+	if (r->tp > 1 && lks_tp_quantize(r, li, src_kind, transposed, &q, tname, &done))
+		return -1;
+	if (!done && LKS_BE(r, quantize, &q))
 		return -1;
 	if (rule->delayed && record) {  /* the history is the host's: one float comes back */
 		float am;
@@ -202,7 +207,9 @@ static int lks_prep_operand(lks_rank *r, const lks_operand_rule *rule, const flo
 			return -1;
 		slot->cur = isnan(am) || am > slot->cur ? am : slot->cur;
 	}
-	lks_trace_quant(&r->tr, ph, &q, "%s", tname);
+	if (r->tp > 1 ? lks_tp_trace_quant(r, li, src_kind, ph, &q, tname)
+	              : (lks_trace_quant(&r->tr, ph, &q, "%s", tname), 0))
+		return -1;
 	if (transposed) {  /* codes (rows, cols) -> (cols, rows); exact */
 		uint8_t *t = lks_arena_take(r, 0, used, n);
 
@@ -245,7 +252,7 @@ static int lks_linear(lks_rank *r, int li, lks_role role, const float *a, int ar
 		         lks_src_name(s));
 		if (lks_prep_operand(r, &rules[ab], src[ab], s, rows[ab], cols[ab],
 		                     lks_role_transposed(role, ab), &r->slots[li * 3 + s], record,
-		                     &used, &ops[ab], ph, tname))
+		                     &used, &ops[ab], ph, li, tname))
 			return -1;
 	}
 
@@ -280,9 +287,9 @@ static int lks_head_gemm(lks_rank *r, lks_gemm_role role, const float *a, int ar
 
 	/* BF16 or F32 operands are not traced: the phase and name go unused */
 	if (lks_prep_operand(r, rule, a, LKS_SRC_X, arows, acols, tr_a, NULL, 0, &used, &ops[0],
-	                     LKS_PHASE_FORWARD, "head")
+	                     LKS_PHASE_FORWARD, -1, "head")
 	    || lks_prep_operand(r, rule, b, LKS_SRC_W, brows, bcols, tr_b, NULL, 0, &used, &ops[1],
-	                        LKS_PHASE_FORWARD, "head"))
+	                        LKS_PHASE_FORWARD, -1, "head"))
 		return -1;
 	lks_gemm g = {
 		.M = tr_a ? acols : arows, .N = tr_b ? bcols : brows, .K = tr_a ? arows : acols,
@@ -296,12 +303,16 @@ static int lks_head_gemm(lks_rank *r, lks_gemm_role role, const float *a, int ar
    without checkpointing, where every block has its own. */
 #define LKS_TRACE_ACT(r, ...) ((r)->checkpoint ? lks_trace_f32(&(r)->tr, __VA_ARGS__) \
                                                : lks_trace_f32_kept(&(r)->tr, __VA_ARGS__))
+/* The same of an activation (rows, cols) whose columns a tp group splits (in nb blocks):
+   traced whole (model_tp.c). */
+#define LKS_TRACE_COLS(r, ph, x, rows, cols, nb, ...) \
+	lks_tp_trace_cols((r), !(r)->checkpoint, (ph), (x), (rows), (cols), (nb), __VA_ARGS__)
 
 /* The shape of the attention of rank r: its batch of sequences, the heads, causal. */
 static lks_attn_shape lks_rank_attn_shape(const lks_rank *r)
 {
 	const lks_model_cfg *c = &r->m->cfg;
-	lks_attn_shape a = { r->T / c->seq, c->seq, c->heads, c->head_dim, 1 };
+	lks_attn_shape a = { r->T / c->seq, c->seq, r->hl, c->head_dim, 1 };
 
 	return a;
 }
@@ -311,7 +322,7 @@ static lks_attn_shape lks_rank_attn_shape(const lks_rank *r)
 static int lks_block_attn(lks_rank *r, int l, int b)
 {
 	const lks_model *m = r->m;
-	int T = r->T, H = m->cfg.hidden, D = m->D;
+	int T = r->T, H = m->cfg.hidden, D = m->D, Dl = r->Dl;
 	size_t th = (size_t)T * H, td = (size_t)T * D;
 	const float *x = r->xs + (size_t)l * th, *p = r->params;
 	float *ha = r->ha + b * th, *qkv = r->qkv + b * 3 * td, *qkvr = r->qkvr + b * 3 * td;
@@ -324,15 +335,16 @@ static int lks_block_attn(lks_rank *r, int l, int b)
 	           r->rstda + (size_t)l * T, r->bf16))
 		return -1;
 	LKS_TRACE_ACT(r, ph, ha, th, "blocks.%d.attn_norm.out", l);
-	if (lks_linear(r, LKS_LIN_QKV(m, l), LKS_ROLE_FWD, ha, T, H, p + m->t[LKS_P_QKV(m, l)].off,
-	               3 * D, H, qkv))
+	if (lks_linear(r, LKS_LIN_QKV(m, l), LKS_ROLE_FWD, ha, T, H,
+	               lks_tp_weight(r, LKS_LIN_QKV(m, l)), 3 * Dl, H, qkv))
 		return -1;
-	LKS_TRACE_ACT(r, ph, qkv, 3 * td, "blocks.%d.attn.qkv.out", l);
+	LKS_TRACE_COLS(r, ph, qkv, T, 3 * D, 3, "blocks.%d.attn.qkv.out", l);
 	if (LKS_BE(r, attn_fwd, qkv, r->rope, &a, qkvr, ao, ast, r->bf16))
 		return -1;
-	LKS_TRACE_ACT(r, ph, ao, td, "blocks.%d.attn.core.out", l);
-	if (lks_linear(r, LKS_LIN_PROJ(m, l), LKS_ROLE_FWD, ao, T, D,
-	               p + m->t[LKS_P_PROJ(m, l)].off, H, D, pr))
+	LKS_TRACE_COLS(r, ph, ao, T, D, 1, "blocks.%d.attn.core.out", l);
+	if (lks_linear(r, LKS_LIN_PROJ(m, l), LKS_ROLE_FWD, ao, T, Dl,
+	               lks_tp_weight(r, LKS_LIN_PROJ(m, l)), H, Dl, pr)
+	    || (r->tp > 1 && lks_tp_sum(r, pr, th)))
 		return -1;
 	LKS_TRACE_ACT(r, ph, pr, th, "blocks.%d.attn.proj.out", l);
 	if (LKS_BE(r, add, x, pr, th, xm, r->bf16))
@@ -367,13 +379,13 @@ static int lks_block_inner(lks_rank *r, int l)
 	           r->rstd + (size_t)l * T, r->bf16))
 		return -1;
 	LKS_TRACE_ACT(r, ph, h, (size_t)T * H, "blocks.%d.norm.out", l);
-	if (lks_linear(r, LKS_LIN_UP(m, l), LKS_ROLE_FWD, h, T, H, p + m->t[LKS_P_UP(m, l)].off, F,
-	               H, u))
+	if (lks_linear(r, LKS_LIN_UP(m, l), LKS_ROLE_FWD, h, T, H, lks_tp_weight(r, LKS_LIN_UP(m, l)),
+	               r->Fl, H, u))
 		return -1;
-	LKS_TRACE_ACT(r, ph, u, (size_t)T * F, "blocks.%d.mlp.up.out", l);
-	if (LKS_BE(r, relu2_fwd, u, (size_t)T * F, a, r->bf16))
+	LKS_TRACE_COLS(r, ph, u, T, F, 1, "blocks.%d.mlp.up.out", l);
+	if (LKS_BE(r, relu2_fwd, u, (size_t)T * r->Fl, a, r->bf16))
 		return -1;
-	LKS_TRACE_ACT(r, ph, a, (size_t)T * F, "blocks.%d.mlp.act.out", l);
+	LKS_TRACE_COLS(r, ph, a, T, F, 1, "blocks.%d.mlp.act.out", l);
 	return 0;
 }
 
@@ -396,8 +408,9 @@ static int lks_forward(lks_rank *r)
 		if (lks_block_inner(r, l))
 			return -1;
 		x = lks_block_mlp_in(r, l);
-		if (lks_linear(r, LKS_LIN_DOWN(m, l), LKS_ROLE_FWD, r->a + (size_t)b * T * F, T, F,
-		               p + m->t[LKS_P_DOWN(m, l)].off, H, F, dn))
+		if (lks_linear(r, LKS_LIN_DOWN(m, l), LKS_ROLE_FWD, r->a + (size_t)b * T * F, T, r->Fl,
+		               lks_tp_weight(r, LKS_LIN_DOWN(m, l)), H, r->Fl, dn)
+		    || (r->tp > 1 && lks_tp_sum(r, dn, (size_t)T * H)))
 			return -1;
 		lks_trace_f32_kept(&r->tr, LKS_PHASE_FORWARD, dn, (size_t)T * H, "blocks.%d.mlp.down.out", l);
 		if (LKS_BE(r, add, x, dn, (size_t)T * H, xn, r->bf16))
@@ -421,15 +434,25 @@ static int lks_linear_bwd(lks_rank *r, int l, int li, int pi, const float *dy, i
                           const float *x, int K, float *din)
 {
 	const lks_ptensor *w = &r->m->t[pi];
-	float *dw = r->grads + w->off;
-	int T = r->T;
+	float *dw = r->tp > 1 ? r->tpw : r->grads + w->off;
+	int T = r->T, nb, dim = lks_tp_split(r, li, LKS_SRC_W, &nb);
+	lks_par style = lks_tp_style(r, li);
 
-	if (lks_linear(r, li, LKS_ROLE_DGRAD, dy, T, N, r->params + w->off, N, K, din)
+	if (lks_linear(r, li, LKS_ROLE_DGRAD, dy, T, N, lks_tp_weight(r, li), N, K, din)
 	    || lks_linear(r, li, LKS_ROLE_WGRAD, dy, T, N, x, T, K, dw))
 		return -1;
-	lks_trace_f32_kept(&r->tr, LKS_PHASE_BACKWARD, dw, w->n, "%s.grad", w->name);
-	lks_trace_f32_kept(&r->tr, LKS_PHASE_BACKWARD, din, (size_t)T * K, "blocks.%d.%s.in.grad",
-	                   l, lks_model_linear_name(&r->m->cfg, li % r->m->lb));
+	/* under tp: the shard of dW gathered whole; a column-parallel din is a partial sum */
+	if (r->tp > 1 && (lks_tp_gather(r, dw, w->rows, w->cols, dim, nb, r->grads + w->off)
+	                  || (style == LKS_PAR_COL && lks_tp_sum(r, din, (size_t)T * K))))
+		return -1;
+	lks_trace_f32_kept(&r->tr, LKS_PHASE_BACKWARD, r->grads + w->off, w->n, "%s.grad", w->name);
+	/* a row-parallel din is the columns of its input's split */
+	if (style == LKS_PAR_ROW)
+		lks_tp_trace_cols(r, 1, LKS_PHASE_BACKWARD, din, T, K * r->tp, 1, "blocks.%d.%s.in.grad",
+		                  l, lks_model_linear_name(&r->m->cfg, li % r->m->lb));
+	else
+		lks_trace_f32_kept(&r->tr, LKS_PHASE_BACKWARD, din, (size_t)T * K, "blocks.%d.%s.in.grad",
+		                   l, lks_model_linear_name(&r->m->cfg, li % r->m->lb));
 	return 0;
 }
 
@@ -439,7 +462,7 @@ static int lks_block_attn_bwd(lks_rank *r, int l, const float *gm, float *gx)
 {
 	const lks_model *m = r->m;
 	const lks_ptensor *pt = m->t;
-	int T = r->T, H = m->cfg.hidden, D = m->D, b = r->checkpoint ? 0 : l;
+	int T = r->T, H = m->cfg.hidden, D = m->D, Dl = r->Dl, b = r->checkpoint ? 0 : l;
 	size_t th = (size_t)T * H, td = (size_t)T * D;
 	const float *x = r->xs + (size_t)l * th, *p = r->params;
 	const float *ha = r->ha + b * th, *qkvr = r->qkvr + b * 3 * td, *ao = r->ao + b * td;
@@ -450,13 +473,13 @@ static int lks_block_attn_bwd(lks_rank *r, int l, const float *gm, float *gx)
 	lks_phase bw = LKS_PHASE_BACKWARD;
 
 	/* the projection: go (T, D) = gm . Wo;  dWo (H, D) = gm^T . ao */
-	if (lks_linear_bwd(r, l, LKS_LIN_PROJ(m, l), LKS_P_PROJ(m, l), gm, H, ao, D, go))
+	if (lks_linear_bwd(r, l, LKS_LIN_PROJ(m, l), LKS_P_PROJ(m, l), gm, H, ao, Dl, go))
 		return -1;
 	if (LKS_BE(r, attn_bwd, qkvr, ast, go, r->rope, &a, gqkv, r->bf16))
 		return -1;
-	lks_trace_f32_kept(&r->tr, bw, gqkv, 3 * td, "blocks.%d.attn.qkv.out.grad", l);
+	lks_tp_trace_cols(r, 1, bw, gqkv, T, 3 * D, 3, "blocks.%d.attn.qkv.out.grad", l);
 	/* QKV: gha (T, H) = gqkv . Wqkv;  dWqkv (3D, H) = gqkv^T . ha */
-	if (lks_linear_bwd(r, l, LKS_LIN_QKV(m, l), LKS_P_QKV(m, l), gqkv, 3 * D, ha, H, gha))
+	if (lks_linear_bwd(r, l, LKS_LIN_QKV(m, l), LKS_P_QKV(m, l), gqkv, 3 * Dl, ha, H, gha))
 		return -1;
 	if (LKS_BE(r, rmsnorm_bwd, gha, x, p + pt[LKS_P_ATTN_NORM(m, l)].off,
 	           r->rstda + (size_t)l * T, T, H, r->gtmp, g + pt[LKS_P_ATTN_NORM(m, l)].off,
@@ -515,13 +538,13 @@ static int lks_backward(lks_rank *r)
 			r->recomputing = 0;
 		}
 		/* down: ga (T, F) = gy . W2;  dW2 (H, F) = gy^T . a */
-		if (lks_linear_bwd(r, l, LKS_LIN_DOWN(m, l), LKS_P_DOWN(m, l), gy, H, a, F, ga))
+		if (lks_linear_bwd(r, l, LKS_LIN_DOWN(m, l), LKS_P_DOWN(m, l), gy, H, a, r->Fl, ga))
 			return -1;
-		if (LKS_BE(r, relu2_bwd, u, ga, (size_t)T * F, gu, r->bf16))
+		if (LKS_BE(r, relu2_bwd, u, ga, (size_t)T * r->Fl, gu, r->bf16))
 			return -1;
-		lks_trace_f32_kept(&r->tr, bw, gu, (size_t)T * F, "blocks.%d.mlp.up.out.grad", l);
+		lks_tp_trace_cols(r, 1, bw, gu, T, F, 1, "blocks.%d.mlp.up.out.grad", l);
 		/* up: gh (T, H) = gu . W1;  dW1 (F, H) = gu^T . h */
-		if (lks_linear_bwd(r, l, LKS_LIN_UP(m, l), LKS_P_UP(m, l), gu, F, h, H, gh))
+		if (lks_linear_bwd(r, l, LKS_LIN_UP(m, l), LKS_P_UP(m, l), gu, r->Fl, h, H, gh))
 			return -1;
 		if (LKS_BE(r, rmsnorm_bwd, gh, x, p + pt[LKS_P_NORM(m, l)].off, r->rstd + (size_t)l * T,
 		           T, H, r->gtmp, g + pt[LKS_P_NORM(m, l)].off, r->bf16))
@@ -558,7 +581,7 @@ int lks_rank_step(lks_rank *r)
 		    && LKS_BE(r, zero, r->grads + p->off, p->n * sizeof(float)))
 			return -1;
 	}
-	if (lks_forward(r) || lks_backward(r))
+	if ((r->tp > 1 && lks_tp_weights(r)) || lks_forward(r) || lks_backward(r))
 		return -1;
 	if (r->tr.failed)
 		return -1;

@@ -25,6 +25,7 @@
 #include "harness/engine/recipe.h"
 #include "harness/engine/trace.h"
 #include "kernels/backend.h"
+#include "kernels/comm.h"
 
 /* One parameter tensor inside the flat parameter vector. */
 typedef struct lks_ptensor {
@@ -134,6 +135,14 @@ typedef struct lks_rank {
 	size_t qarena_size, qused;
 	int recomputing;
 	double loss;            /* sum of this rank's token losses in the step */
+	/* tensor parallel (model_tp.c; tp = 1: none): the rank's index in its tp group, its
+	   shares of the hidden units and heads (Fl = ffn / tp, hl = heads / tp, Dl = hl x
+	   head_dim), its shard of each linear layer's weight (wl, remade from params at every
+	   step, at wloff[li]), a whole tensor gathered for the trace (tpw, backend memory),
+	   the host's buffers of the group's collectives (tph, 2 x tpn floats) */
+	int tp, tpr, Fl, hl, Dl;
+	float *wl, *tpw, *tph;
+	size_t *wloff, tpn;
 	lks_tracer tr;
 
 	/* what the runner keeps of the rank (runner.c): set by the runner, never by the model */
@@ -156,6 +165,7 @@ typedef struct lks_rank {
 	int nan_tensor;         /* this step's first non-finite gradient tensor, or -1 */
 	int64_t nan_count;      /* its non-finite values */
 	struct lks_fsdp *fsdp;  /* its shard of an FSDP run (runner_fsdp.c), or NULL */
+	lks_comm *tpc;          /* its tp group (the model's collectives), or NULL (tp = 1) */
 	size_t own0, own1;      /* the parameters it updates: all, or its shard's */
 	float clip_coef;        /* its clip and update tasks (the pool's): the coefficient, */
 	atomic_int task_failed; /* whether a task's backend call failed, */
@@ -174,6 +184,44 @@ void lks_rank_release(lks_rank *r);
 /* Traces go to the background thread bg (trace.h): tensors the step keeps are measured
    there while the step goes on, FP8 operands kept for the whole step to that end. */
 int lks_rank_trace_on(lks_rank *r, lks_bg *bg);
+
+/* Tensor parallel (model_tp.c), Megatron-style: QKV and up are column-parallel (their
+   weights' rows, hence heads and hidden units, split over the tp group), proj and down
+   row-parallel (their weights' columns split; partial outputs summed over the group).
+   Every rank keeps the whole parameter vector (the update is DP's) and computes with its
+   shards. Sums over the group are rank-ordered fp32 (comm.h); a tensor split over the
+   group is traced whole, its shards gathered in rank order. */
+typedef enum lks_par { LKS_PAR_NONE = 0, LKS_PAR_COL, LKS_PAR_ROW } lks_par;
+/* The parallel style of linear layer li of r's model (NONE when tp = 1). */
+lks_par lks_tp_style(const lks_rank *r, int li);
+/* Which dimension of a (rows, cols) tensor src of linear li is split over the group: 0
+   rows, 1 cols, -1 none; *nb: the blocks it is split in (Wqkv and qkv: q, k and v). */
+int lks_tp_split(const lks_rank *r, int li, lks_src src, int *nb);
+int lks_tp_init(lks_rank *r, const lks_run_cfg *run);
+void lks_tp_release(lks_rank *r);
+/* This step's shards of the weights, from r->params; the shard of linear li. */
+int lks_tp_weights(lks_rank *r);
+const float *lks_tp_weight(const lks_rank *r, int li);
+/* x (n floats, backend memory) summed over the group in rank order, then BF16-rounded
+   where activations are. */
+int lks_tp_sum(lks_rank *r, float *x, size_t n);
+/* whole (rows, cols) from each rank's shard x along dim in nb blocks (lks_tp_split), in
+   rank order (every rank gets it). */
+int lks_tp_gather(lks_rank *r, const float *x, int rows, int cols, int dim, int nb,
+                  float *whole);
+/* Traces x, this rank's (rows, cols / tp) shard of a (rows, cols) activation split by
+   columns in nb blocks, as the whole tensor (gathered); tp = 1: x itself, kept (trace.h)
+   when kept says it stays unchanged until the step ends. */
+void lks_tp_trace_cols(lks_rank *r, int kept, lks_phase ph, float *x, int rows, int cols,
+                       int nb, const char *fmt, ...) __attribute__((format(printf, 8, 9)));
+/* An FP8 operand q of linear li (src, the GEMM's reduction along src's rows when
+   transposed) whose amax the recipe's scale group says to reduce over the tp group:
+   quantized with the scales of the group's amax. name: the operand's trace name. */
+int lks_tp_quantize(lks_rank *r, int li, lks_src src, int transposed, lks_quant *q,
+                    const char *name, int *done);
+/* Traces q, this rank's shard of operand src of linear li, as the whole operand. */
+int lks_tp_trace_quant(lks_rank *r, int li, lks_src src, lks_phase ph, const lks_quant *q,
+                       const char *name);
 
 /* Forward and backward of one step on r->tok / r->tgt: r->grads, r->loss, trace rows. */
 int lks_rank_step(lks_rank *r);

@@ -155,6 +155,10 @@ int lks_rank_init(lks_rank *r, int rank, const lks_model *m, const lks_run_cfg *
 	r->arena = lks_rank_buf(r, r->arena_size, &failed);
 	if (c->attention && lks_rank_attention(r, nact, &failed))
 		goto oom;
+	if (lks_tp_init(r, run)) {
+		lks_rank_release(r);
+		return -1;
+	}
 	if (failed || !r->slots || lks_be_zero(be, bectx, r->grads, m->nparams * f))
 		goto oom;
 	for (int i = 0; i < 3 * m->nlin; i++) {
@@ -175,7 +179,9 @@ int lks_rank_trace_on(lks_rank *r, lks_bg *bg)
 {
 	int failed = 0;
 
-	r->qarena_size = lks_qarena_size(&r->m->cfg, (size_t)r->T);
+	/* under tp an operand split over the group is also kept whole, gathered for its trace
+	   (model_tp.c): at most the whole beside each shard */
+	r->qarena_size = lks_qarena_size(&r->m->cfg, (size_t)r->T) * (r->tp > 1 ? 2 : 1);
 	if (!(r->qarena = lks_rank_buf(r, r->qarena_size, &failed)))
 		return lks_err("out of memory for rank %d's traced operands", r->rank);
 	r->tr.bg = bg;
@@ -203,6 +209,7 @@ void lks_rank_release(lks_rank *r)
 		r->qarena = r->arena = NULL;
 		r->tok = r->tgt = NULL;
 	}
+	lks_tp_release(r);
 	if (r->slots)
 		for (int i = 0; i < 3 * r->m->nlin; i++)
 			free(r->slots[i].hist);
@@ -231,6 +238,16 @@ double lks_rank_bytes(const lks_model *m, const lks_run_cfg *run, long long toke
 	if (c->attention)
 		floats += nr + nact * T * (3 * H + 7 * D + 2.0 * c->heads) + L * T
 		        + L * T * (2 * H + 4 * D);
+	/* tensor parallel's (lks_tp_init): the weights' shards, the gathered tensor (backend)
+	   and the host's two buffers, each the largest whole tensor */
+	if (run->tp > 1) {
+		double big = T * H, q = 3 * D;
+		double sizes[] = { T * F, T * q, F * H, q * H };
+
+		for (int i = 0; i < 4; i++)
+			big = sizes[i] > big ? sizes[i] : big;
+		floats += L * (q * H + H * D + 2 * F * H) / run->tp + 3 * big;
+	}
 	bytes = floats * f + 3 * m->nlin * sizeof(lks_amax_slot);
 
 	/* the arenas are sized in size_t: only where that cannot overflow (beyond, the rest
@@ -240,7 +257,7 @@ double lks_rank_bytes(const lks_model *m, const lks_run_cfg *run, long long toke
 
 		bytes += (double)lks_arena_size(c, (size_t)T, width);
 		if (traced)
-			bytes += (double)lks_qarena_size(c, (size_t)T);
+			bytes += (double)lks_qarena_size(c, (size_t)T) * (run->tp > 1 ? 2 : 1);
 	}
 	return bytes;
 }

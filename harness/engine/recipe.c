@@ -132,3 +132,24 @@ const char *lks_src_name(lks_src src)
 	static const char *const names[3] = { "x", "w", "dy" };
 	return names[src];
 }
+
+/* The scale groups (recipe.h), by an operand's scaling and how it is split. */
+static const lks_amax_group lks_scale_groups[3][LKS_SHARD_COUNT] = {
+	/*                      whole           split along K   split across K */
+	[LKS_SCALE_NONE] =   { LKS_GROUP_NONE, LKS_GROUP_NONE, LKS_GROUP_NONE },
+	[LKS_SCALE_TENSOR] = { LKS_GROUP_NONE, LKS_GROUP_TP,   LKS_GROUP_TP },
+	[LKS_SCALE_AXIS] =   { LKS_GROUP_NONE, LKS_GROUP_TP,   LKS_GROUP_NONE },
+};
+
+lks_amax_group lks_recipe_amax_group(const lks_operand_rule *rule, lks_shard shard)
+{
+	if (rule->delayed || rule->scaling < 0 || rule->scaling > LKS_SCALE_AXIS
+	    || shard < 0 || shard >= LKS_SHARD_COUNT)
+		return LKS_GROUP_NONE;
+	return lks_scale_groups[rule->scaling][shard];
+}
+
+const char *lks_amax_group_name(lks_amax_group g)
+{
+	return g == LKS_GROUP_TP ? "tp" : "none";
+}

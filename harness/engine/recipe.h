@@ -70,6 +70,23 @@ int lks_recipe_pow2(lks_recipe r);
 /* The names of the recipes for which has(r) is true (has NULL: all), "a, b, c", into buf. */
 const char *lks_recipe_names(int (*has)(lks_recipe r), char *buf, size_t size);
 
+/* FP8 scale groups: over which ranks an operand's amax is reduced before its scale is
+   taken, so that a sharded tensor is scaled as the whole tensor would be (torchao's rule
+   for a DTensor): a tensorwise scale of a sharded operand, and an axiswise scale along a
+   sharded reduction dimension, over the group that holds the whole tensor; an axiswise
+   scale across the split (each row whole on one rank) over none. A delayed scale comes
+   from the history, whose amax is max-reduced over every rank at the step's end: none.
+   The table behind it is recipe.c's lks_scale_groups. */
+typedef enum lks_amax_group { LKS_GROUP_NONE = 0, LKS_GROUP_TP } lks_amax_group;
+typedef enum lks_shard {
+	LKS_SHARD_NONE = 0,     /* the operand is whole on every rank */
+	LKS_SHARD_K,            /* split along the GEMM's reduction dimension */
+	LKS_SHARD_MN,           /* split across it (rows of the GEMM operand) */
+	LKS_SHARD_COUNT
+} lks_shard;
+lks_amax_group lks_recipe_amax_group(const lks_operand_rule *rule, lks_shard shard);
+const char *lks_amax_group_name(lks_amax_group g);
+
 /* Which tensor feeds operand (role, ab), and whether the GEMM uses its transpose. */
 lks_src lks_role_src(lks_role role, int ab);
 int lks_role_transposed(lks_role role, int ab);

@@ -165,6 +165,9 @@ static int lks_rank_allreduce(struct lks_runner *R, lks_rank *r)
 	size_t bytes = R->m.nparams * sizeof(float);
 	int alone = R->W == 1;
 	int staged = r->staged && !R->devcomm && !alone;
+	/* a tp group's gradient is whole on each of its ranks (model_tp.c): its first rank's
+	   is summed, the others give -0.0, which adds nothing (host memory: no devcomm) */
+	int mute = r->tp > 1 && r->tpr != 0;
 	float *g = staged ? r->staged : r->grads;
 
 	if (r->fsdp) {  /* reduce-scattered, reduced over dp, gathered: on the host */
@@ -175,8 +178,10 @@ static int lks_rank_allreduce(struct lks_runner *R, lks_rank *r)
 		return 0;
 	}
 
-	if (staged && lks_be_download(r->be, r->bectx, g, r->grads, bytes))
+	if (staged && !mute && lks_be_download(r->be, r->bectx, g, r->grads, bytes))
 		return -1;
+	for (size_t i = 0; mute && i < R->m.nparams; i++)
+		g[i] = -0.0f;
 	if (!alone && lks_comm_allreduce_sum(r->comm, g, R->m.nparams))
 		return -1;
 	if (staged && lks_be_upload(r->be, r->bectx, r->grads, g, bytes))
@@ -199,19 +204,27 @@ static void lks_rank_task(void *arg, int task, int thread)
 {
 	struct lks_runner *R = arg;
 	lks_rank *r = &R->ranks[task];
-	int B = R->batch, S = R->m.cfg.seq;
+	int B = R->batch, S = R->m.cfg.seq, tp = R->run->tp > 1 ? R->run->tp : 1;
 	size_t T = (size_t)B * S;
 	int32_t *tok = r->host_tok, *tgt = tok + T;
 	double t0, gnorm;
 
-	/* the rank's sequences, made on the host and uploaded */
+	/* the rank's sequences, made on the host and uploaded: its replica's (a tp group's
+	   ranks see the same) */
 	for (int b = 0; b < B; b++)
-		lks_data_sequence(&R->data, (uint64_t)R->step * B * R->W + (uint64_t)r->rank * B + b,
+		lks_data_sequence(&R->data, (uint64_t)R->step * B * (R->W / tp)
+		                  + (uint64_t)(r->rank / tp) * B + b,
 		                  tok + (size_t)b * S, tgt + (size_t)b * S);
 	lks_tracer_begin_step(&r->tr, R->step);
 	r->failed = 0;
 	r->nan_tensor = -1;
 	if (R->run->fsdp > 1 && !r->fsdp && lks_fsdp_setup(R, r)) {  /* its first step */
+		lks_rank_fail(r, 1);
+		return;
+	}
+	/* its tp group, at its first step (a split is a collective) */
+	if (tp > 1 && !r->tpc && (tp == R->W ? (r->tpc = r->comm) == NULL
+	                          : lks_comm_split(r->comm, R->W / tp, r->rank / tp, &r->tpc))) {
 		lks_rank_fail(r, 1);
 		return;
 	}
@@ -390,10 +403,12 @@ out:
 static char *lks_run_options(const lks_run_cfg *run, const char *overrides)
 {
 	size_t n = 800 + (overrides ? strlen(overrides) : 0);
-	char *s = malloc(n), fault[600] = "", fsdp[32] = "";
+	char *s = malloc(n), fault[600] = "", fsdp[48] = "";
 
 	if (run->fsdp > 1)
 		snprintf(fsdp, sizeof(fsdp), " fsdp=%d", run->fsdp);
+	if (run->tp > 1)
+		snprintf(fsdp + strlen(fsdp), sizeof(fsdp) - strlen(fsdp), " tp=%d", run->tp);
 	if (run->inject.kind != LKS_FAULT_NONE) {
 		strcpy(fault, " inject: ");
 		lks_fault_format(&run->inject, fault + strlen(fault), sizeof(fault) - strlen(fault));

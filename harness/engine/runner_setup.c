@@ -35,6 +35,9 @@ void lks_runner_release(struct lks_runner *R)
 			lks_be_free(k->be, k->bectx, k->damax);
 		}
 		lks_fsdp_release(k);
+		if (k->tpc && k->tpc != k->comm)
+			lks_comm_close(k->tpc);
+		k->tpc = NULL;
 		lks_rank_release(k);
 		lks_fault_unplant(k->plant);  /* the backend wrapper, after the rank's last use */
 		k->plant = NULL;
@@ -303,7 +306,7 @@ static int lks_devcomm_amax(struct lks_runner *R)
    the ranks then all-reduce their gradients where they are, else through the host
    (a rank's staged). allreduce = nccl needs one. A planted fault whose communicator works
    on host memory (skip_allreduce: it keeps a rank's own gradient there) keeps the host's
-   ends, and so does an FSDP run (runner_fsdp.c works on the host); so do ranks that share a host-memory backend's context, on every process alike
+   ends, and so does an FSDP or tp run (runner_fsdp.c, model_tp.c work on the host); so do ranks that share a host-memory backend's context, on every process alike
    (a device backend's ranks never share one: lks_runner_contexts). */
 static int lks_runner_devcomm(struct lks_runner *R)
 {
@@ -315,7 +318,7 @@ static int lks_runner_devcomm(struct lks_runner *R)
 	if (R->L == 0 || R->W == 1)
 		return 0;
 	if (lks_be_host_memory(R->be) || lks_fault_host_comm(&R->run->inject)
-	    || R->opened != R->L || R->run->fsdp > 1)
+	    || R->opened != R->L || R->run->fsdp > 1 || R->run->tp > 1)
 		return nccl ? lks_err("run '%s': allreduce = nccl needs a backend whose memory is a "
 		                      "device's, a context per rank, and no planted fault in the "
 		                      "communicator",
@@ -414,11 +417,14 @@ int lks_runner_init(struct lks_runner *R, const lks_case *c, const lks_run_cfg *
 	R->c = c;
 	R->run = run;
 	R->W = run->world_size;
-	R->batch = global / R->W;
+	/* the replicas split the batch: a tp group's ranks share theirs */
+	int reps = run->tp > 1 ? R->W / run->tp : R->W;
+
+	R->batch = global / reps;
 	R->steps = o->steps > 0 ? o->steps : c->steps;
-	if (global % R->W)
-		return lks_err("run '%s': world size %d does not divide the global batch %d",
-		               run->name, R->W, global);
+	if (global % reps)
+		return lks_err("run '%s': %d replicas do not divide the global batch %d",
+		               run->name, reps, global);
 	if (lks_model_init(&R->m, &c->model)
 	    || lks_data_init(&R->data, c->seed, c->model.vocab, c->model.seq)
 	    || lks_runner_parts(R))

@@ -190,9 +190,10 @@ int lks_majority(int n, int (*same)(void *arg, int i, int j), void *arg)
 struct lks_rank_rows {
 	const lks_stored_run *t;
 	int seq;
+	int base;               /* the ranks voting are base, base + 1, ... */
 };
 
-/* Ranks i and j hold the same stats row of tensor seq (or neither has one). */
+/* Ranks base + i and base + j hold the same stats row of tensor seq (or neither has one). */
 static int lks_same_rank_row(void *arg, int i, int j)
 {
 	static const lks_walk_opts exact = { .exact = 1 };
@@ -200,8 +201,9 @@ static int lks_same_rank_row(void *arg, int i, int j)
 	lks_check_result scratch;
 
 	lks_check_result_init(&scratch);
-	return !lks_walk_pair(&exact, rr->t, lks_stored_run_row(rr->t, i, rr->seq),
-	                      lks_stored_run_row(rr->t, j, rr->seq), 0, i, rr->seq, &scratch);
+	return !lks_walk_pair(&exact, rr->t, lks_stored_run_row(rr->t, rr->base + i, rr->seq),
+	                      lks_stored_run_row(rr->t, rr->base + j, rr->seq), 0, i, rr->seq,
+	                      &scratch);
 }
 
 /* "rank 2", "ranks 1, 3": the ranks whose row of rr's tensor differs from rank ref's, at
@@ -217,7 +219,8 @@ static void lks_rank_list(struct lks_rank_rows *rr, int W, int ref, char *buf, s
 	len = (size_t)snprintf(buf, size, "rank%s", *n > 1 ? "s" : "");
 	for (int r = 0, k = 0; r < W && k < 8 && len < size; r++)
 		if (!lks_same_rank_row(rr, ref, r))
-			len += (size_t)snprintf(buf + len, size - len, "%s %d", k++ ? "," : "", r);
+			len += (size_t)snprintf(buf + len, size - len, "%s %d", k++ ? "," : "",
+			                        rr->base + r);
 	if (*n > 8 && len < size)
 		snprintf(buf + len, size - len, " and %d more", *n - 8);
 }
@@ -227,13 +230,13 @@ static void lks_rank_list(struct lks_rank_rows *rr, int W, int ref, char *buf, s
    named, and the divergence's rank is the one when only one does; two ranks, or no
    majority, name no single rank (rank -1): each is suspect, a golden or a clean run
    decides. */
-static int lks_ranks_vote(struct lks_check_ctx *x, int step, int seq)
+static int lks_ranks_vote(struct lks_check_ctx *x, int step, int seq, int base, int W)
 {
 	lks_stored_run *a = x->a;
 	lks_walk_opts o = lks_check_walk_opts(x);
-	struct lks_rank_rows rr = { a, seq };
+	struct lks_rank_rows rr = { a, seq, base };
 	char *note = x->res->note;
-	int W = a->W, first = 0, m, nout, out = -1;
+	int first = 0, m, nout, out = -1;
 	char list[160];
 	size_t len;
 
@@ -245,28 +248,31 @@ static int lks_ranks_vote(struct lks_check_ctx *x, int step, int seq)
 		lks_rank_list(&rr, W, m, list, sizeof(list), &nout);
 		for (int r = W - 1; r >= 0; r--)
 			out = lks_same_rank_row(&rr, m, r) ? out : r;  /* the first who disagrees */
-		snprintf(x->label_buf[0], sizeof(x->label_buf[0]), "rank %d", out);
+		snprintf(x->label_buf[0], sizeof(x->label_buf[0]), "rank %d", base + out);
 		snprintf(x->label_buf[1], sizeof(x->label_buf[1]), "majority");
-		lks_walk_pair(&o, a, lks_stored_run_row(a, out, seq), lks_stored_run_row(a, m, seq),
-		              step, nout == 1 ? out : -1, seq, x->res);
+		lks_walk_pair(&o, a, lks_stored_run_row(a, base + out, seq),
+		              lks_stored_run_row(a, base + m, seq), step, nout == 1 ? base + out : -1,
+		              seq, x->res);
 	} else {
-		snprintf(x->label_buf[0], sizeof(x->label_buf[0]), "rank 0");
-		snprintf(x->label_buf[1], sizeof(x->label_buf[1]), "rank %d", first);
-		lks_walk_pair(&o, a, lks_stored_run_row(a, 0, seq), lks_stored_run_row(a, first, seq),
-		              step, -1, seq, x->res);
+		snprintf(x->label_buf[0], sizeof(x->label_buf[0]), "rank %d", base);
+		snprintf(x->label_buf[1], sizeof(x->label_buf[1]), "rank %d", base + first);
+		lks_walk_pair(&o, a, lks_stored_run_row(a, base, seq),
+		              lks_stored_run_row(a, base + first, seq), step, -1, seq, x->res);
 	}
 	len = strlen(note);
 	if (len)
 		len += (size_t)snprintf(note + len, sizeof(x->res->note) - len, "; ");
 	if (m >= 0)
-		snprintf(note + len, sizeof(x->res->note) - len, "%s %s with the other %d of %d ranks",
-		         list, nout > 1 ? "disagree" : "disagrees", W - nout, W);
+		snprintf(note + len, sizeof(x->res->note) - len, "%s %s with the other %d of %d ranks%s",
+		         list, nout > 1 ? "disagree" : "disagrees", W - nout, W,
+		         W < a->W ? " of its tp group" : "");
 	else if (W == 2)
-		snprintf(note + len, sizeof(x->res->note) - len, "ranks 0 and 1 disagree: two ranks have "
-		         "no majority, a golden or a clean run decides which is wrong");
+		snprintf(note + len, sizeof(x->res->note) - len, "ranks %d and %d disagree: two ranks "
+		         "have no majority, a golden or a clean run decides which is wrong", base,
+		         base + 1);
 	else
-		snprintf(note + len, sizeof(x->res->note) - len, "no majority among ranks 0 to %d: each "
-		         "is suspect, a golden or a clean run decides", W - 1);
+		snprintf(note + len, sizeof(x->res->note) - len, "no majority among ranks %d to %d: each "
+		         "is suspect, a golden or a clean run decides", base, base + W - 1);
 	return 1;
 }
 
@@ -286,12 +292,23 @@ static int lks_check_ranks_agree(struct lks_check_ctx *x)
 		snprintf(x->res->note, sizeof(x->res->note), "the run traced no parameters (update phase)");
 		return 0;
 	}
+	/* every rank's parameters after the update; under tp also every tensor a tp group
+	   traces, whole and the same on each of its ranks, in execution order */
+	int tp = lks_stored_run_tp(a);
+
 	for (int step = 0; step < a->nsteps && a->W > 1; step++) {
 		if (lks_stored_run_step(a, step))
 			return -1;
-		for (int i = 0; i < a->nt; i++)
-			if (a->phases[i] == LKS_PHASE_UPDATE && lks_ranks_vote(x, step, i))
-				return 0;
+		for (int i = 0; i < a->nt; i++) {
+			if (a->phases[i] == LKS_PHASE_UPDATE) {
+				if (lks_ranks_vote(x, step, i, 0, a->W))
+					return 0;
+				continue;
+			}
+			for (int g = 0; tp > 1 && g < a->W / tp; g++)
+				if (lks_ranks_vote(x, step, i, g * tp, tp))
+					return 0;
+		}
 	}
 	return 0;
 }

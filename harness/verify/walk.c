@@ -260,13 +260,46 @@ int lks_walk_pair(const lks_walk_opts *o, const lks_stored_run *a, const lks_sta
 	return 1;
 }
 
+/* Which ranks of two runs the walk pairs: rank by rank, or where their world sizes
+   differ but not their replicas (a tensor-parallel run's tp groups, options "tp=N": each
+   traces whole tensors), replica by replica: the first rank of each group (n pairs, rank
+   i sa of a with rank i sb of b). */
+struct lks_walk_ranks {
+	int n, sa, sb;
+};
+
+int lks_stored_run_tp(const lks_stored_run *r)
+{
+	const char *p = r->options ? strstr(r->options, "tp=") : NULL;
+
+	while (p && p != r->options && p[-1] != ' ')
+		p = strstr(p + 3, "tp=");
+	return p && atoi(p + 3) > 0 ? atoi(p + 3) : 1;
+}
+
+static int lks_walk_ranks_of(const lks_stored_run *a, const lks_stored_run *b,
+                             struct lks_walk_ranks *k)
+{
+	int ta = lks_stored_run_tp(a), tb = lks_stored_run_tp(b);
+
+	*k = (struct lks_walk_ranks){ a->W, 1, 1 };
+	if (a->W == b->W)
+		return 0;
+	if (a->W % ta || b->W % tb || a->W / ta != b->W / tb)
+		return -1;
+	*k = (struct lks_walk_ranks){ a->W / ta, ta, tb };
+	return 0;
+}
+
 /* The step rows of both runs at step, rank by rank, in the fields o asks for. */
 static int lks_walk_step_rows(const lks_walk_opts *o, const lks_stored_run *a,
-                              const lks_stored_run *b, int step, lks_check_result *res)
+                              const lks_stored_run *b, const struct lks_walk_ranks *k,
+                              int step, lks_check_result *res)
 {
-	for (int r = 0; o->step_fields && r < a->W; r++) {
+	for (int i = 0; o->step_fields && i < k->n; i++) {
+		int r = i * k->sa;
 		const lks_step_row *ra = lks_stored_run_step_row(a, step, r);
-		const lks_step_row *rb = lks_stored_run_step_row(b, step, r);
+		const lks_step_row *rb = lks_stored_run_step_row(b, step, i * k->sb);
 
 		if (!ra && !rb)
 			continue;
@@ -499,8 +532,8 @@ static int lks_walk_step_metric(const lks_walk_opts *o, const lks_stored_run *a,
 
 /* The tensors at one step: each paired tensor of a in execution order, over the ranks. */
 static int lks_walk_tensors(const lks_walk_opts *o, lks_stored_run *a, lks_stored_run *b,
-                            const int *map, int step, lks_check_result *res,
-                            lks_walk_count *cnt)
+                            const struct lks_walk_ranks *k, const int *map, int step,
+                            lks_check_result *res, lks_walk_count *cnt)
 {
 	if (lks_stored_run_step(a, step) || lks_stored_run_step(b, step))
 		return -1;
@@ -511,9 +544,10 @@ static int lks_walk_tensors(const lks_walk_opts *o, lks_stored_run *a, lks_store
 			         "name");
 			return 1;
 		}
-		for (int r = 0; map[i] >= 0 && r < a->W; r++) {
+		for (int j = 0; map[i] >= 0 && j < k->n; j++) {
+			int r = j * k->sa;
 			const lks_stat_row *ra = lks_stored_run_row(a, r, i);
-			const lks_stat_row *rb = lks_stored_run_row(b, r, map[i]);
+			const lks_stat_row *rb = lks_stored_run_row(b, j * k->sb, map[i]);
 
 			cnt->ncompared += ra && rb && !(o->metric && lks_metric_absent(o->metric, ra)
 			                                && lks_metric_absent(o->metric, rb));
@@ -539,11 +573,14 @@ int lks_walk(const lks_walk_opts *o, lks_stored_run *a, lks_stored_run *b,
 		if (lks_walk_step_metric(o, a, b, nsteps, res))
 			return 0;
 	} else {
-		if (a->W != b->W) {
+		struct lks_walk_ranks k;
+
+		if (lks_walk_ranks_of(a, b, &k)) {
 			lks_walk_at(res, a, -1, -1, -1);
 			lks_walk_int(res, "world_size", a->W, b->W, 0);
 			snprintf(res->note, sizeof(res->note), "runs on different numbers of ranks are "
-			         "compared rank by rank: they cannot agree");
+			         "compared rank by rank (or replica by replica where tp groups make the "
+			         "difference): they cannot agree");
 			return 0;
 		}
 		if (!(map = malloc(sizeof(int) * ((size_t)a->nt + 1))))
@@ -555,8 +592,8 @@ int lks_walk(const lks_walk_opts *o, lks_stored_run *a, lks_stored_run *b,
 			rc = 1;
 		}
 		for (int step = 0; step < nsteps && !rc; step++)
-			if (!(rc = lks_walk_tensors(o, a, b, map, step, res, cnt)))
-				rc = lks_walk_step_rows(o, a, b, step, res);
+			if (!(rc = lks_walk_tensors(o, a, b, &k, map, step, res, cnt)))
+				rc = lks_walk_step_rows(o, a, b, &k, step, res);
 		free(map);
 		if (rc)
 			return rc < 0 ? -1 : 0;

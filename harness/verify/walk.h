@@ -128,5 +128,9 @@ void lks_walk_int(lks_check_result *res, const char *field, int64_t a, int64_t b
 #define LKS_ULP_NAN UINT64_MAX
 uint64_t lks_ulp_f64(double a, double b);
 uint64_t lks_ulp_f32(float a, float b);
+/* A run's tensor-parallel size: its options' "tp=N" (lockstep's own runs), 1 without. Two
+   runs of different world sizes but the same replicas (world size / tp) are walked
+   replica by replica: the first rank of each tp group, which traces whole tensors. */
+int lks_stored_run_tp(const lks_stored_run *r);
 
 #endif

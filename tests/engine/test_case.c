@@ -362,6 +362,37 @@ Test(case, errors_name_file_and_line, .init = setup, .fini = teardown)
 		  "its gradients)" },
 		{ BASE "[run c]\nrecipe = bf16\nfsdp = 0\n",
 		  ":17: bad value '0' for 'fsdp' in [run c]: want an integer in [1, 1024]" },
+		{ BASE "[run c]\nrecipe = bf16\ntp = 3\n",
+		  ":15: run 'c': tp 3 does not divide its world size 2" },
+		{ BASE "[run c]\nrecipe = bf16\ntp = 2\nfsdp = 2\n",
+		  ":15: run 'c': fsdp 2 with tp 2: FSDP under tensor parallel is not built yet (fsdp "
+		  "or tp, each with dp)" },
+		{ CASE_HDR "[model]\nvocab = 256\nhidden = 64\nffn = 127\nlayers = 2\nseq = 16\n"
+		  "batch = 2\n" RUNS "[run c]\nrecipe = bf16\ntp = 2\nworld_size = 2\n",
+		  ":15: run 'c': tp 2 does not divide the model's ffn (127)" },
+		{ CASE_HDR "[model]\nvocab = 256\nhidden = 64\nffn = 128\nlayers = 2\nseq = 16\n"
+		  "batch = 2\nattention = causal\nheads = 1\n" RUNS "[run c]\nrecipe = bf16\ntp = 2\n",
+		  ":17: run 'c': tp 2 does not divide the model's heads (1)" },
+		{ BASE "[run c]\nrecipe = bf16\ntp = 2\nallreduce = nccl\n",
+		  ":15: run 'c': tp 2 with allreduce = nccl: a tensor-parallel run's collectives are "
+		  "the ordered ones over the host (allreduce = ordered)" },
+		{ BASE "[run c]\nrecipe = fp8_tensorwise\ntp = 2\ninject = nan step=1 rank=0 "
+		  "tensor=embed.out\n",
+		  ":15: run 'c': inject: nan is not built for tensor-parallel runs yet (tp = 1; under "
+		  "tp: amax_local)" },
+		{ BASE "[run c]\nrecipe = fp8_tensorwise\ninject = amax_local "
+		  "tensor=blocks.0.mlp.up.fwd.w\n",
+		  ":15: run 'c': inject: amax_local acts where a tensor-parallel group reduces an FP8 "
+		  "operand's amax: it needs tp > 1" },
+		{ BASE "[run c]\nrecipe = fp8_tensorwise\ntp = 2\ninject = amax_local "
+		  "tensor=blocks.0.mlp.up.out\n",
+		  ":15: run 'c': inject: 'blocks.0.mlp.up.out' is not an FP8 operand of the model: "
+		  "amax_local acts on one, named as the trace names it (blocks.0.mlp.up.fwd.w: layer, "
+		  "GEMM, operand x, w or dy; blocks 0 to 1)" },
+		{ BASE "[run c]\nrecipe = bf16\ntp = 2\ninject = amax_local "
+		  "tensor=blocks.0.mlp.up.fwd.w\n",
+		  ":15: run 'c': inject: amax_local needs a recipe whose FP8 scales come from the step's "
+		  "amax (fp8_tensorwise, fp8_rowwise, fp8_rowwise_gw_hp)" },
 		/* the attention's keys, placed at [model] */
 		{ CASE_HDR MODEL "attention = full\n" RUNS,
 		  ":11: bad value 'full' for 'attention' in [model]: want none, causal" },

@@ -1,0 +1,356 @@
+/*
+ * model_tp.c: tensor parallel on one rank (model.h, lks_par), Megatron-style.
+ *
+ * A tp group is tp consecutive ranks that see the same sequences. Linear layer y = x W^T:
+ *   column-parallel (QKV, up): rank t holds rows of W, so its y is columns of the whole;
+ *     Wqkv's rows are q, k, v, each split by heads, so rank t holds heads [t hl, (t+1) hl)
+ *     of each, and its qkv is (T, 3 Dl) in the same q | k | v layout;
+ *   row-parallel (proj, down): rank t holds columns of W, the columns its column-parallel
+ *     partner produced, so its y is a partial sum, summed over the group (lks_tp_sum).
+ * In backward the column-parallel layer's dgrad is the partial one (dx = dy W over its
+ * rows); weight gradients are whole for the rank's rows or columns, and gathered.
+ *
+ * Every rank keeps the whole parameter vector and the update of DP (runner.c): its shards
+ * of a step are sliced from it (lks_tp_weights), which costs memory, not arithmetic. The
+ * group's collectives are comm.h's over the host: rank-ordered fp32 sums, and gathers made
+ * of them (a shard in its place, -0.0 elsewhere, summed: exact). Where a shard of a sum is
+ * rounded: a partial output is rounded to BF16 as the GEMM stores it, then summed in fp32
+ * in rank order and rounded again, as an all-reduce of BF16 partials in NCCL's ring does
+ * for two ranks.
+ *
+ * FP8: the recipe's scale groups (recipe.h) say which operands' amax the group reduces;
+ * those are quantized twice: once for the local amax, then with the scales of the group's
+ * max (comm.h's NaN-winning max), so a sharded tensor gets the whole tensor's scales. A
+ * traced tensor or FP8 operand split over the group is traced whole: each rank gathers it.
+ */
+#include "harness/engine/model.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "harness/engine/fault.h"
+#include "kernels/element/cast.h"
+#include "kernels/err.h"
+
+#define LKS_BE(r, op, ...) lks_be_##op((r)->be, (r)->bectx, __VA_ARGS__)
+
+/* k: linear layer li's place in its block (LKS_LIN_*) */
+static int lks_lin_k(const lks_rank *r, int li)
+{
+	return li % r->m->lb;
+}
+
+lks_par lks_tp_style(const lks_rank *r, int li)
+{
+	int k = lks_lin_k(r, li);
+
+	if (r->tp <= 1)
+		return LKS_PAR_NONE;
+	if (r->m->cfg.attention)  /* qkv, proj, up, down */
+		return k == 0 || k == 2 ? LKS_PAR_COL : LKS_PAR_ROW;
+	return k == 0 ? LKS_PAR_COL : LKS_PAR_ROW;  /* up, down */
+}
+
+int lks_tp_split(const lks_rank *r, int li, lks_src src, int *nb)
+{
+	lks_par style = lks_tp_style(r, li);
+
+	*nb = style == LKS_PAR_COL && r->m->cfg.attention && lks_lin_k(r, li) == 0 ? 3 : 1;
+	if (style == LKS_PAR_COL)   /* W (N, K) by rows; dy (T, N) by columns; x whole */
+		return src == LKS_SRC_W ? 0 : src == LKS_SRC_DY ? 1 : -1;
+	if (style == LKS_PAR_ROW)   /* W (N, K) and x (T, K) by columns; dy whole */
+		return src == LKS_SRC_DY ? -1 : 1;
+	return -1;
+}
+
+/* The parameter tensor of linear layer li. */
+static const lks_ptensor *lks_lin_weight(const lks_rank *r, int li)
+{
+	const lks_model *m = r->m;
+	int l = li / m->lb, k = lks_lin_k(r, li);
+	int qkv[4] = { LKS_P_QKV(m, l), LKS_P_PROJ(m, l), LKS_P_UP(m, l), LKS_P_DOWN(m, l) };
+	int mlp[2] = { LKS_P_UP(m, l), LKS_P_DOWN(m, l) };
+
+	return &m->t[m->cfg.attention ? qkv[k] : mlp[k]];
+}
+
+/* Along a split dimension of nl local entries in nb blocks: local index k's whole index. */
+static size_t lks_tp_at(size_t k, size_t nl, int nb, int tp, int t)
+{
+	size_t bl = nl / (size_t)nb;
+
+	return (k / bl) * bl * (size_t)tp + (size_t)t * bl + k % bl;
+}
+
+/* Between whole (rows, cols) and rank t's shard local, split along dim in nb blocks:
+   to_whole puts local in its place, else local is taken from whole. */
+static void lks_tp_map(float *whole, float *local, int rows, int cols, int dim, int nb,
+                       int tp, int t, int to_whole)
+{
+	size_t lr = dim == 0 ? (size_t)rows / tp : (size_t)rows;
+	size_t lc = dim == 1 ? (size_t)cols / tp : (size_t)cols;
+
+	for (size_t i = 0; i < lr; i++) {
+		size_t I = dim == 0 ? lks_tp_at(i, lr, nb, tp, t) : i;
+		float *w = whole + I * (size_t)cols, *l = local + i * lc;
+
+		if (dim != 1) {
+			if (to_whole)
+				memcpy(w, l, lc * sizeof(float));
+			else
+				memcpy(l, w, lc * sizeof(float));
+			continue;
+		}
+		for (size_t j = 0; j < lc; j++) {
+			size_t J = lks_tp_at(j, lc, nb, tp, t);
+
+			if (to_whole)
+				w[J] = l[j];
+			else
+				l[j] = w[J];
+		}
+	}
+}
+
+int lks_tp_init(lks_rank *r, const lks_run_cfg *run)
+{
+	const lks_model *m = r->m;
+	const lks_model_cfg *c = &m->cfg;
+	size_t T = (size_t)r->T, H = (size_t)c->hidden, off = 0, big;
+	int tp = run->tp > 1 ? run->tp : 1, failed = 0;
+
+	r->tp = tp;
+	r->tpr = r->rank % tp;
+	r->Fl = c->ffn / tp;
+	r->hl = c->attention ? c->heads / tp : 0;
+	r->Dl = r->hl * c->head_dim;
+	if (tp == 1)
+		return 0;
+	if (!(r->wloff = calloc((size_t)m->nlin, sizeof(size_t))))
+		return lks_err("out of memory");
+	for (int li = 0; li < m->nlin; li++) {
+		r->wloff[li] = off;
+		off += (lks_lin_weight(r, li)->n / (size_t)tp + 15) & ~(size_t)15;
+	}
+	/* the largest whole tensor gathered or summed: activations (T, H), (T, F), (T, 3D),
+	   weights (F, H), (3D, H) */
+	big = T * H;
+	size_t sizes[] = { T * (size_t)c->ffn, T * 3 * (size_t)m->D, (size_t)c->ffn * H,
+	                   3 * (size_t)m->D * H };
+	for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++)
+		big = sizes[i] > big ? sizes[i] : big;
+	r->tpn = big + 16;
+	if (lks_be_alloc(r->be, r->bectx, off * sizeof(float), (void **)&r->wl)
+	    || lks_be_alloc(r->be, r->bectx, r->tpn * sizeof(float), (void **)&r->tpw))
+		failed = 1;
+	if (failed || !(r->tph = malloc(2 * r->tpn * sizeof(float))))
+		return lks_err("out of memory for rank %d's tensor-parallel buffers", r->rank);
+	return 0;
+}
+
+void lks_tp_release(lks_rank *r)
+{
+	if (r->be) {
+		lks_be_free(r->be, r->bectx, r->wl);
+		lks_be_free(r->be, r->bectx, r->tpw);
+	}
+	free(r->tph);
+	free(r->wloff);
+	r->wl = r->tpw = r->tph = NULL;
+	r->wloff = NULL;
+}
+
+int lks_tp_weights(lks_rank *r)
+{
+	for (int li = 0; li < r->m->nlin; li++) {
+		const lks_ptensor *w = lks_lin_weight(r, li);
+		int nb, dim = lks_tp_split(r, li, LKS_SRC_W, &nb);
+		float *whole = r->tph, *local = r->tph + r->tpn;
+
+		if (LKS_BE(r, download, whole, r->params + w->off, w->n * sizeof(float)))
+			return -1;
+		lks_tp_map(whole, local, w->rows, w->cols, dim, nb, r->tp, r->tpr, 0);
+		if (LKS_BE(r, upload, r->wl + r->wloff[li], local, w->n / r->tp * sizeof(float)))
+			return -1;
+	}
+	return 0;
+}
+
+const float *lks_tp_weight(const lks_rank *r, int li)
+{
+	return r->tp > 1 ? r->wl + r->wloff[li] : r->params + lks_lin_weight(r, li)->off;
+}
+
+int lks_tp_sum(lks_rank *r, float *x, size_t n)
+{
+	if (LKS_BE(r, download, r->tph, x, n * sizeof(float))
+	    || lks_comm_allreduce_sum(r->tpc, r->tph, n)
+	    || LKS_BE(r, upload, x, r->tph, n * sizeof(float)))
+		return -1;
+	return r->bf16 ? LKS_BE(r, round_bf16, x, n) : 0;
+}
+
+/* The whole (rows, cols) on the host (r->tph) from each rank's local shard (host). */
+static int lks_tp_gather_host(lks_rank *r, float *local, int rows, int cols, int dim, int nb)
+{
+	size_t n = (size_t)rows * (size_t)cols;
+
+	for (size_t i = 0; i < n; i++)
+		r->tph[i] = -0.0f;  /* adds nothing to the sum (comm_group.c) */
+	lks_tp_map(r->tph, local, rows, cols, dim, nb, r->tp, r->tpr, 1);
+	return lks_comm_allreduce_sum(r->tpc, r->tph, n);
+}
+
+int lks_tp_gather(lks_rank *r, const float *x, int rows, int cols, int dim, int nb,
+                  float *whole)
+{
+	size_t n = (size_t)rows * (size_t)cols;
+	float *local = r->tph + r->tpn;
+
+	if (LKS_BE(r, download, local, x, n / (size_t)r->tp * sizeof(float))
+	    || lks_tp_gather_host(r, local, rows, cols, dim, nb))
+		return -1;
+	return LKS_BE(r, upload, whole, r->tph, n * sizeof(float));
+}
+
+void lks_tp_trace_cols(lks_rank *r, int kept, lks_phase ph, float *x, int rows, int cols,
+                       int nb, const char *fmt, ...)
+{
+	char name[128];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(name, sizeof(name), fmt, ap);
+	va_end(ap);
+	if (r->tp == 1) {
+		if (kept)
+			lks_trace_f32_kept(&r->tr, ph, x, (size_t)rows * (size_t)cols, "%s", name);
+		else
+			lks_trace_f32(&r->tr, ph, x, (size_t)rows * (size_t)cols, "%s", name);
+		return;
+	}
+	if (r->tr.off)
+		return;
+	if (lks_tp_gather(r, x, rows, cols, 1, nb, r->tpw)) {
+		r->tr.failed = 1;
+		return;
+	}
+	lks_trace_f32(&r->tr, ph, r->tpw, (size_t)rows * (size_t)cols, "%s", name);
+}
+
+int lks_tp_quantize(lks_rank *r, int li, lks_src src, int transposed, lks_quant *q,
+                    const char *name, int *done)
+{
+	int nb, dim = lks_tp_split(r, li, src, &nb);
+	size_t ns = lks_quant_nscales(q);
+	float *h = r->tph, *mine = r->tph + r->tpn;
+	lks_shard sh = dim < 0 ? LKS_SHARD_NONE
+	             : (dim == 1) != (transposed != 0) ? LKS_SHARD_K : LKS_SHARD_MN;
+	lks_operand_rule as = { 0 };
+
+	/* the operand's rule, as far as the group needs it: its scaling and delay */
+	as.scaling = q->axis == LKS_AXIS_TENSOR ? LKS_SCALE_TENSOR : LKS_SCALE_AXIS;
+	as.delayed = q->scale_given;
+	*done = 0;
+	if (lks_recipe_amax_group(&as, sh) != LKS_GROUP_TP)
+		return 0;
+	if (LKS_BE(r, quantize, q) || LKS_BE(r, download, h, q->amax, ns * sizeof(float)))
+		return -1;
+	memcpy(mine, h, ns * sizeof(float));
+	if (lks_comm_allreduce_max(r->tpc, h, ns))
+		return -1;
+	if (lks_fault_amax_local(r->plant, name))  /* the group's amax, or (a fault) its own */
+		memcpy(h, mine, ns * sizeof(float));
+	for (size_t i = 0; i < ns; i++)
+		h[i] = lks_fp8_scale(h[i], q->fmt, q->pow2);
+	if (LKS_BE(r, upload, q->scale, h, ns * sizeof(float)))
+		return -1;
+	q->scale_given = 1;
+	if (LKS_BE(r, quantize, q))
+		return -1;
+	q->scale_given = 0;
+	*done = 1;
+	return 0;
+}
+
+/* The counts of the group's casts: summed exactly, in 24-bit halves. */
+static int lks_tp_counts(lks_rank *r, lks_quant *q)
+{
+	float c[4] = { (float)(q->underflow >> 24), (float)(q->underflow & 0xffffff),
+	               (float)(q->saturated >> 24), (float)(q->saturated & 0xffffff) };
+
+	if (lks_comm_allreduce_sum(r->tpc, c, 4))
+		return -1;
+	q->underflow = ((uint64_t)c[0] << 24) + (uint64_t)c[1];
+	q->saturated = ((uint64_t)c[2] << 24) + (uint64_t)c[3];
+	return 0;
+}
+
+int lks_tp_trace_quant(lks_rank *r, int li, lks_src src, lks_phase ph, const lks_quant *q,
+                       const char *name)
+{
+	int nb, dim = lks_tp_split(r, li, src, &nb), tp = r->tp;
+	lks_quant w = *q;
+	size_t nl, n, ns = lks_quant_nscales(q), used;
+	uint8_t *bytes;
+	float *local = r->tph + r->tpn;
+	int per_split = (q->axis == LKS_AXIS_ROW && dim == 0) || (q->axis == LKS_AXIS_COL && dim == 1);
+
+	if (dim < 0) {
+		lks_trace_quant(&r->tr, ph, q, "%s", name);
+		return 0;
+	}
+	if (r->tr.off)
+		return 0;
+	w.rows = q->rows * (dim == 0 ? tp : 1);
+	w.cols = q->cols * (dim == 1 ? tp : 1);
+	w.ldx = w.ldq = (size_t)w.cols;
+	nl = (size_t)q->rows * (size_t)q->cols;
+	n = nl * (size_t)tp;
+	/* whole codes and scales: kept until the step's tracer syncs (the step's arena) where
+	   the tracer measures in the background, else measured now (the gathered tensor's
+	   scratch, which holds n codes and their scales: n <= tpn) */
+	used = r->qarena ? r->qused : 0;
+	w.q = (uint8_t *)(r->qarena ? (void *)r->qarena : (void *)r->tpw) + used;
+	used += (n + 63) & ~(size_t)63;
+	w.scale = (float *)(void *)((uint8_t *)(r->qarena ? (void *)r->qarena : (void *)r->tpw) + used);
+	used += (sizeof(float) * ns * (size_t)tp + 63) & ~(size_t)63;
+	if (used > (r->qarena ? r->qarena_size : r->tpn * sizeof(float)))
+		return lks_err("the traced operands' arena is too small for %s", name);
+	if (r->qarena)
+		r->qused = used;
+	if (!(bytes = malloc(n ? n : 1)))
+		return lks_err("out of memory");
+	/* the codes, as floats (exact: 0 to 255) */
+	if (LKS_BE(r, download, bytes, q->q, nl))
+		goto fail;
+	for (size_t i = 0; i < nl; i++)
+		local[i] = (float)bytes[i];
+	if (lks_tp_gather_host(r, local, w.rows, w.cols, dim, nb))
+		goto fail;
+	for (size_t i = 0; i < n; i++)
+		bytes[i] = (uint8_t)r->tph[i];
+	if (LKS_BE(r, upload, w.q, bytes, n))
+		goto fail;
+	free(bytes);
+	bytes = NULL;
+	/* the scales: one per row (or column) split over the group gathered as the codes'
+	   rows (columns); else the same on every rank (the group's, or whole rows') */
+	if (per_split) {
+		int sr = dim == 0 ? (int)ns * tp : 1, sc = dim == 1 ? (int)ns * tp : 1;
+
+		if (lks_tp_gather(r, q->scale, sr, sc, dim, nb, w.scale))
+			return -1;
+	} else if (LKS_BE(r, copy, w.scale, q->scale, ns * sizeof(float))) {
+		return -1;
+	}
+	if (lks_tp_counts(r, &w))
+		return -1;
+	lks_trace_quant(&r->tr, ph, &w, "%s", name);
+	return 0;
+fail:
+	free(bytes);
+	return -1;
+}
