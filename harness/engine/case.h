@@ -59,6 +59,8 @@ typedef struct lks_run_cfg {
 	                           the world size / fsdp groups replicate one another */
 	int tp;                 /* ranks a tensor-parallel group splits each block over (1:
 	                           none): innermost, so a group is tp consecutive ranks */
+	int sp;                 /* sequence_parallel: 1 on (tp > 1): norms and residuals on
+	                           the group's sequence shards */
 	int amax_history;       /* fp8_delayed: history length */
 	int amax_most_recent;   /* fp8_delayed: 1 most_recent, 0 max */
 	int margin;             /* fp8_delayed: scale = fp8_max * 2^-margin / amax */

@@ -24,6 +24,7 @@ static const char *const lks_checkpoint_names[] = { "none", "blocks", NULL };
 static const char *const lks_gemm_names[] = { "reference", "cublaslt", NULL };
 /* lks_allreduce_mode's order */
 static const char *const lks_allreduce_names[] = { "ordered", "nccl", NULL };
+static const char *const lks_onoff_names[] = { "off", "on", NULL };
 static const char *const lks_amax_algo_names[] = { "max", "most_recent", NULL };
 static const char *const lks_expect_names[] = { "pass", "fail", NULL };
 static const char *const lks_attention_names[] = { "none", "causal", NULL };
@@ -88,6 +89,8 @@ static const struct lks_key lks_run_keys[] = {
 	KEY_INT(lks_run_cfg, world_size, 1, LKS_WORLD_CAP, 0),
 	KEY_INT(lks_run_cfg, fsdp, 1, LKS_WORLD_CAP, 0),
 	KEY_INT(lks_run_cfg, tp, 1, LKS_WORLD_CAP, 0),
+	{ "sequence_parallel", LKS_KEY_CHOICE, offsetof(lks_run_cfg, sp), 0, 0, 0, 0, 0, 0,
+	  lks_onoff_names },
 	KEY_INT(lks_run_cfg, amax_history, 1, 65536, 0),
 	{ "amax_algo", LKS_KEY_CHOICE, offsetof(lks_run_cfg, amax_most_recent), 0, 0, 0, 0, 0, 0,
 	  lks_amax_algo_names },

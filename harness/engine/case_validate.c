@@ -87,6 +87,12 @@ static int lks_run_mesh(const lks_case *c, const lks_run_cfg *r)
 {
 	const lks_model_cfg *m = &c->model;
 
+	if (r->sp && r->tp < 2)
+		return lks_err("run '%s': sequence_parallel = on needs tp > 1 (it shards the "
+		               "sequence over the tp group)", r->name);
+	if (r->sp && m->seq % r->tp)
+		return lks_err("run '%s': tp %d does not divide the model's seq (%d): sequence "
+		               "parallel shards it", r->name, r->tp, m->seq);
 	if (r->tp > 1) {
 		if (r->world_size % r->tp)
 			return lks_err("run '%s': tp %d does not divide its world size %d", r->name,

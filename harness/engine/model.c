@@ -306,7 +306,42 @@ static int lks_head_gemm(lks_rank *r, lks_gemm_role role, const float *a, int ar
 /* The same of an activation (rows, cols) whose columns a tp group splits (in nb blocks):
    traced whole (model_tp.c). */
 #define LKS_TRACE_COLS(r, ph, x, rows, cols, nb, ...) \
-	lks_tp_trace_cols((r), !(r)->checkpoint, (ph), (x), (rows), (cols), (nb), __VA_ARGS__)
+	lks_tp_trace((r), !(r)->checkpoint, (ph), (x), (rows), (cols), 1, (nb), __VA_ARGS__)
+/* A tensor of the residual stream (T, H), whose rows sequence parallel splits (a block per
+   sequence): traced whole. */
+#define LKS_TRACE_RES(r, kept, ph, x, ...) \
+	lks_tp_trace((r), (kept), (ph), (x), (r)->T, (r)->m->cfg.hidden, (r)->sp ? 0 : -1, \
+	             (r)->T / (r)->m->cfg.seq, __VA_ARGS__)
+
+/* RMSNorm of the residual stream x (Ts rows) with gain into out, whole (T, H): under
+   sequence parallel the rank's rows, gathered from the group's (r->gtmp holds them). */
+static int lks_norm_fwd(lks_rank *r, const float *x, const float *gain, float *rstd, float *out)
+{
+	float *y = r->sp ? r->gtmp : out;
+
+	if (LKS_BE(r, rmsnorm_fwd, x, gain, r->Ts, r->m->cfg.hidden, y, rstd, r->bf16))
+		return -1;
+	return r->sp ? lks_sp_gather(r, y, out) : 0;
+}
+
+/* A gradient of the residual stream (Ts rows) as the whole (T, H) a linear layer's
+   backward takes: itself, or under sequence parallel gathered into r->spw; NULL on
+   failure. */
+static const float *lks_res_whole(lks_rank *r, const float *g)
+{
+	if (!r->sp)
+		return g;
+	return lks_sp_gather(r, g, r->spw) ? NULL : r->spw;
+}
+
+/* Under sequence parallel a norm's gain or the embedding's gradient is a partial sum over
+   the rank's rows: summed over the group (fp32, rank order). */
+static int lks_sp_param_grad(lks_rank *r, int pi)
+{
+	const lks_ptensor *t = &r->m->t[pi];
+
+	return r->sp ? lks_tp_sum(r, r->grads + t->off, t->n, 0) : 0;
+}
 
 /* The shape of the attention of rank r: its batch of sequences, the heads, causal. */
 static lks_attn_shape lks_rank_attn_shape(const lks_rank *r)
@@ -331,8 +366,7 @@ static int lks_block_attn(lks_rank *r, int l, int b)
 	lks_attn_shape a = lks_rank_attn_shape(r);
 	lks_phase ph = r->recomputing ? LKS_PHASE_RECOMPUTE : LKS_PHASE_FORWARD;
 
-	if (LKS_BE(r, rmsnorm_fwd, x, p + m->t[LKS_P_ATTN_NORM(m, l)].off, T, H, ha,
-	           r->rstda + (size_t)l * T, r->bf16))
+	if (lks_norm_fwd(r, x, p + m->t[LKS_P_ATTN_NORM(m, l)].off, r->rstda + (size_t)l * T, ha))
 		return -1;
 	LKS_TRACE_ACT(r, ph, ha, th, "blocks.%d.attn_norm.out", l);
 	if (lks_linear(r, LKS_LIN_QKV(m, l), LKS_ROLE_FWD, ha, T, H,
@@ -344,12 +378,12 @@ static int lks_block_attn(lks_rank *r, int l, int b)
 	LKS_TRACE_COLS(r, ph, ao, T, D, 1, "blocks.%d.attn.core.out", l);
 	if (lks_linear(r, LKS_LIN_PROJ(m, l), LKS_ROLE_FWD, ao, T, Dl,
 	               lks_tp_weight(r, LKS_LIN_PROJ(m, l)), H, Dl, pr)
-	    || (r->tp > 1 && lks_tp_sum(r, pr, th)))
+	    || (r->tp > 1 && lks_tp_reduce(r, pr)))
 		return -1;
-	LKS_TRACE_ACT(r, ph, pr, th, "blocks.%d.attn.proj.out", l);
-	if (LKS_BE(r, add, x, pr, th, xm, r->bf16))
+	LKS_TRACE_RES(r, !r->checkpoint, ph, pr, "blocks.%d.attn.proj.out", l);
+	if (LKS_BE(r, add, x, pr, (size_t)r->Ts * H, xm, r->bf16))
 		return -1;
-	LKS_TRACE_ACT(r, ph, xm, th, "blocks.%d.attn.out", l);
+	LKS_TRACE_RES(r, !r->checkpoint, ph, xm, "blocks.%d.attn.out", l);
 	return 0;
 }
 
@@ -375,8 +409,7 @@ static int lks_block_inner(lks_rank *r, int l)
 	if (c->attention && lks_block_attn(r, l, b))
 		return -1;
 	x = lks_block_mlp_in(r, l);
-	if (LKS_BE(r, rmsnorm_fwd, x, p + m->t[LKS_P_NORM(m, l)].off, T, H, h,
-	           r->rstd + (size_t)l * T, r->bf16))
+	if (lks_norm_fwd(r, x, p + m->t[LKS_P_NORM(m, l)].off, r->rstd + (size_t)l * T, h))
 		return -1;
 	LKS_TRACE_ACT(r, ph, h, (size_t)T * H, "blocks.%d.norm.out", l);
 	if (lks_linear(r, LKS_LIN_UP(m, l), LKS_ROLE_FWD, h, T, H, lks_tp_weight(r, LKS_LIN_UP(m, l)),
@@ -396,10 +429,13 @@ static int lks_forward(lks_rank *r)
 	int T = r->T, H = c->hidden, F = c->ffn, V = c->vocab, L = c->layers;
 	const float *p = r->params;
 
-	if (LKS_BE(r, embed_gather, p + m->t[LKS_P_EMBED].off, r->tok, T, H, r->xs)
-	    || (r->bf16 && LKS_BE(r, round_bf16, r->xs, (size_t)T * H)))
+	size_t tsh = (size_t)r->Ts * H;  /* the residual stream's (the rank's rows under sp) */
+
+	if (LKS_BE(r, embed_gather, p + m->t[LKS_P_EMBED].off, r->sp ? r->tsp : r->tok, r->Ts, H,
+	           r->xs)
+	    || (r->bf16 && LKS_BE(r, round_bf16, r->xs, tsh)))
 		return -1;
-	lks_trace_f32_kept(&r->tr, LKS_PHASE_FORWARD, r->xs, (size_t)T * H, "embed.out");
+	LKS_TRACE_RES(r, 1, LKS_PHASE_FORWARD, r->xs, "embed.out");
 	for (int l = 0; l < L; l++) {
 		int b = r->checkpoint ? 0 : l;
 		const float *x;
@@ -410,15 +446,15 @@ static int lks_forward(lks_rank *r)
 		x = lks_block_mlp_in(r, l);
 		if (lks_linear(r, LKS_LIN_DOWN(m, l), LKS_ROLE_FWD, r->a + (size_t)b * T * F, T, r->Fl,
 		               lks_tp_weight(r, LKS_LIN_DOWN(m, l)), H, r->Fl, dn)
-		    || (r->tp > 1 && lks_tp_sum(r, dn, (size_t)T * H)))
+		    || (r->tp > 1 && lks_tp_reduce(r, dn)))
 			return -1;
-		lks_trace_f32_kept(&r->tr, LKS_PHASE_FORWARD, dn, (size_t)T * H, "blocks.%d.mlp.down.out", l);
-		if (LKS_BE(r, add, x, dn, (size_t)T * H, xn, r->bf16))
+		LKS_TRACE_RES(r, 1, LKS_PHASE_FORWARD, dn, "blocks.%d.mlp.down.out", l);
+		if (LKS_BE(r, add, x, dn, tsh, xn, r->bf16))
 			return -1;
-		lks_trace_f32_kept(&r->tr, LKS_PHASE_FORWARD, xn, (size_t)T * H, "blocks.%d.out", l);
+		LKS_TRACE_RES(r, 1, LKS_PHASE_FORWARD, xn, "blocks.%d.out", l);
 	}
-	if (LKS_BE(r, rmsnorm_fwd, r->xs + (size_t)L * T * H, p + m->t[LKS_P_FINAL_NORM(m)].off,
-	           T, H, r->hf, r->rstd + (size_t)L * T, r->bf16))
+	if (lks_norm_fwd(r, r->xs + (size_t)L * T * H, p + m->t[LKS_P_FINAL_NORM(m)].off,
+	                 r->rstd + (size_t)L * T, r->hf))
 		return -1;
 	lks_trace_f32_kept(&r->tr, LKS_PHASE_FORWARD, r->hf, (size_t)T * H, "final_norm.out");
 	if (lks_head_gemm(r, LKS_GEMM_FWD, r->hf, T, H, 0, p + m->t[LKS_P_HEAD(m)].off, V, H, 0,
@@ -443,20 +479,24 @@ static int lks_linear_bwd(lks_rank *r, int l, int li, int pi, const float *dy, i
 		return -1;
 	/* under tp: the shard of dW gathered whole; a column-parallel din is a partial sum */
 	if (r->tp > 1 && (lks_tp_gather(r, dw, w->rows, w->cols, dim, nb, r->grads + w->off)
-	                  || (style == LKS_PAR_COL && lks_tp_sum(r, din, (size_t)T * K))))
+	                  || (style == LKS_PAR_COL && lks_tp_reduce(r, din))))
 		return -1;
 	lks_trace_f32_kept(&r->tr, LKS_PHASE_BACKWARD, r->grads + w->off, w->n, "%s.grad", w->name);
-	/* a row-parallel din is the columns of its input's split */
+	/* a row-parallel din is the columns of its input's split; a column-parallel one (K =
+	   H) the residual stream's gradient */
 	if (style == LKS_PAR_ROW)
-		lks_tp_trace_cols(r, 1, LKS_PHASE_BACKWARD, din, T, K * r->tp, 1, "blocks.%d.%s.in.grad",
-		                  l, lks_model_linear_name(&r->m->cfg, li % r->m->lb));
+		lks_tp_trace(r, 1, LKS_PHASE_BACKWARD, din, T, K * r->tp, 1, 1, "blocks.%d.%s.in.grad",
+		             l, lks_model_linear_name(&r->m->cfg, li % r->m->lb));
+	else if (style == LKS_PAR_COL)
+		LKS_TRACE_RES(r, 1, LKS_PHASE_BACKWARD, din, "blocks.%d.%s.in.grad", l,
+		              lks_model_linear_name(&r->m->cfg, li % r->m->lb));
 	else
 		lks_trace_f32_kept(&r->tr, LKS_PHASE_BACKWARD, din, (size_t)T * K, "blocks.%d.%s.in.grad",
 		                   l, lks_model_linear_name(&r->m->cfg, li % r->m->lb));
 	return 0;
 }
 
-/* The attention's backward of block l: gm (T, H), the gradient at xm, through the
+/* The attention's backward of block l: gm (Ts, H), the gradient at xm, through the
    projection, the attention and the QKV projection, to gx at the block's input. */
 static int lks_block_attn_bwd(lks_rank *r, int l, const float *gm, float *gx)
 {
@@ -472,23 +512,26 @@ static int lks_block_attn_bwd(lks_rank *r, int l, const float *gm, float *gx)
 	lks_attn_shape a = lks_rank_attn_shape(r);
 	lks_phase bw = LKS_PHASE_BACKWARD;
 
+	const float *gmw = lks_res_whole(r, gm);
+
 	/* the projection: go (T, D) = gm . Wo;  dWo (H, D) = gm^T . ao */
-	if (lks_linear_bwd(r, l, LKS_LIN_PROJ(m, l), LKS_P_PROJ(m, l), gm, H, ao, Dl, go))
+	if (!gmw || lks_linear_bwd(r, l, LKS_LIN_PROJ(m, l), LKS_P_PROJ(m, l), gmw, H, ao, Dl, go))
 		return -1;
 	if (LKS_BE(r, attn_bwd, qkvr, ast, go, r->rope, &a, gqkv, r->bf16))
 		return -1;
-	lks_tp_trace_cols(r, 1, bw, gqkv, T, 3 * D, 3, "blocks.%d.attn.qkv.out.grad", l);
+	lks_tp_trace(r, 1, bw, gqkv, T, 3 * D, 1, 3, "blocks.%d.attn.qkv.out.grad", l);
 	/* QKV: gha (T, H) = gqkv . Wqkv;  dWqkv (3D, H) = gqkv^T . ha */
 	if (lks_linear_bwd(r, l, LKS_LIN_QKV(m, l), LKS_P_QKV(m, l), gqkv, 3 * Dl, ha, H, gha))
 		return -1;
 	if (LKS_BE(r, rmsnorm_bwd, gha, x, p + pt[LKS_P_ATTN_NORM(m, l)].off,
-	           r->rstda + (size_t)l * T, T, H, r->gtmp, g + pt[LKS_P_ATTN_NORM(m, l)].off,
-	           r->bf16))
+	           r->rstda + (size_t)l * T, r->Ts, H, r->gtmp, g + pt[LKS_P_ATTN_NORM(m, l)].off,
+	           r->bf16)
+	    || lks_sp_param_grad(r, LKS_P_ATTN_NORM(m, l)))
 		return -1;
 	lks_trace_f32_kept(&r->tr, bw, g + pt[LKS_P_ATTN_NORM(m, l)].off, (size_t)H,
 	                   "blocks.%d.attn_norm.weight.grad", l);
 	/* the residual adds the branch */
-	return LKS_BE(r, add, gm, r->gtmp, th, gx, r->bf16);
+	return LKS_BE(r, add, gm, r->gtmp, (size_t)r->Ts * H, gx, r->bf16);
 }
 
 static int lks_backward(lks_rank *r)
@@ -508,15 +551,19 @@ static int lks_backward(lks_rank *r)
 	    || lks_head_gemm(r, LKS_GEMM_DGRAD, r->dz, T, V, 0, p + pt[LKS_P_HEAD(m)].off, V, H, 1,
 	                     r->gtmp))
 		return -1;
-	if (r->bf16 && LKS_BE(r, round_bf16, r->gtmp, (size_t)T * H))
+	/* every rank of a tp group computes the whole dhf: under sequence parallel it keeps its
+	   rows (the backward of the gather before the head) */
+	if ((r->bf16 && LKS_BE(r, round_bf16, r->gtmp, (size_t)T * H))
+	    || (r->sp && lks_sp_slice(r, r->gtmp)))
 		return -1;
 	lks_trace_f32_kept(&r->tr, bw, g + pt[LKS_P_HEAD(m)].off, pt[LKS_P_HEAD(m)].n, "head.weight.grad");
 	if (LKS_BE(r, rmsnorm_bwd, r->gtmp, r->xs + (size_t)L * T * H,
-	           p + pt[LKS_P_FINAL_NORM(m)].off, r->rstd + (size_t)L * T, T, H,
-	           r->gx + (size_t)L * T * H, g + pt[LKS_P_FINAL_NORM(m)].off, r->bf16))
+	           p + pt[LKS_P_FINAL_NORM(m)].off, r->rstd + (size_t)L * T, r->Ts, H,
+	           r->gx + (size_t)L * T * H, g + pt[LKS_P_FINAL_NORM(m)].off, r->bf16)
+	    || lks_sp_param_grad(r, LKS_P_FINAL_NORM(m)))
 		return -1;
 	lks_trace_f32_kept(&r->tr, bw, g + pt[LKS_P_FINAL_NORM(m)].off, (size_t)H, "final_norm.weight.grad");
-	lks_trace_f32_kept(&r->tr, bw, r->gx + (size_t)L * T * H, (size_t)T * H, "final_norm.in.grad");
+	LKS_TRACE_RES(r, 1, bw, r->gx + (size_t)L * T * H, "final_norm.in.grad");
 
 	for (int l = L - 1; l >= 0; l--) {
 		int b = r->checkpoint ? 0 : l;
@@ -526,7 +573,7 @@ static int lks_backward(lks_rank *r)
 		/* the gradient at the block's output (gy) and input (gx), and inside it; with
 		   attention the MLP's residual ends at xm, whose gradient (gm) the attention's
 		   backward takes on to gx */
-		const float *gy = r->gx + (size_t)(l + 1) * T * H;
+		const float *gy = r->gx + (size_t)(l + 1) * T * H, *gyw;
 		float *gx = r->gx + (size_t)l * T * H, *gh = r->gh + (size_t)l * T * H;
 		float *gmlp = m->cfg.attention ? r->gm + (size_t)l * T * H : gx;
 		float *ga = r->ga + (size_t)l * T * F, *gu = r->gu + (size_t)l * T * F;
@@ -537,32 +584,37 @@ static int lks_backward(lks_rank *r)
 				return -1;
 			r->recomputing = 0;
 		}
-		/* down: ga (T, F) = gy . W2;  dW2 (H, F) = gy^T . a */
-		if (lks_linear_bwd(r, l, LKS_LIN_DOWN(m, l), LKS_P_DOWN(m, l), gy, H, a, r->Fl, ga))
+		/* down: ga (T, F) = gy . W2;  dW2 (H, F) = gy^T . a (gy whole) */
+		if (!(gyw = lks_res_whole(r, gy))
+		    || lks_linear_bwd(r, l, LKS_LIN_DOWN(m, l), LKS_P_DOWN(m, l), gyw, H, a, r->Fl, ga))
 			return -1;
 		if (LKS_BE(r, relu2_bwd, u, ga, (size_t)T * r->Fl, gu, r->bf16))
 			return -1;
-		lks_tp_trace_cols(r, 1, bw, gu, T, F, 1, "blocks.%d.mlp.up.out.grad", l);
+		lks_tp_trace(r, 1, bw, gu, T, F, 1, 1, "blocks.%d.mlp.up.out.grad", l);
 		/* up: gh (T, H) = gu . W1;  dW1 (F, H) = gu^T . h */
 		if (lks_linear_bwd(r, l, LKS_LIN_UP(m, l), LKS_P_UP(m, l), gu, r->Fl, h, H, gh))
 			return -1;
 		if (LKS_BE(r, rmsnorm_bwd, gh, x, p + pt[LKS_P_NORM(m, l)].off, r->rstd + (size_t)l * T,
-		           T, H, r->gtmp, g + pt[LKS_P_NORM(m, l)].off, r->bf16))
+		           r->Ts, H, r->gtmp, g + pt[LKS_P_NORM(m, l)].off, r->bf16)
+		    || lks_sp_param_grad(r, LKS_P_NORM(m, l)))
 			return -1;
 		lks_trace_f32_kept(&r->tr, bw, g + pt[LKS_P_NORM(m, l)].off, (size_t)H,
 		                   "blocks.%d.norm.weight.grad", l);
 		/* the residual adds the branch */
-		if (LKS_BE(r, add, gy, r->gtmp, (size_t)T * H, gmlp, r->bf16))
+		if (LKS_BE(r, add, gy, r->gtmp, (size_t)r->Ts * H, gmlp, r->bf16))
 			return -1;
 		if (m->cfg.attention) {
-			lks_trace_f32_kept(&r->tr, bw, gmlp, (size_t)T * H, "blocks.%d.attn.out.grad", l);
+			LKS_TRACE_RES(r, 1, bw, gmlp, "blocks.%d.attn.out.grad", l);
 			if (lks_block_attn_bwd(r, l, gmlp, gx))
 				return -1;
 		}
-		lks_trace_f32_kept(&r->tr, bw, gx, (size_t)T * H, "blocks.%d.in.grad", l);
+		LKS_TRACE_RES(r, 1, bw, gx, "blocks.%d.in.grad", l);
 	}
-	/* the embedding: rows of the gradient added in token order */
-	if (LKS_BE(r, embed_scatter_add, r->gx, r->tok, T, H, g + pt[LKS_P_EMBED].off))
+	/* the embedding: rows of the gradient added in token order (the rank's rows under
+	   sequence parallel, then summed over the group) */
+	if (LKS_BE(r, embed_scatter_add, r->gx, r->sp ? r->tsp : r->tok, r->Ts, H,
+	           g + pt[LKS_P_EMBED].off)
+	    || lks_sp_param_grad(r, LKS_P_EMBED))
 		return -1;
 	lks_trace_f32_kept(&r->tr, bw, g + pt[LKS_P_EMBED].off, pt[LKS_P_EMBED].n, "embed.weight.grad");
 	return 0;
@@ -581,7 +633,8 @@ int lks_rank_step(lks_rank *r)
 		    && LKS_BE(r, zero, r->grads + p->off, p->n * sizeof(float)))
 			return -1;
 	}
-	if ((r->tp > 1 && lks_tp_weights(r)) || lks_forward(r) || lks_backward(r))
+	if ((r->tp > 1 && lks_tp_weights(r)) || (r->sp && lks_sp_tokens(r)) || lks_forward(r)
+	    || lks_backward(r))
 		return -1;
 	if (r->tr.failed)
 		return -1;

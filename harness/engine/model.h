@@ -143,6 +143,12 @@ typedef struct lks_rank {
 	int tp, tpr, Fl, hl, Dl;
 	float *wl, *tpw, *tph;
 	size_t *wloff, tpn;
+	/* sequence parallel (sp): the residual stream's rows on this rank, Ts = T / tp (T
+	   without sp); its tokens (tsp, Ts), a whole (T, H) tensor gathered from the shards
+	   (spw), both backend memory, and the step's tokens on the host (htok, T) */
+	int sp, Ts;
+	int32_t *tsp, *htok;
+	float *spw;
 	lks_tracer tr;
 
 	/* what the runner keeps of the rank (runner.c): set by the runner, never by the model */
@@ -202,18 +208,29 @@ void lks_tp_release(lks_rank *r);
 /* This step's shards of the weights, from r->params; the shard of linear li. */
 int lks_tp_weights(lks_rank *r);
 const float *lks_tp_weight(const lks_rank *r, int li);
-/* x (n floats, backend memory) summed over the group in rank order, then BF16-rounded
-   where activations are. */
-int lks_tp_sum(lks_rank *r, float *x, size_t n);
+/* x (n floats, backend memory) summed over the group in rank order, then (round: an
+   activation) BF16-rounded where activations are. */
+int lks_tp_sum(lks_rank *r, float *x, size_t n, int round);
+/* x (T, H), this rank's partial output of a row-parallel layer (or a column-parallel
+   layer's dgrad): summed over the group, BF16-rounded; under sequence parallel a
+   reduce-scatter: x's first Ts rows get this rank's rows of the sum. */
+int lks_tp_reduce(lks_rank *r, float *x);
+/* Sequence parallel: the whole (T, H) from every rank's (Ts, H) rows (an all-gather along
+   the sequence); x (T, H), the same on every rank, cut to this rank's rows in place; the
+   rank's tokens (tsp) of the step's (tok). A rank's rows: of each sequence the positions
+   [tpr S / tp, (tpr + 1) S / tp), as Megatron splits the sequence dimension. */
+int lks_sp_gather(lks_rank *r, const float *local, float *whole);
+int lks_sp_slice(lks_rank *r, float *x);
+int lks_sp_tokens(lks_rank *r);
 /* whole (rows, cols) from each rank's shard x along dim in nb blocks (lks_tp_split), in
    rank order (every rank gets it). */
 int lks_tp_gather(lks_rank *r, const float *x, int rows, int cols, int dim, int nb,
                   float *whole);
-/* Traces x, this rank's (rows, cols / tp) shard of a (rows, cols) activation split by
-   columns in nb blocks, as the whole tensor (gathered); tp = 1: x itself, kept (trace.h)
-   when kept says it stays unchanged until the step ends. */
-void lks_tp_trace_cols(lks_rank *r, int kept, lks_phase ph, float *x, int rows, int cols,
-                       int nb, const char *fmt, ...) __attribute__((format(printf, 8, 9)));
+/* Traces x, this rank's shard of a (rows, cols) tensor split along dim (0 rows, 1 cols;
+   -1: x is whole) in nb blocks, as the whole tensor (gathered); tp = 1 or dim -1: x
+   itself, kept (trace.h) when kept says it stays unchanged until the step ends. */
+void lks_tp_trace(lks_rank *r, int kept, lks_phase ph, float *x, int rows, int cols, int dim,
+                  int nb, const char *fmt, ...) __attribute__((format(printf, 9, 10)));
 /* An FP8 operand q of linear li (src, the GEMM's reduction along src's rows when
    transposed) whose amax the recipe's scale group says to reduce over the tp group:
    quantized with the scales of the group's amax. name: the operand's trace name. */

@@ -126,6 +126,8 @@ int lks_tp_init(lks_rank *r, const lks_run_cfg *run)
 	r->Fl = c->ffn / tp;
 	r->hl = c->attention ? c->heads / tp : 0;
 	r->Dl = r->hl * c->head_dim;
+	r->sp = tp > 1 && run->sp;
+	r->Ts = r->sp ? r->T / tp : r->T;
 	if (tp == 1)
 		return 0;
 	if (!(r->wloff = calloc((size_t)m->nlin, sizeof(size_t))))
@@ -137,13 +139,18 @@ int lks_tp_init(lks_rank *r, const lks_run_cfg *run)
 	/* the largest whole tensor gathered or summed: activations (T, H), (T, F), (T, 3D),
 	   weights (F, H), (3D, H) */
 	big = T * H;
+	/* ... and under sequence parallel the embedding's gradient (V, H), summed */
 	size_t sizes[] = { T * (size_t)c->ffn, T * 3 * (size_t)m->D, (size_t)c->ffn * H,
-	                   3 * (size_t)m->D * H };
+	                   3 * (size_t)m->D * H, r->sp ? (size_t)c->vocab * H : 0 };
 	for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++)
 		big = sizes[i] > big ? sizes[i] : big;
 	r->tpn = big + 16;
 	if (lks_be_alloc(r->be, r->bectx, off * sizeof(float), (void **)&r->wl)
 	    || lks_be_alloc(r->be, r->bectx, r->tpn * sizeof(float), (void **)&r->tpw))
+		failed = 1;
+	if (r->sp && (lks_be_alloc(r->be, r->bectx, T * H * sizeof(float), (void **)&r->spw)
+	              || lks_be_alloc(r->be, r->bectx, T * sizeof(int32_t), (void **)&r->tsp)
+	              || !(r->htok = malloc(T * sizeof(int32_t)))))
 		failed = 1;
 	if (failed || !(r->tph = malloc(2 * r->tpn * sizeof(float))))
 		return lks_err("out of memory for rank %d's tensor-parallel buffers", r->rank);
@@ -155,11 +162,15 @@ void lks_tp_release(lks_rank *r)
 	if (r->be) {
 		lks_be_free(r->be, r->bectx, r->wl);
 		lks_be_free(r->be, r->bectx, r->tpw);
+		lks_be_free(r->be, r->bectx, r->spw);
+		lks_be_free(r->be, r->bectx, r->tsp);
 	}
 	free(r->tph);
 	free(r->wloff);
-	r->wl = r->tpw = r->tph = NULL;
+	free(r->htok);
+	r->wl = r->tpw = r->tph = r->spw = NULL;
 	r->wloff = NULL;
+	r->tsp = r->htok = NULL;
 }
 
 int lks_tp_weights(lks_rank *r)
@@ -183,13 +194,59 @@ const float *lks_tp_weight(const lks_rank *r, int li)
 	return r->tp > 1 ? r->wl + r->wloff[li] : r->params + lks_lin_weight(r, li)->off;
 }
 
-int lks_tp_sum(lks_rank *r, float *x, size_t n)
+int lks_tp_sum(lks_rank *r, float *x, size_t n, int round)
 {
 	if (LKS_BE(r, download, r->tph, x, n * sizeof(float))
 	    || lks_comm_allreduce_sum(r->tpc, r->tph, n)
 	    || LKS_BE(r, upload, x, r->tph, n * sizeof(float)))
 		return -1;
-	return r->bf16 ? LKS_BE(r, round_bf16, x, n) : 0;
+	return round && r->bf16 ? LKS_BE(r, round_bf16, x, n) : 0;
+}
+
+/* The sequence shards of a (T, H) tensor: rows, in a block per sequence. */
+#define LKS_SP_SHAPE(r) (r)->T, (r)->m->cfg.hidden, 0, (r)->T / (r)->m->cfg.seq
+
+/* The rank's rows (Ts, H) of whole (T, H) on the host (r->tph) into x. */
+static int lks_sp_put_rows(lks_rank *r, float *x)
+{
+	size_t n = (size_t)r->Ts * (size_t)r->m->cfg.hidden;
+
+	lks_tp_map(r->tph, r->tph + r->tpn, LKS_SP_SHAPE(r), r->tp, r->tpr, 0);
+	return LKS_BE(r, upload, x, r->tph + r->tpn, n * sizeof(float));
+}
+
+int lks_tp_reduce(lks_rank *r, float *x)
+{
+	size_t n = (size_t)r->T * (size_t)r->m->cfg.hidden;
+
+	if (!r->sp)
+		return lks_tp_sum(r, x, n, 1);
+	/* the reduce-scatter: the sums of the all-reduce, in the same rank order */
+	if (LKS_BE(r, download, r->tph, x, n * sizeof(float))
+	    || lks_comm_allreduce_sum(r->tpc, r->tph, n) || lks_sp_put_rows(r, x))
+		return -1;
+	return r->bf16 ? LKS_BE(r, round_bf16, x, (size_t)r->Ts * r->m->cfg.hidden) : 0;
+}
+
+int lks_sp_slice(lks_rank *r, float *x)
+{
+	size_t n = (size_t)r->T * (size_t)r->m->cfg.hidden;
+
+	if (LKS_BE(r, download, r->tph, x, n * sizeof(float)))
+		return -1;
+	return lks_sp_put_rows(r, x);
+}
+
+int lks_sp_tokens(lks_rank *r)
+{
+	int S = r->m->cfg.seq, Ss = S / r->tp;
+
+	if (LKS_BE(r, download, r->htok, r->tok, (size_t)r->T * sizeof(int32_t)))
+		return -1;
+	for (int b = 0; b < r->T / S; b++)  /* in place: a row moves only towards the start */
+		memmove(r->htok + (size_t)b * Ss, r->htok + (size_t)b * S + (size_t)r->tpr * Ss,
+		        (size_t)Ss * sizeof(int32_t));
+	return LKS_BE(r, upload, r->tsp, r->htok, (size_t)r->Ts * sizeof(int32_t));
 }
 
 /* The whole (rows, cols) on the host (r->tph) from each rank's local shard (host). */
@@ -201,6 +258,11 @@ static int lks_tp_gather_host(lks_rank *r, float *local, int rows, int cols, int
 		r->tph[i] = -0.0f;  /* adds nothing to the sum (comm_group.c) */
 	lks_tp_map(r->tph, local, rows, cols, dim, nb, r->tp, r->tpr, 1);
 	return lks_comm_allreduce_sum(r->tpc, r->tph, n);
+}
+
+int lks_sp_gather(lks_rank *r, const float *local, float *whole)
+{
+	return lks_tp_gather(r, local, LKS_SP_SHAPE(r), whole);
 }
 
 int lks_tp_gather(lks_rank *r, const float *x, int rows, int cols, int dim, int nb,
@@ -215,8 +277,8 @@ int lks_tp_gather(lks_rank *r, const float *x, int rows, int cols, int dim, int 
 	return LKS_BE(r, upload, whole, r->tph, n * sizeof(float));
 }
 
-void lks_tp_trace_cols(lks_rank *r, int kept, lks_phase ph, float *x, int rows, int cols,
-                       int nb, const char *fmt, ...)
+void lks_tp_trace(lks_rank *r, int kept, lks_phase ph, float *x, int rows, int cols, int dim,
+                  int nb, const char *fmt, ...)
 {
 	char name[128];
 	va_list ap;
@@ -224,7 +286,7 @@ void lks_tp_trace_cols(lks_rank *r, int kept, lks_phase ph, float *x, int rows, 
 	va_start(ap, fmt);
 	vsnprintf(name, sizeof(name), fmt, ap);
 	va_end(ap);
-	if (r->tp == 1) {
+	if (r->tp == 1 || dim < 0) {
 		if (kept)
 			lks_trace_f32_kept(&r->tr, ph, x, (size_t)rows * (size_t)cols, "%s", name);
 		else
@@ -233,7 +295,7 @@ void lks_tp_trace_cols(lks_rank *r, int kept, lks_phase ph, float *x, int rows, 
 	}
 	if (r->tr.off)
 		return;
-	if (lks_tp_gather(r, x, rows, cols, 1, nb, r->tpw)) {
+	if (lks_tp_gather(r, x, rows, cols, dim, nb, r->tpw)) {
 		r->tr.failed = 1;
 		return;
 	}

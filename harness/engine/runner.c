@@ -403,12 +403,13 @@ out:
 static char *lks_run_options(const lks_run_cfg *run, const char *overrides)
 {
 	size_t n = 800 + (overrides ? strlen(overrides) : 0);
-	char *s = malloc(n), fault[600] = "", fsdp[48] = "";
+	char *s = malloc(n), fault[600] = "", fsdp[80] = "";
 
 	if (run->fsdp > 1)
 		snprintf(fsdp, sizeof(fsdp), " fsdp=%d", run->fsdp);
 	if (run->tp > 1)
-		snprintf(fsdp + strlen(fsdp), sizeof(fsdp) - strlen(fsdp), " tp=%d", run->tp);
+		snprintf(fsdp + strlen(fsdp), sizeof(fsdp) - strlen(fsdp), " tp=%d%s", run->tp,
+		         run->sp ? " sequence_parallel=on" : "");
 	if (run->inject.kind != LKS_FAULT_NONE) {
 		strcpy(fault, " inject: ");
 		lks_fault_format(&run->inject, fault + strlen(fault), sizeof(fault) - strlen(fault));
