@@ -15,7 +15,8 @@
  *      on every core and on one fewer; the CPU time the idle-priority thread that measures
  *      traced tensors got, and how long the step waited for its jobs.
  *   6. FSDP against DP: the run on the case's ranks (2 for a case of one), both ways.
- * Parts 4 to 6 are bench_step_parts.c's.
+ *   7. tensor parallel against DP on those ranks, each untraced and traced.
+ * Parts 4 to 7 are bench_step_parts.c's.
  *
  * With --backend NAME (cuda; cpu too, which tests the path) only parts 1 and 2 run, part 1
  * on that backend opened once, at hidden 1024 at least (the issue's target is for such
@@ -73,6 +74,9 @@ static const char lks_bench_step_help[] =
 	"     overhead, the background thread's CPU time and how long steps waited for its jobs.\n"
 	"  6. FSDP against DP: the run on the case's ranks (2 for a case of one), untraced, as DP\n"
 	"     and as FSDP over every rank; the change per round.\n"
+	"  7. tensor parallel against DP: the same ranks as DP and with tp over all of them (or\n"
+	"     2), each untraced and traced; TP's change against DP, and what tracing costs\n"
+	"     each (a tp group gathers every sharded tensor to trace it whole).\n"
 	"\n"
 	"options:\n"
 	"  --case FILE   the case (default cases/fp8_recipes.ini)\n"
@@ -547,6 +551,11 @@ int lks_bench_step(int argc, char **argv)
 	fflush(stdout);
 	if (lks_step_fsdp(&a, &c, run->name, &dp, &fsdp, &have_mesh)) {
 		fprintf(stderr, "lockstep: bench step: FSDP against DP: %s\n", lks_errmsg());
+		goto out;
+	}
+	fflush(stdout);
+	if (lks_step_tp(&a, &c, run->name)) {
+		fprintf(stderr, "lockstep: bench step: tensor parallel against DP: %s\n", lks_errmsg());
 		goto out;
 	}
 	if (a.keep)

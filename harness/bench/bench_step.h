@@ -109,6 +109,8 @@ int lks_step_bg(const struct lks_step_args *a, const lks_case *c, const lks_run_
 void lks_step_print_bg_part(const struct lks_step_sides *S);
 int lks_step_fsdp(const struct lks_step_args *a, const lks_case *c, const char *name,
                   lks_case *dp, lks_case *fsdp, int *have);
+/* Part 7: tensor parallel against DP on the case's ranks, each untraced and traced. */
+int lks_step_tp(const struct lks_step_args *a, const lks_case *c, const char *name);
 
 /* The column heads; the median step time of side k and, for k other than base, the change
    per round against it (median, interquartile range, min-max, rounds); what the

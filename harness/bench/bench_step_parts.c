@@ -1,7 +1,7 @@
 /*
- * bench_step_parts.c: parts 4, 5 and 6 of 'lockstep bench step' (bench_step.c): the FP8
- * runs' loss gap to BF16, the background thread against the GEMM threads, and FSDP
- * against DP.
+ * bench_step_parts.c: parts 4 to 7 of 'lockstep bench step' (bench_step.c): the FP8
+ * runs' loss gap to BF16, the background thread against the GEMM threads, FSDP against
+ * DP, and tensor parallel against DP with the cost of tracing it.
  */
 #include <math.h>
 #include <stdio.h>
@@ -80,6 +80,78 @@ int lks_step_fsdp(const struct lks_step_args *a, const lks_case *c, const char *
 	lks_step_print_side(&S, 1, 0, 14);
 	lks_step_sides_release(&S);
 	return 0;
+}
+
+/* ---- 7: tensor parallel against DP, and its tracing ---- */
+
+/* The tp of part 7 on W ranks: W, else 2, where it divides the model's ffn and heads. */
+static int lks_step_tp_of(const lks_case *c, int W)
+{
+	const lks_model_cfg *m = &c->model;
+
+	for (int tp = W; tp >= 2; tp = tp == W && W != 2 ? 2 : 1)
+		if (W % tp == 0 && m->ffn % tp == 0 && (!m->attention || m->heads % tp == 0))
+			return tp;
+	return 0;
+}
+
+/* Part 7: the run on W ranks (as part 6) as DP and with its blocks tensor-parallel over tp
+   of them (model_tp.c: partial sums, gathers and scale groups over the host; every tensor
+   of the group traced whole, gathered), each untraced and traced (stats + hashes, no
+   store), in rounds. */
+int lks_step_tp(const struct lks_step_args *a, const lks_case *c, const char *name)
+{
+	int W = c->world_size > 1 ? c->world_size : 2, tp = lks_step_tp_of(c, W), have = 0, rc;
+	char ws[LKS_NAME_MAX + 64], ts[LKS_NAME_MAX + 64];
+	struct lks_step_side side[4];
+	struct lks_step_sides S = { 0 };
+	lks_case dp, tpc;
+
+	if (!tp || (long long)c->model.batch * c->world_size % W) {
+		printf("\n7. tensor parallel against DP: not measured: %s\n", tp ? "the ranks do not "
+		       "divide the global batch" : "no tp of the ranks divides the model's ffn and heads");
+		return 0;
+	}
+	snprintf(ws, sizeof(ws), "run.%s.world_size=%d", name, W);
+	snprintf(ts, sizeof(ts), "run.%s.tp=%d", name, tp);
+	a->sets[a->nsets] = ws;
+	a->sets[a->nsets + 1] = ts;
+	if ((rc = lks_case_load(a->case_path, a->sets, a->nsets + 1, &dp)) == 0) {
+		have = 1;
+		rc = lks_case_load(a->case_path, a->sets, a->nsets + 2, &tpc);
+	}
+	if (rc == 0) {
+		have = 2;
+		for (int k = 0; k < 4; k++)
+			side[k] = (struct lks_step_side){
+				.label = k == 0 ? "DP untraced" : k == 1 ? "DP traced" : k == 2
+				       ? "TP untraced" : "TP traced",
+				.c = k < 2 ? &dp : &tpc, .run = lks_case_run(k < 2 ? &dp : &tpc, name),
+				.no_trace = k % 2 == 0, .threads = a->threads };
+		if ((rc = lks_step_sides_init(&S, side, 4, a->steps, a->reps5, -1)) == 0)
+			rc = lks_step_sides_time(&S, 0);
+	}
+	if (rc == 0) {
+		printf("\n7. tensor parallel against DP: run '%s' on %d ranks (threads), as DP and with\n"
+		       "   tp = %d (partial sums, gathers and FP8 scale groups over the host; each tp\n"
+		       "   group traces whole tensors, gathered), untraced and traced (stats + hashes, no\n"
+		       "   store); %d steps, step 0 left out, %d round%s, the four back to back in each;\n"
+		       "   change: per round, against the row named\n", name, W, tp, S.steps, S.rounds,
+		       S.rounds > 1 ? "s" : "");
+		lks_step_print_head(14, "change");
+		lks_step_print_side(&S, 0, 0, 14);
+		printf("   vs DP untraced:\n");
+		lks_step_print_side(&S, 1, 0, 14);
+		lks_step_print_side(&S, 2, 0, 14);
+		printf("   vs TP untraced (the cost of tracing a sharded run):\n");
+		lks_step_print_side(&S, 3, 2, 14);
+	}
+	lks_step_sides_release(&S);
+	if (have > 0)
+		lks_case_release(&dp);
+	if (have > 1)
+		lks_case_release(&tpc);
+	return rc;
 }
 
 void lks_step_print_bg_part(const struct lks_step_sides *S)

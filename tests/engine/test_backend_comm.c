@@ -253,3 +253,38 @@ Test(backend, an_fsdp_run_on_a_device_backend_stages_through_the_host)
 	lks_case_release(&dp);
 	lks_case_release(&sharded);
 }
+
+/* A tensor-parallel run, with and without sequence parallel, on a backend whose memory is
+   not the host's: its tp group's collectives (partial sums, gathers, the amax of a scale
+   group) go through the host (model_tp.c), so no device communicator is asked for, and its
+   traces and losses are the CPU's bit for bit. */
+Test(backend, a_tp_run_on_a_device_backend_stages_through_the_host)
+{
+	const char *sets[][2] = { { "run.r.tp=2", "run.r.sequence_parallel=off" },
+	                          { "run.r.tp=2", "run.r.sequence_parallel=on" } };
+	lks_backend be = device_backend();
+
+	be.comm = dev_comm;
+	be.alloc = dev_alloc;
+	for (int i = 0; i < 2; i++) {
+		double loss_cpu[3] = { 0 }, loss_be[3] = { 0 };
+		uint64_t hash_cpu, hash_be;
+		int n_cpu, n_be;
+		lks_case c;
+
+		load_case(two_blocks, sets[i], 2, &c);
+		cr_assert_eq(c.runs[0].tp, 2);
+		cr_assert_eq(c.runs[0].sp, i);
+		atomic_store(&dev_made, 0);
+		train(&c, &lks_backend_cpu, loss_cpu, &hash_cpu, &n_cpu);
+		atomic_store(&downloads, 0);
+		train(&c, &be, loss_be, &hash_be, &n_be);
+		cr_expect_eq(atomic_load(&dev_made), 0, "a tp run asked for a device communicator");
+		cr_expect_gt(atomic_load(&downloads), 3 * 2 * 4, "its collectives are staged");
+		cr_expect_gt(n_be, 0);
+		cr_expect_eq(n_be, n_cpu);
+		cr_expect_eq(hash_be, hash_cpu, "%s: the device backend changed the traces", sets[i][1]);
+		cr_expect_eq(memcmp(loss_be, loss_cpu, sizeof(loss_cpu)), 0);
+		lks_case_release(&c);
+	}
+}
