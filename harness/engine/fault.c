@@ -188,6 +188,8 @@ const lks_fault_row lks_fault_rows[LKS_FAULT_COUNT] = {
 	                         .comm = lks_fault_comm, .host_comm = 1, .fsdp = 1 },
 	[LKS_FAULT_AMAX_LOCAL] = { "amax_local", K_TENSOR, K_STEP | K_RANK, .from_step = 1,
 	                           .fits = lks_fault_fits_fp8, .scale_group = 1 },
+	[LKS_FAULT_AMAX_GROUP] = { "amax_group", K_TENSOR, K_STEP | K_RANK, .from_step = 1,
+	                           .fits = lks_fault_fits_fp8, .scale_group = 2 },
 };
 
 const char *lks_fault_kind_name(lks_fault_kind k)
@@ -343,9 +345,12 @@ int lks_fault_fits_mesh(const lks_fault *f, int world_size, int fsdp, int tp)
 	if (row->scale_group && tp < 2)
 		return lks_err("inject: %s acts where a tensor-parallel group reduces an FP8 "
 		               "operand's amax: it needs tp > 1", row->name);
+	if (row->scale_group == 2 && world_size == tp)
+		return lks_err("inject: %s reduces an amax over the dp group: it needs world_size "
+		               "> tp (%d)", row->name, tp);
 	if (f->kind != LKS_FAULT_NONE && !row->scale_group && tp > 1)
 		return lks_err("inject: %s is not built for tensor-parallel runs yet (tp = 1; under "
-		               "tp: amax_local)", row->name);
+		               "tp: amax_local, amax_group)", row->name);
 
 	if (row->fsdp && fsdp != world_size)
 		return lks_err("inject: %s acts in an FSDP run's collectives: it needs fsdp = the "

@@ -21,6 +21,9 @@
  *   amax_local tensor=OPERAND [step=S] [rank=R]         under tp, the FP8 operand's amax is
  *                                                       its shard's, not the group's (torch-
  *                                                       titan #3109), from step S on
+ *   amax_group tensor=OPERAND [step=S] [rank=R]         under dp x tp, the FP8 operand's amax
+ *                                                       reduced over the dp group instead of
+ *                                                       the tp group (Megatron-LM PR #442)
  *
  * A run takes one, as its key 'inject = ...' or from the environment variable
  * LOCKSTEP_INJECT (same syntax, with an optional run=NAME to aim at one run), so that a
@@ -32,7 +35,8 @@
  * backend around the run's (fault_backend.c: bitflip, nan, scale_round_up,
  * stale_bwd_scale), a communicator around the struck rank's end (fault_comm.c:
  * skip_allreduce, rs_drop_tail, ag_stale), and the choice of an operand's scale group
- * (model_tp.c asks lks_fault_amax_local: amax_local), each rank's own
+ * (model_tp.c asks lks_fault_amax_local and lks_fault_amax_group: amax_local,
+ * amax_group), each rank's own
  * (lks_fault_plant_rank). A kind is one row of the table
  * in fault.c (its name, keys, the runs it fits, the seam it wraps) and what its wrapper
  * does.
@@ -55,6 +59,7 @@ typedef enum lks_fault_kind {
 	LKS_FAULT_RS_DROP_TAIL,
 	LKS_FAULT_AG_STALE,
 	LKS_FAULT_AMAX_LOCAL,
+	LKS_FAULT_AMAX_GROUP,
 	LKS_FAULT_COUNT
 } lks_fault_kind;
 
@@ -86,8 +91,8 @@ int lks_fault_fits(const lks_fault *f, int recipe, int checkpoint, int world_siz
 
 /* Whether the fault fits a run's mesh (fsdp or tp groups of world_size ranks): the
    collective faults of FSDP need fsdp = world_size (their wrapper is the group's end),
-   skip_allreduce fsdp = 1, amax_local tp > 1; under tp no other kind is built yet; an
-   error (lks_err) says why not. */
+   skip_allreduce fsdp = 1, amax_local tp > 1, amax_group also world_size > tp; under tp
+   no other kind is built yet; an error (lks_err) says why not. */
 int lks_fault_fits_mesh(const lks_fault *f, int world_size, int fsdp, int tp);
 
 /* bitflip and nan: whether the tensor is one that a rank of model m traces as floats, and
@@ -136,8 +141,13 @@ int lks_fault_plant_rank(const lks_fault *f, int rank, const int *step,
 int lks_fault_plant_check(const lks_fault_plant *p);
 void lks_fault_unplant(lks_fault_plant *p);
 /* amax_local: whether the FP8 operand called name takes its own amax instead of its scale
-   group's on this rank and step (p: the rank's plant, or NULL). */
+   group's on this rank and step (p: the rank's plant, or NULL). amax_group: whether every
+   rank of the run (f, the run's fault) reduces the amax of operand name over the dp group
+   too at step, the collective the struck ranks take instead of the tp group's; and whether
+   this rank is struck (lks_fault_amax_local's p and name). */
 int lks_fault_amax_local(lks_fault_plant *p, const char *name);
+int lks_fault_amax_group(const lks_fault *f, int step, const char *name);
+int lks_fault_amax_group_here(lks_fault_plant *p, const char *name);
 
 /* Whether f's wrapper of a communicator works on host memory: every rank of the run then
    keeps the host's ends (no device communicator). */

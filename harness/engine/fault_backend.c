@@ -80,6 +80,22 @@ int lks_fault_amax_local(lks_fault_plant *w, const char *name)
 	return 1;
 }
 
+int lks_fault_amax_group(const lks_fault *f, int step, const char *name)
+{
+	return f->kind == LKS_FAULT_AMAX_GROUP && step >= f->step && !strcmp(name, f->tensor);
+}
+
+int lks_fault_amax_group_here(lks_fault_plant *w, const char *name)
+{
+	if (!w || !lks_fault_here(w->f, LKS_FAULT_AMAX_GROUP, *w->step, w->rank))
+		return 0;
+	w->seen = 1;
+	if (strcmp(name, w->f->tensor))
+		return 0;
+	w->hits++;
+	return 1;
+}
+
 int lks_fault_plant_check(const lks_fault_plant *w)
 {
 	if (w && lks_fault_rows[w->f->kind].scale_group && !w->hits)

@@ -45,7 +45,8 @@ typedef struct lks_fault_row {
 	int host_comm;          /* its communicator works on host memory */
 	int fsdp;               /* it acts in an FSDP run's collectives (fsdp = world size) */
 	int scale_group;        /* it acts where an FP8 operand's scale group is chosen (tp > 1;
-	                           its tensor is an FP8 operand) */
+	                           its tensor is an FP8 operand); 2: with another mesh
+	                           dimension's group (dp > 1) */
 	int grad_copies;        /* host copies of a rank's gradient its wrapper keeps */
 } lks_fault_row;
 

@@ -172,6 +172,9 @@ typedef struct lks_rank {
 	int64_t nan_count;      /* its non-finite values */
 	struct lks_fsdp *fsdp;  /* its shard of an FSDP run (runner_fsdp.c), or NULL */
 	lks_comm *tpc;          /* its tp group (the model's collectives), or NULL (tp = 1) */
+	lks_comm *dpc;          /* its dp group, where the run's fault reduces an amax over it
+	                           (amax_group), else NULL */
+	const struct lks_fault *amax_fault;  /* that fault (every rank's), or NULL */
 	size_t own0, own1;      /* the parameters it updates: all, or its shard's */
 	float clip_coef;        /* its clip and update tasks (the pool's): the coefficient, */
 	atomic_int task_failed; /* whether a task's backend call failed, */

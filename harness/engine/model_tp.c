@@ -325,6 +325,13 @@ int lks_tp_quantize(lks_rank *r, int li, lks_src src, int transposed, lks_quant 
 		return -1;
 	if (lks_fault_amax_local(r->plant, name))  /* the group's amax, or (a fault) its own */
 		memcpy(h, mine, ns * sizeof(float));
+	/* a fault: every rank reduces over the dp group too; the struck take that */
+	if (r->dpc && lks_fault_amax_group(r->amax_fault, r->tr.step, name)) {
+		if (lks_comm_allreduce_max(r->dpc, mine, ns))
+			return -1;
+		if (lks_fault_amax_group_here(r->plant, name))
+			memcpy(h, mine, ns * sizeof(float));
+	}
 	for (size_t i = 0; i < ns; i++)
 		h[i] = lks_fp8_scale(h[i], q->fmt, q->pow2);
 	if (LKS_BE(r, upload, q->scale, h, ns * sizeof(float)))

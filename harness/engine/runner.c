@@ -222,12 +222,16 @@ static void lks_rank_task(void *arg, int task, int thread)
 		lks_rank_fail(r, 1);
 		return;
 	}
-	/* its tp group, at its first step (a split is a collective) */
-	if (tp > 1 && !r->tpc && (tp == R->W ? (r->tpc = r->comm) == NULL
-	                          : lks_comm_split(r->comm, R->W / tp, r->rank / tp, &r->tpc))) {
+	/* its tp group, at its first step (a split is a collective); its dp group where the
+	   run's fault reduces an amax over it (every rank takes part) */
+	if (tp > 1 && !r->tpc && ((tp == R->W ? (r->tpc = r->comm) == NULL
+	                           : lks_comm_split(r->comm, R->W / tp, r->rank / tp, &r->tpc))
+	                          || (R->run->inject.kind == LKS_FAULT_AMAX_GROUP
+	                              && lks_comm_split(r->comm, tp, r->rank % tp, &r->dpc)))) {
 		lks_rank_fail(r, 1);
 		return;
 	}
+	r->amax_fault = r->dpc ? &R->run->inject : NULL;
 	t0 = lks_now();
 	if (lks_be_upload(r->be, r->bectx, r->tok, tok, T * sizeof(int32_t))
 	    || lks_be_upload(r->be, r->bectx, r->tgt, tgt, T * sizeof(int32_t))

@@ -37,7 +37,9 @@ void lks_runner_release(struct lks_runner *R)
 		lks_fsdp_release(k);
 		if (k->tpc && k->tpc != k->comm)
 			lks_comm_close(k->tpc);
-		k->tpc = NULL;
+		if (k->dpc)
+			lks_comm_close(k->dpc);
+		k->tpc = k->dpc = NULL;
 		lks_rank_release(k);
 		lks_fault_unplant(k->plant);  /* the backend wrapper, after the rank's last use */
 		k->plant = NULL;

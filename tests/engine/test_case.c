@@ -379,7 +379,7 @@ Test(case, errors_name_file_and_line, .init = setup, .fini = teardown)
 		{ BASE "[run c]\nrecipe = fp8_tensorwise\ntp = 2\ninject = nan step=1 rank=0 "
 		  "tensor=embed.out\n",
 		  ":15: run 'c': inject: nan is not built for tensor-parallel runs yet (tp = 1; under "
-		  "tp: amax_local)" },
+		  "tp: amax_local, amax_group)" },
 		{ BASE "[run c]\nrecipe = fp8_tensorwise\ninject = amax_local "
 		  "tensor=blocks.0.mlp.up.fwd.w\n",
 		  ":15: run 'c': inject: amax_local acts where a tensor-parallel group reduces an FP8 "
@@ -389,6 +389,10 @@ Test(case, errors_name_file_and_line, .init = setup, .fini = teardown)
 		  ":15: run 'c': inject: 'blocks.0.mlp.up.out' is not an FP8 operand of the model: "
 		  "amax_local acts on one, named as the trace names it (blocks.0.mlp.up.fwd.w: layer, "
 		  "GEMM, operand x, w or dy; blocks 0 to 1)" },
+		{ BASE "[run c]\nrecipe = fp8_rowwise\ntp = 2\ninject = amax_group "
+		  "tensor=blocks.0.mlp.down.fwd.x\n",
+		  ":15: run 'c': inject: amax_group reduces an amax over the dp group: it needs "
+		  "world_size > tp (2)" },
 		{ BASE "[run c]\nrecipe = bf16\ntp = 2\ninject = amax_local "
 		  "tensor=blocks.0.mlp.up.fwd.w\n",
 		  ":15: run 'c': inject: amax_local needs a recipe whose FP8 scales come from the step's "

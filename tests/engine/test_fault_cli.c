@@ -117,6 +117,7 @@ Test(fault, every_fault_case_is_caught_where_declared, .timeout = 300)
 {
 	static const struct { const char *name, *tensor; int step, rank; } want[] = {
 		{ "ag_stale", "blocks.1.attn_norm.weight", 3, 0 },
+		{ "amax_group", "blocks.1.mlp.down.fwd.x", 2, 0 },
 		{ "amax_local", "blocks.0.mlp.up.fwd.w", 2, 0 },
 		{ "bitflip", "blocks.0.mlp.up.out", 3, 1 },
 		{ "faulty_rank0", "blocks.1.mlp.down.weight", 2, 0 },
@@ -138,8 +139,8 @@ Test(fault, every_fault_case_is_caught_where_declared, .timeout = 300)
 	cr_assert_eq(lks_run_bin(NULL, args, out, sizeof(out)), 0, "%s", out);
 	read_verdicts(db, &v);
 	cr_assert_eq(v.n, NWANT, "one caught check per fault case");
-	/* and amax_local's tp group names its rank (group_names_the_rank) */
-	cr_assert_eq(v.expected_fail, NWANT + 1, "%s", out);
+	/* and amax_local's and amax_group's tp groups name their rank (group_names_the_rank) */
+	cr_assert_eq(v.expected_fail, NWANT + 2, "%s", out);
 	for (int i = 0; i < NWANT; i++) {
 		cr_assert_str_eq(v.seen[i], want[i].name);
 		cr_assert_eq(v.step[i], want[i].step, "%s", want[i].name);
@@ -157,10 +158,10 @@ Test(fault, every_fault_case_is_caught_where_declared, .timeout = 300)
 	cr_assert_not_null(strstr(ev.message, "before the all-reduce"), "%s", ev.message);
 
 	/* the report puts the planted faults beside the verdicts: every one caught (each check
-	   that expects one: amax_local has two) */
+	   that expects one: amax_local and amax_group have two) */
 	snprintf(args, sizeof(args), "report --db '%s' -o '%s/report'", db, dir);
 	cr_assert_eq(lks_run_bin(NULL, args, out, sizeof(out)), 0, "%s", out);
-	cr_assert_not_null(strstr(out, "planted faults: 11 of 11 caught exactly where planted"), "%s", out);
+	cr_assert_not_null(strstr(out, "planted faults: 13 of 13 caught exactly where planted"), "%s", out);
 
 	/* the declared place is held to exactly: one step later is a failure */
 	snprintf(args, sizeof(args), "run '%s/cases/faults/bitflip.ini' --db '%s' --quiet "
@@ -522,26 +523,32 @@ Test(fault, fsdp_collective_faults_found_where_they_strike, .timeout = 300)
 	rmdir(dir);
 }
 
-/* amax_local on layouts, recipes, operands, ranks and steps other than the shipped case
-   (cases/faults/amax_local.ini). Where it strikes depends on the data: the struck rank's
-   own amax differs from its group's only where its shard misses the whole tensor's largest
-   value. So each is held to what must be true wherever it strikes: a bitwise check against
+/* amax_local and amax_group on layouts, recipes, operands, ranks and steps other than the
+   shipped cases (cases/faults/amax_local.ini, amax_group.ini). Where one strikes depends on
+   the data: the struck rank's own amax (or its dp group's) differs from its tp group's only
+   where its shard misses the whole tensor's largest value (or the other replicas' shards
+   hold a larger one). So each is held to what must be true wherever it strikes: a bitwise
+   check against
    the clean run and the tp group's vote find the same first divergence, at the struck
    operand, at or after the fault's step, and the vote (tp >= 3: a majority) names the
    struck rank; both runs' other operands and tensors agree until then (bitwise's first
    divergence is that operand). A struck operand whose scale group is none fails the run. */
-Test(fault, amax_local_found_where_it_strikes, .timeout = 300)
+Test(fault, amax_scale_group_faults_found_where_they_strike, .timeout = 300)
 {
 	static const struct {
-		const char *recipe, *operand;
+		const char *kind, *recipe, *operand;
 		int tp, world, rank, step;
 	} t[] = {
-		{ "fp8_tensorwise", "blocks.1.attn.qkv.fwd.w", 4, 4, 2, 1 },
-		{ "fp8_tensorwise", "blocks.0.mlp.down.dgrad.w", 3, 3, 0, 2 },
-		{ "fp8_rowwise", "blocks.1.mlp.down.fwd.x", 4, 4, 1, 0 },
-		{ "fp8_rowwise", "blocks.0.attn.proj.fwd.w", 3, 6, 2, 1 },
-		{ "fp8_rowwise_gw_hp", "blocks.0.mlp.up.dgrad.dy", 4, 4, 3, 1 },
-		{ "fp8_tensorwise", "blocks.1.mlp.up.wgrad.dy", 2, 4, 1, 1 },
+		{ "amax_local", "fp8_tensorwise", "blocks.1.attn.qkv.fwd.w", 4, 4, 2, 1 },
+		{ "amax_local", "fp8_tensorwise", "blocks.0.mlp.down.dgrad.w", 3, 3, 0, 2 },
+		{ "amax_local", "fp8_rowwise", "blocks.1.mlp.down.fwd.x", 4, 4, 1, 0 },
+		{ "amax_local", "fp8_rowwise", "blocks.0.attn.proj.fwd.w", 3, 6, 2, 1 },
+		{ "amax_local", "fp8_rowwise_gw_hp", "blocks.0.mlp.up.dgrad.dy", 4, 4, 3, 1 },
+		{ "amax_local", "fp8_tensorwise", "blocks.1.mlp.up.wgrad.dy", 2, 4, 1, 1 },
+		/* the dp group's amax: a replica's other batch */
+		{ "amax_group", "fp8_tensorwise", "blocks.0.attn.qkv.dgrad.dy", 3, 6, 4, 1 },
+		{ "amax_group", "fp8_rowwise", "blocks.1.mlp.down.fwd.x", 4, 8, 6, 2 },
+		{ "amax_group", "fp8_tensorwise", "blocks.1.mlp.up.fwd.w", 2, 4, 3, 0 },
 	};
 	char dir[] = "/tmp/lks_fault_amax_XXXXXX", path[600], db[600], args[1600];
 	char text[2048], out[16384];
@@ -558,11 +565,11 @@ Test(fault, amax_local_found_where_it_strikes, .timeout = 300)
 		         "batch = 1\nattention = causal\nheads = 12\n"
 		         "[run clean]\nrecipe = %s\ntp = %d\n"
 		         "[run struck]\nrecipe = %s\ntp = %d\n"
-		         "inject = amax_local tensor=%s rank=%d step=%d\n"
+		         "inject = %s tensor=%s rank=%d step=%d\n"
 		         "[check caught]\nkind = bitwise\na = struck\nb = clean\n"
 		         "[check caught_by_vote]\nkind = ranks_agree\na = struck\n",
-		         t[i].world, t[i].recipe, t[i].tp, t[i].recipe, t[i].tp, t[i].operand,
-		         t[i].rank, t[i].step);
+		         t[i].world, t[i].recipe, t[i].tp, t[i].recipe, t[i].tp, t[i].kind,
+		         t[i].operand, t[i].rank, t[i].step);
 		write_file(path, text);
 		remove_db(db);
 		snprintf(args, sizeof(args), "run '%s' --db '%s' --quiet", path, db);
