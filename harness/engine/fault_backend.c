@@ -69,15 +69,21 @@ int lks_fault_plant_rank(const lks_fault *f, int rank, const int *step, const lk
 	return 0;
 }
 
-int lks_fault_amax_local(lks_fault_plant *w, const char *name)
+/* A scale-group fault of kind on w's rank now, for operand name: struck (counted), or not */
+static int lks_fault_scale_group_hit(lks_fault_plant *w, lks_fault_kind kind, const char *name)
 {
-	if (!w || !lks_fault_here(w->f, LKS_FAULT_AMAX_LOCAL, *w->step, w->rank))
+	if (!w || !lks_fault_here(w->f, kind, *w->step, w->rank))
 		return 0;
 	w->seen = 1;
 	if (strcmp(name, w->f->tensor))
 		return 0;
 	w->hits++;
 	return 1;
+}
+
+int lks_fault_amax_local(lks_fault_plant *w, const char *name)
+{
+	return lks_fault_scale_group_hit(w, LKS_FAULT_AMAX_LOCAL, name);
 }
 
 int lks_fault_amax_group(const lks_fault *f, int step, const char *name)
@@ -87,13 +93,7 @@ int lks_fault_amax_group(const lks_fault *f, int step, const char *name)
 
 int lks_fault_amax_group_here(lks_fault_plant *w, const char *name)
 {
-	if (!w || !lks_fault_here(w->f, LKS_FAULT_AMAX_GROUP, *w->step, w->rank))
-		return 0;
-	w->seen = 1;
-	if (strcmp(name, w->f->tensor))
-		return 0;
-	w->hits++;
-	return 1;
+	return lks_fault_scale_group_hit(w, LKS_FAULT_AMAX_GROUP, name);
 }
 
 int lks_fault_plant_check(const lks_fault_plant *w)
