@@ -95,6 +95,9 @@ static void lks_list_run(const lks_run_cfg *r, int namew)
 	       r->world_size, r->world_size == 1 ? "" : "s");
 	if (r->fsdp > 1)
 		printf(", fsdp %d x dp %d", r->fsdp, r->world_size / r->fsdp);
+	if (r->tp > 1)
+		printf(", tp %d x dp %d%s", r->tp, r->world_size / r->tp,
+		       r->sp ? ", sequence parallel" : "");
 	if (r->checkpoint)
 		printf(", checkpoint blocks");
 	if (lks_recipe_delayed(r->recipe))

@@ -329,3 +329,40 @@ Test(recipe, every_row_is_parsed_listed_and_known_to_the_faults)
 	*dir = 0;
 	rmdir(path);
 }
+
+/* The scale groups (recipe.h): an operand's amax is reduced over the tp group exactly when
+   its scale would otherwise see part of the tensor it scales: a tensorwise scale of any
+   split operand, an axiswise scale along a split reduction dimension; never for an
+   axiswise scale across the split (each row whole on its rank), a delayed scale (its
+   history's amax is reduced over every rank) or an unscaled operand. */
+Test(recipe, scale_groups_follow_the_split)
+{
+	const lks_operand_rule tensor = { LKS_E4M3, LKS_SCALE_TENSOR, 0, 0 };
+	const lks_operand_rule axis = { LKS_E4M3, LKS_SCALE_AXIS, 1, 0 };
+	const lks_operand_rule delayed = { LKS_E4M3, LKS_SCALE_TENSOR, 0, 1 };
+	const lks_operand_rule bf16 = { LKS_BF16, LKS_SCALE_NONE, 0, 0 };
+
+	for (int sh = 0; sh < LKS_SHARD_COUNT; sh++) {
+		cr_assert_eq(lks_recipe_amax_group(&tensor, sh),
+		             sh == LKS_SHARD_NONE ? LKS_GROUP_NONE : LKS_GROUP_TP, "shard %d", sh);
+		cr_assert_eq(lks_recipe_amax_group(&axis, sh),
+		             sh == LKS_SHARD_K ? LKS_GROUP_TP : LKS_GROUP_NONE, "shard %d", sh);
+		cr_assert_eq(lks_recipe_amax_group(&delayed, sh), LKS_GROUP_NONE);
+		cr_assert_eq(lks_recipe_amax_group(&bf16, sh), LKS_GROUP_NONE);
+	}
+	cr_assert_str_eq(lks_amax_group_name(LKS_GROUP_TP), "tp");
+	cr_assert_str_eq(lks_amax_group_name(LKS_GROUP_NONE), "none");
+}
+
+/* 'lockstep list' shows a run's mesh: fsdp, tp and sequence parallel. */
+Test(recipe, list_shows_the_mesh)
+{
+	char args[700], out[16384];
+
+	snprintf(args, sizeof(args), "list '%s/cases/tp.ini' '%s/cases/fsdp.ini'", LKS_SRC,
+	         LKS_SRC);
+	cr_assert_eq(lks_run_bin(NULL, args, out, sizeof(out)), 0, "%s", out);
+	cr_assert_not_null(strstr(out, "4 ranks, tp 2 x dp 2, sequence parallel"), "%s", out);
+	cr_assert_not_null(strstr(out, "2 ranks, tp 2 x dp 1, checkpoint blocks"), "%s", out);
+	cr_assert_not_null(strstr(out, "4 ranks, fsdp 2 x dp 2"), "%s", out);
+}
