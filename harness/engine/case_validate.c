@@ -109,7 +109,7 @@ static int lks_run_mesh(const lks_case *c, const lks_run_cfg *r)
 			               "collectives are the ordered ones over the host "
 			               "(allreduce = ordered)", r->name, r->tp);
 	}
-	if (lks_fault_fits_mesh(&r->inject, r->world_size, r->fsdp, r->tp)) {
+	if (lks_fault_fits_mesh(&r->inject, r->world_size, r->fsdp, r->tp, r->sp)) {
 		char who[LKS_NAME_MAX + 8];
 
 		snprintf(who, sizeof(who), "run '%s'", r->name);

@@ -92,8 +92,10 @@ int lks_fault_fits(const lks_fault *f, int recipe, int checkpoint, int world_siz
 /* Whether the fault fits a run's mesh (fsdp or tp groups of world_size ranks): the
    collective faults of FSDP need fsdp = world_size (their wrapper is the group's end),
    skip_allreduce fsdp = 1, amax_local tp > 1, amax_group also world_size > tp; under tp
-   no other kind is built yet; an error (lks_err) says why not. */
-int lks_fault_fits_mesh(const lks_fault *f, int world_size, int fsdp, int tp);
+   (sp: sequence parallel) bitflip and nan strike a tensor a rank holds whole, not one
+   traced gathered from the group's shards, and no other kind is built yet; an error
+   (lks_err) says why not. */
+int lks_fault_fits_mesh(const lks_fault *f, int world_size, int fsdp, int tp, int sp);
 
 /* bitflip and nan: whether the tensor is one that a rank of model m traces as floats, and
    the element inside it (tokens: a rank's batch x seq); an error (lks_err) says why not: an

@@ -339,8 +339,22 @@ static const float *lks_res_whole(lks_rank *r, const float *g)
 static int lks_sp_param_grad(lks_rank *r, int pi)
 {
 	const lks_ptensor *t = &r->m->t[pi];
+	char what[64];
 
-	return r->sp ? lks_tp_sum(r, r->grads + t->off, t->n, 0) : 0;
+	if (!r->sp)
+		return 0;
+	snprintf(what, sizeof(what), "%s.grad", t->name);
+	return lks_tp_sum(r, r->grads + t->off, t->n, 0, what);
+}
+
+/* A partial sum over the tp group of block l's tensor called "blocks.<l>.<what>" (the name
+   of its NaN/Inf event), summed (lks_tp_reduce). */
+static int lks_tp_reduce_named(lks_rank *r, float *x, int l, const char *what)
+{
+	char name[96];
+
+	snprintf(name, sizeof(name), "blocks.%d.%s", l, what);
+	return lks_tp_reduce(r, x, name);
 }
 
 /* The shape of the attention of rank r: its batch of sequences, the heads, causal. */
@@ -378,7 +392,7 @@ static int lks_block_attn(lks_rank *r, int l, int b)
 	LKS_TRACE_COLS(r, ph, ao, T, D, 1, "blocks.%d.attn.core.out", l);
 	if (lks_linear(r, LKS_LIN_PROJ(m, l), LKS_ROLE_FWD, ao, T, Dl,
 	               lks_tp_weight(r, LKS_LIN_PROJ(m, l)), H, Dl, pr)
-	    || (r->tp > 1 && lks_tp_reduce(r, pr)))
+	    || (r->tp > 1 && lks_tp_reduce_named(r, pr, l, "attn.proj.out")))
 		return -1;
 	LKS_TRACE_RES(r, !r->checkpoint, ph, pr, "blocks.%d.attn.proj.out", l);
 	if (LKS_BE(r, add, x, pr, (size_t)r->Ts * H, xm, r->bf16))
@@ -446,7 +460,7 @@ static int lks_forward(lks_rank *r)
 		x = lks_block_mlp_in(r, l);
 		if (lks_linear(r, LKS_LIN_DOWN(m, l), LKS_ROLE_FWD, r->a + (size_t)b * T * F, T, r->Fl,
 		               lks_tp_weight(r, LKS_LIN_DOWN(m, l)), H, r->Fl, dn)
-		    || (r->tp > 1 && lks_tp_reduce(r, dn)))
+		    || (r->tp > 1 && lks_tp_reduce_named(r, dn, l, "mlp.down.out")))
 			return -1;
 		LKS_TRACE_RES(r, 1, LKS_PHASE_FORWARD, dn, "blocks.%d.mlp.down.out", l);
 		if (LKS_BE(r, add, x, dn, tsh, xn, r->bf16))
@@ -477,9 +491,12 @@ static int lks_linear_bwd(lks_rank *r, int l, int li, int pi, const float *dy, i
 	if (lks_linear(r, li, LKS_ROLE_DGRAD, dy, T, N, lks_tp_weight(r, li), N, K, din)
 	    || lks_linear(r, li, LKS_ROLE_WGRAD, dy, T, N, x, T, K, dw))
 		return -1;
+	char what[64];
+
 	/* under tp: the shard of dW gathered whole; a column-parallel din is a partial sum */
+	snprintf(what, sizeof(what), "%s.in.grad", lks_model_linear_name(&r->m->cfg, li % r->m->lb));
 	if (r->tp > 1 && (lks_tp_gather(r, dw, w->rows, w->cols, dim, nb, r->grads + w->off)
-	                  || (style == LKS_PAR_COL && lks_tp_reduce(r, din))))
+	                  || (style == LKS_PAR_COL && lks_tp_reduce_named(r, din, l, what))))
 		return -1;
 	lks_trace_f32_kept(&r->tr, LKS_PHASE_BACKWARD, r->grads + w->off, w->n, "%s.grad", w->name);
 	/* a row-parallel din is the columns of its input's split; a column-parallel one (K =

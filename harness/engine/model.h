@@ -149,6 +149,13 @@ typedef struct lks_rank {
 	int sp, Ts;
 	int32_t *tsp, *htok;
 	float *spw;
+	/* NaN/Inf in the rank's share of a tp group's collective, a partial sum or an FP8
+	   operand's amax (its first: a rank's first such event only, nan_act_seen): the tensor
+	   it sums into or the operand, and its non-finite count;
+	   nan_act[0] = 0 where none this step (the runner clears it) */
+	char nan_act[96];
+	int64_t nan_act_count;
+	int nan_act_seen;
 	lks_tracer tr;
 
 	/* what the runner keeps of the rank (runner.c): set by the runner, never by the model */
@@ -212,12 +219,16 @@ void lks_tp_release(lks_rank *r);
 int lks_tp_weights(lks_rank *r);
 const float *lks_tp_weight(const lks_rank *r, int li);
 /* x (n floats, backend memory) summed over the group in rank order, then (round: an
-   activation) BF16-rounded where activations are. */
-int lks_tp_sum(lks_rank *r, float *x, size_t n, int round);
+   activation) BF16-rounded where activations are. Before every sum the rank's partial is
+   checked for NaN/Inf, traced or not: the first is recorded (nan_act) as the tensor what. */
+int lks_tp_sum(lks_rank *r, float *x, size_t n, int round, const char *what);
 /* x (T, H), this rank's partial output of a row-parallel layer (or a column-parallel
    layer's dgrad): summed over the group, BF16-rounded; under sequence parallel a
    reduce-scatter: x's first Ts rows get this rank's rows of the sum. */
-int lks_tp_reduce(lks_rank *r, float *x);
+int lks_tp_reduce(lks_rank *r, float *x, const char *what);
+/* Whether a tensor of this name is traced, under tp, as a whole gathered from the group's
+   shards (a copy: a fault that strikes it would strike the copy). */
+int lks_tp_traced_split(const char *name);
 /* Sequence parallel: the whole (T, H) from every rank's (Ts, H) rows (an all-gather along
    the sequence); x (T, H), the same on every rank, cut to this rank's rows in place; the
    rank's tokens (tsp) of the step's (tok). A rank's rows: of each sequence the positions

@@ -25,6 +25,7 @@
  */
 #include "harness/engine/model.h"
 
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -194,10 +195,46 @@ const float *lks_tp_weight(const lks_rank *r, int li)
 	return r->tp > 1 ? r->wl + r->wloff[li] : r->params + lks_lin_weight(r, li)->off;
 }
 
-int lks_tp_sum(lks_rank *r, float *x, size_t n, int round)
+int lks_tp_traced_split(const char *name)
 {
-	if (LKS_BE(r, download, r->tph, x, n * sizeof(float))
-	    || lks_comm_allreduce_sum(r->tpc, r->tph, n)
+	static const char *const split[] = { ".attn.qkv.out", ".attn.core.out", ".mlp.up.out",
+	                                     ".mlp.act.out", ".mlp.up.out.grad",
+	                                     ".attn.qkv.out.grad", ".attn.proj.in.grad",
+	                                     ".mlp.down.in.grad" };
+	size_t len = strlen(name);
+
+	for (size_t i = 0; i < sizeof(split) / sizeof(split[0]); i++) {
+		size_t k = strlen(split[i]);
+
+		if (len > k && !strcmp(name + len - k, split[i]))
+			return 1;
+	}
+	return 0;
+}
+
+/* The rank's share (host, n floats: a partial sum, or an amax) before the group's
+   collective takes it: its first NaN/Inf */
+static void lks_tp_scan(lks_rank *r, const float *h, size_t n, const char *what)
+{
+	int64_t bad = 0;
+
+	if (r->nan_act_seen)
+		return;
+	for (size_t i = 0; i < n; i++)
+		bad += !isfinite(h[i]);
+	if (!bad)
+		return;
+	snprintf(r->nan_act, sizeof(r->nan_act), "%s", what);
+	r->nan_act_count = bad;
+	r->nan_act_seen = 1;
+}
+
+int lks_tp_sum(lks_rank *r, float *x, size_t n, int round, const char *what)
+{
+	if (LKS_BE(r, download, r->tph, x, n * sizeof(float)))
+		return -1;
+	lks_tp_scan(r, r->tph, n, what);
+	if (lks_comm_allreduce_sum(r->tpc, r->tph, n)
 	    || LKS_BE(r, upload, x, r->tph, n * sizeof(float)))
 		return -1;
 	return round && r->bf16 ? LKS_BE(r, round_bf16, x, n) : 0;
@@ -215,15 +252,17 @@ static int lks_sp_put_rows(lks_rank *r, float *x)
 	return LKS_BE(r, upload, x, r->tph + r->tpn, n * sizeof(float));
 }
 
-int lks_tp_reduce(lks_rank *r, float *x)
+int lks_tp_reduce(lks_rank *r, float *x, const char *what)
 {
 	size_t n = (size_t)r->T * (size_t)r->m->cfg.hidden;
 
 	if (!r->sp)
-		return lks_tp_sum(r, x, n, 1);
+		return lks_tp_sum(r, x, n, 1, what);
 	/* the reduce-scatter: the sums of the all-reduce, in the same rank order */
-	if (LKS_BE(r, download, r->tph, x, n * sizeof(float))
-	    || lks_comm_allreduce_sum(r->tpc, r->tph, n) || lks_sp_put_rows(r, x))
+	if (LKS_BE(r, download, r->tph, x, n * sizeof(float)))
+		return -1;
+	lks_tp_scan(r, r->tph, n, what);
+	if (lks_comm_allreduce_sum(r->tpc, r->tph, n) || lks_sp_put_rows(r, x))
 		return -1;
 	return r->bf16 ? LKS_BE(r, round_bf16, x, (size_t)r->Ts * r->m->cfg.hidden) : 0;
 }
@@ -320,6 +359,7 @@ int lks_tp_quantize(lks_rank *r, int li, lks_src src, int transposed, lks_quant 
 		return 0;
 	if (LKS_BE(r, quantize, q) || LKS_BE(r, download, h, q->amax, ns * sizeof(float)))
 		return -1;
+	lks_tp_scan(r, h, ns, name);  /* a NaN amax would spread to the group's scales */
 	memcpy(mine, h, ns * sizeof(float));
 	if (lks_comm_allreduce_max(r->tpc, h, ns))
 		return -1;

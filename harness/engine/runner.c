@@ -134,7 +134,9 @@ static int lks_rank_finish(struct lks_runner *R, lks_rank *r, double gnorm)
 		.row = { R->step, r->rank, r->loss / r->T, gnorm, R->lr, r->time, bad,
 		         lks_be_mem_peak(r->be, r->bectx) },
 		.loss = r->loss, .nan_tensor = r->nan_tensor, .nan_count = r->nan_count,
+		.nan_act_count = r->nan_act_count,
 	};
+	memcpy(out.nan_act, r->nan_act, sizeof(out.nan_act));
 	if (lks_step_delayed(R, r)
 	    || lks_comm_gather(r->comm, tr->rows, tr->nrows * sizeof(*tr->rows),
 	                       root ? &rows : NULL, root ? R->counts : NULL)
@@ -218,6 +220,7 @@ static void lks_rank_task(void *arg, int task, int thread)
 	lks_tracer_begin_step(&r->tr, R->step);
 	r->failed = 0;
 	r->nan_tensor = -1;
+	r->nan_act[0] = 0;
 	if (R->run->fsdp > 1 && !r->fsdp && lks_fsdp_setup(R, r)) {  /* its first step */
 		lks_rank_fail(r, 1);
 		return;
@@ -315,13 +318,24 @@ static float lks_schedule(const lks_optim_cfg *o, int step, int steps)
 }
 
 /* The ranks' NaN/Inf found before this step's all-reduce (lks_scan_grads, a rank's first
-   only), as rank 0 gathered them: an event each, in rank order. */
+   only), and before a tp group's sum of partials in the step (model_tp.c, a rank's first
+   only), as rank 0 gathered them: an event each, in rank order, a rank's partial first (it
+   came first in the step). */
 static void lks_check_grads(struct lks_runner *R, lks_store *store, int64_t run_id, int step,
                             lks_run_result *res)
 {
 	for (int r = 0; r < R->W; r++) {
 		const struct lks_rank_out *out = &R->outs[r];
 		char name[64], msg[128];
+
+		if (out->nan_act[0]) {
+			res->nonfinite_events++;
+			snprintf(msg, sizeof(msg), "%lld non-finite values in rank %d's share (a partial "
+			         "sum, or an FP8 operand's amax) before the tp group's collective",
+			         (long long)out->nan_act_count, r);
+			if (store)
+				lks_store_event(store, run_id, step, r, out->nan_act, "nonfinite_tp", msg);
+		}
 
 		if (out->nan_tensor < 0 || out->nan_tensor >= R->m.nt)
 			continue;

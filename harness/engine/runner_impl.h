@@ -43,6 +43,9 @@ struct lks_runner {
 		double loss;        /* the sum over its tokens */
 		int nan_tensor;     /* the step's first non-finite gradient tensor, or -1 */
 		int64_t nan_count;  /* its non-finite values */
+		char nan_act[96];   /* the tensor of a non-finite partial before the tp group's
+		                       sum (model.h), "" where none */
+		int64_t nan_act_count;
 	} *outs;                /* (W) */
 	lks_update_part *parts; /* (m.nt) AdamW's parts, by offset, for a backend's update */
 	float lr, bc1, bc2, b1pow, b2pow;

@@ -376,10 +376,10 @@ Test(case, errors_name_file_and_line, .init = setup, .fini = teardown)
 		{ BASE "[run c]\nrecipe = bf16\ntp = 2\nallreduce = nccl\n",
 		  ":15: run 'c': tp 2 with allreduce = nccl: a tensor-parallel run's collectives are "
 		  "the ordered ones over the host (allreduce = ordered)" },
-		{ BASE "[run c]\nrecipe = fp8_tensorwise\ntp = 2\ninject = nan step=1 rank=0 "
-		  "tensor=embed.out\n",
-		  ":15: run 'c': inject: nan is not built for tensor-parallel runs yet (tp = 1; under "
-		  "tp: amax_local, amax_group)" },
+		{ BASE "[run c]\nrecipe = fp8_tensorwise\ntp = 2\ninject = skip_allreduce step=1 "
+		  "rank=0\n",
+		  ":15: run 'c': inject: skip_allreduce is not built for tensor-parallel runs yet (tp "
+		  "= 1; under tp: bitflip, nan, amax_local, amax_group)" },
 		{ BASE "[run c]\nrecipe = fp8_tensorwise\ninject = amax_local "
 		  "tensor=blocks.0.mlp.up.fwd.w\n",
 		  ":15: run 'c': inject: amax_local acts where a tensor-parallel group reduces an FP8 "

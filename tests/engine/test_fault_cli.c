@@ -598,3 +598,79 @@ Test(fault, amax_scale_group_faults_found_where_they_strike, .timeout = 300)
 	unlink(path);
 	rmdir(dir);
 }
+
+/* Rank r's tp-collective event (kind nonfinite_tp) of the latest run, if any: 1, else 0. */
+static int tp_event(const char *db, int r, struct event *ev)
+{
+	sqlite3 *h;
+	sqlite3_stmt *st;
+	int found;
+
+	cr_assert_eq(sqlite3_open_v2(db, &h, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
+	cr_assert_eq(sqlite3_prepare_v2(h, "SELECT step, rank, tensor, message FROM events WHERE "
+	             "kind = 'nonfinite_tp' AND rank = ?1 AND run_id = (SELECT max(run_id) FROM "
+	             "runs)", -1, &st, NULL), SQLITE_OK, "%s", sqlite3_errmsg(h));
+	sqlite3_bind_int(st, 1, r);
+	if ((found = sqlite3_step(st) == SQLITE_ROW)) {
+		ev->step = sqlite3_column_int(st, 0);
+		ev->rank = sqlite3_column_int(st, 1);
+		snprintf(ev->tensor, sizeof(ev->tensor), "%s", (const char *)sqlite3_column_text(st, 2));
+		snprintf(ev->message, sizeof(ev->message), "%s", (const char *)sqlite3_column_text(st, 3));
+	}
+	sqlite3_finalize(st);
+	sqlite3_close(h);
+	return found;
+}
+
+/* A NaN on one rank of a tp group is named before the group's collectives spread it: the
+   struck rank's share of the first collective it reaches (a partial sum in bf16; in
+   fp8_rowwise the amax of the next K-split operand, which the group's max would spread to
+   every rank's scales), at its step; the other rank's first event is a later tensor of the
+   same step. A NaN aimed at a tensor traced as a gathered copy is refused when the case is
+   read. */
+Test(fault, a_nan_in_a_tp_group_is_named_before_its_collective, .timeout = 120)
+{
+	static const struct { const char *recipe, *struck, *other; } t[] = {
+		{ "bf16", "blocks.1.attn.proj.out", "blocks.1.mlp.down.out" },
+		{ "fp8_rowwise", "blocks.1.attn.proj.fwd.x", "blocks.1.attn.proj.out" },
+	};
+	char dir[] = "/tmp/lks_fault_tpnan_XXXXXX", path[600], db[600], args[1600];
+	char text[1024], out[16384];
+	struct event ev;
+
+	cr_assert_not_null(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/n.ini", dir);
+	snprintf(db, sizeof(db), "%s/n.db", dir);
+	for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
+		snprintf(text, sizeof(text), "[case]\nsteps = 4\nworld_size = 2\n"
+		         "[model]\nvocab = 64\nhidden = 32\nffn = 64\nlayers = 2\nseq = 8\nbatch = 2\n"
+		         "attention = causal\nheads = 2\n"
+		         "[run struck]\nrecipe = %s\ntp = 2\n"
+		         "inject = nan step=2 rank=1 tensor=blocks.1.attn_norm.out element=5\n"
+		         "[check caught]\nkind = finite\na = struck\nexpect = fail\nstep = 2\n"
+		         "tensor = blocks.1.attn_norm.out\n", t[i].recipe);
+		write_file(path, text);
+		remove_db(db);
+		snprintf(args, sizeof(args), "run '%s' --db '%s' --quiet", path, db);
+		cr_assert_eq(lks_run_bin(NULL, args, out, sizeof(out)), 0, "%s", out);
+		cr_assert(tp_event(db, 1, &ev), "%s: no event on rank 1", t[i].recipe);
+		cr_assert_eq(ev.step, 2);
+		cr_assert_str_eq(ev.tensor, t[i].struck);
+		cr_assert_not_null(strstr(ev.message, "before the tp group's collective"), "%s",
+		                   ev.message);
+		cr_assert(tp_event(db, 0, &ev), "%s: no event on rank 0", t[i].recipe);
+		cr_assert_eq(ev.step, 2);
+		cr_assert_str_eq(ev.tensor, t[i].other);
+	}
+	/* a gathered copy: refused, naming the file and line of the run */
+	write_file(path, "[case]\nsteps = 4\nworld_size = 2\n[model]\nvocab = 64\nhidden = 32\n"
+	           "ffn = 64\nlayers = 2\nseq = 8\nbatch = 2\n[run struck]\nrecipe = bf16\n"
+	           "tp = 2\ninject = nan step=2 rank=1 tensor=blocks.1.mlp.up.out\n");
+	snprintf(args, sizeof(args), "run '%s' --db '%s' --quiet", path, db);
+	cr_assert_eq(lks_run_bin(NULL, args, out, sizeof(out)), 2, "%s", out);
+	cr_assert_not_null(strstr(out, "n.ini:11: run 'struck': inject: nan strikes a tensor"),
+	                   "%s", out);
+	remove_db(db);
+	unlink(path);
+	rmdir(dir);
+}
