@@ -73,6 +73,15 @@ struct event {
 	char tensor[128], message[256];
 };
 
+/* An event's row (step, rank, tensor, message) from st into ev. */
+static void event_of(sqlite3_stmt *st, struct event *ev)
+{
+	ev->step = sqlite3_column_int(st, 0);
+	ev->rank = sqlite3_column_int(st, 1);
+	snprintf(ev->tensor, sizeof(ev->tensor), "%s", (const char *)sqlite3_column_text(st, 2));
+	snprintf(ev->message, sizeof(ev->message), "%s", (const char *)sqlite3_column_text(st, 3));
+}
+
 /* The first event the runner stored for the case's runs. */
 static void first_event(const char *db, const char *case_name, struct event *ev)
 {
@@ -85,10 +94,7 @@ static void first_event(const char *db, const char *case_name, struct event *ev)
 	             -1, &st, NULL), SQLITE_OK, "%s", sqlite3_errmsg(h));
 	sqlite3_bind_text(st, 1, case_name, -1, SQLITE_STATIC);
 	cr_assert_eq(sqlite3_step(st), SQLITE_ROW, "no event for '%s'", case_name);
-	ev->step = sqlite3_column_int(st, 0);
-	ev->rank = sqlite3_column_int(st, 1);
-	snprintf(ev->tensor, sizeof(ev->tensor), "%s", (const char *)sqlite3_column_text(st, 2));
-	snprintf(ev->message, sizeof(ev->message), "%s", (const char *)sqlite3_column_text(st, 3));
+	event_of(st, ev);
 	sqlite3_finalize(st);
 	sqlite3_close(h);
 }
@@ -611,12 +617,8 @@ static int tp_event(const char *db, int r, struct event *ev)
 	             "kind = 'nonfinite_tp' AND rank = ?1 AND run_id = (SELECT max(run_id) FROM "
 	             "runs)", -1, &st, NULL), SQLITE_OK, "%s", sqlite3_errmsg(h));
 	sqlite3_bind_int(st, 1, r);
-	if ((found = sqlite3_step(st) == SQLITE_ROW)) {
-		ev->step = sqlite3_column_int(st, 0);
-		ev->rank = sqlite3_column_int(st, 1);
-		snprintf(ev->tensor, sizeof(ev->tensor), "%s", (const char *)sqlite3_column_text(st, 2));
-		snprintf(ev->message, sizeof(ev->message), "%s", (const char *)sqlite3_column_text(st, 3));
-	}
+	if ((found = sqlite3_step(st) == SQLITE_ROW))
+		event_of(st, ev);
 	sqlite3_finalize(st);
 	sqlite3_close(h);
 	return found;
