@@ -91,6 +91,8 @@ static const struct lks_key lks_run_keys[] = {
 	KEY_INT(lks_run_cfg, tp, 1, LKS_WORLD_CAP, 0),
 	{ "sequence_parallel", LKS_KEY_CHOICE, offsetof(lks_run_cfg, sp), 0, 0, 0, 0, 0, 0,
 	  lks_onoff_names },
+	{ "fp8_all_gather", LKS_KEY_CHOICE, offsetof(lks_run_cfg, fp8_all_gather), 0, 0, 0, 0, 0,
+	  0, lks_onoff_names },
 	KEY_INT(lks_run_cfg, amax_history, 1, 65536, 0),
 	{ "amax_algo", LKS_KEY_CHOICE, offsetof(lks_run_cfg, amax_most_recent), 0, 0, 0, 0, 0, 0,
 	  lks_amax_algo_names },

@@ -87,6 +87,18 @@ static int lks_run_mesh(const lks_case *c, const lks_run_cfg *r)
 {
 	const lks_model_cfg *m = &c->model;
 
+	if (r->fp8_all_gather) {
+		const lks_operand_rule *w = &lks_recipe_rules_of(r->recipe)->op[LKS_ROLE_FWD][1];
+
+		if (r->fsdp < 2)
+			return lks_err("run '%s': fp8_all_gather = on needs fsdp > 1 (it gathers the "
+			               "FSDP shards of the weights as FP8)", r->name);
+		if ((w->dtype != LKS_E4M3 && w->dtype != LKS_E5M2) || w->scaling != LKS_SCALE_TENSOR)
+			return lks_err("run '%s': fp8_all_gather = on needs a recipe that scales the "
+			               "forward's weight per tensor in FP8 (fp8_tensorwise, fp8_delayed), "
+			               "as torchao's float8 all-gather does; %s does not", r->name,
+			               lks_recipe_name(r->recipe));
+	}
 	if (r->sp && r->tp < 2)
 		return lks_err("run '%s': sequence_parallel = on needs tp > 1 (it shards the "
 		               "sequence over the tp group)", r->name);

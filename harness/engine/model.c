@@ -198,6 +198,12 @@ static int lks_prep_operand(lks_rank *r, const lks_operand_rule *rule, const flo
 	/* under tp its scale group may reduce the amax first (model_tp.c) */
 	if (r->tp > 1 && lks_tp_quantize(r, li, src_kind, transposed, &q, tname, &done))
 		return -1;
+	/* under FSDP with fp8_all_gather the forward's weight comes as gathered FP8 codes */
+	if (!done && r->fp8_gather && src_kind == LKS_SRC_W && !transposed) {
+		if (r->fp8_gather(r, src, n, &q))
+			return -1;
+		done = 1;
+	}
 	if (!done && LKS_BE(r, quantize, &q))
 		return -1;
 	if (rule->delayed && record) {  /* the history is the host's: one float comes back */

@@ -178,6 +178,9 @@ typedef struct lks_rank {
 	int nan_tensor;         /* this step's first non-finite gradient tensor, or -1 */
 	int64_t nan_count;      /* its non-finite values */
 	struct lks_fsdp *fsdp;  /* its shard of an FSDP run (runner_fsdp.c), or NULL */
+	/* FSDP's FP8 all-gather (runner_fsdp.c), or NULL: the forward's operand q of weight w
+	   (n floats of params) cast shard by shard and gathered, in place of quantize */
+	int (*fp8_gather)(struct lks_rank *r, const float *w, size_t n, lks_quant *q);
 	lks_comm *tpc;          /* its tp group (the model's collectives), or NULL (tp = 1) */
 	lks_comm *dpc;          /* its dp group, where the run's fault reduces an amax over it
 	                           (amax_group), else NULL */

@@ -424,7 +424,8 @@ static char *lks_run_options(const lks_run_cfg *run, const char *overrides)
 	char *s = malloc(n), fault[600] = "", fsdp[80] = "";
 
 	if (run->fsdp > 1)
-		snprintf(fsdp, sizeof(fsdp), " fsdp=%d", run->fsdp);
+		snprintf(fsdp, sizeof(fsdp), " fsdp=%d%s", run->fsdp,
+		         run->fp8_all_gather ? " fp8_all_gather=on" : "");
 	if (run->tp > 1)
 		snprintf(fsdp + strlen(fsdp), sizeof(fsdp) - strlen(fsdp), " tp=%d%s", run->tp,
 		         run->sp ? " sequence_parallel=on" : "");

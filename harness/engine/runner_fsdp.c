@@ -14,12 +14,22 @@
  * with dp > 1 the shard's sums are grouped ((g_0 + g_1) + (g_2 + g_3)), close to DP's.
  * The collectives are comm_group.c's, over the ranks' host ends (a device communicator is
  * refused when the case is read); a backend whose memory is not the host's is staged.
+ *
+ * fp8_all_gather (torchao's enable_fsdp_float8_all_gather): the forward's FP8 weight is not
+ * cast from the gathered fp32 weight but made from the shards: each rank takes the amax of
+ * its part of the weight, the group's max of them gives the scale (a delayed scale is the
+ * history's, as every rank's), each rank casts its part (kernels/element/cast.h, the lines
+ * every backend runs), and the codes are gathered. The scale is the whole weight's, so the
+ * codes are those of casting it whole: DP's, bit for bit.
  */
 #include "harness/engine/runner_impl.h"
 
+#include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "kernels/element/cast.h"
 #include "kernels/err.h"
 
 struct lks_fsdp {
@@ -46,6 +56,52 @@ static int lks_fsdp_parts(struct lks_runner *R, struct lks_fsdp *f, size_t a, si
 	return 0;
 }
 
+/* fp8_all_gather: q, the forward's operand of weight w (n floats of r->params, whole on
+   every rank), its codes made from the shards and gathered (the file's comment). */
+static int lks_fsdp_fp8_weight(lks_rank *r, const float *w, size_t n, lks_quant *q)
+{
+	struct lks_fsdp *f = r->fsdp;
+	size_t off = (size_t)(w - r->params);
+	size_t a = off > r->own0 ? off : r->own0, b = off + n < r->own1 ? off + n : r->own1;
+	size_t k = b > a ? b - a : 0;
+	lks_fp8_spec spec = lks_fp8_spec_of(q->fmt);
+	lks_cast_counts cnt = { 0, 0 };
+	float amax = 0.0f, scale, c[4], *mine = f->own, *all = f->all;
+	uint8_t *codes = (uint8_t *)f->all;
+
+	if (k && lks_be_download(r->be, r->bectx, mine, r->params + a, k * sizeof(float)))
+		return -1;
+	for (size_t i = 0; i < k; i++)
+		amax = lks_nanmax(amax, fabsf(mine[i]));
+	if (lks_comm_allreduce_max(f->shard, &amax, 1))
+		return -1;
+	if (q->scale_given) {
+		if (lks_be_download(r->be, r->bectx, &scale, q->scale, sizeof(float)))
+			return -1;
+	} else {
+		scale = lks_fp8_scale(amax, q->fmt, q->pow2);
+	}
+	/* the gather: each rank's codes (as floats, exact) in their place, -0.0 elsewhere */
+	for (size_t i = 0; i < n; i++)
+		all[i] = -0.0f;
+	for (size_t i = 0; i < k; i++)
+		all[a - off + i] = (float)lks_cast_one(mine[i], scale, &spec, &cnt);
+	c[0] = (float)(cnt.underflow >> 24);
+	c[1] = (float)(cnt.underflow & 0xffffff);
+	c[2] = (float)(cnt.saturated >> 24);
+	c[3] = (float)(cnt.saturated & 0xffffff);
+	if (lks_comm_allreduce_sum(f->shard, all, n) || lks_comm_allreduce_sum(f->shard, c, 4))
+		return -1;
+	for (size_t i = 0; i < n; i++)  /* in place: byte i lies in float i / 4, already read */
+		codes[i] = (uint8_t)all[i];
+	q->underflow = ((uint64_t)c[0] << 24) + (uint64_t)c[1];
+	q->saturated = ((uint64_t)c[2] << 24) + (uint64_t)c[3];
+	if (lks_be_upload(r->be, r->bectx, q->q, codes, n)
+	    || lks_be_upload(r->be, r->bectx, q->scale, &scale, sizeof(float)))
+		return -1;
+	return q->amax ? lks_be_upload(r->be, r->bectx, q->amax, &amax, sizeof(float)) : 0;
+}
+
 int lks_fsdp_setup(struct lks_runner *R, lks_rank *r)
 {
 	int F = R->run->fsdp, D = R->W / F;
@@ -63,6 +119,8 @@ int lks_fsdp_setup(struct lks_runner *R, lks_rank *r)
 		return lks_err("out of memory");
 	if (lks_fsdp_parts(R, f, r->own0, r->own1))
 		return -1;
+	if (R->run->fp8_all_gather)
+		r->fp8_gather = lks_fsdp_fp8_weight;
 	/* every rank splits, in the same order: the fsdp groups, then the dp groups */
 	if (F == R->W) {
 		f->shard = r->comm;
@@ -89,6 +147,7 @@ void lks_fsdp_release(lks_rank *r)
 	free(f->parts);
 	free(f);
 	r->fsdp = NULL;
+	r->fp8_gather = NULL;
 }
 
 const float *lks_fsdp_gathered(const lks_rank *r)

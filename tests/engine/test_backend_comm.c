@@ -254,33 +254,42 @@ Test(backend, an_fsdp_run_on_a_device_backend_stages_through_the_host)
 	lks_case_release(&sharded);
 }
 
-/* A tensor-parallel run, with and without sequence parallel, on a backend whose memory is
-   not the host's: its tp group's collectives (partial sums, gathers, the amax of a scale
-   group) go through the host (model_tp.c), so no device communicator is asked for, and its
+/* A tensor-parallel run, with and without sequence parallel, and an FSDP run with FP8
+   all-gather, on a backend whose memory is not the host's: their groups' collectives
+   (partial sums, gathers, the amax of a scale group, the shards' FP8 codes) go through the
+   host (model_tp.c, runner_fsdp.c), so no device communicator is asked for, and their
    traces and losses are the CPU's bit for bit. */
 Test(backend, a_tp_run_on_a_device_backend_stages_through_the_host)
 {
-	const char *sets[][2] = { { "run.r.tp=2", "run.r.sequence_parallel=off" },
-	                          { "run.r.tp=2", "run.r.sequence_parallel=on" } };
+	const char *sets[][3] = {
+		{ "run.r.tp=2", "run.r.sequence_parallel=off", "run.r.recipe=fp8_rowwise" },
+		{ "run.r.tp=2", "run.r.sequence_parallel=on", "run.r.recipe=fp8_tensorwise" },
+		{ "run.r.fsdp=2", "run.r.fp8_all_gather=on", "run.r.recipe=fp8_tensorwise" },
+	};
 	lks_backend be = device_backend();
 
 	be.comm = dev_comm;
 	be.alloc = dev_alloc;
-	for (int i = 0; i < 2; i++) {
+	for (int i = 0; i < 3; i++) {
 		double loss_cpu[3] = { 0 }, loss_be[3] = { 0 };
 		uint64_t hash_cpu, hash_be;
 		int n_cpu, n_be;
 		lks_case c;
 
-		load_case(two_blocks, sets[i], 2, &c);
-		cr_assert_eq(c.runs[0].tp, 2);
-		cr_assert_eq(c.runs[0].sp, i);
+		load_case(two_blocks, sets[i], 3, &c);
+		cr_assert_eq(c.runs[0].tp, i < 2 ? 2 : 1);
+		cr_assert_eq(c.runs[0].sp, i == 1);
+		cr_assert_eq(c.runs[0].fp8_all_gather, i == 2);
 		atomic_store(&dev_made, 0);
 		train(&c, &lks_backend_cpu, loss_cpu, &hash_cpu, &n_cpu);
 		atomic_store(&downloads, 0);
 		train(&c, &be, loss_be, &hash_be, &n_be);
-		cr_expect_eq(atomic_load(&dev_made), 0, "a tp run asked for a device communicator");
-		cr_expect_gt(atomic_load(&downloads), 3 * 2 * 4, "its collectives are staged");
+		cr_expect_eq(atomic_load(&dev_made), 0, "%s asked for a device communicator",
+		             sets[i][1]);
+		/* at least three a step and rank: tp, the weights' shards, a partial sum of each
+		   block; FSDP, the gradient, the parameters, and a weight's part cast to FP8 */
+		cr_expect_geq(atomic_load(&downloads), 3 * 2 * 3, "%s: its collectives are staged "
+		              "(%d downloads)", sets[i][1], atomic_load(&downloads));
 		cr_expect_gt(n_be, 0);
 		cr_expect_eq(n_be, n_cpu);
 		cr_expect_eq(hash_be, hash_cpu, "%s: the device backend changed the traces", sets[i][1]);

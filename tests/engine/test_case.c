@@ -362,6 +362,16 @@ Test(case, errors_name_file_and_line, .init = setup, .fini = teardown)
 		  "its gradients)" },
 		{ BASE "[run c]\nrecipe = bf16\nfsdp = 0\n",
 		  ":17: bad value '0' for 'fsdp' in [run c]: want an integer in [1, 1024]" },
+		{ BASE "[run c]\nrecipe = fp8_tensorwise\nfp8_all_gather = on\n",
+		  ":15: run 'c': fp8_all_gather = on needs fsdp > 1 (it gathers the FSDP shards of "
+		  "the weights as FP8)" },
+		{ BASE "[run c]\nrecipe = fp8_rowwise\nfsdp = 2\nfp8_all_gather = on\n",
+		  ":15: run 'c': fp8_all_gather = on needs a recipe that scales the forward's weight "
+		  "per tensor in FP8 (fp8_tensorwise, fp8_delayed), as torchao's float8 all-gather "
+		  "does; fp8_rowwise does not" },
+		{ BASE "[run c]\nrecipe = bf16\nsequence_parallel = on\n",
+		  ":15: run 'c': sequence_parallel = on needs tp > 1 (it shards the sequence over the "
+		  "tp group)" },
 		{ BASE "[run c]\nrecipe = bf16\ntp = 3\n",
 		  ":15: run 'c': tp 3 does not divide its world size 2" },
 		{ BASE "[run c]\nrecipe = bf16\ntp = 2\nfsdp = 2\n",
