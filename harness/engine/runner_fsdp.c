@@ -1,8 +1,11 @@
 /*
  * runner_fsdp.c: a run's ranks as FSDP shards (fsdp = F in the run; runner_impl.h).
  *
- * The ranks form groups of F consecutive ranks (the mesh's fsdp dimension, innermost, as
- * torchtitan's dp_shard), and the world size / F groups replicate one another (dp). The
+ * The ranks form groups of F ranks (the mesh's fsdp dimension, innermost but for tp, as
+ * torchtitan's dp_shard: F consecutive ranks without tp), and the world size / F / tp
+ * groups replicate one another (dp). Under tp every rank of a tp group holds the group's
+ * whole gradient (model_tp.c), so the ranks of each tp index form their own fsdp groups and
+ * sum the same values: the same shards on every tp rank. The
  * flat parameter vector, padded to F shards of S floats, is sharded over a group: rank r
  * owns shard r mod F, the parameters it updates and AdamW's state of them.
  *   - gradients: reduce-scattered over the fsdp group in rank order, then each shard
@@ -104,14 +107,15 @@ static int lks_fsdp_fp8_weight(lks_rank *r, const float *w, size_t n, lks_quant 
 
 int lks_fsdp_setup(struct lks_runner *R, lks_rank *r)
 {
-	int F = R->run->fsdp, D = R->W / F;
+	/* the mesh dp x fsdp x tp, tp innermost: rank = (d F + s) P + t */
+	int F = R->run->fsdp, P = R->run->tp > 1 ? R->run->tp : 1, D = R->W / F / P;
 	struct lks_fsdp *f = calloc(1, sizeof(*f));
 
 	if (!f)
 		return lks_err("out of memory");
 	r->fsdp = f;
 	f->S = ((R->m.nparams + (size_t)F - 1) / (size_t)F + 15) & ~(size_t)15;
-	r->own0 = (size_t)(r->rank % F) * f->S;
+	r->own0 = (size_t)(r->rank / P % F) * f->S;
 	r->own1 = r->own0 + f->S < R->m.nparams ? r->own0 + f->S : R->m.nparams;
 	r->own0 = r->own0 < R->m.nparams ? r->own0 : R->m.nparams;
 	if (!(f->all = calloc((size_t)F * f->S, sizeof(float)))
@@ -121,13 +125,14 @@ int lks_fsdp_setup(struct lks_runner *R, lks_rank *r)
 		return -1;
 	if (R->run->fp8_all_gather)
 		r->fp8_gather = lks_fsdp_fp8_weight;
-	/* every rank splits, in the same order: the fsdp groups, then the dp groups */
+	/* every rank splits, in the same order: the fsdp groups (one per replica d and tp
+	   index t), then the dp groups (one per shard s and t) */
 	if (F == R->W) {
 		f->shard = r->comm;
 		return 0;
 	}
-	if (lks_comm_split(r->comm, D, r->rank / F, &f->shard)
-	    || lks_comm_split(r->comm, F, r->rank % F, &f->rep))
+	if (lks_comm_split(r->comm, D * P, r->rank / (F * P) * P + r->rank % P, &f->shard)
+	    || (D > 1 && lks_comm_split(r->comm, F * P, r->rank % (F * P), &f->rep)))
 		return -1;
 	return 0;
 }

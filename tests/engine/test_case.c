@@ -375,8 +375,11 @@ Test(case, errors_name_file_and_line, .init = setup, .fini = teardown)
 		{ BASE "[run c]\nrecipe = bf16\ntp = 3\n",
 		  ":15: run 'c': tp 3 does not divide its world size 2" },
 		{ BASE "[run c]\nrecipe = bf16\ntp = 2\nfsdp = 2\n",
-		  ":15: run 'c': fsdp 2 with tp 2: FSDP under tensor parallel is not built yet (fsdp "
-		  "or tp, each with dp)" },
+		  ":15: run 'c': fsdp 2 x tp 2 does not divide its world size 2" },
+		{ BASE "[run c]\nrecipe = fp8_tensorwise\ntp = 2\nfsdp = 2\nworld_size = 4\n"
+		  "fp8_all_gather = on\n",
+		  ":15: run 'c': fp8_all_gather = on with tp 2: the FP8 all-gather of tensor-parallel "
+		  "shards is not built yet" },
 		{ CASE_HDR "[model]\nvocab = 256\nhidden = 64\nffn = 127\nlayers = 2\nseq = 16\n"
 		  "batch = 2\n" RUNS "[run c]\nrecipe = bf16\ntp = 2\nworld_size = 2\n",
 		  ":15: run 'c': tp 2 does not divide the model's ffn (127)" },
