@@ -97,8 +97,8 @@ static void lks_list_run(const lks_run_cfg *r, int namew)
 		printf(", fsdp %d x dp %d%s", r->fsdp, r->world_size / r->fsdp,
 		       r->fp8_all_gather ? ", fp8 all-gather" : "");
 	if (r->tp > 1)
-		printf(", tp %d x dp %d%s", r->tp, r->world_size / r->tp,
-		       r->sp ? ", sequence parallel" : "");
+		printf(", tp %d x dp %d%s%s", r->tp, r->world_size / r->tp,
+		       r->sp ? ", sequence parallel" : "", r->trace_shards ? ", traced by shard" : "");
 	if (r->checkpoint)
 		printf(", checkpoint blocks");
 	if (lks_recipe_delayed(r->recipe))

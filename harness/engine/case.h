@@ -63,6 +63,8 @@ typedef struct lks_run_cfg {
 	                           the group's sequence shards */
 	int fp8_all_gather;     /* 1 on (fsdp > 1): each rank casts its shard of a weight to
 	                           FP8 with the group's amax and the codes are gathered */
+	int trace_shards;       /* trace = shards: under tp each rank traces its own shard of
+	                           a split tensor; 0 (whole): the group's gathered tensor */
 	int amax_history;       /* fp8_delayed: history length */
 	int amax_most_recent;   /* fp8_delayed: 1 most_recent, 0 max */
 	int margin;             /* fp8_delayed: scale = fp8_max * 2^-margin / amax */

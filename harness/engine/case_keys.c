@@ -25,6 +25,7 @@ static const char *const lks_gemm_names[] = { "reference", "cublaslt", NULL };
 /* lks_allreduce_mode's order */
 static const char *const lks_allreduce_names[] = { "ordered", "nccl", NULL };
 static const char *const lks_onoff_names[] = { "off", "on", NULL };
+static const char *const lks_trace_names[] = { "whole", "shards", NULL };
 static const char *const lks_amax_algo_names[] = { "max", "most_recent", NULL };
 static const char *const lks_expect_names[] = { "pass", "fail", NULL };
 static const char *const lks_attention_names[] = { "none", "causal", NULL };
@@ -93,6 +94,8 @@ static const struct lks_key lks_run_keys[] = {
 	  lks_onoff_names },
 	{ "fp8_all_gather", LKS_KEY_CHOICE, offsetof(lks_run_cfg, fp8_all_gather), 0, 0, 0, 0, 0,
 	  0, lks_onoff_names },
+	{ "trace", LKS_KEY_CHOICE, offsetof(lks_run_cfg, trace_shards), 0, 0, 0, 0, 0, 0,
+	  lks_trace_names },
 	KEY_INT(lks_run_cfg, amax_history, 1, 65536, 0),
 	{ "amax_algo", LKS_KEY_CHOICE, offsetof(lks_run_cfg, amax_most_recent), 0, 0, 0, 0, 0, 0,
 	  lks_amax_algo_names },

@@ -99,6 +99,9 @@ static int lks_run_mesh(const lks_case *c, const lks_run_cfg *r)
 			               "as torchao's float8 all-gather does; %s does not", r->name,
 			               lks_recipe_name(r->recipe));
 	}
+	if (r->trace_shards && r->tp < 2)
+		return lks_err("run '%s': trace = shards needs tp > 1 (without it every tensor is "
+		               "whole on its rank)", r->name);
 	if (r->sp && r->tp < 2)
 		return lks_err("run '%s': sequence_parallel = on needs tp > 1 (it shards the "
 		               "sequence over the tp group)", r->name);
@@ -124,7 +127,7 @@ static int lks_run_mesh(const lks_case *c, const lks_run_cfg *r)
 			               "collectives are the ordered ones over the host "
 			               "(allreduce = ordered)", r->name, r->tp);
 	}
-	if (lks_fault_fits_mesh(&r->inject, r->world_size, r->fsdp, r->tp, r->sp)) {
+	if (lks_fault_fits_mesh(&r->inject, r)) {
 		char who[LKS_NAME_MAX + 8];
 
 		snprintf(who, sizeof(who), "run '%s'", r->name);

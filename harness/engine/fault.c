@@ -338,9 +338,10 @@ int lks_fault_fits(const lks_fault *f, int recipe, int checkpoint, int world_siz
 	return row->fits ? row->fits(f, recipe, checkpoint, world_size) : 0;
 }
 
-int lks_fault_fits_mesh(const lks_fault *f, int world_size, int fsdp, int tp, int sp)
+int lks_fault_fits_mesh(const lks_fault *f, const lks_run_cfg *r)
 {
 	const lks_fault_row *row = &lks_fault_rows[f->kind];
+	int world_size = r->world_size, fsdp = r->fsdp, tp = r->tp, sp = r->sp;
 
 	if (row->scale_group && tp < 2)
 		return lks_err("inject: %s acts where a tensor-parallel group reduces an FP8 "
@@ -348,12 +349,13 @@ int lks_fault_fits_mesh(const lks_fault *f, int world_size, int fsdp, int tp, in
 	if (row->scale_group == 2 && world_size == tp)
 		return lks_err("inject: %s reduces an amax over the dp group: it needs world_size "
 		               "> tp (%d)", row->name, tp);
-	if (row->tensor && tp > 1 && (sp || lks_tp_traced_split(f->tensor)))
+	if (row->tensor && tp > 1 && !r->trace_shards && (sp || lks_tp_traced_split(f->tensor)))
 		return lks_err("inject: %s strikes a tensor where it is traced, and under tp%s '%s' "
 		               "is traced whole, gathered from the group's shards (a copy): strike a "
 		               "tensor each rank holds whole (blocks.0.attn_norm.out, a weight's "
-		               "gradient, ...)%s", row->name, sp ? " with sequence parallel" : "",
-		               f->tensor, sp ? ", with sequence_parallel = off" : "");
+		               "gradient, ...)%s, or trace = shards", row->name,
+		               sp ? " with sequence parallel" : "", f->tensor,
+		               sp ? ", with sequence_parallel = off" : "");
 	if (f->kind != LKS_FAULT_NONE && !row->scale_group && !row->tensor && tp > 1)
 		return lks_err("inject: %s is not built for tensor-parallel runs yet (tp = 1; under "
 		               "tp: bitflip, nan, amax_local, amax_group)", row->name);

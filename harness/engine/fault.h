@@ -89,13 +89,14 @@ void lks_fault_format(const lks_fault *f, char *buf, size_t size);
    says why not, naming the recipes that fit. */
 int lks_fault_fits(const lks_fault *f, int recipe, int checkpoint, int world_size, int steps);
 
-/* Whether the fault fits a run's mesh (fsdp or tp groups of world_size ranks): the
+/* Whether the fault fits run r's mesh (its fsdp or tp groups of its world_size ranks): the
    collective faults of FSDP need fsdp = world_size (their wrapper is the group's end),
    skip_allreduce fsdp = 1, amax_local tp > 1, amax_group also world_size > tp; under tp
-   (sp: sequence parallel) bitflip and nan strike a tensor a rank holds whole, not one
-   traced gathered from the group's shards, and no other kind is built yet; an error
-   (lks_err) says why not. */
-int lks_fault_fits_mesh(const lks_fault *f, int world_size, int fsdp, int tp, int sp);
+   bitflip and nan strike a tensor the rank traces itself, not one traced whole, gathered
+   from the group's shards (with trace = shards, or for a tensor no shard splits), and no
+   other kind is built yet; an error (lks_err) says why not. */
+struct lks_run_cfg;
+int lks_fault_fits_mesh(const lks_fault *f, const struct lks_run_cfg *r);
 
 /* bitflip and nan: whether the tensor is one that a rank of model m traces as floats, and
    the element inside it (tokens: a rank's batch x seq); an error (lks_err) says why not: an

@@ -141,6 +141,7 @@ typedef struct lks_rank {
 	   step, at wloff[li]), a whole tensor gathered for the trace (tpw, backend memory),
 	   the host's buffers of the group's collectives (tph, 2 x tpn floats) */
 	int tp, tpr, Fl, hl, Dl;
+	int shards;             /* trace = shards: a split tensor traced as the rank's shard */
 	float *wl, *tpw, *tph;
 	size_t *wloff, tpn;
 	/* sequence parallel (sp): the residual stream's rows on this rank, Ts = T / tp (T
@@ -245,7 +246,8 @@ int lks_tp_gather(lks_rank *r, const float *x, int rows, int cols, int dim, int 
                   float *whole);
 /* Traces x, this rank's shard of a (rows, cols) tensor split along dim (0 rows, 1 cols;
    -1: x is whole) in nb blocks, as the whole tensor (gathered); tp = 1 or dim -1: x
-   itself, kept (trace.h) when kept says it stays unchanged until the step ends. */
+   itself, kept (trace.h) when kept says it stays unchanged until the step ends; with
+   trace = shards the shard itself (rows x cols / tp values), under the tensor's name. */
 void lks_tp_trace(lks_rank *r, int kept, lks_phase ph, float *x, int rows, int cols, int dim,
                   int nb, const char *fmt, ...) __attribute__((format(printf, 9, 10)));
 /* An FP8 operand q of linear li (src, the GEMM's reduction along src's rows when

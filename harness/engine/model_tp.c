@@ -128,6 +128,7 @@ int lks_tp_init(lks_rank *r, const lks_run_cfg *run)
 	r->hl = c->attention ? c->heads / tp : 0;
 	r->Dl = r->hl * c->head_dim;
 	r->sp = tp > 1 && run->sp;
+	r->shards = tp > 1 && run->trace_shards;
 	r->Ts = r->sp ? r->T / tp : r->T;
 	if (tp == 1)
 		return 0;
@@ -325,11 +326,13 @@ void lks_tp_trace(lks_rank *r, int kept, lks_phase ph, float *x, int rows, int c
 	va_start(ap, fmt);
 	vsnprintf(name, sizeof(name), fmt, ap);
 	va_end(ap);
-	if (r->tp == 1 || dim < 0) {
+	if (r->tp == 1 || dim < 0 || r->shards) {
+		size_t n = (size_t)rows * (size_t)cols / (r->tp > 1 && dim >= 0 ? (size_t)r->tp : 1);
+
 		if (kept)
-			lks_trace_f32_kept(&r->tr, ph, x, (size_t)rows * (size_t)cols, "%s", name);
+			lks_trace_f32_kept(&r->tr, ph, x, n, "%s", name);
 		else
-			lks_trace_f32(&r->tr, ph, x, (size_t)rows * (size_t)cols, "%s", name);
+			lks_trace_f32(&r->tr, ph, x, n, "%s", name);
 		return;
 	}
 	if (r->tr.off)
@@ -407,7 +410,7 @@ int lks_tp_trace_quant(lks_rank *r, int li, lks_src src, lks_phase ph, const lks
 	float *local = r->tph + r->tpn;
 	int per_split = (q->axis == LKS_AXIS_ROW && dim == 0) || (q->axis == LKS_AXIS_COL && dim == 1);
 
-	if (dim < 0) {
+	if (dim < 0 || r->shards) {
 		lks_trace_quant(&r->tr, ph, q, "%s", name);
 		return 0;
 	}

@@ -421,14 +421,15 @@ out:
 static char *lks_run_options(const lks_run_cfg *run, const char *overrides)
 {
 	size_t n = 800 + (overrides ? strlen(overrides) : 0);
-	char *s = malloc(n), fault[600] = "", fsdp[80] = "";
+	char *s = malloc(n), fault[600] = "", fsdp[96] = "";
 
 	if (run->fsdp > 1)
 		snprintf(fsdp, sizeof(fsdp), " fsdp=%d%s", run->fsdp,
 		         run->fp8_all_gather ? " fp8_all_gather=on" : "");
 	if (run->tp > 1)
-		snprintf(fsdp + strlen(fsdp), sizeof(fsdp) - strlen(fsdp), " tp=%d%s", run->tp,
-		         run->sp ? " sequence_parallel=on" : "");
+		snprintf(fsdp + strlen(fsdp), sizeof(fsdp) - strlen(fsdp), " tp=%d%s%s", run->tp,
+		         run->sp ? " sequence_parallel=on" : "",
+		         run->trace_shards ? " trace=shards" : "");
 	if (run->inject.kind != LKS_FAULT_NONE) {
 		strcpy(fault, " inject: ");
 		lks_fault_format(&run->inject, fault + strlen(fault), sizeof(fault) - strlen(fault));

@@ -293,8 +293,9 @@ static int lks_check_ranks_agree(struct lks_check_ctx *x)
 		return 0;
 	}
 	/* every rank's parameters after the update; under tp also every tensor a tp group
-	   traces, whole and the same on each of its ranks, in execution order */
-	int tp = lks_stored_run_tp(a);
+	   traces, whole and the same on each of its ranks, in execution order (not where each
+	   rank traced its own shards: trace = shards) */
+	int tp = lks_stored_run_shards(a) ? 1 : lks_stored_run_tp(a);
 
 	for (int step = 0; step < a->nsteps && a->W > 1; step++) {
 		if (lks_stored_run_step(a, step))

@@ -268,6 +268,11 @@ struct lks_walk_ranks {
 	int n, sa, sb;
 };
 
+int lks_stored_run_shards(const lks_stored_run *r)
+{
+	return r->options && strstr(r->options, " trace=shards") != NULL;
+}
+
 int lks_stored_run_tp(const lks_stored_run *r)
 {
 	const char *p = r->options ? strstr(r->options, "tp=") : NULL;

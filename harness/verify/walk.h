@@ -132,5 +132,7 @@ uint64_t lks_ulp_f32(float a, float b);
    runs of different world sizes but the same replicas (world size / tp) are walked
    replica by replica: the first rank of each tp group, which traces whole tensors. */
 int lks_stored_run_tp(const lks_stored_run *r);
+/* Whether its tp groups traced each rank's own shards (options "trace=shards"). */
+int lks_stored_run_shards(const lks_stored_run *r);
 
 #endif

@@ -82,6 +82,20 @@ Test(fault, bad_specs_say_why)
 	cr_assert_str_eq(f.run, "a");
 }
 
+/* A run's mesh: world size, fsdp, tp, sequence parallel (its other keys zero); the one
+   returned last (a static). */
+static const lks_run_cfg *mesh(int world_size, int fsdp, int tp, int sp)
+{
+	static lks_run_cfg r;
+
+	memset(&r, 0, sizeof(r));
+	r.world_size = world_size;
+	r.fsdp = fsdp;
+	r.tp = tp;
+	r.sp = sp;
+	return &r;
+}
+
 Test(fault, fits_only_where_it_can_act)
 {
 	lks_fault f;
@@ -103,30 +117,36 @@ Test(fault, fits_only_where_it_can_act)
 	cr_assert_eq(lks_fault_fits(&f, LKS_RECIPE_BF16, 0, 2, 5), -1, "no step before 0");
 	cr_assert_not_null(strstr(lks_errmsg(), "needs step >= 1"), "%s", lks_errmsg());
 	cr_assert_eq(lks_fault_parse("rs_drop_tail step=1 rank=1", 0, &f), 0);
-	cr_assert_eq(lks_fault_fits_mesh(&f, 4, 4, 1, 0), 0);
-	cr_assert_eq(lks_fault_fits_mesh(&f, 4, 2, 1, 0), -1, "HSDP: the group is not the world");
+	cr_assert_eq(lks_fault_fits_mesh(&f, mesh(4, 4, 1, 0)), 0);
+	cr_assert_eq(lks_fault_fits_mesh(&f, mesh(4, 2, 1, 0)), -1, "HSDP: the group is not the world");
 	cr_assert_not_null(strstr(lks_errmsg(), "needs fsdp = the run's world size (4), not 2"),
 	                   "%s", lks_errmsg());
-	cr_assert_eq(lks_fault_fits_mesh(&f, 4, 1, 1, 0), -1, "DP has no reduce-scatter");
+	cr_assert_eq(lks_fault_fits_mesh(&f, mesh(4, 1, 1, 0)), -1, "DP has no reduce-scatter");
 	cr_assert_eq(lks_fault_parse("skip_allreduce step=1 rank=1", 0, &f), 0);
-	cr_assert_eq(lks_fault_fits_mesh(&f, 4, 1, 1, 0), 0);
-	cr_assert_eq(lks_fault_fits_mesh(&f, 4, 4, 1, 0), -1, "FSDP has no all-reduce of its own");
-	cr_assert_eq(lks_fault_fits_mesh(&f, 4, 1, 2, 0), -1, "not built under tp");
+	cr_assert_eq(lks_fault_fits_mesh(&f, mesh(4, 1, 1, 0)), 0);
+	cr_assert_eq(lks_fault_fits_mesh(&f, mesh(4, 4, 1, 0)), -1, "FSDP has no all-reduce of its own");
+	cr_assert_eq(lks_fault_fits_mesh(&f, mesh(4, 1, 2, 0)), -1, "not built under tp");
 	cr_assert_not_null(strstr(lks_errmsg(), "not built for tensor-parallel runs"), "%s",
 	                   lks_errmsg());
 	/* under tp a NaN strikes a tensor a rank holds whole, not a gathered copy */
 	cr_assert_eq(lks_fault_parse("nan step=1 rank=1 tensor=blocks.0.attn_norm.out", 0, &f), 0);
-	cr_assert_eq(lks_fault_fits_mesh(&f, 2, 1, 2, 0), 0);
-	cr_assert_eq(lks_fault_fits_mesh(&f, 2, 1, 2, 1), -1, "sequence parallel gathers it");
+	cr_assert_eq(lks_fault_fits_mesh(&f, mesh(2, 1, 2, 0)), 0);
+	cr_assert_eq(lks_fault_fits_mesh(&f, mesh(2, 1, 2, 1)), -1, "sequence parallel gathers it");
 	cr_assert_eq(lks_fault_parse("nan step=1 rank=1 tensor=blocks.0.mlp.up.out", 0, &f), 0);
-	cr_assert_eq(lks_fault_fits_mesh(&f, 2, 1, 1, 0), 0);
-	cr_assert_eq(lks_fault_fits_mesh(&f, 2, 1, 2, 0), -1, "traced gathered under tp");
+	cr_assert_eq(lks_fault_fits_mesh(&f, mesh(2, 1, 1, 0)), 0);
+	cr_assert_eq(lks_fault_fits_mesh(&f, mesh(2, 1, 2, 0)), -1, "traced gathered under tp");
 	cr_assert_not_null(strstr(lks_errmsg(), "gathered from the group's shards"), "%s",
 	                   lks_errmsg());
+	{
+		lks_run_cfg own = *mesh(2, 1, 2, 0);
+
+		own.trace_shards = 1;  /* its own shard, traced where it lives */
+		cr_assert_eq(lks_fault_fits_mesh(&f, &own), 0);
+	}
 	/* amax_local: an FP8 operand of a tp run, with a recipe that scales by this step */
 	cr_assert_eq(lks_fault_parse("amax_local tensor=blocks.0.mlp.up.fwd.w rank=1", 0, &f), 0);
-	cr_assert_eq(lks_fault_fits_mesh(&f, 4, 1, 2, 0), 0);
-	cr_assert_eq(lks_fault_fits_mesh(&f, 4, 1, 1, 0), -1, "no tp group");
+	cr_assert_eq(lks_fault_fits_mesh(&f, mesh(4, 1, 2, 0)), 0);
+	cr_assert_eq(lks_fault_fits_mesh(&f, mesh(4, 1, 1, 0)), -1, "no tp group");
 	cr_assert_not_null(strstr(lks_errmsg(), "needs tp > 1"), "%s", lks_errmsg());
 	cr_assert_eq(lks_fault_fits(&f, LKS_RECIPE_FP8_TENSORWISE, 0, 4, 5), 0);
 	cr_assert_eq(lks_fault_fits(&f, LKS_RECIPE_FP8_DELAYED, 0, 4, 5), -1, "a history's scale");

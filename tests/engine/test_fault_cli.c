@@ -629,7 +629,7 @@ static int tp_event(const char *db, int r, struct event *ev)
    fp8_rowwise the amax of the next K-split operand, which the group's max would spread to
    every rank's scales), at its step; the other rank's first event is a later tensor of the
    same step. A NaN aimed at a tensor traced as a gathered copy is refused when the case is
-   read. */
+   read; with trace = shards it strikes the rank's own shard and is named at that rank. */
 Test(fault, a_nan_in_a_tp_group_is_named_before_its_collective, .timeout = 120)
 {
 	static const struct { const char *recipe, *struck, *other; } t[] = {
@@ -672,6 +672,13 @@ Test(fault, a_nan_in_a_tp_group_is_named_before_its_collective, .timeout = 120)
 	cr_assert_eq(lks_run_bin(NULL, args, out, sizeof(out)), 2, "%s", out);
 	cr_assert_not_null(strstr(out, "n.ini:11: run 'struck': inject: nan strikes a tensor"),
 	                   "%s", out);
+	/* traced by shard it is the rank's own: struck there, and named at that rank */
+	write_file(path, "[case]\nsteps = 4\nworld_size = 2\n[model]\nvocab = 64\nhidden = 32\n"
+	           "ffn = 64\nlayers = 2\nseq = 8\nbatch = 2\n[run struck]\nrecipe = bf16\n"
+	           "tp = 2\ntrace = shards\ninject = nan step=2 rank=1 tensor=blocks.1.mlp.up.out\n"
+	           "[check caught]\nkind = finite\na = struck\nexpect = fail\nstep = 2\n"
+	           "rank = 1\ntensor = blocks.1.mlp.up.out\n");
+	cr_assert_eq(lks_run_bin(NULL, args, out, sizeof(out)), 0, "%s", out);
 	remove_db(db);
 	unlink(path);
 	rmdir(dir);

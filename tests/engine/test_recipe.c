@@ -365,4 +365,6 @@ Test(recipe, list_shows_the_mesh)
 	cr_assert_not_null(strstr(out, "4 ranks, tp 2 x dp 2, sequence parallel"), "%s", out);
 	cr_assert_not_null(strstr(out, "2 ranks, tp 2 x dp 1, checkpoint blocks"), "%s", out);
 	cr_assert_not_null(strstr(out, "4 ranks, fsdp 2 x dp 2"), "%s", out);
+	cr_assert_not_null(strstr(out, "2 ranks, tp 2 x dp 1, traced by shard"), "%s", out);
+	cr_assert_not_null(strstr(out, "4 ranks, fsdp 4 x dp 1, fp8 all-gather"), "%s", out);
 }
