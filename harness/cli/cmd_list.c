@@ -94,8 +94,9 @@ static void lks_list_run(const lks_run_cfg *r, int namew)
 	printf("    %-*s  %-17s  %d rank%s", namew, r->name, lks_recipe_name(r->recipe),
 	       r->world_size, r->world_size == 1 ? "" : "s");
 	if (r->fsdp > 1)
-		printf(", fsdp %d x dp %d%s", r->fsdp, r->world_size / r->fsdp,
-		       r->fp8_all_gather ? ", fp8 all-gather" : "");
+		printf(", fsdp %d x dp %d%s%s", r->fsdp, r->world_size / r->fsdp,
+		       r->fp8_all_gather ? ", fp8 all-gather" : "",
+		       r->reshard ? ", resharded after forward" : "");
 	if (r->tp > 1)
 		printf(", tp %d x dp %d%s%s", r->tp, r->world_size / r->tp,
 		       r->sp ? ", sequence parallel" : "", r->trace_shards ? ", traced by shard" : "");

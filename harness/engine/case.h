@@ -63,6 +63,8 @@ typedef struct lks_run_cfg {
 	                           the group's sequence shards */
 	int fp8_all_gather;     /* 1 on (fsdp > 1): each rank casts its shard of a weight to
 	                           FP8 with the group's amax and the codes are gathered */
+	int reshard;            /* reshard_after_forward: 1 on (fsdp > 1): the parameters are
+	                           dropped to the shard after the forward, gathered again */
 	int trace_shards;       /* trace = shards: under tp each rank traces its own shard of
 	                           a split tensor; 0 (whole): the group's gathered tensor */
 	int amax_history;       /* fp8_delayed: history length */

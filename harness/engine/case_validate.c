@@ -99,6 +99,9 @@ static int lks_run_mesh(const lks_case *c, const lks_run_cfg *r)
 			               "as torchao's float8 all-gather does; %s does not", r->name,
 			               lks_recipe_name(r->recipe));
 	}
+	if (r->reshard && r->fsdp < 2)
+		return lks_err("run '%s': reshard_after_forward = on needs fsdp > 1 (it drops the "
+		               "parameters to the FSDP shard between forward and backward)", r->name);
 	if (r->trace_shards && r->tp < 2)
 		return lks_err("run '%s': trace = shards needs tp > 1 (without it every tensor is "
 		               "whole on its rank)", r->name);

@@ -657,7 +657,7 @@ int lks_rank_step(lks_rank *r)
 			return -1;
 	}
 	if ((r->tp > 1 && lks_tp_weights(r)) || (r->sp && lks_sp_tokens(r)) || lks_forward(r)
-	    || lks_backward(r))
+	    || (r->after_forward && r->after_forward(r)) || lks_backward(r))
 		return -1;
 	if (r->tr.failed)
 		return -1;

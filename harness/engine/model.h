@@ -182,6 +182,9 @@ typedef struct lks_rank {
 	/* FSDP's FP8 all-gather (runner_fsdp.c), or NULL: the forward's operand q of weight w
 	   (n floats of params) cast shard by shard and gathered, in place of quantize */
 	int (*fp8_gather)(struct lks_rank *r, const float *w, size_t n, lks_quant *q);
+	/* called between the forward and the backward, or NULL (FSDP's reshard_after_forward:
+	   the parameters dropped to the rank's shard and gathered again) */
+	int (*after_forward)(struct lks_rank *r);
 	lks_comm *tpc;          /* its tp group (the model's collectives), or NULL (tp = 1) */
 	lks_comm *dpc;          /* its dp group, where the run's fault reduces an amax over it
 	                           (amax_group), else NULL */

@@ -421,11 +421,12 @@ out:
 static char *lks_run_options(const lks_run_cfg *run, const char *overrides)
 {
 	size_t n = 800 + (overrides ? strlen(overrides) : 0);
-	char *s = malloc(n), fault[600] = "", fsdp[96] = "";
+	char *s = malloc(n), fault[600] = "", fsdp[128] = "";
 
 	if (run->fsdp > 1)
-		snprintf(fsdp, sizeof(fsdp), " fsdp=%d%s", run->fsdp,
-		         run->fp8_all_gather ? " fp8_all_gather=on" : "");
+		snprintf(fsdp, sizeof(fsdp), " fsdp=%d%s%s", run->fsdp,
+		         run->fp8_all_gather ? " fp8_all_gather=on" : "",
+		         run->reshard ? " reshard_after_forward=on" : "");
 	if (run->tp > 1)
 		snprintf(fsdp + strlen(fsdp), sizeof(fsdp) - strlen(fsdp), " tp=%d%s%s", run->tp,
 		         run->sp ? " sequence_parallel=on" : "",

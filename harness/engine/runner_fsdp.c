@@ -12,7 +12,8 @@
  *     all-reduced over the dp group (none when dp = 1), then all-gathered over the fsdp
  *     group for the clip's norm, which is then the norm of DP's sum, in its order;
  *   - the update: the clip and AdamW of the rank's own shard only;
- *   - parameters: all-gathered from the shards before the next step uses them.
+ *   - parameters: all-gathered from the shards before the next step uses them, and with
+ *     reshard_after_forward again between its forward and backward, the rest dropped.
  * With dp = 1 every sum is DP's ((g_0 + g_1) + g_2) + ..., so FSDP equals DP bit for bit;
  * with dp > 1 the shard's sums are grouped ((g_0 + g_1) + (g_2 + g_3)), close to DP's.
  * The collectives are comm_group.c's, over the ranks' host ends (a device communicator is
@@ -105,6 +106,23 @@ static int lks_fsdp_fp8_weight(lks_rank *r, const float *w, size_t n, lks_quant 
 	return q->amax ? lks_be_upload(r->be, r->bectx, q->amax, &amax, sizeof(float)) : 0;
 }
 
+/* reshard_after_forward: the parameters outside the rank's shard dropped (NaN, so that a
+   backward that used them unfetched would show it) and gathered again from the shards. */
+static int lks_fsdp_reshard(lks_rank *r)
+{
+	struct lks_fsdp *f = r->fsdp;
+	size_t n = r->m->nparams;
+
+	for (size_t i = 0; i < n; i++)
+		f->all[i] = NAN;
+	if ((r->own0 && lks_be_upload(r->be, r->bectx, r->params, f->all,
+	                              r->own0 * sizeof(float)))
+	    || (r->own1 < n && lks_be_upload(r->be, r->bectx, r->params + r->own1, f->all,
+	                                     (n - r->own1) * sizeof(float))))
+		return -1;
+	return lks_fsdp_params(r->R, r);
+}
+
 int lks_fsdp_setup(struct lks_runner *R, lks_rank *r)
 {
 	/* the mesh dp x fsdp x tp, tp innermost: rank = (d F + s) P + t */
@@ -125,6 +143,8 @@ int lks_fsdp_setup(struct lks_runner *R, lks_rank *r)
 		return -1;
 	if (R->run->fp8_all_gather)
 		r->fp8_gather = lks_fsdp_fp8_weight;
+	if (R->run->reshard)
+		r->after_forward = lks_fsdp_reshard;
 	/* every rank splits, in the same order: the fsdp groups (one per replica d and tp
 	   index t), then the dp groups (one per shard s and t) */
 	if (F == R->W) {
@@ -153,6 +173,7 @@ void lks_fsdp_release(lks_rank *r)
 	free(f);
 	r->fsdp = NULL;
 	r->fp8_gather = NULL;
+	r->after_forward = NULL;
 }
 
 const float *lks_fsdp_gathered(const lks_rank *r)

@@ -369,6 +369,9 @@ Test(case, errors_name_file_and_line, .init = setup, .fini = teardown)
 		  ":15: run 'c': fp8_all_gather = on needs a recipe that scales the forward's weight "
 		  "per tensor in FP8 (fp8_tensorwise, fp8_delayed), as torchao's float8 all-gather "
 		  "does; fp8_rowwise does not" },
+		{ BASE "[run c]\nrecipe = bf16\nreshard_after_forward = on\n",
+		  ":15: run 'c': reshard_after_forward = on needs fsdp > 1 (it drops the parameters "
+		  "to the FSDP shard between forward and backward)" },
 		{ BASE "[run c]\nrecipe = bf16\ntrace = shards\n",
 		  ":15: run 'c': trace = shards needs tp > 1 (without it every tensor is whole on its "
 		  "rank)" },

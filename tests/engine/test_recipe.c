@@ -367,4 +367,6 @@ Test(recipe, list_shows_the_mesh)
 	cr_assert_not_null(strstr(out, "4 ranks, fsdp 2 x dp 2"), "%s", out);
 	cr_assert_not_null(strstr(out, "2 ranks, tp 2 x dp 1, traced by shard"), "%s", out);
 	cr_assert_not_null(strstr(out, "4 ranks, fsdp 4 x dp 1, fp8 all-gather"), "%s", out);
+	cr_assert_not_null(strstr(out, "4 ranks, fsdp 4 x dp 1, resharded after forward"), "%s",
+	                   out);
 }
