@@ -172,8 +172,8 @@ static int lks_cpu_attn_fwd(const lks_backend *be, void *ctx, const float *qkv,
                             const float *rope, const lks_attn_shape *a, float *qkvr, float *o,
                             float *stat, int bf16)
 {
-	(void)be; (void)ctx;
-	lks_attn_fwd(qkv, rope, a, qkvr, o, stat, bf16);
+	(void)be;
+	lks_attn_fwd(ctx, qkv, rope, a, qkvr, o, stat, bf16);
 	return 0;
 }
 
@@ -181,8 +181,8 @@ static int lks_cpu_attn_bwd(const lks_backend *be, void *ctx, const float *qkvr,
                             const float *stat, const float *dout, const float *rope,
                             const lks_attn_shape *a, float *dqkv, int bf16)
 {
-	(void)be; (void)ctx;
-	return lks_attn_bwd(qkvr, stat, dout, rope, a, dqkv, bf16)
+	(void)be;
+	return lks_attn_bwd(ctx, qkvr, stat, dout, rope, a, dqkv, bf16)
 	       ? lks_err("out of memory for the attention's backward") : 0;
 }
 

@@ -47,13 +47,16 @@ void lks_relu2_bwd(const float *u, const float *dy, size_t n, float *du, int bf1
  * Multi-head attention with RoPE (attn.c), as kernels/element/attn.h states it: qkv (T, 3D)
  * in; qkvr (T, 3D) the queries and keys rotated, the values; o (T, D) the heads' outputs;
  * stat (B, nh, S, 2) each query's max score and sum. The backward takes dout (T, D) and
- * writes dqkv (T, 3D), the gradient of qkv; -1 where its scratch (2 S^2 floats) cannot be
- * had.
+ * writes dqkv (T, 3D), the gradient of qkv; -1 where its scratch (2 S^2 floats a thread)
+ * cannot be had. Each (sequence, head) is a task of pool (NULL: the caller alone): the
+ * same bits whatever the pool.
  */
-void lks_attn_fwd(const float *qkv, const float *rope, const lks_attn_shape *a, float *qkvr,
-                  float *o, float *stat, int bf16);
-int lks_attn_bwd(const float *qkvr, const float *stat, const float *dout, const float *rope,
-                 const lks_attn_shape *a, float *dqkv, int bf16);
+struct lks_pool;
+void lks_attn_fwd(struct lks_pool *pool, const float *qkv, const float *rope,
+                  const lks_attn_shape *a, float *qkvr, float *o, float *stat, int bf16);
+int lks_attn_bwd(struct lks_pool *pool, const float *qkvr, const float *stat,
+                 const float *dout, const float *rope, const lks_attn_shape *a, float *dqkv,
+                 int bf16);
 
 /*
  * Softmax cross-entropy over logits (T, V) with targets (T). Returns the sum over rows of

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "kernels/cpu/ops.h"
+#include "kernels/pool.h"
 #include "kernels/element/cast.h"
 #include "kernels/philox.h"
 
@@ -113,7 +114,7 @@ Test(attn, forward_is_the_definition)
 		for (size_t i = 0; i < t.n3; i++)
 			x[i] = t.qkv[i];
 		attn_ref(x, t.rope, &t.a, o);
-		lks_attn_fwd(t.qkv, t.rope, &t.a, t.qkvr, t.o, t.stat, 0);
+		lks_attn_fwd(NULL, t.qkv, t.rope, &t.a, t.qkvr, t.o, t.stat, 0);
 		for (size_t i = 0; i < t.n1; i++)
 			cr_assert(fabs(t.o[i] - o[i]) <= 2e-6 + 2e-6 * fabs(o[i]),
 			          "causal %d o[%zu] = %.9g, the definition %.9g", causal, i, t.o[i], o[i]);
@@ -142,8 +143,8 @@ Test(attn, backward_is_the_forwards_derivative)
 		attn_setup(&t, 2, 6, 2, 8, causal, 12);
 		x = malloc(sizeof(double) * t.n3);
 		o = malloc(sizeof(double) * t.n1);
-		lks_attn_fwd(t.qkv, t.rope, &t.a, t.qkvr, t.o, t.stat, 0);
-		cr_assert_eq(lks_attn_bwd(t.qkvr, t.stat, t.dout, t.rope, &t.a, t.dqkv, 0), 0);
+		lks_attn_fwd(NULL, t.qkv, t.rope, &t.a, t.qkvr, t.o, t.stat, 0);
+		cr_assert_eq(lks_attn_bwd(NULL, t.qkvr, t.stat, t.dout, t.rope, &t.a, t.dqkv, 0), 0);
 		for (size_t e = 0; e < t.n3; e++) {
 			double lp = 0.0, lm = 0.0, g;
 
@@ -181,8 +182,8 @@ Test(attn, a_later_token_changes_nothing_before_it)
 	for (size_t c = 0; c < 3 * D; c++)
 		u.qkv[(size_t)last * 3 * D + c] += 0.5f;
 	for (int bf16 = 0; bf16 < 2; bf16++) {
-		lks_attn_fwd(t.qkv, t.rope, &t.a, t.qkvr, t.o, t.stat, bf16);
-		lks_attn_fwd(u.qkv, u.rope, &u.a, u.qkvr, u.o, u.stat, bf16);
+		lks_attn_fwd(NULL, t.qkv, t.rope, &t.a, t.qkvr, t.o, t.stat, bf16);
+		lks_attn_fwd(NULL, u.qkv, u.rope, &u.a, u.qkvr, u.o, u.stat, bf16);
 		cr_assert_eq(memcmp(t.o, u.o, sizeof(float) * (size_t)last * D), 0);
 		cr_assert_neq(memcmp(t.o + last * D, u.o + last * D, sizeof(float) * D), 0);
 	}
@@ -196,23 +197,32 @@ Test(attn, bf16_outputs_are_bf16_values)
 {
 	struct attn_case t;
 	float *again = malloc(sizeof(float) * 3 * 2 * 10 * 4 * 16);
+	float *o = malloc(sizeof(float) * 2 * 10 * 4 * 16);
+	lks_pool *pool;
 
 	attn_setup(&t, 2, 10, 4, 16, 1, 14);
 	for (size_t i = 0; i < t.n3; i++)
 		t.qkv[i] = lks_bf16_rounded(t.qkv[i]);
 	for (size_t i = 0; i < t.n1; i++)
 		t.dout[i] = lks_bf16_rounded(t.dout[i]);
-	lks_attn_fwd(t.qkv, t.rope, &t.a, t.qkvr, t.o, t.stat, 1);
-	cr_assert_eq(lks_attn_bwd(t.qkvr, t.stat, t.dout, t.rope, &t.a, t.dqkv, 1), 0);
+	lks_attn_fwd(NULL, t.qkv, t.rope, &t.a, t.qkvr, t.o, t.stat, 1);
+	cr_assert_eq(lks_attn_bwd(NULL, t.qkvr, t.stat, t.dout, t.rope, &t.a, t.dqkv, 1), 0);
 	for (size_t i = 0; i < t.n1; i++)
 		cr_assert_eq(lks_f32_bits(t.o[i]) & 0xffffu, 0, "o[%zu] = %a", i, t.o[i]);
 	for (size_t i = 0; i < t.n3; i++) {
 		cr_assert_eq(lks_f32_bits(t.qkvr[i]) & 0xffffu, 0, "qkvr[%zu] = %a", i, t.qkvr[i]);
 		cr_assert_eq(lks_f32_bits(t.dqkv[i]) & 0xffffu, 0, "dqkv[%zu] = %a", i, t.dqkv[i]);
 	}
-	cr_assert_eq(lks_attn_bwd(t.qkvr, t.stat, t.dout, t.rope, &t.a, again, 1), 0);
+	/* again on a pool of three threads: the (sequence, head) tasks change no bit */
+	cr_assert_eq(lks_pool_create(3, &pool), 0);
+	cr_assert_eq(lks_attn_bwd(pool, t.qkvr, t.stat, t.dout, t.rope, &t.a, again, 1), 0);
 	cr_assert_eq(memcmp(again, t.dqkv, sizeof(float) * t.n3), 0);
+	memcpy(o, t.o, sizeof(float) * t.n1);
+	lks_attn_fwd(pool, t.qkv, t.rope, &t.a, t.qkvr, t.o, t.stat, 1);
+	cr_assert_eq(memcmp(o, t.o, sizeof(float) * t.n1), 0);
+	lks_pool_free(pool);
 	free(again);
+	free(o);
 	attn_free(&t);
 }
 
