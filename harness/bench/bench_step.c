@@ -224,8 +224,8 @@ static void lks_step_print_gemm(const struct lks_step_args *a, const struct lks_
 	printf("\n3. GEMM share: run '%s' (%s) with model.hidden=%d model.ffn=%d "
 	       "run.%s.world_size=1, %d layers\n", run->name, lks_recipe_name(run->recipe),
 	       c->model.hidden, c->model.ffn, run->name, c->model.layers);
-	printf("   one rank, so kernel calls never overlap: wall time inside the backend's gemm()\n"
-	       "   and quantize() (each spread over %d thread%s), and attention (one thread), / step\n"
+	printf("   one rank, so kernel calls never overlap: wall time inside the backend's gemm(),\n"
+	       "   quantize() and attention (each spread over %d thread%s) / step\n"
 	       "   wall time; %d steps, step 0 left out; medians over %d round%s, the\n"
 	       "   configurations back to back in each\n",
 	       threads, threads > 1 ? "s" : "", S->steps, S->rounds, S->rounds > 1 ? "s" : "");
