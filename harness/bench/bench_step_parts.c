@@ -31,7 +31,28 @@ int lks_step_bg(const struct lks_step_args *a, const lks_case *c, const lks_run_
 	return lks_step_sides_init(S, side, 4, a->steps, a->reps5, -1) || lks_step_sides_time(S, 0);
 }
 
-/* ---- 6: FSDP against DP ---- */
+/* ---- 6 and 7: a mesh against DP ---- */
+
+/* The case of a, its run name at W ranks into dp, and with mesh key (fsdp, tp) = val too
+   into other; *have: how many were loaded (the caller releases them). */
+static int lks_step_mesh_cases(const struct lks_step_args *a, const char *name, int W,
+                               const char *key, int val, lks_case *dp, lks_case *other,
+                               int *have)
+{
+	char ws[LKS_NAME_MAX + 64], ms[LKS_NAME_MAX + 64];
+
+	snprintf(ws, sizeof(ws), "run.%s.world_size=%d", name, W);
+	snprintf(ms, sizeof(ms), "run.%s.%s=%d", name, key, val);
+	a->sets[a->nsets] = ws;
+	a->sets[a->nsets + 1] = ms;
+	if (lks_case_load(a->case_path, a->sets, a->nsets + 1, dp))
+		return -1;
+	*have = 1;
+	if (lks_case_load(a->case_path, a->sets, a->nsets + 2, other))
+		return -1;
+	*have = 2;
+	return 0;
+}
 
 /* Part 6: the run at world size W (the case's, or 2 on a case of one rank), as DP and as
    FSDP over all W ranks (runner_fsdp.c: a reduce-scatter and two all-gathers where DP has
@@ -40,7 +61,6 @@ int lks_step_fsdp(const struct lks_step_args *a, const lks_case *c, const char *
                          lks_case *dp, lks_case *fsdp, int *have)
 {
 	int W = c->world_size > 1 ? c->world_size : 2;
-	char ws[LKS_NAME_MAX + 64], fs[LKS_NAME_MAX + 64];
 	struct lks_step_side side[2];
 	struct lks_step_sides S = { 0 };
 	int rc;
@@ -50,16 +70,8 @@ int lks_step_fsdp(const struct lks_step_args *a, const lks_case *c, const char *
 		       W);
 		return 0;
 	}
-	snprintf(ws, sizeof(ws), "run.%s.world_size=%d", name, W);
-	snprintf(fs, sizeof(fs), "run.%s.fsdp=%d", name, W);
-	a->sets[a->nsets] = ws;
-	a->sets[a->nsets + 1] = fs;
-	if (lks_case_load(a->case_path, a->sets, a->nsets + 1, dp))
+	if (lks_step_mesh_cases(a, name, W, "fsdp", W, dp, fsdp, have))
 		return -1;
-	*have = 1;
-	if (lks_case_load(a->case_path, a->sets, a->nsets + 2, fsdp))
-		return -1;
-	*have = 2;
 	side[0] = (struct lks_step_side){ .label = "DP", .c = dp, .run = lks_case_run(dp, name),
 	                                  .no_trace = 1, .threads = a->threads };
 	side[1] = (struct lks_step_side){ .label = "FSDP", .c = fsdp,
@@ -102,7 +114,6 @@ static int lks_step_tp_of(const lks_case *c, int W)
 int lks_step_tp(const struct lks_step_args *a, const lks_case *c, const char *name)
 {
 	int W = c->world_size > 1 ? c->world_size : 2, tp = lks_step_tp_of(c, W), have = 0, rc;
-	char ws[LKS_NAME_MAX + 64], ts[LKS_NAME_MAX + 64];
 	struct lks_step_side side[4];
 	struct lks_step_sides S = { 0 };
 	lks_case dp, tpc;
@@ -112,16 +123,7 @@ int lks_step_tp(const struct lks_step_args *a, const lks_case *c, const char *na
 		       "divide the global batch" : "no tp of the ranks divides the model's ffn and heads");
 		return 0;
 	}
-	snprintf(ws, sizeof(ws), "run.%s.world_size=%d", name, W);
-	snprintf(ts, sizeof(ts), "run.%s.tp=%d", name, tp);
-	a->sets[a->nsets] = ws;
-	a->sets[a->nsets + 1] = ts;
-	if ((rc = lks_case_load(a->case_path, a->sets, a->nsets + 1, &dp)) == 0) {
-		have = 1;
-		rc = lks_case_load(a->case_path, a->sets, a->nsets + 2, &tpc);
-	}
-	if (rc == 0) {
-		have = 2;
+	if ((rc = lks_step_mesh_cases(a, name, W, "tp", tp, &dp, &tpc, &have)) == 0) {
 		for (int k = 0; k < 4; k++)
 			side[k] = (struct lks_step_side){
 				.label = k == 0 ? "DP untraced" : k == 1 ? "DP traced" : k == 2

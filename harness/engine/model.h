@@ -258,6 +258,8 @@ void lks_tp_trace(lks_rank *r, int kept, lks_phase ph, float *x, int rows, int c
    quantized with the scales of the group's amax. name: the operand's trace name. */
 int lks_tp_quantize(lks_rank *r, int li, lks_src src, int transposed, lks_quant *q,
                     const char *name, int *done);
+/* q's cast counts (underflow, saturated) summed over the ranks of c, exactly. */
+int lks_quant_counts_sum(lks_comm *c, lks_quant *q);
 /* Traces q, this rank's shard of operand src of linear li, as the whole operand. */
 int lks_tp_trace_quant(lks_rank *r, int li, lks_src src, lks_phase ph, const lks_quant *q,
                        const char *name);

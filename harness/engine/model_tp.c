@@ -387,16 +387,17 @@ int lks_tp_quantize(lks_rank *r, int li, lks_src src, int transposed, lks_quant 
 	return 0;
 }
 
-/* The counts of the group's casts: summed exactly, in 24-bit halves. */
-static int lks_tp_counts(lks_rank *r, lks_quant *q)
+int lks_quant_counts_sum(lks_comm *c, lks_quant *q)
 {
-	float c[4] = { (float)(q->underflow >> 24), (float)(q->underflow & 0xffffff),
-	               (float)(q->saturated >> 24), (float)(q->saturated & 0xffffff) };
+	/* in 16-bit parts, each sum exact in float (below 2^24): a part is below 2^16 and a
+	   count below 2^31 (a tensor's elements), so up to 256 ranks sum exactly */
+	float p[4] = { (float)(q->underflow >> 16), (float)(q->underflow & 0xffff),
+	               (float)(q->saturated >> 16), (float)(q->saturated & 0xffff) };
 
-	if (lks_comm_allreduce_sum(r->tpc, c, 4))
+	if (lks_comm_allreduce_sum(c, p, 4))
 		return -1;
-	q->underflow = ((uint64_t)c[0] << 24) + (uint64_t)c[1];
-	q->saturated = ((uint64_t)c[2] << 24) + (uint64_t)c[3];
+	q->underflow = ((uint64_t)p[0] << 16) + (uint64_t)p[1];
+	q->saturated = ((uint64_t)p[2] << 16) + (uint64_t)p[3];
 	return 0;
 }
 
@@ -458,7 +459,7 @@ int lks_tp_trace_quant(lks_rank *r, int li, lks_src src, lks_phase ph, const lks
 	} else if (LKS_BE(r, copy, w.scale, q->scale, ns * sizeof(float))) {
 		return -1;
 	}
-	if (lks_tp_counts(r, &w))
+	if (lks_quant_counts_sum(r->tpc, &w))
 		return -1;
 	lks_trace_quant(&r->tr, ph, &w, "%s", name);
 	return 0;

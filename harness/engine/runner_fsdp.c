@@ -70,7 +70,7 @@ static int lks_fsdp_fp8_weight(lks_rank *r, const float *w, size_t n, lks_quant 
 	size_t k = b > a ? b - a : 0;
 	lks_fp8_spec spec = lks_fp8_spec_of(q->fmt);
 	lks_cast_counts cnt = { 0, 0 };
-	float amax = 0.0f, scale, c[4], *mine = f->own, *all = f->all;
+	float amax = 0.0f, scale, *mine = f->own, *all = f->all;
 	uint8_t *codes = (uint8_t *)f->all;
 
 	if (k && lks_be_download(r->be, r->bectx, mine, r->params + a, k * sizeof(float)))
@@ -90,16 +90,12 @@ static int lks_fsdp_fp8_weight(lks_rank *r, const float *w, size_t n, lks_quant 
 		all[i] = -0.0f;
 	for (size_t i = 0; i < k; i++)
 		all[a - off + i] = (float)lks_cast_one(mine[i], scale, &spec, &cnt);
-	c[0] = (float)(cnt.underflow >> 24);
-	c[1] = (float)(cnt.underflow & 0xffffff);
-	c[2] = (float)(cnt.saturated >> 24);
-	c[3] = (float)(cnt.saturated & 0xffffff);
-	if (lks_comm_allreduce_sum(f->shard, all, n) || lks_comm_allreduce_sum(f->shard, c, 4))
+	q->underflow = cnt.underflow;
+	q->saturated = cnt.saturated;
+	if (lks_comm_allreduce_sum(f->shard, all, n) || lks_quant_counts_sum(f->shard, q))
 		return -1;
 	for (size_t i = 0; i < n; i++)  /* in place: byte i lies in float i / 4, already read */
 		codes[i] = (uint8_t)all[i];
-	q->underflow = ((uint64_t)c[0] << 24) + (uint64_t)c[1];
-	q->saturated = ((uint64_t)c[2] << 24) + (uint64_t)c[3];
 	if (lks_be_upload(r->be, r->bectx, q->q, codes, n)
 	    || lks_be_upload(r->be, r->bectx, q->scale, &scale, sizeof(float)))
 		return -1;

@@ -7,6 +7,7 @@
  */
 #include <criterion/criterion.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "run_bin.h"
@@ -19,6 +20,19 @@ static const char narrow_case[] =
 	"[case]\nsteps = 3\nseed = 7\nworld_size = 1\n"
 	"[model]\nvocab = 32\nhidden = 16\nffn = 32\nlayers = 1\nseq = 4\nbatch = 1\n"
 	"[run r]\nrecipe = fp8_rowwise\n";
+
+/* A new folder in /tmp (dir, its template) and the case text in it as name: path. */
+static void case_in_tmp(char *dir, const char *name, const char *text, char *path,
+                        size_t size)
+{
+	FILE *f;
+
+	cr_assert_not_null(mkdtemp(dir));
+	snprintf(path, size, "%s/%s", dir, name);
+	cr_assert_not_null(f = fopen(path, "w"));
+	fputs(text, f);
+	fclose(f);
+}
 
 #ifdef LKS_HAVE_CUDA
 Test(cli, bench_step_backend_cuda_without_a_device_says_why)
@@ -49,13 +63,8 @@ Test(cli, bench_step_unknown_backend_is_bad_usage)
 Test(cli, bench_step_on_a_backend_times_tracing_at_hidden_1024, .timeout = 300)
 {
 	char dir[] = "/tmp/lks_test_bench_step_XXXXXX", path[300], args[800], out[16384];
-	FILE *f;
 
-	cr_assert_not_null(mkdtemp(dir));
-	snprintf(path, sizeof(path), "%s/narrow.ini", dir);
-	cr_assert_not_null(f = fopen(path, "w"));
-	fputs(narrow_case, f);
-	fclose(f);
+	case_in_tmp(dir, "narrow.ini", narrow_case, path, sizeof(path));
 	snprintf(args, sizeof(args), "bench step --backend cpu --case '%s' --steps 2 --reps 1 "
 	         "--threads 1 --dir '%s'", path, dir);
 	cr_assert_eq(lks_run_bin(NULL, args, out, sizeof(out)), 0, "%s", out);
@@ -78,7 +87,7 @@ Test(cli, bench_step_on_a_backend_times_tracing_at_hidden_1024, .timeout = 300)
 /* The whole bench step on a two-rank case with attention: part 3 times the attention in
    its own column (a share above 0), part 5 runs the case's run on one rank (its GEMM pool
    is one rank's: two ranks sharing it once hung there), part 6 times FSDP against DP on
-   the case's two ranks. */
+   the case's two ranks, part 7 tensor parallel (tp 2) against DP, traced and not. */
 Test(cli, bench_step_of_a_two_rank_attention_case, .timeout = 300)
 {
 	static const char text[] =
@@ -89,13 +98,8 @@ Test(cli, bench_step_of_a_two_rank_attention_case, .timeout = 300)
 	char dir[] = "/tmp/lks_test_bench_step_XXXXXX", path[300], args[800], out[32768];
 	const char *row;
 	double attn = 0.0;
-	FILE *f;
 
-	cr_assert_not_null(mkdtemp(dir));
-	snprintf(path, sizeof(path), "%s/attn.ini", dir);
-	cr_assert_not_null(f = fopen(path, "w"));
-	fputs(text, f);
-	fclose(f);
+	case_in_tmp(dir, "attn.ini", text, path, sizeof(path));
 	snprintf(args, sizeof(args), "bench step --case '%s' --steps 3 --reps 1 --threads 2 "
 	         "--dir '%s'", path, dir);
 	cr_assert_eq(lks_run_bin(NULL, args, out, sizeof(out)), 0, "%s", out);
@@ -108,6 +112,9 @@ Test(cli, bench_step_of_a_two_rank_attention_case, .timeout = 300)
 	                               "on one rank"), "%s", out);
 	cr_expect_not_null(strstr(out, "6. FSDP against DP: run 'r' on 2 ranks"), "%s", out);
 	cr_expect_not_null(strstr(out, "\n   FSDP    "), "%s", out);
+	cr_expect_not_null(strstr(out, "7. tensor parallel against DP: run 'r' on 2 ranks (threads), "
+	                               "as DP and with\n   tp = 2"), "%s", out);
+	cr_expect_not_null(strstr(out, "\n   TP traced    "), "%s", out);
 	snprintf(args, sizeof(args), "rm -rf '%s'", dir);
 	cr_assert_eq(system(args), 0);
 }
