@@ -500,10 +500,14 @@ static int lks_linear_bwd(lks_rank *r, int l, int li, int pi, const float *dy, i
 	char what[64];
 
 	/* under tp: the shard of dW gathered whole; a column-parallel din is a partial sum */
-	snprintf(what, sizeof(what), "%s.in.grad", lks_model_linear_name(&r->m->cfg, li % r->m->lb));
-	if (r->tp > 1 && (lks_tp_gather(r, dw, w->rows, w->cols, dim, nb, r->grads + w->off)
-	                  || (style == LKS_PAR_COL && lks_tp_reduce_named(r, din, l, what))))
+	if (r->tp > 1 && lks_tp_gather(r, dw, w->rows, w->cols, dim, nb, r->grads + w->off))
 		return -1;
+	if (style == LKS_PAR_COL) {
+		snprintf(what, sizeof(what), "%s.in.grad",
+		         lks_model_linear_name(&r->m->cfg, li % r->m->lb));
+		if (lks_tp_reduce_named(r, din, l, what))
+			return -1;
+	}
 	lks_trace_f32_kept(&r->tr, LKS_PHASE_BACKWARD, r->grads + w->off, w->n, "%s.grad", w->name);
 	/* a row-parallel din is the columns of its input's split; a column-parallel one (K =
 	   H) the residual stream's gradient */
