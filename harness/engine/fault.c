@@ -183,9 +183,9 @@ const lks_fault_row lks_fault_rows[LKS_FAULT_COUNT] = {
 	                               .fits = lks_fault_fits_pow2,
 	                               .quantize = lks_fault_round_up },
 	[LKS_FAULT_RS_DROP_TAIL] = { "rs_drop_tail", K_STEP | K_RANK, K_COUNT,
-	                             .comm = lks_fault_comm, .host_comm = 1, .fsdp = 1 },
+	                             .comm = lks_fault_comm, .host_comm = 1, .gathers = 1 },
 	[LKS_FAULT_AG_STALE] = { "ag_stale", K_STEP | K_RANK, 0, .fits = lks_fault_fits_later,
-	                         .comm = lks_fault_comm, .host_comm = 1, .fsdp = 1 },
+	                         .comm = lks_fault_comm, .host_comm = 1, .gathers = 1 },
 	[LKS_FAULT_AMAX_LOCAL] = { "amax_local", K_TENSOR, K_STEP | K_RANK, .from_step = 1,
 	                           .fits = lks_fault_fits_fp8, .scale_group = 1 },
 	[LKS_FAULT_AMAX_GROUP] = { "amax_group", K_TENSOR, K_STEP | K_RANK, .from_step = 1,
@@ -356,14 +356,18 @@ int lks_fault_fits_mesh(const lks_fault *f, const lks_run_cfg *r)
 		               "gradient, ...)%s, or trace = shards", row->name,
 		               sp ? " with sequence parallel" : "", f->tensor,
 		               sp ? ", with sequence_parallel = off" : "");
-	if (f->kind != LKS_FAULT_NONE && !row->scale_group && !row->tensor && tp > 1)
-		return lks_err("inject: %s is not built for tensor-parallel runs yet (tp = 1; under "
-		               "tp: bitflip, nan, amax_local, amax_group)", row->name);
-
-	if (row->fsdp && fsdp != world_size)
-		return lks_err("inject: %s acts in an FSDP run's collectives: it needs fsdp = the "
-		               "run's world size (%d), not %d", row->name, world_size, fsdp);
-	if (row->comm && !row->fsdp && fsdp > 1)
+	if (f->kind != LKS_FAULT_NONE && !row->scale_group && !row->tensor && !row->gathers
+	    && !row->quantize && tp > 1)
+		return lks_err("inject: %s is not built for tensor-parallel runs yet (tp = 1; every "
+		               "other kind is)", row->name);
+	if (row->gathers && fsdp < 2 && tp < 2)
+		return lks_err("inject: %s acts in a reduce-scatter or all-gather of a sharded "
+		               "run: it needs fsdp > 1 or tp > 1", row->name);
+	if (f->kind == LKS_FAULT_RS_DROP_TAIL && fsdp < 2 && !sp)
+		return lks_err("inject: %s under tp needs sequence_parallel = on (the reduce-scatter "
+		               "after each row-parallel layer; without it the partial sums are "
+		               "all-reduced), or fsdp > 1", row->name);
+	if (row->comm && !row->gathers && fsdp > 1)
 		return lks_err("inject: %s needs fsdp = 1 (an FSDP run reduce-scatters its "
 		               "gradients)", row->name);
 	return 0;

@@ -90,11 +90,12 @@ void lks_fault_format(const lks_fault *f, char *buf, size_t size);
 int lks_fault_fits(const lks_fault *f, int recipe, int checkpoint, int world_size, int steps);
 
 /* Whether the fault fits run r's mesh (its fsdp or tp groups of its world_size ranks): the
-   collective faults of FSDP need fsdp = world_size (their wrapper is the group's end),
-   skip_allreduce fsdp = 1, amax_local tp > 1, amax_group also world_size > tp; under tp
-   bitflip and nan strike a tensor the rank traces itself, not one traced whole, gathered
-   from the group's shards (with trace = shards, or for a tensor no shard splits), and no
-   other kind is built yet; an error (lks_err) says why not. */
+   faults of a reduce-scatter or all-gather need fsdp > 1 (they strike the fsdp group's) or
+   tp > 1 (the tp group's; rs_drop_tail with sequence_parallel = on), skip_allreduce
+   fsdp = 1 and tp = 1 (not built under tp), amax_local tp > 1, amax_group also
+   world_size > tp; under tp bitflip and nan strike a tensor the rank traces itself, not
+   one traced whole, gathered from the group's shards (with trace = shards, or for a tensor
+   no shard splits); an error (lks_err) says why not. */
 struct lks_run_cfg;
 int lks_fault_fits_mesh(const lks_fault *f, const struct lks_run_cfg *r);
 
@@ -126,6 +127,13 @@ int lks_fault_here(const lks_fault *f, lks_fault_kind kind, int step, int rank);
    its own x, rs_drop_tail's reduce-scatter and ag_stale's all-gathers are struck. Closing
    *out closes inner. */
 int lks_fault_comm(const lks_fault *f, const int *step, lks_comm *inner, lks_comm **out);
+/* The same around rank's end *c of a mesh group split from the world (fsdp_group: the fsdp
+   group, else the tp group), where f acts in that group's reduce-scatter or all-gathers
+   and strikes this rank (lks_fault_fits_mesh: the fsdp group's where fsdp > 1, else the
+   tp group's); else *c is left as it is. Where such a group is the world, the world's
+   end is wrapped already (lks_fault_plant_rank). */
+int lks_fault_group(const lks_fault *f, const struct lks_run_cfg *r, int rank,
+                    const int *step, int fsdp_group, lks_comm **c);
 
 /* ---- a fault planted in a rank's seams ---- */
 

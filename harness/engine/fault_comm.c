@@ -5,14 +5,19 @@
  *   skip_allreduce: the rank still sends its gradient (the others' sum has it, as over a
  *     link that delivers but never receives) and keeps its own, so it clips its own
  *     gradient by its own norm and applies it;
- *   rs_drop_tail, ag_stale: an FSDP run's reduce-scatter and all-gathers (runner_fsdp.c),
- *     whose group is the run's world (lks_fault_fits_mesh), so the rank's end is the one
- *     they go through.
+ *   rs_drop_tail, ag_stale: a sharded run's reduce-scatter and all-gathers: the fsdp
+ *     group's (runner_fsdp.c) where fsdp > 1, else the tp group's (model_tp.c: sequence
+ *     parallel's, and the gathers of split weight gradients and traced tensors); the
+ *     wrapper is the rank's end of that group (lks_fault_group), or of the world where the
+ *     group is the world.
  */
 #include "harness/engine/fault.h"
 
 #include <stdlib.h>
 #include <string.h>
+
+#include "harness/engine/case.h"
+#include "harness/engine/fault_impl.h"
 
 #define LKS_FC_ORDINALS 4  /* all-gathers of a step told apart (an FSDP step makes two) */
 
@@ -185,4 +190,12 @@ int lks_fault_comm(const lks_fault *f, const int *step, lks_comm *inner, lks_com
 	w->seen_step = -1;
 	*out = &w->base;
 	return 0;
+}
+
+int lks_fault_group(const lks_fault *f, const struct lks_run_cfg *r, int rank,
+                    const int *step, int fsdp_group, lks_comm **c)
+{
+	if (!lks_fault_rows[f->kind].gathers || f->rank != rank || fsdp_group != (r->fsdp > 1))
+		return 0;
+	return lks_fault_comm(f, step, *c, c);
 }

@@ -43,7 +43,8 @@ typedef struct lks_fault_row {
 	   NULL: none */
 	int (*comm)(const lks_fault *f, const int *step, lks_comm *inner, lks_comm **out);
 	int host_comm;          /* its communicator works on host memory */
-	int fsdp;               /* it acts in an FSDP run's collectives (fsdp = world size) */
+	int gathers;            /* it acts in a mesh group's reduce-scatter or all-gathers: the
+	                           fsdp group's (fsdp > 1), else the tp group's */
 	int scale_group;        /* it acts where an FP8 operand's scale group is chosen (tp > 1;
 	                           its tensor is an FP8 operand); 2: with another mesh
 	                           dimension's group (dp > 1) */

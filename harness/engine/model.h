@@ -139,7 +139,7 @@ typedef struct lks_rank {
 	   shares of the hidden units and heads (Fl = ffn / tp, hl = heads / tp, Dl = hl x
 	   head_dim), its shard of each linear layer's weight (wl, remade from params at every
 	   step, at wloff[li]), a whole tensor gathered for the trace (tpw, backend memory),
-	   the host's buffers of the group's collectives (tph, 2 x tpn floats) */
+	   the host's buffers of the group's collectives (tph, 3 x tpn floats) */
 	int tp, tpr, Fl, hl, Dl;
 	int shards;             /* trace = shards: a split tensor traced as the rank's shard */
 	float *wl, *tpw, *tph;

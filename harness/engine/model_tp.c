@@ -12,11 +12,11 @@
  *
  * Every rank keeps the whole parameter vector and the update of DP (runner.c): its shards
  * of a step are sliced from it (lks_tp_weights), which costs memory, not arithmetic. The
- * group's collectives are comm.h's over the host: rank-ordered fp32 sums, and gathers made
- * of them (a shard in its place, -0.0 elsewhere, summed: exact). Where a shard of a sum is
- * rounded: a partial output is rounded to BF16 as the GEMM stores it, then summed in fp32
- * in rank order and rounded again, as an all-reduce of BF16 partials in NCCL's ring does
- * for two ranks.
+ * group's collectives are comm.h's over the host: rank-ordered fp32 sums, all-gathers and
+ * reduce-scatters (each rank's part contiguous, then put in its place). Where a shard of a
+ * sum is rounded: a partial output is rounded to BF16 as the GEMM stores it, then summed in
+ * fp32 in rank order and rounded again, as an all-reduce of BF16 partials in NCCL's ring
+ * does for two ranks.
  *
  * FP8: the recipe's scale groups (recipe.h) say which operands' amax the group reduces;
  * those are quantized twice: once for the local amax, then with the scales of the group's
@@ -154,7 +154,7 @@ int lks_tp_init(lks_rank *r, const lks_run_cfg *run)
 	              || lks_be_alloc(r->be, r->bectx, T * sizeof(int32_t), (void **)&r->tsp)
 	              || !(r->htok = malloc(T * sizeof(int32_t)))))
 		failed = 1;
-	if (failed || !(r->tph = malloc(2 * r->tpn * sizeof(float))))
+	if (failed || !(r->tph = malloc(3 * r->tpn * sizeof(float))))
 		return lks_err("out of memory for rank %d's tensor-parallel buffers", r->rank);
 	return 0;
 }
@@ -257,15 +257,22 @@ int lks_tp_reduce(lks_rank *r, float *x, const char *what)
 {
 	size_t n = (size_t)r->T * (size_t)r->m->cfg.hidden;
 
+	size_t nl = n / (size_t)r->tp;
+	float *ranked = r->tph + r->tpn, *mine = r->tph + 2 * r->tpn;
+
 	if (!r->sp)
 		return lks_tp_sum(r, x, n, 1, what);
-	/* the reduce-scatter: the sums of the all-reduce, in the same rank order */
+	/* the reduce-scatter of the group's rank-ordered sums: each rank's rows made
+	   contiguous, rank by rank, so that rank t's are the t-th n / tp */
 	if (LKS_BE(r, download, r->tph, x, n * sizeof(float)))
 		return -1;
 	lks_tp_scan(r, r->tph, n, what);
-	if (lks_comm_allreduce_sum(r->tpc, r->tph, n) || lks_sp_put_rows(r, x))
+	for (int t = 0; t < r->tp; t++)
+		lks_tp_map(r->tph, ranked + (size_t)t * nl, LKS_SP_SHAPE(r), r->tp, t, 0);
+	if (lks_comm_reduce_scatter(r->tpc, ranked, nl, mine)
+	    || LKS_BE(r, upload, x, mine, nl * sizeof(float)))
 		return -1;
-	return r->bf16 ? LKS_BE(r, round_bf16, x, (size_t)r->Ts * r->m->cfg.hidden) : 0;
+	return r->bf16 ? LKS_BE(r, round_bf16, x, nl) : 0;
 }
 
 int lks_sp_slice(lks_rank *r, float *x)
@@ -289,15 +296,18 @@ int lks_sp_tokens(lks_rank *r)
 	return LKS_BE(r, upload, r->tsp, r->htok, (size_t)r->Ts * sizeof(int32_t));
 }
 
-/* The whole (rows, cols) on the host (r->tph) from each rank's local shard (host). */
+/* The whole (rows, cols) on the host (r->tph) from each rank's local shard (host): the
+   group's all-gather, then each rank's shard in its place. */
 static int lks_tp_gather_host(lks_rank *r, float *local, int rows, int cols, int dim, int nb)
 {
-	size_t n = (size_t)rows * (size_t)cols;
+	size_t nl = (size_t)rows * (size_t)cols / (size_t)r->tp;
+	float *all = r->tph + 2 * r->tpn;
 
-	for (size_t i = 0; i < n; i++)
-		r->tph[i] = -0.0f;  /* adds nothing to the sum (comm_group.c) */
-	lks_tp_map(r->tph, local, rows, cols, dim, nb, r->tp, r->tpr, 1);
-	return lks_comm_allreduce_sum(r->tpc, r->tph, n);
+	if (lks_comm_all_gather(r->tpc, local, nl, all))
+		return -1;
+	for (int t = 0; t < r->tp; t++)
+		lks_tp_map(r->tph, all + (size_t)t * nl, rows, cols, dim, nb, r->tp, t, 1);
+	return 0;
 }
 
 int lks_sp_gather(lks_rank *r, const float *local, float *whole)

@@ -228,7 +228,9 @@ static void lks_rank_task(void *arg, int task, int thread)
 	/* its tp group, at its first step (a split is a collective); its dp group where the
 	   run's fault reduces an amax over it (every rank takes part) */
 	if (tp > 1 && !r->tpc && ((tp == R->W ? (r->tpc = r->comm) == NULL
-	                           : lks_comm_split(r->comm, R->W / tp, r->rank / tp, &r->tpc))
+	                           : lks_comm_split(r->comm, R->W / tp, r->rank / tp, &r->tpc)
+	                             || lks_fault_group(&R->run->inject, R->run, r->rank, &R->step,
+	                                                0, &r->tpc))
 	                          || (R->run->inject.kind == LKS_FAULT_AMAX_GROUP
 	                              && lks_comm_split(r->comm, tp, r->rank % tp, &r->dpc)))) {
 		lks_rank_fail(r, 1);

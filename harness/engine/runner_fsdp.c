@@ -148,6 +148,7 @@ int lks_fsdp_setup(struct lks_runner *R, lks_rank *r)
 		return 0;
 	}
 	if (lks_comm_split(r->comm, D * P, r->rank / (F * P) * P + r->rank % P, &f->shard)
+	    || lks_fault_group(&R->run->inject, R->run, r->rank, &R->step, 1, &f->shard)
 	    || (D > 1 && lks_comm_split(r->comm, F * P, r->rank % (F * P), &f->rep)))
 		return -1;
 	return 0;

@@ -118,10 +118,17 @@ Test(fault, fits_only_where_it_can_act)
 	cr_assert_not_null(strstr(lks_errmsg(), "needs step >= 1"), "%s", lks_errmsg());
 	cr_assert_eq(lks_fault_parse("rs_drop_tail step=1 rank=1", 0, &f), 0);
 	cr_assert_eq(lks_fault_fits_mesh(&f, mesh(4, 4, 1, 0)), 0);
-	cr_assert_eq(lks_fault_fits_mesh(&f, mesh(4, 2, 1, 0)), -1, "HSDP: the group is not the world");
-	cr_assert_not_null(strstr(lks_errmsg(), "needs fsdp = the run's world size (4), not 2"),
-	                   "%s", lks_errmsg());
+	cr_assert_eq(lks_fault_fits_mesh(&f, mesh(4, 2, 1, 0)), 0, "HSDP: the fsdp group's");
 	cr_assert_eq(lks_fault_fits_mesh(&f, mesh(4, 1, 1, 0)), -1, "DP has no reduce-scatter");
+	cr_assert_not_null(strstr(lks_errmsg(), "needs fsdp > 1 or tp > 1"), "%s", lks_errmsg());
+	cr_assert_eq(lks_fault_fits_mesh(&f, mesh(4, 1, 2, 1)), 0, "sequence parallel's");
+	cr_assert_eq(lks_fault_fits_mesh(&f, mesh(4, 1, 2, 0)), -1, "tp all-reduces its sums");
+	cr_assert_not_null(strstr(lks_errmsg(), "needs sequence_parallel = on"), "%s",
+	                   lks_errmsg());
+	cr_assert_eq(lks_fault_fits_mesh(&f, mesh(4, 2, 2, 0)), 0, "the fsdp group's under tp");
+	cr_assert_eq(lks_fault_parse("ag_stale step=1 rank=1", 0, &f), 0);
+	cr_assert_eq(lks_fault_fits_mesh(&f, mesh(4, 1, 2, 0)), 0, "tp gathers weight gradients");
+	cr_assert_eq(lks_fault_fits_mesh(&f, mesh(4, 1, 1, 0)), -1, "DP gathers nothing");
 	cr_assert_eq(lks_fault_parse("skip_allreduce step=1 rank=1", 0, &f), 0);
 	cr_assert_eq(lks_fault_fits_mesh(&f, mesh(4, 1, 1, 0)), 0);
 	cr_assert_eq(lks_fault_fits_mesh(&f, mesh(4, 4, 1, 0)), -1, "FSDP has no all-reduce of its own");
