@@ -118,9 +118,6 @@ static int lks_run_mesh(const lks_case *c, const lks_run_cfg *r)
 		if (r->world_size % (r->fsdp * r->tp))
 			return lks_err("run '%s': fsdp %d x tp %d does not divide its world size %d",
 			               r->name, r->fsdp, r->tp, r->world_size);
-		if (r->fp8_all_gather)
-			return lks_err("run '%s': fp8_all_gather = on with tp %d: the FP8 all-gather of "
-			               "tensor-parallel shards is not built yet", r->name, r->tp);
 		if (m->ffn % r->tp || (m->attention && m->heads % r->tp))
 			return lks_err("run '%s': tp %d does not divide the model's %s (%d)", r->name,
 			               r->tp, m->ffn % r->tp ? "ffn" : "heads",

@@ -195,15 +195,16 @@ static int lks_prep_operand(lks_rank *r, const lks_operand_rule *rule, const flo
 		return lks_err("gemm operand arena too small");
 	if (rule->delayed && LKS_BE(r, upload, scale, &slot->scale, sizeof(float)))
 		return -1;
-	/* under tp its scale group may reduce the amax first (model_tp.c) */
-	if (r->tp > 1 && lks_tp_quantize(r, li, src_kind, transposed, &q, tname, &done))
-		return -1;
-	/* under FSDP with fp8_all_gather the forward's weight comes as gathered FP8 codes */
-	if (!done && r->fp8_gather && src_kind == LKS_SRC_W && !transposed) {
-		if (r->fp8_gather(r, src, n, &q))
+	/* under FSDP with fp8_all_gather the forward's weight comes as gathered FP8 codes
+	   (under tp with the scale of its group's amax); else under tp its scale group may
+	   reduce the amax first (model_tp.c) */
+	if (r->fp8_gather && src_kind == LKS_SRC_W && !transposed) {
+		if (r->fp8_gather(r, li, src, n, &q, tname))
 			return -1;
 		done = 1;
 	}
+	if (!done && r->tp > 1 && lks_tp_quantize(r, li, src_kind, transposed, &q, tname, &done))
+		return -1;
 	if (!done && LKS_BE(r, quantize, &q))
 		return -1;
 	if (rule->delayed && record) {  /* the history is the host's: one float comes back */

@@ -179,9 +179,11 @@ typedef struct lks_rank {
 	int nan_tensor;         /* this step's first non-finite gradient tensor, or -1 */
 	int64_t nan_count;      /* its non-finite values */
 	struct lks_fsdp *fsdp;  /* its shard of an FSDP run (runner_fsdp.c), or NULL */
-	/* FSDP's FP8 all-gather (runner_fsdp.c), or NULL: the forward's operand q of weight w
-	   (n floats of params) cast shard by shard and gathered, in place of quantize */
-	int (*fp8_gather)(struct lks_rank *r, const float *w, size_t n, lks_quant *q);
+	/* FSDP's FP8 all-gather (runner_fsdp.c), or NULL: the forward's operand q (traced as
+	   name) of linear li's weight w (n floats: lks_tp_weight's) cast shard by shard and
+	   gathered, in place of quantize */
+	int (*fp8_gather)(struct lks_rank *r, int li, const float *w, size_t n, lks_quant *q,
+	                  const char *name);
 	/* called between the forward and the backward, or NULL (FSDP's reshard_after_forward:
 	   the parameters dropped to the rank's shard and gathered again) */
 	int (*after_forward)(struct lks_rank *r);
@@ -225,6 +227,12 @@ void lks_tp_release(lks_rank *r);
 /* This step's shards of the weights, from r->params; the shard of linear li. */
 int lks_tp_weights(lks_rank *r);
 const float *lks_tp_weight(const lks_rank *r, int li);
+/* Where element k of linear li's weight shard (lks_tp_weight) lies in r->params (tp = 1:
+   the weight's offset + k). */
+size_t lks_tp_weight_index(const lks_rank *r, int li, size_t k);
+/* h (n floats, host) becomes the group's NaN-winning max of it, the rank's share checked
+   for NaN/Inf first (as lks_tp_sum's; what: the tensor named). */
+int lks_tp_max(lks_rank *r, float *h, size_t n, const char *what);
 /* x (n floats, backend memory) summed over the group in rank order, then (round: an
    activation) BF16-rounded where activations are. Before every sum the rank's partial is
    checked for NaN/Inf, traced or not: the first is recorded (nan_act) as the tensor what. */

@@ -196,6 +196,21 @@ const float *lks_tp_weight(const lks_rank *r, int li)
 	return r->tp > 1 ? r->wl + r->wloff[li] : r->params + lks_lin_weight(r, li)->off;
 }
 
+size_t lks_tp_weight_index(const lks_rank *r, int li, size_t k)
+{
+	const lks_ptensor *w = lks_lin_weight(r, li);
+	int nb, dim = lks_tp_split(r, li, LKS_SRC_W, &nb);
+	size_t lr = dim == 0 ? (size_t)w->rows / r->tp : (size_t)w->rows;
+	size_t lc = dim == 1 ? (size_t)w->cols / r->tp : (size_t)w->cols;
+	size_t i = k / lc, j = k % lc;
+
+	if (dim == 0)
+		i = lks_tp_at(i, lr, nb, r->tp, r->tpr);
+	else if (dim == 1)
+		j = lks_tp_at(j, lc, nb, r->tp, r->tpr);
+	return w->off + i * (size_t)w->cols + j;
+}
+
 int lks_tp_traced_split(const char *name)
 {
 	static const char *const split[] = { ".attn.qkv.out", ".attn.core.out", ".mlp.up.out",
@@ -228,6 +243,12 @@ static void lks_tp_scan(lks_rank *r, const float *h, size_t n, const char *what)
 	snprintf(r->nan_act, sizeof(r->nan_act), "%s", what);
 	r->nan_act_count = bad;
 	r->nan_act_seen = 1;
+}
+
+int lks_tp_max(lks_rank *r, float *h, size_t n, const char *what)
+{
+	lks_tp_scan(r, h, n, what);
+	return lks_comm_allreduce_max(r->tpc, h, n);
 }
 
 int lks_tp_sum(lks_rank *r, float *x, size_t n, int round, const char *what)
@@ -372,9 +393,8 @@ int lks_tp_quantize(lks_rank *r, int li, lks_src src, int transposed, lks_quant 
 		return 0;
 	if (LKS_BE(r, quantize, q) || LKS_BE(r, download, h, q->amax, ns * sizeof(float)))
 		return -1;
-	lks_tp_scan(r, h, ns, name);  /* a NaN amax would spread to the group's scales */
 	memcpy(mine, h, ns * sizeof(float));
-	if (lks_comm_allreduce_max(r->tpc, h, ns))
+	if (lks_tp_max(r, h, ns, name))  /* a NaN amax would spread to the group's scales */
 		return -1;
 	if (lks_fault_amax_local(r->plant, name))  /* the group's amax, or (a fault) its own */
 		memcpy(h, mine, ns * sizeof(float));

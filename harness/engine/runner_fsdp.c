@@ -24,7 +24,11 @@
  * its part of the weight, the group's max of them gives the scale (a delayed scale is the
  * history's, as every rank's), each rank casts its part (kernels/element/cast.h, the lines
  * every backend runs), and the codes are gathered. The scale is the whole weight's, so the
- * codes are those of casting it whole: DP's, bit for bit.
+ * codes are those of casting it whole: DP's, bit for bit. Under tp the forward's weight is
+ * the rank's tp shard: each rank casts the elements of it that its fsdp shard holds (their
+ * places in the flat vector: lks_tp_weight_index), with the scale of the fsdp group's max
+ * and then the tp group's (the whole weight's, as TP's scale group takes it), and the
+ * fsdp group gathers the tp shard's codes: TP's, bit for bit.
  */
 #include "harness/engine/runner_impl.h"
 
@@ -41,6 +45,7 @@ struct lks_fsdp {
 	size_t S;               /* floats per shard: nparams / F rounded up to 16 */
 	float *all;             /* (F S) host: a gathered vector */
 	float *own;             /* (S) host: this rank's shard */
+	float *w;               /* fp8_all_gather (nparams) host: a weight's shard on the rank */
 	lks_update_part *parts; /* AdamW's parts within the shard, for a backend's update */
 	int nparts;
 };
@@ -60,36 +65,47 @@ static int lks_fsdp_parts(struct lks_runner *R, struct lks_fsdp *f, size_t a, si
 	return 0;
 }
 
-/* fp8_all_gather: q, the forward's operand of weight w (n floats of r->params, whole on
-   every rank), its codes made from the shards and gathered (the file's comment). */
-static int lks_fsdp_fp8_weight(lks_rank *r, const float *w, size_t n, lks_quant *q)
+/* whether rank r's fsdp shard holds element k of linear li's weight shard */
+static int lks_fsdp_owns(const lks_rank *r, int li, size_t k)
+{
+	size_t i = lks_tp_weight_index(r, li, k);
+
+	return i >= r->own0 && i < r->own1;
+}
+
+/* fp8_all_gather: q, the forward's operand of linear li's weight w (n floats, the rank's
+   tp shard: whole when tp = 1), its codes made from the fsdp shards and gathered (the
+   file's comment): each element cast by the rank that owns it in the flat vector. */
+static int lks_fsdp_fp8_weight(lks_rank *r, int li, const float *w, size_t n, lks_quant *q,
+                               const char *name)
 {
 	struct lks_fsdp *f = r->fsdp;
-	size_t off = (size_t)(w - r->params);
-	size_t a = off > r->own0 ? off : r->own0, b = off + n < r->own1 ? off + n : r->own1;
-	size_t k = b > a ? b - a : 0;
 	lks_fp8_spec spec = lks_fp8_spec_of(q->fmt);
 	lks_cast_counts cnt = { 0, 0 };
-	float amax = 0.0f, scale, *mine = f->own, *all = f->all;
+	float amax = 0.0f, whole, scale, *x = f->w, *all = f->all;
 	uint8_t *codes = (uint8_t *)f->all;
 
-	if (k && lks_be_download(r->be, r->bectx, mine, r->params + a, k * sizeof(float)))
+	if (lks_be_download(r->be, r->bectx, x, w, n * sizeof(float)))
 		return -1;
-	for (size_t i = 0; i < k; i++)
-		amax = lks_nanmax(amax, fabsf(mine[i]));
+	for (size_t k = 0; k < n; k++)  /* owned: x[k] is in the flat vector at [own0, own1) */
+		if (lks_fsdp_owns(r, li, k))
+			amax = lks_nanmax(amax, fabsf(x[k]));
+	/* the shard's amax (the whole weight's when tp = 1), then under tp the tp group's */
 	if (lks_comm_allreduce_max(f->shard, &amax, 1))
 		return -1;
+	whole = amax;
 	if (q->scale_given) {
 		if (lks_be_download(r->be, r->bectx, &scale, q->scale, sizeof(float)))
 			return -1;
 	} else {
-		scale = lks_fp8_scale(amax, q->fmt, q->pow2);
+		if (r->tp > 1 && lks_tp_max(r, &whole, 1, name))
+			return -1;
+		scale = lks_fp8_scale(whole, q->fmt, q->pow2);
 	}
 	/* the gather: each rank's codes (as floats, exact) in their place, -0.0 elsewhere */
-	for (size_t i = 0; i < n; i++)
-		all[i] = -0.0f;
-	for (size_t i = 0; i < k; i++)
-		all[a - off + i] = (float)lks_cast_one(mine[i], scale, &spec, &cnt);
+	for (size_t k = 0; k < n; k++)
+		all[k] = lks_fsdp_owns(r, li, k) ? (float)lks_cast_one(x[k], scale, &spec, &cnt)
+		                                 : -0.0f;
 	q->underflow = cnt.underflow;
 	q->saturated = cnt.saturated;
 	if (lks_comm_allreduce_sum(f->shard, all, n) || lks_quant_counts_sum(f->shard, q))
@@ -99,6 +115,7 @@ static int lks_fsdp_fp8_weight(lks_rank *r, const float *w, size_t n, lks_quant 
 	if (lks_be_upload(r->be, r->bectx, q->q, codes, n)
 	    || lks_be_upload(r->be, r->bectx, q->scale, &scale, sizeof(float)))
 		return -1;
+	/* the amax a cast of w alone would record: its tp shard's */
 	return q->amax ? lks_be_upload(r->be, r->bectx, q->amax, &amax, sizeof(float)) : 0;
 }
 
@@ -137,8 +154,11 @@ int lks_fsdp_setup(struct lks_runner *R, lks_rank *r)
 		return lks_err("out of memory");
 	if (lks_fsdp_parts(R, f, r->own0, r->own1))
 		return -1;
-	if (R->run->fp8_all_gather)
+	if (R->run->fp8_all_gather) {
+		if (!(f->w = malloc(R->m.nparams * sizeof(float))))
+			return lks_err("out of memory");
 		r->fp8_gather = lks_fsdp_fp8_weight;
+	}
 	if (R->run->reshard)
 		r->after_forward = lks_fsdp_reshard;
 	/* every rank splits, in the same order: the fsdp groups (one per replica d and tp
@@ -166,6 +186,7 @@ void lks_fsdp_release(lks_rank *r)
 		lks_comm_close(f->rep);
 	free(f->all);
 	free(f->own);
+	free(f->w);
 	free(f->parts);
 	free(f);
 	r->fsdp = NULL;
