@@ -75,30 +75,47 @@ static int lks_devcomm_wait(struct lks_devcomm_end *e, const char *what)
 	}
 }
 
-static int lks_devcomm_run(lks_comm *c, lks_devcomm_op op, float *x, size_t n,
-                           const char *what)
+static int lks_devcomm_run(lks_comm *c, lks_devcomm_op op, const float *x, size_t n,
+                           float *out, const char *what)
 {
 	struct lks_devcomm_end *e = lks_devcomm_of(c);
 
 	if (e->broken)
 		return lks_err("%s: %s of rank %d: the communicator was aborted", e->m->name, what,
 		               c->rank);
-	if (e->m->queue(e->link, op, x, n))
+	if (e->m->queue(e->link, op, x, n, out))
 		return -1;
 	return lks_devcomm_wait(e, what);
 }
 
+/* whether c sums with its library's own algorithm (allreduce = nccl) */
+static int lks_devcomm_library(lks_comm *c)
+{
+	return lks_devcomm_of(c)->mode == LKS_ALLREDUCE_NCCL;
+}
+
 static int lks_devcomm_sum(lks_comm *c, float *x, size_t n)
 {
-	int lib = lks_devcomm_of(c)->mode == LKS_ALLREDUCE_NCCL;
-
-	return lks_devcomm_run(c, lib ? LKS_DEVCOMM_LIBRARY_SUM : LKS_DEVCOMM_ORDERED_SUM, x, n,
-	                       "all-reduce sum");
+	return lks_devcomm_run(c, lks_devcomm_library(c) ? LKS_DEVCOMM_LIBRARY_SUM
+	                                                 : LKS_DEVCOMM_ORDERED_SUM,
+	                       x, n, x, "all-reduce sum");
 }
 
 static int lks_devcomm_max(lks_comm *c, float *x, size_t n)
 {
-	return lks_devcomm_run(c, LKS_DEVCOMM_ORDERED_MAX, x, n, "all-reduce max");
+	return lks_devcomm_run(c, LKS_DEVCOMM_ORDERED_MAX, x, n, x, "all-reduce max");
+}
+
+static int lks_devcomm_all_gather(lks_comm *c, const float *x, size_t n, float *out)
+{
+	return lks_devcomm_run(c, LKS_DEVCOMM_ALL_GATHER, x, n, out, "all-gather");
+}
+
+static int lks_devcomm_reduce_scatter(lks_comm *c, const float *x, size_t n, float *out)
+{
+	return lks_devcomm_run(c, lks_devcomm_library(c) ? LKS_DEVCOMM_LIBRARY_RS
+	                                                 : LKS_DEVCOMM_ORDERED_RS,
+	                       x, n, out, "reduce-scatter");
 }
 
 static int lks_devcomm_gather(lks_comm *c, const void *x, size_t bytes, void **out,
@@ -162,6 +179,8 @@ static const lks_comm_methods lks_devcomm_methods = {
 	.close = lks_devcomm_close,
 	.device_memory = lks_devcomm_device_memory,
 	.aborted = lks_devcomm_aborted,
+	.all_gather = lks_devcomm_all_gather,
+	.reduce_scatter = lks_devcomm_reduce_scatter,
 };
 
 /* Whether every rank of the group may have the link: the host's all-reduce max of each

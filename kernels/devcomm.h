@@ -19,7 +19,9 @@
  *
  * Collectives: allreduce_sum is, by mode (lks_allreduce_mode), the link's ordered sum (an
  * all-gather of every rank's x and a fold in rank order: the host's bits) or its library's
- * own algorithm; allreduce_max is always the ordered fold (NaN wins).
+ * own algorithm; allreduce_max is always the ordered fold (NaN wins). reduce_scatter is,
+ * by mode, the ordered fold of this rank's part of every rank's x (the host's bits) or the
+ * library's own; all_gather is the library's (a copy: exact either way).
  */
 #ifndef LKS_KERNELS_DEVCOMM_H
 #define LKS_KERNELS_DEVCOMM_H
@@ -32,9 +34,15 @@
 
 /* What a collective of the link computes */
 typedef enum lks_devcomm_op {
+	/* all-reduces, x and out n floats (in place: out == x) */
 	LKS_DEVCOMM_ORDERED_SUM,   /* all-gather, then the fold in rank order: the host's bits */
 	LKS_DEVCOMM_ORDERED_MAX,   /* the same with the NaN-propagating max */
 	LKS_DEVCOMM_LIBRARY_SUM,   /* the library's own all-reduce (within tolerance) */
+	/* x n floats, out (size x n): rank r's x at r x n */
+	LKS_DEVCOMM_ALL_GATHER,
+	/* x (size x n), out n: the sum over ranks of their x's rows [rank n, (rank + 1) n) */
+	LKS_DEVCOMM_ORDERED_RS,    /* each rank's rows of every x, folded in rank order */
+	LKS_DEVCOMM_LIBRARY_RS,    /* the library's own reduce-scatter (within tolerance) */
 } lks_devcomm_op;
 
 /* One rank's link to the library: link is the implementation's. make_id, join, queue and
@@ -46,8 +54,9 @@ typedef struct lks_devlink_methods {
 	int (*make_id)(void *link, void *id);     /* rank 0 only: the group's id */
 	/* starts joining the group of size ranks as rank, with rank 0's id */
 	int (*join)(void *link, int size, int rank, const void *id);
-	/* queues op on x (n floats, the rank's device memory), in place */
-	int (*queue)(void *link, lks_devcomm_op op, float *x, size_t n);
+	/* queues op on x into out (the rank's device memory; lks_devcomm_op says their sizes,
+	   in n floats; an all-reduce works in place, out == x) */
+	int (*queue)(void *link, lks_devcomm_op op, const float *x, size_t n, float *out);
 	/* 0: everything started is done; 1: not yet; -1: failed (lks_err) */
 	int (*poll)(void *link);
 	/* starts leaving the group in order (NCCL: ncclCommFinalize, which waits for every

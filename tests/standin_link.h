@@ -8,7 +8,9 @@
  * its address to the other ranks (through the host end, as NCCL's unique id travels). A
  * collective copies the rank's buffer into the fabric and is done, on poll, once every rank
  * has posted it: the result is the fold in rank order of the copies (sum, or the NaN-wins
- * max of element/reduce.h), the bits of the threads communicator. As NCCL's kernels would,
+ * max of element/reduce.h; of the rank's part for a reduce-scatter, the library's as the
+ * ordered one), the bits of the threads communicator, or for an all-gather the copies in
+ * rank order. As NCCL's kernels would,
  * a rank whose peer never posts waits forever: only devcomm's abort or deadline ends it.
  *
  * standin_plan says which rank fails or hangs where (-1: none). standin_backend() is the
@@ -49,7 +51,7 @@ struct standin_fabric {
 	pthread_mutex_t lock;
 	int W, refs, joined;
 	float **copy[STANDIN_MAX_OPS];  /* [op][rank]: its posted buffer */
-	size_t n[STANDIN_MAX_OPS];
+	size_t n[STANDIN_MAX_OPS];      /* the collective's n (lks_devcomm_op) */
 	int posted[STANDIN_MAX_OPS];
 };
 
@@ -59,7 +61,7 @@ struct standin_link {
 	int state;              /* 0 idle, 1 joining, 2 a collective under way, 3 hung */
 	int k;                  /* the index of this rank's next (or current) collective */
 	lks_devcomm_op op;
-	float *x;
+	float *out;
 };
 
 static inline int standin_make_id(void *link, void *id)
@@ -94,25 +96,33 @@ static inline int standin_join(void *link, int size, int rank, const void *id)
 	return 0;
 }
 
-static inline int standin_queue(void *link, lks_devcomm_op op, float *x, size_t n)
+/* the floats of x a rank posts for op */
+static inline size_t standin_in(const struct standin_link *l, lks_devcomm_op op, size_t n)
+{
+	return op == LKS_DEVCOMM_ORDERED_RS || op == LKS_DEVCOMM_LIBRARY_RS ? (size_t)l->W * n : n;
+}
+
+static inline int standin_queue(void *link, lks_devcomm_op op, const float *x, size_t n,
+                                float *out)
 {
 	struct standin_link *l = link;
 	struct standin_fabric *f = l->f;
+	size_t nin = standin_in(l, op, n);
 	float *c;
 	int ok;
 
 	if (l->k >= STANDIN_MAX_OPS)
 		return lks_err("stand-in: more than %d collectives", STANDIN_MAX_OPS);
 	l->op = op;
-	l->x = x;
+	l->out = out;
 	atomic_fetch_add(&standin_ops, 1);
 	if (l->rank == standin_plan.hang_rank && l->k == standin_plan.hang_op) {
 		l->state = 3;       /* its kernel never starts: its peers wait for it */
 		return 0;
 	}
-	if (!(c = malloc((n ? n : 1) * sizeof(float))))
+	if (!(c = malloc((nin ? nin : 1) * sizeof(float))))
 		return lks_err("out of memory");
-	memcpy(c, x, n * sizeof(float));
+	memcpy(c, x, nin * sizeof(float));
 	pthread_mutex_lock(&f->lock);
 	if (!f->copy[l->k])
 		f->copy[l->k] = calloc((size_t)f->W, sizeof(float *));
@@ -144,13 +154,23 @@ static inline int standin_poll(void *link)
 	if (l->state == 1) {
 		done = f->joined == f->W;
 	} else if (f->posted[l->k] == f->W) {
-		for (size_t i = 0; i < f->n[l->k]; i++) {
-			float acc = f->copy[l->k][0][i];
+		float **c = f->copy[l->k];
+		size_t n = f->n[l->k];
+		/* a reduce-scatter folds this rank's rows of each copy */
+		size_t at = standin_in(l, l->op, 1) > 1 ? (size_t)l->rank * n : 0;
 
+		for (size_t i = 0; i < n; i++) {
+			float acc = c[0][at + i];
+
+			if (l->op == LKS_DEVCOMM_ALL_GATHER) {
+				for (int r = 0; r < f->W; r++)
+					l->out[(size_t)r * n + i] = c[r][i];
+				continue;
+			}
 			for (int r = 1; r < f->W; r++)
-				acc = l->op == LKS_DEVCOMM_ORDERED_MAX ? lks_max_nan(acc, f->copy[l->k][r][i])
-				                                       : acc + f->copy[l->k][r][i];
-			l->x[i] = acc;
+				acc = l->op == LKS_DEVCOMM_ORDERED_MAX ? lks_max_nan(acc, c[r][at + i])
+				                                       : acc + c[r][at + i];
+			l->out[i] = acc;
 		}
 		l->k++;
 		done = 1;

@@ -15,9 +15,12 @@
  * order with element/reduce.h's lks_fold_ranks, the lines comm_threads.c runs: one thread
  * per element, no atomics, so ((x_0 + x_1) + x_2) + ... is the same bits as on the host
  * (-fmad=false: an add alone never contracts anyway). NCCL's own all-reduce (mode nccl) is
- * the only non-determinism here; NCCL_ALGO and NCCL_PROTO fix it and are recorded. Every
- * collective is queued on the rank's backend stream, after the kernels that made its
- * buffer.
+ * the only non-determinism here; NCCL_ALGO and NCCL_PROTO fix it and are recorded. The
+ * ordered reduce-scatter is the same fold over this rank's part only: each rank sends
+ * every peer p its chunk of p's part and receives its own part's chunk from every peer
+ * (ncclSend / ncclRecv in a group: an all-to-all) into the (W, chunk) rows, then folds.
+ * An all-gather is NCCL's (a copy: exact). Every collective is queued on the rank's
+ * backend stream, after the kernels that made its buffer.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -46,10 +49,12 @@ struct lks_nccl_link {
 	size_t scratch_n;       /* floats in scratch */
 	int W;
 	int pending;            /* a call NCCL may still be queuing (ncclInProgress) */
-	int folds;              /* after the pending all-gather: the fold of [i0 - m, i0) */
-	/* the collective under way: op on x (n), queued up to i0, the last chunk m long */
+	int folds;              /* after the pending exchange: the fold of [i0 - m, i0) */
+	/* the collective under way: op on x into out (n: lks_devcomm_op), queued up to i0,
+	   the last chunk m long */
 	lks_devcomm_op op;
-	float *x;
+	const float *x;
+	float *out;
 	size_t n, i0, m;
 };
 
@@ -81,11 +86,52 @@ static int lks_nccl_state(struct lks_nccl_link *l, const char *what)
 	return lks_nccl_check(st, what);
 }
 
+/* whether op is one of the ordered ones: exchanges of chunks, each folded in rank order */
+static int lks_nccl_ordered(lks_devcomm_op op)
+{
+	return op == LKS_DEVCOMM_ORDERED_SUM || op == LKS_DEVCOMM_ORDERED_MAX
+	    || op == LKS_DEVCOMM_ORDERED_RS;
+}
+
+/* The ordered reduce-scatter's exchange of [i0, i0 + m): rank p's chunk of each rank's
+   x to p, rows in rank order in the scratch (an all-to-all in one group). */
+static ncclResult_t lks_nccl_exchange(struct lks_nccl_link *l)
+{
+	ncclResult_t rc = ncclGroupStart();
+
+	for (int p = 0; p < l->W && (rc == ncclSuccess || rc == ncclInProgress); p++) {
+		rc = ncclSend(l->x + (size_t)p * l->n + l->i0, l->m, ncclFloat, p, l->nc, l->stream);
+		if (rc == ncclSuccess || rc == ncclInProgress)
+			rc = ncclRecv(l->scratch + (size_t)p * l->m, l->m, ncclFloat, p, l->nc,
+			              l->stream);
+	}
+	/* ends the group whatever happened in it: NCCL's group must be closed */
+	ncclResult_t end = ncclGroupEnd();
+
+	return rc == ncclSuccess || rc == ncclInProgress ? end : rc;
+}
+
+/* The one call of a library collective on the whole of x (NCCL's own algorithm, or its
+   all-gather, a copy) */
+static ncclResult_t lks_nccl_library(struct lks_nccl_link *l)
+{
+	switch (l->op) {
+	case LKS_DEVCOMM_LIBRARY_SUM:
+		return ncclAllReduce(l->x, l->out, l->n, ncclFloat, ncclSum, l->nc, l->stream);
+	case LKS_DEVCOMM_LIBRARY_RS:
+		return ncclReduceScatter(l->x, l->out, l->n, ncclFloat, ncclSum, l->nc, l->stream);
+	default:
+		return ncclAllGather(l->x, l->out, l->n, ncclFloat, l->nc, l->stream);
+	}
+}
+
 /* Queues what the collective under way has left, as far as NCCL lets: 0 all of it, 1
    NCCL is still queuing a call, -1 failed. */
 static int lks_nccl_advance(struct lks_nccl_link *l)
 {
-	const char *what = l->op == LKS_DEVCOMM_LIBRARY_SUM ? "all-reduce" : "all-gather";
+	static const char *const names[] = { "all-reduce", "all-reduce max", "all-reduce",
+	                                     "all-gather", "reduce-scatter", "reduce-scatter" };
+	const char *what = names[l->op];
 
 	for (;;) {
 		int st;
@@ -98,7 +144,7 @@ static int lks_nccl_advance(struct lks_nccl_link *l)
 				unsigned blocks = (unsigned)((l->m + 255) / 256);
 
 				lks_nccl_fold_kernel<<<blocks, 256, 0, l->stream>>>(
-					l->scratch, l->W, l->m, l->x + l->i0 - l->m,
+					l->scratch, l->W, l->m, l->out + l->i0 - l->m,
 					l->op == LKS_DEVCOMM_ORDERED_MAX);
 				if (LKS_CUDA(cudaGetLastError(), "nccl: fold kernel"))
 					return -1;
@@ -106,17 +152,17 @@ static int lks_nccl_advance(struct lks_nccl_link *l)
 		}
 		if (l->i0 >= l->n)
 			return 0;
-		if (l->op == LKS_DEVCOMM_LIBRARY_SUM) {
+		if (!lks_nccl_ordered(l->op)) {
 			l->m = l->n;
 			l->folds = 0;
-			if (lks_nccl_check(ncclAllReduce(l->x, l->x, l->n, ncclFloat, ncclSum, l->nc,
-			                                 l->stream), what))
+			if (lks_nccl_check(lks_nccl_library(l), what))
 				return -1;
 		} else {
 			l->m = l->n - l->i0 < LKS_NCCL_CHUNK ? l->n - l->i0 : LKS_NCCL_CHUNK;
 			l->folds = 1;
-			if (lks_nccl_check(ncclAllGather(l->x + l->i0, l->scratch, l->m, ncclFloat, l->nc,
-			                                 l->stream), what))
+			if (lks_nccl_check(l->op == LKS_DEVCOMM_ORDERED_RS ? lks_nccl_exchange(l)
+			                   : ncclAllGather(l->x + l->i0, l->scratch, l->m, ncclFloat,
+			                                   l->nc, l->stream), what))
 				return -1;
 		}
 		l->i0 += l->m;
@@ -149,14 +195,15 @@ static int lks_nccl_join(void *link, int size, int rank, const void *id)
 	return 0;
 }
 
-static int lks_nccl_queue(void *link, lks_devcomm_op op, float *x, size_t n)
+static int lks_nccl_queue(void *link, lks_devcomm_op op, const float *x, size_t n,
+                          float *out)
 {
 	struct lks_nccl_link *l = (struct lks_nccl_link *)link;
 	size_t need = (size_t)l->W * (n < LKS_NCCL_CHUNK ? n : LKS_NCCL_CHUNK);
 
 	cudaSetDevice(l->device);
 	/* the last collective is done (the wait saw it), so the scratch is free to go */
-	if (op != LKS_DEVCOMM_LIBRARY_SUM && need > l->scratch_n) {
+	if (lks_nccl_ordered(op) && need > l->scratch_n) {
 		cudaFree(l->scratch);
 		l->scratch = NULL;
 		l->scratch_n = 0;
@@ -166,6 +213,7 @@ static int lks_nccl_queue(void *link, lks_devcomm_op op, float *x, size_t n)
 	}
 	l->op = op;
 	l->x = x;
+	l->out = out;
 	l->n = n;
 	l->i0 = 0;
 	l->pending = 0;

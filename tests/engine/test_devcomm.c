@@ -5,7 +5,7 @@
  * group's abort, or the timeout), and a run so stopped is stored failed; the sums are the
  * threads communicator's bits; a run of one rank asks for no device communicator; two
  * processes on one GPU, or ranks of two GPU classes, are refused; each rank's device is
- * stored with the run.
+ * stored with the run; all-gathers and reduce-scatters on a device end are the host's bits.
  */
 #include <criterion/criterion.h>
 #include <math.h>
@@ -138,6 +138,78 @@ Test(devcomm, sums_and_maxes_are_the_threads_communicators_bits)
 	}
 	cr_expect_eq(atomic_load(&standin_joins), W);
 	cr_expect_eq(atomic_load(&standin_released), W);
+}
+
+/* A rank's all-gather and reduce-scatter, on its host end (comm_group.c's, made of the
+   threads communicator's sums) or on its device end over the stand-in (mode: ordered or
+   the library's) */
+#define NP (N / W)
+struct part_arg {
+	lks_comm *c;
+	int r, mode, device, rc;
+	float gathered[N], scattered[NP];
+	char err[512];
+};
+
+static void *part_main(void *p)
+{
+	struct part_arg *a = p;
+	lks_devcomm_opts o = { .nlocal = W, .mode = a->mode, .timeout_s = 60 };
+	lks_comm *c = a->c;
+	float mine[NP], all[N];
+
+	for (size_t i = 0; i < N; i++)
+		all[i] = value(a->r, i);
+	memcpy(mine, all + (size_t)a->r * NP, sizeof(mine));
+	if (a->device && (a->rc = standin_comm(NULL, NULL, a->c, &o, &c)) != 0)
+		c = NULL;
+	if (c)
+		a->rc = lks_comm_all_gather(c, mine, NP, a->gathered)
+		     || lks_comm_reduce_scatter(c, all, NP, a->scattered);
+	if (a->rc)
+		snprintf(a->err, sizeof(a->err), "%s", lks_errmsg());
+	lks_comm_close(c ? c : a->c);  /* a device end owns its host's */
+	return NULL;
+}
+
+static void run_parts(struct part_arg *a, int device, int mode)
+{
+	lks_comm *host[W];
+	pthread_t th[W];
+
+	cr_assert_eq(lks_comm_threads(W, host), 0);
+	for (int r = 0; r < W; r++) {
+		a[r] = (struct part_arg){ .c = host[r], .r = r, .mode = mode, .device = device };
+		cr_assert_eq(pthread_create(&th[r], NULL, part_main, &a[r]), 0);
+	}
+	for (int r = 0; r < W; r++) {
+		pthread_join(th[r], NULL);
+		cr_assert_eq(a[r].rc, 0, "rank %d: %s", r, a[r].err);
+	}
+}
+
+/* A device end's all-gather and reduce-scatter (NaN, infinities and -0.0 among the
+   values) give each rank the host's bits, in either mode: the all-gather every rank's
+   part in rank order, the reduce-scatter the rank-ordered sum of its part. */
+Test(devcomm, all_gathers_and_reduce_scatters_are_the_hosts_bits)
+{
+	static struct part_arg want[W], got[W];
+
+	run_parts(want, 0, LKS_ALLREDUCE_ORDERED);
+	for (size_t i = 0; i < N; i++)  /* the host's all-gather: each part where it was */
+		cr_assert_eq(memcmp(&want[0].gathered[i], &(float){ value((int)(i / NP), i) },
+		                    sizeof(float)), 0, "element %zu", i);
+	for (int mode = LKS_ALLREDUCE_ORDERED; mode <= LKS_ALLREDUCE_NCCL; mode++) {
+		run_parts(got, 1, mode);
+		for (int r = 0; r < W; r++) {
+			cr_expect_eq(memcmp(got[r].gathered, want[r].gathered, sizeof(got[r].gathered)),
+			             0, "mode %d, rank %d's all-gather", mode, r);
+			cr_expect_eq(memcmp(got[r].scattered, want[r].scattered,
+			                    sizeof(got[r].scattered)), 0,
+			             "mode %d, rank %d's reduce-scatter", mode, r);
+		}
+	}
+	cr_expect_eq(atomic_load(&standin_ops), 2 * 2 * W, "two collectives a rank, two modes");
 }
 
 /* A rank whose join fails at once aborts the group: every other rank's join wait ends by

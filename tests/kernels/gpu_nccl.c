@@ -14,6 +14,10 @@
  * One difference is allowed and counted, as in gpu_backend.c: where a sum meets a NaN, x86
  * keeps the input's payload and sign while the GPU gives its canonical NaN; both are NaN.
  * The max only selects, so its NaNs keep their bits on both sides.
+ *
+ * The all-gather (a copy) and the reduce-scatter are checked the same way: every rank's
+ * first NP values gathered in rank order, exactly; the reduce-scatter of the first 2 NP
+ * values the threads' sum's part of the rank, in either mode.
  */
 #include <math.h>
 #include <pthread.h>
@@ -27,6 +31,7 @@
 
 #define LKS_SKIP 77
 #define N (3 * 65536 + 77)  /* several fold blocks and a part */
+#define NP (N / 2)          /* a rank's part in the all-gather and the reduce-scatter */
 
 #define CHECK(cond, ...)                                                            \
 	do {                                                                            \
@@ -45,7 +50,8 @@ struct rank {
 	int r, mode, rc, declined;
 	void *ctx;
 	lks_comm *host, *end;
-	float *x, *dx;          /* (N) host values; then the all-reduce's, downloaded */
+	float *x, *dx;          /* (N) host values; then the all-reduce's, the all-gather's and
+	                           the reduce-scatter's, downloaded; dx (3 N) the device's */
 	char err[512];
 };
 
@@ -83,6 +89,14 @@ static void *rank_main(void *p)
 		     || (max ? lks_comm_allreduce_max(k->end, k->dx, N)
 		             : lks_comm_allreduce_sum(k->end, k->dx, N))
 		     || lks_be_download(gpu, k->ctx, back + (size_t)max * N, k->dx, bytes);
+	/* from the values at dx into dx + N: the all-gather of the first NP, then the
+	   reduce-scatter of the first 2 NP */
+	if (!k->rc)
+		k->rc = lks_be_upload(gpu, k->ctx, k->dx, k->x, bytes)
+		     || lks_comm_all_gather(k->end, k->dx, NP, k->dx + N)
+		     || lks_be_download(gpu, k->ctx, back + 2 * N, k->dx + N, 2 * NP * sizeof(float))
+		     || lks_comm_reduce_scatter(k->end, k->dx, NP, k->dx + N)
+		     || lks_be_download(gpu, k->ctx, back + 3 * N, k->dx + N, NP * sizeof(float));
 out:
 	if (k->rc)
 		snprintf(k->err, sizeof(k->err), "%s", lks_errmsg());
@@ -133,9 +147,9 @@ static int run_mode(int mode, void *ctx[2], const float *want_sum, const float *
 	CHECK(lks_comm_threads(2, host) == 0, "threads communicator");
 	for (int r = 0; r < 2; r++) {
 		k[r] = (struct rank){ .r = r, .mode = mode, .ctx = ctx[r], .host = host[r] };
-		CHECK((k[r].x = malloc(3 * N * sizeof(float))), "out of memory");
-		CHECK(lks_be_alloc(gpu, ctx[r], N * sizeof(float), (void **)&k[r].dx) == 0, "alloc: %s",
-		      lks_errmsg());
+		CHECK((k[r].x = malloc(5 * N * sizeof(float))), "out of memory");
+		CHECK(lks_be_alloc(gpu, ctx[r], 3 * N * sizeof(float), (void **)&k[r].dx) == 0,
+		      "alloc: %s", lks_errmsg());
 		for (size_t i = 0; i < N; i++)
 			k[r].x[i] = value(r, i);
 		pthread_create(&th[r], NULL, rank_main, &k[r]);
@@ -156,6 +170,20 @@ static int run_mode(int mode, void *ctx[2], const float *want_sum, const float *
 			      mode, r, i, (double)s[i], (double)want_sum[i]);
 			CHECK(!memcmp(&m[i], &want_max[i], 4), "mode %d rank %d max [%zu]: %a, threads %a",
 			      mode, r, i, (double)m[i], (double)want_max[i]);
+		}
+		for (size_t i = 0; i < 2 * NP && !declined; i++) {
+			const float *g = k[r].x + 3 * N, v = value((int)(i / NP), i % NP);
+
+			CHECK(!memcmp(&g[i], &v, 4), "mode %d rank %d all-gather [%zu]", mode, r, i);
+		}
+		for (size_t i = 0; i < NP && !declined; i++) {
+			const float *s = k[r].x + 4 * N, *w = want_sum + (size_t)r * NP;
+
+			if (isnan(s[i]) && isnan(w[i]) && memcmp(&s[i], &w[i], 4))
+				nan_payloads++;
+			else
+				CHECK(!memcmp(&s[i], &w[i], 4), "mode %d rank %d reduce-scatter [%zu]: %a, "
+				      "threads %a", mode, r, i, (double)s[i], (double)w[i]);
 		}
 		lks_be_free(gpu, ctx[r], k[r].dx);
 		lks_comm_close(declined ? host[r] : k[r].end);
@@ -189,8 +217,8 @@ int main(void)
 		printf("gpu_nccl: one device: the group declines NCCL for 2 ranks on it (the runner "
 		       "stages through the host); the NCCL all-reduces need 2 GPUs\n");
 	else
-		printf("gpu_nccl: 2 ranks on 2 GPUs, ordered and nccl: sums and maxes equal the "
-		       "threads communicator's bit for bit (%d NaN payloads differ, both NaN)\n",
-		       nan_payloads);
+		printf("gpu_nccl: 2 ranks on 2 GPUs, ordered and nccl: sums, maxes, all-gathers and "
+		       "reduce-scatters equal the threads communicator's bit for bit (%d NaN payloads "
+		       "differ, both NaN)\n", nan_payloads);
 	return 0;
 }
