@@ -24,7 +24,7 @@
 
 #include "kernels/err.h"
 
-#define LKS_COMM_VERSION 5
+#define LKS_COMM_VERSION 6
 #define LKS_COMM_ROOT 0         /* the rank that gathers (the one that owns the database) */
 
 typedef struct lks_comm lks_comm;
@@ -75,6 +75,10 @@ typedef struct lks_comm_methods {
 	   all-reduce sum, with the bits of an ordered one. */
 	int (*all_gather)(lks_comm *c, const float *x, size_t n, float *out);
 	int (*reduce_scatter)(lks_comm *c, const float *x, size_t n, float *out);
+	/* -- version 6 -- */
+	/* A transport's own sub-groups (lks_comm_split says what they are); missing:
+	   comm_group.c's, made of the parent's collectives (host memory only). */
+	int (*split)(lks_comm *c, int groups, int color, lks_comm **out);
 } lks_comm_methods;
 
 struct lks_comm {
@@ -206,12 +210,13 @@ int lks_comm_all_gather(lks_comm *c, const float *x, size_t n, float *out);
 int lks_comm_reduce_scatter(lks_comm *c, const float *x, size_t n, float *out);
 /* *out: this rank's end of the sub-group of c's ranks whose color is its own (0 <= color <
    groups, every group of size / groups ranks), ranked in c's rank order: a mesh
-   dimension's group. Called by every rank of c
-   together. Its all-reduces (sum, max) are c's, made over a (groups, n) buffer where
-   each group writes its row and the others pad it with what adds nothing (-0.0f; -inf for
-   the max), so they are the group's, in its rank order, bit for bit; hence every group of
-   a split calls each collective together, as a mesh's ranks do. Host memory only: a
-   device communicator (lks_comm_device_memory) is refused. Closing *out leaves c open;
+   dimension's group. Called by every rank of c together. A transport with sub-groups of
+   its own makes them (the method split: a device communicator's, on the same memory, its
+   collectives the group's alone). Else its all-reduces (sum, max) are c's, made over a
+   (groups, n) buffer where each group writes its row and the others pad it with what adds
+   nothing (-0.0f; -inf for the max), so they are the group's, in its rank order, bit for
+   bit; hence every group of a split calls each collective together, as a mesh's ranks do;
+   host memory only (another device communicator is refused). Closing *out leaves c open;
    its abort aborts c. It has no gather (c's is the job's). */
 int lks_comm_split(lks_comm *c, int groups, int color, lks_comm **out);
 

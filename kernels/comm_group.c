@@ -155,10 +155,14 @@ int lks_comm_split(lks_comm *c, int groups, int color, lks_comm **out)
 	int rank = 0, size = 0, rc;
 
 	*out = NULL;
+	if (c->m->version >= 6 && c->m->split) {
+		free(colors);
+		return c->m->split(c, groups, color, out);
+	}
 	if (lks_comm_device_memory(c)) {
 		free(colors);
-		return lks_err("communicator '%s' works on device memory: its sub-groups are not "
-		               "made yet", c->m->name);
+		return lks_err("communicator '%s' works on device memory and makes no sub-groups",
+		               c->m->name);
 	}
 	if (!colors || !(s = calloc(1, sizeof(*s)))) {
 		free(colors);

@@ -168,6 +168,8 @@ static void lks_devcomm_close(lks_comm *c)
 	free(e);
 }
 
+static int lks_devcomm_split(lks_comm *c, int groups, int color, lks_comm **out);
+
 static const lks_comm_methods lks_devcomm_methods = {
 	.version = LKS_COMM_VERSION,
 	.name = "device",
@@ -181,7 +183,63 @@ static const lks_comm_methods lks_devcomm_methods = {
 	.aborted = lks_devcomm_aborted,
 	.all_gather = lks_devcomm_all_gather,
 	.reduce_scatter = lks_devcomm_reduce_scatter,
+	.split = lks_devcomm_split,
 };
+
+/* A new end over host and link */
+static struct lks_devcomm_end *lks_devcomm_end_new(lks_comm *host, const lks_devlink_methods *m,
+                                                   void *link, int mode, double timeout_s)
+{
+	struct lks_devcomm_end *e = calloc(1, sizeof(*e));
+
+	if (!e)
+		return NULL;
+	e->base = (lks_comm){ &lks_devcomm_methods, host->rank, host->size };
+	e->host = host;
+	e->m = m;
+	e->link = link;
+	e->mode = mode;
+	e->timeout_s = timeout_s;
+	atomic_init(&e->aborted, 0);
+	return e;
+}
+
+/* The host end's sub-group (comm_group.c's: gather, barrier and abort) and the link's,
+   joined as a group is (polled, bounded). On an error the parent group is aborted, so that
+   no rank waits for this one. */
+static int lks_devcomm_split(lks_comm *c, int groups, int color, lks_comm **out)
+{
+	struct lks_devcomm_end *e = lks_devcomm_of(c), *s = NULL;
+	lks_comm *host;
+	void *sub = NULL;
+	char why[512];
+
+	*out = NULL;
+	if (!e->m->split) {
+		lks_err("%s: the link makes no sub-groups", e->m->name);
+		lks_comm_abort(c, lks_errmsg());
+		return -1;
+	}
+	if (lks_comm_split(e->host, groups, color, &host))
+		return -1;
+	if (!(s = lks_devcomm_end_new(host, e->m, NULL, e->mode, e->timeout_s)))
+		lks_err("out of memory");
+	else if (e->m->split(e->link, color, host->rank, host->size, &sub) == 0
+	         && (s->link = sub, lks_devcomm_wait(s, "splitting the group") == 0)) {
+		*out = &s->base;
+		return 0;
+	}
+	snprintf(why, sizeof(why), "%s", lks_errmsg());
+	if (sub) {
+		if (!s || !s->broken)
+			e->m->abort(sub);
+		e->m->release(sub);
+	}
+	free(s);
+	lks_comm_close(host);
+	lks_comm_abort(c, why);
+	return lks_err("%s", why);
+}
 
 /* Whether every rank of the group may have the link: the host's all-reduce max of each
    rank's "cannot" (0 or 1) makes every rank decide alike. -1 on the host's error. */
@@ -223,19 +281,12 @@ int lks_devcomm(lks_comm *host, const lks_devlink_methods *m, void *link, int fi
 		m->release(link);
 		return -1;
 	}
-	if (!(e = calloc(1, sizeof(*e)))) {
+	if (!(e = lks_devcomm_end_new(host, m, link, o->mode, o->timeout_s))) {
 		m->release(link);
 		lks_err("out of memory");
 		lks_comm_abort(host, lks_errmsg());
 		return -1;
 	}
-	e->base = (lks_comm){ &lks_devcomm_methods, host->rank, host->size };
-	e->host = host;
-	e->m = m;
-	e->link = link;
-	e->mode = o->mode;
-	e->timeout_s = o->timeout_s;
-	atomic_init(&e->aborted, 0);
 	if (m->join(link, host->size, host->rank, id) || lks_devcomm_wait(e, "joining the group")) {
 		char why[512];
 

@@ -17,6 +17,10 @@
  * A failed or hung rank therefore ends every rank's wait, in this process or another,
  * within the timeout: none spins on a collective that will never finish.
  *
+ * A split (comm.h, lks_comm_split) is the link's (split) and the host end's: the sub-group's
+ * end owns both, with the parent's mode and timeout, and its waits are bounded as every
+ * wait (an abort of the parent's host group ends them).
+ *
  * Collectives: allreduce_sum is, by mode (lks_allreduce_mode), the link's ordered sum (an
  * all-gather of every rank's x and a fold in rank order: the host's bits) or its library's
  * own algorithm; allreduce_max is always the ordered fold (NaN wins). reduce_scatter is,
@@ -66,6 +70,11 @@ typedef struct lks_devlink_methods {
 	void (*abort)(void *link);
 	/* frees link and what it holds: after leave and its poll, after abort, or unjoined */
 	void (*release)(void *link);
+	/* starts *sub, this rank's link to the sub-group of the ranks with its color (NCCL:
+	   ncclCommSplit), as its rank key (0 .. size - 1: the ranks in the group's order) of
+	   size ranks there; called by every rank of the group; polled on *sub as a join.
+	   NULL: the link makes no sub-groups. */
+	int (*split)(void *link, int color, int key, int size, void **sub);
 } lks_devlink_methods;
 
 /* How a rank's device communicator is made (backend.h's comm method takes these) */

@@ -13,6 +13,9 @@
  * rank order. As NCCL's kernels would,
  * a rank whose peer never posts waits forever: only devcomm's abort or deadline ends it.
  *
+ * A split makes a fabric per color, found by every rank of that color through the parent's
+ * (the first to come makes it), and joined as a group is.
+ *
  * standin_plan says which rank fails or hangs where (-1: none). standin_backend() is the
  * cpu's methods as a backend whose memory is not the host's, with this link as its device
  * communicator and a named GPU per rank context (describe: uuid GPU-standin-<slot modulo
@@ -46,10 +49,14 @@ static struct standin_plan {
 static atomic_int standin_joins, standin_ops, standin_released;
 
 #define STANDIN_MAX_OPS 64
+#define STANDIN_MAX_SPLITS 4
+#define STANDIN_MAX_COLORS 16
 
 struct standin_fabric {
 	pthread_mutex_t lock;
 	int W, refs, joined;
+	/* [split][color]: the sub-groups' fabrics (each freed by its own ranks) */
+	struct standin_fabric *sub[STANDIN_MAX_SPLITS][STANDIN_MAX_COLORS];
 	float **copy[STANDIN_MAX_OPS];  /* [op][rank]: its posted buffer */
 	size_t n[STANDIN_MAX_OPS];      /* the collective's n (lks_devcomm_op) */
 	int posted[STANDIN_MAX_OPS];
@@ -60,6 +67,7 @@ struct standin_link {
 	int rank, W;
 	int state;              /* 0 idle, 1 joining, 2 a collective under way, 3 hung */
 	int k;                  /* the index of this rank's next (or current) collective */
+	int splits;             /* the splits this rank made of its group */
 	lks_devcomm_op op;
 	float *out;
 };
@@ -216,10 +224,43 @@ static inline void standin_release(void *link)
 	free(l);
 }
 
+/* the sub-group's fabric of this split and color, made by the first rank to come, and
+   this rank's link to it, joining */
+static inline int standin_split(void *link, int color, int key, int size, void **sub)
+{
+	struct standin_link *l = link, *s;
+	struct standin_fabric *f = l->f, *g;
+
+	*sub = NULL;
+	if (l->splits >= STANDIN_MAX_SPLITS || color < 0 || color >= STANDIN_MAX_COLORS)
+		return lks_err("stand-in: split %d of color %d", l->splits, color);
+	if (!(s = calloc(1, sizeof(*s))))
+		return lks_err("out of memory");
+	pthread_mutex_lock(&f->lock);
+	if (!(g = f->sub[l->splits][color]) && (g = calloc(1, sizeof(*g)))) {
+		pthread_mutex_init(&g->lock, NULL);
+		g->W = g->refs = size;
+		f->sub[l->splits][color] = g;
+	}
+	pthread_mutex_unlock(&f->lock);
+	l->splits++;
+	if (!g) {
+		free(s);
+		return lks_err("out of memory");
+	}
+	*s = (struct standin_link){ .f = g, .rank = key, .W = size, .state = 1 };
+	pthread_mutex_lock(&g->lock);
+	g->joined++;
+	pthread_mutex_unlock(&g->lock);
+	*sub = s;
+	return 0;
+}
+
 static const lks_devlink_methods standin_methods = {
 	.name = "stand-in", .id_bytes = sizeof(void *), .make_id = standin_make_id,
 	.join = standin_join, .queue = standin_queue, .poll = standin_poll,
 	.leave = standin_leave, .abort = standin_abort, .release = standin_release,
+	.split = standin_split,
 };
 
 /* The backend's comm method: every rank's device end over a stand-in link */

@@ -271,6 +271,32 @@ static void lks_nccl_release(void *link)
 	free(l);
 }
 
+/* ncclCommSplit of l's communicator, non-blocking as l's: the sub-group's link on the same
+   device and stream, polled as a join (its pending state is NCCL's asynchronous one) */
+static int lks_nccl_split(void *link, int color, int key, int size, void **sub)
+{
+	struct lks_nccl_link *l = (struct lks_nccl_link *)link;
+	struct lks_nccl_link *s = (struct lks_nccl_link *)calloc(1, sizeof(*s));
+	ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+
+	*sub = NULL;
+	if (!s)
+		return lks_err("out of memory");
+	s->device = l->device;
+	s->stream = l->stream;
+	s->W = size;
+	config.blocking = 0;
+	cudaSetDevice(l->device);
+	if (lks_nccl_check(ncclCommSplit(l->nc, color, key, &s->nc, &config),
+	                   "cannot split the group")) {
+		free(s);
+		return -1;
+	}
+	s->pending = 1;
+	*sub = s;
+	return 0;
+}
+
 static const lks_devlink_methods lks_nccl_link_methods = {
 	/* .name = */ "nccl",
 	/* .id_bytes = */ sizeof(ncclUniqueId),
@@ -281,6 +307,7 @@ static const lks_devlink_methods lks_nccl_link_methods = {
 	/* .leave = */ lks_nccl_leave,
 	/* .abort = */ lks_nccl_abort,
 	/* .release = */ lks_nccl_release,
+	/* .split = */ lks_nccl_split,
 };
 
 extern "C" int lks_comm_nccl(lks_comm *host, int device, void *stream, int devices,

@@ -5,7 +5,8 @@
  * group's abort, or the timeout), and a run so stopped is stored failed; the sums are the
  * threads communicator's bits; a run of one rank asks for no device communicator; two
  * processes on one GPU, or ranks of two GPU classes, are refused; each rank's device is
- * stored with the run; all-gathers and reduce-scatters on a device end are the host's bits.
+ * stored with the run; all-gathers, reduce-scatters and a device end's sub-groups are the
+ * host's bits.
  */
 #include <criterion/criterion.h>
 #include <math.h>
@@ -140,14 +141,14 @@ Test(devcomm, sums_and_maxes_are_the_threads_communicators_bits)
 	cr_expect_eq(atomic_load(&standin_released), W);
 }
 
-/* A rank's all-gather and reduce-scatter, on its host end (comm_group.c's, made of the
-   threads communicator's sums) or on its device end over the stand-in (mode: ordered or
-   the library's) */
+/* A rank's all-gather, reduce-scatter and all-reduce sum, on its host end (comm_group.c's,
+   made of the threads communicator's sums) or on its device end over the stand-in (mode:
+   ordered or the library's); split: in its sub-group of two */
 #define NP (N / W)
 struct part_arg {
 	lks_comm *c;
-	int r, mode, device, rc;
-	float gathered[N], scattered[NP];
+	int r, mode, device, split, rc;
+	float gathered[N], scattered[N], summed[N];
 	char err[512];
 };
 
@@ -155,31 +156,40 @@ static void *part_main(void *p)
 {
 	struct part_arg *a = p;
 	lks_devcomm_opts o = { .nlocal = W, .mode = a->mode, .timeout_s = 60 };
-	lks_comm *c = a->c;
+	lks_comm *c = a->c, *g = NULL;
 	float mine[NP], all[N];
+	int n = a->split ? W / 2 : W;  /* the ranks of the group the collectives run in */
 
 	for (size_t i = 0; i < N; i++)
 		all[i] = value(a->r, i);
 	memcpy(mine, all + (size_t)a->r * NP, sizeof(mine));
 	if (a->device && (a->rc = standin_comm(NULL, NULL, a->c, &o, &c)) != 0)
 		c = NULL;
-	if (c)
-		a->rc = lks_comm_all_gather(c, mine, NP, a->gathered)
-		     || lks_comm_reduce_scatter(c, all, NP, a->scattered);
+	/* split: ranks 0, 2 and 1, 3 (a tp group of two under dp 2 is ranks 0, 1) */
+	if (c && a->split && (a->rc = lks_comm_split(c, 2, a->r % 2, &g)) != 0)
+		g = NULL;
+	if (c && (!a->split || g))
+		a->rc = lks_comm_all_gather(g ? g : c, mine, NP, a->gathered)
+		     || lks_comm_reduce_scatter(g ? g : c, all, (size_t)N / (size_t)n, a->scattered)
+		     || lks_comm_allreduce_sum(g ? g : c, all, N);
+	if (!a->rc)
+		memcpy(a->summed, all, sizeof(all));
 	if (a->rc)
 		snprintf(a->err, sizeof(a->err), "%s", lks_errmsg());
+	lks_comm_close(g);  /* before its parent */
 	lks_comm_close(c ? c : a->c);  /* a device end owns its host's */
 	return NULL;
 }
 
-static void run_parts(struct part_arg *a, int device, int mode)
+static void run_parts(struct part_arg *a, int device, int mode, int split)
 {
 	lks_comm *host[W];
 	pthread_t th[W];
 
 	cr_assert_eq(lks_comm_threads(W, host), 0);
 	for (int r = 0; r < W; r++) {
-		a[r] = (struct part_arg){ .c = host[r], .r = r, .mode = mode, .device = device };
+		a[r] = (struct part_arg){ .c = host[r], .r = r, .mode = mode, .device = device,
+		                          .split = split };
 		cr_assert_eq(pthread_create(&th[r], NULL, part_main, &a[r]), 0);
 	}
 	for (int r = 0; r < W; r++) {
@@ -195,21 +205,50 @@ Test(devcomm, all_gathers_and_reduce_scatters_are_the_hosts_bits)
 {
 	static struct part_arg want[W], got[W];
 
-	run_parts(want, 0, LKS_ALLREDUCE_ORDERED);
+	run_parts(want, 0, LKS_ALLREDUCE_ORDERED, 0);
 	for (size_t i = 0; i < N; i++)  /* the host's all-gather: each part where it was */
 		cr_assert_eq(memcmp(&want[0].gathered[i], &(float){ value((int)(i / NP), i) },
 		                    sizeof(float)), 0, "element %zu", i);
 	for (int mode = LKS_ALLREDUCE_ORDERED; mode <= LKS_ALLREDUCE_NCCL; mode++) {
-		run_parts(got, 1, mode);
+		run_parts(got, 1, mode, 0);
 		for (int r = 0; r < W; r++) {
 			cr_expect_eq(memcmp(got[r].gathered, want[r].gathered, sizeof(got[r].gathered)),
 			             0, "mode %d, rank %d's all-gather", mode, r);
-			cr_expect_eq(memcmp(got[r].scattered, want[r].scattered,
-			                    sizeof(got[r].scattered)), 0,
+			cr_expect_eq(memcmp(got[r].scattered, want[r].scattered, NP * sizeof(float)), 0,
 			             "mode %d, rank %d's reduce-scatter", mode, r);
+			cr_expect_eq(memcmp(got[r].summed, want[r].summed, sizeof(got[r].summed)), 0,
+			             "mode %d, rank %d's sum", mode, r);
 		}
 	}
-	cr_expect_eq(atomic_load(&standin_ops), 2 * 2 * W, "two collectives a rank, two modes");
+	cr_expect_eq(atomic_load(&standin_ops), 3 * 2 * W, "three collectives a rank, two modes");
+}
+
+/* A device end's sub-groups (two of two ranks: 0, 2 and 1, 3) are the link's own: their
+   all-gathers, reduce-scatters and sums are the host's sub-groups' bits (comm_group.c's,
+   made of the whole group's collectives), in either mode, and every link (4 ends, 4
+   sub-group ends) is released once. */
+Test(devcomm, sub_groups_are_the_hosts_bits)
+{
+	static struct part_arg want[W], got[W];
+
+	run_parts(want, 0, LKS_ALLREDUCE_ORDERED, 1);
+	for (int mode = LKS_ALLREDUCE_ORDERED; mode <= LKS_ALLREDUCE_NCCL; mode++) {
+		standin_reset();
+		run_parts(got, 1, mode, 1);
+		for (int r = 0; r < W; r++) {
+			cr_expect_eq(memcmp(got[r].gathered, want[r].gathered, (W / 2) * NP * sizeof(float)),
+			             0, "mode %d, rank %d's all-gather", mode, r);
+			cr_expect_eq(memcmp(got[r].scattered, want[r].scattered, N / 2 * sizeof(float)),
+			             0, "mode %d, rank %d's reduce-scatter", mode, r);
+			cr_expect_eq(memcmp(got[r].summed, want[r].summed, sizeof(got[r].summed)), 0,
+			             "mode %d, rank %d's sum", mode, r);
+		}
+		cr_expect_eq(atomic_load(&standin_ops), 3 * W, "three collectives a rank");
+		cr_expect_eq(atomic_load(&standin_released), 2 * W);
+	}
+	/* the groups are their own: a sum over a group is not the whole group's */
+	cr_expect_neq(memcmp(got[0].summed, got[1].summed, sizeof(got[0].summed)), 0);
+	cr_expect_eq(memcmp(got[0].summed, got[2].summed, sizeof(got[0].summed)), 0);
 }
 
 /* A rank whose join fails at once aborts the group: every other rank's join wait ends by
