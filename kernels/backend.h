@@ -345,6 +345,11 @@ static inline int lks_be_comm(const lks_backend *be, void *ctx, lks_comm *host,
 	*out = NULL;
 	return LKS_BE_HAS(be, comm) ? be->comm(be, ctx, host, o, out) : 0;
 }
+/* *out: a host-memory view of dev, a device communicator (lks_be_comm's) on the memory of
+   be's context ctx: each collective takes host buffers, which it uploads into a scratch
+   there, runs on dev and downloads (kernels/comm_staged.c); split splits dev (the sub-group
+   seen so too). Closing *out closes dev where owns says so. */
+int lks_comm_staged(lks_comm *dev, const lks_backend *be, void *ctx, int owns, lks_comm **out);
 static inline int lks_be_traced(const lks_backend *be, void *ctx, float *x, size_t n,
                                 const char *name, int phase)
 { return LKS_BE_HAS(be, traced) ? be->traced(be, ctx, x, n, name, phase) : 0; }

@@ -122,10 +122,6 @@ static int lks_run_mesh(const lks_case *c, const lks_run_cfg *r)
 			return lks_err("run '%s': tp %d does not divide the model's %s (%d)", r->name,
 			               r->tp, m->ffn % r->tp ? "ffn" : "heads",
 			               m->ffn % r->tp ? m->ffn : m->heads);
-		if (r->allreduce == LKS_ALLREDUCE_NCCL)
-			return lks_err("run '%s': tp %d with allreduce = nccl: a tensor-parallel run's "
-			               "collectives are the ordered ones over the host "
-			               "(allreduce = ordered)", r->name, r->tp);
 	}
 	if (lks_fault_fits_mesh(&r->inject, r)) {
 		char who[LKS_NAME_MAX + 8];
@@ -139,10 +135,6 @@ static int lks_run_mesh(const lks_case *c, const lks_run_cfg *r)
 	if (r->world_size % r->fsdp)
 		return lks_err("run '%s': fsdp %d does not divide its world size %d", r->name,
 		               r->fsdp, r->world_size);
-	if (r->allreduce == LKS_ALLREDUCE_NCCL)
-		return lks_err("run '%s': fsdp %d with allreduce = nccl: an FSDP run's collectives "
-		               "are the ordered ones over the host (allreduce = ordered)", r->name,
-		               r->fsdp);
 	return 0;
 }
 

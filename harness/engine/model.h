@@ -164,6 +164,9 @@ typedef struct lks_rank {
 	struct lks_fault_plant *plant;  /* the run's planted fault, where it strikes this rank
 	                           (fault.h: be and comm are then its wrappers), or NULL */
 	lks_comm *comm;         /* its end of the communicator */
+	lks_comm *hcomm;        /* comm seen from host buffers (the mesh's groups are split
+	                           from it): comm, or where comm is a device's its staged view
+	                           (backend.h, lks_comm_staged) */
 	float *m1, *m2;         /* (nparams) AdamW moments (backend memory) */
 	float *staged;          /* (nparams) the host copy of its gradient for the all-reduce,
 	                           where the backend's memory is not the host's; else NULL */

@@ -171,6 +171,8 @@ static int lks_rank_allreduce(struct lks_runner *R, lks_rank *r)
 	   is summed, the others give -0.0, which adds nothing (host memory: no devcomm) */
 	int mute = r->tp > 1 && r->tpr != 0;
 	float *g = staged ? r->staged : r->grads;
+	/* where the -0.0 are written: the host's g, or through r->staged into device memory */
+	float *z = staged || !r->staged ? g : r->staged;
 
 	if (r->fsdp) {  /* reduce-scattered, reduced over dp, gathered: on the host */
 		if (lks_fsdp_grads(R, r))
@@ -183,7 +185,9 @@ static int lks_rank_allreduce(struct lks_runner *R, lks_rank *r)
 	if (staged && !mute && lks_be_download(r->be, r->bectx, g, r->grads, bytes))
 		return -1;
 	for (size_t i = 0; mute && i < R->m.nparams; i++)
-		g[i] = -0.0f;
+		z[i] = -0.0f;
+	if (mute && z != g && lks_be_upload(r->be, r->bectx, g, z, bytes))
+		return -1;
 	if (!alone && lks_comm_allreduce_sum(r->comm, g, R->m.nparams))
 		return -1;
 	if (staged && lks_be_upload(r->be, r->bectx, r->grads, g, bytes))
@@ -221,18 +225,25 @@ static void lks_rank_task(void *arg, int task, int thread)
 	r->failed = 0;
 	r->nan_tensor = -1;
 	r->nan_act[0] = 0;
+	/* the mesh's groups are split from comm seen from the host (a device's staged) */
+	if (!r->hcomm && (R->devcomm && (tp > 1 || R->run->fsdp > 1)
+	                  ? lks_comm_staged(r->comm, r->be, r->bectx, 0, &r->hcomm)
+	                  : (r->hcomm = r->comm) == NULL)) {
+		lks_rank_fail(r, 1);
+		return;
+	}
 	if (R->run->fsdp > 1 && !r->fsdp && lks_fsdp_setup(R, r)) {  /* its first step */
 		lks_rank_fail(r, 1);
 		return;
 	}
 	/* its tp group, at its first step (a split is a collective); its dp group where the
 	   run's fault reduces an amax over it (every rank takes part) */
-	if (tp > 1 && !r->tpc && ((tp == R->W ? (r->tpc = r->comm) == NULL
-	                           : lks_comm_split(r->comm, R->W / tp, r->rank / tp, &r->tpc)
+	if (tp > 1 && !r->tpc && ((tp == R->W ? (r->tpc = r->hcomm) == NULL
+	                           : lks_comm_split(r->hcomm, R->W / tp, r->rank / tp, &r->tpc)
 	                             || lks_fault_group(&R->run->inject, R->run, r->rank, &R->step,
 	                                                0, &r->tpc))
 	                          || (R->run->inject.kind == LKS_FAULT_AMAX_GROUP
-	                              && lks_comm_split(r->comm, tp, r->rank % tp, &r->dpc)))) {
+	                              && lks_comm_split(r->hcomm, tp, r->rank % tp, &r->dpc)))) {
 		lks_rank_fail(r, 1);
 		return;
 	}

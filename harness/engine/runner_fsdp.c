@@ -164,14 +164,27 @@ int lks_fsdp_setup(struct lks_runner *R, lks_rank *r)
 	/* every rank splits, in the same order: the fsdp groups (one per replica d and tp
 	   index t), then the dp groups (one per shard s and t) */
 	if (F == R->W) {
-		f->shard = r->comm;
+		f->shard = r->hcomm;
 		return 0;
 	}
-	if (lks_comm_split(r->comm, D * P, r->rank / (F * P) * P + r->rank % P, &f->shard)
+	if (lks_comm_split(r->hcomm, D * P, r->rank / (F * P) * P + r->rank % P, &f->shard)
 	    || lks_fault_group(&R->run->inject, R->run, r->rank, &R->step, 1, &f->shard)
-	    || (D > 1 && lks_comm_split(r->comm, F * P, r->rank % (F * P), &f->rep)))
+	    || (D > 1 && lks_comm_split(r->hcomm, F * P, r->rank % (F * P), &f->rep)))
 		return -1;
 	return 0;
+}
+
+void lks_fsdp_close_groups(lks_rank *r)
+{
+	struct lks_fsdp *f = r->fsdp;
+
+	if (!f)
+		return;
+	if (f->shard && f->shard != r->hcomm)
+		lks_comm_close(f->shard);
+	if (f->rep)
+		lks_comm_close(f->rep);
+	f->shard = f->rep = NULL;
 }
 
 void lks_fsdp_release(lks_rank *r)
@@ -180,10 +193,7 @@ void lks_fsdp_release(lks_rank *r)
 
 	if (!f)
 		return;
-	if (f->shard && f->shard != r->comm)
-		lks_comm_close(f->shard);
-	if (f->rep)
-		lks_comm_close(f->rep);
+	lks_fsdp_close_groups(r);
 	free(f->all);
 	free(f->own);
 	free(f->w);

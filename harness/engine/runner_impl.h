@@ -81,6 +81,9 @@ int lks_fsdp_params(struct lks_runner *R, lks_rank *r);
 const float *lks_fsdp_gathered(const lks_rank *r);
 const lks_update_part *lks_fsdp_update_parts(const lks_rank *r, int *n);
 void lks_fsdp_release(lks_rank *r);
+/* Closes the rank's ends of its fsdp and dp groups (all ranks' at once where they are a
+   device communicator's: leaving one waits for every rank's). */
+void lks_fsdp_close_groups(lks_rank *r);
 
 /* Everything a run needs before its first step (R is zeroed first), and all of it released
    again (also after a failed init). */

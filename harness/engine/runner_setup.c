@@ -14,12 +14,27 @@
 #include "harness/store/fingerprint.h"
 #include "kernels/err.h"
 
+/* A rank's ends: its mesh groups' (split from hcomm), hcomm's view, then comm */
+static void lks_rank_comms_close(lks_rank *k)
+{
+	lks_fsdp_close_groups(k);
+	if (k->tpc && k->tpc != k->hcomm)
+		lks_comm_close(k->tpc);
+	if (k->dpc)
+		lks_comm_close(k->dpc);
+	if (k->hcomm && k->hcomm != k->comm)
+		lks_comm_close(k->hcomm);
+	k->tpc = k->dpc = k->hcomm = NULL;
+	lks_comm_close(k->comm);
+	k->comm = NULL;
+}
+
 static void lks_comm_close_task(void *arg, int task, int thread)
 {
 	struct lks_runner *R = arg;
 
 	(void)thread;
-	lks_comm_close(R->ranks[task].comm);
+	lks_rank_comms_close(&R->ranks[task]);
 }
 
 void lks_runner_release(struct lks_runner *R)
@@ -34,12 +49,9 @@ void lks_runner_release(struct lks_runner *R)
 			lks_be_free(k->be, k->bectx, k->m2);
 			lks_be_free(k->be, k->bectx, k->damax);
 		}
+		if (!R->devcomm)  /* a device communicator's: below, every rank's at once */
+			lks_rank_comms_close(k);
 		lks_fsdp_release(k);
-		if (k->tpc && k->tpc != k->comm)
-			lks_comm_close(k->tpc);
-		if (k->dpc)
-			lks_comm_close(k->dpc);
-		k->tpc = k->dpc = NULL;
 		lks_rank_release(k);
 		lks_fault_unplant(k->plant);  /* the backend wrapper, after the rank's last use */
 		k->plant = NULL;
@@ -48,14 +60,11 @@ void lks_runner_release(struct lks_runner *R)
 		free(k->amax);
 	}
 	free(R->devices);
-	/* before the contexts: a device communicator works on their devices; its ends are
-	   closed at once, each in its rank's thread, since NCCL's destroy waits for every
-	   rank's */
+	/* before the contexts: a device communicator works on their devices; its ends (its
+	   sub-groups' first) are closed at once, each in its rank's thread, since NCCL's
+	   destroy waits for every rank's */
 	if (R->ranks && R->devcomm)
 		lks_pool_run(R->rank_pool, R->L, lks_comm_close_task, R);
-	else
-		for (int r = 0; R->ranks && r < R->L; r++)
-			lks_comm_close(R->ranks[r].comm);
 	for (int r = 0; r < R->opened; r++)
 		lks_be_close(R->be, R->ranks[r].bectx);
 	free(R->ranks);
@@ -306,10 +315,12 @@ static int lks_devcomm_amax(struct lks_runner *R)
 /* Where the ranks' memory is not the host's, the backend may offer a communicator on it
    (lks_be_comm: NCCL on the cuda backend), made by every rank at once in its own thread;
    the ranks then all-reduce their gradients where they are, else through the host
-   (a rank's staged). allreduce = nccl needs one. A planted fault whose communicator works
-   on host memory (skip_allreduce: it keeps a rank's own gradient there) keeps the host's
-   ends, and so does an FSDP or tp run (runner_fsdp.c, model_tp.c work on the host); so do ranks that share a host-memory backend's context, on every process alike
-   (a device backend's ranks never share one: lks_runner_contexts). */
+   (a rank's staged). allreduce = nccl needs one. An FSDP or tp run's groups are its
+   sub-groups, seen from the host buffers of runner_fsdp.c and model_tp.c (lks_rank's
+   hcomm). A planted fault whose communicator works on host memory (skip_allreduce: it
+   keeps a rank's own gradient there; rs_drop_tail, ag_stale) keeps the host's ends; so do
+   ranks that share a host-memory backend's context, on every process alike (a device
+   backend's ranks never share one: lks_runner_contexts). */
 static int lks_runner_devcomm(struct lks_runner *R)
 {
 	struct lks_devcomm_job j = { R, NULL, NULL, NULL, -1 };
@@ -320,7 +331,7 @@ static int lks_runner_devcomm(struct lks_runner *R)
 	if (R->L == 0 || R->W == 1)
 		return 0;
 	if (lks_be_host_memory(R->be) || lks_fault_host_comm(&R->run->inject)
-	    || R->opened != R->L || R->run->fsdp > 1 || R->run->tp > 1)
+	    || R->opened != R->L)
 		return nccl ? lks_err("run '%s': allreduce = nccl needs a backend whose memory is a "
 		                      "device's, a context per rank, and no planted fault in the "
 		                      "communicator",

@@ -51,7 +51,7 @@ struct dev_end {
 	lks_comm *host;
 };
 
-static atomic_int dev_sums, dev_maxes, dev_made, dev_mode;
+static atomic_int dev_sums, dev_maxes, dev_made, dev_mode, dev_parts, dev_splits;
 
 static int dev_sum(lks_comm *c, float *x, size_t n)
 {
@@ -68,6 +68,25 @@ static int dev_max(lks_comm *c, float *x, size_t n)
 		return lks_err("dev: all-reduce max of memory the backend did not allocate");
 	return lks_comm_allreduce_max(((struct dev_end *)c)->host, x, n);
 }
+
+/* an all-gather (x n floats, out size x n) or a reduce-scatter (x size x n, out n) */
+static int dev_ag(lks_comm *c, const float *x, size_t n, float *out)
+{
+	atomic_fetch_add(&dev_parts, 1);
+	if (!dev_owns(x, n) || !dev_owns(out, (size_t)c->size * n))
+		return lks_err("dev: all-gather of memory the backend did not allocate");
+	return lks_comm_all_gather(((struct dev_end *)c)->host, x, n, out);
+}
+
+static int dev_rs(lks_comm *c, const float *x, size_t n, float *out)
+{
+	atomic_fetch_add(&dev_parts, 1);
+	if (!dev_owns(x, (size_t)c->size * n) || !dev_owns(out, n))
+		return lks_err("dev: reduce-scatter of memory the backend did not allocate");
+	return lks_comm_reduce_scatter(((struct dev_end *)c)->host, x, n, out);
+}
+
+static int dev_split(lks_comm *c, int groups, int color, lks_comm **out);
 
 static int dev_gather(lks_comm *c, const void *x, size_t bytes, void **out, size_t *counts)
 {
@@ -94,8 +113,26 @@ static int dev_memory(lks_comm *c)
 static const lks_comm_methods dev_methods = {
 	.version = LKS_COMM_VERSION, .name = "dev", .allreduce_sum = dev_sum,
 	.allreduce_max = dev_max, .gather = dev_gather, .abort = dev_abort, .close = dev_close,
-	.device_memory = dev_memory,
+	.device_memory = dev_memory, .all_gather = dev_ag, .reduce_scatter = dev_rs,
+	.split = dev_split,
 };
+
+/* a device end of the host end's sub-group (it owns that end, as devcomm's does) */
+static int dev_split(lks_comm *c, int groups, int color, lks_comm **out)
+{
+	struct dev_end *e = malloc(sizeof(*e));
+	lks_comm *host;
+
+	*out = NULL;
+	if (!e || lks_comm_split(((struct dev_end *)c)->host, groups, color, &host)) {
+		free(e);
+		return -1;
+	}
+	*e = (struct dev_end){ { &dev_methods, host->rank, host->size }, host };
+	*out = &e->base;
+	atomic_fetch_add(&dev_splits, 1);
+	return 0;
+}
 
 static int dev_comm(const lks_backend *be, void *ctx, lks_comm *host, const lks_devcomm_opts *o,
                     lks_comm **out)
@@ -220,11 +257,11 @@ Test(backend, the_runs_allreduce_key_reaches_the_communicator_and_the_store)
 	cr_expect(!strstr(stored, "allreduce"), "%s", stored);
 }
 
-/* An FSDP run on a backend whose memory is not the host's: its collectives are made over
-   the host's ends (runner_fsdp.c), so no device communicator is asked for even where the
-   backend offers one, its gradients and parameters go through downloads, and its traces
-   are the CPU's FSDP run's, which are DP's, bit for bit. */
-Test(backend, an_fsdp_run_on_a_device_backend_stages_through_the_host)
+/* An FSDP run on a backend whose memory is not the host's that offers a device
+   communicator: its groups' reduce-scatters and all-gathers run on that communicator (the
+   world's, seen from runner_fsdp.c's host buffers: lks_comm_staged), on device memory only,
+   and its traces are the CPU's FSDP run's, which are DP's, bit for bit. */
+Test(backend, an_fsdp_run_on_a_device_backend_gathers_on_the_device_communicator)
 {
 	const char *fsdp = "run.r.fsdp=2";
 	lks_backend be = device_backend();
@@ -236,12 +273,11 @@ Test(backend, an_fsdp_run_on_a_device_backend_stages_through_the_host)
 	be.comm = dev_comm;
 	be.alloc = dev_alloc;
 	atomic_store(&dev_made, 0);
-	atomic_store(&dev_sums, 0);
+	atomic_store(&dev_parts, 0);
 	train_like_cpu(&be, "FSDP on a device backend", fsdp);
-	cr_expect_eq(atomic_load(&dev_made), 0, "an FSDP run asked for a device communicator");
-	cr_expect_eq(atomic_load(&dev_sums), 0);
-	cr_expect_geq(atomic_load(&downloads), 3 * 2 * 2, "the gradient and the parameters, "
-	              "each step on each rank, are downloaded");
+	cr_expect_eq(atomic_load(&dev_made), 2, "each rank's device end");
+	cr_expect_geq(atomic_load(&dev_parts), 3 * 2 * 3, "a reduce-scatter and two all-gathers "
+	              "each step on each rank (%d)", atomic_load(&dev_parts));
 	load_case(two_blocks, NULL, 0, &dp);
 	load_case(two_blocks, &fsdp, 1, &sharded);
 	cr_assert_eq(sharded.runs[0].fsdp, 2);
@@ -254,46 +290,59 @@ Test(backend, an_fsdp_run_on_a_device_backend_stages_through_the_host)
 	lks_case_release(&sharded);
 }
 
-/* A tensor-parallel run, with and without sequence parallel, and an FSDP run with FP8
-   all-gather, on a backend whose memory is not the host's: their groups' collectives
-   (partial sums, gathers, the amax of a scale group, the shards' FP8 codes) go through the
-   host (model_tp.c, runner_fsdp.c), so no device communicator is asked for, and their
-   traces and losses are the CPU's bit for bit. */
-Test(backend, a_tp_run_on_a_device_backend_stages_through_the_host)
+/* Tensor-parallel runs, with and without sequence parallel, dp 2 x tp 2, FSDP with FP8
+   all-gather and HSDP, on a backend whose memory is not the host's that offers a device
+   communicator: their groups are that communicator's sub-groups (split where the group is
+   not the world), whose collectives (partial sums, gathers, the amax of a scale group, the
+   shards' FP8 codes) take device memory only, staged from model_tp.c's and runner_fsdp.c's
+   host buffers; their traces and losses are the CPU's bit for bit, and under
+   allreduce = nccl too (the test's device communicator sums in rank order). */
+Test(backend, a_tp_run_on_a_device_backend_uses_the_device_communicators_groups)
 {
-	const char *sets[][3] = {
-		{ "run.r.tp=2", "run.r.sequence_parallel=off", "run.r.recipe=fp8_rowwise" },
-		{ "run.r.tp=2", "run.r.sequence_parallel=on", "run.r.recipe=fp8_tensorwise" },
-		{ "run.r.fsdp=2", "run.r.fp8_all_gather=on", "run.r.recipe=fp8_tensorwise" },
+	const char *sets[][4] = {
+		{ "run.r.tp=2", "run.r.sequence_parallel=off", "run.r.recipe=fp8_rowwise",
+		  "run.r.world_size=2" },
+		{ "run.r.tp=2", "run.r.sequence_parallel=on", "run.r.recipe=fp8_tensorwise",
+		  "run.r.world_size=2" },
+		{ "run.r.fsdp=2", "run.r.fp8_all_gather=on", "run.r.recipe=fp8_tensorwise",
+		  "run.r.world_size=2" },
+		{ "run.r.tp=2", "run.r.sequence_parallel=on", "run.r.recipe=fp8_rowwise",
+		  "run.r.world_size=4" },
+		{ "run.r.fsdp=2", "run.r.allreduce=nccl", "run.r.recipe=bf16", "run.r.world_size=4" },
 	};
+	const char *hsdp_cpu[] = { "run.r.fsdp=2", "run.r.allreduce=ordered", "run.r.recipe=bf16",
+	                           "run.r.world_size=4" };
 	lks_backend be = device_backend();
 
 	be.comm = dev_comm;
 	be.alloc = dev_alloc;
-	for (int i = 0; i < 3; i++) {
+	for (int i = 0; i < 5; i++) {
 		double loss_cpu[3] = { 0 }, loss_be[3] = { 0 };
 		uint64_t hash_cpu, hash_be;
-		int n_cpu, n_be;
-		lks_case c;
+		int n_cpu, n_be, W = i < 3 ? 2 : 4;
+		lks_case c, cpu;
 
-		load_case(two_blocks, sets[i], 3, &c);
-		cr_assert_eq(c.runs[0].tp, i < 2 ? 2 : 1);
-		cr_assert_eq(c.runs[0].sp, i == 1);
-		cr_assert_eq(c.runs[0].fp8_all_gather, i == 2);
+		load_case(two_blocks, sets[i], 4, &c);
+		/* the CPU's, in rank order (allreduce = nccl needs a device communicator) */
+		load_case(two_blocks, i == 4 ? hsdp_cpu : sets[i], 4, &cpu);
+		cr_assert_eq(c.runs[0].world_size, W);
 		atomic_store(&dev_made, 0);
-		train(&c, &lks_backend_cpu, loss_cpu, &hash_cpu, &n_cpu);
-		atomic_store(&downloads, 0);
+		atomic_store(&dev_splits, 0);
+		train(&cpu, &lks_backend_cpu, loss_cpu, &hash_cpu, &n_cpu);
+		cr_expect_eq(atomic_load(&dev_made), 0);
 		train(&c, &be, loss_be, &hash_be, &n_be);
-		cr_expect_eq(atomic_load(&dev_made), 0, "%s asked for a device communicator",
-		             sets[i][1]);
-		/* at least three a step and rank: tp, the weights' shards, a partial sum of each
-		   block; FSDP, the gradient, the parameters, and a weight's part cast to FP8 */
-		cr_expect_geq(atomic_load(&downloads), 3 * 2 * 3, "%s: its collectives are staged "
-		              "(%d downloads)", sets[i][1], atomic_load(&downloads));
+		cr_expect_eq(atomic_load(&dev_made), W, "%s %s: each rank's device end", sets[i][0],
+		             sets[i][3]);
+		/* split where a group is not the world: dp 2 x tp 2, the tp groups; HSDP, the
+		   fsdp and the dp groups */
+		cr_expect_eq(atomic_load(&dev_splits), i == 3 ? W : i == 4 ? 2 * W : 0, "%s %s",
+		             sets[i][0], sets[i][3]);
 		cr_expect_gt(n_be, 0);
 		cr_expect_eq(n_be, n_cpu);
-		cr_expect_eq(hash_be, hash_cpu, "%s: the device backend changed the traces", sets[i][1]);
+		cr_expect_eq(hash_be, hash_cpu, "%s %s: the device backend changed the traces",
+		             sets[i][0], sets[i][3]);
 		cr_expect_eq(memcmp(loss_be, loss_cpu, sizeof(loss_cpu)), 0);
 		lks_case_release(&c);
+		lks_case_release(&cpu);
 	}
 }

@@ -354,9 +354,6 @@ Test(case, errors_name_file_and_line, .init = setup, .fini = teardown)
 		/* a run's mesh */
 		{ BASE "[run c]\nrecipe = bf16\nfsdp = 3\n",
 		  ":15: run 'c': fsdp 3 does not divide its world size 2" },
-		{ BASE "[run c]\nrecipe = bf16\nfsdp = 2\nallreduce = nccl\n",
-		  ":15: run 'c': fsdp 2 with allreduce = nccl: an FSDP run's collectives are the "
-		  "ordered ones over the host (allreduce = ordered)" },
 		{ BASE "[run c]\nrecipe = bf16\nfsdp = 2\ninject = skip_allreduce step=1 rank=0\n",
 		  ":15: run 'c': inject: skip_allreduce needs fsdp = 1 (an FSDP run reduce-scatters "
 		  "its gradients)" },
@@ -393,9 +390,6 @@ Test(case, errors_name_file_and_line, .init = setup, .fini = teardown)
 		{ CASE_HDR "[model]\nvocab = 256\nhidden = 64\nffn = 128\nlayers = 2\nseq = 16\n"
 		  "batch = 2\nattention = causal\nheads = 1\n" RUNS "[run c]\nrecipe = bf16\ntp = 2\n",
 		  ":17: run 'c': tp 2 does not divide the model's heads (1)" },
-		{ BASE "[run c]\nrecipe = bf16\ntp = 2\nallreduce = nccl\n",
-		  ":15: run 'c': tp 2 with allreduce = nccl: a tensor-parallel run's collectives are "
-		  "the ordered ones over the host (allreduce = ordered)" },
 		{ BASE "[run c]\nrecipe = fp8_tensorwise\ntp = 2\ninject = skip_allreduce step=1 "
 		  "rank=0\n",
 		  ":15: run 'c': inject: skip_allreduce is not built for tensor-parallel runs yet (tp "
@@ -565,6 +559,12 @@ Test(case, allreduce_key, .init = setup, .fini = teardown)
 	lks_case_release(&c);
 	load_err(BASE "allreduce = ring\n", NULL, 0,
 	         ":15: bad value 'ring' for 'allreduce' in [run b]: want ordered, nccl");
+	/* a sharded run's groups sum on the device communicator too */
+	load_ok(BASE "allreduce = nccl\ntp = 2\n[run c]\nrecipe = bf16\nfsdp = 2\n"
+	        "allreduce = nccl\n", &c);
+	cr_expect_eq(c.runs[1].allreduce, LKS_ALLREDUCE_NCCL);
+	cr_expect_eq(c.runs[2].allreduce, LKS_ALLREDUCE_NCCL);
+	lks_case_release(&c);
 }
 
 Test(case, bad_overrides, .init = setup, .fini = teardown)
