@@ -320,25 +320,34 @@ static int lks_head_gemm(lks_rank *r, lks_gemm_role role, const float *a, int ar
 	lks_tp_trace((r), (kept), (ph), (x), (r)->T, (r)->m->cfg.hidden, (r)->sp ? 0 : -1, \
 	             (r)->T / (r)->m->cfg.seq, __VA_ARGS__)
 
-/* RMSNorm of the residual stream x (Ts rows) with gain into out, whole (T, H): under
-   sequence parallel the rank's rows, gathered from the group's (r->gtmp holds them). */
-static int lks_norm_fwd(lks_rank *r, const float *x, const float *gain, float *rstd, float *out)
+/* RMSNorm of the residual stream x (Ts rows) with gain (parameter pi, 'NAME.weight') into
+   out (NAME.out), whole (T, H): under sequence parallel the rank's rows, gathered from the
+   group's (r->gtmp holds them). */
+static int lks_norm_fwd(lks_rank *r, const float *x, int pi, float *rstd, float *out)
 {
+	const lks_ptensor *g = &r->m->t[pi];
 	float *y = r->sp ? r->gtmp : out;
+	char what[96];
 
-	if (LKS_BE(r, rmsnorm_fwd, x, gain, r->Ts, r->m->cfg.hidden, y, rstd, r->bf16))
+	if (LKS_BE(r, rmsnorm_fwd, x, r->params + g->off, r->Ts, r->m->cfg.hidden, y, rstd,
+	           r->bf16))
 		return -1;
-	return r->sp ? lks_sp_gather(r, y, out) : 0;
+	snprintf(what, sizeof(what), "%.*s.out", (int)(strlen(g->name) - strlen(".weight")),
+	         g->name);
+	return r->sp ? lks_sp_gather(r, y, out, what) : 0;
 }
 
-/* A gradient of the residual stream (Ts rows) as the whole (T, H) a linear layer's
-   backward takes: itself, or under sequence parallel gathered into r->spw; NULL on
-   failure. */
-static const float *lks_res_whole(lks_rank *r, const float *g)
+/* A gradient of the residual stream (Ts rows), that of layer l's row-parallel output
+   ('attn.proj' or 'mlp.down'), as the whole (T, H) a linear layer's backward takes:
+   itself, or under sequence parallel gathered into r->spw; NULL on failure. */
+static const float *lks_res_whole(lks_rank *r, const float *g, int l, const char *lin)
 {
+	char what[96];
+
 	if (!r->sp)
 		return g;
-	return lks_sp_gather(r, g, r->spw) ? NULL : r->spw;
+	snprintf(what, sizeof(what), "blocks.%d.%s.out.grad", l, lin);
+	return lks_sp_gather(r, g, r->spw, what) ? NULL : r->spw;
 }
 
 /* Under sequence parallel a norm's gain or the embedding's gradient is a partial sum over
@@ -358,7 +367,7 @@ static int lks_sp_param_grad(lks_rank *r, int pi)
    of its NaN/Inf event), summed (lks_tp_reduce). */
 static int lks_tp_reduce_named(lks_rank *r, float *x, int l, const char *what)
 {
-	char name[96];
+	char name[128];
 
 	snprintf(name, sizeof(name), "blocks.%d.%s", l, what);
 	return lks_tp_reduce(r, x, name);
@@ -380,14 +389,14 @@ static int lks_block_attn(lks_rank *r, int l, int b)
 	const lks_model *m = r->m;
 	int T = r->T, H = m->cfg.hidden, D = m->D, Dl = r->Dl;
 	size_t th = (size_t)T * H, td = (size_t)T * D;
-	const float *x = r->xs + (size_t)l * th, *p = r->params;
+	const float *x = r->xs + (size_t)l * th;
 	float *ha = r->ha + b * th, *qkv = r->qkv + b * 3 * td, *qkvr = r->qkvr + b * 3 * td;
 	float *ao = r->ao + b * td, *pr = r->pr + b * th, *xm = r->xm + b * th;
 	float *ast = r->ast + (size_t)b * 2 * T * m->cfg.heads;
 	lks_attn_shape a = lks_rank_attn_shape(r);
 	lks_phase ph = r->recomputing ? LKS_PHASE_RECOMPUTE : LKS_PHASE_FORWARD;
 
-	if (lks_norm_fwd(r, x, p + m->t[LKS_P_ATTN_NORM(m, l)].off, r->rstda + (size_t)l * T, ha))
+	if (lks_norm_fwd(r, x, LKS_P_ATTN_NORM(m, l), r->rstda + (size_t)l * T, ha))
 		return -1;
 	LKS_TRACE_ACT(r, ph, ha, th, "blocks.%d.attn_norm.out", l);
 	if (lks_linear(r, LKS_LIN_QKV(m, l), LKS_ROLE_FWD, ha, T, H,
@@ -424,13 +433,12 @@ static int lks_block_inner(lks_rank *r, int l)
 	int T = r->T, H = c->hidden, F = c->ffn, b = r->checkpoint ? 0 : l;
 	const float *x;
 	float *h = r->h + (size_t)b * T * H, *u = r->u + (size_t)b * T * F, *a = r->a + (size_t)b * T * F;
-	const float *p = r->params;
 	lks_phase ph = r->recomputing ? LKS_PHASE_RECOMPUTE : LKS_PHASE_FORWARD;
 
 	if (c->attention && lks_block_attn(r, l, b))
 		return -1;
 	x = lks_block_mlp_in(r, l);
-	if (lks_norm_fwd(r, x, p + m->t[LKS_P_NORM(m, l)].off, r->rstd + (size_t)l * T, h))
+	if (lks_norm_fwd(r, x, LKS_P_NORM(m, l), r->rstd + (size_t)l * T, h))
 		return -1;
 	LKS_TRACE_ACT(r, ph, h, (size_t)T * H, "blocks.%d.norm.out", l);
 	if (lks_linear(r, LKS_LIN_UP(m, l), LKS_ROLE_FWD, h, T, H, lks_tp_weight(r, LKS_LIN_UP(m, l)),
@@ -474,8 +482,8 @@ static int lks_forward(lks_rank *r)
 			return -1;
 		LKS_TRACE_RES(r, 1, LKS_PHASE_FORWARD, xn, "blocks.%d.out", l);
 	}
-	if (lks_norm_fwd(r, r->xs + (size_t)L * T * H, p + m->t[LKS_P_FINAL_NORM(m)].off,
-	                 r->rstd + (size_t)L * T, r->hf))
+	if (lks_norm_fwd(r, r->xs + (size_t)L * T * H, LKS_P_FINAL_NORM(m), r->rstd + (size_t)L * T,
+	                 r->hf))
 		return -1;
 	lks_trace_f32_kept(&r->tr, LKS_PHASE_FORWARD, r->hf, (size_t)T * H, "final_norm.out");
 	if (lks_head_gemm(r, LKS_GEMM_FWD, r->hf, T, H, 0, p + m->t[LKS_P_HEAD(m)].off, V, H, 0,
@@ -498,10 +506,11 @@ static int lks_linear_bwd(lks_rank *r, int l, int li, int pi, const float *dy, i
 	if (lks_linear(r, li, LKS_ROLE_DGRAD, dy, T, N, lks_tp_weight(r, li), N, K, din)
 	    || lks_linear(r, li, LKS_ROLE_WGRAD, dy, T, N, x, T, K, dw))
 		return -1;
-	char what[64];
+	char what[96];
 
 	/* under tp: the shard of dW gathered whole; a column-parallel din is a partial sum */
-	if (r->tp > 1 && lks_tp_gather(r, dw, w->rows, w->cols, dim, nb, r->grads + w->off))
+	snprintf(what, sizeof(what), "%s.grad", w->name);
+	if (r->tp > 1 && lks_tp_gather(r, dw, w->rows, w->cols, dim, nb, r->grads + w->off, what))
 		return -1;
 	if (style == LKS_PAR_COL) {
 		snprintf(what, sizeof(what), "%s.in.grad",
@@ -540,7 +549,7 @@ static int lks_block_attn_bwd(lks_rank *r, int l, const float *gm, float *gx)
 	lks_attn_shape a = lks_rank_attn_shape(r);
 	lks_phase bw = LKS_PHASE_BACKWARD;
 
-	const float *gmw = lks_res_whole(r, gm);
+	const float *gmw = lks_res_whole(r, gm, l, "attn.proj");
 
 	/* the projection: go (T, D) = gm . Wo;  dWo (H, D) = gm^T . ao */
 	if (!gmw || lks_linear_bwd(r, l, LKS_LIN_PROJ(m, l), LKS_P_PROJ(m, l), gmw, H, ao, Dl, go))
@@ -613,7 +622,7 @@ static int lks_backward(lks_rank *r)
 			r->recomputing = 0;
 		}
 		/* down: ga (T, F) = gy . W2;  dW2 (H, F) = gy^T . a (gy whole) */
-		if (!(gyw = lks_res_whole(r, gy))
+		if (!(gyw = lks_res_whole(r, gy, l, "mlp.down"))
 		    || lks_linear_bwd(r, l, LKS_LIN_DOWN(m, l), LKS_P_DOWN(m, l), gyw, H, a, r->Fl, ga))
 			return -1;
 		if (LKS_BE(r, relu2_bwd, u, ga, (size_t)T * r->Fl, gu, r->bf16))

@@ -251,13 +251,14 @@ int lks_tp_traced_split(const char *name);
    the sequence); x (T, H), the same on every rank, cut to this rank's rows in place; the
    rank's tokens (tsp) of the step's (tok). A rank's rows: of each sequence the positions
    [tpr S / tp, (tpr + 1) S / tp), as Megatron splits the sequence dimension. */
-int lks_sp_gather(lks_rank *r, const float *local, float *whole);
+int lks_sp_gather(lks_rank *r, const float *local, float *whole, const char *what);
 int lks_sp_slice(lks_rank *r, float *x);
 int lks_sp_tokens(lks_rank *r);
 /* whole (rows, cols) from each rank's shard x along dim in nb blocks (lks_tp_split), in
-   rank order (every rank gets it). */
+   rank order (every rank gets it). what: the tensor's name, its shard checked for NaN/Inf
+   first (as lks_tp_sum's; NULL: a trace's copy, not checked). */
 int lks_tp_gather(lks_rank *r, const float *x, int rows, int cols, int dim, int nb,
-                  float *whole);
+                  float *whole, const char *what);
 /* Traces x, this rank's shard of a (rows, cols) tensor split along dim (0 rows, 1 cols;
    -1: x is whole) in nb blocks, as the whole tensor (gathered); tp = 1 or dim -1: x
    itself, kept (trace.h) when kept says it stays unchanged until the step ends; with

@@ -331,19 +331,22 @@ static int lks_tp_gather_host(lks_rank *r, float *local, int rows, int cols, int
 	return 0;
 }
 
-int lks_sp_gather(lks_rank *r, const float *local, float *whole)
+int lks_sp_gather(lks_rank *r, const float *local, float *whole, const char *what)
 {
-	return lks_tp_gather(r, local, LKS_SP_SHAPE(r), whole);
+	return lks_tp_gather(r, local, LKS_SP_SHAPE(r), whole, what);
 }
 
 int lks_tp_gather(lks_rank *r, const float *x, int rows, int cols, int dim, int nb,
-                  float *whole)
+                  float *whole, const char *what)
 {
 	size_t n = (size_t)rows * (size_t)cols;
 	float *local = r->tph + r->tpn;
 
-	if (LKS_BE(r, download, local, x, n / (size_t)r->tp * sizeof(float))
-	    || lks_tp_gather_host(r, local, rows, cols, dim, nb))
+	if (LKS_BE(r, download, local, x, n / (size_t)r->tp * sizeof(float)))
+		return -1;
+	if (what)
+		lks_tp_scan(r, local, n / (size_t)r->tp, what);
+	if (lks_tp_gather_host(r, local, rows, cols, dim, nb))
 		return -1;
 	return LKS_BE(r, upload, whole, r->tph, n * sizeof(float));
 }
@@ -368,7 +371,7 @@ void lks_tp_trace(lks_rank *r, int kept, lks_phase ph, float *x, int rows, int c
 	}
 	if (r->tr.off)
 		return;
-	if (lks_tp_gather(r, x, rows, cols, dim, nb, r->tpw)) {
+	if (lks_tp_gather(r, x, rows, cols, dim, nb, r->tpw, NULL)) {
 		r->tr.failed = 1;
 		return;
 	}
@@ -484,7 +487,7 @@ int lks_tp_trace_quant(lks_rank *r, int li, lks_src src, lks_phase ph, const lks
 	if (per_split) {
 		int sr = dim == 0 ? (int)ns * tp : 1, sc = dim == 1 ? (int)ns * tp : 1;
 
-		if (lks_tp_gather(r, q->scale, sr, sc, dim, nb, w.scale))
+		if (lks_tp_gather(r, q->scale, sr, sc, dim, nb, w.scale, NULL))
 			return -1;
 	} else if (LKS_BE(r, copy, w.scale, q->scale, ns * sizeof(float))) {
 		return -1;

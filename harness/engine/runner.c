@@ -339,12 +339,13 @@ static void lks_check_grads(struct lks_runner *R, lks_store *store, int64_t run_
 {
 	for (int r = 0; r < R->W; r++) {
 		const struct lks_rank_out *out = &R->outs[r];
-		char name[64], msg[128];
+		char name[64], msg[160];
 
 		if (out->nan_act[0]) {
 			res->nonfinite_events++;
 			snprintf(msg, sizeof(msg), "%lld non-finite values in rank %d's share (a partial "
-			         "sum, or an FP8 operand's amax) before the tp group's collective",
+			         "sum, a shard to gather, or an FP8 operand's amax) before the tp group's "
+			         "collective",
 			         (long long)out->nan_act_count, r);
 			if (store)
 				lks_store_event(store, run_id, step, r, out->nan_act, "nonfinite_tp", msg);

@@ -219,8 +219,8 @@ static int tp_event(const char *db, int r, struct event *ev)
 /* A NaN on one rank of a tp group is named before the group's collectives spread it: the
    struck rank's share of the first collective it reaches (a partial sum in bf16; in
    fp8_rowwise the amax of the next K-split operand, which the group's max would spread to
-   every rank's scales), at its step; the other rank's first event is a later tensor of the
-   same step. A NaN aimed at a tensor traced as a gathered copy is refused when the case is
+   every rank's scales; under sequence parallel the rows it gathers), at its step; the other
+   rank's first event is a later tensor of the same step. A NaN aimed at a tensor traced as a gathered copy is refused when the case is
    read; with trace = shards it strikes the rank's own shard and is named at that rank. */
 Test(fault, a_nan_in_a_tp_group_is_named_before_its_collective, .timeout = 120)
 {
@@ -259,6 +259,22 @@ Test(fault, a_nan_in_a_tp_group_is_named_before_its_collective, .timeout = 120)
 	                         sizeof(out)), 2, "%s", out);
 	cr_assert_not_null(strstr(out, "f.ini:11: run 'struck': inject: nan strikes a tensor"),
 	                   "%s", out);
+	/* under sequence parallel a NaN in the rank's rows is named at the all-gather that would
+	   spread it, the next norm's output; the other rank's first event is the partial sum
+	   it makes from the gathered NaN */
+	cr_assert_eq(scratch_run(&sc, "[case]\nsteps = 4\nworld_size = 2\n[model]\nvocab = 64\n"
+	                         "hidden = 32\nffn = 64\nlayers = 2\nseq = 8\nbatch = 2\n"
+	                         "attention = causal\nheads = 2\n[run struck]\nrecipe = bf16\n"
+	                         "tp = 2\nsequence_parallel = on\ntrace = shards\n"
+	                         "inject = nan step=2 rank=1 tensor=blocks.1.attn.out element=5\n",
+	                         out, sizeof(out)), 0, "%s", out);
+	cr_assert(tp_event(sc.db, 1, &ev), "sequence parallel: no event on rank 1");
+	cr_assert_eq(ev.step, 2);
+	cr_assert_str_eq(ev.tensor, "blocks.1.norm.out");
+	cr_assert_not_null(strstr(ev.message, "a shard to gather"), "%s", ev.message);
+	cr_assert(tp_event(sc.db, 0, &ev), "sequence parallel: no event on rank 0");
+	cr_assert_eq(ev.step, 2);
+	cr_assert_str_eq(ev.tensor, "blocks.1.mlp.down.out");
 	/* traced by shard it is the rank's own: struck there, and named at that rank */
 	cr_assert_eq(scratch_run(&sc, "[case]\nsteps = 4\nworld_size = 2\n[model]\nvocab = 64\n"
 	                         "hidden = 32\nffn = 64\nlayers = 2\nseq = 8\nbatch = 2\n"
