@@ -2,14 +2,24 @@
  * import_megatron_golden.c: Megatron-LM's golden values (import.h), one JSON document read
  * whole with jansson (it holds one value per metric and step, not a log):
  *
- *   {"lm loss": {"start_step": 1, "end_step": 50, "step_interval": 5, "values": [10.8, ...]},
- *    ...}, or "values": {"1": 10.8, "2": ...}; a value may be "nan"; a number beside the
- *   metrics (older files' "iteration_timing_avg", a mean over the run) is counted as ignored
+ *   {"lm loss": {"start_step": 0, "end_step": 50, "step_interval": 5, "values": [10.8, ...]},
+ *    ...}, or "values": {"1": 10.8, "2": ...}; a number beside the metrics (older files'
+ *   "iteration_timing_avg", a mean over the run) is counted as ignored
+ *
+ * Read after Megatron-LM's own code. The list layout is what its checker compared
+ * (tests/functional_tests/python_test_utils/test_ci_pipeline.py at 1df56dc):
+ * actual[start_step:end_step:step_interval], actual being the TensorBoard scalars of
+ * iterations 1, 2, ... in order, so values[i] is iteration start_step + i step_interval + 1,
+ * and there are as many as that slice has (end_step excluded). In the map layout
+ * (common.py at bae83e4) a key is the iteration, and its extractor writes "nan" for an
+ * iteration with no scalar, which its checker matches with "nan" on the other side: here a
+ * string "nan" ("+nan", "-NaN") is a step not logged, and nothing is stored for it.
  *
  * or Megatron-Bridge's (step -> metrics, with megatron-log's labels). Its records are handed
  * on by step, every metric of a step in one.
  */
 #include <jansson.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -47,8 +57,18 @@ static int lks_golden_val_cmp(const void *a, const void *b)
 	return (x->metric > y->metric) - (x->metric < y->metric);
 }
 
-/* The values of one metric appended to *vals: a list from start_step by step_interval up to
-   end_step, or a map from step to value. */
+/* Whether v is a golden file's "nan": a string that spells a NaN, the value of an iteration
+   that logged none (the file's comment). */
+static int lks_golden_unlogged(const json_t *v)
+{
+	double x;
+
+	return json_is_string(v) && lks_import_json_number(v, &x) == 0 && isnan(x);
+}
+
+/* The values of one metric appended to *vals, but for those not logged: a list of the
+   iterations start_step + 1 by step_interval before end_step + 1, or a map from step to
+   value. */
 static int lks_golden_metric(const char *path, const char *name, int m, const json_t *o,
                              struct lks_golden_val **vals, size_t *n)
 {
@@ -71,15 +91,18 @@ static int lks_golden_metric(const char *path, const char *name, int m, const js
 			return lks_err("'%s': \"%s\": want start_step <= end_step and step_interval >= 1, "
 			               "whole numbers up to %d", path, name, LKS_IMPORT_MAX_STEP),
 			       LKS_E_BAD_INPUT;
-		if (json_array_size(values) > (size_t)(end - start) / (size_t)every + 1)
-			return lks_err("'%s': \"%s\": %zu values, more than steps %d to %d by %d", path,
-			               name, json_array_size(values), start, end, every), LKS_E_BAD_INPUT;
+		/* Megatron's slice start:end:every: end excluded */
+		if (json_array_size(values) > (size_t)(end - start + every - 1) / (size_t)every)
+			return lks_err("'%s': \"%s\": %zu values, more than Megatron-LM's checker compares "
+			               "(its actual[%d:%d:%d], iterations %d to %d by %d)", path, name,
+			               json_array_size(values), start, end, every, start + 1, end, every),
+			       LKS_E_BAD_INPUT;
 		json_array_foreach(values, i, v) {
-			p[*n] = (struct lks_golden_val){ start + (int)i * every, m, 0 };
+			p[*n] = (struct lks_golden_val){ start + (int)i * every + 1, m, 0 };
 			if (lks_import_json_number(v, &p[*n].value))
 				return lks_err("'%s': \"%s\".values[%zu]: want a number or \"nan\"", path, name,
 				               i), LKS_E_BAD_INPUT;
-			++*n;
+			*n += !lks_golden_unlogged(v);
 		}
 		return 0;
 	}
@@ -93,7 +116,7 @@ static int lks_golden_metric(const char *path, const char *name, int m, const js
 		if (lks_import_step(key, strlen(key), &p[*n].step) || lks_import_json_number(v, &p[*n].value))
 			return lks_err("'%s': \"%s\".values[\"%s\"]: want a step (0 to %d) and a number "
 			               "or \"nan\"", path, name, key, LKS_IMPORT_MAX_STEP), LKS_E_BAD_INPUT;
-		++*n;
+		*n += !lks_golden_unlogged(v);
 	}
 	return 0;
 }

@@ -273,12 +273,14 @@ static const struct fixture fixtures[] = {
 	   one-rank run, where rank 7 of eight, ranks 0 to 6 without steps, was refused. */
 	{ "megatron-log", "megatron_rank_prefix.log", NULL, { { WORLD_SIZE, 1 }, { STEPS, 30 } },
 	  { VALUE(10, 0, "loss", 1.234567E+00), VALUE(30, 0, "loss", 9.876543E-01) } },
-	/* Megatron golden values as a list and as a map. */
-	{ "megatron-golden", "golden_list.json", NULL, { { STEPS, 9 }, { ROWS, 9 } },
-	  { VALUE(5, 0, "loss", 10.25), VALUE(9, 0, "loss", NAN), VALUE(5, 0, "num_zeros", 12.0),
-	    KIND(1, 0, "iteration_time_s", PERFORMANCE) } },
-	{ "megatron-golden", "golden_map.json", NULL, { { ROWS, 6 } },
-	  { VALUE(2, 0, "loss", 10.25), VALUE(3, 0, "loss", NAN),
+	/* Megatron golden values as a list (values[i]: iteration start_step + i step_interval
+	   + 1, Megatron-LM's checker's slice) and as a map; "nan" is an iteration not logged:
+	   nothing stored there. */
+	{ "megatron-golden", "golden_list.json", NULL, { { STEPS, 9 }, { ROWS, 8 } },
+	  { VALUE(1, 0, "loss", 10.84), VALUE(5, 0, "loss", 10.25), ABSENT(9, "loss"),
+	    VALUE(9, 0, "num_zeros", 7.0), KIND(1, 0, "iteration_time_s", PERFORMANCE) } },
+	{ "megatron-golden", "golden_map.json", NULL, { { ROWS, 5 } },
+	  { VALUE(2, 0, "loss", 10.25), ABSENT(3, "loss"),
 	    VALUE(3, 0, "mem_allocated", 1073741824.0) } },
 	/* jsonl: ranks and a metric of any name (ignored: the blank line). */
 	{ "jsonl", "run.jsonl", NULL, { { WORLD_SIZE, 2 }, { IGNORED, 1 } },
@@ -296,8 +298,13 @@ static const struct fixture fixtures[] = {
 	   get_test_results_from_tensorboard_logs) end with "iteration_timing_avg": a number, the
 	   run's mean, no step's: counted and left, the metrics beside it read. */
 	{ "megatron-golden", "mcore_golden_legacy.json", NULL,
-	  { { STEPS, 45 }, { IGNORED, 1 }, { ROWS, 20 } },
-	  { VALUE(45, 0, "loss", 9.55467), VALUE(30, 0, "num_zeros", 1788.0) } },
+	  { { STEPS, 46 }, { IGNORED, 1 }, { ROWS, 20 } },
+	  { VALUE(1, 0, "loss", 10.85752), VALUE(46, 0, "loss", 9.55467),
+	    VALUE(31, 0, "num_zeros", 1788.0) } },
+	/* ... and the same values in the map layout Megatron-LM converted such files to */
+	{ "megatron-golden", "mcore_golden_legacy_map.json", NULL, { { STEPS, 46 }, { ROWS, 20 } },
+	  { VALUE(1, 0, "loss", 10.85752), VALUE(46, 0, "loss", 9.55467),
+	    VALUE(31, 0, "num_zeros", 1788.0), ABSENT(30, "num_zeros") } },
 	/* Ranks that print without a "[rankN]:" prefix (as in torchtitan's pull request 2389, 8
 	   GPUs): each step's line comes once per rank, the job's loss and grad norm the same,
 	   each rank's tps and tflops its own. One record a step, the first line's; the tps and

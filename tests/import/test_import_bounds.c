@@ -184,7 +184,7 @@ static const char *const with_loss[][2] = {
 	                "%s  memory: 1.0GiB(1.0%%)\n" },
 	{ "megatron-log", "iteration 1/ 10 | lm loss: 2.5 |\niteration 2/ 10 | lm loss: %s |\n" },
 	{ "jsonl", "{\"step\": 1, \"loss\": 2.5}\n{\"step\": 2, \"loss\": %s, \"lr\": 0.0}\n" },
-	{ "megatron-golden", "{\"lm loss\": {\"start_step\": 2, \"end_step\": 2, \"step_interval\":"
+	{ "megatron-golden", "{\"lm loss\": {\"start_step\": 1, \"end_step\": 2, \"step_interval\":"
 	                     " 1,\n\"values\": [%s]}}" },
 	{ "megatron-golden", "{\"1\": {\"lm loss\": 2.5},\n\"10\": {\"lm loss\": %s}}" },
 };

@@ -216,7 +216,7 @@ Test(metric_names, a_golden_file_refuses_the_name_one_too_many_by_file)
 	fputs("{", f);
 	for (long i = 0; i <= LKS_IMPORT_MAX_NAMES; i++)
 		fprintf(f, "%s\"g%ld\": {\"start_step\": %ld, \"end_step\": %ld, \"step_interval\": 1, "
-		        "\"values\": [0.5]}", i ? ", " : "", i, i + 1, i + 1);
+		        "\"values\": [0.5]}", i ? ", " : "", i, i, i + 1);
 	fputs("}\n", f);
 	cr_assert_eq(fclose(f), 0);
 	cr_assert_eq(lks_store_open(db, &s), 0, "%s", lks_errmsg());
