@@ -557,7 +557,8 @@ static void lks_check_judge(struct lks_check_ctx *x)
 	lks_expected_where(k, where, sizeof(where));
 	if (!k->expect_fail) {
 		r->verdict = r->failed ? LKS_VERDICT_FAIL : LKS_VERDICT_PASS;
-		snprintf(r->message, sizeof(r->message), "%s", r->failed ? found : "");
+		/* a pass says only its note, if any (what it could not compare) */
+		snprintf(r->message, sizeof(r->message), "%s", r->failed ? found : r->note);
 	} else if (!r->failed) {
 		r->verdict = LKS_VERDICT_UNEXPECTED_PASS;
 		snprintf(r->message, sizeof(r->message), "expected to fail%s%s, but passed",

@@ -115,59 +115,78 @@ static int lks_ranks_held(const lks_stored_run *a, int *rank)
 
 /* Every rank of a data-parallel job reports the loss of the same global batch: where one
    differs, the majority (three ranks or more) names it; two ranks, or no majority, name
-   no single rank (rank -1), as ranks_agree on lockstep's own runs. The ranks compared
-   are those the run holds. */
+   no single rank (rank -1), as ranks_agree on lockstep's own runs. At each step the ranks
+   compared are those that logged the loss there: a rank that logged nothing (a log cut
+   off when the job died, a rank that logged alone) disagrees with no one, and the note
+   says at how many steps some ranks lacked it. */
 static int lks_import_ranks_agree(struct lks_check_ctx *x)
 {
 	struct lks_loss_ranks lr = { x->a, lks_stored_run_metric_find(x->a, "loss"), 0, NULL };
 	lks_walk_opts o = { .exact = 1, .label_a = x->label_buf[0], .label_b = x->label_buf[1] };
-	int *rank = malloc(((size_t)x->a->W + 1) * sizeof(*rank)), W;
+	int *rank = malloc(((size_t)x->a->W + 1) * sizeof(*rank)), Wrun;
+	int *held = malloc(((size_t)x->a->W + 1) * sizeof(*held));
+	int lacking = 0, lack_step = -1, lack_n = 0;
 
 	x->label_a = x->label_buf[0];
 	x->label_b = x->label_buf[1];
-	if (!rank || (W = lks_ranks_held(x->a, rank)) < 0) {
+	if (!rank || !held || (Wrun = lks_ranks_held(x->a, rank)) < 0) {
 		free(rank);
+		free(held);
 		return lks_err("out of memory");
 	}
-	lr.rank = rank;
+	lr.rank = held;
 	if (lr.m < 0) {
 		lks_walk_at(x->res, x->a, -1, -1, -1);
 		snprintf(x->res->note, sizeof(x->res->note), "the run reported no loss");
 		goto out;
 	}
-	for (lr.step = 0; lr.step < x->a->nsteps && W > 1; lr.step++) {
-		int first = 0, m, out = -1, nout = 0;
+	for (lr.step = 0; lr.step < x->a->nsteps && Wrun > 1; lr.step++) {
+		int first = 0, m, out = -1, nout = 0, W = 0;
 
+		for (int i = 0; i < Wrun; i++)
+			if (lks_stored_run_metric(x->a, lr.step, rank[i], lr.m))
+				held[W++] = rank[i];
+		if (W > 0 && W < Wrun && !lacking++) {
+			lack_step = lr.step;
+			lack_n = Wrun - W;
+		}
+		if (W < 2)
+			continue;
 		for (int r = 1; r < W && !first; r++)
 			first = lks_same_loss(&lr, 0, r) ? 0 : r;
 		if (!first)
 			continue;
 		if ((m = lks_majority(W, lks_same_loss, &lr)) < 0) {
-			snprintf(x->label_buf[0], sizeof(x->label_buf[0]), "rank %d", rank[0]);
-			snprintf(x->label_buf[1], sizeof(x->label_buf[1]), "rank %d", rank[first]);
-			lks_walk_metric_pair(&o, x->a, lr.m, rank[0], x->a, lr.m, rank[first], lr.step,
+			snprintf(x->label_buf[0], sizeof(x->label_buf[0]), "rank %d", held[0]);
+			snprintf(x->label_buf[1], sizeof(x->label_buf[1]), "rank %d", held[first]);
+			lks_walk_metric_pair(&o, x->a, lr.m, held[0], x->a, lr.m, held[first], lr.step,
 			                     x->res);
 			x->res->rank = -1;
 			snprintf(x->res->note, sizeof(x->res->note), "ranks %d and %d report different "
 			         "losses with no majority among %d ranks: a golden or a clean run decides",
-			         rank[0], rank[first], W);
+			         held[0], held[first], W);
 			goto out;
 		}
 		for (int r = W - 1; r >= 0; r--)
 			if (!lks_same_loss(&lr, m, r)) {
-				out = rank[r];
+				out = held[r];
 				nout++;
 			}
 		snprintf(x->label_buf[0], sizeof(x->label_buf[0]), "rank %d", out);
 		snprintf(x->label_buf[1], sizeof(x->label_buf[1]), "majority");
-		lks_walk_metric_pair(&o, x->a, lr.m, out, x->a, lr.m, rank[m], lr.step, x->res);
+		lks_walk_metric_pair(&o, x->a, lr.m, out, x->a, lr.m, held[m], lr.step, x->res);
 		x->res->rank = nout == 1 ? out : -1;
 		snprintf(x->res->note, sizeof(x->res->note), "%d of %d ranks disagree with the "
 		         "others' loss", nout, W);
 		goto out;
 	}
+	if (lacking)
+		snprintf(x->res->note, sizeof(x->res->note), "at %d step%s some ranks logged no loss "
+		         "(first step %d: %d of %d ranks), compared among those that did", lacking,
+		         lacking == 1 ? "" : "s", lack_step, lack_n, Wrun);
 out:
 	free(rank);
+	free(held);
 	return 0;
 }
 

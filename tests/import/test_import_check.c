@@ -274,6 +274,42 @@ Test(import_check, torchtitan_ranks_with_another_loss_fail_ranks_agree_at_that_s
 	rm_tmp();
 }
 
+/* A step that one rank logged alone (torchtitan PR #1884's log: step 10 of rank 2 only;
+   a log cut off when the job died looks the same): nothing disagrees there, so ranks_agree
+   passes and says how many ranks lacked the loss where; where two of three ranks logged a
+   step, apart, it is they that disagree, with no majority between two. */
+Test(import_check, ranks_agree_compares_the_ranks_that_logged_the_step)
+{
+	lks_store *s = open_db();
+	char log[512], cmd[1400];
+	const char *files[] = { log };
+	lks_import_opts o = { .fmt = lks_import_format_find("torchtitan"), .case_name = "c",
+	                      .run_name = "b" };
+	lks_import_result res;
+	lks_check_result r;
+
+	eval(s, LKS_CHECK_RANKS_AGREE, import_run(s, "torchtitan", "titan_sole_rank.log", "a"), 0,
+	     NULL, 0, &r);
+	cr_assert_eq(r.verdict, LKS_VERDICT_PASS, "%s", r.message);
+	cr_assert_not_null(strstr(r.note, "at 1 step some ranks logged no loss (first step 4: 2 of "
+	                                  "3 ranks)"), "%s", r.note);
+	/* rank 1 logs step 4 too, with another loss: ranks 1 and 2 disagree, rank 0 is not
+	   counted with either */
+	path_in_tmp(log, sizeof(log), "two.log");
+	snprintf(cmd, sizeof(cmd), "sed -e '$p' -e '$s/rank2/rank1/;$s/loss: 5.9870/loss: 5.9871/' "
+	         "'%s/titan_sole_rank.log' > '%s'", LKS_IMPORT_DIR, log);
+	cr_assert_eq(system(cmd), 0);
+	cr_assert_eq(lks_import_files(s, &o, files, 1, &res), 0, "%s", lks_errmsg());
+	eval(s, LKS_CHECK_RANKS_AGREE, res.run_id, 0, NULL, 0, &r);
+	cr_assert_eq(r.verdict, LKS_VERDICT_FAIL, "%s", r.note);
+	cr_assert_eq(r.step, 4);
+	cr_assert_eq(r.rank, -1);
+	cr_assert_not_null(strstr(r.note, "ranks 1 and 2 report different losses with no majority "
+	                                  "among 2 ranks"), "%s", r.note);
+	lks_store_close(s);
+	rm_tmp();
+}
+
 /* A log of ranks 0 and 8 (local rank 0 of each of two nodes): ranks_agree compares the
    ranks it holds, not ranks 1 to 7 it never had; rank 8 logging another loss at step 2 is
    found there, between ranks 0 and 8. */
