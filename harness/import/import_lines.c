@@ -215,3 +215,75 @@ out:
 	free(rec);
 	return rc;
 }
+
+/* After the number that ends at v + k (up to ve): the letters or '%' of its unit. */
+static const char *lks_unit_end(const char *p, const char *ve)
+{
+	while (p < ve && (lks_alpha(*p) || *p == '%' || *p == '/'))
+		p++;
+	return p;
+}
+
+int lks_import_comma_fields(lks_import_rec *rec, lks_import_fmt fmt, const char *p,
+                            const char *end, char sep, const char *path)
+{
+	while (p < end) {
+		const char *comma = memchr(p, ',', (size_t)(end - p)), *fe = comma ? comma : end;
+		const char *l = p, *le, *v, *ve, *s = NULL;
+		const lks_import_metric *m;
+		size_t k;
+		double x;
+		int64_t dec = LKS_IMPORT_NO_DEC;
+
+		p = comma ? comma + 1 : end;
+		while (l < fe && *l == ' ')
+			l++;
+		for (ve = fe; ve > l && (ve[-1] == ' ' || ve[-1] == '\r'); ve--)
+			;
+		if (l == ve)
+			continue;
+		for (const char *q = ve; !s && q > l;)  /* the separator: the value's word before it */
+			if (*--q == sep)
+				s = q;
+		if (!s)
+			return lks_err("'%s':%ld: field '%.*s' has no value", path, rec->line,
+			               (int)(ve - l), l), LKS_E_BAD_INPUT;
+		for (le = s; le > l && le[-1] == ' '; le--)
+			;
+		for (v = s + 1; v < ve && *v == ' '; v++)
+			;
+		if (lks_import_unmeasured(fmt, l, (size_t)(le - l), v, (size_t)(ve - v)))
+			continue;
+		if (!(k = lks_import_number_prefix(v, (size_t)(ve - v), 0, &x))
+		    || lks_unit_end(v + k, ve) != ve)
+			return lks_import_bad_value(path, rec->line, l, (size_t)(le - l), v,
+			                            (size_t)(ve - v), k ? -1 : lks_import_number(v,
+			                            (size_t)(ve - v), 0, &x));
+		lks_import_number_dec(v, k, 0, &x, &dec);
+		/* a performance value below 0 is one not measured yet: nanoGPT's mfu is -100%
+		   until its fifth iteration (its running_mfu starts at -1.0) */
+		m = lks_import_metric_label(fmt, l, (size_t)(le - l));
+		if (x < 0 && m && m->kind == LKS_METRIC_PERFORMANCE)
+			continue;
+		int rc = lks_import_rec_add_dec(rec, fmt, l, (size_t)(le - l), x, dec, path);
+
+		if (rc)
+			return rc;
+	}
+	return 1;
+}
+
+int lks_import_step_fields(lks_import_rec *rec, lks_import_fmt fmt, const char *d,
+                           const char *end, char term, char sep, const char *what,
+                           const char *path)
+{
+	const char *q = d;
+
+	while (q < end && lks_digit(*q))
+		q++;
+	if (q == d || q == end || *q != term)
+		return 0;
+	if (lks_import_step(d, (size_t)(q - d), &rec->step))
+		return lks_import_bad_step(path, rec->line, what, d, (size_t)(q - d));
+	return lks_import_comma_fields(rec, fmt, q + 1, end, sep, path);
+}

@@ -114,6 +114,8 @@ static int lks_fuzz_megatron_golden(const char *path)
 	return lks_fuzz_import("megatron-golden", path);
 }
 static int lks_fuzz_jsonl(const char *path) { return lks_fuzz_import("jsonl", path); }
+static int lks_fuzz_nanogpt(const char *path) { return lks_fuzz_import("nanogpt", path); }
+static int lks_fuzz_maxtext(const char *path) { return lks_fuzz_import("maxtext", path); }
 
 static const struct lks_fuzz_target {
 	const char *name;
@@ -128,6 +130,8 @@ static const struct lks_fuzz_target {
 	{ "megatron-log", "train.log", lks_fuzz_megatron_log },
 	{ "megatron-golden", "golden.json", lks_fuzz_megatron_golden },  /* import_megatron_golden.c */
 	{ "jsonl", "metrics.jsonl", lks_fuzz_jsonl },
+	{ "nanogpt", "train.log", lks_fuzz_nanogpt },  /* harness/import/import_nanogpt.c */
+	{ "maxtext", "train.log", lks_fuzz_maxtext },  /* harness/import/import_maxtext.c */
 };
 
 #define LKS_FUZZ_NTARGETS (sizeof(lks_fuzz_targets) / sizeof(lks_fuzz_targets[0]))

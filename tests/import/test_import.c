@@ -301,6 +301,22 @@ static const struct fixture fixtures[] = {
 	  { { STEPS, 46 }, { IGNORED, 1 }, { ROWS, 20 } },
 	  { VALUE(1, 0, "loss", 10.85752), VALUE(46, 0, "loss", 9.55467),
 	    VALUE(31, 0, "num_zeros", 1788.0) } },
+	/* nanoGPT (train.py's line): iter N the step; mfu -100.00% is not measured yet (its
+	   running mean starts at -1.0); the evaluation lines, before the same iteration's,
+	   are left (one step, one record) */
+	{ "nanogpt", "nanogpt.log", NULL,
+	  { { STEPS, 250 }, { RECORDS, 4 }, { IGNORED, 5 }, { ROWS, 2 + 2 + 3 + 3 } },
+	  { BOTH(0, 0, "loss", 4.2654, NUMERICS), BOTH(0, 0, "iteration_time", 29657.12, PERFORMANCE),
+	    ABSENT(10, "mfu"), BOTH(20, 0, "mfu", 26.71, PERFORMANCE), VALUE(250, 0, "loss", 2.0321),
+	    ABSENT(250, "val_loss") } },
+	/* MaxText (metric_logger.py's line), after max_logging's prefix; its multi-token
+	   prediction losses where it logs them; the evaluation line left */
+	{ "maxtext", "maxtext.log", NULL,
+	  { { STEPS, 2 }, { RECORDS, 3 }, { IGNORED, 3 }, { ROWS, 5 + 7 + 5 } },
+	  { BOTH(0, 0, "loss", 10.877, NUMERICS), BOTH(0, 0, "iteration_time_s", 12.153, PERFORMANCE),
+	    BOTH(1, 0, "tflops", 4.796, PERFORMANCE), BOTH(1, 0, "tps", 26253.18, PERFORMANCE),
+	    BOTH(1, 0, "mtp_loss", 0.212, NUMERICS), BOTH(2, 0, "total_weights", 8192.0, NUMERICS),
+	    VALUE(2, 0, "loss", 9.905) } },
 	/* ... and the same values in the map layout Megatron-LM converted such files to */
 	{ "megatron-golden", "mcore_golden_legacy_map.json", NULL, { { STEPS, 46 }, { ROWS, 20 } },
 	  { VALUE(1, 0, "loss", 10.85752), VALUE(46, 0, "loss", 9.55467),
@@ -577,6 +593,8 @@ static const struct refusal {
 	{ "megatron-log", "megatron_bad_number.log",
 	  "megatron_bad_number.log':2: bad value '1.1000O0E+00'" },
 	{ "megatron-log", "megatron_truncated.log", "megatron_truncated.log':2: truncated" },
+	{ "nanogpt", "nanogpt_bad_number.log", "nanogpt_bad_number.log':2: bad value '3.24l7'" },
+	{ "maxtext", "maxtext_no_value.log", "maxtext_no_value.log':2: bad value '' of 'loss'" },
 	/* Primus's forms (the fixtures above): a numerics value in the form "X/Y" is still a
 	   bad value, and so are a bad average and a bad memory used/free/total/share */
 	{ "megatron-log", "megatron_running_bad.log",
