@@ -116,6 +116,10 @@ static int lks_fuzz_megatron_golden(const char *path)
 static int lks_fuzz_jsonl(const char *path) { return lks_fuzz_import("jsonl", path); }
 static int lks_fuzz_nanogpt(const char *path) { return lks_fuzz_import("nanogpt", path); }
 static int lks_fuzz_maxtext(const char *path) { return lks_fuzz_import("maxtext", path); }
+static int lks_fuzz_titan_losses(const char *path)
+{
+	return lks_fuzz_import("torchtitan-losses", path);
+}
 
 static const struct lks_fuzz_target {
 	const char *name;
@@ -132,6 +136,7 @@ static const struct lks_fuzz_target {
 	{ "jsonl", "metrics.jsonl", lks_fuzz_jsonl },
 	{ "nanogpt", "train.log", lks_fuzz_nanogpt },  /* harness/import/import_nanogpt.c */
 	{ "maxtext", "train.log", lks_fuzz_maxtext },  /* harness/import/import_maxtext.c */
+	{ "torchtitan-losses", "losses.txt", lks_fuzz_titan_losses },  /* import_titan_losses.c */
 };
 
 #define LKS_FUZZ_NTARGETS (sizeof(lks_fuzz_targets) / sizeof(lks_fuzz_targets[0]))

@@ -317,6 +317,14 @@ static const struct fixture fixtures[] = {
 	    BOTH(1, 0, "tflops", 4.796, PERFORMANCE), BOTH(1, 0, "tps", 26253.18, PERFORMANCE),
 	    BOTH(1, 0, "mtp_loss", 0.212, NUMERICS), BOTH(2, 0, "total_weights", 8192.0, NUMERICS),
 	    VALUE(2, 0, "loss", 9.905) } },
+	/* torchtitan's expected losses (tests/assets/losses): step and loss rows, or columns
+	   named by a "# step ..." comment; float32 values written in full, stored exactly */
+	{ "torchtitan-losses", "titan_losses.txt", NULL, { { STEPS, 5 }, { ROWS, 5 } },
+	  { BOTH(1, 0, "loss", 8.048324584960938, NUMERICS), VALUE(5, 0, "loss", 5.193394184112549) } },
+	{ "torchtitan-losses", "titan_losses_grad.txt", NULL,
+	  { { STEPS, 3 }, { IGNORED, 3 }, { ROWS, 6 } },
+	  { VALUE(1, 0, "loss", 8.023969650268555), BOTH(3, 0, "grad_norm", 1.8775051832199097,
+	                                                  NUMERICS) } },
 	/* ... and the same values in the map layout Megatron-LM converted such files to */
 	{ "megatron-golden", "mcore_golden_legacy_map.json", NULL, { { STEPS, 46 }, { ROWS, 20 } },
 	  { VALUE(1, 0, "loss", 10.85752), VALUE(46, 0, "loss", 9.55467),
@@ -594,6 +602,8 @@ static const struct refusal {
 	  "megatron_bad_number.log':2: bad value '1.1000O0E+00'" },
 	{ "megatron-log", "megatron_truncated.log", "megatron_truncated.log':2: truncated" },
 	{ "nanogpt", "nanogpt_bad_number.log", "nanogpt_bad_number.log':2: bad value '3.24l7'" },
+	{ "torchtitan-losses", "titan_losses_short.txt",
+	  "titan_losses_short.txt':3: step 2 has no grad_norm" },
 	{ "maxtext", "maxtext_no_value.log", "maxtext_no_value.log':2: bad value '' of 'loss'" },
 	/* Primus's forms (the fixtures above): a numerics value in the form "X/Y" is still a
 	   bad value, and so are a bad average and a bad memory used/free/total/share */
