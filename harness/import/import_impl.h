@@ -113,19 +113,19 @@ int lks_import_bad_value(const char *path, long line, const char *label, size_t 
                          const char *v, size_t vlen, int answer);
 int lks_import_bad_step(const char *path, long line, const char *what, const char *v,
                         size_t vlen);
-/* The fields of a line from p to end, "LABEL<sep>VALUE[UNIT]" separated by ',' (blanks
-   around each; sep ' ': the value is the field's last word), each added to rec under its
-   label (fmt's table, import_label.c) with the decimals it was written with; a unit
-   (letters, '%', '/': ms, %, ...) after the number is the label's metric's. A performance
-   value below 0 is one not measured yet, and left out. 1; a field without its value, or a
-   bad number, is bad input at path:line (LKS_E_BAD_INPUT). */
-int lks_import_comma_fields(lks_import_rec *rec, lks_import_fmt fmt, const char *p,
-                            const char *end, char sep, const char *path);
-/* A step's digits at d, then term, then the fields after it (lks_import_comma_fields): 0
+/* The fields of a line from p to end, "LABEL<sep>VALUE[UNIT]" separated by delim (',',
+   '|'; blanks around each; sep ' ': the value is the field's last word), each added to rec
+   under its label (fmt's table, import_label.c) with the decimals it was written with; a
+   unit (letters, '%', '/': ms, %, ...) after the number is the label's metric's. A
+   performance value below 0 is one not measured yet, and left out. 1; a field without its
+   value, or a bad number, is bad input at path:line (LKS_E_BAD_INPUT). */
+int lks_import_fields(lks_import_rec *rec, lks_import_fmt fmt, const char *p,
+                      const char *end, char delim, char sep, const char *path);
+/* A step's digits at d, then term, then the fields after it (lks_import_fields): 0
    where d holds no digits or term does not follow them (no metric line); a step too big
    is bad input, named as what. */
 int lks_import_step_fields(lks_import_rec *rec, lks_import_fmt fmt, const char *d,
-                           const char *end, char term, char sep, const char *what,
+                           const char *end, char term, char delim, char sep, const char *what,
                            const char *path);
 
 /* A format's quick reader of its common lines (lks_import_format.quick), tried on each

@@ -224,11 +224,11 @@ static const char *lks_unit_end(const char *p, const char *ve)
 	return p;
 }
 
-int lks_import_comma_fields(lks_import_rec *rec, lks_import_fmt fmt, const char *p,
-                            const char *end, char sep, const char *path)
+int lks_import_fields(lks_import_rec *rec, lks_import_fmt fmt, const char *p,
+                      const char *end, char delim, char sep, const char *path)
 {
 	while (p < end) {
-		const char *comma = memchr(p, ',', (size_t)(end - p)), *fe = comma ? comma : end;
+		const char *comma = memchr(p, delim, (size_t)(end - p)), *fe = comma ? comma : end;
 		const char *l = p, *le, *v, *ve, *s = NULL;
 		const lks_import_metric *m;
 		size_t k;
@@ -274,7 +274,7 @@ int lks_import_comma_fields(lks_import_rec *rec, lks_import_fmt fmt, const char 
 }
 
 int lks_import_step_fields(lks_import_rec *rec, lks_import_fmt fmt, const char *d,
-                           const char *end, char term, char sep, const char *what,
+                           const char *end, char term, char delim, char sep, const char *what,
                            const char *path)
 {
 	const char *q = d;
@@ -285,5 +285,5 @@ int lks_import_step_fields(lks_import_rec *rec, lks_import_fmt fmt, const char *
 		return 0;
 	if (lks_import_step(d, (size_t)(q - d), &rec->step))
 		return lks_import_bad_step(path, rec->line, what, d, (size_t)(q - d));
-	return lks_import_comma_fields(rec, fmt, q + 1, end, sep, path);
+	return lks_import_fields(rec, fmt, q + 1, end, delim, sep, path);
 }

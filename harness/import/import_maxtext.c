@@ -38,8 +38,8 @@ static int lks_maxtext_line(const char *s, size_t len, lks_import_rec *rec, cons
 		p++;
 	if (!p || (size_t)(end - p) < sizeof(mark) - 1 || (p > s && lks_alpha(p[-1])))
 		return 0;
-	return lks_import_step_fields(rec, LKS_IMPORT_MAXTEXT, p + sizeof(mark) - 1, end, ',', ':',
-	                              "completed step", path);
+	return lks_import_step_fields(rec, LKS_IMPORT_MAXTEXT, p + sizeof(mark) - 1, end, ',', ',',
+	                              ':', "completed step", path);
 }
 
 const lks_import_format lks_import_maxtext_format = {

@@ -36,7 +36,8 @@ static int lks_nanogpt_line(const char *s, size_t len, lks_import_rec *rec, cons
 		s++;
 	if (end - s < 7 || memcmp(s, "iter ", 5))
 		return 0;
-	return lks_import_step_fields(rec, LKS_IMPORT_NANOGPT, s + 5, end, ':', ' ', "iter", path);
+	return lks_import_step_fields(rec, LKS_IMPORT_NANOGPT, s + 5, end, ':', ',', ' ', "iter",
+	                              path);
 }
 
 const lks_import_format lks_import_nanogpt_format = {

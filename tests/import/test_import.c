@@ -317,6 +317,12 @@ static const struct fixture fixtures[] = {
 	    BOTH(1, 0, "tflops", 4.796, PERFORMANCE), BOTH(1, 0, "tps", 26253.18, PERFORMANCE),
 	    BOTH(1, 0, "mtp_loss", 0.212, NUMERICS), BOTH(2, 0, "total_weights", 8192.0, NUMERICS),
 	    VALUE(2, 0, "loss", 9.905) } },
+	/* NeMo 2 (ProgressPrinter's line): the iteration the step, '|' between the fields, a
+	   value in 4 significant digits ("1.103e+01" too), its validation lines left */
+	{ "nemo", "nemo.log", NULL, { { STEPS, 2 }, { RECORDS, 3 }, { IGNORED, 2 }, { ROWS, 16 } },
+	  { BOTH(0, 0, "loss", 11.02, NUMERICS), VALUE(0, 0, "lr", 6e-05),
+	    BOTH(1, 0, "iteration_time_s", 0.5124, PERFORMANCE), VALUE(2, 0, "loss", 11.03),
+	    BOTH(2, 0, "val_loss", 10.95, NUMERICS), VALUE(2, 0, "global_step", 2.0) } },
 	/* torchtitan's expected losses (tests/assets/losses): step and loss rows, or columns
 	   named by a "# step ..." comment; float32 values written in full, stored exactly */
 	{ "torchtitan-losses", "titan_losses.txt", NULL, { { STEPS, 5 }, { ROWS, 5 } },
@@ -602,6 +608,7 @@ static const struct refusal {
 	  "megatron_bad_number.log':2: bad value '1.1000O0E+00'" },
 	{ "megatron-log", "megatron_truncated.log", "megatron_truncated.log':2: truncated" },
 	{ "nanogpt", "nanogpt_bad_number.log", "nanogpt_bad_number.log':2: bad value '3.24l7'" },
+	{ "nemo", "nemo_no_value.log", "nemo_no_value.log':2: field 'global_step' has no value" },
 	{ "torchtitan-losses", "titan_losses_short.txt",
 	  "titan_losses_short.txt':3: step 2 has no grad_norm" },
 	{ "maxtext", "maxtext_no_value.log", "maxtext_no_value.log':2: bad value '' of 'loss'" },

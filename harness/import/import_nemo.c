@@ -1,0 +1,67 @@
+/*
+ * import_nemo.c: NeMo 2's training log (import.h), read after the line that prints it,
+ * nemo/lightning/pytorch/callbacks/progress_printer.py of NVIDIA/NeMo at 8e2ee3d
+ * (ProgressPrinter.on_train_batch_end and format_string):
+ *
+ *   prefix = "Training" + f" epoch {trainer.current_epoch}, iteration {n-1}/{self.total-1}"
+ *   log_string += f' | {metric}: {val}'      (a float that is a whole number, as an int)
+ *   log_string += f' | {metric}: {val:.4}'   (else: 4 significant digits)
+ *
+ *   Training epoch 0, iteration 0/9 | lr: 0.0006 | global_step: 0 | consumed_samples: 8 |
+ *   reduced_train_loss: 11.02 | train_step_timing in s: 2.349
+ *
+ * one line a logged iteration (from 0: the step), through the loop of the line formats
+ * (import_lines.c); a value is the mean over the log interval (global_step the latest).
+ * With 4 significant digits the loss is coarse: import the TensorBoard events for more.
+ * Its validation lines ("Validation: iteration 1/2") hold no metrics and are ignored.
+ */
+#include <string.h>
+
+#include "harness/import/import_impl.h"
+#include "kernels/err.h"
+
+static const lks_import_label_row lks_nemo_labels[] = {
+	{ "reduced_train_loss", "loss" },
+	{ "lr", "lr" },
+	{ "grad_norm", "grad_norm" },
+	{ "consumed_samples", "consumed_samples" },
+	{ "train_step_timing in s", "iteration_time_s" },
+	{ NULL, NULL },
+};
+
+static int lks_nemo_line(const char *s, size_t len, lks_import_rec *rec, const char *path)
+{
+	static const char mark[] = "Training epoch ", it[] = ", iteration ";
+	const char *end = s + len, *p = s, *q;
+
+	while ((p = memchr(p, 'T', (size_t)(end - p))) && (size_t)(end - p) >= sizeof(mark) - 1
+	       && memcmp(p, mark, sizeof(mark) - 1))
+		p++;
+	if (!p || (size_t)(end - p) < sizeof(mark) - 1)
+		return 0;
+	for (q = p + sizeof(mark) - 1; q < end && lks_digit(*q); q++)
+		;
+	if ((size_t)(end - q) < sizeof(it) - 1 || memcmp(q, it, sizeof(it) - 1))
+		return 0;
+	q += sizeof(it) - 1;
+	/* the iteration, then "/total" and the fields from the first '|' */
+	p = q;
+	while (q < end && lks_digit(*q))
+		q++;
+	if (q == p || q == end || *q != '/')
+		return 0;
+	if (lks_import_step(p, (size_t)(q - p), &rec->step))
+		return lks_import_bad_step(path, rec->line, "iteration", p, (size_t)(q - p));
+	if (!(p = memchr(q, '|', (size_t)(end - q))))
+		return 0;
+	return lks_import_fields(rec, LKS_IMPORT_NEMO, p + 1, end, '|', ':', path);
+}
+
+const lks_import_format lks_import_nemo_format = {
+	.id = LKS_IMPORT_NEMO,
+	.name = "nemo",
+	.what = "NeMo 2's training log ('Training epoch 0, iteration 0/9 | lr: 0.0006 | ... | "
+	        "reduced_train_loss: 11.02')",
+	.line = lks_nemo_line,
+	.labels = lks_nemo_labels,
+};
