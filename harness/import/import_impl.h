@@ -121,6 +121,12 @@ int lks_import_bad_step(const char *path, long line, const char *what, const cha
    value, or a bad number, is bad input at path:line (LKS_E_BAD_INPUT). */
 int lks_import_fields(lks_import_rec *rec, lks_import_fmt fmt, const char *p,
                       const char *end, char delim, char sep, const char *path);
+/* A whole-file format's lines (import_titan_losses.c, import_composer.c): each line of f,
+   up to LKS_IMPORT_LINE_MAX bytes (longer: bad input at path:line), its newline and '\r'
+   taken off, to fn with its length and number (c->lines counts them) until fn returns
+   other than 0, which is returned. */
+int lks_import_each_line(const char *path, FILE *f, lks_import_counts *c,
+                         int (*fn)(void *arg, char *line, size_t len, long at), void *arg);
 /* A step's digits at d, then term, then the fields after it (lks_import_fields): 0
    where d holds no digits or term does not follow them (no metric line); a step too big
    is bad input, named as what. */

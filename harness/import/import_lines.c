@@ -287,3 +287,31 @@ int lks_import_step_fields(lks_import_rec *rec, lks_import_fmt fmt, const char *
 		return lks_import_bad_step(path, rec->line, what, d, (size_t)(q - d));
 	return lks_import_fields(rec, fmt, q + 1, end, delim, sep, path);
 }
+
+int lks_import_each_line(const char *path, FILE *f, lks_import_counts *c,
+                         int (*fn)(void *arg, char *line, size_t len, long at), void *arg)
+{
+	char *line = malloc(LKS_IMPORT_LINE_MAX + 2);
+	int rc = 0;
+
+	if (!line)
+		return lks_err("out of memory");
+	while (rc == 0 && fgets(line, LKS_IMPORT_LINE_MAX + 2, f)) {
+		size_t len = strlen(line);
+
+		c->lines++;
+		if (len > LKS_IMPORT_LINE_MAX) {
+			lks_err("'%s':%ld: a line longer than %d bytes", path, c->lines,
+			        LKS_IMPORT_LINE_MAX);
+			rc = LKS_E_BAD_INPUT;
+			break;
+		}
+		while (len && (line[len - 1] == '\n' || line[len - 1] == '\r'))
+			line[--len] = 0;
+		rc = fn(arg, line, len, c->lines);
+	}
+	if (rc == 0 && ferror(f))
+		rc = lks_err("cannot read '%s'", path);
+	free(line);
+	return rc;
+}

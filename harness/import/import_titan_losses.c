@@ -91,53 +91,50 @@ static int lks_losses_row(const char *s, const char *end, const struct lks_losse
 	return 0;
 }
 
+struct lks_losses_read {
+	struct lks_losses_cols cols;
+	lks_import_rec rec;
+	const char *path;
+	lks_import_sink sink;
+	void *arg;
+	lks_import_counts *c;
+};
+
+/* One line: a comment (the columns where it names them), a blank, or a row. */
+static int lks_losses_line(void *arg, char *line, size_t len, long at)
+{
+	struct lks_losses_read *x = arg;
+	const char *s = line, *end = line + len;
+	int rc;
+
+	while (s < end && (*s == ' ' || *s == '\t'))
+		s++;
+	if (s == end || *s == '#') {
+		if (s < end && (rc = lks_losses_header(s, end, &x->cols, x->path, at)) != 0)
+			return rc == 1 ? 0 : rc;
+		x->c->ignored++;
+		return 0;
+	}
+	memset(&x->rec, 0, sizeof(x->rec));
+	x->rec.line = at;
+	if ((rc = lks_losses_row(s, end, &x->cols, &x->rec, x->path)))
+		return rc;
+	x->c->records++;
+	return x->sink(x->arg, &x->rec);
+}
+
 static int lks_import_parse_titan_losses(const char *path, FILE *f, lks_import_sink sink,
                                          void *arg, lks_import_counts *c)
 {
-	struct lks_losses_cols cols = { { "loss" }, 1 };
-	lks_import_rec *rec = calloc(1, sizeof(*rec));
-	char *line = malloc(LKS_IMPORT_LINE_MAX + 2);
-	int rc = 0;
+	struct lks_losses_read *x = calloc(1, sizeof(*x));
+	int rc;
 
-	if (!rec || !line) {
-		free(rec);
-		free(line);
+	if (!x)
 		return lks_err("out of memory");
-	}
-	while (rc == 0 && fgets(line, LKS_IMPORT_LINE_MAX + 2, f)) {
-		size_t len = strlen(line);
-		const char *s = line, *end;
-
-		c->lines++;
-		if (len > LKS_IMPORT_LINE_MAX) {
-			lks_err("'%s':%ld: a line longer than %d bytes", path, c->lines,
-			        LKS_IMPORT_LINE_MAX);
-			rc = LKS_E_BAD_INPUT;
-			break;
-		}
-		while (len && (line[len - 1] == '\n' || line[len - 1] == '\r'))
-			line[--len] = 0;
-		end = line + len;
-		while (s < end && (*s == ' ' || *s == '\t'))
-			s++;
-		if (s == end || *s == '#') {
-			if (s < end && (rc = lks_losses_header(s, end, &cols, path, c->lines)) == 1)
-				rc = 0;
-			else if (rc == 0)
-				c->ignored++;
-			continue;
-		}
-		memset(rec, 0, sizeof(*rec));
-		rec->line = c->lines;
-		if ((rc = lks_losses_row(s, end, &cols, rec, path)) == 0) {
-			c->records++;
-			rc = sink(arg, rec);
-		}
-	}
-	if (rc == 0 && ferror(f))
-		rc = lks_err("cannot read '%s'", path);
-	free(rec);
-	free(line);
+	*x = (struct lks_losses_read){ .cols = { { "loss" }, 1 }, .path = path, .sink = sink,
+	                               .arg = arg, .c = c };
+	rc = lks_import_each_line(path, f, c, lks_losses_line, x);
+	free(x);
 	return rc;
 }
 

@@ -117,6 +117,7 @@ static int lks_fuzz_jsonl(const char *path) { return lks_fuzz_import("jsonl", pa
 static int lks_fuzz_nanogpt(const char *path) { return lks_fuzz_import("nanogpt", path); }
 static int lks_fuzz_maxtext(const char *path) { return lks_fuzz_import("maxtext", path); }
 static int lks_fuzz_nemo(const char *path) { return lks_fuzz_import("nemo", path); }
+static int lks_fuzz_composer(const char *path) { return lks_fuzz_import("composer", path); }
 static int lks_fuzz_titan_losses(const char *path)
 {
 	return lks_fuzz_import("torchtitan-losses", path);
@@ -139,6 +140,7 @@ static const struct lks_fuzz_target {
 	{ "maxtext", "train.log", lks_fuzz_maxtext },  /* harness/import/import_maxtext.c */
 	{ "torchtitan-losses", "losses.txt", lks_fuzz_titan_losses },  /* import_titan_losses.c */
 	{ "nemo", "train.log", lks_fuzz_nemo },        /* harness/import/import_nemo.c */
+	{ "composer", "train.log", lks_fuzz_composer },  /* harness/import/import_composer.c */
 };
 
 #define LKS_FUZZ_NTARGETS (sizeof(lks_fuzz_targets) / sizeof(lks_fuzz_targets[0]))

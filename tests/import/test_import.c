@@ -323,6 +323,14 @@ static const struct fixture fixtures[] = {
 	  { BOTH(0, 0, "loss", 11.02, NUMERICS), VALUE(0, 0, "lr", 6e-05),
 	    BOTH(1, 0, "iteration_time_s", 0.5124, PERFORMANCE), VALUE(2, 0, "loss", 11.03),
 	    BOTH(2, 0, "val_loss", 10.95, NUMERICS), VALUE(2, 0, "global_step", 2.0) } },
+	/* Composer (console_logger.py): a progress line, then its "\t Train NAME: VALUE"
+	   lines; an epoch's batches count on from the epochs before; eval, strings left */
+	{ "composer", "composer.log", NULL, { { STEPS, 3 }, { RECORDS, 3 }, { ROWS, 5 + 3 + 1 } },
+	  { BOTH(1, 0, "loss", 11.6525, NUMERICS), VALUE(2, 0, "loss", 11.341),
+	    BOTH(1, 0, "metrics_train_LanguageCrossEntropy", 11.6525, NUMERICS),
+	    VALUE(3, 0, "loss", 10.9921), ABSENT(3, "trace") } },
+	{ "composer", "composer_epochs.log", NULL, { { STEPS, 101 }, { RECORDS, 2 } },
+	  { VALUE(99, 0, "loss", 2.5), VALUE(101, 0, "loss", 2.4) } },
 	/* torchtitan's expected losses (tests/assets/losses): step and loss rows, or columns
 	   named by a "# step ..." comment; float32 values written in full, stored exactly */
 	{ "torchtitan-losses", "titan_losses.txt", NULL, { { STEPS, 5 }, { ROWS, 5 } },
@@ -609,6 +617,8 @@ static const struct refusal {
 	{ "megatron-log", "megatron_truncated.log", "megatron_truncated.log':2: truncated" },
 	{ "nanogpt", "nanogpt_bad_number.log", "nanogpt_bad_number.log':2: bad value '3.24l7'" },
 	{ "nemo", "nemo_no_value.log", "nemo_no_value.log':2: field 'global_step' has no value" },
+	{ "composer", "composer_bad_number.log",
+	  "composer_bad_number.log':4: bad value '11.34l0' of 'loss/train/total'" },
 	{ "torchtitan-losses", "titan_losses_short.txt",
 	  "titan_losses_short.txt':3: step 2 has no grad_norm" },
 	{ "maxtext", "maxtext_no_value.log", "maxtext_no_value.log':2: bad value '' of 'loss'" },
