@@ -118,6 +118,7 @@ static int lks_fuzz_nanogpt(const char *path) { return lks_fuzz_import("nanogpt"
 static int lks_fuzz_maxtext(const char *path) { return lks_fuzz_import("maxtext", path); }
 static int lks_fuzz_nemo(const char *path) { return lks_fuzz_import("nemo", path); }
 static int lks_fuzz_composer(const char *path) { return lks_fuzz_import("composer", path); }
+static int lks_fuzz_hf(const char *path) { return lks_fuzz_import("hf-trainer", path); }
 static int lks_fuzz_titan_losses(const char *path)
 {
 	return lks_fuzz_import("torchtitan-losses", path);
@@ -141,6 +142,7 @@ static const struct lks_fuzz_target {
 	{ "torchtitan-losses", "losses.txt", lks_fuzz_titan_losses },  /* import_titan_losses.c */
 	{ "nemo", "train.log", lks_fuzz_nemo },        /* harness/import/import_nemo.c */
 	{ "composer", "train.log", lks_fuzz_composer },  /* harness/import/import_composer.c */
+	{ "hf-trainer", "trainer_state.json", lks_fuzz_hf },  /* import_hf_trainer.c */
 };
 
 #define LKS_FUZZ_NTARGETS (sizeof(lks_fuzz_targets) / sizeof(lks_fuzz_targets[0]))

@@ -331,6 +331,17 @@ static const struct fixture fixtures[] = {
 	    VALUE(3, 0, "loss", 10.9921), ABSENT(3, "trace") } },
 	{ "composer", "composer_epochs.log", NULL, { { STEPS, 101 }, { RECORDS, 2 } },
 	  { VALUE(99, 0, "loss", 2.5), VALUE(101, 0, "loss", 2.4) } },
+	/* Hugging Face Trainer: trainer_state.json's log_history, a step's training, evaluation
+	   and summary entries one record; its console's dicts, the n-th with a loss step n */
+	{ "hf-trainer", "hf_trainer_state.json", NULL, { { STEPS, 30 }, { RECORDS, 3 },
+	  { ROWS, 4 + 7 + 8 } },
+	  { BOTH(10, 0, "loss", 10.5949, NUMERICS), VALUE(10, 0, "lr", 5e-05),
+	    VALUE(20, 0, "eval_loss", 8.51953125), VALUE(20, 0, "epoch", 0.02),
+	    VALUE(30, 0, "train_loss", 9.108800000000001), ABSENT(10, "eval_loss") } },
+	{ "hf-trainer", "hf_console.log", NULL,
+	  { { STEPS, 3 }, { RECORDS, 3 }, { IGNORED, 3 }, { ROWS, 12 } },
+	  { VALUE(1, 0, "loss", 10.5949), VALUE(1, 0, "grad_norm", 188.2812957763672),
+	    VALUE(3, 0, "grad_norm", 12.125), ABSENT(2, "eval_loss") } },
 	/* torchtitan's expected losses (tests/assets/losses): step and loss rows, or columns
 	   named by a "# step ..." comment; float32 values written in full, stored exactly */
 	{ "torchtitan-losses", "titan_losses.txt", NULL, { { STEPS, 5 }, { ROWS, 5 } },
@@ -617,6 +628,7 @@ static const struct refusal {
 	{ "megatron-log", "megatron_truncated.log", "megatron_truncated.log':2: truncated" },
 	{ "nanogpt", "nanogpt_bad_number.log", "nanogpt_bad_number.log':2: bad value '3.24l7'" },
 	{ "nemo", "nemo_no_value.log", "nemo_no_value.log':2: field 'global_step' has no value" },
+	{ "hf-trainer", "hf_console_bad.log", "hf_console_bad.log':2: bad value '8.82l3' of 'loss'" },
 	{ "composer", "composer_bad_number.log",
 	  "composer_bad_number.log':4: bad value '11.34l0' of 'loss/train/total'" },
 	{ "torchtitan-losses", "titan_losses_short.txt",

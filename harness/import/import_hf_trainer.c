@@ -1,0 +1,201 @@
+/*
+ * import_hf_trainer.c: Hugging Face Trainer's logs (import.h), read after the code that
+ * writes them, src/transformers/trainer_callback.py of huggingface/transformers at 55093b7:
+ *
+ *   - trainer_state.json (TrainerState.save_to_json: json.dumps(asdict(self), indent=2,
+ *     sort_keys=True)): its "log_history", a list of the dicts Trainer.log made, each with
+ *     its "step" (global_step): {"epoch": 0.01, "grad_norm": 188.28, "learning_rate": 5e-05,
+ *     "loss": 10.5949, "step": 10}, an evaluation's {"eval_loss": ..., "step": 10, ...} and
+ *     the run's summary {"train_loss": ..., "train_runtime": ..., "step": 100} after it.
+ *     The entries of one step make one record (an "epoch" given again is the same);
+ *     steps go forward.
+ *   - the console (PrinterCallback and ProgressCallback print the same dict, without its
+ *     step: print(logs)): {'loss': 10.5949, 'grad_norm': 188.28, 'learning_rate': 5e-05,
+ *     'epoch': 0.01}, a Python dict of numbers (nan, inf as Python prints them; a numpy
+ *     scalar as np.float64(x)). The console has no step: the n-th line with a 'loss' is
+ *     step n (logging_steps apart in the run); lines without one (evaluations, the summary)
+ *     are counted as ignored. trainer_state.json has the steps.
+ * The loss is rounded to 4 decimals by the Trainer in both; learning_rate is lr.
+ */
+#include <ctype.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "harness/import/import_impl.h"
+#include "kernels/err.h"
+
+static const lks_import_label_row lks_hf_labels[] = {
+	{ "loss", "loss" },
+	{ "grad_norm", "grad_norm" },
+	{ "learning_rate", "lr" },
+	{ NULL, NULL },
+};
+
+/* Whether rec holds a metric of that name already (the Trainer's "epoch" of a step's
+   training and evaluation entries). */
+static int lks_hf_has(const lks_import_rec *rec, const char *name)
+{
+	for (int i = 0; i < rec->n; i++)
+		if (!strcmp(rec->m[i].name, name))
+			return 1;
+	return 0;
+}
+
+/* trainer_state.json's log_history, each step's entries one record */
+static int lks_hf_state(const char *path, json_t *doc, lks_import_rec *rec,
+                        lks_import_sink sink, void *arg, lks_import_counts *c)
+{
+	json_t *hist = json_object_get(doc, "log_history"), *e, *v;
+	size_t i;
+	int rc, open = 0;
+
+	if (!json_is_array(hist))
+		return lks_err("'%s': want trainer_state.json's \"log_history\", a list", path),
+		       LKS_E_BAD_INPUT;
+	json_array_foreach(hist, i, e) {
+		const char *key;
+		int step;
+
+		if (!json_is_object(e)
+		    || lks_import_json_int(json_object_get(e, "step"), 0, LKS_IMPORT_MAX_STEP, 0, &step))
+			return lks_err("'%s': log_history[%zu]: want an object with its \"step\" (0 to %d)",
+			               path, i, LKS_IMPORT_MAX_STEP), LKS_E_BAD_INPUT;
+		if (open && step < rec->step)
+			return lks_err("'%s': log_history[%zu]: step %d after step %d", path, i, step,
+			               rec->step), LKS_E_BAD_INPUT;
+		if (open && step != rec->step) {
+			c->records++;
+			if ((rc = sink(arg, rec)))
+				return rc;
+			open = 0;
+		}
+		if (!open) {
+			memset(rec, 0, sizeof(*rec));
+			rec->step = step;
+			open = 1;
+		}
+		json_object_foreach(e, key, v) {
+			double x;
+
+			if (!strcmp(key, "step") || (!strcmp(key, "epoch") && lks_hf_has(rec, "epoch"))
+			    || json_is_string(v) || json_is_null(v) || json_is_boolean(v))
+				continue;
+			if (lks_import_json_number(v, &x))
+				return lks_err("'%s': log_history[%zu].\"%s\": want a number", path, i, key),
+				       LKS_E_BAD_INPUT;
+			if ((rc = lks_import_rec_add(rec, LKS_IMPORT_HF_TRAINER, key, strlen(key), x, path)))
+				return rc;
+		}
+	}
+	if (!open)
+		return 0;
+	c->records++;
+	return sink(arg, rec);
+}
+
+struct lks_hf_read {
+	lks_import_rec rec;
+	int n;                  /* the console's lines with a loss so far */
+	const char *path;
+	lks_import_sink sink;
+	void *arg;
+	lks_import_counts *c;
+};
+
+/* One Python dict "{'k': v, ...}" of the console: a record when it holds 'loss'. */
+static int lks_hf_line(void *arg, char *line, size_t len, long at)
+{
+	struct lks_hf_read *x = arg;
+	const char *p = line, *end = line + len;
+	int rc;
+
+	while (p < end && isspace((unsigned char)*p))
+		p++;
+	while (end > p && isspace((unsigned char)end[-1]))
+		end--;
+	if (end - p < 2 || *p != '{' || end[-1] != '}' || !strstr(line, "'loss': ")) {
+		x->c->ignored++;
+		return 0;
+	}
+	memset(&x->rec, 0, sizeof(x->rec));
+	x->rec.line = at;
+	for (p++, end--; p < end;) {
+		const char *k, *ke, *v, *ve;
+		double val;
+
+		while (p < end && (*p == ' ' || *p == ','))
+			p++;
+		if (p == end)
+			break;
+		if ((*p != '\'' && *p != '"') || !(ke = memchr(p + 1, *p, (size_t)(end - p - 1)))
+		    || ke + 1 >= end || ke[1] != ':')
+			return lks_err("'%s':%ld: want {'name': number, ...}", x->path, at),
+			       LKS_E_BAD_INPUT;
+		k = p + 1;
+		for (v = ke + 2; v < end && *v == ' '; v++)
+			;
+		for (ve = v; ve < end && *ve != ','; ve++)
+			;
+		p = ve;
+		/* a numpy scalar: np.float64(1.5) */
+		for (const char *q = v; q < ve && *q != '('; q++)
+			if (q + 1 < ve && q[1] == '(' && ve[-1] == ')') {
+				v = q + 2;
+				ve--;
+				break;
+			}
+		if ((rc = lks_import_number(v, (size_t)(ve - v), 0, &val)))
+			return lks_import_bad_value(x->path, at, k, (size_t)(ke - k), v, (size_t)(ve - v), rc);
+		if ((rc = lks_import_rec_add(&x->rec, LKS_IMPORT_HF_TRAINER, k, (size_t)(ke - k), val,
+		                             x->path)))
+			return rc;
+	}
+	x->rec.step = ++x->n;
+	x->c->records++;
+	return x->sink(x->arg, &x->rec);
+}
+
+static int lks_import_parse_hf(const char *path, FILE *f, lks_import_sink sink, void *arg,
+                               lks_import_counts *c)
+{
+	struct lks_hf_read *x = calloc(1, sizeof(*x));
+	int ch, rc;
+
+	if (!x)
+		return lks_err("out of memory");
+	while ((ch = getc(f)) != EOF && isspace(ch))
+		;
+	if (ch != EOF)
+		ungetc(ch, f);
+	if (ch == '{') {  /* a JSON document, or a console line: JSON's are double quoted */
+		json_error_t e;
+		json_t *doc = json_loadf(f, JSON_REJECT_DUPLICATES, &e);
+
+		if (doc) {
+			rc = lks_hf_state(path, doc, &x->rec, sink, arg, c);
+			json_decref(doc);
+			free(x);
+			return rc;
+		}
+		if (e.position > 2 || fseek(f, 0, SEEK_SET)) {  /* JSON gone wrong, or a pipe */
+			free(x);
+			return lks_err("'%s':%d: not JSON: %s", path, e.line, e.text), LKS_E_BAD_INPUT;
+		}
+	}
+	*x = (struct lks_hf_read){ .path = path, .sink = sink, .arg = arg, .c = c };
+	rc = lks_import_each_line(path, f, c, lks_hf_line, x);
+	free(x);
+	return rc;
+}
+
+const lks_import_format lks_import_hf_trainer_format = {
+	.id = LKS_IMPORT_HF_TRAINER,
+	.name = "hf-trainer",
+	.what = "Hugging Face Trainer's trainer_state.json (log_history), or its console lines "
+	        "({'loss': 10.5949, 'grad_norm': ..., 'learning_rate': ..., 'epoch': ...}, the n-th "
+	        "the step n)",
+	.parse = lks_import_parse_hf,
+	.labels = lks_hf_labels,
+};
