@@ -47,7 +47,8 @@
 	X(LKS_IMPORT_TITAN_LOSSES, lks_import_titan_losses_format) \
 	X(LKS_IMPORT_NEMO, lks_import_nemo_format) \
 	X(LKS_IMPORT_COMPOSER, lks_import_composer_format) \
-	X(LKS_IMPORT_HF_TRAINER, lks_import_hf_trainer_format)
+	X(LKS_IMPORT_HF_TRAINER, lks_import_hf_trainer_format) \
+	X(LKS_IMPORT_TENSORBOARD, lks_import_tensorboard_format)
 
 typedef enum lks_import_fmt {
 #define LKS_IMPORT_FMT_ID(id, row) id,

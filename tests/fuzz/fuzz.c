@@ -119,6 +119,7 @@ static int lks_fuzz_maxtext(const char *path) { return lks_fuzz_import("maxtext"
 static int lks_fuzz_nemo(const char *path) { return lks_fuzz_import("nemo", path); }
 static int lks_fuzz_composer(const char *path) { return lks_fuzz_import("composer", path); }
 static int lks_fuzz_hf(const char *path) { return lks_fuzz_import("hf-trainer", path); }
+static int lks_fuzz_tb(const char *path) { return lks_fuzz_import("tensorboard", path); }
 static int lks_fuzz_titan_losses(const char *path)
 {
 	return lks_fuzz_import("torchtitan-losses", path);
@@ -143,6 +144,7 @@ static const struct lks_fuzz_target {
 	{ "nemo", "train.log", lks_fuzz_nemo },        /* harness/import/import_nemo.c */
 	{ "composer", "train.log", lks_fuzz_composer },  /* harness/import/import_composer.c */
 	{ "hf-trainer", "trainer_state.json", lks_fuzz_hf },  /* import_hf_trainer.c */
+	{ "tensorboard", "events.out.tfevents.0", lks_fuzz_tb },  /* import_tensorboard.c */
 };
 
 #define LKS_FUZZ_NTARGETS (sizeof(lks_fuzz_targets) / sizeof(lks_fuzz_targets[0]))

@@ -331,6 +331,15 @@ static const struct fixture fixtures[] = {
 	    VALUE(3, 0, "loss", 10.9921), ABSENT(3, "trace") } },
 	{ "composer", "composer_epochs.log", NULL, { { STEPS, 101 }, { RECORDS, 2 } },
 	  { VALUE(99, 0, "loss", 2.5), VALUE(101, 0, "loss", 2.4) } },
+	/* TensorBoard: an event file tensorboardX 2.6.5 wrote (float32 values whose bits
+	   numpy printed: step 1's loss is 0x410e6ae7 = 8.90109920501709), every value the
+	   float32 logged, exactly; tensorboardX made the tag "lm loss" "lm_loss"; the
+	   file_version event left */
+	{ "tensorboard", "tb_tensorboardx.tfevents", NULL,
+	  { { STEPS, 5 }, { RECORDS, 5 }, { IGNORED, 1 }, { ROWS, 15 } },
+	  { BOTH(1, 0, "loss", 8.90109920501709, NUMERICS), VALUE(5, 0, "loss", 1.9518072605133057),
+	    VALUE(3, 0, "grad_norm", 1.9999998807907104),
+	    BOTH(1, 0, "iteration_time_s", 0.25099998712539673, PERFORMANCE) } },
 	/* Hugging Face Trainer: trainer_state.json's log_history, a step's training, evaluation
 	   and summary entries one record; its console's dicts, the n-th with a loss step n */
 	{ "hf-trainer", "hf_trainer_state.json", NULL, { { STEPS, 30 }, { RECORDS, 3 },
@@ -628,6 +637,15 @@ static const struct refusal {
 	{ "megatron-log", "megatron_truncated.log", "megatron_truncated.log':2: truncated" },
 	{ "nanogpt", "nanogpt_bad_number.log", "nanogpt_bad_number.log':2: bad value '3.24l7'" },
 	{ "nemo", "nemo_no_value.log", "nemo_no_value.log':2: field 'global_step' has no value" },
+	/* an event file with a byte changed in a record's data or length, or cut short: the
+	   record's byte offset (its CRC, its length) */
+	{ "tensorboard", "tb_corrupt_data.tfevents",
+	  "tb_corrupt_data.tfevents': byte 85: bad CRC of the record's 31 bytes of data" },
+	{ "tensorboard", "tb_corrupt_len.tfevents",
+	  "tb_corrupt_len.tfevents': byte 132: bad CRC of the record's length" },
+	{ "tensorboard", "tb_cut.tfevents", "tb_cut.tfevents': byte 184: a record cut short" },
+	/* a text log is no event file */
+	{ "tensorboard", "nanogpt.log", "nanogpt.log': byte 0: bad CRC of the record's length" },
 	{ "hf-trainer", "hf_console_bad.log", "hf_console_bad.log':2: bad value '8.82l3' of 'loss'" },
 	{ "composer", "composer_bad_number.log",
 	  "composer_bad_number.log':4: bad value '11.34l0' of 'loss/train/total'" },

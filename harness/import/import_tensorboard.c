@@ -1,0 +1,340 @@
+/*
+ * import_tensorboard.c: TensorBoard event files (import.h), events.out.tfevents.*, the
+ * full-precision trace of most runs: the float32 each scalar was logged as.
+ *
+ * A file is TFRecords (tensorflow's core/lib/io/record_writer.cc): a uint64 length,
+ * little-endian, the masked CRC32C of those 8 bytes, the data, the masked CRC32C of the
+ * data (mask: rotate right by 15, add 0xa282ead8). Every CRC is checked: a bad one, a
+ * record cut short, or data that is no Event is bad input naming the file and the byte
+ * offset of the record, and nothing is stored. The data is an Event
+ * (harness/import/tensorboard.proto, the fields lockstep reads, decoded by protobuf-c); its
+ * summary's values are scalars: simple_value (a float), or a tensor of one element, float,
+ * double, half, bfloat16, int32 or int64 (torch.utils.tensorboard and tensorboardX write
+ * simple_value; TF 2 and newer writers a float tensor). Other values (images, histograms,
+ * text) and events without a summary are counted as ignored. The value is stored as
+ * written: a float32 is that float exactly.
+ *
+ * Tags map to lockstep's metric names through the table below (Megatron-LM's "lm loss",
+ * Hugging Face's "train/loss", MaxText's "learning/loss", ...); any other tag is its own
+ * name ('/' and ' ' made '_'). The values of one step, in the file's order of events, make
+ * one record; steps go forward.
+ */
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tensorboard.pb-c.h"
+#include "harness/import/import_impl.h"
+#include "kernels/err.h"
+
+/* An event larger than this is bad input: a scalar's event is under 100 bytes, and a
+   record's length is read before its CRC is checked. */
+#define LKS_TB_RECORD_MAX ((uint64_t)64 << 20)
+
+static const lks_import_label_row lks_tb_labels[] = {
+	{ "lm loss", "loss" },
+	{ "lm_loss", "loss" },  /* tensorboardX and older torch writers clean a tag's blanks */
+	{ "loss", "loss" },
+	{ "train/loss", "loss" },
+	{ "learning/loss", "loss" },
+	{ "loss_metrics/global_avg_loss", "loss" },
+	{ "grad-norm", "grad_norm" },
+	{ "grad_norm", "grad_norm" },
+	{ "train/grad_norm", "grad_norm" },
+	{ "learning/grad_norm", "grad_norm" },
+	{ "learning-rate", "lr" },
+	{ "lr", "lr" },
+	{ "train/learning_rate", "lr" },
+	{ "learning/current_learning_rate", "lr" },
+	{ "loss-scale", "loss_scale" },
+	{ "num-zeros", "num_zeros" },
+	{ "params-norm", "params_norm" },
+	{ "iteration-time", "iteration_time_s" },
+	{ "perf/step_time_seconds", "iteration_time_s" },
+	{ "batch-size", "global_batch_size" },
+	{ NULL, NULL },
+};
+
+/* CRC32C (Castagnoli, reflected 0x82f63b78), a table made once (no Debian package of
+   bookworm offers it; it is the polynomial's table and a loop) */
+static uint32_t lks_crc32c_table[256];
+static pthread_once_t lks_crc32c_once = PTHREAD_ONCE_INIT;
+
+static void lks_crc32c_init(void)
+{
+	for (uint32_t i = 0; i < 256; i++) {
+		uint32_t c = i;
+
+		for (int k = 0; k < 8; k++)
+			c = c & 1 ? (c >> 1) ^ 0x82f63b78u : c >> 1;
+		lks_crc32c_table[i] = c;
+	}
+}
+
+static uint32_t lks_crc32c(const uint8_t *p, size_t n)
+{
+	uint32_t c = 0xffffffffu;
+
+	pthread_once(&lks_crc32c_once, lks_crc32c_init);
+	while (n--)
+		c = lks_crc32c_table[(c ^ *p++) & 0xff] ^ (c >> 8);
+	return c ^ 0xffffffffu;
+}
+
+static uint32_t lks_tb_masked(const uint8_t *p, size_t n)
+{
+	uint32_t c = lks_crc32c(p, n);
+
+	return ((c >> 15) | (c << 17)) + 0xa282ead8u;
+}
+
+static uint64_t lks_le(const uint8_t *p, int n)
+{
+	uint64_t v = 0;
+
+	for (int i = n - 1; i >= 0; i--)
+		v = v << 8 | p[i];
+	return v;
+}
+
+/* IEEE half's bits as the float they are (exact) */
+static float lks_half(uint32_t h)
+{
+	uint32_t s = (h & 0x8000u) << 16, e = (h >> 10) & 0x1f, m = h & 0x3ff, bits;
+	float f;
+
+	if (e == 0x1f)
+		bits = s | 0x7f800000u | (m << 13);
+	else if (e)
+		bits = s | ((e + 112) << 23) | (m << 13);
+	else {  /* subnormal or 0: m x 2^-24, exact in float */
+		f = (float)m * 0x1p-24f;
+		return s ? -f : f;
+	}
+	memcpy(&f, &bits, sizeof(f));
+	return f;
+}
+
+/* A scalar summary value into *x: 1, 0 when it holds none (an image, a histogram, text, a
+   tensor of more than one element) */
+static int lks_tb_scalar(const LksTb__Summary__Value *v, double *x)
+{
+	const LksTb__TensorProto *t = v->tensor;
+	const uint8_t *b;
+	size_t one = 1;
+
+	if (v->value_case == LKS_TB__SUMMARY__VALUE__VALUE_SIMPLE_VALUE) {
+		*x = v->simple_value;
+		return 1;
+	}
+	if (v->value_case != LKS_TB__SUMMARY__VALUE__VALUE_TENSOR || !t)
+		return 0;
+	for (size_t i = 0; t->tensor_shape && i < t->tensor_shape->n_dim; i++)
+		one *= (size_t)(t->tensor_shape->dim[i]->size > 0 ? t->tensor_shape->dim[i]->size : 0);
+	if (one != 1)
+		return 0;
+	b = t->tensor_content.data;
+	switch (t->dtype) {
+	case 1:  /* DT_FLOAT */
+		if (t->n_float_val == 1) {
+			*x = t->float_val[0];
+			return 1;
+		}
+		if (t->tensor_content.len == 4) {
+			uint32_t u = (uint32_t)lks_le(b, 4);
+			float f;
+
+			memcpy(&f, &u, 4);
+			*x = f;
+			return 1;
+		}
+		return 0;
+	case 2:  /* DT_DOUBLE */
+		if (t->n_double_val == 1) {
+			*x = t->double_val[0];
+			return 1;
+		}
+		if (t->tensor_content.len == 8) {
+			uint64_t u = lks_le(b, 8);
+
+			memcpy(x, &u, 8);
+			return 1;
+		}
+		return 0;
+	case 19:  /* DT_HALF */
+	case 14:  /* DT_BFLOAT16 */
+	{
+		uint32_t h;
+		float f;
+
+		if (t->n_half_val == 1)
+			h = (uint32_t)t->half_val[0] & 0xffffu;
+		else if (t->tensor_content.len == 2)
+			h = (uint32_t)lks_le(b, 2);
+		else
+			return 0;
+		if (t->dtype == 19) {
+			f = lks_half(h);
+		} else {
+			h <<= 16;
+			memcpy(&f, &h, 4);
+		}
+		*x = f;
+		return 1;
+	}
+	case 3:  /* DT_INT32 */
+		if (t->n_int_val == 1 || t->tensor_content.len == 4) {
+			*x = t->n_int_val == 1 ? t->int_val[0] : (int32_t)(uint32_t)lks_le(b, 4);
+			return 1;
+		}
+		return 0;
+	case 9:  /* DT_INT64 */
+		if (t->n_int64_val == 1 || t->tensor_content.len == 8) {
+			*x = (double)(t->n_int64_val == 1 ? t->int64_val[0] : (int64_t)lks_le(b, 8));
+			return 1;
+		}
+		return 0;
+	default:
+		return 0;
+	}
+}
+
+struct lks_tb_read {
+	lks_import_rec *rec;
+	int open;
+	const char *path;
+	lks_import_sink sink;
+	void *arg;
+	lks_import_counts *c;
+};
+
+static int lks_tb_flush(struct lks_tb_read *x)
+{
+	int was = x->open;
+
+	x->open = 0;
+	if (!was || !x->rec->n)
+		return 0;
+	x->c->records++;
+	return x->sink(x->arg, x->rec);
+}
+
+/* One Event's scalars into the record of its step */
+static int lks_tb_event(struct lks_tb_read *x, const LksTb__Event *e, long at)
+{
+	const LksTb__Summary *s = e->what_case == LKS_TB__EVENT__WHAT_SUMMARY ? e->summary : NULL;
+	int rc, step, n = 0;
+	char digits[24];
+
+	if (!s) {
+		x->c->ignored++;
+		return 0;
+	}
+	snprintf(digits, sizeof(digits), "%lld", (long long)e->step);
+	if (e->step < 0 || lks_import_step(digits, strlen(digits), &step))
+		return lks_import_bad_step(x->path, at, "step", digits, strlen(digits));
+	if (x->open && step != x->rec->step && (rc = lks_tb_flush(x)))
+		return rc;
+	if (!x->open) {
+		memset(x->rec, 0, sizeof(*x->rec));
+		x->rec->step = step;
+		x->rec->line = at;
+		x->open = 1;
+	}
+	for (size_t i = 0; i < s->n_value; i++) {
+		const char *tag = s->value[i]->tag;
+		double v;
+
+		if (!tag || !*tag || !lks_tb_scalar(s->value[i], &v))
+			continue;
+		n++;
+		if ((rc = lks_import_rec_add(x->rec, LKS_IMPORT_TENSORBOARD, tag, strlen(tag), v,
+		                             x->path)))
+			return rc;
+	}
+	x->c->ignored += n == 0;
+	return 0;
+}
+
+static int lks_import_parse_tensorboard(const char *path, FILE *f, lks_import_sink sink,
+                                        void *arg, lks_import_counts *c)
+{
+	struct lks_tb_read x = { calloc(1, sizeof(lks_import_rec)), 0, path, sink, arg, c };
+	uint8_t head[12], tail[4], *data = NULL;
+	long long at = 0;
+	int rc = 0;
+
+	if (!x.rec)
+		return lks_err("out of memory");
+	for (;;) {
+		size_t got = fread(head, 1, sizeof(head), f);
+		uint64_t len;
+		LksTb__Event *e;
+
+		if (got == 0 && !ferror(f))
+			break;
+		if (got < sizeof(head)) {
+			rc = ferror(f) ? lks_err("cannot read '%s'", path)
+			   : (lks_err("'%s': byte %lld: a record cut short (its header)", path, at),
+			      LKS_E_BAD_INPUT);
+			break;
+		}
+		len = lks_le(head, 8);
+		if ((uint32_t)lks_le(head + 8, 4) != lks_tb_masked(head, 8)) {
+			lks_err("'%s': byte %lld: bad CRC of the record's length: not a TFRecord "
+			        "(an event file?), or corrupted", path, at);
+			rc = LKS_E_BAD_INPUT;
+			break;
+		}
+		if (len > LKS_TB_RECORD_MAX) {
+			lks_err("'%s': byte %lld: a record of %llu bytes (more than %llu)", path, at,
+			        (unsigned long long)len, (unsigned long long)LKS_TB_RECORD_MAX);
+			rc = LKS_E_BAD_INPUT;
+			break;
+		}
+		free(data);
+		if (!(data = malloc(len ? len : 1))) {
+			rc = lks_err("out of memory");
+			break;
+		}
+		if (fread(data, 1, len, f) != len || fread(tail, 1, 4, f) != 4) {
+			rc = ferror(f) ? lks_err("cannot read '%s'", path)
+			   : (lks_err("'%s': byte %lld: a record cut short (%llu bytes of data)", path,
+			              at, (unsigned long long)len), LKS_E_BAD_INPUT);
+			break;
+		}
+		if ((uint32_t)lks_le(tail, 4) != lks_tb_masked(data, len)) {
+			lks_err("'%s': byte %lld: bad CRC of the record's %llu bytes of data: corrupted",
+			        path, at, (unsigned long long)len);
+			rc = LKS_E_BAD_INPUT;
+			break;
+		}
+		c->lines++;
+		if (!(e = lks_tb__event__unpack(NULL, len, data))) {
+			lks_err("'%s': byte %lld: the record is no TensorBoard Event", path, at);
+			rc = LKS_E_BAD_INPUT;
+			break;
+		}
+		rc = lks_tb_event(&x, e, c->lines);
+		lks_tb__event__free_unpacked(e, NULL);
+		if (rc)
+			break;
+		at += (long long)(12 + len + 4);
+	}
+	if (rc == 0)
+		rc = lks_tb_flush(&x);
+	free(data);
+	free(x.rec);
+	return rc;
+}
+
+const lks_import_format lks_import_tensorboard_format = {
+	.id = LKS_IMPORT_TENSORBOARD,
+	.name = "tensorboard",
+	.what = "TensorBoard event files (events.out.tfevents.*: each scalar as the float32 "
+	        "logged)",
+	.parse = lks_import_parse_tensorboard,
+	.labels = lks_tb_labels,
+};
