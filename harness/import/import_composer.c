@@ -82,6 +82,10 @@ static int lks_composer_progress(const char *s, const char *end, long line, cons
 	}
 	if (n < 0)
 		return 0;
+	/* beyond a step's bounds before any product (no overflow: each is under 2^31) */
+	if (n > LKS_IMPORT_MAX_STEP || m > LKS_IMPORT_MAX_STEP || epoch > LKS_IMPORT_MAX_STEP)
+		return lks_err("'%s':%ld: a progress count over %d", path, line, LKS_IMPORT_MAX_STEP),
+		       LKS_E_BAD_INPUT;
 	if (epoch > 1 && m < 0)
 		return lks_err("'%s':%ld: epoch %lld's batches have no total: the step cannot be told",
 		               path, line, epoch), LKS_E_BAD_INPUT;
