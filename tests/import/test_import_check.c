@@ -429,8 +429,9 @@ Test(import_check, case_with_import_runs_under_run_and_check)
 	mkdir_tmp();
 	path_in_tmp(db, sizeof(db), "cli.db");
 	snprintf(args, sizeof(args), "run --db '%s' '%s/golden_pair.ini' '%s/nightly_megatron.ini' "
-	         "'%s/nightly_torchtitan.ini' '%s/two_nodes.ini'", db, LKS_IMPORT_DIR, LKS_IMPORT_DIR,
-	         LKS_IMPORT_DIR, LKS_IMPORT_DIR);
+	         "'%s/nightly_torchtitan.ini' '%s/two_nodes.ini' '%s/nightly_hf.ini' "
+	         "'%s/nightly_tensorboard.ini'", db, LKS_IMPORT_DIR, LKS_IMPORT_DIR, LKS_IMPORT_DIR,
+	         LKS_IMPORT_DIR, LKS_IMPORT_DIR, LKS_IMPORT_DIR);
 	cr_assert_eq(lks_run_bin(NULL, args, out, sizeof(out)), 0, "%s", out);
 	cr_assert_not_null(strstr(out, "ws 9  steps up to 3  imported, 6 metric lines"), "%s", out);
 	cr_assert_not_null(strstr(out, "expected failure: step 31, metric 'num_zeros', rank 0"),
@@ -438,6 +439,11 @@ Test(import_check, case_with_import_runs_under_run_and_check)
 	cr_assert_not_null(strstr(out, "expected failure: step 20, metric 'grad_norm', rank 0: "
 	                          "value nan"), "%s", out);
 	cr_assert_not_null(strstr(out, "expected failure: step 3, metric 'loss'"), "%s", out);
+	/* the Hugging Face and TensorBoard nightlies of cases/README.md */
+	cr_assert_not_null(strstr(out, "nightly_tensorboard  numerics                   bitwise     "
+	                               "pass"), "%s", out);
+	cr_assert_not_null(strstr(out, "nightly_hf           numerics                   bitwise     "
+	                               "pass"), "%s", out);
 	/* list shows the logs, not a model */
 	snprintf(args, sizeof(args), "list '%s/golden_pair.ini'", LKS_IMPORT_DIR);
 	cr_assert_eq(lks_run_bin(NULL, args, out, sizeof(out)), 0, "%s", out);
