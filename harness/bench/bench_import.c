@@ -10,6 +10,11 @@
  * alone (lks_import_files without a store), and the whole import into a new database. The
  * import reads a big log in as many parts at once as the machine has processors (import.c),
  * and says how many.
+ *
+ * With --format tensorboard the file is a TensorBoard event file of N scalars, one Event
+ * each as torch's SummaryWriter.add_scalar writes them (four tags a step: the loss, grad
+ * norm, learning rate and iteration time, float32 values that move as a run's), and the
+ * rates are the same bytes' against wc -l's (a binary file's lines are not its records).
  */
 #include <errno.h>
 #include <stdint.h>
@@ -26,10 +31,12 @@
 #define LKS_BENCH_IMPORT_TARGET 0.25  /* of wc -l's lines per second (the target) */
 
 static const char lks_bench_import_help[] =
-	"usage: lockstep bench import [--lines N] [--ranks R] [--reps N] [--dir DIR] [--keep]\n"
+	"usage: lockstep bench import [--format torchtitan|tensorboard] [--lines N] [--ranks R]\n"
+	"                             [--reps N] [--dir DIR] [--keep]\n"
 	"\n"
 	"Writes a torchtitan log of N lines (default 1000000) of R ranks (default 8) into a new\n"
-	"folder under DIR ($TMPDIR or /tmp by default), then times in interleaved rounds\n"
+	"folder under DIR ($TMPDIR or /tmp by default), or with --format tensorboard an event\n"
+	"file of N scalars (one Event each, four tags a step), then times in interleaved rounds\n"
 	"(--reps, default 3): wc -l on it, lockstep's parse of it alone, and 'lockstep import'\n"
 	"of it into a new database (one transaction). Prints each in lines per second, the\n"
 	"median per-round ratio to wc -l with its quartiles, and whether the import meets the\n"
@@ -39,6 +46,7 @@ struct lks_bench_import {
 	char dir[2048], log[4096], db[4096];
 	long lines;
 	int ranks;
+	int tb;                   /* --format tensorboard: an event file of lines scalars */
 	int parts;                /* the parts the import read the log in at once */
 	double *phase;            /* per round: the import's open, parse and store, commit and
 	                             close (seconds) */
@@ -82,6 +90,71 @@ static int lks_bench_import_log(const struct lks_bench_import *b)
 	return 0;
 }
 
+/* A protobuf varint at p: its bytes */
+static size_t lks_bench_varint(uint8_t *p, uint64_t v)
+{
+	size_t n = 0;
+
+	do {
+		p[n++] = (uint8_t)(v & 0x7f) | (v > 0x7f ? 0x80 : 0);
+		v >>= 7;
+	} while (v);
+	return n;
+}
+
+/* An event file of b->lines scalars: Event { wall_time, step, summary { value { tag,
+   simple_value } } } in TFRecords (import_tensorboard.c reads them), written by hand */
+static int lks_bench_import_events(const struct lks_bench_import *b)
+{
+	static const char *const tags[4] = { "lm loss", "grad-norm", "learning-rate",
+	                                      "iteration-time" };
+	FILE *f = fopen(b->log, "wb");
+	uint64_t x = 1;
+
+	if (!f)
+		return lks_err("cannot create '%s': %s", b->log, strerror(errno));
+	for (long n = 0; n < b->lines; n++) {
+		uint8_t ev[128], val[64], head[12], crc[4];
+		size_t tl = strlen(tags[n % 4]), vl = 0, el = 0;
+		long step = n / 4 + 1;
+		double wall = 1.76e9 + (double)n * 0.01;
+		float v = n % 4 == 0 ? (float)(10.0 / (1 + 0.001 * step) + 0.1 * lks_bench_uniform(&x))
+		        : n % 4 == 1 ? (float)(0.5 + lks_bench_uniform(&x))
+		        : n % 4 == 2 ? (float)(3e-4 * (1 - step * 1e-6)) : (float)(0.25 + 0.01 * lks_bench_uniform(&x));
+		uint32_t l;
+
+		val[vl++] = 0x0a;  /* value.tag */
+		val[vl++] = (uint8_t)tl;
+		memcpy(val + vl, tags[n % 4], tl);
+		vl += tl;
+		val[vl++] = 0x15;  /* value.simple_value, fixed32 */
+		memcpy(val + vl, &v, 4);
+		vl += 4;
+		ev[el++] = 0x09;   /* wall_time, fixed64 */
+		memcpy(ev + el, &wall, 8);
+		el += 8;
+		ev[el++] = 0x10;   /* step */
+		el += lks_bench_varint(ev + el, (uint64_t)step);
+		ev[el++] = 0x2a;   /* summary */
+		ev[el++] = (uint8_t)(vl + 2);
+		ev[el++] = 0x0a;   /* summary.value */
+		ev[el++] = (uint8_t)vl;
+		memcpy(ev + el, val, vl);
+		el += vl;
+		memset(head, 0, 8);
+		head[0] = (uint8_t)el;  /* the length, little-endian (under 128 bytes) */
+		l = lks_tfrecord_crc(head, 8);
+		memcpy(head + 8, &l, 4);
+		l = lks_tfrecord_crc(ev, el);
+		memcpy(crc, &l, 4);
+		if (fwrite(head, 1, 12, f) != 12 || fwrite(ev, 1, el, f) != el || fwrite(crc, 1, 4, f) != 4)
+			break;
+	}
+	if (fclose(f))
+		return lks_err("cannot write '%s': %s", b->log, strerror(errno));
+	return 0;
+}
+
 static double lks_bench_wc(const struct lks_bench_import *b)
 {
 	char cmd[4200];
@@ -94,7 +167,7 @@ static double lks_bench_wc(const struct lks_bench_import *b)
 		return lks_err("cannot run wc: %s", strerror(errno)), -1;
 	if (fscanf(p, "%ld", &n) != 1)
 		n = -1;
-	if (pclose(p) != 0 || n != b->lines)
+	if (pclose(p) != 0 || n < 0 || (!b->tb && n != b->lines))
 		return lks_err("wc -l did not count %ld lines (%ld)", b->lines, n), -1;
 	return lks_now() - t0;
 }
@@ -105,7 +178,8 @@ static double lks_bench_wc(const struct lks_bench_import *b)
    journal and synced, the import made durable; trace_store.h, bulk writes), closing it. */
 static double lks_bench_import_once(struct lks_bench_import *b, int with_store, int round)
 {
-	lks_import_opts o = { .fmt = lks_import_format_at(LKS_IMPORT_TORCHTITAN),
+	lks_import_opts o = { .fmt = lks_import_format_at(b->tb ? LKS_IMPORT_TENSORBOARD
+	                                                        : LKS_IMPORT_TORCHTITAN),
 	                      .case_name = "bench", .run_name = "import" };
 	const char *files[] = { b->log };
 	char wal[4200];
@@ -131,7 +205,7 @@ static double lks_bench_import_once(struct lks_bench_import *b, int with_store, 
 		b->phase[4 * round + 2] = res.commit_s;
 		b->phase[4 * round + 3] = lks_now() - t2;
 	}
-	if (res.counts.lines != b->lines)
+	if (res.counts.lines != b->lines)  /* an event file's records */
 		return lks_err("the import read %ld lines, not %ld", res.counts.lines, b->lines), -1;
 	b->parts = res.parts;
 	return lks_now() - t0;
@@ -147,12 +221,14 @@ int lks_bench_import(int argc, char **argv)
 	struct lks_bench_import b = { .lines = 1000000, .ranks = 8 };
 	const char *base = getenv("TMPDIR");
 	int reps = 3, keep = 0, lines = 1000000, rc;
+	const char *format = "torchtitan";
 	double *t = NULL;
 	lks_bench_spread wc, ratio_parse, ratio_import, phase[4];
 
 	if (!base || !*base)
 		base = "/tmp";
 	const lks_option opts[] = {  /* the usage's text says each */
+		LKS_OPT_STRING("--format", "FORMAT", &format, NULL),
 		LKS_OPT_INT("--lines", "N", &lines, 1, 1 << 30, NULL),
 		LKS_OPT_INT("--ranks", "N", &b.ranks, 1, 1 << 30, NULL),
 		LKS_OPT_INT("--reps", "N", &reps, 1, 1 << 30, NULL),
@@ -165,6 +241,9 @@ int lks_bench_import(int argc, char **argv)
 	if ((rc = lks_opt_parse(&cmd, opts, argc, argv, NULL)))
 		return lks_opt_exit(rc);
 	b.lines = lines;
+	if (strcmp(format, "torchtitan") && strcmp(format, "tensorboard"))
+		return lks_usage("bench import: --format '%s': want torchtitan or tensorboard", format);
+	b.tb = !strcmp(format, "tensorboard");
 	if ((size_t)snprintf(b.dir, sizeof(b.dir), "%s/lks-bench-import-XXXXXX", base)
 	    >= sizeof(b.dir))
 		return lks_usage("bench import: --dir '%s' is too long", base);
@@ -173,11 +252,12 @@ int lks_bench_import(int argc, char **argv)
 		        strerror(errno));
 		return LKS_EXIT_INFRA;
 	}
-	snprintf(b.log, sizeof(b.log), "%s/titan.log", b.dir);
+	snprintf(b.log, sizeof(b.log), b.tb ? "%s/events.out.tfevents.bench" : "%s/titan.log", b.dir);
 	snprintf(b.db, sizeof(b.db), "%s/bench.db", b.dir);
 	rc = LKS_EXIT_INFRA;
 	if (!(t = calloc((size_t)reps * 3, sizeof(*t)))
-	    || !(b.phase = calloc((size_t)reps * 4, sizeof(*b.phase))) || lks_bench_import_log(&b)
+	    || !(b.phase = calloc((size_t)reps * 4, sizeof(*b.phase)))
+	    || (b.tb ? lks_bench_import_events(&b) : lks_bench_import_log(&b))
 	    || lks_bench_rounds(lks_bench_import_side, &b, 3, 1, reps, t)
 	    || lks_bench_per_round(t, 3, reps, 0, -1, &wc)
 	    || lks_bench_per_round(t, 3, reps, 0, 1, &ratio_parse)
@@ -189,8 +269,13 @@ int lks_bench_import(int argc, char **argv)
 		fprintf(stderr, "lockstep: bench import: %s\n", lks_errmsg());
 		goto out;
 	}
-	printf("bench import: a torchtitan log of %ld lines, %d ranks, in '%s'; median of %d "
-	       "rounds\n", b.lines, b.ranks, b.dir, reps);
+	if (b.tb)
+		printf("bench import: a TensorBoard event file of %ld scalars (lines below: its "
+		       "records; wc -l reads the same bytes), in '%s'; median of %d rounds\n",
+		       b.lines, b.dir, reps);
+	else
+		printf("bench import: a torchtitan log of %ld lines, %d ranks, in '%s'; median of %d "
+		       "rounds\n", b.lines, b.ranks, b.dir, reps);
 	printf("the log read in %d part%s at once, on %ld processors\n", b.parts,
 	       b.parts == 1 ? "" : "s", sysconf(_SC_NPROCESSORS_ONLN));
 	printf("%-36s %10s %14s %8s %17s\n", "reader", "s", "lines/s", "ratio", "ratio q1..q3");

@@ -177,6 +177,9 @@ LKS_IMPORT_FORMATS(LKS_IMPORT_FMT_ROW)
    one whose line function is line, NULL for none (a test's own). */
 const lks_import_format *lks_import_format_find(const char *name);
 const lks_import_format *lks_import_format_at(int i);
+/* The masked CRC32C a TFRecord (a TensorBoard event file's record) keeps of its length's 8
+   bytes and of its data (import_tensorboard.c). */
+uint32_t lks_tfrecord_crc(const void *data, size_t n);
 const lks_import_format *lks_import_format_of_line(lks_import_line_fn line);
 
 /* A whole file f (named path) read as fmt, each record to sink: its parse, or a line

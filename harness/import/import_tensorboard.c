@@ -73,18 +73,40 @@ static void lks_crc32c_init(void)
 	}
 }
 
+#if defined(__x86_64__)
+/* SSE 4.2's crc32 instruction is this CRC (Castagnoli's), 8 bytes at a time */
+__attribute__((target("sse4.2"))) static uint32_t lks_crc32c_hw(const uint8_t *p, size_t n)
+{
+	uint64_t c = 0xffffffffu, w;
+
+	for (; n >= 8; n -= 8, p += 8) {
+		memcpy(&w, p, 8);
+		c = __builtin_ia32_crc32di(c, w);
+	}
+	while (n--)
+		c = __builtin_ia32_crc32qi((uint32_t)c, *p++);
+	return (uint32_t)c ^ 0xffffffffu;
+}
+#endif
+
 static uint32_t lks_crc32c(const uint8_t *p, size_t n)
 {
 	uint32_t c = 0xffffffffu;
 
+#if defined(__x86_64__)
+	if (__builtin_cpu_supports("sse4.2"))
+		return lks_crc32c_hw(p, n);
+#endif
 	pthread_once(&lks_crc32c_once, lks_crc32c_init);
 	while (n--)
 		c = lks_crc32c_table[(c ^ *p++) & 0xff] ^ (c >> 8);
 	return c ^ 0xffffffffu;
 }
 
-static uint32_t lks_tb_masked(const uint8_t *p, size_t n)
+uint32_t lks_tfrecord_crc(const void *data, size_t n)
 {
+	const uint8_t *p = data;
+
 	uint32_t c = lks_crc32c(p, n);
 
 	return ((c >> 15) | (c << 17)) + 0xa282ead8u;
@@ -201,6 +223,34 @@ static int lks_tb_scalar(const LksTb__Summary__Value *v, double *x)
 	}
 }
 
+/* The decoder's memory: an arena emptied after each record's Event (a scalar's is a few
+   small blocks), so that decoding one costs no malloc; a block larger than the arena's
+   room comes from malloc, and is freed. */
+struct lks_tb_arena {
+	unsigned char *base;
+	size_t used, cap;
+};
+
+static void *lks_tb_alloc(void *data, size_t size)
+{
+	struct lks_tb_arena *a = data;
+	size_t at = (a->used + 15) & ~(size_t)15;
+
+	if (at + size <= a->cap) {
+		a->used = at + size;
+		return a->base + at;
+	}
+	return malloc(size ? size : 1);
+}
+
+static void lks_tb_free(void *data, void *p)
+{
+	struct lks_tb_arena *a = data;
+
+	if (p && ((unsigned char *)p < a->base || (unsigned char *)p >= a->base + a->cap))
+		free(p);
+}
+
 struct lks_tb_read {
 	lks_import_rec *rec;
 	int open;
@@ -225,16 +275,18 @@ static int lks_tb_flush(struct lks_tb_read *x)
 static int lks_tb_event(struct lks_tb_read *x, const LksTb__Event *e, long at)
 {
 	const LksTb__Summary *s = e->what_case == LKS_TB__EVENT__WHAT_SUMMARY ? e->summary : NULL;
-	int rc, step, n = 0;
-	char digits[24];
+	int rc, step = (int)e->step, n = 0;
 
 	if (!s) {
 		x->c->ignored++;
 		return 0;
 	}
-	snprintf(digits, sizeof(digits), "%lld", (long long)e->step);
-	if (e->step < 0 || lks_import_step(digits, strlen(digits), &step))
+	if (e->step < 0 || e->step > LKS_IMPORT_MAX_STEP) {  /* said as the driver says it */
+		char digits[24];
+
+		snprintf(digits, sizeof(digits), "%lld", (long long)e->step);
 		return lks_import_bad_step(x->path, at, "step", digits, strlen(digits));
+	}
 	if (x->open && step != x->rec->step && (rc = lks_tb_flush(x)))
 		return rc;
 	if (!x->open) {
@@ -262,12 +314,18 @@ static int lks_import_parse_tensorboard(const char *path, FILE *f, lks_import_si
                                         void *arg, lks_import_counts *c)
 {
 	struct lks_tb_read x = { calloc(1, sizeof(lks_import_rec)), 0, path, sink, arg, c };
+	struct lks_tb_arena arena = { malloc(65536), 0, 65536 };
+	ProtobufCAllocator alloc = { lks_tb_alloc, lks_tb_free, &arena };
 	uint8_t head[12], tail[4], *data = NULL;
+	size_t room = 0;
 	long long at = 0;
 	int rc = 0;
 
-	if (!x.rec)
+	if (!x.rec || !arena.base) {
+		free(x.rec);
+		free(arena.base);
 		return lks_err("out of memory");
+	}
 	for (;;) {
 		size_t got = fread(head, 1, sizeof(head), f);
 		uint64_t len;
@@ -282,7 +340,7 @@ static int lks_import_parse_tensorboard(const char *path, FILE *f, lks_import_si
 			break;
 		}
 		len = lks_le(head, 8);
-		if ((uint32_t)lks_le(head + 8, 4) != lks_tb_masked(head, 8)) {
+		if ((uint32_t)lks_le(head + 8, 4) != lks_tfrecord_crc(head, 8)) {
 			lks_err("'%s': byte %lld: bad CRC of the record's length: not a TFRecord "
 			        "(an event file?), or corrupted", path, at);
 			rc = LKS_E_BAD_INPUT;
@@ -294,10 +352,15 @@ static int lks_import_parse_tensorboard(const char *path, FILE *f, lks_import_si
 			rc = LKS_E_BAD_INPUT;
 			break;
 		}
-		free(data);
-		if (!(data = malloc(len ? len : 1))) {
-			rc = lks_err("out of memory");
-			break;
+		if (len > room) {  /* the largest record so far */
+			uint8_t *d = realloc(data, len);
+
+			if (!d) {
+				rc = lks_err("out of memory");
+				break;
+			}
+			data = d;
+			room = len;
 		}
 		if (fread(data, 1, len, f) != len || fread(tail, 1, 4, f) != 4) {
 			rc = ferror(f) ? lks_err("cannot read '%s'", path)
@@ -305,20 +368,21 @@ static int lks_import_parse_tensorboard(const char *path, FILE *f, lks_import_si
 			              at, (unsigned long long)len), LKS_E_BAD_INPUT);
 			break;
 		}
-		if ((uint32_t)lks_le(tail, 4) != lks_tb_masked(data, len)) {
+		if ((uint32_t)lks_le(tail, 4) != lks_tfrecord_crc(data, len)) {
 			lks_err("'%s': byte %lld: bad CRC of the record's %llu bytes of data: corrupted",
 			        path, at, (unsigned long long)len);
 			rc = LKS_E_BAD_INPUT;
 			break;
 		}
 		c->lines++;
-		if (!(e = lks_tb__event__unpack(NULL, len, data))) {
+		arena.used = 0;
+		if (!(e = lks_tb__event__unpack(&alloc, len, data))) {
 			lks_err("'%s': byte %lld: the record is no TensorBoard Event", path, at);
 			rc = LKS_E_BAD_INPUT;
 			break;
 		}
 		rc = lks_tb_event(&x, e, c->lines);
-		lks_tb__event__free_unpacked(e, NULL);
+		lks_tb__event__free_unpacked(e, &alloc);
 		if (rc)
 			break;
 		at += (long long)(12 + len + 4);
@@ -326,6 +390,7 @@ static int lks_import_parse_tensorboard(const char *path, FILE *f, lks_import_si
 	if (rc == 0)
 		rc = lks_tb_flush(&x);
 	free(data);
+	free(arena.base);
 	free(x.rec);
 	return rc;
 }

@@ -207,6 +207,12 @@ Test(cli, bench_import_runs_small_and_prints_its_table)
 	}
 	cr_assert_eq(lks_run_bin(NULL, "bench import --lines 0", NULL, 0), 2);
 	cr_assert_eq(lks_run_bin(NULL, "bench import --nosuch", NULL, 0), 2);
+	/* an event file of scalars: the import must have read every record of it */
+	cr_assert_eq(lks_run_bin(NULL, "bench import --format tensorboard --lines 400 --reps 1", out,
+	                         sizeof(out)), 0, "%s", out);
+	cr_assert_not_null(strstr(out, "a TensorBoard event file of 400 scalars"), "%s", out);
+	cr_assert_not_null(strstr(out, "target >= 0.25 x wc -l: "), "%s", out);
+	cr_assert_eq(lks_run_bin(NULL, "bench import --format csv", NULL, 0), 2);
 }
 
 /* The peer and lockstep in interleaved rounds: each lockstep row shows the median of the
