@@ -14,7 +14,9 @@
  * a rank whose peer never posts waits forever: only devcomm's abort or deadline ends it.
  *
  * A split makes a fabric per color, found by every rank of that color through the parent's
- * (the first to come makes it), and joined as a group is.
+ * (the first to come makes it), and joined as a group is. Leaving is done once every rank
+ * of the group has left, as NCCL's finalize is: ranks that close their ends one after
+ * another in one thread wait forever (until the timeout).
  *
  * standin_plan says which rank fails or hangs where (-1: none). standin_backend() is the
  * cpu's methods as a backend whose memory is not the host's, with this link as its device
@@ -48,13 +50,13 @@ static struct standin_plan {
 
 static atomic_int standin_joins, standin_ops, standin_released;
 
-#define STANDIN_MAX_OPS 64
+#define STANDIN_MAX_OPS 8192  /* a sharded run of a few steps makes thousands */
 #define STANDIN_MAX_SPLITS 4
 #define STANDIN_MAX_COLORS 16
 
 struct standin_fabric {
 	pthread_mutex_t lock;
-	int W, refs, joined;
+	int W, refs, joined, left;
 	/* [split][color]: the sub-groups' fabrics (each freed by its own ranks) */
 	struct standin_fabric *sub[STANDIN_MAX_SPLITS][STANDIN_MAX_COLORS];
 	float **copy[STANDIN_MAX_OPS];  /* [op][rank]: its posted buffer */
@@ -65,7 +67,8 @@ struct standin_fabric {
 struct standin_link {
 	struct standin_fabric *f;
 	int rank, W;
-	int state;              /* 0 idle, 1 joining, 2 a collective under way, 3 hung */
+	int state;              /* 0 idle, 1 joining, 2 a collective under way, 3 hung,
+	                           4 leaving */
 	int k;                  /* the index of this rank's next (or current) collective */
 	int splits;             /* the splits this rank made of its group */
 	lks_devcomm_op op;
@@ -161,6 +164,8 @@ static inline int standin_poll(void *link)
 	pthread_mutex_lock(&f->lock);
 	if (l->state == 1) {
 		done = f->joined == f->W;
+	} else if (l->state == 4) {
+		done = f->left == f->W;
 	} else if (f->posted[l->k] == f->W) {
 		float **c = f->copy[l->k];
 		size_t n = f->n[l->k];
@@ -191,7 +196,12 @@ static inline int standin_poll(void *link)
 
 static inline int standin_leave(void *link)
 {
-	((struct standin_link *)link)->state = 0;
+	struct standin_link *l = link;
+
+	pthread_mutex_lock(&l->f->lock);
+	l->f->left++;
+	pthread_mutex_unlock(&l->f->lock);
+	l->state = 4;
 	return 0;
 }
 

@@ -41,6 +41,12 @@ void lks_runner_release(struct lks_runner *R)
 {
 	lks_runner_store_wait(R);  /* a failed run's last write still lands */
 	free(R->sj.rows);
+	/* first, and before the contexts (a device communicator works on their devices): a
+	   device communicator's ends, its sub-groups' before its own, closed at once, each in
+	   its rank's thread, since NCCL's finalize waits for every rank's (one by one here, the
+	   first rank's would wait for the second's, not yet called) */
+	if (R->ranks && R->devcomm)
+		lks_pool_run(R->rank_pool, R->L, lks_comm_close_task, R);
 	for (int r = 0; R->ranks && r < R->L; r++) {
 		lks_rank *k = &R->ranks[r];
 
@@ -49,7 +55,7 @@ void lks_runner_release(struct lks_runner *R)
 			lks_be_free(k->be, k->bectx, k->m2);
 			lks_be_free(k->be, k->bectx, k->damax);
 		}
-		if (!R->devcomm)  /* a device communicator's: below, every rank's at once */
+		if (!R->devcomm)  /* a device communicator's: above, every rank's at once */
 			lks_rank_comms_close(k);
 		lks_fsdp_release(k);
 		lks_rank_release(k);
@@ -60,11 +66,6 @@ void lks_runner_release(struct lks_runner *R)
 		free(k->amax);
 	}
 	free(R->devices);
-	/* before the contexts: a device communicator works on their devices; its ends (its
-	   sub-groups' first) are closed at once, each in its rank's thread, since NCCL's
-	   destroy waits for every rank's */
-	if (R->ranks && R->devcomm)
-		lks_pool_run(R->rank_pool, R->L, lks_comm_close_task, R);
 	for (int r = 0; r < R->opened; r++)
 		lks_be_close(R->be, R->ranks[r].bectx);
 	free(R->ranks);

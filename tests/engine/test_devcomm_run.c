@@ -3,7 +3,8 @@
  * (standin_link.h): a run trains with the CPU's bits; a rank that fails to join or hangs in
  * a collective ends the run within its timeout, stored failed; a run of one rank asks for
  * no device communicator (a broken NCCL cannot fail it); each rank's device is stored in
- * the run's fingerprint; two processes on one GPU and ranks of two GPU classes are refused.
+ * the run's fingerprint; two processes on one GPU and ranks of two GPU classes are refused;
+ * a sharded run's groups are sub-groups of the device communicator, closed at once.
  */
 #include <criterion/criterion.h>
 #include <stdatomic.h>
@@ -203,4 +204,37 @@ Test(devcomm_run, two_processes_on_one_gpu_or_two_classes_are_refused)
 	cr_expect_neq(lks_devices_check(d, 3, why, sizeof(why)), 0);
 	cr_expect(strstr(why, "rank 0 has a H100 (compute capability 9.0) and rank 2 a A100 (8.0)"),
 	          "%s", why);
+}
+
+/* A tp run and an HSDP run of 4 ranks over the stand-in: their mesh groups are the device
+   communicator's sub-groups, with the CPU's bits, and every end, the sub-groups' and the
+   world's, leaves and is released. The stand-in's leave waits for every rank of its group,
+   as NCCL's finalize does: ends closed one after another in one thread would wait for
+   ever, so the runner closes every rank's at once (a hang fails by the timeout). */
+Test(devcomm_run, a_sharded_runs_groups_close_at_once_with_the_cpus_bits, .timeout = 120)
+{
+	static const char *const sets[][3] = {
+		{ "run.r.world_size=4", "run.r.tp=2", "run.r.sequence_parallel=on" },
+		{ "run.r.world_size=4", "run.r.fsdp=2", "run.r.recipe=bf16" },
+	};
+	lks_backend be = standin_backend();
+
+	for (int i = 0; i < 2; i++) {
+		double loss_cpu[3] = { 0 }, loss_be[3] = { 0 };
+		uint64_t hash_cpu, hash_be;
+		int n_cpu, n_be;
+		lks_case c;
+
+		standin_reset();
+		load_case(two_blocks, sets[i], 3, &c);
+		train(&c, &lks_backend_cpu, loss_cpu, &hash_cpu, &n_cpu);
+		train(&c, &be, loss_be, &hash_be, &n_be);
+		cr_expect_eq(n_be, n_cpu);
+		cr_expect_eq(hash_be, hash_cpu, "%s: the stand-in changed the traces", sets[i][1]);
+		cr_expect_eq(memcmp(loss_be, loss_cpu, sizeof(loss_cpu)), 0, "%s", sets[i][1]);
+		/* 4 world ends, and a sub-group end per rank and group: tp, or fsdp and dp */
+		cr_expect_eq(atomic_load(&standin_released), i == 0 ? 4 + 4 : 4 + 8, "%s",
+		             sets[i][1]);
+		lks_case_release(&c);
+	}
 }
