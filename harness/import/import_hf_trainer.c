@@ -8,7 +8,8 @@
  *     "loss": 10.5949, "step": 10}, an evaluation's {"eval_loss": ..., "step": 10, ...} and
  *     the run's summary {"train_loss": ..., "train_runtime": ..., "step": 100} after it.
  *     The entries of one step make one record (an "epoch" given again is the same);
- *     steps go forward.
+ *     steps go forward. A NaN or infinite loss, which Python's json writes bare (NaN,
+ *     Infinity), is read as such.
  *   - the console (PrinterCallback and ProgressCallback print the same dict, without its
  *     step: print(logs)): {'loss': 10.5949, 'grad_norm': 188.28, 'learning_rate': 5e-05,
  *     'epoch': 0.01}, a Python dict of numbers (nan, inf as Python prints them; a numpy
@@ -80,11 +81,16 @@ static int lks_hf_state(const char *path, json_t *doc, lks_import_rec *rec,
 			double x;
 
 			if (!strcmp(key, "step") || (!strcmp(key, "epoch") && lks_hf_has(rec, "epoch"))
-			    || json_is_string(v) || json_is_null(v) || json_is_boolean(v))
+			    || json_is_null(v) || json_is_boolean(v))
 				continue;
-			if (lks_import_json_number(v, &x))
+			/* a number, or Python's NaN and infinities (read as "nan", "inf"); other
+			   strings are no metric */
+			if (lks_import_json_number(v, &x)) {
+				if (json_is_string(v))
+					continue;
 				return lks_err("'%s': log_history[%zu].\"%s\": want a number", path, i, key),
 				       LKS_E_BAD_INPUT;
+			}
 			if ((rc = lks_import_rec_add(rec, LKS_IMPORT_HF_TRAINER, key, strlen(key), x, path)))
 				return rc;
 		}
@@ -157,35 +163,75 @@ static int lks_hf_line(void *arg, char *line, size_t len, long at)
 	return x->sink(x->arg, &x->rec);
 }
 
+/* The whole of f, NUL ended, into *text (*len bytes; free it): 0, or -1 (lks_err) */
+static int lks_hf_slurp(FILE *f, const char *path, char **text, size_t *len)
+{
+	size_t cap = 65536, n = 0, got;
+	char *p = malloc(cap), *q;
+
+	if (!p)
+		return lks_err("out of memory");
+	for (;;) {
+		if (n + 1 == cap) {  /* full: twice the room */
+			if (!(q = realloc(p, cap * 2))) {
+				free(p);
+				return lks_err("out of memory");
+			}
+			p = q;
+			cap *= 2;
+		}
+		if (!(got = fread(p + n, 1, cap - n - 1, f)))
+			break;
+		n += got;
+	}
+	if (ferror(f)) {
+		free(p);
+		return lks_err("cannot read '%s'", path);
+	}
+	p[n] = 0;
+	*text = p;
+	*len = n;
+	return 0;
+}
+
 static int lks_import_parse_hf(const char *path, FILE *f, lks_import_sink sink, void *arg,
                                lks_import_counts *c)
 {
 	struct lks_hf_read *x = calloc(1, sizeof(*x));
-	int ch, rc;
+	char *text = NULL, *py = NULL;
+	const char *s;
+	size_t len = 0;
+	json_error_t e;
+	json_t *doc = NULL;
+	FILE *mem;
+	int rc;
 
-	if (!x)
-		return lks_err("out of memory");
-	while ((ch = getc(f)) != EOF && isspace(ch))
-		;
-	if (ch != EOF)
-		ungetc(ch, f);
-	if (ch == '{') {  /* a JSON document, or a console line: JSON's are double quoted */
-		json_error_t e;
-		json_t *doc = json_loadf(f, JSON_REJECT_DUPLICATES, &e);
-
-		if (doc) {
-			rc = lks_hf_state(path, doc, &x->rec, sink, arg, c);
-			json_decref(doc);
-			free(x);
-			return rc;
-		}
-		if (e.position > 2 || fseek(f, 0, SEEK_SET)) {  /* JSON gone wrong, or a pipe */
-			free(x);
-			return lks_err("'%s':%d: not JSON: %s", path, e.line, e.text), LKS_E_BAD_INPUT;
-		}
+	if (!x || lks_hf_slurp(f, path, &text, &len)) {
+		free(x);
+		return x ? -1 : lks_err("out of memory");
 	}
-	*x = (struct lks_hf_read){ .path = path, .sink = sink, .arg = arg, .c = c };
-	rc = lks_import_each_line(path, f, c, lks_hf_line, x);
+	for (s = text; isspace((unsigned char)*s); s++)
+		;
+	/* a JSON document (Python's bare NaN and Infinity read as "nan", "inf"), or a console
+	   line: JSON's keys are double quoted, Python's dicts' single */
+	if (*s == '{' && !(doc = json_loadb(text, len, JSON_REJECT_DUPLICATES, &e))
+	    && e.position > (int)(s - text) + 2 && (py = lks_import_json_bare_nonfinite(text)))
+		doc = json_loads(py, JSON_REJECT_DUPLICATES, &e);
+	if (doc) {
+		rc = lks_hf_state(path, doc, &x->rec, sink, arg, c);
+		json_decref(doc);
+	} else if (*s == '{' && e.position > (int)(s - text) + 2) {
+		lks_err("'%s':%d: not JSON: %s", path, e.line, e.text);
+		rc = LKS_E_BAD_INPUT;
+	} else if (!(mem = fmemopen(text, len ? len : 1, "r"))) {
+		rc = lks_err("out of memory");
+	} else {
+		*x = (struct lks_hf_read){ .path = path, .sink = sink, .arg = arg, .c = c };
+		rc = lks_import_each_line(path, mem, c, lks_hf_line, x);
+		fclose(mem);
+	}
+	free(py);
+	free(text);
 	free(x);
 	return rc;
 }

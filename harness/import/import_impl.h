@@ -121,6 +121,11 @@ int lks_import_bad_step(const char *path, long line, const char *what, const cha
    value, or a bad number, is bad input at path:line (LKS_E_BAD_INPUT). */
 int lks_import_fields(lks_import_rec *rec, lks_import_fmt fmt, const char *p,
                       const char *end, char delim, char sep, const char *path);
+/* Python's json module writes NaN, Infinity and -Infinity bare (allow_nan, its default),
+   which JSON lacks: s with each such word outside a string written as the string lockstep
+   reads ("nan", "inf", "-inf"), malloc'd, or NULL when there is none (or no memory); for
+   a document jansson refused (import_json.c). */
+char *lks_import_json_bare_nonfinite(const char *s);
 /* A whole-file format's lines (import_titan_losses.c, import_composer.c): each line of f,
    up to LKS_IMPORT_LINE_MAX bytes (longer: bad input at path:line), its newline and '\r'
    taken off, to fn with its length and number (c->lines counts them) until fn returns

@@ -6,6 +6,7 @@
 #include <ctype.h>
 #include <jansson.h>
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "harness/import/import_impl.h"
@@ -101,4 +102,47 @@ int lks_import_json_range_err(const char *path, long line, const char *s, size_t
 		line++;
 	return lks_err("'%s':%ld: bad value '%.*s'%s", path, line, (int)(k > 40 ? 40 : k), at,
 	               lks_import_number_why(answer)), LKS_E_BAD_INPUT;
+}
+
+/* Python's json module writes NaN, Infinity and -Infinity bare (allow_nan, its default),
+   which JSON lacks: s with each such word outside a string written as the string lockstep
+   reads ("nan", "inf", "-inf"), or NULL when there is none (or no memory). Only a line
+   jansson refused is looked at, so a good line costs nothing. */
+char *lks_import_json_bare_nonfinite(const char *s)
+{
+	static const struct { const char *bare, *as; } words[] = {
+		{ "-Infinity", "\"-inf\"" }, { "Infinity", "\"inf\"" }, { "NaN", "\"nan\"" },
+	};
+	char *out = malloc(2 * strlen(s) + 1), *w = out;  /* NaN, 3 bytes, grows the most: 5 */
+	int in_string = 0, any = 0;
+
+	for (const char *p = s; out && *p;) {
+		size_t k = 0, n = 0;
+
+		if (in_string || *p == '"') {
+			if (in_string && *p == '\\' && p[1])
+				*w++ = *p++;
+			else if (*p == '"')
+				in_string = !in_string;
+			*w++ = *p++;
+			continue;
+		}
+		for (; k < sizeof(words) / sizeof(words[0]); k++)
+			if (!strncmp(p, words[k].bare, n = strlen(words[k].bare)))
+				break;
+		if (k == sizeof(words) / sizeof(words[0])) {
+			*w++ = *p++;
+			continue;
+		}
+		w += strlen(strcpy(w, words[k].as));
+		p += n;
+		any = 1;
+	}
+	if (out)
+		*w = 0;
+	if (!any) {
+		free(out);
+		return NULL;
+	}
+	return out;
 }

@@ -30,49 +30,6 @@ static json_t *lks_json_load(const char *s, size_t *flags, json_error_t *e)
 	return o;
 }
 
-/* Python's json module writes NaN, Infinity and -Infinity bare (allow_nan, its default),
-   which JSON lacks: s with each such word outside a string written as the string lockstep
-   reads ("nan", "inf", "-inf"), or NULL when there is none (or no memory). Only a line
-   jansson refused is looked at, so a good line costs nothing. */
-static char *lks_json_bare_nonfinite(const char *s)
-{
-	static const struct { const char *bare, *as; } words[] = {
-		{ "-Infinity", "\"-inf\"" }, { "Infinity", "\"inf\"" }, { "NaN", "\"nan\"" },
-	};
-	char *out = malloc(2 * strlen(s) + 1), *w = out;  /* NaN, 3 bytes, grows the most: 5 */
-	int in_string = 0, any = 0;
-
-	for (const char *p = s; out && *p;) {
-		size_t k = 0, n = 0;
-
-		if (in_string || *p == '"') {
-			if (in_string && *p == '\\' && p[1])
-				*w++ = *p++;
-			else if (*p == '"')
-				in_string = !in_string;
-			*w++ = *p++;
-			continue;
-		}
-		for (; k < sizeof(words) / sizeof(words[0]); k++)
-			if (!strncmp(p, words[k].bare, n = strlen(words[k].bare)))
-				break;
-		if (k == sizeof(words) / sizeof(words[0])) {
-			*w++ = *p++;
-			continue;
-		}
-		w += strlen(strcpy(w, words[k].as));
-		p += n;
-		any = 1;
-	}
-	if (out)
-		*w = 0;
-	if (!any) {
-		free(out);
-		return NULL;
-	}
-	return out;
-}
-
 int lks_import_jsonl_line(const char *s, size_t len, lks_import_rec *rec, const char *path)
 {
 	json_error_t e, e2;
@@ -86,7 +43,7 @@ int lks_import_jsonl_line(const char *s, size_t len, lks_import_rec *rec, const 
 	if (!*s)
 		return 0;
 	if (!(o = lks_json_load(s, &flags, &e))) {
-		char *py = lks_json_bare_nonfinite(s);
+		char *py = lks_import_json_bare_nonfinite(s);
 
 		o = py ? lks_json_load(py, &flags, &e2) : NULL;
 		free(py);
