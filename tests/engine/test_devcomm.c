@@ -66,6 +66,10 @@ static void *rank_main(void *p)
 	if (k->rc)
 		snprintf(k->err, sizeof(k->err), "%s", lks_errmsg());
 	k->seconds = lks_now() - t0;
+	/* every rank's end closed at once, each in its thread: leaving waits for every rank's
+	   (the stand-in's as NCCL's finalize) */
+	lks_comm_close(k->end ? k->end : k->host);  /* an end owns its host's */
+	k->end = k->host = NULL;
 	return NULL;
 }
 
@@ -90,8 +94,6 @@ static void start_group(struct rank *k)
 		cr_assert_eq(pthread_create(&th[r], NULL, rank_main, &k[r]), 0);
 	for (int r = 0; r < W; r++)
 		pthread_join(th[r], NULL);
-	for (int r = 0; r < W; r++)
-		lks_comm_close(k[r].end ? k[r].end : k[r].host);  /* an end owns its host's */
 }
 
 TestSuite(devcomm, .init = standin_reset);
