@@ -21,6 +21,7 @@
  * numerics metrics not finite; NaN what the log lacks.
  */
 #include <ctype.h>
+#include <dirent.h>
 #include <jansson.h>
 #include <pthread.h>
 #include <math.h>
@@ -483,6 +484,43 @@ int lks_import_ranks_valid(const char *text)
 }
 
 static int lks_import_one(struct lks_import_run *r, const lks_import_format *fmt,
+                          const char *path, lks_import_counts *c);
+
+static int lks_events_file(const struct dirent *d)
+{
+	return !strncmp(d->d_name, "events.out.tfevents.", 20);
+}
+
+/* A TensorBoard run's folder: its event files in name order (the writer's start time, so
+   a restart's file comes after), each a file of its own (a restart's steps again are the
+   run restarted, as for any files given) */
+static int lks_import_folder(struct lks_import_run *r, const lks_import_format *fmt,
+                             const char *path, lks_import_counts *c)
+{
+	struct dirent **list = NULL;
+	int n = scandir(path, &list, lks_events_file, alphasort), rc = 0;
+
+	if (n < 0)
+		return lks_err("cannot read the folder '%s'", path), LKS_E_BAD_INPUT;
+	if (n == 0)
+		rc = (lks_err("'%s' holds no events.out.tfevents.* file", path), LKS_E_BAD_INPUT);
+	for (int i = 0; i < n; i++) {
+		char *full = malloc(strlen(path) + strlen(list[i]->d_name) + 2);
+
+		if (!rc && !full)
+			rc = lks_err("out of memory");
+		if (!rc) {
+			sprintf(full, "%s/%s", path, list[i]->d_name);
+			rc = lks_import_one(r, fmt, full, c);
+		}
+		free(full);
+		free(list[i]);
+	}
+	free(list);
+	return rc;
+}
+
+static int lks_import_one(struct lks_import_run *r, const lks_import_format *fmt,
                           const char *path, lks_import_counts *c)
 {
 	struct lks_import_ctx x = { r, c };
@@ -496,8 +534,11 @@ static int lks_import_one(struct lks_import_run *r, const lks_import_format *fmt
 		return lks_err("cannot open '%s'", path), LKS_E_BAD_INPUT;
 	if (!fstat(fileno(f), &st) && S_ISDIR(st.st_mode)) {  /* fopen opens one for reading */
 		fclose(f);
+		if (fmt->id == LKS_IMPORT_TENSORBOARD)
+			return lks_import_folder(r, fmt, path, c);
 		return lks_err("'%s' is a folder, not a log", path), LKS_E_BAD_INPUT;
 	}
+	r->file = r->nfiles++;
 	r->path = path;
 	if (!in && fmt->line && !r->follow && S_ISREG(st.st_mode)
 	    && (n = lks_import_starts(fileno(f), st.st_size, starts)) > 1) {
@@ -558,10 +599,8 @@ int lks_import_files(lks_store *store, const lks_import_opts *o, const char *con
 		return -1;
 	}
 	rc = 0;
-	for (int i = 0; !rc && i < npaths; i++) {
-		r.file = i;
+	for (int i = 0; !rc && i < npaths; i++)
 		rc = lks_import_one(&r, o->fmt, paths[i], &res->counts);
-	}
 	if (!rc) {
 		char what[512];
 

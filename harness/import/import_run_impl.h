@@ -55,7 +55,9 @@ struct lks_import_run {
 	lks_store *store;
 	int64_t run_id;
 	const char *path;
-	int file;                 /* the index of the file being read */
+	int file;                 /* the index of the file being read (a folder's count one
+	                             each) */
+	int nfiles;               /* the files begun so far */
 	struct lks_rank_last *ranks;
 	int nranks;
 	int restarts;             /* ranks a later file took back to an earlier step */

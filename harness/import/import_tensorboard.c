@@ -14,6 +14,8 @@
  * text) and events without a summary are counted as ignored. The value is stored as
  * written: a float32 is that float exactly.
  *
+ * A run's folder is read as its event files in name order (import.c), each a file.
+ *
  * Tags map to lockstep's metric names through the table below (Megatron-LM's "lm loss",
  * Hugging Face's "train/loss", MaxText's "learning/loss", ...); any other tag is its own
  * name ('/' and ' ' made '_'). The values of one step, in the file's order of events, make

@@ -1211,3 +1211,43 @@ Test(import, a_bad_line_in_a_later_part_names_its_line)
 	unsetenv("LKS_IMPORT_SPLIT_MIN");
 	rm_tmp();
 }
+
+/* A TensorBoard run's folder: its event files in name order, each a file of its own, so a
+   restart's file (here the same events again) takes the run back to its first step and
+   its values stand; a folder without event files is bad input; a folder given to a text
+   format is still refused. */
+Test(import, a_tensorboard_folder_reads_its_event_files_in_order)
+{
+	char dir[] = "/tmp/lks-tb-folder-XXXXXX", cmd[1400], empty[600];
+	lks_import_result res;
+	struct seen m;
+	lks_store *s;
+
+	cr_assert_not_null(mkdtemp(dir));
+	snprintf(cmd, sizeof(cmd), "cp '%s/tb_tensorboardx.tfevents' '%s/events.out.tfevents.1764000000.a' "
+	         "&& cp '%s/tb_tensorboardx.tfevents' '%s/events.out.tfevents.1764000100.a' "
+	         "&& echo not-an-event > '%s/notes.txt'", LKS_IMPORT_DIR, dir, LKS_IMPORT_DIR, dir,
+	         dir);
+	cr_assert_eq(system(cmd), 0);
+	cr_assert_eq(import("tensorboard", dir, &s, &res), 0, "%s", lks_errmsg());
+	cr_assert_eq(res.steps, 5);
+	cr_assert_eq(res.counts.records, 10, "5 steps of each file");
+	cr_assert_eq(res.counts.restarts, 1, "the second file went back to step 1");
+	metrics_of(s, res.run_id, &m);
+	cr_assert_eq(m.n, 15, "5 steps of 3 scalars, the restart's");
+	cr_assert_eq(at(&m, 1, 0, "loss")->value, 8.90109920501709);
+	lks_store_close(s);
+	rm_tmp();
+	snprintf(empty, sizeof(empty), "%s/empty", dir);
+	cr_assert_eq(mkdir(empty, 0700), 0);
+	cr_assert_eq(import("tensorboard", empty, &s, &res), LKS_E_BAD_INPUT);
+	cr_assert(strstr(lks_errmsg(), "holds no events.out.tfevents.* file"), "%s", lks_errmsg());
+	lks_store_close(s);
+	rm_tmp();
+	cr_assert_eq(import("torchtitan", dir, &s, &res), LKS_E_BAD_INPUT);
+	cr_assert(strstr(lks_errmsg(), "is a folder, not a log"), "%s", lks_errmsg());
+	lks_store_close(s);
+	rm_tmp();
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+	cr_assert_eq(system(cmd), 0);
+}
