@@ -87,9 +87,15 @@ static int lks_fsdp_fp8_weight(lks_rank *r, int li, const float *w, size_t n, lk
 
 	if (lks_be_download(r->be, r->bectx, x, w, n * sizeof(float)))
 		return -1;
-	for (size_t k = 0; k < n; k++)  /* owned: x[k] is in the flat vector at [own0, own1) */
-		if (lks_fsdp_owns(r, li, k))
+	/* owned: x[k] is in the flat vector at [own0, own1); all[k] marks it (1, else -0.0)
+	   until the cast below writes its code there */
+	for (size_t k = 0; k < n; k++) {
+		int own = lks_fsdp_owns(r, li, k);
+
+		all[k] = own ? 1.0f : -0.0f;
+		if (own)
 			amax = lks_nanmax(amax, fabsf(x[k]));
+	}
 	/* the shard's amax (the whole weight's when tp = 1), then under tp the tp group's */
 	if (lks_comm_allreduce_max(f->shard, &amax, 1))
 		return -1;
@@ -104,8 +110,8 @@ static int lks_fsdp_fp8_weight(lks_rank *r, int li, const float *w, size_t n, lk
 	}
 	/* the gather: each rank's codes (as floats, exact) in their place, -0.0 elsewhere */
 	for (size_t k = 0; k < n; k++)
-		all[k] = lks_fsdp_owns(r, li, k) ? (float)lks_cast_one(x[k], scale, &spec, &cnt)
-		                                 : -0.0f;
+		if (all[k] == 1.0f)
+			all[k] = (float)lks_cast_one(x[k], scale, &spec, &cnt);
 	q->underflow = cnt.underflow;
 	q->saturated = cnt.saturated;
 	if (lks_comm_allreduce_sum(f->shard, all, n) || lks_quant_counts_sum(f->shard, q))

@@ -130,13 +130,7 @@ struct lks_composer_read {
 /* The record open, if it has metrics, to the sink; 0 or the sink's answer. */
 static int lks_composer_flush(struct lks_composer_read *x)
 {
-	int was = x->open;
-
-	x->open = 0;
-	if (!was || !x->rec.n)
-		return 0;
-	x->c->records++;
-	return x->sink(x->arg, &x->rec);
+	return lks_import_rec_close(&x->rec, &x->open, x->sink, x->arg, x->c);
 }
 
 /* One line: a metric of the record open, or a progress line, or another (ignored). */

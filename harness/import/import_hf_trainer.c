@@ -163,37 +163,6 @@ static int lks_hf_line(void *arg, char *line, size_t len, long at)
 	return x->sink(x->arg, &x->rec);
 }
 
-/* The whole of f, NUL ended, into *text (*len bytes; free it): 0, or -1 (lks_err) */
-static int lks_hf_slurp(FILE *f, const char *path, char **text, size_t *len)
-{
-	size_t cap = 65536, n = 0, got;
-	char *p = malloc(cap), *q;
-
-	if (!p)
-		return lks_err("out of memory");
-	for (;;) {
-		if (n + 1 == cap) {  /* full: twice the room */
-			if (!(q = realloc(p, cap * 2))) {
-				free(p);
-				return lks_err("out of memory");
-			}
-			p = q;
-			cap *= 2;
-		}
-		if (!(got = fread(p + n, 1, cap - n - 1, f)))
-			break;
-		n += got;
-	}
-	if (ferror(f)) {
-		free(p);
-		return lks_err("cannot read '%s'", path);
-	}
-	p[n] = 0;
-	*text = p;
-	*len = n;
-	return 0;
-}
-
 static int lks_import_parse_hf(const char *path, FILE *f, lks_import_sink sink, void *arg,
                                lks_import_counts *c)
 {
@@ -206,9 +175,11 @@ static int lks_import_parse_hf(const char *path, FILE *f, lks_import_sink sink, 
 	FILE *mem;
 	int rc;
 
-	if (!x || lks_hf_slurp(f, path, &text, &len)) {
+	if (!x)
+		return lks_err("out of memory");
+	if ((rc = lks_import_json_slurp(f, path, "a Trainer's log", &text, &len))) {
 		free(x);
-		return x ? -1 : lks_err("out of memory");
+		return rc == LKS_E_BAD_INPUT ? rc : lks_err("cannot read '%s'", path);
 	}
 	for (s = text; isspace((unsigned char)*s); s++)
 		;

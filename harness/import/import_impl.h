@@ -121,11 +121,24 @@ int lks_import_bad_step(const char *path, long line, const char *what, const cha
    value, or a bad number, is bad input at path:line (LKS_E_BAD_INPUT). */
 int lks_import_fields(lks_import_rec *rec, lks_import_fmt fmt, const char *p,
                       const char *end, char delim, char sep, const char *path);
+/* The rest of f (path names it) into *text (*len bytes, NUL ended; free it), a document
+   read whole (what: "a golden file") within the limit of LKS_GOLDEN_FILE_MAX
+   (harness/base/file.h), from a file or a pipe ('zcat FILE | lockstep import ... -'): 0;
+   LKS_E_BAD_INPUT (lks_err) for a device, which may never end (/dev/zero), a socket, or
+   more than the limit, a file over it before a byte is read, a pipe at the first byte over
+   it; -1 (no memory, a read error). (import_json.c) */
+int lks_import_json_slurp(FILE *f, const char *path, const char *what, char **text,
+                          size_t *len);
 /* Python's json module writes NaN, Infinity and -Infinity bare (allow_nan, its default),
    which JSON lacks: s with each such word outside a string written as the string lockstep
    reads ("nan", "inf", "-inf"), malloc'd, or NULL when there is none (or no memory); for
    a document jansson refused (import_json.c). */
 char *lks_import_json_bare_nonfinite(const char *s);
+/* A record a whole-file format gathers from several lines or events (import_composer.c,
+   import_tensorboard.c), while *open: to sink, counted, where it holds metrics; then
+   closed. 0, or the sink's answer. */
+int lks_import_rec_close(lks_import_rec *rec, int *open, lks_import_sink sink, void *arg,
+                         lks_import_counts *c);
 /* A whole-file format's lines (import_titan_losses.c, import_composer.c): each line of f,
    up to LKS_IMPORT_LINE_MAX bytes (longer: bad input at path:line), its newline and '\r'
    taken off, to fn with its length and number (c->lines counts them) until fn returns

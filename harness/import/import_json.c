@@ -1,14 +1,17 @@
 /*
- * import_json.c: the values of the JSON formats (jsonl, megatron-golden; import_impl.h),
- * read with jansson: a metric's number, a whole number, and a number no double holds
- * named at its file:line.
+ * import_json.c: what the JSON formats share (jsonl, megatron-golden, hf-trainer;
+ * import_impl.h): a metric's number, a whole number, a number no double holds named at its
+ * file:line, Python's bare NaN and infinities, and a document read whole within its limit.
  */
 #include <ctype.h>
 #include <jansson.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
+#include "harness/base/file.h"
 #include "harness/import/import_impl.h"
 #include "kernels/err.h"
 
@@ -145,4 +148,48 @@ char *lks_import_json_bare_nonfinite(const char *s)
 		return NULL;
 	}
 	return out;
+}
+
+int lks_import_json_slurp(FILE *f, const char *path, const char *what, char **text,
+                          size_t *len)
+{
+	size_t cap = 65536, n = 0, got;
+	struct stat st = { 0 };
+	char *p, *q;
+
+	if (fstat(fileno(f), &st) == 0 && !S_ISREG(st.st_mode) && !S_ISFIFO(st.st_mode))
+		return lks_err("'%s' is not a regular file or a pipe (%s): want %s", path,
+		               S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode) ? "a device" : "a socket", what),
+		       LKS_E_BAD_INPUT;
+	if (S_ISREG(st.st_mode) && (unsigned long long)st.st_size > LKS_GOLDEN_FILE_MAX)
+		return lks_err("'%s' is %lld bytes, over the limit of %zu bytes for %s", path,
+		               (long long)st.st_size, LKS_GOLDEN_FILE_MAX, what), LKS_E_BAD_INPUT;
+	if (!(p = malloc(cap)))
+		return -1;
+	do {
+		if (n + 1 == cap) {  /* full: LKS_GOLDEN_FILE_MAX + 1 bytes are enough to refuse */
+			if (n > LKS_GOLDEN_FILE_MAX)
+				break;
+			cap = cap * 2 < LKS_GOLDEN_FILE_MAX + 2 ? cap * 2 : LKS_GOLDEN_FILE_MAX + 2;
+			if (!(q = realloc(p, cap))) {
+				free(p);
+				return -1;
+			}
+			p = q;
+		}
+		n += got = fread(p + n, 1, cap - n - 1, f);
+	} while (got > 0);
+	if (n > LKS_GOLDEN_FILE_MAX) {
+		free(p);
+		return lks_err("'%s' holds more than the limit of %zu bytes for %s", path,
+		               LKS_GOLDEN_FILE_MAX, what), LKS_E_BAD_INPUT;
+	}
+	if (ferror(f)) {
+		free(p);
+		return -1;
+	}
+	p[n] = 0;
+	*text = p;
+	*len = n;
+	return 0;
 }

@@ -288,6 +288,18 @@ int lks_import_step_fields(lks_import_rec *rec, lks_import_fmt fmt, const char *
 	return lks_import_fields(rec, fmt, q + 1, end, delim, sep, path);
 }
 
+int lks_import_rec_close(lks_import_rec *rec, int *open, lks_import_sink sink, void *arg,
+                         lks_import_counts *c)
+{
+	int was = *open;
+
+	*open = 0;
+	if (!was || !rec->n)
+		return 0;
+	c->records++;
+	return sink(arg, rec);
+}
+
 int lks_import_each_line(const char *path, FILE *f, lks_import_counts *c,
                          int (*fn)(void *arg, char *line, size_t len, long at), void *arg)
 {

@@ -22,9 +22,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
-#include "harness/base/file.h"
 #include "harness/import/import_impl.h"
 #include "kernels/err.h"
 
@@ -118,54 +116,6 @@ static int lks_golden_metric(const char *path, const char *name, int m, const js
 			               "or \"nan\"", path, name, key, LKS_IMPORT_MAX_STEP), LKS_E_BAD_INPUT;
 		*n += !lks_golden_unlogged(v);
 	}
-	return 0;
-}
-
-/* The rest of f (path names it) into *text (*len bytes, NUL ended; free it), as a golden
-   file within its limit (LKS_GOLDEN_FILE_MAX, harness/base/file.h), from a file or a pipe
-   ('zcat FILE | lockstep import ... -'): 0; LKS_E_BAD_INPUT (lks_err) for a device, which
-   may never end (/dev/zero), a socket, or more than the limit, a file over it before a
-   byte is read, a pipe at the first byte over it; -1 (no memory, a read error). */
-static int lks_json_slurp(FILE *f, const char *path, char **text, size_t *len)
-{
-	size_t cap = 65536, n = 0, got;
-	struct stat st = { 0 };
-	char *p, *q;
-
-	if (fstat(fileno(f), &st) == 0 && !S_ISREG(st.st_mode) && !S_ISFIFO(st.st_mode))
-		return lks_err("'%s' is not a regular file or a pipe (%s): want a golden file", path,
-		               S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode) ? "a device" : "a socket"),
-		       LKS_E_BAD_INPUT;
-	if (S_ISREG(st.st_mode) && (unsigned long long)st.st_size > LKS_GOLDEN_FILE_MAX)
-		return lks_err("'%s' is %lld bytes, over the limit of %zu bytes for a golden file",
-		               path, (long long)st.st_size, LKS_GOLDEN_FILE_MAX), LKS_E_BAD_INPUT;
-	if (!(p = malloc(cap)))
-		return -1;
-	do {
-		if (n + 1 == cap) {  /* full: LKS_GOLDEN_FILE_MAX + 1 bytes are enough to refuse */
-			if (n > LKS_GOLDEN_FILE_MAX)
-				break;
-			cap = cap * 2 < LKS_GOLDEN_FILE_MAX + 2 ? cap * 2 : LKS_GOLDEN_FILE_MAX + 2;
-			if (!(q = realloc(p, cap))) {
-				free(p);
-				return -1;
-			}
-			p = q;
-		}
-		n += got = fread(p + n, 1, cap - n - 1, f);
-	} while (got > 0);
-	if (n > LKS_GOLDEN_FILE_MAX) {
-		free(p);
-		return lks_err("'%s' holds more than the limit of %zu bytes for a golden file", path,
-		               LKS_GOLDEN_FILE_MAX), LKS_E_BAD_INPUT;
-	}
-	if (ferror(f)) {
-		free(p);
-		return -1;
-	}
-	p[n] = 0;
-	*text = p;
-	*len = n;
 	return 0;
 }
 
@@ -285,7 +235,7 @@ static int lks_import_parse_megatron_golden(const char *path, FILE *f, lks_impor
 	int rc = LKS_E_BAD_INPUT;
 
 	/* read whole (a golden file is small), to see its first bytes */
-	if ((rc = lks_json_slurp(f, path, &text, &len)) != 0) {
+	if ((rc = lks_import_json_slurp(f, path, "a golden file", &text, &len)) != 0) {
 		if (rc != LKS_E_BAD_INPUT)
 			rc = lks_err("cannot read '%s'", path);
 		goto out;

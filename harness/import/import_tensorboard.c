@@ -264,13 +264,7 @@ struct lks_tb_read {
 
 static int lks_tb_flush(struct lks_tb_read *x)
 {
-	int was = x->open;
-
-	x->open = 0;
-	if (!was || !x->rec->n)
-		return 0;
-	x->c->records++;
-	return x->sink(x->arg, x->rec);
+	return lks_import_rec_close(x->rec, &x->open, x->sink, x->arg, x->c);
 }
 
 /* One Event's scalars into the record of its step */

@@ -700,10 +700,10 @@ ParameterizedTest(const size_t *i, import, hostile_logs_fail_at_file_line_and_st
 	refused(refusals[*i].fmt, refusals[*i].file, refusals[*i].where);
 }
 
-/* A golden file is read whole, so within a golden file's limit (LKS_GOLDEN_FILE_MAX), from a
-   file or a pipe: /dev/zero, which never ends, is refused at once by its name (it grew to
-   3.2 GB); a file over the limit before a byte is read; a pipe at the first byte over it.
-   Bad input, and nothing stored. */
+/* A golden file (and hf-trainer's input) is read whole, so within a golden file's limit
+   (LKS_GOLDEN_FILE_MAX), from a file or a pipe: /dev/zero, which never ends, is refused at
+   once by its name (it grew to 3.2 GB); a file over the limit before a byte is read; a pipe
+   at the first byte over it. Bad input, and nothing stored. */
 Test(import, a_golden_file_is_read_within_its_limit, .timeout = 120)
 {
 	char dir[64], big[128], fifo[128], want[128];
@@ -711,6 +711,9 @@ Test(import, a_golden_file_is_read_within_its_limit, .timeout = 120)
 	int fd, st;
 
 	refused("megatron-golden", "/dev/zero", "'/dev/zero' is not a regular file or a pipe "
+	        "(a device)");
+	/* Hugging Face's trainer_state.json is read whole the same way */
+	refused("hf-trainer", "/dev/zero", "'/dev/zero' is not a regular file or a pipe "
 	        "(a device)");
 	snprintf(dir, sizeof(dir), "/tmp/lks-test-limit-XXXXXX");
 	cr_assert_not_null(mkdtemp(dir));
