@@ -307,8 +307,8 @@ static inline int64_t bulk_import_run(lks_store *s, const char *name, int commit
 		for (int i = 0; i < BULK_RECORDS; i++) {
 			int step = k * BULK_RECORDS + i;
 			lks_metric_row rows[2] = {
-				{ 0, 0, "loss", LKS_METRIC_NUMERICS, 10.0 / (step + 1) },
-				{ 0, 0, "iteration_time", LKS_METRIC_PERFORMANCE, 500 + step % 7 } };
+				{ 0, 0, "loss", LKS_METRIC_NUMERICS, 10.0 / (step + 1), 0 },
+				{ 0, 0, "iteration_time", LKS_METRIC_PERFORMANCE, 500 + step % 7, 0 } };
 
 			cr_assert_eq(lks_block_add(b, step, 0, rows, 2), 0, "%s", lks_errmsg());
 		}

@@ -40,7 +40,10 @@ static const char lks_diff_usage[] =
 	"    different hash (any rank)\n"
 	"  - of imported runs ('lockstep import', import = in a case), their metrics instead:\n"
 	"    numerics (values, how many differ, the first step that does, the largest\n"
-	"    relative error), then performance apart (means of a and b; never in a verdict)\n"
+	"    relative error, the decimals each side's text printed them with and how many\n"
+	"    differ still at the coarser: a text log against its run's event file agrees\n"
+	"    to the printed precision, and the event file holds more), then performance\n"
+	"    apart (means of a and b; never in a verdict)\n"
 	"\n"
 	"options:\n";
 

@@ -121,9 +121,15 @@ static inline void lks_import_rec_put(lks_import_rec *rec, int place, const lks_
    the table, or the label made a name. A second value of one name, or more than
    LKS_IMPORT_MAX_METRICS, is bad input: lks_err naming path:line, LKS_E_BAD_INPUT. The
    _dec form takes the value's decimal as read too (dec: LKS_IMPORT_NO_DEC, or as the
-   number readers give it). */
+   number readers give it): the decimals the log printed it with, its precision as the
+   store keeps it (import_block.h); a value of text is given with it. */
 int lks_import_rec_add(lks_import_rec *rec, lks_import_fmt fmt, const char *label, size_t len,
                        double value, const char *path);
+/* lks_import_rec_add takes a value without its text (a JSON document's number, which
+   jansson gives as a double) as written in its shortest form, the form Python's json
+   writes: its decimal as lks_import_rec_add_dec takes it, the fewest decimals (0 to 14,
+   at most 15 digits) that give v back, or LKS_IMPORT_NO_DEC (import_number.c). */
+int64_t lks_import_shortest_dec(double v);
 int lks_import_rec_add_dec(lks_import_rec *rec, lks_import_fmt fmt, const char *label,
                            size_t len, double value, int64_t dec, const char *path);
 

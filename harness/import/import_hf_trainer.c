@@ -130,6 +130,7 @@ static int lks_hf_line(void *arg, char *line, size_t len, long at)
 	for (p++, end--; p < end;) {
 		const char *k, *ke, *v, *ve;
 		double val;
+		int64_t dec;
 
 		while (p < end && (*p == ' ' || *p == ','))
 			p++;
@@ -152,10 +153,10 @@ static int lks_hf_line(void *arg, char *line, size_t len, long at)
 				ve--;
 				break;
 			}
-		if ((rc = lks_import_number(v, (size_t)(ve - v), 0, &val)))
+		if ((rc = lks_import_number_dec(v, (size_t)(ve - v), 0, &val, &dec)))
 			return lks_import_bad_value(x->path, at, k, (size_t)(ke - k), v, (size_t)(ve - v), rc);
-		if ((rc = lks_import_rec_add(&x->rec, LKS_IMPORT_HF_TRAINER, k, (size_t)(ke - k), val,
-		                             x->path)))
+		if ((rc = lks_import_rec_add_dec(&x->rec, LKS_IMPORT_HF_TRAINER, k, (size_t)(ke - k), val,
+		                                 dec, x->path)))
 			return rc;
 	}
 	x->rec.step = ++x->n;

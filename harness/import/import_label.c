@@ -227,7 +227,8 @@ static __attribute__((noinline)) int lks_rec_add_slow(lks_import_rec *rec, lks_i
 int lks_import_rec_add(lks_import_rec *rec, lks_import_fmt fmt, const char *label, size_t len,
                        double value, const char *path)
 {
-	return lks_import_rec_add_dec(rec, fmt, label, len, value, LKS_IMPORT_NO_DEC, path);
+	return lks_import_rec_add_dec(rec, fmt, label, len, value, lks_import_shortest_dec(value),
+	                              path);
 }
 
 int lks_import_rec_add_dec(lks_import_rec *rec, lks_import_fmt fmt, const char *label,

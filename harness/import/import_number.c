@@ -6,6 +6,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <float.h>
+#include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -67,6 +68,23 @@ size_t lks_import_decimal_prefix(const char *s, size_t n, int commas, double *ou
 	if (s[0] == '-')
 		*out = -*out;
 	return i;
+}
+
+int64_t lks_import_shortest_dec(double v)
+{
+	const double limit = 1e15;  /* 15 digits, as the decimals a text's reader keeps */
+
+	if (!(fabs(v) < limit) || (v == 0 && signbit(v)))
+		return LKS_IMPORT_NO_DEC;
+	for (int d = 0; d <= 14; d++) {
+		double r = nearbyint(v * lks_import_pow10[d]);
+
+		if (fabs(r) >= limit)
+			break;
+		if ((d ? r / lks_import_pow10[d] : r) == v)
+			return (int64_t)((uint64_t)(int64_t)r << 4) | d;
+	}
+	return LKS_IMPORT_NO_DEC;
 }
 
 int lks_import_number(const char *s, size_t len, int commas, double *out)

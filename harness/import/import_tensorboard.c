@@ -298,8 +298,9 @@ static int lks_tb_event(struct lks_tb_read *x, const LksTb__Event *e, long at)
 		if (!tag || !*tag || !lks_tb_scalar(s->value[i], &v))
 			continue;
 		n++;
-		if ((rc = lks_import_rec_add(x->rec, LKS_IMPORT_TENSORBOARD, tag, strlen(tag), v,
-		                             x->path)))
+		/* a binary value: it is what was logged, no decimal printed it */
+		if ((rc = lks_import_rec_add_dec(x->rec, LKS_IMPORT_TENSORBOARD, tag, strlen(tag), v,
+		                                 LKS_IMPORT_NO_DEC, x->path)))
 			return rc;
 	}
 	x->c->ignored += n == 0;

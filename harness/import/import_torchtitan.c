@@ -45,6 +45,7 @@ static int lks_titan_value(lks_import_rec *rec, const char *path, const char *l,
 {
 	const char *gib = NULL;
 	double x, pct;
+	int64_t dx, dpct;
 	int rc;
 
 	for (const char *p = v; g && !gib && (p = memchr(p, 'G', vlen - (size_t)(p - v))); p++)
@@ -53,23 +54,24 @@ static int lks_titan_value(lks_import_rec *rec, const char *path, const char *l,
 	if (gib) {
 		const char *p = gib + 3, *end = v + vlen;
 
-		if ((rc = lks_import_number(v, (size_t)(gib - v), 0, &x)))
+		if ((rc = lks_import_number_dec(v, (size_t)(gib - v), 0, &x, &dx)))
 			return lks_import_bad_value(path, rec->line, l, llen, v, vlen, rc);
-		if ((rc = lks_import_rec_add(rec, LKS_IMPORT_TORCHTITAN, l, llen, x, path)))
+		if ((rc = lks_import_rec_add_dec(rec, LKS_IMPORT_TORCHTITAN, l, llen, x, dx, path)))
 			return rc;
 		if (p == end)
 			return 0;
 		if (end - p < 4 || p[0] != '(' || memcmp(end - 2, "%)", 2))
 			return lks_import_bad_value(path, rec->line, l, llen, v, vlen, -1);
-		if ((rc = lks_import_number(p + 1, (size_t)(end - 2 - (p + 1)), 0, &pct)))
+		if ((rc = lks_import_number_dec(p + 1, (size_t)(end - 2 - (p + 1)), 0, &pct, &dpct)))
 			return lks_import_bad_value(path, rec->line, l, llen, v, vlen, rc);
-		return lks_import_rec_add(rec, LKS_IMPORT_TORCHTITAN, "memory_pct", 10, pct, path);
+		return lks_import_rec_add_dec(rec, LKS_IMPORT_TORCHTITAN, "memory_pct", 10, pct, dpct,
+		                              path);
 	}
 	if (vlen && v[vlen - 1] == '%')
 		vlen--;
-	if ((rc = lks_import_number(v, vlen, 1, &x)))
+	if ((rc = lks_import_number_dec(v, vlen, 1, &x, &dx)))
 		return lks_import_bad_value(path, rec->line, l, llen, v, vlen, rc);
-	return lks_import_rec_add(rec, LKS_IMPORT_TORCHTITAN, l, llen, x, path);
+	return lks_import_rec_add_dec(rec, LKS_IMPORT_TORCHTITAN, l, llen, x, dx, path);
 }
 
 /* Whether a record at p of the text from s starts where one may: at the start, or after

@@ -489,7 +489,7 @@ static int lks_read_metric(struct lks_rd *r, char *line)
 		return lks_bad(r, "metric '%s' twice at step %d rank %d", f[2], step, rank);
 	row = lks_import_metric_find(f[2]);
 	return lks_stored_run_add_metric(g, step, rank, f[2],
-	                                 row ? row->kind : LKS_METRIC_NUMERICS, v);
+	                                 row ? row->kind : LKS_METRIC_NUMERICS, v, 0);
 }
 
 /* "# end<TAB>ROWS" after an imported run's metric rows. */

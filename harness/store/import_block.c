@@ -10,6 +10,13 @@
  * name took last: a log prints a metric with the same number of decimals on every line,
  * so one multiply, one rounding and one divide usually settle it, and equal d keep the
  * differences of m small.
+ *
+ * A column some value of which came with the decimal it was written with (a log's text)
+ * is printed: its d are then those decimals, which the decoder gives back as the value's
+ * precision (lks_metric_row.printed), and a value of it without one is written raw
+ * rather than as a decimal looked for, which would claim a precision nobody printed. A
+ * column without (an event file's floats) takes any d that gives the bits back: there d
+ * is an encoding and says nothing.
  */
 #include <math.h>
 #include <stdint.h>
@@ -20,7 +27,11 @@
 #include "harness/store/import_block.h"
 #include "kernels/err.h"
 
-#define LKS_BLOCK_VERSION 1
+/* 2: a name's kind byte also says whether its column is printed (bit 1); 1 had no such
+   bit, and reads as no column printed */
+#define LKS_BLOCK_VERSION 2
+#define LKS_KIND_PERFORMANCE 1
+#define LKS_KIND_PRINTED 2
 #define LKS_DEC_MAX 14                 /* decimals of the short form: 10^14 < 2^53 */
 #define LKS_DEC_RAW 15
 _Static_assert(LKS_DEC_RAW == LKS_IMPORT_NO_DEC, "a record's 'no decimal' is the raw form's d");
@@ -204,6 +215,41 @@ static int lks_block_take(lks_block *b, const char *name, lks_metric_kind kind, 
 	return lks_block_mark(b, j, name);
 }
 
+/* x rounded to the nearest integer, ties to even, as nearbyint in the default rounding
+   mode, without its call: below 2^52 in magnitude, adding and taking away 2^52 leaves
+   exactly the rounded integer (the sum has no bits below 1); from 2^52 on every double is
+   an integer already. The sign is put back after, so -0.3 gives -0. */
+static double lks_round(double x)
+{
+	const double two52 = 4503599627370496.0;
+	double a = fabs(x);
+
+	if (!(a < two52))
+		return x;
+	a = (a + two52) - two52;
+	return x < 0 ? -a : a;
+}
+
+/* v as the decimal of d places it was written with (lks_import_rec's dec), d < 0 none:
+   the integer nearest v 10^d, or one beside it where that product was rounded across
+   the half (m up to 2^53: the product's error is under 2), whichever gives v back; else
+   none. */
+static int64_t lks_block_dec_at(double v, int d)
+{
+	double r;
+
+	if (d < 0 || d > LKS_DEC_MAX || !isfinite(v) || (v == 0 && signbit(v)))
+		return LKS_IMPORT_NO_DEC;
+	r = lks_round(v * lks_import_pow10[d]);
+	for (int k = 0; k < 3; k++) {
+		double m = r + (k == 1 ? -1 : k == 2 ? 1 : 0);
+
+		if (fabs(m) < LKS_M_LIMIT && (d ? m / lks_import_pow10[d] : m) == v)
+			return (int64_t)((uint64_t)(int64_t)m << 4) | d;
+	}
+	return LKS_IMPORT_NO_DEC;
+}
+
 int lks_block_add(lks_block *b, int step, int rank, const lks_metric_row *rows, int n)
 {
 	int col[LKS_METRICS_MAX], rc;
@@ -218,7 +264,8 @@ int lks_block_add(lks_block *b, int step, int rank, const lks_metric_row *rows, 
 			return rc;
 	}
 	for (int i = 0, at = b->n; i < n; i++)
-		lks_block_put(&b->cols[col[i]], at, rows[i].value, LKS_IMPORT_NO_DEC);
+		lks_block_put(&b->cols[col[i]], at, rows[i].value,
+		              lks_block_dec_at(rows[i].value, rows[i].printed - 1));
 	lks_block_next(b, step, rank);
 	return 0;
 }
@@ -320,21 +367,6 @@ static int lks_same_bits(double a, double b)
 	return !memcmp(&a, &b, sizeof(a));
 }
 
-/* x rounded to the nearest integer, ties to even, as nearbyint in the default rounding
-   mode, without its call: below 2^52 in magnitude, adding and taking away 2^52 leaves
-   exactly the rounded integer (the sum has no bits below 1); from 2^52 on every double is
-   an integer already. The sign is put back after, so -0.3 gives -0. */
-static double lks_round(double x)
-{
-	const double two52 = 4503599627370496.0;
-	double a = fabs(x);
-
-	if (!(a < two52))
-		return x;
-	a = (a + two52) - two52;
-	return x < 0 ? -a : a;
-}
-
 /* v as m / 10^d (the short form): d, or LKS_DEC_RAW. try_d first. */
 static int lks_decimal(double v, int try_d, int64_t *m)
 {
@@ -367,9 +399,19 @@ static unsigned char *lks_raw_at(unsigned char *q, double v)
 	return q;
 }
 
+/* Whether a value of column c came with its decimal as written (lks_block_add_rec's dec):
+   the column is printed. */
+static int lks_col_printed(const lks_block *b, const struct lks_bcol *c)
+{
+	for (int i = 0; i < b->n; i++)
+		if (c->dec[i] != LKS_IMPORT_NO_DEC && (c->has[i / 8] >> (i % 8) & 1))
+			return 1;
+	return 0;
+}
+
 static int lks_encode_col(lks_block *b, struct lks_bcol *c)
 {
-	int all = 1, full = b->n / 8;
+	int all = 1, full = b->n / 8, printed = lks_col_printed(b, c);
 
 	for (int k = 0; all && k < full; k++)  /* every record has it: its bytes all ones */
 		all = c->has[k] == 0xff;
@@ -408,7 +450,7 @@ static int lks_encode_col(lks_block *b, struct lks_bcol *c)
 			                     arithmetically (C leaves it to the compiler) */
 			if (d == LKS_DEC_RAW || !(fabs((double)m) < LKS_M_LIMIT)
 			    || !lks_same_bits(d ? (double)m / lks_import_pow10[d] : (double)m, v[i]))
-				d = lks_decimal(v[i], last_d, &m);
+				d = printed ? LKS_DEC_RAW : lks_decimal(v[i], last_d, &m);
 			if (d == LKS_DEC_RAW) {
 				*w++ = LKS_DEC_RAW;
 				w = lks_raw_at(w, v[i]);
@@ -453,7 +495,10 @@ int lks_block_encode(lks_block *b, const unsigned char **data, size_t *len)
 	for (int j = 0; j < b->ncols; j++) {
 		size_t nl = strlen(b->cols[j].name) + 1;
 
-		b->out.p[b->out.n++] = b->cols[j].kind == LKS_METRIC_PERFORMANCE;
+		b->out.p[b->out.n++] = (unsigned char)((b->cols[j].kind == LKS_METRIC_PERFORMANCE
+		                                        ? LKS_KIND_PERFORMANCE : 0)
+		                                       | (lks_col_printed(b, &b->cols[j])
+		                                          ? LKS_KIND_PRINTED : 0));
 		memcpy(b->out.p + b->out.n, b->cols[j].name, nl);
 		b->out.n += nl;
 	}
@@ -518,8 +563,10 @@ static double lks_get_raw(struct lks_in *in)
 struct lks_dcol {
 	const char *name;
 	lks_metric_kind kind;
+	int printed;                      /* its d are the decimals its values were written with */
 	const unsigned char *has;         /* NULL: every record */
 	double *v;
+	unsigned char *dp;                /* per record: lks_metric_row.printed */
 };
 
 static int lks_present(const struct lks_dcol *c, int i)
@@ -547,12 +594,15 @@ static int lks_decode_col(struct lks_in *in, struct lks_dcol *c, int n, const in
 		if (!lks_present(c, i))
 			continue;
 		t = lks_get_varint(in);
+		c->dp[i] = 0;
 		if ((d = (int)(t & 15)) == LKS_DEC_RAW) {
 			if (t != LKS_DEC_RAW)
 				return -1;
 			c->v[i] = lks_get_raw(in);
 			continue;
 		}
+		if (c->printed && d > 0)  /* a whole number is a count, or whole: no rounding said */
+			c->dp[i] = (unsigned char)(1 + d);
 		/* unsigned: a damaged blob's difference may overflow, which is checked after */
 		prev[rank[i]] = (int64_t)((uint64_t)prev[rank[i]] + (uint64_t)lks_unzz(t >> 4));
 		if (!(fabs((double)prev[rank[i]]) < LKS_M_LIMIT))
@@ -569,8 +619,11 @@ int lks_block_decode(const unsigned char *data, size_t len, lks_block_fn fn, voi
 	int *step = NULL, *rank = NULL, n, ncols, max_rank = 0, rc = -1;
 	int64_t *prev = NULL;
 	double *vals = NULL;
+	unsigned char *dps = NULL;
+	uint64_t version = lks_get_varint(&in);
+	int kinds = version == 1 ? LKS_KIND_PERFORMANCE : LKS_KIND_PERFORMANCE | LKS_KIND_PRINTED;
 
-	if (lks_get_varint(&in) != LKS_BLOCK_VERSION)
+	if (version != 1 && version != LKS_BLOCK_VERSION)
 		return lks_err("an import block of an unknown layout");
 	n = (int)lks_get_varint(&in);
 	ncols = (int)lks_get_varint(&in);
@@ -579,19 +632,23 @@ int lks_block_decode(const unsigned char *data, size_t len, lks_block_fn fn, voi
 	if (!(cols = calloc((size_t)ncols + 1, sizeof(*cols)))
 	    || !(step = malloc(((size_t)n + 1) * sizeof(int)))
 	    || !(rank = malloc(((size_t)n + 1) * sizeof(int)))
-	    || !(vals = malloc(((size_t)n * (size_t)ncols + 1) * sizeof(double)))) {
+	    || !(vals = malloc(((size_t)n * (size_t)ncols + 1) * sizeof(double)))
+	    || !(dps = malloc((size_t)n * (size_t)ncols + 1))) {
 		lks_err("out of memory");
 		goto out;
 	}
 	for (int j = 0; j < ncols; j++) {
 		const unsigned char *nul;
 
-		if (in.end - in.p < 3 || *in.p > 1 || !(nul = memchr(in.p + 1, 0, (size_t)(in.end - in.p - 1)))
+		if (in.end - in.p < 3 || (*in.p & ~kinds)
+		    || !(nul = memchr(in.p + 1, 0, (size_t)(in.end - in.p - 1)))
 		    || nul == in.p + 1 || nul - (in.p + 1) >= LKS_METRIC_NAME_MAX)
 			goto bad;
 		cols[j] = (struct lks_dcol){ (const char *)in.p + 1,
-		                             *in.p ? LKS_METRIC_PERFORMANCE : LKS_METRIC_NUMERICS,
-		                             NULL, vals + (size_t)j * (size_t)n };
+		                             *in.p & LKS_KIND_PERFORMANCE ? LKS_METRIC_PERFORMANCE
+		                             : LKS_METRIC_NUMERICS, !!(*in.p & LKS_KIND_PRINTED),
+		                             NULL, vals + (size_t)j * (size_t)n,
+		                             dps + (size_t)j * (size_t)n };
 		in.p = nul + 1;
 	}
 	for (int i = 0; i < n; i++) {
@@ -630,7 +687,7 @@ int lks_block_decode(const unsigned char *data, size_t len, lks_block_fn fn, voi
 			if (k == LKS_METRICS_MAX)
 				goto bad;
 			rows[k++] = (lks_metric_row){ step[i], rank[i], cols[j].name, cols[j].kind,
-			                              cols[j].v[i] };
+			                              cols[j].v[i], cols[j].dp[i] };
 		}
 		rc = fn(arg, step[i], rank[i], rows, k);
 	}
@@ -642,6 +699,7 @@ bad_or_oom:
 out:
 	free(prev);
 	free(vals);
+	free(dps);
 	free(rank);
 	free(step);
 	free(cols);

@@ -7,8 +7,8 @@
  * metric repeats from one step to the next costs a byte.
  *
  * Layout (all integers unsigned LEB128 varints; "zz" zigzag-signed):
- *   version (1), records, names, then per name: kind byte (0 numerics, 1 performance),
- *   the name and a NUL; the ranks (one each); the steps (zz: the difference to the record
+ *   version (2), records, names, then per name: kind byte (bit 0: performance, else
+ *   numerics; bit 1: printed, below), the name and a NUL; the ranks (one each); the steps (zz: the difference to the record
  *   before, the first to 0); then per name its column: a byte 0 (every record has it) or
  *   1 and a bitmap of the records that have it (bit i of byte i/8), then each present value:
  *     t = zz(m - prev) << 4 | d, d in 0..14: the value is m / 10^d (m when d is 0),
@@ -18,7 +18,11 @@
  *         pattern), +-inf, -0, and any value no short decimal gives back bit for bit.
  * A value is written the first way only when decoding gives back its exact bits, so the
  * layout loses nothing whatever the value; a log's numbers, written with a few decimals,
- * take that way.
+ * take that way. In a printed column (a value of it came with the decimals the log wrote
+ * it with: import_rec.h's dec) d is those decimals, the value's precision as read, and a
+ * value without them is raw (a whole number's d, 0, says no rounding: it is a count, or
+ * whole); elsewhere d is any that gives the bits back. Version 1 (no
+ * bit 1) reads as no column printed.
  */
 #ifndef LKS_HARNESS_STORE_IMPORT_BLOCK_H
 #define LKS_HARNESS_STORE_IMPORT_BLOCK_H
@@ -46,7 +50,7 @@ void lks_block_steps(const lks_block *b, int *first, int *last);
 
 /* Adds the record of (step, rank): rows[0..n) (at most LKS_METRICS_MAX, names shorter
    than LKS_METRIC_NAME_MAX, each once; their step and rank are not read; step >= 0, rank
-   0 to LKS_BLOCK_MAX_RANK). 0, 1 when b is full (nothing added: store b, reset it and add
+   0 to LKS_BLOCK_MAX_RANK; a row's printed kept, as a decoded block's rows give it). 0, 1 when b is full (nothing added: store b, reset it and add
    again), or -1 (lks_err: a bad name, step or rank). */
 int lks_block_add(lks_block *b, int step, int rank, const lks_metric_row *rows, int n);
 
@@ -62,7 +66,7 @@ int lks_block_add_rec(lks_block *b, const struct lks_import_rec *rec);
 int lks_block_encode(lks_block *b, const unsigned char **data, size_t *len);
 
 /* Calls fn on each record of the blob data[0..len) in its order: its step and rank, and
-   rows[0..n) (step and rank set too; names in the block's order; n may be 0). Returns 0,
+   rows[0..n) (step, rank and printed set too; names in the block's order; n may be 0). Returns 0,
    what fn returned (other than 0), or -1 (lks_err: the blob is not a block). */
 typedef int (*lks_block_fn)(void *arg, int step, int rank, const lks_metric_row *rows, int n);
 int lks_block_decode(const unsigned char *data, size_t len, lks_block_fn fn, void *arg);

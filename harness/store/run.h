@@ -66,6 +66,10 @@ typedef struct lks_stored_run {
 	/* 16 bytes a value: a long log's runs are held whole, two at a time (diff, checks) */
 	struct lks_mrow { double value; int step; uint16_t rank, m; } *mrows;  /* (nmrows) */
 	size_t mrows_cap;
+	/* per row, its precision as read (lks_metric_row.printed: 1 + decimals, 0 none said);
+	   NULL: none said of any (a binary log's, a lockstep run's, a golden file's) */
+	unsigned char *mprinted;
+	size_t mprinted_cap;
 	int mnames_cap;
 	/* private: where the rows of (step, rank) begin in mrows, mfirst[step * mfirst_w +
 	   rank] to the next entry (lks_stored_run_metrics_index); NULL: none made, or rows
@@ -129,10 +133,13 @@ const lks_step_row *lks_stored_run_step_row(const lks_stored_run *r, int step, i
 /* Reads the metric rows of an imported run (backend import:FMT; else none, nm 0);
    lks_stored_run_load calls it. */
 int lks_stored_run_load_metrics(lks_store *s, lks_stored_run *r);
-/* Appends a value of metric name (kind) at (step, rank): rows come by (step, rank), which
-   the caller has checked; a name seen again keeps its first kind. */
+/* Appends a value of metric name (kind) at (step, rank), printed with printed - 1
+   decimals (lks_metric_row.printed; 0: none said): rows come by (step, rank), which the
+   caller has checked; a name seen again keeps its first kind. */
 int lks_stored_run_add_metric(lks_stored_run *r, int step, int rank, const char *name,
-                              lks_metric_kind kind, double value);
+                              lks_metric_kind kind, double value, int printed);
+/* The printed (as above) of the value v, which lks_stored_run_metric or a row gave. */
+int lks_stored_run_printed(const lks_stored_run *r, const double *v);
 /* The index of metric name, or -1. */
 int lks_stored_run_metric_find(const lks_stored_run *r, const char *name);
 /* The value of metric m at (step, rank), or NULL when none was stored. */

@@ -9,6 +9,7 @@
  * (step, rank, metric) at a time, millions of times for a long log. And a stored run's
  * metric rows, as an export or a followed import's reference reads them (lks_run_metrics).
  */
+#include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,6 +27,8 @@ void lks_stored_run_metrics_release(lks_stored_run *r)
 	free(r->mnames);
 	free(r->mkinds);
 	free(r->mrows);
+	free(r->mprinted);
+	r->mprinted = NULL;
 	free(r->mfirst);
 	r->mfirst = NULL;
 	r->mhint = 0;
@@ -75,8 +78,35 @@ static int lks_metric_index(lks_stored_run *r, const char *name, lks_metric_kind
 	return r->nm++;
 }
 
+/* The row's printed (lks_metric_row) into mprinted, made (zeros for the rows before)
+   at the first that says one: a run none of whose values was printed keeps none. */
+static int lks_metric_printed(lks_stored_run *r, size_t i, int printed)
+{
+	if (!r->mprinted && !printed)
+		return 0;
+	if (!r->mprinted || r->mprinted_cap < r->mrows_cap) {
+		unsigned char *p = realloc(r->mprinted, r->mrows_cap);
+
+		if (!p)
+			return lks_err("out of memory");
+		memset(p + r->mprinted_cap, 0, r->mrows_cap - r->mprinted_cap);
+		r->mprinted = p;
+		r->mprinted_cap = r->mrows_cap;
+	}
+	r->mprinted[i] = (unsigned char)printed;
+	return 0;
+}
+
+int lks_stored_run_printed(const lks_stored_run *r, const double *v)
+{
+	const struct lks_mrow *row = (const struct lks_mrow *)(const void *)
+	                             ((const char *)v - offsetof(struct lks_mrow, value));
+
+	return r->mprinted ? r->mprinted[row - r->mrows] : 0;
+}
+
 int lks_stored_run_add_metric(lks_stored_run *r, int step, int rank, const char *name,
-                              lks_metric_kind kind, double value)
+                              lks_metric_kind kind, double value, int printed)
 {
 	int m;
 
@@ -95,6 +125,10 @@ int lks_stored_run_add_metric(lks_stored_run *r, int step, int rank, const char 
 		r->mrows = p;
 		r->mrows_cap = cap;
 	}
+	if (printed < 0 || printed > 15)
+		return lks_err("metric '%s': %d decimals printed", name, printed - 1);
+	if (lks_metric_printed(r, r->nmrows, printed))
+		return -1;
 	r->mrows[r->nmrows++] = (struct lks_mrow){ .value = value, .step = step,
 	                                           .rank = (uint16_t)rank, .m = (uint16_t)m };
 	free(r->mfirst);  /* out of date: made again once the rows are in */
@@ -109,7 +143,7 @@ int lks_stored_run_add_metric(lks_stored_run *r, int step, int rank, const char 
 static int lks_load_metric_row(void *arg, const lks_metric_row *row)
 {
 	return lks_stored_run_add_metric(arg, row->step, row->rank, row->name, row->kind,
-	                                 row->value);
+	                                 row->value, row->printed);
 }
 
 int lks_stored_run_load_metrics(lks_store *s, lks_stored_run *r)
@@ -136,7 +170,7 @@ static int lks_stored_run_metrics_of_steps(lks_stored_run *r)
 
 		for (int k = 0; k < 3; k++)
 			if (lks_stored_run_add_metric(r, s->step, s->rank, names[k], LKS_METRIC_NUMERICS,
-			                              v[k]))
+			                              v[k], 0))
 				return -1;
 	}
 	return 0;
@@ -236,7 +270,7 @@ static int lks_steprows_metrics(const lks_stored_run *run,
 		const double v[] = { s->grad_norm, s->loss, s->lr };
 
 		for (int k = 0; k < 3; k++) {
-			lks_metric_row r = { s->step, s->rank, names[k], LKS_METRIC_NUMERICS, v[k] };
+			lks_metric_row r = { s->step, s->rank, names[k], LKS_METRIC_NUMERICS, v[k], 0 };
 			int rc = fn(arg, &r);
 
 			if (rc)

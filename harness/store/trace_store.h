@@ -329,6 +329,11 @@ typedef struct lks_metric_row {
 	const char *name;         /* canonical (import_metric.c) or as the log wrote it */
 	lks_metric_kind kind;
 	double value;             /* as written, exactly; NaN stored NULL, +-inf kept */
+	int printed;              /* 1 + the decimals the log wrote it with (text: "10.3745"
+	                             is 5), its precision as read; 0 none said: a binary
+	                             value (an event file's float), a lockstep run's, text
+	                             beyond the short form (16 digits and more), or a whole
+	                             number ("1511": a count, exact) */
 } lks_metric_row;
 
 /* An import is one transaction: begin inserts the run (status incomplete) inside BEGIN

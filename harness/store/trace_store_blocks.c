@@ -222,6 +222,7 @@ struct lks_mval {
 	int name;                 /* index into names */
 	lks_metric_kind kind;
 	double value;
+	int printed;              /* lks_metric_row's */
 };
 
 struct lks_mall {
@@ -270,7 +271,8 @@ static int lks_mall_add(struct lks_mall *a, int step, int rank, const lks_metric
 
 		if (m < 0)
 			return -1;
-		a->vals[a->nvals++] = (struct lks_mval){ m, rows[i].kind, rows[i].value };
+		a->vals[a->nvals++] = (struct lks_mval){ m, rows[i].kind, rows[i].value,
+		                                         rows[i].printed };
 	}
 	return 0;
 }
@@ -293,7 +295,7 @@ static int lks_mall_row(void *arg, const lks_metric_row *row)
 
 		if (m < 0 || lks_room_for((void **)&a->vals, &a->vals_cap, a->nvals, sizeof(*a->vals)))
 			return -1;
-		a->vals[a->nvals++] = (struct lks_mval){ m, row->kind, row->value };
+		a->vals[a->nvals++] = (struct lks_mval){ m, row->kind, row->value, row->printed };
 		last->n++;
 		return 0;
 	}
@@ -385,7 +387,7 @@ int lks_store_get_metrics(lks_store *s, int64_t run_id, const char *name,
 		for (int k = 0; !rc && k < a.recs[i].n; k++) {
 			const struct lks_mval *v = &a.vals[a.recs[i].at + (size_t)k];
 			lks_metric_row row = { a.recs[i].step, a.recs[i].rank, a.names[v->name], v->kind,
-			                       v->value };
+			                       v->value, v->printed };
 
 			if (!name || !strcmp(name, row.name))
 				rc = fn(arg, &row);

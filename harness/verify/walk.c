@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "harness/import/import.h"
+#include "harness/verify/printed.h"
 #include "kernels/err.h"
 
 /* ---- ULP distance ---- */
@@ -327,14 +328,36 @@ static int lks_walk_step_rows(const lks_walk_opts *o, const lks_stored_run *a,
 
 /* ---- an imported run's metrics ---- */
 
-int lks_walk_metric_pair(const lks_walk_opts *o, const lks_stored_run *a, int m, int ra,
-                         const lks_stored_run *b, int mb, int rb, int step,
-                         lks_check_result *res)
+/* The note of two values that part, where either was printed (a log's text): each side's
+   precision, and whether they agree at the coarser, so that a text log held against an
+   event file says what the text could say. */
+static void lks_walk_printed_note(const lks_walk_opts *o, lks_check_result *res, double va,
+                                  int pa, double vb, int pb)
+{
+	char sa[48], sb[48];
+	int d = lks_printed_common(pa, pb);
+
+	if (d < 0)
+		return;
+	lks_printed_side(sa, sizeof(sa), pa);
+	lks_printed_side(sb, sizeof(sb), pb);
+	snprintf(res->note, sizeof(res->note), "%s %s, %s %s: %s at %d decimal%s", o->label_a,
+	         sa, o->label_b, sb, lks_printed_agree(va, pa, vb, pb) ? "equal" : "they differ",
+	         d, d == 1 ? "" : "s");
+}
+
+/* lks_walk_metric_pair, and where the two values agree, the decimals they were compared
+   at into *d (lks_printed_common; -1: full precision). */
+static int lks_walk_mpair(const lks_walk_opts *o, const lks_stored_run *a, int m, int ra,
+                          const lks_stored_run *b, int mb, int rb, int step,
+                          lks_check_result *res, int *d)
 {
 	const double *va = m >= 0 ? lks_stored_run_metric(a, step, ra, m) : NULL;
 	const double *vb = mb >= 0 ? lks_stored_run_metric(b, step, rb, mb) : NULL;
 	lks_field f = { "value", 0, LKS_FIELD_F64 };  /* the value itself */
+	int pa, pb;
 
+	*d = -1;
 	if (!va && !vb)
 		return 0;
 	/* a performance metric NaN on both sides was measured on neither (Megatron-LM's golden
@@ -342,15 +365,30 @@ int lks_walk_metric_pair(const lks_walk_opts *o, const lks_stored_run *a, int m,
 	if (va && vb && isnan(*va) && isnan(*vb)
 	    && (m >= 0 ? a->mkinds[m] : b->mkinds[mb]) == LKS_METRIC_PERFORMANCE)
 		return 0;
-	if (va && vb && !lks_field_differs(o, &f, va, vb, res))
+	pa = va ? lks_stored_run_printed(a, va) : 0;
+	pb = vb ? lks_stored_run_printed(b, vb) : 0;
+	if (va && vb && !lks_field_differs(o, &f, va, vb, res)) {
+		*d = lks_printed_common(pa, pb);
 		return 0;
+	}
 	lks_walk_at(res, a, step, ra, -1);
 	snprintf(res->metric, sizeof(res->metric), "%s", m >= 0 ? a->mnames[m] : b->mnames[mb]);
 	if (!va || !vb) {
 		res->field = "row";
 		snprintf(res->note, sizeof(res->note), "no value in %s", !va ? o->label_a : o->label_b);
+	} else {
+		lks_walk_printed_note(o, res, *va, pa, *vb, pb);
 	}
 	return 1;
+}
+
+int lks_walk_metric_pair(const lks_walk_opts *o, const lks_stored_run *a, int m, int ra,
+                         const lks_stored_run *b, int mb, int rb, int step,
+                         lks_check_result *res)
+{
+	int d;
+
+	return lks_walk_mpair(o, a, m, ra, b, mb, rb, step, res, &d);
 }
 
 /* The place of a metric name in the walk: its row of the import metric table, names the
@@ -433,7 +471,7 @@ static int lks_walk_metrics(const lks_walk_opts *o, const lks_stored_run *a,
                             const lks_stored_run *b, int nsteps, lks_check_result *res,
                             lks_walk_count *cnt)
 {
-	int n, W = a->W > b->W ? a->W : b->W, rc = 0;
+	int n, W = a->W > b->W ? a->W : b->W, rc = 0, dmin = 99, dmax = -1;
 	struct lks_mpair *p = lks_walk_mpairs(o, a, b, &n);
 	int *at_a = calloc((size_t)a->nm + 1, sizeof(int)), *at_b = calloc((size_t)b->nm + 1,
 	                                                                    sizeof(int));
@@ -460,17 +498,27 @@ static int lks_walk_metrics(const lks_walk_opts *o, const lks_stored_run *a,
 		nk = lks_walk_logged(b, at_b, step, W, keys, nk);
 		qsort(keys, nk, sizeof(*keys), lks_key_cmp);
 		for (size_t k = 0; k < nk && !rc; k++) {
-			int i = (int)(keys[k] / (uint64_t)W), r = (int)(keys[k] % (uint64_t)W);
+			int i = (int)(keys[k] / (uint64_t)W), r = (int)(keys[k] % (uint64_t)W), d;
 
 			if (k > 0 && keys[k] == keys[k - 1])
 				continue;
-			if (lks_walk_metric_pair(o, a, p[i].ma, r, b, p[i].mb, r, step, res)) {
+			if (lks_walk_mpair(o, a, p[i].ma, r, b, p[i].mb, r, step, res, &d)) {
 				cnt->ncompared += (int64_t)keys[k] + 1;  /* this step's places up to it */
 				rc = 1;
+			} else if (d >= 0) {
+				dmin = d < dmin ? d : dmin;
+				dmax = d > dmax ? d : dmax;
 			}
 		}
 		if (!rc)
 			cnt->ncompared += (int64_t)n * W;
+	}
+	/* bit for bit, and what the bits were: a log's text holds no more than it printed */
+	if (!rc && o->exact && dmax >= 0 && !res->note[0]) {
+		char w[32];
+
+		lks_printed_words(w, sizeof(w), dmin, dmax);
+		snprintf(res->note, sizeof(res->note), "equal to the printed precision (%s)", w);
 	}
 out:
 	free(p);

@@ -863,7 +863,7 @@ Test(import, block_metrics_read_back_bit_for_bit_by_name)
 	longest[sizeof(longest) - 1] = 0;
 	for (int i = 0; i < 8; i++)
 		rows[i] = (lks_metric_row){ 3, 1, names[i], i % 3 == 1 ? LKS_METRIC_PERFORMANCE
-		                                                      : LKS_METRIC_NUMERICS, v[i] };
+		                                                      : LKS_METRIC_NUMERICS, v[i], 0 };
 	mkdir_tmp();
 	path_in_tmp(db, sizeof(db), "packed.db");
 	cr_assert_eq(lks_store_open(db, &s), 0, "%s", lks_errmsg());
@@ -904,8 +904,8 @@ static void two_blocks(lks_store *s, int64_t run)
 	lks_block *b = lks_block_new();
 
 	for (int step = 1; step <= 4; step++) {
-		lks_metric_row rows[2] = { { 0, 0, "loss", LKS_METRIC_NUMERICS, 10.0 - step },
-		                           { 0, 0, "iteration_time", LKS_METRIC_PERFORMANCE, 500 } };
+		lks_metric_row rows[2] = { { 0, 0, "loss", LKS_METRIC_NUMERICS, 10.0 - step, 0 },
+		                           { 0, 0, "iteration_time", LKS_METRIC_PERFORMANCE, 500, 0 } };
 
 		cr_assert_eq(lks_block_add(b, step, 0, rows, 2), 0, "%s", lks_errmsg());
 		if (step % 2 == 0)

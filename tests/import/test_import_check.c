@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "fault_fixture.h"
+#include "import_fixture.h"
 #include "run_bin.h"
 #include "store_fixture.h"
 #include "tiny_model.h"
@@ -20,8 +21,7 @@
 #include "harness/verify/check.h"
 #include "kernels/err.h"
 
-/* Imports fixture file (format fmt) as run name of case c into s; its run id. */
-static int64_t import_run(lks_store *s, const char *fmt, const char *file, const char *name)
+int64_t import_run(lks_store *s, const char *fmt, const char *file, const char *name)
 {
 	char path[512];
 	const char *files[] = { path };
@@ -688,11 +688,12 @@ Test(import_check, diff_of_sparse_metrics_walks_what_was_logged)
 		"{\"step\": 2, \"rank\": 1, \"loss\": 1.5, \"x\": 4.0}\n"
 		"{\"step\": 3, \"rank\": 0, \"loss\": 1.25, \"z\": 7.0}\n"
 		"{\"step\": 3, \"rank\": 1, \"loss\": 1.25, \"y\": 5.5}\n";
+	/* printed a, b: "1.5", "1.25" printed to 1 and 2 decimals; whole numbers are full */
 	static const char *const rows[] = {
-		"\n  loss                          6        0  -          0\n",
-		"\n  x                             2        0  -          0\n",
-		"\n  y                             2        1  3          0.0909\n",
-		"\n  z                             0        0  -          0\n",
+		"\n  loss                          6        0  -          0          1-2,full  1-2,full  0\n",
+		"\n  x                             2        0  -          0          full      full      -\n",
+		"\n  y                             2        1  3          0.0909     full      1,full    1\n",
+		"\n  z                             0        0  -          0          -         -         -\n",
 	};
 	char db[512], log[512], args[4096], out[8192];
 
@@ -713,7 +714,7 @@ Test(import_check, diff_of_sparse_metrics_walks_what_was_logged)
 		cr_assert_not_null(strstr(out, rows[k]), "%s\n%s", rows[k], out);
 	snprintf(args, sizeof(args), "diff --db '%s' s/a s/a", db);
 	cr_assert_eq(lks_run_bin(NULL, args, out, sizeof(out)), 0, "%s", out);
-	cr_assert_not_null(strstr(out, "\n  y                             2        0  -          0\n"),
-	                   "%s", out);
+	cr_assert_not_null(strstr(out, "\n  y                             2        0  -          0          "
+	                          "full      full      -\n"), "%s", out);
 	rm_tmp();
 }

@@ -127,7 +127,7 @@ Test(import_block, every_value_reads_back_with_its_bits_in_record_order)
 			w.name[i][k] = name;
 			w.v[i][k] = value(&r, i);
 			rows[k] = (lks_metric_row){ -1, -1, name, !strcmp(name, "tps") ?
-			                            LKS_METRIC_PERFORMANCE : LKS_METRIC_NUMERICS, w.v[i][k] };
+			                            LKS_METRIC_PERFORMANCE : LKS_METRIC_NUMERICS, w.v[i][k], 0 };
 		}
 		cr_assert_eq(lks_block_add(b, w.step[i], w.rank[i], rows, n), 0, "%s", lks_errmsg());
 	}
@@ -155,10 +155,10 @@ Test(import_block, a_logs_records_take_a_few_bytes_each)
 		for (int rank = 0; rank < 8; rank++, n++) {
 			char loss[32];
 			lks_metric_row rows[4] = {
-				{ 0, 0, "loss", LKS_METRIC_NUMERICS, 0 },
-				{ 0, 0, "grad_norm", LKS_METRIC_NUMERICS, 1.0 + 0.01 * rank },
-				{ 0, 0, "memory", LKS_METRIC_PERFORMANCE, 2.47 },
-				{ 0, 0, "tps", LKS_METRIC_PERFORMANCE, 177001 + step },
+				{ 0, 0, "loss", LKS_METRIC_NUMERICS, 0, 0 },
+				{ 0, 0, "grad_norm", LKS_METRIC_NUMERICS, 1.0 + 0.01 * rank, 0 },
+				{ 0, 0, "memory", LKS_METRIC_PERFORMANCE, 2.47, 0 },
+				{ 0, 0, "tps", LKS_METRIC_PERFORMANCE, 177001 + step, 0 },
 			};
 
 			snprintf(loss, sizeof(loss), "%.4f", 10.0 / (1 + 0.001 * step));
@@ -182,7 +182,7 @@ static int count_records(void *arg, int step, int rank, const lks_metric_row *ro
 Test(import_block, a_full_block_says_so_and_keeps_its_records)
 {
 	lks_block *b = lks_block_new();
-	lks_metric_row row = { 0, 0, "loss", LKS_METRIC_NUMERICS, 1.5 };
+	lks_metric_row row = { 0, 0, "loss", LKS_METRIC_NUMERICS, 1.5, 0 };
 	const unsigned char *data;
 	char name[32];
 	size_t len;
@@ -211,8 +211,8 @@ Test(import_block, a_full_block_says_so_and_keeps_its_records)
 Test(import_block, a_damaged_blob_is_refused)
 {
 	lks_block *b = lks_block_new();
-	lks_metric_row rows[2] = { { 0, 0, "loss", LKS_METRIC_NUMERICS, 2.5 },
-	                           { 0, 0, "x", LKS_METRIC_NUMERICS, NAN } };
+	lks_metric_row rows[2] = { { 0, 0, "loss", LKS_METRIC_NUMERICS, 2.5, 0 },
+	                           { 0, 0, "x", LKS_METRIC_NUMERICS, NAN, 0 } };
 	const unsigned char *data;
 	unsigned char *copy;
 	size_t len;
@@ -242,11 +242,11 @@ Test(import_block, a_damaged_blob_is_refused)
    seconds, the numerics not finite counted (performance ones not). */
 Test(import_block, a_record_stands_for_its_steps_row)
 {
-	lks_metric_row rows[] = { { 0, 0, "loss", LKS_METRIC_NUMERICS, 2.5 },
-	                          { 0, 0, "lr", LKS_METRIC_NUMERICS, 1e-4 },
-	                          { 0, 0, "num_zeros", LKS_METRIC_NUMERICS, INFINITY },
-	                          { 0, 0, "iteration_time", LKS_METRIC_PERFORMANCE, 812.5 },
-	                          { 0, 0, "tps", LKS_METRIC_PERFORMANCE, NAN } };
+	lks_metric_row rows[] = { { 0, 0, "loss", LKS_METRIC_NUMERICS, 2.5, 0 },
+	                          { 0, 0, "lr", LKS_METRIC_NUMERICS, 1e-4, 0 },
+	                          { 0, 0, "num_zeros", LKS_METRIC_NUMERICS, INFINITY, 0 },
+	                          { 0, 0, "iteration_time", LKS_METRIC_PERFORMANCE, 812.5, 0 },
+	                          { 0, 0, "tps", LKS_METRIC_PERFORMANCE, NAN, 0 } };
 	lks_step_row s;
 
 	lks_block_step_row(7, 3, rows, 5, &s);
@@ -258,7 +258,7 @@ Test(import_block, a_record_stands_for_its_steps_row)
 	cr_assert_eq(s.step_time, 0.8125);
 	cr_assert_eq(s.nonfinite, 1);
 	/* Megatron's golden values hold the time in seconds, as it is; without any, NaN */
-	rows[3] = (lks_metric_row){ 0, 0, "iteration_time_s", LKS_METRIC_PERFORMANCE, 12.8 };
+	rows[3] = (lks_metric_row){ 0, 0, "iteration_time_s", LKS_METRIC_PERFORMANCE, 12.8, 0 };
 	lks_block_step_row(7, 3, rows, 5, &s);
 	cr_assert_eq(s.step_time, 12.8);
 	lks_block_step_row(7, 3, rows, 3, &s);
@@ -271,7 +271,7 @@ Test(import_block, a_bad_name_is_refused)
 {
 	lks_block *b = lks_block_new();
 	char longest[LKS_METRIC_NAME_MAX + 1];
-	lks_metric_row row = { 0, 0, "loss", LKS_METRIC_NUMERICS, 1.0 };
+	lks_metric_row row = { 0, 0, "loss", LKS_METRIC_NUMERICS, 1.0, 0 };
 
 	cr_assert_eq(lks_block_add(b, 1, 0, &row, 1), 0);
 	memset(longest, 'x', LKS_METRIC_NAME_MAX);
@@ -346,7 +346,7 @@ Test(import_block, records_with_their_decimals_read_back_as_records_without)
 			cr_assert_eq(lks_import_rec_add_dec(rec, LKS_IMPORT_JSONL, long_names[k],
 			                                    strlen(long_names[k]), v, dec, "t"), 0, "%s",
 			             lks_errmsg());
-			rows[k] = (lks_metric_row){ 0, 0, long_names[k], LKS_METRIC_NUMERICS, v };
+			rows[k] = (lks_metric_row){ 0, 0, long_names[k], LKS_METRIC_NUMERICS, v, 0 };
 		}
 		cr_assert_eq(lks_block_add_rec(b, rec), 0, "%s", lks_errmsg());
 		cr_assert_eq(lks_block_add(plain, w.step[i], w.rank[i], rows, n), 0, "%s",
@@ -403,7 +403,7 @@ Test(import_block, records_of_one_layout_read_back_whatever_came_between)
 			rows[k] = (lks_metric_row){ 0, 0, order[o][k],
 			                            !strcmp(order[o][k], "tps") ? LKS_METRIC_PERFORMANCE
 			                                                        : LKS_METRIC_NUMERICS,
-			                            w.v[i][k] };
+			                            w.v[i][k], 0 };
 		}
 		rec->layout = how == 0 ? 0 : (uint64_t)(o + 1) << 8 | 3;  /* an order, a layout */
 		if (how == 1)
@@ -442,9 +442,9 @@ static int count_ok(void *arg, int step, int rank, const lks_metric_row *rows, i
 Test(import_block, a_blob_with_any_byte_changed_is_read_or_refused)
 {
 	lks_block *b = lks_block_new();
-	lks_metric_row rows[3] = { { 0, 0, "loss", LKS_METRIC_NUMERICS, 2.5 },
-	                           { 0, 0, "tps", LKS_METRIC_PERFORMANCE, 177001 },
-	                           { 0, 0, "x", LKS_METRIC_NUMERICS, -0.0 } };
+	lks_metric_row rows[3] = { { 0, 0, "loss", LKS_METRIC_NUMERICS, 2.5, 0 },
+	                           { 0, 0, "tps", LKS_METRIC_PERFORMANCE, 177001, 0 },
+	                           { 0, 0, "x", LKS_METRIC_NUMERICS, -0.0, 0 } };
 	const unsigned char *data;
 	unsigned char *copy;
 	size_t len;

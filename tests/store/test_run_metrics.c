@@ -56,14 +56,14 @@ Test(run_metrics, the_index_finds_what_the_binary_search_finds)
 				if (present(step, rank, m))
 					cr_assert_eq(lks_stored_run_add_metric(&r, step, rank, names[m],
 					                                       LKS_METRIC_NUMERICS,
-					                                       value(step, rank, m)), 0);
+					                                       value(step, rank, m), 0), 0);
 	cr_assert_null(r.mfirst, "rows added: no index until one is made");
 	every_lookup(&r);  /* the binary search */
 	lks_stored_run_metrics_index(&r);
 	cr_assert_not_null(r.mfirst, "dense pairs: an index");
 	every_lookup(&r);
 	/* a row added after: the index is dropped, and the binary search finds it */
-	cr_assert_eq(lks_stored_run_add_metric(&r, STEPS, 0, "loss", LKS_METRIC_NUMERICS, 7.0), 0);
+	cr_assert_eq(lks_stored_run_add_metric(&r, STEPS, 0, "loss", LKS_METRIC_NUMERICS, 7.0, 0), 0);
 	cr_assert_null(r.mfirst);
 	cr_assert_eq(*lks_stored_run_metric(&r, STEPS, 0, lks_stored_run_metric_find(&r, "loss")),
 	             7.0);
@@ -77,7 +77,7 @@ Test(run_metrics, sparse_steps_keep_the_binary_search)
 	lks_stored_run_init(&r);
 	for (int k = 0; k < 10; k++)  /* a golden file of every 100000th step */
 		cr_assert_eq(lks_stored_run_add_metric(&r, k * 100000, 0, "loss", LKS_METRIC_NUMERICS,
-		                                       k), 0);
+		                                       k, 0), 0);
 	lks_stored_run_metrics_index(&r);
 	cr_assert_null(r.mfirst, "a million entries for ten rows");
 	for (int k = 0; k < 10; k++) {
@@ -96,11 +96,11 @@ Test(run_metrics, a_rank_past_16_bits_is_refused_not_wrapped)
 	const double *v;
 
 	lks_stored_run_init(&r);
-	cr_assert_eq(lks_stored_run_add_metric(&r, 1, 0, "loss", LKS_METRIC_NUMERICS, 1.5), 0,
+	cr_assert_eq(lks_stored_run_add_metric(&r, 1, 0, "loss", LKS_METRIC_NUMERICS, 1.5, 0), 0,
 	             "%s", lks_errmsg());
-	cr_assert_eq(lks_stored_run_add_metric(&r, 1, 65535, "loss", LKS_METRIC_NUMERICS, 2.5), 0,
+	cr_assert_eq(lks_stored_run_add_metric(&r, 1, 65535, "loss", LKS_METRIC_NUMERICS, 2.5, 0), 0,
 	             "%s", lks_errmsg());
-	cr_assert_eq(lks_stored_run_add_metric(&r, 2, 65536, "loss", LKS_METRIC_NUMERICS, 3.5), -1);
+	cr_assert_eq(lks_stored_run_add_metric(&r, 2, 65536, "loss", LKS_METRIC_NUMERICS, 3.5, 0), -1);
 	cr_assert_not_null(strstr(lks_errmsg(), "ranks 0 to 65535"), "%s", lks_errmsg());
 	cr_assert_not_null(v = lks_stored_run_metric(&r, 1, 65535, 0));
 	cr_assert_eq(*v, 2.5);

@@ -255,7 +255,7 @@ static int see_two(void *arg, const lks_metric_row *r)
 
 static void expect_block_after_packed(lks_store *s, int64_t run)
 {
-	lks_metric_row row = { 1001, 0, "grad_norm", LKS_METRIC_NUMERICS, 2.5 }, seen[3] = { 0 };
+	lks_metric_row row = { 1001, 0, "grad_norm", LKS_METRIC_NUMERICS, 2.5, 0 }, seen[3] = { 0 };
 	lks_block *b = lks_block_new();
 
 	cr_assert_eq(lks_block_add(b, 1001, 0, &row, 1), 0, "%s", lks_errmsg());

@@ -16,3 +16,12 @@ for step in range(1, 6):
 w.close()
 for s, (l, g) in vals.items():
     print(s, struct.unpack("<I", struct.pack("<f", l))[0], repr(float(l)), repr(float(g)))
+# tb_megatron.log (after its 4 lines of header): the same values as Megatron-LM's training_log
+# prints them
+for s in range(1, 6):
+    l, g = vals[s]
+    print(" [2026-01-05 10:00:%02d] iteration        %d/       5 | consumed samples:          %d"
+          " | elapsed time per iteration (ms): %.1f | learning rate: 1.000000E-04 | global batch"
+          " size:    64 | lm loss: %.6E | loss scale: 1.0 | grad norm: %.3f | number of skipped"
+          " iterations:   0 | number of nan iterations:   0 |"
+          % (s * 8, s, s * 64, float(np.float32(0.25 + s * 1e-3)) * 1000, float(l), float(g)))
