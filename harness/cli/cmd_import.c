@@ -20,7 +20,7 @@
 
 static const char lks_import_help[] =
 	"usage: lockstep import --format FORMAT FILE... --case NAME --run NAME [--ranks LIST]\n"
-	"                       [--db FILE]\n"
+	"                       [--tag-map MAP] [--db FILE]\n"
 	"\n"
 	"Reads the training logs FILE... of one run, in order ('-': standard input), and stores\n"
 	"it in the database (default lockstep.db) as run NAME of case NAME: per step and rank,\n"
@@ -37,6 +37,13 @@ static const char lks_import_help[] =
 	"logs --prefix's), else srun --label's \"N: \", else 0. Where lines name no rank and\n"
 	"several ranks print a step, its lines are one record (the first; their tps and tflops\n"
 	"may differ, their numerics metrics such as loss may not).\n"
+	"\n"
+	"TensorBoard event files hold no rank: a file whose folder is named rank_N (or rankN;\n"
+	"torchtitan's metrics.save_for_all_ranks writes a folder per rank) holds rank N's\n"
+	"events, any other rank 0. A FILE may be a folder: its events.out.tfevents.* files in\n"
+	"name order, or, where it holds none, its rank_N folders (torchtitan's timestamp\n"
+	"folder). Each rank's files are a stream of their own: a later file that logs a\n"
+	"rank's step again restarts that rank.\n"
 	"\n"
 	"An import that takes more than a second shows its progress on standard error: the\n"
 	"megabytes read of the files' and the time left, on a terminal in one line redrawn,\n"
@@ -248,7 +255,8 @@ static void lks_progress_stop(struct lks_progress *p)
 
 int cmd_import(int argc, char **argv)
 {
-	const char *db = "lockstep.db", *fmt_name = NULL, *paths[256];
+	const char *db = "lockstep.db", *fmt_name = NULL, *paths[256], *tag_map = NULL;
+	lks_import_tag_map *map = NULL;
 	lks_follow_args fa = { .idle_s = 60, .end_step = -1 };
 	int follow = 0, quiet = 0, progress;
 	struct lks_progress pr;
@@ -267,6 +275,14 @@ int cmd_import(int argc, char **argv)
 		               "--ranks 0,8; ranges too: 0-3,8): each must have steps, no other\n"
 		               "may appear, and they keep their numbers. Default: every rank from\n"
 		               "0 to the last has steps. A case's run takes it as import_ranks."),
+		LKS_OPT_STRING("--tag-map", "MAP", &tag_map,
+		               "the log's own labels as metrics: 'LABEL=NAME[,LABEL=NAME...]'\n"
+		               "or @FILE (a LABEL=NAME a line, '#' comments). LABEL as the\n"
+		               "log writes it (a TensorBoard tag 'my/train_loss', a line's\n"
+		               "label), before the format's own; NAME a metric below (its kind),\n"
+		               "or a name of letters, digits and '_', NAME:numerics or\n"
+		               "NAME:performance (else by its words, as below). A case's run\n"
+		               "takes it as import_tag_map (FILE relative to the case file)."),
 		LKS_OPT_STRING("--format", "FORMAT", &fmt_name, "one of:"),
 		/* said in the usage's text */
 		LKS_OPT_STRING("--case", "NAME", &o.case_name, NULL),
@@ -313,18 +329,25 @@ int cmd_import(int argc, char **argv)
 		return lks_usage("import: %s", lks_errmsg());
 	if (o.ranks && !*o.ranks)
 		return lks_usage("import: --ranks wants the ranks the log holds (0,8 or 0-3,8)");
+	if (tag_map && (rc = lks_import_tag_map_parse(tag_map, NULL, &map)))
+		return rc == LKS_E_BAD_INPUT ? lks_usage("import: --tag-map: %s", lks_errmsg())
+		                             : lks_exit_code(rc);
+	o.tag_map = map;
 	created = access(db, F_OK) != 0;
 	if ((rc = lks_store_open(db, &store)) != 0) {
 		fprintf(stderr, "lockstep: import: %s\n", lks_errmsg());
+		lks_import_tag_map_free(map);
 		return lks_exit_code(rc);
 	}
 	if (follow) {
 		rc = lks_import_follow_cmd(store, &o, paths[0], &fa);
 		lks_store_close(store);
+		lks_import_tag_map_free(map);
 		return rc;
 	}
 	progress = !quiet && !lks_progress_start(&pr, paths, nfiles);
 	rc = lks_import_files(store, &o, paths, nfiles, &res);
+	lks_import_tag_map_free(map);
 	if (progress)
 		lks_progress_stop(&pr);
 	if (rc && created)

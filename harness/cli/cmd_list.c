@@ -86,9 +86,10 @@ static void lks_list_tables(FILE *f)
 static void lks_list_run(const lks_run_cfg *r, int namew)
 {
 	if (r->import_fmt[0]) {  /* a log, not a training run */
-		printf("    %-*s  imported: %s:%s%s%s%s\n", namew, r->name, r->import_fmt, r->import_path,
-		       r->import_ranks[0] ? " (ranks " : "", r->import_ranks,
-		       r->import_ranks[0] ? ")" : "");
+		printf("    %-*s  imported: %s:%s%s%s%s%s%s%s\n", namew, r->name, r->import_fmt,
+		       r->import_path, r->import_ranks[0] ? " (ranks " : "", r->import_ranks,
+		       r->import_ranks[0] ? ")" : "", r->import_tag_map[0] ? " (tag map " : "",
+		       r->import_tag_map, r->import_tag_map[0] ? ")" : "");
 		return;
 	}
 	printf("    %-*s  %-17s  %d rank%s", namew, r->name, lks_recipe_name(r->recipe),

@@ -77,6 +77,9 @@ typedef struct lks_run_cfg {
 	                           not absolute (lks_case_import_path) */
 	char import_ranks[256]; /* import_ranks = 0,8: the ranks a log of some ranks only holds
 	                           (store/import.h); "": every rank from 0 */
+	char import_tag_map[1024];  /* import_tag_map = LABEL=NAME,...: the log's own labels
+	                               (import/import.h); "@FILE" relative to the case file's
+	                               folder; "": none */
 	int line;               /* line of the [run NAME] header */
 } lks_run_cfg;
 

@@ -107,6 +107,8 @@ static const struct lks_key lks_run_keys[] = {
 	{ "import", LKS_KEY_IMPORT, 0, 0, 0, 0, 0, 0, 0, NULL },
 	{ "import_ranks", LKS_KEY_RANKS, offsetof(lks_run_cfg, import_ranks),
 	  sizeof(((lks_run_cfg *)0)->import_ranks), 0, 0, 0, 0, 0, NULL },
+	{ "import_tag_map", LKS_KEY_TAG_MAP, offsetof(lks_run_cfg, import_tag_map),
+	  sizeof(((lks_run_cfg *)0)->import_tag_map), 0, 0, 0, 0, 0, NULL },
 };
 
 #define KEY_STR(f, key, size) \
@@ -234,6 +236,25 @@ static int lks_bad_value(const struct lks_key *k, const char *val, const char *l
 	return lks_err("bad value '%s' for '%s' in %s: want a number", val, k->name, label);
 }
 
+/* A tag map: a list is read now, so that a bad pair names the case; a file ("@FILE",
+   relative to the case file, which is not known here) when its run is imported. */
+static int lks_tag_map_key(const struct lks_key *k, char *field, const char *val,
+                           const char *label)
+{
+	lks_import_tag_map *m;
+
+	if (strlen(val) >= k->size)
+		return lks_err("value of '%s' in %s is longer than %zu characters", k->name, label,
+		               k->size - 1);
+	if (val[0] == '@' ? !val[1] : lks_import_tag_map_parse(val, NULL, &m) != 0)
+		return lks_err("bad value for '%s' in %s: %s", k->name, label,
+		               val[0] == '@' ? "'@' without a file" : lks_errmsg());
+	if (val[0] != '@')
+		lks_import_tag_map_free(m);
+	snprintf(field, k->size, "%s", val);
+	return 0;
+}
+
 /* "FMT:PATH": a format of the import table and a path (resolved by the validation). */
 static int lks_import_key(lks_run_cfg *r, const char *val, const char *label)
 {
@@ -319,6 +340,8 @@ int lks_key_store(const struct lks_key *k, void *base, const char *val, const ch
 			return lks_bad_value(k, val, label);
 		snprintf(field, k->size, "%s", val);
 		return 0;
+	case LKS_KEY_TAG_MAP:
+		return lks_tag_map_key(k, field, val, label);
 	case LKS_KEY_BACKEND:
 		/* the registry's error lists the names this build has (they fit the field) */
 		if (!lks_backend_find(val) || strlen(val) >= k->size)

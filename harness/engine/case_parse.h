@@ -28,6 +28,8 @@ enum lks_key_type {
 	LKS_KEY_BACKEND, /* char[size]: a name of the backend registry (kernels/backend.h) */
 	LKS_KEY_IMPORT,  /* lks_run_cfg's import_fmt and import_path: "FMT:PATH" */
 	LKS_KEY_RANKS,   /* a string of ranks, as lks_import_ranks_valid takes them */
+	LKS_KEY_TAG_MAP, /* char[size]: a tag map, as lks_import_tag_map_parse takes it ("@FILE"
+	                    read when the run is imported) */
 };
 
 struct lks_key {

@@ -332,6 +332,11 @@ static int lks_case_imports(struct lks_parse *st)
 			        r->name);
 			return lks_case_at(st, r->line);
 		}
+		if (!r->import_fmt[0] && lks_seen(st, LKS_SEC_RUN, i, "import_tag_map")) {
+			lks_err("run '%s': 'import_tag_map' goes with 'import' (the labels of its log)",
+			        r->name);
+			return lks_case_at(st, r->line);
+		}
 	}
 	return 0;
 }

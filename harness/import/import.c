@@ -21,10 +21,10 @@
  * numerics metrics not finite; NaN what the log lacks.
  */
 #include <ctype.h>
-#include <dirent.h>
 #include <jansson.h>
 #include <pthread.h>
 #include <math.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -367,29 +367,49 @@ static int lks_import_sink_rec(void *arg, const lks_import_rec *rec)
 }
 
 
+/* rec as rank - 1 wrote it (r->folder_rank): a copy, its metrics the n it has */
+static const lks_import_rec *lks_import_rank_as(struct lks_import_run *r,
+                                                const lks_import_rec *rec)
+{
+	if (!r->ranked && !(r->ranked = malloc(sizeof(*r->ranked))))
+		return lks_err("out of memory"), NULL;
+	memcpy(r->ranked, rec, offsetof(lks_import_rec, m) + (size_t)rec->n * sizeof(rec->m[0]));
+	r->ranked->layout = rec->layout;
+	r->ranked->rank = r->folder_rank - 1;
+	r->ranked->ranked = 1;
+	return r->ranked;
+}
+
 int lks_import_sink_counted(void *arg, const lks_import_rec *rec)
 {
 	struct lks_import_ctx *x = arg;
-	int rc = lks_import_sink_rec(x->run, rec);
+	int rc;
 
+	if (x->run->folder_rank && !(rec = lks_import_rank_as(x->run, rec)))
+		return -1;
+	rc = lks_import_sink_rec(x->run, rec);
 	if (rc == 1)
 		x->c->repeated++;
 	return rc == 1 ? 0 : rc;
 }
 
-/* {"import": {"format": F, "files": [...]}}, and "ranks": R where the log holds those only */
-static char *lks_import_fingerprint(const char *fmt, const char *const *paths, int n,
-                                    const char *ranks)
+/* {"import": {"format": F, "files": [...]}}, "ranks": R where the log holds those only,
+   "tag_map": {LABEL: "NAME:KIND"} where labels were the user's */
+static char *lks_import_fingerprint(const lks_import_opts *op, const char *const *paths, int n)
 {
-	json_t *files = json_array(), *o;
+	json_t *files = json_array(), *o, *im;
 	char *text;
 
 	for (int i = 0; i < n; i++)
 		json_array_append_new(files, json_string(paths[i]));
-	o = ranks && *ranks ? json_pack("{s:{s:s,s:o,s:s}}", "import", "format", fmt, "files", files,
-	                                "ranks", ranks)
-	    : json_pack("{s:{s:s,s:o}}", "import", "format", fmt, "files", files);
-	text = o ? json_dumps(o, JSON_COMPACT) : NULL;
+	o = json_pack("{s:{s:s,s:o}}", "import", "format", op->fmt->name, "files", files);
+	im = json_object_get(o, "import");
+	if (im && op->ranks && *op->ranks && json_object_set_new(im, "ranks", json_string(op->ranks)))
+		im = NULL;
+	if (im && op->tag_map && json_object_set_new(im, "tag_map",
+	                                             lks_import_tag_map_json(op->tag_map)))
+		im = NULL;
+	text = im ? json_dumps(o, JSON_COMPACT) : NULL;
 	json_decref(o);
 	return text;
 }
@@ -483,45 +503,9 @@ int lks_import_ranks_valid(const char *text)
 	return rc;
 }
 
-static int lks_import_one(struct lks_import_run *r, const lks_import_format *fmt,
-                          const char *path, lks_import_counts *c);
-
-static int lks_events_file(const struct dirent *d)
-{
-	return !strncmp(d->d_name, "events.out.tfevents.", 20);
-}
-
-/* A TensorBoard run's folder: its event files in name order (the writer's start time, so
-   a restart's file comes after), each a file of its own (a restart's steps again are the
-   run restarted, as for any files given) */
-static int lks_import_folder(struct lks_import_run *r, const lks_import_format *fmt,
-                             const char *path, lks_import_counts *c)
-{
-	struct dirent **list = NULL;
-	int n = scandir(path, &list, lks_events_file, alphasort), rc = 0;
-
-	if (n < 0)
-		return lks_err("cannot read the folder '%s'", path), LKS_E_BAD_INPUT;
-	if (n == 0)
-		rc = (lks_err("'%s' holds no events.out.tfevents.* file", path), LKS_E_BAD_INPUT);
-	for (int i = 0; i < n; i++) {
-		char *full = malloc(strlen(path) + strlen(list[i]->d_name) + 2);
-
-		if (!rc && !full)
-			rc = lks_err("out of memory");
-		if (!rc) {
-			sprintf(full, "%s/%s", path, list[i]->d_name);
-			rc = lks_import_one(r, fmt, full, c);
-		}
-		free(full);
-		free(list[i]);
-	}
-	free(list);
-	return rc;
-}
-
-static int lks_import_one(struct lks_import_run *r, const lks_import_format *fmt,
-                          const char *path, lks_import_counts *c)
+/* import_run_impl.h */
+int lks_import_file(struct lks_import_run *r, const lks_import_format *fmt, const char *path,
+                    lks_import_counts *c)
 {
 	struct lks_import_ctx x = { r, c };
 	int in = !strcmp(path, "-");  /* standard input */
@@ -540,6 +524,7 @@ static int lks_import_one(struct lks_import_run *r, const lks_import_format *fmt
 	}
 	r->file = r->nfiles++;
 	r->path = path;
+	r->folder_rank = in ? 0 : lks_import_file_rank(fmt, path) + 1;
 	if (!in && fmt->line && !r->follow && S_ISREG(st.st_mode)
 	    && (n = lks_import_starts(fileno(f), st.st_size, starts)) > 1) {
 		r->parts = n > r->parts ? n : r->parts;
@@ -563,7 +548,7 @@ static int lks_import_begin(lks_store *store, const lks_import_opts *o,
 	int rc;
 
 	snprintf(backend, sizeof(backend), "import:%s", o->fmt->name);
-	if (!(fp = lks_import_fingerprint(o->fmt->name, paths, npaths, o->ranks)))
+	if (!(fp = lks_import_fingerprint(o, paths, npaths)))
 		return lks_err("out of memory");
 	info.fingerprint = fp;
 	rc = lks_store_import_begin(store, &info, run_id);
@@ -577,7 +562,8 @@ int lks_import_files(lks_store *store, const lks_import_opts *o, const char *con
 	pthread_mutex_t store_mu = PTHREAD_MUTEX_INITIALIZER;
 	double t0;
 	struct lks_import_run r = { .store = store, .next_seq = 1, .seq_below = INT64_MAX,
-	                            .store_mu = &store_mu, .ranks_text = o->ranks };
+	                            .store_mu = &store_mu, .ranks_text = o->ranks,
+	                            .tag_map = o->tag_map };
 	unsigned char *only;
 	int rc = -1;
 
@@ -599,8 +585,10 @@ int lks_import_files(lks_store *store, const lks_import_opts *o, const char *con
 		return -1;
 	}
 	rc = 0;
+	lks_import_tag_map_use(o->tag_map);
 	for (int i = 0; !rc && i < npaths; i++)
-		rc = lks_import_one(&r, o->fmt, paths[i], &res->counts);
+		rc = lks_import_file(&r, o->fmt, paths[i], &res->counts);
+	lks_import_tag_map_use(NULL);  /* the map is the caller's again */
 	if (!rc) {
 		char what[512];
 
@@ -627,6 +615,7 @@ int lks_import_files(lks_store *store, const lks_import_opts *o, const char *con
 	}
 	lks_import_ranks_free(r.ranks, r.nranks);
 	lks_import_names_free(&r.names);
+	free(r.ranked);
 	free(only);
 	return rc;
 }
@@ -637,7 +626,8 @@ int lks_import_follow(lks_store *store, const lks_import_opts *o, const char *pa
 {
 	struct lks_import_follow w = { .end_step = end_step, .fn = fn, .arg = arg };
 	struct lks_import_run r = { .store = store, .path = path, .follow = &w, .next_seq = 1,
-	                            .seq_below = INT64_MAX, .ranks_text = o->ranks };
+	                            .seq_below = INT64_MAX, .ranks_text = o->ranks,
+	                            .tag_map = o->tag_map };
 	struct lks_import_ctx x = { &r, &res->counts };
 	unsigned char *only;
 	int rc;
@@ -651,6 +641,7 @@ int lks_import_follow(lks_store *store, const lks_import_opts *o, const char *pa
 		free(only);
 		return -1;
 	}
+	lks_import_tag_map_use(o->tag_map);
 	for (;;) {
 		rc = lks_import_format_parse(o->fmt, path, f, lks_import_sink_counted, &x,
 		                             &res->counts);
@@ -663,6 +654,7 @@ int lks_import_follow(lks_store *store, const lks_import_opts *o, const char *pa
 		clearerr(f);
 		r.file++;  /* the log again from a start: a later file of a whole import's */
 	}
+	lks_import_tag_map_use(NULL);
 	if (!rc) {
 		char what[512];
 

@@ -309,7 +309,29 @@ typedef struct lks_import_opts {
 	const char *ranks;        /* the ranks a log of some ranks only holds ("0,8", "0-3,8":
 	                             each must have steps, no other may appear; the run keeps
 	                             their numbers); NULL: every rank from 0 to the last */
+	const struct lks_import_tag_map *tag_map;  /* the user's own labels; NULL: none */
 } lks_import_opts;
+
+/* ---- a user's own labels (lockstep import --tag-map, a case run's import_tag_map;
+   import_tag_map.c) ---- */
+
+/* LABEL=NAME pairs. LABEL is a label as the log writes it, in any format (a TensorBoard
+   tag "my/train_loss", a log line's label, a JSON key), byte for byte; NAME the metric it is
+   read as: a name of the table (its kind the table's), or any other name of letters,
+   digits and '_', its kind the one written after it (":numerics", ":performance"), else
+   what its words say (lks_import_perf_words). A label of the map is read so before the
+   format's own labels; two labels of one record read as one name are that name twice (bad
+   input, as in any log). */
+typedef struct lks_import_tag_map lks_import_tag_map;
+
+/* The map of text, "LABEL=NAME[,LABEL=NAME...]" or "@FILE" (one LABEL=NAME a line, blank
+   lines and lines that start with '#' skipped; FILE relative to dir, where dir is not NULL
+   and FILE not absolute), blanks around each side dropped, into *out (free it with
+   lks_import_tag_map_free). 0; LKS_E_BAD_INPUT (lks_err naming the pair, or FILE:line): no
+   '=', an empty side, a NAME that is no metric name or gives a table's metric another
+   kind, a kind word that is neither, a LABEL twice, FILE not read; -1 (no memory). */
+int lks_import_tag_map_parse(const char *text, const char *dir, lks_import_tag_map **out);
+void lks_import_tag_map_free(lks_import_tag_map *m);
 
 /* 0 when text is ranks as lks_import_opts.ranks takes them, else LKS_E_BAD_INPUT (lks_err). */
 int lks_import_ranks_valid(const char *text);

@@ -103,6 +103,14 @@ static inline __attribute__((always_inline)) size_t lks_decimal_z(const char *s,
      ranks that print alike (*ranked 0);
    - neither: rank 0, *ranked 0. */
 const char *lks_import_rank_prefix(const char *s, int *rank, int *ranked);
+/* Whether a name the table lacks (len bytes) is performance by its words
+   (lks_import_perf_words, or a rate "/s"): import_label.c's rule, a tag map's too. */
+int lks_import_sounds_performance(const char *label, size_t len);
+/* The metric a tag map reads label (len bytes) as, or NULL (import_tag_map.c); the map's
+   number, which no other map of the process has had (0 for NULL). */
+const lks_import_metric *lks_import_tag_map_find(const lks_import_tag_map *m, const char *label,
+                                                 size_t len);
+uint64_t lks_import_tag_map_id(const lks_import_tag_map *m);
 /* A performance metric's value "N/A": not measured (lks_import_label_performance). */
 int lks_import_unmeasured(lks_import_fmt fmt, const char *l, size_t llen, const char *v,
                           size_t vlen);

@@ -4,7 +4,8 @@
  * label (import.h). A label the format lacks is stored as a name of its own, performance
  * where its words say time, speed, memory or power (lks_label_sounds_performance: two runs'
  * clocks are never equal, so a bitwise verdict on them is a false failure), else numerics
- * (it then enters a bitwise verdict, the safe side).
+ * (it then enters a bitwise verdict, the safe side). A user's tag map (import_tag_map.c),
+ * this thread's while an import parses, comes before all of these.
  */
 #include <ctype.h>
 #include <stdatomic.h>
@@ -12,8 +13,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "harness/import/import.h"
+#include "harness/import/import_impl.h"
+#include "harness/import/import_run_impl.h"
 #include "kernels/err.h"
+
+/* The tag map of the import this thread parses (lks_import_tag_map_use); NULL: none. */
+static _Thread_local const lks_import_tag_map *lks_label_map;
 
 /* The row of label in a format's list (NULL ended), or NULL. */
 static const lks_import_metric *lks_label_in(const lks_import_label_row *row, const char *label,
@@ -37,6 +42,8 @@ const lks_import_metric *lks_import_metric_label(lks_import_fmt fmt, const char 
 
 	if (!f)
 		return NULL;
+	if (lks_label_map && (m = lks_import_tag_map_find(lks_label_map, label, len)))
+		return m;
 	if (!f->labels)
 		return lks_import_metric_find_n(label, len);
 	if ((m = lks_label_in(f->labels, label, len)))
@@ -85,6 +92,25 @@ static _Thread_local struct {
 static atomic_uint_least64_t lks_label_states;
 static _Thread_local uint64_t lks_label_changes;
 
+/* The map the entries were learnt under, by its number (0: none). An entry holds the name
+   its label was read as, so under another map it may be wrong: all go, and the state
+   changes, so that a quick reader (lks_titan_fast) forgets what it learnt of them too. */
+static _Thread_local uint64_t lks_label_map_id;
+
+void lks_import_tag_map_use(const lks_import_tag_map *m)
+{
+	uint64_t id = lks_import_tag_map_id(m);
+
+	lks_label_map = m;
+	if (id == lks_label_map_id)
+		return;
+	lks_label_map_id = id;
+	memset(lks_label_memos, 0, sizeof(lks_label_memos));
+	lks_label_chain.rec = NULL;
+	lks_label_changes = atomic_fetch_add_explicit(&lks_label_states, 1,
+	                                              memory_order_relaxed) + 1;
+}
+
 const lks_import_label *lks_import_labels(lks_import_fmt fmt, const uint64_t **changes)
 {
 	*changes = &lks_label_changes;
@@ -128,7 +154,7 @@ const char *const lks_import_perf_words[] = {
    performance, any other numerics. A framework's own "step_time_ms", "tokens_per_sec" or
    "peak_mem_gb" then stays out of a bitwise verdict (two runs' clocks are never equal), and
    its "aux_loss" or "num_tokens" is in it. */
-static int lks_label_sounds_performance(const char *label, size_t len)
+int lks_import_sounds_performance(const char *label, size_t len)
 {
 	for (size_t i = 0; i < len;) {
 		size_t j = i;
@@ -160,7 +186,7 @@ static int lks_label_name(const lks_import_rec *rec, lks_import_fmt fmt, const c
 
 	memset(e, 0, sizeof(*e));
 	e->kind = m ? m->kind
-	        : lks_label_sounds_performance(label, len) ? LKS_METRIC_PERFORMANCE
+	        : lks_import_sounds_performance(label, len) ? LKS_METRIC_PERFORMANCE
 	                                                   : LKS_METRIC_NUMERICS;
 	if (m) {
 		e->nlen = strlen(m->name);  /* the table's names are short */

@@ -34,12 +34,14 @@ static void *lks_import_part_main(void *arg)
 	struct stat st;
 
 	p->rc = -1;  /* a failure here: this part is read again after the one before it */
+	lks_import_tag_map_use(p->run.tag_map);  /* this thread's labels read as the import's */
 	if (f && !fstat(fileno(f), &st) && st.st_dev == p->dev && st.st_ino == p->ino
 	    && lseek(fileno(f), p->from, SEEK_SET) == p->from)
 		p->rc = lks_import_lines_at(p->run.path, f, 0, p->len, lks_import_sink_counted, &x,
 		                            &p->c, p->line);
 	if (!p->rc && p->run.store)
 		p->rc = lks_import_flush(&p->run, 1);
+	lks_import_tag_map_use(NULL);
 	lks_import_writer_stop(p->run.writer);  /* its last block stored: the part is done */
 	p->run.writer = NULL;
 	if (f)
@@ -165,6 +167,7 @@ int lks_import_parts(struct lks_import_run *r, const lks_import_format *fmt,
 		p->run = (struct lks_import_run){ .store = r->store, .run_id = r->run_id,
 		                                  .path = path, .file = r->file, .only = r->only,
 		                                  .nonly = r->nonly, .ranks_text = r->ranks_text,
+		                                  .tag_map = r->tag_map,
 		                                  .next_seq = first + k * LKS_IMPORT_PART_SEQ,
 		                                  .seq_below = INT64_MAX, .store_mu = r->store_mu };
 		/* each part's blocks stored by a writer of its own, as the first part's: the parts

@@ -5,8 +5,10 @@
 #ifndef LKS_HARNESS_IMPORT_IMPORT_RUN_IMPL_H
 #define LKS_HARNESS_IMPORT_IMPORT_RUN_IMPL_H
 
+#include <jansson.h>
 #include <pthread.h>
 #include <stdint.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 
 #include "harness/import/import.h"
@@ -71,6 +73,12 @@ struct lks_import_run {
 	const unsigned char *only;  /* (nonly) the ranks the log holds, by o->ranks; NULL: all */
 	int nonly;
 	const char *ranks_text;   /* o->ranks as given, for messages */
+	const lks_import_tag_map *tag_map;  /* o->tag_map: this thread's while it parses
+	                                       (lks_import_tag_map_use) */
+	int folder_rank;          /* 1 + the rank of every record of the file being read, from
+	                             its folder's name (rank_N: lks_import_file_rank); 0: the
+	                             records' own */
+	lks_import_rec *ranked;   /* a record given its folder's rank; NULL until one is */
 	struct lks_import_names names;
 };
 
@@ -79,6 +87,13 @@ struct lks_import_ctx {
 	struct lks_import_run *run;
 	lks_import_counts *c;
 };
+
+/* The tag map this thread's labels are read with (NULL: none), until another is given: what
+   the thread remembered of labels under another map is forgotten (import_label.c). Set by
+   each thread that parses, and set back to NULL after, before the map is freed. */
+void lks_import_tag_map_use(const lks_import_tag_map *m);
+/* The map as JSON, {LABEL: "NAME:KIND"}, for a run's fingerprint; NULL (no memory). */
+json_t *lks_import_tag_map_json(const lks_import_tag_map *m);
 
 /* The driver's steps that the parts take too (import.c). */
 void lks_import_ranks_free(struct lks_rank_last *ranks, int n);
@@ -96,6 +111,23 @@ int lks_import_name(struct lks_import_run *r, const char *name, long line);
 int lks_import_ranks_grow(struct lks_import_run *r, int n);
 /* The sink the parsers see (arg a struct lks_import_ctx): a repeated record is counted. */
 int lks_import_sink_counted(void *arg, const lks_import_rec *rec);
+
+/* One FILE of an import ('-': standard input; a folder of event files for tensorboard:
+   lks_import_folder) read into r (import.c). 0, LKS_E_BAD_INPUT, -1. */
+int lks_import_file(struct lks_import_run *r, const lks_import_format *fmt, const char *path,
+                    lks_import_counts *c);
+
+/* ---- TensorBoard folders, and the ranks their names give (import_folder.c) ---- */
+
+/* A folder given to tensorboard: its events.out.tfevents.* files in name order, or, where
+   it holds none, its rank_N folders in rank order, each so; each file through
+   lks_import_file. A folder of neither, or not read, is LKS_E_BAD_INPUT. */
+int lks_import_folder(struct lks_import_run *r, const lks_import_format *fmt,
+                      const char *path, lks_import_counts *c);
+/* The rank of every record of the file path of fmt: for tensorboard, N where the path names
+   the file's folder "rank_N" or "rankN" (torchtitan's folder per rank); else -1, the
+   records' own. */
+int lks_import_file_rank(const lks_import_format *fmt, const char *path);
 
 /* ---- a file read in parts at once (import_parts.c) ---- */
 

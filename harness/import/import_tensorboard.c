@@ -14,7 +14,8 @@
  * text) and events without a summary are counted as ignored. The value is stored as
  * written: a float32 is that float exactly.
  *
- * A run's folder is read as its event files in name order (import.c), each a file.
+ * A run's folder is read as its event files in name order, each a file, and a folder
+ * named rank_N holds rank N's events (import_folder.c).
  *
  * Tags map to lockstep's metric names through the table below (Megatron-LM's "lm loss",
  * Hugging Face's "train/loss", MaxText's "learning/loss", ...); any other tag is its own

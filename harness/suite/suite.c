@@ -326,18 +326,26 @@ static int lks_suite_import(const lks_case *c, const lks_run_cfg *r, lks_store *
                             int64_t suite_id, const lks_suite_observer *obs, int64_t *run_id)
 {
 	lks_import_opts o = { lks_import_format_find(r->import_fmt), c->name, r->name, suite_id,
-	                      c->path, c->text, r->import_ranks[0] ? r->import_ranks : NULL };
+	                      c->path, c->text, r->import_ranks[0] ? r->import_ranks : NULL,
+	                      NULL };
+	lks_import_tag_map *map = NULL;
 	lks_import_result res;
-	char path[1024];
-	const char *paths[1] = { path };
+	char path[1024], dir[1024];
+	const char *paths[1] = { path }, *slash = strrchr(c->path, '/');
 	int rc;
 
+	/* a map's @FILE, as the log's PATH, relative to the case file's folder */
+	snprintf(dir, sizeof(dir), "%.*s", slash ? (int)(slash - c->path) : 0, c->path);
 	if (lks_case_import_path(c, r, path, sizeof(path)))
 		rc = LKS_E_BAD_INPUT;
 	else if (!o.fmt)  /* the case's validation lets none through */
 		rc = -1;
-	else
+	else if (!r->import_tag_map[0]
+	         || !(rc = lks_import_tag_map_parse(r->import_tag_map, slash ? dir : NULL, &map))) {
+		o.tag_map = map;
 		rc = lks_import_files(store, &o, paths, 1, &res);
+	}
+	lks_import_tag_map_free(map);
 	if (rc) {
 		fprintf(stderr, "lockstep: %s / %s: import: %s; nothing stored\n", c->name, r->name,
 		        lks_errmsg());

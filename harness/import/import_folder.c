@@ -1,0 +1,136 @@
+/*
+ * import_folder.c: TensorBoard runs given as folders (import.h, lockstep import --format
+ * tensorboard), and the rank a folder's name gives the event files in it.
+ *
+ * A run's folder is read as its events.out.tfevents.* files in name order (the writer's
+ * start time, so a restart's file comes after), each a file of its own: a restart's steps
+ * again are the run restarted, as for any files given.
+ *
+ * An event file holds no rank, so torchtitan, told to write TensorBoard for every rank
+ * (metrics.save_for_all_ranks), writes each rank's into a folder of its own:
+ * torchtitan/components/metrics.py, _build_metric_logger, at pytorch/torchtitan commit
+ * c594d8ac89f0b850a8fc1443796916dfa6ab06b1:
+ *
+ *     base_log_dir = os.path.join(dump_dir, metrics_config.save_tb_folder,
+ *                                 datetime.now().strftime("%Y%m%d-%H%M"))
+ *     if metrics_config.save_for_all_ranks:
+ *         base_log_dir = os.path.join(base_log_dir, f"rank_{torch.distributed.get_rank()}")
+ *
+ * So the events of a file whose folder is named rank_N (or rankN, as other launchers
+ * write it) are rank N's: each rank's folder is a stream of its own, its files read in
+ * name order, and a later folder of the same rank (a restarted job's, under a later
+ * timestamp) takes that rank back as any later file does. The timestamp folder itself,
+ * which holds the rank folders and no event file, is read as its rank folders in rank
+ * order. A folder of another name keeps its files' records as they are: rank 0.
+ */
+#include <dirent.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "harness/import/import_run_impl.h"
+#include "kernels/err.h"
+
+/* The rank the name s..e (a path's component) gives: "rank_N" or "rankN", N digits up to
+   LKS_IMPORT_MAX_RANK; -1 for any other name. */
+static int lks_rank_name(const char *s, const char *e)
+{
+	long r = 0;
+
+	if (e - s < 5 || memcmp(s, "rank", 4))
+		return -1;
+	s += 4 + (s[4] == '_');
+	if (s == e || (*s == '0' && e - s > 1))  /* "rank_01" is not the rank torchtitan wrote */
+		return -1;
+	for (; s < e; s++) {
+		if (*s < '0' || *s > '9' || (r = r * 10 + (*s - '0')) > LKS_IMPORT_MAX_RANK)
+			return -1;
+	}
+	return (int)r;
+}
+
+/* The rank the folder of the file path gives (its component before the file's name, as
+   written: "rank_1/events.out.tfevents.x"), or -1. */
+static int lks_rank_of_file(const char *path)
+{
+	const char *e = strrchr(path, '/'), *s;
+
+	if (!e)
+		return -1;  /* a file of the working folder: the path names no folder */
+	while (e > path && e[-1] == '/')
+		e--;
+	for (s = e; s > path && s[-1] != '/'; s--)
+		;
+	return lks_rank_name(s, e);
+}
+
+/* import_run_impl.h */
+int lks_import_file_rank(const lks_import_format *fmt, const char *path)
+{
+	return fmt->id == LKS_IMPORT_TENSORBOARD ? lks_rank_of_file(path) : -1;
+}
+
+static int lks_events_file(const struct dirent *d)
+{
+	return !strncmp(d->d_name, "events.out.tfevents.", 20);
+}
+
+static int lks_rank_folder(const struct dirent *d)
+{
+	return lks_rank_name(d->d_name, d->d_name + strlen(d->d_name)) >= 0;
+}
+
+/* Rank folders by rank: rank_10 after rank_9. */
+static int lks_rank_order(const struct dirent **a, const struct dirent **b)
+{
+	int x = lks_rank_name((*a)->d_name, (*a)->d_name + strlen((*a)->d_name));
+	int y = lks_rank_name((*b)->d_name, (*b)->d_name + strlen((*b)->d_name));
+
+	return x != y ? (x < y ? -1 : 1) : strcmp((*a)->d_name, (*b)->d_name);
+}
+
+/* Each entry of list (n, freed here) as path/NAME through lks_import_file (a file) or
+   lks_import_folder (a rank's folder). */
+static int lks_import_entries(struct lks_import_run *r, const lks_import_format *fmt,
+                              const char *path, struct dirent **list, int n, int folders,
+                              lks_import_counts *c)
+{
+	int rc = 0;
+
+	for (int i = 0; i < n; i++) {
+		char *full = malloc(strlen(path) + strlen(list[i]->d_name) + 2);
+
+		if (!rc && !full)
+			rc = lks_err("out of memory");
+		if (!rc) {
+			sprintf(full, "%s/%s", path, list[i]->d_name);
+			rc = folders ? lks_import_folder(r, fmt, full, c) : lks_import_file(r, fmt, full, c);
+		}
+		free(full);
+		free(list[i]);
+	}
+	free(list);
+	return rc;
+}
+
+/* import_run_impl.h */
+int lks_import_folder(struct lks_import_run *r, const lks_import_format *fmt,
+                      const char *path, lks_import_counts *c)
+{
+	struct dirent **list = NULL;
+	int n = scandir(path, &list, lks_events_file, alphasort), folders = 0;
+
+	if (n == 0) {  /* a run's folder of rank folders (torchtitan's timestamp folder) */
+		free(list);
+		list = NULL;
+		n = scandir(path, &list, lks_rank_folder, lks_rank_order);
+		folders = 1;
+	}
+	if (n < 0)
+		return lks_err("cannot read the folder '%s'", path), LKS_E_BAD_INPUT;
+	if (n == 0) {
+		free(list);
+		return lks_err("'%s' holds no events.out.tfevents.* file, nor a rank_N folder", path),
+		       LKS_E_BAD_INPUT;
+	}
+	return lks_import_entries(r, fmt, path, list, n, folders, c);
+}
