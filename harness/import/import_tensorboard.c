@@ -232,6 +232,7 @@ static int lks_tb_scalar(const LksTb__Summary__Value *v, double *x)
 struct lks_tb_arena {
 	unsigned char *base;
 	size_t used, cap;
+	int spilled;              /* blocks of this Event's from malloc: it must be freed */
 };
 
 static void *lks_tb_alloc(void *data, size_t size)
@@ -243,6 +244,7 @@ static void *lks_tb_alloc(void *data, size_t size)
 		a->used = at + size;
 		return a->base + at;
 	}
+	a->spilled = 1;
 	return malloc(size ? size : 1);
 }
 
@@ -308,14 +310,52 @@ static int lks_tb_event(struct lks_tb_read *x, const LksTb__Event *e, long at)
 	return 0;
 }
 
+/* The file's bytes a chunk at a time (a record's 12 + len + 4 bytes are read through it,
+   not with a call each: three freads a record cost more than its decoding). */
+struct lks_tb_in {
+	FILE *f;
+	uint8_t *buf;
+	size_t at, end, cap;
+};
+
+#define LKS_TB_CHUNK ((size_t)1 << 20)
+
+/* n bytes from the input's position, *p to them (valid until the next call): 1; 0 at the
+   end of the file with none; -1 cut short (errno: a read error, ferror) or out of memory. */
+static int lks_tb_take(struct lks_tb_in *in, size_t n, const uint8_t **p)
+{
+	if (in->end - in->at < n) {
+		size_t have = in->end - in->at, want = n > LKS_TB_CHUNK ? n : LKS_TB_CHUNK;
+
+		if (want > in->cap) {
+			uint8_t *b = malloc(want);
+
+			if (!b)
+				return -1;
+			memcpy(b, in->buf + in->at, have);
+			free(in->buf);
+			in->buf = b;
+			in->cap = want;
+		} else {
+			memmove(in->buf, in->buf + in->at, have);
+		}
+		in->at = 0;
+		in->end = have + fread(in->buf + have, 1, in->cap - have, in->f);
+		if (in->end < n)
+			return in->end == 0 && !ferror(in->f) ? 0 : -1;
+	}
+	*p = in->buf + in->at;
+	in->at += n;
+	return 1;
+}
+
 static int lks_import_parse_tensorboard(const char *path, FILE *f, lks_import_sink sink,
                                         void *arg, lks_import_counts *c)
 {
 	struct lks_tb_read x = { calloc(1, sizeof(lks_import_rec)), 0, path, sink, arg, c };
-	struct lks_tb_arena arena = { malloc(65536), 0, 65536 };
+	struct lks_tb_arena arena = { malloc(65536), 0, 65536, 0 };
 	ProtobufCAllocator alloc = { lks_tb_alloc, lks_tb_free, &arena };
-	uint8_t head[12], tail[4], *data = NULL;
-	size_t room = 0;
+	struct lks_tb_in in = { f, NULL, 0, 0, 0 };
 	long long at = 0;
 	int rc = 0;
 
@@ -325,14 +365,16 @@ static int lks_import_parse_tensorboard(const char *path, FILE *f, lks_import_si
 		return lks_err("out of memory");
 	}
 	for (;;) {
-		size_t got = fread(head, 1, sizeof(head), f);
+		const uint8_t *head, *data;
+		int got = lks_tb_take(&in, 12, &head);
 		uint64_t len;
 		LksTb__Event *e;
 
-		if (got == 0 && !ferror(f))
+		if (got == 0)
 			break;
-		if (got < sizeof(head)) {
+		if (got < 0) {
 			rc = ferror(f) ? lks_err("cannot read '%s'", path)
+			   : !in.buf ? lks_err("out of memory")
 			   : (lks_err("'%s': byte %lld: a record cut short (its header)", path, at),
 			      LKS_E_BAD_INPUT);
 			break;
@@ -350,23 +392,14 @@ static int lks_import_parse_tensorboard(const char *path, FILE *f, lks_import_si
 			rc = LKS_E_BAD_INPUT;
 			break;
 		}
-		if (len > room) {  /* the largest record so far */
-			uint8_t *d = realloc(data, len);
-
-			if (!d) {
-				rc = lks_err("out of memory");
-				break;
-			}
-			data = d;
-			room = len;
-		}
-		if (fread(data, 1, len, f) != len || fread(tail, 1, 4, f) != 4) {
+		if (lks_tb_take(&in, len + 4, &data) != 1) {
 			rc = ferror(f) ? lks_err("cannot read '%s'", path)
+			   : !in.buf || in.cap < len + 4 ? lks_err("out of memory")
 			   : (lks_err("'%s': byte %lld: a record cut short (%llu bytes of data)", path,
 			              at, (unsigned long long)len), LKS_E_BAD_INPUT);
 			break;
 		}
-		if ((uint32_t)lks_le(tail, 4) != lks_tfrecord_crc(data, len)) {
+		if ((uint32_t)lks_le(data + len, 4) != lks_tfrecord_crc(data, len)) {
 			lks_err("'%s': byte %lld: bad CRC of the record's %llu bytes of data: corrupted",
 			        path, at, (unsigned long long)len);
 			rc = LKS_E_BAD_INPUT;
@@ -374,20 +407,24 @@ static int lks_import_parse_tensorboard(const char *path, FILE *f, lks_import_si
 		}
 		c->lines++;
 		arena.used = 0;
+		arena.spilled = 0;
 		if (!(e = lks_tb__event__unpack(&alloc, len, data))) {
 			lks_err("'%s': byte %lld: the record is no TensorBoard Event", path, at);
 			rc = LKS_E_BAD_INPUT;
 			break;
 		}
 		rc = lks_tb_event(&x, e, c->lines);
-		lks_tb__event__free_unpacked(e, &alloc);
+		/* all of it in the arena, emptied for the next: nothing to free (a walk of the
+		   message that frees nothing costs as much as its decoding's allocations) */
+		if (arena.spilled)
+			lks_tb__event__free_unpacked(e, &alloc);
 		if (rc)
 			break;
 		at += (long long)(12 + len + 4);
 	}
 	if (rc == 0)
 		rc = lks_tb_flush(&x);
-	free(data);
+	free(in.buf);
 	free(arena.base);
 	free(x.rec);
 	return rc;

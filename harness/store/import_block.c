@@ -434,7 +434,7 @@ static int lks_encode_col(lks_block *b, struct lks_bcol *c)
 		const int64_t *dec = c->dec;
 		const int *rank = b->rank;
 		int64_t *prev = b->prev;
-		int n = b->n, last_d = c->last_d;
+		int n = b->n, last_d = c->last_d, skip = 0;
 		unsigned char *w = b->out.p + b->out.n;
 
 		for (int i = 0; i < n; i++) {
@@ -449,8 +449,19 @@ static int lks_encode_col(lks_block *b, struct lks_bcol *c)
 			m = dec[i] >> 4;  /* floor(dec / 16): GCC and Clang shift a signed value
 			                     arithmetically (C leaves it to the compiler) */
 			if (d == LKS_DEC_RAW || !(fabs((double)m) < LKS_M_LIMIT)
-			    || !lks_same_bits(d ? (double)m / lks_import_pow10[d] : (double)m, v[i]))
-				d = printed ? LKS_DEC_RAW : lks_decimal(v[i], last_d, &m);
+			    || !lks_same_bits(d ? (double)m / lks_import_pow10[d] : (double)m, v[i])) {
+				/* a search that found none (an event file's float32: 15 tries) is not
+				   made again for the next 63 values, which are written raw: exact all
+				   the same, and a column that turns short is found within 64 */
+				if (printed) {
+					d = LKS_DEC_RAW;
+				} else if (skip > 0) {
+					d = LKS_DEC_RAW;
+					skip--;
+				} else if ((d = lks_decimal(v[i], last_d, &m)) == LKS_DEC_RAW) {
+					skip = 63;
+				}
+			}
 			if (d == LKS_DEC_RAW) {
 				*w++ = LKS_DEC_RAW;
 				w = lks_raw_at(w, v[i]);
