@@ -525,8 +525,8 @@ int lks_import_file(struct lks_import_run *r, const lks_import_format *fmt, cons
 	r->file = r->nfiles++;
 	r->path = path;
 	r->folder_rank = in ? 0 : lks_import_file_rank(fmt, path) + 1;
-	if (!in && fmt->line && !r->follow && S_ISREG(st.st_mode)
-	    && (n = lks_import_starts(fileno(f), st.st_size, starts)) > 1) {
+	if (!in && !r->follow && S_ISREG(st.st_mode)
+	    && (n = lks_import_starts(fmt, fileno(f), st.st_size, starts)) > 1) {
 		r->parts = n > r->parts ? n : r->parts;
 		rc = lks_import_parts(r, fmt, path, f, &st, starts, n, c);
 	} else {

@@ -23,6 +23,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/types.h>
 
 #include "harness/store/import_rec.h"
 #include "harness/store/trace_store.h"
@@ -172,6 +173,14 @@ typedef struct lks_import_format {
 	const lks_import_label_row *labels, *aliases;
 	const struct lks_import_quick *quick;  /* its common lines read at once (import_impl.h);
 	                                          NULL: none */
+	/* a whole-file format read in parts at once (import_parts.c), as a line format is:
+	   parse_at reads from where f's descriptor is (a record's start) at most limit bytes
+	   of records begun (UINT64_MAX: to the end), numbering them on from line; cut gives
+	   where a part starting near byte at of the file fd (size bytes) may start, 0 where
+	   none may before the end. NULL: read whole, by one reader */
+	int (*parse_at)(const char *path, FILE *f, long line, uint64_t limit,
+	                lks_import_sink sink, void *arg, lks_import_counts *c);
+	off_t (*cut)(int fd, off_t at, off_t size);
 } lks_import_format;
 
 /* The rows, one per format's file. */

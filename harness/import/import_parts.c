@@ -1,6 +1,7 @@
 /*
  * import_parts.c: a big log file read in parts at once (import_run_impl.h), one thread and
- * one writer each, joined where the ranks' steps meet at the seams as one reader would see
+ * one writer each (a line format's lines, or a whole-file format's records where it says
+ * how: lks_import_format's parse_at and cut), joined where the ranks' steps meet at the seams as one reader would see
  * them, else read on by one reader: what is stored and said is what one reader stores and
  * says.
  */
@@ -17,7 +18,7 @@
 struct lks_import_part {
 	struct lks_import_run run;
 	lks_import_counts c;
-	lks_import_line_fn line;
+	const lks_import_format *fmt;
 	off_t from;
 	uint64_t len;             /* its bytes; UINT64_MAX: to the end (the last part) */
 	dev_t dev;                /* the file the first part reads: the path must still name it */
@@ -25,6 +26,18 @@ struct lks_import_part {
 	pthread_t thread;
 	int started, rc;
 };
+
+/* The records of path from where f's descriptor is, at most limit bytes of them, numbered
+   on from line: a line format's lines, or a whole-file format's records (parse_at). */
+static int lks_import_read_at(const lks_import_format *fmt, const char *path, FILE *f,
+                              long line, uint64_t limit, struct lks_import_ctx *x,
+                              lks_import_counts *c)
+{
+	if (fmt->line)
+		return lks_import_lines_at(path, f, line, limit, lks_import_sink_counted, x, c,
+		                           fmt->line);
+	return fmt->parse_at(path, f, line, limit, lks_import_sink_counted, x, c);
+}
 
 static void *lks_import_part_main(void *arg)
 {
@@ -37,8 +50,7 @@ static void *lks_import_part_main(void *arg)
 	lks_import_tag_map_use(p->run.tag_map);  /* this thread's labels read as the import's */
 	if (f && !fstat(fileno(f), &st) && st.st_dev == p->dev && st.st_ino == p->ino
 	    && lseek(fileno(f), p->from, SEEK_SET) == p->from)
-		p->rc = lks_import_lines_at(p->run.path, f, 0, p->len, lks_import_sink_counted, &x,
-		                            &p->c, p->line);
+		p->rc = lks_import_read_at(p->fmt, p->run.path, f, 0, p->len, &x, &p->c);
 	if (!p->rc && p->run.store)
 		p->rc = lks_import_flush(&p->run, 1);
 	lks_import_tag_map_use(NULL);
@@ -122,7 +134,7 @@ static long lks_import_env(const char *name, long lo, long def)
 }
 
 /* import_run_impl.h */
-int lks_import_starts(int fd, off_t size, off_t *starts)
+int lks_import_starts(const lks_import_format *fmt, int fd, off_t size, off_t *starts)
 {
 	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
 	off_t min = (off_t)lks_import_env("LKS_IMPORT_SPLIT_MIN", 1, LKS_IMPORT_SPLIT_MIN);
@@ -132,11 +144,14 @@ int lks_import_starts(int fd, off_t size, off_t *starts)
 
 	if (most > LKS_IMPORT_PARTS_MAX)
 		most = LKS_IMPORT_PARTS_MAX;
+	if (!fmt->line && !(fmt->parse_at && fmt->cut))
+		most = 1;
 	if (parts > most)
 		parts = most;
 	starts[0] = 0;
 	for (off_t k = 1; k < parts; k++) {
-		off_t at = lks_import_cut(fd, size / parts * k, size);
+		off_t at = fmt->line ? lks_import_cut(fd, size / parts * k, size)
+		           : fmt->cut(fd, size / parts * k, size);
 
 		if (at > starts[n - 1])  /* a line longer than a part: fewer parts */
 			starts[n++] = at;
@@ -160,7 +175,7 @@ int lks_import_parts(struct lks_import_run *r, const lks_import_format *fmt,
 	for (k = 1; k < n; k++) {
 		struct lks_import_part *p = &parts[k];
 
-		*p = (struct lks_import_part){ .line = fmt->line, .from = starts[k],
+		*p = (struct lks_import_part){ .fmt = fmt, .from = starts[k],
 		                               .len = k + 1 < n ? (uint64_t)(starts[k + 1] - starts[k])
 		                                                : UINT64_MAX,
 		                               .dev = st->st_dev, .ino = st->st_ino, .rc = -1 };
@@ -168,6 +183,7 @@ int lks_import_parts(struct lks_import_run *r, const lks_import_format *fmt,
 		                                  .path = path, .file = r->file, .only = r->only,
 		                                  .nonly = r->nonly, .ranks_text = r->ranks_text,
 		                                  .tag_map = r->tag_map,
+		                                  .folder_rank = r->folder_rank,
 		                                  .next_seq = first + k * LKS_IMPORT_PART_SEQ,
 		                                  .seq_below = INT64_MAX, .store_mu = r->store_mu };
 		/* each part's blocks stored by a writer of its own, as the first part's: the parts
@@ -182,8 +198,7 @@ int lks_import_parts(struct lks_import_run *r, const lks_import_format *fmt,
 		}
 	}
 	r->seq_below = first + LKS_IMPORT_PART_SEQ;  /* a restart leaves the parts' blocks be */
-	rc = lks_import_lines_at(path, f, 0, n > 1 ? (uint64_t)starts[1] : UINT64_MAX,
-	                         lks_import_sink_counted, &x, c, fmt->line);
+	rc = lks_import_read_at(fmt, path, f, 0, n > 1 ? (uint64_t)starts[1] : UINT64_MAX, &x, c);
 	for (k = 1; k < n; k++)
 		if (parts[k].started)
 			pthread_join(parts[k].thread, NULL);
@@ -201,8 +216,7 @@ int lks_import_parts(struct lks_import_run *r, const lks_import_format *fmt,
 		if (!rc && lseek(fileno(f), starts[k], SEEK_SET) != starts[k])
 			rc = lks_err("cannot read '%s' after line %ld", path, c->lines - lines0);
 		if (!rc)
-			rc = lks_import_lines_at(path, f, c->lines - lines0, UINT64_MAX,
-			                         lks_import_sink_counted, &x, c, fmt->line);
+			rc = lks_import_read_at(fmt, path, f, c->lines - lines0, UINT64_MAX, &x, c);
 		break;
 	}
 	for (k = 1; k < n; k++) {

@@ -140,9 +140,10 @@ int lks_import_file_rank(const lks_import_format *fmt, const char *path);
 #define LKS_IMPORT_PARTS_MAX 16
 #define LKS_IMPORT_PART_SEQ ((int64_t)1 << 40)
 
-/* Where the parts of the file fd (size bytes) start: starts[0] = 0, then in order; their
-   count (1: read whole). */
-int lks_import_starts(int fd, off_t size, off_t *starts);
+/* Where the parts of the file fd (size bytes) of fmt start: starts[0] = 0, then in order;
+   their count (1: read whole; a format that is neither a line format nor has parse_at and
+   cut is read whole). */
+int lks_import_starts(const lks_import_format *fmt, int fd, off_t size, off_t *starts);
 /* The file f (path, described by st) read in parts at once (starts[0..n), the first read
    here, each other by a thread of its own), with exactly what one reader would store and
    say: at the first part whose seam is not clean, or which failed, its blocks and those

@@ -27,6 +27,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "tensorboard.pb-c.h"
 #include "harness/import/import_impl.h"
@@ -332,11 +333,12 @@ static int lks_tb_take(struct lks_tb_in *in, size_t n, const uint8_t **p)
 
 			if (!b)
 				return -1;
-			memcpy(b, in->buf + in->at, have);
+			if (have)  /* none at first, before the buffer is made */
+				memcpy(b, in->buf + in->at, have);
 			free(in->buf);
 			in->buf = b;
 			in->cap = want;
-		} else {
+		} else if (have) {
 			memmove(in->buf, in->buf + in->at, have);
 		}
 		in->at = 0;
@@ -349,22 +351,28 @@ static int lks_tb_take(struct lks_tb_in *in, size_t n, const uint8_t **p)
 	return 1;
 }
 
-static int lks_import_parse_tensorboard(const char *path, FILE *f, lks_import_sink sink,
-                                        void *arg, lks_import_counts *c)
+/* The records from where f's descriptor is (a record's start: byte 0, or a part's
+   start, lks_tb_cut), those begun within limit bytes, numbered on from line. */
+static int lks_tb_parse_at(const char *path, FILE *f, long line, uint64_t limit,
+                           lks_import_sink sink, void *arg, lks_import_counts *c)
 {
 	struct lks_tb_read x = { calloc(1, sizeof(lks_import_rec)), 0, path, sink, arg, c };
 	struct lks_tb_arena arena = { malloc(65536), 0, 65536, 0 };
 	ProtobufCAllocator alloc = { lks_tb_alloc, lks_tb_free, &arena };
 	struct lks_tb_in in = { f, NULL, 0, 0, 0 };
-	long long at = 0;
+	off_t from = lseek(fileno(f), 0, SEEK_CUR);
+	long long at = from > 0 ? (long long)from : 0;
 	int rc = 0;
 
+	/* f's own buffer to where its descriptor was put (a part's start); a pipe has none */
+	if (from >= 0 && fseeko(f, from, SEEK_SET))
+		return lks_err("cannot read '%s' at byte %lld", path, at);
 	if (!x.rec || !arena.base) {
 		free(x.rec);
 		free(arena.base);
 		return lks_err("out of memory");
 	}
-	for (;;) {
+	while ((uint64_t)(at - (from > 0 ? from : 0)) < limit) {
 		const uint8_t *head, *data;
 		int got = lks_tb_take(&in, 12, &head);
 		uint64_t len;
@@ -406,6 +414,7 @@ static int lks_import_parse_tensorboard(const char *path, FILE *f, lks_import_si
 			break;
 		}
 		c->lines++;
+		line++;
 		arena.used = 0;
 		arena.spilled = 0;
 		if (!(e = lks_tb__event__unpack(&alloc, len, data))) {
@@ -413,7 +422,7 @@ static int lks_import_parse_tensorboard(const char *path, FILE *f, lks_import_si
 			rc = LKS_E_BAD_INPUT;
 			break;
 		}
-		rc = lks_tb_event(&x, e, c->lines);
+		rc = lks_tb_event(&x, e, line);
 		/* all of it in the arena, emptied for the next: nothing to free (a walk of the
 		   message that frees nothing costs as much as its decoding's allocations) */
 		if (arena.spilled)
@@ -430,11 +439,76 @@ static int lks_import_parse_tensorboard(const char *path, FILE *f, lks_import_si
 	return rc;
 }
 
+static int lks_import_parse_tensorboard(const char *path, FILE *f, lks_import_sink sink,
+                                        void *arg, lks_import_counts *c)
+{
+	return lks_tb_parse_at(path, f, c->lines, UINT64_MAX, sink, arg, c);
+}
+
+/* The step of the Event data[0..len), or -1 where it holds no summary (the file's
+   version, a graph: no step of the scalars) or is none. */
+static int64_t lks_tb_step_of(const uint8_t *data, size_t len)
+{
+	LksTb__Event *e = lks_tb__event__unpack(NULL, len, data);
+	int64_t step = e && e->what_case == LKS_TB__EVENT__WHAT_SUMMARY ? e->step : -1;
+
+	if (e)
+		lks_tb__event__free_unpacked(e, NULL);
+	return step;
+}
+
+/* Where a part starting near byte at may start: at a record whose length's and data's
+   CRCs both check (found by trying each byte from at: a false one passes two CRC32Cs, 1 in
+   2^64), and then at the first record after it whose step is not the step before, so that
+   no step's events are split between parts (a part's reader gathers a step's events into
+   one record). Looked for within a window of 1 MiB from at: 0 where that finds none (fewer
+   parts). */
+static off_t lks_tb_cut(int fd, off_t at, off_t size)
+{
+	(void)size;  /* the window ends where the file does */
+	size_t cap = LKS_TB_CHUNK, n;
+	uint8_t *w = malloc(cap);
+	ssize_t got = w ? pread(fd, w, cap, at) : -1;
+	int64_t prev = -1;        /* the step of the record before; -1: none yet */
+	off_t cut = 0;
+
+	if (got <= 0) {
+		free(w);
+		return 0;
+	}
+	n = (size_t)got;
+	for (size_t p = 0, synced = 0; p + 16 <= n && !cut;) {
+		uint64_t len = lks_le(w + p, 8);
+		int64_t step;
+
+		if ((uint32_t)lks_le(w + p + 8, 4) != lks_tfrecord_crc(w + p, 8)
+		    || len > n - p - 16
+		    || (uint32_t)lks_le(w + p + 12 + len, 4) != lks_tfrecord_crc(w + p + 12, len)) {
+			if (synced)
+				break;  /* a damaged record: the reader of the part before says it */
+			p++;
+			continue;
+		}
+		synced = 1;
+		/* a record of no step (the file's version) leaves the step before as it was */
+		if ((step = lks_tb_step_of(w + p + 12, len)) >= 0) {
+			if (prev >= 0 && step != prev)
+				cut = at + (off_t)p;
+			prev = step;
+		}
+		p += 12 + len + 4;
+	}
+	free(w);
+	return cut;
+}
+
 const lks_import_format lks_import_tensorboard_format = {
 	.id = LKS_IMPORT_TENSORBOARD,
 	.name = "tensorboard",
 	.what = "TensorBoard event files (events.out.tfevents.*: each scalar as the float32 "
 	        "logged)",
 	.parse = lks_import_parse_tensorboard,
+	.parse_at = lks_tb_parse_at,
+	.cut = lks_tb_cut,
 	.labels = lks_tb_labels,
 };
