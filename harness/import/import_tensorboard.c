@@ -317,6 +317,9 @@ struct lks_tb_in {
 	FILE *f;
 	uint8_t *buf;
 	size_t at, end, cap;
+	int exact;                /* a stream without a place (a pipe, a followed log: its
+	                             reads wait for bytes to come): read no byte past the record,
+	                             else a step would wait for a chunk's worth of later ones */
 };
 
 #define LKS_TB_CHUNK ((size_t)1 << 20)
@@ -342,7 +345,7 @@ static int lks_tb_take(struct lks_tb_in *in, size_t n, const uint8_t **p)
 			memmove(in->buf, in->buf + in->at, have);
 		}
 		in->at = 0;
-		in->end = have + fread(in->buf + have, 1, in->cap - have, in->f);
+		in->end = have + fread(in->buf + have, 1, (in->exact ? n : in->cap) - have, in->f);
 		if (in->end < n)
 			return in->end == 0 && !ferror(in->f) ? 0 : -1;
 	}
@@ -359,8 +362,8 @@ static int lks_tb_parse_at(const char *path, FILE *f, long line, uint64_t limit,
 	struct lks_tb_read x = { calloc(1, sizeof(lks_import_rec)), 0, path, sink, arg, c };
 	struct lks_tb_arena arena = { malloc(65536), 0, 65536, 0 };
 	ProtobufCAllocator alloc = { lks_tb_alloc, lks_tb_free, &arena };
-	struct lks_tb_in in = { f, NULL, 0, 0, 0 };
 	off_t from = lseek(fileno(f), 0, SEEK_CUR);
+	struct lks_tb_in in = { f, NULL, 0, 0, 0, from < 0 };
 	long long at = from > 0 ? (long long)from : 0;
 	int rc = 0;
 

@@ -9,7 +9,10 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "store_fixture.h"
 #include "tb_events.h"
@@ -209,5 +212,69 @@ Test(import_tb_read, a_file_read_in_parts_stores_and_says_what_one_reader_does)
 	free(one.text);
 	free(three.text);
 	free(s);
+	rm_tmp();
+}
+
+/* The records of src appended to dst, as a writer's flush adds them to a live file. */
+static void append_file(const char *src, const char *dst)
+{
+	char cmd[1200];
+
+	snprintf(cmd, sizeof(cmd), "cat '%s' >> '%s'", src, dst);
+	cr_assert_eq(system(cmd), 0);
+}
+
+/* A followed event file (import --follow, a stream whose reads wait for the file to grow)
+   is read record by record, not a chunk at a time: step 5's loss, 1 apart from the
+   reference's, is found once step 6's event closes it, long before a chunk (1 MiB) or
+   the idle time (30 s) would come. */
+Test(import_tb_read, a_followed_event_file_is_compared_step_by_step)
+{
+	struct tb_scalar ref[6], one;
+	char refp[512], live[512], scratch[512], db[512], out[512], cmd[3000], text[4096];
+	int status = -1;
+	pid_t pid;
+	FILE *f;
+
+	mkdir_tmp();
+	for (int i = 0; i < 6; i++)
+		ref[i] = (struct tb_scalar){ i + 1, "lm loss", 10.0f / (float)(i + 2) };
+	path_in_tmp(refp, sizeof(refp), "ref.tfevents");
+	path_in_tmp(live, sizeof(live), "live.tfevents");
+	path_in_tmp(scratch, sizeof(scratch), "one.tfevents");
+	path_in_tmp(db, sizeof(db), "f.db");
+	path_in_tmp(out, sizeof(out), "out.txt");
+	tb_write(refp, ref, 6);
+	cr_assert_not_null(f = fopen(live, "w"));
+	fclose(f);
+	snprintf(cmd, sizeof(cmd), "exec '%s' import --follow --format tensorboard '%s' --case c "
+	         "--run live --reference-file 'tensorboard:%s' --db '%s' --idle 30 > '%s' 2>&1",
+	         LKS_BIN, live, refp, db, out);
+	cr_assert_geq(pid = fork(), 0);
+	if (pid == 0) {
+		execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
+		_exit(127);
+	}
+	for (int i = 0; i < 6; i++) {
+		one = ref[i];
+		if (one.step == 5)
+			one.value += 1.0f;
+		tb_write(scratch, &one, 1);
+		append_file(scratch, live);
+		usleep(100000);
+	}
+	for (int t = 0; t < 1000 && waitpid(pid, &status, WNOHANG) == 0; t++)
+		usleep(10000);  /* 10 s at most: an unloaded machine takes a few ms */
+	if (status == -1) {
+		kill(pid, SIGKILL);
+		waitpid(pid, &status, 0);
+		cr_assert_fail("still following 10 s after step 6 was written");
+	}
+	f = fopen(out, "r");
+	cr_assert_not_null(f);
+	text[fread(text, 1, sizeof(text) - 1, f)] = 0;
+	fclose(f);
+	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 1, "%s", text);
+	cr_assert_not_null(strstr(text, "diverged at step 5 rank 0 metric loss"), "%s", text);
 	rm_tmp();
 }
