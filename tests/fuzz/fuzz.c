@@ -120,6 +120,18 @@ static int lks_fuzz_nemo(const char *path) { return lks_fuzz_import("nemo", path
 static int lks_fuzz_composer(const char *path) { return lks_fuzz_import("composer", path); }
 static int lks_fuzz_hf(const char *path) { return lks_fuzz_import("hf-trainer", path); }
 static int lks_fuzz_tb(const char *path) { return lks_fuzz_import("tensorboard", path); }
+/* a --tag-map file (import_tag_map.c): its pairs and their errors, under the sanitizers */
+static int lks_fuzz_tag_map(const char *path)
+{
+	char arg[4200];
+	lks_import_tag_map *m = NULL;
+	int rc;
+
+	snprintf(arg, sizeof(arg), "@%s", path);
+	rc = lks_import_tag_map_parse(arg, NULL, &m);
+	lks_import_tag_map_free(m);
+	return rc == 0 ? LKS_EXIT_OK : lks_exit_code(rc);
+}
 static int lks_fuzz_titan_losses(const char *path)
 {
 	return lks_fuzz_import("torchtitan-losses", path);
@@ -145,6 +157,7 @@ static const struct lks_fuzz_target {
 	{ "composer", "train.log", lks_fuzz_composer },  /* harness/import/import_composer.c */
 	{ "hf-trainer", "trainer_state.json", lks_fuzz_hf },  /* import_hf_trainer.c */
 	{ "tensorboard", "events.out.tfevents.0", lks_fuzz_tb },  /* import_tensorboard.c */
+	{ "tag-map", "tags.map", lks_fuzz_tag_map },  /* harness/import/import_tag_map.c */
 };
 
 #define LKS_FUZZ_NTARGETS (sizeof(lks_fuzz_targets) / sizeof(lks_fuzz_targets[0]))
