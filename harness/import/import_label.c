@@ -144,7 +144,8 @@ static int lks_same(const char *a, const char *b, size_t n)
 
 /* The words of time, speed, memory and power (import.h) */
 const char *const lks_import_perf_words[] = {
-	"time", "elapsed", "latency", "duration", "throughput", "speed", "flops", "tflops", "mfu",
+	"time", "runtime", "walltime", "wallclock", "elapsed", "latency", "duration", "throughput",
+	"speed", "flops", "tflops", "mfu",
 	"tps", "tgs", "wps", "memory", "mem", "ms", "sec", "secs", "second", "seconds", "util",
 	"utilization", "power", "energy", NULL,
 };

@@ -346,7 +346,10 @@ static const struct fixture fixtures[] = {
 	  { ROWS, 4 + 7 + 8 } },
 	  { BOTH(10, 0, "loss", 10.5949, NUMERICS), VALUE(10, 0, "lr", 5e-05),
 	    VALUE(20, 0, "eval_loss", 8.51953125), VALUE(20, 0, "epoch", 0.02),
-	    VALUE(30, 0, "train_loss", 9.108800000000001), ABSENT(10, "eval_loss") } },
+	    VALUE(30, 0, "train_loss", 9.108800000000001), ABSENT(10, "eval_loss"),
+	    /* the Trainer's runtimes are seconds of a clock: never in a bitwise verdict */
+	    KIND(20, 0, "eval_runtime", PERFORMANCE), KIND(30, 0, "train_runtime", PERFORMANCE),
+	    KIND(30, 0, "total_flos", NUMERICS) } },
 	/* a NaN loss, which Python's json writes bare: a NaN, read */
 	{ "hf-trainer", "hf_trainer_state_nan.json", NULL, { { STEPS, 30 }, { ROWS, 4 + 7 + 8 } },
 	  { VALUE(30, 0, "loss", NAN), VALUE(20, 0, "loss", 8.8213) } },
