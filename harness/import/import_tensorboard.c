@@ -11,8 +11,9 @@
  * summary's values are scalars: simple_value (a float), or a tensor of one element, float,
  * double, half, bfloat16, int32 or int64 (torch.utils.tensorboard and tensorboardX write
  * simple_value; TF 2 and newer writers a float tensor). Other values (images, histograms,
- * text) and events without a summary are counted as ignored. The value is stored as
- * written: a float32 is that float exactly.
+ * text), events without a summary, and Megatron-LM's scalars against the samples consumed
+ * ("lm loss vs samples", whose step is no iteration: lks_tb_other_axis) are counted as
+ * ignored. The value is stored as written: a float32 is that float exactly.
  *
  * A run's folder is read as its event files in name order, each a file, and a folder
  * named rank_N holds rank N's events (import_folder.c).
@@ -271,13 +272,48 @@ static int lks_tb_flush(struct lks_tb_read *x)
 	return lks_import_rec_close(x->rec, &x->open, x->sink, x->arg, x->c);
 }
 
-/* One Event's scalars into the record of its step */
+/* Whether tag is a scalar logged again against another x axis than the iteration:
+   Megatron-LM writes each of its scalars twice, "lm loss" at the iteration and "lm loss vs
+   samples" at the samples consumed so far (megatron/training/training.py, training_log, at
+   NVIDIA/Megatron-LM 001b00c; forks add " vs tokens"), with blanks made '_' by writers that
+   clean tags. Its step is no step of the run's: the iteration's value is the one read. */
+static int lks_tb_other_axis(const char *tag)
+{
+	static const char *const ends[] = { " vs samples", " vs tokens", NULL };
+	size_t n = strlen(tag);
+
+	for (int i = 0; ends[i]; i++) {
+		size_t k = strlen(ends[i]), j;
+
+		for (j = 0; n > k && j < k; j++) {
+			char a = tag[n - k + j], b = ends[i][j];
+
+			if (a != b && !(b == ' ' && a == '_'))
+				break;
+		}
+		if (n > k && j == k)
+			return 1;
+	}
+	return 0;
+}
+
+/* Whether summary value v is a scalar of the iteration this import reads. */
+static int lks_tb_wanted(const LksTb__Summary__Value *v, double *x)
+{
+	return v->tag && *v->tag && !lks_tb_other_axis(v->tag) && lks_tb_scalar(v, x);
+}
+
+/* One Event's scalars into the record of its step; an Event of none (the file's version,
+   an image, a scalar against samples) counted as ignored, its step not read */
 static int lks_tb_event(struct lks_tb_read *x, const LksTb__Event *e, long at)
 {
 	const LksTb__Summary *s = e->what_case == LKS_TB__EVENT__WHAT_SUMMARY ? e->summary : NULL;
 	int rc, step = (int)e->step, n = 0;
+	double v;
 
-	if (!s) {
+	for (size_t i = 0; s && i < s->n_value && !n; i++)
+		n = lks_tb_wanted(s->value[i], &v);
+	if (!n) {
 		x->c->ignored++;
 		return 0;
 	}
@@ -297,17 +333,14 @@ static int lks_tb_event(struct lks_tb_read *x, const LksTb__Event *e, long at)
 	}
 	for (size_t i = 0; i < s->n_value; i++) {
 		const char *tag = s->value[i]->tag;
-		double v;
 
-		if (!tag || !*tag || !lks_tb_scalar(s->value[i], &v))
+		if (!lks_tb_wanted(s->value[i], &v))
 			continue;
-		n++;
 		/* a binary value: it is what was logged, no decimal printed it */
 		if ((rc = lks_import_rec_add_dec(x->rec, LKS_IMPORT_TENSORBOARD, tag, strlen(tag), v,
 		                                 LKS_IMPORT_NO_DEC, x->path)))
 			return rc;
 	}
-	x->c->ignored += n == 0;
 	return 0;
 }
 

@@ -278,3 +278,55 @@ Test(import_tb_read, a_followed_event_file_is_compared_step_by_step)
 	cr_assert_not_null(strstr(text, "diverged at step 5 rank 0 metric loss"), "%s", text);
 	rm_tmp();
 }
+
+/* Megatron-LM logs each scalar twice (training.py's training_log): at the iteration, and
+   as "NAME vs samples" at the samples consumed so far, a step far ahead of the iteration.
+   The second is the same value against another axis: ignored, so that the steps of the
+   file are the iterations (read as steps they went backwards: bad input). Writers that
+   clean tags write "lm_loss_vs_samples"; forks add " vs tokens". */
+static int count_rows(void *arg, const lks_metric_row *m)
+{
+	(void)m;
+	++*(long *)arg;
+	return 0;
+}
+
+Test(import_tb_read, megatron_scalars_against_samples_are_not_steps)
+{
+	struct tb_scalar s[5 * 6];
+	char path[512], db[512];
+	const char *files[] = { path };
+	lks_import_opts o = { .fmt = lks_import_format_find("tensorboard"), .case_name = "c",
+	                      .run_name = "r" };
+	lks_import_result res;
+	struct last l = { 0 };
+	lks_store *st;
+	int n = 0;
+	long nrows;
+
+	mkdir_tmp();
+	for (int it = 1; it <= 5; it++) {
+		s[n++] = (struct tb_scalar){ it, "learning-rate", 1e-4f };
+		s[n++] = (struct tb_scalar){ it * 64, "learning-rate vs samples", 1e-4f };
+		s[n++] = (struct tb_scalar){ it, "lm loss", 10.0f / (float)it };
+		s[n++] = (struct tb_scalar){ it * 64, "lm_loss_vs_samples", 10.0f / (float)it };
+		s[n++] = (struct tb_scalar){ it * 131072, "lm loss vs tokens", 10.0f / (float)it };
+		s[n++] = (struct tb_scalar){ it, "versus samples", 1.0f };  /* a name of its own */
+	}
+	path_in_tmp(path, sizeof(path), "events.out.tfevents.mg");
+	path_in_tmp(db, sizeof(db), "mg.db");
+	tb_write(path, s, n);
+	cr_assert_eq(lks_store_open(db, &st), 0, "%s", lks_errmsg());
+	cr_assert_eq(lks_import_files(st, &o, files, 1, &res), 0, "%s", lks_errmsg());
+	cr_assert_eq(res.steps, 5);
+	cr_assert_eq(res.counts.ignored, 15, "3 scalars of another axis an iteration");
+	cr_assert_eq(lks_store_get_metrics(st, res.run_id, "loss", keep_last, &l), 0);
+	cr_assert_eq(l.n, 5);
+	cr_assert_eq(l.step, 5);
+	cr_assert_eq(l.loss, (double)(10.0f / 5.0f));
+	nrows = 0;
+	cr_assert_eq(lks_store_get_metrics(st, res.run_id, "versus_samples", count_rows, &nrows), 0);
+	cr_assert_eq(nrows, 5, "a tag that only looks alike is a metric of its own");
+	lks_store_close(st);
+	rm_tmp();
+}
