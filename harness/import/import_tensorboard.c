@@ -481,12 +481,20 @@ static int lks_import_parse_tensorboard(const char *path, FILE *f, lks_import_si
 	return lks_tb_parse_at(path, f, c->lines, UINT64_MAX, sink, arg, c);
 }
 
-/* The step of the Event data[0..len), or -1 where it holds no summary (the file's
-   version, a graph: no step of the scalars) or is none. */
+/* The step of the Event data[0..len), or -1 where it holds no scalar the reader takes
+   (the file's version, an image, a scalar against samples: lks_tb_event ignores it, its
+   step no step of the run's) or is none. */
 static int64_t lks_tb_step_of(const uint8_t *data, size_t len)
 {
 	LksTb__Event *e = lks_tb__event__unpack(NULL, len, data);
-	int64_t step = e && e->what_case == LKS_TB__EVENT__WHAT_SUMMARY ? e->step : -1;
+	const LksTb__Summary *s = e && e->what_case == LKS_TB__EVENT__WHAT_SUMMARY ? e->summary
+	                          : NULL;
+	int64_t step = -1;
+	double v;
+
+	for (size_t i = 0; s && i < s->n_value && step < 0; i++)
+		if (lks_tb_wanted(s->value[i], &v))
+			step = e->step;
 
 	if (e)
 		lks_tb__event__free_unpacked(e, NULL);
