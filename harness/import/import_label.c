@@ -144,10 +144,9 @@ static int lks_same(const char *a, const char *b, size_t n)
 
 /* The words of time, speed, memory and power (import.h) */
 const char *const lks_import_perf_words[] = {
-	"time", "runtime", "walltime", "wallclock", "elapsed", "latency", "duration", "throughput",
-	"speed", "flops", "tflops", "mfu",
-	"tps", "tgs", "wps", "memory", "mem", "ms", "sec", "secs", "second", "seconds", "util",
-	"utilization", "power", "energy", NULL,
+	"time", "timing", "runtime", "walltime", "wallclock", "elapsed", "latency", "duration",
+	"throughput", "speed", "flops", "tflops", "mfu", "tps", "tgs", "wps", "memory", "mem", "ms",
+	"sec", "secs", "second", "seconds", "util", "utilization", "power", "energy", NULL,
 };
 
 /* Whether a label the table lacks names a time, a speed, a device's memory or its power, by

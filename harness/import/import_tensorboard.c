@@ -57,6 +57,10 @@ static const lks_import_label_row lks_tb_labels[] = {
 	{ "num-zeros", "num_zeros" },
 	{ "params-norm", "params_norm" },
 	{ "iteration-time", "iteration_time_s" },
+	/* NeMo 2 (Lightning's logger): the names its log lines print (import_nemo.c) */
+	{ "reduced_train_loss", "loss" },
+	{ "train_step_timing in s", "iteration_time_s" },
+	{ "train_step_timing_in_s", "iteration_time_s" },
 	{ "perf/step_time_seconds", "iteration_time_s" },
 	{ "batch-size", "global_batch_size" },
 	{ NULL, NULL },

@@ -247,7 +247,8 @@ static const struct fixture fixtures[] = {
 	    KIND(1, 0, "Latency__ms_", PERFORMANCE), KIND(1, 0, "tflops_est", PERFORMANCE),
 	    KIND(1, 0, "aux_loss", NUMERICS), KIND(1, 0, "num_tokens", NUMERICS),
 	    KIND(1, 0, "timestep", NUMERICS), KIND(1, 0, "memo_hits", NUMERICS),
-	    KIND(1, 0, "msgs", NUMERICS), KIND(1, 0, "mtp_1_loss", NUMERICS) } },
+	    KIND(1, 0, "msgs", NUMERICS), KIND(1, 0, "mtp_1_loss", NUMERICS),
+	    KIND(1, 0, "fwd_timing", PERFORMANCE), KIND(1, 0, "train_runtime", PERFORMANCE) } },
 	/* Megatron-DeepSpeed's seconds are the table's iteration_time_s, not a name of their
 	   own. */
 	{ "megatron-log", "megatron_deepspeed_s.log", NULL, { { COUNT_END } },

@@ -283,7 +283,7 @@ Test(import_tb_read, a_followed_event_file_is_compared_step_by_step)
    as "NAME vs samples" at the samples consumed so far, a step far ahead of the iteration.
    The second is the same value against another axis: ignored, so that the steps of the
    file are the iterations (read as steps they went backwards: bad input). Writers that
-   clean tags write "lm_loss_vs_samples"; forks add " vs tokens". */
+   clean tags write "lm_loss_vs_samples"; forks add " vs tokens". And NeMo 2's names. */
 static int count_rows(void *arg, const lks_metric_row *m)
 {
 	(void)m;
@@ -293,7 +293,7 @@ static int count_rows(void *arg, const lks_metric_row *m)
 
 Test(import_tb_read, megatron_scalars_against_samples_are_not_steps)
 {
-	struct tb_scalar s[5 * 6];
+	struct tb_scalar s[5 * 6 + 2];
 	char path[512], db[512];
 	const char *files[] = { path };
 	lks_import_opts o = { .fmt = lks_import_format_find("tensorboard"), .case_name = "c",
@@ -313,17 +313,24 @@ Test(import_tb_read, megatron_scalars_against_samples_are_not_steps)
 		s[n++] = (struct tb_scalar){ it * 131072, "lm loss vs tokens", 10.0f / (float)it };
 		s[n++] = (struct tb_scalar){ it, "versus samples", 1.0f };  /* a name of its own */
 	}
+	/* NeMo 2's names, as its log lines print them (Lightning's logger writes them so) */
+	s[n++] = (struct tb_scalar){ 6, "reduced_train_loss", 1.5f };
+	s[n++] = (struct tb_scalar){ 6, "train_step_timing in s", 2.25f };
 	path_in_tmp(path, sizeof(path), "events.out.tfevents.mg");
 	path_in_tmp(db, sizeof(db), "mg.db");
 	tb_write(path, s, n);
 	cr_assert_eq(lks_store_open(db, &st), 0, "%s", lks_errmsg());
 	cr_assert_eq(lks_import_files(st, &o, files, 1, &res), 0, "%s", lks_errmsg());
-	cr_assert_eq(res.steps, 5);
+	cr_assert_eq(res.steps, 6);
 	cr_assert_eq(res.counts.ignored, 15, "3 scalars of another axis an iteration");
 	cr_assert_eq(lks_store_get_metrics(st, res.run_id, "loss", keep_last, &l), 0);
-	cr_assert_eq(l.n, 5);
-	cr_assert_eq(l.step, 5);
-	cr_assert_eq(l.loss, (double)(10.0f / 5.0f));
+	cr_assert_eq(l.n, 6);
+	cr_assert_eq(l.step, 6);
+	cr_assert_eq(l.loss, 1.5, "NeMo's reduced_train_loss is the loss");
+	nrows = 0;
+	cr_assert_eq(lks_store_get_metrics(st, res.run_id, "iteration_time_s", count_rows, &nrows),
+	             0);
+	cr_assert_eq(nrows, 1, "NeMo's train_step_timing in s is the iteration time");
 	nrows = 0;
 	cr_assert_eq(lks_store_get_metrics(st, res.run_id, "versus_samples", count_rows, &nrows), 0);
 	cr_assert_eq(nrows, 5, "a tag that only looks alike is a metric of its own");
