@@ -57,6 +57,9 @@ static const lks_import_label_row lks_tb_labels[] = {
 	{ "num-zeros", "num_zeros" },
 	{ "params-norm", "params_norm" },
 	{ "iteration-time", "iteration_time_s" },
+	/* Composer's TensorboardLogger: its metrics' names, as its console prints them
+	   (import_composer.c) */
+	{ "loss/train/total", "loss" },
 	/* NeMo 2 (Lightning's logger): the names its log lines print (import_nemo.c) */
 	{ "reduced_train_loss", "loss" },
 	{ "train_step_timing in s", "iteration_time_s" },

@@ -283,7 +283,8 @@ Test(import_tb_read, a_followed_event_file_is_compared_step_by_step)
    as "NAME vs samples" at the samples consumed so far, a step far ahead of the iteration.
    The second is the same value against another axis: ignored, so that the steps of the
    file are the iterations (read as steps they went backwards: bad input). Writers that
-   clean tags write "lm_loss_vs_samples"; forks add " vs tokens". And NeMo 2's names. */
+   clean tags write "lm_loss_vs_samples"; forks add " vs tokens". And NeMo 2's and Composer's
+   names of the loss. */
 static int count_rows(void *arg, const lks_metric_row *m)
 {
 	(void)m;
@@ -293,7 +294,7 @@ static int count_rows(void *arg, const lks_metric_row *m)
 
 Test(import_tb_read, megatron_scalars_against_samples_are_not_steps)
 {
-	struct tb_scalar s[5 * 6 + 2];
+	struct tb_scalar s[5 * 6 + 3];
 	char path[512], db[512];
 	const char *files[] = { path };
 	lks_import_opts o = { .fmt = lks_import_format_find("tensorboard"), .case_name = "c",
@@ -316,17 +317,19 @@ Test(import_tb_read, megatron_scalars_against_samples_are_not_steps)
 	/* NeMo 2's names, as its log lines print them (Lightning's logger writes them so) */
 	s[n++] = (struct tb_scalar){ 6, "reduced_train_loss", 1.5f };
 	s[n++] = (struct tb_scalar){ 6, "train_step_timing in s", 2.25f };
+	/* Composer's loss at its own step */
+	s[n++] = (struct tb_scalar){ 7, "loss/train/total", 1.25f };
 	path_in_tmp(path, sizeof(path), "events.out.tfevents.mg");
 	path_in_tmp(db, sizeof(db), "mg.db");
 	tb_write(path, s, n);
 	cr_assert_eq(lks_store_open(db, &st), 0, "%s", lks_errmsg());
 	cr_assert_eq(lks_import_files(st, &o, files, 1, &res), 0, "%s", lks_errmsg());
-	cr_assert_eq(res.steps, 6);
+	cr_assert_eq(res.steps, 7);
 	cr_assert_eq(res.counts.ignored, 15, "3 scalars of another axis an iteration");
 	cr_assert_eq(lks_store_get_metrics(st, res.run_id, "loss", keep_last, &l), 0);
-	cr_assert_eq(l.n, 6);
-	cr_assert_eq(l.step, 6);
-	cr_assert_eq(l.loss, 1.5, "NeMo's reduced_train_loss is the loss");
+	cr_assert_eq(l.n, 7, "NeMo's reduced_train_loss and Composer's loss/train/total too");
+	cr_assert_eq(l.step, 7);
+	cr_assert_eq(l.loss, 1.25);
 	nrows = 0;
 	cr_assert_eq(lks_store_get_metrics(st, res.run_id, "iteration_time_s", count_rows, &nrows),
 	             0);
