@@ -40,6 +40,19 @@ static inline void tb_le(uint8_t *p, uint64_t v, int n)
 		p[i] = (uint8_t)(v >> 8 * i);
 }
 
+/* The Event event[0..en) as one TFRecord at the end of f: its length, the masked CRC32C
+   of the length, the data, the masked CRC32C of the data. */
+static inline void tb_put_record(FILE *f, const uint8_t *event, size_t en)
+{
+	uint8_t head[12], tail[4];
+
+	tb_le(head, en, 8);
+	tb_le(head + 8, lks_tfrecord_crc(head, 8), 4);
+	tb_le(tail, lks_tfrecord_crc(event, en), 4);
+	cr_assert(fwrite(head, 1, 12, f) == 12 && fwrite(event, 1, en, f) == en
+	          && fwrite(tail, 1, 4, f) == 4);
+}
+
 /* Writes the n scalars to path, one Event each, in order. */
 static inline void tb_write(const char *path, const struct tb_scalar *s, int n)
 {
@@ -47,7 +60,7 @@ static inline void tb_write(const char *path, const struct tb_scalar *s, int n)
 
 	cr_assert_not_null(f, "cannot write '%s'", path);
 	for (int i = 0; i < n; i++) {
-		uint8_t value[300], summary[310], event[330], head[12], tail[4];
+		uint8_t value[300], summary[310], event[330];
 		size_t tl = strlen(s[i].tag), vn = 0, sn = 0, en = 0;
 		uint32_t bits;
 
@@ -70,11 +83,7 @@ static inline void tb_write(const char *path, const struct tb_scalar *s, int n)
 		en += tb_varint(event + en, sn);
 		memcpy(event + en, summary, sn);
 		en += sn;
-		tb_le(head, en, 8);
-		tb_le(head + 8, lks_tfrecord_crc(head, 8), 4);
-		tb_le(tail, lks_tfrecord_crc(event, en), 4);
-		cr_assert(fwrite(head, 1, 12, f) == 12 && fwrite(event, 1, en, f) == en
-		          && fwrite(tail, 1, 4, f) == 4);
+		tb_put_record(f, event, en);
 	}
 	cr_assert_eq(fclose(f), 0);
 }

@@ -26,7 +26,7 @@
 static void write_big_event(const char *path, size_t n)
 {
 	FILE *f = fopen(path, "wb");
-	uint8_t *ev = malloc(n + 16), head[12], tail[4];
+	uint8_t *ev = malloc(n + 16);
 	size_t en = 0;
 
 	cr_assert(f && ev);
@@ -34,11 +34,7 @@ static void write_big_event(const char *path, size_t n)
 	en += tb_varint(ev + en, n);
 	memset(ev + en, 'v', n);
 	en += n;
-	tb_le(head, en, 8);
-	tb_le(head + 8, lks_tfrecord_crc(head, 8), 4);
-	tb_le(tail, lks_tfrecord_crc(ev, en), 4);
-	cr_assert(fwrite(head, 1, 12, f) == 12 && fwrite(ev, 1, en, f) == en
-	          && fwrite(tail, 1, 4, f) == 4);
+	tb_put_record(f, ev, en);
 	cr_assert_eq(fclose(f), 0);
 	free(ev);
 }
