@@ -538,7 +538,7 @@ int lks_import_file(struct lks_import_run *r, const lks_import_format *fmt, cons
 }
 
 /* The run row of o, inside the import's first transaction. */
-static int lks_import_begin(lks_store *store, const lks_import_opts *o,
+int lks_import_begin(lks_store *store, const lks_import_opts *o,
                             const char *const *paths, int npaths, int64_t *run_id)
 {
 	char backend[64], *fp;
@@ -567,6 +567,8 @@ int lks_import_files(lks_store *store, const lks_import_opts *o, const char *con
 	unsigned char *only;
 	int rc = -1;
 
+	if (o->fmt->tensor_parse)
+		return lks_import_tensor_files(store, o, paths, npaths, res);
 	memset(res, 0, sizeof(*res));
 	if ((rc = lks_import_ranks_map(o->ranks, &only, &r.nonly)))
 		return rc;

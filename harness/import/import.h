@@ -26,6 +26,7 @@
 #include <sys/types.h>
 
 #include "harness/store/import_rec.h"
+#include "harness/store/tensor_trace.h"
 #include "harness/store/trace_store.h"
 
 /* A line longer than this is bad input: no framework writes one, and a bound keeps the
@@ -49,7 +50,8 @@
 	X(LKS_IMPORT_NEMO, lks_import_nemo_format) \
 	X(LKS_IMPORT_COMPOSER, lks_import_composer_format) \
 	X(LKS_IMPORT_HF_TRAINER, lks_import_hf_trainer_format) \
-	X(LKS_IMPORT_TENSORBOARD, lks_import_tensorboard_format)
+	X(LKS_IMPORT_TENSORBOARD, lks_import_tensorboard_format) \
+	X(LKS_IMPORT_TENSOR_JSONL, lks_import_tensor_jsonl_format)
 
 typedef enum lks_import_fmt {
 #define LKS_IMPORT_FMT_ID(id, row) id,
@@ -148,6 +150,10 @@ typedef int (*lks_import_sink)(void *arg, const lks_import_rec *rec);
 typedef int (*lks_import_line_fn)(const char *s, size_t len, lks_import_rec *rec,
                                   const char *path);
 
+/* A tensor trace format's sink: each tensor's record (tensor_trace.h), in the order read;
+   0 to go on, else the parse stops and returns that. */
+typedef int (*lks_tensor_sink)(void *arg, const lks_tensor_rec *t);
+
 /* A format's label and the canonical name of the table it stands for (import_rec.h). */
 typedef struct lks_import_label_row {
 	const char *label, *name;
@@ -181,6 +187,11 @@ typedef struct lks_import_format {
 	int (*parse_at)(const char *path, FILE *f, long line, uint64_t limit,
 	                lks_import_sink sink, void *arg, lks_import_counts *c);
 	off_t (*cut)(int fd, off_t at, off_t size);
+	/* a tensor trace's format (tensor_trace.h; import_tensors.c drives it): reads a whole
+	   file, each tensor's record to sink; NULL: a format of steps' records */
+	int (*tensor_parse)(const char *path, FILE *f, lks_tensor_sink sink, void *arg,
+	                    lks_import_counts *c);
+	const char *tensor_files; /* a folder given: its files whose names match (fnmatch) */
 } lks_import_format;
 
 /* The rows, one per format's file. */
@@ -355,9 +366,28 @@ typedef struct lks_import_result {
 } lks_import_result;
 
 /* Parses the files in order as one run and stores it (store NULL: checks only, for the
-   fuzz driver). Returns 0, LKS_E_BAD_INPUT or -1; on failure nothing is stored. */
+   fuzz driver). Returns 0, LKS_E_BAD_INPUT or -1; on failure nothing is stored. A tensor
+   trace's format goes to lks_import_tensor_files. */
 int lks_import_files(lks_store *store, const lks_import_opts *o, const char *const *paths,
                      int npaths, lks_import_result *res);
+/* The same for a tensor trace's format (import_tensors.c): each (step, rank)'s tensors
+   come together in one file, a rank's steps in order (a step of a rank again is bad
+   input at its line); every rank from 0 to the last holds some. A folder given is its
+   files that match the format's tensor_files, in name order. */
+int lks_import_tensor_files(lks_store *store, const lks_import_opts *o,
+                            const char *const *paths, int npaths, lks_import_result *res);
+/* The canonical name of a tensor statistic as a format labels it (len bytes): lockstep's
+   own (l2, amax, scale, nonfinite, underflow, saturated, min, max, mean, std, l1,
+   dynamic_range, underflow_pct, scale_inv_min, scale_inv_max, mse, numel, nan_count,
+   inf_count), else the label made a name (letters, digits, '_' kept; '%' "pct"; others
+   '_') into buf (LKS_IMPORT_NAME_MAX). NULL: an empty or too long label. */
+const char *lks_tensor_stat_name(const char *label, size_t len, char *buf);
+/* Statistic label (len bytes) = value (its decimal dec as the readers give it, or
+   LKS_IMPORT_NO_DEC) added to t under its canonical name: 0; LKS_E_BAD_INPUT (lks_err
+   naming path:line) for a bad label, a statistic twice in one record, more than
+   LKS_IMPORT_MAX_METRICS. */
+int lks_tensor_rec_stat(lks_tensor_rec *t, const char *label, size_t len, double value,
+                        int64_t dec, const char *path);
 
 /* ---- lockstep import --follow ---- */
 

@@ -112,6 +112,11 @@ int lks_import_ranks_grow(struct lks_import_run *r, int n);
 /* The sink the parsers see (arg a struct lks_import_ctx): a repeated record is counted. */
 int lks_import_sink_counted(void *arg, const lks_import_rec *rec);
 
+/* The run row of o (backend import:FMT, the files in its fingerprint), inside the
+   import's first transaction (lks_store_import_begin). */
+int lks_import_begin(lks_store *store, const lks_import_opts *o, const char *const *paths,
+                     int npaths, int64_t *run_id);
+
 /* One FILE of an import ('-': standard input; a folder of event files for tensorboard:
    lks_import_folder) read into r (import.c). 0, LKS_E_BAD_INPUT, -1. */
 int lks_import_file(struct lks_import_run *r, const lks_import_format *fmt, const char *path,

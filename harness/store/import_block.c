@@ -54,6 +54,12 @@ struct lks_block {
 	int hint[LKS_METRICS_MAX];        /* the column of a record's i-th row last time */
 	uint64_t layout;                  /* of the record added last (lks_import_rec), 0:
 	                                     none; its metrics' columns are hint[] */
+	/* keyed records (version 3): their keys, allocated with the first */
+	int keyed;                        /* the records are keyed (0 while there are none) */
+	int *ktensor, *kmicro;            /* (LKS_BLOCK_RECORDS) */
+	uint64_t *khash;                  /* (LKS_BLOCK_RECORDS) where khas says */
+	unsigned char *khas;              /* hash presence bits */
+	int nhash;                        /* records with a hash */
 	int64_t *prev;                    /* encoding: per rank, the m before */
 	int prev_cap;
 	struct lks_buf out;
@@ -84,6 +90,10 @@ void lks_block_free(lks_block *b)
 	}
 	free(b->step);
 	free(b->rank);
+	free(b->ktensor);
+	free(b->kmicro);
+	free(b->khash);
+	free(b->khas);
 	free(b->prev);
 	free(b->out.p);
 	free(b);
@@ -93,6 +103,10 @@ void lks_block_reset(lks_block *b)
 {
 	for (int j = 0; j < b->ncols; j++)
 		memset(b->cols[j].has, 0, LKS_BLOCK_RECORDS / 8);
+	if (b->khas)
+		memset(b->khas, 0, LKS_BLOCK_RECORDS / 8);
+	b->keyed = 0;
+	b->nhash = 0;
 	b->n = 0;
 	b->ncols = 0;
 	b->max_rank = 0;
@@ -278,6 +292,8 @@ int lks_block_add_rec(lks_block *b, const lks_import_rec *rec)
 
 	if ((rc = lks_block_room(b, rec->step, rec->rank, n)))
 		return rc;
+	if (b->keyed)
+		return lks_err("a step's record into a block of tensor records");
 	/* the layout of the record before: its names' columns, found and checked then (a
 	   block's columns stay while it fills), no name twice */
 	if (rec->layout && rec->layout == b->layout) {
@@ -304,6 +320,34 @@ int lks_block_add_rec(lks_block *b, const lks_import_rec *rec)
 		lks_block_put(&b->cols[col[i]], at, rec->m[i].value, rec->m[i].dec);
 	b->layout = rec->layout;  /* hint[i] is col[i]: found there, or set by lks_block_take */
 	lks_block_next(b, rec->step, rec->rank);
+	return 0;
+}
+
+int lks_block_add_keyed(lks_block *b, const lks_import_rec *rec, const lks_block_key *key)
+{
+	int at = b->n, rc;
+
+	if (b->n && !b->keyed)
+		return lks_err("a tensor record into a block of steps' records");
+	if (key->tensor < 0 || key->micro < -1)
+		return lks_err("tensor %d microbatch %d: out of range", key->tensor, key->micro);
+	if (!b->ktensor && (!(b->ktensor = malloc(LKS_BLOCK_RECORDS * sizeof(int)))
+	                    || !(b->kmicro = malloc(LKS_BLOCK_RECORDS * sizeof(int)))
+	                    || !(b->khash = malloc(LKS_BLOCK_RECORDS * sizeof(uint64_t)))
+	                    || !(b->khas = calloc(LKS_BLOCK_RECORDS / 8, 1))))
+		return lks_err("out of memory");
+	b->keyed = 0;  /* lks_block_add_rec takes it as a step's record */
+	rc = lks_block_add_rec(b, rec);
+	b->keyed = 1;
+	if (rc)
+		return rc;
+	b->ktensor[at] = key->tensor;
+	b->kmicro[at] = key->micro;
+	if (key->has_hash) {
+		b->khash[at] = key->hash;
+		b->khas[at / 8] |= (unsigned char)(1u << (at % 8));
+		b->nhash++;
+	}
 	return 0;
 }
 
@@ -458,6 +502,37 @@ static int lks_encode_col(lks_block *b, struct lks_bcol *c)
 	return 0;
 }
 
+/* The keys of keyed records (import_block.h, version 3). */
+static int lks_encode_keys(lks_block *b)
+{
+	unsigned char *w;
+	int mode = b->nhash == b->n ? 0 : b->nhash ? 1 : 2;
+	int64_t prev_t = 0, prev_m = 0;
+
+	if (lks_buf_room(&b->out, (size_t)b->n * 28 + (size_t)b->n / 8 + 2))
+		return -1;
+	w = b->out.p + b->out.n;
+	for (int i = 0; i < b->n; i++) {
+		w = lks_varint_at(w, lks_zz((int64_t)b->ktensor[i] - prev_t));
+		prev_t = b->ktensor[i];
+	}
+	for (int i = 0; i < b->n; i++) {
+		w = lks_varint_at(w, lks_zz((int64_t)b->kmicro[i] - prev_m));
+		prev_m = b->kmicro[i];
+	}
+	*w++ = (unsigned char)mode;
+	if (mode == 1) {
+		memcpy(w, b->khas, (size_t)(b->n + 7) / 8);
+		w += (b->n + 7) / 8;
+	}
+	for (int i = 0; mode < 2 && i < b->n; i++)
+		if (b->khas[i / 8] >> (i % 8) & 1)
+			for (int k = 0; k < 8; k++)
+				*w++ = (unsigned char)(b->khash[i] >> (8 * k));
+	b->out.n = (size_t)(w - b->out.p);
+	return 0;
+}
+
 int lks_block_encode(lks_block *b, const unsigned char **data, size_t *len)
 {
 	size_t head = 32;
@@ -481,7 +556,7 @@ int lks_block_encode(lks_block *b, const unsigned char **data, size_t *len)
 	b->out.n = 0;
 	if (lks_buf_room(&b->out, head + (size_t)b->n * 20))
 		return -1;
-	lks_put_varint(&b->out, LKS_BLOCK_VERSION);
+	lks_put_varint(&b->out, b->keyed ? LKS_BLOCK_VERSION_KEYED : LKS_BLOCK_VERSION);
 	lks_put_varint(&b->out, (uint64_t)b->n);
 	lks_put_varint(&b->out, (uint64_t)b->ncols);
 	for (int j = 0; j < b->ncols; j++) {
@@ -505,6 +580,8 @@ int lks_block_encode(lks_block *b, const unsigned char **data, size_t *len)
 		}
 		b->out.n = (size_t)(w - b->out.p);
 	}
+	if (b->keyed && lks_encode_keys(b))
+		return -1;
 	for (int j = 0; j < b->ncols; j++)
 		if (lks_encode_col(b, &b->cols[j]))
 			return -1;

@@ -23,11 +23,20 @@
  * value without them is raw (a whole number's d, 0, says no rounding: it is a count, or
  * whole); elsewhere d is any that gives the bits back. Version 1 (no
  * bit 1) reads as no column printed.
+ *
+ * Version 3, keyed: the records of a tensor trace (tensor_trace.h), each the statistics of
+ * one tensor, with a key. After the steps and before the columns come the keys: per
+ * record its tensor (zz: the difference to the record before, the first to 0), its
+ * microbatch (zz likewise; -1 none), then the hashes as a column is laid out (a byte 0
+ * every record has one, 1 and a bitmap, 2 none has) each present one as 8 bytes
+ * little-endian. A block holds keyed records or unkeyed ones, never both; an unkeyed
+ * block is written as version 2, as before.
  */
 #ifndef LKS_HARNESS_STORE_IMPORT_BLOCK_H
 #define LKS_HARNESS_STORE_IMPORT_BLOCK_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "harness/store/trace_store.h"
 
@@ -61,6 +70,20 @@ int lks_block_add(lks_block *b, int step, int rank, const lks_metric_row *rows, 
 struct lks_import_rec;
 int lks_block_add_rec(lks_block *b, const struct lks_import_rec *rec);
 
+/* A tensor record's key (tensor_trace.h): its tensor (the seq of its name and phase in
+   the run's tensors, 0 to INT_MAX), its microbatch (-1: none said), and its content hash
+   where the trace has one. */
+typedef struct lks_block_key {
+	int tensor, micro;
+	int has_hash;
+	uint64_t hash;
+} lks_block_key;
+
+/* lks_block_add_rec for a keyed record: rec's step, rank and metrics (its statistics),
+   key its key. A block that holds unkeyed records takes no keyed one, nor the other way
+   (-1, lks_err). 0, 1 when b is full, or -1. */
+int lks_block_add_keyed(lks_block *b, const struct lks_import_rec *rec, const lks_block_key *key);
+
 /* The layout of b's records: *data, *len, valid until b changes (a second call before then
    gives the same bytes without encoding again). 0, or -1 (out of memory). */
 int lks_block_encode(lks_block *b, const unsigned char **data, size_t *len);
@@ -70,6 +93,13 @@ int lks_block_encode(lks_block *b, const unsigned char **data, size_t *len);
    what fn returned (other than 0), or -1 (lks_err: the blob is not a block). */
 typedef int (*lks_block_fn)(void *arg, int step, int rank, const lks_metric_row *rows, int n);
 int lks_block_decode(const unsigned char *data, size_t len, lks_block_fn fn, void *arg);
+/* The same for a block of either kind: key is each record's (NULL in an unkeyed block).
+   lks_block_decode refuses a keyed block (-1): a tensor's statistics are no step's
+   metrics. */
+typedef int (*lks_block_key_fn)(void *arg, int step, int rank, const lks_block_key *key,
+                                const lks_metric_row *rows, int n);
+int lks_block_decode_keyed(const unsigned char *data, size_t len, lks_block_key_fn fn,
+                           void *arg);
 
 /* The steps row of (step, rank) an imported record stands for: loss, grad_norm and lr where
    the record has them (NaN where not), step_time its iteration_time in seconds (its

@@ -103,7 +103,71 @@ static int lks_decode_col(struct lks_in *in, struct lks_dcol *c, int n, const in
 	return in->bad ? -1 : 0;
 }
 
+/* The keys of a keyed block's n records into key[] (import_block.h, version 3): 0, or -1
+   (damaged). */
+static int lks_decode_keys(struct lks_in *in, lks_block_key *key, int n)
+{
+	int64_t t = 0, m = 0;
+	int mode;
+	const unsigned char *has = NULL;
+
+	for (int i = 0; i < n; i++) {
+		t += lks_unzz(lks_get_varint(in));
+		if (t < 0 || t > INT32_MAX)
+			return -1;
+		key[i].tensor = (int)t;
+	}
+	for (int i = 0; i < n; i++) {
+		m += lks_unzz(lks_get_varint(in));
+		if (m < -1 || m > INT32_MAX)
+			return -1;
+		key[i].micro = (int)m;
+	}
+	mode = in->p < in->end ? *in->p++ : 3;
+	if (in->bad || mode > 2 || (mode == 1 && in->end - in->p < (n + 7) / 8))
+		return -1;
+	if (mode == 1) {
+		has = in->p;
+		in->p += (n + 7) / 8;
+	}
+	for (int i = 0; i < n; i++) {
+		key[i].has_hash = mode == 0 || (mode == 1 && (has[i / 8] >> (i % 8) & 1));
+		key[i].hash = 0;
+		if (!key[i].has_hash)
+			continue;
+		if (in->end - in->p < 8)
+			return -1;
+		for (int k = 0; k < 8; k++)
+			key[i].hash |= (uint64_t)in->p[k] << (8 * k);
+		in->p += 8;
+	}
+	return 0;
+}
+
+struct lks_unkeyed {
+	lks_block_fn fn;
+	void *arg;
+};
+
+static int lks_block_unkeyed(void *arg, int step, int rank, const lks_block_key *key,
+                             const lks_metric_row *rows, int n)
+{
+	const struct lks_unkeyed *u = arg;
+
+	if (key)
+		return lks_err("a block of tensor records read as steps' records");
+	return u->fn(u->arg, step, rank, rows, n);
+}
+
 int lks_block_decode(const unsigned char *data, size_t len, lks_block_fn fn, void *arg)
+{
+	struct lks_unkeyed u = { fn, arg };
+
+	return lks_block_decode_keyed(data, len, lks_block_unkeyed, &u);
+}
+
+int lks_block_decode_keyed(const unsigned char *data, size_t len, lks_block_key_fn fn,
+                           void *arg)
 {
 	struct lks_in in = { data, data + len, 0 };
 	struct lks_dcol *cols = NULL;
@@ -111,10 +175,11 @@ int lks_block_decode(const unsigned char *data, size_t len, lks_block_fn fn, voi
 	int64_t *prev = NULL;
 	double *vals = NULL;
 	unsigned char *dps = NULL;
+	lks_block_key *keys = NULL;
 	uint64_t version = lks_get_varint(&in);
 	int kinds = version == 1 ? LKS_KIND_PERFORMANCE : LKS_KIND_PERFORMANCE | LKS_KIND_PRINTED;
 
-	if (version != 1 && version != LKS_BLOCK_VERSION)
+	if (version != 1 && version != LKS_BLOCK_VERSION && version != LKS_BLOCK_VERSION_KEYED)
 		return lks_err("an import block of an unknown layout");
 	n = (int)lks_get_varint(&in);
 	ncols = (int)lks_get_varint(&in);
@@ -124,7 +189,9 @@ int lks_block_decode(const unsigned char *data, size_t len, lks_block_fn fn, voi
 	    || !(step = malloc(((size_t)n + 1) * sizeof(int)))
 	    || !(rank = malloc(((size_t)n + 1) * sizeof(int)))
 	    || !(vals = malloc(((size_t)n * (size_t)ncols + 1) * sizeof(double)))
-	    || !(dps = malloc((size_t)n * (size_t)ncols + 1))) {
+	    || !(dps = malloc((size_t)n * (size_t)ncols + 1))
+	    || (version == LKS_BLOCK_VERSION_KEYED
+	        && !(keys = malloc(((size_t)n + 1) * sizeof(*keys))))) {
 		lks_err("out of memory");
 		goto out;
 	}
@@ -157,6 +224,8 @@ int lks_block_decode(const unsigned char *data, size_t len, lks_block_fn fn, voi
 			goto bad;
 		step[i] = prev_step = (int)s;
 	}
+	if (keys && lks_decode_keys(&in, keys, n))
+		goto bad;
 	if (in.bad || !(prev = malloc(((size_t)max_rank + 1) * sizeof(*prev)))) {
 		if (!in.bad)
 			lks_err("out of memory");
@@ -180,7 +249,7 @@ int lks_block_decode(const unsigned char *data, size_t len, lks_block_fn fn, voi
 			rows[k++] = (lks_metric_row){ step[i], rank[i], cols[j].name, cols[j].kind,
 			                              cols[j].v[i], cols[j].dp[i] };
 		}
-		rc = fn(arg, step[i], rank[i], rows, k);
+		rc = fn(arg, step[i], rank[i], keys ? &keys[i] : NULL, rows, k);
 	}
 	goto out;
 bad:
@@ -188,6 +257,7 @@ bad:
 bad_or_oom:
 	rc = -1;
 out:
+	free(keys);
 	free(prev);
 	free(vals);
 	free(dps);

@@ -14,6 +14,8 @@
 /* 2: a name's kind byte also says whether its column is printed (bit 1); 1 had no such
    bit, and reads as no column printed */
 #define LKS_BLOCK_VERSION 2
+/* 3: keyed records, a tensor trace's (import_block.h) */
+#define LKS_BLOCK_VERSION_KEYED 3
 #define LKS_KIND_PERFORMANCE 1
 #define LKS_KIND_PRINTED 2
 #define LKS_DEC_MAX 14                 /* decimals of the short form: 10^14 < 2^53 */

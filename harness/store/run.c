@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "harness/store/fingerprint.h"
+#include "harness/store/tensor_trace.h"
 #include "kernels/err.h"
 
 enum { LKS_NINFO = 12 };
@@ -46,6 +47,7 @@ void lks_stored_run_release(lks_stored_run *r)
 	free(r->at);
 	free(r->buf);
 	lks_stored_run_metrics_release(r);
+	lks_tensor_trace_free(r->tt);
 	lks_stored_run_init(r);
 }
 
@@ -239,8 +241,10 @@ int lks_stored_run_load(lks_store *s, int64_t run_id, lks_run_load how, lks_stor
 		return 0;
 	r->src = s;
 	if (lks_store_get_tensors(s, run_id, lks_load_tensor, r) || lks_load_steprows(s, r)
-	    || lks_stored_run_load_metrics(s, r))
+	    || lks_stored_run_load_metrics(s, r) || lks_tensor_trace_open(s, run_id, &r->tt))
 		return -1;
+	if (r->tt && r->tt->last_step + 1 > r->nsteps)
+		r->nsteps = r->tt->last_step + 1;
 	if (how != LKS_LOAD_WHOLE)
 		return 0;
 	if (lks_load_whole(r))

@@ -79,6 +79,10 @@ typedef struct lks_stored_run {
 	int mhint;                /* the metric index after the last a name was found at */
 	lks_name_index mindex;    /* private: mnames by hash */
 
+	/* an imported tensor trace (tensor_trace.h), read a step at a time from the store
+	   whatever the load (the store stays open while r is read); NULL: none */
+	struct lks_tensor_trace *tt;
+
 	/* private: the stats of one step */
 	lks_store *src;           /* non-NULL: stat rows are read from here step by step */
 	int cur;                  /* the step lks_stored_run_row answers for; -1: none */

@@ -24,6 +24,8 @@
  *   gemm_algos  per run: how the backend's GEMM library ran its GEMMs, one row per plan
  *            (role, shape, types, scaling, fast accumulation; the algorithm's id, tile,
  *            stages, split-K and reduction scheme, or the fallback and its reason)
+ *   tensor_blocks  per imported tensor trace, step and rank: its tensors' statistics in
+ *            execution order, many to a row (tensor_trace.h)
  *   metrics  per imported run, step, rank and metric name: the value as written (NaN
  *            NULL), and the metric's kind, numerics or performance (harness/import/import.h)
  *   nightly  per suite: each run against the same case and run of the latest earlier suite
@@ -155,11 +157,12 @@ int lks_store_end_run(lks_store *s, int64_t run_id, const char *status);
  checks). 5: the health table and steps.mem_peak (GPU health, NVML). 6: the gemm_algos
    table (the GEMM library's algorithms of a run). 7: steps.metrics (imported runs). 8:
    suites.pinned and suites.pruned (retention, prune.h). 9: the nightly table (night over
-   night). 10: import_blocks (an imported run's records, many to a row). A
+   night). 10: import_blocks (an imported run's records, many to a row). 11:
+   tensor_blocks (an imported tensor trace's records, tensor_trace.h). A
    file of an earlier
    version is upgraded when opened: the tables and columns added since are created (a
    column NULL in the rows already there), nothing else changes. */
-#define LKS_STORE_SCHEMA_VERSION 10
+#define LKS_STORE_SCHEMA_VERSION 11
 
 typedef struct lks_run_rec {
 	int64_t run_id;

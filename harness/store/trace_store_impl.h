@@ -16,6 +16,8 @@
  *   trace_store_metrics.c  an imported run in one transaction, its metrics read back
  *   trace_store_blocks.c  an imported run's records, many to a row (import_blocks), read
  *                         back as metrics and as step rows
+ *   tensor_trace.c        an imported tensor trace's records (tensor_blocks), a step
+ *                         of them read back
  *   trace_store_nightly.c  night-over-night verdicts written and read back
  *   report_query.c        the report's reads beside those: a suite, the trend of a case
  */
@@ -92,6 +94,9 @@ enum lks_q {
 	LKS_Q_IMPORT_RESTART,
 	LKS_Q_NIGHTLY,
 	LKS_Q_GET_NIGHTLY,
+	LKS_Q_TBLOCK,
+	LKS_Q_GET_TBLOCKS,
+	LKS_Q_TSTEPS,
 	LKS_Q_COUNT
 };
 

@@ -270,6 +270,20 @@ static const char lks_schema_v10[] =
 	"	PRIMARY KEY (run_id, seq)\n"
 	");\n";
 
+/* 11: an imported tensor trace's records (harness/store/tensor_trace.h), many to a row:
+   one (step, rank)'s tensors in execution order, in rows seq 0, 1, ... of up to 16384
+   (import_block.h's layout, keyed), so that a step of every rank is read by its key. */
+static const char lks_schema_v11[] =
+	"CREATE TABLE tensor_blocks (\n"
+	"	run_id INTEGER NOT NULL REFERENCES runs (run_id),\n"
+	"	step INTEGER NOT NULL,\n"
+	"	rank INTEGER NOT NULL,\n"
+	"	seq INTEGER NOT NULL,           -- the order within (step, rank), from 0\n"
+	"	records INTEGER NOT NULL,\n"
+	"	data BLOB NOT NULL,\n"
+	"	PRIMARY KEY (run_id, step, rank, seq)\n"
+	");\n";
+
 /* Part v of the schema: the tables (and their indexes) version v added, and the columns it
    added to tables of earlier versions. A part never changes once released. */
 static const struct lks_schema_part {
@@ -287,6 +301,7 @@ static const struct lks_schema_part {
 	[8] = { NULL, lks_schema_v8, (int)(sizeof(lks_schema_v8) / sizeof(lks_schema_v8[0])) },
 	[9] = { lks_schema_v9, NULL, 0 },
 	[10] = { lks_schema_v10, NULL, 0 },
+	[11] = { lks_schema_v11, NULL, 0 },
 };
 
 /* Gradient SQNR between two runs (harness/verify/sqnr.h): the table is created when first

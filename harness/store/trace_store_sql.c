@@ -140,6 +140,12 @@ static const char *const lks_store_sql[LKS_Q_COUNT] = {
 	                  "?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
 	[LKS_Q_GET_NIGHTLY] = "SELECT " LKS_NIGHTLY_COLS " FROM nightly WHERE suite_id = ?1 "
 	                      "ORDER BY rowid",
+	[LKS_Q_TBLOCK] = "INSERT INTO tensor_blocks (run_id, step, rank, seq, records, data) "
+	                 "VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+	[LKS_Q_GET_TBLOCKS] = "SELECT rank, seq, data FROM tensor_blocks WHERE run_id = ?1 AND "
+	                      "step = ?2 ORDER BY rank, seq",
+	[LKS_Q_TSTEPS] = "SELECT min(step), max(step), count(*) FROM tensor_blocks "
+	                 "WHERE run_id = ?1",
 };
 
 static const char *const lks_phase_names[] = { "forward", "backward", "update", "recompute" };

@@ -285,6 +285,8 @@ static void make_old_db(const char *path, int version, int64_t *run)
 	if (version >= 2)
 		cr_assert_eq(lks_store_check(s, &old), 0, "%s", lks_errmsg());
 	lks_store_close(s);
+	if (version < 11)
+		raw_exec(path, "DROP TABLE tensor_blocks;");
 	if (version < 10)
 		raw_exec(path, "DROP TABLE import_blocks;");
 	if (version < 9)
@@ -357,6 +359,10 @@ Test(trace_store, earlier_version_is_upgraded_keeping_everything)
 		   the packed row */
 		cr_assert_eq(sql_int(s, "SELECT count(*) FROM import_blocks"), 0);
 		expect_block_after_packed(s, 1);
+		/* version 11: tensor_blocks, empty, and it takes a row */
+		cr_assert_eq(sql_int(s, "SELECT count(*) FROM tensor_blocks"), 0);
+		cr_assert_eq(sql_int(s, "INSERT INTO tensor_blocks (run_id, step, rank, seq, records, "
+		                        "data) VALUES (1, 0, 0, 0, 0, X'00') RETURNING step + 1"), 1);
 		/* version 9: the nightly table, empty, and it takes a verdict that reads back */
 		cr_assert_eq(sql_int(s, "SELECT count(*) FROM nightly"), 0);
 		put_nightly(s, run);
@@ -499,6 +505,7 @@ Test(trace_store, readonly_reads_earlier_verdicts_without_parameters)
 		                        "pruned IS NOT NULL"), 0);
 		cr_assert_eq(sql_int(s, "SELECT count(*) FROM nightly"), 0);  /* version 9's */
 		cr_assert_eq(sql_int(s, "SELECT count(*) FROM import_blocks"), 0);  /* 10's */
+		cr_assert_eq(sql_int(s, "SELECT count(*) FROM tensor_blocks"), 0);  /* 11's */
 		cr_assert_eq(sql_int(s, "SELECT count(*) FROM steps WHERE mem_peak IS NULL"),
 		             2 * RANKS);
 		check_steps(s, run, 0, 2, 10);
@@ -564,9 +571,9 @@ Test(trace_store, readonly_refuses_what_is_not_ours_untouched)
 	/* ours, but of a later version */
 	path_in_tmp(path, sizeof(path), "future.db");
 	make_db(path);
-	raw_exec(path, "PRAGMA user_version = 11");
+	raw_exec(path, "PRAGMA user_version = 12");
 	before = take(path);
-	expect_refused(path, "version 11");
+	expect_refused(path, "version 12");
 	expect_same_bytes(path, before);
 	free(before.bytes);
 	rm_tmp();

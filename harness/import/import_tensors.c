@@ -1,0 +1,338 @@
+/*
+ * import_tensors.c: the driver of the tensor trace formats (import.h,
+ * lks_import_tensor_files): their records, one per tensor, stored as one run
+ * (tensor_trace.h), and the one table of tensor statistics' names.
+ *
+ * A run's tensors are its (name, phase) pairs, numbered in the order first read (the
+ * run's tensors table); a record is keyed by that number and its microbatch. The records of
+ * one (step, rank) go into keyed blocks stored as they fill, so memory is a block and the
+ * names, whatever the length of the dump. A (step, rank)'s records must come together, and
+ * a rank's steps in order: a step of a rank met again after another is bad input at its
+ * line (two dumps of one rank given, or a file of interleaved steps, which no framework
+ * writes). Any bad line stores nothing: the run is one transaction.
+ */
+#include <dirent.h>
+#include <fnmatch.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "harness/import/import.h"
+#include "harness/import/import_run_impl.h"
+#include "harness/store/name_index.h"
+#include "harness/store/run.h"
+#include "harness/store/tensor_trace.h"
+#include "kernels/err.h"
+
+/* ---- statistics' names ---- */
+
+/* A format's label of a statistic and lockstep's name of it: lockstep's own stat rows'
+   names first (so that a dump and a lockstep run name alike what both have), then the
+   names TransformerEngine's debug API (nvidia-dlfw-inspect) gives its statistics. */
+static const struct { const char *label, *name; } lks_tstat_labels[] = {
+	{ "l2", "l2" }, { "amax", "amax" }, { "scale", "scale" }, { "nonfinite", "nonfinite" },
+	{ "underflow", "underflow" }, { "saturated", "saturated" },
+	{ "min", "min" }, { "max", "max" }, { "mean", "mean" }, { "std", "std" },
+	{ "l1", "l1" }, { "dynamic_range", "dynamic_range" }, { "numel", "numel" },
+	{ "l2_norm", "l2" }, { "l1_norm", "l1" }, { "cur_amax", "amax" },
+	{ "underflows%", "underflow_pct" }, { "scale_inv_min", "scale_inv_min" },
+	{ "scale_inv_max", "scale_inv_max" }, { "mse", "mse" },
+	{ "nan_count", "nan_count" }, { "inf_count", "inf_count" },
+};
+
+const char *lks_tensor_stat_name(const char *label, size_t len, char *buf)
+{
+	size_t o = 0;
+
+	for (size_t i = 0; i < sizeof(lks_tstat_labels) / sizeof(lks_tstat_labels[0]); i++)
+		if (strlen(lks_tstat_labels[i].label) == len
+		    && !memcmp(lks_tstat_labels[i].label, label, len))
+			return lks_tstat_labels[i].name;
+	if (len == 0)
+		return NULL;
+	for (size_t i = 0; i < len; i++) {
+		char c = label[i];
+		const char *w = c == '%' ? "pct" : NULL;
+		size_t wl = w ? 3 + (o > 0) : 1;
+
+		if (o + wl >= LKS_IMPORT_NAME_MAX)
+			return NULL;
+		if (w) {
+			if (o)
+				buf[o++] = '_';
+			memcpy(buf + o, w, 3);
+			o += 3;
+			continue;
+		}
+		buf[o++] = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9')
+		           ? c : '_';
+	}
+	buf[o] = 0;
+	return buf;
+}
+
+int lks_tensor_rec_stat(lks_tensor_rec *t, const char *label, size_t len, double value,
+                        int64_t dec, const char *path)
+{
+	char buf[LKS_IMPORT_NAME_MAX];
+	const char *name = lks_tensor_stat_name(label, len, buf);
+	lks_import_rec *rec = &t->rec;
+	size_t nl;
+
+	if (!name)
+		return lks_err("'%s':%ld: a bad statistic name '%.*s'", path, rec->line,
+		               (int)(len > 64 ? 64 : len), label), LKS_E_BAD_INPUT;
+	nl = strlen(name);
+	for (int i = 0; i < rec->n; i++)
+		if (!strcmp(rec->m[i].name, name))
+			return lks_err("'%s':%ld: statistic '%s' twice for tensor '%s'", path,
+			               rec->line, name, t->name), LKS_E_BAD_INPUT;
+	if (rec->n == LKS_IMPORT_MAX_METRICS)
+		return lks_err("'%s':%ld: more than %d statistics for tensor '%s'", path, rec->line,
+		               LKS_IMPORT_MAX_METRICS, t->name), LKS_E_BAD_INPUT;
+	memset(rec->m[rec->n].name, 0, 16);  /* NUL padded to 16 (import_rec.h) */
+	memcpy(rec->m[rec->n].name, name, nl + 1);
+	rec->m[rec->n].nlen = (int)nl;
+	rec->m[rec->n].kind = LKS_METRIC_NUMERICS;
+	rec->m[rec->n].value = value;
+	rec->m[rec->n].dec = dec;
+	rec->n++;
+	return 0;
+}
+
+/* ---- the driver ---- */
+
+struct lks_timport {
+	lks_store *store;
+	int64_t run_id;
+	const char *path;
+	lks_import_counts *c;
+	lks_block *b;
+	int step, rank, seq;      /* the (step, rank) being filled, its next row; rank -1: none */
+	int *last;                /* (nranks) per rank, the last step stored; -1: none */
+	int nranks, max_step;
+	/* the tensors, by (name, phase): keys[i] is the phase's letter then the name */
+	char **names, **keys;
+	lks_phase *phases;
+	int n, cap;
+	lks_name_index index;
+};
+
+/* The block of (step, rank) being filled stored (nothing without a store). */
+static int lks_timport_flush(struct lks_timport *x)
+{
+	int rc = 0;
+
+	if (x->rank >= 0 && lks_block_records(x->b)) {
+		if (x->store)
+			rc = lks_store_tensor_block(x->store, x->run_id, x->step, x->rank, x->seq, x->b);
+		else
+			lks_block_reset(x->b);
+		x->seq++;
+	}
+	return rc;
+}
+
+/* The seq of (name, phase), new ones numbered on. */
+static int lks_timport_tensor(struct lks_timport *x, const char *name, lks_phase phase)
+{
+	char key[LKS_TENSOR_NAME_MAX + 2];
+	int i;
+
+	key[0] = (char)('0' + (int)phase);
+	strcpy(key + 1, name);
+	if ((i = lks_name_index_find(&x->index, x->keys, key)) >= 0)
+		return i;
+	if (x->n == x->cap) {
+		int cap = x->cap ? 2 * x->cap : 256;
+		char **nm = realloc(x->names, (size_t)cap * sizeof(*nm));
+		char **k = nm ? realloc(x->keys, (size_t)cap * sizeof(*k)) : NULL;
+		lks_phase *p = k ? realloc(x->phases, (size_t)cap * sizeof(*p)) : NULL;
+
+		if (nm)
+			x->names = nm;
+		if (k)
+			x->keys = k;
+		if (!p)
+			return lks_err("out of memory");
+		x->phases = p;
+		x->cap = cap;
+	}
+	if (!(x->keys[x->n] = strdup(key)))
+		return lks_err("out of memory");
+	x->names[x->n] = x->keys[x->n] + 1;
+	x->phases[x->n] = phase;
+	if (lks_name_index_add(&x->index, key, x->n)) {
+		free(x->keys[x->n]);
+		return -1;
+	}
+	return x->n++;
+}
+
+static int lks_timport_sink(void *arg, const lks_tensor_rec *t)
+{
+	struct lks_timport *x = arg;
+	const lks_import_rec *rec = &t->rec;
+	lks_block_key key = { .micro = t->micro, .has_hash = t->has_hash, .hash = t->hash };
+	int rc;
+
+	if (!t->name[0] || strnlen(t->name, LKS_TENSOR_NAME_MAX) == LKS_TENSOR_NAME_MAX)
+		return lks_err("'%s':%ld: a tensor without a name, or one of %d bytes or more",
+		               x->path, rec->line, LKS_TENSOR_NAME_MAX), LKS_E_BAD_INPUT;
+	if (rec->step < 0 || rec->rank < 0 || rec->rank > LKS_IMPORT_MAX_RANK || t->micro < -1)
+		return lks_err("'%s':%ld: step %d rank %d microbatch %d out of range", x->path,
+		               rec->line, rec->step, rec->rank, t->micro), LKS_E_BAD_INPUT;
+	if (rec->step != x->step || rec->rank != x->rank) {
+		if (lks_timport_flush(x))
+			return -1;
+		if (rec->rank >= x->nranks) {
+			int *p = realloc(x->last, ((size_t)rec->rank + 1) * sizeof(*p));
+
+			if (!p)
+				return lks_err("out of memory");
+			for (int r = x->nranks; r <= rec->rank; r++)
+				p[r] = -1;
+			x->last = p;
+			x->nranks = rec->rank + 1;
+		}
+		if (x->last[rec->rank] >= rec->step)
+			return lks_err("'%s':%ld: step %d of rank %d after its step %d: a rank's "
+			               "tensors of a step come together, its steps in order", x->path,
+			               rec->line, rec->step, rec->rank, x->last[rec->rank]),
+			       LKS_E_BAD_INPUT;
+		x->last[rec->rank] = rec->step;
+		x->step = rec->step;
+		x->rank = rec->rank;
+		x->seq = 0;
+		if (rec->step > x->max_step)
+			x->max_step = rec->step;
+	}
+	if ((key.tensor = lks_timport_tensor(x, t->name, t->phase)) < 0)
+		return -1;
+	if ((rc = lks_block_add_keyed(x->b, rec, &key)) == 1) {
+		if (lks_timport_flush(x))
+			return -1;
+		rc = lks_block_add_keyed(x->b, rec, &key);
+	}
+	if (rc)
+		return lks_err("'%s':%ld: %s", x->path, rec->line, lks_errmsg()), LKS_E_BAD_INPUT;
+	x->c->records++;
+	return 0;
+}
+
+static int lks_name_cmp(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* One file, or a folder's files of the format in name order. */
+static int lks_timport_path(struct lks_timport *x, const lks_import_format *fmt,
+                            const char *path)
+{
+	int in = !strcmp(path, "-");
+	FILE *f = in ? stdin : fopen(path, "r");
+	struct stat st = { 0 };
+	lks_import_counts fc = { 0 };
+	int rc;
+
+	if (!f)
+		return lks_err("cannot open '%s'", path), LKS_E_BAD_INPUT;
+	if (!fstat(fileno(f), &st) && S_ISDIR(st.st_mode)) {
+		DIR *d = (fclose(f), opendir(path));
+		struct dirent *e;
+		char **files = NULL;
+		size_t n = 0, cap = 0;
+
+		if (!d)
+			return lks_err("cannot read the folder '%s'", path), LKS_E_BAD_INPUT;
+		rc = 0;
+		while (!rc && (e = readdir(d)))
+			if (fmt->tensor_files && !fnmatch(fmt->tensor_files, e->d_name, 0)) {
+				char *full = malloc(strlen(path) + strlen(e->d_name) + 2);
+
+				if (!full || lks_room_for((void **)&files, &cap, n, sizeof(*files))) {
+					free(full);
+					rc = lks_err("out of memory");
+					break;
+				}
+				sprintf(full, "%s/%s", path, e->d_name);
+				files[n++] = full;
+			}
+		closedir(d);
+		if (!rc && n == 0)
+			rc = (lks_err("'%s' holds no file of %s (%s)", path, fmt->name,
+			              fmt->tensor_files ? fmt->tensor_files : "none"), LKS_E_BAD_INPUT);
+		if (n)
+			qsort(files, n, sizeof(*files), lks_name_cmp);
+		for (size_t i = 0; !rc && i < n; i++)
+			rc = lks_timport_path(x, fmt, files[i]);
+		for (size_t i = 0; i < n; i++)
+			free(files[i]);
+		free(files);
+		return rc;
+	}
+	x->path = path;
+	x->rank = -1;  /* a new file begins its own (step, rank) */
+	rc = fmt->tensor_parse(path, f, lks_timport_sink, x, &fc);  /* lines counted per file */
+	x->c->lines += fc.lines;
+	x->c->ignored += fc.ignored;
+	if (!rc)
+		rc = lks_timport_flush(x);
+	if (!in)
+		fclose(f);
+	return rc;
+}
+
+int lks_import_tensor_files(lks_store *store, const lks_import_opts *o,
+                            const char *const *paths, int npaths, lks_import_result *res)
+{
+	struct lks_timport x = { .store = store, .c = &res->counts, .rank = -1, .max_step = -1 };
+	int rc = 0;
+
+	memset(res, 0, sizeof(*res));
+	if (o->ranks)
+		return lks_err("--ranks is for a log of some ranks; a tensor trace's ranks are "
+		               "the ones it holds"), LKS_E_BAD_INPUT;
+	if (!(x.b = lks_block_new()))
+		return -1;
+	if (store) {
+		lks_store_bulk_begin(store);
+		if (lks_import_begin(store, o, paths, npaths, &x.run_id)) {
+			lks_store_bulk_end(store);
+			lks_block_free(x.b);
+			return -1;
+		}
+	}
+	for (int i = 0; !rc && i < npaths; i++)
+		rc = lks_timport_path(&x, o->fmt, paths[i]);
+	for (int r = 0; !rc && r < x.nranks; r++)
+		if (x.last[r] < 0)
+			rc = (lks_err("%s: rank %d holds no tensor, but rank %d does",
+			              npaths == 1 ? paths[0] : o->run_name, r, x.nranks - 1),
+			      LKS_E_BAD_INPUT);
+	if (!rc && x.nranks == 0)
+		rc = (lks_err("%s: no tensor's statistics read",
+		              npaths == 1 ? paths[0] : o->run_name), LKS_E_BAD_INPUT);
+	if (!rc && store && lks_store_tensor_names(store, x.run_id, x.names, x.phases, x.n))
+		rc = -1;
+	if (store) {
+		if (lks_store_import_end(store, x.run_id, x.max_step, x.nranks, rc == 0) && !rc)
+			rc = -1;
+		lks_store_bulk_end(store);
+	}
+	if (!rc) {
+		res->run_id = x.run_id;
+		res->steps = x.max_step;
+		res->world_size = x.nranks;
+		res->parts = 1;
+	}
+	for (int i = 0; i < x.n; i++)
+		free(x.keys[i]);
+	free(x.keys);
+	free(x.names);
+	free(x.phases);
+	free(x.last);
+	lks_name_index_release(&x.index);
+	lks_block_free(x.b);
+	return rc;
+}
