@@ -286,6 +286,23 @@ static inline void raw_exec(const char *path, const char *sql)
 	cr_assert_eq(sqlite3_close(db), SQLITE_OK);
 }
 
+/* The one integer of sql on a raw connection to the file path (no store opened). */
+static inline int64_t sql_int_path(const char *path, const char *sql)
+{
+	sqlite3 *db;
+	sqlite3_stmt *st;
+	int64_t v;
+
+	cr_assert_eq(sqlite3_open(path, &db), SQLITE_OK);
+	cr_assert_eq(sqlite3_prepare_v2(db, sql, -1, &st, NULL), SQLITE_OK, "%s: %s", sql,
+	             sqlite3_errmsg(db));
+	cr_assert_eq(sqlite3_step(st), SQLITE_ROW, "%s", sql);
+	v = sqlite3_column_int64(st, 0);
+	sqlite3_finalize(st);
+	cr_assert_eq(sqlite3_close(db), SQLITE_OK);
+	return v;
+}
+
 /* Records per block and blocks per bulk import: 40 blocks of ~4 KiB, far more pages than
    the 10-page cache of kill_mid_import's writer holds, so that its pages reach the file. */
 #define BULK_RECORDS 512

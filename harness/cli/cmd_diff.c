@@ -38,6 +38,10 @@ static const char lks_diff_usage[] =
 	"    both runs share (by name and phase; ranks compared pairwise) the largest relative\n"
 	"    error of the L2 norm and the tensor where it occurs, and how many tensors have a\n"
 	"    different hash (any rank)\n"
+	"  - of imported tensor traces (te-debug, tensor-jsonl), per step: the tensors each\n"
+	"    rank's sequences pair when aligned by name and order, those inserted, removed,\n"
+	"    renamed, how many pairs differ (any statistic or hash), hashes that differ, the\n"
+	"    largest relative error of l2 and where\n"
 	"  - of imported runs ('lockstep import', import = in a case), their metrics instead:\n"
 	"    numerics (values, how many differ, the first step that does, the largest\n"
 	"    relative error, the decimals each side's text printed them with and how many\n"
@@ -197,6 +201,38 @@ static int lks_diff_table(lks_stored_run *a, lks_stored_run *b, int max_rows)
 	return 0;
 }
 
+/* Two tensor traces: per step, the tensors aligned and what differs (walk.h). */
+static int lks_diff_tensors(lks_stored_run *a, lks_stored_run *b, int max_rows)
+{
+	int nsteps = a->nsteps > b->nsteps ? a->nsteps : b->nsteps;
+
+	printf("\nper step (tensor traces: each rank's tensors aligned by name and order; "
+	       "rel = |a - b| / |b|):\n");
+	printf("%5s  %-8s %-8s %-8s %-8s %-8s %-8s %-10s %s\n", "step", "pairs", "inserted",
+	       "removed", "renamed", "differ", "hash", "l2 rel max", "at tensor, rank");
+	for (int step = 0; step < nsteps; step++) {
+		lks_tensor_step_diff d;
+		char l2[32], at[200];
+
+		if (max_rows > 0 && step >= max_rows) {
+			printf("... %d more step%s (--max-rows 0 shows all)\n", nsteps - step,
+			       nsteps - step > 1 ? "s" : "");
+			break;
+		}
+		if (lks_walk_tensor_step_diff(a, b, step, &d))
+			return -1;
+		lks_fmt_num(l2, sizeof(l2), d.l2_rel, "%.3g");
+		if (d.l2_seq >= 0)
+			snprintf(at, sizeof(at), "%s (%s), rank %d", a->names[d.l2_seq],
+			         lks_phase_name(a->phases[d.l2_seq]), d.l2_rank);
+		else
+			snprintf(at, sizeof(at), "-");
+		printf("%5d  %-8ld %-8ld %-8ld %-8ld %-8ld %-8ld %-10s %s\n", step, d.pairs,
+		       d.inserted, d.removed, d.renamed, d.nvalue, d.nhash, l2, at);
+	}
+	return 0;
+}
+
 /* The bitwise check k, or where a run was pruned, what both still have (check.h). */
 static int lks_diff_eval(lks_store *s, lks_check_cfg *k, lks_stored_run *ra,
                          lks_stored_run *rb, lks_check_result *res, int *pruned)
@@ -287,13 +323,15 @@ int cmd_diff(int argc, char **argv)
 		goto out;
 	}
 	if (res.verdict == LKS_VERDICT_PASS)
-		printf("\nidentical: bit for bit in %s\n", ra.nm || rb.nm
-		       ? "every shared numerics metric of every step and rank"
+		printf("\nidentical: bit for bit in %s\n", ra.tt || rb.tt
+		       ? "every statistic and hash of the tensors aligned"
+		       : ra.nm || rb.nm ? "every shared numerics metric of every step and rank"
 		       : pruned ? "loss and grad norm" : "every shared tensor, loss and grad norm");
 	else
 		printf("\nfirst divergence: %s\n", res.message);
-	if ((ra.nm || rb.nm) ? lks_diff_metrics(&ra, &rb)  /* imported: metrics, not tensors */
-	                     : lks_diff_table(&ra, &rb, a.max_rows)) {
+	if (ra.tt || rb.tt ? lks_diff_tensors(&ra, &rb, a.max_rows)
+	    : (ra.nm || rb.nm) ? lks_diff_metrics(&ra, &rb)  /* imported: metrics, not tensors */
+	    : lks_diff_table(&ra, &rb, a.max_rows)) {
 		fprintf(stderr, "lockstep: %s\n", lks_errmsg());
 		goto out;
 	}

@@ -15,8 +15,8 @@
 #include "kernels/err.h"
 
 static const char lks_export_usage[] =
-	"usage: lockstep export --format jsonl|megatron-golden RUN [--db FILE] [-o FILE]\n"
-	"                       [--rank R]\n"
+	"usage: lockstep export --format jsonl|megatron-golden|tensor-jsonl RUN [--db FILE]\n"
+	"                       [-o FILE] [--rank R]\n"
 	"\n"
 	"Writes stored run RUN (its id, as 'lockstep list' shows it, or CASE/RUN: the latest\n"
 	"stored run of that case and run name) of the database (default lockstep.db, opened\n"
@@ -32,7 +32,10 @@ static const char lks_export_formats[] =
 	"                            end_step, step_interval, values (a map from step to value\n"
 	"                            where the steps are not evenly spaced); one rank's values\n"
 	"                            (--rank, default 0), and no performance metric the format\n"
-	"                            has no name for (tps, mfu, memory)\n";
+	"                            has no name for (tps, mfu, memory)\n"
+	"  --format tensor-jsonl     a tensor trace (imported, or stored by lockstep-trace):\n"
+	"                            one object per tensor at a step and rank, its statistics\n"
+	"                            and hash\n";
 
 static const char lks_export_tail[] =
 	"\n"
@@ -104,9 +107,10 @@ int cmd_export(int argc, char **argv)
 	if (!(fmt = lks_import_format_find(fmt_name)))
 		return lks_usage("export: %s", lks_errmsg());
 	if (fmt != lks_import_format_at(LKS_IMPORT_JSONL)
-	    && fmt != lks_import_format_at(LKS_IMPORT_MEGATRON_GOLDEN))
-		return lks_usage("export: format '%s' is read, not written (want jsonl or "
-		                 "megatron-golden)", fmt_name);
+	    && fmt != lks_import_format_at(LKS_IMPORT_MEGATRON_GOLDEN)
+	    && fmt != lks_import_format_at(LKS_IMPORT_TENSOR_JSONL))
+		return lks_usage("export: format '%s' is read, not written (want jsonl, "
+		                 "megatron-golden or tensor-jsonl)", fmt_name);
 	/* read-only: a misspelt --db is refused, not made */
 	if ((rc = lks_store_open_readonly(db, &store)) != 0) {
 		fprintf(stderr, "lockstep: export: %s\n", lks_errmsg());
@@ -128,7 +132,8 @@ int cmd_export(int argc, char **argv)
 		fprintf(stderr, "lockstep: export: cannot open '%s'\n", out_path);
 		return LKS_EXIT_INFRA;
 	}
-	rc = lks_export_run(store, id, fmt->id, rank, out, &written);
+	rc = fmt->id == LKS_IMPORT_TENSOR_JSONL ? lks_export_tensors(store, id, out, &written)
+	     : lks_export_run(store, id, fmt->id, rank, out, &written);
 	lks_store_close(store);
 	if (out != stdout && fclose(out) && !rc)
 		rc = lks_err("cannot write '%s'", out_path);
@@ -138,6 +143,7 @@ int cmd_export(int argc, char **argv)
 	}
 	if (out_path)
 		fprintf(stderr, "exported run %lld (%s): %ld %s to '%s'\n", (long long)id, fmt->name, written,
-		        fmt == lks_import_format_at(LKS_IMPORT_JSONL) ? "lines" : "metrics", out_path);
+		        fmt == lks_import_format_at(LKS_IMPORT_MEGATRON_GOLDEN) ? "metrics" : "lines",
+		        out_path);
 	return LKS_EXIT_OK;
 }

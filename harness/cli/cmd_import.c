@@ -45,6 +45,14 @@ static const char lks_import_help[] =
 	"folder). Each rank's files are a stream of their own: a later file that logs a\n"
 	"rank's step again restarts that rank.\n"
 	"\n"
+	"Tensor traces (te-debug, tensor-jsonl, ...) hold per step and rank the statistics of\n"
+	"each tensor in the order the run met them (and its hash, where the format has one):\n"
+	"checks align two runs' tensors by name and order before they compare them, so a\n"
+	"divergence is named by step, rank and tensor also where one run logs ops the other\n"
+	"does not. A FILE may be a folder: its files of the format (te-debug: one\n"
+	"nvdlfw_inspect_globalrank-N.log per rank). A rank's tensors of a step come together,\n"
+	"its steps in order; else bad input.\n"
+	"\n"
 	"An import that takes more than a second shows its progress on standard error: the\n"
 	"megabytes read of the files' and the time left, on a terminal in one line redrawn,\n"
 	"elsewhere (a CI log) in a line every 10 seconds.\n"
@@ -317,8 +325,10 @@ int cmd_import(int argc, char **argv)
 	if (!(o.fmt = lks_import_format_find(fmt_name)))
 		return lks_usage("import: %s", lks_errmsg());
 	if (follow && (nfiles != 1 || o.fmt == lks_import_format_at(LKS_IMPORT_MEGATRON_GOLDEN)
+	               || o.fmt->tensor_parse
 	               || !!fa.reference_run + !!fa.reference_file + !!fa.golden_file != 1))
-		return lks_usage("import: --follow wants one FILE of a log format (not megatron-golden) "
+		return lks_usage("import: --follow wants one FILE of a log format (not megatron-golden, "
+		                 "not a tensor trace) "
 		                 "and one of --reference, --reference-file, --golden (see --help)");
 	if (!follow && (fa.reference_run || fa.reference_file || fa.golden_file || fa.end_step >= 0))
 		return lks_usage("import: --reference, --reference-file, --golden and --end-step go "
@@ -357,6 +367,13 @@ int cmd_import(int argc, char **argv)
 	if (rc) {
 		fprintf(stderr, "lockstep: import: %s; nothing stored\n", lks_errmsg());
 		return lks_exit_code(rc);
+	}
+	if (o.fmt->tensor_parse) {
+		printf("imported %s/%s (run %lld, %s): steps up to %d, %d rank%s, %ld tensor records "
+		       "(a tensor at a step and rank), %ld other lines ignored\n", o.case_name,
+		       o.run_name, (long long)res.run_id, o.fmt->name, res.steps, res.world_size,
+		       res.world_size == 1 ? "" : "s", res.counts.records, res.counts.ignored);
+		return LKS_EXIT_OK;
 	}
 	printf("imported %s/%s (run %lld, %s): steps up to %d, %d rank%s, %ld metric lines, "
 	       "%ld repeated, %ld other lines ignored, %ld rank restart%s\n", o.case_name,

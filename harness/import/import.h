@@ -429,5 +429,9 @@ int lks_import_follow(lks_store *store, const lks_import_opts *o, const char *pa
    (lks_err: no such run, the store, a write). */
 int lks_export_run(lks_store *s, int64_t run_id, lks_import_fmt fmt, int rank, FILE *out,
                    long *written);
+/* Writes the tensor trace of stored run run_id to out as tensor-jsonl (export_tensors.c): a
+   record a line, by step, rank and order; values read back bit for bit. *written: the
+   lines. 0, or -1 (lks_err: no such run, no tensor trace, the store, a write). */
+int lks_export_tensors(lks_store *s, int64_t run_id, FILE *out, long *written);
 
 #endif

@@ -32,6 +32,7 @@
 
 #include "tensorboard.pb-c.h"
 #include "harness/import/import_impl.h"
+#include "kernels/element/cast.h"
 #include "kernels/err.h"
 
 /* An event larger than this is bad input: a scalar's event is under 100 bytes, and a
@@ -133,24 +134,6 @@ static uint64_t lks_le(const uint8_t *p, int n)
 	return v;
 }
 
-/* IEEE half's bits as the float they are (exact) */
-static float lks_half(uint32_t h)
-{
-	uint32_t s = (h & 0x8000u) << 16, e = (h >> 10) & 0x1f, m = h & 0x3ff, bits;
-	float f;
-
-	if (e == 0x1f)
-		bits = s | 0x7f800000u | (m << 13);
-	else if (e)
-		bits = s | ((e + 112) << 23) | (m << 13);
-	else {  /* subnormal or 0: m x 2^-24, exact in float */
-		f = (float)m * 0x1p-24f;
-		return s ? -f : f;
-	}
-	memcpy(&f, &bits, sizeof(f));
-	return f;
-}
-
 /* A scalar summary value into *x: 1, 0 when it holds none (an image, a histogram, text, a
    tensor of more than one element) */
 static int lks_tb_scalar(const LksTb__Summary__Value *v, double *x)
@@ -210,7 +193,7 @@ static int lks_tb_scalar(const LksTb__Summary__Value *v, double *x)
 		else
 			return 0;
 		if (t->dtype == 19) {
-			f = lks_half(h);
+			f = lks_f16_to_f32((uint16_t)h);
 		} else {
 			h <<= 16;
 			memcpy(&f, &h, 4);

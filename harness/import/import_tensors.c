@@ -19,7 +19,6 @@
 
 #include "harness/import/import.h"
 #include "harness/import/import_run_impl.h"
-#include "harness/store/name_index.h"
 #include "harness/store/run.h"
 #include "harness/store/tensor_trace.h"
 #include "kernels/err.h"
@@ -111,11 +110,7 @@ struct lks_timport {
 	int step, rank, seq;      /* the (step, rank) being filled, its next row; rank -1: none */
 	int *last;                /* (nranks) per rank, the last step stored; -1: none */
 	int nranks, max_step;
-	/* the tensors, by (name, phase): keys[i] is the phase's letter then the name */
-	char **names, **keys;
-	lks_phase *phases;
-	int n, cap;
-	lks_name_index index;
+	lks_tensor_map tensors;   /* seq i: the i-th met */
 };
 
 /* The block of (step, rank) being filled stored (nothing without a store). */
@@ -136,37 +131,13 @@ static int lks_timport_flush(struct lks_timport *x)
 /* The seq of (name, phase), new ones numbered on. */
 static int lks_timport_tensor(struct lks_timport *x, const char *name, lks_phase phase)
 {
-	char key[LKS_TENSOR_NAME_MAX + 2];
-	int i;
+	int i = lks_tensor_map_find(&x->tensors, name, phase);
 
-	key[0] = (char)('0' + (int)phase);
-	strcpy(key + 1, name);
-	if ((i = lks_name_index_find(&x->index, x->keys, key)) >= 0)
+	if (i >= 0)
 		return i;
-	if (x->n == x->cap) {
-		int cap = x->cap ? 2 * x->cap : 256;
-		char **nm = realloc(x->names, (size_t)cap * sizeof(*nm));
-		char **k = nm ? realloc(x->keys, (size_t)cap * sizeof(*k)) : NULL;
-		lks_phase *p = k ? realloc(x->phases, (size_t)cap * sizeof(*p)) : NULL;
-
-		if (nm)
-			x->names = nm;
-		if (k)
-			x->keys = k;
-		if (!p)
-			return lks_err("out of memory");
-		x->phases = p;
-		x->cap = cap;
-	}
-	if (!(x->keys[x->n] = strdup(key)))
-		return lks_err("out of memory");
-	x->names[x->n] = x->keys[x->n] + 1;
-	x->phases[x->n] = phase;
-	if (lks_name_index_add(&x->index, key, x->n)) {
-		free(x->keys[x->n]);
+	if (lks_tensor_map_add(&x->tensors, name, phase, x->tensors.n))
 		return -1;
-	}
-	return x->n++;
+	return x->tensors.n - 1;
 }
 
 static int lks_timport_sink(void *arg, const lks_tensor_rec *t)
@@ -313,7 +284,8 @@ int lks_import_tensor_files(lks_store *store, const lks_import_opts *o,
 	if (!rc && x.nranks == 0)
 		rc = (lks_err("%s: no tensor's statistics read",
 		              npaths == 1 ? paths[0] : o->run_name), LKS_E_BAD_INPUT);
-	if (!rc && store && lks_store_tensor_names(store, x.run_id, x.names, x.phases, x.n))
+	if (!rc && store && lks_store_tensor_names(store, x.run_id, x.tensors.names,
+	                                           x.tensors.phases, x.tensors.n))
 		rc = -1;
 	if (store) {
 		if (lks_store_import_end(store, x.run_id, x.max_step, x.nranks, rc == 0) && !rc)
@@ -326,13 +298,8 @@ int lks_import_tensor_files(lks_store *store, const lks_import_opts *o,
 		res->world_size = x.nranks;
 		res->parts = 1;
 	}
-	for (int i = 0; i < x.n; i++)
-		free(x.keys[i]);
-	free(x.keys);
-	free(x.names);
-	free(x.phases);
+	lks_tensor_map_release(&x.tensors);
 	free(x.last);
-	lks_name_index_release(&x.index);
 	lks_block_free(x.b);
 	return rc;
 }

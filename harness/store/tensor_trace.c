@@ -4,12 +4,89 @@
  * one indexed query, by (rank, seq), so each rank's records are in the order they were
  * read; their statistics' names are found once per run by hash.
  */
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "harness/store/tensor_trace.h"
 #include "harness/store/trace_store_impl.h"
 #include "kernels/err.h"
+
+/* ---- a run's tensors by (name, phase) ---- */
+
+/* The map's key of (name, phase) into key (LKS_TENSOR_NAME_MAX + 1 bytes); -1 when the name
+   is too long. */
+static int lks_tensor_key(char *key, const char *name, lks_phase phase)
+{
+	size_t n = strnlen(name, LKS_TENSOR_NAME_MAX);
+
+	if (n == LKS_TENSOR_NAME_MAX)
+		return -1;
+	key[0] = (char)('0' + (int)phase);
+	memcpy(key + 1, name, n + 1);
+	return 0;
+}
+
+int lks_tensor_map_find(const lks_tensor_map *m, const char *name, lks_phase phase)
+{
+	char key[LKS_TENSOR_NAME_MAX + 1];
+	int i;
+
+	if (lks_tensor_key(key, name, phase) || (i = lks_name_index_find(&m->index, m->keys,
+	                                                                  key)) < 0)
+		return -1;
+	return m->seqs[i];
+}
+
+int lks_tensor_map_add(lks_tensor_map *m, const char *name, lks_phase phase, int seq)
+{
+	char key[LKS_TENSOR_NAME_MAX + 1];
+
+	if (lks_tensor_key(key, name, phase))
+		return lks_err("a tensor name of %d bytes or more", LKS_TENSOR_NAME_MAX);
+	if (m->n == m->cap) {
+		int cap = m->cap ? 2 * m->cap : 256;
+		char **k = realloc(m->keys, (size_t)cap * sizeof(*k));
+		char **nm = k ? realloc(m->names, (size_t)cap * sizeof(*nm)) : NULL;
+		lks_phase *p = nm ? realloc(m->phases, (size_t)cap * sizeof(*p)) : NULL;
+		int *q = p ? realloc(m->seqs, (size_t)cap * sizeof(*q)) : NULL;
+
+		if (k)
+			m->keys = k;
+		if (nm)
+			m->names = nm;
+		if (p)
+			m->phases = p;
+		if (!q)
+			return lks_err("out of memory");
+		m->seqs = q;
+		m->cap = cap;
+	}
+	if (!(m->keys[m->n] = strdup(key)))
+		return lks_err("out of memory");
+	if (lks_name_index_add(&m->index, key, m->n)) {
+		free(m->keys[m->n]);
+		return -1;
+	}
+	m->names[m->n] = m->keys[m->n] + 1;
+	m->phases[m->n] = phase;
+	m->seqs[m->n++] = seq;
+	return 0;
+}
+
+void lks_tensor_map_release(lks_tensor_map *m)
+{
+	for (int i = 0; i < m->n; i++)
+		free(m->keys[i]);
+	free(m->keys);
+	free(m->names);
+	free(m->phases);
+	free(m->seqs);
+	lks_name_index_release(&m->index);
+	memset(m, 0, sizeof(*m));
+}
+
+/* ---- a trace stored ---- */
 
 int lks_store_tensor_block(lks_store *s, int64_t run_id, int step, int rank, int seq,
                            lks_block *b)
@@ -50,6 +127,92 @@ int lks_store_tensor_names(lks_store *s, int64_t run_id, char *const *names,
 			return lks_err("tensor '%s' of a bad phase (%d)", names[i], (int)phases[i]);
 		if (lks_store_put(s, LKS_Q_TENSOR, v, LKS_NVALS(v), NULL))
 			return -1;
+	}
+	return 0;
+}
+
+/* ---- a run traced by lockstep-trace ---- */
+
+static int lks_first_id(sqlite3_stmt *st, void *ctx)
+{
+	*(int64_t *)ctx = sqlite3_column_int64(st, 0);
+	return 1;  /* the first row is all */
+}
+
+int lks_store_trace_join(lks_store *s, const lks_run_info *info, int rank, int64_t *run_id)
+{
+	const lks_val v[] = { lks_val_text(info->case_name), lks_val_text(info->run_name),
+	                      lks_val_int(info->world_size), lks_val_int(rank),
+	                      lks_val_text(info->backend) };
+	int64_t id = 0;
+	int rc;
+
+	if (lks_store_exec(s, LKS_Q_BEGIN))
+		return -1;
+	rc = lks_store_rows(s, LKS_Q_TRACE_FIND, v, LKS_NVALS(v), lks_first_id, &id);
+	if (rc >= 0 && !id)
+		rc = lks_store_begin_run(s, info, &id);
+	if (rc >= 0)
+		rc = lks_store_event(s, id, -1, rank, NULL, "trace_rank", "joined");
+	if (rc < 0 || lks_store_exec(s, LKS_Q_COMMIT)) {
+		lks_store_rollback(s);
+		return -1;
+	}
+	*run_id = id;
+	return 0;
+}
+
+int lks_store_trace_tensor(lks_store *s, int64_t run_id, const char *name, lks_phase phase,
+                           int *seq)
+{
+	const lks_val v[] = { lks_val_int(run_id), lks_val_text(name),
+	                      lks_val_text(lks_phase_name(phase)) };
+	int64_t id = -1;
+
+	if (!lks_phase_name(phase))
+		return lks_err("tensor '%s' of a bad phase (%d)", name, (int)phase);
+	if (lks_store_rows(s, LKS_Q_TRACE_TENSOR, v, LKS_NVALS(v), lks_first_id, &id) < 0
+	    || (id < 0 && lks_store_rows(s, LKS_Q_TRACE_TENSOR_ADD, v, LKS_NVALS(v), lks_first_id,
+	                                 &id) < 0))
+		return -1;
+	if (id < 0 || id > INT32_MAX)
+		return lks_err("tensor '%s': no seq", name);
+	*seq = (int)id;
+	return 0;
+}
+
+int lks_store_trace_begin(lks_store *s)
+{
+	return lks_store_exec(s, LKS_Q_BEGIN);
+}
+
+int lks_store_trace_commit(lks_store *s)
+{
+	if (lks_store_exec(s, LKS_Q_COMMIT)) {
+		lks_store_rollback(s);
+		return -1;
+	}
+	return 0;
+}
+
+void lks_store_trace_rollback(lks_store *s)
+{
+	lks_store_rollback(s);
+}
+
+int lks_store_trace_leave(lks_store *s, int64_t run_id, int rank, int last_step)
+{
+	const lks_val v[] = { lks_val_int(run_id), lks_val_int(last_step) };
+	const lks_val id[] = { lks_val_int(run_id) };
+
+	if (lks_store_exec(s, LKS_Q_BEGIN))
+		return -1;
+	if (lks_store_event(s, run_id, last_step, rank, NULL, "trace_rank_done", "closed")
+	    || (last_step >= 0 && lks_store_put(s, LKS_Q_TRACE_STEPS, v, LKS_NVALS(v), NULL))
+	    || lks_store_put(s, LKS_Q_TRACE_DONE, id, LKS_NVALS(id), NULL)
+	    || lks_store_exec(s, LKS_Q_COMMIT)) {
+		lks_store_rollback(s);
+		return -1;
 	}
 	return 0;
 }

@@ -44,6 +44,23 @@ typedef struct lks_tensor_rec {
 	uint64_t hash;            /* the content hash, as the format has it */
 } lks_tensor_rec;
 
+/* A run's tensors by (name, phase), each with its seq, found by hash: what an import and a
+   traced rank keep of the names they have met. */
+typedef struct lks_tensor_map {
+	char **keys;              /* (n) the phase's digit, then the name */
+	lks_phase *phases;        /* (n) */
+	char **names;             /* (n) each into its key */
+	int *seqs;                /* (n) */
+	int n, cap;
+	lks_name_index index;
+} lks_tensor_map;
+
+/* The seq of (name, phase), or -1 when it was not added. */
+int lks_tensor_map_find(const lks_tensor_map *m, const char *name, lks_phase phase);
+/* (name, phase) added with seq (not there yet). 0, or -1 (lks_err: out of memory). */
+int lks_tensor_map_add(lks_tensor_map *m, const char *name, lks_phase phase, int seq);
+void lks_tensor_map_release(lks_tensor_map *m);
+
 /* The records of one (step, rank) in the keyed block b (import_block.h), part seq (0, 1,
    ... in order) of them, stored as one row; b is emptied. 0, or -1 (lks_err). */
 int lks_store_tensor_block(lks_store *s, int64_t run_id, int step, int rank, int seq,
@@ -53,6 +70,31 @@ int lks_store_tensor_block(lks_store *s, int64_t run_id, int step, int rank, int
    inside the caller's transaction (an import's). 0, or -1 (lks_err). */
 int lks_store_tensor_names(lks_store *s, int64_t run_id, char *const *names,
                            const lks_phase *phases, int n);
+
+/* ---- a run traced by lockstep-trace (kernels/trace/lockstep_trace.h): its ranks'
+   processes write one run, each its own rows ---- */
+
+/* The backend a traced run is stored with. */
+#define LKS_TRACE_BACKEND "trace"
+
+/* Joins rank to a run of info's case and run names (recipe, backend and world size
+   info's): the latest incomplete one that world size and backend whose rank has not joined
+   yet, else a new one; one transaction, so that ranks opening at once find one another's
+   run. The join is an event of the run (kind 'trace_rank'). 0, or -1 (lks_err). */
+int lks_store_trace_join(lks_store *s, const lks_run_info *info, int rank, int64_t *run_id);
+/* The seq of (name, phase) in the run's tensors, added after the last when new (another
+   rank may have added it already): inside the caller's transaction. 0, or -1. */
+int lks_store_trace_tensor(lks_store *s, int64_t run_id, const char *name, lks_phase phase,
+                           int *seq);
+/* A transaction around a step's writes (BEGIN IMMEDIATE: ranks' processes take turns);
+   rollback keeps the error recorded. */
+int lks_store_trace_begin(lks_store *s);
+int lks_store_trace_commit(lks_store *s);
+void lks_store_trace_rollback(lks_store *s);
+/* Rank has closed the run, having stored steps to last_step (-1: none): an event of the
+   run ('trace_rank_done'); the run's steps raised to it; once every rank has, the run is
+   complete. 0, or -1. */
+int lks_store_trace_leave(lks_store *s, int64_t run_id, int rank, int last_step);
 
 /* ---- a trace read back, a step at a time ---- */
 

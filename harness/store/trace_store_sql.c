@@ -146,6 +146,24 @@ static const char *const lks_store_sql[LKS_Q_COUNT] = {
 	                      "step = ?2 ORDER BY rank, seq",
 	[LKS_Q_TSTEPS] = "SELECT min(step), max(step), count(*) FROM tensor_blocks "
 	                 "WHERE run_id = ?1",
+	/* the latest incomplete traced run of (case, run, world size) that rank ?4 has not
+	   joined */
+	[LKS_Q_TRACE_FIND] = "SELECT run_id FROM runs r WHERE case_name = ?1 AND run_name = ?2 "
+	                     "AND world_size = ?3 AND backend = ?5 AND status = 'incomplete' "
+	                     "AND NOT EXISTS (SELECT 1 FROM events e WHERE e.run_id = r.run_id "
+	                     "AND e.kind = 'trace_rank' AND e.rank = ?4) "
+	                     "ORDER BY run_id DESC LIMIT 1",
+	[LKS_Q_TRACE_TENSOR] = "SELECT seq FROM tensors WHERE run_id = ?1 AND name = ?2 AND "
+	                       "phase = ?3",
+	[LKS_Q_TRACE_TENSOR_ADD] = "INSERT INTO tensors (run_id, seq, name, phase) SELECT ?1, "
+	                           "coalesce(max(seq) + 1, 0), ?2, ?3 FROM tensors WHERE "
+	                           "run_id = ?1 RETURNING seq",
+	[LKS_Q_TRACE_STEPS] = "UPDATE runs SET steps = max(steps, ?2) WHERE run_id = ?1",
+	/* complete once every rank has left */
+	[LKS_Q_TRACE_DONE] = "UPDATE runs SET status = 'complete', "
+	                     "finished = strftime('%Y-%m-%dT%H:%M:%fZ', 'now') WHERE run_id = ?1 "
+	                     "AND status = 'incomplete' AND world_size <= (SELECT count(DISTINCT "
+	                     "rank) FROM events WHERE run_id = ?1 AND kind = 'trace_rank_done')",
 };
 
 static const char *const lks_phase_names[] = { "forward", "backward", "update", "recompute" };

@@ -619,6 +619,9 @@ int lks_check_eval_runs(lks_store *s, const lks_check_cfg *k, const lks_check_op
 	/* an imported run's metrics: the kinds that read them their own way */
 	fn = (a->nm || (x.b && x.b->nm)) && lks_check_import_fn(k->kind)
 	     ? lks_check_import_fn(k->kind) : row->fn;
+	/* a tensor trace's too (check_tensors.c) */
+	if ((a->tt || (x.b && x.b->tt)) && lks_check_tensor_fn(k->kind))
+		fn = lks_check_tensor_fn(k->kind);
 	if (fn(&x))
 		return -1;
 	if (!res->message[0])  /* else the kind gave its verdict itself (unsupported, ...) */

@@ -28,5 +28,7 @@ const char *lks_verdict_word(lks_verdict v);
 /* The evaluation of kind on imported runs (runs with metrics, run.h), or NULL where the
    kind's own one serves them (bitwise and golden walk metrics as they walk tensors). */
 lks_check_fn lks_check_import_fn(lks_check_kind kind);
+/* The same on imported tensor traces (run.h's tt; check_tensors.c). */
+lks_check_fn lks_check_tensor_fn(lks_check_kind kind);
 
 #endif

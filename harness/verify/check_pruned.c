@@ -7,6 +7,7 @@
 
 #include "harness/store/prune.h"
 #include "harness/store/run.h"
+#include "harness/store/tensor_trace.h"
 #include "harness/verify/check.h"
 
 int lks_check_run_pruned(lks_store *s, int64_t run_id, int *pruned)
@@ -22,6 +23,14 @@ int lks_check_run_pruned(lks_store *s, int64_t run_id, int *pruned)
 	if (nt > 0 && lks_store_count(s, run_id, LKS_TABLE_STATS, &nstats))
 		return -1;
 	*pruned = nt > 0 && nstats == 0;
+	if (*pruned) {  /* tensors without stat rows: a tensor trace's, kept in blocks */
+		lks_tensor_trace *t;
+
+		if (lks_tensor_trace_open(s, run_id, &t))
+			return -1;
+		*pruned = !t;
+		lks_tensor_trace_free(t);
+	}
 	return 0;
 }
 

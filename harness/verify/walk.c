@@ -619,6 +619,8 @@ int lks_walk(const lks_walk_opts *o, lks_stored_run *a, lks_stored_run *b,
 
 	cnt = cnt ? cnt : &scratch;
 	memset(cnt, 0, sizeof(*cnt));
+	if (a->tt || b->tt)
+		return lks_walk_tensor_trace(o, a, b, res, cnt);
 	if (a->nm || b->nm) {
 		if ((rc = lks_walk_metrics(o, a, b, nsteps, res, cnt)) != 0)
 			return rc < 0 ? -1 : 0;

@@ -85,6 +85,35 @@ typedef struct lks_walk_count {
 int lks_walk(const lks_walk_opts *o, lks_stored_run *a, lks_stored_run *b,
              lks_check_result *res, lks_walk_count *cnt);
 
+/* lks_walk on imported tensor traces (run.h's tt; walk_tensors.c): each (step, rank)'s
+   sequences aligned by name and order (align.h), then the first pair that parts, in a's
+   order over the ranks; what was inserted, removed, renamed or moved said in the note.
+   With metric_name, that statistic alone (rtol, atol); exact: every statistic both hold
+   and the hash. */
+int lks_walk_tensor_trace(const lks_walk_opts *o, lks_stored_run *a, lks_stored_run *b,
+                          lks_check_result *res, lks_walk_count *cnt);
+
+/* ranks_agree on a tensor trace: at each step each rank's tensors (those o->pattern
+   matches, of the forward phase only with forward_only; o->exact) against rank 0's, aligned as lks_walk_tensor_trace aligns two runs; a
+   rank that logged nothing at a step disagrees with no one. The divergence names the
+   rank that differs: rank 0 where it differs from all others (three ranks or more), -1
+   between two. */
+int lks_walk_tensor_ranks(const lks_walk_opts *o, lks_stored_run *a, int forward_only,
+                          lks_check_result *res, lks_walk_count *cnt);
+
+/* One step of two tensor traces as 'lockstep diff' shows it: the tensors aligned (as
+   lks_walk_tensor_trace aligns them, rank by rank) and what differs among the pairs. */
+typedef struct lks_tensor_step_diff {
+	long pairs, inserted, removed, renamed, moved;
+	long nhash;               /* pairs whose hashes differ (both hold one) */
+	long nvalue;              /* pairs with a statistic or hash not bit for bit */
+	double l2_rel;            /* the largest |a - b| / |b| of l2 among the pairs (inf: a
+	                             NaN on one side); NaN: no pair holds l2 */
+	int l2_seq, l2_rank;      /* where: a's tensor and the rank; -1 none */
+} lks_tensor_step_diff;
+int lks_walk_tensor_step_diff(lks_stored_run *a, lks_stored_run *b, int step,
+                              lks_tensor_step_diff *d);
+
 /* The pairing of lks_walk: map[seq of a] = seq of b, or -1; counts into cnt. */
 void lks_walk_pairs(const lks_walk_opts *o, const lks_stored_run *a, const lks_stored_run *b,
                     int *map, lks_walk_count *cnt);

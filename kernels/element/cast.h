@@ -168,6 +168,20 @@ static inline LKS_HD float lks_bf16_to_f32(uint16_t h)
 	return lks_bits_f32((uint32_t)h << 16);
 }
 
+/* IEEE half's bits as the float they are (exact: every half is a float). */
+static inline LKS_HD float lks_f16_to_f32(uint16_t h)
+{
+	uint32_t s = (uint32_t)(h & 0x8000u) << 16, e = (h >> 10) & 0x1fu, m = h & 0x3ffu;
+	float f;
+
+	if (e == 0x1f)
+		return lks_bits_f32(s | 0x7f800000u | (m << 13));
+	if (e)
+		return lks_bits_f32(s | ((e + 112) << 23) | (m << 13));
+	f = (float)m * 0x1p-24f;  /* subnormal or 0: m x 2^-24, exact in float */
+	return s ? -f : f;
+}
+
 /* x rounded to BF16 and held as a float32, as a framework stores an activation. */
 static inline LKS_HD float lks_bf16_rounded(float x)
 {

@@ -137,6 +137,11 @@ static int lks_fuzz_titan_losses(const char *path)
 	return lks_fuzz_import("torchtitan-losses", path);
 }
 
+static int lks_fuzz_tensor_jsonl(const char *path)
+{
+	return lks_fuzz_import("tensor-jsonl", path);
+}
+
 static const struct lks_fuzz_target {
 	const char *name;
 	const char *file;       /* the input's file name: a case file's is its case name */
@@ -158,6 +163,7 @@ static const struct lks_fuzz_target {
 	{ "hf-trainer", "trainer_state.json", lks_fuzz_hf },  /* import_hf_trainer.c */
 	{ "tensorboard", "events.out.tfevents.0", lks_fuzz_tb },  /* import_tensorboard.c */
 	{ "tag-map", "tags.map", lks_fuzz_tag_map },  /* harness/import/import_tag_map.c */
+	{ "tensor-jsonl", "trace.jsonl", lks_fuzz_tensor_jsonl },  /* import_tensor_jsonl.c */
 };
 
 #define LKS_FUZZ_NTARGETS (sizeof(lks_fuzz_targets) / sizeof(lks_fuzz_targets[0]))

@@ -468,3 +468,93 @@ Test(import_block, a_blob_with_any_byte_changed_is_read_or_refused)
 	free(copy);
 	lks_block_free(b);
 }
+
+/* ---- keyed records: a tensor trace's (layout 3) ---- */
+
+struct keyed_seen {
+	int n;
+	uint64_t r;
+};
+
+/* A record's key as keyed_rec made it: tensor 7i mod 1000 (back and forth), microbatch
+   i mod 3 - 1, a hash on two records of three. */
+static lks_block_key key_of(int i)
+{
+	return (lks_block_key){ .tensor = (7 * i) % 1000, .micro = i % 3 - 1,
+	                        .has_hash = i % 3 != 0,
+	                        .hash = 0x9e3779b97f4a7c15ull * (uint64_t)(i + 1) };
+}
+
+static int expect_keyed(void *arg, int step, int rank, const lks_block_key *key,
+                        const lks_metric_row *rows, int n)
+{
+	struct keyed_seen *s = arg;
+	lks_block_key k = key_of(s->n);
+
+	cr_assert_not_null(key);
+	cr_assert_eq(step, 5 + s->n / 100);
+	cr_assert_eq(rank, 3);
+	cr_assert_eq(key->tensor, k.tensor);
+	cr_assert_eq(key->micro, k.micro);
+	cr_assert_eq(key->has_hash, k.has_hash, "record %d", s->n);
+	if (k.has_hash)
+		cr_assert_eq(key->hash, k.hash);
+	cr_assert_eq(n, 2);
+	cr_assert(same_bits(rows[0].value, value(&s->r, 0)));
+	cr_assert(same_bits(rows[1].value, value(&s->r, 1)));
+	s->n++;
+	return 0;
+}
+
+Test(import_block, keyed_records_read_back_with_their_keys)
+{
+	lks_block *b = lks_block_new();
+	lks_import_rec *rec = calloc(1, sizeof(*rec));
+	const unsigned char *data;
+	size_t len;
+	struct keyed_seen seen = { 0, 42 };
+	uint64_t r = 42;
+
+	cr_assert(b && rec);
+	for (int i = 0; i < 1000; i++) {
+		lks_block_key k = key_of(i);
+
+		rec->step = 5 + i / 100;
+		rec->rank = 3;
+		rec->n = 2;
+		for (int j = 0; j < 2; j++) {
+			memset(rec->m[j].name, 0, 16);
+			strcpy(rec->m[j].name, j ? "amax" : "l2");
+			rec->m[j].nlen = (int)strlen(rec->m[j].name);
+			rec->m[j].kind = LKS_METRIC_NUMERICS;
+			rec->m[j].value = value(&r, j);
+			rec->m[j].dec = LKS_IMPORT_NO_DEC;
+		}
+		cr_assert_eq(lks_block_add_keyed(b, rec, &k), 0, "%s", lks_errmsg());
+	}
+	/* a step's record into a block of tensor records: refused */
+	cr_assert_eq(lks_block_add_rec(b, rec), -1);
+	cr_assert_eq(lks_block_encode(b, &data, &len), 0);
+	cr_assert_eq(data[0], 3, "layout 3");
+	cr_assert_eq(lks_block_decode_keyed(data, len, expect_keyed, &seen), 0, "%s",
+	             lks_errmsg());
+	cr_assert_eq(seen.n, 1000);
+	/* read as steps' records: refused, a tensor's statistics are no step's metrics */
+	cr_assert_eq(lks_block_decode(data, len, count_records, &(int){ 0 }), -1);
+	/* a blob cut short in its last hash or value is refused */
+	{
+		unsigned char *copy = malloc(len);
+		struct keyed_seen again = { 0, 42 };
+
+		memcpy(copy, data, len);
+		lks_block_reset(b);
+		/* and the other way: a keyed record into a block of steps' records */
+		cr_assert_eq(lks_block_add_rec(b, rec), 0);
+		cr_assert_eq(lks_block_add_keyed(b, rec, &(lks_block_key){ 0, -1, 0, 0 }), -1);
+		cr_assert_eq(lks_block_decode_keyed(copy, len - 1, expect_keyed, &again), -1,
+		             "a blob cut short");
+		free(copy);
+	}
+	lks_block_free(b);
+	free(rec);
+}

@@ -1,0 +1,368 @@
+/*
+ * lockstep_trace.c: lockstep-trace (lockstep_trace.h), the library a training run calls to
+ * trace its tensors with lockstep's statistics into lockstep's store.
+ *
+ * lks_trace_tensor measures the tensor at once, with the code lockstep's model traces its
+ * own with (lks_stats_f32, kernels/cpu/stats.h: one pass over memory for the L2 norm, amax,
+ * the non-finite count and the hash), and keeps the record in the step being filled.
+ * lks_trace_step hands the step to the writer thread, which names its tensors in the run's
+ * tensors table and stores its records as keyed blocks (harness/store/tensor_trace.h), one
+ * transaction a step; at most two steps wait for it, so a rank that outruns its disk waits
+ * rather than growing without bound. An error of the writer is kept and said by the next
+ * call.
+ */
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernels/trace/lockstep_trace.h"
+#include "harness/base/name.h"
+#include "harness/store/fingerprint.h"
+#include "harness/store/import_block.h"
+#include "harness/store/tensor_trace.h"
+#include "harness/store/trace_store.h"
+#include "kernels/cpu/convert.h"
+#include "kernels/cpu/stats.h"
+#include "kernels/element/cast.h"
+#include "kernels/err.h"
+
+/* Steps handed to the writer and not yet stored, at most. */
+#define LKS_TRACE_QUEUE 2
+
+struct lks_trace_rec {
+	char name[LKS_TENSOR_NAME_MAX];
+	lks_phase phase;
+	int micro;
+	double l2;
+	float amax;
+	int64_t nonfinite;
+	uint64_t hash;
+};
+
+struct lks_trace_stepbuf {
+	int step;
+	struct lks_trace_rec *r;
+	size_t n, cap;
+};
+
+struct lks_trace {
+	lks_store *s;
+	int64_t run_id;
+	int rank, last_step;
+	struct lks_trace_stepbuf cur;             /* being filled */
+	float *scratch;                           /* a half tensor widened */
+	size_t scratch_cap;
+	/* the writer: the steps handed over, oldest first */
+	pthread_t thread;
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	struct lks_trace_stepbuf queue[LKS_TRACE_QUEUE];
+	int nqueue, stop, failed;
+	char err[512];
+	/* the writer's */
+	lks_tensor_map tensors;                   /* the seqs of the names met */
+	lks_block *b;
+};
+
+static __thread char lks_trace_errbuf[512];
+
+static int lks_trace_fail(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(lks_trace_errbuf, sizeof(lks_trace_errbuf), fmt, ap);
+	va_end(ap);
+	return -1;
+}
+
+const char *lks_trace_error(void)
+{
+	return lks_trace_errbuf;
+}
+
+int lks_trace_version(void)
+{
+	return LKS_TRACE_API_VERSION;
+}
+
+/* ---- the writer ---- */
+
+/* The seq of (name, phase), from the writer's map or the store. */
+static int lks_trace_seq(lks_trace *t, const struct lks_trace_rec *r, int *seq)
+{
+	if ((*seq = lks_tensor_map_find(&t->tensors, r->name, r->phase)) >= 0)
+		return 0;
+	if (lks_store_trace_tensor(t->s, t->run_id, r->name, r->phase, seq))
+		return -1;
+	return lks_tensor_map_add(&t->tensors, r->name, r->phase, *seq);
+}
+
+/* One step's records stored, in one transaction. */
+static int lks_trace_store_step(lks_trace *t, const struct lks_trace_stepbuf *sb)
+{
+	lks_import_rec *rec = malloc(sizeof(*rec));
+	int part = 0, rc = -1;
+
+	if (!rec)
+		return lks_err("out of memory");
+	if (lks_store_trace_begin(t->s))
+		goto out;
+	for (size_t i = 0; i < sb->n; i++) {
+		const struct lks_trace_rec *r = &sb->r[i];
+		lks_block_key key = { .micro = r->micro, .has_hash = 1, .hash = r->hash };
+		static const char *const names[3] = { "l2", "amax", "nonfinite" };
+		const double v[3] = { r->l2, r->amax, (double)r->nonfinite };
+		int add;
+
+		if (lks_trace_seq(t, r, &key.tensor))
+			goto fail;
+		memset(rec, 0, sizeof(*rec));
+		rec->step = sb->step;
+		rec->rank = t->rank;
+		rec->n = 3;
+		for (int k = 0; k < 3; k++) {
+			strcpy(rec->m[k].name, names[k]);
+			rec->m[k].nlen = (int)strlen(names[k]);
+			rec->m[k].kind = LKS_METRIC_NUMERICS;
+			rec->m[k].value = v[k];
+			rec->m[k].dec = LKS_IMPORT_NO_DEC;
+		}
+		if ((add = lks_block_add_keyed(t->b, rec, &key)) == 1) {
+			if (lks_store_tensor_block(t->s, t->run_id, sb->step, t->rank, part++, t->b))
+				goto fail;
+			add = lks_block_add_keyed(t->b, rec, &key);
+		}
+		if (add)
+			goto fail;
+	}
+	if (lks_store_tensor_block(t->s, t->run_id, sb->step, t->rank, part, t->b)
+	    || lks_store_trace_commit(t->s))
+		goto fail;
+	rc = 0;
+	goto out;
+fail:
+	lks_block_reset(t->b);
+	lks_store_trace_rollback(t->s);
+out:
+	free(rec);
+	return rc;
+}
+
+static void *lks_trace_writer(void *arg)
+{
+	lks_trace *t = arg;
+
+	pthread_mutex_lock(&t->mu);
+	for (;;) {
+		struct lks_trace_stepbuf sb;
+		int rc;
+
+		while (!t->nqueue && !t->stop)
+			pthread_cond_wait(&t->cv, &t->mu);
+		if (!t->nqueue)
+			break;
+		sb = t->queue[0];
+		pthread_mutex_unlock(&t->mu);
+		rc = t->failed ? 0 : lks_trace_store_step(t, &sb);
+		pthread_mutex_lock(&t->mu);
+		if (rc && !t->failed) {
+			t->failed = 1;
+			snprintf(t->err, sizeof(t->err), "step %d: %s", sb.step, lks_errmsg());
+		}
+		free(sb.r);
+		memmove(t->queue, t->queue + 1, (size_t)(--t->nqueue) * sizeof(t->queue[0]));
+		pthread_cond_broadcast(&t->cv);
+	}
+	pthread_mutex_unlock(&t->mu);
+	return NULL;
+}
+
+/* ---- the API ---- */
+
+/* The run's fingerprint: the machine and lockstep's build, as a run lockstep trains has,
+   and the API version. malloc'd; NULL when out of memory. */
+static char *lks_trace_fingerprint(void)
+{
+	lks_fingerprint *fp = malloc(sizeof(*fp));
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *m;
+
+	if (!fp)
+		return NULL;
+	if (!(m = open_memstream(&buf, &len))) {
+		free(fp);
+		return NULL;
+	}
+	lks_fingerprint_collect(fp);
+	lks_fingerprint_add(fp, "trace_api", "%d", LKS_TRACE_API_VERSION);
+	lks_fingerprint_print(fp, m, 1);
+	free(fp);
+	if (fclose(m)) {
+		free(buf);
+		return NULL;
+	}
+	return buf;
+}
+
+lks_trace *lks_trace_open(const char *db, const char *case_name, const char *run_name,
+                          int rank, int world_size)
+{
+	lks_run_info info = { .case_name = case_name, .run_name = run_name, .recipe = "trace",
+	                      .backend = LKS_TRACE_BACKEND, .world_size = world_size };
+	lks_trace *t;
+	char *fp = NULL;
+
+	if (!db || !case_name || !run_name)
+		return lks_trace_fail("lks_trace_open: a database, a case and a run name"), NULL;
+	if (lks_name_check("case", case_name, strlen(case_name))
+	    || lks_name_check("run", run_name, strlen(run_name)))
+		return lks_trace_fail("%s", lks_errmsg()), NULL;
+	if (world_size < 1 || rank < 0 || rank >= world_size)
+		return lks_trace_fail("rank %d of world size %d", rank, world_size), NULL;
+	if (!(t = calloc(1, sizeof(*t))))
+		return lks_trace_fail("out of memory"), NULL;
+	t->rank = rank;
+	t->last_step = -1;
+	t->cur.step = -1;
+	pthread_mutex_init(&t->mu, NULL);
+	pthread_cond_init(&t->cv, NULL);
+	fp = lks_trace_fingerprint();
+	info.fingerprint = fp;
+	if (!fp || !(t->b = lks_block_new()) || lks_store_open(db, &t->s)
+	    || lks_store_trace_join(t->s, &info, rank, &t->run_id)) {
+		lks_trace_fail("'%s': %s", db, fp ? lks_errmsg() : "out of memory");
+		goto fail;
+	}
+	free(fp);
+	fp = NULL;
+	if (pthread_create(&t->thread, NULL, lks_trace_writer, t)) {
+		lks_trace_fail("cannot start the writer thread");
+		goto fail;
+	}
+	return t;
+fail:
+	free(fp);
+	lks_store_close(t->s);
+	lks_block_free(t->b);
+	pthread_mutex_destroy(&t->mu);
+	pthread_cond_destroy(&t->cv);
+	free(t);
+	return NULL;
+}
+
+/* x as float32, widened into t's scratch where it is a half type. */
+static const float *lks_trace_f32(lks_trace *t, const void *data, size_t n, int dtype)
+{
+	if (dtype == LKS_TRACE_F32)
+		return data;
+	if (n > t->scratch_cap) {
+		float *p = realloc(t->scratch, n * sizeof(*p));
+
+		if (!p)
+			return NULL;
+		t->scratch = p;
+		t->scratch_cap = n;
+	}
+	if (dtype == LKS_TRACE_BF16) {
+		lks_bf16_to_f32_n(data, t->scratch, n);
+	} else {
+		const uint16_t *h = data;
+
+		for (size_t i = 0; i < n; i++)
+			t->scratch[i] = lks_f16_to_f32(h[i]);
+	}
+	return t->scratch;
+}
+
+int lks_trace_tensor(lks_trace *t, const char *name, int phase, int micro, const void *data,
+                     size_t n, int dtype)
+{
+	struct lks_trace_rec *r;
+	const float *x;
+
+	if (!t || !name || (!data && n))
+		return lks_trace_fail("lks_trace_tensor: no trace, name or data");
+	if (!*name || strlen(name) >= LKS_TENSOR_NAME_MAX)
+		return lks_trace_fail("tensor '%.64s': a name of 1 to %d bytes", name,
+		                      LKS_TENSOR_NAME_MAX - 1);
+	if (phase < LKS_TRACE_FORWARD || phase > LKS_TRACE_RECOMPUTE || micro < -1)
+		return lks_trace_fail("tensor '%s': phase %d, microbatch %d", name, phase, micro);
+	if (dtype < LKS_TRACE_F32 || dtype > LKS_TRACE_F16)
+		return lks_trace_fail("tensor '%s': unknown dtype %d", name, dtype);
+	if (t->cur.n == t->cur.cap) {
+		size_t cap = t->cur.cap ? 2 * t->cur.cap : 256;
+		struct lks_trace_rec *p = realloc(t->cur.r, cap * sizeof(*p));
+
+		if (!p)
+			return lks_trace_fail("out of memory");
+		t->cur.r = p;
+		t->cur.cap = cap;
+	}
+	if (!(x = lks_trace_f32(t, data, n, dtype)))
+		return lks_trace_fail("out of memory");
+	r = &t->cur.r[t->cur.n];
+	strcpy(r->name, name);
+	r->phase = (lks_phase)phase;
+	r->micro = micro;
+	lks_stats_f32(x, n, &r->l2, &r->amax, &r->nonfinite, &r->hash);
+	t->cur.n++;
+	return 0;
+}
+
+int lks_trace_step(lks_trace *t, int step)
+{
+	int rc = 0;
+
+	if (!t)
+		return lks_trace_fail("lks_trace_step: no trace");
+	if (step <= t->last_step || step < 0)
+		return lks_trace_fail("step %d after step %d: a rank's steps ascend", step,
+		                      t->last_step);
+	pthread_mutex_lock(&t->mu);
+	while (t->nqueue == LKS_TRACE_QUEUE)
+		pthread_cond_wait(&t->cv, &t->mu);
+	if (t->failed) {
+		rc = lks_trace_fail("%s", t->err);
+	} else if (t->cur.n) {
+		t->cur.step = step;
+		t->queue[t->nqueue++] = t->cur;
+		memset(&t->cur, 0, sizeof(t->cur));
+		pthread_cond_broadcast(&t->cv);
+	}
+	t->cur.n = 0;  /* a failed writer's step is dropped, as every later one */
+	t->last_step = step;
+	pthread_mutex_unlock(&t->mu);
+	return rc;
+}
+
+int lks_trace_close(lks_trace *t)
+{
+	int rc = 0;
+
+	if (!t)
+		return 0;
+	if (t->cur.n)  /* tensors given after the last step: a step of their own */
+		rc = lks_trace_step(t, t->last_step + 1);
+	pthread_mutex_lock(&t->mu);
+	t->stop = 1;
+	pthread_cond_broadcast(&t->cv);
+	pthread_mutex_unlock(&t->mu);
+	pthread_join(t->thread, NULL);
+	if (t->failed)
+		rc = lks_trace_fail("%s", t->err);
+	else if (lks_store_trace_leave(t->s, t->run_id, t->rank, t->last_step))
+		rc = lks_trace_fail("%s", lks_errmsg());
+	lks_store_close(t->s);
+	lks_block_free(t->b);
+	lks_tensor_map_release(&t->tensors);
+	free(t->cur.r);
+	free(t->scratch);
+	pthread_mutex_destroy(&t->mu);
+	pthread_cond_destroy(&t->cv);
+	free(t);
+	return rc;
+}

@@ -1,0 +1,83 @@
+/*
+ * lockstep_trace.h: lockstep-trace, lockstep's own statistics of the tensors of any training
+ * run (a PyTorch model through kernels/trace/lockstep_trace.py, or any C caller), stored in
+ * lockstep's SQLite database as a tensor trace that 'lockstep check', 'diff' and the report
+ * read as they read an imported one (DESIGN.md, Imported runs and tensor traces).
+ *
+ * A stable C API (this header is all of it; LKS_TRACE_API_VERSION says which), in the shared
+ * library liblockstep-trace.so built beside lockstep. Each tensor given gets the statistics
+ * lockstep's model gives its own (kernels/cpu/stats.h, the same code): the L2 norm with the
+ * sum of squares in double in the fixed 32-lane order, amax (NaN when a value is NaN), the
+ * count of non-finite values, and XXH3-64 of the float32 bytes with every NaN one pattern.
+ * So a tensor traced here and the same values traced by lockstep's model have the same bits.
+ * They are computed at once, in the caller's thread (the caller may change the tensor when
+ * lks_trace_tensor returns); a step's records are stored by a background thread, so that a
+ * training step waits only for the one before it.
+ *
+ * The ranks of a job each open the same database with the same case and run names and
+ * their own rank: they join one run (the latest incomplete run of those names and that
+ * world size that has not seen their rank), each storing its own rows; the run is
+ * complete when every rank has closed it. Errors: functions return 0 or -1 (NULL for open)
+ * and lks_trace_error() says why, in this thread.
+ */
+#ifndef LOCKSTEP_TRACE_H
+#define LOCKSTEP_TRACE_H
+
+#include <stddef.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define LKS_TRACE_API_VERSION 1
+
+typedef struct lks_trace lks_trace;
+
+/* The element types a tensor may have. Half types are widened to float32 exactly before
+   they are measured (their hash is of those float32 bytes, as the model hashes the
+   tensors it keeps in float32). */
+enum lks_trace_dtype {
+	LKS_TRACE_F32 = 0,
+	LKS_TRACE_BF16 = 1,
+	LKS_TRACE_F16 = 2,
+};
+
+/* lockstep's phases (the store's): activations and weights as the forward reads them,
+   gradients, parameters after the optimizer's step, activations recomputed. */
+enum lks_trace_phase {
+	LKS_TRACE_FORWARD = 0,
+	LKS_TRACE_BACKWARD = 1,
+	LKS_TRACE_UPDATE = 2,
+	LKS_TRACE_RECOMPUTE = 3,
+};
+
+/* The API version of the library loaded (LKS_TRACE_API_VERSION of its build). */
+int lks_trace_version(void);
+
+/* Opens the database db (made if missing) and joins run run_name of case case_name as rank
+   rank of world_size (names: letters, digits, '_', '-', '.'). NULL on failure. */
+lks_trace *lks_trace_open(const char *db, const char *case_name, const char *run_name,
+                          int rank, int world_size);
+
+/* One tensor of the step being traced: n elements of dtype at data, host memory. name is
+   the module and the tensor ("layers.0.mlp.fc1.output"; fewer than 256 bytes), micro the
+   microbatch (-1: none). Its statistics are taken before this returns. */
+int lks_trace_tensor(lks_trace *t, const char *name, int phase, int micro, const void *data,
+                     size_t n, int dtype);
+
+/* Ends the step: the tensors given since the last lks_trace_step (or the open) are step
+   step's (steps of a rank ascend), stored in the background. */
+int lks_trace_step(lks_trace *t, int step);
+
+/* Stores what is left, says this rank is done (the run is complete once every rank is),
+   and frees t (also when it fails). */
+int lks_trace_close(lks_trace *t);
+
+/* Why the last call of this thread failed. */
+const char *lks_trace_error(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

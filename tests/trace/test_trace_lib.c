@@ -1,0 +1,227 @@
+/*
+ * test_trace_lib.c: lockstep-trace's C library (kernels/trace/lockstep_trace.h), linked as
+ * a user links it. A tensor traced through it has, bit for bit, the statistics the same
+ * values get from lockstep's model tracer (harness/engine/trace.h, the CPU backend): the
+ * 32-lane L2 norm, amax, the non-finite count and the hash, on lengths around the lanes'
+ * and the hash's block sizes, with NaN and infinities. Half types measure as their float32
+ * values. Two ranks join one run, which is complete once both close. Bad calls fail with a
+ * message and store nothing wrong.
+ */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../store_fixture.h"
+#include "harness/engine/trace.h"
+#include "harness/store/run.h"
+#include "harness/store/tensor_trace.h"
+#include "kernels/backend.h"
+#include "kernels/cpu/backend_cpu.h"
+#include "kernels/element/cast.h"
+#include "kernels/trace/lockstep_trace.h"
+
+/* Lengths: below, at and past the 32 lanes, XXH3's 240-byte and 1 KiB stripes' edges in
+   floats, and one large enough for many blocks. */
+static const size_t lengths[] = { 0, 1, 31, 32, 33, 60, 61, 256, 257, 1000, 100003 };
+#define NLEN (sizeof(lengths) / sizeof(lengths[0]))
+
+static void fill(float *x, size_t n, int variant)
+{
+	uint64_t s = 0x9e3779b97f4a7c15ull * (n + 1) + (uint64_t)variant;
+
+	for (size_t i = 0; i < n; i++) {
+		s = s * 6364136223846793005ull + 1442695040888963407ull;
+		x[i] = (float)((double)(s >> 11) / 9007199254740992.0 * 8.0 - 4.0);
+	}
+	if (n > 3 && variant == 1)
+		x[n / 2] = NAN;
+	if (n > 3 && variant == 2)
+		x[n - 1] = -INFINITY;
+}
+
+/* The model tracer's row of x. */
+static lks_stat_row model_row(float *x, size_t n)
+{
+	lks_tracer t;
+	lks_stat_row r;
+
+	lks_tracer_init(&t, 0, &lks_backend_cpu, NULL);
+	lks_tracer_begin_step(&t, 0);
+	lks_trace_f32(&t, LKS_PHASE_FORWARD, x, n, "x");
+	lks_tracer_sync(&t);
+	cr_assert(!t.failed && t.nrows == 1);
+	r = t.rows[0];
+	lks_tracer_release(&t);
+	return r;
+}
+
+static const lks_tval *stat_of(const lks_tensor_trace *tt, const lks_tentry *e, const char *name)
+{
+	int k = lks_tensor_trace_stat(tt, name);
+
+	for (int i = 0; k >= 0 && i < e->n; i++)
+		if (tt->val[e->first + i].stat == k)
+			return &tt->val[e->first + i];
+	cr_assert_fail("no statistic '%s'", name);
+	return NULL;
+}
+
+static void load(const char *db, lks_store **s, lks_stored_run *r)
+{
+	cr_assert_eq(lks_store_open_readonly(db, s), 0, "%s", lks_errmsg());
+	cr_assert_eq(lks_stored_run_load(*s, 1, LKS_LOAD_TRACE, r), 0, "%s", lks_errmsg());
+	cr_assert_not_null(r->tt);
+}
+
+Test(trace_lib, statistics_equal_the_model_tracers_bit_for_bit)
+{
+	char db[512];
+	float *x = malloc(100003 * sizeof(float));
+	lks_trace *t;
+	lks_store *s;
+	lks_stored_run r;
+	const lks_tentry *e;
+
+	mkdir_tmp();
+	path_in_tmp(db, sizeof(db), "t.db");
+	cr_assert_eq(lks_trace_version(), LKS_TRACE_API_VERSION);
+	cr_assert_not_null(t = lks_trace_open(db, "c", "r", 0, 1), "%s", lks_trace_error());
+	for (int v = 0; v < 3; v++) {
+		for (size_t i = 0; i < NLEN; i++) {
+			char name[64];
+
+			fill(x, lengths[i], v);
+			snprintf(name, sizeof(name), "t%zu.v%d", lengths[i], v);
+			cr_assert_eq(lks_trace_tensor(t, name, LKS_TRACE_FORWARD, -1, x, lengths[i],
+			                              LKS_TRACE_F32), 0, "%s", lks_trace_error());
+		}
+		cr_assert_eq(lks_trace_step(t, v), 0, "%s", lks_trace_error());
+	}
+	cr_assert_eq(lks_trace_close(t), 0, "%s", lks_trace_error());
+	load(db, &s, &r);
+	cr_assert_str_eq(r.status, "complete");
+	cr_assert_str_eq(r.backend, LKS_TRACE_BACKEND);
+	cr_assert_eq(r.nsteps, 3);
+	for (int v = 0; v < 3; v++) {
+		cr_assert_eq(lks_tensor_trace_step(r.tt, v), 0, "%s", lks_errmsg());
+		cr_assert_eq(lks_tensor_trace_rank(r.tt, 0, &e), NLEN);
+		for (size_t i = 0; i < NLEN; i++) {
+			lks_stat_row m;
+			double l2;
+			float amax;
+
+			fill(x, lengths[i], v);
+			m = model_row(x, lengths[i]);
+			l2 = stat_of(r.tt, &e[i], "l2")->value;
+			amax = (float)stat_of(r.tt, &e[i], "amax")->value;
+			cr_assert(!memcmp(&l2, &m.l2, sizeof(l2)) || (isnan(l2) && isnan(m.l2)),
+			          "n %zu v %d: l2 %a, the model's %a", lengths[i], v, l2, m.l2);
+			cr_assert(!memcmp(&amax, &m.amax, sizeof(amax)) || (isnan(amax) && isnan(m.amax)),
+			          "n %zu v %d: amax", lengths[i], v);
+			cr_assert_eq(stat_of(r.tt, &e[i], "nonfinite")->value, (double)m.nonfinite);
+			cr_assert(e[i].has_hash);
+			cr_assert_eq(e[i].hash, m.hash, "n %zu v %d: hash", lengths[i], v);
+		}
+	}
+	lks_stored_run_release(&r);
+	lks_store_close(s);
+	free(x);
+}
+
+Test(trace_lib, half_types_measure_as_their_float32_values)
+{
+	char db[512];
+	uint16_t hb[300], hh[300];
+	float fb[300], fh[300];
+	lks_trace *t;
+	lks_store *s;
+	lks_stored_run r;
+	const lks_tentry *e;
+
+	mkdir_tmp();
+	path_in_tmp(db, sizeof(db), "h.db");
+	for (int i = 0; i < 300; i++) {
+		hb[i] = (uint16_t)(0x3f80 + 7 * i);       /* bf16 from 1.0 up, and some NaN */
+		hh[i] = (uint16_t)(0x0001 + 211 * i);     /* halves: subnormals to inf and NaN */
+		fb[i] = lks_bf16_to_f32(hb[i]);
+		fh[i] = lks_f16_to_f32(hh[i]);
+	}
+	cr_assert_not_null(t = lks_trace_open(db, "c", "h", 0, 1), "%s", lks_trace_error());
+	cr_assert_eq(lks_trace_tensor(t, "bf16", LKS_TRACE_FORWARD, -1, hb, 300, LKS_TRACE_BF16), 0);
+	cr_assert_eq(lks_trace_tensor(t, "f16", LKS_TRACE_BACKWARD, 2, hh, 300, LKS_TRACE_F16), 0);
+	cr_assert_eq(lks_trace_close(t), 0, "%s", lks_trace_error());  /* a step of its own */
+	load(db, &s, &r);
+	cr_assert_eq(lks_tensor_trace_step(r.tt, 0), 0);
+	cr_assert_eq(lks_tensor_trace_rank(r.tt, 0, &e), 2);
+	cr_assert_eq(e[0].hash, model_row(fb, 300).hash);
+	cr_assert_eq(e[1].hash, model_row(fh, 300).hash);
+	cr_assert_eq(e[1].micro, 2);
+	cr_assert_eq(r.phases[e[1].tensor], LKS_PHASE_BACKWARD);
+	lks_stored_run_release(&r);
+	lks_store_close(s);
+}
+
+Test(trace_lib, two_ranks_join_one_run_complete_when_both_close)
+{
+	char db[512];
+	float x[8] = { 1, 2, 3, 4, 5, 6, 7, 8 };
+	lks_trace *t0, *t1;
+	lks_store *s;
+	lks_stored_run r;
+	const lks_tentry *e;
+
+	mkdir_tmp();
+	path_in_tmp(db, sizeof(db), "r.db");
+	cr_assert_not_null(t0 = lks_trace_open(db, "c", "dp", 0, 2), "%s", lks_trace_error());
+	cr_assert_not_null(t1 = lks_trace_open(db, "c", "dp", 1, 2), "%s", lks_trace_error());
+	for (int step = 0; step < 4; step++) {
+		cr_assert_eq(lks_trace_tensor(t0, "w", LKS_TRACE_FORWARD, -1, x, 8, LKS_TRACE_F32), 0);
+		cr_assert_eq(lks_trace_tensor(t1, "w", LKS_TRACE_FORWARD, -1, x, 8, LKS_TRACE_F32), 0);
+		cr_assert_eq(lks_trace_tensor(t1, "a1", LKS_TRACE_FORWARD, -1, x, step + 1,
+		                              LKS_TRACE_F32), 0);
+		cr_assert_eq(lks_trace_step(t0, step), 0);
+		cr_assert_eq(lks_trace_step(t1, step), 0);
+	}
+	cr_assert_eq(lks_trace_step(t0, 3), -1, "a step again");
+	cr_assert(strstr(lks_trace_error(), "ascend"), "%s", lks_trace_error());
+	cr_assert_eq(lks_trace_close(t0), 0, "%s", lks_trace_error());
+	cr_assert_eq(sql_int_path(db, "SELECT count(*) FROM runs WHERE status = 'complete'"), 0,
+	             "rank 1 is still tracing");
+	cr_assert_eq(lks_trace_close(t1), 0, "%s", lks_trace_error());
+	load(db, &s, &r);
+	cr_assert_str_eq(r.status, "complete");
+	cr_assert_eq(r.W, 2);
+	cr_assert_eq(r.nsteps, 4);
+	cr_assert_eq(r.nt, 2, "names shared by the ranks");
+	cr_assert_eq(lks_tensor_trace_step(r.tt, 3), 0);
+	cr_assert_eq(lks_tensor_trace_rank(r.tt, 0, &e), 1);
+	cr_assert_eq(lks_tensor_trace_rank(r.tt, 1, &e), 2);
+	lks_stored_run_release(&r);
+	lks_store_close(s);
+	/* a second job of the same names: a new run */
+	cr_assert_not_null(t0 = lks_trace_open(db, "c", "dp", 0, 2), "%s", lks_trace_error());
+	cr_assert_eq(lks_trace_close(t0), 0);
+	cr_assert_eq(sql_int_path(db, "SELECT count(*) FROM runs"), 2);
+}
+
+Test(trace_lib, bad_calls_fail_with_a_message)
+{
+	char db[512];
+	float x = 1;
+	lks_trace *t;
+
+	mkdir_tmp();
+	path_in_tmp(db, sizeof(db), "b.db");
+	cr_assert_null(lks_trace_open(db, "c", "r", 2, 2));
+	cr_assert(strstr(lks_trace_error(), "rank 2 of world size 2"), "%s", lks_trace_error());
+	cr_assert_null(lks_trace_open(db, "c d", "r", 0, 1));
+	cr_assert_null(lks_trace_open("/nonexistent-dir/x.db", "c", "r", 0, 1));
+	cr_assert(strstr(lks_trace_error(), "/nonexistent-dir/x.db"), "%s", lks_trace_error());
+	cr_assert_not_null(t = lks_trace_open(db, "c", "r", 0, 1), "%s", lks_trace_error());
+	cr_assert_eq(lks_trace_tensor(t, "", LKS_TRACE_FORWARD, -1, &x, 1, LKS_TRACE_F32), -1);
+	cr_assert_eq(lks_trace_tensor(t, "x", 7, -1, &x, 1, LKS_TRACE_F32), -1);
+	cr_assert_eq(lks_trace_tensor(t, "x", LKS_TRACE_FORWARD, -1, &x, 1, 9), -1);
+	cr_assert(strstr(lks_trace_error(), "dtype"), "%s", lks_trace_error());
+	cr_assert_eq(lks_trace_close(t), 0, "%s", lks_trace_error());
+}
