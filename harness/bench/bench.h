@@ -20,6 +20,7 @@ int lks_bench_step(int argc, char **argv);
 int lks_bench_detect(int argc, char **argv);
 int lks_bench_import(int argc, char **argv);
 int lks_bench_tensors(int argc, char **argv);
+int lks_bench_trace(int argc, char **argv);
 
 /* ---- comparisons on a noisy machine (bench_stats.c) ---- */
 

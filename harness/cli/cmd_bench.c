@@ -21,6 +21,7 @@ static const struct lks_bench_subject lks_bench_subjects[] = {
 	{ "step", lks_bench_step, "training step: tracing cost, GEMM share, FP8 vs BF16 loss gap" },
 	{ "import", lks_bench_import, "lockstep import of a torchtitan log vs wc -l (target >= 0.25x)" },
 	{ "tensors", lks_bench_tensors, "two tensor traces imported and compared (target < 10 s)" },
+	{ "trace", lks_bench_trace, "lockstep-trace on a 64 MiB tensor vs memcpy (target <= 1.2x)" },
 	{ "detect", lks_bench_detect, "which checks catch each planted fault, and at which step" },
 };
 
