@@ -219,7 +219,7 @@ static int lks_diff_tensors(lks_stored_run *a, lks_stored_run *b, int max_rows)
 			       nsteps - step > 1 ? "s" : "");
 			break;
 		}
-		if (lks_walk_tensor_step_diff(a, b, step, &d))
+		if (lks_walk_tensor_step_pairs(a, b, step, NULL, NULL, &d))
 			return -1;
 		lks_fmt_num(l2, sizeof(l2), d.l2_rel, "%.3g");
 		if (d.l2_seq >= 0)

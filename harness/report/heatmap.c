@@ -65,10 +65,17 @@ static int lks_heat_load(lks_stored_run *a, lks_stored_run *b, struct lks_heat *
 	h->rows = malloc(((size_t)a->nt + 1) * sizeof(int));
 	if (!h->map || !h->rows)
 		return lks_err("out of memory");
-	lks_walk_pairs(&lks_heat_opts, a, b, h->map, &cnt);
-	for (int i = 0; i < a->nt; i++)
-		if (h->map[i] >= 0)
-			h->rows[h->nrows++] = i;
+	if (a->tt && b->tt) {
+		/* tensor traces: each of a's tensors a row, paired with b's step by step and rank
+		   by rank as the walk aligns them (lks_heat_fill_traces) */
+		for (int i = 0; i < a->nt; i++)
+			h->rows[h->nrows++] = h->map[i] = i;
+	} else {
+		lks_walk_pairs(&lks_heat_opts, a, b, h->map, &cnt);
+		for (int i = 0; i < a->nt; i++)
+			if (h->map[i] >= 0)
+				h->rows[h->nrows++] = i;
+	}
 	h->nsteps = a->nsteps < b->nsteps ? a->nsteps : b->nsteps;
 	h->W = a->W < b->W ? a->W : b->W;
 	if (h->nrows == 0 || h->nsteps == 0)
@@ -127,8 +134,50 @@ static void lks_heat_cell(struct lks_heat *h, int step, int k)
 	}
 }
 
+/* A pair of tensor traces' tensors (walk.h, lks_walk_tensor_step_pairs) into its cell; the
+   first that differs, in the walk's order, is the divergence. */
+struct lks_heat_at {
+	struct lks_heat *h;
+	int step;
+	int pos;                  /* the divergence's place in a's sequence at this step */
+};
+
+static int lks_heat_pair(void *arg, int rank, int pos, int seq, int differs, double l2_a,
+                         double l2_b)
+{
+	struct lks_heat_at *at = arg;
+	struct lks_heat *h = at->h;
+	double *cell = &h->v[(size_t)(seq / h->ybin) * h->nx + at->step / h->xbin], v;
+
+	if (!differs)
+		return 0;
+	/* a pair that differs in another statistic or the hash alone: the floor */
+	v = isnan(l2_a) && isnan(l2_b) ? log10(LKS_REPORT_FLOOR) : lks_heat_error(l2_a, l2_b);
+	*cell = v > *cell ? v : *cell;
+	/* the bitwise check's order: the step, then the first place in execution order, the
+	   lowest rank on a tie */
+	if (h->div_step < 0 || (h->div_step == at->step && pos < at->pos)) {
+		h->div_step = at->step;
+		h->div_row = seq;
+		h->div_rank = rank;
+		h->div_field = "value";
+		at->pos = pos;
+	}
+	return 0;
+}
+
 static int lks_heat_fill(struct lks_heat *h)
 {
+	if (h->a->tt && h->b->tt) {
+		for (int step = 0; step < h->nsteps; step++) {
+			struct lks_heat_at at = { h, step, 0 };
+			lks_tensor_step_diff d;
+
+			if (lks_walk_tensor_step_pairs(h->a, h->b, step, lks_heat_pair, &at, &d))
+				return -1;
+		}
+		return 0;
+	}
 	for (int step = 0; step < h->nsteps; step++) {
 		if (lks_stored_run_step(h->a, step) || lks_stored_run_step(h->b, step))
 			return -1;

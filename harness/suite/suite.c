@@ -353,7 +353,8 @@ static int lks_suite_import(const lks_case *c, const lks_run_cfg *r, lks_store *
 	}
 	if (obs->on_run)
 		obs->on_run(obs->arg, &(lks_suite_line){ .case_name = c->name, .run_name = r->name,
-		                                        .what = o.fmt->name, .imported = 1,
+		                                        .what = o.fmt->name,
+		                                        .imported = o.fmt->tensor_parse ? 2 : 1,
 		                                        .world_size = res.world_size,
 		                                        .steps = res.steps,
 		                                        .records = res.counts.records,
@@ -365,9 +366,10 @@ static int lks_suite_import(const lks_case *c, const lks_run_cfg *r, lks_store *
 void lks_suite_print_run(FILE *out, const lks_suite_line *r)
 {
 	if (r->imported)
-		fprintf(out, "%-20s %-16s %-18s ws %d  steps up to %d  imported, %ld metric lines, "
+		fprintf(out, "%-20s %-16s %-18s ws %d  steps up to %d  imported, %ld %s, "
 		        "%ld other lines ignored\n", r->case_name, r->run_name, r->what,
-		        r->world_size, r->steps, r->records, r->ignored);
+		        r->world_size, r->steps, r->records,
+		        r->imported == 2 ? "tensor records" : "metric lines", r->ignored);
 	else
 		fprintf(out, "%-20s %-16s %-18s ws %d  %4d steps  loss %.4f -> %.4f  %6.2fs%s\n",
 		        r->case_name, r->run_name, r->what, r->world_size, r->steps, r->first_loss,

@@ -44,7 +44,7 @@ typedef struct lks_suite_opts {
 typedef struct lks_suite_line {
 	const char *case_name, *run_name;
 	const char *what;         /* the recipe's name, or the import format's */
-	int imported;
+	int imported;             /* 1: a log's metrics; 2: a tensor trace */
 	int world_size, steps;
 	double first_loss, last_loss, seconds;  /* trained */
 	int nonfinite_events;     /* trained: ranks that met NaN/Inf before an all-reduce */

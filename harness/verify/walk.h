@@ -111,8 +111,14 @@ typedef struct lks_tensor_step_diff {
 	                             NaN on one side); NaN: no pair holds l2 */
 	int l2_seq, l2_rank;      /* where: a's tensor and the rank; -1 none */
 } lks_tensor_step_diff;
-int lks_walk_tensor_step_diff(lks_stored_run *a, lks_stored_run *b, int step,
-                              lks_tensor_step_diff *d);
+/* Each pair of the step, rank by rank in a's order: its rank, its place in a's sequence of
+   that rank, a's tensor seq, whether it differs (a statistic or the hash, bit for bit),
+   and the l2 of each side (NaN: none held); 0 to go on, else the walk stops and returns
+   that. fn may be NULL. */
+typedef int (*lks_tensor_pair_fn)(void *arg, int rank, int pos, int seq, int differs,
+                                  double l2_a, double l2_b);
+int lks_walk_tensor_step_pairs(lks_stored_run *a, lks_stored_run *b, int step,
+                               lks_tensor_pair_fn fn, void *arg, lks_tensor_step_diff *d);
 
 /* The pairing of lks_walk: map[seq of a] = seq of b, or -1; counts into cnt. */
 void lks_walk_pairs(const lks_walk_opts *o, const lks_stored_run *a, const lks_stored_run *b,

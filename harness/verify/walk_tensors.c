@@ -499,8 +499,8 @@ static void lks_l2_rel_max(lks_tensor_step_diff *d, double x, double y, int seq,
 	}
 }
 
-int lks_walk_tensor_step_diff(lks_stored_run *a, lks_stored_run *b, int step,
-                              lks_tensor_step_diff *d)
+int lks_walk_tensor_step_pairs(lks_stored_run *a, lks_stored_run *b, int step,
+                               lks_tensor_pair_fn fn, void *arg, lks_tensor_step_diff *d)
 {
 	static const lks_walk_opts exact = { .exact = 1 };
 	struct lks_twalk w = { .o = &exact, .a = a, .b = b, .ta = a->tt, .tb = b->tt,
@@ -521,7 +521,7 @@ int lks_walk_tensor_step_diff(lks_stored_run *a, lks_stored_run *b, int step,
 	}
 	l2a = lks_tensor_trace_stat(a->tt, "l2");
 	nr = a->tt->nranks > b->tt->nranks ? a->tt->nranks : b->tt->nranks;
-	for (int rank = 0; rank < nr; rank++) {
+	for (int rank = 0; rank < nr && !rc; rank++) {
 		const lks_tentry *ea, *eb;
 		size_t na = lks_tensor_trace_rank(a->tt, rank, &ea);
 		size_t nb = lks_tensor_trace_rank(b->tt, rank, &eb);
@@ -537,10 +537,11 @@ int lks_walk_tensor_step_diff(lks_stored_run *a, lks_stored_run *b, int step,
 		}
 		for (size_t j = 0; j < nb; j++)
 			d->inserted += !w.bpaired[j];
-		for (size_t i = 0; i < na; i++) {
+		for (size_t i = 0; i < na && !rc; i++) {
 			const lks_tentry *x = &ea[i], *y;
 			const lks_tval *va, *vb;
-			int kb;
+			double l2_a = NAN, l2_b = NAN;
+			int kb, parts;
 
 			if (w.pair_b[i] < 0) {
 				d->removed++;
@@ -551,10 +552,15 @@ int lks_walk_tensor_step_diff(lks_stored_run *a, lks_stored_run *b, int step,
 			d->renamed += w.how[i] == LKS_TWALK_RENAMED;
 			d->moved += w.how[i] == LKS_ALIGN_MOVED;
 			d->nhash += x->has_hash && y->has_hash && x->hash != y->hash;
-			d->nvalue += lks_twalk_parts(&w, x, y, 1, NULL, NULL);
+			d->nvalue += parts = lks_twalk_parts(&w, x, y, 1, NULL, NULL);
 			if (l2a >= 0 && (va = lks_tval_of(a->tt, x, l2a))
-			    && (kb = lks_stat_in_b(&w, l2a)) >= 0 && (vb = lks_tval_of(b->tt, y, kb)))
-				lks_l2_rel_max(d, va->value, vb->value, x->tensor, rank);
+			    && (kb = lks_stat_in_b(&w, l2a)) >= 0 && (vb = lks_tval_of(b->tt, y, kb))) {
+				l2_a = va->value;
+				l2_b = vb->value;
+				lks_l2_rel_max(d, l2_a, l2_b, x->tensor, rank);
+			}
+			if (fn)
+				rc = fn(arg, rank, (int)i, x->tensor, parts, l2_a, l2_b);
 		}
 	}
 out:

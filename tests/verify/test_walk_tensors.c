@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "run_bin.h"
 #include "store_fixture.h"
 #include "harness/import/import.h"
 #include "harness/store/run.h"
@@ -327,4 +328,39 @@ Test(tensor_trace, bad_input_names_the_line_and_stores_nothing)
 	expect_bad("{\"step\": 0, \"rank\": 1, \"tensor\": \"x\", \"l2\": 1}\n",
 	           "rank 0 holds no tensor", -1);
 	expect_bad("\n\n", "no tensor's statistics", -1);
+}
+
+/* The runnable example of cases/README.md (tests/import/data/tensor_traces.ini) as a user
+   runs it: the expected divergence found, the report's heatmap drawn, diff per step, and
+   an export that imports back bit for bit. */
+Test(tensor_trace, the_example_case_runs_reports_diffs_and_exports)
+{
+	char db[512], args[4096], out[16384], path[600];
+
+	mkdir_tmp();
+	path_in_tmp(db, sizeof(db), "cli.db");
+	snprintf(args, sizeof(args), "run --db '%s' '%s/tensor_traces.ini'", db, LKS_IMPORT_DIR);
+	cr_assert_eq(lks_run_bin(NULL, args, out, sizeof(out)), 0, "%s", out);
+	cr_assert(strstr(out, "ws 2  steps up to 3  imported, 56 tensor records"), "%s", out);
+	cr_assert(strstr(out, "expected failure: step 2, tensor 'layers.0.mlp.fc1.output' "
+	                      "(forward), rank 1: l2 a=3.125"), "%s", out);
+	cr_assert(strstr(out, "inserted in b (first: layers.0.mlp.norm.output)"), "%s", out);
+	snprintf(args, sizeof(args), "report --db '%s' -o '%s/rep'", db, tmpdir);
+	cr_assert_eq(lks_run_bin(NULL, args, out, sizeof(out)), 0, "%s", out);
+	snprintf(path, sizeof(path), "%s/rep/tensor_traces_heatmap_a-vs-b.svg", tmpdir);
+	cr_assert_eq(access(path, R_OK), 0, "no heatmap");
+	snprintf(path, sizeof(path), "%s/rep/report.md", tmpdir);
+	cr_assert_eq(lks_run_sh(strcat(strcpy(args, "grep -c 'First divergence (circled.*step 2, "
+	                                      "tensor layers.0.mlp.fc1.output, rank 1' '"),
+	                               strcat(path, "'")), out, sizeof(out)), 0, "%s", out);
+	snprintf(args, sizeof(args), "diff --db '%s' tensor_traces/a tensor_traces/b", db);
+	cr_assert_eq(lks_run_bin(NULL, args, out, sizeof(out)), 1, "%s", out);
+	cr_assert(strstr(out, "    2  12       2        0        0        1        0        "
+	                      "3.2e-05    layers.0.mlp.fc1.output (forward), rank 1"), "%s", out);
+	snprintf(args, sizeof(args), "export --db '%s' --format tensor-jsonl tensor_traces/b -o "
+	         "'%s/b.jsonl' && %s import --db '%s' --format tensor-jsonl --case tensor_traces "
+	         "--run b2 '%s/b.jsonl' && %s diff --db '%s' tensor_traces/b tensor_traces/b2",
+	         db, tmpdir, LKS_BIN, db, tmpdir, LKS_BIN, db);
+	cr_assert_eq(lks_run_bin(NULL, args, out, sizeof(out)), 0, "%s", out);
+	cr_assert(strstr(out, "identical: bit for bit in every statistic and hash"), "%s", out);
 }
