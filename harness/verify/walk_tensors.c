@@ -92,7 +92,8 @@ static uint64_t lks_entry_key(const uint64_t *names, const lks_tentry *e)
 	return names[e->tensor] ^ ((uint64_t)(e->micro + 2) * 0x9e3779b97f4a7c15ull);
 }
 
-/* b's index of a's statistic k (names differ in number between runs); -1 b has none. */
+/* b's index of a's statistic k (names differ in number between runs); -1 b has none (yet:
+   a trace's names are met as its steps are read, so a miss is looked up again). */
 static int lks_stat_in_b(struct lks_twalk *w, int k)
 {
 	if (k >= w->nstat_b) {
@@ -101,11 +102,11 @@ static int lks_stat_in_b(struct lks_twalk *w, int k)
 		if (!p)
 			return -1;
 		for (int i = w->nstat_b; i < w->ta->nstats; i++)
-			p[i] = -2;
+			p[i] = -1;
 		w->stat_b = p;
 		w->nstat_b = w->ta->nstats;
 	}
-	if (w->stat_b[k] == -2)
+	if (w->stat_b[k] < 0)
 		w->stat_b[k] = lks_tensor_trace_stat(w->tb, w->ta->stats[k]);
 	return w->stat_b[k];
 }
