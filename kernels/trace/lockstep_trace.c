@@ -67,6 +67,7 @@ struct lks_trace {
 };
 
 static __thread char lks_trace_errbuf[512];
+static const float lks_trace_none;  /* what an empty tensor points at */
 
 static int lks_trace_fail(const char *fmt, ...)
 {
@@ -302,7 +303,9 @@ int lks_trace_tensor(lks_trace *t, const char *name, int phase, int micro, const
 		t->cur.r = p;
 		t->cur.cap = cap;
 	}
-	if (!(x = lks_trace_f32(t, data, n, dtype)))
+	if (!n)  /* no values: no pointer read, whatever the dtype */
+		x = &lks_trace_none;
+	else if (!(x = lks_trace_f32(t, data, n, dtype)))
 		return lks_trace_fail("out of memory");
 	r = &t->cur.r[t->cur.n];
 	strcpy(r->name, name);

@@ -150,10 +150,17 @@ Test(trace_lib, half_types_measure_as_their_float32_values)
 	cr_assert_not_null(t = lks_trace_open(db, "c", "h", 0, 1), "%s", lks_trace_error());
 	cr_assert_eq(lks_trace_tensor(t, "bf16", LKS_TRACE_FORWARD, -1, hb, 300, LKS_TRACE_BF16), 0);
 	cr_assert_eq(lks_trace_tensor(t, "f16", LKS_TRACE_BACKWARD, 2, hh, 300, LKS_TRACE_F16), 0);
+	/* no values: any dtype, no pointer */
+	cr_assert_eq(lks_trace_tensor(t, "none16", LKS_TRACE_FORWARD, -1, NULL, 0, LKS_TRACE_F16),
+	             0, "%s", lks_trace_error());
+	cr_assert_eq(lks_trace_tensor(t, "none32", LKS_TRACE_FORWARD, -1, NULL, 0, LKS_TRACE_F32),
+	             0, "%s", lks_trace_error());
 	cr_assert_eq(lks_trace_close(t), 0, "%s", lks_trace_error());  /* a step of its own */
 	load(db, &s, &r);
 	cr_assert_eq(lks_tensor_trace_step(r.tt, 0), 0);
-	cr_assert_eq(lks_tensor_trace_rank(r.tt, 0, &e), 2);
+	cr_assert_eq(lks_tensor_trace_rank(r.tt, 0, &e), 4);
+	cr_assert_eq(e[2].hash, model_row(fb, 0).hash, "an empty tensor's hash");
+	cr_assert_eq(e[3].hash, e[2].hash);
 	cr_assert_eq(e[0].hash, model_row(fb, 300).hash);
 	cr_assert_eq(e[1].hash, model_row(fh, 300).hash);
 	cr_assert_eq(e[1].micro, 2);

@@ -1,0 +1,467 @@
+"""
+lockstep_trace.py: lockstep-trace from Python. Traces the tensors of a training run (a
+PyTorch model, or numpy arrays) with lockstep's own statistics into lockstep's SQLite
+database, where 'lockstep check', 'lockstep diff' and the report read them as they read any
+tensor trace. One file, no compiled part: it loads liblockstep-trace.so (the C library built
+beside lockstep; kernels/trace/lockstep_trace.h is its contract) through ctypes. numpy and
+torch are optional: each is used only when given its arrays.
+
+Tracing a training loop (torchtitan's, Hugging Face's, your own) takes two lines:
+
+    import lockstep_trace
+
+    tracer = lockstep_trace.trace_module(model, "trace.db", case="titan", run="tonight")
+    for step, batch in enumerate(loader):
+        loss = model(batch).loss
+        loss.backward()
+        optimizer.step()
+        optimizer.zero_grad()
+        tracer.step(step)              # after optimizer.step(): step `step` is done
+    tracer.close()                     # (or leave it to the end of the process)
+
+Then, a second run of the same names (another night, another build, another GPU):
+
+    lockstep diff titan/yesterday titan/tonight --db trace.db
+
+names the first tensor that differs: its step, rank, module and phase.
+
+What is measured. Every tensor given gets, in the caller's thread before the call returns,
+the statistics lockstep's model gives its own tensors (the same C code, kernels/cpu/stats.h):
+
+  l2         the L2 norm; the sum of squares in double in one fixed order (32 lanes, element
+             i into lane i mod 32 in index order, the lanes summed as a balanced binary tree),
+             so the same values give the same bits on every machine and ISA path
+  amax       the largest magnitude (NaN when a value is NaN)
+  nonfinite  the count of NaN and infinite values
+  hash       XXH3-64 of the float32 bytes with every NaN one bit pattern (0x7fc00000)
+
+float16 and bfloat16 tensors are widened to float32 exactly first (their hash is that of the
+float32 bytes); other dtypes are converted to float32. A run's records are stored by a
+background thread of the library, so a training step waits only for the one before it.
+
+What trace_module records, per step (names are the module paths of model.named_modules();
+the model itself is "" and gives plain "output", "grad_output"):
+
+  <module>.output       each module's forward output (phase "forward"; a tuple, list or
+                        dict output gives <module>.output.<index or key> per tensor). A
+                        forward run again while the backward pass runs, as activation
+                        checkpointing does, is phase "recompute".
+  <module>.grad_output  the gradient of its output (phase "backward", through
+                        register_full_backward_hook; .grad_output.<i> when several),
+                        with gradients=True
+  <parameter name>      each parameter after the optimizer's step (phase "update"), with
+                        parameters=True (taken by tracer.step(); tracer.parameters() takes
+                        them whenever called)
+
+Ranks: rank and world size come from torchrun's RANK and WORLD_SIZE (else 0 of 1); every
+rank opens the same database with the same case and run names and they join one run, which
+is complete when every rank has closed it. A DTensor (FSDP2, tensor parallelism) is measured
+as this rank's local shard. Microbatches: set tracer.micro = k before microbatch k's forward
+(it stays -1, none, otherwise). tracer.enabled = False stops recording (an evaluation pass
+between steps, say) until it is set True again.
+
+Costs and limits, for now: a tensor on a device (CUDA, ...) is copied to the host and
+measured there by the CPU, which for a large model is much of a step; tracing every module is
+meant for finding where two runs part, not for every production run. Trace an eager model:
+under torch.compile each hook is a graph break. Full backward hooks refuse a module whose
+output a later in-place operation (nn.ReLU(inplace=True), ...) modifies: pass
+gradients=False for such a model. One Trace is one rank's and is not for several threads at
+once (calls are serialized by a lock, so hooks on autograd's threads are safe).
+
+Finding the library, in order: the path given (lib=...), the environment variable
+LOCKSTEP_TRACE_LIB, build/liblockstep-trace.so of the repository this file is in, a
+liblockstep-trace.so beside this file (an installed copy), then the system's loader
+(LD_LIBRARY_PATH, ldconfig's cache). The library's lks_trace_version() must be API_VERSION.
+
+The lower level, for any framework or none:
+
+    with lockstep_trace.Trace("trace.db", "mycase", "run1", rank=0, world_size=1) as t:
+        for step in range(n):
+            ...
+            t.tensor("layer0.output", array)            # numpy or torch
+            t.tensor("layer0.grad", g, phase="backward", micro=0)
+            t.step(step)
+"""
+
+import ctypes
+import os
+import sys
+import threading
+import weakref
+
+__all__ = ["API_VERSION", "PHASES", "DTYPES", "load", "Trace", "Tracer", "trace_module"]
+
+# LKS_TRACE_API_VERSION of the header this file was written against.
+API_VERSION = 1
+
+# enum lks_trace_phase and enum lks_trace_dtype.
+PHASES = {"forward": 0, "backward": 1, "update": 2, "recompute": 3}
+DTYPES = {"float32": 0, "bfloat16": 1, "float16": 2}
+
+LIB_NAME = "liblockstep-trace.so"
+
+# What an empty tensor is handed over as: float32 at a real address (with no values the
+# statistics are the same in any dtype). lockstep-trace 1 answers "out of memory" to a
+# NULL pointer and to an empty half-type tensor.
+_EMPTY = (ctypes.c_float * 1)()
+
+_libs = {}
+_libs_lock = threading.Lock()
+
+
+def _candidates(path):
+    """The places to load the library from, in order: (what, path or soname)."""
+    if path is not None:
+        return [("the path given", os.fspath(path))]
+    env = os.environ.get("LOCKSTEP_TRACE_LIB")
+    if env:
+        return [("LOCKSTEP_TRACE_LIB", env)]
+    here = os.path.dirname(os.path.abspath(__file__))
+    repo = os.path.dirname(os.path.dirname(here))  # kernels/trace/ -> the repository
+    out = []
+    for what, p in (("the repository's build", os.path.join(repo, "build", LIB_NAME)),
+                    ("this file's folder", os.path.join(here, LIB_NAME))):
+        if os.path.isfile(p):
+            out.append((what, p))
+    out.append(("the system's loader", LIB_NAME))
+    return out
+
+
+def _bind(lib):
+    """Sets the C API's signatures on lib, exactly as lockstep_trace.h declares them."""
+    lib.lks_trace_version.argtypes = []
+    lib.lks_trace_version.restype = ctypes.c_int
+    lib.lks_trace_open.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p,
+                                   ctypes.c_int, ctypes.c_int]
+    lib.lks_trace_open.restype = ctypes.c_void_p
+    lib.lks_trace_tensor.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_int,
+                                     ctypes.c_int, ctypes.c_void_p, ctypes.c_size_t,
+                                     ctypes.c_int]
+    lib.lks_trace_tensor.restype = ctypes.c_int
+    lib.lks_trace_step.argtypes = [ctypes.c_void_p, ctypes.c_int]
+    lib.lks_trace_step.restype = ctypes.c_int
+    lib.lks_trace_close.argtypes = [ctypes.c_void_p]
+    lib.lks_trace_close.restype = ctypes.c_int
+    lib.lks_trace_error.argtypes = []
+    lib.lks_trace_error.restype = ctypes.c_char_p
+
+
+def load(path=None):
+    """The C library (a ctypes.CDLL with its signatures set), loaded once per place: from
+    path if given, else as the module docstring says. Raises OSError when it cannot be
+    loaded, RuntimeError when its API version is not API_VERSION."""
+    tried = []
+    for what, p in _candidates(path):
+        with _libs_lock:
+            if p in _libs:
+                return _libs[p]
+            try:
+                lib = ctypes.CDLL(p)
+            except OSError as e:
+                tried.append("%s (%s): %s" % (p, what, e))
+                continue
+            _bind(lib)
+            v = lib.lks_trace_version()
+            if v != API_VERSION:
+                raise RuntimeError("%s: lockstep-trace API version %d, this module speaks %d"
+                                   % (p, v, API_VERSION))
+            _libs[p] = lib
+            return lib
+    raise OSError("cannot load %s; tried %s. Build it (the lockstep build makes "
+                  "build/%s) or set LOCKSTEP_TRACE_LIB to its path"
+                  % (LIB_NAME, "; ".join(tried), LIB_NAME))
+
+
+def _error(lib):
+    """The library's message for the last failure of this thread."""
+    msg = lib.lks_trace_error()
+    return msg.decode("utf-8", "replace") if msg else "lockstep-trace: unknown error"
+
+
+def _phase(phase):
+    if isinstance(phase, str):
+        try:
+            return PHASES[phase]
+        except KeyError:
+            raise ValueError("phase %r: one of %s" % (phase, ", ".join(PHASES))) from None
+    return int(phase)
+
+
+def _torch_tensor(x):
+    """The torch module when x is a torch.Tensor, else None; torch is never imported here
+    (a torch tensor exists only where the caller imported it)."""
+    torch = sys.modules.get("torch")
+    if torch is not None and isinstance(x, torch.Tensor):
+        return torch
+    return None
+
+
+def _from_torch(torch, x):
+    """x as host memory the library reads: (keep-alive, pointer, count, dtype code)."""
+    t = x.detach()
+    if hasattr(t, "to_local") and type(t).__name__ == "DTensor":
+        t = t.to_local()                    # this rank's shard
+    if t.layout != torch.strided:
+        t = t.to_dense()
+    if t.is_quantized:
+        t = t.dequantize()
+    if t.device.type != "cpu":
+        t = t.cpu()                         # a device tensor is measured on the host
+    if t.is_complex():
+        raise TypeError("a complex tensor has no lockstep statistics")
+    if t.dtype == torch.float32:
+        code = 0
+    elif t.dtype == torch.bfloat16:
+        code = 1
+    elif t.dtype == torch.float16:
+        code = 2
+    else:                                   # float64, integers, bool, float8: as float32
+        t = t.to(torch.float32)
+        code = 0
+    t = t.contiguous()
+    n = t.numel()
+    return t, t.data_ptr(), n, code
+
+
+def _from_numpy(x):
+    """x (a numpy array or anything numpy makes one of) as (keep-alive, pointer, count,
+    dtype code): float32 and float16 as they are, a bfloat16 dtype (ml_dtypes', JAX's) as
+    bfloat16, anything else converted to float32; C-contiguous and native byte order."""
+    try:
+        import numpy as np
+    except ImportError:
+        raise TypeError("%s: lockstep_trace takes numpy arrays (numpy is not installed) or "
+                        "torch tensors" % type(x).__name__) from None
+    a = np.asarray(x)
+    if a.dtype.kind == "c":
+        raise TypeError("a complex array has no lockstep statistics")
+    if a.dtype.type is np.float16:
+        a, code = np.ascontiguousarray(a, dtype=np.float16), 2
+    elif a.dtype.name == "bfloat16" and a.dtype.itemsize == 2:
+        a, code = np.ascontiguousarray(a), 1
+    else:
+        a, code = np.ascontiguousarray(a, dtype=np.float32), 0
+    n = int(a.size)
+    return a, a.ctypes.data, n, code
+
+
+def _close_handle(lib, handle, pid):
+    """Closes a handle left open (garbage collection, the end of the process); a forked
+    child (a DataLoader's worker) does not close its parent's trace."""
+    if handle and os.getpid() == pid:
+        lib.lks_trace_close(handle)
+
+
+class Trace:
+    """One rank's trace: lks_trace_open ... lks_trace_close. A Trace left open is closed when
+    it is garbage collected or the process exits (what it had is stored, and its rank is
+    done). Every failure raises RuntimeError with the library's message."""
+
+    def __init__(self, db, case, run, rank=0, world_size=1, lib=None):
+        self._lib = lib if isinstance(lib, ctypes.CDLL) else load(lib)
+        _bind(self._lib)
+        self._lock = threading.Lock()
+        self.db, self.case, self.run = os.fspath(db), case, run
+        self.rank, self.world_size = int(rank), int(world_size)
+        h = self._lib.lks_trace_open(os.fsencode(self.db), case.encode(), run.encode(),
+                                     self.rank, self.world_size)
+        if not h:
+            raise RuntimeError(_error(self._lib))
+        self._h = h
+        self._pid = os.getpid()
+        # closes the handle when this object is collected or at exit, if close() did not
+        self._finalizer = weakref.finalize(self, _close_handle, self._lib, h, self._pid)
+
+    def _handle(self):
+        if self._h is None:
+            raise RuntimeError("lockstep-trace: the trace is closed")
+        if os.getpid() != self._pid:  # the library's writer thread is the parent's alone
+            raise RuntimeError("lockstep-trace: a forked process cannot use its parent's "
+                               "trace; open one of its own")
+        return self._h
+
+    @property
+    def closed(self):
+        return self._h is None
+
+    def tensor(self, name, array, phase="forward", micro=-1):
+        """Measures one tensor of the step being traced: a numpy array or a torch tensor
+        (detached; a device tensor is copied to the host for now). phase: "forward",
+        "backward", "update", "recompute" (or its number); micro: the microbatch, -1 none.
+        The statistics are taken before this returns: array may change afterwards."""
+        torch = _torch_tensor(array)
+        keep, ptr, n, code = _from_torch(torch, array) if torch else _from_numpy(array)
+        if n == 0:  # no values, the same statistics in any dtype: float32 at a real address
+            ptr, code = ctypes.addressof(_EMPTY), DTYPES["float32"]
+        with self._lock:
+            rc = self._lib.lks_trace_tensor(self._handle(), name.encode(), _phase(phase),
+                                            int(micro), ptr, n, code)
+            if rc:
+                raise RuntimeError(_error(self._lib))
+        del keep
+
+    def step(self, step):
+        """Ends step `step` (a rank's steps ascend): the tensors given since the last step
+        are that step's, handed to the library's writer."""
+        with self._lock:
+            if self._lib.lks_trace_step(self._handle(), int(step)):
+                raise RuntimeError(_error(self._lib))
+
+    def close(self):
+        """Stores what is left (tensors after the last step are a step of their own) and
+        says this rank is done. Closing again does nothing."""
+        with self._lock:
+            if self._h is None:
+                return
+            h, self._h = self._h, None
+            self._finalizer.detach()
+            if os.getpid() != self._pid:  # a forked child lets go of its parent's trace
+                return
+            if self._lib.lks_trace_close(h):
+                raise RuntimeError(_error(self._lib))
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+        return False
+
+    def __repr__(self):
+        return "<lockstep_trace.Trace %s/%s rank %d of %d in %s%s>" % (
+            self.case, self.run, self.rank, self.world_size, self.db,
+            ", closed" if self._h is None else "")
+
+
+def _tensors(prefix, value, is_tensor):
+    """(name, tensor) of each tensor in a module's output: the tensor itself as prefix, the
+    elements of a tuple or list as prefix.<i>, of a dict (a Hugging Face ModelOutput) as
+    prefix.<key>, nested likewise; None and other values are left out."""
+    if is_tensor(value):
+        yield prefix, value
+    elif isinstance(value, dict):
+        for k, v in value.items():
+            yield from _tensors("%s.%s" % (prefix, k), v, is_tensor)
+    elif isinstance(value, (tuple, list)):
+        for i, v in enumerate(value):
+            yield from _tensors("%s.%d" % (prefix, i), v, is_tensor)
+
+
+def _in_backward(torch):
+    """True while autograd's engine runs a backward pass in this thread: a forward then is a
+    recomputation (activation checkpointing)."""
+    f = getattr(torch._C, "_current_graph_task_id", None)
+    try:
+        return f is not None and f() != -1
+    except Exception:
+        return False
+
+
+class Tracer:
+    """The hooks trace_module set on a model, and the rank's Trace they record into.
+
+    micro    the microbatch of the records to come (-1: none); set it before each
+             microbatch's forward when gradients are accumulated
+    enabled  False: the hooks record nothing (an evaluation pass between steps)
+    trace    the Trace
+    """
+
+    def __init__(self, model, trace, activations=True, gradients=True, parameters=False):
+        import torch
+
+        self._torch = torch
+        self.model = model
+        self.trace = trace
+        self.micro = -1
+        self.enabled = True
+        self.parameters_after_step = parameters
+        self._handles = []
+        for path, module in model.named_modules():
+            if activations:
+                self._handles.append(module.register_forward_hook(self._forward_hook(path)))
+            if gradients:
+                self._handles.append(
+                    module.register_full_backward_hook(self._backward_hook(path)))
+
+    def _name(self, path, what):
+        return "%s.%s" % (path, what) if path else what
+
+    def _record(self, prefix, value, phase):
+        is_tensor = lambda v: isinstance(v, self._torch.Tensor)  # noqa: E731
+        for name, t in _tensors(prefix, value, is_tensor):
+            self.trace.tensor(name, t, phase, self.micro)
+
+    def _forward_hook(self, path):
+        prefix = self._name(path, "output")
+
+        def hook(module, args, output):
+            if self.enabled:
+                phase = "recompute" if _in_backward(self._torch) else "forward"
+                self._record(prefix, output, phase)
+        return hook
+
+    def _backward_hook(self, path):
+        prefix = self._name(path, "grad_output")
+
+        def hook(module, grad_input, grad_output):
+            if self.enabled:
+                g = [v for v in grad_output if v is not None]
+                self._record(prefix, g[0] if len(g) == 1 and len(grad_output) == 1
+                             else grad_output, "backward")
+        return hook
+
+    def parameters(self):
+        """Records every parameter's value now, as <name> of phase "update" (call it after
+        the optimizer's step; step() does when trace_module was given parameters=True)."""
+        with self._torch.no_grad():
+            for name, p in self.model.named_parameters():
+                self.trace.tensor(name, p, "update", -1)
+
+    def step(self, step):
+        """Ends step `step`: the parameters first (parameters=True), then the step's records
+        are handed to the library. Call it after optimizer.step()."""
+        if self.parameters_after_step and self.enabled:
+            self.parameters()
+        self.trace.step(step)
+
+    def remove(self):
+        """Removes the hooks from the model (the trace stays open)."""
+        for h in self._handles:
+            h.remove()
+        self._handles = []
+
+    def close(self):
+        """Removes the hooks and closes the trace: this rank is done."""
+        self.remove()
+        self.trace.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+        return False
+
+
+def _env_int(name, default):
+    v = os.environ.get(name)
+    return int(v) if v not in (None, "") else default
+
+
+def trace_module(model, db, case, run, rank=None, world_size=None, activations=True,
+                 gradients=True, parameters=False, lib=None):
+    """Traces model (a torch.nn.Module) into run `run` of case `case` in database db: hooks
+    on every module for its forward outputs (activations) and its output gradients
+    (gradients), and each parameter after the optimizer (parameters). rank and world_size
+    default to torchrun's RANK and WORLD_SIZE, else 0 and 1. Returns a Tracer: call its
+    step(n) after optimizer.step() of step n, and close() at the end."""
+    if rank is None:
+        rank = _env_int("RANK", 0)
+    if world_size is None:
+        world_size = _env_int("WORLD_SIZE", 1)
+    trace = Trace(db, case, run, rank, world_size, lib=lib)
+    try:
+        return Tracer(model, trace, activations, gradients, parameters)
+    except BaseException:
+        trace.close()
+        raise

@@ -1,0 +1,273 @@
+"""
+test_trace_torch.py: lockstep-trace's Python module on a PyTorch model (CPU), the way a
+training loop uses it: trace_module on a 3-layer MLP trained 6 steps with SGD on fixed data,
+traced into runs "clean", "clean2", "nan" and "nangrad". In "nan" a forward hook writes NaN
+into one element of the middle Linear's output at step 3; in "nangrad" the same layer's
+weight gradient gets a NaN at step 3, after the backward: the loss shows it only at step 4,
+and the trace names step 3 and 2.weight as the optimizer left it. 'lockstep diff' must call clean and clean2
+identical, and name step 3, rank 0, tensor 2.output (forward) as the first divergence of
+clean and nan, where the loss (printed) only says that step 3's loss is NaN, not where it
+began. The records are the module outputs, output gradients and parameters after the
+optimizer, and their statistics are those of the tensors, bit for bit (test_trace_py.py's
+definition). Also: bfloat16, float16, float64, integer and strided tensors measure as their
+float32 values; a tuple output is named per element; tracer.micro marks microbatches; a
+forward recomputed by activation checkpointing is phase "recompute".
+
+    python test_trace_torch.py LOCKSTEP_BIN LIB_PATH TMPDIR
+
+Exit status: 0 passed, 77 skipped (no torch or no numpy), 1 failed.
+"""
+
+import math
+import os
+import sys
+
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+
+import test_trace_py as tp  # noqa: E402  (the helpers; it puts lockstep_trace on the path)
+
+CASE = "torchtrace"
+STEPS = 6
+PLANT_STEP = 3
+
+
+def fresh(path):
+    for f in (path, path + "-wal", path + "-shm"):
+        if os.path.exists(f):
+            os.remove(f)
+    return path
+
+
+def train(torch, lt, lib, db, run_name, plant=False, keep=None, plant_grad=False):
+    """Trains the MLP STEPS steps traced into CASE/run_name; returns the losses. plant: NaN
+    into 2.output[0, 0] at PLANT_STEP. plant_grad: NaN into 2.weight's gradient at
+    PLANT_STEP, after the backward and before the optimizer (a faulty device's gradient):
+    that step's loss was computed before it, so the loss shows it a step later. keep: a
+    dict given (step, name) -> tensor of the records this checks by value."""
+    nn = torch.nn
+    torch.manual_seed(0)
+    x = torch.randn(32, 8)
+    y = torch.randn(32, 4)
+    model = nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 16), nn.ReLU(),
+                          nn.Linear(16, 4))
+    opt = torch.optim.SGD(model.parameters(), lr=0.05)
+    state = {"step": 0}
+    if plant:
+        def nan_hook(module, args, out):  # before the tracer's hook: it sees the NaN
+            if state["step"] == PLANT_STEP:
+                out = out.clone()
+                out[0, 0] = float("nan")
+                return out
+        model[2].register_forward_hook(nan_hook)
+    if keep is not None:
+        model[4].register_forward_hook(
+            lambda m, a, out: keep.__setitem__((state["step"], "4.output"), out.detach().clone()))
+    tracer = lt.trace_module(model, db, case=CASE, run=run_name, parameters=True, lib=lib)
+    losses = []
+    for step in range(STEPS):
+        state["step"] = step
+        opt.zero_grad()
+        loss = torch.nn.functional.mse_loss(model(x), y)
+        loss.backward()
+        if plant_grad and step == PLANT_STEP:
+            with torch.no_grad():
+                model[2].weight.grad[0, 0] = float("nan")
+        opt.step()
+        tracer.step(step)
+        losses.append(loss.item())
+        if keep is not None:
+            keep[(step, "0.weight")] = model[0].weight.detach().clone()
+            keep[(step, "4.bias")] = model[4].bias.detach().clone()
+    tracer.close()
+    return losses
+
+
+def check_mlp(c, torch, np, xxhash, lt, lib, lockstep, tmp):
+    db = fresh(os.path.join(tmp, "trace_torch.db"))
+    keep = {}
+    clean = train(torch, lt, lib, db, "clean", keep=keep)
+    train(torch, lt, lib, db, "clean2")
+    nan = train(torch, lt, lib, db, "nan", plant=True)
+    print("step  loss clean              loss nan")
+    for s in range(STEPS):
+        print("%4d  %-22r  %r" % (s, clean[s], nan[s]))
+    bad = [s for s in range(STEPS) if not math.isfinite(nan[s])]
+    print("the loss: first non-finite at step %s, with no word of where"
+          % (bad[0] if bad else "none"))
+    c.ok(all(math.isfinite(v) for v in clean) and (not bad or bad[0] >= PLANT_STEP),
+         "the loss is finite before step %d" % PLANT_STEP, repr(nan))
+
+    recs = tp.export(lockstep, db, "clean", case=CASE)
+    if not c.ok(recs is not None, "export of %s/clean" % CASE):
+        return
+    s0 = [(o["phase"], o["tensor"]) for o in recs if o["step"] == 0]
+    fwd = [n for p, n in s0 if p == "forward"]
+    c.ok(fwd == ["0.output", "1.output", "2.output", "3.output", "4.output", "output"],
+         "forward records: each module's output in execution order, the model's last", repr(fwd))
+    bwd = sorted(n for p, n in s0 if p == "backward")
+    c.ok(bwd == sorted(["grad_output"] + ["%d.grad_output" % i for i in range(5)]),
+         "backward records: each module's output gradient", repr(bwd))
+    upd = [n for p, n in s0 if p == "update"]
+    c.ok(upd == ["0.weight", "0.bias", "2.weight", "2.bias", "4.weight", "4.bias"],
+         "update records: each parameter after the optimizer", repr(upd))
+    c.ok(sorted(set(o["step"] for o in recs)) == list(range(STEPS))
+         and all(o["rank"] == 0 and "micro" not in o for o in recs),
+         "steps 0..%d, rank 0 (no RANK in the environment), no microbatch" % (STEPS - 1))
+    by = dict(((o["step"], o["tensor"]), o) for o in recs if o["phase"] != "backward")
+    for (step, name), t in sorted(keep.items()):
+        tp.check_stats(c, np, xxhash, by[(step, name)], t.numpy(),
+                       "step %d %s" % (step, name))
+
+    rc, out = tp.run([lockstep, "diff", "%s/clean" % CASE, "%s/clean2" % CASE, "--db", db])
+    c.ok(rc == 0, "lockstep diff clean clean2: identical (exit 0)", "exit %d\n%s" % (rc, out))
+    rc, out = tp.run([lockstep, "diff", "%s/clean" % CASE, "%s/nan" % CASE, "--db", db])
+    first = tp.first_divergence(out)
+    print(first)
+    c.ok(rc == 1, "lockstep diff clean nan: differ (exit 1)", "exit %d\n%s" % (rc, out))
+    c.ok(first.startswith("first divergence: step %d," % PLANT_STEP) and "rank 0" in first
+         and "'2.output' (forward)" in first,
+         "the first divergence is step %d, rank 0, 2.output (forward)" % PLANT_STEP,
+         repr(first) + "\n" + out)
+
+    # a NaN in one layer's gradient: the step's loss is finite, the next one's is not; the
+    # trace names the step and the layer's weight as the optimizer left it
+    grad = train(torch, lt, lib, db, "nangrad", plant_grad=True)
+    bad = [s for s in range(STEPS) if not math.isfinite(grad[s])]
+    print("a NaN in 2.weight's gradient at step %d: the loss first non-finite at step %s"
+          % (PLANT_STEP, bad[0] if bad else "none"))
+    c.ok(bad and bad[0] == PLANT_STEP + 1, "the loss sees the gradient's NaN a step later",
+         repr(grad))
+    rc, out = tp.run([lockstep, "diff", "%s/clean" % CASE, "%s/nangrad" % CASE, "--db", db])
+    first = tp.first_divergence(out)
+    print(first)
+    c.ok(rc == 1 and first.startswith("first divergence: step %d," % PLANT_STEP)
+         and "rank 0" in first and "'2.weight' (update)" in first,
+         "the trace names step %d, rank 0, 2.weight (update)" % PLANT_STEP,
+         repr(first) + "\n" + out)
+
+
+def check_dtypes(c, torch, np, xxhash, lt, lib, lockstep, tmp):
+    """Each kind of tensor beside its float32 values: the same statistics and hash."""
+    db = fresh(os.path.join(tmp, "trace_torch_dtypes.db"))
+    g = torch.Generator().manual_seed(7)
+    base = torch.randn(5, 41, generator=g) * 50
+    base[1, 2] = float("nan")
+    base[3, 4] = float("inf")
+    kinds = [
+        ("bf16", base.to(torch.bfloat16)),
+        ("f16", base.to(torch.float16)),
+        ("f64", base.to(torch.float64)),
+        ("i32", (base.nan_to_num(0, 0, 0) * 3).to(torch.int32)),
+        ("strided", base.t()),
+        ("grad", base.clone().requires_grad_(True)),
+        ("empty.bf16", torch.zeros(0, 3, dtype=torch.bfloat16)),
+        ("scalar", torch.tensor(2.5)),
+    ]
+    with lt.Trace(db, CASE, "dtypes", lib=lib) as t:
+        for name, x in kinds:
+            t.tensor(name, x)
+            t.tensor(name + ".as_f32", x.detach().to(torch.float32).contiguous())
+        t.step(0)
+    recs = tp.export(lockstep, db, "dtypes", case=CASE)
+    if not c.ok(recs is not None and len(recs) == 2 * len(kinds),
+                "export of %s/dtypes: %d records" % (CASE, 2 * len(kinds))):
+        return
+    for i, (name, x) in enumerate(kinds):
+        a, b = recs[2 * i], recs[2 * i + 1]
+        same = all(tp.same_float(a[k], b[k]) for k in ("l2", "amax", "nonfinite")) \
+            and a["hash"] == b["hash"]
+        c.ok(a["tensor"] == name and same, "%s measures as its float32 values" % name,
+             "%r\n%r" % (a, b))
+        tp.check_stats(c, np, xxhash, a, x.detach().to(torch.float32).numpy(), name)
+
+
+def check_micro_recompute(c, torch, lt, lib, lockstep, tmp):
+    """Two microbatches a step, a tuple output, and a block under activation checkpointing:
+    its forward runs again in the backward pass, as phase "recompute", the same values."""
+    from torch.utils.checkpoint import checkpoint, set_checkpoint_early_stop
+    nn = torch.nn
+
+    class Halves(nn.Module):
+        def forward(self, h):
+            return h[:, :8], h[:, 8:]
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.block = nn.Sequential(nn.Linear(8, 16), nn.Tanh())
+            self.halves = Halves()
+            self.head = nn.Linear(8, 2)
+
+        def forward(self, x):
+            h = checkpoint(self.block, x, use_reentrant=False)
+            a, b = self.halves(h)
+            return self.head(a * b)
+
+    db = fresh(os.path.join(tmp, "trace_torch_micro.db"))
+    torch.manual_seed(1)
+    net = Net()
+    x = torch.randn(2, 4, 8)
+    opt = torch.optim.SGD(net.parameters(), lr=0.1)
+    tracer = lt.trace_module(net, db, case=CASE, run="micro", gradients=False, lib=lib)
+    with set_checkpoint_early_stop(False):  # the whole block again, not only what is saved
+        for step in range(2):
+            opt.zero_grad()
+            for m in range(2):
+                tracer.micro = m
+                net(x[m]).square().mean().backward()
+            opt.step()
+            tracer.step(step)
+    tracer.close()
+    recs = tp.export(lockstep, db, "micro", case=CASE)
+    if not c.ok(recs is not None, "export of %s/micro" % CASE):
+        return
+    s1 = [(o.get("micro"), o["phase"], o["tensor"]) for o in recs if o["step"] == 1]
+    want = []
+    for m in range(2):
+        want += [(m, "forward", n) for n in ("block.0.output", "block.1.output",
+                                             "block.output", "halves.output.0",
+                                             "halves.output.1", "head.output", "output")]
+        want += [(m, "recompute", n) for n in ("block.0.output", "block.1.output",
+                                               "block.output")]
+    c.ok(s1 == want, "microbatches, tuple outputs and recomputed forwards named and ordered",
+         "%r" % s1)
+    by = {}
+    for o in recs:
+        by.setdefault((o["step"], o.get("micro"), o["tensor"]), {})[o["phase"]] = o["hash"]
+    same = [h["forward"] == h["recompute"] for k, h in by.items() if "recompute" in h]
+    c.ok(len(same) == 12 and all(same), "a recomputed output has its forward's hash")
+
+
+def main(argv):
+    lockstep, lib, tmp = tp.usage(argv, "test_trace_torch.py")
+    try:
+        import numpy as np
+    except ImportError:
+        print("skipped: numpy is not installed")
+        return tp.SKIP
+    try:
+        import torch
+    except ImportError:
+        print("skipped: torch is not installed")
+        return tp.SKIP
+    try:
+        import xxhash
+    except ImportError:
+        xxhash = None
+        print("skipped: hashes against XXH3-64 (the Python package xxhash is not installed)")
+    import lockstep_trace as lt
+
+    for v in ("RANK", "WORLD_SIZE"):
+        os.environ.pop(v, None)
+    torch.use_deterministic_algorithms(True)
+    c = tp.Checks("test_trace_torch")
+    check_mlp(c, torch, np, xxhash, lt, lib, lockstep, tmp)
+    check_dtypes(c, torch, np, xxhash, lt, lib, lockstep, tmp)
+    check_micro_recompute(c, torch, lt, lib, lockstep, tmp)
+    return c.finish()
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
