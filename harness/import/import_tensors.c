@@ -128,13 +128,18 @@ static int lks_timport_flush(struct lks_timport *x)
 	return rc;
 }
 
-/* The seq of (name, phase), new ones numbered on. */
-static int lks_timport_tensor(struct lks_timport *x, const char *name, lks_phase phase)
+/* The seq of (name, phase), new ones numbered on: -1 (lks_err), or LKS_E_BAD_INPUT for the
+   name one past LKS_TENSOR_MAX_NAMES. */
+static int lks_timport_tensor(struct lks_timport *x, const char *name, lks_phase phase,
+                              long line)
 {
 	int i = lks_tensor_map_find(&x->tensors, name, phase);
 
 	if (i >= 0)
 		return i;
+	if (x->tensors.n == LKS_TENSOR_MAX_NAMES)
+		return lks_err("'%s':%ld: tensor '%.64s' is one past the %d names a trace may "
+		               "hold", x->path, line, name, LKS_TENSOR_MAX_NAMES), LKS_E_BAD_INPUT;
 	if (lks_tensor_map_add(&x->tensors, name, phase, x->tensors.n))
 		return -1;
 	return x->tensors.n - 1;
@@ -178,8 +183,8 @@ static int lks_timport_sink(void *arg, const lks_tensor_rec *t)
 		if (rec->step > x->max_step)
 			x->max_step = rec->step;
 	}
-	if ((key.tensor = lks_timport_tensor(x, t->name, t->phase)) < 0)
-		return -1;
+	if ((key.tensor = lks_timport_tensor(x, t->name, t->phase, rec->line)) < 0)
+		return key.tensor == LKS_E_BAD_INPUT ? LKS_E_BAD_INPUT : -1;
 	if ((rc = lks_block_add_keyed(x->b, rec, &key)) == 1) {
 		if (lks_timport_flush(x))
 			return -1;

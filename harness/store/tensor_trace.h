@@ -32,6 +32,9 @@
 
 /* The longest tensor name stored, with its NUL: a longer one is bad input. */
 #define LKS_TENSOR_NAME_MAX 256
+/* Tensors (name, phase) in one trace, at most: a model's modules and ops by the thousands,
+   a dump with more is not one run's (the names are held in memory while it is read). */
+#define LKS_TENSOR_MAX_NAMES (1 << 20)
 
 /* What a parser found of one tensor (the statistics as rec's metrics, each name once, kind
    numerics; rec.line, rec.step, rec.rank as for a step's record). */
