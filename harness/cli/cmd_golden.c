@@ -245,6 +245,13 @@ static int lks_golden_write_one(lks_store *s, int64_t id, const char *db, const 
 
 	if ((rc = lks_stored_run_load(s, id, LKS_LOAD_WHOLE, &g)) != 0)
 		goto out;
+	if (g.tt) {  /* an empty golden file would pass whatever the trace holds */
+		rc = (lks_err("run %lld of '%s' is a tensor trace (%s), which has no golden file "
+		              "yet: keep its dump beside the case and compare tonight's against it "
+		              "(a bitwise check of two imported runs), or 'lockstep diff' the two",
+		              (long long)id, db, g.backend), LKS_E_BAD_INPUT);
+		goto out;
+	}
 	if (strstr(g.options, " inject: ")) {  /* a golden is what a clean run computes */
 		rc = lks_err("run %lld of '%s' has a planted fault (%s): goldens come from clean runs",
 		             (long long)id, db, strstr(g.options, " inject: ") + 9);

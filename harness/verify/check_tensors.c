@@ -1,6 +1,6 @@
 /*
  * check_tensors.c: the check kinds on imported tensor traces (harness/store/tensor_trace.h;
- * run.h's tt). bitwise and golden need nothing here: the walker aligns and walks tensor
+ * run.h's tt). bitwise needs nothing here: the walker aligns and walks tensor
  * traces (walk_tensors.c). close compares one statistic by name within rtol/atol (the
  * case's metric: l2, amax, ...; its tensors pattern too); finite finds the first tensor,
  * in execution order over the ranks, with a statistic not finite or a count of non-finite

@@ -363,4 +363,9 @@ Test(tensor_trace, the_example_case_runs_reports_diffs_and_exports)
 	         db, tmpdir, LKS_BIN, db, tmpdir, LKS_BIN, db);
 	cr_assert_eq(lks_run_bin(NULL, args, out, sizeof(out)), 0, "%s", out);
 	cr_assert(strstr(out, "identical: bit for bit in every statistic and hash"), "%s", out);
+	/* no golden file of a tensor trace (it would hold nothing, and pass anything) */
+	snprintf(args, sizeof(args), "golden update --db '%s' --golden '%s/golden' '%s/"
+	         "tensor_traces.ini' --run a", db, tmpdir, LKS_IMPORT_DIR);
+	cr_assert_eq(lks_run_bin(NULL, args, out, sizeof(out)), 2, "%s", out);
+	cr_assert(strstr(out, "is a tensor trace"), "%s", out);
 }
