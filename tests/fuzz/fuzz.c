@@ -142,6 +142,11 @@ static int lks_fuzz_tensor_jsonl(const char *path)
 	return lks_fuzz_import("tensor-jsonl", path);
 }
 
+static int lks_fuzz_titan_numerics(const char *path)
+{
+	return lks_fuzz_import("titan-numerics", path);
+}
+
 static const struct lks_fuzz_target {
 	const char *name;
 	const char *file;       /* the input's file name: a case file's is its case name */
@@ -164,6 +169,8 @@ static const struct lks_fuzz_target {
 	{ "tensorboard", "events.out.tfevents.0", lks_fuzz_tb },  /* import_tensorboard.c */
 	{ "tag-map", "tags.map", lks_fuzz_tag_map },  /* harness/import/import_tag_map.c */
 	{ "tensor-jsonl", "trace.jsonl", lks_fuzz_tensor_jsonl },  /* import_tensor_jsonl.c */
+	{ "titan-numerics", "rank_0_activations.log", lks_fuzz_titan_numerics },
+	                                              /* import_titan_numerics.c */
 };
 
 #define LKS_FUZZ_NTARGETS (sizeof(lks_fuzz_targets) / sizeof(lks_fuzz_targets[0]))
