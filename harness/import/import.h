@@ -52,7 +52,8 @@
 	X(LKS_IMPORT_HF_TRAINER, lks_import_hf_trainer_format) \
 	X(LKS_IMPORT_TENSORBOARD, lks_import_tensorboard_format) \
 	X(LKS_IMPORT_TENSOR_JSONL, lks_import_tensor_jsonl_format) \
-	X(LKS_IMPORT_TITAN_NUMERICS, lks_import_titan_numerics_format)
+	X(LKS_IMPORT_TITAN_NUMERICS, lks_import_titan_numerics_format) \
+	X(LKS_IMPORT_MEGATRON_TENSORS, lks_import_megatron_tensors_format)
 
 typedef enum lks_import_fmt {
 #define LKS_IMPORT_FMT_ID(id, row) id,

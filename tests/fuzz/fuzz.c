@@ -147,6 +147,11 @@ static int lks_fuzz_titan_numerics(const char *path)
 	return lks_fuzz_import("titan-numerics", path);
 }
 
+static int lks_fuzz_megatron_tensors(const char *path)
+{
+	return lks_fuzz_import("megatron-tensors", path);
+}
+
 static const struct lks_fuzz_target {
 	const char *name;
 	const char *file;       /* the input's file name: a case file's is its case name */
@@ -171,6 +176,8 @@ static const struct lks_fuzz_target {
 	{ "tensor-jsonl", "trace.jsonl", lks_fuzz_tensor_jsonl },  /* import_tensor_jsonl.c */
 	{ "titan-numerics", "rank_0_activations.log", lks_fuzz_titan_numerics },
 	                                              /* import_titan_numerics.c */
+	{ "megatron-tensors", "rank0.jsonl", lks_fuzz_megatron_tensors },
+	                                              /* import_megatron_tensors.c */
 };
 
 #define LKS_FUZZ_NTARGETS (sizeof(lks_fuzz_targets) / sizeof(lks_fuzz_targets[0]))

@@ -207,3 +207,145 @@ Test(titan_numerics, bad_input_names_the_line_and_stores_nothing)
 	expect_bad("titan-numerics", "rank_1_activations.log", text, "rank 0 holds no tensor",
 	           -1);
 }
+
+/* ---- megatron-tensors ---- */
+
+#define MEGA_L3 "decoder.layers.3.mlp.experts.linear_fc1.tokens_per_expert"
+
+Test(megatron_tensors, a_log_reads_back_as_written)
+{
+	static const char *const a[] = { "megatron_tensors/a" };
+	lks_store *s = open_store();
+	lks_import_result res;
+	int64_t id = import_paths(s, "megatron-tensors", "a", a, 1, &res);
+	lks_stored_run r;
+	const lks_tentry *e;
+	const lks_tval *v;
+
+	cr_assert_eq(res.world_size, 2, "rank0.jsonl, rank1.jsonl");
+	cr_assert_eq(res.steps, 3, "the last iter");
+	cr_assert_eq(res.counts.records, 2 * 3 * 3 * 2, "ranks x iters x layers x calls");
+	cr_assert_eq(lks_stored_run_load(s, id, LKS_LOAD_TRACE, &r), 0, "%s", lks_errmsg());
+	cr_assert_eq(r.nt, 3);
+	cr_assert_str_eq(r.names[0], "decoder.layers.1.mlp.experts.linear_fc1.tokens_per_expert");
+	cr_assert_str_eq(r.names[1], MEGA_L3);
+	cr_assert_str_eq(r.names[2], "mtp.layers.0.mtp_model_layer.layers.0.mlp.experts."
+	                             "linear_fc1.tokens_per_expert");
+	cr_assert_eq(r.phases[1], LKS_PHASE_FORWARD);
+	cr_assert_eq(lks_tensor_trace_step(r.tt, 2), 0, "%s", lks_errmsg());
+	cr_assert_eq(lks_tensor_trace_rank(r.tt, 1, &e), 6);
+	/* rank1.jsonl: {"iter": 2, "block": "decoder", "layer": 3, "tpe": [[142, 153, 164,
+	   175], [145, 156, 167, 178]]}: its second call */
+	cr_assert_eq(e[3].tensor, 1);
+	cr_assert_eq(e[3].micro, 1);
+	cr_assert_eq(e[3].n, 4);
+	cr_assert(!e[3].has_hash);
+	cr_assert_eq(stat_of(r.tt, &e[3], "tokens_e0")->value, 145);
+	v = stat_of(r.tt, &e[3], "tokens_e3");
+	cr_assert_eq(v->value, 178);
+	cr_assert_eq(v->printed, 0, "a count: a whole number, stored exact, no decimals claimed");
+	cr_assert_eq(e[2].micro, 0);
+	cr_assert_eq(stat_of(r.tt, &e[2], "tokens_e3")->value, 175);
+	lks_stored_run_release(&r);
+	lks_store_close(s);
+	rm_tmp();
+}
+
+Test(megatron_tensors, the_changed_count_is_located_despite_the_inserted_layer)
+{
+	static const char *const a[] = { "megatron_tensors/a" }, *const b[] = {
+		"megatron_tensors/b/rank0.jsonl", "megatron_tensors/b/rank1.jsonl" };
+	lks_store *s = open_store();
+	lks_import_result res;
+	int64_t ia = import_paths(s, "megatron-tensors", "a", a, 1, &res);
+	int64_t ib = import_paths(s, "megatron-tensors", "b", b, 2, &res);
+	int64_t same = import_paths(s, "megatron-tensors", "same", a, 1, &res);
+	lks_check_result r;
+
+	bitwise(s, ia, same, &r);
+	cr_assert_eq(r.verdict, LKS_VERDICT_PASS, "%s", r.message);
+	bitwise(s, ia, ib, &r);
+	cr_assert_eq(r.verdict, LKS_VERDICT_FAIL, "%s", r.message);
+	cr_assert_eq(r.step, 2);
+	cr_assert_eq(r.rank, 1);
+	cr_assert_str_eq(r.tensor, MEGA_L3, "%s", r.message);
+	cr_assert_str_eq(r.field, "value", "a statistic of the format's own");
+	cr_assert_str_eq(r.metric, "tokens_e3");
+	cr_assert_eq(r.a, 178);
+	cr_assert_eq(r.b, 179);
+	cr_assert(strstr(r.note, "inserted in b")
+	          && strstr(r.note, "decoder.layers.2.mlp.experts.linear_fc1.tokens_per_expert"),
+	          "%s", r.note);
+	lks_store_close(s);
+	rm_tmp();
+}
+
+/* #3842's lines, before "block"; and a rank of more than 32 local experts */
+Test(megatron_tensors, first_version_lines_and_many_experts)
+{
+	lks_store *s = open_store();
+	char path[512], line[1024];
+	const char *paths[1] = { path };
+	lks_import_opts o = { .fmt = lks_import_format_find("megatron-tensors"),
+	                      .case_name = "c", .run_name = "old" };
+	lks_import_result res;
+	lks_stored_run r;
+	const lks_tentry *e;
+	FILE *f;
+	int n = 0;
+
+	path_in_tmp(path, sizeof(path), "rank0.jsonl");
+	cr_assert_not_null(f = fopen(path, "w"));
+	fputs("{\"iter\": 10, \"layer\": 1, \"tpe\": [[3, 4]]}\n", f);
+	n = snprintf(line, sizeof(line), "{\"iter\": 10, \"layer\": 2, \"tpe\": [[");
+	for (int k = 0; k < 40; k++)
+		n += snprintf(line + n, sizeof(line) - (size_t)n, "%s%d", k ? ", " : "", k * 2);
+	fprintf(f, "%s]]}\n", line);
+	fclose(f);
+	cr_assert_eq(lks_import_files(s, &o, paths, 1, &res), 0, "%s", lks_errmsg());
+	cr_assert_eq(lks_stored_run_load(s, res.run_id, LKS_LOAD_TRACE, &r), 0, "%s",
+	             lks_errmsg());
+	cr_assert_eq(r.nt, 3);
+	cr_assert_str_eq(r.names[0], "decoder.layers.1.mlp.experts.linear_fc1.tokens_per_expert");
+	cr_assert_str_eq(r.names[1],
+	                 "decoder.layers.2.mlp.experts.linear_fc1.tokens_per_expert.e0");
+	cr_assert_str_eq(r.names[2],
+	                 "decoder.layers.2.mlp.experts.linear_fc1.tokens_per_expert.e32");
+	cr_assert_eq(lks_tensor_trace_step(r.tt, 10), 0, "%s", lks_errmsg());
+	cr_assert_eq(lks_tensor_trace_rank(r.tt, 0, &e), 3);
+	cr_assert_eq(e[1].n, 32);
+	cr_assert_eq(e[2].n, 8);
+	cr_assert_eq(stat_of(r.tt, &e[2], "tokens_e39")->value, 78);
+	lks_stored_run_release(&r);
+	lks_store_close(s);
+	rm_tmp();
+}
+
+Test(megatron_tensors, bad_input_names_the_line_and_stores_nothing)
+{
+	const char *ok = "{\"iter\": 2, \"block\": \"decoder\", \"layer\": 1, \"tpe\": [[1, 2]]}\n";
+	char text[1024];
+
+	snprintf(text, sizeof(text), "%s{\"iter\": 1, \"block\": \"decoder\", \"layer\": 1, "
+	         "\"tpe\": [[1, 2]]}\n", ok);
+	expect_bad("megatron-tensors", "rank0.jsonl", text, "after its step 2", 2);
+	snprintf(text, sizeof(text), "%s{\"iter\": 3, \"layer\": 1, \"tpe\": [[1, 2.5]]}\n", ok);
+	expect_bad("megatron-tensors", "rank0.jsonl", text, "whole numbers from 0", 2);
+	snprintf(text, sizeof(text), "%s{\"iter\": 3, \"layer\": 1, \"tpe\": [[1, -2]]}\n", ok);
+	expect_bad("megatron-tensors", "rank0.jsonl", text, "whole numbers from 0", 2);
+	snprintf(text, sizeof(text), "%s{\"iter\": 3, \"layer\": 1, \"tpe\": [3]}\n", ok);
+	expect_bad("megatron-tensors", "rank0.jsonl", text, "a list per forward call", 2);
+	snprintf(text, sizeof(text), "%s{\"iter\": 3, \"block\": \"mtp\", \"layer\": 1, "
+	         "\"tpe\": [[1]]}\n", ok);
+	expect_bad("megatron-tensors", "rank0.jsonl", text, "\"mtp_idx\"", 2);
+	snprintf(text, sizeof(text), "%s{\"iter\": 3, \"block\": \"encoder\", \"layer\": 1, "
+	         "\"tpe\": [[1]]}\n", ok);
+	expect_bad("megatron-tensors", "rank0.jsonl", text, "\"block\"", 2);
+	snprintf(text, sizeof(text), "%s{\"layer\": 1, \"tpe\": [[1]]}\n", ok);
+	expect_bad("megatron-tensors", "rank0.jsonl", text, "\"iter\"", 2);
+	snprintf(text, sizeof(text), "%s{\"iter\": 3, \"layer\": 1, \"tpe\": [[1]]\n", ok);
+	expect_bad("megatron-tensors", "rank0.jsonl", text, "not JSON", 2);
+	expect_bad("megatron-tensors", "rank1.jsonl", ok, "rank 0 holds no tensor", -1);
+	expect_bad("megatron-tensors", "mp_rank_00.pth", "PK\003\004\024\000archive/data.pkl",
+	           "a torch.save file", -1);
+}
