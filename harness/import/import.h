@@ -54,7 +54,8 @@
 	X(LKS_IMPORT_TENSOR_JSONL, lks_import_tensor_jsonl_format) \
 	X(LKS_IMPORT_TITAN_NUMERICS, lks_import_titan_numerics_format) \
 	X(LKS_IMPORT_MEGATRON_TENSORS, lks_import_megatron_tensors_format) \
-	X(LKS_IMPORT_TE_DEBUG, lks_import_te_debug_format)
+	X(LKS_IMPORT_TE_DEBUG, lks_import_te_debug_format) \
+	X(LKS_IMPORT_DEBUGMODE, lks_import_debugmode_format)
 
 typedef enum lks_import_fmt {
 #define LKS_IMPORT_FMT_ID(id, row) id,

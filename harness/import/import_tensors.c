@@ -18,6 +18,7 @@
 #include <sys/stat.h>
 
 #include "harness/import/import.h"
+#include "harness/import/import_impl.h"
 #include "harness/import/import_run_impl.h"
 #include "harness/store/run.h"
 #include "harness/store/tensor_trace.h"
@@ -96,6 +97,58 @@ int lks_tensor_rec_stat(lks_tensor_rec *t, const char *label, size_t len, double
 	rec->m[rec->n].value = value;
 	rec->m[rec->n].dec = dec;
 	rec->n++;
+	return 0;
+}
+
+/* ---- where a dump's path puts it ---- */
+
+/* The number after the last word w in s (n bytes) that starts s or follows a byte that is
+   no letter, an optional '_' or '-' between, digits up to a byte that is none or the end:
+   0 and *out; -1 none; LKS_IMPORT_NUMBER_OVER too big. */
+static int lks_path_number_after(const char *s, size_t n, const char *w, int *out)
+{
+	size_t wl = strlen(w);
+	int found = -1;
+
+	for (size_t i = 0; i + wl <= n; i++) {
+		size_t d = i + wl, e;
+		char p = i ? (char)(s[i - 1] | 0x20) : 0;
+
+		if ((p >= 'a' && p <= 'z') || strncmp(s + i, w, wl))
+			continue;
+		if (d < n && (s[d] == '_' || s[d] == '-'))
+			d++;
+		for (e = d; e < n && s[e] >= '0' && s[e] <= '9'; e++)
+			;
+		if (e == d || e - d > 10)
+			continue;
+		found = lks_import_step(s + d, e - d, out);
+		if (found == LKS_IMPORT_NUMBER_OVER)
+			return found;
+	}
+	return found;
+}
+
+int lks_tensor_path_place(const char *path, int *step, int *rankp)
+{
+	const char *base = strrchr(path, '/');
+	int by_step = 0, by_iter = 0, rank = 0, a, b;
+
+	base = base ? base + 1 : path;
+	a = lks_path_number_after(path, strlen(path), "step", &by_step);
+	b = lks_path_number_after(path, strlen(path), "iteration", &by_iter);
+	if (a == LKS_IMPORT_NUMBER_OVER || b == LKS_IMPORT_NUMBER_OVER)
+		return lks_err("'%s': the step its name says is over %d", path,
+		               LKS_IMPORT_MAX_STEP), LKS_E_BAD_INPUT;
+	if (a == 0 && b == 0)
+		return lks_err("'%s': its name says both a step and an iteration: one of them",
+		               path), LKS_E_BAD_INPUT;
+	*step = a == 0 ? by_step : b == 0 ? by_iter : 0;
+	if (lks_path_number_after(base, strlen(base), "rank", &rank) == LKS_IMPORT_NUMBER_OVER
+	    || rank > LKS_IMPORT_MAX_RANK)
+		return lks_err("'%s': the rank its name says is over %d", path,
+		               LKS_IMPORT_MAX_RANK), LKS_E_BAD_INPUT;
+	*rankp = rank;
 	return 0;
 }
 

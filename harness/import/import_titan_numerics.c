@@ -71,55 +71,10 @@ struct lks_tnum {
 	lks_tensor_rec t;
 };
 
-/* The number after the last word w in s (n bytes) that starts s or follows a byte that is
-   no letter, an optional '_' or '-' between, digits up to a byte that is none or the end:
-   0 and *out; -1 none; LKS_IMPORT_NUMBER_OVER too big. */
-static int lks_tnum_number_after(const char *s, size_t n, const char *w, int *out)
-{
-	size_t wl = strlen(w);
-	int found = -1;
-
-	for (size_t i = 0; i + wl <= n; i++) {
-		size_t d = i + wl, e;
-		char p = i ? (char)(s[i - 1] | 0x20) : 0;
-
-		if ((p >= 'a' && p <= 'z') || strncmp(s + i, w, wl))
-			continue;
-		if (d < n && (s[d] == '_' || s[d] == '-'))
-			d++;
-		for (e = d; e < n && s[e] >= '0' && s[e] <= '9'; e++)
-			;
-		if (e == d || e - d > 10)
-			continue;
-		found = lks_import_step(s + d, e - d, out);
-		if (found == LKS_IMPORT_NUMBER_OVER)
-			return found;
-	}
-	return found;
-}
-
-/* The step and rank path names (the step any part of it, the rank its file's name). */
+/* The step and rank path names (import_impl.h, lks_tensor_path_place). */
 static int lks_tnum_path(struct lks_tnum *x)
 {
-	const char *path = x->path, *base = strrchr(path, '/');
-	int by_step = 0, by_iter = 0, rank = 0, a, b;
-
-	base = base ? base + 1 : path;
-	a = lks_tnum_number_after(path, strlen(path), "step", &by_step);
-	b = lks_tnum_number_after(path, strlen(path), "iteration", &by_iter);
-	if (a == LKS_IMPORT_NUMBER_OVER || b == LKS_IMPORT_NUMBER_OVER)
-		return lks_err("'%s': the step its name says is over %d", path,
-		               LKS_IMPORT_MAX_STEP), LKS_E_BAD_INPUT;
-	if (a == 0 && b == 0)
-		return lks_err("'%s': its name says both a step and an iteration: one of them",
-		               path), LKS_E_BAD_INPUT;
-	x->step = a == 0 ? by_step : b == 0 ? by_iter : 0;
-	if (lks_tnum_number_after(base, strlen(base), "rank", &rank) == LKS_IMPORT_NUMBER_OVER
-	    || rank > LKS_IMPORT_MAX_RANK)
-		return lks_err("'%s': the rank its name says is over %d", path,
-		               LKS_IMPORT_MAX_RANK), LKS_E_BAD_INPUT;
-	x->rank = rank;
-	return 0;
+	return lks_tensor_path_place(x->path, &x->step, &x->rank);
 }
 
 /* The block read handed on. */
