@@ -160,6 +160,12 @@ int lks_import_step_fields(lks_import_rec *rec, lks_import_fmt fmt, const char *
                            const char *end, char term, char delim, char sep, const char *what,
                            const char *path);
 
+/* A JSON Lines line at (of path) as one object (import_json.c): *out the object (decref it),
+   or NULL for a blank line; Python's bare NaN, Infinity and -Infinity read as the strings
+   lockstep takes. 0, or LKS_E_BAD_INPUT (lks_err naming path:at): not JSON, not an object,
+   or a key twice. */
+int lks_import_json_object_line(const char *path, long at, const char *line, json_t **out);
+
 /* The step and rank a tensor dump's path says, for a format whose files do not
    (import_tensors.c): the step the number after the last "step" or "iteration" in the path
    ("step_2/", "step-2", "iteration3"; not both), else 0; the rank the number after "rank" in

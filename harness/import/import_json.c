@@ -193,3 +193,31 @@ int lks_import_json_slurp(FILE *f, const char *path, const char *what, char **te
 	*len = n;
 	return 0;
 }
+
+int lks_import_json_object_line(const char *path, long at, const char *line, json_t **out)
+{
+	json_error_t e;
+	json_t *o;
+
+	*out = NULL;
+	while (*line == ' ' || *line == '\t')
+		line++;
+	if (!*line)
+		return 0;
+	if (!(o = json_loads(line, JSON_REJECT_DUPLICATES, &e))) {
+		char *py = lks_import_json_bare_nonfinite(line);
+		json_error_t e2;
+
+		o = py ? json_loads(py, JSON_REJECT_DUPLICATES, &e2) : NULL;
+		free(py);
+	}
+	if (!o)
+		return lks_err("'%s':%ld: not JSON: %s (column %d)", path, at, e.text, e.column),
+		       LKS_E_BAD_INPUT;
+	if (!json_is_object(o)) {
+		json_decref(o);
+		return lks_err("'%s':%ld: not a JSON object", path, at), LKS_E_BAD_INPUT;
+	}
+	*out = o;
+	return 0;
+}

@@ -162,7 +162,6 @@ static int lks_mtpe_record(struct lks_mtpe *x, json_t *o, long at)
 static int lks_mtpe_line(void *arg, char *line, size_t len, long at)
 {
 	struct lks_mtpe *x = arg;
-	json_error_t e;
 	json_t *o;
 	char *s = line;
 	int rc;
@@ -170,24 +169,18 @@ static int lks_mtpe_line(void *arg, char *line, size_t len, long at)
 	(void)len;
 	while (*s == ' ' || *s == '\t')
 		s++;
-	if (!*s)
-		return 0;
 	if (at == 1 && (!strncmp(s, "PK\003\004", 4) || (unsigned char)s[0] == 0x80))
 		return lks_err("'%s': a torch.save file (Megatron's --save-activations-interval "
 		               "writes whole tensors so, no statistics): give the "
 		               "tokens_per_expert folder's rankN.jsonl", x->path), LKS_E_BAD_INPUT;
-	if (!(o = json_loads(s, JSON_REJECT_DUPLICATES, &e)))
-		return lks_err("'%s':%ld: not JSON: %s (column %d)", x->path, at, e.text, e.column),
-		       LKS_E_BAD_INPUT;
+	if ((rc = lks_import_json_object_line(x->path, at, s, &o)) || !o)
+		return rc;
 	x->t.rec.rank = x->rank;
 	x->t.rec.ranked = 1;
 	x->t.rec.layout = 0;
 	x->t.phase = LKS_PHASE_FORWARD;
 	x->t.has_hash = 0;
-	if (!json_is_object(o))
-		rc = (lks_err("'%s':%ld: not a JSON object", x->path, at), LKS_E_BAD_INPUT);
-	else
-		rc = lks_mtpe_record(x, o, at);
+	rc = lks_mtpe_record(x, o, at);
 	json_decref(o);
 	return rc;
 }

@@ -118,34 +118,19 @@ static int lks_tjsonl_keys(struct lks_tjsonl *x, json_t *o, long at)
 static int lks_tjsonl_line(void *arg, char *line, size_t len, long at)
 {
 	struct lks_tjsonl *x = arg;
-	json_error_t e;
 	json_t *o;
-	char *s = line;
 	int rc;
 
 	(void)len;
-	while (*s == ' ' || *s == '\t')
-		s++;
-	if (!*s)
-		return 0;
-	if (!(o = json_loads(s, JSON_REJECT_DUPLICATES, &e))) {
-		char *py = lks_import_json_bare_nonfinite(s);
-
-		o = py ? json_loads(py, JSON_REJECT_DUPLICATES, &e) : NULL;
-		free(py);
-	}
-	if (!o)
-		return lks_err("'%s':%ld: not JSON: %s (column %d)", x->path, at, e.text, e.column),
-		       LKS_E_BAD_INPUT;
+	if ((rc = lks_import_json_object_line(x->path, at, line, &o)) || !o)
+		return rc;
 	x->t.rec.line = at;
 	x->t.rec.step = x->t.rec.rank = x->t.rec.n = 0;
 	x->t.rec.layout = 0;
 	x->t.phase = LKS_PHASE_FORWARD;
 	x->t.micro = -1;
 	x->t.has_hash = 0;
-	if (!json_is_object(o))
-		rc = (lks_err("'%s':%ld: not a JSON object", x->path, at), LKS_E_BAD_INPUT);
-	else if (!(rc = lks_tjsonl_keys(x, o, at)))
+	if (!(rc = lks_tjsonl_keys(x, o, at)))
 		rc = x->sink(x->arg, &x->t);
 	json_decref(o);
 	return rc;
