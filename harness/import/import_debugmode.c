@@ -6,7 +6,9 @@
  *
  *   aten::mm(t$0: f32[8, 8], t$1: f32[8, 32])  ->  t$2: f32[8, 32]  # {'hash': 1523.25}
  *
- * Read after torch/utils/_debug_mode.py of pytorch/pytorch (as it reads at main in 2026:
+ * Read after torch/utils/_debug_mode.py of pytorch/pytorch: at 2423638c (log_tensor_hashes
+ * with default_hash_fn, the L1 norm in float64 after nan_to_num) and as it reads in 2026
+ * (the same render; hash_fn "norm", "hash_tensor" or a list of both), both:
  * _OpCall.render writes "{op_name}({args}{kwargs})", "  ->  {output}", then
  * "  # {self.log}", the dict the log hooks returned; log_tensor_hashes' post hook puts
  * "hash" in it, a pytree of the output like the output (a tuple's each, None for what is

@@ -7,7 +7,8 @@
  *   2025-06-02 10:14:03,117 - INFO - decoder.1.mlp.fc1_gradient_l2_norm \t\t\t\t
  *       iteration=000002 \t\t\t\t value=4.3188
  *
- * Read after nvdlfw_inspect/logging.py of NVIDIA/nvidia-dlfw-inspect (FileLogger:
+ * Read after nvdlfw_inspect/logging.py of NVIDIA/nvidia-dlfw-inspect (the copy read had no
+ * commit to name; FileLogger:
  * _get_log_file_name's "_globalrank-{rank}.log" in make_default_statistics_logger's
  * "nvdlfw_inspect_statistics_logs"; the handler's format "%(asctime)s - %(levelname)s -
  * %(message)s"; log_scalar's "{} \t\t\t\t iteration={:06d} \t\t\t\t value={:.4f}"), and
