@@ -156,6 +156,10 @@ typedef int (*lks_import_line_fn)(const char *s, size_t len, lks_import_rec *rec
 
 /* A tensor trace format's sink: each tensor's record (tensor_trace.h), in the order read;
    0 to go on, else the parse stops and returns that. */
+/* A record's step that says: the file's place among the files of its rank, 1 for the first
+   (a dump that says no step, one file a step: the driver gives the files in the order
+   given, a folder's in name order); the driver sets it at the file's first record. */
+#define LKS_TENSOR_STEP_OF_FILE (-2)
 typedef int (*lks_tensor_sink)(void *arg, const lks_tensor_rec *t);
 
 /* A format's label and the canonical name of the table it stands for (import_rec.h). */
@@ -195,7 +199,8 @@ typedef struct lks_import_format {
 	   file, each tensor's record to sink; NULL: a format of steps' records */
 	int (*tensor_parse)(const char *path, FILE *f, lks_tensor_sink sink, void *arg,
 	                    lks_import_counts *c);
-	const char *tensor_files; /* a folder given: its files whose names match (fnmatch) */
+	const char *tensor_files; /* a folder given: its files whose names match (fnmatch) one
+	                             of these patterns, '|' between two ("*.json|*.txt") */
 } lks_import_format;
 
 /* The rows, one per format's file. */

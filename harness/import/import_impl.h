@@ -168,10 +168,11 @@ int lks_import_json_object_line(const char *path, long at, const char *line, jso
 
 /* The step and rank a tensor dump's path says, for a format whose files do not
    (import_tensors.c): the step the number after the last "step" or "iteration" in the path
-   ("step_2/", "step-2", "iteration3"; not both), else 0; the rank the number after "rank" in
+   ("step_2/", "step-2", "iteration3"; not both), else none_step (0, or
+   LKS_TENSOR_STEP_OF_FILE: the file's place, import.h); the rank the number after "rank" in
    the file's name ("rank_3_activations.log", "rank3.json"), else 0. 0, or LKS_E_BAD_INPUT
    (lks_err naming path) where either is too big or both words give a step. */
-int lks_tensor_path_place(const char *path, int *step, int *rank);
+int lks_tensor_path_place(const char *path, int none_step, int *step, int *rank);
 
 /* A format's quick reader of its common lines (lks_import_format.quick), tried on each
    line before the whole way (lks_import_lines_at): its state, size bytes, zeroed and

@@ -129,7 +129,7 @@ static int lks_path_number_after(const char *s, size_t n, const char *w, int *ou
 	return found;
 }
 
-int lks_tensor_path_place(const char *path, int *step, int *rankp)
+int lks_tensor_path_place(const char *path, int none_step, int *step, int *rankp)
 {
 	const char *base = strrchr(path, '/');
 	int by_step = 0, by_iter = 0, rank = 0, a, b;
@@ -143,7 +143,7 @@ int lks_tensor_path_place(const char *path, int *step, int *rankp)
 	if (a == 0 && b == 0)
 		return lks_err("'%s': its name says both a step and an iteration: one of them",
 		               path), LKS_E_BAD_INPUT;
-	*step = a == 0 ? by_step : b == 0 ? by_iter : 0;
+	*step = a == 0 ? by_step : b == 0 ? by_iter : none_step;
 	if (lks_path_number_after(base, strlen(base), "rank", &rank) == LKS_IMPORT_NUMBER_OVER
 	    || rank > LKS_IMPORT_MAX_RANK)
 		return lks_err("'%s': the rank its name says is over %d", path,
@@ -163,6 +163,11 @@ struct lks_timport {
 	int step, rank, seq;      /* the (step, rank) being filled, its next row; rank -1: none */
 	int *last;                /* (nranks) per rank, the last step stored; -1: none */
 	int nranks, max_step;
+	int *nfiles;              /* (nfiles_n) per rank, its files whose records' step is
+	                             their place (LKS_TENSOR_STEP_OF_FILE) */
+	int nfiles_n;
+	int frank, fstep;         /* the file's rank and step so placed; frank -1: none yet */
+	lks_import_rec *placed;   /* a record so placed, with its step */
 	lks_tensor_map tensors;   /* seq i: the i-th met */
 };
 
@@ -198,12 +203,41 @@ static int lks_timport_tensor(struct lks_timport *x, const char *name, lks_phase
 	return x->tensors.n - 1;
 }
 
+/* rec with the step of its file's place among its rank's files (LKS_TENSOR_STEP_OF_FILE):
+   x->placed, or NULL (lks_err: out of memory). */
+static const lks_import_rec *lks_timport_place(struct lks_timport *x, const lks_import_rec *rec)
+{
+	if (x->frank != rec->rank) {
+		if (rec->rank >= x->nfiles_n) {
+			int *p = realloc(x->nfiles, ((size_t)rec->rank + 1) * sizeof(*p));
+
+			if (!p)
+				return lks_err("out of memory"), NULL;
+			for (int r = x->nfiles_n; r <= rec->rank; r++)
+				p[r] = 0;
+			x->nfiles = p;
+			x->nfiles_n = rec->rank + 1;
+		}
+		x->frank = rec->rank;
+		x->fstep = ++x->nfiles[rec->rank];
+	}
+	if (!x->placed && !(x->placed = malloc(sizeof(*x->placed))))
+		return lks_err("out of memory"), NULL;
+	memcpy(x->placed, rec, sizeof(*rec));
+	x->placed->step = x->fstep;
+	return x->placed;
+}
+
 static int lks_timport_sink(void *arg, const lks_tensor_rec *t)
 {
 	struct lks_timport *x = arg;
 	const lks_import_rec *rec = &t->rec;
 	lks_block_key key = { .micro = t->micro, .has_hash = t->has_hash, .hash = t->hash };
 	int rc;
+
+	if (rec->step == LKS_TENSOR_STEP_OF_FILE && rec->rank >= 0
+	    && rec->rank <= LKS_IMPORT_MAX_RANK && !(rec = lks_timport_place(x, rec)))
+		return -1;
 
 	if (!t->name[0] || strnlen(t->name, LKS_TENSOR_NAME_MAX) == LKS_TENSOR_NAME_MAX)
 		return lks_err("'%s':%ld: a tensor without a name, or one of %d bytes or more",
@@ -249,6 +283,24 @@ static int lks_timport_sink(void *arg, const lks_tensor_rec *t)
 	return 0;
 }
 
+/* Whether name matches one of pats, '|' between two (lks_import_format.tensor_files). */
+static int lks_tensor_file_match(const char *pats, const char *name)
+{
+	char pat[256];
+
+	for (const char *p = pats, *e; p; p = *e ? e + 1 : NULL) {
+		e = strchr(p, '|');
+		e = e ? e : p + strlen(p);
+		if ((size_t)(e - p) < sizeof(pat)) {
+			memcpy(pat, p, (size_t)(e - p));
+			pat[e - p] = 0;
+			if (!fnmatch(pat, name, 0))
+				return 1;
+		}
+	}
+	return 0;
+}
+
 static int lks_name_cmp(const void *a, const void *b)
 {
 	return strcmp(*(char *const *)a, *(char *const *)b);
@@ -276,7 +328,7 @@ static int lks_timport_path(struct lks_timport *x, const lks_import_format *fmt,
 			return lks_err("cannot read the folder '%s'", path), LKS_E_BAD_INPUT;
 		rc = 0;
 		while (!rc && (e = readdir(d)))
-			if (fmt->tensor_files && !fnmatch(fmt->tensor_files, e->d_name, 0)) {
+			if (fmt->tensor_files && lks_tensor_file_match(fmt->tensor_files, e->d_name)) {
 				char *full = malloc(strlen(path) + strlen(e->d_name) + 2);
 
 				if (!full || lks_room_for((void **)&files, &cap, n, sizeof(*files))) {
@@ -301,7 +353,8 @@ static int lks_timport_path(struct lks_timport *x, const lks_import_format *fmt,
 		return rc;
 	}
 	x->path = path;
-	x->rank = -1;  /* a new file begins its own (step, rank) */
+	x->rank = -1;  /* a new file begins its own (step, rank), and its own place */
+	x->frank = -1;
 	rc = fmt->tensor_parse(path, f, lks_timport_sink, x, &fc);  /* lines counted per file */
 	x->c->lines += fc.lines;
 	x->c->ignored += fc.ignored;
@@ -315,7 +368,8 @@ static int lks_timport_path(struct lks_timport *x, const lks_import_format *fmt,
 int lks_import_tensor_files(lks_store *store, const lks_import_opts *o,
                             const char *const *paths, int npaths, lks_import_result *res)
 {
-	struct lks_timport x = { .store = store, .c = &res->counts, .rank = -1, .max_step = -1 };
+	struct lks_timport x = { .store = store, .c = &res->counts, .rank = -1, .max_step = -1,
+	                         .frank = -1 };
 	int rc = 0;
 
 	memset(res, 0, sizeof(*res));
@@ -358,6 +412,8 @@ int lks_import_tensor_files(lks_store *store, const lks_import_opts *o,
 	}
 	lks_tensor_map_release(&x.tensors);
 	free(x.last);
+	free(x.nfiles);
+	free(x.placed);
 	lks_block_free(x.b);
 	return rc;
 }

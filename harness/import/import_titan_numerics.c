@@ -74,7 +74,7 @@ struct lks_tnum {
 /* The step and rank path names (import_impl.h, lks_tensor_path_place). */
 static int lks_tnum_path(struct lks_tnum *x)
 {
-	return lks_tensor_path_place(x->path, &x->step, &x->rank);
+	return lks_tensor_path_place(x->path, 0, &x->step, &x->rank);
 }
 
 /* The block read handed on. */
