@@ -139,20 +139,20 @@ static int lks_dm_jcall(struct lks_dm *x, size_t at, const json_t *e, const char
 		{ "input", "input_hash", "pre_hashes" }, { "output", "hash", "post_hashes" },
 	};
 	const json_t *leaves = json_object_get(e, "tensor_hash_leaves");
-	int rc = 0;
+	int rc = 0, bad = 0;  /* bad: a hash not laid out as save_logs lays it out */
 
-	for (int out = 0; !rc && out < 2; out++) {
+	for (int out = 0; !rc && !bad && out < 2; out++) {
 		const json_t *h, *l;
 		size_t i;
 
 		if (triton) {  /* {arg: hash} */
 			h = json_object_get(e, sides[out][2]);
 			json_array_foreach(json_object_get(h, "items"), i, l)
-				if (!rc)
-					rc = json_array_size(l) != 2 || !json_is_string(json_array_get(l, 0))
-					     ? -2 : lks_dm_jleaf(x, at, module, op, !out, 0,
-					                         json_string_value(json_array_get(l, 0)),
-					                         json_array_get(l, 1));
+				if (!rc && !bad && !(bad = json_array_size(l) != 2
+				                     || !json_is_string(json_array_get(l, 0))))
+					rc = lks_dm_jleaf(x, at, module, op, !out, 0,
+					                  json_string_value(json_array_get(l, 0)),
+					                  json_array_get(l, 1));
 		} else if (leaves && !json_is_null(leaves)) {  /* [(path, hash), ...] */
 			json_array_foreach(json_object_get(lks_dm_jget(leaves, sides[out][0]), "items"),
 			                   i, l) {
@@ -160,15 +160,15 @@ static int lks_dm_jcall(struct lks_dm *x, size_t at, const json_t *e, const char
 				const char *p = json_string_value(json_object_get(json_array_get(pi, 0),
 				                                                  "value"));
 
-				if (!rc)
-					rc = json_array_size(pi) != 2 || !p ? -2
-					     : lks_dm_jleaf(x, at, module, op, !out, 1, p, json_array_get(pi, 1));
+				if (!rc && !bad && !(bad = json_array_size(pi) != 2 || !p))
+					rc = lks_dm_jleaf(x, at, module, op, !out, !out /* in (args, kwargs) */,
+					                  p, json_array_get(pi, 1));
 			}
 		} else if ((h = lks_dm_jget(json_object_get(e, "log"), sides[out][1]))) {
 			rc = lks_dm_jleaf(x, at, module, op, !out, 0, "", h);  /* a tree: one record */
 		}
 	}
-	if (rc == -2)
+	if (bad)
 		rc = (lks_err("'%s': logs[%zu] (%s): want its hashes as save_logs writes them",
 		              x->path, at, op), LKS_E_BAD_INPUT);
 	return rc;
