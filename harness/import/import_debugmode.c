@@ -15,7 +15,7 @@
  * list of both names (a tuple of each), of each output tensor ("hash") and, hash_inputs
  * set, of each input taken before the op ("input_hash").
  *
- * 1. save_logs' JSON (first byte '{'): {"format": "torch.utils._debug_mode.DebugMode.logs",
+ * 1. save_logs' JSON (first byte '{' or '['): {"format": "torch.utils._debug_mode.DebugMode.logs",
  *    "version": 1, "logs": [call, ...]}, a call {"type": "op", "op_name": "aten::mm",
  *    "call_depth": 2, "args_str", "kwargs_str", "output_str", "log", "stack_trace", ...,
  *    "tensor_hash_leaves"}, "annotate" ({"header": "nn.Mod", "tag": "Net.fc1"}),
@@ -49,7 +49,7 @@
  * where the tensor is in it: "Net.fc1/aten::addmm.out" (the output), "...out.1" (a tuple's
  * second), "...in.0" (the first argument), "...in.alpha" (a keyword's), a triton kernel's
  * "...in.in_ptr0"; no module, no "Net.fc1/" (names repeat: the alignment pairs them in
- * order). In debug_string()'s, a record per op with a hash, named by its op, its hash's
+ * order); a call's log before #185008, a record per tree: "...in", "...out". In debug_string()'s, a record per op with a hash, named by its op, its hash's
  * floats in order the statistics l1, l1_1, ..., (past 32 of them their bits folded into
  * the hash), its ints folded into the hash; "input_hash" not read. A hash's numbers in
  * the two first: its floats (the norms) the statistics l1, l1_1, ...; the record's hash
@@ -71,6 +71,7 @@
 #include <string.h>
 
 #include "harness/import/import_debugmode_impl.h"
+#include "harness/import/import_impl.h"
 #include "kernels/err.h"
 
 /* ---- debug_string()'s text ---- */

@@ -9,7 +9,7 @@
 
 #include <stdint.h>
 
-#include "harness/import/import_impl.h"
+#include "harness/import/import.h"
 
 /* Several numbers of a hash folded: h * K + next, K the golden ratio's 64 bits (odd, so a
    change of any one changes h). */

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "harness/import/import_debugmode_impl.h"
+#include "harness/import/import_impl.h"
 #include "harness/store/run.h"
 #include "kernels/err.h"
 
@@ -161,7 +162,7 @@ static int lks_dm_jcall(struct lks_dm *x, size_t at, const json_t *e, const char
 				                                                  "value"));
 
 				if (!rc && !bad && !(bad = json_array_size(pi) != 2 || !p))
-					rc = lks_dm_jleaf(x, at, module, op, !out, !out /* in (args, kwargs) */,
+					rc = lks_dm_jleaf(x, at, module, op, !out, !out,  /* (args, kwargs) */
 					                  p, json_array_get(pi, 1));
 			}
 		} else if ((h = lks_dm_jget(json_object_get(e, "log"), sides[out][1]))) {

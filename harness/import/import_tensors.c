@@ -9,7 +9,10 @@
  * names, whatever the length of the dump. A (step, rank)'s records must come together, and
  * a rank's steps in order: a step of a rank met again after another is bad input at its
  * line (two dumps of one rank given, or a file of interleaved steps, which no framework
- * writes). Any bad line stores nothing: the run is one transaction.
+ * writes). A dump that says no step (one file a step: DebugMode's) gives its records the
+ * step LKS_TENSOR_STEP_OF_FILE, and the driver the file's place among its rank's files:
+ * the n-th file of a rank with tensors is step n. Any bad line stores nothing: the run is
+ * one transaction.
  */
 #include <dirent.h>
 #include <fnmatch.h>

@@ -185,7 +185,7 @@ static const struct lks_fuzz_target {
 	{ "tag-map", "tags.map", lks_fuzz_tag_map },  /* harness/import/import_tag_map.c */
 	{ "tensor-jsonl", "trace.jsonl", lks_fuzz_tensor_jsonl },  /* import_tensor_jsonl.c */
 	{ "te-debug", "nvdlfw_inspect_globalrank-0.log", lks_fuzz_te_debug },  /* import_te_debug.c */
-	{ "debugmode", "rank_0.txt", lks_fuzz_debugmode },  /* import_debugmode.c */
+	{ "debugmode", "rank_0.txt", lks_fuzz_debugmode },  /* import_debugmode{,_json}.c */
 	{ "titan-numerics", "rank_0_activations.log", lks_fuzz_titan_numerics },
 	                                              /* import_titan_numerics.c */
 	{ "megatron-tensors", "rank0.jsonl", lks_fuzz_megatron_tensors },
