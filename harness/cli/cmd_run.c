@@ -3,6 +3,7 @@
  * trains every run of each case, stores the traces and evaluates the case's checks;
  * what it says goes to the terminal, and the verdicts to a JUnit file when asked.
  */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -81,6 +82,30 @@ static int lks_run_backend_opt(const lks_opt_cmd *cmd, const lks_option *o, cons
 	return 0;
 }
 
+/* --resume-from RUN@STEP: a stored run's id and a step it kept its state after */
+static int lks_run_resume_opt(const lks_opt_cmd *cmd, const lks_option *o, const char *name,
+                              const char *arg)
+{
+	struct lks_run_args *a = cmd->ctx;
+	char *end;
+	long long run;
+	long step;
+
+	(void)o;
+	errno = 0;
+	run = strtoll(arg, &end, 10);
+	if (errno || run <= 0 || *end != '@')
+		return lks_usage("run: %s %s: want RUN@STEP, a run id of the database and a step "
+		                 "it kept its state after (--keep-state), e.g. 12@99", name, arg);
+	arg = end + 1;
+	step = strtol(arg, &end, 10);
+	if (errno || end == arg || *end || step < 0 || step >= 1 << 30)
+		return lks_usage("run: %s: STEP '%s' must be a step number from 0", name, arg);
+	a->s.resume_run = run;
+	a->s.resume_step = (int)step;
+	return 0;
+}
+
 static const char *const lks_gemm_choices[] = { "reference", "cublaslt", NULL };
 static const char *const lks_fail_warn[] = { "fail", "warn", NULL };
 
@@ -130,6 +155,13 @@ static int lks_run_parse(int argc, char **argv, struct lks_run_args *a)
 		               "\na run whose bits changed since the latest earlier suite while its\n"
 		               "fingerprint did not (hardware, or non-determinism): exit 1 (fail,\n"
 		               "the default) or only say so (warn)"),
+		LKS_OPT_INT("--keep-state", "N", &a->s.state_every, 1, 1 << 30,
+		            "keep each run's training state (parameters, optimizer state, amax\n"
+		            "histories) after every N-th step, to resume from"),
+		LKS_OPT_CALL("--resume-from", "RUN@STEP", lks_run_resume_opt,
+		             "train the one run selected (--run NAME) from the state stored run\n"
+		             "RUN (its id in the database) kept after STEP: the steps after it\n"
+		             "come out bit for bit as RUN's did (a 'resume' check holds them)"),
 		LKS_OPT_FLAG("--quiet", &a->quiet, "no progress"),
 		LKS_OPT_END(),
 	};

@@ -80,6 +80,11 @@ typedef struct lks_run_cfg {
 	char import_tag_map[1024];  /* import_tag_map = LABEL=NAME,...: the log's own labels
 	                               (import/import.h); "@FILE" relative to the case file's
 	                               folder; "": none */
+	/* resume_from = NAME@STEP: the run starts from the state run NAME (an earlier run of
+	   the case, which then keeps it) reached after step STEP, and trains the steps after
+	   it (engine/state.h); "": from step 0 */
+	char resume_from[LKS_NAME_MAX];
+	int resume_step;
 	int line;               /* line of the [run NAME] header */
 } lks_run_cfg;
 

@@ -109,6 +109,7 @@ static const struct lks_key lks_run_keys[] = {
 	  sizeof(((lks_run_cfg *)0)->import_ranks), 0, 0, 0, 0, 0, NULL },
 	{ "import_tag_map", LKS_KEY_TAG_MAP, offsetof(lks_run_cfg, import_tag_map),
 	  sizeof(((lks_run_cfg *)0)->import_tag_map), 0, 0, 0, 0, 0, NULL },
+	{ "resume_from", LKS_KEY_RESUME, 0, 0, 0, 0, 0, 0, 0, NULL },
 };
 
 #define KEY_STR(f, key, size) \
@@ -166,6 +167,25 @@ static int lks_parse_long(const char *s, long *out)
 	errno = 0;
 	*out = strtol(s, &end, 10);
 	return end == s || *end || errno == ERANGE ? -1 : 0;
+}
+
+/* resume_from = NAME@STEP: a run's name and a step it kept its state after (whether
+   there is such a run is the validation's) */
+static int lks_resume_key(void *base, const char *val, const char *label)
+{
+	lks_run_cfg *r = base;
+	const char *at = strrchr(val, '@');
+	long step;
+
+	if (!at || at == val || (size_t)(at - val) >= sizeof(r->resume_from)
+	    || lks_parse_long(at + 1, &step) || step < 0 || step >= LKS_STEPS_CAP)
+		return lks_err("bad value '%s' for 'resume_from' in %s: want RUN@STEP, the name of "
+		               "an earlier run of the case and a step of it (from 0), e.g. fp8@3",
+		               val, label);
+	memcpy(r->resume_from, val, (size_t)(at - val));
+	r->resume_from[at - val] = 0;
+	r->resume_step = (int)step;
+	return 0;
 }
 
 static int lks_parse_double(const char *s, double *out)
@@ -342,6 +362,8 @@ int lks_key_store(const struct lks_key *k, void *base, const char *val, const ch
 		return 0;
 	case LKS_KEY_TAG_MAP:
 		return lks_tag_map_key(k, field, val, label);
+	case LKS_KEY_RESUME:
+		return lks_resume_key(base, val, label);
 	case LKS_KEY_BACKEND:
 		/* the registry's error lists the names this build has (they fit the field) */
 		if (!lks_backend_find(val) || strlen(val) >= k->size)

@@ -30,6 +30,7 @@ enum lks_key_type {
 	LKS_KEY_RANKS,   /* a string of ranks, as lks_import_ranks_valid takes them */
 	LKS_KEY_TAG_MAP, /* char[size]: a tag map, as lks_import_tag_map_parse takes it ("@FILE"
 	                    read when the run is imported) */
+	LKS_KEY_RESUME,  /* lks_run_cfg's resume_from and resume_step: "NAME@STEP" */
 };
 
 struct lks_key {

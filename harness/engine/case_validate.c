@@ -263,6 +263,9 @@ static int lks_check_runs(struct lks_parse *st, int idx)
 	if ((row->needs & LKS_CK_CHECKPOINT) && !a->checkpoint)
 		return lks_err("check '%s' (%s) needs a run with checkpoint = blocks; "
 			       "run '%s' has none", k->name, kind, a->name);
+	if ((row->needs & LKS_CK_RESUMED) && (!b->resume_from[0] || strcmp(b->resume_from, a->name)))
+		return lks_err("check '%s' (%s) needs run '%s' to resume from run '%s' "
+			       "(resume_from = %s@STEP)", k->name, kind, b->name, a->name, a->name);
 	if (!k->expect_fail && (k->exp_step >= 0 || k->exp_rank >= 0 || k->exp_tensor[0]))
 		return lks_err("check '%s': step, rank and tensor name an expected divergence "
 			       "and need expect = fail", k->name);
@@ -352,6 +355,39 @@ int lks_case_import_path(const lks_case *c, const lks_run_cfg *r, char *buf, siz
 	       ? lks_err("%s: run '%s': the import path is too long", c->path, r->name) : 0;
 }
 
+/* resume_from = NAME@STEP: an earlier run of the case that lockstep trains, on as many
+   ranks (a state per rank), and a step that leaves one to train; no fault whose wrapper
+   keeps a history of the steps before (it would start it at the resumed step). */
+static int lks_run_resume(const lks_case *c, int i)
+{
+	const lks_run_cfg *r = &c->runs[i], *src = NULL;
+
+	if (!r->resume_from[0])
+		return 0;
+	for (int j = 0; j < i && !src; j++)
+		if (!strcmp(c->runs[j].name, r->resume_from))
+			src = &c->runs[j];
+	if (!src)
+		return lks_err("run '%s': resume_from names '%s', which is no earlier run of the "
+		               "case (the run it resumes from is trained first)", r->name,
+		               r->resume_from);
+	if (r->import_fmt[0] || src->import_fmt[0])
+		return lks_err("run '%s': resume_from is for runs lockstep trains, not imported "
+		               "ones", r->name);
+	if (src->world_size != r->world_size)
+		return lks_err("run '%s': world size %d, but run '%s' it resumes from has %d (a "
+		               "state per rank)", r->name, r->world_size, src->name,
+		               src->world_size);
+	if (r->resume_step >= c->steps - 1)
+		return lks_err("run '%s': resume_from %s@%d leaves no step of the case's %d to "
+		               "train", r->name, src->name, r->resume_step, c->steps);
+	if (r->inject.kind == LKS_FAULT_STALE_BWD_SCALE || r->inject.kind == LKS_FAULT_AG_STALE)
+		return lks_err("run '%s': %s keeps what the steps before the resumed one did, so "
+		               "it cannot be planted in a resumed run", r->name,
+		               lks_fault_kind_name(r->inject.kind));
+	return 0;
+}
+
 int lks_case_validate(struct lks_parse *st)
 {
 	lks_case *c = st->c;
@@ -426,6 +462,9 @@ int lks_case_validate(struct lks_parse *st)
 		if (lks_run_fits_memory(c, r))
 			return lks_case_at(st, r->line);
 	}
+	for (int i = 0; i < c->nruns; i++)
+		if (lks_run_resume(c, i))
+			return lks_case_at(st, c->runs[i].line);
 	for (int i = 0; i < c->nchecks; i++)
 		if (lks_check_metric_known(st, i) || lks_check_runs(st, i))
 			return st->rc ? st->rc : lks_case_at(st, c->checks[i].line);

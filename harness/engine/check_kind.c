@@ -47,6 +47,12 @@ static const lks_check_kind_info lks_check_kinds[] = {
 		"recompute", 1, 0, LKS_CK_CHECKPOINT, "bit for bit",
 		"every recomputed activation equals the forward's (checkpoint = blocks)",
 		{ "recompute" } },
+	[LKS_CHECK_RESUME] = {
+		"resume", 2, 0, LKS_CK_RESUMED, "bit for bit from b's first step",
+		"b, resumed from a's state after a step (resume_from), equals a bit for bit at "
+		"every step after it",
+		{ .none = "it holds a resumed run against the run it resumed from, not a faulty run "
+		  "against a clean one" } },
 };
 
 _Static_assert(sizeof(lks_check_kinds) / sizeof(lks_check_kinds[0]) == LKS_CHECK_COUNT,

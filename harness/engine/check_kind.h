@@ -21,6 +21,7 @@ typedef enum lks_check_kind {
 	LKS_CHECK_FINITE,
 	LKS_CHECK_RANKS_AGREE,
 	LKS_CHECK_RECOMPUTE,
+	LKS_CHECK_RESUME,
 	LKS_CHECK_COUNT
 } lks_check_kind;
 
@@ -38,6 +39,7 @@ enum {
 	LKS_CK_CHECKPOINT = 1,  /* run a has checkpoint = blocks (a recompute to compare) */
 	LKS_CK_MAJORITY = 2,    /* it names a rank only against a majority of ranks: an expected
 	                           rank on a run of 2 ranks is refused */
+	LKS_CK_RESUMED = 4,     /* run b resumes from run a (resume_from = A@STEP) */
 };
 
 /* A kind's column in 'lockstep bench detect': the kind evaluated with these settings on

@@ -44,6 +44,7 @@
 #include <unistd.h>
 
 #include "harness/engine/runner_impl.h"
+#include "harness/engine/state.h"
 #include "harness/store/fingerprint.h"
 #include "kernels/element/ops.h"
 #include "kernels/err.h"
@@ -366,14 +367,14 @@ static void lks_check_grads(struct lks_runner *R, lks_store *store, int64_t run_
 static void lks_progress(const lks_runner_opts *o, const struct lks_runner *R, int step,
                          double loss, double t_start)
 {
-	double el = lks_now() - t_start, eta = el / (step + 1) * (R->steps - step - 1);
+	double el = lks_now() - t_start, eta = el / (step + 1 - R->step0) * (R->steps - step - 1);
 
 	if (!o->progress)
 		return;
 	if (o->progress_tty)
 		fprintf(o->progress, "\r\033[K%s / %s: step %d/%d loss %.4f ETA %.0fs", R->c->name,
 		        R->run->name, step + 1, R->steps, loss, eta);
-	else if (step == 0 || (step + 1) % 10 == 0 || step + 1 == R->steps)
+	else if (step == R->step0 || (step + 1) % 10 == 0 || step + 1 == R->steps)
 		fprintf(o->progress, "%s / %s: step %d/%d loss %.4f (%.1fs)\n", R->c->name, R->run->name,
 		        step + 1, R->steps, loss, el);
 	fflush(o->progress);
@@ -414,7 +415,7 @@ static int lks_run_step(struct lks_runner *R, int step, lks_store *store, int64_
 		lsum += R->outs[r].loss;
 	}
 	*loss = lsum / ((double)R->W * R->ranks[0].T);
-	if (step == 0 && store
+	if (step == R->step0 && store
 	    && lks_store_tensors(store, run_id, (const char *const *)R->ranks[0].tr.names,
 	                         R->ranks[0].tr.phases, R->ranks[0].tr.nnames))
 		goto out;
@@ -432,10 +433,11 @@ out:
 	return rc;
 }
 
-static char *lks_run_options(const lks_run_cfg *run, const char *overrides)
+static char *lks_run_options(const lks_run_cfg *run, const lks_runner_opts *o)
 {
-	size_t n = 800 + (overrides ? strlen(overrides) : 0);
-	char *s = malloc(n), fault[600] = "", fsdp[128] = "";
+	const char *overrides = o->overrides;
+	size_t n = 840 + (overrides ? strlen(overrides) : 0);
+	char *s = malloc(n), fault[640] = "", fsdp[128] = "";
 
 	if (run->fsdp > 1)
 		snprintf(fsdp, sizeof(fsdp), " fsdp=%d%s%s", run->fsdp,
@@ -449,6 +451,12 @@ static char *lks_run_options(const lks_run_cfg *run, const char *overrides)
 		strcpy(fault, " inject: ");
 		lks_fault_format(&run->inject, fault + strlen(fault), sizeof(fault) - strlen(fault));
 	}
+	if (o->resume_run && o->resume_name)  /* its steps from there on: a run of its own kind */
+		snprintf(fault + strlen(fault), sizeof(fault) - strlen(fault),
+		         " resume_from=%.64s@%d", o->resume_name, o->resume_step);
+	else if (o->resume_run)
+		snprintf(fault + strlen(fault), sizeof(fault) - strlen(fault),
+		         " resume_from=run %lld@%d", (long long)o->resume_run, o->resume_step);
 	if (s)
 		snprintf(s, n, "checkpoint=%s%s%s%s amax_history=%d amax_algo=%s margin=%d%s%s%s",
 		         run->checkpoint ? "blocks" : "none",
@@ -565,7 +573,7 @@ static int lks_run_begin(const struct lks_runner *R, const lks_case *c, const lk
 	lks_run_info info = {
 		.suite_id = o->suite_id, .case_name = c->name, .case_path = c->path,
 		.case_text = c->text, .run_name = run->name, .recipe = lks_recipe_name(run->recipe),
-		.options = *options = lks_run_options(run, o->overrides),
+		.options = *options = lks_run_options(run, o),
 		.backend = (o->backend ? o->backend : lks_backend_default())->name,
 		.world_size = run->world_size, .steps = o->steps > 0 ? o->steps : c->steps,
 		.seed = c->seed, .combo = o->combo, .fingerprint = with ? with : fp,
@@ -577,6 +585,44 @@ static int lks_run_begin(const struct lks_runner *R, const lks_case *c, const lk
 	rc = lks_store_begin_run(store, &info, run_id);
 	free(with);
 	return rc;
+}
+
+/* Whether the run keeps its state after step (opts' state_every and state_at). */
+static int lks_state_wanted(const lks_runner_opts *o, int step)
+{
+	for (int i = 0; i < o->nstate_at; i++)
+		if (o->state_at[i] == step)
+			return 1;
+	return o->state_every > 0 && (step + 1) % o->state_every == 0;
+}
+
+/* A resumed run: from a stored state (process 0's store) of a step before its last; R's
+   ranks are set to it. */
+static int lks_run_resumable(struct lks_runner *R, lks_store *store, const lks_runner_opts *o)
+{
+	R->o = o;
+	if (!o->resume_run)
+		return 0;
+	if (!store && (!o->job || o->job->rank == 0))
+		return lks_err("run '%s': a resumed run needs the store its state is in",
+		               R->run->name);
+	if (o->resume_step < 0 || o->resume_step + 1 >= R->steps)
+		return lks_err("run '%s': resuming after step %d leaves no step of its %d to "
+		               "train", R->run->name, o->resume_step, R->steps), LKS_E_BAD_INPUT;
+	R->step0 = o->resume_step + 1;
+	return lks_state_resume(R, store, o->resume_run, o->resume_step);
+}
+
+/* A process that hosts none of the run's ranks takes part in the job's collectives of
+   its states: the resumed state sent out, each kept state gathered. */
+static int lks_run_idle(struct lks_runner *R, const lks_runner_opts *o)
+{
+	if (lks_run_resumable(R, NULL, o))
+		return -1;
+	for (int step = R->step0; step < R->steps; step++)
+		if (lks_state_wanted(o, step) && lks_state_keep(R, NULL, 0, step))
+			return -1;
+	return 0;
 }
 
 int lks_run(const lks_case *c, const lks_run_cfg *run, lks_store *store,
@@ -602,16 +648,22 @@ int lks_run(const lks_case *c, const lks_run_cfg *run, lks_store *store,
 		goto out;
 	}
 	if (R.L == 0) {  /* a process of the job that hosts none of this run's ranks */
-		rc = 0;
+		rc = lks_run_idle(&R, o);
 		goto out;
 	}
+	if ((rc = lks_run_resumable(&R, store, o)) != 0)  /* bad input: nothing stored */
+		goto out;
+	rc = -1;
 	if (store && lks_run_begin(&R, c, run, store, o, &options, &run_id))
 		goto out;
 	res->run_id = run_id;
-	for (step = 0; step < R.steps; step++) {
-		if (lks_run_step(&R, step, store, run_id, o, res, &loss))
+	res->first_step = R.step0;
+	for (step = R.step0; step < R.steps; step++) {
+		if (lks_run_step(&R, step, store, run_id, o, res, &loss)
+		    || (lks_state_wanted(o, step)  /* every process: a job gathers them */
+		        && (lks_runner_store_wait(&R) || lks_state_keep(&R, store, run_id, step))))
 			break;
-		if (step == 0)
+		if (step == R.step0)
 			res->first_loss = loss;
 		res->last_loss = loss;
 		res->steps = step + 1;

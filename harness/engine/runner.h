@@ -73,20 +73,36 @@ typedef struct lks_runner_opts {
 	   with those ranks' devices (n of them); not called where the backend names none */
 	void (*on_devices)(void *arg, const lks_rank_device *d, int n);
 	void *on_devices_arg;
+	/* the run's training state (engine/state.h) kept in the store after a step: every
+	   state_every-th ((step + 1) % state_every == 0; 0: none), and the steps of state_at
+	   (nstate_at of them) */
+	int state_every;
+	const int *state_at;
+	int nstate_at;
+	/* resume_run != 0: the run starts from the state run resume_run of the store kept
+	   after step resume_step, and trains the steps after it (only those are stored); in
+	   a job only process 0's id is read (the others: any id but 0) */
+	int64_t resume_run;
+	int resume_step;
+	const char *resume_name;  /* that run as the stored options name it (a case's run name,
+	                             the same every night); NULL: by its id */
 } lks_runner_opts;
 
 #define LKS_RUN_TIMEOUT_S 600.0
 
 typedef struct lks_run_result {
 	int64_t run_id;         /* 0 without a store */
-	int steps;
+	int steps;              /* the last step trained + 1 */
+	int first_step;         /* the first trained: 0, or the one after a resumed state */
 	double first_loss, last_loss;  /* global mean loss per token */
 	int nonfinite_events;   /* ranks that met NaN/Inf before an all-reduce */
 	double seconds;
 } lks_run_result;
 
 /* Runs one run of case c; store may be NULL (nothing recorded). A numerical problem is a
-   result (events, status), never an error; errors are infrastructure failures. */
+   result (events, status), never an error; errors are infrastructure failures (-1), or
+   LKS_E_BAD_INPUT or LKS_E_MISSING where a resumed run's state is not there or not of
+   its model (nothing is stored then). */
 int lks_run(const lks_case *c, const lks_run_cfg *run, lks_store *store,
             const lks_runner_opts *opts, lks_run_result *res);
 

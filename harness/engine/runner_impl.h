@@ -50,6 +50,7 @@ struct lks_runner {
 	lks_update_part *parts; /* (m.nt) AdamW's parts, by offset, for a backend's update */
 	float lr, bc1, bc2, b1pow, b2pow;
 	int step;               /* the step under way */
+	int step0;              /* the run's first step: 0, or the one after a resumed state */
 	const lks_runner_opts *o;
 	lks_pool *pool1;        /* a single rank's threads for the optimizer */
 	lks_bg *bg;             /* a single rank's background thread: tracing, the store */

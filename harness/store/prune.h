@@ -1,7 +1,8 @@
 /*
  * prune.h: retention of the trace store ('lockstep prune'). The latest suites are kept
  * whole; an older suite keeps its runs, steps, events, checks and verdicts and loses its
- * per-tensor stat rows (the bulk of the file), unless it is pinned. The rows go in bounded
+ * per-tensor stat rows (the bulk of the file) and the states its runs kept to resume
+ * from, unless it is pinned. The rows go in bounded
  * transactions, so that a reader (WAL: never blocked) and a writer (blocked at most one
  * batch) go on meanwhile; then VACUUM gives the space back to the file system.
  */

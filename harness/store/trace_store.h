@@ -141,6 +141,14 @@ int lks_store_gemm_plans(lks_store *s, int64_t run_id, const lks_gemm_algo *plan
 /* The run's plans in seq order. */
 int lks_store_get_gemm_plans(lks_store *s, int64_t run_id,
                              int (*fn)(void *arg, const lks_gemm_algo *plan), void *arg);
+/* A rank's training state after step (engine/state.h has the layout of data), kept with
+   the run (replaced where one was kept); and read back into *data (malloc'd, *n bytes):
+   LKS_E_MISSING (lks_err) where the run kept none of that step and rank. */
+int lks_store_put_state(lks_store *s, int64_t run_id, int step, int rank, const void *data,
+                        size_t n);
+int lks_store_get_state(lks_store *s, int64_t run_id, int step, int rank, void **data,
+                        size_t *n);
+
 /* status: "complete" or "failed". */
 int lks_store_end_run(lks_store *s, int64_t run_id, const char *status);
 
@@ -158,11 +166,12 @@ int lks_store_end_run(lks_store *s, int64_t run_id, const char *status);
    table (the GEMM library's algorithms of a run). 7: steps.metrics (imported runs). 8:
    suites.pinned and suites.pruned (retention, prune.h). 9: the nightly table (night over
    night). 10: import_blocks (an imported run's records, many to a row). 11:
-   tensor_blocks (an imported tensor trace's records, tensor_trace.h). A
+   tensor_blocks (an imported tensor trace's records, tensor_trace.h). 12: states (a
+   run's training state after a step, engine/state.h). A
    file of an earlier
    version is upgraded when opened: the tables and columns added since are created (a
    column NULL in the rows already there), nothing else changes. */
-#define LKS_STORE_SCHEMA_VERSION 11
+#define LKS_STORE_SCHEMA_VERSION 12
 
 typedef struct lks_run_rec {
 	int64_t run_id;

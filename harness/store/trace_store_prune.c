@@ -88,7 +88,7 @@ static int lks_prune_list(lks_store *s, const lks_prune_opts *o, struct lks_prun
 /* The statements of a prune: a batch of a run's stat rows, and the suite's mark (once: a
    later prune keeps the first time). */
 struct lks_prune_sql {
-	sqlite3_stmt *del, *mark;
+	sqlite3_stmt *del, *mark, *states;
 };
 
 static int lks_prune_sql_prepare(lks_store *s, struct lks_prune_sql *q)
@@ -101,7 +101,10 @@ static int lks_prune_sql_prepare(lks_store *s, struct lks_prune_sql *q)
 	    || LKS_SQL(s->db, sqlite3_prepare_v2(s->db, "UPDATE suites SET pruned = strftime("
 	                                         "'%Y-%m-%dT%H:%M:%fZ', 'now') WHERE suite_id = "
 	                                         "?1 AND pruned IS NULL", -1, &q->mark,
-	                                         NULL)) < 0)
+	                                         NULL)) < 0
+	    /* the states a run kept to resume from: a few rows, each a whole model */
+	    || LKS_SQL(s->db, sqlite3_prepare_v2(s->db, "DELETE FROM states WHERE run_id = ?1",
+	                                         -1, &q->states, NULL)) < 0)
 		return -1;
 	return 0;
 }
@@ -123,7 +126,9 @@ static int lks_prune_batch(lks_store *s, struct lks_prune_sql *q, int64_t suite,
 		return -1;
 	sqlite3_bind_int64(q->del, 1, run);
 	sqlite3_bind_int(q->del, 2, batch);
-	rc = lks_prune_mark(s, q, suite) || lks_store_done(s, q->del);
+	sqlite3_bind_int64(q->states, 1, run);
+	rc = lks_prune_mark(s, q, suite) || lks_store_done(s, q->states)
+	     || lks_store_done(s, q->del);
 	*gone = rc ? 0 : sqlite3_changes64(s->db);
 	if (rc || lks_store_exec(s, LKS_Q_COMMIT)) {
 		lks_store_rollback(s);
@@ -135,7 +140,7 @@ static int lks_prune_batch(lks_store *s, struct lks_prune_sql *q, int64_t suite,
 int lks_store_prune(lks_store *s, const lks_prune_opts *o, lks_prune_result *res)
 {
 	struct lks_prune_pair *p = NULL;
-	struct lks_prune_sql q = { NULL, NULL };
+	struct lks_prune_sql q = { NULL, NULL, NULL };
 	int n = 0, rc = -1, batch = o->batch > 0 ? o->batch : LKS_PRUNE_BATCH;
 	int64_t since = 0;        /* rows removed since the last checkpoint */
 
@@ -173,6 +178,7 @@ out:
 		lks_err("cannot prune '%s': %s", lks_store_path(s), lks_errmsg());
 	sqlite3_finalize(q.del);
 	sqlite3_finalize(q.mark);
+	sqlite3_finalize(q.states);
 	free(p);
 	return rc;
 }

@@ -284,6 +284,18 @@ static const char lks_schema_v11[] =
 	"	PRIMARY KEY (run_id, step, rank, seq)\n"
 	");\n";
 
+/* 12: a run's training state after a step (harness/engine/state.h has the layout of
+   data): per rank, its parameters, optimizer state and FP8 amax histories, from which a
+   run resumes bit for bit ('run --resume-from', the screen's replay). */
+static const char lks_schema_v12[] =
+	"CREATE TABLE states (\n"
+	"	run_id INTEGER NOT NULL REFERENCES runs (run_id),\n"
+	"	step INTEGER NOT NULL,          -- the step it is the state after\n"
+	"	rank INTEGER NOT NULL,\n"
+	"	data BLOB NOT NULL,\n"
+	"	PRIMARY KEY (run_id, step, rank)\n"
+	");\n";
+
 /* Part v of the schema: the tables (and their indexes) version v added, and the columns it
    added to tables of earlier versions. A part never changes once released. */
 static const struct lks_schema_part {
@@ -302,6 +314,7 @@ static const struct lks_schema_part {
 	[9] = { lks_schema_v9, NULL, 0 },
 	[10] = { lks_schema_v10, NULL, 0 },
 	[11] = { lks_schema_v11, NULL, 0 },
+	[12] = { lks_schema_v12, NULL, 0 },
 };
 
 /* Gradient SQNR between two runs (harness/verify/sqnr.h): the table is created when first

@@ -164,6 +164,9 @@ static const char *const lks_store_sql[LKS_Q_COUNT] = {
 	                     "finished = strftime('%Y-%m-%dT%H:%M:%fZ', 'now') WHERE run_id = ?1 "
 	                     "AND status = 'incomplete' AND world_size <= (SELECT count(DISTINCT "
 	                     "rank) FROM events WHERE run_id = ?1 AND kind = 'trace_rank_done')",
+	[LKS_Q_STATE] = "INSERT OR REPLACE INTO states (run_id, step, rank, data) "
+	                "VALUES (?1, ?2, ?3, ?4)",
+	[LKS_Q_GET_STATE] = "SELECT data FROM states WHERE run_id = ?1 AND step = ?2 AND rank = ?3",
 };
 
 static const char *const lks_phase_names[] = { "forward", "backward", "update", "recompute" };

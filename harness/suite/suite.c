@@ -363,17 +363,29 @@ static int lks_suite_import(const lks_case *c, const lks_run_cfg *r, lks_store *
 	return 0;
 }
 
+/* "  resumed after step N" (as resume_from names it) for a run whose first step is N + 1
+   (> 0); "" for 0 */
+static const char *lks_resumed_at(int first_step, char *buf, size_t size)
+{
+	if (first_step <= 0)
+		return "";
+	snprintf(buf, size, "  resumed after step %d", first_step - 1);
+	return buf;
+}
+
 void lks_suite_print_run(FILE *out, const lks_suite_line *r)
 {
+	char from[48];
+
 	if (r->imported)
 		fprintf(out, "%-20s %-16s %-18s ws %d  steps up to %d  imported, %ld %s, "
 		        "%ld other lines ignored\n", r->case_name, r->run_name, r->what,
 		        r->world_size, r->steps, r->records,
 		        r->imported == 2 ? "tensor records" : "metric lines", r->ignored);
 	else
-		fprintf(out, "%-20s %-16s %-18s ws %d  %4d steps  loss %.4f -> %.4f  %6.2fs%s\n",
+		fprintf(out, "%-20s %-16s %-18s ws %d  %4d steps  loss %.4f -> %.4f  %6.2fs%s%s\n",
 		        r->case_name, r->run_name, r->what, r->world_size, r->steps, r->first_loss,
-		        r->last_loss, r->seconds,
+		        r->last_loss, r->seconds, lks_resumed_at(r->first_step, from, sizeof(from)),
 		        r->nonfinite_events ? "  NON-FINITE gradients (see events)" : "");
 	fflush(out);
 }
@@ -394,11 +406,32 @@ struct lks_suite {
 	int left_out;             /* runs whose backend cannot be opened here */
 };
 
-/* Run j of case c trained (or imported) and stored, its id into *run_id (root). 0, or the
-   exit code. */
-static int lks_suite_one(struct lks_suite *s, const lks_case *c, int j, lks_sqnr_pairs *pairs,
-                         int64_t *run_id)
+/* Where run j of case c starts (resume_from: the state its run of the case kept, whose
+   id is in run_ids) and the steps whose state it keeps (those the selected runs after it
+   resume from: up to cap) into o. */
+static void lks_suite_states(const lks_case *c, int j, const int *selected,
+                             const int64_t *run_ids, lks_runner_opts *o, int *at, int cap)
 {
+	const lks_run_cfg *run = &c->runs[j];
+
+	for (int k = 0; run->resume_from[0] && k < j; k++)
+		if (!strcmp(c->runs[k].name, run->resume_from)) {
+			o->resume_run = run_ids[k];
+			o->resume_step = run->resume_step;
+			o->resume_name = run->resume_from;
+		}
+	for (int k = j + 1; k < c->nruns && o->nstate_at < cap; k++)
+		if (selected[k] && !strcmp(c->runs[k].resume_from, run->name))
+			at[o->nstate_at++] = c->runs[k].resume_step;
+	o->state_at = at;
+}
+
+/* Run j of case c trained (or imported) and stored, its id into run_ids[j] (root). 0, or
+   the exit code. */
+static int lks_suite_one(struct lks_suite *s, const lks_case *c, int j, lks_sqnr_pairs *pairs,
+                         const int *selected, int64_t *run_ids)
+{
+	int64_t *run_id = &run_ids[j];
 	const lks_suite_opts *a = s->a;
 	const lks_run_cfg *run = &c->runs[j];
 	const lks_backend *be = lks_run_backend(a, run);
@@ -418,7 +451,22 @@ static int lks_suite_one(struct lks_suite *s, const lks_case *c, int j, lks_sqnr
 	};
 	lks_run_result res;
 	char health[2048];
+	int at[64];  /* the steps kept: runs of a case resume from few */
+	int rc;
 
+	lks_suite_states(c, j, selected, run_ids, &o, at, 64);
+	o.state_every = a->state_every;
+	if (a->resume_run) {  /* --resume-from: the one run selected */
+		o.resume_run = a->resume_run;
+		o.resume_step = a->resume_step;
+		o.resume_name = NULL;
+	}
+	if (run->resume_from[0] && !o.resume_run) {  /* the run it resumes from was not stored */
+		if (s->job.root)
+			fprintf(stderr, "lockstep: %s / %s: left out: run '%s' it resumes from was not "
+			        "trained here\n", c->name, run->name, run->resume_from);
+		return 0;
+	}
 	if (run->import_fmt[0])
 		return s->job.root ? lks_suite_import(c, run, s->store, s->suite_id, s->obs, run_id)
 		                   : 0;
@@ -432,18 +480,21 @@ static int lks_suite_one(struct lks_suite *s, const lks_case *c, int j, lks_sqnr
 	}
 	lks_sqnr_hook(pairs, j, &o);
 	lks_gpu_health_reset(s->watch.mine);
-	if (lks_run(c, run, s->store, &o, &res)
+	if ((rc = lks_run(c, run, s->store, &o, &res)) != 0
 	    || lks_health_end(&s->job, &s->watch, s->store, res.run_id, health, sizeof(health))
 	    || lks_sqnr_end_run(pairs, j, res.run_id, s->store)) {
 		fprintf(stderr, "lockstep: %s / %s: %s\n", c->name, run->name, lks_errmsg());
-		return LKS_EXIT_INFRA;
+		return rc ? lks_exit_code(rc) : LKS_EXIT_INFRA;
 	}
-	if (!s->job.root)  /* it trained its ranks; process 0 stores and says */
+	if (!s->job.root) {  /* it trained its ranks; process 0 stores and says */
+		*run_id = -1;     /* trained, its id process 0's (a run resuming from it) */
 		return 0;
+	}
 	if (s->obs->on_run)
 		s->obs->on_run(s->obs->arg, &(lks_suite_line){
 			.case_name = c->name, .run_name = run->name, .what = lks_recipe_name(run->recipe),
-			.world_size = run->world_size, .steps = res.steps, .first_loss = res.first_loss,
+			.world_size = run->world_size, .steps = res.steps, .first_step = res.first_step,
+			.first_loss = res.first_loss,
 			.last_loss = res.last_loss, .seconds = res.seconds,
 			.nonfinite_events = res.nonfinite_events });
 	*run_id = res.run_id;
@@ -464,14 +515,17 @@ static int lks_suite_case(struct lks_suite *s, const lks_case *c)
 		fprintf(stderr, "lockstep: out of memory\n");
 		goto out;
 	}
-	for (int j = 0; j < c->nruns; j++)
-		selected[j] = lks_selected(s->a, c, c->runs[j].name);
+	for (int j = c->nruns - 1; j >= 0; j--) {  /* and the runs the selected resume from */
+		selected[j] |= lks_selected(s->a, c, c->runs[j].name);
+		for (int k = 0; selected[j] && k < j; k++)
+			selected[k] |= !strcmp(c->runs[k].name, c->runs[j].resume_from);
+	}
 	if (s->job.root && lks_sqnr_begin(c, selected, &pairs)) {
 		fprintf(stderr, "lockstep: %s\n", lks_errmsg());
 		goto out;
 	}
 	for (int j = 0; j < c->nruns; j++)
-		if (selected[j] && (rc = lks_suite_one(s, c, j, pairs, &run_ids[j])) != 0)
+		if (selected[j] && (rc = lks_suite_one(s, c, j, pairs, selected, run_ids)) != 0)
 			goto out;
 	rc = LKS_EXIT_INFRA;
 	if (s->job.root && lks_check_case(s->store, s->suite_id, c, run_ids, &s->copts,
@@ -487,6 +541,21 @@ out:
 	return rc;
 }
 
+/* --resume-from starts one run: the selection must be one (--run NAME, one case). */
+static int lks_resume_one(const lks_suite_opts *a, const lks_case *cases, int ncases)
+{
+	int n = 0;
+
+	for (int i = 0; a->resume_run && i < ncases; i++)
+		for (int j = 0; j < cases[i].nruns; j++)
+			n += lks_selected(a, &cases[i], cases[i].runs[j].name)
+			     && !cases[i].runs[j].import_fmt[0];
+	if (a->resume_run && n != 1)
+		return lks_usage("run: --resume-from starts one run, and %d are selected: choose it "
+		                 "with --run NAME (and one case)", n);
+	return 0;
+}
+
 /* Every process: the cases loaded and settled, the database opened and the suite begun
    (root), NVML opened; 0 or the exit code, agreed. */
 static int lks_suite_begin(struct lks_suite *s, lks_case **cases, int *ncases)
@@ -499,7 +568,8 @@ static int lks_suite_begin(struct lks_suite *s, lks_case **cases, int *ncases)
 	if (lks_cases_load(a->inputs.v, a->inputs.n, a->sets.v, a->sets.n, cases, ncases)) {
 		fprintf(stderr, "lockstep: %s\n", lks_errmsg());
 		rc = LKS_EXIT_USAGE;
-	} else if (lks_keep_checks(a, *cases, ncases) || lks_gemm_settle(a, *cases, *ncases)) {
+	} else if (lks_keep_checks(a, *cases, ncases) || lks_gemm_settle(a, *cases, *ncases)
+	           || lks_resume_one(a, *cases, *ncases)) {
 		rc = LKS_EXIT_USAGE;
 	} else if (s->job.root) {
 		lks_warn_unplanted(a, *cases, *ncases);

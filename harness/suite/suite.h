@@ -34,6 +34,9 @@ typedef struct lks_suite_opts {
 	int steps, threads;       /* 0: the case's steps, all cores */
 	int timeout;              /* seconds a rank waits for the others */
 	int same_fp_warn;         /* a silent change (same fingerprint) only warns */
+	int state_every;          /* every run keeps its state after every N-th step; 0: none */
+	int64_t resume_run;       /* > 0: the one run selected starts from the state this run */
+	int resume_step;          /* kept after this step */
 	lks_opt_list inputs;      /* CASE|DIR */
 	lks_opt_list sets;        /* S.K=V overrides */
 	lks_opt_list only;        /* run names; none: every run (or --check's) */
@@ -46,6 +49,7 @@ typedef struct lks_suite_line {
 	const char *what;         /* the recipe's name, or the import format's */
 	int imported;             /* 1: a log's metrics; 2: a tensor trace */
 	int world_size, steps;
+	int first_step;           /* trained: 0, or the step after the state it resumed from */
 	double first_loss, last_loss, seconds;  /* trained */
 	int nonfinite_events;     /* trained: ranks that met NaN/Inf before an all-reduce */
 	long records, ignored;    /* imported: metric lines, other lines */

@@ -333,6 +333,25 @@ static int lks_check_recompute(struct lks_check_ctx *x)
 	return lks_walk(&o, x->a, x->a, x->res, NULL);
 }
 
+/* b resumed from a's state after a step: from b's first step on, every shared tensor bit
+   for bit, then the loss, grad norm and learning rate of each step's rows; and b stored
+   every step from there to a's last. */
+static int lks_check_resume(struct lks_check_ctx *x)
+{
+	lks_walk_opts o = lks_check_walk_opts(x);
+	lks_stored_run *b = x->b;
+
+	if (b->nsteprows == 0 || b->steprows[0].step == 0) {
+		lks_walk_at(x->res, x->a, -1, -1, -1);
+		snprintf(x->res->note, sizeof(x->res->note), "run '%s' %s", x->k->b,
+		         b->nsteprows ? "was not resumed: it stored step 0" : "stored no step");
+		return 0;
+	}
+	o.from_step = b->steprows[0].step;
+	o.step_fields = LKS_WALK_LOSS | LKS_WALK_GRAD_NORM | LKS_WALK_LR;
+	return lks_walk(&o, x->a, b, x->res, NULL);
+}
+
 /* "lockstep golden update CASE --run RUN [--golden DIR]": how a missing golden is made,
    each word quoted for the shell. */
 static void lks_golden_howto(const lks_stored_run *run, const char *dir, char *buf, size_t n)
@@ -474,6 +493,7 @@ static const struct lks_check_kind_row {
 	[LKS_CHECK_FINITE] = { lks_check_finite, 1 },
 	[LKS_CHECK_RANKS_AGREE] = { lks_check_ranks_agree, 1 },
 	[LKS_CHECK_RECOMPUTE] = { lks_check_recompute, 1 },
+	[LKS_CHECK_RESUME] = { lks_check_resume, 1 },
 };
 
 _Static_assert(sizeof(lks_check_kinds) / sizeof(lks_check_kinds[0]) == LKS_CHECK_COUNT,

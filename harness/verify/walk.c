@@ -571,7 +571,7 @@ static int lks_walk_step_metric(const lks_walk_opts *o, const lks_stored_run *a,
 {
 	lks_field f = { o->metric->name, 0, LKS_FIELD_F64 };  /* the value itself */
 
-	for (int step = 0; step < nsteps; step++) {
+	for (int step = o->from_step; step < nsteps; step++) {
 		double va = lks_walk_step_value(a, step, o->metric);
 		double vb = lks_walk_step_value(b, step, o->metric);
 
@@ -646,7 +646,7 @@ int lks_walk(const lks_walk_opts *o, lks_stored_run *a, lks_stored_run *b,
 			snprintf(res->note, sizeof(res->note), "the runs share no traced tensor");
 			rc = 1;
 		}
-		for (int step = 0; step < nsteps && !rc; step++)
+		for (int step = o->from_step; step < nsteps && !rc; step++)
 			if (!(rc = lks_walk_tensors(o, a, b, &k, map, step, res, cnt)))
 				rc = lks_walk_step_rows(o, a, b, &k, step, res);
 		free(map);

@@ -64,6 +64,8 @@ typedef struct lks_walk_opts {
 	                             b of the same name and occurrence (a and b: the same run),
 	                             and no other; one without is the divergence */
 	const char *label_a, *label_b;  /* the runs in a note: "no stats row in LABEL" */
+	int from_step;            /* the first step compared (a resumed run has none before
+	                             its first); lockstep's own runs only */
 } lks_walk_opts;
 
 /* What a walk paired and compared. */

@@ -309,7 +309,7 @@ Test(case, errors_name_file_and_line, .init = setup, .fini = teardown)
 		  "fp8_rowwise_gw_hp, fp8_delayed, fp32)" },
 		{ BASE "[check c]\nkind = near\n",
 		  ":16: unknown check kind 'near' in [check c] (bitwise, close, sqnr, golden, finite, "
-		  "ranks_agree, recompute)" },
+		  "ranks_agree, recompute, resume)" },
 		{ BASE "[run c]\nrecipe = bf16\ncheckpoint = all\n",
 		  ":17: bad value 'all' for 'checkpoint' in [run c]: want none, blocks" },
 		{ BASE "[run c]\nrecipe = bf16\namax_algo = mean\n",

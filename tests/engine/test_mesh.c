@@ -7,7 +7,6 @@
  * check over every traced tensor of every step; a pair that differs names where.
  */
 #include <criterion/criterion.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -16,19 +15,6 @@
 #include "fault_run_fixture.h"
 #include "run_bin.h"
 #include "harness/engine/recipe.h"
-
-/* Appends to buf (size) at *len, as snprintf does. */
-static void add(char *buf, size_t size, size_t *len, const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
-static void add(char *buf, size_t size, size_t *len, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	*len += (size_t)vsnprintf(buf + *len, *len < size ? size - *len : 0, fmt, ap);
-	va_end(ap);
-	cr_assert_lt(*len, size, "the case text is too long");
-}
 
 /* whether a recipe scales the forward's weight per tensor in FP8 (fp8_all_gather fits) */
 static int weight_per_tensor(lks_recipe r)
@@ -52,20 +38,20 @@ static void pairs(int world_size, const char *base, const char *sharded, int ag)
 	cr_assert_not_null(mkdtemp(dir));
 	snprintf(path, sizeof(path), "%s/m.ini", dir);
 	snprintf(db, sizeof(db), "%s/m.db", dir);
-	add(text, sizeof(text), &len, "[case]\nsteps = 4\nworld_size = %d\n"
+	case_add(text, sizeof(text), &len, "[case]\nsteps = 4\nworld_size = %d\n"
 	    "[model]\nvocab = 64\nhidden = 32\nffn = 64\nlayers = 2\nseq = 8\nbatch = 1\n"
 	    "attention = causal\nheads = 2\n", world_size);
 	for (int r = 0; r < LKS_RECIPE_COUNT; r++) {
 		const char *name = lks_recipe_name((lks_recipe)r);
 
-		add(text, sizeof(text), &len, "[run base_%s]\nrecipe = %s\n%s\n"
+		case_add(text, sizeof(text), &len, "[run base_%s]\nrecipe = %s\n%s\n"
 		    "[run sharded_%s]\nrecipe = %s\n%s\n"
 		    "[check caught_%s]\nkind = bitwise\na = sharded_%s\nb = base_%s\n",
 		    name, name, base, name, name, sharded, name, name, name);
 		checks++;
 		if (!ag || !weight_per_tensor((lks_recipe)r))
 			continue;
-		add(text, sizeof(text), &len, "[run ag_%s]\nrecipe = %s\n%s\nfp8_all_gather = on\n"
+		case_add(text, sizeof(text), &len, "[run ag_%s]\nrecipe = %s\n%s\nfp8_all_gather = on\n"
 		    "[check caught_ag_%s]\nkind = bitwise\na = ag_%s\nb = base_%s\n",
 		    name, name, sharded, name, name, name);
 		checks++;

@@ -1,7 +1,8 @@
 /*
  * test_prune.c: 'lockstep prune' (harness/store/prune.h) as a user meets it: ten suites
  * stored by 'lockstep run', then 'prune --keep 3' with one old suite pinned: the file is
- * smaller; the stat rows of the unpinned old suites are gone and nothing else is (every
+ * smaller; the stat rows and kept states of the unpinned old suites are gone and nothing
+ * else is (every
  * other table's rows, and every row of the kept and pinned suites, counted before and
  * after); every suite still reports, diffs and reads its verdicts back. A reader holding a
  * snapshot is neither blocked nor disturbed meanwhile. --keep-days prunes by age but never
@@ -63,7 +64,8 @@ static void setup(struct fixture *f, int suites)
 	cr_assert_not_null(cf = fopen(f->ini, "w"));
 	fputs(case_text, cf);
 	fclose(cf);
-	snprintf(args, sizeof(args), "run '%s' --db '%s' --quiet", f->ini, f->db);
+	/* each run keeps its state after every step: a prune drops them with the stat rows */
+	snprintf(args, sizeof(args), "run '%s' --db '%s' --quiet --keep-state 1", f->ini, f->db);
 	for (int i = 0; i < suites; i++)
 		cr_assert_eq(lks_run_bin(NULL, args, out, sizeof(out)), 0, "%s", out);
 }
@@ -89,13 +91,13 @@ static int64_t sql_int(sqlite3 *db, const char *sql)
 	return v;
 }
 
-/* The stat rows of one suite. */
-static int64_t suite_stats(sqlite3 *db, int suite)
+/* The rows of table (stats, states) of one suite. */
+static int64_t suite_rows(sqlite3 *db, const char *table, int suite)
 {
 	char sql[160];
 
-	snprintf(sql, sizeof(sql), "SELECT count(*) FROM stats WHERE run_id IN (SELECT run_id "
-	         "FROM runs WHERE suite_id = %d)", suite);
+	snprintf(sql, sizeof(sql), "SELECT count(*) FROM %s WHERE run_id IN (SELECT run_id "
+	         "FROM runs WHERE suite_id = %d)", table, suite);
 	return sql_int(db, sql);
 }
 
@@ -138,6 +140,7 @@ Test(prune, keeps_the_latest_suites_whole_and_only_stat_rows_of_old_ones_go)
 {
 	struct fixture f;
 	int64_t kept_before[NKEPT], kept_after[NKEPT], stats_before[SUITES + 1];
+	int64_t states_before[SUITES + 1];
 	char args[512], out[4096];
 	long long before, after;
 	sqlite3 *db;
@@ -146,8 +149,11 @@ Test(prune, keeps_the_latest_suites_whole_and_only_stat_rows_of_old_ones_go)
 	setup(&f, SUITES);
 	cr_assert_eq(sqlite3_open(f.db, &db), SQLITE_OK);
 	count_kept(db, kept_before);
-	for (int i = 1; i <= SUITES; i++)
-		cr_assert_gt(stats_before[i] = suite_stats(db, i), 0, "suite %d", i);
+	for (int i = 1; i <= SUITES; i++) {
+		cr_assert_gt(stats_before[i] = suite_rows(db, "stats", i), 0, "suite %d", i);
+		/* two runs of two steps, a rank each */
+		cr_assert_eq(states_before[i] = suite_rows(db, "states", i), 4, "suite %d", i);
+	}
 	sqlite3_close(db);
 
 	/* a batch far below a suite's rows: many transactions */
@@ -168,7 +174,8 @@ Test(prune, keeps_the_latest_suites_whole_and_only_stat_rows_of_old_ones_go)
 		int keep = i == 2 || i > SUITES - 3;
 		char sql[128];
 
-		cr_assert_eq(suite_stats(db, i), keep ? stats_before[i] : 0, "suite %d", i);
+		cr_assert_eq(suite_rows(db, "stats", i), keep ? stats_before[i] : 0, "suite %d", i);
+		cr_assert_eq(suite_rows(db, "states", i), keep ? states_before[i] : 0, "suite %d", i);
 		snprintf(sql, sizeof(sql), "SELECT (pruned IS NOT NULL) * 2 + coalesce(pinned, 0) "
 		         "FROM suites WHERE suite_id = %d", i);
 		cr_assert_eq(sql_int(db, sql), i == 2 ? 1 : keep ? 0 : 2, "suite %d", i);
@@ -217,8 +224,8 @@ Test(prune, a_reader_holding_a_snapshot_is_not_blocked_nor_disturbed)
 	/* the snapshot still whole; a new one sees the last suite's rows alone */
 	cr_assert_eq(sql_int(db, "SELECT count(*) FROM stats"), all);
 	cr_assert_eq(sqlite3_exec(db, "COMMIT", NULL, NULL, NULL), SQLITE_OK);
-	cr_assert_eq(sql_int(db, "SELECT count(*) FROM stats"), suite_stats(db, 3));
-	cr_assert_lt(suite_stats(db, 3), all);
+	cr_assert_eq(sql_int(db, "SELECT count(*) FROM stats"), suite_rows(db, "stats", 3));
+	cr_assert_lt(suite_rows(db, "stats", 3), all);
 	sqlite3_close(db);
 	teardown(&f);
 }
@@ -248,10 +255,10 @@ Test(prune, keep_days_prunes_older_suites_but_never_the_latest)
 	cr_assert_eq(lks_run_bin(NULL, args, out, sizeof(out)), 0, "%s", out);
 	cr_assert_not_null(strstr(out, "pruned 2 suites:"), "%s", out);
 	cr_assert_eq(sqlite3_open(f.db, &db), SQLITE_OK);
-	cr_assert_eq(suite_stats(db, 1), 0);
-	cr_assert_eq(suite_stats(db, 2), 0);
-	cr_assert_gt(suite_stats(db, 3), 0);
-	cr_assert_gt(suite_stats(db, 4), 0, "the latest suite pruned");
+	cr_assert_eq(suite_rows(db, "stats", 1), 0);
+	cr_assert_eq(suite_rows(db, "stats", 2), 0);
+	cr_assert_gt(suite_rows(db, "stats", 3), 0);
+	cr_assert_gt(suite_rows(db, "stats", 4), 0, "the latest suite pruned");
 	sqlite3_close(db);
 	/* a golden is not written from a pruned run (old's latest): exit 2, naming it */
 	snprintf(args, sizeof(args), "golden update '%s/old.ini' --db '%s' --golden '%s/g'", f.dir,
@@ -406,7 +413,7 @@ static void prune_killed(const struct fixture *f)
 
 	cr_assert_eq(sqlite3_open(f->db, &db), SQLITE_OK);
 	sqlite3_busy_timeout(db, 10000);
-	before = suite_stats(db, 1);
+	before = suite_rows(db, "stats", 1);
 	cr_assert_gt(pid = fork(), -1);
 	if (pid == 0) {
 		int null = open("/dev/null", O_WRONLY);
@@ -417,14 +424,14 @@ static void prune_killed(const struct fixture *f)
 		_exit(127);
 	}
 	do
-		now = suite_stats(db, 1);
+		now = suite_rows(db, "stats", 1);
 	while (now == before && waitpid(pid, &status, WNOHANG) == 0);
 	kill(pid, SIGKILL);
 	cr_assert_eq(waitpid(pid, &status, 0), pid);
 	cr_assert(WIFSIGNALED(status), "the prune ended before its kill (exit %d)",
 	          WEXITSTATUS(status));
 	cr_assert_eq(part_pruned(db, 1), 1, "the kill did not land inside a run (%lld of %lld "
-	             "stat rows left)", (long long)suite_stats(db, 1), (long long)before);
+	             "stat rows left)", (long long)suite_rows(db, "stats", 1), (long long)before);
 	sqlite3_close(db);
 }
 
@@ -471,7 +478,7 @@ Test(prune, a_prune_killed_part_way_leaves_its_suite_marked)
 	snprintf(args, sizeof(args), "prune --db '%s' --keep 1", f.db);
 	cr_assert_eq(lks_run_bin(NULL, args, out, sizeof(out)), 0, "%s", out);
 	cr_assert_eq(sqlite3_open(f.db, &db), SQLITE_OK);
-	cr_assert_eq(suite_stats(db, 1), 0);
+	cr_assert_eq(suite_rows(db, "stats", 1), 0);
 	sqlite3_close(db);
 	teardown(&f);
 }

@@ -287,6 +287,8 @@ static void make_old_db(const char *path, int version, int64_t *run)
 	lks_store_close(s);
 	if (version < 11)
 		raw_exec(path, "DROP TABLE tensor_blocks;");
+	if (version < 12)
+		raw_exec(path, "DROP TABLE states;");
 	if (version < 10)
 		raw_exec(path, "DROP TABLE import_blocks;");
 	if (version < 9)
@@ -571,9 +573,9 @@ Test(trace_store, readonly_refuses_what_is_not_ours_untouched)
 	/* ours, but of a later version */
 	path_in_tmp(path, sizeof(path), "future.db");
 	make_db(path);
-	raw_exec(path, "PRAGMA user_version = 12");
+	raw_exec(path, "PRAGMA user_version = 13");
 	before = take(path);
-	expect_refused(path, "version 12");
+	expect_refused(path, "version 13");
 	expect_same_bytes(path, before);
 	free(before.bytes);
 	rm_tmp();

@@ -36,7 +36,8 @@ static void teardown(void)
 /* Two runs of two ranks: a with checkpointing (what recompute needs), b without. */
 #define RUNS "[case]\nsteps = 3\nworld_size = 2\n" \
 	"[model]\nvocab = 32\nhidden = 16\nffn = 32\nlayers = 1\nseq = 4\nbatch = 1\n" \
-	"[run a]\nrecipe = fp8_rowwise\ncheckpoint = blocks\n[run b]\nrecipe = bf16\n"
+	"[run a]\nrecipe = fp8_rowwise\ncheckpoint = blocks\n[run b]\nrecipe = bf16\n" \
+	"resume_from = a@0\n"
 
 /* A check of kind k called k<k> on run a, with every key its row says it reads (b when it
    compares two runs, unless no_b), then extra; appended to buf. */
@@ -73,7 +74,7 @@ static const char *put_case(const char *name, const char *checks)
 	return path;
 }
 
-/* The case with the check of kind k fails to load, naming the check's line (16: the
+/* The case with the check of kind k fails to load, naming the check's line (17: the
    first line after RUNS). */
 static void refused(int k, const char *a, int no_b, const char *extra, const char *why)
 {
@@ -85,7 +86,7 @@ static void refused(int k, const char *a, int no_b, const char *extra, const cha
 	path = put_case("bad.ini", text);
 	cr_assert_neq(lks_case_load(path, NULL, 0, &c), 0, "%s: %s accepted", why,
 	              lks_check_kind_name((lks_check_kind)k));
-	snprintf(where, sizeof(where), "%s:16: check 'k%d'", path, k);
+	snprintf(where, sizeof(where), "%s:17: check 'k%d'", path, k);
 	cr_assert_not_null(strstr(lks_errmsg(), where), "%s: %s", why, lks_errmsg());
 }
 

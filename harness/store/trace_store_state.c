@@ -1,0 +1,60 @@
+/*
+ * trace_store_state.c: a run's training state after a step, per rank (table states,
+ * schema 12), kept so that a run can resume from it bit for bit. The store keeps the
+ * bytes; engine/state.c makes and reads them.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "harness/store/trace_store_impl.h"
+#include "kernels/err.h"
+
+int lks_store_put_state(lks_store *s, int64_t run_id, int step, int rank, const void *data,
+                        size_t n)
+{
+	sqlite3_stmt *st;
+	int rc;
+
+	if (lks_store_stmt(s, LKS_Q_STATE, &st))
+		return -1;
+	sqlite3_bind_int64(st, 1, run_id);
+	sqlite3_bind_int(st, 2, step);
+	sqlite3_bind_int(st, 3, rank);
+	sqlite3_bind_blob64(st, 4, data, n, SQLITE_STATIC);
+	rc = lks_store_done(s, st);
+	sqlite3_clear_bindings(st);  /* the blob is the caller's */
+	return rc ? lks_err("%s, keeping the state of run %lld after step %d, rank %d",
+	                    lks_errmsg(), (long long)run_id, step, rank) : 0;
+}
+
+int lks_store_get_state(lks_store *s, int64_t run_id, int step, int rank, void **data,
+                        size_t *n)
+{
+	sqlite3_stmt *st;
+	int rc;
+
+	*data = NULL;
+	*n = 0;
+	if (lks_store_stmt(s, LKS_Q_GET_STATE, &st))
+		return -1;
+	sqlite3_bind_int64(st, 1, run_id);
+	sqlite3_bind_int(st, 2, step);
+	sqlite3_bind_int(st, 3, rank);
+	if ((rc = LKS_SQL(s->db, sqlite3_step(st))) == SQLITE_ROW) {
+		size_t len = (size_t)sqlite3_column_bytes(st, 0);
+
+		if (!(*data = malloc(len ? len : 1))) {
+			sqlite3_reset(st);
+			return lks_err("out of memory for a state of %zu bytes", len);
+		}
+		memcpy(*data, sqlite3_column_blob(st, 0), len);
+		*n = len;
+		rc = 0;
+	} else if (rc == SQLITE_DONE) {
+		rc = (lks_err("run %lld kept no state after step %d for rank %d (a run keeps the "
+		             "steps it was asked to: 'resume_from' in a case, 'run --keep-state')",
+		             (long long)run_id, step, rank), LKS_E_MISSING);
+	}
+	sqlite3_reset(st);
+	return rc;
+}
