@@ -30,7 +30,8 @@
 	X(prune, "keep the latest suites whole, older ones without their per-tensor stats") \
 	X(matrix, "every case under every combo of a combos file: a table of verdicts") \
 	X(bisect, "the first bad combo of an ordered list, by binary search") \
-	X(reduce, "the fewest differences between a good and a bad combo that fail")
+	X(reduce, "the fewest differences between a good and a bad combo that fail") \
+	X(screen, "a known-answer canary of every GPU of a node, a faulty one replayed and named")
 
 #define LKS_COMMAND_DECL(name, summary) int cmd_##name(int argc, char **argv);
 LKS_COMMANDS(LKS_COMMAND_DECL)

@@ -166,6 +166,10 @@ void lks_cases_release(lks_case *cases, int ncases);
    c's file unless absolute, into buf; an error when it does not fit. */
 int lks_case_import_path(const lks_case *c, const lks_run_cfg *r, char *buf, size_t size);
 
+/* Whether fault f can act on run r of case c: its recipe, ranks and steps, and the tensor
+   it names. */
+int lks_run_fault_fits(const lks_case *c, const lks_run_cfg *r, const lks_fault *f);
+
 /* Plants the fault of the environment variable LOCKSTEP_INJECT (fault.h), if set, into the
    run it names with run=NAME, else into every run it fits (its recipe, checkpointing, ranks
    and steps); an error when it is malformed or fits no run. lks_cases_load calls it. */

@@ -97,8 +97,5 @@ const char *lks_sec_label(struct lks_parse *st, enum lks_sec sec, int idx, char 
    sections; an error is placed in the file (lks_case_at). */
 int lks_case_validate(struct lks_parse *st);
 
-/* Whether fault f can act on run r of case c: its recipe, ranks and steps, and the tensor
-   it names. */
-int lks_run_fault_fits(const lks_case *c, const lks_run_cfg *r, const lks_fault *f);
 
 #endif

@@ -632,7 +632,7 @@ int lks_run(const lks_case *c, const lks_run_cfg *run, lks_store *store,
 	int64_t run_id = 0;
 	char *options = NULL;
 	double t_start = lks_now(), loss = 0.0;
-	int rc = -1, step;
+	int rc = -1, step, end;
 
 	memset(res, 0, sizeof(*res));
 	if (lks_runner_init(&R, c, run, o)) {
@@ -658,7 +658,8 @@ int lks_run(const lks_case *c, const lks_run_cfg *run, lks_store *store,
 		goto out;
 	res->run_id = run_id;
 	res->first_step = R.step0;
-	for (step = R.step0; step < R.steps; step++) {
+	end = o->stop_at > 0 && o->stop_at < R.steps ? o->stop_at : R.steps;
+	for (step = R.step0; step < end; step++) {
 		if (lks_run_step(&R, step, store, run_id, o, res, &loss)
 		    || (lks_state_wanted(o, step)  /* every process: a job gathers them */
 		        && (lks_runner_store_wait(&R) || lks_state_keep(&R, store, run_id, step))))
@@ -672,7 +673,7 @@ int lks_run(const lks_case *c, const lks_run_cfg *run, lks_store *store,
 	if (o->progress && o->progress_tty)
 		fputc('\n', o->progress);
 	/* the last step's rows land before the run's status does */
-	if (lks_runner_store_wait(&R) || (store && lks_store_plans(&R, store, run_id)) || step < R.steps
+	if (lks_runner_store_wait(&R) || (store && lks_store_plans(&R, store, run_id)) || step < end
 	    || lks_fault_missed(&R)) {
 		if (store)
 			lks_store_end_run(store, run_id, "failed");

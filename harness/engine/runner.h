@@ -86,6 +86,8 @@ typedef struct lks_runner_opts {
 	int resume_step;
 	const char *resume_name;  /* that run as the stored options name it (a case's run name,
 	                             the same every night); NULL: by its id */
+	int stop_at;              /* > 0: the run ends before this step, its schedule still that
+	                             of all its steps (a replay of one step) */
 } lks_runner_opts;
 
 #define LKS_RUN_TIMEOUT_S 600.0

@@ -14,7 +14,7 @@ struct lks_junit {
 	int same_fp_fails;        /* a change with an equal fingerprint is a failure */
 };
 
-static void lks_xml_text(FILE *f, const char *s)
+void lks_xml_text(FILE *f, const char *s)
 {
 	for (; s && *s; s++) {
 		switch (*s) {

@@ -11,10 +11,15 @@
 #define LKS_HARNESS_JUNIT_H
 
 #include <stdint.h>
+#include <stdio.h>
 
 #include "harness/store/trace_store.h"
 
 /* Writes the checks and night-over-night verdicts of suite suite_id to path (through a temporary file and a rename: harness/base/atomic_file.h). */
 int lks_junit_write(lks_store *s, int64_t suite_id, const char *path, int same_fp_fails);
+
+/* s as XML text or attribute value: the five specials escaped, control characters other
+   than tab and newline (not allowed in XML 1.0) a blank. */
+void lks_xml_text(FILE *f, const char *s);
 
 #endif

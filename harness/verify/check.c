@@ -501,7 +501,7 @@ _Static_assert(sizeof(lks_check_kinds) / sizeof(lks_check_kinds[0]) == LKS_CHECK
 
 /* ---- verdicts and their words ---- */
 
-static void lks_fmt_value(char *buf, size_t n, const lks_check_result *r, int b)
+void lks_check_value_text(char *buf, size_t n, const lks_check_result *r, int b)
 {
 	double v = b ? r->b : r->a;
 	int64_t iv = b ? r->ib : r->ia;
@@ -514,10 +514,9 @@ static void lks_fmt_value(char *buf, size_t n, const lks_check_result *r, int b)
 		snprintf(buf, n, "%" PRId64, iv);
 }
 
-/* "step 3, tensor 'x' (backward), rank 1: l2 fp8_ac=... fp8=... (abs .., rel .., 2 ulp)" */
-static void lks_describe(struct lks_check_ctx *x, char *buf, size_t n)
+void lks_check_describe(const lks_check_result *r, const char *label_a, const char *label_b,
+                        char *buf, size_t n)
 {
-	const lks_check_result *r = x->res;
 	const char *phase = r->phase >= 0 ? lks_phase_name((lks_phase)r->phase) : NULL;
 	char va[64], vb[64];
 	size_t len = 0;
@@ -533,13 +532,13 @@ static void lks_describe(struct lks_check_ctx *x, char *buf, size_t n)
 	if (r->rank >= 0)
 		LKS_ADD("%srank %d", len ? ", " : "", r->rank);
 	if (r->field && r->value_type != LKS_VALUE_NONE) {
-		lks_fmt_value(va, sizeof(va), r, 0);
-		lks_fmt_value(vb, sizeof(vb), r, 1);
-		if (x->label_b)
-			LKS_ADD("%s%s %s=%s %s=%s", len ? ": " : "", r->field, x->label_a, va, x->label_b, vb);
+		lks_check_value_text(va, sizeof(va), r, 0);
+		lks_check_value_text(vb, sizeof(vb), r, 1);
+		if (label_b)
+			LKS_ADD("%s%s %s=%s %s=%s", len ? ": " : "", r->field, label_a, va, label_b, vb);
 		else
 			LKS_ADD("%s%s %s", len ? ": " : "", r->field, va);
-		if (!isnan(r->abs_err) && x->label_b) {
+		if (!isnan(r->abs_err) && label_b) {
 			LKS_ADD(" (abs %.3g, rel %.3g", r->abs_err, r->rel_err);
 			if (r->ulp >= 0)
 				LKS_ADD(", %" PRId64 " ulp", r->ulp);
@@ -580,7 +579,7 @@ static void lks_check_judge(struct lks_check_ctx *x)
 	lks_check_result *r = x->res;
 	char found[400], where[200];
 
-	lks_describe(x, found, sizeof(found));
+	lks_check_describe(x->res, x->label_a, x->label_b, found, sizeof(found));
 	lks_expected_where(k, where, sizeof(where));
 	if (!k->expect_fail) {
 		r->verdict = r->failed ? LKS_VERDICT_FAIL : LKS_VERDICT_PASS;

@@ -149,6 +149,14 @@ int lks_check_bitwise_kept_runs(lks_store *s, const lks_check_cfg *k, struct lks
 
 /* A result as lks_check_eval starts it: no verdict yet, no divergence. */
 void lks_check_result_init(lks_check_result *res);
+/* A divergence in words: "step 3, tensor 'x' (backward), rank 1: l2 A=... B=... (abs ..,
+   rel .., 2 ulp); note", the runs called label_a and label_b (label_b NULL: a's value
+   alone). */
+void lks_check_describe(const lks_check_result *r, const char *label_a, const char *label_b,
+                        char *buf, size_t n);
+/* Side a (which 0) or b (1) of r's values as the verdicts print them: a real to the
+   digits that give its bits back, a hash in hex, a count. */
+void lks_check_value_text(char *buf, size_t n, const lks_check_result *r, int which);
 
 /* A majority among n values: the index of one that more than half of them equal (same(arg,
    i, j): values i and j are equal, an equivalence), or -1 when none is: two that differ,

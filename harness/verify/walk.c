@@ -615,6 +615,9 @@ int lks_walk(const lks_walk_opts *o, lks_stored_run *a, lks_stored_run *b,
              lks_check_result *res, lks_walk_count *cnt)
 {
 	int nsteps = a->nsteps < b->nsteps ? a->nsteps : b->nsteps, *map, rc = 0;
+
+	if (o->until_step > 0 && o->until_step < nsteps)
+		nsteps = o->until_step;
 	lks_walk_count scratch;
 
 	cnt = cnt ? cnt : &scratch;
@@ -653,7 +656,7 @@ int lks_walk(const lks_walk_opts *o, lks_stored_run *a, lks_stored_run *b,
 		if (rc)
 			return rc < 0 ? -1 : 0;
 	}
-	if (a->nsteps != b->nsteps) {
+	if (a->nsteps != b->nsteps && o->until_step <= 0) {
 		lks_walk_at(res, a, nsteps, -1, -1);
 		lks_walk_int(res, "steps", a->nsteps, b->nsteps, 0);
 		snprintf(res->note, sizeof(res->note), "the runs stored different numbers of steps");

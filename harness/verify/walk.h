@@ -66,6 +66,8 @@ typedef struct lks_walk_opts {
 	const char *label_a, *label_b;  /* the runs in a note: "no stats row in LABEL" */
 	int from_step;            /* the first step compared (a resumed run has none before
 	                             its first); lockstep's own runs only */
+	int until_step;           /* > 0: the steps below it only, and how many steps each run
+	                             stored is not compared (a replay of one step) */
 } lks_walk_opts;
 
 /* What a walk paired and compared. */

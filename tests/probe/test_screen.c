@@ -1,0 +1,228 @@
+/*
+ * test_screen.c: 'lockstep screen' on CPU stand-ins, as an operator runs it (LKS_BIN; the
+ * screen's cases and goldens of the source tree, LKS_SRC): a clean node passes; a fault
+ * planted on one stand-in (random step, tensor, element and bit) is named on that one and
+ * only that one, at its step and tensor; replay names each class on its planted fault
+ * (once only: transient; every time on one device: persistent; every device: software);
+ * without goldens the odd device out is still found, and two that disagree are undecided;
+ * the JSON and JUnit say the same; bad usage and bad plants exit 2.
+ */
+#include <criterion/criterion.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "run_bin.h"
+
+struct screen {
+	char dir[64], json[128], junit[128];
+	json_t *doc;
+	char out[16384];
+	int rc;
+};
+
+/* lockstep screen --backend cpu with args, the plant spec (NULL: none); the JSON read
+   back where one was written. */
+static void screen(struct screen *s, const char *plant, const char *args)
+{
+	char env[512] = "", cmd[1600];
+	json_error_t e;
+
+	snprintf(s->dir, sizeof(s->dir), "/tmp/lks_screen_test_XXXXXX");
+	cr_assert_not_null(mkdtemp(s->dir));
+	snprintf(s->json, sizeof(s->json), "%s/node.json", s->dir);
+	snprintf(s->junit, sizeof(s->junit), "%s/node.xml", s->dir);
+	if (plant)
+		snprintf(env, sizeof(env), "LOCKSTEP_INJECT='%s'", plant);
+	snprintf(cmd, sizeof(cmd), "cd '%s' && %s '%s' screen --backend cpu --json '%s' "
+	         "--junit '%s' %s 2>&1", LKS_SRC, env, LKS_BIN, s->json, s->junit, args);
+	s->rc = lks_run_sh(cmd, s->out, sizeof(s->out));
+	s->doc = access(s->json, F_OK) == 0 ? json_load_file(s->json, 0, &e) : NULL;
+}
+
+static void screen_done(struct screen *s)
+{
+	char cmd[200];
+
+	json_decref(s->doc);
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", s->dir);
+	cr_assert_eq(system(cmd), 0);
+}
+
+static json_t *gpu(const struct screen *s, int i)
+{
+	json_t *g = json_array_get(json_object_get(s->doc, "gpus"), (size_t)i);
+
+	cr_assert_not_null(g, "no gpus[%d] in %s", i, s->out);
+	return g;
+}
+
+static const char *str_at(json_t *o, const char *k1, const char *k2)
+{
+	json_t *v = json_object_get(o, k1);
+
+	if (k2)
+		v = json_object_get(v, k2);
+	return json_is_string(v) ? json_string_value(v) : "";
+}
+
+static long long int_at(json_t *o, const char *k1, const char *k2)
+{
+	return json_integer_value(json_object_get(json_object_get(o, k1), k2));
+}
+
+/* Every stand-in passed but those in failed (a bit per index). */
+static void only_failed(const struct screen *s, int n, unsigned failed)
+{
+	for (int i = 0; i < n; i++)
+		cr_assert_str_eq(str_at(gpu(s, i), "verdict", NULL), failed >> i & 1 ? "fail" : "pass",
+		                 "stand-in %d: %s", i, s->out);
+}
+
+Test(screen, a_clean_node_passes_against_its_goldens, .timeout = 120)
+{
+	struct screen s;
+
+	screen(&s, NULL, "--standins 4");
+	cr_assert_eq(s.rc, 0, "%s", s.out);
+	cr_assert_str_eq(str_at(s.doc, "result", NULL), "pass");
+	cr_assert_eq(json_array_size(json_object_get(s.doc, "gpus")), 4);
+	only_failed(&s, 4, 0);
+	for (int i = 0; i < 4; i++) {
+		cr_assert_str_eq(str_at(gpu(&s, i), "known_answer", NULL), "golden");
+		cr_assert_eq(json_integer_value(json_object_get(gpu(&s, i), "index")), i);
+	}
+	screen_done(&s);
+}
+
+/* A random fault on a random stand-in of four: that one fails and no other, located at
+   the planted step and tensor; the replay calls it persistent. */
+Test(screen, a_planted_faulty_standin_is_named_and_only_it, .timeout = 300)
+{
+	static const char *const tensors[] = {
+		"blocks.0.mlp.up.out", "blocks.1.attn.qkv.weight", "blocks.0.mlp.down.weight",
+		"blocks.1.attn.proj.out", "blocks.0.attn_norm.out", "head.weight",
+		"blocks.1.mlp.up.weight.grad",
+	};
+	unsigned seed = 34;
+
+	for (int trial = 0; trial < 4; trial++) {
+		int dev = (int)(rand_r(&seed) % 4), step = 1 + (int)(rand_r(&seed) % 5);
+		const char *t = tensors[rand_r(&seed) % (sizeof(tensors) / sizeof(tensors[0]))];
+		char plant[256];
+		struct screen s;
+
+		snprintf(plant, sizeof(plant), "bitflip step=%d rank=0 tensor=%s element=%u bit=%u "
+		         "device=%d", step, t, rand_r(&seed) % 64, rand_r(&seed) % 32, dev);
+		screen(&s, plant, "--standins 4");
+		cr_assert_eq(s.rc, 1, "%s: %s", plant, s.out);
+		only_failed(&s, 4, 1u << dev);
+		cr_assert_eq(int_at(gpu(&s, dev), "divergence", "step"), step, "%s", plant);
+		cr_assert_str_eq(str_at(gpu(&s, dev), "divergence", "tensor"), t, "%s", plant);
+		cr_assert_str_eq(str_at(gpu(&s, dev), "replay", "class"), "persistent", "%s: %s",
+		                 plant, s.out);
+		cr_assert_eq(json_integer_value(json_array_get(json_object_get(s.doc, "not_passed"),
+		                                                0)), dev);
+		screen_done(&s);
+	}
+}
+
+/* Each replay class on its planted fault: once only, every time on one stand-in, every
+   stand-in. */
+Test(screen, replay_names_transient_persistent_and_software, .timeout = 300)
+{
+	static const struct { const char *keys, *cls; unsigned failed; } cases[] = {
+		{ "device=1 times=once", "transient", 2 },
+		{ "device=1", "persistent", 2 },
+		{ "", "software", 7 },
+	};
+
+	for (size_t k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) {
+		char plant[256];
+		struct screen s;
+
+		snprintf(plant, sizeof(plant), "bitflip step=3 rank=0 tensor=blocks.1.mlp.up.out "
+		         "element=5 bit=12 %s", cases[k].keys);
+		screen(&s, plant, "--standins 3");
+		cr_assert_eq(s.rc, 1, "%s", s.out);
+		only_failed(&s, 3, cases[k].failed);
+		for (int i = 0; i < 3; i++)
+			if (cases[k].failed >> i & 1)
+				cr_assert_str_eq(str_at(gpu(&s, i), "replay", "class"), cases[k].cls,
+				                 "%s: %s", plant, s.out);
+		screen_done(&s);
+	}
+}
+
+/* Without goldens the devices are the known answer: the odd one of three is named; two
+   that disagree leave no majority, and no verdict but undecided. */
+Test(screen, without_goldens_the_majority_decides, .timeout = 300)
+{
+	const char *plant = "bitflip step=2 rank=0 tensor=blocks.0.mlp.up.out element=9 bit=3 "
+	                    "device=1";
+	char args[200];
+	struct screen s;
+
+	snprintf(args, sizeof(args), "--standins 3 --golden /nonexistent");
+	screen(&s, plant, args);
+	cr_assert_eq(s.rc, 1, "%s", s.out);
+	only_failed(&s, 3, 2);
+	cr_assert_str_eq(str_at(gpu(&s, 1), "known_answer", NULL), "majority");
+	cr_assert_str_eq(str_at(gpu(&s, 1), "replay", "class"), "persistent", "%s", s.out);
+	screen_done(&s);
+	screen(&s, plant, "--standins 2 --golden /nonexistent");
+	cr_assert_eq(s.rc, 1, "%s", s.out);
+	for (int i = 0; i < 2; i++)
+		cr_assert_str_eq(str_at(gpu(&s, i), "verdict", NULL), "undecided", "%s", s.out);
+	screen_done(&s);
+}
+
+/* --gpus chooses stand-ins; the JUnit file has a testcase per device, a failure for the
+   faulty one. */
+Test(screen, gpus_choose_and_junit_says_the_same, .timeout = 120)
+{
+	char *xml = NULL;
+	size_t len = 0;
+	FILE *f;
+	struct screen s;
+
+	screen(&s, "bitflip step=1 rank=0 tensor=blocks.0.mlp.up.out element=1 bit=30 device=3",
+	       "--standins 5 --gpus 1,3");
+	cr_assert_eq(s.rc, 1, "%s", s.out);
+	cr_assert_eq(json_array_size(json_object_get(s.doc, "gpus")), 2);
+	cr_assert_eq(json_integer_value(json_object_get(gpu(&s, 1), "index")), 3);
+	only_failed(&s, 2, 2);
+	cr_assert_not_null(f = fopen(s.junit, "r"));
+	cr_assert_gt(getdelim(&xml, &len, 0, f), 0);
+	fclose(f);
+	cr_assert_not_null(strstr(xml, "tests=\"2\" failures=\"1\""), "%s", xml);
+	cr_assert_not_null(strstr(xml, "name=\"stand-in 3\""), "%s", xml);
+	free(xml);
+	screen_done(&s);
+}
+
+Test(screen, bad_usage_and_bad_plants_exit_2, .timeout = 120)
+{
+	static const char *const bad[][3] = {
+		{ NULL, "--standins 4 --gpus 4", "indices from 0 to 3" },
+		{ NULL, "--standins 4 --gpus 1,1", "twice" },
+		{ NULL, "--mode fast", "quick" },
+		{ "bitflip step=1 rank=0 tensor=blocks.0.mlp.up.out element=1 bit=3 device=x", "",
+		  "device=INDEX" },
+		{ "bitflip step=1 rank=0 tensor=no.such element=1 bit=3", "", "inject" },
+		{ "bitflip step=1 rank=0 tensor=blocks.0.mlp.up.out element=1 bit=3 times=twice", "",
+		  "times=once" },
+	};
+
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		struct screen s;
+
+		screen(&s, bad[i][0], bad[i][1]);
+		cr_assert_eq(s.rc, 2, "%s: %s", bad[i][1], s.out);
+		cr_assert_not_null(strstr(s.out, bad[i][2]), "want '%s' in: %s", bad[i][2], s.out);
+		cr_assert_null(s.doc, "no JSON for bad usage");
+		screen_done(&s);
+	}
+}
