@@ -36,8 +36,19 @@ static const char lks_detect_help[] =
 	"of the collective inputs. Prints, per fault, the step at which each check catches it\n"
 	"('-': missed; 'n/a': the check does not apply), then where each catch points.\n"
 	"\n"
+	"With --flips N (and --repeats M), instead: N single-bit flips planted at random in the\n"
+	"screen's quick case on 2 ranks (a fifth each in GEMM outputs, weights, AdamW's state, the\n"
+	"buffer a rank sends into the all-reduce and the sum it receives), each compared bit for\n"
+	"bit with a clean run as 'lockstep\n"
+	"screen' compares: how many are caught, how many at their step and tensor; then M clean\n"
+	"runs, any difference a false alarm (exit 1).\n"
+	"\n"
 	"options:\n"
-	"  --dir DIR   where the temporary database goes (default $TMPDIR or /tmp)\n";
+	"  --dir DIR      where the temporary databases go (default $TMPDIR or /tmp)\n"
+	"  --flips N      single-bit flips (0: the fault cases instead)\n"
+	"  --repeats M    clean runs after the flips (default 0)\n"
+	"  --seed S       the flips' random choices (default 34)\n"
+	"  --case FILE    the case flipped (default cases/screen/screen_quick.ini)\n";
 
 /* The columns: check kinds on (faulty, clean), in the order of the check-kind table, then
    the NaN event (kind LKS_CHECK_COUNT). */
@@ -228,6 +239,34 @@ static void lks_detect_print(const struct lks_detect_row *rows, int n)
 		}
 }
 
+/* --flips: in a folder of its own, removed after */
+static int lks_detect_flips(const char *base, const char *path, int flips, int repeats,
+                            unsigned seed)
+{
+	static const char *const files[] = { "refs.db", "refs.db-wal", "refs.db-shm", "flip.db",
+	                                     "flip.db-wal", "flip.db-shm" };
+	char dir[2048], f[2200];
+	int rc;
+
+	if (!base || !*base)
+		base = "/tmp";
+	if ((size_t)snprintf(dir, sizeof(dir), "%s/lks-bench-flips-XXXXXX", base) >= sizeof(dir)
+	    || !mkdtemp(dir)) {
+		fprintf(stderr, "lockstep: bench detect: cannot create a folder in '%s': %s\n", base,
+		        strerror(errno));
+		return LKS_EXIT_INFRA;
+	}
+	rc = lks_bench_flips(path, dir, flips, repeats, seed);
+	if (rc < 0)
+		fprintf(stderr, "lockstep: bench detect: %s\n", lks_errmsg());
+	for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
+		snprintf(f, sizeof(f), "%s/%s", dir, files[i]);
+		unlink(f);
+	}
+	rmdir(dir);
+	return rc < 0 ? LKS_EXIT_INFRA : rc;
+}
+
 int lks_bench_detect(int argc, char **argv)
 {
 	const char *base = getenv("TMPDIR"), *def[] = { "cases/faults" };
@@ -239,8 +278,14 @@ int lks_bench_detect(int argc, char **argv)
 	lks_store *store = NULL;
 	int64_t suite;
 
-	const lks_option opts[] = {
-		LKS_OPT_PATH("--dir", "DIR", &base, NULL),  /* the usage's text says it */
+	int flips = 0, repeats = 0, seed = 34;
+	const char *flip_case = "cases/screen/screen_quick.ini";
+	const lks_option opts[] = {  /* the usage's text says them */
+		LKS_OPT_PATH("--dir", "DIR", &base, NULL),
+		LKS_OPT_INT("--flips", "N", &flips, 0, 10000000, NULL),
+		LKS_OPT_INT("--repeats", "M", &repeats, 0, 10000000, NULL),
+		LKS_OPT_INT("--seed", "S", &seed, 0, 1 << 30, NULL),
+		LKS_OPT_PATH("--case", "FILE", &flip_case, NULL),
 		LKS_OPT_END(),
 	};
 	const lks_opt_cmd cmd = { .who = "bench detect", .usage = lks_detect_help,
@@ -248,6 +293,10 @@ int lks_bench_detect(int argc, char **argv)
 
 	if ((rc = lks_opt_parse(&cmd, opts, argc, argv, &inputs)) != 0) {
 		rc = lks_opt_exit(rc);
+		goto out;
+	}
+	if (flips || repeats) {
+		rc = lks_detect_flips(base, flip_case, flips, repeats, (unsigned)seed);
 		goto out;
 	}
 	rc = LKS_EXIT_USAGE;

@@ -98,6 +98,31 @@ static json_t *lks_dev_divergence(const lks_screen_dev *d)
 	return o;
 }
 
+/* An NVML snapshot's readings by name; a reading not available left out. */
+static json_t *lks_readings(const lks_nvml_device *v)
+{
+	json_t *o = json_object();
+
+	for (int k = 0; k < LKS_NVML_NKEYS; k++)
+		if (v->v[k] != LKS_NVML_NONE)
+			json_object_set_new(o, lks_nvml_key_name((lks_nvml_key)k),
+			                    json_integer((json_int_t)v->v[k]));
+	if (v->errors[0])
+		json_object_set_new(o, "errors", json_string(v->errors));
+	return o;
+}
+
+static json_t *lks_dev_nvml(const lks_screen_dev *d)
+{
+	json_t *o = json_object();
+
+	json_object_set_new(o, "before", lks_readings(&d->before));
+	json_object_set_new(o, "after", lks_readings(&d->after));
+	json_object_set_new(o, "xid_events", json_integer(d->nxid));
+	json_object_set_new(o, "findings", json_string(d->findings));
+	return o;
+}
+
 static json_t *lks_dev_json(const lks_screen_dev *d)
 {
 	json_t *o = json_object();
@@ -111,6 +136,7 @@ static json_t *lks_dev_json(const lks_screen_dev *d)
 	json_object_set_new(o, "verdict", json_string(lks_screen_verdict_name(d->verdict)));
 	json_object_set_new(o, "known_answer", json_string(d->golden ? "golden" : "majority"));
 	json_object_set_new(o, "seconds", json_real(d->seconds));
+	json_object_set_new(o, "readings", d->nvml ? lks_dev_nvml(d) : json_null());
 	if (d->verdict == LKS_SCREEN_FAIL)
 		json_object_set_new(o, "divergence", lks_dev_divergence(d));
 	if (d->verdict == LKS_SCREEN_FAIL) {
@@ -218,6 +244,8 @@ int lks_screen_out(const lks_screen_opts *o, const char *mode, const lks_screen_
 			printf("\n%32s replay: %s: %s", "", lks_screen_class_name(d->cls), d->replay);
 		else if (d->replay[0])
 			printf("\n%32s replay: %s", "", d->replay);
+		if (d->findings[0])  /* one line each, from NVML */
+			printf("\n%32s NVML: %.*s", "", (int)strcspn(d->findings, "\n"), d->findings);
 		putchar('\n');
 		if (d->verdict == LKS_SCREEN_FAIL || d->verdict == LKS_SCREEN_UNDECIDED)
 			rc = LKS_EXIT_FAIL;

@@ -67,6 +67,9 @@ typedef struct lks_run_cfg {
 	                           dropped to the shard after the forward, gathered again */
 	int trace_shards;       /* trace = shards: under tp each rank traces its own shard of
 	                           a split tensor; 0 (whole): the group's gathered tensor */
+	int trace_optim;        /* trace_optimizer = on: each parameter's all-reduced gradient
+	                           before the update, and AdamW's moments after it, are traced
+	                           too: the whole state a step hands the next */
 	int amax_history;       /* fp8_delayed: history length */
 	int amax_most_recent;   /* fp8_delayed: 1 most_recent, 0 max */
 	int margin;             /* fp8_delayed: scale = fp8_max * 2^-margin / amax */

@@ -96,6 +96,8 @@ static const struct lks_key lks_run_keys[] = {
 	  0, lks_onoff_names },
 	{ "trace", LKS_KEY_CHOICE, offsetof(lks_run_cfg, trace_shards), 0, 0, 0, 0, 0, 0,
 	  lks_trace_names },
+	{ "trace_optimizer", LKS_KEY_CHOICE, offsetof(lks_run_cfg, trace_optim), 0, 0, 0, 0, 0,
+	  0, lks_onoff_names },
 	{ "reshard_after_forward", LKS_KEY_CHOICE, offsetof(lks_run_cfg, reshard), 0, 0, 0, 0, 0,
 	  0, lks_onoff_names },
 	KEY_INT(lks_run_cfg, amax_history, 1, 65536, 0),

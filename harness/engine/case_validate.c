@@ -102,6 +102,9 @@ static int lks_run_mesh(const lks_case *c, const lks_run_cfg *r)
 	if (r->reshard && r->fsdp < 2)
 		return lks_err("run '%s': reshard_after_forward = on needs fsdp > 1 (it drops the "
 		               "parameters to the FSDP shard between forward and backward)", r->name);
+	if (r->trace_optim && r->fsdp > 1)
+		return lks_err("run '%s': trace_optimizer = on needs fsdp = 1 (an FSDP rank's "
+		               "moments are its shard's: the ranks would differ)", r->name);
 	if (r->trace_shards && r->tp < 2)
 		return lks_err("run '%s': trace = shards needs tp > 1 (without it every tensor is "
 		               "whole on its rank)", r->name);

@@ -190,6 +190,13 @@ const lks_fault_row lks_fault_rows[LKS_FAULT_COUNT] = {
 	                           .fits = lks_fault_fits_fp8, .scale_group = 1 },
 	[LKS_FAULT_AMAX_GROUP] = { "amax_group", K_TENSOR, K_STEP | K_RANK, .from_step = 1,
 	                           .fits = lks_fault_fits_fp8, .scale_group = 2 },
+	[LKS_FAULT_BITFLIP_ALLREDUCE] = { "bitflip_allreduce", K_STEP | K_RANK | K_ELEMENT | K_BIT,
+	                                  0, .fits = lks_fault_fits_ranks, .comm = lks_fault_comm,
+	                                  .host_comm = 1 },
+	[LKS_FAULT_BITFLIP_ALLREDUCE_OUT] = { "bitflip_allreduce_out",
+	                                      K_STEP | K_RANK | K_ELEMENT | K_BIT, 0,
+	                                      .fits = lks_fault_fits_ranks, .comm = lks_fault_comm,
+	                                      .host_comm = 1 },
 };
 
 const char *lks_fault_kind_name(lks_fault_kind k)
@@ -373,12 +380,30 @@ int lks_fault_fits_mesh(const lks_fault *f, const lks_run_cfg *r)
 	return 0;
 }
 
+/* bitflip_allreduce: its element within the model's parameters */
+static int lks_fault_fits_params(const lks_fault *f, const lks_model_cfg *cfg)
+{
+	lks_model m;
+	size_t n;
+
+	if (lks_model_init(&m, cfg))
+		return -1;
+	n = m.nparams;
+	lks_model_release(&m);
+	if ((uint64_t)f->element >= n)
+		return lks_err("inject: element %lld is out of range: the gradient has %zu elements",
+		               (long long)f->element, n);
+	return 0;
+}
+
 int lks_fault_fits_model(const lks_fault *f, const lks_model_cfg *m, long long tokens)
 {
 	const char *name = lks_fault_kind_name(f->kind);
 	size_t n = 0;
 	int kind;
 
+	if (f->kind == LKS_FAULT_BITFLIP_ALLREDUCE || f->kind == LKS_FAULT_BITFLIP_ALLREDUCE_OUT)
+		return lks_fault_fits_params(f, m);
 	if (!lks_fault_rows[f->kind].tensor && !lks_fault_rows[f->kind].scale_group)
 		return 0;
 	if ((kind = lks_model_tensor(m, tokens, f->tensor, &n)) < 0)

@@ -21,6 +21,13 @@
  *   amax_local tensor=OPERAND [step=S] [rank=R]         under tp, the FP8 operand's amax is
  *                                                       its shard's, not the group's (torch-
  *                                                       titan #3109), from step S on
+ *   bitflip_allreduce step=S rank=R element=I bit=B     a faulty link or buffer: bit B of
+ *                                                       element I of rank R's gradient (the
+ *                                                       parameter vector's order) flips as it
+ *                                                       enters the all-reduce, after the
+ *                                                       NaN/Inf check
+ *   bitflip_allreduce_out step=S rank=R element=I bit=B the same in the sum the all-reduce
+ *                                                       gives rank R (the others' is whole)
  *   amax_group tensor=OPERAND [step=S] [rank=R]         under dp x tp, the FP8 operand's amax
  *                                                       reduced over the dp group instead of
  *                                                       the tp group (Megatron-LM PR #442)
@@ -34,7 +41,7 @@
  * A fault is planted at the seams, never in the model, the tracer or the runner: a
  * backend around the run's (fault_backend.c: bitflip, nan, scale_round_up,
  * stale_bwd_scale), a communicator around the struck rank's end (fault_comm.c:
- * skip_allreduce, rs_drop_tail, ag_stale), and the choice of an operand's scale group
+ * skip_allreduce, bitflip_allreduce(_out), rs_drop_tail, ag_stale), and the choice of an operand's scale group
  * (model_tp.c asks lks_fault_amax_local and lks_fault_amax_group: amax_local,
  * amax_group), each rank's own
  * (lks_fault_plant_rank). A kind is one row of the table
@@ -60,6 +67,8 @@ typedef enum lks_fault_kind {
 	LKS_FAULT_AG_STALE,
 	LKS_FAULT_AMAX_LOCAL,
 	LKS_FAULT_AMAX_GROUP,
+	LKS_FAULT_BITFLIP_ALLREDUCE,
+	LKS_FAULT_BITFLIP_ALLREDUCE_OUT,
 	LKS_FAULT_COUNT
 } lks_fault_kind;
 

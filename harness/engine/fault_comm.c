@@ -5,6 +5,8 @@
  *   skip_allreduce: the rank still sends its gradient (the others' sum has it, as over a
  *     link that delivers but never receives) and keeps its own, so it clips its own
  *     gradient by its own norm and applies it;
+ *   bitflip_allreduce: one bit of the rank's gradient flips in the buffer it sends (every
+ *     rank's sum has it); bitflip_allreduce_out: in the sum it receives (its own only);
  *   rs_drop_tail, ag_stale: a sharded run's reduce-scatter and all-gathers: the fsdp
  *     group's (runner_fsdp.c) where fsdp > 1, else the tp group's (model_tp.c: sequence
  *     parallel's, and the gathers of split weight gradients and traced tensors); the
@@ -61,6 +63,14 @@ static int lks_fc_sum(lks_comm *c, float *x, size_t n)
 	struct lks_fault_comm *w = lks_fc_of(c);
 	float *own;
 
+	if (lks_fc_now(w, LKS_FAULT_BITFLIP_ALLREDUCE) && (size_t)w->f->element < n)
+		lks_fault_strike(w->f, &x[w->f->element]);  /* the buffer as it is sent */
+	if (lks_fc_now(w, LKS_FAULT_BITFLIP_ALLREDUCE_OUT) && (size_t)w->f->element < n) {
+		if (lks_comm_allreduce_sum(w->inner, x, n))
+			return -1;
+		lks_fault_strike(w->f, &x[w->f->element]);  /* the sum as it arrives */
+		return 0;
+	}
 	if (!lks_fc_now(w, LKS_FAULT_SKIP_ALLREDUCE))
 		return lks_comm_allreduce_sum(w->inner, x, n);
 	if (!(own = lks_fc_alloc(w, w->own, n)))

@@ -147,6 +147,14 @@ int lks_model_tensor_each(const lks_model_cfg *cfg, int (*fn)(void *arg, const c
 	return rc;
 }
 
+/* What a parameter's name may be followed by in the trace: its gradient, and with
+   trace_optimizer = on its all-reduced gradient and AdamW's moments (runner.c). */
+static int lks_param_suffix(const char *s)
+{
+	return !strcmp(s, ".grad") || !strcmp(s, ".grad_sum") || !strcmp(s, ".adam_m")
+	    || !strcmp(s, ".adam_v");
+}
+
 int lks_model_tensor(const lks_model_cfg *cfg, long long tokens, const char *name, size_t *n)
 {
 	size_t pre = lks_block_prefix(cfg, name), len = strlen(name);
@@ -164,7 +172,7 @@ int lks_model_tensor(const lks_model_cfg *cfg, long long tokens, const char *nam
 	for (int i = 0; i < m.nt && !kind; i++) {
 		size_t plen = strlen(m.t[i].name);
 
-		if (!strncmp(name, m.t[i].name, plen) && (len == plen || !strcmp(name + plen, ".grad"))) {
+		if (!strncmp(name, m.t[i].name, plen) && (len == plen || lks_param_suffix(name + plen))) {
 			*n = m.t[i].n;
 			kind = LKS_TENSOR_FLOAT;
 		}

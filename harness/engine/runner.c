@@ -125,9 +125,17 @@ static int lks_rank_finish(struct lks_runner *R, lks_rank *r, double gnorm)
 	void *rows = NULL, *outs = NULL;
 	int64_t bad = 0;
 
-	for (int i = 0; i < R->m.nt; i++)
-		lks_trace_f32_kept(tr, LKS_PHASE_UPDATE, r->params + R->m.t[i].off, R->m.t[i].n,
-		                   "%s", R->m.t[i].name);
+	for (int i = 0; i < R->m.nt; i++) {
+		const lks_ptensor *p = &R->m.t[i];
+
+		lks_trace_f32_kept(tr, LKS_PHASE_UPDATE, r->params + p->off, p->n, "%s", p->name);
+		if (R->run->trace_optim) {  /* the moments the next step's update reads */
+			lks_trace_f32_kept(tr, LKS_PHASE_UPDATE, r->m1 + p->off, p->n, "%s.adam_m",
+			                   p->name);
+			lks_trace_f32_kept(tr, LKS_PHASE_UPDATE, r->m2 + p->off, p->n, "%s.adam_v",
+			                   p->name);
+		}
+	}
 	lks_tracer_sync(tr);
 	for (size_t i = 0; i < tr->nrows; i++)
 		bad += tr->rows[i].nonfinite;
@@ -267,6 +275,9 @@ static void lks_rank_task(void *arg, int task, int thread)
 		lks_rank_fail(r, 0);
 		return;
 	}
+	for (int i = 0; R->run->trace_optim && i < R->m.nt; i++)  /* the sum the update reads */
+		lks_trace_f32(&r->tr, LKS_PHASE_UPDATE, r->grads + R->m.t[i].off, R->m.t[i].n,
+		              "%s.grad_sum", R->m.t[i].name);
 	if (lks_rank_update(R, r, &gnorm)) {
 		lks_rank_fail(r, 1);
 		return;
@@ -447,6 +458,8 @@ static char *lks_run_options(const lks_run_cfg *run, const lks_runner_opts *o)
 		snprintf(fsdp + strlen(fsdp), sizeof(fsdp) - strlen(fsdp), " tp=%d%s%s", run->tp,
 		         run->sp ? " sequence_parallel=on" : "",
 		         run->trace_shards ? " trace=shards" : "");
+	if (run->trace_optim)
+		strcat(fsdp, " trace_optimizer=on");
 	if (run->inject.kind != LKS_FAULT_NONE) {
 		strcpy(fault, " inject: ");
 		lks_fault_format(&run->inject, fault + strlen(fault), sizeof(fault) - strlen(fault));
@@ -587,44 +600,6 @@ static int lks_run_begin(const struct lks_runner *R, const lks_case *c, const lk
 	return rc;
 }
 
-/* Whether the run keeps its state after step (opts' state_every and state_at). */
-static int lks_state_wanted(const lks_runner_opts *o, int step)
-{
-	for (int i = 0; i < o->nstate_at; i++)
-		if (o->state_at[i] == step)
-			return 1;
-	return o->state_every > 0 && (step + 1) % o->state_every == 0;
-}
-
-/* A resumed run: from a stored state (process 0's store) of a step before its last; R's
-   ranks are set to it. */
-static int lks_run_resumable(struct lks_runner *R, lks_store *store, const lks_runner_opts *o)
-{
-	R->o = o;
-	if (!o->resume_run)
-		return 0;
-	if (!store && (!o->job || o->job->rank == 0))
-		return lks_err("run '%s': a resumed run needs the store its state is in",
-		               R->run->name);
-	if (o->resume_step < 0 || o->resume_step + 1 >= R->steps)
-		return lks_err("run '%s': resuming after step %d leaves no step of its %d to "
-		               "train", R->run->name, o->resume_step, R->steps), LKS_E_BAD_INPUT;
-	R->step0 = o->resume_step + 1;
-	return lks_state_resume(R, store, o->resume_run, o->resume_step);
-}
-
-/* A process that hosts none of the run's ranks takes part in the job's collectives of
-   its states: the resumed state sent out, each kept state gathered. */
-static int lks_run_idle(struct lks_runner *R, const lks_runner_opts *o)
-{
-	if (lks_run_resumable(R, NULL, o))
-		return -1;
-	for (int step = R->step0; step < R->steps; step++)
-		if (lks_state_wanted(o, step) && lks_state_keep(R, NULL, 0, step))
-			return -1;
-	return 0;
-}
-
 int lks_run(const lks_case *c, const lks_run_cfg *run, lks_store *store,
             const lks_runner_opts *o, lks_run_result *res)
 {
@@ -648,10 +623,10 @@ int lks_run(const lks_case *c, const lks_run_cfg *run, lks_store *store,
 		goto out;
 	}
 	if (R.L == 0) {  /* a process of the job that hosts none of this run's ranks */
-		rc = lks_run_idle(&R, o);
+		rc = lks_state_idle(&R, o);
 		goto out;
 	}
-	if ((rc = lks_run_resumable(&R, store, o)) != 0)  /* bad input: nothing stored */
+	if ((rc = lks_state_start(&R, store, o)) != 0)  /* bad input: nothing stored */
 		goto out;
 	rc = -1;
 	if (store && lks_run_begin(&R, c, run, store, o, &options, &run_id))

@@ -262,3 +262,41 @@ int lks_state_resume(struct lks_runner *R, struct lks_store *store, int64_t from
 	free(all);
 	return rc;
 }
+
+/* Whether the run keeps its state after step (opts' state_every and state_at). */
+int lks_state_wanted(const lks_runner_opts *o, int step)
+{
+	for (int i = 0; i < o->nstate_at; i++)
+		if (o->state_at[i] == step)
+			return 1;
+	return o->state_every > 0 && (step + 1) % o->state_every == 0;
+}
+
+/* A resumed run: from a stored state (process 0's store) of a step before its last; R's
+   ranks are set to it. */
+int lks_state_start(struct lks_runner *R, struct lks_store *store, const lks_runner_opts *o)
+{
+	R->o = o;
+	if (!o->resume_run)
+		return 0;
+	if (!store && (!o->job || o->job->rank == 0))
+		return lks_err("run '%s': a resumed run needs the store its state is in",
+		               R->run->name);
+	if (o->resume_step < 0 || o->resume_step + 1 >= R->steps)
+		return lks_err("run '%s': resuming after step %d leaves no step of its %d to "
+		               "train", R->run->name, o->resume_step, R->steps), LKS_E_BAD_INPUT;
+	R->step0 = o->resume_step + 1;
+	return lks_state_resume(R, store, o->resume_run, o->resume_step);
+}
+
+/* A process that hosts none of the run's ranks takes part in the job's collectives of
+   its states: the resumed state sent out, each kept state gathered. */
+int lks_state_idle(struct lks_runner *R, const lks_runner_opts *o)
+{
+	if (lks_state_start(R, NULL, o))
+		return -1;
+	for (int step = R->step0; step < R->steps; step++)
+		if (lks_state_wanted(o, step) && lks_state_keep(R, NULL, 0, step))
+			return -1;
+	return 0;
+}

@@ -39,4 +39,16 @@ struct lks_store;
 int lks_state_keep(struct lks_runner *R, struct lks_store *store, int64_t run_id, int step);
 int lks_state_resume(struct lks_runner *R, struct lks_store *store, int64_t from_run, int step);
 
+/* Whether the run keeps its state after step (o's state_every and state_at). */
+struct lks_runner_opts;
+int lks_state_wanted(const struct lks_runner_opts *o, int step);
+/* A resumed run (o->resume_run): R's ranks set to the stored state, R's first step the one
+   after it; 0 for a run from step 0. Bad input where the state is missing or not of this
+   run's shape. Every process of a job calls it. */
+int lks_state_start(struct lks_runner *R, struct lks_store *store,
+                    const struct lks_runner_opts *o);
+/* A process of a job that hosts none of the run's ranks: its part in the job's collectives
+   of the run's states (the resumed state sent out, each kept state gathered). */
+int lks_state_idle(struct lks_runner *R, const struct lks_runner_opts *o);
+
 #endif

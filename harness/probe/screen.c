@@ -316,13 +316,14 @@ int lks_screen_run(const lks_screen_opts *o, lks_screen_dev *devs, int n)
 		}
 	}
 	rc = -1;
-	if (lks_screen_train_all(x))
+	if (lks_screen_identify(x) || lks_screen_train_all(x))
 		goto out;
 	for (int j = 0; j < x->c.nruns; j++)
 		if ((rc = lks_screen_compare_run(x, j)) != 0)
 			goto out;
-	rc = lks_screen_replay_all(x);
+	rc = lks_screen_replay_all(x) || lks_screen_readings(x) ? -1 : 0;
 out:
+	lks_nvml_close(x->nvml);
 	for (int j = 0; j < 64; j++)
 		if (x->gold_read[j])
 			lks_stored_run_release(&x->gold[j]);

@@ -39,6 +39,7 @@
 #include "harness/engine/fault.h"
 #include "harness/verify/check.h"
 #include "kernels/backend.h"
+#include "kernels/nvml/nvml.h"
 
 #define LKS_SCREEN_MAX 16  /* devices screened at once: NVML's limit */
 
@@ -73,6 +74,12 @@ typedef struct lks_screen_dev {
 	char replay[512];         /* what the replay saw, in words */
 	double seconds;           /* its runs */
 	char error[512];          /* verdict ERROR: why */
+	/* NVML's readings (nvml 1; a GPU NVML sees, by its UUID): before the screen and after
+	   it, the XID events between, and what worsened, in words ("" nothing) */
+	int nvml;
+	lks_nvml_device before, after;
+	int nxid;
+	char findings[512];
 	/* private */
 	void *store;
 	int64_t run_ids[64];

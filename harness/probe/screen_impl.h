@@ -27,6 +27,9 @@ struct lks_screen_ctx {
 	int fits[64];             /* the plant fits run j (its recipe, tensors, steps) */
 	int threads;              /* CPU threads of a run */
 	double t0;
+	lks_nvml *nvml;           /* the GPUs' readings (screen_gpu.c); NULL: stand-ins */
+	lks_nvml_snap before, after;
+	int nsel;                 /* the GPUs NVML reads, in the screen's order */
 	lks_stored_run gold[64];  /* run j's golden, where has_gold[j] */
 	int has_gold[64], gold_read[64];
 };
@@ -56,6 +59,10 @@ int lks_screen_train(struct lks_screen_ctx *x, lks_screen_dev *d, int j, lks_sto
    counts), 0 when not (the divergence in res), -1 on error. */
 int lks_screen_same(lks_stored_run *a, lks_stored_run *b, int from, int until,
                     lks_check_result *res);
+/* The GPUs named (UUID, name) and NVML's readings taken before the screen, and after it
+   with the XIDs between (screen_gpu.c); nothing for stand-ins or without NVML. */
+int lks_screen_identify(struct lks_screen_ctx *x);
+int lks_screen_readings(struct lks_screen_ctx *x);
 /* Every failed device replayed and classed (screen_replay.c). */
 int lks_screen_replay_all(struct lks_screen_ctx *x);
 

@@ -1,0 +1,69 @@
+/*
+ * test_screen_devices.c: the screen's path for GPUs, on the CPU: standin_link.h's backend,
+ * whose memory is not the host's and whose contexts name a GPU each (describe: uuid
+ * GPU-standin-<slot>), stands in for CUDA. Each device's runs are placed on it (its
+ * index as the runner's local rank), its UUID and name read from its own context before
+ * any run, and a fault planted on one is named on that one only, and replayed persistent.
+ * Their runs are reference mode, so they are held to golden/cpu, as a GPU's are.
+ */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "standin_link.h"
+#include "harness/probe/screen.h"
+
+static void screen_standins(const char *plant, lks_screen_dev *devs, int n)
+{
+	static lks_backend be;
+	char dir[] = "/tmp/lks_screen_dev_XXXXXX", cmd[128];
+	lks_screen_opts o = {
+		.case_path = LKS_SRC "/cases/screen/screen_quick.ini", .golden = LKS_SRC "/golden",
+		.gemm = LKS_GEMM_REFERENCE, .threads = 1, .inject = plant,
+	};
+
+	standin_reset();
+	be = standin_backend();
+	o.be = &be;
+	cr_assert_not_null(mkdtemp(dir));
+	o.workdir = dir;
+	memset(devs, 0, sizeof(*devs) * (size_t)n);
+	for (int i = 0; i < n; i++)
+		devs[i].index = i;
+	cr_assert_eq(lks_screen_run(&o, devs, n), 0, "%s", lks_errmsg());
+	lks_screen_release(devs, n);
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+	cr_assert_eq(system(cmd), 0);
+}
+
+Test(screen_devices, each_device_named_by_its_context_and_held_to_the_others, .timeout = 300)
+{
+	lks_screen_dev devs[3];
+	char want[48];
+
+	screen_standins(NULL, devs, 3);
+	for (int i = 0; i < 3; i++) {
+		snprintf(want, sizeof(want), "GPU-standin-%d", i);
+		cr_assert_eq(devs[i].standin, 0);
+		cr_assert_str_eq(devs[i].uuid, want);
+		cr_assert_str_eq(devs[i].name, "stand-in GPU");
+		cr_assert_eq(devs[i].verdict, LKS_SCREEN_PASS, "device %d: %s", i, devs[i].error);
+		cr_assert_eq(devs[i].golden, 1, "reference mode: the cpu class's goldens");
+	}
+}
+
+Test(screen_devices, a_faulty_device_is_named_and_replayed_persistent, .timeout = 300)
+{
+	lks_screen_dev devs[3];
+
+	screen_standins("bitflip step=4 rank=0 tensor=blocks.1.mlp.down.out element=11 bit=17 "
+	                "device=2", devs, 3);
+	cr_assert_eq(devs[0].verdict, LKS_SCREEN_PASS);
+	cr_assert_eq(devs[1].verdict, LKS_SCREEN_PASS);
+	cr_assert_eq(devs[2].verdict, LKS_SCREEN_FAIL);
+	cr_assert_eq(devs[2].div.step, 4);
+	cr_assert_str_eq(devs[2].div.tensor, "blocks.1.mlp.down.out");
+	cr_assert_eq(devs[2].cls, LKS_REPLAY_PERSISTENT, "%s", devs[2].replay);
+}
