@@ -44,20 +44,59 @@ static const char lks_bisect_tail[] =
 
 struct lks_bisect_state {
 	lks_probe_session ps;
-	int64_t *suites;          /* (combos) the suite each probe stored; 0: none */
-	lks_outcome *outcomes;    /* (combos) of those probed */
+	int votes;                /* probes per combo: their majority is its mark */
+	const char *votes_arg;    /* --votes K as given */
+	int64_t *suites;          /* (combos) the suite a probe of the majority stored; 0: none */
+	lks_outcome *outcomes;    /* (combos) of those probed: a probe of the majority's */
+	int (*tally)[3];          /* (combos) its probes good, bad, skip, where the votes split */
 };
 
+/* Combo i probed votes times; its mark the majority's (good or bad), else skip: no
+   majority says nothing of it. Where the votes split, it says so. */
 static int lks_bisect_probe(void *arg, int i, lks_mark *mark)
 {
 	struct lks_bisect_state *b = arg;
+	int n[3] = { 0, 0, 0 };
 	lks_probe_result res;
+	int64_t suite;
 
-	if (lks_probe_session_run(&b->ps, &b->ps.combos.combos[i], NULL, 0, &res, &b->suites[i]))
-		return -1;
-	b->outcomes[i] = res.outcome;
-	*mark = lks_probe_mark(b->ps.cfg, res.outcome);
+	*mark = LKS_MARK_SKIP;
+	for (int v = 0; v < b->votes; v++) {
+		lks_mark m;
+
+		if (lks_probe_session_run(&b->ps, &b->ps.combos.combos[i], NULL, 0, &res, &suite))
+			return -1;
+		m = lks_probe_mark(b->ps.cfg, res.outcome);
+		n[m]++;
+		if (v == 0 || 2 * n[m] == b->votes + 1) {  /* the first's, then the majority's */
+			b->outcomes[i] = res.outcome;
+			b->suites[i] = suite;
+		}
+		if (2 * n[m] > b->votes && m != LKS_MARK_SKIP)
+			*mark = m;
+	}
+	if (n[0] != b->votes && n[1] != b->votes && n[2] != b->votes) {
+		memcpy(b->tally[i], n, sizeof(n));
+		printf("votes split at %s: %d good, %d bad, %d skip -> %s\n",
+		       b->ps.combos.combos[i].name, n[0], n[1], n[2], lks_mark_name(*mark));
+	}
 	return 0;
+}
+
+/* After the search: the combos whose votes split, or that none did. */
+static void lks_bisect_votes(const struct lks_bisect_state *b)
+{
+	int split = 0;
+
+	if (b->votes < 2)
+		return;
+	for (int i = 0; i < b->ps.combos.n; i++)
+		if (b->tally[i][0] + b->tally[i][1] + b->tally[i][2]) {
+			printf("%s%s (%d good, %d bad, %d skip)", split++ ? ", " : "votes split: ",
+			       b->ps.combos.combos[i].name, b->tally[i][0], b->tally[i][1],
+			       b->tally[i][2]);
+		}
+	printf(split ? "\n" : "votes: %d probes a combo, no combo's split\n", b->votes);
 }
 
 /* The first run a suite stored: its id and fingerprint (malloc'd). */
@@ -172,7 +211,22 @@ static int lks_bisect_setup(struct lks_bisect_state *b)
 			return rc;
 	b->suites = calloc((size_t)n, sizeof(*b->suites));
 	b->outcomes = calloc((size_t)n, sizeof(*b->outcomes));
-	return b->suites && b->outcomes ? 0 : lks_err("out of memory");
+	b->tally = calloc((size_t)n, sizeof(*b->tally));
+	return b->suites && b->outcomes && b->tally ? 0 : lks_err("out of memory");
+}
+
+/* --votes K: odd and from 1 (an even K can tie); -1 after saying why not. */
+static int lks_bisect_votes_of(const char *arg)
+{
+	char *end;
+	long k = strtol(arg, &end, 10);
+
+	if (end == arg || *end || k < 1 || k > 99)
+		return lks_usage("bisect: --votes %s: want a number of probes from 1 to 99", arg), -1;
+	if (k % 2 == 0)
+		return lks_usage("bisect: --votes %ld: want an odd number (an even one can tie, "
+		                 "and a tie has no majority)", k), -1;
+	return (int)k;
 }
 
 int cmd_bisect(int argc, char **argv)
@@ -183,9 +237,22 @@ int cmd_bisect(int argc, char **argv)
 	char result[512] = "";
 	int rc;
 
-	if (lks_probe_start("bisect", argc, argv, lks_bisect_usage, lks_bisect_tail, NULL, &cfg, &b.ps,
-	                    &rc))
+	const lks_option extra[] = {
+		LKS_OPT_STRING("--votes", "K", &b.votes_arg,
+		               "probe each combo K times (odd; default 1) and take the majority:\n"
+		               "for bugs that fail one run in a few; where the votes split, it\n"
+		               "says so, and no majority of good or bad is a skip"),
+		LKS_OPT_END(),
+	};
+
+	b.votes_arg = "1";
+	if (lks_probe_start("bisect", argc, argv, lks_bisect_usage, lks_bisect_tail, extra, &cfg,
+	                    &b.ps, &rc))
 		goto out;
+	if ((b.votes = lks_bisect_votes_of(b.votes_arg)) < 1) {
+		rc = LKS_EXIT_USAGE;
+		goto out;
+	}
 	if ((rc = lks_bisect_setup(&b))
 	    || (rc = lks_search_bisect(b.ps.combos.n, lks_bisect_probe, &b, &r))) {
 		rc = lks_probe_fail(rc);
@@ -195,10 +262,12 @@ int cmd_bisect(int argc, char **argv)
 		rc = lks_bisect_unfound(&b, &r, result, sizeof(result));
 	else if (lks_bisect_found(&b, &r, result, sizeof(result)))
 		rc = lks_probe_fail(-1);
+	lks_bisect_votes(&b);
 out:
 	lks_probe_session_close(&b.ps, result[0] ? result : NULL);
 	free(b.suites);
 	free(b.outcomes);
+	free(b.tally);
 	lks_probe_cfg_release(&cfg);
 	return rc;
 }

@@ -330,6 +330,43 @@ Test(combo, hanging_probe_is_killed_at_its_timeout_and_recorded, .timeout = 120)
 	rm_tmp();
 }
 
+/* A flaky good combo (its probe fails the first of every three times: a preloaded library
+   counts them) misleads a bisect of one probe a combo; --votes 3 outvotes it, finds the
+   real first bad combo and says where the votes split. An even or absent K is refused. */
+Test(combo, votes_outvote_a_flaky_probe, .timeout = 300)
+{
+	char out[16384], text[2048], combos[512];
+	static const char nan[] = "env.LOCKSTEP_INJECT = nan step=2 rank=0 "
+	                          "tensor=blocks.0.mlp.up.weight.grad\n";
+
+	mkdir_tmp();
+	/* c0, c1 good; c2 good but flaky; c3, c4, c5 bad: the search probes c0, then c2 */
+	snprintf(text, sizeof(text), "[combo c0]\n[combo c1]\n[combo c2]\nenv.LD_PRELOAD = %s\n"
+	         "env.LKS_TEST_PRELOAD = flaky:%s/flaky.count:3\n[combo c3]\n%s[combo c4]\n%s"
+	         "[combo c5]\n%s", LKS_HANG_LIB, tmpdir, nan, nan, nan);
+	put_file("flaky.ini", text, combos, sizeof(combos));
+	cr_assert_eq(lockstep(out, sizeof(out), "bisect --combos %s %s/tiny.ini --check finite "
+	                      "--db %s/v1.db", combos, FIXTURES, tmpdir), 0, "%s", out);
+	cr_assert_not_null(strstr(out, "first bad combo: c2 "), "one vote is misled: %s", out);
+	cr_assert_eq(lockstep(out, sizeof(out), "bisect --combos %s %s/tiny.ini --check finite "
+	                      "--votes 3 --db %s/v3.db", combos, FIXTURES, tmpdir), 0, "%s", out);
+	cr_assert_not_null(strstr(out, "first bad combo: c3 "), "%s", out);
+	cr_assert_not_null(strstr(out, "votes split at c2: 2 good, 1 bad, 0 skip -> good"), "%s",
+	                   out);
+	cr_assert_not_null(strstr(out, "votes split: c2 (2 good, 1 bad, 0 skip)\n"), "%s", out);
+	cr_assert_eq(sql_int("v3.db", "SELECT count(*) FROM probes WHERE combo = 'c2'"), 3);
+	cr_assert_eq(sql_int("v3.db", "SELECT count(*) FROM probes WHERE combo = 'c2' AND "
+	                              "outcome = 'bad'"), 1);
+	for (int k = 0; k < 3; k++) {
+		static const char *const bad[] = { "2", "0", "x" };
+
+		cr_assert_eq(lockstep(out, sizeof(out), "bisect --combos %s %s/tiny.ini --votes %s "
+		                      "--db %s/v.db", combos, FIXTURES, bad[k], tmpdir), 2, "%s", out);
+		cr_assert_not_null(strstr(out, "--votes"), "%s", out);
+	}
+	rm_tmp();
+}
+
 Test(combo, on_crash_decides_what_a_crash_is, .timeout = 120)
 {
 	char out[16384], text[1024], combos[512];
