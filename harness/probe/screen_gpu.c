@@ -23,6 +23,15 @@ static void lks_screen_put(void *arg, const char *key, const char *value)
 		snprintf(d->name, sizeof(d->name), "%s", value);
 }
 
+/* The device of snapshot entry k: the k-th GPU that has a UUID, in the screen's order. */
+static lks_screen_dev *lks_screen_sel(struct lks_screen_ctx *x, int k)
+{
+	for (int i = 0; i < x->n; i++)
+		if (!x->devs[i].standin && x->devs[i].uuid[0] && k-- == 0)
+			return &x->devs[i];
+	return NULL;
+}
+
 int lks_screen_identify(struct lks_screen_ctx *x)
 {
 	const char *uuids[LKS_SCREEN_MAX];
@@ -54,16 +63,13 @@ int lks_screen_identify(struct lks_screen_ctx *x)
 	if (lks_nvml_select(x->nvml, uuids, n) || lks_nvml_snapshot(x->nvml, &x->before))
 		return -1;
 	x->nsel = n;
-	return 0;
-}
+	for (int k = 0; k < x->before.ndev && k < n; k++) {  /* as operators name the board */
+		lks_screen_dev *d = lks_screen_sel(x, k);
 
-/* The device of snapshot entry k: the k-th GPU that has a UUID, in the screen's order. */
-static lks_screen_dev *lks_screen_sel(struct lks_screen_ctx *x, int k)
-{
-	for (int i = 0; i < x->n; i++)
-		if (!x->devs[i].standin && x->devs[i].uuid[0] && k-- == 0)
-			return &x->devs[i];
-	return NULL;
+		snprintf(d->pci, sizeof(d->pci), "%s", x->before.dev[k].pci);
+		snprintf(d->serial, sizeof(d->serial), "%s", x->before.dev[k].serial);
+	}
+	return 0;
 }
 
 int lks_screen_readings(struct lks_screen_ctx *x)

@@ -33,6 +33,15 @@ enum { NVML_TEMP_GPU = 0 };                                 /* nvmlTemperatureSe
 enum { NVML_RETIRE_MULTI_SBE = 0, NVML_RETIRE_DBE = 1 };    /* nvmlPageRetirementCause_t */
 #define NVML_EVENT_XID 0x8ULL                              /* nvmlEventTypeXidCriticalError */
 
+/* nvmlPciInfo_t as nvmlDeviceGetPciInfo_v3 (and _v2) fill it: NVML's API reference,
+   "nvmlPciInfo_t" (docs.nvidia.com/deploy/nvml-api, group nvmlDeviceStructs) */
+typedef struct nvml_pci {
+	char bus_id_legacy[16];
+	unsigned int domain, bus, device, pci_device_id, pci_subsystem_id;
+	char bus_id[32];
+} nvml_pci;
+enum { NVML_CLOCK_SM = 1, NVML_CLOCK_MEM = 2 };             /* nvmlClockType_t */
+
 typedef struct nvml_memory {            /* nvmlMemory_t (v1) */
 	unsigned long long total, free, used;
 } nvml_memory;
@@ -60,6 +69,9 @@ struct lks_nvml_fns {
 	nvml_ret (*temperature)(nvml_dev, int, unsigned int *);
 	nvml_ret (*power)(nvml_dev, unsigned int *);
 	nvml_ret (*memory)(nvml_dev, nvml_memory *);
+	nvml_ret (*pci)(nvml_dev, nvml_pci *);
+	nvml_ret (*serial)(nvml_dev, char *, unsigned int);
+	nvml_ret (*clock)(nvml_dev, int, unsigned int *);
 	nvml_ret (*set_create)(nvml_set *);
 	nvml_ret (*set_free)(nvml_set);
 	nvml_ret (*register_events)(nvml_dev, unsigned long long, nvml_set);
@@ -92,6 +104,8 @@ static const char *const lks_nvml_keys[LKS_NVML_NKEYS] = {
 	[LKS_NVML_POWER] = "power_mw",
 	[LKS_NVML_MEM_USED] = "memory_used",
 	[LKS_NVML_MEM_TOTAL] = "memory_total",
+	[LKS_NVML_CLOCK_SM] = "clock_sm_mhz",
+	[LKS_NVML_CLOCK_MEM] = "clock_mem_mhz",
 };
 
 const char *lks_nvml_key_name(lks_nvml_key k)
@@ -154,6 +168,9 @@ static const char *lks_nvml_load(lks_nvml *h)
 	LKS_NVML_LOAD(h, temperature, "nvmlDeviceGetTemperature", NULL);
 	LKS_NVML_LOAD(h, power, "nvmlDeviceGetPowerUsage", NULL);
 	LKS_NVML_LOAD(h, memory, "nvmlDeviceGetMemoryInfo", NULL);
+	LKS_NVML_LOAD(h, pci, "nvmlDeviceGetPciInfo_v3", "nvmlDeviceGetPciInfo_v2");
+	LKS_NVML_LOAD(h, serial, "nvmlDeviceGetSerial", NULL);
+	LKS_NVML_LOAD(h, clock, "nvmlDeviceGetClockInfo", NULL);
 	LKS_NVML_LOAD(h, set_create, "nvmlEventSetCreate", NULL);
 	LKS_NVML_LOAD(h, set_free, "nvmlEventSetFree", NULL);
 	LKS_NVML_LOAD(h, register_events, "nvmlDeviceRegisterEvents", NULL);
@@ -372,6 +389,36 @@ static void lks_nvml_read_state(const lks_nvml *h, nvml_dev dev, lks_nvml_device
 	}
 }
 
+/* How operators name the board (its PCI bus id and serial), and its clocks now. Not
+   supported (a serial on a consumer board): left empty, no error. */
+static void lks_nvml_read_ident(const lks_nvml *h, nvml_dev dev, lks_nvml_device *d)
+{
+	unsigned int mhz;
+	nvml_pci pci;
+	nvml_ret r;
+
+	if (h->f.pci) {
+		memset(&pci, 0, sizeof(pci));
+		if ((r = h->f.pci(dev, &pci)) == NVML_OK)
+			snprintf(d->pci, sizeof(d->pci), "%.*s", (int)sizeof(pci.bus_id) - 1, pci.bus_id);
+		lks_nvml_note(h, d, "pci", r);
+	}
+	if (h->f.serial) {
+		if ((r = h->f.serial(dev, d->serial, sizeof(d->serial))) != NVML_OK)
+			d->serial[0] = '\0';
+		d->serial[sizeof(d->serial) - 1] = '\0';
+		lks_nvml_note(h, d, "serial", r);
+	}
+	if (h->f.clock) {
+		if ((r = h->f.clock(dev, NVML_CLOCK_SM, &mhz)) == NVML_OK)
+			d->v[LKS_NVML_CLOCK_SM] = mhz;
+		lks_nvml_note(h, d, "clock_sm", r);
+		if ((r = h->f.clock(dev, NVML_CLOCK_MEM, &mhz)) == NVML_OK)
+			d->v[LKS_NVML_CLOCK_MEM] = mhz;
+		lks_nvml_note(h, d, "clock_mem", r);
+	}
+}
+
 /* A selected UUID NVML did not find: the UUID and the error, no reading. */
 static void lks_nvml_unfound(const lks_nvml *h, int i, lks_nvml_device *d)
 {
@@ -404,6 +451,7 @@ int lks_nvml_snapshot(lks_nvml *h, lks_nvml_snap *snap)
 		lks_nvml_read_ecc(h, h->dev[i], d);
 		lks_nvml_read_rows(h, h->dev[i], d);
 		lks_nvml_read_state(h, h->dev[i], d);
+		lks_nvml_read_ident(h, h->dev[i], d);
 	}
 	snap->ndev = h->nsel;
 	return 0;

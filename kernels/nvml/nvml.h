@@ -41,11 +41,15 @@ typedef enum lks_nvml_key {
 	LKS_NVML_POWER,                /* milliwatts */
 	LKS_NVML_MEM_USED,             /* bytes */
 	LKS_NVML_MEM_TOTAL,
+	LKS_NVML_CLOCK_SM,             /* MHz, now */
+	LKS_NVML_CLOCK_MEM,
 	LKS_NVML_NKEYS
 } lks_nvml_key;
 
 typedef struct lks_nvml_device {
 	char name[96], uuid[96];
+	char pci[32];                  /* the PCI bus id, "00000000:1B:00.0"; "": not read */
+	char serial[32];               /* the board's serial; "": not read (consumer boards) */
 	int64_t v[LKS_NVML_NKEYS];     /* LKS_NVML_NONE: not available */
 	char errors[256];              /* NVML errors of this snapshot, "" when none */
 } lks_nvml_device;

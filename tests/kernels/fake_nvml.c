@@ -3,8 +3,8 @@
  *
  * It exports the NVML functions kernels/nvml/nvml.c looks up, with the C types of NVML's
  * API written out plainly, and answers from 'fake_nvml' (tests/kernels/fake_nvml.h), which the
- * test sets. Built three times: whole; with FAKE_NVML_NO_REMAP (no nvmlDeviceGetRemappedRows
- * and no event functions: a library older than the calls); with FAKE_NVML_NO_INIT (no
+ * test sets. Built three times: whole; with FAKE_NVML_NO_REMAP (no nvmlDeviceGetRemappedRows,
+ * no event functions, no PCI, serial or clock: a library older than the calls); with FAKE_NVML_NO_INIT (no
  * nvmlInit_v2: not an NVML at all). The event functions take a lock: the test of a
  * job's gather runs a 'process' per thread, each with its own lks_nvml and event set.
  */
@@ -25,6 +25,15 @@ typedef struct fake_event {
 
 
 /* A device handle is the address of its state; NULL: not a device of ours. */
+/* "GPU-fake-": device i's UUID is this and i; FAKE_NVML_UUID (e.g. "GPU-standin-") names
+   the devices of another stand-in */
+static const char *fake_uuid_prefix(void)
+{
+	const char *p = getenv("FAKE_NVML_UUID");
+
+	return p && *p ? p : "GPU-fake-";
+}
+
 static fake_nvml_dev *fake_dev(void *handle)
 {
 	for (unsigned int i = 0; i < fake_nvml.ndev && i < FAKE_NVML_DEVICES; i++)
@@ -109,7 +118,7 @@ int nvmlDeviceGetHandleByUUID(const char *uuid, void **handle)
 	char want[32];
 
 	for (unsigned int i = 0; i < fake_nvml.ndev && i < FAKE_NVML_DEVICES; i++) {
-		snprintf(want, sizeof(want), "GPU-fake-%u", i);
+		snprintf(want, sizeof(want), "%s%u", fake_uuid_prefix(), i);
 		if (strcmp(uuid, want) == 0) {
 			*handle = &fake_nvml.dev[i];
 			return 0;
@@ -134,7 +143,7 @@ int nvmlDeviceGetUUID(void *handle, char *uuid, unsigned int len)
 
 	if (!d)
 		return 2;
-	snprintf(uuid, len, "GPU-fake-%d", (int)(d - fake_nvml.dev));
+	snprintf(uuid, len, "%s%d", fake_uuid_prefix(), (int)(d - fake_nvml.dev));
 	return 0;
 }
 
@@ -179,6 +188,50 @@ static unsigned *fake_set(void *set)
 		if (set == &fake_sets[i] && fake_set_used[i])
 			return &fake_sets[i];
 	return NULL;
+}
+
+/* nvmlPciInfo_t: busIdLegacy[16], domain, bus, device, pciDeviceId, pciSubSystemId,
+   busId[32] */
+struct fake_pci {
+	char legacy[16];
+	unsigned int domain, bus, device, device_id, subsystem_id;
+	char bus_id[32];
+};
+
+int nvmlDeviceGetPciInfo_v3(void *handle, struct fake_pci *pci)
+{
+	fake_nvml_dev *d = fake_dev(handle);
+	int i = (int)(d - fake_nvml.dev);
+
+	if (!d)
+		return 2;
+	memset(pci, 0, sizeof(*pci));
+	pci->bus = 0x10 + (unsigned)i;
+	snprintf(pci->legacy, sizeof(pci->legacy), "0000:%02X:00.0", pci->bus);
+	snprintf(pci->bus_id, sizeof(pci->bus_id), "00000000:%02X:00.0", pci->bus);
+	return 0;
+}
+
+int nvmlDeviceGetSerial(void *handle, char *serial, unsigned int len)
+{
+	fake_nvml_dev *d = fake_dev(handle);
+
+	if (!d)
+		return 2;
+	if (d->serial_rc)
+		return d->serial_rc;
+	snprintf(serial, len, "fake-serial-%d", (int)(d - fake_nvml.dev));
+	return 0;
+}
+
+int nvmlDeviceGetClockInfo(void *handle, int type, unsigned int *mhz)
+{
+	fake_nvml_dev *d = fake_dev(handle);
+
+	if (!d || (type != 1 && type != 2))  /* NVML_CLOCK_SM, NVML_CLOCK_MEM */
+		return 2;
+	*mhz = type == 1 ? d->clock_sm : d->clock_mem;
+	return 0;
 }
 
 int nvmlDeviceGetRemappedRows(void *handle, unsigned int *corr, unsigned int *unc,

@@ -254,6 +254,9 @@ Test(nvml, a_library_lacking_an_optional_function_reads_the_rest)
 	cr_expect_eq(snap.dev[0].v[LKS_NVML_REMAP_FAILED], LKS_NVML_NONE);
 	cr_expect_eq(snap.dev[0].v[LKS_NVML_ECC_CORRECTED], 11);
 	cr_expect_eq(snap.dev[0].v[LKS_NVML_RETIRED_PAGES], 0);
+	cr_expect_eq(snap.dev[0].v[LKS_NVML_CLOCK_SM], LKS_NVML_NONE);
+	cr_expect_str_eq(snap.dev[0].pci, "");
+	cr_expect_str_eq(snap.dev[0].serial, "");
 	cr_expect_str_eq(snap.dev[0].errors, "");
 	cr_assert_eq(lks_nvml_select(h, (const char *[]){ "GPU-fake-0" }, 1), 0);
 	s->nevents = 1;               /* no event functions: no events, no error */
@@ -282,7 +285,10 @@ static fake_nvml_state *fake_four(void)
 	for (int i = 0; i < 4; i++) {
 		s->dev[i].temperature = 40 + (unsigned)i;
 		s->dev[i].mem_total = 80ULL << 30;
+		s->dev[i].clock_sm = 1755 + 75 * (unsigned)i;
+		s->dev[i].clock_mem = 2619;
 	}
+	s->dev[0].serial_rc = 3;      /* NVML_ERROR_NOT_SUPPORTED */
 	return s;
 }
 
@@ -309,6 +315,15 @@ Test(nvml, the_selected_devices_are_read_by_uuid_in_the_order_given)
 	cr_expect_eq(snap.dev[0].v[LKS_NVML_TEMPERATURE], 42);
 	cr_expect_str_eq(snap.dev[1].uuid, "GPU-fake-0");
 	cr_expect_eq(snap.dev[1].v[LKS_NVML_TEMPERATURE], 40);
+	/* as operators name them: the PCI bus id and serial of the device of that UUID */
+	cr_expect_str_eq(snap.dev[0].pci, "00000000:12:00.0");
+	cr_expect_str_eq(snap.dev[0].serial, "fake-serial-2");
+	cr_expect_str_eq(snap.dev[1].pci, "00000000:10:00.0");
+	cr_expect_eq(snap.dev[0].v[LKS_NVML_CLOCK_SM], 1905);
+	cr_expect_eq(snap.dev[0].v[LKS_NVML_CLOCK_MEM], 2619);
+	cr_expect_eq(snap.dev[1].v[LKS_NVML_CLOCK_SM], 1755);
+	cr_expect_str_eq(snap.dev[1].serial, "", "no serial (not supported): empty, no error");
+	cr_expect_str_eq(snap.dev[1].errors, "");
 	cr_expect_eq(lks_nvml_present(h), 4);   /* still what NVML sees */
 	cr_expect_neq(lks_nvml_select(h, uuids, LKS_NVML_MAX_DEVICES + 1), 0);
 	lks_nvml_close(h);

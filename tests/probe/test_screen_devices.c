@@ -4,7 +4,9 @@
  * GPU-standin-<slot>), stands in for CUDA. Each device's runs are placed on it (its
  * index as the runner's local rank), its UUID and name read from its own context before
  * any run, and a fault planted on one is named on that one only, and replayed persistent.
- * Their runs are reference mode, so they are held to golden/cpu, as a GPU's are.
+ * Their runs are reference mode, so they are held to golden/cpu, as a GPU's are. With the
+ * fake NVML of the tests (its devices named as the stand-ins), each device's PCI bus id,
+ * serial and readings are NVML's of the device of its UUID.
  */
 #include <criterion/criterion.h>
 #include <stdio.h>
@@ -51,6 +53,28 @@ Test(screen_devices, each_device_named_by_its_context_and_held_to_the_others, .t
 		cr_assert_str_eq(devs[i].name, "stand-in GPU");
 		cr_assert_eq(devs[i].verdict, LKS_SCREEN_PASS, "device %d: %s", i, devs[i].error);
 		cr_assert_eq(devs[i].golden, 1, "reference mode: the cpu class's goldens");
+	}
+}
+
+/* NVML's devices in another order than the screen's: each is matched by its UUID */
+Test(screen_devices, nvml_names_each_device_by_its_uuid, .timeout = 300)
+{
+	lks_screen_dev devs[2];
+
+	setenv("LKS_NVML_LIB", FAKE_NVML, 1);
+	setenv("FAKE_NVML_UUID", "GPU-standin-", 1);
+	setenv("FAKE_NVML_DEVICES", "3", 1);
+	screen_standins(NULL, devs, 2);
+	for (int i = 0; i < 2; i++) {
+		char pci[32], serial[32];
+
+		snprintf(pci, sizeof(pci), "00000000:%02X:00.0", 0x10 + i);
+		snprintf(serial, sizeof(serial), "fake-serial-%d", i);
+		cr_assert_eq(devs[i].nvml, 1, "device %d read by NVML", i);
+		cr_assert_str_eq(devs[i].pci, pci);
+		cr_assert_str_eq(devs[i].serial, serial);
+		cr_assert_str_eq(devs[i].before.uuid, devs[i].uuid);
+		cr_assert_str_eq(devs[i].findings, "");
 	}
 }
 
