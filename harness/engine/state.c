@@ -293,9 +293,11 @@ int lks_state_start(struct lks_runner *R, struct lks_store *store, const lks_run
    its states: the resumed state sent out, each kept state gathered. */
 int lks_state_idle(struct lks_runner *R, const lks_runner_opts *o)
 {
+	int end = o->stop_at > 0 && o->stop_at < R->steps ? o->stop_at : R->steps;  /* as lks_run */
+
 	if (lks_state_start(R, NULL, o))
 		return -1;
-	for (int step = R->step0; step < R->steps; step++)
+	for (int step = R->step0; step < end; step++)
 		if (lks_state_wanted(o, step) && lks_state_keep(R, NULL, 0, step))
 			return -1;
 	return 0;
