@@ -115,7 +115,9 @@ static int lks_screen_parse(int argc, char **argv, struct lks_screen_args *a)
 		            "--backend cpu: how many stand-in devices (default 4)"),
 		LKS_OPT_CHOICE("--mode", "quick|full", &a->mode, lks_modes,
 		               "quick (about 2 s a GPU, the default) or full (at most 60 s: FP8\n"
-		               "casts and scaling, delayed scaling, checkpoint recompute)"),
+		               "casts and scaling, delayed scaling, checkpoint recompute; and with\n"
+		               "2 GPUs or more a run across them, a rank each, its all-reduce on\n"
+		               "NCCL in the CPU's order, held to the same run on the CPU)"),
 		LKS_OPT_CHOICE("--gemm", "IMPL", &a->gemm, lks_gemms,
 		               "reference (the CPU's bits, golden/cpu; default) or cublaslt\n"
 		               "(production mode, the goldens of the GPU's class)"),
@@ -144,6 +146,7 @@ int cmd_screen(int argc, char **argv)
 	struct lks_screen_args a = { 0 };
 	lks_screen_dev devs[LKS_SCREEN_MAX];
 	lks_screen_opts o = { 0 };
+	lks_screen_coll coll = { 0 };
 	const lks_backend *be = NULL;
 	char path[600], tmp[] = "/tmp/lks_screen_XXXXXX";
 	int idx[LKS_SCREEN_MAX], n, rc, count;
@@ -175,6 +178,7 @@ int cmd_screen(int argc, char **argv)
 		return LKS_EXIT_INFRA;
 	}
 	o = (lks_screen_opts){ .case_path = path, .golden = a.golden, .workdir = a.dir ? a.dir : tmp,
+	                       .collective = a.mode == 1, .coll = &coll,
 	                       .be = be, .budget_s = a.budget, .progress = stderr,
 	                       .gemm = a.gemm ? LKS_GEMM_LIBRARY : LKS_GEMM_REFERENCE,
 	                       .inject = getenv(LKS_INJECT_ENV) };

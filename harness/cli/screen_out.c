@@ -156,6 +156,24 @@ static json_t *lks_dev_json(const lks_screen_dev *d)
 	return o;
 }
 
+/* The run across the GPUs: whether it ran (else why not), and where it departed. */
+static json_t *lks_coll_json(const lks_screen_coll *c)
+{
+	json_t *o = json_object();
+	char why[900];
+
+	json_object_set_new(o, "ran", json_boolean(c->ran));
+	json_object_set_new(o, "verdict", json_string(!c->ran ? "not run" : c->failed ? "fail"
+	                                              : "pass"));
+	json_object_set_new(o, "words", json_string(c->note));
+	if (c->failed) {
+		lks_check_describe(&c->div, "gpus", "cpu", why, sizeof(why));
+		json_object_set_new(o, "gpu", c->gpu >= 0 ? json_integer(c->gpu) : json_null());
+		json_object_set_new(o, "divergence", json_string(why));
+	}
+	return o;
+}
+
 static int lks_screen_json(const lks_screen_opts *o, const char *mode,
                            const lks_screen_dev *devs, int n, const char *path, int rc)
 {
@@ -182,6 +200,8 @@ static int lks_screen_json(const lks_screen_opts *o, const char *mode,
 			json_array_append_new(failed, json_integer(devs[i].index));
 	}
 	json_object_set_new(doc, "not_passed", failed);
+	if (o->coll)
+		json_object_set_new(doc, "collective", lks_coll_json(o->coll));
 	json_object_set_new(doc, "gpus", gpus);
 	err = lks_atomic_open(&f, path);
 	if (!err && (json_dumpf(doc, f.f, JSON_INDENT(2) | JSON_PRESERVE_ORDER) || fputc('\n', f.f) == EOF)) {
@@ -252,6 +272,17 @@ int lks_screen_out(const lks_screen_opts *o, const char *mode, const lks_screen_
 		else if (d->verdict == LKS_SCREEN_ERROR && rc == LKS_EXIT_OK)
 			rc = LKS_EXIT_INFRA;
 	}
+	if (o->coll && o->collective) {
+		const lks_screen_coll *c = o->coll;
+		char why[900] = "";
+
+		if (c->failed)
+			lks_check_describe(&c->div, "gpus", "cpu", why, sizeof(why));
+		printf("%-32s %-9s  %s%s%s\n", "across the GPUs", !c->ran ? "-" : c->failed ? "fail"
+		       : "pass", c->note, c->failed ? ": " : "", why);
+		if (c->failed)
+			rc = LKS_EXIT_FAIL;
+	}
 	fflush(stdout);
 	if ((json && lks_screen_json(o, mode, devs, n, json, rc))
 	    || (junit && lks_screen_junit(devs, n, junit))) {
@@ -266,9 +297,12 @@ void lks_screen_out_clean(const char *dir, const lks_screen_dev *devs, int n)
 	static const char *const ext[] = { "", "-wal", "-shm", "-journal" };
 	char path[700];
 
-	for (int i = 0; i < n; i++)
+	for (int i = 0; i <= n; i++)  /* every device's, and the run across them */
 		for (int e = 0; e < 4; e++) {
-			snprintf(path, sizeof(path), "%s/gpu%d.db%s", dir, devs[i].index, ext[e]);
+			if (i < n)
+				snprintf(path, sizeof(path), "%s/gpu%d.db%s", dir, devs[i].index, ext[e]);
+			else
+				snprintf(path, sizeof(path), "%s/collective.db%s", dir, ext[e]);
 			unlink(path);
 		}
 	rmdir(dir);

@@ -12,7 +12,8 @@
    device's runs could not be made (or an output could not be written). */
 int lks_screen_out(const lks_screen_opts *o, const char *mode, const lks_screen_dev *devs,
                    int n, const char *json, const char *junit);
-/* Removes the devices' databases from the temporary folder dir, and dir. */
+/* Removes the devices' databases (and the run across them) from the temporary folder dir,
+   and dir. */
 void lks_screen_out_clean(const char *dir, const lks_screen_dev *devs, int n);
 
 #endif

@@ -96,7 +96,7 @@ static int lks_screen_fits(struct lks_screen_ctx *x)
 		x->fits[j] = 1;
 		n++;
 	}
-	if (x->planted && !n)
+	if (x->planted && !n && !lks_screen_coll_fits(x))
 		return lks_err("inject: no run of %s %s '%s'", x->o->case_path,
 		               f->run[0] ? "is called" : "fits", f->run[0] ? f->run
 		               : lks_fault_kind_name(f->kind)), LKS_E_BAD_INPUT;
@@ -321,7 +321,8 @@ int lks_screen_run(const lks_screen_opts *o, lks_screen_dev *devs, int n)
 	for (int j = 0; j < x->c.nruns; j++)
 		if ((rc = lks_screen_compare_run(x, j)) != 0)
 			goto out;
-	rc = lks_screen_replay_all(x) || lks_screen_readings(x) ? -1 : 0;
+	rc = lks_screen_replay_all(x) || lks_screen_collective(x) || lks_screen_readings(x)
+	     ? -1 : 0;
 out:
 	lks_nvml_close(x->nvml);
 	for (int j = 0; j < 64; j++)

@@ -22,6 +22,10 @@
  *               same state;
  *   software    every device departed alike, or the other device departs too.
  *
+ * With --mode full (collective), the GPUs also train one run together, a rank each, its
+ * all-reduce on their device communicator, held to the same run on the CPU (screen_coll.c):
+ * the rank where it departs names the GPU.
+ *
  * Stand-ins: on the cpu backend the devices are stand-ins, each the CPU under a name of
  * its own (index, "CPU-standin-<index>"), so that all of this runs and is tested without
  * a GPU. A planted fault (LOCKSTEP_INJECT, fault.h, with two keys of the screen's own:
@@ -86,6 +90,17 @@ typedef struct lks_screen_dev {
 	const lks_fault *plant;
 } lks_screen_dev;
 
+/* The run across the node's GPUs at once (lks_screen_opts.collective): every chosen GPU a
+   rank of one run, its collectives on the backend's device communicator (NCCL on CUDA, in
+   the CPU's rank order), held bit for bit to the same run on the CPU's threads. */
+typedef struct lks_screen_coll {
+	int ran;                  /* 0: not run; note says why */
+	int failed;               /* it departs from the CPU's */
+	int gpu;                  /* the GPU of the rank where it departs first; -1: none */
+	lks_check_result div;
+	char note[256];
+} lks_screen_coll;
+
 typedef struct lks_screen_opts {
 	const char *case_path;    /* the screen's case file */
 	const char *golden;       /* golden files' folder; NULL: lks_golden_dir's default */
@@ -95,6 +110,9 @@ typedef struct lks_screen_opts {
 	int threads;              /* CPU threads of each stand-in's runs; 0: cores / devices */
 	double budget_s;          /* replays start only within this many seconds; 0: no bound */
 	const char *inject;       /* a planted fault with device= and times=; NULL: none */
+	int collective;           /* also the run across the GPUs (coll gets its result):
+	                             reference mode, GPUs 0 to n - 1 */
+	lks_screen_coll *coll;
 	FILE *progress;           /* a line per device and replay; NULL: silent */
 } lks_screen_opts;
 

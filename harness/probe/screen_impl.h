@@ -63,6 +63,10 @@ int lks_screen_same(lks_stored_run *a, lks_stored_run *b, int from, int until,
    with the XIDs between (screen_gpu.c); nothing for stand-ins or without NVML. */
 int lks_screen_identify(struct lks_screen_ctx *x);
 int lks_screen_readings(struct lks_screen_ctx *x);
+/* The run across the GPUs, where o->collective asks for it (screen_coll.c). */
+int lks_screen_collective(struct lks_screen_ctx *x);
+/* Whether the plant fits the run across n GPUs: run 0 of the case on n ranks. */
+int lks_screen_coll_fits(const struct lks_screen_ctx *x);
 /* Every failed device replayed and classed (screen_replay.c). */
 int lks_screen_replay_all(struct lks_screen_ctx *x);
 

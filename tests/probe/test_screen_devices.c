@@ -17,18 +17,24 @@
 #include "standin_link.h"
 #include "harness/probe/screen.h"
 
-static void screen_standins(const char *plant, lks_screen_dev *devs, int n)
+static lks_screen_coll coll;
+
+/* The screen of n stand-in GPUs (gpus 0: the CPU's stand-ins instead; with collective, the
+   run across them too, into coll). */
+static void screen_run(const char *plant, lks_screen_dev *devs, int n, int collective,
+                       int gpus)
 {
 	static lks_backend be;
 	char dir[] = "/tmp/lks_screen_dev_XXXXXX", cmd[128];
 	lks_screen_opts o = {
 		.case_path = LKS_SRC "/cases/screen/screen_quick.ini", .golden = LKS_SRC "/golden",
 		.gemm = LKS_GEMM_REFERENCE, .threads = 1, .inject = plant,
+		.collective = collective, .coll = &coll,
 	};
 
 	standin_reset();
 	be = standin_backend();
-	o.be = &be;
+	o.be = gpus ? &be : NULL;
 	cr_assert_not_null(mkdtemp(dir));
 	o.workdir = dir;
 	memset(devs, 0, sizeof(*devs) * (size_t)n);
@@ -38,6 +44,11 @@ static void screen_standins(const char *plant, lks_screen_dev *devs, int n)
 	lks_screen_release(devs, n);
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
 	cr_assert_eq(system(cmd), 0);
+}
+
+static void screen_standins(const char *plant, lks_screen_dev *devs, int n)
+{
+	screen_run(plant, devs, n, 0, 1);
 }
 
 Test(screen_devices, each_device_named_by_its_context_and_held_to_the_others, .timeout = 300)
@@ -90,4 +101,33 @@ Test(screen_devices, a_faulty_device_is_named_and_replayed_persistent, .timeout 
 	cr_assert_eq(devs[2].div.step, 4);
 	cr_assert_str_eq(devs[2].div.tensor, "blocks.1.mlp.down.out");
 	cr_assert_eq(devs[2].cls, LKS_REPLAY_PERSISTENT, "%s", devs[2].replay);
+}
+
+/* --mode full's run across the GPUs: a rank each, the all-reduce on the stand-ins' device
+   link, bit for bit the CPU's threads; a flip in the sum one rank receives names that
+   GPU, which alone gave the known answer. */
+Test(screen_devices, the_run_across_the_gpus_matches_the_cpu_and_names_a_bad_link,
+     .timeout = 300)
+{
+	lks_screen_dev devs[3];
+
+	screen_run(NULL, devs, 3, 1, 1);
+	cr_assert_eq(coll.ran, 1, "%s", coll.note);
+	cr_assert_eq(coll.failed, 0, "step %d rank %d '%s'", coll.div.step, coll.div.rank,
+	             coll.div.tensor);
+	for (int i = 0; i < 3; i++)
+		cr_assert_eq(devs[i].verdict, LKS_SCREEN_PASS);
+	screen_run("bitflip_allreduce_out step=3 rank=2 element=100 bit=26", devs, 3, 1, 1);
+	cr_assert_eq(coll.ran, 1, "%s", coll.note);
+	cr_assert_eq(coll.failed, 1);
+	cr_assert_eq(coll.gpu, 2);
+	cr_assert_eq(coll.div.step, 3);
+	cr_assert_eq(devs[0].verdict, LKS_SCREEN_PASS);
+	cr_assert_eq(devs[1].verdict, LKS_SCREEN_PASS);
+	cr_assert_eq(devs[2].verdict, LKS_SCREEN_FAIL);
+	cr_assert_not_null(strstr(devs[2].run, "across the GPUs"), "%s", devs[2].run);
+	/* stand-ins of the CPU have no device communicator: not run, and why */
+	screen_run(NULL, devs, 2, 1, 0);
+	cr_assert_eq(coll.ran, 0);
+	cr_assert_not_null(strstr(coll.note, "stand-ins share the CPU"), "%s", coll.note);
 }
