@@ -163,8 +163,8 @@ static json_t *lks_coll_json(const lks_screen_coll *c)
 	char why[900];
 
 	json_object_set_new(o, "ran", json_boolean(c->ran));
-	json_object_set_new(o, "verdict", json_string(!c->ran ? "not run" : c->failed ? "fail"
-	                                              : "pass"));
+	json_object_set_new(o, "verdict", json_string(c->error ? "error" : !c->ran ? "not run"
+	                                              : c->failed ? "fail" : "pass"));
 	json_object_set_new(o, "words", json_string(c->note));
 	if (c->failed) {
 		lks_check_describe(&c->div, "gpus", "cpu", why, sizeof(why));
@@ -278,10 +278,12 @@ int lks_screen_out(const lks_screen_opts *o, const char *mode, const lks_screen_
 
 		if (c->failed)
 			lks_check_describe(&c->div, "gpus", "cpu", why, sizeof(why));
-		printf("%-32s %-9s  %s%s%s\n", "across the GPUs", !c->ran ? "-" : c->failed ? "fail"
-		       : "pass", c->note, c->failed ? ": " : "", why);
+		printf("%-32s %-9s  %s%s%s\n", "across the GPUs", c->error ? "error" : !c->ran ? "-"
+		       : c->failed ? "fail" : "pass", c->note, c->failed ? ": " : "", why);
 		if (c->failed)
 			rc = LKS_EXIT_FAIL;
+		else if (c->error && rc == LKS_EXIT_OK)
+			rc = LKS_EXIT_INFRA;
 	}
 	fflush(stdout);
 	if ((json && lks_screen_json(o, mode, devs, n, json, rc))

@@ -95,6 +95,7 @@ typedef struct lks_screen_dev {
    the CPU's rank order), held bit for bit to the same run on the CPU's threads. */
 typedef struct lks_screen_coll {
 	int ran;                  /* 0: not run; note says why */
+	int error;                /* it could not be made (the devices, their communicator) */
 	int failed;               /* it departs from the CPU's */
 	int gpu;                  /* the GPU of the rank where it departs first; -1: none */
 	lks_check_result div;
