@@ -30,6 +30,7 @@
 
 static const char lks_detect_help[] =
 	"usage: lockstep bench detect [--dir DIR] [CASE|DIR...]\n"
+	"       lockstep bench detect --flips N [--repeats M] [--seed S] [--case FILE]\n"
 	"\n"
 	"Runs the fault cases (default cases/faults) and evaluates every check kind on each\n"
 	"case's faulty and clean run, beside a loss-only check at rtol 5% and a NaN-only check\n"
@@ -39,9 +40,8 @@ static const char lks_detect_help[] =
 	"With --flips N (and --repeats M), instead: N single-bit flips planted at random in the\n"
 	"screen's quick case on 2 ranks (a fifth each in GEMM outputs, weights, AdamW's state, the\n"
 	"buffer a rank sends into the all-reduce and the sum it receives), each compared bit for\n"
-	"bit with a clean run as 'lockstep\n"
-	"screen' compares: how many are caught, how many at their step and tensor; then M clean\n"
-	"runs, any difference a false alarm (exit 1).\n"
+	"bit with a clean run as 'lockstep screen' compares: how many are caught, how many at\n"
+	"their step and tensor; then M clean runs, any difference a false alarm (exit 1).\n"
 	"\n"
 	"options:\n"
 	"  --dir DIR      where the temporary databases go (default $TMPDIR or /tmp)\n"
