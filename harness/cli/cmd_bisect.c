@@ -1,8 +1,9 @@
 /*
  * cmd_bisect.c: 'lockstep bisect --combos F CASE...': the first bad combo of the ordered
- * list in F, by binary search over probes (harness/probe/search.h, harness/probe/probe.h); then what
- * changed from the last good to it: the keys of the two combos, and the fingerprints their
- * probes' runs stored.
+ * list in F, by binary search over probes (harness/probe/search.h, harness/probe/probe.h);
+ * then what changed from the last good to it: the keys of the two combos, and the
+ * fingerprints their probes' runs stored. With --votes K each combo the search asks about
+ * is probed K times and marked by their majority, for bugs that fail one run in a few.
  */
 #include <stdio.h>
 #include <stdlib.h>
