@@ -73,10 +73,11 @@ struct lks_probe_session;
 	"the probes table of the database, and its runs carry the combo's name.\n"
 
 /* Their start: options into cfg (init'ed here; release with lks_probe_cfg_release) by the
-   common table and the command's own rows (extra, LKS_OPT_END-ended, may be NULL: each a
-   required STRING), CASE|DIR arguments, with --combos and a case required; usage and tail
-   around the options make its --help; then the session of kind who opened in ps. Returns 0
-   to go on, else 1 with the exit code in *rc (0 after --help). */
+   common table and the command's own rows (extra, LKS_OPT_END-ended, may be NULL: a STRING
+   row is required, any other keeps its default), CASE|DIR arguments, with --combos and a
+   case required; usage and tail around the options make its --help; then the session of
+   kind who opened in ps. Returns 0 to go on, else 1 with the exit code in *rc (0 after
+   --help). */
 int lks_probe_start(const char *who, int argc, char **argv, const char *usage, const char *tail,
                     const lks_option *extra, struct lks_probe_cfg *cfg,
                     struct lks_probe_session *ps, int *rc);

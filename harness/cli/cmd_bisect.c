@@ -1,8 +1,9 @@
 /*
  * cmd_bisect.c: 'lockstep bisect --combos F CASE...': the first bad combo of the ordered
- * list in F, by binary search over probes (harness/probe/search.h, harness/probe/probe.h); then what
- * changed from the last good to it: the keys of the two combos, and the fingerprints their
- * probes' runs stored.
+ * list in F, by binary search over probes (harness/probe/search.h, harness/probe/probe.h);
+ * then what changed from the last good to it: the keys of the two combos, and the
+ * fingerprints their probes' runs stored. With --votes K each combo the search asks about
+ * is probed K times and marked by their majority, for bugs that fail one run in a few.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -44,8 +45,7 @@ static const char lks_bisect_tail[] =
 
 struct lks_bisect_state {
 	lks_probe_session ps;
-	int votes;                /* probes per combo: their majority is its mark */
-	const char *votes_arg;    /* --votes K as given */
+	int votes;                /* --votes K: probes per combo, their majority its mark */
 	int64_t *suites;          /* (combos) the suite a probe of the majority stored; 0: none */
 	lks_outcome *outcomes;    /* (combos) of those probed: a probe of the majority's */
 	int (*tally)[3];          /* (combos) its probes good, bad, skip, where the votes split */
@@ -77,7 +77,7 @@ static int lks_bisect_probe(void *arg, int i, lks_mark *mark)
 	}
 	if (n[0] != b->votes && n[1] != b->votes && n[2] != b->votes) {
 		memcpy(b->tally[i], n, sizeof(n));
-		printf("votes split at %s: %d good, %d bad, %d skip -> %s\n",
+		fprintf(b->ps.out, "votes split at %s: %d good, %d bad, %d skip -> %s\n",
 		       b->ps.combos.combos[i].name, n[0], n[1], n[2], lks_mark_name(*mark));
 	}
 	return 0;
@@ -96,7 +96,22 @@ static void lks_bisect_votes(const struct lks_bisect_state *b)
 			       b->ps.combos.combos[i].name, b->tally[i][0], b->tally[i][1],
 			       b->tally[i][2]);
 		}
-	printf(split ? "\n" : "votes: %d probes a combo, no combo's split\n", b->votes);
+	if (split)
+		printf("\n");
+	else
+		printf("votes: no combo split (%d probes a combo)\n", b->votes);
+}
+
+/* "9 probes: 3 combos, 3 votes each": every probe stored, and the combos the search
+   probed, which --votes multiplies; "3 probes" with one vote, where the two are one. */
+static void lks_bisect_count(const struct lks_bisect_state *b, const lks_search_result *r,
+                             char *buf, size_t n)
+{
+	if (b->votes == 1)
+		snprintf(buf, n, "%d probes", r->nprobes);
+	else
+		snprintf(buf, n, "%d probes: %d combos, %d votes each", b->ps.nprobes, r->nprobes,
+		         b->votes);
 }
 
 /* The first run a suite stored: its id and fingerprint (malloc'd). */
@@ -152,12 +167,13 @@ static int lks_bisect_found(struct lks_bisect_state *b, const lks_search_result 
 	const lks_combo *good = &b->ps.combos.combos[r->last_good];
 	const lks_combo *bad = &b->ps.combos.combos[r->first_bad];
 	lks_combo_change *ch;
+	char count[80];
 	int nch;
 
-	printf("\nfirst bad combo: %s (%s:%d)\nlast good combo: %s\n%d probes\n", bad->name,
-	       b->ps.combos.path, bad->line, good->name, r->nprobes);
-	snprintf(result, n, "first bad: %s, after %s (%d probes)", bad->name, good->name,
-	         r->nprobes);
+	lks_bisect_count(b, r, count, sizeof(count));
+	printf("\nfirst bad combo: %s (%s:%d)\nlast good combo: %s\n%s\n", bad->name,
+	       b->ps.combos.path, bad->line, good->name, count);
+	snprintf(result, n, "first bad: %s, after %s (%s)", bad->name, good->name, count);
 	if (lks_combo_diff(good, bad, &ch, &nch))
 		return -1;
 	if (nch) {
@@ -177,10 +193,11 @@ static int lks_bisect_unfound(struct lks_bisect_state *b, const lks_search_resul
 	const lks_combos *cs = &b->ps.combos;
 	int end = r->status == LKS_SEARCH_START_NOT_GOOD ? 0 : cs->n - 1;
 	lks_mark m = r->status == LKS_SEARCH_START_NOT_GOOD ? r->start : r->end;
+	char count[80];
 
 	if (r->status == LKS_SEARCH_SKIPPED) {
-		printf("\ncannot tell which is the first bad combo (%d probes); it is one of:\n",
-		       r->nprobes);
+		lks_bisect_count(b, r, count, sizeof(count));
+		printf("\ncannot tell which is the first bad combo (%s); it is one of:\n", count);
 		for (int i = r->last_good + 1; i <= r->first_bad; i++)
 			printf("  %s%s\n", cs->combos[i].name, i < r->first_bad ? "  (could not test)" : "");
 		snprintf(result, n, "first bad: one of %s..%s", cs->combos[r->last_good + 1].name,
@@ -215,44 +232,41 @@ static int lks_bisect_setup(struct lks_bisect_state *b)
 	return b->suites && b->outcomes && b->tally ? 0 : lks_err("out of memory");
 }
 
-/* --votes K: odd and from 1 (an even K can tie); -1 after saying why not. */
-static int lks_bisect_votes_of(const char *arg)
+/* --votes K into *(int *)o->value, while the options are parsed (before any database is
+   opened): from 1, and odd, since an even K can tie and a tie has no majority. 99 is far
+   more than a bug that fails one run in a few needs, and bounds a typo's cost. */
+static int lks_bisect_votes_opt(const lks_opt_cmd *cmd, const lks_option *o, const char *name,
+                                const char *arg)
 {
-	char *end;
-	long k = strtol(arg, &end, 10);
+	int rc = lks_opt_int(cmd->who, name, arg, 1, 99, o->value);
 
-	if (end == arg || *end || k < 1 || k > 99)
-		return lks_usage("bisect: --votes %s: want a number of probes from 1 to 99", arg), -1;
-	if (k % 2 == 0)
-		return lks_usage("bisect: --votes %ld: want an odd number (an even one can tie, "
-		                 "and a tie has no majority)", k), -1;
-	return (int)k;
+	if (!rc && *(int *)o->value % 2 == 0)
+		return lks_usage("%s: %s wants an odd number, not %s: an even one can tie, and a "
+		                 "tie has no majority", cmd->who, name, arg);
+	return rc;
 }
 
 int cmd_bisect(int argc, char **argv)
 {
-	struct lks_bisect_state b = { 0 };
+	struct lks_bisect_state b = { .votes = 1 };
 	lks_search_result r;
 	lks_probe_cfg cfg;
 	char result[512] = "";
 	int rc;
 
+	/* a CALL row with a value: the callback checks what an INT row cannot (odd) */
 	const lks_option extra[] = {
-		LKS_OPT_STRING("--votes", "K", &b.votes_arg,
-		               "probe each combo K times (odd; default 1) and take the majority:\n"
-		               "for bugs that fail one run in a few; where the votes split, it\n"
-		               "says so, and no majority of good or bad is a skip"),
+		{ .kind = LKS_OPT_CALL, .name = "--votes", .arg = "K", .value = &b.votes,
+		  .fn = lks_bisect_votes_opt,
+		  .help = "probe each combo K times (odd, 1 to 99; default 1) and take the\n"
+		          "majority: for bugs that fail one run in a few; where the votes\n"
+		          "split, it says so, and no majority of good or bad is a skip" },
 		LKS_OPT_END(),
 	};
 
-	b.votes_arg = "1";
 	if (lks_probe_start("bisect", argc, argv, lks_bisect_usage, lks_bisect_tail, extra, &cfg,
 	                    &b.ps, &rc))
 		goto out;
-	if ((b.votes = lks_bisect_votes_of(b.votes_arg)) < 1) {
-		rc = LKS_EXIT_USAGE;
-		goto out;
-	}
 	if ((rc = lks_bisect_setup(&b))
 	    || (rc = lks_search_bisect(b.ps.combos.n, lks_bisect_probe, &b, &r))) {
 		rc = lks_probe_fail(rc);

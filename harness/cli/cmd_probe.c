@@ -110,8 +110,9 @@ static int lks_probe_args(const char *who, int argc, char **argv, const char *us
 		return lks_usage("%s: which combos? (--combos FILE)", who);
 	if (cfg->ncases == 0)
 		return lks_usage("%s: which cases? (a case file or a directory of them)", who);
+	/* a STRING row has no default; the others start at theirs */
 	for (; extra && extra->kind != LKS_OPT_END; extra++)
-		if (!*(const char **)extra->value)
+		if (extra->kind == LKS_OPT_STRING && !*(const char **)extra->value)
 			return lks_usage("%s: %s is required", who, extra->name);
 	return 0;
 }

@@ -213,6 +213,9 @@ Test(combo, bad_usage_exits_2)
 		{ "bisect --combos c.ini --on-crash maybe tiny.ini", "--on-crash wants skip or bad" },
 		{ "matrix --combos c.ini --frobnicate tiny.ini", "bad option '--frobnicate'" },
 		{ "reduce --combos c.ini tiny.ini --good", "--good needs a value" },
+		/* c.ini does not exist: --votes is refused while the options are parsed */
+		{ "bisect --combos c.ini --votes 4 tiny.ini", "--votes wants an odd number, not 4" },
+		{ "bisect --combos c.ini tiny.ini --votes", "--votes needs a value" },
 	};
 	static const char *const cmds[] = { "matrix", "bisect", "reduce" };
 	char out[8192];
@@ -330,40 +333,108 @@ Test(combo, hanging_probe_is_killed_at_its_timeout_and_recorded, .timeout = 120)
 	rm_tmp();
 }
 
-/* A flaky good combo (its probe fails the first of every three times: a preloaded library
-   counts them) misleads a bisect of one probe a combo; --votes 3 outvotes it, finds the
-   real first bad combo and says where the votes split. An even or absent K is refused. */
-Test(combo, votes_outvote_a_flaky_probe, .timeout = 300)
+/* Six combos for --votes: c0, c1 good; c2 flaky by cycle (hang_preload.c: the outcomes of
+   its probes in turn, kept in a counter file); c3, c4, c5 bad. A search of six probes c0,
+   then c2. The file's path into combos. */
+static void put_flaky_combos(const char *cycle, char *combos, size_t n)
 {
-	char out[16384], text[2048], combos[512];
 	static const char nan[] = "env.LOCKSTEP_INJECT = nan step=2 rank=0 "
 	                          "tensor=blocks.0.mlp.up.weight.grad\n";
+	char text[2048];
+
+	snprintf(text, sizeof(text), "[combo c0]\n[combo c1]\n[combo c2]\nenv.LD_PRELOAD = %s\n"
+	         "env.LKS_TEST_PRELOAD = flaky:%s/flaky.count:%s\n[combo c3]\n%s[combo c4]\n%s"
+	         "[combo c5]\n%s", LKS_HANG_LIB, tmpdir, cycle, nan, nan, nan);
+	put_file("flaky.ini", text, combos, n);
+}
+
+/* A flaky good combo (its probe fails the first of every three times) misleads a bisect of
+   one probe a combo; --votes 3 outvotes it, finds the real first bad combo and says where
+   the votes split, in the probe lines and at the end. */
+Test(combo, votes_outvote_a_flaky_probe, .timeout = 300)
+{
+	char out[16384], combos[512], s[256];
 
 	mkdir_tmp();
-	/* c0, c1 good; c2 good but flaky; c3, c4, c5 bad: the search probes c0, then c2 */
-	snprintf(text, sizeof(text), "[combo c0]\n[combo c1]\n[combo c2]\nenv.LD_PRELOAD = %s\n"
-	         "env.LKS_TEST_PRELOAD = flaky:%s/flaky.count:3\n[combo c3]\n%s[combo c4]\n%s"
-	         "[combo c5]\n%s", LKS_HANG_LIB, tmpdir, nan, nan, nan);
-	put_file("flaky.ini", text, combos, sizeof(combos));
+	put_flaky_combos("1,run,run", combos, sizeof(combos));
 	cr_assert_eq(lockstep(out, sizeof(out), "bisect --combos %s %s/tiny.ini --check finite "
 	                      "--db %s/v1.db", combos, FIXTURES, tmpdir), 0, "%s", out);
 	cr_assert_not_null(strstr(out, "first bad combo: c2 "), "one vote is misled: %s", out);
+	cr_assert_null(strstr(out, "\nvotes"), "one vote prints what it always did: %s", out);
+	cr_assert_not_null(strstr(out, "\n3 probes\n"), "%s", out);
+
 	cr_assert_eq(lockstep(out, sizeof(out), "bisect --combos %s %s/tiny.ini --check finite "
 	                      "--votes 3 --db %s/v3.db", combos, FIXTURES, tmpdir), 0, "%s", out);
 	cr_assert_not_null(strstr(out, "first bad combo: c3 "), "%s", out);
-	cr_assert_not_null(strstr(out, "votes split at c2: 2 good, 1 bad, 0 skip -> good"), "%s",
-	                   out);
-	cr_assert_not_null(strstr(out, "votes split: c2 (2 good, 1 bad, 0 skip)\n"), "%s", out);
+	cr_assert_not_null(strstr(out, "last good combo: c2\n"), "%s", out);
+	/* c2's third probe is the fourth of the file: it fails, after two that passed */
+	cr_assert_not_null(strstr(out, "\nvotes split at c2: 2 good, 1 bad, 0 skip -> good\n"),
+	                   "%s", out);
+	cr_assert_eq(lines_with(out, "probe 1", "\nfirst bad", "votes split at"), 1, "%s", out);
+	cr_assert_not_null(strstr(out, "\nvotes split: c2 (2 good, 1 bad, 0 skip)\n"), "%s", out);
+	/* c0, c2, c3, three times each, every probe stored */
+	cr_assert_not_null(strstr(out, "\n9 probes: 3 combos, 3 votes each\n"), "%s", out);
+	cr_assert_eq(sql_int("v3.db", "SELECT count(*) FROM probes"), 9);
 	cr_assert_eq(sql_int("v3.db", "SELECT count(*) FROM probes WHERE combo = 'c2'"), 3);
 	cr_assert_eq(sql_int("v3.db", "SELECT count(*) FROM probes WHERE combo = 'c2' AND "
 	                              "outcome = 'bad'"), 1);
-	for (int k = 0; k < 3; k++) {
-		static const char *const bad[] = { "2", "0", "x" };
+	sql_text("v3.db", "SELECT result FROM probe_sessions", s, sizeof(s));
+	cr_assert_str_eq(s, "first bad: c3, after c2 (9 probes: 3 combos, 3 votes each)");
+	rm_tmp();
+}
 
-		cr_assert_eq(lockstep(out, sizeof(out), "bisect --combos %s %s/tiny.ini --votes %s "
-		                      "--db %s/v.db", combos, FIXTURES, bad[k], tmpdir), 2, "%s", out);
-		cr_assert_not_null(strstr(out, "--votes"), "%s", out);
+/* Votes that reach no majority of good or bad say nothing of a combo: c2, which cannot test
+   two of three times, is stepped around as a skip, not taken for good by its one good vote;
+   and where no combo splits, the end says so. */
+Test(combo, votes_without_a_majority_are_a_skip, .timeout = 300)
+{
+	char out[16384], combos[512];
+
+	mkdir_tmp();
+	put_flaky_combos("125,125,run", combos, sizeof(combos));
+	cr_assert_eq(lockstep(out, sizeof(out), "bisect --combos %s %s/tiny.ini --check finite "
+	                      "--votes 3 --db %s/s.db", combos, FIXTURES, tmpdir), 3, "%s", out);
+	cr_assert_not_null(strstr(out, "\nvotes split at c2: 1 good, 0 bad, 2 skip -> skip\n"),
+	                   "%s", out);
+	cr_assert_not_null(strstr(out, "it is one of:\n  c2  (could not test)\n  c3\n"), "%s", out);
+	cr_assert_not_null(strstr(out, "\nvotes split: c2 (1 good, 0 bad, 2 skip)\n"), "%s", out);
+	cr_assert_eq(sql_int("s.db", "SELECT count(*) FROM probes WHERE combo = 'c2' AND "
+	                             "outcome = 'skip'"), 2);
+
+	cr_assert_eq(lockstep(out, sizeof(out), "bisect --combos %s/eight.ini %s/tiny.ini "
+	                      "--check finite --votes 3 --db %s/e.db", FIXTURES, FIXTURES, tmpdir),
+	             0, "%s", out);
+	cr_assert_not_null(strstr(out, "first bad combo: c6 ("), "%s", out);
+	cr_assert_null(strstr(out, "votes split"), "%s", out);
+	cr_assert_not_null(strstr(out, "\nvotes: no combo split (3 probes a combo)\n"), "%s", out);
+	rm_tmp();
+}
+
+/* A K that is not a number from 1, or even (a tie has no majority), is bad usage: refused
+   with why, before the database is even made. */
+Test(combo, votes_refuses_a_bad_k, .timeout = 60)
+{
+	static const struct { const char *k, *says; } bad[] = {
+		{ "2", "--votes wants an odd number, not 2: an even one can tie" },
+		{ "0", "--votes wants an integer in [1, 99], not '0'" },
+		{ "-3", "--votes wants an integer in [1, 99], not '-3'" },
+		{ "x", "--votes wants an integer in [1, 99], not 'x'" },
+		{ "3x", "--votes wants an integer in [1, 99], not '3x'" },
+	};
+	char out[8192], path[600];
+
+	mkdir_tmp();
+	snprintf(path, sizeof(path), "%s/v.db", tmpdir);
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		cr_assert_eq(lockstep(out, sizeof(out), "bisect --combos %s/eight.ini %s/tiny.ini "
+		                      "--votes %s --db %s", FIXTURES, FIXTURES, bad[i].k, path), 2,
+		             "--votes %s:\n%s", bad[i].k, out);
+		cr_assert_not_null(strstr(out, bad[i].says), "--votes %s:\n%s", bad[i].k, out);
+		cr_assert_neq(access(path, F_OK), 0, "--votes %s made %s", bad[i].k, path);
 	}
+	cr_assert_eq(lockstep(out, sizeof(out), "bisect --help"), 0, "%s", out);
+	cr_assert_not_null(strstr(out, "\n  --votes K "), "%s", out);
+	cr_assert_not_null(strstr(out, "odd"), "%s", out);
 	rm_tmp();
 }
 
