@@ -137,6 +137,8 @@ Test(nvml, a_rise_in_ecc_between_snapshots_is_a_finding)
 	lks_nvml *h = nvml_open(FAKE_NVML);
 	char text[512];
 
+	s->dev[0].clock_sm = s->dev[1].clock_sm = 1410;
+	s->dev[1].clock_mem = 1593;
 	s->dev[1].ecc_uncorrected = 2;
 	lks_nvml_snapshot(h, &before);
 	lks_nvml_snapshot(h, &after);
@@ -145,7 +147,11 @@ Test(nvml, a_rise_in_ecc_between_snapshots_is_a_finding)
 	s->dev[1].ecc_uncorrected = 5;
 	s->dev[0].remap_unc = 1;
 	s->dev[0].temperature = 90;   /* warmer is no finding */
+	s->dev[0].clock_sm = 1980;    /* nor are clocks that moved, either way */
+	s->dev[1].clock_sm = 345;
+	s->dev[1].clock_mem = 405;
 	lks_nvml_snapshot(h, &after);
+	cr_assert_eq(after.dev[0].v[LKS_NVML_CLOCK_SM], 1980);
 	cr_expect_eq(lks_nvml_findings(&before, &after, NULL, 0, NULL, text, sizeof(text)), 2);
 	cr_expect(strstr(text, "gpu 1: uncorrected ECC errors rose from 2 to 5\n"), "%s", text);
 	cr_expect(strstr(text, "gpu 0: rows remapped (uncorrectable) rose from 0 to 1\n"), "%s",
@@ -254,10 +260,15 @@ Test(nvml, a_library_lacking_an_optional_function_reads_the_rest)
 	cr_expect_eq(snap.dev[0].v[LKS_NVML_REMAP_FAILED], LKS_NVML_NONE);
 	cr_expect_eq(snap.dev[0].v[LKS_NVML_ECC_CORRECTED], 11);
 	cr_expect_eq(snap.dev[0].v[LKS_NVML_RETIRED_PAGES], 0);
-	cr_expect_eq(snap.dev[0].v[LKS_NVML_CLOCK_SM], LKS_NVML_NONE);
-	cr_expect_str_eq(snap.dev[0].pci, "");
-	cr_expect_str_eq(snap.dev[0].serial, "");
-	cr_expect_str_eq(snap.dev[0].errors, "");
+	for (int i = 0; i < 2; i++) {   /* no PCI, serial or clock calls: empty, NONE */
+		cr_expect_eq(snap.dev[i].v[LKS_NVML_CLOCK_SM], LKS_NVML_NONE, "dev %d", i);
+		cr_expect_eq(snap.dev[i].v[LKS_NVML_CLOCK_MEM], LKS_NVML_NONE, "dev %d", i);
+		cr_expect_str_eq(snap.dev[i].pci, "", "dev %d", i);
+		cr_expect_str_eq(snap.dev[i].serial, "", "dev %d", i);
+		cr_expect_str_eq(snap.dev[i].errors, "", "dev %d", i);
+	}
+	cr_expect_str_eq(snap.dev[1].uuid, "GPU-fake-1");  /* the rest is read */
+	cr_expect_eq(snap.dev[1].v[LKS_NVML_TEMPERATURE], 41);
 	cr_assert_eq(lks_nvml_select(h, (const char *[]){ "GPU-fake-0" }, 1), 0);
 	s->nevents = 1;               /* no event functions: no events, no error */
 	cr_expect_eq(lks_nvml_poll_xid(h, x, 2, &n), 0);
@@ -265,10 +276,41 @@ Test(nvml, a_library_lacking_an_optional_function_reads_the_rest)
 	lks_nvml_close(h);
 }
 
+/* A library with only the first nvmlDeviceGetPciInfo (no _v2, no _v3) fills no busId; the
+   bus id is written from domain, bus and device as nvidia-smi shows it, the domain in 8
+   digits (the legacy string has 4), for the device of each UUID. */
+Test(nvml, the_first_pci_info_call_gives_the_bus_id_as_nvidia_smi_writes_it)
+{
+	fake_nvml_state *s = fake_open(FAKE_NVML_PCI_V1);
+	const char *uuids[] = { "GPU-fake-1", "GPU-fake-0" };
+	lks_nvml_snap snap;
+	lks_nvml *h;
+
+	s->dev[1].pci_domain = 0x10002;
+	s->dev[1].clock_sm = 1980;
+	h = nvml_open(FAKE_NVML_PCI_V1);
+	cr_assert(lks_nvml_present(h), "%s", lks_nvml_reason(h));
+	cr_assert_eq(lks_nvml_select(h, uuids, 2), 0);
+	lks_nvml_snapshot(h, &snap);
+	cr_assert_eq(snap.ndev, 2);
+	cr_expect_str_eq(snap.dev[0].pci, "00010002:11:00.0");
+	cr_expect_str_eq(snap.dev[1].pci, "00000000:10:00.0");
+	cr_expect_str_eq(snap.dev[0].serial, "fake-serial-1");
+	cr_expect_eq(snap.dev[0].v[LKS_NVML_CLOCK_SM], 1980);
+	cr_expect_str_eq(snap.dev[0].errors, "");
+	lks_nvml_close(h);
+}
+
 Test(nvml, key_names)
 {
 	cr_expect_str_eq(lks_nvml_key_name(LKS_NVML_ECC_UNCORRECTED), "ecc_uncorrected");
 	cr_expect_str_eq(lks_nvml_key_name(LKS_NVML_MEM_USED), "memory_used");
+	/* the clocks came last: every stored name before them keeps its key */
+	cr_expect_str_eq(lks_nvml_key_name(LKS_NVML_MEM_TOTAL), "memory_total");
+	cr_expect_eq(LKS_NVML_MEM_TOTAL, 11);
+	cr_expect_str_eq(lks_nvml_key_name(LKS_NVML_CLOCK_SM), "clock_sm_mhz");
+	cr_expect_str_eq(lks_nvml_key_name(LKS_NVML_CLOCK_MEM), "clock_mem_mhz");
+	cr_expect_eq(LKS_NVML_CLOCK_MEM + 1, LKS_NVML_NKEYS);
 	for (int k = 0; k < LKS_NVML_NKEYS; k++)
 		cr_expect(lks_nvml_key_name((lks_nvml_key)k), "key %d has no name", k);
 	cr_expect_null(lks_nvml_key_name(LKS_NVML_NKEYS));
@@ -502,8 +544,14 @@ Test(gpu_health, the_run_s_gpus_are_matched_by_uuid_and_no_other_is_blamed)
 	cr_expect_str_eq(events, "gpu 0 GPU-fake-2 (ranks 0,2 on node-a): corrected ECC errors "
 	                         "rose from 0 to 4\ngpu 1 GPU-fake-0 (rank 1 on node-a): XID 48\n");
 	cr_expect(strstr(rows, "before 0 cuda_ordinal 0\nbefore 0 uuid GPU-fake-2\n"
-	                       "before 0 ranks 0,2\nbefore 0 host node-a\nbefore 0 name Fake GPU 2\n"),
+	                       "before 0 ranks 0,2\nbefore 0 host node-a\nbefore 0 name Fake GPU 2\n"
+	                       "before 0 pci 00000000:12:00.0\nbefore 0 serial fake-serial-2\n"),
 	          "%s", rows);
+	/* NVML's device 0 has no serial (not supported): no row, no error */
+	cr_expect(strstr(rows, "after 1 name Fake GPU 0\nafter 1 pci 00000000:10:00.0\n"
+	                       "after 1 ecc_corrected 0\n"), "%s", rows);
+	cr_expect(strstr(rows, "after 0 clock_sm_mhz 1905\nafter 0 clock_mem_mhz 2619\n"), "%s",
+	          rows);
 	cr_expect(strstr(rows, "after 0 temperature_c 42\n"), "%s", rows);
 	cr_expect(strstr(rows, "after 1 cuda_ordinal 1\nafter 1 uuid GPU-fake-0\n"), "%s", rows);
 	cr_expect(strstr(rows, "after 1 temperature_c 40\n"), "%s", rows);
