@@ -108,97 +108,116 @@ static int count_lines(const char *text, const char *part)
 	return n;
 }
 
-/* The run's ranks 0 and 2 share CUDA's device 0, which is NVML's device 2; rank 1 has
-   CUDA's device 1, NVML's 0. What rises on NVML's devices 1 and 3 (another job's) is no
-   finding of the run, and no reading of them is stored; what rises on the run's GPUs is,
-   named by ordinal and UUID. */
-Test(gpu_health, the_run_s_gpus_are_matched_by_uuid_and_no_other_is_blamed)
-{
-	fake_nvml_state *s = fake_four();
-	lks_nvml *h = nvml_open(FAKE_NVML);
+/* text holds part (or does not); text is shown where it fails */
+#define expect_in(text, part) cr_expect(strstr((text), (part)), "%s", (text))
+#define expect_not_in(text, part) cr_expect_null(strstr((text), (part)), "%s", (text))
+
+/* One process's GPU health as a test drives it: NVML (h), the GPUs its ranks used (g), and
+   once stored as a process alone stores it, the database (db), the findings' words (text),
+   the rows and events read back. */
+struct health_case {
+	lks_nvml *h;
 	lks_gpu_health g;
 	struct health_db db;
 	char text[1024], *rows, *events;
+};
 
-	lks_gpu_health_reset(&g);
-	cr_assert_eq(lks_gpu_health_use(&g, "GPU-fake-2", 0, 0, "node-a"), 0);
-	cr_assert_eq(lks_gpu_health_use(&g, "GPU-fake-0", 1, 1, "node-a"), 0);
-	cr_assert_eq(lks_gpu_health_use(&g, "GPU-fake-2", 0, 2, "node-a"), 0);
-	cr_assert_eq(g.ndev, 2);
+/* NVML opened from path, no GPU used yet */
+static void health_case_open(struct health_case *x, const char *path)
+{
+	memset(x, 0, sizeof(*x));
+	x->h = nvml_open(path);
+	lks_gpu_health_reset(&x->g);
+}
+
+/* The reading after the run, stored, and read back */
+static void health_case_after(struct health_case *x)
+{
+	lks_gpu_health_after(x->h, &x->g);
+	health_store_alone(&x->g, &x->db, x->text, sizeof(x->text));
+	health_db_read(&x->db, &x->rows, &x->events);
+}
+
+static void health_case_close(struct health_case *x)
+{
+	lks_nvml_close(x->h);
+	health_db_close(&x->db, x->rows, x->events);
+}
+
+/* The run's ranks 0 and 2 share CUDA's device 0, which is NVML's device 2; rank 1 has
+   CUDA's device 1, NVML's 0. What rises on NVML's devices 1 and 3 (another job's) is no
+   finding of the run, and no reading of them is stored; what rises on the run's GPUs is,
+   named by ordinal and UUID. Each is stored named as operators name it: NVML's name, PCI
+   bus id and serial of the device of its UUID. */
+Test(gpu_health, the_run_s_gpus_are_matched_by_uuid_and_no_other_is_blamed)
+{
+	fake_nvml_state *s = fake_four();
+	struct health_case x;
+	static const char found[] = "gpu 0 GPU-fake-2 (ranks 0,2 on node-a): corrected ECC "
+	                            "errors rose from 0 to 4\ngpu 1 GPU-fake-0 (rank 1 on "
+	                            "node-a): XID 48\n";
+
+	health_case_open(&x, FAKE_NVML);
+	cr_assert_eq(lks_gpu_health_use(&x.g, "GPU-fake-2", 0, 0, "node-a"), 0);
+	cr_assert_eq(lks_gpu_health_use(&x.g, "GPU-fake-0", 1, 1, "node-a"), 0);
+	cr_assert_eq(lks_gpu_health_use(&x.g, "GPU-fake-2", 0, 2, "node-a"), 0);
+	cr_assert_eq(x.g.ndev, 2);
 	queue_xid(s, 3, 31);           /* waiting before the run: not of the run */
-	lks_gpu_health_before(h, &g);
+	lks_gpu_health_before(x.h, &x.g);
 	s->dev[1].ecc_uncorrected = 5; /* another job's GPUs */
 	s->dev[3].remap_unc = 1;
 	queue_xid(s, 1, 79);
 	queue_xid(s, 3, 94);
 	s->dev[2].ecc_corrected = 4;   /* the run's */
 	queue_xid(s, 0, 48);
-	lks_gpu_health_after(h, &g);
-	health_store_alone(&g, &db, text, sizeof(text));
-	cr_expect_str_eq(text, "gpu 0 GPU-fake-2 (ranks 0,2 on node-a): corrected ECC errors "
-	                       "rose from 0 to 4\ngpu 1 GPU-fake-0 (rank 1 on node-a): XID 48\n");
-	health_db_read(&db, &rows, &events);
-	cr_expect_str_eq(events, "gpu 0 GPU-fake-2 (ranks 0,2 on node-a): corrected ECC errors "
-	                         "rose from 0 to 4\ngpu 1 GPU-fake-0 (rank 1 on node-a): XID 48\n");
-	cr_expect(strstr(rows, "before 0 cuda_ordinal 0\nbefore 0 uuid GPU-fake-2\n"
-	                       "before 0 ranks 0,2\nbefore 0 host node-a\nbefore 0 name Fake GPU 2\n"
-	                       "before 0 pci 00000000:12:00.0\nbefore 0 serial fake-serial-2\n"),
-	          "%s", rows);
+	health_case_after(&x);
+	cr_expect_str_eq(x.text, found);
+	cr_expect_str_eq(x.events, found);
+	expect_in(x.rows, "before 0 cuda_ordinal 0\nbefore 0 uuid GPU-fake-2\n"
+	                  "before 0 ranks 0,2\nbefore 0 host node-a\nbefore 0 name Fake GPU 2\n"
+	                  "before 0 pci 00000000:12:00.0\nbefore 0 serial fake-serial-2\n");
 	/* NVML's device 0 has no serial (not supported): no row, no error */
-	cr_expect(strstr(rows, "after 1 name Fake GPU 0\nafter 1 pci 00000000:10:00.0\n"
-	                       "after 1 ecc_corrected 0\n"), "%s", rows);
-	cr_expect(strstr(rows, "after 0 clock_sm_mhz 1905\nafter 0 clock_mem_mhz 2619\n"), "%s",
-	          rows);
-	cr_expect(strstr(rows, "after 0 temperature_c 42\n"), "%s", rows);
-	cr_expect(strstr(rows, "after 1 cuda_ordinal 1\nafter 1 uuid GPU-fake-0\n"), "%s", rows);
-	cr_expect(strstr(rows, "after 1 temperature_c 40\n"), "%s", rows);
-	cr_expect_null(strstr(rows, "GPU-fake-1"), "%s", rows);
-	cr_expect_null(strstr(rows, "GPU-fake-3"), "%s", rows);
-	cr_expect_eq(count_lines(rows, " name "), 4, "%s", rows);  /* 2 GPUs x 2 phases */
-	cr_expect_null(strstr(rows, " 2 "), "%s", rows);           /* no third GPU */
-	lks_nvml_close(h);
-	health_db_close(&db, rows, events);
+	expect_in(x.rows, "after 1 name Fake GPU 0\nafter 1 pci 00000000:10:00.0\n"
+	                  "after 1 ecc_corrected 0\n");
+	expect_in(x.rows, "after 0 clock_sm_mhz 1905\nafter 0 clock_mem_mhz 2619\n");
+	expect_in(x.rows, "after 0 temperature_c 42\n");
+	expect_in(x.rows, "after 1 cuda_ordinal 1\nafter 1 uuid GPU-fake-0\n");
+	expect_in(x.rows, "after 1 temperature_c 40\n");
+	expect_not_in(x.rows, "GPU-fake-1");
+	expect_not_in(x.rows, "GPU-fake-3");
+	cr_expect_eq(count_lines(x.rows, " name "), 4, "%s", x.rows);  /* 2 GPUs x 2 phases */
+	expect_not_in(x.rows, " 2 ");  /* no third GPU */
+	health_case_close(&x);
 }
 
 /* A run whose backend named no GPU (cpu) reads none, however NVML's GPUs fare. */
 Test(gpu_health, a_run_that_used_no_gpu_stores_no_gpu_and_no_reading)
 {
 	fake_nvml_state *s = fake_four();
-	lks_nvml *h = nvml_open(FAKE_NVML);
-	lks_gpu_health g;
-	struct health_db db;
-	char text[256], *rows, *events;
+	struct health_case x;
 
-	lks_gpu_health_reset(&g);
-	lks_gpu_health_before(h, &g);   /* as when on_devices was never called */
+	health_case_open(&x, FAKE_NVML);
+	lks_gpu_health_before(x.h, &x.g);   /* as when on_devices was never called */
 	s->dev[0].ecc_uncorrected = 9;
 	queue_xid(s, 0, 79);
-	lks_gpu_health_after(h, &g);
-	health_store_alone(&g, &db, text, sizeof(text));
-	cr_expect_str_eq(text, "");
-	health_db_read(&db, &rows, &events);
-	cr_expect_str_eq(rows, "before NULL no_gpu the run used no GPU\n"
-	                       "after NULL no_gpu the run used no GPU\n");
-	cr_expect_str_eq(events, "");
-	lks_nvml_close(h);
-	health_db_close(&db, rows, events);
+	health_case_after(&x);
+	cr_expect_str_eq(x.text, "");
+	cr_expect_str_eq(x.rows, "before NULL no_gpu the run used no GPU\n"
+	                         "after NULL no_gpu the run used no GPU\n");
+	cr_expect_str_eq(x.events, "");
+	health_case_close(&x);
 }
 
 /* A process that used a GPU and has no NVML says which GPU and why it was not read. */
 Test(gpu_health, a_process_without_nvml_stores_its_gpus_and_why)
 {
-	lks_nvml *h = nvml_open("/nonexistent/libnvidia-ml.so.1");
-	lks_gpu_health g;
-	struct health_db db;
-	char text[256], *rows, *events;
+	struct health_case x;
 
-	lks_gpu_health_reset(&g);
-	lks_gpu_health_use(&g, "GPU-abc", 3, 0, "node-c");
-	lks_gpu_health_before(h, &g);
-	lks_gpu_health_after(h, &g);
-	health_store_alone(&g, &db, text, sizeof(text));
-	health_db_read(&db, &rows, &events);
-	cr_expect_str_eq(rows,
+	health_case_open(&x, "/nonexistent/libnvidia-ml.so.1");
+	lks_gpu_health_use(&x.g, "GPU-abc", 3, 0, "node-c");
+	lks_gpu_health_before(x.h, &x.g);
+	health_case_after(&x);
+	cr_expect_str_eq(x.rows,
 	                 "before 0 cuda_ordinal 3\nbefore 0 uuid GPU-abc\nbefore 0 ranks 0\n"
 	                 "before 0 host node-c\nbefore NULL absent no NVML library: "
 	                 "/nonexistent/libnvidia-ml.so.1: cannot open shared object file: No such "
@@ -207,9 +226,8 @@ Test(gpu_health, a_process_without_nvml_stores_its_gpus_and_why)
 	                 "after 0 host node-c\nafter NULL absent no NVML library: "
 	                 "/nonexistent/libnvidia-ml.so.1: cannot open shared object file: No such "
 	                 "file or directory (host node-c)\n");
-	cr_expect_str_eq(events, "");
-	lks_nvml_close(h);
-	health_db_close(&db, rows, events);
+	cr_expect_str_eq(x.events, "");
+	health_case_close(&x);
 }
 
 Test(gpu_health, ranks_on_one_gpu_are_listed_and_a_long_list_is_cut_visibly)
@@ -311,13 +329,11 @@ Test(gpu_health, the_readings_of_every_process_reach_process_0)
 	                         "gpu 0 GPU-fake-1 (rank 1 on node-b): uncorrected ECC errors "
 	                         "rose from 0 to 1\n");
 	/* the run's GPUs numbered over the processes: 0 on node-a, 1 and 2 on node-b */
-	cr_expect(strstr(rows, "before 0 uuid GPU-fake-3\nbefore 0 ranks 0\nbefore 0 host node-a\n"),
-	          "%s", rows);
-	cr_expect(strstr(rows, "before 1 uuid GPU-fake-1\nbefore 1 ranks 1\nbefore 1 host node-b\n"),
-	          "%s", rows);
-	cr_expect(strstr(rows, "after 2 cuda_ordinal 1\nafter 2 uuid GPU-fake-0\n"), "%s", rows);
-	cr_expect(strstr(rows, "after 1 ecc_uncorrected 1\n"), "%s", rows);
-	cr_expect_null(strstr(rows, "GPU-fake-2"), "%s", rows);
-	cr_expect_null(strstr(rows, "absent"), "%s", rows);
+	expect_in(rows, "before 0 uuid GPU-fake-3\nbefore 0 ranks 0\nbefore 0 host node-a\n");
+	expect_in(rows, "before 1 uuid GPU-fake-1\nbefore 1 ranks 1\nbefore 1 host node-b\n");
+	expect_in(rows, "after 2 cuda_ordinal 1\nafter 2 uuid GPU-fake-0\n");
+	expect_in(rows, "after 1 ecc_uncorrected 1\n");
+	expect_not_in(rows, "GPU-fake-2");
+	expect_not_in(rows, "absent");
 	health_db_close(&db, rows, events);
 }
