@@ -158,7 +158,9 @@ out:
 /* ---- the rows and findings of every process, on process 0 ---- */
 
 /* The rows of one process's GPUs in one phase, numbered from base: which GPU (ordinal,
-   uuid, ranks, host), then NVML's name, every reading there is and NVML's errors; or,
+   uuid, ranks, host), then NVML's name, PCI bus id and serial (those it gave), every
+   reading there is (one row per key: a key added to nvml.h is a new row, no new column)
+   and NVML's errors; or,
    without NVML, which GPU and the one 'absent' row (why: its text). Rows point into g. */
 static int lks_gpu_health_rows(const lks_gpu_health *g, const lks_nvml_snap *snap,
                                int base, const char *phase, const char *why,
@@ -182,6 +184,10 @@ static int lks_gpu_health_rows(const lks_gpu_health *g, const lks_nvml_snap *sna
 			continue;
 		if (d->name[0] && n < cap)
 			rows[n++] = (lks_health_row){ phase, dev, "name", 0, d->name };
+		if (d->pci[0] && n < cap)
+			rows[n++] = (lks_health_row){ phase, dev, "pci", 0, d->pci };
+		if (d->serial[0] && n < cap)
+			rows[n++] = (lks_health_row){ phase, dev, "serial", 0, d->serial };
 		for (int k = 0; k < LKS_NVML_NKEYS && n < cap; k++)
 			if (d->v[k] != LKS_NVML_NONE)
 				rows[n++] = (lks_health_row){ phase, dev, lks_nvml_key_name(k), d->v[k], NULL };
@@ -213,7 +219,9 @@ static int lks_gpu_health_put(lks_store *s, int64_t run_id, const lks_gpu_health
 
 		return lks_store_health(s, run_id, none, 2);
 	}
-	cap = 2 * (total * (LKS_NVML_NKEYS + 6) + n);
+	/* per GPU: cuda_ordinal, uuid, ranks, host, name, pci, serial, errors and the readings;
+	   per process one 'absent'; both phases */
+	cap = 2 * (total * (LKS_NVML_NKEYS + 8) + n);
 	if (!(rows = malloc((size_t)cap * sizeof(*rows))))
 		return lks_err("out of memory");
 	for (int ph = 0; ph < 2; ph++)

@@ -14,7 +14,9 @@
  *
  * The health table's device column is the GPU's number in the run: the GPUs of process 0
  * in the order its ranks met them, then those of process 1, and so on; the rows
- * 'cuda_ordinal', 'uuid', 'ranks' and 'host' say which GPU it is. A process without NVML
+ * 'cuda_ordinal', 'uuid', 'ranks' and 'host' say which GPU it is, and NVML's 'name', 'pci'
+ * (the PCI bus id) and 'serial', where it gave them, name it as operators do; each reading
+ * is a row under its key's name (lks_nvml_key_name). A process without NVML
  * (no library, no GPU in NVML's eyes) stores those rows and, per phase, one row with
  * device NULL, key 'absent', NVML's reason and its host as the value: absent is recorded,
  * and is not an error. A run whose backend named no GPU (the cpu backend) stores one row

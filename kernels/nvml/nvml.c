@@ -2,8 +2,8 @@
  * nvml.c: GPU health through NVML, loaded with dlopen (kernels/nvml/nvml.h).
  *
  * The declarations below are the project's own, written from NVIDIA's public NVML API
- * reference: the return codes, the enum values and the layout of nvmlMemory_t and
- * nvmlEventData_t that this file uses, nothing more. Every function is looked up with
+ * reference: the return codes, the enum values and the layout of nvmlMemory_t,
+ * nvmlPciInfo_t and nvmlEventData_t that this file uses, nothing more. Every function is looked up with
  * dlsym; the six without which nothing can be read (init, shutdown, count, the handles by
  * index and by UUID, error string) make NVML absent when missing, the others leave their
  * readings LKS_NVML_NONE. Plain C, built with or without the CUDA Toolkit.
@@ -33,14 +33,22 @@ enum { NVML_TEMP_GPU = 0 };                                 /* nvmlTemperatureSe
 enum { NVML_RETIRE_MULTI_SBE = 0, NVML_RETIRE_DBE = 1 };    /* nvmlPageRetirementCause_t */
 #define NVML_EVENT_XID 0x8ULL                              /* nvmlEventTypeXidCriticalError */
 
-/* nvmlPciInfo_t as nvmlDeviceGetPciInfo_v3 (and _v2) fill it: NVML's API reference,
-   "nvmlPciInfo_t" (docs.nvidia.com/deploy/nvml-api, group nvmlDeviceStructs) */
+/* nvmlPciInfo_t as nvmlDeviceGetPciInfo_v3 and _v2 fill it: NVML's API reference,
+   "nvmlPciInfo_t Struct Reference" (docs.nvidia.com/deploy/nvml-api/
+   structnvmlPciInfo__t.html): busIdLegacy[NVML_DEVICE_PCI_BUS_ID_BUFFER_V2_SIZE = 16],
+   domain, bus, device, pciDeviceId, pciSubSystemId, busId[NVML_DEVICE_PCI_BUS_ID_BUFFER_SIZE
+   = 32]. The first nvmlDeviceGetPciInfo filled the struct of before busId was added: the
+   same first 36 bytes (its busId where busIdLegacy is now, in the 4-digit domain form),
+   then four reserved words (zero), so through it bus_id stays "" and the id is written from
+   domain, bus and device in NVML_DEVICE_PCI_BUS_ID_FMT, as nvidia-smi shows it. */
 typedef struct nvml_pci {
 	char bus_id_legacy[16];
 	unsigned int domain, bus, device, pci_device_id, pci_subsystem_id;
 	char bus_id[32];
 } nvml_pci;
-enum { NVML_CLOCK_SM = 1, NVML_CLOCK_MEM = 2 };             /* nvmlClockType_t */
+#define NVML_DEVICE_PCI_BUS_ID_FMT "%08X:%02X:%02X.0"
+/* nvmlClockType_t: GRAPHICS 0, SM 1, MEM 2, VIDEO 3 (NVML's reference, "nvmlClockType_t") */
+enum { NVML_CLOCK_SM = 1, NVML_CLOCK_MEM = 2 };
 
 typedef struct nvml_memory {            /* nvmlMemory_t (v1) */
 	unsigned long long total, free, used;
@@ -168,7 +176,9 @@ static const char *lks_nvml_load(lks_nvml *h)
 	LKS_NVML_LOAD(h, temperature, "nvmlDeviceGetTemperature", NULL);
 	LKS_NVML_LOAD(h, power, "nvmlDeviceGetPowerUsage", NULL);
 	LKS_NVML_LOAD(h, memory, "nvmlDeviceGetMemoryInfo", NULL);
-	LKS_NVML_LOAD(h, pci, "nvmlDeviceGetPciInfo_v3", "nvmlDeviceGetPciInfo_v2");
+	/* the newest of three; the first (unversioned) leaves busId unwritten */
+	if (!LKS_NVML_LOAD(h, pci, "nvmlDeviceGetPciInfo_v3", "nvmlDeviceGetPciInfo_v2"))
+		LKS_NVML_LOAD(h, pci, "nvmlDeviceGetPciInfo", NULL);
 	LKS_NVML_LOAD(h, serial, "nvmlDeviceGetSerial", NULL);
 	LKS_NVML_LOAD(h, clock, "nvmlDeviceGetClockInfo", NULL);
 	LKS_NVML_LOAD(h, set_create, "nvmlEventSetCreate", NULL);
@@ -399,8 +409,11 @@ static void lks_nvml_read_ident(const lks_nvml *h, nvml_dev dev, lks_nvml_device
 
 	if (h->f.pci) {
 		memset(&pci, 0, sizeof(pci));
-		if ((r = h->f.pci(dev, &pci)) == NVML_OK)
+		if ((r = h->f.pci(dev, &pci)) == NVML_OK && pci.bus_id[0])
 			snprintf(d->pci, sizeof(d->pci), "%.*s", (int)sizeof(pci.bus_id) - 1, pci.bus_id);
+		else if (r == NVML_OK)
+			snprintf(d->pci, sizeof(d->pci), NVML_DEVICE_PCI_BUS_ID_FMT, pci.domain, pci.bus,
+			         pci.device);
 		lks_nvml_note(h, d, "pci", r);
 	}
 	if (h->f.serial) {

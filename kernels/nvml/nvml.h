@@ -4,9 +4,11 @@
  * libnvidia-ml.so.1 is opened with dlopen, never linked, and its functions are called
  * through declarations of our own (kernels/nvml/nvml.c): no nvml.h is needed to build,
  * and a machine without the library (or without a GPU) gets "absent" with the reason,
- * which is not an error. A snapshot reads, per device, the ECC counts, retired pages,
- * remapped rows, throttle reasons, temperature, power and memory; two snapshots and the
- * XID events seen between them become findings in words (lks_nvml_findings).
+ * which is not an error. A snapshot reads, per device, how operators name it (name, UUID,
+ * PCI bus id, serial) and the ECC counts, retired pages, remapped rows, throttle reasons,
+ * temperature, power, memory and SM and memory clocks; two snapshots and the XID events
+ * seen between them become findings in words (lks_nvml_findings): counters that rose,
+ * never a reading that merely moved (clocks, temperature, power).
  *
  * Which devices: NVML counts every GPU of the node in its own (PCI) order, which is not
  * CUDA's and knows nothing of CUDA_VISIBLE_DEVICES. So a run names the GPUs it used by
@@ -27,7 +29,8 @@
 #define LKS_NVML_MAX_DEVICES 16
 #define LKS_NVML_NONE INT64_MIN    /* a reading not available */
 
-/* The readings of one device, in the order of lks_nvml_key_name. */
+/* The readings of one device, in the order of lks_nvml_key_name. A new key goes at the end:
+   the store keeps readings by name (one health row per key), so a name keeps its meaning. */
 typedef enum lks_nvml_key {
 	LKS_NVML_ECC_CORRECTED = 0,    /* volatile (since the driver loaded) */
 	LKS_NVML_ECC_UNCORRECTED,

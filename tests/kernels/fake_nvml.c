@@ -3,9 +3,10 @@
  *
  * It exports the NVML functions kernels/nvml/nvml.c looks up, with the C types of NVML's
  * API written out plainly, and answers from 'fake_nvml' (tests/kernels/fake_nvml.h), which the
- * test sets. Built three times: whole; with FAKE_NVML_NO_REMAP (no nvmlDeviceGetRemappedRows,
- * no event functions, no PCI, serial or clock: a library older than the calls); with FAKE_NVML_NO_INIT (no
- * nvmlInit_v2: not an NVML at all). The event functions take a lock: the test of a
+ * test sets. Built four times: whole; with FAKE_NVML_NO_REMAP (no nvmlDeviceGetRemappedRows,
+ * no event functions, no PCI, serial or clock: a library older than the calls); with
+ * FAKE_NVML_PCI_V1 (the PCI info only through the first, unversioned nvmlDeviceGetPciInfo);
+ * with FAKE_NVML_NO_INIT (no nvmlInit_v2: not an NVML at all). The event functions take a lock: the test of a
  * job's gather runs a 'process' per thread, each with its own lks_nvml and event set.
  */
 #include <pthread.h>
@@ -190,28 +191,6 @@ static unsigned *fake_set(void *set)
 	return NULL;
 }
 
-/* nvmlPciInfo_t: busIdLegacy[16], domain, bus, device, pciDeviceId, pciSubSystemId,
-   busId[32] */
-struct fake_pci {
-	char legacy[16];
-	unsigned int domain, bus, device, device_id, subsystem_id;
-	char bus_id[32];
-};
-
-int nvmlDeviceGetPciInfo_v3(void *handle, struct fake_pci *pci)
-{
-	fake_nvml_dev *d = fake_dev(handle);
-	int i = (int)(d - fake_nvml.dev);
-
-	if (!d)
-		return 2;
-	memset(pci, 0, sizeof(*pci));
-	pci->bus = 0x10 + (unsigned)i;
-	snprintf(pci->legacy, sizeof(pci->legacy), "0000:%02X:00.0", pci->bus);
-	snprintf(pci->bus_id, sizeof(pci->bus_id), "00000000:%02X:00.0", pci->bus);
-	return 0;
-}
-
 int nvmlDeviceGetSerial(void *handle, char *serial, unsigned int len)
 {
 	fake_nvml_dev *d = fake_dev(handle);
@@ -321,6 +300,60 @@ int nvmlEventSetWait_v2(void *set, fake_event *ev, unsigned int timeout_ms)
 		rc = 0;
 	}
 	pthread_mutex_unlock(&fake_lock);
+	return rc;
+}
+#endif
+
+#if defined(FAKE_NVML_PCI_V1) || !defined(FAKE_NVML_NO_REMAP)
+/* What every nvmlPciInfo_t begins with: busIdLegacy[16] (busId[16] in the first), domain,
+   bus, device, pciDeviceId, pciSubSystemId */
+struct fake_pci_head {
+	char legacy[16];
+	unsigned int domain, bus, device, device_id, subsystem_id;
+};
+
+/* The head of device handle's PCI info; 0, or NVML's 2 when handle is none of ours */
+static int fake_pci_head(void *handle, struct fake_pci_head *p)
+{
+	fake_nvml_dev *d = fake_dev(handle);
+
+	if (!d)
+		return 2;
+	memset(p, 0, sizeof(*p));
+	p->domain = d->pci_domain;
+	p->bus = 0x10 + (unsigned)(d - fake_nvml.dev);
+	snprintf(p->legacy, sizeof(p->legacy), "%04X:%02X:00.0", p->domain & 0xffff, p->bus);
+	return 0;
+}
+#endif
+
+#if defined(FAKE_NVML_PCI_V1)
+/* The first nvmlPciInfo_t, of before busId: the head and four reserved words, the 52
+   bytes nvmlDeviceGetPciInfo fills of the caller's struct, no more. */
+struct fake_pci_v1 {
+	struct fake_pci_head head;
+	unsigned int reserved[4];
+};
+
+int nvmlDeviceGetPciInfo(void *handle, struct fake_pci_v1 *pci)
+{
+	memset(pci->reserved, 0, sizeof(pci->reserved));
+	return fake_pci_head(handle, &pci->head);
+}
+#elif !defined(FAKE_NVML_NO_REMAP)
+/* nvmlPciInfo_t: the head, then busId[32] */
+struct fake_pci {
+	struct fake_pci_head head;
+	char bus_id[32];
+};
+
+int nvmlDeviceGetPciInfo_v3(void *handle, struct fake_pci *pci)
+{
+	int rc = fake_pci_head(handle, &pci->head);
+
+	if (!rc)
+		snprintf(pci->bus_id, sizeof(pci->bus_id), "%08X:%02X:00.0", pci->head.domain,
+		         pci->head.bus);
 	return rc;
 }
 #endif

@@ -5,9 +5,9 @@
  * 'fake_nvml' (a fake_nvml_state) with dlsym; every NVML function of the fake answers
  * from it.
  *
- * Device i has the UUID "GPU-fake-i", the PCI bus id "00000000:<0x10 + i>:00.0" and the
- * serial "fake-serial-i" (FAKE_NVML_UUID in the environment replaces "GPU-fake-"): i is
- * NVML's index (the PCI order), which a test
+ * Device i has the UUID "GPU-fake-i", the PCI bus id "<domain>:<0x10 + i>:00.0" (domain
+ * pci_domain, 00000000 unless set) and the serial "fake-serial-i" (FAKE_NVML_UUID in the
+ * environment replaces "GPU-fake-"): i is NVML's index (the PCI order), which a test
  * makes differ from the CUDA ordinals its made-up ranks use. XIDs go, as NVML's do, to
  * the event sets that watch their device (several sets: one per lks_nvml, as each process
  * of a job has its own); an XID on a device no set watches waits in the queue.
@@ -28,6 +28,7 @@ typedef struct fake_nvml_dev {
 	unsigned long long mem_total, mem_used;
 	int temperature_rc;             /* nonzero: nvmlDeviceGetTemperature returns it */
 	unsigned int clock_sm, clock_mem;  /* MHz */
+	unsigned int pci_domain;        /* the PCI domain of its bus id (0 unless set) */
 	int serial_rc;                  /* nonzero: nvmlDeviceGetSerial returns it (3: not
 	                                   supported, as on a consumer board) */
 	int events_rc;                  /* nonzero: nvmlDeviceRegisterEvents returns it */

@@ -4,7 +4,7 @@
  * during the run, reads no GPU and blames none on the run: one 'no_gpu' row per phase,
  * with NVML or without; 'lockstep env' says whether NVML is there; 'lockstep report'
  * names a run's GPUs by CUDA ordinal and UUID, and the runs that used none. (A run on a
- * GPU backend needs a GPU; test_nvml.c drives its GPU health as the runner would.) Part
+ * GPU backend needs a GPU; test_gpu_health.c drives its GPU health as the runner would.) Part
  * of test_nvml.
  */
 #include <criterion/criterion.h>
