@@ -74,6 +74,19 @@
 #include "harness/import/import_impl.h"
 #include "kernels/err.h"
 
+/* The record of line 'at' begun: this dump's step and rank, no statistic yet, phase ph. */
+static void lks_dm_rec_begin(struct lks_dm *x, long at, lks_phase ph)
+{
+	x->t.rec.line = at;
+	x->t.rec.step = x->step;
+	x->t.rec.rank = x->rank;
+	x->t.rec.ranked = 1;
+	x->t.rec.n = 0;
+	x->t.rec.layout = 0;
+	x->t.phase = ph;
+	x->t.micro = -1;
+}
+
 /* ---- debug_string()'s text ---- */
 
 /* The numbers of the Python literal at *p (a number, None, or tuples and lists of them),
@@ -188,14 +201,7 @@ static int lks_dm_string_line(struct lks_dm *x, char *line, size_t len, long at)
 		       LKS_E_BAD_INPUT;
 	memcpy(x->t.name, op, oplen);
 	x->t.name[oplen] = 0;
-	x->t.rec.line = at;
-	x->t.rec.step = x->step;
-	x->t.rec.rank = x->rank;
-	x->t.rec.ranked = 1;
-	x->t.rec.n = 0;
-	x->t.rec.layout = 0;
-	x->t.phase = LKS_PHASE_FORWARD;
-	x->t.micro = -1;
+	lks_dm_rec_begin(x, at, LKS_PHASE_FORWARD);
 	x->t.has_hash = 0;
 	v = h + 8;
 	if (lks_dm_value(x, &v, 0, &nf, &ni))
@@ -235,14 +241,7 @@ int lks_dm_leaf(struct lks_dm *x, const char *module, const char *op, int input,
 		return lks_err("'%s':%ld: the name of a tensor of '%.64s' is %d bytes or more",
 		               x->path, at, op, LKS_TENSOR_NAME_MAX), LKS_E_BAD_INPUT;
 	o[k] = 0;
-	x->t.rec.line = at;
-	x->t.rec.step = x->step;
-	x->t.rec.rank = x->rank;
-	x->t.rec.ranked = 1;
-	x->t.rec.n = 0;
-	x->t.rec.layout = 0;
-	x->t.phase = x->phase;
-	x->t.micro = -1;
+	lks_dm_rec_begin(x, at, x->phase);
 	x->t.has_hash = 0;
 	x->nf = x->ni = 0;
 	x->fh = x->ih = 0;

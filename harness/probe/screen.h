@@ -87,7 +87,6 @@ typedef struct lks_screen_dev {
 	/* private */
 	void *store;
 	int64_t run_ids[64];
-	const lks_fault *plant;
 } lks_screen_dev;
 
 /* The run across the node's GPUs at once (lks_screen_opts.collective): every chosen GPU a
