@@ -35,6 +35,8 @@ static const char lks_report_usage[] =
 	"    divergence (step, tensor, rank) circled\n"
 	"  - the environment fingerprint keys that differ between its runs\n"
 	"  - a trend: final loss and mean step time of each run over the last suites\n"
+	"After the summary, the node's screen ('lockstep screen --db'): the latest kept before\n"
+	"the next suite started. A database with screens and no suite: that screen alone.\n"
 	"Without gnuplot (Debian: gnuplot-nox) the tables are written and the page says the\n"
 	"plots need it.\n"
 	"\n"
@@ -47,7 +49,8 @@ static const char lks_report_tail[] =
 	"  lockstep report --db nightly.db -o report && chromium report/index.html\n"
 	"\n"
 	"exit codes: 0 written (whatever the verdicts in it),\n"
-	"            2 bad usage, an unknown suite, a missing file or not a lockstep database,\n"
+	"            2 bad usage, an unknown suite (or neither a suite nor a screen), a missing\n"
+	"              file or not a lockstep database,\n"
 	"              an -o DIR that holds more than a report\n"
 	"            3 infrastructure failure (cannot read the database, write DIR, templates)\n";
 
@@ -95,9 +98,16 @@ int cmd_report(int argc, char **argv)
 		fprintf(stderr, "lockstep: report: %s\n", lks_errmsg());
 		rc = lks_exit_code(rc);
 	} else {
-		printf("suite %lld: %d cases, %d checks, %d failed; %d plots%s\n", (long long)suite_id,
-		       info.ncases, info.nchecks, info.nfailed, info.nplots,
-		       info.have_gnuplot ? "" : " (gnuplot not found: tables only)");
+		if (suite_id)
+			printf("suite %lld: %d cases, %d checks, %d failed; %d plots%s\n",
+			       (long long)suite_id, info.ncases, info.nchecks, info.nfailed,
+			       info.nplots, info.have_gnuplot ? "" : " (gnuplot not found: tables only)");
+		if (info.screen_id && info.screen_not_passed >= 0)
+			printf("node screen %lld: %d of %d devices did not pass\n",
+			       (long long)info.screen_id, info.screen_not_passed, info.screen_devices);
+		else if (info.screen_id)
+			printf("node screen %lld: its document cannot be read (see the report)\n",
+			       (long long)info.screen_id);
 		if (info.ngpu_findings)
 			printf("GPU health: %d findings during the runs (see the report)\n",
 			       info.ngpu_findings);

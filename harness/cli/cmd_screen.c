@@ -8,12 +8,14 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "harness/cli/cmd.h"
 #include "harness/cli/screen_out.h"
 #include "harness/engine/recipe.h"
 #include "harness/probe/screen.h"
+#include "harness/store/trace_store.h"
 #include "kernels/backend.h"
 #include "kernels/err.h"
 #if LKS_HAVE_CUDA
@@ -48,7 +50,7 @@ static const char lks_screen_tail[] =
 	"            3 a device's runs could not be made (the JSON says which)\n";
 
 struct lks_screen_args {
-	const char *backend, *gpus, *json, *junit, *dir, *cases, *golden;
+	const char *backend, *gpus, *json, *junit, *db, *dir, *cases, *golden;
 	int mode, gemm, standins, keep;
 	double budget;
 };
@@ -126,6 +128,8 @@ static int lks_screen_parse(int argc, char **argv, struct lks_screen_args *a)
 		LKS_OPT_PATH("--json", "FILE", &a->json, "the node's document: every device's identity,\n"
 		             "verdict, first divergence, replay class and readings"),
 		LKS_OPT_PATH("--junit", "FILE", &a->junit, "a testcase per device"),
+		LKS_OPT_PATH("--db", "FILE", &a->db, "keep the node's document in this database too\n"
+		             "(table screens), for 'lockstep report' and the fleet's history"),
 		LKS_OPT_PATH("--dir", "DIR", &a->dir, "keep each device's database here (gpuN.db);\n"
 		             "default: a temporary folder, removed"),
 		LKS_OPT_PATH("--cases", "DIR", &a->cases, "the screen's cases (default cases/screen)"),
@@ -147,9 +151,11 @@ int cmd_screen(int argc, char **argv)
 	lks_screen_dev devs[LKS_SCREEN_MAX];
 	lks_screen_opts o = { 0 };
 	lks_screen_coll coll = { 0 };
+	lks_screen_sink sink = { 0 };
 	const lks_backend *be = NULL;
 	char path[600], tmp[] = "/tmp/lks_screen_XXXXXX";
 	int idx[LKS_SCREEN_MAX], n, rc, count;
+	struct timespec t0, t1;
 
 	if ((rc = lks_screen_parse(argc, argv, &a)) != 0)
 		return lks_opt_exit(rc);
@@ -168,13 +174,20 @@ int cmd_screen(int argc, char **argv)
 	for (int i = 0; i < n; i++)
 		devs[i].index = idx[i];
 	snprintf(path, sizeof(path), "%s/screen_%s.ini", a.cases, lks_modes[a.mode]);
+	/* before the screen: a database that cannot be kept to is known before its minutes */
+	if (a.db && (rc = lks_store_open(a.db, &sink.db)) != 0) {
+		fprintf(stderr, "lockstep: screen: %s\n", lks_errmsg());
+		return lks_exit_code(rc);
+	}
 	if (a.dir && mkdir(a.dir, 0777) && errno != EEXIST) {
 		fprintf(stderr, "lockstep: screen: cannot make '%s': %s\n", a.dir, strerror(errno));
+		lks_store_close(sink.db);
 		return LKS_EXIT_INFRA;
 	}
 	if (!a.dir && !mkdtemp(tmp)) {
 		fprintf(stderr, "lockstep: screen: cannot make a temporary folder: %s\n",
 		        strerror(errno));
+		lks_store_close(sink.db);
 		return LKS_EXIT_INFRA;
 	}
 	o = (lks_screen_opts){ .case_path = path, .golden = a.golden, .workdir = a.dir ? a.dir : tmp,
@@ -182,13 +195,22 @@ int cmd_screen(int argc, char **argv)
 	                       .be = be, .budget_s = a.budget, .progress = stderr,
 	                       .gemm = a.gemm ? LKS_GEMM_LIBRARY : LKS_GEMM_REFERENCE,
 	                       .inject = getenv(LKS_INJECT_ENV) };
+	lks_screen_sink_start(&sink);
+	clock_gettime(CLOCK_MONOTONIC, &t0);
 	rc = lks_screen_run(&o, devs, n);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
 	lks_screen_release(devs, n);
 	if (!a.dir)
 		lks_screen_out_clean(tmp, devs, n);
 	if (rc) {
 		fprintf(stderr, "lockstep: screen: %s\n", lks_errmsg());
+		lks_store_close(sink.db);
 		return lks_exit_code(rc);
 	}
-	return lks_screen_out(&o, lks_modes[a.mode], devs, n, a.json, a.junit);
+	sink.json = a.json;
+	sink.junit = a.junit;
+	sink.seconds = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) * 1e-9;
+	rc = lks_screen_out(&o, lks_modes[a.mode], devs, n, &sink);
+	lks_store_close(sink.db);
+	return rc;
 }

@@ -7,6 +7,7 @@
 #include "harness/cli/screen_out.h"
 
 #include <inttypes.h>
+#include <stdlib.h>
 #include <jansson.h>
 #include <stdio.h>
 #include <string.h>
@@ -68,6 +69,12 @@ static void lks_bits(const lks_check_result *r, int b, char *buf, size_t n)
 	} else {
 		snprintf(buf, n, "0x%016" PRIx64, (uint64_t)iv);
 	}
+}
+
+/* The screen's result as the document and the store name it, from its exit code. */
+static const char *lks_screen_result(int rc)
+{
+	return rc == LKS_EXIT_OK ? "pass" : rc == LKS_EXIT_FAIL ? "fail" : "error";
 }
 
 static json_t *lks_dev_divergence(const lks_screen_dev *d)
@@ -174,26 +181,37 @@ static json_t *lks_coll_json(const lks_screen_coll *c)
 	return o;
 }
 
-static int lks_screen_json(const lks_screen_opts *o, const char *mode,
-                           const lks_screen_dev *devs, int n, const char *path, int rc)
+void lks_screen_sink_start(lks_screen_sink *sink)
+{
+	struct timespec ts;
+	struct tm tm;
+	char sec[20];
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	gmtime_r(&ts.tv_sec, &tm);
+	strftime(sec, sizeof(sec), "%Y-%m-%dT%H:%M:%S", &tm);
+	snprintf(sink->started, sizeof(sink->started), "%.19s.%03dZ", sec,
+	         (int)(ts.tv_nsec / 1000000));
+}
+
+/* The node's document: who, when, how, and every device. */
+static json_t *lks_screen_doc(const lks_screen_opts *o, const char *mode,
+                              const lks_screen_dev *devs, int n, const lks_screen_sink *sink,
+                              int rc)
 {
 	json_t *doc = json_object(), *gpus = json_array(), *failed = json_array();
-	char host[256] = "", when[32];
-	time_t now = time(NULL);
-	lks_atomic f;
-	int err;
+	char host[256] = "";
 
 	gethostname(host, sizeof(host) - 1);
-	strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", gmtime(&now));
 	json_object_set_new(doc, "lockstep", json_string(LKS_VERSION));
 	json_object_set_new(doc, "host", json_string(host));
-	json_object_set_new(doc, "time", json_string(when));
+	json_object_set_new(doc, "time", json_string(sink->started));
+	json_object_set_new(doc, "seconds", json_real(sink->seconds));
 	json_object_set_new(doc, "mode", json_string(mode));
 	json_object_set_new(doc, "gemm", json_string(o->gemm ? "cublaslt" : "reference"));
 	json_object_set_new(doc, "backend", json_string(o->be ? o->be->name : "cpu"));
 	json_object_set_new(doc, "case", json_string(o->case_path));
-	json_object_set_new(doc, "result", json_string(rc == 0 ? "pass" : rc == 1 ? "fail"
-	                                               : "error"));
+	json_object_set_new(doc, "result", json_string(lks_screen_result(rc)));
 	for (int i = 0; i < n; i++) {
 		json_array_append_new(gpus, lks_dev_json(&devs[i]));
 		if (devs[i].verdict != LKS_SCREEN_PASS)
@@ -203,13 +221,37 @@ static int lks_screen_json(const lks_screen_opts *o, const char *mode,
 	if (o->coll)
 		json_object_set_new(doc, "collective", lks_coll_json(o->coll));
 	json_object_set_new(doc, "gpus", gpus);
-	err = lks_atomic_open(&f, path);
-	if (!err && (json_dumpf(doc, f.f, JSON_INDENT(2) | JSON_PRESERVE_ORDER) || fputc('\n', f.f) == EOF)) {
+	return doc;
+}
+
+static int lks_screen_json(json_t *doc, const char *path)
+{
+	lks_atomic f;
+
+	if (lks_atomic_open(&f, path))
+		return -1;
+	if (json_dumpf(doc, f.f, JSON_INDENT(2) | JSON_PRESERVE_ORDER) || fputc('\n', f.f) == EOF) {
 		lks_atomic_abort(&f);
-		err = lks_err("cannot write '%s'", path);
+		return lks_err("cannot write '%s'", path);
 	}
-	json_decref(doc);
-	return err || lks_atomic_commit(&f) ? -1 : 0;
+	return lks_atomic_commit(&f);
+}
+
+/* The document kept in the store, compact. */
+static int lks_screen_keep(json_t *doc, const char *mode, const lks_screen_sink *sink, int rc)
+{
+	lks_screen_rec rec = { .started = (char *)sink->started, .mode = (char *)mode,
+	                       .result = (char *)lks_screen_result(rc) };
+	char *text = json_dumps(doc, JSON_COMPACT | JSON_PRESERVE_ORDER);
+	int err;
+
+	if (!text)
+		return lks_err("out of memory writing the screen's document");
+	rec.host = (char *)json_string_value(json_object_get(doc, "host"));
+	rec.document = text;
+	err = lks_store_put_screen(sink->db, &rec, NULL);
+	free(text);
+	return err;
 }
 
 static int lks_screen_junit(const lks_screen_dev *devs, int n, const char *path)
@@ -246,9 +288,10 @@ static int lks_screen_junit(const lks_screen_dev *devs, int n, const char *path)
 }
 
 int lks_screen_out(const lks_screen_opts *o, const char *mode, const lks_screen_dev *devs,
-                   int n, const char *json, const char *junit)
+                   int n, const lks_screen_sink *sink)
 {
-	int rc = LKS_EXIT_OK;
+	int rc = LKS_EXIT_OK, err = 0;
+	json_t *doc;
 
 	for (int i = 0; i < n; i++) {
 		const lks_screen_dev *d = &devs[i];
@@ -286,8 +329,18 @@ int lks_screen_out(const lks_screen_opts *o, const char *mode, const lks_screen_
 			rc = LKS_EXIT_INFRA;
 	}
 	fflush(stdout);
-	if ((json && lks_screen_json(o, mode, devs, n, json, rc))
-	    || (junit && lks_screen_junit(devs, n, junit))) {
+	if (!sink->json && !sink->db && !sink->junit)
+		return rc;
+	if (!(doc = lks_screen_doc(o, mode, devs, n, sink, rc)))
+		err = lks_err("out of memory writing the screen's document");
+	if (!err && sink->json)
+		err = lks_screen_json(doc, sink->json);
+	if (!err && sink->db)
+		err = lks_screen_keep(doc, mode, sink, rc);
+	if (!err && sink->junit)
+		err = lks_screen_junit(devs, n, sink->junit);
+	json_decref(doc);
+	if (err) {
 		fprintf(stderr, "lockstep: screen: %s\n", lks_errmsg());
 		return LKS_EXIT_INFRA;
 	}

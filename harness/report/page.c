@@ -233,3 +233,17 @@ int lks_template(struct lks_report *r, const char *title, int tail)
 	free(t);
 	return 0;
 }
+
+/* The template up to the body, and the page's title as its first heading. */
+int lks_page_title(struct lks_report *r, const char *title)
+{
+	if (lks_template(r, title, 0))
+		return -1;
+	fputs("# ", r->md);
+	lks_md(r->md, title, 0);
+	fputs("\n\n", r->md);
+	fputs("<h1>", r->html);
+	lks_html(r->html, title);
+	fputs("</h1>\n", r->html);
+	return 0;
+}

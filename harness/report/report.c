@@ -268,14 +268,8 @@ static int lks_suite_header(struct lks_report *r, char *title, size_t size)
 	if (lks_store_get_suite(r->s, r->suite, lks_suite_line_fill, &l))
 		return -1;
 	snprintf(title, size, "lockstep report: suite %lld", (long long)r->suite);
-	if (lks_template(r, title, 0))
+	if (lks_page_title(r, title))
 		return -1;
-	fputs("# ", r->md);
-	lks_md(r->md, title, 0);
-	fputs("\n\n", r->md);
-	fputs("<h1>", r->html);
-	lks_html(r->html, title);
-	fputs("</h1>\n", r->html);
 	snprintf(line, sizeof(line), "command: %s — started %s", l.cmd, l.started);
 	lks_para(r, 0, line);
 	return 0;
@@ -408,24 +402,38 @@ int lks_report_suite(lks_store *s, const char *which, int64_t *suite_id)
 	if (!want) {
 		if (lks_store_last_suite(s, &want))
 			return -1;
-		if (!want)
-			return lks_err("no suite"), LKS_E_BAD_INPUT;
-		found = 1;
-	} else if (lks_store_get_suite(s, want, lks_suite_found, &found)) {
-		return -1;
+		*suite_id = want;  /* 0: none, a page of the latest screen */
+		return 0;
 	}
+	if (lks_store_get_suite(s, want, lks_suite_found, &found))
+		return -1;
 	if (!found)
 		return lks_err("no suite %lld", (long long)want), LKS_E_BAD_INPUT;
 	*suite_id = want;
 	return 0;
 }
 
+/* A database with screens and no suite: its latest screen alone. */
+static int lks_screen_page(struct lks_report *r)
+{
+	static const char title[] = "lockstep report: node screen";
+
+	if (lks_page_title(r, title) || lks_screen_section(r, NULL))
+		return -1;
+	if (!r->info->screen_id)
+		return lks_err("the database holds no suite and no screen"), LKS_E_BAD_INPUT;
+	return lks_template(r, title, 1);
+}
+
 static int lks_report_body(struct lks_report *r, int have_gnuplot)
 {
+	struct lks_suite_line next = { "", "" };
 	const char **cases = NULL;
 	char title[1200];
 	int ncases = 0, rc = -1;
 
+	if (!r->suite)
+		return lks_screen_page(r);
 	if (lks_suite_load(r))
 		return -1;
 	if (lks_case_names(r, &cases, &ncases) || lks_suite_header(r, title, sizeof(title)))
@@ -436,6 +444,11 @@ static int lks_report_body(struct lks_report *r, int have_gnuplot)
 	if (lks_since_section(r, have_gnuplot) || lks_overview(r, cases, ncases))
 		goto out;
 	lks_planted(r);
+	/* the night's screen: the latest kept before the next suite started (suite ids only
+	   grow, and suites are never deleted) */
+	if (lks_store_get_suite(r->s, r->suite + 1, lks_suite_line_fill, &next)
+	    || lks_screen_section(r, next.started[0] ? next.started : NULL))
+		goto out;
 	for (int c = 0; c < ncases; c++)
 		if (lks_case_section(r, cases[c], have_gnuplot))
 			goto out;

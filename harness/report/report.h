@@ -12,7 +12,8 @@
  * and scale of its quantized tensors per step on rank 0; for each pair of runs a check
  * compares, a step x tensor heatmap of the relative L2 difference with the first
  * divergence circled); the fingerprint keys that differ between its runs; and a trend of
- * final loss and step time over recent suites.
+ * final loss and step time over recent suites. After the summary, the node's screen of
+ * that night, where 'lockstep screen --db' kept one (screen.c).
  * Without gnuplot the tables are still written and the report says the plots need it.
  */
 #ifndef LKS_HARNESS_REPORT_H
@@ -36,10 +37,13 @@ typedef struct lks_report_info {
 	                             exactly where planted */
 	int nplots;               /* plots made */
 	int have_gnuplot;         /* 0: none made, the report says why */
+	int64_t screen_id;        /* the node's screen shown ('lockstep screen --db'); 0: none */
+	int screen_devices;       /* its devices */
+	int screen_not_passed;    /* those that did not pass; -1: its document is bad */
 } lks_report_info;
 
-/* which: "latest" (the highest suite id) or a suite id; LKS_E_BAD_INPUT when there is
-   no such suite, -1 when the store cannot be read. */
+/* which: "latest" (the highest suite id; 0 when the database holds none) or a suite id;
+   LKS_E_BAD_INPUT when there is no such suite, -1 when the store cannot be read. */
 int lks_report_suite(lks_store *s, const char *which, int64_t *suite_id);
 
 /* Writes index.html, report.md and the plots' SVG files into a new folder beside dir and
@@ -48,6 +52,7 @@ int lks_report_suite(lks_store *s, const char *which, int64_t *suite_id);
    report: anything else is LKS_E_BAD_INPUT. Fails (-1, lks_err) when the store cannot
    be read, a template is missing, or the folder cannot be written, leaving dir as it was;
    a failing plot is reported in the page, not an error. */
+/* suite_id 0: the page of the latest screen alone (LKS_E_BAD_INPUT when there is none). */
 int lks_report_write(lks_store *s, int64_t suite_id, const char *dir,
                      const lks_report_opts *o, lks_report_info *info);
 

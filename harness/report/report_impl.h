@@ -16,6 +16,7 @@
  *   since.c       the opening section: night-over-night verdicts since the earlier suite
  *   trend_plots.c  the trend plots over recent suites (since last night)
  *   imported.c    the metrics of imported runs: numerics, and performance apart
+ *   screen.c      the node's screen beside the suite (or alone), from its kept document
  *   gpu.c         GPU health findings and readings of a case's runs, and the algorithms
  *                 cuBLASLt ran their GEMMs with
  */
@@ -113,6 +114,8 @@ void lks_heading(struct lks_report *r, int level, const char *text);
 void lks_para(struct lks_report *r, int note, const char *text);
 /* The HTML template before (tail 0) or after (tail 1) its line @BODY@. */
 int lks_template(struct lks_report *r, const char *title, int tail);
+/* The template up to the body, and the page's title as its first heading. */
+int lks_page_title(struct lks_report *r, const char *title);
 
 /* v formatted into buf, "" when v is NaN. */
 const char *lks_fmt(char *buf, size_t size, const char *fmt, double v);
@@ -181,5 +184,11 @@ int lks_case_gpu_health(struct lks_report *r, const char *case_name);
 /* The algorithms cuBLASLt ran the case's GEMMs with, under a heading, where any run has
    them. */
 int lks_case_gemm_algos(struct lks_report *r, const char *case_name);
+
+/* ---- screen.c ---- */
+
+/* The section of the latest screen kept before 'before' (ISO 8601; NULL: of all), none
+   when the database kept none; sets info's screen_id and screen_not_passed. */
+int lks_screen_section(struct lks_report *r, const char *before);
 
 #endif

@@ -149,6 +149,23 @@ int lks_store_put_state(lks_store *s, int64_t run_id, int step, int rank, const 
 int lks_store_get_state(lks_store *s, int64_t run_id, int step, int rank, void **data,
                         size_t *n);
 
+/* A node's screen ('lockstep screen --db', harness/probe/screen.h): when it started (ISO
+   8601 UTC, as suites' started), the host, its mode and result ("pass", "fail", "error"),
+   and its JSON document (harness/cli/screen_out.c), kept whole. */
+typedef struct lks_screen_rec {
+	int64_t screen_id;
+	char *started, *host, *mode, *result, *document;
+} lks_screen_rec;
+
+/* Stores a screen (rec->screen_id is ignored; *id, where given, gets the new one). */
+int lks_store_put_screen(lks_store *s, const lks_screen_rec *rec, int64_t *id);
+/* Reads a screen into *out (its strings malloc'd: lks_screen_rec_free): screen_id > 0 that
+   one; 0 the latest that started before 'before' (ISO 8601; NULL: the latest of all).
+   LKS_E_MISSING (lks_err) where there is none. */
+int lks_store_get_screen(lks_store *s, int64_t screen_id, const char *before,
+                         lks_screen_rec *out);
+void lks_screen_rec_free(lks_screen_rec *r);
+
 /* status: "complete" or "failed". */
 int lks_store_end_run(lks_store *s, int64_t run_id, const char *status);
 
@@ -167,11 +184,10 @@ int lks_store_end_run(lks_store *s, int64_t run_id, const char *status);
    suites.pinned and suites.pruned (retention, prune.h). 9: the nightly table (night over
    night). 10: import_blocks (an imported run's records, many to a row). 11:
    tensor_blocks (an imported tensor trace's records, tensor_trace.h). 12: states (a
-   run's training state after a step, engine/state.h). A
-   file of an earlier
-   version is upgraded when opened: the tables and columns added since are created (a
+   run's training state after a step, engine/state.h). 13: screens (a node's screen,
+   'lockstep screen --db'). A file of an earlier version is upgraded when opened: the tables and columns added since are created (a
    column NULL in the rows already there), nothing else changes. */
-#define LKS_STORE_SCHEMA_VERSION 12
+#define LKS_STORE_SCHEMA_VERSION 13
 
 typedef struct lks_run_rec {
 	int64_t run_id;

@@ -296,6 +296,18 @@ static const char lks_schema_v12[] =
 	"	PRIMARY KEY (run_id, step, rank)\n"
 	");\n";
 
+/* 13: a node's screen ('lockstep screen --db'): its JSON document whole, with what a
+   reader picks it by. */
+static const char lks_schema_v13[] =
+	"CREATE TABLE screens (\n"
+	"	screen_id INTEGER PRIMARY KEY,\n"
+	"	started TEXT NOT NULL,          -- ISO 8601 UTC, as suites.started\n"
+	"	host TEXT NOT NULL,\n"
+	"	mode TEXT NOT NULL,             -- quick, full\n"
+	"	result TEXT NOT NULL,           -- pass, fail, error\n"
+	"	document TEXT NOT NULL          -- the JSON document of 'screen --json'\n"
+	");\n";
+
 /* Part v of the schema: the tables (and their indexes) version v added, and the columns it
    added to tables of earlier versions. A part never changes once released. */
 static const struct lks_schema_part {
@@ -315,6 +327,7 @@ static const struct lks_schema_part {
 	[10] = { lks_schema_v10, NULL, 0 },
 	[11] = { lks_schema_v11, NULL, 0 },
 	[12] = { lks_schema_v12, NULL, 0 },
+	[13] = { lks_schema_v13, NULL, 0 },
 };
 
 /* Gradient SQNR between two runs (harness/verify/sqnr.h): the table is created when first

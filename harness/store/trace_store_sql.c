@@ -167,6 +167,13 @@ static const char *const lks_store_sql[LKS_Q_COUNT] = {
 	[LKS_Q_STATE] = "INSERT OR REPLACE INTO states (run_id, step, rank, data) "
 	                "VALUES (?1, ?2, ?3, ?4)",
 	[LKS_Q_GET_STATE] = "SELECT data FROM states WHERE run_id = ?1 AND step = ?2 AND rank = ?3",
+	[LKS_Q_SCREEN] = "INSERT INTO screens (started, host, mode, result, document) "
+	                 "VALUES (?1, ?2, ?3, ?4, ?5)",
+	/* ?1 > 0: that one; else the latest started before ?2 (NULL: of all) */
+	[LKS_Q_GET_SCREEN] = "SELECT screen_id, started, host, mode, result, document FROM screens "
+	                     "WHERE CASE WHEN ?1 > 0 THEN screen_id = ?1 "
+	                     "ELSE ?2 IS NULL OR started < ?2 END "
+	                     "ORDER BY started DESC, screen_id DESC LIMIT 1",
 };
 
 static const char *const lks_phase_names[] = { "forward", "backward", "update", "recompute" };

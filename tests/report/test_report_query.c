@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "harness/report/report.h"
 #include "harness/store/report_query.h"
@@ -85,11 +86,70 @@ Test(report, store_reads_a_suite)
 
 	snprintf(path, sizeof(path), "%s/empty.db", dir);
 	cr_assert_eq(lks_store_open(path, &s), 0, "%s", lks_errmsg());
-	cr_expect_eq(lks_report_suite(s, "latest", &id), LKS_E_BAD_INPUT, "a database with "
-	             "no suite");
-	cr_expect_str_eq(lks_errmsg(), "no suite");
+	id = 7;
+	cr_expect_eq(lks_report_suite(s, "latest", &id), 0, "%s", lks_errmsg());
+	cr_expect_eq(id, 0, "a database with no suite: 0, the page of its latest screen");
 	lks_store_close(s);
 	teardown(dir);
+}
+
+/* The screens a database keeps come back whole: by id, the latest of all, the latest
+   started before a time; a page of a database without suite or screen is refused, and
+   the folder is not made. */
+Test(report, store_keeps_screens_and_a_page_needs_one)
+{
+	static const char *const started[] = { "2026-11-28T01:00:00.000Z",
+	                                       "2026-11-28T03:00:00.000Z",
+	                                       "2026-11-28T02:00:00.000Z" };
+	lks_report_opts o = { .templates = LKS_SRC "/reports" };
+	lks_report_info info;
+	char dir[64], path[300], out[320], doc[64];
+	lks_screen_rec rec;
+	int64_t id;
+	lks_store *s;
+
+	snprintf(dir, sizeof(dir), "/tmp/lks_screens_XXXXXX");
+	cr_assert_not_null(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/s.db", dir);
+	snprintf(out, sizeof(out), "%s/report", dir);
+	cr_assert_eq(lks_store_open(path, &s), 0, "%s", lks_errmsg());
+	cr_expect_eq(lks_report_write(s, 0, out, &o, &info), LKS_E_BAD_INPUT);
+	cr_expect_str_eq(lks_errmsg(), "the database holds no suite and no screen");
+	cr_expect_neq(access(out, F_OK), 0, "a refused report left '%s'", out);
+	cr_expect_eq(lks_store_get_screen(s, 0, NULL, &rec), LKS_E_MISSING);
+	for (int i = 0; i < 3; i++) {
+		lks_screen_rec put = { .started = (char *)started[i], .host = "node7",
+		                       .mode = i ? "full" : "quick", .result = "pass",
+		                       .document = doc };
+
+		snprintf(doc, sizeof(doc), "{\"n\": %d}", i);
+		cr_assert_eq(lks_store_put_screen(s, &put, &id), 0, "%s", lks_errmsg());
+		cr_expect_eq(id, i + 1);
+	}
+	/* the latest by start, not by id */
+	cr_assert_eq(lks_store_get_screen(s, 0, NULL, &rec), 0, "%s", lks_errmsg());
+	cr_expect_eq(rec.screen_id, 2);
+	cr_expect_str_eq(rec.document, "{\"n\": 1}");
+	cr_expect_str_eq(rec.mode, "full");
+	cr_expect_str_eq(rec.host, "node7");
+	lks_screen_rec_free(&rec);
+	cr_assert_eq(lks_store_get_screen(s, 0, "2026-11-28T02:30:00.000Z", &rec), 0);
+	cr_expect_eq(rec.screen_id, 3);
+	lks_screen_rec_free(&rec);
+	cr_expect_eq(lks_store_get_screen(s, 0, started[0], &rec), LKS_E_MISSING,
+	             "started at 'before' is not before it");
+	cr_assert_eq(lks_store_get_screen(s, 1, NULL, &rec), 0);
+	cr_expect_str_eq(rec.started, started[0]);
+	cr_expect_str_eq(rec.mode, "quick");
+	lks_screen_rec_free(&rec);
+	cr_expect_eq(lks_store_get_screen(s, 4, NULL, &rec), LKS_E_MISSING);
+	/* the page of the latest screen: its document is no screen's, and the page says so */
+	cr_assert_eq(lks_report_write(s, 0, out, &o, &info), 0, "%s", lks_errmsg());
+	cr_expect_eq(info.screen_id, 2);
+	cr_expect_eq(info.screen_not_passed, -1);
+	lks_store_close(s);
+	snprintf(path, sizeof(path), "rm -rf '%s'", dir);
+	cr_assert_eq(system(path), 0);
 }
 
 /* A read of the store that fails: -1, and its message (kept in buf). */

@@ -287,6 +287,8 @@ static void make_old_db(const char *path, int version, int64_t *run)
 	lks_store_close(s);
 	if (version < 11)
 		raw_exec(path, "DROP TABLE tensor_blocks;");
+	if (version < 13)
+		raw_exec(path, "DROP TABLE screens;");
 	if (version < 12)
 		raw_exec(path, "DROP TABLE states;");
 	if (version < 10)
@@ -508,6 +510,7 @@ Test(trace_store, readonly_reads_earlier_verdicts_without_parameters)
 		cr_assert_eq(sql_int(s, "SELECT count(*) FROM nightly"), 0);  /* version 9's */
 		cr_assert_eq(sql_int(s, "SELECT count(*) FROM import_blocks"), 0);  /* 10's */
 		cr_assert_eq(sql_int(s, "SELECT count(*) FROM tensor_blocks"), 0);  /* 11's */
+		cr_assert_eq(sql_int(s, "SELECT count(*) FROM screens"), 0);  /* 13's */
 		cr_assert_eq(sql_int(s, "SELECT count(*) FROM steps WHERE mem_peak IS NULL"),
 		             2 * RANKS);
 		check_steps(s, run, 0, 2, 10);
@@ -573,9 +576,9 @@ Test(trace_store, readonly_refuses_what_is_not_ours_untouched)
 	/* ours, but of a later version */
 	path_in_tmp(path, sizeof(path), "future.db");
 	make_db(path);
-	raw_exec(path, "PRAGMA user_version = 13");
+	raw_exec(path, "PRAGMA user_version = 14");
 	before = take(path);
-	expect_refused(path, "version 13");
+	expect_refused(path, "version 14");
 	expect_same_bytes(path, before);
 	free(before.bytes);
 	rm_tmp();

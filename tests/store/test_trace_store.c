@@ -30,7 +30,7 @@ Test(trace_store, creates_schema_with_version)
 	static const char *const tables[] = { "suites", "runs", "tensors", "steps", "stats", "events",
 	                                      "checks", "probe_sessions", "probes", "health",
 	                                      "gemm_algos", "nightly", "import_blocks",
-	                                      "tensor_blocks", "states" };
+	                                      "tensor_blocks", "states", "screens" };
 	char path[512], mode[16], sql[128];
 	lks_store *s;
 
@@ -38,7 +38,7 @@ Test(trace_store, creates_schema_with_version)
 	path_in_tmp(path, sizeof(path), "new.db");
 	cr_assert_eq(lks_store_open(path, &s), 0, "%s", lks_errmsg());
 	cr_assert_eq(sql_int(s, "PRAGMA user_version"), LKS_STORE_SCHEMA_VERSION);
-	cr_assert_eq(LKS_STORE_SCHEMA_VERSION, 12);
+	cr_assert_eq(LKS_STORE_SCHEMA_VERSION, 13);
 	cr_assert_neq(sql_int(s, "PRAGMA application_id"), 0);
 	for (size_t i = 0; i < sizeof(tables) / sizeof(tables[0]); i++) {
 		snprintf(sql, sizeof(sql), "SELECT count(*) FROM sqlite_master WHERE type = 'table' "
@@ -214,11 +214,11 @@ Test(trace_store, refuses_other_schema_version)
 	cr_assert_eq(lks_store_begin_run(s, &info, &run), 0, "%s", lks_errmsg());
 	lks_store_close(s);
 	/* as a later lockstep would leave it */
-	raw_exec(path, "PRAGMA user_version = 13");
-	cr_assert_eq(LKS_STORE_SCHEMA_VERSION, 12, "make the version above a later one");
+	raw_exec(path, "PRAGMA user_version = 14");
+	cr_assert_eq(LKS_STORE_SCHEMA_VERSION, 13, "make the version above a later one");
 	before = take(path);
 	cr_assert_eq(lks_store_open(path, &s), LKS_E_BAD_INPUT);
-	cr_assert(strstr(lks_errmsg(), path) && strstr(lks_errmsg(), "version 13"), "%s",
+	cr_assert(strstr(lks_errmsg(), path) && strstr(lks_errmsg(), "version 14"), "%s",
 	          lks_errmsg());
 	expect_unchanged(path, before);
 	rm_tmp();
