@@ -4,17 +4,45 @@
 # said to be skipped; the second night finds every run unchanged against the first. Then
 # both modes forced (LKS_NIGHTLY_MODES) on the cpu backend: production mode is refused
 # (exit 2, it needs cuda), reference mode's report is still written, and the night exits
-# with the worse code, 2.
+# with the worse code, 2. The nights run a short suite of their own (LKS_NIGHTLY_CASES): what
+# is tested is the night, not the cases, which the other tests run.
 set -euo pipefail
 bin=$1
 src=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
+mkdir "$dir/cases"
+cat >"$dir/cases/short.ini" <<'EOF'
+[case]
+steps = 3
+seed = 11
+world_size = 2
+[model]
+vocab = 32
+hidden = 16
+ffn = 32
+layers = 1
+seq = 4
+batch = 2
+[run fp8]
+recipe = fp8_rowwise
+[run fp8_ac]
+recipe = fp8_rowwise
+checkpoint = blocks
+[check ranks]
+kind = ranks_agree
+a = fp8
+[check ac_neutral]
+kind = bitwise
+a = fp8_ac
+b = fp8
+EOF
 fail() { echo "nightly_modes: $*" >&2; exit 1; }
 night() {  # night DATE [ENV...]: ci/nightly into $dir, its exit code echoed
 	local date=$1 rc=0
 	shift
 	env LKS_NIGHTLY_PREBUILT=1 LKS_NIGHTLY_BIN="$bin" LKS_NIGHTLY_DIR="$dir" \
+		LKS_NIGHTLY_CASES="$dir/cases/" \
 		LKS_NIGHTLY_DATE="$date" "$@" "$src/ci/nightly" >"$dir/out-$date" 2>&1 || rc=$?
 	echo "$rc"
 }
