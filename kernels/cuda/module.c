@@ -3,6 +3,7 @@
  * where it looks and why the program exports its lks_* symbols). Plain C, no CUDA header:
  * built into every program that may open 'cuda', none of which links a CUDA library.
  */
+#define _GNU_SOURCE  /* dladdr */
 #include "kernels/cuda/module.h"
 
 #include <dlfcn.h>
@@ -77,7 +78,27 @@ static int lks_module_beside(char *path, size_t size, int up, char *why, size_t 
 	return 0;
 }
 
-/* Once per process: $LKS_CUDA_MODULE, else beside the program, else one folder up. */
+/* path = the folder of the shared library that holds this code + the module's file name;
+   -1 where this code is the program's (or dladdr cannot say) */
+static int lks_module_beside_lib(char *path, size_t size)
+{
+	char exe[PATH_MAX], lib[PATH_MAX];
+	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	const char *slash;
+	Dl_info info;
+
+	if (n < 0 || !dladdr((void *)lks_module_beside_lib, &info) || !info.dli_fname
+	    || !strchr(info.dli_fname, '/') || !realpath(info.dli_fname, lib))
+		return -1;
+	exe[n] = 0;
+	if (!strcmp(exe, lib) || !(slash = strrchr(lib, '/')))
+		return -1;
+	snprintf(path, size, "%.*s/%s", (int)(slash - lib), lib, LKS_CUDA_MODULE_FILE);
+	return 0;
+}
+
+/* Once per process: $LKS_CUDA_MODULE, else beside the library holding the loader, else
+   beside the program, else one folder up. */
 static void lks_module_find(void)
 {
 	const char *env = getenv("LKS_CUDA_MODULE");
@@ -87,6 +108,12 @@ static void lks_module_find(void)
 		if (!(lks_module = lks_module_open(env, why[0], sizeof(why[0]))))
 			snprintf(lks_module_why, sizeof(lks_module_why), "cannot load the cuda "
 			         "backend from LKS_CUDA_MODULE='%s': %s", env, why[0]);
+		return;
+	}
+	if (lks_module_beside_lib(path, sizeof(path)) == 0 && access(path, F_OK) == 0) {
+		if (!(lks_module = lks_module_open(path, why[0], sizeof(why[0]))))
+			snprintf(lks_module_why, sizeof(lks_module_why), "cannot load the cuda "
+			         "backend: %s", why[0]);
 		return;
 	}
 	for (int up = 0; up < 2; up++) {

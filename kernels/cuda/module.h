@@ -12,8 +12,10 @@
  *
  * Where it is looked for, in order:
  *   1. $LKS_CUDA_MODULE, a file; when set, there only
- *   2. lockstep-cuda.so beside the program (the folder of /proc/self/exe): build/
- *   3. lockstep-cuda.so one folder up: the tests in build/tests/
+ *   2. lockstep-cuda.so beside the shared library that holds the loader, where that is not
+ *      the program: liblockstep-trace.so in build/, loaded by a Python process
+ *   3. lockstep-cuda.so beside the program (the folder of /proc/self/exe): build/
+ *   4. lockstep-cuda.so one folder up: the tests in build/tests/
  * A module that is found but does not load (a CUDA library missing, say) is an error, not
  * a reason to look further. Loaded once per process, it stays loaded.
  *
@@ -34,12 +36,19 @@ extern "C" {
 #include "kernels/cuda/cuda_info.h"
 
 /* raised when lks_cuda_module changes; a module of another value is refused */
-#define LKS_CUDA_MODULE_VERSION 1
+#define LKS_CUDA_MODULE_VERSION 2
 
 typedef struct lks_cuda_module {
 	int version;                             /* LKS_CUDA_MODULE_VERSION */
 	const lks_backend *backend;              /* lks_backend_cuda (backend_cuda.h) */
 	void (*info_get)(lks_cuda_info *info);   /* lks_cuda_info_get (cuda_info.h) */
+	/* lockstep-trace's device tensors (trace_dev.h): lks_cuda_trace_measure, _collect,
+	   _close; version 2 */
+	int (*trace_measure)(void **ctx, const void *x, size_t n, void *stream, size_t *slot,
+	                     char *why, size_t wsize);
+	int (*trace_collect)(void *ctx, lks_tensor_stats *out, size_t n, char *why,
+	                     size_t wsize);
+	void (*trace_close)(void *ctx);
 } lks_cuda_module;
 
 /* In the module only (module_entry.c): what the loader takes with dlsym. */

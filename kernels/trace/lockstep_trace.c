@@ -10,6 +10,10 @@
  * transaction a step; at most two steps wait for it, so a rank that outruns its disk waits
  * rather than growing without bound. An error of the writer is kept and said by the next
  * call.
+ *
+ * A device tensor (lks_trace_tensor_device) is measured on its GPU by the cuda backend's
+ * module (kernels/cuda/trace_dev.h, loaded as lockstep loads it: module.h), its record left
+ * there until lks_trace_step brings the step's home in one copy.
  */
 #include <pthread.h>
 #include <stdarg.h>
@@ -27,6 +31,9 @@
 #include "kernels/cpu/stats.h"
 #include "kernels/element/cast.h"
 #include "kernels/err.h"
+#if LKS_HAVE_CUDA
+#include "kernels/cuda/module.h"
+#endif
 
 /* Steps handed to the writer and not yet stored, at most. */
 #define LKS_TRACE_QUEUE 2
@@ -39,6 +46,7 @@ struct lks_trace_rec {
 	float amax;
 	int64_t nonfinite;
 	uint64_t hash;
+	int pending;              /* a device tensor's, measured on its GPU: filled at the step */
 };
 
 struct lks_trace_stepbuf {
@@ -54,6 +62,8 @@ struct lks_trace {
 	struct lks_trace_stepbuf cur;             /* being filled */
 	float *scratch;                           /* a half tensor widened */
 	size_t scratch_cap;
+	void *dev;                                /* the device tensors' context (the module's) */
+	size_t npending;                          /* device tensors of the step being filled */
 	/* the writer: the steps handed over, oldest first */
 	pthread_t thread;
 	pthread_mutex_t mu;
@@ -279,41 +289,159 @@ static const float *lks_trace_f32(lks_trace *t, const void *data, size_t n, int 
 	return t->scratch;
 }
 
-int lks_trace_tensor(lks_trace *t, const char *name, int phase, int micro, const void *data,
-                     size_t n, int dtype)
+/* A new record of the step being filled, its name, phase and microbatch checked and set;
+   NULL after lks_trace_fail. */
+static struct lks_trace_rec *lks_trace_rec_new(lks_trace *t, const char *name, int phase,
+                                               int micro, int dtype, int have_data)
 {
 	struct lks_trace_rec *r;
-	const float *x;
 
-	if (!t || !name || (!data && n))
-		return lks_trace_fail("lks_trace_tensor: no trace, name or data");
+	if (!t || !name || !have_data)
+		return lks_trace_fail("lks_trace_tensor: no trace, name or data"), NULL;
 	if (!*name || strlen(name) >= LKS_TENSOR_NAME_MAX)
 		return lks_trace_fail("tensor '%.64s': a name of 1 to %d bytes", name,
-		                      LKS_TENSOR_NAME_MAX - 1);
+		                      LKS_TENSOR_NAME_MAX - 1), NULL;
 	if (phase < LKS_TRACE_FORWARD || phase > LKS_TRACE_RECOMPUTE || micro < -1)
-		return lks_trace_fail("tensor '%s': phase %d, microbatch %d", name, phase, micro);
+		return lks_trace_fail("tensor '%s': phase %d, microbatch %d", name, phase, micro),
+		       NULL;
 	if (dtype < LKS_TRACE_F32 || dtype > LKS_TRACE_F16)
-		return lks_trace_fail("tensor '%s': unknown dtype %d", name, dtype);
+		return lks_trace_fail("tensor '%s': unknown dtype %d", name, dtype), NULL;
 	if (t->cur.n == t->cur.cap) {
 		size_t cap = t->cur.cap ? 2 * t->cur.cap : 256;
 		struct lks_trace_rec *p = realloc(t->cur.r, cap * sizeof(*p));
 
 		if (!p)
-			return lks_trace_fail("out of memory");
+			return lks_trace_fail("out of memory"), NULL;
 		t->cur.r = p;
 		t->cur.cap = cap;
 	}
-	if (!n)  /* no values: no pointer read, whatever the dtype */
-		x = &lks_trace_none;
-	else if (!(x = lks_trace_f32(t, data, n, dtype)))
-		return lks_trace_fail("out of memory");
 	r = &t->cur.r[t->cur.n];
 	strcpy(r->name, name);
 	r->phase = (lks_phase)phase;
 	r->micro = micro;
+	r->pending = 0;
+	return r;
+}
+
+int lks_trace_tensor(lks_trace *t, const char *name, int phase, int micro, const void *data,
+                     size_t n, int dtype)
+{
+	struct lks_trace_rec *r = lks_trace_rec_new(t, name, phase, micro, dtype, data || !n);
+	const float *x;
+
+	if (!r)
+		return -1;
+	if (!n)  /* no values: no pointer read, whatever the dtype */
+		x = &lks_trace_none;
+	else if (!(x = lks_trace_f32(t, data, n, dtype)))
+		return lks_trace_fail("out of memory");
 	lks_stats_f32(x, n, &r->l2, &r->amax, &r->nonfinite, &r->hash);
 	t->cur.n++;
 	return 0;
+}
+
+/* ---- device tensors (the cuda backend's module measures them on their GPU) ---- */
+
+#if LKS_HAVE_CUDA
+/* The module, with a GPU to measure on; NULL after lks_trace_fail. */
+static const lks_cuda_module *lks_trace_module(void)
+{
+	const lks_cuda_module *m = lks_cuda_module_load();
+	lks_cuda_info info;
+
+	if (!m)
+		return lks_trace_fail("device tensors: %s", lks_errmsg()), NULL;
+	m->info_get(&info);
+	if (info.device_count <= 0)
+		return lks_trace_fail("device tensors: CUDA sees no GPU here%s%s",
+		                      info.device_error[0] ? ": " : "", info.device_error), NULL;
+	return m;
+}
+#endif
+
+int lks_trace_device(void)
+{
+#if LKS_HAVE_CUDA
+	return lks_trace_module() != NULL;
+#else
+	lks_trace_fail("device tensors: this lockstep-trace was built without the cuda backend");
+	return 0;
+#endif
+}
+
+int lks_trace_tensor_device(lks_trace *t, const char *name, int phase, int micro,
+                            const void *data, size_t n, int dtype, void *stream)
+{
+	struct lks_trace_rec *r = lks_trace_rec_new(t, name, phase, micro, dtype, data || !n);
+
+	if (!r)
+		return -1;
+	if (dtype != LKS_TRACE_F32)
+		return lks_trace_fail("tensor '%s': a device tensor is measured as float32: widen "
+		                      "it on its GPU first (exact), e.g. torch's .float()", name);
+	if (!n) {  /* nothing to read: its statistics are known here */
+		lks_stats_f32(&lks_trace_none, 0, &r->l2, &r->amax, &r->nonfinite, &r->hash);
+		t->cur.n++;
+		return 0;
+	}
+#if LKS_HAVE_CUDA
+	{
+		const lks_cuda_module *m = lks_trace_module();
+		char why[512];
+		size_t slot;
+
+		if (!m)
+			return -1;
+		if (m->trace_measure(&t->dev, data, n, stream, &slot, why, sizeof(why)))
+			return lks_trace_fail("tensor '%s': %s", name, why);
+		if (slot != t->npending)
+			return lks_trace_fail("tensor '%s': the device's record %zu, not %zu", name,
+			                      slot, t->npending);
+		r->pending = 1;
+		t->npending++;
+		t->cur.n++;
+		return 0;
+	}
+#else
+	(void)stream;
+	return lks_trace_fail("tensor '%s': this lockstep-trace was built without the cuda "
+	                      "backend", name);
+#endif
+}
+
+/* The step's device tensors' records brought home into their places. */
+static int lks_trace_collect(lks_trace *t)
+{
+#if LKS_HAVE_CUDA
+	lks_tensor_stats *st;
+	char why[512];
+	size_t k = 0;
+	int rc;
+
+	if (!t->npending)
+		return 0;
+	if (!(st = malloc(t->npending * sizeof(*st))))
+		return lks_trace_fail("out of memory");
+	rc = lks_cuda_module_load()->trace_collect(t->dev, st, t->npending, why, sizeof(why));
+	for (size_t i = 0; rc == 0 && i < t->cur.n; i++) {
+		struct lks_trace_rec *r = &t->cur.r[i];
+
+		if (!r->pending)
+			continue;
+		r->l2 = st[k].l2;
+		r->amax = st[k].amax;
+		r->nonfinite = st[k].nonfinite;
+		r->hash = st[k].hash;
+		r->pending = 0;
+		k++;
+	}
+	free(st);
+	t->npending = 0;
+	return rc ? lks_trace_fail("%s", why) : 0;
+#else
+	(void)t;
+	return 0;
+#endif
 }
 
 int lks_trace_step(lks_trace *t, int step)
@@ -325,6 +453,11 @@ int lks_trace_step(lks_trace *t, int step)
 	if (step <= t->last_step || step < 0)
 		return lks_trace_fail("step %d after step %d: a rank's steps ascend", step,
 		                      t->last_step);
+	if (lks_trace_collect(t)) {
+		t->cur.n = 0;  /* a step that cannot be measured whole is not stored */
+		t->last_step = step;
+		return -1;
+	}
 	pthread_mutex_lock(&t->mu);
 	while (t->nqueue == LKS_TRACE_QUEUE)
 		pthread_cond_wait(&t->cv, &t->mu);
@@ -364,6 +497,10 @@ int lks_trace_close(lks_trace *t)
 	lks_tensor_map_release(&t->tensors);
 	free(t->cur.r);
 	free(t->scratch);
+#if LKS_HAVE_CUDA
+	if (t->dev)
+		lks_cuda_module_load()->trace_close(t->dev);
+#endif
 	pthread_mutex_destroy(&t->mu);
 	pthread_cond_destroy(&t->cv);
 	free(t);

@@ -29,7 +29,7 @@
 extern "C" {
 #endif
 
-#define LKS_TRACE_API_VERSION 1
+#define LKS_TRACE_API_VERSION 2  /* 2: device tensors */
 
 typedef struct lks_trace lks_trace;
 
@@ -64,6 +64,20 @@ lks_trace *lks_trace_open(const char *db, const char *case_name, const char *run
    microbatch (-1: none). Its statistics are taken before this returns. */
 int lks_trace_tensor(lks_trace *t, const char *name, int phase, int micro, const void *data,
                      size_t n, int dtype);
+
+/* 1 when this library measures device tensors on their GPU (built with the cuda backend,
+   its module found, a GPU seen); else 0, and lks_trace_error() says why. */
+int lks_trace_device(void);
+
+/* lks_trace_tensor of n float32 values in the memory of a CUDA GPU (dtype LKS_TRACE_F32;
+   widen a half type there first, which is exact). They are measured on that GPU by the
+   cuda backend's own device statistics (the same bits as on the host), after the work
+   queued on stream (a cudaStream_t, the one that made the tensor; NULL: the legacy default
+   stream), and that stream then waits for the measuring: the caller may write or free the
+   tensor as soon as this returns, and the host waits for nothing. The record comes home
+   at lks_trace_step. A trace's device tensors are on one GPU. (API version 2.) */
+int lks_trace_tensor_device(lks_trace *t, const char *name, int phase, int micro,
+                            const void *data, size_t n, int dtype, void *stream);
 
 /* Ends the step: the tensors given since the last lks_trace_step (or the open) are step
    step's (steps of a rank ascend), stored in the background. */

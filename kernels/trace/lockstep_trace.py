@@ -60,9 +60,13 @@ as this rank's local shard. Microbatches: set tracer.micro = k before microbatch
 (it stays -1, none, otherwise). tracer.enabled = False stops recording (an evaluation pass
 between steps, say) until it is set True again.
 
-Costs and limits, for now: a tensor on a device (CUDA, ...) is copied to the host and
-measured there by the CPU, which for a large model is much of a step; tracing every module is
-meant for finding where two runs part, not for every production run. Trace an eager model:
+Costs and limits: a CUDA tensor is measured on its GPU by lockstep's cuda backend (the same
+bits as on the host), after the work of the stream it is current on, which then waits for the
+measuring; only a record of each comes home, at the step's end. That needs a library built
+with the CUDA backend and a GPU it can use (device_support(lib) says why not); otherwise, and
+for any other device, the tensor is copied to the host and measured there, which for a large
+model is much of a step. Tracing every module is meant for finding where two runs part, not
+for every production run. Trace an eager model:
 under torch.compile each hook is a graph break. Full backward hooks refuse a module whose
 output a later in-place operation (nn.ReLU(inplace=True), ...) modifies: pass
 gradients=False for such a model. One Trace is one rank's and is not for several threads at
@@ -92,7 +96,7 @@ import weakref
 __all__ = ["API_VERSION", "PHASES", "DTYPES", "load", "Trace", "Tracer", "trace_module"]
 
 # LKS_TRACE_API_VERSION of the header this file was written against.
-API_VERSION = 1
+API_VERSION = 2
 
 # enum lks_trace_phase and enum lks_trace_dtype.
 PHASES = {"forward": 0, "backward": 1, "update": 2, "recompute": 3}
@@ -138,6 +142,12 @@ def _bind(lib):
                                      ctypes.c_int, ctypes.c_void_p, ctypes.c_size_t,
                                      ctypes.c_int]
     lib.lks_trace_tensor.restype = ctypes.c_int
+    lib.lks_trace_device.argtypes = []
+    lib.lks_trace_device.restype = ctypes.c_int
+    lib.lks_trace_tensor_device.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_int,
+                                            ctypes.c_int, ctypes.c_void_p, ctypes.c_size_t,
+                                            ctypes.c_int, ctypes.c_void_p]
+    lib.lks_trace_tensor_device.restype = ctypes.c_int
     lib.lks_trace_step.argtypes = [ctypes.c_void_p, ctypes.c_int]
     lib.lks_trace_step.restype = ctypes.c_int
     lib.lks_trace_close.argtypes = [ctypes.c_void_p]
@@ -196,8 +206,11 @@ def _torch_tensor(x):
     return None
 
 
-def _from_torch(torch, x):
-    """x as host memory the library reads: (keep-alive, pointer, count, dtype code)."""
+def _from_torch(torch, x, on_device):
+    """x as memory the library reads: (keep-alive, pointer, count, dtype code, stream). A
+    CUDA tensor stays on its GPU where on_device (the library measures it there; a half
+    type widened to float32 there first, which is exact), with the stream it is current on;
+    else it is copied to the host (stream None)."""
     t = x.detach()
     if hasattr(t, "to_local") and type(t).__name__ == "DTensor":
         t = t.to_local()                    # this rank's shard
@@ -205,10 +218,13 @@ def _from_torch(torch, x):
         t = t.to_dense()
     if t.is_quantized:
         t = t.dequantize()
-    if t.device.type != "cpu":
-        t = t.cpu()                         # a device tensor is measured on the host
     if t.is_complex():
         raise TypeError("a complex tensor has no lockstep statistics")
+    if t.device.type == "cuda" and on_device:
+        t = t.to(torch.float32).contiguous()
+        return t, t.data_ptr(), t.numel(), 0, torch.cuda.current_stream(t.device).cuda_stream
+    if t.device.type != "cpu":
+        t = t.cpu()                         # measured on the host
     if t.dtype == torch.float32:
         code = 0
     elif t.dtype == torch.bfloat16:
@@ -220,7 +236,14 @@ def _from_torch(torch, x):
         code = 0
     t = t.contiguous()
     n = t.numel()
-    return t, t.data_ptr(), n, code
+    return t, t.data_ptr(), n, code, None
+
+
+def device_support(lib):
+    """(True, "") when lib measures CUDA tensors on their GPU, else (False, why)."""
+    if lib.lks_trace_device():
+        return True, ""
+    return False, _error(lib)
 
 
 def _from_numpy(x):
@@ -261,6 +284,7 @@ class Trace:
         self._lib = lib if isinstance(lib, ctypes.CDLL) else load(lib)
         _bind(self._lib)
         self._lock = threading.Lock()
+        self._on_device = None  # CUDA tensors measured on their GPU: asked at the first one
         self.db, self.case, self.run = os.fspath(db), case, run
         self.rank, self.world_size = int(rank), int(world_size)
         h = self._lib.lks_trace_open(os.fsencode(self.db), case.encode(), run.encode(),
@@ -286,16 +310,28 @@ class Trace:
 
     def tensor(self, name, array, phase="forward", micro=-1):
         """Measures one tensor of the step being traced: a numpy array or a torch tensor
-        (detached; a device tensor is copied to the host for now). phase: "forward",
+        (detached; a CUDA tensor measured on its GPU where the library can). phase: "forward",
         "backward", "update", "recompute" (or its number); micro: the microbatch, -1 none.
-        The statistics are taken before this returns: array may change afterwards."""
+        The statistics are taken before this returns (a CUDA tensor's on its GPU, ordered
+        before what its stream does next): array may change afterwards."""
         torch = _torch_tensor(array)
-        keep, ptr, n, code = _from_torch(torch, array) if torch else _from_numpy(array)
+        stream = None
+        if torch:
+            if self._on_device is None and array.device.type == "cuda":
+                self._on_device = device_support(self._lib)[0]
+            keep, ptr, n, code, stream = _from_torch(torch, array, self._on_device)
+        else:
+            keep, ptr, n, code = _from_numpy(array)
         if n == 0:  # no values, the same statistics in any dtype: float32 at a real address
-            ptr, code = ctypes.addressof(_EMPTY), DTYPES["float32"]
+            ptr, code, stream = ctypes.addressof(_EMPTY), DTYPES["float32"], None
         with self._lock:
-            rc = self._lib.lks_trace_tensor(self._handle(), name.encode(), _phase(phase),
-                                            int(micro), ptr, n, code)
+            if stream is not None:
+                rc = self._lib.lks_trace_tensor_device(self._handle(), name.encode(),
+                                                       _phase(phase), int(micro), ptr, n,
+                                                       code, stream)
+            else:
+                rc = self._lib.lks_trace_tensor(self._handle(), name.encode(), _phase(phase),
+                                                int(micro), ptr, n, code)
             if rc:
                 raise RuntimeError(_error(self._lib))
         del keep

@@ -5,7 +5,7 @@
  * 32-lane L2 norm, amax, the non-finite count and the hash, on lengths around the lanes'
  * and the hash's block sizes, with NaN and infinities. Half types measure as their float32
  * values. Two ranks join one run, which is complete once both close. Bad calls fail with a
- * message and store nothing wrong.
+ * message and store nothing wrong; device tensors without a GPU are refused, the step kept.
  */
 #include <criterion/criterion.h>
 #include <math.h>
@@ -20,25 +20,12 @@
 #include "kernels/cpu/backend_cpu.h"
 #include "kernels/element/cast.h"
 #include "kernels/trace/lockstep_trace.h"
+#include "trace_fill.h"
 
 /* Lengths: below, at and past the 32 lanes, XXH3's 240-byte and 1 KiB stripes' edges in
    floats, and one large enough for many blocks. */
 static const size_t lengths[] = { 0, 1, 31, 32, 33, 60, 61, 256, 257, 1000, 100003 };
 #define NLEN (sizeof(lengths) / sizeof(lengths[0]))
-
-static void fill(float *x, size_t n, int variant)
-{
-	uint64_t s = 0x9e3779b97f4a7c15ull * (n + 1) + (uint64_t)variant;
-
-	for (size_t i = 0; i < n; i++) {
-		s = s * 6364136223846793005ull + 1442695040888963407ull;
-		x[i] = (float)((double)(s >> 11) / 9007199254740992.0 * 8.0 - 4.0);
-	}
-	if (n > 3 && variant == 1)
-		x[n / 2] = NAN;
-	if (n > 3 && variant == 2)
-		x[n - 1] = -INFINITY;
-}
 
 /* The model tracer's row of x. */
 static lks_stat_row model_row(float *x, size_t n)
@@ -91,7 +78,7 @@ Test(trace_lib, statistics_equal_the_model_tracers_bit_for_bit)
 		for (size_t i = 0; i < NLEN; i++) {
 			char name[64];
 
-			fill(x, lengths[i], v);
+			trace_fill(x, lengths[i], v);
 			snprintf(name, sizeof(name), "t%zu.v%d", lengths[i], v);
 			cr_assert_eq(lks_trace_tensor(t, name, LKS_TRACE_FORWARD, -1, x, lengths[i],
 			                              LKS_TRACE_F32), 0, "%s", lks_trace_error());
@@ -111,7 +98,7 @@ Test(trace_lib, statistics_equal_the_model_tracers_bit_for_bit)
 			double l2;
 			float amax;
 
-			fill(x, lengths[i], v);
+			trace_fill(x, lengths[i], v);
 			m = model_row(x, lengths[i]);
 			l2 = stat_of(r.tt, &e[i], "l2")->value;
 			amax = (float)stat_of(r.tt, &e[i], "amax")->value;
@@ -231,4 +218,49 @@ Test(trace_lib, bad_calls_fail_with_a_message)
 	cr_assert_eq(lks_trace_tensor(t, "x", LKS_TRACE_FORWARD, -1, &x, 1, 9), -1);
 	cr_assert(strstr(lks_trace_error(), "dtype"), "%s", lks_trace_error());
 	cr_assert_eq(lks_trace_close(t), 0, "%s", lks_trace_error());
+}
+
+/* Device tensors where this library cannot measure them (no GPU, or a build without CUDA):
+   lks_trace_device says why; a device tensor is refused naming it, and the step keeps the
+   others; an empty one needs no GPU and has the statistics of nothing; a half type is
+   refused everywhere (widen it on the GPU). tests/trace/gpu_trace_device.c holds the
+   device's records to the host's on a GPU. */
+Test(trace_lib, device_tensors_without_a_gpu_are_refused_and_the_step_kept)
+{
+	char db[512];
+	float x[4] = { 1, -2, 3, 0.5f };
+	lks_trace *t;
+	lks_store *s;
+	lks_stored_run r;
+	const lks_tentry *e;
+	lks_stat_row none;
+	double l2;
+
+	if (lks_trace_device())
+		cr_skip_test("a GPU is here: gpu_trace_device tests device tensors");
+	cr_assert(strstr(lks_trace_error(), "device tensors"), "%s", lks_trace_error());
+	mkdir_tmp();
+	path_in_tmp(db, sizeof(db), "d.db");
+	cr_assert_not_null(t = lks_trace_open(db, "c", "r", 0, 1), "%s", lks_trace_error());
+	cr_assert_eq(lks_trace_tensor(t, "a", LKS_TRACE_FORWARD, -1, x, 4, LKS_TRACE_F32), 0);
+	cr_assert_eq(lks_trace_tensor_device(t, "b", LKS_TRACE_FORWARD, -1, x, 4, LKS_TRACE_F32,
+	                                     NULL), -1);
+	cr_assert(strstr(lks_trace_error(), "tensor 'b'") || strstr(lks_trace_error(),
+	          "device tensors"), "%s", lks_trace_error());
+	cr_assert_eq(lks_trace_tensor_device(t, "h", LKS_TRACE_FORWARD, -1, x, 4, LKS_TRACE_BF16,
+	                                     NULL), -1);
+	cr_assert(strstr(lks_trace_error(), "float32"), "%s", lks_trace_error());
+	cr_assert_eq(lks_trace_tensor_device(t, "z", LKS_TRACE_BACKWARD, 0, NULL, 0, LKS_TRACE_F32,
+	                                     NULL), 0, "%s", lks_trace_error());
+	cr_assert_eq(lks_trace_step(t, 0), 0, "%s", lks_trace_error());
+	cr_assert_eq(lks_trace_close(t), 0, "%s", lks_trace_error());
+	load(db, &s, &r);
+	cr_assert_eq(lks_tensor_trace_step(r.tt, 0), 0, "%s", lks_errmsg());
+	cr_assert_eq(lks_tensor_trace_rank(r.tt, 0, &e), 2, "a and z, not b or h");
+	none = model_row(x, 0);
+	l2 = stat_of(r.tt, &e[1], "l2")->value;
+	cr_assert(!memcmp(&l2, &none.l2, sizeof(l2)));
+	cr_assert_eq(e[1].hash, none.hash);
+	lks_stored_run_release(&r);
+	lks_store_close(s);
 }

@@ -207,7 +207,10 @@ def main(argv):
     for f in (db, db + "-wal", db + "-shm"):
         if os.path.exists(f):
             os.remove(f)
-    lt.load(lib)
+    loaded = lt.load(lib)
+    # device tensors: a bool and, where they cannot be measured on a GPU, why
+    on_gpu, why = lt.device_support(loaded)
+    c.ok(on_gpu or "device tensors" in why, "device_support says why not (%r)" % why)
 
     # rank 0 and rank 1 of run a, then the same into run b
     trace_run(lt, lib, db, "a")
