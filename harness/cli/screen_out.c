@@ -7,9 +7,9 @@
 #include "harness/cli/screen_out.h"
 
 #include <inttypes.h>
-#include <stdlib.h>
 #include <jansson.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
@@ -331,20 +331,20 @@ int lks_screen_out(const lks_screen_opts *o, const char *mode, const lks_screen_
 	fflush(stdout);
 	if (!sink->json && !sink->db && !sink->junit)
 		return rc;
-	if (!(doc = lks_screen_doc(o, mode, devs, n, sink, rc)))
-		err = lks_err("out of memory writing the screen's document");
-	if (!err && sink->json)
-		err = lks_screen_json(doc, sink->json);
-	if (!err && sink->db)
-		err = lks_screen_keep(doc, mode, sink, rc);
-	if (!err && sink->junit)
-		err = lks_screen_junit(devs, n, sink->junit);
-	json_decref(doc);
-	if (err) {
+	/* each output tried whatever another did: one that cannot be written loses no other */
+	if (!(doc = lks_screen_doc(o, mode, devs, n, sink, rc))) {
+		lks_err("out of memory writing the screen's document");
+		err = 1;
 		fprintf(stderr, "lockstep: screen: %s\n", lks_errmsg());
-		return LKS_EXIT_INFRA;
 	}
-	return rc;
+	if (doc && sink->json && lks_screen_json(doc, sink->json) && ++err)
+		fprintf(stderr, "lockstep: screen: %s\n", lks_errmsg());
+	if (doc && sink->db && lks_screen_keep(doc, mode, sink, rc) && ++err)
+		fprintf(stderr, "lockstep: screen: %s\n", lks_errmsg());
+	if (sink->junit && lks_screen_junit(devs, n, sink->junit) && ++err)
+		fprintf(stderr, "lockstep: screen: %s\n", lks_errmsg());
+	json_decref(doc);
+	return err ? LKS_EXIT_INFRA : rc;
 }
 
 void lks_screen_out_clean(const char *dir, const lks_screen_dev *devs, int n)

@@ -5,7 +5,7 @@
  * as its latest screen, every device named with its verdict, the faulty one's divergence
  * and replay class, and nothing else marked bad; beside suites, a suite's report shows
  * the latest screen kept before the next suite started; headless Chromium (where it is
- * installed) renders the section's text.
+ * installed) renders the section's text; an output that cannot be written loses no other.
  */
 #include <criterion/criterion.h>
 #include <jansson.h>
@@ -168,5 +168,21 @@ Test(screen_report, a_suite_shows_its_nights_screen, .timeout = 300)
 	cr_expect_not_null(strstr(md, "| 0 | CPU stand-in | CPU-standin-0 |  |  | fail |"),
 	                   "%s", md);
 	free(md);
+	cleanup(dir);
+}
+
+/* An output that cannot be written loses no other: --json into a missing folder is exit 3
+   naming it, and the database still keeps the screen. */
+Test(screen_report, a_bad_output_loses_no_other, .timeout = 120)
+{
+	char dir[64] = "/tmp/lks_screen_rep_XXXXXX", out[8192], cmd[1200];
+
+	cr_assert_not_null(mkdtemp(dir));
+	snprintf(cmd, sizeof(cmd), "cd '%s' && '%s' screen --backend cpu --standins 2 "
+	         "--db '%s/s.db' --json '%s/missing/node.json' 2>&1", LKS_SRC, LKS_BIN, dir, dir);
+	cr_assert_eq(lks_run_sh(cmd, out, sizeof(out)), 3, "%s", out);
+	cr_expect_not_null(strstr(out, "missing/node.json"), "%s", out);
+	cr_assert_eq(report(dir, "", out, sizeof(out)), 0, "%s", out);
+	cr_expect_not_null(strstr(out, "node screen 1: 0 of 2 devices did not pass"), "%s", out);
 	cleanup(dir);
 }
