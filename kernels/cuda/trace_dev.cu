@@ -80,8 +80,10 @@ static int lks_trace_device_of(const void *x, int *device)
 {
 	cudaPointerAttributes a;
 
-	if (LKS_CUDA(cudaPointerGetAttributes(&a, x), "the tensor's pointer"))
+	if (LKS_CUDA(cudaPointerGetAttributes(&a, x), "the tensor's pointer")) {
+		cudaGetLastError();  /* not sticky: cleared, or the next launch's check would say it */
 		return -1;
+	}
 	if (a.type != cudaMemoryTypeDevice && a.type != cudaMemoryTypeManaged)
 		return lks_err("the tensor's pointer is not device memory (memory type %d): trace a "
 		               "host tensor with lks_trace_tensor", (int)a.type);
@@ -160,6 +162,7 @@ extern "C" int lks_cuda_trace_measure(void **ctx, const void *x, size_t n, void 
 	struct lks_dev_guard g;
 	int device = -1, rc;
 
+	cudaGetLastError();  /* an error the caller left is not this tensor's */
 	if (lks_trace_device_of(x, &device))
 		return lks_trace_why(why, wsize, "device tensor");
 	if (t && t->device != device) {
