@@ -4,7 +4,8 @@
 # said to be skipped; the second night finds every run unchanged against the first. Then
 # both modes forced (LKS_NIGHTLY_MODES) on the cpu backend: production mode is refused
 # (exit 2, it needs cuda), reference mode's report is still written, and the night exits
-# with the worse code, 2. The nights run a short suite of their own (LKS_NIGHTLY_CASES): what
+# with the worse code, 2. The node's screen: said to be skipped on the cpu; on stand-ins
+# (LKS_NIGHTLY_SCREEN=standins) kept and shown in the night's report. The nights run a short suite of their own (LKS_NIGHTLY_CASES): what
 # is tested is the night, not the cases, which the other tests run.
 set -euo pipefail
 bin=$1
@@ -49,6 +50,8 @@ night() {  # night DATE [ENV...]: ci/nightly into $dir, its exit code echoed
 cd "$src"
 for d in 2026-01-01 2026-01-02; do
 	rc=$(night $d)
+	grep -q "node screen: skipped: it screens GPUs" "$dir/nightly-$d.txt" ||
+		fail "night $d does not say the screen was skipped"
 	((rc == 0)) || { tail -n 30 "$dir/out-$d"; fail "night $d exits $rc"; }
 	[[ -s $dir/junit-$d.xml && -s $dir/report-$d/index.html && -s $dir/nightly-$d.txt ]] ||
 		fail "night $d: junit, report or log missing"
@@ -59,6 +62,15 @@ done
 grep -Eq '^night over night: [1-9][0-9]* unchanged, 0 changed .*, 0 new, 0 gone$' \
 	"$dir/nightly-2026-01-02.txt" ||
 	fail "the second night: $(grep 'night over night' "$dir/nightly-2026-01-02.txt")"
+# the screen wired in, on stand-ins: kept in history.db, shown in the night's report
+rc=$(night 2026-01-05 LKS_NIGHTLY_SCREEN=standins)
+((rc == 0)) || { tail -n 30 "$dir/out-2026-01-05"; fail "a night with the screen exits $rc"; }
+[[ -s $dir/screen-2026-01-05.json && -s $dir/junit-2026-01-05-screen.xml ]] ||
+	fail "the screen's JSON or JUnit missing"
+grep -q "CPU-standin-1" "$dir/report-2026-01-05/index.html" ||
+	fail "the night's report does not show the screen"
+rc=$(night 2026-01-06 LKS_NIGHTLY_SCREEN=sometimes)
+((rc == 2)) || fail "an unknown screen setting: exit $rc, not 2"
 rc=$(night 2026-01-03 LKS_NIGHTLY_MODES="reference cublaslt")
 ((rc == 2)) || { tail -n 30 "$dir/out-2026-01-03"; fail "both modes on cpu: exit $rc, not 2"; }
 [[ -s $dir/report-2026-01-03/index.html ]] || fail "reference mode's report missing beside a refused mode"
