@@ -211,6 +211,8 @@ Test(screen, bad_usage_and_bad_plants_exit_2, .timeout = 120)
 		{ NULL, "--standins 4 --gpus 4", "indices from 0 to 3" },
 		{ NULL, "--standins 4 --gpus 1,1", "twice" },
 		{ NULL, "--mode fast", "quick" },
+		{ NULL, "--standins 2 --db /tmp", "not a lockstep database" },
+		{ NULL, "--standins 2 --db ''", "wants a path" },
 		{ "bitflip step=1 rank=0 tensor=blocks.0.mlp.up.out element=1 bit=3 device=x", "",
 		  "device=INDEX" },
 		{ "bitflip step=1 rank=0 tensor=no.such element=1 bit=3", "", "inject" },
