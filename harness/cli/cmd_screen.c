@@ -116,10 +116,12 @@ static int lks_screen_parse(int argc, char **argv, struct lks_screen_args *a)
 		LKS_OPT_INT("--standins", "N", &a->standins, 1, LKS_SCREEN_MAX,
 		            "--backend cpu: how many stand-in devices (default 4)"),
 		LKS_OPT_CHOICE("--mode", "quick|full", &a->mode, lks_modes,
-		               "quick (about 2 s a GPU, the default) or full (at most 60 s: FP8\n"
-		               "casts and scaling, delayed scaling, checkpoint recompute; and with\n"
-		               "2 GPUs or more a run across them, a rank each, its all-reduce on\n"
-		               "NCCL in the CPU's order, held to the same run on the CPU)"),
+		               "quick (the default: BF16, FP8 rowwise with checkpointing, FP8\n"
+		               "tensorwise) or full (every recipe, delayed scaling with checkpoint\n"
+		               "recompute, a wider model; and with 2 GPUs or more a run across\n"
+		               "them, a rank each, its all-reduce on NCCL in the CPU's order, held\n"
+		               "to the same run on the CPU). Meant for about 2 s a GPU (quick) and\n"
+		               "60 s at most (full); not yet timed on a GPU"),
 		LKS_OPT_CHOICE("--gemm", "IMPL", &a->gemm, lks_gemms,
 		               "reference (the CPU's bits, golden/cpu; default) or cublaslt\n"
 		               "(production mode, the goldens of the GPU's class)"),
