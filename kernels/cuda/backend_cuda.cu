@@ -66,21 +66,28 @@ cudaStream_t lks_cuda_enter(void *ctx)
 	return c->stream;
 }
 
+int lks_cuda_grow(cudaStream_t st, size_t bytes, void **buf, size_t *cap, const char *what)
+{
+	if (bytes <= *cap)
+		return 0;
+	/* the old buffer may still be read by queued work */
+	if (LKS_CUDA(cudaStreamSynchronize(st), what))
+		return -1;
+	cudaFree(*buf);
+	*buf = NULL;
+	*cap = 0;
+	if (LKS_CUDA(cudaMalloc(buf, bytes), what))
+		return -1;
+	*cap = bytes;
+	return 0;
+}
+
 int lks_cuda_scratch(void *ctx, size_t bytes, void **p)
 {
 	lks_cuda_ctx *c = (lks_cuda_ctx *)ctx;
 
-	if (bytes > c->scratch_bytes) {
-		/* the old buffer may still be read by queued work */
-		if (LKS_CUDA(cudaStreamSynchronize(c->stream), "scratch"))
-			return -1;
-		cudaFree(c->scratch);
-		c->scratch = NULL;
-		c->scratch_bytes = 0;
-		if (LKS_CUDA(cudaMalloc(&c->scratch, bytes), "scratch"))
-			return -1;
-		c->scratch_bytes = bytes;
-	}
+	if (lks_cuda_grow(c->stream, bytes, &c->scratch, &c->scratch_bytes, "scratch"))
+		return -1;
 	*p = c->scratch;
 	return 0;
 }

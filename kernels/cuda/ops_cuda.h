@@ -17,6 +17,9 @@ cudaStream_t lks_cuda_enter(void *ctx);
 /* Device scratch of at least bytes, owned by ctx (grows, kept until close); valid until the
    next call on ctx. */
 int lks_cuda_scratch(void *ctx, size_t bytes, void **p);
+/* *buf (device memory of *cap bytes) grown to at least bytes, after st's queued work,
+   which may still read the old buffer; what names it in an error. */
+int lks_cuda_grow(cudaStream_t st, size_t bytes, void **buf, size_t *cap, const char *what);
 
 /* ---- launching a kernel over n items (ops.cu, update.cu) ---- */
 

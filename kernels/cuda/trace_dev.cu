@@ -104,18 +104,9 @@ static int lks_trace_open_on(struct lks_cuda_trace *t, int device)
    may still read what is replaced. */
 static int lks_trace_room(struct lks_cuda_trace *t, size_t n)
 {
-	size_t need = lks_cuda_devstat_scratch(n);
-
-	if (need > t->sums_cap) {
-		if (LKS_CUDA(cudaStreamSynchronize(t->st), "the trace's stream"))
-			return -1;
-		cudaFree(t->sums);
-		t->sums = NULL;
-		t->sums_cap = 0;
-		if (LKS_CUDA(cudaMalloc(&t->sums, need), "the blocks' sums"))
-			return -1;
-		t->sums_cap = need;
-	}
+	if (lks_cuda_grow(t->st, lks_cuda_devstat_scratch(n), &t->sums, &t->sums_cap,
+	                  "the blocks' sums"))
+		return -1;
 	if (t->nrec == t->cap) {
 		size_t cap = t->cap ? 2 * t->cap : 256;
 		unsigned char *p;

@@ -386,12 +386,14 @@ int lks_trace_tensor_device(lks_trace *t, const char *name, int phase, int micro
 	}
 #if LKS_HAVE_CUDA
 	{
-		const lks_cuda_module *m = lks_trace_module();
+		/* not lks_trace_module: no device query a tensor; without a GPU the pointer's
+		   check in trace_measure says so */
+		const lks_cuda_module *m = lks_cuda_module_load();
 		char why[512];
 		size_t slot;
 
 		if (!m)
-			return -1;
+			return lks_trace_fail("tensor '%s': %s", name, lks_errmsg());
 		if (m->trace_measure(&t->dev, data, n, stream, &slot, why, sizeof(why)))
 			return lks_trace_fail("tensor '%s': %s", name, why);
 		if (slot != t->npending)
