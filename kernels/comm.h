@@ -24,7 +24,7 @@
 
 #include "kernels/err.h"
 
-#define LKS_COMM_VERSION 6
+#define LKS_COMM_VERSION 7
 #define LKS_COMM_ROOT 0         /* the rank that gathers (the one that owns the database) */
 
 typedef struct lks_comm lks_comm;
@@ -79,6 +79,11 @@ typedef struct lks_comm_methods {
 	/* A transport's own sub-groups (lks_comm_split says what they are); missing:
 	   comm_group.c's, made of the parent's collectives (host memory only). */
 	int (*split)(lks_comm *c, int groups, int color, lks_comm **out);
+	/* -- version 7 -- */
+	/* 1 once the group was aborted in this process, with the first abort's why in buf (n
+	   bytes, terminated); 0: not aborted, or the transport keeps no why (MPI's abort ends
+	   the job). A rank whose wait the abort ended says the cause with it. */
+	int (*why)(lks_comm *c, char *buf, size_t n);
 } lks_comm_methods;
 
 struct lks_comm {
@@ -138,6 +143,11 @@ static inline int lks_comm_device_memory(lks_comm *c)
 static inline int lks_comm_aborted(lks_comm *c)
 {
 	return c->m->version >= 4 && c->m->aborted && c->m->aborted(c);
+}
+
+static inline int lks_comm_why(lks_comm *c, char *buf, size_t n)
+{
+	return c->m->version >= 7 && c->m->why && c->m->why(c, buf, n);
 }
 
 /* n bytes of rank 0's buf to every rank of the group, through an all-reduce sum and no

@@ -127,6 +127,11 @@ static int lks_sub_aborted(lks_comm *c)
 	return lks_comm_aborted(lks_sub_of(c)->parent);
 }
 
+static int lks_sub_why(lks_comm *c, char *buf, size_t n)
+{
+	return lks_comm_why(lks_sub_of(c)->parent, buf, n);
+}
+
 /* the parent stays open: the split's caller owns it */
 static void lks_sub_close(lks_comm *c)
 {
@@ -146,6 +151,7 @@ static const lks_comm_methods lks_comm_sub_methods = {
 	.abort = lks_sub_abort,
 	.close = lks_sub_close,
 	.aborted = lks_sub_aborted,
+	.why = lks_sub_why,
 };
 
 int lks_comm_split(lks_comm *c, int groups, int color, lks_comm **out)

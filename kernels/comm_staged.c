@@ -117,6 +117,11 @@ static int lks_staged_aborted(lks_comm *c)
 	return lks_comm_aborted(lks_staged_of(c)->dev);
 }
 
+static int lks_staged_why(lks_comm *c, char *buf, size_t n)
+{
+	return lks_comm_why(lks_staged_of(c)->dev, buf, n);
+}
+
 static void lks_staged_close(lks_comm *c)
 {
 	struct lks_comm_staged *s = lks_staged_of(c);
@@ -156,6 +161,7 @@ static const lks_comm_methods lks_comm_staged_methods = {
 	.all_gather = lks_staged_all_gather,
 	.reduce_scatter = lks_staged_reduce_scatter,
 	.split = lks_staged_split,
+	.why = lks_staged_why,
 };
 
 int lks_comm_staged(lks_comm *dev, const lks_backend *be, void *ctx, int owns, lks_comm **out)

@@ -98,6 +98,19 @@ static int lks_threads_aborted(lks_comm *c)
 	return aborted;
 }
 
+static int lks_threads_why(lks_comm *c, char *buf, size_t n)
+{
+	struct lks_comm_group *g = lks_group_of(c);
+	int aborted;
+
+	pthread_mutex_lock(&g->lock);
+	aborted = g->aborted;
+	if (aborted && n)
+		snprintf(buf, n, "%s", g->why);
+	pthread_mutex_unlock(&g->lock);
+	return aborted;
+}
+
 /* The all-reduce of every rank's x (n floats); max: the NaN-propagating max, else the sum. */
 static int lks_threads_allreduce(lks_comm *c, float *x, size_t n, int max)
 {
@@ -195,6 +208,7 @@ static const lks_comm_methods lks_comm_threads_methods = {
 	.abort = lks_threads_abort,
 	.close = lks_threads_close,
 	.aborted = lks_threads_aborted,
+	.why = lks_threads_why,
 };
 
 int lks_comm_threads(int size, lks_comm **out)

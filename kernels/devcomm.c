@@ -50,10 +50,14 @@ static int lks_devcomm_wait(struct lks_devcomm_end *e, const char *what)
 		if (p <= 0)
 			return p;
 		if (atomic_load(&e->aborted) || lks_comm_aborted(e->host)) {
+			char why[256];
+
 			e->m->abort(e->link);
 			e->broken = 1;
-			return lks_err("%s: %s of rank %d ended: the group was aborted", e->m->name,
-			               what, e->base.rank);
+			if (!lks_comm_why(e->host, why, sizeof(why)))
+				snprintf(why, sizeof(why), "no cause known");
+			return lks_err("%s: %s of rank %d ended: the group was aborted (%s)",
+			               e->m->name, what, e->base.rank, why);
 		}
 		waited = lks_now() - t0;
 		if (e->timeout_s > 0 && waited > e->timeout_s) {
@@ -146,6 +150,11 @@ static int lks_devcomm_aborted(lks_comm *c)
 	return atomic_load(&e->aborted) || lks_comm_aborted(e->host);
 }
 
+static int lks_devcomm_why(lks_comm *c, char *buf, size_t n)
+{
+	return lks_comm_why(lks_devcomm_of(c)->host, buf, n);
+}
+
 static int lks_devcomm_device_memory(lks_comm *c)
 {
 	(void)c;
@@ -184,6 +193,7 @@ static const lks_comm_methods lks_devcomm_methods = {
 	.all_gather = lks_devcomm_all_gather,
 	.reduce_scatter = lks_devcomm_reduce_scatter,
 	.split = lks_devcomm_split,
+	.why = lks_devcomm_why,
 };
 
 /* A new end over host and link */

@@ -173,6 +173,11 @@ static int lks_fc_aborted(lks_comm *c)
 	return lks_comm_aborted(lks_fc_of(c)->inner);
 }
 
+static int lks_fc_why(lks_comm *c, char *buf, size_t n)
+{
+	return lks_comm_why(lks_fc_of(c)->inner, buf, n);
+}
+
 static const lks_comm_methods lks_fault_comm_methods = {
 	.version = LKS_COMM_VERSION,
 	.name = "fault",
@@ -185,6 +190,7 @@ static const lks_comm_methods lks_fault_comm_methods = {
 	.aborted = lks_fc_aborted,
 	.all_gather = lks_fc_all_gather,
 	.reduce_scatter = lks_fc_reduce_scatter,
+	.why = lks_fc_why,
 };
 
 int lks_fault_comm(const lks_fault *f, const int *step, lks_comm *inner, lks_comm **out)

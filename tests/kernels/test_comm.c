@@ -248,6 +248,26 @@ Test(comm, abort_wakes_the_ranks_waiting_in_a_collective, .timeout = 30)
 	comm_free(&k);
 }
 
+/* The group keeps the first abort's why, for a rank whose wait it ended to say the cause
+   (a device end's wait does): none before, the first after, whatever came later. */
+Test(comm, the_group_keeps_the_first_aborts_why)
+{
+	lks_comm *c[2];
+	char why[64] = "untouched";
+
+	cr_assert_eq(lks_comm_threads(2, c), 0);
+	cr_assert_eq(lks_comm_why(c[0], why, sizeof(why)), 0);
+	cr_assert_str_eq(why, "untouched");
+	lks_comm_abort(c[1], "lost its device");
+	lks_comm_abort(c[0], "saw the abort");
+	cr_assert_eq(lks_comm_why(c[0], why, sizeof(why)), 1);
+	cr_assert_str_eq(why, "rank 1 aborted: lost its device");
+	cr_assert_eq(lks_comm_why(c[1], why, 8), 1);
+	cr_assert_str_eq(why, "rank 1 ", "the why was not cut to its buffer");
+	lks_comm_close(c[0]);
+	lks_comm_close(c[1]);
+}
+
 /* rank 0 sends the bytes 0..255 in both orders; the others start from bytes that would
    show if they were added (0xa5) */
 static void do_bcast(struct comm_case *k, int r)
