@@ -9,7 +9,8 @@
 # of 1 to 3. It also checks that each run records the job in its fingerprint (launcher,
 # processes, hosts, and the MPI library, which one process does not start), and that the
 # exit codes agree. LKS_MPI_SUITE_NP (default "1 2 4") chooses the process counts: the
-# sanitized build (ci/sanitize) runs 2 and 4 only, for CI's time; the plain build all three.
+# sanitized build (ci/sanitize) runs 3 only, for CI's time (a world of 4 is then 2 + 1 + 1
+# and one of 2 leaves a process without a rank); the plain build 1, 2 and 4.
 set -euo pipefail
 bin=$1
 shift
