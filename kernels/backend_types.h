@@ -69,10 +69,15 @@ typedef enum lks_gemm_role {
 
 /* Which GEMM a run asks for (a run's 'gemm' key): the reference, the CPU's documented
    order, which every backend has; or the library's (cuBLASLt on cuda), as frameworks run
-   it, compared within tolerances. */
+   it, compared within tolerances. The library's algorithm is its heuristic's first for the
+   shape, the same on every rerun on a GPU class and library; LIBRARY_TIMED (bench gemm's)
+   times the candidates the heuristic offers, once per shape, and keeps the fastest: what
+   the library can do, but a rerun's timing may keep another, with other bits, so a run
+   never asks for it. */
 typedef enum lks_gemm_impl {
 	LKS_GEMM_REFERENCE = 0,
 	LKS_GEMM_LIBRARY = 1,
+	LKS_GEMM_LIBRARY_TIMED = 2,
 } lks_gemm_impl;
 
 typedef struct lks_gemm {

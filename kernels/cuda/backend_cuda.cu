@@ -583,7 +583,7 @@ static int lks_cuda_gemm(const lks_backend *be, void *ctx, const lks_gemm *g)
 	cudaStream_t s = lks_cuda_enter(ctx);
 
 	(void)be;
-	if (g->impl == LKS_GEMM_LIBRARY) {
+	if (g->impl != LKS_GEMM_REFERENCE) {
 		lks_lt_algo used;
 		int rc;
 

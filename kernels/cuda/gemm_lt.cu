@@ -23,6 +23,11 @@ extern "C" {
    more come, the oldest choice is replaced (chosen again, the same way, if it returns). */
 #define LKS_LT_CACHE 64
 
+/* A timed choice (LKS_GEMM_LIBRARY_TIMED): the candidates asked of the heuristic, and the
+   GEMMs timed back to back of each, after one untimed (its kernel's first launch loads it) */
+#define LKS_LT_CANDIDATES 8
+#define LKS_LT_TIMED_REPS 5
+
 /* The descriptors of one shape (a key); all NULL until made. */
 typedef struct lks_lt_descs {
 	cublasLtMatmulDesc_t op;
@@ -278,13 +283,89 @@ out:
 	return ret;
 }
 
-/* *e <- the cache entry of p's key, its descriptors made and its algorithm chosen the
-   first time (a full cache replaces its oldest entry, whose descriptors go) */
-static int lks_lt_choose(lks_lt_ctx *ctx, const lks_lt_plan *p, const float *sa,
-                         const float *sb, lks_lt_entry **e)
+/* One GEMM of p on stream s with algo (D written: C = D, beta 0) */
+static cublasStatus_t lks_lt_matmul(lks_lt_ctx *ctx, cudaStream_t s, const lks_lt_plan *p,
+                                    const lks_lt_descs *d, const cublasLtMatmulAlgo_t *algo)
 {
-	cublasLtMatmulHeuristicResult_t res;
-	int found = 0, ret = 0;
+	const float one = 1.0f, zero = 0.0f;
+
+	return cublasLtMatmul(ctx->handle, d->op, &one, p->a.data, d->a, p->b.data, d->b, &zero,
+	                      p->d.data, d->d, (void *)p->d.data, d->d, algo, ctx->workspace,
+	                      ctx->size, s);
+}
+
+/* *ms <- the milliseconds a GEMM of p takes with algo: one untimed, then LKS_LT_TIMED_REPS
+   back to back between two events on s, the host waiting for the second. -1 in *ms when
+   cuBLASLt cannot run it (the candidate is passed over); a CUDA error fails. */
+static int lks_lt_time(lks_lt_ctx *ctx, cudaStream_t s, const lks_lt_plan *p,
+                       const lks_lt_descs *d, const cublasLtMatmulAlgo_t *algo, double *ms)
+{
+	cudaEvent_t t0 = NULL, t1 = NULL;
+	float f = 0;
+	int ok = 1, ret = 0;
+
+	*ms = -1;
+	LKS_LT_CUDA(cudaEventCreate(&t0));
+	LKS_LT_CUDA(cudaEventCreate(&t1));
+	ok = lks_lt_matmul(ctx, s, p, d, algo) == CUBLAS_STATUS_SUCCESS;
+	LKS_LT_CUDA(cudaEventRecord(t0, s));
+	for (int r = 0; ok && r < LKS_LT_TIMED_REPS; r++)
+		ok = lks_lt_matmul(ctx, s, p, d, algo) == CUBLAS_STATUS_SUCCESS;
+	LKS_LT_CUDA(cudaEventRecord(t1, s));
+	LKS_LT_CUDA(cudaEventSynchronize(t1));
+	LKS_LT_CUDA(cudaEventElapsedTime(&f, t0, t1));
+	if (ok)
+		*ms = (double)f / LKS_LT_TIMED_REPS;
+out:
+	if (t0)
+		cudaEventDestroy(t0);
+	if (t1)
+		cudaEventDestroy(t1);
+	return ret;
+}
+
+/* Of the n candidates in res, the index the timed choice keeps (lks_lt_pick), or -1 when
+   none may run; x->info says how many were offered and the kept one's time. */
+static int lks_lt_timed(lks_lt_ctx *ctx, cudaStream_t s, const lks_lt_plan *p,
+                        lks_lt_entry *x, const cublasLtMatmulHeuristicResult_t *res, int n)
+{
+	double ms[LKS_LT_CANDIDATES];
+	int ok[LKS_LT_CANDIDATES], best;
+
+	for (int i = 0; i < n; i++) {
+		lks_lt_algo info;
+
+		std::memset(&info, 0, sizeof(info));
+		ok[i] = res[i].state == CUBLAS_STATUS_SUCCESS && res[i].workspaceSize <= ctx->size
+		        && lks_lt_read_algo(&res[i].algo, &info) == 0
+		        && info.reduction == CUBLASLT_REDUCTION_SCHEME_NONE;
+		ms[i] = -1;
+		if (ok[i] && lks_lt_time(ctx, s, p, &x->d, &res[i].algo, &ms[i]))
+			return -2;
+	}
+	best = lks_lt_pick(ms, ok, n);
+	x->info.offered = n;
+	x->info.ms = best >= 0 ? ms[best] : 0;
+	return best;
+}
+
+/* Whether s is being captured into a graph: then nothing is timed (the heuristic's first) */
+static int lks_lt_capturing(cudaStream_t s)
+{
+	cudaStreamCaptureStatus cs = cudaStreamCaptureStatusNone;
+
+	return cudaStreamIsCapturing(s, &cs) != cudaSuccess || cs != cudaStreamCaptureStatusNone;
+}
+
+/* *e <- the cache entry of p's key, its descriptors made and its algorithm chosen the
+   first time (a full cache replaces its oldest entry, whose descriptors go): the
+   heuristic's first, or with p->key.timed the fastest of its candidates on stream s */
+static int lks_lt_choose(lks_lt_ctx *ctx, cudaStream_t s, const lks_lt_plan *p,
+                         const float *sa, const float *sb, lks_lt_entry **e)
+{
+	cublasLtMatmulHeuristicResult_t res[LKS_LT_CANDIDATES];
+	int want = p->key.timed && !lks_lt_capturing(s) ? LKS_LT_CANDIDATES : 1;
+	int found = 0, pick = 0, ret = 0;
 	lks_lt_entry *x;
 	lks_lt_descs *d;
 
@@ -297,7 +378,7 @@ static int lks_lt_choose(lks_lt_ctx *ctx, const lks_lt_plan *p, const float *sa,
 	ctx->next = (ctx->next + 1) % LKS_LT_CACHE;
 	lks_lt_descs_free(&x->d);
 	std::memset(x, 0, sizeof(*x));
-	std::memset(&res, 0, sizeof(res));
+	std::memset(res, 0, sizeof(res));
 	d = &x->d;
 	x->sa = sa;
 	x->sb = sb;
@@ -308,18 +389,29 @@ static int lks_lt_choose(lks_lt_ctx *ctx, const lks_lt_plan *p, const float *sa,
 		return -1;
 	}
 	cublasStatus_t st = cublasLtMatmulAlgoGetHeuristic(ctx->handle, d->op, d->a, d->b, d->d,
-	                                                   d->d, d->pref, 1, &res, &found);
+	                                                   d->d, d->pref, want, res, &found);
 	x->info.fast_accum = p->fast_accum;
-	if (st == CUBLAS_STATUS_NOT_SUPPORTED || (st == CUBLAS_STATUS_SUCCESS && found == 0)) {
+	if (st == CUBLAS_STATUS_SUCCESS && found > 0 && want > 1
+	    && (pick = lks_lt_timed(ctx, s, p, x, res, found)) == -2) {
+		ret = -1;
+		goto out;
+	}
+	if (st == CUBLAS_STATUS_NOT_SUPPORTED || (st == CUBLAS_STATUS_SUCCESS && found == 0)
+	    || pick < 0) {
 		x->info.fallback = 1;
-		std::snprintf(x->info.reason, sizeof(x->info.reason),
-		              "cuBLASLt offers no algorithm for this gemm (%s)",
-		              cublasLtGetStatusName(st));
+		if (pick < 0)
+			std::snprintf(x->info.reason, sizeof(x->info.reason),
+			              "none of the %d algorithms cuBLASLt offers for this gemm runs "
+			              "without a reduction scheme in the workspace", found);
+		else
+			std::snprintf(x->info.reason, sizeof(x->info.reason),
+			              "cuBLASLt offers no algorithm for this gemm (%s)",
+			              cublasLtGetStatusName(st));
 	} else {
 		LKS_LT(st);
-		LKS_LT(res.state);
-		x->algo = res.algo;
-		x->info.workspace = res.workspaceSize;
+		LKS_LT(res[pick].state);
+		x->algo = res[pick].algo;
+		x->info.workspace = res[pick].workspaceSize;
 		if (lks_lt_read_algo(&x->algo, &x->info)) {
 			lks_lt_descs_free(d);
 			return -1;
@@ -377,7 +469,6 @@ extern "C" int lks_cuda_gemm_lt(lks_lt_ctx *ctx, cudaStream_t s, const lks_gemm 
 	lks_lt_plan p;
 	lks_lt_entry *e = NULL;
 	const float *sa = NULL, *sb = NULL;
-	const float one = 1.0f, zero = 0.0f;
 	int ret;
 
 	std::memset(used, 0, sizeof(*used));
@@ -389,14 +480,12 @@ extern "C" int lks_cuda_gemm_lt(lks_lt_ctx *ctx, cudaStream_t s, const lks_gemm 
 		}
 		return ret;
 	}
-	if (lks_lt_inv_scales(ctx, s, &p, &sa, &sb) || lks_lt_choose(ctx, &p, sa, sb, &e))
+	if (lks_lt_inv_scales(ctx, s, &p, &sa, &sb) || lks_lt_choose(ctx, s, &p, sa, sb, &e))
 		return -1;
 	*used = e->info;
 	if (e->info.fallback)
 		return LKS_LT_REFUSED;
-	LKS_LT(cublasLtMatmul(ctx->handle, e->d.op, &one, p.a.data, e->d.a, p.b.data, e->d.b,
-	                      &zero, p.d.data, e->d.d, (void *)p.d.data, e->d.d, &e->algo,
-	                      ctx->workspace, ctx->size, s));
+	LKS_LT(lks_lt_matmul(ctx, s, &p, &e->d, &e->algo));
 out:
 	return ret;
 }

@@ -10,7 +10,8 @@
  * accumulation FP8 products are not promoted to fp32 at every step). It is the same on a
  * rerun with the same algorithm on the same GPU and library: the algorithm is chosen once
  * per shape, without split-K reduction schemes (REDUCTION_SCHEME_MASK = NONE), and recorded
- * (lks_lt_algo, lt_map.h).
+ * (lks_lt_algo, lt_map.h). It is the heuristic's first; LKS_GEMM_LIBRARY_TIMED (bench gemm
+ * only) times up to 8 of its candidates on the GEMM's own operands and keeps the fastest.
  */
 #ifndef LKS_KERNELS_CUDA_GEMM_LT_H
 #define LKS_KERNELS_CUDA_GEMM_LT_H

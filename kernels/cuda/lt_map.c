@@ -136,6 +136,16 @@ static void lks_key_of(lks_lt_plan *p)
 	k->fast_accum = p->fast_accum;
 }
 
+int lks_lt_pick(const double *ms, const int *ok, int n)
+{
+	int best = -1;
+
+	for (int i = 0; i < n; i++)
+		if (ok[i] && ms[i] >= 0 && (best < 0 || ms[i] < ms[best]))
+			best = i;
+	return best;
+}
+
 int lks_lt_plan_of(const lks_gemm *g, lks_lt_plan *p)
 {
 	const char *why;
@@ -163,6 +173,7 @@ int lks_lt_plan_of(const lks_gemm *g, lks_lt_plan *p)
 	p->reciprocal = p->scale_a.mode != LKS_LT_SCALE_NONE || p->scale_b.mode != LKS_LT_SCALE_NONE;
 	p->fast_accum = lks_is_fp8(g->a.dtype) && g->role == LKS_GEMM_FWD;
 	lks_key_of(p);
+	p->key.timed = g->impl == LKS_GEMM_LIBRARY_TIMED;
 
 	if (g->M == 0 || g->N == 0 || g->K == 0)
 		return lks_refuse(p, "an empty gemm (M, N or K is 0): the reference kernel writes it");

@@ -72,6 +72,7 @@ typedef struct lks_lt_key {
 	int32_t mode_a, mode_b;
 	int32_t align_a, align_b, align_d;
 	int32_t fast_accum;
+	int32_t timed;             /* the algorithm chosen by timing (LKS_GEMM_LIBRARY_TIMED) */
 } lks_lt_key;
 
 typedef struct lks_lt_plan {
@@ -98,12 +99,20 @@ typedef struct lks_lt_algo {
 	uint32_t reduction;        /* CUBLASLT_ALGO_CONFIG_REDUCTION_SCHEME */
 	int fast_accum;
 	size_t workspace;          /* bytes the algorithm uses */
+	int offered;               /* timed: the candidates the heuristic offered (0: the
+	                              heuristic's first was kept untimed) */
+	double ms;                 /* timed: the kept one's milliseconds a GEMM */
 	char reason[160];
 } lks_lt_algo;
 
 /* p <- how cuBLASLt runs g. Returns 0 when it can, LKS_LT_REFUSED (p->reason says why)
    when it cannot, -1 (lks_err) when g itself is malformed. */
 int lks_lt_plan_of(const lks_gemm *g, lks_lt_plan *p);
+
+/* Of n candidates the heuristic offered, in its order, the one a timed choice keeps: the
+   fastest of those allowed (ok[i]: no reduction scheme, its workspace fits, and ms[i] >= 0,
+   its timing ran), the heuristic's order breaking a tie. -1 when none is allowed. */
+int lks_lt_pick(const double *ms, const int *ok, int n);
 
 /* The largest power of two, at most 256, that divides the address p. */
 int lks_lt_align(const void *p);
@@ -126,7 +135,8 @@ static inline int lks_lt_key_eq(const lks_lt_key *x, const lks_lt_key *y)
 	       && x->ldb == y->ldb && x->ldd == y->ldd && x->type_a == y->type_a
 	       && x->type_b == y->type_b && x->type_d == y->type_d && x->mode_a == y->mode_a
 	       && x->mode_b == y->mode_b && x->align_a == y->align_a && x->align_b == y->align_b
-	       && x->align_d == y->align_d && x->fast_accum == y->fast_accum;
+	       && x->align_d == y->align_d && x->fast_accum == y->fast_accum
+	       && x->timed == y->timed;
 }
 
 #endif

@@ -56,6 +56,8 @@ Test(cli, bad_usage_exits_2)
 	cr_assert_not_null(strstr(out, "--rows"), "%s", out);
 	cr_assert_eq(lks_run_bin(NULL, "bench quant --isa nosuch", NULL, 0), 2);
 	cr_assert_eq(lks_run_bin(NULL, "bench gemm --threads 0", NULL, 0), 2);
+	cr_assert_eq(lks_run_bin(NULL, "bench gemm --burst 5", out, sizeof(out)), 2);
+	cr_assert_not_null(strstr(out, "--burst times a device backend's"), "%s", out);
 	cr_assert_eq(lks_run_bin("LKS_ISA=bogus", "env", out, sizeof(out)), 2);
 	cr_assert_not_null(strstr(out, "bogus"), "%s", out);
 }

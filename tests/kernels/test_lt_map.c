@@ -407,6 +407,30 @@ Test(lt_map, the_key_tells_what_the_algorithm_depends_on)
 	g.M = 4;
 	cr_assert_eq(lks_lt_plan_of(&g, &q), 0, "%s", q.reason);
 	cr_assert_not(lks_lt_key_eq(&p.key, &q.key));
+	g.M = M;
+	g.impl = LKS_GEMM_LIBRARY_TIMED;  /* chosen by timing: not the heuristic's entry */
+	cr_assert_eq(lks_lt_plan_of(&g, &q), 0, "%s", q.reason);
+	cr_assert_not(lks_lt_key_eq(&p.key, &q.key));
+	cr_assert(q.key.timed && !p.key.timed);
+}
+
+/* A timed choice keeps the fastest candidate that may run, the heuristic's order
+   breaking a tie; one with a reduction scheme (ok 0) or whose timing did not run (ms < 0,
+   or NaN) is passed over, however fast; none allowed: -1. */
+Test(lt_map, a_timed_choice_keeps_the_fastest_allowed_candidate)
+{
+	double ms[] = { 0.30, 0.21, 0.05, 0.21, -1.0, 0.25 };
+	int ok[] = { 1, 1, 0, 1, 1, 1 };
+	double nan_first[] = { NAN, 0.4 };
+	int both[] = { 1, 1 }, none[] = { 0, 0 };
+
+	cr_assert_eq(lks_lt_pick(ms, ok, 6), 1, "not the fastest allowed, the first of a tie");
+	cr_assert_eq(lks_lt_pick(ms, ok, 1), 0);
+	ok[1] = 0;
+	cr_assert_eq(lks_lt_pick(ms, ok, 6), 3);
+	cr_assert_eq(lks_lt_pick(nan_first, both, 2), 1);
+	cr_assert_eq(lks_lt_pick(nan_first, none, 2), -1);
+	cr_assert_eq(lks_lt_pick(ms, ok, 0), -1);
 }
 
 Test(lt_map, alignment_is_the_lowest_set_bit_up_to_256)
