@@ -47,8 +47,13 @@ the model itself is "" and gives plain "output", "grad_output"):
                         forward run again while the backward pass runs, as activation
                         checkpointing does, is phase "recompute".
   <module>.grad_output  the gradient of its output (phase "backward", through
+                        register_full_backward_pre_hook, or before torch 2.0
                         register_full_backward_hook; .grad_output.<i> when several),
-                        with gradients=True
+                        with gradients=True. Either hook makes autograd wrap the module's
+                        input and output, which an in-place op on them refuses (torch
+                        says "... is a view and is being modified inplace": an
+                        nn.ReLU(inplace=True) after a traced module); trace such a model
+                        with gradients=False, or make the op out of place.
   <parameter name>      each parameter after the optimizer's step (phase "update"), with
                         parameters=True (taken by tracer.step(); tracer.parameters() takes
                         them whenever called)
@@ -416,8 +421,7 @@ class Tracer:
             if activations:
                 self._handles.append(module.register_forward_hook(self._forward_hook(path)))
             if gradients:
-                self._handles.append(
-                    module.register_full_backward_hook(self._backward_hook(path)))
+                self._handles.append(self._backward_hook(module, path))
 
     def _name(self, path, what):
         return "%s.%s" % (path, what) if path else what
@@ -436,15 +440,21 @@ class Tracer:
                 self._record(prefix, output, phase)
         return hook
 
-    def _backward_hook(self, path):
+    def _backward_hook(self, module, path):
+        """The hook on module's output gradient: the pre-hook, which is given it alone (the
+        full hook also computes the gradient of the input, and warns on every model whose
+        first module's input needs none, as token ids); the full hook before torch 2.0."""
         prefix = self._name(path, "grad_output")
 
-        def hook(module, grad_input, grad_output):
+        def record(grad_output):
             if self.enabled:
                 g = [v for v in grad_output if v is not None]
                 self._record(prefix, g[0] if len(g) == 1 and len(grad_output) == 1
                              else grad_output, "backward")
-        return hook
+
+        if hasattr(module, "register_full_backward_pre_hook"):
+            return module.register_full_backward_pre_hook(lambda m, g_out: record(g_out))
+        return module.register_full_backward_hook(lambda m, g_in, g_out: record(g_out))
 
     def parameters(self):
         """Records every parameter's value now, as <name> of phase "update" (call it after

@@ -21,6 +21,7 @@ Exit status: 0 passed, 77 skipped (no torch or no numpy), 1 failed.
 import math
 import os
 import sys
+import warnings
 
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -87,7 +88,12 @@ def train(torch, lt, lib, db, run_name, plant=False, keep=None, plant_grad=False
 def check_mlp(c, torch, np, xxhash, lt, lib, lockstep, tmp):
     db = fresh(os.path.join(tmp, "trace_torch.db"))
     keep = {}
-    clean = train(torch, lt, lib, db, "clean", keep=keep)
+    with warnings.catch_warnings(record=True) as said:
+        warnings.simplefilter("always")
+        clean = train(torch, lt, lib, db, "clean", keep=keep)
+    hooks = [str(w.message) for w in said if "hook" in str(w.message)]
+    c.ok(not hooks, "tracing warns of no hook (the first Linear's input needs no gradient)",
+         "; ".join(hooks))
     train(torch, lt, lib, db, "clean2")
     nan = train(torch, lt, lib, db, "nan", plant=True)
     print("step  loss clean              loss nan")
