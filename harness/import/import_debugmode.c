@@ -15,7 +15,7 @@
  * list of both names (a tuple of each), of each output tensor ("hash") and, hash_inputs
  * set, of each input taken before the op ("input_hash").
  *
- * 1. save_logs' JSON (first byte '{' or '['): {"format": "torch.utils._debug_mode.DebugMode.logs",
+ * 1. save_logs' JSON (first byte '{'; a JSON array is refused): {"format": "torch.utils._debug_mode.DebugMode.logs",
  *    "version": 1, "logs": [call, ...]}, a call {"type": "op", "op_name": "aten::mm",
  *    "call_depth": 2, "args_str", "kwargs_str", "output_str", "log", "stack_trace", ...,
  *    "tensor_hash_leaves"}, "annotate" ({"header": "nn.Mod", "tag": "Net.fc1"}),
@@ -39,9 +39,13 @@
  *    triton kernel's argument, as json.dumps writes it ("NaN", "Infinity", "-Infinity" for
  *    the floats JSON lacks).
  * 3. debug_string()'s text (any other first line; read since before the two others):
- *      aten::mm(t$0: f32[8, 8], t$1: f32[8, 32])  ->  t$2: f32[8, 32]  # {'hash': 1523.25}
+ *      [nn.Mod] Net.fc1
+ *        aten::mm(t$0: f32[8, 8], t$1: f32[8, 32])  ->  t$2: f32[8, 32]  # {'hash': 1523.25}
  *    _OpCall.render: "{op_name}({args}{kwargs})", "  ->  {output}", "  # {log}", indented
- *    two blanks a call depth.
+ *    two blanks a call depth; with record_nn_module, _AnnotateCall.render's "[{header}]
+ *    {tag}" where a module is entered, its ops indented deeper below it (the first line
+ *    too begins with '['). Seen in dumps torch 2.15.0 wrote (tests/import/data/debugmode/
+ *    torch/), whose save_logs has no tensor_hash_leaves yet.
  * DebugMode's own check_hash_mismatches refuses two runs' logs of different lengths: this
  * stores them, and lockstep aligns them (harness/verify/align.h).
  *
@@ -49,9 +53,12 @@
  * where the tensor is in it: "Net.fc1/aten::addmm.out" (the output), "...out.1" (a tuple's
  * second), "...in.0" (the first argument), "...in.alpha" (a keyword's), a triton kernel's
  * "...in.in_ptr0"; no module, no "Net.fc1/" (names repeat: the alignment pairs them in
- * order); a call's log before #185008, a record per tree: "...in", "...out". In debug_string()'s, a record per op with a hash, named by its op, its hash's
- * floats in order the statistics l1, l1_1, ..., (past 32 of them their bits folded into
- * the hash), its ints folded into the hash; "input_hash" not read. A hash's numbers in
+ * order); a call's log before #185008, a record per tree: "...in", "...out". In
+ * debug_string()'s, a record per op with a hash, named by its op, within an nn.Mod
+ * annotation by its module too ("Net.fc1/aten::mm", the innermost; backward under "nn.Mod
+ * (compile bwd)"), its hash's floats in order the statistics l1, l1_1, ..., (past 32 of
+ * them their bits folded into the hash), its ints folded into the hash; "input_hash" not
+ * read. A hash's numbers in
  * the two first: its floats (the norms) the statistics l1, l1_1, ...; the record's hash
  * its int (hash_tensor's uint64, bit for bit; a negative int of a hash_fn of the user's
  * mod 2^64), several ints folded (h * 0x9e3779b97f4a7c15 + next), and where it has no int,
@@ -67,11 +74,13 @@
  */
 #include <ctype.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "harness/import/import_debugmode_impl.h"
 #include "harness/import/import_impl.h"
+#include "harness/store/run.h"
 #include "kernels/err.h"
 
 /* The record of line 'at' begun: this dump's step and rank, no statistic yet, phase ph. */
@@ -176,13 +185,52 @@ static int lks_dm_value(struct lks_dm *x, const char **p, int depth, int *nf, in
 	}
 }
 
+/* An nn.Mod annotation of debug_string(), open for the lines indented deeper below it */
+struct lks_dm_open {
+	int indent;
+	int bwd;                  /* "nn.Mod (compile bwd)", or inside one: a backward */
+	char *name;
+};
+
+/* debug_string()'s "[HEADER] TAG" at indent (s: its '['): an nn.Mod one opens module TAG
+   for the lines indented deeper (_AnnotateCall.render); any other is ignored. */
+static int lks_dm_string_annotation(struct lks_dm *x, const char *s, int indent, long at)
+{
+	const char *close = strchr(s, ']');
+	struct lks_dm_open *o;
+
+	x->ignored++;
+	if (!close || close[1] != ' ' || strncmp(s, "[nn.Mod", 7) || !close[2])
+		return 0;
+	if (strlen(close + 2) >= LKS_TENSOR_NAME_MAX)
+		return lks_err("'%s':%ld: a module name of %zu bytes", x->path, at,
+		               strlen(close + 2)), LKS_E_BAD_INPUT;
+	if (lks_room_for((void **)&x->mods, &x->capmods, x->nmods, sizeof(*x->mods)))
+		return lks_err("out of memory");
+	o = &x->mods[x->nmods];
+	if (!(o->name = strdup(close + 2)))
+		return lks_err("out of memory");
+	o->indent = indent;
+	o->bwd = (strstr(s, "bwd") && strstr(s, "bwd") < close) || (x->nmods && o[-1].bwd);
+	x->nmods++;
+	return 0;
+}
+
+/* A line of debug_string(): an op's with a hash is a record, named "MODULE/op" within an
+   nn.Mod annotation (the innermost whose indent is below the op's), else "op". */
 static int lks_dm_string_line(struct lks_dm *x, char *line, size_t len, long at)
 {
 	char *log = NULL, *h, *op, *paren;
-	const char *v;
-	size_t oplen;
-	int nf = 0, ni = 0;
+	const char *v, *module;
+	size_t oplen, modlen;
+	size_t blanks = strspn(line, " ");
+	int nf = 0, ni = 0, indent = (int)blanks + x->lead;  /* the first line's, read before */
 
+	x->lead = 0;
+	while (x->nmods && x->mods[x->nmods - 1].indent >= indent)
+		free(x->mods[--x->nmods].name);
+	if (line[blanks] == '[')
+		return lks_dm_string_annotation(x, line + blanks, indent, at);
 	for (char *q = line; (q = strstr(q, "  # {")); q++)
 		log = q;  /* the last: an argument's text may hold one */
 	if (!log || !(h = strstr(log, "'hash': "))) {
@@ -196,12 +244,15 @@ static int lks_dm_string_line(struct lks_dm *x, char *line, size_t len, long at)
 		x->ignored++;
 		return 0;
 	}
-	if (oplen >= LKS_TENSOR_NAME_MAX)
-		return lks_err("'%s':%ld: an op name of %zu bytes", x->path, at, oplen),
-		       LKS_E_BAD_INPUT;
-	memcpy(x->t.name, op, oplen);
-	x->t.name[oplen] = 0;
-	lks_dm_rec_begin(x, at, LKS_PHASE_FORWARD);
+	module = x->nmods ? x->mods[x->nmods - 1].name : "";
+	modlen = strlen(module);
+	if (modlen + !!modlen + oplen >= LKS_TENSOR_NAME_MAX)
+		return lks_err("'%s':%ld: an op name of %zu bytes", x->path, at,
+		               modlen + !!modlen + oplen), LKS_E_BAD_INPUT;
+	snprintf(x->t.name, LKS_TENSOR_NAME_MAX, "%s%s%.*s", module, modlen ? "/" : "",
+	         (int)oplen, op);
+	lks_dm_rec_begin(x, at, x->nmods && x->mods[x->nmods - 1].bwd ? LKS_PHASE_BACKWARD
+	                                                               : LKS_PHASE_FORWARD);
 	x->t.has_hash = 0;
 	v = h + 8;
 	if (lks_dm_value(x, &v, 0, &nf, &ni))
@@ -468,6 +519,9 @@ static int lks_dm_line(void *arg, char *line, size_t len, long at)
 			x->nops = n;
 			return 0;
 		}
+		if (line[0] == '[' && strchr("[{\"]-0123456789", line[1] ? line[1] : ' '))
+			return lks_err("'%s':%ld: a JSON array; want DebugMode.save_logs' {\"format\": "
+			               "...} document, or a text dump", x->path, at), LKS_E_BAD_INPUT;
 		x->kind = LKS_DM_STRING;
 	}
 	return x->kind == LKS_DM_HASHES ? lks_dm_hash_line(x, line, len, at)
@@ -489,13 +543,15 @@ static int lks_dm_parse(const char *path, FILE *f, lks_tensor_sink sink, void *a
 	x->arg = arg;
 	if ((rc = lks_tensor_path_place(path, LKS_TENSOR_STEP_OF_FILE, &x->step, &x->rank)))
 		goto out;
-	while ((ch = getc(f)) != EOF && isspace(ch))  /* the first byte that says which */
+	while ((ch = getc(f)) != EOF && isspace(ch)) {  /* the first byte that says which */
 		c->lines += ch == '\n';
+		x->lead = ch == '\n' ? 0 : x->lead + (ch == ' ');
+	}
 	if (ch != EOF && ungetc(ch, f) == EOF) {
 		rc = lks_err("cannot read '%s'", path);
 		goto out;
 	}
-	if (ch == '{' || ch == '[') {
+	if (ch == '{') {  /* '[': debug_string()'s "[nn.Mod] Net" (or a JSON array, refused) */
 		rc = lks_dm_json_file(x, f);
 		c->lines++;
 	} else {
@@ -506,6 +562,9 @@ static int lks_dm_parse(const char *path, FILE *f, lks_tensor_sink sink, void *a
 		              x->nops, x->blocks), LKS_E_BAD_INPUT);
 out:
 	c->ignored += x->ignored;
+	while (x->nmods)
+		free(x->mods[--x->nmods].name);
+	free(x->mods);
 	free(x);
 	return rc;
 }

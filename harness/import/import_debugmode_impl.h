@@ -28,6 +28,9 @@ struct lks_dm {
 	int inblock, triton;      /* its block's call type */
 	char module[LKS_TENSOR_NAME_MAX], call[LKS_TENSOR_NAME_MAX];  /* its block's */
 	lks_phase phase;          /* the call's */
+	struct lks_dm_open *mods; /* debug_string()'s: the nn.Mod annotations the line is in, */
+	size_t nmods, capmods;    /* innermost last */
+	int lead;                 /* the blanks before the first line's text, read to see it */
 	int nf, ni;               /* the leaf's floats and ints */
 	uint64_t fh, ih;          /* their folds */
 	lks_tensor_rec t;

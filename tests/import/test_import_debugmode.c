@@ -2,7 +2,8 @@
  * test_import_debugmode.c: debugmode, PyTorch DebugMode's dumps of tensor hashes
  * (harness/import/import_debugmode.c), on tests/import/data/debugmode/: debug_string()'s
  * (run_a/, run_b/: make_fixtures.py), save_logs' JSON (logs/) and dump_tensor_hashes'
- * text (hashes/: make_dumps.py writes both as DebugMode lays them out). Ops with a hash
+ * text (hashes/: make_dumps.py writes both as DebugMode lays them out), and dumps torch
+ * 2.15.0's DebugMode wrote itself (torch/: make_torch_dumps.py). Ops with a hash
  * read as records in order, named by module, op and place (the two newer dumps), their
  * L1 norms as statistics and their uint64 hashes as the record's hash, bit for bit; a
  * JSON dump and a hash dump of one step read alike; two runs whose logs differ in length
@@ -239,6 +240,48 @@ Test(debugmode, hash_dumps_of_other_lengths_the_changed_op_found)
 	expect_changed("hashes", 1);
 }
 
+/* Dumps PyTorch's DebugMode wrote itself (data/debugmode/torch/, make_torch_dumps.py: torch
+   2.15.0): clean against plant (fc2's weight moved by 1e-3) and against insert (the same,
+   and an op before the net), in save_logs' JSON and in debug_string(), whose first line is
+   record_nn_module's "[nn.Mod] Net": the first divergence is fc2's weight, at the aten::t
+   that takes it, named by its module; the inserted op is told apart. */
+static void expect_torch(const char *ext, const char *tensor, const char *inserted)
+{
+	lks_store *s = open_store();
+	const char *names[3] = { "clean", "plant", "insert" };
+	lks_check_cfg k = { .name = "k", .kind = LKS_CHECK_BITWISE, .a = "a", .b = "b",
+	                    .exp_step = -1, .exp_rank = -1 };
+	lks_check_result r;
+	int64_t id[3];
+
+	for (int i = 0; i < 3; i++) {
+		char p[1024];
+		const char *paths[1] = { p };
+
+		snprintf(p, sizeof(p), "%s/debugmode/torch/%s.%s", LKS_IMPORT_DIR, names[i], ext);
+		cr_assert_eq(import_paths(s, paths, 1, names[i], &id[i]), 0, "%s", lks_errmsg());
+	}
+	for (int b = 1; b < 3; b++) {
+		cr_assert_eq(lks_check_eval(s, &k, NULL, id[0], id[b], &r), 0, "%s", lks_errmsg());
+		cr_assert_eq(r.verdict, LKS_VERDICT_FAIL, "%s", r.message);
+		cr_assert_str_eq(r.tensor, tensor, "%s: %s", names[b], r.message);
+		cr_assert_eq(r.step, 1);
+		cr_assert_eq(r.rank, 0);
+		cr_assert_eq(!!strstr(r.note, inserted), b == 2, "%s: %s", names[b], r.note);
+	}
+	lks_store_close(s);
+}
+
+Test(debugmode, torchs_own_json_dumps_locate_the_moved_weight)
+{
+	expect_torch("json", "Net.fc2/aten::t.in", "2 inserted in b (first: aten::mul.Tensor.in)");
+}
+
+Test(debugmode, torchs_own_debug_string_with_modules_locates_the_moved_weight)
+{
+	expect_torch("txt", "Net.fc2/aten::t", "1 inserted in b (first: aten::mul.Tensor)");
+}
+
 static char *write_tmp(const char *name, const char *text)
 {
 	static char path[512];
@@ -303,6 +346,43 @@ Test(debugmode, json_phase_kwargs_triton_and_logs_before_hash_leaves)
 	lks_store_close(s);
 }
 
+/* debug_string()'s nn.Mod annotations name the ops indented below them, the innermost
+   first, until a line as little indented; one of a compiled region's backward ("nn.Mod
+   (compile bwd)") makes its ops backward; other annotations name nothing. */
+Test(debugmode, debug_string_ops_named_by_the_module_they_are_in)
+{
+	lks_store *s = open_store();
+	const char *paths[1] = { write_tmp("modules.txt",
+		"    [nn.Mod] Net\n"
+		"      [nn.Mod] Net.fc1\n"
+		"        aten::addmm(t: f32[4])  ->  t: f32[4]  # {'hash': 1.5}\n"
+		"      [annotate] my tag\n"
+		"        aten::relu(t: f32[4])  ->  t: f32[4]  # {'hash': 2.5}\n"
+		"    aten::sum(t: f32[4])  ->  t: f32[]  # {'hash': 3.5}\n"
+		"    [nn.Mod (compile bwd)] Net\n"
+		"      [nn.Mod (compile bwd)] Net.fc1\n"
+		"        aten::mm(t: f32[4])  ->  t: f32[4]  # {'hash': 4.5}\n"
+		"      aten::mm(t: f32[4])  ->  t: f32[4]  # {'hash': 5.5}\n") };
+	const char *want[] = { "Net.fc1/aten::addmm", "Net/aten::relu", "aten::sum",
+	                       "Net.fc1/aten::mm", "Net/aten::mm" };
+	const lks_phase ph[] = { LKS_PHASE_FORWARD, LKS_PHASE_FORWARD, LKS_PHASE_FORWARD,
+	                         LKS_PHASE_BACKWARD, LKS_PHASE_BACKWARD };
+	lks_stored_run r;
+	const lks_tentry *e;
+	int64_t id;
+
+	cr_assert_eq(import_paths(s, paths, 1, "mods", &id), 0, "%s", lks_errmsg());
+	cr_assert_eq(lks_stored_run_load(s, id, LKS_LOAD_TRACE, &r), 0, "%s", lks_errmsg());
+	cr_assert_eq(lks_tensor_trace_step(r.tt, 1), 0, "%s", lks_errmsg());
+	cr_assert_eq(lks_tensor_trace_rank(r.tt, 0, &e), 5);
+	for (int i = 0; i < 5; i++) {
+		cr_assert_str_eq(r.names[e[i].tensor], want[i], "op %d", i);
+		cr_assert_eq(r.phases[e[i].tensor], ph[i], "op %d", i);
+	}
+	lks_stored_run_release(&r);
+	lks_store_close(s);
+}
+
 static void expect_bad(const char *name, const char *text, const char *where,
                        const char *why)
 {
@@ -343,4 +423,6 @@ Test(debugmode, bad_dumps_refused_naming_file_and_line_nothing_stored)
 	           "rank_0.txt':8:", "no number");
 	expect_bad("rank_0.txt", "Total captured tensor hash ops: 1\n"
 	           "  Output hashes: <root>=12\n", "rank_0.txt':2:", "before its");
+	expect_bad("rank_0.json", "\n[{\"call_depth\": 1}]\n", "rank_0.json':2:",
+	           "a JSON array");
 }
