@@ -22,10 +22,21 @@
  * timestamp) takes that rank back as any later file does. The timestamp folder itself,
  * which holds the rank folders and no event file, is read as its rank folders in rank
  * order. A folder of another name keeps its files' records as they are: rank 0.
+ *
+ * A folder with neither (the folder above a run's) is read as its subfolders that hold
+ * event files somewhere below them, by these same rules, in the order their writers
+ * started: the time the name of the earliest event file below each says
+ * ("events.out.tfevents.SECONDS.host..."; torch's SummaryWriter and tensorboardX name them
+ * so), then by name. Hugging Face's Trainer writes OUTPUT_DIR/runs/<Mon DD_HH-MM-SS_host>/
+ * (a month's name: not in time order by name), one folder per launch, so a resumed
+ * training's folder is read after the first as a restart; torchtitan's save_tb_folder holds
+ * its timestamp folders. Given OUTPUT_DIR itself, its checkpoint folders hold no events and
+ * are passed over.
  */
 #include <dirent.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "harness/import/import_run_impl.h"
 #include "kernels/err.h"
@@ -112,6 +123,130 @@ static int lks_import_entries(struct lks_import_run *r, const lks_import_format 
 	return rc;
 }
 
+/* The folders below a run's folder searched for event files: HF's OUTPUT_DIR/runs/<run>/
+   is two below OUTPUT_DIR, torchtitan's tb/<time>/rank_N/ two below tb/ */
+#define LKS_EVENTS_DEPTH 4
+
+/* The seconds in the name of an event file ("events.out.tfevents.1795927233.host..."), or
+   -1 where there are none. */
+static long long lks_events_time(const char *name)
+{
+	long long t = 0;
+	const char *s = name + 20;
+
+	if (*s < '0' || *s > '9')
+		return -1;
+	for (; *s >= '0' && *s <= '9' && t < (1ll << 50); s++)
+		t = t * 10 + (*s - '0');
+	return t;
+}
+
+/* Whether a folder at path (an entry of a listing: DT_UNKNOWN asks stat) */
+static int lks_is_folder(const char *path, const struct dirent *d)
+{
+	struct stat st;
+
+	if (d->d_type != DT_UNKNOWN)
+		return d->d_type == DT_DIR;
+	return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+/* The earliest start (lks_events_time; -1 for none in the names) of the event files in
+   path or below it, up to depth folders down; -2 where there is none. */
+static long long lks_events_below(const char *path, int depth)
+{
+	DIR *dir = opendir(path);
+	struct dirent *d;
+	long long best = -2;
+
+	if (!dir)
+		return -2;
+	while ((d = readdir(dir))) {
+		long long t = -2;
+
+		if (!strcmp(d->d_name, ".") || !strcmp(d->d_name, ".."))
+			continue;
+		if (lks_events_file(d)) {
+			t = lks_events_time(d->d_name);
+		} else if (depth > 0) {
+			char *full = malloc(strlen(path) + strlen(d->d_name) + 2);
+
+			if (full) {
+				sprintf(full, "%s/%s", path, d->d_name);
+				if (lks_is_folder(full, d))
+					t = lks_events_below(full, depth - 1);
+				free(full);
+			}
+		}
+		if (t != -2 && (best == -2 || (t >= 0 && (best < 0 || t < best))))
+			best = t;
+	}
+	closedir(dir);
+	return best;
+}
+
+struct lks_sub {
+	long long start;
+	char *name;
+};
+
+static int lks_sub_order(const void *a, const void *b)
+{
+	const struct lks_sub *x = a, *y = b;
+
+	if (x->start != y->start)
+		return x->start < y->start ? -1 : 1;
+	return strcmp(x->name, y->name);
+}
+
+/* The folder above runs (path, which holds no event file and no rank folder): each
+   subfolder with event files below it, as a run's folder, in the order they started. 0,
+   LKS_E_BAD_INPUT (none), -1. */
+static int lks_import_subfolders(struct lks_import_run *r, const lks_import_format *fmt,
+                                 const char *path, lks_import_counts *c)
+{
+	struct dirent **list = NULL;
+	struct lks_sub *sub;
+	int n = scandir(path, &list, NULL, alphasort), m = 0, rc = 0;
+
+	if (n < 0)
+		return lks_err("cannot read the folder '%s'", path), LKS_E_BAD_INPUT;
+	sub = calloc((size_t)n + 1, sizeof(*sub));
+	for (int i = 0; i < n; i++) {
+		char *full = malloc(strlen(path) + strlen(list[i]->d_name) + 2);
+
+		if (!sub || !full) {
+			rc = lks_err("out of memory");
+		} else if (!rc && strcmp(list[i]->d_name, ".") && strcmp(list[i]->d_name, "..")) {
+			long long t = -2;
+
+			sprintf(full, "%s/%s", path, list[i]->d_name);
+			if (lks_is_folder(full, list[i]))
+				t = lks_events_below(full, LKS_EVENTS_DEPTH - 1);
+			if (t != -2) {
+				sub[m].start = t;
+				sub[m++].name = full;
+				full = NULL;
+			}
+		}
+		free(full);
+		free(list[i]);
+	}
+	free(list);
+	if (!rc && m == 0)
+		rc = (lks_err("'%s' holds no events.out.tfevents.* file, nor a rank_N folder, nor a "
+		              "folder with event files below it", path), LKS_E_BAD_INPUT);
+	if (!rc)
+		qsort(sub, (size_t)m, sizeof(*sub), lks_sub_order);
+	for (int i = 0; i < m; i++) {
+		if (!rc)
+			rc = lks_import_folder(r, fmt, sub[i].name, c);
+		free(sub[i].name);
+	}
+	free(sub);
+	return rc;
+}
+
 /* import_run_impl.h */
 int lks_import_folder(struct lks_import_run *r, const lks_import_format *fmt,
                       const char *path, lks_import_counts *c)
@@ -129,8 +264,7 @@ int lks_import_folder(struct lks_import_run *r, const lks_import_format *fmt,
 		return lks_err("cannot read the folder '%s'", path), LKS_E_BAD_INPUT;
 	if (n == 0) {
 		free(list);
-		return lks_err("'%s' holds no events.out.tfevents.* file, nor a rank_N folder", path),
-		       LKS_E_BAD_INPUT;
+		return lks_import_subfolders(r, fmt, path, c);
 	}
 	return lks_import_entries(r, fmt, path, list, n, folders, c);
 }

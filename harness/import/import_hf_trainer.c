@@ -13,10 +13,14 @@
  *   - the console (PrinterCallback and ProgressCallback print the same dict, without its
  *     step: print(logs)): {'loss': 10.5949, 'grad_norm': 188.28, 'learning_rate': 5e-05,
  *     'epoch': 0.01}, a Python dict of numbers (nan, inf as Python prints them; a numpy
- *     scalar as np.float64(x)). The console has no step: the n-th line with a 'loss' is
+ *     scalar as np.float64(x)). Since transformers 5 both print each float as a string of
+ *     4 significant digits (f"{v:.4g}"; seen in 5.24.0's ProgressCallback.on_log and
+ *     PrinterCallback.on_log): {'loss': '3.915', 'learning_rate': '8.333e-05', ...}, read
+ *     as the number it spells. The console has no step: the n-th line with a 'loss' is
  *     step n (logging_steps apart in the run); lines without one (evaluations, the summary)
  *     are counted as ignored. trainer_state.json has the steps.
- * The loss is rounded to 4 decimals by the Trainer in both; learning_rate is lr.
+ * Before transformers 5 the Trainer rounds the loss to 4 decimals in both; 5.24.0 keeps it
+ * whole in trainer_state.json (3.914597749710083). learning_rate is lr.
  */
 #include <ctype.h>
 #include <jansson.h>
@@ -146,6 +150,11 @@ static int lks_hf_line(void *arg, char *line, size_t len, long at)
 		for (ve = v; ve < end && *ve != ','; ve++)
 			;
 		p = ve;
+		/* transformers 5's console: a float as a string of 4 digits, '3.915' */
+		if (ve - v >= 2 && (*v == '\'' || *v == '"') && ve[-1] == *v) {
+			v++;
+			ve--;
+		}
 		/* a numpy scalar: np.float64(1.5) */
 		for (const char *q = v; q < ve && *q != '('; q++)
 			if (q + 1 < ve && q[1] == '(' && ve[-1] == ')') {

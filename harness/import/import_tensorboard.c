@@ -21,7 +21,9 @@
  * Tags map to lockstep's metric names through the table below (Megatron-LM's "lm loss",
  * Hugging Face's "train/loss", MaxText's "learning/loss", ...); any other tag is its own
  * name ('/' and ' ' made '_'). The values of one step, in the file's order of events, make
- * one record; steps go forward.
+ * one record; steps go forward. A tag written again at its step with the same bits is one
+ * value (Hugging Face writes train/epoch again with each evaluation and with the run's
+ * summary), with another value bad input.
  */
 #include <pthread.h>
 #include <stdint.h>
@@ -54,6 +56,7 @@ static const lks_import_label_row lks_tb_labels[] = {
 	{ "lr", "lr" },
 	{ "train/learning_rate", "lr" },
 	{ "learning/current_learning_rate", "lr" },
+	{ "train/epoch", "epoch" },  /* Hugging Face's: its console's and trainer_state's name */
 	{ "loss-scale", "loss_scale" },
 	{ "num-zeros", "num_zeros" },
 	{ "params-norm", "params_norm" },
@@ -293,6 +296,38 @@ static int lks_tb_wanted(const LksTb__Summary__Value *v, double *x)
 	return v->tag && *v->tag && !lks_tb_other_axis(v->tag) && lks_tb_scalar(v, x);
 }
 
+/* After tag's value v was refused at the record of its step: 1 when the record holds its
+   metric already with the same bits (a tag written twice at a step: Hugging Face's
+   TensorBoard callback writes train/epoch with the step's log and again with an
+   evaluation's or the run's summary at the same step; or two tags of one metric alike),
+   else 0, with why where the other is another value. */
+static int lks_tb_again(struct lks_tb_read *x, const char *tag, double v)
+{
+	lks_import_rec *one = malloc(sizeof(*one));
+	int same = 0;
+
+	if (!one)
+		return 0;
+	memset(one, 0, sizeof(*one));
+	one->line = x->rec->line;
+	if (lks_import_rec_add_dec(one, LKS_IMPORT_TENSORBOARD, tag, strlen(tag), v,
+	                           LKS_IMPORT_NO_DEC, x->path) == 0)
+		for (int i = 0; i < x->rec->n; i++) {
+			const struct lks_import_mval *m = &x->rec->m[i];
+
+			if (strcmp(m->name, one->m[0].name))
+				continue;
+			same = !memcmp(&m->value, &v, sizeof(v));
+			if (!same)
+				lks_err("'%s':%ld: metric '%s' given twice at step %d: %.17g, then %.17g "
+				        "by tag '%s'", x->path, x->rec->line, m->name, x->rec->step,
+				        m->value, v, tag);
+			break;
+		}
+	free(one);
+	return same;
+}
+
 /* One Event's scalars into the record of its step; an Event of none (the file's version,
    an image, a scalar against samples) counted as ignored, its step not read */
 static int lks_tb_event(struct lks_tb_read *x, const LksTb__Event *e, long at)
@@ -328,7 +363,8 @@ static int lks_tb_event(struct lks_tb_read *x, const LksTb__Event *e, long at)
 			continue;
 		/* a binary value: it is what was logged, no decimal printed it */
 		if ((rc = lks_import_rec_add_dec(x->rec, LKS_IMPORT_TENSORBOARD, tag, strlen(tag), v,
-		                                 LKS_IMPORT_NO_DEC, x->path)))
+		                                 LKS_IMPORT_NO_DEC, x->path))
+		    && !(rc == LKS_E_BAD_INPUT && lks_tb_again(x, tag, v)))
 			return rc;
 	}
 	return 0;

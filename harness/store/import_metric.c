@@ -23,6 +23,7 @@ static const lks_import_metric lks_import_metrics[] = {
 	{ "nan_iterations", NUM, "", "iterations with a NaN" },
 	{ "consumed_samples", NUM, "samples", "samples consumed so far" },
 	{ "global_batch_size", NUM, "samples", "samples per iteration" },
+	{ "epoch", NUM, "epochs", "passes over the training data so far (Hugging Face's Trainer)" },
 	{ "iteration_time", PERF, "ms", "time of one iteration" },
 	/* Megatron-LM writes its golden values' iteration-time from what it gives TensorBoard,
 	   in seconds, where its log prints ms: a name of its own, so that no check or diff

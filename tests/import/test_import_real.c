@@ -1,0 +1,178 @@
+/*
+ * test_import_real.c: files a framework wrote itself, not after its source: a Hugging Face
+ * Trainer run of transformers 5.24.0 (data/hf_real/, make_hf_run.py), 8 steps, resumed from
+ * step 4 in a second launch. Its three outputs read alike: the TensorBoard events (given as
+ * the output folder: a folder per launch below runs/, in the order they started, its
+ * checkpoint folders passed over), trainer_state.json, and the console, whose floats
+ * transformers 5 prints as strings of 4 digits. And the two things that real run showed a
+ * TensorBoard reader must take: a tag written twice at one step (train/epoch, with each
+ * evaluation and the run's summary), and launch folders named by a month's name.
+ */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "store_fixture.h"
+#include "tb_events.h"
+#include "harness/import/import.h"
+#include "harness/store/trace_store.h"
+#include "kernels/err.h"
+
+#define HF LKS_IMPORT_DIR "/hf_real"
+#define STEPS 8
+
+/* A run's values of one metric by step (NaN: none), the last stored of a step. */
+struct series {
+	double v[STEPS + 1];
+	int n;
+};
+
+static int keep(void *arg, const lks_metric_row *m)
+{
+	struct series *s = arg;
+
+	if (m->step >= 0 && m->step <= STEPS)
+		s->v[m->step] = m->value;
+	s->n++;
+	return 0;
+}
+
+static struct series series_of(lks_store *st, int64_t run, const char *name)
+{
+	struct series s;
+
+	for (int i = 0; i <= STEPS; i++)
+		s.v[i] = NAN;
+	s.n = 0;
+	cr_assert_eq(lks_store_get_metrics(st, run, name, keep, &s), 0, "%s", lks_errmsg());
+	return s;
+}
+
+/* paths[0..n) imported as run name in format fmt into st: 0 or the import's error */
+static int import_as(lks_store *st, const char *fmt, const char *name, const char **paths,
+                     int n, lks_import_result *res)
+{
+	lks_import_opts o = { .fmt = lks_import_format_find(fmt), .case_name = "hf",
+	                      .run_name = name };
+
+	cr_assert_not_null(o.fmt);
+	return lks_import_files(st, &o, paths, n, res);
+}
+
+static lks_store *fresh_store(void)
+{
+	char db[512];
+	lks_store *st;
+
+	mkdir_tmp();
+	path_in_tmp(db, sizeof(db), "real.db");
+	cr_assert_eq(lks_store_open(db, &st), 0, "%s", lks_errmsg());
+	return st;
+}
+
+Test(import_real, hugging_faces_own_run_reads_alike_from_its_three_outputs)
+{
+	lks_store *st = fresh_store();
+	const char *tb[] = { HF "/output" }, *state[] = { HF "/output/checkpoint-8/trainer_state.json" };
+	const char *console[] = { HF "/console.log" };
+	lks_import_result rt, rs, rc;
+	struct series tl, sl, cl, te, se, tr, sr;
+
+	cr_assert_eq(import_as(st, "tensorboard", "tb", tb, 1, &rt), 0, "%s", lks_errmsg());
+	cr_assert_eq(import_as(st, "hf-trainer", "state", state, 1, &rs), 0, "%s", lks_errmsg());
+	cr_assert_eq(import_as(st, "hf-trainer", "console", console, 1, &rc), 0, "%s",
+	             lks_errmsg());
+	cr_assert_eq(rt.steps, STEPS);
+	cr_assert_eq(rt.counts.records, STEPS + 4, "steps 1-8, then 5-8 of the resumed launch");
+	cr_assert_eq(rt.counts.restarts, 1, "the second launch's folder read second");
+	cr_assert_eq(rs.steps, STEPS);
+	cr_assert_eq(rc.counts.records, STEPS, "a line with a 'loss' a step; evaluations and "
+	             "the summary ignored");
+	tl = series_of(st, rt.run_id, "loss");
+	sl = series_of(st, rs.run_id, "loss");
+	cl = series_of(st, rc.run_id, "loss");
+	te = series_of(st, rt.run_id, "epoch");
+	se = series_of(st, rs.run_id, "epoch");
+	tr = series_of(st, rt.run_id, "lr");
+	sr = series_of(st, rs.run_id, "lr");
+	for (int s = 1; s <= STEPS; s++) {
+		/* the loss is a float32 tensor's .item(): trainer_state.json's double is that
+		   float, the event file's float32 too */
+		cr_assert_eq(tl.v[s], sl.v[s], "step %d: event file %.17g, trainer_state %.17g", s,
+		             tl.v[s], sl.v[s]);
+		/* the console's '3.915': f"{v:.4g}", 4 significant digits of the same loss, so
+		   within half a unit of the 4th (the loss is between 1 and 10) */
+		cr_assert_leq(fabs(cl.v[s] - sl.v[s]), 0.5e-3, "step %d: console %.17g", s, cl.v[s]);
+		cr_assert_eq(te.v[s], se.v[s], "step %d: train/epoch is the epoch", s);
+		/* the learning rate is a Python float: the event file holds it as float32 */
+		cr_assert_eq(tr.v[s], (double)(float)sr.v[s], "step %d: lr", s);
+	}
+	cr_assert_eq(te.n, STEPS, "train/epoch, written again with each evaluation and the "
+	             "summary, is one value a step (the resumed launch's steps 5-8 replace the "
+	             "first's)");
+	lks_store_close(st);
+	rm_tmp();
+}
+
+/* The launch folders named so that name order is not time order (a month's name: Dec
+   before Nov): they are read in the order their event files say they started, so the
+   resumed launch's summary at step 8 is the one that stands. */
+Test(import_real, launch_folders_read_in_the_order_they_started)
+{
+	lks_store *st = fresh_store();
+	char dir[600], cmd[4096];
+	const char *paths[] = { dir };
+	lks_import_result r;
+	struct series rt;
+
+	path_in_tmp(dir, sizeof(dir), "output");
+	snprintf(cmd, sizeof(cmd), "mkdir -p '%s/runs' && cp -r '%s/output/runs/Nov29_04-43-44_vm' "
+	         "'%s/runs/Nov29_b' && cp -r '%s/output/runs/Nov29_04-43-54_vm' '%s/runs/Dec01_a' "
+	         "&& mkdir '%s/checkpoint-4'", dir, HF, dir, HF, dir, dir);
+	cr_assert_eq(system(cmd), 0);
+	cr_assert_eq(import_as(st, "tensorboard", "tb", paths, 1, &r), 0, "%s", lks_errmsg());
+	cr_assert_eq(r.counts.restarts, 1);
+	rt = series_of(st, r.run_id, "train_train_runtime");
+	/* the summaries' train/train_runtime at step 8: 0.4126 s in the first launch, 0.2506 s
+	   in the resumed one (console.log, console_resumed.log) */
+	cr_assert_lt(fabs(rt.v[8] - 0.2506), 0.5e-4, "step 8's runtime %.17g: not the resumed "
+	             "launch's", rt.v[8]);
+	lks_store_close(st);
+	rm_tmp();
+}
+
+/* A tag again at its step: the same bits are one value; another value is bad input
+   naming the tag and the step, and nothing is stored. */
+Test(import_real, a_tag_written_twice_at_a_step_is_one_value_or_refused)
+{
+	lks_store *st = fresh_store();
+	char path[512];
+	const char *paths[] = { path };
+	struct tb_scalar ok[] = {
+		{ 1, "train/loss", 3.5f }, { 1, "train/epoch", 0.25f }, { 1, "train/epoch", 0.25f },
+		{ 2, "train/loss", 3.25f }, { 2, "train/epoch", 0.5f },
+	};
+	struct tb_scalar bad[] = {
+		{ 1, "train/loss", 3.5f }, { 2, "train/epoch", 0.5f }, { 2, "train/epoch", 0.75f },
+	};
+	lks_import_result r;
+	struct series e;
+
+	path_in_tmp(path, sizeof(path), "events.out.tfevents.1.ok");
+	tb_write(path, ok, 5);
+	cr_assert_eq(import_as(st, "tensorboard", "ok", paths, 1, &r), 0, "%s", lks_errmsg());
+	e = series_of(st, r.run_id, "epoch");
+	cr_assert_eq(e.n, 2);
+	cr_assert_eq(e.v[1], 0.25);
+	path_in_tmp(path, sizeof(path), "events.out.tfevents.2.bad");
+	tb_write(path, bad, 3);
+	cr_assert_eq(import_as(st, "tensorboard", "bad", paths, 1, &r), LKS_E_BAD_INPUT);
+	cr_assert(strstr(lks_errmsg(), "metric 'epoch' given twice at step 2: 0.5, then 0.75 by "
+	                 "tag 'train/epoch'"), "%s", lks_errmsg());
+	cr_assert_eq(sql_int(st, "SELECT count(*) FROM runs WHERE run_name = 'bad'"), 0);
+	lks_store_close(st);
+	rm_tmp();
+}
