@@ -201,6 +201,8 @@ typedef struct lks_import_format {
 	                    lks_import_counts *c);
 	const char *tensor_files; /* a folder given: its files whose names match (fnmatch) one
 	                             of these patterns, '|' between two ("*.json|*.txt") */
+	const char *tensor_folder; /* a folder given that holds none: this subfolder's, where
+	                              the framework's log folder keeps them; NULL: none */
 } lks_import_format;
 
 /* The rows, one per format's file. */

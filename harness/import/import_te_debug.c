@@ -30,7 +30,11 @@
  * tensor's next call (a microbatch). The iteration is the step; the rank is the file
  * name's globalrank-N, else 0. Lines that are no statistic are counted as ignored; one
  * that is ("iteration=" and "value=") with a name of no tensor's word, or a bad number,
- * is bad input at its line.
+ * is bad input at its line. A folder is read as its files of these names, or where it
+ * holds none (the log_dir given to debug_api.initialize), as its
+ * nvdlfw_inspect_statistics_logs/ (nvdlfw_inspect_logs/ beside it holds messages, in files
+ * of the same names). Seen in logs nvidia-dlfw-inspect 0.2.2 wrote on the CPU, its own
+ * LogTensorStats on a torch model (tests/import/data/te_debug/nvdlfw/).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -209,4 +213,7 @@ const lks_import_format lks_import_te_debug_format = {
 	        "value=4.3188', a file per rank",
 	.tensor_parse = lks_te_parse,
 	.tensor_files = "nvdlfw_inspect*_globalrank-*.log",
+	/* the log_dir given to debug_api.initialize: its statistics, not nvdlfw_inspect_logs/'s
+	   messages (files of the same names) */
+	.tensor_folder = "nvdlfw_inspect_statistics_logs",
 };

@@ -343,9 +343,25 @@ static int lks_timport_path(struct lks_timport *x, const lks_import_format *fmt,
 				files[n++] = full;
 			}
 		closedir(d);
+		if (!rc && n == 0 && fmt->tensor_folder) {  /* the framework's log folder */
+			char *sub = malloc(strlen(path) + strlen(fmt->tensor_folder) + 2);
+
+			if (!sub)
+				return lks_err("out of memory");
+			sprintf(sub, "%s/%s", path, fmt->tensor_folder);
+			if (!stat(sub, &st) && S_ISDIR(st.st_mode)) {
+				rc = lks_timport_path(x, fmt, sub);
+				free(sub);
+				free(files);
+				return rc;
+			}
+			free(sub);
+		}
 		if (!rc && n == 0)
-			rc = (lks_err("'%s' holds no file of %s (%s)", path, fmt->name,
-			              fmt->tensor_files ? fmt->tensor_files : "none"), LKS_E_BAD_INPUT);
+			rc = (lks_err("'%s' holds no file of %s (%s)%s%s", path, fmt->name,
+			              fmt->tensor_files ? fmt->tensor_files : "none",
+			              fmt->tensor_folder ? ", nor a folder " : "",
+			              fmt->tensor_folder ? fmt->tensor_folder : ""), LKS_E_BAD_INPUT);
 		if (n)
 			qsort(files, n, sizeof(*files), lks_name_cmp);
 		for (size_t i = 0; !rc && i < n; i++)

@@ -4,7 +4,8 @@
  * tests/import/data/te_debug/ (make_fixtures.py writes them as the logger does): every
  * statistic read back with its printed decimals, names split at the tensor's word, phases,
  * ranks from the file names; two runs, the second with a layer inserted and one value
- * changed, located at exactly that step, rank and tensor; bad lines refused, nothing stored.
+ * changed, located at exactly that step, rank and tensor; logs nvidia-dlfw-inspect wrote
+ * itself (te_debug/nvdlfw/), given as its log folder; bad lines refused, nothing stored.
  */
 #include <criterion/criterion.h>
 #include <stdio.h>
@@ -105,6 +106,38 @@ Test(te_debug, a_changed_value_is_located_despite_a_layer_inserted_before_it)
 	cr_assert_eq(r.b, 5.2813);
 	cr_assert(strstr(r.note, "inserted in b (first: decoder.1.mlp.norm.output)"), "%s",
 	          r.note);
+	lks_store_close(s);
+}
+
+/* Logs nvidia-dlfw-inspect 0.2.2 wrote itself (te_debug/nvdlfw/, make_nvdlfw.py), each
+   given as the log_dir a user gave debug_api.initialize: its statistics read, not the
+   messages beside them in nvdlfw_inspect_logs/ (files of the same name); fc1's output moved
+   at step 3 is found there, in the mean (4 decimals) before the l2 norm. */
+Test(te_debug, nvdlfw_inspects_own_log_folders_locate_the_moved_activation)
+{
+	lks_store *s = open_store();
+	char path[1024];
+	int64_t id[2];
+	lks_check_cfg k = { .name = "k", .kind = LKS_CHECK_BITWISE, .a = "a", .b = "b",
+	                    .exp_step = -1, .exp_rank = -1 };
+	lks_check_result r;
+	lks_stored_run run;
+
+	for (int i = 0; i < 2; i++) {
+		snprintf(path, sizeof(path), "%s/te_debug/nvdlfw/%s", LKS_IMPORT_DIR,
+		         i ? "plant" : "clean");
+		cr_assert_eq(import_te(s, path, i ? "plant" : "clean", &id[i]), 0, "%s",
+		             lks_errmsg());
+	}
+	cr_assert_eq(lks_stored_run_load(s, id[0], LKS_LOAD_TRACE, &run), 0, "%s", lks_errmsg());
+	cr_assert_eq(run.nsteps, 5, "iterations 0 to 4");
+	lks_stored_run_release(&run);
+	cr_assert_eq(lks_check_eval(s, &k, NULL, id[0], id[1], &r), 0, "%s", lks_errmsg());
+	cr_assert_eq(r.verdict, LKS_VERDICT_FAIL, "%s", r.message);
+	cr_assert_eq(r.step, 3);
+	cr_assert_eq(r.rank, 0);
+	cr_assert_str_eq(r.tensor, "model.fc1.activation");
+	cr_assert_str_eq(r.field, "mean");
 	lks_store_close(s);
 }
 
