@@ -260,7 +260,7 @@ static void lks_print_performance(void *arg, const char *name)
 	const struct lks_mstat *st = lks_mstat_of(arg, name);
 	char ca[32], cb[32], cr[32] = "-";
 
-	if (st->n_a && st->n_b)
+	if (st->n_a && st->n_b && st->sum_a != 0)  /* a's mean 0 (nanoGPT's mfu): no ratio */
 		snprintf(cr, sizeof(cr), "%.4g",
 		         (st->sum_b / (double)st->n_b) / (st->sum_a / (double)st->n_a));
 	printf("  %-22s %-14s %-14s %s\n", name, lks_mean_cell(st->sum_a, st->n_a, ca, sizeof(ca)),

@@ -564,6 +564,32 @@ Test(import_check, diff_shows_a_metric_measured_in_one_run_only)
 	rm_tmp();
 }
 
+/* nanoGPT's own log (data/nanogpt_real.log: its train.py at karpathy/nanoGPT 3adf61e on
+   the CPU, 2026-11-29, 13 iterations of a 2-layer model on random tokens; the one path in a
+   warning's line made relative): its iterations and evaluations read, the performance
+   table has no ratio where the means are 0 (mfu "0.00%"), and no nan. */
+Test(import_check, nanogpts_own_log_diffs_without_a_ratio_of_zeros)
+{
+	char db[512], args[2048], out[8192], *perf;
+
+	mkdir_tmp();
+	path_in_tmp(db, sizeof(db), "d.db");
+	for (int i = 0; i < 2; i++) {
+		snprintf(args, sizeof(args), "import --quiet --format nanogpt --case n --run %c "
+		         "--db '%s' '%s/nanogpt_real.log'", "ab"[i], db, LKS_IMPORT_DIR);
+		cr_assert_eq(lks_run_bin(NULL, args, out, sizeof(out)), 0, "%s", out);
+	}
+	snprintf(args, sizeof(args), "diff --db '%s' n/a n/b", db);
+	cr_assert_eq(lks_run_bin(NULL, args, out, sizeof(out)), 0, "%s", out);
+	cr_assert_not_null(strstr(out, "loss                         13        0"), "%s", out);
+	perf = strstr(out, "\nperformance (never in a verdict");
+	cr_assert_not_null(perf, "%s", out);
+	cr_assert_not_null(strstr(perf, "\n  mfu                    0              0              -\n"),
+	                   "%s", out);
+	cr_assert_null(strstr(perf, "nan"), "%s", out);
+	rm_tmp();
+}
+
 Test(import_check, import_key_refused_where_bad_at_its_line)
 {
 	static const struct { const char *run, *says; } bad[] = {
