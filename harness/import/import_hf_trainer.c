@@ -18,7 +18,8 @@
  *     PrinterCallback.on_log): {'loss': '3.915', 'learning_rate': '8.333e-05', ...}, read
  *     as the number it spells. The console has no step: the n-th line with a 'loss' is
  *     step n (logging_steps apart in the run); lines without one (evaluations, the summary)
- *     are counted as ignored. trainer_state.json has the steps.
+ *     are counted as ignored. trainer_state.json has the steps: a resumed run's console
+ *     begins again at step 1, so import its trainer_state.json or its event files.
  * Before transformers 5 the Trainer rounds the loss to 4 decimals in both; 5.24.0 keeps it
  * whole in trainer_state.json (3.914597749710083). learning_rate is lr.
  */
