@@ -35,6 +35,8 @@ struct lks_mstat {
 	long n, ndiff;            /* (step, rank) values both have; of them, not the same bits */
 	long ndiff_printed;       /* of those, how many differ at the coarser side's decimals too
 	                             (printed.h) */
+	long ndiff_f32;           /* of the values that differ, how many round to one float32: a
+	                             float32 (an event file's) beside the double it was made of */
 	int first;                /* the first step that differs; -1: none */
 	double rel_max;           /* the largest |a - b| / |b| (NaN against a number: inf) */
 	double sum_a, sum_b;      /* of the finite values each run has, for the means */
@@ -78,6 +80,7 @@ static void lks_mstat_add(struct lks_mstat *st, int step, const double *va, int 
 		return;
 	st->ndiff++;
 	st->ndiff_printed += !lks_printed_agree(*va, pa, *vb, pb);
+	st->ndiff_f32 += isfinite(*va) && isfinite(*vb) && (float)*va == (float)*vb;
 	if (st->first < 0)
 		st->first = step;
 	rel = isnan(*va) || isnan(*vb) ? INFINITY : *va == *vb ? 0.0 : fabs(*va - *vb) / fabs(*vb);
@@ -218,7 +221,10 @@ static void lks_print_precision(void *arg, const char *name)
 	const struct lks_mprec *pa = &st->prec_a, *pb = &st->prec_b;
 	int finer = lks_mprec_finer(pa, pb), dmin, dmax;
 	char w[32], fw[32];
+	const char *f32 = "; rounded to float32, as an event file keeps a value, all agree";
 
+	if (st->n && pa->dmax < 0 && pb->dmax < 0 && st->ndiff && st->ndiff_f32 == st->ndiff)
+		printf("  %s: %ld of %ld values differ%s\n", name, st->ndiff, st->n, f32);
 	if (!st->n || (pa->dmax < 0 && pb->dmax < 0))
 		return;
 	/* the decimals compared at: the coarser side's, or both sides' where they overlap */
@@ -228,8 +234,8 @@ static void lks_print_precision(void *arg, const char *name)
 	       : pa->dmax > pb->dmax ? pa->dmax : pb->dmax;
 	lks_printed_words(w, sizeof(w), dmin, dmax);
 	if (st->ndiff_printed)
-		printf("  %s: %ld of %ld values differ at the printed precision (%s)", name,
-		       st->ndiff_printed, st->n, w);
+		printf("  %s: %ld of %ld values differ at the printed precision (%s)%s", name,
+		       st->ndiff_printed, st->n, w, st->ndiff_f32 == st->ndiff ? f32 : "");
 	else
 		printf("  %s: %s to the printed precision (%s)", name,
 		       st->ndiff ? "the runs agree" : "equal", w);

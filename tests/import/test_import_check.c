@@ -14,6 +14,7 @@
 #include "import_fixture.h"
 #include "run_bin.h"
 #include "store_fixture.h"
+#include "tb_events.h"
 #include "tiny_model.h"
 #include "harness/engine/check_kind.h"
 #include "harness/store/golden.h"
@@ -587,6 +588,55 @@ Test(import_check, nanogpts_own_log_diffs_without_a_ratio_of_zeros)
 	cr_assert_not_null(strstr(perf, "\n  mfu                    0              0              -\n"),
 	                   "%s", out);
 	cr_assert_null(strstr(perf, "nan"), "%s", out);
+	rm_tmp();
+}
+
+/* Hugging Face's own run (data/hf_real/): its event files against its trainer_state.json.
+   The loss is a float32 in both (a tensor's .item()): equal. The learning rate is a
+   Python float the event file keeps as float32, its JSON as the double with up to 6
+   decimals (0.000875): they agree to those. A double printed whole (9.1666666666666665e-4,
+   as a schedule makes one) beside its float32 differs at every decimal it has: diff says
+   that rounded to float32 they agree, rather than leave the difference unexplained. */
+Test(import_check, an_event_files_float32_beside_the_double_it_was_made_of)
+{
+	char db[512], args[2048], out[8192], tb[512], js[512];
+	struct tb_scalar lr[] = { { 1, "train/learning_rate", 0.0009166666666666666f },
+	                          { 2, "train/learning_rate", 0.0008333333333333334f } };
+	FILE *f;
+
+	mkdir_tmp();
+	path_in_tmp(db, sizeof(db), "d.db");
+	snprintf(args, sizeof(args), "import --quiet --format tensorboard --case hf --run tb "
+	         "--db '%s' '%s/hf_real/output'", db, LKS_IMPORT_DIR);
+	cr_assert_eq(lks_run_bin(NULL, args, out, sizeof(out)), 0, "%s", out);
+	snprintf(args, sizeof(args), "import --quiet --format hf-trainer --case hf --run state "
+	         "--db '%s' '%s/hf_real/output/checkpoint-8/trainer_state.json'", db,
+	         LKS_IMPORT_DIR);
+	cr_assert_eq(lks_run_bin(NULL, args, out, sizeof(out)), 0, "%s", out);
+	snprintf(args, sizeof(args), "diff --db '%s' hf/tb hf/state", db);
+	cr_assert_eq(lks_run_bin(NULL, args, out, sizeof(out)), 1, "%s", out);
+	cr_assert_not_null(strstr(out, "first divergence: step 1, metric 'lr'"), "%s", out);
+	cr_assert_not_null(strstr(out, "loss                          8        0"), "%s", out);
+	cr_assert_not_null(strstr(out, "lr: the runs agree to the printed precision (3 to 6 "
+	                           "decimals)"), "%s", out);
+
+	path_in_tmp(tb, sizeof(tb), "events.out.tfevents.1.lr");
+	tb_write(tb, lr, 2);
+	path_in_tmp(js, sizeof(js), "lr.jsonl");
+	cr_assert_not_null(f = fopen(js, "w"));
+	fputs("{\"step\": 1, \"lr\": 0.0009166666666666666}\n"
+	      "{\"step\": 2, \"lr\": 0.0008333333333333334}\n", f);
+	fclose(f);
+	snprintf(args, sizeof(args), "import --quiet --format tensorboard --case lr --run tb "
+	         "--db '%s' '%s'", db, tb);
+	cr_assert_eq(lks_run_bin(NULL, args, out, sizeof(out)), 0, "%s", out);
+	snprintf(args, sizeof(args), "import --quiet --format jsonl --case lr --run js --db '%s' "
+	         "'%s'", db, js);
+	cr_assert_eq(lks_run_bin(NULL, args, out, sizeof(out)), 0, "%s", out);
+	snprintf(args, sizeof(args), "diff --db '%s' lr/tb lr/js", db);
+	cr_assert_eq(lks_run_bin(NULL, args, out, sizeof(out)), 1, "%s", out);
+	cr_assert_not_null(strstr(out, "lr: 2 of 2 values differ; rounded to float32, as an event "
+	                           "file keeps a value, all agree"), "%s", out);
 	rm_tmp();
 }
 
