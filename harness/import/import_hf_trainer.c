@@ -16,7 +16,9 @@
  *     scalar as np.float64(x)). Since transformers 5 both print each float as a string of
  *     4 significant digits (f"{v:.4g}"; seen in 5.24.0's ProgressCallback.on_log and
  *     PrinterCallback.on_log): {'loss': '3.915', 'learning_rate': '8.333e-05', ...}, read
- *     as the number it spells. The console has no step: the n-th line with a 'loss' is
+ *     as the number it spells. ProgressCallback (the default) writes it through tqdm, so in
+ *     a captured console it follows the bar and a '\r' on its line: the line read is what
+ *     a terminal shows, after it (lks_import_each_line). The console has no step: the n-th line with a 'loss' is
  *     step n (logging_steps apart in the run); lines without one (evaluations, the summary)
  *     are counted as ignored. trainer_state.json has the steps: a resumed run's console
  *     begins again at step 1, so import its trainer_state.json or its event files.
@@ -126,7 +128,7 @@ static int lks_hf_line(void *arg, char *line, size_t len, long at)
 		p++;
 	while (end > p && isspace((unsigned char)end[-1]))
 		end--;
-	if (end - p < 2 || *p != '{' || end[-1] != '}' || !strstr(line, "'loss': ")) {
+	if (end - p < 2 || *p != '{' || end[-1] != '}' || !strstr(p, "'loss': ")) {
 		x->c->ignored++;
 		return 0;
 	}

@@ -149,8 +149,9 @@ int lks_import_rec_close(lks_import_rec *rec, int *open, lks_import_sink sink, v
                          lks_import_counts *c);
 /* A whole-file format's lines (import_titan_losses.c, import_composer.c): each line of f,
    up to LKS_IMPORT_LINE_MAX bytes (longer: bad input at path:line), its newline and '\r'
-   taken off, to fn with its length and number (c->lines counts them) until fn returns
-   other than 0, which is returned. */
+   taken off, and what a progress bar drew before a carriage return or a cursor moved up
+   in it, to fn with its length and number (c->lines counts them) until fn returns other
+   than 0, which is returned. */
 int lks_import_each_line(const char *path, FILE *f, lks_import_counts *c,
                          int (*fn)(void *arg, char *line, size_t len, long at), void *arg);
 /* A step's digits at d, then term, then the fields after it (lks_import_fields): 0

@@ -1,7 +1,8 @@
 /*
  * import_lines.c: the loop of the line formats (import.h, lks_import_lines): each line read
  * (import_reader.c), tried by its format's quick reader where it has one, else cleaned of
- * ANSI colour codes, its "[rankN]:" prefix taken as the rank (0 without one), and handed to
+ * ANSI colour codes (and of what a progress bar drew before a carriage return or a cursor
+ * moved up on it), its "[rankN]:" prefix taken as the rank (0 without one), and handed to
  * the format's line function; each record to the sink. A line that the format's function
  * says is no metric line is counted as ignored. And the pieces of a line every line format
  * reads alike (import_impl.h).
@@ -60,6 +61,40 @@ static char *lks_strip_ansi(char *s, size_t len, char *out, size_t *n)
 	*w = 0;
 	*n = (size_t)(w - out);
 	return out;
+}
+
+/* Where the text a terminal shows of the line s (len bytes) begins: after its last carriage
+   return, or its last cursor-up (ESC '[' n 'A') or previous-line (ESC '[' n 'F') sequence,
+   where a progress bar was drawn before it (tqdm's, with the message written through it:
+   Hugging Face's console, Composer's); 0 where there is none (most lines of most logs). */
+static size_t lks_visible_start(const char *s, size_t len)
+{
+	const char *cr = memchr(s, '\r', len), *esc = memchr(s, 0x1b, len), *end = s + len;
+	size_t at = 0;
+
+	if (!cr && !esc)
+		return 0;
+	for (const char *r = cr && (!esc || cr < esc) ? cr : esc; r && r < end;) {
+		if (*r == '\r') {
+			at = (size_t)(r + 1 - s);
+			r++;
+		} else if (*r == 0x1b) {
+			const char *q = r + 1;
+
+			if (q < end && *q == '[') {
+				for (q++; q < end && lks_digit(*q); q++)
+					;
+				if (q < end && (*q == 'A' || *q == 'F'))
+					at = (size_t)(q + 1 - s);
+			}
+			r = q < end ? q + 1 : end;
+		} else {
+			r++;
+		}
+		while (r < end && *r != '\r' && *r != 0x1b)
+			r++;
+	}
+	return at;
 }
 
 /* The line's rank, from its prefix (import_impl.h). */
@@ -171,9 +206,11 @@ int lks_import_lines_at(const char *path, FILE *f, long line, uint64_t limit,
 		rec->line = rd.line;
 		rec->layout = 0;
 		if (!memo || (is = quick->line(memo, buf, len, rec)) < 0) {
+			size_t shown = lks_visible_start(buf, len);
+
 			if (memo)
 				quick->missed(memo);  /* the record is the whole way's now */
-			buf = lks_strip_ansi(buf, len, clean, &len);
+			buf = lks_strip_ansi(buf + shown, len - shown, clean, &len);
 			s = lks_import_rank_prefix(buf, &rank, &ranked);
 			rec->n = 0;
 			rec->step = 0;
@@ -309,7 +346,7 @@ int lks_import_each_line(const char *path, FILE *f, lks_import_counts *c,
 	if (!line)
 		return lks_err("out of memory");
 	while (rc == 0 && fgets(line, LKS_IMPORT_LINE_MAX + 2, f)) {
-		size_t len = strlen(line);
+		size_t len = strlen(line), shown;
 
 		c->lines++;
 		if (len > LKS_IMPORT_LINE_MAX) {
@@ -320,7 +357,8 @@ int lks_import_each_line(const char *path, FILE *f, lks_import_counts *c,
 		}
 		while (len && (line[len - 1] == '\n' || line[len - 1] == '\r'))
 			line[--len] = 0;
-		rc = fn(arg, line, len, c->lines);
+		shown = lks_visible_start(line, len);  /* a progress bar's drawing before it */
+		rc = fn(arg, line + shown, len - shown, c->lines);
 	}
 	if (rc == 0 && ferror(f))
 		rc = lks_err("cannot read '%s'", path);

@@ -333,11 +333,17 @@ static const struct fixture fixtures[] = {
 	{ "composer", "composer_epochs.log", NULL, { { STEPS, 101 }, { RECORDS, 2 } },
 	  { VALUE(99, 0, "loss", 2.5), VALUE(101, 0, "loss", 2.4) } },
 	/* Composer 0.32.1's own console (composer_real.log: a ComposerClassifier trained 12
-	   batches on the CPU, console_log_interval 1ba, 2026-11-29): its time/ counters,
+	   batches on the CPU, console_log_interval 1ba, progress_bar off, 2026-11-29; torch
+	   2.7.0): its time/ counters,
 	   microbatch size and accuracy beside the loss */
 	{ "composer", "composer_real.log", NULL, { { STEPS, 12 }, { RECORDS, 12 } },
 	  { BOTH(1, 0, "loss", 1.3381, NUMERICS), VALUE(2, 0, "loss", 1.3936),
 	    BOTH(1, 0, "metrics_train_MulticlassAccuracy", 0.5, NUMERICS) } },
+	/* the same run with Composer's progress bar (its default): each [batch=N/M]: after the
+	   bar, a carriage return and a cursor moved up on its line, read as a terminal shows it */
+	{ "composer", "composer_real_bar.log", NULL, { { STEPS, 12 }, { RECORDS, 12 } },
+	  { BOTH(1, 0, "loss", 1.3381, NUMERICS), VALUE(2, 0, "loss", 1.3936),
+	    VALUE(3, 0, "loss", 1.3793) } },
 	/* TensorBoard: an event file tensorboardX 2.6.5 wrote (float32 values whose bits
 	   numpy printed: step 1's loss is 0x410e6ae7 = 8.90109920501709), every value the
 	   float32 logged, exactly; tensorboardX made the tag "lm loss" "lm_loss"; the

@@ -4,7 +4,7 @@
  * step 4 in a second launch. Its three outputs read alike: the TensorBoard events (given as
  * the output folder: a folder per launch below runs/, in the order they started, its
  * checkpoint folders passed over), trainer_state.json, and the console, whose floats
- * transformers 5 prints as strings of 4 digits. And the two things that real run showed a
+ * transformers 5 prints as strings of 4 digits, behind tqdm's bar by default. And the two things that real run showed a
  * TensorBoard reader must take: a tag written twice at one step (train/epoch, with each
  * evaluation and the run's summary), and launch folders named by a month's name.
  */
@@ -113,6 +113,26 @@ Test(import_real, hugging_faces_own_run_reads_alike_from_its_three_outputs)
 	cr_assert_eq(te.n, STEPS, "train/epoch, written again with each evaluation and the "
 	             "summary, is one value a step (the resumed launch's steps 5-8 replace the "
 	             "first's)");
+	lks_store_close(st);
+	rm_tmp();
+}
+
+/* The console as transformers prints it by default (ProgressCallback, through tqdm: each
+   dict after the bar and a carriage return on its line) reads as PrinterCallback's does. */
+Test(import_real, the_console_behind_tqdms_bar_reads_as_without_it)
+{
+	lks_store *st = fresh_store();
+	const char *plain[] = { HF "/console.log" }, *bar[] = { HF "/console_tqdm.log" };
+	lks_import_result rp, rb;
+	struct series lp, lb;
+
+	cr_assert_eq(import_as(st, "hf-trainer", "plain", plain, 1, &rp), 0, "%s", lks_errmsg());
+	cr_assert_eq(import_as(st, "hf-trainer", "bar", bar, 1, &rb), 0, "%s", lks_errmsg());
+	cr_assert_eq(rb.counts.records, STEPS, "a line behind the bar not read");
+	lp = series_of(st, rp.run_id, "loss");
+	lb = series_of(st, rb.run_id, "loss");
+	for (int s = 1; s <= STEPS; s++)
+		cr_assert_eq(lb.v[s], lp.v[s], "step %d", s);
 	lks_store_close(st);
 	rm_tmp();
 }

@@ -6,6 +6,7 @@ source: by it), as a user's nightly leaves it. Ran with transformers 5.24.0 and 
 
     python make_hf_run.py output > console.log                             # steps 1-8
     python make_hf_run.py output output/checkpoint-4 > console_resumed.log  # resumed: 5-8
+    python make_hf_run.py /tmp/x --tqdm > console_tqdm.log 2>&1           # tqdm's bars too
 
 A GPT-2 of 2 layers (vocab 64, width 32) trained 8 steps on fixed random tokens, logging
 every step, evaluating and saving every 4, reporting to TensorBoard. So:
@@ -14,7 +15,9 @@ every step, evaluating and saving every 4, reporting to TensorBoard. So:
     evaluation's log, and at 8 with the run's summary);
   - output/checkpoint-4/ and output/checkpoint-8/trainer_state.json: log_history, the loss at
     full precision (transformers 5 no longer rounds it);
-  - console*.log: ProgressCallback's dicts, each float a string of 4 digits ('3.915').
+  - console*.log: PrinterCallback's dicts, each float a string of 4 digits ('3.915');
+    console_tqdm.log ProgressCallback's (the default), written through tqdm after its bar
+    and a carriage return, stderr with it (made with torch 2.7.0, transformers 5.24.0).
 """
 import sys
 
@@ -38,6 +41,7 @@ class Tokens(torch.utils.data.Dataset):
 args = TrainingArguments(output_dir=sys.argv[1], max_steps=8, per_device_train_batch_size=4,
                          logging_steps=1, save_steps=4, eval_strategy="steps", eval_steps=4,
                          report_to=["tensorboard"], use_cpu=True, learning_rate=1e-3,
-                         disable_tqdm=True, seed=0)
+                         disable_tqdm="--tqdm" not in sys.argv, seed=0)
+resume = sys.argv[2] if len(sys.argv) > 2 and sys.argv[2] != "--tqdm" else None
 Trainer(model=model, args=args, train_dataset=Tokens(), eval_dataset=Tokens()).train(
-    resume_from_checkpoint=sys.argv[2] if len(sys.argv) > 2 else None)
+    resume_from_checkpoint=resume)
