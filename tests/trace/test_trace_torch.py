@@ -11,7 +11,8 @@ began. The records are the module outputs, output gradients and parameters after
 optimizer, and their statistics are those of the tensors, bit for bit (test_trace_py.py's
 definition). Also: bfloat16, float16, float64, integer and strided tensors measure as their
 float32 values; a tuple output is named per element; tracer.micro marks microbatches; a
-forward recomputed by activation checkpointing is phase "recompute".
+forward recomputed by activation checkpointing is phase "recompute". And two processes of a
+DistributedDataParallel job (gloo) tracing one run, their parameters alike after each step.
 
     python test_trace_torch.py LOCKSTEP_BIN LIB_PATH TMPDIR
 
@@ -246,6 +247,62 @@ def check_micro_recompute(c, torch, lt, lib, lockstep, tmp):
     c.ok(len(same) == 12 and all(same), "a recomputed output has its forward's hash")
 
 
+def ddp_rank(rank, db, lib, port):
+    """Rank `rank` of 2 (torch.multiprocessing.spawn's): DistributedDataParallel over gloo
+    on the CPU, each rank its own batch, traced into CASE/ddp with parameters."""
+    import torch
+    import torch.distributed as dist
+
+    import lockstep_trace as lt
+
+    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
+    dist.init_process_group("gloo", rank=rank, world_size=2)
+    torch.manual_seed(0)
+    nn = torch.nn
+    model = nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 4))
+    ddp = nn.parallel.DistributedDataParallel(model)
+    opt = torch.optim.SGD(ddp.parameters(), lr=0.05)
+    tracer = lt.trace_module(model, db, case=CASE, run="ddp", rank=rank, world_size=2,
+                             parameters=True, lib=lib)
+    g = torch.Generator().manual_seed(rank)
+    x, y = torch.randn(16, 8, generator=g), torch.randn(16, 4, generator=g)
+    for step in range(3):
+        opt.zero_grad()
+        ((ddp(x) - y) ** 2).mean().backward()
+        opt.step()
+        tracer.step(step)
+    tracer.close()
+    dist.destroy_process_group()
+
+
+def check_ddp(c, torch, lib, lockstep, tmp):
+    """Two processes of a DistributedDataParallel job (gloo, the CPU) trace one run into
+    one database, as torchrun's ranks do: one run of world size 2, each rank's records;
+    the parameters after each step alike on both ranks, bit for bit (DDP's all-reduce), the
+    activations of their different batches not."""
+    import socket
+
+    import torch.multiprocessing as mp
+
+    db = fresh(os.path.join(tmp, "trace_ddp.db"))
+    with socket.socket() as so:
+        so.bind(("127.0.0.1", 0))
+        port = so.getsockname()[1]
+    mp.spawn(ddp_rank, args=(db, lib, port), nprocs=2, join=True)
+    recs = tp.export(lockstep, db, "ddp", case=CASE)
+    if not c.ok(recs is not None, "export of %s/ddp" % CASE):
+        return
+    by = {}
+    for o in recs:
+        by.setdefault((o["step"], o["phase"], o["tensor"]), {})[o.get("rank", 0)] = o["hash"]
+    c.ok({r for k in by for r in by[k]} == {0, 1}, "both ranks' records in one run")
+    upd = [h for (step, ph, t), h in by.items() if ph == "update"]
+    c.ok(len(upd) == 3 * 4 and all(len(h) == 2 and h[0] == h[1] for h in upd),
+         "the parameters after each step alike on both ranks, bit for bit", "%r" % upd[:2])
+    fwd = by.get((0, "forward", "0.output"), {})
+    c.ok(len(fwd) == 2 and fwd[0] != fwd[1], "the ranks' own batches: activations differ")
+
+
 def main(argv):
     lockstep, lib, tmp = tp.usage(argv, "test_trace_torch.py")
     try:
@@ -272,6 +329,7 @@ def main(argv):
     check_mlp(c, torch, np, xxhash, lt, lib, lockstep, tmp)
     check_dtypes(c, torch, np, xxhash, lt, lib, lockstep, tmp)
     check_micro_recompute(c, torch, lt, lib, lockstep, tmp)
+    check_ddp(c, torch, lib, lockstep, tmp)
     return c.finish()
 
 
