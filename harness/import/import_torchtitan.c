@@ -346,13 +346,17 @@ static int lks_titan_fast(void *state, const char *s, size_t len, lks_import_rec
 	if ((mark = lks_titan_start(v, (size_t)((esc ? esc : s + len) - v)))) {
 		t = mark;
 	} else {
-		if (!esc)
-			return 0;
+		if (!esc)  /* a bar's carriage return: what a terminal shows is the whole way's */
+			return memchr(s, '\r', len) ? -1 : 0;
 		t = lks_esc_skip(esc);
-		if (memcmp(t, "step:", 5) || !lks_titan_mark(v, esc))
-			return -1;
+		if (memcmp(t, "step:", 5) || !lks_titan_mark(v, esc) || t[-1] != 'm')
+			return -1;  /* t[-1]: a colour's end, not a cursor's move (lks_visible_start) */
 		mark = esc;  /* where the clean line's record starts */
 	}
+	/* before the record, a carriage return (a bar drawn before it): the whole way's, which
+	   reads what a terminal shows; after it, one ends no token and the values say -1 */
+	if (memchr(s, '\r', (size_t)(mark - s)))
+		return -1;
 	rec->rank = rank;
 	rec->ranked = ranked;
 	if (!ranked)

@@ -387,6 +387,25 @@ Test(import_read, ansi_codes_anywhere_are_dropped_first)
 	}
 }
 
+/* A line is what a terminal shows of it: a progress bar drawn before a carriage return is
+   no part of it, its rank prefix after the return is the line's; a bar drawn after the
+   record overwrites it (no record, as on a screen). The quick reader leaves such lines to
+   the whole way (the fuzz target holds the two to one reading). */
+Test(import_read, a_line_behind_a_progress_bar_is_what_a_terminal_shows)
+{
+	struct got g;
+
+	cr_assert_eq(titan(" 50%|#####     | 5/10 [00:05<00:05]\r[rank3]:[titan] 2026-01-05 "
+	                   "10:00:01,001 - root - INFO - step: 12  loss:  9.9900  tps: 178,001\n"
+	                   "\r[rank3]:[titan] 2026-01-05 10:00:02,001 - root - INFO - step: 13  "
+	                   "loss:  9.8900\r 60%|######    | 6/10\n", &g), 0, "%s", lks_errmsg());
+	cr_assert_eq(g.n, 1);
+	cr_assert_eq(g.rec[0].rank, 3);
+	cr_assert_eq(g.rec[0].step, 12);
+	cr_assert_eq(g.rec[0].n, 2);
+	cr_assert_eq(g.rec[0].m[0].value, 9.99);
+}
+
 /* A metric given twice on a line is bad input whatever the lines before it held: labels
    remembered by their place (import_metric.c) never stand in for that check. Lines of
    labels drawn from a few, each with its expected verdict: "grad-norm" makes the name
