@@ -196,7 +196,7 @@ struct lks_dm_open {
    for the lines indented deeper (_AnnotateCall.render); any other is ignored. */
 static int lks_dm_string_annotation(struct lks_dm *x, const char *s, int indent, long at)
 {
-	const char *close = strchr(s, ']');
+	const char *close = strchr(s, ']'), *bwd = strstr(s, "bwd");
 	struct lks_dm_open *o;
 
 	x->ignored++;
@@ -211,7 +211,7 @@ static int lks_dm_string_annotation(struct lks_dm *x, const char *s, int indent,
 	if (!(o->name = strdup(close + 2)))
 		return lks_err("out of memory");
 	o->indent = indent;
-	o->bwd = (strstr(s, "bwd") && strstr(s, "bwd") < close) || (x->nmods && o[-1].bwd);
+	o->bwd = (bwd && bwd < close) || (x->nmods && o[-1].bwd);
 	x->nmods++;
 	return 0;
 }

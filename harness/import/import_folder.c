@@ -38,6 +38,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "harness/import/import_impl.h"
 #include "harness/import/import_run_impl.h"
 #include "kernels/err.h"
 
@@ -108,12 +109,11 @@ static int lks_import_entries(struct lks_import_run *r, const lks_import_format 
 	int rc = 0;
 
 	for (int i = 0; i < n; i++) {
-		char *full = malloc(strlen(path) + strlen(list[i]->d_name) + 2);
+		char *full = lks_import_path_in(path, list[i]->d_name);
 
 		if (!rc && !full)
 			rc = lks_err("out of memory");
 		if (!rc) {
-			sprintf(full, "%s/%s", path, list[i]->d_name);
 			rc = folders ? lks_import_folder(r, fmt, full, c) : lks_import_file(r, fmt, full, c);
 		}
 		free(full);
@@ -169,10 +169,9 @@ static long long lks_events_below(const char *path, int depth)
 		if (lks_events_file(d)) {
 			t = lks_events_time(d->d_name);
 		} else if (depth > 0) {
-			char *full = malloc(strlen(path) + strlen(d->d_name) + 2);
+			char *full = lks_import_path_in(path, d->d_name);
 
 			if (full) {
-				sprintf(full, "%s/%s", path, d->d_name);
 				if (lks_is_folder(full, d))
 					t = lks_events_below(full, depth - 1);
 				free(full);
@@ -213,14 +212,13 @@ static int lks_import_subfolders(struct lks_import_run *r, const lks_import_form
 		return lks_err("cannot read the folder '%s'", path), LKS_E_BAD_INPUT;
 	sub = calloc((size_t)n + 1, sizeof(*sub));
 	for (int i = 0; i < n; i++) {
-		char *full = malloc(strlen(path) + strlen(list[i]->d_name) + 2);
+		char *full = lks_import_path_in(path, list[i]->d_name);
 
 		if (!sub || !full) {
 			rc = lks_err("out of memory");
 		} else if (!rc && strcmp(list[i]->d_name, ".") && strcmp(list[i]->d_name, "..")) {
 			long long t = -2;
 
-			sprintf(full, "%s/%s", path, list[i]->d_name);
 			if (lks_is_folder(full, list[i]))
 				t = lks_events_below(full, LKS_EVENTS_DEPTH - 1);
 			if (t != -2) {

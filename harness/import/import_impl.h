@@ -10,6 +10,8 @@
 #include <float.h>
 #include <jansson.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "harness/import/import.h"
@@ -147,6 +149,17 @@ char *lks_import_json_bare_nonfinite(const char *s);
    closed. 0, or the sink's answer. */
 int lks_import_rec_close(lks_import_rec *rec, int *open, lks_import_sink sink, void *arg,
                          lks_import_counts *c);
+/* "dir/name", malloc'd (free it): a file or folder of a folder given; NULL out of memory */
+static inline char *lks_import_path_in(const char *dir, const char *name)
+{
+	size_t n = strlen(dir) + strlen(name) + 2;
+	char *p = malloc(n);
+
+	if (p)
+		snprintf(p, n, "%s/%s", dir, name);
+	return p;
+}
+
 /* A whole-file format's lines (import_titan_losses.c, import_composer.c): each line of f,
    up to LKS_IMPORT_LINE_MAX bytes (longer: bad input at path:line), its newline and '\r'
    taken off, and what a progress bar drew before a carriage return or a cursor moved up

@@ -304,6 +304,16 @@ static int lks_tensor_file_match(const char *pats, const char *name)
 	return 0;
 }
 
+/* Whether path's last component is name ("a/b/NAME", "a/b/NAME/") */
+static int lks_ends_in(const char *path, const char *name)
+{
+	size_t n = strlen(path), k = strlen(name);
+
+	while (n > 1 && path[n - 1] == '/')
+		n--;
+	return n >= k && !memcmp(path + n - k, name, k) && (n == k || path[n - k - 1] == '/');
+}
+
 static int lks_name_cmp(const void *a, const void *b)
 {
 	return strcmp(*(char *const *)a, *(char *const *)b);
@@ -332,23 +342,22 @@ static int lks_timport_path(struct lks_timport *x, const lks_import_format *fmt,
 		rc = 0;
 		while (!rc && (e = readdir(d)))
 			if (fmt->tensor_files && lks_tensor_file_match(fmt->tensor_files, e->d_name)) {
-				char *full = malloc(strlen(path) + strlen(e->d_name) + 2);
+				char *full = lks_import_path_in(path, e->d_name);
 
 				if (!full || lks_room_for((void **)&files, &cap, n, sizeof(*files))) {
 					free(full);
 					rc = lks_err("out of memory");
 					break;
 				}
-				sprintf(full, "%s/%s", path, e->d_name);
 				files[n++] = full;
 			}
 		closedir(d);
-		if (!rc && n == 0 && fmt->tensor_folder) {  /* the framework's log folder */
-			char *sub = malloc(strlen(path) + strlen(fmt->tensor_folder) + 2);
+		/* the framework's log folder: its tensor_folder, once (not that folder's own) */
+		if (!rc && n == 0 && fmt->tensor_folder && !lks_ends_in(path, fmt->tensor_folder)) {
+			char *sub = lks_import_path_in(path, fmt->tensor_folder);
 
 			if (!sub)
 				return lks_err("out of memory");
-			sprintf(sub, "%s/%s", path, fmt->tensor_folder);
 			if (!stat(sub, &st) && S_ISDIR(st.st_mode)) {
 				rc = lks_timport_path(x, fmt, sub);
 				free(sub);
