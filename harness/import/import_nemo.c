@@ -13,7 +13,11 @@
  * one line a logged iteration (from 0: the step), through the loop of the line formats
  * (import_lines.c); a value is the mean over the log interval (global_step the latest).
  * With 4 significant digits the loss is coarse: import the TensorBoard events for more.
- * Its validation lines ("Validation: iteration 1/2") hold no metrics and are ignored.
+ * Its validation lines ("Validation: iteration 1/2") hold no metrics and are ignored. A
+ * validation's metric (val_loss) is what Lightning's progress bar holds: the last
+ * validation's value, printed on every line after it until the next one; the event files
+ * hold it once, at the step it was made (seen with the printer itself, tests/import/data/
+ * nemo_real/).
  */
 #include <string.h>
 

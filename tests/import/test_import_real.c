@@ -7,6 +7,9 @@
  * transformers 5 prints as strings of 4 digits, behind tqdm's bar by default. And the two things that real run showed a
  * TensorBoard reader must take: a tag written twice at one step (train/epoch, with each
  * evaluation and the run's summary), and launch folders named by a month's name.
+ * And NeMo 2's own ProgressPrinter under Lightning (data/nemo_real/, make_nemo_run.py), whose
+ * console reads as the same run's TensorBoard events (Lightning's TensorBoardLogger) to the
+ * 4 significant digits it prints.
  */
 #include <criterion/criterion.h>
 #include <math.h>
@@ -22,11 +25,14 @@
 #include "kernels/err.h"
 
 #define HF LKS_IMPORT_DIR "/hf_real"
-#define STEPS 8
+#define NEMO LKS_IMPORT_DIR "/nemo_real"
+#define STEPS 8         /* the Hugging Face run's */
+#define NEMO_STEPS 12   /* the NeMo run's, iterations 0 to 11 */
+#define MAX_STEP 15
 
 /* A run's values of one metric by step (NaN: none), the last stored of a step. */
 struct series {
-	double v[STEPS + 1];
+	double v[MAX_STEP + 1];
 	int n;
 };
 
@@ -34,7 +40,7 @@ static int keep(void *arg, const lks_metric_row *m)
 {
 	struct series *s = arg;
 
-	if (m->step >= 0 && m->step <= STEPS)
+	if (m->step >= 0 && m->step <= MAX_STEP)
 		s->v[m->step] = m->value;
 	s->n++;
 	return 0;
@@ -44,7 +50,7 @@ static struct series series_of(lks_store *st, int64_t run, const char *name)
 {
 	struct series s;
 
-	for (int i = 0; i <= STEPS; i++)
+	for (int i = 0; i <= MAX_STEP; i++)
 		s.v[i] = NAN;
 	s.n = 0;
 	cr_assert_eq(lks_store_get_metrics(st, run, name, keep, &s), 0, "%s", lks_errmsg());
@@ -193,6 +199,50 @@ Test(import_real, a_tag_written_twice_at_a_step_is_one_value_or_refused)
 	cr_assert(strstr(lks_errmsg(), "metric 'epoch' given twice at step 2: 0.5, then 0.75 by "
 	                 "tag 'train/epoch'"), "%s", lks_errmsg());
 	cr_assert_eq(sql_int(st, "SELECT count(*) FROM runs WHERE run_name = 'bad'"), 0);
+	lks_store_close(st);
+	rm_tmp();
+}
+
+/* NeMo's console ("Training epoch 0, iteration 0/11 | reduced_train_loss: 1.391 | ...",
+   f"{v:.4}" of each value, a whole one as an int) and Lightning's event files of the same
+   run, given as the folder above its version_0 folder (which holds hparams.yaml beside the
+   events): the same iterations, 0 to 11, and the same values to the console's digits. */
+Test(import_real, nemos_console_reads_as_its_event_files_to_the_printed_digits)
+{
+	lks_store *st = fresh_store();
+	const char *console[] = { NEMO "/console.log" }, *tb[] = { NEMO "/tb" };
+	static const char *const same[] = { "global_step", "consumed_samples" };
+	static const char *const close[] = { "loss", "lr", "iteration_time_s" };
+	lks_import_result rc, rt;
+
+	cr_assert_eq(import_as(st, "nemo", "console", console, 1, &rc), 0, "%s", lks_errmsg());
+	cr_assert_eq(import_as(st, "tensorboard", "tb", tb, 1, &rt), 0, "%s", lks_errmsg());
+	cr_assert_eq(rc.counts.records, NEMO_STEPS, "a line an iteration; the model's table, "
+	             "the validation lines and Lightning's tip ignored");
+	cr_assert_eq(rt.counts.records, NEMO_STEPS);
+	cr_assert_eq(rc.steps, NEMO_STEPS - 1);
+	cr_assert_eq(rt.steps, NEMO_STEPS - 1);
+	for (size_t k = 0; k < sizeof(same) / sizeof(same[0]); k++) {
+		struct series c = series_of(st, rc.run_id, same[k]), t = series_of(st, rt.run_id, same[k]);
+
+		for (int s = 0; s < NEMO_STEPS; s++)  /* whole numbers: printed as ints, exact */
+			cr_assert_eq(c.v[s], t.v[s], "%s at %d: console %.17g, events %.17g", same[k],
+			             s, c.v[s], t.v[s]);
+		cr_assert_eq(c.v[3], k ? 32 : 3);
+	}
+	for (size_t k = 0; k < sizeof(close) / sizeof(close[0]); k++) {
+		struct series c = series_of(st, rc.run_id, close[k]), t = series_of(st, rt.run_id, close[k]);
+
+		cr_assert_eq(c.n, NEMO_STEPS, "%s", close[k]);
+		for (int s = 0; s < NEMO_STEPS; s++) {
+			/* 4 significant digits: within half a unit of the 4th, relative to the value's
+			   decade (1e-3 of it at most, as 1.000 to 9.999 are) */
+			double unit = pow(10, floor(log10(fabs(t.v[s]))) - 3);
+
+			cr_assert_leq(fabs(c.v[s] - t.v[s]), 0.5 * unit, "%s at %d: console %.17g, "
+			              "events %.17g", close[k], s, c.v[s], t.v[s]);
+		}
+	}
 	lks_store_close(st);
 	rm_tmp();
 }
