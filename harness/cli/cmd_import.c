@@ -44,9 +44,10 @@ static const char lks_import_help[] =
 	"name order, or, where it holds none, its rank_N folders (torchtitan's timestamp\n"
 	"folder), or, where it holds neither, its folders with event files below them, in\n"
 	"the order they started (Hugging Face's output folder: runs/<launch>/, a folder per\n"
-	"launch). Each rank's files are a stream of their own: a later file that logs a\n"
-	"rank's step again restarts that rank. A tag written twice at a step with the same\n"
-	"value is one value.\n"
+	"launch). Folders beside a folder's own event files (add_scalars writes a series a\n"
+	"folder) are not read, and the import says so. Each rank's files are a stream of\n"
+	"their own: a later file that logs a rank's step again restarts that rank. A tag\n"
+	"written twice at a step with the same value is one value.\n"
 	"\n"
 	"Tensor traces (te-debug, tensor-jsonl, ...) hold per step and rank the statistics of\n"
 	"each tensor in the order the run met them (and its hash, where the format has one):\n"
@@ -383,5 +384,11 @@ int cmd_import(int argc, char **argv)
 	       o.run_name, (long long)res.run_id, o.fmt->name, res.steps, res.world_size,
 	       res.world_size == 1 ? "" : "s", res.counts.records, res.counts.repeated,
 	       res.counts.ignored, res.counts.restarts, res.counts.restarts == 1 ? "" : "s");
+	if (res.unread)
+		fprintf(stderr, "lockstep: import: not read: %d folder%s of event files within a run's "
+		        "folder, such as '%s' (SummaryWriter.add_scalars writes each series of a chart "
+		        "into one, under the chart's tag): import each as a run of its own, with "
+		        "--tag-map to name its tag\n", res.unread, res.unread == 1 ? "" : "s",
+		        res.unread_first);
 	return LKS_EXIT_OK;
 }

@@ -374,6 +374,9 @@ typedef struct lks_import_result {
 	double commit_s;          /* seconds from the last record read to the import committed
 	                             (the part of an import no number of cores shortens) */
 	lks_import_counts counts; /* summed over the files */
+	int unread;               /* tensorboard: folders with event files in a run's folder
+	                             beside its own event files, not read (add_scalars' series) */
+	char unread_first[512];   /* the first of them */
 } lks_import_result;
 
 /* Parses the files in order as one run and stores it (store NULL: checks only, for the

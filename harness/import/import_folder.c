@@ -32,6 +32,13 @@
  * training's folder is read after the first as a restart; torchtitan's save_tb_folder holds
  * its timestamp folders. Given OUTPUT_DIR itself, its checkpoint folders hold no events and
  * are passed over.
+ *
+ * A folder of event files that also holds folders with event files in them is read as its
+ * own files only: SummaryWriter.add_scalars (torch, tensorboardX) writes each series of its
+ * chart into such a folder, <chart tag, '/' made '_'>_<series>, each its writer's file
+ * restarting the steps, under the chart's tag. They are counted and the first named
+ * (lks_import_result.unread), so that the import says what it did not read; each can be
+ * imported as a run of its own.
  */
 #include <dirent.h>
 #include <stdlib.h>
@@ -245,6 +252,29 @@ static int lks_import_subfolders(struct lks_import_run *r, const lks_import_form
 	return rc;
 }
 
+/* The folders in path (a run's folder, which holds event files) that hold event files
+   themselves, counted into r and the first by name kept (add_scalars' series: not read). */
+static void lks_import_unread(struct lks_import_run *r, const char *path)
+{
+	DIR *dir = opendir(path);
+	struct dirent *d;
+
+	while (dir && (d = readdir(dir))) {
+		char *full;
+
+		if (!strcmp(d->d_name, ".") || !strcmp(d->d_name, ".."))
+			continue;
+		if (!(full = lks_import_path_in(path, d->d_name)))
+			break;
+		if (lks_is_folder(full, d) && lks_events_below(full, 0) != -2
+		    && (r->unread++ == 0 || strcmp(full, r->unread_first) < 0))
+			snprintf(r->unread_first, sizeof(r->unread_first), "%s", full);
+		free(full);
+	}
+	if (dir)
+		closedir(dir);
+}
+
 /* import_run_impl.h */
 int lks_import_folder(struct lks_import_run *r, const lks_import_format *fmt,
                       const char *path, lks_import_counts *c)
@@ -264,5 +294,7 @@ int lks_import_folder(struct lks_import_run *r, const lks_import_format *fmt,
 		free(list);
 		return lks_import_subfolders(r, fmt, path, c);
 	}
+	if (!folders)
+		lks_import_unread(r, path);
 	return lks_import_entries(r, fmt, path, list, n, folders, c);
 }

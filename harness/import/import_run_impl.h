@@ -80,6 +80,8 @@ struct lks_import_run {
 	                             records' own */
 	lks_import_rec *ranked;   /* a record given its folder's rank; NULL until one is */
 	struct lks_import_names names;
+	int unread;               /* lks_import_result's */
+	char unread_first[512];
 };
 
 /* The sink the parsers see: a repeated record is counted, not an error. */

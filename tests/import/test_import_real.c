@@ -9,7 +9,9 @@
  * evaluation and the run's summary), and launch folders named by a month's name.
  * And NeMo 2's own ProgressPrinter under Lightning (data/nemo_real/, make_nemo_run.py), whose
  * console reads as the same run's TensorBoard events (Lightning's TensorBoardLogger) to the
- * 4 significant digits it prints.
+ * 4 significant digits it prints. And torch's SummaryWriter's other ways of writing a scalar
+ * (data/tb_torch_variants/, make_tb_variants.py): float32 and float64 tensors, and
+ * add_scalars' folder a series, which the import leaves and says it left.
  */
 #include <criterion/criterion.h>
 #include <math.h>
@@ -18,6 +20,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "run_bin.h"
 #include "store_fixture.h"
 #include "tb_events.h"
 #include "harness/import/import.h"
@@ -26,6 +29,7 @@
 
 #define HF LKS_IMPORT_DIR "/hf_real"
 #define NEMO LKS_IMPORT_DIR "/nemo_real"
+#define VARIANTS LKS_IMPORT_DIR "/tb_torch_variants"
 #define STEPS 8         /* the Hugging Face run's */
 #define NEMO_STEPS 12   /* the NeMo run's, iterations 0 to 11 */
 #define MAX_STEP 15
@@ -244,5 +248,46 @@ Test(import_real, nemos_console_reads_as_its_event_files_to_the_printed_digits)
 		}
 	}
 	lks_store_close(st);
+	rm_tmp();
+}
+
+/* add_scalar(new_style=True) writes a float32 tensor, with double_precision=True a float64
+   one, by default a simple_value (the float32 of a Python float): each is stored as the
+   value logged, bit for bit (make_tb_variants.py printed them). add_scalars("Loss", ...)
+   wrote run/Loss_train/ and run/Loss_val/: not read as the run's, counted and named. */
+Test(import_real, torchs_tensor_scalars_read_exactly_and_add_scalars_folders_are_named)
+{
+	lks_store *st = fresh_store();
+	const char *run[] = { VARIANTS "/run" };
+	static const double loss[] = { 0, 8.90109920501709, 4.7093024253845215,
+	                               3.2015810012817383, 2.42514967918396, 1.9518072605133057 };
+	char args[1024], out[4096];
+	lks_import_result r;
+	struct series l, g, lr;
+
+	cr_assert_eq(import_as(st, "tensorboard", "tb", run, 1, &r), 0, "%s", lks_errmsg());
+	cr_assert_eq(r.counts.records, 5);
+	l = series_of(st, r.run_id, "loss");
+	g = series_of(st, r.run_id, "grad_norm");
+	lr = series_of(st, r.run_id, "lr");
+	for (int s = 1; s <= 5; s++) {
+		cr_assert_eq(l.v[s], loss[s], "step %d: %.17g", s, l.v[s]);
+		cr_assert_eq(g.v[s], 1.0 + s / 3.0, "step %d: %.17g, not the float64 logged", s, g.v[s]);
+		cr_assert_eq(lr.v[s], (double)(float)(1e-4 * s), "step %d", s);
+	}
+	cr_assert_eq(r.unread, 2, "Loss_train and Loss_val");
+	cr_assert(strstr(r.unread_first, "/run/Loss_train"), "%s", r.unread_first);
+	lks_store_close(st);
+
+	/* the command says so, and one such folder imports as a run of its own */
+	snprintf(args, sizeof(args), "import --db '%s/cli.db' --format tensorboard --case v --run "
+	         "all '%s/run'", tmpdir, VARIANTS);
+	cr_assert_eq(lks_run_bin(NULL, args, out, sizeof(out)), 0, "%s", out);
+	cr_assert(strstr(out, "not read: 2 folders of event files within a run's folder, such as "
+	                 "'" VARIANTS "/run/Loss_train' (SummaryWriter.add_scalars"), "%s", out);
+	snprintf(args, sizeof(args), "import --db '%s/cli.db' --format tensorboard --case v --run "
+	         "train --tag-map Loss=loss '%s/run/Loss_train'", tmpdir, VARIANTS);
+	cr_assert_eq(lks_run_bin(NULL, args, out, sizeof(out)), 0, "%s", out);
+	cr_assert(strstr(out, "5 metric lines") && !strstr(out, "not read"), "%s", out);
 	rm_tmp();
 }
