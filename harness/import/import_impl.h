@@ -126,8 +126,10 @@ int lks_import_bad_step(const char *path, long line, const char *what, const cha
 /* The fields of a line from p to end, "LABEL<sep>VALUE[UNIT]" separated by delim (',',
    '|'; blanks around each; sep ' ': the value is the field's last word), each added to rec
    under its label (fmt's table, import_label.c) with the decimals it was written with; a
-   unit (letters, '%', '/': ms, %, ...) after the number is the label's metric's. A
-   performance value below 0 is one not measured yet, and left out. 1; a field without its
+   unit (letters, '%', '/': ms, %, ...) after the number is the label's metric's. A value
+   is any number lks_import_number takes, "nan" and "inf" too (Python's format prints a NaN
+   loss so: a NaN is stored, the first sign of what a check looks for). A performance value
+   below 0 is one not measured yet, and left out. 1; a field without its
    value, or a bad number, is bad input at path:line (LKS_E_BAD_INPUT). */
 int lks_import_fields(lks_import_rec *rec, lks_import_fmt fmt, const char *p,
                       const char *end, char delim, char sep, const char *path);

@@ -261,6 +261,29 @@ static const char *lks_unit_end(const char *p, const char *ve)
 	return p;
 }
 
+/* A field's value v..ve: a number with its unit, if any ("148.74ms", "0.01%"), where the
+   fast path reads it; else the whole value as lks_import_number reads it ("nan", "inf", as
+   Python's format prints a NaN and an infinity; a repr's 17 digits; an exponent past
+   10^22); else such a number before its unit. 0 with *x and *dec, or what
+   lks_import_number answered (-1: none; _OVER, _UNDER). */
+static int lks_field_value(const char *v, const char *ve, double *x, int64_t *dec)
+{
+	size_t k = lks_import_number_prefix(v, (size_t)(ve - v), 0, x);
+	const char *u = ve;
+	int answer;
+
+	if (k && lks_unit_end(v + k, ve) == ve)
+		return lks_import_number_dec(v, k, 0, x, dec);
+	if ((answer = lks_import_number_dec(v, (size_t)(ve - v), 0, x, dec)) != -1)
+		return answer;
+	while (u > v && (lks_alpha(u[-1]) || u[-1] == '%' || u[-1] == '/'))
+		u--;
+	/* a unit after a number's last digit (not an exponent's 'e' with no digits) */
+	if (u == ve || u == v || !lks_digit(u[-1]) || *u == 'e' || *u == 'E')
+		return -1;
+	return lks_import_number_dec(v, (size_t)(u - v), 0, x, dec);
+}
+
 int lks_import_fields(lks_import_rec *rec, lks_import_fmt fmt, const char *p,
                       const char *end, char delim, char sep, const char *path)
 {
@@ -268,9 +291,9 @@ int lks_import_fields(lks_import_rec *rec, lks_import_fmt fmt, const char *p,
 		const char *comma = memchr(p, delim, (size_t)(end - p)), *fe = comma ? comma : end;
 		const char *l = p, *le, *v, *ve, *s = NULL;
 		const lks_import_metric *m;
-		size_t k;
 		double x;
 		int64_t dec = LKS_IMPORT_NO_DEC;
+		int answer;
 
 		p = comma ? comma + 1 : end;
 		while (l < fe && *l == ' ')
@@ -291,12 +314,9 @@ int lks_import_fields(lks_import_rec *rec, lks_import_fmt fmt, const char *p,
 			;
 		if (lks_import_unmeasured(fmt, l, (size_t)(le - l), v, (size_t)(ve - v)))
 			continue;
-		if (!(k = lks_import_number_prefix(v, (size_t)(ve - v), 0, &x))
-		    || lks_unit_end(v + k, ve) != ve)
+		if ((answer = lks_field_value(v, ve, &x, &dec)))
 			return lks_import_bad_value(path, rec->line, l, (size_t)(le - l), v,
-			                            (size_t)(ve - v), k ? -1 : lks_import_number(v,
-			                            (size_t)(ve - v), 0, &x));
-		lks_import_number_dec(v, k, 0, &x, &dec);
+			                            (size_t)(ve - v), answer);
 		/* a performance value below 0 is one not measured yet: nanoGPT's mfu is -100%
 		   until its fifth iteration (its running_mfu starts at -1.0) */
 		m = lks_import_metric_label(fmt, l, (size_t)(le - l));

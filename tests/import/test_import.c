@@ -318,6 +318,24 @@ static const struct fixture fixtures[] = {
 	    BOTH(1, 0, "tflops", 4.796, PERFORMANCE), BOTH(1, 0, "tps", 26253.18, PERFORMANCE),
 	    BOTH(1, 0, "mtp_loss", 0.212, NUMERICS), BOTH(2, 0, "total_weights", 8192.0, NUMERICS),
 	    VALUE(2, 0, "loss", 9.905) } },
+	/* MaxText at e591f30: a ramp-up step (no throughput), a profiler's step (no time),
+	   lm_loss and perplexity, a NaN loss as f"{loss:.3f}" prints it, a repr's 17 digits,
+	   and its new evaluation line, left */
+	{ "maxtext", "maxtext_e591f30.log", NULL,
+	  { { STEPS, 3 }, { RECORDS, 4 }, { IGNORED, 2 }, { ROWS, 5 + 7 + 4 + 9 } },
+	  { BOTH(0, 0, "iteration_time_s", 12.153, PERFORMANCE), ABSENT(0, "tflops"),
+	    BOTH(0, 0, "perplexity", 52939.881, NUMERICS), VALUE(2, 0, "loss", 10.1),
+	    ABSENT(2, "iteration_time_s"), VALUE(3, 0, "loss", NAN), VALUE(3, 0, "lm_loss", NAN),
+	    VALUE(3, 0, "indexer_loss", 0.12345678901234568), VALUE(3, 0, "live_slice_count", 2) } },
+	/* A NaN (and an infinity) in a line, as Python's format prints it: a value, stored as
+	   NaN, in every line format */
+	{ "nanogpt", "nanogpt_nan.log", NULL, { { STEPS, 10 }, { RECORDS, 2 } },
+	  { VALUE(0, 0, "loss", 4.2654), VALUE(10, 0, "loss", NAN) } },
+	{ "nemo", "nemo_nan.log", NULL, { { STEPS, 1 }, { RECORDS, 2 } },
+	  { VALUE(0, 0, "loss", 11.02), VALUE(1, 0, "loss", NAN), VALUE(1, 0, "lr", 0.00012) } },
+	{ "composer", "composer_nan.log", NULL, { { STEPS, 2 }, { RECORDS, 2 } },
+	  { VALUE(1, 0, "loss", 11.6525), VALUE(2, 0, "loss", NAN),
+	    VALUE(2, 0, "metrics_train_LanguageCrossEntropy", INFINITY) } },
 	/* NeMo 2 (ProgressPrinter's line): the iteration the step, '|' between the fields, a
 	   value in 4 significant digits ("1.103e+01" too), its validation lines left */
 	{ "nemo", "nemo.log", NULL, { { STEPS, 2 }, { RECORDS, 3 }, { IGNORED, 2 }, { ROWS, 16 } },
