@@ -320,8 +320,9 @@ static int lks_tb_again(struct lks_tb_read *x, const char *tag, double v)
 			same = !memcmp(&m->value, &v, sizeof(v));
 			if (!same)
 				lks_err("'%s':%ld: metric '%s' given twice at step %d: %.17g, then %.17g "
-				        "by tag '%s'", x->path, x->rec->line, m->name, x->rec->step,
-				        m->value, v, tag);
+				        "by tag '%s'%s", x->path, x->rec->line, m->name, x->rec->step,
+				        m->value, v, tag, x->rec->step ? "" : " (a writer not told the "
+				        "step, add_scalar without global_step, writes every value at step 0)");
 			break;
 		}
 	free(one);

@@ -188,6 +188,7 @@ Test(import_real, a_tag_written_twice_at_a_step_is_one_value_or_refused)
 	struct tb_scalar bad[] = {
 		{ 1, "train/loss", 3.5f }, { 2, "train/epoch", 0.5f }, { 2, "train/epoch", 0.75f },
 	};
+	struct tb_scalar nostep[] = { { 0, "loss", 1.0f }, { 0, "loss", 0.5f } };
 	lks_import_result r;
 	struct series e;
 
@@ -203,6 +204,13 @@ Test(import_real, a_tag_written_twice_at_a_step_is_one_value_or_refused)
 	cr_assert(strstr(lks_errmsg(), "metric 'epoch' given twice at step 2: 0.5, then 0.75 by "
 	                 "tag 'train/epoch'"), "%s", lks_errmsg());
 	cr_assert_eq(sql_int(st, "SELECT count(*) FROM runs WHERE run_name = 'bad'"), 0);
+	/* every value at step 0: the writer was not given the step, and the error says so */
+	path_in_tmp(path, sizeof(path), "events.out.tfevents.3.nostep");
+	tb_write(path, nostep, 2);
+	cr_assert_eq(import_as(st, "tensorboard", "nostep", paths, 1, &r), LKS_E_BAD_INPUT);
+	cr_assert(strstr(lks_errmsg(), "given twice at step 0: 1, then 0.5 by tag 'loss' (a "
+	                 "writer not told the step, add_scalar without global_step"), "%s",
+	          lks_errmsg());
 	lks_store_close(st);
 	rm_tmp();
 }
