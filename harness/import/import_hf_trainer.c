@@ -18,7 +18,11 @@
  *     PrinterCallback.on_log): {'loss': '3.915', 'learning_rate': '8.333e-05', ...}, read
  *     as the number it spells. ProgressCallback (the default) writes it through tqdm, so in
  *     a captured console it follows the bar and a '\r' on its line: the line read is what
- *     a terminal shows, after it (lks_import_each_line). The console has no step: the n-th line with a 'loss' is
+ *     a terminal shows, after it (lks_import_each_line). Launched by torchrun --tee (or
+ *     srun --label) a line has its process's prefix, "[rank0]:" or "[default0]:": the
+ *     Trainer prints on each node's local process zero (log_on_each_node), the job's
+ *     dict each time, so the lines of the first prefix's rank are read and the copies of
+ *     other nodes' are counted as ignored. The console has no step: the n-th line with a 'loss' is
  *     step n (logging_steps apart in the run); lines without one (evaluations, the summary)
  *     are counted as ignored. trainer_state.json has the steps: a resumed run's console
  *     begins again at step 1, so import its trainer_state.json or its event files.
@@ -111,6 +115,7 @@ static int lks_hf_state(const char *path, json_t *doc, lks_import_rec *rec,
 struct lks_hf_read {
 	lks_import_rec rec;
 	int n;                  /* the console's lines with a loss so far */
+	int rank;               /* the rank whose prefix the first of them had; -1: none yet */
 	const char *path;
 	lks_import_sink sink;
 	void *arg;
@@ -121,14 +126,23 @@ struct lks_hf_read {
 static int lks_hf_line(void *arg, char *line, size_t len, long at)
 {
 	struct lks_hf_read *x = arg;
-	const char *p = line, *end = line + len;
-	int rc;
+	const char *p, *end = line + len;
+	int rc, rank, ranked;
 
+	p = lks_import_rank_prefix(line, &rank, &ranked);
 	while (p < end && isspace((unsigned char)*p))
 		p++;
 	while (end > p && isspace((unsigned char)end[-1]))
 		end--;
 	if (end - p < 2 || *p != '{' || end[-1] != '}' || !strstr(p, "'loss': ")) {
+		x->c->ignored++;
+		return 0;
+	}
+	/* the local process zero of each node prints the job's dict: one node's lines are
+	   the run's, another's the same again */
+	if (x->rank < 0)
+		x->rank = rank;
+	if (rank != x->rank) {
 		x->c->ignored++;
 		return 0;
 	}
@@ -210,7 +224,8 @@ static int lks_import_parse_hf(const char *path, FILE *f, lks_import_sink sink, 
 	} else if (!(mem = fmemopen(text, len ? len : 1, "r"))) {
 		rc = lks_err("out of memory");
 	} else {
-		*x = (struct lks_hf_read){ .path = path, .sink = sink, .arg = arg, .c = c };
+		*x = (struct lks_hf_read){ .rank = -1, .path = path, .sink = sink, .arg = arg,
+		                           .c = c };
 		rc = lks_import_each_line(path, mem, c, lks_hf_line, x);
 		fclose(mem);
 	}

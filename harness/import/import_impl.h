@@ -105,6 +105,11 @@ static inline __attribute__((always_inline)) size_t lks_decimal_z(const char *s,
      ranks that print alike (*ranked 0);
    - neither: rank 0, *ranked 0. */
 const char *lks_import_rank_prefix(const char *s, int *rank, int *ranked);
+/* Where the torchrun prefix ("[rank3]:", "[default0]:") that begins last in s[0, len)
+   begins, its length in *plen; -1 where none does. torchrun writes a line's pieces that a
+   carriage return ended (a progress bar's) with their prefix and no newline, so one line
+   of its output may hold several, of several processes (import_lines.c). */
+long lks_import_last_prefix(const char *s, size_t len, size_t *plen);
 /* Whether a name the table lacks (len bytes) is performance by its words
    (lks_import_perf_words, or a rate "/s"): import_label.c's rule, a tag map's too. */
 int lks_import_sounds_performance(const char *label, size_t len);

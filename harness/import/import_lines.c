@@ -121,6 +121,59 @@ const char *lks_import_rank_prefix(const char *s, int *rank, int *ranked)
 	return s;
 }
 
+/* import_impl.h */
+long lks_import_last_prefix(const char *s, size_t len, size_t *plen)
+{
+	const char *end = s + len;
+	long last = -1;
+
+	for (const char *p = s; (p = memchr(p, ']', (size_t)(end - p))) && p + 1 < end; p++) {
+		const char *q = p, *d;
+
+		if (p[1] != ':')
+			continue;
+		while (q > s && lks_digit(q[-1]))
+			q--;
+		for (d = q; q > s && (lks_alpha(q[-1]) || q[-1] == '_'); q--)
+			;
+		if (d < p && q < d && q > s && q[-1] == '[') {
+			last = (long)(q - 1 - s);
+			*plen = (size_t)(p + 2 - (q - 1));
+		}
+	}
+	return last;
+}
+
+/* Where the text shown of line s (len bytes, NUL ended) begins, with the prefix of the
+   process that wrote it in front. torchrun --tee and srun --label prefix each line a
+   process writes; torchrun reads a carriage return as a line's end and writes what came
+   before it with its prefix and no newline, so a progress bar's pieces and the line after
+   them share one line: "[default0]: 88%|#### | 7/8[default0]:{'loss': ...}" (seen with
+   torch 2.15's torchrun and transformers 5.24's Trainer). The line is then the last
+   prefix's piece; else what a terminal shows (lks_visible_start), with the prefix that
+   came before it (srun's, or torchrun's where the carriage return was kept) moved in front
+   of it, so that its rank stays what the prefix says. */
+static size_t lks_shown_start(char *s, size_t len)
+{
+	size_t shown = lks_visible_start(s, len), plen = 0;
+	int rank, ranked;
+	const char *after = lks_import_rank_prefix(s, &rank, &ranked);
+	long last = ranked ? lks_import_last_prefix(s, len, &plen) : -1;
+
+	if (last >= 0 && (size_t)last >= shown)
+		return (size_t)last;
+	if (shown == 0)
+		return 0;
+	if (last < 0) {  /* srun's label (or none): from the line's start */
+		last = 0;
+		plen = (size_t)(after - s);
+	}
+	if (plen == 0)
+		return shown;
+	memmove(s + shown - plen, s + last, plen);
+	return shown - plen;
+}
+
 int lks_import_unmeasured(lks_import_fmt fmt, const char *l, size_t llen, const char *v,
                           size_t vlen)
 {
@@ -206,7 +259,7 @@ int lks_import_lines_at(const char *path, FILE *f, long line, uint64_t limit,
 		rec->line = rd.line;
 		rec->layout = 0;
 		if (!memo || (is = quick->line(memo, buf, len, rec)) < 0) {
-			size_t shown = lks_visible_start(buf, len);
+			size_t shown = lks_shown_start(buf, len);
 
 			if (memo)
 				quick->missed(memo);  /* the record is the whole way's now */
@@ -377,7 +430,7 @@ int lks_import_each_line(const char *path, FILE *f, lks_import_counts *c,
 		}
 		while (len && (line[len - 1] == '\n' || line[len - 1] == '\r'))
 			line[--len] = 0;
-		shown = lks_visible_start(line, len);  /* a progress bar's drawing before it */
+		shown = lks_shown_start(line, len);  /* a progress bar's drawing before it */
 		rc = fn(arg, line + shown, len - shown, c->lines);
 	}
 	if (rc == 0 && ferror(f))

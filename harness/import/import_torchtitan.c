@@ -353,9 +353,11 @@ static int lks_titan_fast(void *state, const char *s, size_t len, lks_import_rec
 			return -1;  /* t[-1]: a colour's end, not a cursor's move (lks_visible_start) */
 		mark = esc;  /* where the clean line's record starts */
 	}
-	/* before the record, a carriage return (a bar drawn before it): the whole way's, which
+	/* before the record, a carriage return (a bar drawn before it), or another process's
+	   prefix (torchrun joins a bar's pieces to the line after them): the whole way's, which
 	   reads what a terminal shows; after it, one ends no token and the values say -1 */
-	if (memchr(s, '\r', (size_t)(mark - s)))
+	if (memchr(s, '\r', (size_t)(mark - s))
+	    || (ranked && lks_import_last_prefix(v, (size_t)(mark - v), &(size_t){ 0 }) >= 0))
 		return -1;
 	rec->rank = rank;
 	rec->ranked = ranked;

@@ -161,6 +161,15 @@ static const struct fixture fixtures[] = {
 	    VALUE(1, 1, "memory_pct", 3.13), VALUE(2, 0, "tps", 177138.0),
 	    VALUE(2, 1, "mfu", 9.71), VALUE(2, 1, "grad_norm", NAN),
 	    KIND(1, 0, "grad_norm", NUMERICS), KIND(1, 0, "tflops", PERFORMANCE) } },
+	/* torchrun --tee prefixes each piece of a line that a carriage return ended (a
+	   progress bar's) and writes it without a newline, so a record may follow a bar, and
+	   another process's prefix, on its line: each record is the rank of the prefix just
+	   before it (rank 1's step 2 after rank 0's bar), also where the carriage return was
+	   kept (rank 1's step 1: its prefix before the bar) */
+	{ "torchtitan", "titan_torchrun_bar.log", NULL,
+	  { { STEPS, 3 }, { WORLD_SIZE, 2 }, { RECORDS, 6 }, { IGNORED, 0 } },
+	  { VALUE(1, 0, "loss", 10.8), VALUE(1, 1, "loss", 10.7), VALUE(2, 0, "loss", 10.5),
+	    VALUE(2, 1, "loss", 10.4), VALUE(3, 1, "loss", 10.2), VALUE(3, 0, "loss", 10.3) } },
 	/* torchtitan before tps was called so logged "wps" (words, i.e. tokens, per second): a
 	   throughput, performance, never numerics (where a bitwise verdict would fail on it). */
 	{ "torchtitan", "titan_wps.log", NULL, { { COUNT_END } },

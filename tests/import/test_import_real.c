@@ -299,3 +299,35 @@ Test(import_real, torchs_tensor_scalars_read_exactly_and_add_scalars_folders_are
 	cr_assert(strstr(out, "5 metric lines") && !strstr(out, "not read"), "%s", out);
 	rm_tmp();
 }
+
+/* The Trainer launched by torchrun --tee, 2 processes: every line of its console has its
+   process's prefix, and torchrun writes a bar's pieces (each ended by a carriage return)
+   without a newline, so the dicts of steps 3 and 5 follow a bar on its line, each after a
+   prefix of its own ("[default0]: 88%|...| 7/8 [...][default0]:{'loss': ...}"). Every step
+   is read, at its place: the console's n-th loss is trainer_state.json's step n. */
+Test(import_real, the_console_under_torchrun_reads_every_step_at_its_place)
+{
+	lks_store *st = fresh_store();
+	const char *console[] = { HF "/torchrun/console.log" };
+	const char *state[] = { HF "/torchrun/trainer_state.json" };
+	lks_import_result rc, rs;
+	struct series cl, sl, ce, se;
+
+	cr_assert_eq(import_as(st, "hf-trainer", "console", console, 1, &rc), 0, "%s",
+	             lks_errmsg());
+	cr_assert_eq(import_as(st, "hf-trainer", "state", state, 1, &rs), 0, "%s", lks_errmsg());
+	cr_assert_eq(rc.counts.records, STEPS, "a record a step, none lost behind a bar");
+	cr_assert_eq(rc.world_size, 1);
+	cl = series_of(st, rc.run_id, "loss");
+	sl = series_of(st, rs.run_id, "loss");
+	ce = series_of(st, rc.run_id, "epoch");
+	se = series_of(st, rs.run_id, "epoch");
+	for (int s = 1; s <= STEPS; s++) {
+		/* 4 significant digits of a loss between 1 and 10 */
+		cr_assert_leq(fabs(cl.v[s] - sl.v[s]), 0.5e-3, "step %d: console %.17g, state %.17g",
+		              s, cl.v[s], sl.v[s]);
+		cr_assert_eq(ce.v[s], se.v[s], "step %d: the epoch (s / 8) places the line", s);
+	}
+	lks_store_close(st);
+	rm_tmp();
+}

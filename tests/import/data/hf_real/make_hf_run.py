@@ -7,6 +7,9 @@ source: by it), as a user's nightly leaves it. Ran with transformers 5.24.0 and 
     python make_hf_run.py output > console.log                             # steps 1-8
     python make_hf_run.py output output/checkpoint-4 > console_resumed.log  # resumed: 5-8
     python make_hf_run.py /tmp/x --tqdm > console_tqdm.log 2>&1           # tqdm's bars too
+    torchrun --nproc-per-node 2 --tee 3 make_hf_run.py /tmp/y --tqdm \
+        > torchrun/console.log 2>&1     # 2 processes (gloo); /tmp/y/checkpoint-8's
+                                        # trainer_state.json is torchrun/'s
 
 A GPT-2 of 2 layers (vocab 64, width 32) trained 8 steps on fixed random tokens, logging
 every step, evaluating and saving every 4, reporting to TensorBoard. So:
@@ -17,7 +20,10 @@ every step, evaluating and saving every 4, reporting to TensorBoard. So:
     full precision (transformers 5 no longer rounds it);
   - console*.log: PrinterCallback's dicts, each float a string of 4 digits ('3.915');
     console_tqdm.log ProgressCallback's (the default), written through tqdm after its bar
-    and a carriage return, stderr with it (made with torch 2.7.0, transformers 5.24.0).
+    and a carriage return, stderr with it (made with torch 2.7.0, transformers 5.24.0);
+  - torchrun/console.log: the same through torchrun --tee (torch 2.15.0), each line of each
+    process prefixed "[default0]:", a bar's pieces (torchrun ends a line at a carriage
+    return, and writes it without a newline) joined with the line after them.
 """
 import sys
 
