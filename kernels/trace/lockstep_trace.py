@@ -53,7 +53,10 @@ the model itself is "" and gives plain "output", "grad_output"):
                         input and output, which an in-place op on them refuses (torch
                         says "... is a view and is being modified inplace": an
                         nn.ReLU(inplace=True) after a traced module); trace such a model
-                        with gradients=False, or make the op out of place.
+                        with gradients=False, or make the op out of place. Under
+                        FSDP2 the same wrapping makes torch warn that a module
+                        "returned a view tensor": the gradients are unchanged, bit for
+                        bit (tests/trace/test_trace_torch.py checks it against DDP).
   <parameter name>      each parameter after the optimizer's step (phase "update"), with
                         parameters=True (taken by tracer.step(); tracer.parameters() takes
                         them whenever called)
@@ -61,7 +64,10 @@ the model itself is "" and gives plain "output", "grad_output"):
 Ranks: rank and world size come from torchrun's RANK and WORLD_SIZE (else 0 of 1); every
 rank opens the same database with the same case and run names and they join one run, which
 is complete when every rank has closed it. A DTensor (FSDP2, tensor parallelism) is measured
-as this rank's local shard. Microbatches: set tracer.micro = k before microbatch k's forward
+as this rank's local shard; with whole=True as the whole tensor (DTensor.full_tensor(), a
+collective: every rank of its mesh must trace it, in the same order), so that a run of one
+layout compares with a run of another (FSDP2 against DDP: every record, parameters too, bit
+for bit where the sums agree). Microbatches: set tracer.micro = k before microbatch k's forward
 (it stays -1, none, otherwise). tracer.enabled = False stops recording (an evaluation pass
 between steps, say) until it is set True again.
 
@@ -211,14 +217,15 @@ def _torch_tensor(x):
     return None
 
 
-def _from_torch(torch, x, on_device):
+def _from_torch(torch, x, on_device, whole=False):
     """x as memory the library reads: (keep-alive, pointer, count, dtype code, stream). A
     CUDA tensor stays on its GPU where on_device (the library measures it there; a half
     type widened to float32 there first, which is exact), with the stream it is current on;
-    else it is copied to the host (stream None)."""
+    else it is copied to the host (stream None). A DTensor is this rank's shard, or with
+    whole the whole tensor, gathered from its mesh."""
     t = x.detach()
     if hasattr(t, "to_local") and type(t).__name__ == "DTensor":
-        t = t.to_local()                    # this rank's shard
+        t = t.full_tensor() if whole else t.to_local()
     if t.layout != torch.strided:
         t = t.to_dense()
     if t.is_quantized:
@@ -285,8 +292,9 @@ class Trace:
     it is garbage collected or the process exits (what it had is stored, and its rank is
     done). Every failure raises RuntimeError with the library's message."""
 
-    def __init__(self, db, case, run, rank=0, world_size=1, lib=None):
+    def __init__(self, db, case, run, rank=0, world_size=1, lib=None, whole=False):
         self._lib = lib if isinstance(lib, ctypes.CDLL) else load(lib)
+        self.whole = bool(whole)  # a DTensor measured whole (a collective), not its shard
         _bind(self._lib)
         self._lock = threading.Lock()
         self._on_device = None  # CUDA tensors measured on their GPU: asked at the first one
@@ -324,7 +332,8 @@ class Trace:
         if torch:
             if self._on_device is None and array.device.type == "cuda":
                 self._on_device = device_support(self._lib)[0]
-            keep, ptr, n, code, stream = _from_torch(torch, array, self._on_device)
+            keep, ptr, n, code, stream = _from_torch(torch, array, self._on_device,
+                                                     self.whole)
         else:
             keep, ptr, n, code = _from_numpy(array)
         if n == 0:  # no values, the same statistics in any dtype: float32 at a real address
@@ -495,17 +504,19 @@ def _env_int(name, default):
 
 
 def trace_module(model, db, case, run, rank=None, world_size=None, activations=True,
-                 gradients=True, parameters=False, lib=None):
+                 gradients=True, parameters=False, lib=None, whole=False):
     """Traces model (a torch.nn.Module) into run `run` of case `case` in database db: hooks
     on every module for its forward outputs (activations) and its output gradients
     (gradients), and each parameter after the optimizer (parameters). rank and world_size
-    default to torchrun's RANK and WORLD_SIZE, else 0 and 1. Returns a Tracer: call its
-    step(n) after optimizer.step() of step n, and close() at the end."""
+    default to torchrun's RANK and WORLD_SIZE, else 0 and 1. whole: a DTensor (FSDP2's
+    parameters, tensor parallelism's) measured whole, gathered from its mesh by every rank
+    at once, rather than this rank's shard. Returns a Tracer: call its step(n) after
+    optimizer.step() of step n, and close() at the end."""
     if rank is None:
         rank = _env_int("RANK", 0)
     if world_size is None:
         world_size = _env_int("WORLD_SIZE", 1)
-    trace = Trace(db, case, run, rank, world_size, lib=lib)
+    trace = Trace(db, case, run, rank, world_size, lib=lib, whole=whole)
     try:
         return Tracer(model, trace, activations, gradients, parameters)
     except BaseException:

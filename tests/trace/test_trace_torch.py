@@ -247,9 +247,23 @@ def check_micro_recompute(c, torch, lt, lib, lockstep, tmp):
     c.ok(len(same) == 12 and all(same), "a recomputed output has its forward's hash")
 
 
-def ddp_rank(rank, db, lib, port):
-    """Rank `rank` of 2 (torch.multiprocessing.spawn's): DistributedDataParallel over gloo
-    on the CPU, each rank its own batch, traced into CASE/ddp with parameters."""
+def _fully_shard(torch):
+    """FSDP2's fully_shard, or None where this torch has none (before 2.4)."""
+    try:
+        from torch.distributed.fsdp import fully_shard
+    except ImportError:
+        try:
+            from torch.distributed._composable.fsdp import fully_shard
+        except ImportError:
+            return None
+    return fully_shard
+
+
+def dist_rank(rank, db, lib, port, kind):
+    """Rank `rank` of 2 (torch.multiprocessing.spawn's) on the CPU over gloo, each rank its
+    own batch, traced into CASE/<kind> with parameters: kind "ddp" DistributedDataParallel;
+    "fsdp" FSDP2 (fully_shard on each Linear and the model), its parameters DTensors traced
+    as this rank's shards; "fsdp_whole" the same traced whole (whole=True)."""
     import torch
     import torch.distributed as dist
 
@@ -260,47 +274,89 @@ def ddp_rank(rank, db, lib, port):
     torch.manual_seed(0)
     nn = torch.nn
     model = nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 4))
-    ddp = nn.parallel.DistributedDataParallel(model)
-    opt = torch.optim.SGD(ddp.parameters(), lr=0.05)
-    tracer = lt.trace_module(model, db, case=CASE, run="ddp", rank=rank, world_size=2,
-                             parameters=True, lib=lib)
+    if kind == "ddp":
+        wrapped = nn.parallel.DistributedDataParallel(model)
+    else:
+        from torch.distributed.device_mesh import init_device_mesh
+
+        mesh = init_device_mesh("cpu", (2,))
+        fully_shard = _fully_shard(torch)
+        for m in (model[0], model[2], model):
+            fully_shard(m, mesh=mesh)
+        wrapped = model
+    opt = torch.optim.SGD(wrapped.parameters(), lr=0.05)
+    tracer = lt.trace_module(model, db, case=CASE, run=kind, rank=rank, world_size=2,
+                             parameters=True, lib=lib, whole=kind == "fsdp_whole")
     g = torch.Generator().manual_seed(rank)
     x, y = torch.randn(16, 8, generator=g), torch.randn(16, 4, generator=g)
     for step in range(3):
         opt.zero_grad()
-        ((ddp(x) - y) ** 2).mean().backward()
+        ((wrapped(x) - y) ** 2).mean().backward()
         opt.step()
         tracer.step(step)
     tracer.close()
     dist.destroy_process_group()
 
 
-def check_ddp(c, torch, lib, lockstep, tmp):
-    """Two processes of a DistributedDataParallel job (gloo, the CPU) trace one run into
-    one database, as torchrun's ranks do: one run of world size 2, each rank's records;
-    the parameters after each step alike on both ranks, bit for bit (DDP's all-reduce), the
-    activations of their different batches not."""
+def _spawn(db, lib, kind):
     import socket
 
     import torch.multiprocessing as mp
 
-    db = fresh(os.path.join(tmp, "trace_ddp.db"))
     with socket.socket() as so:
         so.bind(("127.0.0.1", 0))
         port = so.getsockname()[1]
-    mp.spawn(ddp_rank, args=(db, lib, port), nprocs=2, join=True)
-    recs = tp.export(lockstep, db, "ddp", case=CASE)
-    if not c.ok(recs is not None, "export of %s/ddp" % CASE):
-        return
+    mp.spawn(dist_rank, args=(db, lib, port, kind), nprocs=2, join=True)
+
+
+def _hashes(lockstep, db, run):
+    """{(step, phase, tensor): {rank: hash}} of run, or None."""
+    recs = tp.export(lockstep, db, run, case=CASE)
+    if recs is None:
+        return None
     by = {}
     for o in recs:
         by.setdefault((o["step"], o["phase"], o["tensor"]), {})[o.get("rank", 0)] = o["hash"]
+    return by
+
+
+def check_ddp(c, torch, lib, lockstep, tmp):
+    """Two processes of a DistributedDataParallel job (gloo, the CPU) trace one run into
+    one database, as torchrun's ranks do: one run of world size 2, each rank's records;
+    the parameters after each step alike on both ranks, bit for bit (DDP's all-reduce), the
+    activations of their different batches not. Then the same training under FSDP2, whose
+    parameters are DTensors: traced as each rank's shard, every record but the parameters
+    is DDP's bit for bit (the same forward on the gathered weights, and with 2 ranks the
+    mean of two gradients is exact whatever the order); traced whole, every record is."""
+    db = fresh(os.path.join(tmp, "trace_ddp.db"))
+    _spawn(db, lib, "ddp")
+    by = _hashes(lockstep, db, "ddp")
+    if not c.ok(by is not None, "export of %s/ddp" % CASE):
+        return
     c.ok({r for k in by for r in by[k]} == {0, 1}, "both ranks' records in one run")
     upd = [h for (step, ph, t), h in by.items() if ph == "update"]
     c.ok(len(upd) == 3 * 4 and all(len(h) == 2 and h[0] == h[1] for h in upd),
          "the parameters after each step alike on both ranks, bit for bit", "%r" % upd[:2])
     fwd = by.get((0, "forward", "0.output"), {})
     c.ok(len(fwd) == 2 and fwd[0] != fwd[1], "the ranks' own batches: activations differ")
+    if _fully_shard(torch) is None:
+        print("skipped: FSDP2 (this torch has no fully_shard)")
+        return
+    _spawn(db, lib, "fsdp")
+    _spawn(db, lib, "fsdp_whole")
+    shard, whole = _hashes(lockstep, db, "fsdp"), _hashes(lockstep, db, "fsdp_whole")
+    if not c.ok(shard is not None and whole is not None, "export of the FSDP2 runs"):
+        return
+    c.ok(set(shard) == set(by) and set(whole) == set(by), "FSDP2's tensors are DDP's, by "
+         "name, phase and step", "%r" % sorted(set(by) ^ set(shard))[:4])
+    same = [k for k in by if shard.get(k) == by[k]]
+    c.ok(sorted(same) == sorted(k for k in by if k[1] != "update"),
+         "FSDP2 traced as shards: every activation and gradient is DDP's, bit for bit, "
+         "and no parameter (a shard is not the whole)",
+         "%r" % sorted(k for k in by if (k in same) != (k[1] != "update"))[:4])
+    c.ok(all(whole.get(k) == by[k] for k in by), "FSDP2 traced whole: every record is "
+         "DDP's, parameters too, bit for bit",
+         "%r" % [k for k in by if whole.get(k) != by[k]][:4])
 
 
 def main(argv):
