@@ -217,6 +217,32 @@ def _torch_tensor(x):
     return None
 
 
+def _data_ptr(t):
+    try:
+        return t.data_ptr()
+    except RuntimeError:  # a subclass without storage may say so
+        return 0
+
+
+def _plain(t):
+    """t, or where t is a tensor subclass with no memory of its own (a wrapper), the tensor
+    it stands for: functional collectives' AsyncCollectiveTensor (tensor parallelism's
+    RowwiseParallel output) waited for; a wrapper of one inner tensor of its shape (torchao's
+    float8 training weight) that tensor. Another such subclass is a TypeError naming it."""
+    if t.numel() == 0 or _data_ptr(t) != 0:
+        return t
+    if type(t).__name__ == "AsyncCollectiveTensor" and hasattr(t, "wait"):
+        return _plain(t.wait())
+    flatten = getattr(t, "__tensor_flatten__", None)
+    if flatten is not None:
+        inner = [getattr(t, n, None) for n in flatten()[0]]
+        if len(inner) == 1 and getattr(inner[0], "shape", None) == t.shape:
+            return _plain(inner[0])
+    raise TypeError("%s: a tensor with no memory of its own (a subclass that wraps others), "
+                    "which lockstep_trace cannot read; trace a plain tensor of its values"
+                    % type(t).__name__)
+
+
 def _from_torch(torch, x, on_device, whole=False):
     """x as memory the library reads: (keep-alive, pointer, count, dtype code, stream). A
     CUDA tensor stays on its GPU where on_device (the library measures it there; a half
@@ -226,6 +252,7 @@ def _from_torch(torch, x, on_device, whole=False):
     t = x.detach()
     if hasattr(t, "to_local") and type(t).__name__ == "DTensor":
         t = t.full_tensor() if whole else t.to_local()
+    t = _plain(t)
     if t.layout != torch.strided:
         t = t.to_dense()
     if t.is_quantized:

@@ -263,7 +263,9 @@ def dist_rank(rank, db, lib, port, kind):
     """Rank `rank` of 2 (torch.multiprocessing.spawn's) on the CPU over gloo, each rank its
     own batch, traced into CASE/<kind> with parameters: kind "ddp" DistributedDataParallel;
     "fsdp" FSDP2 (fully_shard on each Linear and the model), its parameters DTensors traced
-    as this rank's shards; "fsdp_whole" the same traced whole (whole=True)."""
+    as this rank's shards; "fsdp_whole" the same traced whole (whole=True); "tp" tensor
+    parallelism (the first Linear column-wise, the second row-wise, one batch for both
+    ranks), "tp_whole" the same traced whole."""
     import torch
     import torch.distributed as dist
 
@@ -276,6 +278,14 @@ def dist_rank(rank, db, lib, port, kind):
     model = nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 4))
     if kind == "ddp":
         wrapped = nn.parallel.DistributedDataParallel(model)
+    elif kind.startswith("tp"):
+        from torch.distributed.device_mesh import init_device_mesh
+        from torch.distributed.tensor.parallel import (ColwiseParallel, RowwiseParallel,
+                                                       parallelize_module)
+
+        parallelize_module(model, init_device_mesh("cpu", (2,)),
+                           {"0": ColwiseParallel(), "2": RowwiseParallel()})
+        wrapped = model
     else:
         from torch.distributed.device_mesh import init_device_mesh
 
@@ -286,8 +296,8 @@ def dist_rank(rank, db, lib, port, kind):
         wrapped = model
     opt = torch.optim.SGD(wrapped.parameters(), lr=0.05)
     tracer = lt.trace_module(model, db, case=CASE, run=kind, rank=rank, world_size=2,
-                             parameters=True, lib=lib, whole=kind == "fsdp_whole")
-    g = torch.Generator().manual_seed(rank)
+                             parameters=True, lib=lib, whole=kind.endswith("_whole"))
+    g = torch.Generator().manual_seed(0 if kind.startswith("tp") else rank)
     x, y = torch.randn(16, 8, generator=g), torch.randn(16, 4, generator=g)
     for step in range(3):
         opt.zero_grad()
@@ -357,6 +367,23 @@ def check_ddp(c, torch, lib, lockstep, tmp):
     c.ok(all(whole.get(k) == by[k] for k in by), "FSDP2 traced whole: every record is "
          "DDP's, parameters too, bit for bit",
          "%r" % [k for k in by if whole.get(k) != by[k]][:4])
+    # tensor parallelism: the row-wise layer's output is functional collectives'
+    # AsyncCollectiveTensor, which has no memory until waited for (the trace took it for
+    # no data); its weights are shards unless traced whole
+    _spawn(db, lib, "tp")
+    _spawn(db, lib, "tp_whole")
+    tp_, tpw = _hashes(lockstep, db, "tp"), _hashes(lockstep, db, "tp_whole")
+    if not c.ok(tp_ is not None and tpw is not None, "export of the tensor parallel runs"):
+        return
+    out = tp_.get((0, "forward", "2.output"), {})
+    c.ok(len(out) == 2 and out[0] == out[1], "the row-wise layer's output (waited for) is "
+         "the group's sum, alike on both ranks")
+    shards = [tp_.get((s, "update", "0.weight"), {}) for s in range(3)]
+    wholes = [tpw.get((s, "update", "0.weight"), {}) for s in range(3)]
+    c.ok(all(len(h) == 2 and h[0] != h[1] for h in shards), "a column-wise weight traced "
+         "as shards: each rank's own rows")
+    c.ok(all(len(h) == 2 and h[0] == h[1] for h in wholes), "traced whole: the same weight "
+         "on both ranks, bit for bit")
 
 
 def main(argv):
