@@ -67,7 +67,10 @@ is complete when every rank has closed it. A DTensor (FSDP2, tensor parallelism)
 as this rank's local shard; with whole=True as the whole tensor (DTensor.full_tensor(), a
 collective: every rank of its mesh must trace it, in the same order), so that a run of one
 layout compares with a run of another (FSDP2 against DDP: every record, parameters too, bit
-for bit where the sums agree). Microbatches: set tracer.micro = k before microbatch k's forward
+for bit where the sums agree). A tensor subclass with no memory of its own is measured as the
+tensor it stands for: tensor parallelism's AsyncCollectiveTensor once its collective is done,
+torchao's float8 training weight (torchtitan's FP8 under FSDP2) as its high-precision
+tensor. Microbatches: set tracer.micro = k before microbatch k's forward
 (it stays -1, none, otherwise). tracer.enabled = False stops recording (an evaluation pass
 between steps, say) until it is set True again.
 
