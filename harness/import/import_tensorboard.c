@@ -270,10 +270,9 @@ static int lks_tb_flush(struct lks_tb_read *x)
    samples" at the samples consumed so far (megatron/training/training.py, training_log, at
    NVIDIA/Megatron-LM 001b00c; forks add " vs tokens"), with blanks made '_' by writers that
    clean tags. Its step is no step of the run's: the iteration's value is the one read. */
-static int lks_tb_other_axis(const char *tag)
+static int lks_tb_other_axis(const char *tag, size_t n)
 {
 	static const char *const ends[] = { " vs samples", " vs tokens", NULL };
-	size_t n = strlen(tag);
 
 	for (int i = 0; ends[i]; i++) {
 		size_t k = strlen(ends[i]), j;
@@ -290,10 +289,12 @@ static int lks_tb_other_axis(const char *tag)
 	return 0;
 }
 
-/* Whether summary value v is a scalar of the iteration this import reads. */
-static int lks_tb_wanted(const LksTb__Summary__Value *v, double *x)
+/* Whether summary value v is a scalar of the iteration this import reads: its value in
+   *x, its tag's length in *len. */
+static int lks_tb_wanted(const LksTb__Summary__Value *v, double *x, size_t *len)
 {
-	return v->tag && *v->tag && !lks_tb_other_axis(v->tag) && lks_tb_scalar(v, x);
+	return v->tag && (*len = strlen(v->tag)) && !lks_tb_other_axis(v->tag, *len)
+	       && lks_tb_scalar(v, x);
 }
 
 /* After tag's value v was refused at the record of its step: 1 when the record holds its
@@ -334,12 +335,13 @@ static int lks_tb_again(struct lks_tb_read *x, const char *tag, double v)
 static int lks_tb_event(struct lks_tb_read *x, const LksTb__Event *e, long at)
 {
 	const LksTb__Summary *s = e->what_case == LKS_TB__EVENT__WHAT_SUMMARY ? e->summary : NULL;
-	int rc, step = (int)e->step, n = 0;
+	int rc, step = (int)e->step;
+	size_t first = 0, len = 0;
 	double v;
 
-	for (size_t i = 0; s && i < s->n_value && !n; i++)
-		n = lks_tb_wanted(s->value[i], &v);
-	if (!n) {
+	while (s && first < s->n_value && !lks_tb_wanted(s->value[first], &v, &len))
+		first++;
+	if (!s || first == s->n_value) {
 		x->c->ignored++;
 		return 0;
 	}
@@ -357,13 +359,13 @@ static int lks_tb_event(struct lks_tb_read *x, const LksTb__Event *e, long at)
 		x->rec->line = at;
 		x->open = 1;
 	}
-	for (size_t i = 0; i < s->n_value; i++) {
+	for (size_t i = first; i < s->n_value; i++) {
 		const char *tag = s->value[i]->tag;
 
-		if (!lks_tb_wanted(s->value[i], &v))
+		if (i > first && !lks_tb_wanted(s->value[i], &v, &len))
 			continue;
 		/* a binary value: it is what was logged, no decimal printed it */
-		if ((rc = lks_import_rec_add_dec(x->rec, LKS_IMPORT_TENSORBOARD, tag, strlen(tag), v,
+		if ((rc = lks_import_rec_add_dec(x->rec, LKS_IMPORT_TENSORBOARD, tag, len, v,
 		                                 LKS_IMPORT_NO_DEC, x->path))
 		    && !(rc == LKS_E_BAD_INPUT && lks_tb_again(x, tag, v)))
 			return rc;
@@ -518,9 +520,10 @@ static int64_t lks_tb_step_of(const uint8_t *data, size_t len)
 	                          : NULL;
 	int64_t step = -1;
 	double v;
+	size_t taglen;
 
 	for (size_t i = 0; s && i < s->n_value && step < 0; i++)
-		if (lks_tb_wanted(s->value[i], &v))
+		if (lks_tb_wanted(s->value[i], &v, &taglen))
 			step = e->step;
 
 	if (e)
