@@ -279,6 +279,8 @@ int cmd_import(int argc, char **argv)
 	lks_import_result res;
 	lks_store *store = NULL;
 	int nfiles = 0, created, rc;
+	char buf[1024];
+	const char *note;
 
 	int reference = 0;
 	lks_opt_list files = { 0 };
@@ -387,11 +389,7 @@ int cmd_import(int argc, char **argv)
 	       o.run_name, (long long)res.run_id, o.fmt->name, res.steps, res.world_size,
 	       res.world_size == 1 ? "" : "s", res.counts.records, res.counts.repeated,
 	       res.counts.ignored, res.counts.restarts, res.counts.restarts == 1 ? "" : "s");
-	if (res.unread)
-		fprintf(stderr, "lockstep: import: not read: %d folder%s of event files within a run's "
-		        "folder, such as '%s' (SummaryWriter.add_scalars writes each series of a chart "
-		        "into one, under the chart's tag): import each as a run of its own, with "
-		        "--tag-map to name its tag\n", res.unread, res.unread == 1 ? "" : "s",
-		        res.unread_first);
+	if ((note = lks_import_unread_note(&res, buf, sizeof(buf))))
+		fprintf(stderr, "lockstep: import: %s\n", note);
 	return LKS_EXIT_OK;
 }

@@ -556,6 +556,17 @@ int lks_import_begin(lks_store *store, const lks_import_opts *o,
 	return rc;
 }
 
+const char *lks_import_unread_note(const lks_import_result *res, char *buf, size_t n)
+{
+	if (!res->unread)
+		return NULL;
+	snprintf(buf, n, "not read: %d folder%s of event files within a run's folder, such as "
+	         "'%s' (SummaryWriter.add_scalars writes each series of a chart into one, under "
+	         "the chart's tag): import each as a run of its own, with --tag-map to name its "
+	         "tag", res->unread, res->unread == 1 ? "" : "s", res->unread_first);
+	return buf;
+}
+
 int lks_import_files(lks_store *store, const lks_import_opts *o, const char *const *paths,
                      int npaths, lks_import_result *res)
 {

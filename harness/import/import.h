@@ -379,6 +379,10 @@ typedef struct lks_import_result {
 	char unread_first[512];   /* the first of them */
 } lks_import_result;
 
+/* What an import left unread, as a sentence for its user (buf, n bytes), or NULL where it
+   left nothing (res->unread 0). */
+const char *lks_import_unread_note(const lks_import_result *res, char *buf, size_t n);
+
 /* Parses the files in order as one run and stores it (store NULL: checks only, for the
    fuzz driver). Returns 0, LKS_E_BAD_INPUT or -1; on failure nothing is stored. A tensor
    trace's format goes to lks_import_tensor_files. */

@@ -330,7 +330,7 @@ static int lks_suite_import(const lks_case *c, const lks_run_cfg *r, lks_store *
 	                      NULL };
 	lks_import_tag_map *map = NULL;
 	lks_import_result res;
-	char path[1024], dir[1024];
+	char path[1024], dir[1024], note[1024];
 	const char *paths[1] = { path }, *slash = strrchr(c->path, '/');
 	int rc;
 
@@ -351,6 +351,8 @@ static int lks_suite_import(const lks_case *c, const lks_run_cfg *r, lks_store *
 		        lks_errmsg());
 		return lks_exit_code(rc);
 	}
+	if (lks_import_unread_note(&res, note, sizeof(note)))
+		fprintf(stderr, "lockstep: %s / %s: import: %s\n", c->name, r->name, note);
 	if (obs->on_run)
 		obs->on_run(obs->arg, &(lks_suite_line){ .case_name = c->name, .run_name = r->name,
 		                                        .what = o.fmt->name,

@@ -297,6 +297,14 @@ Test(import_real, torchs_tensor_scalars_read_exactly_and_add_scalars_folders_are
 	         "train --tag-map Loss=loss '%s/run/Loss_train'", tmpdir, VARIANTS);
 	cr_assert_eq(lks_run_bin(NULL, args, out, sizeof(out)), 0, "%s", out);
 	cr_assert(strstr(out, "5 metric lines") && !strstr(out, "not read"), "%s", out);
+	/* a case's import says it too */
+	snprintf(args, sizeof(args), "printf '[case]\\ndescription = v\\n[run r]\\nimport = "
+	         "tensorboard:%s/run\\n[check f]\\nkind = finite\\na = r\\n' > '%s/v.ini'",
+	         VARIANTS, tmpdir);
+	cr_assert_eq(lks_run_sh(args, out, sizeof(out)), 0, "%s", out);
+	snprintf(args, sizeof(args), "run --db '%s/cli.db' '%s/v.ini'", tmpdir, tmpdir);
+	cr_assert_eq(lks_run_bin(NULL, args, out, sizeof(out)), 0, "%s", out);
+	cr_assert(strstr(out, "v / r: import: not read: 2 folders of event files"), "%s", out);
 	rm_tmp();
 }
 
