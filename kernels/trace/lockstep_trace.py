@@ -255,11 +255,11 @@ def _from_torch(torch, x, on_device, whole=False):
     t = x.detach()
     if hasattr(t, "to_local") and type(t).__name__ == "DTensor":
         t = t.full_tensor() if whole else t.to_local()
-    t = _plain(t)
     if t.layout != torch.strided:
         t = t.to_dense()
     if t.is_quantized:
         t = t.dequantize()
+    t = _plain(t)
     if t.is_complex():
         raise TypeError("a complex tensor has no lockstep statistics")
     if t.device.type == "cuda" and on_device:

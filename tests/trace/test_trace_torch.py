@@ -171,11 +171,14 @@ def check_dtypes(c, torch, np, xxhash, lt, lib, lockstep, tmp):
         ("grad", base.clone().requires_grad_(True)),
         ("empty.bf16", torch.zeros(0, 3, dtype=torch.bfloat16)),
         ("scalar", torch.tensor(2.5)),
+        ("sparse", base.nan_to_num(0, 0, 0).to_sparse()),  # measured as its dense values
     ]
+    f32 = lambda x: (x.to_dense() if x.layout != torch.strided else x).detach().to(  # noqa
+        torch.float32).contiguous()
     with lt.Trace(db, CASE, "dtypes", lib=lib) as t:
         for name, x in kinds:
             t.tensor(name, x)
-            t.tensor(name + ".as_f32", x.detach().to(torch.float32).contiguous())
+            t.tensor(name + ".as_f32", f32(x))
         t.step(0)
     recs = tp.export(lockstep, db, "dtypes", case=CASE)
     if not c.ok(recs is not None and len(recs) == 2 * len(kinds),
@@ -187,7 +190,7 @@ def check_dtypes(c, torch, np, xxhash, lt, lib, lockstep, tmp):
             and a["hash"] == b["hash"]
         c.ok(a["tensor"] == name and same, "%s measures as its float32 values" % name,
              "%r\n%r" % (a, b))
-        tp.check_stats(c, np, xxhash, a, x.detach().to(torch.float32).numpy(), name)
+        tp.check_stats(c, np, xxhash, a, f32(x).numpy(), name)
 
 
 def check_micro_recompute(c, torch, lt, lib, lockstep, tmp):
