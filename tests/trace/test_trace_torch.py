@@ -361,11 +361,10 @@ def check_ddp(c, torch, lib, lockstep, tmp):
     if _fully_shard(torch) is None:
         print("skipped: FSDP2 (this torch has no fully_shard)")
         return
-    _spawn(db, lib, "fsdp")
-    _spawn(db, lib, "fsdp_whole")
-    shard, whole = _hashes(lockstep, db, "fsdp"), _hashes(lockstep, db, "fsdp_whole")
-    if not c.ok(shard is not None and whole is not None, "export of the FSDP2 runs"):
+    pair = _layouts(c, db, lib, lockstep, "fsdp")
+    if not pair:
         return
+    shard, whole = pair
     c.ok(set(shard) == set(by) and set(whole) == set(by), "FSDP2's tensors are DDP's, by "
          "name, phase and step", "%r" % sorted(set(by) ^ set(shard))[:4])
     same = [k for k in by if shard.get(k) == by[k]]
@@ -379,20 +378,13 @@ def check_ddp(c, torch, lib, lockstep, tmp):
     # tensor parallelism: the row-wise layer's output is functional collectives'
     # AsyncCollectiveTensor, which has no memory until waited for (the trace took it for
     # no data); its weights are shards unless traced whole
-    _spawn(db, lib, "tp")
-    _spawn(db, lib, "tp_whole")
-    tp_, tpw = _hashes(lockstep, db, "tp"), _hashes(lockstep, db, "tp_whole")
-    if not c.ok(tp_ is not None and tpw is not None, "export of the tensor parallel runs"):
+    pair = _layouts(c, db, lib, lockstep, "tp")
+    if not pair:
         return
-    out = tp_.get((0, "forward", "2.output"), {})
+    out = pair[0].get((0, "forward", "2.output"), {})
     c.ok(len(out) == 2 and out[0] == out[1], "the row-wise layer's output (waited for) is "
          "the group's sum, alike on both ranks")
-    shards = [tp_.get((s, "update", "0.weight"), {}) for s in range(3)]
-    wholes = [tpw.get((s, "update", "0.weight"), {}) for s in range(3)]
-    c.ok(all(len(h) == 2 and h[0] != h[1] for h in shards), "a column-wise weight traced "
-         "as shards: each rank's own rows")
-    c.ok(all(len(h) == 2 and h[0] == h[1] for h in wholes), "traced whole: the same weight "
-         "on both ranks, bit for bit")
+    _first_weight(c, pair, "a column-wise weight")
     # torchtitan's FP8 under FSDP2: torchao's float8 training with the all-gather in FP8,
     # whose weight's local shard is a wrapper (WeightWithDynamicFloat8CastTensor)
     try:
@@ -400,18 +392,35 @@ def check_ddp(c, torch, lib, lockstep, tmp):
     except ImportError:
         print("skipped: FSDP2 with torchao's float8 (torchao is not installed)")
         return
-    _spawn(db, lib, "fsdp_fp8")
-    _spawn(db, lib, "fsdp_fp8_whole")
-    f8, f8w = _hashes(lockstep, db, "fsdp_fp8"), _hashes(lockstep, db, "fsdp_fp8_whole")
-    if not c.ok(f8 is not None and f8w is not None, "export of the FSDP2 float8 runs"):
+    pair = _layouts(c, db, lib, lockstep, "fsdp_fp8")
+    if not pair:
         return
-    c.ok(set(f8) == set(f8w) and len(f8) == 3 * (4 + 4 + 4), "FSDP2 with torchao's float8: "
-         "every module's output, gradient and parameter traced", "%d" % len(f8))
-    w8 = [f8.get((s, "update", "0.weight"), {}) for s in range(3)]
-    w8w = [f8w.get((s, "update", "0.weight"), {}) for s in range(3)]
-    c.ok(all(len(h) == 2 and h[0] != h[1] for h in w8) and
-         all(len(h) == 2 and h[0] == h[1] for h in w8w), "its float8 weight's shards, and "
-         "whole the same on both ranks")
+    c.ok(set(pair[0]) == set(pair[1]) and len(pair[0]) == 3 * (4 + 4 + 4), "FSDP2 with "
+         "torchao's float8: every module's output, gradient and parameter traced",
+         "%d" % len(pair[0]))
+    _first_weight(c, pair, "its float8 weight")
+
+
+def _layouts(c, db, lib, lockstep, kind):
+    """kind and kind_whole trained and traced (dist_rank): their records (_hashes), or None
+    where one did not export."""
+    _spawn(db, lib, kind)
+    _spawn(db, lib, kind + "_whole")
+    pair = _hashes(lockstep, db, kind), _hashes(lockstep, db, kind + "_whole")
+    if not c.ok(None not in pair, "export of %s/%s and %s_whole" % (CASE, kind, kind)):
+        return None
+    return pair
+
+
+def _first_weight(c, pair, what):
+    """The first layer's weight after each step, of the runs traced as shards and whole:
+    each rank's own rows as shards, the same weight on both ranks whole."""
+    shards = [pair[0].get((s, "update", "0.weight"), {}) for s in range(3)]
+    wholes = [pair[1].get((s, "update", "0.weight"), {}) for s in range(3)]
+    c.ok(all(len(h) == 2 and h[0] != h[1] for h in shards), "%s traced as shards: each "
+         "rank's own rows" % what)
+    c.ok(all(len(h) == 2 and h[0] == h[1] for h in wholes), "%s traced whole: the same on "
+         "both ranks, bit for bit" % what)
 
 
 def main(argv):
