@@ -64,21 +64,27 @@ static int lks_golden_unlogged(const json_t *v)
 	return json_is_string(v) && lks_import_json_number(v, &x) == 0 && isnan(x);
 }
 
-/* The values of one metric appended to *vals, but for those not logged: a list of the
-   iterations start_step + 1 by step_interval before end_step + 1, or a map from step to
-   value. */
+/* The values of one metric appended to *vals (room for *cap), but for those not logged: a
+   list of the iterations start_step + 1 by step_interval before end_step + 1, or a map from
+   step to value. The room at least doubles when it grows: a file of many metrics of a value
+   each is not copied once per metric. */
 static int lks_golden_metric(const char *path, const char *name, int m, const json_t *o,
-                             struct lks_golden_val **vals, size_t *n)
+                             struct lks_golden_val **vals, size_t *n, size_t *cap)
 {
 	const json_t *values = json_object_get(o, "values"), *v;
 	int start = 0, end = 0, every = 1;
-	size_t cap = *n + (json_is_array(values) ? json_array_size(values)
-	                                         : json_object_size(values));
-	struct lks_golden_val *p = realloc(*vals, (cap ? cap : 1) * sizeof(*p));
+	size_t need = *n + (json_is_array(values) ? json_array_size(values)
+	                                          : json_object_size(values));
+	struct lks_golden_val *p = *vals;
 
-	if (!p)
-		return lks_err("out of memory");
-	*vals = p;
+	if (need > *cap || !p) {
+		size_t room = need > 2 * *cap ? need : 2 * *cap;
+
+		if (!(p = realloc(*vals, (room ? room : 1) * sizeof(*p))))
+			return lks_err("out of memory");
+		*vals = p;
+		*cap = room;
+	}
 	if (json_is_array(values)) {
 		size_t i;
 
@@ -231,7 +237,7 @@ static int lks_import_parse_megatron_golden(const char *path, FILE *f, lks_impor
 	const char *name, *cat;
 	const char **names = NULL;
 	char *text = NULL;
-	size_t n = 0, m = 0, len, bom;
+	size_t n = 0, cap = 0, m = 0, len, bom;
 	int rc = LKS_E_BAD_INPUT;
 
 	/* read whole (a golden file is small), to see its first bytes */
@@ -277,7 +283,7 @@ static int lks_import_parse_megatron_golden(const char *path, FILE *f, lks_impor
 			lks_err("'%s': \"%s\": want an object with \"values\"", path, name);
 			goto out;
 		}
-		if ((rc = lks_golden_metric(path, name, (int)m++, o, &vals, &n)))
+		if ((rc = lks_golden_metric(path, name, (int)m++, o, &vals, &n, &cap)))
 			goto out;
 		rc = LKS_E_BAD_INPUT;
 	}
