@@ -3,13 +3,15 @@
  * attention written here in double from its definition (kernels/element/attn.h): the
  * forward's output, and the backward's gradient of qkv against central differences of that
  * double forward; causality (a later token changes no earlier output, bit for bit);
- * BF16 outputs that are BF16 values; and the RoPE table's angles.
+ * BF16 outputs that are BF16 values; every ISA path the scalar path's bits; and the RoPE
+ * table's angles.
  */
 #include <criterion/criterion.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "kernels/cpu/isa.h"
 #include "kernels/cpu/ops.h"
 #include "kernels/pool.h"
 #include "kernels/element/cast.h"
@@ -224,6 +226,42 @@ Test(attn, bf16_outputs_are_bf16_values)
 	free(again);
 	free(o);
 	attn_free(&t);
+}
+
+/* Every ISA path gives the scalar path's bits, forward and backward, float32 and BF16,
+   causal or not: the AVX2 build of the tasks (attn_avx2.c) turns fmaf into one instruction
+   and vectorizes the per-column sums; hd = 22 leaves a tail past the vectors' 8 lanes. */
+Test(attn, same_bits_on_every_path)
+{
+	for (int causal = 0; causal < 2; causal++)
+		for (int bf16 = 0; bf16 < 2; bf16++) {
+			struct attn_case t;
+			float *o0, *d0;
+
+			attn_setup(&t, 2, 9, 3, 22, causal, 21);
+			o0 = malloc(sizeof(float) * t.n1);
+			d0 = malloc(sizeof(float) * t.n3);
+			for (int isa = 0; isa < LKS_ISA_COUNT; isa++) {
+				if (lks_isa_force((lks_isa)isa) != 0)
+					continue;
+				lks_attn_fwd(NULL, t.qkv, t.rope, &t.a, t.qkvr, t.o, t.stat, bf16);
+				cr_assert_eq(lks_attn_bwd(NULL, t.qkvr, t.stat, t.dout, t.rope, &t.a, t.dqkv,
+				                          bf16), 0);
+				if (isa == LKS_ISA_SCALAR) {
+					memcpy(o0, t.o, sizeof(float) * t.n1);
+					memcpy(d0, t.dqkv, sizeof(float) * t.n3);
+					continue;
+				}
+				cr_assert(memcmp(t.o, o0, sizeof(float) * t.n1) == 0
+				          && memcmp(t.dqkv, d0, sizeof(float) * t.n3) == 0,
+				          "%s causal %d bf16 %d differs from scalar", lks_isa_name((lks_isa)isa),
+				          causal, bf16);
+			}
+			lks_isa_force(lks_isa_best());
+			free(o0);
+			free(d0);
+			attn_free(&t);
+		}
 }
 
 /* The table: position 0 is no rotation; cos^2 + sin^2 = 1 within float's rounding; the
