@@ -7,6 +7,9 @@
  * written, so both give the same bits. The includer defines LKS_ATTN_PREFIX and
  * LKS_ATTN_API (static, or empty for the functions attn.c calls). Private to kernels/cpu.
  */
+#if !defined(LKS_ATTN_PREFIX) || !defined(LKS_ATTN_API)
+#error "attn_rows.h: define LKS_ATTN_PREFIX and LKS_ATTN_API before including it"
+#endif
 #include <math.h>
 #include <stddef.h>
 

@@ -7,6 +7,9 @@
  * the same bits. The includer defines LKS_RMS_PREFIX and LKS_RMS_API (static, or empty for
  * functions the other file calls). Private to kernels/cpu.
  */
+#if !defined(LKS_RMS_PREFIX) || !defined(LKS_RMS_API)
+#error "ops_rms.h: define LKS_RMS_PREFIX and LKS_RMS_API before including it"
+#endif
 #include <stddef.h>
 
 #include "kernels/element/ops.h"
