@@ -14,6 +14,10 @@
 # LKS_MPI_SUITE_BITS=0 (the sanitized build) the threads-only run and the comparisons with
 # it are left out: the suite as processes must pass (exit 0) and record the job; the bits
 # are the plain build's to show, and the suite as threads runs sanitized in test_fault.
+# LKS_MPI_SUITE_CASES (default "cases/ cases/faults/") chooses the cases: the sanitized build
+# runs those whose ranks talk in their own ways (all-reduce at 1, 2 and 4 ranks, FP8 scales,
+# FSDP's gathers and scatters, tensor-parallel groups, a resume, and the planted faults of
+# collectives); the plain build all.
 set -euo pipefail
 bin=$1
 shift
@@ -24,10 +28,11 @@ cd "$src"
 fail() { echo "mpi_suite: $*" >&2; exit 1; }
 
 bits=${LKS_MPI_SUITE_BITS:-1}
+cases=${LKS_MPI_SUITE_CASES:-cases/ cases/faults/}
 want=0
 if ((bits)); then
 	set +e
-	"$bin" run cases/ cases/faults/ --db "$dir/threads.db" --quiet >"$dir/threads.out" 2>&1
+	"$bin" run $cases --db "$dir/threads.db" --quiet >"$dir/threads.out" 2>&1
 	want=$?
 	set -e
 	((want == 0)) || { cat "$dir/threads.out"; fail "the suite as threads exits $want"; }
@@ -47,7 +52,7 @@ fi
 for np in ${LKS_MPI_SUITE_NP:-1 2 4}; do
 	db="$dir/np$np.db"
 	set +e
-	"$@" -np "$np" "$bin" run cases/ cases/faults/ --db "$db" --quiet >"$dir/np$np.out" 2>&1
+	"$@" -np "$np" "$bin" run $cases --db "$db" --quiet >"$dir/np$np.out" 2>&1
 	rc=$?
 	set -e
 	((rc == want)) || { tail -n 30 "$dir/np$np.out"; fail "-np $np exits $rc, threads $want"; }
