@@ -5,11 +5,14 @@
  * and the caller take task numbers from an atomic counter until none are left. The caller
  * waits until every worker has finished the generation before it returns.
  */
+#define _GNU_SOURCE  /* sched_getaffinity, CPU_COUNT */
 #include "kernels/pool.h"
 
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 #include "kernels/err.h"
 
@@ -146,4 +149,14 @@ void lks_pool_run(lks_pool *p, int ntasks, lks_task_fn fn, void *arg)
 	while (p->busy > 0)
 		pthread_cond_wait(&p->done, &p->lock);
 	pthread_mutex_unlock(&p->lock);
+}
+
+int lks_pool_cpus(void)
+{
+	cpu_set_t set;
+	long online = sysconf(_SC_NPROCESSORS_ONLN);
+
+	if (sched_getaffinity(0, sizeof(set), &set) == 0 && CPU_COUNT(&set) > 0)
+		return CPU_COUNT(&set);
+	return online > 0 ? (int)online : 1;
 }

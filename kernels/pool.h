@@ -19,6 +19,9 @@ int lks_pool_create(int nthreads, lks_pool **out);
 void lks_pool_free(lks_pool *pool);
 /* 1 for a NULL pool. */
 int lks_pool_threads(const lks_pool *pool);
+/* The CPUs this process may run on (its affinity, as nproc counts them: taskset, a cgroup's
+   cpuset, or mpirun binding a process to a core), at least 1: the default thread count. */
+int lks_pool_cpus(void);
 /* Runs all tasks and returns when they are done. A NULL pool runs them in the caller. */
 void lks_pool_run(lks_pool *pool, int ntasks, lks_task_fn fn, void *arg);
 

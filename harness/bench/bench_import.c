@@ -27,6 +27,7 @@
 #include "harness/base/opt.h"
 #include "harness/import/import.h"
 #include "kernels/err.h"
+#include "kernels/pool.h"
 
 #define LKS_BENCH_IMPORT_TARGET 0.25  /* of wc -l's lines per second (the target) */
 
@@ -277,7 +278,7 @@ int lks_bench_import(int argc, char **argv)
 		printf("bench import: a torchtitan log of %ld lines, %d ranks, in '%s'; median of %d "
 		       "rounds\n", b.lines, b.ranks, b.dir, reps);
 	printf("the log read in %d part%s at once, on %ld processors\n", b.parts,
-	       b.parts == 1 ? "" : "s", sysconf(_SC_NPROCESSORS_ONLN));
+	       b.parts == 1 ? "" : "s", (long)lks_pool_cpus());
 	printf("%-36s %10s %14s %8s %17s\n", "reader", "s", "lines/s", "ratio", "ratio q1..q3");
 	printf("%-36s %10.3f %14.0f %8.3f\n", "wc -l (peer)", wc.median, b.lines / wc.median,
 	       1.0);

@@ -41,6 +41,7 @@
 #include "harness/bench/bench_step.h"
 #include "kernels/cpu/isa.h"
 #include "kernels/err.h"
+#include "kernels/pool.h"
 
 #define LKS_STEP_TRACE_TARGET 0.05  /* tracing overhead (the target) */
 #define LKS_STEP_GEMM_TARGET 0.70   /* GEMM share of a step at hidden >= 512 (ditto) */
@@ -218,7 +219,7 @@ static void lks_step_print_gemm(const struct lks_step_args *a, const struct lks_
 	const struct lks_step_side *side = S->side;
 	const lks_case *c = side[0].c;
 	const lks_run_cfg *run = side[0].run;
-	int threads = a->threads > 0 ? a->threads : (int)sysconf(_SC_NPROCESSORS_ONLN);
+	int threads = a->threads > 0 ? a->threads : lks_pool_cpus();
 	lks_bench_spread tr;
 
 	printf("\n3. GEMM share: run '%s' (%s) with model.hidden=%d model.ffn=%d "
@@ -457,7 +458,7 @@ int lks_bench_step(int argc, char **argv)
 	struct lks_step_side side1[LKS_CFG_COUNT], side3[3], side5[4];
 	struct lks_step_sides S1 = { 0 }, S3 = { 0 }, S5 = { 0 };
 	double replay = NAN;
-	int gsteps, cores = (int)sysconf(_SC_NPROCESSORS_ONLN), threads;
+	int gsteps, cores = lks_pool_cpus(), threads;
 
 	if ((rc = lks_step_parse(argc, argv, &a)) != 0) {
 		rc = lks_opt_exit(rc);

@@ -12,6 +12,7 @@
 #include "harness/bench/bench.h"
 #include "harness/bench/bench_step.h"
 #include "kernels/err.h"
+#include "kernels/pool.h"
 
 /* ---- 5: the background thread against the GEMM threads ---- */
 
@@ -21,7 +22,7 @@
 int lks_step_bg(const struct lks_step_args *a, const lks_case *c, const lks_run_cfg *run,
                        struct lks_step_side *side, struct lks_step_sides *S)
 {
-	int cores = a->threads > 0 ? a->threads : (int)sysconf(_SC_NPROCESSORS_ONLN);
+	int cores = a->threads > 0 ? a->threads : lks_pool_cpus();
 
 	for (int k = 0; k < 4; k++)
 		side[k] = (struct lks_step_side){

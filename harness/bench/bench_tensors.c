@@ -25,6 +25,7 @@
 #include "harness/import/import.h"
 #include "harness/verify/check.h"
 #include "kernels/err.h"
+#include "kernels/pool.h"
 
 #define LKS_BENCH_TENSORS_TARGET_S 10.0  /* the issue's: on 2 cores */
 
@@ -207,7 +208,7 @@ int lks_bench_tensors(int argc, char **argv)
 	       "tensor-jsonl, in '%s'; b differs at step %d rank %d; median of %d rounds on %ld "
 	       "processors\n", b.ranks, b.steps, b.tensors,
 	       2L * b.ranks * b.steps * b.tensors, b.dir, b.dstep, b.drank, reps,
-	       sysconf(_SC_NPROCESSORS_ONLN));
+	       (long)lks_pool_cpus());
 	printf("%-40s %10s %8s\n", "", "s", "ratio");
 	printf("%-40s %10.3f %8.3f\n", "wc -l on both (peer)", wc.median, 1.0);
 	printf("%-40s %10.3f %8.3f  (q1..q3 %.3f..%.3f)\n", "import a, import b, bitwise check",

@@ -13,6 +13,7 @@
 #include "harness/engine/runner_impl.h"
 #include "harness/store/fingerprint.h"
 #include "kernels/err.h"
+#include "kernels/pool.h"
 
 /* A rank's ends: its mesh groups' (split from hcomm), hcomm's view, then comm */
 static void lks_rank_comms_close(lks_rank *k)
@@ -423,7 +424,7 @@ int lks_runner_init(struct lks_runner *R, const lks_case *c, const lks_run_cfg *
                     const lks_runner_opts *o)
 {
 	int global = c->model.batch * c->world_size;
-	int threads = o->threads > 0 ? o->threads : (int)sysconf(_SC_NPROCESSORS_ONLN);
+	int threads = o->threads > 0 ? o->threads : lks_pool_cpus();
 	float *init = NULL;  /* the initial parameters, on the host */
 
 	memset(R, 0, sizeof(*R));

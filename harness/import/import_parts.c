@@ -13,6 +13,7 @@
 
 #include "harness/import/import_run_impl.h"
 #include "kernels/err.h"
+#include "kernels/pool.h"
 
 /* A part after the first: its own reader state (every rank unseen), counts and blocks. */
 struct lks_import_part {
@@ -136,7 +137,7 @@ static long lks_import_env(const char *name, long lo, long def)
 /* import_run_impl.h */
 int lks_import_starts(const lks_import_format *fmt, int fd, off_t size, off_t *starts)
 {
-	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+	long cpus = lks_pool_cpus();
 	off_t min = (off_t)lks_import_env("LKS_IMPORT_SPLIT_MIN", 1, LKS_IMPORT_SPLIT_MIN);
 	long most = lks_import_env("LKS_IMPORT_PARTS", 1, cpus < 1 ? 1 : cpus);
 	off_t parts = size < min ? 1 : size * 2 / min;

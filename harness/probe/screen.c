@@ -17,6 +17,7 @@
 #include "harness/verify/walk.h"
 #include "kernels/clock.h"
 #include "kernels/err.h"
+#include "kernels/pool.h"
 
 const char *lks_screen_verdict_name(lks_screen_verdict v)
 {
@@ -279,7 +280,7 @@ out:
 int lks_screen_run(const lks_screen_opts *o, lks_screen_dev *devs, int n)
 {
 	struct lks_screen_ctx *x = calloc(1, sizeof(*x));
-	long cores = sysconf(_SC_NPROCESSORS_ONLN);
+	long cores = lks_pool_cpus();
 	int rc = -1;
 
 	if (!x)

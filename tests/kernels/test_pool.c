@@ -1,5 +1,8 @@
-/* test_pool.c: every task runs exactly once, whatever the thread count. */
+/* test_pool.c: every task runs exactly once, whatever the thread count; the default thread
+   count is the process's CPUs. */
+#define _GNU_SOURCE  /* sched_setaffinity, CPU_COUNT */
 #include <criterion/criterion.h>
+#include <sched.h>
 #include <stdatomic.h>
 
 #include "kernels/pool.h"
@@ -63,4 +66,22 @@ Test(pool, rejects_zero_threads)
 
 	cr_assert_neq(lks_pool_create(0, &pool), 0);
 	cr_assert_null(pool);
+}
+
+/* The default thread count is the CPUs the process may run on, as nproc counts them: bound
+   to one CPU (as mpirun binds a process to a core), one, whatever the machine has. */
+Test(pool, cpus_are_the_affinity)
+{
+	cpu_set_t set, one;
+	int first = -1;
+
+	cr_assert_eq(sched_getaffinity(0, sizeof(set), &set), 0);
+	cr_assert_eq(lks_pool_cpus(), CPU_COUNT(&set));
+	for (int c = 0; c < CPU_SETSIZE && first < 0; c++)
+		if (CPU_ISSET(c, &set))
+			first = c;
+	CPU_ZERO(&one);
+	CPU_SET(first, &one);
+	cr_assert_eq(sched_setaffinity(0, sizeof(one), &one), 0);
+	cr_assert_eq(lks_pool_cpus(), 1);
 }
