@@ -154,9 +154,10 @@ void lks_pool_run(lks_pool *p, int ntasks, lks_task_fn fn, void *arg)
 int lks_pool_cpus(void)
 {
 	cpu_set_t set;
-	long online = sysconf(_SC_NPROCESSORS_ONLN);
+	long online;
 
 	if (sched_getaffinity(0, sizeof(set), &set) == 0 && CPU_COUNT(&set) > 0)
 		return CPU_COUNT(&set);
+	online = sysconf(_SC_NPROCESSORS_ONLN);
 	return online > 0 ? (int)online : 1;
 }
