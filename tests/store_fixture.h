@@ -25,34 +25,40 @@
 #include "harness/store/trace_store.h"
 #include "harness/store/trace_store_impl.h"
 #include "kernels/err.h"
+#include "tmp_tree.h"
 
 #define RANKS 4
 #define TENSORS 150  /* more than two of the store's 64-row batches, and a tail */
 
 static char tmpdir[256];
 
+/* Removes the scratch folder and all under it (a test may write subfolders: goldens,
+   reports, imports). */
+static inline void rm_tmp(void)
+{
+	lks_test_rmtree(tmpdir);
+}
+
+/* Every folder this process made, removed at its exit: a test that stopped at a failed
+   assertion, or never calls rm_tmp, leaves nothing behind either. */
+static char tmp_made[16][sizeof(tmpdir)];
+static int tmp_nmade;
+
+static inline void rm_tmp_made(void)
+{
+	for (int i = 0; i < tmp_nmade; i++)
+		lks_test_rmtree(tmp_made[i]);
+}
+
 static inline const char *mkdir_tmp(void)
 {
 	snprintf(tmpdir, sizeof(tmpdir), "/tmp/lks-test-store-XXXXXX");
 	cr_assert_not_null(mkdtemp(tmpdir));
+	if (!tmp_nmade)
+		atexit(rm_tmp_made);
+	if (tmp_nmade < 16)
+		memcpy(tmp_made[tmp_nmade++], tmpdir, sizeof(tmpdir));
 	return tmpdir;
-}
-
-static inline void rm_tmp(void)
-{
-	DIR *d = opendir(tmpdir);
-	struct dirent *e;
-	char p[512];
-
-	if (!d)
-		return;
-	while ((e = readdir(d)))
-		if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..")) {
-			snprintf(p, sizeof(p), "%s/%s", tmpdir, e->d_name);
-			unlink(p);
-		}
-	closedir(d);
-	rmdir(tmpdir);
 }
 
 static inline void path_in_tmp(char *buf, size_t n, const char *name)

@@ -2,19 +2,18 @@
  * case_fixture.h: what the case files' tests (test_case.c, test_case_limits.c) share: a
  * fresh mkdtemp folder per test (.init = setup, .fini = teardown), case texts written into
  * it, loaded or refused with the message expected, and the pieces of a case whose line
- * numbers the expected messages count on. Define _XOPEN_SOURCE 700 (for nftw) before
- * including it.
+ * numbers the expected messages count on.
  */
 #ifndef LKS_TESTS_CASE_FIXTURE_H
 #define LKS_TESTS_CASE_FIXTURE_H
 
 #include <criterion/criterion.h>
-#include <ftw.h>
 #include <stdio.h>
 #include <sys/stat.h>
 
 #include "harness/engine/case.h"
 #include "kernels/err.h"
+#include "tmp_tree.h"
 
 static char tmpdir[] = "/tmp/lks_test_case_XXXXXX";
 
@@ -23,15 +22,9 @@ static inline void setup(void)
 	cr_assert_not_null(mkdtemp(tmpdir), "mkdtemp");
 }
 
-static inline int rm_one(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
-{
-	(void)sb, (void)flag, (void)ftw;
-	return remove(path);
-}
-
 static inline void teardown(void)
 {
-	nftw(tmpdir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+	lks_test_rmtree(tmpdir);
 }
 
 /* Writes text to tmpdir/name; returns the path (valid until the next call). */

@@ -5,7 +5,6 @@
  * the limits on what a case may ask for and escaped messages: test_case_limits.c.)
  * Case texts are written to files under a fresh mkdtemp directory per test (case_fixture.h).
  */
-#define _XOPEN_SOURCE 700
 #include <criterion/criterion.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -5,7 +5,6 @@
  * larger than memory refused when read, by an estimate that is what a run allocates.
  * Case texts are written to files under a fresh mkdtemp directory per test (case_fixture.h).
  */
-#define _XOPEN_SOURCE 700
 #include <criterion/criterion.h>
 #include <malloc.h>
 #include <stdio.h>
