@@ -109,14 +109,16 @@ int lks_screen_train(struct lks_screen_ctx *x, lks_screen_dev *d, int j, lks_sto
 {
 	const lks_screen_opts *o = x->o;
 	lks_run_cfg run = x->c.runs[j];
-	const lks_fault *f = lks_screen_fault(x, d, j, at != NULL);
+	int replay = at && !at->keep, keep_at = at ? at->step - 1 : 0;
+	const lks_fault *f = lks_screen_fault(x, d, j, replay);
 	lks_runner_opts ro = {
 		.threads = x->threads, .backend = d && !d->standin ? o->be : NULL,
 		.local_rank = d && !d->standin ? d->index : -1,
-		.state_every = at ? 0 : 1,
-		.stop_at = at ? at->step + 1 : 0,
-		.resume_run = at && at->step > 0 ? at->from_run : 0,
-		.resume_step = at ? at->step - 1 : 0,
+		.state_at = at && at->keep ? &keep_at : NULL,
+		.nstate_at = at && at->keep,
+		.stop_at = !at ? 0 : at->keep ? at->step : at->step + 1,
+		.resume_run = replay && at->step > 0 ? at->from_run : 0,
+		.resume_step = replay ? at->step - 1 : 0,
 	};
 	lks_run_result res;
 	int rc;
@@ -129,8 +131,8 @@ int lks_screen_train(struct lks_screen_ctx *x, lks_screen_dev *d, int j, lks_sto
 	return rc;
 }
 
-/* A device's runs, in its own thread: its store, each run of the case keeping its state
-   after every step. */
+/* A device's runs, in its own thread: its store, the case's runs. They keep no state: a
+   replay makes the one it needs (screen_replay.c). */
 static void *lks_screen_worker(void *arg)
 {
 	struct lks_screen_job *jb = arg;

@@ -4,7 +4,7 @@
  *
  * The screen's case (cases/screen/screen_<mode>.ini) is trained on every chosen device at
  * once, each device alone (its runs of world size 1 on it, into a store of its own under
- * the work folder, each keeping its state after every step). Each device's runs are then
+ * the work folder). Each device's runs are then
  * held, bit for bit, to the known answer:
  *   - the golden files of the runs' class where there are some (golden/cpu in reference
  *     mode, golden/cuda-sm<arch>-cublaslt in production mode): every traced value and
@@ -13,10 +13,11 @@
  *     outside a majority is the odd one out; without goldens the majority's traces are
  *     the known answer, and without a majority nothing is (the verdict is undecided).
  *
- * A device that departs, at step S of a run, is replayed: step S again, from the state a
- * device that gave the known answer kept after step S - 1 (its own where none did; from
- * the initial parameters at step 0), on the same device and on a device that gave the
- * known answer (the CPU where no GPU did, in reference mode). The class:
+ * A device that departs, at step S of a run, is replayed: step S again, from the state
+ * after step S - 1 of a device that gave the known answer (its own where none did; from
+ * the initial parameters at step 0), which that device trains again and keeps (the
+ * screen's runs keep no state), on the same device and on a device that gave the known
+ * answer (the CPU where no GPU did, in reference mode). The class:
  *   transient   the same device now gives the known answer;
  *   persistent  it departs again, and the other device gives the known answer from the
  *               same state;

@@ -41,18 +41,21 @@ struct lks_screen_job {
 };
 
 /* Where a replay starts: step 'step' alone, from the state run from_run (of the store it is
-   trained into) kept after step - 1; at step 0 from the initial parameters. */
+   trained into) kept after step - 1; at step 0 from the initial parameters. With keep set,
+   the run that makes that state instead: steps 0 to step - 1, as the screen trained them
+   (its planted fault included), keeping the state after step - 1. */
 typedef struct lks_screen_train_at {
 	int step;
 	int64_t from_run;
+	int keep;
 } lks_screen_train_at;
 
 /* The fault planted in run j on device d (NULL: the CPU, not a device), a replay or not:
    in every run it fits, or the one its run=NAME names; NULL where none. */
 const lks_fault *lks_screen_fault(const struct lks_screen_ctx *x, const lks_screen_dev *d,
                                   int j, int replay);
-/* Run j of the case on device d (NULL: the CPU) into store: the whole run keeping its
-   state after every step (at NULL), or a replay (at); its id into *run_id. */
+/* Run j of the case on device d (NULL: the CPU) into store: the whole run (at NULL), a
+   replay, or the run that makes a replay's state (at); its id into *run_id. */
 int lks_screen_train(struct lks_screen_ctx *x, lks_screen_dev *d, int j, lks_store *store,
                      const lks_screen_train_at *at, int64_t *run_id);
 /* 1 when a and b agree bit for bit over steps [from, until) (until 0: all, and their step

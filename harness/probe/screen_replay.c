@@ -77,7 +77,7 @@ static int lks_screen_replay_one(struct lks_screen_ctx *x, lks_screen_dev *d)
 {
 	lks_screen_dev *ref = lks_screen_ref(x), *other;
 	lks_stored_run mine, refrun, *known;
-	lks_screen_train_at at = { d->div.step, 0 };
+	lks_screen_train_at at = { .step = d->div.step };
 	lks_store *src;
 	char w1[32], w2[32], w3[32];
 	int j = 0, rc = -1, ok, repeats = 0;
@@ -93,10 +93,20 @@ static int lks_screen_replay_one(struct lks_screen_ctx *x, lks_screen_dev *d)
 		d->cls = LKS_REPLAY_SKIPPED;
 		return 0;
 	}
-	/* the state of the step before: a device's of the known answer, else its own */
+	/* the state of the step before: a device's of the known answer, else its own. The
+	   screen's runs kept none (every step's state, written to disk, was 70% of a quick
+	   screen's time, and some 2 GB a device in the full one); that device trains the run
+	   again to that step and keeps it there. Training is deterministic, so it is the state
+	   the screen's run had: the known answer's, or this device's own with whatever its
+	   fault did before step S. */
 	src = ref ? ref->store : d->store;
-	at.from_run = ref ? ref->run_ids[j] : d->run_ids[j];
 	lks_stored_run_init(&refrun);
+	if (at.step > 0) {
+		lks_screen_train_at keep = { .step = at.step, .keep = 1 };
+
+		if (lks_screen_train(x, ref ? ref : d, j, src, &keep, &at.from_run))
+			return -1;
+	}
 	if (lks_stored_run_load(d->store, d->run_ids[j], LKS_LOAD_TRACE, &mine))
 		return -1;
 	known = x->has_gold[j] ? &x->gold[j] : &refrun;
