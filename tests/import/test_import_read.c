@@ -4,7 +4,9 @@
  * would cut them (a model of the rules beside the reader, on generated files with long
  * lines, NUL bytes, '\r' and a last line without newline); numbers read in place, with
  * and without thousands separators, bit for bit as strtod reads them; and torchtitan
- * values read in one pass equal to the same values read the long way.
+ * values read in one pass equal to the same values read the long way. Suite import_lines
+ * reads from memory or a stream; import_read imports files (test_import_parts runs those
+ * again with the files read in parts).
  */
 #include <criterion/criterion.h>
 #include <math.h>
@@ -111,7 +113,7 @@ static void check_reader(FILE *f, size_t chunk, const char *in, const struct wan
 	lks_import_reader_close(&r);
 }
 
-Test(import_read, lines_cut_from_blocks_of_any_size_as_a_line_at_a_time)
+Test(import_lines, lines_cut_from_blocks_of_any_size_as_a_line_at_a_time)
 {
 	static const size_t chunks[] = { 1, 2, 3, 7, 64, 4093, 0 };
 	size_t cap = 8 * LKS_IMPORT_LINE_MAX;
@@ -169,7 +171,7 @@ static void with_commas(uint64_t *r, const char *plain, char *out)
 
 /* Numbers read in place, bit for bit as strtod reads the text without its separators,
    and a number's prefix (lks_import_number_prefix) where text follows it. */
-Test(import_read, numbers_read_in_place_as_strtod_reads_them)
+Test(import_lines, numbers_read_in_place_as_strtod_reads_them)
 {
 	static const char *const fmt[] = { "%.*f", "%.*e", "%.*g", "%.*E" };
 	uint64_t r = 11;
@@ -306,7 +308,7 @@ static int titan(const char *text, struct got *g)
 
 /* Values read in one pass (a plain decimal, N%, NGiB, NGiB(P%)) are the values read the
    long way (digits past the fast path's 15, forms it leaves to lks_titan_value). */
-Test(import_read, torchtitan_values_read_at_once_as_the_long_way_reads_them)
+Test(import_lines, torchtitan_values_read_at_once_as_the_long_way_reads_them)
 {
 	struct got quick, slow;
 
@@ -343,7 +345,7 @@ Test(import_read, torchtitan_values_read_at_once_as_the_long_way_reads_them)
 
 /* ANSI colour codes anywhere in a line, in a label or a number too, read as the line
    without them: they are dropped before anything else reads it. */
-Test(import_read, ansi_codes_anywhere_are_dropped_first)
+Test(import_lines, ansi_codes_anywhere_are_dropped_first)
 {
 	static const char *const codes[] = { "\033[31m", "\033[0m", "\033[1;38;5;208m", "\033c",
 	                                     "\033[39m" };
@@ -391,7 +393,7 @@ Test(import_read, ansi_codes_anywhere_are_dropped_first)
    no part of it, its rank prefix after the return is the line's; a bar drawn after the
    record overwrites it (no record, as on a screen). The quick reader leaves such lines to
    the whole way (the fuzz target holds the two to one reading). */
-Test(import_read, a_line_behind_a_progress_bar_is_what_a_terminal_shows)
+Test(import_lines, a_line_behind_a_progress_bar_is_what_a_terminal_shows)
 {
 	struct got g;
 
@@ -410,7 +412,7 @@ Test(import_read, a_line_behind_a_progress_bar_is_what_a_terminal_shows)
    remembered by their place (import_metric.c) never stand in for that check. Lines of
    labels drawn from a few, each with its expected verdict: "grad-norm" makes the name
    "grad_norm", the same as the label "grad_norm" does. */
-Test(import_read, a_metric_twice_is_refused_after_any_lines)
+Test(import_lines, a_metric_twice_is_refused_after_any_lines)
 {
 	static const char *const label[] = { "loss", "lr", "grad_norm", "grad-norm", "tps", "x.y",
 	                                     "x_y" };
@@ -650,7 +652,7 @@ static size_t titan_gen(uint64_t *r, char *out, size_t cap)
 /* A memory share is memory_pct where the labels remembered say so: after a line whose
    memory had none, the place after memory's holds another label, and a line that ends with
    memory and its share must not give the share that label's name. */
-Test(import_read, a_memory_share_takes_its_own_name_whatever_the_line_before)
+Test(import_lines, a_memory_share_takes_its_own_name_whatever_the_line_before)
 {
 	static const char *const log[] = {
 		"[rank0]:- \033[31mstep: 1  loss: 2  memory: 1.5GiB  tps: 3\n"
@@ -680,7 +682,7 @@ Test(import_read, a_memory_share_takes_its_own_name_whatever_the_line_before)
 
 /* Logs of such lines read both ways (tests/import/titan_twice.h): the common lines at once, and
    everything the whole way, hand on the same records and counts, or fail alike. */
-Test(import_read, torchtitan_lines_read_at_once_as_the_whole_way_reads_them)
+Test(import_lines, torchtitan_lines_read_at_once_as_the_whole_way_reads_them)
 {
 	static char text[64 * 1100];
 	uint64_t r = 11;
