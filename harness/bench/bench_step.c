@@ -92,6 +92,8 @@ static const char lks_bench_step_help[] =
 	"  --isa P       force an ISA path (as LKS_ISA does)\n"
 	"  --dir DIR     where the temporary database goes (default $TMPDIR or /tmp)\n"
 	"  --keep        leave the database in place\n"
+	"  --parts LIST  only these parts, comma-separated (default all; part 2 comes with\n"
+	"                part 1, whose runs it replays), e.g. --parts 1,5\n"
 	"  --backend B   only parts 1 and 2, part 1 on backend B (cuda, or cpu) opened once, at\n"
 	"                model.hidden=1024 model.ffn=4096 where the case is narrower; the\n"
 	"                backend is opened first: without a device it stops there (exit 3)\n"
@@ -284,6 +286,28 @@ static int lks_step_set_opt(const lks_opt_cmd *cmd, const lks_option *o, const c
 	return 0;
 }
 
+/* --parts 1,5: the parts' bits; 2 goes with 1. */
+static int lks_step_parts_opt(const lks_opt_cmd *cmd, const lks_option *o, const char *name,
+                              const char *arg)
+{
+	struct lks_step_args *a = cmd->ctx;
+	const char *p = arg;
+
+	(void)o;
+	a->parts = 0;
+	do {
+		char *end;
+		long k = strtol(p, &end, 10);
+
+		if (end == p || k < 1 || k > 7 || (*end && (*end != ',' || !end[1])))
+			return lks_usage("bench step: %s '%s': want part numbers from 1 to 7, "
+			                 "comma-separated", name, arg);
+		a->parts |= 1u << k | (k == 1 || k == 2 ? 1u << 1 | 1u << 2 : 0);
+		p = *end ? end + 1 : end;
+	} while (*p);
+	return 0;
+}
+
 /* 0: go on; LKS_OPT_HELP: help was printed; else an exit code */
 static int lks_step_parse(int argc, char **argv, struct lks_step_args *a)
 {
@@ -298,6 +322,7 @@ static int lks_step_parse(int argc, char **argv, struct lks_step_args *a)
 		LKS_OPT_STRING("--run", "NAME", &a->run_name, NULL),
 		LKS_OPT_FLAG("--keep", &a->keep, NULL),
 		LKS_OPT_STRING("--backend", "NAME", &a->backend, NULL),
+		LKS_OPT_CALL("--parts", "LIST", lks_step_parts_opt, NULL),
 		LKS_OPT_END(),
 	};
 	const lks_opt_cmd cmd = { .who = "bench step", .usage = lks_bench_step_help, .ctx = a };
@@ -313,6 +338,8 @@ static int lks_step_parse(int argc, char **argv, struct lks_step_args *a)
 		return lks_usage("bench step: out of memory");
 	if ((rc = lks_opt_parse(&cmd, opts, argc, argv, NULL)) != 0)
 		return rc;
+	if (a->backend && (a->parts & ~(1u << 1 | 1u << 2)))
+		return lks_usage("bench step: --backend runs parts 1 and 2 only");
 	a->steps_given = a->steps != 0;
 	a->steps = a->steps ? a->steps : 20;
 	/* part 1 compares a few percent between runs of ~0.1 s, where a virtual machine's
@@ -522,40 +549,46 @@ int lks_bench_step(int argc, char **argv)
 	       "threads only in single-rank runs (ranks of a multi-rank run are one thread each)\n");
 	fflush(stdout);
 
-	if (lks_step_tracing(&a, &c, run, store, side1, &S1, &replay)) {
-		fprintf(stderr, "lockstep: bench step: tracing: %s\n", lks_errmsg());
-		goto out;
+	if (LKS_STEP_PART(&a, 1)) {
+		if (lks_step_tracing(&a, &c, run, store, side1, &S1, &replay)) {
+			fprintf(stderr, "lockstep: bench step: tracing: %s\n", lks_errmsg());
+			goto out;
+		}
+		lks_step_print_tracing(&a, &c, run, &S1, replay);
+		fflush(stdout);
 	}
-	lks_step_print_tracing(&a, &c, run, &S1, replay);
-	fflush(stdout);
-	if (lks_step_sides_init(&S3, side3, 3, gsteps, a.reps3, -1) || lks_step_sides_time(&S3, 0)) {
-		fprintf(stderr, "lockstep: bench step: gemm share: %s\n", lks_errmsg());
-		goto out;
+	if (LKS_STEP_PART(&a, 3)) {
+		if (lks_step_sides_init(&S3, side3, 3, gsteps, a.reps3, -1)
+		    || lks_step_sides_time(&S3, 0)) {
+			fprintf(stderr, "lockstep: bench step: gemm share: %s\n", lks_errmsg());
+			goto out;
+		}
+		lks_step_print_gemm(&a, &S3);
+		fflush(stdout);
 	}
-	lks_step_print_gemm(&a, &S3);
-	fflush(stdout);
-	if (lks_step_gap(&a, &c)) {
+	if (LKS_STEP_PART(&a, 4) && lks_step_gap(&a, &c)) {
 		fprintf(stderr, "lockstep: bench step: loss gap: %s\n", lks_errmsg());
 		goto out;
 	}
 	fflush(stdout);
-	if (threads < 2) {
+	if (LKS_STEP_PART(&a, 5) && threads < 2) {
 		printf("\n5. the background thread against the GEMM threads: not measured with one "
 		       "thread\n   (a single rank then traces on its own thread, with no background "
 		       "thread)\n");
-	} else if (lks_step_bg(&a, &one, lks_case_run(&one, run->name), side5, &S5)) {
-		fprintf(stderr, "lockstep: bench step: background thread: %s\n", lks_errmsg());
-		goto out;
-	} else {
+	} else if (LKS_STEP_PART(&a, 5)) {
+		if (lks_step_bg(&a, &one, lks_case_run(&one, run->name), side5, &S5)) {
+			fprintf(stderr, "lockstep: bench step: background thread: %s\n", lks_errmsg());
+			goto out;
+		}
 		lks_step_print_bg_part(&S5);
 	}
 	fflush(stdout);
-	if (lks_step_fsdp(&a, &c, run->name, &dp, &fsdp, &have_mesh)) {
+	if (LKS_STEP_PART(&a, 6) && lks_step_fsdp(&a, &c, run->name, &dp, &fsdp, &have_mesh)) {
 		fprintf(stderr, "lockstep: bench step: FSDP against DP: %s\n", lks_errmsg());
 		goto out;
 	}
 	fflush(stdout);
-	if (lks_step_tp(&a, &c, run->name)) {
+	if (LKS_STEP_PART(&a, 7) && lks_step_tp(&a, &c, run->name)) {
 		fprintf(stderr, "lockstep: bench step: tensor parallel against DP: %s\n", lks_errmsg());
 		goto out;
 	}

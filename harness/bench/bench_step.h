@@ -97,7 +97,11 @@ struct lks_step_args {
 	const char **sets;      /* (argc) the --set overrides */
 	int nsets, steps, steps_given, reps, threads, keep;
 	int reps1, reps3, reps5; /* rounds of parts 1, 3 and 5 */
+	unsigned parts;          /* --parts: bit k for part k (2 comes with 1); 0: all */
 };
+
+/* Whether part k runs. */
+#define LKS_STEP_PART(a, k) (!(a)->parts || ((a)->parts >> (k) & 1))
 
 /* Parts 4, 5 and 6 (bench_step_parts.c): the loss gap of every run of c to its BF16 run;
    the background thread against the GEMM threads, run on one rank (its sides into S, then

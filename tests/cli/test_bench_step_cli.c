@@ -3,7 +3,7 @@
  * backend is opened first: cuda without a device stops there with the driver's reason
  * (exit 3), an unknown name is bad usage; on the cpu backend the same path runs part 1
  * through the backend it opened, at hidden 1024 where the case is narrower, and prints the
- * tracing cost. Part of test_cli.
+ * tracing cost; --parts runs only the parts it names. Part of test_cli.
  */
 #include <criterion/criterion.h>
 #include <stdio.h>
@@ -115,6 +115,36 @@ Test(cli, bench_step_of_a_two_rank_attention_case, .timeout = 300)
 	cr_expect_not_null(strstr(out, "7. tensor parallel against DP: run 'r' on 2 ranks (threads), "
 	                               "as DP and with\n   tp = 2"), "%s", out);
 	cr_expect_not_null(strstr(out, "\n   TP traced    "), "%s", out);
+	snprintf(args, sizeof(args), "rm -rf '%s'", dir);
+	cr_assert_eq(system(args), 0);
+}
+
+/* --parts runs those parts and no other (2 with 1, whose runs it replays); a part number
+   outside 1 to 7, an empty one, or a part other than 1 and 2 with --backend is bad usage. */
+Test(cli, bench_step_parts_chooses_what_runs, .timeout = 300)
+{
+	static const char *const heads[] = { "\n1. tracing cost", "\n2. SQLite ingest",
+	                                     "\n3. GEMM share", "\n4. FP8 vs BF16 loss gap",
+	                                     "\n5. the background thread", "\n6. FSDP against DP",
+	                                     "\n7. tensor parallel" };
+	static const char *const bad[] = { "--parts 0", "--parts 8", "--parts 1,", "--parts ,1",
+	                                   "--parts 1x", "--parts ''", "--backend cpu --parts 5" };
+	char dir[] = "/tmp/lks_test_bench_step_XXXXXX", path[300], args[800], out[32768];
+
+	case_in_tmp(dir, "n.ini", narrow_case, path, sizeof(path));
+	snprintf(args, sizeof(args), "bench step --case '%s' --steps 2 --reps 1 --threads 2 "
+	         "--dir '%s' --parts 2,6", path, dir);
+	cr_assert_eq(lks_run_bin(NULL, args, out, sizeof(out)), 0, "%s", out);
+	for (int k = 1; k <= 7; k++)
+		cr_expect_eq(strstr(out, heads[k - 1]) != NULL, k == 1 || k == 2 || k == 6,
+		             "part %d: %s", k, out);
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		snprintf(args, sizeof(args), "bench step --case '%s' %s", path, bad[i]);
+		cr_assert_eq(lks_run_bin(NULL, args, out, sizeof(out)), 2, "%s: %s", bad[i], out);
+		cr_expect_not_null(strstr(out, bad[i][2] == 'b' ? "parts 1 and 2 only"
+		                                                 : "want part numbers from 1 to 7"),
+		                   "%s: %s", bad[i], out);
+	}
 	snprintf(args, sizeof(args), "rm -rf '%s'", dir);
 	cr_assert_eq(system(args), 0);
 }
