@@ -40,13 +40,15 @@ static inline void rm_tmp(void)
 }
 
 /* Every folder this process made, removed at its exit: a test that stopped at a failed
-   assertion, or never calls rm_tmp, leaves nothing behind either. */
+   assertion, or never calls rm_tmp, leaves nothing behind either. Not at the exit of a
+   child it forked, which inherits the handler while the test still uses the folders. */
 static char tmp_made[16][sizeof(tmpdir)];
 static int tmp_nmade;
+static pid_t tmp_owner;
 
 static inline void rm_tmp_made(void)
 {
-	for (int i = 0; i < tmp_nmade; i++)
+	for (int i = 0; getpid() == tmp_owner && i < tmp_nmade; i++)
 		lks_test_rmtree(tmp_made[i]);
 }
 
@@ -54,8 +56,10 @@ static inline const char *mkdir_tmp(void)
 {
 	snprintf(tmpdir, sizeof(tmpdir), "/tmp/lks-test-store-XXXXXX");
 	cr_assert_not_null(mkdtemp(tmpdir));
-	if (!tmp_nmade)
+	if (!tmp_nmade) {
+		tmp_owner = getpid();
 		atexit(rm_tmp_made);
+	}
 	if (tmp_nmade < 16)
 		memcpy(tmp_made[tmp_nmade++], tmpdir, sizeof(tmpdir));
 	return tmpdir;
