@@ -137,9 +137,8 @@ static long lks_import_env(const char *name, long lo, long def)
 /* import_run_impl.h */
 int lks_import_starts(const lks_import_format *fmt, int fd, off_t size, off_t *starts)
 {
-	long cpus = lks_pool_cpus();
 	off_t min = (off_t)lks_import_env("LKS_IMPORT_SPLIT_MIN", 1, LKS_IMPORT_SPLIT_MIN);
-	long most = lks_import_env("LKS_IMPORT_PARTS", 1, cpus < 1 ? 1 : cpus);
+	long most = lks_import_env("LKS_IMPORT_PARTS", 1, lks_pool_cpus());
 	off_t parts = size < min ? 1 : size * 2 / min;
 	int n = 1;
 
