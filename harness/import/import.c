@@ -507,6 +507,14 @@ int lks_import_ranks_valid(const char *text)
 int lks_import_file(struct lks_import_run *r, const lks_import_format *fmt, const char *path,
                     lks_import_counts *c)
 {
+	return lks_import_file_series(r, fmt, path, NULL, 0, c);
+}
+
+/* import_run_impl.h */
+int lks_import_file_series(struct lks_import_run *r, const lks_import_format *fmt,
+                           const char *path, const lks_import_series *series, int nseries,
+                           lks_import_counts *c)
+{
 	struct lks_import_ctx x = { r, c };
 	int in = !strcmp(path, "-");  /* standard input */
 	FILE *f = in ? stdin : fopen(path, "r");
@@ -525,8 +533,11 @@ int lks_import_file(struct lks_import_run *r, const lks_import_format *fmt, cons
 	r->file = r->nfiles++;
 	r->path = path;
 	r->folder_rank = in ? 0 : lks_import_file_rank(fmt, path) + 1;
-	if (!in && !r->follow && S_ISREG(st.st_mode)
-	    && (n = lks_import_starts(fmt, fileno(f), st.st_size, starts)) > 1) {
+	if (nseries) {
+		rc = lks_import_tensorboard_series(path, f, series, nseries, lks_import_sink_counted,
+		                                   &x, c);
+	} else if (!in && !r->follow && S_ISREG(st.st_mode)
+	           && (n = lks_import_starts(fmt, fileno(f), st.st_size, starts)) > 1) {
 		r->parts = n > r->parts ? n : r->parts;
 		rc = lks_import_parts(r, fmt, path, f, &st, starts, n, c);
 	} else {
@@ -560,10 +571,11 @@ const char *lks_import_unread_note(const lks_import_result *res, char *buf, size
 {
 	if (!res->unread)
 		return NULL;
-	snprintf(buf, n, "not read: %d folder%s of event files within a run's folder, such as "
-	         "'%s' (SummaryWriter.add_scalars writes each series of a chart into one, under "
-	         "the chart's tag): import each as a run of its own, with --tag-map to name its "
-	         "tag", res->unread, res->unread == 1 ? "" : "s", res->unread_first);
+	snprintf(buf, n, "not read: %d event file%s of add_scalars series, such as '%s': "
+	         "no event file of the run's folder is of its writer's launch (the same host "
+	         "and process, started before it, as the names say); import each such folder "
+	         "as a run of its own, with --tag-map to name its tag", res->unread,
+	         res->unread == 1 ? "" : "s", res->unread_first);
 	return buf;
 }
 

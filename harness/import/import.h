@@ -374,9 +374,10 @@ typedef struct lks_import_result {
 	double commit_s;          /* seconds from the last record read to the import committed
 	                             (the part of an import no number of cores shortens) */
 	lks_import_counts counts; /* summed over the files */
-	int unread;               /* tensorboard: folders with event files in a run's folder
-	                             beside its own event files, not read (add_scalars' series) */
-	char unread_first[512];   /* the first of them */
+	int unread;               /* tensorboard: event files of folders within a run's folder
+	                             (add_scalars' series) that no launch of the run's own event
+	                             files wrote (import_folder.c), not read */
+	char unread_first[512];   /* the first of them by name */
 } lks_import_result;
 
 /* What an import left unread, as a sentence for its user (buf, n bytes), or NULL where it

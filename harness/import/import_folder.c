@@ -33,12 +33,17 @@
  * its timestamp folders. Given OUTPUT_DIR itself, its checkpoint folders hold no events and
  * are passed over.
  *
- * A folder of event files that also holds folders with event files in them is read as its
- * own files only: SummaryWriter.add_scalars (torch, tensorboardX) writes each series of its
- * chart into such a folder, <chart tag, '/' made '_'>_<series>, each its writer's file
- * restarting the steps, under the chart's tag. They are counted and the first named
- * (lks_import_result.unread), so that the import says what it did not read; each can be
- * imported as a run of its own.
+ * A folder of event files that also holds folders with event files in them: those are
+ * SummaryWriter.add_scalars' series (torch, tensorboardX). add_scalars(tag, {key: v, ...})
+ * writes each key's values into a folder <tag, '/' made '_'>_<key> within the run's, by a
+ * writer of its own, so a file per launch there too, each restarting the steps, under the
+ * chart's tag. Each such file is read with the run's file of its writer's launch, the one
+ * its process wrote last before it (the host and pid in the files' names:
+ * lks_events_same_launch), as the tag "<tag>/<key>" (import_tensorboard.c,
+ * lks_import_tensorboard_series): so a restart takes the series back with the run. A
+ * series file of no launch in the run's folder (a name of no host and pid, or of none
+ * there) is counted and the first named (lks_import_result.unread), so that the import
+ * says what it did not read; its folder can be imported as a run of its own.
  */
 #include <dirent.h>
 #include <stdlib.h>
@@ -107,11 +112,17 @@ static int lks_rank_order(const struct dirent **a, const struct dirent **b)
 	return x != y ? (x < y ? -1 : 1) : strcmp((*a)->d_name, (*b)->d_name);
 }
 
-/* Each entry of list (n, freed here) as path/NAME through lks_import_file (a file) or
-   lks_import_folder (a rank's folder). */
+/* The add_scalars series of a file of a run's folder (lks_series_find) */
+struct lks_series_of {
+	lks_import_series *v;
+	int n;
+};
+
+/* Each entry of list (n, freed here) as path/NAME through lks_import_file (a file, with
+   its series of[i] where of is given) or lks_import_folder (a rank's folder). */
 static int lks_import_entries(struct lks_import_run *r, const lks_import_format *fmt,
                               const char *path, struct dirent **list, int n, int folders,
-                              lks_import_counts *c)
+                              const struct lks_series_of *of, lks_import_counts *c)
 {
 	int rc = 0;
 
@@ -121,7 +132,8 @@ static int lks_import_entries(struct lks_import_run *r, const lks_import_format 
 		if (!rc && !full)
 			rc = lks_err("out of memory");
 		if (!rc) {
-			rc = folders ? lks_import_folder(r, fmt, full, c) : lks_import_file(r, fmt, full, c);
+			rc = folders ? lks_import_folder(r, fmt, full, c)
+			   : lks_import_file_series(r, fmt, full, of ? of[i].v : NULL, of ? of[i].n : 0, c);
 		}
 		free(full);
 		free(list[i]);
@@ -252,27 +264,134 @@ static int lks_import_subfolders(struct lks_import_run *r, const lks_import_form
 	return rc;
 }
 
-/* The folders in path (a run's folder, which holds event files) that hold event files
-   themselves, counted into r and the first by name kept (add_scalars' series: not read). */
-static void lks_import_unread(struct lks_import_run *r, const char *path)
+/* The digits at *s as a number, *s past them: -1 where there are none, or more than 18. */
+static long long lks_digits(const char **s)
 {
-	DIR *dir = opendir(path);
-	struct dirent *d;
+	long long v = 0;
+	int k = 0;
 
-	while (dir && (d = readdir(dir))) {
-		char *full;
+	for (; **s >= '0' && **s <= '9'; (*s)++)
+		if (++k > 18)
+			return -1;
+		else
+			v = v * 10 + (**s - '0');
+	return k ? v : -1;
+}
 
-		if (!strcmp(d->d_name, ".") || !strcmp(d->d_name, ".."))
-			continue;
-		if (!(full = lks_import_path_in(path, d->d_name)))
-			break;
-		if (lks_is_folder(full, d) && lks_events_below(full, 0) != -2
-		    && (r->unread++ == 0 || strcmp(full, r->unread_first) < 0))
-			snprintf(r->unread_first, sizeof(r->unread_first), "%s", full);
-		free(full);
+/* Whether the event file named b (in a series folder) was written by the process that
+   wrote the one named a (in the run's folder), after it: a writer names its file
+   "events.out.tfevents.SECONDS.HOST.PID.N" and its filename_suffix, N its process's count
+   of writers (tensorboard/summary/writer/event_file_writer.py, which torch's SummaryWriter
+   and its add_scalars' writers use: time.time(), socket.gethostname(), os.getpid(),
+   _global_uid.get()). So b's HOST.PID. and suffix are a's, its N is bigger and its SECONDS
+   not smaller. *sa, *na: a's SECONDS and N. A HOST may hold dots and digits: HOST.PID. is
+   the names' common beginning up to the N that differs, and must end in digits between
+   dots. */
+static int lks_events_same_launch(const char *a, const char *b, long long *sa, long long *na)
+{
+	const char *p = a + 20, *q = b + 20;
+	long long sb, nb;
+	size_t k = 0, pid;
+
+	if ((*sa = lks_digits(&p)) < 0 || (sb = lks_digits(&q)) < 0 || *p++ != '.' || *q++ != '.')
+		return 0;
+	while (p[k] && p[k] == q[k])
+		k++;
+	while (k > 0 && p[k - 1] >= '0' && p[k - 1] <= '9')
+		k--;
+	if (k < 4 || p[k - 1] != '.')
+		return 0;
+	for (pid = k - 1; pid > 0 && p[pid - 1] >= '0' && p[pid - 1] <= '9'; pid--)
+		;
+	if (pid == k - 1 || pid < 2 || p[pid - 1] != '.')
+		return 0;
+	p += k;
+	q += k;
+	if ((*na = lks_digits(&p)) < 0 || (nb = lks_digits(&q)) < 0 || strcmp(p, q))
+		return 0;
+	return *na < nb && *sa <= sb;
+}
+
+/* The file of the run's folder (list[0..n)) whose writer's launch wrote the series file
+   named b: of those its process wrote before it, the latest (a pid again, in a later
+   container, started later); -1 for none. */
+static int lks_series_launch(struct dirent **list, int n, const char *b)
+{
+	long long bs = 0, bn = 0;
+	int best = -1;
+
+	for (int i = 0; i < n; i++) {
+		long long s, k;
+
+		if (lks_events_same_launch(list[i]->d_name, b, &s, &k)
+		    && (best < 0 || s > bs || (s == bs && k > bn))) {
+			best = i;
+			bs = s;
+			bn = k;
+		}
 	}
-	if (dir)
-		closedir(dir);
+	return best;
+}
+
+/* One series file (path, of the folder named folder) into of[at]; both strings taken. */
+static int lks_series_put(struct lks_series_of *of, int at, char *path, char *folder)
+{
+	lks_import_series *v = realloc(of[at].v, (size_t)(of[at].n + 1) * sizeof(*v));
+
+	if (!v) {
+		free(path);
+		free(folder);
+		return lks_err("out of memory");
+	}
+	v[of[at].n++] = (lks_import_series){ path, folder };
+	of[at].v = v;
+	return 0;
+}
+
+/* The folders within path (a run's folder, its event files list[0..n)) that hold event
+   files themselves: add_scalars' series. Each of their files goes into of[i], list[i] the
+   file of its writer's launch (lks_series_launch); one of no launch there is counted into
+   r, the first by name kept (not read). 0, or -1 (out of memory). */
+static int lks_series_find(struct lks_import_run *r, const char *path, struct dirent **list,
+                           int n, struct lks_series_of *of)
+{
+	struct dirent **sub = NULL;
+	int m = scandir(path, &sub, NULL, alphasort), rc = 0;
+
+	for (int i = 0; i < m; i++) {
+		struct dirent **ev = NULL;
+		char *dir = NULL;
+		int k = 0;
+
+		if (!rc && strcmp(sub[i]->d_name, ".") && strcmp(sub[i]->d_name, "..")
+		    && !(dir = lks_import_path_in(path, sub[i]->d_name)))
+			rc = lks_err("out of memory");
+		if (dir && lks_is_folder(dir, sub[i]))
+			k = scandir(dir, &ev, lks_events_file, alphasort);
+		for (int j = 0; j < k; j++) {
+			char *file = rc ? NULL : lks_import_path_in(dir, ev[j]->d_name);
+			int at = lks_series_launch(list, n, ev[j]->d_name);
+
+			if (!rc && !file) {
+				rc = lks_err("out of memory");
+			} else if (file && at >= 0) {
+				char *folder = strdup(sub[i]->d_name);
+
+				rc = folder ? lks_series_put(of, at, file, folder)
+				   : (free(file), lks_err("out of memory"));
+				file = NULL;
+			} else if (file && (r->unread++ == 0 || strcmp(file, r->unread_first) < 0)) {
+				snprintf(r->unread_first, sizeof(r->unread_first), "%s", file);
+			}
+			free(file);
+			free(ev[j]);
+		}
+		free(ev);
+		free(dir);
+		free(sub[i]);
+	}
+	free(sub);
+	return rc;
 }
 
 /* import_run_impl.h */
@@ -280,7 +399,8 @@ int lks_import_folder(struct lks_import_run *r, const lks_import_format *fmt,
                       const char *path, lks_import_counts *c)
 {
 	struct dirent **list = NULL;
-	int n = scandir(path, &list, lks_events_file, alphasort), folders = 0;
+	struct lks_series_of *of = NULL;
+	int n = scandir(path, &list, lks_events_file, alphasort), folders = 0, rc = 0;
 
 	if (n == 0) {  /* a run's folder of rank folders (torchtitan's timestamp folder) */
 		free(list);
@@ -294,7 +414,24 @@ int lks_import_folder(struct lks_import_run *r, const lks_import_format *fmt,
 		free(list);
 		return lks_import_subfolders(r, fmt, path, c);
 	}
-	if (!folders)
-		lks_import_unread(r, path);
-	return lks_import_entries(r, fmt, path, list, n, folders, c);
+	if (!folders && !(of = calloc((size_t)n, sizeof(*of))))
+		rc = lks_err("out of memory");
+	if (!rc && of)
+		rc = lks_series_find(r, path, list, n, of);
+	if (rc) {
+		for (int i = 0; i < n; i++)
+			free(list[i]);
+		free(list);
+	} else {
+		rc = lks_import_entries(r, fmt, path, list, n, folders, of, c);
+	}
+	for (int i = 0; of && i < n; i++) {
+		for (int k = 0; k < of[i].n; k++) {
+			free((char *)of[i].v[k].path);
+			free((char *)of[i].v[k].folder);
+		}
+		free(of[i].v);
+	}
+	free(of);
+	return rc;
 }

@@ -156,6 +156,23 @@ char *lks_import_json_bare_nonfinite(const char *s);
    closed. 0, or the sink's answer. */
 int lks_import_rec_close(lks_import_rec *rec, int *open, lks_import_sink sink, void *arg,
                          lks_import_counts *c);
+/* An event file of an add_scalars series (SummaryWriter.add_scalars writes each series of
+   a chart into a folder of its own within the run's, under the chart's tag), and the
+   name of that folder, which names the series. */
+typedef struct lks_import_series {
+	const char *path;
+	const char *folder;
+} lks_import_series;
+/* The TensorBoard event file f (at path) read with the n series files its writer's process
+   wrote beside it (import_folder.c pairs them): each series' tag read as "<tag>/<series>"
+   (then mapped as any tag), its values in the records of their steps, a step the file
+   lacks a record of its own, all in step order (import_tensorboard.c). A series' value
+   of a metric the file holds at that step must be the same bits. Each series file is
+   checked as any event file, before the run's file; 0, LKS_E_BAD_INPUT, or the sink's
+   answer. */
+int lks_import_tensorboard_series(const char *path, FILE *f, const lks_import_series *series,
+                                  int n, lks_import_sink sink, void *arg,
+                                  lks_import_counts *c);
 /* "dir/name", malloc'd (free it): a file or folder of a folder given; NULL out of memory */
 static inline char *lks_import_path_in(const char *dir, const char *name)
 {

@@ -12,6 +12,7 @@
 #include <sys/types.h>
 
 #include "harness/import/import.h"
+#include "harness/import/import_impl.h"
 #include "harness/import/import_writer_impl.h"
 #include "harness/store/import_block.h"
 #include "harness/store/name_index.h"
@@ -123,6 +124,11 @@ int lks_import_begin(lks_store *store, const lks_import_opts *o, const char *con
    lks_import_folder) read into r (import.c). 0, LKS_E_BAD_INPUT, -1. */
 int lks_import_file(struct lks_import_run *r, const lks_import_format *fmt, const char *path,
                     lks_import_counts *c);
+/* lks_import_file of a TensorBoard event file with the nseries add_scalars series files
+   of its writer's process (lks_import_tensorboard_series; none: lks_import_file). */
+int lks_import_file_series(struct lks_import_run *r, const lks_import_format *fmt,
+                           const char *path, const lks_import_series *series, int nseries,
+                           lks_import_counts *c);
 
 /* ---- TensorBoard folders, and the ranks their names give (import_folder.c) ---- */
 

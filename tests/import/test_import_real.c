@@ -261,9 +261,11 @@ Test(import_real, nemos_console_reads_as_its_event_files_to_the_printed_digits)
 
 /* add_scalar(new_style=True) writes a float32 tensor, with double_precision=True a float64
    one, by default a simple_value (the float32 of a Python float): each is stored as the
-   value logged, bit for bit (make_tb_variants.py printed them). add_scalars("Loss", ...)
-   wrote run/Loss_train/ and run/Loss_val/: not read as the run's, counted and named. */
-Test(import_real, torchs_tensor_scalars_read_exactly_and_add_scalars_folders_are_named)
+   value logged, bit for bit (make_tb_variants.py printed them). add_scalars("Loss",
+   {"train": v, "val": 2v}) wrote run/Loss_train/ and run/Loss_val/, a file each by
+   writers of torch's process (vm.32630.1 and .2 beside the run's .0): read with the run's
+   file as Loss/train and Loss/val, at their steps. */
+Test(import_real, torchs_tensor_scalars_and_add_scalars_series_read_exactly)
 {
 	lks_store *st = fresh_store();
 	const char *run[] = { VARIANTS "/run" };
@@ -271,40 +273,48 @@ Test(import_real, torchs_tensor_scalars_read_exactly_and_add_scalars_folders_are
 	                               3.2015810012817383, 2.42514967918396, 1.9518072605133057 };
 	char args[1024], out[4096];
 	lks_import_result r;
-	struct series l, g, lr;
+	struct series l, g, lr, tr, va;
 
 	cr_assert_eq(import_as(st, "tensorboard", "tb", run, 1, &r), 0, "%s", lks_errmsg());
-	cr_assert_eq(r.counts.records, 5);
+	cr_assert_eq(r.counts.records, 5, "the series' values in the records of their steps");
+	cr_assert_eq(r.unread, 0, "%s", r.unread_first);
 	l = series_of(st, r.run_id, "loss");
 	g = series_of(st, r.run_id, "grad_norm");
 	lr = series_of(st, r.run_id, "lr");
+	tr = series_of(st, r.run_id, "Loss_train");  /* the tag Loss/train, '/' made '_' */
+	va = series_of(st, r.run_id, "Loss_val");
+	cr_assert_eq(tr.n, 5);
+	cr_assert_eq(va.n, 5);
 	for (int s = 1; s <= 5; s++) {
 		cr_assert_eq(l.v[s], loss[s], "step %d: %.17g", s, l.v[s]);
 		cr_assert_eq(g.v[s], 1.0 + s / 3.0, "step %d: %.17g, not the float64 logged", s, g.v[s]);
 		cr_assert_eq(lr.v[s], (double)(float)(1e-4 * s), "step %d", s);
+		cr_assert_eq(tr.v[s], loss[s], "step %d: %.17g", s, tr.v[s]);
+		cr_assert_eq(va.v[s], (double)(float)(loss[s] * 2), "step %d: %.17g", s, va.v[s]);
 	}
-	cr_assert_eq(r.unread, 2, "Loss_train and Loss_val");
-	cr_assert(strstr(r.unread_first, "/run/Loss_train"), "%s", r.unread_first);
 	lks_store_close(st);
 
-	/* the command says so, and one such folder imports as a run of its own */
+	/* the command names a series' tag through --tag-map, and says nothing is left */
 	snprintf(args, sizeof(args), "import --db '%s/cli.db' --format tensorboard --case v --run "
-	         "all '%s/run'", tmpdir, VARIANTS);
-	cr_assert_eq(lks_run_bin(NULL, args, out, sizeof(out)), 0, "%s", out);
-	cr_assert(strstr(out, "not read: 2 folders of event files within a run's folder, such as "
-	                 "'" VARIANTS "/run/Loss_train' (SummaryWriter.add_scalars"), "%s", out);
-	snprintf(args, sizeof(args), "import --db '%s/cli.db' --format tensorboard --case v --run "
-	         "train --tag-map Loss=loss '%s/run/Loss_train'", tmpdir, VARIANTS);
+	         "all --tag-map Loss/val=val_loss '%s/run'", tmpdir, VARIANTS);
 	cr_assert_eq(lks_run_bin(NULL, args, out, sizeof(out)), 0, "%s", out);
 	cr_assert(strstr(out, "5 metric lines") && !strstr(out, "not read"), "%s", out);
-	/* a case's import says it too */
+	snprintf(args, sizeof(args), "export --db '%s/cli.db' --format jsonl v/all", tmpdir);
+	cr_assert_eq(lks_run_bin(NULL, args, out, sizeof(out)), 0, "%s", out);
+	cr_assert(strstr(out, "\"step\":3,\"rank\":0,\"Loss_train\":3.2015810012817383,"
+	                 "\"grad_norm\":2.0,\"loss\":3.2015810012817383,\"lr\":"
+	                 "0.00030000001424923539,\"val_loss\":6.4031620025634766}"), "%s", out);
+	/* a case's import reads them too */
 	snprintf(args, sizeof(args), "printf '[case]\\ndescription = v\\n[run r]\\nimport = "
 	         "tensorboard:%s/run\\n[check f]\\nkind = finite\\na = r\\n' > '%s/v.ini'",
 	         VARIANTS, tmpdir);
 	cr_assert_eq(lks_run_sh(args, out, sizeof(out)), 0, "%s", out);
 	snprintf(args, sizeof(args), "run --db '%s/cli.db' '%s/v.ini'", tmpdir, tmpdir);
 	cr_assert_eq(lks_run_bin(NULL, args, out, sizeof(out)), 0, "%s", out);
-	cr_assert(strstr(out, "v / r: import: not read: 2 folders of event files"), "%s", out);
+	cr_assert(!strstr(out, "not read"), "%s", out);
+	snprintf(args, sizeof(args), "export --db '%s/cli.db' --format jsonl v/r", tmpdir);
+	cr_assert_eq(lks_run_bin(NULL, args, out, sizeof(out)), 0, "%s", out);
+	cr_assert(strstr(out, "\"Loss_val\":9.418604850769043"), "%s", out);
 	rm_tmp();
 }
 

@@ -446,3 +446,204 @@ Test(import_tagmap, ranks_agree_sees_the_rank_folders)
 	cr_assert(strstr(out, "step 4"), "%s", out);
 	drop_root();
 }
+
+/* ---- add_scalars' series (import_folder.c): read with the run's file of their launch ---- */
+
+#define SERIES_A "events.out.tfevents.1767600000.node.7.0"
+#define SERIES_B "events.out.tfevents.1767600900.node.7.0"  /* the pid again: a container */
+
+/* root/run: two launches of one writer's process (host node, pid 7), the second restarted
+   from step 3, each with add_scalars("Loss", {"train": ..., "val": ...}) series in
+   Loss_train/ and Loss_val/; the series hold steps the run's file lacks (0 and 8), and
+   Loss_val/ a file of pid 9, which wrote no file of the run's folder. */
+static void write_series_run(char *run, size_t n)
+{
+	static const struct tb_scalar a[] = {
+		{ 1, "lm loss", 4.0f }, { 2, "lm loss", 3.0f }, { 3, "lm loss", 2.0f },
+		{ 4, "lm loss", 1.5f },
+	};
+	static const struct tb_scalar a_train[] = {
+		{ 0, "Loss", 4.5f }, { 1, "Loss", 4.25f }, { 2, "Loss", 3.25f }, { 3, "Loss", 2.25f },
+		{ 4, "Loss", 1.75f },
+	};
+	static const struct tb_scalar a_val[] = { { 2, "Loss", 5.5f }, { 4, "Loss", 4.5f } };
+	static const struct tb_scalar b[] = {
+		{ 3, "lm loss", 2.5f }, { 4, "lm loss", 1.25f }, { 5, "lm loss", 1.0f },
+		{ 6, "lm loss", 0.5f },
+	};
+	static const struct tb_scalar b_train[] = {
+		{ 3, "Loss", 2.75f }, { 4, "Loss", 1.5f }, { 5, "Loss", 1.125f }, { 6, "Loss", 0.75f },
+	};
+	static const struct tb_scalar b_val[] = {
+		{ 4, "Loss", 4.25f }, { 6, "Loss", 3.5f }, { 8, "Loss", 3.0f },
+	};
+	static const struct tb_scalar other[] = { { 1, "Loss", 9.0f } };
+	struct { const char *name; const struct tb_scalar *s; int n; } files[] = {
+		{ SERIES_A, a, 4 },
+		{ "Loss_train/events.out.tfevents.1767600002.node.7.1", a_train, 5 },
+		{ "Loss_val/events.out.tfevents.1767600003.node.7.2", a_val, 2 },
+		{ SERIES_B, b, 4 },
+		{ "Loss_train/events.out.tfevents.1767600901.node.7.1", b_train, 4 },
+		{ "Loss_val/events.out.tfevents.1767600950.node.7.2", b_val, 3 },
+		{ "Loss_val/events.out.tfevents.1767600100.node.9.1", other, 1 },
+	};
+	char path[256];
+
+	in_root(run, n, "run", 1);
+	in_root(path, sizeof(path), "run/Loss_train", 1);
+	in_root(path, sizeof(path), "run/Loss_val", 1);
+	for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
+		snprintf(path, sizeof(path), "%s/%s", run, files[i].name);
+		tb_write(path, files[i].s, files[i].n);
+	}
+}
+
+/* Each series file goes with its launch: launch B's restart at step 3 takes the series
+   back with the run; the steps only a series holds are records of their own; the file of
+   pid 9 is named as not read. */
+Test(import_tagmap, add_scalars_series_are_read_with_their_launch)
+{
+	char run[128], args[1024], out[4096];
+	const char *one[] = { run };
+	static const struct { int step; const char *name; double v; } want[] = {
+		{ 0, "Loss_train", 4.5 },
+		{ 1, "loss", 4.0 }, { 1, "Loss_train", 4.25 },
+		{ 2, "loss", 3.0 }, { 2, "Loss_train", 3.25 }, { 2, "val_loss", 5.5 },
+		{ 3, "loss", 2.5 }, { 3, "Loss_train", 2.75 },
+		{ 4, "loss", 1.25 }, { 4, "Loss_train", 1.5 }, { 4, "val_loss", 4.25 },
+		{ 5, "loss", 1.0 }, { 5, "Loss_train", 1.125 },
+		{ 6, "loss", 0.5 }, { 6, "Loss_train", 0.75 }, { 6, "val_loss", 3.5 },
+		{ 8, "val_loss", 3.0 },
+	};
+	lks_import_result res;
+	struct rows *x;
+	lks_store *s;
+	int n = (int)(sizeof(want) / sizeof(want[0]));
+
+	new_root();
+	write_series_run(run, sizeof(run));
+	s = open_db("t.db");
+	cr_assert_eq(import_as(s, "tensorboard", one, 1, "r", "Loss/val=val_loss", NULL, &res), 0,
+	             "%s", lks_errmsg());
+	cr_assert_eq(res.steps, 8);
+	cr_assert_eq(res.world_size, 1);
+	cr_assert_eq(res.counts.restarts, 1, "launch B");
+	cr_assert_eq(res.counts.records, 10, "steps 0-4 of launch A, 3-6 and 8 of launch B");
+	cr_assert_eq(res.unread, 1);
+	cr_assert(strstr(res.unread_first, "/run/Loss_val/events.out.tfevents.1767600100.node.9.1"),
+	          "%s", res.unread_first);
+	x = rows_of(s, res.run_id);
+	for (int i = 0; i < n; i++) {
+		int k = row(x, want[i].step, 0, want[i].name);
+
+		cr_assert_geq(k, 0, "step %d %s", want[i].step, want[i].name);
+		cr_assert_eq(x->r[k].value, want[i].v, "step %d %s: %.17g", want[i].step,
+		             want[i].name, x->r[k].value);
+	}
+	cr_assert_eq(x->n, n, "nothing more: launch A's steps 3 and 4 gone with the restart");
+	free(x);
+	lks_store_close(s);
+
+	/* the command says what it left, and what to do with it */
+	snprintf(args, sizeof(args), "import --db '%s/cli.db' --format tensorboard --case c --run r "
+	         "'%s'", root, run);
+	cr_assert_eq(lks_run_bin(NULL, args, out, sizeof(out)), 0, "%s", out);
+	cr_assert(strstr(out, "not read: 1 event file of add_scalars series, such as '"), "%s", out);
+	cr_assert(strstr(out, "node.9.1': no event file of the run's folder is of its writer's "
+	                 "launch"), "%s", out);
+	drop_root();
+}
+
+/* A host of dots and digits (an address) and two processes' files in one run's folder:
+   each series file goes with its own process's, by the host and pid in the names, and a
+   value a series holds of a metric the run's file has at that step must be the same
+   bits. */
+Test(import_tagmap, add_scalars_series_pair_by_process_and_agree_with_the_run)
+{
+	static const struct tb_scalar p1[] = { { 1, "lm loss", 4.0f }, { 2, "lm loss", 3.0f } };
+	static const struct tb_scalar p2[] = { { 3, "lm loss", 2.0f }, { 4, "lm loss", 1.0f } };
+	static const struct tb_scalar s1[] = { { 1, "x", 1.0f }, { 2, "x", 2.0f } };
+	static const struct tb_scalar s2[] = { { 3, "x", 3.0f }, { 4, "x", 4.0f } };
+	static const struct tb_scalar same[] = { { 2, "m", 3.0f } };
+	static const struct tb_scalar other[] = { { 2, "m", 3.5f } };
+	char run[128], path[256];
+	const char *one[] = { run };
+	lks_import_result res;
+	struct rows *x;
+	lks_store *s;
+
+	new_root();
+	in_root(run, sizeof(run), "run", 1);
+	in_root(path, sizeof(path), "run/x_a", 1);
+	/* two processes, 4567 and 4568, write into the run's folder, each its series after
+	   both began: 4567's series goes with 4567's file, not with the later-begun 4568's */
+	snprintf(path, sizeof(path), "%s/events.out.tfevents.1767600000.10.0.0.7.4567.0", run);
+	tb_write(path, p1, 2);
+	snprintf(path, sizeof(path), "%s/events.out.tfevents.1767600001.10.0.0.7.4568.0", run);
+	tb_write(path, p2, 2);
+	snprintf(path, sizeof(path), "%s/x_a/events.out.tfevents.1767600005.10.0.0.7.4567.1", run);
+	tb_write(path, s1, 2);
+	snprintf(path, sizeof(path), "%s/x_a/events.out.tfevents.1767600006.10.0.0.7.4568.12", run);
+	tb_write(path, s2, 2);
+	s = open_db("t.db");
+	cr_assert_eq(import_as(s, "tensorboard", one, 1, "r", NULL, NULL, &res), 0, "%s",
+	             lks_errmsg());
+	cr_assert_eq(res.unread, 0, "%s", res.unread_first);
+	cr_assert_eq(res.counts.records, 4);
+	x = rows_of(s, res.run_id);
+	cr_assert_eq(x->n, 8);
+	for (int k = 1; k <= 4; k++)
+		cr_assert_eq(x->r[row(x, k, 0, "x_a")].value, k, "step %d", k);
+	free(x);
+
+	/* a series mapped onto the run's loss: the same bits are one value, others bad input
+	   naming the series file */
+	in_root(path, sizeof(path), "run/m_b", 1);
+	snprintf(path, sizeof(path), "%s/m_b/events.out.tfevents.1767600007.10.0.0.7.4567.2", run);
+	tb_write(path, same, 1);
+	cr_assert_eq(import_as(s, "tensorboard", one, 1, "same", "m/b=loss", NULL, &res), 0, "%s",
+	             lks_errmsg());
+	tb_write(path, other, 1);
+	cr_assert_eq(import_as(s, "tensorboard", one, 1, "other", "m/b=loss", NULL, &res),
+	             LKS_E_BAD_INPUT);
+	cr_assert(strstr(lks_errmsg(), "m_b/events.out.tfevents.1767600007.10.0.0.7.4567.2':1: "
+	                 "metric 'loss' at step 2 is 3 in the run's file and 3.5 in this "
+	                 "add_scalars series"), "%s", lks_errmsg());
+	lks_store_close(s);
+	drop_root();
+}
+
+/* A series file is checked as any event file: a bad CRC names it and its offset, and
+   nothing of the run is stored. */
+Test(import_tagmap, a_corrupt_series_file_stores_nothing)
+{
+	static const struct tb_scalar a[] = { { 1, "lm loss", 4.0f }, { 2, "lm loss", 3.0f } };
+	static const struct tb_scalar t[] = { { 1, "Loss", 1.0f }, { 2, "Loss", 2.0f } };
+	char run[128], path[256], db[160];
+	const char *one[] = { run };
+	lks_import_result res;
+	lks_store *s;
+	FILE *f;
+
+	new_root();
+	in_root(run, sizeof(run), "run", 1);
+	in_root(path, sizeof(path), "run/Loss_train", 1);
+	snprintf(path, sizeof(path), "%s/" SERIES_A, run);
+	tb_write(path, a, 2);
+	snprintf(path, sizeof(path), "%s/Loss_train/events.out.tfevents.1767600001.node.7.1", run);
+	tb_write(path, t, 2);
+	f = fopen(path, "r+b");
+	cr_assert_not_null(f);
+	cr_assert_eq(fseek(f, -6, SEEK_END), 0);  /* a byte of the last record's data */
+	cr_assert_eq(fputc('~', f), '~');
+	cr_assert_eq(fclose(f), 0);
+	s = open_db("t.db");
+	cr_assert_eq(import_as(s, "tensorboard", one, 1, "r", NULL, NULL, &res), LKS_E_BAD_INPUT);
+	cr_assert(strstr(lks_errmsg(), "Loss_train/events.out.tfevents.1767600001.node.7.1': byte "),
+	          "%s", lks_errmsg());
+	cr_assert(strstr(lks_errmsg(), "bad CRC"), "%s", lks_errmsg());
+	lks_store_close(s);
+	snprintf(db, sizeof(db), "sqlite3 '%s/t.db' 'SELECT count(*) FROM runs' | grep -qx 0", root);
+	cr_assert_eq(system(db), 0, "a run row was stored");
+	drop_root();
+}
