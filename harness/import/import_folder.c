@@ -34,12 +34,12 @@
  * are passed over.
  *
  * A folder of event files that also holds folders with event files in them: those are
- * SummaryWriter.add_scalars' series (torch, tensorboardX). add_scalars(tag, {key: v, ...})
- * writes each key's values into a folder <tag, '/' made '_'>_<key> within the run's, by a
- * writer of its own, so a file per launch there too, each restarting the steps, under the
- * chart's tag. Each such file is read with the run's file of its writer's launch, the one
- * its process wrote last before it (the host and pid in the files' names:
- * lks_events_same_launch), as the tag "<tag>/<key>" (import_tensorboard.c,
+ * SummaryWriter.add_scalars' series. add_scalars(tag, {key: v, ...}) writes each key's
+ * values into a folder within the run's (torch: <tag, '/' made '_'>_<key>; tensorboardX:
+ * <tag>/<key>), by a writer of its own, so a file per launch there too, each restarting the
+ * steps, under the chart's tag. Each such file is read with the run's file of its writer's
+ * launch, the one its process (tensorboardX: its host) wrote last before it, as the files'
+ * names say (lks_events_same_launch), as the tag "<tag>/<key>" (import_tensorboard.c,
  * lks_import_tensorboard_series): so a restart takes the series back with the run. A
  * series file of no launch in the run's folder (a name of no host and pid, or of none
  * there) is counted and the first named (lks_import_result.unread), so that the import
@@ -278,15 +278,19 @@ static long long lks_digits(const char **s)
 	return k ? v : -1;
 }
 
-/* Whether the event file named b (in a series folder) was written by the process that
-   wrote the one named a (in the run's folder), after it: a writer names its file
-   "events.out.tfevents.SECONDS.HOST.PID.N" and its filename_suffix, N its process's count
-   of writers (tensorboard/summary/writer/event_file_writer.py, which torch's SummaryWriter
-   and its add_scalars' writers use: time.time(), socket.gethostname(), os.getpid(),
-   _global_uid.get()). So b's HOST.PID. and suffix are a's, its N is bigger and its SECONDS
-   not smaller. *sa, *na: a's SECONDS and N. A HOST may hold dots and digits: HOST.PID. is
-   the names' common beginning up to the N that differs, and must end in digits between
-   dots. */
+/* Whether the event file named b (in a series folder) was written by the launch that
+   wrote the one named a (in the run's folder), after it; *sa, *na: a's start and writer's
+   number, the later the later (lks_series_launch). Two writers name their files:
+   - torch's SummaryWriter and its add_scalars' writers (tensorboard's EventFileWriter,
+     tensorboard/summary/writer/event_file_writer.py): "events.out.tfevents.SECONDS.HOST.
+     PID.N" and the writer's filename_suffix, N the process's count of writers
+     (time.time(), socket.gethostname(), os.getpid(), _global_uid.get()). So b's HOST.PID.
+     and suffix are a's, its N bigger and its SECONDS not smaller. HOST may hold dots and
+     digits: HOST.PID. is the names' common beginning up to the N that differs, and must
+     end in digits between dots.
+   - tensorboardX (2.6.5, tensorboardX/event_file_writer.py): "events.out.tfevents.SECONDS.
+     HOST" and the suffix, no process: b's HOST and suffix are a's, its SECONDS not
+     smaller. */
 static int lks_events_same_launch(const char *a, const char *b, long long *sa, long long *na)
 {
 	const char *p = a + 20, *q = b + 20;
@@ -295,6 +299,9 @@ static int lks_events_same_launch(const char *a, const char *b, long long *sa, l
 
 	if ((*sa = lks_digits(&p)) < 0 || (sb = lks_digits(&q)) < 0 || *p++ != '.' || *q++ != '.')
 		return 0;
+	*na = 0;
+	if (!strcmp(p, q))  /* tensorboardX's: the same host's */
+		return *sa <= sb;
 	while (p[k] && p[k] == q[k])
 		k++;
 	while (k > 0 && p[k - 1] >= '0' && p[k - 1] <= '9')
@@ -348,49 +355,51 @@ static int lks_series_put(struct lks_series_of *of, int at, char *path, char *fo
 	return 0;
 }
 
-/* The folders within path (a run's folder, its event files list[0..n)) that hold event
-   files themselves: add_scalars' series. Each of their files goes into of[i], list[i] the
-   file of its writer's launch (lks_series_launch); one of no launch there is counted into
-   r, the first by name kept (not read). 0, or -1 (out of memory). */
-static int lks_series_find(struct lks_import_run *r, const char *path, struct dirent **list,
-                           int n, struct lks_series_of *of)
+/* The folders within the run's folder (root, its event files list[0..n)) that hold event
+   files themselves, up to LKS_EVENTS_DEPTH down: add_scalars' series (torch writes
+   TAG_KEY/, tensorboardX TAG/KEY/), from rel (the path below root, "" for root itself).
+   Each of their files goes into of[i], list[i] the file of its writer's launch
+   (lks_series_launch), its folder's path below root naming it; one of no launch there is
+   counted into r, the first by name kept (not read). 0, or -1 (out of memory). */
+static int lks_series_find(struct lks_import_run *r, const char *root, const char *rel,
+                           int depth, struct dirent **list, int n, struct lks_series_of *of)
 {
+	char *path = *rel ? lks_import_path_in(root, rel) : strdup(root);
 	struct dirent **sub = NULL;
-	int m = scandir(path, &sub, NULL, alphasort), rc = 0;
+	int m = path ? scandir(path, &sub, NULL, alphasort) : 0, rc = path ? 0 : -1;
 
+	if (!path)
+		return lks_err("out of memory");
 	for (int i = 0; i < m; i++) {
-		struct dirent **ev = NULL;
-		char *dir = NULL;
-		int k = 0;
+		const char *name = sub[i]->d_name;
+		int events = !strncmp(name, "events.out.tfevents.", 20);
+		char *full = NULL, *below = NULL;
 
-		if (!rc && strcmp(sub[i]->d_name, ".") && strcmp(sub[i]->d_name, "..")
-		    && !(dir = lks_import_path_in(path, sub[i]->d_name)))
+		if (!rc && strcmp(name, ".") && strcmp(name, "..")
+		    && (!(full = lks_import_path_in(path, name))
+		        || !(below = *rel ? lks_import_path_in(rel, name) : strdup(name))))
 			rc = lks_err("out of memory");
-		if (dir && lks_is_folder(dir, sub[i]))
-			k = scandir(dir, &ev, lks_events_file, alphasort);
-		for (int j = 0; j < k; j++) {
-			char *file = rc ? NULL : lks_import_path_in(dir, ev[j]->d_name);
-			int at = lks_series_launch(list, n, ev[j]->d_name);
+		if (!rc && full && *rel && events && !lks_is_folder(full, sub[i])) {
+			int at = lks_series_launch(list, n, name);
 
-			if (!rc && !file) {
-				rc = lks_err("out of memory");
-			} else if (file && at >= 0) {
-				char *folder = strdup(sub[i]->d_name);
+			if (at >= 0) {
+				char *folder = strdup(rel);
 
-				rc = folder ? lks_series_put(of, at, file, folder)
-				   : (free(file), lks_err("out of memory"));
-				file = NULL;
-			} else if (file && (r->unread++ == 0 || strcmp(file, r->unread_first) < 0)) {
-				snprintf(r->unread_first, sizeof(r->unread_first), "%s", file);
+				rc = folder ? lks_series_put(of, at, full, folder)
+				   : lks_err("out of memory");
+				full = folder ? NULL : full;
+			} else if (r->unread++ == 0 || strcmp(full, r->unread_first) < 0) {
+				snprintf(r->unread_first, sizeof(r->unread_first), "%s", full);
 			}
-			free(file);
-			free(ev[j]);
+		} else if (!rc && full && depth > 0 && lks_is_folder(full, sub[i])) {
+			rc = lks_series_find(r, root, below, depth - 1, list, n, of);
 		}
-		free(ev);
-		free(dir);
+		free(full);
+		free(below);
 		free(sub[i]);
 	}
 	free(sub);
+	free(path);
 	return rc;
 }
 
@@ -417,7 +426,7 @@ int lks_import_folder(struct lks_import_run *r, const lks_import_format *fmt,
 	if (!folders && !(of = calloc((size_t)n, sizeof(*of))))
 		rc = lks_err("out of memory");
 	if (!rc && of)
-		rc = lks_series_find(r, path, list, n, of);
+		rc = lks_series_find(r, path, "", LKS_EVENTS_DEPTH, list, n, of);
 	if (rc) {
 		for (int i = 0; i < n; i++)
 			free(list[i]);

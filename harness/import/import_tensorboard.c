@@ -264,11 +264,13 @@ struct lks_tb_read {
 	char tag[2 * LKS_IMPORT_NAME_MAX + 2];
 };
 
-/* The tag of add_scalars' value of chart tag (len bytes) in the series folder x->series:
-   "<tag>/<key>", the key the folder's name after "<tag, '/' made '_'>_" (torch's
-   add_scalars names the folder so: torch/utils/tensorboard/writer.py, torch 2.15.0,
-   fw_logdir + "/" + main_tag.replace("/", "_") + "_" + tag), or the whole folder's name
-   where it does not begin so; *len its length. NULL where that is too long for a name. */
+/* The tag of add_scalars' value of chart tag (len bytes) in the series folder x->series
+   (its path below the run's folder): "<tag>/<key>", the key the folder's path after
+   "<tag, '/' made '_'>_" (torch/utils/tensorboard/writer.py, torch 2.15.0: fw_logdir +
+   "/" + main_tag.replace("/", "_") + "_" + tag) or after "<tag>/" (tensorboardX 2.6.5,
+   tensorboardX/writer.py: os.path.join(fw_logdir, main_tag, tag)), so both writers' series
+   have one name; "<tag>/<folder's path>" where it begins with neither. *len its length.
+   NULL where that is too long for a name. */
 static const char *lks_tb_series_tag(struct lks_tb_read *x, const char *tag, size_t *len)
 {
 	const char *key = x->series;
@@ -276,7 +278,7 @@ static const char *lks_tb_series_tag(struct lks_tb_read *x, const char *tag, siz
 
 	while (k < *len && (key[k] == tag[k] || (tag[k] == '/' && key[k] == '_')))
 		k++;
-	if (k == *len && key[k] == '_' && key[k + 1])
+	if (k == *len && (key[k] == '_' || key[k] == '/') && key[k + 1])
 		key += k + 1;
 	if (*len + 1 + strlen(key) >= sizeof(x->tag))
 		return NULL;

@@ -318,6 +318,51 @@ Test(import_real, torchs_tensor_scalars_and_add_scalars_series_read_exactly)
 	rm_tmp();
 }
 
+/* tensorboardX 2.6.5 wrote two launches of a training into one folder (make_tbx_scalars.py
+   1, then 2: a restart from step 3), each with add_scalars("Loss", {"train", "val"}) into
+   Loss/train/ and Loss/val/, its files named by start and host alone. Each series file is
+   read with the run's file of its launch: launch 2 takes the series back from step 3 with
+   the run, and each value is the float32 of what the script printed. */
+Test(import_real, tensorboardx_add_scalars_restart_with_their_launch)
+{
+	lks_store *st = fresh_store();
+	const char *run[] = { LKS_IMPORT_DIR "/tbx_scalars/run" };
+	/* step: loss, train, val (NAN: not logged) as make_tbx_scalars.py printed them, launch
+	   1's steps 1-2, launch 2's 3-6 */
+	static const double want[][3] = {
+		{ 0, 0, 0 },
+		{ 8.90109920501709, 13.351648807525635, NAN },
+		{ 4.7093024253845215, 7.063953638076782, 11.773256063461304 },
+		{ 3.079847812652588, 4.619771718978882, NAN },
+		{ 2.3546512126922607, 3.531976819038391, 5.886628031730652 },
+		{ 1.9058823585510254, 2.858823537826538, NAN },
+		{ 1.6007905006408691, 2.4011857509613037, 4.001976251602173 },
+	};
+	lks_import_result r;
+	struct series l, tr, va;
+
+	cr_assert_eq(import_as(st, "tensorboard", "tbx", run, 1, &r), 0, "%s", lks_errmsg());
+	cr_assert_eq(r.unread, 0, "%s", r.unread_first);
+	cr_assert_eq(r.counts.restarts, 1, "launch 2");
+	cr_assert_eq(r.steps, 6);
+	l = series_of(st, r.run_id, "loss");
+	tr = series_of(st, r.run_id, "Loss_train");
+	va = series_of(st, r.run_id, "Loss_val");
+	cr_assert_eq(l.n, 6);
+	cr_assert_eq(tr.n, 6);
+	cr_assert_eq(va.n, 3, "val at steps 2, 4, 6");
+	for (int s = 1; s <= 6; s++) {
+		cr_assert_eq(l.v[s], (double)(float)want[s][0], "step %d: %.17g", s, l.v[s]);
+		cr_assert_eq(tr.v[s], (double)(float)want[s][1], "step %d: %.17g", s, tr.v[s]);
+		if (s % 2 == 0)
+			cr_assert_eq(va.v[s], (double)(float)want[s][2], "step %d: %.17g", s, va.v[s]);
+		else
+			cr_assert(isnan(va.v[s]), "step %d: %.17g", s, va.v[s]);
+	}
+	lks_store_close(st);
+	rm_tmp();
+}
+
 /* The Trainer launched by torchrun --tee, 2 processes: every line of its console has its
    process's prefix, and torchrun writes a bar's pieces (each ended by a carriage return)
    without a newline, so the dicts of steps 3 and 5 follow a bar on its line, each after a

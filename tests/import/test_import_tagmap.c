@@ -4,7 +4,8 @@
  * without a map in the same thread (the remembered labels must not outlive their map), and
  * bad maps refused; and TensorBoard folders per rank (torchtitan's rank_N), each rank a
  * stream of its own. The event files are written here (tb_events.h); every test works in
- * its own mkdtemp folder, removed at its end. Also run with every log read in parts
+ * its own mkdtemp folder, removed at its end. add_scalars' series folders are read with
+ * the run's file of their launch. Also run with every log read in parts
  * (test_import_check_parts): the part threads read with the map too.
  */
 #include <criterion/criterion.h>
@@ -645,5 +646,50 @@ Test(import_tagmap, a_corrupt_series_file_stores_nothing)
 	lks_store_close(s);
 	snprintf(db, sizeof(db), "sqlite3 '%s/t.db' 'SELECT count(*) FROM runs' | grep -qx 0", root);
 	cr_assert_eq(system(db), 0, "a run row was stored");
+	drop_root();
+}
+
+/* tensorboardX's names hold the start and the host, no process: a series file goes with
+   the run's file of the same host and suffix begun last before it, in TAG/KEY/ folders as
+   deep as the tag's '/' make them; one of another host, or begun before any run's file,
+   is not read. */
+Test(import_tagmap, tensorboardx_series_pair_by_host_and_start)
+{
+	static const struct tb_scalar a[] = { { 1, "lm loss", 4.0f }, { 2, "lm loss", 3.0f } };
+	static const struct tb_scalar k[] = { { 1, "a/b", 1.5f }, { 2, "a/b", 2.5f } };
+	static const struct tb_scalar late[] = { { 9, "a/b", 7.0f } };
+	char run[128], path[256];
+	const char *one[] = { run };
+	lks_import_result res;
+	struct rows *x;
+	lks_store *s;
+
+	new_root();
+	in_root(run, sizeof(run), "run", 1);
+	in_root(path, sizeof(path), "run/a", 1);
+	in_root(path, sizeof(path), "run/a/b", 1);
+	in_root(path, sizeof(path), "run/a/b/k", 1);
+	in_root(path, sizeof(path), "run/x", 1);
+	snprintf(path, sizeof(path), "%s/events.out.tfevents.1767600000.host-a.lks", run);
+	tb_write(path, a, 2);
+	snprintf(path, sizeof(path), "%s/a/b/k/events.out.tfevents.1767600000.host-a.lks", run);
+	tb_write(path, k, 2);
+	snprintf(path, sizeof(path), "%s/a/b/k/events.out.tfevents.1767600000.host-b.lks", run);
+	tb_write(path, late, 1);
+	snprintf(path, sizeof(path), "%s/x/events.out.tfevents.1767599999.host-a.lks", run);
+	tb_write(path, late, 1);
+	s = open_db("t.db");
+	cr_assert_eq(import_as(s, "tensorboard", one, 1, "r", NULL, NULL, &res), 0, "%s",
+	             lks_errmsg());
+	cr_assert_eq(res.steps, 2, "step 9 of the files not read is not the run's");
+	cr_assert_eq(res.unread, 2);
+	cr_assert(strstr(res.unread_first, "/run/a/b/k/events.out.tfevents.1767600000.host-b.lks"),
+	          "%s", res.unread_first);
+	x = rows_of(s, res.run_id);
+	cr_assert_eq(x->n, 4);
+	cr_assert_eq(x->r[row(x, 1, 0, "a_b_k")].value, 1.5, "the tag a/b/k");
+	cr_assert_eq(x->r[row(x, 2, 0, "a_b_k")].value, 2.5);
+	free(x);
+	lks_store_close(s);
 	drop_root();
 }
