@@ -15,9 +15,12 @@
  * So a parser must leave no state behind; what it leaks is found by ci/fuzz replaying the
  * corpus one input per process with LeakSanitizer. Built otherwise, it parses FILE once.
  */
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "harness/engine/case.h"
 #include "harness/cli/cmd.h"
@@ -120,6 +123,80 @@ static int lks_fuzz_nemo(const char *path) { return lks_fuzz_import("nemo", path
 static int lks_fuzz_composer(const char *path) { return lks_fuzz_import("composer", path); }
 static int lks_fuzz_hf(const char *path) { return lks_fuzz_import("hf-trainer", path); }
 static int lks_fuzz_tb(const char *path) { return lks_fuzz_import("tensorboard", path); }
+/* An add_scalars series file (import_folder.c pairs it, import_tensorboard.c merges it):
+   the input is copied into a run's folder made for it, as the series file of the launch
+   of the folder's one event file (scalars of "lm loss" at steps 1 to 3, written here), and
+   the folder is imported, then removed (a process killed between leaves one folder). */
+static void lks_fuzz_le(unsigned char *p, uint64_t v, int n)
+{
+	for (int i = 0; i < n; i++)
+		p[i] = (unsigned char)(v >> 8 * i);
+}
+
+/* The run's event file at path: 0, or -1. */
+static int lks_fuzz_run_file(const char *path)
+{
+	FILE *f = fopen(path, "wb");
+
+	if (!f)
+		return -1;
+	for (int step = 1; step <= 3; step++) {
+		/* Event { step = 2: step, summary = 5: { value = 1: { tag = 1: "lm loss",
+		   simple_value = 2: step / 2 } } } in a TFRecord */
+		unsigned char ev[32] = { 0x10, (unsigned char)step, 0x2a, 16, 0x0a, 14, 0x0a, 7,
+		                         'l', 'm', ' ', 'l', 'o', 's', 's', 0x15 };
+		unsigned char head[12], tail[4];
+		float v = step / 2.0f;
+		uint32_t bits;
+
+		memcpy(&bits, &v, 4);
+		lks_fuzz_le(ev + 16, bits, 4);
+		lks_fuzz_le(head, 20, 8);
+		lks_fuzz_le(head + 8, lks_tfrecord_crc(head, 8), 4);
+		lks_fuzz_le(tail, lks_tfrecord_crc(ev, 20), 4);
+		if (fwrite(head, 1, 12, f) != 12 || fwrite(ev, 1, 20, f) != 20
+		    || fwrite(tail, 1, 4, f) != 4)
+			break;
+	}
+	return fclose(f) ? -1 : 0;
+}
+
+static int lks_fuzz_tb_series(const char *path)
+{
+	static char text[1 << 20];
+	char run[64] = "/tmp/lks-fuzz-run-XXXXXX", dir[96], file[160], series[192];
+	const char *runs[] = { run };
+	lks_import_opts o = { .fmt = lks_import_format_find("tensorboard"), .case_name = "c",
+	                      .run_name = "r" };
+	lks_import_result res;
+	FILE *in = fopen(path, "rb"), *out = NULL;
+	size_t n = in ? fread(text, 1, sizeof(text), in) : 0;
+	int rc = LKS_EXIT_INFRA;
+
+	if (in)
+		fclose(in);
+	if (!mkdtemp(run))
+		return LKS_EXIT_INFRA;
+	snprintf(dir, sizeof(dir), "%s/Loss_train", run);
+	snprintf(file, sizeof(file), "%s/events.out.tfevents.1767600000.h.7.0", run);
+	snprintf(series, sizeof(series), "%s/events.out.tfevents.1767600001.h.7.1", dir);
+	if (!mkdir(dir, 0700) && !lks_fuzz_run_file(file) && (out = fopen(series, "wb"))
+	    && fwrite(text, 1, n, out) == n && !fclose(out)) {
+		out = NULL;
+		rc = lks_import_files(NULL, &o, runs, 1, &res);
+		if (rc == 0 && res.unread)
+			abort();  /* the file is of the run's launch: read, or refused */
+		rc = rc == 0 ? LKS_EXIT_OK : lks_exit_code(rc);
+	}
+	if (out)
+		fclose(out);
+	unlink(series);
+	unlink(file);
+	rmdir(dir);
+	rmdir(run);
+	return rc;
+}
+
 /* a --tag-map file (import_tag_map.c): its pairs and their errors, under the sanitizers */
 static int lks_fuzz_tag_map(const char *path)
 {
@@ -182,6 +259,7 @@ static const struct lks_fuzz_target {
 	{ "composer", "train.log", lks_fuzz_composer },  /* harness/import/import_composer.c */
 	{ "hf-trainer", "trainer_state.json", lks_fuzz_hf },  /* import_hf_trainer.c */
 	{ "tensorboard", "events.out.tfevents.0", lks_fuzz_tb },  /* import_tensorboard.c */
+	{ "tb-series", "events.out.tfevents.1", lks_fuzz_tb_series },  /* import_folder.c */
 	{ "tag-map", "tags.map", lks_fuzz_tag_map },  /* harness/import/import_tag_map.c */
 	{ "tensor-jsonl", "trace.jsonl", lks_fuzz_tensor_jsonl },  /* import_tensor_jsonl.c */
 	{ "te-debug", "nvdlfw_inspect_globalrank-0.log", lks_fuzz_te_debug },  /* import_te_debug.c */
