@@ -168,8 +168,9 @@ typedef struct lks_import_series {
    (then mapped as any tag), its values in the records of their steps, a step the file
    lacks a record of its own, all in step order (import_tensorboard.c). A series' value
    of a metric the file holds at that step must be the same bits. Each series file is
-   checked as any event file, before the run's file; 0, LKS_E_BAD_INPUT, or the sink's
-   answer. */
+   checked as any event file, before the run's file, and its values held in memory (a
+   chart's few, 32 bytes each) while the run's file streams through; 0, LKS_E_BAD_INPUT,
+   or the sink's answer. */
 int lks_import_tensorboard_series(const char *path, FILE *f, const lks_import_series *series,
                                   int n, lks_import_sink sink, void *arg,
                                   lks_import_counts *c);
