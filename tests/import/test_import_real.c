@@ -14,6 +14,7 @@
  * add_scalars' folder a series, which the import leaves and says it left.
  */
 #include <criterion/criterion.h>
+#include <criterion/parameterized.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -318,17 +319,30 @@ Test(import_real, torchs_tensor_scalars_and_add_scalars_series_read_exactly)
 	rm_tmp();
 }
 
-/* tensorboardX 2.6.5 wrote two launches of a training into one folder (make_tbx_scalars.py
-   1, then 2: a restart from step 3), each with add_scalars("Loss", {"train", "val"}) into
-   Loss/train/ and Loss/val/, its files named by start and host alone. Each series file is
-   read with the run's file of its launch: launch 2 takes the series back from step 3 with
-   the run, and each value is the float32 of what the script printed. */
-Test(import_real, tensorboardx_add_scalars_restart_with_their_launch)
+/* tensorboardX 2.6.5 and torch 2.15.0 each wrote two launches of a training into one
+   folder (tb_add_scalars/make_runs.py: launch 1, then 2, a restart from step 3, each a
+   process), each with add_scalars("Loss", {"train", "val"}): tensorboardX into Loss/train/
+   and Loss/val/, its files named by start and host alone; torch into Loss_train/ and
+   Loss_val/, named with the pid too. Each series file is read with the run's file of its
+   launch: launch 2 takes the series back from step 3 with the run, and each value is the
+   float32 of what the script printed, from either writer. */
+static const char *const add_scalars_writers[] = { "tensorboardX", "torch" };
+
+ParameterizedTestParameters(import_real, add_scalars_restart_with_their_launch)
 {
+	static int k[] = { 0, 1 };
+
+	return cr_make_param_array(int, k, 2);
+}
+
+ParameterizedTest(int *k, import_real, add_scalars_restart_with_their_launch)
+{
+	const char *writer = add_scalars_writers[*k];
 	lks_store *st = fresh_store();
-	const char *run[] = { LKS_IMPORT_DIR "/tbx_scalars/run" };
-	/* step: loss, train, val (NAN: not logged) as make_tbx_scalars.py printed them, launch
-	   1's steps 1-2, launch 2's 3-6 */
+	char folder[512];
+	const char *run[] = { folder };
+	/* step: loss, train, val (NAN: not logged) as make_runs.py printed them, launch 1's
+	   steps 1-2, launch 2's 3-6 */
 	static const double want[][3] = {
 		{ 0, 0, 0 },
 		{ 8.90109920501709, 13.351648807525635, NAN },
@@ -341,7 +355,8 @@ Test(import_real, tensorboardx_add_scalars_restart_with_their_launch)
 	lks_import_result r;
 	struct series l, tr, va;
 
-	cr_assert_eq(import_as(st, "tensorboard", "tbx", run, 1, &r), 0, "%s", lks_errmsg());
+	snprintf(folder, sizeof(folder), "%s/tb_add_scalars/%s", LKS_IMPORT_DIR, writer);
+	cr_assert_eq(import_as(st, "tensorboard", writer, run, 1, &r), 0, "%s", lks_errmsg());
 	cr_assert_eq(r.unread, 0, "%s", r.unread_first);
 	cr_assert_eq(r.counts.restarts, 1, "launch 2");
 	cr_assert_eq(r.steps, 6);
