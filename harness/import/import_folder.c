@@ -30,7 +30,9 @@
  * so), then by name. Hugging Face's Trainer writes OUTPUT_DIR/runs/<Mon DD_HH-MM-SS_host>/
  * (a month's name: not in time order by name), one folder per launch, so a resumed
  * training's folder is read after the first as a restart; torchtitan's save_tb_folder holds
- * its timestamp folders. Given OUTPUT_DIR itself, its checkpoint folders hold no events and
+ * its timestamp folders. Two such folders whose earliest files one process wrote, the
+ * second by a later writer of it (torch's names say so: lks_sub_same_launch), are two
+ * writers of one launch at once (a training's train/ and val/), no restart: refused. Given OUTPUT_DIR itself, its checkpoint folders hold no events and
  * are passed over.
  *
  * A folder of event files that also holds folders with event files in them: those are
@@ -170,13 +172,86 @@ static int lks_is_folder(const char *path, const struct dirent *d)
 	return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
 }
 
+/* The digits at *s as a number, *s past them: -1 where there are none, or more than 18. */
+static long long lks_digits(const char **s)
+{
+	long long v = 0;
+	int k = 0;
+
+	for (; **s >= '0' && **s <= '9'; (*s)++)
+		if (++k > 18)
+			return -1;
+		else
+			v = v * 10 + (**s - '0');
+	return k ? v : -1;
+}
+
+/* Whether the event file named b (in a series folder) was written by the launch that
+   wrote the one named a (in the run's folder), after it; *sa, *na: a's start and writer's
+   number, the later the later (lks_series_launch). Two writers name their files:
+   - torch's SummaryWriter and its add_scalars' writers (tensorboard's EventFileWriter,
+     tensorboard/summary/writer/event_file_writer.py): "events.out.tfevents.SECONDS.HOST.
+     PID.N" and the writer's filename_suffix, N the process's count of writers
+     (time.time(), socket.gethostname(), os.getpid(), _global_uid.get()). So b's HOST.PID.
+     and suffix are a's, its N bigger and its SECONDS not smaller. HOST may hold dots and
+     digits: HOST.PID. is the names' common beginning up to the N that differs, and must
+     end in digits between dots.
+   - tensorboardX (2.6.5, tensorboardX/event_file_writer.py): "events.out.tfevents.SECONDS.
+     HOST" and the suffix, no process: b's HOST and suffix are a's, its SECONDS not
+     smaller. */
+/* The start in an event file's name (its SECONDS) into *t, and where the rest of the name
+   after it and its '.' begins: NULL where the name has no such start. */
+static const char *lks_events_rest(const char *name, long long *t)
+{
+	const char *p = name + 20;
+
+	return (*t = lks_digits(&p)) >= 0 && *p == '.' ? p + 1 : NULL;
+}
+
+/* Whether the rests of two event files' names (lks_events_rest) are torch's, of one
+   process: HOST.PID. and the suffix the same, each writer's number N (*na, *nb) digits. */
+static int lks_events_same_process(const char *p, const char *q, long long *na, long long *nb)
+{
+	size_t k = 0, pid;
+
+	while (p[k] && p[k] == q[k])
+		k++;
+	while (k > 0 && p[k - 1] >= '0' && p[k - 1] <= '9')
+		k--;
+	if (k < 4 || p[k - 1] != '.')
+		return 0;
+	for (pid = k - 1; pid > 0 && p[pid - 1] >= '0' && p[pid - 1] <= '9'; pid--)
+		;
+	if (pid == k - 1 || pid < 2 || p[pid - 1] != '.')
+		return 0;
+	p += k;
+	q += k;
+	return (*na = lks_digits(&p)) >= 0 && (*nb = lks_digits(&q)) >= 0 && !strcmp(p, q);
+}
+
+static int lks_events_same_launch(const char *a, const char *b, long long *sa, long long *na)
+{
+	const char *p = lks_events_rest(a, sa), *q;
+	long long sb, nb;
+
+	*na = 0;
+	if (!p || !(q = lks_events_rest(b, &sb)) || *sa > sb)
+		return 0;
+	if (!strcmp(p, q))  /* tensorboardX's: the same host's */
+		return 1;
+	return lks_events_same_process(p, q, na, &nb) && *na < nb;
+}
+
 /* The earliest start (lks_events_time; -1 for none in the names) of the event files in
-   path or below it, up to depth folders down; -2 where there is none. */
-static long long lks_events_below(const char *path, int depth)
+   path or below it, up to depth folders down; -2 where there is none. first (where given,
+   LKS_EVENTS_NAME bytes): the name of that earliest file, the first by name of its start. */
+#define LKS_EVENTS_NAME 256
+static long long lks_events_below(const char *path, int depth, char *first)
 {
 	DIR *dir = opendir(path);
 	struct dirent *d;
 	long long best = -2;
+	char name[LKS_EVENTS_NAME] = "";
 
 	if (!dir)
 		return -2;
@@ -187,17 +262,22 @@ static long long lks_events_below(const char *path, int depth)
 			continue;
 		if (lks_events_file(d)) {
 			t = lks_events_time(d->d_name);
+			snprintf(name, sizeof(name), "%s", d->d_name);
 		} else if (depth > 0) {
 			char *full = lks_import_path_in(path, d->d_name);
 
 			if (full) {
 				if (lks_is_folder(full, d))
-					t = lks_events_below(full, depth - 1);
+					t = lks_events_below(full, depth - 1, name);
 				free(full);
 			}
 		}
-		if (t != -2 && (best == -2 || (t >= 0 && (best < 0 || t < best))))
+		if (t != -2 && (best == -2 || (t >= 0 && (best < 0 || t < best))
+		                || (t == best && first && strcmp(name, first) < 0))) {
 			best = t;
+			if (first)
+				snprintf(first, LKS_EVENTS_NAME, "%s", name);
+		}
 	}
 	closedir(dir);
 	return best;
@@ -206,7 +286,25 @@ static long long lks_events_below(const char *path, int depth)
 struct lks_sub {
 	long long start;
 	char *name;
+	char first[LKS_EVENTS_NAME];  /* its earliest event file's name */
 };
+
+/* Two folders above runs of one process, the later's writer begun after the earlier's
+   (their earliest files' names: torch's, lks_events_same_process): not two launches, one
+   after the other, but two writers of one launch at once (a training's train/ and val/
+   writers). Read in turn, the second would take the run back as a restart and drop the
+   first's steps from there: bad input that says so. */
+static int lks_sub_same_launch(const struct lks_sub *a, const struct lks_sub *b)
+{
+	long long sa, sb, na, nb;
+	const char *p = lks_events_rest(a->first, &sa), *q = lks_events_rest(b->first, &sb);
+
+	if (!p || !q || !lks_events_same_process(p, q, &na, &nb) || na == nb)
+		return 0;
+	return lks_err("'%s' and '%s' are two writers of one process at once (their event files' "
+	               "names: '%s', '%s'), not one launch after another: import each as a run "
+	               "of its own", a->name, b->name, a->first, b->first), LKS_E_BAD_INPUT;
+}
 
 static int lks_sub_order(const void *a, const void *b)
 {
@@ -239,7 +337,7 @@ static int lks_import_subfolders(struct lks_import_run *r, const lks_import_form
 			long long t = -2;
 
 			if (lks_is_folder(full, list[i]))
-				t = lks_events_below(full, LKS_EVENTS_DEPTH - 1);
+				t = lks_events_below(full, LKS_EVENTS_DEPTH - 1, sub[m].first);
 			if (t != -2) {
 				sub[m].start = t;
 				sub[m++].name = full;
@@ -255,6 +353,8 @@ static int lks_import_subfolders(struct lks_import_run *r, const lks_import_form
 		              "folder with event files below it", path), LKS_E_BAD_INPUT);
 	if (!rc)
 		qsort(sub, (size_t)m, sizeof(*sub), lks_sub_order);
+	for (int i = 1; i < m && !rc; i++)
+		rc = lks_sub_same_launch(&sub[i - 1], &sub[i]);
 	for (int i = 0; i < m; i++) {
 		if (!rc)
 			rc = lks_import_folder(r, fmt, sub[i].name, c);
@@ -262,61 +362,6 @@ static int lks_import_subfolders(struct lks_import_run *r, const lks_import_form
 	}
 	free(sub);
 	return rc;
-}
-
-/* The digits at *s as a number, *s past them: -1 where there are none, or more than 18. */
-static long long lks_digits(const char **s)
-{
-	long long v = 0;
-	int k = 0;
-
-	for (; **s >= '0' && **s <= '9'; (*s)++)
-		if (++k > 18)
-			return -1;
-		else
-			v = v * 10 + (**s - '0');
-	return k ? v : -1;
-}
-
-/* Whether the event file named b (in a series folder) was written by the launch that
-   wrote the one named a (in the run's folder), after it; *sa, *na: a's start and writer's
-   number, the later the later (lks_series_launch). Two writers name their files:
-   - torch's SummaryWriter and its add_scalars' writers (tensorboard's EventFileWriter,
-     tensorboard/summary/writer/event_file_writer.py): "events.out.tfevents.SECONDS.HOST.
-     PID.N" and the writer's filename_suffix, N the process's count of writers
-     (time.time(), socket.gethostname(), os.getpid(), _global_uid.get()). So b's HOST.PID.
-     and suffix are a's, its N bigger and its SECONDS not smaller. HOST may hold dots and
-     digits: HOST.PID. is the names' common beginning up to the N that differs, and must
-     end in digits between dots.
-   - tensorboardX (2.6.5, tensorboardX/event_file_writer.py): "events.out.tfevents.SECONDS.
-     HOST" and the suffix, no process: b's HOST and suffix are a's, its SECONDS not
-     smaller. */
-static int lks_events_same_launch(const char *a, const char *b, long long *sa, long long *na)
-{
-	const char *p = a + 20, *q = b + 20;
-	long long sb, nb;
-	size_t k = 0, pid;
-
-	if ((*sa = lks_digits(&p)) < 0 || (sb = lks_digits(&q)) < 0 || *p++ != '.' || *q++ != '.')
-		return 0;
-	*na = 0;
-	if (!strcmp(p, q))  /* tensorboardX's: the same host's */
-		return *sa <= sb;
-	while (p[k] && p[k] == q[k])
-		k++;
-	while (k > 0 && p[k - 1] >= '0' && p[k - 1] <= '9')
-		k--;
-	if (k < 4 || p[k - 1] != '.')
-		return 0;
-	for (pid = k - 1; pid > 0 && p[pid - 1] >= '0' && p[pid - 1] <= '9'; pid--)
-		;
-	if (pid == k - 1 || pid < 2 || p[pid - 1] != '.')
-		return 0;
-	p += k;
-	q += k;
-	if ((*na = lks_digits(&p)) < 0 || (nb = lks_digits(&q)) < 0 || strcmp(p, q))
-		return 0;
-	return *na < nb && *sa <= sb;
 }
 
 /* The file of the run's folder (list[0..n)) whose writer's launch wrote the series file

@@ -693,3 +693,53 @@ Test(import_tagmap, tensorboardx_series_pair_by_host_and_start)
 	lks_store_close(s);
 	drop_root();
 }
+
+/* A folder of runs' folders: two launches one after another (Hugging Face's runs/<launch>/:
+   each process's first writer, even where a container gave both the same pid) are read in
+   turn, the later a restart; two writers of one process at once (train/ and val/, the
+   second writer of its process) are refused, naming both, rather than read as a restart
+   that would drop train's steps from val's first on. */
+Test(import_tagmap, two_writers_of_one_launch_are_not_a_restart)
+{
+	static const struct tb_scalar a[] = { { 1, "loss", 4.0f }, { 2, "loss", 3.0f },
+	                                      { 3, "loss", 2.0f } };
+	static const struct tb_scalar b[] = { { 2, "loss", 3.0f }, { 3, "loss", 2.5f } };
+	char top[128], path[256], args[1024], out[4096];
+	const char *one[] = { top };
+	lks_import_result res;
+	lks_store *s;
+
+	new_root();
+	in_root(top, sizeof(top), "runs", 1);
+	in_root(path, sizeof(path), "runs/launch1", 1);
+	in_root(path, sizeof(path), "runs/launch2", 1);
+	snprintf(path, sizeof(path), "%s/launch1/events.out.tfevents.1767600000.pod.1.0", top);
+	tb_write(path, a, 3);
+	snprintf(path, sizeof(path), "%s/launch2/events.out.tfevents.1767600900.pod.1.0", top);
+	tb_write(path, b, 2);
+	s = open_db("t.db");
+	cr_assert_eq(import_as(s, "tensorboard", one, 1, "launches", NULL, NULL, &res), 0, "%s",
+	             lks_errmsg());
+	cr_assert_eq(res.counts.restarts, 1, "launch2 from step 2");
+
+	in_root(top, sizeof(top), "exp", 1);
+	in_root(path, sizeof(path), "exp/train", 1);
+	in_root(path, sizeof(path), "exp/val", 1);
+	snprintf(path, sizeof(path), "%s/train/events.out.tfevents.1767600000.pod.1.0", top);
+	tb_write(path, a, 3);
+	snprintf(path, sizeof(path), "%s/val/events.out.tfevents.1767600000.pod.1.1", top);
+	tb_write(path, b, 2);
+	cr_assert_eq(import_as(s, "tensorboard", one, 1, "writers", NULL, NULL, &res),
+	             LKS_E_BAD_INPUT);
+	cr_assert(strstr(lks_errmsg(), "/exp/train' and '") && strstr(lks_errmsg(), "/exp/val' are "
+	          "two writers of one process at once (their event files' names: "
+	          "'events.out.tfevents.1767600000.pod.1.0', 'events.out.tfevents.1767600000.pod.1.1')"),
+	          "%s", lks_errmsg());
+	lks_store_close(s);
+	/* the command says so too, and stores nothing */
+	snprintf(args, sizeof(args), "import --db '%s/cli.db' --format tensorboard --case c --run w "
+	         "'%s'", root, top);
+	cr_assert_eq(lks_run_bin(NULL, args, out, sizeof(out)), 2, "%s", out);
+	cr_assert(strstr(out, "import each as a run of its own"), "%s", out);
+	drop_root();
+}
