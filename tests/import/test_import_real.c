@@ -378,6 +378,60 @@ ParameterizedTest(int *k, import_real, add_scalars_restart_with_their_launch)
 	rm_tmp();
 }
 
+/* Lightning 2.6.6's TensorBoardLogger of a training resumed from its checkpoint of step 2
+   (lightning_add_scalars/make_lightning_run.py): version_0/ and version_1/, each with the
+   Loss_train/ and Loss_half/ series of logger.log_metrics({"Loss": {...}}), which Lightning
+   hands to add_scalars. The logs' folder reads as launch 1's steps 0-1, then launch 2's
+   2-5 (its restart), each series with its launch: every value the float32 bits the script
+   printed (launch1.txt, launch2.txt: launch, step, loss, train, half). */
+Test(import_real, lightnings_resumed_run_with_add_scalars_series)
+{
+	lks_store *st = fresh_store();
+	const char *run[] = { LKS_IMPORT_DIR "/lightning_add_scalars/lightning_logs" };
+	static const char *const names[] = { "train_loss", "Loss_train", "Loss_half" };
+	lks_import_result r;
+	struct series got[3];
+	unsigned want[6][3];
+	int seen = 0;
+
+	for (int launch = 1; launch <= 2; launch++) {
+		char path[512];
+		FILE *f;
+		int l, step;
+		unsigned b[3];
+
+		snprintf(path, sizeof(path), "%s/lightning_add_scalars/launch%d.txt", LKS_IMPORT_DIR,
+		         launch);
+		cr_assert_not_null(f = fopen(path, "r"), "%s", path);
+		while (fscanf(f, "%d %d %u %u %u", &l, &step, &b[0], &b[1], &b[2]) == 5) {
+			cr_assert(l == launch && step >= 0 && step < 6);
+			if (launch == 2 || step < 2) {  /* launch 2 resumed at step 2 */
+				memcpy(want[step], b, sizeof(b));
+				seen |= 1 << step;
+			}
+		}
+		fclose(f);
+	}
+	cr_assert_eq(seen, 0x3f, "steps 0 to 5 printed");
+	cr_assert_eq(import_as(st, "tensorboard", "lightning", run, 1, &r), 0, "%s", lks_errmsg());
+	cr_assert_eq(r.unread, 0, "%s", r.unread_first);
+	cr_assert_eq(r.counts.restarts, 1, "version_1 resumed at step 2");
+	for (int k = 0; k < 3; k++) {
+		got[k] = series_of(st, r.run_id, names[k]);
+		cr_assert_eq(got[k].n, 6, "%s", names[k]);
+		for (int s = 0; s < 6; s++) {
+			float v = (float)got[k].v[s];
+			unsigned bits;
+
+			memcpy(&bits, &v, 4);
+			cr_assert_eq((double)v, got[k].v[s], "%s at %d: no float32", names[k], s);
+			cr_assert_eq(bits, want[s][k], "%s at %d: %.9g", names[k], s, got[k].v[s]);
+		}
+	}
+	lks_store_close(st);
+	rm_tmp();
+}
+
 /* The Trainer launched by torchrun --tee, 2 processes: every line of its console has its
    process's prefix, and torchrun writes a bar's pieces (each ended by a carriage return)
    without a newline, so the dicts of steps 3 and 5 follow a bar on its line, each after a
