@@ -32,8 +32,8 @@
  * training's folder is read after the first as a restart; torchtitan's save_tb_folder holds
  * its timestamp folders. Two such folders whose earliest files one process wrote, the
  * second by a later writer of it (torch's names say so: lks_sub_same_launch), are two
- * writers of one launch at once (a training's train/ and val/), no restart: refused. Given OUTPUT_DIR itself, its checkpoint folders hold no events and
- * are passed over.
+ * writers of one launch at once (a training's train/ and val/), no restart: refused. Given
+ * OUTPUT_DIR itself, its checkpoint folders hold no events and are passed over.
  *
  * A folder of event files that also holds folders with event files in them: those are
  * SummaryWriter.add_scalars' series. add_scalars(tag, {key: v, ...}) writes each key's
@@ -186,19 +186,6 @@ static long long lks_digits(const char **s)
 	return k ? v : -1;
 }
 
-/* Whether the event file named b (in a series folder) was written by the launch that
-   wrote the one named a (in the run's folder), after it; *sa, *na: a's start and writer's
-   number, the later the later (lks_series_launch). Two writers name their files:
-   - torch's SummaryWriter and its add_scalars' writers (tensorboard's EventFileWriter,
-     tensorboard/summary/writer/event_file_writer.py): "events.out.tfevents.SECONDS.HOST.
-     PID.N" and the writer's filename_suffix, N the process's count of writers
-     (time.time(), socket.gethostname(), os.getpid(), _global_uid.get()). So b's HOST.PID.
-     and suffix are a's, its N bigger and its SECONDS not smaller. HOST may hold dots and
-     digits: HOST.PID. is the names' common beginning up to the N that differs, and must
-     end in digits between dots.
-   - tensorboardX (2.6.5, tensorboardX/event_file_writer.py): "events.out.tfevents.SECONDS.
-     HOST" and the suffix, no process: b's HOST and suffix are a's, its SECONDS not
-     smaller. */
 /* The start in an event file's name (its SECONDS) into *t, and where the rest of the name
    after it and its '.' begins: NULL where the name has no such start. */
 static const char *lks_events_rest(const char *name, long long *t)
@@ -229,6 +216,19 @@ static int lks_events_same_process(const char *p, const char *q, long long *na, 
 	return (*na = lks_digits(&p)) >= 0 && (*nb = lks_digits(&q)) >= 0 && !strcmp(p, q);
 }
 
+/* Whether the event file named b (in a series folder) was written by the launch that
+   wrote the one named a (in the run's folder), after it; *sa, *na: a's start and writer's
+   number, the later the later (lks_series_launch). Two writers name their files:
+   - torch's SummaryWriter and its add_scalars' writers (tensorboard's EventFileWriter,
+     tensorboard/summary/writer/event_file_writer.py): "events.out.tfevents.SECONDS.HOST.
+     PID.N" and the writer's filename_suffix, N the process's count of writers
+     (time.time(), socket.gethostname(), os.getpid(), _global_uid.get()). So b's HOST.PID.
+     and suffix are a's, its N bigger and its SECONDS not smaller. HOST may hold dots and
+     digits: HOST.PID. is the names' common beginning up to the N that differs, and must
+     end in digits between dots.
+   - tensorboardX (2.6.5, tensorboardX/event_file_writer.py): "events.out.tfevents.SECONDS.
+     HOST" and the suffix, no process: b's HOST and suffix are a's, its SECONDS not
+     smaller. */
 static int lks_events_same_launch(const char *a, const char *b, long long *sa, long long *na)
 {
 	const char *p = lks_events_rest(a, sa), *q;

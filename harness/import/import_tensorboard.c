@@ -261,7 +261,7 @@ struct lks_tb_read {
 	lks_import_counts *c;
 	const char *series;       /* an add_scalars series folder's name: tags read as
 	                             lks_tb_series_tag makes them; NULL: as written */
-	char tag[2 * LKS_IMPORT_NAME_MAX + 2];
+	char tag[512];            /* a series' tag (a map may name a long one shortly) */
 };
 
 /* The tag of add_scalars' value of chart tag (len bytes) in the series folder x->series
@@ -402,8 +402,8 @@ static int lks_tb_event(struct lks_tb_read *x, const LksTb__Event *e, long at)
 		if (i > first && !lks_tb_wanted(s->value[i], &v, &len))
 			continue;
 		if (x->series && !(tag = lks_tb_series_tag(x, tag, &len)))
-			return lks_err("'%s':%ld: tag '%s' of the series folder '%s' is too long for a "
-			               "metric's name", x->path, at, s->value[i]->tag, x->series),
+			return lks_err("'%s':%ld: tag '%s' of the series folder '%s' is too long",
+			               x->path, at, s->value[i]->tag, x->series),
 			       LKS_E_BAD_INPUT;
 		/* a binary value: it is what was logged, no decimal printed it */
 		if ((rc = lks_import_rec_add_dec(x->rec, LKS_IMPORT_TENSORBOARD, tag, len, v,
@@ -726,7 +726,8 @@ int lks_import_tensorboard_series(const char *path, FILE *f, const lks_import_se
 		c->ignored += own.ignored;
 	}
 	if (!rc) {
-		qsort(s.v, s.n, sizeof(*s.v), lks_tb_sval_order);
+		if (s.n)  /* qsort's array may not be NULL, even of none */
+			qsort(s.v, s.n, sizeof(*s.v), lks_tb_sval_order);
 		rc = lks_tb_parse(path, f, line, UINT64_MAX, NULL, lks_tb_series_merge, &s, c);
 	}
 	if (!rc)
