@@ -450,6 +450,15 @@ Test(import_tagmap, ranks_agree_sees_the_rank_folders)
 
 /* ---- add_scalars' series (import_folder.c): read with the run's file of their launch ---- */
 
+/* The n scalars as the event file root/rel (its folder made before) */
+static void put_events(const char *rel, const struct tb_scalar *s, int n)
+{
+	char path[320];
+
+	snprintf(path, sizeof(path), "%s/%s", root, rel);
+	tb_write(path, s, n);
+}
+
 #define SERIES_A "events.out.tfevents.1767600000.node.7.0"
 #define SERIES_B "events.out.tfevents.1767600900.node.7.0"  /* the pid again: a container */
 
@@ -578,14 +587,10 @@ Test(import_tagmap, add_scalars_series_pair_by_process_and_agree_with_the_run)
 	in_root(path, sizeof(path), "run/x_a", 1);
 	/* two processes, 4567 and 4568, write into the run's folder, each its series after
 	   both began: 4567's series goes with 4567's file, not with the later-begun 4568's */
-	snprintf(path, sizeof(path), "%s/events.out.tfevents.1767600000.10.0.0.7.4567.0", run);
-	tb_write(path, p1, 2);
-	snprintf(path, sizeof(path), "%s/events.out.tfevents.1767600001.10.0.0.7.4568.0", run);
-	tb_write(path, p2, 2);
-	snprintf(path, sizeof(path), "%s/x_a/events.out.tfevents.1767600005.10.0.0.7.4567.1", run);
-	tb_write(path, s1, 2);
-	snprintf(path, sizeof(path), "%s/x_a/events.out.tfevents.1767600006.10.0.0.7.4568.12", run);
-	tb_write(path, s2, 2);
+	put_events("run/events.out.tfevents.1767600000.10.0.0.7.4567.0", p1, 2);
+	put_events("run/events.out.tfevents.1767600001.10.0.0.7.4568.0", p2, 2);
+	put_events("run/x_a/events.out.tfevents.1767600005.10.0.0.7.4567.1", s1, 2);
+	put_events("run/x_a/events.out.tfevents.1767600006.10.0.0.7.4568.12", s2, 2);
 	s = open_db("t.db");
 	cr_assert_eq(import_as(s, "tensorboard", one, 1, "r", NULL, NULL, &res), 0, "%s",
 	             lks_errmsg());
@@ -600,11 +605,10 @@ Test(import_tagmap, add_scalars_series_pair_by_process_and_agree_with_the_run)
 	/* a series mapped onto the run's loss: the same bits are one value, others bad input
 	   naming the series file */
 	in_root(path, sizeof(path), "run/m_b", 1);
-	snprintf(path, sizeof(path), "%s/m_b/events.out.tfevents.1767600007.10.0.0.7.4567.2", run);
-	tb_write(path, same, 1);
+	put_events("run/m_b/events.out.tfevents.1767600007.10.0.0.7.4567.2", same, 1);
 	cr_assert_eq(import_as(s, "tensorboard", one, 1, "same", "m/b=loss", NULL, &res), 0, "%s",
 	             lks_errmsg());
-	tb_write(path, other, 1);
+	put_events("run/m_b/events.out.tfevents.1767600007.10.0.0.7.4567.2", other, 1);
 	cr_assert_eq(import_as(s, "tensorboard", one, 1, "other", "m/b=loss", NULL, &res),
 	             LKS_E_BAD_INPUT);
 	cr_assert(strstr(lks_errmsg(), "m_b/events.out.tfevents.1767600007.10.0.0.7.4567.2':1: "
@@ -629,11 +633,10 @@ Test(import_tagmap, a_corrupt_series_file_stores_nothing)
 	new_root();
 	in_root(run, sizeof(run), "run", 1);
 	in_root(path, sizeof(path), "run/Loss_train", 1);
-	snprintf(path, sizeof(path), "%s/" SERIES_A, run);
-	tb_write(path, a, 2);
-	snprintf(path, sizeof(path), "%s/Loss_train/events.out.tfevents.1767600001.node.7.1", run);
-	tb_write(path, t, 2);
-	f = fopen(path, "r+b");
+	put_events("run/" SERIES_A, a, 2);
+	put_events("run/Loss_train/events.out.tfevents.1767600001.node.7.1", t, 2);
+	f = fopen(in_root(path, sizeof(path), "run/Loss_train/events.out.tfevents.1767600001.node.7.1",
+	                  0), "r+b");
 	cr_assert_not_null(f);
 	cr_assert_eq(fseek(f, -6, SEEK_END), 0);  /* a byte of the last record's data */
 	cr_assert_eq(fputc('~', f), '~');
@@ -670,14 +673,10 @@ Test(import_tagmap, tensorboardx_series_pair_by_host_and_start)
 	in_root(path, sizeof(path), "run/a/b", 1);
 	in_root(path, sizeof(path), "run/a/b/k", 1);
 	in_root(path, sizeof(path), "run/x", 1);
-	snprintf(path, sizeof(path), "%s/events.out.tfevents.1767600000.host-a.lks", run);
-	tb_write(path, a, 2);
-	snprintf(path, sizeof(path), "%s/a/b/k/events.out.tfevents.1767600000.host-a.lks", run);
-	tb_write(path, k, 2);
-	snprintf(path, sizeof(path), "%s/a/b/k/events.out.tfevents.1767600000.host-b.lks", run);
-	tb_write(path, late, 1);
-	snprintf(path, sizeof(path), "%s/x/events.out.tfevents.1767599999.host-a.lks", run);
-	tb_write(path, late, 1);
+	put_events("run/events.out.tfevents.1767600000.host-a.lks", a, 2);
+	put_events("run/a/b/k/events.out.tfevents.1767600000.host-a.lks", k, 2);
+	put_events("run/a/b/k/events.out.tfevents.1767600000.host-b.lks", late, 1);
+	put_events("run/x/events.out.tfevents.1767599999.host-a.lks", late, 1);
 	s = open_db("t.db");
 	cr_assert_eq(import_as(s, "tensorboard", one, 1, "r", NULL, NULL, &res), 0, "%s",
 	             lks_errmsg());
@@ -713,10 +712,8 @@ Test(import_tagmap, two_writers_of_one_launch_are_not_a_restart)
 	in_root(top, sizeof(top), "runs", 1);
 	in_root(path, sizeof(path), "runs/launch1", 1);
 	in_root(path, sizeof(path), "runs/launch2", 1);
-	snprintf(path, sizeof(path), "%s/launch1/events.out.tfevents.1767600000.pod.1.0", top);
-	tb_write(path, a, 3);
-	snprintf(path, sizeof(path), "%s/launch2/events.out.tfevents.1767600900.pod.1.0", top);
-	tb_write(path, b, 2);
+	put_events("runs/launch1/events.out.tfevents.1767600000.pod.1.0", a, 3);
+	put_events("runs/launch2/events.out.tfevents.1767600900.pod.1.0", b, 2);
 	s = open_db("t.db");
 	cr_assert_eq(import_as(s, "tensorboard", one, 1, "launches", NULL, NULL, &res), 0, "%s",
 	             lks_errmsg());
@@ -725,10 +722,8 @@ Test(import_tagmap, two_writers_of_one_launch_are_not_a_restart)
 	in_root(top, sizeof(top), "exp", 1);
 	in_root(path, sizeof(path), "exp/train", 1);
 	in_root(path, sizeof(path), "exp/val", 1);
-	snprintf(path, sizeof(path), "%s/train/events.out.tfevents.1767600000.pod.1.0", top);
-	tb_write(path, a, 3);
-	snprintf(path, sizeof(path), "%s/val/events.out.tfevents.1767600000.pod.1.1", top);
-	tb_write(path, b, 2);
+	put_events("exp/train/events.out.tfevents.1767600000.pod.1.0", a, 3);
+	put_events("exp/val/events.out.tfevents.1767600000.pod.1.1", b, 2);
 	cr_assert_eq(import_as(s, "tensorboard", one, 1, "writers", NULL, NULL, &res),
 	             LKS_E_BAD_INPUT);
 	cr_assert(strstr(lks_errmsg(), "/exp/train' and '") && strstr(lks_errmsg(), "/exp/val' are "
