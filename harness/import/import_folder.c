@@ -31,9 +31,10 @@
  * (a month's name: not in time order by name), one folder per launch, so a resumed
  * training's folder is read after the first as a restart; torchtitan's save_tb_folder holds
  * its timestamp folders. Two such folders whose earliest files one process wrote, the
- * second by a later writer of it (torch's names say so: lks_sub_same_launch), are two
- * writers of one launch at once (a training's train/ and val/), no restart: refused. Given
- * OUTPUT_DIR itself, its checkpoint folders hold no events and are passed over.
+ * second by a later writer of it (torch's names say so: lks_sub_same_launch), are no
+ * launch and its restart (a training's train/ and val/ writers, or two trainings of one
+ * script): refused. Given OUTPUT_DIR itself, its checkpoint folders hold no events and are
+ * passed over.
  *
  * A folder of event files that also holds folders with event files in them: those are
  * SummaryWriter.add_scalars' series. add_scalars(tag, {key: v, ...}) writes each key's
@@ -290,10 +291,11 @@ struct lks_sub {
 };
 
 /* Two folders above runs of one process, the later's writer begun after the earlier's
-   (their earliest files' names: torch's, lks_events_same_process): not two launches, one
-   after the other, but two writers of one launch at once (a training's train/ and val/
-   writers). Read in turn, the second would take the run back as a restart and drop the
-   first's steps from there: bad input that says so. */
+   (their earliest files' names: torch's, lks_events_same_process): not a launch and its
+   restart, each a process of its own, but two writers of one process (a training's train/
+   and val/ writers at once, or two trainings of one script). Read in turn, the second
+   would take the run back as a restart and drop the first's steps from there: bad input
+   that says so. */
 static int lks_sub_same_launch(const struct lks_sub *a, const struct lks_sub *b)
 {
 	long long sa, sb, na, nb;
@@ -301,8 +303,8 @@ static int lks_sub_same_launch(const struct lks_sub *a, const struct lks_sub *b)
 
 	if (!p || !q || !lks_events_same_process(p, q, &na, &nb) || na == nb)
 		return 0;
-	return lks_err("'%s' and '%s' are two writers of one process at once (their event files' "
-	               "names: '%s', '%s'), not one launch after another: import each as a run "
+	return lks_err("'%s' and '%s' were written by one process (their event files' names: "
+	               "'%s', '%s'), so they are no launch and its restart: import each as a run "
 	               "of its own", a->name, b->name, a->first, b->first), LKS_E_BAD_INPUT;
 }
 
