@@ -33,8 +33,10 @@
  * its timestamp folders. Two such folders whose earliest files one process wrote, the
  * second by a later writer of it (torch's names say so: lks_sub_same_launch), are no
  * launch and its restart (a training's train/ and val/ writers, or two trainings of one
- * script): refused. Given OUTPUT_DIR itself, its checkpoint folders hold no events and are
- * passed over.
+ * script): refused. So are two whose events overlap in time, the second's first before the
+ * first's last (lks_sub_overlap: tensorboardX's names hold no pid), for a restart begins
+ * after the job before it died. Given OUTPUT_DIR itself, its checkpoint folders hold no
+ * events and are passed over.
  *
  * A folder of event files that also holds folders with event files in them: those are
  * SummaryWriter.add_scalars' series. add_scalars(tag, {key: v, ...}) writes each key's
@@ -52,6 +54,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 
 #include "harness/import/import_impl.h"
 #include "harness/import/import_run_impl.h"
@@ -288,7 +291,69 @@ struct lks_sub {
 	long long start;
 	char *name;
 	char first[LKS_EVENTS_NAME];  /* its earliest event file's name */
+	double wall_lo, wall_hi;      /* its events' first and last wall time (lks_events_span) */
 };
+
+/* The earliest first and latest last wall time (lks_tb_wall_span) of the event files in
+   path or below it, up to depth folders down, into *lo and *hi: 0, or -1 where a file's
+   are not known (then no time is said of the folder). */
+static int lks_events_span(const char *path, int depth, double *lo, double *hi)
+{
+	DIR *dir = opendir(path);
+	struct dirent *d;
+	int rc = dir ? 0 : -1;
+
+	while (!rc && (d = readdir(dir))) {
+		char *full;
+		double a, b;
+
+		if (!strcmp(d->d_name, ".") || !strcmp(d->d_name, ".."))
+			continue;
+		if (!(full = lks_import_path_in(path, d->d_name))) {
+			rc = -1;
+		} else if (lks_events_file(d)) {
+			if (!(rc = lks_tb_wall_span(full, &a, &b))) {
+				*lo = *lo < 0 || a < *lo ? a : *lo;
+				*hi = b > *hi ? b : *hi;
+			}
+		} else if (depth > 0 && lks_is_folder(full, d)) {
+			rc = lks_events_span(full, depth - 1, lo, hi);
+		}
+		free(full);
+	}
+	if (dir)
+		closedir(dir);
+	return rc;
+}
+
+/* The moment t (seconds since the epoch) as text, UTC, in buf */
+static const char *lks_utc(double t, char *buf, size_t n)
+{
+	time_t s = (time_t)t;
+	struct tm tm;
+
+	if (!gmtime_r(&s, &tm) || !strftime(buf, n, "%Y-%m-%d %H:%M:%S UTC", &tm))
+		snprintf(buf, n, "%.0f s", t);
+	return buf;
+}
+
+/* Two folders above runs, b begun after a: a launch and its restart, b's first event after
+   a's last, for a restart is a new job after the old one died. b's first event a second or
+   more before a's last (more than the clocks of two nodes differ) is two runs written at
+   once: a training's train/ and val/ writers (tensorboardX's names, which hold no pid, say
+   no more), or two jobs into one folder. Read in turn, b would take the run back as a
+   restart and drop a's steps from there: bad input that says so. */
+static int lks_sub_overlap(const struct lks_sub *a, const struct lks_sub *b)
+{
+	char ta[40], tb[40];
+
+	if (a->wall_hi < 0 || b->wall_lo < 0 || b->wall_lo > a->wall_hi - 1.0)
+		return 0;
+	return lks_err("'%s' began (its first event at %s) before '%s' ended (its last at %s): "
+	               "two runs written at once, no launch and its restart: import each as a "
+	               "run of its own", b->name, lks_utc(b->wall_lo, tb, sizeof(tb)), a->name,
+	               lks_utc(a->wall_hi, ta, sizeof(ta))), LKS_E_BAD_INPUT;
+}
 
 /* Two folders above runs of one process, the later's writer begun after the earlier's
    (their earliest files' names: torch's, lks_events_same_process): not a launch and its
@@ -342,6 +407,10 @@ static int lks_import_subfolders(struct lks_import_run *r, const lks_import_form
 				t = lks_events_below(full, LKS_EVENTS_DEPTH - 1, sub[m].first);
 			if (t != -2) {
 				sub[m].start = t;
+				sub[m].wall_lo = sub[m].wall_hi = -1;
+				if (lks_events_span(full, LKS_EVENTS_DEPTH - 1, &sub[m].wall_lo,
+				                    &sub[m].wall_hi))
+					sub[m].wall_lo = sub[m].wall_hi = -1;
 				sub[m++].name = full;
 				full = NULL;
 			}
@@ -356,7 +425,8 @@ static int lks_import_subfolders(struct lks_import_run *r, const lks_import_form
 	if (!rc)
 		qsort(sub, (size_t)m, sizeof(*sub), lks_sub_order);
 	for (int i = 1; i < m && !rc; i++)
-		rc = lks_sub_same_launch(&sub[i - 1], &sub[i]);
+		if (!(rc = lks_sub_same_launch(&sub[i - 1], &sub[i])))
+			rc = lks_sub_overlap(&sub[i - 1], &sub[i]);
 	for (int i = 0; i < m; i++) {
 		if (!rc)
 			rc = lks_import_folder(r, fmt, sub[i].name, c);

@@ -25,12 +25,14 @@
  * value (Hugging Face writes train/epoch again with each evaluation and with the run's
  * summary), with another value bad input.
  */
+#include <fcntl.h>
 #include <limits.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "tensorboard.pb-c.h"
@@ -802,6 +804,56 @@ static off_t lks_tb_cut(int fd, off_t at, off_t size)
 	}
 	free(w);
 	return cut;
+}
+
+/* The wall time of the Event data[0..len): its seconds, or -1 where it has none (0, not
+   written) or is no Event. */
+static double lks_tb_wall_of(const uint8_t *data, size_t len)
+{
+	LksTb__Event *e = lks_tb__event__unpack(NULL, len, data);
+	double wall = e && e->wall_time > 0 ? e->wall_time : -1;
+
+	if (e)
+		lks_tb__event__free_unpacked(e, NULL);
+	return wall;
+}
+
+/* import_impl.h */
+int lks_tb_wall_span(const char *path, double *first, double *last)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	struct stat st;
+	uint8_t *w = NULL;
+	size_t n = 0;
+	int rc = -1;
+
+	*first = *last = -1;
+	if (fd < 0 || fstat(fd, &st) || st.st_size < 16)
+		goto out;
+	n = st.st_size < (off_t)LKS_TB_CHUNK ? (size_t)st.st_size : LKS_TB_CHUNK;
+	if (!(w = malloc(n)))
+		goto out;
+	/* the first record: from byte 0 */
+	if (pread(fd, w, n, 0) == (ssize_t)n && (uint32_t)lks_le(w + 8, 4) == lks_tfrecord_crc(w, 8)
+	    && lks_le(w, 8) <= n - 16
+	    && (uint32_t)lks_le(w + 12 + lks_le(w, 8), 4) == lks_tfrecord_crc(w + 12, lks_le(w, 8)))
+		*first = lks_tb_wall_of(w + 12, lks_le(w, 8));
+	/* the last record: the one within the file's last bytes whose CRCs check and whose end
+	   is the file's (a false one passes two CRC32Cs, 1 in 2^64) */
+	if (pread(fd, w, n, st.st_size - (off_t)n) == (ssize_t)n)
+		for (size_t p = 0; p + 16 <= n && *last < 0; p++) {
+			uint64_t len = lks_le(w + p, 8);
+
+			if (len == n - p - 16 && (uint32_t)lks_le(w + p + 8, 4) == lks_tfrecord_crc(w + p, 8)
+			    && (uint32_t)lks_le(w + p + 12 + len, 4) == lks_tfrecord_crc(w + p + 12, len))
+				*last = lks_tb_wall_of(w + p + 12, len);
+		}
+	rc = *first >= 0 && *last >= 0 ? 0 : -1;
+out:
+	free(w);
+	if (fd >= 0)
+		close(fd);
+	return rc;
 }
 
 const lks_import_format lks_import_tensorboard_format = {

@@ -2,8 +2,8 @@
  * tb_events.h: TensorBoard event files written by a test, for folders of its own (a rank
  * per folder, a restart's file). Each record is TFRecord-framed (length, masked CRC32C of
  * it, data, masked CRC32C of the data: lks_tfrecord_crc), its data an Event written field
- * by field after tensorboard.proto (step = 2, summary = 5 holding value = 1 with tag = 1
- * and simple_value = 2): written by hand, not by the protobuf-c the importer reads with,
+ * by field after tensorboard.proto (wall_time = 1 where given, step = 2, summary = 5
+ * holding value = 1 with tag = 1 and simple_value = 2): written by hand, not by the protobuf-c the importer reads with,
  * so that the two do not agree by sharing code.
  */
 #ifndef LKS_TESTS_IMPORT_TB_EVENTS_H
@@ -53,14 +53,16 @@ static inline void tb_put_record(FILE *f, const uint8_t *event, size_t en)
 	          && fwrite(tail, 1, 4, f) == 4);
 }
 
-/* Writes the n scalars to path, one Event each, in order. */
-static inline void tb_write(const char *path, const struct tb_scalar *s, int n)
+/* Writes the n scalars to path, one Event each, in order, each at its wall time wall[i]
+   in seconds (wall NULL: none written). */
+static inline void tb_write_at(const char *path, const struct tb_scalar *s, const double *wall,
+                               int n)
 {
 	FILE *f = fopen(path, "wb");
 
 	cr_assert_not_null(f, "cannot write '%s'", path);
 	for (int i = 0; i < n; i++) {
-		uint8_t value[300], summary[310], event[330];
+		uint8_t value[300], summary[310], event[340];
 		size_t tl = strlen(s[i].tag), vn = 0, sn = 0, en = 0;
 		uint32_t bits;
 
@@ -77,6 +79,14 @@ static inline void tb_write(const char *path, const struct tb_scalar *s, int n)
 		sn += tb_varint(summary + sn, vn);
 		memcpy(summary + sn, value, vn);
 		sn += vn;
+		if (wall) {
+			uint64_t w;
+
+			memcpy(&w, &wall[i], 8);
+			event[en++] = 0x09;  /* wall_time, field 1, 64 bits */
+			tb_le(event + en, w, 8);
+			en += 8;
+		}
 		event[en++] = 0x10;  /* step, field 2, varint */
 		en += tb_varint(event + en, (uint64_t)s[i].step);
 		event[en++] = 0x2a;  /* summary, field 5 */
@@ -86,6 +96,11 @@ static inline void tb_write(const char *path, const struct tb_scalar *s, int n)
 		tb_put_record(f, event, en);
 	}
 	cr_assert_eq(fclose(f), 0);
+}
+
+static inline void tb_write(const char *path, const struct tb_scalar *s, int n)
+{
+	tb_write_at(path, s, NULL, n);
 }
 
 #endif

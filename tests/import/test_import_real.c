@@ -432,6 +432,24 @@ Test(import_real, lightnings_resumed_run_with_add_scalars_series)
 	rm_tmp();
 }
 
+/* tensorboardX 2.6.5 wrote one training through two writers at once, exp/train/ and
+   exp/val/ (tb_two_writers/make_two_writers.py), its names of start and host alone: the
+   import refuses the folder by the events' wall times (val's first before train's last)
+   rather than read val/ as a restart that drops train's steps 2 to 6. */
+Test(import_real, tensorboardx_writers_at_once_are_refused)
+{
+	lks_store *st = fresh_store();
+	const char *exp[] = { LKS_IMPORT_DIR "/tb_two_writers/tensorboardX/exp" };
+	lks_import_result r;
+
+	cr_assert_eq(import_as(st, "tensorboard", "two", exp, 1, &r), LKS_E_BAD_INPUT);
+	cr_assert(strstr(lks_errmsg(), "/exp/val' began (its first event at ")
+	          && strstr(lks_errmsg(), "/exp/train' ended (its last at ")
+	          && strstr(lks_errmsg(), "two runs written at once"), "%s", lks_errmsg());
+	lks_store_close(st);
+	rm_tmp();
+}
+
 /* The Trainer launched by torchrun --tee, 2 processes: every line of its console has its
    process's prefix, and torchrun writes a bar's pieces (each ended by a carriage return)
    without a newline, so the dicts of steps 3 and 5 follow a bar on its line, each after a

@@ -738,3 +738,48 @@ Test(import_tagmap, two_writers_of_one_launch_are_not_a_restart)
 	cr_assert(strstr(out, "import each as a run of its own"), "%s", out);
 	drop_root();
 }
+
+/* Without a pid in the names (tensorboardX's), the events' wall times tell a launch and
+   its restart (the second begun after the first's last event) from two runs written at
+   once (the second's first event before the first's last): read in turn, or refused. */
+Test(import_tagmap, runs_written_at_once_are_not_a_restart)
+{
+	static const struct tb_scalar a[] = { { 1, "loss", 4.0f }, { 2, "loss", 3.0f },
+	                                      { 3, "loss", 2.0f } };
+	static const struct tb_scalar b[] = { { 2, "loss", 3.0f }, { 3, "loss", 2.5f } };
+	static const double a_at[] = { 1767600000.5, 1767600060.5, 1767600120.5 };
+	static const double later[] = { 1767600300.25, 1767600360.25 };
+	static const double meanwhile[] = { 1767600061.0, 1767600121.0 };
+	char top[128], path[256];
+	const char *one[] = { top };
+	lks_import_result res;
+	lks_store *s;
+
+	new_root();
+	in_root(top, sizeof(top), "runs", 1);
+	in_root(path, sizeof(path), "runs/a", 1);
+	in_root(path, sizeof(path), "runs/b", 1);
+	tb_write_at(in_root(path, sizeof(path), "runs/a/events.out.tfevents.1767600000.node", 0),
+	            a, a_at, 3);
+	tb_write_at(in_root(path, sizeof(path), "runs/b/events.out.tfevents.1767600300.node", 0),
+	            b, later, 2);
+	s = open_db("t.db");
+	cr_assert_eq(import_as(s, "tensorboard", one, 1, "restart", NULL, NULL, &res), 0, "%s",
+	             lks_errmsg());
+	cr_assert_eq(res.counts.restarts, 1, "b from step 2");
+
+	in_root(top, sizeof(top), "exp", 1);
+	in_root(path, sizeof(path), "exp/train", 1);
+	in_root(path, sizeof(path), "exp/val", 1);
+	tb_write_at(in_root(path, sizeof(path), "exp/train/events.out.tfevents.1767600000.node", 0),
+	            a, a_at, 3);
+	tb_write_at(in_root(path, sizeof(path), "exp/val/events.out.tfevents.1767600061.node", 0),
+	            b, meanwhile, 2);
+	cr_assert_eq(import_as(s, "tensorboard", one, 1, "at_once", NULL, NULL, &res),
+	             LKS_E_BAD_INPUT);
+	cr_assert(strstr(lks_errmsg(), "/exp/val' began (its first event at 2026-01-05 08:01:01 "
+	                 "UTC) before '") && strstr(lks_errmsg(), "/exp/train' ended (its last at "
+	                 "2026-01-05 08:02:00 UTC): two runs written at once"), "%s", lks_errmsg());
+	lks_store_close(s);
+	drop_root();
+}
