@@ -761,6 +761,19 @@ static int64_t lks_tb_step_of(const uint8_t *data, size_t len)
 	return step;
 }
 
+/* The length of the data of the record at w[p] where it ends within w[0..n) and both its
+   CRCs check, else -1 (the header's CRC first: most places that are no record fail it). */
+static int64_t lks_tb_record_len(const uint8_t *w, size_t n, size_t p)
+{
+	uint64_t len;
+
+	if (p + 16 > n || (uint32_t)lks_le(w + p + 8, 4) != lks_tfrecord_crc(w + p, 8)
+	    || (len = lks_le(w + p, 8)) > n - p - 16
+	    || (uint32_t)lks_le(w + p + 12 + len, 4) != lks_tfrecord_crc(w + p + 12, len))
+		return -1;
+	return (int64_t)len;
+}
+
 /* Where a part starting near byte at may start: at a record whose length's and data's
    CRCs both check (found by trying each byte from at: a false one passes two CRC32Cs, 1 in
    2^64), and then at the first record after it whose step is not the step before, so that
@@ -782,12 +795,9 @@ static off_t lks_tb_cut(int fd, off_t at, off_t size)
 	}
 	n = (size_t)got;
 	for (size_t p = 0, synced = 0; p + 16 <= n && !cut;) {
-		uint64_t len = lks_le(w + p, 8);
-		int64_t step;
+		int64_t len = lks_tb_record_len(w, n, p), step;
 
-		if ((uint32_t)lks_le(w + p + 8, 4) != lks_tfrecord_crc(w + p, 8)
-		    || len > n - p - 16
-		    || (uint32_t)lks_le(w + p + 12 + len, 4) != lks_tfrecord_crc(w + p + 12, len)) {
+		if (len < 0) {
 			if (synced)
 				break;  /* a damaged record: the reader of the part before says it */
 			p++;
@@ -795,12 +805,12 @@ static off_t lks_tb_cut(int fd, off_t at, off_t size)
 		}
 		synced = 1;
 		/* a record of no step (the file's version) leaves the step before as it was */
-		if ((step = lks_tb_step_of(w + p + 12, len)) >= 0) {
+		if ((step = lks_tb_step_of(w + p + 12, (size_t)len)) >= 0) {
 			if (prev >= 0 && step != prev)
 				cut = at + (off_t)p;
 			prev = step;
 		}
-		p += 12 + len + 4;
+		p += 12 + (size_t)len + 4;
 	}
 	free(w);
 	return cut;
@@ -825,6 +835,7 @@ int lks_tb_wall_span(const char *path, double *first, double *last)
 	struct stat st;
 	uint8_t *w = NULL;
 	size_t n = 0;
+	int64_t len;
 	int rc = -1;
 
 	*first = *last = -1;
@@ -834,20 +845,14 @@ int lks_tb_wall_span(const char *path, double *first, double *last)
 	if (!(w = malloc(n)))
 		goto out;
 	/* the first record: from byte 0 */
-	if (pread(fd, w, n, 0) == (ssize_t)n && (uint32_t)lks_le(w + 8, 4) == lks_tfrecord_crc(w, 8)
-	    && lks_le(w, 8) <= n - 16
-	    && (uint32_t)lks_le(w + 12 + lks_le(w, 8), 4) == lks_tfrecord_crc(w + 12, lks_le(w, 8)))
-		*first = lks_tb_wall_of(w + 12, lks_le(w, 8));
+	if (pread(fd, w, n, 0) == (ssize_t)n && (len = lks_tb_record_len(w, n, 0)) >= 0)
+		*first = lks_tb_wall_of(w + 12, (size_t)len);
 	/* the last record: the one within the file's last bytes whose CRCs check and whose end
 	   is the file's (a false one passes two CRC32Cs, 1 in 2^64) */
 	if (pread(fd, w, n, st.st_size - (off_t)n) == (ssize_t)n)
-		for (size_t p = 0; p + 16 <= n && *last < 0; p++) {
-			uint64_t len = lks_le(w + p, 8);
-
-			if (len == n - p - 16 && (uint32_t)lks_le(w + p + 8, 4) == lks_tfrecord_crc(w + p, 8)
-			    && (uint32_t)lks_le(w + p + 12 + len, 4) == lks_tfrecord_crc(w + p + 12, len))
-				*last = lks_tb_wall_of(w + p + 12, len);
-		}
+		for (size_t p = 0; p + 16 <= n && *last < 0; p++)
+			if (lks_le(w + p, 8) == n - p - 16 && (len = lks_tb_record_len(w, n, p)) >= 0)
+				*last = lks_tb_wall_of(w + p + 12, (size_t)len);
 	rc = *first >= 0 && *last >= 0 ? 0 : -1;
 out:
 	free(w);
