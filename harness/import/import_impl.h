@@ -175,8 +175,9 @@ int lks_import_tensorboard_series(const char *path, FILE *f, const lks_import_se
                                   int n, lks_import_sink sink, void *arg,
                                   lks_import_counts *c);
 /* The wall times of the event file at path (import_tensorboard.c): its first record's and
-   its last record's (the last found within its last MiB), in seconds. 0, or -1 where
-   either is not known (no wall time written, a damaged end, not an event file). */
+   its last record's (each found within 64 KiB of its end of the file), in seconds. 0, or
+   -1 where either is not known (no wall time written, a record larger, a damaged end, not
+   an event file). */
 int lks_tb_wall_span(const char *path, double *first, double *last);
 /* "dir/name", malloc'd (free it): a file or folder of a folder given; NULL out of memory */
 static inline char *lks_import_path_in(const char *dir, const char *name)

@@ -828,6 +828,10 @@ static double lks_tb_wall_of(const uint8_t *data, size_t len)
 	return wall;
 }
 
+/* The bytes read at each end of a file for its wall times: a scalar's record is under 100
+   bytes; a first or last record larger (an image, a graph) leaves the time unknown. */
+#define LKS_TB_SPAN ((size_t)64 << 10)
+
 /* import_impl.h */
 int lks_tb_wall_span(const char *path, double *first, double *last)
 {
@@ -841,7 +845,7 @@ int lks_tb_wall_span(const char *path, double *first, double *last)
 	*first = *last = -1;
 	if (fd < 0 || fstat(fd, &st) || st.st_size < 16)
 		goto out;
-	n = st.st_size < (off_t)LKS_TB_CHUNK ? (size_t)st.st_size : LKS_TB_CHUNK;
+	n = st.st_size < (off_t)LKS_TB_SPAN ? (size_t)st.st_size : LKS_TB_SPAN;
 	if (!(w = malloc(n)))
 		goto out;
 	/* the first record: from byte 0 */
