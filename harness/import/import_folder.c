@@ -561,3 +561,16 @@ int lks_import_folder(struct lks_import_run *r, const lks_import_format *fmt,
 	free(of);
 	return rc;
 }
+
+/* import.h */
+const char *lks_import_unread_note(const lks_import_result *res, char *buf, size_t n)
+{
+	if (!res->unread)
+		return NULL;
+	snprintf(buf, n, "not read: %d event file%s of add_scalars series, such as '%s': "
+	         "no event file of the run's folder is of its writer's launch (as the names say: "
+	         "the same host, and process where they name one, started before it); import "
+	         "each such folder as a run of its own, with --tag-map to name its tag",
+	         res->unread, res->unread == 1 ? "" : "s", res->unread_first);
+	return buf;
+}
