@@ -166,7 +166,7 @@ typedef struct lks_import_series {
 /* The TensorBoard event file f (at path) read with the n series files its writer's process
    wrote beside it (import_folder.c pairs them): each series' tag read as "<tag>/<series>"
    (then mapped as any tag), its values in the records of their steps, a step the file
-   lacks a record of its own, all in step order (import_tensorboard.c). A series' value
+   lacks a record of its own, all in step order (import_tb_series.c). A series' value
    of a metric the file holds at that step must be the same bits. Each series file is
    checked as any event file, before the run's file, and its values held in memory (a
    chart's few, 32 bytes each) while the run's file streams through; 0, LKS_E_BAD_INPUT,
