@@ -229,9 +229,21 @@ static int lks_atomic_create(lks_atomic *a, const char *path, int folder)
 
 int lks_atomic_open(lks_atomic *a, const char *path)
 {
-	int fd = lks_atomic_create(a, path, 0);
+	struct stat st;
+	int fd;
 
-	if (fd < 0)
+	/* a symlink (/dev/stdout), a pipe or a device: renamed over, it would be replaced, not
+	   written (and /dev/stdout gone for everyone): written through instead */
+	if (lstat(path, &st) == 0 && !S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode)) {
+		memset(a, 0, sizeof(*a));
+		a->lock_fd = -1;
+		snprintf(a->path, sizeof(a->path), "%s", path);
+		if (!(a->f = fopen(path, "w")))
+			return lks_err("cannot write '%s': %s", path, strerror(errno));
+		a->through = 1;
+		return 0;
+	}
+	if ((fd = lks_atomic_create(a, path, 0)) < 0)
 		return -1;
 	if (!(a->f = fdopen(fd, "w"))) {
 		close(fd);
@@ -248,6 +260,11 @@ int lks_atomic_commit(lks_atomic *a)
 
 	bad = fflush(a->f) != 0 || ferror(a->f);
 	e = errno;
+	if (a->through) {
+		bad = fclose(a->f) != 0 || bad;
+		a->f = NULL;
+		return bad ? lks_err("cannot write '%s': %s", a->path, strerror(e)) : 0;
+	}
 	if (!bad && fsync(fileno(a->f)) != 0)
 		bad = 1, e = errno;
 	if (bad) {

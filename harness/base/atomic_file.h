@@ -21,9 +21,12 @@ typedef struct lks_atomic {
 	char path[1024];          /* where the result goes */
 	char tmp[1100];           /* the temporary: the file, or the folder to fill */
 	int lock_fd;              /* a folder: the open temporary, flocked; -1: none */
+	int through;              /* a file: path itself is written (lks_atomic_open) */
 } lks_atomic;
 
-/* Creates the temporary file of path (its folder must exist); a->f is open for writing. */
+/* Creates the temporary file of path (its folder must exist); a->f is open for writing.
+   A path that is a symlink, a pipe or a device (-o /dev/stdout) is not replaced but
+   written through: opened itself, its writes not atomic. */
 int lks_atomic_open(lks_atomic *a, const char *path);
 /* Flushes, syncs and renames the temporary over path; the temporary is gone either way. */
 int lks_atomic_commit(lks_atomic *a);

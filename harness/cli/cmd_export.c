@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "harness/base/atomic_file.h"
 #include "harness/cli/cmd.h"
 #include "harness/cli/run_arg.h"
 #include "harness/import/import.h"
@@ -24,6 +25,8 @@ static const char lks_export_usage[] =
 	"run lockstep trained gives loss, grad_norm and lr per step and rank. Values are\n"
 	"written so that they read back as the same doubles ('lockstep import --format' the\n"
 	"same format stores them bit for bit); NaN and infinities as \"nan\", \"inf\", \"-inf\".\n"
+	"FILE is written aside and put in place whole: an export refused or failed leaves it\n"
+	"as it was.\n"
 	"\n";
 
 static const char lks_export_formats[] =
@@ -32,14 +35,16 @@ static const char lks_export_formats[] =
 	"                            end_step, step_interval, values (a map from step to value\n"
 	"                            where the steps are not evenly spaced); one rank's values\n"
 	"                            (--rank, default 0), and no performance metric the format\n"
-	"                            has no name for (tps, mfu, memory)\n"
+	"                            has no name for (tps, mfu, memory); a NaN is refused\n"
+	"                            (the format's \"nan\" is a step not logged): use jsonl\n"
 	"  --format tensor-jsonl     a tensor trace (imported, or stored by lockstep-trace):\n"
 	"                            one object per tensor at a step and rank, its statistics\n"
 	"                            and hash\n";
 
 static const char lks_export_tail[] =
 	"\n"
-	"exit codes: 0 written, 2 bad usage or no such run, 3 the database or the write failed\n";
+	"exit codes: 0 written, 2 bad usage, no such run or one the format cannot hold,\n"
+	"            3 the database or the write failed\n";
 
 /* 1 at the first row of rank *arg: the run holds it. */
 static int lks_export_has_rank(void *arg, const lks_metric_row *row)
@@ -82,6 +87,7 @@ int cmd_export(int argc, char **argv)
 	int64_t id;
 	long written = 0;
 	FILE *out = stdout;
+	lks_atomic a;
 
 	lks_opt_list args = { 0 };
 	const lks_option opts[] = {
@@ -127,19 +133,25 @@ int cmd_export(int argc, char **argv)
 		lks_store_close(store);
 		return rc;
 	}
-	if (out_path && !(out = fopen(out_path, "w"))) {
+	/* written aside and put in place whole: a refused or failed export leaves what -o
+	   named as it was (a symlink, /dev/stdout, a pipe: written through) */
+	if (out_path && lks_atomic_open(&a, out_path)) {
 		lks_store_close(store);
-		fprintf(stderr, "lockstep: export: cannot open '%s'\n", out_path);
+		fprintf(stderr, "lockstep: export: %s\n", lks_errmsg());
 		return LKS_EXIT_INFRA;
 	}
+	if (out_path)
+		out = a.f;
 	rc = fmt->id == LKS_IMPORT_TENSOR_JSONL ? lks_export_tensors(store, id, out, &written)
 	     : lks_export_run(store, id, fmt->id, rank, out, &written);
 	lks_store_close(store);
-	if (out != stdout && fclose(out) && !rc)
-		rc = lks_err("cannot write '%s'", out_path);
+	if (out_path && rc)
+		lks_atomic_abort(&a);
+	else if (out_path && lks_atomic_commit(&a))
+		rc = -1;
 	if (rc) {
 		fprintf(stderr, "lockstep: export: %s\n", lks_errmsg());
-		return LKS_EXIT_INFRA;
+		return lks_exit_code(rc);
 	}
 	if (out_path)
 		fprintf(stderr, "exported run %lld (%s): %ld %s to '%s'\n", (long long)id, fmt->name, written,

@@ -8,6 +8,8 @@
  * digits (its default precision), which strtod turns back into the bits written; NaN and
  * the infinities, which JSON has no numbers for, are the strings "nan", "inf" and "-inf"
  * that the importers take. So import(export(run)) stores the values of run, bit for bit.
+ * A golden file cannot hold a NaN (Megatron's "nan" is a step not logged): such a run is
+ * refused as bad input, and jsonl named instead.
  * Names are each format's label for the metric (import_label.c), or the stored name where
  * the format has none; a performance metric Megatron's golden format has no label for
  * (tps, mfu, memory, a log's iteration_time in ms: a golden file's iteration-time is
@@ -121,6 +123,14 @@ static int lks_export_golden(struct lks_export *x, const lks_metric_row *r, cons
 
 	if (r->rank != x->rank)
 		return 0;
+	/* Megatron's extractor writes "nan" for a step a metric was not logged at, and its
+	   checker (and import_megatron_golden.c) reads it so: a NaN written would read back
+	   as no value, the diverged step unchecked */
+	if (isnan(r->value))
+		return lks_err("step %d, metric '%s', rank %d is NaN, which a Megatron-LM golden "
+		               "file cannot hold (its \"nan\" means a step not logged); export "
+		               "--format jsonl keeps it", r->step, r->name, r->rank),
+		       LKS_E_BAD_INPUT;
 	if (!(s = lks_export_series_of(x, label)))
 		return lks_err("out of memory");
 	if (s->n == s->cap) {

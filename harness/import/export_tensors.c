@@ -78,7 +78,8 @@ int lks_export_tensors(lks_store *s, int64_t run_id, FILE *out, long *written)
 	if ((rc = lks_stored_run_load(s, run_id, LKS_LOAD_TRACE, &r)))
 		goto out;
 	if (!r.tt) {
-		rc = lks_err("run %lld holds no tensor trace", (long long)run_id);
+		rc = (lks_err("run %lld holds no tensor trace (its metrics: export --format jsonl)",
+		              (long long)run_id), LKS_E_BAD_INPUT);
 		goto out;
 	}
 	for (int step = r.tt->first_step; !rc && step <= r.tt->last_step; step++) {

@@ -256,7 +256,8 @@ static int lks_screen_compare_run(struct lks_screen_ctx *x, int j)
 		if (x->has_gold[j]) {
 			if ((rc = lks_golden_compare(&runs[i], &x->gold[j], 1, 0, 0, &res)) != 0)
 				goto out;
-		} else if (2 * size[best] <= x->n) {  /* no majority: no known answer */
+		} else if (size[best] < 2 || 2 * size[best] <= x->n) {
+			/* no majority (a device alone agrees only with itself): no known answer */
 			d->verdict = LKS_SCREEN_UNDECIDED;
 			snprintf(d->run, sizeof(d->run), "%s", x->c.runs[j].name);
 			continue;

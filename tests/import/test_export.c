@@ -135,21 +135,29 @@ Test(export, megatron_golden_fixtures_round_trip_bit_for_bit)
 	}
 }
 
+/* A file of the test's folder holding text. */
+static void put_tmp(char *path, size_t n, const char *name, const char *text)
+{
+	FILE *o;
+
+	path_in_tmp(path, n, name);
+	cr_assert_not_null(o = fopen(path, "w"));
+	fputs(text, o);
+	cr_assert_eq(fclose(o), 0);
+}
+
 /* A golden file holds one rank: a rank the run lacks is bad usage, before -o FILE is
    touched (it wrote '{}' over FILE, exit 0); a database that is not there is refused,
    not made. */
 Test(export, a_rank_the_run_lacks_or_a_missing_database_exit_2_and_write_nothing)
 {
 	char db[512], args[2048], out[4096], f[512], dst[512], missing[600];
-	FILE *o;
 
 	mkdir_tmp();
 	path_in_tmp(db, sizeof(db), "t.db");
-	path_in_tmp(dst, sizeof(dst), "golden_values.json");
-	cr_assert_not_null(o = fopen(dst, "w"));
-	fputs("kept\n", o);
-	fclose(o);
-	fixture(f, sizeof(f), "run.jsonl");  /* ranks 0 and 1 */
+	put_tmp(dst, sizeof(dst), "golden_values.json", "kept\n");
+	put_tmp(f, sizeof(f), "ranks.jsonl", "{\"step\": 1, \"rank\": 0, \"loss\": 2.5}\n"
+	        "{\"step\": 1, \"rank\": 1, \"loss\": 2.25}\n");  /* ranks 0 and 1 */
 	run_ok("import --format jsonl '%s' --case c --run a --db '%s'", f, db);
 	snprintf(args, sizeof(args), "export --format megatron-golden 1 --rank 2 --db '%s' -o '%s'",
 	         db, dst);
@@ -163,6 +171,38 @@ Test(export, a_rank_the_run_lacks_or_a_missing_database_exit_2_and_write_nothing
 	snprintf(args, sizeof(args), "export --format jsonl 1 --db '%s'", missing);
 	cr_assert_eq(lks_run_bin(NULL, args, out, sizeof(out)), 2, "%s", out);
 	cr_assert_neq(access(missing, F_OK), 0, "export made '%s'", missing);
+	rm_tmp();
+}
+
+/* What a format cannot hold is refused (exit 2) and -o FILE is left as it was: a NaN in a
+   golden file (Megatron's "nan" is a step not logged: it read back as no value), a tensor
+   trace of a run that holds none (the file was emptied, exit 3). A symlink given as -o
+   (/dev/stdout is one) is written through, not replaced by a file. */
+Test(export, what_a_format_cannot_hold_exits_2_and_leaves_the_file)
+{
+	char db[512], args[2048], out[4096], log[512], dst[512], link[512];
+
+	mkdir_tmp();
+	path_in_tmp(db, sizeof(db), "t.db");
+	put_tmp(log, sizeof(log), "nan.jsonl",
+	        "{\"step\": 0, \"loss\": 1.5}\n{\"step\": 1, \"loss\": \"nan\"}\n");
+	put_tmp(dst, sizeof(dst), "kept.json", "kept\n");
+	path_in_tmp(link, sizeof(link), "link.json");
+	run_ok("import --format jsonl '%s' --case c --run a --db '%s'", log, db);
+	snprintf(args, sizeof(args), "export --format megatron-golden 1 --db '%s' -o '%s'", db, dst);
+	cr_assert_eq(lks_run_bin(NULL, args, out, sizeof(out)), 2, "%s", out);
+	cr_assert(strstr(out, "step 1, metric 'loss'") && strstr(out, "NaN"), "%s", out);
+	snprintf(args, sizeof(args), "export --format tensor-jsonl 1 --db '%s' -o '%s'", db, dst);
+	cr_assert_eq(lks_run_bin(NULL, args, out, sizeof(out)), 2, "%s", out);
+	cr_assert(strstr(out, "no tensor trace"), "%s", out);
+	snprintf(args, sizeof(args), "cat '%s'; ls -A \"$(dirname '%s')\" | grep -c tmp-", dst, dst);
+	lks_run_sh(args, out, sizeof(out));
+	cr_assert_str_eq(out, "kept\n0\n", "the file or a temporary: %s", out);
+	cr_assert_eq(symlink("kept.json", link), 0);
+	run_ok("export --format jsonl 1 --db '%s' -o '%s'", db, link);
+	snprintf(args, sizeof(args), "test -L '%s' && cat '%s'", link, dst);
+	cr_assert_eq(lks_run_sh(args, out, sizeof(out)), 0, "the link was replaced: %s", out);
+	cr_assert(strstr(out, "\"loss\":\"nan\""), "%s", out);
 	rm_tmp();
 }
 

@@ -4,7 +4,8 @@
  * planted on one stand-in (random step, tensor, element and bit) is named on that one and
  * only that one, at its step and tensor; replay names each class on its planted fault
  * (once only: transient; every time on one device: persistent; every device: software);
- * without goldens the odd device out is still found, and two that disagree are undecided;
+ * without goldens the odd device out is still found, and two that disagree, or a device
+ * alone, are undecided;
  * the JSON and JUnit say the same; bad usage and bad plants exit 2. And 'bench detect
  * --flips' on a few flips: each caught at its step and tensor, no clean repeat differs.
  */
@@ -196,6 +197,11 @@ Test(screen, without_goldens_the_majority_decides, .timeout = 300)
 	cr_assert_eq(s.rc, 1, "%s", s.out);
 	for (int i = 0; i < 2; i++)
 		cr_assert_str_eq(str_at(gpu(&s, i), "verdict", NULL), "undecided", "%s", s.out);
+	screen_done(&s);
+	/* a device alone is no majority, faulty or not: it agrees only with itself */
+	screen(&s, plant, "--standins 3 --gpus 1 --golden /nonexistent");
+	cr_assert_eq(s.rc, 1, "%s", s.out);
+	cr_assert_str_eq(str_at(gpu(&s, 0), "verdict", NULL), "undecided", "%s", s.out);
 	screen_done(&s);
 }
 
