@@ -140,9 +140,20 @@ int lks_cases_load(const char *const *args, int nargs, const char *const *sets, 
 		lks_err("out of memory");
 		goto out;
 	}
-	for (int i = 0; i < npaths; i++, (*ncases)++)
+	for (int i = 0; i < npaths; i++, (*ncases)++) {
 		if (lks_case_load(paths[i], sets, nsets, &(*cases)[i]))
 			goto out;
+		/* a case is known by its file's name (its golden files' folder, CASE/RUN, the
+		   runs night over night compares): two of one name would be taken for each other */
+		for (int j = 0; j < i; j++)
+			if (!strcmp((*cases)[j].name, (*cases)[i].name)) {
+				lks_err("two cases named '%s': '%s' and '%s' (a case is known by its file's "
+				        "name: its golden files, CASE/RUN, night over night); give each "
+				        "once, under a name of its own", (*cases)[i].name, paths[j], paths[i]);
+				(*ncases)++;
+				goto out;
+			}
+	}
 	rc = lks_cases_inject_env(*cases, *ncases);
 out:
 	lks_case_paths_free(paths, npaths);

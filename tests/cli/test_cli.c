@@ -307,6 +307,37 @@ Test(cli, run_stores_and_bad_case_touches_nothing)
 	cr_assert_eq(system(args), 0);
 }
 
+/* A case is known by its file's name: two of one name in one command (the same file
+   twice, or two folders' x.ini) were both run, then night over night paired one's run
+   with the other's, and golden update wrote one's golden over the other's. Refused,
+   naming both, before a database is made. */
+Test(cli, two_cases_of_one_name_are_bad_usage)
+{
+	char dir[] = "/tmp/lks_test_cli_XXXXXX", a[600], b[600], db[600], args[2048], out[8192];
+	const char *text = "[case]\nsteps = 1\n[model]\nvocab = 32\nhidden = 16\nffn = 32\n"
+	                   "layers = 1\nseq = 4\nbatch = 2\n[run a]\nrecipe = bf16\n";
+
+	cr_assert_not_null(mkdtemp(dir));
+	snprintf(args, sizeof(args), "mkdir '%s/A' '%s/C'", dir, dir);
+	cr_assert_eq(system(args), 0);
+	snprintf(a, sizeof(a), "%s/A/x.ini", dir);
+	snprintf(b, sizeof(b), "%s/C/x.ini", dir);
+	snprintf(db, sizeof(db), "%s/x.db", dir);
+	put_file(a, text);
+	put_file(b, text);
+	for (int k = 0; k < 3; k++) {
+		const char *second = k == 1 ? a : b;
+
+		snprintf(args, sizeof(args), k < 2 ? "run --quiet --db '%s' '%s' '%s'"
+		                                   : "golden update --db '%s' '%s' '%s'", db, a, second);
+		cr_assert_eq(lks_run_bin(NULL, args, out, sizeof(out)), 2, "%s: %s", args, out);
+		cr_assert(strstr(out, "two cases named 'x'") && strstr(out, second), "%s", out);
+		cr_assert_neq(access(db, F_OK), 0, "%s made the database", args);
+	}
+	snprintf(args, sizeof(args), "rm -rf '%s'", dir);
+	cr_assert_eq(system(args), 0);
+}
+
 /* ---- kill -9 in the middle of 'lockstep run' ---- */
 
 struct seen_runs {
