@@ -6,16 +6,20 @@
  *
  * Every case and every run is resolved to a stored run before anything is written, so a
  * missing or unusable run stops the command (exit 2) with every golden file as it was. A
- * run made with --steps or --set is not the case's run and is passed over, as is one that
- * did not complete; the run picked must be whole: one whose suite 'lockstep prune' took
- * (all of its stat rows gone, or some where a prune was stopped) is refused. What is read
- * is one snapshot of the database, as a prune beside may be removing rows.
+ * run that is not the case's run as its file now declares it is passed over: one made with
+ * --steps, --set or --resume-from, with a fault planted through LOCKSTEP_INJECT, or from a
+ * case file whose text has changed since; so is one that did not complete. The run picked
+ * must be whole: one whose suite 'lockstep prune' took (all of its stat rows gone, or some
+ * where a prune was stopped) is refused, as are a tensor trace and a run whose case plants
+ * a fault. What is read is one snapshot of the database, as a prune beside may be removing
+ * rows.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <xxhash.h>
 
 #include "harness/engine/case.h"
 #include "harness/cli/cmd.h"
@@ -40,10 +44,12 @@ static const char lks_golden_usage[] =
 	"GOLDEN/<class>/tolerances.ini, measured with 'lockstep golden measure'.\n"
 	"Which runs: those named by --run; else those the case's golden checks compare; else,\n"
 	"in a case without golden checks, every run.\n"
-	"Runs made with --steps or --set are not the case's runs and are passed over; an\n"
-	"incomplete run is refused, and so is one that 'lockstep prune' took stat rows of (or\n"
-	"is taking). Nothing is written unless every run asked for has a whole stored run to\n"
-	"write.\n"
+	"Runs that are not the case's runs as its file now declares them are passed over:\n"
+	"made with --steps, --set, --resume-from or a LOCKSTEP_INJECT fault, or before the case\n"
+	"file was edited. An incomplete run is refused, and so is one that 'lockstep prune'\n"
+	"took stat rows of (or is taking), a tensor trace, and a run whose case plants a fault\n"
+	"(a golden is what a clean run computes). Nothing is written unless every run asked for\n"
+	"has a whole stored run to write.\n"
 	"\n"
 	"options:\n";
 
@@ -68,7 +74,10 @@ struct lks_golden_args {
 struct lks_stored {
 	int64_t id;
 	char *case_name, *run_name, *status;
-	int steps, overridden;
+	int steps;
+	int set, resumed, injected;  /* made with --set, --resume-from, a planted fault */
+	uint64_t text_hash;       /* XXH3-64 of the case text it was run from; 0: none stored
+	                             (an import by 'lockstep import --case') */
 };
 
 struct lks_stored_list {
@@ -114,6 +123,7 @@ static int lks_stored_add(void *arg, const lks_run_rec *run)
 {
 	struct lks_stored_list *l = arg;
 	struct lks_stored *e;
+	const char *o;
 
 	if (l->n == l->cap) {
 		int cap = l->cap ? 2 * l->cap : 64;
@@ -127,8 +137,15 @@ static int lks_stored_add(void *arg, const lks_run_rec *run)
 	e = &l->v[l->n];
 	e->id = run->run_id;
 	e->steps = run->info.steps;
-	/* the runner appends " set: ..." to the options of a run made with --set */
-	e->overridden = run->info.options && strstr(run->info.options, " set: ") != NULL;
+	/* what the runner appends to the options (runner.c, lks_run_options) of a run made
+	   with --set, --resume-from RUN@STEP (a case's own resume_from names a run) and a
+	   fault the environment planted (a case's own fault is refused: lks_golden_fit) */
+	o = run->info.options ? run->info.options : "";
+	e->set = strstr(o, " set: ") != NULL;
+	e->resumed = strstr(o, " resume_from=run ") != NULL;
+	e->injected = strstr(o, " inject: ") != NULL;
+	e->text_hash = run->info.case_text && *run->info.case_text
+	               ? XXH3_64bits(run->info.case_text, strlen(run->info.case_text)) : 0;
 	e->case_name = strdup(run->info.case_name ? run->info.case_name : "");
 	e->run_name = strdup(run->info.run_name ? run->info.run_name : "");
 	e->status = strdup(run->status ? run->status : "");
@@ -148,6 +165,25 @@ static void lks_stored_free(struct lks_stored_list *l)
 	free(l->v);
 }
 
+/* Why stored run e is not run cfg of case c as c's file declares it now, or NULL. */
+static const char *lks_golden_undeclared(const struct lks_stored *e, const lks_case *c,
+                                         const lks_run_cfg *cfg)
+{
+	int imported = cfg && cfg->import_fmt[0];  /* its log says how many steps */
+
+	if (e->text_hash && e->text_hash != XXH3_64bits(c->text, strlen(c->text)))
+		return "made before the case file was edited";
+	if (e->set)
+		return "made with --set";
+	if (!imported && e->steps != c->steps)
+		return "made with --steps";
+	if (e->resumed)
+		return "resumed with --resume-from";
+	if (e->injected && !(cfg && cfg->inject.kind != LKS_FAULT_NONE))
+		return "made with a fault LOCKSTEP_INJECT planted";
+	return NULL;
+}
+
 /* The latest stored run that is this case's run as declared and complete; 0 and a message
    (lks_err) when there is none. */
 static int64_t lks_golden_pick(const struct lks_stored_list *l, const lks_case *c,
@@ -155,8 +191,8 @@ static int64_t lks_golden_pick(const struct lks_stored_list *l, const lks_case *
 {
 	const struct lks_stored *latest = NULL;
 	const lks_run_cfg *cfg = lks_case_run(c, run);
-	int imported = cfg && cfg->import_fmt[0];  /* its log says how many steps */
 	char qcase[1024], qdb[1024], cmd[2100];
+	const char *why = NULL;
 
 	for (int i = l->n - 1; i >= 0; i--) {
 		const struct lks_stored *e = &l->v[i];
@@ -165,7 +201,9 @@ static int64_t lks_golden_pick(const struct lks_stored_list *l, const lks_case *
 			continue;
 		if (!latest)
 			latest = e;
-		if (!strcmp(e->status, "complete") && !e->overridden && (imported || e->steps == c->steps))
+		if (strcmp(e->status, "complete"))
+			continue;
+		if (!(why = lks_golden_undeclared(e, c, cfg)))
 			return e->id;
 	}
 	/* the command to paste, each word quoted for the shell */
@@ -179,26 +217,45 @@ static int64_t lks_golden_pick(const struct lks_stored_list *l, const lks_case *
 		        "is complete and as declared; refusing it: run it again with: %s", run,
 		        c->name, (long long)latest->id, latest->status, cmd);
 	else
-		lks_err("run '%s' of case '%s': every stored run was made with --steps or --set (run "
-		        "%lld: %d steps, the case has %d); run it as declared with: %s", run, c->name,
-		        (long long)latest->id, latest->steps, c->steps, cmd);
+		lks_err("run '%s' of case '%s': no stored run is the case's run as its file declares "
+		        "it (run %lld was %s); run it as declared with: %s", run, c->name,
+		        (long long)latest->id, lks_golden_undeclared(latest, c, cfg), cmd);
 	return 0;
 }
 
-/* Run id whole: none of its stat rows removed by 'lockstep prune' (check.h says how that
-   is known), nor being removed; 0, else LKS_E_BAD_INPUT with why, or -1. */
-static int lks_golden_whole(lks_store *s, int64_t id, const char *db)
+/* Run id can give a golden file: whole (none of its stat rows removed by 'lockstep prune':
+   check.h says how that is known, nor being removed), no tensor trace (an empty golden
+   file would pass whatever the trace holds), no planted fault (a golden is what a clean run
+   computes). 0, else LKS_E_BAD_INPUT with why, or -1. */
+static int lks_golden_fit(lks_store *s, int64_t id, const char *db)
 {
-	int pruned;
+	lks_stored_run g;
+	char cls[64];
+	int pruned, rc;
 
 	if (lks_check_run_pruned(s, id, &pruned))
 		return -1;
-	if (!pruned)
-		return 0;
-	lks_err("run %lld of '%s' is not whole: its suite was pruned, and its stat rows are "
-	        "gone, or some of them (a prune stopped part way; lockstep prune --help): run the "
-	        "case again for its golden", (long long)id, db);
-	return LKS_E_BAD_INPUT;
+	if (pruned)
+		return lks_err("run %lld of '%s' is not whole: its suite was pruned, and its stat "
+		               "rows are gone, or some of them (a prune stopped part way; lockstep "
+		               "prune --help): run the case again for its golden", (long long)id, db),
+		       LKS_E_BAD_INPUT;
+	if (lks_stored_run_load(s, id, LKS_LOAD_TRACE, &g)) {
+		lks_stored_run_release(&g);
+		return -1;
+	}
+	rc = lks_golden_class_of(&g, cls, sizeof(cls));  /* a class its file can be under */
+	if (rc == 0 && g.tt)
+		rc = (lks_err("run %lld of '%s' is a tensor trace (%s), which has no golden file "
+		              "yet: keep its dump beside the case and compare tonight's against it "
+		              "(a bitwise check of two imported runs), or 'lockstep diff' the two",
+		              (long long)id, db, g.backend), LKS_E_BAD_INPUT);
+	else if (rc == 0 && strstr(g.options, " inject: "))
+		rc = (lks_err("run %lld of '%s' has a planted fault (%s): goldens come from clean "
+		              "runs (give the case's clean runs with --run)", (long long)id, db,
+		              strstr(g.options, " inject: ") + 9), LKS_E_BAD_INPUT);
+	lks_stored_run_release(&g);
+	return rc;
 }
 
 /* The runs named with --run; without, the runs the case's golden checks compare, or every
@@ -245,18 +302,6 @@ static int lks_golden_write_one(lks_store *s, int64_t id, const char *db, const 
 
 	if ((rc = lks_stored_run_load(s, id, LKS_LOAD_WHOLE, &g)) != 0)
 		goto out;
-	if (g.tt) {  /* an empty golden file would pass whatever the trace holds */
-		rc = (lks_err("run %lld of '%s' is a tensor trace (%s), which has no golden file "
-		              "yet: keep its dump beside the case and compare tonight's against it "
-		              "(a bitwise check of two imported runs), or 'lockstep diff' the two",
-		              (long long)id, db, g.backend), LKS_E_BAD_INPUT);
-		goto out;
-	}
-	if (strstr(g.options, " inject: ")) {  /* a golden is what a clean run computes */
-		rc = lks_err("run %lld of '%s' has a planted fault (%s): goldens come from clean runs",
-		             (long long)id, db, strstr(g.options, " inject: ") + 9);
-		goto out;
-	}
 	if ((rc = lks_golden_class_of(&g, cls, sizeof(cls))) != 0
 	    || (rc = lks_golden_path(dir, cls, g.case_name, g.run_name, path, sizeof(path))) != 0
 	    || (rc = lks_golden_write(&g, path)) != 0)
@@ -327,7 +372,7 @@ int cmd_golden(int argc, char **argv)
 				fprintf(stderr, "lockstep: %s\n", lks_errmsg());
 				goto out;
 			}
-			if ((open_rc = lks_golden_whole(store, ids[nids - 1], a.db)) != 0) {
+			if ((open_rc = lks_golden_fit(store, ids[nids - 1], a.db)) != 0) {
 				fprintf(stderr, "lockstep: %s\n", lks_errmsg());
 				rc = lks_exit_code(open_rc);
 				goto out;

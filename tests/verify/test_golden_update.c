@@ -166,7 +166,7 @@ Test(golden, cli_update_run_and_corrupt)
 	cr_assert_eq(lockstep(dir, "run tiny.ini --db s.db --quiet --steps 2"), 2);
 	cr_assert(out_has(dir, "steps bf=2 golden=3"));
 	cr_assert_eq(lockstep(dir, "golden update tiny.ini --db s.db"), 2);
-	cr_assert(out_has(dir, "--steps or --set"));
+	cr_assert(out_has(dir, "made with --steps"));
 	snprintf(path, sizeof(path), "%s/t.db", dir);
 	cr_assert_eq(lks_store_open(path, &s), 0);
 	cr_assert_eq(sqlite3_exec(lks_store_db(s), "UPDATE runs SET status = 'incomplete'", NULL, NULL,
@@ -175,6 +175,49 @@ Test(golden, cli_update_run_and_corrupt)
 	cr_assert_eq(lockstep(dir, "golden update tiny.ini --db t.db"), 2);
 	cr_assert(out_has(dir, "incomplete"));
 	cr_assert(out_has(dir, "refusing"));
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+	cr_assert_eq(system(cmd), 0);
+}
+
+/* Only the case's run as its file now declares it gives a golden: a run resumed with
+   --resume-from (its golden held steps 3 on only), one with a fault LOCKSTEP_INJECT
+   planted, and one made before the case file was edited are passed over (each wrote its
+   golden, the edited case's of the old model). A run whose case plants a fault is refused
+   before any file is written (the clean run's golden was written first, then exit 3). */
+Test(golden, update_passes_over_runs_the_case_does_not_declare, .timeout = 120)
+{
+	char dir[] = "/tmp/lks-test-golden-pick-XXXXXX", path[160], cmd[256];
+	const char *inject = "LOCKSTEP_INJECT='bitflip step=1 rank=0 tensor=blocks.0.mlp.up.out "
+	                     "element=1 bit=3'";
+
+	cr_assert_not_null(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/tiny.ini", dir);
+	put_file(path, case_text);
+	cr_assert_eq(lockstep(dir, "run tiny.ini --db t.db --quiet --run a --keep-state 1"), 1);
+	cr_assert_eq(lockstep(dir, "run tiny.ini --db t.db --quiet --run a --resume-from 1@1"), 1);
+	cr_assert_eq(lockstep(dir, "golden update tiny.ini --db t.db --run a"), 0);
+	cr_assert(out_has(dir, "wrote golden/cpu/tiny/a.tsv: run 1 "), "the resumed run was taken");
+	snprintf(cmd, sizeof(cmd), "cd '%s' && %s '%s' run tiny.ini --db i.db --quiet --run a "
+	         ">out 2>&1", dir, inject, LKS_BIN);
+	cr_assert_eq(WEXITSTATUS(system(cmd)), 1);
+	cr_assert_eq(lockstep(dir, "golden update tiny.ini --db i.db --run a"), 2);
+	cr_assert(out_has(dir, "LOCKSTEP_INJECT"));
+	/* the case edited: its runs of before are not its runs */
+	snprintf(cmd, sizeof(cmd), "sed -i 's/hidden = 16/hidden = 32/' '%s/tiny.ini'", dir);
+	cr_assert_eq(system(cmd), 0);
+	cr_assert_eq(lockstep(dir, "golden update tiny.ini --db t.db --run a"), 2);
+	cr_assert(out_has(dir, "before the case file was edited"));
+	/* a fault the case plants: refused before the clean run's golden is written */
+	snprintf(path, sizeof(path), "%s/f.ini", dir);
+	put_file(path, "[case]\nsteps = 2\n[model]\nvocab = 32\nhidden = 16\nffn = 32\n"
+	         "layers = 1\nseq = 4\nbatch = 2\n[run clean]\nrecipe = bf16\n"
+	         "[run flipped]\nrecipe = bf16\ninject = bitflip step=1 rank=0 "
+	         "tensor=blocks.0.mlp.up.out element=1 bit=3\n");
+	cr_assert_leq(lockstep(dir, "run f.ini --db f.db --quiet"), 1);
+	cr_assert_eq(lockstep(dir, "golden update f.ini --db f.db --golden g2"), 2);
+	cr_assert(out_has(dir, "planted fault"));
+	snprintf(path, sizeof(path), "%s/g2", dir);
+	cr_assert_neq(access(path, F_OK), 0, "a golden was written before the refusal");
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
 	cr_assert_eq(system(cmd), 0);
 }
