@@ -85,7 +85,8 @@ static int lks_prune_parse(int argc, char **argv, struct lks_prune_args *a)
 		LKS_OPT_CALL("--keep-days", "D", lks_prune_days_opt,
 		             "suites begun within the last D days are kept whole (with --keep: a\n"
 		             "suite either keeps is kept); the latest suite is kept whole always,\n"
-		             "as the next one is compared with it"),
+		             "and so is the latest whose runs all completed (a night killed or\n"
+		             "still running is not what the next one is compared with)"),
 		LKS_OPT_CALL("--pin", "ID", lks_prune_pin_opt,
 		             "suite ID keeps its stat rows whatever its age (a release), first"),
 		LKS_OPT_CALL("--unpin", "ID", lks_prune_pin_opt,

@@ -41,11 +41,17 @@ out:
 }
 
 /* The runs of the suites to prune, and those suites: read whole before any write, so no
-   statement reads while the batches commit. */
+   statement reads while the batches commit. The latest suite is kept, and so is the latest
+   whole one (every run complete): night over night compares with it (nightly.c) while the
+   latest is still being written, or was killed. */
 static const char lks_prune_pick[] =
 	"SELECT s.suite_id, r.run_id FROM suites s LEFT JOIN runs r USING (suite_id)\n"
 	"WHERE coalesce(s.pinned, 0) = 0\n"
 	"  AND s.suite_id < (SELECT max(suite_id) FROM runs)  -- what the next compares with\n"
+	"  AND s.suite_id IS NOT (SELECT max(w.suite_id) FROM runs w  -- or, killed, the latest\n"
+	"                         WHERE NOT EXISTS (SELECT 1 FROM runs o  -- whole one\n"
+	"                                           WHERE o.suite_id = w.suite_id\n"
+	"                                             AND o.status IS NOT 'complete'))\n"
 	"  AND NOT (?1 >= 0 AND s.suite_id IN (SELECT suite_id FROM suites\n"
 	"                                      ORDER BY suite_id DESC LIMIT ?1))\n"
 	"  AND NOT (?2 >= 0 AND s.started >= strftime('%Y-%m-%dT%H:%M:%fZ', 'now',\n"

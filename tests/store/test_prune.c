@@ -6,7 +6,7 @@
  * other table's rows, and every row of the kept and pinned suites, counted before and
  * after); every suite still reports, diffs and reads its verdicts back. A reader holding a
  * snapshot is neither blocked nor disturbed meanwhile. --keep-days prunes by age but never
- * the latest suite, and 'golden update' refuses a pruned run. Bad usage exits 2. LKS_BIN is the
+ * the latest suite, nor the latest whole one when the latest was killed, and 'golden update' refuses a pruned run. Bad usage exits 2. LKS_BIN is the
  * path of the built program (tests/store/CMakeLists.txt).
  */
 #include <criterion/criterion.h>
@@ -265,6 +265,30 @@ Test(prune, keep_days_prunes_older_suites_but_never_the_latest)
 	         f.db, f.dir);
 	cr_assert_eq(lks_run_bin(NULL, args, out, sizeof(out)), 2, "%s", out);
 	cr_assert_not_null(strstr(out, "is not whole: its suite was pruned"), "%s", out);
+	teardown(&f);
+}
+
+/* A night killed (a run of it incomplete) is the latest suite but not what the next night
+   compares with: the latest whole suite is. Both are kept whole (the whole one lost its
+   stat rows, and the next night compared on loss and grad norm alone); an older one goes. */
+Test(prune, the_latest_whole_suite_is_kept_when_the_latest_was_killed)
+{
+	struct fixture f;
+	char args[1024], out[4096];
+	sqlite3 *db;
+
+	setup(&f, 3);
+	cr_assert_eq(sqlite3_open(f.db, &db), SQLITE_OK);
+	cr_assert_eq(sqlite3_exec(db, "UPDATE runs SET status = 'incomplete' WHERE suite_id = 3 "
+	                              "AND run_name = 'rowwise'", NULL, NULL, NULL), SQLITE_OK);
+	sqlite3_close(db);
+	snprintf(args, sizeof(args), "prune --db '%s' --keep 1", f.db);
+	cr_assert_eq(lks_run_bin(NULL, args, out, sizeof(out)), 0, "%s", out);
+	cr_assert_eq(sqlite3_open(f.db, &db), SQLITE_OK);
+	cr_assert_eq(suite_rows(db, "stats", 1), 0, "%s", out);
+	cr_assert_gt(suite_rows(db, "stats", 2), 0, "the latest whole suite pruned: %s", out);
+	cr_assert_gt(suite_rows(db, "stats", 3), 0, "the latest suite pruned: %s", out);
+	sqlite3_close(db);
 	teardown(&f);
 }
 
