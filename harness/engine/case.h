@@ -42,6 +42,8 @@ typedef struct lks_optim_cfg {
 	float lr;               /* peak learning rate */
 	float min_lr;           /* the cosine schedule ends here */
 	int warmup;             /* steps of linear warmup */
+	int warmup_given;       /* written in the case; else it follows the steps trained
+	                           (lks_case_warmup) */
 	float beta1, beta2, eps, weight_decay;
 	float clip;             /* global grad-norm clip; 0 = none */
 } lks_optim_cfg;
@@ -164,6 +166,11 @@ void lks_case_paths_free(char **paths, int npaths);
 int lks_cases_load(const char *const *args, int nargs, const char *const *sets, int nsets,
                    lks_case **cases, int *ncases);
 void lks_cases_release(lks_case *cases, int ncases);
+
+/* The warmup of c's schedule over steps steps: the case's warmup where it wrote one, else
+   5% of steps (at least 1 when steps > 1, 0 when steps = 1), so that 'run --steps N'
+   trains the schedule the case with steps = N trains. */
+int lks_case_warmup(const lks_case *c, int steps);
 
 /* The file an imported run (r->import_fmt set) reads: its PATH, relative to the folder of
    c's file unless absolute, into buf; an error when it does not fit. */

@@ -26,13 +26,21 @@ static int lks_seen(struct lks_parse *st, enum lks_sec sec, int idx, const char 
 	return (*lks_sec_seen(st, sec, idx) >> lks_key_find(sec, key)) & 1;
 }
 
+/* case.h */
+int lks_case_warmup(const lks_case *c, int steps)
+{
+	/* 5% of the steps, but a schedule longer than one step starts below the peak */
+	if (c->optim.warmup_given)
+		return c->optim.warmup;
+	return steps == 1 ? 0 : steps / 20 ? steps / 20 : 1;
+}
+
 static void lks_case_defaults(struct lks_parse *st)
 {
 	lks_case *c = st->c;
 
-	/* 5% of the steps, but a schedule longer than one step starts below the peak */
-	if (!lks_seen(st, LKS_SEC_OPTIM, 0, "warmup"))
-		c->optim.warmup = c->steps == 1 ? 0 : c->steps / 20 ? c->steps / 20 : 1;
+	c->optim.warmup_given = lks_seen(st, LKS_SEC_OPTIM, 0, "warmup");
+	c->optim.warmup = lks_case_warmup(c, c->steps);
 	for (int i = 0; i < c->nruns; i++) {
 		if (!lks_seen(st, LKS_SEC_RUN, i, "world_size"))
 			c->runs[i].world_size = c->world_size;

@@ -332,13 +332,13 @@ static int lks_store_post(struct lks_runner *R, lks_store *store, int64_t run_id
 }
 
 /* Warmup then cosine from lr to min_lr; step counts from 0. */
-static float lks_schedule(const lks_optim_cfg *o, int step, int steps)
+static float lks_schedule(const lks_optim_cfg *o, int warmup, int step, int steps)
 {
 	double p;
 
-	if (step < o->warmup)
-		return (float)((double)o->lr * (step + 1) / o->warmup);
-	p = steps - o->warmup > 1 ? (double)(step - o->warmup) / (steps - o->warmup - 1) : 1.0;
+	if (step < warmup)
+		return (float)((double)o->lr * (step + 1) / warmup);
+	p = steps - warmup > 1 ? (double)(step - warmup) / (steps - warmup - 1) : 1.0;
 	return (float)(o->min_lr + 0.5 * ((double)o->lr - o->min_lr) * (1.0 + lks_cospi(p)));
 }
 
@@ -403,7 +403,7 @@ static int lks_run_step(struct lks_runner *R, int step, lks_store *store, int64_
 
 	R->step = step;
 	R->o = o;
-	R->lr = lks_schedule(opt, step, R->steps);
+	R->lr = lks_schedule(opt, R->warmup, step, R->steps);
 	R->b1pow *= opt->beta1;
 	R->b2pow *= opt->beta2;
 	R->bc1 = 1.0f - R->b1pow;

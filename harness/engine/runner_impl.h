@@ -23,6 +23,7 @@ struct lks_runner {
 	lks_model m;
 	lks_data data;
 	int W, batch, steps;    /* ranks, sequences per rank, steps */
+	int warmup;             /* the schedule's over steps (lks_case_warmup) */
 	int first, L;           /* this process's ranks: first, first + 1, ..., first + L - 1 */
 	lks_rank *ranks;        /* (L) each with all it owns: context, tensors, communicator end,
 	                           optimizer state, staging, its failure (model.h) */

@@ -437,6 +437,7 @@ int lks_runner_init(struct lks_runner *R, const lks_case *c, const lks_run_cfg *
 
 	R->batch = global / reps;
 	R->steps = o->steps > 0 ? o->steps : c->steps;
+	R->warmup = lks_case_warmup(c, R->steps);
 	if (global % reps)
 		return lks_err("run '%s': %d replicas do not divide the global batch %d",
 		               run->name, reps, global);

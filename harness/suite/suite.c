@@ -86,6 +86,30 @@ static void lks_warn_unplanted(const lks_suite_opts *a, const lks_case *cases, i
 		}
 }
 
+/* What --steps N leaves a case: a warmup it wrote that is longer (the whole run warmed
+   up), a resume_from after step N - 1 (nothing to train, found when the run began, after
+   earlier ones were stored). Said before anything is trained. */
+static int lks_steps_fit(const lks_suite_opts *a, const lks_case *cases, int ncases)
+{
+	for (int i = 0; a->steps && i < ncases; i++) {
+		const lks_case *c = &cases[i];
+
+		if (lks_case_warmup(c, a->steps) > a->steps)
+			return lks_usage("run: %s: warmup %d is longer than --steps %d", c->path,
+			                 c->optim.warmup, a->steps);
+		for (int j = 0; j < c->nruns; j++)
+			if (c->runs[j].resume_from[0] && c->runs[j].resume_step + 1 >= a->steps
+			    && lks_selected(a, c, c->runs[j].name))
+				return lks_usage("run: %s: run '%s' resumes after step %d, and --steps %d "
+				                 "leaves it no step to train", c->path, c->runs[j].name,
+				                 c->runs[j].resume_step, a->steps);
+	}
+	if (a->resume_run && a->steps && a->resume_step + 1 >= a->steps)
+		return lks_usage("run: --resume-from after step %d, and --steps %d leaves no step to "
+		                 "train", a->resume_step, a->steps);
+	return 0;
+}
+
 /* A backend's describe() key as "backend.KEY" (its name is stored with the run). */
 static void lks_fingerprint_put(void *arg, const char *key, const char *value)
 {
@@ -571,7 +595,7 @@ static int lks_suite_begin(struct lks_suite *s, lks_case **cases, int *ncases)
 		fprintf(stderr, "lockstep: %s\n", lks_errmsg());
 		rc = LKS_EXIT_USAGE;
 	} else if (lks_keep_checks(a, *cases, ncases) || lks_gemm_settle(a, *cases, *ncases)
-	           || lks_resume_one(a, *cases, *ncases)) {
+	           || lks_resume_one(a, *cases, *ncases) || lks_steps_fit(a, *cases, *ncases)) {
 		rc = LKS_EXIT_USAGE;
 	} else if (s->job.root) {
 		lks_warn_unplanted(a, *cases, *ncases);

@@ -338,6 +338,45 @@ Test(cli, two_cases_of_one_name_are_bad_usage)
 	cr_assert_eq(system(args), 0);
 }
 
+/* --steps N trains what --set case.steps=N trains: the warmup follows the steps trained
+   (it followed the file's 60: 3 steps of warmup against 1, and every step after the
+   first differed). What --steps leaves a case no room for is bad usage before anything
+   trains: a warmup it wrote that is longer, a resume_from at or past its last step (that
+   one failed when its run began, after the case's earlier runs were stored). */
+Test(cli, steps_option_trains_what_case_steps_trains)
+{
+	char dir[] = "/tmp/lks_test_cli_XXXXXX", ini[600], db[600], args[2048], out[8192];
+	const char *model = "[model]\nvocab = 32\nhidden = 16\nffn = 32\nlayers = 1\nseq = 4\n"
+	                    "batch = 2\n";
+	char text[1024];
+
+	cr_assert_not_null(mkdtemp(dir));
+	snprintf(ini, sizeof(ini), "%s/long.ini", dir);
+	snprintf(db, sizeof(db), "%s/x.db", dir);
+	snprintf(text, sizeof(text), "[case]\nsteps = 60\n%s[run a]\nrecipe = bf16\n", model);
+	put_file(ini, text);
+	snprintf(args, sizeof(args), "run --quiet --db '%s' '%s' --steps 8", db, ini);
+	cr_assert_eq(lks_run_bin(NULL, args, out, sizeof(out)), 0, "%s", out);
+	snprintf(args, sizeof(args), "run --quiet --db '%s' '%s' --set case.steps=8", db, ini);
+	cr_assert_eq(lks_run_bin(NULL, args, out, sizeof(out)), 0, "%s", out);
+	snprintf(args, sizeof(args), "diff 1 2 --db '%s'", db);
+	cr_assert_eq(lks_run_bin(NULL, args, out, sizeof(out)), 0, "%s", out);
+	cr_assert(strstr(out, "identical: bit for bit"), "%s", out);
+
+	snprintf(text, sizeof(text), "[case]\nsteps = 20\n%s[optim]\nwarmup = 10\n"
+	         "[run a]\nrecipe = bf16\n[run b]\nrecipe = bf16\nresume_from = a@6\n", model);
+	put_file(ini, text);
+	snprintf(args, sizeof(args), "run --quiet --db '%s' '%s' --steps 5", db, ini);
+	cr_assert_eq(lks_run_bin(NULL, args, out, sizeof(out)), 2, "%s", out);
+	cr_assert(strstr(out, "warmup 10 is longer than --steps 5"), "%s", out);
+	snprintf(args, sizeof(args), "run --quiet --db '%s' '%s' --steps 7 --set optim.warmup=1",
+	         db, ini);
+	cr_assert_eq(lks_run_bin(NULL, args, out, sizeof(out)), 2, "%s", out);
+	cr_assert(strstr(out, "run 'b' resumes after step 6, and --steps 7"), "%s", out);
+	snprintf(args, sizeof(args), "rm -rf '%s'", dir);
+	cr_assert_eq(system(args), 0);
+}
+
 /* ---- kill -9 in the middle of 'lockstep run' ---- */
 
 struct seen_runs {
