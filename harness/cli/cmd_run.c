@@ -59,9 +59,11 @@ static const char lks_run_tail[] =
 	"            1 a check failed (or passed where it was expected to fail),\n"
 	"            2 bad usage or a bad case file (nothing is written), or a bad golden\n"
 	"              file (the runs and verdicts are stored),\n"
-	"            3 infrastructure failure (database, memory), or a run's backend cannot be\n"
-	"              opened here (a cuda run without a GPU): that run is left out, nothing\n"
-	"              of it stored, its checks skipped; the other runs and checks go on\n";
+	"            3 infrastructure failure: a run failed (out of memory, the database)\n"
+	"              and was stored 'failed', or its backend cannot be opened here (a cuda\n"
+	"              run without a GPU) and it was left out; its checks are skipped, the\n"
+	"              other runs and checks go on (in a job of processes a failed run ends\n"
+	"              the job)\n";
 
 /* The suite as the options give it, and what this command does with its output. */
 struct lks_run_args {

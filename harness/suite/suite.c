@@ -430,6 +430,7 @@ struct lks_suite {
 	lks_check_opts copts;
 	lks_check_tally tally;
 	int left_out;             /* runs whose backend cannot be opened here */
+	int failed;               /* runs that failed (out of memory, ...) in a process alone */
 };
 
 /* Where run j of case c starts (resume_from: the state its run of the case kept, whose
@@ -510,7 +511,14 @@ static int lks_suite_one(struct lks_suite *s, const lks_case *c, int j, lks_sqnr
 	    || lks_health_end(&s->job, &s->watch, s->store, res.run_id, health, sizeof(health))
 	    || lks_sqnr_end_run(pairs, j, res.run_id, s->store)) {
 		fprintf(stderr, "lockstep: %s / %s: %s\n", c->name, run->name, lks_errmsg());
-		return rc ? lks_exit_code(rc) : LKS_EXIT_INFRA;
+		/* a process alone goes on with the other runs, as for a backend that cannot be
+		   opened: their verdicts and the JUnit file are what a night needs; this one's
+		   checks are skipped and the exit is 3. In a job of processes one may be gone or
+		   wedged in a collective, so the job ends (bad input ends it everywhere). */
+		if (s->job.comm || rc == LKS_E_BAD_INPUT)
+			return rc ? lks_exit_code(rc) : LKS_EXIT_INFRA;
+		s->failed++;
+		return 0;
 	}
 	if (!s->job.root) {  /* it trained its ranks; process 0 stores and says */
 		*run_id = -1;     /* trained, its id process 0's (a run resuming from it) */
@@ -643,6 +651,11 @@ int lks_suite_run(const lks_suite_opts *a, const lks_suite_observer *obs, lks_ch
 			fprintf(stderr, "lockstep: %d run%s left out: %s backend cannot be opened here "
 			        "(see above); the other runs and their checks are stored\n", s.left_out,
 			        s.left_out > 1 ? "s were" : " was", s.left_out > 1 ? "their" : "its");
+		rc = LKS_EXIT_INFRA;
+	}
+	if (s.failed) {
+		fprintf(stderr, "lockstep: %d run%s failed (see above); the other runs and their "
+		        "checks are stored\n", s.failed, s.failed > 1 ? "s" : "");
 		rc = LKS_EXIT_INFRA;
 	}
 	rc = lks_agree(&s.job, rc, &s.tally);

@@ -667,8 +667,8 @@ int lks_check_eval(lks_store *s, const lks_check_cfg *k, const lks_check_opts *o
 		return -1;
 	if (!run_a || (two && !run_b)) {
 		res->verdict = LKS_VERDICT_SKIPPED;
-		snprintf(res->message, sizeof(res->message), "run '%s' was not run",
-		         !run_a ? k->a : k->b);
+		snprintf(res->message, sizeof(res->message), "run '%s' was not run (not selected, "
+		         "left out, or it failed)", !run_a ? k->a : k->b);
 		return 0;
 	}
 	lks_stored_run_init(&ta);

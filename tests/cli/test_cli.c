@@ -377,6 +377,38 @@ Test(cli, steps_option_trains_what_case_steps_trains)
 	cr_assert_eq(system(args), 0);
 }
 
+/* A run that fails (here out of memory: the address space capped below what the
+   attention's backward of 8192 positions needs) no longer ends the suite: the other
+   case's runs and checks are stored, the JUnit file written, its own check skipped, and
+   the exit is 3. */
+Test(cli, a_failed_run_leaves_the_other_cases_to_run, .timeout = 120)
+{
+	char dir[] = "/tmp/lks_test_cli_XXXXXX", path[600], args[2048], out[8192];
+
+#if defined(__SANITIZE_ADDRESS__)
+	cr_skip_test("AddressSanitizer reserves its shadow memory: it cannot start under ulimit -v");
+#endif
+	cr_assert_not_null(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/a.ini", dir);
+	put_file(path, "[case]\nsteps = 1\n[model]\nvocab = 32\nhidden = 8\nffn = 8\n"
+	               "layers = 1\nseq = 8192\nbatch = 1\nattention = causal\nheads = 4\n"
+	               "[run a]\nrecipe = bf16\n[check f]\nkind = finite\na = a\n");
+	snprintf(path, sizeof(path), "%s/b.ini", dir);
+	put_file(path, "[case]\nsteps = 2\n[model]\nvocab = 32\nhidden = 16\nffn = 32\n"
+	               "layers = 1\nseq = 8\nbatch = 1\n[run a]\nrecipe = bf16\n"
+	               "[run b]\nrecipe = bf16\n[check ab]\nkind = bitwise\na = a\nb = b\n");
+	snprintf(args, sizeof(args), "run '%s' --db '%s/x.db' --junit '%s/j.xml'", dir, dir, dir);
+	cr_assert_eq(lks_run_bin("ulimit -v 600000;", args, out, sizeof(out)), 3, "%s", out);
+	cr_assert(strstr(out, "a / a: rank 0: out of memory"), "%s", out);
+	cr_assert(strstr(out, "skipped: run 'a' was not run"), "%s", out);
+	cr_assert(strstr(out, "2 checks: 1 passed, 0 failed"), "%s", out);
+	cr_assert(strstr(out, "1 run failed"), "%s", out);
+	snprintf(path, sizeof(path), "%s/j.xml", dir);
+	cr_assert_eq(access(path, F_OK), 0, "no JUnit file: %s", out);
+	snprintf(args, sizeof(args), "rm -rf '%s'", dir);
+	cr_assert_eq(system(args), 0);
+}
+
 /* ---- kill -9 in the middle of 'lockstep run' ---- */
 
 struct seen_runs {
