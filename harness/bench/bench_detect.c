@@ -264,7 +264,7 @@ static int lks_detect_flips(const char *base, const char *path, int flips, int r
 		unlink(f);
 	}
 	rmdir(dir);
-	return rc < 0 ? LKS_EXIT_INFRA : rc;
+	return rc < 0 ? lks_exit_code(rc) : rc;
 }
 
 int lks_bench_detect(int argc, char **argv)
@@ -293,6 +293,11 @@ int lks_bench_detect(int argc, char **argv)
 
 	if ((rc = lks_opt_parse(&cmd, opts, argc, argv, &inputs)) != 0) {
 		rc = lks_opt_exit(rc);
+		goto out;
+	}
+	if ((flips || repeats) && inputs.n) {  /* it would be ignored, another case measured */
+		rc = lks_usage("bench detect: --flips and --repeats measure --case FILE, not '%s'",
+		               inputs.v[0]);
 		goto out;
 	}
 	if (flips || repeats) {

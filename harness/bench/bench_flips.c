@@ -209,8 +209,10 @@ int lks_bench_flips(const char *case_path, const char *dir, int flips, int repea
 		lks_stored_run_init(&b->ref[j]);
 	b->dir = dir;
 	b->seed = seed;
-	if (lks_case_load(case_path, sets, 2, &b->c))
+	if (lks_case_load(case_path, sets, 2, &b->c)) {
+		rc = LKS_E_BAD_INPUT;  /* a case missing or bad: the user's input (exit 2) */
 		goto out;
+	}
 	loaded = 1;
 	if (b->c.nruns > 64 || lks_model_init(&b->m, &b->c.model)) {
 		lks_err("%s: more than 64 runs, or its model cannot be made", case_path);

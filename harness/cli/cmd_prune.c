@@ -159,7 +159,11 @@ int cmd_prune(int argc, char **argv)
 		rc = lks_usage("prune: no database '%s'", a.db);
 		goto out;
 	}
-	before = lks_prune_size(a.db);
+	/* an empty file: SQLite would make it a new, empty history, as a misspelt name */
+	if ((before = lks_prune_size(a.db)) == 0) {
+		rc = lks_usage("prune: '%s' is empty: no lockstep database", a.db);
+		goto out;
+	}
 	if ((open_rc = lks_store_open(a.db, &store)) != 0) {
 		fprintf(stderr, "lockstep: %s\n", lks_errmsg());
 		rc = lks_exit_code(open_rc);

@@ -76,7 +76,8 @@ static int lks_screen_pick(const char *gpus, int count, int *idx)
 
 		errno = 0;
 		v = strtol(p, &end, 10);
-		if (end == p || errno || v < 0 || v >= count || (*end && *end != ','))
+		if (end == p || errno || v < 0 || v >= count || (*end && *end != ',')
+		    || (*end == ',' && !end[1]))  /* "0,": a number left out */
 			return lks_usage("screen: --gpus %s: want all or indices from 0 to %d, "
 			                 "e.g. 0,2,5", gpus, count - 1), -1;
 		for (int i = 0; i < n; i++)

@@ -27,7 +27,7 @@ static const char lks_help[] =
 	"\n"
 	"lockstep trains a small model several times side by side (BF16 reference, FP8 recipes,\n"
 	"activation checkpointing, many ranks), records traces in SQLite and says where numerics\n"
-	"first went wrong. See README.md and DESIGN.md.\n"
+	"first went wrong. See README.md, and cases/README.md for the case files.\n"
 	"\n"
 	"commands:\n";
 

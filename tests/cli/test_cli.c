@@ -60,6 +60,14 @@ Test(cli, bad_usage_exits_2)
 	cr_assert_not_null(strstr(out, "--burst times a device backend's"), "%s", out);
 	cr_assert_eq(lks_run_bin("LKS_ISA=bogus", "env", out, sizeof(out)), 2);
 	cr_assert_not_null(strstr(out, "bogus"), "%s", out);
+	/* a case that is not there is the user's input (it was exit 3); a CASE argument
+	   --flips would not measure (it measured --case's, silently) */
+	cr_assert_eq(lks_run_bin(NULL, "bench detect --flips 5 --case /nonexistent.ini", out,
+	                         sizeof(out)), 2, "%s", out);
+	cr_assert_not_null(strstr(out, "cannot open '/nonexistent.ini'"), "%s", out);
+	cr_assert_eq(lks_run_bin(NULL, "bench detect --repeats 3 cases/faults", out, sizeof(out)), 2,
+	             "%s", out);
+	cr_assert_not_null(strstr(out, "measure --case FILE"), "%s", out);
 }
 
 /* --backend NAME is resolved by the backend registry, which names the ones this build has */

@@ -234,6 +234,7 @@ Test(screen, bad_usage_and_bad_plants_exit_2, .timeout = 120)
 	static const char *const bad[][3] = {
 		{ NULL, "--standins 4 --gpus 4", "indices from 0 to 3" },
 		{ NULL, "--standins 4 --gpus 1,1", "twice" },
+		{ NULL, "--standins 4 --gpus 0,", "indices from 0 to 3" },
 		{ NULL, "--mode fast", "quick" },
 		{ NULL, "--standins 2 --db /tmp", "not a lockstep database" },
 		{ NULL, "--standins 2 --db ''", "wants a path" },

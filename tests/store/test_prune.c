@@ -318,6 +318,12 @@ Test(prune, bad_usage_and_unknown_suite_exit_2)
 	cr_assert_eq(lks_run_bin(NULL, args, out, sizeof(out)), 2, "%s", out);
 	cr_assert_not_null(strstr(out, "no database"), "%s", out);
 	cr_assert_neq(access(missing, F_OK), 0, "prune made '%s'", missing);
+	/* an empty file is no history either: it was made a new, empty one */
+	cr_assert_eq(close(open(missing, O_CREAT | O_WRONLY, 0644)), 0);
+	cr_assert_eq(lks_run_bin(NULL, args, out, sizeof(out)), 2, "%s", out);
+	cr_assert_not_null(strstr(out, "is empty: no lockstep database"), "%s", out);
+	snprintf(args, sizeof(args), "test -s '%s'", missing);
+	cr_assert_neq(lks_run_sh(args, out, sizeof(out)), 0, "prune wrote into the empty file");
 	teardown(&f);
 }
 
