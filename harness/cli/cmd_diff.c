@@ -287,6 +287,31 @@ static int lks_diff_parse(int argc, char **argv, struct lks_diff_args *a)
 	return rc;
 }
 
+/* The case texts the two runs were made from, where both have one (an import by
+   'lockstep import --case' has none): their first differing line, as night over night
+   names case.text among the keys that differ. */
+static void lks_diff_case_text(const lks_stored_run *a, const lks_stored_run *b)
+{
+	const char *p = a->case_text, *q = b->case_text;
+	int line = 1;
+
+	if (!p || !q || !*p || !*q || !strcmp(p, q))
+		return;
+	for (;;) {
+		size_t n = strcspn(p, "\n"), m = strcspn(q, "\n");
+
+		if (n != m || memcmp(p, q, n)) {
+			printf("case texts differ (the case file edited between the runs, or two cases), "
+			       "first at line %d:\n  a: %.*s\n  b: %.*s\n", line, (int)(n > 200 ? 200 : n),
+			       p, (int)(m > 200 ? 200 : m), q);
+			return;
+		}
+		p += n + (p[n] == '\n');
+		q += m + (q[m] == '\n');
+		line++;
+	}
+}
+
 int cmd_diff(int argc, char **argv)
 {
 	struct lks_diff_args a = { 0 };
@@ -317,6 +342,7 @@ int cmd_diff(int argc, char **argv)
 	lks_diff_header("a", &ra);
 	lks_diff_header("b", &rb);
 	lks_fingerprint_json_diff(stdout, ra.fingerprint, rb.fingerprint, "a", "b");
+	lks_diff_case_text(&ra, &rb);
 	if (lks_stored_run_metrics_pair(&ra, &rb)
 	    || lks_diff_eval(store, &k, &ra, &rb, &res, &pruned)) {
 		fprintf(stderr, "lockstep: %s\n", lks_errmsg());

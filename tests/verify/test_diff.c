@@ -188,6 +188,29 @@ Test(diff, fingerprint_keys_that_differ)
 	cleanup(&f);
 }
 
+/* The case file edited between two runs is said, with its first differing line, as night
+   over night names case.text (diff said "the same in every key"). A description edited
+   changes no number: the runs stay identical. */
+Test(diff, an_edited_case_file_is_named_with_its_line)
+{
+	struct fixture f;
+	char args[512], out[16384];
+
+	setup_runs(&f);
+	snprintf(args, sizeof(args), "sed -i 's/tiny case for lockstep diff/edited/' '%s'", f.ini);
+	cr_assert_eq(system(args), 0);
+	snprintf(args, sizeof(args), "run '%s' --db '%s' --quiet --run bf16", f.ini, f.db);
+	cr_assert_eq(lks_run_bin(NULL, args, out, sizeof(out)), 0, "%s", out);
+	cr_assert_eq(diff(&f, "1 2", out, sizeof(out)), 0, "%s", out);
+	cr_assert_null(strstr(out, "case texts differ"), "%s", out);
+	cr_assert_eq(diff(&f, "1 4", out, sizeof(out)), 0, "%s", out);
+	cr_assert_not_null(strstr(out, "case texts differ (the case file edited between the runs, "
+	                               "or two cases), first at line 2:\n"
+	                               "  a: description = tiny case for lockstep diff\n"
+	                               "  b: description = edited\n"), "%s", out);
+	cleanup(&f);
+}
+
 Test(diff, unknown_run_and_bad_usage_exit_2)
 {
 	struct fixture f;
