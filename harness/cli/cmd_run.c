@@ -146,7 +146,9 @@ static int lks_run_parse(int argc, char **argv, struct lks_run_args *a)
 		LKS_OPT_INT("--timeout", "S", &a->s.timeout, 1, 1 << 30,
 		            "how long a rank waits for the others (under mpirun or srun, and\n"
 		            "in every GPU collective: joining NCCL, each all-reduce) before\n"
-		            "it ends the run and the job, exit 3 (default 600 seconds)"),
+		            "it ends the run and the job, exit 3 (default 600 seconds); keep\n"
+		            "it above 60 where other commands write the database: process 0\n"
+		            "waits up to 60 s for another writer"),
 		LKS_OPT_PATH("--golden", "DIR", &a->s.golden,
 		             "where golden files are (default: $LKS_GOLDEN_DIR, else golden)"),
 		LKS_OPT_PATH("--junit", "FILE", &a->junit,

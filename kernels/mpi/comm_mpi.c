@@ -143,7 +143,8 @@ static int lks_mpi_wait(struct lks_mpi_group *g, MPI_Request *req, const char *w
 	}
 	lks_mpi_who(g, who, sizeof(who));
 	fprintf(stderr, "lockstep: %s (process %d on %s): %s (its %s) had no answer from the "
-	        "other processes in %g s: a process died or hangs; the job ends (exit 3)\n",
+	        "other processes in %g s: a process died or hangs (or process 0 waited that long "
+	        "for the database, which another command was writing); the job ends (exit 3)\n",
 	        who, g->process, g->host, what, step, g->timeout_s);
 	fflush(stderr);
 	pthread_mutex_lock(&lks_mpi_serial);
