@@ -15,14 +15,32 @@
 struct lks_run_find {
 	const char *case_name, *run_name;  /* CASE/RUN */
 	int64_t id;               /* the latest such run; 0: none */
+	char case_path[512];      /* where the case's runs were read from, for the hint */
+	char names[256];          /* the case's stored run names, a few ("a, b, ...") */
 };
 
 static int lks_run_find_one(void *arg, const lks_run_rec *rec)
 {
 	struct lks_run_find *f = arg;
+	size_t len = strlen(f->names), n = strlen(rec->info.run_name);
+	const char *p = f->names;
 
-	if (!strcmp(rec->info.case_name, f->case_name) && !strcmp(rec->info.run_name, f->run_name))
+	if (strcmp(rec->info.case_name, f->case_name))
+		return 0;
+	if (!strcmp(rec->info.run_name, f->run_name))
 		f->id = rec->run_id;  /* runs come in the order they began: the last wins */
+	if (rec->info.case_path && *rec->info.case_path)
+		snprintf(f->case_path, sizeof(f->case_path), "%s", rec->info.case_path);
+	/* each name once: "a, b" holds b where it is preceded by start or ", " and followed by
+	   ',' or the end */
+	while ((p = strstr(p, rec->info.run_name))
+	       && !((p == f->names || p[-1] == ' ') && (p[n] == ',' || !p[n])))
+		p++;
+	if (!p && len + n + 6 < sizeof(f->names))
+		snprintf(f->names + len, sizeof(f->names) - len, "%s%s", len ? ", " : "",
+		         rec->info.run_name);
+	else if (!p && !strstr(f->names, ", ..."))
+		snprintf(f->names + len, sizeof(f->names) - len, ", ...");
 	return 0;
 }
 
@@ -64,6 +82,9 @@ int lks_run_arg_resolve(lks_store *s, const char *cmd, const char *db, const cha
 	f.run_name = buf + (slash - arg) + 1;
 	if (lks_store_get_runs(s, lks_run_find_one, &f))
 		return -1;
+	if (!f.id && f.names[0])  /* the case is there: the run name is what is wrong */
+		return lks_usage("%s: no stored run '%s' in '%s': case '%s' has runs %s", cmd, arg,
+		                 db, f.case_name, f.names);
 	if (!f.id) {
 		snprintf(path, sizeof(path), "cases/%s.ini", f.case_name);
 		return lks_usage("%s: no stored run '%s' in '%s' (run its case first: lockstep run "

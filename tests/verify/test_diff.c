@@ -220,7 +220,11 @@ Test(diff, unknown_run_and_bad_usage_exit_2)
 	cr_assert_eq(diff(&f, "1 99", out, sizeof(out)), 2, "%s", out);
 	cr_assert_not_null(strstr(out, "no run 99"), "%s", out);
 	cr_assert_eq(diff(&f, "tiny/nosuch 1", out, sizeof(out)), 2, "%s", out);
-	cr_assert_not_null(strstr(out, "'tiny/nosuch'"), "%s", out);
+	/* the case is stored: its runs are named, not a command that would not help */
+	cr_assert_not_null(strstr(out, "no stored run 'tiny/nosuch' in"), "%s", out);
+	cr_assert_not_null(strstr(out, "case 'tiny' has runs bf16, bf16_again, rowwise"), "%s", out);
+	cr_assert_eq(diff(&f, "other/bf16 1", out, sizeof(out)), 2, "%s", out);
+	cr_assert_not_null(strstr(out, "lockstep run cases/other.ini"), "%s", out);
 	cr_assert_eq(diff(&f, "tiny 1", out, sizeof(out)), 2, "%s", out);
 	cr_assert_eq(diff(&f, "1", out, sizeof(out)), 2, "%s", out);
 	cr_assert_eq(diff(&f, "1 2 3", out, sizeof(out)), 2, "%s", out);
