@@ -30,14 +30,16 @@ static const char lks_diff_usage[] =
 	"\n"
 	"Compares two stored runs. A run is its id in the database (as 'lockstep run' and the\n"
 	"report show it) or CASE/RUN: the latest stored run of that case and run name. Prints\n"
-	"  - both runs: case, run, recipe, options, world size, steps, backend, status, and\n"
+	"  - both runs: case, run, recipe, options, world size, steps (trained: as many as it\n"
+	"    was run for; imported: the last step the log holds), backend, status, and\n"
 	"    the fingerprint keys that differ (versions, GPU, host, numerics env vars, ...)\n"
 	"  - the first divergence, as the bitwise check reports it: step, tensor (execution\n"
 	"    order), rank, field, the values of a and b and the error between them\n"
 	"  - per step: loss of a and b and their relative error |a - b| / |b|; over the tensors\n"
 	"    both runs share (by name and phase; ranks compared pairwise) the largest relative\n"
 	"    error of the L2 norm and the tensor where it occurs, and how many tensors have a\n"
-	"    different hash (any rank)\n"
+	"    different hash (any rank); '-' where a run has no value (no such step), NaN\n"
+	"    where it stored a NaN\n"
 	"  - of imported tensor traces (te-debug, tensor-jsonl), per step: the tensors each\n"
 	"    rank's sequences pair when aligned by name and order, those inserted, removed,\n"
 	"    renamed, how many pairs differ (any statistic or hash), hashes that differ, the\n"
@@ -76,11 +78,18 @@ static int lks_diff_resolve(lks_store *s, const char *db, const char *arg, lks_s
 
 /* ---- the header ---- */
 
+/* runs.steps is a count for a run lockstep trained (the steps it was run for) and the last
+   step for an import (trace_store.h), whose log may start at step 1 or 0: said as the
+   import says it. */
 static void lks_diff_header(const char *label, const lks_stored_run *r)
 {
-	printf("%s: run %lld  %s/%s  recipe %s%s%s  world size %d  %d steps  backend %s  %s  %s\n",
+	char steps[48];
+
+	snprintf(steps, sizeof(steps), lks_stored_run_imported(r) ? "steps up to %d" : "%d steps",
+	         r->steps);
+	printf("%s: run %lld  %s/%s  recipe %s%s%s  world size %d  %s  backend %s  %s  %s\n",
 	       label, (long long)r->id, r->case_name, r->run_name, r->recipe,
-	       r->options[0] ? "  options " : "", r->options, r->W, r->steps, r->backend,
+	       r->options[0] ? "  options " : "", r->options, r->W, steps, r->backend,
 	       r->status, r->started);
 }
 
@@ -98,6 +107,7 @@ static double lks_rel(double a, double b)
 /* One row of the per-step table. */
 struct lks_diff_step {
 	double loss_a, loss_b, loss_rel;
+	int has_a, has_b;         /* the run stored the step (its loss may be NaN) */
 	double l2_rel;            /* the largest over shared tensors and ranks; -1: none */
 	int l2_seq;               /* its tensor in a; -1: none */
 	int nhash;                /* shared tensors whose hash differs on some rank */
@@ -114,6 +124,8 @@ static void lks_diff_step_eval(const lks_stored_run *a, const lks_stored_run *b,
 
 	d->loss_a = lks_walk_step_value(a, step, loss);
 	d->loss_b = lks_walk_step_value(b, step, loss);
+	d->has_a = lks_walk_step_stored(a, step);
+	d->has_b = lks_walk_step_stored(b, step);
 	d->loss_rel = lks_rel(d->loss_a, d->loss_b);
 	d->l2_rel = -1.0;
 	d->l2_seq = -1;
@@ -145,10 +157,13 @@ static void lks_diff_step_eval(const lks_stored_run *a, const lks_stored_run *b,
 	}
 }
 
-static void lks_fmt_num(char *buf, size_t n, double v, const char *fmt)
+/* A value of the table: "-" where there is none (!has), "NaN" where it is one. */
+static void lks_fmt_num(char *buf, size_t n, double v, int has, const char *fmt)
 {
-	if (isnan(v))
+	if (!has)
 		snprintf(buf, n, "-");
+	else if (isnan(v))
+		snprintf(buf, n, "NaN");
 	else
 		snprintf(buf, n, fmt, v);
 }
@@ -183,13 +198,10 @@ static int lks_diff_table(lks_stored_run *a, lks_stored_run *b, int max_rows)
 			return -1;
 		}
 		lks_diff_step_eval(a, b, map, step, &d);
-		lks_fmt_num(la, sizeof(la), d.loss_a, "%.6f");
-		lks_fmt_num(lb, sizeof(lb), d.loss_b, "%.6f");
-		lks_fmt_num(lr, sizeof(lr), d.loss_rel, "%.3g");
-		if (d.l2_nan)
-			snprintf(l2, sizeof(l2), "nan");
-		else
-			lks_fmt_num(l2, sizeof(l2), d.l2_seq < 0 ? NAN : d.l2_rel, "%.3g");
+		lks_fmt_num(la, sizeof(la), d.loss_a, d.has_a, "%.6f");
+		lks_fmt_num(lb, sizeof(lb), d.loss_b, d.has_b, "%.6f");
+		lks_fmt_num(lr, sizeof(lr), d.loss_rel, d.has_a && d.has_b, "%.3g");
+		lks_fmt_num(l2, sizeof(l2), d.l2_nan ? NAN : d.l2_rel, d.l2_seq >= 0, "%.3g");
 		if (d.l2_seq >= 0 && (d.l2_rel > 0 || d.l2_nan))
 			snprintf(at, sizeof(at), "%s (%s)", a->names[d.l2_seq],
 			         lks_phase_name(a->phases[d.l2_seq]));
@@ -221,7 +233,7 @@ static int lks_diff_tensors(lks_stored_run *a, lks_stored_run *b, int max_rows)
 		}
 		if (lks_walk_tensor_step_pairs(a, b, step, NULL, NULL, &d))
 			return -1;
-		lks_fmt_num(l2, sizeof(l2), d.l2_rel, "%.3g");
+		lks_fmt_num(l2, sizeof(l2), d.l2_rel, !isnan(d.l2_rel), "%.3g");
 		if (d.l2_seq >= 0)
 			snprintf(at, sizeof(at), "%s (%s), rank %d", a->names[d.l2_seq],
 			         lks_phase_name(a->phases[d.l2_seq]), d.l2_rank);

@@ -23,7 +23,9 @@ static const char lks_report_usage[] =
 	"\n"
 	"Writes the report of one suite (one 'lockstep run') into DIR: index.html, a single\n"
 	"self-contained page (inline CSS and SVG plots, no script, nothing fetched), and\n"
-	"report.md with the same tables and the plots as SVG files beside it. Per case:\n"
+	"report.md with the same tables and the plots as SVG files beside it. The summary's\n"
+	"verdict of a case is fail (a check failed), incomplete (a run killed or failed, or\n"
+	"no verdict stored of the checks it declares) or pass. Per case:\n"
 	"  - its runs, and every check's verdict; a failure with its divergence: step, rank,\n"
 	"    tensor, field, the values of both runs, absolute and relative error, ULPs\n"
 	"  - plots (gnuplot): the loss of every run per step (mean over ranks); the relative\n"
@@ -102,6 +104,10 @@ int cmd_report(int argc, char **argv)
 			printf("suite %lld: %d cases, %d checks, %d failed; %d plots%s\n",
 			       (long long)suite_id, info.ncases, info.nchecks, info.nfailed,
 			       info.nplots, info.have_gnuplot ? "" : " (gnuplot not found: tables only)");
+		if (info.nincomplete)
+			printf("incomplete: %d case%s with a run not complete or no check verdict "
+			       "stored (see the report's summary)\n", info.nincomplete,
+			       info.nincomplete > 1 ? "s" : "");
 		if (info.screen_id && info.screen_not_passed >= 0)
 			printf("node screen %lld: %d of %d devices did not pass\n",
 			       (long long)info.screen_id, info.screen_not_passed, info.screen_devices);
@@ -111,9 +117,14 @@ int cmd_report(int argc, char **argv)
 		if (info.ngpu_findings)
 			printf("GPU health: %d findings during the runs (see the report)\n",
 			       info.ngpu_findings);
-		if (info.nplanted)
-			printf("planted faults: %d of %d caught exactly where planted\n", info.ncaught,
+		if (info.nplanted || info.nplanted_unchecked) {
+			printf("planted faults: %d of %d caught exactly where planted", info.ncaught,
 			       info.nplanted);
+			if (info.nplanted_unchecked)
+				printf("; %d not checked (skipped or unsupported), not counted",
+				       info.nplanted_unchecked);
+			putchar('\n');
+		}
 		printf("wrote '%s/index.html' and '%s/report.md'\n", out, out);
 		rc = LKS_EXIT_OK;
 	}

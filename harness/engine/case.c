@@ -423,6 +423,25 @@ static int lks_case_init(lks_case *c, const char *path)
 	return 0;
 }
 
+/* The case's text (st->c->text) read and validated. */
+static int lks_case_parse(struct lks_parse *st)
+{
+	int rc;
+
+	st->next = st->c->text;
+	rc = ini_parse_stream(lks_case_reader, st, lks_case_handler, st);
+	if (st->rc)
+		return st->rc;
+	if (rc > 0) {
+		/* inih's own complaint: not "key = value", a comment nor "[section]" */
+		lks_err("cannot parse the line: want 'key = value', '[section]' or a comment");
+		return lks_case_at(st, rc);
+	}
+	if (rc < 0)
+		return lks_err("%s: out of memory", st->c->path);
+	return lks_case_validate(st);
+}
+
 int lks_case_load(const char *path, const char *const *sets, int nsets, lks_case *out)
 {
 	struct lks_parse st = { .c = out, .sec = LKS_SEC_NONE };
@@ -431,19 +450,7 @@ int lks_case_load(const char *path, const char *const *sets, int nsets, lks_case
 
 	if ((rc = lks_case_init(out, path)) || (rc = lks_read_text(path, &out->text)))
 		goto out;
-	st.next = out->text;
-	rc = ini_parse_stream(lks_case_reader, &st, lks_case_handler, &st);
-	if (st.rc) {
-		rc = st.rc;
-	} else if (rc > 0) {
-		/* inih's own complaint: not "key = value", a comment nor "[section]" */
-		lks_err("cannot parse the line: want 'key = value', '[section]' or a comment");
-		rc = lks_case_at(&st, rc);
-	} else if (rc < 0) {
-		rc = lks_err("%s: out of memory", path);
-	} else {
-		rc = lks_case_validate(&st);
-	}
+	rc = lks_case_parse(&st);
 	for (int i = 0; !rc && i < nsets; i++)
 		if ((rc = lks_case_set(&st, sets[i]))) {
 			snprintf(msg, sizeof(msg), "--set '%s'", sets[i]);
@@ -454,6 +461,22 @@ int lks_case_load(const char *path, const char *const *sets, int nsets, lks_case
 		rc = lks_err("%s (after --set)", msg);
 	}
 out:
+	free(st.run_seen);
+	free(st.check_seen);
+	if (rc)
+		lks_case_release(out);
+	return rc ? -1 : 0;
+}
+
+int lks_case_load_text(const char *path, const char *text, lks_case *out)
+{
+	struct lks_parse st = { .c = out, .sec = LKS_SEC_NONE };
+	int rc;
+
+	if ((rc = lks_case_init(out, path)) == 0 && !(out->text = strdup(text)))
+		rc = lks_err("out of memory");
+	if (rc == 0)
+		rc = lks_case_parse(&st);
 	free(st.run_seen);
 	free(st.check_seen);
 	if (rc)

@@ -131,6 +131,9 @@ typedef struct lks_case {
  * 'hiden' in [model]"; an override's error names the override.
  */
 int lks_case_load(const char *path, const char *const *sets, int nsets, lks_case *out);
+/* The same of a case's text as a run stored it (runs.case_text), no override: path names
+   the case (its name is path's, as lks_case_load's) and its errors. */
+int lks_case_load_text(const char *path, const char *text, lks_case *out);
 
 /* The tokens one rank of run r trains on per step (its slice of the case's global batch:
    batch x world_size sequences of seq tokens, over the run's replicas: ranks / tp). */

@@ -191,8 +191,13 @@ static int lks_fp8_plot(struct lks_report *r, lks_stored_run *run)
 	struct lks_text data = { 0 }, names = { 0 }, same = { 0 }, caption = { 0 }, vars = { 0 };
 	const char *nm, *sm, *cap, *vs, *dat;
 	char title[300], tcase[128];
-	int nscaled, ndrawn, nmore, rc = -1;
+	int nscaled, ndrawn, nmore, rc;
 
+	snprintf(title, sizeof(title), "FP8 amax and scale of run '%s' (rank 0)", run->run_name);
+	/* a pruned run has no stat rows: it would seem to have recorded no scale */
+	if ((rc = lks_pruned_note(r, title, (const lks_stored_run *const[]){ run }, 1)) != 0)
+		return rc < 0 ? -1 : 0;
+	rc = -1;
 	if (lks_text_open(&data) || lks_text_open(&names) || lks_text_open(&same)
 	    || lks_text_open(&caption) || lks_text_open(&vars) || lks_scales_load(run, &x))
 		goto out;
@@ -210,7 +215,6 @@ static int lks_fp8_plot(struct lks_report *r, lks_stored_run *run)
 		struct lks_plot_spec spec = { .kind = "fp8scale", .tag = run->run_name, .title = title,
 		                              .caption = cap, .height = 640 };
 
-		snprintf(title, sizeof(title), "FP8 amax and scale of run '%s' (rank 0)", run->run_name);
 		rc = lks_plot(r, run->case_name, &spec, dat, vs);
 	} else {
 		snprintf(title, sizeof(title), "FP8 run '%s' (%s) recorded no FP8 scale: no amax and "

@@ -107,7 +107,8 @@ static double lks_heat_error(double a, double b)
 
 /* One tensor (row k) at the loaded step: the largest difference over ranks into its cell;
    the first (step, tensor, rank) that differs, in the order of the bitwise check, is the
-   divergence. A row that neither run stored is drawn as 'no row' too: the cell shows
+   divergence: a row one run stored and the other did not is one, a row neither stored is
+   not (the walk passes it, lks_walk_pair), but is drawn as 'no row' too: the cell shows
    that the pair is not compared there. */
 static void lks_heat_cell(struct lks_heat *h, int step, int k)
 {
@@ -119,13 +120,14 @@ static void lks_heat_cell(struct lks_heat *h, int step, int k)
 	for (int r = 0; r < h->W; r++) {
 		const lks_stat_row *ra = lks_stored_run_row(h->a, r, i);
 		const lks_stat_row *rb = lks_stored_run_row(h->b, r, h->map[i]);
+		int differs = lks_walk_pair(&lks_heat_opts, h->a, ra, rb, step, r, i, &res);
 		double v;
 
-		if (ra && rb && !lks_walk_pair(&lks_heat_opts, h->a, ra, rb, step, r, i, &res))
+		if (ra && rb && !differs)
 			continue;
 		v = ra && rb ? lks_heat_error(ra->l2, rb->l2) : LKS_HEAT_NO_ROW;
 		*cell = v > *cell ? v : *cell;
-		if (h->div_step < 0) {
+		if (differs && h->div_step < 0) {
 			h->div_step = step;
 			h->div_row = k;
 			h->div_rank = r;
@@ -262,13 +264,18 @@ static int lks_heat_plot(struct lks_report *r, lks_stored_run *a, lks_stored_run
 	struct lks_heat h = { 0 };
 	struct lks_text data = { 0 }, vars = { 0 }, caption = { 0 };
 	struct lks_plot_spec spec = { .kind = "heatmap" };
+	const lks_stored_run *pair[2] = { a, b };
 	const char *dat, *vs;
 	char title[300], tag[300], tcase[128];
 	int rc = -1;
 
+	snprintf(title, sizeof(title), "tensor error heatmap: '%s' vs '%s'", a->run_name, b->run_name);
+	/* a pruned run has no stat rows: every cell would be 'no row' */
+	if ((rc = lks_pruned_note(r, title, pair, 2)) != 0)
+		return rc < 0 ? -1 : 0;
+	rc = -1;
 	if (lks_heat_load(a, b, &h) || lks_heat_fill(&h))
 		goto out;
-	snprintf(title, sizeof(title), "tensor error heatmap: '%s' vs '%s'", a->run_name, b->run_name);
 	if (h.nrows == 0 || h.nsteps == 0) {
 		snprintf(title, sizeof(title), "'%s' and '%s' share no traced tensor and step: no "
 		         "heatmap", a->run_name, b->run_name);

@@ -198,6 +198,16 @@ const char *lks_fmt(char *buf, size_t size, const char *fmt, double v)
 	return buf;
 }
 
+const char *lks_fmt_stored(char *buf, size_t size, const char *fmt, double v, int stored)
+{
+	if (!stored)
+		return "";
+	if (isnan(v))
+		return "NaN";
+	snprintf(buf, size, fmt, v);
+	return buf;
+}
+
 /* ---- the page ---- */
 
 /* The HTML template before (tail 0) or after (tail 1) its line @BODY@, with @TITLE@

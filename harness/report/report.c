@@ -16,7 +16,6 @@
  * is removed by the next report of that path. Only a folder that holds a report and
  * nothing else is replaced.
  */
-#include <dirent.h>
 #include <errno.h>
 #include <limits.h>
 #include <math.h>
@@ -29,6 +28,7 @@
 #include "harness/report/report_impl.h"
 #include "harness/store/fingerprint.h"
 #include "harness/store/report_query.h"
+#include "harness/verify/walk.h"
 #include "kernels/err.h"
 
 /* ---- one case ---- */
@@ -55,9 +55,10 @@ static void lks_case_runs(struct lks_report *r, const char *case_name)
 		cells[3] = ws;
 		cells[4] = ns;
 		cells[5] = run->status;
-		cells[6] = run->nsteps ? lks_fmt(l0, sizeof(l0), "%.6f", lks_run_loss(run, 0)) : "";
-		cells[7] = run->nsteps ? lks_fmt(l1, sizeof(l1), "%.6f",
-		                                 lks_run_loss(run, run->nsteps - 1)) : "";
+		cells[6] = lks_fmt_stored(l0, sizeof(l0), "%.6f", lks_run_loss(run, 0),
+		                          lks_walk_step_stored(run, 0));
+		cells[7] = lks_fmt_stored(l1, sizeof(l1), "%.6f", lks_run_loss(run, run->nsteps - 1),
+		                          run->nsteps && lks_walk_step_stored(run, run->nsteps - 1));
 		lks_row(r, NULL, cells, cls, 8);
 	}
 	lks_table_end(r);
@@ -193,7 +194,7 @@ static int lks_trend_row(void *arg, const lks_trend_rec *t)
 	cells[1] = suite;
 	cells[2] = t->status;
 	cells[3] = steps;
-	cells[4] = isnan(t->final_loss) ? "NaN" : lks_fmt(loss, sizeof(loss), "%.6f", t->final_loss);
+	cells[4] = lks_fmt_stored(loss, sizeof(loss), "%.6f", t->final_loss, t->nsteps > 0);
 	cells[5] = lks_fmt(ms, sizeof(ms), "%.2f", 1e3 * t->step_time);
 	lks_row(x->r, NULL, cells, cls, 6);
 	return 0;
@@ -275,19 +276,25 @@ static int lks_suite_header(struct lks_report *r, char *title, size_t size)
 	return 0;
 }
 
-/* A row per case: its runs, checks, failed checks, and GPU health findings during its
-   runs (gpu.c), which a reader sees beside the verdict (they do not change it). */
+/* A row per case: its runs, checks, failed checks, its verdict, and GPU health findings
+   during its runs (gpu.c), which a reader sees beside the verdict (they do not change it).
+   The verdict is "incomplete" where a run is not complete or no declared check has a
+   verdict (suite.c): a killed night never reads as a pass; why, below the table. */
 static int lks_overview(struct lks_report *r, const char **cases, int ncases)
 {
 	static const char *const heads[] = { "case", "runs", "checks", "failed", "verdict",
 	                                     "gpu findings" };
 	static const char *const cls[] = { NULL, "num", "num", "num", NULL, "num" };
+	struct lks_text why = { 0 };
+	const char *text;
 
+	if (lks_text_open(&why))
+		return -1;
 	lks_heading(r, 2, "summary");
 	lks_table_head(r, heads, 6);
 	for (int c = 0; c < ncases; c++) {
-		int nr = 0, nk = 0, nf = 0, ng = 0;
-		char a[16], b[16], f[16], g[16];
+		int nr = 0, nk = 0, nf = 0, ng = 0, inc;
+		char a[16], b[16], f[16], g[16], reason[400];
 		const char *cells[6], *vcls[6];
 
 		for (int i = 0; i < r->nruns; i++) {
@@ -296,8 +303,10 @@ static int lks_overview(struct lks_report *r, const char **cases, int ncases)
 			if (strcmp(r->runs[i].case_name, cases[c]))
 				continue;
 			nr++;
-			if (lks_gpu_findings(r, &r->runs[i], &n))
+			if (lks_gpu_findings(r, &r->runs[i], &n)) {
+				lks_text_free(&why);
 				return -1;
+			}
 			ng += n;
 		}
 		for (int i = 0; i < r->nchecks; i++) {
@@ -308,8 +317,13 @@ static int lks_overview(struct lks_report *r, const char **cases, int ncases)
 			nk++;
 			nf += !strcmp(v, "fail") || !strcmp(v, "unexpected_pass");
 		}
+		inc = lks_case_incomplete(r, cases[c], nk, reason, sizeof(reason));
+		if (inc)
+			fprintf(why.f, "%scase %s incomplete: %s.", r->info->nincomplete ? " " : "",
+			        cases[c], reason);
 		r->info->nchecks += nk;
 		r->info->nfailed += nf;
+		r->info->nincomplete += inc;
 		r->info->ngpu_findings += ng;
 		snprintf(a, sizeof(a), "%d", nr);
 		snprintf(b, sizeof(b), "%d", nk);
@@ -319,44 +333,69 @@ static int lks_overview(struct lks_report *r, const char **cases, int ncases)
 		cells[1] = a;
 		cells[2] = b;
 		cells[3] = f;
-		cells[4] = nf ? "fail" : "pass";
+		cells[4] = nf ? "fail" : inc ? "incomplete" : "pass";
 		cells[5] = g;
 		memcpy(vcls, cls, sizeof(vcls));
 		vcls[4] = cells[4];
-		lks_row(r, nf || ng ? "bad" : NULL, cells, vcls, 6);
+		lks_row(r, nf || inc || ng ? "bad" : NULL, cells, vcls, 6);
 	}
 	lks_table_end(r);
+	if (!(text = lks_text_done(&why))) {
+		lks_text_free(&why);
+		return lks_err("out of memory");
+	}
+	if (*text)
+		lks_para(r, 0, text);
+	lks_text_free(&why);
 	return 0;
+}
+
+/* A check that was not evaluated: its runs not run (--run), or its kind not supported. */
+static int lks_not_checked(const char *verdict)
+{
+	return !strcmp(verdict, "skipped") || !strcmp(verdict, "unsupported");
 }
 
 /* Whether detection still works on this runner: every check that proves a planted fault
    (expect = fail), where the case planted it and where the check found it. A fault found
    elsewhere, or not found, is a failed check like any other; this table puts them side by
-   side so that a reader sees the suite's power next to its verdicts. */
+   side so that a reader sees the suite's power next to its verdicts. One that was not
+   checked (skipped, unsupported) says nothing of that power: counted apart, not missed. */
 static void lks_planted(struct lks_report *r)
 {
 	static const char *const heads[] = { "case", "check", "kind", "planted at", "found at",
 	                                     "verdict" };
 	static const char *const cls[] = { NULL, NULL, NULL, "mono", "mono", NULL };
-	char line[160];
-	int n = 0, caught = 0;
+	char line[200];
+	int n = 0, caught = 0, unchecked = 0;
 
 	for (int i = 0; i < r->nchecks; i++) {
-		n += r->checks[i].expect_fail;
-		caught += r->checks[i].expect_fail && !strcmp(r->checks[i].rec.verdict, "expected_fail");
+		const char *v = r->checks[i].rec.verdict;
+
+		if (!r->checks[i].expect_fail)
+			continue;
+		if (lks_not_checked(v))
+			unchecked++;
+		else
+			n++;
+		caught += !strcmp(v, "expected_fail");
 	}
-	if (!n)
+	if (!n && !unchecked)
 		return;
 	r->info->nplanted = n;
 	r->info->ncaught = caught;
+	r->info->nplanted_unchecked = unchecked;
 	lks_heading(r, 2, "planted faults: detection on this runner");
 	snprintf(line, sizeof(line), "%d of %d planted faults caught exactly where planted", caught, n);
+	if (unchecked)
+		snprintf(line + strlen(line), sizeof(line) - strlen(line), "; %d not checked "
+		         "(skipped or unsupported), not counted", unchecked);
 	lks_para(r, 0, line);
 	lks_table_head(r, heads, 6);
 	for (int i = 0; i < r->nchecks; i++) {
 		const struct lks_rcheck *k = &r->checks[i];
 		const char *v = k->rec.verdict, *cells[6], *vcls[6];
-		int ok = !strcmp(v, "expected_fail");
+		int ok = !strcmp(v, "expected_fail"), unchecked = lks_not_checked(v);
 		char found[200];
 
 		if (!k->expect_fail)
@@ -366,12 +405,12 @@ static void lks_planted(struct lks_report *r)
 		cells[1] = k->rec.check_name;
 		cells[2] = k->rec.kind;
 		cells[3] = k->planted[0] ? k->planted : "anywhere";
-		cells[4] = found[0] ? found : "not found";
+		cells[4] = found[0] ? found : unchecked ? "not checked" : "not found";
 		cells[5] = ok ? "caught" : !strcmp(v, "unexpected_pass") ? "missed"
 		         : !strcmp(v, "fail") ? "found elsewhere" : v;
 		memcpy(vcls, cls, sizeof(vcls));
-		vcls[5] = ok ? "pass" : "fail";
-		lks_row(r, ok ? NULL : "bad", cells, vcls, 6);
+		vcls[5] = ok ? "pass" : unchecked ? v : "fail";
+		lks_row(r, ok || unchecked ? NULL : "bad", cells, vcls, 6);
 	}
 	lks_table_end(r);
 }
@@ -455,52 +494,6 @@ static int lks_report_body(struct lks_report *r, int have_gnuplot)
 	rc = lks_template(r, title, 1);
 out:
 	free(cases);
-	return rc;
-}
-
-/* A file a report folder holds: index.html, report.md, a plot's SVG, the trend's numbers
-   (trend_plots.c). */
-static int lks_report_file(const char *name)
-{
-	size_t n = strlen(name);
-
-	return !strcmp(name, "index.html") || !strcmp(name, "report.md")
-	       || !strcmp(name, "nightly_trend.tsv")
-	       || (n > 4 && !strcmp(name + n - 4, ".svg") && name[0] != '.');
-}
-
-/* Where the report goes: dir, or where it leads when it exists (a symlink, "."); refuses
-   (LKS_E_BAD_INPUT) what is not a folder or holds more than a report, as replacing it
-   would lose that. */
-static int lks_report_target(const char *dir, char *out, size_t size)
-{
-	struct stat st;
-	DIR *d;
-	struct dirent *e;
-	int rc = 0;
-
-	if (stat(dir, &st) != 0) {
-		if (errno != ENOENT)
-			return lks_err("cannot write the report to '%s': %s", dir, strerror(errno));
-		if ((size_t)snprintf(out, size, "%s", dir) >= size)
-			return lks_err("path too long: '%s'", dir);
-		return 0;
-	}
-	if (!S_ISDIR(st.st_mode))
-		return lks_err("'%s' is not a folder: the report goes into a folder of its own",
-		               dir), LKS_E_BAD_INPUT;
-	if (size < PATH_MAX || !realpath(dir, out))
-		return lks_err("cannot write the report to '%s': %s", dir, strerror(errno));
-	if (!(d = opendir(out)))
-		return lks_err("cannot read the folder '%s': %s", dir, strerror(errno));
-	while (rc == 0 && (e = readdir(d)))
-		if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..") && !lks_report_file(e->d_name)) {
-			lks_err("'%s' holds '%s', which no report writes: a report replaces its folder "
-			        "whole, so it goes into an empty folder or one holding a report", dir,
-			        e->d_name);
-			rc = LKS_E_BAD_INPUT;
-		}
-	closedir(d);
 	return rc;
 }
 

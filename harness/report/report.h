@@ -3,6 +3,8 @@
  * self-contained page (inline CSS, inline SVG plots, no script, nothing fetched), and
  * report.md with the same tables and the plots as SVG files beside it.
  *
+ * The summary gives each case a verdict: fail, incomplete (a run not complete, or checks
+ * declared and none stored: the suite stopped) or pass.
  * After the summary, when the suite holds checks that prove planted faults (expect = fail,
  * cases/faults), a table of each: where it was planted, where it was found, caught or not.
  * Per case of the suite: its runs; the verdict of every check with its divergence (step,
@@ -32,9 +34,12 @@ typedef struct lks_report_opts {
 /* What a report holds, for the caller to print. */
 typedef struct lks_report_info {
 	int ncases, nchecks, nfailed;
+	int nincomplete;          /* cases with a run not complete, or declared checks and no
+	                             verdict stored (the suite stopped before them) */
 	int ngpu_findings;        /* GPU health findings during the suite's runs (gpu.c) */
-	int nplanted, ncaught;    /* checks proving a planted fault (expect = fail); caught
-	                             exactly where planted */
+	int nplanted, ncaught;    /* checks proving a planted fault (expect = fail) that were
+	                             evaluated; caught exactly where planted */
+	int nplanted_unchecked;   /* such checks skipped or unsupported (in neither count) */
 	int nplots;               /* plots made */
 	int have_gnuplot;         /* 0: none made, the report says why */
 	int64_t screen_id;        /* the node's screen shown ('lockstep screen --db'); 0: none */

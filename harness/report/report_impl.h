@@ -4,6 +4,8 @@
  * the others.
  *   report.c      the sections of the page (summary, planted faults, a case's tables) and
  *                 the report folder swapped in whole (report.h)
+ *   report_dir.c  whether the folder asked for is empty or a report's, which alone is
+ *                 replaced
  *   suite.c       the suite read back through the store: its runs as stored runs
  *                 (store/run.h) with their per-step values as the checks compare them
  *                 (verify/walk.h), its check verdicts with their stored parameters, its cases
@@ -64,6 +66,14 @@ struct lks_report {
 	lks_report_info *info;
 };
 
+/* ---- report_dir.c ---- */
+
+/* Where the report goes: dir, or where it leads when it exists (a symlink, "."; out holds
+   PATH_MAX); refuses (LKS_E_BAD_INPUT) what is not a folder or holds more than a report
+   (only its pages, the trend's numbers and the plots its report.md shows), as replacing
+   it would lose that. */
+int lks_report_target(const char *dir, char *out, size_t size);
+
 /* ---- suite.c ---- */
 
 /* The runs of r->suite with their steps, and its checks with their parameters. */
@@ -79,6 +89,18 @@ int lks_reference(const struct lks_report *r, const char *case_name);
 /* The cases of the suite, in the order their first run or check was stored (*out: free it;
    the names belong to r). */
 int lks_case_names(struct lks_report *r, const char ***out, int *n);
+/* Whether 'lockstep prune' took the per-tensor stats of one of runs[0..n) (as diff and
+   night over night decide it, check.h): then 1, and a note in place of the plot what
+   (its title) says so; a plot of them would show every row missing. -1: the store cannot
+   be read (lks_err). */
+int lks_pruned_note(struct lks_report *r, const char *what, const lks_stored_run *const *runs,
+                    int n);
+/* Whether the case's runs and checks are not all there (a run not complete, a case that
+   declares checks and has none of its nstored): 1 and why in words, else 0 and "". A run
+   killed or failed stops the suite before the case's checks are stored, so the verdicts
+   stored alone would look like a pass. */
+int lks_case_incomplete(const struct lks_report *r, const char *case_name, int nstored,
+                        char *why, size_t size);
 /* The run's loss at step, the mean over the ranks that stored it; NaN when none did. */
 double lks_run_loss(const lks_stored_run *run, int step);
 /* The run's grad norm at step (the lowest rank's: it is the same on every rank); NaN when
@@ -119,6 +141,9 @@ int lks_page_title(struct lks_report *r, const char *title);
 
 /* v formatted into buf, "" when v is NaN. */
 const char *lks_fmt(char *buf, size_t size, const char *fmt, double v);
+/* A stored value formatted into buf: "" when there is none (!stored), "NaN" when it is a
+   NaN (a loss gone NaN is a value, not a gap). */
+const char *lks_fmt_stored(char *buf, size_t size, const char *fmt, double v, int stored);
 /* A place (step, rank, tensor; -1 or NULL: not given) in words, "" when none is given. */
 void lks_place(char *buf, size_t size, int step, int rank, const char *tensor);
 /* The file whole (malloc'd, NUL-terminated), NULL when it cannot be read: a file the

@@ -8,8 +8,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "harness/engine/case.h"
 #include "harness/engine/check_kind.h"
 #include "harness/report/report_impl.h"
+#include "harness/verify/check.h"
 #include "harness/verify/walk.h"
 #include "kernels/err.h"
 
@@ -130,6 +132,71 @@ int lks_reference(const struct lks_report *r, const char *case_name)
 	return first;
 }
 
+
+int lks_pruned_note(struct lks_report *r, const char *what, const lks_stored_run *const *runs,
+                    int n)
+{
+	char line[600];
+
+	for (int i = 0; i < n; i++) {
+		int pruned;
+
+		if (lks_check_run_pruned(r->s, runs[i]->id, &pruned))
+			return -1;
+		if (!pruned)
+			continue;
+		snprintf(line, sizeof(line), "%s: not drawn: the per-tensor stats of run '%s' were "
+		         "pruned (lockstep prune --help); its loss and grad norm are kept", what,
+		         runs[i]->run_name);
+		lks_para(r, 1, line);
+		return 1;
+	}
+	return 0;
+}
+
+/* The checks the case declares, as its stored text says (the first run's that has one);
+   -1 when no run stored a text or it no longer reads (a case of another lockstep). */
+static int lks_case_declared(const struct lks_report *r, const char *case_name)
+{
+	for (int i = 0; i < r->nruns; i++) {
+		const lks_stored_run *run = &r->runs[i];
+		lks_case c;
+		int n;
+
+		if (strcmp(run->case_name, case_name) || !run->case_text || !*run->case_text)
+			continue;
+		if (lks_case_load_text(run->case_name, run->case_text, &c))
+			return -1;
+		n = c.nchecks;
+		lks_case_release(&c);
+		return n;
+	}
+	return -1;
+}
+
+int lks_case_incomplete(const struct lks_report *r, const char *case_name, int nstored,
+                        char *why, size_t size)
+{
+	size_t n = 0;
+	int declared;
+
+	why[0] = 0;
+	for (int i = 0; i < r->nruns; i++) {
+		const lks_stored_run *run = &r->runs[i];
+
+		if (strcmp(run->case_name, case_name) || !strcmp(run->status, "complete"))
+			continue;
+		if (n < size)
+			n += (size_t)snprintf(why + n, size - n, "%srun '%s' %s", n ? "; " : "",
+			                      run->run_name, run->status);
+	}
+	/* the checks are stored after the case's last run: none while it declares some is a
+	   suite that stopped before them. Fewer than declared is no sign: --check keeps some */
+	if (nstored == 0 && (declared = lks_case_declared(r, case_name)) > 0 && n < size)
+		n += (size_t)snprintf(why + n, size - n, "%s%d check%s declared, no verdict stored",
+		                      n ? "; " : "", declared, declared > 1 ? "s" : "");
+	return n > 0;
+}
 
 /* The cases of the suite, in the order their first run or check was stored. */
 int lks_case_names(struct lks_report *r, const char ***out, int *n)

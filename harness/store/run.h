@@ -28,6 +28,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "harness/store/name_index.h"
 #include "harness/store/trace_store.h"
@@ -42,7 +43,8 @@ typedef struct lks_stored_run {
 	char *status;             /* "complete", "incomplete", "failed"; a golden's: complete */
 	char *started, *finished; /* ISO 8601 UTC */
 	char *fingerprint;        /* the JSON object */
-	int W, steps;             /* ranks (world size) and steps, as declared */
+	int W, steps;             /* ranks (world size) and runs.steps: a trained run's steps
+	                             as declared, an import's last step logged (import.h) */
 	uint64_t seed;
 	char version[64], compiler[128], isa[32];  /* from the fingerprint, for people */
 
@@ -98,6 +100,13 @@ typedef enum lks_run_load {
 	LKS_LOAD_TRACE,           /* and tensors and step rows; stat rows step by step */
 	LKS_LOAD_WHOLE,           /* and every stat row at once (into stats) */
 } lks_run_load;
+
+/* Whether r is an import ('lockstep import', import = in a case: backend import:FMT),
+   whose metrics are its own and whose steps is its last step, not a count. */
+static inline int lks_stored_run_imported(const lks_stored_run *r)
+{
+	return r->backend && strncmp(r->backend, "import:", 7) == 0;
+}
 
 /* An empty run (no info, no trace, cur -1), to fill by hand or with the add functions. */
 void lks_stored_run_init(lks_stored_run *r);

@@ -150,7 +150,7 @@ int lks_stored_run_load_metrics(lks_store *s, lks_stored_run *r)
 {
 	/* only an import (backend import:FMT) stores metrics: lockstep's own runs cost no
 	   query, and a database older than steps.metrics (read-only, not upgraded) reads */
-	if (!r->backend || strncmp(r->backend, "import:", 7))
+	if (!lks_stored_run_imported(r))
 		return 0;
 	if (lks_store_get_metrics(s, r->id, NULL, lks_load_metric_row, r))
 		return -1;
@@ -289,7 +289,7 @@ int lks_run_metrics(lks_store *s, int64_t run_id,
 	lks_stored_run_init(&run);
 	if (lks_stored_run_load(s, run_id, LKS_LOAD_TRACE, &run))
 		goto out;
-	if (!strcmp(run.recipe, "import"))
+	if (lks_stored_run_imported(&run))
 		rc = lks_store_get_metrics(s, run_id, NULL, fn, arg);
 	else
 		rc = lks_steprows_metrics(&run, fn, arg);

@@ -60,7 +60,8 @@ typedef struct lks_run_info {
 	const char *case_name, *case_path, *case_text;
 	const char *run_name, *recipe, *options;  /* options: "checkpoint=blocks ..." */
 	const char *backend;
-	int world_size, steps;
+	int world_size, steps;    /* steps: a trained run's count; an import's last step
+	                             (lks_store_import_end) */
 	uint64_t seed;
 	const char *combo;        /* may be NULL */
 	const char *fingerprint;  /* JSON object */

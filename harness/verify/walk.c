@@ -565,6 +565,14 @@ double lks_walk_step_value(const lks_stored_run *r, int step, const lks_metric *
 	return n ? sum / n : NAN;
 }
 
+int lks_walk_step_stored(const lks_stored_run *r, int step)
+{
+	for (int rank = 0; rank < r->W; rank++)
+		if (lks_stored_run_step_row(r, step, rank))
+			return 1;
+	return 0;
+}
+
 /* A per-step metric, step by step. */
 static int lks_walk_step_metric(const lks_walk_opts *o, const lks_stored_run *a,
                                 const lks_stored_run *b, int nsteps, lks_check_result *res)

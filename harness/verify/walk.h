@@ -146,6 +146,9 @@ int lks_walk_metric_pair(const lks_walk_opts *o, const lks_stored_run *a, int m,
    step (the loss), or the lowest rank's (the grad norm, the same on every rank); NaN when
    no rank did. */
 double lks_walk_step_value(const lks_stored_run *r, int step, const lks_metric *m);
+/* Whether some rank of r stored a step row at step: a NaN of lks_walk_step_value is then
+   a value (a NaN loss), else none. */
+int lks_walk_step_stored(const lks_stored_run *r, int step);
 
 /* The divergence's place (seq of run a; -1: no tensor) and its values into res: reals
    (f32: floats, ULP counted in float) with their errors, or integers (is_hash: bits, no

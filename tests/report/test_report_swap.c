@@ -3,7 +3,7 @@
  * moments, 'lockstep report' leaves the previous report whole every time and the next
  * report removes what the killed ones left (a temporary still locked when it starts, by a
  * killed writer's child not yet gone, at its end); a folder holding more than a report is not
- * replaced; on read-only media the report is written from the database and nothing in its
+ * replaced, nor one that only looks like one (a user's SVG beside a report's plots); on read-only media the report is written from the database and nothing in its
  * folder changes; where renameat2 cannot exchange (a preloaded library, LKS_NOEXCHANGE_LIB,
  * makes it fail) the swap takes two renames, and a report left aside between them is put
  * back by the next report. The cases and their folder: report_fixture.h.
@@ -238,6 +238,37 @@ Test(report, replaces_only_a_report_folder)
 	cr_expect(lstat(path, &st) == 0 && S_ISLNK(st.st_mode), "the symlink was replaced");
 	snprintf(path, sizeof(path), "%s/real/index.html", dir);
 	cr_expect_gt(file_size(path), 0, "no report where the symlink leads");
+	teardown(dir);
+}
+
+/* A folder is a report's only by its pages and the plots its report.md shows: a user's SVG
+   among them, or an index.html and report.md that lockstep did not write, are refused
+   (exit 2) and kept. */
+Test(report, refuses_a_folder_that_only_looks_like_a_report)
+{
+	char dir[64], path[300];
+
+	setup(dir, sizeof(dir));
+	cr_assert_eq(sh("mkdir '%s/figs' && echo '<svg/>' > '%s/figs/architecture.svg'", dir, dir), 0);
+	cr_expect_eq(sh("PATH=/nonexistent '%s' report --db '%s/t.db' -o '%s/figs' 2>/dev/null",
+	                LKS_BIN, dir, dir), 2, "a folder of SVG files alone");
+	snprintf(path, sizeof(path), "%s/figs/architecture.svg", dir);
+	cr_expect_eq(file_size(path), 7, "the user's SVG was lost");
+
+	cr_assert_eq(sh("PATH=/nonexistent '%s' report --db '%s/t.db' -o '%s/r' >/dev/null", LKS_BIN,
+	                dir, dir), 0);
+	cr_assert_eq(sh("cp '%s/figs/architecture.svg' '%s/r/'", dir, dir), 0);
+	cr_expect_eq(sh("PATH=/nonexistent '%s' report --db '%s/t.db' -o '%s/r' 2>/dev/null",
+	                LKS_BIN, dir, dir), 2, "an SVG its report.md does not show");
+	snprintf(path, sizeof(path), "%s/r/architecture.svg", dir);
+	cr_expect_eq(file_size(path), 7, "the user's SVG in a report folder was lost");
+
+	cr_assert_eq(sh("mkdir '%s/site' && echo '<p>' > '%s/site/index.html' && "
+	                "echo '# notes' > '%s/site/report.md'", dir, dir, dir), 0);
+	cr_expect_eq(sh("PATH=/nonexistent '%s' report --db '%s/t.db' -o '%s/site' 2>/dev/null",
+	                LKS_BIN, dir, dir), 2, "pages lockstep did not write");
+	snprintf(path, sizeof(path), "%s/site/report.md", dir);
+	cr_expect_eq(file_size(path), 8, "the user's report.md was lost");
 	teardown(dir);
 }
 

@@ -5,8 +5,9 @@
  * that name; fingerprint keys that differ are named; an unknown run, a missing database
  * and bad usage exit 2. The database is opened read-only: diff reads one in a read-only
  * folder, and leaves a file that is not a lockstep database (empty, text, another
- * program's) as it was, exit 2. LKS_BIN is the path of the built program
- * (tests/verify/CMakeLists.txt).
+ * program's) as it was, exit 2. A NaN loss prints NaN, a step a run lacks '-'. An
+ * import's steps (its last step stored) print as the import says them, not as a count.
+ * LKS_BIN is the path of the built program (tests/verify/CMakeLists.txt).
  */
 #include <criterion/criterion.h>
 #include <sqlite3.h>
@@ -303,5 +304,51 @@ Test(diff, refuses_a_file_that_is_not_a_database_untouched)
 	cr_expect_str_eq(after, before, "a file changed or a new one appeared");
 	free(before);
 	free(after);
+	cleanup(&f);
+}
+
+/* A NaN loss is a value (stored as NULL: SQLite has no NaN), a missing step is none: the
+   per-step table tells them apart. */
+Test(diff, a_nan_loss_is_nan_and_a_missing_step_a_dash)
+{
+	struct fixture f;
+	char out[16384];
+	sqlite3 *db;
+
+	setup_runs(&f);
+	cr_assert_eq(sqlite3_open(f.db, &db), SQLITE_OK);
+	cr_assert_eq(sqlite3_exec(db, "UPDATE steps SET loss = NULL WHERE run_id = 2 AND step = 2;"
+	                          "DELETE FROM steps WHERE run_id = 1 AND step = 1", NULL, NULL,
+	                          NULL), SQLITE_OK);
+	sqlite3_close(db);
+	cr_assert_eq(diff(&f, "1 2", out, sizeof(out)), 1, "%s", out);
+	cr_expect_not_null(strstr(out, "\n    1  -            "), "%s", out);
+	cr_expect_not_null(strstr(out, " NaN          NaN        "), "%s", out);
+	cleanup(&f);
+}
+
+/* runs.steps of an import is its last step: steps 0 to 2 are "steps up to 2", not "2 steps";
+   a trained run's is a count ("3 steps", identical_runs_exit_0). */
+Test(diff, an_imports_steps_are_its_last_step)
+{
+	struct fixture f;
+	char out[16384], args[512], path[256];
+	FILE *w;
+
+	setup_dir(&f);
+	snprintf(path, sizeof(path), "%s/log.jsonl", f.dir);
+	cr_assert_not_null(w = fopen(path, "w"));
+	fputs("{\"step\": 0, \"loss\": 3.5}\n{\"step\": 1, \"loss\": 3.25}\n"
+	      "{\"step\": 2, \"loss\": 3.0}\n", w);
+	fclose(w);
+	for (int i = 0; i < 2; i++) {
+		snprintf(args, sizeof(args), "import --format jsonl '%s' --case log --run %s --db '%s'",
+		         path, i ? "b" : "a", f.db);
+		cr_assert_eq(lks_run_bin(NULL, args, out, sizeof(out)), 0, "%s", out);
+	}
+	cr_assert_eq(diff(&f, "1 2", out, sizeof(out)), 0, "%s", out);
+	cr_expect_not_null(strstr(out, "world size 1  steps up to 2  backend import:jsonl"), "%s",
+	                   out);
+	cr_expect_null(strstr(out, "2 steps"), "%s", out);
 	cleanup(&f);
 }
