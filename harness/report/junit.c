@@ -10,7 +10,8 @@
 
 struct lks_junit {
 	FILE *f;
-	int tests, failures, skipped;
+	int64_t suite;
+	int tests, failures, skipped, errors;
 	int same_fp_fails;        /* a change with an equal fingerprint is a failure */
 };
 
@@ -100,9 +101,30 @@ static int lks_junit_night(void *arg, const lks_nightly_rec *r)
 	return 0;
 }
 
+/* A run of the suite that did not complete (out of memory, a dead rank): an error,
+   classname "run.CASE", so that a dashboard shows what the skipped checks do not. */
+static int lks_junit_run(void *arg, const lks_run_rec *r)
+{
+	struct lks_junit *j = arg;
+
+	if (r->info.suite_id != j->suite || (r->status && !strcmp(r->status, "complete")))
+		return 0;
+	j->tests++;
+	j->errors++;
+	fputs("    <testcase classname=\"run.", j->f);
+	lks_xml_text(j->f, r->info.case_name);
+	fputs("\" name=\"", j->f);
+	lks_xml_text(j->f, r->info.run_name);
+	fputs("\">\n      <error type=\"run ", j->f);
+	lks_xml_text(j->f, r->status ? r->status : "incomplete");
+	fputs("\" message=\"the run did not complete: its checks are skipped\"/>\n"
+	      "    </testcase>\n", j->f);
+	return 0;
+}
+
 int lks_junit_write(lks_store *s, int64_t suite_id, const char *path, int same_fp_fails)
 {
-	struct lks_junit j = { .same_fp_fails = same_fp_fails };
+	struct lks_junit j = { .suite = suite_id, .same_fp_fails = same_fp_fails };
 	FILE *body = tmpfile();
 	lks_atomic a;
 	int rc = -1, c;
@@ -113,12 +135,14 @@ int lks_junit_write(lks_store *s, int64_t suite_id, const char *path, int same_f
 	}
 	/* the counts go in the opening tag, so the test cases are written aside first */
 	j.f = body;
-	if (lks_store_get_checks(s, suite_id, lks_junit_case, &j)
+	if (lks_store_get_runs(s, lks_junit_run, &j)
+	    || lks_store_get_checks(s, suite_id, lks_junit_case, &j)
 	    || lks_store_get_nightly(s, suite_id, lks_junit_night, &j) || lks_atomic_open(&a, path))
 		goto out;
 	fprintf(a.f, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites>\n"
 	        "  <testsuite name=\"lockstep suite %lld\" tests=\"%d\" failures=\"%d\" "
-	        "errors=\"0\" skipped=\"%d\">\n", (long long)suite_id, j.tests, j.failures, j.skipped);
+	        "errors=\"%d\" skipped=\"%d\">\n", (long long)suite_id, j.tests, j.failures, j.errors,
+	        j.skipped);
 	rewind(body);
 	while ((c = fgetc(body)) != EOF)
 		fputc(c, a.f);

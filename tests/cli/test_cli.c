@@ -411,8 +411,12 @@ Test(cli, a_failed_run_leaves_the_other_cases_to_run, .timeout = 120)
 	cr_assert(strstr(out, "skipped: run 'a' was not run"), "%s", out);
 	cr_assert(strstr(out, "2 checks: 1 passed, 0 failed"), "%s", out);
 	cr_assert(strstr(out, "1 run failed"), "%s", out);
-	snprintf(path, sizeof(path), "%s/j.xml", dir);
-	cr_assert_eq(access(path, F_OK), 0, "no JUnit file: %s", out);
+	/* the JUnit file says the failed run as an error, beside the skipped check */
+	snprintf(args, sizeof(args), "cat '%s/j.xml'", dir);
+	cr_assert_eq(lks_run_sh(args, out, sizeof(out)), 0, "no JUnit file");
+	cr_assert(strstr(out, "errors=\"1\" skipped=\"1\"")
+	          && strstr(out, "<testcase classname=\"run.a\" name=\"a\">\n"
+	                         "      <error type=\"run failed\""), "%s", out);
 	snprintf(args, sizeof(args), "rm -rf '%s'", dir);
 	cr_assert_eq(system(args), 0);
 }
