@@ -515,7 +515,7 @@ static int lks_suite_one(struct lks_suite *s, const lks_case *c, int j, lks_sqnr
 		   opened: their verdicts and the JUnit file are what a night needs; this one's
 		   checks are skipped and the exit is 3. In a job of processes one may be gone or
 		   wedged in a collective, so the job ends (bad input ends it everywhere). */
-		if (s->job.comm || rc == LKS_E_BAD_INPUT)
+		if (s->job.comm || (rc && lks_exit_code(rc) == LKS_EXIT_USAGE))
 			return rc ? lks_exit_code(rc) : LKS_EXIT_INFRA;
 		s->failed++;
 		return 0;
