@@ -10,6 +10,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "harness/import/import_impl.h"
 #include "kernels/err.h"
@@ -415,9 +416,16 @@ int lks_import_rec_close(lks_import_rec *rec, int *open, lks_import_sink sink, v
 int lks_import_each_line(const char *path, FILE *f, lks_import_counts *c,
                          int (*fn)(void *arg, char *line, size_t len, long at), void *arg)
 {
+	return lks_import_each_line_at(path, f, 0, c, fn, arg);
+}
+
+int lks_import_each_line_at(const char *path, FILE *f, long at, lks_import_counts *c,
+                            int (*fn)(void *arg, char *line, size_t len, long at), void *arg)
+{
 	lks_import_reader rd;
 	char *line;
 	size_t len;
+	off_t pos = ftello(f);
 	int rc = 0, got;
 
 	/* the reader of the line formats: a NUL refused at its file:line, as theirs is (fgets
@@ -425,6 +433,11 @@ int lks_import_each_line(const char *path, FILE *f, lks_import_counts *c,
 	   redrew cut to what a terminal shows (lks_import_reader_next) */
 	if (lks_import_reader_open(&rd, path, f, 0))
 		return -1;
+	/* f has read ahead of its descriptor (a format that looked at its first bytes with
+	   getc and ungetc: debugmode), or may have (a pipe): read through f */
+	if (rd.fd >= 0 && (pos < 0 || lseek(rd.fd, 0, SEEK_CUR) != pos))
+		rd.fd = -1;
+	rd.line = at;
 	while (rc == 0 && (got = lks_import_reader_next(&rd, &line, &len)) > 0) {
 		size_t shown;
 
