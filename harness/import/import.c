@@ -319,6 +319,14 @@ static int lks_import_sink_rec(void *arg, const lks_import_rec *rec)
 	if (lks_import_ranks_grow(r, rec->rank + 1))
 		return -1;
 	last = &r->ranks[rec->rank];
+	/* steps counted in a file go on in no other: a console without steps resumed begins
+	   at 1 again, which read as a restart dropped the steps before (import_hf_trainer.c) */
+	if ((rec->counted || r->counted) && r->nfiles > 1)
+		return lks_err("'%s': a console that prints no step (the n-th loss is step n) is a "
+		               "run's only file: give a resumed run's trainer_state.json (its "
+		               "log_history has the steps) or its event files",
+		               r->counted ? r->counted : r->path), LKS_E_BAD_INPUT;
+	r->counted = rec->counted && !r->counted ? r->path : r->counted;
 	/* a later file that logs a rank's steps again is the run restarted from a checkpoint:
 	   it goes on from there, and what the earlier files logged from that step on is
 	   dropped (the job that logged it died) */

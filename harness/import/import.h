@@ -283,9 +283,17 @@ typedef struct lks_import_reader {
 	size_t cap, beg, end, chunk;
 	size_t nul;               /* the first NUL byte in [beg, end), or SIZE_MAX */
 	int eof;
+	int cut;                  /* the line handed on was longer than LKS_IMPORT_LINE_MAX - 1
+	                             bytes and cut at its carriage returns */
+	int over;                 /* the line being read: what follows its last carriage return
+	                             so far is longer than a line may be (and was dropped) */
 	long line;                /* lines handed on (and before: see lks_import_lines_at) */
 	uint64_t limit;           /* bytes still to read through fd (UINT64_MAX: no end) */
 } lks_import_reader;
+
+/* The most bytes before the first carriage return of a line cut (lks_import_reader_next)
+   that are kept: a prefix naming the rank, srun's "12: " or torchrun's "[default0]:". */
+#define LKS_IMPORT_LINE_HEAD 256
 
 /* Bytes that may be read past the NUL of a line a reader hands on (they are the reader's,
    set, of no line): a label of up to 48 bytes is compared a word at a time however short
@@ -310,7 +318,11 @@ void lks_import_reader_close(lks_import_reader *r);
    2 the last line, not ended by a newline (a parser says it is truncated if it holds
    metrics), 3 a line of LKS_IMPORT_LINE_MAX - 1 bytes or more, read past (*s, *len: none),
    0 end of file, LKS_E_BAD_INPUT a line with a NUL byte (lks_err names path:line), -1 a read
-   error. r->line counts the lines. */
+   error. r->line counts the lines. A line of LKS_IMPORT_LINE_MAX - 1 bytes or more that a
+   progress bar redrew ('\r' between its draws: tqdm's, with a metric line written after
+   it) is handed on as what a terminal shows of it, cut in constant memory: its head
+   before its first '\r' (a rank prefix; dropped where over LKS_IMPORT_LINE_HEAD bytes),
+   a '\r', and what follows its last '\r' (r->cut set; 3 where that is too long still). */
 int lks_import_reader_next(lks_import_reader *r, char **s, size_t *len);
 
 /* The loop of the line formats (import_lines.c): each line read, cleaned of ANSI colour

@@ -555,7 +555,7 @@ static int lks_dm_parse(const char *path, FILE *f, lks_tensor_sink sink, void *a
 		rc = lks_dm_json_file(x, f);
 		c->lines++;
 	} else {
-		rc = lks_import_each_line(path, f, c, lks_dm_line, x);
+		rc = lks_import_each_line_at(path, f, c->lines, c, lks_dm_line, x);
 	}
 	if (!rc && x->kind == LKS_DM_HASHES && x->blocks != x->nops)
 		rc = (lks_err("'%s': its first line counts %ld ops, it holds %ld: truncated?", path,

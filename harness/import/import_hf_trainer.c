@@ -25,7 +25,9 @@
  *     other nodes' are counted as ignored. The console has no step: the n-th line with a 'loss' is
  *     step n (logging_steps apart in the run); lines without one (evaluations, the summary)
  *     are counted as ignored. trainer_state.json has the steps: a resumed run's console
- *     begins again at step 1, so import its trainer_state.json or its event files.
+ *     begins again at step 1, and its lines say nothing of where the run resumed (not
+ *     even 'epoch', a fraction rounded), so a console is refused as one file of several
+ *     (rec->counted, import.c): import its trainer_state.json or its event files.
  * Before transformers 5 the Trainer rounds the loss to 4 decimals in both; 5.24.0 keeps it
  * whole in trainer_state.json (3.914597749710083). learning_rate is lr.
  */
@@ -186,6 +188,7 @@ static int lks_hf_line(void *arg, char *line, size_t len, long at)
 			return rc;
 	}
 	x->rec.step = ++x->n;
+	x->rec.counted = 1;  /* one console alone: a resumed run's begins at 1 again */
 	x->c->records++;
 	return x->sink(x->arg, &x->rec);
 }
@@ -240,7 +243,7 @@ const lks_import_format lks_import_hf_trainer_format = {
 	.name = "hf-trainer",
 	.what = "Hugging Face Trainer's trainer_state.json (log_history), or its console lines "
 	        "({'loss': 10.5949, 'grad_norm': ..., 'learning_rate': ..., 'epoch': ...}, the n-th "
-	        "the step n)",
+	        "the step n: a run's only file)",
 	.parse = lks_import_parse_hf,
 	.labels = lks_hf_labels,
 };

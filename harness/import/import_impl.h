@@ -190,6 +190,7 @@ static inline void lks_tb_rec_start(lks_import_rec *rec, int step, long line)
 	rec->step = step;
 	rec->rank = 0;
 	rec->ranked = 0;
+	rec->counted = 0;
 	rec->n = 0;
 	rec->layout = 0;
 }
@@ -210,13 +211,17 @@ static inline char *lks_import_path_in(const char *dir, const char *name)
 	return p;
 }
 
-/* A whole-file format's lines (import_titan_losses.c, import_composer.c): each line of f,
-   up to LKS_IMPORT_LINE_MAX bytes (longer: bad input at path:line), its newline and '\r'
-   taken off, and what a progress bar drew before a carriage return or a cursor moved up
-   in it, to fn with its length and number (c->lines counts them) until fn returns other
-   than 0, which is returned. */
+/* A whole-file format's lines (import_titan_losses.c, import_composer.c,
+   import_hf_trainer.c): each line of f as lks_import_reader_next hands it on (a NUL, or a
+   line too long after its last carriage return: bad input at path:line), its newline and
+   '\r' taken off, and what a progress bar drew before a carriage return or a cursor moved
+   up in it, to fn with its length and its number in the file (c->lines counts them) until
+   fn returns other than 0, which is returned. The _at form numbers them on from at (the
+   lines a format read of f before). */
 int lks_import_each_line(const char *path, FILE *f, lks_import_counts *c,
                          int (*fn)(void *arg, char *line, size_t len, long at), void *arg);
+int lks_import_each_line_at(const char *path, FILE *f, long at, lks_import_counts *c,
+                            int (*fn)(void *arg, char *line, size_t len, long at), void *arg);
 /* A step's digits at d, then term, then the fields after it (lks_import_fields): 0
    where d holds no digits or term does not follow them (no metric line); a step too big
    is bad input, named as what. */

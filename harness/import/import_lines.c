@@ -10,6 +10,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "harness/import/import_impl.h"
 #include "kernels/err.h"
@@ -223,6 +224,8 @@ int lks_import_lines_at(const char *path, FILE *f, long line, uint64_t limit,
 	char *buf;
 	size_t len;
 
+	if (rec)
+		rec->counted = 0;  /* a line's step is the line's */
 	if (memo)
 		quick->open(memo);
 	if (!rec || !clean || (quick && !memo)
@@ -237,7 +240,7 @@ int lks_import_lines_at(const char *path, FILE *f, long line, uint64_t limit,
 		int rank, ranked, is;
 
 		c->lines++;
-		if (got == 3 && json_lines) {  /* every jsonl line is one */
+		if ((got == 3 || rd.cut) && json_lines) {  /* every jsonl line is one */
 			lks_err("'%s':%ld: line longer than %d bytes", path, rd.line,
 			        LKS_IMPORT_LINE_MAX - 1);
 			rc = LKS_E_BAD_INPUT;
@@ -413,28 +416,45 @@ int lks_import_rec_close(lks_import_rec *rec, int *open, lks_import_sink sink, v
 int lks_import_each_line(const char *path, FILE *f, lks_import_counts *c,
                          int (*fn)(void *arg, char *line, size_t len, long at), void *arg)
 {
-	char *line = malloc(LKS_IMPORT_LINE_MAX + 2);
-	int rc = 0;
+	return lks_import_each_line_at(path, f, 0, c, fn, arg);
+}
 
-	if (!line)
-		return lks_err("out of memory");
-	while (rc == 0 && fgets(line, LKS_IMPORT_LINE_MAX + 2, f)) {
-		size_t len = strlen(line), shown;
+int lks_import_each_line_at(const char *path, FILE *f, long at, lks_import_counts *c,
+                            int (*fn)(void *arg, char *line, size_t len, long at), void *arg)
+{
+	lks_import_reader rd;
+	char *line;
+	size_t len;
+	off_t pos = ftello(f);
+	int rc = 0, got;
+
+	/* the reader of the line formats: a NUL refused at its file:line, as theirs is (fgets
+	   and strlen ended the line there: what followed it was lost), a line a progress bar
+	   redrew cut to what a terminal shows (lks_import_reader_next) */
+	if (lks_import_reader_open(&rd, path, f, 0))
+		return -1;
+	/* f has read ahead of its descriptor (a format that looked at its first bytes with
+	   getc and ungetc: debugmode), or may have (a pipe): read through f */
+	if (rd.fd >= 0 && (pos < 0 || lseek(rd.fd, 0, SEEK_CUR) != pos))
+		rd.fd = -1;
+	rd.line = at;
+	while (rc == 0 && (got = lks_import_reader_next(&rd, &line, &len)) > 0) {
+		size_t shown;
 
 		c->lines++;
-		if (len > LKS_IMPORT_LINE_MAX) {
-			lks_err("'%s':%ld: a line longer than %d bytes", path, c->lines,
-			        LKS_IMPORT_LINE_MAX);
+		if (got == 3) {
+			lks_err("'%s':%ld: a line longer than %d bytes", path, rd.line,
+			        LKS_IMPORT_LINE_MAX - 1);
 			rc = LKS_E_BAD_INPUT;
 			break;
 		}
-		while (len && (line[len - 1] == '\n' || line[len - 1] == '\r'))
+		while (len && line[len - 1] == '\r')
 			line[--len] = 0;
 		shown = lks_shown_start(line, len);  /* a progress bar's drawing before it */
-		rc = fn(arg, line + shown, len - shown, c->lines);
+		rc = fn(arg, line + shown, len - shown, rd.line);
 	}
-	if (rc == 0 && ferror(f))
-		rc = lks_err("cannot read '%s'", path);
-	free(line);
+	if (rc == 0 && got < 0)
+		rc = got;
+	lks_import_reader_close(&rd);
 	return rc;
 }

@@ -105,41 +105,84 @@ static int lks_reader_fill(lks_import_reader *r)
 	return n > 0;
 }
 
-/* Reads past the rest of a line too long to hold metrics, up to its newline. 3, or -1. */
-static int lks_reader_skip(lks_import_reader *r)
+/* A line with a NUL byte at line: bad input; named as compressed where its bytes b (up to
+   r->end) begin as a compressed file does. */
+static int lks_reader_bad_nul(const lks_import_reader *r, const char *b, long line)
 {
-	r->beg = r->end = 0;
-	r->nul = SIZE_MAX;
-	for (;;) {
-		const char *nl;
-		int rc = lks_reader_fill(r);
+	const char *cat = lks_import_compressed(b, (size_t)(r->buf + r->end - b));
 
-		if (rc <= 0)
-			return rc < 0 ? -1 : 3;
-		if ((nl = memchr(r->buf, '\n', r->end))) {
-			r->beg = (size_t)(nl + 1 - r->buf);
-			lks_reader_nul(r, r->beg);
-			return 3;
-		}
-		r->end = 0;
-		r->nul = SIZE_MAX;
+	if (cat)
+		return lks_err("'%s':%ld: compressed, not a log: give it decompressed ('%s %s | "
+		               "lockstep import ... -')", r->path, line, cat, r->path), LKS_E_BAD_INPUT;
+	return lks_err("'%s':%ld: a NUL byte in the line", r->path, line), LKS_E_BAD_INPUT;
+}
+
+/* The line at beg, too long to hand on, cut at its carriage returns up to e (its end where
+   final: a newline's '\r' before it no cut; else the byte before e may be one, and is
+   left for the next cut): its head kept up to the first '\r' (LKS_IMPORT_LINE_HEAD bytes
+   at most, else none), a '\r', then what follows the last '\r' where it fits in a line
+   (else none, and r->over: the text a terminal shows is too long), the bytes after moved
+   up. A terminal shows a line from after its last '\r' (lks_shown_start): what is dropped
+   is a progress bar's earlier draws, and the memory stays one block however long the line.
+   Every byte dropped has been looked at for a NUL: a NUL anywhere in a line is bad input.
+   0, or LKS_E_BAD_INPUT. */
+static int lks_reader_cut(lks_import_reader *r, size_t e, int final)
+{
+	char *b = r->buf + r->beg;
+	size_t w = final ? e : e - 1, head = 0, tail = 0, from;
+	const char *f, *l;
+
+	if (final && e < r->end && e > r->beg && r->buf[e - 1] == '\r')
+		w--;  /* a newline's carriage return (CRLF), no redraw */
+	if (r->nul >= r->beg && r->nul < w)
+		return lks_reader_bad_nul(r, b, ++r->line);  /* counted, as a line handed on is */
+	f = memchr(b, '\r', w - r->beg);
+	for (l = r->buf + w; f && *--l != '\r';)
+		;
+	if (f && (size_t)(f - b) <= LKS_IMPORT_LINE_HEAD)
+		head = (size_t)(f - b);
+	from = w;
+	if (f && (l > f || !r->over)) {  /* text after a '\r' not yet known too long */
+		tail = w - (size_t)(l + 1 - r->buf);
+		r->over = head + 1 + tail >= LKS_IMPORT_LINE_MAX - 1;
+		if (!r->over)
+			from = (size_t)(l + 1 - r->buf);
+	} else {
+		r->over = 1;
 	}
+	b[head] = '\r';
+	memmove(b + head + 1, r->buf + from, r->end - from);
+	r->end = r->beg + head + 1 + (r->end - from);
+	r->nul = SIZE_MAX;
+	lks_reader_nul(r, r->beg);
+	r->cut = 1;
+	return 0;
 }
 
 int lks_import_reader_next(lks_import_reader *r, char **s, size_t *len)
 {
-	size_t scan = r->beg, n;  /* [beg, scan) holds no newline */
+	size_t scan = r->beg, n, cut_at = 0;  /* [beg, scan) holds no newline */
 	char *b, *nl;
+	int rc;
 
+	r->cut = r->over = 0;
 	for (;;) {
 		b = r->buf + r->beg;
 		nl = memchr(r->buf + scan, '\n', r->end - scan);
-		if (nl || r->end - r->beg >= LKS_IMPORT_LINE_MAX - 1 || (r->eof && r->end > r->beg))
+		if (nl || (r->eof && r->end > r->beg))
 			break;
 		if (r->eof)
 			return 0;
+		/* too long without its end yet: cut (once per read, so that each cut has more) */
+		if (r->end - r->beg >= LKS_IMPORT_LINE_MAX - 1 && r->end != cut_at) {
+			if ((rc = lks_reader_cut(r, r->end, 0)))
+				return rc;
+			scan = cut_at = r->end;
+			continue;
+		}
 		if (r->end == r->cap) {  /* the line's start to the front: it is shorter than a block */
 			memmove(r->buf, b, r->end - r->beg);
+			cut_at = cut_at == r->end ? r->end - r->beg : 0;
 			r->end -= r->beg;
 			if (r->nul != SIZE_MAX)
 				r->nul -= r->beg;
@@ -150,28 +193,22 @@ int lks_import_reader_next(lks_import_reader *r, char **s, size_t *len)
 			return -1;
 	}
 	n = nl ? (size_t)(nl - b) : r->end - r->beg;
-	r->line++;
-	/* a NUL would end the line early for the parsers: bad input, as far as a line is read */
-	if (r->nul - r->beg < (n < LKS_IMPORT_LINE_MAX - 1 ? n : LKS_IMPORT_LINE_MAX - 1)) {
-		const char *cat = lks_import_compressed(b, r->end - r->beg);
-
-		if (cat)
-			return lks_err("'%s':%ld: compressed, not a log: give it decompressed ('%s %s | "
-			               "lockstep import ... -')", r->path, r->line, cat, r->path),
-			       LKS_E_BAD_INPUT;
-		return lks_err("'%s':%ld: a NUL byte in the line", r->path, r->line),
-		       LKS_E_BAD_INPUT;
+	if (r->cut || n >= LKS_IMPORT_LINE_MAX - 1) {
+		if ((rc = lks_reader_cut(r, r->beg + n, 1)))
+			return rc;
+		nl = nl ? memchr(b, '\n', r->end - r->beg) : NULL;
+		n = nl ? (size_t)(nl - b) : r->end - r->beg;
 	}
-	if (n >= LKS_IMPORT_LINE_MAX - 1) {
-		/* longer than any metric line (a progress bar redrawn with '\r'): read past */
+	r->line++;
+	/* a NUL would end the line early for the parsers: bad input */
+	if (r->nul - r->beg < n)
+		return lks_reader_bad_nul(r, b, r->line);
+	if (r->over) {  /* what a terminal shows of it is longer than any metric line */
 		*s = NULL;
 		*len = 0;
-		if (nl) {
-			r->beg = (size_t)(nl + 1 - r->buf);
-			lks_reader_nul(r, r->beg);  /* the line's NUL, past its first bytes, is read past */
-			return 3;
-		}
-		return lks_reader_skip(r);
+		r->beg = nl ? (size_t)(nl + 1 - r->buf) : r->end;
+		lks_reader_nul(r, r->beg);
+		return 3;
 	}
 	*s = b;
 	b[n] = 0;

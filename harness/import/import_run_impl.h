@@ -61,6 +61,8 @@ struct lks_import_run {
 	int file;                 /* the index of the file being read (a folder's count one
 	                             each) */
 	int nfiles;               /* the files begun so far */
+	const char *counted;      /* a file whose records' steps were counted (rec->counted),
+	                             or NULL */
 	struct lks_rank_last *ranks;
 	int nranks;
 	int restarts;             /* ranks a later file took back to an earlier step */

@@ -47,6 +47,8 @@ typedef struct lks_import_rec {
 	int step, rank;           /* rank 0 where the log names none */
 	int ranked;               /* the line named its rank ("[rankN]:", jsonl's "rank"); else
 	                             whichever rank printed it stands as rank 0 */
+	int counted;              /* the step is the record's place in its file, not one the
+	                             log wrote (a console that prints none: Hugging Face's) */
 	int n;
 	struct lks_import_mval {
 		char name[LKS_IMPORT_NAME_MAX];  /* a name of fewer than 16 bytes is NUL padded

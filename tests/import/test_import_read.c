@@ -29,12 +29,37 @@ static uint64_t rnd(uint64_t *r)
 /* One line as the reader should hand it on. */
 struct want {
 	int rc;
-	size_t off, len;          /* the text, in the input */
+	size_t off, len;          /* the text, in the input (a line cut: in cut[]) */
+	char cut[LKS_IMPORT_LINE_MAX];
 };
 
-/* The rules, a line at a time (import.h, lks_import_reader_next): a line's NUL within its
-   first LKS_IMPORT_LINE_MAX - 1 bytes is bad input; a line that long or longer is read
-   past; '\r' before a newline is dropped; a last line without newline is 2. */
+/* A line of len bytes at s (nl: a newline ends it) of LKS_IMPORT_LINE_MAX - 1 bytes or more,
+   as lks_import_reader_next cuts it: its head before its first '\r' where that is short, a
+   '\r', what follows its last (a newline's '\r' no cut), into w; 3 where that is too long. */
+static void model_cut(const char *s, size_t len, int nl, struct want *w)
+{
+	size_t e = len - (nl && len && s[len - 1] == '\r'), f = 0, l = e, head;
+
+	while (f < e && s[f] != '\r')
+		f++;
+	while (l > 0 && s[l - 1] != '\r')
+		l--;
+	head = f <= LKS_IMPORT_LINE_HEAD ? f : 0;
+	if (f == e || head + 1 + (e - l) >= LKS_IMPORT_LINE_MAX - 1) {
+		*w = (struct want){ .rc = 3 };
+		return;
+	}
+	w->rc = nl ? 1 : 2;
+	memcpy(w->cut, s, head);
+	w->cut[head] = '\r';
+	memcpy(w->cut + head + 1, s + l, e - l);
+	w->len = head + 1 + (e - l);
+	w->off = SIZE_MAX;
+}
+
+/* The rules, a line at a time (import.h, lks_import_reader_next): a line with a NUL is bad
+   input; a line of LKS_IMPORT_LINE_MAX - 1 bytes or more is cut at its carriage returns
+   (model_cut); '\r' before a newline is dropped; a last line without newline is 2. */
 static int model(const char *in, size_t n, struct want *w, int max)
 {
 	size_t at = 0;
@@ -43,25 +68,27 @@ static int model(const char *in, size_t n, struct want *w, int max)
 	while (at < n && k < max) {
 		const char *nl = memchr(in + at, '\n', n - at);
 		size_t len = nl ? (size_t)(nl - (in + at)) : n - at;
-		size_t head = len < LKS_IMPORT_LINE_MAX - 1 ? len : LKS_IMPORT_LINE_MAX - 1;
 
-		if (memchr(in + at, 0, head)) {
-			w[k++] = (struct want){ LKS_E_BAD_INPUT, 0, 0 };
+		if (memchr(in + at, 0, len)) {
+			w[k++] = (struct want){ LKS_E_BAD_INPUT, 0, 0, "" };
 			return k;
 		}
 		if (len >= LKS_IMPORT_LINE_MAX - 1)
-			w[k++] = (struct want){ 3, 0, 0 };
+			model_cut(in + at, len, nl != NULL, &w[k++]);
 		else if (!nl)
-			w[k++] = (struct want){ 2, at, len };
+			w[k++] = (struct want){ 2, at, len, "" };
 		else
-			w[k++] = (struct want){ 1, at, len && in[at + len - 1] == '\r' ? len - 1 : len };
+			w[k++] = (struct want){ 1, at, len && in[at + len - 1] == '\r' ? len - 1 : len,
+			                        "" };
 		at += len + (nl != NULL);
 	}
-	w[k++] = (struct want){ 0, 0, 0 };
+	w[k++] = (struct want){ 0, 0, 0, "" };
 	return k;
 }
 
-/* A file of lines short and long, with the bytes that matter. */
+/* A file of lines short and long, with the bytes that matter. A long line is a progress
+   bar's redraws ('\r' anywhere), or one redraw of a line too long (its only '\r' near its
+   start, or none). */
 static size_t gen(uint64_t *r, char *buf, size_t cap)
 {
 	static const char alphabet[] = "ab :\r\x1b\n";
@@ -70,11 +97,14 @@ static size_t gen(uint64_t *r, char *buf, size_t cap)
 
 	for (int i = 0; i < lines; i++) {
 		size_t len = rnd(r) % 5 == 0 ? LKS_IMPORT_LINE_MAX - 4 + rnd(r) % 8 : rnd(r) % 40;
+		int bar = len < 40 || rnd(r) % 2;
+		size_t cr = rnd(r) % 2 ? rnd(r) % (2 * LKS_IMPORT_LINE_HEAD) : SIZE_MAX;
 
 		if (n + len + 2 > cap)
 			break;
 		for (size_t j = 0; j < len; j++)
-			buf[n++] = j + 1 == len && rnd(r) % 3 == 0 ? '\r' : alphabet[rnd(r) % 6];
+			buf[n++] = j + 1 == len && rnd(r) % 3 == 0 ? '\r'
+			           : bar ? alphabet[rnd(r) % 6] : j == cr ? '\r' : alphabet[rnd(r) % 4];
 		if (nul && len && rnd(r) % 3 == 0)  /* anywhere in the line, past its head too */
 			buf[n - 1 - rnd(r) % (rnd(r) % 2 ? len : len < 8 ? len : 8)] = 0;
 		if (i + 1 < lines || rnd(r) % 2)
@@ -108,7 +138,8 @@ static void check_reader(FILE *f, size_t chunk, const char *in, const struct wan
 		if (rc != 1 && rc != 2)
 			continue;
 		cr_assert_eq(len, w[k].len, "%s, chunk %zu, line %d", what, chunk, k + 1);
-		cr_assert(!memcmp(s, in + w[k].off, len) && s[len] == 0, "%s, line %d", what, k + 1);
+		cr_assert(!memcmp(s, w[k].off == SIZE_MAX ? w[k].cut : in + w[k].off, len)
+		          && s[len] == 0, "%s, line %d", what, k + 1);
 	}
 	lks_import_reader_close(&r);
 }
@@ -118,9 +149,9 @@ Test(import_lines, lines_cut_from_blocks_of_any_size_as_a_line_at_a_time)
 	static const size_t chunks[] = { 1, 2, 3, 7, 64, 4093, 0 };
 	size_t cap = 8 * LKS_IMPORT_LINE_MAX;
 	char *in = malloc(cap);
-	struct want w[64];
+	static struct want w[64];  /* a cut line's text each: 4 MiB, off the stack */
 	uint64_t r = 7;
-	int bad = 0, long_lines = 0, last = 0;
+	int bad = 0, long_lines = 0, last = 0, cuts = 0;
 
 	cr_assert_not_null(in);
 	for (int t = 0; t < 300; t++) {
@@ -146,11 +177,13 @@ Test(import_lines, lines_cut_from_blocks_of_any_size_as_a_line_at_a_time)
 		for (int k = 0; k < nw; k++) {
 			bad += w[k].rc == LKS_E_BAD_INPUT;
 			long_lines += w[k].rc == 3;
+			cuts += (w[k].rc == 1 || w[k].rc == 2) && w[k].off == SIZE_MAX;
 			last += w[k].rc == 2;
 		}
 	}
 	/* the generator reached every case */
-	cr_assert(bad > 10 && long_lines > 10 && last > 10, "%d %d %d", bad, long_lines, last);
+	cr_assert(bad > 10 && long_lines > 10 && last > 10 && cuts > 10, "%d %d %d %d", bad,
+	          long_lines, last, cuts);
 	free(in);
 }
 
