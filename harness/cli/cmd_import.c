@@ -304,8 +304,11 @@ int cmd_import(int argc, char **argv)
 		               "log writes it (a TensorBoard tag 'my/train_loss', a line's\n"
 		               "label), before the format's own; NAME a metric below (its kind),\n"
 		               "or a name of letters, digits and '_', NAME:numerics or\n"
-		               "NAME:performance (else by its words, as below). A case's run\n"
-		               "takes it as import_tag_map (FILE relative to the case file)."),
+		               "NAME:performance (else by its words, as below); not step or\n"
+		               "rank. A tag the reader passes over (' vs samples', Lightning's\n"
+		               "hp_metric placeholder) is read when named. A label that names no\n"
+		               "tag read is said. A case's run takes it as import_tag_map (FILE\n"
+		               "relative to the case file)."),
 		LKS_OPT_STRING("--format", "FORMAT", &fmt_name, "one of:"),
 		/* said in the usage's text */
 		LKS_OPT_STRING("--case", "NAME", &o.case_name, NULL),
@@ -372,6 +375,9 @@ int cmd_import(int argc, char **argv)
 	}
 	progress = !quiet && !lks_progress_start(&pr, paths, nfiles);
 	rc = lks_import_files(store, &o, paths, nfiles, &res);
+	if (!rc && lks_import_tag_map_unused(map, buf, sizeof(buf)))
+		fprintf(stderr, "lockstep: import: --tag-map: no tag of the files was %s (misspelt?)\n",
+		        buf);
 	lks_import_tag_map_free(map);
 	if (progress)
 		lks_progress_stop(&pr);

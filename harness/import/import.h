@@ -375,6 +375,9 @@ typedef struct lks_import_tag_map lks_import_tag_map;
    kind, a kind word that is neither, a LABEL twice, FILE not read; -1 (no memory). */
 int lks_import_tag_map_parse(const char *text, const char *dir, lks_import_tag_map **out);
 void lks_import_tag_map_free(lks_import_tag_map *m);
+/* How many of m's labels named no tag read since it was made, the first few of them
+   quoted into buf ("'a', 'b' and 3 more"): a misspelt label is no error, but said. */
+int lks_import_tag_map_unused(const lks_import_tag_map *m, char *buf, size_t size);
 
 /* 0 when text is ranks as lks_import_opts.ranks takes them, else LKS_E_BAD_INPUT (lks_err). */
 int lks_import_ranks_valid(const char *text);

@@ -37,6 +37,13 @@ static inline __attribute__((always_inline)) const char *lks_esc_skip(const char
 	return r;
 }
 
+/* "step" and "rank": what a record is keyed by, and jsonl's keys for it (export.c writes a
+   metric beside them, which would overwrite them): no metric's name. */
+static inline int lks_import_name_reserved(const char *name, size_t len)
+{
+	return len == 4 && (!memcmp(name, "step", 4) || !memcmp(name, "rank", 4));
+}
+
 /* ASCII classes, as <ctype.h>'s in the C locale (lockstep sets no other) without a call
    for the table a byte: a prefix is read on every line. */
 static inline int lks_digit(char c) { return (unsigned)(c - '0') < 10; }
@@ -118,6 +125,9 @@ int lks_import_sounds_performance(const char *label, size_t len);
 const lks_import_metric *lks_import_tag_map_find(const lks_import_tag_map *m, const char *label,
                                                  size_t len);
 uint64_t lks_import_tag_map_id(const lks_import_tag_map *m);
+/* Whether the map of this thread's import names label (len bytes): a tag the reader would
+   pass over by its words (Megatron's " vs samples") is read when the map names it. */
+int lks_import_label_mapped(const char *label, size_t len);
 /* A performance metric's value "N/A": not measured (lks_import_label_performance). */
 int lks_import_unmeasured(lks_import_fmt fmt, const char *l, size_t llen, const char *v,
                           size_t vlen);

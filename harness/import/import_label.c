@@ -34,6 +34,12 @@ static const lks_import_metric *lks_label_in(const lks_import_label_row *row, co
 	return NULL;
 }
 
+/* import_impl.h */
+int lks_import_label_mapped(const char *label, size_t len)
+{
+	return lks_label_map && lks_import_tag_map_find(lks_label_map, label, len);
+}
+
 const lks_import_metric *lks_import_metric_label(lks_import_fmt fmt, const char *label,
                                                  size_t len)
 {
@@ -199,6 +205,12 @@ static int lks_label_name(const lks_import_rec *rec, lks_import_fmt fmt, const c
 		               rec->line, len, LKS_IMPORT_NAME_MAX - 1), LKS_E_BAD_INPUT;
 	for (; e->nlen < len; e->nlen++)
 		e->name[e->nlen] = isalnum((unsigned char)label[e->nlen]) ? label[e->nlen] : '_';
+	if (lks_import_name_reserved(e->name, e->nlen))
+		return lks_err("'%s':%ld: '%.*s' would be a metric named '%.*s', which names the "
+		               "step and rank of every record (and their keys in an export): name it "
+		               "with --tag-map '%.*s=logged_%.*s'", path, rec->line, (int)len, label,
+		               (int)len, e->name, (int)len, label, (int)len, e->name),
+		       LKS_E_BAD_INPUT;
 	return 0;
 }
 

@@ -36,6 +36,7 @@ struct lks_import_tag_map {
 	                             forgets what it learnt under another) */
 	char *text;               /* the pairs' bytes, cut in place */
 	struct lks_tag_pair *pair;  /* (n) by length, then bytes */
+	atomic_int *hit;          /* (n) pair i named a tag read (any part's thread) */
 	int n;
 };
 
@@ -107,6 +108,9 @@ static int lks_tag_name(struct lks_tag_pair *p, const char *s, const char *e,
 	if (n == 0 || n >= sizeof(p->name))
 		return lks_tag_bad(w, p->at, "a metric name is letters, digits and '_' (at most 63), "
 		                   "not ", s, (size_t)(ne - s));
+	if (lks_import_name_reserved(s, n))
+		return lks_tag_bad(w, p->at, "a metric name is not step or rank (they key every "
+		                   "record), not ", s, n);
 	memcpy(p->name, s, n);
 	p->name[n] = 0;
 	row = lks_import_metric_find(p->name);
@@ -255,6 +259,8 @@ int lks_import_tag_map_parse(const char *text, const char *dir, lks_import_tag_m
 	} else {
 		rc = (m->text = strdup(text)) ? lks_tag_pairs(m, ',', &w) : lks_err("out of memory");
 	}
+	if (!rc && !(m->hit = calloc((size_t)m->n + 1, sizeof(*m->hit))))
+		rc = lks_err("out of memory");
 	if (rc) {
 		lks_import_tag_map_free(m);
 		return rc;
@@ -268,6 +274,7 @@ void lks_import_tag_map_free(lks_import_tag_map *m)
 	if (!m)
 		return;
 	free(m->pair);
+	free(m->hit);
 	free(m->text);
 	free(m);
 }
@@ -284,7 +291,28 @@ const lks_import_metric *lks_import_tag_map_find(const lks_import_tag_map *m, co
 	const struct lks_tag_pair *p = bsearch(&key, m->pair, (size_t)m->n, sizeof(m->pair[0]),
 	                                       lks_tag_cmp);
 
+	if (p && m->hit)
+		atomic_store_explicit(&m->hit[p - m->pair], 1, memory_order_relaxed);
 	return p ? &p->m : NULL;
+}
+
+int lks_import_tag_map_unused(const lks_import_tag_map *m, char *buf, size_t size)
+{
+	size_t len = 0;
+	int n = 0;
+
+	if (size)
+		buf[0] = 0;
+	for (int i = 0; m && m->hit && i < m->n; i++) {
+		if (atomic_load_explicit(&m->hit[i], memory_order_relaxed))
+			continue;
+		if (n++ < 4 && len < size)
+			len += (size_t)snprintf(buf + len, size - len, "%s'%.*s'", n > 1 ? ", " : "",
+			                        (int)m->pair[i].len, m->pair[i].label);
+	}
+	if (n > 4 && len < size)
+		snprintf(buf + len, size - len, " and %d more", n - 4);
+	return n;
 }
 
 json_t *lks_import_tag_map_json(const lks_import_tag_map *m)

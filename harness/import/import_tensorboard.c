@@ -316,12 +316,24 @@ static int lks_tb_other_axis(const char *tag, size_t n)
 	return 0;
 }
 
-/* Whether summary value v is a scalar of the iteration this import reads: its value in
-   *x, its tag's length in *len. */
-static int lks_tb_wanted(const LksTb__Summary__Value *v, double *x, size_t *len)
+/* Lightning's placeholder: its TensorBoardLogger (default_hp_metric) logs hp_metric = -1
+   at step 0 as every launch begins (lightning/fabric/loggers/tensorboard.py,
+   log_hyperparams), no value of the training; read, a resumed launch's step 0 was a
+   restart that dropped the launch before. */
+static int lks_tb_placeholder(const char *tag, size_t len, int64_t step, double x)
 {
-	return v->tag && (*len = strlen(v->tag)) && !lks_tb_other_axis(v->tag, *len)
-	       && lks_tb_scalar(v, x);
+	return step == 0 && x == -1.0 && len == 9 && !memcmp(tag, "hp_metric", 9);
+}
+
+/* Whether summary value v of an Event at step is a scalar of the iteration this import
+   reads: its value in *x, its tag's length in *len. A tag the map names is read whatever
+   its words. */
+static int lks_tb_wanted(const LksTb__Summary__Value *v, int64_t step, double *x, size_t *len)
+{
+	if (!v->tag || !(*len = strlen(v->tag)) || !lks_tb_scalar(v, x))
+		return 0;
+	return (!lks_tb_other_axis(v->tag, *len) && !lks_tb_placeholder(v->tag, *len, step, *x))
+	       || lks_import_label_mapped(v->tag, *len);
 }
 
 /* After tag's value v was refused at the record of its step: 1 when the record holds its
@@ -366,7 +378,7 @@ static int lks_tb_event(struct lks_tb_read *x, const LksTb__Event *e, long at)
 	size_t first = 0, len = 0;
 	double v;
 
-	while (s && first < s->n_value && !lks_tb_wanted(s->value[first], &v, &len))
+	while (s && first < s->n_value && !lks_tb_wanted(s->value[first], e->step, &v, &len))
 		first++;
 	if (!s || first == s->n_value) {
 		x->c->ignored++;
@@ -387,7 +399,7 @@ static int lks_tb_event(struct lks_tb_read *x, const LksTb__Event *e, long at)
 	for (size_t i = first; i < s->n_value; i++) {
 		const char *tag = s->value[i]->tag;
 
-		if (i > first && !lks_tb_wanted(s->value[i], &v, &len))
+		if (i > first && !lks_tb_wanted(s->value[i], e->step, &v, &len))
 			continue;
 		if (x->series && !(tag = lks_tb_series_tag(x, tag, &len)))
 			return lks_err("'%s':%ld: tag '%s' of the series folder '%s' is too long",
@@ -558,7 +570,7 @@ static int64_t lks_tb_step_of(const uint8_t *data, size_t len)
 	size_t taglen;
 
 	for (size_t i = 0; s && i < s->n_value && step < 0; i++)
-		if (lks_tb_wanted(s->value[i], &v, &taglen))
+		if (lks_tb_wanted(s->value[i], e->step, &v, &taglen))
 			step = e->step;
 
 	if (e)

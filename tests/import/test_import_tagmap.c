@@ -189,6 +189,108 @@ Test(import_tagmap, a_map_names_tensorboard_tags_before_the_format_table)
 	drop_root();
 }
 
+/* A tag named step or rank made a metric of that name: the jsonl export wrote it over the
+   record's own step and rank keys, and the export read back refused. Refused at import,
+   naming the map that renames it; a map to those names is refused too; the map given,
+   it imports. */
+Test(import_tagmap, a_metric_is_never_named_step_or_rank)
+{
+	static const struct tb_scalar v[] = { { 1, "loss", 2.5f }, { 1, "step", 100.0f } };
+	char file[128];
+	const char *files[] = { file };
+	lks_import_result res;
+	lks_import_tag_map *map = NULL;
+	struct rows *x;
+	lks_store *s;
+
+	new_root();
+	tb_write(in_root(file, sizeof(file), "events.out.tfevents.1", 0), v, 2);
+	s = open_db("t.db");
+	cr_assert_eq(import_as(s, "tensorboard", files, 1, "a", NULL, NULL, &res), LKS_E_BAD_INPUT);
+	cr_assert(strstr(lks_errmsg(), "--tag-map 'step=logged_step'"), "%s", lks_errmsg());
+	cr_assert_neq(lks_import_tag_map_parse("loss=rank", NULL, &map), 0);
+	cr_assert(strstr(lks_errmsg(), "not step or rank"), "%s", lks_errmsg());
+	cr_assert_eq(import_as(s, "tensorboard", files, 1, "b", "step=logged_step", NULL, &res), 0,
+	             "%s", lks_errmsg());
+	x = rows_of(s, res.run_id);
+	cr_assert_eq(x->r[row(x, 1, 0, "logged_step")].value, 100.0);
+	free(x);
+	lks_store_close(s);
+	drop_root();
+}
+
+/* A tag the reader passes over by its words (Megatron's "lm loss vs samples": the same
+   values against another axis) is read where the map names it (the map was ignored, the
+   metric missing, exit 0); a label of the map that names no tag read is said (a typo
+   gave no word). */
+Test(import_tagmap, a_map_reads_other_axis_tags_and_names_its_unused_labels)
+{
+	static const struct tb_scalar v[] = { { 1, "lm loss", 2.5f }, { 1, "lm loss vs samples",
+	                                                               2.5f } };
+	char file[128], db[128], args[1024], out[4096];
+	const char *files[] = { file };
+	lks_import_result res;
+	struct rows *x;
+	lks_store *s;
+
+	new_root();
+	tb_write(in_root(file, sizeof(file), "events.out.tfevents.1", 0), v, 2);
+	s = open_db("t.db");
+	cr_assert_eq(import_as(s, "tensorboard", files, 1, "a", "lm loss vs samples=loss_samples",
+	                       NULL, &res), 0, "%s", lks_errmsg());
+	x = rows_of(s, res.run_id);
+	cr_assert_eq(x->n, 2, "%d rows", x->n);
+	cr_assert_geq(row(x, 1, 0, "loss_samples"), 0);
+	free(x);
+	lks_store_close(s);
+	snprintf(args, sizeof(args), "import --format tensorboard '%s' --case c --run b --db '%s' "
+	         "--tag-map 'lm los=typo,lm loss=loss'", file, in_root(db, sizeof(db), "t.db", 0));
+	cr_assert_eq(lks_run_bin(NULL, args, out, sizeof(out)), 0, "%s", out);
+	cr_assert(strstr(out, "--tag-map: no tag of the files was 'lm los' (misspelt?)"), "%s", out);
+	drop_root();
+}
+
+/* Lightning's TensorBoardLogger logs hp_metric = -1 at step 0 as every launch begins: a
+   resumed launch read it as a restart at step 0, and the first launch's steps were
+   dropped. The placeholder is not read (a map that names hp_metric reads it); a real
+   hp_metric, at another step or of another value, is. */
+Test(import_tagmap, lightnings_hp_metric_placeholder_is_no_restart)
+{
+	static const struct tb_scalar a[] = { { 0, "hp_metric", -1.0f }, { 1, "loss", 4.0f },
+	                                      { 2, "loss", 3.0f } };
+	static const struct tb_scalar b[] = { { 0, "hp_metric", -1.0f }, { 3, "loss", 2.0f },
+	                                      { 4, "hp_metric", 0.5f } };
+	static const double wa[] = { 100, 101, 102 }, wb[] = { 200, 201, 202 };
+	char dir[128], file[192];
+	const char *files[] = { dir };
+	lks_import_result res;
+	struct rows *x;
+	lks_store *s;
+
+	new_root();
+	in_root(dir, sizeof(dir), "version_0", 1);
+	snprintf(file, sizeof(file), "%s/events.out.tfevents.100.node.7.0", dir);
+	tb_write_at(file, a, wa, 3);
+	snprintf(file, sizeof(file), "%s/events.out.tfevents.200.node.8.0", dir);
+	tb_write_at(file, b, wb, 3);
+	s = open_db("t.db");
+	cr_assert_eq(import_as(s, "tensorboard", files, 1, "a", NULL, NULL, &res), 0, "%s",
+	             lks_errmsg());
+	cr_assert_eq(res.counts.restarts, 0);
+	x = rows_of(s, res.run_id);
+	cr_assert_eq(x->n, 4, "%d rows", x->n);
+	cr_assert(row(x, 1, 0, "loss") >= 0 && row(x, 2, 0, "loss") >= 0 && row(x, 3, 0, "loss") >= 0,
+	          "the first launch's steps");
+	cr_assert_eq(x->r[row(x, 4, 0, "hp_metric")].value, 0.5);
+	cr_assert_lt(row(x, 0, 0, "hp_metric"), 0, "the placeholder was read");
+	free(x);
+	cr_assert_eq(import_as(s, "tensorboard", files, 1, "b", "hp_metric=hp_metric", NULL, &res),
+	             0, "%s", lks_errmsg());
+	cr_assert_eq(res.counts.restarts, 1, "the map reads the placeholder, restart and all");
+	lks_store_close(s);
+	drop_root();
+}
+
 /* A torchtitan log of many alike lines (its quick reader takes all but the first), read
    with a map and without, in turns: every step under the map's names and kinds, none
    under the table's, and the table's again after. */
