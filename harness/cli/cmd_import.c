@@ -403,5 +403,10 @@ int cmd_import(int argc, char **argv)
 	       res.counts.ignored, res.counts.restarts, res.counts.restarts == 1 ? "" : "s");
 	if ((note = lks_import_unread_note(&res, buf, sizeof(buf))))
 		fprintf(stderr, "lockstep: import: %s\n", note);
+	if (res.counts.cut)
+		fprintf(stderr, "lockstep: import: %ld event file%s end%s in a record cut short (a "
+		        "writer killed while writing it), such as %s: the records before it are "
+		        "read\n", res.counts.cut, res.counts.cut == 1 ? "" : "s",
+		        res.counts.cut == 1 ? "s" : "", res.counts.cut_first);
 	return LKS_EXIT_OK;
 }

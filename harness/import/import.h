@@ -144,6 +144,9 @@ int lks_import_rec_add_dec(lks_import_rec *rec, lks_import_fmt fmt, const char *
 typedef struct lks_import_counts {
 	long lines, records, ignored, repeated;
 	long restarts;             /* ranks a later file took back to a step logged before */
+	long cut;                  /* event files whose last record is cut short at their end
+	                              (a writer killed while writing it): that record unread */
+	char cut_first[320];       /* the first such: "'FILE' at byte N" */
 } lks_import_counts;
 
 /* Called for each record; returns 0 to go on, else the parse stops and returns that. */

@@ -120,6 +120,8 @@ static int lks_import_seam_join(struct lks_import_run *r, struct lks_import_part
 	c->records += p->c.records;
 	c->ignored += p->c.ignored;
 	c->repeated += p->c.repeated;
+	if (p->c.cut && !c->cut++)  /* a file's last part alone can end in one */
+		memcpy(c->cut_first, p->c.cut_first, sizeof(c->cut_first));
 	r->next_seq = b->next_seq;
 	return 0;
 }

@@ -178,6 +178,8 @@ int lks_import_tensorboard_series(const char *path, FILE *f, const lks_import_se
 		fclose(g);
 		c->lines += own.lines;  /* its records are counted as they are handed on */
 		c->ignored += own.ignored;
+		if (own.cut && !c->cut++)
+			memcpy(c->cut_first, own.cut_first, sizeof(c->cut_first));
 	}
 	if (!rc) {
 		if (s.n)  /* qsort's array may not be NULL, even of none */

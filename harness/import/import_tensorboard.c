@@ -4,9 +4,10 @@
  *
  * A file is TFRecords (tensorflow's core/lib/io/record_writer.cc): a uint64 length,
  * little-endian, the masked CRC32C of those 8 bytes, the data, the masked CRC32C of the
- * data (mask: rotate right by 15, add 0xa282ead8). Every CRC is checked: a bad one, a
- * record cut short, or data that is no Event is bad input naming the file and the byte
- * offset of the record, and nothing is stored. The data is an Event
+ * data (mask: rotate right by 15, add 0xa282ead8). Every CRC is checked: a bad one, or
+ * data that is no Event, is bad input naming the file and the byte offset of the record,
+ * and nothing is stored; a file that ends within a record is read to the record before
+ * (lks_tb_cut_at_end). The data is an Event
  * (harness/import/tensorboard.proto, the fields lockstep reads, decoded by protobuf-c); its
  * summary's values are scalars: simple_value (a float), or a tensor of one element, float,
  * double, half, bfloat16, int32 or int64 (torch.utils.tensorboard and tensorboardX write
@@ -316,10 +317,9 @@ static int lks_tb_other_axis(const char *tag, size_t n)
 	return 0;
 }
 
-/* Lightning's placeholder: its TensorBoardLogger (default_hp_metric) logs hp_metric = -1
-   at step 0 as every launch begins (lightning/fabric/loggers/tensorboard.py,
-   log_hyperparams), no value of the training; read, a resumed launch's step 0 was a
-   restart that dropped the launch before. */
+/* Lightning's placeholder: its TensorBoardLogger (default_hp_metric, log_hyperparams) logs
+   hp_metric = -1 at step 0 as every launch begins, no value of the training; read, a
+   resumed launch's step 0 was a restart that dropped the launch before. */
 static int lks_tb_placeholder(const char *tag, size_t len, int64_t step, double x)
 {
 	return step == 0 && x == -1.0 && len == 9 && !memcmp(tag, "hp_metric", 9);
@@ -457,6 +457,15 @@ static int lks_tb_take(struct lks_tb_in *in, size_t n, const uint8_t **p)
 	return 1;
 }
 
+/* The file ends within a record: a writer killed while writing it (its buffer reaches the
+   file at its own sizes). Read as TensorBoard reads it, to the record before; counted. */
+static int lks_tb_cut_at_end(lks_import_counts *c, const char *path, long long at)
+{
+	if (!c->cut++)
+		snprintf(c->cut_first, sizeof(c->cut_first), "'%s' at byte %lld", path, at);
+	return 0;
+}
+
 /* import_impl.h */
 int lks_tb_parse(const char *path, FILE *f, long line, uint64_t limit, const char *series,
                  lks_import_sink sink, void *arg, lks_import_counts *c)
@@ -488,9 +497,7 @@ int lks_tb_parse(const char *path, FILE *f, long line, uint64_t limit, const cha
 			break;
 		if (got < 0) {
 			rc = ferror(f) ? lks_err("cannot read '%s'", path)
-			   : !in.buf ? lks_err("out of memory")
-			   : (lks_err("'%s': byte %lld: a record cut short (its header)", path, at),
-			      LKS_E_BAD_INPUT);
+			   : !in.buf ? lks_err("out of memory") : lks_tb_cut_at_end(c, path, at);
 			break;
 		}
 		len = lks_le(head, 8);
@@ -509,8 +516,7 @@ int lks_tb_parse(const char *path, FILE *f, long line, uint64_t limit, const cha
 		if (lks_tb_take(&in, len + 4, &data) != 1) {
 			rc = ferror(f) ? lks_err("cannot read '%s'", path)
 			   : !in.buf || in.cap < len + 4 ? lks_err("out of memory")
-			   : (lks_err("'%s': byte %lld: a record cut short (%llu bytes of data)", path,
-			              at, (unsigned long long)len), LKS_E_BAD_INPUT);
+			   : lks_tb_cut_at_end(c, path, at);
 			break;
 		}
 		if ((uint32_t)lks_le(data + len, 4) != lks_tfrecord_crc(data, len)) {

@@ -689,7 +689,6 @@ static const struct refusal {
 	  "tb_corrupt_data.tfevents': byte 85: bad CRC of the record's 31 bytes of data" },
 	{ "tensorboard", "tb_corrupt_len.tfevents",
 	  "tb_corrupt_len.tfevents': byte 132: bad CRC of the record's length" },
-	{ "tensorboard", "tb_cut.tfevents", "tb_cut.tfevents': byte 184: a record cut short" },
 	/* a text log is no event file */
 	{ "tensorboard", "nanogpt.log", "nanogpt.log': byte 0: bad CRC of the record's length" },
 	{ "hf-trainer", "hf_console_bad.log", "hf_console_bad.log':2: bad value '8.82l3' of 'loss'" },
@@ -1255,6 +1254,27 @@ Test(import, a_bad_line_in_a_later_part_names_its_line)
 	}
 	unsetenv("LKS_IMPORT_PARTS");
 	unsetenv("LKS_IMPORT_SPLIT_MIN");
+	rm_tmp();
+}
+
+/* An event file that ends within a record (tb_cut.tfevents: its last record's data cut at
+   byte 184, as a writer killed while writing leaves it) is read up to that record, and
+   counted with its offset; it was refused whole, and with it the run a restart had
+   followed. */
+Test(import, an_event_file_cut_within_its_last_record_reads_the_records_before)
+{
+	lks_import_result res;
+	struct seen m;
+	lks_store *s;
+
+	cr_assert_eq(import("tensorboard", LKS_IMPORT_DIR "/tb_cut.tfevents", &s, &res), 0, "%s",
+	             lks_errmsg());
+	cr_assert_eq(res.counts.cut, 1);
+	cr_assert(strstr(res.counts.cut_first, "tb_cut.tfevents' at byte 184"), "%s",
+	          res.counts.cut_first);
+	metrics_of(s, res.run_id, &m);
+	cr_assert_gt(m.n, 0);
+	lks_store_close(s);
 	rm_tmp();
 }
 
