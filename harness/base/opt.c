@@ -11,11 +11,20 @@
 #include "kernels/cpu/isa.h"
 #include "kernels/err.h"
 
+static int lks_usage_silent;
+
+void lks_usage_quiet(int quiet)
+{
+	lks_usage_silent = quiet;
+}
+
 int lks_usage(const char *fmt, ...)
 {
 	char raw[2048], msg[2048];
 	va_list ap;
 
+	if (lks_usage_silent)
+		return LKS_EXIT_USAGE;
 	va_start(ap, fmt);
 	vsnprintf(raw, sizeof(raw), fmt, ap);
 	va_end(ap);

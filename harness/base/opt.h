@@ -12,6 +12,9 @@
 
 /* Prints "lockstep: <msg>" to stderr and returns LKS_EXIT_USAGE, for 'return lks_usage(...)'. */
 int lks_usage(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* From now on lks_usage prints nothing (quiet 1) or prints again (0): a job's processes
+   but process 0, which says once what all of them refuse. */
+void lks_usage_quiet(int quiet);
 
 /* Option values for subcommands; on bad input they print a usage message naming who
    ("bench gemm") and the option, and return LKS_EXIT_USAGE. */

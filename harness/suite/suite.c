@@ -598,9 +598,12 @@ static int lks_suite_begin(struct lks_suite *s, lks_case **cases, int *ncases)
 	lks_nvml *nvml = NULL;
 	int rc = 0, open_rc = 0;
 
-	/* every case is valid before anything is written; every process loads them */
+	/* every case is valid before anything is written; every process loads them, process
+	   0 says what is wrong (the job agrees on the exit below) */
+	lks_usage_quiet(!s->job.root);
 	if (lks_cases_load(a->inputs.v, a->inputs.n, a->sets.v, a->sets.n, cases, ncases)) {
-		fprintf(stderr, "lockstep: %s\n", lks_errmsg());
+		if (s->job.root)
+			fprintf(stderr, "lockstep: %s\n", lks_errmsg());
 		rc = LKS_EXIT_USAGE;
 	} else if (lks_keep_checks(a, *cases, ncases) || lks_gemm_settle(a, *cases, *ncases)
 	           || lks_resume_one(a, *cases, *ncases) || lks_steps_fit(a, *cases, *ncases)) {

@@ -8,7 +8,7 @@
 # threads, a world of 3 as 2 + 1, and -np 4 leaves processes without a rank in the runs
 # of 1 to 3. It also checks that each run records the job in its fingerprint (launcher,
 # processes, hosts, and the MPI library, which one process does not start), and that the
-# exit codes agree. LKS_MPI_SUITE_NP (default "1 2 4") chooses the process counts: the
+# exit codes agree, and that a bad case is said once (by process 0). LKS_MPI_SUITE_NP (default "1 2 4") chooses the process counts: the
 # sanitized build (ci/sanitize) runs 3 only, for CI's time (a world of 4 is then 2 + 1 + 1
 # and one of 2 leaves a process without a rank); the plain build 1, 2 and 4. With
 # LKS_MPI_SUITE_BITS=0 (the sanitized build) the threads-only run and the comparisons with
@@ -85,3 +85,14 @@ for np in $nps; do
 		echo "mpi_suite: -np $np: the suite passes and records the job ($rows stat rows)"
 	fi
 done
+# A bad case: every process refuses it (exit 2), and process 0 alone says so (each process
+# printed it).
+printf '[case]\nsteps = 0\n' >"$dir/bad.ini"
+set +e
+"$@" -np 2 "$bin" run "$dir/bad.ini" --db "$dir/bad.db" >"$dir/bad.out" 2>&1
+rc=$?
+set -e
+((rc == 2)) || { cat "$dir/bad.out"; fail "a bad case under -np 2 exits $rc, not 2"; }
+said=$(grep -c 'bad.ini' "$dir/bad.out" || true)
+((said == 1)) || { cat "$dir/bad.out"; fail "a bad case under -np 2 is said $said times, not once"; }
+echo "mpi_suite: a bad case under -np 2: exit 2, said once"
