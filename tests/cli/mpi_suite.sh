@@ -7,9 +7,9 @@
 # check. The suite's world sizes are 1 to 4, so -np 2 runs a world of 4 as 2 processes x 2
 # threads, a world of 3 as 2 + 1, and -np 4 leaves processes without a rank in the runs
 # of 1 to 3. It also checks that each run records the job in its fingerprint (launcher,
-# processes, hosts, and the MPI library, which one process does not start), and that the
-# exit codes agree, and that a bad case is said once (by process 0). LKS_MPI_SUITE_NP (default "1 2 4") chooses the process counts: the
-# sanitized build (ci/sanitize) runs 3 only, for CI's time (a world of 4 is then 2 + 1 + 1
+# processes, hosts, and the MPI library, which one process does not start), that the exit
+# codes agree, and that a bad case is said once (by process 0). LKS_MPI_SUITE_NP (default
+# "1 2 4") chooses the process counts: the sanitized build (ci/sanitize) runs 3 only, for CI's time (a world of 4 is then 2 + 1 + 1
 # and one of 2 leaves a process without a rank); the plain build 1, 2 and 4. With
 # LKS_MPI_SUITE_BITS=0 (the sanitized build) the threads-only run and the comparisons with
 # it are left out: the suite as processes must pass (exit 0) and record the job; the bits
