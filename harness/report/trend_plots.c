@@ -1,15 +1,18 @@
 /*
  * trend_plots.c: the trend plots of the "since last night" section: over the latest suites
  * up to the report's, per run (case/run), its final loss, the largest relative difference
- * of its loss against the same run of the suite before (over the steps both stored), and
- * its mean step time; a suite where some run's fingerprint differs from the suite before
- * is marked on the x axis (its label starred, a dashed line). Read from the runs and their
+ * of its loss against the same run of the suite before (over the steps both stored, and
+ * only where both were made with the same settings: options, steps, world size, backend,
+ * seed, combo, as night over night pairs runs), and its mean step time; a suite where some
+ * run's fingerprint or settings differ from the suite before is marked on the x axis (its
+ * label starred, a dashed line). Read from the runs and their
  * step rows, so a pruned suite (lockstep prune) plots as a whole one.
  */
 #include <errno.h>
 #include <math.h>
 
 #include "harness/report/report_impl.h"
+#include "harness/verify/nightly.h"
 #include "kernels/err.h"
 
 /* One run of the window. */
@@ -17,6 +20,7 @@ struct lks_tp_run {
 	int64_t id, suite;
 	char key[300];            /* case/run, a word for gnuplot (lks_safe_name) */
 	char *fingerprint;
+	char *settings;           /* what makes it the same training as another's */
 	double *loss;             /* (nsteps) mean over the ranks; NaN: none */
 	int nsteps;
 	double step_time;         /* mean over every step row; NaN: none */
@@ -31,6 +35,23 @@ struct lks_tp {
 	int first;                /* the first suite plotted: 1 when suites[0] is there only to
 	                             be compared with */
 };
+
+/* "options|steps|world size|backend|seed|combo", the options as night over night takes
+   them (lks_nightly_settings: a planted fault is a change, not another training);
+   malloc'd, NULL: out of memory */
+static char *lks_tp_settings(const lks_run_info *i)
+{
+	char *o = lks_nightly_settings(i->options ? i->options : "");
+	const char *b = i->backend ? i->backend : "", *c = i->combo ? i->combo : "";
+	size_t n = o ? strlen(o) + strlen(b) + strlen(c) + 64 : 0;
+	char *s = o ? malloc(n) : NULL;
+
+	if (s)
+		snprintf(s, n, "%s|%d|%d|%s|%llu|%s", o, i->steps, i->world_size, b,
+		         (unsigned long long)i->seed, c);
+	free(o);
+	return s;
+}
 
 static int lks_tp_add(void *arg, const lks_run_rec *rec)
 {
@@ -55,7 +76,8 @@ static int lks_tp_add(void *arg, const lks_run_rec *rec)
 	lks_safe_name(n, sizeof(n), rec->info.run_name);
 	snprintf(x->key, sizeof(x->key), "%s/%s", c, n);
 	x->fingerprint = strdup(rec->info.fingerprint ? rec->info.fingerprint : "");
-	return x->fingerprint ? 0 : lks_err("out of memory");
+	x->settings = lks_tp_settings(&rec->info);
+	return x->fingerprint && x->settings ? 0 : lks_err("out of memory");
 }
 
 /* The run's loss per step (mean over ranks) and mean step time, from its step rows. */
@@ -136,12 +158,14 @@ static double lks_tp_value(const struct lks_tp *t, enum lks_tp_kind kind,
 		return x->step_time;
 	if (kind == LKS_TP_LOSS)
 		return x->nsteps ? x->loss[x->nsteps - 1] : NAN;
-	if (j == 0 || !(prev = lks_tp_find(t, x->key, t->suites[j - 1])))
+	if (j == 0 || !(prev = lks_tp_find(t, x->key, t->suites[j - 1]))
+	    || strcmp(prev->settings, x->settings))  /* another training: not a change */
 		return NAN;
 	return lks_tp_reldiff(x, prev);
 }
 
-/* Whether some run of suite j has a fingerprint other than its run of suite j - 1. */
+/* Whether some run of suite j has a fingerprint or settings other than its run of suite
+   j - 1. */
 static int lks_tp_fp_changed(const struct lks_tp *t, int j)
 {
 	for (int i = 0; j > 0 && i < t->n; i++) {
@@ -149,7 +173,8 @@ static int lks_tp_fp_changed(const struct lks_tp *t, int j)
 
 		if (t->runs[i].suite == t->suites[j] && (prev = lks_tp_find(t, t->runs[i].key,
 		                                                            t->suites[j - 1]))
-		    && strcmp(prev->fingerprint, t->runs[i].fingerprint) != 0)
+		    && (strcmp(prev->fingerprint, t->runs[i].fingerprint) != 0
+		        || strcmp(prev->settings, t->runs[i].settings) != 0))
 			return 1;
 	}
 	return 0;
@@ -309,7 +334,7 @@ int lks_trend_plots(struct lks_report *r, int nsuites)
 		if (in)
 			t.runs[keep++] = t.runs[i];
 		else
-			free(t.runs[i].fingerprint);
+			free(t.runs[i].fingerprint), free(t.runs[i].settings);
 	}
 	t.n = keep;
 	for (int i = 0; i < t.n; i++)
@@ -328,6 +353,7 @@ int lks_trend_plots(struct lks_report *r, int nsuites)
 out:
 	for (int i = 0; i < t.n; i++) {
 		free(t.runs[i].fingerprint);
+		free(t.runs[i].settings);
 		free(t.runs[i].loss);
 	}
 	free(t.runs);

@@ -47,10 +47,8 @@ static char *lks_dup(const char *s)
 	return strdup(s ? s : "");
 }
 
-/* The options as a setting: a planted fault is left out, as it is seen elsewhere (the
-   fingerprint's env.LOCKSTEP_INJECT, or the case text), so that a fault makes a run
-   changed rather than new. runner.c writes it as " inject: SPEC" before any " set: ". */
-static char *lks_nightly_settings(const char *options)
+/* nightly.h. runner.c writes a fault as " inject: SPEC" before any " set: ". */
+char *lks_nightly_settings(const char *options)
 {
 	const char *inj = strstr(options, " inject: "), *set;
 	char *s;

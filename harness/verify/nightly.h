@@ -71,4 +71,9 @@ typedef struct lks_nightly_tally {
 int lks_nightly_compare(lks_store *s, int64_t suite_id, const char *db, FILE *out,
                         lks_nightly_tally *t);
 
+/* A run's options as a setting (malloc'd; NULL: out of memory): without a planted fault
+   (" inject: SPEC"), which a fingerprint or the case text shows, so that a fault makes a
+   run changed rather than another training. */
+char *lks_nightly_settings(const char *options);
+
 #endif

@@ -4,8 +4,8 @@
  * 'lockstep run', the third with a fault planted in one run through LOCKSTEP_INJECT (a
  * fingerprint key). The numbers behind the plots (nightly_trend.tsv) are checked against
  * the step rows read with SQL: the final loss, the largest relative loss difference
- * against the same run of the suite before (0 where nothing changed), the suites whose
- * fingerprint changed; and the three plots are in the page with those suites starred on
+ * against the same run of the suite before (0 where nothing changed; none against a run of
+ * other settings), the suites whose fingerprint or settings changed; and the three plots are in the page with those suites starred on
  * the x axis. Skips without gnuplot.
  */
 #include <criterion/criterion.h>
@@ -143,6 +143,22 @@ Test(report_trend, numbers_and_plots_over_recent_suites)
 		cr_assert_str_eq(rows[8 + i].run, rows[4 + i].run);
 		cr_assert_eq(rows[8 + i].rel, rows[4 + i].rel, "%s", rows[8 + i].run);
 		cr_assert_eq(rows[8 + i].fp, 1);
+	}
+
+	/* a suite of other settings (--steps 4) is another training, not a change: no loss
+	   difference against the suite before (it plotted one), and its suite is marked */
+	snprintf(path, sizeof(path), "%s/tiny.ini", dir);
+	snprintf(args, sizeof(args), "run '%s' --db '%s' --quiet --steps 4", path, db_path);
+	cr_assert_eq(lks_run_bin(NULL, args, out, sizeof(out)), 0, "%s", out);
+	snprintf(args, sizeof(args), "report --db '%s' --trend 2 -o '%s/rep3'", db_path, dir);
+	cr_assert_eq(lks_run_bin(NULL, args, out, sizeof(out)), 0, "%s", out);
+	snprintf(path, sizeof(path), "%s/rep3/nightly_trend.tsv", dir);
+	cr_assert_eq(read_tsv(path, rows, 16), 4);
+	for (int i = 2; i < 4; i++) {
+		cr_assert_eq(rows[i].suite, 5);
+		cr_assert(isnan(rows[i].rel), "%s: %g against a training of other settings",
+		          rows[i].run, rows[i].rel);
+		cr_assert_eq(rows[i].fp, 1, "%s", rows[i].run);
 	}
 
 	snprintf(path, sizeof(path), "%s/rep/index.html", dir);
