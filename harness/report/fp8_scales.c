@@ -25,7 +25,9 @@
 /* A run whose GEMM operands are quantized: every recipe but the two without FP8. */
 static int lks_is_fp8(const char *recipe)
 {
-	return strcmp(recipe, "bf16") != 0 && strcmp(recipe, "fp32") != 0;
+	/* an imported run ("import": a log's metrics, or a tensor trace) has no recipe */
+	return strcmp(recipe, "bf16") != 0 && strcmp(recipe, "fp32") != 0
+	       && strcmp(recipe, "import") != 0;
 }
 
 /* Rank 0's amax and scale of every tensor of a run per step. */

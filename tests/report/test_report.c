@@ -641,6 +641,8 @@ Test(report, a_long_run_is_drawn_from_its_lowest_and_highest_values)
 	html = slurp(path);
 	cr_assert_not_null(strstr(html, "loss per step (mean over ranks), drawn as the lowest and "
 	                          "highest value of each of 2000 runs of steps"));
+	/* an imported run has no recipe: no FP8 run that "recorded no FP8 scale" */
+	cr_assert_null(strstr(html, "FP8 run"), "an import taken for an FP8 run");
 	snprintf(path, sizeof(path), "%s/r/long_loss.svg", dir);
 	svg = slurp(path);
 	/* a point marker per point drawn: 2 series, 3 at most per run of steps */
