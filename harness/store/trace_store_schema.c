@@ -383,6 +383,9 @@ int lks_store_inspect(sqlite3 *db, const char *path, enum lks_store_kind *kind,
 	if (rc == SQLITE_NOTADB)
 		return lks_err("'%s' is not a lockstep database (not an SQLite file)", path),
 		       LKS_E_BAD_INPUT;
+	if ((rc & 0xff) == SQLITE_READONLY)  /* a writer's open: its write-ahead files */
+		return lks_err("cannot write '%s': the file or its folder is read-only (%s)", path,
+		               sqlite3_errstr(rc));
 	if (rc)
 		return lks_err("cannot read '%s': %s", path, sqlite3_errstr(rc));
 	if (app == 0 && *version == 0 && tables == 0) {
