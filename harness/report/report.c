@@ -67,6 +67,8 @@ static void lks_case_runs(struct lks_report *r, const char *case_name)
 static void lks_value(char *buf, size_t size, const lks_check_rec *c, int b)
 {
 	buf[0] = 0;
+	if (b && !strcmp(c->kind, "finite"))  /* one value found: no b (it showed nan or 0) */
+		return;
 	if (c->type == LKS_VALUE_REAL)
 		snprintf(buf, size, "%.9g", b ? c->value_b : c->value_a);
 	else if (c->type == LKS_VALUE_INT && c->field && !strcmp(c->field, "hash"))

@@ -123,6 +123,24 @@ Test(report_verdicts, a_nan_loss_reads_nan, .timeout = 120)
 	teardown(dir);
 }
 
+/* A finite check finds one value: its row shows no b (it showed 0, or nan for a real
+   field), as if a second run had one. The verdict is made here as a NaN found leaves it. */
+Test(report_verdicts, a_finite_check_shows_no_b, .timeout = 120)
+{
+	char dir[64], *out, *md, *html, *row;
+
+	setup(dir, sizeof(dir));
+	sql(dir, "INSERT INTO checks (suite_id, case_name, check_name, kind, run_a, verdict, "
+	         "step, rank, tensor, field, value_a, value_b, message) SELECT suite_id, "
+	         "case_name, 'fin', 'finite', run_id, 'fail', 1, 0, 'x.grad', 'nonfinite', 1, 0, "
+	         "'a NaN' FROM runs WHERE case_name = 'plain' LIMIT 1");
+	report(dir, "", &out, &md, &html);
+	cr_assert_not_null(row = strstr(md, "| fin | finite |"), "%s", md);
+	cr_expect_not_null(strstr(row, "| x.grad | nonfinite | 1 |  |"), "%.200s", row);
+	report_free(out, md, html);
+	teardown(dir);
+}
+
 /* The heatmap's caption of the pair a vs b in report.md (malloc'd), NULL when none. */
 static char *heatmap_text(const char *md, const char *pair)
 {
