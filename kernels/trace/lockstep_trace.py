@@ -36,7 +36,9 @@ the statistics lockstep's model gives its own tensors (the same C code, kernels/
   hash       XXH3-64 of the float32 bytes with every NaN one bit pattern (0x7fc00000)
 
 float16 and bfloat16 tensors are widened to float32 exactly first (their hash is that of the
-float32 bytes); other dtypes are converted to float32. A run's records are stored by a
+float32 bytes); other dtypes are converted to float32. A tensor is measured by its values:
+a view with torch's negative or conjugate bit set (z.conj().imag) as the values it shows,
+not the negated ones in its memory. A run's records are stored by a
 background thread of the library, so a training step waits only for the one before it.
 
 What trace_module records, per step (names are the module paths of model.named_modules();
@@ -260,6 +262,12 @@ def _from_torch(torch, x, on_device, whole=False):
     if t.is_quantized:
         t = t.dequantize()
     t = _plain(t)
+    # torch's conjugate and negative bits (z.conj(), z.conj().imag, _neg_view) mark a view
+    # whose memory holds the conjugate or negation of its values; .contiguous() and a .to()
+    # of the same dtype return such a view as it is, and the memory read below would be the
+    # negated values (the same norms, another hash). Materialized first (no copy when unset).
+    if hasattr(t, "resolve_neg"):  # torch >= 1.10
+        t = t.resolve_conj().resolve_neg()
     if t.is_complex():
         raise TypeError("a complex tensor has no lockstep statistics")
     if t.device.type == "cuda" and on_device:

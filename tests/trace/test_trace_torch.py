@@ -10,7 +10,8 @@ clean and nan, where the loss (printed) only says that step 3's loss is NaN, not
 began. The records are the module outputs, output gradients and parameters after the
 optimizer, and their statistics are those of the tensors, bit for bit (test_trace_py.py's
 definition). Also: bfloat16, float16, float64, integer and strided tensors measure as their
-float32 values; a tuple output is named per element; tracer.micro marks microbatches; a
+float32 values, and so does a tensor with torch's negative bit set (its memory holds the
+negated values); a tuple output is named per element; tracer.micro marks microbatches; a
 forward recomputed by activation checkpointing is phase "recompute". And two processes of a
 DistributedDataParallel job (gloo) tracing one run, their parameters alike after each step.
 
@@ -172,9 +173,14 @@ def check_dtypes(c, torch, np, xxhash, lt, lib, lockstep, tmp):
         ("empty.bf16", torch.zeros(0, 3, dtype=torch.bfloat16)),
         ("scalar", torch.tensor(2.5)),
         ("sparse", base.nan_to_num(0, 0, 0).to_sparse()),  # measured as its dense values
+        # torch's negative bit: a contiguous view whose memory holds the negation of its
+        # values (the imaginary part of a conjugate, contiguous with one element; _neg_view),
+        # measured as its values
+        ("neg.conj_imag", torch.complex(base[0, :1], base[1, :1]).conj().imag),
+        ("neg.view", torch._neg_view(base[2])),
     ]
-    f32 = lambda x: (x.to_dense() if x.layout != torch.strided else x).detach().to(  # noqa
-        torch.float32).contiguous()
+    f32 = lambda x: (x.to_dense() if x.layout != torch.strided else x).detach(  # noqa
+        ).resolve_neg().to(torch.float32).contiguous()
     with lt.Trace(db, CASE, "dtypes", lib=lib) as t:
         for name, x in kinds:
             t.tensor(name, x)
