@@ -204,13 +204,31 @@ def _error(lib):
     return msg.decode("utf-8", "replace") if msg else "lockstep-trace: unknown error"
 
 
+# The largest C int. ctypes passes a larger Python int to a c_int parameter wrapped, without
+# a word (rank 2**32 as rank 0, step 2**32 + 7 as step 7), so every int is checked here.
+_INT_MAX = 2**31 - 1
+
+
+def _c_int(what, v, least):
+    """v as an int of least .. _INT_MAX, the range the library takes for argument `what`
+    (its other checks, as rank < world_size, are its own); else ValueError naming it."""
+    n = int(v)
+    if not least <= n <= _INT_MAX:
+        raise ValueError("%s %d: want %d to %d" % (what, n, least, _INT_MAX))
+    return n
+
+
 def _phase(phase):
     if isinstance(phase, str):
         try:
             return PHASES[phase]
         except KeyError:
             raise ValueError("phase %r: one of %s" % (phase, ", ".join(PHASES))) from None
-    return int(phase)
+    n = int(phase)
+    if n not in PHASES.values():
+        raise ValueError("phase %d: one of %s" % (n, ", ".join(
+            "%d (%s)" % (v, k) for k, v in PHASES.items())))
+    return n
 
 
 def _torch_tensor(x):
@@ -328,7 +346,10 @@ def _close_handle(lib, handle, pid):
 class Trace:
     """One rank's trace: lks_trace_open ... lks_trace_close. A Trace left open is closed when
     it is garbage collected or the process exits (what it had is stored, and its rank is
-    done). Every failure raises RuntimeError with the library's message."""
+    done). A number out of the range the library takes (rank and step 0 to 2**31 - 1,
+    world_size from 1, micro from -1; ctypes would pass a larger one on wrapped) or a phase
+    not in PHASES raises ValueError naming it; every other failure raises RuntimeError
+    with the library's message."""
 
     def __init__(self, db, case, run, rank=0, world_size=1, lib=None, whole=False):
         self._lib = lib if isinstance(lib, ctypes.CDLL) else load(lib)
@@ -337,7 +358,8 @@ class Trace:
         self._lock = threading.Lock()
         self._on_device = None  # CUDA tensors measured on their GPU: asked at the first one
         self.db, self.case, self.run = os.fspath(db), case, run
-        self.rank, self.world_size = int(rank), int(world_size)
+        self.rank = _c_int("rank", rank, 0)
+        self.world_size = _c_int("world_size", world_size, 1)
         h = self._lib.lks_trace_open(os.fsencode(self.db), case.encode(), run.encode(),
                                      self.rank, self.world_size)
         if not h:
@@ -365,6 +387,7 @@ class Trace:
         "backward", "update", "recompute" (or its number); micro: the microbatch, -1 none.
         The statistics are taken before this returns (a CUDA tensor's on its GPU, ordered
         before what its stream does next): array may change afterwards."""
+        phase, micro = _phase(phase), _c_int("micro", micro, -1)
         torch = _torch_tensor(array)
         stream = None
         if torch:
@@ -378,12 +401,11 @@ class Trace:
             ptr, code, stream = ctypes.addressof(_EMPTY), DTYPES["float32"], None
         with self._lock:
             if stream is not None:
-                rc = self._lib.lks_trace_tensor_device(self._handle(), name.encode(),
-                                                       _phase(phase), int(micro), ptr, n,
-                                                       code, stream)
+                rc = self._lib.lks_trace_tensor_device(self._handle(), name.encode(), phase,
+                                                       micro, ptr, n, code, stream)
             else:
-                rc = self._lib.lks_trace_tensor(self._handle(), name.encode(), _phase(phase),
-                                                int(micro), ptr, n, code)
+                rc = self._lib.lks_trace_tensor(self._handle(), name.encode(), phase, micro,
+                                                ptr, n, code)
             if rc:
                 raise RuntimeError(_error(self._lib))
         del keep
@@ -391,8 +413,9 @@ class Trace:
     def step(self, step):
         """Ends step `step` (a rank's steps ascend): the tensors given since the last step
         are that step's, handed to the library's writer."""
+        step = _c_int("step", step, 0)
         with self._lock:
-            if self._lib.lks_trace_step(self._handle(), int(step)):
+            if self._lib.lks_trace_step(self._handle(), step):
                 raise RuntimeError(_error(self._lib))
 
     def close(self):

@@ -13,7 +13,9 @@ stats.h) bit for bit: amax as numpy's, the non-finite count, the L2 norm as the 
 in float64 summed as a balanced tree, and (where the xxhash package is installed) XXH3-64 of
 the float32 bytes with NaN as 0x7fc00000. The same arrays traced again are identical for
 'lockstep diff' (exit 0); one value changed at step 2 on rank 1 makes it exit 1 naming step
-2, rank 1 and the tensor. Bad calls raise RuntimeError with the library's message.
+2, rank 1 and the tensor. Bad calls raise RuntimeError with the library's message, or
+ValueError for a number beyond a C int (a rank, world size, phase, microbatch or step that
+ctypes would pass on wrapped).
 
 Exit status: 0 passed, 77 skipped (no numpy), 1 failed; each check prints a line. The
 helpers (run, export, expected statistics) serve test_trace_torch.py too.
@@ -260,6 +262,15 @@ def main(argv):
         c.ok(False, "rank 2 of world size 2 refused")
     except RuntimeError as e:
         c.ok("rank 2 of world size 2" in str(e), "rank 2 of world size 2 refused", str(e))
+    # a number beyond a C int, which ctypes would pass on wrapped (2**32 + k as k): refused
+    # as ValueError naming the argument, before the library sees it
+    for what, kw in (("rank 2**32", dict(rank=2**32, world_size=1)),
+                     ("world_size 2**32 + 1", dict(rank=0, world_size=2**32 + 1))):
+        try:
+            lt.Trace(edb, CASE, "bad", lib=lib, **kw).close()
+            c.ok(False, "%s refused" % what)
+        except ValueError as e:
+            c.ok(what.split()[0] in str(e), "%s refused (ValueError)" % what, str(e))
     with lt.Trace(edb, CASE, "bad", lib=lib) as t:
         for what, args, says in (("an empty name", ("", np.ones(2)), "name"),
                                  ("a name of 256 bytes", ("x" * 256, np.ones(2)), "name"),
@@ -269,6 +280,14 @@ def main(argv):
                 c.ok(False, "%s refused" % what)
             except (RuntimeError, ValueError) as e:
                 c.ok(says in str(e), "%s refused" % what, str(e))
+        for what, call in (("micro 2**32 + 3", lambda: t.tensor("x", np.ones(2), micro=2**32 + 3)),
+                           ("phase 2**32", lambda: t.tensor("x", np.ones(2), phase=2**32)),
+                           ("step 2**32 + 7", lambda: t.step(2**32 + 7))):
+            try:
+                call()
+                c.ok(False, "%s refused" % what)
+            except ValueError as e:
+                c.ok(what.split()[0] in str(e), "%s refused (ValueError)" % what, str(e))
         t.tensor("x", np.ones(3, dtype=np.float32))
         pid = os.fork()
         if pid == 0:  # a DataLoader worker, say: the parent's trace is not the child's
