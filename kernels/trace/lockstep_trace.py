@@ -45,7 +45,8 @@ What trace_module records, per step (names are the module paths of model.named_m
 the model itself is "" and gives plain "output", "grad_output"):
 
   <module>.output       each module's forward output (phase "forward"; a tuple, list or
-                        dict output gives <module>.output.<index or key> per tensor). A
+                        dict output gives <module>.output.<index or key> per tensor; a
+                        key holding NUL is refused, ValueError naming the module). A
                         forward run again while the backward pass runs, as activation
                         checkpointing does, is phase "recompute".
   <module>.grad_output  the gradient of its output (phase "backward", through
@@ -218,6 +219,16 @@ def _c_int(what, v, least):
     return n
 
 
+def _c_str(what, b):
+    """b (bytes) as a C string argument: ValueError where it holds a NUL, which would end
+    it there for the library (a tensor 'a\\0hidden' stored as 'a', beside another 'a')."""
+    if b"\0" in b:
+        raise ValueError("%s %r holds a NUL byte (the library would read %r)"
+                         % (what, b.decode("utf-8", "replace"),
+                            b.split(b"\0")[0].decode("utf-8", "replace")))
+    return b
+
+
 def _phase(phase):
     if isinstance(phase, str):
         try:
@@ -347,8 +358,9 @@ class Trace:
     """One rank's trace: lks_trace_open ... lks_trace_close. A Trace left open is closed when
     it is garbage collected or the process exits (what it had is stored, and its rank is
     done). A number out of the range the library takes (rank and step 0 to 2**31 - 1,
-    world_size from 1, micro from -1; ctypes would pass a larger one on wrapped) or a phase
-    not in PHASES raises ValueError naming it; every other failure raises RuntimeError
+    world_size from 1, micro from -1; ctypes would pass a larger one on wrapped), a phase
+    not in PHASES, or a name or path holding NUL (which would end it there) raises
+    ValueError naming it; every other failure raises RuntimeError
     with the library's message."""
 
     def __init__(self, db, case, run, rank=0, world_size=1, lib=None, whole=False):
@@ -360,7 +372,9 @@ class Trace:
         self.db, self.case, self.run = os.fspath(db), case, run
         self.rank = _c_int("rank", rank, 0)
         self.world_size = _c_int("world_size", world_size, 1)
-        h = self._lib.lks_trace_open(os.fsencode(self.db), case.encode(), run.encode(),
+        h = self._lib.lks_trace_open(_c_str("database", os.fsencode(self.db)),
+                                     _c_str("case name", case.encode()),
+                                     _c_str("run name", run.encode()),
                                      self.rank, self.world_size)
         if not h:
             raise RuntimeError(_error(self._lib))
@@ -388,6 +402,7 @@ class Trace:
         The statistics are taken before this returns (a CUDA tensor's on its GPU, ordered
         before what its stream does next): array may change afterwards."""
         phase, micro = _phase(phase), _c_int("micro", micro, -1)
+        cname = _c_str("tensor name", name.encode())
         torch = _torch_tensor(array)
         stream = None
         if torch:
@@ -401,11 +416,11 @@ class Trace:
             ptr, code, stream = ctypes.addressof(_EMPTY), DTYPES["float32"], None
         with self._lock:
             if stream is not None:
-                rc = self._lib.lks_trace_tensor_device(self._handle(), name.encode(), phase,
-                                                       micro, ptr, n, code, stream)
+                rc = self._lib.lks_trace_tensor_device(self._handle(), cname, phase, micro,
+                                                       ptr, n, code, stream)
             else:
-                rc = self._lib.lks_trace_tensor(self._handle(), name.encode(), phase, micro,
-                                                ptr, n, code)
+                rc = self._lib.lks_trace_tensor(self._handle(), cname, phase, micro, ptr, n,
+                                                code)
             if rc:
                 raise RuntimeError(_error(self._lib))
         del keep
@@ -496,9 +511,13 @@ class Tracer:
     def _name(self, path, what):
         return "%s.%s" % (path, what) if path else what
 
-    def _record(self, prefix, value, phase):
+    def _record(self, prefix, value, phase, path, module):
         is_tensor = lambda v: isinstance(v, self._torch.Tensor)  # noqa: E731
         for name, t in _tensors(prefix, value, is_tensor):
+            if "\0" in name:  # Trace.tensor would refuse it too, without naming the module
+                raise ValueError("module %r (%s): the tensor name %r holds a NUL byte (a key "
+                                 "of its output, or its path), which lockstep_trace cannot "
+                                 "store" % (path, type(module).__name__, name))
             self.trace.tensor(name, t, phase, self.micro)
 
     def _forward_hook(self, path):
@@ -507,7 +526,7 @@ class Tracer:
         def hook(module, args, output):
             if self.enabled:
                 phase = "recompute" if _in_backward(self._torch) else "forward"
-                self._record(prefix, output, phase)
+                self._record(prefix, output, phase, path, module)
         return hook
 
     def _backward_hook(self, module, path):
@@ -520,7 +539,7 @@ class Tracer:
             if self.enabled:
                 g = [v for v in grad_output if v is not None]
                 self._record(prefix, g[0] if len(g) == 1 and len(grad_output) == 1
-                             else grad_output, "backward")
+                             else grad_output, "backward", path, module)
 
         if hasattr(module, "register_full_backward_pre_hook"):
             return module.register_full_backward_pre_hook(lambda m, g_out: record(g_out))

@@ -15,7 +15,7 @@ the float32 bytes with NaN as 0x7fc00000. The same arrays traced again are ident
 'lockstep diff' (exit 0); one value changed at step 2 on rank 1 makes it exit 1 naming step
 2, rank 1 and the tensor. Bad calls raise RuntimeError with the library's message, or
 ValueError for a number beyond a C int (a rank, world size, phase, microbatch or step that
-ctypes would pass on wrapped).
+ctypes would pass on wrapped) and for a name or path holding NUL (which would end it there).
 
 Exit status: 0 passed, 77 skipped (no numpy), 1 failed; each check prints a line. The
 helpers (run, export, expected statistics) serve test_trace_torch.py too.
@@ -271,7 +271,22 @@ def main(argv):
             c.ok(False, "%s refused" % what)
         except ValueError as e:
             c.ok(what.split()[0] in str(e), "%s refused (ValueError)" % what, str(e))
+    # a NUL ends a C string: 'a\0hidden' would be stored as 'a', a case 'x\0y' open 'x'
+    for what, args in (("a case name holding NUL", (edb, CASE + "\0x", "bad")),
+                       ("a run name holding NUL", (edb, CASE, "bad\0x")),
+                       ("a database path holding NUL", (edb + "\0x", CASE, "bad"))):
+        try:
+            lt.Trace(*args, lib=lib).close()
+            c.ok(False, "%s refused" % what)
+        except ValueError as e:
+            c.ok("NUL" in str(e), "%s refused (ValueError)" % what, str(e))
     with lt.Trace(edb, CASE, "bad", lib=lib) as t:
+        try:
+            t.tensor("a\0hidden", np.ones(2))
+            c.ok(False, "a tensor name holding NUL refused")
+        except ValueError as e:
+            c.ok("NUL" in str(e) and "hidden" in str(e), "a tensor name holding NUL refused "
+                 "(ValueError)", str(e))
         for what, args, says in (("an empty name", ("", np.ones(2)), "name"),
                                  ("a name of 256 bytes", ("x" * 256, np.ones(2)), "name"),
                                  ("an unknown phase", ("x", np.ones(2), "sideways"), "phase")):

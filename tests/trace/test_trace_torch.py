@@ -12,7 +12,8 @@ optimizer, and their statistics are those of the tensors, bit for bit (test_trac
 definition). Also: bfloat16, float16, float64, integer and strided tensors measure as their
 float32 values, and so does a tensor with torch's negative bit set (its memory holds the
 negated values); a tuple output is named per element; tracer.micro marks microbatches; a
-forward recomputed by activation checkpointing is phase "recompute". And two processes of a
+forward recomputed by activation checkpointing is phase "recompute"; an output key holding
+NUL is refused, naming the module. And two processes of a
 DistributedDataParallel job (gloo) tracing one run, their parameters alike after each step.
 
     python test_trace_torch.py LOCKSTEP_BIN LIB_PATH TMPDIR
@@ -256,6 +257,35 @@ def check_micro_recompute(c, torch, lt, lib, lockstep, tmp):
     c.ok(len(same) == 12 and all(same), "a recomputed output has its forward's hash")
 
 
+def check_nul_key(c, torch, lt, lib, tmp):
+    """A module whose output dict has a key holding NUL: a tensor name the C library would
+    cut there (spec.output.a and spec.output.a\0hidden both stored as spec.output.a), so
+    trace_module refuses it with ValueError naming the module."""
+    nn = torch.nn
+
+    class Pair(nn.Module):
+        def forward(self, x):
+            return {"a": x, "a\0hidden": -x}
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.pair = Pair()
+
+        def forward(self, x):
+            return self.pair(x)["a"].sum()
+
+    db = fresh(os.path.join(tmp, "trace_torch_nul.db"))
+    tracer = lt.trace_module(Net(), db, case=CASE, run="nul", gradients=False, lib=lib)
+    try:
+        tracer.model(torch.ones(3))
+        c.ok(False, "an output key holding NUL refused")
+    except ValueError as e:
+        c.ok("module 'pair'" in str(e) and "NUL" in str(e), "an output key holding NUL "
+             "refused, naming the module", str(e))
+    tracer.close()
+
+
 def _fully_shard(torch):
     """FSDP2's fully_shard, or None where this torch has none (before 2.4)."""
     try:
@@ -455,6 +485,7 @@ def main(argv):
     check_mlp(c, torch, np, xxhash, lt, lib, lockstep, tmp)
     check_dtypes(c, torch, np, xxhash, lt, lib, lockstep, tmp)
     check_micro_recompute(c, torch, lt, lib, lockstep, tmp)
+    check_nul_key(c, torch, lt, lib, tmp)
     check_ddp(c, torch, lib, lockstep, tmp)
     return c.finish()
 
