@@ -38,7 +38,12 @@ the statistics lockstep's model gives its own tensors (the same C code, kernels/
 float16 and bfloat16 tensors are widened to float32 exactly first (their hash is that of the
 float32 bytes); other dtypes are converted to float32. A tensor is measured by its values:
 a view with torch's negative or conjugate bit set (z.conj().imag) as the values it shows,
-not the negated ones in its memory. A run's records are stored by a
+not the negated ones in its memory. A complex tensor or array is measured as its real and
+imaginary parts interleaved (torch.view_as_real: re0, im0, re1, im1, ...), each part as a
+value of its real dtype (complex64's parts are float32, complex128's converted): its l2 is
+the complex norm, its amax the largest part. autograd's ZeroTensor (zeros with no memory)
+is measured as its zeros. A meta tensor has no values: Trace.tensor refuses it
+(TypeError), trace_module leaves it out. A run's records are stored by a
 background thread of the library, so a training step waits only for the one before it.
 
 What trace_module records, per step (names are the module paths of model.named_modules();
@@ -259,12 +264,15 @@ def _data_ptr(t):
 
 
 def _plain(t):
-    """t, or where t is a tensor subclass with no memory of its own (a wrapper), the tensor
-    it stands for: functional collectives' AsyncCollectiveTensor (tensor parallelism's
-    RowwiseParallel output) waited for; a wrapper of one inner tensor of its shape (torchao's
-    float8 training weight) that tensor. Another such subclass is a TypeError naming it."""
+    """t, or where t is a tensor with no memory of its own, the tensor it stands for:
+    autograd's ZeroTensor (efficient zeros) its zeros; of a subclass that wraps others,
+    functional collectives' AsyncCollectiveTensor (tensor parallelism's RowwiseParallel
+    output) waited for, a wrapper of one inner tensor of its shape (torchao's float8
+    training weight) that tensor. Another such subclass is a TypeError naming it."""
     if t.numel() == 0 or _data_ptr(t) != 0:
         return t
+    if getattr(t, "_is_zerotensor", None) is not None and t._is_zerotensor():
+        return t.new_zeros(t.shape)   # its values, in memory (new_zeros is a plain tensor)
     if type(t).__name__ == "AsyncCollectiveTensor" and hasattr(t, "wait"):
         return _plain(t.wait())
     flatten = getattr(t, "__tensor_flatten__", None)
@@ -284,6 +292,9 @@ def _from_torch(torch, x, on_device, whole=False):
     else it is copied to the host (stream None). A DTensor is this rank's shard, or with
     whole the whole tensor, gathered from its mesh."""
     t = x.detach()
+    if t.is_meta:  # before _plain, which would take it for a wrapper without memory
+        raise TypeError("a meta tensor (device 'meta'): a shape with no values, nothing to "
+                        "measure")
     if hasattr(t, "to_local") and type(t).__name__ == "DTensor":
         t = t.full_tensor() if whole else t.to_local()
     if t.layout != torch.strided:
@@ -297,8 +308,8 @@ def _from_torch(torch, x, on_device, whole=False):
     # negated values (the same norms, another hash). Materialized first (no copy when unset).
     if hasattr(t, "resolve_neg"):  # torch >= 1.10
         t = t.resolve_conj().resolve_neg()
-    if t.is_complex():
-        raise TypeError("a complex tensor has no lockstep statistics")
+    if t.is_complex():  # its parts, interleaved (re, im, re, ...): float, half or double
+        t = torch.view_as_real(t)
     if t.device.type == "cuda" and on_device:
         t = t.to(torch.float32).contiguous()
         return t, t.data_ptr(), t.numel(), 0, torch.cuda.current_stream(t.device).cuda_stream
@@ -335,8 +346,8 @@ def _from_numpy(x):
         raise TypeError("%s: lockstep_trace takes numpy arrays (numpy is not installed) or "
                         "torch tensors" % type(x).__name__) from None
     a = np.asarray(x)
-    if a.dtype.kind == "c":
-        raise TypeError("a complex array has no lockstep statistics")
+    if a.dtype.kind == "c":  # its parts interleaved, as torch.view_as_real's
+        a = np.ascontiguousarray(a).reshape(-1).view(a.real.dtype)
     if a.dtype.type is np.float16:
         a, code = np.ascontiguousarray(a, dtype=np.float16), 2
     elif a.dtype.name == "bfloat16" and a.dtype.itemsize == 2:
@@ -514,6 +525,8 @@ class Tracer:
     def _record(self, prefix, value, phase, path, module):
         is_tensor = lambda v: isinstance(v, self._torch.Tensor)  # noqa: E731
         for name, t in _tensors(prefix, value, is_tensor):
+            if t.is_meta:  # a shape with no values (shape inference): nothing to measure
+                continue
             if "\0" in name:  # Trace.tensor would refuse it too, without naming the module
                 raise ValueError("module %r (%s): the tensor name %r holds a NUL byte (a key "
                                  "of its output, or its path), which lockstep_trace cannot "

@@ -16,6 +16,7 @@ the float32 bytes with NaN as 0x7fc00000. The same arrays traced again are ident
 2, rank 1 and the tensor. Bad calls raise RuntimeError with the library's message, or
 ValueError for a number beyond a C int (a rank, world size, phase, microbatch or step that
 ctypes would pass on wrapped) and for a name or path holding NUL (which would end it there).
+A complex array measures as its real and imaginary parts interleaved.
 
 Exit status: 0 passed, 77 skipped (no numpy), 1 failed; each check prints a line. The
 helpers (run, export, expected statistics) serve test_trace_torch.py too.
@@ -325,6 +326,22 @@ def main(argv):
     except RuntimeError as e:
         c.ok("closed" in str(e), "a closed trace refuses tensors", str(e))
     t.close()  # again: nothing
+
+    # a complex array: its parts interleaved (as torch.view_as_real), complex128's each
+    # converted to float32; a big-endian one as its values
+    z = (np.arange(14) * 0.7 - 3).reshape(7, 2).T.copy().astype(np.complex64)
+    z.imag = np.arange(7) * -1.3
+    kinds = [("c64", z), ("c128", z.astype(np.complex128)), ("c64be", z.astype(">c8"))]
+    with lt.Trace(edb, CASE, "complex", lib=lib) as t:
+        for name, x in kinds:
+            t.tensor(name, x)
+        t.step(0)
+    recs = export(lockstep, edb, "complex")
+    if c.ok(recs is not None and [o["tensor"] for o in recs] == [k for k, _ in kinds],
+            "export of %s/complex" % CASE):
+        parts = np.stack([z.real, z.imag], axis=-1).astype(np.float32)
+        for o in recs:
+            check_stats(c, np, xxhash, o, parts, "%s as its parts interleaved" % o["tensor"])
 
     # finding the library: the path given, else LOCKSTEP_TRACE_LIB
     os.environ["LOCKSTEP_TRACE_LIB"] = lib
