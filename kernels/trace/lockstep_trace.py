@@ -36,14 +36,22 @@ the statistics lockstep's model gives its own tensors (the same C code, kernels/
   hash       XXH3-64 of the float32 bytes with every NaN one bit pattern (0x7fc00000)
 
 float16 and bfloat16 tensors are widened to float32 exactly first (their hash is that of the
-float32 bytes); other dtypes are converted to float32. A run's records are stored by a
+float32 bytes); other dtypes are converted to float32. A tensor is measured by its values:
+a view with torch's negative or conjugate bit set (z.conj().imag) as the values it shows,
+not the negated ones in its memory. A complex tensor or array is measured as its real and
+imaginary parts interleaved (torch.view_as_real: re0, im0, re1, im1, ...), each part as a
+value of its real dtype (complex64's parts are float32, complex128's converted): its l2 is
+the complex norm, its amax the largest part. autograd's ZeroTensor (zeros with no memory)
+is measured as its zeros. A meta tensor has no values: Trace.tensor refuses it
+(TypeError), trace_module leaves it out. A run's records are stored by a
 background thread of the library, so a training step waits only for the one before it.
 
 What trace_module records, per step (names are the module paths of model.named_modules();
 the model itself is "" and gives plain "output", "grad_output"):
 
   <module>.output       each module's forward output (phase "forward"; a tuple, list or
-                        dict output gives <module>.output.<index or key> per tensor). A
+                        dict output gives <module>.output.<index or key> per tensor; a
+                        key holding NUL is refused, ValueError naming the module). A
                         forward run again while the backward pass runs, as activation
                         checkpointing does, is phase "recompute".
   <module>.grad_output  the gradient of its output (phase "backward", through
@@ -202,13 +210,41 @@ def _error(lib):
     return msg.decode("utf-8", "replace") if msg else "lockstep-trace: unknown error"
 
 
+# The largest C int. ctypes passes a larger Python int to a c_int parameter wrapped, without
+# a word (rank 2**32 as rank 0, step 2**32 + 7 as step 7), so every int is checked here.
+_INT_MAX = 2**31 - 1
+
+
+def _c_int(what, v, least):
+    """v as an int of least .. _INT_MAX, the range the library takes for argument `what`
+    (its other checks, as rank < world_size, are its own); else ValueError naming it."""
+    n = int(v)
+    if not least <= n <= _INT_MAX:
+        raise ValueError("%s %d: want %d to %d" % (what, n, least, _INT_MAX))
+    return n
+
+
+def _c_str(what, b):
+    """b (bytes) as a C string argument: ValueError where it holds a NUL, which would end
+    it there for the library (a tensor 'a\\0hidden' stored as 'a', beside another 'a')."""
+    if b"\0" in b:
+        raise ValueError("%s %r holds a NUL byte (the library would read %r)"
+                         % (what, b.decode("utf-8", "replace"),
+                            b.split(b"\0")[0].decode("utf-8", "replace")))
+    return b
+
+
 def _phase(phase):
     if isinstance(phase, str):
         try:
             return PHASES[phase]
         except KeyError:
             raise ValueError("phase %r: one of %s" % (phase, ", ".join(PHASES))) from None
-    return int(phase)
+    n = int(phase)
+    if n not in PHASES.values():
+        raise ValueError("phase %d: one of %s" % (n, ", ".join(
+            "%d (%s)" % (v, k) for k, v in PHASES.items())))
+    return n
 
 
 def _torch_tensor(x):
@@ -228,12 +264,15 @@ def _data_ptr(t):
 
 
 def _plain(t):
-    """t, or where t is a tensor subclass with no memory of its own (a wrapper), the tensor
-    it stands for: functional collectives' AsyncCollectiveTensor (tensor parallelism's
-    RowwiseParallel output) waited for; a wrapper of one inner tensor of its shape (torchao's
-    float8 training weight) that tensor. Another such subclass is a TypeError naming it."""
+    """t, or where t is a tensor with no memory of its own, the tensor it stands for:
+    autograd's ZeroTensor (efficient zeros) its zeros; of a subclass that wraps others,
+    functional collectives' AsyncCollectiveTensor (tensor parallelism's RowwiseParallel
+    output) waited for, a wrapper of one inner tensor of its shape (torchao's float8
+    training weight) that tensor. Another such subclass is a TypeError naming it."""
     if t.numel() == 0 or _data_ptr(t) != 0:
         return t
+    if getattr(t, "_is_zerotensor", None) is not None and t._is_zerotensor():
+        return t.new_zeros(t.shape)   # its values, in memory (new_zeros is a plain tensor)
     if type(t).__name__ == "AsyncCollectiveTensor" and hasattr(t, "wait"):
         return _plain(t.wait())
     flatten = getattr(t, "__tensor_flatten__", None)
@@ -253,6 +292,9 @@ def _from_torch(torch, x, on_device, whole=False):
     else it is copied to the host (stream None). A DTensor is this rank's shard, or with
     whole the whole tensor, gathered from its mesh."""
     t = x.detach()
+    if t.is_meta:  # before _plain, which would take it for a wrapper without memory
+        raise TypeError("a meta tensor (device 'meta'): a shape with no values, nothing to "
+                        "measure")
     if hasattr(t, "to_local") and type(t).__name__ == "DTensor":
         t = t.full_tensor() if whole else t.to_local()
     if t.layout != torch.strided:
@@ -260,8 +302,14 @@ def _from_torch(torch, x, on_device, whole=False):
     if t.is_quantized:
         t = t.dequantize()
     t = _plain(t)
-    if t.is_complex():
-        raise TypeError("a complex tensor has no lockstep statistics")
+    # torch's conjugate and negative bits (z.conj(), z.conj().imag, _neg_view) mark a view
+    # whose memory holds the conjugate or negation of its values; .contiguous() and a .to()
+    # of the same dtype return such a view as it is, and the memory read below would be the
+    # negated values (the same norms, another hash). Materialized first (no copy when unset).
+    if hasattr(t, "resolve_neg"):  # torch >= 1.10
+        t = t.resolve_conj().resolve_neg()
+    if t.is_complex():  # its parts, interleaved (re, im, re, ...): float, half or double
+        t = torch.view_as_real(t)
     if t.device.type == "cuda" and on_device:
         t = t.to(torch.float32).contiguous()
         return t, t.data_ptr(), t.numel(), 0, torch.cuda.current_stream(t.device).cuda_stream
@@ -298,8 +346,8 @@ def _from_numpy(x):
         raise TypeError("%s: lockstep_trace takes numpy arrays (numpy is not installed) or "
                         "torch tensors" % type(x).__name__) from None
     a = np.asarray(x)
-    if a.dtype.kind == "c":
-        raise TypeError("a complex array has no lockstep statistics")
+    if a.dtype.kind == "c":  # its parts interleaved, as torch.view_as_real's
+        a = np.ascontiguousarray(a).reshape(-1).view(a.real.dtype)
     if a.dtype.type is np.float16:
         a, code = np.ascontiguousarray(a, dtype=np.float16), 2
     elif a.dtype.name == "bfloat16" and a.dtype.itemsize == 2:
@@ -320,7 +368,11 @@ def _close_handle(lib, handle, pid):
 class Trace:
     """One rank's trace: lks_trace_open ... lks_trace_close. A Trace left open is closed when
     it is garbage collected or the process exits (what it had is stored, and its rank is
-    done). Every failure raises RuntimeError with the library's message."""
+    done). A number out of the range the library takes (rank and step 0 to 2**31 - 1,
+    world_size from 1, micro from -1; ctypes would pass a larger one on wrapped), a phase
+    not in PHASES, or a name or path holding NUL (which would end it there) raises
+    ValueError naming it; every other failure raises RuntimeError
+    with the library's message."""
 
     def __init__(self, db, case, run, rank=0, world_size=1, lib=None, whole=False):
         self._lib = lib if isinstance(lib, ctypes.CDLL) else load(lib)
@@ -329,8 +381,11 @@ class Trace:
         self._lock = threading.Lock()
         self._on_device = None  # CUDA tensors measured on their GPU: asked at the first one
         self.db, self.case, self.run = os.fspath(db), case, run
-        self.rank, self.world_size = int(rank), int(world_size)
-        h = self._lib.lks_trace_open(os.fsencode(self.db), case.encode(), run.encode(),
+        self.rank = _c_int("rank", rank, 0)
+        self.world_size = _c_int("world_size", world_size, 1)
+        h = self._lib.lks_trace_open(_c_str("database", os.fsencode(self.db)),
+                                     _c_str("case name", case.encode()),
+                                     _c_str("run name", run.encode()),
                                      self.rank, self.world_size)
         if not h:
             raise RuntimeError(_error(self._lib))
@@ -357,6 +412,8 @@ class Trace:
         "backward", "update", "recompute" (or its number); micro: the microbatch, -1 none.
         The statistics are taken before this returns (a CUDA tensor's on its GPU, ordered
         before what its stream does next): array may change afterwards."""
+        phase, micro = _phase(phase), _c_int("micro", micro, -1)
+        cname = _c_str("tensor name", name.encode())
         torch = _torch_tensor(array)
         stream = None
         if torch:
@@ -370,12 +427,11 @@ class Trace:
             ptr, code, stream = ctypes.addressof(_EMPTY), DTYPES["float32"], None
         with self._lock:
             if stream is not None:
-                rc = self._lib.lks_trace_tensor_device(self._handle(), name.encode(),
-                                                       _phase(phase), int(micro), ptr, n,
-                                                       code, stream)
+                rc = self._lib.lks_trace_tensor_device(self._handle(), cname, phase, micro,
+                                                       ptr, n, code, stream)
             else:
-                rc = self._lib.lks_trace_tensor(self._handle(), name.encode(), _phase(phase),
-                                                int(micro), ptr, n, code)
+                rc = self._lib.lks_trace_tensor(self._handle(), cname, phase, micro, ptr, n,
+                                                code)
             if rc:
                 raise RuntimeError(_error(self._lib))
         del keep
@@ -383,8 +439,9 @@ class Trace:
     def step(self, step):
         """Ends step `step` (a rank's steps ascend): the tensors given since the last step
         are that step's, handed to the library's writer."""
+        step = _c_int("step", step, 0)
         with self._lock:
-            if self._lib.lks_trace_step(self._handle(), int(step)):
+            if self._lib.lks_trace_step(self._handle(), step):
                 raise RuntimeError(_error(self._lib))
 
     def close(self):
@@ -465,9 +522,15 @@ class Tracer:
     def _name(self, path, what):
         return "%s.%s" % (path, what) if path else what
 
-    def _record(self, prefix, value, phase):
+    def _record(self, prefix, value, phase, path, module):
         is_tensor = lambda v: isinstance(v, self._torch.Tensor)  # noqa: E731
         for name, t in _tensors(prefix, value, is_tensor):
+            if t.is_meta:  # a shape with no values (shape inference): nothing to measure
+                continue
+            if "\0" in name:  # Trace.tensor would refuse it too, without naming the module
+                raise ValueError("module %r (%s): the tensor name %r holds a NUL byte (a key "
+                                 "of its output, or its path), which lockstep_trace cannot "
+                                 "store" % (path, type(module).__name__, name))
             self.trace.tensor(name, t, phase, self.micro)
 
     def _forward_hook(self, path):
@@ -476,7 +539,7 @@ class Tracer:
         def hook(module, args, output):
             if self.enabled:
                 phase = "recompute" if _in_backward(self._torch) else "forward"
-                self._record(prefix, output, phase)
+                self._record(prefix, output, phase, path, module)
         return hook
 
     def _backward_hook(self, module, path):
@@ -489,7 +552,7 @@ class Tracer:
             if self.enabled:
                 g = [v for v in grad_output if v is not None]
                 self._record(prefix, g[0] if len(g) == 1 and len(grad_output) == 1
-                             else grad_output, "backward")
+                             else grad_output, "backward", path, module)
 
         if hasattr(module, "register_full_backward_pre_hook"):
             return module.register_full_backward_pre_hook(lambda m, g_out: record(g_out))

@@ -13,7 +13,10 @@ stats.h) bit for bit: amax as numpy's, the non-finite count, the L2 norm as the 
 in float64 summed as a balanced tree, and (where the xxhash package is installed) XXH3-64 of
 the float32 bytes with NaN as 0x7fc00000. The same arrays traced again are identical for
 'lockstep diff' (exit 0); one value changed at step 2 on rank 1 makes it exit 1 naming step
-2, rank 1 and the tensor. Bad calls raise RuntimeError with the library's message.
+2, rank 1 and the tensor. Bad calls raise RuntimeError with the library's message, or
+ValueError for a number beyond a C int (a rank, world size, phase, microbatch or step that
+ctypes would pass on wrapped) and for a name or path holding NUL (which would end it there).
+A complex array measures as its real and imaginary parts interleaved.
 
 Exit status: 0 passed, 77 skipped (no numpy), 1 failed; each check prints a line. The
 helpers (run, export, expected statistics) serve test_trace_torch.py too.
@@ -260,7 +263,31 @@ def main(argv):
         c.ok(False, "rank 2 of world size 2 refused")
     except RuntimeError as e:
         c.ok("rank 2 of world size 2" in str(e), "rank 2 of world size 2 refused", str(e))
+    # a number beyond a C int, which ctypes would pass on wrapped (2**32 + k as k): refused
+    # as ValueError naming the argument, before the library sees it
+    for what, kw in (("rank 2**32", dict(rank=2**32, world_size=1)),
+                     ("world_size 2**32 + 1", dict(rank=0, world_size=2**32 + 1))):
+        try:
+            lt.Trace(edb, CASE, "bad", lib=lib, **kw).close()
+            c.ok(False, "%s refused" % what)
+        except ValueError as e:
+            c.ok(what.split()[0] in str(e), "%s refused (ValueError)" % what, str(e))
+    # a NUL ends a C string: 'a\0hidden' would be stored as 'a', a case 'x\0y' open 'x'
+    for what, args in (("a case name holding NUL", (edb, CASE + "\0x", "bad")),
+                       ("a run name holding NUL", (edb, CASE, "bad\0x")),
+                       ("a database path holding NUL", (edb + "\0x", CASE, "bad"))):
+        try:
+            lt.Trace(*args, lib=lib).close()
+            c.ok(False, "%s refused" % what)
+        except ValueError as e:
+            c.ok("NUL" in str(e), "%s refused (ValueError)" % what, str(e))
     with lt.Trace(edb, CASE, "bad", lib=lib) as t:
+        try:
+            t.tensor("a\0hidden", np.ones(2))
+            c.ok(False, "a tensor name holding NUL refused")
+        except ValueError as e:
+            c.ok("NUL" in str(e) and "hidden" in str(e), "a tensor name holding NUL refused "
+                 "(ValueError)", str(e))
         for what, args, says in (("an empty name", ("", np.ones(2)), "name"),
                                  ("a name of 256 bytes", ("x" * 256, np.ones(2)), "name"),
                                  ("an unknown phase", ("x", np.ones(2), "sideways"), "phase")):
@@ -269,6 +296,14 @@ def main(argv):
                 c.ok(False, "%s refused" % what)
             except (RuntimeError, ValueError) as e:
                 c.ok(says in str(e), "%s refused" % what, str(e))
+        for what, call in (("micro 2**32 + 3", lambda: t.tensor("x", np.ones(2), micro=2**32 + 3)),
+                           ("phase 2**32", lambda: t.tensor("x", np.ones(2), phase=2**32)),
+                           ("step 2**32 + 7", lambda: t.step(2**32 + 7))):
+            try:
+                call()
+                c.ok(False, "%s refused" % what)
+            except ValueError as e:
+                c.ok(what.split()[0] in str(e), "%s refused (ValueError)" % what, str(e))
         t.tensor("x", np.ones(3, dtype=np.float32))
         pid = os.fork()
         if pid == 0:  # a DataLoader worker, say: the parent's trace is not the child's
@@ -291,6 +326,22 @@ def main(argv):
     except RuntimeError as e:
         c.ok("closed" in str(e), "a closed trace refuses tensors", str(e))
     t.close()  # again: nothing
+
+    # a complex array: its parts interleaved (as torch.view_as_real), complex128's each
+    # converted to float32; a big-endian one as its values
+    z = (np.arange(14) * 0.7 - 3).reshape(7, 2).T.copy().astype(np.complex64)
+    z.imag = np.arange(7) * -1.3
+    kinds = [("c64", z), ("c128", z.astype(np.complex128)), ("c64be", z.astype(">c8"))]
+    with lt.Trace(edb, CASE, "complex", lib=lib) as t:
+        for name, x in kinds:
+            t.tensor(name, x)
+        t.step(0)
+    recs = export(lockstep, edb, "complex")
+    if c.ok(recs is not None and [o["tensor"] for o in recs] == [k for k, _ in kinds],
+            "export of %s/complex" % CASE):
+        parts = np.stack([z.real, z.imag], axis=-1).astype(np.float32)
+        for o in recs:
+            check_stats(c, np, xxhash, o, parts, "%s as its parts interleaved" % o["tensor"])
 
     # finding the library: the path given, else LOCKSTEP_TRACE_LIB
     os.environ["LOCKSTEP_TRACE_LIB"] = lib

@@ -10,8 +10,12 @@ clean and nan, where the loss (printed) only says that step 3's loss is NaN, not
 began. The records are the module outputs, output gradients and parameters after the
 optimizer, and their statistics are those of the tensors, bit for bit (test_trace_py.py's
 definition). Also: bfloat16, float16, float64, integer and strided tensors measure as their
-float32 values; a tuple output is named per element; tracer.micro marks microbatches; a
-forward recomputed by activation checkpointing is phase "recompute". And two processes of a
+float32 values, and so does a tensor with torch's negative bit set (its memory holds the
+negated values); a tuple output is named per element; tracer.micro marks microbatches; a
+forward recomputed by activation checkpointing is phase "recompute"; an output key holding
+NUL is refused, naming the module; a complex tensor measures as its parts interleaved
+(view_as_real), autograd's ZeroTensor as its zeros, and a model whose modules output a
+complex and a meta tensor trains traced, the meta one left out. And two processes of a
 DistributedDataParallel job (gloo) tracing one run, their parameters alike after each step.
 
     python test_trace_torch.py LOCKSTEP_BIN LIB_PATH TMPDIR
@@ -172,13 +176,39 @@ def check_dtypes(c, torch, np, xxhash, lt, lib, lockstep, tmp):
         ("empty.bf16", torch.zeros(0, 3, dtype=torch.bfloat16)),
         ("scalar", torch.tensor(2.5)),
         ("sparse", base.nan_to_num(0, 0, 0).to_sparse()),  # measured as its dense values
+        # torch's negative bit: a contiguous view whose memory holds the negation of its
+        # values (the imaginary part of a conjugate, contiguous with one element; _neg_view),
+        # measured as its values
+        ("neg.conj_imag", torch.complex(base[0, :1], base[1, :1]).conj().imag),
+        ("neg.view", torch._neg_view(base[2])),
+        # complex: the real and imaginary parts interleaved (view_as_real), a conjugate's
+        # imaginary parts negated; complex128's parts converted to float32
+        ("complex", torch.complex(base[0], base[1]).conj()),
+        ("complex128", torch.complex(base[2], base[3]).to(torch.complex128).t()),
+        ("zerotensor", torch._efficientzerotensor(5, 3)),  # autograd's zeros, no memory
     ]
-    f32 = lambda x: (x.to_dense() if x.layout != torch.strided else x).detach().to(  # noqa
-        torch.float32).contiguous()
+
+    def f32(x):
+        """x's values as a plain float32 tensor, each step written out."""
+        x = x.detach()
+        if x.layout != torch.strided:
+            x = x.to_dense()
+        if x._is_zerotensor():
+            x = torch.zeros(x.shape)
+        x = x.resolve_conj().resolve_neg()
+        if x.is_complex():
+            x = torch.view_as_real(x)
+        return x.to(torch.float32).contiguous()
     with lt.Trace(db, CASE, "dtypes", lib=lib) as t:
         for name, x in kinds:
             t.tensor(name, x)
             t.tensor(name + ".as_f32", f32(x))
+        try:  # a shape with no values
+            t.tensor("meta", torch.empty(3, device="meta"))
+            c.ok(False, "a meta tensor refused")
+        except TypeError as e:
+            c.ok("meta" in str(e) and "wraps" not in str(e), "a meta tensor refused, said "
+                 "to be one", str(e))
         t.step(0)
     recs = tp.export(lockstep, db, "dtypes", case=CASE)
     if not c.ok(recs is not None and len(recs) == 2 * len(kinds),
@@ -248,6 +278,94 @@ def check_micro_recompute(c, torch, lt, lib, lockstep, tmp):
         by.setdefault((o["step"], o.get("micro"), o["tensor"]), {})[o["phase"]] = o["hash"]
     same = [h["forward"] == h["recompute"] for k, h in by.items() if "recompute" in h]
     c.ok(len(same) == 12 and all(same), "a recomputed output has its forward's hash")
+
+
+def check_nul_key(c, torch, lt, lib, tmp):
+    """A module whose output dict has a key holding NUL: a tensor name the C library would
+    cut there (spec.output.a and spec.output.a\0hidden both stored as spec.output.a), so
+    trace_module refuses it with ValueError naming the module."""
+    nn = torch.nn
+
+    class Pair(nn.Module):
+        def forward(self, x):
+            return {"a": x, "a\0hidden": -x}
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.pair = Pair()
+
+        def forward(self, x):
+            return self.pair(x)["a"].sum()
+
+    db = fresh(os.path.join(tmp, "trace_torch_nul.db"))
+    tracer = lt.trace_module(Net(), db, case=CASE, run="nul", gradients=False, lib=lib)
+    try:
+        tracer.model(torch.ones(3))
+        c.ok(False, "an output key holding NUL refused")
+    except ValueError as e:
+        c.ok("module 'pair'" in str(e) and "NUL" in str(e), "an output key holding NUL "
+             "refused, naming the module", str(e))
+    tracer.close()
+
+
+def check_complex_meta(c, torch, np, xxhash, lt, lib, lockstep, tmp):
+    """A model that trains untraced trains traced: one whose module outputs a complex tensor
+    (torch.fft.rfft), its output and output gradient measured as view_as_real (the parts
+    interleaved), and one whose module outputs a meta tensor (a shape probe), which has no
+    values and is left out."""
+    nn = torch.nn
+
+    class Spec(nn.Module):
+        def forward(self, x):
+            return torch.fft.rfft(x, dim=-1)
+
+    class Probe(nn.Module):  # the shape of what comes next, without computing it
+        def forward(self, x):
+            return torch.empty(x.shape[:-1] + (1,), device="meta")
+
+    class FNet(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.pre, self.spec, self.probe = nn.Linear(8, 8), Spec(), Probe()
+            self.lin = nn.Linear(5, 1)
+
+        def forward(self, x):  # pre: a gradient flows back through spec
+            assert self.probe(x).shape == (2, 1)
+            return self.lin(self.spec(self.pre(x)).real).sum()
+
+    db = fresh(os.path.join(tmp, "trace_torch_complex.db"))
+    torch.manual_seed(3)
+    net = FNet()
+    x = torch.randn(2, 8)
+    keep = {}
+    net.spec.register_forward_hook(lambda m, a, out: keep.__setitem__("out", out.detach()))
+    opt = torch.optim.SGD(net.parameters(), lr=0.1)
+    tracer = lt.trace_module(net, db, case=CASE, run="complex", lib=lib)
+    try:
+        for step in range(2):
+            opt.zero_grad()
+            net(x).backward()
+            opt.step()
+            tracer.step(step)
+        c.ok(True, "a model with a complex and a meta module output trains traced")
+    except Exception as e:
+        c.ok(False, "a model with a complex and a meta module output trains traced",
+             "%s: %s" % (type(e).__name__, e))
+        return
+    finally:
+        tracer.close()
+    recs = tp.export(lockstep, db, "complex", case=CASE)
+    if not c.ok(recs is not None, "export of %s/complex" % CASE):
+        return
+    names = [(o["phase"], o["tensor"]) for o in recs if o["step"] == 1]
+    c.ok(("forward", "spec.output") in names and ("backward", "spec.grad_output") in names
+         and not any("probe" in n for _, n in names), "the complex output and its gradient "
+         "recorded, the meta one left out", "%r" % names)
+    out = [o for o in recs if o["step"] == 1 and o["tensor"] == "spec.output"]
+    if out:
+        tp.check_stats(c, np, xxhash, out[0], torch.view_as_real(keep["out"]).numpy(),
+                       "spec.output (complex) as view_as_real")
 
 
 def _fully_shard(torch):
@@ -449,6 +567,8 @@ def main(argv):
     check_mlp(c, torch, np, xxhash, lt, lib, lockstep, tmp)
     check_dtypes(c, torch, np, xxhash, lt, lib, lockstep, tmp)
     check_micro_recompute(c, torch, lt, lib, lockstep, tmp)
+    check_nul_key(c, torch, lt, lib, tmp)
+    check_complex_meta(c, torch, np, xxhash, lt, lib, lockstep, tmp)
     check_ddp(c, torch, lib, lockstep, tmp)
     return c.finish()
 
