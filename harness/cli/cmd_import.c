@@ -50,11 +50,14 @@ static const char lks_import_help[] =
 	"folder), or, where it holds neither, its folders with event files below them, in the\n"
 	"order they started (Hugging Face's output folder: runs/<launch>/, a folder per\n"
 	"launch; two such folders that one process wrote, such as train/ and val/, or whose\n"
-	"events overlap in time, are refused: import each as a run). Folders beside a\n"
+	"events overlap in time, are refused: import each as a run). Event files of one\n"
+	"folder whose events overlap in time (every rank writing to one log_dir) are refused\n"
+	"alike; a file whose times cannot be read refuses its folder. Folders beside a\n"
 	"folder's own event files are add_scalars' series (a folder TAG_KEY, or TAG/KEY from\n"
 	"tensorboardX, per key): each file there is read with the file its writer's launch\n"
 	"wrote last before it (host, and pid where named, in the names), its tag as TAG/KEY;\n"
-	"one of no such file is not read, and the import says so. Each rank's files are a\n"
+	"one of no such file is not read, and the import says so, as it does of add_hparams'\n"
+	"folder (log_dir/<time>/: its hyperparameters, not read). Each rank's files are a\n"
 	"stream of their own: a later file that logs a rank's step again restarts that rank.\n"
 	"A tag written twice at a step with the same value is one value.\n"
 	"\n"
@@ -285,7 +288,7 @@ int cmd_import(int argc, char **argv)
 	lks_import_result res;
 	lks_store *store = NULL;
 	int nfiles = 0, created, rc;
-	char buf[1024];
+	char buf[2048];  /* the unread note: two sentences, two paths */
 	const char *note;
 
 	int reference = 0;

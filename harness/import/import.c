@@ -633,8 +633,7 @@ int lks_import_files(lks_store *store, const lks_import_opts *o, const char *con
 		res->counts.restarts = r.restarts;
 		res->world_size = r.nranks;
 		res->parts = r.parts ? r.parts : 1;
-		res->unread = r.unread;
-		memcpy(res->unread_first, r.unread_first, sizeof(res->unread_first));
+		lks_import_unread_take(res, &r);
 	}
 	lks_import_ranks_free(r.ranks, r.nranks);
 	lks_import_names_free(&r.names);

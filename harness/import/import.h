@@ -396,10 +396,14 @@ typedef struct lks_import_result {
 	                             (add_scalars' series) that no launch of the run's own event
 	                             files wrote (import_folder.c), not read */
 	char unread_first[512];   /* the first of them by name */
+	int hparams;              /* tensorboard: event files of folders within a run's folder
+	                             that add_hparams wrote (its "_hparams_/" summaries and its
+	                             metric_dict's scalars at one step), not read */
+	char hparams_first[512];  /* the first of them by name */
 } lks_import_result;
 
 /* What an import left unread, as a sentence for its user (buf, n bytes), or NULL where it
-   left nothing (res->unread 0). */
+   left nothing (res->unread and res->hparams 0). */
 const char *lks_import_unread_note(const lks_import_result *res, char *buf, size_t n);
 
 /* Parses the files in order as one run and stores it (store NULL: checks only, for the

@@ -48,7 +48,16 @@
  * lks_import_tensorboard_series): so a restart takes the series back with the run. A
  * series file of no launch in the run's folder (a name of no host and pid, or of none
  * there) is counted and the first named (lks_import_result.unread), so that the import
- * says what it did not read; its folder can be imported as a run of its own.
+ * says what it did not read; its folder can be imported as a run of its own. add_hparams
+ * writes into such a folder too (log_dir/<str(time.time())>/: lks_tb_hparams, cited in
+ * import_tb_peek.c): its hyperparameters and metric_dict's scalars at one step, no series
+ * of the run, whose step 0 would be a record of names with the folder's time in them, and
+ * in a resumed run would take the run back to step 0; counted apart (.hparams), not read.
+ *
+ * The event files of one folder are launches one after another; two whose events overlap
+ * in time (every rank of a torchrun given one log_dir) are refused (lks_files_overlap).
+ * Each file's first and last wall times are read (import_tb_peek.c); one not known
+ * refuses the folder rather than pass it unchecked.
  */
 #include <dirent.h>
 #include <stdlib.h>
@@ -295,13 +304,15 @@ struct lks_sub {
 };
 
 /* The earliest first and latest last wall time (lks_tb_wall_span) of the event files in
-   path or below it, up to depth folders down, into *lo and *hi: 0, or -1 where a file's
-   are not known (then no time is said of the folder). */
+   path or below it, up to depth folders down, into *lo and *hi (-1 where none says a
+   time: an empty file has no event to overlap). 0, or LKS_E_BAD_INPUT where a file's
+   time is not known, naming it: a folder of unknown time could hide two runs written at
+   once, so it is refused, not taken for a restart. */
 static int lks_events_span(const char *path, int depth, double *lo, double *hi)
 {
 	DIR *dir = opendir(path);
 	struct dirent *d;
-	int rc = dir ? 0 : -1;
+	int rc = dir ? 0 : (lks_err("cannot read the folder '%s'", path), LKS_E_BAD_INPUT);
 
 	while (!rc && (d = readdir(dir))) {
 		char *full;
@@ -310,12 +321,13 @@ static int lks_events_span(const char *path, int depth, double *lo, double *hi)
 		if (!strcmp(d->d_name, ".") || !strcmp(d->d_name, ".."))
 			continue;
 		if (!(full = lks_import_path_in(path, d->d_name))) {
-			rc = -1;
+			rc = lks_err("out of memory");
 		} else if (lks_events_file(d)) {
 			if (!(rc = lks_tb_wall_span(full, &a, &b))) {
 				*lo = *lo < 0 || a < *lo ? a : *lo;
 				*hi = b > *hi ? b : *hi;
 			}
+			rc = rc == 1 ? 0 : rc;  /* a file of no time */
 		} else if (depth > 0 && lks_is_folder(full, d)) {
 			rc = lks_events_span(full, depth - 1, lo, hi);
 		}
@@ -326,33 +338,44 @@ static int lks_events_span(const char *path, int depth, double *lo, double *hi)
 	return rc;
 }
 
-/* The moment t (seconds since the epoch) as text, UTC, in buf */
+/* The moment t (seconds since the epoch) as text, UTC, to the millisecond (writers at
+   once may overlap by less than a second), in buf (40 bytes) */
 static const char *lks_utc(double t, char *buf, size_t n)
 {
 	time_t s = (time_t)t;
 	struct tm tm;
+	char day[32];
 
-	if (!gmtime_r(&s, &tm) || !strftime(buf, n, "%Y-%m-%d %H:%M:%S UTC", &tm))
-		snprintf(buf, n, "%.0f s", t);
+	if (!gmtime_r(&s, &tm) || !strftime(day, sizeof(day), "%Y-%m-%d %H:%M:%S", &tm))
+		snprintf(buf, n, "%.3f s", t);
+	else
+		snprintf(buf, n, "%s.%03d UTC", day, (int)((t - (double)s) * 1000));
 	return buf;
 }
 
-/* Two folders above runs, b begun after a: a launch and its restart, b's first event after
-   a's last, for a restart is a new job after the old one died. b's first event a second or
-   more before a's last (more than the clocks of two nodes differ) is two runs written at
-   once: a training's train/ and val/ writers (tensorboardX's names, which hold no pid, say
-   no more), or two jobs into one folder. Read in turn, b would take the run back as a
-   restart and drop a's steps from there: bad input that says so. */
-static int lks_sub_overlap(const struct lks_sub *a, const struct lks_sub *b)
+/* Two folders above runs, or two event files of one folder, b begun after a (a: named
+   a, its last event at a_hi; b: named b, its first at b_lo): a launch and its restart, b's
+   first event after a's last, for a restart is a new job after the old one died. b's first
+   event before a's last is two runs written at once: a training's train/ and val/ writers
+   (tensorboardX's names, which hold no pid, say no more), every rank of a torchrun writing
+   to one log_dir, or two jobs into one folder. Read in turn, b would take the run back as
+   a restart and drop a's steps from there: bad input that says so.
+   No tolerance: the one that was a second (for the clocks of two nodes) let runs that
+   overlapped by half a second through, one of them dropped. A restart's first event comes
+   after its process started, imported torch and made its writer, seconds after the job
+   before it died, so a restart on another node is refused only where their clocks differ
+   by more than that (NTP keeps them within milliseconds); on one node the clock is one.
+   A refusal says so, where a tolerance would drop steps unsaid. */
+static int lks_sub_overlap(const char *a, double a_hi, const char *b, double b_lo)
 {
 	char ta[40], tb[40];
 
-	if (a->wall_hi < 0 || b->wall_lo < 0 || b->wall_lo > a->wall_hi - 1.0)
+	if (a_hi < 0 || b_lo < 0 || b_lo >= a_hi)
 		return 0;
 	return lks_err("'%s' began (its first event at %s) before '%s' ended (its last at %s): "
 	               "two runs written at once, no launch and its restart: import each as a "
-	               "run of its own", b->name, lks_utc(b->wall_lo, tb, sizeof(tb)), a->name,
-	               lks_utc(a->wall_hi, ta, sizeof(ta))), LKS_E_BAD_INPUT;
+	               "run of its own", b, lks_utc(b_lo, tb, sizeof(tb)), a,
+	               lks_utc(a_hi, ta, sizeof(ta))), LKS_E_BAD_INPUT;
 }
 
 /* Two folders above runs of one process, the later's writer begun after the earlier's
@@ -408,9 +431,8 @@ static int lks_import_subfolders(struct lks_import_run *r, const lks_import_form
 			if (t != -2) {
 				sub[m].start = t;
 				sub[m].wall_lo = sub[m].wall_hi = -1;
-				if (lks_events_span(full, LKS_EVENTS_DEPTH - 1, &sub[m].wall_lo,
-				                    &sub[m].wall_hi))
-					sub[m].wall_lo = sub[m].wall_hi = -1;
+				rc = lks_events_span(full, LKS_EVENTS_DEPTH - 1, &sub[m].wall_lo,
+				                     &sub[m].wall_hi);
 				sub[m++].name = full;
 				full = NULL;
 			}
@@ -424,15 +446,54 @@ static int lks_import_subfolders(struct lks_import_run *r, const lks_import_form
 		              "folder with event files below it", path), LKS_E_BAD_INPUT);
 	if (!rc)
 		qsort(sub, (size_t)m, sizeof(*sub), lks_sub_order);
-	for (int i = 1; i < m && !rc; i++)
+	/* each against the one before it, and against the one before it that ended last (of a
+	   folder of no time between them, or names out of the order of their starts) */
+	for (int i = 1, last = 0; i < m && !rc; i++) {
 		if (!(rc = lks_sub_same_launch(&sub[i - 1], &sub[i])))
-			rc = lks_sub_overlap(&sub[i - 1], &sub[i]);
+			rc = lks_sub_overlap(sub[last].name, sub[last].wall_hi, sub[i].name,
+			                     sub[i].wall_lo);
+		last = sub[i].wall_hi > sub[last].wall_hi ? i : last;
+	}
 	for (int i = 0; i < m; i++) {
 		if (!rc)
 			rc = lks_import_folder(r, fmt, sub[i].name, c);
 		free(sub[i].name);
 	}
 	free(sub);
+	return rc;
+}
+
+/* The event files of one folder (path, list[0..n) in name order: the order their writers
+   began), each a launch of its own: a later one a restart where it logs a step again. Two
+   whose events overlap in time (lks_sub_overlap) are two writers at once (every rank of a
+   torchrun given one log_dir; files that differ by pid alone), not a launch and its
+   restart: refused, naming both. Each is compared with the one before it that ended last.
+   Two files of one process one after the other are not refused here, as two folders of
+   one are (lks_sub_same_launch): Lightning's fit() and then test() write two files into
+   its version_N/ so, the test's metrics at the step fit() ended on. 0, LKS_E_BAD_INPUT. */
+static int lks_files_overlap(const char *path, struct dirent **list, int n)
+{
+	char *last = NULL;   /* the file that ended last so far, at last_hi */
+	double last_hi = -1, lo, hi;
+	int rc = 0;
+
+	for (int i = 0; i < n && !rc; i++) {
+		char *full = lks_import_path_in(path, list[i]->d_name);
+
+		if (!full)
+			rc = lks_err("out of memory");
+		else if ((rc = lks_tb_wall_span(full, &lo, &hi)) == 0 && last)
+			rc = lks_sub_overlap(last, last_hi, full, lo);
+		if (rc == 0 && hi > last_hi) {
+			free(last);
+			last = full;
+			last_hi = hi;
+			full = NULL;
+		}
+		rc = rc == 1 ? 0 : rc;  /* a file of no time: nothing to compare */
+		free(full);
+	}
+	free(last);
 	return rc;
 }
 
@@ -472,6 +533,13 @@ static int lks_series_put(struct lks_series_of *of, int at, char *path, char *fo
 	return 0;
 }
 
+/* A file not read (path) counted into *count, first (512 bytes) the first by name */
+static void lks_unread_put(int *count, char *first, const char *path)
+{
+	if ((*count)++ == 0 || strcmp(path, first) < 0)
+		snprintf(first, 512, "%s", path);
+}
+
 /* The folders within the run's folder (root, its event files list[0..n)) that hold event
    files themselves, up to LKS_EVENTS_DEPTH down: add_scalars' series (torch writes
    TAG_KEY/, tensorboardX TAG/KEY/), from rel (the path below root, "" for root itself).
@@ -497,16 +565,18 @@ static int lks_series_find(struct lks_import_run *r, const char *root, const cha
 		        || !(below = *rel ? lks_import_path_in(rel, name) : strdup(name))))
 			rc = lks_err("out of memory");
 		if (!rc && full && *rel && events && !lks_is_folder(full, sub[i])) {
-			int at = lks_series_launch(list, n, name);
+			int at = lks_tb_hparams(full) ? -2 : lks_series_launch(list, n, name);
 
-			if (at >= 0) {
+			if (at == -2) {  /* add_hparams' folder (lks_tb_hparams): no series */
+				lks_unread_put(&r->hparams, r->hparams_first, full);
+			} else if (at >= 0) {
 				char *folder = strdup(rel);
 
 				rc = folder ? lks_series_put(of, at, full, folder)
 				   : lks_err("out of memory");
 				full = folder ? NULL : full;
-			} else if (r->unread++ == 0 || strcmp(full, r->unread_first) < 0) {
-				snprintf(r->unread_first, sizeof(r->unread_first), "%s", full);
+			} else {
+				lks_unread_put(&r->unread, r->unread_first, full);
 			}
 		} else if (!rc && full && depth > 0 && lks_is_folder(full, sub[i])) {
 			rc = lks_series_find(r, root, below, depth - 1, list, n, of);
@@ -540,7 +610,9 @@ int lks_import_folder(struct lks_import_run *r, const lks_import_format *fmt,
 		free(list);
 		return lks_import_subfolders(r, fmt, path, c);
 	}
-	if (!folders && !(of = calloc((size_t)n, sizeof(*of))))
+	if (!folders && n > 1)
+		rc = lks_files_overlap(path, list, n);
+	if (!rc && !folders && !(of = calloc((size_t)n, sizeof(*of))))
 		rc = lks_err("out of memory");
 	if (!rc && of)
 		rc = lks_series_find(r, path, "", LKS_EVENTS_DEPTH, list, n, of);
@@ -562,15 +634,34 @@ int lks_import_folder(struct lks_import_run *r, const lks_import_format *fmt,
 	return rc;
 }
 
+/* import_run_impl.h */
+void lks_import_unread_take(lks_import_result *res, const struct lks_import_run *r)
+{
+	res->unread = r->unread;
+	memcpy(res->unread_first, r->unread_first, sizeof(res->unread_first));
+	res->hparams = r->hparams;
+	memcpy(res->hparams_first, r->hparams_first, sizeof(res->hparams_first));
+}
+
 /* import.h */
 const char *lks_import_unread_note(const lks_import_result *res, char *buf, size_t n)
 {
-	if (!res->unread)
+	size_t k = 0;
+
+	if (!res->unread && !res->hparams)
 		return NULL;
-	snprintf(buf, n, "not read: %d event file%s of add_scalars series, such as '%s': "
-	         "no event file of the run's folder is of its writer's launch (as the names say: "
-	         "the same host, and process where they name one, started before it); import "
-	         "each such folder as a run of its own, with --tag-map to name its tag",
-	         res->unread, res->unread == 1 ? "" : "s", res->unread_first);
+	*buf = 0;
+	if (res->unread)
+		k = (size_t)snprintf(buf, n, "not read: %d event file%s of add_scalars series, such "
+		                     "as '%s': no event file of the run's folder is of its writer's "
+		                     "launch (as the names say: the same host, and process where "
+		                     "they name one, started before it); import each such folder as "
+		                     "a run of its own, with --tag-map to name its tag", res->unread,
+		                     res->unread == 1 ? "" : "s", res->unread_first);
+	if (res->hparams && k < n)
+		snprintf(buf + k, n - k, "%snot read: %d event file%s of add_hparams, such as '%s': "
+		         "its hyperparameters and metric_dict's values, at a step of their own, are "
+		         "no steps of the run", k ? "; " : "", res->hparams,
+		         res->hparams == 1 ? "" : "s", res->hparams_first);
 	return buf;
 }

@@ -205,11 +205,21 @@ static inline void lks_tb_rec_start(lks_import_rec *rec, int step, long line)
 	rec->layout = 0;
 }
 
-/* The wall times of the event file at path (import_tensorboard.c): its first record's and
-   its last record's (each found within 64 KiB of its end of the file), in seconds. 0, or
-   -1 where either is not known (no wall time written, a record larger, a damaged end, not
-   an event file). */
+/* The length of the data of the TFRecord whose 12-byte header is h, where the header's
+   CRC checks and the length is no more than an event's most; else -1 (import_tensorboard.c) */
+int64_t lks_tb_head_len(const uint8_t *h);
+/* The length of the data of the record at w[p] where it ends within w[0..n) and both its
+   CRCs check, else -1 (the header's CRC first: most places that are no record fail it) */
+int64_t lks_tb_record_len(const uint8_t *w, size_t n, size_t p);
+/* The wall times of the event file at path (import_tb_peek.c): its first record's and its
+   last record's, in seconds. 0; 1 where the file says no time (it is empty, or its writer
+   wrote none: then *first and *last are -1); LKS_E_BAD_INPUT where it has records and a
+   time is not known (a damaged record, no record ending where the file does, no Event) or
+   it cannot be read, the message naming the file; -1 (out of memory). */
 int lks_tb_wall_span(const char *path, double *first, double *last);
+/* Whether the event file at path is a record of add_hparams (import_tb_peek.c): 1 where one
+   of its first records holds a summary tagged "_hparams_/...", else 0 */
+int lks_tb_hparams(const char *path);
 /* "dir/name", malloc'd (free it): a file or folder of a folder given; NULL out of memory */
 static inline char *lks_import_path_in(const char *dir, const char *name)
 {

@@ -85,6 +85,8 @@ struct lks_import_run {
 	struct lks_import_names names;
 	int unread;               /* lks_import_result's */
 	char unread_first[512];
+	int hparams;              /* lks_import_result's */
+	char hparams_first[512];
 };
 
 /* The sink the parsers see: a repeated record is counted, not an error. */
@@ -139,6 +141,9 @@ int lks_import_file_series(struct lks_import_run *r, const lks_import_format *fm
    lks_import_file. A folder of neither, or not read, is LKS_E_BAD_INPUT. */
 int lks_import_folder(struct lks_import_run *r, const lks_import_format *fmt,
                       const char *path, lks_import_counts *c);
+/* What r left unread (its series and add_hparams files of no launch) into res
+   (import_folder.c) */
+void lks_import_unread_take(lks_import_result *res, const struct lks_import_run *r);
 /* The rank of every record of the file path of fmt: for tensorboard, N where the path names
    the file's folder "rank_N" or "rankN" (torchtitan's folder per rank); else -1, the
    records' own. */

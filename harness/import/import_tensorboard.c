@@ -584,14 +584,22 @@ static int64_t lks_tb_step_of(const uint8_t *data, size_t len)
 	return step;
 }
 
-/* The length of the data of the record at w[p] where it ends within w[0..n) and both its
-   CRCs check, else -1 (the header's CRC first: most places that are no record fail it). */
-static int64_t lks_tb_record_len(const uint8_t *w, size_t n, size_t p)
+/* import_impl.h */
+int64_t lks_tb_head_len(const uint8_t *h)
 {
-	uint64_t len;
+	uint64_t len = lks_le(h, 8);
 
-	if (p + 16 > n || (uint32_t)lks_le(w + p + 8, 4) != lks_tfrecord_crc(w + p, 8)
-	    || (len = lks_le(w + p, 8)) > n - p - 16
+	if ((uint32_t)lks_le(h + 8, 4) != lks_tfrecord_crc(h, 8) || len > LKS_TB_RECORD_MAX)
+		return -1;
+	return (int64_t)len;
+}
+
+/* import_impl.h */
+int64_t lks_tb_record_len(const uint8_t *w, size_t n, size_t p)
+{
+	int64_t len;
+
+	if (p + 16 > n || (len = lks_tb_head_len(w + p)) < 0 || (uint64_t)len > n - p - 16
 	    || (uint32_t)lks_le(w + p + 12 + len, 4) != lks_tfrecord_crc(w + p + 12, len))
 		return -1;
 	return (int64_t)len;
@@ -637,55 +645,6 @@ static off_t lks_tb_cut(int fd, off_t at, off_t size)
 	}
 	free(w);
 	return cut;
-}
-
-/* The wall time of the Event data[0..len): its seconds, or -1 where it has none (0, not
-   written) or is no Event. */
-static double lks_tb_wall_of(const uint8_t *data, size_t len)
-{
-	LksTb__Event *e = lks_tb__event__unpack(NULL, len, data);
-	double wall = e && e->wall_time > 0 ? e->wall_time : -1;
-
-	if (e)
-		lks_tb__event__free_unpacked(e, NULL);
-	return wall;
-}
-
-/* The bytes read at each end of a file for its wall times: a scalar's record is under 100
-   bytes; a first or last record larger (an image, a graph) leaves the time unknown. */
-#define LKS_TB_SPAN ((size_t)64 << 10)
-
-/* import_impl.h */
-int lks_tb_wall_span(const char *path, double *first, double *last)
-{
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	struct stat st;
-	uint8_t *w = NULL;
-	size_t n = 0;
-	int64_t len;
-	int rc = -1;
-
-	*first = *last = -1;
-	if (fd < 0 || fstat(fd, &st) || st.st_size < 16)
-		goto out;
-	n = st.st_size < (off_t)LKS_TB_SPAN ? (size_t)st.st_size : LKS_TB_SPAN;
-	if (!(w = malloc(n)))
-		goto out;
-	/* the first record: from byte 0 */
-	if (pread(fd, w, n, 0) == (ssize_t)n && (len = lks_tb_record_len(w, n, 0)) >= 0)
-		*first = lks_tb_wall_of(w + 12, (size_t)len);
-	/* the last record: the one within the file's last bytes whose CRCs check and whose end
-	   is the file's (a false one passes two CRC32Cs, 1 in 2^64) */
-	if (pread(fd, w, n, st.st_size - (off_t)n) == (ssize_t)n)
-		for (size_t p = 0; p + 16 <= n && *last < 0; p++)
-			if (lks_le(w + p, 8) == n - p - 16 && (len = lks_tb_record_len(w, n, p)) >= 0)
-				*last = lks_tb_wall_of(w + p + 12, (size_t)len);
-	rc = *first >= 0 && *last >= 0 ? 0 : -1;
-out:
-	free(w);
-	if (fd >= 0)
-		close(fd);
-	return rc;
 }
 
 const lks_import_format lks_import_tensorboard_format = {

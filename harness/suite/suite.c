@@ -354,7 +354,7 @@ static int lks_suite_import(const lks_case *c, const lks_run_cfg *r, lks_store *
 	                      NULL };
 	lks_import_tag_map *map = NULL;
 	lks_import_result res;
-	char path[1024], dir[1024], note[1024];
+	char path[1024], dir[1024], note[2048];
 	const char *paths[1] = { path }, *slash = strrchr(c->path, '/');
 	int rc;
 

@@ -12,11 +12,13 @@
 #include <criterion/criterion.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "harness/import/import.h"
 
-/* A scalar event: its step, its tag and its float32. */
+/* A scalar event: its step, its tag and its float32 (a tag "_hparams_/..." written alone,
+   no value: add_hparams' summaries hold metadata, no scalar). */
 struct tb_scalar {
 	int step;
 	const char *tag;
@@ -71,10 +73,12 @@ static inline void tb_write_at(const char *path, const struct tb_scalar *s, cons
 		vn += tb_varint(value + vn, tl);
 		memcpy(value + vn, s[i].tag, tl);
 		vn += tl;
-		value[vn++] = 0x15;  /* simple_value, field 2, 32 bits */
-		memcpy(&bits, &s[i].value, 4);
-		tb_le(value + vn, bits, 4);
-		vn += 4;
+		if (strncmp(s[i].tag, "_hparams_/", 10)) {
+			value[vn++] = 0x15;  /* simple_value, field 2, 32 bits */
+			memcpy(&bits, &s[i].value, 4);
+			tb_le(value + vn, bits, 4);
+			vn += 4;
+		}
 		summary[sn++] = 0x0a;  /* value, field 1 */
 		sn += tb_varint(summary + sn, vn);
 		memcpy(summary + sn, value, vn);
@@ -96,6 +100,34 @@ static inline void tb_write_at(const char *path, const struct tb_scalar *s, cons
 		tb_put_record(f, event, en);
 	}
 	cr_assert_eq(fclose(f), 0);
+}
+
+/* An Event of no summary whose file_version (field 3) is n bytes, at wall time wall (< 0:
+   none written), written to path (mode "wb") or after what it holds ("ab"): a record
+   bigger than the reader's chunk, or than what is read at a file's end for its last wall
+   time (an add_image's); the import counts it as ignored. */
+static inline void tb_write_big(const char *path, const char *mode, double wall, size_t n)
+{
+	FILE *f = fopen(path, mode);
+	uint8_t *ev = malloc(n + 32);
+	size_t en = 0;
+
+	cr_assert(f && ev);
+	if (wall >= 0) {
+		uint64_t w;
+
+		memcpy(&w, &wall, 8);
+		ev[en++] = 0x09;  /* wall_time, field 1, 64 bits */
+		tb_le(ev + en, w, 8);
+		en += 8;
+	}
+	ev[en++] = 0x1a;  /* file_version, field 3 */
+	en += tb_varint(ev + en, n);
+	memset(ev + en, 'v', n);
+	en += n;
+	tb_put_record(f, ev, en);
+	cr_assert_eq(fclose(f), 0);
+	free(ev);
 }
 
 static inline void tb_write(const char *path, const struct tb_scalar *s, int n)

@@ -11,7 +11,9 @@
  * console reads as the same run's TensorBoard events (Lightning's TensorBoardLogger) to the
  * 4 significant digits it prints. And torch's SummaryWriter's other ways of writing a scalar
  * (data/tb_torch_variants/, make_tb_variants.py): float32 and float64 tensors, and
- * add_scalars' folder a series, which the import leaves and says it left.
+ * add_scalars' folder a series, which the import leaves and says it left. And
+ * add_hparams' folder, no series (data/tb_hparams/), and two ranks writing to one folder at
+ * once, refused (data/tb_ranks_one_dir/).
  */
 #include <criterion/criterion.h>
 #include <criterion/parameterized.h>
@@ -478,6 +480,59 @@ Test(import_real, the_console_under_torchrun_reads_every_step_at_its_place)
 		              s, cl.v[s], sl.v[s]);
 		cr_assert_eq(ce.v[s], se.v[s], "step %d: the epoch (s / 8) places the line", s);
 	}
+	lks_store_close(st);
+	rm_tmp();
+}
+
+/* torch's and tensorboardX's add_hparams (data/tb_hparams/, make_hparams.py): its folder
+   log_dir/<time.time()>/ is no add_scalars series: the run is its three steps of
+   train/loss alone, no record at step 0 of hparam names with the folder's time in them,
+   and the import names the folder's file as not read. */
+ParameterizedTestParameters(import_real, add_hparams_is_no_series)
+{
+	static int k[] = { 0, 1 };  /* the index of the writer (a pointer would not cross) */
+
+	return cr_make_param_array(int, k, 2);
+}
+
+ParameterizedTest(int *k, import_real, add_hparams_is_no_series)
+{
+	static const char *writer[] = { "torch", "tensorboardX" };
+	lks_store *st = fresh_store();
+	char dir[512], note[2048];
+	const char *one[] = { dir };
+	lks_import_result r;
+	struct series all;
+
+	snprintf(dir, sizeof(dir), "%s/tb_hparams/%s", LKS_IMPORT_DIR, writer[*k]);
+	cr_assert_eq(import_as(st, "tensorboard", writer[*k], one, 1, &r), 0, "%s", lks_errmsg());
+	cr_assert_eq(r.hparams, 1);
+	cr_assert_eq(r.unread, 0, "%s", r.unread_first);
+	cr_assert_eq(r.counts.restarts, 0);
+	all = series_of(st, r.run_id, NULL);
+	cr_assert_eq(all.n, 3, "train/loss at steps 1 to 3, nothing else");
+	cr_assert(isnan(all.v[0]), "no step 0");
+	cr_assert_eq(all.v[2], 0.5);
+	cr_assert(strstr(lks_import_unread_note(&r, note, sizeof(note)), "event file of "
+	                 "add_hparams"), "%s", note);
+	lks_store_close(st);
+	rm_tmp();
+}
+
+/* Two torch processes, as torchrun's ranks, writing to one log_dir at once
+   (data/tb_ranks_one_dir/, make_ranks_one_dir.py): their files differ by pid alone and
+   their events overlap in time, so the folder is refused, naming both, not read as a launch
+   and its restart that drops the first's values. */
+Test(import_real, ranks_writing_to_one_folder_are_refused)
+{
+	lks_store *st = fresh_store();
+	const char *dir[] = { LKS_IMPORT_DIR "/tb_ranks_one_dir/shared" };
+	lks_import_result r;
+
+	cr_assert_eq(import_as(st, "tensorboard", "ranks", dir, 1, &r), LKS_E_BAD_INPUT);
+	cr_assert(strstr(lks_errmsg(), "/shared/events.out.tfevents.1795978997.vm.24435.0' began")
+	          && strstr(lks_errmsg(), "/shared/events.out.tfevents.1795978996.vm.24434.0' ended")
+	          && strstr(lks_errmsg(), "two runs written at once"), "%s", lks_errmsg());
 	lks_store_close(st);
 	rm_tmp();
 }

@@ -879,9 +879,9 @@ Test(import_tagmap, runs_written_at_once_are_not_a_restart)
 	            b, meanwhile, 2);
 	cr_assert_eq(import_as(s, "tensorboard", one, 1, "at_once", NULL, NULL, &res),
 	             LKS_E_BAD_INPUT);
-	cr_assert(strstr(lks_errmsg(), "/exp/val' began (its first event at 2026-01-05 08:01:01 "
+	cr_assert(strstr(lks_errmsg(), "/exp/val' began (its first event at 2026-01-05 08:01:01.000 "
 	                 "UTC) before '") && strstr(lks_errmsg(), "/exp/train' ended (its last at "
-	                 "2026-01-05 08:02:00 UTC): two runs written at once"), "%s", lks_errmsg());
+	                 "2026-01-05 08:02:00.500 UTC): two runs written at once"), "%s", lks_errmsg());
 	lks_store_close(s);
 	drop_root();
 }
