@@ -47,9 +47,10 @@ static const char lks_golden_usage[] =
 	"Runs that are not the case's runs as its file now declares them are passed over:\n"
 	"made with --steps, --set, --resume-from or a LOCKSTEP_INJECT fault, or before the case\n"
 	"file was edited. An incomplete run is refused, and so is one that 'lockstep prune'\n"
-	"took stat rows of (or is taking), a tensor trace, and a run whose case plants a fault\n"
-	"(a golden is what a clean run computes). Nothing is written unless every run asked for\n"
-	"has a whole stored run to write.\n"
+	"took stat rows of (or is taking), a tensor trace, and a run its case plants a fault in\n"
+	"(a golden is what a clean run computes: a fault case's clean runs are written, with\n"
+	"--run NAME where the default would take the faulty one). Nothing is written unless\n"
+	"every run asked for has a whole stored run to write.\n"
 	"\n"
 	"options:\n";
 

@@ -35,7 +35,7 @@ static const char lks_run_tail[] =
 	"\n"
 	"example:\n"
 	"  lockstep run cases/ --db nightly.db\n"
-	"  lockstep run cases/ac_neutral.ini --steps 5 --set model.layers=1\n"
+	"  lockstep run cases/rowwise_checkpoint.ini --steps 5 --set model.layers=1\n"
 	"  mpirun -np 2 lockstep run cases/    (or srun -n 2 ...)\n"
 	"\n"
 	"processes: started by mpirun or srun (recognised from the environment), lockstep runs\n"
@@ -161,7 +161,8 @@ static int lks_run_parse(int argc, char **argv, struct lks_run_args *a)
 		               "the default) or only say so (warn)"),
 		LKS_OPT_INT("--keep-state", "N", &a->s.state_every, 1, 1 << 30,
 		            "keep each run's training state (parameters, optimizer state, amax\n"
-		            "histories) after every N-th step, to resume from"),
+		            "histories) after every N-th step (steps N - 1, 2N - 1, ... counted\n"
+		            "from 0), to resume from"),
 		LKS_OPT_CALL("--resume-from", "RUN@STEP", lks_run_resume_opt,
 		             "train the one run selected (--run NAME) from the state stored run\n"
 		             "RUN (its id in the database) kept after STEP: the steps after it\n"

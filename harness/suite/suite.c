@@ -635,7 +635,7 @@ int lks_suite_run(const lks_suite_opts *a, const lks_suite_observer *obs, lks_ch
 	int ncases = 0, rc;
 
 	memset(t, 0, sizeof(*t));
-	s.copts = (lks_check_opts){ .golden_dir = lks_golden_dir(a->golden) };
+	s.copts = (lks_check_opts){ .golden_dir = lks_golden_dir(a->golden), .db = a->db };
 	if ((rc = lks_job_start(a->timeout, &s.job)) != 0
 	    || (rc = lks_suite_begin(&s, &cases, &ncases)) != 0)
 		goto out;

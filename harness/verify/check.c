@@ -360,16 +360,19 @@ static int lks_check_resume(struct lks_check_ctx *x)
 
 /* "lockstep golden update CASE --run RUN [--golden DIR]": how a missing golden is made,
    each word quoted for the shell. */
-static void lks_golden_howto(const lks_stored_run *run, const char *dir, char *buf, size_t n)
+static void lks_golden_howto(const lks_stored_run *run, const char *dir, const char *db,
+                             char *buf, size_t n)
 {
 	int other_dir = strcmp(dir, "golden") != 0;
-	char qcase[224], qrun[72], qdir[128];  /* the command fits in howto below */
+	int other_db = db && strcmp(db, "lockstep.db") != 0;  /* else it read lockstep.db */
+	char qcase[224], qrun[72], qdir[128], qdb[128];  /* the command fits in howto below */
 
-	snprintf(buf, n, "lockstep golden update %s --run %s%s%s",
+	snprintf(buf, n, "lockstep golden update %s --run %s%s%s%s%s",
 	         lks_shell_quote(run->case_path && *run->case_path ? run->case_path : run->case_name,
 	                         qcase, sizeof(qcase)),
 	         lks_shell_quote(run->run_name, qrun, sizeof(qrun)), other_dir ? " --golden " : "",
-	         other_dir ? lks_shell_quote(dir, qdir, sizeof(qdir)) : "");
+	         other_dir ? lks_shell_quote(dir, qdir, sizeof(qdir)) : "", other_db ? " --db " : "",
+	         other_db ? lks_shell_quote(db, qdb, sizeof(qdb)) : "");
 }
 
 /* A golden check that compared nothing: a failure whatever the case expects; bad, a
@@ -408,7 +411,7 @@ static int lks_check_golden(struct lks_check_ctx *x)
 		         "imported runs; not counted as a failure", x->k->a);
 		goto out;
 	}
-	lks_golden_howto(&run, dir, howto, sizeof(howto));
+	lks_golden_howto(&run, dir, x->o ? x->o->db : NULL, howto, sizeof(howto));
 	if (lks_golden_class_of(&run, cls, sizeof(cls))) {  /* nothing to compare with */
 		lks_golden_fail(res, 0, "%s", lks_errmsg());
 		goto out;

@@ -103,6 +103,8 @@ typedef struct lks_check_tally {
 typedef struct lks_check_opts {
 	const char *golden_dir;   /* where golden files are (golden.h, lks_golden_dir); NULL:
 	                             "golden" */
+	const char *db;           /* the database, for the commands a verdict prints; NULL:
+	                             the default (lockstep.db) */
 } lks_check_opts;
 
 /*

@@ -756,7 +756,9 @@ Test(cli, printed_golden_command_pastes_into_a_shell, .timeout = 120)
 	cr_assert_eq(mkdir(path, 0700), 0);
 	snprintf(path, sizeof(path), "%s/it's a $dir/tiny.ini", dir);
 	put_file(path, tiny_case);
-	snprintf(cmd, sizeof(cmd), "'%s' run --quiet \"it's a \\$dir/tiny.ini\"", LKS_BIN);
+	/* a database of its own: the command must name it (it read lockstep.db) */
+	snprintf(cmd, sizeof(cmd), "'%s' run --quiet \"it's a \\$dir/tiny.ini\" --db "
+	         "\"it's a \\$dir/t.db\"", LKS_BIN);
 	cr_assert_eq(sh_in(dir, cmd, out, sizeof(out)), 1, "%s", out);
 	cr_assert_not_null(p = strstr(out, "create it with: lockstep golden update "), "%s", out);
 	p += strlen("create it with: lockstep");
@@ -765,7 +767,8 @@ Test(cli, printed_golden_command_pastes_into_a_shell, .timeout = 120)
 	snprintf(cmd, sizeof(cmd), "'%s'%s", LKS_BIN, p);
 	cr_assert_eq(sh_in(dir, cmd, out, sizeof(out)), 0, "'%s':\n%s", cmd, out);
 	cr_assert_not_null(strstr(out, "wrote golden/cpu/tiny/a.tsv"), "%s", out);
-	snprintf(cmd, sizeof(cmd), "'%s' run --quiet \"it's a \\$dir/tiny.ini\"", LKS_BIN);
+	snprintf(cmd, sizeof(cmd), "'%s' run --quiet \"it's a \\$dir/tiny.ini\" --db "
+	         "\"it's a \\$dir/t.db\"", LKS_BIN);
 	cr_assert_eq(sh_in(dir, cmd, out, sizeof(out)), 0, "%s", out);
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
 	cr_assert_eq(system(cmd), 0);

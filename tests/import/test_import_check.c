@@ -402,7 +402,7 @@ Test(import_check, golden_of_class_import_round_trips_and_names_the_metric)
 	{
 		lks_check_cfg k = { .name = "g", .kind = LKS_CHECK_GOLDEN, .a = "a", .exp_step = -1,
 		                    .exp_rank = -1 };
-		lks_check_opts o = { dir };
+		lks_check_opts o = { .golden_dir = dir };
 
 		cr_assert_eq(lks_check_eval(s, &k, &o, a, 0, &r), 0, "%s", lks_errmsg());
 		cr_assert_eq(r.verdict, LKS_VERDICT_PASS, "%s", r.message);
