@@ -17,6 +17,7 @@
 #include "harness/base/name.h"
 #include "harness/engine/model.h"
 #include "harness/engine/runner.h"
+#include "harness/import/import.h"
 #include "kernels/err.h"
 
 /* ---- validation: defaults that depend on other keys, then rules that span keys ---- */
@@ -240,11 +241,14 @@ static int lks_check_runs(struct lks_parse *st, int idx)
 	const lks_check_kind_info *row = lks_check_kind_of(k->kind);
 	const char *kind = row->name;
 	int metric = (row->keys & LKS_CK_METRIC) != 0;
+	int agree = k->kind == LKS_CHECK_RANKS_AGREE;
+	const lks_import_format *fa;
 	const lks_run_cfg *a, *b = NULL;
 
 	for (size_t i = 0; i < sizeof(lks_kind_keys) / sizeof(lks_kind_keys[0]); i++)
 		if (!(row->keys & lks_kind_keys[i].flag)
-		    && lks_seen(st, LKS_SEC_CHECK, idx, lks_kind_keys[i].key))
+		    && lks_seen(st, LKS_SEC_CHECK, idx, lks_kind_keys[i].key)
+		    && !(agree && !strcmp(lks_kind_keys[i].key, "tensors")))  /* below */
 			return lks_err("check '%s': kind %s does not read '%s'", k->name, kind,
 				       lks_kind_keys[i].key);
 	if (!k->a[0])
@@ -265,8 +269,15 @@ static int lks_check_runs(struct lks_parse *st, int idx)
 		return lks_err("check '%s' compares run '%s' with itself", k->name, k->a);
 	if (metric && !k->metric[0])
 		return lks_err("check '%s' (%s) has an empty metric", k->name, kind);
-	if (k->tensors[0] && (!metric || !lks_metric_find(k->metric)
-	                      || lks_metric_find(k->metric)->scope != LKS_METRIC_TENSOR))
+	/* ranks_agree on a tensor trace compares the tensors it names (default *weight*); on
+	   lockstep's own runs every parameter */
+	fa = a->import_fmt[0] ? lks_import_format_find(a->import_fmt) : NULL;
+	if (agree && k->tensors[0] && !(fa && fa->tensor_parse))
+		return lks_err("check '%s': tensors = %s chooses what ranks_agree compares on a "
+		               "tensor trace (a run imported from a tensor format); on lockstep's "
+		               "own runs it compares every parameter", k->name, k->tensors);
+	if (k->tensors[0] && !agree && (!metric || !lks_metric_find(k->metric)
+	                                || lks_metric_find(k->metric)->scope != LKS_METRIC_TENSOR))
 		return lks_err("check '%s': tensors = %s chooses the tensors of a close check on a "
 			       "tensor statistic, not of %s%s%s", k->name, k->tensors, kind,
 			       metric ? " on " : "", metric ? k->metric : "");

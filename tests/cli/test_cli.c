@@ -422,7 +422,7 @@ Test(cli, a_failed_run_leaves_the_other_cases_to_run, .timeout = 120)
 }
 
 /* ranks_agree on a run of one rank compares nothing: it passed; now unsupported, said,
-   and not counted as a failure (exit 0). */
+   and not counted as a failure (exit 0). Its tensors = is a tensor trace's only. */
 Test(cli, ranks_agree_of_one_rank_is_unsupported)
 {
 	char dir[] = "/tmp/lks_test_cli_XXXXXX", path[600], args[2048], out[8192];
@@ -437,6 +437,13 @@ Test(cli, ranks_agree_of_one_rank_is_unsupported)
 	cr_assert(strstr(out, "unsupported: run 'a' has one rank"), "%s", out);
 	cr_assert(strstr(out, "1 checks: 0 passed, 0 failed, 0 expected failures, 1 unsupported"),
 	          "%s", out);
+	/* tensors = chooses a tensor trace's; lockstep's own runs compare every parameter */
+	put_file(path, "[case]\nsteps = 2\nworld_size = 2\n[model]\nvocab = 32\nhidden = 16\n"
+	               "ffn = 32\nlayers = 1\nseq = 4\nbatch = 2\n[run a]\nrecipe = bf16\n"
+	               "[check r]\nkind = ranks_agree\na = a\ntensors = *weight*\n");
+	snprintf(args, sizeof(args), "run --quiet --db '%s/x.db' '%s'", dir, path);
+	cr_assert_eq(lks_run_bin(NULL, args, out, sizeof(out)), 2, "%s", out);
+	cr_assert(strstr(out, "on lockstep's own runs it compares every parameter"), "%s", out);
 	snprintf(args, sizeof(args), "rm -rf '%s'", dir);
 	cr_assert_eq(system(args), 0);
 }

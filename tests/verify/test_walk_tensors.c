@@ -287,6 +287,26 @@ Test(tensor_trace, ranks_agree_names_the_rank_whose_weights_differ)
 	cr_assert_str_eq(r.field, "hash");
 }
 
+/* tensors = chooses what ranks_agree compares on a trace: activations, which differ per
+   rank, fail; a pattern that matches nothing compared nothing and passed: unsupported. */
+Test(tensor_trace, ranks_agree_compares_the_tensors_named)
+{
+	lks_store *s = open_store();
+	int64_t a = import_dump(s, "a", &plain);
+	lks_check_cfg k = { .name = "k", .kind = LKS_CHECK_RANKS_AGREE, .a = "a", .exp_step = -1,
+	                    .exp_rank = -1 };
+	lks_check_result r;
+
+	snprintf(k.tensors, sizeof(k.tensors), "*output*");
+	cr_assert_eq(lks_check_eval(s, &k, NULL, a, 0, &r), 0, "%s", lks_errmsg());
+	cr_assert_eq(r.verdict, LKS_VERDICT_FAIL, "%s", r.message);
+	cr_assert(strstr(r.tensor, "output"), "%s", r.tensor);
+	snprintf(k.tensors, sizeof(k.tensors), "nosuch*");
+	cr_assert_eq(lks_check_eval(s, &k, NULL, a, 0, &r), 0, "%s", lks_errmsg());
+	cr_assert_eq(r.verdict, LKS_VERDICT_UNSUPPORTED, "%s", r.message);
+	cr_assert(strstr(r.message, "nothing compared"), "%s", r.message);
+}
+
 /* Bad input: exit 2 naming the file and line, and nothing stored. */
 static void expect_bad(const char *text, const char *why, long line)
 {
