@@ -314,6 +314,19 @@ int lks_import_follow_cmd(lks_store *store, const lks_import_opts *o, const char
 	       "reference", o->case_name, o->run_name, (long long)res.run_id, st.steps,
 	       st.steps == 1 ? "" : "s", res.steps, res.world_size, res.world_size == 1 ? "" : "s",
 	       st.compared);
+	/* a gate that compared nothing has not passed: no step and rank of the log is the
+	   reference's (a log that counts its steps otherwise, another rank) */
+	if (st.compared == 0) {
+		printf("\nnothing compared: no step and rank of the log holds a value of the "
+		       "reference\n");
+		return LKS_EXIT_FAIL;
+	}
+	/* idle before the step asked for: the job died or stalled, the run stored incomplete */
+	if (a->end_step >= 0 && rc != LKS_IMPORT_REACHED) {
+		printf("\nthe log stopped at step %d, before --end-step %d: its job died or stalled "
+		       "(run %lld incomplete)\n", res.steps, a->end_step, (long long)res.run_id);
+		return LKS_EXIT_INFRA;
+	}
 	if (turns)
 		printf(", %ld step%s read again (the log truncated or replaced %d time%s)", st.again,
 		       st.again == 1 ? "" : "s", turns, turns == 1 ? "" : "s");

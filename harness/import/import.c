@@ -683,8 +683,11 @@ int lks_import_follow(lks_store *store, const lks_import_opts *o, const char *pa
 		snprintf(what, sizeof(what), "'%s'", path);
 		rc = lks_import_ranks_check(&r, what);
 	}
+	/* an end step given and not reached: the log stopped short (its job died), the run is
+	   not complete */
 	if (lks_store_import_end(store, r.run_id, w.stored, r.nranks,
-	                         !rc || rc == LKS_IMPORT_REACHED) && (!rc || rc == LKS_IMPORT_REACHED))
+	                         (!rc && end_step < 0) || rc == LKS_IMPORT_REACHED)
+	    && (!rc || rc == LKS_IMPORT_REACHED))
 		rc = -1;
 	res->run_id = r.run_id;
 	res->steps = w.stored;

@@ -214,6 +214,41 @@ Test(follow, an_equal_log_ends_at_idle_or_at_the_end_step)
 	rm_tmp();
 }
 
+/* A gate that compared nothing has not passed: a log none of whose steps the reference
+   holds (it counts from 11 here) exits 1, saying so; it exited 0 with "0 values equal".
+   The log going idle before --end-step is a job that died: exit 3, the run incomplete
+   (exit 0, complete, before). */
+Test(follow, nothing_compared_or_the_end_step_not_reached_is_no_pass)
+{
+	struct paths p;
+	char line[512], text[4096];
+	lks_store *s;
+	char status[32];
+	pid_t pid;
+	FILE *f;
+
+	setup(&p, 1);
+	cr_assert_not_null(f = fopen(p.log, "w"));
+	for (int st = 11; st <= 12; st++) {
+		titan_line(line, sizeof(line), st, 0, 0);
+		fputs(line, f);
+	}
+	fclose(f);
+	pid = follower(p.db, p.log, p.ref, "--idle 0.3", p.out);
+	cr_assert_eq(wait_exit(pid, 20000), 1);
+	slurp(p.out, text, sizeof(text));
+	cr_assert(strstr(text, "nothing compared"), "%s", text);
+	pid = follower(p.db, p.ref, p.ref, "--idle 0.3 --end-step 20", p.out);
+	cr_assert_eq(wait_exit(pid, 20000), 3);
+	slurp(p.out, text, sizeof(text));
+	cr_assert(strstr(text, "before --end-step 20"), "%s", text);
+	cr_assert_eq(lks_store_open(p.db, &s), 0, "%s", lks_errmsg());
+	cr_assert_eq(lks_store_run_status(s, 2, status, sizeof(status)), 0, "%s", lks_errmsg());
+	cr_assert_str_eq(status, "incomplete");
+	lks_store_close(s);
+	rm_tmp();
+}
+
 Test(follow, stdin_bad_lines_and_bad_usage)
 {
 	struct paths p;
