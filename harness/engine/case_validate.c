@@ -403,7 +403,7 @@ static int lks_run_resume(const lks_case *c, int i)
 	if (r->resume_step >= c->steps - 1)
 		return lks_err("run '%s': resume_from %s@%d leaves no step of the case's %d to "
 		               "train", r->name, src->name, r->resume_step, c->steps);
-	if (r->inject.kind == LKS_FAULT_STALE_BWD_SCALE || r->inject.kind == LKS_FAULT_AG_STALE)
+	if (lks_fault_keeps_state(r->inject.kind))
 		return lks_err("run '%s': %s keeps what the steps before the resumed one did, so "
 		               "it cannot be planted in a resumed run", r->name,
 		               lks_fault_kind_name(r->inject.kind));

@@ -470,6 +470,11 @@ void lks_fault_strike(const lks_fault *f, float *v)
 	memcpy(v, &bits, sizeof(bits));
 }
 
+int lks_fault_keeps_state(lks_fault_kind k)
+{
+	return k == LKS_FAULT_STALE_BWD_SCALE || k == LKS_FAULT_AG_STALE;
+}
+
 int lks_fault_host_comm(const lks_fault *f)
 {
 	return lks_fault_rows[f->kind].host_comm;

@@ -172,6 +172,9 @@ int lks_fault_amax_group_here(lks_fault_plant *p, const char *name);
 /* Whether f's wrapper of a communicator works on host memory: every rank of the run then
    keeps the host's ends (no device communicator). */
 int lks_fault_host_comm(const lks_fault *f);
+/* Whether fault kind k acts through what earlier steps left (stale_bwd_scale, ag_stale):
+   a run resumed from another's state, or a step replayed from it, cannot have it. */
+int lks_fault_keeps_state(lks_fault_kind k);
 /* The bytes f's wrappers take in a run with nparams parameters, at most. */
 double lks_fault_bytes(const lks_fault *f, size_t nparams);
 

@@ -81,8 +81,20 @@ const lks_fault *lks_screen_fault(const struct lks_screen_ctx *x, const lks_scre
 static int lks_screen_fits(struct lks_screen_ctx *x)
 {
 	const lks_fault *f = &x->plan.f;
-	int n = 0;
+	int n = 0, screened = x->plan.device < 0;
 
+	/* a plant that cannot act would let the screen pass untested: a device not screened,
+	   a fault of what earlier steps left, which the replay (from a healthy device's
+	   state) cannot have and would call transient */
+	for (int i = 0; x->planted && i < x->n; i++)
+		screened |= x->devs[i].index == x->plan.device;
+	if (x->planted && !screened)
+		return lks_err("inject: device=%d is not one of the devices screened",
+		               x->plan.device), LKS_E_BAD_INPUT;
+	if (x->planted && lks_fault_keeps_state(f->kind))
+		return lks_err("inject: %s acts through what earlier steps left: a step replayed "
+		               "from another device's state cannot have it", lks_fault_kind_name(f->kind)),
+		       LKS_E_BAD_INPUT;
 	for (int j = 0; x->planted && j < x->c.nruns; j++) {
 		const lks_run_cfg *r = &x->c.runs[j];
 

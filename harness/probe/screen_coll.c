@@ -32,7 +32,7 @@ int lks_screen_coll_fits(const struct lks_screen_ctx *x)
 	lks_case c;
 	lks_run_cfg run;
 
-	if (!x->o->collective || x->n < 2)
+	if (!x->o->collective || x->n < 2 || x->devs[0].standin)  /* lks_coll_can: not run */
 		return 0;
 	lks_coll_cfg(x, &c, &run);
 	return lks_run_fault_fits(&c, &run, &x->plan.f) == 0;

@@ -32,7 +32,8 @@ static lks_screen_dev *lks_screen_ref(struct lks_screen_ctx *x)
 }
 
 /* Whether every device that made its runs departed, all in one group: the same wrong
-   bits everywhere. */
+   bits everywhere. Two at least: a device screened alone is no "every device" (it was
+   called software where the CPU gives the known answer: persistent). */
 static int lks_screen_all_alike(const struct lks_screen_ctx *x)
 {
 	int seen = 0, group = -1;
@@ -47,7 +48,7 @@ static int lks_screen_all_alike(const struct lks_screen_ctx *x)
 		group = d->group;
 		seen++;
 	}
-	return seen > 0;
+	return seen > 1;
 }
 
 /* Step at->step of run j on device on (NULL: the CPU) from at's state in store src,

@@ -205,6 +205,21 @@ Test(screen, without_goldens_the_majority_decides, .timeout = 300)
 	screen_done(&s);
 }
 
+/* A device screened alone, its golden departed from: the CPU gives the known answer from
+   its state, so the fault is the device's (persistent); it was called software, "every
+   device departed alike", on a node of one GPU. */
+Test(screen, a_device_alone_is_replayed_against_the_cpu, .timeout = 120)
+{
+	struct screen s;
+
+	screen(&s, "bitflip step=2 rank=0 tensor=blocks.0.mlp.up.out element=7 bit=22 device=2",
+	       "--standins 4 --gpus 2");
+	cr_assert_eq(s.rc, 1, "%s", s.out);
+	cr_assert_str_eq(str_at(gpu(&s, 0), "verdict", NULL), "fail", "%s", s.out);
+	cr_assert_str_eq(str_at(gpu(&s, 0), "replay", "class"), "persistent", "%s", s.out);
+	screen_done(&s);
+}
+
 /* --gpus chooses stand-ins; the JUnit file has a testcase per device, a failure for the
    faulty one. */
 Test(screen, gpus_choose_and_junit_says_the_same, .timeout = 120)
@@ -243,6 +258,12 @@ Test(screen, bad_usage_and_bad_plants_exit_2, .timeout = 120)
 		{ "bitflip step=1 rank=0 tensor=no.such element=1 bit=3", "", "inject" },
 		{ "bitflip step=1 rank=0 tensor=blocks.0.mlp.up.out element=1 bit=3 times=twice", "",
 		  "times=once" },
+		/* plants that would never act, and the screen pass untested */
+		{ "bitflip step=1 rank=0 tensor=blocks.0.mlp.up.out element=1 bit=3 device=7",
+		  "--standins 4", "device=7 is not one of the devices screened" },
+		{ "bitflip step=1 rank=0 tensor=blocks.0.mlp.up.out element=1 bit=3 device=1",
+		  "--standins 3 --gpus 0,2", "device=1 is not one of the devices screened" },
+		{ "stale_bwd_scale device=1", "--standins 3", "acts through what earlier steps left" },
 	};
 
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
