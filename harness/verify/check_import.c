@@ -140,6 +140,12 @@ static int lks_import_ranks_agree(struct lks_check_ctx *x)
 		snprintf(x->res->note, sizeof(x->res->note), "the run reported no loss");
 		goto out;
 	}
+	if (Wrun < 2) {  /* it passed, comparing nothing */
+		x->res->verdict = LKS_VERDICT_UNSUPPORTED;
+		snprintf(x->res->message, sizeof(x->res->message), "run '%s' logged one rank: no "
+		         "other to agree with; not counted as a failure", x->k->a);
+		goto out;
+	}
 	for (lr.step = 0; lr.step < x->a->nsteps && Wrun > 1; lr.step++) {
 		int first = 0, m, out = -1, nout = 0, W = 0;
 

@@ -271,6 +271,10 @@ Test(import_check, torchtitan_ranks_with_another_loss_fail_ranks_agree_at_that_s
 	/* the same loss on both ranks, tps and memory apart: they agree */
 	eval(s, LKS_CHECK_RANKS_AGREE, good, 0, NULL, 0, &r);
 	cr_assert_eq(r.verdict, LKS_VERDICT_PASS, "%s", r.message);
+	/* a log of one rank compared nothing: it passed; unsupported */
+	eval(s, LKS_CHECK_RANKS_AGREE, import_run(s, "jsonl", "own_timings.jsonl", "c"), 0, NULL, 0,
+	     &r);
+	cr_assert_eq(r.verdict, LKS_VERDICT_UNSUPPORTED, "%s", r.message);
 	lks_store_close(s);
 	rm_tmp();
 }
