@@ -45,18 +45,24 @@ static void lks_case_runs(struct lks_report *r, const char *case_name)
 		char ws[16], ns[16], l0[32], l1[32];
 		const char *cells[8];
 
+		int first = 0;
+
 		if (strcmp(run->case_name, case_name) != 0)
 			continue;
+		/* an import's steps are its log's: from 1 (or where it resumed), as diff says */
+		while (first < run->nsteps - 1 && !lks_walk_step_stored(run, first))
+			first++;
 		snprintf(ws, sizeof(ws), "%d", run->W);
-		snprintf(ns, sizeof(ns), "%d", run->nsteps);
+		snprintf(ns, sizeof(ns), lks_stored_run_imported(run) ? "up to %d" : "%d",
+		         lks_stored_run_imported(run) ? run->nsteps - 1 : run->nsteps);
 		cells[0] = run->run_name;
 		cells[1] = run->recipe;
 		cells[2] = run->options;
 		cells[3] = ws;
 		cells[4] = ns;
 		cells[5] = run->status;
-		cells[6] = lks_fmt_stored(l0, sizeof(l0), "%.6f", lks_run_loss(run, 0),
-		                          lks_walk_step_stored(run, 0));
+		cells[6] = lks_fmt_stored(l0, sizeof(l0), "%.6f", lks_run_loss(run, first),
+		                          run->nsteps && lks_walk_step_stored(run, first));
 		cells[7] = lks_fmt_stored(l1, sizeof(l1), "%.6f", lks_run_loss(run, run->nsteps - 1),
 		                          run->nsteps && lks_walk_step_stored(run, run->nsteps - 1));
 		lks_row(r, NULL, cells, cls, 8);

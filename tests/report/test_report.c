@@ -643,6 +643,10 @@ Test(report, a_long_run_is_drawn_from_its_lowest_and_highest_values)
 	                          "highest value of each of 2000 runs of steps"));
 	/* an imported run has no recipe: no FP8 run that "recorded no FP8 scale" */
 	cr_assert_null(strstr(html, "FP8 run"), "an import taken for an FP8 run");
+	/* its steps are its log's, 1 to 10000: the runs table said 10001 steps, first loss
+	   blank (it read step 0) */
+	cr_assert_not_null(strstr(html, "up to 10000</td><td>complete</td><td class=\"num\">2.010000"),
+	                   "the runs table of an import");
 	snprintf(path, sizeof(path), "%s/r/long_loss.svg", dir);
 	svg = slurp(path);
 	/* a point marker per point drawn: 2 series, 3 at most per run of steps */
