@@ -137,6 +137,14 @@ int lks_import_rec_add(lks_import_rec *rec, lks_import_fmt fmt, const char *labe
    writes: its decimal as lks_import_rec_add_dec takes it, the fewest decimals (0 to 14,
    at most 15 digits) that give v back, or LKS_IMPORT_NO_DEC (import_number.c). */
 int64_t lks_import_shortest_dec(double v);
+/* dec (as lks_import_rec_add_dec takes it) with at least frac decimals: a writer that
+   rounds to frac decimals and drops the zeros after (Python's round() then repr: "10.5"
+   for 10.5000) printed that many; as it was where it has more, or where the digits would
+   pass 15 or frac 14. */
+int64_t lks_import_dec_widen(int64_t dec, int frac);
+/* The same for a writer of sig significant digits (Python's '{:.4}', zeros dropped): the
+   decimals sig digits of v need; a number written with no decimals stays whole. */
+int64_t lks_import_dec_sig(int64_t dec, double v, int sig);
 int lks_import_rec_add_dec(lks_import_rec *rec, lks_import_fmt fmt, const char *label,
                            size_t len, double value, int64_t dec, const char *path);
 

@@ -38,6 +38,17 @@
 #include <string.h>
 
 #include "harness/import/import_impl.h"
+
+/* The precision the Trainer printed value of key at (dec: as its text, or shortest, reads):
+   the loss rounded to 4 decimals before transformers 5 (Trainer._maybe_log_save_evaluate:
+   round(tr_loss, 4), whose repr drops the zeros after: 10.5 is 10.5000), its console's
+   string of 4 significant digits in 5 (quoted); other values as written. */
+static int64_t lks_hf_dec(const char *key, size_t len, double value, int quoted, int64_t dec)
+{
+	if (quoted)
+		return lks_import_dec_sig(dec, value, 4);
+	return len == 4 && !memcmp(key, "loss", 4) ? lks_import_dec_widen(dec, 4) : dec;
+}
 #include "kernels/err.h"
 
 static const lks_import_label_row lks_hf_labels[] = {
@@ -104,7 +115,10 @@ static int lks_hf_state(const char *path, json_t *doc, lks_import_rec *rec,
 				return lks_err("'%s': log_history[%zu].\"%s\": want a number", path, i, key),
 				       LKS_E_BAD_INPUT;
 			}
-			if ((rc = lks_import_rec_add(rec, LKS_IMPORT_HF_TRAINER, key, strlen(key), x, path)))
+			if ((rc = lks_import_rec_add_dec(rec, LKS_IMPORT_HF_TRAINER, key, strlen(key), x,
+			                                 lks_hf_dec(key, strlen(key), x, 0,
+			                                            lks_import_shortest_dec(x)),
+			                                 path)))
 				return rc;
 		}
 	}
@@ -154,6 +168,7 @@ static int lks_hf_line(void *arg, char *line, size_t len, long at)
 		const char *k, *ke, *v, *ve;
 		double val;
 		int64_t dec;
+		int quoted;
 
 		while (p < end && (*p == ' ' || *p == ','))
 			p++;
@@ -170,7 +185,8 @@ static int lks_hf_line(void *arg, char *line, size_t len, long at)
 			;
 		p = ve;
 		/* transformers 5's console: a float as a string of 4 digits, '3.915' */
-		if (ve - v >= 2 && (*v == '\'' || *v == '"') && ve[-1] == *v) {
+		quoted = ve - v >= 2 && (*v == '\'' || *v == '"') && ve[-1] == *v;
+		if (quoted) {
 			v++;
 			ve--;
 		}
@@ -184,7 +200,8 @@ static int lks_hf_line(void *arg, char *line, size_t len, long at)
 		if ((rc = lks_import_number_dec(v, (size_t)(ve - v), 0, &val, &dec)))
 			return lks_import_bad_value(x->path, at, k, (size_t)(ke - k), v, (size_t)(ve - v), rc);
 		if ((rc = lks_import_rec_add_dec(&x->rec, LKS_IMPORT_HF_TRAINER, k, (size_t)(ke - k), val,
-		                                 dec, x->path)))
+		                                 lks_hf_dec(k, (size_t)(ke - k), val, quoted, dec),
+		                                 x->path)))
 			return rc;
 	}
 	x->rec.step = ++x->n;

@@ -295,8 +295,12 @@ static int lks_import_parse_megatron_golden(const char *path, FILE *f, lks_impor
 		for (; i < n && vals[i].step == rec->step; i++) {
 			const char *l = names[vals[i].metric];
 
-			if ((rc = lks_import_rec_add(rec, LKS_IMPORT_MEGATRON_GOLDEN, l, strlen(l),
-			                             vals[i].value, path)))
+			/* its extractor rounds each scalar to 5 decimals (read_tb_logs_as_list:
+			   round(x.value, 5)), whose repr drops the zeros after: 10.84 is 10.84000 */
+			if ((rc = lks_import_rec_add_dec(rec, LKS_IMPORT_MEGATRON_GOLDEN, l, strlen(l),
+			                                 vals[i].value, lks_import_dec_widen(
+			                                 lks_import_shortest_dec(vals[i].value), 5),
+			                                 path)))
 				goto out;
 		}
 		c->records++;

@@ -96,8 +96,12 @@ static int lks_nemo_line(const char *s, size_t len, lks_import_rec *rec, const c
 		return lks_import_bad_step(path, rec->line, "iteration", p, (size_t)(q - p));
 	if (!(p = memchr(q, '|', (size_t)(end - q))))
 		return 0;
-	if ((rc = lks_import_fields(rec, LKS_IMPORT_NEMO, p + 1, end, '|', ':', path)) != 1
-	    || (rc = lks_nemo_global_step(p, end, rec, path)))
+	if ((rc = lks_import_fields(rec, LKS_IMPORT_NEMO, p + 1, end, '|', ':', path)) != 1)
+		return rc;
+	/* '{val:.4}' drops the zeros after: "11.5" is 11.50, 4 digits printed */
+	for (int i = 0; i < rec->n; i++)
+		rec->m[i].dec = lks_import_dec_sig(rec->m[i].dec, rec->m[i].value, 4);
+	if ((rc = lks_nemo_global_step(p, end, rec, path)))  /* 1: the step it printed */
 		return rc;
 	if (epoch > 0)
 		return lks_err("'%s':%ld: epoch %d counts its iterations from 0 again and the line "

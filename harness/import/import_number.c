@@ -87,6 +87,36 @@ int64_t lks_import_shortest_dec(double v)
 	return LKS_IMPORT_NO_DEC;
 }
 
+int64_t lks_import_dec_widen(int64_t dec, int frac)
+{
+	int have = (int)(dec & 15);
+	int64_t m = dec >> 4;  /* arithmetic: the mantissa's sign kept */
+
+	if (dec == LKS_IMPORT_NO_DEC || frac <= have || frac > 14)
+		return dec;
+	for (; have < frac; have++) {
+		if (m > 99999999999999 || m < -99999999999999)  /* a 16th digit */
+			return dec;
+		m *= 10;
+	}
+	return (int64_t)((uint64_t)m << 4) | frac;
+}
+
+int64_t lks_import_dec_sig(int64_t dec, double v, int sig)
+{
+	double a = fabs(v);
+	int e = 0;  /* floor(log10 |v|), by steps of ten: exact for the few a log prints */
+
+	/* a whole number with no point: written whole (NeMo prints a whole float as an int) */
+	if (dec == LKS_IMPORT_NO_DEC || (dec & 15) == 0 || a == 0 || !isfinite(a))
+		return dec;
+	for (; a >= 10 && e < 400; a /= 10)
+		e++;
+	for (; a < 1 && e > -400; a *= 10)
+		e--;
+	return sig - 1 - e > 0 ? lks_import_dec_widen(dec, sig - 1 - e) : dec;
+}
+
 int lks_import_number(const char *s, size_t len, int commas, double *out)
 {
 	int64_t dec;

@@ -215,6 +215,62 @@ Test(printed, two_text_logs_are_equal_to_the_printed_precision)
 	rm_tmp();
 }
 
+/* A tmp file of text imported as run name: its run id. */
+static int64_t import_text(lks_store *s, const char *fmt, const char *text, const char *name)
+{
+	char path[512];
+	const char *files[] = { path };
+	lks_import_opts o = { .fmt = lks_import_format_find(fmt), .case_name = "c",
+	                      .run_name = name };
+	lks_import_result res;
+	FILE *f;
+
+	path_in_tmp(path, sizeof(path), name);
+	cr_assert_not_null(f = fopen(path, "w"));
+	fputs(text, f);
+	fclose(f);
+	cr_assert_eq(lks_import_files(s, &o, files, 1, &res), 0, "%s", lks_errmsg());
+	return res.run_id;
+}
+
+/* Writers that drop the zeros after what they rounded to print fewer digits than they
+   kept: NeMo's '{:.4}' ("11.5" is 11.50), Hugging Face's round(loss, 4) ("10.5" is
+   10.5000), Megatron's golden values round(x, 5) ("10.84" is 10.84000). Against the full
+   value (11.5432, 10.5432, 10.8449) they differ at their precision; they were said to
+   agree at 1 or 2 decimals. */
+Test(printed, a_writers_rounding_is_its_precision_not_its_shortest_text)
+{
+	static const struct { const char *fmt, *text, *full, *printed; } w[] = {
+		{ "nemo", "Training epoch 0, iteration 0/9 | global_step: 1 | reduced_train_loss: "
+		  "11.5\n", "{\"step\": 1, \"loss\": 11.5432}\n", "printed to 2 decimals" },
+		{ "hf-trainer", "{\"log_history\": [{\"loss\": 10.5, \"step\": 1}]}\n",
+		  "{\"step\": 1, \"loss\": 10.5432}\n", "printed to 4 decimals" },
+		{ "megatron-golden", "{\"lm loss\": {\"start_step\": 1, \"end_step\": 1, "
+		  "\"step_interval\": 1, \"values\": {\"1\": 10.84}}}\n",
+		  "{\"step\": 1, \"loss\": 10.8449}\n", "printed to 5 decimals" },
+	};
+	char db[512];
+	lks_store *s;
+	lks_check_result r;
+
+	mkdir_tmp();
+	path_in_tmp(db, sizeof(db), "w.db");
+	cr_assert_eq(lks_store_open(db, &s), 0, "%s", lks_errmsg());
+	for (size_t i = 0; i < sizeof(w) / sizeof(w[0]); i++) {
+		char a[32], b[32];
+
+		snprintf(a, sizeof(a), "text%zu", i);
+		snprintf(b, sizeof(b), "full%zu", i);
+		bitwise(s, import_text(s, w[i].fmt, w[i].text, a),
+		        import_text(s, "jsonl", w[i].full, b), &r);
+		cr_assert_eq(r.verdict, LKS_VERDICT_FAIL, "%s: %s", w[i].fmt, r.message);
+		cr_assert_not_null(strstr(r.message, w[i].printed), "%s: %s", w[i].fmt, r.message);
+		cr_assert_null(strstr(r.message, "equal at"), "%s: %s", w[i].fmt, r.message);
+	}
+	lks_store_close(s);
+	rm_tmp();
+}
+
 Test(printed, diff_of_a_text_log_and_its_event_file_says_what_each_holds)
 {
 	char db[512], args[2048], out[8192], log[512];
