@@ -256,17 +256,22 @@ static int lks_screen_keep(json_t *doc, const char *mode, const lks_screen_sink 
 
 static int lks_screen_junit(const lks_screen_dev *devs, int n, const char *path)
 {
-	int failures = 0;
+	int failures = 0, errors = 0;
 	lks_atomic f;
 
-	for (int i = 0; i < n; i++)
-		failures += devs[i].verdict != LKS_SCREEN_PASS;
+	/* a device whose runs could not be made is an error, not a numerical failure */
+	for (int i = 0; i < n; i++) {
+		errors += devs[i].verdict == LKS_SCREEN_ERROR;
+		failures += devs[i].verdict != LKS_SCREEN_PASS && devs[i].verdict != LKS_SCREEN_ERROR;
+	}
 	if (lks_atomic_open(&f, path))
 		return -1;
 	fprintf(f.f, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites>\n"
-	        "<testsuite name=\"lockstep screen\" tests=\"%d\" failures=\"%d\">\n", n, failures);
+	        "<testsuite name=\"lockstep screen\" tests=\"%d\" failures=\"%d\" errors=\"%d\">\n",
+	        n, failures, errors);
 	for (int i = 0; i < n; i++) {
 		char title[160], why[900];
+		const char *el;
 
 		lks_dev_title(&devs[i], title, sizeof(title));
 		fputs("  <testcase classname=\"screen\" name=\"", f.f);
@@ -277,11 +282,12 @@ static int lks_screen_junit(const lks_screen_dev *devs, int n, const char *path)
 			continue;
 		}
 		lks_dev_why(&devs[i], why, sizeof(why));
-		fputs(">\n    <failure message=\"", f.f);
+		el = devs[i].verdict == LKS_SCREEN_ERROR ? "error" : "failure";
+		fprintf(f.f, ">\n    <%s message=\"", el);
 		lks_xml_text(f.f, why);
 		fprintf(f.f, "\" type=\"%s\">", lks_screen_verdict_name(devs[i].verdict));
 		lks_xml_text(f.f, devs[i].replay);
-		fputs("</failure>\n  </testcase>\n", f.f);
+		fprintf(f.f, "</%s>\n  </testcase>\n", el);
 	}
 	fputs("</testsuite>\n</testsuites>\n", f.f);
 	return lks_atomic_commit(&f);

@@ -313,8 +313,10 @@ int lks_screen_run(const lks_screen_opts *o, lks_screen_dev *devs, int n)
 	if (o->inject && *o->inject && (rc = lks_screen_plan(o->inject, &x->plan)) != 0)
 		goto out;
 	x->planted = o->inject && *o->inject;
-	if ((rc = lks_case_load(o->case_path, NULL, 0, &x->c)) != 0)
+	if (lks_case_load(o->case_path, NULL, 0, &x->c)) {
+		rc = LKS_E_BAD_INPUT;  /* a case missing or bad: the user's (run says 2 too) */
 		goto out;
+	}
 	x->loaded = 1;
 	rc = LKS_E_BAD_INPUT;
 	if (x->c.nruns > 64) {

@@ -238,7 +238,7 @@ Test(screen, gpus_choose_and_junit_says_the_same, .timeout = 120)
 	cr_assert_not_null(f = fopen(s.junit, "r"));
 	cr_assert_gt(getdelim(&xml, &len, 0, f), 0);
 	fclose(f);
-	cr_assert_not_null(strstr(xml, "tests=\"2\" failures=\"1\""), "%s", xml);
+	cr_assert_not_null(strstr(xml, "tests=\"2\" failures=\"1\" errors=\"0\""), "%s", xml);
 	cr_assert_not_null(strstr(xml, "name=\"stand-in 3\""), "%s", xml);
 	free(xml);
 	screen_done(&s);
@@ -264,6 +264,8 @@ Test(screen, bad_usage_and_bad_plants_exit_2, .timeout = 120)
 		{ "bitflip step=1 rank=0 tensor=blocks.0.mlp.up.out element=1 bit=3 device=1",
 		  "--standins 3 --gpus 0,2", "device=1 is not one of the devices screened" },
 		{ "stale_bwd_scale device=1", "--standins 3", "acts through what earlier steps left" },
+		/* a case folder that is not there: the user's input, as run says (it was 3) */
+		{ NULL, "--standins 2 --cases /nonexistent", "cannot open '/nonexistent/" },
 	};
 
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
