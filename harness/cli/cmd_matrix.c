@@ -128,6 +128,34 @@ static void lks_matrix_summary(const struct lks_matrix *m, char *buf, size_t n)
 		}
 }
 
+/* With --check NAME, the cases that have such a check: a case without one is left out, as
+   'lockstep run --check' leaves it (probed alone, it could not test: a column of skip, and
+   exit 3). The session's validation said some case has each. */
+static int lks_matrix_keep_checked(struct lks_matrix *m)
+{
+	const lks_probe_cfg *cfg = m->ps.cfg;
+	int keep = 0;
+
+	for (int j = 0; cfg->nchecks && j < m->npaths; j++) {
+		lks_case c;
+		int has = 0;
+
+		if (lks_case_load(m->paths[j], NULL, 0, &c))
+			return LKS_E_BAD_INPUT;
+		for (int k = 0; k < c.nchecks && !has; k++)
+			for (int i = 0; i < cfg->nchecks && !has; i++)
+				has = !strcmp(c.checks[k].name, cfg->checks[i]);
+		lks_case_release(&c);
+		if (has)
+			m->paths[keep++] = m->paths[j];
+		else
+			free(m->paths[j]);
+	}
+	if (cfg->nchecks)
+		m->npaths = keep;
+	return 0;
+}
+
 static int lks_matrix_setup(struct lks_matrix *m)
 {
 	const lks_probe_cfg *cfg = m->ps.cfg;
@@ -138,6 +166,8 @@ static int lks_matrix_setup(struct lks_matrix *m)
 			return rc;
 	if (lks_case_paths(cfg->cases, cfg->ncases, &m->paths, &m->npaths))
 		return LKS_E_BAD_INPUT;
+	if ((rc = lks_matrix_keep_checked(m)) != 0)
+		return rc;
 	if (!(m->cell = calloc((size_t)(m->ps.combos.n * m->npaths), sizeof(*m->cell))))
 		return lks_err("out of memory");
 	return 0;

@@ -83,7 +83,8 @@ static int lks_probe_args(const char *who, int argc, char **argv, const char *us
 		             "a probe that crashes or times out counts as skip (default: it\n"
 		             "says nothing about numerics) or as bad"),
 		LKS_OPT_CALL("--check", "NAME", lks_probe_check_opt,
-		             "the verdict of this check alone (repeatable)"),
+		             "the verdict of this check alone (repeatable; matrix leaves\n"
+		             "out a case without one)"),
 		LKS_OPT_TEXT("  --steps N, --run NAME, --threads N, --golden DIR   given to every probe\n"),
 		LKS_OPT_CALL("--steps", "N", lks_probe_pass_opt, NULL),
 		LKS_OPT_CALL("--run", "NAME", lks_probe_pass_opt, NULL),

@@ -203,6 +203,25 @@ Test(combo, matrix_table_of_verdicts, .timeout = 120)
 	rm_tmp();
 }
 
+/* --check NAME over a folder: a case without such a check is left out, as run leaves it
+   (probed alone it could not test: a column of skip, and exit 3). */
+Test(combo, matrix_check_leaves_out_the_cases_without_it, .timeout = 120)
+{
+	char out[16384], cmd[2048];
+
+	mkdir_tmp();
+	snprintf(cmd, sizeof(cmd), "mkdir '%s/d' && cp '%s/tiny.ini' '%s/d/a.ini' && sed "
+	         "'s/^\\[check finite\\]/[check fin2]/' '%s/tiny.ini' > '%s/d/b.ini' && printf "
+	         "'[combo g]\\n[combo g2]\\nenv.OMP_NUM_THREADS = 1\\n' > '%s/m2.ini'", tmpdir,
+	         FIXTURES, tmpdir, FIXTURES, tmpdir, tmpdir);
+	cr_assert_eq(system(cmd), 0);
+	cr_assert_eq(lockstep(out, sizeof(out), "matrix --combos %s/m2.ini %s/d --check finite "
+	                      "--steps 2 --db %s/m.db", tmpdir, tmpdir, tmpdir), 0, "%s", out);
+	cr_assert_not_null(strstr(out, "\ncombo  a\n"), "%s", out);
+	cr_assert_not_null(strstr(out, "2 probes: 2 good"), "%s", out);
+	rm_tmp();
+}
+
 Test(combo, bad_usage_exits_2)
 {
 	static const struct { const char *args, *says; } bad[] = {
