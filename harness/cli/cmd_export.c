@@ -33,8 +33,8 @@ static const char lks_export_usage[] =
 static const char lks_export_formats[] =
 	"  --format jsonl            one object per step and rank: step, rank, the metrics\n"
 	"  --format megatron-golden  Megatron-LM's golden values: metric -> start_step,\n"
-	"                            end_step, step_interval, values (a map from step to value\n"
-	"                            where the steps are not evenly spaced); one rank's values\n"
+	"                            end_step, step_interval, values (a map from step to\n"
+	"                            value, as Megatron-LM writes them today); one rank's values\n"
 	"                            (--rank, default 0), and no performance metric the format\n"
 	"                            has no name for (tps, mfu, memory); a NaN is refused\n"
 	"                            (the format's \"nan\" is a step not logged): use jsonl\n"

@@ -161,6 +161,10 @@ int lks_import_json_slurp(FILE *f, const char *path, const char *what, char **te
    reads ("nan", "inf", "-inf"), malloc'd, or NULL when there is none (or no memory); for
    a document jansson refused (import_json.c). */
 char *lks_import_json_bare_nonfinite(const char *s);
+/* The same with a bare NaN written as the JSON text nan_as (a golden file's "nan" is a step
+   not logged, its bare NaN a NaN logged: "\"" LKS_JSON_LOGGED_NAN "\""). */
+char *lks_import_json_bare_nonfinite_as(const char *s, const char *nan_as);
+#define LKS_JSON_LOGGED_NAN "NaN, logged"
 /* A record a whole-file format gathers from several lines or events (import_composer.c,
    import_tensorboard.c), while *open: to sink, counted, where it holds metrics; then
    closed. 0, or the sink's answer. */

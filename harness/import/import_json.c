@@ -113,10 +113,17 @@ int lks_import_json_range_err(const char *path, long line, const char *s, size_t
    jansson refused is looked at, so a good line costs nothing. */
 char *lks_import_json_bare_nonfinite(const char *s)
 {
-	static const struct { const char *bare, *as; } words[] = {
-		{ "-Infinity", "\"-inf\"" }, { "Infinity", "\"inf\"" }, { "NaN", "\"nan\"" },
+	return lks_import_json_bare_nonfinite_as(s, "\"nan\"");
+}
+
+char *lks_import_json_bare_nonfinite_as(const char *s, const char *nan_as)
+{
+	const struct { const char *bare, *as; } words[] = {
+		{ "-Infinity", "\"-inf\"" }, { "Infinity", "\"inf\"" }, { "NaN", nan_as },
 	};
-	char *out = malloc(2 * strlen(s) + 1), *w = out;  /* NaN, 3 bytes, grows the most: 5 */
+	/* NaN, 3 bytes, grows the most: to 5 bytes, or nan_as */
+	size_t grow = strlen(nan_as) > 5 ? strlen(nan_as) : 5;
+	char *out = malloc(grow * strlen(s) + 1), *w = out;
 	int in_string = 0, any = 0;
 
 	for (const char *p = s; out && *p;) {

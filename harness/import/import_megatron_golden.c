@@ -57,11 +57,27 @@ static int lks_golden_val_cmp(const void *a, const void *b)
 
 /* Whether v is a golden file's "nan": a string that spells a NaN, the value of an iteration
    that logged none (the file's comment). */
+static int lks_golden_logged_nan(const json_t *v)
+{
+	return json_is_string(v) && !strcmp(json_string_value(v), LKS_JSON_LOGGED_NAN);
+}
+
 static int lks_golden_unlogged(const json_t *v)
 {
 	double x;
 
 	return json_is_string(v) && lks_import_json_number(v, &x) == 0 && isnan(x);
+}
+
+/* A value: a number, "nan" (not logged: lks_golden_unlogged), "inf", or a NaN that Python
+   wrote bare (round(nan, 5) is nan: a step that went NaN, read as LKS_JSON_LOGGED_NAN). */
+static int lks_golden_number(const json_t *v, double *x)
+{
+	if (lks_golden_logged_nan(v)) {
+		*x = NAN;
+		return 0;
+	}
+	return lks_import_json_number(v, x);
 }
 
 /* The values of one metric appended to *vals (room for *cap), but for those not logged: a
@@ -103,7 +119,7 @@ static int lks_golden_metric(const char *path, const char *name, int m, const js
 			       LKS_E_BAD_INPUT;
 		json_array_foreach(values, i, v) {
 			p[*n] = (struct lks_golden_val){ start + (int)i * every + 1, m, 0 };
-			if (lks_import_json_number(v, &p[*n].value))
+			if (lks_golden_number(v, &p[*n].value))
 				return lks_err("'%s': \"%s\".values[%zu]: want a number or \"nan\"", path, name,
 				               i), LKS_E_BAD_INPUT;
 			*n += !lks_golden_unlogged(v);
@@ -117,7 +133,7 @@ static int lks_golden_metric(const char *path, const char *name, int m, const js
 
 	json_object_foreach((json_t *)values, key, v) {
 		p[*n] = (struct lks_golden_val){ 0, m, 0 };
-		if (lks_import_step(key, strlen(key), &p[*n].step) || lks_import_json_number(v, &p[*n].value))
+		if (lks_import_step(key, strlen(key), &p[*n].step) || lks_golden_number(v, &p[*n].value))
 			return lks_err("'%s': \"%s\".values[\"%s\"]: want a step (0 to %d) and a number "
 			               "or \"nan\"", path, name, key, LKS_IMPORT_MAX_STEP), LKS_E_BAD_INPUT;
 		*n += !lks_golden_unlogged(v);
@@ -254,6 +270,14 @@ static int lks_import_parse_megatron_golden(const char *path, FILE *f, lks_impor
 	}
 	bom = len >= 3 && !memcmp(text, "\xef\xbb\xbf", 3) ? 3 : 0;  /* a byte order mark */
 	if (!(doc = json_loadb(text + bom, len - bom, JSON_REJECT_DUPLICATES, &e))) {
+		/* Python's bare NaN and infinities (json.dump's allow_nan): a NaN logged */
+		char *py = lks_import_json_bare_nonfinite_as(text + bom, "\"" LKS_JSON_LOGGED_NAN "\"");
+		json_error_t e2;
+
+		doc = py ? json_loads(py, JSON_REJECT_DUPLICATES, &e2) : NULL;
+		free(py);
+	}
+	if (!doc) {
 		if (!strstr(e.text, "overflow") || !lks_import_json_range_err(path, 1, text, len))
 			lks_err("'%s':%d: not JSON: %s", path, e.line, e.text);
 		goto out;

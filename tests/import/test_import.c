@@ -293,6 +293,12 @@ static const struct fixture fixtures[] = {
 	{ "megatron-golden", "golden_map.json", NULL, { { ROWS, 5 } },
 	  { VALUE(2, 0, "loss", 10.25), ABSENT(3, "loss"),
 	    VALUE(3, 0, "mem_allocated", 1073741824.0) } },
+	/* Megatron's extractor writes a NaN it logged bare (json.dump, round(nan, 5) is nan):
+	   a NaN at that step, where "nan" is a step not logged; Infinity too. It was refused
+	   as not JSON. */
+	{ "megatron-golden", "golden_bare_nan.json", NULL, { { STEPS, 3 }, { ROWS, 5 } },
+	  { VALUE(1, 0, "loss", 10.84), VALUE(2, 0, "loss", NAN), ABSENT(3, "loss"),
+	    VALUE(2, 0, "grad_norm", INFINITY), VALUE(3, 0, "grad_norm", -INFINITY) } },
 	/* jsonl: ranks and a metric of any name (ignored: the blank line). */
 	{ "jsonl", "run.jsonl", NULL, { { WORLD_SIZE, 2 }, { IGNORED, 1 } },
 	  { VALUE(1, 1, "tps", 1190.0), BOTH(2, 0, "my_metric", -1e-300, NUMERICS),
