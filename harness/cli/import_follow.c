@@ -306,8 +306,13 @@ int lks_import_follow_cmd(lks_store *store, const lks_import_opts *o, const char
 		return LKS_EXIT_FAIL;
 	}
 	if (rc && rc != LKS_IMPORT_REACHED) {
-		fprintf(stderr, "lockstep: import: %s; steps before it stay stored (run %lld, "
-		        "incomplete)\n", lks_errmsg(), (long long)res.run_id);
+		/* a step is stored once the next begins: before that, nothing is */
+		if (st.steps)
+			fprintf(stderr, "lockstep: import: %s; the %ld step%s before it stay stored (run "
+			        "%lld, incomplete)\n", lks_errmsg(), st.steps, st.steps == 1 ? "" : "s",
+			        (long long)res.run_id);
+		else
+			fprintf(stderr, "lockstep: import: %s; nothing stored\n", lks_errmsg());
 		return lks_exit_code(rc);
 	}
 	printf("followed %s/%s (run %lld): %ld step%s up to %d, %d rank%s, %ld values equal to the "

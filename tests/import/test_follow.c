@@ -272,6 +272,13 @@ Test(follow, stdin_bad_lines_and_bad_usage)
 	         "--reference-file 'torchtitan:%s' 2>&1", ref, LKS_BIN, db, ref);
 	cr_assert_eq(lks_run_sh(args, out, sizeof(out)), 2, "%s", out);
 	cr_assert(strstr(out, ":6: bad value"), "%s", out);
+	cr_assert(strstr(out, "the 5 steps before it stay stored"), "%s", out);
+	/* at the first step: nothing was stored, and it is not said to be */
+	snprintf(args, sizeof(args), "sed 's/step: 1  loss: [0-9.]*/step: 1  loss: 1.2.3/' '%s' | "
+	         "'%s' import --follow --format torchtitan - --case c --run s1 --db '%s' "
+	         "--reference-file 'torchtitan:%s' 2>&1", ref, LKS_BIN, db, ref);
+	cr_assert_eq(lks_run_sh(args, out, sizeof(out)), 2, "%s", out);
+	cr_assert(strstr(out, "; nothing stored"), "%s", out);
 	/* a whole import reads standard input as '-' too */
 	snprintf(args, sizeof(args), "cat '%s' | '%s' import --format torchtitan - --case c "
 	         "--run whole --db '%s' 2>&1", ref, LKS_BIN, db);
