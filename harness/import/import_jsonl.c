@@ -36,7 +36,7 @@ int lks_import_jsonl_line(const char *s, size_t len, lks_import_rec *rec, const 
 	json_t *o, *v;
 	const char *key;
 	size_t flags = JSON_REJECT_DUPLICATES;
-	int rc = LKS_E_BAD_INPUT, zero = 0;
+	int rc = LKS_E_BAD_INPUT, zero = 0, rank = 0;
 
 	while (*s == ' ' || *s == '\t')
 		s++;
@@ -63,13 +63,22 @@ int lks_import_jsonl_line(const char *s, size_t len, lks_import_rec *rec, const 
 		goto out;
 	}
 	if ((v = json_object_get(o, "rank"))
-	    && lks_import_json_int(v, 0, LKS_IMPORT_MAX_RANK, flags, &rec->rank)) {
+	    && lks_import_json_int(v, 0, LKS_IMPORT_MAX_RANK, flags, &rank)) {
 		lks_err("'%s':%ld: want \"rank\": a whole number 0 to %d", path, rec->line,
 		        LKS_IMPORT_MAX_RANK);
 		goto out;
 	}
-	if (v)
+	/* a prefix's rank ("[rank1]:", srun's "1: ") and the object's must agree: a script's
+	   local rank under a launcher of several nodes merged them */
+	if (v && rec->ranked && rank != rec->rank) {
+		lks_err("'%s':%ld: \"rank\": %d, but the line's prefix says rank %d", path,
+		        rec->line, rank, rec->rank);
+		goto out;
+	}
+	if (v) {
+		rec->rank = rank;
 		rec->ranked = 1;
+	}
 	json_object_foreach(o, key, v) {
 		double x;
 

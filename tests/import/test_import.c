@@ -719,6 +719,10 @@ static const struct refusal {
 	/* a jsonl numerics null, where a performance one is not measured */
 	{ "jsonl", "jsonl_null_loss.jsonl", "jsonl_null_loss.jsonl':2: bad value of \"loss\"" },
 	{ "jsonl", "jsonl_bad_number.jsonl", "jsonl_bad_number.jsonl':2: bad value of \"loss\"" },
+	/* a line's prefix and its object naming other ranks (a local rank logged under srun):
+	   the object's won, and nodes merged */
+	{ "jsonl", "jsonl_rank_prefix.jsonl",
+	  "jsonl_rank_prefix.jsonl':1: \"rank\": 0, but the line's prefix says rank 1" },
 	/* a folder is bad input, not a failure to read (exit 3) */
 	{ "torchtitan", ".", "data/.' is a folder, not a log" },
 	/* a torchtitan log read as megatron: no metric lines */
