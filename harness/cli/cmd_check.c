@@ -18,8 +18,8 @@ static const char lks_check_help[] =
 	"  1    a check failed: this version is bad\n"
 	"  125  this version cannot be tested (bad usage such as a --run or --check name no\n"
 	"       case has, a bad case file, bad database, a failure of the machine, or no check\n"
-	"       evaluated: all skipped or unsupported): bisect skips it; never 0, which\n"
-	"       bisect would take for good\n"
+	"       evaluated: all skipped or unsupported, or a planted fault --steps stops\n"
+	"       before): bisect skips it; never 0, which bisect would take for good\n"
 	"\n"
 	"example:\n"
 	"  git bisect run sh -c 'ci/setup >/dev/null && build/lockstep check cases/fp8_recipes.ini \\\n"
@@ -37,6 +37,14 @@ int cmd_check(int argc, char **argv)
 		}
 	}
 	rc = lks_run_cases(argc, argv, &t);
+	/* a planted fault --steps stopped before never acted: its checks say nothing, good or
+	   bad (an expected failure not found) */
+	if ((rc == LKS_EXIT_OK || rc == LKS_EXIT_FAIL) && t.unplanted) {
+		fprintf(stderr, "lockstep: check: %d planted fault%s never acted (--steps stops "
+		        "before %s): this version is not tested\n", t.unplanted,
+		        t.unplanted == 1 ? "" : "s", t.unplanted == 1 ? "it" : "them");
+		return LKS_EXIT_CANNOT_TEST;
+	}
 	/* every check skipped (--run left out their runs) or unsupported: nothing was tested */
 	if (rc == LKS_EXIT_OK && t.passed + t.expected_fail == 0) {
 		fprintf(stderr, "lockstep: check: no check was evaluated (%d skipped, %d unsupported): "

@@ -71,18 +71,22 @@ static int lks_keep_checks(const lks_suite_opts *a, lks_case *cases, int *ncases
 	return 0;
 }
 
-/* A planted fault at a step that --steps leaves out would pass unseen: say so. */
-static void lks_warn_unplanted(const lks_suite_opts *a, const lks_case *cases, int ncases)
+/* A planted fault at a step that --steps leaves out would pass unseen: say so, and count
+   it (check: a version whose fault never acted was not tested). */
+static void lks_warn_unplanted(const lks_suite_opts *a, const lks_case *cases, int ncases,
+                               lks_check_tally *t)
 {
 	for (int i = 0; a->steps && i < ncases; i++)
 		for (int j = 0; j < cases[i].nruns; j++) {
 			const lks_run_cfg *r = &cases[i].runs[j];
 
 			if (r->inject.kind != LKS_FAULT_NONE && r->inject.step >= a->steps
-			    && lks_selected(a, &cases[i], r->name))
+			    && lks_selected(a, &cases[i], r->name)) {
 				fprintf(stderr, "lockstep: warning: %s / %s: the fault at step %d will not "
 				        "be planted: --steps %d stops before it\n", cases[i].name, r->name,
 				        r->inject.step, a->steps);
+				t->unplanted++;
+			}
 		}
 }
 
@@ -261,13 +265,13 @@ static char *lks_join(const char *const *v, int n)
 static int lks_agree(const lks_job *job, int rc, lks_check_tally *t)
 {
 	int v[] = { rc, t->total, t->passed, t->failed, t->expected_fail, t->unsupported,
-	            t->skipped, t->bad_input };
+	            t->skipped, t->bad_input, t->unplanted };
 
 	if (lks_job_agree(job, v, (int)(sizeof(v) / sizeof(v[0])))) {
 		fprintf(stderr, "lockstep: %s\n", lks_errmsg());
 		return LKS_EXIT_INFRA;
 	}
-	*t = (lks_check_tally){ v[1], v[2], v[3], v[4], v[5], v[6], v[7] };
+	*t = (lks_check_tally){ v[1], v[2], v[3], v[4], v[5], v[6], v[7], v[8] };
 	return v[0];
 }
 
@@ -609,7 +613,7 @@ static int lks_suite_begin(struct lks_suite *s, lks_case **cases, int *ncases)
 	           || lks_resume_one(a, *cases, *ncases) || lks_steps_fit(a, *cases, *ncases)) {
 		rc = LKS_EXIT_USAGE;
 	} else if (s->job.root) {
-		lks_warn_unplanted(a, *cases, *ncases);
+		lks_warn_unplanted(a, *cases, *ncases, &s->tally);
 		if ((open_rc = lks_store_open(a->db, &s->store)) != 0
 		    || lks_store_begin_suite(s->store, a->command, &s->suite_id)) {
 			fprintf(stderr, "lockstep: %s\n", lks_errmsg());

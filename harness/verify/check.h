@@ -97,6 +97,7 @@ enum { LKS_BAD_GOLDEN = 1, LKS_BAD_CASE = 2 };
 typedef struct lks_check_tally {
 	int total, passed, failed, expected_fail, unsupported, skipped;
 	int bad_input;            /* of the failed: checks whose input was bad (exit 2) */
+	int unplanted;            /* planted faults --steps stopped before (never acted) */
 } lks_check_tally;
 
 /* What the checks need besides the case and the store, passed down from the command line. */

@@ -203,6 +203,12 @@ Test(fault, steps_before_the_fault_warn, .timeout = 120)
 	cr_assert_eq(lks_run_bin(NULL, args, out, sizeof(out)), 1, "%s", out);
 	cr_assert_not_null(strstr(out, "lockstep: warning: bitflip / flipped: the fault at step 3 "
 	                          "will not be planted: --steps 3 stops before it"), "%s", out);
+	/* check, for git bisect: a version whose fault never acted is not tested (125), never
+	   good, and not bad */
+	snprintf(args, sizeof(args), "check '%s/cases/faults/bitflip.ini' --db '%s' --quiet "
+	         "--steps 3", LKS_SRC, db);
+	cr_assert_eq(lks_run_bin(NULL, args, out, sizeof(out)), 125, "%s", out);
+	cr_assert_not_null(strstr(out, "1 planted fault never acted"), "%s", out);
 	snprintf(args, sizeof(args), "run '%s/cases/faults/bitflip.ini' --db '%s' --quiet --steps 4",
 	         LKS_SRC, db);
 	cr_assert_eq(lks_run_bin(NULL, args, out, sizeof(out)), 0, "%s", out);
