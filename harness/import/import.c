@@ -85,7 +85,6 @@ const lks_import_format *lks_import_format_find(const char *name)
 
 _Static_assert(LKS_BLOCK_MAX_RANK == LKS_IMPORT_MAX_RANK, "a block holds every rank a log may");
 
-
 /* Whether the metrics of kind perf (1 performance, 0 numerics) in a (na) and b (nb) are
    the same, in order: names, and values bit for bit, any NaN as any other. */
 static int lks_vals_same(const struct lks_import_mval *a, int na,
@@ -319,8 +318,8 @@ static int lks_import_sink_rec(void *arg, const lks_import_rec *rec)
 	if (lks_import_ranks_grow(r, rec->rank + 1))
 		return -1;
 	last = &r->ranks[rec->rank];
-	/* steps counted in a file go on in no other: a console without steps resumed begins
-	   at 1 again, which read as a restart dropped the steps before (import_hf_trainer.c) */
+	/* steps counted in a file go on in no other (a resumed console begins at 1 again, a
+	   restart that dropped the steps before: import_hf_trainer.c) */
 	if ((rec->counted || r->counted) && r->nfiles > 1)
 		return lks_err("'%s': a console that prints no step (the n-th loss is step n) is a "
 		               "run's only file: give a resumed run's trainer_state.json (its "
@@ -373,7 +372,6 @@ static int lks_import_sink_rec(void *arg, const lks_import_rec *rec)
 		return lks_follow_push(r, rec);
 	return r->store ? lks_import_store_rec(r, rec) : 0;
 }
-
 
 /* rec as rank - 1 wrote it (r->folder_rank): a copy, its metrics the n it has */
 static const lks_import_rec *lks_import_rank_as(struct lks_import_run *r,
@@ -683,8 +681,7 @@ int lks_import_follow(lks_store *store, const lks_import_opts *o, const char *pa
 		snprintf(what, sizeof(what), "'%s'", path);
 		rc = lks_import_ranks_check(&r, what);
 	}
-	/* an end step given and not reached: the log stopped short (its job died), the run is
-	   not complete */
+	/* an end step given and not reached: the log stopped short, the run not complete */
 	if (lks_store_import_end(store, r.run_id, w.stored, r.nranks,
 	                         (!rc && end_step < 0) || rc == LKS_IMPORT_REACHED)
 	    && (!rc || rc == LKS_IMPORT_REACHED))
