@@ -521,6 +521,7 @@ static int lks_suite_one(struct lks_suite *s, const lks_case *c, int j, lks_sqnr
 		   wedged in a collective, so the job ends (bad input ends it everywhere). */
 		if (s->job.comm || (rc && lks_exit_code(rc) == LKS_EXIT_USAGE))
 			return rc ? lks_exit_code(rc) : LKS_EXIT_INFRA;
+		lks_sqnr_drop_run(pairs, j);  /* its partner compares with nothing */
 		s->failed++;
 		return 0;
 	}

@@ -19,6 +19,7 @@ struct lks_sqnr_pair {
 	size_t nrows, caprows;
 	float *buf;             /* one step of the first run's gradients */
 	int failed;             /* an I/O error or a mismatch (lks_err said which) */
+	int dropped;            /* a run of it failed: nothing compared, nothing stored */
 	char err[256];
 };
 
@@ -112,7 +113,7 @@ static void lks_sqnr_step(struct lks_sqnr_pair *p, int run, int step, const floa
 {
 	size_t n = m->nparams;
 
-	if (p->failed)
+	if (p->failed || p->dropped)
 		return;
 	if (!p->tmp) {
 		if (!(p->tmp = tmpfile()) || !(p->buf = malloc(n * sizeof(float)))) {
@@ -191,7 +192,7 @@ int lks_sqnr_end_run(lks_sqnr_pairs *ps, int run, int64_t run_id, lks_store *s)
 	for (int i = 0; i < ps->n; i++) {
 		struct lks_sqnr_pair *p = &ps->p[i];
 
-		if (p->a != run && p->b != run)
+		if ((p->a != run && p->b != run) || p->dropped)
 			continue;
 		if (p->failed)
 			return lks_err("sqnr of runs %d and %d: %s", p->a, p->b, p->err);
@@ -204,6 +205,12 @@ int lks_sqnr_end_run(lks_sqnr_pairs *ps, int run, int64_t run_id, lks_store *s)
 			return -1;
 	}
 	return 0;
+}
+
+void lks_sqnr_drop_run(lks_sqnr_pairs *ps, int run)
+{
+	for (int i = 0; ps && i < ps->n; i++)
+		ps->p[i].dropped |= ps->p[i].a == run || ps->p[i].b == run;
 }
 
 void lks_sqnr_free(lks_sqnr_pairs *ps)

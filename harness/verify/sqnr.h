@@ -36,6 +36,9 @@ void lks_sqnr_hook(lks_sqnr_pairs *p, int run, lks_runner_opts *o);
 /* After run i, stored as run_id: stores the SQNR rows of the pairs it completes. */
 int lks_sqnr_end_run(lks_sqnr_pairs *p, int run, int64_t run_id, lks_store *s);
 void lks_sqnr_free(lks_sqnr_pairs *p);
+/* Run failed (the suite goes on without it): its pairs compare and store nothing, and
+   their sqnr checks are skipped as a run not made's. */
+void lks_sqnr_drop_run(lks_sqnr_pairs *p, int run);
 
 /* 10 log10(sum b^2 / sum (a-b)^2) over n values, in double. */
 double lks_sqnr_db(const float *a, const float *b, size_t n);
