@@ -59,16 +59,20 @@ static int lks_tb_wall_at(int fd, const char *path, off_t at, off_t size, double
 	return rc;
 }
 
-/* The byte where the last record of fd (size bytes, > 0) begins, found by walking the
-   records' headers from byte 0 by their lengths, each length's CRC checked (a record of
-   any size, unlike a look within the file's last bytes): 0 and *last, or LKS_E_BAD_INPUT
-   naming path and the byte of the header that fails or runs past the file's end. */
+/* The byte where the last whole record of fd (size bytes, > 0) begins, found by walking
+   the records' headers from byte 0 by their lengths, each length's CRC checked (a record
+   of any size, unlike a look within the file's last bytes). A file may end within its last
+   record (a writer killed while writing it, which the reader reads to the record before:
+   lks_tb_cut_at_end): the record before it is the last. 0 and *last, or LKS_E_BAD_INPUT
+   naming path and the byte of a header whose CRC fails, or of none whole. */
 static int lks_tb_last_record(int fd, const char *path, off_t size, off_t *last)
 {
 	uint8_t *w = malloc(LKS_TB_PEEK);
 	off_t p = 0, base = 0;
 	size_t have = 0;
+	int cut = 0;
 
+	*last = -1;
 	while (w && p < size) {
 		int64_t len;
 
@@ -78,8 +82,10 @@ static int lks_tb_last_record(int fd, const char *path, off_t size, off_t *last)
 			base = p;
 			have = got > 0 ? (size_t)got : 0;
 		}
-		if (p + 12 > base + (off_t)have || (len = lks_tb_head_len(w + (p - base))) < 0
-		    || len > size - p - 16)
+		cut = p + 12 > size;  /* the file ends within a header */
+		if (cut || p + 12 > base + (off_t)have || (len = lks_tb_head_len(w + (p - base))) < 0)
+			break;
+		if ((cut = len > size - p - 16))  /* or within the record's data */
 			break;
 		*last = p;
 		p += 16 + len;
@@ -87,7 +93,7 @@ static int lks_tb_last_record(int fd, const char *path, off_t size, off_t *last)
 	free(w);
 	if (!w)
 		return lks_err("out of memory");
-	if (p == size)
+	if (p == size || (cut && *last >= 0))
 		return 0;
 	return lks_err("'%s': byte %lld: no record's whole header there (a bad CRC, or a record "
 	               "cut short), so when the file was written is not known", path,

@@ -4,7 +4,8 @@
  * the event files of one folder whose events overlap in time (every rank writing to one
  * log_dir) are refused, as folders that do are, while a launch and its restart are read;
  * a file's last wall time is found past a last record larger than 64 KiB, an empty file
- * hides no other's time, and a time that cannot be known refuses the folder.
+ * hides no other's time, a file cut within its last record ends at the record before, and
+ * a time that cannot be known refuses the folder.
  */
 #include <criterion/criterion.h>
 #include <stdint.h>
@@ -167,6 +168,33 @@ Test(import_tb_launch, writers_at_once_in_one_folder_are_refused)
 	put_run("shared/events.out.tfevents.1767600004.node.100.1", 5, 1, 9.0f, T0 + 4.25, 1.0);
 	cr_assert_eq(import_dir(st, dir, "fit_test", &res), 0, "%s", lks_errmsg());
 	cr_assert_eq(res.counts.restarts, 0);
+	cr_assert_eq(res.steps, 5);
+	lks_store_close(st);
+	rm_tmp();
+}
+
+/* A launch killed while writing its last record, and its restart, in one folder: the cut
+   file's last whole record gives its last wall time (the headers walked to it), so the two
+   are a launch and its restart, read; the folder was refused ("when the file was written
+   is not known") though the reader reads such a file to the record before. */
+Test(import_tb_launch, a_launch_cut_within_its_last_record_and_its_restart_are_read)
+{
+	char dir[512], path[512];
+	lks_import_result res;
+	struct stat sb;
+	lks_store *st;
+
+	mkdir_tmp();
+	at_tmp(dir, sizeof(dir), "cut", 1);
+	put_run("cut/events.out.tfevents.1767600000.node.100.0", 0, 5, 1.0f, T0, 1.0);
+	path_in_tmp(path, sizeof(path), "cut/events.out.tfevents.1767600000.node.100.0");
+	cr_assert_eq(stat(path, &sb), 0);
+	cr_assert_eq(truncate(path, sb.st_size - 5), 0);  /* step 4's record cut */
+	put_run("cut/events.out.tfevents.1767600010.node.101.0", 3, 3, 30.0f, T0 + 10, 1.0);
+	st = store_in_tmp();
+	cr_assert_eq(import_dir(st, dir, "cut", &res), 0, "%s", lks_errmsg());
+	cr_assert_eq(res.counts.cut, 1);
+	cr_assert_eq(res.counts.restarts, 1, "the second launch from step 3");
 	cr_assert_eq(res.steps, 5);
 	lks_store_close(st);
 	rm_tmp();
