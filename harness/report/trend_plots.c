@@ -45,10 +45,13 @@ static char *lks_tp_settings(const lks_run_info *i)
 	const char *b = i->backend ? i->backend : "", *c = i->combo ? i->combo : "";
 	size_t n = o ? strlen(o) + strlen(b) + strlen(c) + 64 : 0;
 	char *s = o ? malloc(n) : NULL;
+	/* an import's steps and ranks are what its log held, not settings (nightly.c,
+	   lks_same_settings): a log that stops early tonight is a change */
+	int imported = !strncmp(b, "import:", 7);
 
 	if (s)
-		snprintf(s, n, "%s|%d|%d|%s|%llu|%s", o, i->steps, i->world_size, b,
-		         (unsigned long long)i->seed, c);
+		snprintf(s, n, "%s|%d|%d|%s|%llu|%s", o, imported ? 0 : i->steps,
+		         imported ? 0 : i->world_size, b, (unsigned long long)i->seed, c);
 	free(o);
 	return s;
 }
