@@ -276,7 +276,7 @@ static int lks_suite_header(struct lks_report *r, char *title, size_t size)
 
 	if (lks_store_get_suite(r->s, r->suite, lks_suite_line_fill, &l))
 		return -1;
-	snprintf(title, size, "lockstep report: suite %lld", (long long)r->suite);
+	snprintf(title, size, LKS_REPORT_TITLE ": suite %lld", (long long)r->suite);
 	if (lks_page_title(r, title))
 		return -1;
 	snprintf(line, sizeof(line), "command: %s — started %s", l.cmd, l.started);
@@ -463,7 +463,7 @@ int lks_report_suite(lks_store *s, const char *which, int64_t *suite_id)
 /* A database with screens and no suite: its latest screen alone. */
 static int lks_screen_page(struct lks_report *r)
 {
-	static const char title[] = "lockstep report: node screen";
+	static const char title[] = LKS_REPORT_TITLE ": node screen";
 
 	if (lks_page_title(r, title) || lks_screen_section(r, NULL))
 		return -1;

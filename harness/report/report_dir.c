@@ -18,7 +18,7 @@
 #include "kernels/err.h"
 
 /* What report.md opens with, whatever the suite (report.c, lks_page_title). */
-static const char lks_md_title[] = "# lockstep report";
+static const char lks_md_title[] = "# " LKS_REPORT_TITLE;
 
 /* The entries of a folder that are a report's by name: the two pages, the trend's numbers
    (trend_plots.c), and plots (*.svg), which report.md must show as well. */

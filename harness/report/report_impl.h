@@ -38,6 +38,9 @@
    folder's, a name of up to 300 bytes). */
 #define LKS_REPORT_DIR_MAX 1200
 #define LKS_REPORT_PATH 1600
+/* What every page's title begins with; report.md opens with it (report_dir.c knows a
+   report's folder by it). */
+#define LKS_REPORT_TITLE "lockstep report"
 
 /* Where an exact agreement is drawn on the log scale, which has no 0; far below any
    tolerance a check uses and above the double rounding of a loss near 1 (1e-16). */
