@@ -330,10 +330,12 @@ static int lks_tb_placeholder(const char *tag, size_t len, int64_t step, double 
    its words. */
 static int lks_tb_wanted(const LksTb__Summary__Value *v, int64_t step, double *x, size_t *len)
 {
-	if (!v->tag || !(*len = strlen(v->tag)) || !lks_tb_scalar(v, x))
+	/* the map is looked up only for a tag passed over, after the cheap tests */
+	if (!v->tag || !(*len = strlen(v->tag))
+	    || (lks_tb_other_axis(v->tag, *len) && !lks_import_label_mapped(v->tag, *len))
+	    || !lks_tb_scalar(v, x))
 		return 0;
-	return (!lks_tb_other_axis(v->tag, *len) && !lks_tb_placeholder(v->tag, *len, step, *x))
-	       || lks_import_label_mapped(v->tag, *len);
+	return !lks_tb_placeholder(v->tag, *len, step, *x) || lks_import_label_mapped(v->tag, *len);
 }
 
 /* After tag's value v was refused at the record of its step: 1 when the record holds its
