@@ -79,13 +79,13 @@ static int lks_diff_resolve(lks_store *s, const char *db, const char *arg, lks_s
 /* ---- the header ---- */
 
 /* runs.steps is a count for a run lockstep trained (the steps it was run for) and the last
-   step for an import (trace_store.h), whose log may start at step 1 or 0: said as the
-   import says it. */
+   step for an import (trace_store.h), whose log may start at step 1 or 0, and for a traced
+   run: said as the import says it. */
 static void lks_diff_header(const char *label, const lks_stored_run *r)
 {
 	char steps[48];
 
-	snprintf(steps, sizeof(steps), lks_stored_run_imported(r) ? "steps up to %d" : "%d steps",
+	snprintf(steps, sizeof(steps), lks_stored_run_steps_last(r) ? "steps up to %d" : "%d steps",
 	         r->steps);
 	printf("%s: run %lld  %s/%s  recipe %s%s%s  world size %d  %s  backend %s  %s  %s\n",
 	       label, (long long)r->id, r->case_name, r->run_name, r->recipe,

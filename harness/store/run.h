@@ -108,6 +108,16 @@ static inline int lks_stored_run_imported(const lks_stored_run *r)
 	return r->backend && strncmp(r->backend, "import:", 7) == 0;
 }
 
+/* The backend a run traced by lockstep-trace is stored with (tensor_trace.h). */
+#define LKS_TRACE_BACKEND "trace"
+
+/* Whether r's steps is its last step, not a count: an import's, and a traced run's. */
+static inline int lks_stored_run_steps_last(const lks_stored_run *r)
+{
+	return lks_stored_run_imported(r)
+	       || (r->backend && strcmp(r->backend, LKS_TRACE_BACKEND) == 0);
+}
+
 /* An empty run (no info, no trace, cur -1), to fill by hand or with the add functions. */
 void lks_stored_run_init(lks_stored_run *r);
 /* Frees what r holds and empties it; also after a failed load. */

@@ -200,16 +200,21 @@ void lks_store_trace_rollback(lks_store *s)
 	lks_store_rollback(s);
 }
 
-int lks_store_trace_leave(lks_store *s, int64_t run_id, int rank, int last_step)
+int lks_store_trace_leave(lks_store *s, int64_t run_id, int rank, int last_step, int failed,
+                          const char *why)
 {
 	const lks_val v[] = { lks_val_int(run_id), lks_val_int(last_step) };
 	const lks_val id[] = { lks_val_int(run_id) };
+	const lks_val fail[] = { lks_val_int(run_id), lks_val_text("failed") };
 
 	if (lks_store_exec(s, LKS_Q_BEGIN))
 		return -1;
-	if (lks_store_event(s, run_id, last_step, rank, NULL, "trace_rank_done", "closed")
+	if (lks_store_event(s, run_id, last_step, rank, NULL,
+	                    failed ? "trace_rank_failed" : "trace_rank_done",
+	                    failed ? (why && *why ? why : "aborted") : "closed")
 	    || (last_step >= 0 && lks_store_put(s, LKS_Q_TRACE_STEPS, v, LKS_NVALS(v), NULL))
-	    || lks_store_put(s, LKS_Q_TRACE_DONE, id, LKS_NVALS(id), NULL)
+	    || (failed ? lks_store_put(s, LKS_Q_END_RUN, fail, LKS_NVALS(fail), NULL)
+	               : lks_store_put(s, LKS_Q_TRACE_DONE, id, LKS_NVALS(id), NULL))
 	    || lks_store_exec(s, LKS_Q_COMMIT)) {
 		lks_store_rollback(s);
 		return -1;

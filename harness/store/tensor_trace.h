@@ -28,6 +28,7 @@
 #include "harness/store/import_block.h"
 #include "harness/store/import_rec.h"
 #include "harness/store/name_index.h"
+#include "harness/store/run.h"
 #include "harness/store/trace_store.h"
 
 /* The longest tensor name stored, with its NUL: a longer one is bad input. */
@@ -77,8 +78,7 @@ int lks_store_tensor_names(lks_store *s, int64_t run_id, char *const *names,
 /* ---- a run traced by lockstep-trace (kernels/trace/lockstep_trace.h): its ranks'
    processes write one run, each its own rows ---- */
 
-/* The backend a traced run is stored with. */
-#define LKS_TRACE_BACKEND "trace"
+/* The backend a traced run is stored with: LKS_TRACE_BACKEND, run.h. */
 
 /* Joins rank to a run of info's case and run names (recipe, backend and world size
    info's): the latest incomplete one that world size and backend whose rank has not joined
@@ -96,8 +96,10 @@ int lks_store_trace_commit(lks_store *s);
 void lks_store_trace_rollback(lks_store *s);
 /* Rank has closed the run, having stored steps to last_step (-1: none): an event of the
    run ('trace_rank_done'); the run's steps raised to it; once every rank has, the run is
-   complete. 0, or -1. */
-int lks_store_trace_leave(lks_store *s, int64_t run_id, int rank, int last_step);
+   complete. With failed (the training failed; why: NULL or a message) the event is
+   'trace_rank_failed' and the run is failed at once, if no rank failed it before. 0, or -1. */
+int lks_store_trace_leave(lks_store *s, int64_t run_id, int rank, int last_step, int failed,
+                          const char *why);
 
 /* ---- a trace read back, a step at a time ---- */
 

@@ -477,13 +477,18 @@ int lks_trace_step(lks_trace *t, int step)
 	return rc;
 }
 
-int lks_trace_close(lks_trace *t)
+/* Closes (failed 0) or aborts t: the writer stores what was handed over, then the rank
+   leaves the run. */
+static int lks_trace_end(lks_trace *t, int failed, const char *why)
 {
 	int rc = 0;
 
 	if (!t)
 		return 0;
-	if (t->cur.n)  /* tensors given after the last step: a step of their own */
+	if (failed) {  /* a step cut short is not stored; its device records are let go of */
+		(void)lks_trace_collect(t);
+		t->cur.n = 0;
+	} else if (t->cur.n)  /* tensors given after the last step: a step of their own */
 		rc = lks_trace_step(t, t->last_step + 1);
 	pthread_mutex_lock(&t->mu);
 	t->stop = 1;
@@ -492,7 +497,7 @@ int lks_trace_close(lks_trace *t)
 	pthread_join(t->thread, NULL);
 	if (t->failed)
 		rc = lks_trace_fail("%s", t->err);
-	else if (lks_store_trace_leave(t->s, t->run_id, t->rank, t->last_step))
+	else if (lks_store_trace_leave(t->s, t->run_id, t->rank, t->last_step, failed, why))
 		rc = lks_trace_fail("%s", lks_errmsg());
 	lks_store_close(t->s);
 	lks_block_free(t->b);
@@ -507,4 +512,14 @@ int lks_trace_close(lks_trace *t)
 	pthread_cond_destroy(&t->cv);
 	free(t);
 	return rc;
+}
+
+int lks_trace_close(lks_trace *t)
+{
+	return lks_trace_end(t, 0, NULL);
+}
+
+int lks_trace_abort(lks_trace *t, const char *why)
+{
+	return lks_trace_end(t, 1, why);
 }

@@ -17,7 +17,7 @@
  * The ranks of a job each open the same database with the same case and run names and
  * their own rank: they join one run (the latest incomplete run of those names and that
  * world size that has not seen their rank), each storing its own rows; the run is
- * complete when every rank has closed it. Errors: functions return 0 or -1 (NULL for open)
+ * complete when every rank has closed it, and failed once a rank has aborted it. Errors: functions return 0 or -1 (NULL for open)
  * and lks_trace_error() says why, in this thread.
  */
 #ifndef LOCKSTEP_TRACE_H
@@ -29,7 +29,7 @@
 extern "C" {
 #endif
 
-#define LKS_TRACE_API_VERSION 2  /* 2: device tensors */
+#define LKS_TRACE_API_VERSION 3  /* 2: device tensors; 3: lks_trace_abort */
 
 typedef struct lks_trace lks_trace;
 
@@ -86,6 +86,12 @@ int lks_trace_step(lks_trace *t, int step);
 /* Stores what is left, says this rank is done (the run is complete once every rank is),
    and frees t (also when it fails). */
 int lks_trace_close(lks_trace *t);
+
+/* Ends this rank's trace because the training failed (an exception, an interrupt): the
+   steps handed over by lks_trace_step are stored, the tensors given since are not (a step
+   cut short), and the run is stored failed, whatever the other ranks do; why (NULL: none
+   given) is kept with it. Frees t (also when it fails). (API version 3.) */
+int lks_trace_abort(lks_trace *t, const char *why);
 
 /* Why the last call of this thread failed. */
 const char *lks_trace_error(void);

@@ -19,6 +19,10 @@ Tracing a training loop (torchtitan's, Hugging Face's, your own) takes two lines
         tracer.step(step)              # after optimizer.step(): step `step` is done
     tracer.close()                     # (or leave it to the end of the process)
 
+A run that ends by an exception (out of a `with` block, or uncaught at the end of the
+process) is stored failed, not complete, with the exception's message; tracer.abort(why)
+does the same by hand.
+
 Then, a second run of the same names (another night, another build, another GPU):
 
     lockstep diff titan/yesterday titan/tonight --db trace.db
@@ -109,6 +113,7 @@ The lower level, for any framework or none:
             t.step(step)
 """
 
+import atexit
 import ctypes
 import os
 import sys
@@ -118,7 +123,7 @@ import weakref
 __all__ = ["API_VERSION", "PHASES", "DTYPES", "load", "Trace", "Tracer", "trace_module"]
 
 # LKS_TRACE_API_VERSION of the header this file was written against.
-API_VERSION = 2
+API_VERSION = 3
 
 # enum lks_trace_phase and enum lks_trace_dtype.
 PHASES = {"forward": 0, "backward": 1, "update": 2, "recompute": 3}
@@ -174,6 +179,8 @@ def _bind(lib):
     lib.lks_trace_step.restype = ctypes.c_int
     lib.lks_trace_close.argtypes = [ctypes.c_void_p]
     lib.lks_trace_close.restype = ctypes.c_int
+    lib.lks_trace_abort.argtypes = [ctypes.c_void_p, ctypes.c_char_p]
+    lib.lks_trace_abort.restype = ctypes.c_int
     lib.lks_trace_error.argtypes = []
     lib.lks_trace_error.restype = ctypes.c_char_p
 
@@ -358,17 +365,51 @@ def _from_numpy(x):
     return a, a.ctypes.data, n, code
 
 
-def _close_handle(lib, handle, pid):
+_exit_hook = []  # not empty once _mark_exiting is registered
+_exiting = []  # not empty once the interpreter is exiting (set by an atexit handler)
+
+
+def _mark_exiting():
+    _exiting.append(True)
+
+
+def _uncaught():
+    """The exception the interpreter printed as uncaught, if any (a script ending by one
+    has it: sys.last_exc, or sys.last_value before Python 3.12)."""
+    return getattr(sys, "last_exc", None) or getattr(sys, "last_value", None)
+
+
+def _failure(exc):
+    """Whether exc ends a training as failed: any exception but a SystemExit of status 0."""
+    if exc is None:
+        return False
+    return not (isinstance(exc, SystemExit) and exc.code in (None, 0))
+
+
+def _why(exc):
+    """What is stored with a run aborted by exc: its type and message, at most 400 bytes."""
+    text = type(exc).__name__ + (": %s" % exc if str(exc) else "")
+    return text.encode("utf-8", "replace")[:400].replace(b"\0", b" ")
+
+
+def _close_handle(lib, handle, pid, stale):
     """Closes a handle left open (garbage collection, the end of the process); a forked
-    child (a DataLoader's worker) does not close its parent's trace."""
-    if handle and os.getpid() == pid:
+    child (a DataLoader's worker) does not close its parent's trace. A process ending by
+    an uncaught exception (one other than stale, the id of one printed before the trace was
+    opened, as in an interactive session) aborts it instead: the run is stored failed."""
+    if not handle or os.getpid() != pid:
+        return
+    exc = _uncaught() if _exiting else None
+    if exc is not None and id(exc) != stale:
+        lib.lks_trace_abort(handle, _why(exc))
+    else:
         lib.lks_trace_close(handle)
 
 
 class Trace:
     """One rank's trace: lks_trace_open ... lks_trace_close. A Trace left open is closed when
     it is garbage collected or the process exits (what it had is stored, and its rank is
-    done). A number out of the range the library takes (rank and step 0 to 2**31 - 1,
+    done), or aborted (abort()) when the process exits by an uncaught exception. A number out of the range the library takes (rank and step 0 to 2**31 - 1,
     world_size from 1, micro from -1; ctypes would pass a larger one on wrapped), a phase
     not in PHASES, or a name or path holding NUL (which would end it there) raises
     ValueError naming it; every other failure raises RuntimeError
@@ -392,7 +433,11 @@ class Trace:
         self._h = h
         self._pid = os.getpid()
         # closes the handle when this object is collected or at exit, if close() did not
-        self._finalizer = weakref.finalize(self, _close_handle, self._lib, h, self._pid)
+        stale = _uncaught()
+        self._finalizer = weakref.finalize(self, _close_handle, self._lib, h, self._pid,
+                                           None if stale is None else id(stale))
+        if not _exit_hook:  # after weakref's own: atexit runs it first
+            _exit_hook.append(atexit.register(_mark_exiting))
 
     def _handle(self):
         if self._h is None:
@@ -447,6 +492,17 @@ class Trace:
     def close(self):
         """Stores what is left (tensors after the last step are a step of their own) and
         says this rank is done. Closing again does nothing."""
+        self._end(None)
+
+    def abort(self, why=None):
+        """Ends this rank's trace because the training failed: the steps ended by step()
+        are stored, the tensors given since are not, and the run is stored failed (why, a
+        message, kept with it). A `with` block left by an exception, and a process ending
+        by an uncaught one, abort the trace. Closing or aborting again does nothing."""
+        self._end(b"aborted" if why is None
+                  else str(why).encode("utf-8", "replace").replace(b"\0", b" "))
+
+    def _end(self, why):
         with self._lock:
             if self._h is None:
                 return
@@ -454,14 +510,19 @@ class Trace:
             self._finalizer.detach()
             if os.getpid() != self._pid:  # a forked child lets go of its parent's trace
                 return
-            if self._lib.lks_trace_close(h):
+            rc = (self._lib.lks_trace_close(h) if why is None
+                  else self._lib.lks_trace_abort(h, why))
+            if rc:
                 raise RuntimeError(_error(self._lib))
 
     def __enter__(self):
         return self
 
-    def __exit__(self, *exc):
-        self.close()
+    def __exit__(self, exc_type, exc, tb):
+        if _failure(exc):
+            self._end(_why(exc))
+        else:
+            self.close()
         return False
 
     def __repr__(self):
@@ -583,11 +644,17 @@ class Tracer:
         self.remove()
         self.trace.close()
 
+    def abort(self, why=None):
+        """Removes the hooks and aborts the trace (Trace.abort): the run is stored failed."""
+        self.remove()
+        self.trace.abort(why)
+
     def __enter__(self):
         return self
 
-    def __exit__(self, *exc):
-        self.close()
+    def __exit__(self, exc_type, exc, tb):
+        self.remove()
+        self.trace.__exit__(exc_type, exc, tb)
         return False
 
 

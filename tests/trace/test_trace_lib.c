@@ -199,6 +199,43 @@ Test(trace_lib, two_ranks_join_one_run_complete_when_both_close)
 	cr_assert_eq(sql_int_path(db, "SELECT count(*) FROM runs"), 2);
 }
 
+/* A rank whose training failed aborts: its whole steps stay, the step it was filling is
+   not stored, and the run is failed with why, whatever the other rank does after. */
+Test(trace_lib, an_aborted_rank_fails_the_run_keeping_its_whole_steps)
+{
+	char db[512];
+	float x[4] = { 1, 2, 3, 4 };
+	lks_trace *t0, *t1;
+
+	mkdir_tmp();
+	path_in_tmp(db, sizeof(db), "abort.db");
+	cr_assert_not_null(t0 = lks_trace_open(db, "c", "dp", 0, 2), "%s", lks_trace_error());
+	cr_assert_not_null(t1 = lks_trace_open(db, "c", "dp", 1, 2), "%s", lks_trace_error());
+	for (int step = 0; step < 2; step++)
+		for (int r = 0; r < 2; r++) {
+			lks_trace *t = r ? t1 : t0;
+
+			cr_assert_eq(lks_trace_tensor(t, "w", LKS_TRACE_FORWARD, -1, x, 4,
+			                              LKS_TRACE_F32), 0);
+			cr_assert_eq(lks_trace_step(t, step), 0);
+		}
+	cr_assert_eq(lks_trace_tensor(t0, "cut", LKS_TRACE_FORWARD, -1, x, 4, LKS_TRACE_F32), 0);
+	cr_assert_eq(lks_trace_abort(t0, "loss went NaN"), 0, "%s", lks_trace_error());
+	cr_assert_eq(sql_int_path(db, "SELECT count(*) FROM runs WHERE status = 'failed'"), 1);
+	cr_assert_eq(sql_int_path(db, "SELECT count(*) FROM events WHERE kind = "
+	                              "'trace_rank_failed' AND rank = 0 AND message = "
+	                              "'loss went NaN'"), 1);
+	cr_assert_eq(sql_int_path(db, "SELECT count(*) FROM tensors WHERE name = 'cut'"), 0,
+	             "the step cut short is not stored");
+	cr_assert_eq(lks_trace_tensor(t1, "w", LKS_TRACE_FORWARD, -1, x, 4, LKS_TRACE_F32), 0);
+	cr_assert_eq(lks_trace_close(t1), 0, "%s", lks_trace_error());
+	cr_assert_eq(sql_int_path(db, "SELECT count(*) FROM runs WHERE status = 'failed' AND "
+	                              "steps = 2"), 1, "rank 1's steps kept (to step 2: a traced "
+	                              "run's steps are its last), the run still failed");
+	cr_assert_eq(sql_int_path(db, "SELECT count(*) FROM tensor_blocks WHERE rank = 0"), 2);
+	cr_assert_eq(lks_trace_abort(NULL, "x"), 0);
+}
+
 Test(trace_lib, bad_calls_fail_with_a_message)
 {
 	char db[512];

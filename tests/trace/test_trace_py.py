@@ -192,6 +192,83 @@ def trace_run(lt, lib, db, run_name, change=None):
     t[1].close()
 
 
+def run_status(db, run_name):
+    """(status, steps (its last step), messages of its failed ranks) of CASE/run_name's
+    latest run."""
+    import sqlite3
+
+    con = sqlite3.connect(db)
+    try:
+        rid, status, steps = con.execute(
+            "SELECT run_id, status, steps FROM runs WHERE case_name = ? AND run_name = ? "
+            "ORDER BY run_id DESC LIMIT 1", (CASE, run_name)).fetchone()
+        why = [m for (m,) in con.execute("SELECT message FROM events WHERE run_id = ? AND "
+                                         "kind = 'trace_rank_failed'", (rid,))]
+    finally:
+        con.close()
+    return status, steps, why
+
+
+# A script that traces steps 0 and 1, gives a tensor of step 2, then ends as END says.
+ENDING = """
+import sys
+sys.path.insert(0, %r)
+import numpy as np
+import lockstep_trace as lt
+t = lt.Trace(%r, %r, sys.argv[1], lib=%r)
+for step in range(2):
+    t.tensor("w", np.ones(4, dtype=np.float32) * step)
+    t.step(step)
+t.tensor("w", np.ones(4, dtype=np.float32))
+END
+"""
+
+
+def ending(c, lt, lib, tmp):
+    """A training that fails is stored failed, with why, its whole steps kept: out of a
+    `with` block by an exception, by abort(), or a process ending by an uncaught exception
+    (KeyboardInterrupt too). A normal end, sys.exit(0) and an exception caught do not."""
+    import numpy as np
+
+    db = os.path.join(tmp, "trace_py_end.db")
+    for f in (db, db + "-wal", db + "-shm"):
+        if os.path.exists(f):
+            os.remove(f)
+    try:
+        with lt.Trace(db, CASE, "with", lib=lib) as t:
+            t.tensor("w", np.ones(2, dtype=np.float32))
+            t.step(0)
+            t.tensor("w", np.ones(2, dtype=np.float32))
+            raise ValueError("loss went NaN")
+    except ValueError:
+        pass
+    st = run_status(db, "with")
+    c.ok(st == ("failed", 0, ["ValueError: loss went NaN"]),
+         "a with block left by an exception: the run failed, step 0 kept, why stored", repr(st))
+    t = lt.Trace(db, CASE, "abort", lib=lib)
+    t.step(0)
+    t.abort("out of memory at step 1")
+    t.abort()  # again: nothing
+    st = run_status(db, "abort")
+    c.ok(st == ("failed", 0, ["out of memory at step 1"]), "abort(why)", repr(st))
+    script = ENDING % (os.path.join(REPO, "kernels", "trace"), db, CASE, lib)
+    for name, end, status, why in (
+            ("uncaught", "raise RuntimeError('the loader died')", "failed",
+             ["RuntimeError: the loader died"]),
+            ("interrupt", "raise KeyboardInterrupt", "failed", ["KeyboardInterrupt"]),
+            ("exit0", "sys.exit(0)", "complete", []),
+            ("caught", "try:\n    raise OSError('x')\nexcept OSError:\n    pass", "complete",
+             []),
+            ("plain", "pass", "complete", [])):
+        rc, out = run([sys.executable, "-c", script.replace("END", end), name])
+        st = run_status(db, name)
+        # a traced run's steps are its last step: a failed run keeps its whole steps (to 1),
+        # a complete one the tensor given after them as a step of its own (2)
+        want = (status, 1 if status == "failed" else 2, why)
+        c.ok(st == want, "a process ending %s: the run %s" % (name, status),
+             "%r, expected %r (exit %d)\n%s" % (st, want, rc, out))
+
+
 def main(argv):
     lockstep, lib, tmp = usage(argv, "test_trace_py.py")
     try:
@@ -237,6 +314,8 @@ def main(argv):
     rc, out = run([lockstep, "diff", "%s/a" % CASE, "%s/b" % CASE, "--db", db])
     c.ok(rc == 0, "lockstep diff of the same arrays: identical (exit 0)",
          "exit %d\n%s" % (rc, out))
+    c.ok(out.count("steps up to 2") == 2, "diff says a traced run's steps as its last (2)",
+         out)
 
     def change(step, rank, recs):
         if step == 2 and rank == 1:
@@ -342,6 +421,8 @@ def main(argv):
         parts = np.stack([z.real, z.imag], axis=-1).astype(np.float32)
         for o in recs:
             check_stats(c, np, xxhash, o, parts, "%s as its parts interleaved" % o["tensor"])
+
+    ending(c, lt, lib, tmp)
 
     # finding the library: the path given, else LOCKSTEP_TRACE_LIB
     os.environ["LOCKSTEP_TRACE_LIB"] = lib
