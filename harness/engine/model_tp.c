@@ -228,27 +228,44 @@ int lks_tp_traced_split(const char *name)
 	return 0;
 }
 
+static int64_t lks_count_nonfinite(const float *h, size_t n)
+{
+	int64_t bad = 0;
+
+	for (size_t i = 0; i < n; i++)
+		bad += !isfinite(h[i]);
+	return bad;
+}
+
 /* The rank's share (host, n floats: a partial sum, or an amax) before the group's
    collective takes it: its first NaN/Inf */
 static void lks_tp_scan(lks_rank *r, const float *h, size_t n, const char *what)
 {
-	int64_t bad = 0;
+	int64_t bad;
 
-	if (r->nan_act_seen)
-		return;
-	for (size_t i = 0; i < n; i++)
-		bad += !isfinite(h[i]);
-	if (!bad)
+	if (r->nan_act_seen || !(bad = lks_count_nonfinite(h, n)))
 		return;
 	snprintf(r->nan_act, sizeof(r->nan_act), "%s", what);
 	r->nan_act_count = bad;
 	r->nan_act_seen = 1;
 }
 
+/* What the group's collective gave the rank (host, n floats): a NaN/Inf that came from
+   another rank's share, so that the rank's own shares after it are not named as where
+   it began (the first offending rank is the one whose share held it). */
+static void lks_tp_heard(lks_rank *r, const float *h, size_t n)
+{
+	if (!r->nan_act_seen && lks_count_nonfinite(h, n))
+		r->nan_act_seen = 1;
+}
+
 int lks_tp_max(lks_rank *r, float *h, size_t n, const char *what)
 {
 	lks_tp_scan(r, h, n, what);
-	return lks_comm_allreduce_max(r->tpc, h, n);
+	if (lks_comm_allreduce_max(r->tpc, h, n))
+		return -1;
+	lks_tp_heard(r, h, n);
+	return 0;
 }
 
 int lks_tp_sum(lks_rank *r, float *x, size_t n, int round, const char *what)
@@ -256,8 +273,10 @@ int lks_tp_sum(lks_rank *r, float *x, size_t n, int round, const char *what)
 	if (LKS_BE(r, download, r->tph, x, n * sizeof(float)))
 		return -1;
 	lks_tp_scan(r, r->tph, n, what);
-	if (lks_comm_allreduce_sum(r->tpc, r->tph, n)
-	    || LKS_BE(r, upload, x, r->tph, n * sizeof(float)))
+	if (lks_comm_allreduce_sum(r->tpc, r->tph, n))
+		return -1;
+	lks_tp_heard(r, r->tph, n);
+	if (LKS_BE(r, upload, x, r->tph, n * sizeof(float)))
 		return -1;
 	return round && r->bf16 ? LKS_BE(r, round_bf16, x, n) : 0;
 }
@@ -290,8 +309,10 @@ int lks_tp_reduce(lks_rank *r, float *x, const char *what)
 	lks_tp_scan(r, r->tph, n, what);
 	for (int t = 0; t < r->tp; t++)
 		lks_tp_map(r->tph, ranked + (size_t)t * nl, LKS_SP_SHAPE(r), r->tp, t, 0);
-	if (lks_comm_reduce_scatter(r->tpc, ranked, nl, mine)
-	    || LKS_BE(r, upload, x, mine, nl * sizeof(float)))
+	if (lks_comm_reduce_scatter(r->tpc, ranked, nl, mine))
+		return -1;
+	lks_tp_heard(r, mine, nl);
+	if (LKS_BE(r, upload, x, mine, nl * sizeof(float)))
 		return -1;
 	return r->bf16 ? LKS_BE(r, round_bf16, x, nl) : 0;
 }
@@ -318,14 +339,18 @@ int lks_sp_tokens(lks_rank *r)
 }
 
 /* The whole (rows, cols) on the host (r->tph) from each rank's local shard (host): the
-   group's all-gather, then each rank's shard in its place. */
-static int lks_tp_gather_host(lks_rank *r, float *local, int rows, int cols, int dim, int nb)
+   group's all-gather, then each rank's shard in its place. flow: the model's data (not a
+   trace's copy), where a NaN/Inf heard from another rank counts. */
+static int lks_tp_gather_host(lks_rank *r, float *local, int rows, int cols, int dim, int nb,
+                              int flow)
 {
 	size_t nl = (size_t)rows * (size_t)cols / (size_t)r->tp;
 	float *all = r->tph + 2 * r->tpn;
 
 	if (lks_comm_all_gather(r->tpc, local, nl, all))
 		return -1;
+	if (flow)
+		lks_tp_heard(r, all, nl * (size_t)r->tp);
 	for (int t = 0; t < r->tp; t++)
 		lks_tp_map(r->tph, all + (size_t)t * nl, rows, cols, dim, nb, r->tp, t, 1);
 	return 0;
@@ -336,8 +361,8 @@ int lks_sp_gather(lks_rank *r, const float *local, float *whole, const char *wha
 	return lks_tp_gather(r, local, LKS_SP_SHAPE(r), whole, what);
 }
 
-int lks_tp_gather(lks_rank *r, const float *x, int rows, int cols, int dim, int nb,
-                  float *whole, const char *what)
+static int lks_tp_gather_to(lks_rank *r, const float *x, int rows, int cols, int dim, int nb,
+                            float *whole, const char *what, int flow)
 {
 	size_t n = (size_t)rows * (size_t)cols;
 	float *local = r->tph + r->tpn;
@@ -346,9 +371,15 @@ int lks_tp_gather(lks_rank *r, const float *x, int rows, int cols, int dim, int 
 		return -1;
 	if (what)
 		lks_tp_scan(r, local, n / (size_t)r->tp, what);
-	if (lks_tp_gather_host(r, local, rows, cols, dim, nb))
+	if (lks_tp_gather_host(r, local, rows, cols, dim, nb, flow))
 		return -1;
 	return LKS_BE(r, upload, whole, r->tph, n * sizeof(float));
+}
+
+int lks_tp_gather(lks_rank *r, const float *x, int rows, int cols, int dim, int nb,
+                  float *whole, const char *what)
+{
+	return lks_tp_gather_to(r, x, rows, cols, dim, nb, whole, what, 1);
 }
 
 void lks_tp_trace(lks_rank *r, int kept, lks_phase ph, float *x, int rows, int cols, int dim,
@@ -371,7 +402,7 @@ void lks_tp_trace(lks_rank *r, int kept, lks_phase ph, float *x, int rows, int c
 	}
 	if (r->tr.off)
 		return;
-	if (lks_tp_gather(r, x, rows, cols, dim, nb, r->tpw, NULL)) {
+	if (lks_tp_gather_to(r, x, rows, cols, dim, nb, r->tpw, NULL, 0)) {
 		r->tr.failed = 1;
 		return;
 	}
@@ -474,7 +505,7 @@ int lks_tp_trace_quant(lks_rank *r, int li, lks_src src, lks_phase ph, const lks
 		goto fail;
 	for (size_t i = 0; i < nl; i++)
 		local[i] = (float)bytes[i];
-	if (lks_tp_gather_host(r, local, w.rows, w.cols, dim, nb))
+	if (lks_tp_gather_host(r, local, w.rows, w.cols, dim, nb, 0))
 		goto fail;
 	for (size_t i = 0; i < n; i++)
 		bytes[i] = (uint8_t)r->tph[i];
@@ -487,7 +518,7 @@ int lks_tp_trace_quant(lks_rank *r, int li, lks_src src, lks_phase ph, const lks
 	if (per_split) {
 		int sr = dim == 0 ? (int)ns * tp : 1, sc = dim == 1 ? (int)ns * tp : 1;
 
-		if (lks_tp_gather(r, q->scale, sr, sc, dim, nb, w.scale, NULL))
+		if (lks_tp_gather_to(r, q->scale, sr, sc, dim, nb, w.scale, NULL, 0))
 			return -1;
 	} else if (LKS_BE(r, copy, w.scale, q->scale, ns * sizeof(float))) {
 		return -1;
