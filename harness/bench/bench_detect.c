@@ -48,7 +48,8 @@ static const char lks_detect_help[] =
 	"  --flips N      single-bit flips (0: the fault cases instead)\n"
 	"  --repeats M    clean runs after the flips (default 0)\n"
 	"  --seed S       the flips' random choices (default 34)\n"
-	"  --case FILE    the case flipped (default cases/screen/screen_quick.ini)\n";
+	"  --case FILE    the case flipped, of trained runs without a fault (default\n"
+	"                 cases/screen/screen_quick.ini)\n";
 
 /* The columns: check kinds on (faulty, clean), in the order of the check-kind table, then
    the NaN event (kind LKS_CHECK_COUNT). */

@@ -214,6 +214,15 @@ int lks_bench_flips(const char *case_path, const char *dir, int flips, int repea
 		goto out;
 	}
 	loaded = 1;
+	/* a run's own fault or log would be in its reference: every flip in it "caught" */
+	for (int j = 0; j < b->c.nruns; j++)
+		if (b->c.runs[j].inject.kind != LKS_FAULT_NONE || b->c.runs[j].import_fmt[0]) {
+			lks_err("%s: run '%s' %s: flips are planted in a case of clean trained runs",
+			        case_path, b->c.runs[j].name, b->c.runs[j].import_fmt[0]
+			        ? "is imported" : "has a fault of its own (inject)");
+			rc = LKS_E_BAD_INPUT;
+			goto out;
+		}
 	if (b->c.nruns > 64 || lks_model_init(&b->m, &b->c.model)) {
 		lks_err("%s: more than 64 runs, or its model cannot be made", case_path);
 		goto out;

@@ -44,7 +44,7 @@ Test(cli, help_lists_commands)
 
 Test(cli, bad_usage_exits_2)
 {
-	char out[8192];
+	char out[8192], args[1024];
 
 	cr_assert_eq(lks_run_bin(NULL, "", NULL, 0), 2, "no command");
 	cr_assert_eq(lks_run_bin(NULL, "frobnicate", out, sizeof(out)), 2);
@@ -68,6 +68,11 @@ Test(cli, bad_usage_exits_2)
 	cr_assert_eq(lks_run_bin(NULL, "bench detect --repeats 3 cases/faults", out, sizeof(out)), 2,
 	             "%s", out);
 	cr_assert_not_null(strstr(out, "measure --case FILE"), "%s", out);
+	/* a run with a fault of its own: in its reference too, every flip was "caught" */
+	snprintf(args, sizeof(args), "bench detect --flips 2 --case '%s/cases/faults/bitflip.ini'",
+	         LKS_SRC);
+	cr_assert_eq(lks_run_bin(NULL, args, out, sizeof(out)), 2, "%s", out);
+	cr_assert_not_null(strstr(out, "run 'flipped' has a fault of its own"), "%s", out);
 }
 
 /* --backend NAME is resolved by the backend registry, which names the ones this build has */
