@@ -151,7 +151,7 @@ int lks_fsdp_setup(struct lks_runner *R, lks_rank *r)
 	if (!f)
 		return lks_err("out of memory");
 	r->fsdp = f;
-	f->S = ((R->m.nparams + (size_t)F - 1) / (size_t)F + 15) & ~(size_t)15;
+	f->S = lks_fsdp_shard_size(R->m.nparams, F);
 	r->own0 = (size_t)(r->rank / P % F) * f->S;
 	r->own1 = r->own0 + f->S < R->m.nparams ? r->own0 + f->S : R->m.nparams;
 	r->own0 = r->own0 < R->m.nparams ? r->own0 : R->m.nparams;

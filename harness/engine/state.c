@@ -174,6 +174,41 @@ static int lks_state_root(const struct lks_runner *R)
 	return !R->o->job || R->o->job->rank == 0;
 }
 
+/* An FSDP run's states (W of n bytes, in rank order) with AdamW's moments whole: a rank
+   keeps the moments of its own shard only (runner_fsdp.c), so each rank's are completed
+   from the ranks of its fsdp group that own the other shards (the same shard's moments on
+   every replica and tp index), and its hash made again. Then a state resumes into any
+   layout: DP's ranks need the whole moments. */
+static void lks_state_whole(const struct lks_runner *R, unsigned char *all, size_t n)
+{
+	int F = R->run->fsdp, P = R->run->tp > 1 ? R->run->tp : 1;
+	size_t np = R->m.nparams, fb = np * sizeof(float), S = lks_fsdp_shard_size(np, F);
+	uint64_t hash;
+
+	if (F <= 1)
+		return;
+	for (int r = 0; r < R->W; r++) {
+		unsigned char *b = all + (size_t)r * n;
+
+		for (int s = 0; s < F; s++) {
+			/* the rank of replica d and tp index t that owns shard s (rank = (d F + s) P + t) */
+			int o = (r / (F * P) * F + s) * P + r % P;
+			size_t a = (size_t)s * S < np ? (size_t)s * S : np;
+			size_t e = a + S < np ? a + S : np;
+			const unsigned char *ob = all + (size_t)o * n;
+
+			if (o == r || e == a)
+				continue;
+			for (size_t m = 1; m <= 2; m++)  /* m1, then m2: after the parameters */
+				memcpy(b + LKS_STATE_HEAD + m * fb + a * sizeof(float),
+				       ob + LKS_STATE_HEAD + m * fb + a * sizeof(float),
+				       (e - a) * sizeof(float));
+		}
+		hash = XXH3_64bits(b + LKS_STATE_HEAD, n - LKS_STATE_HEAD);
+		memcpy(b + LKS_STATE_HEAD - 8, &hash, 8);
+	}
+}
+
 int lks_state_keep(struct lks_runner *R, struct lks_store *store, int64_t run_id, int step)
 {
 	lks_comm *job = R->o->job && R->o->job->size > 1 ? R->o->job : NULL;
@@ -200,6 +235,8 @@ int lks_state_keep(struct lks_runner *R, struct lks_store *store, int64_t run_id
 		goto out;
 	if (!job)
 		all = mine, mine = NULL;
+	if (lks_state_root(R))
+		lks_state_whole(R, all, n);
 	rc = 0;
 	for (int r = 0; lks_state_root(R) && store && !rc && r < R->W; r++)
 		rc = lks_store_put_state(store, run_id, step, r, all + (size_t)r * n, n);

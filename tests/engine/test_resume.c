@@ -113,6 +113,42 @@ Test(resume, every_recipe_under_tp_and_sequence_parallel, .timeout = 300)
 	every_recipe(4, "tp = 2\nsequence_parallel = on", 0);
 }
 
+/* A state resumes into another layout bit for bit where the layouts are: a rank of an
+   FSDP run keeps the moments of its own shard only, so its state is stored with the whole
+   moments, which DP's ranks need (a DP run resumed from FSDP's state drifted apart, and
+   ranks_agree blamed the one rank whose moments were right). FSDP x TP into TP too; HSDP
+   is not DP's bits (its sums are grouped), but DP resumed from it keeps its ranks alike. */
+Test(resume, a_state_resumes_across_sharded_and_whole_layouts, .timeout = 300)
+{
+	static char text[16384];
+	static char out[65536];
+	static const char *const recipes[] = { "bf16", "fp8_delayed" };
+	size_t len = 0;
+	struct verdicts v;
+	struct tmp t;
+
+	tmp_make(&t);
+	case_add(text, sizeof(text), &len, RESUME_HEAD, 4);
+	for (int i = 0; i < 2; i++)
+		case_add(text, sizeof(text), &len,
+		         "[run dp_%1$s]\nrecipe = %1$s\n"
+		         "[run fs_%1$s]\nrecipe = %1$s\nfsdp = 4\n"
+		         "[run hs_%1$s]\nrecipe = %1$s\nfsdp = 2\n"
+		         "[run tpfs_%1$s]\nrecipe = %1$s\ntp = 2\nfsdp = 2\n"
+		         "[run dp_from_fs_%1$s]\nrecipe = %1$s\nresume_from = fs_%1$s@1\n"
+		         "[run dp_from_hs_%1$s]\nrecipe = %1$s\nresume_from = hs_%1$s@2\n"
+		         "[run tp_from_tpfs_%1$s]\nrecipe = %1$s\ntp = 2\nresume_from = tpfs_%1$s@1\n"
+		         "[check fs_is_dp_%1$s]\nkind = bitwise\na = fs_%1$s\nb = dp_%1$s\n"
+		         "[check dp_from_fs_%1$s]\nkind = resume\na = fs_%1$s\nb = dp_from_fs_%1$s\n"
+		         "[check agree_hs_%1$s]\nkind = ranks_agree\na = dp_from_hs_%1$s\n"
+		         "[check tp_from_tpfs_%1$s]\nkind = resume\na = tpfs_%1$s\n"
+		         "b = tp_from_tpfs_%1$s\n"
+		         "[check agree_%1$s]\nkind = ranks_agree\na = dp_from_fs_%1$s\n", recipes[i]);
+	cr_assert_eq(run_case(&t, text, &v, out, sizeof(out)), 0, "%s", out);
+	cr_assert_eq(v.pass, 2 * 5, "%s", out);
+	tmp_drop(&t);
+}
+
 /* A resumed run that departs (a planted bit flip) is caught by the resume check at the
    step and tensor where it was planted; the run it resumed from is not blamed. */
 Test(resume, a_departing_resumed_run_is_caught_where_it_departs, .timeout = 120)
