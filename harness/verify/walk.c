@@ -641,7 +641,12 @@ int lks_walk(const lks_walk_opts *o, lks_stored_run *a, lks_stored_run *b,
 	} else {
 		struct lks_walk_ranks k;
 
+		/* the pairs first: cnt says what a filter names also where the ranks part */
+		if (!(map = malloc(sizeof(int) * ((size_t)a->nt + 1))))
+			return lks_err("out of memory");
+		lks_walk_pairs(o, a, b, map, cnt);
 		if (lks_walk_ranks_of(a, b, &k)) {
+			free(map);
 			lks_walk_at(res, a, -1, -1, -1);
 			lks_walk_int(res, "world_size", a->W, b->W, 0);
 			snprintf(res->note, sizeof(res->note), "runs on different numbers of ranks are "
@@ -649,9 +654,6 @@ int lks_walk(const lks_walk_opts *o, lks_stored_run *a, lks_stored_run *b,
 			         "difference): they cannot agree");
 			return 0;
 		}
-		if (!(map = malloc(sizeof(int) * ((size_t)a->nt + 1))))
-			return lks_err("out of memory");
-		lks_walk_pairs(o, a, b, map, cnt);
 		if (cnt->nshared == 0 && !o->recompute) {
 			lks_walk_at(res, a, -1, -1, -1);
 			snprintf(res->note, sizeof(res->note), "the runs share no traced tensor");

@@ -232,7 +232,7 @@ Test(check, close_scale_and_filters_that_compare_nothing)
 	snprintf(k.tensors, sizeof(k.tensors), "blocks.9.*");
 	r = eval(&f, &k);
 	cr_assert_eq(r.verdict, LKS_VERDICT_FAIL);
-	cr_assert_eq(r.bad_input, LKS_BAD_CASE);
+	cr_assert_eq(r.bad_input, LKS_BAD_CASE, "%s", r.message);
 	cr_assert_not_null(strstr(r.message, "tensors = blocks.9.* names none of the"), "%s", r.message);
 	k.expect_fail = 1;  /* whatever is expected: nothing was compared */
 	cr_assert_eq(eval(&f, &k).verdict, LKS_VERDICT_FAIL);
@@ -242,6 +242,15 @@ Test(check, close_scale_and_filters_that_compare_nothing)
 	r = eval(&f, &k);
 	cr_assert_eq(r.bad_input, LKS_BAD_CASE);
 	cr_assert_not_null(strstr(r.message, "none of which run 'bf' traced"), "%s", r.message);
+	/* runs that part before any tensor is reached (other world sizes): that divergence,
+	   not the pattern blamed for matching nothing (exit 2 where the runs differ) */
+	snprintf(k.b, sizeof(k.b), "b");
+	snprintf(k.tensors, sizeof(k.tensors), "blocks.0.*");
+	sql(&f, "UPDATE runs SET world_size = 1 WHERE run_id = %lld", (long long)id_of(&f, "b"));
+	r = eval(&f, &k);
+	cr_assert_eq(r.verdict, LKS_VERDICT_FAIL);
+	cr_assert_eq(r.bad_input, 0, "%s", r.message);
+	cr_assert_not_null(strstr(r.message, "world_size"), "%s", r.message);
 	fx_teardown(&f);
 }
 
