@@ -143,7 +143,7 @@ int lks_store_trace_join(lks_store *s, const lks_run_info *info, int rank, int64
 {
 	const lks_val v[] = { lks_val_text(info->case_name), lks_val_text(info->run_name),
 	                      lks_val_int(info->world_size), lks_val_int(rank),
-	                      lks_val_text(info->backend) };
+	                      lks_val_text(info->backend), lks_val_text(info->options) };
 	int64_t id = 0;
 	int rc;
 

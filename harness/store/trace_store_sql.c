@@ -146,10 +146,11 @@ static const char *const lks_store_sql[LKS_Q_COUNT] = {
 	                      "step = ?2 ORDER BY rank, seq",
 	[LKS_Q_TSTEPS] = "SELECT min(step), max(step), count(*) FROM tensor_blocks "
 	                 "WHERE run_id = ?1",
-	/* the latest incomplete traced run of (case, run, world size) that rank ?4 has not
-	   joined */
+	/* the latest incomplete traced run of (case, run, world size, options: its launch)
+	   that rank ?4 has not joined */
 	[LKS_Q_TRACE_FIND] = "SELECT run_id FROM runs r WHERE case_name = ?1 AND run_name = ?2 "
 	                     "AND world_size = ?3 AND backend = ?5 AND status = 'incomplete' "
+	                     "AND r.options IS ?6 "
 	                     "AND NOT EXISTS (SELECT 1 FROM events e WHERE e.run_id = r.run_id "
 	                     "AND e.kind = 'trace_rank' AND e.rank = ?4) "
 	                     "ORDER BY run_id DESC LIMIT 1",

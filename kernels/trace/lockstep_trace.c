@@ -222,6 +222,13 @@ static char *lks_trace_fingerprint(void)
 lks_trace *lks_trace_open(const char *db, const char *case_name, const char *run_name,
                           int rank, int world_size)
 {
+	return lks_trace_open_job(db, case_name, run_name, rank, world_size, NULL);
+}
+
+lks_trace *lks_trace_open_job(const char *db, const char *case_name, const char *run_name,
+                              int rank, int world_size, const char *job)
+{
+	char options[300];
 	lks_run_info info = { .case_name = case_name, .run_name = run_name, .recipe = "trace",
 	                      .backend = LKS_TRACE_BACKEND, .world_size = world_size };
 	lks_trace *t;
@@ -230,8 +237,13 @@ lks_trace *lks_trace_open(const char *db, const char *case_name, const char *run
 	if (!db || !case_name || !run_name)
 		return lks_trace_fail("lks_trace_open: a database, a case and a run name"), NULL;
 	if (lks_name_check("case", case_name, strlen(case_name))
-	    || lks_name_check("run", run_name, strlen(run_name)))
+	    || lks_name_check("run", run_name, strlen(run_name))
+	    || (job && *job && lks_name_check("job", job, strlen(job))))
 		return lks_trace_fail("%s", lks_errmsg()), NULL;
+	if (job && *job) {
+		snprintf(options, sizeof(options), "job=%s", job);
+		info.options = options;
+	}
 	if (world_size < 1 || rank < 0 || rank >= world_size)
 		return lks_trace_fail("rank %d of world size %d", rank, world_size), NULL;
 	if (!(t = calloc(1, sizeof(*t))))

@@ -59,6 +59,13 @@ int lks_trace_version(void);
 lks_trace *lks_trace_open(const char *db, const char *case_name, const char *run_name,
                           int rank, int world_size);
 
+/* lks_trace_open for the ranks of one launch of a job: a rank joins only a run of the same
+   job (a key naming the launch: letters, digits, '_', '-', '.'; NULL or "": none, as
+   lks_trace_open), so that a job relaunched after a crash makes a run of its own instead of
+   joining the dead launch's ranks. The run's options hold it ("job=KEY"). (API version 3.) */
+lks_trace *lks_trace_open_job(const char *db, const char *case_name, const char *run_name,
+                              int rank, int world_size, const char *job);
+
 /* One tensor of the step being traced: n elements of dtype at data, host memory. name is
    the module and the tensor ("layers.0.mlp.fc1.output"; fewer than 256 bytes), micro the
    microbatch (-1: none). Its statistics are taken before this returns. */

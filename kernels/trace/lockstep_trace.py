@@ -75,7 +75,10 @@ the model itself is "" and gives plain "output", "grad_output"):
 
 Ranks: rank and world size come from torchrun's RANK and WORLD_SIZE (else 0 of 1); every
 rank opens the same database with the same case and run names and they join one run, which
-is complete when every rank has closed it. A DTensor (FSDP2, tensor parallelism) is measured
+is complete when every rank has closed it. The ranks of one launch join only one another:
+a job relaunched after a crash makes a run of its own where its launcher names the launch
+(torchrun's rendezvous id and restart count, Slurm's job id: launch_key()), or where job=
+names it; without either, a relaunch would join the dead launch's incomplete run. A DTensor (FSDP2, tensor parallelism) is measured
 as this rank's local shard; with whole=True as the whole tensor (DTensor.full_tensor(), a
 collective: every rank of its mesh must trace it, in the same order), so that a run of one
 layout compares with a run of another (FSDP2 against DDP: every record, parameters too, bit
@@ -120,7 +123,8 @@ import sys
 import threading
 import weakref
 
-__all__ = ["API_VERSION", "PHASES", "DTYPES", "load", "Trace", "Tracer", "trace_module"]
+__all__ = ["API_VERSION", "PHASES", "DTYPES", "load", "Trace", "Tracer", "trace_module",
+           "launch_key"]
 
 # LKS_TRACE_API_VERSION of the header this file was written against.
 API_VERSION = 3
@@ -181,6 +185,9 @@ def _bind(lib):
     lib.lks_trace_close.restype = ctypes.c_int
     lib.lks_trace_abort.argtypes = [ctypes.c_void_p, ctypes.c_char_p]
     lib.lks_trace_abort.restype = ctypes.c_int
+    lib.lks_trace_open_job.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p,
+                                       ctypes.c_int, ctypes.c_int, ctypes.c_char_p]
+    lib.lks_trace_open_job.restype = ctypes.c_void_p
     lib.lks_trace_error.argtypes = []
     lib.lks_trace_error.restype = ctypes.c_char_p
 
@@ -409,13 +416,20 @@ def _close_handle(lib, handle, pid, stale):
 class Trace:
     """One rank's trace: lks_trace_open ... lks_trace_close. A Trace left open is closed when
     it is garbage collected or the process exits (what it had is stored, and its rank is
-    done), or aborted (abort()) when the process exits by an uncaught exception. A number out of the range the library takes (rank and step 0 to 2**31 - 1,
-    world_size from 1, micro from -1; ctypes would pass a larger one on wrapped), a phase
-    not in PHASES, or a name or path holding NUL (which would end it there) raises
-    ValueError naming it; every other failure raises RuntimeError
-    with the library's message."""
+    done), or aborted (abort()) when the process exits by an uncaught exception.
 
-    def __init__(self, db, case, run, rank=0, world_size=1, lib=None, whole=False):
+    job names the launch, so that the ranks of a job relaunched after a crash make a run of
+    their own instead of joining the dead launch's run (the ranks join the latest
+    incomplete run of the same names and job). None (the default): the launcher's, from
+    the environment (launch_key()); "": none.
+
+    A number out of the range the library takes (rank and step 0 to 2**31 - 1, world_size
+    from 1, micro from -1; ctypes would pass a larger one on wrapped), a phase not in
+    PHASES, or a name or path holding NUL (which would end it there) raises ValueError
+    naming it; every other failure raises RuntimeError with the library's message."""
+
+    def __init__(self, db, case, run, rank=0, world_size=1, lib=None, whole=False,
+                 job=None):
         self._lib = lib if isinstance(lib, ctypes.CDLL) else load(lib)
         self.whole = bool(whole)  # a DTensor measured whole (a collective), not its shard
         _bind(self._lib)
@@ -424,10 +438,13 @@ class Trace:
         self.db, self.case, self.run = os.fspath(db), case, run
         self.rank = _c_int("rank", rank, 0)
         self.world_size = _c_int("world_size", world_size, 1)
-        h = self._lib.lks_trace_open(_c_str("database", os.fsencode(self.db)),
-                                     _c_str("case name", case.encode()),
-                                     _c_str("run name", run.encode()),
-                                     self.rank, self.world_size)
+        self.job = launch_key() if job is None else job
+        h = self._lib.lks_trace_open_job(_c_str("database", os.fsencode(self.db)),
+                                         _c_str("case name", case.encode()),
+                                         _c_str("run name", run.encode()),
+                                         self.rank, self.world_size,
+                                         _c_str("job", self.job.encode()) if self.job
+                                         else None)
         if not h:
             raise RuntimeError(_error(self._lib))
         self._h = h
@@ -658,25 +675,44 @@ class Tracer:
         return False
 
 
+def launch_key(environ=None):
+    """The key of this launch of a job, from its launcher's environment, or "" where none
+    is known: torchrun's rendezvous id and restart count (TORCHELASTIC_RUN_ID, when not
+    its default "none", and TORCHELASTIC_RESTART_COUNT), else Slurm's job id and restart
+    count (SLURM_JOB_ID, SLURM_RESTART_COUNT). Characters a key does not take become '_';
+    at most 63 of them. A launcher without these (a plain mpirun, a script relaunched by
+    hand) gives "": pass job= yourself (a time stamp the launcher exports, say)."""
+    env = os.environ if environ is None else environ
+    rid = env.get("TORCHELASTIC_RUN_ID", "")
+    if rid and rid != "none":
+        key = "%s.%s" % (rid, env.get("TORCHELASTIC_RESTART_COUNT", "0"))
+    elif env.get("SLURM_JOB_ID"):
+        key = "slurm%s.%s" % (env["SLURM_JOB_ID"], env.get("SLURM_RESTART_COUNT", "0"))
+    else:
+        return ""
+    return "".join(c if c.isascii() and (c.isalnum() or c in "_-.") else "_"
+                   for c in key)[:63]
+
+
 def _env_int(name, default):
     v = os.environ.get(name)
     return int(v) if v not in (None, "") else default
 
 
 def trace_module(model, db, case, run, rank=None, world_size=None, activations=True,
-                 gradients=True, parameters=False, lib=None, whole=False):
+                 gradients=True, parameters=False, lib=None, whole=False, job=None):
     """Traces model (a torch.nn.Module) into run `run` of case `case` in database db: hooks
     on every module for its forward outputs (activations) and its output gradients
     (gradients), and each parameter after the optimizer (parameters). rank and world_size
     default to torchrun's RANK and WORLD_SIZE, else 0 and 1. whole: a DTensor (FSDP2's
     parameters, tensor parallelism's) measured whole, gathered from its mesh by every rank
-    at once, rather than this rank's shard. Returns a Tracer: call its step(n) after
+    at once, rather than this rank's shard. job: the launch's key (Trace). Returns a Tracer: call its step(n) after
     optimizer.step() of step n, and close() at the end."""
     if rank is None:
         rank = _env_int("RANK", 0)
     if world_size is None:
         world_size = _env_int("WORLD_SIZE", 1)
-    trace = Trace(db, case, run, rank, world_size, lib=lib, whole=whole)
+    trace = Trace(db, case, run, rank, world_size, lib=lib, whole=whole, job=job)
     try:
         return Tracer(model, trace, activations, gradients, parameters)
     except BaseException:

@@ -236,6 +236,49 @@ Test(trace_lib, an_aborted_rank_fails_the_run_keeping_its_whole_steps)
 	cr_assert_eq(lks_trace_abort(NULL, "x"), 0);
 }
 
+/* A job relaunched after a crash: its ranks join only a run of their own launch's key, not
+   the dead launch's run that one of its ranks never joined (which mixed two launches into
+   one run, stored complete). The same key joins; a bad key is refused. */
+Test(trace_lib, a_relaunched_job_makes_a_run_of_its_own)
+{
+	char db[512];
+	float x[2] = { 1, 2 };
+	lks_trace *t0, *t1, *u0, *u1;
+
+	mkdir_tmp();
+	path_in_tmp(db, sizeof(db), "relaunch.db");
+	/* launch a: rank 0 traces and closes, rank 1 died before it opened */
+	cr_assert_not_null(t0 = lks_trace_open_job(db, "c", "dp", 0, 2, "a"), "%s",
+	                   lks_trace_error());
+	cr_assert_eq(lks_trace_tensor(t0, "w", LKS_TRACE_FORWARD, -1, x, 2, LKS_TRACE_F32), 0);
+	cr_assert_eq(lks_trace_close(t0), 0, "%s", lks_trace_error());
+	/* launch b: rank 1 opens first */
+	cr_assert_not_null(u1 = lks_trace_open_job(db, "c", "dp", 1, 2, "b"), "%s",
+	                   lks_trace_error());
+	cr_assert_not_null(u0 = lks_trace_open_job(db, "c", "dp", 0, 2, "b"), "%s",
+	                   lks_trace_error());
+	cr_assert_eq(lks_trace_close(u1), 0, "%s", lks_trace_error());
+	cr_assert_eq(lks_trace_close(u0), 0, "%s", lks_trace_error());
+	cr_assert_eq(sql_int_path(db, "SELECT count(*) FROM runs"), 2);
+	cr_assert_eq(sql_int_path(db, "SELECT count(*) FROM runs WHERE status = 'complete' AND "
+	                              "options = 'job=b'"), 1, "launch b's run complete");
+	cr_assert_eq(sql_int_path(db, "SELECT count(*) FROM runs WHERE status = 'incomplete' AND "
+	                              "options = 'job=a'"), 1, "the dead launch's run left alone");
+	cr_assert_eq(sql_int_path(db, "SELECT count(DISTINCT run_id) FROM events WHERE kind = "
+	                              "'trace_rank' AND rank = 1"), 1);
+	/* the same key joins one run; a key with a character a name does not take is refused */
+	cr_assert_not_null(t0 = lks_trace_open_job(db, "c", "dp", 0, 2, "c.1"), "%s",
+	                   lks_trace_error());
+	cr_assert_not_null(t1 = lks_trace_open_job(db, "c", "dp", 1, 2, "c.1"), "%s",
+	                   lks_trace_error());
+	cr_assert_eq(lks_trace_close(t0), 0);
+	cr_assert_eq(lks_trace_close(t1), 0);
+	cr_assert_eq(sql_int_path(db, "SELECT count(*) FROM runs WHERE status = 'complete' AND "
+	                              "options = 'job=c.1'"), 1);
+	cr_assert_null(lks_trace_open_job(db, "c", "dp", 0, 2, "a b"));
+	cr_assert(strstr(lks_trace_error(), "job"), "%s", lks_trace_error());
+}
+
 Test(trace_lib, bad_calls_fail_with_a_message)
 {
 	char db[512];

@@ -269,6 +269,33 @@ def ending(c, lt, lib, tmp):
              "%r, expected %r (exit %d)\n%s" % (st, want, rc, out))
 
 
+def launches(c, lt, lib, tmp):
+    """A launch's key from its launcher's environment; a relaunched job's ranks (job=) make
+    a run of their own, not joining the dead launch's."""
+    import sqlite3
+
+    for env, want in (({"TORCHELASTIC_RUN_ID": "3f2a-9", "TORCHELASTIC_RESTART_COUNT": "2"},
+                       "3f2a-9.2"),
+                      ({"TORCHELASTIC_RUN_ID": "none", "SLURM_JOB_ID": "812"}, "slurm812.0"),
+                      ({"TORCHELASTIC_RUN_ID": "a/b c"}, "a_b_c.0"),
+                      ({}, "")):
+        c.ok(lt.launch_key(env) == want, "launch_key(%r) is %r" % (env, want),
+             repr(lt.launch_key(env)))
+    db = os.path.join(tmp, "trace_py_launch.db")
+    for f in (db, db + "-wal", db + "-shm"):
+        if os.path.exists(f):
+            os.remove(f)
+    lt.Trace(db, CASE, "r", rank=0, world_size=2, lib=lib, job="first").close()
+    late = lt.Trace(db, CASE, "r", rank=1, world_size=2, lib=lib, job="second")
+    lt.Trace(db, CASE, "r", rank=0, world_size=2, lib=lib, job="second").close()
+    late.close()
+    con = sqlite3.connect(db)
+    rows = con.execute("SELECT options, status FROM runs ORDER BY run_id").fetchall()
+    con.close()
+    c.ok(rows == [("job=first", "incomplete"), ("job=second", "complete")],
+         "a relaunch (job=) makes a run of its own, complete", repr(rows))
+
+
 def main(argv):
     lockstep, lib, tmp = usage(argv, "test_trace_py.py")
     try:
@@ -423,6 +450,7 @@ def main(argv):
             check_stats(c, np, xxhash, o, parts, "%s as its parts interleaved" % o["tensor"])
 
     ending(c, lt, lib, tmp)
+    launches(c, lt, lib, tmp)
 
     # finding the library: the path given, else LOCKSTEP_TRACE_LIB
     os.environ["LOCKSTEP_TRACE_LIB"] = lib
