@@ -9,6 +9,8 @@
 
 #include "harness/engine/case.h"
 #include "harness/cli/cmd.h"
+#include "kernels/backend.h"
+#include "kernels/comm.h"
 #include "kernels/err.h"
 
 static const char lks_list_help[] =
@@ -94,18 +96,31 @@ static void lks_list_run(const lks_run_cfg *r, int namew)
 	}
 	printf("    %-*s  %-17s  %d rank%s", namew, r->name, lks_recipe_name(r->recipe),
 	       r->world_size, r->world_size == 1 ? "" : "s");
-	if (r->fsdp > 1)
-		printf(", fsdp %d x dp %d%s%s", r->fsdp, r->world_size / r->fsdp,
-		       r->fp8_all_gather ? ", fp8 all-gather" : "",
-		       r->reshard ? ", resharded after forward" : "");
-	if (r->tp > 1)
-		printf(", tp %d x dp %d%s%s", r->tp, r->world_size / r->tp,
-		       r->sp ? ", sequence parallel" : "", r->trace_shards ? ", traced by shard" : "");
-	if (r->checkpoint)
-		printf(", checkpoint blocks");
+	if (r->fsdp > 1 || r->tp > 1) {  /* the mesh, dp x fsdp x tp (a dimension of 1 left out) */
+		printf(", dp %d", r->world_size / (r->fsdp * r->tp));
+		if (r->fsdp > 1)
+			printf(" x fsdp %d", r->fsdp);
+		if (r->tp > 1)
+			printf(" x tp %d", r->tp);
+	}
+	printf("%s%s%s%s%s", r->fp8_all_gather ? ", fp8 all-gather" : "",
+	       r->reshard ? ", resharded after forward" : "", r->sp ? ", sequence parallel" : "",
+	       r->trace_shards ? ", traced by shard" : "",
+	       r->checkpoint ? ", checkpoint blocks" : "");
+	/* the keys that choose where and how it runs, where the case gives them */
+	if (r->backend[0])
+		printf(", backend %s", r->backend);
+	if (r->gemm_given)
+		printf(", gemm %s", r->gemm == LKS_GEMM_LIBRARY ? "cublaslt" : "reference");
+	if (r->allreduce == LKS_ALLREDUCE_NCCL)
+		printf(", allreduce nccl");
+	if (r->trace_optim)
+		printf(", optimizer traced");
 	if (lks_recipe_delayed(r->recipe))
 		printf(", amax history %d (%s), margin %d", r->amax_history,
 		       r->amax_most_recent ? "most_recent" : "max", r->margin);
+	if (r->resume_from[0])
+		printf(", resumed from %s after step %d", r->resume_from, r->resume_step);
 	if (r->inject.kind != LKS_FAULT_NONE) {
 		char spec[256];
 

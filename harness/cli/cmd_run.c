@@ -11,6 +11,7 @@
 
 #include "harness/base/strbuf.h"
 #include "harness/cli/cmd.h"
+#include "harness/engine/case.h"
 #include "harness/report/junit.h"
 #include "harness/suite/suite.h"
 #include "kernels/backend.h"
@@ -127,7 +128,8 @@ static int lks_run_parse(int argc, char **argv, struct lks_run_args *a)
 		               "the GEMM of every trained run without its own 'gemm =': reference\n"
 		               "(default) or cublaslt, production mode on --backend cuda; unlike\n"
 		               "--set, the runs stay the case's (golden update takes them)"),
-		LKS_OPT_INT("--steps", "N", &a->s.steps, 1, 1 << 30, "override the case's steps"),
+		LKS_OPT_INT("--steps", "N", &a->s.steps, 1, LKS_CASE_STEPS_MAX,
+		            "override the case's steps (as --set case.steps=N)"),
 		LKS_OPT_LIST("--set", "S.K=V", &a->s.sets,
 		             "override a case key, e.g. --set model.hidden=512,\n"
 		             "--set run.fp8.recipe=fp8_tensorwise (repeatable); run.*.K sets\n"

@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "harness/base/file.h"
 #include "harness/base/name.h"
@@ -119,6 +120,8 @@ static int lks_case_key(struct lks_parse *st, enum lks_sec sec, int idx, const c
 		return -1;
 	if (sec == LKS_SEC_CHECK && lks_secs[sec].keys[k].type == LKS_KEY_METRIC)
 		st->c->checks[idx].metric_line = override ? 0 : st->line;
+	if (sec <= LKS_SEC_OPTIM)
+		st->key_line[sec][k] = override ? 0 : st->line;
 	*seen |= 1u << k;
 	return 0;
 }
@@ -154,6 +157,10 @@ static int lks_case_add_run(struct lks_parse *st, const char *name)
 		if (strcmp(c->runs[i].name, name) == 0)
 			return lks_err("duplicate run '%s' (first at line %d)", name,
 				       c->runs[i].line);
+		else if (strcasecmp(c->runs[i].name, name) == 0)  /* golden/<class>/<case>/<run> */
+			return lks_err("run '%s' differs from run '%s' (line %d) only in case: their "
+			               "golden files would be one on a case-insensitive file system",
+			               name, c->runs[i].name, c->runs[i].line);
 	if (lks_grow((void **)&c->runs, sizeof(*c->runs), &st->run_seen, c->nruns, &st->run_cap))
 		return -1;
 	r = &c->runs[c->nruns];
@@ -215,7 +222,7 @@ static int lks_case_section(struct lks_parse *st, const char *line)
 	if (!end)
 		return lks_err("section header without ']'");
 	p = lks_skip_blank(end + 1, end + strlen(end));
-	if (*p && *p != ';' && *p != '#' && *p != '\r' && *p != '\n')
+	if (*p && *p != ';' && *p != '#')
 		return lks_err("text after the section header");
 	w = lks_skip_blank(line + 1, end);
 	we = lks_skip_word(w, end);
@@ -251,28 +258,30 @@ static int lks_case_section(struct lks_parse *st, const char *line)
 	return st->sec == LKS_SEC_RUN ? lks_case_add_run(st, name) : lks_case_add_check(st, name);
 }
 
-/* inih's fgets: one line per call, counted; section headers are seen here. */
+/* inih's fgets: one line per call, counted; section headers are seen here. A line ends
+   at LF, CRLF or a lone CR (a classic Mac editor's, a paste of mixed endings): no text
+   after a CR is taken into the line before it, and the limit counts a line without its
+   end, whichever it is. */
 static char *lks_case_reader(char *str, int num, void *stream)
 {
 	struct lks_parse *st = stream;
-	const char *p = st->next, *eol;
+	const char *p = st->next;
 	size_t len;
 
 	if (st->rc || !*p)
 		return NULL;
-	eol = strchr(p, '\n');
-	len = eol ? (size_t)(eol - p) + 1 : strlen(p);
-	st->next = p + len;
+	len = strcspn(p, "\r\n");
+	st->next = p + len + (p[len] == '\r' && p[len + 1] == '\n' ? 2 : p[len] ? 1 : 0);
 	if (++st->line == 1 && len >= 3 && memcmp(p, "\xEF\xBB\xBF", 3) == 0)
 		p += 3, len -= 3;  /* a UTF-8 byte order mark, which inih would skip too */
-	while (len && (*p == ' ' || *p == '\t'))
-		p++, len--;
-	/* room for the line and one byte more, so that inih never sees a cut line */
-	if (len + 2 > (size_t)num) {
+	/* num - 3 characters, its end not counted: the limit an LF line always had */
+	if (len + 3 > (size_t)num) {
 		lks_err("line longer than %d characters", num - 3);
 		lks_case_at(st, st->line);
 		return NULL;
 	}
+	while (len && (*p == ' ' || *p == '\t'))
+		p++, len--;
 	memcpy(str, p, len);
 	str[len] = 0;
 	if (str[0] == '[' && lks_case_section(st, str)) {
@@ -453,7 +462,8 @@ int lks_case_load(const char *path, const char *const *sets, int nsets, lks_case
 	rc = lks_case_parse(&st);
 	for (int i = 0; !rc && i < nsets; i++)
 		if ((rc = lks_case_set(&st, sets[i]))) {
-			snprintf(msg, sizeof(msg), "--set '%s'", sets[i]);
+			/* the file too: a folder's cases each take the override */
+			snprintf(msg, sizeof(msg), "%s: --set '%s'", path, sets[i]);
 			rc = lks_err_prefix(msg);
 		}
 	if (!rc && nsets && (rc = lks_case_validate(&st))) {

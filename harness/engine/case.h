@@ -30,6 +30,8 @@
 #include "harness/engine/recipe.h"
 
 #define LKS_NAME_MAX 64
+/* The most steps a case may train: [case] steps, --set case.steps and run --steps alike. */
+#define LKS_CASE_STEPS_MAX 10000000
 
 typedef struct lks_model_cfg {
 	int vocab, hidden, ffn, layers, seq;
@@ -156,8 +158,9 @@ const char *lks_cases_unknown(const lks_case *cases, int ncases, const char *con
 
 /*
  * Expands the arguments of 'lockstep list|run CASE|DIR...' into case paths: a file stays
- * as given, a directory gives its *.ini files sorted by name ("dir/a.ini"). A missing
- * path or a directory without cases is an error. Free the result with
+ * as given, a directory gives its *.ini entries sorted by name ("dir/a.ini"), also one
+ * that is no regular file (loading it is the error that names it). A missing path or a
+ * directory without cases is an error. Free the result with
  * lks_case_paths_free (also safe on NULL, 0).
  */
 int lks_case_paths(const char *const *args, int nargs, char ***paths, int *npaths);
@@ -178,6 +181,13 @@ int lks_case_warmup(const lks_case *c, int steps);
 /* The file an imported run (r->import_fmt set) reads: its PATH, relative to the folder of
    c's file unless absolute, into buf; an error when it does not fit. */
 int lks_case_import_path(const lks_case *c, const lks_run_cfg *r, char *buf, size_t size);
+
+/* Whether run r can train on backend be: the default (cpu) has only the reference GEMM and
+   the host's communicators, so gemm = cublaslt (r->gemm_given 0: from run --gemm) and
+   allreduce = nccl need another; an error (lks_err, naming the run) where not. The case's
+   validation asks it of a run that names its backend, the suite of every run it trains. */
+struct lks_backend;
+int lks_run_backend_fits(const lks_run_cfg *r, const struct lks_backend *be);
 
 /* Whether fault f can act on run r of case c: its recipe, ranks and steps, and the tensor
    it names. */

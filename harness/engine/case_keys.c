@@ -34,9 +34,9 @@ static const char *const lks_attention_names[] = { "none", "causal", NULL };
    hidden, batch x world size) stay in range. Ranks are threads of one process, or
    processes x threads (one thread and one model replica each): 1024 of them is four times
    the 256-GPU jobs lockstep is meant to mirror, and far below the thread limits of a Linux
-   machine. */
+   machine. Steps: LKS_CASE_STEPS_MAX (case.h). */
 #define LKS_SIZE_CAP (1 << 20)
-#define LKS_STEPS_CAP 10000000
+#define LKS_STEPS_CAP LKS_CASE_STEPS_MAX
 #define LKS_WORLD_CAP 1024
 
 #define KEY_INT(s, f, lo, hi, req) \
@@ -220,6 +220,7 @@ static int lks_parse_u64(const char *s, uint64_t *out)
 static int lks_bad_value(const struct lks_key *k, const char *val, const char *label)
 {
 	char list[256];
+	double d;
 
 	switch (k->type) {
 	case LKS_KEY_INT:
@@ -252,6 +253,11 @@ static int lks_bad_value(const struct lks_key *k, const char *val, const char *l
 		return lks_err("bad value '%s' for '%s' in %s: want a number in %c%g, %g%c", val,
 			       k->name, label, k->lo_open ? '(' : '[', k->lo, k->hi,
 			       k->hi_open ? ')' : ']');
+	/* past the largest the key stores (a float's, 3.4e38): the end it missed is that one */
+	if (lks_parse_double(val, &d) == 0
+	    && (k->type == LKS_KEY_F32 ? (double)(float)d : d) > k->hi)
+		return lks_err("bad value '%s' for '%s' in %s: want a number %s %g and at most %g",
+		               val, k->name, label, k->lo_open ? ">" : ">=", k->lo, k->hi);
 	if (k->lo > -DBL_MAX)
 		return lks_err("bad value '%s' for '%s' in %s: want a number %s %g", val, k->name,
 			       label, k->lo_open ? ">" : ">=", k->lo);
@@ -357,8 +363,8 @@ int lks_key_store(const struct lks_key *k, void *base, const char *val, const ch
 		return 0;
 	case LKS_KEY_IMPORT:
 		return lks_import_key(base, val, label);
-	case LKS_KEY_RANKS:
-		if (strlen(val) >= k->size || lks_import_ranks_valid(val))
+	case LKS_KEY_RANKS:  /* empty would be every rank, as if not given */
+		if (!*val || strlen(val) >= k->size || lks_import_ranks_valid(val))
 			return lks_bad_value(k, val, label);
 		snprintf(field, k->size, "%s", val);
 		return 0;

@@ -72,6 +72,8 @@ struct lks_parse {
 	int idx;                /* ... and which run or check it is */
 	int sec_line[3];        /* header lines of [case], [model], [optim]; 0: absent */
 	unsigned seen[3];       /* their keys given, one bit per row of the key table */
+	int key_line[3][32];    /* the line of each of those keys; 0: not in the file, or
+	                           replaced by --set (so an error is placed at the header) */
 	unsigned *run_seen;     /* the same for each run ... */
 	unsigned *check_seen;   /* ... and each check */
 	int run_cap, check_cap;

@@ -18,6 +18,8 @@
 #include "harness/engine/model.h"
 #include "harness/engine/runner.h"
 #include "harness/import/import.h"
+#include "kernels/backend.h"
+#include "kernels/comm.h"
 #include "kernels/err.h"
 
 /* ---- validation: defaults that depend on other keys, then rules that span keys ---- */
@@ -25,6 +27,15 @@
 static int lks_seen(struct lks_parse *st, enum lks_sec sec, int idx, const char *key)
 {
 	return (*lks_sec_seen(st, sec, idx) >> lks_key_find(sec, key)) & 1;
+}
+
+/* Where a rule over keys of [case], [model] or [optim] failed: the line of key, else of
+   its section (0: neither is in the file). */
+static int lks_key_line(struct lks_parse *st, enum lks_sec sec, const char *key)
+{
+	int line = st->key_line[sec][lks_key_find(sec, key)];
+
+	return line ? line : st->sec_line[sec];
 }
 
 /* case.h */
@@ -58,19 +69,22 @@ static void lks_case_defaults(struct lks_parse *st)
 }
 
 /* The attention's keys: heads with attention = causal, and only then; head_dim (hidden /
-   heads unless given) even, for RoPE's pairs. */
+   heads unless given) even, for RoPE's pairs. An error is placed at the key at fault. */
 static int lks_case_attention(struct lks_parse *st)
 {
 	lks_model_cfg *m = &st->c->model;
 	int heads = lks_seen(st, LKS_SEC_MODEL, 0, "heads");
 	int head_dim = lks_seen(st, LKS_SEC_MODEL, 0, "head_dim");
+	const char *at = "heads";
 
 	if (!m->attention) {
 		if (!heads && !head_dim)
 			return 0;
+		at = heads ? "heads" : "head_dim";
 		lks_err("%s given, but attention = none: a block without attention has no heads "
-		        "(attention = causal adds them)", heads ? "heads" : "head_dim");
+		        "(attention = causal adds them)", at);
 	} else if (!heads) {
+		at = "attention";
 		lks_err("attention = causal needs heads, the number of attention heads");
 	} else if (!head_dim && m->hidden % m->heads) {
 		lks_err("heads %d does not divide hidden %d: give head_dim", m->heads, m->hidden);
@@ -79,13 +93,15 @@ static int lks_case_attention(struct lks_parse *st)
 			m->head_dim = m->hidden / m->heads;
 		if (m->head_dim % 2 == 0 && (long long)3 * m->heads * m->head_dim <= (1 << 20))
 			return 0;
-		if (m->head_dim % 2)
+		if (m->head_dim % 2) {
+			at = head_dim ? "head_dim" : "heads";
 			lks_err("head_dim %d is odd: RoPE turns pairs of columns", m->head_dim);
-		else
+		} else {
 			lks_err("heads x head_dim = %lld is over the %d columns a projection may have",
 			        (long long)m->heads * m->head_dim, (1 << 20) / 3);
+		}
 	}
-	return lks_case_at(st, st->sec_line[LKS_SEC_MODEL]);
+	return lks_case_at(st, lks_key_line(st, LKS_SEC_MODEL, at));
 }
 
 /* A run's mesh: fsdp groups or tp groups that tile its ranks; their collectives are made
@@ -234,6 +250,20 @@ static const struct { const char *key; unsigned flag; } lks_kind_keys[] = {
 	{ "atol", LKS_CK_TOL }, { "floor_db", LKS_CK_FLOOR },
 };
 
+/* The kinds a check of imported runs may be, by the table's rows: "bitwise, close, ...". */
+static const char *lks_kinds_on_logs(char *buf, size_t size)
+{
+	const lks_check_kind_info *row;
+	size_t len = 0;
+
+	buf[0] = 0;
+	for (int i = 0; (row = lks_check_kind_of((lks_check_kind)i)) && len < size; i++)
+		if (!(row->needs & LKS_CK_TRAINED))
+			len += (size_t)snprintf(buf + len, size - len, "%s%s", len ? ", " : "",
+			                        row->name);
+	return buf;
+}
+
 /* A check against its kind's row (check_kind.c): its runs, and the keys the kind reads. */
 static int lks_check_runs(struct lks_parse *st, int idx)
 {
@@ -244,6 +274,7 @@ static int lks_check_runs(struct lks_parse *st, int idx)
 	int agree = k->kind == LKS_CHECK_RANKS_AGREE;
 	const lks_import_format *fa;
 	const lks_run_cfg *a, *b = NULL;
+	char list[128];
 
 	for (size_t i = 0; i < sizeof(lks_kind_keys) / sizeof(lks_kind_keys[0]); i++)
 		if (!(row->keys & lks_kind_keys[i].flag)
@@ -267,6 +298,11 @@ static int lks_check_runs(struct lks_parse *st, int idx)
 			       k->name, k->b);
 	if (b == a)
 		return lks_err("check '%s' compares run '%s' with itself", k->name, k->a);
+	if ((row->needs & LKS_CK_TRAINED) && (a->import_fmt[0] || (b && b->import_fmt[0])))
+		return lks_err("check '%s' (%s) needs runs lockstep trains, and run '%s' is imported "
+		               "(on imported runs: %s)", k->name, kind,
+		               a->import_fmt[0] ? a->name : b->name, lks_kinds_on_logs(list,
+		                                                                       sizeof(list)));
 	if (metric && !k->metric[0])
 		return lks_err("check '%s' (%s) has an empty metric", k->name, kind);
 	/* ranks_agree on a tensor trace compares the tensors it names (default *weight*); on
@@ -291,8 +327,8 @@ static int lks_check_runs(struct lks_parse *st, int idx)
 	if (!k->expect_fail && (k->exp_step >= 0 || k->exp_rank >= 0 || k->exp_tensor[0]))
 		return lks_err("check '%s': step, rank and tensor name an expected divergence "
 			       "and need expect = fail", k->name);
-	if (k->exp_step > st->c->steps)
-		return lks_err("check '%s': step %d is past the case's %d steps", k->name,
+	if (k->exp_step >= st->c->steps)
+		return lks_err("check '%s': step %d is past the case's %d steps (from 0)", k->name,
 			       k->exp_step, st->c->steps);
 	if (k->exp_rank >= a->world_size && (!b || k->exp_rank >= b->world_size))
 		return lks_err("check '%s': rank %d is past the run's %d ranks", k->name,
@@ -303,6 +339,23 @@ static int lks_check_runs(struct lks_parse *st, int idx)
 			       "disagrees; a golden or a clean run decides which is wrong): leave "
 			       "out rank", k->name, kind);
 	return lks_check_tensors(st->c, a, k);
+}
+
+/* case.h */
+int lks_run_backend_fits(const lks_run_cfg *r, const struct lks_backend *be)
+{
+	if (be != lks_backend_default())
+		return 0;
+	if (r->gemm == LKS_GEMM_LIBRARY)
+		return lks_err("run '%s' asks for gemm = cublaslt%s, which needs backend cuda "
+		               "(--backend cuda, or backend = cuda in the run; the cpu backend has "
+		               "only the reference GEMM)", r->name,
+		               r->gemm_given ? "" : " (--gemm cublaslt)");
+	if (r->allreduce == LKS_ALLREDUCE_NCCL)
+		return lks_err("run '%s' asks for allreduce = nccl, which needs backend cuda "
+		               "(--backend cuda, or backend = cuda in the run; the cpu backend sums "
+		               "in rank order on the host)", r->name);
+	return 0;
 }
 
 int lks_run_fault_fits(const lks_case *c, const lks_run_cfg *r, const lks_fault *f)
@@ -335,33 +388,52 @@ static int lks_run_fits_memory(const lks_case *c, const lks_run_cfg *r)
 	return 0;
 }
 
-/* Imported runs: no key that only training reads. */
-static int lks_case_imports(struct lks_parse *st)
+/* The keys of [run NAME] an imported run takes: its log, how to read it and its world
+   size; every other key is for a run lockstep trains. Listed by what is taken, so that a
+   key added to the table is refused on a log until it is meant for one. */
+static const char *const lks_import_keys[] = { "import", "import_ranks", "import_tag_map",
+                                               "world_size" };
+/* The keys only a delayed-scaling recipe reads (its amax history and margin). */
+static const char *const lks_delayed_keys[] = { "amax_history", "amax_algo", "margin" };
+
+static int lks_listed_key(const char *const *keys, size_t n, const char *key)
 {
-	lks_case *c = st->c;
+	for (size_t i = 0; i < n; i++)
+		if (!strcmp(keys[i], key))
+			return 1;
+	return 0;
+}
 
-	for (int i = 0; i < c->nruns; i++) {
-		lks_run_cfg *r = &c->runs[i];
-		static const char *const trained[] = { "checkpoint", "gemm", "inject", "amax_history",
-		                                       "amax_algo", "margin", "recipe", "backend",
-		                                       "fsdp" };
+/* The keys given to run i that it would not read: training's on an imported run, a log's
+   on a trained one, delayed scaling's on another recipe. Refused at the run's line. */
+static int lks_run_keys(struct lks_parse *st, int i)
+{
+	const lks_run_cfg *r = &st->c->runs[i];
+	const struct lks_sec_keys *sec = &lks_secs[LKS_SEC_RUN];
 
-		for (size_t k = 0; r->import_fmt[0] && k < sizeof(trained) / sizeof(trained[0]); k++)
-			if (lks_seen(st, LKS_SEC_RUN, i, trained[k])) {
-				lks_err("run '%s' is imported (import = %s:...): '%s' is for a run "
-				        "lockstep trains", r->name, r->import_fmt, trained[k]);
-				return lks_case_at(st, r->line);
-			}
-		if (!r->import_fmt[0] && lks_seen(st, LKS_SEC_RUN, i, "import_ranks")) {
+	for (int k = 0; k < sec->nkeys; k++) {
+		const char *key = sec->keys[k].name;
+
+		if (!((*lks_sec_seen(st, LKS_SEC_RUN, i) >> k) & 1))
+			continue;
+		if (r->import_fmt[0] && !lks_listed_key(lks_import_keys, sizeof(lks_import_keys)
+		                                         / sizeof(lks_import_keys[0]), key))
+			lks_err("run '%s' is imported (import = %s:...): '%s' is for a run lockstep "
+			        "trains", r->name, r->import_fmt, key);
+		else if (!r->import_fmt[0] && !strcmp(key, "import_ranks"))
 			lks_err("run '%s': 'import_ranks' goes with 'import' (the ranks its log holds)",
 			        r->name);
-			return lks_case_at(st, r->line);
-		}
-		if (!r->import_fmt[0] && lks_seen(st, LKS_SEC_RUN, i, "import_tag_map")) {
+		else if (!r->import_fmt[0] && !strcmp(key, "import_tag_map"))
 			lks_err("run '%s': 'import_tag_map' goes with 'import' (the labels of its log)",
 			        r->name);
-			return lks_case_at(st, r->line);
-		}
+		else if (!r->import_fmt[0] && !lks_recipe_delayed(r->recipe)
+		         && lks_listed_key(lks_delayed_keys, sizeof(lks_delayed_keys)
+		                           / sizeof(lks_delayed_keys[0]), key))
+			lks_err("run '%s': '%s' is for recipe fp8_delayed (its amax history), and %s "
+			        "would ignore it", r->name, key, lks_recipe_name(r->recipe));
+		else
+			continue;
+		return lks_case_at(st, r->line);
 	}
 	return 0;
 }
@@ -432,20 +504,31 @@ int lks_case_validate(struct lks_parse *st)
 		lks_err("no runs: a case needs at least one [run NAME]");
 		return lks_case_at(st, 0);
 	}
+	/* a case of logs alone trains nothing: a model or optimizer given (in the file, or by
+	   --set) would be ignored */
+	for (int s = LKS_SEC_MODEL; lks_case_imports_only(c) && s <= LKS_SEC_OPTIM; s++)
+		if (st->sec_line[s] || *lks_sec_seen(st, (enum lks_sec)s, 0)) {
+			lks_err("every run of the case is imported: it trains nothing, so [%s] would be "
+			        "ignored", lks_secs[s].name);
+			return lks_case_at(st, st->sec_line[s]);
+		}
 	if (lks_case_imports_only(c) && !lks_seen(st, LKS_SEC_CASE, 0, "steps"))
 		c->steps = 1 << 30;  /* the logs say how many: any expected step is let through */
 	lks_case_defaults(st);
-	if (lks_case_imports(st))
-		return st->rc;
+	for (int i = 0; i < c->nruns; i++)
+		if (lks_run_keys(st, i))
+			return st->rc;
 	if (lks_case_attention(st))
 		return st->rc;
 	if (c->optim.min_lr > c->optim.lr) {
 		lks_err("min_lr %g is above lr %g", c->optim.min_lr, c->optim.lr);
-		return lks_case_at(st, st->sec_line[LKS_SEC_OPTIM]);
+		return lks_case_at(st, lks_key_line(st, LKS_SEC_OPTIM,
+		                                    lks_seen(st, LKS_SEC_OPTIM, 0, "min_lr") ? "min_lr"
+		                                    : "lr"));
 	}
 	if (c->optim.warmup > c->steps) {
 		lks_err("warmup %d is longer than the case's %d steps", c->optim.warmup, c->steps);
-		return lks_case_at(st, st->sec_line[LKS_SEC_OPTIM]);
+		return lks_case_at(st, lks_key_line(st, LKS_SEC_OPTIM, "warmup"));
 	}
 	global = (long long)c->model.batch * c->world_size;
 	for (int i = 0; i < c->nruns; i++) {
@@ -474,7 +557,9 @@ int lks_case_validate(struct lks_parse *st)
 
 		if (r->import_fmt[0])
 			continue;
-		if (lks_run_mesh(c, r))
+		/* the backend the run names; one it leaves to --backend is the suite's to settle */
+		if (lks_run_mesh(c, r)
+		    || (r->backend[0] && lks_run_backend_fits(r, lks_backend_find(r->backend))))
 			return lks_case_at(st, r->line);
 		if (lks_run_fault_fits(c, r, &r->inject)) {
 			snprintf(who, sizeof(who), "run '%s'", r->name);

@@ -24,12 +24,12 @@ static const lks_check_kind_info lks_check_kinds[] = {
 		/* the loose check that loss curves get */
 		{ "loss rtol 5%", "loss", 0.05 } },
 	[LKS_CHECK_SQNR] = {
-		"sqnr", 2, LKS_CK_FLOOR, 0, "SQNR >= {floor_db} dB",
+		"sqnr", 2, LKS_CK_FLOOR, LKS_CK_TRAINED, "SQNR >= {floor_db} dB",
 		"the SQNR of a's all-reduced weight gradients against b's >= floor_db",
 		/* 20 dB: a gradient error a tenth of the gradient */
 		{ "sqnr 20 dB", .floor_db = 20.0 } },
 	[LKS_CHECK_GOLDEN] = {
-		"golden", 1, LKS_CK_TOL, 0, "",
+		"golden", 1, LKS_CK_TOL, 0, "rtol {rtol} atol {atol} off cpu",
 		"a matches its golden file: bit for bit on cpu, else within rtol, atol",
 		/* on the cpu backend a golden is met bit for bit, and one made from the clean
 		   run holds the clean run's trace */
@@ -44,11 +44,11 @@ static const lks_check_kind_info lks_check_kinds[] = {
 		"traced tensor",
 		{ "ranks_agree" } },
 	[LKS_CHECK_RECOMPUTE] = {
-		"recompute", 1, 0, LKS_CK_CHECKPOINT, "bit for bit",
+		"recompute", 1, 0, LKS_CK_CHECKPOINT | LKS_CK_TRAINED, "bit for bit",
 		"every recomputed activation equals the forward's (checkpoint = blocks)",
 		{ "recompute" } },
 	[LKS_CHECK_RESUME] = {
-		"resume", 2, 0, LKS_CK_RESUMED, "bit for bit from b's first step",
+		"resume", 2, 0, LKS_CK_RESUMED | LKS_CK_TRAINED, "bit for bit from b's first step",
 		"b, resumed from a's state after a step (resume_from), equals a bit for bit at "
 		"every step after it",
 		{ .none = "it holds a resumed run against the run it resumed from, not a faulty run "

@@ -40,6 +40,9 @@ enum {
 	LKS_CK_MAJORITY = 2,    /* it names a rank only against a majority of ranks: an expected
 	                           rank on a run of 2 ranks is refused */
 	LKS_CK_RESUMED = 4,     /* run b resumes from run a (resume_from = A@STEP) */
+	LKS_CK_TRAINED = 8,     /* its runs are lockstep's, not imported: it reads what only a
+	                           training has (gradients as they are made, a recompute, a
+	                           kept state), so on a log it could never be evaluated */
 };
 
 /* A kind's column in 'lockstep bench detect': the kind evaluated with these settings on
@@ -55,7 +58,8 @@ typedef struct lks_check_kind_info {
 	const char *name;       /* in case files: kind = NAME */
 	int nruns;              /* 2: runs a and b; 1: run a */
 	unsigned keys;          /* LKS_CK_METRIC, LKS_CK_TOL, LKS_CK_FLOOR */
-	unsigned needs;         /* LKS_CK_CHECKPOINT, LKS_CK_MAJORITY */
+	unsigned needs;         /* LKS_CK_CHECKPOINT, LKS_CK_MAJORITY, LKS_CK_RESUMED,
+	                           LKS_CK_TRAINED */
 	const char *shown;      /* 'lockstep list': how closely it compares, where {metric},
 	                           {rtol}, {atol} and {floor_db} stand for the check's keys
 	                           (each a key the kind reads) */

@@ -78,7 +78,8 @@ const char *lks_model_linear_name(const lks_model_cfg *cfg, int k);
 enum { LKS_TENSOR_NONE = 0, LKS_TENSOR_FLOAT, LKS_TENSOR_FP8 };
 int lks_model_tensor(const lks_model_cfg *cfg, long long tokens, const char *name, size_t *n);
 /* Calls fn with every name a rank of a model of cfg may trace (whatever the recipe and
-   checkpointing: FP8 operands, recomputed activations and all), until fn returns non-zero;
+   checkpointing: FP8 operands, recomputed activations, trace_optimizer's sums and moments
+   and all), until fn returns non-zero;
    that value, 0 when fn never stopped it, -1 (lks_err) out of memory. */
 int lks_model_tensor_each(const lks_model_cfg *cfg, int (*fn)(void *arg, const char *name),
                           void *arg);

@@ -109,6 +109,14 @@ static int lks_fp8_operand(const lks_model_cfg *cfg, const char *rest)
 	return 0;
 }
 
+/* What a parameter's name may be followed by in the trace: nothing (the weight, in the
+   update), its gradient, and with trace_optimizer = on its all-reduced gradient and AdamW's
+   moments (runner.c). One list for the names told (lks_model_tensor) and the names listed
+   (lks_model_tensor_each), so that a check's pattern and its expected tensor agree. */
+static const char *const lks_param_suffixes[] = { "", ".grad", ".grad_sum", ".adam_m",
+                                                  ".adam_v" };
+#define LKS_NPARAM_SUFFIXES (sizeof(lks_param_suffixes) / sizeof(lks_param_suffixes[0]))
+
 int lks_model_tensor_each(const lks_model_cfg *cfg, int (*fn)(void *arg, const char *name),
                           void *arg)
 {
@@ -138,26 +146,26 @@ int lks_model_tensor_each(const lks_model_cfg *cfg, int (*fn)(void *arg, const c
 		return rc;
 	if (lks_model_init(&m, cfg))
 		return -1;
-	for (int i = 0; i < m.nt && !rc; i++) {
-		snprintf(buf, sizeof(buf), "%s.grad", m.t[i].name);
-		rc = fn(arg, m.t[i].name);
-		rc = rc ? rc : fn(arg, buf);
-	}
+	for (int i = 0; i < m.nt && !rc; i++)
+		for (size_t k = 0; k < LKS_NPARAM_SUFFIXES && !rc; k++) {
+			snprintf(buf, sizeof(buf), "%s%s", m.t[i].name, lks_param_suffixes[k]);
+			rc = fn(arg, buf);
+		}
 	lks_model_release(&m);
 	return rc;
 }
 
-/* What a parameter's name may be followed by in the trace: its gradient, and with
-   trace_optimizer = on its all-reduced gradient and AdamW's moments (runner.c). */
 static int lks_param_suffix(const char *s)
 {
-	return !strcmp(s, ".grad") || !strcmp(s, ".grad_sum") || !strcmp(s, ".adam_m")
-	    || !strcmp(s, ".adam_v");
+	for (size_t k = 0; k < LKS_NPARAM_SUFFIXES; k++)
+		if (!strcmp(s, lks_param_suffixes[k]))
+			return 1;
+	return 0;
 }
 
 int lks_model_tensor(const lks_model_cfg *cfg, long long tokens, const char *name, size_t *n)
 {
-	size_t pre = lks_block_prefix(cfg, name), len = strlen(name);
+	size_t pre = lks_block_prefix(cfg, name);
 	int kind = LKS_TENSOR_NONE;
 	lks_model m;
 
@@ -172,7 +180,7 @@ int lks_model_tensor(const lks_model_cfg *cfg, long long tokens, const char *nam
 	for (int i = 0; i < m.nt && !kind; i++) {
 		size_t plen = strlen(m.t[i].name);
 
-		if (!strncmp(name, m.t[i].name, plen) && (len == plen || lks_param_suffix(name + plen))) {
+		if (!strncmp(name, m.t[i].name, plen) && lks_param_suffix(name + plen)) {
 			*n = m.t[i].n;
 			kind = LKS_TENSOR_FLOAT;
 		}

@@ -5,9 +5,11 @@
  */
 #include "harness/suite/suite.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "harness/base/strbuf.h"
 #include "harness/engine/case.h"
@@ -219,10 +221,9 @@ static int lks_backends_used(const lks_suite_opts *a, const lks_job *job,
 	return 0;
 }
 
-/* --gemm set in the trained runs that name no gemm; then, as the default backend (cpu) has
-   only the reference GEMM and the host's communicators, a selected run on it that asks for
-   the library's GEMM or NCCL's all-reduce is bad usage, named by its file and line, before
-   anything runs. */
+/* --gemm set in the trained runs that name no gemm; then a selected run that asks for what
+   its backend does not have (lks_run_backend_fits: the library's GEMM or NCCL's all-reduce
+   on cpu) is bad usage, named by its file and line, before anything runs. */
 static int lks_gemm_settle(const lks_suite_opts *a, lks_case *cases, int ncases)
 {
 	for (int i = 0; i < ncases; i++)  /* --gemm: the runs that name none */
@@ -234,19 +235,31 @@ static int lks_gemm_settle(const lks_suite_opts *a, lks_case *cases, int ncases)
 			const lks_run_cfg *r = &cases[i].runs[j];
 
 			if (!lks_selected(a, &cases[i], r->name)
-			    || lks_run_backend(a, r) != lks_backend_default())
+			    || !lks_run_backend_fits(r, lks_run_backend(a, r)))
 				continue;
-			if (r->gemm == LKS_GEMM_LIBRARY)
-				return lks_usage("run: %s:%d: run '%s' asks for gemm = cublaslt%s, which "
-				                 "needs backend cuda (--backend cuda, or backend = cuda in "
-				                 "the run; the cpu backend has only the reference GEMM)",
-				                 cases[i].path, r->line, r->name,
-				                 r->gemm_given ? "" : " (--gemm cublaslt)");
-			if (r->allreduce == LKS_ALLREDUCE_NCCL)
-				return lks_usage("run: %s:%d: run '%s' asks for allreduce = nccl, which "
-				                 "needs backend cuda (--backend cuda, or backend = cuda in "
-				                 "the run; the cpu backend sums in rank order on the host)",
-				                 cases[i].path, r->line, r->name);
+			return lks_usage("run: %s:%d: %s", cases[i].path, r->line, lks_errmsg());
+		}
+	return 0;
+}
+
+/* Every selected imported run's log is there (a file, or a folder of them): one that is not
+   is bad input, said before the database is made rather than after earlier runs were
+   stored. Only the root reads logs. */
+static int lks_imports_there(const lks_suite_opts *a, const lks_case *cases, int ncases)
+{
+	char path[1024];
+
+	for (int i = 0; i < ncases; i++)
+		for (int j = 0; j < cases[i].nruns; j++) {
+			const lks_run_cfg *r = &cases[i].runs[j];
+
+			if (!r->import_fmt[0] || !lks_selected(a, &cases[i], r->name))
+				continue;
+			if (lks_case_import_path(&cases[i], r, path, sizeof(path)))
+				return lks_usage("run: %s", lks_errmsg());
+			if (access(path, F_OK))
+				return lks_usage("run: %s:%d: run '%s': cannot open '%s': %s",
+				                 cases[i].path, r->line, r->name, path, strerror(errno));
 		}
 	return 0;
 }
@@ -612,6 +625,8 @@ static int lks_suite_begin(struct lks_suite *s, lks_case **cases, int *ncases)
 		rc = LKS_EXIT_USAGE;
 	} else if (lks_keep_checks(a, *cases, ncases) || lks_gemm_settle(a, *cases, *ncases)
 	           || lks_resume_one(a, *cases, *ncases) || lks_steps_fit(a, *cases, *ncases)) {
+		rc = LKS_EXIT_USAGE;
+	} else if (s->job.root && lks_imports_there(a, *cases, *ncases)) {
 		rc = LKS_EXIT_USAGE;
 	} else if (s->job.root) {
 		lks_warn_unplanted(a, *cases, *ncases, &s->tally);

@@ -320,6 +320,40 @@ Test(cli, run_stores_and_bad_case_touches_nothing)
 	cr_assert_eq(system(args), 0);
 }
 
+/* list shows how each run runs: its mesh as dp x fsdp x tp (a 3-D one was shown as two
+   meshes, each with a dp of its own), the keys that choose backend, GEMM, all-reduce,
+   the optimizer's trace and a resumed start, and a golden check's tolerance; and it
+   refuses, at the run's line, what run refuses when the case is read. */
+Test(cli, list_shows_how_each_run_runs_and_refuses_what_run_refuses)
+{
+	char dir[] = "/tmp/lks_test_cli_XXXXXX", ini[600], args[1024], out[8192], text[2048];
+	static const char head[] = "[case]\nsteps = 3\nworld_size = 4\n[model]\nvocab = 16\n"
+	                           "hidden = 8\nffn = 16\nlayers = 1\nseq = 4\nbatch = 1\n";
+
+	cr_assert_not_null(mkdtemp(dir));
+	snprintf(ini, sizeof(ini), "%s/m.ini", dir);
+	snprintf(text, sizeof(text), "%s[run mesh]\nrecipe = bf16\nfsdp = 2\ntp = 2\n"
+	         "[run cpu]\nrecipe = bf16\nbackend = cpu\ngemm = reference\n"
+	         "[run resumed]\nrecipe = bf16\nresume_from = cpu@0\ntrace_optimizer = on\n"
+	         "allreduce = nccl\n[check g]\nkind = golden\na = cpu\nrtol = 0.1\n", head);
+	put_file(ini, text);
+	snprintf(args, sizeof(args), "list '%s'", ini);
+	cr_assert_eq(lks_run_bin(NULL, args, out, sizeof(out)), 0, "%s", out);
+	cr_assert_not_null(strstr(out, " 4 ranks, dp 1 x fsdp 2 x tp 2\n"), "%s", out);
+	cr_assert_not_null(strstr(out, " 4 ranks, backend cpu, gemm reference\n"), "%s", out);
+	cr_assert_not_null(strstr(out, " 4 ranks, allreduce nccl, optimizer traced, resumed from "
+	                               "cpu after step 0\n"), "%s", out);
+	cr_assert_not_null(strstr(out, "rtol 0.1 atol 0 off cpu"), "%s", out);
+	/* line 28 */
+	strcat(text, "[run bad]\nrecipe = bf16\nbackend = cpu\ngemm = cublaslt\n");
+	put_file(ini, text);
+	cr_assert_eq(lks_run_bin(NULL, args, out, sizeof(out)), 2, "%s", out);
+	cr_assert_not_null(strstr(out, "m.ini:28: run 'bad' asks for gemm = cublaslt, which needs "
+	                               "backend cuda"), "%s", out);
+	snprintf(args, sizeof(args), "rm -rf '%s'", dir);
+	cr_assert_eq(system(args), 0);
+}
+
 /* A case is known by its file's name: two of one name in one command (the same file
    twice, or two folders' x.ini) were both run, then night over night paired one's run
    with the other's, and golden update wrote one's golden over the other's. Refused,
@@ -386,6 +420,10 @@ Test(cli, steps_option_trains_what_case_steps_trains)
 	         db, ini);
 	cr_assert_eq(lks_run_bin(NULL, args, out, sizeof(out)), 2, "%s", out);
 	cr_assert(strstr(out, "run 'b' resumes after step 6, and --steps 7"), "%s", out);
+	/* one limit for --steps and case.steps (--steps took 2^30 and trained on) */
+	snprintf(args, sizeof(args), "run --quiet --db '%s' '%s' --steps 20000000", db, ini);
+	cr_assert_eq(lks_run_bin("timeout 20", args, out, sizeof(out)), 2, "%s", out);
+	cr_assert(strstr(out, "--steps") && strstr(out, "10000000"), "%s", out);
 	snprintf(args, sizeof(args), "rm -rf '%s'", dir);
 	cr_assert_eq(system(args), 0);
 }

@@ -230,7 +230,19 @@ Test(case, comments_blanks_crlf_bom, .init = setup, .fini = teardown)
 	lks_case_release(&c);
 	/* line numbers still count with CRLF */
 	load_err("[case]\r\nsteps = 1\r\nsteeps = 2\r\n", NULL, 0, ":3: unknown key 'steeps' in [case]");
+	/* a lone CR (a classic Mac editor's) ends a line too: what follows it is read, not
+	   dropped with a header's comment, and counted */
+	load_ok(BASE "[optim]\rlr = 0.5\rwarmup = 3\rclip = 0\n", &c);
+	cr_assert(c.optim.lr == 0.5f && c.optim.warmup == 3 && c.optim.clip == 0.0f,
+	          "lr %g warmup %d clip %g", c.optim.lr, c.optim.warmup, c.optim.clip);
+	lks_case_release(&c);
+	load_err("[case]\rsteps = 1\rsteeps = 2\r", NULL, 0, ":3: unknown key 'steeps' in [case]");
 }
+
+/* an imported run (line 2) with a key of a run lockstep trains */
+#define IMPORTED(line, key) \
+	{ "[case]\n[run a]\nimport = jsonl:a.jsonl\n" line "\n", ":2: run 'a' is imported (import = " \
+	  "jsonl:...): '" key "' is for a run lockstep trains" }
 
 Test(case, errors_name_file_and_line, .init = setup, .fini = teardown)
 {
@@ -245,6 +257,11 @@ Test(case, errors_name_file_and_line, .init = setup, .fini = teardown)
 		{ BASE "[Model]\n",
 		  ":15: unknown section [Model] (case, model, optim, run NAME, check NAME)" },
 		{ BASE "[run a]\nrecipe = bf16\n", ":15: duplicate run 'a' (first at line 11)" },
+		{ BASE "[run A]\nrecipe = bf16\n", ":15: run 'A' differs from run 'a' (line 11) only in "
+		  "case: their golden files would be one on a case-insensitive file system" },
+		{ "[case]\n[run a]\nimport = jsonl:a.jsonl\nimport_ranks =\n", ":4: bad value '' for "
+		  "'import_ranks' in [run a]: want ranks and ranges from 0 to 65535, comma separated "
+		  "(0,8 or 0-3,8)" },
 		{ BASE "[check c]\nkind = finite\na = a\n[check c]\nkind = finite\na = b\n",
 		  ":18: duplicate check 'c' (first at line 15)" },
 		{ BASE "[run c]\nrecipe = bf16\nrecipe = bf16\n", ":17: duplicate key 'recipe' in [run c]" },
@@ -288,6 +305,10 @@ Test(case, errors_name_file_and_line, .init = setup, .fini = teardown)
 		{ BASE "[optim]\nlr = abc\n", ":16: bad value 'abc' for 'lr' in [optim]: want a number > 0" },
 		{ BASE "[optim]\nlr = 0\n", ":16: bad value '0' for 'lr' in [optim]: want a number > 0" },
 		{ BASE "[optim]\nlr = nan\n", ":16: bad value 'nan' for 'lr' in [optim]: want a number > 0" },
+		{ BASE "[optim]\nlr = 1e39\n", ":16: bad value '1e39' for 'lr' in [optim]: want a "
+		  "number > 0 and at most 3.40282e+38" },
+		{ BASE "[optim]\nclip = 1e39\n", ":16: bad value '1e39' for 'clip' in [optim]: want a "
+		  "number >= 0 and at most 3.40282e+38" },
 		{ BASE "[optim]\nbeta2 = 1\n",
 		  ":16: bad value '1' for 'beta2' in [optim]: want a number in [0, 1)" },
 		{ BASE "[optim]\neps = 1e-50\n", ":16: bad value '1e-50' for 'eps' in [optim]: want a number > 0" },
@@ -342,14 +363,50 @@ Test(case, errors_name_file_and_line, .init = setup, .fini = teardown)
 		{ BASE "[check c]\nkind = finite\na = a\nstep = 3\n",
 		  ":15: check 'c': step, rank and tensor name an expected divergence and need expect = fail" },
 		{ BASE "[check c]\nkind = finite\na = a\nexpect = fail\nstep = 11\n",
-		  ":15: check 'c': step 11 is past the case's 10 steps" },
+		  ":15: check 'c': step 11 is past the case's 10 steps (from 0)" },
+		{ BASE "[check c]\nkind = finite\na = a\nexpect = fail\nstep = 10\n",
+		  ":15: check 'c': step 10 is past the case's 10 steps (from 0)" },
 		{ BASE "[check c]\nkind = finite\na = a\nexpect = fail\nrank = 2\n",
 		  ":15: check 'c': rank 2 is past the run's 2 ranks" },
 		{ BASE "[run c]\nrecipe = bf16\nworld_size = 3\n",
 		  ":15: run 'c': world_size 3 does not divide the global batch of 4 sequences "
 		  "(model.batch 2 x case world_size 2)" },
-		{ BASE "[optim]\nwarmup = 11\n", ":15: warmup 11 is longer than the case's 10 steps" },
-		{ BASE "[optim]\nlr = 1e-3\nmin_lr = 1e-2\n", ":15: min_lr 0.01 is above lr 0.001" },
+		{ BASE "[optim]\nwarmup = 11\n", ":16: warmup 11 is longer than the case's 10 steps" },
+		{ BASE "[optim]\nlr = 1e-3\nmin_lr = 1e-2\n", ":17: min_lr 0.01 is above lr 0.001" },
+		{ BASE "[optim]\nlr = 1e-4\n", ":16: min_lr 0.0003 is above lr 0.0001" },
+		/* a kind that reads what only a training has never holds of a log */
+		{ "[case]\n[run a]\nimport = jsonl:a.jsonl\n[run b]\nimport = jsonl:b.jsonl\n"
+		  "[check c]\nkind = sqnr\na = a\nb = b\n",
+		  ":6: check 'c' (sqnr) needs runs lockstep trains, and run 'a' is imported (on "
+		  "imported runs: bitwise, close, golden, finite, ranks_agree)" },
+		{ BASE "[run i]\nimport = jsonl:i.jsonl\n[check c]\nkind = sqnr\na = a\nb = i\n",
+		  ":17: check 'c' (sqnr) needs runs lockstep trains, and run 'i' is imported (on "
+		  "imported runs: bitwise, close, golden, finite, ranks_agree)" },
+		/* a key a run would not read: delayed scaling's on another recipe, training's on a
+		   log, a model or optimizer in a case of logs alone */
+		{ BASE "[run c]\nrecipe = fp8_tensorwise\nmargin = 8\n",
+		  ":15: run 'c': 'margin' is for recipe fp8_delayed (its amax history), and "
+		  "fp8_tensorwise would ignore it" },
+		{ BASE "[run c]\nrecipe = bf16\namax_history = 4\n",
+		  ":15: run 'c': 'amax_history' is for recipe fp8_delayed (its amax history), and bf16 "
+		  "would ignore it" },
+		{ BASE "[run c]\nrecipe = fp8_rowwise\namax_algo = max\n",
+		  ":15: run 'c': 'amax_algo' is for recipe fp8_delayed (its amax history), and "
+		  "fp8_rowwise would ignore it" },
+		IMPORTED("tp = 2", "tp"),
+		IMPORTED("sequence_parallel = on", "sequence_parallel"),
+		IMPORTED("trace = shards", "trace"),
+		IMPORTED("trace_optimizer = on", "trace_optimizer"),
+		IMPORTED("reshard_after_forward = on", "reshard_after_forward"),
+		IMPORTED("fp8_all_gather = on", "fp8_all_gather"),
+		IMPORTED("allreduce = nccl", "allreduce"),
+		IMPORTED("resume_from = b@0", "resume_from"),
+		{ "[case]\n[model]\nvocab = 2\n[run a]\nimport = jsonl:a.jsonl\n",
+		  ":2: every run of the case is imported: it trains nothing, so [model] would be "
+		  "ignored" },
+		{ "[case]\n[run a]\nimport = jsonl:a.jsonl\n[optim]\n",
+		  ":4: every run of the case is imported: it trains nothing, so [optim] would be "
+		  "ignored" },
 		/* a run's mesh */
 		{ BASE "[run c]\nrecipe = bf16\nfsdp = 3\n",
 		  ":15: run 'c': fsdp 3 does not divide its world size 2" },
@@ -410,23 +467,25 @@ Test(case, errors_name_file_and_line, .init = setup, .fini = teardown)
 		  "tensor=blocks.0.mlp.up.fwd.w\n",
 		  ":15: run 'c': inject: amax_local needs a recipe whose FP8 scales come from the step's "
 		  "amax (fp8_tensorwise, fp8_rowwise, fp8_rowwise_gw_hp)" },
-		/* the attention's keys, placed at [model] */
+		/* the attention's keys, placed at the key at fault */
 		{ CASE_HDR MODEL "attention = full\n" RUNS,
 		  ":11: bad value 'full' for 'attention' in [model]: want none, causal" },
 		{ CASE_HDR MODEL "attention = causal\n" RUNS,
-		  ":4: attention = causal needs heads, the number of attention heads" },
+		  ":11: attention = causal needs heads, the number of attention heads" },
 		{ CASE_HDR MODEL "heads = 4\n" RUNS,
-		  ":4: heads given, but attention = none: a block without attention has no heads "
+		  ":11: heads given, but attention = none: a block without attention has no heads "
 		  "(attention = causal adds them)" },
 		{ CASE_HDR MODEL "head_dim = 4\n" RUNS,
-		  ":4: head_dim given, but attention = none: a block without attention has no heads "
+		  ":11: head_dim given, but attention = none: a block without attention has no heads "
 		  "(attention = causal adds them)" },
 		{ CASE_HDR MODEL "attention = causal\nheads = 3\n" RUNS,
-		  ":4: heads 3 does not divide hidden 64: give head_dim" },
+		  ":12: heads 3 does not divide hidden 64: give head_dim" },
 		{ CASE_HDR MODEL "attention = causal\nheads = 2\nhead_dim = 7\n" RUNS,
-		  ":4: head_dim 7 is odd: RoPE turns pairs of columns" },
+		  ":13: head_dim 7 is odd: RoPE turns pairs of columns" },
+		{ CASE_HDR MODEL "attention = causal\nheads = 64\n" RUNS,
+		  ":12: head_dim 1 is odd: RoPE turns pairs of columns" },
 		{ CASE_HDR MODEL "attention = causal\nheads = 4096\nhead_dim = 1000\n" RUNS,
-		  ":4: heads x head_dim = 4096000 is over the 349525 columns a projection may have" },
+		  ":12: heads x head_dim = 4096000 is over the 349525 columns a projection may have" },
 		{ CASE_HDR MODEL "attention = causal\nheads = 0\n" RUNS,
 		  ":12: bad value '0' for 'heads' in [model]: want an integer in [1, 4096]" },
 		/* what is missing */
@@ -447,12 +506,30 @@ Test(case, errors_name_file_and_line, .init = setup, .fini = teardown)
 		load_err(t[i].text, NULL, 0, t[i].where);
 }
 
+#undef IMPORTED
+
 Test(case, long_line, .init = setup, .fini = teardown)
 {
 	char text[1024];
 
+	static const char *const ends[] = { "\n", "\r\n", "\r" };
+	lks_case c;
+
 	snprintf(text, sizeof(text), "[case]\ndescription = %0200d\n" MODEL RUNS, 0);
 	load_err(text, NULL, 0, ":2: line longer than 197 characters");
+	/* 197 characters, however the line ends; 198 refused also on a last line without an end */
+	for (size_t i = 0; i < sizeof(ends) / sizeof(ends[0]); i++) {
+		snprintf(text, sizeof(text), "[case]%sdescription = %0183d%ssteps = 10%s" MODEL RUNS,
+		         ends[i], 0, ends[i], ends[i]);
+		load_ok(text, &c);
+		cr_assert_eq(strlen(c.description), 183);
+		lks_case_release(&c);
+	}
+	snprintf(text, sizeof(text), BASE ";%0196d", 0);
+	load_ok(text, &c);
+	lks_case_release(&c);
+	snprintf(text, sizeof(text), BASE ";%0197d", 0);
+	load_err(text, NULL, 0, ":15: line longer than 197 characters");
 }
 
 Test(case, missing_file, .init = setup, .fini = teardown)
@@ -541,6 +618,16 @@ Test(case, backend_per_run, .init = setup, .fini = teardown)
 	snprintf(where, sizeof(where), ":17: bad value 'CPU' for 'backend' in [run c]: backend "
 	         "'CPU' is not available (this build has: %s)", names);
 	load_err(BASE "[run c]\nrecipe = bf16\nbackend = CPU\n", NULL, 0, where);
+	/* what a run on cpu cannot have is refused when the case is read (list as run), not
+	   only when it would run; left to --backend, the suite's (test_cli.c) */
+	load_err(BASE "[run c]\nrecipe = bf16\nbackend = cpu\ngemm = cublaslt\n", NULL, 0,
+	         ":15: run 'c' asks for gemm = cublaslt, which needs backend cuda (--backend cuda, "
+	         "or backend = cuda in the run; the cpu backend has only the reference GEMM)");
+	load_err(BASE "[run c]\nrecipe = bf16\nbackend = cpu\nallreduce = nccl\n", NULL, 0,
+	         ":15: run 'c' asks for allreduce = nccl, which needs backend cuda (--backend cuda, "
+	         "or backend = cuda in the run; the cpu backend sums in rank order on the host)");
+	load_ok(BASE "[run c]\nrecipe = bf16\ngemm = cublaslt\nallreduce = nccl\n", &c);
+	lks_case_release(&c);
 }
 
 /* A run's all-reduce: ordered by default, nccl when asked; any other value is bad input
@@ -569,37 +656,49 @@ Test(case, allreduce_key, .init = setup, .fini = teardown)
 Test(case, bad_overrides, .init = setup, .fini = teardown)
 {
 	static const struct { const char *set, *want; } t[] = {
-		{ "model.hiden=3", "--set 'model.hiden=3': unknown key 'hiden' in [model]" },
-		{ "model.hidden=abc", "--set 'model.hidden=abc': bad value 'abc' for 'hidden' in "
+		{ "model.hiden=3", "%s: --set 'model.hiden=3': unknown key 'hiden' in [model]" },
+		{ "model.hidden=abc", "%s: --set 'model.hidden=abc': bad value 'abc' for 'hidden' in "
 		  "[model]: want an integer in [1, 1048576]" },
-		{ "run.b.recipe=fp9", "--set 'run.b.recipe=fp9': unknown recipe 'fp9' in [run b] "
+		{ "run.b.recipe=fp9", "%s: --set 'run.b.recipe=fp9': unknown recipe 'fp9' in [run b] "
 		  "(bf16, fp8_tensorwise, fp8_rowwise, fp8_rowwise_gw_hp, fp8_delayed, fp32)" },
-		{ "modelhidden=3", "--set 'modelhidden=3': want section.key=value (model.hidden=512, "
+		{ "modelhidden=3", "%s: --set 'modelhidden=3': want section.key=value (model.hidden=512, "
 		  "run.NAME.recipe=bf16)" },
-		{ "model.hidden", "--set 'model.hidden': want section.key=value (model.hidden=512, "
+		{ "model.hidden", "%s: --set 'model.hidden': want section.key=value (model.hidden=512, "
 		  "run.NAME.recipe=bf16)" },
-		{ "foo.bar=1", "--set 'foo.bar=1': unknown section 'foo' (case, model, optim, run.NAME, "
+		{ "foo.bar=1", "%s: --set 'foo.bar=1': unknown section 'foo' (case, model, optim, run.NAME, "
 		  "check.NAME)" },
-		{ "run.a=bf16", "--set 'run.a=bf16': want run.NAME.key=value" },
-		{ "check.zz.rtol=1", "--set 'check.zz.rtol=1': no check 'zz' in '%s'" },
-		{ "run.nope.recipe=bf16", "--set 'run.nope.recipe=bf16': no run 'nope' in '%s'" },
+		{ "run.a=bf16", "%s: --set 'run.a=bf16': want run.NAME.key=value" },
+		{ "check.zz.rtol=1", "%s: --set 'check.zz.rtol=1': no check 'zz' in '%s'" },
+		{ "run.nope.recipe=bf16", "%s: --set 'run.nope.recipe=bf16': no run 'nope' in '%s'" },
 		/* valid alone, but the case it leaves is not */
 		{ "run.a.world_size=3", "%s:11: run 'a': world_size 3 does not divide the global "
 		  "batch of 4 sequences (model.batch 2 x case world_size 2) (after --set)" },
 		{ "optim.warmup=20", "%s: warmup 20 is longer than the case's 10 steps (after --set)" },
+		{ "run.a.margin=2", "%s:11: run 'a': 'margin' is for recipe fp8_delayed (its amax "
+		  "history), and bf16 would ignore it (after --set)" },
 	};
 	const char *path = put("o.ini", BASE);
 	char want[1024];
 	lks_case c;
 
 	for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
-		snprintf(want, sizeof(want), t[i].want, path);
+		snprintf(want, sizeof(want), t[i].want, path, path);
 		cr_assert_neq(lks_case_load(path, &t[i].set, 1, &c), 0, "%s", t[i].set);
 		cr_assert_str_eq(lks_errmsg(), want);
 	}
 	/* and the file alone still loads */
 	cr_assert_eq(lks_case_load(path, NULL, 0, &c), 0, "%s", lks_errmsg());
 	lks_case_release(&c);
+	/* a case of logs alone trains nothing: a model or optimizer set would be ignored */
+	for (int i = 0; i < 2; i++) {
+		const char *set = i ? "optim.lr=5" : "model.hidden=64";
+
+		load_err("[case]\n[run a]\nimport = jsonl:a.jsonl\n", &set, 1, i
+		         ? ": every run of the case is imported: it trains nothing, so [optim] would "
+		           "be ignored (after --set)"
+		         : ": every run of the case is imported: it trains nothing, so [model] would "
+		           "be ignored (after --set)");
+	}
 }
 
 Test(case, names, .init = setup, .fini = teardown)
@@ -628,7 +727,7 @@ Test(case, names, .init = setup, .fini = teardown)
 
 Test(case, paths, .init = setup, .fini = teardown)
 {
-	char dir[600], sub[700], want[5][800];
+	char dir[600], sub[700], want[6][800];
 	char **paths;
 	int n;
 
@@ -644,7 +743,8 @@ Test(case, paths, .init = setup, .fini = teardown)
 	put("cases/.hidden.ini", BASE);
 	put("cases/notes.md", "");
 	snprintf(sub, sizeof(sub), "%s/sub.ini", dir);
-	cr_assert_eq(mkdir(sub, 0700), 0, "a directory named like a case is not one");
+	/* kept, so that loading it says it is no case file (test_case_limits.c) */
+	cr_assert_eq(mkdir(sub, 0700), 0);
 
 	const char *args[] = { put("z.ini", BASE), dir };
 	snprintf(want[0], sizeof(want[0]), "%s/z.ini", tmpdir);
@@ -652,9 +752,10 @@ Test(case, paths, .init = setup, .fini = teardown)
 	snprintf(want[2], sizeof(want[2]), "%s/a10.ini", dir);
 	snprintf(want[3], sizeof(want[3]), "%s/a2.ini", dir);
 	snprintf(want[4], sizeof(want[4]), "%s/b.ini", dir);
+	snprintf(want[5], sizeof(want[5]), "%s", sub);
 	cr_assert_eq(lks_case_paths(args, 2, &paths, &n), 0, "%s", lks_errmsg());
-	cr_assert_eq(n, 5);
-	for (int i = 0; i < 5; i++)
+	cr_assert_eq(n, 6);
+	for (int i = 0; i < 6; i++)
 		cr_assert_str_eq(paths[i], want[i], "the arguments' order, then each directory's by name");
 	lks_case_paths_free(paths, n);
 
@@ -662,7 +763,7 @@ Test(case, paths, .init = setup, .fini = teardown)
 	strcat(dir, "/");
 	args[0] = dir;
 	cr_assert_eq(lks_case_paths(args, 1, &paths, &n), 0, "%s", lks_errmsg());
-	cr_assert_eq(n, 4);
+	cr_assert_eq(n, 5);
 	cr_assert_str_eq(paths[0], want[1]);
 	lks_case_paths_free(paths, n);
 

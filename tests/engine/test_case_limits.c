@@ -1,6 +1,7 @@
 /*
  * test_case_limits.c: what a case file may be and ask for: the one name rule for cases,
- * runs and checks (and the golden paths made of them), only regular files up to 1 MiB,
+ * runs and checks (and the golden paths made of them), only regular files up to 1 MiB
+ * (a folder's *.ini that is none named),
  * control characters escaped in messages, the stated limits on ranks and tokens, and a run
  * larger than memory refused when read, by an estimate that is what a run allocates.
  * Case texts are written to files under a fresh mkdtemp directory per test (case_fixture.h).
@@ -121,6 +122,55 @@ Test(case, only_regular_files_up_to_the_limit, .init = setup, .fini = teardown, 
 	snprintf(want, sizeof(want), "'%s' is 1048577 bytes, over the limit of 1048576 bytes for a "
 	         "case file", path);
 	cr_assert_str_eq(lks_errmsg(), want);
+}
+
+/* Two cases whose names differ only in case would share their golden folder on a
+   case-insensitive file system: refused as two of one name. */
+Test(case, two_cases_named_alike_but_for_case_are_refused, .init = setup, .fini = teardown)
+{
+	const char *args[2];
+	char a[700], b[700];
+	lks_case *cases;
+	int n;
+
+	snprintf(a, sizeof(a), "%s", put("Base.ini", BASE));
+	snprintf(b, sizeof(b), "%s", put("base.ini", BASE));
+	args[0] = a;
+	args[1] = b;
+	cr_assert_neq(lks_cases_load(args, 2, NULL, 0, &cases, &n), 0, "both loaded");
+	cr_assert_not_null(strstr(lks_errmsg(), "two cases named 'base'"), "%s", lks_errmsg());
+	lks_cases_release(cases, n);
+}
+
+/* In a suite's folder, a *.ini that is no case file (a case moved away from its symlink, a
+   folder, a loop of links) is named, as it is when given alone: skipped, its checks would
+   pass unseen. */
+Test(case, a_folders_ini_that_is_no_file_is_named, .init = setup, .fini = teardown)
+{
+	static const struct { const char *link, *to, *why; } bad[] = {
+		{ "b_moved.ini", "../moved/b_moved.ini", "cannot open '%s': No such file or directory" },
+		{ "c_dir.ini", NULL, "'%s' is not a regular file (a directory): want a case file" },
+		{ "d_loop.ini", "d_loop.ini", "cannot open '%s': Too many levels of symbolic links" },
+	};
+	char dir[600], rel[64], path[700], want[1024];
+
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		const char *args[1] = { dir };
+		lks_case *cases;
+		int n;
+
+		snprintf(dir, sizeof(dir), "%s/suite%zu", tmpdir, i);
+		cr_assert_eq(mkdir(dir, 0700), 0);
+		snprintf(rel, sizeof(rel), "suite%zu/a_good.ini", i);
+		put(rel, BASE);
+		snprintf(path, sizeof(path), "%s/%s", dir, bad[i].link);
+		cr_assert_eq(bad[i].to ? symlink(bad[i].to, path) : mkdir(path, 0700), 0, "%s", path);
+		cr_assert_neq(lks_cases_load(args, 1, NULL, 0, &cases, &n), 0, "%s was skipped",
+		              bad[i].link);
+		snprintf(want, sizeof(want), bad[i].why, path);
+		cr_assert_str_eq(lks_errmsg(), want);
+		lks_cases_release(cases, n);
+	}
 }
 
 Test(case, control_characters_in_messages_are_escaped, .init = setup, .fini = teardown)

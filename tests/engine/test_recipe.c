@@ -354,19 +354,25 @@ Test(recipe, scale_groups_follow_the_split)
 	cr_assert_str_eq(lks_amax_group_name(LKS_GROUP_NONE), "none");
 }
 
-/* 'lockstep list' shows a run's mesh: fsdp, tp and sequence parallel. */
+/* 'lockstep list' shows a run's mesh, dp x fsdp x tp, and sequence parallel. */
 Test(recipe, list_shows_the_mesh)
 {
 	char args[700], out[16384];
+	const char *line;
 
 	snprintf(args, sizeof(args), "list '%s/cases/tp.ini' '%s/cases/fsdp.ini'", LKS_SRC,
 	         LKS_SRC);
 	cr_assert_eq(lks_run_bin(NULL, args, out, sizeof(out)), 0, "%s", out);
-	cr_assert_not_null(strstr(out, "4 ranks, tp 2 x dp 2, sequence parallel"), "%s", out);
-	cr_assert_not_null(strstr(out, "2 ranks, tp 2 x dp 1, checkpoint blocks"), "%s", out);
-	cr_assert_not_null(strstr(out, "4 ranks, fsdp 2 x dp 2"), "%s", out);
-	cr_assert_not_null(strstr(out, "2 ranks, tp 2 x dp 1, traced by shard"), "%s", out);
-	cr_assert_not_null(strstr(out, "4 ranks, fsdp 4 x dp 1, fp8 all-gather"), "%s", out);
-	cr_assert_not_null(strstr(out, "4 ranks, fsdp 4 x dp 1, resharded after forward"), "%s",
+	cr_assert_not_null(strstr(out, "4 ranks, dp 2 x tp 2, sequence parallel"), "%s", out);
+	cr_assert_not_null(strstr(out, "2 ranks, dp 1 x tp 2, checkpoint blocks"), "%s", out);
+	cr_assert_not_null(strstr(out, "4 ranks, dp 2 x fsdp 2"), "%s", out);
+	cr_assert_not_null(strstr(out, "2 ranks, dp 1 x tp 2, traced by shard"), "%s", out);
+	cr_assert_not_null(strstr(out, "4 ranks, dp 1 x fsdp 4, fp8 all-gather"), "%s", out);
+	cr_assert_not_null(strstr(out, "4 ranks, dp 1 x fsdp 4, resharded after forward"), "%s",
 	                   out);
+	/* a 3-D mesh: its ranks are the product, not two meshes of their own */
+	cr_assert_not_null(line = strstr(out, "    fsdp2_tp2_rowwise "), "%s", out);
+	cr_assert_eq(strncmp(strstr(line, "4 ranks"), "4 ranks, dp 1 x fsdp 2 x tp 2\n", 30), 0,
+	             "%s", line);
+	cr_assert_null(strstr(out, " x dp "), "%s", out);
 }

@@ -695,7 +695,9 @@ Test(import_check, import_key_refused_where_bad_at_its_line)
 		fclose(f);
 		snprintf(args, sizeof(args), "run --db '%s' '%s'", db, ini);
 		cr_assert_eq(lks_run_bin(NULL, args, out, sizeof(out)), 2, "%s", out);
-		cr_assert_not_null(strstr(out, "missing.jsonl"), "%s", out);
+		cr_assert_not_null(strstr(out, ":2: run 'a': cannot open '"), "%s", out);
+		cr_assert_not_null(strstr(out, "missing.jsonl': No such file or directory"), "%s", out);
+		cr_assert_neq(access(db, F_OK), 0, "the database was made: %s", out);
 	}
 	rm_tmp();
 }

@@ -293,10 +293,11 @@ Test(check, close_metric_and_filter_validated_at_parse_time)
 	}
 	/* a good file, then a misspelt metric by --set, and rank on a 2-rank ranks_agree */
 	/* filters that name what the model traces: parameters, FP8 operands (traced by FP8
-	   runs), gradients */
-	for (size_t i = 0; i < 3; i++) {
-		static const char *const good[] = { "*.weight", "blocks.0.mlp.down.fwd.?",
-		                                    "blocks.0.mlp.up.weight.grad" };
+	   runs), gradients, and trace_optimizer's sums and moments (as tensor = takes them) */
+	static const char *const good[] = { "*.weight", "blocks.0.mlp.down.fwd.?",
+	                                    "blocks.0.mlp.up.weight.grad", "*.adam_v",
+	                                    "*.grad_sum", "blocks.0.mlp.up.weight.adam_m" };
+	for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
 
 		snprintf(text, sizeof(text), "%s[run a]\nrecipe = bf16\n[check c]\nkind = close\n"
 		         "a = a\nb = a2\nmetric = l2\ntensors = %s\n[run a2]\nrecipe = fp8_rowwise\n",
