@@ -203,6 +203,11 @@ static int lks_list_arg(const char *arg, const char *const *sets, int nsets, int
 			rc = lks_usage("%s", lks_errmsg());
 			continue;
 		}
+		if (lks_cases_inject_env(&c, 1, 0)) {  /* what run would train */
+			rc = lks_usage("%s: %s", paths[i], lks_errmsg());
+			lks_case_release(&c);
+			continue;
+		}
 		if ((*shown)++)
 			putchar('\n');
 		lks_list_case(&c);

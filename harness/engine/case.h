@@ -194,8 +194,10 @@ int lks_run_backend_fits(const lks_run_cfg *r, const struct lks_backend *be);
 int lks_run_fault_fits(const lks_case *c, const lks_run_cfg *r, const lks_fault *f);
 
 /* Plants the fault of the environment variable LOCKSTEP_INJECT (fault.h), if set, into the
-   run it names with run=NAME, else into every run it fits (its recipe, checkpointing, ranks
-   and steps); an error when it is malformed or fits no run. lks_cases_load calls it. */
-int lks_cases_inject_env(lks_case *cases, int ncases);
+   run it names with run=NAME (in place of a fault of the run's own), else into every run it
+   fits (its recipe, checkpointing, ranks and steps) that has no fault of its own; an error
+   when it is malformed, or (need) fits no run. lks_cases_load calls it with need;
+   'lockstep list' case by case without. */
+int lks_cases_inject_env(lks_case *cases, int ncases, int need);
 
 #endif

@@ -152,14 +152,16 @@ int lks_cases_load(const char *const *args, int nargs, const char *const *sets, 
 				goto out;
 			}
 	}
-	rc = lks_cases_inject_env(*cases, *ncases);
+	rc = lks_cases_inject_env(*cases, *ncases, 1);
 out:
 	lks_case_paths_free(paths, npaths);
 	return rc;
 }
 
-/* LOCKSTEP_INJECT: the fault goes to the run it names, or to every run it fits. */
-int lks_cases_inject_env(lks_case *cases, int ncases)
+/* LOCKSTEP_INJECT: the fault goes to the run it names, or to every run it fits that has
+   no fault of its own (a run's own fault is what its case tests; replaced unasked, a fault
+   case's checks would test another). */
+int lks_cases_inject_env(lks_case *cases, int ncases, int need)
 {
 	const char *spec = getenv(LKS_INJECT_ENV);
 	char why[600] = "";  /* why the first run it did not fit refused it */
@@ -174,7 +176,7 @@ int lks_cases_inject_env(lks_case *cases, int ncases)
 		for (int j = 0; j < cases[i].nruns; j++) {
 			lks_run_cfg *r = &cases[i].runs[j];
 
-			if (f.run[0] && strcmp(f.run, r->name))
+			if (f.run[0] ? strcmp(f.run, r->name) != 0 : r->inject.kind != LKS_FAULT_NONE)
 				continue;
 			if (lks_run_fault_fits(&cases[i], r, &f)) {
 				if (!why[0])
@@ -187,8 +189,9 @@ int lks_cases_inject_env(lks_case *cases, int ncases)
 			r->inject = f;
 			planted++;
 		}
-	if (!planted)
-		return lks_err("%s: no run %s '%s'%s", LKS_INJECT_ENV, f.run[0] ? "is called" : "fits",
+	if (!planted && need)
+		return lks_err("%s: no run %s '%s'%s", LKS_INJECT_ENV,
+		               f.run[0] ? "is called" : "without a fault of its own fits",
 		               f.run[0] ? f.run : spec, why);
 	return 0;
 }

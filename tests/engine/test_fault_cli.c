@@ -172,7 +172,21 @@ Test(fault, environment_plants_a_fault, .timeout = 120)
 	cr_assert_eq(lks_run_bin("LOCKSTEP_INJECT='nan step=1'", args, out, sizeof(out)), 2, "%s", out);
 	cr_assert_not_null(strstr(out, "LOCKSTEP_INJECT: inject: nan needs rank="), "%s", out);
 	cr_assert_eq(lks_run_bin("LOCKSTEP_INJECT='stale_bwd_scale'", args, out, sizeof(out)), 2, "%s", out);
-	cr_assert_not_null(strstr(out, "no run fits"), "%s", out);
+	cr_assert_not_null(strstr(out, "no run without a fault of its own fits"), "%s", out);
+	/* without run=, a run's own fault stays (its case tests it); list shows what run
+	   would plant, and run=NAME replaces that run's own */
+	snprintf(args, sizeof(args), "list '%s/cases/faults/bitflip.ini'", LKS_SRC);
+	cr_assert_eq(lks_run_bin("LOCKSTEP_INJECT='nan step=1 rank=0 tensor=head.logits'", args, out,
+	                         sizeof(out)), 0, "%s", out);
+	cr_assert_not_null(strstr(out, "clean         bf16               2 ranks, inject nan step=1"),
+	                   "%s", out);
+	cr_assert_not_null(strstr(out, "flipped       bf16               2 ranks, inject bitflip "
+	                           "step=3"), "%s", out);
+	cr_assert_eq(lks_run_bin("LOCKSTEP_INJECT='nan step=1 rank=0 tensor=head.logits run=flipped'",
+	                         args, out, sizeof(out)), 0, "%s", out);
+	cr_assert_null(strstr(out, "inject bitflip"), "%s", out);
+	snprintf(args, sizeof(args), "run '%s/cases/faults/bitflip.ini' --db '%s' --quiet", LKS_SRC,
+	         db);
 	cr_assert_eq(lks_run_bin("LOCKSTEP_INJECT='skip_allreduce step=1 rank=0 run=nosuch'", args, out,
 	                 sizeof(out)), 2, "%s", out);
 	/* a tensor the run does not trace is bad input, found before anything trains, not a
