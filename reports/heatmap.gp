@@ -6,8 +6,9 @@
 #   datafile       lines 'x y value', one block per row of cells
 #   nx, ny, xbin   columns, rows, steps per column (x is in steps)
 #   ylab           array (ny): the name of each row
-#   mark           1: circle (mark_x, mark_y), and say mark_text above the plot; 0: the
-#                  runs agree, which is said there instead
+#   mark           1: circle (mark_x, mark_y), and say mark_text above the plot; 2: say
+#                  mark_text, a divergence at no cell (a rank or steps one run lacks);
+#                  0: the runs agree, which is said there instead
 load common_gp
 unset grid
 unset key
@@ -29,14 +30,16 @@ set style textbox opaque fillcolor rgb 'white' border lc rgb '#222222' margins 3
 # names or the cells
 set tmargin 5
 set title offset 0, 1.2
-if (mark) {
+if (mark == 1) {
 	# two rings, white under black: visible on every colour of the palette
 	set label 1 '' at mark_x, mark_y point pt 6 ps 2.6 lw 4 lc rgb 'white' front
 	set label 2 '' at mark_x, mark_y point pt 6 ps 2.6 lw 1.5 lc rgb 'black' front
 	set label 3 mark_text.' (circled)' at graph 0, graph 1 left offset 0, 1 boxed front \
 		tc rgb 'black'
+} else { if (mark == 2) {
+	set label 3 mark_text at graph 0, graph 1 left offset 0, 1 boxed front tc rgb 'black'
 } else {
 	set label 3 'no divergence: equal in every traced value' at graph 0, graph 1 left \
 		offset 0, 1 boxed front tc rgb 'black'
-}
+} }
 plot datafile using 1:2:3 with image

@@ -93,13 +93,19 @@ static int lks_scales_load(lks_stored_run *t, struct lks_scales *x)
 	return 0;
 }
 
-/* A tensor's name as a word of the key; a recomputed activation has the forward's name. */
+/* A tensor's name as a word of the key: as it is, but for what would end a word or a
+   gnuplot string (blanks, quotes, backslash) and bytes outside printable ASCII (an SVG is
+   UTF-8), each a '_'; a recomputed activation has the forward's name. A label, not a key:
+   two may look alike. */
 void lks_tensor_word(char *out, size_t size, const lks_stored_run *t, int i)
 {
-	char safe[128];
+	char word[128];
+	size_t n = 0;
 
-	lks_safe_name(safe, sizeof(safe), t->names[i]);
-	snprintf(out, size, "%s%s", safe, t->phases[i] == LKS_PHASE_RECOMPUTE ? "-recompute" : "");
+	for (const char *p = t->names[i]; *p && n + 1 < sizeof(word); p++)
+		word[n++] = *p > ' ' && *p < 0x7f && !strchr("'\"\\`", *p) ? *p : '_';
+	word[n] = 0;
+	snprintf(out, size, "%s%s", word, t->phases[i] == LKS_PHASE_RECOMPUTE ? "-recompute" : "");
 }
 
 /* Log scale: a value that is not positive is drawn as missing. */

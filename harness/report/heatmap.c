@@ -29,13 +29,18 @@
 struct lks_heat {
 	lks_stored_run *a, *b;    /* two of the suite's runs */
 	int *map;                 /* (a.nt) the seq in b of a's tensor (name, phase,
-	                             occurrence); -1: b has none */
+	                             occurrence), for tensor traces its row; -1: none */
 	int *rows;                /* (nrows) the seqs in a of the tensors both trace */
 	int nrows, nsteps, W;     /* W: the ranks both runs have, compared rank by rank */
 	int ybin, xbin, ny, nx;   /* tensors per row, steps per column; rows, columns */
 	double *v;                /* (ny, nx) log10 relative difference, or a band */
-	int div_step, div_row, div_rank;  /* the first divergence; div_step -1: none */
-	const char *div_field;
+	unsigned char *paired;    /* tensor traces: (a.nt) a's tensor paired with one of b at
+	                             the step being drawn */
+	int div_step, div_row, div_rank;  /* the first divergence; div_step -1: none; div_row
+	                                     -1: at no row drawn */
+	char div_field[64];
+	char div_tensor[128];     /* the divergence's tensor as the check names it; "": none */
+	int div_phase;            /* its lks_phase; -1: none */
 };
 
 /* The bitwise check's comparison: every field of the stat rows, bit for bit. */
@@ -46,11 +51,41 @@ static void lks_heat_release(struct lks_heat *h)
 	free(h->map);
 	free(h->rows);
 	free(h->v);
+	free(h->paired);
 }
 
 static int lks_ceil_div(int a, int b)
 {
 	return (a + b - 1) / b;
+}
+
+/* A pair of tensor traces' tensors: a's tensor seq paired at this step. */
+static int lks_heat_seen(void *arg, int rank, int pos, int seq, int differs, double l2_a,
+                         double l2_b)
+{
+	(void)rank, (void)pos, (void)differs, (void)l2_a, (void)l2_b;
+	((unsigned char *)arg)[seq] = 1;
+	return 0;
+}
+
+/* Tensor traces: a's tensors that the walk pairs with one of b's at some step and rank
+   (walk.h, lks_walk_tensor_step_pairs), each a row; one b never traces is none, as the
+   bitwise check never compares it. */
+static int lks_heat_load_traces(struct lks_heat *h, int nsteps)
+{
+	lks_tensor_step_diff d;
+
+	if (!(h->paired = calloc((size_t)h->a->nt + 1, 1)))
+		return lks_err("out of memory");
+	for (int step = 0; step < nsteps; step++)
+		if (lks_walk_tensor_step_pairs(h->a, h->b, step, lks_heat_seen, h->paired, &d))
+			return -1;
+	for (int i = 0; i < h->a->nt; i++) {
+		h->map[i] = h->paired[i] ? h->nrows : -1;  /* a's tensor's row */
+		if (h->paired[i])
+			h->rows[h->nrows++] = i;
+	}
+	return 0;
 }
 
 /* The tensors both runs trace, paired as the bitwise check pairs them, and the grid. */
@@ -66,10 +101,8 @@ static int lks_heat_load(lks_stored_run *a, lks_stored_run *b, struct lks_heat *
 	if (!h->map || !h->rows)
 		return lks_err("out of memory");
 	if (a->tt && b->tt) {
-		/* tensor traces: each of a's tensors a row, paired with b's step by step and rank
-		   by rank as the walk aligns them (lks_heat_fill_traces) */
-		for (int i = 0; i < a->nt; i++)
-			h->rows[h->nrows++] = h->map[i] = i;
+		if (lks_heat_load_traces(h, a->nsteps < b->nsteps ? a->nsteps : b->nsteps))
+			return -1;
 	} else {
 		lks_walk_pairs(&lks_heat_opts, a, b, h->map, &cnt);
 		for (int i = 0; i < a->nt; i++)
@@ -131,17 +164,18 @@ static void lks_heat_cell(struct lks_heat *h, int step, int k)
 			h->div_step = step;
 			h->div_row = k;
 			h->div_rank = r;
-			h->div_field = ra && rb ? res.field : "row";
+			snprintf(h->div_field, sizeof(h->div_field), "%s", ra && rb ? res.field : "row");
+			snprintf(h->div_tensor, sizeof(h->div_tensor), "%s", h->a->names[i]);
+			h->div_phase = (int)h->a->phases[i];
 		}
 	}
 }
 
-/* A pair of tensor traces' tensors (walk.h, lks_walk_tensor_step_pairs) into its cell; the
-   first that differs, in the walk's order, is the divergence. */
+/* A pair of tensor traces' tensors (walk.h, lks_walk_tensor_step_pairs) into the cell of
+   its row at the step (arg). */
 struct lks_heat_at {
 	struct lks_heat *h;
 	int step;
-	int pos;                  /* the divergence's place in a's sequence at this step */
 };
 
 static int lks_heat_pair(void *arg, int rank, int pos, int seq, int differs, double l2_a,
@@ -149,37 +183,61 @@ static int lks_heat_pair(void *arg, int rank, int pos, int seq, int differs, dou
 {
 	struct lks_heat_at *at = arg;
 	struct lks_heat *h = at->h;
-	double *cell = &h->v[(size_t)(seq / h->ybin) * h->nx + at->step / h->xbin], v;
+	double *cell = &h->v[(size_t)(h->map[seq] / h->ybin) * h->nx + at->step / h->xbin], v;
 
+	(void)rank, (void)pos;
+	h->paired[seq] = 1;
 	if (!differs)
 		return 0;
 	/* a pair that differs in another statistic or the hash alone: the floor */
 	v = isnan(l2_a) && isnan(l2_b) ? log10(LKS_REPORT_FLOOR) : lks_heat_error(l2_a, l2_b);
 	*cell = v > *cell ? v : *cell;
-	/* the bitwise check's order: the step, then the first place in execution order, the
-	   lowest rank on a tie */
-	if (h->div_step < 0 || (h->div_step == at->step && pos < at->pos)) {
-		h->div_step = at->step;
-		h->div_row = seq;
-		h->div_rank = rank;
-		h->div_field = "value";
-		at->pos = pos;
+	return 0;
+}
+
+/* Tensor traces: the cells step by step, a row not paired at a step 'no row' there; the
+   first divergence as the bitwise check finds it, by its walk (its field: the statistic's
+   name where the format has its own, as the check stores it). */
+static int lks_heat_fill_traces(struct lks_heat *h)
+{
+	lks_check_result res;
+
+	for (int step = 0; step < h->nsteps; step++) {
+		struct lks_heat_at at = { h, step };
+		lks_tensor_step_diff d;
+
+		memset(h->paired, 0, (size_t)h->a->nt);
+		if (lks_walk_tensor_step_pairs(h->a, h->b, step, lks_heat_pair, &at, &d))
+			return -1;
+		for (int k = 0; k < h->nrows; k++) {
+			double *cell = &h->v[(size_t)(k / h->ybin) * h->nx + step / h->xbin];
+
+			if (!h->paired[h->rows[k]] && *cell < LKS_HEAT_NO_ROW)
+				*cell = LKS_HEAT_NO_ROW;
+		}
 	}
+	lks_check_result_init(&res);
+	if (lks_walk(&lks_heat_opts, h->a, h->b, &res, NULL))
+		return -1;
+	if (!res.failed)
+		return 0;
+	h->div_step = res.step;
+	h->div_rank = res.rank;
+	h->div_row = -1;
+	snprintf(h->div_field, sizeof(h->div_field), "%s", lks_check_result_field(&res));
+	snprintf(h->div_tensor, sizeof(h->div_tensor), "%s", res.tensor);
+	h->div_phase = res.tensor[0] ? res.phase : -1;
+	for (int k = 0; k < h->nrows && h->div_row < 0; k++)
+		if (!strcmp(h->a->names[h->rows[k]], res.tensor)
+		    && (int)h->a->phases[h->rows[k]] == res.phase)
+			h->div_row = k;
 	return 0;
 }
 
 static int lks_heat_fill(struct lks_heat *h)
 {
-	if (h->a->tt && h->b->tt) {
-		for (int step = 0; step < h->nsteps; step++) {
-			struct lks_heat_at at = { h, step, 0 };
-			lks_tensor_step_diff d;
-
-			if (lks_walk_tensor_step_pairs(h->a, h->b, step, lks_heat_pair, &at, &d))
-				return -1;
-		}
-		return 0;
-	}
+	if (h->a->tt && h->b->tt)
+		return lks_heat_fill_traces(h);
 	for (int step = 0; step < h->nsteps; step++) {
 		if (lks_stored_run_step(h->a, step) || lks_stored_run_step(h->b, step))
 			return -1;
@@ -195,8 +253,16 @@ static void lks_heat_name(char *out, size_t size, const struct lks_heat *h, int 
 	lks_tensor_word(out, size, h->a, h->rows[k]);
 }
 
+/* The divergence's tensor as the check names it, its phase said where it is not the
+   tensor's only one (a recomputed activation); "(none)" at a rank or steps one run lacks. */
+static void lks_heat_div_tensor(char *out, size_t size, const struct lks_heat *h)
+{
+	snprintf(out, size, "%s%s", h->div_tensor[0] ? h->div_tensor : "(none)",
+	         h->div_phase == LKS_PHASE_RECOMPUTE ? " (recompute)" : "");
+}
+
 /* The cells ('x y value', x the middle of the column's steps) and the variables of
-   heatmap.gp: grid, row names, and where the divergence is circled. */
+   heatmap.gp: grid, row names, and where the divergence is circled (at no cell: said). */
 static void lks_heat_data(const struct lks_heat *h, FILE *data, FILE *vars)
 {
 	char name[160];
@@ -214,14 +280,18 @@ static void lks_heat_data(const struct lks_heat *h, FILE *data, FILE *vars)
 		lks_heat_name(name, sizeof(name), h, y * h->ybin);
 		fprintf(vars, n > 1 ? "ylab[%d] = '%s +%d'\n" : "ylab[%d] = '%s'\n", y + 1, name, n - 1);
 	}
-	fprintf(vars, "mark = %d\n", h->div_step >= 0);
+	fprintf(vars, "mark = %d\n", h->div_step < 0 ? 0 : h->div_row < 0 ? 2 : 1);
 	if (h->div_step < 0)
 		return;
-	lks_heat_name(name, sizeof(name), h, h->div_row);
+	if (h->div_row >= 0)
+		lks_heat_name(name, sizeof(name), h, h->div_row);
+	else
+		snprintf(name, sizeof(name), "no tensor");
 	fprintf(vars, "mark_x = %.1f\nmark_y = %d\n"
 	        "mark_text = 'first divergence: step %d, %s, rank %d (%s)'\n",
-	        (h->div_step / h->xbin) * h->xbin + (h->xbin - 1) / 2.0, h->div_row / h->ybin,
-	        h->div_step, name, h->div_rank, h->div_field);
+	        (h->div_step / h->xbin) * h->xbin + (h->xbin - 1) / 2.0,
+	        h->div_row < 0 ? 0 : h->div_row / h->ybin, h->div_step, name, h->div_rank,
+	        h->div_field);
 }
 
 /* What the heatmap shows, in words, and the first divergence as the checks word it. */
@@ -246,10 +316,11 @@ static void lks_heat_caption(FILE *f, const struct lks_heat *h, const char *name
 		fprintf(f, " Downsampled to stay legible: %d tensors share a row, %d steps a column, "
 		        "each cell the largest error among them.", h->ybin, h->xbin);
 	if (h->div_step >= 0) {
-		lks_heat_name(name, sizeof(name), h, h->div_row);
-		fprintf(f, " First divergence (circled; step, then tensor in execution order, then "
-		        "rank, as the bitwise check finds it): step %d, tensor %s, rank %d, field %s.",
-		        h->div_step, name, h->div_rank, h->div_field);
+		lks_heat_div_tensor(name, sizeof(name), h);
+		fprintf(f, " First divergence (%sstep, then tensor in execution order, then rank, as "
+		        "the bitwise check finds it): step %d, tensor %s, rank %d, field %s.",
+		        h->div_row >= 0 ? "circled; " : "", h->div_step, name, h->div_rank,
+		        h->div_field);
 	} else {
 		fprintf(f, " No divergence: the runs agree in every traced value of the tensors they "
 		        "share.");
@@ -266,7 +337,7 @@ static int lks_heat_plot(struct lks_report *r, lks_stored_run *a, lks_stored_run
 	struct lks_plot_spec spec = { .kind = "heatmap" };
 	const lks_stored_run *pair[2] = { a, b };
 	const char *dat, *vs;
-	char title[300], tag[300], tcase[128];
+	char title[300], tcase[128];
 	int rc = -1;
 
 	snprintf(title, sizeof(title), "tensor error heatmap: '%s' vs '%s'", a->run_name, b->run_name);
@@ -295,8 +366,8 @@ static int lks_heat_plot(struct lks_report *r, lks_stored_run *a, lks_stored_run
 		lks_err("out of memory");
 		goto out;
 	}
-	snprintf(tag, sizeof(tag), "%s-vs-%s", a->run_name, b->run_name);
-	spec.tag = tag;
+	spec.tag = a->run_name;
+	spec.tag_b = b->run_name;
 	spec.title = title;
 	/* 10 pixels a row of tensor names, and room for title, axis and colour box */
 	spec.height = 140 + 10 * h.ny < 320 ? 320 : 140 + 10 * h.ny;

@@ -15,19 +15,53 @@ struct lks_junit {
 	int same_fp_fails;        /* a change with an equal fingerprint is a failure */
 };
 
+/* The character of the UTF-8 text at s that XML 1.0 allows: its code point into *cp and
+   its length. A byte that starts no well-formed sequence (invalid, overlong, a surrogate,
+   cut short) is U+FFFD alone, a character XML does not allow (U+FFFE, U+FFFF) U+FFFD
+   too, so that the file parses whatever a log held. */
+static int lks_xml_char(const unsigned char *s, unsigned *cp)
+{
+	static const unsigned least[] = { 0, 0, 0x80, 0x800, 0x10000 };
+	int n = s[0] < 0x80 ? 1 : (s[0] & 0xe0) == 0xc0 ? 2 : (s[0] & 0xf0) == 0xe0 ? 3
+	        : (s[0] & 0xf8) == 0xf0 ? 4 : 0;
+	unsigned c = n == 1 ? s[0] : n ? s[0] & (0x7fu >> n) : 0;
+
+	*cp = 0xfffd;
+	for (int i = 1; i < n; i++) {
+		if ((s[i] & 0xc0) != 0x80)  /* a NUL ends the text here too */
+			return 1;
+		c = c << 6 | (s[i] & 0x3f);
+	}
+	if (!n || c < least[n] || c > 0x10ffff || (c >= 0xd800 && c <= 0xdfff))
+		return 1;
+	if (c != 0xfffe && c != 0xffff)
+		*cp = c;
+	return n;
+}
+
 void lks_xml_text(FILE *f, const char *s)
 {
-	for (; s && *s; s++) {
-		switch (*s) {
+	const unsigned char *p = (const unsigned char *)s;
+
+	while (p && *p) {
+		unsigned c;
+		int n = lks_xml_char(p, &c);
+
+		switch (c) {
 		case '<': fputs("&lt;", f); break;
 		case '>': fputs("&gt;", f); break;
 		case '&': fputs("&amp;", f); break;
 		case '"': fputs("&quot;", f); break;
 		case '\'': fputs("&apos;", f); break;
+		case 0xfffd: fputs("\xef\xbf\xbd", f); break;
 		default:
 			/* control characters other than tab and newline are not allowed in XML 1.0 */
-			fputc((unsigned char)*s < 0x20 && *s != '\t' && *s != '\n' ? ' ' : *s, f);
+			if (c < 0x20 && c != '\t' && c != '\n')
+				fputc(' ', f);
+			else
+				fwrite(p, 1, (size_t)n, f);
 		}
+		p += n;
 	}
 }
 

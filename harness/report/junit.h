@@ -20,7 +20,8 @@
 int lks_junit_write(lks_store *s, int64_t suite_id, const char *path, int same_fp_fails);
 
 /* s as XML text or attribute value: the five specials escaped, control characters other
-   than tab and newline (not allowed in XML 1.0) a blank. */
+   than tab and newline (not allowed in XML 1.0) a blank, bytes that are not UTF-8 and the
+   characters XML does not allow (U+FFFE, U+FFFF) U+FFFD: the file always parses. */
 void lks_xml_text(FILE *f, const char *s);
 
 #endif

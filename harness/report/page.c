@@ -79,14 +79,26 @@ void lks_md(FILE *f, const char *s, int block)
 	}
 }
 
-/* A name safe in a file name and inside a gnuplot string: other characters become '_'. */
+/* A name safe in a file name, a link, an HTML id and a gnuplot string, and one to one: the
+   characters of the name rule (harness/base/name.h) as they are, any other byte (of an
+   imported tensor's name) as '~' and two hex digits, so that no two names share one (x+y
+   and x_y once both became x_y: one plot, one trend series for two). */
 void lks_safe_name(char *out, size_t size, const char *s)
 {
 	size_t i = 0;
 
-	for (; s && *s && i + 1 < size; s++)
-		out[i++] = (strchr("-_.", *s) || (*s >= '0' && *s <= '9') || (*s >= 'a' && *s <= 'z')
-		            || (*s >= 'A' && *s <= 'Z')) ? *s : '_';
+	for (; s && *s; s++) {
+		unsigned char c = (unsigned char)*s;
+		int keep = strchr("-_.+", c) || (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z')
+		           || (c >= 'A' && c <= 'Z');
+
+		if (i + (keep ? 1 : 3) >= size)
+			break;
+		if (keep)
+			out[i++] = (char)c;
+		else
+			i += (size_t)snprintf(out + i, size - i, "~%02x", c);
+	}
 	out[i] = 0;
 }
 

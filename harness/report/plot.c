@@ -113,7 +113,7 @@ static char *lks_svg_sharp(const char *svg)
 	return out;
 }
 
-/* The plot's heading in both outputs and its anchor, plot-<case>-<kind>[-<tag>], by which
+/* The plot's heading in both outputs and its anchor, plot-<name> (lks_plot), by which
    a reader (or a test) finds it. */
 static void lks_plot_head(struct lks_report *r, const char *name, const struct lks_plot_spec *p)
 {
@@ -174,12 +174,14 @@ static int lks_plot_script(struct lks_report *r, const char *gp, const char *svg
 /*
  * One plot: data (blocks of lines, one per series) and vars (gnuplot assignments) for the
  * template p->kind; the SVG goes inline into the page and to dir/<name>.svg for report.md,
- * name being <case>_<kind>[_<tag>]. A plot that fails is said in the page.
+ * name being <case>=<kind>[=<tag>[=<tag_b>]], each name safe (lks_safe_name), which has no
+ * '=': two plots never share a name; case_name NULL: a plot of the suite, nightly_<kind>.
+ * A plot that fails is said in the page.
  */
 int lks_plot(struct lks_report *r, const char *case_name, const struct lks_plot_spec *p,
              const char *data, const char *vars)
 {
-	char safe[128], tag[128], name[300], err[300];
+	char safe[80], tag[80], tag_b[80], name[300], err[300];
 	char dat[LKS_REPORT_PATH], gp[LKS_REPORT_PATH], svg[LKS_REPORT_PATH], out[LKS_REPORT_PATH];
 	char *text = NULL, *sharp = NULL;
 	size_t len = 0;
@@ -187,7 +189,9 @@ int lks_plot(struct lks_report *r, const char *case_name, const struct lks_plot_
 
 	lks_safe_name(safe, sizeof(safe), case_name);
 	lks_safe_name(tag, sizeof(tag), p->tag);
-	snprintf(name, sizeof(name), "%s_%s%s%s", safe, p->kind, p->tag ? "_" : "", tag);
+	lks_safe_name(tag_b, sizeof(tag_b), p->tag_b);
+	snprintf(name, sizeof(name), "%s%s%s%s%s%s%s", case_name ? safe : "nightly",
+	         case_name ? "=" : "_", p->kind, p->tag ? "=" : "", tag, p->tag_b ? "=" : "", tag_b);
 	snprintf(dat, sizeof(dat), "%s/%s.dat", r->tmp, name);
 	snprintf(gp, sizeof(gp), "%s/%s.gp", r->tmp, name);
 	snprintf(svg, sizeof(svg), "%s/%s.svg", r->tmp, name);

@@ -33,6 +33,10 @@
 
 /* ---- one case ---- */
 
+/* A loss in a table: 7 significant digits, so that a loss near 0 (an imported 1.2e-07)
+   does not read 0.000000. */
+#define LKS_LOSS_FMT "%.7g"
+
 static void lks_case_runs(struct lks_report *r, const char *case_name)
 {
 	static const char *const heads[] = { "run", "recipe", "options", "ranks", "steps",
@@ -61,9 +65,9 @@ static void lks_case_runs(struct lks_report *r, const char *case_name)
 		cells[3] = ws;
 		cells[4] = ns;
 		cells[5] = run->status;
-		cells[6] = lks_fmt_stored(l0, sizeof(l0), "%.6f", lks_run_loss(run, first),
+		cells[6] = lks_fmt_stored(l0, sizeof(l0), LKS_LOSS_FMT, lks_run_loss(run, first),
 		                          run->nsteps && lks_walk_step_stored(run, first));
-		cells[7] = lks_fmt_stored(l1, sizeof(l1), "%.6f", lks_run_loss(run, run->nsteps - 1),
+		cells[7] = lks_fmt_stored(l1, sizeof(l1), LKS_LOSS_FMT, lks_run_loss(run, run->nsteps - 1),
 		                          run->nsteps && lks_walk_step_stored(run, run->nsteps - 1));
 		lks_row(r, NULL, cells, cls, 8);
 	}
@@ -75,9 +79,12 @@ static void lks_value(char *buf, size_t size, const lks_check_rec *c, int b)
 	buf[0] = 0;
 	if (b && !strcmp(c->kind, "finite"))  /* one value found: no b (it showed nan or 0) */
 		return;
-	if (c->type == LKS_VALUE_REAL)
-		snprintf(buf, size, "%.9g", b ? c->value_b : c->value_a);
-	else if (c->type == LKS_VALUE_INT && c->field && !strcmp(c->field, "hash"))
+	if (c->type == LKS_VALUE_REAL) {  /* a NaN spelled as the runs table spells it */
+		const char *t = lks_fmt_stored(buf, size, "%.9g", b ? c->value_b : c->value_a, 1);
+
+		if (t != buf)
+			snprintf(buf, size, "%s", t);
+	} else if (c->type == LKS_VALUE_INT && c->field && !strcmp(c->field, "hash"))
 		snprintf(buf, size, "%016llx", (unsigned long long)(b ? c->ivalue_b : c->ivalue_a));
 	else if (c->type == LKS_VALUE_INT)
 		snprintf(buf, size, "%lld", (long long)(b ? c->ivalue_b : c->ivalue_a));
@@ -94,7 +101,11 @@ static void lks_case_checks(struct lks_report *r, const char *case_name)
 
 	for (int i = 0; i < r->nchecks; i++) {
 		const lks_check_rec *c = &r->checks[i].rec;
+		const struct lks_rcheck *k = &r->checks[i];
 		char runs[160], step[16], rank[16], va[48], vb[48], ae[32], re[32], ulp[24];
+		/* a run not run (skipped) has no id: its name as the check stored it */
+		const char *na = c->run_a ? lks_run_name(r, c->run_a) : k->name_a;
+		const char *nb = c->run_b ? lks_run_name(r, c->run_b) : k->name_b;
 		const char *cells[14], *vcls[14];
 		int bad = !strcmp(c->verdict, "fail") || !strcmp(c->verdict, "unexpected_pass");
 
@@ -102,8 +113,7 @@ static void lks_case_checks(struct lks_report *r, const char *case_name)
 			continue;
 		if (!any++)
 			lks_table_head(r, heads, 14);
-		snprintf(runs, sizeof(runs), "%s%s%s", lks_run_name(r, c->run_a), c->run_b ? " vs " : "",
-		         c->run_b ? lks_run_name(r, c->run_b) : "");
+		snprintf(runs, sizeof(runs), "%s%s%s", na, *nb ? " vs " : "", nb);
 		snprintf(step, sizeof(step), c->step >= 0 ? "%d" : "", c->step);
 		snprintf(rank, sizeof(rank), c->rank >= 0 ? "%d" : "", c->rank);
 		lks_value(va, sizeof(va), c, 0);
@@ -135,17 +145,44 @@ static void lks_case_checks(struct lks_report *r, const char *case_name)
 
 /* ---- fingerprints: flat JSON objects of string values ---- */
 
-static void lks_case_fingerprints(struct lks_report *r, const char *case_name)
+/* The keys of run x's fingerprint that run y has not, or has with another value (only
+   absent ones when absent_only: the others were listed from y's side), as two rows each:
+   the first run's value, then the other's. */
+static void lks_fp_rows(struct lks_report *r, const lks_stored_run *first,
+                        const lks_stored_run *run, const lks_stored_run *x,
+                        const lks_stored_run *y, int absent_only, int *any)
 {
 	static const char *const heads[] = { "key", "run", "value" };
+	const char *p = x->fingerprint;
+	char key[128], val[512], other[512];
+
+	while (p && lks_fingerprint_json_next(&p, key, sizeof(key), val, sizeof(val))) {
+		int has = lks_fingerprint_json_get(y->fingerprint, key, other, sizeof(other));
+		const char *cells[3];
+
+		if (has && (absent_only || !strcmp(val, other)))
+			continue;
+		if (!(*any)++)
+			lks_table_head(r, heads, 3);
+		cells[0] = key;
+		cells[1] = first->run_name;
+		cells[2] = x == first ? val : has ? other : "(absent)";
+		lks_row(r, NULL, cells, NULL, 3);
+		cells[1] = run->run_name;
+		cells[2] = x == run ? val : has ? other : "(absent)";
+		lks_row(r, "bad", cells, NULL, 3);
+	}
+}
+
+static void lks_case_fingerprints(struct lks_report *r, const char *case_name)
+{
 	const lks_stored_run *first = NULL;
 	int any = 0;
 
-	/* keys of every run, compared with the first run's value of the same key */
+	/* every other run against the first: the keys either has that the other has not, or
+	   with another value */
 	for (int i = 0; i < r->nruns; i++) {
 		const lks_stored_run *run = &r->runs[i];
-		const char *p = run->fingerprint;
-		char key[128], val[512], other[512];
 
 		if (strcmp(run->case_name, case_name) || !*run->fingerprint)  /* "": none stored */
 			continue;
@@ -153,22 +190,8 @@ static void lks_case_fingerprints(struct lks_report *r, const char *case_name)
 			first = run;
 			continue;
 		}
-		while (p && lks_fingerprint_json_next(&p, key, sizeof(key), val, sizeof(val))) {
-			int has = lks_fingerprint_json_get(first->fingerprint, key, other, sizeof(other));
-			const char *cells[3];
-
-			if (has && !strcmp(val, other))
-				continue;
-			if (!any++)
-				lks_table_head(r, heads, 3);
-			cells[0] = key;
-			cells[1] = first->run_name;
-			cells[2] = has ? other : "(absent)";
-			lks_row(r, NULL, cells, NULL, 3);
-			cells[1] = run->run_name;
-			cells[2] = val;
-			lks_row(r, "bad", cells, NULL, 3);
-		}
+		lks_fp_rows(r, first, run, run, first, 0, &any);
+		lks_fp_rows(r, first, run, first, run, 1, &any);
 	}
 	if (any)
 		lks_table_end(r);
@@ -202,7 +225,7 @@ static int lks_trend_row(void *arg, const lks_trend_rec *t)
 	cells[1] = suite;
 	cells[2] = t->status;
 	cells[3] = steps;
-	cells[4] = lks_fmt_stored(loss, sizeof(loss), "%.6f", t->final_loss, t->nsteps > 0);
+	cells[4] = lks_fmt_stored(loss, sizeof(loss), LKS_LOSS_FMT, t->final_loss, t->nsteps > 0);
 	cells[5] = lks_fmt(ms, sizeof(ms), "%.2f", 1e3 * t->step_time);
 	lks_row(x->r, NULL, cells, cls, 6);
 	return 0;
@@ -364,8 +387,34 @@ static int lks_not_checked(const char *verdict)
 	return !strcmp(verdict, "skipped") || !strcmp(verdict, "unsupported");
 }
 
+/* Where check k's fault was planted, in words ("every step" where it strikes each), and
+   whether the check found it there: at the step, rank and tensor the spec names. */
+static int lks_planted_where(const struct lks_rcheck *k, char *buf, size_t size)
+{
+	const lks_check_rec *c = &k->rec;
+
+	if (!k->plant_known) {  /* no spec stored: where the check expects it */
+		snprintf(buf, size, "%s", k->planted[0] ? k->planted : "anywhere");
+		return 0;
+	}
+	char step[24] = "every step", rank[24] = "every rank";
+
+	if (k->plant_step >= 0)
+		snprintf(step, sizeof(step), "step %d", k->plant_step);
+	if (k->plant_rank >= 0)
+		snprintf(rank, sizeof(rank), "rank %d", k->plant_rank);
+	snprintf(buf, size, "%s, %s%s%s", step, rank, k->plant_tensor[0] ? ", " : "",
+	         k->plant_tensor);
+	return (k->plant_step < 0 || k->plant_step == c->step)
+	       && (k->plant_rank < 0 || k->plant_rank == c->rank)
+	       && (!k->plant_tensor[0] || (c->tensor && !strcmp(k->plant_tensor, c->tensor)));
+}
+
 /* Whether detection still works on this runner: every check that proves a planted fault
-   (expect = fail), where the case planted it and where the check found it. A fault found
+   (expect = fail), where its run planted it (the inject spec) and where the check found
+   it. Caught: found where the check expects (a fault that shows first elsewhere, as a
+   stale gather at the group's first rank, is expected there), or where it was planted
+   while the check expected another place: a wrong expectation, not a missed fault. Found
    elsewhere, or not found, is a failed check like any other; this table puts them side by
    side so that a reader sees the suite's power next to its verdicts. One that was not
    checked (skipped, unsupported) says nothing of that power: counted apart, not missed. */
@@ -377,8 +426,10 @@ static void lks_planted(struct lks_report *r)
 	char line[200];
 	int n = 0, caught = 0, unchecked = 0;
 
+	lks_suite_planted(r);
 	for (int i = 0; i < r->nchecks; i++) {
 		const char *v = r->checks[i].rec.verdict;
+		char where[300];
 
 		if (!r->checks[i].expect_fail)
 			continue;
@@ -386,7 +437,8 @@ static void lks_planted(struct lks_report *r)
 			unchecked++;
 		else
 			n++;
-		caught += !strcmp(v, "expected_fail");
+		caught += !strcmp(v, "expected_fail")
+		          || (!strcmp(v, "fail") && lks_planted_where(&r->checks[i], where, sizeof(where)));
 	}
 	if (!n && !unchecked)
 		return;
@@ -403,19 +455,24 @@ static void lks_planted(struct lks_report *r)
 	for (int i = 0; i < r->nchecks; i++) {
 		const struct lks_rcheck *k = &r->checks[i];
 		const char *v = k->rec.verdict, *cells[6], *vcls[6];
-		int ok = !strcmp(v, "expected_fail"), unchecked = lks_not_checked(v);
-		char found[200];
+		int unchecked = lks_not_checked(v);
+		char found[200], where[300], wrong[300];
+		int there = lks_planted_where(k, where, sizeof(where));
+		int ok = !strcmp(v, "expected_fail") || (!strcmp(v, "fail") && there);
 
 		if (!k->expect_fail)
 			continue;
 		lks_place(found, sizeof(found), k->rec.step, k->rec.rank, k->rec.tensor);
+		snprintf(wrong, sizeof(wrong), "caught where planted; the check expected %s",
+		         k->planted[0] ? k->planted : "anywhere");
 		cells[0] = k->rec.case_name;
 		cells[1] = k->rec.check_name;
 		cells[2] = k->rec.kind;
-		cells[3] = k->planted[0] ? k->planted : "anywhere";
+		cells[3] = where;
 		cells[4] = found[0] ? found : unchecked ? "not checked" : "not found";
-		cells[5] = ok ? "caught" : !strcmp(v, "unexpected_pass") ? "missed"
-		         : !strcmp(v, "fail") ? "found elsewhere" : v;
+		cells[5] = !strcmp(v, "expected_fail") ? "caught" : ok ? wrong
+		         : !strcmp(v, "unexpected_pass") ? "missed" : !strcmp(v, "fail") ? "found elsewhere"
+		         : v;
 		memcpy(vcls, cls, sizeof(vcls));
 		vcls[5] = ok ? "pass" : unchecked ? v : "fail";
 		lks_row(r, ok || unchecked ? NULL : "bad", cells, vcls, 6);

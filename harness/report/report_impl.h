@@ -52,6 +52,12 @@ struct lks_rcheck {
 	char metric[64];
 	int expect_fail;          /* stored with the check: a planted fault's check */
 	char planted[200];        /* where the check expects it to fail, in words */
+	int plant_step, plant_rank;  /* where its run's fault was planted (its inject spec);
+	                                -1: every step, rank */
+	char plant_tensor[128];   /* "": none named */
+	int plant_known;          /* 0: no run of the check stored or declares a fault */
+	char name_a[64], name_b[64];  /* the runs' names in the case, stored with the check
+	                                 ("": not stored), also where a run was not run */
 };
 
 struct lks_report {
@@ -84,6 +90,9 @@ int lks_suite_load(struct lks_report *r);
 void lks_suite_release(struct lks_report *r);
 /* The run of the suite with that id, NULL when none is. */
 lks_stored_run *lks_run_by_id(const struct lks_report *r, int64_t id);
+/* Where the faults the suite's checks prove were planted: each check's plant_*, from the
+   inject spec its run stored, or its case's text declares (a run not run). */
+void lks_suite_planted(struct lks_report *r);
 /* The run's name, "" when the suite has no run id. */
 const char *lks_run_name(const struct lks_report *r, int64_t id);
 /* The reference of the relative-difference plot: the first bf16 run, else the first; -1:
@@ -128,7 +137,8 @@ void lks_text_free(struct lks_text *t);
 void lks_html(FILE *f, const char *s);
 /* s as Markdown text; block: s starts a paragraph. */
 void lks_md(FILE *f, const char *s, int block);
-/* A name safe in a file name and inside a gnuplot string: other characters become '_'. */
+/* A name safe in a file name, a link, an HTML id and a gnuplot string, one to one: a name
+   of the name rule as it is, another byte as '~' and two hex digits. */
 void lks_safe_name(char *out, size_t size, const char *s);
 
 void lks_row(struct lks_report *r, const char *tr_class, const char *const *cells,
@@ -165,7 +175,9 @@ int lks_since_section(struct lks_report *r, int have_gnuplot);
 /* What one plot is: its template, where it goes, and the words around it. */
 struct lks_plot_spec {
 	const char *kind;         /* the template reports/<kind>.gp */
-	const char *tag;          /* NULL, or what tells plots of one kind in a case apart */
+	const char *tag;          /* NULL, or the name that tells plots of one kind in a case
+	                             apart (a run) */
+	const char *tag_b;        /* NULL, or a second name (the other run of a pair) */
 	const char *title;        /* the heading above the plot */
 	const char *caption;      /* NULL, or a paragraph below it (a line in report.md) */
 	int height;               /* of the SVG in pixels; 0: 380 */
@@ -173,6 +185,8 @@ struct lks_plot_spec {
 
 /* The gnuplot program run with arg: its exit status, 127 when it could not be started. */
 int lks_gnuplot(struct lks_report *r, const char *arg);
+/* A plot of the case (NULL: of the suite) into the page and a file beside report.md named
+   <case>=<kind>[=<tag>[=<tag_b>]] (nightly_<kind> for the suite's): one name per plot. */
 int lks_plot(struct lks_report *r, const char *case_name, const struct lks_plot_spec *p,
              const char *data, const char *vars);
 /* The loss, relative loss difference and grad norm plots of a case. */

@@ -10,6 +10,7 @@
 
 #include "harness/engine/case.h"
 #include "harness/engine/check_kind.h"
+#include "harness/engine/fault.h"
 #include "harness/report/report_impl.h"
 #include "harness/verify/check.h"
 #include "harness/verify/walk.h"
@@ -70,6 +71,8 @@ static void lks_check_params_use(struct lks_rcheck *c, const lks_check_params *p
 		c->rtol = p->rtol;
 		snprintf(c->metric, sizeof(c->metric), "%s", p->metric);
 	}
+	snprintf(c->name_a, sizeof(c->name_a), "%s", p->a ? p->a : "");
+	snprintf(c->name_b, sizeof(c->name_b), "%s", p->b ? p->b : "");
 	if (p->expect && strcmp(p->expect, "fail") == 0) {
 		c->expect_fail = 1;
 		lks_place(c->planted, sizeof(c->planted), p->exp_step, p->exp_rank, p->exp_tensor);
@@ -152,6 +155,65 @@ int lks_pruned_note(struct lks_report *r, const char *what, const lks_stored_run
 		return 1;
 	}
 	return 0;
+}
+
+/* The fault that run 'name' of the case planted: the spec its stored options hold
+   (" inject: SPEC", before any " resume_from=" or " set: ": runner.c; LOCKSTEP_INJECT's
+   too), or for a run not stored its case's stored text's; 1 when there is one, into f. */
+static int lks_run_fault(const struct lks_report *r, const char *case_name, const char *name,
+                         lks_fault *f)
+{
+	const lks_stored_run *text = NULL;
+	lks_case c;
+	int found = 0;
+
+	for (int i = 0; i < r->nruns; i++) {
+		const lks_stored_run *run = &r->runs[i];
+		const char *inj;
+		char spec[512], *end;
+
+		if (strcmp(run->case_name, case_name))
+			continue;
+		if (!text && run->case_text && *run->case_text)
+			text = run;
+		if (strcmp(run->run_name, name))
+			continue;
+		if (!(inj = strstr(run->options, " inject: ")))
+			return 0;
+		snprintf(spec, sizeof(spec), "%s", inj + strlen(" inject: "));
+		if ((end = strstr(spec, " resume_from=")) || (end = strstr(spec, " set: ")))
+			*end = 0;
+		return lks_fault_parse(spec, 1, f) == 0;
+	}
+	if (!text || lks_case_load_text(text->case_name, text->case_text, &c))
+		return 0;  /* no text, or one of another lockstep: not known */
+	for (int j = 0; j < c.nruns && !found; j++)
+		if (!strcmp(c.runs[j].name, name) && c.runs[j].inject.kind != LKS_FAULT_NONE) {
+			*f = c.runs[j].inject;
+			found = 1;
+		}
+	lks_case_release(&c);
+	return found;
+}
+
+void lks_suite_planted(struct lks_report *r)
+{
+	for (int i = 0; i < r->nchecks; i++) {
+		struct lks_rcheck *k = &r->checks[i];
+		lks_fault f;
+
+		if (!k->expect_fail)
+			continue;
+		/* the run of the pair that plants one (a fault case's faulty run against its
+		   clean one, either way round) */
+		if ((k->name_a[0] && lks_run_fault(r, k->rec.case_name, k->name_a, &f))
+		    || (k->name_b[0] && lks_run_fault(r, k->rec.case_name, k->name_b, &f))) {
+			k->plant_known = 1;
+			k->plant_step = f.step;
+			k->plant_rank = f.rank;
+			snprintf(k->plant_tensor, sizeof(k->plant_tensor), "%s", f.tensor);
+		}
+	}
 }
 
 /* The checks the case declares, as its stored text says (the first run's that has one);

@@ -313,7 +313,7 @@ static int lks_tp_plot(struct lks_report *r, const struct lks_tp *t, enum lks_tp
 	if (!(d = lks_text_done(&data)) || !(v = lks_text_done(&vars)))
 		rc = lks_err("out of memory");
 	else if (n)
-		rc = lks_plot(r, "nightly", &spec, d, v);
+		rc = lks_plot(r, NULL, &spec, d, v);
 out:
 	lks_text_free(&data);
 	lks_text_free(&names);
@@ -346,8 +346,9 @@ int lks_trend_plots(struct lks_report *r, int nsuites)
 	t.first = t.nsuites > nsuites;
 	if (lks_tp_tsv(r, &t))
 		goto out;
-	if (t.nsuites - t.first < 2)
-		lks_para(r, 1, "one suite only: no trend to plot yet");
+	if (t.nsuites - t.first < 2)  /* --trend 1 asks for one where the database has more */
+		lks_para(r, 1, nsuites < 2 && t.first ? "one suite plotted (--trend 1): no trend to "
+		                                        "plot" : "one suite only: no trend to plot yet");
 	else
 		for (int k = LKS_TP_LOSS; k <= LKS_TP_TIME; k++)
 			if (lks_tp_plot(r, &t, (enum lks_tp_kind)k))

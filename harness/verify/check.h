@@ -50,6 +50,7 @@
 
 #include <stdint.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "harness/engine/case.h"
 #include "harness/store/trace_store.h"
@@ -152,6 +153,13 @@ int lks_check_bitwise_kept_runs(lks_store *s, const lks_check_cfg *k, struct lks
 
 /* A result as lks_check_eval starts it: no verdict yet, no divergence. */
 void lks_check_result_init(lks_check_result *res);
+/* The field a divergence is stored and shown with: an imported run's own statistic (its
+   metric, where the walk says "value") by its name; "" when none. */
+static inline const char *lks_check_result_field(const lks_check_result *r)
+{
+	return r->metric[0] && r->field && !strcmp(r->field, "value") ? r->metric
+	       : r->field ? r->field : "";
+}
 /* A divergence in words: "step 3, tensor 'x' (backward), rank 1: l2 A=... B=... (abs ..,
    rel .., 2 ulp); note", the runs called label_a and label_b (label_b NULL: a's value
    alone). */

@@ -66,7 +66,7 @@ int lks_check_case(lks_store *s, int64_t suite_id, const lks_case *c, const int6
 			.verdict = lks_verdict_name(r.verdict), .step = r.step, .rank = r.rank,
 			.tensor = r.tensor[0] ? r.tensor : NULL, .type = r.value_type,
 			/* an imported run's divergence: its metric is the field */
-			.field = r.metric[0] && r.field && !strcmp(r.field, "value") ? r.metric : r.field,
+			.field = r.field ? lks_check_result_field(&r) : NULL,
 			.value_a = r.a, .value_b = r.b, .ivalue_a = r.ia, .ivalue_b = r.ib,
 			.abs_err = r.abs_err, .rel_err = r.rel_err, .ulp = r.ulp,
 			.message = r.message[0] ? r.message : NULL,

@@ -145,6 +145,15 @@ Test(report_trend, numbers_and_plots_over_recent_suites)
 		cr_assert_eq(rows[8 + i].fp, 1);
 	}
 
+	/* one suite asked for where there are more: said so, not taken for a first night */
+	snprintf(args, sizeof(args), "report --db '%s' --trend 1 -o '%s/rep1'", db_path, dir);
+	cr_assert_eq(lks_run_bin(NULL, args, out, sizeof(out)), 0, "%s", out);
+	snprintf(path, sizeof(path), "%s/rep1/report.md", dir);
+	page = slurp(path);
+	cr_assert_not_null(strstr(page, "one suite plotted (--trend 1): no trend to plot"), "%s", page);
+	cr_assert_null(strstr(page, "one suite only"), "%s", page);
+	free(page);
+
 	/* a suite of other settings (--steps 4) is another training, not a change: no loss
 	   difference against the suite before (it plotted one), and its suite is marked */
 	snprintf(path, sizeof(path), "%s/tiny.ini", dir);
@@ -200,4 +209,61 @@ Test(report_trend, numbers_and_plots_over_recent_suites)
 	free(svg);
 	snprintf(args, sizeof(args), "rm -rf '%s'", dir);
 	cr_assert_eq(system(args), 0);
+}
+
+/* Names that differ in '+' against '_' (both allowed in a name, harness/base/name.h) are
+   other cases and runs: each its own plots, anchors and trend rows. They shared them
+   when '+' became '_' in file names and keys. */
+static const char plus_case[] =
+	"[case]\nsteps = 2\nseed = 1\nworld_size = 1\n"
+	"[model]\nvocab = 32\nhidden = 16\nffn = 32\nlayers = 1\nseq = 4\nbatch = 1\n"
+	"[run f+a]\nrecipe = fp8_rowwise\n"
+	"[run f_a]\nrecipe = fp8_tensorwise\n";
+
+Test(report_trend, names_apart_in_files_anchors_and_keys)
+{
+	char dir[] = "/tmp/lks_test_names_XXXXXX", args[512], out[4096], path[256];
+	static const char *const cases[] = { "x+y", "x_y" }, *const runs[] = { "f+a", "f_a" };
+	struct trend_row rows[8];
+	char *page, *md;
+
+	if (system("command -v gnuplot >/dev/null 2>&1") != 0)
+		cr_skip_test("gnuplot is not installed (Debian: gnuplot-nox)");
+	cr_assert_not_null(mkdtemp(dir));
+	write_text(dir, "x+y.ini", plus_case);
+	write_text(dir, "x_y.ini", plus_case);
+	snprintf(args, sizeof(args), "run '%s/x+y.ini' '%s/x_y.ini' --db '%s/t.db' --quiet", dir,
+	         dir, dir);
+	cr_assert_eq(lks_run_bin(NULL, args, out, sizeof(out)), 0, "%s", out);
+	snprintf(args, sizeof(args), "report --db '%s/t.db' -o '%s/rep'", dir, dir);
+	cr_assert_eq(lks_run_bin(NULL, args, out, sizeof(out)), 0, "%s", out);
+	snprintf(path, sizeof(path), "%s/rep/index.html", dir);
+	page = slurp(path);
+	snprintf(path, sizeof(path), "%s/rep/report.md", dir);
+	md = slurp(path);
+	for (int c = 0; c < 2; c++) {
+		char id[128];
+
+		snprintf(id, sizeof(id), "id=\"plot-%s=loss\"", cases[c]);
+		cr_assert_not_null(strstr(page, id), "%s", id);
+		cr_assert_eq(strstr(strstr(page, id) + 1, id), NULL, "%s twice", id);
+		for (int k = 0; k < 2; k++) {
+			snprintf(id, sizeof(id), "](%s=fp8scale=%s.svg)", cases[c], runs[k]);
+			cr_assert_not_null(strstr(md, id), "%s", id);
+			snprintf(path, sizeof(path), "%s/rep/%s=fp8scale=%s.svg", dir, cases[c], runs[k]);
+			cr_assert_gt(file_size(path), 1000, "%s", path);
+		}
+	}
+	/* every run its own trend row, under its own case/run */
+	snprintf(path, sizeof(path), "%s/rep/nightly_trend.tsv", dir);
+	cr_assert_eq(read_tsv(path, rows, 8), 4);
+	for (int i = 0; i < 4; i++) {
+		char key[64];
+
+		snprintf(key, sizeof(key), "%s/%s", cases[i / 2], runs[i % 2]);
+		cr_assert_str_eq(rows[i].run, key);
+	}
+	free(page);
+	free(md);
+	teardown(dir);
 }

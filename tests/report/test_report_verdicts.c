@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "report_fixture.h"
+#include "harness/report/junit.h"
 
 /* SQL on dir/t.db. */
 static void sql(const char *dir, const char *stmt)
@@ -100,6 +101,43 @@ Test(report_verdicts, a_skipped_planted_fault_is_not_missed, .timeout = 120)
 	/* neither red nor marked bad */
 	cr_expect_not_null(strstr(html, "<td class=\"skipped\">skipped</td>"));
 	cr_expect_null(strstr(md, "not found"), "%s", md);
+	/* its checks table names both runs as the check stored them, the one not run too */
+	cr_expect_not_null(strstr(md, "| caught | bitwise | flipped vs clean | skipped |"), "%s", md);
+	report_free(out, md, html);
+	teardown(dir);
+}
+
+/* The planted-faults table says where the run planted its fault (its inject spec), not
+   where the check expects it; a check that expects it elsewhere but finds it where it was
+   planted is a wrong expectation, caught, and says so. */
+Test(report_verdicts, a_planted_fault_is_placed_by_its_spec, .timeout = 120)
+{
+	static const char faults[] =
+		"[case]\nsteps = 3\nseed = 7\nworld_size = 2\n"
+		"[model]\nvocab = 32\nhidden = 16\nffn = 32\nlayers = 1\nseq = 4\nbatch = 2\n"
+		"[run clean]\nrecipe = bf16\n"
+		"[run flipped]\nrecipe = bf16\n"
+		"inject = bitflip step=1 rank=1 tensor=blocks.0.mlp.up.out element=5 bit=22\n"
+		"[check right]\nkind = bitwise\na = flipped\nb = clean\nexpect = fail\nstep = 1\n"
+		"rank = 1\ntensor = blocks.0.mlp.up.out\n"
+		"[check wrong]\nkind = bitwise\na = flipped\nb = clean\nexpect = fail\nstep = 1\n"
+		"rank = 0\ntensor = blocks.0.mlp.up.out\n";
+	char dir[64], *out, *md, *html;
+
+	setup(dir, sizeof(dir));
+	write_text(dir, "flip.ini", faults);
+	cr_assert_eq(sh("'%s' run '%s/flip.ini' --db '%s/t.db' --quiet >/dev/null", LKS_BIN, dir,
+	                dir), 1, "the wrong expectation fails its check");
+	report(dir, "", &out, &md, &html);
+	cr_expect_not_null(strstr(out, "planted faults: 2 of 2 caught exactly where planted"),
+	                   "%s", out);
+	cr_expect_not_null(strstr(md, "| flip | right | bitwise | step 1, rank 1, "
+	                              "blocks.0.mlp.up.out | step 1, rank 1, blocks.0.mlp.up.out "
+	                              "| caught |"), "%s", md);
+	cr_expect_not_null(strstr(md, "| flip | wrong | bitwise | step 1, rank 1, "
+	                              "blocks.0.mlp.up.out | step 1, rank 1, blocks.0.mlp.up.out "
+	                              "| caught where planted; the check expected step 1, rank 0, "
+	                              "blocks.0.mlp.up.out |"), "%s", md);
 	report_free(out, md, html);
 	teardown(dir);
 }
@@ -113,11 +151,14 @@ Test(report_verdicts, a_nan_loss_reads_nan, .timeout = 120)
 	/* a NaN is stored as NULL (SQLite has no NaN): the last step of plain's run went NaN */
 	sql(dir, "UPDATE steps SET loss = NULL WHERE step = 1 AND run_id = (SELECT run_id FROM "
 	         "runs WHERE case_name = 'plain')");
+	/* and its first loss is tiny (an imported log's can be): a number, not 0.000000 */
+	sql(dir, "UPDATE steps SET loss = 1.2345e-07 WHERE step = 0 AND run_id = (SELECT run_id "
+	         "FROM runs WHERE case_name = 'plain')");
 	report(dir, "", &out, &md, &html);
 	cr_assert_not_null(runs = strstr(md, "## case plain"), "%s", md);
 	/* the runs table: first loss a number, final loss NaN; the trend table too */
 	cr_expect_not_null(strstr(runs, " | 2 | complete | "), "%s", runs);
-	cr_expect_not_null(strstr(runs, " | NaN |\n"), "%s", runs);
+	cr_expect_not_null(strstr(runs, " | 1.2345e-07 | NaN |\n"), "%s", runs);
 	cr_expect_not_null(strstr(runs, "| bf16 | 1 | complete | 2 | NaN |"), "%s", runs);
 	report_free(out, md, html);
 	teardown(dir);
@@ -137,6 +178,26 @@ Test(report_verdicts, a_finite_check_shows_no_b, .timeout = 120)
 	report(dir, "", &out, &md, &html);
 	cr_assert_not_null(row = strstr(md, "| fin | finite |"), "%s", md);
 	cr_expect_not_null(strstr(row, "| x.grad | nonfinite | 1 |  |"), "%.200s", row);
+	report_free(out, md, html);
+	teardown(dir);
+}
+
+/* The fingerprint table lists a key one run has and another lacks whichever run has it:
+   the first run's keys too, not only the later runs'. */
+Test(report_verdicts, a_fingerprint_key_missing_either_side_is_listed, .timeout = 120)
+{
+	char dir[64], *out, *md, *html, *fp;
+
+	setup(dir, sizeof(dir));
+	sql(dir, "UPDATE runs SET fingerprint = json_remove(fingerprint, '$.compiler') WHERE "
+	         "run_name = 'fp8'; UPDATE runs SET fingerprint = json_remove(fingerprint, "
+	         "'$.hostname') WHERE run_name = 'bf16' AND case_name = 'tiny'");
+	report(dir, "", &out, &md, &html);
+	cr_assert_not_null(fp = strstr(md, "fingerprint keys that differ between runs"), "%s", md);
+	/* bf16 (the first run) lacks hostname, fp8 lacks compiler: each listed with both runs */
+	cr_expect_not_null(strstr(fp, "| hostname | bf16 | (absent) |\n| hostname | fp8 | "), "%s", fp);
+	cr_expect_not_null(strstr(fp, "| compiler | fp8 | (absent) |"), "%s", fp);
+	cr_expect_not_null(strstr(fp, "| compiler | bf16 | "), "%s", fp);
 	report_free(out, md, html);
 	teardown(dir);
 }
@@ -182,4 +243,78 @@ Test(report_verdicts, a_pruned_suite_has_no_heatmap_divergence, .timeout = 300)
 	                   "%s", md);
 	report_free(out, md, html);
 	teardown(dir);
+}
+
+/* Tensor traces, b with an op a lacks, compared b against a (tests/import/data): the
+   heatmap's rows are the tensors both trace (that op is no row drawn 'equal'), and its
+   first divergence is the bitwise check's, field and tensor name as the check has them. */
+Test(report_verdicts, a_tensor_trace_heatmap_shows_what_both_trace, .timeout = 120)
+{
+	static const char swapped[] =
+		"[case]\nworld_size = 2\n[run a]\nimport = tensor-jsonl:tensor_a.jsonl\n"
+		"[run b]\nimport = tensor-jsonl:tensor_b.jsonl\n"
+		"[check bw]\nkind = bitwise\na = b\nb = a\n";
+	char dir[64], *out, *md, *html, *h;
+
+	if (!have("gnuplot"))
+		cr_skip_test("gnuplot is not installed (Debian: gnuplot-nox): no heatmap is drawn");
+	setup(dir, sizeof(dir));
+	cr_assert_eq(sh("cp '%s/tests/import/data/tensor_a.jsonl' '%s/tests/import/data/"
+	                "tensor_b.jsonl' '%s/'", LKS_SRC, LKS_SRC, dir), 0);
+	write_text(dir, "tt.ini", swapped);
+	cr_assert_eq(sh("'%s' run '%s/tt.ini' --db '%s/t.db' --quiet >/dev/null", LKS_BIN, dir, dir),
+	             1);
+	report(dir, "", &out, &md, &html);
+	cr_assert_not_null(h = heatmap_text(md, "'b' vs 'a'"), "%s", md);
+	cr_expect_not_null(strstr(h, "the 6 tensors both runs trace"), "%s", h);
+	cr_expect_not_null(strstr(h, "step 2, tensor layers.0.mlp.fc1.output, rank 1, field l2."),
+	                   "%s", h);
+	cr_expect_not_null(strstr(md, "| bw | bitwise | b vs a | fail | 2 | 1 | "
+	                              "layers.0.mlp.fc1.output | l2 |"), "%s", md);
+	/* the op only b traces has no row */
+	cr_expect_null(strstr(html, ">layers.0.mlp.norm.output<"), "a row for an op a lacks");
+	free(h);
+	report_free(out, md, html);
+	teardown(dir);
+}
+
+/* What lks_xml_text writes of s (malloc'd). */
+static char *xml_of(const char *s)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+
+	cr_assert_not_null(f);
+	lks_xml_text(f, s);
+	fclose(f);
+	return buf;
+}
+
+/* JUnit text is well-formed XML whatever a log held: the specials escaped, a control
+   character a blank, a byte that is not UTF-8 (one per byte) and U+FFFE/U+FFFF (one per
+   character) U+FFFD, good UTF-8 as it is. A JUnit file that does not parse loses every
+   verdict of the night to CI. */
+Test(report_verdicts, junit_text_is_always_xml)
+{
+	static const struct {
+		const char *in, *out;
+	} rows[] = {
+		{ "a<b>&\"'", "a&lt;b&gt;&amp;&quot;&apos;" },
+		{ "tab\tesc\x1b", "tab\tesc " },
+		{ "bad\xff\xfe_x", "bad\xef\xbf\xbd\xef\xbf\xbd_x" },        /* not UTF-8 */
+		{ "non\xef\xbf\xbfx\xef\xbf\xbe", "non\xef\xbf\xbdx\xef\xbf\xbd" }, /* U+FFFF, FFFE */
+		{ "over\xc0\xaflong", "over\xef\xbf\xbd\xef\xbf\xbdlong" },   /* overlong '/' */
+		{ "sur\xed\xa0\x80", "sur\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd" }, /* a surrogate */
+		{ "cut\xe2\x82", "cut\xef\xbf\xbd\xef\xbf\xbd" },
+		{ "caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x99\x82 \xef\xbf\xbd",
+		  "caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x99\x82 \xef\xbf\xbd" },   /* é € 🙂 kept */
+	};
+
+	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+		char *x = xml_of(rows[i].in);
+
+		cr_expect_str_eq(x, rows[i].out, "row %zu", i);
+		free(x);
+	}
 }

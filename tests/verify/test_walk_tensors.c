@@ -369,7 +369,7 @@ Test(tensor_trace, the_example_case_runs_reports_diffs_and_exports)
 	cr_assert(strstr(out, "inserted in b (first: layers.0.mlp.norm.output)"), "%s", out);
 	snprintf(args, sizeof(args), "report --db '%s' -o '%s/rep'", db, tmpdir);
 	cr_assert_eq(lks_run_bin(NULL, args, out, sizeof(out)), 0, "%s", out);
-	snprintf(path, sizeof(path), "%s/rep/tensor_traces_heatmap_a-vs-b.svg", tmpdir);
+	snprintf(path, sizeof(path), "%s/rep/tensor_traces=heatmap=a=b.svg", tmpdir);
 	cr_assert_eq(access(path, R_OK), 0, "no heatmap");
 	snprintf(path, sizeof(path), "%s/rep/report.md", tmpdir);
 	cr_assert_eq(lks_run_sh(strcat(strcpy(args, "grep -c 'First divergence (circled.*step 2, "
