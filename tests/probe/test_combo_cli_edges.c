@@ -1,0 +1,125 @@
+/*
+ * test_combo_cli_edges.c: the commands that probe combos at their edges, each from a finding
+ * of an outside tester: reduce probes B as B wherever the order of overrides matters;
+ * bisect's answer over combos that differ in more keys than reduce takes; a split vote on
+ * an end combo; long subset names kept whole. Helpers: combo_cli.h; every test works in its
+ * own mkdtemp folder (combo_fixture.h).
+ */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "combo_cli.h"
+#include "combo_fixture.h"
+
+/* Two runs that train alike, and a check that they are bit for bit equal: a combo that
+   gives run a another recipe makes it fail. */
+static const char pair_case[] =
+	"[case]\nsteps = 2\nseed = 7\n"
+	"[model]\nvocab = 32\nhidden = 16\nffn = 32\nlayers = 1\nseq = 8\nbatch = 2\n"
+	"[run a]\nrecipe = bf16\n[run b]\nrecipe = bf16\n"
+	"[check same]\nkind = bitwise\na = a\nb = b\n";
+
+/* Overrides apply in order, the later winning. B sets run a to fp32, then every run to
+   bf16: B is good. Reduce once rebuilt B as A's keys and then B's new one, ran run a as
+   fp32, and stored that probe as 'B', bad. C has B's keys in the other order, and is bad:
+   the order alone is a difference, which reduce finds. */
+Test(combo, reduce_probes_b_with_its_own_order_of_overrides, .timeout = 120)
+{
+	char out[16384], cases[512], combos[512];
+
+	mkdir_tmp();
+	put_file("pair.ini", pair_case, cases, sizeof(cases));
+	put_file("order.ini", "[combo A]\nset.run.*.recipe = bf16\n"
+	         "[combo B]\nset.run.a.recipe = fp32\nset.run.*.recipe = bf16\n"
+	         "[combo C]\nset.run.*.recipe = bf16\nset.run.a.recipe = fp32\n", combos,
+	         sizeof(combos));
+	cr_assert_eq(lockstep(out, sizeof(out), "reduce --good A --bad B --combos %s %s --db %s/o.db",
+	                      combos, cases, tmpdir), 2, "%s", out);
+	cr_assert_not_null(strstr(out, "combo 'B' is good: reduce needs --bad to fail"), "%s", out);
+	cr_assert_eq(sql_int("o.db", "SELECT count(*) FROM probes WHERE combo = 'B' AND "
+	                             "outcome = 'good'"), 1);
+	cr_assert_eq(sql_int("o.db", "SELECT count(*) FROM probes WHERE outcome = 'bad'"), 0);
+
+	cr_assert_eq(lockstep(out, sizeof(out), "reduce --good B --bad C --combos %s %s --db %s/o.db",
+	                      combos, cases, tmpdir), 0, "%s", out);
+	cr_assert_not_null(strstr(out, "combos 'B' and 'C' differ in 1 key:"), "%s", out);
+	cr_assert_not_null(strstr(out, "minimal difference (1 of 1 key, 2 probes)"), "%s", out);
+	cr_assert_not_null(strstr(out, "C: bf16  (moved: set. keys apply in order"), "%s", out);
+	cr_assert_eq(sql_int("o.db", "SELECT count(*) FROM probes WHERE combo = 'C' AND "
+	                             "outcome = 'bad'"), 1);
+	rm_tmp();
+}
+
+/* bisect found its answer over two combos that differ in 66 keys: exit 0 and every key,
+   not reduce's limit of 64 (exit 3, no fingerprints); reduce still refuses them. */
+Test(combo, bisect_lists_every_key_reduce_refuses_over_64, .timeout = 120)
+{
+	char out[32768], text[8192], combos[512];
+	size_t len = (size_t)snprintf(text, sizeof(text), "[combo g]\n[combo b]\n");
+
+	mkdir_tmp();
+	for (int i = 1; i <= 65; i++)
+		len += (size_t)snprintf(text + len, sizeof(text) - len, "env.LKS_X%d = v%d\n", i, i);
+	snprintf(text + len, sizeof(text) - len, "env.LOCKSTEP_INJECT = nan step=2 rank=0 "
+	         "tensor=blocks.0.mlp.up.weight.grad\n");
+	put_file("big.ini", text, combos, sizeof(combos));
+	cr_assert_eq(lockstep(out, sizeof(out), "bisect --combos %s %s/tiny.ini --check finite "
+	                      "--db %s/b.db", combos, FIXTURES, tmpdir), 0, "%s", out);
+	cr_assert_not_null(strstr(out, "first bad combo: b ("), "%s", out);
+	cr_assert_eq(lines_with(out, "combo keys that differ:", "runs:", "  env.LKS_X"), 65, "%s",
+	             out);
+	cr_assert_not_null(strstr(out, "the traces side by side: lockstep diff "), "%s", out);
+
+	cr_assert_eq(lockstep(out, sizeof(out), "reduce --good g --bad b --combos %s %s/tiny.ini "
+	                      "--db %s/b.db", combos, FIXTURES, tmpdir), 2, "%s", out);
+	cr_assert_not_null(strstr(out, "differ in 66 keys; reduce takes at most 64"), "%s", out);
+	cr_assert_eq(sql_int("b.db", "SELECT count(*) FROM probes"), 2, "reduce probed");
+	rm_tmp();
+}
+
+/* A first combo whose three votes are good, bad and skip could not be tested: the message
+   says the votes split, not the first vote's outcome as though it were the combo's. */
+Test(combo, votes_split_on_an_end_combo_say_so, .timeout = 120)
+{
+	char out[16384], text[1024], combos[512], s[256];
+
+	mkdir_tmp();
+	snprintf(text, sizeof(text), "[combo k1]\nenv.LD_PRELOAD = %s\n"
+	         "env.LKS_TEST_PRELOAD = flaky:%s/k1.count:1,run,125\n[combo k2]\n"
+	         "env.LOCKSTEP_INJECT = nan step=2 rank=0 tensor=blocks.0.mlp.up.weight.grad\n",
+	         LKS_HANG_LIB, tmpdir);
+	put_file("split.ini", text, combos, sizeof(combos));
+	cr_assert_eq(lockstep(out, sizeof(out), "bisect --votes 3 --combos %s %s/tiny.ini "
+	                      "--check finite --db %s/s.db", combos, FIXTURES, tmpdir), 3, "%s", out);
+	cr_assert_not_null(strstr(out, "the first combo 'k1' could not be tested (votes split: "
+	                          "1 good, 1 bad, 1 skip)"), "%s", out);
+	sql_text("s.db", "SELECT result FROM probe_sessions", s, sizeof(s));
+	cr_assert_not_null(strstr(s, "(votes split: 1 good, 1 bad, 1 skip)"), "%s", s);
+	rm_tmp();
+}
+
+/* 64 differences with long names: a subset's name is whole, '}' and all (it was cut at
+   1023 bytes, and no longer said which subset was probed). */
+Test(combo, reduce_subset_names_are_whole, .timeout = 300)
+{
+	char out[65536], text[8192], combos[512];
+	size_t len = (size_t)snprintf(text, sizeof(text), "[combo A]\n[combo B]\n");
+
+	mkdir_tmp();
+	for (int i = 1; i <= 63; i++)
+		len += (size_t)snprintf(text + len, sizeof(text) - len,
+		                        "env.LKS_A_FAIRLY_LONG_VARIABLE_NAME_NUMBER_%d = v\n", i);
+	snprintf(text + len, sizeof(text) - len, "env.LOCKSTEP_INJECT = nan step=2 rank=0 "
+	         "tensor=blocks.0.mlp.up.weight.grad\n");
+	put_file("r64.ini", text, combos, sizeof(combos));
+	cr_assert_eq(lockstep(out, sizeof(out), "reduce --good A --bad B --combos %s %s/tiny.ini "
+	                      "--check finite --steps 3 --db %s/r.db", combos, FIXTURES, tmpdir), 0,
+	             "%s", out);
+	cr_assert_not_null(strstr(out, "minimal difference (1 of 64 keys, "), "%s", out);
+	cr_assert_gt(sql_int("r.db", "SELECT max(length(combo)) FROM probes"), 1023);
+	cr_assert_eq(sql_int("r.db", "SELECT count(*) FROM probes WHERE combo LIKE 'A+%' AND "
+	                             "substr(combo, -1) <> '}'"), 0);
+	rm_tmp();
+}
