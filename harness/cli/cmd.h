@@ -37,6 +37,11 @@
 LKS_COMMANDS(LKS_COMMAND_DECL)
 #undef LKS_COMMAND_DECL
 
+/* The ranges of 'lockstep run --steps N' and '--threads N', which matrix, bisect and
+   reduce check before they give them to every probe. */
+#define LKS_RUN_STEPS_MAX (1 << 30)
+#define LKS_RUN_THREADS_MAX 1024
+
 /* 'lockstep run' with the verdicts counted into *tally (also after a failure: what was
    counted so far). */
 struct lks_check_tally;

@@ -2,13 +2,15 @@
  * test_combo_cli_edges.c: the commands that probe combos at their edges, each from a finding
  * of an outside tester: reduce probes B as B wherever the order of overrides matters;
  * bisect's answer over combos that differ in more keys than reduce takes; a split vote on
- * an end combo; long subset names kept whole. Helpers: combo_cli.h; every test works in its
- * own mkdtemp folder (combo_fixture.h).
+ * an end combo; long subset names kept whole; a bad LKS_ISA is a version check cannot test
+ * (125), a skip to bisect; bad option values and names refused before any probe. Helpers:
+ * combo_cli.h; every test works in its own mkdtemp folder (combo_fixture.h).
  */
 #include <criterion/criterion.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "combo_cli.h"
 #include "combo_fixture.h"
@@ -121,5 +123,76 @@ Test(combo, reduce_subset_names_are_whole, .timeout = 300)
 	cr_assert_gt(sql_int("r.db", "SELECT max(length(combo)) FROM probes"), 1023);
 	cr_assert_eq(sql_int("r.db", "SELECT count(*) FROM probes WHERE combo LIKE 'A+%' AND "
 	                             "substr(combo, -1) <> '}'"), 0);
+	rm_tmp();
+}
+
+/* LKS_ISA that names no path (or one this CPU lacks): 'check' cannot test this version
+   here, 125, which git bisect run skips (2 it takes for bad); a combo that sets it is a
+   skip to bisect, stepped around, not a crash that --on-crash bad makes the first bad. */
+Test(combo, bad_isa_is_a_version_check_cannot_test, .timeout = 120)
+{
+	char out[16384], args[1024], combos[512];
+
+	mkdir_tmp();
+	snprintf(args, sizeof(args), "check %s/tiny.ini --db %s/i.db --quiet", FIXTURES, tmpdir);
+	cr_assert_eq(lks_run_bin("LKS_ISA=bogus", args, out, sizeof(out)), 125, "%s", out);
+	cr_assert_not_null(strstr(out, "LKS_ISA: "), "%s", out);
+	snprintf(args, sizeof(args), "run %s/tiny.ini --db %s/i.db --quiet", FIXTURES, tmpdir);
+	cr_assert_eq(lks_run_bin("LKS_ISA=bogus", args, out, sizeof(out)), 2, "%s", out);
+
+	put_file("isa.ini", "[combo c1]\n[combo c2]\nenv.LKS_ISA = bogus\n[combo c3]\n"
+	         "env.LOCKSTEP_INJECT = nan step=2 rank=0 tensor=blocks.0.mlp.up.weight.grad\n",
+	         combos, sizeof(combos));
+	cr_assert_eq(lockstep(out, sizeof(out), "bisect --on-crash bad --combos %s %s/tiny.ini "
+	                      "--check finite --db %s/i.db", combos, FIXTURES, tmpdir), 3, "%s", out);
+	cr_assert_not_null(strstr(out, "it is one of:\n  c2  (could not test)\n  c3\n"), "%s", out);
+	cr_assert_eq(sql_int("i.db", "SELECT count(*) FROM probes WHERE combo = 'c2' AND "
+	                             "outcome = 'skip' AND exit_code = 125"), 1);
+	rm_tmp();
+}
+
+/* A bad --steps or --threads is bad usage before anything is opened, as 'run' refuses it,
+   not a probe under every combo that could not test (exit 3). */
+Test(combo, bad_pass_values_refused_before_any_probe, .timeout = 60)
+{
+	static const struct { const char *args, *says; } bad[] = {
+		{ "matrix --steps abc", "--steps wants an integer in [1, 1073741824], not 'abc'" },
+		{ "bisect --threads 0", "--threads wants an integer in [1, 1024], not '0'" },
+		{ "reduce --good c1 --bad c8 --steps 0", "--steps wants an integer" },
+		{ "matrix --threads 1025", "--threads wants an integer in [1, 1024], not '1025'" },
+	};
+	char out[8192], path[600];
+
+	mkdir_tmp();
+	snprintf(path, sizeof(path), "%s/x.db", tmpdir);
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		cr_assert_eq(lockstep(out, sizeof(out), "%s --combos %s/eight.ini %s/tiny.ini --db %s",
+		                      bad[i].args, FIXTURES, FIXTURES, path), 2, "%s:\n%s",
+		             bad[i].args, out);
+		cr_assert_not_null(strstr(out, bad[i].says), "%s:\n%s", bad[i].args, out);
+		cr_assert_neq(access(path, F_OK), 0, "%s made the database", bad[i].args);
+	}
+	rm_tmp();
+}
+
+/* --run NAME over a folder leaves out a case without that run, as --check does (probed
+   alone it could not test: a column of skip, exit 3). */
+Test(combo, matrix_run_leaves_out_the_cases_without_it, .timeout = 120)
+{
+	char out[16384], path[512], cmd[2048];
+
+	mkdir_tmp();
+	snprintf(cmd, sizeof(cmd), "mkdir '%s/d' && cp '%s/tiny.ini' '%s/d/a.ini' && printf "
+	         "'[combo g]\\n[combo g2]\\nenv.OMP_NUM_THREADS = 1\\n' > '%s/m2.ini'", tmpdir,
+	         FIXTURES, tmpdir, tmpdir);
+	cr_assert_eq(system(cmd), 0);
+	put_file("d/b.ini", pair_case, path, sizeof(path));
+	cr_assert_eq(lockstep(out, sizeof(out), "matrix --combos %s/m2.ini %s/d --run base --steps 2 "
+	                      "--db %s/m.db", tmpdir, tmpdir, tmpdir), 0, "%s", out);
+	cr_assert_not_null(strstr(out, "\ncombo  a\n"), "%s", out);
+	cr_assert_not_null(strstr(out, "2 probes: 2 good"), "%s", out);
+	/* a run no case of the folder has is still bad input */
+	cr_assert_eq(lockstep(out, sizeof(out), "matrix --combos %s/m2.ini %s/d --run nosuch "
+	                      "--db %s/m.db", tmpdir, tmpdir, tmpdir), 2, "%s", out);
 	rm_tmp();
 }
