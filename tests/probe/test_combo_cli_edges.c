@@ -3,13 +3,17 @@
  * of an outside tester: reduce probes B as B wherever the order of overrides matters;
  * bisect's answer over combos that differ in more keys than reduce takes; a split vote on
  * an end combo; long subset names kept whole; a bad LKS_ISA is a version check cannot test
- * (125), a skip to bisect; bad option values and names refused before any probe. Helpers:
- * combo_cli.h; every test works in its own mkdtemp folder (combo_fixture.h).
+ * (125), a skip to bisect; bad option values and names refused before any probe; the probe
+ * of a SIGKILLed or interrupted command. Helpers: combo_cli.h; every test works in its own
+ * mkdtemp folder (combo_fixture.h).
  */
 #include <criterion/criterion.h>
+#include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "combo_cli.h"
@@ -176,7 +180,8 @@ Test(combo, bad_pass_values_refused_before_any_probe, .timeout = 60)
 }
 
 /* --run NAME over a folder leaves out a case without that run, as --check does (probed
-   alone it could not test: a column of skip, exit 3). */
+   alone it could not test: a column of skip, exit 3); the probe lines of a folder's cases
+   name the case each probes. */
 Test(combo, matrix_run_leaves_out_the_cases_without_it, .timeout = 120)
 {
 	char out[16384], path[512], cmd[2048];
@@ -191,8 +196,112 @@ Test(combo, matrix_run_leaves_out_the_cases_without_it, .timeout = 120)
 	                      "--db %s/m.db", tmpdir, tmpdir, tmpdir), 0, "%s", out);
 	cr_assert_not_null(strstr(out, "\ncombo  a\n"), "%s", out);
 	cr_assert_not_null(strstr(out, "2 probes: 2 good"), "%s", out);
+	cr_assert_eq(lines_with(out, "probe 1", "\ncombo", "/d/a.ini"), 2, "%s", out);
 	/* a run no case of the folder has is still bad input */
 	cr_assert_eq(lockstep(out, sizeof(out), "matrix --combos %s/m2.ini %s/d --run nosuch "
 	                      "--db %s/m.db", tmpdir, tmpdir, tmpdir), 2, "%s", out);
+	rm_tmp();
+}
+
+/* ---- the probe of a command that is killed or interrupted ---- */
+
+/* Whether pid is a live process (a zombie has ended: only nobody has reaped it yet). */
+static int alive(pid_t pid)
+{
+	char path[64], stat[512] = "";
+	const char *p;
+	FILE *f;
+	size_t n;
+
+	snprintf(path, sizeof(path), "/proc/%ld/stat", (long)pid);
+	if (!(f = fopen(path, "r")))
+		return 0;
+	n = fread(stat, 1, sizeof(stat) - 1, f);
+	fclose(f);
+	stat[n] = 0;
+	p = strrchr(stat, ')');
+	return p && p[1] && p[2] != 'Z';
+}
+
+/* Starts 'lockstep matrix' over a good combo and one whose probe writes its pid to a file
+   and hangs (hang_preload.c), with a timeout far off, into tmpdir/k.db; returns once the
+   hanging probe runs: the matrix's pid in *matrix, the probe's in *probe. */
+static void start_hanging_matrix(pid_t *matrix, pid_t *probe)
+{
+	char text[1024], combos[512], db[600], pidfile[600], cases[600], buf[32] = "";
+
+	snprintf(pidfile, sizeof(pidfile), "%s/probe.pid", tmpdir);
+	snprintf(db, sizeof(db), "%s/k.db", tmpdir);
+	snprintf(cases, sizeof(cases), "%s/tiny.ini", FIXTURES);
+	snprintf(text, sizeof(text), "[combo ok]\n[combo hangs]\nenv.LD_PRELOAD = %s\n"
+	         "env.LKS_TEST_PRELOAD = pidfile:%s\n", LKS_HANG_LIB, pidfile);
+	put_file("hang.ini", text, combos, sizeof(combos));
+	*matrix = fork();
+	cr_assert_geq(*matrix, 0);
+	if (*matrix == 0) {
+		int fd = open("/dev/null", O_WRONLY);
+
+		dup2(fd, 1);
+		dup2(fd, 2);
+		execl(LKS_BIN, LKS_BIN, "matrix", "--combos", combos, cases, "--check", "finite",
+		      "--timeout", "100", "--db", db, (char *)NULL);
+		_exit(127);
+	}
+	for (int i = 0; i < 600 && !strchr(buf, '\n'); i++) {
+		FILE *f = fopen(pidfile, "r");
+
+		usleep(100000);
+		if (f) {
+			size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+
+			buf[n] = 0;
+			fclose(f);
+		}
+	}
+	cr_assert_not_null(strchr(buf, '\n'), "the hanging probe did not start");
+	*probe = (pid_t)atol(buf);
+}
+
+/* A matrix SIGKILLed (a CI job's kill, timeout -s KILL) takes its probe with it: the probe
+   was left running, re-parented, past its timeout. */
+Test(combo, probe_dies_with_a_killed_command, .timeout = 120)
+{
+	pid_t matrix, probe;
+	int status, gone;
+
+	mkdir_tmp();
+	start_hanging_matrix(&matrix, &probe);
+	cr_assert(alive(probe));
+	cr_assert_eq(kill(matrix, SIGKILL), 0);
+	cr_assert_eq(waitpid(matrix, &status, 0), matrix);
+	for (int i = 0; i < 50 && alive(probe); i++)
+		usleep(100000);
+	gone = !alive(probe);
+	if (!gone)
+		kill(probe, SIGKILL);  /* this test's own probe, by its pid */
+	cr_assert(gone, "the probe outlived its SIGKILLed matrix by 5 s");
+	rm_tmp();
+}
+
+/* Ctrl-C: the probe is killed, and stored, its output saying why; the session's result
+   says the command stopped, where it stayed NULL ("none yet") beside a finish time. */
+Test(combo, interrupted_command_stores_its_probe_and_result, .timeout = 120)
+{
+	char s[512];
+	pid_t matrix, probe;
+	int status;
+
+	mkdir_tmp();
+	start_hanging_matrix(&matrix, &probe);
+	cr_assert_eq(kill(matrix, SIGINT), 0);
+	cr_assert_eq(waitpid(matrix, &status, 0), matrix);
+	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 3, "status %#x", status);
+	cr_assert_not(alive(probe));
+	sql_text("k.db", "SELECT result FROM probe_sessions", s, sizeof(s));
+	cr_assert_str_eq(s, "stopped: interrupted (signal 2): the probe was killed");
+	cr_assert_eq(sql_int("k.db", "SELECT count(*) FROM probes"), 2);
+	cr_assert_eq(sql_int("k.db", "SELECT count(*) FROM probes WHERE combo = 'hangs' AND "
+	                             "outcome = 'crash' AND signal = 9 AND output LIKE "
+	                             "'%interrupted (signal 2)%'"), 1);
 	rm_tmp();
 }
