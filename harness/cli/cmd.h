@@ -9,6 +9,7 @@
 #include <stdio.h>
 
 #include "harness/base/opt.h"
+#include "harness/engine/case.h"
 
 /*
  * The subcommands, in the order 'lockstep --help' lists them: X(name, summary) for each, with
@@ -36,6 +37,11 @@
 #define LKS_COMMAND_DECL(name, summary) int cmd_##name(int argc, char **argv);
 LKS_COMMANDS(LKS_COMMAND_DECL)
 #undef LKS_COMMAND_DECL
+
+/* The ranges of 'lockstep run --steps N' and '--threads N', which matrix, bisect and
+   reduce check before they give them to every probe. */
+#define LKS_RUN_STEPS_MAX LKS_CASE_STEPS_MAX
+#define LKS_RUN_THREADS_MAX 1024
 
 /* 'lockstep run' with the verdicts counted into *tally (also after a failure: what was
    counted so far). */

@@ -178,7 +178,7 @@ static int lks_bisect_found(struct lks_bisect_state *b, const lks_search_result 
 		return -1;
 	if (nch) {
 		printf("combo keys that differ:\n");
-		lks_combo_print_changes(stdout, ch, nch, ~0ull, good->name, bad->name);
+		lks_combo_print_changes(stdout, ch, nch, LKS_COMBO_ALL, good->name, bad->name);
 	} else {
 		printf("combos: the same in every key\n");
 	}
@@ -205,8 +205,16 @@ static int lks_bisect_unfound(struct lks_bisect_state *b, const lks_search_resul
 		return LKS_EXIT_INFRA;
 	}
 	if (m == LKS_MARK_SKIP) {
+		const int *t = b->tally[end];
+		char why[80];
+
+		/* a split's first vote is no more its outcome than the others */
+		if (t[0] + t[1] + t[2])
+			snprintf(why, sizeof(why), "votes split: %d good, %d bad, %d skip", t[0], t[1], t[2]);
+		else
+			snprintf(why, sizeof(why), "%s", lks_outcome_name(b->outcomes[end]));
 		snprintf(result, n, "the %s combo '%s' could not be tested (%s)", end ? "last" : "first",
-		         cs->combos[end].name, lks_outcome_name(b->outcomes[end]));
+		         cs->combos[end].name, why);
 	} else {
 		snprintf(result, n, "the %s combo '%s' is %s: bisect needs a %s first combo and a %s "
 		         "last one", end ? "last" : "first", cs->combos[end].name, lks_mark_name(m),

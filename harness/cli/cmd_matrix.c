@@ -128,31 +128,40 @@ static void lks_matrix_summary(const struct lks_matrix *m, char *buf, size_t n)
 		}
 }
 
-/* With --check NAME, the cases that have such a check: a case without one is left out, as
-   'lockstep run --check' leaves it (probed alone, it could not test: a column of skip, and
-   exit 3). The session's validation said some case has each. */
-static int lks_matrix_keep_checked(struct lks_matrix *m)
+/* With --check NAME or --run NAME, the cases that have each name given: a case without
+   one is left out, as 'lockstep run --check' leaves it (probed alone, it could not test: a
+   column of skip, and exit 3). The session's validation said some case has each name. */
+static int lks_matrix_keep_named(struct lks_matrix *m)
 {
 	const lks_probe_cfg *cfg = m->ps.cfg;
-	int keep = 0;
+	const char **runs = calloc((size_t)cfg->npass + 1, sizeof(*runs));
+	int keep = 0, nruns = 0;
 
-	for (int j = 0; cfg->nchecks && j < m->npaths; j++) {
+	if (!runs)
+		return lks_err("out of memory");
+	for (int i = 0; i + 1 < cfg->npass; i += 2)
+		if (!strcmp(cfg->pass[i], "--run"))
+			runs[nruns++] = cfg->pass[i + 1];
+	for (int j = 0; j < m->npaths; j++) {
 		lks_case c;
-		int has = 0;
+		int has;
 
-		if (lks_case_load(m->paths[j], NULL, 0, &c))
+		if (lks_case_load(m->paths[j], NULL, 0, &c)) {
+			free(runs);
 			return LKS_E_BAD_INPUT;
-		for (int k = 0; k < c.nchecks && !has; k++)
-			for (int i = 0; i < cfg->nchecks && !has; i++)
-				has = !strcmp(c.checks[k].name, cfg->checks[i]);
+		}
+		has = !lks_cases_unknown(&c, 1, cfg->checks, cfg->nchecks, 1)
+		      && !lks_cases_unknown(&c, 1, runs, nruns, 0);
 		lks_case_release(&c);
 		if (has)
 			m->paths[keep++] = m->paths[j];
 		else
 			free(m->paths[j]);
 	}
-	if (cfg->nchecks)
-		m->npaths = keep;
+	free(runs);
+	m->npaths = keep;
+	if (!keep)
+		return lks_err("no case has every --check and --run name given"), LKS_E_BAD_INPUT;
 	return 0;
 }
 
@@ -166,7 +175,7 @@ static int lks_matrix_setup(struct lks_matrix *m)
 			return rc;
 	if (lks_case_paths(cfg->cases, cfg->ncases, &m->paths, &m->npaths))
 		return LKS_E_BAD_INPUT;
-	if ((rc = lks_matrix_keep_checked(m)) != 0)
+	if ((rc = lks_matrix_keep_named(m)) != 0)
 		return rc;
 	if (!(m->cell = calloc((size_t)(m->ps.combos.n * m->npaths), sizeof(*m->cell))))
 		return lks_err("out of memory");

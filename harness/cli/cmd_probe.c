@@ -35,15 +35,22 @@ static int lks_probe_check_opt(const lks_opt_cmd *cmd, const lks_option *o, cons
 	return 0;
 }
 
-/* --steps N, --run NAME, --threads N, --golden DIR: given to every probe as they are
-   ('lockstep run' checks their values, but for an empty path, which it would take for the
-   default folder) */
+/* --steps N, --run NAME, --threads N, --golden DIR: given to every probe as they are,
+   their values checked here as 'lockstep run' checks them (and an empty path, which it
+   would take for the default folder): a bad one is bad usage before any probe, not a
+   probe that could not test under every combo */
 static int lks_probe_pass_opt(const lks_opt_cmd *cmd, const lks_option *o, const char *name,
                               const char *arg)
 {
 	struct lks_probe_cfg *cfg = cmd->ctx;
+	int n;
 
 	if (!strcmp(name, "--golden") && lks_opt_path(cmd->who, name, arg, &arg))
+		return LKS_EXIT_USAGE;
+	if (!strcmp(name, "--steps") && lks_opt_int(cmd->who, name, arg, 1, LKS_RUN_STEPS_MAX, &n))
+		return LKS_EXIT_USAGE;
+	if (!strcmp(name, "--threads")
+	    && lks_opt_int(cmd->who, name, arg, 1, LKS_RUN_THREADS_MAX, &n))
 		return LKS_EXIT_USAGE;
 	cfg->pass[cfg->npass++] = o->name;
 	cfg->pass[cfg->npass++] = arg;
@@ -84,8 +91,9 @@ static int lks_probe_args(const char *who, int argc, char **argv, const char *us
 		             "says nothing about numerics) or as bad"),
 		LKS_OPT_CALL("--check", "NAME", lks_probe_check_opt,
 		             "the verdict of this check alone (repeatable; matrix leaves\n"
-		             "out a case without one)"),
-		LKS_OPT_TEXT("  --steps N, --run NAME, --threads N, --golden DIR   given to every probe\n"),
+		             "out a case that lacks one)"),
+		LKS_OPT_TEXT("  --steps N, --run NAME, --threads N, --golden DIR   given to every probe\n"
+		             "                     (matrix leaves out a case without the run)\n"),
 		LKS_OPT_CALL("--steps", "N", lks_probe_pass_opt, NULL),
 		LKS_OPT_CALL("--run", "NAME", lks_probe_pass_opt, NULL),
 		LKS_OPT_CALL("--threads", "N", lks_probe_pass_opt, NULL),

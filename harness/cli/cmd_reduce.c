@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "harness/base/strbuf.h"
 #include "harness/cli/cmd.h"
 #include "harness/probe/probe.h"
 #include "kernels/err.h"
@@ -16,13 +17,14 @@ static const char lks_reduce_usage[] =
 	"usage: lockstep reduce --good A --bad B --combos FILE [options] CASE|DIR...\n"
 	"\n"
 	"Finds which of the keys in which combos A and B differ make B bad: delta debugging\n"
-	"(ddmin, Zeller) over the differences (env.VAR, unset.VAR, library_path, set.S.K).\n"
+	"(ddmin, Zeller) over the differences (env.VAR, unset.VAR, library_path, set.S.K, and\n"
+	"a set.S.K both have in another order: overrides apply in order, the later wins).\n"
 	"A must be good and B bad; then subsets of the differences are applied to A (each key\n"
-	"taking B's value, or dropped where B lacks it) and probed, halving and refining, until\n"
-	"a 1-minimal subset remains: it still fails, and leaving out any one of its keys does\n"
-	"not. A probe that could not test, crashed or timed out counts as not failing (with\n"
-	"--on-crash bad a crash or timeout counts as failing). A subset's probe is stored under\n"
-	"the combo name A+{KEY,...}. At most 64 differences.\n"
+	"taking B's value and place, or dropped where B lacks it) and probed, halving and\n"
+	"refining, until a 1-minimal subset remains: it still fails, and leaving out any one\n"
+	"of its keys does not. A probe that could not test, crashed or timed out counts as not\n"
+	"failing (with --on-crash bad a crash or timeout counts as failing). A subset's probe\n"
+	"is stored under the combo name A+{KEY,...}. At most 64 differences.\n"
 	LKS_PROBE_HELP_PROBE
 	"\n"
 	"options:\n";
@@ -49,35 +51,40 @@ static uint64_t lks_all(int n)
 	return n == 64 ? ~0ull : (1ull << n) - 1;
 }
 
-/* A's name, B's name, or "A+{KEY,KEY}" for a subset in between. */
-static void lks_subset_name(const struct lks_reduce_state *r, uint64_t subset, char *buf,
-                            size_t size)
+/* A's name, B's name, or "A+{KEY,KEY}" for a subset in between, whole however long (up
+   to 64 targets of 511 bytes): malloc'd, NULL when out of memory. */
+static char *lks_subset_name(const struct lks_reduce_state *r, uint64_t subset)
 {
-	size_t len;
+	lks_strbuf sb = LKS_STRBUF_INIT;
+	const char *sep = "";
 
 	if (subset == 0 || subset == lks_all(r->n)) {
-		snprintf(buf, size, "%s", subset ? r->b->name : r->a->name);
-		return;
+		lks_strbuf_adds(&sb, subset ? r->b->name : r->a->name);
+		return lks_strbuf_detach(&sb);
 	}
-	len = (size_t)snprintf(buf, size, "%s+{", r->a->name);
-	for (int i = 0; i < r->n && len < size; i++)
-		if (subset >> i & 1)
-			len += (size_t)snprintf(buf + len, size - len, "%s%s", buf[len - 1] == '{' ? "" : ",",
-			                        r->ch[i].target);
-	if (len < size)
-		snprintf(buf + len, size - len, "}");
+	lks_strbuf_addf(&sb, "%s+{", r->a->name);
+	for (int i = 0; i < r->n; i++)
+		if (subset >> i & 1) {
+			lks_strbuf_addf(&sb, "%s%s", sep, r->ch[i].target);
+			sep = ",";
+		}
+	lks_strbuf_adds(&sb, "}");
+	return lks_strbuf_detach(&sb);
 }
 
 static int lks_reduce_probe(void *arg, uint64_t subset, lks_mark *mark)
 {
 	struct lks_reduce_state *r = arg;
+	char *name = lks_subset_name(r, subset);
 	lks_probe_result res;
 	lks_combo c;
-	char name[1024];
 	int rc;
 
-	lks_subset_name(r, subset, name, sizeof(name));
-	if (lks_combo_apply(r->a, r->ch, r->n, subset, name, &c))
+	if (!name)
+		return lks_err("out of memory");
+	rc = lks_combo_apply(r->a, r->b, r->ch, r->n, subset, name, &c);
+	free(name);
+	if (rc)
 		return -1;
 	rc = lks_probe_session_run(&r->ps, &c, NULL, 0, &res, NULL);
 	lks_combo_release(&c);
@@ -98,8 +105,11 @@ static int lks_reduce_setup(struct lks_reduce_state *r, const char *good, const 
 	if ((rc = lks_probe_session_validate(&r->ps, r->a))
 	    || (rc = lks_probe_session_validate(&r->ps, r->b)))
 		return rc;
-	if ((rc = lks_combo_diff(r->a, r->b, &r->ch, &r->n)))
-		return LKS_E_BAD_INPUT;
+	if (lks_combo_diff(r->a, r->b, &r->ch, &r->n))
+		return -1;
+	if (r->n > LKS_COMBO_CHANGES_MAX)
+		return lks_err("combos '%s' and '%s' differ in %d keys; reduce takes at most %d",
+		               good, bad, r->n, LKS_COMBO_CHANGES_MAX), LKS_E_BAD_INPUT;
 	if (r->n == 0)
 		return lks_err("combos '%s' and '%s' do not differ", good, bad), LKS_E_BAD_INPUT;
 	printf("combos '%s' and '%s' differ in %d key%s:\n", good, bad, r->n, r->n > 1 ? "s" : "");

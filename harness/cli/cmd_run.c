@@ -128,7 +128,7 @@ static int lks_run_parse(int argc, char **argv, struct lks_run_args *a)
 		               "the GEMM of every trained run without its own 'gemm =': reference\n"
 		               "(default) or cublaslt, production mode on --backend cuda; unlike\n"
 		               "--set, the runs stay the case's (golden update takes them)"),
-		LKS_OPT_INT("--steps", "N", &a->s.steps, 1, LKS_CASE_STEPS_MAX,
+		LKS_OPT_INT("--steps", "N", &a->s.steps, 1, LKS_RUN_STEPS_MAX,
 		            "override the case's steps (as --set case.steps=N)"),
 		LKS_OPT_LIST("--set", "S.K=V", &a->s.sets,
 		             "override a case key, e.g. --set model.hidden=512,\n"
@@ -143,7 +143,7 @@ static int lks_run_parse(int argc, char **argv, struct lks_run_args *a)
 		LKS_OPT_STRING("--combo", "NAME", &a->s.combo,
 		               "store the runs under this combo name (matrix, bisect and reduce\n"
 		               "give it to each probe)"),
-		LKS_OPT_INT("--threads", "N", &a->s.threads, 1, 1024,
+		LKS_OPT_INT("--threads", "N", &a->s.threads, 1, LKS_RUN_THREADS_MAX,
 		            "GEMM threads of single-rank runs (default: all cores)"),
 		LKS_OPT_INT("--timeout", "S", &a->s.timeout, 1, 1 << 30,
 		            "how long a rank waits for the others (under mpirun or srun, and\n"

@@ -132,8 +132,13 @@ static int lks_combo_key(struct lks_cparse *st, const char *key, const char *val
 	lks_combo_kind kind;
 	const lks_combo_item *seen;
 
-	if (!strcmp(key, "description"))
+	if (!strcmp(key, "description")) {
+		if (c->description_line)
+			return lks_err("'description' again in combo '%s' (first at line %d)", c->name,
+			               c->description_line);
+		c->description_line = st->line;
 		return 0;
+	}
 	if (strlen(key) >= sizeof(target))
 		return lks_err("key '%.40s...' is too long", key);
 	if (strlen(value) > LKS_COMBO_VALUE_MAX)
@@ -225,8 +230,13 @@ int lks_combos_load(const char *path, lks_combos *out)
 		return -1;
 	if (!(out->path = strdup(path)))
 		rc = lks_err("out of memory");
-	if (!rc && strlen(text) != len)
-		rc = lks_err("'%s' contains a NUL byte: not a combos file", path);
+	if (!rc && strlen(text) != len) {
+		int at = 1;  /* the line of the first NUL */
+
+		for (const char *p = text; *p; p++)
+			at += *p == '\n';
+		rc = lks_err("%s:%d: a NUL byte: not a combos file", path, at);
+	}
 	for (line = text; !rc && *line; line = next) {
 		next = line + strcspn(line, "\n");
 		if (*next)
@@ -288,32 +298,92 @@ static int lks_item_same(const lks_combo_item *a, const lks_combo_item *b)
 	return a && b && a->kind == b->kind && !strcmp(a->value, b->value);
 }
 
+/* Index of target's item in c, or -1. */
+static int lks_combo_index_of(const lks_combo *c, const char *target)
+{
+	for (int i = 0; i < c->nitems; i++)
+		if (!strcmp(c->items[i].target, target))
+			return i;
+	return -1;
+}
+
+/* kept[j] = 1 for b's set. items that keep their place: of the set. targets both have, the
+   most that come in the same order in both, a longest increasing run of their indices in
+   a taken in b's order (patience sorting, O(k log k): a combos file may hold thousands). */
+static int lks_set_order_kept(const lks_combo *a, const lks_combo *b, char *kept)
+{
+	int *at = malloc((size_t)(4 * b->nitems + 1) * sizeof(*at)), k = 0, len = 0;
+	int *of, *tails, *prev;
+
+	if (!at)
+		return lks_err("out of memory");
+	of = at + b->nitems;          /* (k) b's index of each */
+	tails = of + b->nitems;       /* (len) the last of the run of each length ending lowest */
+	prev = tails + b->nitems;     /* (k) the one before each in its run; -1: none */
+	for (int j = 0; j < b->nitems; j++) {
+		int i = b->items[j].kind == LKS_COMBO_SET ? lks_combo_index_of(a, b->items[j].target) : -1;
+
+		if (i >= 0) {
+			at[k] = i;
+			of[k++] = j;
+		}
+	}
+	for (int t = 0; t < k; t++) {
+		int lo = 0, hi = len;
+
+		while (lo < hi) {
+			int mid = (lo + hi) / 2;
+
+			if (at[tails[mid]] < at[t])
+				lo = mid + 1;
+			else
+				hi = mid;
+		}
+		prev[t] = lo ? tails[lo - 1] : -1;
+		tails[lo] = t;
+		len += lo == len;
+	}
+	for (int t = len ? tails[len - 1] : -1; t >= 0; t = prev[t])
+		kept[of[t]] = 1;
+	free(at);
+	return 0;
+}
+
 int lks_combo_diff(const lks_combo *a, const lks_combo *b, lks_combo_change **out, int *n)
 {
 	lks_combo_change *ch = calloc((size_t)(a->nitems + b->nitems) + 1, sizeof(*ch));
+	char *kept = calloc((size_t)b->nitems + 1, 1);
 	int m = 0;
 
 	*out = NULL;
 	*n = 0;
-	if (!ch)
-		return lks_err("out of memory");
+	if (!ch || !kept || lks_set_order_kept(a, b, kept)) {
+		free(ch);
+		free(kept);
+		return ch && kept ? -1 : lks_err("out of memory");
+	}
 	for (int i = 0; i < a->nitems; i++) {
-		const lks_combo_item *ia = &a->items[i], *ib = lks_combo_item_of(b, ia->target);
+		const lks_combo_item *ia = &a->items[i];
+		int j = lks_combo_index_of(b, ia->target);
+		const lks_combo_item *ib = j >= 0 ? &b->items[j] : NULL;
+		int moved = ib && ib->kind == LKS_COMBO_SET && !kept[j];
 
-		if (!lks_item_same(ia, ib))
-			ch[m++] = (lks_combo_change){ ia->target, ia, ib };
+		if (!lks_item_same(ia, ib) || moved)
+			ch[m++] = (lks_combo_change){ ia->target, ia, ib, moved };
 	}
 	for (int i = 0; i < b->nitems; i++)
 		if (!lks_combo_item_of(a, b->items[i].target))
-			ch[m++] = (lks_combo_change){ b->items[i].target, NULL, &b->items[i] };
-	if (m > LKS_COMBO_CHANGES_MAX) {
-		free(ch);
-		return lks_err("combos '%s' and '%s' differ in %d keys; reduce takes at most %d",
-		               a->name, b->name, m, LKS_COMBO_CHANGES_MAX);
-	}
+			ch[m++] = (lks_combo_change){ b->items[i].target, NULL, &b->items[i], 0 };
+	free(kept);
 	*out = ch;
 	*n = m;
 	return 0;
+}
+
+/* Whether change i is in mask (LKS_COMBO_ALL: every change). */
+static int lks_change_on(uint64_t mask, int i)
+{
+	return i < 64 ? (int)(mask >> i & 1) : mask == LKS_COMBO_ALL;
 }
 
 static const char *lks_side(const lks_combo_item *it)
@@ -325,9 +395,10 @@ void lks_combo_print_changes(FILE *out, const lks_combo_change *ch, int n, uint6
                              const char *la, const char *lb)
 {
 	for (int i = 0; i < n; i++)
-		if (mask >> i & 1)
-			fprintf(out, "  %-22s %s: %s\n  %-22s %s: %s\n", ch[i].target, la,
-			        lks_side(ch[i].a), "", lb, lks_side(ch[i].b));
+		if (lks_change_on(mask, i))
+			fprintf(out, "  %-22s %s: %s\n  %-22s %s: %s%s\n", ch[i].target, la,
+			        lks_side(ch[i].a), "", lb, lks_side(ch[i].b),
+			        ch[i].moved ? "  (moved: set. keys apply in order, the later wins)" : "");
 }
 
 /* The change of target in ch[0..n) whose bit is set in mask, or NULL. */
@@ -335,30 +406,78 @@ static const lks_combo_change *lks_change_in(const lks_combo_change *ch, int n, 
                                              const char *target)
 {
 	for (int i = 0; i < n; i++)
-		if ((mask >> i & 1) && !strcmp(ch[i].target, target))
+		if (lks_change_on(mask, i) && !strcmp(ch[i].target, target))
 			return &ch[i];
 	return NULL;
 }
 
-int lks_combo_apply(const lks_combo *a, const lks_combo_change *ch, int n, uint64_t mask,
-                    const char *name, lks_combo *out)
+/* A set. item that keeps its place (lks_combo_diff): the other combo has its target, and
+   it is not moved. */
+static int lks_set_anchor(const lks_combo_item *it, const lks_combo *other,
+                          const lks_combo_change *ch, int n)
+{
+	const lks_combo_change *c = lks_change_in(ch, n, LKS_COMBO_ALL, it->target);
+
+	return it->kind == LKS_COMBO_SET && lks_combo_item_of(other, it->target) && !(c && c->moved);
+}
+
+static int lks_combo_add_item(lks_combo *c, const lks_combo_item *it)
+{
+	return lks_combo_add(c, it->kind, it->target, it->value, 0);
+}
+
+/* The set. items of the result, in order: a's and b's walked side by side, each up to the
+   next target both keep in place, that one once. */
+static int lks_apply_sets(const lks_combo *a, const lks_combo *b, const lks_combo_change *ch,
+                          int n, uint64_t mask, lks_combo *out)
+{
+	int i = 0, j = 0, rc = 0;
+
+	while (!rc && (i < a->nitems || j < b->nitems)) {
+		const lks_combo_change *c;
+
+		/* a's own and moved targets stay where the change is not applied */
+		for (; !rc && i < a->nitems && !lks_set_anchor(&a->items[i], b, ch, n); i++)
+			if (a->items[i].kind == LKS_COMBO_SET
+			    && !lks_change_in(ch, n, mask, a->items[i].target))
+				rc = lks_combo_add_item(out, &a->items[i]);
+		/* b's own and moved targets come where the change is applied */
+		for (; !rc && j < b->nitems && !lks_set_anchor(&b->items[j], a, ch, n); j++)
+			if (b->items[j].kind == LKS_COMBO_SET
+			    && lks_change_in(ch, n, mask, b->items[j].target))
+				rc = lks_combo_add_item(out, &b->items[j]);
+		if (rc || i == a->nitems || j == b->nitems)
+			break;  /* the anchors are the same in both: both ends are reached together */
+		c = lks_change_in(ch, n, mask, a->items[i].target);
+		rc = lks_combo_add_item(out, c ? c->b : &a->items[i]);
+		i++;
+		j++;
+	}
+	return rc;
+}
+
+int lks_combo_apply(const lks_combo *a, const lks_combo *b, const lks_combo_change *ch, int n,
+                    uint64_t mask, const char *name, lks_combo *out)
 {
 	int rc = 0;
 
 	memset(out, 0, sizeof(*out));
 	if (!(out->name = strdup(name)))
 		return lks_err("out of memory");
-	/* a's items in order, each replaced or dropped by its change; then b's new targets */
+	/* the environment: a's items, each replaced or dropped by its change; then b's new
+	   targets (their order means nothing: one item a variable) */
 	for (int i = 0; !rc && i < a->nitems; i++) {
 		const lks_combo_change *c = lks_change_in(ch, n, mask, a->items[i].target);
 		const lks_combo_item *it = c ? c->b : &a->items[i];
 
-		if (it)
-			rc = lks_combo_add(out, it->kind, it->target, it->value, 0);
+		if (it && it->kind != LKS_COMBO_SET)
+			rc = lks_combo_add_item(out, it);
 	}
 	for (int i = 0; !rc && i < n; i++)
-		if ((mask >> i & 1) && !ch[i].a && ch[i].b)
-			rc = lks_combo_add(out, ch[i].b->kind, ch[i].b->target, ch[i].b->value, 0);
+		if (lks_change_on(mask, i) && !ch[i].a && ch[i].b && ch[i].b->kind != LKS_COMBO_SET)
+			rc = lks_combo_add_item(out, ch[i].b);
+	if (!rc)
+		rc = lks_apply_sets(a, b, ch, n, mask, out);
 	if (rc)
 		lks_combo_release(out);
 	return rc;

@@ -15,8 +15,10 @@
  *
  * What a combo says about one thing is an item, and the thing is its target: "env.VAR" (set
  * or unset alike: one variable), "library_path", or "set.SECTION.KEY". Two combos differ in
- * the targets one of them lacks or where their items differ; reduce applies a subset of
- * such differences to one combo (lks_combo_apply).
+ * the targets one of them lacks or where their items differ, and in the order of the set.
+ * targets both have: overrides apply in order and a later one wins (set.run.*.K after
+ * set.run.a.K overrides it), so a set. target out of the other combo's order is moved;
+ * reduce applies a subset of such differences to one combo (lks_combo_apply).
  */
 #ifndef LKS_HARNESS_COMBO_H
 #define LKS_HARNESS_COMBO_H
@@ -50,6 +52,7 @@ typedef struct lks_combo {
 	lks_combo_item *items;    /* in file order */
 	int nitems;
 	int line;                 /* of the [combo NAME] header; 0: made by lks_combo_apply */
+	int description_line;     /* of its description; 0: none */
 } lks_combo;
 
 typedef struct lks_combos {
@@ -72,28 +75,38 @@ void lks_combo_release(lks_combo *c);
    "set.s.k = v"; truncated to n bytes. */
 void lks_combo_item_str(const lks_combo_item *it, char *buf, size_t n);
 
-/* One target in which two combos differ: the item of each side, NULL where it lacks one. */
+/* One target in which two combos differ: the item of each side, NULL where it lacks one;
+   moved: a set. target both have, whose place among the set. items differs (its values
+   may be equal). */
 typedef struct lks_combo_change {
 	const char *target;
 	const lks_combo_item *a, *b;
+	int moved;
 } lks_combo_change;
 
-/* The targets in which a and b differ: a's in its order, then those only b has. At most
-   LKS_COMBO_CHANGES_MAX (a subset is a bit mask); more is an error. The changes point into
-   a and b. Free *out. */
+/* The targets in which a and b differ: a's in its order, then those only b has. The set.
+   targets both have keep their place where they are in the same order in both (the most
+   of them that are), and the others are moved. The changes point into a and b. Free *out.
+   A subset of them is a bit mask: reduce takes at most LKS_COMBO_CHANGES_MAX. */
 #define LKS_COMBO_CHANGES_MAX 64
 int lks_combo_diff(const lks_combo *a, const lks_combo *b, lks_combo_change **out, int *n);
 
-/* Prints the changes whose bit is set in mask, each with both sides labelled la and lb
-   ("(absent)" where a combo does not say, "(unset)" for unset.VAR), in the layout of the
-   fingerprint differences (lks_fingerprint_json_diff). */
+/* Prints the changes whose bit is set in mask (LKS_COMBO_ALL: every one, however many),
+   each with both sides labelled la and lb ("(absent)" where a combo does not say,
+   "(unset)" for unset.VAR), in the layout of the fingerprint differences
+   (lks_fingerprint_json_diff). */
+#define LKS_COMBO_ALL (~0ull)
 void lks_combo_print_changes(FILE *out, const lks_combo_change *ch, int n, uint64_t mask,
                              const char *la, const char *lb);
 
-/* a with the changes whose bit is set in mask applied: each such target takes b's item, or
-   is dropped where b has none. name: the new combo's name (copied). */
-int lks_combo_apply(const lks_combo *a, const lks_combo_change *ch, int n, uint64_t mask,
-                    const char *name, lks_combo *out);
+/* a with the changes of a and b (lks_combo_diff) whose bit is set in mask applied: each
+   such target takes b's item, or is dropped where b has none. The set. items come in an
+   order that keeps both combos' (a's and b's merged around the targets they keep in
+   place; a moved target at b's place when its change is applied, else at a's), so the
+   empty mask gives a and every change b, overrides in the same order. name: the new
+   combo's name (copied). */
+int lks_combo_apply(const lks_combo *a, const lks_combo *b, const lks_combo_change *ch, int n,
+                    uint64_t mask, const char *name, lks_combo *out);
 
 /* The environment of a probe under c: base (NULL-terminated "VAR=value" strings, e.g.
    environ) with c's items applied as this header's comment says. *out is NULL-terminated,

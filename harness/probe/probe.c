@@ -5,7 +5,8 @@
  * reads while it waits: a child that fills a pipe nobody reads would block, and would be
  * taken for a hung one. The wait is a loop of poll() on the pipe with a short timeout and
  * waitpid(WNOHANG), so that the deadline is kept whether the child writes, exits, or does
- * neither. Signals go to the child's process group, so anything it started goes too.
+ * neither. Signals go to the child's process group, so anything it started goes too; on
+ * Linux the child is killed when this process is (PR_SET_PDEATHSIG).
  */
 #include "harness/probe/probe.h"
 
@@ -13,10 +14,12 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
-#include <spawn.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#ifdef __linux__
+#include <sys/prctl.h>
+#endif
 #include <time.h>
 #include <unistd.h>
 
@@ -99,32 +102,80 @@ static void lks_tail_add(char *tail, const char *buf, size_t n)
 	tail[have + n] = 0;
 }
 
+/* The child's side of lks_spawn, between fork and exec (async-signal-safe calls only); on
+   a failure its errno goes up errfd. */
+static void lks_spawn_child(const char *exe, char *const *argv, char *const *envp, int wfd,
+                            int errfd, pid_t parent)
+{
+	struct sigaction dfl = { .sa_handler = SIG_DFL };
+	sigset_t none;
+	int fd, e;
+
+	setpgid(0, 0);  /* a group of its own, named by its pid */
+#ifdef __linux__
+	/* a probe must not outlive a matrix, bisect or reduce that is SIGKILLed (a CI job's
+	   kill, timeout -s KILL): nothing would end it at its timeout. (It is the forking
+	   thread's death that counts: these commands have one.) A parent dead before the prctl
+	   is found by getppid(): the probe ends then. */
+	if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0)
+		goto fail;
+	if (getppid() != parent)
+		_exit(127);
+#else
+	(void)parent;
+#endif
+	/* the handlers of lks_catch_stop end at exec; an ignored signal would not */
+	sigemptyset(&dfl.sa_mask);
+	for (int i = 0; i < LKS_NSTOP; i++)
+		sigaction(lks_stop_signals[i], &dfl, NULL);
+	sigaction(SIGPIPE, &dfl, NULL);
+	sigemptyset(&none);
+	sigprocmask(SIG_SETMASK, &none, NULL);
+	if ((fd = open("/dev/null", O_RDONLY)) < 0 || dup2(fd, 0) < 0 || dup2(wfd, 1) < 0
+	    || dup2(wfd, 2) < 0)
+		goto fail;
+	if (fd > 2)
+		close(fd);
+	execve(exe, argv, envp);
+fail:
+	e = errno;
+	if (write(errfd, &e, sizeof(e)) != (ssize_t)sizeof(e))
+		e = 0;  /* nothing more to do: the parent sees exit 127 */
+	_exit(127);
+}
+
+/* fork and exec rather than posix_spawn, which cannot tie the child's life to ours. The
+   child's errno comes up a pipe that exec closes, so a program that cannot be run is an
+   error here, as posix_spawn made it, not a probe that crashed. */
 static int lks_spawn(pid_t *pid, const char *exe, char *const *argv, char *const *envp, int wfd)
 {
-	posix_spawn_file_actions_t fa;
-	posix_spawnattr_t attr;
-	sigset_t none, deflt;
-	int rc;
+	pid_t parent = getpid();
+	int ep[2], e = 0;
+	ssize_t got;
 
-	sigemptyset(&none);
-	sigemptyset(&deflt);
-	for (int i = 0; i < LKS_NSTOP; i++)
-		sigaddset(&deflt, lks_stop_signals[i]);
-	sigaddset(&deflt, SIGPIPE);
-	posix_spawn_file_actions_init(&fa);
-	posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-	posix_spawn_file_actions_adddup2(&fa, wfd, 1);
-	posix_spawn_file_actions_adddup2(&fa, wfd, 2);
-	posix_spawnattr_init(&attr);
-	posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK
-	                                | POSIX_SPAWN_SETSIGDEF);
-	posix_spawnattr_setpgroup(&attr, 0);  /* a group of its own, named by its pid */
-	posix_spawnattr_setsigmask(&attr, &none);
-	posix_spawnattr_setsigdefault(&attr, &deflt);
-	rc = posix_spawn(pid, exe, &fa, &attr, argv, envp);
-	posix_spawnattr_destroy(&attr);
-	posix_spawn_file_actions_destroy(&fa);
-	return rc ? lks_err("cannot run '%s': %s", exe, strerror(rc)) : 0;
+	if (pipe(ep))
+		return lks_err("cannot make a pipe: %s", strerror(errno));
+	fcntl(ep[0], F_SETFD, FD_CLOEXEC);
+	fcntl(ep[1], F_SETFD, FD_CLOEXEC);
+	if ((*pid = fork()) < 0) {
+		e = errno;
+		close(ep[0]);
+		close(ep[1]);
+		return lks_err("cannot run '%s': %s", exe, strerror(e));
+	}
+	if (*pid == 0)
+		lks_spawn_child(exe, argv, envp, wfd, ep[1], parent);
+	close(ep[1]);
+	setpgid(*pid, *pid);  /* as the child does: a signal to the group may come first */
+	do
+		got = read(ep[0], &e, sizeof(e));
+	while (got < 0 && errno == EINTR);
+	close(ep[0]);
+	if (got == (ssize_t)sizeof(e)) {
+		waitpid(*pid, NULL, 0);
+		return lks_err("cannot run '%s': %s", exe, strerror(e));
+	}
+	return 0;
 }
 
 /* The state of one wait. */
@@ -175,6 +226,7 @@ static int lks_wait(struct lks_wait *w, FILE *echo, lks_probe_result *res)
 			kill(-w->pid, SIGKILL);
 			if (!w->exited)
 				waitpid(w->pid, &w->status, 0);
+			res->interrupted = (int)lks_interrupted;
 			return lks_err("interrupted (signal %d): the probe was killed", (int)lks_interrupted);
 		}
 		if (!w->exited && waitpid(w->pid, &w->status, WNOHANG) == w->pid) {
@@ -236,10 +288,15 @@ int lks_probe_exec(const char *exe, char *const *argv, char *const *envp, double
 	if (w.fd >= 0)
 		close(w.fd);
 	lks_restore_stop(old);
-	if (rc)
-		return -1;
 	lks_classify(&w, res);
-	return 0;
+	if (rc && res->interrupted) {
+		char note[96];
+
+		snprintf(note, sizeof(note), "\n[lockstep was interrupted (signal %d): the probe was "
+		         "killed]\n", res->interrupted);
+		lks_tail_add(res->output, note, strlen(note));
+	}
+	return rc ? -1 : 0;
 }
 
 /* ---- the common options ---- */
@@ -322,6 +379,13 @@ int lks_probe_session_open(lks_probe_session *ps, const lks_probe_cfg *cfg, cons
 
 void lks_probe_session_close(lks_probe_session *ps, const char *result)
 {
+	char stopped[1100];
+
+	/* NULL would say "none (yet)" of a session that has ended */
+	if (!result) {
+		snprintf(stopped, sizeof(stopped), "stopped: %s", lks_errmsg());
+		result = stopped;
+	}
 	if (ps->store && ps->session_id)
 		lks_store_end_session(ps->store, ps->session_id, result);
 	lks_store_close(ps->store);
@@ -476,14 +540,21 @@ static void lks_print_tail(FILE *out, const char *tail)
 	}
 }
 
+/* Whether a probe's line names its cases: where there are several, or where they are not
+   the one argument given (a case of a folder matrix probes alone). */
+static int lks_probe_names_cases(const lks_probe_cfg *cfg, const char *const *cases, int n)
+{
+	return cfg->ncases > 1 || n != 1 || strcmp(cases[0], cfg->cases[0]);
+}
+
 static void lks_print_probe(lks_probe_session *ps, const lks_combo *c, const char *cases,
-                            const lks_probe_result *res)
+                            int named, const lks_probe_result *res)
 {
 	FILE *out = ps->out;
 
 	fprintf(out, "probe %-3d %-24s %-7s %7.2f s", ps->nprobes, c->name,
 	        lks_outcome_name(res->outcome), res->seconds);
-	if (ps->cfg->ncases > 1 || strchr(cases, ' '))
+	if (named)
 		fprintf(out, "  %s", cases);
 	if (res->outcome == LKS_OUTCOME_TIMEOUT)
 		fprintf(out, "  (killed at the %g s timeout)", ps->cfg->timeout);
@@ -540,12 +611,21 @@ int lks_probe_session_run(lks_probe_session *ps, const lks_combo *c, const char 
 		lks_err("out of memory");
 		goto out;
 	}
-	if (lks_store_last_suite(ps->store, &before)
-	    || lks_probe_exec(ps->exe, argv, envp, ps->cfg->timeout,
-	                      ps->cfg->verbose ? stderr : NULL, res))
+	if (lks_store_last_suite(ps->store, &before))
 		goto out;
+	if (lks_probe_exec(ps->exe, argv, envp, ps->cfg->timeout, ps->cfg->verbose ? stderr : NULL,
+	                   res)) {
+		/* a probe killed as lockstep was interrupted is stored too; the error stays */
+		char msg[256];
+
+		snprintf(msg, sizeof(msg), "%s", lks_errmsg());
+		if (res->interrupted && !lks_probe_store(ps, c, joined, res, before, suite_id))
+			ps->nprobes++;
+		lks_err("%s", msg);
+		goto out;
+	}
 	ps->nprobes++;
-	lks_print_probe(ps, c, joined, res);
+	lks_print_probe(ps, c, joined, lks_probe_names_cases(ps->cfg, cases, ncases), res);
 	rc = lks_probe_store(ps, c, joined, res, before, suite_id);
 out:
 	lks_strv_free(sets);

@@ -1,9 +1,10 @@
 /*
  * probe.h: probes, what 'lockstep matrix', 'bisect' and 'reduce' are made of. A probe is
  * one child process 'lockstep check CASE... --db DB --quiet --combo NAME [--set S.K=V]...'
- * started with posix_spawn (an argument vector, never a shell) in the environment of a
+ * started with fork and execve (an argument vector, never a shell) in the environment of a
  * combo (harness/probe/combo.h), in a process group of its own, with a timeout: at the timeout
- * the group gets SIGTERM, and SIGKILL LKS_PROBE_GRACE seconds later. Its outcome:
+ * the group gets SIGTERM, and SIGKILL LKS_PROBE_GRACE seconds later; on Linux it is killed
+ * when lockstep is (PR_SET_PDEATHSIG). Its outcome:
  *
  *   good     exit 0: every check passed
  *   bad      exit 1: a check failed
@@ -58,6 +59,8 @@ typedef struct lks_probe_result {
 	double seconds;
 	char started[32];         /* ISO 8601 UTC */
 	char output[LKS_PROBE_TAIL];  /* the end of what it printed */
+	int interrupted;          /* the signal that stopped lockstep (lks_probe_exec failed,
+	                             the probe killed: a crash of SIGKILL, its output says why) */
 } lks_probe_result;
 
 /* Runs exe with argv and envp as a probe (above) and waits for it, copying its output to
@@ -107,7 +110,8 @@ int lks_probe_session_validate(lks_probe_session *ps, const lks_combo *c);
    *suite_id (may be NULL): the suite it stored, 0 if none. */
 int lks_probe_session_run(lks_probe_session *ps, const lks_combo *c, const char *const *cases,
                           int ncases, lks_probe_result *res, int64_t *suite_id);
-/* Ends the session with its result in words (NULL: none). */
+/* Ends the session with its result in words (NULL: the command failed, and the result is
+   "stopped: " and the error message). */
 void lks_probe_session_close(lks_probe_session *ps, const char *result);
 
 #endif

@@ -10,6 +10,8 @@
  * takes its turn of CYCLE, a comma-separated list repeated: an exit code, with which it
  * exits before main (1 a bad verdict, 125 could not test), or 'run': it runs as it would.
  * '1,run,run' fails the first of every three; '125,125,run' cannot test two of three.
+ * With LKS_TEST_PRELOAD=pidfile:FILE it hangs as above, after writing its pid to FILE: the
+ * test then knows the probe has started, and which process it is.
  */
 #include <fcntl.h>
 #include <signal.h>
@@ -69,6 +71,14 @@ __attribute__((constructor)) static void lks_hang(void)
 	if (mode && !strncmp(mode, "flaky:", 6)) {
 		lks_flaky(mode + 6);
 		return;
+	}
+	if (mode && !strncmp(mode, "pidfile:", 8)) {
+		FILE *f = fopen(mode + 8, "w");
+
+		if (!f)
+			_exit(3);
+		fprintf(f, "%ld\n", (long)getpid());
+		fclose(f);
 	}
 	if (mode && !strcmp(mode, "segv")) {
 		signal(SIGSEGV, SIG_DFL);

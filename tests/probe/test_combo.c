@@ -89,10 +89,13 @@ Test(combo, file_mistakes_name_file_and_line)
 		{ "[combo a]\nlibpath = /x\n", ":2:", "unknown key 'libpath'" },
 		{ "[combo a]\njust words\n", ":2:", "cannot parse the line" },
 		{ "[combo a]\nenv.X = \"open\n", ":2:", "closing" },
+		{ "[combo a]\ndescription = x\n\ndescription = y\n", ":4:",
+		  "'description' again in combo 'a' (first at line 2)" },
 		{ "; nothing\n", "c.ini: no combos", "" },
 	};
 	char path[512];
 	lks_combos cs;
+	FILE *f;
 
 	mkdir_tmp();
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
@@ -102,6 +105,14 @@ Test(combo, file_mistakes_name_file_and_line)
 		          && strstr(lks_errmsg(), bad[i].what), "case %zu: %s", i, lks_errmsg());
 		cr_assert_eq(cs.n, 0);
 	}
+	/* a NUL byte, at its line too (fputs would stop at it) */
+	put_file("c.ini", "", path, sizeof(path));
+	cr_assert_not_null(f = fopen(path, "w"));
+	fwrite("[combo a]\nenv.X = 1\nenv.Y\0 = 2\n", 1, 30, f);
+	fclose(f);
+	cr_assert_eq(lks_combos_load(path, &cs), -1);
+	cr_assert(strstr(lks_errmsg(), path) && strstr(lks_errmsg(), ":3: a NUL byte"), "%s",
+	          lks_errmsg());
 	cr_assert_eq(lks_combos_load("/nonexistent-lks/c.ini", &cs), -1);
 	cr_assert_not_null(strstr(lks_errmsg(), "cannot open '/nonexistent-lks/c.ini'"));
 	rm_tmp();
@@ -221,7 +232,7 @@ Test(combo, apply_subset_and_environment)
 	cr_assert_eq(lks_combo_diff(&cs.combos[0], &cs.combos[1], &ch, &n), 0, "%s", lks_errmsg());
 
 	/* a with changes 0 (CHANGED unset) and 2 (library_path) */
-	cr_assert_eq(lks_combo_apply(&cs.combos[0], ch, n, 0x5, "a+2", &mix), 0, "%s",
+	cr_assert_eq(lks_combo_apply(&cs.combos[0], &cs.combos[1], ch, n, 0x5, "a+2", &mix), 0, "%s",
 	             lks_errmsg());
 	cr_assert_str_eq(mix.name, "a+2");
 	cr_assert_eq(mix.nitems, 5);
@@ -236,7 +247,7 @@ Test(combo, apply_subset_and_environment)
 	lks_combo_release(&mix);
 
 	/* every change: b's environment, less what b does not say (DROPPED: the parent's) */
-	cr_assert_eq(lks_combo_apply(&cs.combos[0], ch, n, (1u << n) - 1, "b'", &mix), 0);
+	cr_assert_eq(lks_combo_apply(&cs.combos[0], &cs.combos[1], ch, n, (1u << n) - 1, "b'", &mix), 0);
 	cr_assert_eq(lks_combo_environ(&mix, base, &env), 0, "%s", lks_errmsg());
 	cr_assert_str_eq(env_get(env, "DROPPED"), "parent");
 	cr_assert_str_eq(env_get(env, "ADDED"), "y");
@@ -244,6 +255,66 @@ Test(combo, apply_subset_and_environment)
 	lks_combo_release(&mix);
 	free(ch);
 	lks_combos_release(&cs);
+	rm_tmp();
+}
+
+/* The set. items of c as "k=v k=v", in their order. */
+static void set_items(const lks_combo *c, char *buf, size_t n)
+{
+	size_t len = 0;
+
+	buf[0] = 0;
+	for (int i = 0; i < c->nitems && len < n; i++)
+		if (c->items[i].kind == LKS_COMBO_SET)
+			len += (size_t)snprintf(buf + len, n - len, "%s%s=%s", len ? " " : "",
+			                        c->items[i].target + 4, c->items[i].value);
+}
+
+/* Overrides apply in order, the later winning: a subset applied to a keeps a's order of set.
+   keys, every change gives b's, and a set. key both have in another order is a change (the
+   issue: B rebuilt as A's keys, then B's new ones, ran run.a as fp32 where B runs bf16). */
+Test(combo, apply_keeps_the_order_of_set_keys)
+{
+	static const struct { const char *text; int n; } rows[] = {
+		/* b adds a specific key before the wildcard that overrides it */
+		{ "[combo a]\nset.run.*.recipe = bf16\n"
+		  "[combo b]\nset.run.a.recipe = fp32\nset.run.*.recipe = bf16\n", 1 },
+		/* the same two keys in the other order: one of them is moved */
+		{ "[combo a]\nset.run.*.recipe = bf16\nset.run.a.recipe = fp32\n"
+		  "[combo b]\nset.run.a.recipe = fp32\nset.run.*.recipe = bf16\n", 1 },
+		/* kept in place, changed, dropped, added and moved, among env items */
+		{ "[combo a]\nset.case.steps = 2\nenv.X = 1\nset.model.hidden = 16\n"
+		  "set.run.*.recipe = bf16\nset.run.b.recipe = fp32\nset.case.seed = 3\n"
+		  "[combo b]\nset.run.b.recipe = fp32\nset.case.steps = 2\nset.run.a.recipe = fp8\n"
+		  "env.X = 2\nset.run.*.recipe = bf16\nset.case.seed = 4\n", 5 },
+	};
+	char path[512], want[512], got[512];
+	lks_combos cs;
+	lks_combo_change *ch;
+	lks_combo mix;
+	int n;
+
+	mkdir_tmp();
+	for (size_t r = 0; r < sizeof(rows) / sizeof(rows[0]); r++) {
+		put_file("c.ini", rows[r].text, path, sizeof(path));
+		cr_assert_eq(lks_combos_load(path, &cs), 0, "%s", lks_errmsg());
+		cr_assert_eq(lks_combo_diff(&cs.combos[0], &cs.combos[1], &ch, &n), 0);
+		cr_assert_eq(n, rows[r].n, "row %zu: %d changes", r, n);
+		for (uint64_t mask = 0; mask < 1ull << n; mask += (1ull << n) - 1) {
+			const lks_combo *end = mask ? &cs.combos[1] : &cs.combos[0];
+
+			cr_assert_eq(lks_combo_apply(&cs.combos[0], &cs.combos[1], ch, n, mask, "m", &mix),
+			             0);
+			set_items(end, want, sizeof(want));
+			set_items(&mix, got, sizeof(got));
+			cr_assert_str_eq(got, want, "row %zu, mask %#llx", r, (unsigned long long)mask);
+			lks_combo_release(&mix);
+			if (!n)
+				break;
+		}
+		free(ch);
+		lks_combos_release(&cs);
+	}
 	rm_tmp();
 }
 
