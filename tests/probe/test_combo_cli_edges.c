@@ -160,7 +160,7 @@ Test(combo, bad_isa_is_a_version_check_cannot_test, .timeout = 120)
 Test(combo, bad_pass_values_refused_before_any_probe, .timeout = 60)
 {
 	static const struct { const char *args, *says; } bad[] = {
-		{ "matrix --steps abc", "--steps wants an integer in [1, 1073741824], not 'abc'" },
+		{ "matrix --steps abc", "--steps wants an integer in [1, 10000000], not 'abc'" },
 		{ "bisect --threads 0", "--threads wants an integer in [1, 1024], not '0'" },
 		{ "reduce --good c1 --bad c8 --steps 0", "--steps wants an integer" },
 		{ "matrix --threads 1025", "--threads wants an integer in [1, 1024], not '1025'" },
