@@ -600,6 +600,22 @@ static int lks_run_begin(const struct lks_runner *R, const lks_case *c, const lk
 	return rc;
 }
 
+int lks_run_store_left_out(const lks_case *c, const lks_run_cfg *run, lks_store *store,
+                           const lks_runner_opts *o, const char *backend, const char *why,
+                           int64_t *run_id)
+{
+	struct lks_runner R = { 0 };  /* no devices: none was opened */
+	char *options = NULL, msg[600];
+	int rc;
+
+	snprintf(msg, sizeof(msg), "backend '%s' cannot be opened here: %s", backend, why);
+	rc = lks_run_begin(&R, c, run, store, o, &options, run_id)
+	     || lks_store_event(store, *run_id, -1, -1, NULL, "left_out", msg)
+	     || lks_store_end_run(store, *run_id, "failed");
+	free(options);
+	return rc ? -1 : 0;
+}
+
 int lks_run(const lks_case *c, const lks_run_cfg *run, lks_store *store,
             const lks_runner_opts *o, lks_run_result *res)
 {

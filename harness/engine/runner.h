@@ -107,6 +107,12 @@ typedef struct lks_run_result {
    its model (nothing is stored then). */
 int lks_run(const lks_case *c, const lks_run_cfg *run, lks_store *store,
             const lks_runner_opts *opts, lks_run_result *res);
+/* Run of case c stored failed without training: its backend (named backend) cannot be
+   opened here, why an event of it (kind 'left_out'); its checks then say it did not
+   complete, as for a run that failed. Its id into *run_id; 0, or -1. */
+int lks_run_store_left_out(const lks_case *c, const lks_run_cfg *run, lks_store *store,
+                           const lks_runner_opts *o, const char *backend, const char *why,
+                           int64_t *run_id);
 
 /* Whether the ranks' devices d (W, in rank order) may train one run: no GPU shared by
    two processes, and one GPU class (compute capability) for all. 0, or -1 with why. */

@@ -514,13 +514,17 @@ static int lks_suite_one(struct lks_suite *s, const lks_case *c, int j, lks_sqnr
 	if (run->import_fmt[0])
 		return s->job.root ? lks_suite_import(c, run, s->store, s->suite_id, s->obs, run_id)
 		                   : 0;
-	if (!use || use->unavailable) {
-		/* nothing of it is stored; its checks are skipped; exit 3 at the end */
+	if (!use || use->unavailable) {  /* stored failed, untrained: its checks say so; exit 3 */
+		const char *why = use ? use->why : "too many backends";
+		int64_t id;  /* not *run_id: its checks are skipped, as a failed run's */
+
 		s->left_out++;
-		if (s->job.root)
-			fprintf(stderr, "lockstep: %s / %s: left out: backend '%s' cannot be opened: "
-			        "%s\n", c->name, run->name, be->name, use ? use->why : "too many backends");
-		return 0;
+		if (!s->job.root)
+			return 0;
+		fprintf(stderr, "lockstep: %s / %s: left out: backend '%s' cannot be opened: %s\n",
+		        c->name, run->name, be->name, why);
+		return lks_run_store_left_out(c, run, s->store, &o, be->name, why, &id)
+		       ? LKS_EXIT_INFRA : 0;
 	}
 	lks_sqnr_hook(pairs, j, &o);
 	lks_gpu_health_reset(s->watch.mine);

@@ -118,13 +118,16 @@ Test(xbackend, the_runs_backend_is_stored_with_it)
 
 #ifdef LKS_HAVE_CUDA
 /* A case that compares a cpu run with a cuda run, on a machine without a device: the cuda
-   run is left out (nothing of it stored) with the driver's reason, the cpu run is trained,
-   stored and checked, the check between them is skipped, and the command exits 3. With a
-   device both runs are stored, each with its own backend, and the check is evaluated. */
+   run is left out (stored failed, untrained, the driver's reason its event: the JUnit file
+   has an error for it, where its check was only "skipped"), the cpu run is trained, stored
+   and checked, the check between them is skipped, and the command exits 3. With a device
+   both runs are stored, each with its own backend, and the check is evaluated. */
 Test(xbackend, a_cuda_run_without_a_device_is_left_out_with_the_reason)
 {
 	struct xb x;
-	char args[512], out[8192], runs[512];
+	char args[768], out[8192], runs[512], junit[160];
+	FILE *f;
+	size_t n;
 	lks_cuda_info info;
 	int rc;
 
@@ -132,7 +135,8 @@ Test(xbackend, a_cuda_run_without_a_device_is_left_out_with_the_reason)
 	             "[check same]\nkind = bitwise\na = g\nb = c\n"
 	             "[check fin]\nkind = finite\na = c\n");
 	cr_assert_eq(lks_cuda_module_info(&info), 0, "%s", lks_errmsg());
-	snprintf(args, sizeof(args), "run --quiet --db '%s' '%s'", x.db, x.ini);
+	snprintf(junit, sizeof(junit), "%s/j.xml", x.dir);
+	snprintf(args, sizeof(args), "run --quiet --db '%s' --junit '%s' '%s'", x.db, junit, x.ini);
 	rc = lks_run_bin(NULL, args, out, sizeof(out));
 	stored_runs(&x, runs, sizeof(runs));
 	if (info.device_count > 0) {
@@ -142,7 +146,7 @@ Test(xbackend, a_cuda_run_without_a_device_is_left_out_with_the_reason)
 		return;
 	}
 	cr_assert_eq(rc, 3, "%s", out);
-	cr_assert_str_eq(runs, "c:cpu:complete", "only the cpu run is stored");
+	cr_assert_str_eq(runs, "c:cpu:complete g:cuda:failed", "the cuda run stored failed");
 	cr_assert_not_null(strstr(out, "xb / g: left out: backend 'cuda' cannot be opened: "
 	                           "cuda: no usable CUDA device: "), "%s", out);
 	cr_assert_not_null(strstr(out, info.device_error), "%s", out);
@@ -150,6 +154,11 @@ Test(xbackend, a_cuda_run_without_a_device_is_left_out_with_the_reason)
 	cr_assert_not_null(strstr(out, "fin "), "%s", out);
 	cr_assert_not_null(strstr(out, "1 passed, 0 failed"), "the cpu run's check: %s", out);
 	cr_assert_not_null(strstr(out, "1 run was left out"), "%s", out);
+	cr_assert_not_null(f = fopen(junit, "r"));
+	n = fread(out, 1, sizeof(out) - 1, f);
+	out[n] = 0;
+	fclose(f);
+	cr_assert_not_null(strstr(out, "errors=\"1\""), "%s", out);
 	xb_teardown(&x);
 }
 #endif
