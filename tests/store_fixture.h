@@ -148,6 +148,22 @@ static inline void put_steps(lks_store *s, int64_t run, int from, int to, int te
 	}
 }
 
+/* A complete run of 2 steps of 10 tensors in a new database at path. */
+static inline int64_t make_db(const char *path)
+{
+	lks_run_info info = run_info("bf16", 2);
+	lks_store *s;
+	int64_t run;
+
+	cr_assert_eq(lks_store_open(path, &s), 0, "%s", lks_errmsg());
+	cr_assert_eq(lks_store_begin_run(s, &info, &run), 0, "%s", lks_errmsg());
+	put_tensors(s, run, 10);
+	put_steps(s, run, 0, 2, 10);
+	cr_assert_eq(lks_store_end_run(s, run, "complete"), 0, "%s", lks_errmsg());
+	lks_store_close(s);
+	return run;
+}
+
 static inline int same_double(double a, double b)
 {
 	return (isnan(a) && isnan(b)) || memcmp(&a, &b, sizeof(a)) == 0;

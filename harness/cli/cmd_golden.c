@@ -50,7 +50,8 @@ static const char lks_golden_usage[] =
 	"took stat rows of (or is taking), a tensor trace, and a run its case plants a fault in\n"
 	"(a golden is what a clean run computes: a fault case's clean runs are written, with\n"
 	"--run NAME where the default would take the faulty one). Nothing is written unless\n"
-	"every run asked for has a whole stored run to write.\n"
+	"every run asked for has a whole stored run to write, and no file is replaced until\n"
+	"every new one is written (a full disk or a kill leaves the old set).\n"
 	"\n"
 	"options:\n";
 
@@ -293,31 +294,62 @@ static int lks_golden_check_only(const struct lks_golden_args *a, const lks_case
 	return 0;
 }
 
-/* The golden file of stored run id, in folder dir; read whole: a golden is kept small. */
-static int lks_golden_write_one(lks_store *s, int64_t id, const char *db, const char *dir)
+/* A golden file written aside, to be renamed in with the others of the set. */
+struct lks_golden_out {
+	lks_atomic a;
+	char line[1280];          /* what is said once it is in place */
+};
+
+/* The golden file of stored run id, in folder dir, written aside into *o; read whole: a
+   golden is kept small. */
+static int lks_golden_stage_one(lks_store *s, int64_t id, const char *db, const char *dir,
+                                struct lks_golden_out *o)
 {
 	lks_stored_run g;
 	char path[1024], cls[64];
-	struct stat st;
-	int rc;
+	long size;
+	int rc, n;
 
 	if ((rc = lks_stored_run_load(s, id, LKS_LOAD_WHOLE, &g)) != 0)
 		goto out;
 	if ((rc = lks_golden_class_of(&g, cls, sizeof(cls))) != 0
 	    || (rc = lks_golden_path(dir, cls, g.case_name, g.run_name, path, sizeof(path))) != 0
-	    || (rc = lks_golden_write(&g, path)) != 0)
+	    || (rc = lks_golden_stage(&g, path, &o->a)) != 0)
 		goto out;
-	printf("wrote %s: run %lld of '%s', %d steps x %d rank%s, ", path, (long long)id, db,
-	       g.steps, g.W, g.W > 1 ? "s" : "");
+	size = ftell(o->a.f);
+	n = snprintf(o->line, sizeof(o->line), "wrote %s: run %lld of '%s', %d steps x %d rank%s, ",
+	             path, (long long)id, db, g.steps, g.W, g.W > 1 ? "s" : "");
+	n = n < 0 || n >= (int)sizeof(o->line) ? (int)sizeof(o->line) - 1 : n;
 	if (g.nm)
-		printf("%d metrics, %zu metric rows", g.nm, g.nmrows);
+		snprintf(o->line + n, sizeof(o->line) - (size_t)n, "%d metrics, %zu metric rows, %ld KiB",
+		         g.nm, g.nmrows, (size + 1023) / 1024);
 	else
-		printf("%d tensors, %zu stats rows", g.nt, g.nstats);
-	if (!stat(path, &st))
-		printf(", %lld KiB", (long long)(st.st_size + 1023) / 1024);
-	printf("\n");
+		snprintf(o->line + n, sizeof(o->line) - (size_t)n, "%d tensors, %zu stats rows, %ld KiB",
+		         g.nt, g.nstats, (size + 1023) / 1024);
 out:
 	lks_stored_run_release(&g);
+	return rc;
+}
+
+/* The set: every golden written aside, then all renamed in, so that a full disk or a
+   kill while writing leaves the old set whole; only a crash between two renames (a few
+   microseconds) leaves it part new. */
+static int lks_golden_write_all(lks_store *s, const int64_t *ids, int n, const char *db,
+                                const char *dir)
+{
+	struct lks_golden_out *o = calloc((size_t)n + 1, sizeof(*o));
+	int staged = 0, rc = 0;
+
+	if (!o)
+		return lks_err("out of memory");
+	while (staged < n && !(rc = lks_golden_stage_one(s, ids[staged], db, dir, &o[staged])))
+		staged++;
+	for (int i = 0; i < staged; i++)
+		if (rc)
+			lks_atomic_abort(&o[i].a);
+		else if ((rc = lks_atomic_commit(&o[i].a)) == 0)
+			printf("%s\n", o[i].line);
+	free(o);
 	return rc;
 }
 
@@ -379,12 +411,11 @@ int cmd_golden(int argc, char **argv)
 				goto out;
 			}
 		}
-	for (int i = 0; i < nids; i++)
-		if ((open_rc = lks_golden_write_one(store, ids[i], a.db, lks_golden_dir(a.golden))) != 0) {
-			fprintf(stderr, "lockstep: %s\n", lks_errmsg());
-			rc = lks_exit_code(open_rc);
-			goto out;
-		}
+	if ((open_rc = lks_golden_write_all(store, ids, nids, a.db, lks_golden_dir(a.golden))) != 0) {
+		fprintf(stderr, "lockstep: %s\n", lks_errmsg());
+		rc = lks_exit_code(open_rc);
+		goto out;
+	}
 	printf("%d golden file%s written under '%s'\n", nids, nids == 1 ? "" : "s",
 	       lks_golden_dir(a.golden));
 	rc = LKS_EXIT_OK;

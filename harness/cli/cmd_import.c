@@ -147,7 +147,6 @@ static int lks_count_run(void *arg, const lks_run_rec *run)
    log leaves no empty database behind); one that holds a run, whoever stored it, stays. */
 static void lks_import_unmake(lks_store *store, const char *db)
 {
-	char side[4200];
 	long runs = 0;
 
 	if (lks_store_get_runs(store, lks_count_run, &runs) || runs) {
@@ -155,10 +154,7 @@ static void lks_import_unmake(lks_store *store, const char *db)
 		return;
 	}
 	lks_store_close(store);
-	unlink(db);
-	for (int i = 0; i < 2; i++)
-		if ((size_t)snprintf(side, sizeof(side), "%s-%s", db, i ? "shm" : "wal") < sizeof(side))
-			unlink(side);
+	lks_store_unlink(db);
 }
 
 /* ---- progress on a long import ---- */

@@ -19,7 +19,8 @@ static const char lks_prune_usage[] =
 	"\n"
 	"Keeps the latest suites whole. An older suite keeps its runs, step rows (loss, grad\n"
 	"norm, step time), events, checks and verdicts, and loses its per-tensor stat rows, the\n"
-	"bulk of the file, unless it is pinned. A pruned run still diffs, reports and checks on\n"
+	"bulk of the file, and the training states its runs kept ('run --keep-state',\n"
+	"'resume_from'), unless it is pinned. A pruned run still diffs, reports and checks on\n"
 	"loss and grad norm; what it lost is the first divergence by tensor. The rows go a few\n"
 	"thousand per transaction, so other lockstep commands read (and write) the database\n"
 	"meanwhile; then VACUUM gives the space back to the file system (it waits only for\n"
@@ -86,7 +87,9 @@ static int lks_prune_parse(int argc, char **argv, struct lks_prune_args *a)
 		             "suites begun within the last D days are kept whole (with --keep: a\n"
 		             "suite either keeps is kept); the latest suite is kept whole always,\n"
 		             "and so is the latest whose runs all completed (a night killed or\n"
-		             "still running is not what the next one is compared with)"),
+		             "still running is not what the next one is compared with), and one\n"
+		             "whose 'lockstep run' has not ended, until a day after its last run\n"
+		             "or verdict (killed)"),
 		LKS_OPT_CALL("--pin", "ID", lks_prune_pin_opt,
 		             "suite ID keeps its stat rows whatever its age (a release), first"),
 		LKS_OPT_CALL("--unpin", "ID", lks_prune_pin_opt,

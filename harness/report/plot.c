@@ -85,7 +85,7 @@ static int lks_write_file(const char *path, const char *data, size_t len)
 		return lks_err("cannot write '%s': %s", path, strerror(errno));
 	ok = fwrite(data, 1, len, f) == len;
 	ok &= fclose(f) == 0;
-	return ok ? 0 : lks_err("cannot write '%s'", path);
+	return ok ? 0 : lks_err("cannot write '%s': %s", path, strerror(errno));
 }
 
 /* gnuplot's SVG terminal embeds 'with image' as a PNG of one pixel per cell, which a
@@ -168,7 +168,7 @@ static int lks_plot_script(struct lks_report *r, const char *gp, const char *svg
 	lks_gp_string(f, "common_gp = ", common);
 	fputs(vars, f);
 	lks_gp_string(f, "load ", tmpl);
-	return fclose(f) == 0 ? 0 : lks_err("cannot write '%s'", gp);
+	return fclose(f) == 0 ? 0 : lks_err("cannot write '%s': %s", gp, strerror(errno));
 }
 
 /*

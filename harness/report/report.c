@@ -562,6 +562,17 @@ out:
 	return rc;
 }
 
+/* A message naming a file of the folder being written names it where it was to go: the
+   hidden temporary folder is gone with the error. */
+static void lks_report_err_at(const char *tmp, const char *dir)
+{
+	char *m = strdup(lks_errmsg()), *p = m ? strstr(m, tmp) : NULL;
+
+	if (p)
+		lks_err("%.*s%s%s", (int)(p - m), m, dir, p + strlen(tmp));
+	free(m);
+}
+
 int lks_report_write(lks_store *s, int64_t suite_id, const char *dir,
                      const lks_report_opts *o, lks_report_info *info)
 {
@@ -597,9 +608,11 @@ int lks_report_write(lks_store *s, int64_t suite_id, const char *dir,
 	rc = lks_report_body(&r, have);
 out:
 	if (r.html && fclose(r.html) != 0 && rc == 0)
-		rc = lks_err("cannot write '%s/index.html'", dir);
+		rc = lks_err("cannot write '%s/index.html': %s", dir, strerror(errno));
 	if (r.md && fclose(r.md) != 0 && rc == 0)
-		rc = lks_err("cannot write '%s/report.md'", dir);
+		rc = lks_err("cannot write '%s/report.md': %s", dir, strerror(errno));
+	if (rc)
+		lks_report_err_at(a.tmp, dir);
 	lks_atomic_remove(r.tmp);
 	lks_suite_release(&r);
 	if (rc == 0)

@@ -205,7 +205,7 @@ static int lks_tp_tsv(const struct lks_report *r, const struct lks_tp *t)
 				fprintf(f, "\t%.17g", lks_tp_value(t, (enum lks_tp_kind)k, x, j));
 			fputc('\n', f);
 		}
-	return fclose(f) == 0 ? 0 : lks_err("cannot write '%s'", path);
+	return fclose(f) == 0 ? 0 : lks_err("cannot write '%s': %s", path, strerror(errno));
 }
 
 /* The window: the nsuites latest suites up to t->upto that hold a run (one more than are

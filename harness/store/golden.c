@@ -183,9 +183,9 @@ static int lks_mkdirs_for(const char *path)
 	return 0;
 }
 
-int lks_golden_write(lks_stored_run *g, const char *path)
+int lks_golden_stage(lks_stored_run *g, const char *path, lks_atomic *a)
 {
-	lks_atomic a;
+	int e;
 
 	if (!g->status || strcmp(g->status, "complete")) {
 		lks_err("run %lld ('%s' of case '%s') is %s: only a complete run can become golden",
@@ -193,12 +193,30 @@ int lks_golden_write(lks_stored_run *g, const char *path)
 		        g->status && *g->status ? g->status : "of no status");
 		return LKS_E_BAD_INPUT;
 	}
-	if (lks_mkdirs_for(path) || lks_atomic_open(&a, path))
+	if (lks_mkdirs_for(path) || lks_atomic_open(a, path))
 		return -1;
-	if (lks_golden_print(g, a.f)) {
-		lks_atomic_abort(&a);
-		return -1;
+	if (lks_golden_print(g, a->f))
+		goto fail;
+	/* the bytes handed to the file system now, so that a full disk fails here, before
+	   any golden of the set is renamed in */
+	if (fflush(a->f) != 0 || ferror(a->f)) {
+		e = errno;
+		lks_err("cannot write '%s': %s", path, strerror(e));
+		goto fail;
 	}
+	return 0;
+fail:
+	lks_atomic_abort(a);
+	return -1;
+}
+
+int lks_golden_write(lks_stored_run *g, const char *path)
+{
+	lks_atomic a;
+	int rc;
+
+	if ((rc = lks_golden_stage(g, path, &a)) != 0)
+		return rc;
 	return lks_atomic_commit(&a);
 }
 

@@ -50,6 +50,7 @@
 
 #include <stddef.h>
 
+#include "harness/base/atomic_file.h"
 #include "harness/base/status.h"
 #include "harness/store/run.h"
 
@@ -96,6 +97,10 @@ int lks_golden_tolerance_file(const char *path, const char *recipe, double *rtol
    symlink at any other name is never followed. A run whose status is not 'complete' is
    refused (LKS_E_BAD_INPUT, lks_err): its trace may stop anywhere. */
 int lks_golden_write(lks_stored_run *r, const char *path);
+/* lks_golden_write's first half: the temporary beside path written whole into *a, for
+   lks_atomic_commit (or lks_atomic_abort) later, so that a set of goldens is renamed in
+   only once every one of them was written. */
+int lks_golden_stage(lks_stored_run *r, const char *path, lks_atomic *a);
 /* The file at path into r (held whole; status 'complete'), every line checked:
    LKS_E_MISSING when there is no file, LKS_E_BAD_INPUT with "path:line: what" for a
    bad one, -1 for other failures. Release r with lks_stored_run_release, also after a

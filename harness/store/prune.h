@@ -13,6 +13,11 @@
 
 #include "harness/store/trace_store.h"
 
+/* A suite whose writer has not ended is kept while its latest sign of life (it began, a
+   run began or ended, a verdict) is this recent: a night's run or check takes hours, not
+   a day, and a writer killed leaves its suite prunable a day later. */
+#define LKS_PRUNE_ALIVE_DAYS 1.0
+
 /* Stat rows deleted per transaction: a few milliseconds of writing each. */
 #define LKS_PRUNE_BATCH 4000
 
@@ -32,7 +37,8 @@ typedef struct lks_prune_result {
 /* Pins (pin 1) or unpins (0) a suite; fails (LKS_E_BAD_INPUT) when there is none. */
 int lks_store_pin(lks_store *s, int64_t suite_id, int pin);
 /* Removes the stat rows of the suites that o does not keep and that are not pinned, but
-   never of the latest suite holding a run (the next suite is compared with it), and
+   never of the latest suite holding a run (the next suite is compared with it), nor of a
+   suite still being written (LKS_PRUNE_ALIVE_DAYS), and
    marks each such suite pruned, in the transaction that removes its first rows. Stops at
    the first error: what was removed stays removed, every transaction whole, its suite
    marked. */

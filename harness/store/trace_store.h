@@ -103,6 +103,9 @@ int lks_store_open(const char *path, lks_store **out);
    until a writer rolls it back, which a reader may not do: it is refused (-1, its message
    says so). */
 int lks_store_open_readonly(const char *path, lks_store **out);
+/* Removes the database file path and SQLite's files beside it (-wal, -shm, -journal):
+   only for a database that its caller made and nobody else can have open. */
+void lks_store_unlink(const char *path);
 void lks_store_close(lks_store *s);
 /* A read transaction: every read from lks_store_read_begin to lks_store_read_end sees the
    database as the first of them did (one WAL snapshot), whatever other processes commit
@@ -112,6 +115,9 @@ int lks_store_read_begin(lks_store *s);
 void lks_store_read_end(lks_store *s);
 
 int lks_store_begin_suite(lks_store *s, const char *command, int64_t *suite_id);
+/* The suite's writer ends, whatever its verdict: until then prune takes the suite as
+   still being written (prune.h); a writer killed never says so. */
+int lks_store_end_suite(lks_store *s, int64_t suite_id);
 int lks_store_begin_run(lks_store *s, const lks_run_info *info, int64_t *run_id);
 /* The traced tensors of a run, in execution order: seq = index. */
 int lks_store_tensors(lks_store *s, int64_t run_id, const char *const *names,
@@ -186,9 +192,10 @@ int lks_store_end_run(lks_store *s, int64_t run_id, const char *status);
    night). 10: import_blocks (an imported run's records, many to a row). 11:
    tensor_blocks (an imported tensor trace's records, tensor_trace.h). 12: states (a
    run's training state after a step, engine/state.h). 13: screens (a node's screen,
-   'lockstep screen --db'). A file of an earlier version is upgraded when opened: the tables and columns added since are created (a
+   'lockstep screen --db'). 14: suites.finished (when the suite's writer ended). A file
+   of an earlier version is upgraded when opened: the tables and columns added since are created (a
    column NULL in the rows already there), nothing else changes. */
-#define LKS_STORE_SCHEMA_VERSION 13
+#define LKS_STORE_SCHEMA_VERSION 14
 
 typedef struct lks_run_rec {
 	int64_t run_id;

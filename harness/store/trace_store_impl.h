@@ -49,6 +49,7 @@ enum lks_q {
 	LKS_Q_FK_OFF,
 	LKS_Q_FK_ON,
 	LKS_Q_SUITE,
+	LKS_Q_END_SUITE,
 	LKS_Q_RUN,
 	LKS_Q_TENSOR,
 	LKS_Q_STEP,
@@ -137,6 +138,12 @@ extern const char lks_store_sqnr_schema[];
 
 /* NEW: a missing or empty file; OLD: ours, of an earlier schema version; OURS: current. */
 enum lks_store_kind { LKS_FILE_NEW, LKS_FILE_OLD, LKS_FILE_OURS };
+
+/* Why the file system will not let path be opened or written, in words in buf (returned),
+   where SQLite says only "disk I/O error" or "unable to open database file": its file
+   system mounted read-only, a -wal or -shm beside it of another user, or no space left.
+   NULL where none of these is so. */
+const char *lks_store_fs_why(const char *path, char *buf, size_t n);
 
 /* What the file holds, read without writing; refuses (LKS_E_BAD_INPUT) what is not ours
    or of a later version. *version: the file's schema version (0 for a new file). */

@@ -16,10 +16,12 @@
 #define _GNU_SOURCE  /* sync_file_range */
 #include <errno.h>
 #include <fcntl.h>
+#include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include "harness/store/trace_store_impl.h"
@@ -182,6 +184,116 @@ static void lks_store_ckpt_stop(lks_store *s)
 	s->ckpt_running = 0;
 }
 
+/* ---- what the file system says ---- */
+
+/* The folder of path (sqlite3_free). */
+static char *lks_store_dir(const char *path)
+{
+	const char *slash = strrchr(path, '/');
+
+	return !slash ? sqlite3_mprintf(".")
+	       : sqlite3_mprintf("%.*s", slash == path ? 1 : (int)(slash - path), path);
+}
+
+/* A side file of path (-wal, -shm) this user cannot write: a read by another user made it
+   theirs, and SQLite, finding it, opens the file to read only, so that every write fails
+   "attempt to write a readonly database" although the file itself is writable. Removing
+   it is only safe while no process has the database open, which this one cannot know:
+   its owner (or root) must. */
+static const char *lks_store_side_why(const char *path, char *buf, size_t n)
+{
+	static const char *const sides[] = { "-wal", "-shm" };
+
+	for (int i = 0; i < 2; i++) {
+		char *side = sqlite3_mprintf("%s%s", path, sides[i]);
+		struct stat st;
+		const char *why = NULL;
+
+		if (side && stat(side, &st) == 0 && access(side, W_OK) != 0 && errno == EACCES) {
+			struct passwd *pw = getpwuid(st.st_uid);
+
+			snprintf(buf, n, "'%s' belongs to user %s (uid %u), and this user cannot "
+			         "write it (a read by that user left it): as that user or root, remove "
+			         "'%s-wal' and '%s-shm' while no lockstep command uses the database",
+			         side, pw ? pw->pw_name : "?", (unsigned)st.st_uid, path, path);
+			why = buf;
+		}
+		sqlite3_free(side);
+		if (why)
+			return why;
+	}
+	return NULL;
+}
+
+/* Whether the file system holding path is mounted read-only: a writer's SQLite says only
+   "unable to open database file" there. */
+static int lks_store_fs_readonly(const char *path)
+{
+	char *dir = lks_store_dir(path);
+	struct statvfs vfs;
+	int ro = dir && statvfs(dir, &vfs) == 0 && (vfs.f_flag & ST_RDONLY);
+
+	sqlite3_free(dir);
+	return ro;
+}
+
+/* The space left to this user on the file system holding path, in bytes; -1: unknown. */
+static long long lks_store_fs_free(const char *path)
+{
+	char *dir = lks_store_dir(path);
+	struct statvfs vfs;
+	long long n = -1;
+
+	if (dir && statvfs(dir, &vfs) == 0)
+		n = (long long)(geteuid() == 0 ? vfs.f_bfree : vfs.f_bavail) * (long long)vfs.f_frsize;
+	sqlite3_free(dir);
+	return n;
+}
+
+/* Less free than this is a full file system to SQLite: the -shm alone grows by 32 KiB,
+   a page of the log by 16 KiB. */
+#define LKS_STORE_FS_LOW (128 << 10)
+
+const char *lks_store_fs_why(const char *path, char *buf, size_t n)
+{
+	const char *why;
+	long long left;
+
+	if (lks_store_fs_readonly(path))
+		return snprintf(buf, n, "its file system is mounted read-only"), buf;
+	if ((why = lks_store_side_why(path, buf, n)) != NULL)
+		return why;
+	if ((left = lks_store_fs_free(path)) >= 0 && left < LKS_STORE_FS_LOW)
+		return snprintf(buf, n, "no space left on its file system (%lld KiB free)",
+		                left / 1024), buf;
+	return NULL;
+}
+
+void lks_store_unlink(const char *path)
+{
+	static const char *const sides[] = { "-wal", "-shm", "-journal" };
+
+	unlink(path);
+	for (int i = 0; i < 3; i++) {
+		char *side = sqlite3_mprintf("%s%s", path, sides[i]);
+
+		if (side)
+			unlink(side);
+		sqlite3_free(side);
+	}
+}
+
+/* A file this open made and could not give a schema (a full disk): removed while it holds
+   nothing, so that it is not left to be read as "an empty file". One that holds bytes by
+   now is another process's, which made it meanwhile. */
+static void lks_store_unmake(const char *path)
+{
+	struct stat st;
+
+	if (stat(path, &st) == 0 && S_ISREG(st.st_mode) && st.st_size == 0)
+		lks_store_unlink(path);
+}
+
 int lks_store_open(const char *path, lks_store **out)
 {
 	lks_store *s = NULL;
@@ -189,13 +301,21 @@ int lks_store_open(const char *path, lks_store **out)
 	enum lks_store_kind kind;
 	int64_t version;
 	struct stat st;
-	int rc = -1;
+	char why[1024];
+	int rc = -1, found, made;
 
 	*out = NULL;
+	found = stat(path, &st) == 0;
+	made = !found && errno == ENOENT;
 	/* a folder, a FIFO, /dev/null: SQLite's "disk I/O error" (exit 3) said nothing of it */
-	if (stat(path, &st) == 0 && !S_ISREG(st.st_mode))
+	if (found && !S_ISREG(st.st_mode))
 		return lks_err("'%s' is not a lockstep database (not a regular file)", path),
 		       LKS_E_BAD_INPUT;
+	/* what SQLite would find only at the first write, or name as an open that failed */
+	if (lks_store_fs_readonly(path))
+		return lks_err("cannot write '%s': its file system is mounted read-only", path);
+	if (lks_store_side_why(path, why, sizeof(why)))
+		return lks_err("cannot write '%s': %s", path, why);
 	if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE
 	                    | SQLITE_OPEN_NOMUTEX, NULL) != SQLITE_OK) {
 		lks_err("cannot open '%s': %s", path, db ? sqlite3_errmsg(db) : "out of memory");
@@ -229,6 +349,8 @@ int lks_store_open(const char *path, lks_store **out)
 	rc = 0;
 out:
 	sqlite3_close_v2(db);
+	if (rc && made)
+		lks_store_unmake(path);
 	return rc;
 }
 
@@ -300,9 +422,7 @@ static off_t lks_store_side_size(const char *path, const char *suffix)
 /* Whether the folder of path can be written (by this process, on this medium). */
 static int lks_store_dir_writable(const char *path)
 {
-	const char *slash = strrchr(path, '/');
-	char *dir = !slash ? sqlite3_mprintf(".")
-	            : sqlite3_mprintf("%.*s", slash == path ? 1 : (int)(slash - path), path);
+	char *dir = lks_store_dir(path);
 	int ok = dir && access(dir, W_OK) == 0;
 
 	sqlite3_free(dir);

@@ -43,7 +43,10 @@ out:
 /* The runs of the suites to prune, and those suites: read whole before any write, so no
    statement reads while the batches commit. The latest suite is kept, and so is the latest
    whole one (every run complete): night over night compares with it (nightly.c) while the
-   latest is still being written, or was killed. */
+   latest is still being written, or was killed. So is a suite whose writer has not ended
+   (finished NULL) and showed life (the suite, a run begun or ended, a verdict) within
+   ?3 days: its checks read the stat rows still to come, and a writer killed leaves it so
+   for good, to go ?3 days later (as a suite of an older lockstep without the column). */
 static const char lks_prune_pick[] =
 	"SELECT s.suite_id, r.run_id FROM suites s LEFT JOIN runs r USING (suite_id)\n"
 	"WHERE coalesce(s.pinned, 0) = 0\n"
@@ -56,6 +59,13 @@ static const char lks_prune_pick[] =
 	"                                      ORDER BY suite_id DESC LIMIT ?1))\n"
 	"  AND NOT (?2 >= 0 AND s.started >= strftime('%Y-%m-%dT%H:%M:%fZ', 'now',\n"
 	"                                             printf('-%f days', ?2)))\n"
+	"  AND NOT (s.finished IS NULL  -- its writer may still be at it\n"
+	"           AND max(s.started,\n"
+	"                   coalesce((SELECT max(max(a.started, coalesce(a.finished, '')))\n"
+	"                             FROM runs a WHERE a.suite_id = s.suite_id), ''),\n"
+	"                   coalesce((SELECT max(c.time) FROM checks c\n"
+	"                             WHERE c.suite_id = s.suite_id), ''))\n"
+	"               >= strftime('%Y-%m-%dT%H:%M:%fZ', 'now', printf('-%f days', ?3)))\n"
 	"ORDER BY s.suite_id, r.run_id";
 
 struct lks_prune_pair {
@@ -74,6 +84,7 @@ static int lks_prune_list(lks_store *s, const lks_prune_opts *o, struct lks_prun
 		return -1;
 	sqlite3_bind_int(st, 1, o->keep);
 	sqlite3_bind_double(st, 2, o->keep_days);
+	sqlite3_bind_double(st, 3, LKS_PRUNE_ALIVE_DAYS);
 	while ((rc = LKS_SQL(s->db, sqlite3_step(st))) == SQLITE_ROW) {
 		if (*n == cap) {
 			struct lks_prune_pair *p = realloc(*out, sizeof(**out) * (size_t)(cap = cap * 2 + 16));

@@ -308,6 +308,13 @@ static const char lks_schema_v13[] =
 	"	document TEXT NOT NULL          -- the JSON document of 'screen --json'\n"
 	");\n";
 
+/* 14: when the command that wrote a suite ended (lockstep run, check, bench detect),
+   whatever its verdict: a suite without it is still being written, or its writer was
+   killed, and prune leaves it alone while it may still be alive (prune.h). */
+static const lks_schema_column lks_schema_v14[] = {
+	{ "suites", "finished", "TEXT" },          /* ISO 8601 UTC; NULL: not (yet) ended */
+};
+
 /* Part v of the schema: the tables (and their indexes) version v added, and the columns it
    added to tables of earlier versions. A part never changes once released. */
 static const struct lks_schema_part {
@@ -328,6 +335,7 @@ static const struct lks_schema_part {
 	[11] = { lks_schema_v11, NULL, 0 },
 	[12] = { lks_schema_v12, NULL, 0 },
 	[13] = { lks_schema_v13, NULL, 0 },
+	[14] = { NULL, lks_schema_v14, 1 },
 };
 
 /* Gradient SQNR between two runs (harness/verify/sqnr.h): the table is created when first
@@ -386,8 +394,14 @@ int lks_store_inspect(sqlite3 *db, const char *path, enum lks_store_kind *kind,
 	if ((rc & 0xff) == SQLITE_READONLY)  /* a writer's open: its write-ahead files */
 		return lks_err("cannot write '%s': the file or its folder is read-only (%s)", path,
 		               sqlite3_errstr(rc));
-	if (rc)
-		return lks_err("cannot read '%s': %s", path, sqlite3_errstr(rc));
+	if (rc) {  /* "disk I/O error" of a full disk, "unable to open" of read-only media */
+		char buf[1024];
+		const char *why = lks_store_fs_why(path, buf, sizeof(buf));
+
+		return why ? lks_err("cannot %s '%s': %s (%s)", sqlite3_db_readonly(db, "main") == 1
+		                     ? "read" : "write", path, why, sqlite3_errstr(rc))
+		           : lks_err("cannot read '%s': %s", path, sqlite3_errstr(rc));
+	}
 	if (app == 0 && *version == 0 && tables == 0) {
 		*kind = LKS_FILE_NEW;
 		return 0;

@@ -43,6 +43,8 @@ static const char *const lks_store_sql[LKS_Q_COUNT] = {
 	[LKS_Q_FK_OFF] = "PRAGMA foreign_keys = OFF",
 	[LKS_Q_FK_ON] = "PRAGMA foreign_keys = ON",
 	[LKS_Q_SUITE] = "INSERT INTO suites (command) VALUES (?1)",
+	[LKS_Q_END_SUITE] = "UPDATE suites SET finished = strftime('%Y-%m-%dT%H:%M:%fZ', 'now') "
+	                    "WHERE suite_id = ?1",
 	[LKS_Q_RUN] = "INSERT INTO runs (suite_id, case_name, case_path, case_text, run_name, "
 	              "recipe, options, backend, world_size, seed, steps, combo, fingerprint) "
 	              "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",

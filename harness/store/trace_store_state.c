@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "harness/store/prune.h"
 #include "harness/store/trace_store_impl.h"
 #include "kernels/err.h"
 
@@ -25,6 +26,22 @@ int lks_store_put_state(lks_store *s, int64_t run_id, int step, int rank, const 
 	sqlite3_clear_bindings(st);  /* the blob is the caller's */
 	return rc ? lks_err("%s, keeping the state of run %lld after step %d, rank %d",
 	                    lks_errmsg(), (long long)run_id, step, rank) : 0;
+}
+
+/* Why a state is not there: prune removes the states of the suites it prunes, and a
+   user told that the run kept none would look for a mistake of their own. */
+static void lks_state_missing(lks_store *s, int64_t run_id, int step, int rank)
+{
+	int pruned = 0;
+
+	if (!lks_store_run_pruned(s, run_id, &pruned) && pruned)
+		lks_err("run %lld has no state after step %d for rank %d: its suite was pruned "
+		        "('lockstep prune' removes kept states with the stat rows; 'prune --pin' "
+		        "keeps a suite's)", (long long)run_id, step, rank);
+	else
+		lks_err("run %lld kept no state after step %d for rank %d (a run keeps the steps "
+		        "it was asked to: 'resume_from' in a case, 'run --keep-state')",
+		        (long long)run_id, step, rank);
 }
 
 int lks_store_get_state(lks_store *s, int64_t run_id, int step, int rank, void **data,
@@ -51,10 +68,10 @@ int lks_store_get_state(lks_store *s, int64_t run_id, int step, int rank, void *
 		*n = len;
 		rc = 0;
 	} else if (rc == SQLITE_DONE) {
-		rc = (lks_err("run %lld kept no state after step %d for rank %d (a run keeps the "
-		             "steps it was asked to: 'resume_from' in a case, 'run --keep-state')",
-		             (long long)run_id, step, rank), LKS_E_MISSING);
+		rc = LKS_E_MISSING;
 	}
 	sqlite3_reset(st);
+	if (rc == LKS_E_MISSING)
+		lks_state_missing(s, run_id, step, rank);
 	return rc;
 }

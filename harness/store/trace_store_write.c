@@ -32,6 +32,13 @@ int lks_store_begin_suite(lks_store *s, const char *command, int64_t *suite_id)
 	return lks_store_put(s, LKS_Q_SUITE, v, LKS_NVALS(v), suite_id);
 }
 
+int lks_store_end_suite(lks_store *s, int64_t suite_id)
+{
+	const lks_val v[] = { lks_val_int(suite_id) };
+
+	return lks_store_put(s, LKS_Q_END_SUITE, v, LKS_NVALS(v), NULL);
+}
+
 int lks_store_begin_run(lks_store *s, const lks_run_info *info, int64_t *run_id)
 {
 	const lks_val v[] = {

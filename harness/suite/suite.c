@@ -687,6 +687,10 @@ int lks_suite_run(const lks_suite_opts *a, const lks_suite_observer *obs, lks_ch
 	}
 	rc = lks_agree(&s.job, rc, &s.tally);
 out:
+	/* whatever the verdict, the suite is no longer written: prune may take it. Where
+	   this fails (a full disk), prune waits a day, as for a writer killed. */
+	if (s.store && s.suite_id)
+		lks_store_end_suite(s.store, s.suite_id);
 	*t = s.tally;
 	lks_job_end(&s.job);
 	lks_cases_release(cases, ncases);

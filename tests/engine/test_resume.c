@@ -274,5 +274,11 @@ Test(resume, the_command_line_keeps_and_resumes, .timeout = 120)
 	snprintf(args, sizeof(args), "run '%s' --db '%s' --run a --resume-from 1@1", t.path, t.db);
 	cr_assert_eq(lks_run_bin(NULL, args, out, sizeof(out)), 2, "%s", out);
 	cr_assert_not_null(strstr(out, "damaged"), "%s", out);
+	/* prune takes the kept states with the stat rows: the message says so */
+	snprintf(args, sizeof(args), "prune --db '%s' --keep 1", t.db);
+	cr_assert_eq(lks_run_bin(NULL, args, out, sizeof(out)), 0, "%s", out);
+	snprintf(args, sizeof(args), "run '%s' --db '%s' --run a --resume-from 1@3", t.path, t.db);
+	cr_assert_eq(lks_run_bin(NULL, args, out, sizeof(out)), 2, "%s", out);
+	cr_assert_not_null(strstr(out, "its suite was pruned"), "%s", out);
 	tmp_drop(&t);
 }

@@ -241,6 +241,32 @@ Test(report, replaces_only_a_report_folder)
 	teardown(dir);
 }
 
+/* A write that fails says why and names the file where it was to go, not the hidden
+   folder the report is written in (a tmpfs filled to its last byte: root; skipped where
+   mount is refused). */
+Test(report, a_full_disk_is_named_with_the_report_path)
+{
+	char dir[64], path[300], *out;
+
+	setup(dir, sizeof(dir));
+	if (sh("mkdir '%s/full' && mount -t tmpfs -o size=256k tmpfs '%s/full' 2>/dev/null", dir,
+	       dir) != 0) {
+		teardown(dir);
+		cr_skip_test("cannot mount a tmpfs here");
+	}
+	sh("dd if=/dev/zero of='%s/full/filler' bs=1k count=1024 2>/dev/null", dir);
+	cr_expect_eq(sh("PATH=/nonexistent '%s' report --db '%s/t.db' -o '%s/full/rep' > "
+	                "'%s/out' 2>&1", LKS_BIN, dir, dir, dir), 3);
+	snprintf(path, sizeof(path), "%s/out", dir);
+	out = slurp(path);
+	snprintf(path, sizeof(path), "'%s/full/rep/", dir);
+	cr_expect(strstr(out, "No space left on device") && strstr(out, path), "%s", out);
+	cr_expect_null(strstr(out, ".rep.new-"), "%s", out);
+	free(out);
+	cr_assert_eq(sh("umount '%s/full'", dir), 0);
+	teardown(dir);
+}
+
 /* A folder is a report's only by its pages and the plots its report.md shows: a user's SVG
    among them, or an index.html and report.md that lockstep did not write, are refused
    (exit 2) and kept. */

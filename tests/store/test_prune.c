@@ -6,7 +6,8 @@
  * other table's rows, and every row of the kept and pinned suites, counted before and
  * after); every suite still reports, diffs and reads its verdicts back. A reader holding a
  * snapshot is neither blocked nor disturbed meanwhile. --keep-days prunes by age but never
- * the latest suite, nor the latest whole one when the latest was killed, and 'golden update' refuses a pruned run. Bad usage exits 2. LKS_BIN is the
+ * the latest suite, nor the latest whole one when the latest was killed, nor one still
+ * being written, and 'golden update' refuses a pruned run. Bad usage exits 2. LKS_BIN is the
  * path of the built program (tests/store/CMakeLists.txt).
  */
 #include <criterion/criterion.h>
@@ -114,6 +115,17 @@ static void count_kept(sqlite3 *db, int64_t *n)
 		snprintf(sql, sizeof(sql), "SELECT count(*) FROM %s", kept_tables[i]);
 		n[i] = sql_int(db, sql);
 	}
+}
+
+/* SQL on the file, as another program would change it. */
+static void db_exec(const char *path, const char *sql)
+{
+	sqlite3 *db;
+
+	cr_assert_eq(sqlite3_open(path, &db), SQLITE_OK);
+	cr_assert_eq(sqlite3_exec(db, sql, NULL, NULL, NULL), SQLITE_OK, "%s: %s", sql,
+	             sqlite3_errmsg(db));
+	sqlite3_close(db);
 }
 
 static long long size_in(const char *out, const char *word)
@@ -278,16 +290,63 @@ Test(prune, the_latest_whole_suite_is_kept_when_the_latest_was_killed)
 	sqlite3 *db;
 
 	setup(&f, 3);
-	cr_assert_eq(sqlite3_open(f.db, &db), SQLITE_OK);
-	cr_assert_eq(sqlite3_exec(db, "UPDATE runs SET status = 'incomplete' WHERE suite_id = 3 "
-	                              "AND run_name = 'rowwise'", NULL, NULL, NULL), SQLITE_OK);
-	sqlite3_close(db);
+	db_exec(f.db, "UPDATE runs SET status = 'incomplete' WHERE suite_id = 3 AND run_name = "
+	              "'rowwise'");
 	snprintf(args, sizeof(args), "prune --db '%s' --keep 1", f.db);
 	cr_assert_eq(lks_run_bin(NULL, args, out, sizeof(out)), 0, "%s", out);
 	cr_assert_eq(sqlite3_open(f.db, &db), SQLITE_OK);
 	cr_assert_eq(suite_rows(db, "stats", 1), 0, "%s", out);
 	cr_assert_gt(suite_rows(db, "stats", 2), 0, "the latest whole suite pruned: %s", out);
 	cr_assert_gt(suite_rows(db, "stats", 3), 0, "the latest suite pruned: %s", out);
+	sqlite3_close(db);
+	teardown(&f);
+}
+
+/* A suite whose writer has not ended (a 'lockstep run' still training, or checking, with
+   a later suite stored meanwhile) keeps its stat rows: its own checks read them. It stays
+   so while it shows life (it began, a run began or ended, a verdict) within a day; a
+   writer killed leaves it prunable a day after its last sign. */
+static void age_suite(const char *path, const char *what)
+{
+	char sql[512];
+
+	snprintf(sql, sizeof(sql), "UPDATE %s = strftime('%%Y-%%m-%%dT%%H:%%M:%%fZ', 'now', "
+	         "'-2 days') WHERE suite_id = 1", what);
+	db_exec(path, sql);
+}
+
+Test(prune, a_suite_still_being_written_is_kept_until_a_day_without_life)
+{
+	struct fixture f;
+	char args[1024], out[4096];
+	sqlite3 *db;
+
+	setup(&f, 3);
+	cr_assert_eq(sqlite3_open(f.db, &db), SQLITE_OK);
+	/* every run said it ended, whatever its verdict */
+	cr_assert_eq(sql_int(db, "SELECT count(*) FROM suites WHERE finished IS NULL"), 0);
+	sqlite3_close(db);
+	/* suite 1's writer still at it */
+	db_exec(f.db, "UPDATE suites SET finished = NULL WHERE suite_id = 1");
+	snprintf(args, sizeof(args), "prune --db '%s' --keep 1", f.db);
+	cr_assert_eq(lks_run_bin(NULL, args, out, sizeof(out)), 0, "%s", out);
+	cr_assert_not_null(strstr(out, "pruned 1 suite:"), "%s", out);
+	cr_assert_eq(sqlite3_open(f.db, &db), SQLITE_OK);
+	cr_assert_gt(suite_rows(db, "stats", 1), 0, "a suite being written pruned: %s", out);
+	cr_assert_eq(suite_rows(db, "stats", 2), 0, "%s", out);
+	sqlite3_close(db);
+	/* begun two days ago, but its runs began and ended a moment ago: alive */
+	age_suite(f.db, "suites SET started");
+	cr_assert_eq(lks_run_bin(NULL, args, out, sizeof(out)), 0, "%s", out);
+	cr_assert_eq(sqlite3_open(f.db, &db), SQLITE_OK);
+	cr_assert_gt(suite_rows(db, "stats", 1), 0, "a suite being written pruned: %s", out);
+	sqlite3_close(db);
+	/* nothing of it for two days: its writer was killed */
+	age_suite(f.db, "runs SET finished = NULL, started");
+	age_suite(f.db, "checks SET time");
+	cr_assert_eq(lks_run_bin(NULL, args, out, sizeof(out)), 0, "%s", out);
+	cr_assert_eq(sqlite3_open(f.db, &db), SQLITE_OK);
+	cr_assert_eq(suite_rows(db, "stats", 1), 0, "a killed suite kept: %s", out);
 	sqlite3_close(db);
 	teardown(&f);
 }

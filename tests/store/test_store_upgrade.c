@@ -289,6 +289,8 @@ static void make_old_db(const char *path, int version, int64_t *run)
 		raw_exec(path, "DROP TABLE tensor_blocks;");
 	if (version < 13)
 		raw_exec(path, "DROP TABLE screens;");
+	if (version < 14)
+		raw_exec(path, "ALTER TABLE suites DROP COLUMN finished;");
 	if (version < 12)
 		raw_exec(path, "DROP TABLE states;");
 	if (version < 10)
@@ -400,22 +402,6 @@ Test(trace_store, earlier_version_is_upgraded_keeping_everything)
 
 /* ---- opening to read only ---- */
 
-/* A complete run of 2 steps of 10 tensors in a new database at path. */
-static int64_t make_db(const char *path)
-{
-	lks_run_info info = run_info("bf16", 2);
-	lks_store *s;
-	int64_t run;
-
-	cr_assert_eq(lks_store_open(path, &s), 0, "%s", lks_errmsg());
-	cr_assert_eq(lks_store_begin_run(s, &info, &run), 0, "%s", lks_errmsg());
-	put_tensors(s, run, 10);
-	put_steps(s, run, 0, 2, 10);
-	cr_assert_eq(lks_store_end_run(s, run, "complete"), 0, "%s", lks_errmsg());
-	lks_store_close(s);
-	return run;
-}
-
 static int see_nothing_checked(void *arg, const lks_check_rec *r)
 {
 	(void)arg;
@@ -511,6 +497,8 @@ Test(trace_store, readonly_reads_earlier_verdicts_without_parameters)
 		cr_assert_eq(sql_int(s, "SELECT count(*) FROM import_blocks"), 0);  /* 10's */
 		cr_assert_eq(sql_int(s, "SELECT count(*) FROM tensor_blocks"), 0);  /* 11's */
 		cr_assert_eq(sql_int(s, "SELECT count(*) FROM screens"), 0);  /* 13's */
+		cr_assert_eq(sql_int(s, "SELECT count(*) FROM suites WHERE finished IS NOT NULL"),
+		             0);  /* 14's */
 		cr_assert_eq(sql_int(s, "SELECT count(*) FROM steps WHERE mem_peak IS NULL"),
 		             2 * RANKS);
 		check_steps(s, run, 0, 2, 10);
@@ -576,9 +564,9 @@ Test(trace_store, readonly_refuses_what_is_not_ours_untouched)
 	/* ours, but of a later version */
 	path_in_tmp(path, sizeof(path), "future.db");
 	make_db(path);
-	raw_exec(path, "PRAGMA user_version = 14");
+	raw_exec(path, "PRAGMA user_version = 15");
 	before = take(path);
-	expect_refused(path, "version 14");
+	expect_refused(path, "version 15");
 	expect_same_bytes(path, before);
 	free(before.bytes);
 	rm_tmp();

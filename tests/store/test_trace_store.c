@@ -38,7 +38,7 @@ Test(trace_store, creates_schema_with_version)
 	path_in_tmp(path, sizeof(path), "new.db");
 	cr_assert_eq(lks_store_open(path, &s), 0, "%s", lks_errmsg());
 	cr_assert_eq(sql_int(s, "PRAGMA user_version"), LKS_STORE_SCHEMA_VERSION);
-	cr_assert_eq(LKS_STORE_SCHEMA_VERSION, 13);
+	cr_assert_eq(LKS_STORE_SCHEMA_VERSION, 14);
 	cr_assert_neq(sql_int(s, "PRAGMA application_id"), 0);
 	for (size_t i = 0; i < sizeof(tables) / sizeof(tables[0]); i++) {
 		snprintf(sql, sizeof(sql), "SELECT count(*) FROM sqlite_master WHERE type = 'table' "
@@ -214,11 +214,11 @@ Test(trace_store, refuses_other_schema_version)
 	cr_assert_eq(lks_store_begin_run(s, &info, &run), 0, "%s", lks_errmsg());
 	lks_store_close(s);
 	/* as a later lockstep would leave it */
-	raw_exec(path, "PRAGMA user_version = 14");
-	cr_assert_eq(LKS_STORE_SCHEMA_VERSION, 13, "make the version above a later one");
+	raw_exec(path, "PRAGMA user_version = 15");
+	cr_assert_eq(LKS_STORE_SCHEMA_VERSION, 14, "make the version above a later one");
 	before = take(path);
 	cr_assert_eq(lks_store_open(path, &s), LKS_E_BAD_INPUT);
-	cr_assert(strstr(lks_errmsg(), path) && strstr(lks_errmsg(), "version 14"), "%s",
+	cr_assert(strstr(lks_errmsg(), path) && strstr(lks_errmsg(), "version 15"), "%s",
 	          lks_errmsg());
 	expect_unchanged(path, before);
 	rm_tmp();

@@ -148,6 +148,22 @@ Test(golden, cli_update_run_and_corrupt)
 	cr_assert_eq(lockstep(dir, "golden update tiny.ini --db t.db"), 0);
 	cr_assert(out_has(dir, "wrote golden/cpu/tiny/a.tsv"));
 	cr_assert(out_has(dir, "wrote golden/cpu/tiny/bf.tsv"));
+	/* the set is replaced only once every file is written: bf.tsv cannot be (a link to
+	   the full device), so a.tsv, before it in the case, keeps its old bytes */
+	snprintf(path, sizeof(path), "%s/golden/cpu/tiny/a.tsv", dir);
+	put_file(path, "old\n");
+	snprintf(cmd, sizeof(cmd), "cd '%s/golden/cpu/tiny' && mv bf.tsv bf.keep && "
+	         "ln -s /dev/full bf.tsv", dir);
+	cr_assert_eq(system(cmd), 0);
+	cr_assert_eq(lockstep(dir, "golden update tiny.ini --db t.db"), 3);
+	cr_assert(out_has(dir, "No space left on device"));
+	text_read(&t, path);
+	cr_assert(t.n == 1 && !strcmp(t.line[0], "old\n"), "a.tsv replaced alone");
+	text_free(&t);
+	snprintf(cmd, sizeof(cmd), "cd '%s/golden/cpu/tiny' && rm bf.tsv && mv bf.keep bf.tsv",
+	         dir);
+	cr_assert_eq(system(cmd), 0);
+	cr_assert_eq(lockstep(dir, "golden update tiny.ini --db t.db"), 0);
 	cr_assert_eq(lockstep(dir, "run tiny.ini --db t.db --quiet"), 0);
 	cr_assert(out_has(dir, "2 checks: 2 passed, 0 failed"));
 	/* --golden elsewhere: missing there, and the hint names the folder */
