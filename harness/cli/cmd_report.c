@@ -108,6 +108,9 @@ int cmd_report(int argc, char **argv)
 			printf("incomplete: %d case%s with a run not complete or no check verdict "
 			       "stored (see the report's summary)\n", info.nincomplete,
 			       info.nincomplete > 1 ? "s" : "");
+		if (info.stopped)
+			printf("incomplete: the command stopped before the suite's end (exit %d): the "
+			       "cases after it were not run\n", info.stopped);
 		if (info.screen_id && info.screen_not_passed >= 0)
 			printf("node screen %lld: %d of %d devices did not pass\n",
 			       (long long)info.screen_id, info.screen_not_passed, info.screen_devices);

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "harness/base/atomic_file.h"
+#include "harness/store/report_query.h"
 #include "kernels/err.h"
 
 struct lks_junit {
@@ -156,6 +157,23 @@ static int lks_junit_run(void *arg, const lks_run_rec *r)
 	return 0;
 }
 
+/* A suite whose command stopped before its end (bad input in a case, an import that
+   failed): an error, so that the cases it never reached do not read as a pass. */
+static int lks_junit_stopped(void *arg, const lks_suite_rec *rec)
+{
+	struct lks_junit *j = arg;
+
+	if (!rec->stopped)
+		return 0;
+	j->tests++;
+	j->errors++;
+	fprintf(j->f, "    <testcase classname=\"suite\" name=\"stopped\">\n      <error "
+	        "type=\"suite stopped\" message=\"the command stopped before the suite's end "
+	        "(exit %d, see its output): cases after it were not run\"/>\n    </testcase>\n",
+	        rec->stopped);
+	return 0;
+}
+
 int lks_junit_write(lks_store *s, int64_t suite_id, const char *path, int same_fp_fails)
 {
 	struct lks_junit j = { .suite = suite_id, .same_fp_fails = same_fp_fails };
@@ -169,7 +187,8 @@ int lks_junit_write(lks_store *s, int64_t suite_id, const char *path, int same_f
 	}
 	/* the counts go in the opening tag, so the test cases are written aside first */
 	j.f = body;
-	if (lks_store_get_runs(s, lks_junit_run, &j)
+	if (lks_store_get_suite(s, suite_id, lks_junit_stopped, &j)
+	    || lks_store_get_runs(s, lks_junit_run, &j)
 	    || lks_store_get_checks(s, suite_id, lks_junit_case, &j)
 	    || lks_store_get_nightly(s, suite_id, lks_junit_night, &j) || lks_atomic_open(&a, path))
 		goto out;

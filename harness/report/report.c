@@ -281,6 +281,7 @@ static int lks_case_section(struct lks_report *r, const char *case_name, int hav
 /* The suite's command line and start, as the page's first line says them. */
 struct lks_suite_line {
 	char cmd[1024], started[64];
+	int stopped;
 };
 
 static int lks_suite_line_fill(void *arg, const lks_suite_rec *rec)
@@ -289,12 +290,13 @@ static int lks_suite_line_fill(void *arg, const lks_suite_rec *rec)
 
 	snprintf(l->cmd, sizeof(l->cmd), "%s", rec->command);
 	snprintf(l->started, sizeof(l->started), "%s", rec->started);
+	l->stopped = rec->stopped;
 	return 0;
 }
 
 static int lks_suite_header(struct lks_report *r, char *title, size_t size)
 {
-	struct lks_suite_line l = { "", "" };
+	struct lks_suite_line l = { "", "", 0 };
 	char line[1200];
 
 	if (lks_store_get_suite(r->s, r->suite, lks_suite_line_fill, &l))
@@ -304,6 +306,7 @@ static int lks_suite_header(struct lks_report *r, char *title, size_t size)
 		return -1;
 	snprintf(line, sizeof(line), "command: %s — started %s", l.cmd, l.started);
 	lks_para(r, 0, line);
+	r->info->stopped = l.stopped;
 	return 0;
 }
 
@@ -371,6 +374,10 @@ static int lks_overview(struct lks_report *r, const char **cases, int ncases)
 		lks_row(r, nf || inc || ng ? "bad" : NULL, cells, vcls, 6);
 	}
 	lks_table_end(r);
+	if (r->info->stopped)  /* what it never reached is in no row: the suite is incomplete */
+		fprintf(why.f, "%sThe command stopped before the suite's end (exit %d, see its "
+		        "output): the cases after it were not run.", ftell(why.f) ? " " : "",
+		        r->info->stopped);
 	if (!(text = lks_text_done(&why))) {
 		lks_text_free(&why);
 		return lks_err("out of memory");
@@ -531,7 +538,7 @@ static int lks_screen_page(struct lks_report *r)
 
 static int lks_report_body(struct lks_report *r, int have_gnuplot)
 {
-	struct lks_suite_line next = { "", "" };
+	struct lks_suite_line next = { "", "", 0 };
 	const char **cases = NULL;
 	char title[1200];
 	int ncases = 0, rc = -1;

@@ -36,6 +36,8 @@ typedef struct lks_report_info {
 	int ncases, nchecks, nfailed;
 	int nincomplete;          /* cases with a run not complete, or declared checks and no
 	                             verdict stored (the suite stopped before them) */
+	int stopped;              /* the exit code the suite's command stopped with before its
+	                             end (bad input in a case, an import that failed); 0 */
 	int ngpu_findings;        /* GPU health findings during the suite's runs (gpu.c) */
 	int nplanted, ncaught;    /* checks proving a planted fault (expect = fail) that were
 	                             evaluated; caught exactly where planted */

@@ -29,6 +29,7 @@ static int lks_row_suite(sqlite3_stmt *st, void *ctx)
 		.suite_id = sqlite3_column_int64(st, 0),
 		.command = lks_column_text(st, 1),
 		.started = lks_column_text(st, 2),
+		.stopped = sqlite3_column_int(st, 3),
 	};
 
 	return q->fn.suite(q->arg, &rec);

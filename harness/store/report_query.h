@@ -17,6 +17,7 @@ typedef struct lks_suite_rec {
 	int64_t suite_id;
 	const char *command;      /* the command line that stored the suite */
 	const char *started;      /* ISO 8601 UTC */
+	int stopped;              /* the exit code its writer stopped with before its end; 0 */
 } lks_suite_rec;
 
 /* The suite suite_id: fn is called once, or not at all when there is no such suite. */

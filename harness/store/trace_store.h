@@ -116,8 +116,10 @@ void lks_store_read_end(lks_store *s);
 
 int lks_store_begin_suite(lks_store *s, const char *command, int64_t *suite_id);
 /* The suite's writer ends, whatever its verdict: until then prune takes the suite as
-   still being written (prune.h); a writer killed never says so. */
-int lks_store_end_suite(lks_store *s, int64_t suite_id);
+   still being written (prune.h); a writer killed never says so. stopped: the exit code it
+   ended with before the suite's end (bad input in a case, an import that failed: the cases
+   after it not run), 0 where it reached its end. */
+int lks_store_end_suite(lks_store *s, int64_t suite_id, int stopped);
 int lks_store_begin_run(lks_store *s, const lks_run_info *info, int64_t *run_id);
 /* The traced tensors of a run, in execution order: seq = index. */
 int lks_store_tensors(lks_store *s, int64_t run_id, const char *const *names,
@@ -192,7 +194,7 @@ int lks_store_end_run(lks_store *s, int64_t run_id, const char *status);
    night). 10: import_blocks (an imported run's records, many to a row). 11:
    tensor_blocks (an imported tensor trace's records, tensor_trace.h). 12: states (a
    run's training state after a step, engine/state.h). 13: screens (a node's screen,
-   'lockstep screen --db'). 14: suites.finished (when the suite's writer ended). A file
+   'lockstep screen --db'). 14: suites.finished (when the suite's writer ended) and suites.stopped. A file
    of an earlier version is upgraded when opened: the tables and columns added since are created (a
    column NULL in the rows already there), nothing else changes. */
 #define LKS_STORE_SCHEMA_VERSION 14

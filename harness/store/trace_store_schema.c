@@ -313,6 +313,8 @@ static const char lks_schema_v13[] =
    killed, and prune leaves it alone while it may still be alive (prune.h). */
 static const lks_schema_column lks_schema_v14[] = {
 	{ "suites", "finished", "TEXT" },          /* ISO 8601 UTC; NULL: not (yet) ended */
+	{ "suites", "stopped", "INTEGER" },        /* the exit code of a writer that stopped
+	                                              before the suite's end; NULL: none */
 };
 
 /* Part v of the schema: the tables (and their indexes) version v added, and the columns it
@@ -335,7 +337,7 @@ static const struct lks_schema_part {
 	[11] = { lks_schema_v11, NULL, 0 },
 	[12] = { lks_schema_v12, NULL, 0 },
 	[13] = { lks_schema_v13, NULL, 0 },
-	[14] = { NULL, lks_schema_v14, 1 },
+	[14] = { NULL, lks_schema_v14, 2 },
 };
 
 /* Gradient SQNR between two runs (harness/verify/sqnr.h): the table is created when first

@@ -43,8 +43,8 @@ static const char *const lks_store_sql[LKS_Q_COUNT] = {
 	[LKS_Q_FK_OFF] = "PRAGMA foreign_keys = OFF",
 	[LKS_Q_FK_ON] = "PRAGMA foreign_keys = ON",
 	[LKS_Q_SUITE] = "INSERT INTO suites (command) VALUES (?1)",
-	[LKS_Q_END_SUITE] = "UPDATE suites SET finished = strftime('%Y-%m-%dT%H:%M:%fZ', 'now') "
-	                    "WHERE suite_id = ?1",
+	[LKS_Q_END_SUITE] = "UPDATE suites SET finished = strftime('%Y-%m-%dT%H:%M:%fZ', 'now'), "
+	                    "stopped = ?2 WHERE suite_id = ?1",
 	[LKS_Q_RUN] = "INSERT INTO runs (suite_id, case_name, case_path, case_text, run_name, "
 	              "recipe, options, backend, world_size, seed, steps, combo, fingerprint) "
 	              "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
@@ -109,7 +109,8 @@ static const char *const lks_store_sql[LKS_Q_COUNT] = {
 	[LKS_Q_LAST_SUITE] = "SELECT coalesce(max(suite_id), 0) FROM suites",
 	[LKS_Q_COMBO_SUITE] = "SELECT coalesce(max(suite_id), 0) FROM runs "
 	                      "WHERE combo = ?1 AND suite_id > ?2",
-	[LKS_Q_GET_SUITE] = "SELECT suite_id, command, started FROM suites WHERE suite_id = ?1",
+	[LKS_Q_GET_SUITE] = "SELECT suite_id, command, started, stopped FROM suites "
+	                    "WHERE suite_id = ?1",
 	/* per run of case ?1 in the ?3 latest suites up to ?2 that ran it: its steps, the mean
 	   loss over the ranks of its last step, its mean step time (report_query.h) */
 	[LKS_Q_GET_TREND] = "SELECT r.run_id, r.suite_id, r.run_name, r.status,"

@@ -32,9 +32,9 @@ int lks_store_begin_suite(lks_store *s, const char *command, int64_t *suite_id)
 	return lks_store_put(s, LKS_Q_SUITE, v, LKS_NVALS(v), suite_id);
 }
 
-int lks_store_end_suite(lks_store *s, int64_t suite_id)
+int lks_store_end_suite(lks_store *s, int64_t suite_id, int stopped)
 {
-	const lks_val v[] = { lks_val_int(suite_id) };
+	const lks_val v[] = { lks_val_int(suite_id), stopped ? lks_val_int(stopped) : lks_val_null() };
 
 	return lks_store_put(s, LKS_Q_END_SUITE, v, LKS_NVALS(v), NULL);
 }

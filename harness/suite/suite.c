@@ -629,7 +629,7 @@ int lks_suite_run(const lks_suite_opts *a, const lks_suite_observer *obs, lks_ch
 {
 	struct lks_suite s = { .a = a, .obs = obs, .job = { .root = 1 } };
 	lks_case *cases = NULL;
-	int ncases = 0, rc;
+	int ncases = 0, rc, ended = 0;
 
 	memset(t, 0, sizeof(*t));
 	s.copts = (lks_check_opts){ .golden_dir = lks_golden_dir(a->golden), .db = a->db };
@@ -659,11 +659,17 @@ int lks_suite_run(const lks_suite_opts *a, const lks_suite_observer *obs, lks_ch
 		rc = LKS_EXIT_INFRA;
 	}
 	rc = lks_agree(&s.job, rc, &s.tally);
+	ended = 1;
 out:
 	/* whatever the verdict, the suite is no longer written: prune may take it. Where
-	   this fails (a full disk), prune waits a day, as for a writer killed. */
-	if (s.store && s.suite_id)
-		lks_store_end_suite(s.store, s.suite_id);
+	   this fails (a full disk), prune waits a day, as for a writer killed. A suite that
+	   stopped before its end (bad input in a case, an import that failed) says so, and
+	   the JUnit file holds what it stored and that it stopped. */
+	if (s.store && s.suite_id) {
+		lks_store_end_suite(s.store, s.suite_id, ended ? 0 : rc ? rc : LKS_EXIT_INFRA);
+		if (!ended && s.job.root && obs->on_stored)
+			obs->on_stored(obs->arg, s.store, s.suite_id);
+	}
 	*t = s.tally;
 	lks_job_end(&s.job);
 	lks_cases_release(cases, ncases);

@@ -86,6 +86,36 @@ Test(report_verdicts, a_killed_or_failed_suite_is_incomplete, .timeout = 120)
 	teardown(dir);
 }
 
+/* A suite whose command stopped before its end (bad input: an import's log cut short) is
+   incomplete in the report, and the JUnit file is written with what was stored and an
+   error saying it stopped: the case after it was never run, and it read as a pass. */
+Test(report_verdicts, a_stopped_suite_is_incomplete_and_its_junit_written, .timeout = 120)
+{
+	char dir[64], path[300], *out, *md, *html, *xml;
+	static const char *const ok = "[case]\nworld_size = 1\n[run r]\nimport = jsonl:good.jsonl\n"
+	                              "[check f]\nkind = finite\na = r\n";
+
+	setup(dir, sizeof(dir));
+	cr_assert_eq(sh("mkdir '%1$s/s' && cd '%1$s/s' && printf '%%s\\n' '{\"step\":1,\"loss\":1.0}' "
+	                "> good.jsonl && printf '%%s\\n' '{\"step\":1,\"loss\":1.0}' "
+	                "'{\"step\":2,\"loss\":0.9' > bad.jsonl && printf '%2$s' > a_ok.ini && "
+	                "printf '%2$s' > c_ok.ini && sed 's/good/bad/' a_ok.ini > b_bad.ini", dir, ok),
+	             0);
+	cr_assert_eq(sh("'%1$s' run '%2$s/s' --db '%2$s/t.db' --junit '%2$s/j.xml' --quiet "
+	                "> /dev/null 2>&1; test $? -eq 2", LKS_BIN, dir), 0);
+	report(dir, "", &out, &md, &html);
+	cr_expect_not_null(strstr(md, "The command stopped before the suite's end (exit 2, see "
+	                              "its output): the cases after it were not run."), "%s", md);
+	cr_expect_not_null(strstr(out, "incomplete: the command stopped"), "%s", out);
+	snprintf(path, sizeof(path), "%s/j.xml", dir);
+	cr_assert_not_null(xml = slurp(path), "no JUnit file for a suite that stopped");
+	cr_expect_not_null(strstr(xml, "errors=\"1\""), "%s", xml);
+	cr_expect_not_null(strstr(xml, "<testcase classname=\"a_ok\" name=\"f\">"), "%s", xml);
+	free(xml);
+	report_free(out, md, html);
+	teardown(dir);
+}
+
 Test(report_verdicts, a_skipped_planted_fault_is_not_missed, .timeout = 120)
 {
 	char dir[64], *out, *md, *html;
