@@ -380,20 +380,37 @@ int lks_fault_fits_mesh(const lks_fault *f, const lks_run_cfg *r)
 	return 0;
 }
 
-/* bitflip_allreduce: its element within the model's parameters */
+/* bitflip_allreduce(_out): its element a place of the flat gradient that a parameter's
+   gradient holds, not the padding that starts each tensor at a multiple of 16 floats (no
+   parameter's gradient: only the norm, summed over the whole vector, would see a flip) */
 static int lks_fault_fits_params(const lks_fault *f, const lks_model_cfg *cfg)
 {
+	size_t i = (size_t)f->element, n = 0;
 	lks_model m;
-	size_t n;
+	int k, pad, rc = 0;
 
 	if (lks_model_init(&m, cfg))
 		return -1;
-	n = m.nparams;
+	for (k = 0; k < m.nt; k++)
+		n += m.t[k].n;
+	k = lks_model_param_at(&m, i, &pad);
+	if (i >= m.nparams)
+		rc = lks_err("inject: element %lld is out of range: the flat gradient has %zu places, "
+		             "its %zu parameters' and the padding that starts each tensor at a "
+		             "multiple of 16 floats", (long long)f->element, m.nparams, n);
+	else if (pad) {
+		char next[128] = ", the last tensor";
+
+		if (k + 1 < m.nt)
+			snprintf(next, sizeof(next), " and '%s' (from %zu)", m.t[k + 1].name,
+			         m.t[k + 1].off);
+		rc = lks_err("inject: element %lld lies in the padding %s '%s' (places %zu to %zu)%s, "
+		             "which holds no parameter's gradient", (long long)f->element,
+		             k + 1 < m.nt ? "between" : "after", m.t[k].name, m.t[k].off,
+		             m.t[k].off + m.t[k].n - 1, next);
+	}
 	lks_model_release(&m);
-	if ((uint64_t)f->element >= n)
-		return lks_err("inject: element %lld is out of range: the gradient has %zu elements",
-		               (long long)f->element, n);
-	return 0;
+	return rc;
 }
 
 int lks_fault_fits_model(const lks_fault *f, const lks_model_cfg *m, long long tokens)

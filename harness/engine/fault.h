@@ -109,8 +109,10 @@ struct lks_run_cfg;
 int lks_fault_fits_mesh(const lks_fault *f, const struct lks_run_cfg *r);
 
 /* bitflip and nan: whether the tensor is one that a rank of model m traces as floats, and
-   the element inside it (tokens: a rank's batch x seq); an error (lks_err) says why not: an
-   FP8 operand, a name the model does not have, an element past the end. */
+   the element inside it (tokens: a rank's batch x seq); bitflip_allreduce(_out): whether a
+   parameter's gradient holds the element; an error (lks_err) says why not: an FP8 operand,
+   a name the model does not have, an element past the end or in the padding between
+   tensors. */
 struct lks_model_cfg;
 int lks_fault_fits_model(const lks_fault *f, const struct lks_model_cfg *m, long long tokens);
 

@@ -66,6 +66,10 @@ typedef struct lks_model {
 
 int lks_model_init(lks_model *m, const lks_model_cfg *cfg);
 void lks_model_release(lks_model *m);
+/* Place i of the flat vector (model_tensors.c): the index in m->t of the parameter tensor
+   that holds it, *pad 0; or, *pad 1, of the last one before it, i lying in the padding
+   that starts each tensor at a multiple of 16 floats or past the vector's end. */
+int lks_model_param_at(const lks_model *m, size_t i, int *pad);
 /* The trace's name of linear layer k of a block (model_tensors.c): "mlp.up", "mlp.down", and
    with attention "attn.qkv", "attn.proj" first. */
 const char *lks_model_linear_name(const lks_model_cfg *cfg, int k);

@@ -2,7 +2,8 @@
  * model_tensors.c: the names of the tensors a rank of the model traces (see model.h,
  * lks_model_tensor): activations and their gradients, the parameters and their gradients,
  * and the FP8 operands of each block's GEMMs, with their sizes, so that a case's checks and
- * planted faults are checked against them when the case is read, before anything trains.
+ * planted faults are checked against them when the case is read, before anything trains;
+ * and what holds a place of the flat parameter vector (a tensor, or padding).
  */
 #include "harness/engine/model.h"
 
@@ -145,6 +146,16 @@ int lks_model_tensor_each(const lks_model_cfg *cfg, int (*fn)(void *arg, const c
 	}
 	lks_model_release(&m);
 	return rc;
+}
+
+int lks_model_param_at(const lks_model *m, size_t i, int *pad)
+{
+	int k = m->nt - 1;
+
+	while (k > 0 && m->t[k].off > i)  /* in the vector's order; t[0] at 0 */
+		k--;
+	*pad = i >= m->t[k].off + m->t[k].n;
+	return k;
 }
 
 /* What a parameter's name may be followed by in the trace: its gradient, and with

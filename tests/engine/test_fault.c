@@ -287,6 +287,19 @@ Test(fault, tensor_and_element_checked_when_the_case_is_read)
 		  ":12: run 'a': inject: element 128 is out of range: 'head.weight.grad' has 128" },
 		{ "recipe = bf16\n", "nan step=1 rank=0 tensor=blocks.0.norm.weight element=8",
 		  ":12: run 'a': inject: element 8 is out of range: 'blocks.0.norm.weight' has 8" },
+		/* the flat gradient: embed 0-127, blocks.0.norm 128-135, its padding to 144, up
+		   144-271, down 272-399, final_norm 400-407, padding, head 416-543 */
+		{ "recipe = bf16\n", "bitflip_allreduce step=1 rank=1 element=140 bit=30",
+		  ":12: run 'a': inject: element 140 lies in the padding between "
+		  "'blocks.0.norm.weight' (places 128 to 135) and 'blocks.0.mlp.up.weight' (from "
+		  "144), which holds no parameter's gradient" },
+		{ "recipe = bf16\n", "bitflip_allreduce_out step=1 rank=0 element=408 bit=30",
+		  ":12: run 'a': inject: element 408 lies in the padding between "
+		  "'final_norm.weight' (places 400 to 407) and 'head.weight' (from 416)" },
+		{ "recipe = bf16\n", "bitflip_allreduce step=1 rank=0 element=544 bit=3",
+		  ":12: run 'a': inject: element 544 is out of range: the flat gradient has 544 "
+		  "places, its 528 parameters' and the padding that starts each tensor at a "
+		  "multiple of 16 floats" },
 	};
 	static const struct { const char *keys, *inject; } ok[] = {
 		{ "recipe = bf16\n", "bitflip step=1 rank=0 tensor=blocks.0.mlp.up.out element=63 bit=3" },
@@ -295,6 +308,9 @@ Test(fault, tensor_and_element_checked_when_the_case_is_read)
 		{ "recipe = bf16\n", "nan step=1 rank=0 tensor=blocks.0.norm.weight element=7" },
 		{ "recipe = fp8_rowwise\ncheckpoint = blocks\n", "nan step=1 rank=1 tensor=head.logits.grad" },
 		{ "recipe = fp8_rowwise\n", "skip_allreduce step=1 rank=1" },
+		{ "recipe = bf16\n", "bitflip_allreduce step=1 rank=1 element=135 bit=30" },
+		{ "recipe = bf16\n", "bitflip_allreduce_out step=1 rank=1 element=144 bit=30" },
+		{ "recipe = bf16\n", "bitflip_allreduce step=1 rank=1 element=543 bit=30" },
 	};
 	char path[] = "/tmp/lks_fault_model_XXXXXX";
 	int fd = mkstemp(path);
