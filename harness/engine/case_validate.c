@@ -309,7 +309,7 @@ int lks_run_fault_fits(const lks_case *c, const lks_run_cfg *r, const lks_fault 
 {
 	if (lks_fault_fits(f, r->recipe, r->checkpoint, r->world_size, c->steps))
 		return -1;
-	return lks_fault_fits_model(f, &c->model, lks_case_run_tokens(c, r));
+	return lks_fault_fits_model(f, r, &c->model, lks_case_run_tokens(c, r));
 }
 
 /* The machine's memory in bytes; 0 when it cannot be told. */

@@ -108,13 +108,15 @@ int lks_fault_fits(const lks_fault *f, int recipe, int checkpoint, int world_siz
 struct lks_run_cfg;
 int lks_fault_fits_mesh(const lks_fault *f, const struct lks_run_cfg *r);
 
-/* bitflip and nan: whether the tensor is one that a rank of model m traces as floats, and
-   the element inside it (tokens: a rank's batch x seq); bitflip_allreduce(_out): whether a
-   parameter's gradient holds the element; an error (lks_err) says why not: an FP8 operand,
-   a name the model does not have, an element past the end or in the padding between
-   tensors. */
+/* Whether the fault acts in run r of model m: bitflip and nan, whether the tensor is one
+   that a rank traces as floats, and the element inside it (tokens: a rank's batch x seq);
+   bitflip_allreduce(_out), whether a parameter's gradient holds the element, and
+   rs_drop_tail in an FSDP run, one of the places it drops; an error (lks_err) says why not:
+   an FP8 operand, a name the model does not have, an element past the end, places that
+   are padding between tensors or after the last. */
 struct lks_model_cfg;
-int lks_fault_fits_model(const lks_fault *f, const struct lks_model_cfg *m, long long tokens);
+int lks_fault_fits_model(const lks_fault *f, const struct lks_run_cfg *r,
+                         const struct lks_model_cfg *m, long long tokens);
 
 /* bitflip and nan: applied to x (n floats, traced as name) when the fault aims at this
    step, rank and tensor; returns 1 when applied, 0 when not aimed here, -1 (lks_err) when

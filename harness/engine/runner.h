@@ -118,4 +118,11 @@ int lks_devices_check(const lks_rank_device *d, int W, char *why, size_t n);
    (lks_err) when out of memory. */
 double lks_run_bytes(const lks_case *c, const lks_run_cfg *run);
 
+/* FSDP's shards of the flat vector of n floats over an fsdp group of fsdp ranks
+   (runner_fsdp.c): S floats each, n / fsdp rounded up to a multiple of 16, the vector
+   padded to fsdp x S; and the shard that rank of run holds (the mesh dp x fsdp x tp, tp
+   innermost). */
+size_t lks_fsdp_shard_size(size_t n, int fsdp);
+int lks_fsdp_shard_of(const lks_run_cfg *run, int rank);
+
 #endif

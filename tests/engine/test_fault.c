@@ -239,21 +239,28 @@ Test(fault, case_file_errors_name_the_run_line)
 	unlink(path);
 }
 
-/* The fault in the run of a small case: "" when it loads, else the message. */
-static const char *load_fault(const char *path, const char *run_keys, const char *inject)
+/* A case of text at path: "" when it loads, else the message. */
+static const char *load_text(const char *path, const char *text)
 {
 	static char msg[1024];
-	char text[1024];
 	lks_case c;
 
-	snprintf(text, sizeof(text), "[case]\nsteps = 4\nworld_size = 2\n[model]\nvocab = 16\n"
-	         "hidden = 8\nffn = 16\nlayers = 1\nseq = 4\nbatch = 1\n\n[run a]\n%sinject = %s\n",
-	         run_keys, inject);
 	write_file(path, text);
 	if (lks_case_load(path, NULL, 0, &c))
 		return snprintf(msg, sizeof(msg), "%s", lks_errmsg()), msg;
 	lks_case_release(&c);
 	return "";
+}
+
+/* The fault in the run of a small case: "" when it loads, else the message. */
+static const char *load_fault(const char *path, const char *run_keys, const char *inject)
+{
+	char text[1024];
+
+	snprintf(text, sizeof(text), "[case]\nsteps = 4\nworld_size = 2\n[model]\nvocab = 16\n"
+	         "hidden = 8\nffn = 16\nlayers = 1\nseq = 4\nbatch = 1\n\n[run a]\n%sinject = %s\n",
+	         run_keys, inject);
+	return load_text(path, text);
 }
 
 /* A bitflip or NaN aimed where it cannot act is bad input when the case is read (exit 2,
@@ -326,6 +333,61 @@ Test(fault, tensor_and_element_checked_when_the_case_is_read)
 	}
 	for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++)
 		cr_assert_str_eq(load_fault(path, ok[i].keys, ok[i].inject), "", "%s", ok[i].inject);
+	unlink(path);
+}
+
+/* A fault that could never act is refused when the case is read (file:line of the run), as
+   one aimed past the model is: where the tail rs_drop_tail drops from a shard is padding.
+   The model's flat vector (layers = 2): embed 0-127, blocks.0.norm 128-135, padding to 144,
+   up 144-271, down 272-399, blocks.1.norm 400-407, padding to 416, up 416-543, down
+   544-671, final_norm 672-679, padding to 688, head 688-815, 816 places; fsdp = 2: shards
+   of 416, the second's last 16 places padding past the vector's end. */
+#define NEVER_CASE(ws) "[case]\nsteps = 4\nworld_size = " #ws "\n[model]\nvocab = 16\n" \
+	"hidden = 8\nffn = 16\nlayers = 2\nseq = 4\nbatch = 1\n[run a]\nrecipe = bf16\n"
+Test(fault, a_fault_that_never_acts_is_refused_when_the_case_is_read)
+{
+	static const struct { const char *text, *why; } t[] = {
+		{ NEVER_CASE(2) "fsdp = 2\ninject = rs_drop_tail step=1 rank=1\n",
+		  ":11: run 'a': inject: rs_drop_tail drops the last 1 place of rank 1's shard (to 831 "
+		  "of the flat gradient), padding after 'head.weight', no parameter's: count=17 is "
+		  "the smallest that reaches one on that rank" },
+		{ NEVER_CASE(2) "fsdp = 2\ninject = rs_drop_tail step=1 rank=0 count=8\n",
+		  ":11: run 'a': inject: rs_drop_tail drops the last 8 places of rank 0's shard (to "
+		  "415 of the flat gradient), padding after 'blocks.1.norm.weight', no parameter's: "
+		  "count=9 is" },
+		/* HSDP: rank 3 holds shard 1 of its fsdp group; under tp rank 2 (shard 2 / 2 % 2) */
+		{ NEVER_CASE(4) "fsdp = 2\ninject = rs_drop_tail step=1 rank=3 count=16\n",
+		  ":11: run 'a': inject: rs_drop_tail drops the last 16 places of rank 3's shard" },
+		{ NEVER_CASE(4) "fsdp = 2\ntp = 2\ninject = rs_drop_tail step=1 rank=2\n",
+		  ":11: run 'a': inject: rs_drop_tail drops the last 1 place of rank 2's shard (to 831" },
+		/* 16 shards of 64: the last three past the vector's end */
+		{ NEVER_CASE(16) "fsdp = 16\ninject = rs_drop_tail step=1 rank=13 count=64\n",
+		  ":11: run 'a': inject: rank 13's shard (places 832 to 895 of the flat gradient) is "
+		  "all padding, no parameter's: rs_drop_tail never acts there" },
+	};
+	static const char *const ok[] = {
+		NEVER_CASE(2) "fsdp = 2\ninject = rs_drop_tail step=1 rank=1 count=17\n",
+		NEVER_CASE(2) "fsdp = 2\ninject = rs_drop_tail step=1 rank=0 count=9\n",
+		NEVER_CASE(4) "fsdp = 2\ninject = rs_drop_tail step=1 rank=2 count=9\n",
+		NEVER_CASE(4) "fsdp = 2\ntp = 2\ninject = rs_drop_tail step=1 rank=1 count=9\n",
+		NEVER_CASE(16) "fsdp = 16\ninject = rs_drop_tail step=1 rank=12 count=17\n",
+		/* sequence parallel's rows are no padded vector */
+		NEVER_CASE(2) "tp = 2\nsequence_parallel = on\ninject = rs_drop_tail step=1 rank=1\n",
+	};
+	char path[] = "/tmp/lks_fault_never_XXXXXX";
+	int fd = mkstemp(path);
+
+	cr_assert_geq(fd, 0);
+	close(fd);
+	for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
+		const char *msg = load_text(path, t[i].text);
+
+		cr_assert(msg[0] && !strncmp(msg, path, strlen(path))
+		          && !strncmp(msg + strlen(path), t[i].why, strlen(t[i].why)),
+		          "%s: want '%s', got '%s'", t[i].text, t[i].why, msg);
+	}
+	for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++)
+		cr_assert_str_eq(load_text(path, ok[i]), "", "%s", ok[i]);
 	unlink(path);
 }
 
