@@ -530,6 +530,20 @@ int lks_fault_keeps_state(lks_fault_kind k)
 	return k == LKS_FAULT_STALE_BWD_SCALE || k == LKS_FAULT_AG_STALE;
 }
 
+int lks_fault_fits_resumed(const lks_fault *f, int resume_step)
+{
+	const char *name = lks_fault_kind_name(f->kind);
+
+	if (lks_fault_keeps_state(f->kind))
+		return lks_err("inject: %s keeps what the steps before the resumed one did, so it "
+		               "cannot be planted in a resumed run", name);
+	if (f->kind != LKS_FAULT_NONE && !lks_fault_rows[f->kind].from_step && f->step >= 0
+	    && f->step <= resume_step)
+		return lks_err("inject: %s at step %d never acts: the run resumes after step %d and "
+		               "trains only the steps after it", name, f->step, resume_step);
+	return 0;
+}
+
 int lks_fault_host_comm(const lks_fault *f)
 {
 	return lks_fault_rows[f->kind].host_comm;

@@ -179,6 +179,10 @@ int lks_fault_host_comm(const lks_fault *f);
 /* Whether fault kind k acts through what earlier steps left (stale_bwd_scale, ag_stale):
    a run resumed from another's state, or a step replayed from it, cannot have it. */
 int lks_fault_keeps_state(lks_fault_kind k);
+/* Whether f acts in a run resumed after step resume_step, which trains only the steps
+   after it: not a kind that keeps what earlier steps did, nor a fault of one step at or
+   before it (one from a step on acts in the steps after); an error (lks_err) says why not. */
+int lks_fault_fits_resumed(const lks_fault *f, int resume_step);
 /* The bytes f's wrappers take in a run with nparams parameters, at most. */
 double lks_fault_bytes(const lks_fault *f, size_t nparams);
 

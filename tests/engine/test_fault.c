@@ -337,7 +337,8 @@ Test(fault, tensor_and_element_checked_when_the_case_is_read)
 }
 
 /* A fault that could never act is refused when the case is read (file:line of the run), as
-   one aimed past the model is: where the tail rs_drop_tail drops from a shard is padding.
+   one aimed past the model is: where the tail rs_drop_tail drops from a shard is padding,
+   in a resumed run at a step before the steps it trains.
    The model's flat vector (layers = 2): embed 0-127, blocks.0.norm 128-135, padding to 144,
    up 144-271, down 272-399, blocks.1.norm 400-407, padding to 416, up 416-543, down
    544-671, final_norm 672-679, padding to 688, head 688-815, 816 places; fsdp = 2: shards
@@ -364,6 +365,19 @@ Test(fault, a_fault_that_never_acts_is_refused_when_the_case_is_read)
 		{ NEVER_CASE(16) "fsdp = 16\ninject = rs_drop_tail step=1 rank=13 count=64\n",
 		  ":11: run 'a': inject: rank 13's shard (places 832 to 895 of the flat gradient) is "
 		  "all padding, no parameter's: rs_drop_tail never acts there" },
+		/* a run resumed after step 2 trains steps 3 on: a fault of one step before */
+		{ NEVER_CASE(2) "[run b]\nrecipe = bf16\nresume_from = a@2\ninject = bitflip step=1 "
+		  "rank=1 tensor=blocks.0.mlp.up.out element=5 bit=22\n",
+		  ":13: run 'b': inject: bitflip at step 1 never acts: the run resumes after step 2 "
+		  "and trains only the steps after it" },
+		{ NEVER_CASE(2) "[run b]\nrecipe = bf16\nresume_from = a@2\n"
+		  "inject = skip_allreduce step=2 rank=0\n",
+		  ":13: run 'b': inject: skip_allreduce at step 2 never acts" },
+		/* nor one of what the steps before did */
+		{ NEVER_CASE(2) "fsdp = 2\n[run b]\nrecipe = bf16\nfsdp = 2\nresume_from = a@1\n"
+		  "inject = ag_stale step=3 rank=1\n",
+		  ":14: run 'b': inject: ag_stale keeps what the steps before the resumed one did, so "
+		  "it cannot be planted in a resumed run" },
 	};
 	static const char *const ok[] = {
 		NEVER_CASE(2) "fsdp = 2\ninject = rs_drop_tail step=1 rank=1 count=17\n",
@@ -373,6 +387,13 @@ Test(fault, a_fault_that_never_acts_is_refused_when_the_case_is_read)
 		NEVER_CASE(16) "fsdp = 16\ninject = rs_drop_tail step=1 rank=12 count=17\n",
 		/* sequence parallel's rows are no padded vector */
 		NEVER_CASE(2) "tp = 2\nsequence_parallel = on\ninject = rs_drop_tail step=1 rank=1\n",
+		/* after the resumed step, every step, or from a step on */
+		NEVER_CASE(2) "[run b]\nrecipe = bf16\nresume_from = a@1\n"
+		"inject = nan step=2 rank=0 tensor=head.logits\n",
+		NEVER_CASE(2) "[run b]\nrecipe = fp8_rowwise\nresume_from = a@2\n"
+		"inject = scale_round_up\n",
+		NEVER_CASE(2) "[run b]\nrecipe = fp8_rowwise\nresume_from = a@2\n"
+		"inject = scale_round_up step=1 rank=0\n",
 	};
 	char path[] = "/tmp/lks_fault_never_XXXXXX";
 	int fd = mkstemp(path);
