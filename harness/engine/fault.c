@@ -464,6 +464,13 @@ int lks_fault_fits_model(const lks_fault *f, const lks_run_cfg *r, const lks_mod
 	if ((kind = lks_model_tensor(m, tokens, f->tensor, &n)) < 0)
 		return -1;
 	if (lks_fault_rows[f->kind].scale_group) {  /* an FP8 operand's */
+		const char *why;
+
+		if (kind == LKS_TENSOR_FP8 && r->tp > 1
+		    && lks_tp_operand_group(m, r, f->tensor, &why) != LKS_GROUP_TP)
+			return lks_err("inject: %s never acts on '%s' in this run: no tensor-parallel "
+			               "group reduces its amax (%s's scale group for it is none: %s)",
+			               name, f->tensor, lks_recipe_name(r->recipe), why);
 		if (kind == LKS_TENSOR_FP8)
 			return 0;
 		return lks_err("inject: '%s' is not an FP8 operand of the model: %s acts on one, "

@@ -338,7 +338,8 @@ Test(fault, tensor_and_element_checked_when_the_case_is_read)
 
 /* A fault that could never act is refused when the case is read (file:line of the run), as
    one aimed past the model is: where the tail rs_drop_tail drops from a shard is padding,
-   in a resumed run at a step before the steps it trains.
+   in a resumed run at a step before the steps it trains, amax_local or amax_group on an
+   operand whose amax no tp group reduces (the recipe's scale group and the layout).
    The model's flat vector (layers = 2): embed 0-127, blocks.0.norm 128-135, padding to 144,
    up 144-271, down 272-399, blocks.1.norm 400-407, padding to 416, up 416-543, down
    544-671, final_norm 672-679, padding to 688, head 688-815, 816 places; fsdp = 2: shards
@@ -378,6 +379,31 @@ Test(fault, a_fault_that_never_acts_is_refused_when_the_case_is_read)
 		  "inject = ag_stale step=3 rank=1\n",
 		  ":14: run 'b': inject: ag_stale keeps what the steps before the resumed one did, so "
 		  "it cannot be planted in a resumed run" },
+		/* an operand whose amax no tp group reduces (up: column-parallel, down: row-) */
+		{ NEVER_CASE(2) "tp = 2\n[run b]\nrecipe = fp8_tensorwise\ntp = 2\n"
+		  "inject = amax_local tensor=blocks.0.mlp.up.fwd.x rank=1\n",
+		  ":14: run 'b': inject: amax_local never acts on 'blocks.0.mlp.up.fwd.x' in this run: "
+		  "no tensor-parallel group reduces its amax (fp8_tensorwise's scale group for it is "
+		  "none: it is whole on every rank of the tp group)" },
+		{ NEVER_CASE(2) "tp = 2\n[run b]\nrecipe = fp8_rowwise\ntp = 2\n"
+		  "inject = amax_local tensor=blocks.1.mlp.up.fwd.w\n",
+		  ":14: run 'b': inject: amax_local never acts on 'blocks.1.mlp.up.fwd.w' in this run: "
+		  "no tensor-parallel group reduces its amax (fp8_rowwise's scale group for it is "
+		  "none: its scales are per row or column across the split, each whole on one rank)" },
+		{ NEVER_CASE(2) "tp = 2\n[run b]\nrecipe = fp8_rowwise_gw_hp\ntp = 2\n"
+		  "inject = amax_local tensor=blocks.0.mlp.down.wgrad.dy\n",
+		  ":14: run 'b': inject: amax_local never acts on 'blocks.0.mlp.down.wgrad.dy' in this "
+		  "run: no tensor-parallel group reduces its amax (fp8_rowwise_gw_hp's scale group "
+		  "for it is none: the recipe keeps it in BF16)" },
+		{ NEVER_CASE(4) "tp = 2\nfsdp = 2\n[run b]\nrecipe = fp8_tensorwise\ntp = 2\n"
+		  "fsdp = 2\nfp8_all_gather = on\ninject = amax_local tensor=blocks.0.mlp.down.fwd.w\n",
+		  ":15: run 'b': inject: amax_local never acts on 'blocks.0.mlp.down.fwd.w' in this run: "
+		  "no tensor-parallel group reduces its amax (fp8_tensorwise's scale group for it is "
+		  "none: fp8_all_gather = on casts it from the fsdp shards" },
+		{ NEVER_CASE(4) "tp = 2\n[run b]\nrecipe = fp8_tensorwise\ntp = 2\n"
+		  "inject = amax_group tensor=blocks.0.mlp.down.dgrad.dy step=1\n",
+		  ":14: run 'b': inject: amax_group never acts on 'blocks.0.mlp.down.dgrad.dy' in this "
+		  "run" },
 	};
 	static const char *const ok[] = {
 		NEVER_CASE(2) "fsdp = 2\ninject = rs_drop_tail step=1 rank=1 count=17\n",
@@ -394,6 +420,17 @@ Test(fault, a_fault_that_never_acts_is_refused_when_the_case_is_read)
 		"inject = scale_round_up\n",
 		NEVER_CASE(2) "[run b]\nrecipe = fp8_rowwise\nresume_from = a@2\n"
 		"inject = scale_round_up step=1 rank=0\n",
+		/* amax_local and amax_group where the tp group reduces the operand's amax */
+		NEVER_CASE(2) "tp = 2\n[run b]\nrecipe = fp8_tensorwise\ntp = 2\n"
+		"inject = amax_local tensor=blocks.0.mlp.up.fwd.w\n",
+		NEVER_CASE(2) "tp = 2\n[run b]\nrecipe = fp8_rowwise\ntp = 2\n"
+		"inject = amax_local tensor=blocks.1.mlp.down.fwd.x\n",
+		NEVER_CASE(2) "tp = 2\n[run b]\nrecipe = fp8_rowwise_gw_hp\ntp = 2\n"
+		"inject = amax_local tensor=blocks.0.mlp.up.dgrad.dy\n",
+		NEVER_CASE(4) "tp = 2\nfsdp = 2\n[run b]\nrecipe = fp8_tensorwise\ntp = 2\n"
+		"fsdp = 2\nfp8_all_gather = on\ninject = amax_local tensor=blocks.0.mlp.down.dgrad.w\n",
+		NEVER_CASE(4) "tp = 2\n[run b]\nrecipe = fp8_tensorwise\ntp = 2\n"
+		"inject = amax_group tensor=blocks.0.mlp.down.fwd.x step=1\n",
 	};
 	char path[] = "/tmp/lks_fault_never_XXXXXX";
 	int fd = mkstemp(path);
