@@ -160,8 +160,9 @@ typedef struct lks_fault_plant lks_fault_plant;
    the rank's last use of *be. */
 int lks_fault_plant_rank(const lks_fault *f, int rank, const int *step,
                     const struct lks_backend **be, lks_comm **comm, lks_fault_plant **out);
-/* A bitflip or nan whose rank traced its step without meeting its tensor: -1 (lks_err)
-   naming the tensor; else 0. */
+/* A bitflip or nan whose rank traced its step without meeting its tensor, an amax_local or
+   amax_group whose rank reached its step and never met its operand: -1 (lks_err) naming
+   the tensor; else 0. */
 int lks_fault_plant_check(const lks_fault_plant *p);
 void lks_fault_unplant(lks_fault_plant *p);
 /* amax_local: whether the FP8 operand called name takes its own amax instead of its scale
