@@ -366,6 +366,12 @@ Test(fault, a_fault_that_never_acts_is_refused_when_the_case_is_read)
 		{ NEVER_CASE(16) "fsdp = 16\ninject = rs_drop_tail step=1 rank=13 count=64\n",
 		  ":11: run 'a': inject: rank 13's shard (places 832 to 895 of the flat gradient) is "
 		  "all padding, no parameter's: rs_drop_tail never acts there" },
+		/* vocab 15: head.weight 416-535, padded to 544 */
+		{ "[case]\nsteps = 4\nworld_size = 2\n[model]\nvocab = 15\nhidden = 8\nffn = 16\n"
+		  "layers = 1\nseq = 4\nbatch = 1\n[run a]\nrecipe = bf16\n"
+		  "inject = bitflip_allreduce step=1 rank=0 element=540 bit=30\n",
+		  ":11: run 'a': inject: element 540 lies in the padding after 'head.weight' (places "
+		  "416 to 535), the last tensor, which holds no parameter's gradient" },
 		/* a run resumed after step 2 trains steps 3 on: a fault of one step before */
 		{ NEVER_CASE(2) "[run b]\nrecipe = bf16\nresume_from = a@2\ninject = bitflip step=1 "
 		  "rank=1 tensor=blocks.0.mlp.up.out element=5 bit=22\n",
