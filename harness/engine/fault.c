@@ -393,19 +393,19 @@ static int lks_fault_fits_element(const lks_fault *f, const lks_model *m)
 		n += m->t[k].n;
 	k = lks_model_param_at(m, i, &pad);
 	if (i >= m->nparams)
-		return lks_err("inject: element %lld is out of range: the flat gradient has %zu places, "
-		             "its %zu parameters' and the padding that starts each tensor at a "
-		             "multiple of 16 floats", (long long)f->element, m->nparams, n);
+		return lks_err("inject: element %lld is out of range: the flat gradient has %zu "
+		               "places, its %zu parameters' and the padding that starts each tensor "
+		               "at a multiple of 16 floats", (long long)f->element, m->nparams, n);
 	if (pad) {
 		char next[128] = ", the last tensor";
 
 		if (k + 1 < m->nt)
 			snprintf(next, sizeof(next), " and '%s' (from %zu)", m->t[k + 1].name,
 			         m->t[k + 1].off);
-		return lks_err("inject: element %lld lies in the padding %s '%s' (places %zu to %zu)%s, "
-		             "which holds no parameter's gradient", (long long)f->element,
-		             k + 1 < m->nt ? "between" : "after", m->t[k].name, m->t[k].off,
-		             m->t[k].off + m->t[k].n - 1, next);
+		return lks_err("inject: element %lld lies in the padding %s '%s' (places %zu to "
+		               "%zu)%s, which holds no parameter's gradient", (long long)f->element,
+		               k + 1 < m->nt ? "between" : "after", m->t[k].name, m->t[k].off,
+		               m->t[k].off + m->t[k].n - 1, next);
 	}
 	return 0;
 }

@@ -110,10 +110,12 @@ int lks_fault_fits_mesh(const lks_fault *f, const struct lks_run_cfg *r);
 
 /* Whether the fault acts in run r of model m: bitflip and nan, whether the tensor is one
    that a rank traces as floats, and the element inside it (tokens: a rank's batch x seq);
-   bitflip_allreduce(_out), whether a parameter's gradient holds the element, and
-   rs_drop_tail in an FSDP run, one of the places it drops; an error (lks_err) says why not:
-   an FP8 operand, a name the model does not have, an element past the end, places that
-   are padding between tensors or after the last. */
+   bitflip_allreduce(_out), whether a parameter's gradient holds the element;
+   rs_drop_tail in an FSDP run, one of the places it drops; amax_local and amax_group, an
+   FP8 operand whose amax r's tp group reduces (lks_tp_operand_group); an error (lks_err)
+   says why not: an FP8 operand, a name the model does not have, an element past the end,
+   places that are padding between tensors or after the last, an operand no tp group
+   reduces. */
 struct lks_model_cfg;
 int lks_fault_fits_model(const lks_fault *f, const struct lks_run_cfg *r,
                          const struct lks_model_cfg *m, long long tokens);

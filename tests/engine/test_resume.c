@@ -5,7 +5,8 @@
  * parallel, the FP8 all-gather); the resume check catches a resumed run that departs, at
  * its step and tensor; 'run --keep-state' and '--resume-from' give the same bits; and a
  * state that is missing, of another run's shape or damaged, or a fault before the steps
- * the run trains, is refused (exit 2), nothing stored. Run as a user would (LKS_BIN, tests/engine/CMakeLists.txt).
+ * the run trains, is refused (exit 2), nothing stored. Run as a user would (LKS_BIN,
+ * tests/engine/CMakeLists.txt).
  */
 #include <criterion/criterion.h>
 #include <sqlite3.h>
