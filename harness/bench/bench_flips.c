@@ -93,14 +93,17 @@ static void lks_flip_pick(struct lks_flips *b, int k, lks_fault *f, char *want, 
 		         lks_rand(b, 2) ? "adam_v" : "adam_m");
 		size = p->n;
 		break;
-	default:  /* an element of the whole gradient; it shows in its parameter's sum */
+	default:  /* a parameter's place in the whole gradient, not the padding between
+		     tensors (refused: no parameter's); it shows in its parameter's sum */
 		f->kind = k == LKS_FLIP_SENT ? LKS_FAULT_BITFLIP_ALLREDUCE
 		                             : LKS_FAULT_BITFLIP_ALLREDUCE_OUT;
-		f->element = (int64_t)lks_rand(b, (unsigned)b->m.nparams);
 		for (int i = 0; i < b->m.nt; i++)
-			if ((size_t)f->element >= b->m.t[i].off
-			    && (size_t)f->element < b->m.t[i].off + b->m.t[i].n)
-				snprintf(want, n, "%s.grad_sum", b->m.t[i].name);
+			size += b->m.t[i].n;
+		size = lks_rand(b, (unsigned)size);
+		for (p = b->m.t; size >= p->n; p++)
+			size -= p->n;
+		f->element = (int64_t)(p->off + size);
+		snprintf(want, n, "%s.grad_sum", p->name);
 		return;
 	}
 	f->element = (int64_t)lks_rand(b, (unsigned)(size ? size : 1));

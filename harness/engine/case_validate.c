@@ -360,9 +360,10 @@ int lks_run_backend_fits(const lks_run_cfg *r, const struct lks_backend *be)
 
 int lks_run_fault_fits(const lks_case *c, const lks_run_cfg *r, const lks_fault *f)
 {
-	if (lks_fault_fits(f, r->recipe, r->checkpoint, r->world_size, c->steps))
+	if (lks_fault_fits(f, r->recipe, r->checkpoint, r->world_size, c->steps)
+	    || (r->resume_from[0] && lks_fault_fits_resumed(f, r->resume_step)))
 		return -1;
-	return lks_fault_fits_model(f, &c->model, lks_case_run_tokens(c, r));
+	return lks_fault_fits_model(f, r, &c->model, lks_case_run_tokens(c, r));
 }
 
 /* The machine's memory in bytes; 0 when it cannot be told. */
@@ -450,8 +451,8 @@ int lks_case_import_path(const lks_case *c, const lks_run_cfg *r, char *buf, siz
 }
 
 /* resume_from = NAME@STEP: an earlier run of the case that lockstep trains, on as many
-   ranks (a state per rank), and a step that leaves one to train; no fault whose wrapper
-   keeps a history of the steps before (it would start it at the resumed step). */
+   ranks (a state per rank), and a step that leaves one to train (the run's fault acts in
+   those: lks_run_fault_fits). */
 static int lks_run_resume(const lks_case *c, int i)
 {
 	const lks_run_cfg *r = &c->runs[i], *src = NULL;
@@ -475,10 +476,6 @@ static int lks_run_resume(const lks_case *c, int i)
 	if (r->resume_step >= c->steps - 1)
 		return lks_err("run '%s': resume_from %s@%d leaves no step of the case's %d to "
 		               "train", r->name, src->name, r->resume_step, c->steps);
-	if (lks_fault_keeps_state(r->inject.kind))
-		return lks_err("run '%s': %s keeps what the steps before the resumed one did, so "
-		               "it cannot be planted in a resumed run", r->name,
-		               lks_fault_kind_name(r->inject.kind));
 	return 0;
 }
 

@@ -12,6 +12,7 @@
 #include "harness/engine/model.h"
 #include "harness/engine/fault_impl.h"
 #include "harness/engine/recipe.h"
+#include "harness/engine/runner.h"
 #include "harness/store/trace_store.h"
 #include "kernels/err.h"
 
@@ -380,35 +381,96 @@ int lks_fault_fits_mesh(const lks_fault *f, const lks_run_cfg *r)
 	return 0;
 }
 
-/* bitflip_allreduce: its element within the model's parameters */
-static int lks_fault_fits_params(const lks_fault *f, const lks_model_cfg *cfg)
+/* bitflip_allreduce(_out): its element a place of the flat gradient that a parameter's
+   gradient holds, not the padding that starts each tensor at a multiple of 16 floats (no
+   parameter's gradient: only the norm, summed over the whole vector, would see a flip) */
+static int lks_fault_fits_element(const lks_fault *f, const lks_model *m)
 {
-	lks_model m;
-	size_t n;
+	size_t i = (size_t)f->element, n = 0;
+	int k, pad;
 
-	if (lks_model_init(&m, cfg))
-		return -1;
-	n = m.nparams;
-	lks_model_release(&m);
-	if ((uint64_t)f->element >= n)
-		return lks_err("inject: element %lld is out of range: the gradient has %zu elements",
-		               (long long)f->element, n);
+	for (k = 0; k < m->nt; k++)
+		n += m->t[k].n;
+	k = lks_model_param_at(m, i, &pad);
+	if (i >= m->nparams)
+		return lks_err("inject: element %lld is out of range: the flat gradient has %zu "
+		               "places, its %zu parameters' and the padding that starts each tensor "
+		               "at a multiple of 16 floats", (long long)f->element, m->nparams, n);
+	if (pad) {
+		char next[128] = ", the last tensor";
+
+		if (k + 1 < m->nt)
+			snprintf(next, sizeof(next), " and '%s' (from %zu)", m->t[k + 1].name,
+			         m->t[k + 1].off);
+		return lks_err("inject: element %lld lies in the padding %s '%s' (places %zu to "
+		               "%zu)%s, which holds no parameter's gradient", (long long)f->element,
+		               k + 1 < m->nt ? "between" : "after", m->t[k].name, m->t[k].off,
+		               m->t[k].off + m->t[k].n - 1, next);
+	}
 	return 0;
 }
 
-int lks_fault_fits_model(const lks_fault *f, const lks_model_cfg *m, long long tokens)
+/* rs_drop_tail in an FSDP run: the last count (1) places of rank R's shard of the flat
+   gradient (runner.h) hold a parameter's, not only the padding between tensors or after
+   the last, whose sum is the 0 the rank's buffer held there */
+static int lks_fault_fits_shard(const lks_fault *f, const lks_model *m, const lks_run_cfg *r)
+{
+	size_t S = lks_fsdp_shard_size(m->nparams, r->fsdp);
+	size_t a = (size_t)lks_fsdp_shard_of(r, f->rank) * S, b = a + S, last;
+	size_t lost = f->count > 0 ? (size_t)f->count : 1;
+	int pad, k = lks_model_param_at(m, b - 1, &pad);
+
+	last = pad ? m->t[k].off + m->t[k].n - 1 : b - 1;  /* the shard's last parameter place */
+	if (last < a)
+		return lks_err("inject: rank %d's shard (places %zu to %zu of the flat gradient) is "
+		               "all padding, no parameter's: %s never acts there", f->rank, a, b - 1,
+		               lks_fault_kind_name(f->kind));
+	if (lost < b - last)
+		return lks_err("inject: %s drops the last %zu place%s of rank %d's shard (to %zu of "
+		               "the flat gradient), padding after '%s', no parameter's: count=%zu is "
+		               "the smallest that reaches one on that rank", lks_fault_kind_name(f->kind),
+		               lost, lost == 1 ? "" : "s", f->rank, b - 1, m->t[k].name, b - last);
+	return 0;
+}
+
+/* The faults that strike places of the flat gradient (bitflip_allreduce(_out); rs_drop_tail
+   in an FSDP run): whether a parameter's gradient holds them. */
+static int lks_fault_fits_places(const lks_fault *f, const lks_run_cfg *r,
+                                 const lks_model_cfg *cfg)
+{
+	lks_model m;
+	int rc;
+
+	if (lks_model_init(&m, cfg))
+		return -1;
+	rc = f->kind == LKS_FAULT_RS_DROP_TAIL ? lks_fault_fits_shard(f, &m, r)
+	   : lks_fault_fits_element(f, &m);
+	lks_model_release(&m);
+	return rc;
+}
+
+int lks_fault_fits_model(const lks_fault *f, const lks_run_cfg *r, const lks_model_cfg *m,
+                         long long tokens)
 {
 	const char *name = lks_fault_kind_name(f->kind);
 	size_t n = 0;
 	int kind;
 
-	if (f->kind == LKS_FAULT_BITFLIP_ALLREDUCE || f->kind == LKS_FAULT_BITFLIP_ALLREDUCE_OUT)
-		return lks_fault_fits_params(f, m);
+	if (f->kind == LKS_FAULT_BITFLIP_ALLREDUCE || f->kind == LKS_FAULT_BITFLIP_ALLREDUCE_OUT
+	    || (f->kind == LKS_FAULT_RS_DROP_TAIL && r->fsdp > 1))
+		return lks_fault_fits_places(f, r, m);
 	if (!lks_fault_rows[f->kind].tensor && !lks_fault_rows[f->kind].scale_group)
 		return 0;
 	if ((kind = lks_model_tensor(m, tokens, f->tensor, &n)) < 0)
 		return -1;
 	if (lks_fault_rows[f->kind].scale_group) {  /* an FP8 operand's */
+		const char *why;
+
+		if (kind == LKS_TENSOR_FP8 && r->tp > 1
+		    && lks_tp_operand_group(m, r, f->tensor, &why) != LKS_GROUP_TP)
+			return lks_err("inject: %s never acts on '%s' in this run: no tensor-parallel "
+			               "group reduces its amax (%s's scale group for it is none: %s)",
+			               name, f->tensor, lks_recipe_name(r->recipe), why);
 		if (kind == LKS_TENSOR_FP8)
 			return 0;
 		return lks_err("inject: '%s' is not an FP8 operand of the model: %s acts on one, "
@@ -473,6 +535,20 @@ void lks_fault_strike(const lks_fault *f, float *v)
 int lks_fault_keeps_state(lks_fault_kind k)
 {
 	return k == LKS_FAULT_STALE_BWD_SCALE || k == LKS_FAULT_AG_STALE;
+}
+
+int lks_fault_fits_resumed(const lks_fault *f, int resume_step)
+{
+	const char *name = lks_fault_kind_name(f->kind);
+
+	if (lks_fault_keeps_state(f->kind))
+		return lks_err("inject: %s keeps what the steps before the resumed one did, so it "
+		               "cannot be planted in a resumed run", name);
+	if (f->kind != LKS_FAULT_NONE && !lks_fault_rows[f->kind].from_step && f->step >= 0
+	    && f->step <= resume_step)
+		return lks_err("inject: %s at step %d never acts: the run resumes after step %d and "
+		               "trains only the steps after it", name, f->step, resume_step);
+	return 0;
 }
 
 int lks_fault_host_comm(const lks_fault *f)

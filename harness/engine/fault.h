@@ -108,11 +108,17 @@ int lks_fault_fits(const lks_fault *f, int recipe, int checkpoint, int world_siz
 struct lks_run_cfg;
 int lks_fault_fits_mesh(const lks_fault *f, const struct lks_run_cfg *r);
 
-/* bitflip and nan: whether the tensor is one that a rank of model m traces as floats, and
-   the element inside it (tokens: a rank's batch x seq); an error (lks_err) says why not: an
-   FP8 operand, a name the model does not have, an element past the end. */
+/* Whether the fault acts in run r of model m: bitflip and nan, whether the tensor is one
+   that a rank traces as floats, and the element inside it (tokens: a rank's batch x seq);
+   bitflip_allreduce(_out), whether a parameter's gradient holds the element;
+   rs_drop_tail in an FSDP run, one of the places it drops; amax_local and amax_group, an
+   FP8 operand whose amax r's tp group reduces (lks_tp_operand_group); an error (lks_err)
+   says why not: an FP8 operand, a name the model does not have, an element past the end,
+   places that are padding between tensors or after the last, an operand no tp group
+   reduces. */
 struct lks_model_cfg;
-int lks_fault_fits_model(const lks_fault *f, const struct lks_model_cfg *m, long long tokens);
+int lks_fault_fits_model(const lks_fault *f, const struct lks_run_cfg *r,
+                         const struct lks_model_cfg *m, long long tokens);
 
 /* bitflip and nan: applied to x (n floats, traced as name) when the fault aims at this
    step, rank and tensor; returns 1 when applied, 0 when not aimed here, -1 (lks_err) when
@@ -156,8 +162,9 @@ typedef struct lks_fault_plant lks_fault_plant;
    the rank's last use of *be. */
 int lks_fault_plant_rank(const lks_fault *f, int rank, const int *step,
                     const struct lks_backend **be, lks_comm **comm, lks_fault_plant **out);
-/* A bitflip or nan whose rank traced its step without meeting its tensor: -1 (lks_err)
-   naming the tensor; else 0. */
+/* A bitflip or nan whose rank traced its step without meeting its tensor, an amax_local or
+   amax_group whose rank reached its step and never met its operand: -1 (lks_err) naming
+   the tensor; else 0. */
 int lks_fault_plant_check(const lks_fault_plant *p);
 void lks_fault_unplant(lks_fault_plant *p);
 /* amax_local: whether the FP8 operand called name takes its own amax instead of its scale
@@ -175,6 +182,10 @@ int lks_fault_host_comm(const lks_fault *f);
 /* Whether fault kind k acts through what earlier steps left (stale_bwd_scale, ag_stale):
    a run resumed from another's state, or a step replayed from it, cannot have it. */
 int lks_fault_keeps_state(lks_fault_kind k);
+/* Whether f acts in a run resumed after step resume_step, which trains only the steps
+   after it: not a kind that keeps what earlier steps did, nor a fault of one step at or
+   before it (one from a step on acts in the steps after); an error (lks_err) says why not. */
+int lks_fault_fits_resumed(const lks_fault *f, int resume_step);
 /* The bytes f's wrappers take in a run with nparams parameters, at most. */
 double lks_fault_bytes(const lks_fault *f, size_t nparams);
 

@@ -98,7 +98,10 @@ int lks_fault_amax_group_here(lks_fault_plant *w, const char *name)
 
 int lks_fault_plant_check(const lks_fault_plant *w)
 {
-	if (w && lks_fault_rows[w->f->kind].scale_group && !w->hits)
+	/* a scale-group fault whose steps the run reached (--steps may stop before them: a
+	   fault said not to be planted) and that never met its operand there; the case's
+	   reading refuses an operand it cannot act on (lks_fault_fits_model): a safety net */
+	if (w && lks_fault_rows[w->f->kind].scale_group && !w->hits && *w->step >= w->f->step)
 		return lks_err("inject: %s struck nothing: no tensor-parallel group reduces the amax "
 		               "of operand '%s' in this run (its recipe's scale group for it is none: "
 		               "whole on every rank, scaled across the split, or a delayed scale)",

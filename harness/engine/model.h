@@ -66,6 +66,10 @@ typedef struct lks_model {
 
 int lks_model_init(lks_model *m, const lks_model_cfg *cfg);
 void lks_model_release(lks_model *m);
+/* Place i of the flat vector (model_tensors.c): the index in m->t of the parameter tensor
+   that holds it, *pad 0; or, *pad 1, of the last one before it, i lying in the padding
+   that starts each tensor at a multiple of 16 floats or past the vector's end. */
+int lks_model_param_at(const lks_model *m, size_t i, int *pad);
 /* The trace's name of linear layer k of a block (model_tensors.c): "mlp.up", "mlp.down", and
    with attention "attn.qkv", "attn.proj" first. */
 const char *lks_model_linear_name(const lks_model_cfg *cfg, int k);
@@ -77,6 +81,11 @@ const char *lks_model_linear_name(const lks_model_cfg *cfg, int k);
    that name; -1 (lks_err) out of memory. */
 enum { LKS_TENSOR_NONE = 0, LKS_TENSOR_FLOAT, LKS_TENSOR_FP8 };
 int lks_model_tensor(const lks_model_cfg *cfg, long long tokens, const char *name, size_t *n);
+/* Whether name is an FP8 operand of a linear layer of a model of cfg ("blocks.0.mlp.up.fwd.w"):
+   1 with the block's linear layer (lks_model_linear_name's k), the GEMM's role and its
+   operand ab (lks_role_src), else 0. */
+int lks_model_fp8_operand(const lks_model_cfg *cfg, const char *name, int *lin, lks_role *role,
+                          int *ab);
 /* Calls fn with every name a rank of a model of cfg may trace (whatever the recipe and
    checkpointing: FP8 operands, recomputed activations, trace_optimizer's sums and moments
    and all), until fn returns non-zero;
@@ -266,6 +275,12 @@ int lks_tp_gather(lks_rank *r, const float *x, int rows, int cols, int dim, int 
    trace = shards the shard itself (rows x cols / tp values), under the tensor's name. */
 void lks_tp_trace(lks_rank *r, int kept, lks_phase ph, float *x, int rows, int cols, int dim,
                   int nb, const char *fmt, ...) __attribute__((format(printf, 9, 10)));
+/* Whether, under tp, the tp group reduces the amax of the FP8 operand called name
+   (blocks.0.mlp.up.fwd.w) in run of a model of cfg, by its recipe's scale group for it and
+   the layer's split (lks_tp_quantize, where amax_local and amax_group act): LKS_GROUP_TP,
+   else LKS_GROUP_NONE with *why, a phrase saying why not. */
+lks_amax_group lks_tp_operand_group(const lks_model_cfg *cfg, const lks_run_cfg *run,
+                                    const char *name, const char **why);
 /* An FP8 operand q of linear li (src, the GEMM's reduction along src's rows when
    transposed) whose amax the recipe's scale group says to reduce over the tp group:
    quantized with the scales of the group's amax. name: the operand's trace name. */

@@ -2,7 +2,8 @@
  * model_tensors.c: the names of the tensors a rank of the model traces (see model.h,
  * lks_model_tensor): activations and their gradients, the parameters and their gradients,
  * and the FP8 operands of each block's GEMMs, with their sizes, so that a case's checks and
- * planted faults are checked against them when the case is read, before anything trains.
+ * planted faults are checked against them when the case is read, before anything trains;
+ * and what holds a place of the flat parameter vector (a tensor, or padding).
  */
 #include "harness/engine/model.h"
 
@@ -97,6 +98,7 @@ static void lks_fp8_operand_name(const lks_model_cfg *cfg, char *buf, size_t siz
 	         lks_src_name(lks_role_src((lks_role)role, ab)));
 }
 
+/* rest, a name after "blocks.<l>.": its k of lks_fp8_operand_name, or -1 */
 static int lks_fp8_operand(const lks_model_cfg *cfg, const char *rest)
 {
 	char buf[64];
@@ -104,9 +106,23 @@ static int lks_fp8_operand(const lks_model_cfg *cfg, const char *rest)
 	for (int k = 0; k < lks_fp8_operands(cfg); k++) {
 		lks_fp8_operand_name(cfg, buf, sizeof(buf), k);
 		if (!strcmp(rest, buf))
-			return 1;
+			return k;
 	}
-	return 0;
+	return -1;
+}
+
+int lks_model_fp8_operand(const lks_model_cfg *cfg, const char *name, int *lin, lks_role *role,
+                          int *ab)
+{
+	size_t pre = lks_block_prefix(cfg, name);
+	int k = pre ? lks_fp8_operand(cfg, name + pre) : -1;
+
+	if (k < 0)
+		return 0;
+	*lin = k / 6;
+	*role = (lks_role)(k / 2 % 3);
+	*ab = k % 2;
+	return 1;
 }
 
 /* What a parameter's name may be followed by in the trace: nothing (the weight, in the
@@ -155,6 +171,16 @@ int lks_model_tensor_each(const lks_model_cfg *cfg, int (*fn)(void *arg, const c
 	return rc;
 }
 
+int lks_model_param_at(const lks_model *m, size_t i, int *pad)
+{
+	int k = m->nt - 1;
+
+	while (k > 0 && m->t[k].off > i)  /* in the vector's order; t[0] at 0 */
+		k--;
+	*pad = i >= m->t[k].off + m->t[k].n;
+	return k;
+}
+
 static int lks_param_suffix(const char *s)
 {
 	for (size_t k = 0; k < LKS_NPARAM_SUFFIXES; k++)
@@ -173,7 +199,7 @@ int lks_model_tensor(const lks_model_cfg *cfg, long long tokens, const char *nam
 	    || (pre && lks_act_find(lks_block_tensors, cfg, tokens, name + pre, n))
 	    || (pre && cfg->attention && lks_act_find(lks_attn_tensors, cfg, tokens, name + pre, n)))
 		return LKS_TENSOR_FLOAT;
-	if (pre && lks_fp8_operand(cfg, name + pre))
+	if (pre && lks_fp8_operand(cfg, name + pre) >= 0)
 		return LKS_TENSOR_FP8;
 	if (lks_model_init(&m, cfg))
 		return -1;

@@ -43,15 +43,27 @@ static int lks_lin_k(const lks_rank *r, int li)
 	return li % r->m->lb;
 }
 
-lks_par lks_tp_style(const lks_rank *r, int li)
+/* The parallel style of a block's linear layer k under tp, in a model of cfg */
+static lks_par lks_tp_style_of(const lks_model_cfg *cfg, int k)
 {
-	int k = lks_lin_k(r, li);
-
-	if (r->tp <= 1)
-		return LKS_PAR_NONE;
-	if (r->m->cfg.attention)  /* qkv, proj, up, down */
+	if (cfg->attention)  /* qkv, proj, up, down */
 		return k == 0 || k == 2 ? LKS_PAR_COL : LKS_PAR_ROW;
 	return k == 0 ? LKS_PAR_COL : LKS_PAR_ROW;  /* up, down */
+}
+
+lks_par lks_tp_style(const lks_rank *r, int li)
+{
+	return r->tp <= 1 ? LKS_PAR_NONE : lks_tp_style_of(&r->m->cfg, lks_lin_k(r, li));
+}
+
+/* The dimension of src split by a layer of style: 0 rows, 1 cols, -1 none */
+static int lks_tp_dim(lks_par style, lks_src src)
+{
+	if (style == LKS_PAR_COL)   /* W (N, K) by rows; dy (T, N) by columns; x whole */
+		return src == LKS_SRC_W ? 0 : src == LKS_SRC_DY ? 1 : -1;
+	if (style == LKS_PAR_ROW)   /* W (N, K) and x (T, K) by columns; dy whole */
+		return src == LKS_SRC_DY ? -1 : 1;
+	return -1;
 }
 
 int lks_tp_split(const lks_rank *r, int li, lks_src src, int *nb)
@@ -59,11 +71,45 @@ int lks_tp_split(const lks_rank *r, int li, lks_src src, int *nb)
 	lks_par style = lks_tp_style(r, li);
 
 	*nb = style == LKS_PAR_COL && r->m->cfg.attention && lks_lin_k(r, li) == 0 ? 3 : 1;
-	if (style == LKS_PAR_COL)   /* W (N, K) by rows; dy (T, N) by columns; x whole */
-		return src == LKS_SRC_W ? 0 : src == LKS_SRC_DY ? 1 : -1;
-	if (style == LKS_PAR_ROW)   /* W (N, K) and x (T, K) by columns; dy whole */
-		return src == LKS_SRC_DY ? -1 : 1;
-	return -1;
+	return lks_tp_dim(style, src);
+}
+
+/* How a GEMM operand split along dim (lks_tp_dim) is split for the GEMM, which reduces
+   along its rows when transposed */
+static lks_shard lks_tp_shard(int dim, int transposed)
+{
+	return dim < 0 ? LKS_SHARD_NONE
+	     : (dim == 1) != (transposed != 0) ? LKS_SHARD_K : LKS_SHARD_MN;
+}
+
+lks_amax_group lks_tp_operand_group(const lks_model_cfg *cfg, const lks_run_cfg *run,
+                                    const char *name, const char **why)
+{
+	const lks_operand_rule *rule;
+	lks_shard sh;
+	lks_role role;
+	int k, ab;
+
+	*why = "it is no FP8 operand of the model";
+	if (!lks_model_fp8_operand(cfg, name, &k, &role, &ab))
+		return LKS_GROUP_NONE;
+	rule = &lks_recipe_rules_of(run->recipe)->op[role][ab];
+	sh = lks_tp_shard(lks_tp_dim(lks_tp_style_of(cfg, k), lks_role_src(role, ab)),
+	                  lks_role_transposed(role, ab));
+	if (rule->dtype != LKS_E4M3 && rule->dtype != LKS_E5M2)
+		*why = "the recipe keeps it in BF16";
+	else if (run->fp8_all_gather && role == LKS_ROLE_FWD && lks_role_src(role, ab) == LKS_SRC_W)
+		*why = "fp8_all_gather = on casts it from the fsdp shards, with the scale of the fsdp "
+		       "and tp groups' amax";
+	else if (rule->delayed)
+		*why = "its scale is delayed, from the amax history every rank shares";
+	else if (sh == LKS_SHARD_NONE)
+		*why = "it is whole on every rank of the tp group";
+	else if (lks_recipe_amax_group(rule, sh) == LKS_GROUP_NONE)
+		*why = "its scales are per row or column across the split, each whole on one rank";
+	else
+		return LKS_GROUP_TP;
+	return LKS_GROUP_NONE;
 }
 
 /* The parameter tensor of linear layer li. */
@@ -415,8 +461,7 @@ int lks_tp_quantize(lks_rank *r, int li, lks_src src, int transposed, lks_quant 
 	int nb, dim = lks_tp_split(r, li, src, &nb);
 	size_t ns = lks_quant_nscales(q);
 	float *h = r->tph, *mine = r->tph + r->tpn;
-	lks_shard sh = dim < 0 ? LKS_SHARD_NONE
-	             : (dim == 1) != (transposed != 0) ? LKS_SHARD_K : LKS_SHARD_MN;
+	lks_shard sh = lks_tp_shard(dim, transposed);
 	lks_operand_rule as = { 0 };
 
 	/* the operand's rule, as far as the group needs it: its scaling and delay */

@@ -610,8 +610,7 @@ int lks_run_store_left_out(const lks_case *c, const lks_run_cfg *run, lks_store 
 
 	snprintf(msg, sizeof(msg), "backend '%s' cannot be opened here: %s", backend, why);
 	rc = lks_run_begin(&R, c, run, store, o, &options, run_id)
-	     || lks_store_event(store, *run_id, -1, -1, NULL, "left_out", msg)
-	     || lks_store_end_run(store, *run_id, "failed");
+	     || lks_store_fail_run(store, *run_id, msg);
 	free(options);
 	return rc ? -1 : 0;
 }
@@ -633,7 +632,7 @@ int lks_run(const lks_case *c, const lks_run_cfg *run, lks_store *store,
 
 		snprintf(why, sizeof(why), "%s", lks_errmsg());
 		if (store && lks_run_begin(&R, c, run, store, o, &options, &run_id) == 0)
-			lks_store_end_run(store, run_id, "failed");
+			lks_store_fail_run(store, run_id, why);
 		lks_err("%s", why);
 		res->run_id = run_id;
 		goto out;
@@ -667,7 +666,7 @@ int lks_run(const lks_case *c, const lks_run_cfg *run, lks_store *store,
 	if (lks_runner_store_wait(&R) || (store && lks_store_plans(&R, store, run_id)) || step < end
 	    || lks_fault_missed(&R)) {
 		if (store)
-			lks_store_end_run(store, run_id, "failed");
+			lks_store_fail_run(store, run_id, lks_errmsg());
 		goto out;
 	}
 	if (store && lks_store_end_run(store, run_id, "complete"))

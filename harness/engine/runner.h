@@ -108,8 +108,8 @@ typedef struct lks_run_result {
 int lks_run(const lks_case *c, const lks_run_cfg *run, lks_store *store,
             const lks_runner_opts *opts, lks_run_result *res);
 /* Run of case c stored failed without training: its backend (named backend) cannot be
-   opened here, why an event of it (kind 'left_out'); its checks then say it did not
-   complete, as for a run that failed. Its id into *run_id; 0, or -1. */
+   opened here, which its failure's event says (lks_store_fail_run); its checks then say
+   it did not complete, as for a run that failed. Its id into *run_id; 0, or -1. */
 int lks_run_store_left_out(const lks_case *c, const lks_run_cfg *run, lks_store *store,
                            const lks_runner_opts *o, const char *backend, const char *why,
                            int64_t *run_id);
@@ -123,5 +123,12 @@ int lks_devices_check(const lks_rank_device *d, int W, char *why, size_t n);
    anything is allocated: a double, since sizes that do not fit are what it is for; -1
    (lks_err) when out of memory. */
 double lks_run_bytes(const lks_case *c, const lks_run_cfg *run);
+
+/* FSDP's shards of the flat vector of n floats over an fsdp group of fsdp ranks
+   (runner_fsdp.c): S floats each, n / fsdp rounded up to a multiple of 16, the vector
+   padded to fsdp x S; and the shard that rank of run holds (the mesh dp x fsdp x tp, tp
+   innermost). */
+size_t lks_fsdp_shard_size(size_t n, int fsdp);
+int lks_fsdp_shard_of(const lks_run_cfg *run, int rank);
 
 #endif

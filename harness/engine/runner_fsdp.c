@@ -142,9 +142,19 @@ static int lks_fsdp_reshard(lks_rank *r)
 	return lks_fsdp_params(r->R, r);
 }
 
-int lks_fsdp_setup(struct lks_runner *R, lks_rank *r)
+size_t lks_fsdp_shard_size(size_t n, int fsdp)
+{
+	return ((n + (size_t)fsdp - 1) / (size_t)fsdp + 15) & ~(size_t)15;
+}
+
+int lks_fsdp_shard_of(const lks_run_cfg *run, int rank)
 {
 	/* the mesh dp x fsdp x tp, tp innermost: rank = (d F + s) P + t */
+	return rank / (run->tp > 1 ? run->tp : 1) % run->fsdp;
+}
+
+int lks_fsdp_setup(struct lks_runner *R, lks_rank *r)
+{
 	int F = R->run->fsdp, P = R->run->tp > 1 ? R->run->tp : 1, D = R->W / F / P;
 	struct lks_fsdp *f = calloc(1, sizeof(*f));
 
@@ -152,7 +162,7 @@ int lks_fsdp_setup(struct lks_runner *R, lks_rank *r)
 		return lks_err("out of memory");
 	r->fsdp = f;
 	f->S = lks_fsdp_shard_size(R->m.nparams, F);
-	r->own0 = (size_t)(r->rank / P % F) * f->S;
+	r->own0 = (size_t)lks_fsdp_shard_of(R->run, r->rank) * f->S;
 	r->own1 = r->own0 + f->S < R->m.nparams ? r->own0 + f->S : R->m.nparams;
 	r->own0 = r->own0 < R->m.nparams ? r->own0 : R->m.nparams;
 	if (!(f->all = calloc((size_t)F * f->S, sizeof(float)))

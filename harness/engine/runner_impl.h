@@ -78,11 +78,6 @@ int lks_step_delayed(struct lks_runner *R, lks_rank *r);
    dp and gathered (the gathered sum on the host, lks_fsdp_gathered); its parameters
    gathered from the shards after the update; AdamW's parts within its shard. */
 int lks_fsdp_setup(struct lks_runner *R, lks_rank *r);
-/* The floats of one shard of nparams over F ranks: nparams / F rounded up to 16. */
-static inline size_t lks_fsdp_shard_size(size_t nparams, int F)
-{
-	return ((nparams + (size_t)F - 1) / (size_t)F + 15) & ~(size_t)15;
-}
 int lks_fsdp_grads(struct lks_runner *R, lks_rank *r);
 int lks_fsdp_params(struct lks_runner *R, lks_rank *r);
 const float *lks_fsdp_gathered(const lks_rank *r);

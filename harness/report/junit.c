@@ -10,6 +10,7 @@
 #include "kernels/err.h"
 
 struct lks_junit {
+	lks_store *s;
 	FILE *f;
 	int64_t suite;
 	int tests, failures, skipped, errors;
@@ -136,14 +137,28 @@ static int lks_junit_night(void *arg, const lks_nightly_rec *r)
 	return 0;
 }
 
+/* lks_store_get_events' callback: why the run failed, its first LKS_EVENT_RUN_FAILED's
+   message, into arg (256 bytes) */
+static int lks_junit_why(void *arg, const lks_event_rec *ev)
+{
+	if (strcmp(ev->kind, LKS_EVENT_RUN_FAILED) || !ev->message)
+		return 0;
+	snprintf(arg, 256, "%s", ev->message);
+	return 1;
+}
+
 /* A run of the suite that did not complete (out of memory, a dead rank): an error,
-   classname "run.CASE", so that a dashboard shows what the skipped checks do not. */
+   classname "run.CASE", so that a dashboard shows what the skipped checks do not, and
+   why where the run stored it. */
 static int lks_junit_run(void *arg, const lks_run_rec *r)
 {
 	struct lks_junit *j = arg;
+	char why[256] = "";
 
 	if (r->info.suite_id != j->suite || (r->status && !strcmp(r->status, "complete")))
 		return 0;
+	if (lks_store_get_events(j->s, r->run_id, lks_junit_why, why) < 0)
+		return -1;
 	j->tests++;
 	j->errors++;
 	fputs("    <testcase classname=\"run.", j->f);
@@ -152,8 +167,10 @@ static int lks_junit_run(void *arg, const lks_run_rec *r)
 	lks_xml_text(j->f, r->info.run_name);
 	fputs("\">\n      <error type=\"run ", j->f);
 	lks_xml_text(j->f, r->status ? r->status : "incomplete");
-	fputs("\" message=\"the run did not complete: its checks are skipped\"/>\n"
-	      "    </testcase>\n", j->f);
+	fputs("\" message=\"the run did not complete: ", j->f);
+	lks_xml_text(j->f, why);
+	fputs(why[0] ? "; its checks are skipped\"/>\n" : "its checks are skipped\"/>\n", j->f);
+	fputs("    </testcase>\n", j->f);
 	return 0;
 }
 
@@ -176,7 +193,7 @@ static int lks_junit_stopped(void *arg, const lks_suite_rec *rec)
 
 int lks_junit_write(lks_store *s, int64_t suite_id, const char *path, int same_fp_fails)
 {
-	struct lks_junit j = { .suite = suite_id, .same_fp_fails = same_fp_fails };
+	struct lks_junit j = { .s = s, .suite = suite_id, .same_fp_fails = same_fp_fails };
 	FILE *body = tmpfile();
 	lks_atomic a;
 	int rc = -1, c;

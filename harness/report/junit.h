@@ -1,8 +1,10 @@
 /*
  * junit.h: the verdicts of a suite as JUnit XML, for CI systems that show test results:
  * first one <testcase> per run that did not complete (classname = "run." case, name = run,
- * an <error> with its status: its checks are skipped below), then one <testcase> per check (classname = case, name = check), a <failure> whose message is
- * the divergence for fail and unexpected_pass, <skipped> for skipped and unsupported.
+ * an <error> with its status and, where the run stored it, why (LKS_EVENT_RUN_FAILED): its
+ * checks are skipped below), then one <testcase> per check (classname = case, name =
+ * check), a <failure> whose message is the divergence for fail and unexpected_pass,
+ * <skipped> for skipped and unsupported.
  * Then one <testcase> per run compared night over night (harness/verify/nightly.h;
  * classname = "nightly." case, name = run): a <failure> for a change with an equal
  * fingerprint (when same_fp_fails), <skipped> for a gone run, and the verdict (with the

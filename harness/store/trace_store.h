@@ -177,6 +177,10 @@ void lks_screen_rec_free(lks_screen_rec *r);
 
 /* status: "complete" or "failed". */
 int lks_store_end_run(lks_store *s, int64_t run_id, const char *status);
+/* The run ends failed, and why (an event of kind LKS_EVENT_RUN_FAILED, no step or rank:
+   JUnit's error for the run says it). */
+#define LKS_EVENT_RUN_FAILED "run_failed"
+int lks_store_fail_run(lks_store *s, int64_t run_id, const char *why);
 
 /* ---- read-back (added with the implementation; checks, diff, list and report use these) ----
  * Stored values come back exactly: doubles and floats bit for bit, uint64 seeds and hashes

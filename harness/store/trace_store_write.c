@@ -271,6 +271,16 @@ int lks_store_end_run(lks_store *s, int64_t run_id, const char *status)
 	return 0;
 }
 
+int lks_store_fail_run(lks_store *s, int64_t run_id, const char *why)
+{
+	char msg[1024];  /* why may be lks_errmsg()'s, which a failing call overwrites */
+	int rc;
+
+	snprintf(msg, sizeof(msg), "%s", why && *why ? why : "failed");
+	rc = lks_store_end_run(s, run_id, "failed");
+	return lks_store_event(s, run_id, -1, -1, NULL, LKS_EVENT_RUN_FAILED, msg) || rc ? -1 : 0;
+}
+
 /* ---- check verdicts ---- */
 
 /* Value a (which 0) or b of a verdict, as its type says. */

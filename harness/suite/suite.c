@@ -570,18 +570,26 @@ out:
 	return rc;
 }
 
-/* --resume-from starts one run: the selection must be one (--run NAME, one case). */
+/* --resume-from starts one run: the selection must be one (--run NAME, one case), its
+   fault one that acts in the steps it trains. */
 static int lks_resume_one(const lks_suite_opts *a, const lks_case *cases, int ncases)
 {
+	const lks_run_cfg *one = NULL;
 	int n = 0;
 
 	for (int i = 0; a->resume_run && i < ncases; i++)
 		for (int j = 0; j < cases[i].nruns; j++)
-			n += lks_selected(a, &cases[i], cases[i].runs[j].name)
-			     && !cases[i].runs[j].import_fmt[0];
+			if (lks_selected(a, &cases[i], cases[i].runs[j].name)
+			    && !cases[i].runs[j].import_fmt[0]) {
+				one = &cases[i].runs[j];
+				n++;
+			}
 	if (a->resume_run && n != 1)
 		return lks_usage("run: --resume-from starts one run, and %d are selected: choose it "
 		                 "with --run NAME (and one case)", n);
+	if (one && lks_fault_fits_resumed(&one->inject, a->resume_step))
+		return lks_usage("run: --resume-from %lld@%d: run '%s': %s", (long long)a->resume_run,
+		                 a->resume_step, one->name, lks_errmsg());
 	return 0;
 }
 

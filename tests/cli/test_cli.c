@@ -430,8 +430,8 @@ Test(cli, steps_option_trains_what_case_steps_trains)
 
 /* A run that fails (here out of memory: the address space capped below what the
    attention's backward of 8192 positions needs) no longer ends the suite: the other
-   case's runs and checks are stored, the JUnit file written, its own check skipped, and
-   the exit is 3. */
+   case's runs and checks are stored, the JUnit file written (the run's error saying why),
+   its own check skipped, and the exit is 3. */
 Test(cli, a_failed_run_leaves_the_other_cases_to_run, .timeout = 120)
 {
 	char dir[] = "/tmp/lks_test_cli_XXXXXX", path[600], args[2048], out[8192];
@@ -454,12 +454,13 @@ Test(cli, a_failed_run_leaves_the_other_cases_to_run, .timeout = 120)
 	cr_assert(strstr(out, "skipped: run 'a' was not run"), "%s", out);
 	cr_assert(strstr(out, "2 checks: 1 passed, 0 failed"), "%s", out);
 	cr_assert(strstr(out, "1 run failed"), "%s", out);
-	/* the JUnit file says the failed run as an error, beside the skipped check */
+	/* the JUnit file says the failed run as an error, and why, beside the skipped check */
 	snprintf(args, sizeof(args), "cat '%s/j.xml'", dir);
 	cr_assert_eq(lks_run_sh(args, out, sizeof(out)), 0, "no JUnit file");
 	cr_assert(strstr(out, "errors=\"1\" skipped=\"1\"")
 	          && strstr(out, "<testcase classname=\"run.a\" name=\"a\">\n"
-	                         "      <error type=\"run failed\""), "%s", out);
+	                         "      <error type=\"run failed\" message=\"the run did not "
+	                         "complete: rank 0: out of memory"), "%s", out);
 	snprintf(args, sizeof(args), "rm -rf '%s'", dir);
 	cr_assert_eq(system(args), 0);
 }

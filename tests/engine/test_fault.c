@@ -239,21 +239,28 @@ Test(fault, case_file_errors_name_the_run_line)
 	unlink(path);
 }
 
-/* The fault in the run of a small case: "" when it loads, else the message. */
-static const char *load_fault(const char *path, const char *run_keys, const char *inject)
+/* A case of text at path: "" when it loads, else the message. */
+static const char *load_text(const char *path, const char *text)
 {
 	static char msg[1024];
-	char text[1024];
 	lks_case c;
 
-	snprintf(text, sizeof(text), "[case]\nsteps = 4\nworld_size = 2\n[model]\nvocab = 16\n"
-	         "hidden = 8\nffn = 16\nlayers = 1\nseq = 4\nbatch = 1\n\n[run a]\n%sinject = %s\n",
-	         run_keys, inject);
 	write_file(path, text);
 	if (lks_case_load(path, NULL, 0, &c))
 		return snprintf(msg, sizeof(msg), "%s", lks_errmsg()), msg;
 	lks_case_release(&c);
 	return "";
+}
+
+/* The fault in the run of a small case: "" when it loads, else the message. */
+static const char *load_fault(const char *path, const char *run_keys, const char *inject)
+{
+	char text[1024];
+
+	snprintf(text, sizeof(text), "[case]\nsteps = 4\nworld_size = 2\n[model]\nvocab = 16\n"
+	         "hidden = 8\nffn = 16\nlayers = 1\nseq = 4\nbatch = 1\n\n[run a]\n%sinject = %s\n",
+	         run_keys, inject);
+	return load_text(path, text);
 }
 
 /* A bitflip or NaN aimed where it cannot act is bad input when the case is read (exit 2,
@@ -287,6 +294,19 @@ Test(fault, tensor_and_element_checked_when_the_case_is_read)
 		  ":12: run 'a': inject: element 128 is out of range: 'head.weight.grad' has 128" },
 		{ "recipe = bf16\n", "nan step=1 rank=0 tensor=blocks.0.norm.weight element=8",
 		  ":12: run 'a': inject: element 8 is out of range: 'blocks.0.norm.weight' has 8" },
+		/* the flat gradient: embed 0-127, blocks.0.norm 128-135, its padding to 144, up
+		   144-271, down 272-399, final_norm 400-407, padding, head 416-543 */
+		{ "recipe = bf16\n", "bitflip_allreduce step=1 rank=1 element=140 bit=30",
+		  ":12: run 'a': inject: element 140 lies in the padding between "
+		  "'blocks.0.norm.weight' (places 128 to 135) and 'blocks.0.mlp.up.weight' (from "
+		  "144), which holds no parameter's gradient" },
+		{ "recipe = bf16\n", "bitflip_allreduce_out step=1 rank=0 element=408 bit=30",
+		  ":12: run 'a': inject: element 408 lies in the padding between "
+		  "'final_norm.weight' (places 400 to 407) and 'head.weight' (from 416)" },
+		{ "recipe = bf16\n", "bitflip_allreduce step=1 rank=0 element=544 bit=3",
+		  ":12: run 'a': inject: element 544 is out of range: the flat gradient has 544 "
+		  "places, its 528 parameters' and the padding that starts each tensor at a "
+		  "multiple of 16 floats" },
 	};
 	static const struct { const char *keys, *inject; } ok[] = {
 		{ "recipe = bf16\n", "bitflip step=1 rank=0 tensor=blocks.0.mlp.up.out element=63 bit=3" },
@@ -295,6 +315,9 @@ Test(fault, tensor_and_element_checked_when_the_case_is_read)
 		{ "recipe = bf16\n", "nan step=1 rank=0 tensor=blocks.0.norm.weight element=7" },
 		{ "recipe = fp8_rowwise\ncheckpoint = blocks\n", "nan step=1 rank=1 tensor=head.logits.grad" },
 		{ "recipe = fp8_rowwise\n", "skip_allreduce step=1 rank=1" },
+		{ "recipe = bf16\n", "bitflip_allreduce step=1 rank=1 element=135 bit=30" },
+		{ "recipe = bf16\n", "bitflip_allreduce_out step=1 rank=1 element=144 bit=30" },
+		{ "recipe = bf16\n", "bitflip_allreduce step=1 rank=1 element=543 bit=30" },
 	};
 	char path[] = "/tmp/lks_fault_model_XXXXXX";
 	int fd = mkstemp(path);
@@ -310,6 +333,125 @@ Test(fault, tensor_and_element_checked_when_the_case_is_read)
 	}
 	for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++)
 		cr_assert_str_eq(load_fault(path, ok[i].keys, ok[i].inject), "", "%s", ok[i].inject);
+	unlink(path);
+}
+
+/* A fault that could never act is refused when the case is read (file:line of the run), as
+   one aimed past the model is: where the tail rs_drop_tail drops from a shard is padding,
+   in a resumed run at a step before the steps it trains, amax_local or amax_group on an
+   operand whose amax no tp group reduces (the recipe's scale group and the layout).
+   The model's flat vector (layers = 2): embed 0-127, blocks.0.norm 128-135, padding to 144,
+   up 144-271, down 272-399, blocks.1.norm 400-407, padding to 416, up 416-543, down
+   544-671, final_norm 672-679, padding to 688, head 688-815, 816 places; fsdp = 2: shards
+   of 416, the second's last 16 places padding past the vector's end. */
+#define NEVER_CASE(ws) "[case]\nsteps = 4\nworld_size = " #ws "\n[model]\nvocab = 16\n" \
+	"hidden = 8\nffn = 16\nlayers = 2\nseq = 4\nbatch = 1\n[run a]\nrecipe = bf16\n"
+Test(fault, a_fault_that_never_acts_is_refused_when_the_case_is_read)
+{
+	static const struct { const char *text, *why; } t[] = {
+		{ NEVER_CASE(2) "fsdp = 2\ninject = rs_drop_tail step=1 rank=1\n",
+		  ":11: run 'a': inject: rs_drop_tail drops the last 1 place of rank 1's shard (to 831 "
+		  "of the flat gradient), padding after 'head.weight', no parameter's: count=17 is "
+		  "the smallest that reaches one on that rank" },
+		{ NEVER_CASE(2) "fsdp = 2\ninject = rs_drop_tail step=1 rank=0 count=8\n",
+		  ":11: run 'a': inject: rs_drop_tail drops the last 8 places of rank 0's shard (to "
+		  "415 of the flat gradient), padding after 'blocks.1.norm.weight', no parameter's: "
+		  "count=9 is" },
+		/* HSDP: rank 3 holds shard 1 of its fsdp group; under tp rank 2 (shard 2 / 2 % 2) */
+		{ NEVER_CASE(4) "fsdp = 2\ninject = rs_drop_tail step=1 rank=3 count=16\n",
+		  ":11: run 'a': inject: rs_drop_tail drops the last 16 places of rank 3's shard" },
+		{ NEVER_CASE(4) "fsdp = 2\ntp = 2\ninject = rs_drop_tail step=1 rank=2\n",
+		  ":11: run 'a': inject: rs_drop_tail drops the last 1 place of rank 2's shard (to 831" },
+		/* 16 shards of 64: the last three past the vector's end */
+		{ NEVER_CASE(16) "fsdp = 16\ninject = rs_drop_tail step=1 rank=13 count=64\n",
+		  ":11: run 'a': inject: rank 13's shard (places 832 to 895 of the flat gradient) is "
+		  "all padding, no parameter's: rs_drop_tail never acts there" },
+		/* vocab 15: head.weight 416-535, padded to 544 */
+		{ "[case]\nsteps = 4\nworld_size = 2\n[model]\nvocab = 15\nhidden = 8\nffn = 16\n"
+		  "layers = 1\nseq = 4\nbatch = 1\n[run a]\nrecipe = bf16\n"
+		  "inject = bitflip_allreduce step=1 rank=0 element=540 bit=30\n",
+		  ":11: run 'a': inject: element 540 lies in the padding after 'head.weight' (places "
+		  "416 to 535), the last tensor, which holds no parameter's gradient" },
+		/* a run resumed after step 2 trains steps 3 on: a fault of one step before */
+		{ NEVER_CASE(2) "[run b]\nrecipe = bf16\nresume_from = a@2\ninject = bitflip step=1 "
+		  "rank=1 tensor=blocks.0.mlp.up.out element=5 bit=22\n",
+		  ":13: run 'b': inject: bitflip at step 1 never acts: the run resumes after step 2 "
+		  "and trains only the steps after it" },
+		{ NEVER_CASE(2) "[run b]\nrecipe = bf16\nresume_from = a@2\n"
+		  "inject = skip_allreduce step=2 rank=0\n",
+		  ":13: run 'b': inject: skip_allreduce at step 2 never acts" },
+		/* nor one of what the steps before did */
+		{ NEVER_CASE(2) "fsdp = 2\n[run b]\nrecipe = bf16\nfsdp = 2\nresume_from = a@1\n"
+		  "inject = ag_stale step=3 rank=1\n",
+		  ":14: run 'b': inject: ag_stale keeps what the steps before the resumed one did, so "
+		  "it cannot be planted in a resumed run" },
+		/* an operand whose amax no tp group reduces (up: column-parallel, down: row-) */
+		{ NEVER_CASE(2) "tp = 2\n[run b]\nrecipe = fp8_tensorwise\ntp = 2\n"
+		  "inject = amax_local tensor=blocks.0.mlp.up.fwd.x rank=1\n",
+		  ":14: run 'b': inject: amax_local never acts on 'blocks.0.mlp.up.fwd.x' in this run: "
+		  "no tensor-parallel group reduces its amax (fp8_tensorwise's scale group for it is "
+		  "none: it is whole on every rank of the tp group)" },
+		{ NEVER_CASE(2) "tp = 2\n[run b]\nrecipe = fp8_rowwise\ntp = 2\n"
+		  "inject = amax_local tensor=blocks.1.mlp.up.fwd.w\n",
+		  ":14: run 'b': inject: amax_local never acts on 'blocks.1.mlp.up.fwd.w' in this run: "
+		  "no tensor-parallel group reduces its amax (fp8_rowwise's scale group for it is "
+		  "none: its scales are per row or column across the split, each whole on one rank)" },
+		{ NEVER_CASE(2) "tp = 2\n[run b]\nrecipe = fp8_rowwise_gw_hp\ntp = 2\n"
+		  "inject = amax_local tensor=blocks.0.mlp.down.wgrad.dy\n",
+		  ":14: run 'b': inject: amax_local never acts on 'blocks.0.mlp.down.wgrad.dy' in this "
+		  "run: no tensor-parallel group reduces its amax (fp8_rowwise_gw_hp's scale group "
+		  "for it is none: the recipe keeps it in BF16)" },
+		{ NEVER_CASE(4) "tp = 2\nfsdp = 2\n[run b]\nrecipe = fp8_tensorwise\ntp = 2\n"
+		  "fsdp = 2\nfp8_all_gather = on\ninject = amax_local tensor=blocks.0.mlp.down.fwd.w\n",
+		  ":15: run 'b': inject: amax_local never acts on 'blocks.0.mlp.down.fwd.w' in this run: "
+		  "no tensor-parallel group reduces its amax (fp8_tensorwise's scale group for it is "
+		  "none: fp8_all_gather = on casts it from the fsdp shards" },
+		{ NEVER_CASE(4) "tp = 2\n[run b]\nrecipe = fp8_tensorwise\ntp = 2\n"
+		  "inject = amax_group tensor=blocks.0.mlp.down.dgrad.dy step=1\n",
+		  ":14: run 'b': inject: amax_group never acts on 'blocks.0.mlp.down.dgrad.dy' in this "
+		  "run" },
+	};
+	static const char *const ok[] = {
+		NEVER_CASE(2) "fsdp = 2\ninject = rs_drop_tail step=1 rank=1 count=17\n",
+		NEVER_CASE(2) "fsdp = 2\ninject = rs_drop_tail step=1 rank=0 count=9\n",
+		NEVER_CASE(4) "fsdp = 2\ninject = rs_drop_tail step=1 rank=2 count=9\n",
+		NEVER_CASE(4) "fsdp = 2\ntp = 2\ninject = rs_drop_tail step=1 rank=1 count=9\n",
+		NEVER_CASE(16) "fsdp = 16\ninject = rs_drop_tail step=1 rank=12 count=17\n",
+		/* sequence parallel's rows are no padded vector */
+		NEVER_CASE(2) "tp = 2\nsequence_parallel = on\ninject = rs_drop_tail step=1 rank=1\n",
+		/* after the resumed step, every step, or from a step on */
+		NEVER_CASE(2) "[run b]\nrecipe = bf16\nresume_from = a@1\n"
+		"inject = nan step=2 rank=0 tensor=head.logits\n",
+		NEVER_CASE(2) "[run b]\nrecipe = fp8_rowwise\nresume_from = a@2\n"
+		"inject = scale_round_up\n",
+		NEVER_CASE(2) "[run b]\nrecipe = fp8_rowwise\nresume_from = a@2\n"
+		"inject = scale_round_up step=1 rank=0\n",
+		/* amax_local and amax_group where the tp group reduces the operand's amax */
+		NEVER_CASE(2) "tp = 2\n[run b]\nrecipe = fp8_tensorwise\ntp = 2\n"
+		"inject = amax_local tensor=blocks.0.mlp.up.fwd.w\n",
+		NEVER_CASE(2) "tp = 2\n[run b]\nrecipe = fp8_rowwise\ntp = 2\n"
+		"inject = amax_local tensor=blocks.1.mlp.down.fwd.x\n",
+		NEVER_CASE(2) "tp = 2\n[run b]\nrecipe = fp8_rowwise_gw_hp\ntp = 2\n"
+		"inject = amax_local tensor=blocks.0.mlp.up.dgrad.dy\n",
+		NEVER_CASE(4) "tp = 2\nfsdp = 2\n[run b]\nrecipe = fp8_tensorwise\ntp = 2\n"
+		"fsdp = 2\nfp8_all_gather = on\ninject = amax_local tensor=blocks.0.mlp.down.dgrad.w\n",
+		NEVER_CASE(4) "tp = 2\n[run b]\nrecipe = fp8_tensorwise\ntp = 2\n"
+		"inject = amax_group tensor=blocks.0.mlp.down.fwd.x step=1\n",
+	};
+	char path[] = "/tmp/lks_fault_never_XXXXXX";
+	int fd = mkstemp(path);
+
+	cr_assert_geq(fd, 0);
+	close(fd);
+	for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
+		const char *msg = load_text(path, t[i].text);
+
+		cr_assert(msg[0] && !strncmp(msg, path, strlen(path))
+		          && !strncmp(msg + strlen(path), t[i].why, strlen(t[i].why)),
+		          "%s: want '%s', got '%s'", t[i].text, t[i].why, msg);
+	}
+	for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++)
+		cr_assert_str_eq(load_text(path, ok[i]), "", "%s", ok[i]);
 	unlink(path);
 }
 

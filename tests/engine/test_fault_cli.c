@@ -229,6 +229,15 @@ Test(fault, steps_before_the_fault_warn, .timeout = 120)
 	         LKS_SRC, db);
 	cr_assert_eq(lks_run_bin(NULL, args, out, sizeof(out)), 0, "%s", out);
 	cr_assert_null(strstr(out, "warning"), "step 3 of 4 is planted: %s", out);
+	/* nor does a scale-group fault it stopped before fail the run as one that struck
+	   nothing where it could act: its checks say nothing, as above */
+	remove_db(db);
+	snprintf(args, sizeof(args), "run '%s/cases/faults/amax_local.ini' --db '%s' --quiet "
+	         "--steps 2", LKS_SRC, db);
+	cr_assert_eq(lks_run_bin(NULL, args, out, sizeof(out)), 1, "%s", out);
+	cr_assert_not_null(strstr(out, "the fault at step 2 will not be planted"), "%s", out);
+	cr_assert_null(strstr(out, "struck nothing"), "%s", out);
+	cr_assert_null(strstr(out, "run failed"), "%s", out);
 	remove_db(db);
 	rmdir(dir);
 }

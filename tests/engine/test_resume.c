@@ -4,8 +4,9 @@
  * and without checkpointing, on layouts that shard the state (FSDP, tp with sequence
  * parallel, the FP8 all-gather); the resume check catches a resumed run that departs, at
  * its step and tensor; 'run --keep-state' and '--resume-from' give the same bits; and a
- * state that is missing, of another run's shape or damaged is refused (exit 2), nothing
- * stored. Run as a user would (LKS_BIN, tests/engine/CMakeLists.txt).
+ * state that is missing, of another run's shape or damaged, or a fault before the steps
+ * the run trains, is refused (exit 2), nothing stored. Run as a user would (LKS_BIN,
+ * tests/engine/CMakeLists.txt).
  */
 #include <criterion/criterion.h>
 #include <sqlite3.h>
@@ -262,6 +263,12 @@ Test(resume, the_command_line_keeps_and_resumes, .timeout = 120)
 	snprintf(args, sizeof(args), "run '%s' --db '%s' --resume-from 1@1", t.path, t.db);
 	cr_assert_eq(lks_run_bin(NULL, args, out, sizeof(out)), 2, "%s", out);
 	cr_assert_not_null(strstr(out, "2 are selected"), "%s", out);
+	/* a fault at a step before those it trains would never act */
+	snprintf(args, sizeof(args), "run '%s' --db '%s' --run a --resume-from 1@3 --set "
+	         "'run.a.inject=nan step=3 rank=1 tensor=head.logits'", t.path, t.db);
+	cr_assert_eq(lks_run_bin(NULL, args, out, sizeof(out)), 2, "%s", out);
+	cr_assert_not_null(strstr(out, "run 'a': inject: nan at step 3 never acts: the run "
+	                               "resumes after step 3"), "%s", out);
 	snprintf(args, sizeof(args), "run '%s' --db '%s' --run b --resume-from 1@1 "
 	         "--set model.hidden=48", t.path, t.db);
 	cr_assert_eq(lks_run_bin(NULL, args, out, sizeof(out)), 2, "%s", out);
