@@ -149,6 +149,11 @@ int lks_fault_comm(const lks_fault *f, const int *step, lks_comm *inner, lks_com
    end is wrapped already (lks_fault_plant_rank). */
 int lks_fault_group(const lks_fault *f, const struct lks_run_cfg *r, int rank,
                     const int *step, int fsdp_group, lks_comm **c);
+/* A collective of the trace's copy of a tensor (gathered whole from a group's shards), not
+   of the run's data, is under way in this thread (on 1, then 0): the communicator faults
+   pass it over and do not count it, so that a fault changes what the run computes and not
+   only what its trace shows. */
+void lks_fault_copy(int on);
 
 /* ---- a fault planted in a rank's seams ---- */
 

@@ -9,7 +9,7 @@
  *     rank's sum has it); bitflip_allreduce_out: in the sum it receives (its own only);
  *   rs_drop_tail, ag_stale: a sharded run's reduce-scatter and all-gathers: the fsdp
  *     group's (runner_fsdp.c) where fsdp > 1, else the tp group's (model_tp.c: sequence
- *     parallel's, and the gathers of split weight gradients and traced tensors); the
+ *     parallel's, and the gathers of split weight gradients; not a trace's copies); the
  *     wrapper is the rank's end of that group (lks_fault_group), or of the world where the
  *     group is the world.
  */
@@ -22,6 +22,13 @@
 #include "harness/engine/fault_impl.h"
 
 #define LKS_FC_ORDINALS 4  /* all-gathers of a step told apart (an FSDP step makes two) */
+
+static __thread int lks_fc_copy;  /* a trace's copy is being gathered (lks_fault_copy) */
+
+void lks_fault_copy(int on)
+{
+	lks_fc_copy = on;
+}
 
 struct lks_fault_comm {
 	lks_comm base;          /* first: an lks_comm * is one of these */
@@ -105,14 +112,14 @@ static int lks_fc_reduce_scatter(lks_comm *c, const float *x, size_t n, float *o
 
 /* ag_stale: at the fault's step each all-gather sends, for this rank, what the same
    all-gather of the step before sent (the k-th of each step: an FSDP step gathers its
-   gradient, then its parameters) */
+   gradient, then its parameters); a trace's copy is none of them */
 static int lks_fc_all_gather(lks_comm *c, const float *x, size_t n, float *out)
 {
 	struct lks_fault_comm *w = lks_fc_of(c);
 	int k, struck;
 	float *t;
 
-	if (w->f->kind != LKS_FAULT_AG_STALE)
+	if (w->f->kind != LKS_FAULT_AG_STALE || lks_fc_copy)
 		return lks_comm_all_gather(w->inner, x, n, out);
 	if (*w->step != w->seen_step) {  /* a new step: this one's become the step before's */
 		for (int i = 0; i < LKS_FC_ORDINALS; i++) {

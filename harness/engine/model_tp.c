@@ -392,8 +392,14 @@ static int lks_tp_gather_host(lks_rank *r, float *local, int rows, int cols, int
 {
 	size_t nl = (size_t)rows * (size_t)cols / (size_t)r->tp;
 	float *all = r->tph + 2 * r->tpn;
+	int rc;
 
-	if (lks_comm_all_gather(r->tpc, local, nl, all))
+	if (!flow)  /* the trace's copy: no fault of the run's collectives strikes it */
+		lks_fault_copy(1);
+	rc = lks_comm_all_gather(r->tpc, local, nl, all);
+	if (!flow)
+		lks_fault_copy(0);
+	if (rc)
 		return -1;
 	if (flow)
 		lks_tp_heard(r, all, nl * (size_t)r->tp);

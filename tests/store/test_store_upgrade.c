@@ -290,7 +290,8 @@ static void make_old_db(const char *path, int version, int64_t *run)
 	if (version < 13)
 		raw_exec(path, "DROP TABLE screens;");
 	if (version < 14)
-		raw_exec(path, "ALTER TABLE suites DROP COLUMN finished;");
+		raw_exec(path, "ALTER TABLE suites DROP COLUMN finished; "
+		               "ALTER TABLE suites DROP COLUMN stopped;");
 	if (version < 12)
 		raw_exec(path, "DROP TABLE states;");
 	if (version < 10)
