@@ -288,9 +288,11 @@ Test(fault, a_nan_in_a_tp_group_is_named_before_its_collective, .timeout = 120)
 
 /* The collectives' faults in a tp group's collectives, on layouts other than the shipped
    cases: sequence parallel's reduce-scatter after each row-parallel layer (rs_drop_tail),
-   and the group's all-gathers (ag_stale): under sequence parallel the first of a step
-   gathers the embedding's output shards for its trace, without it the first
-   column-parallel layer's output. Each found by a bitwise check against the clean run at
+   and the group's all-gathers of the run's data (ag_stale; a trace's copies gathered whole
+   are passed over, so that the run computes with the stale shard, as its loss shows):
+   under sequence parallel the first of a step gathers the first norm's output rows,
+   without it the first split weight gradient of the backward (the last layer's down
+   projection's). Each found by a bitwise check against the clean run at
    its step, in the tensor that collective makes, at the tp group's first rank where that
    tensor is traced whole (every rank of the group gathers the same), at the struck rank
    where each rank traces its own shard (trace = shards: only its rows lost their tail). */
@@ -309,6 +311,7 @@ Test(fault, tp_collective_faults_found_where_they_strike, .timeout = 300)
 		{ "ag_stale", 4, 2, 1, 0, 3, 1, 0, 1 },
 		{ "ag_stale", 4, 4, 0, 0, 1, 2, 0, 0 },
 		{ "ag_stale", 6, 3, 0, 0, 4, 1, 0, 1 },
+		{ "ag_stale", 4, 2, 1, 0, 3, 1, 0, 0 },
 	};
 	struct scratch sc;
 	char text[2048], inject[128], want[64], out[16384];
@@ -322,8 +325,8 @@ Test(fault, tp_collective_faults_found_where_they_strike, .timeout = 300)
 			snprintf(want, sizeof(want), "blocks.0.%s.out",
 			         t[i].attention ? "attn.proj" : "mlp.down");
 		else
-			snprintf(want, sizeof(want), "%s", t[i].sp ? "embed.out"
-			         : t[i].attention ? "blocks.0.attn.qkv.out" : "blocks.0.mlp.up.out");
+			snprintf(want, sizeof(want), "%s", !t[i].sp ? "blocks.1.mlp.down.weight.grad"
+			         : t[i].attention ? "blocks.0.attn_norm.out" : "blocks.0.norm.out");
 		snprintf(inject, sizeof(inject), "%s step=%d rank=%d", t[i].kind, t[i].step,
 		         t[i].rank);
 		if (t[i].count)
