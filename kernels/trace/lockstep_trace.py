@@ -78,11 +78,13 @@ rank opens the same database with the same case and run names and they join one 
 is complete when every rank has closed it. The ranks of one launch join only one another:
 a job relaunched after a crash makes a run of its own where its launcher names the launch
 (torchrun's rendezvous id and restart count, Slurm's job id: launch_key()), or where job=
-names it; without either, a relaunch would join the dead launch's incomplete run. A DTensor (FSDP2, tensor parallelism) is measured
-as this rank's local shard; with whole=True as the whole tensor (DTensor.full_tensor(), a
-collective: every rank of its mesh must trace it, in the same order), so that a run of one
-layout compares with a run of another (FSDP2 against DDP: every record, parameters too, bit
-for bit where the sums agree). A tensor subclass with no memory of its own is measured as the
+names it; without either, a relaunch would join the dead launch's incomplete run.
+
+A DTensor (FSDP2, tensor parallelism) is measured as this rank's local shard; with
+whole=True as the whole tensor (DTensor.full_tensor(), a collective: every rank of its mesh
+must trace it, in the same order), so that a run of one layout compares with a run of
+another (FSDP2 against DDP: every record, parameters too, bit for bit where the sums
+agree). A tensor subclass with no memory of its own is measured as the
 tensor it stands for: tensor parallelism's AsyncCollectiveTensor once its collective is done,
 torchao's float8 training weight (torchtitan's FP8 under FSDP2) as its high-precision
 tensor. Microbatches: set tracer.micro = k before microbatch k's forward
