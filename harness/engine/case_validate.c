@@ -361,6 +361,7 @@ int lks_run_backend_fits(const lks_run_cfg *r, const struct lks_backend *be)
 int lks_run_fault_fits(const lks_case *c, const lks_run_cfg *r, const lks_fault *f)
 {
 	if (lks_fault_fits(f, r->recipe, r->checkpoint, r->world_size, c->steps)
+	    || lks_fault_fits_mesh(f, r)
 	    || (r->resume_from[0] && lks_fault_fits_resumed(f, r->resume_step)))
 		return -1;
 	return lks_fault_fits_model(f, r, &c->model, lks_case_run_tokens(c, r));

@@ -191,6 +191,13 @@ Test(fault, environment_plants_a_fault, .timeout = 120)
 	         db);
 	cr_assert_eq(lks_run_bin("LOCKSTEP_INJECT='skip_allreduce step=1 rank=0 run=nosuch'", args, out,
 	                 sizeof(out)), 2, "%s", out);
+	/* a collective's fault in runs of another mesh (its runs are DP: no reduce-scatter) is
+	   refused, not planted where it never acts */
+	cr_assert_eq(lks_run_bin("LOCKSTEP_INJECT='rs_drop_tail step=1 rank=0'", args, out,
+	                         sizeof(out)), 2, "%s", out);
+	cr_assert_not_null(strstr(out, "rs_drop_tail"), "%s", out);
+	cr_assert_eq(lks_run_bin("LOCKSTEP_INJECT='rs_drop_tail step=1 rank=0 run=clean'", args, out,
+	                         sizeof(out)), 2, "%s", out);
 	/* a tensor the run does not trace is bad input, found before anything trains, not a
 	   fault that silently never acts */
 	cr_assert_eq(lks_run_bin("LOCKSTEP_INJECT='nan step=1 rank=0 tensor=blocks.0.mlp.up.fwd.x'", args,
