@@ -576,13 +576,13 @@ static int lks_store_plans(struct lks_runner *R, lks_store *store, int64_t run_i
 }
 
 /* The run's row: begun 'incomplete' with the run's fingerprint (and its ranks' devices,
-   where the backend names them) */
-static int lks_run_begin(const struct lks_runner *R, const lks_case *c, const lks_run_cfg *run,
+   where the backend names them; NULL: none) */
+static int lks_run_begin(const char *devices, const lks_case *c, const lks_run_cfg *run,
                          lks_store *store, const lks_runner_opts *o, char **options,
                          int64_t *run_id)
 {
 	const char *fp = o->fingerprint ? o->fingerprint : "{}";
-	char *with = R->devices ? lks_fingerprint_json_add(fp, "devices", R->devices) : NULL;
+	char *with = devices ? lks_fingerprint_json_add(fp, "devices", devices) : NULL;
 	lks_run_info info = {
 		.suite_id = o->suite_id, .case_name = c->name, .case_path = c->path,
 		.case_text = c->text, .run_name = run->name, .recipe = lks_recipe_name(run->recipe),
@@ -593,7 +593,7 @@ static int lks_run_begin(const struct lks_runner *R, const lks_case *c, const lk
 	};
 	int rc;
 
-	if (R->devices && !with)
+	if (devices && !with)
 		return lks_err("out of memory");
 	rc = lks_store_begin_run(store, &info, run_id);
 	free(with);
@@ -604,12 +604,11 @@ int lks_run_store_left_out(const lks_case *c, const lks_run_cfg *run, lks_store 
                            const lks_runner_opts *o, const char *backend, const char *why,
                            int64_t *run_id)
 {
-	struct lks_runner R = { 0 };  /* no devices: none was opened */
 	char *options = NULL, msg[600];
 	int rc;
 
 	snprintf(msg, sizeof(msg), "backend '%s' cannot be opened here: %s", backend, why);
-	rc = lks_run_begin(&R, c, run, store, o, &options, run_id)
+	rc = lks_run_begin(NULL, c, run, store, o, &options, run_id)  /* no device was opened */
 	     || lks_store_fail_run(store, *run_id, msg);
 	free(options);
 	return rc ? -1 : 0;
@@ -631,7 +630,7 @@ int lks_run(const lks_case *c, const lks_run_cfg *run, lks_store *store,
 		char why[512];
 
 		snprintf(why, sizeof(why), "%s", lks_errmsg());
-		if (store && lks_run_begin(&R, c, run, store, o, &options, &run_id) == 0)
+		if (store && lks_run_begin(R.devices, c, run, store, o, &options, &run_id) == 0)
 			lks_store_fail_run(store, run_id, why);
 		lks_err("%s", why);
 		res->run_id = run_id;
@@ -644,7 +643,7 @@ int lks_run(const lks_case *c, const lks_run_cfg *run, lks_store *store,
 	if ((rc = lks_state_start(&R, store, o)) != 0)  /* bad input: nothing stored */
 		goto out;
 	rc = -1;
-	if (store && lks_run_begin(&R, c, run, store, o, &options, &run_id))
+	if (store && lks_run_begin(R.devices, c, run, store, o, &options, &run_id))
 		goto out;
 	res->run_id = run_id;
 	res->first_step = R.step0;

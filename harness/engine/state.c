@@ -13,6 +13,7 @@
 #define LKS_STATE_MAGIC "LKSSTAT1"
 #define LKS_STATE_ORDER 0x01020304u
 #define LKS_STATE_HEAD 56  /* 8 + 4 + 4 + 8 + 4 + 4 + 4 + 4 + 4 + 4 + 8 */
+#define LKS_STATE_HASH_AT (LKS_STATE_HEAD - 8)  /* the header's last field */
 
 /* The header's fields, in its order. */
 struct lks_state_head {
@@ -205,7 +206,7 @@ static void lks_state_whole(const struct lks_runner *R, unsigned char *all, size
 				       (e - a) * sizeof(float));
 		}
 		hash = XXH3_64bits(b + LKS_STATE_HEAD, n - LKS_STATE_HEAD);
-		memcpy(b + LKS_STATE_HEAD - 8, &hash, 8);
+		memcpy(b + LKS_STATE_HASH_AT, &hash, 8);
 	}
 }
 

@@ -82,8 +82,8 @@ int lks_store_tensor_names(lks_store *s, int64_t run_id, char *const *names,
 
 /* Joins rank to a run of info's case and run names (recipe, backend and world size
    info's): the latest incomplete one of that world size, backend and options (a launch's
-   key, or NULL) whose rank has not joined yet, else a new one; one transaction, so that ranks opening at once find one another's
-   run. The join is an event of the run (kind 'trace_rank'). 0, or -1 (lks_err). */
+   key, or NULL) whose rank has not joined yet, else a new one; one transaction, so that
+   ranks opening at once find one another's run. The join is an event of the run (kind 'trace_rank'). 0, or -1 (lks_err). */
 int lks_store_trace_join(lks_store *s, const lks_run_info *info, int rank, int64_t *run_id);
 /* The seq of (name, phase) in the run's tensors, added after the last when new (another
    rank may have added it already): inside the caller's transaction. 0, or -1. */

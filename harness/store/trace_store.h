@@ -198,9 +198,10 @@ int lks_store_fail_run(lks_store *s, int64_t run_id, const char *why);
    night). 10: import_blocks (an imported run's records, many to a row). 11:
    tensor_blocks (an imported tensor trace's records, tensor_trace.h). 12: states (a
    run's training state after a step, engine/state.h). 13: screens (a node's screen,
-   'lockstep screen --db'). 14: suites.finished (when the suite's writer ended) and suites.stopped. A file
-   of an earlier version is upgraded when opened: the tables and columns added since are created (a
-   column NULL in the rows already there), nothing else changes. */
+   'lockstep screen --db'). 14: suites.finished (when the suite's writer ended) and
+   suites.stopped. A file of an earlier version is upgraded when opened: the tables and
+   columns added since are created (a column NULL in the rows already there), nothing else
+   changes. */
 #define LKS_STORE_SCHEMA_VERSION 14
 
 typedef struct lks_run_rec {

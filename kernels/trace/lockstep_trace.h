@@ -15,10 +15,11 @@
  * training step waits only for the one before it.
  *
  * The ranks of a job each open the same database with the same case and run names and
- * their own rank: they join one run (the latest incomplete run of those names and that
- * world size that has not seen their rank), each storing its own rows; the run is
- * complete when every rank has closed it, and failed once a rank has aborted it. Errors: functions return 0 or -1 (NULL for open)
- * and lks_trace_error() says why, in this thread.
+ * their own rank: they join one run (the latest incomplete run of those names, that world
+ * size and that launch's key, lks_trace_open_job, that has not seen their rank), each
+ * storing its own rows; the run is complete when every rank has closed it, and failed once
+ * a rank has aborted it. Errors: functions return 0 or -1 (NULL for open) and
+ * lks_trace_error() says why, in this thread.
  */
 #ifndef LOCKSTEP_TRACE_H
 #define LOCKSTEP_TRACE_H

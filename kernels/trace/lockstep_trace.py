@@ -708,8 +708,8 @@ def trace_module(model, db, case, run, rank=None, world_size=None, activations=T
     (gradients), and each parameter after the optimizer (parameters). rank and world_size
     default to torchrun's RANK and WORLD_SIZE, else 0 and 1. whole: a DTensor (FSDP2's
     parameters, tensor parallelism's) measured whole, gathered from its mesh by every rank
-    at once, rather than this rank's shard. job: the launch's key (Trace). Returns a Tracer: call its step(n) after
-    optimizer.step() of step n, and close() at the end."""
+    at once, rather than this rank's shard. job: the launch's key (Trace). Returns a
+    Tracer: call its step(n) after optimizer.step() of step n, and close() at the end."""
     if rank is None:
         rank = _env_int("RANK", 0)
     if world_size is None:
