@@ -466,6 +466,7 @@ static int lks_import_ranks_check(const struct lks_import_run *r, const char *wh
 static int lks_import_ranks_map(const char *text, unsigned char **map, int *n)
 {
 	const char *p = text;
+	int twice = 0;
 
 	*map = NULL;
 	*n = 0;
@@ -487,17 +488,17 @@ static int lks_import_ranks_map(const char *text, unsigned char **map, int *n)
 			p = end;
 		}
 		for (long k = lo; k <= hi; k++)
-			(*map)[k] = 1;
+			twice |= (*map)[k], (*map)[k] = 1;
 		*n = (int)hi + 1 > *n ? (int)hi + 1 : *n;
-		if (!*p)
+		if (!*p && !twice)
 			return 0;
-		if (*p++ != ',')
+		if (twice || *p++ != ',')
 			break;
 	}
 	free(*map);
 	*map = NULL;
-	return lks_err("bad ranks '%s': want ranks and ranges from 0 to %d, comma separated "
-	               "(0,8 or 0-3,8)", text, LKS_IMPORT_MAX_RANK), LKS_E_BAD_INPUT;
+	return lks_err("bad ranks '%s': want ranks and ranges from 0 to %d, comma separated, "
+	               "each rank once (0,8 or 0-3,8)", text, LKS_IMPORT_MAX_RANK), LKS_E_BAD_INPUT;
 }
 
 int lks_import_ranks_valid(const char *text)

@@ -368,6 +368,13 @@ Test(import_check, import_ranks_on_the_command_line)
 	         "--run r --db '%s' --ranks ''", LKS_IMPORT_DIR, db);
 	cr_assert_eq(lks_run_bin(NULL, args, out, sizeof(out)), 2, "%s", out);
 	cr_assert_not_null(strstr(out, "--ranks wants the ranks the log holds"), "%s", out);
+	/* a rank given twice is a slip of the user's, not a list to take as its set */
+	snprintf(args, sizeof(args), "import --format torchtitan '%s/titan_two_nodes.log' --case c "
+	         "--run r --db '%s' --ranks 0,8,0-1", LKS_IMPORT_DIR, db);
+	cr_assert_eq(lks_run_bin(NULL, args, out, sizeof(out)), 2, "%s", out);
+	cr_assert_not_null(strstr(out, "bad ranks '0,8,0-1': want ranks and ranges from 0 to"), "%s",
+	                   out);
+	cr_assert_not_null(strstr(out, "each rank once"), "%s", out);
 	snprintf(args, sizeof(args), "import --format torchtitan '%s/titan_two_nodes.log' --case c "
 	         "--run r --db '%s' --ranks 0,8", LKS_IMPORT_DIR, db);
 	cr_assert_eq(lks_run_bin(NULL, args, out, sizeof(out)), 0, "%s", out);
