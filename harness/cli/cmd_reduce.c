@@ -117,30 +117,33 @@ static int lks_reduce_setup(struct lks_reduce_state *r, const char *good, const 
 	return 0;
 }
 
+/* Prints the search's end and makes the session's one-line result (*result, malloc'd, every
+   key of the minimal difference whole; NULL out of memory). */
 static int lks_reduce_report(const struct lks_reduce_state *r, const lks_search_result *s,
-                             char *result, size_t size)
+                             char **result)
 {
 	int k = __builtin_popcountll(s->minimal);
 	const char *end = s->status == LKS_SEARCH_START_NOT_GOOD ? r->a->name : r->b->name;
 	lks_mark m = s->status == LKS_SEARCH_START_NOT_GOOD ? s->start : s->end;
-	size_t len;
+	lks_strbuf sb = LKS_STRBUF_INIT;
 
 	if (s->status != LKS_SEARCH_FOUND) {
-		snprintf(result, size, "combo '%s' %s", end, m == LKS_MARK_SKIP ? "could not be tested"
-		         : m == LKS_MARK_GOOD ? "is good: reduce needs --bad to fail"
-		         : "is bad: reduce needs --good to pass");
-		fprintf(stderr, "lockstep: reduce: %s\n", result);
+		lks_strbuf_addf(&sb, "combo '%s' %s", end, m == LKS_MARK_SKIP ? "could not be tested"
+		                : m == LKS_MARK_GOOD ? "is good: reduce needs --bad to fail"
+		                : "is bad: reduce needs --good to pass");
+		fprintf(stderr, "lockstep: reduce: %s\n", sb.buf);
+		*result = lks_strbuf_detach(&sb);
 		return m == LKS_MARK_SKIP ? LKS_EXIT_INFRA : LKS_EXIT_USAGE;
 	}
 	printf("\nminimal difference (%d of %d key%s, %d probes): applied to '%s', it fails\n", k,
 	       r->n, r->n > 1 ? "s" : "", s->nprobes, r->a->name);
 	lks_combo_print_changes(stdout, r->ch, r->n, s->minimal, r->a->name, r->b->name);
-	len = (size_t)snprintf(result, size, "minimal:");
-	for (int i = 0; i < r->n && len < size; i++)
+	lks_strbuf_adds(&sb, "minimal:");
+	for (int i = 0; i < r->n; i++)
 		if (s->minimal >> i & 1)
-			len += (size_t)snprintf(result + len, size - len, " %s", r->ch[i].target);
-	if (len < size)
-		snprintf(result + len, size - len, " (%d of %d keys, %d probes)", k, r->n, s->nprobes);
+			lks_strbuf_addf(&sb, " %s", r->ch[i].target);
+	lks_strbuf_addf(&sb, " (%d of %d keys, %d probes)", k, r->n, s->nprobes);
+	*result = lks_strbuf_detach(&sb);
 	return LKS_EXIT_OK;
 }
 
@@ -155,7 +158,7 @@ int cmd_reduce(int argc, char **argv)
 	};
 	lks_search_result s;
 	lks_probe_cfg cfg;
-	char result[1024] = "";
+	char *result = NULL;
 	int rc;
 
 	if (lks_probe_start("reduce", argc, argv, lks_reduce_usage, lks_reduce_tail, extra, &cfg,
@@ -166,9 +169,10 @@ int cmd_reduce(int argc, char **argv)
 		rc = lks_probe_fail(rc);
 		goto out;
 	}
-	rc = lks_reduce_report(&r, &s, result, sizeof(result));
+	rc = lks_reduce_report(&r, &s, &result);
 out:
-	lks_probe_session_close(&r.ps, result[0] ? result : NULL);
+	lks_probe_session_close(&r.ps, result);
+	free(result);
 	free(r.ch);
 	lks_probe_cfg_release(&cfg);
 	return rc;
