@@ -112,19 +112,20 @@ static int lks_prune_parse(int argc, char **argv, struct lks_prune_args *a)
 	return 0;
 }
 
-/* The database's bytes on disk, its write-ahead log included. */
-static long long lks_prune_size(const char *db)
+/* The database's bytes on disk, its write-ahead log included; those of the log in *wal_n. */
+static long long lks_prune_size(const char *db, long long *wal_n)
 {
 	char wal[4096];
 	struct stat st;
 	long long n = 0;
 
+	*wal_n = 0;
 	if (!stat(db, &st))
 		n += st.st_size;
 	snprintf(wal, sizeof(wal), "%s-wal", db);
 	if (!stat(wal, &st))
-		n += st.st_size;
-	return n;
+		*wal_n = st.st_size;
+	return n + *wal_n;
 }
 
 static int lks_prune_pins(lks_store *s, const struct lks_prune_args *a)
@@ -151,7 +152,7 @@ int cmd_prune(int argc, char **argv)
 	struct lks_prune_args a = { 0 };
 	lks_prune_result res;
 	lks_store *store = NULL;
-	long long before;
+	long long before, after, wal;
 	int rc, open_rc;
 
 	if ((rc = lks_prune_parse(argc, argv, &a)) != 0) {
@@ -163,7 +164,7 @@ int cmd_prune(int argc, char **argv)
 		goto out;
 	}
 	/* an empty file: SQLite would make it a new, empty history, as a misspelt name */
-	if ((before = lks_prune_size(a.db)) == 0) {
+	if ((before = lks_prune_size(a.db, &wal)) == 0) {
 		rc = lks_usage("prune: '%s' is empty: no lockstep database", a.db);
 		goto out;
 	}
@@ -183,7 +184,14 @@ int cmd_prune(int argc, char **argv)
 	store = NULL;
 	printf("pruned %d suite%s: %lld stat rows removed in %lld transactions\n", res.suites,
 	       res.suites == 1 ? "" : "s", (long long)res.rows, (long long)res.transactions);
-	printf("'%s': %lld bytes before, %lld after\n", a.db, before, lks_prune_size(a.db));
+	after = lks_prune_size(a.db, &wal);
+	/* another connection open (a run writing) keeps the log, VACUUM's copy of the file in
+	   it: the bytes are freed when the last connection closes, not yet */
+	printf("'%s': %lld bytes before, %lld after", a.db, before, after);
+	if (wal)
+		printf(" (%lld of them the write-ahead log, which another open connection keeps: it "
+		       "goes when the last one closes)", wal);
+	printf("\n");
 	rc = LKS_EXIT_OK;
 out:
 	lks_store_close(store);

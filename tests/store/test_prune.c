@@ -177,6 +177,8 @@ Test(prune, keeps_the_latest_suites_whole_and_only_stat_rows_of_old_ones_go)
 	before = size_in(out, "bytes before");
 	after = size_in(out, "after");
 	cr_assert_lt(after, before, "%s", out);
+	/* no other connection: the log went with prune's own */
+	cr_assert_null(strstr(out, "write-ahead log"), "%s", out);
 
 	cr_assert_eq(sqlite3_open(f.db, &db), SQLITE_OK);
 	count_kept(db, kept_after);
@@ -233,6 +235,9 @@ Test(prune, a_reader_holding_a_snapshot_is_not_blocked_nor_disturbed)
 	snprintf(args, sizeof(args), "prune --db '%s' --keep 1", f.db);
 	cr_assert_eq(lks_run_bin(NULL, args, out, sizeof(out)), 0, "%s", out);
 	cr_assert_not_null(strstr(out, "pruned 2 suites"), "%s", out);
+	/* the log that this connection keeps is said, not passed off as the file's size */
+	cr_assert_gt(size_in(out, "of them the write-ahead log, which another open connection "
+	                          "keeps: it goes when the last one closes)"), 0, "%s", out);
 	/* the snapshot still whole; a new one sees the last suite's rows alone */
 	cr_assert_eq(sql_int(db, "SELECT count(*) FROM stats"), all);
 	cr_assert_eq(sqlite3_exec(db, "COMMIT", NULL, NULL, NULL), SQLITE_OK);
