@@ -192,12 +192,13 @@ static void lks_run_line(void *arg, const lks_suite_line *run)
 	lks_suite_print_run(stdout, run);
 }
 
-/* --junit FILE: the verdicts as JUnit XML, once the suite is stored */
-static int lks_run_junit(void *arg, lks_store *store, int64_t suite_id)
+/* --junit FILE: the verdicts as JUnit XML, once the suite is stored or has stopped */
+static int lks_run_junit(void *arg, lks_store *store, int64_t suite_id, int stopped)
 {
 	const struct lks_run_args *a = arg;
 
-	return a->junit ? lks_junit_write(store, suite_id, a->junit, !a->s.same_fp_warn) : 0;
+	return a->junit ? lks_junit_write(store, suite_id, a->junit, !a->s.same_fp_warn, stopped)
+	                : 0;
 }
 
 int lks_run_cases(int argc, char **argv, lks_check_tally *t)

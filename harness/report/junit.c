@@ -15,6 +15,7 @@ struct lks_junit {
 	int64_t suite;
 	int tests, failures, skipped, errors;
 	int same_fp_fails;        /* a change with an equal fingerprint is a failure */
+	int stopped;              /* the command stopped before the suite's end: its exit code */
 };
 
 /* The character of the UTF-8 text at s that XML 1.0 allows: its code point into *cp and
@@ -179,21 +180,24 @@ static int lks_junit_run(void *arg, const lks_run_rec *r)
 static int lks_junit_stopped(void *arg, const lks_suite_rec *rec)
 {
 	struct lks_junit *j = arg;
+	int stopped = rec->stopped ? rec->stopped : j->stopped;
 
-	if (!rec->stopped)
+	if (!stopped)
 		return 0;
 	j->tests++;
 	j->errors++;
 	fprintf(j->f, "    <testcase classname=\"suite\" name=\"stopped\">\n      <error "
 	        "type=\"suite stopped\" message=\"the command stopped before the suite's end "
 	        "(exit %d, see its output): cases after it were not run\"/>\n    </testcase>\n",
-	        rec->stopped);
+	        stopped);
 	return 0;
 }
 
-int lks_junit_write(lks_store *s, int64_t suite_id, const char *path, int same_fp_fails)
+int lks_junit_write(lks_store *s, int64_t suite_id, const char *path, int same_fp_fails,
+                    int stopped)
 {
-	struct lks_junit j = { .s = s, .suite = suite_id, .same_fp_fails = same_fp_fails };
+	struct lks_junit j = { .s = s, .suite = suite_id, .same_fp_fails = same_fp_fails,
+	                       .stopped = stopped };
 	FILE *body = tmpfile();
 	lks_atomic a;
 	int rc = -1, c;

@@ -18,8 +18,11 @@
 
 #include "harness/store/trace_store.h"
 
-/* Writes the checks and night-over-night verdicts of suite suite_id to path (through a temporary file and a rename: harness/base/atomic_file.h). */
-int lks_junit_write(lks_store *s, int64_t suite_id, const char *path, int same_fp_fails);
+/* Writes the checks and night-over-night verdicts of suite suite_id to path (through a
+   temporary file and a rename: harness/base/atomic_file.h); a suite that stopped before its
+   end (stopped: its exit code, or the store's record of it) an <error> first. */
+int lks_junit_write(lks_store *s, int64_t suite_id, const char *path, int same_fp_fails,
+                    int stopped);
 
 /* s as XML text or attribute value: the five specials escaped, control characters other
    than tab and newline (not allowed in XML 1.0) a blank, bytes that are not UTF-8 and the

@@ -309,7 +309,7 @@ static int lks_suite_summary(const lks_suite_opts *a, const lks_suite_observer *
 		fprintf(out, ", %d skipped", tally->skipped);
 	fprintf(out, "\nsuite %lld stored in '%s'\n", (long long)suite_id, a->db);
 	fflush(out);
-	if (obs->on_stored && obs->on_stored(obs->arg, store, suite_id)) {
+	if (obs->on_stored && obs->on_stored(obs->arg, store, suite_id, 0)) {
 		fprintf(stderr, "lockstep: %s\n", lks_errmsg());
 		return LKS_EXIT_INFRA;
 	}
@@ -421,6 +421,7 @@ struct lks_suite {
 	lks_check_tally tally;
 	int left_out;             /* runs whose backend cannot be opened here */
 	int failed;               /* runs that failed (out of memory, ...) in a process alone */
+	const char *at;           /* the case being run */
 };
 
 /* Where run j of case c starts (resume_from: the state its run of the case kept, whose
@@ -651,7 +652,7 @@ int lks_suite_run(const lks_suite_opts *a, const lks_suite_observer *obs, lks_ch
 	}
 	s.overrides = lks_join(a->sets.v, a->sets.n);
 	for (int i = 0; i < ncases; i++)
-		if ((rc = lks_suite_case(&s, &cases[i])) != 0)
+		if (s.at = cases[i].name, (rc = lks_suite_case(&s, &cases[i])) != 0)
 			goto out;
 	rc = lks_suite_summary(a, obs, s.store, s.suite_id, s.job.root ? &s.tally : NULL);
 	if (s.left_out) {
@@ -675,8 +676,9 @@ out:
 	   the JUnit file holds what it stored and that it stopped. */
 	if (s.store && s.suite_id) {
 		lks_store_end_suite(s.store, s.suite_id, ended ? 0 : rc ? rc : LKS_EXIT_INFRA);
-		if (!ended && s.job.root && obs->on_stored)
-			obs->on_stored(obs->arg, s.store, s.suite_id);
+		if (!ended && s.job.root)
+			lks_suite_say_stopped(obs, s.store, s.suite_id, rc ? rc : LKS_EXIT_INFRA,
+			                      s.at, s.failed, a->db);
 	}
 	*t = s.tally;
 	lks_job_end(&s.job);

@@ -62,13 +62,21 @@ typedef struct lks_suite_observer {
 	int progress_tty;         /* progress is a terminal: one line redrawn */
 	FILE *verdicts;           /* the checks' verdicts, night over night, the counts */
 	void (*on_run)(void *arg, const lks_suite_line *run);  /* NULL: nothing */
-	/* The suite is stored and its verdicts counted (the exit code is not decided yet):
-	   e.g. JUnit written. 0, or -1 (lks_err): an infrastructure failure. NULL: nothing. */
-	int (*on_stored)(void *arg, struct lks_store *store, int64_t suite_id);
+	/* The suite is stored and its verdicts counted (the exit code is not decided yet), or
+	   it stopped before its end with exit code stopped (else 0), which the store may not
+	   hold (a full disk): e.g. JUnit written. 0, or -1 (lks_err): an infrastructure
+	   failure. NULL: nothing. */
+	int (*on_stored)(void *arg, struct lks_store *store, int64_t suite_id, int stopped);
 } lks_suite_observer;
 
 /* The run line 'lockstep run' prints. */
 void lks_suite_print_run(FILE *out, const lks_suite_line *run);
+
+/* A suite that stopped before its end with exit code stopped: said on stderr (in case
+   case_name, failed runs before it; what db holds) and told to obs's on_stored. */
+void lks_suite_say_stopped(const lks_suite_observer *obs, struct lks_store *store,
+                           int64_t suite_id, int stopped, const char *case_name, int failed,
+                           const char *db);
 
 /*
  * Runs the suite o; the verdicts counted into *tally (also after a failure: what was

@@ -1,7 +1,9 @@
-/* suite_print.c: a run's line as 'lockstep run' prints it (suite.h). */
+/* suite_print.c: what 'lockstep run' says of a run, and of a suite that stopped (suite.h). */
 #include "harness/suite/suite.h"
 
 #include <stdio.h>
+
+#include "kernels/err.h"
 
 /* "  resumed after step N" (as resume_from names it) for a run whose first step is N + 1
    (> 0); "" for 0 */
@@ -28,4 +30,21 @@ void lks_suite_print_run(FILE *out, const lks_suite_line *r)
 		        r->last_loss, r->seconds, lks_resumed_at(r->first_step, from, sizeof(from)),
 		        r->nonfinite_events ? "  NON-FINITE gradients (see events)" : "");
 	fflush(out);
+}
+
+void lks_suite_say_stopped(const lks_suite_observer *obs, struct lks_store *store,
+                           int64_t suite_id, int stopped, const char *case_name, int failed,
+                           const char *db)
+{
+	fprintf(stderr, "lockstep: suite %lld stopped before its end (exit %d)", (long long)suite_id,
+	        stopped);
+	if (case_name)
+		fprintf(stderr, " in case '%s'", case_name);
+	fprintf(stderr, ": the checks and cases after it were not run, and no verdicts were "
+	        "counted; ");
+	if (failed)
+		fprintf(stderr, "%d run%s failed before it (see above); ", failed, failed > 1 ? "s" : "");
+	fprintf(stderr, "what it stored is in '%s'\n", db);
+	if (obs->on_stored && obs->on_stored(obs->arg, store, suite_id, stopped))
+		fprintf(stderr, "lockstep: %s\n", lks_errmsg());
 }

@@ -116,6 +116,39 @@ Test(report_verdicts, a_stopped_suite_is_incomplete_and_its_junit_written, .time
 	teardown(dir);
 }
 
+/* A suite that its store can no longer take part way (a write refused: here a file size
+   limit, as on a full disk) says where it stopped and that no verdicts were counted, and
+   its JUnit file says it stopped, which the store could not record. The case's second run
+   and checks were never stored: without the error the file read as one incomplete run. */
+Test(report_verdicts, a_suite_its_store_stops_says_so_and_junit_holds_it, .timeout = 120)
+{
+	char dir[64], path[300], *err, *xml;
+	static const char *const text = "[case]\nsteps = 40\nworld_size = 2\n[model]\nvocab = 256\n"
+	                                 "hidden = 64\nffn = 256\nlayers = 2\nseq = 32\nbatch = 2\n"
+	                                 "[run bf16]\nrecipe = bf16\n[run fp8]\n"
+	                                 "recipe = fp8_rowwise\n[check fin]\nkind = finite\na = fp8\n";
+
+	setup(dir, sizeof(dir));
+	/* 1000 blocks of 512 bytes (dash's unit; bash's 1024): the schema and some steps fit,
+	   not the suite (3.5 MB of stats); SIGXFSZ ignored, so that the write fails instead */
+	cr_assert_eq(sh("cd '%1$s' && printf '%2$s' > disk.ini && trap '' XFSZ && ulimit -f 1000 && "
+	                "'%3$s' run disk.ini --db t.db --junit j.xml --quiet > /dev/null 2> err.txt; "
+	                "test $? -eq 3", dir, text, LKS_BIN), 0);
+	snprintf(path, sizeof(path), "%s/err.txt", dir);
+	cr_assert_not_null(err = slurp(path));
+	cr_expect_not_null(strstr(err, "stopped before its end (exit 3) in case 'disk': the checks "
+	                               "and cases after it were not run, and no verdicts were "
+	                               "counted"), "%s", err);
+	snprintf(path, sizeof(path), "%s/j.xml", dir);
+	cr_assert_not_null(xml = slurp(path), "no JUnit file for a suite its store stopped: %s", err);
+	cr_expect_not_null(strstr(xml, "<testcase classname=\"suite\" name=\"stopped\">\n      "
+	                               "<error type=\"suite stopped\" message=\"the command stopped "
+	                               "before the suite's end (exit 3"), "%s", xml);
+	free(xml);
+	free(err);
+	teardown(dir);
+}
+
 Test(report_verdicts, a_skipped_planted_fault_is_not_missed, .timeout = 120)
 {
 	char dir[64], *out, *md, *html;
