@@ -168,7 +168,9 @@ static int lks_run_parse(int argc, char **argv, struct lks_run_args *a)
 		LKS_OPT_CALL("--resume-from", "RUN@STEP", lks_run_resume_opt,
 		             "train the one run selected (--run NAME) from the state stored run\n"
 		             "RUN (its id in the database) kept after STEP: the steps after it\n"
-		             "come out bit for bit as RUN's did (a 'resume' check holds them)"),
+		             "come out bit for bit as RUN's did (a 'resume' check holds them);\n"
+		             "RUN trained the same (model, data, optimizer, steps, recipe), in\n"
+		             "any layout, with or without checkpointing, or it is refused"),
 		LKS_OPT_FLAG("--quiet", &a->quiet, "no progress"),
 		LKS_OPT_END(),
 	};

@@ -451,12 +451,27 @@ int lks_case_import_path(const lks_case *c, const lks_run_cfg *r, char *buf, siz
 	       ? lks_err("%s: run '%s': the import path is too long", c->path, r->name) : 0;
 }
 
+/* A run's recipe and, where it scales from an amax history, that history's settings:
+   what decides its training beside the case's keys, which its runs share. */
+static const char *lks_run_training(const lks_run_cfg *r, char *buf, size_t size)
+{
+	if (!lks_recipe_delayed(r->recipe))
+		snprintf(buf, size, "%s", lks_recipe_name(r->recipe));
+	else
+		snprintf(buf, size, "%s (amax_history = %d, amax_algo = %s, margin = %d)",
+		         lks_recipe_name(r->recipe), r->amax_history,
+		         r->amax_most_recent ? "most_recent" : "max", r->margin);
+	return buf;
+}
+
 /* resume_from = NAME@STEP: an earlier run of the case that lockstep trains, on as many
-   ranks (a state per rank), and a step that leaves one to train (the run's fault acts in
-   those: lks_run_fault_fits). */
+   ranks (a state per rank), of the same training (recipe and its settings: the layout,
+   checkpointing and the backend may differ), and a step that leaves one to train (the
+   run's fault acts in those: lks_run_fault_fits). */
 static int lks_run_resume(const lks_case *c, int i)
 {
 	const lks_run_cfg *r = &c->runs[i], *src = NULL;
+	char mine[128], theirs[128];
 
 	if (!r->resume_from[0])
 		return 0;
@@ -474,6 +489,11 @@ static int lks_run_resume(const lks_case *c, int i)
 		return lks_err("run '%s': world size %d, but run '%s' it resumes from has %d (a "
 		               "state per rank)", r->name, r->world_size, src->name,
 		               src->world_size);
+	if (strcmp(lks_run_training(r, mine, sizeof(mine)),
+	           lks_run_training(src, theirs, sizeof(theirs))))
+		return lks_err("run '%s': resume_from %s@%d: run '%s' trains %s, this run %s: a run "
+		               "resumes from one of its recipe and settings (in any layout)", r->name,
+		               src->name, r->resume_step, src->name, theirs, mine);
 	if (r->resume_step >= c->steps - 1)
 		return lks_err("run '%s': resume_from %s@%d leaves no step of the case's %d to "
 		               "train", r->name, src->name, r->resume_step, c->steps);

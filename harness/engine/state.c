@@ -7,6 +7,8 @@
 #include <xxhash.h>
 
 #include "harness/base/status.h"
+#include "harness/engine/case.h"
+#include "harness/engine/recipe.h"
 #include "harness/engine/runner_impl.h"
 #include "kernels/err.h"
 
@@ -21,7 +23,8 @@ struct lks_state_head {
 	uint64_t nparams;
 	uint32_t hlen;
 	int32_t step;
-	uint32_t world, zero;   /* the run's ranks; 0 */
+	uint32_t world;         /* the run's ranks */
+	uint32_t key;           /* the training's (lks_state_key); 0 in states kept before it */
 	float b1pow, b2pow;
 	uint64_t hash;
 };
@@ -44,6 +47,31 @@ static const unsigned char *lks_get(const unsigned char *p, void *v, size_t n)
 	return p + n;
 }
 
+/* What decides a run's training but its layout, checkpointing, backend and faults: the
+   case's model, data (seed, global batch), optimizer and schedule (the steps trained, the
+   warmup) and the run's recipe with its history's settings, hashed; never 0. A run resumes
+   only from a state of the same: the steps after it then come out as its run's did. */
+static uint32_t lks_state_key(const struct lks_runner *R)
+{
+	const lks_case *c = R->c;
+	const lks_run_cfg *run = R->run;
+	const lks_optim_cfg *o = &c->optim;
+	int delayed = lks_recipe_delayed(run->recipe);
+	int32_t v[] = { c->model.vocab, c->model.hidden, c->model.ffn, c->model.layers,
+		            c->model.seq, c->model.attention, c->model.heads, c->model.head_dim,
+		            c->model.batch * c->world_size, R->steps, R->warmup, (int32_t)run->recipe,
+		            delayed ? run->amax_history : 0, delayed ? run->amax_most_recent : 0,
+		            delayed ? run->margin : 0 };
+	float f[] = { o->lr, o->min_lr, o->beta1, o->beta2, o->eps, o->weight_decay, o->clip };
+	unsigned char b[sizeof(v) + sizeof(f)];
+	uint64_t h;
+
+	memcpy(b, v, sizeof(v));
+	memcpy(b + sizeof(v), f, sizeof(f));
+	h = XXH3_64bits_withSeed(b, sizeof(b), c->seed);
+	return (uint32_t)(h >> 32 ^ h) ? (uint32_t)(h >> 32 ^ h) : 1;
+}
+
 /* The history length of every slot, as lks_rank_init makes them (model_rank.c): known
    also to a process of a job that hosts none of the run's ranks. */
 static int lks_state_hlen(const struct lks_runner *R)
@@ -56,7 +84,7 @@ int lks_state_save(struct lks_runner *R, lks_rank *r, int step, void **blob, siz
 	size_t np = R->m.nparams, fb = np * sizeof(float);
 	int nslots = 3 * R->m.nlin, hlen = lks_state_hlen(R);
 	struct lks_state_head h = { LKS_STATE_ORDER, (uint32_t)nslots, np, (uint32_t)hlen, step,
-	                            (uint32_t)R->W, 0, R->b1pow, R->b2pow, 0 };
+	                            (uint32_t)R->W, lks_state_key(R), R->b1pow, R->b2pow, 0 };
 	unsigned char *b, *p;
 
 	*n = lks_state_bytes(np, nslots, hlen);
@@ -87,7 +115,7 @@ int lks_state_save(struct lks_runner *R, lks_rank *r, int step, void **blob, siz
 	p = lks_put(p, &h.hlen, 4);
 	p = lks_put(p, &h.step, 4);
 	p = lks_put(p, &h.world, 4);
-	p = lks_put(p, &h.zero, 4);
+	p = lks_put(p, &h.key, 4);
 	p = lks_put(p, &h.b1pow, 4);
 	p = lks_put(p, &h.b2pow, 4);
 	lks_put(p, &h.hash, 8);
@@ -107,7 +135,7 @@ static int lks_state_head_read(const unsigned char *b, size_t n, struct lks_stat
 	p = lks_get(p, &h->hlen, 4);
 	p = lks_get(p, &h->step, 4);
 	p = lks_get(p, &h->world, 4);
-	p = lks_get(p, &h->zero, 4);
+	p = lks_get(p, &h->key, 4);
 	p = lks_get(p, &h->b1pow, 4);
 	p = lks_get(p, &h->b2pow, 4);
 	lks_get(p, &h->hash, 8);
@@ -135,6 +163,11 @@ int lks_state_load(struct lks_runner *R, lks_rank *r, int step, const void *blob
 		return lks_err("the state is of step %d, not %d", h.step, step), LKS_E_BAD_INPUT;
 	if (h.world != (uint32_t)R->W)
 		return lks_err("the state is of a run of %u ranks; this one has %d", h.world, R->W),
+		       LKS_E_BAD_INPUT;
+	if (h.key && h.key != lks_state_key(R))
+		return lks_err("the state is of another training than this run's: the model, the "
+		               "data (seed, batch), the optimizer, the steps or the recipe and its "
+		               "settings differ (a run resumes from one of the same, in any layout)"),
 		       LKS_E_BAD_INPUT;
 	if (n != lks_state_bytes(np, nslots, hlen)
 	    || XXH3_64bits(b + LKS_STATE_HEAD, n - LKS_STATE_HEAD) != h.hash)

@@ -32,8 +32,11 @@ int lks_store_put_state(lks_store *s, int64_t run_id, int step, int rank, const 
    user told that the run kept none would look for a mistake of their own. */
 static void lks_state_missing(lks_store *s, int64_t run_id, int step, int rank)
 {
+	char status[16];
 	int pruned = 0;
 
+	if (lks_store_run_status(s, run_id, status, sizeof(status)))
+		return;  /* "'DB': no run N" */
 	if (!lks_store_run_pruned(s, run_id, &pruned) && pruned)
 		lks_err("run %lld has no state after step %d for rank %d: its suite was pruned "
 		        "('lockstep prune' removes kept states with the stat rows; 'prune --pin' "

@@ -422,10 +422,10 @@ Test(fault, a_fault_that_never_acts_is_refused_when_the_case_is_read)
 		/* after the resumed step, every step, or from a step on */
 		NEVER_CASE(2) "[run b]\nrecipe = bf16\nresume_from = a@1\n"
 		"inject = nan step=2 rank=0 tensor=head.logits\n",
-		NEVER_CASE(2) "[run b]\nrecipe = fp8_rowwise\nresume_from = a@2\n"
-		"inject = scale_round_up\n",
-		NEVER_CASE(2) "[run b]\nrecipe = fp8_rowwise\nresume_from = a@2\n"
-		"inject = scale_round_up step=1 rank=0\n",
+		NEVER_CASE(2) "[run r]\nrecipe = fp8_rowwise\n[run b]\nrecipe = fp8_rowwise\n"
+		"resume_from = r@2\ninject = scale_round_up\n",
+		NEVER_CASE(2) "[run r]\nrecipe = fp8_rowwise\n[run b]\nrecipe = fp8_rowwise\n"
+		"resume_from = r@2\ninject = scale_round_up step=1 rank=0\n",
 		/* amax_local and amax_group where the tp group reduces the operand's amax */
 		NEVER_CASE(2) "tp = 2\n[run b]\nrecipe = fp8_tensorwise\ntp = 2\n"
 		"inject = amax_local tensor=blocks.0.mlp.up.fwd.w\n",

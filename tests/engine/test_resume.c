@@ -4,8 +4,8 @@
  * and without checkpointing, on layouts that shard the state (FSDP, tp with sequence
  * parallel, the FP8 all-gather); the resume check catches a resumed run that departs, at
  * its step and tensor; 'run --keep-state' and '--resume-from' give the same bits; and a
- * state that is missing, of another run's shape or damaged, or a fault before the steps
- * the run trains, is refused (exit 2), nothing stored. Run as a user would (LKS_BIN,
+ * state that is missing, of another run's shape, of another training (recipe, optimizer,
+ * data) or damaged, or a fault before the steps the run trains, is refused (exit 2). Run as a user would (LKS_BIN,
  * tests/engine/CMakeLists.txt).
  */
 #include <criterion/criterion.h>
@@ -191,6 +191,14 @@ Test(resume, a_resume_the_case_does_not_make_is_refused, .timeout = 60)
 		  "want RUN@STEP" },
 		{ "[run a]\nrecipe = bf16\n[run b]\nrecipe = bf16\nworld_size = 1\nresume_from = a@1\n",
 		  "a state per rank" },
+		/* another training: its steps would not be the other's */
+		{ "[run a]\nrecipe = fp8_rowwise\n[run b]\nrecipe = fp8_delayed\nresume_from = a@1\n",
+		  ":16: run 'b': resume_from a@1: run 'a' trains fp8_rowwise, this run fp8_delayed "
+		  "(amax_history = 16, amax_algo = max, margin = 0): a run resumes from one of its "
+		  "recipe and settings" },
+		{ "[run a]\nrecipe = fp8_delayed\n[run b]\nrecipe = fp8_delayed\namax_history = 8\n"
+		  "resume_from = a@1\n", "run 'a' trains fp8_delayed (amax_history = 16, amax_algo = "
+		  "max, margin = 0), this run fp8_delayed (amax_history = 8," },
 	};
 	static char text[8192];
 	char out[4096];
@@ -273,6 +281,28 @@ Test(resume, the_command_line_keeps_and_resumes, .timeout = 120)
 	         "--set model.hidden=48", t.path, t.db);
 	cr_assert_eq(lks_run_bin(NULL, args, out, sizeof(out)), 2, "%s", out);
 	cr_assert_not_null(strstr(out, "another model"), "%s", out);
+	/* a state of the same bytes but another training: another recipe, learning rate, data */
+	snprintf(args, sizeof(args), "run '%s' --db '%s' --run b --resume-from 1@1", t.path, t.db);
+	cr_assert_eq(lks_run_bin(NULL, args, out, sizeof(out)), 2, "%s", out);
+	cr_assert_not_null(strstr(out, "the state is of another training than this run's"), "%s",
+	                   out);
+	snprintf(args, sizeof(args), "run '%s' --db '%s' --run a --resume-from 1@1 "
+	         "--set optim.lr=0.01", t.path, t.db);
+	cr_assert_eq(lks_run_bin(NULL, args, out, sizeof(out)), 2, "%s", out);
+	cr_assert_not_null(strstr(out, "another training"), "%s", out);
+	snprintf(args, sizeof(args), "run '%s' --db '%s' --run a --resume-from 1@1 "
+	         "--set case.seed=12", t.path, t.db);
+	cr_assert_eq(lks_run_bin(NULL, args, out, sizeof(out)), 2, "%s", out);
+	cr_assert_not_null(strstr(out, "another training"), "%s", out);
+	/* the same training with checkpointing off: it resumes */
+	snprintf(args, sizeof(args), "run '%s' --db '%s' --run a --resume-from 1@1 "
+	         "--set run.a.checkpoint=none --quiet", t.path, t.db);
+	cr_assert_eq(lks_run_bin(NULL, args, out, sizeof(out)), 0, "%s", out);
+	/* a run the database does not hold is said to be none, not to have kept no state */
+	snprintf(args, sizeof(args), "run '%s' --db '%s' --run a --resume-from 99@1", t.path, t.db);
+	cr_assert_eq(lks_run_bin(NULL, args, out, sizeof(out)), 2, "%s", out);
+	cr_assert_not_null(strstr(out, "': no run 99"), "%s", out);
+	cr_assert_null(strstr(out, "kept no state"), "%s", out);
 	cr_assert_eq(sqlite3_open(t.db, &db), SQLITE_OK);
 	cr_assert_eq(sqlite3_exec(db, "UPDATE states SET data = CAST(substr(data, 1, 100) || "
 	                          "x'a5a5a5a5' || substr(data, 105) AS BLOB) WHERE step = 1", NULL,
