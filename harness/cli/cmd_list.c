@@ -165,8 +165,12 @@ static void lks_list_case(const lks_case *c)
 		if ((int)strlen(c->checks[i].name) > namew)
 			namew = (int)strlen(c->checks[i].name);
 	printf("%s (%s)\n", c->name, c->path);
-	if (c->description[0])
-		printf("  %s\n", c->description);
+	if (c->description[0]) {
+		char shown[4 * sizeof(c->description)];
+
+		lks_escape(shown, sizeof(shown), c->description);  /* no raw control characters */
+		printf("  %s\n", shown);
+	}
 	if (!trained) {
 		printf("  every run imported from a log: no model, no training\n");
 	} else {
@@ -238,6 +242,18 @@ int cmd_list(int argc, char **argv)
 	for (int i = 0; i < (args.n ? args.n : 1); i++)
 		if (lks_list_arg(args.n ? args.v[i] : "cases", sets.v, sets.n, &shown))
 			rc = LKS_EXIT_USAGE;
+	/* what holds across the cases, as run reads them: two named alike, a LOCKSTEP_INJECT
+	   that fits no run of any */
+	if (rc == 0) {
+		static const char *const dflt[] = { "cases" };
+		lks_case *all = NULL;
+		int n = 0;
+
+		if (lks_cases_load(args.n ? (const char *const *)args.v : dflt, args.n ? args.n : 1,
+		                   sets.v, sets.n, &all, &n))
+			rc = lks_usage("%s", lks_errmsg());
+		lks_cases_release(all, n);
+	}
 out:
 	free(sets.v);
 	free(args.v);

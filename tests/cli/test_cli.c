@@ -322,13 +322,15 @@ Test(cli, run_stores_and_bad_case_touches_nothing)
 
 /* list shows how each run runs: its mesh as dp x fsdp x tp (a 3-D one was shown as two
    meshes, each with a dp of its own), the keys that choose backend, GEMM, all-reduce,
-   the optimizer's trace and a resumed start, and a golden check's tolerance; and it
-   refuses, at the run's line, what run refuses when the case is read. */
+   the optimizer's trace and a resumed start, and a golden check's tolerance, and the
+   description without raw control characters; and it refuses, at the run's line, what
+   run refuses when the case is read. */
 Test(cli, list_shows_how_each_run_runs_and_refuses_what_run_refuses)
 {
 	char dir[] = "/tmp/lks_test_cli_XXXXXX", ini[600], args[1024], out[8192], text[2048];
-	static const char head[] = "[case]\nsteps = 3\nworld_size = 4\n[model]\nvocab = 16\n"
-	                           "hidden = 8\nffn = 16\nlayers = 1\nseq = 4\nbatch = 1\n";
+	static const char head[] = "[case]\nsteps = 3\nworld_size = 4\ndescription = red \033[31m "
+	                           "here\n[model]\nvocab = 16\nhidden = 8\nffn = 16\nlayers = 1\n"
+	                           "seq = 4\nbatch = 1\n";
 
 	cr_assert_not_null(mkdtemp(dir));
 	snprintf(ini, sizeof(ini), "%s/m.ini", dir);
@@ -344,11 +346,13 @@ Test(cli, list_shows_how_each_run_runs_and_refuses_what_run_refuses)
 	cr_assert_not_null(strstr(out, " 4 ranks, allreduce nccl, optimizer traced, resumed from "
 	                               "cpu after step 0\n"), "%s", out);
 	cr_assert_not_null(strstr(out, "rtol 0.1 atol 0 off cpu"), "%s", out);
-	/* line 28 */
+	/* a control character of the description reaches no terminal raw */
+	cr_assert_not_null(strstr(out, "\n  red \\x1b[31m here\n"), "%s", out);
+	/* line 29 */
 	strcat(text, "[run bad]\nrecipe = bf16\nbackend = cpu\ngemm = cublaslt\n");
 	put_file(ini, text);
 	cr_assert_eq(lks_run_bin(NULL, args, out, sizeof(out)), 2, "%s", out);
-	cr_assert_not_null(strstr(out, "m.ini:28: run 'bad' asks for gemm = cublaslt, which needs "
+	cr_assert_not_null(strstr(out, "m.ini:29: run 'bad' asks for gemm = cublaslt, which needs "
 	                               "backend cuda"), "%s", out);
 	snprintf(args, sizeof(args), "rm -rf '%s'", dir);
 	cr_assert_eq(system(args), 0);
@@ -357,7 +361,7 @@ Test(cli, list_shows_how_each_run_runs_and_refuses_what_run_refuses)
 /* A case is known by its file's name: two of one name in one command (the same file
    twice, or two folders' x.ini) were both run, then night over night paired one's run
    with the other's, and golden update wrote one's golden over the other's. Refused,
-   naming both, before a database is made. */
+   naming both, before a database is made; and by list. */
 Test(cli, two_cases_of_one_name_are_bad_usage)
 {
 	char dir[] = "/tmp/lks_test_cli_XXXXXX", a[600], b[600], db[600], args[2048], out[8192];
@@ -372,11 +376,13 @@ Test(cli, two_cases_of_one_name_are_bad_usage)
 	snprintf(db, sizeof(db), "%s/x.db", dir);
 	put_file(a, text);
 	put_file(b, text);
-	for (int k = 0; k < 3; k++) {
+	for (int k = 0; k < 4; k++) {
 		const char *second = k == 1 ? a : b;
 
+		/* list too: it is how a user checks cases before a night (it said "valid") */
 		snprintf(args, sizeof(args), k < 2 ? "run --quiet --db '%s' '%s' '%s'"
-		                                   : "golden update --db '%s' '%s' '%s'", db, a, second);
+		         : k == 2 ? "golden update --db '%s' '%s' '%s'" : "list %.0s'%s' '%s'", db, a,
+		         second);
 		cr_assert_eq(lks_run_bin(NULL, args, out, sizeof(out)), 2, "%s: %s", args, out);
 		cr_assert(strstr(out, "two cases named 'x'") && strstr(out, second), "%s", out);
 		cr_assert_neq(access(db, F_OK), 0, "%s made the database", args);

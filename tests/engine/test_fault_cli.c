@@ -188,6 +188,14 @@ Test(fault, environment_plants_a_fault, .timeout = 120)
 	cr_assert_eq(lks_run_bin("LOCKSTEP_INJECT='nan step=1 rank=0 tensor=head.logits run=flipped'",
 	                         args, out, sizeof(out)), 0, "%s", out);
 	cr_assert_null(strstr(out, "inject bitflip"), "%s", out);
+	/* a spec that fits no run (no such run, a step past the end) is refused by list as by
+	   run: list is how a user checks a combo's fault before a bisect */
+	cr_assert_eq(lks_run_bin("LOCKSTEP_INJECT='nan step=1 rank=0 tensor=head.logits run=nosuch'",
+	                         args, out, sizeof(out)), 2, "%s", out);
+	cr_assert_not_null(strstr(out, "LOCKSTEP_INJECT: no run is called 'nosuch'"), "%s", out);
+	cr_assert_eq(lks_run_bin("LOCKSTEP_INJECT='nan step=9 rank=0 tensor=head.logits'", args, out,
+	                         sizeof(out)), 2, "%s", out);
+	cr_assert_not_null(strstr(out, "step 9 is past the run's"), "%s", out);
 	snprintf(args, sizeof(args), "run '%s/cases/faults/bitflip.ini' --db '%s' --quiet", LKS_SRC,
 	         db);
 	cr_assert_eq(lks_run_bin("LOCKSTEP_INJECT='skip_allreduce step=1 rank=0 run=nosuch'", args, out,
