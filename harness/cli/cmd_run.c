@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "harness/base/strbuf.h"
+#include "harness/base/name.h"
 #include "harness/cli/cmd.h"
 #include "harness/engine/case.h"
 #include "harness/report/junit.h"
@@ -184,6 +185,9 @@ static int lks_run_parse(int argc, char **argv, struct lks_run_args *a)
 	a->s.gemm = gemm < 0 ? -1 : gemm == 1 ? LKS_GEMM_LIBRARY : LKS_GEMM_REFERENCE;
 	if (a->s.inputs.n == 0)
 		return lks_usage("run: which cases? (a case file or a directory of them)");
+	/* a combo's name is stored and compared as a combos file's [combo NAME] is */
+	if (a->s.combo && lks_name_check("combo", a->s.combo, strlen(a->s.combo)))
+		return lks_usage("run: --combo: %s", lks_errmsg());
 	return 0;
 }
 

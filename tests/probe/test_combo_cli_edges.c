@@ -156,7 +156,7 @@ Test(combo, bad_isa_is_a_version_check_cannot_test, .timeout = 120)
 }
 
 /* A bad --steps or --threads is bad usage before anything is opened, as 'run' refuses it,
-   not a probe under every combo that could not test (exit 3). */
+   not a probe under every combo that could not test (exit 3); and a bad combo name. */
 Test(combo, bad_pass_values_refused_before_any_probe, .timeout = 60)
 {
 	static const struct { const char *args, *says; } bad[] = {
@@ -175,6 +175,14 @@ Test(combo, bad_pass_values_refused_before_any_probe, .timeout = 60)
 		             bad[i].args, out);
 		cr_assert_not_null(strstr(out, bad[i].says), "%s:\n%s", bad[i].args, out);
 		cr_assert_neq(access(path, F_OK), 0, "%s made the database", bad[i].args);
+	}
+	/* run --combo NAME takes a combo's name rule, as a combos file's [combo NAME]: one
+	   stored with a blank, or empty (not "no combo"), was compared as other settings */
+	for (int i = 0; i < 2; i++) {
+		cr_assert_eq(lockstep(out, sizeof(out), "run %s/tiny.ini --combo '%s' --db %s --quiet",
+		                      FIXTURES, i ? "" : "a b;$(x)", path), 2, "%s", out);
+		cr_assert_not_null(strstr(out, "run: --combo: bad combo name '"), "%s", out);
+		cr_assert_neq(access(path, F_OK), 0, "run --combo made the database");
 	}
 	rm_tmp();
 }
