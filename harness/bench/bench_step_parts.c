@@ -180,7 +180,7 @@ int lks_step_gap(const struct lks_step_args *a, const lks_case *c)
 	int steps = a->steps_given ? a->steps : c->steps, ref = -1;
 	struct lks_step_rec *rec = calloc((size_t)c->nruns, sizeof(*rec));
 	lks_runner_opts o = { .steps = steps, .threads = a->threads, .no_trace = 1,
-	                      .overrides = "bench step" };
+	                      .mark = "bench step" };
 	lks_run_result res;
 	int rc = -1;
 

@@ -212,7 +212,7 @@ static double lks_step_side_run(void *arg, int k, int round)
 	struct lks_step_sides *S = arg;
 	struct lks_step_side *s = &S->side[k];
 	lks_runner_opts o = { .steps = S->steps, .threads = s->threads, .no_trace = s->no_trace,
-	                      .overrides = "bench step" };
+	                      .mark = "bench step" };
 	lks_bg_counts b0, b1;
 	lks_run_result res;
 	double mean;

@@ -114,6 +114,22 @@ static const char *const lks_gemm_choices[] = { "reference", "cublaslt", NULL };
 static const char *const lks_fail_warn[] = { "fail", "warn", NULL };
 
 /* 0: go on; LKS_OPT_HELP: help was printed; else an exit code */
+/* --combo NAME: a combos file's name (base/name.h), or one that reduce makes of it for a
+   subset of keys, NAME+{KEY,KEY}: stored and compared as the runs' combo, printed in
+   commands; a blank, a quote or an empty name would be stored as written. */
+static int lks_run_combo_check(const char *name)
+{
+	const char *brace = strchr(name, '{');
+	size_t len = brace ? (size_t)(brace - name) : strlen(name);
+
+	if (brace && (len < 2 || name[len - 1] != '+' || name[strlen(name) - 1] != '}'
+	              || strspn(brace + 1, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+	                                   "0123456789_-.+,*") != strlen(brace + 1) - 1))
+		return lks_err("bad combo name '%s': want a combo's name, or NAME+{KEY,...} as "
+		               "reduce makes them", name);
+	return lks_name_check("combo", name, brace ? len - 1 : len);
+}
+
 static int lks_run_parse(int argc, char **argv, struct lks_run_args *a)
 {
 	int gemm = -1, rc;
@@ -185,8 +201,7 @@ static int lks_run_parse(int argc, char **argv, struct lks_run_args *a)
 	a->s.gemm = gemm < 0 ? -1 : gemm == 1 ? LKS_GEMM_LIBRARY : LKS_GEMM_REFERENCE;
 	if (a->s.inputs.n == 0)
 		return lks_usage("run: which cases? (a case file or a directory of them)");
-	/* a combo's name is stored and compared as a combos file's [combo NAME] is */
-	if (a->s.combo && lks_name_check("combo", a->s.combo, strlen(a->s.combo)))
+	if (a->s.combo && lks_run_combo_check(a->s.combo))
 		return lks_usage("run: --combo: %s", lks_errmsg());
 	return 0;
 }

@@ -379,6 +379,25 @@ static int lks_case_set(struct lks_parse *st, const char *set)
 	return lks_case_key(st, sec, idx, key, eq + 1, 1);
 }
 
+int lks_case_set_reaches(const char *set, const char *run)
+{
+	const char *eq = strchr(set, '='), *dot = strchr(set, '.'), *key;
+	char sec[16];
+
+	if (!eq || !dot || dot > eq || (size_t)(dot - set) >= sizeof(sec))
+		return 0;  /* not an override: lks_case_set refuses it */
+	memcpy(sec, set, (size_t)(dot - set));
+	sec[dot - set] = 0;
+	lks_trim(sec);
+	if (strcmp(sec, "run"))
+		return strcmp(sec, "check") != 0;  /* case, model, optim */
+	for (key = eq; key > dot + 1 && key[-1] != '.'; key--)
+		;  /* run.NAME.key: NAME holds no '.' */
+	return key - 1 > dot + 1 && ((key - 2 == dot + 1 && dot[1] == '*')
+	                             || ((size_t)(key - 2 - dot) == strlen(run)
+	                                 && !strncmp(dot + 1, run, strlen(run))));
+}
+
 int lks_case_override(lks_case *c, const char *set)
 {
 	struct lks_parse st = { .c = c, .sec = LKS_SEC_NONE };

@@ -146,6 +146,9 @@ void lks_case_release(lks_case *c);
    without validating the whole case again: to tell which of several overrides a case
    refuses (an unknown key, a bad value), each on its own. Errors as lks_case_load's. */
 int lks_case_override(lks_case *c, const char *set);
+/* Whether the override set reaches run: a key of the case, the model or the optimizer, or
+   run.NAME.key with NAME run or '*'; not a check's, nor another run's. */
+int lks_case_set_reaches(const char *set, const char *run);
 
 /* The run called name, or NULL. */
 const lks_run_cfg *lks_case_run(const lks_case *c, const char *name);

@@ -43,6 +43,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "harness/base/strbuf.h"
 #include "harness/engine/runner_impl.h"
 #include "harness/engine/state.h"
 #include "harness/store/fingerprint.h"
@@ -444,11 +445,25 @@ out:
 	return rc;
 }
 
+/* What the run was asked to be, as it stores it (options, nightly.h's settings): its keys,
+   a planted fault, a resumed start, and the --set overrides that reach it (one of a check
+   or of another run changes nothing it trains, and would make it another run's settings). */
 static char *lks_run_options(const lks_run_cfg *run, const lks_runner_opts *o)
 {
-	const char *overrides = o->overrides;
-	size_t n = 840 + (overrides ? strlen(overrides) : 0);
-	char *s = malloc(n), fault[640] = "", fsdp[128] = "";
+	lks_strbuf sets = LKS_STRBUF_INIT;
+	char *s, fault[640] = "", fsdp[128] = "";
+	size_t n;
+
+	for (int i = 0; i < o->nsets; i++)
+		if (lks_case_set_reaches(o->sets[i], run->name))
+			lks_strbuf_addf(&sets, "%s%s", sets.len ? " " : "", o->sets[i]);
+	if (o->mark)
+		lks_strbuf_addf(&sets, "%s%s", sets.len ? " " : "", o->mark);
+	n = 840 + sets.len;
+	if (sets.oom || !(s = malloc(n))) {
+		lks_strbuf_release(&sets);
+		return NULL;
+	}
 
 	if (run->fsdp > 1)
 		snprintf(fsdp, sizeof(fsdp), " fsdp=%d%s%s", run->fsdp,
@@ -470,14 +485,14 @@ static char *lks_run_options(const lks_run_cfg *run, const lks_runner_opts *o)
 	else if (o->resume_run)
 		snprintf(fault + strlen(fault), sizeof(fault) - strlen(fault),
 		         " resume_from=run %lld@%d", (long long)o->resume_run, o->resume_step);
-	if (s)
-		snprintf(s, n, "checkpoint=%s%s%s%s amax_history=%d amax_algo=%s margin=%d%s%s%s",
-		         run->checkpoint ? "blocks" : "none",
-		         run->gemm == LKS_GEMM_LIBRARY ? " gemm=cublaslt" : "",
-		         run->allreduce == LKS_ALLREDUCE_NCCL ? " allreduce=nccl" : "", fsdp,
-		         run->amax_history,
-		         run->amax_most_recent ? "most_recent" : "max", run->margin, fault,
-		         overrides && *overrides ? " set: " : "", overrides ? overrides : "");
+	snprintf(s, n, "checkpoint=%s%s%s%s amax_history=%d amax_algo=%s margin=%d%s%s%s",
+	         run->checkpoint ? "blocks" : "none",
+	         run->gemm == LKS_GEMM_LIBRARY ? " gemm=cublaslt" : "",
+	         run->allreduce == LKS_ALLREDUCE_NCCL ? " allreduce=nccl" : "", fsdp,
+	         run->amax_history,
+	         run->amax_most_recent ? "most_recent" : "max", run->margin, fault,
+	         sets.len ? " set: " : "", sets.buf);
+	lks_strbuf_release(&sets);
 	return s;
 }
 

@@ -61,7 +61,9 @@ typedef struct lks_runner_opts {
 	   are laid out over them (lks_comm_group); only rank 0's process gets a store, results
 	   and callbacks. A failure ends the job (lks_comm_abort). */
 	struct lks_comm *job;
-	const char *overrides;  /* the --set overrides, stored with the run's options */
+	const char *const *sets;  /* the --set overrides: those that reach the run are stored */
+	int nsets;                /* with its options (lks_case_set_reaches) */
+	const char *mark;         /* stored after them ("bench step"), as an override is */
 	/* where this process sits on its host: the launcher's local rank (launch.h), -1 when
 	   not known; with the job's rank and size it places the process's ranks on the host's
 	   devices in rank order (lks_launch_rank_slot) */

@@ -11,7 +11,6 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "harness/base/strbuf.h"
 #include "harness/engine/case.h"
 #include "harness/engine/runner.h"
 #include "harness/store/fingerprint.h"
@@ -264,15 +263,6 @@ static int lks_imports_there(const lks_suite_opts *a, const lks_case *cases, int
 	return 0;
 }
 
-/* The strings joined by spaces (the overrides, as the runs store them). */
-static char *lks_join(const char *const *v, int n)
-{
-	lks_strbuf sb = LKS_STRBUF_INIT;
-
-	lks_strbuf_join(&sb, v, n, " ");
-	return lks_strbuf_detach(&sb);
-}
-
 /* The exit code and the verdicts as process 0 has them, given to every process of the job
    (a process that failed on its own makes it 3), so that mpirun or srun gets one status. */
 static int lks_agree(const lks_job *job, int rc, lks_check_tally *t)
@@ -415,7 +405,6 @@ struct lks_suite {
 	int64_t suite_id;
 	struct lks_be_use uses[LKS_MAX_BACKENDS];
 	int nuses;
-	char *overrides;          /* the --set overrides, stored with each run */
 	struct lks_health_watch watch;
 	lks_check_opts copts;
 	lks_check_tally tally;
@@ -458,7 +447,8 @@ static int lks_suite_one(struct lks_suite *s, const lks_case *c, int j, lks_sqnr
 		.steps = a->steps, .threads = a->threads, .suite_id = s->suite_id,
 		.progress = s->job.root ? s->obs->progress : NULL,
 		.progress_tty = s->obs->progress_tty,
-		.fingerprint = use ? use->fingerprint : NULL, .overrides = s->overrides,
+		.fingerprint = use ? use->fingerprint : NULL, .sets = a->sets.v,
+		.nsets = a->sets.n,
 		.combo = a->combo, .job = s->job.comm,
 		/* the process's place on its host (its ranks' devices) and the bound of every
 		   wait on another rank's device collective */
@@ -650,7 +640,6 @@ int lks_suite_run(const lks_suite_opts *a, const lks_suite_observer *obs, lks_ch
 		fprintf(stderr, "lockstep: %s\n", lks_errmsg());
 		goto out;
 	}
-	s.overrides = lks_join(a->sets.v, a->sets.n);
 	for (int i = 0; i < ncases; i++)
 		if (s.at = cases[i].name, (rc = lks_suite_case(&s, &cases[i])) != 0)
 			goto out;
@@ -688,6 +677,5 @@ out:
 	free(s.watch.mine);
 	for (int i = 0; i < s.nuses; i++)
 		free(s.uses[i].fingerprint);
-	free(s.overrides);
 	return rc;
 }

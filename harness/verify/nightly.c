@@ -206,6 +206,74 @@ static int lks_nightly_pruned(lks_store *s, const struct lks_nverdict *v, char *
 	return 0;
 }
 
+/* The fault planted in a run, as its options hold it (" inject: SPEC", before any
+   " set: "): its start and length (0: none). */
+static size_t lks_fault_part(const char *options, const char **at)
+{
+	const char *set;
+
+	if (!(*at = strstr(options, " inject: ")))
+		return 0;
+	set = strstr(*at, " set: ");
+	return set ? (size_t)(set - *at) : strlen(*at);
+}
+
+/* Whether the case texts of two runs of one case and run differ in what the run trains,
+   beside its settings (compared before it is paired): the model, the optimizer and the
+   case's world size (the global batch). A comment, a check or another run edited changes
+   nothing it trains; a text that no longer reads differs. */
+static int lks_case_trains_differ(const lks_stored_run *p, const lks_stored_run *t)
+{
+	lks_case a, b;
+	int differ = 1;
+
+	if (!strcmp(p->case_text, t->case_text))
+		return 0;
+	if (lks_case_load_text(p->case_name, p->case_text, &a))
+		return 1;
+	if (!lks_case_load_text(t->case_name, t->case_text, &b)) {
+		differ = memcmp(&a.model, &b.model, sizeof(a.model))
+		         || memcmp(&a.optim, &b.optim, sizeof(a.optim)) || a.world_size != b.world_size;
+		lks_case_release(&b);
+	}
+	lks_case_release(&a);
+	return differ;
+}
+
+/* The keys that tell two runs' makings apart (v->keys, their count): the fingerprint's,
+   but env.LOCKSTEP_INJECT (a fault planted elsewhere changes nothing in this run: what it
+   planted here is the pseudo-key 'inject'), and 'case.text' where the case's text differs
+   in what the run trains. */
+/* key appended to v->keys, blank-separated, where it fits whole; *n counts it anyway */
+static void lks_nightly_key(struct lks_nverdict *v, int *n, const char *key)
+{
+	size_t len = strlen(v->keys);
+
+	if (len + 1 + strlen(key) < sizeof(v->keys))
+		snprintf(v->keys + len, sizeof(v->keys) - len, "%s%s", len ? " " : "", key);
+	(*n)++;
+}
+
+static int lks_nightly_keys(const lks_stored_run *p, const lks_stored_run *t,
+                            struct lks_nverdict *v)
+{
+	const char *fa, *fb;
+	size_t na = lks_fault_part(v->p->options, &fa), nb = lks_fault_part(v->t->options, &fb);
+	char all[sizeof(v->keys)], *key, *save = NULL;
+	int n = 0;
+
+	lks_fingerprint_json_keys(p->fingerprint, t->fingerprint, all, sizeof(all));
+	v->keys[0] = 0;
+	for (key = strtok_r(all, " ", &save); key; key = strtok_r(NULL, " ", &save))
+		if (strcmp(key, "env.LOCKSTEP_INJECT"))
+			lks_nightly_key(v, &n, key);
+	if (na != nb || (na && memcmp(fa, fb, na)))
+		lks_nightly_key(v, &n, "inject");
+	if (lks_case_trains_differ(p, t))
+		lks_nightly_key(v, &n, "case.text");
+	return n;
+}
+
 /* Tonight's run t against the earlier p: the verdict, the divergence, the keys. */
 static int lks_nightly_pair(lks_store *s, struct lks_nverdict *v)
 {
@@ -217,7 +285,7 @@ static int lks_nightly_pair(lks_store *s, struct lks_nverdict *v)
 	lks_check_result res;
 	lks_stored_run t, p;
 	char pruned[160];
-	int nkeys, differ, same = 1;
+	int nkeys, same = 1;
 
 	/* the fingerprints and case texts of the two runs alone: a history holds many */
 	lks_stored_run_init(&t);
@@ -228,16 +296,9 @@ static int lks_nightly_pair(lks_store *s, struct lks_nverdict *v)
 		lks_stored_run_release(&p);
 		return -1;
 	}
-	nkeys = lks_fingerprint_json_keys(p.fingerprint, t.fingerprint, v->keys, sizeof(v->keys));
-	differ = strcmp(p.case_text, t.case_text);
+	nkeys = lks_nightly_keys(&p, &t, v);
 	lks_stored_run_release(&t);
 	lks_stored_run_release(&p);
-	if (differ) {
-		size_t len = strlen(v->keys);
-
-		nkeys++;
-		snprintf(v->keys + len, sizeof(v->keys) - len, "%scase.text", len ? " " : "");
-	}
 	/* an imported log's fingerprint is lockstep's, not the framework's that wrote it: an
 	   equal one proves no sameness of software, so a change is never the hardware alarm */
 	if (!strncmp(v->t->backend, "import:", 7)) {
@@ -386,6 +447,9 @@ static void lks_nightly_narrow(FILE *out, const struct lks_nverdict *v)
 		fprintf(out, "  an imported log: lockstep does not see the software that wrote it; "
 		        "compare the framework's versions of the two nights, or bisect with a probe "
 		        "that trains and imports the log (%s)\n", path);
+	else if (!strcmp(v->keys, "inject"))
+		fprintf(out, "  the fault planted in it is not last night's (its options' inject: "
+		        "LOCKSTEP_INJECT or the case's): the change is the fault's\n");
 	else if (!strchr(v->keys, ' ') && strncmp(v->keys, "env.", 4)
 	         && strcmp(v->keys, "case.text"))
 		fprintf(out, "  narrow it: lockstep bisect --combos COMBOS.ini %s   (COMBOS.ini: "

@@ -15,14 +15,15 @@
  *                  snapshot (lks_store_read_begin), as other processes write meanwhile.
  *
  *   same settings  the case name and run name, and what the run was asked to be: recipe,
- *                  options (checkpointing, GEMM, amax history, the --set overrides, as
- *                  the run stored them), backend, world size, steps, seed and combo
- *                  (an imported run's world size and steps are what its log held: not
- *                  settings, so a log that stops early is 'changed').
+ *                  options (checkpointing, GEMM, amax history, the --set overrides that
+ *                  reach it, as the run stored them: not a check's, nor another run's),
+ *                  backend, world size, steps, seed and combo (an imported run's world
+ *                  size and steps are what its log held: not settings, so a log that
+ *                  stops early is 'changed').
  *                  The fingerprint is not a setting: it is what is compared beside the
  *                  bits. Nor is the case text, compared as the pseudo-key 'case.text'
  *                  beside the fingerprint keys, nor a planted fault in the options: it
- *                  shows as env.LOCKSTEP_INJECT or as case.text, and its run is changed.
+ *                  shows as the pseudo-key 'inject', and its run is changed.
  *
  * Verdicts (stored in the nightly table, trace_store.h, lks_nightly_rec):
  *   unchanged  bit for bit: the bitwise walk (walk.h, the one 'lockstep diff' and the
@@ -42,7 +43,10 @@
  *              settings, and tonight's did not (a case tonight did not run at all has no
  *              gone runs: tonight did not ask for it)
  * Beside each compared run: the fingerprint keys that differ (versions, commit, compiler,
- * env.VAR, ...; lks_fingerprint_json_keys) and 'case.text' when the case file changed.
+ * env.VAR, ...; lks_fingerprint_json_keys), but env.LOCKSTEP_INJECT (a fault planted in
+ * another run changes nothing in this one), 'inject' when the fault planted in the run
+ * differs, and 'case.text' when the case file changed in what the run trains (the model,
+ * the optimizer, the case's world size: not a comment, a check or another run).
  * A change with nothing differing there is the alarm: the same software gave other bits
  * (hardware, or a non-determinism); it is printed first.
  */
@@ -72,8 +76,8 @@ int lks_nightly_compare(lks_store *s, int64_t suite_id, const char *db, FILE *ou
                         lks_nightly_tally *t);
 
 /* A run's options as a setting (malloc'd; NULL: out of memory): without a planted fault
-   (" inject: SPEC"), which a fingerprint or the case text shows, so that a fault makes a
-   run changed rather than another training. */
+   (" inject: SPEC"), which the key 'inject' shows, so that a fault makes a run changed
+   rather than another training. */
 char *lks_nightly_settings(const char *options);
 
 #endif

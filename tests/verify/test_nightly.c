@@ -4,8 +4,9 @@
  *   - two nightlies in a row: every run unchanged, no fingerprint key differs, exit 0,
  *     and one JUnit testcase per run;
  *   - LOCKSTEP_INJECT on one run: that run changed at the planted step, rank and tensor,
- *     env.LOCKSTEP_INJECT named and a 'lockstep reduce' command printed; the other run
- *     unchanged; exit 0 (the fingerprint explains the change);
+ *     the key 'inject' named; the other run unchanged, nothing of its making differing;
+ *     exit 0 (the fault explains the change); what does not reach a run (a fault planted
+ *     in another, a check's --set, a comment in the case file) leaves its alarm;
  *   - a change planted where the fingerprint does not see it (LKS_FREXP_LIB,
  *     nightly_preload.c says why that route): changed with an equal fingerprint, exit 1,
  *     printed and stored before a change the fingerprint explains; exit 0 with
@@ -139,14 +140,45 @@ Test(nightly, an_injected_fault_is_changed_at_its_step_rank_and_tensor_with_the_
 	cr_assert_eq(s.step[r], 1);
 	cr_assert_eq(s.rank[r], 1);
 	cr_assert_str_eq(s.tensor[r], "blocks.0.mlp.up.out");
-	cr_assert_str_eq(s.keys[r], "env.LOCKSTEP_INJECT");
+	cr_assert_str_eq(s.keys[r], "inject");
 	cr_assert_eq(s.fp_equal[r], 0);
-	/* the env var is in every run's fingerprint; the run it did not fit kept its bits */
+	/* the env var is in every run's fingerprint, but the run it did not fit kept its bits
+	   and nothing of its making differs: a change there would be the alarm */
 	cr_assert_str_eq(s.verdict[b], "unchanged");
-	cr_assert_str_eq(s.keys[b], "env.LOCKSTEP_INJECT");
-	cr_assert_not_null(strstr(out, "fingerprint keys that differ: env.LOCKSTEP_INJECT"), "%s", out);
-	cr_assert_not_null(strstr(out, "lockstep reduce --good last-night --bad tonight"), "%s", out);
+	cr_assert_str_eq(s.keys[b], "");
+	cr_assert_eq(s.fp_equal[b], 1);
+	cr_assert_not_null(strstr(out, "fingerprint keys that differ: inject"), "%s", out);
+	cr_assert_not_null(strstr(out, "the fault planted in it is not last night's"), "%s", out);
 	cr_assert_null(strstr(out, "ALARM"), "%s", out);
+}
+
+/* What does not reach a run leaves its alarm: a fault planted in the other run, a --set of
+   a check, a comment added to the case file. Each once made every run's change 'explained'
+   (env.LOCKSTEP_INJECT, another run's settings, case.text), exit 0, so that the night of
+   a bad GPU passed. The shim (LKS_FREXP_LIB) stands in for hardware that gives other bits. */
+Test(nightly, what_does_not_reach_a_run_leaves_its_alarm)
+{
+	char env[700];
+	struct seen s;
+	FILE *cf;
+	int r;
+
+	cr_assert_eq(night(NULL, "run", ""), 0, "%s", out);
+	cr_assert_not_null(cf = fopen(ini, "a"));
+	fputs("; reviewed: a comment changes nothing a run trains\n", cf);
+	fclose(cf);
+	snprintf(env, sizeof(env), "LD_PRELOAD='%s' LOCKSTEP_INJECT='bitflip step=1 rank=1 "
+	         "tensor=blocks.0.mlp.up.out element=3 bit=20 run=bf16'", LKS_FREXP_LIB);
+	cr_assert_eq(night(env, "run", "--set check.finite.expect=pass"), 1, "%s", out);
+	s = verdicts(2);
+	cr_assert_eq(s.n, 2, "both compared, none new: %s", out);
+	r = find(&s, "rowwise");
+	cr_assert_str_eq(s.verdict[r], "changed");
+	cr_assert_eq(s.fp_equal[r], 1, "%s", out);
+	cr_assert_str_eq(s.keys[r], "");
+	cr_assert_not_null(strstr(out, "ALARM changed with the same fingerprint: tiny/rowwise"), "%s",
+	                   out);
+	cr_assert_str_eq(s.keys[find(&s, "bf16")], "inject");
 }
 
 Test(nightly, a_change_with_an_equal_fingerprint_fails_the_exit_code)
@@ -238,7 +270,7 @@ Test(nightly, the_report_opens_with_since_last_night)
 	                   "%s", since);
 	cr_assert_lt(row, summary);
 	/* Markdown escapes the underscore */
-	cr_assert_not_null(strstr(row, "| env.LOCKSTEP\\_INJECT | run 2 of suite 1 |"), "%s", row);
+	cr_assert_not_null(strstr(row, "| inject | run 2 of suite 1 |"), "%s", row);
 }
 
 /* ---- the comparison itself, on runs stored by hand ---- */
@@ -342,6 +374,12 @@ Test(nightly, new_gone_and_the_command_that_narrows_a_change)
 {
 	static const char fp1[] = "{\"lockstep.commit\": \"abc\", \"compiler\": \"GNU 12\"}";
 	static const char fp2[] = "{\"lockstep.commit\": \"abc\", \"compiler\": \"GNU 13\"}";
+#define CASE_A(hidden) "[case]\nsteps = 1\n[model]\nvocab = 64\nhidden = " hidden "\nffn = 64\n" \
+	"layers = 1\nseq = 8\nbatch = 2\n[run a]\nrecipe = bf16\n"
+	static const char whole[] = CASE_A("32");
+	static const char commented[] = CASE_A("32") "; a comment\n[check f]\nkind = finite\na = a\n";
+	static const char edited[] = CASE_A("48");
+#undef CASE_A
 	lks_nightly_tally t;
 	struct seen s;
 	lks_store *st;
@@ -375,9 +413,10 @@ Test(nightly, new_gone_and_the_command_that_narrows_a_change)
 	cr_assert_not_null(strstr(text, "new:       c/c"), "%s", text);
 	cr_assert_not_null(strstr(text, "gone:      c/b"), "%s", text);
 	free(text);
-	/* night 3: a's case text changed, its bits not: unchanged, with case.text named */
+	/* night 3: a's case text changed in what a trains (here a text that reads as a case
+	   against one that does not), its bits not: unchanged, with case.text named */
 	cr_assert_eq(lks_store_begin_suite(st, "night 3", &s3), 0, "%s", lks_errmsg());
-	put_run(st, s3, "a", "[case]\nlr = 1", fp2, 1, 1.25);
+	put_run(st, s3, "a", whole, fp2, 1, 1.25);
 	cr_assert_eq(lks_nightly_compare(st, s3, db, NULL, &t), 0, "%s", lks_errmsg());
 	lks_store_close(st);
 	s = verdicts(s3);
@@ -389,6 +428,22 @@ Test(nightly, new_gone_and_the_command_that_narrows_a_change)
 	cr_assert_str_eq(s.verdict[1], "unchanged");
 	cr_assert_str_eq(s.keys[1], "case.text");
 	cr_assert_eq(s.fp_equal[1], 0);
+	/* night 4: a comment and a check added, the model as it was: nothing a trains differs,
+	   so its change would be the alarm; night 5: the model edited, case.text again */
+	cr_assert_eq(lks_store_open(db, &st), 0, "%s", lks_errmsg());
+	for (int k = 0; k < 2; k++) {
+		const char *text = k ? edited : commented;
+		int64_t sk;
+
+		cr_assert_eq(lks_store_begin_suite(st, "night", &sk), 0, "%s", lks_errmsg());
+		put_run(st, sk, "a", text, fp2, 1, 1.25);
+		cr_assert_eq(lks_nightly_compare(st, sk, db, NULL, &t), 0, "%s", lks_errmsg());
+		s = verdicts(sk);
+		cr_assert_str_eq(s.verdict[0], "unchanged");
+		cr_assert_str_eq(s.keys[0], k ? "case.text" : "", "night %d", 4 + k);
+		cr_assert_eq(s.fp_equal[0], !k);
+	}
+	lks_store_close(st);
 }
 
 /* An imported run's steps and ranks are what its log held, not settings: tonight's log
