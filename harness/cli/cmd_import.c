@@ -279,7 +279,8 @@ int cmd_import(int argc, char **argv)
 {
 	const char *db = "lockstep.db", *fmt_name = NULL, *paths[256], *tag_map = NULL;
 	lks_import_tag_map *map = NULL;
-	lks_follow_args fa = { .idle_s = 60, .end_step = -1 };
+	/* -1: not given (a --follow option without --follow is refused) */
+	lks_follow_args fa = { .idle_s = -1, .end_step = -1, .rtol = -1, .atol = -1 };
 	int follow = 0, quiet = 0, progress;
 	struct lks_progress pr;
 	lks_import_opts o = { 0 };
@@ -349,9 +350,13 @@ int cmd_import(int argc, char **argv)
 		return lks_usage("import: --follow wants one FILE of a log format (not megatron-golden, "
 		                 "not a tensor trace) "
 		                 "and one of --reference, --reference-file, --golden (see --help)");
-	if (!follow && (fa.reference_run || fa.reference_file || fa.golden_file || fa.end_step >= 0))
-		return lks_usage("import: --reference, --reference-file, --golden and --end-step go "
-		                 "with --follow");
+	if (!follow && (fa.reference_run || fa.reference_file || fa.golden_file || fa.end_step >= 0
+	                || fa.rtol >= 0 || fa.atol >= 0 || fa.idle_s >= 0))
+		return lks_usage("import: --reference, --reference-file, --golden, --rtol, --atol, "
+		                 "--idle and --end-step go with --follow");
+	fa.rtol = fa.rtol < 0 ? 0 : fa.rtol;
+	fa.atol = fa.atol < 0 ? 0 : fa.atol;
+	fa.idle_s = fa.idle_s < 0 ? 60 : fa.idle_s;
 	if (lks_name_check("case", o.case_name, strlen(o.case_name))
 	    || lks_name_check("run", o.run_name, strlen(o.run_name))
 	    || (o.ranks && lks_import_ranks_valid(o.ranks)))

@@ -293,6 +293,13 @@ Test(follow, stdin_bad_lines_and_bad_usage)
 	snprintf(args, sizeof(args), "import --follow --format torchtitan '%s' --case c --run s "
 	         "--db '%s' --reference 99", ref, db);
 	cr_assert_eq(lks_run_bin(NULL, args, out, sizeof(out)), 2, "%s", out);
+	/* a tolerance or an idle time without --follow would mean nothing, and was taken */
+	for (int i = 0; i < 3; i++) {
+		snprintf(args, sizeof(args), "import --format torchtitan '%s' --case c --run t "
+		         "--db '%s' %s", ref, db, i == 0 ? "--rtol 0.1" : i == 1 ? "--atol 5" : "--idle 1");
+		cr_assert_eq(lks_run_bin(NULL, args, out, sizeof(out)), 2, "%s", out);
+		cr_assert_not_null(strstr(out, "--idle and --end-step go with --follow"), "%s", out);
+	}
 	rm_tmp();
 }
 
