@@ -1,0 +1,81 @@
+/*
+ * test_report_imports.c: the report of imported runs (jsonl logs, tensor traces), end to
+ * end: 'lockstep run' of a case that imports them, then 'lockstep report'. Its numbers read
+ * as the database holds them (a tiny loss is no 0.000000, a NaN reads NaN in every table, a
+ * performance metric with no finite value has no mean and says how many were not finite).
+ * Imported cases train nothing, so each test takes a moment.
+ */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "report_fixture.h"
+
+/* A temporary folder holding the files named in files (name, text, ..., NULL). */
+static void imports_dir(char *dir, size_t size, const char *const *files)
+{
+	snprintf(dir, size, "/tmp/lks-test-report-imports-XXXXXX");
+	cr_assert_not_null(mkdtemp(dir));
+	for (; files[0]; files += 2)
+		write_text(dir, files[0], files[1]);
+}
+
+/* 'lockstep run' of dir/c.ini into dir/t.db: its exit status. */
+static int run_case(const char *dir)
+{
+	return sh("cd '%s' && '%s' run c.ini --db t.db --quiet >/dev/null 2>&1", dir, LKS_BIN);
+}
+
+/* The report of dir/t.db into dir/r (env: before the command, "" none; extra: options):
+   its exit status; its report.md into *md (malloc'd) when it exits 0. */
+static int report_md(const char *dir, const char *env, const char *extra, char **md)
+{
+	char path[300];
+	int rc = sh("%s '%s' report --db '%s/t.db' %s -o '%s/r' >'%s/out.txt' 2>'%s/err.txt'", env,
+	            LKS_BIN, dir, extra, dir, dir, dir);
+
+	*md = NULL;
+	snprintf(path, sizeof(path), "%s/r/report.md", dir);
+	if (rc == 0)
+		*md = slurp(path);
+	return rc;
+}
+
+/* p.jsonl: a loss of 17 digits, then a tiny one; a numerics metric gone NaN; a performance
+   metric never finite and one finite once. */
+static const char *const numbers_files[] = {
+	"p.jsonl",
+	"{\"step\":1,\"loss\":1.2345678901234567,\"tps\":NaN,\"tflops\":3.5,\"grad_norm\":1.5}\n"
+	"{\"step\":2,\"loss\":1.2345e-07,\"tps\":NaN,\"tflops\":NaN,\"grad_norm\":NaN}\n",
+	"c.ini",
+	"[case]\ndescription = numbers\n[run r]\nimport = jsonl:p.jsonl\n"
+	"[check f]\nkind = finite\na = r\n",
+	NULL,
+};
+
+Test(report_imports, numbers_read_as_stored, .timeout = 60)
+{
+	char dir[64], *md;
+
+	imports_dir(dir, sizeof(dir), numbers_files);
+	cr_assert_eq(run_case(dir), 1, "the finite check fails on the NaN grad norm");
+	cr_assert_eq(report_md(dir, "PATH=/nonexistent", "", &md), 0);
+	/* the loss: the runs table and the trend table, as the numerics table has it */
+	cr_expect_not_null(strstr(md, "| 1.234568 | 1.2345e-07 |\n"), "%s", md);
+	cr_expect_not_null(strstr(md, "| r | loss | 2 | 0 |  | 1.2345e-07 |"), "%s", md);
+	/* a NaN reads NaN in the numerics table and in the check's message */
+	cr_expect_not_null(strstr(md, "| r | grad\\_norm | 2 | 1 | 2 | NaN |"), "%s", md);
+	cr_expect_not_null(strstr(md, "metric 'grad\\_norm', rank 0: value NaN |"), "%s", md);
+	/* performance: how many values were not finite; no mean of none */
+	cr_expect_not_null(strstr(md, "| run | metric | unit | values | non-finite | mean | least "
+	                              "| largest |"), "%s", md);
+	cr_expect_not_null(strstr(md, "| r | tps | tokens/s | 2 | 2 | none | none | none |"),
+	                   "%s", md);
+	cr_expect_not_null(strstr(md, "| r | tflops | TFLOP/s | 2 | 1 | 3.5 | 3.5 | 3.5 |"),
+	                   "%s", md);
+	cr_expect_null(strstr(md, "nan"), "%s", md);
+	cr_expect_null(strstr(md, "inf |"), "%s", md);
+	free(md);
+	teardown(dir);
+}
