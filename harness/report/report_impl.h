@@ -157,6 +157,11 @@ const char *lks_fmt(char *buf, size_t size, const char *fmt, double v);
 /* A stored value formatted into buf: "" when there is none (!stored), "NaN" when it is a
    NaN (a loss gone NaN is a value, not a gap). */
 const char *lks_fmt_stored(char *buf, size_t size, const char *fmt, double v, int stored);
+/* A run's steps in words, as the runs and trend tables both say them: nsteps is its last
+   step stored + 1 (0: none stored); steps_last: an import's or a traced run's, whose steps
+   are its log's, "up to N" (the last); else the steps stored, "N of M" where fewer than
+   the M it declared (killed, failed). "none" where none is stored. */
+void lks_steps_text(char *buf, size_t size, int nsteps, int steps_last, int declared);
 /* A place (step, rank, tensor; -1 or NULL: not given) in words, "" when none is given. */
 void lks_place(char *buf, size_t size, int step, int rank, const char *tensor);
 /* The file whole (malloc'd, NUL-terminated), NULL when it cannot be read: a file the

@@ -79,3 +79,40 @@ Test(report_imports, numbers_read_as_stored, .timeout = 60)
 	free(md);
 	teardown(dir);
 }
+
+/* A tensor trace with no loss (steps 0-2), first in its case, and a log's loss (steps
+   1-3) twice. */
+static const char *const trace_first_files[] = {
+	"t.jsonl",
+	"{\"step\":0,\"rank\":0,\"tensor\":\"embed.output\",\"l2\":1.0,\"amax\":0.5,\"nonfinite\":0}\n"
+	"{\"step\":1,\"rank\":0,\"tensor\":\"embed.output\",\"l2\":1.5,\"amax\":0.5,\"nonfinite\":0}\n"
+	"{\"step\":2,\"rank\":0,\"tensor\":\"embed.output\",\"l2\":2.0,\"amax\":0.5,\"nonfinite\":0}\n",
+	"m.jsonl",
+	"{\"step\":1,\"loss\":4.25}\n{\"step\":2,\"loss\":4.125}\n{\"step\":3,\"loss\":4.0}\n",
+	"c.ini",
+	"[case]\ndescription = a trace first\n[run ta]\nimport = tensor-jsonl:t.jsonl\n"
+	"[run m]\nimport = jsonl:m.jsonl\n[run m2]\nimport = jsonl:m.jsonl\n"
+	"[check same]\nkind = bitwise\na = m2\nb = m\n",
+	NULL,
+};
+
+/* An import's steps are its log's: the runs table and the trend table both say "up to" its
+   last step (the trend said 4 for steps 1-3, and 0 for a tensor trace), and neither shows
+   a loss the tensor trace never stored. */
+Test(report_imports, steps_agree_between_tables, .timeout = 60)
+{
+	char dir[64], *md, *trend;
+
+	imports_dir(dir, sizeof(dir), trace_first_files);
+	cr_assert_eq(run_case(dir), 0);
+	cr_assert_eq(report_md(dir, "PATH=/nonexistent", "", &md), 0);
+	cr_assert_not_null(trend = strstr(md, "### trend over recent suites"), "%s", md);
+	cr_expect_not_null(strstr(md, "| ta | import |  | 1 | up to 2 | complete |  |  |\n"),
+	                   "%s", md);
+	cr_expect_not_null(strstr(md, "| m | import |  | 1 | up to 3 | complete | 4.25 | 4 |\n"),
+	                   "%s", md);
+	cr_expect_not_null(strstr(trend, "| ta | 1 | complete | up to 2 |  |  |\n"), "%s", trend);
+	cr_expect_not_null(strstr(trend, "| m | 1 | complete | up to 3 | 4 |  |\n"), "%s", trend);
+	free(md);
+	teardown(dir);
+}
