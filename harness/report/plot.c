@@ -56,10 +56,26 @@ int lks_gnuplot(struct lks_report *r, const char *arg)
 	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
 
-/* The first line of gnuplot's output with a message, for the page. */
+/* s without "dir/" wherever it is in it. */
+static void lks_strip_dir(char *s, const char *dir)
+{
+	size_t n = strlen(dir);
+	char *p = s;
+
+	while (n && (p = strstr(p, dir)))
+		if (p[n] == '/')
+			memmove(p, p + n + 1, strlen(p + n + 1) + 1);
+		else
+			p += n;
+}
+
+/* gnuplot's error for the page: its first line that says one, else the first that names
+   a line of a script (a warning); the folders of this machine left out of it (gnuplot
+   names its template and the scratch folder's files by their paths), the file's name
+   kept. */
 static void lks_gnuplot_error(struct lks_report *r, char *buf, size_t size)
 {
-	char log[LKS_REPORT_PATH], line[256];
+	char log[LKS_REPORT_PATH], line[256], first[256] = "";
 	FILE *f;
 
 	snprintf(buf, size, "gnuplot failed");
@@ -68,12 +84,19 @@ static void lks_gnuplot_error(struct lks_report *r, char *buf, size_t size)
 		return;
 	while (fgets(line, sizeof(line), f)) {
 		line[strcspn(line, "\n")] = 0;
-		if (strstr(line, "rror") || strstr(line, "line ")) {
-			snprintf(buf, size, "gnuplot: %s", line);
+		if (strstr(line, "rror")) {
+			snprintf(first, sizeof(first), "%s", line);
 			break;
 		}
+		if (!first[0] && strstr(line, "line "))
+			snprintf(first, sizeof(first), "%s", line);
 	}
 	fclose(f);
+	if (!first[0])
+		return;
+	lks_strip_dir(first, r->tmp);
+	lks_strip_dir(first, r->o->templates);
+	snprintf(buf, size, "gnuplot: %s", first);
 }
 
 static int lks_write_file(const char *path, const char *data, size_t len)
@@ -255,6 +278,17 @@ static double lks_series_value(enum lks_series_kind kind, const lks_stored_run *
 	return v < LKS_REPORT_FLOOR ? LKS_REPORT_FLOOR : v;
 }
 
+/* Whether run's series has a finite value in its first n steps: one that has none (a
+   tensor trace stores no loss) draws nothing, and a plot of such series alone fails. */
+static int lks_series_drawn(enum lks_series_kind kind, const lks_stored_run *run,
+                            const lks_stored_run *ref, int n)
+{
+	for (int s = 0; s < n; s++)
+		if (isfinite(lks_series_value(kind, run, ref, s)))
+			return 1;
+	return 0;
+}
+
 static void lks_point(FILE *data, int s, double v)
 {
 	if (isfinite(v))
@@ -367,6 +401,8 @@ static int lks_case_plot(struct lks_report *r, const char *case_name, enum lks_s
 	static const char *const kinds[] = { "loss", "gradnorm", "reldiff" };
 	static const char *const captions[] = { "loss per step (mean over ranks)",
 	                                        "grad norm per step" };
+	static const char *const none[] = { "no loss to plot: no run of this case stored one",
+	                                    "no grad norm to plot: no run of this case stored one" };
 	const lks_stored_run *b = ref >= 0 ? &r->runs[ref] : NULL;
 	struct lks_text data = { 0 }, names = { 0 };
 	struct lks_plot_spec spec = { .kind = kinds[kind] };
@@ -380,7 +416,8 @@ static int lks_case_plot(struct lks_report *r, const char *case_name, enum lks_s
 		const lks_stored_run *a = &r->runs[i];
 		int ns = !b ? a->nsteps : a->nsteps < b->nsteps ? a->nsteps : b->nsteps;
 
-		if (strcmp(a->case_name, case_name) == 0 && ns && (!b || i != ref))
+		if (strcmp(a->case_name, case_name) == 0 && ns && (!b || i != ref)
+		    && lks_series_drawn(kind, a, b, ns))
 			lks_series(data.f, names.f, kind, a, b, ns, &n, &bucketed);
 	}
 	if (!(dat = lks_text_done(&data)) || !(nm = lks_text_done(&names)))
@@ -392,6 +429,8 @@ static int lks_case_plot(struct lks_report *r, const char *case_name, enum lks_s
 		spec.title = caption;
 		snprintf(vars, sizeof(vars), "n = %d\nnames = \"%s\"\ntitle_text = '%s: %s'\n", n, nm,
 		         tcase, captions[kind]);
+		if (!n)
+			lks_para(r, 1, none[kind]);
 	} else {
 		lks_loss_tols(r, case_name, b, tols, sizeof(tols), &ntol);
 		snprintf(caption, sizeof(caption),
@@ -401,8 +440,11 @@ static int lks_case_plot(struct lks_report *r, const char *case_name, enum lks_s
 		snprintf(vars, sizeof(vars), "n = %d\nnames = \"%s\"\nntol = %d\n%s%d] = [%s]\n"
 		         "title_text = '%s: |loss - loss(%s)| / |loss(%s)|'\n", n, nm, ntol,
 		         ntol ? "array tols[" : "# tols[", ntol, tols, tcase, b->run_name, b->run_name);
-		if (!n)
-			lks_para(r, 1, "one run only: no relative difference to plot");
+		if (!n) {
+			snprintf(caption, sizeof(caption), "no relative loss difference to plot: no run "
+			         "but '%s' stored a loss", b->run_name);
+			lks_para(r, 1, caption);
+		}
 	}
 	if (n)
 		rc = lks_plot(r, case_name, &spec, dat, vars);
@@ -415,11 +457,32 @@ out:
 	return rc;
 }
 
+/* The reference of the relative loss difference: the first bf16 run that stored a loss,
+   else the first run that did (a tensor trace stores none: against it every difference
+   was NaN); -1: no run of the case did. */
+static int lks_loss_reference(const struct lks_report *r, const char *case_name)
+{
+	int first = -1;
+
+	for (int i = 0; i < r->nruns; i++) {
+		const lks_stored_run *run = &r->runs[i];
+
+		if (strcmp(run->case_name, case_name) != 0
+		    || !lks_series_drawn(LKS_SERIES_LOSS, run, NULL, run->nsteps))
+			continue;
+		if (!strcmp(run->recipe, "bf16"))
+			return i;
+		if (first < 0)
+			first = i;
+	}
+	return first;
+}
+
 /* The plots of every case: loss, relative loss difference against the reference run (when
-   the case has one), grad norm. */
+   some run stored a loss), grad norm. */
 int lks_case_plots(struct lks_report *r, const char *case_name)
 {
-	int ref = lks_reference(r, case_name);
+	int ref = lks_loss_reference(r, case_name);
 
 	if (lks_case_plot(r, case_name, LKS_SERIES_LOSS, -1)
 	    || (ref >= 0 && lks_case_plot(r, case_name, LKS_SERIES_RELDIFF, ref)))

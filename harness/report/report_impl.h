@@ -95,8 +95,9 @@ lks_stored_run *lks_run_by_id(const struct lks_report *r, int64_t id);
 void lks_suite_planted(struct lks_report *r);
 /* The run's name, "" when the suite has no run id. */
 const char *lks_run_name(const struct lks_report *r, int64_t id);
-/* The reference of the relative-difference plot: the first bf16 run, else the first; -1:
-   the case has no run. */
+/* The reference of the heatmaps of a case whose checks compare no pair: the first bf16
+   run, else the first; -1: the case has no run. (The relative loss difference's is the
+   first of those that stored a loss: plot.c.) */
 int lks_reference(const struct lks_report *r, const char *case_name);
 /* The cases of the suite, in the order their first run or check was stored (*out: free it;
    the names belong to r). */

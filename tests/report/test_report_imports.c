@@ -21,10 +21,17 @@ static void imports_dir(char *dir, size_t size, const char *const *files)
 		write_text(dir, files[0], files[1]);
 }
 
-/* 'lockstep run' of dir/c.ini into dir/t.db: its exit status. */
+/* 'lockstep run' of dir/c.ini (and more: other case files, "" none) into dir/t.db: its
+   exit status. */
+static int run_cases(const char *dir, const char *more)
+{
+	return sh("cd '%s' && '%s' run c.ini %s --db t.db --quiet >/dev/null 2>&1", dir, LKS_BIN,
+	          more);
+}
+
 static int run_case(const char *dir)
 {
-	return sh("cd '%s' && '%s' run c.ini --db t.db --quiet >/dev/null 2>&1", dir, LKS_BIN);
+	return run_cases(dir, "");
 }
 
 /* The report of dir/t.db into dir/r (env: before the command, "" none; extra: options):
@@ -93,6 +100,9 @@ static const char *const trace_first_files[] = {
 	"[case]\ndescription = a trace first\n[run ta]\nimport = tensor-jsonl:t.jsonl\n"
 	"[run m]\nimport = jsonl:m.jsonl\n[run m2]\nimport = jsonl:m.jsonl\n"
 	"[check same]\nkind = bitwise\na = m2\nb = m\n",
+	"d.ini",
+	"[case]\ndescription = traces alone\n[run ta]\nimport = tensor-jsonl:t.jsonl\n"
+	"[run tb]\nimport = tensor-jsonl:t.jsonl\n",
 	NULL,
 };
 
@@ -113,6 +123,53 @@ Test(report_imports, steps_agree_between_tables, .timeout = 60)
 	                   "%s", md);
 	cr_expect_not_null(strstr(trend, "| ta | 1 | complete | up to 2 |  |  |\n"), "%s", trend);
 	cr_expect_not_null(strstr(trend, "| m | 1 | complete | up to 3 | 4 |  |\n"), "%s", trend);
+	free(md);
+	teardown(dir);
+}
+
+/* The relative loss difference is drawn against a run that stored a loss, not the case's
+   first run where that is a tensor trace (every difference was NaN: the page showed
+   gnuplot's warning, naming its template by its absolute path); a case where no run stored
+   a loss or a grad norm, and a trend plot of no value (imports' step times), says so in
+   place of the plot. A template gnuplot fails on is named without the folder it is in. */
+Test(report_imports, the_loss_reference_stored_a_loss, .timeout = 60)
+{
+	char dir[64], path[300], *md, *html;
+
+	if (!have("gnuplot"))
+		cr_skip_test("gnuplot is not installed (Debian: gnuplot-nox)");
+	imports_dir(dir, sizeof(dir), trace_first_files);
+	cr_assert_eq(run_cases(dir, "d.ini"), 0);
+	cr_assert_eq(run_cases(dir, "d.ini"), 0, "a second suite: trend plots");
+	cr_assert_eq(report_md(dir, "", "", &md), 0);
+	snprintf(path, sizeof(path), "%s/r/index.html", dir);
+	html = slurp(path);
+	cr_expect_not_null(strstr(md, "**relative loss difference against 'm' "), "%s", md);
+	cr_expect_not_null(strstr(md, "](c=reldiff.svg)"), "%s", md);
+	cr_expect_null(strstr(md, "against 'ta'"), "%s", md);
+	cr_expect_not_null(strstr(md, "_no grad norm to plot: no run of this case stored one_"),
+	                   "%s", md);
+	/* case d: tensor traces alone */
+	cr_expect_not_null(strstr(md, "_no loss to plot: no run of this case stored one_"), "%s",
+	                   md);
+	/* the trend: the loss is drawn, the logs timed no step */
+	cr_expect_not_null(strstr(md, "](nightly_trend_loss.svg)"), "%s", md);
+	cr_expect_not_null(strstr(md, "_no step time to plot over recent suites: no run stored "
+	                              "one_"), "%s", md);
+	cr_expect_null(strstr(md, "gnuplot:"), "%s", md);
+	cr_expect_null(strstr(html, "warning"), "%s", html);
+	cr_expect_null(strstr(html, LKS_SRC "/reports"), "%s", html);
+	free(md);
+	free(html);
+
+	/* a template that gnuplot fails on: its name, not its folder's path */
+	cr_assert_eq(sh("cp -r '%s/reports' '%s/tpl' && printf 'load common_gp\\nplot nosuch(x)\\n' "
+	                "> '%s/tpl/loss.gp'", LKS_SRC, dir, dir), 0);
+	snprintf(path, sizeof(path), "--templates '%s/tpl'", dir);
+	cr_assert_eq(report_md(dir, "", path, &md), 0);
+	cr_expect_not_null(strstr(md, "_gnuplot: \"loss.gp\" line 2: undefined function: nosuch_"),
+	                   "%s", md);
+	cr_expect_null(strstr(md, "/tpl/"), "%s", md);
 	free(md);
 	teardown(dir);
 }
