@@ -41,8 +41,8 @@ static const char lks_report_usage[] =
 	"  - a trend: final loss and mean step time of each run over the last suites\n"
 	"After the summary, the node's screen ('lockstep screen --db'): the latest kept before\n"
 	"the next suite started. A database with screens and no suite: that screen alone.\n"
-	"Without gnuplot (Debian: gnuplot-nox) the tables are written and the page says the\n"
-	"plots need it.\n"
+	"Without gnuplot (Debian: gnuplot-nox) the tables are written, and the trend's\n"
+	"numbers (nightly_trend.tsv), and the page says the plots need it.\n"
 	"\n"
 	"options:\n";
 

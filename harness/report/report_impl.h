@@ -172,8 +172,9 @@ char *lks_slurp(const char *path, size_t *len);
 /* ---- since.c ---- */
 
 /* "since last night": the suite's night-over-night verdicts counted, and its changed runs
-   (alarms first) with their divergence and the fingerprint keys that differ; then, with
-   gnuplot, the trend plots over the latest suites (trend_plots.c). */
+   (alarms first) with their divergence and the fingerprint keys that differ; then the
+   trend over the latest suites: nightly_trend.tsv, and with gnuplot its plots
+   (trend_plots.c). */
 int lks_since_section(struct lks_report *r, int have_gnuplot);
 
 /* ---- plot.c ---- */
@@ -203,8 +204,9 @@ int lks_case_plots(struct lks_report *r, const char *case_name);
 /* The trend plots over the nsuites latest suites up to r->suite, for the "since last
    night" section: final loss, largest relative loss difference against the same run of
    the suite before, and mean step time, per case/run; suites where a fingerprint changed
-   marked on the x axis. A paragraph instead when there is one suite only. */
-int lks_trend_plots(struct lks_report *r, int nsuites);
+   marked on the x axis. A paragraph instead when there is one suite only, or no gnuplot
+   (!have_gnuplot); their numbers in nightly_trend.tsv beside report.md either way. */
+int lks_trend_plots(struct lks_report *r, int nsuites, int have_gnuplot);
 
 /* ---- fp8_scales.c ---- */
 

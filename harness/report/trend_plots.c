@@ -331,7 +331,7 @@ out:
 	return rc;
 }
 
-int lks_trend_plots(struct lks_report *r, int nsuites)
+int lks_trend_plots(struct lks_report *r, int nsuites, int have_gnuplot)
 {
 	struct lks_tp t = { .upto = r->suite };
 	int rc = -1, keep = 0;
@@ -359,6 +359,9 @@ int lks_trend_plots(struct lks_report *r, int nsuites)
 	if (t.nsuites - t.first < 2)  /* --trend 1 asks for one where the database has more */
 		lks_para(r, 1, nsuites < 2 && t.first ? "one suite plotted (--trend 1): no trend to "
 		                                        "plot" : "one suite only: no trend to plot yet");
+	else if (!have_gnuplot)  /* the numbers need no gnuplot: a CI job reads them */
+		lks_para(r, 1, "the trend plots need gnuplot, which was not found; their numbers "
+		               "are in nightly_trend.tsv beside report.md");
 	else
 		for (int k = LKS_TP_LOSS; k <= LKS_TP_TIME; k++)
 			if (lks_tp_plot(r, &t, (enum lks_tp_kind)k))
