@@ -79,7 +79,8 @@ int cmd_report(int argc, char **argv)
 		            "suites in the trend table (default 5)"),
 		LKS_OPT_PATH("--templates", "DIR", &o.templates,
 		             "the gnuplot scripts and report.html (default: $LKS_REPORT_DIR,\n"
-		             "else the reports/ folder of the source tree)"),
+		             "else the reports/ folder of the source tree); one missing\n"
+		             "(a script: where gnuplot is) is exit 3, naming it"),
 		LKS_OPT_END(),
 	};
 	const lks_opt_cmd cmd = { .who = "report", .usage = lks_report_usage,

@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #ifdef __linux__
@@ -54,6 +55,37 @@ int lks_gnuplot(struct lks_report *r, const char *arg)
 	if (waitpid(pid, &st, 0) < 0)
 		return -1;
 	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+/* The templates a report reads from their folder: the page's, then the gnuplot scripts
+   of every plot kind (lks_plot_spec.kind) and those they load. */
+static const char *const lks_templates[] = {
+	"report.html", "common.gp", "loss.gp", "reldiff.gp", "gradnorm.gp", "fp8scale.gp",
+	"heatmap.gp", "trend_common.gp", "trend_loss.gp", "trend_reldiff.gp", "trend_time.gp",
+};
+
+int lks_templates_check(const struct lks_report *r, int have_gnuplot)
+{
+	size_t n = have_gnuplot ? sizeof(lks_templates) / sizeof(lks_templates[0]) : 1;
+
+	for (size_t i = 0; i < n; i++) {
+		char path[LKS_REPORT_PATH];
+		const char *why = NULL;
+		struct stat st;
+
+		snprintf(path, sizeof(path), "%s/%s", r->o->templates, lks_templates[i]);
+		if (stat(path, &st) != 0 || access(path, R_OK) != 0)
+			why = strerror(errno);
+		else if (!S_ISREG(st.st_mode))  /* a FIFO would block its reader for ever */
+			why = S_ISDIR(st.st_mode) ? "a directory, not a file"
+			    : S_ISFIFO(st.st_mode) ? "a FIFO, not a regular file"
+			    : "not a regular file";
+		if (why)
+			return lks_err("cannot read the report template '%s': %s (--templates DIR, else "
+			               "$LKS_REPORT_DIR, names a folder that holds every file of "
+			               "lockstep's reports/ folder)", path, why);
+	}
+	return 0;
 }
 
 /* s without "dir/" wherever it is in it. */

@@ -601,6 +601,8 @@ int lks_report_write(lks_store *s, int64_t suite_id, const char *dir,
 	/* 'gnuplot --version' exits 0 where gnuplot is; 127: it could not be started */
 	have = lks_gnuplot(&r, "--version") == 0;
 	info->have_gnuplot = have;
+	if (lks_templates_check(&r, have))  /* without gnuplot no script is read */
+		goto out;
 	snprintf(path, sizeof(path), "%s/index.html", r.dir);
 	if (!(r.html = fopen(path, "w"))) {
 		lks_err("cannot write '%s': %s", path, strerror(errno));

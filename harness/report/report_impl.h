@@ -190,6 +190,11 @@ struct lks_plot_spec {
 	int height;               /* of the SVG in pixels; 0: 380 */
 };
 
+/* Whether the templates' folder holds report.html and (have_gnuplot) every gnuplot script
+   as a readable file: one missing is the installation's fault, said before anything is
+   written (lks_err naming it; each of its plots read gnuplot's error naming the scratch
+   folder, and the report exit 0). */
+int lks_templates_check(const struct lks_report *r, int have_gnuplot);
 /* The gnuplot program run with arg: its exit status, 127 when it could not be started. */
 int lks_gnuplot(struct lks_report *r, const char *arg);
 /* A plot of the case (NULL: of the suite) into the page and a file beside report.md named

@@ -503,6 +503,21 @@ Test(report, bad_input)
 	err = slurp(path);
 	cr_expect(strstr(err, "tpl/report.html'") && strstr(err, "a FIFO"), "%s", err);
 	free(err);
+	/* a gnuplot script missing: exit 3 naming it, no scratch path, no report (it exited 0,
+	   each heatmap gnuplot's error naming a deleted scratch file) */
+	if (have("gnuplot")) {
+		cr_assert_eq(sh("cp -r '%s/reports' '%s/tpl2' && rm '%s/tpl2/heatmap.gp'", LKS_SRC, dir,
+		                dir), 0);
+		cr_expect_eq(sh("'%s' report --db '%s/t.db' -o '%s/r2' --templates '%s/tpl2' "
+		                "2>'%s/err'", LKS_BIN, dir, dir, dir, dir), 3, "a template missing");
+		err = slurp(path);
+		cr_expect(strstr(err, "cannot read the report template '")
+		          && strstr(err, "tpl2/heatmap.gp': No such file"), "%s", err);
+		cr_expect_null(strstr(err, "scratch"), "%s", err);
+		snprintf(path, sizeof(path), "%s/r2", dir);
+		cr_expect_eq(file_size(path), -1, "a report written without its plots");
+		free(err);
+	}
 	teardown(dir);
 }
 
