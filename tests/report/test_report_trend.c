@@ -200,6 +200,17 @@ Test(report_trend, numbers_and_plots_over_recent_suites)
 	cr_assert_not_null(strstr(page, "id=\"plot-nightly_trend_loss\""));
 	cr_assert_not_null(strstr(page, "id=\"plot-nightly_trend_reldiff\""));
 	cr_assert_not_null(strstr(page, "id=\"plot-nightly_trend_time\""));
+	/* in the opening section, before the summary, where reports/README.md says they are
+	   (it said at the end) */
+	cr_assert(strstr(page, "<h2>since last night</h2>") < strstr(page, "<h3>trends over recent "
+	                                                                  "suites</h3>"));
+	cr_assert(strstr(page, "id=\"plot-nightly_trend_time\"") < strstr(page, "<h2>summary</h2>"));
+	free(page);
+	page = slurp(LKS_SRC "/reports/README.md");
+	cr_assert_not_null(strstr(page, "## Sections, in order"));
+	cr_assert_not_null(strstr(page, "trend plots over the latest suites"));
+	cr_assert(strstr(page, "trend plots over the latest suites") < strstr(page, "**Summary**"),
+	          "reports/README.md places the trend plots after the summary");
 	free(page);
 	snprintf(path, sizeof(path), "%s/rep/nightly_trend_reldiff.svg", dir);
 	svg = slurp(path);
