@@ -173,3 +173,34 @@ Test(report_imports, the_loss_reference_stored_a_loss, .timeout = 60)
 	free(md);
 	teardown(dir);
 }
+
+/* A metric name no format lists is stored with each byte that is not an ASCII letter or
+   digit made '_', as 'lockstep import --help' says, by its example too (it said "stored as
+   written"); the report shows the name stored. */
+Test(report_imports, a_metric_name_reads_as_import_help_says, .timeout = 60)
+{
+	static const char *const files[] = {
+		"n.jsonl",
+		"{\"step\":1,\"loss\":2.5,\"mtp_1 loss\":2.75,\"x&y <i>z</i> time\":0.5}\n",
+		"c.ini",
+		"[case]\ndescription = names\n[run r]\nimport = jsonl:n.jsonl\n",
+		NULL,
+	};
+	char dir[64], path[300], *md, *help;
+
+	imports_dir(dir, sizeof(dir), files);
+	cr_assert_eq(sh("'%s' import --help > '%s/help.txt'", LKS_BIN, dir), 0);
+	snprintf(path, sizeof(path), "%s/help.txt", dir);
+	help = slurp(path);
+	cr_expect_null(strstr(help, "stored as written"), "%s", help);
+	cr_expect_not_null(strstr(help, "A name not listed is stored with each byte that is not "
+	                                "an\nASCII letter or digit made '_' ('mtp_1 loss' as "
+	                                "mtp_1_loss; 63 bytes at most)"), "%s", help);
+	free(help);
+	cr_assert_eq(run_case(dir), 0);
+	cr_assert_eq(report_md(dir, "PATH=/nonexistent", "", &md), 0);
+	cr_expect_not_null(strstr(md, "| r | mtp\\_1\\_loss | 1 | 0 |  | 2.75 |"), "%s", md);
+	cr_expect_not_null(strstr(md, "| r | x\\_y\\_\\_i\\_z\\_\\_i\\_\\_time |"), "%s", md);
+	free(md);
+	teardown(dir);
+}
