@@ -76,7 +76,7 @@ int cmd_report(int argc, char **argv)
 		             "the report folder: missing, empty or holding a report; the\n"
 		             "report is written beside it and swapped in whole when done"),
 		LKS_OPT_INT("--trend", "N", &o.trend_suites, 1, 1000,
-		            "suites in the trend table (default 5)"),
+		            "suites in the trend tables and plots (default 5)"),
 		LKS_OPT_PATH("--templates", "DIR", &o.templates,
 		             "the gnuplot scripts and report.html (default: $LKS_REPORT_DIR,\n"
 		             "else the reports/ folder of the source tree); one missing\n"

@@ -153,6 +153,9 @@ Test(report_trend, numbers_and_plots_over_recent_suites)
 	cr_assert_not_null(strstr(page, "one suite plotted (--trend 1): no trend to plot"), "%s", page);
 	cr_assert_null(strstr(page, "one suite only"), "%s", page);
 	free(page);
+	/* --trend N is the plots' too, as its help says (it named the table alone) */
+	cr_assert_eq(lks_run_bin(NULL, "report --help", out, sizeof(out)), 0, "%s", out);
+	cr_assert_not_null(strstr(out, "suites in the trend tables and plots"), "%s", out);
 
 	/* a suite of other settings (--steps 4) is another training, not a change: no loss
 	   difference against the suite before (it plotted one), and its suite is marked */
