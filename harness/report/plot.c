@@ -2,8 +2,10 @@
  * plot.c: one plot of the report: a data file and a script (terminal, output and variables,
  * then the template from reports/) go to the scratch folder, gnuplot runs as a child process
  * with terminal svg, and the SVG is inlined in the page and kept beside report.md. And the
- * plots of every case: loss, relative loss difference against the reference run with the
- * rtol of the close checks against it, grad norm.
+ * plots of every case: loss, relative loss difference against the reference run (one that
+ * stored a loss) with the rtol of the close checks against it, grad norm; a plot with no
+ * value to draw is a line saying so. The templates are checked whole before the page is
+ * written: one missing is the installation's fault (exit 3), not a plot's error.
  */
 #include <errno.h>
 #include <fcntl.h>
