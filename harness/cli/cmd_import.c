@@ -118,8 +118,9 @@ static void lks_import_tables(FILE *f)
 		fprintf(f, "    %-16s %s\n", fmt->name, fmt->what);
 	fputs("\nmetrics (their kind: numerics enter verdicts, performance never a bitwise one;\n"
 	      "a performance value 'N/A', or null in jsonl, is not measured: nothing is stored\n"
-	      "for it at that step). A name not listed is stored as written: performance where\n"
-	      "one of its words, in any case, is one of\n ", f);
+	      "for it at that step). A name not listed is stored with each byte that is not an\n"
+	      "ASCII letter or digit made '_' ('mtp_1 loss' as mtp_1_loss; 63 bytes at most):\n"
+	      "performance where one of its words, in any case, is one of\n ", f);
 	for (int i = 0, col = 1; lks_import_perf_words[i]; i++) {
 		int n = (int)strlen(lks_import_perf_words[i]) + 2;
 

@@ -29,18 +29,20 @@ static const char lks_report_usage[] =
 	"  - its runs, and every check's verdict; a failure with its divergence: step, rank,\n"
 	"    tensor, field, the values of both runs, absolute and relative error, ULPs\n"
 	"  - plots (gnuplot): the loss of every run per step (mean over ranks); the relative\n"
-	"    loss difference of each run against the reference run (the first bf16 run), log\n"
-	"    scale, with the rtol of the close checks against it as a dashed line; grad norm;\n"
-	"    for each FP8 run, the amax and scale of its quantized tensors per step (rank 0);\n"
-	"    for each pair of runs a check compares (else each run against the reference), a\n"
-	"    heatmap of step x tensor, colour the relative L2 difference, with the first\n"
-	"    divergence (step, tensor, rank) circled\n"
+	"    loss difference of each run against the reference run (the first bf16 run that\n"
+	"    stored a loss, else the first that did), log scale, with the rtol of the close\n"
+	"    checks against it as a dashed line; grad norm (a line saying so where no run\n"
+	"    stored a value to draw); for each FP8 run, the amax and scale of its quantized\n"
+	"    tensors per step (rank 0); for each pair of runs a check compares (else each run\n"
+	"    against the first bf16 run, else the first), a heatmap of step x tensor, colour\n"
+	"    the relative L2 difference, with the first divergence (step, tensor, rank)\n"
+	"    circled\n"
 	"  - the environment fingerprint keys that differ between its runs\n"
 	"  - a trend: final loss and mean step time of each run over the last suites\n"
 	"After the summary, the node's screen ('lockstep screen --db'): the latest kept before\n"
 	"the next suite started. A database with screens and no suite: that screen alone.\n"
-	"Without gnuplot (Debian: gnuplot-nox) the tables are written and the page says the\n"
-	"plots need it.\n"
+	"Without gnuplot (Debian: gnuplot-nox) the tables are written, and the trend's\n"
+	"numbers (nightly_trend.tsv), and the page says the plots need it.\n"
 	"\n"
 	"options:\n";
 
@@ -74,10 +76,11 @@ int cmd_report(int argc, char **argv)
 		             "the report folder: missing, empty or holding a report; the\n"
 		             "report is written beside it and swapped in whole when done"),
 		LKS_OPT_INT("--trend", "N", &o.trend_suites, 1, 1000,
-		            "suites in the trend table (default 5)"),
+		            "suites in the trend tables and plots (default 5)"),
 		LKS_OPT_PATH("--templates", "DIR", &o.templates,
 		             "the gnuplot scripts and report.html (default: $LKS_REPORT_DIR,\n"
-		             "else the reports/ folder of the source tree)"),
+		             "else the reports/ folder of the source tree); one missing\n"
+		             "(a script: where gnuplot is) is exit 3, naming it"),
 		LKS_OPT_END(),
 	};
 	const lks_opt_cmd cmd = { .who = "report", .usage = lks_report_usage,

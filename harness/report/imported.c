@@ -2,7 +2,9 @@
  * imported.c: the metrics of a case's imported runs in the report (DESIGN.md, Imported
  * runs): numerics, which the checks judge, and performance apart, which no verdict reads.
  * Per run and metric, numerics: the values stored, how many are NaN or infinite and the
- * first step of one, the last value; performance: its unit, mean, least and largest.
+ * first step of one, the last value; performance: its unit, the values stored and how many
+ * are not finite, and the mean, least and largest of the finite ones ("none" where no value
+ * is finite: a NaN throughput is no measurement to average).
  */
 #include <math.h>
 #include <stdlib.h>
@@ -45,14 +47,23 @@ static struct lks_mvals *lks_mvals_all(const lks_stored_run *t)
 	return all;
 }
 
+/* A statistic of a performance metric's finite values: "none" where none is finite. */
+static void lks_perf_cell(char *buf, size_t size, double v, long nfinite)
+{
+	if (nfinite)
+		snprintf(buf, size, "%.6g", v);
+	else
+		snprintf(buf, size, "none");
+}
+
 /* One table of the case's imported runs' metrics of kind; 1 when it had rows. */
 static int lks_imported_table(struct lks_report *r, const char *case_name, lks_metric_kind kind)
 {
 	static const char *const num_heads[] = { "run", "metric", "values", "non-finite",
 	                                         "first non-finite step", "last value" };
-	static const char *const perf_heads[] = { "run", "metric", "unit", "mean", "least",
-	                                          "largest" };
-	static const char *const cls[] = { NULL, NULL, NULL, NULL, NULL, NULL };
+	static const char *const perf_heads[] = { "run", "metric", "unit", "values", "non-finite",
+	                                          "mean", "least", "largest" };
+	static const char *const cls[] = { NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL };
 	int n = 0;
 
 	for (int i = 0; i < r->nruns; i++) {
@@ -67,28 +78,34 @@ static int lks_imported_table(struct lks_report *r, const char *case_name, lks_m
 		}
 		for (int m = 0; m < t->nm; m++) {
 			const lks_import_metric *row = lks_import_metric_find(t->mnames[m]);
-			char c[4][48];
-			const char *cells[6] = { t->run_name, t->mnames[m], c[0], c[1], c[2], c[3] };
+			char c[6][48];
+			const char *cells[8] = { t->run_name, t->mnames[m], c[0], c[1], c[2], c[3], c[4],
+			                         c[5] };
 			struct lks_mvals v = all[m];
 
 			if (t->mkinds[m] != kind)
 				continue;
 			if (n++ == 0)
-				lks_table_head(r, kind == LKS_METRIC_NUMERICS ? num_heads : perf_heads, 6);
+				lks_table_head(r, kind == LKS_METRIC_NUMERICS ? num_heads : perf_heads,
+				               kind == LKS_METRIC_NUMERICS ? 6 : 8);
 			if (kind == LKS_METRIC_NUMERICS) {
 				snprintf(c[0], sizeof(c[0]), "%ld", v.n);
 				snprintf(c[1], sizeof(c[1]), "%ld", v.nonfinite);
 				c[2][0] = 0;  /* no step: an empty cell */
 				if (v.first_nonfinite >= 0)
 					snprintf(c[2], sizeof(c[2]), "%d", v.first_nonfinite);
-				snprintf(c[3], sizeof(c[3]), "%.15g", v.last);  /* a log's decimal digits */
+				/* a log's decimal digits; a NaN spelled as the runs table spells it */
+				cells[5] = lks_fmt_stored(c[3], sizeof(c[3]), "%.15g", v.last, 1);
 				lks_row(r, v.nonfinite ? "bad" : NULL, cells, cls, 6);
 			} else {
 				snprintf(c[0], sizeof(c[0]), "%s", row ? row->unit : "");
-				snprintf(c[1], sizeof(c[1]), "%.6g", v.nfinite ? v.sum / (double)v.nfinite : NAN);
-				snprintf(c[2], sizeof(c[2]), "%.6g", v.lo);
-				snprintf(c[3], sizeof(c[3]), "%.6g", v.hi);
-				lks_row(r, NULL, cells, cls, 6);
+				snprintf(c[1], sizeof(c[1]), "%ld", v.n);
+				snprintf(c[2], sizeof(c[2]), "%ld", v.nonfinite);
+				/* of the finite values; none finite: no number (it read nan, inf, -inf) */
+				lks_perf_cell(c[3], sizeof(c[3]), v.sum / (double)v.nfinite, v.nfinite);
+				lks_perf_cell(c[4], sizeof(c[4]), v.lo, v.nfinite);
+				lks_perf_cell(c[5], sizeof(c[5]), v.hi, v.nfinite);
+				lks_row(r, NULL, cells, cls, 8);
 			}
 		}
 		free(all);

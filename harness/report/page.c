@@ -210,6 +210,18 @@ const char *lks_fmt(char *buf, size_t size, const char *fmt, double v)
 	return buf;
 }
 
+void lks_steps_text(char *buf, size_t size, int nsteps, int steps_last, int declared)
+{
+	if (nsteps <= 0)
+		snprintf(buf, size, "none");
+	else if (steps_last)
+		snprintf(buf, size, "up to %d", nsteps - 1);
+	else if (nsteps < declared)
+		snprintf(buf, size, "%d of %d", nsteps, declared);
+	else
+		snprintf(buf, size, "%d", nsteps);
+}
+
 const char *lks_fmt_stored(char *buf, size_t size, const char *fmt, double v, int stored)
 {
 	if (!stored)

@@ -2,8 +2,10 @@
  * plot.c: one plot of the report: a data file and a script (terminal, output and variables,
  * then the template from reports/) go to the scratch folder, gnuplot runs as a child process
  * with terminal svg, and the SVG is inlined in the page and kept beside report.md. And the
- * plots of every case: loss, relative loss difference against the reference run with the
- * rtol of the close checks against it, grad norm.
+ * plots of every case: loss, relative loss difference against the reference run (one that
+ * stored a loss) with the rtol of the close checks against it, grad norm; a plot with no
+ * value to draw is a line saying so. The templates are checked whole before the page is
+ * written: one missing is the installation's fault (exit 3), not a plot's error.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -13,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #ifdef __linux__
@@ -56,10 +59,57 @@ int lks_gnuplot(struct lks_report *r, const char *arg)
 	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
 
-/* The first line of gnuplot's output with a message, for the page. */
+/* The templates a report reads from their folder: the page's, then the gnuplot scripts
+   of every plot kind (lks_plot_spec.kind) and those they load. */
+static const char *const lks_templates[] = {
+	"report.html", "common.gp", "loss.gp", "reldiff.gp", "gradnorm.gp", "fp8scale.gp",
+	"heatmap.gp", "trend_common.gp", "trend_loss.gp", "trend_reldiff.gp", "trend_time.gp",
+};
+
+int lks_templates_check(const struct lks_report *r, int have_gnuplot)
+{
+	size_t n = have_gnuplot ? sizeof(lks_templates) / sizeof(lks_templates[0]) : 1;
+
+	for (size_t i = 0; i < n; i++) {
+		char path[LKS_REPORT_PATH];
+		const char *why = NULL;
+		struct stat st;
+
+		snprintf(path, sizeof(path), "%s/%s", r->o->templates, lks_templates[i]);
+		if (stat(path, &st) != 0 || access(path, R_OK) != 0)
+			why = strerror(errno);
+		else if (!S_ISREG(st.st_mode))  /* a FIFO would block its reader for ever */
+			why = S_ISDIR(st.st_mode) ? "a directory, not a file"
+			    : S_ISFIFO(st.st_mode) ? "a FIFO, not a regular file"
+			    : "not a regular file";
+		if (why)
+			return lks_err("cannot read the report template '%s': %s (--templates DIR, else "
+			               "$LKS_REPORT_DIR, names a folder that holds every file of "
+			               "lockstep's reports/ folder)", path, why);
+	}
+	return 0;
+}
+
+/* s without "dir/" wherever it is in it. */
+static void lks_strip_dir(char *s, const char *dir)
+{
+	size_t n = strlen(dir);
+	char *p = s;
+
+	while (n && (p = strstr(p, dir)))
+		if (p[n] == '/')
+			memmove(p, p + n + 1, strlen(p + n + 1) + 1);
+		else
+			p += n;
+}
+
+/* gnuplot's error for the page: its first line that says one, else the first that names
+   a line of a script (a warning); the folders of this machine left out of it (gnuplot
+   names its template and the scratch folder's files by their paths), the file's name
+   kept. */
 static void lks_gnuplot_error(struct lks_report *r, char *buf, size_t size)
 {
-	char log[LKS_REPORT_PATH], line[256];
+	char log[LKS_REPORT_PATH], line[256], first[256] = "";
 	FILE *f;
 
 	snprintf(buf, size, "gnuplot failed");
@@ -68,12 +118,19 @@ static void lks_gnuplot_error(struct lks_report *r, char *buf, size_t size)
 		return;
 	while (fgets(line, sizeof(line), f)) {
 		line[strcspn(line, "\n")] = 0;
-		if (strstr(line, "rror") || strstr(line, "line ")) {
-			snprintf(buf, size, "gnuplot: %s", line);
+		if (strstr(line, "rror")) {
+			snprintf(first, sizeof(first), "%s", line);
 			break;
 		}
+		if (!first[0] && strstr(line, "line "))
+			snprintf(first, sizeof(first), "%s", line);
 	}
 	fclose(f);
+	if (!first[0])
+		return;
+	lks_strip_dir(first, r->tmp);
+	lks_strip_dir(first, r->o->templates);
+	snprintf(buf, size, "gnuplot: %s", first);
 }
 
 static int lks_write_file(const char *path, const char *data, size_t len)
@@ -255,6 +312,17 @@ static double lks_series_value(enum lks_series_kind kind, const lks_stored_run *
 	return v < LKS_REPORT_FLOOR ? LKS_REPORT_FLOOR : v;
 }
 
+/* Whether run's series has a finite value in its first n steps: one that has none (a
+   tensor trace stores no loss) draws nothing, and a plot of such series alone fails. */
+static int lks_series_drawn(enum lks_series_kind kind, const lks_stored_run *run,
+                            const lks_stored_run *ref, int n)
+{
+	for (int s = 0; s < n; s++)
+		if (isfinite(lks_series_value(kind, run, ref, s)))
+			return 1;
+	return 0;
+}
+
 static void lks_point(FILE *data, int s, double v)
 {
 	if (isfinite(v))
@@ -367,6 +435,8 @@ static int lks_case_plot(struct lks_report *r, const char *case_name, enum lks_s
 	static const char *const kinds[] = { "loss", "gradnorm", "reldiff" };
 	static const char *const captions[] = { "loss per step (mean over ranks)",
 	                                        "grad norm per step" };
+	static const char *const none[] = { "no loss to plot: no run of this case stored one",
+	                                    "no grad norm to plot: no run of this case stored one" };
 	const lks_stored_run *b = ref >= 0 ? &r->runs[ref] : NULL;
 	struct lks_text data = { 0 }, names = { 0 };
 	struct lks_plot_spec spec = { .kind = kinds[kind] };
@@ -380,7 +450,8 @@ static int lks_case_plot(struct lks_report *r, const char *case_name, enum lks_s
 		const lks_stored_run *a = &r->runs[i];
 		int ns = !b ? a->nsteps : a->nsteps < b->nsteps ? a->nsteps : b->nsteps;
 
-		if (strcmp(a->case_name, case_name) == 0 && ns && (!b || i != ref))
+		if (strcmp(a->case_name, case_name) == 0 && ns && (!b || i != ref)
+		    && lks_series_drawn(kind, a, b, ns))
 			lks_series(data.f, names.f, kind, a, b, ns, &n, &bucketed);
 	}
 	if (!(dat = lks_text_done(&data)) || !(nm = lks_text_done(&names)))
@@ -392,6 +463,8 @@ static int lks_case_plot(struct lks_report *r, const char *case_name, enum lks_s
 		spec.title = caption;
 		snprintf(vars, sizeof(vars), "n = %d\nnames = \"%s\"\ntitle_text = '%s: %s'\n", n, nm,
 		         tcase, captions[kind]);
+		if (!n)
+			lks_para(r, 1, none[kind]);
 	} else {
 		lks_loss_tols(r, case_name, b, tols, sizeof(tols), &ntol);
 		snprintf(caption, sizeof(caption),
@@ -401,8 +474,11 @@ static int lks_case_plot(struct lks_report *r, const char *case_name, enum lks_s
 		snprintf(vars, sizeof(vars), "n = %d\nnames = \"%s\"\nntol = %d\n%s%d] = [%s]\n"
 		         "title_text = '%s: |loss - loss(%s)| / |loss(%s)|'\n", n, nm, ntol,
 		         ntol ? "array tols[" : "# tols[", ntol, tols, tcase, b->run_name, b->run_name);
-		if (!n)
-			lks_para(r, 1, "one run only: no relative difference to plot");
+		if (!n) {
+			snprintf(caption, sizeof(caption), "no relative loss difference to plot: no run "
+			         "but '%s' stored a loss", b->run_name);
+			lks_para(r, 1, caption);
+		}
 	}
 	if (n)
 		rc = lks_plot(r, case_name, &spec, dat, vars);
@@ -415,11 +491,32 @@ out:
 	return rc;
 }
 
+/* The reference of the relative loss difference: the first bf16 run that stored a loss,
+   else the first run that did (a tensor trace stores none: against it every difference
+   was NaN); -1: no run of the case did. */
+static int lks_loss_reference(const struct lks_report *r, const char *case_name)
+{
+	int first = -1;
+
+	for (int i = 0; i < r->nruns; i++) {
+		const lks_stored_run *run = &r->runs[i];
+
+		if (strcmp(run->case_name, case_name) != 0
+		    || !lks_series_drawn(LKS_SERIES_LOSS, run, NULL, run->nsteps))
+			continue;
+		if (!strcmp(run->recipe, "bf16"))
+			return i;
+		if (first < 0)
+			first = i;
+	}
+	return first;
+}
+
 /* The plots of every case: loss, relative loss difference against the reference run (when
-   the case has one), grad norm. */
+   some run stored a loss), grad norm. */
 int lks_case_plots(struct lks_report *r, const char *case_name)
 {
-	int ref = lks_reference(r, case_name);
+	int ref = lks_loss_reference(r, case_name);
 
 	if (lks_case_plot(r, case_name, LKS_SERIES_LOSS, -1)
 	    || (ref >= 0 && lks_case_plot(r, case_name, LKS_SERIES_RELDIFF, ref)))

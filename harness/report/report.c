@@ -46,7 +46,7 @@ static void lks_case_runs(struct lks_report *r, const char *case_name)
 	lks_table_head(r, heads, 8);
 	for (int i = 0; i < r->nruns; i++) {
 		const lks_stored_run *run = &r->runs[i];
-		char ws[16], ns[16], l0[32], l1[32];
+		char ws[16], ns[32], l0[32], l1[32];
 		const char *cells[8];
 
 		int first = 0;
@@ -57,8 +57,7 @@ static void lks_case_runs(struct lks_report *r, const char *case_name)
 		while (first < run->nsteps - 1 && !lks_walk_step_stored(run, first))
 			first++;
 		snprintf(ws, sizeof(ws), "%d", run->W);
-		snprintf(ns, sizeof(ns), lks_stored_run_imported(run) ? "up to %d" : "%d",
-		         lks_stored_run_imported(run) ? run->nsteps - 1 : run->nsteps);
+		lks_steps_text(ns, sizeof(ns), run->nsteps, lks_stored_run_steps_last(run), run->steps);
 		cells[0] = run->run_name;
 		cells[1] = run->recipe;
 		cells[2] = run->options;
@@ -214,18 +213,18 @@ static int lks_trend_row(void *arg, const lks_trend_rec *t)
 	                                     "mean step time (ms)" };
 	static const char *const cls[] = { NULL, "num", NULL, "num", "num", "num" };
 	struct lks_trend *x = arg;
-	char suite[24], steps[16], loss[32], ms[32];
+	char suite[24], steps[32], loss[32], ms[32];
 	const char *cells[6];
 
 	if (!x->any++)
 		lks_table_head(x->r, heads, 6);
 	snprintf(suite, sizeof(suite), "%lld", (long long)t->suite_id);
-	snprintf(steps, sizeof(steps), "%d", t->nsteps);
+	lks_steps_text(steps, sizeof(steps), t->nsteps, t->steps_last, t->steps);
 	cells[0] = t->run_name;
 	cells[1] = suite;
 	cells[2] = t->status;
 	cells[3] = steps;
-	cells[4] = lks_fmt_stored(loss, sizeof(loss), LKS_LOSS_FMT, t->final_loss, t->nsteps > 0);
+	cells[4] = lks_fmt_stored(loss, sizeof(loss), LKS_LOSS_FMT, t->final_loss, t->final_stored);
 	cells[5] = lks_fmt(ms, sizeof(ms), "%.2f", 1e3 * t->step_time);
 	lks_row(x->r, NULL, cells, cls, 6);
 	return 0;
@@ -602,6 +601,8 @@ int lks_report_write(lks_store *s, int64_t suite_id, const char *dir,
 	/* 'gnuplot --version' exits 0 where gnuplot is; 127: it could not be started */
 	have = lks_gnuplot(&r, "--version") == 0;
 	info->have_gnuplot = have;
+	if (lks_templates_check(&r, have))  /* without gnuplot no script is read */
+		goto out;
 	snprintf(path, sizeof(path), "%s/index.html", r.dir);
 	if (!(r.html = fopen(path, "w"))) {
 		lks_err("cannot write '%s': %s", path, strerror(errno));

@@ -95,8 +95,9 @@ lks_stored_run *lks_run_by_id(const struct lks_report *r, int64_t id);
 void lks_suite_planted(struct lks_report *r);
 /* The run's name, "" when the suite has no run id. */
 const char *lks_run_name(const struct lks_report *r, int64_t id);
-/* The reference of the relative-difference plot: the first bf16 run, else the first; -1:
-   the case has no run. */
+/* The reference of the heatmaps of a case whose checks compare no pair: the first bf16
+   run, else the first; -1: the case has no run. (The relative loss difference's is the
+   first of those that stored a loss: plot.c.) */
 int lks_reference(const struct lks_report *r, const char *case_name);
 /* The cases of the suite, in the order their first run or check was stored (*out: free it;
    the names belong to r). */
@@ -157,6 +158,11 @@ const char *lks_fmt(char *buf, size_t size, const char *fmt, double v);
 /* A stored value formatted into buf: "" when there is none (!stored), "NaN" when it is a
    NaN (a loss gone NaN is a value, not a gap). */
 const char *lks_fmt_stored(char *buf, size_t size, const char *fmt, double v, int stored);
+/* A run's steps in words, as the runs and trend tables both say them: nsteps is its last
+   step stored + 1 (0: none stored); steps_last: an import's or a traced run's, whose steps
+   are its log's, "up to N" (the last); else the steps stored, "N of M" where fewer than
+   the M it declared (killed, failed). "none" where none is stored. */
+void lks_steps_text(char *buf, size_t size, int nsteps, int steps_last, int declared);
 /* A place (step, rank, tensor; -1 or NULL: not given) in words, "" when none is given. */
 void lks_place(char *buf, size_t size, int step, int rank, const char *tensor);
 /* The file whole (malloc'd, NUL-terminated), NULL when it cannot be read: a file the
@@ -166,8 +172,9 @@ char *lks_slurp(const char *path, size_t *len);
 /* ---- since.c ---- */
 
 /* "since last night": the suite's night-over-night verdicts counted, and its changed runs
-   (alarms first) with their divergence and the fingerprint keys that differ; then, with
-   gnuplot, the trend plots over the latest suites (trend_plots.c). */
+   (alarms first) with their divergence and the fingerprint keys that differ; then the
+   trend over the latest suites: nightly_trend.tsv, and with gnuplot its plots
+   (trend_plots.c). */
 int lks_since_section(struct lks_report *r, int have_gnuplot);
 
 /* ---- plot.c ---- */
@@ -183,6 +190,11 @@ struct lks_plot_spec {
 	int height;               /* of the SVG in pixels; 0: 380 */
 };
 
+/* Whether the templates' folder holds report.html and (have_gnuplot) every gnuplot script
+   as a readable file: one missing is the installation's fault, said before anything is
+   written (lks_err naming it; each of its plots read gnuplot's error naming the scratch
+   folder, and the report exit 0). */
+int lks_templates_check(const struct lks_report *r, int have_gnuplot);
 /* The gnuplot program run with arg: its exit status, 127 when it could not be started. */
 int lks_gnuplot(struct lks_report *r, const char *arg);
 /* A plot of the case (NULL: of the suite) into the page and a file beside report.md named
@@ -197,8 +209,9 @@ int lks_case_plots(struct lks_report *r, const char *case_name);
 /* The trend plots over the nsuites latest suites up to r->suite, for the "since last
    night" section: final loss, largest relative loss difference against the same run of
    the suite before, and mean step time, per case/run; suites where a fingerprint changed
-   marked on the x axis. A paragraph instead when there is one suite only. */
-int lks_trend_plots(struct lks_report *r, int nsuites);
+   marked on the x axis. A paragraph instead when there is one suite only, or no gnuplot
+   (!have_gnuplot); their numbers in nightly_trend.tsv beside report.md either way. */
+int lks_trend_plots(struct lks_report *r, int nsuites, int have_gnuplot);
 
 /* ---- fp8_scales.c ---- */
 

@@ -129,7 +129,7 @@ int lks_since_section(struct lks_report *r, int have_gnuplot)
 			lks_since_changed(&x);
 	}
 	lks_heading(r, 3, "trends over recent suites");
-	if (have_gnuplot && lks_trend_plots(r, r->o->trend_suites > 0 ? r->o->trend_suites : 5)) {
+	if (lks_trend_plots(r, r->o->trend_suites > 0 ? r->o->trend_suites : 5, have_gnuplot)) {
 		free(x.row);
 		return -1;
 	}

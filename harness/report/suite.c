@@ -119,7 +119,7 @@ const char *lks_run_name(const struct lks_report *r, int64_t id)
 	return run ? run->run_name : "";
 }
 
-/* The reference of the relative-difference plot: the first bf16 run, else the first. */
+/* The reference of the heatmaps: the first bf16 run, else the first (report_impl.h). */
 int lks_reference(const struct lks_report *r, const char *case_name)
 {
 	int first = -1;

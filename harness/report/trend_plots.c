@@ -265,12 +265,19 @@ static int lks_tp_plot(struct lks_report *r, const struct lks_tp *t, enum lks_tp
 		"largest relative loss difference against the same run of the suite before",
 		"mean step time per run over recent suites",
 	};
+	/* a plot of no value fails in gnuplot ("no valid points"): said instead */
+	static const char *const none[] = {
+		"no final loss to plot over recent suites: no run stored one",
+		"no relative loss difference to plot over recent suites: no run has one of the "
+		"same settings in the suite before",
+		"no step time to plot over recent suites: no run stored one",
+	};
 	struct lks_plot_spec spec = { .kind = kinds[kind], .title = titles[kind], .height = 460,
 	                              .caption = "x: suite id; * and a dashed line: a run's "
 	                                         "fingerprint differs from the suite before" };
 	struct lks_text data = { 0 }, names = { 0 }, vars = { 0 };
 	const char *d, *nm, *v;
-	int n = 0, rc = 0;
+	int n = 0, rc = 0, finite = 0;
 
 	if (lks_text_open(&data) || lks_text_open(&names) || lks_text_open(&vars)) {
 		rc = lks_err("out of memory");
@@ -296,6 +303,7 @@ static int lks_tp_plot(struct lks_report *r, const struct lks_tp *t, enum lks_tp
 			if (kind == LKS_TP_RELDIFF && val < LKS_REPORT_FLOOR)
 				val = LKS_REPORT_FLOOR;
 
+			finite += isfinite(val);
 			if (isfinite(val))
 				fprintf(data.f, "%d %.17g\n", j - t->first, val);
 			else
@@ -312,8 +320,10 @@ static int lks_tp_plot(struct lks_report *r, const struct lks_tp *t, enum lks_tp
 	lks_tp_axis(t, vars.f);
 	if (!(d = lks_text_done(&data)) || !(v = lks_text_done(&vars)))
 		rc = lks_err("out of memory");
-	else if (n)
+	else if (n && finite)
 		rc = lks_plot(r, NULL, &spec, d, v);
+	else
+		lks_para(r, 1, none[kind]);
 out:
 	lks_text_free(&data);
 	lks_text_free(&names);
@@ -321,7 +331,7 @@ out:
 	return rc;
 }
 
-int lks_trend_plots(struct lks_report *r, int nsuites)
+int lks_trend_plots(struct lks_report *r, int nsuites, int have_gnuplot)
 {
 	struct lks_tp t = { .upto = r->suite };
 	int rc = -1, keep = 0;
@@ -349,6 +359,9 @@ int lks_trend_plots(struct lks_report *r, int nsuites)
 	if (t.nsuites - t.first < 2)  /* --trend 1 asks for one where the database has more */
 		lks_para(r, 1, nsuites < 2 && t.first ? "one suite plotted (--trend 1): no trend to "
 		                                        "plot" : "one suite only: no trend to plot yet");
+	else if (!have_gnuplot)  /* the numbers need no gnuplot: a CI job reads them */
+		lks_para(r, 1, "the trend plots need gnuplot, which was not found; their numbers "
+		               "are in nightly_trend.tsv beside report.md");
 	else
 		for (int k = LKS_TP_LOSS; k <= LKS_TP_TIME; k++)
 			if (lks_tp_plot(r, &t, (enum lks_tp_kind)k))

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 
 #include "harness/store/report_query.h"
+#include "harness/store/run.h"
 #include "harness/store/trace_store_impl.h"
 #include "kernels/err.h"
 
@@ -83,10 +84,21 @@ static int lks_row_trend(sqlite3_stmt *st, void *ctx)
 		.nsteps = sqlite3_column_int(st, 4),
 		.final_loss = lks_column_real(st, 5),
 		.step_time = lks_column_real(st, 6),
+		.steps = sqlite3_column_int(st, 8),
+		.steps_last = lks_backend_steps_last(lks_column_text(st, 7)),
 	};
+	int tensor_steps = sqlite3_column_int(st, 9);
 
 	if (rec.nsteps == 0 && lks_trend_of_records(q->s, &rec))
 		return -1;
+	rec.final_stored = rec.nsteps > 0;
+	/* a tensor trace's steps are its records': the last of either, as run.h counts them;
+	   a last step of tensor records alone stored no loss */
+	if (tensor_steps > rec.nsteps) {
+		rec.nsteps = tensor_steps;
+		rec.final_stored = 0;
+		rec.final_loss = NAN;
+	}
 	return q->fn.trend(q->arg, &rec);
 }
 

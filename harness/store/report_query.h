@@ -28,9 +28,17 @@ int lks_store_get_suite(lks_store *s, int64_t suite_id,
 typedef struct lks_trend_rec {
 	int64_t run_id, suite_id;
 	const char *run_name, *status;
-	int nsteps;               /* the last step stored + 1; 0: no step stored */
+	int nsteps;               /* the last step stored + 1, of its step rows and its tensor
+	                             records (a tensor trace's), as a stored run's (run.h);
+	                             0: no step stored */
+	int steps;                /* runs.steps: a trained run's steps as declared, else (an
+	                             import's, a traced run's: steps_last) its last step */
+	int steps_last;           /* lks_backend_steps_last (run.h): its steps are its log's */
 	double final_loss;        /* the loss of the last step stored, mean over its ranks;
 	                             NaN: no step, or no finite loss at it */
+	int final_stored;         /* 1: a step row at the last step (final_loss its loss, NaN
+	                             where it went NaN); 0: none (no step, or the last step's
+	                             are tensor records alone) */
 	double step_time;         /* seconds, mean over every step row stored; NaN: none */
 } lks_trend_rec;
 

@@ -111,11 +111,18 @@ static inline int lks_stored_run_imported(const lks_stored_run *r)
 /* The backend a run traced by lockstep-trace is stored with (tensor_trace.h). */
 #define LKS_TRACE_BACKEND "trace"
 
+/* Whether a run of that backend has for steps its last step, not a count: an import's, and
+   a traced run's. */
+static inline int lks_backend_steps_last(const char *backend)
+{
+	return backend && (strncmp(backend, "import:", 7) == 0
+	                   || strcmp(backend, LKS_TRACE_BACKEND) == 0);
+}
+
 /* Whether r's steps is its last step, not a count: an import's, and a traced run's. */
 static inline int lks_stored_run_steps_last(const lks_stored_run *r)
 {
-	return lks_stored_run_imported(r)
-	       || (r->backend && strcmp(r->backend, LKS_TRACE_BACKEND) == 0);
+	return lks_backend_steps_last(r->backend);
 }
 
 /* An empty run (no info, no trace, cur -1), to fill by hand or with the add functions. */

@@ -112,12 +112,15 @@ static const char *const lks_store_sql[LKS_Q_COUNT] = {
 	[LKS_Q_GET_SUITE] = "SELECT suite_id, command, started, stopped FROM suites "
 	                    "WHERE suite_id = ?1",
 	/* per run of case ?1 in the ?3 latest suites up to ?2 that ran it: its steps, the mean
-	   loss over the ranks of its last step, its mean step time (report_query.h) */
+	   loss over the ranks of its last step, its mean step time, its backend and declared
+	   steps, the steps of its tensor records (report_query.h) */
 	[LKS_Q_GET_TREND] = "SELECT r.run_id, r.suite_id, r.run_name, r.status,"
 	                    " (SELECT max(step) + 1 FROM steps WHERE run_id = r.run_id),"
 	                    " (SELECT avg(s.loss) FROM steps s WHERE s.run_id = r.run_id"
 	                    "   AND s.step = (SELECT max(step) FROM steps WHERE run_id = r.run_id)),"
-	                    " (SELECT avg(step_time) FROM steps WHERE run_id = r.run_id)"
+	                    " (SELECT avg(step_time) FROM steps WHERE run_id = r.run_id),"
+	                    " r.backend, r.steps,"
+	                    " (SELECT max(step) + 1 FROM tensor_blocks WHERE run_id = r.run_id)"
 	                    " FROM runs r WHERE r.case_name = ?1 AND r.suite_id IN"
 	                    " (SELECT DISTINCT suite_id FROM runs WHERE case_name = ?1"
 	                    "  AND suite_id <= ?2 ORDER BY suite_id DESC LIMIT ?3)"

@@ -515,7 +515,9 @@ void lks_check_value_text(char *buf, size_t n, const lks_check_result *r, int b)
 	double v = b ? r->b : r->a;
 	int64_t iv = b ? r->ib : r->ia;
 
-	if (r->value_type == LKS_VALUE_REAL)
+	if (r->value_type == LKS_VALUE_REAL && isnan(v))  /* as the report and diff spell it */
+		snprintf(buf, n, "NaN");
+	else if (r->value_type == LKS_VALUE_REAL)
 		snprintf(buf, n, r->value_f32 ? "%.9g" : "%.17g", v);
 	else if (r->field && !strcmp(r->field, "hash"))
 		snprintf(buf, n, "0x%016" PRIx64, (uint64_t)iv);

@@ -166,7 +166,8 @@ static inline const char *lks_check_result_field(const lks_check_result *r)
 void lks_check_describe(const lks_check_result *r, const char *label_a, const char *label_b,
                         char *buf, size_t n);
 /* Side a (which 0) or b (1) of r's values as the verdicts print them: a real to the
-   digits that give its bits back, a hash in hex, a count. */
+   digits that give its bits back (a NaN "NaN", as the report and diff spell it), a hash in
+   hex, a count. */
 void lks_check_value_text(char *buf, size_t n, const lks_check_result *r, int which);
 
 /* A majority among n values: the index of one that more than half of them equal (same(arg,

@@ -370,10 +370,10 @@ Test(fault, close_on_tensor_stats_catches_a_nan_run, .timeout = 120)
 	cr_assert_eq(lks_run_bin(NULL, args, out, sizeof(out)), 1, "%s", out);
 	cr_assert_not_null(strstr(out, "grads                      close       FAIL: step 2, tensor "
 	                               "'blocks.1.mlp.down.weight.grad' (backward), rank 1: l2 "
-	                               "poisoned=nan clean="), "%s", out);
+	                               "poisoned=NaN clean="), "%s", out);
 	cr_assert_not_null(strstr(out, "amax                       close       FAIL: step 2, tensor "
 	                               "'blocks.1.mlp.down.weight.grad' (backward), rank 1: amax "
-	                               "poisoned=nan clean="), "%s", out);
+	                               "poisoned=NaN clean="), "%s", out);
 	cr_assert_not_null(strstr(out, "2 checks: 0 passed, 2 failed"), "%s", out);
 	unlink(path);
 	remove_db(db);

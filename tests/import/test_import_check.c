@@ -449,7 +449,7 @@ Test(import_check, case_with_import_runs_under_run_and_check)
 	cr_assert_not_null(strstr(out, "expected failure: step 31, metric 'num_zeros', rank 0"),
 	                   "%s", out);
 	cr_assert_not_null(strstr(out, "expected failure: step 20, metric 'grad_norm', rank 0: "
-	                          "value nan"), "%s", out);
+	                          "value NaN"), "%s", out);
 	cr_assert_not_null(strstr(out, "expected failure: step 3, metric 'loss'"), "%s", out);
 	/* the Hugging Face and TensorBoard nightlies of cases/README.md */
 	cr_assert_not_null(strstr(out, "nightly_tensorboard  numerics                   bitwise     "

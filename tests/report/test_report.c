@@ -435,10 +435,12 @@ Test(report, renders_in_chromium, .timeout = 300)
 
 Test(report, tables_without_gnuplot)
 {
-	char dir[64], path[300], *html, *md;
+	char dir[64], path[300], *html, *md, *tsv;
 
 	setup(dir, sizeof(dir));
-	/* no gnuplot on this PATH: the tables, a note, and exit 0 */
+	cr_assert_eq(sh("'%s' run '%s/tiny.ini' '%s/plain.ini' --db '%s/t.db' --quiet --threads 1 "
+	                ">/dev/null", LKS_BIN, dir, dir, dir), 1, "a second suite: a trend");
+	/* no gnuplot on this PATH: the tables, a note, the trend's numbers, and exit 0 */
 	cr_assert_eq(sh("PATH=/nonexistent '%s' report --db '%s/t.db' -o '%s/r' >/dev/null",
 	                LKS_BIN, dir, dir), 0);
 	snprintf(path, sizeof(path), "%s/r/index.html", dir);
@@ -449,6 +451,13 @@ Test(report, tables_without_gnuplot)
 	snprintf(path, sizeof(path), "%s/r/report.md", dir);
 	md = slurp(path);
 	cr_expect_not_null(strstr(md, "| tracks | close | fp8 vs bf16 | fail | 0 |"));
+	cr_expect_not_null(strstr(md, "their numbers are in nightly\\_trend.tsv"), "%s", md);
+	snprintf(path, sizeof(path), "%s/r/nightly_trend.tsv", dir);
+	cr_assert_eq(sh("test -f '%s'", path), 0, "no nightly_trend.tsv without gnuplot");
+	tsv = slurp(path);
+	cr_expect_not_null(strstr(tsv, "\n1\t0\tplain/bf16\t"), "%s", tsv);
+	cr_expect_not_null(strstr(tsv, "\n2\t0\tplain/bf16\t"), "%s", tsv);
+	free(tsv);
 	free(html);
 	free(md);
 	teardown(dir);
@@ -494,6 +503,21 @@ Test(report, bad_input)
 	err = slurp(path);
 	cr_expect(strstr(err, "tpl/report.html'") && strstr(err, "a FIFO"), "%s", err);
 	free(err);
+	/* a gnuplot script missing: exit 3 naming it, no scratch path, no report (it exited 0,
+	   each heatmap gnuplot's error naming a deleted scratch file) */
+	if (have("gnuplot")) {
+		cr_assert_eq(sh("cp -r '%s/reports' '%s/tpl2' && rm '%s/tpl2/heatmap.gp'", LKS_SRC, dir,
+		                dir), 0);
+		cr_expect_eq(sh("'%s' report --db '%s/t.db' -o '%s/r2' --templates '%s/tpl2' "
+		                "2>'%s/err'", LKS_BIN, dir, dir, dir, dir), 3, "a template missing");
+		err = slurp(path);
+		cr_expect(strstr(err, "cannot read the report template '")
+		          && strstr(err, "tpl2/heatmap.gp': No such file"), "%s", err);
+		cr_expect_null(strstr(err, "scratch"), "%s", err);
+		snprintf(path, sizeof(path), "%s/r2", dir);
+		cr_expect_eq(file_size(path), -1, "a report written without its plots");
+		free(err);
+	}
 	teardown(dir);
 }
 

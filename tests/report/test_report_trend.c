@@ -153,6 +153,9 @@ Test(report_trend, numbers_and_plots_over_recent_suites)
 	cr_assert_not_null(strstr(page, "one suite plotted (--trend 1): no trend to plot"), "%s", page);
 	cr_assert_null(strstr(page, "one suite only"), "%s", page);
 	free(page);
+	/* --trend N is the plots' too, as its help says (it named the table alone) */
+	cr_assert_eq(lks_run_bin(NULL, "report --help", out, sizeof(out)), 0, "%s", out);
+	cr_assert_not_null(strstr(out, "suites in the trend tables and plots"), "%s", out);
 
 	/* a suite of other settings (--steps 4) is another training, not a change: no loss
 	   difference against the suite before (it plotted one), and its suite is marked */
@@ -200,6 +203,17 @@ Test(report_trend, numbers_and_plots_over_recent_suites)
 	cr_assert_not_null(strstr(page, "id=\"plot-nightly_trend_loss\""));
 	cr_assert_not_null(strstr(page, "id=\"plot-nightly_trend_reldiff\""));
 	cr_assert_not_null(strstr(page, "id=\"plot-nightly_trend_time\""));
+	/* in the opening section, before the summary, where reports/README.md says they are
+	   (it said at the end) */
+	cr_assert(strstr(page, "<h2>since last night</h2>") < strstr(page, "<h3>trends over recent "
+	                                                                  "suites</h3>"));
+	cr_assert(strstr(page, "id=\"plot-nightly_trend_time\"") < strstr(page, "<h2>summary</h2>"));
+	free(page);
+	page = slurp(LKS_SRC "/reports/README.md");
+	cr_assert_not_null(strstr(page, "## Sections, in order"));
+	cr_assert_not_null(strstr(page, "trend plots over the latest suites"));
+	cr_assert(strstr(page, "trend plots over the latest suites") < strstr(page, "**Summary**"),
+	          "reports/README.md places the trend plots after the summary");
 	free(page);
 	snprintf(path, sizeof(path), "%s/rep/nightly_trend_reldiff.svg", dir);
 	svg = slurp(path);

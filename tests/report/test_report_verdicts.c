@@ -57,10 +57,17 @@ Test(report_verdicts, a_killed_or_failed_suite_is_incomplete, .timeout = 120)
 	char dir[64], *out, *md, *html;
 
 	setup(dir, sizeof(dir));
-	/* killed in run fp8 of case tiny: the run incomplete, the case's checks never stored */
+	/* killed in run fp8 of case tiny at step 2: the run incomplete, the case's checks never
+	   stored */
 	sql(dir, "UPDATE runs SET status = 'incomplete' WHERE case_name = 'tiny' "
-	         "AND run_name = 'fp8'; DELETE FROM checks WHERE case_name = 'tiny'");
+	         "AND run_name = 'fp8'; DELETE FROM checks WHERE case_name = 'tiny'; "
+	         "DELETE FROM steps WHERE step = 2 AND run_id = (SELECT run_id FROM runs "
+	         "WHERE case_name = 'tiny' AND run_name = 'fp8')");
 	report(dir, "", &out, &md, &html);
+	/* its steps say it was meant to have 3, in the runs table and in the trend table */
+	cr_expect_not_null(strstr(md, "margin=0 | 2 | 2 of 3 | incomplete |"), "%s", md);
+	cr_expect_not_null(strstr(md, "| fp8 | 1 | incomplete | 2 of 3 |"), "%s", md);
+	cr_expect_not_null(strstr(md, "margin=0 | 2 | 3 | complete |"), "%s", md);
 	cr_expect_not_null(strstr(md, "| tiny | 3 | 0 | 0 | incomplete | 0 |"), "%s", md);
 	cr_expect_not_null(strstr(md, "case tiny incomplete: run 'fp8' incomplete; 2 checks "
 	                              "declared, no verdict stored."), "%s", md);
