@@ -70,7 +70,9 @@ const lks_fault *lks_screen_fault(const struct lks_screen_ctx *x, const lks_scre
 {
 	const struct lks_screen_plan *p = &x->plan;
 
-	if (!x->planted || !x->fits[j] || (p->device >= 0 && (!d || p->device != d->index))
+	/* the CPU is the reference a replay is held to, never a device screened: a plant
+	   without device= there made a lone device's fault "software" ("departs too") */
+	if (!d || !x->planted || !x->fits[j] || (p->device >= 0 && p->device != d->index)
 	    || (p->once && replay))
 		return NULL;
 	return &p->f;

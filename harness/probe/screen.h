@@ -30,9 +30,10 @@
  * Stand-ins: on the cpu backend the devices are stand-ins, each the CPU under a name of
  * its own (index, "CPU-standin-<index>"), so that all of this runs and is tested without
  * a GPU. A planted fault (LOCKSTEP_INJECT, fault.h, with two keys of the screen's own:
- * device=K strikes only device K's runs, every device's without it; times=once strikes
- * the first run and not a replay, times=always, the default, every run) makes a device
- * faulty; nothing in the comparison knows of it.
+ * device=K strikes only device K's runs, every screened device's without it, never the
+ * CPU's, the reference a replay is held to; times=once strikes the first run and not a
+ * replay, times=always, the default, every run) makes a device faulty; nothing in the
+ * comparison knows of it.
  */
 #ifndef LKS_HARNESS_PROBE_SCREEN_H
 #define LKS_HARNESS_PROBE_SCREEN_H

@@ -220,6 +220,29 @@ Test(screen, a_device_alone_is_replayed_against_the_cpu, .timeout = 120)
 	screen_done(&s);
 }
 
+/* A plant without device= strikes every device screened, here one alone, and never the
+   CPU, the reference its replay is held to: the CPU gives the known answer (persistent);
+   the plant was in the CPU's replay too, which "departs too" (software). */
+Test(screen, a_plant_on_every_device_is_not_on_the_cpu, .timeout = 120)
+{
+	static const char *const args[] = { "--standins 1", "--standins 4 --gpus 2" };
+
+	for (size_t k = 0; k < sizeof(args) / sizeof(args[0]); k++) {
+		struct screen s;
+
+		screen(&s, "bitflip step=3 rank=0 tensor=blocks.0.mlp.up.out element=3 bit=22",
+		       args[k]);
+		cr_assert_eq(s.rc, 1, "%s: %s", args[k], s.out);
+		cr_assert_str_eq(str_at(gpu(&s, 0), "verdict", NULL), "fail", "%s", s.out);
+		cr_assert_str_eq(str_at(gpu(&s, 0), "replay", "class"), "persistent", "%s: %s",
+		                 args[k], s.out);
+		cr_assert_not_null(strstr(str_at(gpu(&s, 0), "replay", "words"),
+		                          "on the CPU from that state: the known answer"), "%s",
+		                   s.out);
+		screen_done(&s);
+	}
+}
+
 /* --gpus chooses stand-ins; the JUnit file has a testcase per device, a failure for the
    faulty one. */
 Test(screen, gpus_choose_and_junit_says_the_same, .timeout = 120)
