@@ -18,10 +18,12 @@
  * the initial parameters at step 0), which that device trains again and keeps (the
  * screen's runs keep no state), on the same device and on a device that gave the known
  * answer (the CPU where no GPU did, in reference mode). The class:
- *   transient   the same device now gives the known answer;
+ *   software    every device departed alike (two at least), whatever the replays give:
+ *               the same wrong bits on each are no one device's fault; or the other
+ *               device departs too;
+ *   transient   else, the same device now gives the known answer;
  *   persistent  it departs again, and the other device gives the known answer from the
- *               same state;
- *   software    every device departed alike, or the other device departs too.
+ *               same state.
  *
  * With --mode full (collective), the GPUs also train one run together, a rank each, its
  * all-reduce on their device communicator, held to the same run on the CPU (screen_coll.c):

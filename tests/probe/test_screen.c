@@ -3,7 +3,8 @@
  * screen's cases and goldens of the source tree, LKS_SRC): a clean node passes; a fault
  * planted on one stand-in (random step, tensor, element and bit) is named on that one and
  * only that one, at its step and tensor; replay names each class on its planted fault
- * (once only: transient; every time on one device: persistent; every device: software);
+ * (once only: transient; every time on one device: persistent; every device, even once
+ * only: software; never the CPU, the replay's reference);
  * without goldens the odd device out is still found, and two that disagree, or a device
  * alone, are undecided;
  * the JSON and JUnit say the same; bad usage and bad plants exit 2. And 'bench detect
@@ -151,13 +152,15 @@ Test(screen, a_planted_faulty_standin_is_named_and_only_it, .timeout = 300)
 }
 
 /* Each replay class on its planted fault: once only, every time on one stand-in, every
-   stand-in. */
+   stand-in. Every stand-in departing alike is software even once only, where each one's
+   replay gives the known answer (it was transient on each: a fault of no one device). */
 Test(screen, replay_names_transient_persistent_and_software, .timeout = 300)
 {
-	static const struct { const char *keys, *cls; unsigned failed; } cases[] = {
-		{ "device=1 times=once", "transient", 2 },
-		{ "device=1", "persistent", 2 },
-		{ "", "software", 7 },
+	static const struct { const char *keys, *cls, *words; unsigned failed; } cases[] = {
+		{ "device=1 times=once", "transient", "the known answer", 2 },
+		{ "device=1", "persistent", "departs again, the same bits", 2 },
+		{ "", "software", "; every device departed alike", 7 },
+		{ "times=once", "software", "the known answer; but every device departed alike", 7 },
 	};
 
 	for (size_t k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) {
@@ -169,10 +172,14 @@ Test(screen, replay_names_transient_persistent_and_software, .timeout = 300)
 		screen(&s, plant, "--standins 3");
 		cr_assert_eq(s.rc, 1, "%s", s.out);
 		only_failed(&s, 3, cases[k].failed);
-		for (int i = 0; i < 3; i++)
-			if (cases[k].failed >> i & 1)
+		for (int i = 0; i < 3; i++) {
+			if (cases[k].failed >> i & 1) {
 				cr_assert_str_eq(str_at(gpu(&s, i), "replay", "class"), cases[k].cls,
 				                 "%s: %s", plant, s.out);
+				cr_assert_not_null(strstr(str_at(gpu(&s, i), "replay", "words"),
+				                          cases[k].words), "%s: %s", plant, s.out);
+			}
+		}
 		screen_done(&s);
 	}
 }
