@@ -129,7 +129,8 @@ static int lks_screen_parse(int argc, char **argv, struct lks_screen_args *a)
 		               "reference (the CPU's bits, golden/cpu; default) or cublaslt\n"
 		               "(production mode, the goldens of the GPU's class)"),
 		LKS_OPT_DOUBLE("--budget", "S", &a->budget, 0, 1e9,
-		               "no replay starts after S seconds (default: no bound)"),
+		               "no replay starts after S seconds of the screen (0: none\n"
+		               "starts; default: no bound)"),
 		LKS_OPT_PATH("--json", "FILE", &a->json, "the node's document: every device's identity,\n"
 		             "verdict, first divergence, replay class and readings"),
 		LKS_OPT_PATH("--junit", "FILE", &a->junit, "a testcase per device"),
@@ -146,6 +147,7 @@ static int lks_screen_parse(int argc, char **argv, struct lks_screen_args *a)
 	                          .tail = lks_screen_tail, .width = 18, .ctx = a };
 
 	a->standins = 4;
+	a->budget = -1;  /* not given: no bound (0 is a budget: no replay) */
 	a->cases = "cases/screen";
 	return lks_opt_parse(&cmd, opts, argc, argv, NULL);
 }
@@ -197,7 +199,8 @@ int cmd_screen(int argc, char **argv)
 	}
 	o = (lks_screen_opts){ .case_path = path, .golden = a.golden, .workdir = a.dir ? a.dir : tmp,
 	                       .collective = a.mode == 1, .coll = &coll,
-	                       .be = be, .budget_s = a.budget, .progress = stderr,
+	                       .be = be, .budgeted = a.budget >= 0,
+	                       .budget_s = a.budget, .progress = stderr,
 	                       .gemm = a.gemm ? LKS_GEMM_LIBRARY : LKS_GEMM_REFERENCE,
 	                       .inject = getenv(LKS_INJECT_ENV) };
 	lks_screen_sink_start(&sink);

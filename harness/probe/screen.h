@@ -112,7 +112,9 @@ typedef struct lks_screen_opts {
 	const lks_backend *be;    /* NULL: the cpu, as stand-ins */
 	int gemm;                 /* LKS_GEMM_REFERENCE or LKS_GEMM_LIBRARY (production) */
 	int threads;              /* CPU threads of each stand-in's runs; 0: cores / devices */
-	double budget_s;          /* replays start only within this many seconds; 0: no bound */
+	int budgeted;             /* budget_s bounds the replays; 0: no bound */
+	double budget_s;          /* budgeted: replays start only within this many seconds of
+	                             the screen's start (0: none starts) */
 	const char *inject;       /* a planted fault with device= and times=; NULL: none */
 	int collective;           /* also the run across the GPUs (coll gets its result):
 	                             reference mode, GPUs 0 to n - 1 */

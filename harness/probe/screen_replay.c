@@ -90,10 +90,6 @@ static int lks_screen_replay_one(struct lks_screen_ctx *x, lks_screen_dev *d)
 		         d->div.field ? d->div.field : "their settings");
 		return 0;
 	}
-	if (x->o->budget_s > 0 && lks_now() - x->t0 > x->o->budget_s) {
-		d->cls = LKS_REPLAY_SKIPPED;
-		return 0;
-	}
 	/* the state of the step before: a device's of the known answer, else its own. The
 	   screen's runs kept none (every step's state, written to disk, was 70% of a quick
 	   screen's time, and some 2 GB a device in the full one); that device trains the run
@@ -159,18 +155,34 @@ out:
 	return rc;
 }
 
+/* Whether the budget was spent before device d's replay, which then starts not (class
+   and words set); 0 (0 s: none starts) is a budget like any other. */
+static int lks_screen_spent(struct lks_screen_ctx *x, lks_screen_dev *d)
+{
+	double t = lks_now() - x->t0;
+
+	if (!x->o->budgeted || d->div.step < 0 || t < x->o->budget_s)
+		return 0;
+	d->cls = LKS_REPLAY_SKIPPED;
+	snprintf(d->replay, sizeof(d->replay), "the screen had run %.2f s, and no replay starts "
+	         "after %g s", t, x->o->budget_s);
+	return 1;
+}
+
 int lks_screen_replay_all(struct lks_screen_ctx *x)
 {
 	for (int i = 0; i < x->n; i++) {
 		lks_screen_dev *d = &x->devs[i];
+		int spent;
 
 		if (d->verdict != LKS_SCREEN_FAIL)
 			continue;
+		spent = lks_screen_spent(x, d);
 		if (x->o->progress)
-			fprintf(x->o->progress, "screen: %s %d departs in run '%s' at step %d: "
-			        "replaying\n", d->standin ? "stand-in" : "gpu", d->index, d->run,
-			        d->div.step);
-		if (lks_screen_replay_one(x, d)) {
+			fprintf(x->o->progress, "screen: %s %d departs in run '%s' at step %d: %s\n",
+			        d->standin ? "stand-in" : "gpu", d->index, d->run, d->div.step,
+			        spent ? "not replayed, the budget spent" : "replaying");
+		if (!spent && lks_screen_replay_one(x, d)) {
 			snprintf(d->replay, sizeof(d->replay), "the replay failed: %s", lks_errmsg());
 			d->cls = LKS_REPLAY_NONE;
 		}

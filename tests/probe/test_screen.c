@@ -250,6 +250,35 @@ Test(screen, a_plant_on_every_device_is_not_on_the_cpu, .timeout = 120)
 	}
 }
 
+/* --budget S: no replay starts after S seconds of the screen, so --budget 0 none (it was
+   no bound); a device left out says so, with words (they were empty), and its progress
+   line does not say "replaying". Without --budget the replays have no bound. */
+Test(screen, budget_0_starts_no_replay_and_says_so, .timeout = 120)
+{
+	const char *plant = "bitflip step=3 rank=0 tensor=blocks.0.mlp.up.out element=3 bit=22 "
+	                    "device=1";
+	const char *words;
+	struct screen s;
+
+	screen(&s, plant, "--standins 2 --budget 0");
+	cr_assert_eq(s.rc, 1, "%s", s.out);
+	only_failed(&s, 2, 2);
+	cr_assert_str_eq(str_at(gpu(&s, 1), "replay", "class"), "not replayed (budget spent)",
+	                 "%s", s.out);
+	words = str_at(gpu(&s, 1), "replay", "words");
+	cr_assert_not_null(strstr(words, "no replay starts after 0 s"), "words '%s': %s", words,
+	                   s.out);
+	cr_assert_not_null(strstr(s.out, "at step 3: not replayed, the budget spent"), "%s",
+	                   s.out);
+	cr_assert_null(strstr(s.out, "replaying"), "%s", s.out);
+	cr_assert_null(strstr(s.out, "(budget spent): \n"), "%s", s.out);
+	screen_done(&s);
+	screen(&s, plant, "--standins 2 --budget 1e9");
+	cr_assert_eq(s.rc, 1, "%s", s.out);
+	cr_assert_str_eq(str_at(gpu(&s, 1), "replay", "class"), "persistent", "%s", s.out);
+	screen_done(&s);
+}
+
 /* --gpus chooses stand-ins; the JUnit file has a testcase per device, a failure for the
    faulty one. */
 Test(screen, gpus_choose_and_junit_says_the_same, .timeout = 120)
