@@ -323,6 +323,14 @@ Test(screen, bad_usage_and_bad_plants_exit_2, .timeout = 120)
 		{ "bitflip step=1 rank=0 tensor=blocks.0.mlp.up.out element=1 bit=3 device=1",
 		  "--standins 3 --gpus 0,2", "device=1 is not one of the devices screened" },
 		{ "stale_bwd_scale device=1", "--standins 3", "acts through what earlier steps left" },
+		/* a plant no run fits says why, as run does, run= or not (it said only 'no run
+		   fits') */
+		{ "bitflip step=6 rank=0 tensor=blocks.0.mlp.up.out element=3 bit=9 device=1",
+		  "--standins 2", "fits 'bitflip'; run 'bf16': step 6 is past the run's 6 steps" },
+		{ "bitflip step=2 rank=1 tensor=blocks.0.mlp.up.out element=3 bit=9 device=1",
+		  "--standins 2", "; run 'bf16': rank 1 is past the run's 1 ranks" },
+		{ "bitflip step=2 rank=0 tensor=blocks.0.mlp.up.out element=99999999 bit=9",
+		  "--standins 2", "; run 'bf16': element 99999999 is out of range" },
 		/* a case folder that is not there: the user's input, as run says (it was 3) */
 		{ NULL, "--standins 2 --cases /nonexistent", "cannot open '/nonexistent/" },
 	};
