@@ -80,7 +80,7 @@ static int lks_screen_replay_one(struct lks_screen_ctx *x, lks_screen_dev *d)
 	lks_stored_run mine, refrun, *known;
 	lks_screen_train_at at = { .step = d->div.step };
 	lks_store *src;
-	char w1[32], w2[32], w3[32];
+	char w1[32], w2[48], w3[32];
 	int j = 0, rc = -1, ok, repeats = 0;
 
 	while (strcmp(x->c.runs[j].name, d->run))
@@ -112,9 +112,11 @@ static int lks_screen_replay_one(struct lks_screen_ctx *x, lks_screen_dev *d)
 		goto out;
 	if ((ok = lks_screen_try(x, d, j, src, &at, known, &mine, &repeats)) < 0)
 		goto out;
-	snprintf(d->replay, sizeof(d->replay), "step %d again on %s from %s's state: %s",
-	         at.step, lks_dev_word(d, w1, sizeof(w1)), lks_dev_word(ref ? ref : d, w2,
-	         sizeof(w2)), ok ? "the known answer" : repeats ? "departs again, the same bits"
+	/* at step 0 no device's state: the initial parameters (resume_run 0) */
+	snprintf(w2, sizeof(w2), "%s's state", lks_dev_word(ref ? ref : d, w3, sizeof(w3)));
+	snprintf(d->replay, sizeof(d->replay), "step %d again on %s from %s: %s", at.step,
+	         lks_dev_word(d, w1, sizeof(w1)), at.step ? w2 : "the initial parameters",
+	         ok ? "the known answer" : repeats ? "departs again, the same bits"
 	         : "departs again, other bits");
 	/* every device departed alike: the same wrong bits on each is no one device's fault,
 	   even where the step now gives the known answer (a fault of the software that does
@@ -146,8 +148,8 @@ static int lks_screen_replay_one(struct lks_screen_ctx *x, lks_screen_dev *d)
 		goto out;
 	d->cls = ok ? LKS_REPLAY_PERSISTENT : LKS_REPLAY_SOFTWARE;
 	snprintf(d->replay + strlen(d->replay), sizeof(d->replay) - strlen(d->replay),
-	         "; on %s from that state: %s", lks_dev_word(other, w3, sizeof(w3)),
-	         ok ? "the known answer" : "departs too");
+	         "; on %s from %s: %s", lks_dev_word(other, w3, sizeof(w3)),
+	         at.step ? "that state" : "them", ok ? "the known answer" : "departs too");
 	rc = 0;
 out:
 	lks_stored_run_release(&mine);

@@ -250,6 +250,33 @@ Test(screen, a_plant_on_every_device_is_not_on_the_cpu, .timeout = 120)
 	}
 }
 
+/* A departure at step 0 is replayed from the initial parameters, no device's state, and
+   its words say so (they said "from stand-in 0's state"). */
+Test(screen, a_replay_at_step_0_says_it_starts_from_the_initial_parameters, .timeout = 120)
+{
+	static const struct { const char *keys, *cls, *words; } cases[] = {
+		{ "times=once", "transient",
+		  "step 0 again on stand-in 2 from the initial parameters: the known answer" },
+		{ "", "persistent", "step 0 again on stand-in 2 from the initial parameters: "
+		  "departs again, the same bits; on stand-in 0 from them: the known answer" },
+	};
+
+	for (size_t k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) {
+		char plant[200];
+		struct screen s;
+
+		snprintf(plant, sizeof(plant), "bitflip step=0 rank=0 tensor=blocks.0.mlp.up.weight "
+		         "element=5 bit=30 device=2 %s", cases[k].keys);
+		screen(&s, plant, "--standins 3");
+		cr_assert_eq(s.rc, 1, "%s", s.out);
+		only_failed(&s, 3, 4);
+		cr_assert_str_eq(str_at(gpu(&s, 2), "replay", "class"), cases[k].cls, "%s", s.out);
+		cr_assert_str_eq(str_at(gpu(&s, 2), "replay", "words"), cases[k].words, "%s",
+		                 s.out);
+		screen_done(&s);
+	}
+}
+
 /* --budget S: no replay starts after S seconds of the screen, so --budget 0 none (it was
    no bound); a device left out says so, with words (they were empty), and its progress
    line does not say "replaying". Without --budget the replays have no bound. */
