@@ -8,7 +8,8 @@
  * without goldens the odd device out is still found, and two that disagree, or a device
  * alone, are undecided;
  * the JSON and JUnit say the same; bad usage and bad plants exit 2. And 'bench detect
- * --flips' on a few flips: each caught at its step and tensor, no clean repeat differs.
+ * --flips' on a few flips: each caught at its step and tensor, no clean repeat differs;
+ * on a case of its own, within each run's ranks, or refused up front.
  */
 #include <criterion/criterion.h>
 #include <jansson.h>
@@ -391,4 +392,60 @@ Test(screen, bench_flips_catches_and_locates_each_flip, .timeout = 300)
 	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++)
 		cr_assert_not_null(strstr(out, rows[i]), "want '%s' in: %s", rows[i], out);
 	cr_assert_not_null(strstr(out, "clean repeats: 3, false alarms: 0"), "%s", out);
+}
+
+/* 'bench detect --flips --case FILE' of the case file text runs (after the model): its
+   output into out, its exit status returned. */
+static int bench_flips_on(const char *runs, const char *args, char *out, size_t n)
+{
+	char dir[] = "/tmp/lks_flips_case_XXXXXX", path[128], cmd[600];
+	FILE *f;
+	int rc;
+
+	cr_assert_not_null(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/c.ini", dir);
+	cr_assert_not_null(f = fopen(path, "w"));
+	fprintf(f, "[case]\nsteps = 3\nworld_size = 2\n[model]\nvocab = 64\nhidden = 32\n"
+	        "ffn = 64\nlayers = 1\nseq = 8\nbatch = 2\n%s", runs);
+	fclose(f);
+	snprintf(cmd, sizeof(cmd), "'%s' bench detect --dir '%s' --case '%s' %s 2>&1", LKS_BIN,
+	         dir, path, args);
+	rc = lks_run_sh(cmd, out, n);
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+	cr_assert_eq(system(cmd), 0);
+	return rc;
+}
+
+/* The flips are drawn within each run's own ranks and tensors, and the banner says them
+   (it said "on 2 ranks" of every case, drew ranks 0 and 1 and a GEMM output's elements
+   of 2 ranks in every run: a run of 1 rank, or 4 with a smaller slice of the batch, was
+   refused mid-way as an infrastructure failure, exit 3). A case they cannot be drawn in
+   is refused before any run, exit 2, saying why (not "(after --set)": the user gave none). */
+Test(screen, bench_flips_draws_within_each_runs_ranks_or_refuses_the_case, .timeout = 300)
+{
+	static const struct { const char *runs, *want; } bad[] = {
+		{ "[run dp]\nrecipe = bf16\n[run sharded]\nrecipe = bf16\nfsdp = 2\n",
+		  "run 'sharded' shards its tensors over its ranks (fsdp = 2)" },
+		{ "[run a]\nrecipe = bf16\nworld_size = 1\n[run b]\nrecipe = bf16\n"
+		  "world_size = 1\n", "no run of 2 ranks or more" },
+		{ "[run a]\nrecipe = bf16\n[run b]\nrecipe = bf16\nresume_from = a@1\n",
+		  "run 'b' resumes from run 'a'" },
+	};
+	char out[8192];
+	int rc;
+
+	rc = bench_flips_on("[run two]\nrecipe = bf16\n[run one]\nrecipe = bf16\n"
+	                    "world_size = 1\n[run four]\nrecipe = fp8_rowwise\n"
+	                    "world_size = 4\n", "--flips 20 --seed 7", out, sizeof(out));
+	cr_assert_eq(rc, 0, "%s", out);
+	cr_assert_not_null(strstr(out, "3 runs, ranks: two on 2, one on 1, four on 4; 20 flips"),
+	                   "%s", out);
+	cr_assert_not_null(strstr(out, "| all-reduce: the sum received | 4 |"), "%s", out);
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		rc = bench_flips_on(bad[i].runs, "--flips 5", out, sizeof(out));
+		cr_assert_eq(rc, 2, "%s", out);
+		cr_assert_not_null(strstr(out, bad[i].want), "want '%s' in: %s", bad[i].want, out);
+		cr_assert_null(strstr(out, "--set"), "%s", out);
+		cr_assert_null(strstr(out, "| planted in |"), "%s", out);
+	}
 }
