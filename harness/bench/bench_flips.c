@@ -206,9 +206,10 @@ static int lks_flips_go(struct lks_flips *b, int flips, int repeats)
 			return -1;
 		alarms += caught;
 	}
-	printf("\n| planted in | flips | caught | at its step and tensor | missed (masked) |\n"
-	       "|---|---|---|---|---|\n");
-	for (int k = 0; k < LKS_FLIP_KINDS; k++)
+	if (flips)  /* --repeats alone: the false alarms only */
+		printf("\n| planted in | flips | caught | at its step and tensor | missed (masked) |\n"
+		       "|---|---|---|---|---|\n");
+	for (int k = 0; flips && k < LKS_FLIP_KINDS; k++)
 		printf("| %s | %d | %d | %d | %d |\n", lks_flip_titles[k], b->tally[k][0],
 		       b->tally[k][1], b->tally[k][2], b->tally[k][0] - b->tally[k][1]);
 	printf("\nclean repeats: %d, false alarms: %d (%.0f s in all)\n", repeats, alarms,

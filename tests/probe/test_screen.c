@@ -449,3 +449,16 @@ Test(screen, bench_flips_draws_within_each_runs_ranks_or_refuses_the_case, .time
 		cr_assert_null(strstr(out, "| planted in |"), "%s", out);
 	}
 }
+
+/* --repeats M without flips: the clean runs alone, no table of flips (it printed one of
+   zeros, where --help said --flips 0 was the fault cases instead). */
+Test(screen, bench_repeats_alone_runs_the_clean_runs_only, .timeout = 120)
+{
+	char out[8192];
+	int rc;
+
+	rc = bench_flips_on("[run a]\nrecipe = bf16\n", "--flips 0 --repeats 2", out, sizeof(out));
+	cr_assert_eq(rc, 0, "%s", out);
+	cr_assert_not_null(strstr(out, "clean repeats: 2, false alarms: 0"), "%s", out);
+	cr_assert_null(strstr(out, "| planted in |"), "%s", out);
+}
