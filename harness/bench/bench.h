@@ -21,9 +21,11 @@ int lks_bench_detect(int argc, char **argv);
 int lks_bench_import(int argc, char **argv);
 int lks_bench_tensors(int argc, char **argv);
 int lks_bench_trace(int argc, char **argv);
-/* 'bench detect --flips' (bench_flips.c): flips single bits in the screen's case at
-   random, and runs it clean repeats times, each compared with a clean run; its databases
-   go in dir (refs.db, flip.db). 0, 1 when a clean repeat differed, -1 (lks_err) on error. */
+/* 'bench detect --flips' (bench_flips.c): flips single bits at random in the runs of a
+   case (the screen's), each within its run's ranks and tensors, and runs it clean repeats
+   times, each compared with a clean run; its databases go in dir (refs.db, flip.db). 0, 1
+   when a clean repeat differed; LKS_E_BAD_INPUT (lks_err) for a case the flips cannot be
+   drawn in, -1 on another error. */
 int lks_bench_flips(const char *case_path, const char *dir, int flips, int repeats,
                     unsigned seed);
 

@@ -38,18 +38,22 @@ static const char lks_detect_help[] =
 	"('-': missed; 'n/a': the check does not apply), then where each catch points.\n"
 	"\n"
 	"With --flips N (and --repeats M), instead: N single-bit flips planted at random in the\n"
-	"screen's quick case on 2 ranks (a fifth each in GEMM outputs, weights, AdamW's state, the\n"
-	"buffer a rank sends into the all-reduce and the sum it receives), each compared bit for\n"
-	"bit with a clean run as 'lockstep screen' compares: how many are caught, how many at\n"
-	"their step and tensor; then M clean runs, any difference a false alarm (exit 1).\n"
+	"case's runs, each within its run's ranks and tensors (a fifth each in GEMM outputs,\n"
+	"weights, AdamW's state, the buffer a rank sends into the all-reduce and the sum it\n"
+	"receives, these in a run of 2 ranks or more), each compared bit for bit with a clean\n"
+	"run as 'lockstep screen' compares: how many are caught, how many at their step and\n"
+	"tensor; then M clean runs, any difference a false alarm (exit 1). The runs keep their\n"
+	"ranks; a case of 1 rank (the screen's quick case, the default) is trained on 2, so\n"
+	"that it has an all-reduce. --repeats M alone: the clean runs only.\n"
 	"\n"
 	"options:\n"
 	"  --dir DIR      where the temporary databases go (default $TMPDIR or /tmp)\n"
-	"  --flips N      single-bit flips (0: the fault cases instead)\n"
+	"  --flips N      single-bit flips (default 0: with --repeats the clean runs alone,\n"
+	"                 without it the fault cases instead)\n"
 	"  --repeats M    clean runs after the flips (default 0)\n"
 	"  --seed S       the flips' random choices (default 34)\n"
-	"  --case FILE    the case flipped, of trained runs without a fault (default\n"
-	"                 cases/screen/screen_quick.ini)\n";
+	"  --case FILE    the case flipped: data-parallel runs (no fsdp, no tp) trained from\n"
+	"                 step 0 without a fault (default cases/screen/screen_quick.ini)\n";
 
 /* The columns: check kinds on (faulty, clean), in the order of the check-kind table, then
    the NaN event (kind LKS_CHECK_COUNT). */

@@ -1,9 +1,12 @@
 /*
  * bench_flips.c: 'lockstep bench detect --flips N': how many single-bit flips the screen's
- * comparison catches, and where it says they are (issue 34). The screen's quick case
- * (cases/screen/screen_quick.ini, its traces of the optimizer state on) is trained on 2
- * ranks, so that it has an all-reduce, once clean per run: the known answer. Then N runs,
- * each with one bit flipped at a random step, rank, element and bit, a fifth each in:
+ * comparison catches, and where it says they are (issue 34). A case of data-parallel runs
+ * (default the screen's quick case, cases/screen/screen_quick.ini), its traces of the
+ * optimizer state on, is trained once clean per run: the known answer. Its runs keep their
+ * ranks; a case of 1 rank (the screen's) is trained on 2, so that it has an all-reduce.
+ * Then N runs of the case's runs at random, each with one bit flipped at a random step,
+ * rank (of the run's), element (of the tensor as a rank of the run holds it) and bit, a
+ * fifth each in:
  *   - a GEMM's output (attention's qkv and projection, the MLP's up and down, the head's
  *     logits) as the forward makes it;
  *   - a weight, after the step's update;
@@ -17,6 +20,10 @@
  * false alarm is any that differs. The trace holds every tensor a step hands the next
  * (weights, moments), so a missed flip changed no bit of the training state: it was masked
  * (a low bit lost in a rounding) and would never have shown.
+ *
+ * A case the flips cannot be drawn in is refused before any run (bad input): a run that
+ * shards its tensors over ranks (fsdp, tp), one resumed from another's state, none of 2
+ * ranks or more for the all-reduce's flips.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -45,9 +52,11 @@ static const char *const lks_gemm_outs[] = { "attn.qkv.out", "attn.proj.out", "m
 
 struct lks_flips {
 	lks_case c;
+	int loaded;               /* c is loaded */
 	lks_model m;
 	const char *dir;
-	int W, steps;
+	int steps;
+	int wide[64], nwide;      /* the runs of 2 ranks or more: the all-reduce's flips */
 	unsigned seed;
 	lks_store *refs;          /* the clean runs, one per run of the case */
 	int64_t ref_id[64];
@@ -60,17 +69,19 @@ static unsigned lks_rand(struct lks_flips *b, unsigned n)
 	return (unsigned)rand_r(&b->seed) % n;
 }
 
-/* A random flip of kind k into f, the tensor where it must show into want. */
-static void lks_flip_pick(struct lks_flips *b, int k, lks_fault *f, char *want, size_t n)
+/* A random flip of kind k into f, in run r (its ranks, and its tensors as a rank holds
+   them: a data-parallel run's whole), the tensor where it must show into want. */
+static void lks_flip_pick(struct lks_flips *b, const lks_run_cfg *r, int k, lks_fault *f,
+                          char *want, size_t n)
 {
 	const lks_ptensor *p = &b->m.t[lks_rand(b, (unsigned)b->m.nt)];
-	long long tokens = (long long)b->c.model.batch * b->c.model.seq;
+	long long tokens = lks_case_run_tokens(&b->c, r);
 	size_t size = 0;
 
 	memset(f, 0, sizeof(*f));
 	f->kind = LKS_FAULT_BITFLIP;
 	f->step = (int)lks_rand(b, (unsigned)b->steps);
-	f->rank = (int)lks_rand(b, (unsigned)b->W);
+	f->rank = (int)lks_rand(b, (unsigned)r->world_size);
 	f->bit = (int)lks_rand(b, 32);
 	switch (k) {
 	case LKS_FLIP_GEMM:
@@ -169,9 +180,15 @@ static int lks_flips_go(struct lks_flips *b, int flips, int repeats)
 		char want[160] = "";
 		lks_fault f;
 
-		lks_flip_pick(b, k, &f, want, sizeof(want));
-		if (lks_run_fault_fits(&b->c, &b->c.runs[j], &f))
-			return -1;
+		if (k >= LKS_FLIP_SENT && b->c.runs[j].world_size < 2)  /* no all-reduce there */
+			j = b->wide[lks_rand(b, (unsigned)b->nwide)];
+		lks_flip_pick(b, &b->c.runs[j], k, &f, want, sizeof(want));
+		if (lks_run_fault_fits(&b->c, &b->c.runs[j], &f)) {  /* a flip drawn amiss */
+			lks_err("run '%s' cannot take flip %d (%s at step %d, rank %d): %s",
+			        b->c.runs[j].name, i, lks_fault_kind_name(f.kind), f.step, f.rank,
+			        lks_errmsg());
+			return LKS_E_BAD_INPUT;
+		}
 		if (lks_flip_run(b, j, &f, &caught, &res))
 			return -1;
 		b->tally[k][0]++;
@@ -189,9 +206,10 @@ static int lks_flips_go(struct lks_flips *b, int flips, int repeats)
 			return -1;
 		alarms += caught;
 	}
-	printf("\n| planted in | flips | caught | at its step and tensor | missed (masked) |\n"
-	       "|---|---|---|---|---|\n");
-	for (int k = 0; k < LKS_FLIP_KINDS; k++)
+	if (flips)  /* --repeats alone: the false alarms only */
+		printf("\n| planted in | flips | caught | at its step and tensor | missed (masked) |\n"
+		       "|---|---|---|---|---|\n");
+	for (int k = 0; flips && k < LKS_FLIP_KINDS; k++)
 		printf("| %s | %d | %d | %d | %d |\n", lks_flip_titles[k], b->tally[k][0],
 		       b->tally[k][1], b->tally[k][2], b->tally[k][0] - b->tally[k][1]);
 	printf("\nclean repeats: %d, false alarms: %d (%.0f s in all)\n", repeats, alarms,
@@ -199,12 +217,80 @@ static int lks_flips_go(struct lks_flips *b, int flips, int repeats)
 	return alarms ? 1 : 0;
 }
 
+/* Whether the flips can be drawn in case c as its file has it: runs of clean training
+   from step 0 (a run's own fault or log would be in its reference: every flip in it
+   "caught"), their tensors whole on each rank; an error (lks_err, file:line) where not. */
+static int lks_flips_drawable(const lks_case *c)
+{
+	if (c->nruns > 64)
+		return lks_err("%s: %d runs: the flips take a case of 64 at most", c->path, c->nruns);
+	for (int j = 0; j < c->nruns; j++) {
+		const lks_run_cfg *r = &c->runs[j];
+
+		if (r->inject.kind != LKS_FAULT_NONE || r->import_fmt[0])
+			return lks_err("%s:%d: run '%s' %s: flips are planted in a case of clean "
+			               "trained runs", c->path, r->line, r->name, r->import_fmt[0]
+			               ? "is imported" : "has a fault of its own (inject)");
+		if (r->fsdp > 1 || r->tp > 1)
+			return lks_err("%s:%d: run '%s' shards its tensors over its ranks (%s = %d): "
+			               "flips are drawn in the whole tensors of data-parallel runs",
+			               c->path, r->line, r->name, r->fsdp > 1 ? "fsdp" : "tp",
+			               r->fsdp > 1 ? r->fsdp : r->tp);
+		if (r->resume_from[0])
+			return lks_err("%s:%d: run '%s' resumes from run '%s': flips are planted in "
+			               "runs trained from step 0", c->path, r->line, r->name,
+			               r->resume_from);
+	}
+	return 0;
+}
+
+/* The case as the flips train it: its runs' traces of the optimizer state on, a case of 1
+   rank on 2 (the screen's: it would have no all-reduce); the runs of 2 ranks or more. */
+static int lks_flips_load(struct lks_flips *b, const char *case_path, char *ranks, size_t n)
+{
+	const char *sets[] = { "run.*.trace_optimizer=on", "case.world_size=2" };
+	lks_case plain;
+	int nsets = 1, rc;
+
+	if (lks_case_load(case_path, NULL, 0, &plain))
+		return LKS_E_BAD_INPUT;  /* a case missing or bad: the user's input (exit 2) */
+	rc = lks_flips_drawable(&plain);
+	nsets += plain.world_size == 1;
+	lks_case_release(&plain);
+	if (rc)
+		return LKS_E_BAD_INPUT;
+	if (lks_case_load(case_path, sets, nsets, &b->c)) {
+		char why[1024];
+
+		snprintf(why, sizeof(why), "%s", lks_errmsg());
+		return lks_err("bench detect --flips trains it with %s%s: %s", sets[0],
+		               nsets > 1 ? " and case.world_size=2 (its 1 rank has no all-reduce)"
+		               : "", why), LKS_E_BAD_INPUT;
+	}
+	b->loaded = 1;
+	for (int j = 0; j < b->c.nruns; j++) {
+		const lks_run_cfg *r = &b->c.runs[j];
+		size_t len = strlen(ranks);
+
+		if (r->world_size > 1)
+			b->wide[b->nwide++] = j;
+		snprintf(ranks + len, n - len, "%s%s on %d", j ? ", " : "", r->name, r->world_size);
+	}
+	if (nsets > 1)
+		snprintf(ranks + strlen(ranks), n - strlen(ranks), " (the case's 1 rank made 2, "
+		         "for an all-reduce)");
+	if (!b->nwide)
+		return lks_err("%s: no run of 2 ranks or more (each sets world_size = 1): the "
+		               "all-reduce's flips need one", case_path), LKS_E_BAD_INPUT;
+	return 0;
+}
+
 int lks_bench_flips(const char *case_path, const char *dir, int flips, int repeats,
                     unsigned seed)
 {
-	static const char *const sets[] = { "case.world_size=2", "run.*.trace_optimizer=on" };
 	struct lks_flips *b = calloc(1, sizeof(*b));
-	int rc = -1, loaded = 0, model = 0;
+	char ranks[2048] = "";
+	int rc = -1, model = 0;
 
 	if (!b)
 		return lks_err("out of memory");
@@ -212,29 +298,18 @@ int lks_bench_flips(const char *case_path, const char *dir, int flips, int repea
 		lks_stored_run_init(&b->ref[j]);
 	b->dir = dir;
 	b->seed = seed;
-	if (lks_case_load(case_path, sets, 2, &b->c)) {
-		rc = LKS_E_BAD_INPUT;  /* a case missing or bad: the user's input (exit 2) */
+	if ((rc = lks_flips_load(b, case_path, ranks, sizeof(ranks))) != 0)
 		goto out;
-	}
-	loaded = 1;
-	/* a run's own fault or log would be in its reference: every flip in it "caught" */
-	for (int j = 0; j < b->c.nruns; j++)
-		if (b->c.runs[j].inject.kind != LKS_FAULT_NONE || b->c.runs[j].import_fmt[0]) {
-			lks_err("%s: run '%s' %s: flips are planted in a case of clean trained runs",
-			        case_path, b->c.runs[j].name, b->c.runs[j].import_fmt[0]
-			        ? "is imported" : "has a fault of its own (inject)");
-			rc = LKS_E_BAD_INPUT;
-			goto out;
-		}
-	if (b->c.nruns > 64 || lks_model_init(&b->m, &b->c.model)) {
-		lks_err("%s: more than 64 runs, or its model cannot be made", case_path);
+	rc = -1;
+	if (lks_model_init(&b->m, &b->c.model)) {
+		lks_err("%s: its model cannot be made", case_path);
 		goto out;
 	}
 	model = 1;
-	b->W = 2;
 	b->steps = b->c.steps;
-	printf("bench detect --flips: %s on %d ranks, %d steps, %d runs; %d flips, %d clean "
-	       "repeats, seed %u\n", case_path, b->W, b->steps, b->c.nruns, flips, repeats, seed);
+	printf("bench detect --flips: %s, %d steps, %d runs, ranks: %s; %d flips, %d clean "
+	       "repeats, seed %u\n", case_path, b->steps, b->c.nruns, ranks, flips, repeats,
+	       seed);
 	fflush(stdout);
 	if (lks_flips_refs(b))
 		goto out;
@@ -246,7 +321,7 @@ out:
 		lks_store_close(b->refs);
 	if (model)
 		lks_model_release(&b->m);
-	if (loaded)
+	if (b->loaded)
 		lks_case_release(&b->c);
 	free(b);
 	return rc;

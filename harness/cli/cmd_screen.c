@@ -31,13 +31,15 @@ static const char lks_screen_usage[] =
 	"reference mode, golden/cuda-sm<arch>-cublaslt with --gemm cublaslt) and to the other\n"
 	"GPUs (a class without goldens still finds the odd GPU out). A GPU that departs is\n"
 	"replayed: the failing step again from the state of the step before (a healthy GPU's),\n"
-	"on it and on a GPU that gave the known answer, and the cause named: transient (it\n"
-	"now gives the known answer), persistent (it departs again; the other does not) or\n"
-	"software (every GPU departs alike).\n"
+	"on it and on a GPU that gave the known answer, and the cause named: software (every\n"
+	"GPU departs alike, whatever the replay gives, or the other departs too), transient\n"
+	"(it now gives the known answer) or persistent (it departs again; the other does\n"
+	"not).\n"
 	"\n"
 	"On --backend cpu the devices are stand-ins, the CPU under names of their own, so that\n"
 	"the screen itself can be tried anywhere; LOCKSTEP_INJECT plants a fault in them, with\n"
-	"device=K (only stand-in K) and times=once (not in a replay), e.g.\n"
+	"device=K (only stand-in K; else every one, never the CPU a replay is held to) and\n"
+	"times=once (not in a replay), e.g.\n"
 	"  LOCKSTEP_INJECT='bitflip step=2 rank=0 tensor=blocks.0.mlp.up.out element=7 bit=22\n"
 	"  device=2' lockstep screen --backend cpu --standins 4\n"
 	"\n"
@@ -127,7 +129,8 @@ static int lks_screen_parse(int argc, char **argv, struct lks_screen_args *a)
 		               "reference (the CPU's bits, golden/cpu; default) or cublaslt\n"
 		               "(production mode, the goldens of the GPU's class)"),
 		LKS_OPT_DOUBLE("--budget", "S", &a->budget, 0, 1e9,
-		               "no replay starts after S seconds (default: no bound)"),
+		               "no replay starts after S seconds of the screen (0: none\n"
+		               "starts; default: no bound)"),
 		LKS_OPT_PATH("--json", "FILE", &a->json, "the node's document: every device's identity,\n"
 		             "verdict, first divergence, replay class and readings"),
 		LKS_OPT_PATH("--junit", "FILE", &a->junit, "a testcase per device"),
@@ -144,6 +147,7 @@ static int lks_screen_parse(int argc, char **argv, struct lks_screen_args *a)
 	                          .tail = lks_screen_tail, .width = 18, .ctx = a };
 
 	a->standins = 4;
+	a->budget = -1;  /* not given: no bound (0 is a budget: no replay) */
 	a->cases = "cases/screen";
 	return lks_opt_parse(&cmd, opts, argc, argv, NULL);
 }
@@ -195,7 +199,8 @@ int cmd_screen(int argc, char **argv)
 	}
 	o = (lks_screen_opts){ .case_path = path, .golden = a.golden, .workdir = a.dir ? a.dir : tmp,
 	                       .collective = a.mode == 1, .coll = &coll,
-	                       .be = be, .budget_s = a.budget, .progress = stderr,
+	                       .be = be, .budgeted = a.budget >= 0,
+	                       .budget_s = a.budget, .progress = stderr,
 	                       .gemm = a.gemm ? LKS_GEMM_LIBRARY : LKS_GEMM_REFERENCE,
 	                       .inject = getenv(LKS_INJECT_ENV) };
 	lks_screen_sink_start(&sink);

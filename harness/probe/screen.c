@@ -70,7 +70,9 @@ const lks_fault *lks_screen_fault(const struct lks_screen_ctx *x, const lks_scre
 {
 	const struct lks_screen_plan *p = &x->plan;
 
-	if (!x->planted || !x->fits[j] || (p->device >= 0 && (!d || p->device != d->index))
+	/* the CPU is the reference a replay is held to, never a device screened: a plant
+	   without device= there made a lone device's fault "software" ("departs too") */
+	if (!d || !x->planted || !x->fits[j] || (p->device >= 0 && p->device != d->index)
 	    || (p->once && replay))
 		return NULL;
 	return &p->f;
@@ -81,6 +83,7 @@ const lks_fault *lks_screen_fault(const struct lks_screen_ctx *x, const lks_scre
 static int lks_screen_fits(struct lks_screen_ctx *x)
 {
 	const lks_fault *f = &x->plan.f;
+	char why[600] = "";  /* why the first run it did not fit refused it, as run says */
 	int n = 0, screened = x->plan.device < 0;
 
 	/* a plant that cannot act would let the screen pass untested: a device not screened,
@@ -104,15 +107,18 @@ static int lks_screen_fits(struct lks_screen_ctx *x)
 			if (f->run[0])
 				return lks_err("inject: run '%s': %s", r->name, lks_errmsg()),
 				       LKS_E_BAD_INPUT;
+			if (!why[0])  /* its own "inject: " said once, before */
+				snprintf(why, sizeof(why), "; run '%s': %s", r->name, lks_errmsg()
+				         + (strncmp(lks_errmsg(), "inject: ", 8) ? 0 : 8));
 			continue;
 		}
 		x->fits[j] = 1;
 		n++;
 	}
 	if (x->planted && !n && !lks_screen_coll_fits(x))
-		return lks_err("inject: no run of %s %s '%s'", x->o->case_path,
+		return lks_err("inject: no run of %s %s '%s'%s", x->o->case_path,
 		               f->run[0] ? "is called" : "fits", f->run[0] ? f->run
-		               : lks_fault_kind_name(f->kind)), LKS_E_BAD_INPUT;
+		               : lks_fault_kind_name(f->kind), why), LKS_E_BAD_INPUT;
 	return 0;
 }
 

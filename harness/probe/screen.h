@@ -18,10 +18,12 @@
  * the initial parameters at step 0), which that device trains again and keeps (the
  * screen's runs keep no state), on the same device and on a device that gave the known
  * answer (the CPU where no GPU did, in reference mode). The class:
- *   transient   the same device now gives the known answer;
+ *   software    every device departed alike (two at least), whatever the replays give:
+ *               the same wrong bits on each are no one device's fault; or the other
+ *               device departs too;
+ *   transient   else, the same device now gives the known answer;
  *   persistent  it departs again, and the other device gives the known answer from the
- *               same state;
- *   software    every device departed alike, or the other device departs too.
+ *               same state.
  *
  * With --mode full (collective), the GPUs also train one run together, a rank each, its
  * all-reduce on their device communicator, held to the same run on the CPU (screen_coll.c):
@@ -30,9 +32,10 @@
  * Stand-ins: on the cpu backend the devices are stand-ins, each the CPU under a name of
  * its own (index, "CPU-standin-<index>"), so that all of this runs and is tested without
  * a GPU. A planted fault (LOCKSTEP_INJECT, fault.h, with two keys of the screen's own:
- * device=K strikes only device K's runs, every device's without it; times=once strikes
- * the first run and not a replay, times=always, the default, every run) makes a device
- * faulty; nothing in the comparison knows of it.
+ * device=K strikes only device K's runs, every screened device's without it, never the
+ * CPU's, the reference a replay is held to; times=once strikes the first run and not a
+ * replay, times=always, the default, every run) makes a device faulty; nothing in the
+ * comparison knows of it.
  */
 #ifndef LKS_HARNESS_PROBE_SCREEN_H
 #define LKS_HARNESS_PROBE_SCREEN_H
@@ -109,7 +112,9 @@ typedef struct lks_screen_opts {
 	const lks_backend *be;    /* NULL: the cpu, as stand-ins */
 	int gemm;                 /* LKS_GEMM_REFERENCE or LKS_GEMM_LIBRARY (production) */
 	int threads;              /* CPU threads of each stand-in's runs; 0: cores / devices */
-	double budget_s;          /* replays start only within this many seconds; 0: no bound */
+	int budgeted;             /* budget_s bounds the replays; 0: no bound */
+	double budget_s;          /* budgeted: replays start only within this many seconds of
+	                             the screen's start (0: none starts) */
 	const char *inject;       /* a planted fault with device= and times=; NULL: none */
 	int collective;           /* also the run across the GPUs (coll gets its result):
 	                             reference mode, GPUs 0 to n - 1 */

@@ -50,8 +50,9 @@ typedef struct lks_screen_train_at {
 	int keep;
 } lks_screen_train_at;
 
-/* The fault planted in run j on device d (NULL: the CPU, not a device), a replay or not:
-   in every run it fits, or the one its run=NAME names; NULL where none. */
+/* The fault planted in run j on device d, a replay or not: in every run it fits, or the
+   one its run=NAME names, on device=K alone, else on every device screened; NULL where
+   none, and always for the CPU (d NULL), the reference, which is no device. */
 const lks_fault *lks_screen_fault(const struct lks_screen_ctx *x, const lks_screen_dev *d,
                                   int j, int replay);
 /* Run j of the case on device d (NULL: the CPU) into store: the whole run (at NULL), a

@@ -80,7 +80,7 @@ static int lks_screen_replay_one(struct lks_screen_ctx *x, lks_screen_dev *d)
 	lks_stored_run mine, refrun, *known;
 	lks_screen_train_at at = { .step = d->div.step };
 	lks_store *src;
-	char w1[32], w2[32], w3[32];
+	char w1[32], w2[48], w3[32];
 	int j = 0, rc = -1, ok, repeats = 0;
 
 	while (strcmp(x->c.runs[j].name, d->run))
@@ -88,10 +88,6 @@ static int lks_screen_replay_one(struct lks_screen_ctx *x, lks_screen_dev *d)
 	if (at.step < 0) {
 		snprintf(d->replay, sizeof(d->replay), "no step to replay: the runs differ in %s",
 		         d->div.field ? d->div.field : "their settings");
-		return 0;
-	}
-	if (x->o->budget_s > 0 && lks_now() - x->t0 > x->o->budget_s) {
-		d->cls = LKS_REPLAY_SKIPPED;
 		return 0;
 	}
 	/* the state of the step before: a device's of the known answer, else its own. The
@@ -116,22 +112,35 @@ static int lks_screen_replay_one(struct lks_screen_ctx *x, lks_screen_dev *d)
 		goto out;
 	if ((ok = lks_screen_try(x, d, j, src, &at, known, &mine, &repeats)) < 0)
 		goto out;
-	snprintf(d->replay, sizeof(d->replay), "step %d again on %s from %s's state: %s",
-	         at.step, lks_dev_word(d, w1, sizeof(w1)), lks_dev_word(ref ? ref : d, w2,
-	         sizeof(w2)), ok ? "the known answer" : repeats ? "departs again, the same bits"
+	/* at step 0 no device's state: the initial parameters (resume_run 0) */
+	snprintf(w2, sizeof(w2), "%s's state", lks_dev_word(ref ? ref : d, w3, sizeof(w3)));
+	snprintf(d->replay, sizeof(d->replay), "step %d again on %s from %s: %s", at.step,
+	         lks_dev_word(d, w1, sizeof(w1)), at.step ? w2 : "the initial parameters",
+	         ok ? "the known answer" : repeats ? "departs again, the same bits"
 	         : "departs again, other bits");
+	/* every device departed alike: the same wrong bits on each is no one device's fault,
+	   even where the step now gives the known answer (a fault of the software that does
+	   not repeat, as a glitch of one device would not strike them all alike) */
+	if (lks_screen_all_alike(x)) {
+		d->cls = LKS_REPLAY_SOFTWARE;
+		snprintf(d->replay + strlen(d->replay), sizeof(d->replay) - strlen(d->replay),
+		         "; %severy device departed alike%s", ok ? "but " : "", ok ? ", the same "
+		         "bits: a fault that does not repeat, of no one device" : "");
+		rc = 0;
+		goto out;
+	}
 	if (ok) {
 		d->cls = LKS_REPLAY_TRANSIENT;
 		rc = 0;
 		goto out;
 	}
 	/* another device from the same state: one of the known answer, else the CPU (its
-	   bits are the reference mode's) */
+	   bits are the reference mode's); in production mode without one, none has them */
 	other = ref;
-	if (lks_screen_all_alike(x) || (!other && x->o->gemm != LKS_GEMM_REFERENCE)) {
+	if (!other && x->o->gemm != LKS_GEMM_REFERENCE) {
 		d->cls = LKS_REPLAY_SOFTWARE;
 		snprintf(d->replay + strlen(d->replay), sizeof(d->replay) - strlen(d->replay),
-		         "; every device departed alike");
+		         "; no device gave the known answer to replay it on");
 		rc = 0;
 		goto out;
 	}
@@ -139,8 +148,8 @@ static int lks_screen_replay_one(struct lks_screen_ctx *x, lks_screen_dev *d)
 		goto out;
 	d->cls = ok ? LKS_REPLAY_PERSISTENT : LKS_REPLAY_SOFTWARE;
 	snprintf(d->replay + strlen(d->replay), sizeof(d->replay) - strlen(d->replay),
-	         "; on %s from that state: %s", lks_dev_word(other, w3, sizeof(w3)),
-	         ok ? "the known answer" : "departs too");
+	         "; on %s from %s: %s", lks_dev_word(other, w3, sizeof(w3)),
+	         at.step ? "that state" : "them", ok ? "the known answer" : "departs too");
 	rc = 0;
 out:
 	lks_stored_run_release(&mine);
@@ -148,18 +157,34 @@ out:
 	return rc;
 }
 
+/* Whether the budget was spent before device d's replay, which then starts not (class
+   and words set); 0 (0 s: none starts) is a budget like any other. */
+static int lks_screen_spent(struct lks_screen_ctx *x, lks_screen_dev *d)
+{
+	double t = lks_now() - x->t0;
+
+	if (!x->o->budgeted || d->div.step < 0 || t < x->o->budget_s)
+		return 0;
+	d->cls = LKS_REPLAY_SKIPPED;
+	snprintf(d->replay, sizeof(d->replay), "the screen had run %.2f s, and no replay starts "
+	         "after %g s", t, x->o->budget_s);
+	return 1;
+}
+
 int lks_screen_replay_all(struct lks_screen_ctx *x)
 {
 	for (int i = 0; i < x->n; i++) {
 		lks_screen_dev *d = &x->devs[i];
+		int spent;
 
 		if (d->verdict != LKS_SCREEN_FAIL)
 			continue;
+		spent = lks_screen_spent(x, d);
 		if (x->o->progress)
-			fprintf(x->o->progress, "screen: %s %d departs in run '%s' at step %d: "
-			        "replaying\n", d->standin ? "stand-in" : "gpu", d->index, d->run,
-			        d->div.step);
-		if (lks_screen_replay_one(x, d)) {
+			fprintf(x->o->progress, "screen: %s %d departs in run '%s' at step %d: %s\n",
+			        d->standin ? "stand-in" : "gpu", d->index, d->run, d->div.step,
+			        spent ? "not replayed, the budget spent" : "replaying");
+		if (!spent && lks_screen_replay_one(x, d)) {
 			snprintf(d->replay, sizeof(d->replay), "the replay failed: %s", lks_errmsg());
 			d->cls = LKS_REPLAY_NONE;
 		}

@@ -3,11 +3,13 @@
  * screen's cases and goldens of the source tree, LKS_SRC): a clean node passes; a fault
  * planted on one stand-in (random step, tensor, element and bit) is named on that one and
  * only that one, at its step and tensor; replay names each class on its planted fault
- * (once only: transient; every time on one device: persistent; every device: software);
+ * (once only: transient; every time on one device: persistent; every device, even once
+ * only: software; never the CPU, the replay's reference);
  * without goldens the odd device out is still found, and two that disagree, or a device
  * alone, are undecided;
  * the JSON and JUnit say the same; bad usage and bad plants exit 2. And 'bench detect
- * --flips' on a few flips: each caught at its step and tensor, no clean repeat differs.
+ * --flips' on a few flips: each caught at its step and tensor, no clean repeat differs;
+ * on a case of its own, within each run's ranks, or refused up front.
  */
 #include <criterion/criterion.h>
 #include <jansson.h>
@@ -151,13 +153,15 @@ Test(screen, a_planted_faulty_standin_is_named_and_only_it, .timeout = 300)
 }
 
 /* Each replay class on its planted fault: once only, every time on one stand-in, every
-   stand-in. */
+   stand-in. Every stand-in departing alike is software even once only, where each one's
+   replay gives the known answer (it was transient on each: a fault of no one device). */
 Test(screen, replay_names_transient_persistent_and_software, .timeout = 300)
 {
-	static const struct { const char *keys, *cls; unsigned failed; } cases[] = {
-		{ "device=1 times=once", "transient", 2 },
-		{ "device=1", "persistent", 2 },
-		{ "", "software", 7 },
+	static const struct { const char *keys, *cls, *words; unsigned failed; } cases[] = {
+		{ "device=1 times=once", "transient", "the known answer", 2 },
+		{ "device=1", "persistent", "departs again, the same bits", 2 },
+		{ "", "software", "; every device departed alike", 7 },
+		{ "times=once", "software", "the known answer; but every device departed alike", 7 },
 	};
 
 	for (size_t k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) {
@@ -169,10 +173,14 @@ Test(screen, replay_names_transient_persistent_and_software, .timeout = 300)
 		screen(&s, plant, "--standins 3");
 		cr_assert_eq(s.rc, 1, "%s", s.out);
 		only_failed(&s, 3, cases[k].failed);
-		for (int i = 0; i < 3; i++)
-			if (cases[k].failed >> i & 1)
+		for (int i = 0; i < 3; i++) {
+			if (cases[k].failed >> i & 1) {
 				cr_assert_str_eq(str_at(gpu(&s, i), "replay", "class"), cases[k].cls,
 				                 "%s: %s", plant, s.out);
+				cr_assert_not_null(strstr(str_at(gpu(&s, i), "replay", "words"),
+				                          cases[k].words), "%s: %s", plant, s.out);
+			}
+		}
 		screen_done(&s);
 	}
 }
@@ -220,6 +228,85 @@ Test(screen, a_device_alone_is_replayed_against_the_cpu, .timeout = 120)
 	screen_done(&s);
 }
 
+/* A plant without device= strikes every device screened, here one alone, and never the
+   CPU, the reference its replay is held to: the CPU gives the known answer (persistent);
+   the plant was in the CPU's replay too, which "departs too" (software). */
+Test(screen, a_plant_on_every_device_is_not_on_the_cpu, .timeout = 120)
+{
+	static const char *const args[] = { "--standins 1", "--standins 4 --gpus 2" };
+
+	for (size_t k = 0; k < sizeof(args) / sizeof(args[0]); k++) {
+		struct screen s;
+
+		screen(&s, "bitflip step=3 rank=0 tensor=blocks.0.mlp.up.out element=3 bit=22",
+		       args[k]);
+		cr_assert_eq(s.rc, 1, "%s: %s", args[k], s.out);
+		cr_assert_str_eq(str_at(gpu(&s, 0), "verdict", NULL), "fail", "%s", s.out);
+		cr_assert_str_eq(str_at(gpu(&s, 0), "replay", "class"), "persistent", "%s: %s",
+		                 args[k], s.out);
+		cr_assert_not_null(strstr(str_at(gpu(&s, 0), "replay", "words"),
+		                          "on the CPU from that state: the known answer"), "%s",
+		                   s.out);
+		screen_done(&s);
+	}
+}
+
+/* A departure at step 0 is replayed from the initial parameters, no device's state, and
+   its words say so (they said "from stand-in 0's state"). */
+Test(screen, a_replay_at_step_0_says_it_starts_from_the_initial_parameters, .timeout = 120)
+{
+	static const struct { const char *keys, *cls, *words; } cases[] = {
+		{ "times=once", "transient",
+		  "step 0 again on stand-in 2 from the initial parameters: the known answer" },
+		{ "", "persistent", "step 0 again on stand-in 2 from the initial parameters: "
+		  "departs again, the same bits; on stand-in 0 from them: the known answer" },
+	};
+
+	for (size_t k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) {
+		char plant[200];
+		struct screen s;
+
+		snprintf(plant, sizeof(plant), "bitflip step=0 rank=0 tensor=blocks.0.mlp.up.weight "
+		         "element=5 bit=30 device=2 %s", cases[k].keys);
+		screen(&s, plant, "--standins 3");
+		cr_assert_eq(s.rc, 1, "%s", s.out);
+		only_failed(&s, 3, 4);
+		cr_assert_str_eq(str_at(gpu(&s, 2), "replay", "class"), cases[k].cls, "%s", s.out);
+		cr_assert_str_eq(str_at(gpu(&s, 2), "replay", "words"), cases[k].words, "%s",
+		                 s.out);
+		screen_done(&s);
+	}
+}
+
+/* --budget S: no replay starts after S seconds of the screen, so --budget 0 none (it was
+   no bound); a device left out says so, with words (they were empty), and its progress
+   line does not say "replaying". Without --budget the replays have no bound. */
+Test(screen, budget_0_starts_no_replay_and_says_so, .timeout = 120)
+{
+	const char *plant = "bitflip step=3 rank=0 tensor=blocks.0.mlp.up.out element=3 bit=22 "
+	                    "device=1";
+	const char *words;
+	struct screen s;
+
+	screen(&s, plant, "--standins 2 --budget 0");
+	cr_assert_eq(s.rc, 1, "%s", s.out);
+	only_failed(&s, 2, 2);
+	cr_assert_str_eq(str_at(gpu(&s, 1), "replay", "class"), "not replayed (budget spent)",
+	                 "%s", s.out);
+	words = str_at(gpu(&s, 1), "replay", "words");
+	cr_assert_not_null(strstr(words, "no replay starts after 0 s"), "words '%s': %s", words,
+	                   s.out);
+	cr_assert_not_null(strstr(s.out, "at step 3: not replayed, the budget spent"), "%s",
+	                   s.out);
+	cr_assert_null(strstr(s.out, "replaying"), "%s", s.out);
+	cr_assert_null(strstr(s.out, "(budget spent): \n"), "%s", s.out);
+	screen_done(&s);
+	screen(&s, plant, "--standins 2 --budget 1e9");
+	cr_assert_eq(s.rc, 1, "%s", s.out);
+	cr_assert_str_eq(str_at(gpu(&s, 1), "replay", "class"), "persistent", "%s", s.out);
+	screen_done(&s);
+}
+
 /* --gpus chooses stand-ins; the JUnit file has a testcase per device, a failure for the
    faulty one. */
 Test(screen, gpus_choose_and_junit_says_the_same, .timeout = 120)
@@ -264,6 +351,14 @@ Test(screen, bad_usage_and_bad_plants_exit_2, .timeout = 120)
 		{ "bitflip step=1 rank=0 tensor=blocks.0.mlp.up.out element=1 bit=3 device=1",
 		  "--standins 3 --gpus 0,2", "device=1 is not one of the devices screened" },
 		{ "stale_bwd_scale device=1", "--standins 3", "acts through what earlier steps left" },
+		/* a plant no run fits says why, as run does, run= or not (it said only 'no run
+		   fits') */
+		{ "bitflip step=6 rank=0 tensor=blocks.0.mlp.up.out element=3 bit=9 device=1",
+		  "--standins 2", "fits 'bitflip'; run 'bf16': step 6 is past the run's 6 steps" },
+		{ "bitflip step=2 rank=1 tensor=blocks.0.mlp.up.out element=3 bit=9 device=1",
+		  "--standins 2", "; run 'bf16': rank 1 is past the run's 1 ranks" },
+		{ "bitflip step=2 rank=0 tensor=blocks.0.mlp.up.out element=99999999 bit=9",
+		  "--standins 2", "; run 'bf16': element 99999999 is out of range" },
 		/* a case folder that is not there: the user's input, as run says (it was 3) */
 		{ NULL, "--standins 2 --cases /nonexistent", "cannot open '/nonexistent/" },
 	};
@@ -297,4 +392,73 @@ Test(screen, bench_flips_catches_and_locates_each_flip, .timeout = 300)
 	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++)
 		cr_assert_not_null(strstr(out, rows[i]), "want '%s' in: %s", rows[i], out);
 	cr_assert_not_null(strstr(out, "clean repeats: 3, false alarms: 0"), "%s", out);
+}
+
+/* 'bench detect --flips --case FILE' of the case file text runs (after the model): its
+   output into out, its exit status returned. */
+static int bench_flips_on(const char *runs, const char *args, char *out, size_t n)
+{
+	char dir[] = "/tmp/lks_flips_case_XXXXXX", path[128], cmd[600];
+	FILE *f;
+	int rc;
+
+	cr_assert_not_null(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/c.ini", dir);
+	cr_assert_not_null(f = fopen(path, "w"));
+	fprintf(f, "[case]\nsteps = 3\nworld_size = 2\n[model]\nvocab = 64\nhidden = 32\n"
+	        "ffn = 64\nlayers = 1\nseq = 8\nbatch = 2\n%s", runs);
+	fclose(f);
+	snprintf(cmd, sizeof(cmd), "'%s' bench detect --dir '%s' --case '%s' %s 2>&1", LKS_BIN,
+	         dir, path, args);
+	rc = lks_run_sh(cmd, out, n);
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+	cr_assert_eq(system(cmd), 0);
+	return rc;
+}
+
+/* The flips are drawn within each run's own ranks and tensors, and the banner says them
+   (it said "on 2 ranks" of every case, drew ranks 0 and 1 and a GEMM output's elements
+   of 2 ranks in every run: a run of 1 rank, or 4 with a smaller slice of the batch, was
+   refused mid-way as an infrastructure failure, exit 3). A case they cannot be drawn in
+   is refused before any run, exit 2, saying why (not "(after --set)": the user gave none). */
+Test(screen, bench_flips_draws_within_each_runs_ranks_or_refuses_the_case, .timeout = 300)
+{
+	static const struct { const char *runs, *want; } bad[] = {
+		{ "[run dp]\nrecipe = bf16\n[run sharded]\nrecipe = bf16\nfsdp = 2\n",
+		  "run 'sharded' shards its tensors over its ranks (fsdp = 2)" },
+		{ "[run a]\nrecipe = bf16\nworld_size = 1\n[run b]\nrecipe = bf16\n"
+		  "world_size = 1\n", "no run of 2 ranks or more" },
+		{ "[run a]\nrecipe = bf16\n[run b]\nrecipe = bf16\nresume_from = a@1\n",
+		  "run 'b' resumes from run 'a'" },
+	};
+	char out[8192];
+	int rc;
+
+	rc = bench_flips_on("[run two]\nrecipe = bf16\n[run one]\nrecipe = bf16\n"
+	                    "world_size = 1\n[run four]\nrecipe = fp8_rowwise\n"
+	                    "world_size = 4\n", "--flips 20 --seed 7", out, sizeof(out));
+	cr_assert_eq(rc, 0, "%s", out);
+	cr_assert_not_null(strstr(out, "3 runs, ranks: two on 2, one on 1, four on 4; 20 flips"),
+	                   "%s", out);
+	cr_assert_not_null(strstr(out, "| all-reduce: the sum received | 4 |"), "%s", out);
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		rc = bench_flips_on(bad[i].runs, "--flips 5", out, sizeof(out));
+		cr_assert_eq(rc, 2, "%s", out);
+		cr_assert_not_null(strstr(out, bad[i].want), "want '%s' in: %s", bad[i].want, out);
+		cr_assert_null(strstr(out, "--set"), "%s", out);
+		cr_assert_null(strstr(out, "| planted in |"), "%s", out);
+	}
+}
+
+/* --repeats M without flips: the clean runs alone, no table of flips (it printed one of
+   zeros, where --help said --flips 0 was the fault cases instead). */
+Test(screen, bench_repeats_alone_runs_the_clean_runs_only, .timeout = 120)
+{
+	char out[8192];
+	int rc;
+
+	rc = bench_flips_on("[run a]\nrecipe = bf16\n", "--flips 0 --repeats 2", out, sizeof(out));
+	cr_assert_eq(rc, 0, "%s", out);
+	cr_assert_not_null(strstr(out, "clean repeats: 2, false alarms: 0"), "%s", out);
+	cr_assert_null(strstr(out, "| planted in |"), "%s", out);
 }
