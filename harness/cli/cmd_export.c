@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "harness/base/atomic_file.h"
+#include "harness/base/name.h"
 #include "harness/cli/cmd.h"
 #include "harness/cli/run_arg.h"
 #include "harness/import/import.h"
@@ -46,6 +47,33 @@ static const char lks_export_tail[] =
 	"\n"
 	"exit codes: 0 written, 2 bad usage, no such run or one the format cannot hold,\n"
 	"            3 the database or the write failed\n";
+
+/* The formats export writes: each read back by the importer of its name. */
+static const lks_import_fmt lks_export_fmts[] = {
+	LKS_IMPORT_JSONL, LKS_IMPORT_MEGATRON_GOLDEN, LKS_IMPORT_TENSOR_JSONL,
+};
+#define LKS_EXPORT_NFMT ((int)(sizeof(lks_export_fmts) / sizeof(lks_export_fmts[0])))
+
+/* The format export writes called name; NULL (lks_err: unknown, or read only) if none. */
+static const lks_import_format *lks_export_format(const char *name)
+{
+	const char *names[LKS_EXPORT_NFMT];
+	char known[128];
+
+	for (int i = 0; i < LKS_EXPORT_NFMT; i++) {
+		const lks_import_format *f = lks_import_format_at(lks_export_fmts[i]);
+
+		if (!strcmp(f->name, name))
+			return f;
+		names[i] = f->name;
+	}
+	lks_names_join(names, sizeof(names[0]), 0, LKS_EXPORT_NFMT, known, sizeof(known));
+	if (lks_import_format_find(name))
+		lks_err("format '%s' is read, not written (want %s)", name, known);
+	else
+		lks_err("unknown export format '%s' (known: %s)", name, known);
+	return NULL;
+}
 
 /* 1 at the first row of rank *arg: the run holds it. */
 static int lks_export_has_rank(void *arg, const lks_metric_row *row)
@@ -111,13 +139,8 @@ int cmd_export(int argc, char **argv)
 		return lks_usage("export: one RUN only (see --help)");
 	if (!fmt_name || !run_arg)
 		return lks_usage("export: want --format and a RUN (see --help)");
-	if (!(fmt = lks_import_format_find(fmt_name)))
+	if (!(fmt = lks_export_format(fmt_name)))
 		return lks_usage("export: %s", lks_errmsg());
-	if (fmt != lks_import_format_at(LKS_IMPORT_JSONL)
-	    && fmt != lks_import_format_at(LKS_IMPORT_MEGATRON_GOLDEN)
-	    && fmt != lks_import_format_at(LKS_IMPORT_TENSOR_JSONL))
-		return lks_usage("export: format '%s' is read, not written (want jsonl, "
-		                 "megatron-golden or tensor-jsonl)", fmt_name);
 	/* read-only: a misspelt --db is refused, not made */
 	if ((rc = lks_store_open_readonly(db, &store)) != 0) {
 		fprintf(stderr, "lockstep: export: %s\n", lks_errmsg());

@@ -389,6 +389,14 @@ Test(export, bad_usage_and_unknown_runs_exit_2)
 	cr_assert(strstr(out, "no run 7"), "%s", out);
 	snprintf(args, sizeof(args), "export --format torchtitan 1 --db '%s'", db);
 	cr_assert_eq(lks_run_bin(NULL, args, out, sizeof(out)), 2, "%s", out);
+	cr_assert(strstr(out, "format 'torchtitan' is read, not written"), "%s", out);
+	/* a format no one knows is named against the three export writes, not the importers'
+	   (it said "unknown import format" and listed sixteen) */
+	snprintf(args, sizeof(args), "export --format bogus 1 --db '%s'", db);
+	cr_assert_eq(lks_run_bin(NULL, args, out, sizeof(out)), 2, "%s", out);
+	cr_assert(strstr(out, "unknown export format 'bogus' (known: jsonl, megatron-golden, "
+	                 "tensor-jsonl)\n"), "%s", out);
+	cr_assert_null(strstr(out, "torchtitan"), "%s", out);
 	snprintf(args, sizeof(args), "export --format jsonl x --db '%s'", db);
 	cr_assert_eq(lks_run_bin(NULL, args, out, sizeof(out)), 2, "%s", out);
 	/* to standard output: the first line is step 1 of rank 0 */
