@@ -27,6 +27,7 @@ static const char lks_export_usage[] =
 	"rank. Values are written so that they read back as the same doubles ('lockstep\n"
 	"import --format' the same format stores them bit for bit); NaN and infinities as\n"
 	"\"nan\", \"inf\", \"-inf\".\n"
+	"A run with nothing to write (no values, none of rank R) is refused: no empty file.\n"
 	"FILE is written aside and put in place whole: an export refused or failed leaves it\n"
 	"as it was.\n"
 	"\n";
@@ -45,8 +46,8 @@ static const char lks_export_formats[] =
 
 static const char lks_export_tail[] =
 	"\n"
-	"exit codes: 0 written, 2 bad usage, no such run or one the format cannot hold,\n"
-	"            3 the database or the write failed\n";
+	"exit codes: 0 written, 2 bad usage, no such run, one with nothing to write or the\n"
+	"            format cannot hold, 3 the database or the write failed\n";
 
 /* The formats export writes: each read back by the importer of its name. */
 static const lks_import_fmt lks_export_fmts[] = {
@@ -75,36 +76,39 @@ static const lks_import_format *lks_export_format(const char *name)
 	return NULL;
 }
 
-/* 1 at the first row of rank *arg: the run holds it. */
-static int lks_export_has_rank(void *arg, const lks_metric_row *row)
-{
-	return row->rank == *(const int *)arg;
-}
-
-/* A golden file holds one rank's values: one the run has, checked before -o FILE is
-   opened (a rank it lacks wrote '{}' over FILE): below its world size, and with values
-   (an import of a log of some ranks only, --ranks 0,8, has none of ranks 1 to 7). 0, or
-   the exit code. */
-static int lks_export_rank_check(lks_store *store, long long id, int rank)
+/* --rank R: one the run has (below its world size), checked before -o FILE is opened.
+   0, or the exit code. */
+static int lks_export_rank_check(lks_store *store, int64_t id, int rank)
 {
 	lks_stored_run r;
-	int rc = 0, held = 0;
+	int rc = 0;
 
 	lks_stored_run_init(&r);
 	if (lks_stored_run_load(store, id, LKS_LOAD_INFO, &r)) {
 		fprintf(stderr, "lockstep: export: %s\n", lks_errmsg());
 		rc = LKS_EXIT_INFRA;
 	} else if (rank >= r.W) {
-		rc = lks_usage("export: run %lld has ranks 0 to %d, not rank %d", id, r.W - 1, rank);
-	} else if ((held = lks_run_metrics(store, id, lks_export_has_rank, &rank)) < 0) {
-		fprintf(stderr, "lockstep: export: %s\n", lks_errmsg());
-		rc = LKS_EXIT_INFRA;
-	} else if (!held) {
-		rc = lks_usage("export: run %lld holds no values of rank %d (its log held some ranks "
-		               "only)", id, rank);
+		rc = lks_usage("export: run %lld has ranks 0 to %d, not rank %d", (long long)id,
+		               r.W - 1, rank);
 	}
 	lks_stored_run_release(&r);
 	return rc;
+}
+
+/* Adds to the message of a run with no metric values to write what it holds instead: a
+   tensor trace. */
+static void lks_export_why_empty(lks_store *store, int64_t id)
+{
+	lks_stored_run r;
+	char msg[1024];
+
+	snprintf(msg, sizeof(msg), "%s", lks_errmsg());
+	if (!lks_stored_run_load(store, id, LKS_LOAD_TRACE, &r) && r.tt && !r.nmrows
+	    && !r.nsteprows)
+		lks_err("%s: it holds a tensor trace (export --format tensor-jsonl)", msg);
+	else
+		lks_err("%s", msg);
+	lks_stored_run_release(&r);
 }
 
 int cmd_export(int argc, char **argv)
@@ -112,7 +116,7 @@ int cmd_export(int argc, char **argv)
 	const char *db = "lockstep.db", *fmt_name = NULL, *run_arg = NULL, *out_path = NULL;
 	const lks_import_format *fmt;
 	lks_store *store = NULL;
-	int rank = 0, rc;
+	int rank = -1, rc;
 	int64_t id;
 	long written = 0;
 	FILE *out = stdout;
@@ -124,11 +128,14 @@ int cmd_export(int argc, char **argv)
 		LKS_OPT_STRING("--format", "FORMAT", &fmt_name, NULL),
 		LKS_OPT_PATH("--db", "FILE", &db, NULL),
 		LKS_OPT_PATH("-o", "FILE", &out_path, NULL),
-		LKS_OPT_INT("--rank", "R", &rank, 0, 65535, NULL),
+		LKS_OPT_INT("--rank", "R", &rank, 0, 65535,
+		            "one rank's values: jsonl and tensor-jsonl write its\n"
+		            "lines alone (default every rank), megatron-golden its\n"
+		            "metrics (default 0); a rank the run lacks is refused"),
 		LKS_OPT_END(),
 	};
 	const lks_opt_cmd cmd = { .who = "export", .usage = lks_export_usage,
-	                          .tail = lks_export_tail, .width = 24 };
+	                          .tail = lks_export_tail, .width = 25 };
 
 	rc = lks_opt_parse(&cmd, opts, argc, argv, &args);
 	run_arg = args.n ? args.v[0] : NULL;
@@ -141,6 +148,8 @@ int cmd_export(int argc, char **argv)
 		return lks_usage("export: want --format and a RUN (see --help)");
 	if (!(fmt = lks_export_format(fmt_name)))
 		return lks_usage("export: %s", lks_errmsg());
+	if (rank < 0 && fmt->id == LKS_IMPORT_MEGATRON_GOLDEN)
+		rank = 0;
 	/* read-only: a misspelt --db is refused, not made */
 	if ((rc = lks_store_open_readonly(db, &store)) != 0) {
 		fprintf(stderr, "lockstep: export: %s\n", lks_errmsg());
@@ -152,8 +161,7 @@ int cmd_export(int argc, char **argv)
 		lks_store_close(store);
 		return rc < 0 ? LKS_EXIT_INFRA : rc;
 	}
-	if (fmt == lks_import_format_at(LKS_IMPORT_MEGATRON_GOLDEN)
-	    && (rc = lks_export_rank_check(store, id, rank)) != 0) {
+	if ((rc = lks_export_rank_check(store, id, rank)) != 0) {
 		lks_store_close(store);
 		return rc;
 	}
@@ -166,8 +174,10 @@ int cmd_export(int argc, char **argv)
 	}
 	if (out_path)
 		out = a.f;
-	rc = fmt->id == LKS_IMPORT_TENSOR_JSONL ? lks_export_tensors(store, id, out, &written)
+	rc = fmt->id == LKS_IMPORT_TENSOR_JSONL ? lks_export_tensors(store, id, rank, out, &written)
 	     : lks_export_run(store, id, fmt->id, rank, out, &written);
+	if (rc == LKS_E_MISSING && fmt->id != LKS_IMPORT_TENSOR_JSONL)
+		lks_export_why_empty(store, id);
 	lks_store_close(store);
 	if (out_path && rc)
 		lks_atomic_abort(&a);
@@ -178,8 +188,7 @@ int cmd_export(int argc, char **argv)
 		return lks_exit_code(rc);
 	}
 	if (out_path)
-		fprintf(stderr, "exported run %lld (%s): %ld %s to '%s'\n", (long long)id, fmt->name, written,
-		        fmt == lks_import_format_at(LKS_IMPORT_MEGATRON_GOLDEN) ? "metrics" : "lines",
-		        out_path);
+		fprintf(stderr, "exported run %lld (%s): %ld %s to '%s'\n", (long long)id, fmt->name,
+		        written, fmt->id == LKS_IMPORT_MEGATRON_GOLDEN ? "metrics" : "lines", out_path);
 	return LKS_EXIT_OK;
 }
