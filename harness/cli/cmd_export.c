@@ -18,7 +18,7 @@
 
 static const char lks_export_usage[] =
 	"usage: lockstep export --format jsonl|megatron-golden|tensor-jsonl RUN [--db FILE]\n"
-	"                       [-o FILE] [--rank R]\n"
+	"                       [-o FILE] [--rank R] [--partial]\n"
 	"\n"
 	"Writes stored run RUN (its id, as 'lockstep run', 'import' and 'diff' show it, or\n"
 	"CASE/RUN: the latest stored run of that case and run name) of the database (default\n"
@@ -27,7 +27,11 @@ static const char lks_export_usage[] =
 	"rank. Values are written so that they read back as the same doubles ('lockstep\n"
 	"import --format' the same format stores them bit for bit); NaN and infinities as\n"
 	"\"nan\", \"inf\", \"-inf\".\n"
-	"A run with nothing to write (no values, none of rank R) is refused: no empty file.\n"
+	"Only a complete run is written: one incomplete (killed, stopped, or still being\n"
+	"written) or failed is refused, saying its status and the steps it holds, since what\n"
+	"it holds would read back as a complete run; --partial writes it as far as it holds,\n"
+	"saying so on standard error. A run with nothing to write (no values, none of rank R)\n"
+	"is refused: no empty file.\n"
 	"FILE is written aside and put in place whole: an export refused or failed leaves it\n"
 	"as it was.\n"
 	"\n";
@@ -46,8 +50,9 @@ static const char lks_export_formats[] =
 
 static const char lks_export_tail[] =
 	"\n"
-	"exit codes: 0 written, 2 bad usage, no such run, one with nothing to write or the\n"
-	"            format cannot hold, 3 the database or the write failed\n";
+	"exit codes: 0 written, 2 bad usage, no such run, a run not complete (without\n"
+	"            --partial), one with nothing to write or the format cannot hold,\n"
+	"            3 the database or the write failed\n";
 
 /* The formats export writes: each read back by the importer of its name. */
 static const lks_import_fmt lks_export_fmts[] = {
@@ -76,20 +81,54 @@ static const lks_import_format *lks_export_format(const char *name)
 	return NULL;
 }
 
-/* --rank R: one the run has (below its world size), checked before -o FILE is opened.
-   0, or the exit code. */
-static int lks_export_rank_check(lks_store *store, int64_t id, int rank)
+/* What run r (not complete) holds, in words: "4 of its 40 steps" (a run lockstep trained,
+   whose steps are a count, from 0), "steps up to 12" (an import or a trace, whose steps
+   is its last step), "no step". 0, or -1 (lks_err). */
+static int lks_export_held(lks_store *store, const lks_stored_run *info, char *buf, size_t n)
 {
 	lks_stored_run r;
+	int count = 0, rc;
+
+	if (!(rc = lks_stored_run_load(store, info->id, LKS_LOAD_TRACE, &r))) {
+		for (int i = 0; i < r.nsteprows; i++)
+			count += !i || r.steprows[i].step != r.steprows[i - 1].step;
+		if (!lks_stored_run_steps_last(&r))
+			snprintf(buf, n, "%d of its %d step%s", count, r.steps, r.steps == 1 ? "" : "s");
+		else if (r.nsteps > 0)
+			snprintf(buf, n, "steps up to %d", r.nsteps - 1);
+		else
+			snprintf(buf, n, "no step");
+	}
+	lks_stored_run_release(&r);
+	return rc;
+}
+
+/* A run whose steps are not all in is refused (what it holds read back as a complete
+   run, and a golden file of a killed run's first steps passed any later run), or with
+   partial written, said on standard error. Then --rank R: one the run has (below its
+   world size). 0, or the exit code. */
+static int lks_export_check(lks_store *store, int64_t id, int rank, int partial)
+{
+	lks_stored_run r;
+	char held[96];
 	int rc = 0;
 
 	lks_stored_run_init(&r);
-	if (lks_stored_run_load(store, id, LKS_LOAD_INFO, &r)) {
+	if (lks_stored_run_load(store, id, LKS_LOAD_INFO, &r)
+	    || (strcmp(r.status, "complete") && lks_export_held(store, &r, held, sizeof(held)))) {
 		fprintf(stderr, "lockstep: export: %s\n", lks_errmsg());
 		rc = LKS_EXIT_INFRA;
+	} else if (strcmp(r.status, "complete") && !partial) {
+		rc = lks_usage("export: run %lld (%s/%s) is stored '%s': it holds %s; only a "
+		               "complete run is exported (--partial writes it as far as it holds)",
+		               (long long)id, r.case_name, r.run_name, r.status, held);
 	} else if (rank >= r.W) {
 		rc = lks_usage("export: run %lld has ranks 0 to %d, not rank %d", (long long)id,
 		               r.W - 1, rank);
+	} else if (strcmp(r.status, "complete")) {
+		fprintf(stderr, "lockstep: export: run %lld (%s/%s) is stored '%s': it holds %s; "
+		        "written as far as it holds (--partial)\n", (long long)id, r.case_name,
+		        r.run_name, r.status, held);
 	}
 	lks_stored_run_release(&r);
 	return rc;
@@ -116,7 +155,7 @@ int cmd_export(int argc, char **argv)
 	const char *db = "lockstep.db", *fmt_name = NULL, *run_arg = NULL, *out_path = NULL;
 	const lks_import_format *fmt;
 	lks_store *store = NULL;
-	int rank = -1, rc;
+	int rank = -1, partial = 0, rc;
 	int64_t id;
 	long written = 0;
 	FILE *out = stdout;
@@ -132,6 +171,10 @@ int cmd_export(int argc, char **argv)
 		            "one rank's values: jsonl and tensor-jsonl write its\n"
 		            "lines alone (default every rank), megatron-golden its\n"
 		            "metrics (default 0); a rank the run lacks is refused"),
+		LKS_OPT_FLAG("--partial", &partial,
+		             "a run not complete (incomplete or failed) is written\n"
+		             "as far as it holds, its status said on standard error\n"
+		             "(default: refused)"),
 		LKS_OPT_END(),
 	};
 	const lks_opt_cmd cmd = { .who = "export", .usage = lks_export_usage,
@@ -161,7 +204,7 @@ int cmd_export(int argc, char **argv)
 		lks_store_close(store);
 		return rc < 0 ? LKS_EXIT_INFRA : rc;
 	}
-	if ((rc = lks_export_rank_check(store, id, rank)) != 0) {
+	if ((rc = lks_export_check(store, id, rank, partial)) != 0) {
 		lks_store_close(store);
 		return rc;
 	}

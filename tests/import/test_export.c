@@ -621,3 +621,74 @@ Test(export, a_run_with_nothing_to_write_is_refused_not_written_empty)
 	run_ok("export --format jsonl c/p --db '%s' -o '%s'", db, dst);
 	rm_tmp();
 }
+
+/* A run lockstep trained, begun with its steps declared and ended by hand: steps [0,
+   held) of 10 stored, then ended with status (NULL: left incomplete, as a kill leaves it;
+   "failed": as a failed run is). */
+static void stored_run(const char *db, const char *name, int held, const char *status)
+{
+	lks_run_info info = run_info(name, 10);
+	lks_store *s;
+	int64_t run;
+
+	cr_assert_eq(lks_store_open(db, &s), 0, "%s", lks_errmsg());
+	cr_assert_eq(lks_store_begin_run(s, &info, &run), 0, "%s", lks_errmsg());
+	put_tensors(s, run, 10);
+	put_steps(s, run, 0, held, 10);
+	if (status && !strcmp(status, "failed"))
+		cr_assert_eq(lks_store_fail_run(s, run, "a rank died"), 0, "%s", lks_errmsg());
+	else if (status)
+		cr_assert_eq(lks_store_end_run(s, run, status), 0, "%s", lks_errmsg());
+	lks_store_close(s);
+}
+
+/* A run not complete (killed: incomplete; failed) is refused in every format, saying its
+   status and the steps it holds, and -o FILE left as it was: it exited 0, and a golden
+   file of a killed run's first steps, or its jsonl imported back, passed for a complete
+   run. --partial writes it as far as it holds, saying so; one with no value is still
+   refused. A complete run of the same database exports. */
+Test(export, a_run_not_complete_is_refused_saying_its_status_and_steps)
+{
+	static const char *const fmts[] = { "jsonl", "megatron-golden", "tensor-jsonl" };
+	char db[512], dst[512], out[4096], key[32];
+	static char text[1 << 16];
+	int lines = 0;
+
+	mkdir_tmp();
+	path_in_tmp(db, sizeof(db), "t.db");
+	put_tmp(dst, sizeof(dst), "kept.json", "kept\n");
+	stored_run(db, "killed", 3, NULL);
+	stored_run(db, "failed", 0, "failed");
+	stored_run(db, "done", 10, "complete");
+	for (int i = 0; i < 3; i++) {
+		cr_assert_eq(run_rc(out, sizeof(out), "export --format %s 1 --db '%s' -o '%s'", fmts[i],
+		                    db, dst), 2, "%s: %s", fmts[i], out);
+		cr_assert(strstr(out, "run 1 (tiny/killed) is stored 'incomplete': it holds 3 of its "
+		                 "10 steps"), "%s: %s", fmts[i], out);
+		cr_assert_eq(run_rc(out, sizeof(out), "export --format %s 2 --db '%s' -o '%s'", fmts[i],
+		                    db, dst), 2, "%s: %s", fmts[i], out);
+		cr_assert(strstr(out, "run 2 (tiny/failed) is stored 'failed': it holds 0 of its 10 "
+		                 "steps"), "%s: %s", fmts[i], out);
+		slurp(dst, out, sizeof(out));
+		cr_assert_str_eq(out, "kept\n", "%s", fmts[i]);
+	}
+	/* --partial: the steps held, every rank, and the status said */
+	cr_assert_eq(run_rc(out, sizeof(out), "export --format jsonl 1 --partial --db '%s' -o '%s'",
+	                    db, dst), 0, "%s", out);
+	cr_assert(strstr(out, "is stored 'incomplete': it holds 3 of its 10 steps; written as far "
+	                 "as it holds (--partial)"), "%s", out);
+	slurp(dst, text, sizeof(text));
+	for (int step = 0; step < 3; step++)
+		for (int rank = 0; rank < RANKS; rank++) {
+			snprintf(key, sizeof(key), "{\"step\":%d,\"rank\":%d,", step, rank);
+			cr_assert(strstr(text, key), "no %s in %s", key, text);
+		}
+	for (const char *c = text; (c = strchr(c, '\n')); c++)
+		lines++;
+	cr_assert_eq(lines, 3 * RANKS, "%s", text);
+	cr_assert_eq(run_rc(out, sizeof(out), "export --format jsonl 2 --partial --db '%s' -o '%s'",
+	                    db, dst), 2, "%s", out);
+	cr_assert(strstr(out, "run 2 holds no metric values"), "%s", out);
+	run_ok("export --format megatron-golden 3 --db '%s' -o '%s'", db, dst);
+	rm_tmp();
+}
