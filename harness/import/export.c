@@ -35,9 +35,10 @@ struct lks_export_series {
 
 struct lks_export {
 	lks_import_fmt fmt;
-	int rank;                 /* megatron-golden: the rank written */
+	int rank;                 /* the rank written; -1 (jsonl only): every rank */
 	FILE *out;
 	long written;
+	long rows, taken;         /* the run's metric rows, and those of rank */
 	json_t *line;             /* jsonl: the object of (step, rank) being filled */
 	int step, line_rank;
 	struct lks_export_series *series;
@@ -121,8 +122,6 @@ static int lks_export_golden(struct lks_export *x, const lks_metric_row *r, cons
 {
 	struct lks_export_series *s;
 
-	if (r->rank != x->rank)
-		return 0;
 	/* Megatron's extractor writes "nan" for a step a metric was not logged at, and its
 	   checker (and import_megatron_golden.c) reads it so: a NaN written would read back
 	   as no value, the diverged step unchecked */
@@ -153,6 +152,10 @@ static int lks_export_row(void *arg, const lks_metric_row *r)
 	const char *own = m ? lks_import_label_of(x->fmt, r->name) : NULL;
 	const char *label = own ? own : r->name;
 
+	x->rows++;
+	if (x->rank >= 0 && r->rank != x->rank)
+		return 0;
+	x->taken++;
 	if (x->fmt == LKS_IMPORT_JSONL)
 		return lks_export_jsonl(x, r, label);
 	if (m && !own && r->kind == LKS_METRIC_PERFORMANCE)
@@ -229,7 +232,20 @@ int lks_export_run(lks_store *s, int64_t run_id, lks_import_fmt fmt, int rank, F
 
 	if (fmt != LKS_IMPORT_JSONL && fmt != LKS_IMPORT_MEGATRON_GOLDEN)
 		return lks_err("export: want jsonl or megatron-golden");
+	if (fmt != LKS_IMPORT_JSONL && rank < 0)
+		return lks_err("export: a golden file holds one rank: want one");
 	rc = lks_run_metrics(s, run_id, lks_export_row, &x);
+	/* nothing to write is refused before a byte is: an empty file (or a golden '{}') read
+	   back as a run of no values, and the importers refuse it */
+	if (!rc && !x.rows)
+		rc = (lks_err("run %lld holds no metric values", (long long)run_id), LKS_E_MISSING);
+	else if (!rc && !x.taken)
+		rc = (lks_err("run %lld holds no values of rank %d, only of other ranks",
+		              (long long)run_id, rank), LKS_E_MISSING);
+	else if (!rc && fmt == LKS_IMPORT_MEGATRON_GOLDEN && !x.nseries)
+		rc = (lks_err("run %lld holds only performance metrics of rank %d, which a "
+		              "Megatron-LM golden file has no names for (export --format jsonl "
+		              "keeps them)", (long long)run_id, rank), LKS_E_BAD_INPUT);
 	if (!rc)
 		rc = fmt == LKS_IMPORT_JSONL ? lks_export_flush_line(&x) : lks_export_golden_write(&x);
 	if (!rc && fflush(out))

@@ -1,10 +1,11 @@
 /*
  * export_tensors.c: a tensor trace written as tensor-jsonl (lockstep export --format
  * tensor-jsonl; import.h): an imported one, or one lockstep-trace stored. One object a
- * tensor record, by step, rank and the order the run met them: step, rank, micro (where
- * said), phase, tensor, its statistics as stored and its hash (16 hex digits). Values
- * read back as the same doubles (jansson's 17 digits; NaN and the infinities as "nan",
- * "inf", "-inf"), so importing the export stores the trace again, bit for bit.
+ * tensor record (of every rank, or of the one asked for), by step, rank and the order the
+ * run met them: step, rank, micro (where said), phase, tensor, its statistics as stored
+ * and its hash (16 hex digits). Values read back as the same doubles (jansson's 17
+ * digits; NaN and the infinities as "nan", "inf", "-inf"), so importing the export stores
+ * the trace again, bit for bit.
  */
 #include <errno.h>
 #include <jansson.h>
@@ -69,7 +70,7 @@ done:
 	return rc;
 }
 
-int lks_export_tensors(lks_store *s, int64_t run_id, FILE *out, long *written)
+int lks_export_tensors(lks_store *s, int64_t run_id, int rank, FILE *out, long *written)
 {
 	lks_stored_run r;
 	int rc;
@@ -85,14 +86,21 @@ int lks_export_tensors(lks_store *s, int64_t run_id, FILE *out, long *written)
 	for (int step = r.tt->first_step; !rc && step <= r.tt->last_step; step++) {
 		if ((rc = lks_tensor_trace_step(r.tt, step)))
 			break;
-		for (int rank = 0; !rc && rank < r.tt->nranks; rank++) {
+		for (int k = rank < 0 ? 0 : rank; !rc && k < r.tt->nranks; k++) {
 			const lks_tentry *e;
-			size_t n = lks_tensor_trace_rank(r.tt, rank, &e);
+			size_t n = lks_tensor_trace_rank(r.tt, k, &e);
 
 			for (size_t i = 0; !rc && i < n; i++, (*written)++)
-				rc = lks_export_tentry(&r, step, rank, &e[i], out);
+				rc = lks_export_tentry(&r, step, k, &e[i], out);
+			if (rank >= 0)
+				break;
 		}
 	}
+	/* nothing written is refused: an empty file read back as no trace */
+	if (!rc && !*written)
+		rc = (rank < 0 ? lks_err("run %lld holds no tensor record", (long long)run_id)
+		      : lks_err("run %lld holds no tensor record of rank %d", (long long)run_id, rank),
+		      LKS_E_MISSING);
 	if (!rc && fflush(out))
 		rc = lks_err("cannot write the export: %s", strerror(errno));
 out:

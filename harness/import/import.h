@@ -473,14 +473,18 @@ int lks_import_follow(lks_store *store, const lks_import_opts *o, const char *pa
 
 /* Writes stored run run_id to out in fmt (LKS_IMPORT_JSONL or LKS_IMPORT_MEGATRON_GOLDEN):
    an imported run's metrics, or a lockstep run's loss, grad_norm and lr per step and rank;
-   a golden file holds the metrics of rank alone. Values read back bit for bit through the
-   format's importer. *written: the lines (jsonl) or metrics (golden) written. 0, or -1
-   (lks_err: no such run, the store, a write). */
+   the values of rank alone (a golden file holds one rank; jsonl -1: every rank). Values
+   read back bit for bit through the format's importer. *written: the lines (jsonl) or
+   metrics (golden) written. 0; LKS_E_MISSING (lks_err, nothing written) when the run holds
+   no values, or none of rank; LKS_E_BAD_INPUT what the format cannot hold; or -1 (lks_err:
+   no such run, the store, a write). */
 int lks_export_run(lks_store *s, int64_t run_id, lks_import_fmt fmt, int rank, FILE *out,
                    long *written);
 /* Writes the tensor trace of stored run run_id to out as tensor-jsonl (export_tensors.c): a
-   record a line, by step, rank and order; values read back bit for bit. *written: the
-   lines. 0, or -1 (lks_err: no such run, no tensor trace, the store, a write). */
-int lks_export_tensors(lks_store *s, int64_t run_id, FILE *out, long *written);
+   record a line, by step, rank and order, of rank alone (-1: every rank); values read back
+   bit for bit. *written: the lines. 0; LKS_E_BAD_INPUT (no tensor trace) or LKS_E_MISSING
+   (no record of rank; nothing written), lks_err; or -1 (lks_err: no such run, the store, a
+   write). */
+int lks_export_tensors(lks_store *s, int64_t run_id, int rank, FILE *out, long *written);
 
 #endif

@@ -389,6 +389,14 @@ Test(export, bad_usage_and_unknown_runs_exit_2)
 	cr_assert(strstr(out, "no run 7"), "%s", out);
 	snprintf(args, sizeof(args), "export --format torchtitan 1 --db '%s'", db);
 	cr_assert_eq(lks_run_bin(NULL, args, out, sizeof(out)), 2, "%s", out);
+	cr_assert(strstr(out, "format 'torchtitan' is read, not written"), "%s", out);
+	/* a format no one knows is named against the three export writes, not the importers'
+	   (it said "unknown import format" and listed sixteen) */
+	snprintf(args, sizeof(args), "export --format bogus 1 --db '%s'", db);
+	cr_assert_eq(lks_run_bin(NULL, args, out, sizeof(out)), 2, "%s", out);
+	cr_assert(strstr(out, "unknown export format 'bogus' (known: jsonl, megatron-golden, "
+	                 "tensor-jsonl)\n"), "%s", out);
+	cr_assert_null(strstr(out, "torchtitan"), "%s", out);
 	snprintf(args, sizeof(args), "export --format jsonl x --db '%s'", db);
 	cr_assert_eq(lks_run_bin(NULL, args, out, sizeof(out)), 2, "%s", out);
 	/* to standard output: the first line is step 1 of rank 0 */
@@ -484,5 +492,203 @@ Test(export, megatron_golden_is_written_as_megatron_writes_it)
 	json_decref(doc);
 	/* and it reads back, bit for bit */
 	run_ok("import --format megatron-golden '%s' --case c --run g --db '%s'", gold, db);
+	rm_tmp();
+}
+
+static int run_rc(char *out, size_t n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static int run_rc(char *out, size_t n, const char *fmt, ...)
+{
+	char args[2048];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(args, sizeof(args), fmt, ap);
+	va_end(ap);
+	return lks_run_bin(NULL, args, out, n);
+}
+
+/* The lines of text that hold key, in order, joined (each with its newline). */
+static void lines_with(const char *text, const char *key, char *buf, size_t n)
+{
+	size_t len = 0;
+
+	buf[0] = 0;
+	for (const char *p = text; *p;) {
+		const char *end = strchr(p, '\n');
+		size_t l = end ? (size_t)(end - p + 1) : strlen(p);
+
+		char line[1024];
+
+		cr_assert_lt(l, sizeof(line));
+		memcpy(line, p, l);
+		line[l] = 0;
+		if (strstr(line, key)) {
+			cr_assert_lt(len + l, n);
+			memcpy(buf + len, line, l + 1);
+			len += l;
+		}
+		p += l;
+	}
+}
+
+/* --rank R writes rank R's lines alone in jsonl and tensor-jsonl, as it writes rank R's
+   metrics alone in a golden file (it was ignored: every rank, exit 0, even for a rank
+   the run lacks); a rank the run lacks is exit 2, and -o FILE left as it was. */
+Test(export, rank_writes_that_ranks_lines_in_jsonl_and_tensor_jsonl)
+{
+	static const char *const fmts[] = { "jsonl", "tensor-jsonl" };
+	char db[512], m[512], t[512], dst[512], out[4096];
+	static char all[8192], one[8192], want[8192];
+
+	mkdir_tmp();
+	path_in_tmp(db, sizeof(db), "t.db");
+	put_tmp(dst, sizeof(dst), "kept.jsonl", "kept\n");
+	put_tmp(m, sizeof(m), "m.jsonl", "{\"step\": 1, \"rank\": 0, \"loss\": 2.5}\n"
+	        "{\"step\": 1, \"rank\": 1, \"loss\": 2.25}\n{\"step\": 2, \"rank\": 0, \"loss\": 2}\n"
+	        "{\"step\": 2, \"rank\": 1, \"loss\": 1.75}\n");
+	put_tmp(t, sizeof(t), "t.jsonl",
+	        "{\"step\":0,\"rank\":0,\"tensor\":\"x.out\",\"l2\":1.0,\"amax\":0.5}\n"
+	        "{\"step\":0,\"rank\":1,\"tensor\":\"x.out\",\"l2\":2.0,\"amax\":0.5}\n"
+	        "{\"step\":1,\"rank\":0,\"tensor\":\"x.out\",\"l2\":3.0,\"amax\":0.5}\n"
+	        "{\"step\":1,\"rank\":1,\"tensor\":\"x.out\",\"l2\":4.0,\"amax\":0.5}\n");
+	run_ok("import --format jsonl '%s' --case c --run m --db '%s'", m, db);
+	run_ok("import --format tensor-jsonl '%s' --case c --run t --db '%s'", t, db);
+	for (int i = 0; i < 2; i++) {
+		const char *run = i ? "c/t" : "c/m";
+
+		cr_assert_eq(run_rc(all, sizeof(all), "export --format %s %s --db '%s'", fmts[i], run,
+		                    db), 0, "%s", all);
+		for (int rank = 0; rank < 2; rank++) {
+			char key[32];
+
+			snprintf(key, sizeof(key), "\"rank\":%d,", rank);
+			lines_with(all, key, want, sizeof(want));
+			cr_assert_eq(run_rc(one, sizeof(one), "export --format %s %s --rank %d --db '%s'",
+			                    fmts[i], run, rank, db), 0, "%s", one);
+			cr_assert_gt(strlen(want), 0, "%s: no line of rank %d in %s", fmts[i], rank, all);
+			cr_assert_str_eq(one, want, "%s --rank %d", fmts[i], rank);
+		}
+		cr_assert_eq(run_rc(out, sizeof(out), "export --format %s %s --rank 2 --db '%s' -o '%s'",
+		                    fmts[i], run, db, dst), 2, "%s", out);
+		cr_assert(strstr(out, "has ranks 0 to 1, not rank 2"), "%s: %s", fmts[i], out);
+		slurp(dst, out, sizeof(out));
+		cr_assert_str_eq(out, "kept\n", "%s", fmts[i]);
+	}
+	/* a log of ranks 0 and 2: rank 1 is below its world size, and has no line */
+	put_tmp(m, sizeof(m), "r02.jsonl", "{\"step\": 1, \"rank\": 0, \"loss\": 2.5}\n"
+	        "{\"step\": 1, \"rank\": 2, \"loss\": 2.25}\n");
+	run_ok("import --format jsonl '%s' --case c --run r02 --ranks 0,2 --db '%s'", m, db);
+	cr_assert_eq(run_rc(out, sizeof(out), "export --format jsonl c/r02 --rank 1 --db '%s'", db),
+	             2, "%s", out);
+	cr_assert(strstr(out, "holds no values of rank 1, only of other ranks"), "%s", out);
+	rm_tmp();
+}
+
+/* No export writes an empty file with exit 0 (the importers refuse one): a run with no
+   metric values is refused saying what it holds (a tensor trace: jsonl wrote an empty
+   file, megatron-golden blamed "its log" for ranks left out), and a golden file of a run
+   of performance metrics alone ('{}') likewise. */
+Test(export, a_run_with_nothing_to_write_is_refused_not_written_empty)
+{
+	static const char *const fmts[] = { "jsonl", "megatron-golden" };
+	char db[512], t[512], p[512], dst[512], out[4096], cmd[2048];
+
+	mkdir_tmp();
+	path_in_tmp(db, sizeof(db), "t.db");
+	put_tmp(dst, sizeof(dst), "kept.json", "kept\n");
+	put_tmp(t, sizeof(t), "t.jsonl",
+	        "{\"step\":0,\"rank\":0,\"tensor\":\"x.out\",\"l2\":1.0,\"amax\":0.5}\n");
+	put_tmp(p, sizeof(p), "p.jsonl", "{\"step\": 1, \"tps\": 2.5, \"mfu\": 0.5}\n");
+	run_ok("import --format tensor-jsonl '%s' --case c --run t --db '%s'", t, db);
+	run_ok("import --format jsonl '%s' --case c --run p --db '%s'", p, db);
+	for (int i = 0; i < 2; i++) {
+		cr_assert_eq(run_rc(out, sizeof(out), "export --format %s c/t --db '%s' -o '%s'",
+		                    fmts[i], db, dst), 2, "%s: %s", fmts[i], out);
+		cr_assert(strstr(out, "run 1 holds no metric values: it holds a tensor trace "
+		                 "(export --format tensor-jsonl)"), "%s: %s", fmts[i], out);
+		cr_assert_null(strstr(out, "its log"), "%s", out);
+		/* to standard output: nothing at all */
+		snprintf(cmd, sizeof(cmd), "'%s' export --format %s c/t --db '%s' 2>/dev/null", LKS_BIN,
+		         fmts[i], db);
+		cr_assert_eq(lks_run_sh(cmd, out, sizeof(out)), 2, "%s", out);
+		cr_assert_str_eq(out, "", "%s", fmts[i]);
+	}
+	cr_assert_eq(run_rc(out, sizeof(out), "export --format megatron-golden c/p --db '%s' -o '%s'",
+	                    db, dst), 2, "%s", out);
+	cr_assert(strstr(out, "holds only performance metrics"), "%s", out);
+	slurp(dst, out, sizeof(out));
+	cr_assert_str_eq(out, "kept\n");
+	run_ok("export --format jsonl c/p --db '%s' -o '%s'", db, dst);
+	rm_tmp();
+}
+
+/* A run lockstep trained, begun with its steps declared and ended by hand: steps [0,
+   held) of 10 stored, then ended with status (NULL: left incomplete, as a kill leaves it;
+   "failed": as a failed run is). */
+static void stored_run(const char *db, const char *name, int held, const char *status)
+{
+	lks_run_info info = run_info(name, 10);
+	lks_store *s;
+	int64_t run;
+
+	cr_assert_eq(lks_store_open(db, &s), 0, "%s", lks_errmsg());
+	cr_assert_eq(lks_store_begin_run(s, &info, &run), 0, "%s", lks_errmsg());
+	put_tensors(s, run, 10);
+	put_steps(s, run, 0, held, 10);
+	if (status && !strcmp(status, "failed"))
+		cr_assert_eq(lks_store_fail_run(s, run, "a rank died"), 0, "%s", lks_errmsg());
+	else if (status)
+		cr_assert_eq(lks_store_end_run(s, run, status), 0, "%s", lks_errmsg());
+	lks_store_close(s);
+}
+
+/* A run not complete (killed: incomplete; failed) is refused in every format, saying its
+   status and the steps it holds, and -o FILE left as it was: it exited 0, and a golden
+   file of a killed run's first steps, or its jsonl imported back, passed for a complete
+   run. --partial writes it as far as it holds, saying so; one with no value is still
+   refused. A complete run of the same database exports. */
+Test(export, a_run_not_complete_is_refused_saying_its_status_and_steps)
+{
+	static const char *const fmts[] = { "jsonl", "megatron-golden", "tensor-jsonl" };
+	char db[512], dst[512], out[4096], key[32];
+	static char text[1 << 16];
+	int lines = 0;
+
+	mkdir_tmp();
+	path_in_tmp(db, sizeof(db), "t.db");
+	put_tmp(dst, sizeof(dst), "kept.json", "kept\n");
+	stored_run(db, "killed", 3, NULL);
+	stored_run(db, "failed", 0, "failed");
+	stored_run(db, "done", 10, "complete");
+	for (int i = 0; i < 3; i++) {
+		cr_assert_eq(run_rc(out, sizeof(out), "export --format %s 1 --db '%s' -o '%s'", fmts[i],
+		                    db, dst), 2, "%s: %s", fmts[i], out);
+		cr_assert(strstr(out, "run 1 (tiny/killed) is stored 'incomplete': it holds 3 of its "
+		                 "10 steps"), "%s: %s", fmts[i], out);
+		cr_assert_eq(run_rc(out, sizeof(out), "export --format %s 2 --db '%s' -o '%s'", fmts[i],
+		                    db, dst), 2, "%s: %s", fmts[i], out);
+		cr_assert(strstr(out, "run 2 (tiny/failed) is stored 'failed': it holds 0 of its 10 "
+		                 "steps"), "%s: %s", fmts[i], out);
+		slurp(dst, out, sizeof(out));
+		cr_assert_str_eq(out, "kept\n", "%s", fmts[i]);
+	}
+	/* --partial: the steps held, every rank, and the status said */
+	cr_assert_eq(run_rc(out, sizeof(out), "export --format jsonl 1 --partial --db '%s' -o '%s'",
+	                    db, dst), 0, "%s", out);
+	cr_assert(strstr(out, "is stored 'incomplete': it holds 3 of its 10 steps; written as far "
+	                 "as it holds (--partial)"), "%s", out);
+	slurp(dst, text, sizeof(text));
+	for (int step = 0; step < 3; step++)
+		for (int rank = 0; rank < RANKS; rank++) {
+			snprintf(key, sizeof(key), "{\"step\":%d,\"rank\":%d,", step, rank);
+			cr_assert(strstr(text, key), "no %s in %s", key, text);
+		}
+	for (const char *c = text; (c = strchr(c, '\n')); c++)
+		lines++;
+	cr_assert_eq(lines, 3 * RANKS, "%s", text);
+	cr_assert_eq(run_rc(out, sizeof(out), "export --format jsonl 2 --partial --db '%s' -o '%s'",
+	                    db, dst), 2, "%s", out);
+	cr_assert(strstr(out, "run 2 holds no metric values"), "%s", out);
+	run_ok("export --format megatron-golden 3 --db '%s' -o '%s'", db, dst);
 	rm_tmp();
 }

@@ -4,7 +4,8 @@
 # said to be skipped; the second night finds every run unchanged against the first. Then
 # both modes forced (LKS_NIGHTLY_MODES) on the cpu backend: production mode is refused
 # (exit 2, it needs cuda), reference mode's report is still written, and the night exits
-# with the worse code, 2. The node's screen: said to be skipped on the cpu; on stand-ins
+# with the worse code, 2. A 'lockstep run' killed by SIGKILL: its suite found in history.db
+# and reported, exit 3. The node's screen: said to be skipped on the cpu; on stand-ins
 # (LKS_NIGHTLY_SCREEN=standins) kept and shown in the night's report. The nights run a short suite of their own (LKS_NIGHTLY_CASES): what
 # is tested is the night, not the cases, which the other tests run.
 set -euo pipefail
@@ -78,4 +79,44 @@ grep -q "asks for gemm = cublaslt" "$dir/nightly-2026-01-03.txt" ||
 	fail "production mode's refusal is not in the log"
 rc=$(night 2026-01-04 LKS_NIGHTLY_MODES="fast")
 ((rc == 2)) || fail "an unknown mode: exit $rc, not 2"
-echo "nightly_modes: two nights on cpu, production skipped and said; forced, refused with exit 2"
+# 'lockstep run' killed by SIGKILL (the OOM killer, say) once its suite holds a step: it
+# never says its suite, which is in history.db all the same, its run incomplete. The night
+# says so and writes its report, and exits 3 (infrastructure), not 137 ("stored no suite").
+mkdir "$dir/long"
+sed 's/^steps = 3$/steps = 1000000/' "$dir/cases/short.ini" >"$dir/long/long.ini"
+cat >"$dir/killer" <<'EOF'
+#!/usr/bin/env bash
+# stands in for lockstep ($LKS_REAL_BIN): its 'run' is killed by SIGKILL once the suite it
+# began (one above the highest of --db) holds a step row
+[[ $1 == run && $* != *--help* ]] || exec "$LKS_REAL_BIN" "$@"
+args=("$@")
+for ((i = 0; i + 1 < $#; i++)); do [[ ${args[i]} == --db ]] && db=${args[i + 1]}; done
+q() { sqlite3 -readonly "$db" "$1" 2>/dev/null || echo 0; }
+before=$(q 'SELECT IFNULL(max(suite_id), 0) FROM suites')
+"$LKS_REAL_BIN" "$@" &
+pid=$!
+for ((t = 0; t < 600; t++)); do
+	(($(q "SELECT count(*) FROM steps JOIN runs USING (run_id) WHERE suite_id > $before"))) &&
+		break
+	sleep 0.1
+done
+kill -9 $pid
+wait $pid
+EOF
+chmod +x "$dir/killer"
+rc=$(night 2026-01-07 LKS_NIGHTLY_BIN="$dir/killer" LKS_REAL_BIN="$bin" \
+	LKS_NIGHTLY_CASES="$dir/long/")
+log=$dir/nightly-2026-01-07.txt
+((rc == 3)) || { tail -n 30 "$dir/out-2026-01-07"; fail "a killed run: exit $rc, not 3"; }
+grep -q "'lockstep run' was killed by signal 9 (SIGKILL): counted as exit 3" "$log" ||
+	fail "the kill is not said: $(tail -n 5 "$log")"
+! grep -q "stored no suite" "$log" || fail "a killed run's suite said not stored"
+killed=$(sqlite3 "$dir/history.db" "SELECT suite_id FROM runs WHERE status = 'incomplete'")
+[[ -n $killed ]] || fail "no incomplete run in history.db: the run was not killed mid-way"
+grep -q "ended before saying its suite: suite $killed is in" "$log" ||
+	fail "the killed suite ($killed) is not named: $(tail -n 5 "$log")"
+[[ -s $dir/report-2026-01-07/index.html ]] || fail "no report of the killed suite"
+grep -q "no $dir/junit-2026-01-07.xml (the run ended first)" "$log" ||
+	fail "a JUnit file the killed run never wrote is named: $(tail -n 5 "$log")"
+echo "nightly_modes: two nights on cpu, production skipped and said; forced, refused with" \
+	"exit 2; a killed run's suite reported, exit 3"
