@@ -317,7 +317,10 @@ static int lks_golden_stage_one(lks_store *s, int64_t id, const char *db, const 
 	    || (rc = lks_golden_stage(&g, path, &o->a)) != 0)
 		goto out;
 	size = ftell(o->a.f);
-	n = snprintf(o->line, sizeof(o->line), "wrote %s: run %lld of '%s', %d steps x %d rank%s, ",
+	/* an import's or a traced run's steps are its last step's number, not a count */
+	n = snprintf(o->line, sizeof(o->line), lks_stored_run_steps_last(&g)
+	             ? "wrote %s: run %lld of '%s', steps up to %d x %d rank%s, "
+	             : "wrote %s: run %lld of '%s', %d steps x %d rank%s, ",
 	             path, (long long)id, db, g.steps, g.W, g.W > 1 ? "s" : "");
 	n = n < 0 || n >= (int)sizeof(o->line) ? (int)sizeof(o->line) - 1 : n;
 	if (g.nm)

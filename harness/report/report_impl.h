@@ -45,6 +45,9 @@
 /* Where an exact agreement is drawn on the log scale, which has no 0; far below any
    tolerance a check uses and above the double rounding of a loss near 1 (1e-16). */
 #define LKS_REPORT_FLOOR 1e-12
+/* The ceiling of the trend's relative loss difference: where one side is NaN (the
+   difference is infinite), and any difference above it, drawn there, not left out */
+#define LKS_REPORT_CEILING 1e6
 
 struct lks_rcheck {
 	lks_check_rec rec;        /* strings owned */

@@ -7,6 +7,7 @@
  * across suites are another file's.
  */
 #include "harness/report/report_impl.h"
+#include "harness/store/report_query.h"
 #include "kernels/err.h"
 
 enum { LKS_SINCE_MAX = 64 };  /* rows of the changed-run table; the counts say the rest */
@@ -108,18 +109,23 @@ static void lks_since_changed(struct lks_since *x)
 int lks_since_section(struct lks_report *r, int have_gnuplot)
 {
 	struct lks_since x = { .r = r };
+	int64_t before = 0;
 
 	if (!(x.row = calloc(LKS_SINCE_MAX, sizeof(*x.row))))
 		return lks_err("out of memory");
-	if (lks_store_get_nightly(r->s, r->suite, lks_since_take, &x)) {
+	if (lks_store_get_nightly(r->s, r->suite, lks_since_take, &x)
+	    || lks_store_suites_before(r->s, r->suite, &before)) {
 		free(x.row);
 		return -1;
 	}
 	fputs("<section id=\"since-last-night\">\n", r->html);
 	lks_heading(r, 2, "since last night");
-	if (x.unchanged + x.rows + x.added + x.gone == 0) {
-		lks_para(r, 1, "no earlier suite in this database to compare with (or this suite "
-		               "was stored before night-over-night comparison existed)");
+	if (x.unchanged + x.rows + x.added + x.gone == 0 && !before) {
+		lks_para(r, 1, "no earlier suite in this database to compare with");
+	} else if (x.unchanged + x.rows + x.added + x.gone == 0) {
+		lks_para(r, 1, "no run of this suite was compared with an earlier one: none of its "
+		               "runs completed (a run killed or failed is passed over), or it was "
+		               "stored before night-over-night comparison existed");
 	} else {
 		lks_para(r, 0, "each run against the same case and run of the latest earlier suite "
 		               "made with the same settings (recipe, options, backend, world size, "

@@ -299,9 +299,12 @@ static int lks_tp_plot(struct lks_report *r, const struct lks_tp *t, enum lks_tp
 			const struct lks_tp_run *y = lks_tp_find(t, x->key, t->suites[j]);
 			double val = y ? lks_tp_value(t, kind, y, j) : NAN;
 
-			/* an exact agreement at the floor of the log scale, which has no 0 */
+			/* an exact agreement at the floor of the log scale, which has no 0; a loss
+			   gone NaN (or back) at its ceiling, as far apart as it draws */
 			if (kind == LKS_TP_RELDIFF && val < LKS_REPORT_FLOOR)
 				val = LKS_REPORT_FLOOR;
+			if (kind == LKS_TP_RELDIFF && val > LKS_REPORT_CEILING)
+				val = LKS_REPORT_CEILING;
 
 			finite += isfinite(val);
 			if (isfinite(val))
@@ -315,8 +318,8 @@ static int lks_tp_plot(struct lks_report *r, const struct lks_tp *t, enum lks_tp
 		rc = lks_err("out of memory");
 		goto out;
 	}
-	fprintf(vars.f, "n = %d\nnames = \"%s\"\ntitle_text = '%s'\nfloor = %g\n", n, nm,
-	        titles[kind], LKS_REPORT_FLOOR);
+	fprintf(vars.f, "n = %d\nnames = \"%s\"\ntitle_text = '%s'\nfloor = %g\nceiling = %g\n", n,
+	        nm, titles[kind], LKS_REPORT_FLOOR, LKS_REPORT_CEILING);
 	lks_tp_axis(t, vars.f);
 	if (!(d = lks_text_done(&data)) || !(v = lks_text_done(&vars)))
 		rc = lks_err("out of memory");

@@ -45,6 +45,13 @@ int lks_store_get_suite(lks_store *s, int64_t suite_id,
 	return lks_store_rows(s, LKS_Q_GET_SUITE, v, LKS_NVALS(v), lks_row_suite, &q);
 }
 
+int lks_store_suites_before(lks_store *s, int64_t suite_id, int64_t *n)
+{
+	const lks_val v[] = { lks_val_int(suite_id) };
+
+	return lks_store_scalar(s, LKS_Q_SUITES_BEFORE, v, LKS_NVALS(v), n);
+}
+
 /* An imported run's steps are its records (import_blocks), which SQL cannot read: the
    same aggregates over its step rows, NULL (NaN) ignored as SQL's avg does. */
 static int lks_trend_of_records(lks_store *s, lks_trend_rec *rec)

@@ -24,6 +24,9 @@ typedef struct lks_suite_rec {
 int lks_store_get_suite(lks_store *s, int64_t suite_id,
                         int (*fn)(void *arg, const lks_suite_rec *rec), void *arg);
 
+/* How many suites the database holds before suite_id. */
+int lks_store_suites_before(lks_store *s, int64_t suite_id, int64_t *n);
+
 /* A run of the trend. */
 typedef struct lks_trend_rec {
 	int64_t run_id, suite_id;

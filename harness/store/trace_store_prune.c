@@ -160,6 +160,7 @@ int lks_store_prune(lks_store *s, const lks_prune_opts *o, lks_prune_result *res
 	struct lks_prune_sql q = { NULL, NULL, NULL };
 	int n = 0, rc = -1, batch = o->batch > 0 ? o->batch : LKS_PRUNE_BATCH;
 	int64_t since = 0;        /* rows removed since the last checkpoint */
+	int64_t of_suite = 0;     /* rows removed from the suite at hand */
 
 	*res = (lks_prune_result){ 0 };
 	if (lks_prune_list(s, o, &p, &n) || lks_prune_sql_prepare(s, &q))
@@ -171,6 +172,7 @@ int lks_store_prune(lks_store *s, const lks_prune_opts *o, lks_prune_result *res
 			if (lks_prune_batch(s, &q, p[i].suite, p[i].run, batch, &gone))
 				goto out;
 			res->rows += gone;
+			of_suite += gone;
 			res->transactions += gone > 0;
 			/* the log copied back into the file after LKS_PRUNE_BATCH rows (a
 			   checkpoint costs two fsyncs: not after each of many small batches), so
@@ -182,11 +184,13 @@ int lks_store_prune(lks_store *s, const lks_prune_opts *o, lks_prune_result *res
 				since = 0;
 			}
 		}
-		/* a suite without runs is marked too */
+		/* a suite without runs is marked too; one pruned before, and nothing of it
+		   left to remove, is not counted again */
 		if (i + 1 == n || p[i + 1].suite != p[i].suite) {
 			if (lks_prune_mark(s, &q, p[i].suite))
 				goto out;
-			res->suites++;
+			res->suites += of_suite > 0 || sqlite3_changes(s->db) > 0;
+			of_suite = 0;
 		}
 	}
 	rc = 0;

@@ -111,12 +111,16 @@ static const char *const lks_store_sql[LKS_Q_COUNT] = {
 	                      "WHERE combo = ?1 AND suite_id > ?2",
 	[LKS_Q_GET_SUITE] = "SELECT suite_id, command, started, stopped FROM suites "
 	                    "WHERE suite_id = ?1",
+	[LKS_Q_SUITES_BEFORE] = "SELECT count(*) FROM suites WHERE suite_id < ?1",
 	/* per run of case ?1 in the ?3 latest suites up to ?2 that ran it: its steps, the mean
 	   loss over the ranks of its last step, its mean step time, its backend and declared
 	   steps, the steps of its tensor records (report_query.h) */
 	[LKS_Q_GET_TREND] = "SELECT r.run_id, r.suite_id, r.run_name, r.status,"
 	                    " (SELECT max(step) + 1 FROM steps WHERE run_id = r.run_id),"
-	                    " (SELECT avg(s.loss) FROM steps s WHERE s.run_id = r.run_id"
+	                    /* the last step's loss, the ranks' mean: NULL (NaN) where a rank's
+	                       is NaN (NULL), which avg would pass over */
+	                    " (SELECT CASE WHEN count(s.loss) = count(*) THEN avg(s.loss) END"
+	                    "   FROM steps s WHERE s.run_id = r.run_id"
 	                    "   AND s.step = (SELECT max(step) FROM steps WHERE run_id = r.run_id)),"
 	                    " (SELECT avg(step_time) FROM steps WHERE run_id = r.run_id),"
 	                    " r.backend, r.steps,"

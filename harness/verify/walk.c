@@ -669,7 +669,9 @@ int lks_walk(const lks_walk_opts *o, lks_stored_run *a, lks_stored_run *b,
 	if (a->nsteps != b->nsteps && o->until_step <= 0) {
 		lks_walk_at(res, a, nsteps, -1, -1);
 		lks_walk_int(res, "steps", a->nsteps, b->nsteps, 0);
-		snprintf(res->note, sizeof(res->note), "the runs stored different numbers of steps");
+		/* nsteps is the last step + 1: of an import's steps 1 to 3, 4 (no count) */
+		snprintf(res->note, sizeof(res->note), "the runs end at different steps (the last "
+		         "stored: %d and %d)", a->nsteps - 1, b->nsteps - 1);
 	}
 	return 0;
 }

@@ -3,7 +3,8 @@
  * whole. A run killed (incomplete) or failed, or a case whose checks were never stored
  * (the suite stopped before them), makes the case "incomplete", never "pass"; a case that
  * declares no check is still a pass. A planted fault whose check was skipped (--run) is
- * counted apart, not as missed. A NaN loss reads NaN in the runs and trend tables. The
+ * counted apart, not as missed. A NaN loss reads NaN in the runs and trend tables (one
+ * rank's NaN makes the ranks' mean NaN). The
  * heatmap of a pruned suite says its stats were pruned, and a tensor row neither run
  * stored is no divergence. The states are made in the stored suite with SQL, as a kill
  * at that moment would leave it. The cases and their folder: report_fixture.h.
@@ -230,6 +231,14 @@ Test(report_verdicts, a_nan_loss_reads_nan, .timeout = 120)
 	cr_expect_not_null(strstr(runs, " | 2 | complete | "), "%s", runs);
 	cr_expect_not_null(strstr(runs, " | 1.2345e-07 | NaN |\n"), "%s", runs);
 	cr_expect_not_null(strstr(runs, "| bf16 | 1 | complete | 2 | NaN |"), "%s", runs);
+	report_free(out, md, html);
+	/* one rank's loss NaN of two: the trend's final loss (the ranks' mean) is NaN, not the
+	   other rank's alone (SQL's avg passes a NULL over) */
+	sql(dir, "UPDATE steps SET loss = NULL WHERE step = 2 AND rank = 1 AND run_id = (SELECT "
+	         "run_id FROM runs WHERE case_name = 'tiny' AND run_name = 'fp8')");
+	report(dir, "", &out, &md, &html);
+	cr_assert_not_null(runs = strstr(md, "## case tiny"), "%s", md);
+	cr_expect_not_null(strstr(runs, "| fp8 | 1 | complete | 3 | NaN |"), "%s", runs);
 	report_free(out, md, html);
 	teardown(dir);
 }

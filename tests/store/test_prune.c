@@ -179,6 +179,9 @@ Test(prune, keeps_the_latest_suites_whole_and_only_stat_rows_of_old_ones_go)
 	cr_assert_lt(after, before, "%s", out);
 	/* no other connection: the log went with prune's own */
 	cr_assert_null(strstr(out, "write-ahead log"), "%s", out);
+	/* again: nothing left to prune is no suite pruned (it counted the six again) */
+	cr_assert_eq(lks_run_bin(NULL, args, out, sizeof(out)), 0, "%s", out);
+	cr_assert_not_null(strstr(out, "pruned 0 suites: 0 stat rows removed"), "%s", out);
 
 	cr_assert_eq(sqlite3_open(f.db, &db), SQLITE_OK);
 	count_kept(db, kept_after);

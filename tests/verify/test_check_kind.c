@@ -33,10 +33,11 @@ static void teardown(void)
 	cr_assert_eq(system(cmd), 0);
 }
 
-/* Two runs of two ranks: a with checkpointing (what recompute needs), b without. */
+/* Two runs of two ranks: a with checkpointing (what recompute needs), b without, resumed
+   from a (what resume needs: of a's recipe). */
 #define RUNS "[case]\nsteps = 3\nworld_size = 2\n" \
 	"[model]\nvocab = 32\nhidden = 16\nffn = 32\nlayers = 1\nseq = 4\nbatch = 1\n" \
-	"[run a]\nrecipe = fp8_rowwise\ncheckpoint = blocks\n[run b]\nrecipe = bf16\n" \
+	"[run a]\nrecipe = fp8_rowwise\ncheckpoint = blocks\n[run b]\nrecipe = fp8_rowwise\n" \
 	"resume_from = a@0\n"
 
 /* A check of kind k called k<k> on run a, with every key its row says it reads (b when it

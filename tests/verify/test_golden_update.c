@@ -241,6 +241,25 @@ Test(golden, update_passes_over_runs_the_case_does_not_declare, .timeout = 120)
 /* A symlink committed at the name of the old temporary file (golden/.../a.tsv.tmp) or at
    one of the new names: 'golden update' must follow neither, and must not write through
    either into the file the link points to. */
+/* An imported log's steps are its last step's number (steps 0 to 2: 2), not a count: the
+   line golden update prints says "steps up to 2" (it said "2 steps" of a file of three). */
+Test(golden, update_of_an_import_says_its_steps_as_up_to)
+{
+	char dir[] = "/tmp/lks-test-golden-imp-XXXXXX", path[160], cmd[256];
+
+	cr_assert_not_null(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/three.jsonl", dir);
+	put_file(path, "{\"step\":0,\"loss\":1}\n{\"step\":1,\"loss\":2}\n{\"step\":2,\"loss\":3}\n");
+	snprintf(path, sizeof(path), "%s/three.ini", dir);
+	put_file(path, "[case]\n[run a]\nimport = jsonl:three.jsonl\n");
+	cr_assert_eq(lockstep(dir, "run three.ini --db t.db --quiet"), 0);
+	cr_assert_eq(lockstep(dir, "golden update three.ini --db t.db"), 0);
+	cr_assert(out_has(dir, "wrote golden/import/three/a.tsv: run 1 of 't.db', steps up to 2 x 1 "
+	                       "rank, 1 metrics, 3 metric rows"));
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+	cr_assert_eq(system(cmd), 0);
+}
+
 Test(golden, update_never_follows_a_symlink)
 {
 	char dir[] = "/tmp/lks-test-golden-link-XXXXXX", path[300], cmd[512];

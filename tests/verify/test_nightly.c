@@ -269,8 +269,17 @@ Test(nightly, the_report_opens_with_since_last_night)
 	                                       "'blocks.0.mlp.up.out' (forward), rank 1: l2"),
 	                   "%s", since);
 	cr_assert_lt(row, summary);
-	/* Markdown escapes the underscore */
 	cr_assert_not_null(strstr(row, "| inject | run 2 of suite 1 |"), "%s", row);
+	/* a third night whose runs were all passed over (killed: no verdict stored, as that
+	   leaves it) is not "no earlier suite in this database", which it said */
+	cr_assert_eq(night(NULL, "run", ""), 0, "%s", out);
+	snprintf(md, sizeof(md), "sqlite3 '%s' \"UPDATE runs SET status = 'incomplete' WHERE "
+	         "suite_id = 3; DELETE FROM nightly WHERE suite_id = 3\"", db);
+	cr_assert_eq(system(md), 0);
+	report_md("3", md, sizeof(md));
+	cr_assert_null(strstr(md, "no earlier suite"), "%s", md);
+	cr_assert_not_null(strstr(md, "no run of this suite was compared with an earlier one: none "
+	                              "of its runs completed"), "%s", md);
 }
 
 /* ---- the comparison itself, on runs stored by hand ---- */
