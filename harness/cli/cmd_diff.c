@@ -80,13 +80,19 @@ static int lks_diff_resolve(lks_store *s, const char *db, const char *arg, lks_s
 
 /* runs.steps is a count for a run lockstep trained (the steps it was run for) and the last
    step for an import (trace_store.h), whose log may start at step 1 or 0, and for a traced
-   run: said as the import says it. */
+   run: said as the import says it, from the steps the run holds, since runs.steps of an
+   import or a trace is set only when it ends well (a killed rank, a follow stopped by an
+   error leave it 0). */
 static void lks_diff_header(const char *label, const lks_stored_run *r)
 {
 	char steps[48];
 
-	snprintf(steps, sizeof(steps), lks_stored_run_steps_last(r) ? "steps up to %d" : "%d steps",
-	         r->steps);
+	if (!lks_stored_run_steps_last(r))
+		snprintf(steps, sizeof(steps), "%d steps", r->steps);
+	else if (r->nsteps > 0)
+		snprintf(steps, sizeof(steps), "steps up to %d", r->nsteps - 1);
+	else
+		snprintf(steps, sizeof(steps), "no step");
 	printf("%s: run %lld  %s/%s  recipe %s%s%s  world size %d  %s  backend %s  %s  %s\n",
 	       label, (long long)r->id, r->case_name, r->run_name, r->recipe,
 	       r->options[0] ? "  options " : "", r->options, r->W, steps, r->backend,

@@ -14,12 +14,17 @@
  * watching a live training log wants to go on watching the job that writes it. A file
  * truncated (shorter than what was read, or rewritten past it: the bytes before the offset
  * read are not those read any more) or replaced at its path (rotated: moved away and made
- * again; the old one is read to its end first) is said on standard error and read again
+ * again) is said on standard error and read again
  * from its start, as the next file of the run (lks_import_follow). A rotated log goes on
  * with later steps. A step logged again is the job restarted there (from step 1, or from a
  * checkpoint): the steps stored from it on are dropped, then stored and compared with the
  * reference again as they come, so a step logged again with other values is caught as any
  * other, never passed for one compared before. Standard input has no file to watch.
+ *
+ * A rotated file is left only once the new one has bytes, and is read to its end then: a
+ * job writes on to the file it has open (logrotate's create, until the job reopens its
+ * log), so the old file grows after the new one appears, and its last lines come before
+ * the new file's first.
  */
 #define _GNU_SOURCE  /* fopencookie */
 #include <errno.h>
@@ -54,6 +59,8 @@ struct lks_tail {
 	int fd;
 	dev_t dev;                /* the file fd reads: the path may come to name another */
 	ino_t ino;
+	int next;                 /* the file at the path now, not empty, read once fd is read
+	                             to its end; -1: none */
 	off_t off;                /* bytes read of it */
 	char kept[LKS_TAIL_KEPT]; /* the last nkept of them, up to off */
 	size_t nkept;
@@ -97,24 +104,36 @@ static const char *lks_tail_rewritten(struct lks_tail *t)
 	return memcmp(now, t->kept, t->nkept) ? "was truncated and written again" : NULL;
 }
 
-/* At the end of the file read: 1 when the path names another file now, opened (t reads
-   it from its start), else 0 (none there, or none that opens yet: looked at again). */
+/* At the end of the file read: 1 when the path names another file now that holds bytes,
+   opened in t->next (t reads it from its start once the file read is read to its end
+   again: its writer may have written there until it wrote the new one), else 0 (none
+   there, an empty one, or none that opens yet: looked at again). */
 static int lks_tail_replaced(struct lks_tail *t)
 {
 	struct stat st;
 	int fd;
 
 	if (stat(t->path, &st) || (st.st_dev == t->dev && st.st_ino == t->ino)
-	    || S_ISDIR(st.st_mode) || (fd = open(t->path, O_RDONLY)) < 0)
+	    || S_ISDIR(st.st_mode) || st.st_size == 0 || (fd = open(t->path, O_RDONLY)) < 0)
 		return 0;
-	if (fstat(fd, &st)) {  /* the file opened, which may be newer still than st's */
+	if (fstat(fd, &st) || st.st_size == 0) {  /* the one opened may be newer than st's */
 		close(fd);
 		return 0;
 	}
-	close(t->fd);
-	*t = (struct lks_tail){ .path = t->path, .fd = fd, .dev = st.st_dev, .ino = st.st_ino,
-	                        .idle_s = t->idle_s, .turns = t->turns };
+	t->next = fd;
 	return 1;
+}
+
+/* The file in t->next read from its start. */
+static void lks_tail_turn(struct lks_tail *t)
+{
+	struct stat st;
+
+	if (fstat(t->next, &st))
+		st.st_dev = 0, st.st_ino = 0;
+	close(t->fd);
+	*t = (struct lks_tail){ .path = t->path, .fd = t->next, .next = -1, .dev = st.st_dev,
+	                        .ino = st.st_ino, .idle_s = t->idle_s, .turns = t->turns };
 }
 
 static ssize_t lks_tail_read(void *cookie, char *buf, size_t n)
@@ -142,10 +161,13 @@ static ssize_t lks_tail_read(void *cookie, char *buf, size_t n)
 			lks_tail_keep(t, buf, (size_t)got);
 			return got;
 		}
-		if (lks_tail_replaced(t)) {
+		if (t->next >= 0) {  /* the file before read to its end after the new one grew */
+			lks_tail_turn(t);
 			t->turned = "is a new file (the one followed was moved or removed)";
 			return 0;
 		}
+		if (lks_tail_replaced(t))
+			continue;
 		if (lks_now() - quiet_since >= t->idle_s)
 			return 0;
 		nanosleep(&poll, NULL);
@@ -157,6 +179,8 @@ static int lks_tail_close(void *cookie)
 	struct lks_tail *t = cookie;
 	int rc = close(t->fd);
 
+	if (t->next >= 0)
+		close(t->next);
 	free(t);
 	return rc;
 }
@@ -177,6 +201,7 @@ static FILE *lks_tail_open(const char *path, double idle_s, struct lks_tail **ta
 		return NULL;
 	t->path = path;
 	t->idle_s = idle_s;
+	t->next = -1;
 	if ((t->fd = open(path, O_RDONLY)) < 0 || fstat(t->fd, &st)) {
 		if (t->fd >= 0)
 			close(t->fd);

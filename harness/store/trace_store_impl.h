@@ -137,6 +137,10 @@ void lks_store_bulk_flush(lks_store *s);
 /* CREATE TABLE IF NOT EXISTS grad_sqnr: made by the first lks_store_sqnr_put. */
 extern const char lks_store_sqnr_schema[];
 
+/* CREATE INDEX IF NOT EXISTS tensors_by_name: made by every open to write, whatever the
+   file's schema version (trace_store_schema.c). */
+extern const char lks_store_tensor_index[];
+
 /* NEW: a missing or empty file; OLD: ours, of an earlier schema version; OURS: current. */
 enum lks_store_kind { LKS_FILE_NEW, LKS_FILE_OLD, LKS_FILE_OURS };
 

@@ -337,6 +337,9 @@ int lks_store_open(const char *path, lks_store **out)
 	rc = -1;
 	if (lks_store_configure(db, path))
 		goto out;
+	/* a no-op, without the write lock, where the file has it already */
+	if (LKS_SQL(db, sqlite3_exec(db, lks_store_tensor_index, NULL, NULL, NULL)) < 0)
+		goto out;
 	s = calloc(1, sizeof(*s));
 	if (!s) {
 		lks_err("cannot open '%s': out of memory", path);

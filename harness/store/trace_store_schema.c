@@ -355,6 +355,14 @@ const char lks_store_sqnr_schema[] =
 	"	PRIMARY KEY (run_a, run_b, step, seq)\n"
 	") WITHOUT ROWID";
 
+/* The index a traced tensor's name is looked up by (lks_store_trace_tensor, inside the
+   step's write transaction): without it each new name scanned every earlier name of the
+   run, and a run of 30000 names held the write lock for minutes. It is not part of a
+   version: every open to write makes it if the file lacks it, so files made before it get
+   it too, and an index changes nothing any reader or older writer relies on. */
+const char lks_store_tensor_index[] =
+	"CREATE INDEX IF NOT EXISTS tensors_by_name ON tensors (run_id, name, phase)";
+
 /* The header fields and the number of schema objects, in one statement and so in one
    read transaction: a process creating the schema at that moment is seen before or
    after, never half way. Returns 0, or the SQLite error code (SQLITE_NOTADB for a file

@@ -504,6 +504,23 @@ static void rotate(const struct paths *p, pid_t pid, int bump)
 	write_steps(p->log, "a", NULL, 8, 10, 2, bump);
 }
 
+/* The log rotated as logrotate's create does it: moved to live.log.1 and an empty one made
+   at once; the job writes step 6 to the file it has open (the moved one) a while after,
+   then reopens its log and goes on with steps 7 to 10 in the new one. */
+static void rotate_create(const struct paths *p, pid_t pid, int bump)
+{
+	char moved[512];
+
+	(void)pid;
+	path_in_tmp(moved, sizeof(moved), "live.log.1");
+	cr_assert_eq(rename(p->log, moved), 0);
+	write_steps(p->log, "w", NULL, 1, 0, 2, 0);  /* no step: an empty file */
+	sleep_ms(300);  /* 15 of the follower's polls: it has seen the empty file */
+	write_steps(moved, "a", NULL, 6, 6, 2, bump);
+	sleep_ms(300);
+	write_steps(p->log, "a", NULL, 7, 10, 2, 0);
+}
+
 /* restart_long while the follower is stopped: it cannot look at the file in between. */
 static void restart_long_stopped(const struct paths *p, pid_t pid, int bump)
 {
@@ -589,5 +606,32 @@ Test(follow, a_log_rewritten_past_the_offset_read_is_read_again_from_its_start)
 	cr_assert_eq(rc, 1, "no exit 1 after the rewritten log's step 2: %s", text);
 	cr_assert(strstr(text, "diverged at step 2 rank 0 metric loss"), "%s", text);
 	cr_assert(strstr(text, "/live.log' was truncated and written again"), "%s", text);
+	rm_tmp();
+}
+
+/* A log rotated with an empty new file made at once, the job writing on to the moved one
+   before it reopens its log (rotate_create): the moved file's step 6 is read before the
+   new file's steps, so all 10 steps are stored, and its difference (bump) is found.
+   Before, the follower went over to the empty new file at once, never read step 6, and
+   ended "equal to the reference" at the end step, exit 0, with step 6 missing. */
+Test(follow, a_rotated_log_is_read_to_its_end_after_the_new_file_appears)
+{
+	struct paths p;
+	char text[4096];
+	int rc, world;
+
+	setup(&p, 2);
+	for (int bump = 6; bump >= 0; bump -= 6) {
+		rc = follow_across(&p, 2, 5, IDLE " --end-step 10", rotate_create, bump, text,
+		                   sizeof(text));
+		cr_assert_eq(rc, bump ? 1 : 0, "rotated, bump %d: %s", bump, text);
+		if (bump)
+			cr_assert(strstr(text, "diverged at step 6 rank 0 metric loss"), "%s", text);
+		else
+			cr_assert(strstr(text, "10 steps up to 10, 2 ranks, 40 values equal"), "%s",
+			          text);
+	}
+	cr_assert_eq(stored_steps(p.db, 2, &world), 10, "%s", text);
+	cr_assert_eq(world, 20, "%s", text);
 	rm_tmp();
 }

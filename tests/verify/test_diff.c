@@ -352,3 +352,35 @@ Test(diff, an_imports_steps_are_its_last_step)
 	cr_expect_null(strstr(out, "2 steps"), "%s", out);
 	cleanup(&f);
 }
+
+/* An import or a trace that did not end well (a killed rank, a follow stopped by an error)
+   keeps runs.steps 0: the header says the last step the run holds, not "steps up to 0". */
+Test(diff, an_incomplete_runs_steps_are_the_last_it_holds)
+{
+	struct fixture f;
+	char out[16384], args[512], path[256];
+	sqlite3 *db;
+	FILE *w;
+
+	setup_dir(&f);
+	snprintf(path, sizeof(path), "%s/log.jsonl", f.dir);
+	cr_assert_not_null(w = fopen(path, "w"));
+	for (int s = 0; s <= 40; s++)
+		fprintf(w, "{\"step\": %d, \"loss\": %g}\n", s, 4.0 - s / 64.0);
+	fclose(w);
+	for (int i = 0; i < 2; i++) {
+		snprintf(args, sizeof(args), "import --format jsonl '%s' --case log --run %s --db '%s'",
+		         path, i ? "b" : "a", f.db);
+		cr_assert_eq(lks_run_bin(NULL, args, out, sizeof(out)), 0, "%s", out);
+	}
+	cr_assert_eq(sqlite3_open(f.db, &db), SQLITE_OK);
+	cr_assert_eq(sqlite3_exec(db, "UPDATE runs SET steps = 0, status = 'incomplete', "
+	                          "finished = NULL WHERE run_id = 2", NULL, NULL, NULL), SQLITE_OK);
+	sqlite3_close(db);
+	diff(&f, "1 2", out, sizeof(out));
+	cr_expect_not_null(strstr(out, "b: run 2  log/b  recipe "), "%s", out);
+	cr_expect_not_null(strstr(strstr(out, "b: run 2"), "world size 1  steps up to 40  backend "
+	                          "import:jsonl  incomplete"), "%s", out);
+	cr_expect_null(strstr(out, "steps up to 0"), "%s", out);
+	cleanup(&f);
+}
