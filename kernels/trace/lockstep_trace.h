@@ -88,7 +88,8 @@ int lks_trace_tensor_device(lks_trace *t, const char *name, int phase, int micro
                             const void *data, size_t n, int dtype, void *stream);
 
 /* Ends the step: the tensors given since the last lks_trace_step (or the open) are step
-   step's (steps of a rank ascend), stored in the background. */
+   step's, stored in the background. Steps of a rank ascend: a step that does not is
+   refused (-1), and the tensors given for it are dropped, not kept for the next step. */
 int lks_trace_step(lks_trace *t, int step);
 
 /* Stores what is left, says this rank is done (the run is complete once every rank is),
