@@ -568,3 +568,30 @@ int lks_trace_abort(lks_trace *t, const char *why)
 	return lks_trace_end(t, 1, why);
 }
 
+#ifdef __GLIBC__
+/* on_exit's handler: the process's status decides how t ends. */
+static void lks_trace_at_exit(int status, void *arg)
+{
+	char why[64];
+
+	if (!status) {
+		(void)lks_trace_close(arg);
+		return;
+	}
+	snprintf(why, sizeof(why), "the process exited with status %d", status);
+	(void)lks_trace_abort(arg, why);
+}
+#endif
+
+int lks_trace_close_at_exit(lks_trace *t)
+{
+	if (!t)
+		return lks_trace_fail("lks_trace_close_at_exit: no trace");
+#ifdef __GLIBC__
+	if (on_exit(lks_trace_at_exit, t))
+		return lks_trace_fail("lks_trace_close_at_exit: on_exit failed");
+	return 0;
+#else
+	return lks_trace_fail("lks_trace_close_at_exit: this C library has no on_exit");
+#endif
+}

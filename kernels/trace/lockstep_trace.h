@@ -30,7 +30,8 @@
 extern "C" {
 #endif
 
-#define LKS_TRACE_API_VERSION 3  /* 2: device tensors; 3: lks_trace_abort */
+#define LKS_TRACE_API_VERSION 4  /* 2: device tensors; 3: lks_trace_abort;
+                                    4: lks_trace_close_at_exit */
 
 typedef struct lks_trace lks_trace;
 
@@ -101,6 +102,13 @@ int lks_trace_close(lks_trace *t);
    cut short), and the run is stored failed, whatever the other ranks do; why (NULL: none
    given) is kept with it. Frees t (also when it fails). (API version 3.) */
 int lks_trace_abort(lks_trace *t, const char *why);
+
+/* Leaves t to the end of the process, for a caller whose own exit path cannot see the
+   process's exit status (Python's, at the interpreter's exit: sys.exit(1) is seen by no
+   handler): when the process exits (exit(), or a return from main) with status 0, t is
+   closed, else aborted with why "the process exited with status N". 0; -1 where the C
+   library has no on_exit (t is then left as it is: close it). (API version 4.) */
+int lks_trace_close_at_exit(lks_trace *t);
 
 /* Why the last call of this thread failed. */
 const char *lks_trace_error(void);

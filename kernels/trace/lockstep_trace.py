@@ -20,8 +20,9 @@ Tracing a training loop (torchtitan's, Hugging Face's, your own) takes two lines
     tracer.close()                     # (or leave it to the end of the process)
 
 A run that ends by an exception (out of a `with` block, or uncaught at the end of the
-process) is stored failed, not complete, with the exception's message; tracer.abort(why)
-does the same by hand.
+process) is stored failed, not complete, with the exception's message; so is one whose
+process exits with a status other than 0 (sys.exit(1), sys.exit("fatal: ..."), why then
+"the process exited with status N"); tracer.abort(why) does the same by hand.
 
 Then, a second run of the same names (another night, another build, another GPU):
 
@@ -129,7 +130,7 @@ __all__ = ["API_VERSION", "PHASES", "DTYPES", "load", "Trace", "Tracer", "trace_
            "launch_key"]
 
 # LKS_TRACE_API_VERSION of the header this file was written against.
-API_VERSION = 3
+API_VERSION = 4
 
 # enum lks_trace_phase and enum lks_trace_dtype.
 PHASES = {"forward": 0, "backward": 1, "update": 2, "recompute": 3}
@@ -190,6 +191,8 @@ def _bind(lib):
     lib.lks_trace_open_job.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p,
                                        ctypes.c_int, ctypes.c_int, ctypes.c_char_p]
     lib.lks_trace_open_job.restype = ctypes.c_void_p
+    lib.lks_trace_close_at_exit.argtypes = [ctypes.c_void_p]
+    lib.lks_trace_close_at_exit.restype = ctypes.c_int
     lib.lks_trace_error.argtypes = []
     lib.lks_trace_error.restype = ctypes.c_char_p
 
@@ -405,20 +408,24 @@ def _close_handle(lib, handle, pid, stale):
     """Closes a handle left open (garbage collection, the end of the process); a forked
     child (a DataLoader's worker) does not close its parent's trace. A process ending by
     an uncaught exception (one other than stale, the id of one printed before the trace was
-    opened, as in an interactive session) aborts it instead: the run is stored failed."""
+    opened, as in an interactive session) aborts it instead: the run is stored failed. At
+    the interpreter's exit otherwise the library ends it once the process's exit status is
+    known (lks_trace_close_at_exit): 0 closes it, any other (sys.exit(1), sys.exit("why"),
+    which no Python handler sees) aborts it."""
     if not handle or os.getpid() != pid:
         return
     exc = _uncaught() if _exiting else None
     if exc is not None and id(exc) != stale:
         lib.lks_trace_abort(handle, _why(exc))
-    else:
+    elif not _exiting or lib.lks_trace_close_at_exit(handle):
         lib.lks_trace_close(handle)
 
 
 class Trace:
     """One rank's trace: lks_trace_open ... lks_trace_close. A Trace left open is closed when
     it is garbage collected or the process exits (what it had is stored, and its rank is
-    done), or aborted (abort()) when the process exits by an uncaught exception.
+    done), or aborted (abort()) when the process exits by an uncaught exception or with a
+    status other than 0 (sys.exit(1)).
 
     job names the launch, so that the ranks of a job relaunched after a crash make a run of
     their own instead of joining the dead launch's run (the ranks join the latest

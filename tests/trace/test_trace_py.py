@@ -227,7 +227,8 @@ END
 def ending(c, lt, lib, tmp):
     """A training that fails is stored failed, with why, its whole steps kept: out of a
     `with` block by an exception, by abort(), or a process ending by an uncaught exception
-    (KeyboardInterrupt too). A normal end, sys.exit(0) and an exception caught do not."""
+    (KeyboardInterrupt too), or exiting with a status other than 0 (sys.exit(1),
+    sys.exit("why")). A normal end, sys.exit(0) and an exception caught do not."""
     import numpy as np
 
     db = os.path.join(tmp, "trace_py_end.db")
@@ -257,6 +258,11 @@ def ending(c, lt, lib, tmp):
              ["RuntimeError: the loader died"]),
             ("interrupt", "raise KeyboardInterrupt", "failed", ["KeyboardInterrupt"]),
             ("exit0", "sys.exit(0)", "complete", []),
+            ("exitnone", "sys.exit()", "complete", []),
+            ("exit1", "sys.exit(1)", "failed", ["the process exited with status 1"]),
+            ("exitstr", "sys.exit('fatal: diverged')", "failed",
+             ["the process exited with status 1"]),
+            ("raise3", "raise SystemExit(3)", "failed", ["the process exited with status 3"]),
             ("caught", "try:\n    raise OSError('x')\nexcept OSError:\n    pass", "complete",
              []),
             ("plain", "pass", "complete", [])):
