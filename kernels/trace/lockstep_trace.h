@@ -62,7 +62,8 @@ lks_trace *lks_trace_open(const char *db, const char *case_name, const char *run
                           int rank, int world_size);
 
 /* lks_trace_open for the ranks of one launch of a job: a rank joins only a run of the same
-   job (a key naming the launch: letters, digits, '_', '-', '.'; NULL or "": none, as
+   job (a key naming the launch: 1 to 63 letters, digits, '_', '-', '.', '+', the first not
+   '-', '.' or '+', else refused, never cut; NULL or "": none, as
    lks_trace_open), so that a job relaunched after a crash makes a run of its own instead of
    joining the dead launch's ranks. The run's options hold it ("job=KEY"). (API version 3.) */
 lks_trace *lks_trace_open_job(const char *db, const char *case_name, const char *run_name,

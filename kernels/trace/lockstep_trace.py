@@ -684,23 +684,44 @@ class Tracer:
         return False
 
 
+def _key_chars(s):
+    """s with each character a launch key does not take as '_'."""
+    return "".join(c if c.isascii() and (c.isalnum() or c in "_-.") else "_" for c in s)
+
+
+def _key_hash(s):
+    """16 hex digits of SHA-256 of s: what stands for a part too long to keep."""
+    import hashlib
+    return hashlib.sha256(s.encode("utf-8", "surrogateescape")).hexdigest()[:16]
+
+
 def launch_key(environ=None):
     """The key of this launch of a job, from its launcher's environment, or "" where none
     is known: torchrun's rendezvous id and restart count (TORCHELASTIC_RUN_ID, when not
     its default "none", and TORCHELASTIC_RESTART_COUNT), else Slurm's job id and restart
-    count (SLURM_JOB_ID, SLURM_RESTART_COUNT). Characters a key does not take become '_';
-    at most 63 of them. A launcher without these (a plain mpirun, a script relaunched by
-    hand) gives "": pass job= yourself (a time stamp the launcher exports, say)."""
+    count (SLURM_JOB_ID, SLURM_RESTART_COUNT): "ID.COUNT". Characters a key does not take
+    become '_' (and a first character that a name may not start with is preceded by '_').
+    A key has at most 63 characters: an id too long for that keeps its start and ends in
+    16 hex digits of its hash, and the restart count is kept whole, so that the launches of
+    a job with a long id still have keys of their own. A launcher without these (a plain
+    mpirun, a script relaunched by hand) gives "": pass job= yourself (a time stamp the
+    launcher exports, say)."""
     env = os.environ if environ is None else environ
     rid = env.get("TORCHELASTIC_RUN_ID", "")
     if rid and rid != "none":
-        key = "%s.%s" % (rid, env.get("TORCHELASTIC_RESTART_COUNT", "0"))
+        head, count = rid, env.get("TORCHELASTIC_RESTART_COUNT") or "0"
     elif env.get("SLURM_JOB_ID"):
-        key = "slurm%s.%s" % (env["SLURM_JOB_ID"], env.get("SLURM_RESTART_COUNT", "0"))
+        head, count = "slurm" + env["SLURM_JOB_ID"], env.get("SLURM_RESTART_COUNT") or "0"
     else:
         return ""
-    return "".join(c if c.isascii() and (c.isalnum() or c in "_-.") else "_"
-                   for c in key)[:63]
+    key = _key_chars(head)
+    if not (key[0].isalnum() or key[0] == "_"):
+        key = "_" + key
+    count = _key_chars(count) if len(count) <= 20 else _key_hash(count)
+    room = 63 - 1 - len(count)
+    if len(key) > room:
+        key = key[:room - 17] + "-" + _key_hash(head)
+    return key + "." + count
 
 
 def _env_int(name, default):
