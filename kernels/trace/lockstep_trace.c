@@ -59,6 +59,7 @@ struct lks_trace {
 	lks_store *s;
 	int64_t run_id;
 	int rank, last_step;
+	int stored;                               /* the last step the writer stored; -1: none */
 	struct lks_trace_stepbuf cur;             /* being filled */
 	float *scratch;                           /* a half tensor widened */
 	size_t scratch_cap;
@@ -182,6 +183,8 @@ static void *lks_trace_writer(void *arg)
 		if (rc && !t->failed) {
 			t->failed = 1;
 			snprintf(t->err, sizeof(t->err), "step %d: %s", sb.step, lks_errmsg());
+		} else if (!t->failed) {
+			t->stored = sb.step;
 		}
 		free(sb.r);
 		memmove(t->queue, t->queue + 1, (size_t)(--t->nqueue) * sizeof(t->queue[0]));
@@ -236,6 +239,8 @@ lks_trace *lks_trace_open_job(const char *db, const char *case_name, const char 
 
 	if (!db || !case_name || !run_name)
 		return lks_trace_fail("lks_trace_open: a database, a case and a run name"), NULL;
+	if (!*db)  /* SQLite would open a temporary database of its own */
+		return lks_trace_fail("lks_trace_open: an empty database path"), NULL;
 	if (lks_name_check("case", case_name, strlen(case_name))
 	    || lks_name_check("run", run_name, strlen(run_name))
 	    || (job && *job && lks_name_check("job", job, strlen(job))))
@@ -250,6 +255,7 @@ lks_trace *lks_trace_open_job(const char *db, const char *case_name, const char 
 		return lks_trace_fail("out of memory"), NULL;
 	t->rank = rank;
 	t->last_step = -1;
+	t->stored = -1;
 	t->cur.step = -1;
 	pthread_mutex_init(&t->mu, NULL);
 	pthread_cond_init(&t->cv, NULL);
@@ -257,7 +263,12 @@ lks_trace *lks_trace_open_job(const char *db, const char *case_name, const char 
 	info.fingerprint = fp;
 	if (!fp || !(t->b = lks_block_new()) || lks_store_open(db, &t->s)
 	    || lks_store_trace_join(t->s, &info, rank, &t->run_id)) {
-		lks_trace_fail("'%s': %s", db, fp ? lks_errmsg() : "out of memory");
+		const char *why = fp ? lks_errmsg() : "out of memory";
+
+		if (strstr(why, db))  /* the store's message names the file already */
+			lks_trace_fail("%s", why);
+		else
+			lks_trace_fail("'%s': %s", db, why);
 		goto fail;
 	}
 	free(fp);
@@ -464,9 +475,14 @@ int lks_trace_step(lks_trace *t, int step)
 
 	if (!t)
 		return lks_trace_fail("lks_trace_step: no trace");
-	if (step <= t->last_step || step < 0)
-		return lks_trace_fail("step %d after step %d: a rank's steps ascend", step,
-		                      t->last_step);
+	if (step <= t->last_step || step < 0) {  /* not stored under the next step either */
+		size_t n = t->cur.n;
+
+		(void)lks_trace_collect(t);  /* its device records let go of */
+		t->cur.n = 0;
+		return lks_trace_fail("step %d after step %d: a rank's steps ascend (the %zu "
+		                      "tensors given for it are dropped)", step, t->last_step, n);
+	}
 	if (lks_trace_collect(t)) {
 		t->cur.n = 0;  /* a step that cannot be measured whole is not stored */
 		t->last_step = step;
@@ -489,6 +505,22 @@ int lks_trace_step(lks_trace *t, int step)
 	return rc;
 }
 
+/* The end of a rank whose writer failed (a lock held past the busy timeout, a file-size
+   limit), stored all the same, now that the writer has let go of the store: its trace
+   lacks steps, so the run is failed (a close too), why and the writer's error kept, its
+   steps those stored. -1 after lks_trace_fail, which says whether the end was stored. */
+static int lks_trace_leave_failed(lks_trace *t, const char *why)
+{
+	char msg[700];
+
+	snprintf(msg, sizeof(msg), "%s%slockstep-trace's writer failed: %s", why && *why ? why : "",
+	         why && *why ? "; " : "", t->err);
+	if (lks_store_trace_leave(t->s, t->run_id, t->rank, t->stored, 1, msg))
+		return lks_trace_fail("%s; the rank's end (the run failed) could not be stored "
+		                      "either: %s", t->err, lks_errmsg());
+	return lks_trace_fail("%s (the run is stored failed)", t->err);
+}
+
 /* Closes (failed 0) or aborts t: the writer stores what was handed over, then the rank
    leaves the run. */
 static int lks_trace_end(lks_trace *t, int failed, const char *why)
@@ -508,7 +540,7 @@ static int lks_trace_end(lks_trace *t, int failed, const char *why)
 	pthread_mutex_unlock(&t->mu);
 	pthread_join(t->thread, NULL);
 	if (t->failed)
-		rc = lks_trace_fail("%s", t->err);
+		rc = lks_trace_leave_failed(t, why);
 	else if (lks_store_trace_leave(t->s, t->run_id, t->rank, t->last_step, failed, why))
 		rc = lks_trace_fail("%s", lks_errmsg());
 	lks_store_close(t->s);
@@ -534,4 +566,32 @@ int lks_trace_close(lks_trace *t)
 int lks_trace_abort(lks_trace *t, const char *why)
 {
 	return lks_trace_end(t, 1, why);
+}
+
+#ifdef __GLIBC__
+/* on_exit's handler: the process's status decides how t ends. */
+static void lks_trace_at_exit(int status, void *arg)
+{
+	char why[64];
+
+	if (!status) {
+		(void)lks_trace_close(arg);
+		return;
+	}
+	snprintf(why, sizeof(why), "the process exited with status %d", status);
+	(void)lks_trace_abort(arg, why);
+}
+#endif
+
+int lks_trace_close_at_exit(lks_trace *t)
+{
+	if (!t)
+		return lks_trace_fail("lks_trace_close_at_exit: no trace");
+#ifdef __GLIBC__
+	if (on_exit(lks_trace_at_exit, t))
+		return lks_trace_fail("lks_trace_close_at_exit: on_exit failed");
+	return 0;
+#else
+	return lks_trace_fail("lks_trace_close_at_exit: this C library has no on_exit");
+#endif
 }

@@ -30,7 +30,8 @@
 extern "C" {
 #endif
 
-#define LKS_TRACE_API_VERSION 3  /* 2: device tensors; 3: lks_trace_abort */
+#define LKS_TRACE_API_VERSION 4  /* 2: device tensors; 3: lks_trace_abort;
+                                    4: lks_trace_close_at_exit */
 
 typedef struct lks_trace lks_trace;
 
@@ -61,7 +62,8 @@ lks_trace *lks_trace_open(const char *db, const char *case_name, const char *run
                           int rank, int world_size);
 
 /* lks_trace_open for the ranks of one launch of a job: a rank joins only a run of the same
-   job (a key naming the launch: letters, digits, '_', '-', '.'; NULL or "": none, as
+   job (a key naming the launch: 1 to 63 letters, digits, '_', '-', '.', '+', the first not
+   '-', '.' or '+', else refused, never cut; NULL or "": none, as
    lks_trace_open), so that a job relaunched after a crash makes a run of its own instead of
    joining the dead launch's ranks. The run's options hold it ("job=KEY"). (API version 3.) */
 lks_trace *lks_trace_open_job(const char *db, const char *case_name, const char *run_name,
@@ -88,7 +90,8 @@ int lks_trace_tensor_device(lks_trace *t, const char *name, int phase, int micro
                             const void *data, size_t n, int dtype, void *stream);
 
 /* Ends the step: the tensors given since the last lks_trace_step (or the open) are step
-   step's (steps of a rank ascend), stored in the background. */
+   step's, stored in the background. Steps of a rank ascend: a step that does not is
+   refused (-1), and the tensors given for it are dropped, not kept for the next step. */
 int lks_trace_step(lks_trace *t, int step);
 
 /* Stores what is left, says this rank is done (the run is complete once every rank is),
@@ -100,6 +103,13 @@ int lks_trace_close(lks_trace *t);
    cut short), and the run is stored failed, whatever the other ranks do; why (NULL: none
    given) is kept with it. Frees t (also when it fails). (API version 3.) */
 int lks_trace_abort(lks_trace *t, const char *why);
+
+/* Leaves t to the end of the process, for a caller whose own exit path cannot see the
+   process's exit status (Python's, at the interpreter's exit: sys.exit(1) is seen by no
+   handler): when the process exits (exit(), or a return from main) with status 0, t is
+   closed, else aborted with why "the process exited with status N". 0; -1 where the C
+   library has no on_exit (t is then left as it is: close it). (API version 4.) */
+int lks_trace_close_at_exit(lks_trace *t);
 
 /* Why the last call of this thread failed. */
 const char *lks_trace_error(void);

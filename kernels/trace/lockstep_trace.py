@@ -20,8 +20,9 @@ Tracing a training loop (torchtitan's, Hugging Face's, your own) takes two lines
     tracer.close()                     # (or leave it to the end of the process)
 
 A run that ends by an exception (out of a `with` block, or uncaught at the end of the
-process) is stored failed, not complete, with the exception's message; tracer.abort(why)
-does the same by hand.
+process) is stored failed, not complete, with the exception's message; so is one whose
+process exits with a status other than 0 (sys.exit(1), sys.exit("fatal: ..."), why then
+"the process exited with status N"); tracer.abort(why) does the same by hand.
 
 Then, a second run of the same names (another night, another build, another GPU):
 
@@ -129,7 +130,7 @@ __all__ = ["API_VERSION", "PHASES", "DTYPES", "load", "Trace", "Tracer", "trace_
            "launch_key"]
 
 # LKS_TRACE_API_VERSION of the header this file was written against.
-API_VERSION = 3
+API_VERSION = 4
 
 # enum lks_trace_phase and enum lks_trace_dtype.
 PHASES = {"forward": 0, "backward": 1, "update": 2, "recompute": 3}
@@ -190,6 +191,8 @@ def _bind(lib):
     lib.lks_trace_open_job.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p,
                                        ctypes.c_int, ctypes.c_int, ctypes.c_char_p]
     lib.lks_trace_open_job.restype = ctypes.c_void_p
+    lib.lks_trace_close_at_exit.argtypes = [ctypes.c_void_p]
+    lib.lks_trace_close_at_exit.restype = ctypes.c_int
     lib.lks_trace_error.argtypes = []
     lib.lks_trace_error.restype = ctypes.c_char_p
 
@@ -405,20 +408,24 @@ def _close_handle(lib, handle, pid, stale):
     """Closes a handle left open (garbage collection, the end of the process); a forked
     child (a DataLoader's worker) does not close its parent's trace. A process ending by
     an uncaught exception (one other than stale, the id of one printed before the trace was
-    opened, as in an interactive session) aborts it instead: the run is stored failed."""
+    opened, as in an interactive session) aborts it instead: the run is stored failed. At
+    the interpreter's exit otherwise the library ends it once the process's exit status is
+    known (lks_trace_close_at_exit): 0 closes it, any other (sys.exit(1), sys.exit("why"),
+    which no Python handler sees) aborts it."""
     if not handle or os.getpid() != pid:
         return
     exc = _uncaught() if _exiting else None
     if exc is not None and id(exc) != stale:
         lib.lks_trace_abort(handle, _why(exc))
-    else:
+    elif not _exiting or lib.lks_trace_close_at_exit(handle):
         lib.lks_trace_close(handle)
 
 
 class Trace:
     """One rank's trace: lks_trace_open ... lks_trace_close. A Trace left open is closed when
     it is garbage collected or the process exits (what it had is stored, and its rank is
-    done), or aborted (abort()) when the process exits by an uncaught exception.
+    done), or aborted (abort()) when the process exits by an uncaught exception or with a
+    status other than 0 (sys.exit(1)).
 
     job names the launch, so that the ranks of a job relaunched after a crash make a run of
     their own instead of joining the dead launch's run (the ranks join the latest
@@ -677,23 +684,44 @@ class Tracer:
         return False
 
 
+def _key_chars(s):
+    """s with each character a launch key does not take as '_'."""
+    return "".join(c if c.isascii() and (c.isalnum() or c in "_-.") else "_" for c in s)
+
+
+def _key_hash(s):
+    """16 hex digits of SHA-256 of s: what stands for a part too long to keep."""
+    import hashlib
+    return hashlib.sha256(s.encode("utf-8", "surrogateescape")).hexdigest()[:16]
+
+
 def launch_key(environ=None):
     """The key of this launch of a job, from its launcher's environment, or "" where none
     is known: torchrun's rendezvous id and restart count (TORCHELASTIC_RUN_ID, when not
     its default "none", and TORCHELASTIC_RESTART_COUNT), else Slurm's job id and restart
-    count (SLURM_JOB_ID, SLURM_RESTART_COUNT). Characters a key does not take become '_';
-    at most 63 of them. A launcher without these (a plain mpirun, a script relaunched by
-    hand) gives "": pass job= yourself (a time stamp the launcher exports, say)."""
+    count (SLURM_JOB_ID, SLURM_RESTART_COUNT): "ID.COUNT". Characters a key does not take
+    become '_' (and a first character that a name may not start with is preceded by '_').
+    A key has at most 63 characters: an id too long for that keeps its start and ends in
+    16 hex digits of its hash, and the restart count is kept whole, so that the launches of
+    a job with a long id still have keys of their own. A launcher without these (a plain
+    mpirun, a script relaunched by hand) gives "": pass job= yourself (a time stamp the
+    launcher exports, say)."""
     env = os.environ if environ is None else environ
     rid = env.get("TORCHELASTIC_RUN_ID", "")
     if rid and rid != "none":
-        key = "%s.%s" % (rid, env.get("TORCHELASTIC_RESTART_COUNT", "0"))
+        head, count = rid, env.get("TORCHELASTIC_RESTART_COUNT") or "0"
     elif env.get("SLURM_JOB_ID"):
-        key = "slurm%s.%s" % (env["SLURM_JOB_ID"], env.get("SLURM_RESTART_COUNT", "0"))
+        head, count = "slurm" + env["SLURM_JOB_ID"], env.get("SLURM_RESTART_COUNT") or "0"
     else:
         return ""
-    return "".join(c if c.isascii() and (c.isalnum() or c in "_-.") else "_"
-                   for c in key)[:63]
+    key = _key_chars(head)
+    if not (key[0].isalnum() or key[0] == "_"):
+        key = "_" + key
+    count = _key_chars(count) if len(count) <= 20 else _key_hash(count)
+    room = 63 - 1 - len(count)
+    if len(key) > room:
+        key = key[:room - 17] + "-" + _key_hash(head)
+    return key + "." + count
 
 
 def _env_int(name, default):

@@ -9,8 +9,11 @@
  */
 #include <criterion/criterion.h>
 #include <math.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <unistd.h>
 
 #include "../store_fixture.h"
 #include "harness/engine/trace.h"
@@ -236,6 +239,67 @@ Test(trace_lib, an_aborted_rank_fails_the_run_keeping_its_whole_steps)
 	cr_assert_eq(lks_trace_abort(NULL, "x"), 0);
 }
 
+/* A rank of run `run` whose writer fails at step 1 (fsize: the file-size limit of this test's
+   process from then on, as a lock held past the busy timeout would fail it), step 0 stored
+   first; ended by abort (why) or by close (why NULL). The end's return. */
+static int writer_fails(const char *db, const char *run, const char *why, rlim_t fsize)
+{
+	float x = 1;
+	lks_trace *t = lks_trace_open(db, "c", run, 0, 1);
+	struct rlimit lim = { 1 << 20, RLIM_INFINITY };
+	char q[256];
+	int rc;
+
+	cr_assert_not_null(t, "%s", lks_trace_error());
+	cr_assert_eq(lks_trace_tensor(t, "w", LKS_TRACE_FORWARD, -1, &x, 1, LKS_TRACE_F32), 0);
+	cr_assert_eq(lks_trace_step(t, 0), 0, "%s", lks_trace_error());
+	snprintf(q, sizeof(q), "SELECT count(*) FROM tensor_blocks JOIN runs USING (run_id) "
+	         "WHERE run_name = '%s'", run);
+	for (int i = 0; i < 1000 && !sql_int_path(db, q); i++)  /* step 0 stored first */
+		usleep(10000);
+	lim.rlim_cur = fsize;
+	cr_assert_eq(setrlimit(RLIMIT_FSIZE, &lim), 0);
+	for (int i = 0; i < 200000; i++)  /* some MB of records: past the limit */
+		cr_assert_eq(lks_trace_tensor(t, "w", LKS_TRACE_FORWARD, i, &x, 1, LKS_TRACE_F32), 0);
+	cr_assert_eq(lks_trace_step(t, 1), 0, "%s", lks_trace_error());
+	rc = why ? lks_trace_abort(t, why) : lks_trace_close(t);
+	lim.rlim_cur = RLIM_INFINITY;
+	cr_assert_eq(setrlimit(RLIMIT_FSIZE, &lim), 0);
+	return rc;
+}
+
+/* A writer that failed does not keep the rank's end from being stored (it kept it, and the
+   run stayed incomplete for good, the reason lost): an abort stores the run failed with
+   why and the writer's error, a close failed too (a step is missing), the steps stored
+   kept; where even the end cannot be written, the error says so. */
+Test(trace_lib, a_failed_writer_still_stores_the_ranks_end_failed)
+{
+	char db[512], q[256];
+
+	signal(SIGXFSZ, SIG_IGN);  /* a write past the limit fails (EFBIG) */
+	mkdir_tmp();
+	path_in_tmp(db, sizeof(db), "wfail.db");
+	cr_assert_eq(writer_fails(db, "ab", "training crashed", 1 << 20), -1);
+	cr_assert(strstr(lks_trace_error(), "step 1: ") && strstr(lks_trace_error(),
+	          "stored failed"), "%s", lks_trace_error());
+	cr_assert_eq(writer_fails(db, "cl", NULL, 1 << 20), -1);
+	for (int i = 0; i < 2; i++) {
+		snprintf(q, sizeof(q), "SELECT count(*) FROM runs JOIN events USING (run_id) WHERE "
+		         "run_name = '%s' AND status = 'failed' AND steps = 0 AND kind = "
+		         "'trace_rank_failed' AND message LIKE '%s%%writer failed: step 1: %%'",
+		         i ? "cl" : "ab", i ? "" : "training crashed; ");
+		cr_assert_eq(sql_int_path(db, q), 1, "%s", q);
+	}
+	cr_assert_eq(sql_int_path(db, "SELECT count(*) FROM tensor_blocks WHERE step = 0"), 2);
+	cr_assert_eq(sql_int_path(db, "SELECT count(*) FROM tensor_blocks WHERE step = 1"), 0);
+	/* nothing more may be written: the end is not stored, and the error says it */
+	cr_assert_eq(writer_fails(db, "no", "x", 1), -1);
+	cr_assert(strstr(lks_trace_error(), "could not be stored either"), "%s",
+	          lks_trace_error());
+	cr_assert_eq(sql_int_path(db, "SELECT count(*) FROM runs WHERE run_name = 'no' AND "
+	                              "status = 'incomplete'"), 1);
+}
+
 /* A job relaunched after a crash: its ranks join only a run of their own launch's key, not
    the dead launch's run that one of its ranks never joined (which mixed two launches into
    one run, stored complete). The same key joins; a bad key is refused. */
@@ -279,6 +343,36 @@ Test(trace_lib, a_relaunched_job_makes_a_run_of_its_own)
 	cr_assert(strstr(lks_trace_error(), "job"), "%s", lks_trace_error());
 }
 
+/* A step refused (not ascending, or again) drops the tensors given for it: they were
+   stored under the next step, beside its own (or as a step of their own at the close). */
+Test(trace_lib, a_refused_step_drops_its_tensors)
+{
+	char db[512];
+	float x[3] = { 1, 2, 3 };
+	const char *const names[] = { "x", "y", "z", "u" };
+	const int steps[] = { 5, 3, 7, 7 };  /* 3: below 5; 7 again */
+	lks_trace *t;
+
+	mkdir_tmp();
+	path_in_tmp(db, sizeof(db), "refused.db");
+	cr_assert_not_null(t = lks_trace_open(db, "c", "r", 0, 1), "%s", lks_trace_error());
+	for (int i = 0; i < 4; i++) {
+		cr_assert_eq(lks_trace_tensor(t, names[i], LKS_TRACE_FORWARD, -1, x, 3,
+		                              LKS_TRACE_F32), 0);
+		cr_assert_eq(lks_trace_step(t, steps[i]), i % 2 ? -1 : 0, "%s", lks_trace_error());
+		if (i % 2)
+			cr_assert(strstr(lks_trace_error(), "ascend (the 1 tensors given for it are "
+			          "dropped)"), "%s", lks_trace_error());
+	}
+	cr_assert_eq(lks_trace_close(t), 0, "%s", lks_trace_error());
+	cr_assert_eq(sql_int_path(db, "SELECT count(*) FROM tensors"), 2, "x and z alone");
+	cr_assert_eq(sql_int_path(db, "SELECT count(*) FROM tensors WHERE name IN ('y', 'u')"),
+	             0);
+	cr_assert_eq(sql_int_path(db, "SELECT count(DISTINCT step) FROM tensor_blocks"), 2,
+	             "steps 5 and 7, no step 8 made at the close");
+	cr_assert_eq(sql_int_path(db, "SELECT max(step) FROM tensor_blocks"), 7);
+}
+
 Test(trace_lib, bad_calls_fail_with_a_message)
 {
 	char db[512];
@@ -292,6 +386,15 @@ Test(trace_lib, bad_calls_fail_with_a_message)
 	cr_assert_null(lks_trace_open(db, "c d", "r", 0, 1));
 	cr_assert_null(lks_trace_open("/nonexistent-dir/x.db", "c", "r", 0, 1));
 	cr_assert(strstr(lks_trace_error(), "/nonexistent-dir/x.db"), "%s", lks_trace_error());
+	cr_assert(!strstr(strstr(lks_trace_error(), "x.db") + 1, "x.db"), "the path once: %s",
+	          lks_trace_error());
+	cr_assert_null(lks_trace_open(tmpdir, "c", "r", 0, 1), "a directory");
+	cr_assert(strstr(lks_trace_error(), tmpdir), "%s", lks_trace_error());
+	cr_assert(!strstr(strstr(lks_trace_error(), tmpdir) + 1, tmpdir), "the path once: %s",
+	          lks_trace_error());
+	cr_assert_null(lks_trace_open("", "c", "r", 0, 1));
+	cr_assert(strstr(lks_trace_error(), "an empty database path") && !strstr(
+	          lks_trace_error(), "network"), "%s", lks_trace_error());
 	cr_assert_not_null(t = lks_trace_open(db, "c", "r", 0, 1), "%s", lks_trace_error());
 	cr_assert_eq(lks_trace_tensor(t, "", LKS_TRACE_FORWARD, -1, &x, 1, LKS_TRACE_F32), -1);
 	cr_assert_eq(lks_trace_tensor(t, "x", 7, -1, &x, 1, LKS_TRACE_F32), -1);

@@ -227,7 +227,8 @@ END
 def ending(c, lt, lib, tmp):
     """A training that fails is stored failed, with why, its whole steps kept: out of a
     `with` block by an exception, by abort(), or a process ending by an uncaught exception
-    (KeyboardInterrupt too). A normal end, sys.exit(0) and an exception caught do not."""
+    (KeyboardInterrupt too), or exiting with a status other than 0 (sys.exit(1),
+    sys.exit("why")). A normal end, sys.exit(0) and an exception caught do not."""
     import numpy as np
 
     db = os.path.join(tmp, "trace_py_end.db")
@@ -257,6 +258,11 @@ def ending(c, lt, lib, tmp):
              ["RuntimeError: the loader died"]),
             ("interrupt", "raise KeyboardInterrupt", "failed", ["KeyboardInterrupt"]),
             ("exit0", "sys.exit(0)", "complete", []),
+            ("exitnone", "sys.exit()", "complete", []),
+            ("exit1", "sys.exit(1)", "failed", ["the process exited with status 1"]),
+            ("exitstr", "sys.exit('fatal: diverged')", "failed",
+             ["the process exited with status 1"]),
+            ("raise3", "raise SystemExit(3)", "failed", ["the process exited with status 3"]),
             ("caught", "try:\n    raise OSError('x')\nexcept OSError:\n    pass", "complete",
              []),
             ("plain", "pass", "complete", [])):
@@ -281,16 +287,35 @@ def launches(c, lt, lib, tmp):
                       ({}, "")):
         c.ok(lt.launch_key(env) == want, "launch_key(%r) is %r" % (env, want),
              repr(lt.launch_key(env)))
+    # a long id (torchrun's --rdzv-id is the user's: a job name and a uuid, say): each
+    # restart a key of its own, which the library takes; two long ids, two keys
+    rid = "trainjob-llama3-8b-fp8-rowwise-nightly-2026-11-30-a1b2c3d4e5f6a7"
+    keys = {}
+    for name, env in [("%s/%s" % (r, n), {"TORCHELASTIC_RUN_ID": r,
+                                          "TORCHELASTIC_RESTART_COUNT": n})
+                      for r in (rid, rid[:-1] + "8", "-" + rid[:3])
+                      for n in ("0", "1", "12")] + \
+            [("slurm60/%s" % n, {"SLURM_JOB_ID": "1" * 60, "SLURM_RESTART_COUNT": n})
+             for n in ("0", "3")]:
+        key = lt.launch_key(env)
+        keys[key] = name
+        ok = len(key) <= 63 and key.endswith("." + name.split("/")[-1])
+        c.ok(ok, "launch_key of %s keeps its restart count, at most 63 characters" % name,
+             repr(key))
+    c.ok(len(keys) == 11, "11 launches, 11 keys", repr(keys))
     db = os.path.join(tmp, "trace_py_launch.db")
     for f in (db, db + "-wal", db + "-shm"):
         if os.path.exists(f):
             os.remove(f)
+    for key in keys:  # each a key the library takes
+        lt.Trace(db, CASE, "k", lib=lib, job=key).close()
     lt.Trace(db, CASE, "r", rank=0, world_size=2, lib=lib, job="first").close()
     late = lt.Trace(db, CASE, "r", rank=1, world_size=2, lib=lib, job="second")
     lt.Trace(db, CASE, "r", rank=0, world_size=2, lib=lib, job="second").close()
     late.close()
     con = sqlite3.connect(db)
-    rows = con.execute("SELECT options, status FROM runs ORDER BY run_id").fetchall()
+    rows = con.execute("SELECT options, status FROM runs WHERE run_name = 'r' "
+                       "ORDER BY run_id").fetchall()
     con.close()
     c.ok(rows == [("job=first", "incomplete"), ("job=second", "complete")],
          "a relaunch (job=) makes a run of its own, complete", repr(rows))
