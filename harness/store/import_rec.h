@@ -20,8 +20,9 @@
 /* Ranks 0 .. LKS_IMPORT_MAX_RANK: more than any job writes into one log. A log that
    names a bigger one is bad input at its line, in every format. */
 #define LKS_IMPORT_MAX_RANK 65535
-/* Steps 0 .. LKS_IMPORT_MAX_STEP: a step is an int wherever lockstep keeps one. */
-#define LKS_IMPORT_MAX_STEP 2147483647
+/* Steps 0 .. LKS_IMPORT_MAX_STEP: a step is an int wherever lockstep keeps one, and so is
+   the last step + 1 (a run's steps, the end of a walk over them): 2^31 - 2. */
+#define LKS_IMPORT_MAX_STEP 2147483646
 /* Metric names in one run: what reads a run back holds a name's index in 16 bits (run.h,
    struct lks_mrow), so an import that would store more is bad input at the line whose
    name is one too many. */

@@ -475,11 +475,14 @@ int lks_trace_step(lks_trace *t, int step)
 
 	if (!t)
 		return lks_trace_fail("lks_trace_step: no trace");
-	if (step <= t->last_step || step < 0) {  /* not stored under the next step either */
+	if (step <= t->last_step || step < 0 || step > LKS_TRACE_STEP_MAX) {
 		size_t n = t->cur.n;
 
 		(void)lks_trace_collect(t);  /* its device records let go of */
-		t->cur.n = 0;
+		t->cur.n = 0;  /* not stored under the next step either */
+		if (step > LKS_TRACE_STEP_MAX)
+			return lks_trace_fail("step %d: steps go from 0 to %d (the %zu tensors given "
+			                      "for it are dropped)", step, LKS_TRACE_STEP_MAX, n);
 		return lks_trace_fail("step %d after step %d: a rank's steps ascend (the %zu "
 		                      "tensors given for it are dropped)", step, t->last_step, n);
 	}

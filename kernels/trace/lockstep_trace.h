@@ -89,9 +89,13 @@ int lks_trace_device(void);
 int lks_trace_tensor_device(lks_trace *t, const char *name, int phase, int micro,
                             const void *data, size_t n, int dtype, void *stream);
 
+/* The largest step: 2^31 - 2, so that the last step + 1 (a run's steps) is an int too. */
+#define LKS_TRACE_STEP_MAX 2147483646
+
 /* Ends the step: the tensors given since the last lks_trace_step (or the open) are step
-   step's, stored in the background. Steps of a rank ascend: a step that does not is
-   refused (-1), and the tensors given for it are dropped, not kept for the next step. */
+   step's, stored in the background. Steps of a rank ascend, from 0 to LKS_TRACE_STEP_MAX:
+   a step that does not is refused (-1), and the tensors given for it are dropped, not
+   kept for the next step. */
 int lks_trace_step(lks_trace *t, int step);
 
 /* Stores what is left, says this rank is done (the run is complete once every rank is),

@@ -232,6 +232,7 @@ def _error(lib):
 # The largest C int. ctypes passes a larger Python int to a c_int parameter wrapped, without
 # a word (rank 2**32 as rank 0, step 2**32 + 7 as step 7), so every int is checked here.
 _INT_MAX = 2**31 - 1
+_STEP_MAX = 2**31 - 2  # LKS_TRACE_STEP_MAX
 
 
 def _c_int(what, v, least):
@@ -432,10 +433,11 @@ class Trace:
     incomplete run of the same names and job). None (the default): the launcher's, from
     the environment (launch_key()); "": none.
 
-    A number out of the range the library takes (rank and step 0 to 2**31 - 1, world_size
-    from 1, micro from -1; ctypes would pass a larger one on wrapped), a phase not in
-    PHASES, or a name or path holding NUL (which would end it there) raises ValueError
-    naming it; every other failure raises RuntimeError with the library's message."""
+    A number out of the range the library takes (rank 0 to 2**31 - 1, step to 2**31 - 2,
+    world_size from 1, micro from -1; ctypes would pass a larger one on wrapped), a phase
+    not in PHASES, or a name or path holding NUL (which would end it there) raises
+    ValueError naming it; every other failure raises RuntimeError with the library's
+    message."""
 
     def __init__(self, db, case, run, rank=0, world_size=1, lib=None, whole=False,
                  job=None):
@@ -511,6 +513,8 @@ class Trace:
         """Ends step `step` (a rank's steps ascend): the tensors given since the last step
         are that step's, handed to the library's writer."""
         step = _c_int("step", step, 0)
+        if step > _STEP_MAX:  # the last step + 1 is an int too
+            raise ValueError("step %d: want 0 to %d" % (step, _STEP_MAX))
         with self._lock:
             if self._lib.lks_trace_step(self._handle(), step):
                 raise RuntimeError(_error(self._lib))

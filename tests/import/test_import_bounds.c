@@ -135,45 +135,45 @@ Test(import_bounds, a_rank_over_the_bound_is_refused_wherever_a_line_names_it)
 
 Test(import_bounds, a_step_over_the_bound_is_refused_saying_the_bound)
 {
-	static const char *const bound[] = { "0 to 2147483647", NULL };
+	static const char *const bound[] = { "0 to 2147483646", NULL };
 	struct first f;
 
 	/* the bound itself is a step */
-	cr_assert_eq(parse("torchtitan", "step: 2147483647  loss: 2.5\n", &f), 0, "%s",
+	cr_assert_eq(parse("torchtitan", "step: 2147483646  loss: 2.5\n", &f), 0, "%s",
 	             lks_errmsg());
-	cr_assert_eq(f.step, 2147483647);
-	cr_assert_eq(parse("megatron-log", "iteration 2147483647/ 2147483647 | lm loss: 2.5 |\n",
+	cr_assert_eq(f.step, 2147483646);
+	cr_assert_eq(parse("megatron-log", "iteration 2147483646/ 2147483646 | lm loss: 2.5 |\n",
 	                   &f), 0, "%s", lks_errmsg());
-	cr_assert_eq(f.step, 2147483647);
-	cr_assert_eq(parse("jsonl", "{\"step\": 2147483647, \"loss\": 2.5}\n", &f), 0, "%s",
+	cr_assert_eq(f.step, 2147483646);
+	cr_assert_eq(parse("jsonl", "{\"step\": 2147483646, \"loss\": 2.5}\n", &f), 0, "%s",
 	             lks_errmsg());
-	cr_assert_eq(f.step, 2147483647);
+	cr_assert_eq(f.step, 2147483646);
 
 	static const char *const titan[] = {
-		"step: 1  loss: 2.5\nstep: 2147483648  loss: 2.5\n",
+		"step: 1  loss: 2.5\nstep: 2147483647  loss: 2.5\n",
 		"step: 1  loss: 2.5\n[rank0]:" TITAN COLOUR "step: 99999999999  loss: 2.5\n",
 	};
 	for (size_t i = 0; i < sizeof(titan) / sizeof(titan[0]); i++) {
 		same_both_ways(titan[i]);
 		refused("torchtitan", titan[i], (const char *const[]){ "'t.log':2: bad step '",
-		                                                       "0 to 2147483647", NULL });
+		                                                       "0 to 2147483646", NULL });
 	}
 	/* a megatron line past the bound was ignored, as if it were no metric line */
-	refused("megatron-log", "iteration 1/ 10 | lm loss: 2.5 |\n iteration 2147483648/ "
-	        "2147483648 | lm loss: 2.5 |\n", (const char *const[]){
-	        "'t.log':2: bad iteration '2147483648'", "0 to 2147483647", NULL });
-	refused("jsonl", "{\"step\": 1, \"loss\": 2.5}\n{\"step\": 2147483648, \"loss\": 2.5}\n",
-	        (const char *const[]){ "'t.log':2: want \"step\"", "0 to 2147483647", NULL });
-	refused("megatron-golden", "{\"lm loss\": {\"start_step\": 1, \"end_step\": 2147483648, "
+	refused("megatron-log", "iteration 1/ 10 | lm loss: 2.5 |\n iteration 2147483647/ "
+	        "2147483647 | lm loss: 2.5 |\n", (const char *const[]){
+	        "'t.log':2: bad iteration '2147483647'", "0 to 2147483646", NULL });
+	refused("jsonl", "{\"step\": 1, \"loss\": 2.5}\n{\"step\": 2147483647, \"loss\": 2.5}\n",
+	        (const char *const[]){ "'t.log':2: want \"step\"", "0 to 2147483646", NULL });
+	refused("megatron-golden", "{\"lm loss\": {\"start_step\": 1, \"end_step\": 2147483647, "
 	        "\"step_interval\": 1, \"values\": [2.5]}}", (const char *const[]){
-	        "\"lm loss\": want start_step", "2147483647", NULL });
-	refused("megatron-golden", "{\"lm loss\": {\"values\": {\"2147483648\": 2.5}}}", bound);
-	/* Megatron-Bridge's steps are 0-based: "2147483646" is iteration 2147483647 */
-	cr_assert_eq(parse("megatron-golden", "{\"2147483646\": {\"lm loss\": 2.5}}", &f), 0, "%s",
+	        "\"lm loss\": want start_step", "2147483646", NULL });
+	refused("megatron-golden", "{\"lm loss\": {\"values\": {\"2147483647\": 2.5}}}", bound);
+	/* Megatron-Bridge's steps are 0-based: "2147483645" is iteration 2147483646 */
+	cr_assert_eq(parse("megatron-golden", "{\"2147483645\": {\"lm loss\": 2.5}}", &f), 0, "%s",
 	             lks_errmsg());
-	cr_assert_eq(f.step, 2147483647);
-	refused("megatron-golden", "{\"0\": {\"lm loss\": 2.5}, \"2147483647\": {\"lm loss\": 2.5}}",
-	        (const char *const[]){ "\"0\" to \"2147483646\"", NULL });
+	cr_assert_eq(f.step, 2147483646);
+	refused("megatron-golden", "{\"0\": {\"lm loss\": 2.5}, \"2147483646\": {\"lm loss\": 2.5}}",
+	        (const char *const[]){ "\"0\" to \"2147483645\"", NULL });
 }
 
 /* A loss written as %s, on line 2 of each format (megatron-golden's "values" on line 2 of

@@ -182,6 +182,11 @@ Test(trace_lib, two_ranks_join_one_run_complete_when_both_close)
 	}
 	cr_assert_eq(lks_trace_step(t0, 3), -1, "a step again");
 	cr_assert(strstr(lks_trace_error(), "ascend"), "%s", lks_trace_error());
+	/* past the bound: the last step + 1 would not be an int (diff said two runs of that
+	   step identical, export looped) */
+	cr_assert_eq(lks_trace_step(t0, LKS_TRACE_STEP_MAX + 1), -1, "a step past the bound");
+	cr_assert(strstr(lks_trace_error(), "steps go from 0 to 2147483646"), "%s",
+	          lks_trace_error());
 	cr_assert_eq(lks_trace_close(t0), 0, "%s", lks_trace_error());
 	cr_assert_eq(sql_int_path(db, "SELECT count(*) FROM runs WHERE status = 'complete'"), 0,
 	             "rank 1 is still tracing");
