@@ -15,7 +15,7 @@
 #     every tensor of every rank at every step);
 #   - 'golden update' writes a whole golden (every stat row) or refuses (exit 2).
 # ROUNDS defaults to $LKS_SOAK_ROUNDS, else 50 (10 to 40 s on 2 cores, as loaded; ctest
-# gives 20 to a sanitized build). Before the fixes of issue 29 it failed in its first round,
+# gives 30, and 10 to a sanitized build, for CI's time). Before the fixes of issue 29 it failed in its first round,
 # and, with the ALARM check left out, found a run part pruned and unmarked within 30
 # rounds for 4 seeds of 5. The kill moments come from bash's RANDOM, seeded with
 # $LKS_SOAK_SEED (else the PID) and printed, so a failing round replays.
