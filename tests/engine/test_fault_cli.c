@@ -414,9 +414,9 @@ static int suite_cases(char *list, size_t size, int *tp)
 }
 
 /* No false alarm: the clean nightly cases pass two reruns into one database, run at once
-   (as concurrent nightly jobs write one database; mpi_suite runs the suite twice more as
-   threads and as processes, and holds their bits to each other: a third rerun here took
-   CI's time for nothing more). Under the sanitizers (ci/sanitize) the suite runs once
+   (as concurrent nightly jobs write one database; mpi_suite runs the suite three times
+   more, as threads and as processes, and holds their bits to each other: a third rerun
+   here took CI's time for nothing more). Under the sanitizers (ci/sanitize) the suite runs once
    (LKS_TEST_RERUNS=1): they look at memory, which a rerun of the same work does not show
    them more of; and without the case files that mpi_suite runs sanitized as MPI processes
    (LKS_SUITE_ELSEWHERE, tests/CMakeLists.txt), so that each case runs sanitized once. */
