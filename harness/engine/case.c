@@ -381,8 +381,9 @@ static int lks_case_set(struct lks_parse *st, const char *set)
 
 int lks_case_set_reaches(const char *set, const char *run)
 {
-	const char *eq = strchr(set, '='), *dot = strchr(set, '.'), *key;
+	const char *eq = strchr(set, '='), *dot = strchr(set, '.'), *name, *key;
 	char sec[16];
+	size_t len;
 
 	if (!eq || !dot || dot > eq || (size_t)(dot - set) >= sizeof(sec))
 		return 0;  /* not an override: lks_case_set refuses it */
@@ -391,11 +392,11 @@ int lks_case_set_reaches(const char *set, const char *run)
 	lks_trim(sec);
 	if (strcmp(sec, "run"))
 		return strcmp(sec, "check") != 0;  /* case, model, optim */
-	for (key = eq; key > dot + 1 && key[-1] != '.'; key--)
-		;  /* run.NAME.key: NAME holds no '.' */
-	return key - 1 > dot + 1 && ((key - 2 == dot + 1 && dot[1] == '*')
-	                             || ((size_t)(key - 2 - dot) == strlen(run)
-	                                 && !strncmp(dot + 1, run, strlen(run))));
+	name = dot + 1;  /* run.NAME.key: NAME holds no '.' */
+	for (key = eq; key > name && key[-1] != '.'; key--)
+		;
+	len = key > name ? (size_t)(key - 1 - name) : 0;
+	return (len == 1 && *name == '*') || (len && len == strlen(run) && !strncmp(name, run, len));
 }
 
 int lks_case_override(lks_case *c, const char *set)
